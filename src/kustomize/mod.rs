@@ -1,0 +1,5 @@
+//! The native kustomize engine: a kustomization directory (or a list of transformers) goes in,
+//! resources come out, equal to `kubectl kustomize` (v5.5.0) except for the divergences listed
+//! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
+
+pub mod fieldspec;
