@@ -5,5 +5,6 @@
 //! The kustomize-compatible engine (`kustomize`) is shared by `render` (component
 //! transformers) and `kiln kustomize`.
 
+pub mod artifact;
 pub mod kustomize;
 pub mod resource;
