@@ -121,12 +121,8 @@ pub fn offset_of(text: &str, line: usize, col: usize) -> usize {
     let mut off = 0;
     for (i, l) in text.split_inclusive('\n').enumerate() {
         if i + 1 == line {
-            let mut chars = 0;
-            for (b, _) in l.char_indices() {
-                if chars + 1 == col {
-                    return off + b;
-                }
-                chars += 1;
+            if let Some((b, _)) = l.char_indices().nth(col.saturating_sub(1)) {
+                return off + b;
             }
             return off + l.len().saturating_sub(1);
         }
