@@ -562,34 +562,16 @@ fn string_style(s: &str) -> Style {
         return Style::Double;
     }
     let first = s.chars().next().expect("non-empty");
-    let needs_quotes =
-        matches!(
-            first,
-            '-' | '?'
-                | ':'
-                | ','
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | '#'
-                | '&'
-                | '*'
-                | '!'
-                | '|'
-                | '>'
-                | '\''
-                | '"'
-                | '%'
-                | '@'
-                | '`'
-        ) && !(first == '-' && s.len() > 1 && !s.starts_with("- ") && !s.starts_with("---"))
-            || s.starts_with(' ')
-            || s.ends_with(' ')
-            || s.contains(": ")
-            || s.contains(" #")
-            || s.ends_with(':')
-            || (first == '?' || first == ':') && s.len() == 1;
+    // A leading `-` is an indicator only as `- x` or `---`; `-v` and `--flag=1` are plain.
+    let dash_is_plain =
+        first == '-' && s.len() > 1 && !s.starts_with("- ") && !s.starts_with("---");
+    let indicator = "-?:,[]{}#&*!|>'\"%@`".contains(first);
+    let needs_quotes = (indicator && !dash_is_plain)
+        || s.starts_with(' ')
+        || s.ends_with(' ')
+        || s.contains(": ")
+        || s.contains(" #")
+        || s.ends_with(':');
     if needs_quotes {
         // go-yaml prefers single quotes when nothing needs escaping.
         Style::Single
