@@ -3,3 +3,8 @@
 //! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
 
 pub mod fieldspec;
+pub mod generators;
+pub mod hash;
+pub mod name_prefix_suffix;
+pub mod name_reference;
+pub mod namespace;
