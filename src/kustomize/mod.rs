@@ -3,3 +3,9 @@
 //! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
 
 pub mod fieldspec;
+pub mod image_ref;
+pub mod images;
+pub mod labels;
+pub mod order;
+pub mod replacements;
+pub mod replicas;
