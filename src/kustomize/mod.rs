@@ -5,6 +5,12 @@
 pub mod fieldspec;
 pub mod generators;
 pub mod hash;
+pub mod image_ref;
+pub mod images;
+pub mod labels;
 pub mod name_prefix_suffix;
 pub mod name_reference;
 pub mod namespace;
+pub mod order;
+pub mod replacements;
+pub mod replicas;
