@@ -2,15 +2,26 @@
 //! resources come out, equal to `kubectl kustomize` (v5.5.0) except for the divergences listed
 //! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
 
+pub mod build;
+pub mod error;
 pub mod fieldspec;
+pub mod generate;
 pub mod generators;
 pub mod hash;
 pub mod image_ref;
 pub mod images;
+pub mod kustomization;
 pub mod labels;
+pub mod load;
 pub mod name_prefix_suffix;
 pub mod name_reference;
 pub mod namespace;
 pub mod order;
 pub mod replacements;
 pub mod replicas;
+pub mod transform;
+pub mod vars;
+
+pub use build::{BuildOptions, build, build_yaml};
+pub use error::KustomizeError;
+pub use load::LoadRestrictor;
