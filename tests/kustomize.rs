@@ -274,12 +274,16 @@ fn corpus_roots_match_kubectl_kustomize() {
         let (id, dir, flags, expected) = (cols[0], cols[2], cols[3], cols[4]);
         let flags: Vec<String> = if flags == "-" { vec![] } else { flags.split_whitespace().map(str::to_string).collect() };
         n += 1;
+        let started = std::time::Instant::now();
         let result = (|| -> Result<(), String> {
             let expected_text = std::fs::read_to_string(corpus.join(expected)).map_err(|e| e.to_string())?;
             let expected = parse(expected, &expected_text)?;
             let actual = build_values(&corpus.join(dir), &flags).map_err(|e| format!("build failed: {e}"))?;
             compare(&expected, &actual)
         })();
+        if started.elapsed().as_secs() >= 2 {
+            eprintln!("corpus {id}: {:?}", started.elapsed());
+        }
         if let Err(e) = result {
             failures.push(format!("── {id} {dir} ──\n{e}"));
         }
