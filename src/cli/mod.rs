@@ -291,14 +291,9 @@ pub fn print_out(text: &str) -> miette::Result<()> {
 
 /// Runs one command. `Ok(code)` carries 0, or 1 for "a difference was found".
 pub fn run(cli: Cli) -> miette::Result<ExitCode> {
-    match cli.command {
-        other => Err(miette::miette!(
-            "`kiln {}` is not wired in this build",
-            format!("{other:?}")
-                .split('(')
-                .next()
-                .unwrap_or("")
-                .to_lowercase()
-        )),
-    }
+    let name = format!("{:?}", cli.command);
+    Err(miette::miette!(
+        "`kiln {}` is not wired in this build",
+        name.split('(').next().unwrap_or("").to_lowercase()
+    ))
 }
