@@ -7,6 +7,7 @@
 
 pub mod artifact;
 pub mod cli;
+pub mod diag;
 pub mod kustomize;
 pub mod resource;
 pub mod yaml;
