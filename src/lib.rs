@@ -6,6 +6,8 @@
 //! transformers) and `kiln kustomize`.
 
 pub mod artifact;
+pub mod cli;
+pub mod diag;
 pub mod fs;
 pub mod kustomize;
 pub mod resource;
