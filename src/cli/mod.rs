@@ -160,6 +160,9 @@ pub enum SchemaKind {
 pub struct KustomizeArgs {
     /// The kustomization directory.
     pub dir: PathBuf,
+    /// Which files a kustomization may read, as kustomize's flag.
+    #[arg(long, default_value = "LoadRestrictionsRootOnly", value_parser = ["LoadRestrictionsRootOnly", "LoadRestrictionsNone"])]
+    pub load_restrictor: String,
 }
 
 #[derive(Debug, Args)]
@@ -291,6 +294,17 @@ pub fn print_out(text: &str) -> miette::Result<()> {
 
 /// Runs one command. `Ok(code)` carries 0, or 1 for "a difference was found".
 pub fn run(cli: Cli) -> miette::Result<ExitCode> {
+    if let Command::Kustomize(args) = &cli.command {
+        let mut options = crate::kustomize::BuildOptions::default();
+        if args.load_restrictor == "LoadRestrictionsNone" {
+            options.load_restrictor = crate::kustomize::LoadRestrictor::None;
+        }
+        let out = crate::kustomize::run_kustomize(&args.dir, &options)?;
+        let mut stdout = std::io::stdout().lock();
+        // A closed pipe (`kiln kustomize . | head`) is not an error worth a report.
+        let _ = stdout.write_all(out.as_bytes());
+        return Ok(ExitCode::SUCCESS);
+    }
     let name = format!("{:?}", cli.command);
     Err(miette::miette!(
         "`kiln {}` is not wired in this build",

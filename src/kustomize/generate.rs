@@ -10,9 +10,16 @@ use super::error::KustomizeError;
 use super::load::{KustFile, Loader};
 
 /// Runs the generators of `kf`, absorbing their output into `acc`.
-pub fn run_generators(_ldr: &Loader<'_>, kf: &KustFile, _acc: &mut Accumulator) -> Result<(), KustomizeError> {
+pub fn run_generators(
+    _ldr: &Loader<'_>,
+    kf: &KustFile,
+    _acc: &mut Accumulator,
+) -> Result<(), KustomizeError> {
     let k = &kf.kustomization;
-    for (field, present) in [("configMapGenerator", !k.config_map_generator.is_empty()), ("secretGenerator", !k.secret_generator.is_empty())] {
+    for (field, present) in [
+        ("configMapGenerator", !k.config_map_generator.is_empty()),
+        ("secretGenerator", !k.secret_generator.is_empty()),
+    ] {
         if present {
             return Err(KustomizeError::unsupported(
                 kf.key_site(&format!("/{field}")),

@@ -21,7 +21,8 @@ pub const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
 pub const COMPONENT_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
 /// File names recognised as a kustomization, in kustomize's order
 /// (`konfig.RecognizedKustomizationFileNames`).
-pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// A string map that keeps the user's order (kustomize sorts where it matters).
 pub type StringMap = IndexMap<String, String>;
@@ -426,14 +427,23 @@ impl Kustomization {
     /// decoding, plus `type` on a `configMapGenerator` entry.
     pub fn from_value(value: &Value) -> Result<Kustomization, FieldError> {
         let Some(map) = value.as_object() else {
-            return Err(FieldError { pointer: String::new(), message: "a kustomization must be a YAML mapping".into() });
+            return Err(FieldError {
+                pointer: String::new(),
+                message: "a kustomization must be a YAML mapping".into(),
+            });
         };
         match serde_json::from_value::<Kustomization>(value.clone()) {
             Ok(k) => {
-                if let Some(i) = k.config_map_generator.iter().position(|g| !g.secret_type.is_empty()) {
+                if let Some(i) = k
+                    .config_map_generator
+                    .iter()
+                    .position(|g| !g.secret_type.is_empty())
+                {
                     return Err(FieldError {
                         pointer: format!("/configMapGenerator/{i}/type"),
-                        message: "unknown field `type` (only `secretGenerator` entries have a type)".into(),
+                        message:
+                            "unknown field `type` (only `secretGenerator` entries have a type)"
+                                .into(),
                     });
                 }
                 Ok(k)
@@ -445,12 +455,16 @@ impl Kustomization {
                         m.insert(key.clone(), v);
                         serde_json::from_value::<Kustomization>(Value::Object(m))
                     };
-                    let Err(e) = single(field.clone()) else { continue };
+                    let Err(e) = single(field.clone()) else {
+                        continue;
+                    };
                     let mut pointer = format!("/{}", escape_pointer(key));
                     let mut message = e.to_string();
                     if let Value::Array(items) = field {
                         for (i, item) in items.iter().enumerate() {
-                            let Err(e) = single(Value::Array(vec![item.clone()])) else { continue };
+                            let Err(e) = single(Value::Array(vec![item.clone()])) else {
+                                continue;
+                            };
                             pointer = format!("{pointer}/{i}");
                             message = e.to_string();
                             // One more level: the field inside the list item.
@@ -468,9 +482,15 @@ impl Kustomization {
                             break;
                         }
                     }
-                    return Err(FieldError { pointer, message: tidy_serde_message(&message) });
+                    return Err(FieldError {
+                        pointer,
+                        message: tidy_serde_message(&message),
+                    });
                 }
-                Err(FieldError { pointer: String::new(), message: tidy_serde_message(&whole.to_string()) })
+                Err(FieldError {
+                    pointer: String::new(),
+                    message: tidy_serde_message(&whole.to_string()),
+                })
             }
         }
     }
@@ -486,15 +506,29 @@ impl Kustomization {
         if !self.kind.is_empty() && self.kind != "Kustomization" && self.kind != "Component" {
             return Err(FieldError {
                 pointer: "/kind".into(),
-                message: format!("kind `{}` should be `Kustomization` or `Component`", self.kind),
+                message: format!(
+                    "kind `{}` should be `Kustomization` or `Component`",
+                    self.kind
+                ),
             });
         }
-        let required = if self.is_component() { COMPONENT_VERSION } else { KUSTOMIZATION_VERSION };
+        let required = if self.is_component() {
+            COMPONENT_VERSION
+        } else {
+            KUSTOMIZATION_VERSION
+        };
         if !self.api_version.is_empty() && self.api_version != required {
-            let kind = if self.kind.is_empty() { "Kustomization" } else { &self.kind };
+            let kind = if self.kind.is_empty() {
+                "Kustomization"
+            } else {
+                &self.kind
+            };
             return Err(FieldError {
                 pointer: "/apiVersion".into(),
-                message: format!("apiVersion for {kind} should be `{required}`, not `{}`", self.api_version),
+                message: format!(
+                    "apiVersion for {kind} should be `{required}`, not `{}`",
+                    self.api_version
+                ),
             });
         }
         Ok(())
@@ -550,20 +584,32 @@ mod tests {
 
     #[test]
     fn unknown_field_is_located() {
-        let err = Kustomization::from_value(&json!({"resources": ["a.yaml"], "foo": 1})).unwrap_err();
+        let err =
+            Kustomization::from_value(&json!({"resources": ["a.yaml"], "foo": 1})).unwrap_err();
         assert_eq!(err.pointer, "/foo");
-        assert!(err.message.contains("unknown field `foo`"), "{}", err.message);
+        assert!(
+            err.message.contains("unknown field `foo`"),
+            "{}",
+            err.message
+        );
 
-        let err = Kustomization::from_value(&json!({"images": [{"name": "a"}, {"name": "b", "newTg": "1"}]})).unwrap_err();
+        let err = Kustomization::from_value(
+            &json!({"images": [{"name": "a"}, {"name": "b", "newTg": "1"}]}),
+        )
+        .unwrap_err();
         assert_eq!(err.pointer, "/images/1/newTg");
 
-        let err = Kustomization::from_value(&json!({"replicas": [{"name": "a", "count": "3"}]})).unwrap_err();
+        let err = Kustomization::from_value(&json!({"replicas": [{"name": "a", "count": "3"}]}))
+            .unwrap_err();
         assert_eq!(err.pointer, "/replicas/0/count");
 
         let err = Kustomization::from_value(&json!({"commonLabels": {"a": 1}})).unwrap_err();
         assert_eq!(err.pointer, "/commonLabels");
 
-        let err = Kustomization::from_value(&json!({"configMapGenerator": [{"name": "a", "type": "Opaque"}]})).unwrap_err();
+        let err = Kustomization::from_value(
+            &json!({"configMapGenerator": [{"name": "a", "type": "Opaque"}]}),
+        )
+        .unwrap_err();
         assert_eq!(err.pointer, "/configMapGenerator/0/type");
 
         assert!(Kustomization::from_value(&json!(["a"])).is_err());
@@ -571,7 +617,10 @@ mod tests {
 
     #[test]
     fn kind_and_api_version_are_enforced() {
-        let k = Kustomization::from_value(&json!({"kind": "Component", "apiVersion": KUSTOMIZATION_VERSION})).unwrap();
+        let k = Kustomization::from_value(
+            &json!({"kind": "Component", "apiVersion": KUSTOMIZATION_VERSION}),
+        )
+        .unwrap();
         assert_eq!(k.check_kind().unwrap_err().pointer, "/apiVersion");
         let k = Kustomization::from_value(&json!({"kind": "Deployment"})).unwrap();
         assert_eq!(k.check_kind().unwrap_err().pointer, "/kind");

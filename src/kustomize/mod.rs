@@ -22,6 +22,6 @@ pub mod replicas;
 pub mod transform;
 pub mod vars;
 
-pub use build::{BuildOptions, build, build_yaml};
+pub use build::{BuildOptions, build, build_yaml, run_kustomize};
 pub use error::KustomizeError;
 pub use load::LoadRestrictor;

@@ -25,13 +25,21 @@ fn not_wired(kf: &KustFile, pointer: &str, field: &str) -> KustomizeError {
 }
 
 /// Runs the transformers of `kf` over everything accumulated in `acc`.
-pub fn run_transformers(_ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator) -> Result<(), KustomizeError> {
+pub fn run_transformers(
+    _ldr: &Loader<'_>,
+    kf: &KustFile,
+    acc: &mut Accumulator,
+) -> Result<(), KustomizeError> {
     let k = &kf.kustomization;
     let config = &acc.config;
     let res = &mut acc.resources;
 
     if !k.patches_strategic_merge.is_empty() {
-        return Err(not_wired(kf, "/patchesStrategicMerge", "patchesStrategicMerge"));
+        return Err(not_wired(
+            kf,
+            "/patchesStrategicMerge",
+            "patchesStrategicMerge",
+        ));
     }
     if !k.patches.is_empty() {
         return Err(not_wired(kf, "/patches", "patches"));
@@ -48,14 +56,16 @@ pub fn run_transformers(_ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator)
 
     for (i, label) in k.labels.iter().enumerate() {
         let pointer = format!("/labels/{i}");
-        let mut entry: labels::Label =
-            convert(label).map_err(|m| KustomizeError::invalid(kf.site(&pointer), m, "see kustomize's `labels` reference"))?;
+        let mut entry: labels::Label = convert(label).map_err(|m| {
+            KustomizeError::invalid(kf.site(&pointer), m, "see kustomize's `labels` reference")
+        })?;
         if entry.include_selectors {
             // kustomize hands `includeSelectors` entries the whole commonLabels table, custom
             // `configurations` included.
             entry.fields.extend(config.common_labels.iter().cloned());
         }
-        labels::apply_labels(res, &entry).map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
+        labels::apply_labels(res, &entry)
+            .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
     if !k.common_labels.is_empty() {
         labels::apply_common_labels(res, &k.common_labels, &config.common_labels)
@@ -72,8 +82,15 @@ pub fn run_transformers(_ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator)
 
     for (i, r) in k.replicas.iter().enumerate() {
         let pointer = format!("/replicas/{i}");
-        let entry: replicas::Replica = convert(r).map_err(|m| KustomizeError::invalid(kf.site(&pointer), m, "a replicas entry has `name` and `count`"))?;
-        replicas::apply_replicas(res, std::slice::from_ref(&entry)).map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
+        let entry: replicas::Replica = convert(r).map_err(|m| {
+            KustomizeError::invalid(
+                kf.site(&pointer),
+                m,
+                "a replicas entry has `name` and `count`",
+            )
+        })?;
+        replicas::apply_replicas(res, std::slice::from_ref(&entry))
+            .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
 
     // `imageTags` is the legacy spelling; kustomize appends it to `images`.
@@ -82,9 +99,16 @@ pub fn run_transformers(_ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator)
         .iter()
         .enumerate()
         .map(|(i, im)| (format!("/images/{i}"), im))
-        .chain(k.image_tags.iter().enumerate().map(|(i, im)| (format!("/imageTags/{i}"), im)));
+        .chain(
+            k.image_tags
+                .iter()
+                .enumerate()
+                .map(|(i, im)| (format!("/imageTags/{i}"), im)),
+        );
     for (pointer, im) in image_entries {
-        let entry: images::Image = convert(im).map_err(|m| KustomizeError::invalid(kf.site(&pointer), m, "see kustomize's `images` reference"))?;
+        let entry: images::Image = convert(im).map_err(|m| {
+            KustomizeError::invalid(kf.site(&pointer), m, "see kustomize's `images` reference")
+        })?;
         images::apply_images(res, std::slice::from_ref(&entry), &config.images);
     }
 
@@ -100,6 +124,9 @@ pub fn run_transformers(_ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator)
 /// kustomize's `FixBackReferences`: after every rename, references to renamed objects are
 /// rewritten. Wired to the name-reference module once it lands; until then names are left as
 /// they are.
-pub fn fix_name_references(_resources: &mut [Resource], _config: &TransformerConfig) -> Result<(), String> {
+pub fn fix_name_references(
+    _resources: &mut [Resource],
+    _config: &TransformerConfig,
+) -> Result<(), String> {
     Ok(())
 }
