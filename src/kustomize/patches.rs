@@ -159,12 +159,9 @@ pub enum PatchError {
     )]
     PatchEmpty,
 
-    #[error("the patch is not valid YAML: {reason}")]
-    #[diagnostic(
-        code(kiln::kustomize::patch_invalid_yaml),
-        help("fix the YAML syntax of the patch")
-    )]
-    PatchInvalidYaml { reason: String },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    PatchInvalidYaml(Box<crate::yaml::YamlError>),
 
     /// Neither a list of operations nor maps (kustomize: "unable to parse SM or JSON patch").
     #[error(
@@ -299,16 +296,13 @@ fn shape(v: &Value) -> &'static str {
 }
 
 /// Parses patch text (YAML or JSON; several YAML documents allowed for strategic merge).
-pub fn parse_patch(text: &str) -> Result<ParsedPatch, PatchError> {
+/// `name` is the file (or `patches[i].patch`) shown in YAML errors.
+pub fn parse_patch(name: &str, text: &str) -> Result<ParsedPatch, PatchError> {
     if text.trim().is_empty() {
         return Err(PatchError::PatchEmpty);
     }
-    // Interim: serde-saphyr directly. `crate::yaml::parse_stream` (Kubernetes scalar typing)
-    // replaces this call once it is on main.
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| PatchError::PatchInvalidYaml {
-            reason: e.to_string(),
-        })?;
+    let docs = crate::yaml::parse_stream(name, text)
+        .map_err(|e| PatchError::PatchInvalidYaml(Box::new(e)))?;
     parse_patch_docs(docs)
 }
 
@@ -536,11 +530,7 @@ mod tests {
     use serde_json::json;
 
     fn yaml_docs(text: &str) -> Vec<Value> {
-        serde_saphyr::from_multiple::<Value>(text)
-            .unwrap()
-            .into_iter()
-            .filter(|d| !d.is_null())
-            .collect()
+        crate::yaml::parse_stream("test.yaml", text).unwrap()
     }
 
     fn resources(text: &str) -> Vec<Resource> {
@@ -583,7 +573,7 @@ mod tests {
                 PatchSource::Inline(t) => t.to_string(),
                 PatchSource::Path(p) => files.iter().find(|(n, _)| *n == p).unwrap().1.to_string(),
             };
-            let parsed = parse_patch(&text).map_err(|err| err.at("patches", i))?;
+            let parsed = parse_patch("patch.yaml", &text).map_err(|err| err.at("patches", i))?;
             apply_patch(res, &parsed, e.target.as_ref(), &e.options)
                 .map_err(|err| err.at("patches", i))?;
         }
@@ -697,7 +687,7 @@ mod tests {
     #[test]
     fn annotations_stay_absent_when_the_patch_leaves_them_empty() {
         let mut res = resources("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n");
-        let p = parse_patch("- op: add\n  path: /data\n  value: {a: b}\n").unwrap();
+        let p = parse_patch("patch.yaml", "- op: add\n  path: /data\n  value: {a: b}\n").unwrap();
         apply_patch(
             &mut res,
             &p,
@@ -714,26 +704,30 @@ mod tests {
     #[test]
     fn parse_classifies_json_and_smp() {
         assert!(matches!(
-            parse_patch("[{\"op\": \"remove\", \"path\": \"/a\"}]").unwrap(),
+            parse_patch("patch.yaml", "[{\"op\": \"remove\", \"path\": \"/a\"}]").unwrap(),
             ParsedPatch::Json6902(_)
         ));
         assert!(matches!(
-            parse_patch("- op: remove\n  path: /a\n").unwrap(),
+            parse_patch("patch.yaml", "- op: remove\n  path: /a\n").unwrap(),
             ParsedPatch::Json6902(_)
         ));
-        let ParsedPatch::StrategicMerge(docs) =
-            parse_patch("kind: A\nmetadata: {name: a}\n---\nkind: B\nmetadata: {name: b}\n")
-                .unwrap()
-        else {
+        let ParsedPatch::StrategicMerge(docs) = parse_patch(
+            "patch.yaml",
+            "kind: A\nmetadata: {name: a}\n---\nkind: B\nmetadata: {name: b}\n",
+        )
+        .unwrap() else {
             panic!()
         };
         assert_eq!(docs.len(), 2);
-        assert!(matches!(parse_patch("  \n"), Err(PatchError::PatchEmpty)));
         assert!(matches!(
-            parse_patch("just text"),
+            parse_patch("patch.yaml", "  \n"),
+            Err(PatchError::PatchEmpty)
+        ));
+        assert!(matches!(
+            parse_patch("patch.yaml", "just text"),
             Err(PatchError::PatchUnrecognized { document: 0, .. })
         ));
-        let err = parse_patch("- op: add\n  path: /a\n").unwrap_err();
+        let err = parse_patch("patch.yaml", "- op: add\n  path: /a\n").unwrap_err();
         assert!(
             matches!(err, PatchError::JsonPatchInvalid(e) if matches!(*e, Json6902Error::InvalidOperation { index: 0, .. }))
         );
@@ -742,7 +736,7 @@ mod tests {
     #[test]
     fn json_patch_without_target_is_an_error() {
         let mut res = resources("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
-        let p = parse_patch("- {op: remove, path: /metadata}").unwrap();
+        let p = parse_patch("patch.yaml", "- {op: remove, path: /metadata}").unwrap();
         assert!(matches!(
             apply_patch(&mut res, &p, None, &PatchOptions::default()),
             Err(PatchError::PatchTargetRequired)
@@ -754,7 +748,7 @@ mod tests {
     #[test]
     fn smp_without_target_matches_by_id_including_namespace() {
         let mut res = resources(TWO);
-        let p = parse_patch("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: prod}\nspec: {replicas: 3}\n").unwrap();
+        let p = parse_patch("patch.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: prod}\nspec: {replicas: 3}\n").unwrap();
         assert_eq!(
             apply_patch(&mut res, &p, None, &PatchOptions::default()).unwrap(),
             1
@@ -763,6 +757,7 @@ mod tests {
         // Absent namespace means `default`, so this patch misses `prod/d` (kubectl kustomize
         // v5.5.0 errors the same way).
         let p = parse_patch(
+            "patch.yaml",
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 2}\n",
         )
         .unwrap();
@@ -773,12 +768,13 @@ mod tests {
         );
         // So does another version of the same kind.
         let p = parse_patch(
+            "patch.yaml",
             "apiVersion: apps/v1beta2\nkind: Deployment\nmetadata: {name: d, namespace: prod}\n",
         )
         .unwrap();
         assert!(apply_patch(&mut res, &p, None, &PatchOptions::default()).is_err());
         // `default` explicitly equals absent.
-        let p = parse_patch("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata: {b: '2'}\n").unwrap();
+        let p = parse_patch("patch.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata: {b: '2'}\n").unwrap();
         apply_patch(&mut res, &p, None, &PatchOptions::default()).unwrap();
         assert_eq!(res[0].value["data"], json!({"k": "1", "b": "2"}));
         assert!(res[0].value["metadata"].get("namespace").is_none());
@@ -787,9 +783,11 @@ mod tests {
     #[test]
     fn smp_with_target_ignores_patch_name_unless_allowed() {
         let mut res = resources(TWO);
-        let p =
-            parse_patch("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: zz}\ndata: {b: '2'}\n")
-                .unwrap();
+        let p = parse_patch(
+            "patch.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: zz}\ndata: {b: '2'}\n",
+        )
+        .unwrap();
         let t = selector(json!({"kind": "ConfigMap"}));
         apply_patch(&mut res, &p, Some(&t), &PatchOptions::default()).unwrap();
         assert_eq!(res[0].name(), "a");
@@ -806,7 +804,7 @@ mod tests {
     #[test]
     fn smp_keeps_kind_unless_allowed() {
         let mut res = resources(TWO);
-        let p = parse_patch("kind: Secret\nmetadata: {name: a}\n").unwrap();
+        let p = parse_patch("patch.yaml", "kind: Secret\nmetadata: {name: a}\n").unwrap();
         let t = selector(json!({"name": "a"}));
         apply_patch(&mut res, &p, Some(&t), &PatchOptions::default()).unwrap();
         assert_eq!(res[0].kind(), "ConfigMap");
@@ -826,9 +824,11 @@ mod tests {
     #[test]
     fn smp_delete_removes_the_resource() {
         let mut res = resources(TWO);
-        let p =
-            parse_patch("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n$patch: delete\n")
-                .unwrap();
+        let p = parse_patch(
+            "patch.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n$patch: delete\n",
+        )
+        .unwrap();
         assert_eq!(
             apply_patch(&mut res, &p, None, &PatchOptions::default()).unwrap(),
             1
@@ -839,7 +839,7 @@ mod tests {
 
     #[test]
     fn target_matching_nothing() {
-        let p = parse_patch("- {op: add, path: /data/q, value: '1'}").unwrap();
+        let p = parse_patch("patch.yaml", "- {op: add, path: /data/q, value: '1'}").unwrap();
         let mut res = resources(TWO);
         // kustomize: a kind-only or regex target may select nothing.
         for t in [
@@ -871,7 +871,11 @@ mod tests {
         let mut res = resources(&format!(
             "{TWO}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b, labels: {{app: x}}}}\n"
         ));
-        let p = parse_patch("- {op: add, path: /metadata/labels/patched, value: 'yes'}").unwrap();
+        let p = parse_patch(
+            "patch.yaml",
+            "- {op: add, path: /metadata/labels/patched, value: 'yes'}",
+        )
+        .unwrap();
         let n = apply_patch(
             &mut res,
             &p,
