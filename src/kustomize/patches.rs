@@ -400,18 +400,17 @@ fn apply_json6902(res: &mut Resource, ops: &JsonPatch) -> Result<(), PatchError>
     let before = (res.namespace().map(str::to_string), res.name().to_string());
     let resource = res.id().to_string();
     // kustomize quirk (case k10): its objects always carry internal annotations while patches
-    // run, so `/metadata/annotations` exists for the patch even when the user wrote none. An
-    // empty map added here is removed again if the patch leaves it empty.
-    let added_annotations = match res.value.get_mut("metadata").and_then(Value::as_object_mut) {
-        Some(md) if !md.contains_key("annotations") => {
-            md.insert("annotations".into(), Value::Object(Map::new()));
-            true
-        }
-        _ => false,
-    };
+    // run, so `/metadata/annotations` exists for the patch even when the user wrote none.
+    if let Some(md) = res.value.get_mut("metadata").and_then(Value::as_object_mut)
+        && !md.contains_key("annotations")
+    {
+        md.insert("annotations".into(), Value::Object(Map::new()));
+    }
     let result = ops.apply(&mut res.value);
-    if added_annotations
-        && let Some(md) = res.value.get_mut("metadata").and_then(Value::as_object_mut)
+    // kustomize then strips its internal annotations and writes the map back with
+    // `SetAnnotations`, which drops an empty map: whether we added it or the patch emptied it
+    // (case p09), an empty `annotations` does not survive.
+    if let Some(md) = res.value.get_mut("metadata").and_then(Value::as_object_mut)
         && md
             .get("annotations")
             .is_some_and(|a| a.as_object().is_some_and(Map::is_empty))
@@ -927,5 +926,83 @@ mod tests {
             err.code().unwrap().to_string(),
             "kiln::kustomize::patch_target_missing"
         );
+    }
+
+    /// Runs a stored differential case that uses only `resources:` and patch fields through
+    /// this module, in kustomize's transformer order (patchesStrategicMerge, patches, then
+    /// patchesJson6902), and returns the resources.
+    fn run_case(dir: &std::path::Path) -> Result<Vec<Resource>, String> {
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join("input").join(f)).map_err(|e| format!("{f}: {e}"))
+        };
+        let k = crate::yaml::parse_one("kustomization.yaml", &read("kustomization.yaml")?)
+            .map_err(|e| e.to_string())?;
+        let mut res = Vec::new();
+        for f in k["resources"].as_array().ok_or("no resources")? {
+            let f = f.as_str().ok_or("resource not a string")?;
+            for v in crate::yaml::parse_stream(f, &read(f)?).map_err(|e| e.to_string())? {
+                res.push(Resource::new(v, None));
+            }
+        }
+        let text_of = |src: PatchSource| -> Result<String, String> {
+            match src {
+                PatchSource::Path(p) => read(p),
+                PatchSource::Inline(t) => Ok(t.to_string()),
+            }
+        };
+        let none = PatchOptions::default();
+        if let Some(items) = k.get("patchesStrategicMerge") {
+            let items: Vec<PatchStrategicMerge> =
+                serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
+            for (i, item) in items.iter().enumerate() {
+                let p = parse_patch("psm", &text_of(item.source())?)
+                    .map_err(|e| e.at("patchesStrategicMerge", i).to_string())?;
+                apply_patch(&mut res, &p, None, &none)
+                    .map_err(|e| e.at("patchesStrategicMerge", i).to_string())?;
+            }
+        }
+        for field in ["patches", "patchesJson6902"] {
+            let Some(items) = k.get(field) else { continue };
+            let items: Vec<PatchEntry> =
+                serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
+            for (i, e) in items.iter().enumerate() {
+                let wrap = |err: PatchError| err.at(field, i).to_string();
+                let p = parse_patch(field, &text_of(e.source().map_err(wrap)?)?).map_err(wrap)?;
+                apply_patch(&mut res, &p, e.target.as_ref(), &e.options).map_err(wrap)?;
+            }
+        }
+        Ok(res)
+    }
+
+    #[test]
+    fn stored_patch_cases_match_expected() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kustomize");
+        let mut names: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.starts_with('p')
+                    || ["k04", "k08", "k09", "k10"]
+                        .iter()
+                        .any(|k| n.starts_with(k))
+            })
+            .collect();
+        names.sort();
+        assert!(names.len() >= 25, "cases found: {names:?}");
+        for name in names {
+            let dir = root.join(&name);
+            let got = run_case(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let expected = std::fs::read_to_string(dir.join("expected.yaml")).unwrap();
+            let want = yaml_docs(&expected);
+            assert_eq!(got.len(), want.len(), "{name}: resource count");
+            for w in &want {
+                let wid = Resource::new(w.clone(), None).id();
+                let g = got
+                    .iter()
+                    .find(|r| r.id() == wid)
+                    .unwrap_or_else(|| panic!("{name}: missing {wid}"));
+                assert_eq!(&g.value, w, "{name}: resource {wid}");
+            }
+        }
     }
 }
