@@ -340,24 +340,27 @@ pub fn apply_patch(
     target: Option<&Selector>,
     options: &PatchOptions,
 ) -> Result<usize, PatchError> {
-    let selected = match target {
-        Some(t) => {
-            let compiled = t.compile()?;
-            let idx: Vec<usize> = (0..resources.len())
-                .filter(|&i| compiled.matches(&resources[i]))
-                .collect();
-            if idx.is_empty() && t.names_single_object() && !options.allow_no_target_match {
-                return Err(PatchError::PatchTargetMissing {
-                    target: t.to_string(),
-                });
-            }
-            Some(idx)
-        }
-        None => None,
+    let compiled = target.map(Selector::compile).transpose()?;
+    let select = |resources: &[Resource]| -> Option<Vec<usize>> {
+        let c = compiled.as_ref()?;
+        Some(
+            (0..resources.len())
+                .filter(|&i| c.matches(&resources[i]))
+                .collect(),
+        )
     };
+    if let (Some(t), Some(idx)) = (target, select(resources))
+        && idx.is_empty()
+        && t.names_single_object()
+        && !options.allow_no_target_match
+    {
+        return Err(PatchError::PatchTargetMissing {
+            target: t.to_string(),
+        });
+    }
     match patch {
         ParsedPatch::Json6902(ops) => {
-            let Some(idx) = selected else {
+            let Some(idx) = select(resources) else {
                 return Err(PatchError::PatchTargetRequired);
             };
             for &i in &idx {
@@ -368,24 +371,19 @@ pub fn apply_patch(
         ParsedPatch::StrategicMerge(docs) => {
             let mut count = 0;
             for (document, doc) in docs.iter().enumerate() {
-                let idx = match &selected {
-                    Some(idx) => idx.clone(),
+                // Selected again for every document: an earlier one may have deleted
+                // resources, and kustomize rebuilds its resmap between documents.
+                let idx = match select(resources) {
+                    Some(idx) => idx,
                     None => vec![find_by_id(resources, document, doc)?],
                 };
                 let mut deleted = Vec::new();
                 for &i in &idx {
-                    if apply_smp(
-                        &mut resources[i],
-                        document,
-                        doc,
-                        options,
-                        selected.is_some(),
-                    )? {
+                    if apply_smp(&mut resources[i], document, doc, options, target.is_some())? {
                         deleted.push(i);
                     }
                 }
                 count += idx.len();
-                // Later documents select among what is left, as kustomize rebuilds its resmap.
                 for i in deleted.into_iter().rev() {
                     resources.remove(i);
                 }
@@ -505,8 +503,10 @@ fn apply_smp(
     if deleted {
         return Ok(true);
     }
-    if !options.allow_kind_change {
-        res.value["kind"] = Value::String(kind);
+    if !options.allow_kind_change
+        && let Some(obj) = res.value.as_object_mut()
+    {
+        obj.insert("kind".into(), Value::String(kind));
     }
     if !options.allow_name_change {
         res.set_name(&name);
@@ -834,6 +834,31 @@ mod tests {
         );
         assert_eq!(res.len(), 1);
         assert_eq!(res[0].kind(), "Deployment");
+    }
+
+    #[test]
+    fn smp_documents_reselect_after_a_delete() {
+        let mut res = resources(&format!(
+            "{TWO}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b}}\n"
+        ));
+        // The first document deletes every ConfigMap; the second must not touch what moved
+        // into their slots (the Deployment).
+        let p = parse_patch(
+            "patch.yaml",
+            "kind: ConfigMap\nmetadata: {name: x}\n$patch: delete\n---\nkind: ConfigMap\nmetadata: {name: x}\ndata: {late: 'yes'}\n",
+        )
+        .unwrap();
+        let n = apply_patch(
+            &mut res,
+            &p,
+            Some(&selector(json!({"kind": "ConfigMap"}))),
+            &PatchOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(res.len(), 1);
+        assert_eq!(res[0].kind(), "Deployment");
+        assert!(res[0].value.get("data").is_none());
     }
 
     #[test]

@@ -12,7 +12,8 @@
 //!   every list of a kind without schema, are replaced; scalar lists tagged `merge`
 //!   (`metadata.finalizers`) merge as sets;
 //! - directives: `$patch: replace|merge|delete` on maps, `$patch: delete` and a lone
-//!   `{$patch: replace}` item in lists, `$retainKeys`, `$deleteFromPrimitiveList/<field>`,
+//!   `{$patch: replace}` item in lists (an item with more fields beside it is rejected: see
+//!   `merge_list`), `$retainKeys`, `$deleteFromPrimitiveList/<field>`,
 //!   `$setElementOrder/<field>`; directives never reach the output;
 //! - order of merged lists follows apimachinery (`normalizeElementOrder` +
 //!   `mergeSortedSlice`): items the patch names come in patch order, items only in the
@@ -332,6 +333,21 @@ fn merge_list(
     // apimachinery `mergeSliceWithSpecialElements`: a `{$patch: replace}` item replaces the
     // list with the other items.
     let is_replace = |v: &Value| v.get(PATCH).and_then(Value::as_str) == Some("replace");
+    // An item with other fields besides `$patch: replace` reads like "replace this item", but
+    // apimachinery empties the list of it and kyaml ignores the item: neither is what the
+    // author meant, so kiln rejects it.
+    if let Some(i) = patch
+        .iter()
+        .position(|v| is_replace(v) && v.as_object().is_some_and(|m| m.len() > 1))
+    {
+        return Err(SmpError::MalformedDirective {
+            path: ctx.dotted(),
+            directive: format!("{PATCH}: replace"),
+            reason: format!(
+                "item {i} has other fields; in a list, `- $patch: replace` stands alone and replaces the whole list"
+            ),
+        });
+    }
     if patch.iter().any(is_replace) {
         let rest: Vec<Value> = patch.iter().filter(|v| !is_replace(v)).cloned().collect();
         orig.clear();
@@ -647,6 +663,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out, json!({"spec": {"selector": {"a": "b", "c": "d"}}}));
+    }
+
+    #[test]
+    fn replace_directive_with_fields_in_a_list_item_is_rejected() {
+        let orig = pod(json!({"containers": [{"name": "c", "image": "old"}]}));
+        let patch =
+            pod(json!({"containers": [{"name": "c", "image": "new", "$patch": "replace"}]}));
+        let e = smp(POD, orig, patch).unwrap_err();
+        assert!(
+            matches!(&e, SmpError::MalformedDirective { path, .. } if path == "spec.containers"),
+            "{e:?}"
+        );
     }
 
     #[test]
