@@ -956,6 +956,13 @@ mod tests {
     /// Runs a stored differential case that uses only `resources:` and patch fields through
     /// this module, in kustomize's transformer order (patchesStrategicMerge, patches, then
     /// patchesJson6902), and returns the resources.
+    /// A patch error as stored in a case's `expected-error.txt`: the code, then the message.
+    fn describe(e: PatchEntryError) -> String {
+        use miette::Diagnostic;
+        let code = e.code().map(|c| c.to_string()).unwrap_or_default();
+        format!("{code}\n{e}")
+    }
+
     fn run_case(dir: &std::path::Path) -> Result<Vec<Resource>, String> {
         let read = |f: &str| {
             std::fs::read_to_string(dir.join("input").join(f)).map_err(|e| format!("{f}: {e}"))
@@ -980,10 +987,9 @@ mod tests {
             let items: Vec<PatchStrategicMerge> =
                 serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
             for (i, item) in items.iter().enumerate() {
-                let p = parse_patch("psm", &text_of(item.source())?)
-                    .map_err(|e| e.at("patchesStrategicMerge", i).to_string())?;
-                apply_patch(&mut res, &p, None, &none)
-                    .map_err(|e| e.at("patchesStrategicMerge", i).to_string())?;
+                let wrap = |err: PatchError| describe(err.at("patchesStrategicMerge", i));
+                let p = parse_patch("psm", &text_of(item.source())?).map_err(wrap)?;
+                apply_patch(&mut res, &p, None, &none).map_err(wrap)?;
             }
         }
         for field in ["patches", "patchesJson6902"] {
@@ -991,7 +997,7 @@ mod tests {
             let items: Vec<PatchEntry> =
                 serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
             for (i, e) in items.iter().enumerate() {
-                let wrap = |err: PatchError| err.at(field, i).to_string();
+                let wrap = |err: PatchError| describe(err.at(field, i));
                 let p = parse_patch(field, &text_of(e.source().map_err(wrap)?)?).map_err(wrap)?;
                 apply_patch(&mut res, &p, e.target.as_ref(), &e.options).map_err(wrap)?;
             }
@@ -1016,6 +1022,13 @@ mod tests {
         assert!(names.len() >= 25, "cases found: {names:?}");
         for name in names {
             let dir = root.join(&name);
+            if let Ok(want) = std::fs::read_to_string(dir.join("expected-error.txt")) {
+                let err = run_case(&dir)
+                    .err()
+                    .unwrap_or_else(|| panic!("{name}: no error"));
+                assert_eq!(err, want.trim_end(), "{name}: error");
+                continue;
+            }
             let got = run_case(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
             let expected = std::fs::read_to_string(dir.join("expected.yaml")).unwrap();
             let want = yaml_docs(&expected);
