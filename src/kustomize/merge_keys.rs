@@ -14,6 +14,7 @@
 //! replaced, and that includes `metadata.finalizers` — this is what kustomize (kyaml, which has
 //! no schema for CRDs) does; checked with `kubectl kustomize` v5.5.0.
 
+#![warn(missing_docs)]
 use std::collections::BTreeMap;
 
 /// How a list field merges.

@@ -28,6 +28,7 @@
 //!
 //! Invariant: on error the resources may be partly patched; the build stops anyway.
 
+#![warn(missing_docs)]
 use super::json6902::{Json6902Error, JsonPatch};
 use super::merge_keys::PatchSchema;
 use super::strategic_merge::{self, SmpError};
@@ -67,8 +68,10 @@ pub struct PatchEntry {
     /// The patch inline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
+    /// The resources to patch; required for JSON 6902, optional for strategic merge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<Selector>,
+    /// `allowNameChange`, `allowKindChange`, `allowNoTargetMatch`.
     #[serde(skip_serializing_if = "is_default_options")]
     pub options: PatchOptions,
 }
@@ -108,7 +111,10 @@ impl PatchEntry {
 /// itself inline (kustomize tries to parse the string as YAML resources first).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct PatchStrategicMerge(pub String);
+pub struct PatchStrategicMerge(
+    /// The path or the inline patch, as written.
+    pub String,
+);
 
 impl PatchStrategicMerge {
     /// `Inline` when the string holds patch content (several lines, or a flow map `{…}`),
@@ -133,9 +139,13 @@ pub enum ParsedPatch {
     StrategicMerge(Vec<Value>),
 }
 
-/// Why a patch entry cannot be parsed or applied.
+/// Why a patch entry cannot be parsed or applied. `document` is the 0-based index of a YAML
+/// document in a strategic merge patch; `resource` the patched resource's id
+/// (`group/Kind/namespace/name`); `target` the selector as `field=value` pairs.
 #[derive(Debug, Error, Diagnostic)]
+#[allow(missing_docs)] // fields: see the enum docs
 pub enum PatchError {
+    /// Neither `path` nor `patch` is set.
     #[error("a patch entry needs `path` or `patch`")]
     #[diagnostic(
         code(kiln::kustomize::patch_source_missing),
@@ -143,6 +153,7 @@ pub enum PatchError {
     )]
     PatchSourceMissing,
 
+    /// Both `path` and `patch` are set.
     #[error("a patch entry has both `path` and `patch`")]
     #[diagnostic(
         code(kiln::kustomize::patch_source_conflict),
@@ -150,6 +161,7 @@ pub enum PatchError {
     )]
     PatchSourceConflict,
 
+    /// The patch text holds no document.
     #[error("the patch is empty")]
     #[diagnostic(
         code(kiln::kustomize::patch_empty),
@@ -159,6 +171,7 @@ pub enum PatchError {
     )]
     PatchEmpty,
 
+    /// The patch text is not YAML.
     #[error(transparent)]
     #[diagnostic(transparent)]
     PatchInvalidYaml(Box<crate::yaml::YamlError>),
@@ -191,6 +204,7 @@ pub enum PatchError {
     )]
     PatchTargetRequired,
 
+    /// The target's regular expressions or selectors do not compile.
     #[error(transparent)]
     #[diagnostic(transparent)]
     TargetInvalid(#[from] SelectorError),
@@ -216,6 +230,7 @@ pub enum PatchError {
     )]
     SmpTargetMissing { document: usize, id: String },
 
+    /// A strategic merge patch without target whose id matches several resources.
     #[error("strategic merge patch document {document} (`{id}`) matches {count} resources")]
     #[diagnostic(
         code(kiln::kustomize::smp_target_ambiguous),
@@ -227,6 +242,7 @@ pub enum PatchError {
         count: usize,
     },
 
+    /// A JSON patch operation failed on a selected resource.
     #[error("JSON patch failed on `{resource}`")]
     #[diagnostic(code(kiln::kustomize::json_patch_failed))]
     JsonPatchFailed {
@@ -236,6 +252,7 @@ pub enum PatchError {
         source: Json6902Error,
     },
 
+    /// A strategic merge patch document failed on a resource.
     #[error("strategic merge patch document {document} failed on `{resource}`")]
     #[diagnostic(code(kiln::kustomize::smp_failed))]
     SmpFailed {

@@ -28,6 +28,7 @@
 //!
 //! Invariant: on success the original holds no directive keys that came from the patch.
 
+#![warn(missing_docs)]
 use super::json6902::json_equal;
 use super::merge_keys::{ListMeta, PatchSchema};
 use miette::Diagnostic;
@@ -35,8 +36,9 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 /// Why a strategic merge patch does not apply. `path` is a dotted field path from the object
-/// root (`spec.template.spec.containers`).
+/// root (`spec.template.spec.containers`); `item` a 0-based index in the patch's list.
 #[derive(Debug, Clone, PartialEq, Error, Diagnostic)]
+#[allow(missing_docs)] // fields: see the enum docs
 pub enum SmpError {
     /// `$patch` has a value other than `replace`, `merge` or `delete`.
     #[error("unknown strategic merge directive `$patch: {value}` at `{path}`")]

@@ -10,6 +10,7 @@
 //! match the original *or* the current id); label syntax from apimachinery
 //! `pkg/labels/selector.go`. Invariant: a compiled selector never fails to evaluate.
 
+#![warn(missing_docs)]
 use crate::resource::Resource;
 use miette::Diagnostic;
 use regex::Regex;
@@ -21,14 +22,19 @@ use thiserror::Error;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Selector {
+    /// API group regex (`apps`); empty or absent means any, including the core group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// API version regex (`v1`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Kind regex (`Deployment`, `ConfigMap|Secret`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// Name regex, matched against the current and the original name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Namespace regex; an object without namespace counts as `default`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Kubernetes label selector, e.g. `app=web,tier in (front,back),!canary`.
@@ -41,6 +47,7 @@ pub struct Selector {
 
 /// Why a selector cannot be compiled.
 #[derive(Debug, Clone, PartialEq, Error, Diagnostic)]
+#[allow(missing_docs)] // fields: the selector field, its text and the parser's reason
 pub enum SelectorError {
     /// A group/version/kind/name/namespace field is not a valid regular expression.
     #[error("target `{field}` `{pattern}` is not a valid regular expression: {reason}")]
@@ -217,6 +224,7 @@ pub enum Requirement {
     NotIn(String, Vec<String>),
     /// `key>n` / `key<n` (apimachinery `gt`/`lt`): the value parses as an integer and compares.
     Gt(String, i64),
+    /// `key<n`.
     Lt(String, i64),
 }
 
@@ -224,6 +232,7 @@ pub enum Requirement {
 /// everything (apimachinery `labels.Everything()`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LabelSelector {
+    /// Requirements in the order written.
     pub requirements: Vec<Requirement>,
 }
 
