@@ -196,6 +196,17 @@ pub enum PatchError {
     #[diagnostic(transparent)]
     JsonPatchInvalid(Box<Json6902Error>),
 
+    /// A legacy field got the other kind of patch.
+    #[error("`{field}` needs {expected}")]
+    #[diagnostic(
+        code(kiln::kustomize::patch_kind_unexpected),
+        help("move the patch to `patches:`, which accepts both kinds")
+    )]
+    PatchKindUnexpected {
+        field: &'static str,
+        expected: &'static str,
+    },
+
     /// kustomize: "must specify a target for patch".
     #[error("a JSON patch needs a `target`")]
     #[diagnostic(
@@ -321,6 +332,29 @@ pub fn parse_patch(name: &str, text: &str) -> Result<ParsedPatch, PatchError> {
     let docs = crate::yaml::parse_stream(name, text)
         .map_err(|e| PatchError::PatchInvalidYaml(Box::new(e)))?;
     parse_patch_docs(docs)
+}
+
+/// Parses a legacy `patchesJson6902:` patch: it must be a JSON patch (kustomize's
+/// `PatchJson6902Transformer` never reads a strategic merge patch there).
+pub fn parse_json6902(name: &str, text: &str) -> Result<ParsedPatch, PatchError> {
+    match parse_patch(name, text)? {
+        p @ ParsedPatch::Json6902(_) => Ok(p),
+        ParsedPatch::StrategicMerge(_) => Err(PatchError::PatchKindUnexpected {
+            field: "patchesJson6902",
+            expected: "a JSON patch (a list of operations)",
+        }),
+    }
+}
+
+/// Parses a legacy `patchesStrategicMerge:` patch: it must be a strategic merge patch.
+pub fn parse_strategic_merge(name: &str, text: &str) -> Result<ParsedPatch, PatchError> {
+    match parse_patch(name, text)? {
+        p @ ParsedPatch::StrategicMerge(_) => Ok(p),
+        ParsedPatch::Json6902(_) => Err(PatchError::PatchKindUnexpected {
+            field: "patchesStrategicMerge",
+            expected: "a strategic merge patch (a partial resource)",
+        }),
+    }
 }
 
 /// Classifies already-parsed documents: one list → JSON 6902 (operations validated);
@@ -750,6 +784,28 @@ mod tests {
     }
 
     #[test]
+    fn legacy_fields_take_one_kind_of_patch() {
+        let smp = "kind: A\nmetadata: {name: a}\n";
+        let ops = "- {op: remove, path: /a}\n";
+        assert!(parse_strategic_merge("p", smp).is_ok());
+        assert!(parse_json6902("p", ops).is_ok());
+        assert!(matches!(
+            parse_json6902("p", smp),
+            Err(PatchError::PatchKindUnexpected {
+                field: "patchesJson6902",
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_strategic_merge("p", ops),
+            Err(PatchError::PatchKindUnexpected {
+                field: "patchesStrategicMerge",
+                ..
+            })
+        ));
+    }
+
+    #[test]
     fn json_patch_without_target_is_an_error() {
         let mut res = resources("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
         let p = parse_patch("patch.yaml", "- {op: remove, path: /metadata}").unwrap();
@@ -1005,7 +1061,7 @@ mod tests {
                 serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
             for (i, item) in items.iter().enumerate() {
                 let wrap = |err: PatchError| describe(err.at("patchesStrategicMerge", i));
-                let p = parse_patch("psm", &text_of(item.source())?).map_err(wrap)?;
+                let p = parse_strategic_merge("psm", &text_of(item.source())?).map_err(wrap)?;
                 apply_patch(&mut res, &p, None, &none).map_err(wrap)?;
             }
         }
@@ -1015,7 +1071,13 @@ mod tests {
                 serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
             for (i, e) in items.iter().enumerate() {
                 let wrap = |err: PatchError| describe(err.at(field, i));
-                let p = parse_patch(field, &text_of(e.source().map_err(wrap)?)?).map_err(wrap)?;
+                let text = text_of(e.source().map_err(wrap)?)?;
+                let p = if field == "patches" {
+                    parse_patch(field, &text)
+                } else {
+                    parse_json6902(field, &text)
+                };
+                let p = p.map_err(wrap)?;
                 apply_patch(&mut res, &p, e.target.as_ref(), &e.options).map_err(wrap)?;
             }
         }
