@@ -32,7 +32,7 @@
 use super::json6902::{Json6902Error, JsonPatch};
 use super::merge_keys::PatchSchema;
 use super::strategic_merge::{self, SmpError};
-use super::target::{Selector, SelectorError};
+use super::target::{Selector, SelectorError, effective_namespace};
 use crate::resource::Resource;
 use miette::Diagnostic;
 use serde::{Deserialize, Serialize};
@@ -479,11 +479,8 @@ fn apply_json6902(res: &mut Resource, ops: &JsonPatch) -> Result<(), PatchError>
 fn find_by_id(resources: &[Resource], document: usize, doc: &Value) -> Result<usize, PatchError> {
     let patch = Resource::new(doc.clone(), None);
     let want = patch.id();
-    let effective = |ns: Option<&str>| {
-        ns.filter(|s| !s.is_empty())
-            .unwrap_or("default")
-            .to_string()
-    };
+    // kustomize `ResId.Equals` compares effective namespaces.
+    let effective = |ns: Option<&str>| effective_namespace(&want.group, &want.kind, ns).to_string();
     let want_ns = effective(want.namespace.as_deref());
     let hits: Vec<usize> = resources
         .iter()
