@@ -26,7 +26,9 @@
 //!   ([`PatchError::PatchTargetMissing`]) when the target names one object (a `name` without
 //!   regular-expression metacharacters), unless `options.allowNoTargetMatch` is set.
 //!
-//! Invariant: on error the resources may be partly patched; the build stops anyway.
+//! Invariant: each resource is patched all or nothing (a failing patch leaves it as it was),
+//! but a patch that fails on its third match leaves the first two patched; the build stops
+//! at the first error anyway.
 
 #![warn(missing_docs)]
 use super::json6902::{Json6902Error, JsonPatch};
@@ -263,6 +265,14 @@ pub enum PatchError {
         source: Json6902Error,
     },
 
+    /// A JSON patch turned a resource into something that is not a map.
+    #[error("JSON patch left `{resource}` as something other than a map")]
+    #[diagnostic(
+        code(kiln::kustomize::patch_resource_not_a_map),
+        help("a patch on the root pointer (`path: \"\"`) must keep the resource a map")
+    )]
+    ResourceNotAnObject { resource: String },
+
     /// A strategic merge patch document failed on a resource.
     #[error("strategic merge patch document {document} failed on `{resource}`")]
     #[diagnostic(code(kiln::kustomize::smp_failed))]
@@ -448,25 +458,36 @@ pub fn apply_patch(
 fn apply_json6902(res: &mut Resource, ops: &JsonPatch) -> Result<(), PatchError> {
     let before = (res.namespace().map(str::to_string), res.name().to_string());
     let resource = res.id().to_string();
+    // Patched on a copy, so a failing patch leaves the resource as it was.
+    let mut value = res.value.clone();
     // kustomize quirk (case k10): its objects always carry internal annotations while patches
     // run, so `/metadata/annotations` exists for the patch even when the user wrote none.
-    if let Some(md) = res.value.get_mut("metadata").and_then(Value::as_object_mut)
+    if let Some(md) = value.get_mut("metadata").and_then(Value::as_object_mut)
         && !md.contains_key("annotations")
     {
         md.insert("annotations".into(), Value::Object(Map::new()));
     }
-    let result = ops.apply(&mut res.value);
+    ops.apply(&mut value)
+        .map_err(|source| PatchError::JsonPatchFailed {
+            resource: resource.clone(),
+            source,
+        })?;
+    // A patch on the root pointer can leave something that is not an object; every later
+    // stage relies on `Resource::value` being one.
+    let Some(obj) = value.as_object_mut() else {
+        return Err(PatchError::ResourceNotAnObject { resource });
+    };
     // kustomize then strips its internal annotations and writes the map back with
     // `SetAnnotations`, which drops an empty map: whether we added it or the patch emptied it
     // (case p09), an empty `annotations` does not survive.
-    if let Some(md) = res.value.get_mut("metadata").and_then(Value::as_object_mut)
+    if let Some(Value::Object(md)) = obj.get_mut("metadata")
         && md
             .get("annotations")
             .is_some_and(|a| a.as_object().is_some_and(Map::is_empty))
     {
         md.shift_remove("annotations");
     }
-    result.map_err(|source| PatchError::JsonPatchFailed { resource, source })?;
+    res.value = value;
     // kustomize `StorePreviousId` before a JSON patch: a renamed object stays findable.
     if (res.namespace().map(str::to_string), res.name().to_string()) != before {
         res.meta.previous_names.push(before);
@@ -540,8 +561,10 @@ fn apply_smp(
         }
     }
     let schema = PatchSchema::for_kind(res.group(), &kind);
+    // Merged on a copy, so a failing patch leaves the resource as it was.
+    let mut value = res.value.clone();
     let deleted =
-        strategic_merge::merge(&mut res.value, &patch, schema.as_ref()).map_err(|source| {
+        strategic_merge::merge(&mut value, &patch, schema.as_ref()).map_err(|source| {
             PatchError::SmpFailed {
                 document,
                 resource,
@@ -551,6 +574,7 @@ fn apply_smp(
     if deleted {
         return Ok(true);
     }
+    res.value = value;
     if !options.allow_kind_change
         && let Some(obj) = res.value.as_object_mut()
     {
@@ -800,6 +824,18 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn json_patch_must_leave_a_map() {
+        let mut res = resources("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+        let p = parse_patch("p", "- {op: replace, path: '', value: 5}").unwrap();
+        let t = selector(json!({"kind": "ConfigMap"}));
+        let err = apply_patch(&mut res, &p, Some(&t), &PatchOptions::default()).unwrap_err();
+        assert!(
+            matches!(err, PatchError::ResourceNotAnObject { .. }),
+            "{err:?}"
+        );
     }
 
     #[test]
