@@ -21,7 +21,10 @@
 //!   changing them, and always keeps its namespace; `$patch: delete` at the top removes it;
 //! - a JSON patch needs a target; kustomize quirk: `add /metadata/annotations/<key>` works on
 //!   a resource without annotations (kustomize keeps internal annotations on every object while
-//!   it builds) while `/metadata/labels/<key>` fails with a missing path (case k10);
+//!   it builds) while `/metadata/labels/<key>` fails with a missing path (case k10); an
+//!   `annotations` map left empty is dropped, as kustomize's `SetAnnotations` does. (Not
+//!   mirrored: a `test` of the whole `/metadata/annotations` map, where kustomize would see its
+//!   internal annotations too.)
 //! - a target that selects nothing is fine for kustomize. kiln policy: it is an error
 //!   ([`PatchError::PatchTargetMissing`]) when the target names one object (a `name` without
 //!   regular-expression metacharacters), unless `options.allowNoTargetMatch` is set.
