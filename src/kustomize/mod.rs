@@ -25,3 +25,8 @@ pub mod vars;
 pub use build::{BuildOptions, build, build_yaml, run_kustomize};
 pub use error::KustomizeError;
 pub use load::LoadRestrictor;
+pub mod json6902;
+pub mod merge_keys;
+pub mod patches;
+pub mod strategic_merge;
+pub mod target;
