@@ -1323,3 +1323,160 @@ mod tests {
         );
     }
 }
+
+/// The cases under `tests/kustomize` that exercise only this helper's transformers (resources,
+/// generators, namespace, prefix/suffix, hash, name references), built with a minimal
+/// accumulator and compared with their `expected.yaml` (`kubectl kustomize` output), ignoring
+/// document order (ordering is the engine's job). Cases using anything else are skipped.
+#[cfg(test)]
+mod differential {
+    use super::fix_name_references;
+    use crate::kustomize::generators::{self, ConfigMapArgs, GeneratorOptions, SecretArgs};
+    use crate::kustomize::{hash, name_prefix_suffix, namespace};
+    use crate::resource::Resource;
+    use crate::yaml;
+    use serde_json::Value;
+    use std::path::{Path, PathBuf};
+
+    const SUPPORTED: &[&str] = &[
+        "apiVersion",
+        "kind",
+        "resources",
+        "configMapGenerator",
+        "secretGenerator",
+        "generatorOptions",
+        "namespace",
+        "namePrefix",
+        "nameSuffix",
+    ];
+
+    /// Accumulates one kustomization; `Ok(None)` when it uses an unsupported field.
+    fn accumulate(dir: &Path) -> Result<Option<Vec<Resource>>, String> {
+        let text =
+            std::fs::read_to_string(dir.join("kustomization.yaml")).map_err(|e| e.to_string())?;
+        let k = yaml::parse_one("kustomization.yaml", &text).map_err(|e| e.to_string())?;
+        let Some(map) = k.as_object() else {
+            return Err("kustomization is not a map".into());
+        };
+        if map.keys().any(|key| !SUPPORTED.contains(&key.as_str())) {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for entry in map
+            .get("resources")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let path = dir.join(entry.as_str().ok_or("resource entry is not a string")?);
+            if path.is_dir() {
+                match accumulate(&path)? {
+                    Some(rs) => out.extend(rs),
+                    None => return Ok(None),
+                }
+            } else {
+                let text = std::fs::read_to_string(&path).map_err(|e| e.to_string())?;
+                let docs = yaml::parse_stream(&path.display().to_string(), &text)
+                    .map_err(|e| e.to_string())?;
+                out.extend(docs.into_iter().map(|d| Resource::new(d, None)));
+            }
+        }
+        let field = |name: &str| map.get(name).cloned().unwrap_or(Value::Null);
+        let cms: Vec<ConfigMapArgs> =
+            serde_json::from_value(field("configMapGenerator")).unwrap_or_default();
+        let secrets: Vec<SecretArgs> =
+            serde_json::from_value(field("secretGenerator")).unwrap_or_default();
+        let global: Option<GeneratorOptions> =
+            serde_json::from_value(field("generatorOptions")).map_err(|e| e.to_string())?;
+        let read = |p: &str| std::fs::read(dir.join(p)).map_err(|e| e.to_string());
+        let generated = generators::generate(&cms, &secrets, global.as_ref(), &read)
+            .map_err(|e| e.to_string())?;
+        generators::absorb_generated(&mut out, generated).map_err(|e| e.to_string())?;
+        let text_field = |name: &str| {
+            map.get(name)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        namespace::apply_namespace(&mut out, &text_field("namespace"))
+            .map_err(|e| e.to_string())?;
+        name_prefix_suffix::apply_name_prefix(&mut out, &text_field("namePrefix"));
+        name_prefix_suffix::apply_name_suffix(&mut out, &text_field("nameSuffix"));
+        Ok(Some(out))
+    }
+
+    fn key(v: &Value) -> String {
+        let s = |p: &str| {
+            v.pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        format!(
+            "{}|{}|{}|{}",
+            s("/apiVersion"),
+            s("/kind"),
+            s("/metadata/namespace"),
+            s("/metadata/name")
+        )
+    }
+
+    fn run_case(case: &Path) -> Result<bool, String> {
+        let root = match std::fs::read_to_string(case.join("root")) {
+            Ok(r) => case.join("input").join(r.trim()),
+            Err(_) => case.join("input"),
+        };
+        let Some(mut rs) = accumulate(&root)? else {
+            return Ok(false);
+        };
+        hash::apply_hash_suffixes(&mut rs).map_err(|e| e.to_string())?;
+        fix_name_references(&mut rs).map_err(|e| e.to_string())?;
+        let mut got: Vec<Value> = rs.into_iter().map(|r| r.value).collect();
+        let text =
+            std::fs::read_to_string(case.join("expected.yaml")).map_err(|e| e.to_string())?;
+        let mut want = yaml::parse_stream("expected.yaml", &text).map_err(|e| e.to_string())?;
+        got.sort_by_key(key);
+        want.sort_by_key(key);
+        if got.len() != want.len() {
+            return Err(format!("{} documents, expected {}", got.len(), want.len()));
+        }
+        for (g, w) in got.iter().zip(&want) {
+            if !yaml::structurally_equal(g, w) {
+                return Err(format!(
+                    "got\n{}\nexpected\n{}",
+                    yaml::to_yaml(g),
+                    yaml::to_yaml(w)
+                ));
+            }
+        }
+        Ok(true)
+    }
+
+    #[test]
+    fn rename_cases_match_kubectl_kustomize() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/kustomize");
+        let mut cases: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .expect("tests/kustomize exists")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                p.is_dir()
+                    && (name.starts_with('n')
+                        || name.starts_with("k01-")
+                        || name.starts_with("k06-"))
+            })
+            .collect();
+        cases.sort();
+        let mut failures = Vec::new();
+        let mut ran = 0;
+        for case in &cases {
+            match run_case(case) {
+                Ok(true) => ran += 1,
+                Ok(false) => {}
+                Err(e) => failures.push(format!("{}: {e}", case.display())),
+            }
+        }
+        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        assert!(ran >= 3, "only {ran} cases ran");
+    }
+}
