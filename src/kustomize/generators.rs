@@ -363,9 +363,9 @@ pub fn generate_secret(
         .into_iter()
         .map(|(k, v)| (k, Value::String(encode_base64(&v))))
         .collect();
-    if !data.is_empty() {
-        obj.insert("data".into(), Value::Object(data));
-    }
+    // Unlike a ConfigMap, a Secret always gets `data`, `{}` when empty (kubectl kustomize
+    // prints `data: {}` and hashes `"data":{}`).
+    obj.insert("data".into(), Value::Object(data));
     let ty = if args.secret_type.is_empty() {
         "Opaque"
     } else {
@@ -1003,11 +1003,16 @@ mod tests {
     }
 
     #[test]
-    fn empty_generator_has_no_data_field() {
-        let mut out = generate(&[cm_args(json!({"name": "x"}))], &[], None, &no_files).unwrap();
+    fn empty_generators_configmap_without_data_secret_with_empty_data() {
+        let secret: SecretArgs = serde_json::from_value(json!({"name": "empty-secret"})).unwrap();
+        let mut out =
+            generate(&[cm_args(json!({"name": "x"}))], &[secret], None, &no_files).unwrap();
         assert!(out[0].value.get("data").is_none());
+        assert_eq!(out[1].value["data"], json!({}));
         hash::apply_hash_suffixes(&mut out).unwrap();
+        // kubectl kustomize v5.5.0 (case n22).
         assert_eq!(out[0].name(), "x-6ct58987ht");
+        assert_eq!(out[1].name(), "empty-secret-46f8b28mk5");
     }
 
     fn gen_cm(args: Value) -> Resource {
