@@ -1426,14 +1426,17 @@ mod differential {
             Ok(r) => case.join("input").join(r.trim()),
             Err(_) => case.join("input"),
         };
-        let Some(mut rs) = accumulate(&root)? else {
+        run_dir(&root, &case.join("expected.yaml"))
+    }
+
+    fn run_dir(root: &Path, expected: &Path) -> Result<bool, String> {
+        let Some(mut rs) = accumulate(root)? else {
             return Ok(false);
         };
         hash::apply_hash_suffixes(&mut rs).map_err(|e| e.to_string())?;
         fix_name_references(&mut rs).map_err(|e| e.to_string())?;
         let mut got: Vec<Value> = rs.into_iter().map(|r| r.value).collect();
-        let text =
-            std::fs::read_to_string(case.join("expected.yaml")).map_err(|e| e.to_string())?;
+        let text = std::fs::read_to_string(expected).map_err(|e| e.to_string())?;
         let mut want = yaml::parse_stream("expected.yaml", &text).map_err(|e| e.to_string())?;
         got.sort_by_key(key);
         want.sort_by_key(key);
