@@ -10,7 +10,8 @@
 //! The table ([`NAME_REFERENCES`]) is a complete port of kustomize v5.5's
 //! `api/konfig/builtinpluginconsts/namereference.go`, quirks included (e.g. the IngressClass
 //! entry names the group `networking.k8s.io/v1`, so `ingressClassName` never follows a
-//! renamed IngressClass, exactly as in kustomize). The matching rules are
+//! renamed IngressClass, and Knative Services only have their `secretKeyRef` followed —
+//! both checked against `kubectl kustomize` v5.5.0, cases n13 and n26). The matching rules are
 //! `api/filters/nameref/nameref.go` and `resWrangler.SubsetThatCouldBeReferencedByResource`:
 //! 1. candidates: objects the referrer can see — everything for a cluster-scoped referrer;
 //!    otherwise cluster-scoped objects, objects in the referrer's namespace (absent =
@@ -143,6 +144,27 @@ const CONFIG_MAP_REFS: &[Referrer] = &[
     rv("Pod", "v1", "spec/containers/envFrom/configMapRef/name"),
     rv("Pod", "v1", "spec/initContainers/envFrom/configMapRef/name"),
     rv("Pod", "v1", "spec/volumes/projected/sources/configMap/name"),
+    r("PodTemplate", "template/spec/volumes/configMap/name"),
+    r(
+        "PodTemplate",
+        "template/spec/containers/env/valueFrom/configMapKeyRef/name",
+    ),
+    r(
+        "PodTemplate",
+        "template/spec/initContainers/env/valueFrom/configMapKeyRef/name",
+    ),
+    r(
+        "PodTemplate",
+        "template/spec/containers/envFrom/configMapRef/name",
+    ),
+    r(
+        "PodTemplate",
+        "template/spec/initContainers/envFrom/configMapRef/name",
+    ),
+    r(
+        "PodTemplate",
+        "template/spec/volumes/projected/sources/configMap/name",
+    ),
     r("Deployment", "spec/template/spec/volumes/configMap/name"),
     r(
         "Deployment",
@@ -279,18 +301,6 @@ const CONFIG_MAP_REFS: &[Referrer] = &[
         "Ingress",
         "metadata/annotations/nginx.ingress.kubernetes.io\\/fastcgi-params-configmap",
     ),
-    rgv(
-        "serving.knative.dev",
-        "v1",
-        "Service",
-        "spec/template/spec/containers/env/valueFrom/configMapKeyRef/name",
-    ),
-    rgv(
-        "serving.knative.dev",
-        "v1",
-        "Service",
-        "spec/template/spec/containers/envFrom/configMapRef/name",
-    ),
 ];
 
 const SECRET_REFS: &[Referrer] = &[
@@ -309,6 +319,28 @@ const SECRET_REFS: &[Referrer] = &[
     rv("Pod", "v1", "spec/initContainers/envFrom/secretRef/name"),
     rv("Pod", "v1", "spec/imagePullSecrets/name"),
     rv("Pod", "v1", "spec/volumes/projected/sources/secret/name"),
+    r("PodTemplate", "template/spec/volumes/secret/secretName"),
+    r(
+        "PodTemplate",
+        "template/spec/containers/env/valueFrom/secretKeyRef/name",
+    ),
+    r(
+        "PodTemplate",
+        "template/spec/initContainers/env/valueFrom/secretKeyRef/name",
+    ),
+    r(
+        "PodTemplate",
+        "template/spec/containers/envFrom/secretRef/name",
+    ),
+    r(
+        "PodTemplate",
+        "template/spec/initContainers/envFrom/secretRef/name",
+    ),
+    r("PodTemplate", "template/spec/imagePullSecrets/name"),
+    r(
+        "PodTemplate",
+        "template/spec/volumes/projected/sources/secret/name",
+    ),
     r("Deployment", "spec/template/spec/volumes/secret/secretName"),
     r(
         "Deployment",
