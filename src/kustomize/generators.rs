@@ -33,12 +33,16 @@ pub type FileReader<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct GeneratorOptions {
     /// Labels added to generated objects.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     /// Annotations added to generated objects.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     /// Do not append the content hash to the name.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disable_name_suffix_hash: bool,
     /// Set `immutable: true`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub immutable: bool,
 }
 
@@ -70,18 +74,29 @@ impl GeneratorOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ConfigMapArgs {
+    /// Object name before prefix, suffix and hash (required).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// `metadata.namespace` of the generated object (also narrows merge/replace targets).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
     /// `create` (default), `merge` or `replace`.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub behavior: String,
     /// `KEY=VALUE`; a value wrapped in matching `"` or `'` loses them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub literals: Vec<String>,
     /// `path` (key = file name) or `key=path`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
     /// Env files (`KEY=VALUE` lines).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub envs: Vec<String>,
-    /// Legacy single env file, read before `envs`.
+    /// Legacy single env file, read after `envs`.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub env: String,
+    /// Per-entry options; `generatorOptions` fills in what they leave out.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<GeneratorOptions>,
 }
 
@@ -89,15 +104,33 @@ pub struct ConfigMapArgs {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SecretArgs {
+    /// Object name before prefix, suffix and hash (required).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// `metadata.namespace` of the generated object (also narrows merge/replace targets).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// As [`ConfigMapArgs::behavior`].
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub behavior: String,
+    /// As [`ConfigMapArgs::literals`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub literals: Vec<String>,
+    /// As [`ConfigMapArgs::files`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// As [`ConfigMapArgs::envs`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub envs: Vec<String>,
+    /// As [`ConfigMapArgs::env`].
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub env: String,
+    /// Secret `type`; empty means `Opaque`.
     #[serde(rename = "type")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub secret_type: String,
+    /// Per-entry options; `generatorOptions` fills in what they leave out.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<GeneratorOptions>,
 }
 
@@ -428,16 +461,19 @@ fn finish(obj: Map<String, Value>, opts: &GeneratorOptions, behavior: Behavior) 
     res
 }
 
-/// Loads key/value pairs in kustomize's order — env files (`env`, then `envs`), literals,
-/// files — rejecting a repeated key. Values are raw bytes (files may be binary).
+/// Loads key/value pairs in kustomize's order — env files (`envs`, then the legacy `env`,
+/// which kustomize's `FixKustomization` appends to `envs`), literals, files — rejecting a
+/// repeated key. Values are raw bytes (files may be binary).
 fn load_pairs(
     src: &Sources<'_>,
     read: FileReader<'_>,
 ) -> Result<Vec<(String, Vec<u8>)>, GeneratorError> {
     let mut pairs: Vec<(String, Vec<u8>)> = Vec::new();
-    let env_files = std::iter::once(("env", src.env))
-        .filter(|(_, p)| !p.is_empty())
-        .chain(src.envs.iter().map(|p| ("envs", p.as_str())));
+    let env_files = src
+        .envs
+        .iter()
+        .map(|p| ("envs", p.as_str()))
+        .chain(std::iter::once(("env", src.env)).filter(|(_, p)| !p.is_empty()));
     for (field, path) in env_files {
         let content = read_file(src, field, path, read)?;
         let lines =
@@ -930,6 +966,24 @@ mod tests {
         assert_eq!(out[3].value["type"], json!("kubernetes.io/tls"));
         assert_eq!(out[4].value["data"], json!({"bin.dat": "AAH/"}));
         assert_eq!(out[4].value["type"], json!("Opaque"));
+    }
+
+    #[test]
+    fn args_serialize_only_what_is_set() {
+        let args =
+            cm_args(json!({"name": "x", "literals": ["a=1"], "options": {"immutable": true}}));
+        let v = serde_json::to_value(&args).unwrap();
+        assert_eq!(
+            v,
+            json!({"name": "x", "literals": ["a=1"], "options": {"immutable": true}})
+        );
+        assert_eq!(cm_args(v), args);
+        let sec: SecretArgs =
+            serde_json::from_value(json!({"name": "s", "type": "kubernetes.io/tls"})).unwrap();
+        assert_eq!(
+            serde_json::to_value(&sec).unwrap(),
+            json!({"name": "s", "type": "kubernetes.io/tls"})
+        );
     }
 
     #[test]
