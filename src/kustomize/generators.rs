@@ -137,8 +137,11 @@ pub struct SecretArgs {
 /// Generator `behavior`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Behavior {
+    /// Make a new object; an existing one with the same id is an error.
     Create,
+    /// Merge data, labels and annotations into the existing object.
     Merge,
+    /// Replace the existing object's body, keeping its identity and merging metadata.
     Replace,
 }
 

@@ -66,9 +66,13 @@ pub enum NameReferenceError {
 /// referred to from the `referrers` fields.
 #[derive(Debug, Clone, Copy)]
 pub struct NameReference {
+    /// API group of the referred-to objects (`""`: any, which includes the core group).
     pub group: &'static str,
+    /// API version (`""`: any).
     pub version: &'static str,
+    /// Kind of the referred-to objects.
     pub kind: &'static str,
+    /// The fields that may hold such an object's name.
     pub referrers: &'static [Referrer],
 }
 
@@ -76,9 +80,13 @@ pub struct NameReference {
 /// lists walked implicitly) in objects of `kind` (and `group`/`version` when non-empty).
 #[derive(Debug, Clone, Copy)]
 pub struct Referrer {
+    /// API group of the referring objects (`""`: any).
     pub group: &'static str,
+    /// API version of the referring objects (`""`: any).
     pub version: &'static str,
+    /// Kind of the referring objects.
     pub kind: &'static str,
+    /// Field path inside the referring object.
     pub path: &'static str,
 }
 

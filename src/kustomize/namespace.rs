@@ -72,6 +72,7 @@ pub enum RoleBindingSubjects {
 /// `NamespaceTransformer` plugin form can set the others).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NamespaceOptions {
+    /// The target namespace; empty means "do nothing".
     pub namespace: String,
     /// Only fill namespaces that are absent or empty (`unsetOnly`).
     pub unset_only: bool,
