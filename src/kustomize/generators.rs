@@ -293,7 +293,9 @@ pub enum GeneratorError {
     )]
     #[diagnostic(
         code(kiln::kustomize::generator_target_ambiguous),
-        help("set `namespace` on the generator entry to pick one object")
+        help(
+            "several objects were once called `{name}` in this namespace; rename one of them first"
+        )
     )]
     TargetAmbiguous {
         kind: String,
@@ -673,8 +675,9 @@ pub fn absorb_generated(
 /// Folds one generated object into `resources` according to its `meta.generator_behavior`
 /// (kustomize's `appendReplaceOrMerge`):
 /// - the target is the object whose current or any previous id equals the generated one
-///   (same apiVersion, kind, name; namespaces equal with absent = `default`); if none, the
-///   namespace is ignored;
+///   (same apiVersion, kind, name; namespaces equal with absent = `default`) — so an overlay
+///   generator without `namespace` still finds a base object that the base's `namespace:`
+///   moved, through its previous id;
 /// - no target: `create` appends, `merge`/`replace` fail with [`GeneratorError::TargetMissing`];
 /// - one target: `create` fails with [`GeneratorError::TargetExists`]; `merge` and `replace`
 ///   put the generated object in the target's place, keeping the target's name, namespace,
@@ -692,25 +695,21 @@ pub fn absorb_one(
         _ => Behavior::Create,
     };
     let gid = generated.id();
-    let any_id_matches = |r: &Resource, with_ns: bool| {
+    // Current and previous ids count (a base may already have renamed or moved the object);
+    // the namespace must match — kubectl kustomize v5.5 has no namespace-blind fallback.
+    let any_id_matches = |r: &Resource| {
         let same_type = r.api_version() == generated.api_version() && r.kind() == gid.kind;
         let ids = std::iter::once((r.namespace().map(str::to_string), r.name().to_string()))
             .chain(r.meta.previous_names.iter().cloned());
         same_type
             && ids.into_iter().any(|(ns, name)| {
                 name == gid.name
-                    && (!with_ns
-                        || effective_ns(ns.as_deref()) == effective_ns(gid.namespace.as_deref()))
+                    && effective_ns(ns.as_deref()) == effective_ns(gid.namespace.as_deref())
             })
     };
-    let mut matches: Vec<usize> = (0..resources.len())
-        .filter(|&i| any_id_matches(&resources[i], true))
+    let matches: Vec<usize> = (0..resources.len())
+        .filter(|&i| any_id_matches(&resources[i]))
         .collect();
-    if matches.is_empty() {
-        matches = (0..resources.len())
-            .filter(|&i| any_id_matches(&resources[i], false))
-            .collect();
-    }
     match (matches.as_slice(), behavior) {
         ([], Behavior::Create) => {
             resources.push(generated);
@@ -1131,12 +1130,18 @@ mod tests {
     }
 
     #[test]
-    fn merge_into_plain_resource_matches_by_previous_name_and_ignores_namespace_as_fallback() {
+    fn merge_into_plain_resource_matches_by_previous_id() {
         let mut plain = Resource::new(
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "base-cm", "namespace": "x", "labels": {"x": "y"}}, "data": {"a": "1"}}),
             None,
         );
+        // The base renamed it (prefix) after moving it (namespace): previous ids (None, cm)
+        // and (x, cm).
         plain.meta.previous_names.push((None, "cm".into()));
+        plain
+            .meta
+            .previous_names
+            .push((Some("x".into()), "cm".into()));
         let mut rs = vec![plain];
         absorb_one(
             &mut rs,
@@ -1164,24 +1169,30 @@ mod tests {
         assert!(
             matches!(e, GeneratorError::TargetMissing { ref behavior, .. } if behavior == "merge")
         );
-        // A namespace mismatch alone is forgiven (second, namespace-blind lookup)...
-        absorb_one(
+        // The namespace must match (kubectl kustomize v5.5: "does not exist; cannot merge")...
+        let e = absorb_one(
             &mut rs,
             gen_cm(json!({"name": "cm", "namespace": "other", "behavior": "merge"})),
         )
-        .unwrap();
-        assert_eq!(rs.len(), 1);
-        // ...but two candidates make it ambiguous.
-        rs.push(gen_cm(json!({"name": "cm", "namespace": "a"})));
-        rs.push(gen_cm(json!({"name": "cm", "namespace": "b"})));
-        let e = absorb_one(
-            &mut rs,
-            gen_cm(json!({"name": "cm", "namespace": "c", "behavior": "merge"})),
-        )
         .unwrap_err();
+        assert!(matches!(e, GeneratorError::TargetMissing { .. }));
+        // ...so `create` in another namespace is a new object, and `default` equals absent.
+        absorb_one(&mut rs, gen_cm(json!({"name": "cm", "namespace": "other"}))).unwrap();
+        absorb_one(
+            &mut rs,
+            gen_cm(json!({"name": "cm", "namespace": "default", "behavior": "merge"})),
+        )
+        .unwrap();
+        assert_eq!(rs.len(), 2);
+        // Two objects sharing one id (e.g. an earlier rename made them collide) are ambiguous.
+        let mut twin = gen_cm(json!({"name": "renamed"}));
+        twin.meta.previous_names.push((None, "cm".into()));
+        rs.push(twin);
+        let e =
+            absorb_one(&mut rs, gen_cm(json!({"name": "cm", "behavior": "merge"}))).unwrap_err();
         assert!(matches!(
             e,
-            GeneratorError::TargetAmbiguous { count: 3, .. }
+            GeneratorError::TargetAmbiguous { count: 2, .. }
         ));
         // A secret never merges into a ConfigMap of the same name.
         let sec = generate_secret(
