@@ -38,7 +38,7 @@ pub enum NamespaceError {
     #[diagnostic(
         code(kiln::kustomize::namespace_id_conflict),
         help(
-            "the objects differed only by namespace; rename one of them or build them separately"
+            "the objects differed only by namespace, or are Namespace objects (each is renamed to the target); remove or rename one"
         )
     )]
     IdConflict { namespace: String, id: String },
@@ -539,6 +539,23 @@ mod tests {
         apply_namespace_with(&mut rs, &opts).unwrap();
         assert_eq!(rs[0].namespace(), Some("keep"));
         assert_eq!(rs[1].namespace(), Some("n"));
+    }
+
+    #[test]
+    fn two_namespace_objects_collide() {
+        // kubectl kustomize: "namespace transformation produces ID conflict".
+        let mut rs = vec![
+            res(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})),
+            res(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"}})),
+        ];
+        let e = apply_namespace(&mut rs, "x").unwrap_err();
+        assert_eq!(
+            e,
+            NamespaceError::IdConflict {
+                namespace: "x".into(),
+                id: "Namespace/x".into()
+            }
+        );
     }
 
     #[test]
