@@ -85,6 +85,12 @@ pub struct BuildMeta {
     /// Names of the legacy `vars` whose `objref` selects this object (kustomize's
     /// `AppendRefVarName`, set when the declaring kustomization is accumulated).
     pub ref_vars: Vec<String>,
+    /// Non-empty `namePrefix` values applied to this object, innermost kustomization first
+    /// (kustomize's `config.kubernetes.io/prefixes`); the name-reference transformer uses them
+    /// to break ties between candidates.
+    pub name_prefixes: Vec<String>,
+    /// Non-empty `nameSuffix` values applied, innermost first (`config.kubernetes.io/suffixes`).
+    pub name_suffixes: Vec<String>,
 }
 
 /// One Kubernetes object.
