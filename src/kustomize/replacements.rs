@@ -22,7 +22,7 @@
 //! Invariant: resources are only changed at the selected target fields; on error, earlier
 //! replacements of the same call may already have been applied (the build stops anyway).
 
-use crate::resource::{ResId, Resource};
+use crate::resource::Resource;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -340,21 +340,19 @@ impl IdSelector {
         if !gvk_ok {
             return false;
         }
-        let mut candidates: Vec<(Option<String>, String)> =
-            vec![(id.namespace.clone(), id.name.clone())];
-        candidates.extend(res.meta.previous_names.iter().cloned());
-        candidates.into_iter().any(|(ns, name)| {
-            let probe = ResId {
-                namespace: ns,
-                name,
-                ..id.clone()
-            };
-            let wanted = ResId {
-                namespace: Some(self.namespace.clone()),
-                ..probe.clone()
-            };
-            (self.name.is_empty() || self.name == probe.name)
-                && (self.namespace.is_empty() || wanted.same_namespace(&probe))
+        // kustomize's `IsNsEquals`: an absent namespace is `default`.
+        fn effective(ns: Option<&str>) -> &str {
+            ns.filter(|n| !n.is_empty()).unwrap_or("default")
+        }
+        let current = (id.namespace.as_deref(), id.name.as_str());
+        let earlier = res
+            .meta
+            .previous_names
+            .iter()
+            .map(|(ns, name)| (ns.as_deref(), name.as_str()));
+        std::iter::once(current).chain(earlier).any(|(ns, name)| {
+            (self.name.is_empty() || self.name == name)
+                && (self.namespace.is_empty() || effective(Some(&self.namespace)) == effective(ns))
         })
     }
 
@@ -1058,6 +1056,19 @@ mod tests {
             let got = miette::Diagnostic::code(&err).unwrap().to_string();
             assert_eq!(got, format!("kiln::kustomize::{code}"));
         }
+    }
+
+    #[test]
+    fn absent_namespace_is_default_when_selecting() {
+        let mut rs = fixture();
+        let reps = parse(
+            json!([{"source": {"kind": "Service", "namespace": "default"},
+            "targets": [{"select": {"kind": "ConfigMap", "namespace": "default"}, "fieldPaths": ["data.BUILD"]},
+                        {"select": {"kind": "Deployment", "namespace": "other"}, "fieldPaths": ["metadata.name"]}]}]),
+        );
+        apply_replacements(&mut rs, &reps).unwrap();
+        assert_eq!(rs[2].value["data"]["BUILD"], "app");
+        assert_eq!(rs[0].value["metadata"]["name"], "app");
     }
 
     #[test]
