@@ -1064,11 +1064,14 @@ mod tests {
         let reps = parse(
             json!([{"source": {"kind": "Service", "namespace": "default"},
             "targets": [{"select": {"kind": "ConfigMap", "namespace": "default"}, "fieldPaths": ["data.BUILD"]},
-                        {"select": {"kind": "Deployment", "namespace": "other"}, "fieldPaths": ["metadata.name"]}]}]),
+                        {"select": {"kind": "Deployment", "namespace": "other"}, "fieldPaths": ["spec.template.spec.containers.0.image"]}]}]),
         );
         apply_replacements(&mut rs, &reps).unwrap();
         assert_eq!(rs[2].value["data"]["BUILD"], "app");
-        assert_eq!(rs[0].value["metadata"]["name"], "app");
+        assert_eq!(
+            rs[0].value["spec"]["template"]["spec"]["containers"][0]["image"],
+            "registry.local:5000/app:20230921.12345678"
+        );
     }
 
     #[test]
