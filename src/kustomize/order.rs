@@ -445,5 +445,6 @@ mod differential {
         kf23 => "kf23-labels-annotations-combined",
         kf24 => "kf24-images-multiple-entries-chain",
         kf25 => "kf25-replacements-wildcard-index",
+        kf26 => "kf26-labels-annotations-group-rules",
     }
 }
