@@ -446,5 +446,6 @@ mod differential {
         kf24 => "kf24-images-multiple-entries-chain",
         kf25 => "kf25-replacements-wildcard-index",
         kf26 => "kf26-labels-annotations-group-rules",
+        kf27 => "kf27-common-labels-optional-selectors",
     }
 }
