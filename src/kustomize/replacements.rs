@@ -251,6 +251,15 @@ pub enum ReplacementError {
         target_type: &'static str,
     },
 
+    #[error("replacement left {resource} without a `metadata.name`")]
+    #[diagnostic(
+        code(kiln::kustomize::replacement_name_removed),
+        help(
+            "the value copied into `metadata.name` is not a non-empty string; check the source `fieldPath`"
+        )
+    )]
+    NameRemoved { resource: String },
+
     #[error("invalid replacement in `{path}`: {reason}")]
     #[diagnostic(
         code(kiln::kustomize::replacement_file_invalid),
@@ -487,8 +496,14 @@ fn apply_target(
         if rejected_by_meta || rejected_by_id || !select.id.selects(res) {
             continue;
         }
+        let before = res.id().to_string();
         for fp in field_paths {
             copy_to_target(res, value, fp, &options)?;
+        }
+        // kustomize rebuilds its resource map after the filter and fails on an object left
+        // without a name (a map or list copied into `metadata.name` leaves `""`).
+        if res.name().is_empty() {
+            return Err(ReplacementError::NameRemoved { resource: before });
         }
     }
     Ok(())
@@ -1048,6 +1063,11 @@ mod tests {
             (
                 json!({"source": {"kind": "Service"}, "targets": []}),
                 "replacement_incomplete",
+            ),
+            (
+                json!({"source": {"kind": "Service", "fieldPath": "metadata.labels"},
+                       "targets": [{"select": {"kind": "ConfigMap"}}]}),
+                "replacement_name_removed",
             ),
         ];
         for (rep, code) in cases {
