@@ -466,6 +466,8 @@ mod differential {
                 (Ok(None), _) => {}
                 (Ok(Some(out)), false) => {
                     if out != std::fs::read_to_string(case.join("expected.yaml")).unwrap() {
+                        // Left beside the case for `diff`.
+                        std::fs::write(case.join("got.yaml"), &out).unwrap();
                         failures.push(format!("{name}: output differs"));
                     }
                 }
@@ -515,5 +517,6 @@ mod differential {
         kf25 => "kf25-replacements-wildcard-index",
         kf26 => "kf26-labels-annotations-group-rules",
         kf27 => "kf27-common-labels-optional-selectors",
+        kf28 => "kf28-labels-never-create-lists",
     }
 }
