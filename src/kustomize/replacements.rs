@@ -551,7 +551,14 @@ fn set_field(
 ) -> Result<(), ReplacementError> {
     let mut value = value.clone();
     if !options.delimiter.is_empty() {
-        let Some(current) = scalar_text(field) else {
+        // kyaml creates the missing field with the *value's* node kind, so a created field
+        // is a map or list (and the delimiter an error) when the value is one.
+        let current = if created {
+            scalar_text(&value).map(|_| String::new())
+        } else {
+            scalar_text(field)
+        };
+        let Some(current) = current else {
             return Err(ReplacementError::DelimiterOnNonScalar {
                 field_path: field_path.to_string(),
                 resource: resource.to_string(),
@@ -1063,6 +1070,12 @@ mod tests {
             (
                 json!({"source": {"kind": "Service"}, "targets": []}),
                 "replacement_incomplete",
+            ),
+            (
+                json!({"source": {"kind": "Service", "fieldPath": "metadata.labels"},
+                       "targets": [{"select": {"kind": "ConfigMap"}, "fieldPaths": ["data.NEW"],
+                                    "options": {"create": true, "delimiter": "/"}}]}),
+                "replacement_delimiter_on_non_scalar",
             ),
             (
                 json!({"source": {"kind": "Service", "fieldPath": "metadata.labels"},
