@@ -385,7 +385,8 @@ mod differential {
             &mut resources,
             &field::<Vec<images::Image>>(&k, "images")?,
             no_specs,
-        );
+        )
+        .map_err(|e| e.to_string())?;
         let mut reps = Vec::new();
         for f in field::<Vec<replacements::ReplacementField>>(&k, "replacements")? {
             match f {
