@@ -285,12 +285,12 @@ pub fn user_field_spec(fs: &FieldSpecArgs) -> UserFieldSpec {
 }
 
 /// Converts between two serde shapes of the same YAML (our kustomization types → a
-/// transformer's own config type). Empty values are dropped first, so fields our types
-/// default (`""`, `null`) read as absent, as in kustomize's `omitempty` marshalling.
+/// transformer's own config type). Our types skip empty fields when serializing (kustomize's
+/// `omitempty`) and nulls are dropped, so defaulted fields read as absent.
 pub fn convert<T: DeserializeOwned>(from: &impl Serialize) -> Result<T, String> {
     fn prune(v: &mut Value) {
         if let Value::Object(m) = v {
-            m.retain(|_, x| !(x.is_null() || x.as_str() == Some("")));
+            m.retain(|_, x| !x.is_null());
             m.values_mut().for_each(prune);
         } else if let Value::Array(a) = v {
             a.iter_mut().for_each(prune);
@@ -582,6 +582,7 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use indexmap::IndexMap;
     use serde_json::json;
 
     #[test]
@@ -603,27 +604,31 @@ mod tests {
     }
 
     #[test]
-    fn convert_drops_empty_fields() {
+    fn convert_drops_nulls_but_keeps_empty_strings() {
         #[derive(Serialize)]
         struct A {
             name: String,
-            tag: String,
             opt: Option<bool>,
+            labels: IndexMap<String, String>,
         }
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct B {
             name: String,
             #[serde(default)]
-            tag: Option<String>,
+            opt: bool,
+            labels: IndexMap<String, String>,
         }
+        let mut labels = IndexMap::new();
+        labels.insert("empty".to_string(), String::new());
         let b: B = convert(&A {
             name: "x".into(),
-            tag: String::new(),
             opt: None,
+            labels,
         })
         .unwrap();
         assert_eq!(b.name, "x");
-        assert!(b.tag.is_none());
+        assert!(!b.opt);
+        assert_eq!(b.labels["empty"], "");
     }
 }

@@ -42,86 +42,206 @@ where
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Kustomization {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub api_version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub metadata: Option<ObjectMeta>,
     /// `openapi: {path: schema.json}` or `{version: …}`; only affects merge keys of custom
     /// kinds in strategic merge patches.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub openapi: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name_prefix: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name_suffix: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub common_labels: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub labels: Vec<Label>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub common_annotations: StringMap,
     /// Legacy: file paths or inline strategic merge patches.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub patches_strategic_merge: Vec<String>,
     /// Legacy: JSON 6902 patches with a target.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub patches_json6902: Vec<Patch>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub patches: Vec<Patch>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub images: Vec<Image>,
     /// Legacy spelling of `images`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub image_tags: Vec<Image>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub replacements: Vec<ReplacementField>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub replicas: Vec<Replica>,
     /// Legacy: `$(VAR)` substitution.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub vars: Vec<Var>,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sort_options: Option<SortOptions>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub resources: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub components: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub crds: Vec<String>,
     /// Legacy spelling of directory `resources`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub bases: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub config_map_generator: Vec<GeneratorArgs>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub secret_generator: Vec<GeneratorArgs>,
     /// Helm support is out of reach (needs helm); kept raw only to report it.
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub helm_globals: Option<Value>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub helm_charts: Vec<Value>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub helm_chart_inflation_generator: Vec<Value>,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub generator_options: Option<GeneratorOptions>,
     /// Transformer configuration files (custom field specs).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub configurations: Vec<String>,
     /// Generator plugin configs (files or inline YAML).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub generators: Vec<String>,
     /// Transformer plugin configs (files or inline YAML); builtin kinds are supported.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub transformers: Vec<String>,
     /// Validator plugin configs; not supported.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub validators: Vec<String>,
     /// `originAnnotations`, `transformerAnnotations`, `managedByLabel`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub build_metadata: Vec<String>,
 }
 
@@ -129,13 +249,29 @@ pub struct Kustomization {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ObjectMeta {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub labels: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub annotations: StringMap,
 }
 
@@ -143,13 +279,29 @@ pub struct ObjectMeta {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldSpecArgs {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub group: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub path: String,
     #[serde(default)]
     pub create: bool,
@@ -159,13 +311,21 @@ pub struct FieldSpecArgs {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Label {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub pairs: StringMap,
     #[serde(default)]
     pub include_selectors: bool,
     #[serde(default)]
     pub include_templates: bool,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub fields: Vec<FieldSpecArgs>,
 }
 
@@ -174,19 +334,47 @@ pub struct Label {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Selector {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub group: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub label_selector: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub annotation_selector: String,
 }
 
@@ -195,14 +383,26 @@ pub struct Selector {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Patch {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub path: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub patch: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub target: Option<Selector>,
     /// `allowNameChange`, `allowKindChange`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub options: IndexMap<String, bool>,
 }
 
@@ -210,15 +410,35 @@ pub struct Patch {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Image {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub new_name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub tag_suffix: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub new_tag: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub digest: String,
 }
 
@@ -226,7 +446,11 @@ pub struct Image {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Replica {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
     #[serde(default)]
     pub count: i64,
@@ -236,11 +460,19 @@ pub struct Replica {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldOptions {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub delimiter: String,
     #[serde(default)]
     pub index: i64,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub encoding: String,
     #[serde(default)]
     pub create: bool,
@@ -250,19 +482,43 @@ pub struct FieldOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SourceSelector {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub group: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub field_path: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub options: Option<FieldOptions>,
 }
 
@@ -270,13 +526,21 @@ pub struct SourceSelector {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TargetSelector {
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub select: Option<Selector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub reject: Vec<Selector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub field_paths: Vec<String>,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub options: Option<FieldOptions>,
 }
 
@@ -285,11 +549,19 @@ pub struct TargetSelector {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReplacementField {
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub source: Option<SourceSelector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub targets: Vec<TargetSelector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub path: String,
 }
 
@@ -297,9 +569,13 @@ pub struct ReplacementField {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Replacement {
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub source: Option<SourceSelector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub targets: Vec<TargetSelector>,
 }
 
@@ -307,17 +583,41 @@ pub struct Replacement {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VarTarget {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub api_version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub group: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
 }
 
@@ -325,7 +625,11 @@ pub struct VarTarget {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldSelector {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub field_path: String,
 }
 
@@ -333,7 +637,11 @@ pub struct FieldSelector {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Var {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
     #[serde(default)]
     pub objref: VarTarget,
@@ -346,9 +654,13 @@ pub struct Var {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SortOptions {
     /// `legacy` (default) or `fifo`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub order: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub legacy_sort_options: Option<LegacySortOptions>,
 }
 
@@ -356,9 +668,17 @@ pub struct SortOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LegacySortOptions {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub order_first: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub order_last: Vec<String>,
 }
 
@@ -366,13 +686,21 @@ pub struct LegacySortOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct GeneratorOptions {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub labels: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub annotations: StringMap,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub disable_name_suffix_hash: Option<bool>,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub immutable: Option<bool>,
 }
 
@@ -382,26 +710,59 @@ pub struct GeneratorOptions {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct GeneratorArgs {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
     /// `create` (default), `merge` or `replace`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub behavior: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub literals: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub files: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub envs: Vec<String>,
     /// Legacy single env file; appended to `envs` by [`Kustomization::fix`].
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub env: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub options: Option<GeneratorOptions>,
     /// Secret type (`Opaque` when empty); only valid on `secretGenerator`.
-    #[serde(default, rename = "type", deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        rename = "type",
+        deserialize_with = "nullable"
+    )]
     pub secret_type: String,
 }
 

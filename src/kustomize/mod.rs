@@ -2,6 +2,10 @@
 //! resources come out, equal to `kubectl kustomize` (v5.5.0) except for the divergences listed
 //! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
 
+pub use build::{BuildOptions, build, build_yaml, run_kustomize};
+pub use error::KustomizeError;
+pub use load::LoadRestrictor;
+
 pub mod build;
 pub mod error;
 pub mod fieldspec;
@@ -10,23 +14,19 @@ pub mod generators;
 pub mod hash;
 pub mod image_ref;
 pub mod images;
+pub mod json6902;
 pub mod kustomization;
 pub mod labels;
 pub mod load;
+pub mod merge_keys;
 pub mod name_prefix_suffix;
 pub mod name_reference;
 pub mod namespace;
 pub mod order;
+pub mod patches;
 pub mod replacements;
 pub mod replicas;
-pub mod transform;
-pub mod vars;
-
-pub use build::{BuildOptions, build, build_yaml, run_kustomize};
-pub use error::KustomizeError;
-pub use load::LoadRestrictor;
-pub mod json6902;
-pub mod merge_keys;
-pub mod patches;
 pub mod strategic_merge;
 pub mod target;
+pub mod transform;
+pub mod vars;
