@@ -124,17 +124,17 @@ done
 json() { echo "$BENCH_DIR/$1.json"; }
 mean() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][int(sys.argv[2])]['mean'])" "$1" "$2"; }
 
-hyperfine --warmup 2 --runs 20 --export-json "$(json small)" \
+hyperfine -N --warmup 2 --runs 20 --export-json "$(json small)" \
   -n kiln "$KILN kustomize $BENCH_DIR/small/overlay" \
   -n kubectl "$KUBECTL kustomize $BENCH_DIR/small/overlay" >/dev/null
-hyperfine --warmup 1 --runs 3 --export-json "$(json n2000)" \
+hyperfine -N --warmup 1 --runs 3 --export-json "$(json n2000)" \
   -n kiln "$KILN kustomize $BENCH_DIR/n2000/overlay" \
   -n kubectl "$KUBECTL kustomize $BENCH_DIR/n2000/overlay" >/dev/null
 if [ "$QUICK" = --quick ]; then
-  hyperfine --warmup 1 --runs 3 --export-json "$(json n8000)" \
+  hyperfine -N --warmup 1 --runs 3 --export-json "$(json n8000)" \
     -n kiln "$KILN kustomize $BENCH_DIR/n8000/overlay" >/dev/null
 else
-  hyperfine --runs 1 --export-json "$(json n8000)" \
+  hyperfine -N --runs 1 --export-json "$(json n8000)" \
     -n kiln "$KILN kustomize $BENCH_DIR/n8000/overlay" \
     -n kubectl "$KUBECTL kustomize $BENCH_DIR/n8000/overlay" >/dev/null
 fi
@@ -177,9 +177,9 @@ Targets (issue 4): ≥ 20× on the small overlay, ≥ 200× on 8,000 objects, li
 Commands, exactly as run (\`\$B\` = the generated input directory):
 
 \`\`\`
-hyperfine --warmup 2 --runs 20 -n kiln 'kiln kustomize \$B/small/overlay' -n kubectl 'kubectl kustomize \$B/small/overlay'
-hyperfine --warmup 1 --runs 3  -n kiln 'kiln kustomize \$B/n2000/overlay' -n kubectl 'kubectl kustomize \$B/n2000/overlay'
-hyperfine --runs 1             -n kiln 'kiln kustomize \$B/n8000/overlay' -n kubectl 'kubectl kustomize \$B/n8000/overlay'
+hyperfine -N --warmup 2 --runs 20 -n kiln 'kiln kustomize \$B/small/overlay' -n kubectl 'kubectl kustomize \$B/small/overlay'
+hyperfine -N --warmup 1 --runs 3  -n kiln 'kiln kustomize \$B/n2000/overlay' -n kubectl 'kubectl kustomize \$B/n2000/overlay'
+hyperfine -N --runs 1             -n kiln 'kiln kustomize \$B/n8000/overlay' -n kubectl 'kubectl kustomize \$B/n8000/overlay'
 \`\`\`
 EOF
 } > "$OUT"
