@@ -7,5 +7,8 @@
 
 pub mod artifact;
 pub mod check;
+pub mod cli;
+pub mod diag;
 pub mod kustomize;
 pub mod resource;
+pub mod yaml;
