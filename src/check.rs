@@ -19,7 +19,6 @@
 //! Invariant: validation never mutates its input and reports every finding of a run at once,
 //! in document order, then by JSON pointer.
 
-mod locate;
 mod rules;
 mod schemas;
 
@@ -29,6 +28,7 @@ pub use schemas::{
 };
 
 use crate::artifact::ArtifactSet;
+use crate::diag::SourceFile;
 use miette::{Diagnostic, LabeledSpan, NamedSource, SourceSpan};
 use serde_json::Value;
 use std::fmt;
@@ -267,21 +267,27 @@ impl Report {
 pub struct Document {
     /// File as shown in findings.
     pub file: String,
-    /// 0-based document index in that file.
+    /// 0-based index among the file's non-empty documents.
     pub index: usize,
     /// The parsed document.
     pub value: Value,
-    /// The whole file's text, to point at lines; `None` for values built in memory.
-    pub text: Option<Arc<str>>,
+    /// The whole file, to point at lines; `None` for values built in memory.
+    pub source: Option<SourceFile>,
 }
 
-/// Parses a YAML stream into documents (empty documents skipped, as `kubectl` does).
+/// Parses a YAML stream (Kubernetes typing, [`crate::yaml::parse_stream`]) into documents,
+/// keeping the text for line lookups.
+///
+/// Errors: [`CheckError::InputYaml`].
 pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Document>, CheckError> {
-    let shared: Arc<str> = Arc::from(text);
-    let values = parse_yaml_values(file, text).map_err(|message| CheckError::InputYaml {
+    let values = crate::yaml::parse_stream(file, text).map_err(|e| CheckError::InputYaml {
         path: file.into(),
-        message,
+        message: match e.line {
+            Some(l) => format!("line {l}: {}", e.message),
+            None => e.message,
+        },
     })?;
+    let source = SourceFile::new(file, text);
     Ok(values
         .into_iter()
         .enumerate()
@@ -289,15 +295,14 @@ pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Document>, CheckErr
             file: file.to_string(),
             index,
             value,
-            text: Some(shared.clone()),
+            source: Some(source.clone()),
         })
         .collect())
 }
 
-/// Parses a YAML stream into JSON values, skipping empty documents.
-pub(crate) fn parse_yaml_values(_file: &str, text: &str) -> Result<Vec<Value>, String> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
-    Ok(docs.into_iter().filter(|d| !d.is_null()).collect())
+/// Parses a YAML stream into JSON values (for schema files).
+pub(crate) fn parse_yaml_values(file: &str, text: &str) -> Result<Vec<Value>, String> {
+    crate::yaml::parse_stream(file, text).map_err(|e| e.message)
 }
 
 /// Validates YAML files (or directories of them, recursively, `*.yaml`/`*.yml`, sorted)
@@ -385,14 +390,13 @@ fn resolve(docs: &[Document], raw: RawFinding) -> Finding {
         source: None,
         span: None,
     };
-    if let Some(text) = &doc.text
-        && let Some(pos) = locate::locate(text, doc.index, &finding.pointer, raw.at_key)
+    if let Some(source) = &doc.source
+        && let Some(pos) = source.locate(doc.index, &finding.pointer, raw.at_key)
     {
         finding.line = Some(pos.line);
         finding.column = Some(pos.column);
-        finding.span = Some(SourceSpan::new(pos.offset.into(), pos.len));
-        finding.source =
-            Some(NamedSource::new(doc.file.clone(), text.clone()).with_language("yaml"));
+        finding.span = Some(pos.span());
+        finding.source = Some(NamedSource::new(doc.file.clone(), source.text.clone()).with_language("yaml"));
     }
     finding
 }

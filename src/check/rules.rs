@@ -246,7 +246,8 @@ fn schema_findings(
                     .as_str()
                     .map(str::to_string)
                     .unwrap_or_else(|| property.to_string());
-                push(path, false, format!("missing required field `{p}`"), None);
+                // Point at the key of the map that lacks the field.
+                push(path, true, format!("missing required field `{p}`"), None);
             }
             ValidationErrorKind::Type { kind } => {
                 let expected = match kind {
