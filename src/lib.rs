@@ -8,3 +8,4 @@
 pub mod artifact;
 pub mod kustomize;
 pub mod resource;
+pub mod spec;
