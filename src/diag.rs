@@ -45,18 +45,33 @@ pub struct Loc {
 impl Loc {
     /// The value at `pointer` in document 0 of `file`.
     pub fn new(file: SourceId, pointer: impl Into<String>) -> Loc {
-        Loc { file, doc: 0, pointer: pointer.into(), key: false }
+        Loc {
+            file,
+            doc: 0,
+            pointer: pointer.into(),
+            key: false,
+        }
     }
 
     /// A child location: `pointer` + `/` + the escaped `token`.
     pub fn join(&self, token: impl fmt::Display) -> Loc {
         let token = token.to_string().replace('~', "~0").replace('/', "~1");
-        Loc { file: self.file, doc: self.doc, pointer: format!("{}/{token}", self.pointer), key: false }
+        Loc {
+            file: self.file,
+            doc: self.doc,
+            pointer: format!("{}/{token}", self.pointer),
+            key: false,
+        }
     }
 
     /// A child location given as a JSON Pointer suffix (already escaped, starting with `/`).
     pub fn extend(&self, suffix: &str) -> Loc {
-        Loc { file: self.file, doc: self.doc, pointer: format!("{}{suffix}", self.pointer), key: false }
+        Loc {
+            file: self.file,
+            doc: self.doc,
+            pointer: format!("{}{suffix}", self.pointer),
+            key: false,
+        }
     }
 
     /// The same location, underlining the key.
@@ -84,7 +99,10 @@ impl Sources {
 
     /// Adds a text and returns its id.
     pub fn add(&mut self, display: impl Into<String>, text: impl Into<Arc<str>>) -> SourceId {
-        self.files.push(SourceFile { display: display.into(), text: text.into() });
+        self.files.push(SourceFile {
+            display: display.into(),
+            text: text.into(),
+        });
         self.files.len() - 1
     }
 
@@ -128,7 +146,10 @@ impl Sources {
 
 /// The candidate closest to `name` by edit distance, when it is close enough to be a typo
 /// (distance at most a third of the name's length, and at least 1).
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<String> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()
@@ -139,7 +160,11 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
 }
 
 /// "did you mean `x`?" or a fallback help text listing the known names.
-pub fn help_for_name<'a>(name: &str, what: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
+pub fn help_for_name<'a>(
+    name: &str,
+    what: &str,
+    candidates: impl IntoIterator<Item = &'a str> + Clone,
+) -> String {
     match did_you_mean(name, candidates.clone()) {
         Some(s) => format!("did you mean `{s}`?"),
         None => {
@@ -184,7 +209,11 @@ impl<E> Errors<E> {
 
     /// `Ok(value)` when `errors` is empty, else all of them.
     pub fn check<T>(errors: Vec<E>, value: impl FnOnce() -> T) -> Result<T, Errors<E>> {
-        if errors.is_empty() { Ok(value()) } else { Err(Errors { errors }) }
+        if errors.is_empty() {
+            Ok(value())
+        } else {
+            Err(Errors { errors })
+        }
     }
 }
 
@@ -244,7 +273,10 @@ pub struct Violation {
 /// Every violation of `value` against `validator`, in the validator's order. `oneOf` failures
 /// are replaced by the errors of the closest branch (fewest errors), so `files: a.yaml` reports
 /// "not of type array" rather than "matches no shape" (taplo does the same walk).
-pub fn schema_violations(validator: &jsonschema::Validator, value: &serde_json::Value) -> Vec<Violation> {
+pub fn schema_violations(
+    validator: &jsonschema::Validator,
+    value: &serde_json::Value,
+) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in validator.iter_errors(value) {
         push_violation(&e, &mut out);
@@ -269,25 +301,37 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
         K::OneOfNotValid { context } | K::AnyOf { context } => {
             let best = context.iter().min_by_key(|branch| branch.len());
             match best {
-                Some(branch) if !branch.is_empty() && branch.iter().all(|b| b.instance_path().as_str() != pointer) => {
+                Some(branch)
+                    if !branch.is_empty()
+                        && branch.iter().all(|b| b.instance_path().as_str() != pointer) =>
+                {
                     for b in branch {
                         push_violation(b, out);
                     }
                 }
-                _ => out.push(Violation { pointer, key: false, message: "matches none of the allowed shapes".into() }),
+                _ => out.push(Violation {
+                    pointer,
+                    key: false,
+                    message: "matches none of the allowed shapes".into(),
+                }),
             }
         }
         K::OneOfMultipleValid { .. } => out.push(Violation {
             pointer,
             key: false,
-            message: "matches more than one of the allowed shapes (set exactly one kind of entry)".into(),
+            message: "matches more than one of the allowed shapes (set exactly one kind of entry)"
+                .into(),
         }),
         K::Required { property } => out.push(Violation {
             pointer,
             key: false,
             message: format!("missing required field {property}"),
         }),
-        _ => out.push(Violation { pointer, key: false, message: e.to_string() }),
+        _ => out.push(Violation {
+            pointer,
+            key: false,
+            message: e.to_string(),
+        }),
     }
 }
 
@@ -298,7 +342,10 @@ mod tests {
     #[test]
     fn did_you_mean_picks_close_names_only() {
         let envs = ["dev", "test", "stage", "prod-east"];
-        assert_eq!(did_you_mean("prod-eats", envs).as_deref(), Some("prod-east"));
+        assert_eq!(
+            did_you_mean("prod-eats", envs).as_deref(),
+            Some("prod-east")
+        );
         assert_eq!(did_you_mean("stag", envs).as_deref(), Some("stage"));
         assert_eq!(did_you_mean("qa", envs), None);
     }
@@ -310,6 +357,10 @@ mod tests {
         let sn = s.snippet(&Loc::new(id, "/b/c/1"));
         assert_eq!(sn.at, "platforms/x/platform.yaml:3:10");
         let missing = s.snippet(&Loc::new(id, "/b/zzz"));
-        assert!(missing.at.starts_with("platforms/x/platform.yaml:3"), "{}", missing.at);
+        assert!(
+            missing.at.starts_with("platforms/x/platform.yaml:3"),
+            "{}",
+            missing.at
+        );
     }
 }

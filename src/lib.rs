@@ -6,6 +6,9 @@
 //! transformers) and `kiln kustomize`.
 
 pub mod artifact;
+pub mod diag;
 pub mod kustomize;
+pub mod load;
 pub mod resource;
 pub mod spec;
+pub mod yaml;

@@ -114,7 +114,10 @@ pub struct LoadedComponent {
 pub enum LoadError {
     /// A file or directory could not be read.
     #[error("cannot {op} `{path}`: {source}")]
-    #[diagnostic(code(kiln::load::io), help("check that the path exists and is readable"))]
+    #[diagnostic(
+        code(kiln::load::io),
+        help("check that the path exists and is readable")
+    )]
     Io {
         op: &'static str,
         path: String,
@@ -132,7 +135,9 @@ pub enum LoadError {
     #[error("{at}: {message}")]
     #[diagnostic(
         code(kiln::load::schema_violation),
-        help("see schema/{schema} for the allowed fields; editors check it through the `# yaml-language-server` line")
+        help(
+            "see schema/{schema} for the allowed fields; editors check it through the `# yaml-language-server` line"
+        )
     )]
     SchemaViolation {
         at: String,
@@ -148,7 +153,9 @@ pub enum LoadError {
     #[error("{at}: path `{path}` resolves outside the platform repository root")]
     #[diagnostic(
         code(kiln::load::path_outside_root),
-        help("`{path}` resolves to `{resolved}`, which is not under `{root}`; kiln only reads files inside the repository (symlinks are followed)")
+        help(
+            "`{path}` resolves to `{resolved}`, which is not under `{root}`; kiln only reads files inside the repository (symlinks are followed)"
+        )
     )]
     PathOutsideRoot {
         at: String,
@@ -163,7 +170,10 @@ pub enum LoadError {
 
     /// A path in the spec does not exist.
     #[error("{at}: {what} `{path}` not found")]
-    #[diagnostic(code(kiln::load::path_not_found), help("paths are relative to the directory of the file that names them"))]
+    #[diagnostic(
+        code(kiln::load::path_not_found),
+        help("paths are relative to the directory of the file that names them")
+    )]
     PathNotFound {
         at: String,
         what: &'static str,
@@ -176,7 +186,10 @@ pub enum LoadError {
 
     /// A manifest document is not a Kubernetes object.
     #[error("{at}: document {doc} is not a Kubernetes object: {reason}")]
-    #[diagnostic(code(kiln::load::invalid_resource), help("every document needs `apiVersion`, `kind` and `metadata.name`"))]
+    #[diagnostic(
+        code(kiln::load::invalid_resource),
+        help("every document needs `apiVersion`, `kind` and `metadata.name`")
+    )]
     InvalidResource {
         at: String,
         doc: usize,
@@ -196,12 +209,18 @@ impl From<crate::yaml::YamlError> for LoadError {
 
 fn platform_validator() -> &'static jsonschema::Validator {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    V.get_or_init(|| jsonschema::validator_for(&crate::spec::platform_schema()).expect("generated schema is valid"))
+    V.get_or_init(|| {
+        jsonschema::validator_for(&crate::spec::platform_schema())
+            .expect("generated schema is valid")
+    })
 }
 
 fn component_validator() -> &'static jsonschema::Validator {
     static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    V.get_or_init(|| jsonschema::validator_for(&crate::spec::component_schema()).expect("generated schema is valid"))
+    V.get_or_init(|| {
+        jsonschema::validator_for(&crate::spec::component_schema())
+            .expect("generated schema is valid")
+    })
 }
 
 struct Loader<'a> {
@@ -218,17 +237,37 @@ struct Loader<'a> {
 /// violations of each kiln document, paths that escape the root or do not exist, manifest
 /// documents that are not objects. A component with errors is skipped, so the errors of the
 /// others are still reported.
-pub fn load(fs: &dyn FileSystem, platform_dir: &Path, opts: &LoadOptions) -> Result<LoadedPlatform, Errors<LoadError>> {
-    let io_err = |op, path: &Path, source| Errors::new(vec![LoadError::Io { op, path: path.display().to_string(), source }]);
-    let dir = fs.canonicalize(platform_dir).map_err(|e| io_err("open platform directory", platform_dir, e))?;
+pub fn load(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    opts: &LoadOptions,
+) -> Result<LoadedPlatform, Errors<LoadError>> {
+    let io_err = |op, path: &Path, source| {
+        Errors::new(vec![LoadError::Io {
+            op,
+            path: path.display().to_string(),
+            source,
+        }])
+    };
+    let dir = fs
+        .canonicalize(platform_dir)
+        .map_err(|e| io_err("open platform directory", platform_dir, e))?;
     let root = match &opts.root {
-        Some(r) => fs.canonicalize(r).map_err(|e| io_err("open repository root", r, e))?,
+        Some(r) => fs
+            .canonicalize(r)
+            .map_err(|e| io_err("open repository root", r, e))?,
         None => default_root(fs, &dir),
     };
-    let mut ld = Loader { fs, root, sources: Sources::new(), errors: Vec::new() };
+    let mut ld = Loader {
+        fs,
+        root,
+        sources: Sources::new(),
+        errors: Vec::new(),
+    };
 
     let pf_path = dir.join("platform.yaml");
-    let Some((file, raw)) = ld.read_doc(&pf_path, platform_validator(), "platform.schema.json") else {
+    let Some((file, raw)) = ld.read_doc(&pf_path, platform_validator(), "platform.schema.json")
+    else {
         return Err(Errors::new(ld.errors));
     };
     let spec: PlatformFile = match serde_json::from_value(raw.clone()) {
@@ -268,7 +307,12 @@ pub fn load(fs: &dyn FileSystem, platform_dir: &Path, opts: &LoadOptions) -> Res
         instances.push(ids);
     }
 
-    let Loader { root, sources, errors, .. } = ld;
+    let Loader {
+        root,
+        sources,
+        errors,
+        ..
+    } = ld;
     Errors::check(errors, || LoadedPlatform {
         root,
         dir,
@@ -301,15 +345,32 @@ impl Loader<'_> {
     fn display(&self, path: &Path) -> String {
         match path.strip_prefix(&self.root) {
             Ok(rel) => {
-                let parts: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
-                if parts.is_empty() { ".".into() } else { parts.join("/") }
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                if parts.is_empty() {
+                    ".".into()
+                } else {
+                    parts.join("/")
+                }
             }
             Err(_) => path.display().to_string(),
         }
     }
 
-    fn schema_error(&mut self, file: SourceId, pointer: &str, message: String, schema: &'static str) {
-        let v = Violation { pointer: pointer.to_string(), key: false, message };
+    fn schema_error(
+        &mut self,
+        file: SourceId,
+        pointer: &str,
+        message: String,
+        schema: &'static str,
+    ) {
+        let v = Violation {
+            pointer: pointer.to_string(),
+            key: false,
+            message,
+        };
         self.push_violation(file, v, schema);
     }
 
@@ -317,17 +378,32 @@ impl Loader<'_> {
         let mut loc = Loc::new(file, v.pointer);
         loc.key = v.key;
         let sn = self.sources.snippet(&loc);
-        self.errors.push(LoadError::SchemaViolation { at: sn.at, message: v.message, schema, src: sn.src, span: sn.span });
+        self.errors.push(LoadError::SchemaViolation {
+            at: sn.at,
+            message: v.message,
+            schema,
+            src: sn.src,
+            span: sn.span,
+        });
     }
 
     /// Reads a single-document kiln file, checks it against `validator`. `None` (with errors
     /// recorded) when it cannot be read, parsed or is invalid.
-    fn read_doc(&mut self, path: &Path, validator: &jsonschema::Validator, schema: &'static str) -> Option<(SourceId, Value)> {
+    fn read_doc(
+        &mut self,
+        path: &Path,
+        validator: &jsonschema::Validator,
+        schema: &'static str,
+    ) -> Option<(SourceId, Value)> {
         let display = self.display(path);
         let text = match self.fs.read_to_string(path) {
             Ok(t) => t,
             Err(source) => {
-                self.errors.push(LoadError::Io { op: "read", path: display, source });
+                self.errors.push(LoadError::Io {
+                    op: "read",
+                    path: display,
+                    source,
+                });
                 return None;
             }
         };
@@ -351,7 +427,13 @@ impl Loader<'_> {
 
     /// Resolves `rel` against `base`, following symlinks, and checks it stays in the root.
     /// `None` (with an error at `loc`) when it does not exist or escapes.
-    fn resolve(&mut self, base: &Path, rel: &str, loc: &Loc, what: &'static str) -> Option<PathBuf> {
+    fn resolve(
+        &mut self,
+        base: &Path,
+        rel: &str,
+        loc: &Loc,
+        what: &'static str,
+    ) -> Option<PathBuf> {
         let joined = base.join(rel);
         match self.fs.canonicalize(&joined) {
             Ok(p) if p.starts_with(&self.root) => Some(p),
@@ -382,7 +464,13 @@ impl Loader<'_> {
                         span: sn.span,
                     });
                 } else {
-                    self.errors.push(LoadError::PathNotFound { at: sn.at, what, path: rel.to_string(), src: sn.src, span: sn.span });
+                    self.errors.push(LoadError::PathNotFound {
+                        at: sn.at,
+                        what,
+                        path: rel.to_string(),
+                        src: sn.src,
+                        span: sn.span,
+                    });
                 }
                 None
             }
@@ -391,7 +479,11 @@ impl Loader<'_> {
 
     fn load_component(&mut self, cdir: &Path) -> Option<LoadedComponent> {
         let errors_before = self.errors.len();
-        let (file, raw) = self.read_doc(&cdir.join("component.yaml"), component_validator(), "component.schema.json")?;
+        let (file, raw) = self.read_doc(
+            &cdir.join("component.yaml"),
+            component_validator(),
+            "component.schema.json",
+        )?;
         let spec: ComponentFile = match serde_json::from_value(raw.clone()) {
             Ok(s) => s,
             Err(e) => {
@@ -426,18 +518,30 @@ impl Loader<'_> {
                     } else {
                         "secretGenerator"
                     };
-                    let entries = args.files.iter().map(|f| ("files", f)).chain(args.envs.iter().map(|f| ("envs", f)));
+                    let entries = args
+                        .files
+                        .iter()
+                        .map(|f| ("files", f))
+                        .chain(args.envs.iter().map(|f| ("envs", f)));
                     for (k, (field, entry)) in entries.enumerate() {
                         // `files` entries may be `key=path`.
                         let rel = entry.split_once('=').map_or(entry.as_str(), |(_, p)| p);
-                        let idx = if field == "files" { k } else { k - args.files.len() };
+                        let idx = if field == "files" {
+                            k
+                        } else {
+                            k - args.files.len()
+                        };
                         let loc = gloc.join(key).join(field).join(idx);
                         if let Some(path) = self.resolve(cdir, rel, &loc, "generator file") {
                             match self.fs.read_to_string(&path) {
                                 Ok(text) => {
                                     assets.insert(rel.to_string(), text);
                                 }
-                                Err(source) => self.errors.push(LoadError::Io { op: "read", path: self.display(&path), source }),
+                                Err(source) => self.errors.push(LoadError::Io {
+                                    op: "read",
+                                    path: self.display(&path),
+                                    source,
+                                }),
                             }
                         }
                     }
@@ -448,7 +552,15 @@ impl Loader<'_> {
         if self.errors.len() > errors_before {
             return None;
         }
-        Some(LoadedComponent { dir: cdir.to_path_buf(), display_dir: self.display(cdir), file, raw, spec, files, assets })
+        Some(LoadedComponent {
+            dir: cdir.to_path_buf(),
+            display_dir: self.display(cdir),
+            file,
+            raw,
+            spec,
+            files,
+            assets,
+        })
     }
 
     /// Reads a manifest file, or every `*.yaml`/`*.yml` file of a directory (sorted by name,
@@ -461,7 +573,11 @@ impl Loader<'_> {
         let entries = match self.fs.read_dir(path) {
             Ok(e) => e,
             Err(source) => {
-                self.errors.push(LoadError::Io { op: "list directory", path: self.display(path), source });
+                self.errors.push(LoadError::Io {
+                    op: "list directory",
+                    path: self.display(path),
+                    source,
+                });
                 return;
             }
         };
@@ -470,7 +586,10 @@ impl Loader<'_> {
             if !is_yaml || self.fs.is_dir(&entry) {
                 continue;
             }
-            let name = entry.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = entry
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             // A symlink inside the directory may point anywhere; check each file too.
             if let Some(real) = self.resolve(path, &name, loc, "manifest file") {
                 self.read_manifest_file(&real, out);
@@ -483,7 +602,11 @@ impl Loader<'_> {
         let text = match self.fs.read_to_string(path) {
             Ok(t) => t,
             Err(source) => {
-                self.errors.push(LoadError::Io { op: "read", path: display, source });
+                self.errors.push(LoadError::Io {
+                    op: "read",
+                    path: display,
+                    source,
+                });
                 return;
             }
         };
@@ -501,10 +624,22 @@ impl Loader<'_> {
                 let mut loc = Loc::new(file, pointer);
                 loc.doc = doc;
                 let sn = self.sources.snippet(&loc);
-                self.errors.push(LoadError::InvalidResource { at: sn.at, doc, reason, src: sn.src, span: sn.span });
+                self.errors.push(LoadError::InvalidResource {
+                    at: sn.at,
+                    doc,
+                    reason,
+                    src: sn.src,
+                    span: sn.span,
+                });
                 continue;
             }
-            out.push(Resource::new(value, Some(Origin { file: display.clone(), document: doc })));
+            out.push(Resource::new(
+                value,
+                Some(Origin {
+                    file: display.clone(),
+                    document: doc,
+                }),
+            ));
         }
     }
 
@@ -515,7 +650,10 @@ impl Loader<'_> {
             return;
         };
         for entry in entries {
-            let name = entry.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            let name = entry
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
             if let Some(real) = self.resolve(dir, &name, loc, "kustomization file")
                 && self.fs.is_dir(&real)
             {
@@ -531,8 +669,14 @@ fn resource_problem(value: &Value) -> Option<(&'static str, String)> {
         return Some(("", "not a mapping".into()));
     };
     for (field, pointer) in [("apiVersion", "/apiVersion"), ("kind", "/kind")] {
-        if !obj.get(field).is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty())) {
-            return Some((if obj.contains_key(field) { pointer } else { "" }, format!("missing `{field}`")));
+        if !obj
+            .get(field)
+            .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
+        {
+            return Some((
+                if obj.contains_key(field) { pointer } else { "" },
+                format!("missing `{field}`"),
+            ));
         }
     }
     let name = value.pointer("/metadata/name").and_then(Value::as_str);
@@ -577,7 +721,9 @@ mod tests {
     const DEPLOY: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: a\n";
 
     fn opts(t: &tempfile::TempDir) -> LoadOptions {
-        LoadOptions { root: Some(t.path().to_path_buf()) }
+        LoadOptions {
+            root: Some(t.path().to_path_buf()),
+        }
     }
 
     #[test]
@@ -594,9 +740,15 @@ mod tests {
         let c = &lp.components[0];
         assert_eq!(c.display_dir, "components/a");
         let res = &c.files[&0];
-        assert_eq!(res.iter().map(|r| r.kind()).collect::<Vec<_>>(), ["Deployment", "Service"]);
+        assert_eq!(
+            res.iter().map(|r| r.kind()).collect::<Vec<_>>(),
+            ["Deployment", "Service"]
+        );
         assert_eq!(res[1].origin.as_ref().unwrap().document, 1);
-        assert_eq!(res[1].origin.as_ref().unwrap().file, "components/a/manifests/deploy.yaml");
+        assert_eq!(
+            res[1].origin.as_ref().unwrap().file,
+            "components/a/manifests/deploy.yaml"
+        );
     }
 
     #[test]
@@ -606,20 +758,35 @@ mod tests {
             ("components/a/component.yaml", COMPONENT),
             ("components/a/manifests/deploy.yaml", DEPLOY),
         ]);
-        let lp = load(&RealFs, &t.path().join("platforms/p"), &LoadOptions::default()).unwrap();
+        let lp = load(
+            &RealFs,
+            &t.path().join("platforms/p"),
+            &LoadOptions::default(),
+        )
+        .unwrap();
         assert_eq!(lp.root, std::fs::canonicalize(t.path()).unwrap());
     }
 
     #[test]
     fn all_schema_violations_are_reported_with_lines() {
-        let bad_platform = PLATFORM.replace("tier: nonprod", "tier: nonprod, colour: red").replace("  - name: web\n", "  - name: web\n    bogus: 1\n");
+        let bad_platform = PLATFORM
+            .replace("tier: nonprod", "tier: nonprod, colour: red")
+            .replace("  - name: web\n", "  - name: web\n    bogus: 1\n");
         let t = tree(&[("platforms/p/platform.yaml", &bad_platform)]);
-        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t)).unwrap_err().errors;
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
         let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
         assert_eq!(msgs.len(), 2, "{msgs:?}");
-        assert!(msgs[0].starts_with("platforms/p/platform.yaml:8:"), "{msgs:?}");
+        assert!(
+            msgs[0].starts_with("platforms/p/platform.yaml:8:"),
+            "{msgs:?}"
+        );
         assert!(msgs[0].contains("unknown field `colour`"), "{msgs:?}");
-        assert!(msgs[1].starts_with("platforms/p/platform.yaml:11:"), "{msgs:?}");
+        assert!(
+            msgs[1].starts_with("platforms/p/platform.yaml:11:"),
+            "{msgs:?}"
+        );
     }
 
     #[test]
@@ -627,9 +794,20 @@ mod tests {
         let outside = tree(&[("component.yaml", COMPONENT)]);
         let p = PLATFORM.replace("../../components/a", &outside.path().display().to_string());
         let t = tree(&[("platforms/p/platform.yaml", &p)]);
-        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t)).unwrap_err().errors;
-        assert!(matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]), "{errs:?}");
-        assert!(errs[0].to_string().starts_with("platforms/p/platform.yaml:12:"), "{}", errs[0]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("platforms/p/platform.yaml:12:"),
+            "{}",
+            errs[0]
+        );
     }
 
     #[cfg(unix)]
@@ -641,10 +819,25 @@ mod tests {
             ("components/a/component.yaml", COMPONENT),
             ("components/a/manifests/deploy.yaml", DEPLOY),
         ]);
-        std::os::unix::fs::symlink(outside.path().join("secret.yaml"), t.path().join("components/a/manifests/x.yaml")).unwrap();
-        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t)).unwrap_err().errors;
-        assert!(matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]), "{errs:?}");
-        assert!(errs[0].to_string().starts_with("components/a/component.yaml:7:"), "{}", errs[0]);
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.yaml"),
+            t.path().join("components/a/manifests/x.yaml"),
+        )
+        .unwrap();
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("components/a/component.yaml:7:"),
+            "{}",
+            errs[0]
+        );
     }
 
     #[test]
@@ -652,20 +845,38 @@ mod tests {
         let t = tree(&[
             ("platforms/p/platform.yaml", PLATFORM),
             ("components/a/component.yaml", COMPONENT),
-            ("components/a/manifests/deploy.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n"),
+            (
+                "components/a/manifests/deploy.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+            ),
         ]);
-        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t)).unwrap_err().errors;
-        assert!(matches!(&errs[..], [LoadError::InvalidResource { .. }]), "{errs:?}");
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::InvalidResource { .. }]),
+            "{errs:?}"
+        );
 
-        let t = tree(&[("platforms/p/platform.yaml", "apiVersion: a\napiVersion: b\n")]);
-        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t)).unwrap_err().errors;
+        let t = tree(&[(
+            "platforms/p/platform.yaml",
+            "apiVersion: a\napiVersion: b\n",
+        )]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
         assert!(matches!(&errs[..], [LoadError::Yaml(_)]), "{errs:?}");
     }
 
     #[test]
     fn missing_component_is_reported_at_its_path() {
         let t = tree(&[("platforms/p/platform.yaml", PLATFORM)]);
-        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t)).unwrap_err().errors;
-        assert!(matches!(&errs[..], [LoadError::PathNotFound { .. }]), "{errs:?}");
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::PathNotFound { .. }]),
+            "{errs:?}"
+        );
     }
 }
