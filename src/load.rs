@@ -669,10 +669,8 @@ fn resource_problem(value: &Value) -> Option<(&'static str, String)> {
         return Some(("", "not a mapping".into()));
     };
     for (field, pointer) in [("apiVersion", "/apiVersion"), ("kind", "/kind")] {
-        if !obj
-            .get(field)
-            .is_some_and(|v| v.as_str().is_some_and(|s| !s.is_empty()))
-        {
+        let value = obj.get(field).and_then(Value::as_str);
+        if value.is_none_or(str::is_empty) {
             return Some((
                 if obj.contains_key(field) { pointer } else { "" },
                 format!("missing `{field}`"),
