@@ -11,4 +11,5 @@ pub mod kustomize;
 pub mod load;
 pub mod resource;
 pub mod spec;
+pub mod validate;
 pub mod yaml;
