@@ -1,32 +1,71 @@
-//! Diagnostics plumbing shared by the pipeline stages: the table of source texts every stage
-//! can point into, a location type (file + YAML document + JSON Pointer), the conversion of a
-//! location into a miette span, a "did you mean" helper and [`Errors`], the list of errors one
-//! stage reports together.
+//! Source files kept for diagnostics: every stage that reads YAML keeps a [`SourceFile`], so an
+//! error found late in the pipeline can still underline the right line (taplo's and typst's
+//! approach). The span index is built lazily, on the first error that needs it.
 //!
-//! Where it sits: `load` fills [`Sources`]; every later stage keeps an `Arc<Sources>` so an
-//! error found late (a parameter that violates a schema, a patch that matches nothing) can
-//! still underline the line the value came from. Invariant: a [`Loc`] never outlives the
-//! source table it indexes, and resolving a location never fails: an unknown pointer falls
-//! back to its nearest ancestor, and finally to the whole file.
+//! Beside it, the pipeline's shared diagnostics vocabulary: [`Sources`] (every text one run
+//! read, indexed by [`SourceId`]), [`Loc`] (file + document + JSON Pointer, what model nodes
+//! carry so a late stage can point at the value's line), [`Errors`] (every error one stage
+//! found, reported together), [`schema_violations`] (JSON Schema errors walked back to
+//! pointers) and [`did_you_mean`]. Invariant: resolving a location never fails; an unknown
+//! pointer falls back to its nearest ancestor, and finally to the whole file.
 
+use crate::yaml::{Located, SpanIndex};
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// A source text and its display name (a path relative to what the user named).
+#[derive(Debug, Clone)]
+pub struct SourceFile {
+    /// Path as shown to the user.
+    pub name: String,
+    /// The full text.
+    pub text: Arc<str>,
+    index: Arc<OnceLock<SpanIndex>>,
+}
+
+impl SourceFile {
+    /// Keeps `text` under the display name `name`.
+    pub fn new(name: impl Into<String>, text: impl Into<Arc<str>>) -> Self {
+        SourceFile {
+            name: name.into(),
+            text: text.into(),
+            index: Arc::new(OnceLock::new()),
+        }
+    }
+
+    /// The text as miette wants it for `#[source_code]`.
+    pub fn named_source(&self) -> NamedSource<String> {
+        NamedSource::new(&self.name, self.text.to_string()).with_language("yaml")
+    }
+
+    /// Where the value (or, with `key`, the key) at `pointer` in document `doc` sits; the
+    /// nearest existing ancestor when the pointer does not exist.
+    pub fn locate(&self, doc: usize, pointer: &str, key: bool) -> Option<Located> {
+        self.index
+            .get_or_init(|| SpanIndex::build(&self.text))
+            .find(doc, pointer, key)
+    }
+
+    /// Like [`SourceFile::locate`], as a miette span.
+    pub fn span(&self, doc: usize, pointer: &str, key: bool) -> Option<SourceSpan> {
+        self.locate(doc, pointer, key).map(|l| l.span())
+    }
+
+    /// `name:line` for messages, e.g. `components/web/component.yaml:12`.
+    pub fn position(&self, doc: usize, pointer: &str) -> String {
+        match self.locate(doc, pointer, false) {
+            Some(l) => format!("{}:{}", self.name, l.line),
+            None => self.name.clone(),
+        }
+    }
+}
 
 /// Index of a file in [`Sources`].
 pub type SourceId = usize;
 
-/// One source text, as read.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceFile {
-    /// The path shown to the user: relative to the platform repository root, `/`-separated.
-    pub display: String,
-    /// The whole text.
-    pub text: Arc<str>,
-}
-
 /// Every text kiln read for one run, in the order it was read.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct Sources {
     files: Vec<SourceFile>,
 }
@@ -99,10 +138,7 @@ impl Sources {
 
     /// Adds a text and returns its id.
     pub fn add(&mut self, display: impl Into<String>, text: impl Into<Arc<str>>) -> SourceId {
-        self.files.push(SourceFile {
-            display: display.into(),
-            text: text.into(),
-        });
+        self.files.push(SourceFile::new(display, text));
         self.files.len() - 1
     }
 
@@ -122,13 +158,13 @@ impl Sources {
     /// nearest ancestor (see `yaml::SpanIndex::find`); a text that does not parse gives no span.
     pub fn snippet(&self, loc: &Loc) -> Snippet {
         let f = self.get(loc.file);
-        let found = crate::yaml::locate(&f.text, loc.doc, &loc.pointer, loc.key);
+        let found = f.locate(loc.doc, &loc.pointer, loc.key);
         Snippet {
-            src: NamedSource::new(f.display.clone(), f.text.to_string()).with_language("yaml"),
+            src: f.named_source(),
             span: found.map(|l| l.span()),
             at: match found {
-                Some(l) => format!("{}:{}:{}", f.display, l.line, l.column),
-                None => f.display.clone(),
+                Some(l) => format!("{}:{}:{}", f.name, l.line, l.column),
+                None => f.name.clone(),
             },
         }
     }
@@ -137,9 +173,9 @@ impl Sources {
     pub fn file_snippet(&self, id: SourceId) -> Snippet {
         let f = self.get(id);
         Snippet {
-            src: NamedSource::new(f.display.clone(), f.text.to_string()).with_language("yaml"),
+            src: f.named_source(),
             span: None,
-            at: f.display.clone(),
+            at: f.name.clone(),
         }
     }
 }
@@ -338,6 +374,13 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn locates_lazily() {
+        let f = SourceFile::new("a.yaml", "kind: X\nspec:\n  replicas: 2\n");
+        assert_eq!(f.position(0, "/spec/replicas"), "a.yaml:3");
+        assert!(f.span(0, "/spec/replicas", true).is_some());
+    }
 
     #[test]
     fn did_you_mean_picks_close_names_only() {

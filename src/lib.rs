@@ -6,6 +6,7 @@
 //! transformers) and `kiln kustomize`.
 
 pub mod artifact;
+pub mod cli;
 pub mod diag;
 pub mod kustomize;
 pub mod load;
