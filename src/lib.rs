@@ -8,6 +8,7 @@
 pub mod artifact;
 pub mod cli;
 pub mod diag;
+pub mod evaluate;
 pub mod kustomize;
 pub mod load;
 pub mod resource;
