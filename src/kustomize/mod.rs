@@ -3,8 +3,13 @@
 //! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
 
 pub mod fieldspec;
+pub mod generators;
+pub mod hash;
 pub mod json6902;
 pub mod merge_keys;
+pub mod name_prefix_suffix;
+pub mod name_reference;
+pub mod namespace;
 pub mod patches;
 pub mod strategic_merge;
 pub mod target;
