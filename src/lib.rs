@@ -11,6 +11,7 @@ pub mod diag;
 pub mod evaluate;
 pub mod kustomize;
 pub mod load;
+pub mod render;
 pub mod resource;
 pub mod spec;
 pub mod validate;

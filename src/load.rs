@@ -22,17 +22,25 @@ use std::path::{Component as PathPart, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use thiserror::Error;
 
-/// The read-only file system the front of the pipeline sees. Paths are absolute or relative to
-/// the process's working directory; implementations must follow symlinks in `canonicalize`.
-pub trait FileSystem: Send + Sync {
-    /// The file's whole text (UTF-8).
-    fn read_to_string(&self, path: &Path) -> io::Result<String>;
-    /// The absolute path with every symlink resolved (`std::fs::canonicalize`).
-    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
-    /// The entries of a directory, sorted by file name.
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
-    /// `true` when `path` is a directory (following symlinks).
+/// The read-only file system the front of the pipeline sees (the same shape as the kustomize
+/// engine's `crate::fs::FileSystem`; once that lands on main this becomes a re-export).
+/// Paths are absolute or relative to the process's working directory.
+pub trait FileSystem: Sync {
+    /// The whole file, as bytes.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// Whether `path` is a directory (following symlinks).
     fn is_dir(&self, path: &Path) -> bool;
+    /// Whether `path` is a regular file (following symlinks).
+    fn is_file(&self, path: &Path) -> bool;
+    /// The entries of a directory, as full paths, sorted by name.
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
+    /// The absolute path with every symlink resolved; an error when it does not exist.
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
+    /// The whole file as UTF-8 text; invalid UTF-8 is an `InvalidData` error.
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        let bytes = self.read(path)?;
+        String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    }
 }
 
 /// The real file system.
@@ -40,11 +48,14 @@ pub trait FileSystem: Send + Sync {
 pub struct RealFs;
 
 impl FileSystem for RealFs {
-    fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        std::fs::read_to_string(path)
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
     }
-    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        std::fs::canonicalize(path)
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        path.is_file()
     }
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         let mut out = Vec::new();
@@ -54,8 +65,8 @@ impl FileSystem for RealFs {
         out.sort();
         Ok(out)
     }
-    fn is_dir(&self, path: &Path) -> bool {
-        path.is_dir()
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        std::fs::canonicalize(path)
     }
 }
 
