@@ -1,0 +1,337 @@
+//! The `images:` transformer: rewrites container image names, tags and digests.
+//!
+//! Sits in the transformer phase of a kustomization build. Each `images:` entry is one
+//! kustomize `ImageTagTransformer` run, which applies two filters in turn
+//! (api/filters/imagetag, v5.5):
+//! 1. the *legacy* filter: every `image` inside any list under a `containers` or
+//!    `initContainers` key, at any depth, in any kind (CronJobs, custom resources);
+//! 2. the field-spec filter: the `images` field specs (`spec/containers[]/image`,
+//!    `spec/template/spec/initContainers[]/image`, ... plus user `configurations:`).
+//!
+//! Both skip `CustomResourceDefinition` objects (kustomize#890). An image that a field spec
+//! reaches is also reached by the legacy walk, so it is updated twice; this is invisible
+//! except with `tagSuffix`, which kustomize v5.5 then appends twice (`nginx:1.2-debug-debug`
+//! for a Deployment, once for a CronJob) -- mirrored on purpose. `ephemeralContainers` are not
+//! touched, as in kustomize.
+//!
+//! Invariant: only string `image` values that match an entry's `name` change.
+
+use super::fieldspec::{FieldSpec, UserFieldSpec};
+use super::image_ref::ImageRef;
+use crate::resource::Resource;
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One `images:` entry (kustomize `types.Image`).
+///
+/// `name` selects images; `newName` replaces the name (registry and path); `newTag` and
+/// `digest` replace both the old tag and digest (both given: `name:tag@digest`); `tagSuffix`
+/// (only when neither `newTag` nor `digest` is set) appends to the existing tag and drops the
+/// digest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Image {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub new_name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub new_tag: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tag_suffix: String,
+}
+
+/// kustomize's default `images` field specs (api/konfig/builtinpluginconsts/images.go).
+/// kustomize marks them `create: true`, but nothing is ever created through the `[]` lists
+/// (verified against v5.5: a Pod without `initContainers` stays without), so they are
+/// `create: false` here.
+pub const IMAGES_FIELD_SPECS: &[FieldSpec] = &[
+    FieldSpec::any("spec/containers[]/image", false),
+    FieldSpec::any("spec/initContainers[]/image", false),
+    FieldSpec::any("spec/template/spec/containers[]/image", false),
+    FieldSpec::any("spec/template/spec/initContainers[]/image", false),
+];
+
+/// Applies every entry of `images`, in order, to every resource. `extra_field_specs` are the
+/// user's additional `images` field specs (kustomization `configurations:`); the defaults
+/// ([`IMAGES_FIELD_SPECS`]) always apply. Never fails: values that are not strings are left
+/// alone.
+pub fn apply_images(
+    resources: &mut [Resource],
+    images: &[Image],
+    extra_field_specs: &[UserFieldSpec],
+) {
+    let mut specs: Vec<UserFieldSpec> =
+        IMAGES_FIELD_SPECS.iter().map(UserFieldSpec::from).collect();
+    for fs in extra_field_specs {
+        // kustomize merges field specs without duplicates (types.FsSlice.MergeAll).
+        if !specs.iter().any(|s| {
+            s.path == fs.path && s.kind == fs.kind && s.group == fs.group && s.version == fs.version
+        }) {
+            specs.push(fs.clone());
+        }
+    }
+    for image in images {
+        let matcher = ImageMatcher::new(&image.name);
+        for res in resources.iter_mut() {
+            if res.kind() == "CustomResourceDefinition" {
+                continue;
+            }
+            legacy_walk(&mut res.value, &mut |v| update_image(v, image, &matcher));
+            for fs in &specs {
+                if fs.applies_to(res) {
+                    fs.visit_mut(&mut res.value, &mut |v| update_image(v, image, &matcher));
+                }
+            }
+        }
+    }
+}
+
+/// kustomize's `image.IsImageMatched`: the regex `^<name>(:tag)?(@sha256:digest)?$`, built
+/// from the *unescaped* name -- so `.` in a name matches any character
+/// (`example.org/x` matches `exampleXorg/x`), mirrored on purpose.
+struct ImageMatcher {
+    regex: Option<Regex>,
+    literal: String,
+}
+
+impl ImageMatcher {
+    fn new(name: &str) -> Self {
+        const TAIL: &str = "(:[a-zA-Z0-9_.{}-]*)?(@sha256:[a-zA-Z0-9_.{}-]*)?$";
+        // A name that is not a valid regex makes kustomize panic; we fall back to a literal
+        // match instead.
+        let regex = Regex::new(&format!("^{name}{TAIL}"))
+            .or_else(|_| Regex::new(&format!("^{}{TAIL}", regex::escape(name))))
+            .ok();
+        ImageMatcher {
+            regex,
+            literal: name.to_string(),
+        }
+    }
+
+    fn is_match(&self, image: &str) -> bool {
+        match &self.regex {
+            Some(re) => re.is_match(image),
+            None => image == self.literal,
+        }
+    }
+}
+
+/// kustomize's `imageTagUpdater.SetImageValue`.
+fn update_image(value: &mut Value, image: &Image, matcher: &ImageMatcher) {
+    let Value::String(current) = value else {
+        return;
+    };
+    if !matcher.is_match(current) {
+        return;
+    }
+    let mut r = ImageRef::parse(current);
+    if !image.new_name.is_empty() {
+        r.name = image.new_name.clone();
+    }
+    let some = |s: &str| (!s.is_empty()).then(|| s.to_string());
+    // "overriding tag or digest will replace both original tag and digest values"
+    match (image.new_tag.is_empty(), image.digest.is_empty()) {
+        (false, false) => (r.tag, r.digest) = (some(&image.new_tag), some(&image.digest)),
+        (false, true) => (r.tag, r.digest) = (some(&image.new_tag), None),
+        (true, false) => (r.tag, r.digest) = (None, some(&image.digest)),
+        (true, true) if !image.tag_suffix.is_empty() => {
+            // v5.5: the suffix goes onto the old tag (or onto nothing: `nginx` ->
+            // `nginx:-debug`) and the digest is dropped.
+            r.tag = Some(format!("{}{}", r.tag.unwrap_or_default(), image.tag_suffix));
+            r.digest = None;
+        }
+        (true, true) => {}
+    }
+    *value = Value::String(r.to_string());
+}
+
+/// kustomize's `findFieldsFilter` over `containers`/`initContainers`: children first, then
+/// every `image` of the list elements.
+fn legacy_walk(value: &mut Value, f: &mut dyn FnMut(&mut Value)) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                legacy_walk(child, f);
+                if (key == "containers" || key == "initContainers")
+                    && let Value::Array(items) = child
+                {
+                    for item in items {
+                        if let Some(img) = item.get_mut("image") {
+                            f(img);
+                        }
+                    }
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|it| legacy_walk(it, f)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn res(v: Value) -> Resource {
+        Resource::new(v, None)
+    }
+
+    fn entry(name: &str, new_name: &str, new_tag: &str, digest: &str) -> Image {
+        Image {
+            name: name.into(),
+            new_name: new_name.into(),
+            new_tag: new_tag.into(),
+            digest: digest.into(),
+            tag_suffix: String::new(),
+        }
+    }
+
+    fn pod(images: &[&str]) -> Resource {
+        let containers: Vec<Value> = images
+            .iter()
+            .map(|i| json!({"name": "c", "image": i}))
+            .collect();
+        res(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {"containers": containers}}),
+        )
+    }
+
+    fn images_of(r: &Resource) -> Vec<String> {
+        r.value["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["image"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn registry_port_is_part_of_the_name() {
+        let mut rs = vec![pod(&[
+            "registry.local:5000/team/api",
+            "registry.local:5000/team/api:1",
+            "registry.local/team/api:1",
+        ])];
+        apply_images(
+            &mut rs,
+            &[entry("registry.local:5000/team/api", "", "2.4.0", "")],
+            &[],
+        );
+        assert_eq!(
+            images_of(&rs[0]),
+            [
+                "registry.local:5000/team/api:2.4.0",
+                "registry.local:5000/team/api:2.4.0",
+                "registry.local/team/api:1"
+            ]
+        );
+    }
+
+    #[test]
+    fn tag_and_digest_combinations() {
+        let mut rs = vec![pod(&[
+            "a/web:1",
+            "a/cache:7.0@sha256:bb",
+            "a/queue@sha256:cc",
+        ])];
+        apply_images(
+            &mut rs,
+            &[
+                entry("a/web", "", "v3", "sha256:aa"),
+                entry("a/cache", "", "7.2", ""),
+                entry("a/queue", "a/queue-ng", "", ""),
+            ],
+            &[],
+        );
+        assert_eq!(
+            images_of(&rs[0]),
+            ["a/web:v3@sha256:aa", "a/cache:7.2", "a/queue-ng@sha256:cc"]
+        );
+    }
+
+    #[test]
+    fn unescaped_dot_matches_any_character_like_kustomize() {
+        let mut rs = vec![pod(&["exampleXorg/x:1"])];
+        apply_images(&mut rs, &[entry("example.org/x", "", "2", "")], &[]);
+        assert_eq!(images_of(&rs[0]), ["exampleXorg/x:2"]);
+    }
+
+    #[test]
+    fn tag_suffix_applies_per_walk() {
+        let suffix = Image {
+            name: "nginx".into(),
+            tag_suffix: "-debug".into(),
+            ..Image::default()
+        };
+        // A Pod's containers are reached by the legacy walk and by a field spec: twice.
+        let mut rs = vec![pod(&["nginx:1"])];
+        apply_images(&mut rs, std::slice::from_ref(&suffix), &[]);
+        assert_eq!(images_of(&rs[0]), ["nginx:1-debug-debug"]);
+        // A CronJob's are reached by the legacy walk only: once; the digest is dropped.
+        let mut rs = vec![res(
+            json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [
+                {"name": "a", "image": "nginx@sha256:00"}]}}}}}}),
+        )];
+        apply_images(&mut rs, &[suffix], &[]);
+        assert_eq!(
+            rs[0].value["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"],
+            "nginx:-debug"
+        );
+    }
+
+    #[test]
+    fn deep_custom_resources_but_not_crds_or_ephemeral() {
+        let mut rs = vec![
+            res(
+                json!({"apiVersion": "x.io/v1", "kind": "Foo", "metadata": {"name": "f"},
+                "spec": {"a": [{"initContainers": [{"image": "busybox"}]}], "image": "busybox",
+                         "ephemeralContainers": [{"image": "busybox"}]}}),
+            ),
+            res(
+                json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "foos.x.io"}, "spec": {"containers": [{"image": "busybox"}]}}),
+            ),
+        ];
+        apply_images(&mut rs, &[entry("busybox", "", "1.36", "")], &[]);
+        assert_eq!(
+            rs[0].value["spec"]["a"][0]["initContainers"][0]["image"],
+            "busybox:1.36"
+        );
+        assert_eq!(rs[0].value["spec"]["image"], "busybox");
+        assert_eq!(
+            rs[0].value["spec"]["ephemeralContainers"][0]["image"],
+            "busybox"
+        );
+        assert_eq!(rs[1].value["spec"]["containers"][0]["image"], "busybox");
+    }
+
+    #[test]
+    fn extra_field_specs_reach_custom_paths() {
+        let mut rs = vec![res(
+            json!({"apiVersion": "x.io/v1", "kind": "Foo", "metadata": {"name": "f"},
+            "spec": {"runner": {"image": "busybox"}}}),
+        )];
+        let extra = UserFieldSpec {
+            kind: "Foo".into(),
+            path: "spec/runner/image".into(),
+            ..UserFieldSpec::default()
+        };
+        apply_images(&mut rs, &[entry("busybox", "", "2", "")], &[extra]);
+        assert_eq!(rs[0].value["spec"]["runner"]["image"], "busybox:2");
+    }
+
+    #[test]
+    fn entry_parses_kustomize_fields() {
+        let e: Image = serde_json::from_value(json!({"name": "a", "newName": "b", "newTag": "1", "digest": "sha256:0", "tagSuffix": "-x"})).unwrap();
+        assert_eq!(e.new_name, "b");
+        assert_eq!(e.tag_suffix, "-x");
+        assert!(serde_json::from_value::<Image>(json!({"name": "a", "newTag": 2})).is_err());
+        assert!(serde_json::from_value::<Image>(json!({"name": "a", "bogus": "x"})).is_err());
+    }
+}
