@@ -10,6 +10,7 @@ pub mod check;
 pub mod cli;
 pub mod diag;
 pub mod evaluate;
+pub mod kargo;
 pub mod kustomize;
 pub mod load;
 pub mod render;
