@@ -6,5 +6,8 @@
 //! transformers) and `kiln kustomize`.
 
 pub mod artifact;
+pub mod cli;
+pub mod diag;
 pub mod kustomize;
 pub mod resource;
+pub mod yaml;
