@@ -396,7 +396,8 @@ fn resolve(docs: &[Document], raw: RawFinding) -> Finding {
         finding.line = Some(pos.line);
         finding.column = Some(pos.column);
         finding.span = Some(pos.span());
-        finding.source = Some(NamedSource::new(doc.file.clone(), source.text.clone()).with_language("yaml"));
+        finding.source =
+            Some(NamedSource::new(doc.file.clone(), source.text.clone()).with_language("yaml"));
     }
     finding
 }

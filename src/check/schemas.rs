@@ -766,3 +766,107 @@ fn walk(dir: &Path, out: &mut Vec<Found>) -> Result<(), CheckError> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn valid(schema: &Value, instance: &Value) -> bool {
+        compile(schema).unwrap().is_valid(instance)
+    }
+
+    #[test]
+    fn crd_conversion_is_strict_but_honours_kubernetes_extensions() {
+        let crd = json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "required": ["interval", "name"],
+                    "properties": {
+                        "interval": { "type": "string", "default": "5m0s" },
+                        "name": { "type": "string" },
+                        "port": { "x-kubernetes-int-or-string": true },
+                        "note": { "type": "string", "nullable": true },
+                        "config": { "x-kubernetes-preserve-unknown-fields": true },
+                        "open": { "type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": { "a": { "type": "string" } } },
+                        "ratio": { "type": "number", "minimum": 0, "exclusiveMinimum": true }
+                    }
+                }
+            }
+        });
+        let s = kube_to_json_schema(&crd, true);
+        let ok = json!({ "apiVersion": "x/v1", "kind": "X", "metadata": { "name": "a" },
+            "spec": { "name": "n", "port": "http", "note": null, "config": { "any": [1] }, "open": { "b": 1 }, "ratio": 0.5 } });
+        assert!(valid(&s, &ok));
+        // Unknown field, wrong int-or-string, a required field without default, exclusive bound.
+        for (ptr, bad) in [
+            ("/spec/extra", json!(1)),
+            ("/spec/port", json!(true)),
+            ("/spec/ratio", json!(0)),
+        ] {
+            let mut inst = ok.clone();
+            let (parent, key) = ptr.rsplit_once('/').unwrap();
+            inst.pointer_mut(parent).unwrap()[key] = bad;
+            assert!(!valid(&s, &inst), "{ptr}");
+        }
+        let mut no_name = ok.clone();
+        no_name["spec"].as_object_mut().unwrap().remove("name");
+        assert!(!valid(&s, &no_name));
+    }
+
+    #[test]
+    fn object_meta_rejects_boolean_label_values() {
+        let s = builtin_object_schema(&Gvk::new("v1", "Namespace"));
+        let ns = |v: Value| json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "shop", "labels": { "kargo.akuity.io/project": v } } });
+        assert!(valid(&s, &ns(json!("true"))));
+        assert!(!valid(&s, &ns(json!(true))));
+        let bad_name =
+            json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "Shop_1" } });
+        assert!(!valid(&s, &bad_name));
+    }
+
+    #[test]
+    fn expressions_stand_for_any_type_but_not_for_an_absent_value() {
+        let step = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["checkout"],
+            "properties": {
+                "checkout": { "type": "array", "minItems": 1, "items": {
+                    "type": "object",
+                    "properties": { "branch": { "type": "string" }, "commit": { "type": "string" }, "create": { "type": "boolean" } },
+                    "oneOf": [
+                        { "required": ["branch"], "properties": { "branch": { "minLength": 1 }, "commit": { "enum": [null, ""] } } },
+                        { "required": ["commit"], "properties": { "commit": { "minLength": 1 }, "branch": { "enum": [null, ""] } } }
+                    ]
+                } }
+            }
+        });
+        let s = expression_wildcard(&step);
+        assert!(valid(
+            &s,
+            &json!({ "checkout": [{ "branch": "${{ vars.b }}", "create": "${{ vars.c }}" }] })
+        ));
+        assert!(valid(&s, &json!({ "checkout": "${{ vars.all }}" })));
+        assert!(!valid(
+            &s,
+            &json!({ "checkout": [{ "branch": "main", "create": "yes" }] })
+        ));
+        // An expression is a set value: branch and commit together still break the oneOf.
+        assert!(!valid(
+            &s,
+            &json!({ "checkout": [{ "branch": "${{ vars.b }}", "commit": "${{ vars.c }}" }] })
+        ));
+        assert!(!valid(&s, &json!({ "checkout": [], "x": 1 })));
+        assert!(is_expression("./out/${{ vars.path }}") && !is_expression("${ env.name }"));
+    }
+
+    #[test]
+    fn plurals_follow_kubernetes() {
+        assert_eq!(guess_plural("stage"), "stages");
+        assert_eq!(guess_plural("policy"), "policies");
+        assert_eq!(guess_plural("ingress"), "ingresses");
+        assert_eq!(guess_plural("gateway"), "gateways");
+    }
+}

@@ -56,7 +56,10 @@ const OPERATORS: [&str; 11] = ["!=", ">=", "=>", "<=", "=<", "~>", "=", ">", "<"
 /// without a version, or a hyphen range with a missing side.
 pub fn parse(text: &str) -> Result<Constraint, ConstraintError> {
     if text.trim().is_empty() {
-        return Err(ConstraintError { message: "the constraint is empty".into(), offset: 0 });
+        return Err(ConstraintError {
+            message: "the constraint is empty".into(),
+            offset: 0,
+        });
     }
     let mut alternatives = Vec::new();
     let mut start = 0;
@@ -86,7 +89,10 @@ fn parse_alternative(text: &str, base: usize) -> Result<Vec<Comparison>, Constra
         words.push((base + begin, &text[begin..i]));
     }
     if words.is_empty() {
-        return Err(ConstraintError { message: "empty alternative around `||`".into(), offset: base });
+        return Err(ConstraintError {
+            message: "empty alternative around `||`".into(),
+            offset: base,
+        });
     }
     // Hyphen range: exactly `a - b`.
     if let Some(pos) = words.iter().position(|(_, w)| *w == "-") {
@@ -98,21 +104,40 @@ fn parse_alternative(text: &str, base: usize) -> Result<Vec<Comparison>, Constra
         }
         let low = version(words[0].1, words[0].0, "")?;
         let high = version(words[2].1, words[2].0, "")?;
-        return Ok(vec![Comparison { op: ">=".into(), ..low }, Comparison { op: "<=".into(), ..high }]);
+        return Ok(vec![
+            Comparison {
+                op: ">=".into(),
+                ..low
+            },
+            Comparison {
+                op: "<=".into(),
+                ..high
+            },
+        ]);
     }
     let mut out = Vec::new();
     let mut k = 0;
     while k < words.len() {
         let (offset, word) = words[k];
-        let op = OPERATORS.iter().find(|op| word.starts_with(**op)).copied().unwrap_or("");
+        let op = OPERATORS
+            .iter()
+            .find(|op| word.starts_with(**op))
+            .copied()
+            .unwrap_or("");
         let rest = &word[op.len()..];
         if rest.is_empty() {
             if op.is_empty() {
-                return Err(ConstraintError { message: format!("unexpected `{word}`"), offset });
+                return Err(ConstraintError {
+                    message: format!("unexpected `{word}`"),
+                    offset,
+                });
             }
             // `>= 1.2`: the version is the next word.
             let Some(&(next_offset, next)) = words.get(k + 1) else {
-                return Err(ConstraintError { message: format!("expected a version after `{op}`"), offset });
+                return Err(ConstraintError {
+                    message: format!("expected a version after `{op}`"),
+                    offset,
+                });
             };
             out.push(version(next, next_offset, op)?);
             k += 2;
@@ -126,7 +151,10 @@ fn parse_alternative(text: &str, base: usize) -> Result<Vec<Comparison>, Constra
 
 /// Parses `v?N[.N[.N]][-pre][+build]` with wildcard numbers.
 fn version(text: &str, offset: usize, op: &str) -> Result<Comparison, ConstraintError> {
-    let err = |message: String, at: usize| ConstraintError { message, offset: offset + at };
+    let err = |message: String, at: usize| ConstraintError {
+        message,
+        offset: offset + at,
+    };
     let body = text.strip_prefix(['v', 'V']).unwrap_or(text);
     let skipped = text.len() - body.len();
     let (core, build) = match body.split_once('+') {
@@ -138,21 +166,33 @@ fn version(text: &str, offset: usize, op: &str) -> Result<Comparison, Constraint
         None => (core, None),
     };
     let ident_ok = |s: &str| {
-        !s.is_empty() && s.split('.').all(|id| !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'))
+        !s.is_empty()
+            && s.split('.').all(|id| {
+                !id.is_empty() && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            })
     };
     if let Some(p) = pre
         && !ident_ok(p)
     {
-        return Err(err(format!("invalid pre-release `{p}` in `{text}`"), skipped + core.len() + 1));
+        return Err(err(
+            format!("invalid pre-release `{p}` in `{text}`"),
+            skipped + core.len() + 1,
+        ));
     }
     if let Some(b) = build
         && !ident_ok(b)
     {
-        return Err(err(format!("invalid build metadata `{b}` in `{text}`"), skipped));
+        return Err(err(
+            format!("invalid build metadata `{b}` in `{text}`"),
+            skipped,
+        ));
     }
     let parts: Vec<&str> = core.split('.').collect();
     if parts.len() > 3 {
-        return Err(err(format!("`{text}` has more than three version numbers"), skipped));
+        return Err(err(
+            format!("`{text}` has more than three version numbers"),
+            skipped,
+        ));
     }
     let mut nums = [None, None, None];
     let mut at = skipped;
@@ -160,10 +200,16 @@ fn version(text: &str, offset: usize, op: &str) -> Result<Comparison, Constraint
         nums[n] = match *part {
             "x" | "X" | "*" => None,
             "" => return Err(err(format!("expected a number in `{text}`"), at)),
-            p if p.chars().all(|c| c.is_ascii_digit()) => {
-                Some(p.parse::<u64>().map_err(|_| err(format!("`{p}` is too large"), at))?)
+            p if p.chars().all(|c| c.is_ascii_digit()) => Some(
+                p.parse::<u64>()
+                    .map_err(|_| err(format!("`{p}` is too large"), at))?,
+            ),
+            p => {
+                return Err(err(
+                    format!("`{p}` is not a version number in `{text}`"),
+                    at,
+                ));
             }
-            p => return Err(err(format!("`{p}` is not a version number in `{text}`"), at)),
         };
         at += part.len() + 1;
     }
@@ -210,7 +256,7 @@ mod tests {
         let e = parse("1.2.3.4").unwrap_err();
         assert!(e.message.contains("more than three"), "{e}");
         let e = parse("^1.2 || ").unwrap_err();
-        assert_eq!(e.offset, 6);
+        assert_eq!(e.offset, 7);
         let e = parse("latest").unwrap_err();
         assert!(e.message.contains("not a version number"), "{e}");
         assert!(parse("").is_err());

@@ -168,7 +168,10 @@ pub struct Component {
     pub images: Vec<Image>,
     /// Workload namespace per environment (resolved namespace pattern).
     pub namespaces: BTreeMap<String, String>,
+    /// The instance in `platform.yaml`, for errors.
     pub loc: Option<Loc>,
+    /// `spec.images` in the component's `component.yaml`, for image errors.
+    pub images_loc: Option<Loc>,
 }
 
 /// A project: one Kargo project (namespace) and one write repository.
@@ -211,7 +214,9 @@ pub enum KargoError {
     #[error("{at}project name `{name}` is not a valid namespace name: {reason}")]
     #[diagnostic(
         code(kiln::kargo::invalid_project_name),
-        help("a Kargo project is a namespace: use a DNS-1123 label (lower-case letters, digits, `-`, at most 63 characters)")
+        help(
+            "a Kargo project is a namespace: use a DNS-1123 label (lower-case letters, digits, `-`, at most 63 characters)"
+        )
     )]
     InvalidProjectName {
         name: String,
@@ -227,7 +232,9 @@ pub enum KargoError {
     #[error("{at}generated {kind} name `{name}` is invalid: {reason}")]
     #[diagnostic(
         code(kiln::kargo::invalid_generated_name),
-        help("the name is built from project, component and environment names (see the README's naming rule); shorten or rename them")
+        help(
+            "the name is built from project, component and environment names (see the README's naming rule); shorten or rename them"
+        )
     )]
     InvalidGeneratedName {
         kind: &'static str,
@@ -259,7 +266,9 @@ pub enum KargoError {
     #[error("{at}environments form a promotion cycle: {cycle}")]
     #[diagnostic(
         code(kiln::kargo::environment_cycle),
-        help("Freight flows one way, from the Warehouse down the `from` edges; remove one edge of the cycle")
+        help(
+            "Freight flows one way, from the Warehouse down the `from` edges; remove one edge of the cycle"
+        )
     )]
     EnvironmentCycle {
         cycle: String,
@@ -271,10 +280,14 @@ pub enum KargoError {
     },
 
     /// Two (component, environment) pairs map to one Stage or Application name.
-    #[error("{at}{kind} name `{name}` is generated twice in project `{project}`: for {first} and {second}")]
+    #[error(
+        "{at}{kind} name `{name}` is generated twice in project `{project}`: for {first} and {second}"
+    )]
     #[diagnostic(
         code(kiln::kargo::duplicate_name),
-        help("names join component and environment with `-` (see the README); rename a component or an environment so the joined names differ")
+        help(
+            "names join component and environment with `-` (see the README); rename a component or an environment so the joined names differ"
+        )
     )]
     DuplicateName {
         kind: &'static str,
@@ -290,10 +303,14 @@ pub enum KargoError {
     },
 
     /// An image `constraint` is not a semver constraint Kargo can parse.
-    #[error("{at}image `{image}` of component `{component}`: constraint `{constraint}` does not parse: {message}")]
+    #[error(
+        "{at}image `{image}` of component `{component}`: constraint `{constraint}` does not parse: {message}"
+    )]
     #[diagnostic(
         code(kiln::kargo::constraint_invalid),
-        help("use Masterminds/semver syntax, e.g. `^1.4.0`, `~1.2`, `>=1.0 <2.0`, `1.x`, `^1 || ^2`")
+        help(
+            "use Masterminds/semver syntax, e.g. `^1.4.0`, `~1.2`, `>=1.0 <2.0`, `1.x`, `^1 || ^2`"
+        )
     )]
     ConstraintInvalid {
         component: String,
@@ -308,10 +325,14 @@ pub enum KargoError {
     },
 
     /// An image repository cannot be a Kargo image subscription `repoURL`.
-    #[error("{at}image `{image}` of component `{component}`: repository `{repository}` is not a valid image repository")]
+    #[error(
+        "{at}image `{image}` of component `{component}`: repository `{repository}` is not a valid image repository"
+    )]
     #[diagnostic(
         code(kiln::kargo::image_repository_invalid),
-        help("write `[registry[:port]/]path` with lower-case path segments, e.g. `ghcr.io/acme/api`")
+        help(
+            "write `[registry[:port]/]path` with lower-case path segments, e.g. `ghcr.io/acme/api`"
+        )
     )]
     ImageRepositoryInvalid {
         component: String,
@@ -325,10 +346,14 @@ pub enum KargoError {
     },
 
     /// A digest-pinned image has no tag for Kargo to follow.
-    #[error("{at}image `{image}` of component `{component}` is pinned by digest but names no tag to follow")]
+    #[error(
+        "{at}image `{image}` of component `{component}` is pinned by digest but names no tag to follow"
+    )]
     #[diagnostic(
         code(kiln::kargo::digest_tag_missing),
-        help("set `constraint` to the mutable tag whose digest Kargo should follow (e.g. `stable`), or give a `tag`")
+        help(
+            "set `constraint` to the mutable tag whose digest Kargo should follow (e.g. `stable`), or give a `tag`"
+        )
     )]
     DigestTagMissing {
         component: String,
@@ -344,7 +369,9 @@ pub enum KargoError {
     #[error("Kargo is enabled but `spec.source.repoURL` is not set")]
     #[diagnostic(
         code(kiln::kargo::source_repo_missing),
-        help("Warehouses watch the repository that holds the rendered tree: set `spec.source.repoURL`")
+        help(
+            "Warehouses watch the repository that holds the rendered tree: set `spec.source.repoURL`"
+        )
     )]
     SourceRepoMissing,
 
@@ -367,7 +394,9 @@ pub enum KargoError {
     #[error("{at}`{pattern}` uses unknown reference `{reference}`")]
     #[diagnostic(
         code(kiln::kargo::unknown_reference),
-        help("output patterns may use ${{project.name}}, ${{env.name}}, ${{env.tier}}, ${{env.cluster}}, ${{platform.name}}")
+        help(
+            "output patterns may use ${{project.name}}, ${{env.name}}, ${{env.tier}}, ${{env.cluster}}, ${{platform.name}}"
+        )
     )]
     UnknownReference {
         pattern: String,
@@ -383,7 +412,9 @@ pub enum KargoError {
     #[error("{at}project `{project}`, environment `{environment}`: {reason}")]
     #[diagnostic(
         code(kiln::kargo::invalid_branch),
-        help("branch names start with a letter or digit and use letters, digits, `.`, `_`, `/`, `-`")
+        help(
+            "branch names start with a letter or digit and use letters, digits, `.`, `_`, `/`, `-`"
+        )
     )]
     InvalidBranch {
         project: String,
@@ -400,7 +431,9 @@ pub enum KargoError {
     #[error("{at}{first} and {second} both write `{path}` on branch `{branch}` of `{repo}`")]
     #[diagnostic(
         code(kiln::kargo::write_path_collision),
-        help("each (component, environment) needs its own folder: use a branch per environment, or a path pattern with `${{env.name}}`")
+        help(
+            "each (component, environment) needs its own folder: use a branch per environment, or a path pattern with `${{env.name}}`"
+        )
     )]
     WritePathCollision {
         first: String,
@@ -417,7 +450,10 @@ pub enum KargoError {
 
     /// An environment's cluster has no server URL.
     #[error("{at}environment `{environment}` is on unknown cluster `{cluster}`")]
-    #[diagnostic(code(kiln::kargo::unknown_cluster), help("add the cluster with its `server` to `spec.clusters`"))]
+    #[diagnostic(
+        code(kiln::kargo::unknown_cluster),
+        help("add the cluster with its `server` to `spec.clusters`")
+    )]
     UnknownCluster {
         environment: String,
         cluster: String,
@@ -430,7 +466,10 @@ pub enum KargoError {
 }
 
 /// A source snippet for an error: `(at-prefix, source, span)`; all empty without sources.
-fn snippet(sources: &Option<Arc<Sources>>, loc: Option<&Loc>) -> (String, Option<NamedSource<String>>, Option<SourceSpan>) {
+fn snippet(
+    sources: &Option<Arc<Sources>>,
+    loc: Option<&Loc>,
+) -> (String, Option<NamedSource<String>>, Option<SourceSpan>) {
     match (sources, loc) {
         (Some(s), Some(l)) if l.file < s.files().len() => {
             let sn = s.snippet(l);
@@ -546,27 +585,36 @@ impl KargoInput {
                     .components
                     .iter()
                     .map(|inst| {
-                        let mine: Vec<&BuildPlan> =
-                            plans.iter().filter(|b| b.project == p.name && b.component == inst.name).collect();
-                        let images = mine.first().map(|b| b.images.clone()).unwrap_or_else(|| inst.component.images.clone());
+                        let mine: Vec<&BuildPlan> = plans
+                            .iter()
+                            .filter(|b| b.project == p.name && b.component == inst.name)
+                            .collect();
+                        let images = mine
+                            .first()
+                            .map(|b| b.images.clone())
+                            .unwrap_or_else(|| inst.component.images.clone());
                         let namespaces = platform
                             .environments
                             .iter()
                             .map(|e| {
-                                let ns = mine.iter().find(|b| b.environment == e.name).map(|b| b.namespace.clone()).unwrap_or_else(|| {
-                                    resolve_pattern(
-                                        &e.namespace,
-                                        &[
-                                            ("project.name", &p.name),
-                                            ("env.name", &e.name),
-                                            ("env.tier", &e.tier),
-                                            ("env.cluster", &e.cluster),
-                                            ("platform.name", &platform.name),
-                                            ("component.name", &inst.name),
-                                        ],
-                                    )
-                                    .unwrap_or_else(|_| format!("{}-{}", p.name, e.name))
-                                });
+                                let ns = mine
+                                    .iter()
+                                    .find(|b| b.environment == e.name)
+                                    .map(|b| b.namespace.clone())
+                                    .unwrap_or_else(|| {
+                                        resolve_pattern(
+                                            &e.namespace,
+                                            &[
+                                                ("project.name", &p.name),
+                                                ("env.name", &e.name),
+                                                ("env.tier", &e.tier),
+                                                ("env.cluster", &e.cluster),
+                                                ("platform.name", &platform.name),
+                                                ("component.name", &inst.name),
+                                            ],
+                                        )
+                                        .unwrap_or_else(|_| format!("{}-{}", p.name, e.name))
+                                    });
                                 (e.name.clone(), ns)
                             })
                             .collect();
@@ -580,11 +628,16 @@ impl KargoInput {
                                     tag: i.tag.clone(),
                                     digest: i.digest.clone(),
                                     constraint: i.constraint.clone(),
-                                    strategy: if i.digest.is_some() && i.tag.is_none() { Strategy::Digest } else { Strategy::SemVer },
+                                    strategy: if i.digest.is_some() && i.tag.is_none() {
+                                        Strategy::Digest
+                                    } else {
+                                        Strategy::SemVer
+                                    },
                                 })
                                 .collect(),
                             namespaces,
                             loc: Some(inst.loc.clone()),
+                            images_loc: Some(Loc::new(inst.component.file, "/spec/images")),
                         }
                     })
                     .collect(),
@@ -599,10 +652,22 @@ impl KargoInput {
                 rendered_path: platform.source.rendered_path.clone(),
             },
             layout,
-            argocd: ArgoCdSettings { namespace: platform.argocd.namespace.clone(), project: platform.argocd.project.clone() },
+            argocd: ArgoCdSettings {
+                namespace: platform.argocd.namespace.clone(),
+                project: platform.argocd.project.clone(),
+            },
             enabled: platform.kargo.enabled,
-            auto_promotion: platform.kargo.promotion.iter().map(|(k, v)| (k.clone(), v.auto)).collect(),
-            clusters: platform.clusters.iter().map(|c| (c.name.clone(), c.server.clone())).collect(),
+            auto_promotion: platform
+                .kargo
+                .promotion
+                .iter()
+                .map(|(k, v)| (k.clone(), v.auto))
+                .collect(),
+            clusters: platform
+                .clusters
+                .iter()
+                .map(|c| (c.name.clone(), c.server.clone()))
+                .collect(),
             environments,
             projects,
             sources: Some(platform.sources.clone()),
@@ -613,12 +678,18 @@ impl KargoInput {
 /// Environments ordered so that each comes after its upstreams (ties in declared order).
 ///
 /// Errors: unknown upstreams and cycles, all of them.
-fn promotion_order<'a>(input: &'a KargoInput, errors: &mut Vec<KargoError>) -> Vec<&'a Environment> {
+fn promotion_order<'a>(
+    input: &'a KargoInput,
+    errors: &mut Vec<KargoError>,
+) -> Vec<&'a Environment> {
     let names: BTreeSet<&str> = input.environments.iter().map(|e| e.name.as_str()).collect();
     for e in &input.environments {
         for up in &e.from {
             if !names.contains(up.as_str()) {
-                let (at, src, span) = snippet(&input.sources, e.loc.as_ref().map(|l| l.join("from")).as_ref());
+                let (at, src, span) = snippet(
+                    &input.sources,
+                    e.loc.as_ref().map(|l| l.join("from")).as_ref(),
+                );
                 errors.push(KargoError::UnknownUpstream {
                     environment: e.name.clone(),
                     upstream: up.clone(),
@@ -636,7 +707,9 @@ fn promotion_order<'a>(input: &'a KargoInput, errors: &mut Vec<KargoError>) -> V
         let before = out.len();
         for e in &input.environments {
             if !done.contains(e.name.as_str())
-                && e.from.iter().all(|f| done.contains(f.as_str()) || !names.contains(f.as_str()))
+                && e.from
+                    .iter()
+                    .all(|f| done.contains(f.as_str()) || !names.contains(f.as_str()))
             {
                 done.insert(&e.name);
                 out.push(e);
@@ -650,21 +723,40 @@ fn promotion_order<'a>(input: &'a KargoInput, errors: &mut Vec<KargoError>) -> V
         }
     }
     // What is left holds at least one cycle; walk `from` edges among the rest to name it.
-    let rest: Vec<&Environment> = input.environments.iter().filter(|e| !done.contains(e.name.as_str())).collect();
-    let by_name: BTreeMap<&str, &Environment> = rest.iter().map(|e| (e.name.as_str(), *e)).collect();
+    let rest: Vec<&Environment> = input
+        .environments
+        .iter()
+        .filter(|e| !done.contains(e.name.as_str()))
+        .collect();
+    let by_name: BTreeMap<&str, &Environment> =
+        rest.iter().map(|e| (e.name.as_str(), *e)).collect();
     let mut path: Vec<&str> = vec![rest[0].name.as_str()];
     loop {
         let cur = by_name[path.last().copied().unwrap_or_default()];
-        let Some(next) = cur.from.iter().map(String::as_str).find(|f| by_name.contains_key(f)) else { break };
+        let Some(next) = cur
+            .from
+            .iter()
+            .map(String::as_str)
+            .find(|f| by_name.contains_key(f))
+        else {
+            break;
+        };
         if let Some(i) = path.iter().position(|p| *p == next) {
             let mut cycle: Vec<&str> = path[i..].to_vec();
             cycle.push(next);
             // Printed in promotion direction: upstream → downstream.
             cycle.reverse();
             let first = by_name[cycle[0]];
-            let (at, src, span) = snippet(&input.sources, first.loc.as_ref().map(|l| l.join("from")).as_ref());
+            let (at, src, span) = snippet(
+                &input.sources,
+                first.loc.as_ref().map(|l| l.join("from")).as_ref(),
+            );
             errors.push(KargoError::EnvironmentCycle {
-                cycle: cycle.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(" → "),
+                cycle: cycle
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(" → "),
                 at,
                 src,
                 span,
@@ -695,21 +787,41 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
     }
     let mut files = Vec::new();
     for project in &input.projects {
-        let (at, src, span) = snippet(&input.sources, project.loc.as_ref().map(|l| l.join("name")).as_ref());
+        let (at, src, span) = snippet(
+            &input.sources,
+            project.loc.as_ref().map(|l| l.join("name")).as_ref(),
+        );
         if let Some(reason) = naming::dns_label_problem(&project.name) {
-            errors.push(KargoError::InvalidProjectName { name: project.name.clone(), reason, at, src, span });
+            errors.push(KargoError::InvalidProjectName {
+                name: project.name.clone(),
+                reason,
+                at,
+                src,
+                span,
+            });
             continue;
         }
         if input.enabled && project.output.is_none() {
             let (at, src, span) = snippet(&input.sources, project.loc.as_ref());
-            errors.push(KargoError::OutputMissing { project: project.name.clone(), at, src, span });
+            errors.push(KargoError::OutputMissing {
+                project: project.name.clone(),
+                at,
+                src,
+                span,
+            });
             continue;
         }
         let pairs = pairs(input, project, &order, &mut errors);
         if input.enabled {
-            files.push((format!("{}/kargo/project.yaml", project.name), project_objects(input, project, &pairs)));
+            files.push((
+                format!("{}/kargo/project.yaml", project.name),
+                project_objects(input, project, &pairs),
+            ));
             for c in &project.components {
-                let mine: Vec<&Pair<'_>> = pairs.iter().filter(|p| p.component.name == c.name).collect();
+                let mine: Vec<&Pair<'_>> = pairs
+                    .iter()
+                    .filter(|p| p.component.name == c.name)
+                    .collect();
                 let mut objects = Vec::new();
                 match warehouse::warehouse(input, project, c, &pairs) {
                     Ok(w) => objects.push(w),
@@ -722,8 +834,11 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
             }
         }
         for c in &project.components {
-            let apps: Vec<Resource> =
-                pairs.iter().filter(|p| p.component.name == c.name).map(|p| argocd::application(input, p)).collect();
+            let apps: Vec<Resource> = pairs
+                .iter()
+                .filter(|p| p.component.name == c.name)
+                .map(|p| argocd::application(input, p))
+                .collect();
             files.push((format!("{}/argocd/{}.yaml", project.name, c.name), apps));
         }
     }
@@ -743,11 +858,17 @@ fn pairs<'a>(
     let mut writes: BTreeMap<(String, String, String), String> = BTreeMap::new();
     for component in &project.components {
         for env in order {
-            let what = format!("component `{}` in environment `{}`", component.name, env.name);
+            let what = format!(
+                "component `{}` in environment `{}`",
+                component.name, env.name
+            );
             let stage = naming::stage_name(&component.name, &env.name);
             let app = naming::application_name(&project.name, &component.name, &env.name);
             let (at, src, span) = snippet(&input.sources, component.loc.as_ref());
-            for (kind, name, seen) in [("Stage", &stage, &mut stage_names), ("Application", &app, &mut app_names)] {
+            for (kind, name, seen) in [
+                ("Stage", &stage, &mut stage_names),
+                ("Application", &app, &mut app_names),
+            ] {
                 if !input.enabled && kind == "Stage" {
                     continue;
                 }
@@ -777,7 +898,10 @@ fn pairs<'a>(
                 }
             }
             let Some(server) = input.clusters.get(&env.cluster) else {
-                let (at, src, span) = snippet(&input.sources, env.loc.as_ref().map(|l| l.join("cluster")).as_ref());
+                let (at, src, span) = snippet(
+                    &input.sources,
+                    env.loc.as_ref().map(|l| l.join("cluster")).as_ref(),
+                );
                 errors.push(KargoError::UnknownCluster {
                     environment: env.name.clone(),
                     cluster: env.cluster.clone(),
@@ -789,11 +913,22 @@ fn pairs<'a>(
             };
             let src_path = source_path(input, project, component, env);
             let target = if input.enabled {
-                match project.output.as_ref().map(|o| target(input, project, o, component, env)) {
+                match project
+                    .output
+                    .as_ref()
+                    .map(|o| target(input, project, o, component, env))
+                {
                     Some(Ok(t)) => {
-                        let key = (normalize_repo(&t.repo_url), t.branch.clone(), t.path.clone());
+                        let key = (
+                            normalize_repo(&t.repo_url),
+                            t.branch.clone(),
+                            t.path.clone(),
+                        );
                         if let Some(first) = writes.get(&key) {
-                            let (at, src, span) = snippet(&input.sources, project.loc.as_ref().map(|l| l.join("output")).as_ref());
+                            let (at, src, span) = snippet(
+                                &input.sources,
+                                project.loc.as_ref().map(|l| l.join("output")).as_ref(),
+                            );
                             errors.push(KargoError::WritePathCollision {
                                 first: first.clone(),
                                 second: what.clone(),
@@ -846,16 +981,36 @@ fn normalize_repo(url: &str) -> String {
 
 /// `a/b/c` from non-empty parts, without duplicate or edge slashes.
 fn join_path(parts: &[&str]) -> String {
-    parts.iter().flat_map(|p| p.split('/')).filter(|s| !s.is_empty() && *s != ".").collect::<Vec<_>>().join("/")
+    parts
+        .iter()
+        .flat_map(|p| p.split('/'))
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// The component's rendered folder in the source repository.
-fn source_path(input: &KargoInput, project: &Project, component: &Component, env: &Environment) -> String {
+fn source_path(
+    input: &KargoInput,
+    project: &Project,
+    component: &Component,
+    env: &Environment,
+) -> String {
     match input.layout {
-        Layout::Service => join_path(&[&input.source.rendered_path, &project.name, &env.name, &component.name]),
-        Layout::Cluster => {
-            join_path(&[&input.source.rendered_path, "clusters", &env.cluster, &project.name, &env.name, &component.name])
-        }
+        Layout::Service => join_path(&[
+            &input.source.rendered_path,
+            &project.name,
+            &env.name,
+            &component.name,
+        ]),
+        Layout::Cluster => join_path(&[
+            &input.source.rendered_path,
+            "clusters",
+            &env.cluster,
+            &project.name,
+            &env.name,
+            &component.name,
+        ]),
     }
 }
 
@@ -877,17 +1032,29 @@ fn target(
     let (branch_default, path_default) = match output.mode {
         OutputMode::BranchPerEnvironment => ("stage/${env.name}", ""),
         OutputMode::PathPerEnvironment => ("main", "${env.name}"),
-        OutputMode::ClusterRepo => ("main", "clusters/${env.cluster}/${project.name}/${env.name}"),
+        OutputMode::ClusterRepo => (
+            "main",
+            "clusters/${env.cluster}/${project.name}/${env.name}",
+        ),
     };
     let at_output = |field: &str| project.loc.as_ref().map(|l| l.join("output").join(field));
     let resolve = |pattern: &str, field: &str| {
         resolve_pattern(pattern, &values).map_err(|reference| {
             let (at, src, span) = snippet(&input.sources, at_output(field).as_ref());
-            KargoError::UnknownReference { pattern: pattern.to_string(), reference, at, src, span }
+            KargoError::UnknownReference {
+                pattern: pattern.to_string(),
+                reference,
+                at,
+                src,
+                span,
+            }
         })
     };
     let repo_url = resolve(&output.repo_url, "repoURL")?;
-    let branch = resolve(output.branch_pattern.as_deref().unwrap_or(branch_default), "branchPattern")?;
+    let branch = resolve(
+        output.branch_pattern.as_deref().unwrap_or(branch_default),
+        "branchPattern",
+    )?;
     if let Some(reason) = naming::branch_problem(&branch) {
         let (at, src, span) = snippet(&input.sources, at_output("branchPattern").as_ref());
         return Err(KargoError::InvalidBranch {
@@ -899,17 +1066,31 @@ fn target(
             span,
         });
     }
-    let base = resolve(output.path_pattern.as_deref().unwrap_or(path_default), "pathPattern")?;
-    Ok(Target { repo_url, branch, path: join_path(&[&base, &component.name]) })
+    let base = resolve(
+        output.path_pattern.as_deref().unwrap_or(path_default),
+        "pathPattern",
+    )?;
+    Ok(Target {
+        repo_url,
+        branch,
+        path: join_path(&[&base, &component.name]),
+    })
 }
 
 /// Namespace, Project and ProjectConfig of a project.
 fn project_objects(input: &KargoInput, project: &Project, pairs: &[Pair<'_>]) -> Vec<Resource> {
-    let mut labels: Map<String, Value> = project.namespace_labels.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    let mut labels: Map<String, Value> = project
+        .namespace_labels
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
     // The string "true", not a boolean: label values are strings (case g04).
     labels.insert(PROJECT_LABEL.into(), json!("true"));
-    let mut ns_annotations: Map<String, Value> =
-        project.namespace_annotations.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+    let mut ns_annotations: Map<String, Value> = project
+        .namespace_annotations
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
     ns_annotations.insert(SYNC_WAVE.into(), json!(wave::NAMESPACE));
     let namespace = object(
         "v1",

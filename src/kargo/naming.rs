@@ -34,8 +34,16 @@ pub fn application_name(project: &str, component: &str, environment: &str) -> St
 }
 
 /// Step aliases of the generated promotion template, in step order.
-pub const ALIASES: [&str; 8] =
-    ["clone-source", "clone-target", "clean", "set-image", "build", "commit", "push", "sync"];
+pub const ALIASES: [&str; 8] = [
+    "clone-source",
+    "clone-target",
+    "clean",
+    "set-image",
+    "build",
+    "commit",
+    "push",
+    "sync",
+];
 
 /// Why `name` is not a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63
 /// characters), or `None` when it is one.
@@ -44,10 +52,18 @@ pub fn dns_label_problem(name: &str) -> Option<String> {
         return Some("it is empty".into());
     }
     if name.len() > 63 {
-        return Some(format!("it has {} characters, at most 63 are allowed", name.len()));
+        return Some(format!(
+            "it has {} characters, at most 63 are allowed",
+            name.len()
+        ));
     }
-    if let Some(c) = name.chars().find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-')) {
-        return Some(format!("`{c}` is not allowed (only lower-case letters, digits and `-`)"));
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        return Some(format!(
+            "`{c}` is not allowed (only lower-case letters, digits and `-`)"
+        ));
     }
     if name.starts_with('-') || name.ends_with('-') {
         return Some("it must start and end with a letter or digit".into());
@@ -60,9 +76,17 @@ pub fn dns_label_problem(name: &str) -> Option<String> {
 pub fn branch_problem(branch: &str) -> Option<String> {
     let ok_inner = |c: char| c.is_ascii_alphanumeric() || "._/-".contains(c);
     let ok_last = |c: char| c.is_ascii_alphanumeric() || "_-".contains(c);
-    let first_ok = branch.chars().next().is_some_and(|c| c.is_ascii_alphanumeric());
+    let first_ok = branch
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphanumeric());
     let last_ok = branch.chars().last().is_some_and(ok_last);
-    if branch.len() > 255 || !first_ok || !last_ok || !branch.chars().all(ok_inner) || branch.contains("..") {
+    if branch.len() > 255
+        || !first_ok
+        || !last_ok
+        || !branch.chars().all(ok_inner)
+        || branch.contains("..")
+    {
         Some(format!("`{branch}` is not a valid branch name"))
     } else {
         None
@@ -73,7 +97,16 @@ pub fn branch_problem(branch: &str) -> Option<String> {
 /// outside `[A-Za-z0-9_]` replaced by `_`), unique among `taken` (a `_2`, `_3`… suffix on
 /// collision). The result matches Kargo's `^[a-zA-Z_]\w*$`.
 pub fn image_var(name: &str, taken: &mut BTreeSet<String>) -> String {
-    let cleaned: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    let cleaned: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
     let base = format!("image_{cleaned}");
     let mut candidate = base.clone();
     let mut n = 2;
@@ -92,7 +125,10 @@ mod tests {
     #[test]
     fn generated_names_follow_the_documented_rule() {
         assert_eq!(stage_name("frontend", "prod-east"), "frontend-prod-east");
-        assert_eq!(application_name("web", "frontend", "dev"), "web-frontend-dev");
+        assert_eq!(
+            application_name("web", "frontend", "dev"),
+            "web-frontend-dev"
+        );
         assert_eq!(warehouse_name("ledger"), "ledger");
     }
 

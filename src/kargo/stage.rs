@@ -3,7 +3,7 @@
 //! Stages of the upstream environments) otherwise — and the promotion template of
 //! [`super::steps`].
 
-use super::{KARGO_API, Pair, SYNC_WAVE, object, naming, pair_labels, steps, wave};
+use super::{KARGO_API, Pair, SYNC_WAVE, naming, object, pair_labels, steps, wave};
 use crate::resource::Resource;
 use serde_json::json;
 
@@ -12,7 +12,12 @@ pub(super) fn stage(input: &super::KargoInput, p: &Pair<'_>) -> Resource {
     let sources = if p.env.from.is_empty() {
         json!({ "direct": true })
     } else {
-        let upstream: Vec<String> = p.env.from.iter().map(|up| naming::stage_name(&p.component.name, up)).collect();
+        let upstream: Vec<String> = p
+            .env
+            .from
+            .iter()
+            .map(|up| naming::stage_name(&p.component.name, up))
+            .collect();
         json!({ "stages": upstream })
     };
     let template = steps::promotion_template(input, p);

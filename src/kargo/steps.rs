@@ -37,10 +37,16 @@ pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Val
         json!({ "name": "writeBranch", "value": target.branch }),
         json!({ "name": "writePath", "value": target.path }),
     ];
-    let mut taken: BTreeSet<String> = ["srcRepo", "srcPath", "writeRepo", "writeBranch", "writePath"]
-        .into_iter()
-        .map(str::to_string)
-        .collect();
+    let mut taken: BTreeSet<String> = [
+        "srcRepo",
+        "srcPath",
+        "writeRepo",
+        "writeBranch",
+        "writePath",
+    ]
+    .into_iter()
+    .map(str::to_string)
+    .collect();
     let mut set_images = Vec::new();
     let mut pinned = Vec::new();
     for img in &p.component.images {
@@ -55,7 +61,16 @@ pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Val
         let sep = if field == "digest" { "@" } else { ":" };
         pinned.push(format!("{repo}{sep}{expr}"));
     }
-    let [clone_source, clone_target, clean, set_image, build, commit, push, sync] = naming::ALIASES;
+    let [
+        clone_source,
+        clone_target,
+        clean,
+        set_image,
+        build,
+        commit,
+        push,
+        sync,
+    ] = naming::ALIASES;
     let mut steps = vec![
         json!({
             "uses": "git-clone",

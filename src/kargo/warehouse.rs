@@ -10,8 +10,8 @@
 //! `semverConstraint`.
 
 use super::{
-    Component, KargoError, KargoInput, Pair, Project, SYNC_WAVE, Strategy, constraint, naming, normalize_repo, object,
-    snippet, wave,
+    Component, KargoError, KargoInput, Pair, Project, SYNC_WAVE, Strategy, constraint, naming,
+    normalize_repo, object, snippet, wave,
 };
 use crate::kustomize::image_ref::ImageRef;
 use crate::resource::Resource;
@@ -21,7 +21,8 @@ use std::sync::LazyLock;
 
 /// Kargo's ImageSubscription `repoURL` pattern (subscription-schemas/image.json).
 static IMAGE_REPO: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(\w+([\.-]\w+)*(:[\d]+)?/)?(\w+([\.-]\w+)*)(/\w+([\.-]\w+)*)*$").expect("valid regex")
+    Regex::new(r"^(\w+([\.-]\w+)*(:[\d]+)?/)?(\w+([\.-]\w+)*)(/\w+([\.-]\w+)*)*$")
+        .expect("valid regex")
 });
 
 /// The repository a Warehouse subscribes to for an image reference: the reference without
@@ -45,9 +46,7 @@ pub(super) fn warehouse(
     let mut errors = Vec::new();
     let mut subscriptions = Vec::new();
     for (i, img) in component.images.iter().enumerate() {
-        let at_image = |field: &str| {
-            component.loc.as_ref().map(|l| l.join("images").join(i).join(field))
-        };
+        let at_image = |field: &str| component.images_loc.as_ref().map(|l| l.join(i).join(field));
         let repo = repo_url(&img.repository);
         if !IMAGE_REPO.is_match(&repo) {
             let (at, src, span) = snippet(&input.sources, at_image("repository").as_ref());
@@ -62,12 +61,16 @@ pub(super) fn warehouse(
         }
         let mut sub = serde_json::Map::new();
         sub.insert("repoURL".into(), json!(repo));
-        sub.insert("imageSelectionStrategy".into(), json!(img.strategy.as_str()));
+        sub.insert(
+            "imageSelectionStrategy".into(),
+            json!(img.strategy.as_str()),
+        );
         match img.strategy {
             Strategy::SemVer => {
                 if let Some(c) = &img.constraint {
                     if let Err(e) = constraint::parse(c) {
-                        let (at, src, span) = snippet(&input.sources, at_image("constraint").as_ref());
+                        let (at, src, span) =
+                            snippet(&input.sources, at_image("constraint").as_ref());
                         errors.push(KargoError::ConstraintInvalid {
                             component: component.name.clone(),
                             image: img.name.clone(),
@@ -148,16 +151,35 @@ fn regex_escape(s: &str) -> String {
 /// rendered folders (in any environment) make Freight. Folders that promotions write into the
 /// same repository and branch are excluded, so a promotion never feeds back into new
 /// Freight.
-fn git_subscription(input: &KargoInput, source: &str, component: &Component, pairs: &[Pair<'_>]) -> Value {
-    let mine: Vec<&Pair<'_>> = pairs.iter().filter(|p| p.component.name == component.name).collect();
+fn git_subscription(
+    input: &KargoInput,
+    source: &str,
+    component: &Component,
+    pairs: &[Pair<'_>],
+) -> Value {
+    let mine: Vec<&Pair<'_>> = pairs
+        .iter()
+        .filter(|p| p.component.name == component.name)
+        .collect();
     // One selector over all environments: Kargo path selectors are prefixes, `glob:` or
     // `regexp:` (unanchored RE2, hence `^`). The environment segment varies.
     let root = super::join_path(&[&input.source.rendered_path]);
-    let prefix = if root.is_empty() { String::new() } else { format!("{}/", regex_escape(&root)) };
-    let project = mine.first().map(|p| p.project.name.as_str()).unwrap_or_default();
+    let prefix = if root.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", regex_escape(&root))
+    };
+    let project = mine
+        .first()
+        .map(|p| p.project.name.as_str())
+        .unwrap_or_default();
     let include = match input.layout {
         super::Layout::Service => {
-            format!("regexp:^{prefix}{}/[^/]+/{}/", regex_escape(project), regex_escape(&component.name))
+            format!(
+                "regexp:^{prefix}{}/[^/]+/{}/",
+                regex_escape(project),
+                regex_escape(&component.name)
+            )
         }
         super::Layout::Cluster => format!(
             "regexp:^{prefix}clusters/[^/]+/{}/[^/]+/{}/",
@@ -168,7 +190,9 @@ fn git_subscription(input: &KargoInput, source: &str, component: &Component, pai
     let mut excludes: Vec<String> = mine
         .iter()
         .filter_map(|p| p.target.as_ref())
-        .filter(|t| normalize_repo(&t.repo_url) == normalize_repo(source) && t.branch == input.source.branch)
+        .filter(|t| {
+            normalize_repo(&t.repo_url) == normalize_repo(source) && t.branch == input.source.branch
+        })
         .map(|t| format!("{}/", t.path))
         .collect();
     excludes.sort();
@@ -194,12 +218,29 @@ mod tests {
     #[test]
     fn repo_url_drops_tag_and_digest_but_keeps_port_and_path() {
         // Case g02.
-        assert_eq!(repo_url("registry.local:5000/team/api:1.4.2"), "registry.local:5000/team/api");
-        assert_eq!(repo_url("localhost:5000/worker@sha256:aaaa"), "localhost:5000/worker");
-        assert_eq!(repo_url("ghcr.io/example-org/web:2.0.0@sha256:bbbb"), "ghcr.io/example-org/web");
-        assert_eq!(repo_url("harbor.example.test/library/ui:3.1.0"), "harbor.example.test/library/ui");
+        assert_eq!(
+            repo_url("registry.local:5000/team/api:1.4.2"),
+            "registry.local:5000/team/api"
+        );
+        assert_eq!(
+            repo_url("localhost:5000/worker@sha256:aaaa"),
+            "localhost:5000/worker"
+        );
+        assert_eq!(
+            repo_url("ghcr.io/example-org/web:2.0.0@sha256:bbbb"),
+            "ghcr.io/example-org/web"
+        );
+        assert_eq!(
+            repo_url("harbor.example.test/library/ui:3.1.0"),
+            "harbor.example.test/library/ui"
+        );
         assert_eq!(repo_url("redis:7.2"), "redis");
-        for r in ["registry.local:5000/team/api", "localhost:5000/worker", "redis", "harbor.example.test/library/ui"] {
+        for r in [
+            "registry.local:5000/team/api",
+            "localhost:5000/worker",
+            "redis",
+            "harbor.example.test/library/ui",
+        ] {
             assert!(IMAGE_REPO.is_match(r), "{r}");
         }
         assert!(!IMAGE_REPO.is_match("redis:7.2"));
