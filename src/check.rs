@@ -100,6 +100,8 @@ pub enum Rule {
     UnknownStepOutput,
     /// A Warehouse subscription violates its schema, or has not exactly one type.
     SubscriptionInvalid,
+    /// A semver constraint of a subscription does not parse.
+    ConstraintInvalid,
     /// A Stage requests Freight from a Warehouse not in the validated set.
     UnknownWarehouse,
     /// A Stage names an upstream Stage not in the validated set.
@@ -138,6 +140,7 @@ impl Rule {
             Rule::UndefinedVar => "undefined variable",
             Rule::UnknownStepOutput => "unknown step output",
             Rule::SubscriptionInvalid => "invalid subscription",
+            Rule::ConstraintInvalid => "invalid constraint",
             Rule::UnknownWarehouse => "unknown Warehouse",
             Rule::UnknownUpstreamStage => "unknown Stage",
             Rule::UpstreamOriginMismatch => "origin not requested upstream",
@@ -166,6 +169,7 @@ impl Rule {
             Rule::UndefinedVar => "kiln::check::undefined_var",
             Rule::UnknownStepOutput => "kiln::check::unknown_step_output",
             Rule::SubscriptionInvalid => "kiln::check::subscription_invalid",
+            Rule::ConstraintInvalid => "kiln::check::constraint_invalid",
             Rule::UnknownWarehouse => "kiln::check::unknown_warehouse",
             Rule::UnknownUpstreamStage => "kiln::check::unknown_upstream_stage",
             Rule::UpstreamOriginMismatch => "kiln::check::upstream_origin_mismatch",
@@ -435,4 +439,129 @@ fn collect_yaml_files(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), CheckError
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn findings(text: &str) -> Vec<Finding> {
+        let docs = parse_documents("t.yaml", text).unwrap();
+        validate_documents(&docs, &SchemaSet::empty())
+            .unwrap()
+            .findings
+    }
+
+    const PIPELINE: &str = "\
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Warehouse
+metadata: {name: api, namespace: shop}
+spec:
+  subscriptions:
+  - image: {repoURL: ghcr.io/x/api, constraint: '^1.x.y'}
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Stage
+metadata: {name: dev, namespace: shop}
+spec:
+  requestedFreight:
+  - origin: {kind: Warehouse, name: api}
+    sources: {direct: true}
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Stage
+metadata: {name: test, namespace: shop}
+spec:
+  requestedFreight:
+  - origin: {kind: Warehouse, name: apis}
+    sources: {stages: [prod]}
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Stage
+metadata: {name: prod, namespace: shop}
+spec:
+  requestedFreight:
+  - origin: {kind: Warehouse, name: api}
+    sources: {stages: [test]}
+  promotionTemplate:
+    spec:
+      steps:
+      - uses: argocd-update
+        as: step-3
+        config:
+          apps:
+          - name: shop-prod
+            sources:
+            - repoURL: https://x
+              desiredRevision: ${{ outputs.push.commit }}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: shop-prod
+  namespace: argocd
+  annotations: {kargo.akuity.io/authorized-stage: 'shop:dev'}
+spec: {}
+";
+
+    #[test]
+    fn references_across_the_set_are_checked() {
+        let f = findings(PIPELINE);
+        let rules: Vec<Rule> = f.iter().map(|f| f.rule).collect();
+        for expected in [
+            Rule::ConstraintInvalid,
+            Rule::UnknownWarehouse,
+            Rule::UpstreamOriginMismatch,
+            Rule::StageCycle,
+            Rule::ReservedStepAlias,
+            Rule::UnknownStepOutput,
+            Rule::ApplicationNotAuthorized,
+        ] {
+            assert!(
+                rules.contains(&expected),
+                "{expected:?} missing from {rules:?}"
+            );
+        }
+        let unknown = f.iter().find(|f| f.rule == Rule::UnknownWarehouse).unwrap();
+        assert_eq!(unknown.line, Some(21));
+        assert_eq!(unknown.help.as_deref(), Some("did you mean `api`?"));
+        let cycle = f.iter().find(|f| f.rule == Rule::StageCycle).unwrap();
+        assert!(
+            cycle.message.contains("`prod` → `test` → `prod`")
+                || cycle.message.contains("`test` → `prod` → `test`"),
+            "{}",
+            cycle.message
+        );
+    }
+
+    #[test]
+    fn artifact_sets_are_validated_like_files() {
+        let mut set = ArtifactSet::new();
+        set.insert("shop/kargo/x.yaml", PIPELINE.as_bytes().to_vec());
+        set.insert("shop/README.md", b"not yaml: [".to_vec());
+        let report = validate_artifacts(&set, &SchemaSet::empty()).unwrap();
+        assert!(!report.is_clean());
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.file == "shop/kargo/x.yaml")
+        );
+        // A clean set of one valid object.
+        let mut ok = ArtifactSet::new();
+        ok.insert("ns.yaml", b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    kargo.akuity.io/project: \"true\"\n".to_vec());
+        let report = validate_artifacts(&ok, &SchemaSet::empty()).unwrap();
+        assert!(report.is_clean(), "{:?}", report.findings);
+        assert_eq!(report.meta_only, 1);
+    }
+
+    #[test]
+    fn unquoted_true_label_is_reported_with_a_quoting_help() {
+        let f = findings(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    kargo.akuity.io/project: true\n",
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].line, Some(6));
+        assert_eq!(f[0].help.as_deref(), Some("quote the value: \"true\""));
+    }
 }

@@ -756,6 +756,38 @@ fn check_subscriptions(o: &Object<'_>, schemas: &SchemaSet, out: &mut Vec<RawFin
     for (i, sub) in subs.iter().enumerate() {
         let at = format!("/spec/subscriptions/{i}");
         let Some(m) = sub.as_object() else { continue };
+        // Semver constraints, as the Warehouse would parse them at discovery time
+        // (Masterminds/semver): image `constraint` under SemVer (the default strategy), git
+        // `semverConstraint` under SemVer, chart `semverConstraint`.
+        let semver = [
+            ("image", "constraint", "imageSelectionStrategy", true),
+            ("git", "semverConstraint", "commitSelectionStrategy", false),
+            ("chart", "semverConstraint", "", true),
+        ];
+        for (kind, field, strategy_field, semver_by_default) in semver {
+            let Some(body) = m.get(kind) else { continue };
+            let strategy = body.get(strategy_field).and_then(Value::as_str);
+            let is_semver = strategy.map_or(semver_by_default, |s| s == "SemVer");
+            if let Some(c) = body
+                .get(field)
+                .and_then(Value::as_str)
+                .filter(|c| !c.is_empty())
+                && is_semver
+                && let Err(e) = crate::kargo::constraint::parse(c)
+            {
+                out.push(RawFinding {
+                    rule: Rule::ConstraintInvalid,
+                    doc: o.doc,
+                    pointer: format!("{at}/{kind}/{field}"),
+                    at_key: false,
+                    message: format!("{}: semver constraint `{c}` does not parse: {e}", o.label()),
+                    help: Some(
+                        "use Masterminds/semver syntax, e.g. `^1.4.0`, `~1.2`, `>=1.0 <2.0`, `1.x`"
+                            .into(),
+                    ),
+                });
+            }
+        }
         let keys: Vec<&String> = m.keys().collect();
         if keys.len() != 1 {
             out.push(RawFinding {
