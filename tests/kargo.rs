@@ -943,3 +943,21 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
     assert!(report.is_clean(), "{:#?}", report.findings);
     assert_eq!(report.objects, 10);
 }
+
+#[test]
+fn emitted_artifact_set_validates_in_memory() {
+    let mut set = kiln::artifact::ArtifactSet::new();
+    kargo::emit_into(&mut set, "deploy/", &bank()).unwrap();
+    assert_eq!(set.len(), 23);
+    assert!(
+        set.paths()
+            .all(|p| p.starts_with("deploy/") && p.ends_with(".yaml"))
+    );
+    let schemas = match support::shared_schemas() {
+        Some(dir) => SchemaSet::load(&dir).unwrap(),
+        None => SchemaSet::empty(),
+    };
+    let report = check::validate_artifacts(&set, &schemas).unwrap();
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    assert_eq!(report.objects + report.meta_only, 3 * 3 + 10 * 11);
+}

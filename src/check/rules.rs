@@ -79,6 +79,10 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
         else {
             continue;
         };
+        // kustomization.yaml files sit beside rendered manifests; they are not objects.
+        if api.starts_with("kustomize.config.k8s.io/") {
+            continue;
+        }
         objects.push(Object {
             doc,
             gvk: Gvk::new(api, kind),

@@ -456,8 +456,9 @@ pub fn object_meta_schema() -> Value {
     })
 }
 
-/// The built-in schema of any object kiln has no CRD for: `apiVersion`, `kind` and
-/// [`object_meta_schema`]. `Namespace` names are DNS-1123 labels.
+/// The built-in schema of any object kiln has no CRD for: `apiVersion`, `kind` and, when
+/// present, [`object_meta_schema`] (a `kustomization.yaml` has no metadata). `Namespace`
+/// names are DNS-1123 labels.
 pub fn builtin_object_schema(gvk: &Gvk) -> Value {
     let mut meta = object_meta_schema();
     if gvk.group.is_empty() && gvk.kind == "Namespace" {
@@ -465,7 +466,6 @@ pub fn builtin_object_schema(gvk: &Gvk) -> Value {
     }
     json!({
         "type": "object",
-        "required": ["apiVersion", "kind", "metadata"],
         "properties": {
             "apiVersion": { "type": "string" },
             "kind": { "type": "string" },

@@ -845,6 +845,26 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
     Errors::check(errors, || files)
 }
 
+/// [`emit_kargo`], serialized: each file as a YAML stream (kubectl kustomize style,
+/// [`crate::yaml::to_yaml_stream`]) inserted into `set` under `prefix` (e.g. `""` or
+/// `"deploy/"`).
+///
+/// Errors: as [`emit_kargo`]; `set` is untouched on error.
+pub fn emit_into(
+    set: &mut crate::artifact::ArtifactSet,
+    prefix: &str,
+    input: &KargoInput,
+) -> Result<(), Errors<KargoError>> {
+    for (path, resources) in emit_kargo(input)? {
+        let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
+        set.insert(
+            format!("{prefix}{path}"),
+            crate::yaml::to_yaml_stream(&values),
+        );
+    }
+    Ok(())
+}
+
 /// Resolves every (component, environment) of `project`, checking names and write paths.
 fn pairs<'a>(
     input: &'a KargoInput,
