@@ -127,6 +127,14 @@ enum Found {
     Subscription(PathBuf),
 }
 
+impl Found {
+    fn path(&self) -> &Path {
+        match self {
+            Found::Yaml(p) | Found::KindJson(p) | Found::Step(p) | Found::Subscription(p) => p,
+        }
+    }
+}
+
 /// Base URI under which step-config schemas and their `$ref` targets (`common.json`,
 /// `argocd-common.json`) are registered, so relative references resolve offline.
 const STEP_BASE: &str = "https://schemas.kiln.invalid/kargo/step-config/";
@@ -157,6 +165,12 @@ impl SchemaSet {
     pub fn load(dir: &Path) -> Result<SchemaSet, CheckError> {
         let mut found = Vec::new();
         walk(dir, &mut found)?;
+        // Nearer files first (then sorted path order), so the first definition of a kind is
+        // the one that wins and nothing is compiled twice.
+        found.sort_by_key(|f| {
+            let p = f.path();
+            (depth_of(dir, p), p.to_path_buf())
+        });
         let mut set = SchemaSet::default();
         // (depth, path) of the file that defined each kind, to apply the precedence rule.
         let mut crd_rank: BTreeMap<Gvk, (usize, String)> = BTreeMap::new();
@@ -167,18 +181,19 @@ impl SchemaSet {
             match f {
                 Found::Yaml(p) => {
                     let text = read(&p)?;
+                    if !text.contains("CustomResourceDefinition") {
+                        continue;
+                    }
                     let display = display_path(dir, &p);
-                    // Only CRDs matter; a YAML file that does not parse is reported only when
-                    // it looks like a CRD, since schema dirs may hold unrelated YAML.
+                    // Only CRDs matter: other YAML files are skipped unread by the parser.
                     let docs = match super::parse_yaml_values(&display, &text) {
                         Ok(d) => d,
-                        Err(e) if text.contains("CustomResourceDefinition") => {
+                        Err(e) => {
                             return Err(CheckError::SchemaInvalid {
                                 path: display,
                                 message: e,
                             });
                         }
-                        Err(_) => continue,
                     };
                     let depth = depth_of(dir, &p);
                     for doc in docs {
