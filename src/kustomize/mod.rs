@@ -3,3 +3,8 @@
 //! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
 
 pub mod fieldspec;
+pub mod json6902;
+pub mod merge_keys;
+pub mod patches;
+pub mod strategic_merge;
+pub mod target;
