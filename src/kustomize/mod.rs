@@ -8,3 +8,8 @@ pub mod merge_keys;
 pub mod patches;
 pub mod strategic_merge;
 pub mod target;
+pub mod generators;
+pub mod hash;
+pub mod name_prefix_suffix;
+pub mod name_reference;
+pub mod namespace;
