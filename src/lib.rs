@@ -6,5 +6,6 @@
 //! transformers) and `kiln kustomize`.
 
 pub mod artifact;
+pub mod git;
 pub mod kustomize;
 pub mod resource;

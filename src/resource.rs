@@ -98,7 +98,11 @@ pub struct Resource {
 impl Resource {
     /// Wraps a JSON object. The caller guarantees `value` is an object.
     pub fn new(value: Value, origin: Option<Origin>) -> Self {
-        Resource { value, origin, meta: BuildMeta::default() }
+        Resource {
+            value,
+            origin,
+            meta: BuildMeta::default(),
+        }
     }
 
     fn str_at(&self, path: &[&str]) -> Option<&str> {
@@ -123,7 +127,8 @@ impl Resource {
     }
     /// `metadata.namespace`, `None` when absent or empty.
     pub fn namespace(&self) -> Option<&str> {
-        self.str_at(&["metadata", "namespace"]).filter(|s| !s.is_empty())
+        self.str_at(&["metadata", "namespace"])
+            .filter(|s| !s.is_empty())
     }
     /// API group (`""` for the core group), from `apiVersion`.
     pub fn group(&self) -> &str {
@@ -152,8 +157,13 @@ impl Resource {
 
     /// `metadata`, created as an empty map when absent.
     pub fn metadata_mut(&mut self) -> &mut Map<String, Value> {
-        let obj = self.value.as_object_mut().expect("resource value is an object");
-        let md = obj.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+        let obj = self
+            .value
+            .as_object_mut()
+            .expect("resource value is an object");
+        let md = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
         if !md.is_object() {
             *md = Value::Object(Map::new());
         }
@@ -162,12 +172,14 @@ impl Resource {
 
     /// Sets `metadata.name`.
     pub fn set_name(&mut self, name: &str) {
-        self.metadata_mut().insert("name".into(), Value::String(name.into()));
+        self.metadata_mut()
+            .insert("name".into(), Value::String(name.into()));
     }
 
     /// Sets `metadata.namespace`.
     pub fn set_namespace(&mut self, ns: &str) {
-        self.metadata_mut().insert("namespace".into(), Value::String(ns.into()));
+        self.metadata_mut()
+            .insert("namespace".into(), Value::String(ns.into()));
     }
 
     /// `metadata.<field>` (`labels` or `annotations`) as a mutable map, created when absent.
@@ -206,7 +218,10 @@ mod tests {
         assert_eq!(id.group, "apps");
         assert_eq!(id.version, "v1");
         assert_eq!(id.to_string(), "apps/Deployment/x/a");
-        let core = Resource::new(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}), None);
+        let core = Resource::new(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}),
+            None,
+        );
         assert_eq!(core.group(), "");
         assert_eq!(core.id().api_version(), "v1");
     }

@@ -26,15 +26,38 @@ pub struct FieldSpec {
 impl FieldSpec {
     /// A field spec for any kind.
     pub const fn any(path: &'static str, create: bool) -> Self {
-        FieldSpec { group: "", version: "", kind: "", path, create }
+        FieldSpec {
+            group: "",
+            version: "",
+            kind: "",
+            path,
+            create,
+        }
     }
     /// A field spec for one kind (any group and version).
     pub const fn kind(kind: &'static str, path: &'static str, create: bool) -> Self {
-        FieldSpec { group: "", version: "", kind, path, create }
+        FieldSpec {
+            group: "",
+            version: "",
+            kind,
+            path,
+            create,
+        }
     }
     /// A field spec for one group and kind.
-    pub const fn group_kind(group: &'static str, kind: &'static str, path: &'static str, create: bool) -> Self {
-        FieldSpec { group, version: "", kind, path, create }
+    pub const fn group_kind(
+        group: &'static str,
+        kind: &'static str,
+        path: &'static str,
+        create: bool,
+    ) -> Self {
+        FieldSpec {
+            group,
+            version: "",
+            kind,
+            path,
+            create,
+        }
     }
 
     /// Whether this spec applies to `res` (kind, group and version filters).
@@ -67,7 +90,11 @@ fn visit(value: &mut Value, segs: &[&str], create: bool, f: &mut dyn FnMut(&mut 
                 if !create {
                     return 0;
                 }
-                let fresh = if rest.is_empty() { Value::Null } else { Value::Object(Map::new()) };
+                let fresh = if rest.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Object(Map::new())
+                };
                 map.insert(key.to_string(), fresh);
             }
             let child = map.get_mut(key).expect("present");
@@ -98,7 +125,8 @@ mod tests {
         assert_eq!(seen, ["a", "b"]);
 
         let mut v = json!({"metadata": {}});
-        FieldSpec::any("spec/selector/matchLabels", true).visit_mut(&mut v, &mut |x| *x = json!({"a": "b"}));
+        FieldSpec::any("spec/selector/matchLabels", true)
+            .visit_mut(&mut v, &mut |x| *x = json!({"a": "b"}));
         assert_eq!(v["spec"]["selector"]["matchLabels"]["a"], "b");
 
         let mut v = json!({"metadata": {}});
