@@ -1,10 +1,9 @@
+//! Dev probe: re-emits a YAML stream with kiln's emitter (used to compare with kubectl output).
 fn main() {
-    let path = std::env::args().nth(1).unwrap();
-    let text = std::fs::read_to_string(&path).unwrap();
-    let opts = serde_saphyr::options! { legacy_octal_numbers: true, strict_booleans: true };
-    let r: Result<Vec<serde_json::Value>, _> = serde_saphyr::from_multiple_with_options(&text, opts);
-    match r {
-        Ok(docs) => for d in docs { println!("{}", serde_json::to_string(&d).unwrap()); },
-        Err(e) => println!("ERR: {e}\nloc={:?}", e.location()),
+    let path = std::env::args().nth(1).expect("path");
+    let text = std::fs::read_to_string(&path).expect("read");
+    match kiln::yaml::parse_stream(&path, &text) {
+        Ok(docs) => print!("{}", kiln::yaml::to_yaml_stream(&docs)),
+        Err(e) => println!("ERR: {e:?}"),
     }
 }

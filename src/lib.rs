@@ -6,6 +6,9 @@
 //! transformers) and `kiln kustomize`.
 
 pub mod artifact;
+pub mod cli;
+pub mod diag;
 pub mod git;
 pub mod kustomize;
 pub mod resource;
+pub mod yaml;

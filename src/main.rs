@@ -1,1 +1,18 @@
-fn main() {}
+//! The `kiln` binary: installs the error reporter, parses arguments, calls the library and
+//! maps the outcome to an exit code (0 ok, 1 input errors or a difference found, 2 usage,
+//! 101 internal error). Everything else lives in `kiln::cli` and the pipeline modules.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    kiln::cli::install_reporter();
+    // clap exits with 2 on usage errors, as documented.
+    let args = <kiln::cli::Cli as clap::Parser>::parse();
+    match kiln::cli::run(args) {
+        Ok(code) => code,
+        Err(report) => {
+            eprintln!("{report:?}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,771 @@
+//! The one YAML boundary of kiln: reading YAML into `serde_json::Value` with Kubernetes'
+//! typing, finding where a value came from (file, line, column) for diagnostics, and writing
+//! values back as YAML in `kubectl kustomize`'s style.
+//!
+//! Reading uses `serde-saphyr` (see `docs/adr/0001-yaml-library.md`) with
+//! `legacy_octal_numbers` (`0644` is 420, as kubectl's YAML 1.1 reader) and `strict_booleans`
+//! (`on`/`yes` stay strings, as kustomize reads them). It rejects duplicate keys and alias
+//! bombs itself. Two things are added on top:
+//! - integers wider than 64 bits keep every digit (saphyr hands them over as `f64`);
+//! - a span index, built from the `granit-parser` events saphyr itself uses, maps a
+//!   (document, JSON Pointer) back to a line and column. It is built only when an error needs it.
+//!
+//! Writing is our own emitter, because output bytes are a contract (a second render must
+//! not change a byte, and Git diffs must read like `kubectl kustomize` output): keys sorted,
+//! block style, sequences not indented under their key, strings quoted whenever a YAML 1.1 or
+//! 1.2 reader could take them for another type.
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde_json::{Map, Number, Value};
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+use thiserror::Error;
+
+/// A YAML text that could not be read: a syntax error, a duplicate key, an alias bomb.
+#[derive(Debug, Error, Diagnostic)]
+#[error("invalid YAML in `{file}`: {message}")]
+#[diagnostic(code(kiln::yaml::syntax), help("fix the YAML at the marked position"))]
+pub struct YamlError {
+    /// The file as shown to the user.
+    pub file: String,
+    /// The parser's message, without position (the span carries it).
+    pub message: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    #[source_code]
+    pub src: NamedSource<String>,
+    #[label("here")]
+    pub span: Option<SourceSpan>,
+}
+
+fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! {
+        legacy_octal_numbers: true,
+        strict_booleans: true,
+    }
+}
+
+/// Strips a UTF-8 byte order mark, which kustomize ignores.
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// Parses a multi-document YAML stream into JSON values, one per non-empty document.
+/// Empty and comment-only documents are skipped, as kustomize does (case y01).
+///
+/// Errors: [`YamlError`] naming `name`, with line and column.
+pub fn parse_stream(name: &str, text: &str) -> Result<Vec<Value>, YamlError> {
+    let body = strip_bom(text);
+    let mut docs: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(body, options()).map_err(|e| {
+            let (line, span) = match e.location() {
+                Some(loc) => {
+                    let line = loc.line() as usize;
+                    let col = loc.column() as usize;
+                    let off = offset_of(text, line, col);
+                    (Some(line), Some(SourceSpan::from((off, 1usize))))
+                }
+                None => (None, None),
+            };
+            let raw = e.to_string();
+            // saphyr renders its own snippet after the first line; keep the message only.
+            let first = raw
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_start_matches("error: ");
+            let message = strip_position_prefix(first).to_string();
+            YamlError {
+                file: name.to_string(),
+                message,
+                line,
+                src: NamedSource::new(name, text.to_string()),
+                span,
+            }
+        })?;
+    docs.retain(|d| !d.is_null());
+    if has_wide_integer(body) {
+        restore_wide_integers(body, &mut docs);
+    }
+    Ok(docs)
+}
+
+/// Parses a YAML text that must hold exactly one document (an empty text gives `Null`).
+pub fn parse_one(name: &str, text: &str) -> Result<Value, YamlError> {
+    let mut docs = parse_stream(name, text)?;
+    match docs.len() {
+        0 => Ok(Value::Null),
+        1 => Ok(docs.remove(0)),
+        n => Err(YamlError {
+            file: name.to_string(),
+            message: format!("expected one YAML document, found {n}"),
+            line: None,
+            src: NamedSource::new(name, text.to_string()),
+            span: None,
+        }),
+    }
+}
+
+fn strip_position_prefix(msg: &str) -> &str {
+    // "line 2 column 1: duplicate mapping key" → "duplicate mapping key"
+    if let Some(rest) = msg.strip_prefix("line ")
+        && let Some((_, tail)) = rest.split_once(": ")
+    {
+        return tail;
+    }
+    msg
+}
+
+/// Byte offset of a 1-based line and column in `text`.
+pub fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            if let Some((b, _)) = l.char_indices().nth(col.saturating_sub(1)) {
+                return off + b;
+            }
+            return off + l.len().saturating_sub(1);
+        }
+        off += l.len();
+    }
+    text.len().saturating_sub(1)
+}
+
+/// 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+fn wide_int_re() -> &'static regex::Regex {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    RE.get_or_init(|| regex::Regex::new(r"^[-+]?[0-9]{19,}$").expect("valid regex"))
+}
+
+fn has_wide_integer(text: &str) -> bool {
+    let mut run = 0;
+    for b in text.bytes() {
+        if b.is_ascii_digit() {
+            run += 1;
+            if run >= 19 {
+                return true;
+            }
+        } else {
+            run = 0;
+        }
+    }
+    false
+}
+
+/// saphyr reads integers outside i64/u64 as `f64`; Kubernetes (and y04) keep every digit.
+/// Walk the events, find plain scalars that are wide integers and put the exact number back.
+fn restore_wide_integers(text: &str, docs: &mut [Value]) {
+    let index = SpanIndex::build(text);
+    for entry in &index.entries {
+        if let Some(raw) = &entry.plain_scalar
+            && wide_int_re().is_match(raw)
+            && let Some(doc) = docs.get_mut(entry.doc)
+            && let Some(slot) = doc.pointer_mut(&entry.pointer)
+            && slot.is_number()
+            && let Ok(n) = serde_json::from_str::<Number>(raw.trim_start_matches('+'))
+        {
+            *slot = Value::Number(n);
+        }
+    }
+}
+
+/// A value's position in a source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Located {
+    /// Byte offset of the node (the key, when asked for the key).
+    pub offset: usize,
+    /// Length in bytes (at least 1).
+    pub len: usize,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+}
+
+impl Located {
+    /// As a miette span.
+    pub fn span(&self) -> SourceSpan {
+        SourceSpan::from((self.offset, self.len.max(1)))
+    }
+}
+
+#[derive(Debug)]
+struct SpanEntry {
+    doc: usize,
+    pointer: String,
+    key: Option<Located>,
+    value: Located,
+    plain_scalar: Option<String>,
+}
+
+/// Pointer → position for every node of every non-empty document in a text.
+#[derive(Debug, Default)]
+pub struct SpanIndex {
+    entries: Vec<SpanEntry>,
+}
+
+enum Frame {
+    Map {
+        pointer: String,
+        key: Option<(String, Located)>,
+    },
+    Seq {
+        pointer: String,
+        next: usize,
+    },
+}
+
+fn escape_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+impl SpanIndex {
+    /// Builds the index from a YAML text; a text that does not parse gives the nodes seen
+    /// before the error.
+    pub fn build(text: &str) -> SpanIndex {
+        use granit_parser::{Event, Parser, ScalarStyle};
+        let body = strip_bom(text);
+        let shift = text.len() - body.len();
+        let mut entries = Vec::new();
+        let mut stack: Vec<Frame> = Vec::new();
+        // Document counter over non-empty documents only, to match `parse_stream`.
+        let mut doc: isize = -1;
+        let mut doc_root_seen = false;
+        let locate = |m: granit_parser::Marker, end: granit_parser::Marker| {
+            let line = m.line();
+            let column = m.col() + 1;
+            let offset = offset_of(body, line, column) + shift;
+            let end_off = offset_of(body, end.line(), end.col() + 1) + shift;
+            Located {
+                offset,
+                len: end_off.saturating_sub(offset).max(1),
+                line,
+                column,
+            }
+        };
+        for ev in Parser::new_from_str(body) {
+            let Ok((event, span)) = ev else { break };
+            let here = locate(span.start, span.end);
+            let is_node = matches!(
+                event,
+                Event::Scalar(..)
+                    | Event::SequenceStart(..)
+                    | Event::MappingStart(..)
+                    | Event::Alias(..)
+            );
+            match &event {
+                Event::DocumentStart(..) => {
+                    doc_root_seen = false;
+                    stack.clear();
+                }
+                Event::SequenceEnd | Event::MappingEnd => {
+                    stack.pop();
+                    // The finished collection was a value: its parent map expects a key again.
+                    if let Some(Frame::Map { key, .. }) = stack.last_mut() {
+                        *key = None;
+                    }
+                }
+                _ => {}
+            }
+            if !is_node {
+                continue;
+            }
+            if !doc_root_seen {
+                doc_root_seen = true;
+                let empty = matches!(&event, Event::Scalar(v, ScalarStyle::Plain, ..) if v.is_empty() || v == "~" || v == "null");
+                if !empty {
+                    doc += 1;
+                }
+            }
+            let scalar_text = match &event {
+                Event::Scalar(v, ScalarStyle::Plain, ..) => Some(v.to_string()),
+                _ => None,
+            };
+            // Where does this node sit?
+            let (pointer, key_loc, is_key) = match stack.last_mut() {
+                None => (String::new(), None, false),
+                Some(Frame::Seq { pointer, next }) => {
+                    let p = format!("{pointer}/{next}");
+                    *next += 1;
+                    (p, None, false)
+                }
+                Some(Frame::Map { pointer, key }) => match key.take() {
+                    None => {
+                        let k = match &event {
+                            Event::Scalar(v, ..) => v.to_string(),
+                            _ => String::new(),
+                        };
+                        *key = Some((k, here));
+                        (String::new(), None, true)
+                    }
+                    Some((k, kl)) => (format!("{pointer}/{}", escape_token(&k)), Some(kl), false),
+                },
+            };
+            if is_key {
+                // Complex keys (maps as keys) are not supported by kiln's documents; skip them.
+                if matches!(event, Event::SequenceStart(..) | Event::MappingStart(..)) {
+                    stack.push(Frame::Seq {
+                        pointer: "/\u{0}".into(),
+                        next: 0,
+                    });
+                }
+                continue;
+            }
+            if doc >= 0 {
+                entries.push(SpanEntry {
+                    doc: doc as usize,
+                    pointer: pointer.clone(),
+                    key: key_loc,
+                    value: here,
+                    plain_scalar: scalar_text,
+                });
+            }
+            match event {
+                Event::SequenceStart(..) => stack.push(Frame::Seq { pointer, next: 0 }),
+                Event::MappingStart(..) => stack.push(Frame::Map { pointer, key: None }),
+                _ => {}
+            }
+        }
+        SpanIndex { entries }
+    }
+
+    /// Position of the value at `pointer` (RFC 6901) in document `doc` (0-based, counting
+    /// non-empty documents). With `key`, the position of its key instead (for unknown-field
+    /// errors). Falls back to the nearest existing ancestor, so a missing field points at the
+    /// map that lacks it.
+    pub fn find(&self, doc: usize, pointer: &str, key: bool) -> Option<Located> {
+        let mut p = pointer.to_string();
+        loop {
+            if let Some(e) = self.entries.iter().find(|e| e.doc == doc && e.pointer == p) {
+                return Some(if key {
+                    e.key.unwrap_or(e.value)
+                } else {
+                    e.value
+                });
+            }
+            if p.is_empty() {
+                return None;
+            }
+            match p.rfind('/') {
+                Some(i) => p.truncate(i),
+                None => p.clear(),
+            }
+        }
+    }
+}
+
+/// Locates `pointer` in document `doc` of `text` (see [`SpanIndex::find`]).
+pub fn locate(text: &str, doc: usize, pointer: &str, key: bool) -> Option<Located> {
+    SpanIndex::build(text).find(doc, pointer, key)
+}
+
+// ---------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------
+
+/// Serializes one document in `kubectl kustomize`'s style (keys sorted bytewise, two-space
+/// indent, sequences at their key's indent, ambiguous strings quoted). Ends with a newline.
+pub fn to_yaml(value: &Value) -> String {
+    let mut out = String::new();
+    match value {
+        Value::Object(m) if !m.is_empty() => write_map(&mut out, m, 0),
+        Value::Array(a) if !a.is_empty() => write_seq(&mut out, a, 0),
+        other => {
+            out.push_str(&scalar(other));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Serializes documents separated by `---` lines, as `kubectl kustomize` prints a build.
+pub fn to_yaml_stream(values: &[Value]) -> String {
+    let mut out = String::new();
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&to_yaml(v));
+    }
+    out
+}
+
+fn sorted(m: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut v: Vec<_> = m.iter().collect();
+    v.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    v
+}
+
+fn indent(out: &mut String, n: usize) {
+    for _ in 0..n {
+        out.push(' ');
+    }
+}
+
+fn write_map(out: &mut String, m: &Map<String, Value>, ind: usize) {
+    let mut first = true;
+    for (k, v) in sorted(m) {
+        // The first key of a map inside a list item shares the `- ` line.
+        if !first || ind == 0 || !out.ends_with("- ") {
+            indent(out, ind);
+        }
+        first = false;
+        out.push_str(&key_text(k));
+        out.push(':');
+        write_value_after_key(out, v, ind);
+    }
+}
+
+fn write_value_after_key(out: &mut String, v: &Value, ind: usize) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            out.push('\n');
+            write_map(out, m, ind + 2);
+        }
+        Value::Array(a) if !a.is_empty() => {
+            out.push('\n');
+            write_seq(out, a, ind);
+        }
+        Value::String(s) if is_block_candidate(s) => {
+            out.push(' ');
+            write_block(out, s, ind + 2);
+        }
+        other => {
+            out.push(' ');
+            out.push_str(&scalar(other));
+            out.push('\n');
+        }
+    }
+}
+
+fn write_seq(out: &mut String, a: &[Value], ind: usize) {
+    for (i, item) in a.iter().enumerate() {
+        // The first item of a list inside a list item shares the parent's `- ` line.
+        if i > 0 || !out.ends_with("- ") {
+            indent(out, ind);
+        }
+        out.push_str("- ");
+        match item {
+            Value::Object(m) if !m.is_empty() => write_map(out, m, ind + 2),
+            Value::Array(inner) if !inner.is_empty() => write_seq(out, inner, ind + 2),
+            Value::String(s) if is_block_candidate(s) => write_block(out, s, ind + 2),
+            other => {
+                out.push_str(&scalar(other));
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// Multi-line strings go out as literal blocks, like go-yaml does, unless a line has
+/// trailing spaces or tabs or control characters (a literal block could not round-trip them).
+fn is_block_candidate(s: &str) -> bool {
+    s.contains('\n')
+        && !s.lines().any(|l| l.ends_with(' ') || l.ends_with('\t'))
+        && !s
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{feff}')
+        && !s.starts_with(' ')
+        && !s.starts_with('\n')
+}
+
+fn write_block(out: &mut String, s: &str, ind: usize) {
+    out.push('|');
+    let trailing = s.len() - s.trim_end_matches('\n').len();
+    match trailing {
+        0 => out.push('-'),
+        1 => {}
+        _ => out.push('+'),
+    }
+    out.push('\n');
+    let body = if trailing == 1 {
+        &s[..s.len() - 1]
+    } else {
+        s.trim_end_matches('\n')
+    };
+    for line in body.split('\n') {
+        if !line.is_empty() {
+            indent(out, ind);
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    if trailing > 1 {
+        for _ in 0..trailing - 1 {
+            out.push('\n');
+        }
+    }
+}
+
+fn key_text(k: &str) -> String {
+    match string_style(k) {
+        Style::Plain => k.to_string(),
+        Style::Single => format!("'{}'", k.replace('\'', "''")),
+        Style::Double => double_quoted(k),
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => number_text(n),
+        Value::String(s) => match string_style(s) {
+            Style::Plain => s.clone(),
+            Style::Single => format!("'{}'", s.replace('\'', "''")),
+            Style::Double => double_quoted(s),
+        },
+        Value::Object(_) => "{}".into(),
+        Value::Array(_) => "[]".into(),
+    }
+}
+
+/// Integral floats print as integers (`1e3` → `1000`), as Go's YAML encoder does for
+/// float64 values that came from JSON.
+fn number_text(n: &Number) -> String {
+    let s = n.to_string();
+    if let Some(f) = n.as_f64()
+        && (s.contains('.') || s.contains('e') || s.contains('E'))
+        && !(s.contains('e') && !s.contains('.') && f.abs() >= 1e21)
+    {
+        if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e15 {
+            return format!("{}", f as i64);
+        }
+        return s;
+    }
+    s
+}
+
+enum Style {
+    Plain,
+    Single,
+    Double,
+}
+
+/// Picks a quoting style that reads back as the same string under YAML 1.1 and 1.2.
+fn string_style(s: &str) -> Style {
+    if s.is_empty() {
+        return Style::Double;
+    }
+    if s.chars().any(|c| c.is_control() || c == '\u{feff}') || s.contains('\n') {
+        return Style::Double;
+    }
+    if looks_like_non_string(s) {
+        return Style::Double;
+    }
+    let first = s.chars().next().expect("non-empty");
+    // A leading `-` is an indicator only as `- x` or `---`; `-v` and `--flag=1` are plain.
+    let dash_is_plain =
+        first == '-' && s.len() > 1 && !s.starts_with("- ") && !s.starts_with("---");
+    let indicator = "-?:,[]{}#&*!|>'\"%@`".contains(first);
+    let needs_quotes = (indicator && !dash_is_plain)
+        || s.starts_with(' ')
+        || s.ends_with(' ')
+        || s.contains(": ")
+        || s.contains(" #")
+        || s.ends_with(':');
+    if needs_quotes {
+        // go-yaml prefers single quotes when nothing needs escaping.
+        Style::Single
+    } else {
+        Style::Plain
+    }
+}
+
+fn looks_like_non_string(s: &str) -> bool {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(concat!(
+            r"^(?:",
+            // booleans and nulls, YAML 1.1 and 1.2
+            r"(?i:y|yes|n|no|true|false|on|off|null)|~",
+            // numbers: ints (dec, octal, hex, binary, 1.1 sexagesimal), floats, inf/nan
+            r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])*",
+            r"|[-+]?0[bB][01_]+|[-+]?0[oO]?[0-7_]+|[-+]?0[xX][0-9a-fA-F_]+",
+            r"|[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+]?[0-9]+)?",
+            r"|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+",
+            r"|[-+]?\.(?i:inf)|\.(?i:nan)",
+            // timestamps
+            r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?",
+            r"|=|<<",
+            r")$"
+        ))
+        .expect("valid regex")
+    });
+    re.is_match(s)
+}
+
+fn double_quoted(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() || c == '\u{feff}' => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Structural equality of two documents as kiln's differential tests use it: maps compare
+/// without order, and numbers compare by value (`1000` equals `1000.0`).
+pub fn structurally_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x.to_string() == y.to_string()
+                || match (x.as_f64(), y.as_f64()) {
+                    (Some(p), Some(q)) => p == q,
+                    _ => false,
+                }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| structurally_equal(v, w)))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| structurally_equal(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kubernetes_typing() {
+        let docs = parse_stream(
+            "t.yaml",
+            "mode: 0644\non: on\nyes: yes\nhex: 0x1F\nhuge: 123456789012345678901234567890\nneg: -9223372036854775809\nd: 2024-01-02\nexp: 1e3\n",
+        )
+        .unwrap();
+        let d = &docs[0];
+        assert_eq!(d["mode"], json!(420));
+        assert_eq!(d["on"], json!("on"));
+        assert_eq!(d["yes"], json!("yes"));
+        assert_eq!(d["hex"], json!(31));
+        assert_eq!(d["huge"].to_string(), "123456789012345678901234567890");
+        assert_eq!(d["neg"].to_string(), "-9223372036854775809");
+        assert_eq!(d["d"], json!("2024-01-02"));
+        assert_eq!(
+            to_yaml(d).lines().find(|l| l.starts_with("exp")),
+            Some("exp: 1000")
+        );
+    }
+
+    #[test]
+    fn empty_documents_are_skipped_and_bom_ignored() {
+        let docs = parse_stream(
+            "t.yaml",
+            "\u{feff}# c\n---\n---\na: 1\n--- # x\n# only comment\n---\nb: 2\n...\n",
+        )
+        .unwrap();
+        assert_eq!(docs, vec![json!({"a": 1}), json!({"b": 2})]);
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors_with_line() {
+        let err = parse_stream("dup.yaml", "a: 1\nb:\n  c: 1\n  c: 2\n").unwrap_err();
+        assert_eq!(err.line, Some(4));
+        assert!(err.message.contains("duplicate"), "{}", err.message);
+    }
+
+    #[test]
+    fn spans_point_at_keys_and_values() {
+        let text = "a: 1\n---\nkind: X\nspec:\n  list:\n  - name: x\n    image: y\n";
+        let loc = locate(text, 1, "/spec/list/0/image", false).unwrap();
+        assert_eq!((loc.line, loc.column), (7, 12));
+        let key = locate(text, 1, "/spec/list/0/image", true).unwrap();
+        assert_eq!((key.line, key.column), (7, 5));
+        assert_eq!(&text[key.offset..key.offset + 5], "image");
+        // a missing field falls back to its parent
+        let parent = locate(text, 1, "/spec/missing", false).unwrap();
+        assert_eq!(parent.line, 5);
+    }
+
+    #[test]
+    fn quoting_round_trips() {
+        for s in [
+            "no",
+            "yes",
+            "on",
+            "off",
+            "true",
+            "~",
+            "null",
+            "0755",
+            "0o17",
+            "0x1F",
+            "1e3",
+            "1.10",
+            "1.0",
+            "",
+            "2024-01-02",
+            "a: b",
+            "*ref",
+            "12345678901234567890",
+            "- x",
+            "x #y",
+            " lead",
+            "trail ",
+            "multi\nline\n",
+            "tab\there",
+            "no-way",
+            "-v",
+            "--flag=1",
+            "1:20",
+            "=",
+            "@x",
+            "%x",
+            "http://a/b",
+            "a,b",
+            "[x]",
+            "{x}",
+            "'q'",
+            "\"d\"",
+        ] {
+            let v = json!({ "k": s, "list": [s] });
+            let text = to_yaml(&v);
+            let back = parse_one("t", &text).unwrap();
+            assert_eq!(back, v, "round trip of {s:?} via\n{text}");
+        }
+    }
+
+    #[test]
+    fn kustomize_style_output() {
+        let v = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x", "labels": {"country": "no"}},
+            "data": {"script": "echo 1\necho 2\n", "empty": "", "num": 3}, "list": [{"b": 1, "a": [1, 2]}, [1], {}]});
+        assert_eq!(
+            to_yaml(&v),
+            "apiVersion: v1\ndata:\n  empty: \"\"\n  num: 3\n  script: |\n    echo 1\n    echo 2\nkind: ConfigMap\nlist:\n- a:\n  - 1\n  - 2\n  b: 1\n- - 1\n- {}\nmetadata:\n  labels:\n    country: \"no\"\n  name: x\n"
+        );
+    }
+
+    #[test]
+    fn structural_equality_normalizes_numbers_and_order() {
+        assert!(structurally_equal(
+            &json!({"a": 1000, "b": [1.5]}),
+            &json!({"b": [1.5], "a": 1000.0})
+        ));
+        assert!(!structurally_equal(&json!({"a": "1"}), &json!({"a": 1})));
+    }
+}
