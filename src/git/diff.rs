@@ -179,18 +179,9 @@ struct Document {
     text: String,
 }
 
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct Header {
-    kind: Option<String>,
-    metadata: Option<HeaderMeta>,
-}
-
-#[derive(Deserialize, Default)]
-#[serde(default)]
-struct HeaderMeta {
-    name: Option<String>,
-    namespace: Option<String>,
+/// The string at `pointer` in `value`, if it is a string.
+fn string_at(value: &serde_json::Value, pointer: &str) -> Option<String> {
+    value.pointer(pointer)?.as_str().map(str::to_string)
 }
 
 /// Splits a YAML stream at `---` lines and names each document by kind/namespace/name.
@@ -216,12 +207,13 @@ fn split_documents(text: &str) -> Option<Vec<Document>> {
         if !meaningful {
             continue;
         }
-        let header: Header = serde_saphyr::from_str(&doc).ok()?;
-        let meta = header.metadata.unwrap_or_default();
-        let mut key = match (header.kind, meta.name) {
+        // Read with kiln's Kubernetes typing, so a name like `on` stays the string it is.
+        let value = crate::yaml::parse_one("document", &doc).ok()?;
+        let kind = string_at(&value, "/kind");
+        let mut key = match (kind, string_at(&value, "/metadata/name")) {
             (Some(kind), Some(name)) => ResourceKey {
                 kind,
-                namespace: meta.namespace,
+                namespace: string_at(&value, "/metadata/namespace"),
                 name,
             },
             (kind, _) => ResourceKey {

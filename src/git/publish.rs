@@ -548,8 +548,9 @@ fn publish_local(
     let repo = open_local(dir)?;
     let display = dir.display().to_string();
     let attempts = options.max_attempts.max(1);
-    let mut last_reason = String::new();
-    for attempt in 1..=attempts {
+    let mut attempt = 1;
+    let mut lock_waits = 0;
+    loop {
         let tip = branch_tip(&repo, refname)?;
         let outcome = |commit: Option<Oid>, plan: Option<&Plan>| PublishOutcome {
             repo: display.clone(),
@@ -582,25 +583,37 @@ fn publish_local(
                 }
                 return Ok(outcome(Some(commit), Some(&plan)));
             }
+            // Another writer holds the ref lock right now: wait for it without spending an
+            // attempt (the branch has not moved yet), but not forever (a stale `.lock` file
+            // from a crashed git would block every writer).
+            Err(e) if e.code() == git2::ErrorCode::Locked && lock_waits < MAX_LOCK_WAITS => {
+                lock_waits += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
             Err(e)
                 if matches!(
                     e.code(),
                     git2::ErrorCode::Modified | git2::ErrorCode::Exists | git2::ErrorCode::Locked
                 ) =>
             {
-                last_reason = e.message().to_string();
+                if attempt >= attempts {
+                    return Err(GitError::PushRejected {
+                        url: display,
+                        branch: options.branch.clone(),
+                        attempts,
+                        message: e.message().to_string(),
+                    });
+                }
                 back_off(attempt);
+                attempt += 1;
             }
             Err(e) => return Err(lg("moving the branch")(e)),
         }
     }
-    Err(GitError::PushRejected {
-        url: display,
-        branch: options.branch.clone(),
-        attempts,
-        message: last_reason,
-    })
 }
+
+/// How often a local publish waits for another writer's ref lock (10 ms each).
+const MAX_LOCK_WAITS: u32 = 200;
 
 fn first_line(message: &str) -> &str {
     message.lines().next().unwrap_or_default()

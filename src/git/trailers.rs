@@ -313,16 +313,8 @@ pub fn unit_changes<V: PartialEq>(
         .collect()
 }
 
-#[derive(Deserialize)]
-struct KustomizationImages {
-    #[serde(default)]
-    images: Vec<ImageEntry>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// One `images:` entry of a kustomization (kustomize's `types.Image`).
 struct ImageEntry {
-    #[serde(default)]
     name: String,
     new_name: Option<String>,
     new_tag: Option<String>,
@@ -364,20 +356,40 @@ pub fn images_by_unit(set: &ArtifactSet, classifier: &Classifier) -> BTreeMap<Un
         let Ok(text) = std::str::from_utf8(bytes) else {
             continue;
         };
-        let Ok(k) = serde_saphyr::from_str::<KustomizationImages>(text) else {
+        let Ok(kustomization) = crate::yaml::parse_one(path, text) else {
             continue;
         };
-        let refs: Vec<String> = k
-            .images
+        let Some(entries) = kustomization.get("images").and_then(|i| i.as_array()) else {
+            continue;
+        };
+        let field = |entry: &serde_json::Value, key: &str| entry.get(key).and_then(scalar_string);
+        let refs: Vec<String> = entries
             .iter()
+            .map(|entry| ImageEntry {
+                name: field(entry, "name").unwrap_or_default(),
+                new_name: field(entry, "newName"),
+                new_tag: field(entry, "newTag"),
+                digest: field(entry, "digest"),
+            })
             .filter(|i| !i.name.is_empty() || i.new_name.is_some())
-            .map(ImageEntry::reference)
+            .map(|i| i.reference())
             .collect();
         if !refs.is_empty() {
             out.entry(unit).or_default().extend(refs);
         }
     }
     out
+}
+
+/// A scalar as kustomize reads it into a string field: a tag written `1.20` or `42` is the
+/// text `1.20`/`42`.
+fn scalar_string(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
 }
 
 /// Maximum subject length before kiln falls back to a counted summary.
