@@ -340,6 +340,11 @@ fn refuses_an_unmanaged_branch_unless_adopting() {
     adopt.adopt = true;
     let outcome = git::publish(&set, &adopt).unwrap();
     assert!(outcome.commit.is_some());
+    // The adopted kustomization existed (with other content): the api is updated, not added.
+    assert_eq!(
+        git(&remote, &["log", "-1", "--format=%s", "main"]).trim(),
+        "kiln: add argocd (shop); add kargo (shop); update api (dev)"
+    );
     assert_eq!(git(&remote, &["show", "main:README.md"]), "hand-written\n");
     assert_eq!(
         git(&remote, &["show", "main:shop/dev/api/kustomization.yaml"]),

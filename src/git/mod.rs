@@ -46,6 +46,7 @@ pub use publish::{
 pub use trailers::{ChangeAction, Unit, UnitChange};
 pub use verify::{VerifyReport, verify};
 
+
 /// Name of kiln's ownership marker, written at the root of the managed path. It lists every file
 /// kiln generated there (paths relative to the managed path), so the next publish can prune what
 /// is no longer generated and leave everything else alone.
@@ -475,6 +476,8 @@ pub(crate) fn open_for_reading(spec: &str, auth: &RemoteAuth) -> Result<ReadRepo
                     .map_err(|e| network_error(&url, &e))?;
                 let mut fetch = git2::FetchOptions::new();
                 fetch.remote_callbacks(remote_callbacks(auth));
+                // FETCH_HEAD would record the URL (and any password in it) on disk.
+                fetch.update_fetchhead(false);
                 remote
                     .fetch(
                         &["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
@@ -515,15 +518,19 @@ pub(crate) fn resolve_commit<'r>(
     Err(not_found())
 }
 
-/// The ownership marker's content: the files kiln generated in the managed path.
+/// The ownership marker ([`MARKER_FILE`]): the files kiln generated in the managed path, as
+/// paths relative to it. JSON: `{"format": "kiln.owned-files/v1", "files": [...sorted]}`.
+/// Public so the directory writer can keep the same marker, and a rendered directory committed
+/// by hand is recognised by `publish`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct OwnedMarker {
-    pub(crate) format: String,
-    pub(crate) files: std::collections::BTreeSet<String>,
+pub struct OwnedMarker {
+    pub format: String,
+    pub files: std::collections::BTreeSet<String>,
 }
 
 impl OwnedMarker {
-    pub(crate) fn new(files: impl IntoIterator<Item = String>) -> Self {
+    /// A marker listing `files`.
+    pub fn new(files: impl IntoIterator<Item = String>) -> Self {
         Self {
             format: MARKER_FORMAT.to_string(),
             files: files.into_iter().collect(),
@@ -531,13 +538,16 @@ impl OwnedMarker {
     }
 
     /// Pretty JSON with a trailing newline; stable for identical file lists.
-    pub(crate) fn to_bytes(&self) -> Vec<u8> {
+    pub fn to_bytes(&self) -> Vec<u8> {
         let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
         text.push('\n');
         text.into_bytes()
     }
 
-    pub(crate) fn parse(path: &str, bytes: &[u8]) -> Result<Self, GitError> {
+    /// Reads a marker; `path` names it in errors.
+    ///
+    /// Errors: [`GitError::InvalidMarker`] (not JSON, another format, an invalid path listed).
+    pub fn parse(path: &str, bytes: &[u8]) -> Result<Self, GitError> {
         let marker: Self = serde_json::from_slice(bytes).map_err(|e| GitError::InvalidMarker {
             path: path.to_string(),
             message: e.to_string(),

@@ -250,9 +250,12 @@ fn plan_commit(
         });
     }
 
-    let old: BTreeMap<String, Oid> = owned
+    // The "before" side of the change summary: kiln's files, plus, when adopting, the files it
+    // is taking over, so adopting identical content reports no change.
+    let old: BTreeMap<String, Oid> = existing
         .iter()
-        .filter_map(|p| existing.get(p).map(|id| (p.clone(), *id)))
+        .filter(|(p, _)| owned.contains(*p) || (options.adopt && set.files.contains_key(*p)))
+        .map(|(p, id)| (p.clone(), *id))
         .collect();
     let mut new: BTreeMap<String, Oid> = BTreeMap::new();
     for (path, bytes) in &set.files {
@@ -736,6 +739,8 @@ fn publish_remote(
         }
         let mut fetch = git2::FetchOptions::new();
         fetch.remote_callbacks(remote_callbacks(&options.auth));
+        // FETCH_HEAD would record the URL (and any password in it) on disk.
+        fetch.update_fetchhead(false);
         remote
             .fetch(&[format!("+{refname}:{tracking}")], Some(&mut fetch), None)
             .map_err(|e| network_error(url, &e))?;
