@@ -1025,3 +1025,30 @@ fn per_environment_publishing_to_stage_branches() {
     let again = git::publish_per_environment(&set, &o, &SplitMode::Paths).unwrap();
     assert!(again.iter().all(|o| o.commit.is_none()));
 }
+
+// ---------------------------------------------------------------------------------------------
+// provenance helpers for the CLI
+
+#[test]
+fn source_commit_names_the_platform_checkout() {
+    let fx = Fixture::new();
+    let repo = fx.work("platform");
+    std::fs::create_dir_all(repo.join("platforms/bank")).unwrap();
+    std::fs::write(
+        repo.join("platforms/bank/platform.yaml"),
+        "kind: Platform\n",
+    )
+    .unwrap();
+    std::fs::write(repo.join("README.md"), "x\n").unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "platform"]);
+    let head = git(&repo, &["rev-parse", "HEAD"]).trim().to_string();
+    let dir = repo.join("platforms/bank");
+    assert_eq!(git::source_commit(&dir), Some(head.clone()));
+    // Edits elsewhere in the repository do not make the platform dirty.
+    std::fs::write(repo.join("README.md"), "y\n").unwrap();
+    assert_eq!(git::source_commit(&dir), Some(head.clone()));
+    std::fs::write(dir.join("platform.yaml"), "kind: Platform # edited\n").unwrap();
+    assert_eq!(git::source_commit(&dir), Some(format!("{head}-dirty")));
+    assert_eq!(git::source_commit(&fx.root), None);
+}

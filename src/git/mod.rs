@@ -20,7 +20,6 @@ pub mod publish;
 pub mod trailers;
 pub mod verify;
 
-use std::cell::Cell;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -45,7 +44,6 @@ pub use publish::{
 };
 pub use trailers::{ChangeAction, Unit, UnitChange};
 pub use verify::{VerifyReport, verify};
-
 
 /// Name of kiln's ownership marker, written at the root of the managed path. It lists every file
 /// kiln generated there (paths relative to the managed path), so the next publish can prune what
@@ -218,6 +216,24 @@ pub struct CommitTime {
 }
 
 impl Identity {
+    /// The identity the CLI commits as: `KILN_GIT_AUTHOR_NAME`/`KILN_GIT_AUTHOR_EMAIL`, else
+    /// git's `user.name`/`user.email` (global and system config), else `kiln <kiln@localhost>`.
+    /// Reads the environment: for the CLI, not the engine.
+    pub fn from_env_or_git_config() -> Self {
+        let config = git2::Config::open_default().ok();
+        let lookup = |env: &str, key: &str, fallback: &str| {
+            std::env::var(env)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .or_else(|| config.as_ref().and_then(|c| c.get_string(key).ok()))
+                .unwrap_or_else(|| fallback.to_string())
+        };
+        Self {
+            name: lookup("KILN_GIT_AUTHOR_NAME", "user.name", "kiln"),
+            email: lookup("KILN_GIT_AUTHOR_EMAIL", "user.email", "kiln@localhost"),
+        }
+    }
+
     pub(crate) fn signature(&self, time: CommitTime) -> Result<git2::Signature<'static>, GitError> {
         git2::Signature::new(
             &self.name,
@@ -226,6 +242,45 @@ impl Identity {
         )
         .map_err(lg("building the commit signature"))
     }
+}
+
+impl CommitTime {
+    /// The current time in UTC. Reads the clock: for the CLI, not the engine.
+    pub fn now() -> Self {
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        Self {
+            seconds,
+            offset_minutes: 0,
+        }
+    }
+}
+
+/// The commit the platform directory is checked out at, for the `Kiln-Source-Commit` trailer:
+/// `None` when it is not inside a Git repository (or HEAD is unborn), `<id>-dirty` (as
+/// `git describe --dirty`) when files under the directory have uncommitted changes.
+pub fn source_commit(platform_dir: &Path) -> Option<String> {
+    let repo = Repository::discover(platform_dir).ok()?;
+    let head = repo.head().ok()?.peel_to_commit().ok()?;
+    let mut id = head.id().to_string();
+    let dirty = (|| {
+        let workdir = repo.workdir()?.canonicalize().ok()?;
+        let dir = platform_dir.canonicalize().ok()?;
+        let rel = dir.strip_prefix(&workdir).ok()?;
+        let mut options = git2::StatusOptions::new();
+        options.include_untracked(true).recurse_untracked_dirs(true);
+        if !rel.as_os_str().is_empty() {
+            options.pathspec(rel);
+        }
+        let statuses = repo.statuses(Some(&mut options)).ok()?;
+        Some(statuses.iter().any(|s| !s.status().is_ignored()))
+    })();
+    if dirty == Some(true) {
+        id.push_str("-dirty");
+    }
+    Some(id)
 }
 
 /// Provenance recorded as commit trailers: the platform's own commit (when it sits in Git),
@@ -373,42 +428,95 @@ pub fn redact_url(url: &str) -> String {
     }
 }
 
-/// Remote callbacks with kiln's credential policy: explicit credentials first, then the git
-/// credential helpers, then libgit2's default (Negotiate/NTLM); each at most once, because
-/// libgit2 calls back again after every rejected attempt and would otherwise loop forever.
+/// What to offer libgit2 next when a remote asks for credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CredentialChoice {
+    /// `RemoteAuth`'s username and password (token).
+    Explicit { username: String },
+    /// Ask the git credential helpers.
+    Helper { username: Option<String> },
+    /// libgit2's default credentials (Negotiate/NTLM).
+    Default,
+    /// Nothing left to try.
+    GiveUp,
+}
+
+/// kiln's credential policy: explicit credentials first, then the git credential helpers, then
+/// libgit2's default; each at most once, because libgit2 calls back again after every rejected
+/// attempt and would otherwise loop forever.
+struct CredentialPolicy<'a> {
+    auth: &'a RemoteAuth,
+    tried_explicit: bool,
+    tried_helper: bool,
+    tried_default: bool,
+}
+
+impl<'a> CredentialPolicy<'a> {
+    fn new(auth: &'a RemoteAuth) -> Self {
+        Self {
+            auth,
+            tried_explicit: false,
+            tried_helper: false,
+            tried_default: false,
+        }
+    }
+
+    fn next(
+        &mut self,
+        allowed: CredentialType,
+        username_from_url: Option<&str>,
+    ) -> CredentialChoice {
+        let username = self.auth.username.as_deref().or(username_from_url);
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+            if self.auth.password.is_some() && !std::mem::replace(&mut self.tried_explicit, true) {
+                return CredentialChoice::Explicit {
+                    username: username.unwrap_or("x-access-token").to_string(),
+                };
+            }
+            if self.auth.credential_helper && !std::mem::replace(&mut self.tried_helper, true) {
+                return CredentialChoice::Helper {
+                    username: username.map(str::to_string),
+                };
+            }
+        }
+        if allowed.contains(CredentialType::DEFAULT)
+            && !std::mem::replace(&mut self.tried_default, true)
+        {
+            return CredentialChoice::Default;
+        }
+        CredentialChoice::GiveUp
+    }
+}
+
+/// Remote callbacks applying [`CredentialPolicy`]. Secrets go from memory to libgit2 only.
 pub(crate) fn remote_callbacks(auth: &RemoteAuth) -> RemoteCallbacks<'_> {
     let mut callbacks = RemoteCallbacks::new();
-    let tried_explicit = Cell::new(false);
-    let tried_helper = Cell::new(false);
-    let tried_default = Cell::new(false);
+    let policy = std::cell::RefCell::new(CredentialPolicy::new(auth));
     callbacks.credentials(move |url, username_from_url, allowed| {
-        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
-            if !tried_explicit.replace(true)
-                && let Some(password) = &auth.password
-            {
-                let user = auth
-                    .username
-                    .as_deref()
-                    .or(username_from_url)
-                    .unwrap_or("x-access-token");
-                return Cred::userpass_plaintext(user, password.expose());
-            }
-            if auth.credential_helper && !tried_helper.replace(true) {
-                let config = git2::Config::open_default()?;
-                let user = auth.username.as_deref().or(username_from_url);
-                if let Ok(cred) = Cred::credential_helper(&config, url, user) {
-                    return Ok(cred);
+        loop {
+            let choice = policy.borrow_mut().next(allowed, username_from_url);
+            match choice {
+                CredentialChoice::Explicit { username } => {
+                    let password = auth.password.as_ref().map(Secret::expose).unwrap_or("");
+                    return Cred::userpass_plaintext(&username, password);
+                }
+                CredentialChoice::Helper { username } => {
+                    let config = git2::Config::open_default()?;
+                    if let Ok(cred) = Cred::credential_helper(&config, url, username.as_deref()) {
+                        return Ok(cred);
+                    }
+                    // No helper answered: fall through to the next choice.
+                }
+                CredentialChoice::Default => return Cred::default(),
+                CredentialChoice::GiveUp => {
+                    return Err(git2::Error::new(
+                        git2::ErrorCode::Auth,
+                        git2::ErrorClass::Net,
+                        "no accepted credentials",
+                    ));
                 }
             }
         }
-        if allowed.contains(CredentialType::DEFAULT) && !tried_default.replace(true) {
-            return Cred::default();
-        }
-        Err(git2::Error::new(
-            git2::ErrorCode::Auth,
-            git2::ErrorClass::Net,
-            "no accepted credentials",
-        ))
     });
     callbacks
 }
@@ -760,6 +868,50 @@ mod tests {
         assert!(
             OwnedMarker::parse("m", br#"{"format":"kiln.owned-files/v1","files":["../x"]}"#)
                 .is_err()
+        );
+    }
+
+    #[test]
+    fn credentials_are_each_tried_once_then_given_up() {
+        let both = CredentialType::USER_PASS_PLAINTEXT | CredentialType::DEFAULT;
+        let auth = RemoteAuth {
+            username: None,
+            password: Some(Secret::new("tok")),
+            credential_helper: true,
+        };
+        let mut policy = CredentialPolicy::new(&auth);
+        assert_eq!(
+            policy.next(both, Some("bot")),
+            CredentialChoice::Explicit {
+                username: "bot".into()
+            }
+        );
+        assert_eq!(
+            policy.next(both, Some("bot")),
+            CredentialChoice::Helper {
+                username: Some("bot".into())
+            }
+        );
+        assert_eq!(policy.next(both, None), CredentialChoice::Default);
+        assert_eq!(policy.next(both, None), CredentialChoice::GiveUp);
+
+        // No password, no helper: only what the server allows, once.
+        let none = RemoteAuth::default();
+        let mut policy = CredentialPolicy::new(&none);
+        assert_eq!(
+            policy.next(CredentialType::USER_PASS_PLAINTEXT, None),
+            CredentialChoice::GiveUp
+        );
+        // A token without a user name goes in as `x-access-token`.
+        let token = RemoteAuth {
+            password: Some(Secret::new("tok")),
+            ..RemoteAuth::default()
+        };
+        assert_eq!(
+            CredentialPolicy::new(&token).next(CredentialType::USER_PASS_PLAINTEXT, None),
+            CredentialChoice::Explicit {
+                username: "x-access-token".into()
+            }
         );
     }
 

@@ -289,8 +289,12 @@ fn plan_commit(
         .chain(std::iter::once((MARKER_FILE, marker.as_slice())));
     for (path, bytes) in generated {
         let full = join_path(managed, path);
+        let new_id = match new.get(path) {
+            Some(id) => *id,
+            None => super::blob_id(bytes)?, // the marker
+        };
         match existing.get(path) {
-            Some(id) if *id == super::blob_id(bytes)? => continue,
+            Some(id) if *id == new_id => continue,
             Some(_) => {
                 if path != MARKER_FILE {
                     files.changed += 1;
