@@ -159,12 +159,22 @@ pub fn publish(set: &ArtifactSet, options: &PublishOptions) -> Result<PublishOut
     }
     let managed = normalize_managed_path(options.path.as_deref())?;
     for path in set.paths() {
-        validate_rel_path(path)?;
+        let segments = validate_rel_path(path)?;
         if path == MARKER_FILE {
             return Err(GitError::InvalidPath {
                 path: path.to_string(),
                 reason: "reserved for kiln's ownership marker",
             });
+        }
+        // `a` and `a/b` cannot both be files.
+        for depth in 1..segments.len() {
+            let dir = segments[..depth].join("/");
+            if set.files.contains_key(&dir) {
+                return Err(GitError::InvalidPath {
+                    path: dir,
+                    reason: "is both a file and a directory in the render",
+                });
+            }
         }
     }
     match RepoLocation::parse(&options.repo) {
@@ -219,8 +229,8 @@ fn plan_commit(
         }
     }
     let marker_path = join_path(managed, MARKER_FILE);
-    let owned: BTreeSet<String> = match (existing.get(MARKER_FILE), &parent_tree) {
-        (Some(id), Some(_)) => {
+    let owned: BTreeSet<String> = match existing.get(MARKER_FILE) {
+        Some(id) => {
             let blob = repo.find_blob(*id).map_err(lg("reading the marker"))?;
             OwnedMarker::parse(&marker_path, blob.content())?.files
         }
@@ -438,6 +448,17 @@ fn insert_file(
         }
     }
     match current.get(last.as_bytes()) {
+        // A directory pruned empty in this same publish (kiln's old layout) is no obstacle.
+        Some(Node::Dir(children)) if is_empty_dir(children) => {
+            current.insert(
+                last.as_bytes().to_vec(),
+                Node::Kept {
+                    id,
+                    mode: MODE_BLOB,
+                },
+            );
+            Ok(())
+        }
         Some(Node::Dir(_))
         | Some(Node::Kept {
             mode: MODE_TREE, ..
@@ -453,6 +474,14 @@ fn insert_file(
             Ok(())
         }
     }
+}
+
+/// `true` when a directory holds no file at any depth (Git would not store it).
+fn is_empty_dir(children: &Entries) -> bool {
+    children.values().all(|node| match node {
+        Node::Dir(grandchildren) => is_empty_dir(grandchildren),
+        Node::Kept { .. } => false,
+    })
 }
 
 fn remove_file(repo: &Repository, root: &mut Entries, segments: &[&str]) -> Result<(), GitError> {
@@ -666,7 +695,10 @@ fn check_worktree_clean(
 fn update_worktree(repo: &Repository, dir: &Path, plan: &Plan) -> Result<(), GitError> {
     let workdir = repo.workdir().unwrap_or(dir).to_path_buf();
     let mut index = repo.index().map_err(lg("opening the index"))?;
-    for (path, content) in &plan.touched {
+    // Removals first: a pruned directory may be where a new file goes.
+    let mut ordered: Vec<(&String, &Option<Vec<u8>>)> = plan.touched.iter().collect();
+    ordered.sort_by_key(|(_, content)| content.is_some());
+    for (path, content) in ordered {
         let file = workdir.join(path);
         match content {
             Some(bytes) => {
@@ -938,6 +970,18 @@ mod tests {
         let second = publish(&s, &options(dir.path())).unwrap();
         assert_eq!(second.commit, None);
         assert_eq!(second.parent, first.commit);
+    }
+
+    #[test]
+    fn owned_directory_can_become_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        Repository::init_bare(dir.path()).unwrap();
+        publish(&set(&[("a/b/c.yaml", "x")]), &options(dir.path())).unwrap();
+        let outcome = publish(&set(&[("a/b", "now a file")]), &options(dir.path())).unwrap();
+        assert_eq!(outcome.files.removed, 1);
+        assert_eq!(outcome.files.added, 1);
+        let err = publish(&set(&[("a", "f"), ("a/b", "g")]), &options(dir.path())).unwrap_err();
+        assert!(matches!(err, GitError::InvalidPath { .. }), "{err:?}");
     }
 
     #[test]
