@@ -372,7 +372,7 @@ fn myers(a: &[&str], b: &[&str]) -> Option<Vec<Edit>> {
     Some(edits)
 }
 
-/// A unified diff (`@@ -l,s +l,s @@` hunks, [`CONTEXT`] lines of context) of two texts.
+/// A unified diff (`@@ -l,s +l,s @@` hunks, three lines of context, as `diff -u`) of two texts.
 /// Empty when they are equal.
 pub fn unified(old: &str, new: &str) -> String {
     let a: Vec<&str> = old.lines().collect();

@@ -4,7 +4,7 @@
 //! and nobody published).
 //!
 //! Sits at the end of the pipeline, beside `publish`; reads Git only through
-//! [`super::open_for_reading`]. Files in the branch that kiln does not own are not drift.
+//! `open_for_reading` in `git/mod.rs`. Files in the branch that kiln does not own are not drift.
 //!
 //! Invariant: a tree written by `publish` from the same artifact set verifies clean.
 
