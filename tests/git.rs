@@ -519,6 +519,69 @@ fn concurrent_local_publishers_lose_nothing() {
     git(&remote, &["fsck", "--strict"]);
 }
 
+/// Not a test: the body of one publisher process for
+/// `concurrent_publisher_processes_lose_nothing`, which runs this binary again with
+/// `--exact --ignored` and the `KILN_TEST_PUBLISH_*` variables. Without them it does nothing.
+#[test]
+#[ignore = "helper process for concurrent_publisher_processes_lose_nothing"]
+fn publisher_process() {
+    let (Ok(repo), Ok(path), Ok(tag)) = (
+        std::env::var("KILN_TEST_PUBLISH_REPO"),
+        std::env::var("KILN_TEST_PUBLISH_PATH"),
+        std::env::var("KILN_TEST_PUBLISH_TAG"),
+    ) else {
+        return;
+    };
+    let mut o = options(Path::new("."), T0);
+    o.repo = repo;
+    o.path = Some(path);
+    let outcome = git::publish(&render(&[("dev", "api", &tag)]), &o).unwrap();
+    assert!(outcome.commit.is_some());
+}
+
+#[test]
+fn concurrent_publisher_processes_lose_nothing() {
+    let fx = Fixture::new();
+    let remote = fx.bare("deploy.git");
+    let url = format!("file://{}", remote.display());
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..3)
+        .map(|i| {
+            Command::new(&exe)
+                .args(["--exact", "publisher_process", "--ignored", "--quiet"])
+                .env("KILN_TEST_PUBLISH_REPO", &url)
+                .env("KILN_TEST_PUBLISH_PATH", format!("proc{i}"))
+                .env("KILN_TEST_PUBLISH_TAG", format!("{i}.0.0"))
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    assert_eq!(git(&remote, &["rev-list", "--count", "main"]).trim(), "3");
+    for i in 0..3 {
+        assert_eq!(
+            git(
+                &remote,
+                &[
+                    "show",
+                    &format!("main:proc{i}/shop/dev/api/kustomization.yaml")
+                ]
+            ),
+            kustomization("api", "ghcr.io/acme/api", &format!("{i}.0.0"))
+        );
+    }
+}
+
 /// A `git daemon` serving `base` over git:// with push enabled; killed on drop.
 struct Daemon {
     child: std::process::Child,
