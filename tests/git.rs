@@ -401,7 +401,7 @@ fn publishes_into_a_sub_path_and_leaves_the_rest_alone() {
     git::publish(&render(&[("dev", "api", "1")]), &o).unwrap();
     let tree = git(&remote, &["ls-tree", "-r", "--name-only", "main"]);
     assert!(lines(&tree).contains(&"infra/cilium.yaml"));
-    assert!(lines(&tree).contains(&"apps/shop/.kiln-owned.json"));
+    assert!(lines(&tree).contains(&format!("apps/shop/{MARKER_FILE}").as_str()));
     assert!(lines(&tree).contains(&"apps/shop/shop/dev/api/kustomization.yaml"));
     // Root-level publishing would still be refused.
     let err = git::publish(&render(&[("dev", "api", "1")]), &options(&remote, T0)).unwrap_err();
@@ -973,6 +973,8 @@ fn verify_detects_a_hand_edit() {
 
     let err = git::verify(&set, &repo, "nope", None, &auth).unwrap_err();
     assert_eq!(code(&err), "kiln::git::ref_not_found");
+    let err = git::verify(&set, &repo, "main", Some("elsewhere"), &auth).unwrap_err();
+    assert_eq!(code(&err), "kiln::git::not_published");
 }
 
 #[test]
@@ -1077,11 +1079,11 @@ fn per_environment_publishing_to_stage_branches() {
         "{tree}"
     );
     assert!(
-        lines(&tree).contains(&"rendered/.kiln-owned.json"),
+        lines(&tree).contains(&format!("rendered/{MARKER_FILE}").as_str()),
         "{tree}"
     );
     assert!(
-        lines(&tree).contains(&"rendered/prod/.kiln-owned.json"),
+        lines(&tree).contains(&format!("rendered/prod/{MARKER_FILE}").as_str()),
         "{tree}"
     );
     // Re-running changes nothing anywhere.

@@ -79,6 +79,15 @@ pub enum GitError {
         marker: &'static str,
     },
 
+    #[error("nothing to verify: `{reference}` holds no kiln marker at `{path}`")]
+    #[diagnostic(
+        code(kiln::git::not_published),
+        help(
+            "kiln verifies only what it published; pass the --path and --ref kiln publish writes to"
+        )
+    )]
+    NotPublished { reference: String, path: String },
+
     #[error(
         "`{path}` in branch `{branch}` was not written by kiln, and the render wants to write it"
     )]

@@ -14,8 +14,8 @@ use serde::Serialize;
 
 use super::diff::{DiffReport, Status, diff_sets};
 use super::{
-    GitError, MARKER_FILE, RemoteAuth, lg, normalize_managed_path, open_for_reading,
-    read_owned_files, resolve_commit,
+    GitError, RemoteAuth, lg, normalize_managed_path, open_for_reading, read_owned_files,
+    resolve_commit,
 };
 use crate::artifact::ArtifactSet;
 
@@ -93,7 +93,7 @@ impl fmt::Display for VerifyReport {
 /// (local path or URL) with `set`.
 ///
 /// Errors: [`GitError::RepositoryNotFound`], [`GitError::RemoteUnreachable`],
-/// [`GitError::RefNotFound`], [`GitError::UnmanagedPath`] when there is no kiln marker at
+/// [`GitError::RefNotFound`], [`GitError::NotPublished`] when there is no kiln marker at
 /// `path` (kiln cannot tell its files from others'), [`GitError::InvalidMarker`].
 pub fn verify(
     set: &ArtifactSet,
@@ -107,14 +107,13 @@ pub fn verify(
     let commit = resolve_commit(&opened.repo, &opened.display, reference)?;
     let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
     let committed =
-        read_owned_files(&opened.repo, &tree, &path)?.ok_or_else(|| GitError::UnmanagedPath {
-            branch: reference.to_string(),
+        read_owned_files(&opened.repo, &tree, &path)?.ok_or_else(|| GitError::NotPublished {
+            reference: reference.to_string(),
             path: if path.is_empty() {
                 "/".to_string()
             } else {
                 path.clone()
             },
-            marker: MARKER_FILE,
         })?;
     Ok(VerifyReport {
         repo: opened.display.clone(),
