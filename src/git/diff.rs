@@ -53,8 +53,12 @@ pub struct ResourceKey {
 }
 
 impl fmt::Display for ResourceKey {
-    /// `kind/namespace/name`, or `kind/name` for cluster-scoped resources.
+    /// `kind/namespace/name`, `kind/name` for cluster-scoped resources, `kind` for unnamed
+    /// documents (a kustomization).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.name.is_empty() {
+            return f.write_str(&self.kind);
+        }
         match &self.namespace {
             Some(ns) => write!(f, "{}/{}/{}", self.kind, ns, self.name),
             None => write!(f, "{}/{}", self.kind, self.name),
@@ -177,6 +181,8 @@ fn diff_file(path: &str, status: Status, old: Option<&Vec<u8>>, new: Option<&Vec
 struct Document {
     key: ResourceKey,
     text: String,
+    /// Lines of the file before the document's first line, for hunk headers.
+    first_line: usize,
 }
 
 /// The string at `pointer` in `value`, if it is a string.
@@ -187,20 +193,25 @@ fn string_at(value: &serde_json::Value, pointer: &str) -> Option<String> {
 /// Splits a YAML stream at `---` lines and names each document by kind/namespace/name.
 /// `None` when a document does not parse (the caller then diffs the whole file as text).
 fn split_documents(text: &str) -> Option<Vec<Document>> {
-    let mut raw: Vec<String> = vec![String::new()];
-    for line in text.split_inclusive('\n') {
+    let mut raw: Vec<(String, usize)> = vec![(String::new(), 0)];
+    for (number, line) in text.split_inclusive('\n').enumerate() {
         let bare = line.trim_end_matches(['\n', '\r']);
-        if bare == "---" || bare.starts_with("--- ") {
-            raw.push(String::new());
+        if bare == "---" {
+            raw.push((String::new(), number + 1));
             continue;
         }
-        if let Some(current) = raw.last_mut() {
+        // `--- {inline: doc}` or `--- !tag`: the document starts on the marker line.
+        if let Some(rest) = bare.strip_prefix("--- ") {
+            raw.push((format!("{rest}\n"), number));
+            continue;
+        }
+        if let Some((current, _)) = raw.last_mut() {
             current.push_str(line);
         }
     }
     let mut docs = Vec::new();
     let mut seen: BTreeMap<ResourceKey, usize> = BTreeMap::new();
-    for (index, doc) in raw.into_iter().enumerate() {
+    for (doc, first_line) in raw {
         let meaningful = doc
             .lines()
             .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
@@ -216,19 +227,28 @@ fn split_documents(text: &str) -> Option<Vec<Document>> {
                 namespace: string_at(&value, "/metadata/namespace"),
                 name,
             },
+            // A kustomization or other unnamed document: known by its kind.
             (kind, _) => ResourceKey {
                 kind: kind.unwrap_or_else(|| "document".to_string()),
                 namespace: None,
-                name: format!("#{}", index + 1),
+                name: String::new(),
             },
         };
         // The same resource twice in one stream: number the repeats so both are compared.
         let count = seen.entry(key.clone()).or_insert(0);
         *count += 1;
         if *count > 1 {
-            key.name = format!("{} (#{count})", key.name);
+            key.name = if key.name.is_empty() {
+                format!("#{count}")
+            } else {
+                format!("{} (#{count})", key.name)
+            };
         }
-        docs.push(Document { key, text: doc });
+        docs.push(Document {
+            key,
+            text: doc,
+            first_line,
+        });
     }
     Some(docs)
 }
@@ -243,12 +263,12 @@ fn diff_documents(old: &[Document], new: &[Document]) -> Vec<ResourceDiff> {
             Some(before) => out.push(ResourceDiff {
                 status: Status::Changed,
                 resource: doc.key.clone(),
-                diff: unified(&before.text, &doc.text),
+                diff: unified_at(&before.text, before.first_line, &doc.text, doc.first_line),
             }),
             None => out.push(ResourceDiff {
                 status: Status::Added,
                 resource: doc.key.clone(),
-                diff: unified("", &doc.text),
+                diff: unified_at("", 0, &doc.text, doc.first_line),
             }),
         }
     }
@@ -256,7 +276,7 @@ fn diff_documents(old: &[Document], new: &[Document]) -> Vec<ResourceDiff> {
         out.push(ResourceDiff {
             status: Status::Removed,
             resource: doc.key.clone(),
-            diff: unified(&doc.text, ""),
+            diff: unified_at(&doc.text, doc.first_line, "", 0),
         });
     }
     out
@@ -375,8 +395,15 @@ fn myers(a: &[&str], b: &[&str]) -> Option<Vec<Edit>> {
 /// A unified diff (`@@ -l,s +l,s @@` hunks, three lines of context, as `diff -u`) of two texts.
 /// Empty when they are equal.
 pub fn unified(old: &str, new: &str) -> String {
-    let a: Vec<&str> = old.lines().collect();
-    let b: Vec<&str> = new.lines().collect();
+    unified_at(old, 0, new, 0)
+}
+
+/// [`unified`] for texts that start after `old_first`/`new_first` lines of their file (one
+/// resource of a stream), so hunk headers give file line numbers.
+pub fn unified_at(old: &str, old_first: usize, new: &str, new_first: usize) -> String {
+    // Lines keep their `\n`, so a missing final newline is a difference, shown as diff does.
+    let a: Vec<&str> = old.split_inclusive('\n').collect();
+    let b: Vec<&str> = new.split_inclusive('\n').collect();
     let script = edit_script(&a, &b);
     let changed: Vec<usize> = script
         .iter()
@@ -416,19 +443,33 @@ pub fn unified(old: &str, new: &str) -> String {
             }
         }
         // diff -u numbers lines from 1 and uses the line before for an empty side.
-        let a_line = a_start.map_or(position_before(hunk, true), |s| s + 1);
-        let b_line = b_start.map_or(position_before(hunk, false), |s| s + 1);
+        let a_line = a_start.map_or(position_before(hunk, true), |s| s + 1) + old_first;
+        let b_line = b_start.map_or(position_before(hunk, false), |s| s + 1) + new_first;
         out.push_str(&format!("@@ -{a_line},{a_len} +{b_line},{b_len} @@\n"));
         for e in hunk {
             match *e {
-                Edit::Equal(x, _) => out.push_str(&format!(" {}\n", a[x])),
-                Edit::Delete(x) => out.push_str(&format!("-{}\n", a[x])),
-                Edit::Insert(y) => out.push_str(&format!("+{}\n", b[y])),
+                Edit::Equal(x, _) => push_line(&mut out, ' ', a[x]),
+                Edit::Delete(x) => push_line(&mut out, '-', a[x]),
+                Edit::Insert(y) => push_line(&mut out, '+', b[y]),
             }
         }
         i += 1;
     }
     out
+}
+
+fn push_line(out: &mut String, prefix: char, line: &str) {
+    out.push(prefix);
+    match line.strip_suffix('\n') {
+        Some(text) => {
+            out.push_str(text);
+            out.push('\n');
+        }
+        None => {
+            out.push_str(line);
+            out.push_str("\n\\ No newline at end of file\n");
+        }
+    }
 }
 
 /// For a hunk with no lines on one side: the number of that side's lines before it.
@@ -612,6 +653,10 @@ mod tests {
         );
         assert_eq!(unified("", "a\n"), "@@ -0,0 +1,1 @@\n+a\n");
         assert_eq!(unified("same\n", "same\n"), "");
+        assert_eq!(
+            unified("a\nb\n", "a\nb"),
+            "@@ -1,2 +1,2 @@\n a\n-b\n+b\n\\ No newline at end of file\n"
+        );
     }
 
     #[test]
@@ -642,6 +687,34 @@ mod tests {
         assert!(app.resources[0].diff.contains("-  k: v\n+  k: w\n"));
         assert_eq!(report.files[1].status, Status::Added);
         assert!(!diff_sets(&new, &new).has_differences());
+    }
+
+    #[test]
+    fn resource_hunks_use_file_line_numbers() {
+        let mut old = ArtifactSet::new();
+        old.insert(
+            "s.yaml",
+            "kind: A\nmetadata:\n  name: a\n---\nkind: B\nmetadata:\n  name: b\nx: 1\n",
+        );
+        let mut new = ArtifactSet::new();
+        new.insert(
+            "s.yaml",
+            "kind: A\nmetadata:\n  name: a\n---\nkind: B\nmetadata:\n  name: b\nx: 2\n",
+        );
+        let report = diff_sets(&old, &new);
+        let r = &report.files[0].resources[0];
+        assert_eq!(r.resource.to_string(), "B/b");
+        assert!(r.diff.starts_with("@@ -5,4 +5,4 @@\n"), "{}", r.diff);
+    }
+
+    #[test]
+    fn documents_may_start_on_the_marker_line() {
+        let docs = split_documents(
+            "--- {kind: A, metadata: {name: x}}\n---\nkind: B\nmetadata:\n  name: y\n",
+        )
+        .unwrap();
+        let keys: Vec<String> = docs.iter().map(|d| d.key.to_string()).collect();
+        assert_eq!(keys, ["A/x", "B/y"]);
     }
 
     #[test]

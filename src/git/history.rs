@@ -257,7 +257,10 @@ impl fmt::Display for History {
         if self.entries.is_empty() {
             return writeln!(f, "no kiln commits on {}@{}", self.repo, self.branch);
         }
-        for entry in &self.entries {
+        for (i, entry) in self.entries.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
             write!(f, "{entry}")?;
         }
         Ok(())
