@@ -3,8 +3,14 @@
 //! `diff` and `verify` compare an artifact set with a directory or a committed tree; `history`
 //! reads kiln's commits back (components, environments, image tags, provenance).
 //!
-//! Everything goes through libgit2 (`git2`); kiln never runs a `git` binary. The only places
-//! that touch the outside world are the repository openers and the remote callbacks here.
+//! Everything goes through libgit2 (`git2`); kiln never runs a `git` binary. Submodules:
+//! `publish` (the commit and the push), `trailers` (what a commit message says and how it is
+//! read back), `diff` (artifact set against a directory or tree, per resource), `verify`
+//! (drift of a committed tree) and `history` (the audit trail, `--at`). The outside world is
+//! touched only by the repository openers and remote callbacks here, `publish`'s ref update and
+//! checked-out working tree, and `diff::load_dir`; clock and environment only by the helpers
+//! meant for the CLI ([`CommitTime::now`], [`Identity::from_env_or_git_config`],
+//! [`RemoteAuth::from_env`], [`source_commit`]).
 //!
 //! Invariants:
 //! - kiln only ever writes files it lists in its ownership marker ([`MARKER_FILE`]) inside the
@@ -182,7 +188,10 @@ pub enum GitError {
     InvalidDate { input: String },
 
     #[error("cannot {operation} `{path}`")]
-    #[diagnostic(code(kiln::git::io))]
+    #[diagnostic(
+        code(kiln::git::io),
+        help("check that the path exists and that kiln may read and write it")
+    )]
     Io {
         operation: &'static str,
         path: PathBuf,
