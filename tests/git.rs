@@ -697,14 +697,19 @@ fn network_remote_push_and_concurrent_publishers() {
 #[test]
 fn unreachable_remote_fails_clearly_and_changes_nothing() {
     let fx = Fixture::new();
-    // Nothing listens on port 9 (discard) on loopback in the test environment.
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut o = options(&fx.root, T0);
-    o.repo = "git://127.0.0.1:9/deploy.git".into();
+    o.repo = format!("git://127.0.0.1:{port}/deploy.git");
     let err = git::publish(&render(&[("dev", "api", "1")]), &o).unwrap_err();
     assert_eq!(code(&err), "kiln::git::remote_unreachable", "{err}");
 
     // A password in the URL never reaches the message.
-    o.repo = "https://bot:s3cret-token@127.0.0.1:9/deploy.git".into();
+    o.repo = format!("https://bot:s3cret-token@127.0.0.1:{port}/deploy.git");
     let err = git::publish(&render(&[("dev", "api", "1")]), &o).unwrap_err();
     let shown = format!("{err} {err:?}");
     assert!(!shown.contains("s3cret-token"), "{shown}");

@@ -131,7 +131,9 @@ pub enum GitError {
     #[error("remote `{url}` is unreachable: {message}")]
     #[diagnostic(
         code(kiln::git::remote_unreachable),
-        help("check the URL, the network, and that the repository exists; nothing was changed")
+        help(
+            "check the URL, the network, and that the repository exists (kiln speaks https, http, git and file URLs, not ssh); nothing was changed"
+        )
     )]
     RemoteUnreachable { url: String, message: String },
 
