@@ -788,13 +788,7 @@ fn history_lists_changes_and_answers_what_ran_when() {
     // A hand commit in between is not kiln's and is skipped.
     let work = fx.clone(&remote, "work");
     std::fs::write(work.join("README.md"), "x\n").unwrap();
-    git(&work, &["add", "-A"]);
-    git_cmd(&work)
-        .env("GIT_COMMITTER_DATE", format!("{} +0000", T0 + 300))
-        .env("GIT_AUTHOR_DATE", format!("{} +0000", T0 + 300))
-        .args(["commit", "-qm", "readme"])
-        .status()
-        .unwrap();
+    commit_at(&work, "readme", T0 + 300);
     git(&work, &["push", "-q", "origin", "main"]);
 
     let repo = remote.display().to_string();
@@ -908,6 +902,76 @@ fn history_lists_changes_and_answers_what_ran_when() {
         json["entries"][0]["changes"][0]["unit"]["kind"],
         "component"
     );
+}
+
+/// Commits everything in `work` with author and committer time `seconds`.
+fn commit_at(work: &Path, message: &str, seconds: i64) {
+    git(work, &["add", "-A"]);
+    let out = git_cmd(work)
+        .env("GIT_COMMITTER_DATE", format!("{seconds} +0000"))
+        .env("GIT_AUTHOR_DATE", format!("{seconds} +0000"))
+        .args(["commit", "-qm", message])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn at_reads_the_tree_of_commits_kiln_did_not_write() {
+    let fx = Fixture::new();
+    let remote = fx.bare("deploy.git");
+    let repo = remote.display().to_string();
+    let auth = RemoteAuth::default();
+    let all = HistoryFilter::default();
+
+    // A Kargo promotion renders each component into `stage/prod` (kustomize-build output,
+    // no kiln trailers).
+    let work = fx.clone(&remote, "work");
+    git(&work, &["checkout", "-q", "-b", "stage/prod"]);
+    std::fs::create_dir_all(work.join("api")).unwrap();
+    let promoted = |tag: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\nspec:\n  template:\n    spec:\n      containers:\n      - name: api\n        image: ghcr.io/acme/api:{tag}\n"
+        )
+    };
+    std::fs::write(work.join("api/manifests.yaml"), promoted("2.0.0")).unwrap();
+    commit_at(&work, "promote api 2.0.0", T0);
+    std::fs::write(work.join("api/manifests.yaml"), promoted("2.1.0")).unwrap();
+    commit_at(&work, "promote api 2.1.0", T0 + 100);
+    git(&work, &["push", "-q", "origin", "stage/prod"]);
+
+    let state = git::deployed_at(&repo, "stage/prod", T0 + 50, &all, &auth).unwrap();
+    assert_eq!(state.source, Some(git::StateSource::Tree));
+    assert_eq!(
+        (
+            state.images[0].environment.as_str(),
+            state.images[0].component.as_str(),
+            state.images[0].images.clone()
+        ),
+        ("prod", "api", vec!["ghcr.io/acme/api:2.0.0".to_string()])
+    );
+    let state = git::deployed_at(&repo, "stage/prod", T0 + 100, &all, &auth).unwrap();
+    assert_eq!(state.images[0].images, ["ghcr.io/acme/api:2.1.0"]);
+
+    // On a kiln branch, a hand edit after kiln's publish is what Argo CD synced: `--at` shows it.
+    git::publish(&render(&[("dev", "api", "1.0.0")]), &options(&remote, T0)).unwrap();
+    let work = fx.clone(&remote, "work2");
+    let k = work.join("shop/dev/api/kustomization.yaml");
+    let text = std::fs::read_to_string(&k).unwrap();
+    std::fs::write(&k, text.replace("1.0.0", "1.0.1-hotfix")).unwrap();
+    commit_at(&work, "hotfix", T0 + 200);
+    git(&work, &["push", "-q", "origin", "main"]);
+    let before = git::deployed_at(&repo, "main", T0 + 199, &all, &auth).unwrap();
+    assert_eq!(before.source, Some(git::StateSource::Trailers));
+    assert_eq!(before.images[0].images, ["ghcr.io/acme/api:1.0.0"]);
+    let after = git::deployed_at(&repo, "main", T0 + 200, &all, &auth).unwrap();
+    assert_eq!(after.source, Some(git::StateSource::Tree));
+    assert_eq!(after.images[0].images, ["ghcr.io/acme/api:1.0.1-hotfix"]);
+    assert_eq!(after.images[0].environment, "dev");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,13 +10,14 @@
 //!
 //! Invariant: output order is the revwalk's (time, newest first), never a hash order.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use serde::{Serialize, Serializer};
 
-use super::trailers::{KilnTrailers, Unit, UnitChange, parse_message};
-use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, resolve_commit};
+use super::trailers::{Classifier, KilnTrailers, Unit, UnitChange, images_by_unit, parse_message};
+use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, read_all_files, resolve_commit};
+use crate::artifact::ArtifactSet;
 
 /// A point in time: seconds since the Unix epoch and the UTC offset it was recorded in.
 /// Displays and serialises as RFC 3339 (`2026-11-29T16:07:18+01:00`).
@@ -273,9 +274,11 @@ pub struct DeployedState {
     pub repo: String,
     pub branch: String,
     pub at: Timestamp,
-    /// `None` when kiln had not published to the branch yet at that time.
+    /// `None` when the branch had no commit yet at that time.
     pub commit: Option<String>,
     pub time: Option<Timestamp>,
+    /// Where the images were read from (`None` without a commit).
+    pub source: Option<StateSource>,
     /// Every component's images in that commit (filter applied).
     pub images: Vec<ComponentImages>,
 }
@@ -283,11 +286,7 @@ pub struct DeployedState {
 impl fmt::Display for DeployedState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (Some(commit), Some(time)) = (&self.commit, &self.time) else {
-            return writeln!(
-                f,
-                "nothing published by kiln on {}@{} at {}",
-                self.repo, self.branch, self.at
-            );
+            return writeln!(f, "nothing on {}@{} at {}", self.repo, self.branch, self.at);
         };
         writeln!(
             f,
@@ -447,9 +446,25 @@ pub fn history(
     })
 }
 
-/// What was deployed on `branch` at Unix time `at`: the newest kiln commit whose commit time
-/// is at or before `at`, with every component's images (component/environment filters apply;
-/// `since` is ignored).
+/// Where a [`DeployedState`]'s images were read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StateSource {
+    /// The `Kiln-Images` trailers of a kiln commit.
+    Trailers,
+    /// The commit's tree: kustomization `images:` and container images of rendered manifests
+    /// (a commit kiln did not write: a Kargo promotion, a hand edit).
+    Tree,
+}
+
+/// What was deployed on `branch` at Unix time `at`: the newest commit whose commit time is at
+/// or before `at`, with every component's images (component/environment filters apply; `since`
+/// is ignored). For a kiln commit the images come from its trailers. For any other commit (a
+/// Kargo promotion into `stage/<env>`, a hand edit after kiln's last publish) they are read
+/// from the tree, because that tree is what Argo CD synced: the kustomizations' `images:`
+/// (as kiln's trailers) plus the container images of rendered manifests outside component
+/// directories, grouped by their top-level directory (Kargo's `kustomize-build` writes
+/// `<component>/`), the environment taken from a `stage/<env>` branch name.
 ///
 /// Errors: as [`history`].
 pub fn deployed_at(
@@ -460,31 +475,134 @@ pub fn deployed_at(
     auth: &RemoteAuth,
 ) -> Result<DeployedState, GitError> {
     let opened = open_for_reading(repo, auth)?;
-    let found = kiln_commits(&opened.repo, &opened.display, branch)?
-        .into_iter()
-        .find(|c| c.time.seconds <= at);
-    let at = Timestamp {
-        seconds: at,
-        offset_minutes: 0,
+    let tip = resolve_commit(&opened.repo, &opened.display, branch)?;
+    let mut walk = opened.repo.revwalk().map_err(lg("walking history"))?;
+    walk.set_sorting(git2::Sort::TIME)
+        .map_err(lg("walking history"))?;
+    walk.push(tip.id()).map_err(lg("walking history"))?;
+    let mut found = None;
+    for id in walk {
+        let id = id.map_err(lg("walking history"))?;
+        let commit = opened
+            .repo
+            .find_commit(id)
+            .map_err(lg("reading a commit"))?;
+        if commit.time().seconds() <= at {
+            found = Some(commit);
+            break;
+        }
+    }
+    let mut state = DeployedState {
+        repo: opened.display.clone(),
+        branch: branch.to_string(),
+        at: Timestamp {
+            seconds: at,
+            offset_minutes: 0,
+        },
+        commit: None,
+        time: None,
+        source: None,
+        images: Vec::new(),
     };
-    Ok(match found {
-        Some(commit) => DeployedState {
-            repo: opened.display.clone(),
-            branch: branch.to_string(),
-            at,
-            images: component_images(commit.trailers.images.iter(), filter),
-            commit: Some(commit.id),
-            time: Some(commit.time),
-        },
-        None => DeployedState {
-            repo: opened.display.clone(),
-            branch: branch.to_string(),
-            at,
-            commit: None,
-            time: None,
-            images: Vec::new(),
-        },
-    })
+    let Some(commit) = found else {
+        return Ok(state);
+    };
+    state.commit = Some(commit.id().to_string());
+    state.time = Some(Timestamp {
+        seconds: commit.time().seconds(),
+        offset_minutes: commit.time().offset_minutes(),
+    });
+    let message = String::from_utf8_lossy(commit.message_bytes());
+    match parse_message(&message) {
+        Some(trailers) => {
+            state.source = Some(StateSource::Trailers);
+            state.images = component_images(trailers.images.iter(), filter);
+        }
+        None => {
+            let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
+            let files = read_all_files(&opened.repo, &tree, "")?;
+            let environment = branch.strip_prefix("stage/");
+            let images = images_from_tree(&files, environment);
+            state.source = Some(StateSource::Tree);
+            state.images = component_images(images.iter(), filter);
+        }
+    }
+    Ok(state)
+}
+
+/// Image references in a tree (see [`deployed_at`]).
+fn images_from_tree(files: &ArtifactSet, environment: Option<&str>) -> BTreeMap<Unit, Vec<String>> {
+    let classifier = Classifier::new(files.paths(), None);
+    let mut out = images_by_unit(files, &classifier);
+    for (path, bytes) in &files.files {
+        let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
+        if !is_yaml || classifier.component_depth(path).is_some() {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        let Ok(docs) = crate::yaml::parse_stream(path, text) else {
+            continue;
+        };
+        let mut images = Vec::new();
+        for doc in &docs {
+            container_images(doc, &mut images);
+        }
+        if images.is_empty() {
+            continue;
+        }
+        let component = match path.split_once('/') {
+            Some((dir, _)) => dir,
+            None => path
+                .rsplit_once('.')
+                .map_or(path.as_str(), |(stem, _)| stem),
+        };
+        let unit = Unit::Component {
+            project: "-".to_string(),
+            environment: environment.unwrap_or("-").to_string(),
+            component: component.to_string(),
+        };
+        let refs = out.entry(unit).or_default();
+        for image in images {
+            if !refs.contains(&image) {
+                refs.push(image);
+            }
+        }
+    }
+    out
+}
+
+/// Collects `image` of every entry of `containers`, `initContainers` and
+/// `ephemeralContainers` lists anywhere in `value` (Pods, every workload template, CronJob's
+/// job template, and CRDs that embed a pod spec), in document order.
+fn container_images(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, child) in map {
+                if matches!(
+                    key.as_str(),
+                    "containers" | "initContainers" | "ephemeralContainers"
+                ) && let Some(list) = child.as_array()
+                {
+                    for container in list {
+                        if let Some(image) = container.get("image").and_then(|i| i.as_str())
+                            && !out.iter().any(|seen| seen == image)
+                        {
+                            out.push(image.to_string());
+                        }
+                    }
+                }
+                container_images(child, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                container_images(item, out);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
@@ -536,6 +654,24 @@ mod tests {
             offset_minutes: 0,
         };
         assert_eq!(t.to_string(), "1969-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn container_images_are_found_in_any_pod_spec() {
+        let mut files = ArtifactSet::new();
+        files.insert(
+            "api/manifests.yaml",
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: report\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          initContainers:\n          - name: init\n            image: busybox:1.36\n          containers:\n          - name: main\n            image: ghcr.io/acme/api:2.0.0\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: ghcr.io/acme/api:2.0.0\n",
+        );
+        files.insert("README.md", "image: not-yaml-scope\n");
+        let images = images_from_tree(&files, Some("prod"));
+        let unit = Unit::Component {
+            project: "-".into(),
+            environment: "prod".into(),
+            component: "api".into(),
+        };
+        assert_eq!(images.len(), 1);
+        assert_eq!(images[&unit], ["busybox:1.36", "ghcr.io/acme/api:2.0.0"]);
     }
 
     #[test]

@@ -41,8 +41,8 @@ pub use diff::{
     load_tree,
 };
 pub use history::{
-    ComponentImages, DeployedState, History, HistoryEntry, HistoryFilter, Timestamp, deployed_at,
-    history, parse_date,
+    ComponentImages, DeployedState, History, HistoryEntry, HistoryFilter, StateSource, Timestamp,
+    deployed_at, history, parse_date,
 };
 pub use publish::{
     EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, publish,
