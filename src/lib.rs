@@ -11,6 +11,7 @@ pub mod cli;
 pub mod diag;
 pub mod evaluate;
 pub mod kargo;
+pub mod git;
 pub mod kustomize;
 pub mod load;
 pub mod render;
