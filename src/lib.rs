@@ -8,11 +8,14 @@
 pub mod artifact;
 pub mod cli;
 pub mod diag;
+pub mod emit;
 pub mod evaluate;
 pub mod kustomize;
 pub mod load;
+pub mod pipeline;
 pub mod render;
 pub mod resource;
 pub mod spec;
 pub mod validate;
+pub mod write;
 pub mod yaml;

@@ -155,9 +155,23 @@ pub fn render(
     sources: &Sources,
     fs: &dyn FileSystem,
 ) -> Result<Vec<Rendered>, Errors<RenderError>> {
+    render_with(plans, sources, fs, &|| {})
+}
+
+/// [`render`], calling `done` (from worker threads) as each plan finishes.
+pub fn render_with(
+    plans: &[BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<Rendered>, Errors<RenderError>> {
     let results: Vec<Result<Rendered, RenderError>> = plans
         .par_iter()
-        .map(|p| render_plan(p, sources, fs))
+        .map(|p| {
+            let r = render_plan(p, sources, fs);
+            done();
+            r
+        })
         .collect();
     let mut ok = Vec::with_capacity(results.len());
     let mut errors = Vec::new();
