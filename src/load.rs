@@ -277,26 +277,27 @@ pub fn load(
     };
 
     let pf_path = dir.join("platform.yaml");
-    let Some((file, raw)) = ld.read_doc(&pf_path, platform_validator(), "platform.schema.json")
+    let Some((file, raw, valid)) =
+        ld.read_doc(&pf_path, platform_validator(), "platform.schema.json")
     else {
         return Err(Errors::new(ld.errors));
     };
-    let spec: PlatformFile = match serde_json::from_value(raw.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            ld.schema_error(file, "", e.to_string(), "platform.schema.json");
-            return Err(Errors::new(ld.errors));
-        }
-    };
 
+    // Components are found in the raw document, so that even when `platform.yaml` has schema
+    // violations the components are still read and their own errors reported in the same run.
     let mut components: Vec<LoadedComponent> = Vec::new();
     let mut by_dir: BTreeMap<PathBuf, Option<usize>> = BTreeMap::new();
     let mut instances = Vec::new();
-    for (p, project) in spec.spec.projects.iter().enumerate() {
+    let projects = raw.pointer("/spec/projects").and_then(Value::as_array);
+    for (p, project) in projects.into_iter().flatten().enumerate() {
         let mut ids = Vec::new();
-        for (i, inst) in project.components.iter().enumerate() {
+        let list = project.get("components").and_then(Value::as_array);
+        for (i, inst) in list.into_iter().flatten().enumerate() {
+            let Some(rel) = inst.get("path").and_then(Value::as_str) else {
+                continue;
+            };
             let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/path"));
-            let Some(cdir) = ld.resolve(&dir, &inst.path, &loc, "component directory") else {
+            let Some(cdir) = ld.resolve(&dir, rel, &loc, "component directory") else {
                 continue;
             };
             let idx = match by_dir.get(&cdir) {
@@ -317,6 +318,20 @@ pub fn load(
         }
         instances.push(ids);
     }
+    let spec = if valid {
+        match serde_json::from_value::<PlatformFile>(raw.clone()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                ld.schema_error(file, "", e.to_string(), "platform.schema.json");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let Some(spec) = spec.filter(|_| ld.errors.is_empty()) else {
+        return Err(Errors::new(ld.errors));
+    };
 
     let Loader {
         root,
@@ -405,7 +420,7 @@ impl Loader<'_> {
         path: &Path,
         validator: &jsonschema::Validator,
         schema: &'static str,
-    ) -> Option<(SourceId, Value)> {
+    ) -> Option<(SourceId, Value, bool)> {
         let display = self.display(path);
         let text = match self.fs.read_to_string(path) {
             Ok(t) => t,
@@ -427,13 +442,11 @@ impl Loader<'_> {
             }
         };
         let violations = schema_violations(validator, &value);
-        if violations.is_empty() {
-            return Some((file, value));
-        }
+        let valid = violations.is_empty();
         for v in violations {
             self.push_violation(file, v, schema);
         }
-        None
+        Some((file, value, valid))
     }
 
     /// Resolves `rel` against `base`, following symlinks, and checks it stays in the root.
@@ -490,11 +503,14 @@ impl Loader<'_> {
 
     fn load_component(&mut self, cdir: &Path) -> Option<LoadedComponent> {
         let errors_before = self.errors.len();
-        let (file, raw) = self.read_doc(
+        let (file, raw, valid) = self.read_doc(
             &cdir.join("component.yaml"),
             component_validator(),
             "component.schema.json",
         )?;
+        if !valid {
+            return None;
+        }
         let spec: ComponentFile = match serde_json::from_value(raw.clone()) {
             Ok(s) => s,
             Err(e) => {
@@ -781,12 +797,18 @@ mod tests {
         let bad_platform = PLATFORM
             .replace("tier: nonprod", "tier: nonprod, colour: red")
             .replace("  - name: web\n", "  - name: web\n    bogus: 1\n");
-        let t = tree(&[("platforms/p/platform.yaml", &bad_platform)]);
+        // The component's own violation is reported in the same run.
+        let bad_component = COMPONENT.replace("  generators:", "  generatorz: []\n  generators:");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", &bad_platform),
+            ("components/a/component.yaml", &bad_component),
+        ]);
         let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
             .unwrap_err()
             .errors;
         let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert_eq!(msgs.len(), 3, "{msgs:?}");
+        assert!(msgs[2].starts_with("components/a/component.yaml:6:"), "{msgs:?}");
         assert!(
             msgs[0].starts_with("platforms/p/platform.yaml:8:"),
             "{msgs:?}"
