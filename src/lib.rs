@@ -10,6 +10,7 @@ pub mod cli;
 pub mod diag;
 pub mod emit;
 pub mod evaluate;
+pub mod fs;
 pub mod kustomize;
 pub mod load;
 pub mod pipeline;

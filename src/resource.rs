@@ -88,6 +88,9 @@ pub struct BuildMeta {
     pub name_prefixes: Vec<String>,
     /// Non-empty `nameSuffix` values applied, innermost first (`config.kubernetes.io/suffixes`).
     pub name_suffixes: Vec<String>,
+    /// Names of the legacy `vars` whose `objref` selects this object (kustomize's
+    /// `AppendRefVarName`, set when the declaring kustomization is accumulated).
+    pub ref_vars: Vec<String>,
 }
 
 /// One Kubernetes object.
