@@ -20,6 +20,7 @@
 //! annotations lives in `patches.rs`, because it comes from kustomize's build bookkeeping, not
 //! from JSON Patch.
 
+#![warn(missing_docs)]
 use miette::Diagnostic;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -84,12 +85,19 @@ impl fmt::Display for Pointer {
 
 /// One JSON Patch operation.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(missing_docs)] // `path`, `from` and `value` are RFC 6902's members of the same name.
 pub enum PatchOp {
+    /// Insert into an array or set an object member; the parent must exist.
     Add { path: Pointer, value: Value },
+    /// Remove an existing member or element.
     Remove { path: Pointer },
+    /// Replace a value (an absent object member is added, as in kustomize).
     Replace { path: Pointer, value: Value },
+    /// Remove at `from`, add at `path`.
     Move { from: Pointer, path: Pointer },
+    /// Add a copy of the value at `from` at `path`.
     Copy { from: Pointer, path: Pointer },
+    /// Fail unless the value at `path` equals `value` (absent equals `null`).
     Test { path: Pointer, value: Value },
 }
 
@@ -121,11 +129,15 @@ impl PatchOp {
 
 /// A parsed JSON Patch: operations in order.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct JsonPatch(pub Vec<PatchOp>);
+pub struct JsonPatch(
+    /// The operations, applied in order.
+    pub Vec<PatchOp>,
+);
 
-/// Why a JSON Patch could not be parsed or applied. `index` is the 0-based position of the
-/// operation in the patch; `path` is the pointer as written.
+/// Why a JSON Patch could not be parsed or applied. In every variant `index` is the 0-based
+/// position of the operation in the patch, `op` its name and `path` the pointer as written.
 #[derive(Debug, Clone, PartialEq, Error, Diagnostic)]
+#[allow(missing_docs)] // fields: see the enum docs
 pub enum Json6902Error {
     /// The patch is not a list of operation objects.
     #[error("a JSON patch must be a list of operations, found {found}")]

@@ -14,6 +14,7 @@
 //! replaced, and that includes `metadata.finalizers` — this is what kustomize (kyaml, which has
 //! no schema for CRDs) does; checked with `kubectl kustomize` v5.5.0.
 
+#![warn(missing_docs)]
 use std::collections::BTreeMap;
 
 /// How a list field merges.
@@ -143,10 +144,9 @@ impl PatchSchema {
         }
         match (group, kind) {
             ("", "Service") => s.add("spec/ports", Some("port")),
-            ("", "ServiceAccount") => {
-                s.add("secrets", Some("name"));
-                s.add("imagePullSecrets", Some("name"));
-            }
+            // `imagePullSecrets` of a ServiceAccount is atomic (unlike the pod spec's), checked
+            // with kubectl kustomize v5.5.0.
+            ("", "ServiceAccount") => s.add("secrets", Some("name")),
             (
                 "admissionregistration.k8s.io",
                 "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration",
@@ -241,6 +241,17 @@ mod tests {
     fn service_ports_merge_by_port() {
         let s = PatchSchema::for_kind("", "Service").unwrap();
         assert_eq!(s.lookup(&p("spec/ports")).unwrap().merge_key, Some("port"));
+    }
+
+    #[test]
+    fn service_account_secrets_merge_but_pull_secrets_do_not() {
+        let s = PatchSchema::for_kind("", "ServiceAccount").unwrap();
+        assert_eq!(s.lookup(&p("secrets")).unwrap().merge_key, Some("name"));
+        assert!(s.lookup(&p("imagePullSecrets")).is_none());
+        assert_eq!(
+            s.lookup(&p("metadata/ownerReferences")).unwrap().merge_key,
+            Some("uid")
+        );
     }
 
     #[test]

@@ -21,17 +21,23 @@
 //!   changing them, and always keeps its namespace; `$patch: delete` at the top removes it;
 //! - a JSON patch needs a target; kustomize quirk: `add /metadata/annotations/<key>` works on
 //!   a resource without annotations (kustomize keeps internal annotations on every object while
-//!   it builds) while `/metadata/labels/<key>` fails with a missing path (case k10);
+//!   it builds) while `/metadata/labels/<key>` fails with a missing path (case k10); an
+//!   `annotations` map left empty is dropped, as kustomize's `SetAnnotations` does. (Not
+//!   mirrored: a `test` of the whole `/metadata/annotations` map, where kustomize would see its
+//!   internal annotations too.)
 //! - a target that selects nothing is fine for kustomize. kiln policy: it is an error
 //!   ([`PatchError::PatchTargetMissing`]) when the target names one object (a `name` without
 //!   regular-expression metacharacters), unless `options.allowNoTargetMatch` is set.
 //!
-//! Invariant: on error the resources may be partly patched; the build stops anyway.
+//! Invariant: each resource is patched all or nothing (a failing patch leaves it as it was),
+//! but a patch that fails on its third match leaves the first two patched; the build stops
+//! at the first error anyway.
 
+#![warn(missing_docs)]
 use super::json6902::{Json6902Error, JsonPatch};
 use super::merge_keys::PatchSchema;
 use super::strategic_merge::{self, SmpError};
-use super::target::{Selector, SelectorError};
+use super::target::{Selector, SelectorError, effective_namespace};
 use crate::resource::Resource;
 use miette::Diagnostic;
 use serde::{Deserialize, Serialize};
@@ -67,8 +73,10 @@ pub struct PatchEntry {
     /// The patch inline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
+    /// The resources to patch; required for JSON 6902, optional for strategic merge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<Selector>,
+    /// `allowNameChange`, `allowKindChange`, `allowNoTargetMatch`.
     #[serde(skip_serializing_if = "is_default_options")]
     pub options: PatchOptions,
 }
@@ -108,7 +116,10 @@ impl PatchEntry {
 /// itself inline (kustomize tries to parse the string as YAML resources first).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct PatchStrategicMerge(pub String);
+pub struct PatchStrategicMerge(
+    /// The path or the inline patch, as written.
+    pub String,
+);
 
 impl PatchStrategicMerge {
     /// `Inline` when the string holds patch content (several lines, or a flow map `{…}`),
@@ -133,9 +144,13 @@ pub enum ParsedPatch {
     StrategicMerge(Vec<Value>),
 }
 
-/// Why a patch entry cannot be parsed or applied.
+/// Why a patch entry cannot be parsed or applied. `document` is the 0-based index of a YAML
+/// document in a strategic merge patch; `resource` the patched resource's id
+/// (`group/Kind/namespace/name`); `target` the selector as `field=value` pairs.
 #[derive(Debug, Error, Diagnostic)]
+#[allow(missing_docs)] // fields: see the enum docs
 pub enum PatchError {
+    /// Neither `path` nor `patch` is set.
     #[error("a patch entry needs `path` or `patch`")]
     #[diagnostic(
         code(kiln::kustomize::patch_source_missing),
@@ -143,6 +158,7 @@ pub enum PatchError {
     )]
     PatchSourceMissing,
 
+    /// Both `path` and `patch` are set.
     #[error("a patch entry has both `path` and `patch`")]
     #[diagnostic(
         code(kiln::kustomize::patch_source_conflict),
@@ -150,6 +166,7 @@ pub enum PatchError {
     )]
     PatchSourceConflict,
 
+    /// The patch text holds no document.
     #[error("the patch is empty")]
     #[diagnostic(
         code(kiln::kustomize::patch_empty),
@@ -159,12 +176,10 @@ pub enum PatchError {
     )]
     PatchEmpty,
 
-    #[error("the patch is not valid YAML: {reason}")]
-    #[diagnostic(
-        code(kiln::kustomize::patch_invalid_yaml),
-        help("fix the YAML syntax of the patch")
-    )]
-    PatchInvalidYaml { reason: String },
+    /// The patch text is not YAML.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    PatchInvalidYaml(Box<crate::yaml::YamlError>),
 
     /// Neither a list of operations nor maps (kustomize: "unable to parse SM or JSON patch").
     #[error(
@@ -186,6 +201,17 @@ pub enum PatchError {
     #[diagnostic(transparent)]
     JsonPatchInvalid(Box<Json6902Error>),
 
+    /// A legacy field got the other kind of patch.
+    #[error("`{field}` needs {expected}")]
+    #[diagnostic(
+        code(kiln::kustomize::patch_kind_unexpected),
+        help("move the patch to `patches:`, which accepts both kinds")
+    )]
+    PatchKindUnexpected {
+        field: &'static str,
+        expected: &'static str,
+    },
+
     /// kustomize: "must specify a target for patch".
     #[error("a JSON patch needs a `target`")]
     #[diagnostic(
@@ -194,6 +220,7 @@ pub enum PatchError {
     )]
     PatchTargetRequired,
 
+    /// The target's regular expressions or selectors do not compile.
     #[error(transparent)]
     #[diagnostic(transparent)]
     TargetInvalid(#[from] SelectorError),
@@ -219,6 +246,7 @@ pub enum PatchError {
     )]
     SmpTargetMissing { document: usize, id: String },
 
+    /// A strategic merge patch without target whose id matches several resources.
     #[error("strategic merge patch document {document} (`{id}`) matches {count} resources")]
     #[diagnostic(
         code(kiln::kustomize::smp_target_ambiguous),
@@ -230,6 +258,7 @@ pub enum PatchError {
         count: usize,
     },
 
+    /// A JSON patch operation failed on a selected resource.
     #[error("JSON patch failed on `{resource}`")]
     #[diagnostic(code(kiln::kustomize::json_patch_failed))]
     JsonPatchFailed {
@@ -239,6 +268,15 @@ pub enum PatchError {
         source: Json6902Error,
     },
 
+    /// A JSON patch turned a resource into something that is not a map.
+    #[error("JSON patch left `{resource}` as something other than a map")]
+    #[diagnostic(
+        code(kiln::kustomize::patch_resource_not_a_map),
+        help("a patch on the root pointer (`path: \"\"`) must keep the resource a map")
+    )]
+    ResourceNotAnObject { resource: String },
+
+    /// A strategic merge patch document failed on a resource.
     #[error("strategic merge patch document {document} failed on `{resource}`")]
     #[diagnostic(code(kiln::kustomize::smp_failed))]
     SmpFailed {
@@ -299,17 +337,37 @@ fn shape(v: &Value) -> &'static str {
 }
 
 /// Parses patch text (YAML or JSON; several YAML documents allowed for strategic merge).
-pub fn parse_patch(text: &str) -> Result<ParsedPatch, PatchError> {
+/// `name` is the file (or `patches[i].patch`) shown in YAML errors.
+pub fn parse_patch(name: &str, text: &str) -> Result<ParsedPatch, PatchError> {
     if text.trim().is_empty() {
         return Err(PatchError::PatchEmpty);
     }
-    // Interim: serde-saphyr directly. `crate::yaml::parse_stream` (Kubernetes scalar typing)
-    // replaces this call once it is on main.
-    let docs: Vec<Value> =
-        serde_saphyr::from_multiple(text).map_err(|e| PatchError::PatchInvalidYaml {
-            reason: e.to_string(),
-        })?;
+    let docs = crate::yaml::parse_stream(name, text)
+        .map_err(|e| PatchError::PatchInvalidYaml(Box::new(e)))?;
     parse_patch_docs(docs)
+}
+
+/// Parses a legacy `patchesJson6902:` patch: it must be a JSON patch (kustomize's
+/// `PatchJson6902Transformer` never reads a strategic merge patch there).
+pub fn parse_json6902(name: &str, text: &str) -> Result<ParsedPatch, PatchError> {
+    match parse_patch(name, text)? {
+        p @ ParsedPatch::Json6902(_) => Ok(p),
+        ParsedPatch::StrategicMerge(_) => Err(PatchError::PatchKindUnexpected {
+            field: "patchesJson6902",
+            expected: "a JSON patch (a list of operations)",
+        }),
+    }
+}
+
+/// Parses a legacy `patchesStrategicMerge:` patch: it must be a strategic merge patch.
+pub fn parse_strategic_merge(name: &str, text: &str) -> Result<ParsedPatch, PatchError> {
+    match parse_patch(name, text)? {
+        p @ ParsedPatch::StrategicMerge(_) => Ok(p),
+        ParsedPatch::Json6902(_) => Err(PatchError::PatchKindUnexpected {
+            field: "patchesStrategicMerge",
+            expected: "a strategic merge patch (a partial resource)",
+        }),
+    }
 }
 
 /// Classifies already-parsed documents: one list → JSON 6902 (operations validated);
@@ -346,24 +404,27 @@ pub fn apply_patch(
     target: Option<&Selector>,
     options: &PatchOptions,
 ) -> Result<usize, PatchError> {
-    let selected = match target {
-        Some(t) => {
-            let compiled = t.compile()?;
-            let idx: Vec<usize> = (0..resources.len())
-                .filter(|&i| compiled.matches(&resources[i]))
-                .collect();
-            if idx.is_empty() && t.names_single_object() && !options.allow_no_target_match {
-                return Err(PatchError::PatchTargetMissing {
-                    target: t.to_string(),
-                });
-            }
-            Some(idx)
-        }
-        None => None,
+    let compiled = target.map(Selector::compile).transpose()?;
+    let select = |resources: &[Resource]| -> Option<Vec<usize>> {
+        let c = compiled.as_ref()?;
+        Some(
+            (0..resources.len())
+                .filter(|&i| c.matches(&resources[i]))
+                .collect(),
+        )
     };
+    if let (Some(t), Some(idx)) = (target, select(resources))
+        && idx.is_empty()
+        && t.names_single_object()
+        && !options.allow_no_target_match
+    {
+        return Err(PatchError::PatchTargetMissing {
+            target: t.to_string(),
+        });
+    }
     match patch {
         ParsedPatch::Json6902(ops) => {
-            let Some(idx) = selected else {
+            let Some(idx) = select(resources) else {
                 return Err(PatchError::PatchTargetRequired);
             };
             for &i in &idx {
@@ -374,24 +435,19 @@ pub fn apply_patch(
         ParsedPatch::StrategicMerge(docs) => {
             let mut count = 0;
             for (document, doc) in docs.iter().enumerate() {
-                let idx = match &selected {
-                    Some(idx) => idx.clone(),
+                // Selected again for every document: an earlier one may have deleted
+                // resources, and kustomize rebuilds its resmap between documents.
+                let idx = match select(resources) {
+                    Some(idx) => idx,
                     None => vec![find_by_id(resources, document, doc)?],
                 };
                 let mut deleted = Vec::new();
                 for &i in &idx {
-                    if apply_smp(
-                        &mut resources[i],
-                        document,
-                        doc,
-                        options,
-                        selected.is_some(),
-                    )? {
+                    if apply_smp(&mut resources[i], document, doc, options, target.is_some())? {
                         deleted.push(i);
                     }
                 }
                 count += idx.len();
-                // Later documents select among what is left, as kustomize rebuilds its resmap.
                 for i in deleted.into_iter().rev() {
                     resources.remove(i);
                 }
@@ -405,26 +461,36 @@ pub fn apply_patch(
 fn apply_json6902(res: &mut Resource, ops: &JsonPatch) -> Result<(), PatchError> {
     let before = (res.namespace().map(str::to_string), res.name().to_string());
     let resource = res.id().to_string();
+    // Patched on a copy, so a failing patch leaves the resource as it was.
+    let mut value = res.value.clone();
     // kustomize quirk (case k10): its objects always carry internal annotations while patches
-    // run, so `/metadata/annotations` exists for the patch even when the user wrote none. An
-    // empty map added here is removed again if the patch leaves it empty.
-    let added_annotations = match res.value.get_mut("metadata").and_then(Value::as_object_mut) {
-        Some(md) if !md.contains_key("annotations") => {
-            md.insert("annotations".into(), Value::Object(Map::new()));
-            true
-        }
-        _ => false,
+    // run, so `/metadata/annotations` exists for the patch even when the user wrote none.
+    if let Some(md) = value.get_mut("metadata").and_then(Value::as_object_mut)
+        && !md.contains_key("annotations")
+    {
+        md.insert("annotations".into(), Value::Object(Map::new()));
+    }
+    ops.apply(&mut value)
+        .map_err(|source| PatchError::JsonPatchFailed {
+            resource: resource.clone(),
+            source,
+        })?;
+    // A patch on the root pointer can leave something that is not an object; every later
+    // stage relies on `Resource::value` being one.
+    let Some(obj) = value.as_object_mut() else {
+        return Err(PatchError::ResourceNotAnObject { resource });
     };
-    let result = ops.apply(&mut res.value);
-    if added_annotations
-        && let Some(md) = res.value.get_mut("metadata").and_then(Value::as_object_mut)
+    // kustomize then strips its internal annotations and writes the map back with
+    // `SetAnnotations`, which drops an empty map: whether we added it or the patch emptied it
+    // (case p09), an empty `annotations` does not survive.
+    if let Some(Value::Object(md)) = obj.get_mut("metadata")
         && md
             .get("annotations")
             .is_some_and(|a| a.as_object().is_some_and(Map::is_empty))
     {
         md.shift_remove("annotations");
     }
-    result.map_err(|source| PatchError::JsonPatchFailed { resource, source })?;
+    res.value = value;
     // kustomize `StorePreviousId` before a JSON patch: a renamed object stays findable.
     if (res.namespace().map(str::to_string), res.name().to_string()) != before {
         res.meta.previous_names.push(before);
@@ -437,11 +503,8 @@ fn apply_json6902(res: &mut Resource, ops: &JsonPatch) -> Result<(), PatchError>
 fn find_by_id(resources: &[Resource], document: usize, doc: &Value) -> Result<usize, PatchError> {
     let patch = Resource::new(doc.clone(), None);
     let want = patch.id();
-    let effective = |ns: Option<&str>| {
-        ns.filter(|s| !s.is_empty())
-            .unwrap_or("default")
-            .to_string()
-    };
+    // kustomize `ResId.Equals` compares effective namespaces.
+    let effective = |ns: Option<&str>| effective_namespace(&want.group, &want.kind, ns).to_string();
     let want_ns = effective(want.namespace.as_deref());
     let hits: Vec<usize> = resources
         .iter()
@@ -501,8 +564,10 @@ fn apply_smp(
         }
     }
     let schema = PatchSchema::for_kind(res.group(), &kind);
+    // Merged on a copy, so a failing patch leaves the resource as it was.
+    let mut value = res.value.clone();
     let deleted =
-        strategic_merge::merge(&mut res.value, &patch, schema.as_ref()).map_err(|source| {
+        strategic_merge::merge(&mut value, &patch, schema.as_ref()).map_err(|source| {
             PatchError::SmpFailed {
                 document,
                 resource,
@@ -512,8 +577,11 @@ fn apply_smp(
     if deleted {
         return Ok(true);
     }
-    if !options.allow_kind_change {
-        res.value["kind"] = Value::String(kind);
+    res.value = value;
+    if !options.allow_kind_change
+        && let Some(obj) = res.value.as_object_mut()
+    {
+        obj.insert("kind".into(), Value::String(kind));
     }
     if !options.allow_name_change {
         res.set_name(&name);
@@ -536,11 +604,7 @@ mod tests {
     use serde_json::json;
 
     fn yaml_docs(text: &str) -> Vec<Value> {
-        serde_saphyr::from_multiple::<Value>(text)
-            .unwrap()
-            .into_iter()
-            .filter(|d| !d.is_null())
-            .collect()
+        crate::yaml::parse_stream("test.yaml", text).unwrap()
     }
 
     fn resources(text: &str) -> Vec<Resource> {
@@ -583,7 +647,7 @@ mod tests {
                 PatchSource::Inline(t) => t.to_string(),
                 PatchSource::Path(p) => files.iter().find(|(n, _)| *n == p).unwrap().1.to_string(),
             };
-            let parsed = parse_patch(&text).map_err(|err| err.at("patches", i))?;
+            let parsed = parse_patch("patch.yaml", &text).map_err(|err| err.at("patches", i))?;
             apply_patch(res, &parsed, e.target.as_ref(), &e.options)
                 .map_err(|err| err.at("patches", i))?;
         }
@@ -697,7 +761,7 @@ mod tests {
     #[test]
     fn annotations_stay_absent_when_the_patch_leaves_them_empty() {
         let mut res = resources("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n");
-        let p = parse_patch("- op: add\n  path: /data\n  value: {a: b}\n").unwrap();
+        let p = parse_patch("patch.yaml", "- op: add\n  path: /data\n  value: {a: b}\n").unwrap();
         apply_patch(
             &mut res,
             &p,
@@ -714,35 +778,73 @@ mod tests {
     #[test]
     fn parse_classifies_json_and_smp() {
         assert!(matches!(
-            parse_patch("[{\"op\": \"remove\", \"path\": \"/a\"}]").unwrap(),
+            parse_patch("patch.yaml", "[{\"op\": \"remove\", \"path\": \"/a\"}]").unwrap(),
             ParsedPatch::Json6902(_)
         ));
         assert!(matches!(
-            parse_patch("- op: remove\n  path: /a\n").unwrap(),
+            parse_patch("patch.yaml", "- op: remove\n  path: /a\n").unwrap(),
             ParsedPatch::Json6902(_)
         ));
-        let ParsedPatch::StrategicMerge(docs) =
-            parse_patch("kind: A\nmetadata: {name: a}\n---\nkind: B\nmetadata: {name: b}\n")
-                .unwrap()
-        else {
+        let ParsedPatch::StrategicMerge(docs) = parse_patch(
+            "patch.yaml",
+            "kind: A\nmetadata: {name: a}\n---\nkind: B\nmetadata: {name: b}\n",
+        )
+        .unwrap() else {
             panic!()
         };
         assert_eq!(docs.len(), 2);
-        assert!(matches!(parse_patch("  \n"), Err(PatchError::PatchEmpty)));
         assert!(matches!(
-            parse_patch("just text"),
+            parse_patch("patch.yaml", "  \n"),
+            Err(PatchError::PatchEmpty)
+        ));
+        assert!(matches!(
+            parse_patch("patch.yaml", "just text"),
             Err(PatchError::PatchUnrecognized { document: 0, .. })
         ));
-        let err = parse_patch("- op: add\n  path: /a\n").unwrap_err();
+        let err = parse_patch("patch.yaml", "- op: add\n  path: /a\n").unwrap_err();
         assert!(
             matches!(err, PatchError::JsonPatchInvalid(e) if matches!(*e, Json6902Error::InvalidOperation { index: 0, .. }))
         );
     }
 
     #[test]
+    fn legacy_fields_take_one_kind_of_patch() {
+        let smp = "kind: A\nmetadata: {name: a}\n";
+        let ops = "- {op: remove, path: /a}\n";
+        assert!(parse_strategic_merge("p", smp).is_ok());
+        assert!(parse_json6902("p", ops).is_ok());
+        assert!(matches!(
+            parse_json6902("p", smp),
+            Err(PatchError::PatchKindUnexpected {
+                field: "patchesJson6902",
+                ..
+            })
+        ));
+        assert!(matches!(
+            parse_strategic_merge("p", ops),
+            Err(PatchError::PatchKindUnexpected {
+                field: "patchesStrategicMerge",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn json_patch_must_leave_a_map() {
+        let mut res = resources("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
+        let p = parse_patch("p", "- {op: replace, path: '', value: 5}").unwrap();
+        let t = selector(json!({"kind": "ConfigMap"}));
+        let err = apply_patch(&mut res, &p, Some(&t), &PatchOptions::default()).unwrap_err();
+        assert!(
+            matches!(err, PatchError::ResourceNotAnObject { .. }),
+            "{err:?}"
+        );
+    }
+
+    #[test]
     fn json_patch_without_target_is_an_error() {
         let mut res = resources("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n");
-        let p = parse_patch("- {op: remove, path: /metadata}").unwrap();
+        let p = parse_patch("patch.yaml", "- {op: remove, path: /metadata}").unwrap();
         assert!(matches!(
             apply_patch(&mut res, &p, None, &PatchOptions::default()),
             Err(PatchError::PatchTargetRequired)
@@ -754,7 +856,7 @@ mod tests {
     #[test]
     fn smp_without_target_matches_by_id_including_namespace() {
         let mut res = resources(TWO);
-        let p = parse_patch("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: prod}\nspec: {replicas: 3}\n").unwrap();
+        let p = parse_patch("patch.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: prod}\nspec: {replicas: 3}\n").unwrap();
         assert_eq!(
             apply_patch(&mut res, &p, None, &PatchOptions::default()).unwrap(),
             1
@@ -763,6 +865,7 @@ mod tests {
         // Absent namespace means `default`, so this patch misses `prod/d` (kubectl kustomize
         // v5.5.0 errors the same way).
         let p = parse_patch(
+            "patch.yaml",
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 2}\n",
         )
         .unwrap();
@@ -773,12 +876,13 @@ mod tests {
         );
         // So does another version of the same kind.
         let p = parse_patch(
+            "patch.yaml",
             "apiVersion: apps/v1beta2\nkind: Deployment\nmetadata: {name: d, namespace: prod}\n",
         )
         .unwrap();
         assert!(apply_patch(&mut res, &p, None, &PatchOptions::default()).is_err());
         // `default` explicitly equals absent.
-        let p = parse_patch("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata: {b: '2'}\n").unwrap();
+        let p = parse_patch("patch.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default}\ndata: {b: '2'}\n").unwrap();
         apply_patch(&mut res, &p, None, &PatchOptions::default()).unwrap();
         assert_eq!(res[0].value["data"], json!({"k": "1", "b": "2"}));
         assert!(res[0].value["metadata"].get("namespace").is_none());
@@ -787,9 +891,11 @@ mod tests {
     #[test]
     fn smp_with_target_ignores_patch_name_unless_allowed() {
         let mut res = resources(TWO);
-        let p =
-            parse_patch("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: zz}\ndata: {b: '2'}\n")
-                .unwrap();
+        let p = parse_patch(
+            "patch.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: zz}\ndata: {b: '2'}\n",
+        )
+        .unwrap();
         let t = selector(json!({"kind": "ConfigMap"}));
         apply_patch(&mut res, &p, Some(&t), &PatchOptions::default()).unwrap();
         assert_eq!(res[0].name(), "a");
@@ -806,7 +912,7 @@ mod tests {
     #[test]
     fn smp_keeps_kind_unless_allowed() {
         let mut res = resources(TWO);
-        let p = parse_patch("kind: Secret\nmetadata: {name: a}\n").unwrap();
+        let p = parse_patch("patch.yaml", "kind: Secret\nmetadata: {name: a}\n").unwrap();
         let t = selector(json!({"name": "a"}));
         apply_patch(&mut res, &p, Some(&t), &PatchOptions::default()).unwrap();
         assert_eq!(res[0].kind(), "ConfigMap");
@@ -826,9 +932,11 @@ mod tests {
     #[test]
     fn smp_delete_removes_the_resource() {
         let mut res = resources(TWO);
-        let p =
-            parse_patch("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n$patch: delete\n")
-                .unwrap();
+        let p = parse_patch(
+            "patch.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n$patch: delete\n",
+        )
+        .unwrap();
         assert_eq!(
             apply_patch(&mut res, &p, None, &PatchOptions::default()).unwrap(),
             1
@@ -838,8 +946,33 @@ mod tests {
     }
 
     #[test]
+    fn smp_documents_reselect_after_a_delete() {
+        let mut res = resources(&format!(
+            "{TWO}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b}}\n"
+        ));
+        // The first document deletes every ConfigMap; the second must not touch what moved
+        // into their slots (the Deployment).
+        let p = parse_patch(
+            "patch.yaml",
+            "kind: ConfigMap\nmetadata: {name: x}\n$patch: delete\n---\nkind: ConfigMap\nmetadata: {name: x}\ndata: {late: 'yes'}\n",
+        )
+        .unwrap();
+        let n = apply_patch(
+            &mut res,
+            &p,
+            Some(&selector(json!({"kind": "ConfigMap"}))),
+            &PatchOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(res.len(), 1);
+        assert_eq!(res[0].kind(), "Deployment");
+        assert!(res[0].value.get("data").is_none());
+    }
+
+    #[test]
     fn target_matching_nothing() {
-        let p = parse_patch("- {op: add, path: /data/q, value: '1'}").unwrap();
+        let p = parse_patch("patch.yaml", "- {op: add, path: /data/q, value: '1'}").unwrap();
         let mut res = resources(TWO);
         // kustomize: a kind-only or regex target may select nothing.
         for t in [
@@ -871,7 +1004,11 @@ mod tests {
         let mut res = resources(&format!(
             "{TWO}---\napiVersion: v1\nkind: ConfigMap\nmetadata: {{name: b, labels: {{app: x}}}}\n"
         ));
-        let p = parse_patch("- {op: add, path: /metadata/labels/patched, value: 'yes'}").unwrap();
+        let p = parse_patch(
+            "patch.yaml",
+            "- {op: add, path: /metadata/labels/patched, value: 'yes'}",
+        )
+        .unwrap();
         let n = apply_patch(
             &mut res,
             &p,
@@ -923,5 +1060,102 @@ mod tests {
             err.code().unwrap().to_string(),
             "kiln::kustomize::patch_target_missing"
         );
+    }
+
+    /// Runs a stored differential case that uses only `resources:` and patch fields through
+    /// this module, in kustomize's transformer order (patchesStrategicMerge, patches, then
+    /// patchesJson6902), and returns the resources.
+    /// A patch error as stored in a case's `expected-error.txt`: the code, then the message.
+    fn describe(e: PatchEntryError) -> String {
+        use miette::Diagnostic;
+        let code = e.code().map(|c| c.to_string()).unwrap_or_default();
+        format!("{code}\n{e}")
+    }
+
+    fn run_case(dir: &std::path::Path) -> Result<Vec<Resource>, String> {
+        let read = |f: &str| {
+            std::fs::read_to_string(dir.join("input").join(f)).map_err(|e| format!("{f}: {e}"))
+        };
+        let k = crate::yaml::parse_one("kustomization.yaml", &read("kustomization.yaml")?)
+            .map_err(|e| e.to_string())?;
+        let mut res = Vec::new();
+        for f in k["resources"].as_array().ok_or("no resources")? {
+            let f = f.as_str().ok_or("resource not a string")?;
+            for v in crate::yaml::parse_stream(f, &read(f)?).map_err(|e| e.to_string())? {
+                res.push(Resource::new(v, None));
+            }
+        }
+        let text_of = |src: PatchSource| -> Result<String, String> {
+            match src {
+                PatchSource::Path(p) => read(p),
+                PatchSource::Inline(t) => Ok(t.to_string()),
+            }
+        };
+        let none = PatchOptions::default();
+        if let Some(items) = k.get("patchesStrategicMerge") {
+            let items: Vec<PatchStrategicMerge> =
+                serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
+            for (i, item) in items.iter().enumerate() {
+                let wrap = |err: PatchError| describe(err.at("patchesStrategicMerge", i));
+                let p = parse_strategic_merge("psm", &text_of(item.source())?).map_err(wrap)?;
+                apply_patch(&mut res, &p, None, &none).map_err(wrap)?;
+            }
+        }
+        for field in ["patches", "patchesJson6902"] {
+            let Some(items) = k.get(field) else { continue };
+            let items: Vec<PatchEntry> =
+                serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
+            for (i, e) in items.iter().enumerate() {
+                let wrap = |err: PatchError| describe(err.at(field, i));
+                let text = text_of(e.source().map_err(wrap)?)?;
+                let p = if field == "patches" {
+                    parse_patch(field, &text)
+                } else {
+                    parse_json6902(field, &text)
+                };
+                let p = p.map_err(wrap)?;
+                apply_patch(&mut res, &p, e.target.as_ref(), &e.options).map_err(wrap)?;
+            }
+        }
+        Ok(res)
+    }
+
+    #[test]
+    fn stored_patch_cases_match_expected() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kustomize");
+        let mut names: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| {
+                n.starts_with('p')
+                    || ["k04", "k08", "k09", "k10"]
+                        .iter()
+                        .any(|k| n.starts_with(k))
+            })
+            .collect();
+        names.sort();
+        assert!(names.len() >= 25, "cases found: {names:?}");
+        for name in names {
+            let dir = root.join(&name);
+            if let Ok(want) = std::fs::read_to_string(dir.join("expected-error.txt")) {
+                let err = run_case(&dir)
+                    .err()
+                    .unwrap_or_else(|| panic!("{name}: no error"));
+                assert_eq!(err, want.trim_end(), "{name}: error");
+                continue;
+            }
+            let got = run_case(&dir).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let expected = std::fs::read_to_string(dir.join("expected.yaml")).unwrap();
+            let want = yaml_docs(&expected);
+            assert_eq!(got.len(), want.len(), "{name}: resource count");
+            for w in &want {
+                let wid = Resource::new(w.clone(), None).id();
+                let g = got
+                    .iter()
+                    .find(|r| r.id() == wid)
+                    .unwrap_or_else(|| panic!("{name}: missing {wid}"));
+                assert_eq!(&g.value, w, "{name}: resource {wid}");
+            }
+        }
     }
 }

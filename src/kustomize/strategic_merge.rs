@@ -12,7 +12,8 @@
 //!   every list of a kind without schema, are replaced; scalar lists tagged `merge`
 //!   (`metadata.finalizers`) merge as sets;
 //! - directives: `$patch: replace|merge|delete` on maps, `$patch: delete` and a lone
-//!   `{$patch: replace}` item in lists, `$retainKeys`, `$deleteFromPrimitiveList/<field>`,
+//!   `{$patch: replace}` item in lists (an item with more fields beside it is rejected: see
+//!   `merge_list`), `$retainKeys`, `$deleteFromPrimitiveList/<field>`,
 //!   `$setElementOrder/<field>`; directives never reach the output;
 //! - order of merged lists follows apimachinery (`normalizeElementOrder` +
 //!   `mergeSortedSlice`): items the patch names come in patch order, items only in the
@@ -27,6 +28,7 @@
 //!
 //! Invariant: on success the original holds no directive keys that came from the patch.
 
+#![warn(missing_docs)]
 use super::json6902::json_equal;
 use super::merge_keys::{ListMeta, PatchSchema};
 use miette::Diagnostic;
@@ -34,8 +36,9 @@ use serde_json::{Map, Value};
 use thiserror::Error;
 
 /// Why a strategic merge patch does not apply. `path` is a dotted field path from the object
-/// root (`spec.template.spec.containers`).
+/// root (`spec.template.spec.containers`); `item` a 0-based index in the patch's list.
 #[derive(Debug, Clone, PartialEq, Error, Diagnostic)]
+#[allow(missing_docs)] // fields: see the enum docs
 pub enum SmpError {
     /// `$patch` has a value other than `replace`, `merge` or `delete`.
     #[error("unknown strategic merge directive `$patch: {value}` at `{path}`")]
@@ -332,6 +335,21 @@ fn merge_list(
     // apimachinery `mergeSliceWithSpecialElements`: a `{$patch: replace}` item replaces the
     // list with the other items.
     let is_replace = |v: &Value| v.get(PATCH).and_then(Value::as_str) == Some("replace");
+    // An item with other fields besides `$patch: replace` reads like "replace this item", but
+    // apimachinery empties the list of it and kyaml ignores the item: neither is what the
+    // author meant, so kiln rejects it.
+    if let Some(i) = patch
+        .iter()
+        .position(|v| is_replace(v) && v.as_object().is_some_and(|m| m.len() > 1))
+    {
+        return Err(SmpError::MalformedDirective {
+            path: ctx.dotted(),
+            directive: format!("{PATCH}: replace"),
+            reason: format!(
+                "item {i} has other fields; in a list, `- $patch: replace` stands alone and replaces the whole list"
+            ),
+        });
+    }
     if patch.iter().any(is_replace) {
         let rest: Vec<Value> = patch.iter().filter(|v| !is_replace(v)).cloned().collect();
         orig.clear();
@@ -647,6 +665,18 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out, json!({"spec": {"selector": {"a": "b", "c": "d"}}}));
+    }
+
+    #[test]
+    fn replace_directive_with_fields_in_a_list_item_is_rejected() {
+        let orig = pod(json!({"containers": [{"name": "c", "image": "old"}]}));
+        let patch =
+            pod(json!({"containers": [{"name": "c", "image": "new", "$patch": "replace"}]}));
+        let e = smp(POD, orig, patch).unwrap_err();
+        assert!(
+            matches!(&e, SmpError::MalformedDirective { path, .. } if path == "spec.containers"),
+            "{e:?}"
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! match the original *or* the current id); label syntax from apimachinery
 //! `pkg/labels/selector.go`. Invariant: a compiled selector never fails to evaluate.
 
+#![warn(missing_docs)]
 use crate::resource::Resource;
 use miette::Diagnostic;
 use regex::Regex;
@@ -21,14 +22,19 @@ use thiserror::Error;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Selector {
+    /// API group regex (`apps`); empty or absent means any, including the core group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// API version regex (`v1`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
+    /// Kind regex (`Deployment`, `ConfigMap|Secret`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// Name regex, matched against the current and the original name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Namespace regex; an object without namespace counts as `default`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Kubernetes label selector, e.g. `app=web,tier in (front,back),!canary`.
@@ -41,6 +47,7 @@ pub struct Selector {
 
 /// Why a selector cannot be compiled.
 #[derive(Debug, Clone, PartialEq, Error, Diagnostic)]
+#[allow(missing_docs)] // fields: the selector field, its text and the parser's reason
 pub enum SelectorError {
     /// A group/version/kind/name/namespace field is not a valid regular expression.
     #[error("target `{field}` `{pattern}` is not a valid regular expression: {reason}")]
@@ -169,19 +176,19 @@ pub struct CompiledSelector {
 
 impl CompiledSelector {
     /// Whether `res` is selected. As kustomize `resWrangler.Select`: name and namespace may
-    /// match either the current or the original (pre-rename) value; an absent namespace counts
-    /// as `default`; labels and annotations are read from `metadata`.
+    /// match either the current or the original (pre-rename) value; namespaces compare as
+    /// [`effective_namespace`]; labels and annotations are read from `metadata`.
     pub fn matches(&self, res: &Resource) -> bool {
         let is = |re: &Option<Regex>, s: &str| re.as_ref().is_none_or(|r| r.is_match(s));
         // The original id is the oldest recorded name, see `BuildMeta::previous_names`.
         let original = res.meta.previous_names.first();
-        let effective_ns = |ns: Option<&str>| -> String {
-            ns.filter(|s| !s.is_empty())
-                .unwrap_or("default")
-                .to_string()
+        let ns_is = |ns: Option<&str>| {
+            is(
+                &self.namespace,
+                effective_namespace(res.group(), res.kind(), ns),
+            )
         };
-        let ns_ok = is(&self.namespace, &effective_ns(res.namespace()))
-            || original.is_some_and(|(ns, _)| is(&self.namespace, &effective_ns(ns.as_deref())));
+        let ns_ok = ns_is(res.namespace()) || original.is_some_and(|(ns, _)| ns_is(ns.as_deref()));
         let name_ok =
             is(&self.name, res.name()) || original.is_some_and(|(_, n)| is(&self.name, n));
         ns_ok
@@ -198,6 +205,56 @@ impl CompiledSelector {
                 .as_ref()
                 .is_none_or(|s| s.matches(|k| string_at(res, "annotations", k)))
     }
+}
+
+/// kustomize's `resid.TotallyNotANamespace`: the namespace cluster-scoped objects compare as.
+pub const NOT_A_NAMESPACE: &str = "_non_namespaceable_";
+
+/// Built-in cluster-scoped kinds (group, kind), from the Kubernetes API. Custom resources are
+/// taken as namespaced, as kustomize does for kinds its OpenAPI data does not know.
+const CLUSTER_SCOPED: &[(&str, &str)] = &[
+    ("", "Namespace"),
+    ("", "Node"),
+    ("", "PersistentVolume"),
+    ("", "ComponentStatus"),
+    ("rbac.authorization.k8s.io", "ClusterRole"),
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
+    ("apiextensions.k8s.io", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io", "APIService"),
+    (
+        "admissionregistration.k8s.io",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingWebhookConfiguration",
+    ),
+    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
+    (
+        "admissionregistration.k8s.io",
+        "ValidatingAdmissionPolicyBinding",
+    ),
+    ("storage.k8s.io", "StorageClass"),
+    ("storage.k8s.io", "CSIDriver"),
+    ("storage.k8s.io", "CSINode"),
+    ("storage.k8s.io", "VolumeAttachment"),
+    ("scheduling.k8s.io", "PriorityClass"),
+    ("node.k8s.io", "RuntimeClass"),
+    ("networking.k8s.io", "IngressClass"),
+    ("policy", "PodSecurityPolicy"),
+    ("certificates.k8s.io", "CertificateSigningRequest"),
+    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
+    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
+];
+
+/// The namespace an object compares as (kustomize `ResId.EffectiveNamespace`):
+/// [`NOT_A_NAMESPACE`] for built-in cluster-scoped kinds, `default` when absent or empty,
+/// otherwise the namespace itself.
+pub fn effective_namespace<'a>(group: &str, kind: &str, namespace: Option<&'a str>) -> &'a str {
+    if CLUSTER_SCOPED.contains(&(group, kind)) {
+        return NOT_A_NAMESPACE;
+    }
+    namespace.filter(|s| !s.is_empty()).unwrap_or("default")
 }
 
 fn string_at<'a>(res: &'a Resource, field: &str, key: &str) -> Option<&'a str> {
@@ -217,6 +274,7 @@ pub enum Requirement {
     NotIn(String, Vec<String>),
     /// `key>n` / `key<n` (apimachinery `gt`/`lt`): the value parses as an integer and compares.
     Gt(String, i64),
+    /// `key<n`.
     Lt(String, i64),
 }
 
@@ -224,6 +282,7 @@ pub enum Requirement {
 /// everything (apimachinery `labels.Everything()`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LabelSelector {
+    /// Requirements in the order written.
     pub requirements: Vec<Requirement>,
 }
 
@@ -440,6 +499,31 @@ mod tests {
         assert!(!sel(json!({"kind": "Deploy"})).matches(&d));
         assert!(sel(json!({"namespace": "default"})).matches(&d));
         assert!(!sel(json!({"namespace": "prod"})).matches(&d));
+    }
+
+    // kubectl kustomize v5.5.0: `namespace: default` selects a ConfigMap and a custom resource
+    // without namespace, but not a ClusterRole.
+    #[test]
+    fn cluster_scoped_kinds_are_not_in_default() {
+        let c = Selector {
+            namespace: Some("default".into()),
+            ..Default::default()
+        }
+        .compile()
+        .unwrap();
+        let cr = res(
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}}),
+        );
+        let widget = res(
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}),
+        );
+        assert!(!c.matches(&cr));
+        assert!(c.matches(&widget));
+        assert_eq!(
+            effective_namespace("", "Namespace", Some("x")),
+            NOT_A_NAMESPACE
+        );
+        assert_eq!(effective_namespace("", "ConfigMap", Some("")), "default");
     }
 
     #[test]
