@@ -33,12 +33,16 @@ pub type FileReader<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct GeneratorOptions {
     /// Labels added to generated objects.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub labels: BTreeMap<String, String>,
     /// Annotations added to generated objects.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     /// Do not append the content hash to the name.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub disable_name_suffix_hash: bool,
     /// Set `immutable: true`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub immutable: bool,
 }
 
@@ -70,18 +74,29 @@ impl GeneratorOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ConfigMapArgs {
+    /// Object name before prefix, suffix and hash (required).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// `metadata.namespace` of the generated object (also narrows merge/replace targets).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
     /// `create` (default), `merge` or `replace`.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub behavior: String,
     /// `KEY=VALUE`; a value wrapped in matching `"` or `'` loses them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub literals: Vec<String>,
     /// `path` (key = file name) or `key=path`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
     /// Env files (`KEY=VALUE` lines).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub envs: Vec<String>,
-    /// Legacy single env file, read before `envs`.
+    /// Legacy single env file, read after `envs`.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub env: String,
+    /// Per-entry options; `generatorOptions` fills in what they leave out.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<GeneratorOptions>,
 }
 
@@ -89,23 +104,44 @@ pub struct ConfigMapArgs {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct SecretArgs {
+    /// Object name before prefix, suffix and hash (required).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub name: String,
+    /// `metadata.namespace` of the generated object (also narrows merge/replace targets).
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub namespace: String,
+    /// As [`ConfigMapArgs::behavior`].
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub behavior: String,
+    /// As [`ConfigMapArgs::literals`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub literals: Vec<String>,
+    /// As [`ConfigMapArgs::files`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<String>,
+    /// As [`ConfigMapArgs::envs`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub envs: Vec<String>,
+    /// As [`ConfigMapArgs::env`].
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub env: String,
+    /// Secret `type`; empty means `Opaque`.
     #[serde(rename = "type")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub secret_type: String,
+    /// Per-entry options; `generatorOptions` fills in what they leave out.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub options: Option<GeneratorOptions>,
 }
 
 /// Generator `behavior`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Behavior {
+    /// Make a new object; an existing one with the same id is an error.
     Create,
+    /// Merge data, labels and annotations into the existing object.
     Merge,
+    /// Replace the existing object's body, keeping its identity and merging metadata.
     Replace,
 }
 
@@ -257,7 +293,9 @@ pub enum GeneratorError {
     )]
     #[diagnostic(
         code(kiln::kustomize::generator_target_ambiguous),
-        help("set `namespace` on the generator entry to pick one object")
+        help(
+            "several objects were once called `{name}` in this namespace; rename one of them first"
+        )
     )]
     TargetAmbiguous {
         kind: String,
@@ -363,9 +401,9 @@ pub fn generate_secret(
         .into_iter()
         .map(|(k, v)| (k, Value::String(encode_base64(&v))))
         .collect();
-    if !data.is_empty() {
-        obj.insert("data".into(), Value::Object(data));
-    }
+    // Unlike a ConfigMap, a Secret always gets `data`, `{}` when empty (kubectl kustomize
+    // prints `data: {}` and hashes `"data":{}`).
+    obj.insert("data".into(), Value::Object(data));
     let ty = if args.secret_type.is_empty() {
         "Opaque"
     } else {
@@ -428,16 +466,19 @@ fn finish(obj: Map<String, Value>, opts: &GeneratorOptions, behavior: Behavior) 
     res
 }
 
-/// Loads key/value pairs in kustomize's order — env files (`env`, then `envs`), literals,
-/// files — rejecting a repeated key. Values are raw bytes (files may be binary).
+/// Loads key/value pairs in kustomize's order — env files (`envs`, then the legacy `env`,
+/// which kustomize's `FixKustomization` appends to `envs`), literals, files — rejecting a
+/// repeated key. Values are raw bytes (files may be binary).
 fn load_pairs(
     src: &Sources<'_>,
     read: FileReader<'_>,
 ) -> Result<Vec<(String, Vec<u8>)>, GeneratorError> {
     let mut pairs: Vec<(String, Vec<u8>)> = Vec::new();
-    let env_files = std::iter::once(("env", src.env))
-        .filter(|(_, p)| !p.is_empty())
-        .chain(src.envs.iter().map(|p| ("envs", p.as_str())));
+    let env_files = src
+        .envs
+        .iter()
+        .map(|p| ("envs", p.as_str()))
+        .chain(std::iter::once(("env", src.env)).filter(|(_, p)| !p.is_empty()));
     for (field, path) in env_files {
         let content = read_file(src, field, path, read)?;
         let lines =
@@ -634,8 +675,9 @@ pub fn absorb_generated(
 /// Folds one generated object into `resources` according to its `meta.generator_behavior`
 /// (kustomize's `appendReplaceOrMerge`):
 /// - the target is the object whose current or any previous id equals the generated one
-///   (same apiVersion, kind, name; namespaces equal with absent = `default`); if none, the
-///   namespace is ignored;
+///   (same apiVersion, kind, name; namespaces equal with absent = `default`) — so an overlay
+///   generator without `namespace` still finds a base object that the base's `namespace:`
+///   moved, through its previous id;
 /// - no target: `create` appends, `merge`/`replace` fail with [`GeneratorError::TargetMissing`];
 /// - one target: `create` fails with [`GeneratorError::TargetExists`]; `merge` and `replace`
 ///   put the generated object in the target's place, keeping the target's name, namespace,
@@ -653,25 +695,21 @@ pub fn absorb_one(
         _ => Behavior::Create,
     };
     let gid = generated.id();
-    let any_id_matches = |r: &Resource, with_ns: bool| {
+    // Current and previous ids count (a base may already have renamed or moved the object);
+    // the namespace must match — kubectl kustomize v5.5 has no namespace-blind fallback.
+    let any_id_matches = |r: &Resource| {
         let same_type = r.api_version() == generated.api_version() && r.kind() == gid.kind;
         let ids = std::iter::once((r.namespace().map(str::to_string), r.name().to_string()))
             .chain(r.meta.previous_names.iter().cloned());
         same_type
             && ids.into_iter().any(|(ns, name)| {
                 name == gid.name
-                    && (!with_ns
-                        || effective_ns(ns.as_deref()) == effective_ns(gid.namespace.as_deref()))
+                    && effective_ns(ns.as_deref()) == effective_ns(gid.namespace.as_deref())
             })
     };
-    let mut matches: Vec<usize> = (0..resources.len())
-        .filter(|&i| any_id_matches(&resources[i], true))
+    let matches: Vec<usize> = (0..resources.len())
+        .filter(|&i| any_id_matches(&resources[i]))
         .collect();
-    if matches.is_empty() {
-        matches = (0..resources.len())
-            .filter(|&i| any_id_matches(&resources[i], false))
-            .collect();
-    }
     match (matches.as_slice(), behavior) {
         ([], Behavior::Create) => {
             resources.push(generated);
@@ -881,7 +919,7 @@ mod tests {
 
     #[test]
     fn files_envs_binary_and_options() {
-        // Checked against kubectl kustomize (see /tmp experiments in the report): names
+        // Names checked against kubectl kustomize v5.5.0 on the same input:
         // envs-t99dt8b978, bin-9247c92m6f, s-td2b65gdb7, s2-t9d76m777g.
         let read = files(&[
             (
@@ -930,6 +968,24 @@ mod tests {
         assert_eq!(out[3].value["type"], json!("kubernetes.io/tls"));
         assert_eq!(out[4].value["data"], json!({"bin.dat": "AAH/"}));
         assert_eq!(out[4].value["type"], json!("Opaque"));
+    }
+
+    #[test]
+    fn args_serialize_only_what_is_set() {
+        let args =
+            cm_args(json!({"name": "x", "literals": ["a=1"], "options": {"immutable": true}}));
+        let v = serde_json::to_value(&args).unwrap();
+        assert_eq!(
+            v,
+            json!({"name": "x", "literals": ["a=1"], "options": {"immutable": true}})
+        );
+        assert_eq!(cm_args(v), args);
+        let sec: SecretArgs =
+            serde_json::from_value(json!({"name": "s", "type": "kubernetes.io/tls"})).unwrap();
+        assert_eq!(
+            serde_json::to_value(&sec).unwrap(),
+            json!({"name": "s", "type": "kubernetes.io/tls"})
+        );
     }
 
     #[test]
@@ -1003,11 +1059,16 @@ mod tests {
     }
 
     #[test]
-    fn empty_generator_has_no_data_field() {
-        let mut out = generate(&[cm_args(json!({"name": "x"}))], &[], None, &no_files).unwrap();
+    fn empty_generators_configmap_without_data_secret_with_empty_data() {
+        let secret: SecretArgs = serde_json::from_value(json!({"name": "empty-secret"})).unwrap();
+        let mut out =
+            generate(&[cm_args(json!({"name": "x"}))], &[secret], None, &no_files).unwrap();
         assert!(out[0].value.get("data").is_none());
+        assert_eq!(out[1].value["data"], json!({}));
         hash::apply_hash_suffixes(&mut out).unwrap();
+        // kubectl kustomize v5.5.0 (case n22).
         assert_eq!(out[0].name(), "x-6ct58987ht");
+        assert_eq!(out[1].name(), "empty-secret-46f8b28mk5");
     }
 
     fn gen_cm(args: Value) -> Resource {
@@ -1069,12 +1130,18 @@ mod tests {
     }
 
     #[test]
-    fn merge_into_plain_resource_matches_by_previous_name_and_ignores_namespace_as_fallback() {
+    fn merge_into_plain_resource_matches_by_previous_id() {
         let mut plain = Resource::new(
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "base-cm", "namespace": "x", "labels": {"x": "y"}}, "data": {"a": "1"}}),
             None,
         );
+        // The base renamed it (prefix) after moving it (namespace): previous ids (None, cm)
+        // and (x, cm).
         plain.meta.previous_names.push((None, "cm".into()));
+        plain
+            .meta
+            .previous_names
+            .push((Some("x".into()), "cm".into()));
         let mut rs = vec![plain];
         absorb_one(
             &mut rs,
@@ -1102,24 +1169,30 @@ mod tests {
         assert!(
             matches!(e, GeneratorError::TargetMissing { ref behavior, .. } if behavior == "merge")
         );
-        // A namespace mismatch alone is forgiven (second, namespace-blind lookup)...
-        absorb_one(
+        // The namespace must match (kubectl kustomize v5.5: "does not exist; cannot merge")...
+        let e = absorb_one(
             &mut rs,
             gen_cm(json!({"name": "cm", "namespace": "other", "behavior": "merge"})),
         )
-        .unwrap();
-        assert_eq!(rs.len(), 1);
-        // ...but two candidates make it ambiguous.
-        rs.push(gen_cm(json!({"name": "cm", "namespace": "a"})));
-        rs.push(gen_cm(json!({"name": "cm", "namespace": "b"})));
-        let e = absorb_one(
-            &mut rs,
-            gen_cm(json!({"name": "cm", "namespace": "c", "behavior": "merge"})),
-        )
         .unwrap_err();
+        assert!(matches!(e, GeneratorError::TargetMissing { .. }));
+        // ...so `create` in another namespace is a new object, and `default` equals absent.
+        absorb_one(&mut rs, gen_cm(json!({"name": "cm", "namespace": "other"}))).unwrap();
+        absorb_one(
+            &mut rs,
+            gen_cm(json!({"name": "cm", "namespace": "default", "behavior": "merge"})),
+        )
+        .unwrap();
+        assert_eq!(rs.len(), 2);
+        // Two objects sharing one id (e.g. an earlier rename made them collide) are ambiguous.
+        let mut twin = gen_cm(json!({"name": "renamed"}));
+        twin.meta.previous_names.push((None, "cm".into()));
+        rs.push(twin);
+        let e =
+            absorb_one(&mut rs, gen_cm(json!({"name": "cm", "behavior": "merge"}))).unwrap_err();
         assert!(matches!(
             e,
-            GeneratorError::TargetAmbiguous { count: 3, .. }
+            GeneratorError::TargetAmbiguous { count: 2, .. }
         ));
         // A secret never merges into a ConfigMap of the same name.
         let sec = generate_secret(

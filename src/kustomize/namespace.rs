@@ -38,7 +38,7 @@ pub enum NamespaceError {
     #[diagnostic(
         code(kiln::kustomize::namespace_id_conflict),
         help(
-            "the objects differed only by namespace; rename one of them or build them separately"
+            "the objects differed only by namespace, or are Namespace objects (each is renamed to the target); remove or rename one"
         )
     )]
     IdConflict { namespace: String, id: String },
@@ -72,6 +72,7 @@ pub enum RoleBindingSubjects {
 /// `NamespaceTransformer` plugin form can set the others).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NamespaceOptions {
+    /// The target namespace; empty means "do nothing".
     pub namespace: String,
     /// Only fill namespaces that are absent or empty (`unsetOnly`).
     pub unset_only: bool,
@@ -79,8 +80,8 @@ pub struct NamespaceOptions {
 }
 
 /// Built-in cluster-scoped kinds, by API group and kind: those of kustomize's built-in
-/// OpenAPI data (`kyaml/openapi` precomputed scope table) plus the review/virtual kinds
-/// that are cluster-scoped in Kubernetes.
+/// OpenAPI data (`kyaml/openapi` precomputed scope table), plus the review kinds and the
+/// cluster-scoped kinds Kubernetes added after that data was generated.
 const BUILTIN_CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("", "ComponentStatus"),
     ("", "Namespace"),
@@ -184,9 +185,14 @@ pub const WELL_KNOWN_CLUSTER_SCOPED_CUSTOM: &[(&str, &str)] = &[
 ];
 
 /// Whether objects of `group` (`""` for core) and `kind` are cluster-scoped: the built-in
-/// Kubernetes kinds kustomize knows, plus [`WELL_KNOWN_CLUSTER_SCOPED_CUSTOM`]. Unknown kinds
-/// are namespaced, as in kustomize. The version is ignored (kustomize looks up the exact
-/// apiVersion; no real cluster-scoped kind changed scope between versions).
+/// Kubernetes kinds, plus [`WELL_KNOWN_CLUSTER_SCOPED_CUSTOM`]. Unknown kinds are namespaced,
+/// as in kustomize.
+///
+/// Divergence (cases n25, n27): kustomize looks scope up in its built-in OpenAPI data by exact
+/// apiVersion, so kinds newer than that data (ValidatingAdmissionPolicy, FlowSchema `v1`,
+/// VolumeAttributesClass, …), unusual versions (`rbac.authorization.k8s.io/v1alpha1`
+/// ClusterRole) and cluster-scoped CRDs count as namespaced there and get a namespace. kiln
+/// keys by group and kind and keeps them cluster-scoped, as the API server does.
 pub fn is_cluster_scoped(group: &str, kind: &str) -> bool {
     BUILTIN_CLUSTER_SCOPED
         .iter()
@@ -533,6 +539,23 @@ mod tests {
         apply_namespace_with(&mut rs, &opts).unwrap();
         assert_eq!(rs[0].namespace(), Some("keep"));
         assert_eq!(rs[1].namespace(), Some("n"));
+    }
+
+    #[test]
+    fn two_namespace_objects_collide() {
+        // kubectl kustomize: "namespace transformation produces ID conflict".
+        let mut rs = vec![
+            res(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a"}})),
+            res(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "b"}})),
+        ];
+        let e = apply_namespace(&mut rs, "x").unwrap_err();
+        assert_eq!(
+            e,
+            NamespaceError::IdConflict {
+                namespace: "x".into(),
+                id: "Namespace/x".into()
+            }
+        );
     }
 
     #[test]
