@@ -144,8 +144,11 @@ fn visit(value: &mut Value, segs: &[&str], create: bool, f: &mut dyn FnMut(&mut 
         Value::Array(items) => items.iter_mut().map(|it| visit(it, segs, create, f)).sum(),
         Value::Object(map) => {
             let key = first.trim_end_matches("[]");
+            // A segment marked `[]` names a list, which kustomize never creates (a StatefulSet
+            // without `volumeClaimTemplates` does not get one from commonLabels).
+            let creatable = create && !first.ends_with("[]");
             if !map.contains_key(key) {
-                if !create {
+                if !creatable {
                     return 0;
                 }
                 let fresh = if rest.is_empty() {
@@ -157,7 +160,7 @@ fn visit(value: &mut Value, segs: &[&str], create: bool, f: &mut dyn FnMut(&mut 
             }
             let child = map.get_mut(key).expect("present");
             if child.is_null() && !rest.is_empty() {
-                if !create {
+                if !creatable {
                     return 0;
                 }
                 *child = Value::Object(Map::new());
@@ -186,6 +189,12 @@ mod tests {
         FieldSpec::any("spec/selector/matchLabels", true)
             .visit_mut(&mut v, &mut |x| *x = json!({"a": "b"}));
         assert_eq!(v["spec"]["selector"]["matchLabels"]["a"], "b");
+
+        let mut v = json!({"spec": {}});
+        let n = FieldSpec::any("spec/volumeClaimTemplates[]/metadata/labels", true)
+            .visit_mut(&mut v, &mut |_| {});
+        assert_eq!(n, 0);
+        assert_eq!(v, json!({"spec": {}}));
 
         let mut v = json!({"metadata": {}});
         let n = FieldSpec::any("spec/selector", false).visit_mut(&mut v, &mut |_| {});

@@ -73,6 +73,15 @@ impl ImageRef {
         }
     }
 
+    /// The repository URL a Kargo Warehouse subscribes to: [`ImageRef::name`], i.e. the
+    /// reference without tag and digest, keeping the registry port and every path segment
+    /// (`harbor.example.test/library/ui` keeps `library/`; `redis` stays `redis`, since
+    /// expanding it to `docker.io/library/redis` would stop kustomize's `images:` from
+    /// matching the manifests).
+    pub fn repo_url(&self) -> &str {
+        &self.name
+    }
+
     /// The registry host (with port) when the first path segment names one, by the Docker
     /// reference rule: it contains `.` or `:`, or is `localhost`. `None` for `redis` or
     /// `team/api`.
@@ -181,5 +190,29 @@ mod tests {
         assert_eq!(r.registry(), None);
         assert_eq!(r.repository(), "team/api");
         assert_eq!(ImageRef::parse("localhost/x").registry(), Some("localhost"));
+    }
+
+    /// The pinned references of shared case g02 and the Warehouse repoURLs they must give.
+    #[test]
+    fn kargo_repo_urls_of_case_g02() {
+        let cases = [
+            (
+                "registry.local:5000/team/api:1.4.2",
+                "registry.local:5000/team/api",
+            ),
+            ("localhost:5000/worker@sha256:aa", "localhost:5000/worker"),
+            (
+                "ghcr.io/example-org/web:2.0.0@sha256:bb",
+                "ghcr.io/example-org/web",
+            ),
+            (
+                "harbor.example.test/library/ui:3.1.0",
+                "harbor.example.test/library/ui",
+            ),
+            ("redis:7.2", "redis"),
+        ];
+        for (image, url) in cases {
+            assert_eq!(ImageRef::parse(image).repo_url(), url, "{image}");
+        }
     }
 }

@@ -44,6 +44,22 @@ pub struct Image {
     pub tag_suffix: String,
 }
 
+impl Image {
+    /// The `images:` entry that pins `image` (for an emitted kustomization.yaml, e.g. the one
+    /// Kargo's `kustomize-set-image` updates): `name` is the reference without tag and digest,
+    /// `newTag` and `digest` are its tag and digest when present. Applying the entry to a
+    /// manifest that uses the same name renders exactly `image` again.
+    pub fn pin(image: &ImageRef) -> Image {
+        Image {
+            name: image.name.clone(),
+            new_name: String::new(),
+            new_tag: image.tag.clone().unwrap_or_default(),
+            digest: image.digest.clone().unwrap_or_default(),
+            tag_suffix: String::new(),
+        }
+    }
+}
+
 /// kustomize's default `images` field specs (api/konfig/builtinpluginconsts/images.go).
 /// kustomize marks them `create: true`, but nothing is ever created through the `[]` lists
 /// (verified against v5.5: a Pod without `initContainers` stays without), so they are
@@ -324,6 +340,30 @@ mod tests {
         };
         apply_images(&mut rs, &[entry("busybox", "", "2", "")], &[extra]);
         assert_eq!(rs[0].value["spec"]["runner"]["image"], "busybox:2");
+    }
+
+    #[test]
+    fn pin_renders_the_pinned_reference() {
+        let pinned = [
+            "registry.local:5000/team/api:1.4.2",
+            "localhost:5000/worker@sha256:aa",
+            "ghcr.io/example-org/web:2.0.0@sha256:bb",
+            "redis:7.2",
+        ];
+        let mut rs = vec![pod(&[
+            "registry.local:5000/team/api:0.1",
+            "localhost:5000/worker:stable",
+            "ghcr.io/example-org/web",
+            "redis",
+        ])];
+        let entries: Vec<Image> = pinned
+            .iter()
+            .map(|p| Image::pin(&ImageRef::parse(p)))
+            .collect();
+        assert_eq!(entries[1].new_tag, "");
+        assert_eq!(entries[1].digest, "sha256:aa");
+        apply_images(&mut rs, &entries, &[]);
+        assert_eq!(images_of(&rs[0]), pinned);
     }
 
     #[test]

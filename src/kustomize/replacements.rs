@@ -22,7 +22,7 @@
 //! Invariant: resources are only changed at the selected target fields; on error, earlier
 //! replacements of the same call may already have been applied (the build stops anyway).
 
-use crate::resource::{ResId, Resource};
+use crate::resource::Resource;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -251,6 +251,15 @@ pub enum ReplacementError {
         target_type: &'static str,
     },
 
+    #[error("replacement left {resource} without a `metadata.name`")]
+    #[diagnostic(
+        code(kiln::kustomize::replacement_name_removed),
+        help(
+            "the value copied into `metadata.name` is not a non-empty string; check the source `fieldPath`"
+        )
+    )]
+    NameRemoved { resource: String },
+
     #[error("invalid replacement in `{path}`: {reason}")]
     #[diagnostic(
         code(kiln::kustomize::replacement_file_invalid),
@@ -340,21 +349,19 @@ impl IdSelector {
         if !gvk_ok {
             return false;
         }
-        let mut candidates: Vec<(Option<String>, String)> =
-            vec![(id.namespace.clone(), id.name.clone())];
-        candidates.extend(res.meta.previous_names.iter().cloned());
-        candidates.into_iter().any(|(ns, name)| {
-            let probe = ResId {
-                namespace: ns,
-                name,
-                ..id.clone()
-            };
-            let wanted = ResId {
-                namespace: Some(self.namespace.clone()),
-                ..probe.clone()
-            };
-            (self.name.is_empty() || self.name == probe.name)
-                && (self.namespace.is_empty() || wanted.same_namespace(&probe))
+        // kustomize's `IsNsEquals`: an absent namespace is `default`.
+        fn effective(ns: Option<&str>) -> &str {
+            ns.filter(|n| !n.is_empty()).unwrap_or("default")
+        }
+        let current = (id.namespace.as_deref(), id.name.as_str());
+        let earlier = res
+            .meta
+            .previous_names
+            .iter()
+            .map(|(ns, name)| (ns.as_deref(), name.as_str()));
+        std::iter::once(current).chain(earlier).any(|(ns, name)| {
+            (self.name.is_empty() || self.name == name)
+                && (self.namespace.is_empty() || effective(Some(&self.namespace)) == effective(ns))
         })
     }
 
@@ -489,8 +496,14 @@ fn apply_target(
         if rejected_by_meta || rejected_by_id || !select.id.selects(res) {
             continue;
         }
+        let before = res.id().to_string();
         for fp in field_paths {
             copy_to_target(res, value, fp, &options)?;
+        }
+        // kustomize rebuilds its resource map after the filter and fails on an object left
+        // without a name (a map or list copied into `metadata.name` leaves `""`).
+        if res.name().is_empty() {
+            return Err(ReplacementError::NameRemoved { resource: before });
         }
     }
     Ok(())
@@ -538,7 +551,14 @@ fn set_field(
 ) -> Result<(), ReplacementError> {
     let mut value = value.clone();
     if !options.delimiter.is_empty() {
-        let Some(current) = scalar_text(field) else {
+        // kyaml creates the missing field with the *value's* node kind, so a created field
+        // is a map or list (and the delimiter an error) when the value is one.
+        let current = if created {
+            scalar_text(&value).map(|_| String::new())
+        } else {
+            scalar_text(field)
+        };
+        let Some(current) = current else {
             return Err(ReplacementError::DelimiterOnNonScalar {
                 field_path: field_path.to_string(),
                 resource: resource.to_string(),
@@ -1051,6 +1071,17 @@ mod tests {
                 json!({"source": {"kind": "Service"}, "targets": []}),
                 "replacement_incomplete",
             ),
+            (
+                json!({"source": {"kind": "Service", "fieldPath": "metadata.labels"},
+                       "targets": [{"select": {"kind": "ConfigMap"}, "fieldPaths": ["data.NEW"],
+                                    "options": {"create": true, "delimiter": "/"}}]}),
+                "replacement_delimiter_on_non_scalar",
+            ),
+            (
+                json!({"source": {"kind": "Service", "fieldPath": "metadata.labels"},
+                       "targets": [{"select": {"kind": "ConfigMap"}}]}),
+                "replacement_name_removed",
+            ),
         ];
         for (rep, code) in cases {
             let mut rs = fixture();
@@ -1058,6 +1089,22 @@ mod tests {
             let got = miette::Diagnostic::code(&err).unwrap().to_string();
             assert_eq!(got, format!("kiln::kustomize::{code}"));
         }
+    }
+
+    #[test]
+    fn absent_namespace_is_default_when_selecting() {
+        let mut rs = fixture();
+        let reps = parse(
+            json!([{"source": {"kind": "Service", "namespace": "default"},
+            "targets": [{"select": {"kind": "ConfigMap", "namespace": "default"}, "fieldPaths": ["data.BUILD"]},
+                        {"select": {"kind": "Deployment", "namespace": "other"}, "fieldPaths": ["spec.template.spec.containers.0.image"]}]}]),
+        );
+        apply_replacements(&mut rs, &reps).unwrap();
+        assert_eq!(rs[2].value["data"]["BUILD"], "app");
+        assert_eq!(
+            rs[0].value["spec"]["template"]["spec"]["containers"][0]["image"],
+            "registry.local:5000/app:20230921.12345678"
+        );
     }
 
     #[test]
