@@ -22,53 +22,7 @@ use std::path::{Component as PathPart, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use thiserror::Error;
 
-/// The read-only file system the front of the pipeline sees (the same shape as the kustomize
-/// engine's `crate::fs::FileSystem`; once that lands on main this becomes a re-export).
-/// Paths are absolute or relative to the process's working directory.
-pub trait FileSystem: Sync {
-    /// The whole file, as bytes.
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
-    /// Whether `path` is a directory (following symlinks).
-    fn is_dir(&self, path: &Path) -> bool;
-    /// Whether `path` is a regular file (following symlinks).
-    fn is_file(&self, path: &Path) -> bool;
-    /// The entries of a directory, as full paths, sorted by name.
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
-    /// The absolute path with every symlink resolved; an error when it does not exist.
-    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
-    /// The whole file as UTF-8 text; invalid UTF-8 is an `InvalidData` error.
-    fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        let bytes = self.read(path)?;
-        String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-    }
-}
-
-/// The real file system.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RealFs;
-
-impl FileSystem for RealFs {
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        std::fs::read(path)
-    }
-    fn is_dir(&self, path: &Path) -> bool {
-        path.is_dir()
-    }
-    fn is_file(&self, path: &Path) -> bool {
-        path.is_file()
-    }
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(path)? {
-            out.push(entry?.path());
-        }
-        out.sort();
-        Ok(out)
-    }
-    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        std::fs::canonicalize(path)
-    }
-}
+pub use crate::fs::{FileSystem, RealFs};
 
 /// How to load.
 #[derive(Debug, Clone, Default)]
@@ -808,7 +762,10 @@ mod tests {
             .errors;
         let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
         assert_eq!(msgs.len(), 3, "{msgs:?}");
-        assert!(msgs[2].starts_with("components/a/component.yaml:6:"), "{msgs:?}");
+        assert!(
+            msgs[2].starts_with("components/a/component.yaml:6:"),
+            "{msgs:?}"
+        );
         assert!(
             msgs[0].starts_with("platforms/p/platform.yaml:8:"),
             "{msgs:?}"

@@ -175,13 +175,31 @@ pub fn render_with(
         .collect();
     let mut ok = Vec::with_capacity(results.len());
     let mut errors = Vec::new();
+    // The same broken generator or transformer fails in every environment; report it once.
+    let mut seen = std::collections::BTreeSet::new();
     for r in results {
         match r {
             Ok(x) => ok.push(x),
-            Err(e) => errors.push(e),
+            Err(e) => {
+                if seen.insert(dedupe_key(&e)) {
+                    errors.push(e);
+                }
+            }
         }
     }
     Errors::check(errors, || ok)
+}
+
+/// Errors at the same place for the same reason are one error, whatever the plan.
+fn dedupe_key(e: &RenderError) -> String {
+    match e {
+        RenderError::TransformerFailed { at, cause, .. }
+        | RenderError::GeneratorFailed { at, cause, .. } => {
+            format!("{at}\u{0}{cause}")
+        }
+        RenderError::PatchTargetMissing { at, target, .. } => format!("{at}\u{0}{target}"),
+        other => other.to_string(),
+    }
 }
 
 /// Renders one plan (see the module docs for the steps).
@@ -318,15 +336,13 @@ pub fn render_plan(
     })
 }
 
-/// Builds a kustomization directory with the native engine.
+/// Builds a kustomization directory with the native engine (`crate::kustomize::build`, the
+/// same code as `kiln kustomize`), with kustomize's default load restrictions.
 fn kustomize_build(
-    _fs: &dyn FileSystem,
+    fs: &dyn FileSystem,
     dir: &std::path::Path,
 ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
-    Err(boxed(Message(format!(
-        "cannot build `{}`: the native kustomization builder is not part of this build yet",
-        dir.display()
-    ))))
+    crate::kustomize::build(fs, dir, &crate::kustomize::BuildOptions::default()).map_err(boxed)
 }
 
 /// Converts between two serde shapes (kiln's spec → the engine's kustomize types).
@@ -634,7 +650,7 @@ mod tests {
             "{HEAD}  transformers:\n  - mergePatch:\n      target: {{kind: Deployment, name: nope}}\n      patch: {{spec: {{replicas: 3}}}}\n"
         );
         let errs = rendered(&comp).unwrap_err();
-        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(
             errs[0].starts_with("components/a/component.yaml:29:"),
             "{errs:?}"
