@@ -11,6 +11,7 @@ pub mod diag;
 pub mod emit;
 pub mod evaluate;
 pub mod fs;
+pub mod git;
 pub mod kustomize;
 pub mod load;
 pub mod pipeline;

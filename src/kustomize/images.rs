@@ -14,6 +14,9 @@
 //! for a Deployment, once for a CronJob) -- mirrored on purpose. `ephemeralContainers` are not
 //! touched, as in kustomize.
 //!
+//! A map/list/scalar where the walk expects another shape (`spec: x`, `containers: [x]`,
+//! `image: {..}`) is an error, as in kustomize.
+//!
 //! Invariant: only string `image` values that match an entry's `name` change.
 
 use super::fieldspec::{FieldSpec, UserFieldSpec};
@@ -22,6 +25,37 @@ use crate::resource::Resource;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+/// Errors of the images transformer.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum ImagesError {
+    /// A field on the way to an image has the wrong shape (kustomize: "expected sequence or
+    /// mapping node", "wrong node kind").
+    #[error(
+        "cannot look for images at `{path}` in {resource}: found {found} where {expected} was expected"
+    )]
+    #[diagnostic(
+        code(kiln::kustomize::images_field_shape_mismatch),
+        help("container lists hold maps and `image` is a string; fix the resource")
+    )]
+    FieldShapeMismatch {
+        path: String,
+        resource: String,
+        found: &'static str,
+        expected: &'static str,
+    },
+}
+
+fn shape(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a map",
+    }
+}
 
 /// One `images:` entry (kustomize `types.Image`).
 ///
@@ -73,13 +107,16 @@ pub const IMAGES_FIELD_SPECS: &[FieldSpec] = &[
 
 /// Applies every entry of `images`, in order, to every resource. `extra_field_specs` are the
 /// user's additional `images` field specs (kustomization `configurations:`); the defaults
-/// ([`IMAGES_FIELD_SPECS`]) always apply. Never fails: values that are not strings are left
+/// ([`IMAGES_FIELD_SPECS`]) always apply. Image values that are numbers or booleans are left
 /// alone.
+///
+/// Errors: [`ImagesError::FieldShapeMismatch`] for a scalar where a container map or list is
+/// expected, or a map/list as `image`.
 pub fn apply_images(
     resources: &mut [Resource],
     images: &[Image],
     extra_field_specs: &[UserFieldSpec],
-) {
+) -> Result<(), ImagesError> {
     let mut specs: Vec<UserFieldSpec> =
         IMAGES_FIELD_SPECS.iter().map(UserFieldSpec::from).collect();
     for fs in extra_field_specs {
@@ -96,13 +133,45 @@ pub fn apply_images(
             if res.kind() == "CustomResourceDefinition" {
                 continue;
             }
-            legacy_walk(&mut res.value, &mut |v| update_image(v, image, &matcher));
+            let resource = res.id().to_string();
+            legacy_walk(&mut res.value, &resource, &mut |v| {
+                update_image(v, image, &matcher)
+            })?;
             for fs in &specs {
                 if fs.applies_to(res) {
+                    let segs: Vec<&str> = fs.path.split('/').filter(|s| !s.is_empty()).collect();
+                    check_shape(&res.value, &segs).map_err(|(found, expected)| {
+                        ImagesError::FieldShapeMismatch {
+                            path: fs.path.clone(),
+                            resource: resource.clone(),
+                            found,
+                            expected,
+                        }
+                    })?;
                     fs.visit_mut(&mut res.value, &mut |v| update_image(v, image, &matcher));
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// kustomize's fsslice refuses a scalar on the way to the field, and a non-scalar image.
+fn check_shape(value: &Value, segs: &[&str]) -> Result<(), (&'static str, &'static str)> {
+    let Some((first, rest)) = segs.split_first() else {
+        return match value {
+            Value::Array(_) | Value::Object(_) => Err((shape(value), "a string")),
+            _ => Ok(()),
+        };
+    };
+    match value {
+        Value::Null => Ok(()),
+        Value::Array(items) => items.iter().try_for_each(|it| check_shape(it, segs)),
+        Value::Object(map) => match map.get(first.trim_end_matches("[]")) {
+            Some(child) => check_shape(child, rest),
+            None => Ok(()),
+        },
+        _ => Err((shape(value), "a map or list")),
     }
 }
 
@@ -167,24 +236,45 @@ fn update_image(value: &mut Value, image: &Image, matcher: &ImageMatcher) {
 
 /// kustomize's `findFieldsFilter` over `containers`/`initContainers`: children first, then
 /// every `image` of the list elements.
-fn legacy_walk(value: &mut Value, f: &mut dyn FnMut(&mut Value)) {
+fn legacy_walk(
+    value: &mut Value,
+    resource: &str,
+    f: &mut dyn FnMut(&mut Value),
+) -> Result<(), ImagesError> {
     match value {
         Value::Object(map) => {
             for (key, child) in map.iter_mut() {
-                legacy_walk(child, f);
+                legacy_walk(child, resource, f)?;
                 if (key == "containers" || key == "initContainers")
                     && let Value::Array(items) = child
                 {
                     for item in items {
-                        if let Some(img) = item.get_mut("image") {
-                            f(img);
+                        let mismatch = |found, expected| ImagesError::FieldShapeMismatch {
+                            path: format!("{key}[]/image"),
+                            resource: resource.to_string(),
+                            found,
+                            expected,
+                        };
+                        match item {
+                            Value::Object(c) => match c.get_mut("image") {
+                                Some(img @ (Value::Object(_) | Value::Array(_))) => {
+                                    return Err(mismatch(shape(img), "a string"));
+                                }
+                                Some(img) => f(img),
+                                None => {}
+                            },
+                            Value::Null => {}
+                            other => return Err(mismatch(shape(other), "a map")),
                         }
                     }
                 }
             }
+            Ok(())
         }
-        Value::Array(items) => items.iter_mut().for_each(|it| legacy_walk(it, f)),
-        _ => {}
+        Value::Array(items) => items
+            .iter_mut()
+            .try_for_each(|it| legacy_walk(it, resource, f)),
+        _ => Ok(()),
     }
 }
 
@@ -237,7 +327,8 @@ mod tests {
             &mut rs,
             &[entry("registry.local:5000/team/api", "", "2.4.0", "")],
             &[],
-        );
+        )
+        .unwrap();
         assert_eq!(
             images_of(&rs[0]),
             [
@@ -263,7 +354,8 @@ mod tests {
                 entry("a/queue", "a/queue-ng", "", ""),
             ],
             &[],
-        );
+        )
+        .unwrap();
         assert_eq!(
             images_of(&rs[0]),
             ["a/web:v3@sha256:aa", "a/cache:7.2", "a/queue-ng@sha256:cc"]
@@ -273,7 +365,7 @@ mod tests {
     #[test]
     fn unescaped_dot_matches_any_character_like_kustomize() {
         let mut rs = vec![pod(&["exampleXorg/x:1"])];
-        apply_images(&mut rs, &[entry("example.org/x", "", "2", "")], &[]);
+        apply_images(&mut rs, &[entry("example.org/x", "", "2", "")], &[]).unwrap();
         assert_eq!(images_of(&rs[0]), ["exampleXorg/x:2"]);
     }
 
@@ -286,7 +378,7 @@ mod tests {
         };
         // A Pod's containers are reached by the legacy walk and by a field spec: twice.
         let mut rs = vec![pod(&["nginx:1"])];
-        apply_images(&mut rs, std::slice::from_ref(&suffix), &[]);
+        apply_images(&mut rs, std::slice::from_ref(&suffix), &[]).unwrap();
         assert_eq!(images_of(&rs[0]), ["nginx:1-debug-debug"]);
         // A CronJob's are reached by the legacy walk only: once; the digest is dropped.
         let mut rs = vec![res(
@@ -294,7 +386,7 @@ mod tests {
             "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [
                 {"name": "a", "image": "nginx@sha256:00"}]}}}}}}),
         )];
-        apply_images(&mut rs, &[suffix], &[]);
+        apply_images(&mut rs, &[suffix], &[]).unwrap();
         assert_eq!(
             rs[0].value["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"],
             "nginx:-debug"
@@ -314,7 +406,7 @@ mod tests {
                 "metadata": {"name": "foos.x.io"}, "spec": {"containers": [{"image": "busybox"}]}}),
             ),
         ];
-        apply_images(&mut rs, &[entry("busybox", "", "1.36", "")], &[]);
+        apply_images(&mut rs, &[entry("busybox", "", "1.36", "")], &[]).unwrap();
         assert_eq!(
             rs[0].value["spec"]["a"][0]["initContainers"][0]["image"],
             "busybox:1.36"
@@ -338,7 +430,7 @@ mod tests {
             path: "spec/runner/image".into(),
             ..UserFieldSpec::default()
         };
-        apply_images(&mut rs, &[entry("busybox", "", "2", "")], &[extra]);
+        apply_images(&mut rs, &[entry("busybox", "", "2", "")], &[extra]).unwrap();
         assert_eq!(rs[0].value["spec"]["runner"]["image"], "busybox:2");
     }
 
@@ -362,8 +454,38 @@ mod tests {
             .collect();
         assert_eq!(entries[1].new_tag, "");
         assert_eq!(entries[1].digest, "sha256:aa");
-        apply_images(&mut rs, &entries, &[]);
+        apply_images(&mut rs, &entries, &[]).unwrap();
         assert_eq!(images_of(&rs[0]), pinned);
+    }
+
+    #[test]
+    fn malformed_shapes_are_errors_like_kustomize() {
+        let bad = [
+            json!({"spec": "x"}),
+            json!({"spec": {"template": "x"}}),
+            json!({"spec": {"containers": ["x"]}}),
+            json!({"spec": {"containers": [{"image": {"a": "b"}}]}}),
+            json!({"spec": {"x": {"initContainers": [7]}}}),
+        ];
+        for spec in bad {
+            let mut v = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}});
+            v.as_object_mut()
+                .unwrap()
+                .extend(spec.as_object().unwrap().clone());
+            let mut rs = vec![res(v.clone())];
+            let err = apply_images(&mut rs, &[entry("nginx", "", "2", "")], &[]);
+            assert!(
+                matches!(err, Err(ImagesError::FieldShapeMismatch { .. })),
+                "{v}"
+            );
+        }
+        // A number as image, a null container list and a map as `containers` are accepted.
+        let mut rs = vec![res(
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": {"image": "nginx"}, "initContainers": null, "x": {"containers": [{"image": 5}]}}}),
+        )];
+        apply_images(&mut rs, &[entry("nginx", "", "2", "")], &[]).unwrap();
+        assert_eq!(rs[0].value["spec"]["containers"]["image"], "nginx:2");
     }
 
     #[test]

@@ -174,17 +174,27 @@ pub fn apply_common_labels(
 }
 
 /// One `labels:` entry, following kustomize's `kusttarget` wiring: `includeSelectors` takes the
-/// `commonLabels` table; otherwise `metadata/labels`, plus the template table when
-/// `includeTemplates`; then the entry's own `fields`.
+/// `commonLabels` table (plus `extra_common_labels`, the `commonLabels` of `configurations:`);
+/// otherwise `metadata/labels`, plus the template table (and `extra_template_labels`, the
+/// `templateLabels` of `configurations:`) when `includeTemplates`; then the entry's own
+/// `fields`.
 ///
 /// Errors: [`LabelsError::FieldNotAMap`].
-pub fn apply_labels(resources: &mut [Resource], entry: &Label) -> Result<(), LabelsError> {
+pub fn apply_labels(
+    resources: &mut [Resource],
+    entry: &Label,
+    extra_common_labels: &[UserFieldSpec],
+    extra_template_labels: &[UserFieldSpec],
+) -> Result<(), LabelsError> {
     let mut specs = if entry.include_selectors {
-        common_label_field_specs()
+        let mut specs = common_label_field_specs();
+        merge(&mut specs, extra_common_labels);
+        specs
     } else {
         let mut specs = Vec::new();
         if entry.include_templates {
             specs.extend(TEMPLATE_LABELS_FIELD_SPECS.iter().map(UserFieldSpec::from));
+            merge(&mut specs, extra_template_labels);
         }
         merge(
             &mut specs,
@@ -326,7 +336,7 @@ mod tests {
             include_templates: true,
             ..Label::default()
         };
-        apply_labels(&mut rs, &entry).unwrap();
+        apply_labels(&mut rs, &entry, &[], &[]).unwrap();
         let d = &rs[0].value;
         assert_eq!(d["metadata"]["labels"]["tier"], "web");
         assert_eq!(d["spec"]["template"]["metadata"]["labels"]["tier"], "web");
@@ -336,7 +346,7 @@ mod tests {
             pairs: pairs(&[("only", "meta")]),
             ..Label::default()
         };
-        apply_labels(&mut rs, &entry).unwrap();
+        apply_labels(&mut rs, &entry, &[], &[]).unwrap();
         assert_eq!(rs[0].value["metadata"]["labels"]["only"], "meta");
         assert!(
             rs[0].value["spec"]["template"]["metadata"]["labels"]
@@ -354,7 +364,7 @@ mod tests {
             }],
             ..Label::default()
         };
-        apply_labels(&mut rs, &entry).unwrap();
+        apply_labels(&mut rs, &entry, &[], &[]).unwrap();
         assert_eq!(rs[0].value["spec"]["extra"]["labels"]["x"], "1");
     }
 

@@ -338,7 +338,17 @@ mod differential {
         "images",
         "replacements",
         "sortOptions",
+        "configurations",
     ];
+
+    /// The field-spec tables of `configurations:` files that this module family reads.
+    #[derive(Default)]
+    struct Configs {
+        common_labels: Vec<UserFieldSpec>,
+        template_labels: Vec<UserFieldSpec>,
+        common_annotations: Vec<UserFieldSpec>,
+        images: Vec<UserFieldSpec>,
+    }
 
     fn field<T: serde::de::DeserializeOwned + Default>(k: &Value, key: &str) -> Result<T, String> {
         match k.get(key) {
@@ -361,6 +371,24 @@ mod differential {
         if obj.keys().any(|key| !HANDLED.contains(&key.as_str())) {
             return Ok(None);
         }
+        let mut cfg = Configs::default();
+        for file in field::<Vec<String>>(&k, "configurations")? {
+            let c = yaml::parse_one(&file, &read(&file)?).map_err(|e| e.to_string())?;
+            let Some(c_obj) = c.as_object() else {
+                return Ok(None);
+            };
+            for (key, specs) in c_obj {
+                let specs: Vec<UserFieldSpec> =
+                    serde_json::from_value(specs.clone()).map_err(|e| format!("{file}: {e}"))?;
+                match key.as_str() {
+                    "commonLabels" => cfg.common_labels.extend(specs),
+                    "templateLabels" => cfg.template_labels.extend(specs),
+                    "commonAnnotations" => cfg.common_annotations.extend(specs),
+                    "images" => cfg.images.extend(specs),
+                    _ => return Ok(None),
+                }
+            }
+        }
         let mut resources = Vec::new();
         for file in field::<Vec<String>>(&k, "resources")? {
             for v in yaml::parse_stream(&file, &read(&file)?).map_err(|e| e.to_string())? {
@@ -369,23 +397,37 @@ mod differential {
         }
         // kustomize's LabelTransformer configurator: `labels` entries first, then commonLabels.
         for entry in field::<Vec<labels::Label>>(&k, "labels")? {
-            labels::apply_labels(&mut resources, &entry).map_err(|e| e.to_string())?;
+            labels::apply_labels(
+                &mut resources,
+                &entry,
+                &cfg.common_labels,
+                &cfg.template_labels,
+            )
+            .map_err(|e| e.to_string())?;
         }
-        labels::apply_common_labels(&mut resources, &field(&k, "commonLabels")?, &[])
-            .map_err(|e| e.to_string())?;
-        labels::apply_common_annotations(&mut resources, &field(&k, "commonAnnotations")?, &[])
-            .map_err(|e| e.to_string())?;
+        labels::apply_common_labels(
+            &mut resources,
+            &field(&k, "commonLabels")?,
+            &cfg.common_labels,
+        )
+        .map_err(|e| e.to_string())?;
+        labels::apply_common_annotations(
+            &mut resources,
+            &field(&k, "commonAnnotations")?,
+            &cfg.common_annotations,
+        )
+        .map_err(|e| e.to_string())?;
         replicas::apply_replicas(
             &mut resources,
             &field::<Vec<replicas::Replica>>(&k, "replicas")?,
         )
         .map_err(|e| e.to_string())?;
-        let no_specs: &[UserFieldSpec] = &[];
         images::apply_images(
             &mut resources,
             &field::<Vec<images::Image>>(&k, "images")?,
-            no_specs,
-        );
+            &cfg.images,
+        )
+        .map_err(|e| e.to_string())?;
         let mut reps = Vec::new();
         for f in field::<Vec<replacements::ReplacementField>>(&k, "replacements")? {
             match f {
@@ -518,5 +560,6 @@ mod differential {
         kf26 => "kf26-labels-annotations-group-rules",
         kf27 => "kf27-common-labels-optional-selectors",
         kf28 => "kf28-labels-never-create-lists",
+        kf29 => "kf29-configurations-field-specs",
     }
 }

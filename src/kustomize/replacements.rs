@@ -1142,5 +1142,14 @@ mod tests {
         let many = replacements_from_value("r.yaml", &json!([{"source": {"kind": "A"}, "targets": []}, {"source": {"kind": "B"}, "targets": []}])).unwrap();
         assert_eq!(many.len(), 2);
         assert!(replacements_from_value("r.yaml", &json!("x")).is_err());
+        // Unknown fields are rejected, as kustomize's strict decoding does.
+        assert!(serde_json::from_value::<Selector>(json!({"kind": "A", "bogus": 1})).is_err());
+        assert!(
+            serde_json::from_value::<SourceSelector>(json!({"kind": "A", "bogus": 1})).is_err()
+        );
+        assert!(
+            serde_json::from_value::<Replacement>(json!({"source": {}, "targets": [], "x": 1}))
+                .is_err()
+        );
     }
 }
