@@ -324,7 +324,8 @@ pub fn render_plan(
             span: sn.span,
         }
     };
-    let image_refs = apply_component_images(&mut resources, &c.images, &plan.images, &user_images);
+    let image_refs = apply_component_images(&mut resources, &c.images, &plan.images, &user_images)
+        .map_err(|e| finish("component images", boxed(e)))?;
     hash::apply_hash_suffixes(&mut resources).map_err(|e| finish("hash suffix", boxed(e)))?;
     name_reference::fix_name_references(&mut resources)
         .map_err(|e| finish("name references", boxed(e)))?;
@@ -441,7 +442,8 @@ fn apply_transformer(
             include_templates: tr.include_templates.unwrap_or(false),
             fields: Vec::new(),
         };
-        labels::apply_labels(resources, &entry).map_err(|e| fail("labels", "labels", boxed(e)))?;
+        labels::apply_labels(resources, &entry, &[], &[])
+            .map_err(|e| fail("labels", "labels", boxed(e)))?;
     }
     if let Some(annotations) = &tr.annotations {
         labels::apply_common_annotations(resources, annotations, &[])
@@ -458,7 +460,8 @@ fn apply_transformer(
                 tag_suffix: String::new(),
             })
             .collect();
-        images::apply_images(resources, &entries, &[]);
+        images::apply_images(resources, &entries, &[])
+            .map_err(|e| fail("images", "images", boxed(e)))?;
         for i in list {
             user_images.insert(i.name.clone(), i.clone());
         }
@@ -539,7 +542,7 @@ fn apply_component_images(
     _base: &[spec::Image],
     resolved: &[spec::Image],
     user: &BTreeMap<String, spec::ImageOverride>,
-) -> Vec<ImageRef> {
+) -> Result<Vec<ImageRef>, images::ImagesError> {
     let mut entries = Vec::new();
     let mut refs = Vec::new();
     for img in resolved {
@@ -566,8 +569,8 @@ fn apply_component_images(
         });
         refs.push(ImageRef { name, tag, digest });
     }
-    images::apply_images(resources, &entries, &[]);
-    refs
+    images::apply_images(resources, &entries, &[])?;
+    Ok(refs)
 }
 
 #[cfg(test)]

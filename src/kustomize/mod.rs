@@ -14,7 +14,6 @@ pub mod json6902;
 pub mod kustomization;
 pub mod labels;
 pub mod load;
-pub mod labels;
 pub mod merge_keys;
 pub mod name_prefix_suffix;
 pub mod name_reference;

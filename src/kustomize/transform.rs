@@ -55,7 +55,7 @@ pub fn run_transformers(_ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator)
             // `configurations` included.
             entry.fields.extend(config.common_labels.iter().cloned());
         }
-        labels::apply_labels(res, &entry).map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
+        labels::apply_labels(res, &entry, &[], &[]).map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
     if !k.common_labels.is_empty() {
         labels::apply_common_labels(res, &k.common_labels, &config.common_labels)
@@ -85,7 +85,8 @@ pub fn run_transformers(_ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator)
         .chain(k.image_tags.iter().enumerate().map(|(i, im)| (format!("/imageTags/{i}"), im)));
     for (pointer, im) in image_entries {
         let entry: images::Image = convert(im).map_err(|m| KustomizeError::invalid(kf.site(&pointer), m, "see kustomize's `images` reference"))?;
-        images::apply_images(res, std::slice::from_ref(&entry), &config.images);
+        images::apply_images(res, std::slice::from_ref(&entry), &config.images)
+            .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
 
     if !k.replacements.is_empty() {
