@@ -149,6 +149,22 @@ pub enum LoadError {
         span: Option<SourceSpan>,
     },
 
+    /// A component instance's `path` names no component: the directory does not exist or
+    /// holds no `component.yaml`.
+    #[error("{at}: unknown component `{path}`: {reason}")]
+    #[diagnostic(code(kiln::load::unknown_component))]
+    UnknownComponent {
+        path: String,
+        reason: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("no component here")]
+        span: Option<SourceSpan>,
+    },
+
     /// A manifest document is not a Kubernetes object.
     #[error("{at}: document {doc} is not a Kubernetes object: {reason}")]
     #[diagnostic(
@@ -251,7 +267,7 @@ pub fn load(
                 continue;
             };
             let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/path"));
-            let Some(cdir) = ld.resolve(&dir, rel, &loc, "component directory") else {
+            let Some(cdir) = ld.resolve_component(&dir, rel, &loc) else {
                 continue;
             };
             let idx = match by_dir.get(&cdir) {
@@ -453,6 +469,64 @@ impl Loader<'_> {
                 None
             }
         }
+    }
+
+    /// Resolves a component instance's `path`: inside the root, a directory holding
+    /// `component.yaml`. Otherwise an error with the closest sibling directory as a hint.
+    fn resolve_component(&mut self, base: &Path, rel: &str, loc: &Loc) -> Option<PathBuf> {
+        let joined = base.join(rel);
+        let exists = self.fs.canonicalize(&joined).is_ok();
+        let lexical = normalize(&joined);
+        if !exists && lexical.starts_with(&self.root) {
+            return self.unknown_component(rel, &lexical, loc, "no such directory");
+        }
+        let cdir = self.resolve(base, rel, loc, "component directory")?;
+        if !self.fs.is_file(&cdir.join("component.yaml")) {
+            return self.unknown_component(rel, &cdir, loc, "the directory has no component.yaml");
+        }
+        Some(cdir)
+    }
+
+    fn unknown_component(
+        &mut self,
+        rel: &str,
+        path: &Path,
+        loc: &Loc,
+        reason: &str,
+    ) -> Option<PathBuf> {
+        // Suggest a sibling directory that is a component and has a close name.
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let siblings: Vec<String> = path
+            .parent()
+            .and_then(|p| self.fs.read_dir(p).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| self.fs.is_file(&p.join("component.yaml")))
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        let help = match crate::diag::did_you_mean(&name, siblings.iter().map(String::as_str)) {
+            Some(m) => {
+                let fixed = match rel.rsplit_once('/') {
+                    Some((head, _)) => format!("{head}/{m}"),
+                    None => m,
+                };
+                format!("did you mean `{fixed}`?")
+            }
+            None => "`path` is relative to the platform directory and names a directory holding component.yaml".into(),
+        };
+        let sn = self.sources.snippet(loc);
+        self.errors.push(LoadError::UnknownComponent {
+            path: rel.to_string(),
+            reason: reason.to_string(),
+            at: sn.at,
+            help,
+            src: sn.src,
+            span: sn.span,
+        });
+        None
     }
 
     fn load_component(&mut self, cdir: &Path) -> Option<LoadedComponent> {
@@ -858,13 +932,41 @@ mod tests {
 
     #[test]
     fn missing_component_is_reported_at_its_path() {
-        let t = tree(&[("platforms/p/platform.yaml", PLATFORM)]);
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &PLATFORM.replace("components/a", "components/b"),
+            ),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+            ("components/b/README.md", "not a component"),
+        ]);
         let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
             .unwrap_err()
             .errors;
         assert!(
-            matches!(&errs[..], [LoadError::PathNotFound { .. }]),
+            matches!(&errs[..], [LoadError::UnknownComponent { .. }]),
             "{errs:?}"
         );
+        assert!(
+            errs[0].to_string().contains("has no component.yaml"),
+            "{}",
+            errs[0]
+        );
+
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &PLATFORM.replace("components/a", "components/aa"),
+            ),
+            ("components/a/component.yaml", COMPONENT),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        let LoadError::UnknownComponent { help, .. } = &errs[0] else {
+            panic!("{errs:?}")
+        };
+        assert_eq!(help, "did you mean `../../components/a`?");
     }
 }
