@@ -293,7 +293,11 @@ fn unknown_component() {
             line_of(&f, "repo/platforms/p/platform.yaml", "components/wbe"),
         )],
     );
-    assert!(stderr.contains("unknown component `../../components/wbe`") && stderr.contains("did you mean `../../components/web`?"), "{stderr}");
+    assert!(
+        stderr.contains("unknown component `../../components/wbe`")
+            && stderr.contains("did you mean `../../components/web`?"),
+        "{stderr}"
+    );
 }
 
 #[test]
