@@ -114,7 +114,8 @@ impl MemFs {
     pub fn add_file(&mut self, path: impl AsRef<Path>, content: impl AsRef<[u8]>) -> &mut Self {
         let path = normalize(path.as_ref());
         self.add_parents(&path);
-        self.nodes.insert(path, Node::File(content.as_ref().to_vec()));
+        self.nodes
+            .insert(path, Node::File(content.as_ref().to_vec()));
         self
     }
 
@@ -130,15 +131,19 @@ impl MemFs {
     pub fn add_symlink(&mut self, path: impl AsRef<Path>, target: impl AsRef<Path>) -> &mut Self {
         let path = normalize(path.as_ref());
         self.add_parents(&path);
-        self.nodes.insert(path, Node::Symlink(target.as_ref().to_path_buf()));
+        self.nodes
+            .insert(path, Node::Symlink(target.as_ref().to_path_buf()));
         self
     }
 
     /// Resolves every symlink along `path`; `None` when a component does not exist.
     fn resolve(&self, path: &Path) -> Option<PathBuf> {
         let mut resolved = PathBuf::from("/");
-        let mut pending: Vec<std::ffi::OsString> =
-            normalize(path).components().rev().map(|c| c.as_os_str().to_owned()).collect();
+        let mut pending: Vec<std::ffi::OsString> = normalize(path)
+            .components()
+            .rev()
+            .map(|c| c.as_os_str().to_owned())
+            .collect();
         let mut hops = 0;
         while let Some(part) = pending.pop() {
             if part == "/" {
@@ -157,7 +162,11 @@ impl MemFs {
                     if hops > 40 {
                         return None;
                     }
-                    let full = if target.is_absolute() { target.clone() } else { resolved.join(target) };
+                    let full = if target.is_absolute() {
+                        target.clone()
+                    } else {
+                        resolved.join(target)
+                    };
                     for c in full.components().rev() {
                         pending.push(c.as_os_str().to_owned());
                     }
@@ -175,14 +184,20 @@ impl MemFs {
 }
 
 fn not_found(path: &Path) -> io::Error {
-    io::Error::new(io::ErrorKind::NotFound, format!("{}: no such file or directory", path.display()))
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("{}: no such file or directory", path.display()),
+    )
 }
 
 impl FileSystem for MemFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         match self.node(path) {
             Some(Node::File(bytes)) => Ok(bytes.clone()),
-            Some(_) => Err(io::Error::other(format!("{}: is a directory", path.display()))),
+            Some(_) => Err(io::Error::other(format!(
+                "{}: is a directory",
+                path.display()
+            ))),
             None => Err(not_found(path)),
         }
     }
@@ -195,7 +210,10 @@ impl FileSystem for MemFs {
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         let dir = self.resolve(path).ok_or_else(|| not_found(path))?;
         if !matches!(self.nodes.get(&dir), Some(Node::Dir)) {
-            return Err(io::Error::other(format!("{}: not a directory", path.display())));
+            return Err(io::Error::other(format!(
+                "{}: not a directory",
+                path.display()
+            )));
         }
         let base = normalize(path);
         Ok(self
@@ -207,7 +225,11 @@ impl FileSystem for MemFs {
     }
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let resolved = self.resolve(path).ok_or_else(|| not_found(path))?;
-        if self.nodes.contains_key(&resolved) { Ok(resolved) } else { Err(not_found(path)) }
+        if self.nodes.contains_key(&resolved) {
+            Ok(resolved)
+        } else {
+            Err(not_found(path))
+        }
     }
 }
 
@@ -226,13 +248,27 @@ mod tests {
         assert_eq!(fs.read_to_string(Path::new("/a/k.yaml")).unwrap(), "x: 1");
         assert!(fs.is_dir(Path::new("/a/b")));
         assert!(fs.is_file(Path::new("/a/link/c.yaml")));
-        assert_eq!(fs.canonicalize(Path::new("/a/link/c.yaml")).unwrap(), PathBuf::from("/a/b/c.yaml"));
-        assert_eq!(fs.canonicalize(Path::new("/a/out/passwd")).unwrap(), PathBuf::from("/etc/passwd"));
+        assert_eq!(
+            fs.canonicalize(Path::new("/a/link/c.yaml")).unwrap(),
+            PathBuf::from("/a/b/c.yaml")
+        );
+        assert_eq!(
+            fs.canonicalize(Path::new("/a/out/passwd")).unwrap(),
+            PathBuf::from("/etc/passwd")
+        );
         assert_eq!(
             fs.read_dir(Path::new("/a")).unwrap(),
-            vec![PathBuf::from("/a/b"), PathBuf::from("/a/k.yaml"), PathBuf::from("/a/link"), PathBuf::from("/a/out")]
+            vec![
+                PathBuf::from("/a/b"),
+                PathBuf::from("/a/k.yaml"),
+                PathBuf::from("/a/link"),
+                PathBuf::from("/a/out")
+            ]
         );
-        assert_eq!(fs.read(Path::new("/a/missing")).unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(
+            fs.read(Path::new("/a/missing")).unwrap_err().kind(),
+            io::ErrorKind::NotFound
+        );
         assert!(fs.read(Path::new("/a/b")).is_err());
     }
 

@@ -48,8 +48,13 @@ fn options_for(flags: &[String]) -> BuildOptions {
 
 fn cases() -> Vec<Case> {
     let mut out = Vec::new();
-    let Ok(entries) = std::fs::read_dir(cases_dir()) else { return out };
-    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.join("input").is_dir()).collect();
+    let Ok(entries) = std::fs::read_dir(cases_dir()) else {
+        return out;
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("input").is_dir())
+        .collect();
     dirs.sort();
     for dir in dirs {
         let name = dir.file_name().unwrap().to_string_lossy().into_owned();
@@ -60,7 +65,12 @@ fn cases() -> Vec<Case> {
         let flags = std::fs::read_to_string(dir.join("flags"))
             .map(|f| f.split_whitespace().map(str::to_string).collect())
             .unwrap_or_default();
-        out.push(Case { name, dir, root, flags });
+        out.push(Case {
+            name,
+            dir,
+            root,
+            flags,
+        });
     }
     out
 }
@@ -76,12 +86,20 @@ fn diff(expected: &str, actual: &str) -> String {
     let a: Vec<&str> = expected.lines().collect();
     let b: Vec<&str> = actual.lines().collect();
     if a.len() * b.len() > 25_000_000 {
-        return format!("(outputs too large to diff: {} vs {} lines)", a.len(), b.len());
+        return format!(
+            "(outputs too large to diff: {} vs {} lines)",
+            a.len(),
+            b.len()
+        );
     }
     let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
     for i in (0..a.len()).rev() {
         for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] { lcs[i + 1][j + 1] + 1 } else { lcs[i + 1][j].max(lcs[i][j + 1]) };
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
         }
     }
     let mut ops: Vec<(char, &str)> = Vec::new();
@@ -102,7 +120,9 @@ fn diff(expected: &str, actual: &str) -> String {
     let mut out = String::new();
     let mut shown = 0;
     for (k, (op, line)) in ops.iter().enumerate() {
-        let near = ops[k.saturating_sub(3)..(k + 4).min(ops.len())].iter().any(|(o, _)| *o != ' ');
+        let near = ops[k.saturating_sub(3)..(k + 4).min(ops.len())]
+            .iter()
+            .any(|(o, _)| *o != ' ');
         if near {
             out.push_str(&format!("{op} {line}\n"));
             shown += 1;
@@ -117,7 +137,11 @@ fn diff(expected: &str, actual: &str) -> String {
 
 /// Compares produced documents with expected ones; `Err` holds a readable report.
 fn compare(expected: &[Value], actual: &[Value]) -> Result<(), String> {
-    let same = expected.len() == actual.len() && expected.iter().zip(actual).all(|(e, a)| yaml::structurally_equal(e, a));
+    let same = expected.len() == actual.len()
+        && expected
+            .iter()
+            .zip(actual)
+            .all(|(e, a)| yaml::structurally_equal(e, a));
     if same {
         return Ok(());
     }
@@ -125,7 +149,10 @@ fn compare(expected: &[Value], actual: &[Value]) -> Result<(), String> {
         "{} expected documents, {} produced\n{}",
         expected.len(),
         actual.len(),
-        diff(&yaml::to_yaml_stream(expected), &yaml::to_yaml_stream(actual))
+        diff(
+            &yaml::to_yaml_stream(expected),
+            &yaml::to_yaml_stream(actual)
+        )
     ))
 }
 
@@ -142,16 +169,23 @@ fn run_case(case: &Case) -> Result<(), String> {
         let needle = lines.next().unwrap_or("").trim();
         let at = lines.find_map(|l| l.strip_prefix("at:")).map(str::trim);
         return match result {
-            Ok(_) => Err(format!("expected an error containing `{needle}`, but the build succeeded")),
+            Ok(_) => Err(format!(
+                "expected an error containing `{needle}`, but the build succeeded"
+            )),
             Err(e) => {
                 let msg = e.to_string();
                 if !msg.contains(needle) {
                     return Err(format!("error `{msg}` does not contain `{needle}`"));
                 }
                 if let Some(at) = at {
-                    let loc = e.location().map(|l| format!("{}:{}", l.file, l.line)).unwrap_or_default();
+                    let loc = e
+                        .location()
+                        .map(|l| format!("{}:{}", l.file, l.line))
+                        .unwrap_or_default();
                     if loc != at {
-                        return Err(format!("error located at `{loc}`, expected `{at}` (message: {msg})"));
+                        return Err(format!(
+                            "error located at `{loc}`, expected `{at}` (message: {msg})"
+                        ));
                     }
                 }
                 Ok(())
@@ -161,38 +195,56 @@ fn run_case(case: &Case) -> Result<(), String> {
     let expected_text = std::fs::read_to_string(case.dir.join("expected.yaml"))
         .map_err(|e| format!("no expected.yaml or expected-error.txt: {e}"))?;
     let expected = parse("expected.yaml", &expected_text)?;
-    let actual_values = result.map_err(|e| format!("build failed: {:?}", miette::Report::new(e)))?;
+    let actual_values =
+        result.map_err(|e| format!("build failed: {:?}", miette::Report::new(e)))?;
     // Round-trip through our emitter, so the printed stream is what is compared.
     let printed = yaml::to_yaml_stream(&actual_values);
-    let actual = parse("output", &printed).map_err(|e| format!("our own output does not parse: {e}"))?;
+    let actual =
+        parse("output", &printed).map_err(|e| format!("our own output does not parse: {e}"))?;
     compare(&expected, &actual)
 }
 
 #[test]
 fn cases_match_kubectl_kustomize() {
     let cases = cases();
-    assert!(!cases.is_empty(), "no cases found under {}", cases_dir().display());
+    assert!(
+        !cases.is_empty(),
+        "no cases found under {}",
+        cases_dir().display()
+    );
     let mut failures = Vec::new();
     for case in &cases {
         if let Err(e) = run_case(case) {
             failures.push(format!("── {} ──\n{e}", case.name));
         }
     }
-    assert!(failures.is_empty(), "{} of {} cases failed:\n\n{}", failures.len(), cases.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
 }
 
-/// Case names listed in `DIVERGENCES.md` (lines `- \`<case>\`: reason`).
+/// Case names listed in `DIVERGENCES.md` (lines `- <case>: reason`, the name optionally in
+/// backticks).
 fn divergences() -> Vec<String> {
     let text = std::fs::read_to_string(cases_dir().join("DIVERGENCES.md")).unwrap_or_default();
     text.lines()
-        .filter_map(|l| l.trim().strip_prefix("- `"))
-        .filter_map(|l| l.split('`').next())
-        .map(str::to_string)
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter_map(|l| l.split(':').next())
+        .map(|n| n.trim().trim_matches('`').to_string())
+        .filter(|n| !n.is_empty())
         .collect()
 }
 
 fn kubectl_available() -> bool {
-    Command::new("kubectl").arg("version").arg("--client").output().is_ok_and(|o| o.status.success())
+    Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// Runs `kubectl kustomize <root> [flags]`: `Ok(stdout)` or `Err(stderr)`.
@@ -216,7 +268,10 @@ fn live_cases_still_match_kubectl() {
         return;
     }
     if !kubectl_available() {
-        assert!(std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1"), "REQUIRE_KUBECTL=1 but kubectl is not available");
+        assert!(
+            std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1"),
+            "REQUIRE_KUBECTL=1 but kubectl is not available"
+        );
         return;
     }
     let skip = divergences();
@@ -232,7 +287,8 @@ fn live_cases_still_match_kubectl() {
             (Err(_), true) => None,
             (Err(e), false) => Some(format!("kubectl failed: {e}")),
             (Ok(out), false) => {
-                let stored = std::fs::read_to_string(case.dir.join("expected.yaml")).unwrap_or_default();
+                let stored =
+                    std::fs::read_to_string(case.dir.join("expected.yaml")).unwrap_or_default();
                 match (parse("expected.yaml", &stored), parse("kubectl", &out)) {
                     (Ok(s), Ok(l)) => compare(&s, &l).err(),
                     (Err(e), _) | (_, Err(e)) => Some(e),
@@ -243,19 +299,28 @@ fn live_cases_still_match_kubectl() {
             failures.push(format!("── {} ──\n{p}", case.name));
         }
     }
-    assert!(failures.is_empty(), "stored expectations drifted from kubectl:\n\n{}", failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "stored expectations drifted from kubectl:\n\n{}",
+        failures.join("\n\n")
+    );
 }
 
 #[test]
 fn every_divergence_names_a_case() {
     let names: Vec<String> = cases().into_iter().map(|c| c.name).collect();
     for d in divergences() {
-        assert!(names.contains(&d), "DIVERGENCES.md lists `{d}`, which is not a case");
+        assert!(
+            names.contains(&d),
+            "DIVERGENCES.md lists `{d}`, which is not a case"
+        );
     }
 }
 
 fn shared_dir() -> PathBuf {
-    std::env::var_os("KILN_SHARED_DIR").map(PathBuf::from).unwrap_or_else(|| crate_dir().join("../shared"))
+    std::env::var_os("KILN_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate_dir().join("../shared"))
 }
 
 #[test]
@@ -272,17 +337,32 @@ fn corpus_roots_match_kubectl_kustomize() {
             continue;
         }
         let (id, dir, flags, expected) = (cols[0], cols[2], cols[3], cols[4]);
-        let flags: Vec<String> = if flags == "-" { vec![] } else { flags.split_whitespace().map(str::to_string).collect() };
+        let flags: Vec<String> = if flags == "-" {
+            vec![]
+        } else {
+            flags.split_whitespace().map(str::to_string).collect()
+        };
         n += 1;
+        let started = std::time::Instant::now();
         let result = (|| -> Result<(), String> {
-            let expected_text = std::fs::read_to_string(corpus.join(expected)).map_err(|e| e.to_string())?;
+            let expected_text =
+                std::fs::read_to_string(corpus.join(expected)).map_err(|e| e.to_string())?;
             let expected = parse(expected, &expected_text)?;
-            let actual = build_values(&corpus.join(dir), &flags).map_err(|e| format!("build failed: {e}"))?;
+            let actual = build_values(&corpus.join(dir), &flags)
+                .map_err(|e| format!("build failed: {e}"))?;
             compare(&expected, &actual)
         })();
+        if started.elapsed().as_secs() >= 2 {
+            eprintln!("corpus {id}: {:?}", started.elapsed());
+        }
         if let Err(e) = result {
             failures.push(format!("── {id} {dir} ──\n{e}"));
         }
     }
-    assert!(failures.is_empty(), "{} of {n} corpus roots differ:\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {n} corpus roots differ:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }

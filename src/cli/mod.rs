@@ -160,6 +160,9 @@ pub enum SchemaKind {
 pub struct KustomizeArgs {
     /// The kustomization directory.
     pub dir: PathBuf,
+    /// Which files a kustomization may read, as kustomize's flag.
+    #[arg(long, default_value = "LoadRestrictionsRootOnly", value_parser = ["LoadRestrictionsRootOnly", "LoadRestrictionsNone"])]
+    pub load_restrictor: String,
 }
 
 #[derive(Debug, Args)]
@@ -354,6 +357,17 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
 pub fn run(cli: Cli) -> miette::Result<ExitCode> {
     match &cli.command {
         Command::Render(args) => render(args),
+        Command::Kustomize(args) => {
+            let mut options = crate::kustomize::BuildOptions::default();
+            if args.load_restrictor == "LoadRestrictionsNone" {
+                options.load_restrictor = crate::kustomize::LoadRestrictor::None;
+            }
+            let out = crate::kustomize::run_kustomize(&args.dir, &options)?;
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`kiln kustomize . | head`) is not an error worth a report.
+            let _ = stdout.write_all(out.as_bytes());
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Show(args) => {
             let format = match args.output {
                 Format::Json => crate::pipeline::ShowFormat::Json,

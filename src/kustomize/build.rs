@@ -27,7 +27,9 @@
 use super::error::{KustomizeError, Site};
 use super::fieldspec::UserFieldSpec;
 use super::kustomization::{FieldSpecArgs, Kustomization};
-use super::load::{Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources};
+use super::load::{
+    Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
+};
 use super::{hash, order};
 use crate::fs::FileSystem;
 use crate::resource::{ResId, Resource};
@@ -49,7 +51,11 @@ pub struct BuildOptions {
 ///
 /// Errors: any [`KustomizeError`]; each names the kustomization file and the line of the
 /// entry that caused it.
-pub fn build(fs: &dyn FileSystem, dir: &Path, options: &BuildOptions) -> Result<Vec<Resource>, KustomizeError> {
+pub fn build(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &BuildOptions,
+) -> Result<Vec<Resource>, KustomizeError> {
     let ldr = Loader::new_root(fs, dir, options.load_restrictor)?;
     let kf = load_kustomization(&ldr)?;
     let mut acc = Accumulator::default();
@@ -59,14 +65,21 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: &BuildOptions) -> Result<
     // kustomize's makeCustomizedResMap: these run once, at the top, never per base.
     hash::apply_hash_suffixes(&mut resources)
         .map_err(|e| KustomizeError::transformer(kf.site(""), &e))?;
-    super::transform::fix_name_references(&mut resources, &acc.config)
-        .map_err(|e| KustomizeError::transformer_msg(kf.site(""), e, "check the references between the objects"))?;
+    super::transform::fix_name_references(&mut resources, &acc.config).map_err(|e| {
+        KustomizeError::transformer_msg(kf.site(""), e, "check the references between the objects")
+    })?;
     super::vars::resolve_vars(&mut resources, &acc.vars, &acc.config)?;
     // IgnoreLocal: objects annotated `config.kubernetes.io/local-config: "true"` are dropped.
     resources.retain(|r| r.annotation("config.kubernetes.io/local-config") != Some("true"));
 
     let sort_options: Option<order::SortOptions> = match &kf.kustomization.sort_options {
-        Some(s) => Some(convert(s).map_err(|m| KustomizeError::invalid(kf.site("/sortOptions"), m, "use `order: legacy` or `order: fifo`"))?),
+        Some(s) => Some(convert(s).map_err(|m| {
+            KustomizeError::invalid(
+                kf.site("/sortOptions"),
+                m,
+                "use `order: legacy` or `order: fifo`",
+            )
+        })?),
         None => None,
     };
     order::sort_resources(&mut resources, sort_options.as_ref())
@@ -76,16 +89,35 @@ pub fn build(fs: &dyn FileSystem, dir: &Path, options: &BuildOptions) -> Result<
 }
 
 /// Builds and prints the result as `kubectl kustomize` does (see [`yaml::to_yaml_stream`]).
-pub fn build_yaml(fs: &dyn FileSystem, dir: &Path, options: &BuildOptions) -> Result<String, KustomizeError> {
+pub fn build_yaml(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &BuildOptions,
+) -> Result<String, KustomizeError> {
     let resources = build(fs, dir, options)?;
     let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
     Ok(yaml::to_yaml_stream(&values))
 }
 
-/// Removes what only the build needed. Nothing is stored in the objects today (bookkeeping
-/// lives in [`crate::resource::BuildMeta`]), but an empty `metadata.annotations` map created
-/// on the way is kept only if kustomize keeps it (it does not create one).
-fn strip_internal(_resources: &mut [Resource]) {}
+/// `kiln kustomize DIR`: builds `dir` from the real file system and returns the YAML stream
+/// `kubectl kustomize DIR` would print; errors come back as reports with their source spans.
+pub fn run_kustomize(dir: &Path, options: &BuildOptions) -> Result<String, miette::Report> {
+    build_yaml(&crate::fs::RealFs, dir, options).map_err(miette::Report::new)
+}
+
+/// kustomize quirk: every object carries internal annotations while it builds, and they are
+/// removed at the end with `SetAnnotations`, which drops the field when nothing is left — so
+/// an input `annotations: {}` or `annotations:` (null) never reaches the output. (`labels`
+/// get no such treatment: `labels: null` survives, as in kustomize.)
+fn strip_internal(resources: &mut [Resource]) {
+    for r in resources {
+        if let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut)
+            && md.get("annotations").is_some_and(|a| a.is_null() || a.as_object().is_some_and(|m| m.is_empty()))
+        {
+            md.shift_remove("annotations");
+        }
+    }
+}
 
 /// Custom field specs from `configurations` files (kustomize's `builtinconfig.TransformerConfig`),
 /// added to the builtin tables of each transformer.
@@ -114,7 +146,9 @@ pub struct NameBackReference {
 }
 
 fn push_unique(list: &mut Vec<UserFieldSpec>, fs: UserFieldSpec) {
-    if !list.iter().any(|s| s.group == fs.group && s.version == fs.version && s.kind == fs.kind && s.path == fs.path) {
+    if !list.iter().any(|s| {
+        s.group == fs.group && s.version == fs.version && s.kind == fs.kind && s.path == fs.path
+    }) {
         list.push(fs);
     }
 }
@@ -140,7 +174,11 @@ impl TransformerConfig {
             }
         }
         for nbr in &other.name_reference {
-            match self.name_reference.iter_mut().find(|n| n.group == nbr.group && n.version == nbr.version && n.kind == nbr.kind) {
+            match self
+                .name_reference
+                .iter_mut()
+                .find(|n| n.group == nbr.group && n.version == nbr.version && n.kind == nbr.kind)
+            {
                 Some(existing) => {
                     for fs in &nbr.field_specs {
                         push_unique(&mut existing.field_specs, fs.clone());
@@ -173,8 +211,18 @@ impl TransformerConfig {
                 "varreference" => tc.var_reference = specs()?,
                 "namereference" => {
                     for item in v.as_array().map(Vec::as_slice).unwrap_or_default() {
-                        let get = |k: &str| lookup_ci(item, k).and_then(Value::as_str).unwrap_or("").to_string();
-                        let mut nbr = NameBackReference { group: get("group"), version: get("version"), kind: get("kind"), field_specs: vec![] };
+                        let get = |k: &str| {
+                            lookup_ci(item, k)
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string()
+                        };
+                        let mut nbr = NameBackReference {
+                            group: get("group"),
+                            version: get("version"),
+                            kind: get("kind"),
+                            field_specs: vec![],
+                        };
                         // `apiVersion: group/version` is accepted too (kustomize's Gvk decoding).
                         if let Some(av) = lookup_ci(item, "apiVersion").and_then(Value::as_str) {
                             match av.rsplit_once('/') {
@@ -188,7 +236,10 @@ impl TransformerConfig {
                         if let Some(fs) = lookup_ci(item, "fieldSpecs") {
                             nbr.field_specs = field_specs(fs)?;
                         }
-                        tc.merge(&TransformerConfig { name_reference: vec![nbr], ..Default::default() });
+                        tc.merge(&TransformerConfig {
+                            name_reference: vec![nbr],
+                            ..Default::default()
+                        });
                     }
                 }
                 _ => {}
@@ -199,34 +250,56 @@ impl TransformerConfig {
 }
 
 fn lookup_ci<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
-    v.as_object()?.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| v)
+    v.as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v)
 }
 
 fn field_specs(v: &Value) -> Result<Vec<UserFieldSpec>, String> {
     let mut out = Vec::new();
     for item in v.as_array().map(Vec::as_slice).unwrap_or_default() {
-        let s = |k: &str| lookup_ci(item, k).and_then(Value::as_str).unwrap_or("").to_string();
-        let create = lookup_ci(item, "create").and_then(Value::as_bool).unwrap_or(false);
+        let s = |k: &str| {
+            lookup_ci(item, k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let create = lookup_ci(item, "create")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
         if s("path").is_empty() {
             return Err(format!("field spec without a `path`: {item}"));
         }
-        out.push(UserFieldSpec { group: s("group"), version: s("version"), kind: s("kind"), path: s("path"), create });
+        out.push(UserFieldSpec {
+            group: s("group"),
+            version: s("version"),
+            kind: s("kind"),
+            path: s("path"),
+            create,
+        });
     }
     Ok(out)
 }
 
 /// The user-written field spec as the transformers' type.
 pub fn user_field_spec(fs: &FieldSpecArgs) -> UserFieldSpec {
-    UserFieldSpec { group: fs.group.clone(), version: fs.version.clone(), kind: fs.kind.clone(), path: fs.path.clone(), create: fs.create }
+    UserFieldSpec {
+        group: fs.group.clone(),
+        version: fs.version.clone(),
+        kind: fs.kind.clone(),
+        path: fs.path.clone(),
+        create: fs.create,
+    }
 }
 
 /// Converts between two serde shapes of the same YAML (our kustomization types → a
-/// transformer's own config type). Empty values are dropped first, so fields our types
-/// default (`""`, `null`) read as absent, as in kustomize's `omitempty` marshalling.
+/// transformer's own config type). Our types skip empty fields when serializing (kustomize's
+/// `omitempty`) and nulls are dropped, so defaulted fields read as absent.
 pub fn convert<T: DeserializeOwned>(from: &impl Serialize) -> Result<T, String> {
     fn prune(v: &mut Value) {
         if let Value::Object(m) = v {
-            m.retain(|_, x| !(x.is_null() || x.as_str() == Some("")));
+            m.retain(|_, x| !x.is_null());
             m.values_mut().for_each(prune);
         } else if let Value::Array(a) = v {
             a.iter_mut().for_each(prune);
@@ -258,7 +331,13 @@ fn id_key(id: &ResId) -> (String, String, String, String, String) {
         None | Some("") | Some("default") => String::new(),
         Some(n) => n.to_string(),
     };
-    (id.group.clone(), id.version.clone(), id.kind.clone(), ns, id.name.clone())
+    (
+        id.group.clone(),
+        id.version.clone(),
+        id.kind.clone(),
+        ns,
+        id.name.clone(),
+    )
 }
 
 fn origin_text(r: &Resource) -> String {
@@ -279,7 +358,11 @@ impl Accumulator {
         for r in new {
             let key = id_key(&r.id());
             if let Some(&i) = index.get(&key) {
-                return Err(KustomizeError::duplicate(site.clone(), r.id().to_string(), origin_text(&self.resources[i])));
+                return Err(KustomizeError::duplicate(
+                    site.clone(),
+                    r.id().to_string(),
+                    origin_text(&self.resources[i]),
+                ));
             }
             index.insert(key, self.resources.len());
             self.resources.push(r);
@@ -289,7 +372,11 @@ impl Accumulator {
 }
 
 /// Accumulates one kustomization (or component) into `acc`.
-fn accumulate_target(ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator) -> Result<(), KustomizeError> {
+fn accumulate_target(
+    ldr: &Loader<'_>,
+    kf: &KustFile,
+    acc: &mut Accumulator,
+) -> Result<(), KustomizeError> {
     let k = &kf.kustomization;
     reject_unsupported(kf)?;
 
@@ -299,7 +386,12 @@ fn accumulate_target(ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator) -> 
         .iter()
         .enumerate()
         .map(|(i, p)| (format!("/resources/{i}"), p))
-        .chain(k.bases.iter().enumerate().map(|(i, p)| (format!("/bases/{i}"), p)));
+        .chain(
+            k.bases
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("/bases/{i}"), p)),
+        );
     for (pointer, path) in entries {
         let site = kf.site(&pointer);
         if is_remote(path) {
@@ -313,15 +405,28 @@ fn accumulate_target(ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator) -> 
         match ldr.entry(path) {
             Ok(Entry::File(file)) => {
                 let display = ldr.display(&file);
-                let text = ldr.fs().read_to_string(&file).map_err(|e| KustomizeError::Io { path: display.clone(), source: e })?;
+                let text = ldr
+                    .fs()
+                    .read_to_string(&file)
+                    .map_err(|e| KustomizeError::Io {
+                        path: display.clone(),
+                        source: e,
+                    })?;
                 let resources = parse_resources(&display, &text)?;
                 acc.append_all(resources, &site)?;
             }
             Ok(Entry::Dir(dir)) => {
-                let child = ldr.child(&dir).map_err(|issue| ldr.error(issue, site.clone(), "resource", path))?;
+                let child = ldr
+                    .child(&dir)
+                    .map_err(|issue| ldr.error(issue, site.clone(), "resource", path))?;
                 let ckf = load_kustomization(&child)?;
                 if ckf.kustomization.is_component() {
-                    return Err(KustomizeError::kind_mismatch(site, path, "a Component", "a Kustomization (components go under `components`)"));
+                    return Err(KustomizeError::kind_mismatch(
+                        site,
+                        path,
+                        "a Component",
+                        "a Kustomization (components go under `components`)",
+                    ));
                 }
                 let mut sub = Accumulator::default();
                 accumulate_target(&child, &ckf, &mut sub)?;
@@ -336,7 +441,9 @@ fn accumulate_target(ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator) -> 
     // 2. configurations (and crds, which only add field specs in kustomize).
     for (i, path) in k.configurations.iter().enumerate() {
         let site = kf.site(&format!("/configurations/{i}"));
-        let (file, text) = ldr.read_file(path).map_err(|issue| ldr.error(issue, site.clone(), "configuration file", path))?;
+        let (file, text) = ldr
+            .read_file(path)
+            .map_err(|issue| ldr.error(issue, site.clone(), "configuration file", path))?;
         let display = ldr.display(&file);
         for doc in yaml::parse_stream(&display, &text).map_err(Box::new)? {
             let tc = TransformerConfig::from_value(&doc).map_err(|m| KustomizeError::invalid(site.clone(), m, "a configurations file holds field specs (`namePrefix`, `commonLabels`, `nameReference`, `varReference`, …)"))?;
@@ -345,7 +452,8 @@ fn accumulate_target(ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator) -> 
     }
     for (i, path) in k.crds.iter().enumerate() {
         let site = kf.site(&format!("/crds/{i}"));
-        ldr.read_file(path).map_err(|issue| ldr.error(issue, site, "CRD file", path))?;
+        ldr.read_file(path)
+            .map_err(|issue| ldr.error(issue, site, "CRD file", path))?;
     }
 
     // 3. generators.
@@ -355,17 +463,36 @@ fn accumulate_target(ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator) -> 
     for (i, path) in k.components.iter().enumerate() {
         let site = kf.site(&format!("/components/{i}"));
         if is_remote(path) {
-            return Err(KustomizeError::unsupported(site, "components", format!("remote target `{path}`"), "vendor the component into the repository"));
+            return Err(KustomizeError::unsupported(
+                site,
+                "components",
+                format!("remote target `{path}`"),
+                "vendor the component into the repository",
+            ));
         }
         let dir = match ldr.entry(path) {
             Ok(Entry::Dir(dir)) => dir,
-            Ok(Entry::File(_)) => return Err(KustomizeError::kind_mismatch(site, path, "a file", "a directory with a `kind: Component` kustomization")),
+            Ok(Entry::File(_)) => {
+                return Err(KustomizeError::kind_mismatch(
+                    site,
+                    path,
+                    "a file",
+                    "a directory with a `kind: Component` kustomization",
+                ));
+            }
             Err(issue) => return Err(ldr.error(issue, site, "component", path)),
         };
-        let child = ldr.child(&dir).map_err(|issue| ldr.error(issue, site.clone(), "component", path))?;
+        let child = ldr
+            .child(&dir)
+            .map_err(|issue| ldr.error(issue, site.clone(), "component", path))?;
         let ckf = load_kustomization(&child)?;
         if !ckf.kustomization.is_component() {
-            return Err(KustomizeError::kind_mismatch(site, path, "a Kustomization", "a Component (`kind: Component`)"));
+            return Err(KustomizeError::kind_mismatch(
+                site,
+                path,
+                "a Kustomization",
+                "a Component (`kind: Component`)",
+            ));
         }
         accumulate_target(&child, &ckf, acc)?;
     }
@@ -377,14 +504,29 @@ fn accumulate_target(ldr: &Loader<'_>, kf: &KustFile, acc: &mut Accumulator) -> 
     let mut fresh: Vec<VarDecl> = Vec::new();
     for (i, var) in k.vars.iter().enumerate() {
         let site = kf.site(&format!("/vars/{i}"));
-        if let Some(prev) = acc.vars.iter().chain(&fresh).find(|d| d.var.name == var.name) {
+        if let Some(prev) = acc
+            .vars
+            .iter()
+            .chain(&fresh)
+            .find(|d| d.var.name == var.name)
+        {
             // kustomize's MergeVars: the same var declared twice is an error unless identical.
             if prev.var != *var {
-                return Err(KustomizeError::invalid(site, format!("var `{}` is already defined (at {})", var.name, prev.site.at), "give the var another name"));
+                return Err(KustomizeError::invalid(
+                    site,
+                    format!(
+                        "var `{}` is already defined (at {})",
+                        var.name, prev.site.at
+                    ),
+                    "give the var another name",
+                ));
             }
             continue;
         }
-        fresh.push(VarDecl { var: var.clone(), site });
+        fresh.push(VarDecl {
+            var: var.clone(),
+            site,
+        });
     }
     super::vars::bind_vars(&mut acc.resources, &fresh)?;
     acc.vars.extend(fresh);
@@ -396,13 +538,28 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
     let k: &Kustomization = &kf.kustomization;
     let helm = "kiln does not run helm: render the chart with `helm template` and list the output under `resources`";
     if !k.helm_charts.is_empty() {
-        return Err(KustomizeError::unsupported(kf.key_site("/helmCharts"), "helmCharts", "helm charts need the helm binary", helm));
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/helmCharts"),
+            "helmCharts",
+            "helm charts need the helm binary",
+            helm,
+        ));
     }
     if !k.helm_chart_inflation_generator.is_empty() {
-        return Err(KustomizeError::unsupported(kf.key_site("/helmChartInflationGenerator"), "helmChartInflationGenerator", "helm charts need the helm binary", helm));
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/helmChartInflationGenerator"),
+            "helmChartInflationGenerator",
+            "helm charts need the helm binary",
+            helm,
+        ));
     }
     if k.helm_globals.is_some() {
-        return Err(KustomizeError::unsupported(kf.key_site("/helmGlobals"), "helmGlobals", "helm charts need the helm binary", helm));
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/helmGlobals"),
+            "helmGlobals",
+            "helm charts need the helm binary",
+            helm,
+        ));
     }
     if !k.generators.is_empty() {
         return Err(KustomizeError::unsupported(
@@ -413,7 +570,12 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
         ));
     }
     if !k.validators.is_empty() {
-        return Err(KustomizeError::unsupported(kf.key_site("/validators"), "validators", "validator plugins are not run", "validate the output in CI instead"));
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/validators"),
+            "validators",
+            "validator plugins are not run",
+            "validate the output in CI instead",
+        ));
     }
     if k.openapi.contains_key("path") || k.openapi.contains_key("version") {
         return Err(KustomizeError::unsupported(
@@ -429,6 +591,7 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use indexmap::IndexMap;
     use serde_json::json;
 
     #[test]
@@ -450,22 +613,31 @@ mod tests {
     }
 
     #[test]
-    fn convert_drops_empty_fields() {
+    fn convert_drops_nulls_but_keeps_empty_strings() {
         #[derive(Serialize)]
         struct A {
             name: String,
-            tag: String,
             opt: Option<bool>,
+            labels: IndexMap<String, String>,
         }
         #[derive(serde::Deserialize)]
         #[serde(deny_unknown_fields)]
         struct B {
             name: String,
             #[serde(default)]
-            tag: Option<String>,
+            opt: bool,
+            labels: IndexMap<String, String>,
         }
-        let b: B = convert(&A { name: "x".into(), tag: String::new(), opt: None }).unwrap();
+        let mut labels = IndexMap::new();
+        labels.insert("empty".to_string(), String::new());
+        let b: B = convert(&A {
+            name: "x".into(),
+            opt: None,
+            labels,
+        })
+        .unwrap();
         assert_eq!(b.name, "x");
-        assert!(b.tag.is_none());
+        assert!(!b.opt);
+        assert_eq!(b.labels["empty"], "");
     }
 }

@@ -73,7 +73,13 @@ impl Site {
         let found = yaml::locate(text, doc, pointer, key);
         let (line, column) = found.map(|l| (l.line, l.column)).unwrap_or((0, 0));
         Site {
-            at: Location { file: file.to_string(), doc, pointer: pointer.to_string(), line, column },
+            at: Location {
+                file: file.to_string(),
+                doc,
+                pointer: pointer.to_string(),
+                line,
+                column,
+            },
             src: NamedSource::new(file, text.to_string()),
             span: found.map(|l| l.span()),
         }
@@ -82,7 +88,13 @@ impl Site {
     /// A site naming only a file (no text, no line).
     pub fn file(file: &str) -> Site {
         Site {
-            at: Location { file: file.to_string(), doc: 0, pointer: String::new(), line: 0, column: 0 },
+            at: Location {
+                file: file.to_string(),
+                doc: 0,
+                pointer: String::new(),
+                line: 0,
+                column: 0,
+            },
             src: NamedSource::new(file, String::new()),
             span: None,
         }
@@ -96,13 +108,18 @@ pub enum KustomizeError {
     #[error("no kustomization file in `{dir}`")]
     #[diagnostic(
         code(kiln::kustomize::kustomization_missing),
-        help("a directory used as a build root, base or component must contain `kustomization.yaml`")
+        help(
+            "a directory used as a build root, base or component must contain `kustomization.yaml`"
+        )
     )]
     KustomizationMissing { dir: String },
 
     /// More than one recognised kustomization file name in one directory.
     #[error("several kustomization files in `{dir}`: {names}")]
-    #[diagnostic(code(kiln::kustomize::kustomization_ambiguous), help("keep exactly one of them"))]
+    #[diagnostic(
+        code(kiln::kustomize::kustomization_ambiguous),
+        help("keep exactly one of them")
+    )]
     KustomizationAmbiguous { dir: String, names: String },
 
     /// A YAML file that does not parse.
@@ -126,7 +143,10 @@ pub enum KustomizeError {
 
     /// A `resources`/`components`/patch/generator path that names nothing.
     #[error("{}: {what} `{path}` does not exist", site.at)]
-    #[diagnostic(code(kiln::kustomize::file_missing), help("check the path; it is relative to the directory of the kustomization file"))]
+    #[diagnostic(
+        code(kiln::kustomize::file_missing),
+        help("check the path; it is relative to the directory of the kustomization file")
+    )]
     FileMissing {
         what: &'static str,
         path: String,
@@ -141,7 +161,9 @@ pub enum KustomizeError {
     #[error("{}: `{path}` is outside the kustomization root `{root}`", site.at)]
     #[diagnostic(
         code(kiln::kustomize::file_outside_root),
-        help("move the file under the kustomization directory, or reference a kustomization directory (base) that contains it")
+        help(
+            "move the file under the kustomization directory, or reference a kustomization directory (base) that contains it"
+        )
     )]
     FileOutsideRoot {
         path: String,
@@ -155,7 +177,10 @@ pub enum KustomizeError {
 
     /// A path whose symlinks resolve outside the kustomization root.
     #[error("{}: `{path}` is a symlink to `{target}`, outside the kustomization root `{root}`", site.at)]
-    #[diagnostic(code(kiln::kustomize::symlink_escapes), help("symlinks may only point inside the kustomization root"))]
+    #[diagnostic(
+        code(kiln::kustomize::symlink_escapes),
+        help("symlinks may only point inside the kustomization root")
+    )]
     SymlinkEscapes {
         path: String,
         target: String,
@@ -169,7 +194,10 @@ pub enum KustomizeError {
 
     /// A base (directly or through others) includes itself, or a directory that contains it.
     #[error("{}: cycle of bases: {chain}", site.at)]
-    #[diagnostic(code(kiln::kustomize::base_cycle), help("a kustomization cannot include itself or a directory above it"))]
+    #[diagnostic(
+        code(kiln::kustomize::base_cycle),
+        help("a kustomization cannot include itself or a directory above it")
+    )]
     BaseCycle {
         chain: String,
         site: Site,
@@ -183,7 +211,9 @@ pub enum KustomizeError {
     #[error("{}: `{path}` is {actual}, expected {expected}", site.at)]
     #[diagnostic(
         code(kiln::kustomize::component_kind_mismatch),
-        help("list `kind: Component` directories under `components`, and kustomizations under `resources`")
+        help(
+            "list `kind: Component` directories under `components`, and kustomizations under `resources`"
+        )
     )]
     ComponentKindMismatch {
         path: String,
@@ -198,7 +228,10 @@ pub enum KustomizeError {
 
     /// Two resources with the same group, version, kind, namespace and name.
     #[error("{}: duplicate resource id `{id}` (already loaded from {first})", site.at)]
-    #[diagnostic(code(kiln::kustomize::duplicate_resource_id), help("each object may appear once; use a patch to change an object from a base"))]
+    #[diagnostic(
+        code(kiln::kustomize::duplicate_resource_id),
+        help("each object may appear once; use a patch to change an object from a base")
+    )]
     DuplicateResourceId {
         id: String,
         first: String,
@@ -225,7 +258,10 @@ pub enum KustomizeError {
 
     /// A resource file holding something that is not a Kubernetes object.
     #[error("{}: {message}", site.at)]
-    #[diagnostic(code(kiln::kustomize::resource_invalid), help("every document must be a mapping with `apiVersion`, `kind` and `metadata.name`"))]
+    #[diagnostic(
+        code(kiln::kustomize::resource_invalid),
+        help("every document must be a mapping with `apiVersion`, `kind` and `metadata.name`")
+    )]
     ResourceInvalid {
         message: String,
         site: Site,
@@ -273,7 +309,13 @@ impl KustomizeError {
 
     /// See [`KustomizeError::FileMissing`].
     pub fn file_missing(site: Site, what: &'static str, path: impl Into<String>) -> Self {
-        KustomizeError::FileMissing { what, path: path.into(), src: site.src.clone(), span: site.span, site }
+        KustomizeError::FileMissing {
+            what,
+            path: path.into(),
+            src: site.src.clone(),
+            span: site.span,
+            site,
+        }
     }
 
     /// See [`KustomizeError::FileOutsideRoot`].
@@ -288,7 +330,12 @@ impl KustomizeError {
     }
 
     /// See [`KustomizeError::SymlinkEscapes`].
-    pub fn symlink_escapes(site: Site, path: impl Into<String>, target: impl Into<String>, root: impl Into<String>) -> Self {
+    pub fn symlink_escapes(
+        site: Site,
+        path: impl Into<String>,
+        target: impl Into<String>,
+        root: impl Into<String>,
+    ) -> Self {
         KustomizeError::SymlinkEscapes {
             path: path.into(),
             target: target.into(),
@@ -301,11 +348,21 @@ impl KustomizeError {
 
     /// See [`KustomizeError::BaseCycle`].
     pub fn base_cycle(site: Site, chain: impl Into<String>) -> Self {
-        KustomizeError::BaseCycle { chain: chain.into(), src: site.src.clone(), span: site.span, site }
+        KustomizeError::BaseCycle {
+            chain: chain.into(),
+            src: site.src.clone(),
+            span: site.span,
+            site,
+        }
     }
 
     /// See [`KustomizeError::ComponentKindMismatch`].
-    pub fn kind_mismatch(site: Site, path: impl Into<String>, actual: &'static str, expected: &'static str) -> Self {
+    pub fn kind_mismatch(
+        site: Site,
+        path: impl Into<String>,
+        actual: &'static str,
+        expected: &'static str,
+    ) -> Self {
         KustomizeError::ComponentKindMismatch {
             path: path.into(),
             actual,
@@ -328,7 +385,12 @@ impl KustomizeError {
     }
 
     /// See [`KustomizeError::FieldUnsupported`].
-    pub fn unsupported(site: Site, field: impl Into<String>, reason: impl Into<String>, help: impl Into<String>) -> Self {
+    pub fn unsupported(
+        site: Site,
+        field: impl Into<String>,
+        reason: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Self {
         KustomizeError::FieldUnsupported {
             field: field.into(),
             reason: reason.into(),
@@ -341,7 +403,12 @@ impl KustomizeError {
 
     /// See [`KustomizeError::ResourceInvalid`].
     pub fn resource_invalid(site: Site, message: impl Into<String>) -> Self {
-        KustomizeError::ResourceInvalid { message: message.into(), src: site.src.clone(), span: site.span, site }
+        KustomizeError::ResourceInvalid {
+            message: message.into(),
+            src: site.src.clone(),
+            span: site.span,
+            site,
+        }
     }
 
     /// Wraps a transformer's or generator's error with the kustomization entry that caused
@@ -349,14 +416,33 @@ impl KustomizeError {
     pub fn transformer(site: Site, inner: &dyn Diagnostic) -> Self {
         let help = inner.help().map(|h| h.to_string()).unwrap_or_default();
         let mut message = inner.to_string();
+        // The cause chain carries the detail (e.g. a JSON patch's "doc is missing path").
+        let mut cause = std::error::Error::source(inner);
+        while let Some(c) = cause {
+            let text = c.to_string();
+            if !message.contains(&text) {
+                message = format!("{message}: {text}");
+            }
+            cause = c.source();
+        }
         if let Some(code) = inner.code() {
             message = format!("{message} [{code}]");
         }
-        KustomizeError::TransformerFailed { message, help, src: site.src.clone(), span: site.span, site }
+        KustomizeError::TransformerFailed {
+            message,
+            help,
+            src: site.src.clone(),
+            span: site.span,
+            site,
+        }
     }
 
     /// Like [`KustomizeError::transformer`] for a plain message.
-    pub fn transformer_msg(site: Site, message: impl Into<String>, help: impl Into<String>) -> Self {
+    pub fn transformer_msg(
+        site: Site,
+        message: impl Into<String>,
+        help: impl Into<String>,
+    ) -> Self {
         KustomizeError::TransformerFailed {
             message: message.into(),
             help: help.into(),
@@ -380,7 +466,9 @@ impl KustomizeError {
             | FieldUnsupported { site, .. }
             | ResourceInvalid { site, .. }
             | TransformerFailed { site, .. } => Some(&site.at),
-            KustomizationMissing { .. } | KustomizationAmbiguous { .. } | Yaml(_) | Io { .. } => None,
+            KustomizationMissing { .. } | KustomizationAmbiguous { .. } | Yaml(_) | Io { .. } => {
+                None
+            }
         }
     }
 }

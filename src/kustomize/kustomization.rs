@@ -21,7 +21,8 @@ pub const KUSTOMIZATION_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
 pub const COMPONENT_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
 /// File names recognised as a kustomization, in kustomize's order
 /// (`konfig.RecognizedKustomizationFileNames`).
-pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 /// A string map that keeps the user's order (kustomize sorts where it matters).
 pub type StringMap = IndexMap<String, String>;
@@ -41,86 +42,206 @@ where
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Kustomization {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub api_version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub metadata: Option<ObjectMeta>,
     /// `openapi: {path: schema.json}` or `{version: …}`; only affects merge keys of custom
     /// kinds in strategic merge patches.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub openapi: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name_prefix: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name_suffix: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub common_labels: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub labels: Vec<Label>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub common_annotations: StringMap,
     /// Legacy: file paths or inline strategic merge patches.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub patches_strategic_merge: Vec<String>,
     /// Legacy: JSON 6902 patches with a target.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub patches_json6902: Vec<Patch>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub patches: Vec<Patch>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub images: Vec<Image>,
     /// Legacy spelling of `images`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub image_tags: Vec<Image>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub replacements: Vec<ReplacementField>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub replicas: Vec<Replica>,
     /// Legacy: `$(VAR)` substitution.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub vars: Vec<Var>,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sort_options: Option<SortOptions>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub resources: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub components: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub crds: Vec<String>,
     /// Legacy spelling of directory `resources`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub bases: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub config_map_generator: Vec<GeneratorArgs>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub secret_generator: Vec<GeneratorArgs>,
     /// Helm support is out of reach (needs helm); kept raw only to report it.
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub helm_globals: Option<Value>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub helm_charts: Vec<Value>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub helm_chart_inflation_generator: Vec<Value>,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub generator_options: Option<GeneratorOptions>,
     /// Transformer configuration files (custom field specs).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub configurations: Vec<String>,
     /// Generator plugin configs (files or inline YAML).
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub generators: Vec<String>,
     /// Transformer plugin configs (files or inline YAML); builtin kinds are supported.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub transformers: Vec<String>,
     /// Validator plugin configs; not supported.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub validators: Vec<String>,
     /// `originAnnotations`, `transformerAnnotations`, `managedByLabel`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub build_metadata: Vec<String>,
 }
 
@@ -128,13 +249,29 @@ pub struct Kustomization {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ObjectMeta {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub labels: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub annotations: StringMap,
 }
 
@@ -142,13 +279,29 @@ pub struct ObjectMeta {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldSpecArgs {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub group: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub path: String,
     #[serde(default)]
     pub create: bool,
@@ -158,13 +311,21 @@ pub struct FieldSpecArgs {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Label {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub pairs: StringMap,
     #[serde(default)]
     pub include_selectors: bool,
     #[serde(default)]
     pub include_templates: bool,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub fields: Vec<FieldSpecArgs>,
 }
 
@@ -173,19 +334,47 @@ pub struct Label {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Selector {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub group: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub label_selector: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub annotation_selector: String,
 }
 
@@ -194,14 +383,26 @@ pub struct Selector {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Patch {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub path: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub patch: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub target: Option<Selector>,
     /// `allowNameChange`, `allowKindChange`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub options: IndexMap<String, bool>,
 }
 
@@ -209,15 +410,35 @@ pub struct Patch {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Image {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub new_name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub tag_suffix: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub new_tag: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub digest: String,
 }
 
@@ -225,7 +446,11 @@ pub struct Image {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Replica {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
     #[serde(default)]
     pub count: i64,
@@ -235,11 +460,19 @@ pub struct Replica {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldOptions {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub delimiter: String,
     #[serde(default)]
     pub index: i64,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub encoding: String,
     #[serde(default)]
     pub create: bool,
@@ -249,19 +482,43 @@ pub struct FieldOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SourceSelector {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub group: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub field_path: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub options: Option<FieldOptions>,
 }
 
@@ -269,13 +526,21 @@ pub struct SourceSelector {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TargetSelector {
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub select: Option<Selector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub reject: Vec<Selector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub field_paths: Vec<String>,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub options: Option<FieldOptions>,
 }
 
@@ -284,11 +549,19 @@ pub struct TargetSelector {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ReplacementField {
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub source: Option<SourceSelector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub targets: Vec<TargetSelector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub path: String,
 }
 
@@ -296,9 +569,13 @@ pub struct ReplacementField {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Replacement {
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub source: Option<SourceSelector>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub targets: Vec<TargetSelector>,
 }
 
@@ -306,17 +583,41 @@ pub struct Replacement {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct VarTarget {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub api_version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub group: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub version: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub kind: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
 }
 
@@ -324,7 +625,12 @@ pub struct VarTarget {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldSelector {
-    #[serde(default, deserialize_with = "nullable")]
+    /// Go's JSON decoding matches keys case-insensitively, and real trees write `fieldpath`.
+    #[serde(alias = "fieldpath", alias = "FieldPath", 
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub field_path: String,
 }
 
@@ -332,7 +638,11 @@ pub struct FieldSelector {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Var {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
     #[serde(default)]
     pub objref: VarTarget,
@@ -345,9 +655,13 @@ pub struct Var {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SortOptions {
     /// `legacy` (default) or `fifo`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub order: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub legacy_sort_options: Option<LegacySortOptions>,
 }
 
@@ -355,9 +669,17 @@ pub struct SortOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LegacySortOptions {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub order_first: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub order_last: Vec<String>,
 }
 
@@ -365,13 +687,21 @@ pub struct LegacySortOptions {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct GeneratorOptions {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub labels: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "IndexMap::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub annotations: StringMap,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub disable_name_suffix_hash: Option<bool>,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub immutable: Option<bool>,
 }
 
@@ -381,26 +711,59 @@ pub struct GeneratorOptions {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct GeneratorArgs {
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub namespace: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub name: String,
     /// `create` (default), `merge` or `replace`.
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub behavior: String,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub literals: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub files: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "Vec::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub envs: Vec<String>,
     /// Legacy single env file; appended to `envs` by [`Kustomization::fix`].
-    #[serde(default, deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        deserialize_with = "nullable"
+    )]
     pub env: String,
-    #[serde(default)]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub options: Option<GeneratorOptions>,
     /// Secret type (`Opaque` when empty); only valid on `secretGenerator`.
-    #[serde(default, rename = "type", deserialize_with = "nullable")]
+    #[serde(
+        skip_serializing_if = "String::is_empty",
+        default,
+        rename = "type",
+        deserialize_with = "nullable"
+    )]
     pub secret_type: String,
 }
 
@@ -426,14 +789,23 @@ impl Kustomization {
     /// decoding, plus `type` on a `configMapGenerator` entry.
     pub fn from_value(value: &Value) -> Result<Kustomization, FieldError> {
         let Some(map) = value.as_object() else {
-            return Err(FieldError { pointer: String::new(), message: "a kustomization must be a YAML mapping".into() });
+            return Err(FieldError {
+                pointer: String::new(),
+                message: "a kustomization must be a YAML mapping".into(),
+            });
         };
         match serde_json::from_value::<Kustomization>(value.clone()) {
             Ok(k) => {
-                if let Some(i) = k.config_map_generator.iter().position(|g| !g.secret_type.is_empty()) {
+                if let Some(i) = k
+                    .config_map_generator
+                    .iter()
+                    .position(|g| !g.secret_type.is_empty())
+                {
                     return Err(FieldError {
                         pointer: format!("/configMapGenerator/{i}/type"),
-                        message: "unknown field `type` (only `secretGenerator` entries have a type)".into(),
+                        message:
+                            "unknown field `type` (only `secretGenerator` entries have a type)"
+                                .into(),
                     });
                 }
                 Ok(k)
@@ -445,12 +817,16 @@ impl Kustomization {
                         m.insert(key.clone(), v);
                         serde_json::from_value::<Kustomization>(Value::Object(m))
                     };
-                    let Err(e) = single(field.clone()) else { continue };
+                    let Err(e) = single(field.clone()) else {
+                        continue;
+                    };
                     let mut pointer = format!("/{}", escape_pointer(key));
                     let mut message = e.to_string();
                     if let Value::Array(items) = field {
                         for (i, item) in items.iter().enumerate() {
-                            let Err(e) = single(Value::Array(vec![item.clone()])) else { continue };
+                            let Err(e) = single(Value::Array(vec![item.clone()])) else {
+                                continue;
+                            };
                             pointer = format!("{pointer}/{i}");
                             message = e.to_string();
                             // One more level: the field inside the list item.
@@ -468,9 +844,15 @@ impl Kustomization {
                             break;
                         }
                     }
-                    return Err(FieldError { pointer, message: tidy_serde_message(&message) });
+                    return Err(FieldError {
+                        pointer,
+                        message: tidy_serde_message(&message),
+                    });
                 }
-                Err(FieldError { pointer: String::new(), message: tidy_serde_message(&whole.to_string()) })
+                Err(FieldError {
+                    pointer: String::new(),
+                    message: tidy_serde_message(&whole.to_string()),
+                })
             }
         }
     }
@@ -486,15 +868,29 @@ impl Kustomization {
         if !self.kind.is_empty() && self.kind != "Kustomization" && self.kind != "Component" {
             return Err(FieldError {
                 pointer: "/kind".into(),
-                message: format!("kind `{}` should be `Kustomization` or `Component`", self.kind),
+                message: format!(
+                    "kind `{}` should be `Kustomization` or `Component`",
+                    self.kind
+                ),
             });
         }
-        let required = if self.is_component() { COMPONENT_VERSION } else { KUSTOMIZATION_VERSION };
+        let required = if self.is_component() {
+            COMPONENT_VERSION
+        } else {
+            KUSTOMIZATION_VERSION
+        };
         if !self.api_version.is_empty() && self.api_version != required {
-            let kind = if self.kind.is_empty() { "Kustomization" } else { &self.kind };
+            let kind = if self.kind.is_empty() {
+                "Kustomization"
+            } else {
+                &self.kind
+            };
             return Err(FieldError {
                 pointer: "/apiVersion".into(),
-                message: format!("apiVersion for {kind} should be `{required}`, not `{}`", self.api_version),
+                message: format!(
+                    "apiVersion for {kind} should be `{required}`, not `{}`",
+                    self.api_version
+                ),
             });
         }
         Ok(())
@@ -550,20 +946,32 @@ mod tests {
 
     #[test]
     fn unknown_field_is_located() {
-        let err = Kustomization::from_value(&json!({"resources": ["a.yaml"], "foo": 1})).unwrap_err();
+        let err =
+            Kustomization::from_value(&json!({"resources": ["a.yaml"], "foo": 1})).unwrap_err();
         assert_eq!(err.pointer, "/foo");
-        assert!(err.message.contains("unknown field `foo`"), "{}", err.message);
+        assert!(
+            err.message.contains("unknown field `foo`"),
+            "{}",
+            err.message
+        );
 
-        let err = Kustomization::from_value(&json!({"images": [{"name": "a"}, {"name": "b", "newTg": "1"}]})).unwrap_err();
+        let err = Kustomization::from_value(
+            &json!({"images": [{"name": "a"}, {"name": "b", "newTg": "1"}]}),
+        )
+        .unwrap_err();
         assert_eq!(err.pointer, "/images/1/newTg");
 
-        let err = Kustomization::from_value(&json!({"replicas": [{"name": "a", "count": "3"}]})).unwrap_err();
+        let err = Kustomization::from_value(&json!({"replicas": [{"name": "a", "count": "3"}]}))
+            .unwrap_err();
         assert_eq!(err.pointer, "/replicas/0/count");
 
         let err = Kustomization::from_value(&json!({"commonLabels": {"a": 1}})).unwrap_err();
         assert_eq!(err.pointer, "/commonLabels");
 
-        let err = Kustomization::from_value(&json!({"configMapGenerator": [{"name": "a", "type": "Opaque"}]})).unwrap_err();
+        let err = Kustomization::from_value(
+            &json!({"configMapGenerator": [{"name": "a", "type": "Opaque"}]}),
+        )
+        .unwrap_err();
         assert_eq!(err.pointer, "/configMapGenerator/0/type");
 
         assert!(Kustomization::from_value(&json!(["a"])).is_err());
@@ -571,7 +979,10 @@ mod tests {
 
     #[test]
     fn kind_and_api_version_are_enforced() {
-        let k = Kustomization::from_value(&json!({"kind": "Component", "apiVersion": KUSTOMIZATION_VERSION})).unwrap();
+        let k = Kustomization::from_value(
+            &json!({"kind": "Component", "apiVersion": KUSTOMIZATION_VERSION}),
+        )
+        .unwrap();
         assert_eq!(k.check_kind().unwrap_err().pointer, "/apiVersion");
         let k = Kustomization::from_value(&json!({"kind": "Deployment"})).unwrap();
         assert_eq!(k.check_kind().unwrap_err().pointer, "/kind");

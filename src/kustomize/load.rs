@@ -73,17 +73,36 @@ pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
     for c in &p[common..] {
         out.push(c.as_os_str());
     }
-    if out.as_os_str().is_empty() { PathBuf::from(".") } else { out }
+    if out.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        out
+    }
 }
 
 impl<'a> Loader<'a> {
     /// A loader for the build root `dir`.
-    pub fn new_root(fs: &'a dyn FileSystem, dir: &Path, restrictor: LoadRestrictor) -> Result<Self, KustomizeError> {
-        let root = fs.canonicalize(dir).map_err(|e| KustomizeError::Io { path: dir.display().to_string(), source: e })?;
+    pub fn new_root(
+        fs: &'a dyn FileSystem,
+        dir: &Path,
+        restrictor: LoadRestrictor,
+    ) -> Result<Self, KustomizeError> {
+        let root = fs.canonicalize(dir).map_err(|e| KustomizeError::Io {
+            path: dir.display().to_string(),
+            source: e,
+        })?;
         if !fs.is_dir(&root) {
-            return Err(KustomizeError::KustomizationMissing { dir: dir.display().to_string() });
+            return Err(KustomizeError::KustomizationMissing {
+                dir: dir.display().to_string(),
+            });
         }
-        Ok(Loader { fs, chain: vec![root.clone()], display_base: root.clone(), root, restrictor })
+        Ok(Loader {
+            fs,
+            chain: vec![root.clone()],
+            display_base: root.clone(),
+            root,
+            restrictor,
+        })
     }
 
     /// The file system.
@@ -103,7 +122,9 @@ impl<'a> Loader<'a> {
 
     /// A path as shown to the user: relative to the build root.
     pub fn display(&self, path: &Path) -> String {
-        relative_to(path, &self.display_base).to_string_lossy().into_owned()
+        relative_to(path, &self.display_base)
+            .to_string_lossy()
+            .into_owned()
     }
 
     fn within(&self, path: &Path) -> bool {
@@ -114,7 +135,10 @@ impl<'a> Loader<'a> {
     /// load restrictor. Returns the canonical path.
     pub fn resolve_file(&self, rel: &str) -> Result<PathBuf, LoadIssue> {
         let lexical = normalize(&self.root.join(rel));
-        let canonical = self.fs.canonicalize(&lexical).map_err(|_| LoadIssue::Missing)?;
+        let canonical = self
+            .fs
+            .canonicalize(&lexical)
+            .map_err(|_| LoadIssue::Missing)?;
         if self.fs.is_dir(&canonical) {
             return Err(LoadIssue::Missing);
         }
@@ -139,8 +163,15 @@ impl<'a> Loader<'a> {
     /// What `rel` names: a file (under the restrictor's rules) or a directory.
     pub fn entry(&self, rel: &str) -> Result<Entry, LoadIssue> {
         let lexical = normalize(&self.root.join(rel));
-        let canonical = self.fs.canonicalize(&lexical).map_err(|_| LoadIssue::Missing)?;
-        if self.fs.is_dir(&canonical) { Ok(Entry::Dir(canonical)) } else { self.resolve_file(rel).map(Entry::File) }
+        let canonical = self
+            .fs
+            .canonicalize(&lexical)
+            .map_err(|_| LoadIssue::Missing)?;
+        if self.fs.is_dir(&canonical) {
+            Ok(Entry::Dir(canonical))
+        } else {
+            self.resolve_file(rel).map(Entry::File)
+        }
     }
 
     /// A loader for the kustomization directory `dir` (canonical, from [`Loader::entry`]).
@@ -165,18 +196,35 @@ impl<'a> Loader<'a> {
 
     /// Turns a [`LoadIssue`] for `path` into a diagnostic at `site`; `what` names the kind
     /// of entry (`resource`, `patch`, …).
-    pub fn error(&self, issue: LoadIssue, site: Site, what: &'static str, path: &str) -> KustomizeError {
+    pub fn error(
+        &self,
+        issue: LoadIssue,
+        site: Site,
+        what: &'static str,
+        path: &str,
+    ) -> KustomizeError {
         match issue {
             LoadIssue::Missing => KustomizeError::file_missing(site, what, path),
-            LoadIssue::OutsideRoot => KustomizeError::outside_root(site, path, self.display(&self.root)),
-            LoadIssue::SymlinkEscapes { target } => {
-                KustomizeError::symlink_escapes(site, path, target.display().to_string(), self.display(&self.root))
+            LoadIssue::OutsideRoot => {
+                KustomizeError::outside_root(site, path, self.display(&self.root))
             }
+            LoadIssue::SymlinkEscapes { target } => KustomizeError::symlink_escapes(
+                site,
+                path,
+                target.display().to_string(),
+                self.display(&self.root),
+            ),
             LoadIssue::Cycle { chain } => {
-                let chain: Vec<String> = chain.iter().map(|p| format!("`{}`", self.display(p))).collect();
+                let chain: Vec<String> = chain
+                    .iter()
+                    .map(|p| format!("`{}`", self.display(p)))
+                    .collect();
                 KustomizeError::base_cycle(site, chain.join(" → "))
             }
-            LoadIssue::Io(source) => KustomizeError::Io { path: path.to_string(), source },
+            LoadIssue::Io(source) => KustomizeError::Io {
+                path: path.to_string(),
+                source,
+            },
         }
     }
 }
@@ -208,20 +256,37 @@ impl KustFile {
 /// (located at the field); a wrong `kind`/`apiVersion`.
 pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> {
     let fs = ldr.fs();
-    let found: Vec<&str> =
-        KUSTOMIZATION_FILE_NAMES.iter().copied().filter(|n| fs.is_file(&ldr.root().join(n))).collect();
+    let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
+        .iter()
+        .copied()
+        .filter(|n| fs.is_file(&ldr.root().join(n)))
+        .collect();
     let name = match found.as_slice() {
-        [] => return Err(KustomizeError::KustomizationMissing { dir: ldr.display(ldr.root()) }),
+        [] => {
+            return Err(KustomizeError::KustomizationMissing {
+                dir: ldr.display(ldr.root()),
+            });
+        }
         [one] => *one,
         many => {
-            return Err(KustomizeError::KustomizationAmbiguous { dir: ldr.display(ldr.root()), names: many.join(", ") });
+            return Err(KustomizeError::KustomizationAmbiguous {
+                dir: ldr.display(ldr.root()),
+                names: many.join(", "),
+            });
         }
     };
     let path = ldr.root().join(name);
     let display = ldr.display(&path);
-    let text = fs.read_to_string(&path).map_err(|e| KustomizeError::Io { path: display.clone(), source: e })?;
+    let text = fs.read_to_string(&path).map_err(|e| KustomizeError::Io {
+        path: display.clone(),
+        source: e,
+    })?;
     let mut docs = yaml::parse_stream(&display, &text).map_err(Box::new)?;
-    let value = if docs.is_empty() { Value::Object(Default::default()) } else { docs.swap_remove(0) };
+    let value = if docs.is_empty() {
+        Value::Object(Default::default())
+    } else {
+        docs.swap_remove(0)
+    };
     let kustomization = Kustomization::from_value(&value).map_err(|e| {
         let unknown = e.message.starts_with("unknown field");
         KustomizeError::invalid(
@@ -230,9 +295,18 @@ pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> 
             "see the kustomization reference (kustomize v5.5); kiln rejects unknown fields as kustomize does",
         )
     })?;
-    let kf = KustFile { kustomization, value, text, display };
+    let kf = KustFile {
+        kustomization,
+        value,
+        text,
+        display,
+    };
     if let Err(e) = kf.kustomization.check_kind() {
-        return Err(KustomizeError::invalid(kf.site(&e.pointer), e.message, "use `kind: Kustomization` or `kind: Component` with its apiVersion"));
+        return Err(KustomizeError::invalid(
+            kf.site(&e.pointer),
+            e.message,
+            "use `kind: Kustomization` or `kind: Component` with its apiVersion",
+        ));
     }
     Ok(kf)
 }
@@ -245,13 +319,21 @@ pub fn parse_resources(display: &str, text: &str) -> Result<Vec<Resource>, Kusto
     let docs = yaml::parse_stream(display, text).map_err(Box::new)?;
     let mut out = Vec::with_capacity(docs.len());
     for (i, doc) in docs.into_iter().enumerate() {
-        let origin = Some(Origin { file: display.to_string(), document: i });
-        let invalid = |msg: &str| KustomizeError::resource_invalid(Site::new(display, text, i, "", false), msg);
+        let origin = Some(Origin {
+            file: display.to_string(),
+            document: i,
+        });
+        let invalid = |msg: &str| {
+            KustomizeError::resource_invalid(Site::new(display, text, i, "", false), msg)
+        };
         if !doc.is_object() {
             return Err(invalid("a resource document must be a mapping"));
         }
         // kustomize expands `kind: List` (and `*List` with items) into its items.
-        let is_list = doc.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List"))
+        let is_list = doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"))
             && doc.get("items").is_some_and(Value::is_array);
         if is_list {
             if let Value::Object(mut map) = doc
@@ -276,11 +358,21 @@ fn checked(
     if !value.is_object() {
         return Err(invalid("a list item must be a mapping"));
     }
-    if value.get("kind").and_then(Value::as_str).is_none_or(str::is_empty) {
+    if value
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
         return Err(invalid("missing `kind`"));
     }
-    let has_name = value.pointer("/metadata/name").and_then(Value::as_str).is_some_and(|n| !n.is_empty())
-        || value.pointer("/metadata/generateName").and_then(Value::as_str).is_some();
+    let has_name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty())
+        || value
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+            .is_some();
     if !has_name {
         return Err(invalid("missing `metadata.name`"));
     }
@@ -305,7 +397,10 @@ mod tests {
     fn fs() -> MemFs {
         let mut fs = MemFs::new();
         fs.add_file("/w/app/kustomization.yaml", "resources: [cm.yaml]\n")
-            .add_file("/w/app/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n")
+            .add_file(
+                "/w/app/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+            )
             .add_file("/w/secret.yaml", "x")
             .add_symlink("/w/app/link.yaml", "../secret.yaml")
             .add_symlink("/w/app/inner.yaml", "cm.yaml")
@@ -318,10 +413,22 @@ mod tests {
         let fs = fs();
         let ldr = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::RootOnly).unwrap();
         assert!(ldr.resolve_file("cm.yaml").is_ok());
-        assert_eq!(ldr.resolve_file("inner.yaml").unwrap(), PathBuf::from("/w/app/cm.yaml"));
-        assert!(matches!(ldr.resolve_file("../secret.yaml"), Err(LoadIssue::OutsideRoot)));
-        assert!(matches!(ldr.resolve_file("link.yaml"), Err(LoadIssue::SymlinkEscapes { .. })));
-        assert!(matches!(ldr.resolve_file("nope.yaml"), Err(LoadIssue::Missing)));
+        assert_eq!(
+            ldr.resolve_file("inner.yaml").unwrap(),
+            PathBuf::from("/w/app/cm.yaml")
+        );
+        assert!(matches!(
+            ldr.resolve_file("../secret.yaml"),
+            Err(LoadIssue::OutsideRoot)
+        ));
+        assert!(matches!(
+            ldr.resolve_file("link.yaml"),
+            Err(LoadIssue::SymlinkEscapes { .. })
+        ));
+        assert!(matches!(
+            ldr.resolve_file("nope.yaml"),
+            Err(LoadIssue::Missing)
+        ));
 
         let open = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::None).unwrap();
         assert!(open.resolve_file("../secret.yaml").is_ok());
@@ -333,17 +440,29 @@ mod tests {
         let fs = fs();
         let ldr = Loader::new_root(&fs, Path::new("/w/app/sub"), LoadRestrictor::RootOnly).unwrap();
         // The parent directory contains the current root: a cycle.
-        assert!(matches!(ldr.child(Path::new("/w/app")), Err(LoadIssue::Cycle { .. })));
+        assert!(matches!(
+            ldr.child(Path::new("/w/app")),
+            Err(LoadIssue::Cycle { .. })
+        ));
         let root = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::RootOnly).unwrap();
         let sub = root.child(Path::new("/w/app/sub")).unwrap();
-        assert_eq!(sub.display(&PathBuf::from("/w/app/sub/x.yaml")), "sub/x.yaml");
-        assert!(matches!(sub.child(Path::new("/w/app/sub")), Err(LoadIssue::Cycle { .. })));
+        assert_eq!(
+            sub.display(&PathBuf::from("/w/app/sub/x.yaml")),
+            "sub/x.yaml"
+        );
+        assert!(matches!(
+            sub.child(Path::new("/w/app/sub")),
+            Err(LoadIssue::Cycle { .. })
+        ));
     }
 
     #[test]
     fn kustomization_errors_point_at_the_field() {
         let mut fs = MemFs::new();
-        fs.add_file("/k/kustomization.yaml", "resources:\n- a.yaml\nnamePrefx: x-\n");
+        fs.add_file(
+            "/k/kustomization.yaml",
+            "resources:\n- a.yaml\nnamePrefx: x-\n",
+        );
         let ldr = Loader::new_root(&fs, Path::new("/k"), LoadRestrictor::RootOnly).unwrap();
         let err = load_kustomization(&ldr).err().unwrap();
         let msg = err.to_string();
@@ -361,15 +480,26 @@ mod tests {
         let text = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n";
         let rs = parse_resources("l.yaml", text).unwrap();
         assert_eq!(rs.iter().map(|r| r.name()).collect::<Vec<_>>(), ["a", "b"]);
-        let err = parse_resources("x.yaml", "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n").err().unwrap();
+        let err = parse_resources(
+            "x.yaml",
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+        )
+        .err()
+        .unwrap();
         assert!(err.to_string().contains("metadata.name"), "{err}");
         assert!(parse_resources("x.yaml", "- a\n").is_err());
     }
 
     #[test]
     fn relative_paths() {
-        assert_eq!(relative_to(Path::new("/a/b/c"), Path::new("/a/d")), PathBuf::from("../b/c"));
-        assert_eq!(relative_to(Path::new("/a"), Path::new("/a")), PathBuf::from("."));
+        assert_eq!(
+            relative_to(Path::new("/a/b/c"), Path::new("/a/d")),
+            PathBuf::from("../b/c")
+        );
+        assert_eq!(
+            relative_to(Path::new("/a"), Path::new("/a")),
+            PathBuf::from(".")
+        );
         assert!(is_remote("https://github.com/x/y//base?ref=v1"));
         assert!(is_remote("github.com/x/y/base"));
         assert!(!is_remote("../base"));

@@ -2,6 +2,10 @@
 //! resources come out, equal to `kubectl kustomize` (v5.5.0) except for the divergences listed
 //! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
 
+pub use build::{BuildOptions, build, build_yaml, run_kustomize};
+pub use error::KustomizeError;
+pub use load::LoadRestrictor;
+
 pub mod build;
 pub mod error;
 pub mod fieldspec;
@@ -26,7 +30,3 @@ pub mod strategic_merge;
 pub mod target;
 pub mod transform;
 pub mod vars;
-
-pub use build::{BuildOptions, build, build_yaml};
-pub use error::KustomizeError;
-pub use load::LoadRestrictor;

@@ -101,7 +101,11 @@ pub fn default_var_reference() -> &'static [UserFieldSpec] {
             .lines()
             .filter_map(|l| l.split_once(' '))
             .map(|(kind, path)| UserFieldSpec {
-                kind: if kind == "-" { String::new() } else { kind.to_string() },
+                kind: if kind == "-" {
+                    String::new()
+                } else {
+                    kind.to_string()
+                },
                 path: path.to_string(),
                 ..UserFieldSpec::default()
             })
@@ -142,12 +146,22 @@ fn selects(decl: &VarDecl, res: &Resource) -> bool {
 /// object binds it later); more than one match is an error at the var's entry.
 pub fn bind_vars(resources: &mut [Resource], decls: &[VarDecl]) -> Result<(), KustomizeError> {
     for decl in decls {
-        let matched: Vec<usize> = (0..resources.len()).filter(|&i| selects(decl, &resources[i])).collect();
+        let matched: Vec<usize> = (0..resources.len())
+            .filter(|&i| selects(decl, &resources[i]))
+            .collect();
         if matched.len() > 1 {
-            let ids: Vec<String> = matched.iter().map(|&i| format!("`{}`", resources[i].id())).collect();
+            let ids: Vec<String> = matched
+                .iter()
+                .map(|&i| format!("`{}`", resources[i].id()))
+                .collect();
             return Err(KustomizeError::transformer_msg(
                 decl.site.clone(),
-                format!("var `{}` matches {} objects: {}", decl.var.name, matched.len(), ids.join(", ")),
+                format!(
+                    "var `{}` matches {} objects: {}",
+                    decl.var.name,
+                    matched.len(),
+                    ids.join(", ")
+                ),
                 "add `namespace` or `apiVersion` to the var's `objref` so it selects one object",
             ));
         }
@@ -163,7 +177,11 @@ pub fn bind_vars(resources: &mut [Resource], decls: &[VarDecl]) -> Result<(), Ku
 /// Reads a var's field (`fieldref.fieldPath`, default `metadata.name`; dotted, with
 /// `[i]`/`[k=v]`-free plain segments as kustomize's vars allow).
 fn field_value(res: &Resource, path: &str) -> Option<Value> {
-    let path = if path.is_empty() { "metadata.name" } else { path };
+    let path = if path.is_empty() {
+        "metadata.name"
+    } else {
+        path
+    };
     let mut v = &res.value;
     for seg in split_field_path(path) {
         v = match v {
@@ -289,14 +307,21 @@ fn replace_in(v: &mut Value, values: &BTreeMap<&str, Value>, used: &mut Vec<Stri
 ///
 /// Errors: a var bound to no object, or whose field is missing or not a scalar, at the var's
 /// entry in its kustomization file.
-pub fn resolve_vars(resources: &mut [Resource], decls: &[VarDecl], config: &TransformerConfig) -> Result<(), KustomizeError> {
+pub fn resolve_vars(
+    resources: &mut [Resource],
+    decls: &[VarDecl],
+    config: &TransformerConfig,
+) -> Result<(), KustomizeError> {
     if decls.is_empty() {
         return Ok(());
     }
     let mut values: BTreeMap<&str, Value> = BTreeMap::new();
     for decl in decls {
         let name = decl.var.name.as_str();
-        let Some(res) = resources.iter().find(|r| r.meta.ref_vars.iter().any(|v| v == name)) else {
+        let Some(res) = resources
+            .iter()
+            .find(|r| r.meta.ref_vars.iter().any(|v| v == name))
+        else {
             return Err(KustomizeError::transformer_msg(
                 decl.site.clone(),
                 format!("var `{name}` cannot be mapped to a field in the set of known resources"),
@@ -306,7 +331,11 @@ pub fn resolve_vars(resources: &mut [Resource], decls: &[VarDecl], config: &Tran
         let Some(value) = field_value(res, &decl.var.fieldref.field_path) else {
             return Err(KustomizeError::transformer_msg(
                 decl.site.clone(),
-                format!("field `{}` of var `{name}` is not a scalar of `{}`", decl.var.fieldref.field_path, res.id()),
+                format!(
+                    "field `{}` of var `{name}` is not a scalar of `{}`",
+                    decl.var.fieldref.field_path,
+                    res.id()
+                ),
                 "point `fieldref.fieldPath` at a string, number or boolean field",
             ));
         };
@@ -314,7 +343,9 @@ pub fn resolve_vars(resources: &mut [Resource], decls: &[VarDecl], config: &Tran
     }
     let mut specs: Vec<UserFieldSpec> = default_var_reference().to_vec();
     for fs in &config.var_reference {
-        if !specs.iter().any(|s| s.kind == fs.kind && s.group == fs.group && s.version == fs.version && s.path == fs.path) {
+        if !specs.iter().any(|s| {
+            s.kind == fs.kind && s.group == fs.group && s.version == fs.version && s.path == fs.path
+        }) {
             specs.push(fs.clone());
         }
     }
@@ -340,8 +371,14 @@ mod tests {
         VarDecl {
             var: Var {
                 name: name.into(),
-                objref: VarTarget { kind: kind.into(), name: obj.into(), ..Default::default() },
-                fieldref: FieldSelector { field_path: path.into() },
+                objref: VarTarget {
+                    kind: kind.into(),
+                    name: obj.into(),
+                    ..Default::default()
+                },
+                fieldref: FieldSelector {
+                    field_path: path.into(),
+                },
             },
             site: Site::file("kustomization.yaml"),
         }
@@ -353,7 +390,10 @@ mod tests {
         values.insert("A", json!("x"));
         values.insert("N", json!(80));
         let mut used = vec![];
-        assert_eq!(expand("$(A)-$(B)-$$(A)-$(N)", &values, &mut used), "x-$(B)-$(A)-80");
+        assert_eq!(
+            expand("$(A)-$(B)-$$(A)-$(N)", &values, &mut used),
+            "x-$(B)-$(A)-80"
+        );
         let mut v = json!("$(N)");
         replace_in(&mut v, &values, &mut used);
         assert_eq!(v, json!(80));
@@ -361,7 +401,10 @@ mod tests {
 
     #[test]
     fn vars_bind_by_original_name_and_resolve_final_values() {
-        let mut svc = Resource::new(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "p-db"}}), None);
+        let mut svc = Resource::new(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "p-db"}}),
+            None,
+        );
         svc.meta.previous_names.push((None, "db".into()));
         let dep = Resource::new(
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
@@ -379,7 +422,10 @@ mod tests {
 
     #[test]
     fn unbound_var_is_an_error() {
-        let mut rs = vec![Resource::new(json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}}), None)];
+        let mut rs = vec![Resource::new(
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "a"}}),
+            None,
+        )];
         let decls = vec![decl("X", "Service", "missing", "")];
         bind_vars(&mut rs, &decls).unwrap();
         let err = resolve_vars(&mut rs, &decls, &TransformerConfig::default()).unwrap_err();
@@ -388,7 +434,13 @@ mod tests {
 
     #[test]
     fn field_paths_split_on_unescaped_dots() {
-        assert_eq!(split_field_path("metadata.labels.[app.kubernetes.io/name]"), ["metadata", "labels", "app.kubernetes.io/name"]);
-        assert_eq!(split_field_path("spec.ports.0.port"), ["spec", "ports", "0", "port"]);
+        assert_eq!(
+            split_field_path("metadata.labels.[app.kubernetes.io/name]"),
+            ["metadata", "labels", "app.kubernetes.io/name"]
+        );
+        assert_eq!(
+            split_field_path("spec.ports.0.port"),
+            ["spec", "ports", "0", "port"]
+        );
     }
 }
