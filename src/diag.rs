@@ -189,7 +189,7 @@ pub fn did_you_mean<'a>(
     let limit = (name.chars().count() / 3).max(1);
     candidates
         .into_iter()
-        .map(|c| (levenshtein(name, c), c))
+        .map(|c| (edit_distance(name, c), c))
         .filter(|(d, _)| *d <= limit)
         .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
         .map(|(_, c)| c.to_string())
@@ -214,18 +214,31 @@ pub fn help_for_name<'a>(
     }
 }
 
-fn levenshtein(a: &str, b: &str) -> usize {
+/// Edit distance counting a swap of two neighbouring characters as one edit (optimal string
+/// alignment), so `dve` is one edit from `dev`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// Every error one stage found, reported together. Renders as a summary line with each error
@@ -391,6 +404,7 @@ mod tests {
         );
         assert_eq!(did_you_mean("stag", envs).as_deref(), Some("stage"));
         assert_eq!(did_you_mean("qa", envs), None);
+        assert_eq!(did_you_mean("tset", envs).as_deref(), Some("test"));
     }
 
     #[test]

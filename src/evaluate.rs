@@ -14,7 +14,9 @@
 //! `${env.namespace}`, `${project.name}`, `${component.name}`, `${platform.name}`. A string
 //! that is exactly one reference takes the referenced value with its type; a reference inside
 //! a longer string is interpolated. `${{ ... }}` (Kargo expressions) and `{{ ... }}` are not
-//! references and pass through untouched.
+//! references and pass through untouched. Parameter values may use references too, including
+//! `${params.<other>}` (resolved after layering, dependencies first; a cycle is an error);
+//! an environment's namespace pattern may not use `${params...}`.
 //!
 //! Invariant: pure and deterministic; a plan holds everything `render` needs except file
 //! contents already loaded into the component.
@@ -122,6 +124,23 @@ pub enum EvaluateError {
         #[source_code]
         src: NamedSource<String>,
         #[label("unknown reference")]
+        span: Option<SourceSpan>,
+    },
+
+    /// Parameter values refer to each other in a circle.
+    #[error("{at}: parameters refer to each other in a cycle: {cycle}")]
+    #[diagnostic(
+        code(kiln::evaluate::parameter_cycle),
+        help(
+            "a parameter may refer to other parameters with `${{params.<name>}}`, but not (indirectly) to itself"
+        )
+    )]
+    ParameterCycle {
+        cycle: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("closes the cycle")]
         span: Option<SourceSpan>,
     },
 
@@ -307,6 +326,9 @@ struct Context<'a> {
     namespace: Option<&'a str>,
     /// `None` while parameters themselves are being resolved.
     params: Option<&'a Parameters>,
+    /// Leave `${params.…}` untouched (first pass over parameter values; the second pass,
+    /// after layering, resolves them against the merged parameters).
+    defer_params: bool,
 }
 
 fn reference_re() -> &'static Regex {
@@ -317,6 +339,11 @@ fn reference_re() -> &'static Regex {
 }
 
 impl Context<'_> {
+    /// Whether `reference` is a parameter reference left for the second pass.
+    fn deferred(&self, reference: &str) -> bool {
+        self.defer_params && self.params.is_none() && reference.trim().starts_with("params.")
+    }
+
     /// The value of one reference (the text between `${` and `}`), or a help text.
     fn lookup(&self, reference: &str) -> Result<Value, String> {
         let r = reference.trim();
@@ -338,7 +365,7 @@ impl Context<'_> {
                 };
                 let Some(params) = self.params else {
                     return Err(
-                        "parameter values and namespace patterns cannot refer to parameters".into(),
+                        "a namespace pattern cannot refer to parameters (parameters may differ per component)".into(),
                     );
                 };
                 let mut parts = path.split('.');
@@ -421,6 +448,9 @@ impl Context<'_> {
             && c.get(0)
                 .is_some_and(|m| m.start() == 0 && m.end() == text.len())
         {
+            if self.deferred(&c[1]) {
+                return Value::String(text.to_string());
+            }
             return match self.lookup(&c[1]) {
                 Ok(v) => v,
                 Err(help) => {
@@ -434,6 +464,11 @@ impl Context<'_> {
         for c in re.captures_iter(text) {
             let m = c.get(0).expect("group 0 always matches");
             out.push_str(&text[last..m.start()]);
+            if self.deferred(&c[1]) {
+                out.push_str(m.as_str());
+                last = m.end();
+                continue;
+            }
             match self.lookup(&c[1]) {
                 Ok(Value::String(s)) => out.push_str(&s),
                 Ok(Value::Null) => {}
@@ -452,6 +487,29 @@ impl Context<'_> {
 }
 
 const KNOWN_REFS: &str = "known references: ${params.<name>}, ${env.name}, ${env.tier}, ${env.cluster}, ${env.namespace}, ${project.name}, ${component.name}, ${platform.name}";
+
+/// State of the parameters-referring-to-parameters pass.
+struct ParamPass<'m> {
+    map: &'m mut Map<String, Value>,
+    done: BTreeSet<String>,
+    stack: Vec<String>,
+}
+
+/// The parameter names (first path segment) that `${params.…}` references in `value` use.
+fn collect_param_refs(value: &Value, out: &mut BTreeSet<String>) {
+    match value {
+        Value::String(s) if s.contains("${") => {
+            for c in reference_re().captures_iter(s) {
+                if let Some(path) = c[1].trim().strip_prefix("params.") {
+                    out.insert(path.split('.').next().unwrap_or("").to_string());
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_param_refs(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_param_refs(v, out)),
+        _ => {}
+    }
+}
 
 struct PlanEval<'a> {
     platform: &'a Platform,
@@ -490,6 +548,7 @@ impl PlanEval<'_> {
             env: self.env,
             namespace: None,
             params: None,
+            defer_params: false,
         };
         let ns_loc = if self.env.namespace == crate::validate::DEFAULT_NAMESPACE {
             self.env.loc.clone()
@@ -548,6 +607,7 @@ impl PlanEval<'_> {
         ];
         let mut merged = Value::Object(Map::new());
         let mut resolved_layers = Vec::new();
+        ctx.defer_params = true;
         for (values, at) in &layers {
             let mut layer = Map::new();
             for (k, v) in values {
@@ -559,6 +619,18 @@ impl PlanEval<'_> {
             let layer = Value::Object(layer);
             merge(&mut merged, &layer);
             resolved_layers.push(layer);
+        }
+        ctx.defer_params = false;
+        if let Value::Object(map) = &mut merged {
+            let mut pass = ParamPass {
+                map,
+                done: BTreeSet::new(),
+                stack: Vec::new(),
+            };
+            let keys: Vec<String> = pass.map.keys().cloned().collect();
+            for k in keys {
+                self.resolve_param(&k, &mut pass, &ctx, &resolved_layers, &layers, &sources);
+            }
         }
         if let Some(v) = &component.validator {
             for violation in schema_violations(v, &merged) {
@@ -624,6 +696,73 @@ impl PlanEval<'_> {
             transformers,
             source: component,
         })
+    }
+
+    /// Resolves `${params.…}` inside the value of parameter `key`, after the parameters it
+    /// refers to (depth first; a cycle is an error at the value that closes it).
+    fn resolve_param(
+        &mut self,
+        key: &str,
+        pass: &mut ParamPass<'_>,
+        ctx: &Context<'_>,
+        resolved_layers: &[Value],
+        layers: &[(Parameters, LayerLoc)],
+        sources: &Sources,
+    ) {
+        if pass.done.contains(key) {
+            return;
+        }
+        let loc = self.param_loc(
+            &format!("/{}", key.replace('~', "~0").replace('/', "~1")),
+            resolved_layers,
+            layers,
+        );
+        if let Some(start) = pass.stack.iter().position(|k| k == key) {
+            let mut cycle: Vec<&str> = pass.stack[start..].iter().map(String::as_str).collect();
+            cycle.push(key);
+            let sn = sources.snippet(&loc);
+            self.errors.push(EvaluateError::ParameterCycle {
+                cycle: cycle.join(" → "),
+                at: sn.at,
+                src: sn.src,
+                span: sn.span,
+            });
+            pass.done.insert(key.to_string());
+            return;
+        }
+        let Some(value) = pass.map.get(key).cloned() else {
+            return;
+        };
+        let mut deps = BTreeSet::new();
+        collect_param_refs(&value, &mut deps);
+        if deps.is_empty() {
+            pass.done.insert(key.to_string());
+            return;
+        }
+        pass.stack.push(key.to_string());
+        for dep in &deps {
+            if pass.map.contains_key(dep) {
+                self.resolve_param(dep, pass, ctx, resolved_layers, layers, sources);
+            }
+        }
+        pass.stack.pop();
+        let snapshot: Parameters = pass
+            .map
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let with_params = Context {
+            platform: ctx.platform,
+            project: ctx.project,
+            component: ctx.component,
+            env: ctx.env,
+            namespace: ctx.namespace,
+            params: Some(&snapshot),
+            defer_params: false,
+        };
+        let resolved = with_params.resolve(&value, &loc, sources, self.errors);
+        pass.map.insert(key.to_string(), resolved);
+        pass.done.insert(key.to_string());
     }
 
     /// Resolves references in `raw` and deserializes it; `T::default()` (with an error
@@ -733,6 +872,34 @@ mod tests {
         assert_eq!(patch["host"], "web.example.com");
         assert_eq!(patch["kargo"], "${{ vars.x }}");
         assert_eq!(patch["tpl"], "{{ .Values }}");
+    }
+
+    #[test]
+    fn parameters_may_refer_to_parameters() {
+        let projects = PROJECTS.replace(
+            "{replicas: 2}",
+            "{replicas: 2, domain: \"web.${params.base}\"}",
+        );
+        let comp = COMPONENT.replace("      domain: {type: string}\n", "      domain: {type: string}\n      base: {type: string, default: \"${env.name}.example.com\"}\n");
+        let plans = eval(
+            &platform_yaml(ENVS, &projects),
+            &comp,
+            &Selection::default(),
+        )
+        .unwrap();
+        assert_eq!(plans[0].parameters["domain"], "web.dev.example.com");
+        assert_eq!(plans[1].parameters["domain"], "web.prod.example.com");
+
+        let cyclic = COMPONENT.replace("      domain: {type: string}\n", "      domain: {type: string, default: \"${params.base}\"}\n      base: {type: string, default: \"x.${params.domain}\"}\n");
+        let platform =
+            platform_yaml(ENVS, PROJECTS).replace("  parameters: {domain: example.com}\n", "");
+        let errs = eval(&platform, &cyclic, &Selection::default()).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("cycle: base → domain → base")
+                || errs[0].contains("cycle: domain → base → domain"),
+            "{errs:?}"
+        );
     }
 
     #[test]

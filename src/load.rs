@@ -22,53 +22,7 @@ use std::path::{Component as PathPart, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use thiserror::Error;
 
-/// The read-only file system the front of the pipeline sees (the same shape as the kustomize
-/// engine's `crate::fs::FileSystem`; once that lands on main this becomes a re-export).
-/// Paths are absolute or relative to the process's working directory.
-pub trait FileSystem: Sync {
-    /// The whole file, as bytes.
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
-    /// Whether `path` is a directory (following symlinks).
-    fn is_dir(&self, path: &Path) -> bool;
-    /// Whether `path` is a regular file (following symlinks).
-    fn is_file(&self, path: &Path) -> bool;
-    /// The entries of a directory, as full paths, sorted by name.
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>>;
-    /// The absolute path with every symlink resolved; an error when it does not exist.
-    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
-    /// The whole file as UTF-8 text; invalid UTF-8 is an `InvalidData` error.
-    fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        let bytes = self.read(path)?;
-        String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-    }
-}
-
-/// The real file system.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RealFs;
-
-impl FileSystem for RealFs {
-    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        std::fs::read(path)
-    }
-    fn is_dir(&self, path: &Path) -> bool {
-        path.is_dir()
-    }
-    fn is_file(&self, path: &Path) -> bool {
-        path.is_file()
-    }
-    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(path)? {
-            out.push(entry?.path());
-        }
-        out.sort();
-        Ok(out)
-    }
-    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        std::fs::canonicalize(path)
-    }
-}
+pub use crate::fs::{FileSystem, RealFs};
 
 /// How to load.
 #[derive(Debug, Clone, Default)]
@@ -195,6 +149,22 @@ pub enum LoadError {
         span: Option<SourceSpan>,
     },
 
+    /// A component instance's `path` names no component: the directory does not exist or
+    /// holds no `component.yaml`.
+    #[error("{at}: unknown component `{path}`: {reason}")]
+    #[diagnostic(code(kiln::load::unknown_component))]
+    UnknownComponent {
+        path: String,
+        reason: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("no component here")]
+        span: Option<SourceSpan>,
+    },
+
     /// A manifest document is not a Kubernetes object.
     #[error("{at}: document {doc} is not a Kubernetes object: {reason}")]
     #[diagnostic(
@@ -277,26 +247,27 @@ pub fn load(
     };
 
     let pf_path = dir.join("platform.yaml");
-    let Some((file, raw)) = ld.read_doc(&pf_path, platform_validator(), "platform.schema.json")
+    let Some((file, raw, valid)) =
+        ld.read_doc(&pf_path, platform_validator(), "platform.schema.json")
     else {
         return Err(Errors::new(ld.errors));
     };
-    let spec: PlatformFile = match serde_json::from_value(raw.clone()) {
-        Ok(s) => s,
-        Err(e) => {
-            ld.schema_error(file, "", e.to_string(), "platform.schema.json");
-            return Err(Errors::new(ld.errors));
-        }
-    };
 
+    // Components are found in the raw document, so that even when `platform.yaml` has schema
+    // violations the components are still read and their own errors reported in the same run.
     let mut components: Vec<LoadedComponent> = Vec::new();
     let mut by_dir: BTreeMap<PathBuf, Option<usize>> = BTreeMap::new();
     let mut instances = Vec::new();
-    for (p, project) in spec.spec.projects.iter().enumerate() {
+    let projects = raw.pointer("/spec/projects").and_then(Value::as_array);
+    for (p, project) in projects.into_iter().flatten().enumerate() {
         let mut ids = Vec::new();
-        for (i, inst) in project.components.iter().enumerate() {
+        let list = project.get("components").and_then(Value::as_array);
+        for (i, inst) in list.into_iter().flatten().enumerate() {
+            let Some(rel) = inst.get("path").and_then(Value::as_str) else {
+                continue;
+            };
             let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/path"));
-            let Some(cdir) = ld.resolve(&dir, &inst.path, &loc, "component directory") else {
+            let Some(cdir) = ld.resolve_component(&dir, rel, &loc) else {
                 continue;
             };
             let idx = match by_dir.get(&cdir) {
@@ -317,6 +288,20 @@ pub fn load(
         }
         instances.push(ids);
     }
+    let spec = if valid {
+        match serde_json::from_value::<PlatformFile>(raw.clone()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                ld.schema_error(file, "", e.to_string(), "platform.schema.json");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let Some(spec) = spec.filter(|_| ld.errors.is_empty()) else {
+        return Err(Errors::new(ld.errors));
+    };
 
     let Loader {
         root,
@@ -405,7 +390,7 @@ impl Loader<'_> {
         path: &Path,
         validator: &jsonschema::Validator,
         schema: &'static str,
-    ) -> Option<(SourceId, Value)> {
+    ) -> Option<(SourceId, Value, bool)> {
         let display = self.display(path);
         let text = match self.fs.read_to_string(path) {
             Ok(t) => t,
@@ -427,13 +412,11 @@ impl Loader<'_> {
             }
         };
         let violations = schema_violations(validator, &value);
-        if violations.is_empty() {
-            return Some((file, value));
-        }
+        let valid = violations.is_empty();
         for v in violations {
             self.push_violation(file, v, schema);
         }
-        None
+        Some((file, value, valid))
     }
 
     /// Resolves `rel` against `base`, following symlinks, and checks it stays in the root.
@@ -488,13 +471,74 @@ impl Loader<'_> {
         }
     }
 
+    /// Resolves a component instance's `path`: inside the root, a directory holding
+    /// `component.yaml`. Otherwise an error with the closest sibling directory as a hint.
+    fn resolve_component(&mut self, base: &Path, rel: &str, loc: &Loc) -> Option<PathBuf> {
+        let joined = base.join(rel);
+        let exists = self.fs.canonicalize(&joined).is_ok();
+        let lexical = normalize(&joined);
+        if !exists && lexical.starts_with(&self.root) {
+            return self.unknown_component(rel, &lexical, loc, "no such directory");
+        }
+        let cdir = self.resolve(base, rel, loc, "component directory")?;
+        if !self.fs.is_file(&cdir.join("component.yaml")) {
+            return self.unknown_component(rel, &cdir, loc, "the directory has no component.yaml");
+        }
+        Some(cdir)
+    }
+
+    fn unknown_component(
+        &mut self,
+        rel: &str,
+        path: &Path,
+        loc: &Loc,
+        reason: &str,
+    ) -> Option<PathBuf> {
+        // Suggest a sibling directory that is a component and has a close name.
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let siblings: Vec<String> = path
+            .parent()
+            .and_then(|p| self.fs.read_dir(p).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| self.fs.is_file(&p.join("component.yaml")))
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        let help = match crate::diag::did_you_mean(&name, siblings.iter().map(String::as_str)) {
+            Some(m) => {
+                let fixed = match rel.rsplit_once('/') {
+                    Some((head, _)) => format!("{head}/{m}"),
+                    None => m,
+                };
+                format!("did you mean `{fixed}`?")
+            }
+            None => "`path` is relative to the platform directory and names a directory holding component.yaml".into(),
+        };
+        let sn = self.sources.snippet(loc);
+        self.errors.push(LoadError::UnknownComponent {
+            path: rel.to_string(),
+            reason: reason.to_string(),
+            at: sn.at,
+            help,
+            src: sn.src,
+            span: sn.span,
+        });
+        None
+    }
+
     fn load_component(&mut self, cdir: &Path) -> Option<LoadedComponent> {
         let errors_before = self.errors.len();
-        let (file, raw) = self.read_doc(
+        let (file, raw, valid) = self.read_doc(
             &cdir.join("component.yaml"),
             component_validator(),
             "component.schema.json",
         )?;
+        if !valid {
+            return None;
+        }
         let spec: ComponentFile = match serde_json::from_value(raw.clone()) {
             Ok(s) => s,
             Err(e) => {
@@ -781,12 +825,21 @@ mod tests {
         let bad_platform = PLATFORM
             .replace("tier: nonprod", "tier: nonprod, colour: red")
             .replace("  - name: web\n", "  - name: web\n    bogus: 1\n");
-        let t = tree(&[("platforms/p/platform.yaml", &bad_platform)]);
+        // The component's own violation is reported in the same run.
+        let bad_component = COMPONENT.replace("  generators:", "  generatorz: []\n  generators:");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", &bad_platform),
+            ("components/a/component.yaml", &bad_component),
+        ]);
         let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
             .unwrap_err()
             .errors;
         let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
-        assert_eq!(msgs.len(), 2, "{msgs:?}");
+        assert_eq!(msgs.len(), 3, "{msgs:?}");
+        assert!(
+            msgs[2].starts_with("components/a/component.yaml:6:"),
+            "{msgs:?}"
+        );
         assert!(
             msgs[0].starts_with("platforms/p/platform.yaml:8:"),
             "{msgs:?}"
@@ -879,13 +932,41 @@ mod tests {
 
     #[test]
     fn missing_component_is_reported_at_its_path() {
-        let t = tree(&[("platforms/p/platform.yaml", PLATFORM)]);
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &PLATFORM.replace("components/a", "components/b"),
+            ),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+            ("components/b/README.md", "not a component"),
+        ]);
         let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
             .unwrap_err()
             .errors;
         assert!(
-            matches!(&errs[..], [LoadError::PathNotFound { .. }]),
+            matches!(&errs[..], [LoadError::UnknownComponent { .. }]),
             "{errs:?}"
         );
+        assert!(
+            errs[0].to_string().contains("has no component.yaml"),
+            "{}",
+            errs[0]
+        );
+
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &PLATFORM.replace("components/a", "components/aa"),
+            ),
+            ("components/a/component.yaml", COMPONENT),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        let LoadError::UnknownComponent { help, .. } = &errs[0] else {
+            panic!("{errs:?}")
+        };
+        assert_eq!(help, "did you mean `../../components/a`?");
     }
 }

@@ -155,19 +155,51 @@ pub fn render(
     sources: &Sources,
     fs: &dyn FileSystem,
 ) -> Result<Vec<Rendered>, Errors<RenderError>> {
+    render_with(plans, sources, fs, &|| {})
+}
+
+/// [`render`], calling `done` (from worker threads) as each plan finishes.
+pub fn render_with(
+    plans: &[BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<Rendered>, Errors<RenderError>> {
     let results: Vec<Result<Rendered, RenderError>> = plans
         .par_iter()
-        .map(|p| render_plan(p, sources, fs))
+        .map(|p| {
+            let r = render_plan(p, sources, fs);
+            done();
+            r
+        })
         .collect();
     let mut ok = Vec::with_capacity(results.len());
     let mut errors = Vec::new();
+    // The same broken generator or transformer fails in every environment; report it once.
+    let mut seen = std::collections::BTreeSet::new();
     for r in results {
         match r {
             Ok(x) => ok.push(x),
-            Err(e) => errors.push(e),
+            Err(e) => {
+                if seen.insert(dedupe_key(&e)) {
+                    errors.push(e);
+                }
+            }
         }
     }
     Errors::check(errors, || ok)
+}
+
+/// Errors at the same place for the same reason are one error, whatever the plan.
+fn dedupe_key(e: &RenderError) -> String {
+    match e {
+        RenderError::TransformerFailed { at, cause, .. }
+        | RenderError::GeneratorFailed { at, cause, .. } => {
+            format!("{at}\u{0}{cause}")
+        }
+        RenderError::PatchTargetMissing { at, target, .. } => format!("{at}\u{0}{target}"),
+        other => other.to_string(),
+    }
 }
 
 /// Renders one plan (see the module docs for the steps).
@@ -292,7 +324,8 @@ pub fn render_plan(
             span: sn.span,
         }
     };
-    let image_refs = apply_component_images(&mut resources, &c.images, &plan.images, &user_images);
+    let image_refs = apply_component_images(&mut resources, &c.images, &plan.images, &user_images)
+        .map_err(|e| finish("component images", boxed(e)))?;
     hash::apply_hash_suffixes(&mut resources).map_err(|e| finish("hash suffix", boxed(e)))?;
     name_reference::fix_name_references(&mut resources)
         .map_err(|e| finish("name references", boxed(e)))?;
@@ -304,15 +337,13 @@ pub fn render_plan(
     })
 }
 
-/// Builds a kustomization directory with the native engine.
+/// Builds a kustomization directory with the native engine (`crate::kustomize::build`, the
+/// same code as `kiln kustomize`), with kustomize's default load restrictions.
 fn kustomize_build(
-    _fs: &dyn FileSystem,
+    fs: &dyn FileSystem,
     dir: &std::path::Path,
 ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
-    Err(boxed(Message(format!(
-        "cannot build `{}`: the native kustomization builder is not part of this build yet",
-        dir.display()
-    ))))
+    crate::kustomize::build(fs, dir, &crate::kustomize::BuildOptions::default()).map_err(boxed)
 }
 
 /// Converts between two serde shapes (kiln's spec → the engine's kustomize types).
@@ -411,7 +442,8 @@ fn apply_transformer(
             include_templates: tr.include_templates.unwrap_or(false),
             fields: Vec::new(),
         };
-        labels::apply_labels(resources, &entry).map_err(|e| fail("labels", "labels", boxed(e)))?;
+        labels::apply_labels(resources, &entry, &[], &[])
+            .map_err(|e| fail("labels", "labels", boxed(e)))?;
     }
     if let Some(annotations) = &tr.annotations {
         labels::apply_common_annotations(resources, annotations, &[])
@@ -428,7 +460,8 @@ fn apply_transformer(
                 tag_suffix: String::new(),
             })
             .collect();
-        images::apply_images(resources, &entries, &[]);
+        images::apply_images(resources, &entries, &[])
+            .map_err(|e| fail("images", "images", boxed(e)))?;
         for i in list {
             user_images.insert(i.name.clone(), i.clone());
         }
@@ -509,7 +542,7 @@ fn apply_component_images(
     _base: &[spec::Image],
     resolved: &[spec::Image],
     user: &BTreeMap<String, spec::ImageOverride>,
-) -> Vec<ImageRef> {
+) -> Result<Vec<ImageRef>, images::ImagesError> {
     let mut entries = Vec::new();
     let mut refs = Vec::new();
     for img in resolved {
@@ -536,8 +569,8 @@ fn apply_component_images(
         });
         refs.push(ImageRef { name, tag, digest });
     }
-    images::apply_images(resources, &entries, &[]);
-    refs
+    images::apply_images(resources, &entries, &[])?;
+    Ok(refs)
 }
 
 #[cfg(test)]
@@ -620,7 +653,7 @@ mod tests {
             "{HEAD}  transformers:\n  - mergePatch:\n      target: {{kind: Deployment, name: nope}}\n      patch: {{spec: {{replicas: 3}}}}\n"
         );
         let errs = rendered(&comp).unwrap_err();
-        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(
             errs[0].starts_with("components/a/component.yaml:29:"),
             "{errs:?}"

@@ -82,6 +82,9 @@ pub struct BuildMeta {
     pub needs_hash_suffix: bool,
     /// Generator `behavior` (create/merge/replace) for generated objects.
     pub generator_behavior: Option<String>,
+    /// Names of the legacy `vars` whose `objref` selects this object (kustomize's
+    /// `AppendRefVarName`, set when the declaring kustomization is accumulated).
+    pub ref_vars: Vec<String>,
     /// Non-empty `namePrefix` values applied to this object, innermost kustomization first
     /// (kustomize's `config.kubernetes.io/prefixes`); the name-reference transformer uses them
     /// to break ties between candidates.

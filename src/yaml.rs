@@ -239,11 +239,27 @@ impl SpanIndex {
         // Document counter over non-empty documents only, to match `parse_stream`.
         let mut doc: isize = -1;
         let mut doc_root_seen = false;
+        // Line starts, so each lookup is O(line length), not O(text): the index is built for
+        // whole files (wide-integer restoration), where a scan per event is quadratic.
+        let line_starts: Vec<usize> = std::iter::once(0)
+            .chain(body.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        let offset_in = |line: usize, col: usize| -> usize {
+            let Some(&start) = line_starts.get(line.saturating_sub(1)) else {
+                return body.len().saturating_sub(1);
+            };
+            let end = line_starts.get(line).copied().unwrap_or(body.len());
+            let l = &body[start..end];
+            match l.char_indices().nth(col.saturating_sub(1)) {
+                Some((b, _)) => start + b,
+                None => start + l.len().saturating_sub(1),
+            }
+        };
         let locate = |m: granit_parser::Marker, end: granit_parser::Marker| {
             let line = m.line();
             let column = m.col() + 1;
-            let offset = offset_of(body, line, column) + shift;
-            let end_off = offset_of(body, end.line(), end.col() + 1) + shift;
+            let offset = offset_in(line, column) + shift;
+            let end_off = offset_in(end.line(), end.col() + 1) + shift;
             Located {
                 offset,
                 len: end_off.saturating_sub(offset).max(1),

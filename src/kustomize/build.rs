@@ -1,0 +1,643 @@
+//! The build orchestration of the kustomize engine: a kustomization directory in, the
+//! resources kustomize would print out — in kustomize's order of operations
+//! (`api/internal/target/kusttarget.go`, v5.5):
+//!
+//! 1. **accumulate** the `resources` (and legacy `bases`): files are read, directories are
+//!    built recursively, each into its own accumulator, then appended (duplicate ids are an
+//!    error);
+//! 2. read `configurations` (custom field specs), merged into the accumulator's config;
+//! 3. run the **generators** (`configMapGenerator`, then `secretGenerator`), absorbing their
+//!    output with `behavior: create|merge|replace`;
+//! 4. apply the **components**, in order, to the *same* accumulator (a component sees and
+//!    changes everything accumulated so far);
+//! 5. run the **transformers** in kustomize's fixed order: `patchesStrategicMerge`, `patches`,
+//!    `namespace`, `namePrefix`/`nameSuffix`, `labels` then `commonLabels`,
+//!    `commonAnnotations`, `patchesJson6902`, `replicas`, `images`, `replacements`; then the
+//!    builtin transformer configs listed under `transformers:`;
+//! 6. remember `vars`;
+//!
+//! and only at the very top, once: the **hash suffix** of generated names, the **name
+//! reference** fix-up, **vars** substitution, dropping `local-config` objects, and the
+//! **sort** (`sortOptions`, legacy order by default).
+//!
+//! Invariant: everything read goes through [`crate::fs::FileSystem`] and the load restrictor;
+//! no step depends on the clock or the environment, so a build is a pure function of its
+//! files. Lookups by id go through an index, so the build is linear in the number of objects.
+
+use super::error::{KustomizeError, Site};
+use super::fieldspec::UserFieldSpec;
+use super::kustomization::{FieldSpecArgs, Kustomization};
+use super::load::{
+    Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
+};
+use super::{hash, order};
+use crate::fs::FileSystem;
+use crate::resource::{ResId, Resource};
+use crate::yaml;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// How to build.
+#[derive(Debug, Clone, Default)]
+pub struct BuildOptions {
+    /// Which files a kustomization may read (`--load-restrictor`).
+    pub load_restrictor: LoadRestrictor,
+}
+
+/// Builds the kustomization in `dir` and returns its resources in output order.
+///
+/// Errors: any [`KustomizeError`]; each names the kustomization file and the line of the
+/// entry that caused it.
+pub fn build(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &BuildOptions,
+) -> Result<Vec<Resource>, KustomizeError> {
+    let ldr = Loader::new_root(fs, dir, options.load_restrictor)?;
+    let kf = load_kustomization(&ldr)?;
+    let mut acc = Accumulator::default();
+    accumulate_target(&ldr, &kf, &mut acc)?;
+    let mut resources = acc.resources;
+
+    // kustomize's makeCustomizedResMap: these run once, at the top, never per base.
+    hash::apply_hash_suffixes(&mut resources)
+        .map_err(|e| KustomizeError::transformer(kf.site(""), &e))?;
+    super::transform::fix_name_references(&mut resources, &acc.config).map_err(|e| {
+        KustomizeError::transformer_msg(kf.site(""), e, "check the references between the objects")
+    })?;
+    super::vars::resolve_vars(&mut resources, &acc.vars, &acc.config)?;
+    // IgnoreLocal: objects annotated `config.kubernetes.io/local-config: "true"` are dropped.
+    resources.retain(|r| r.annotation("config.kubernetes.io/local-config") != Some("true"));
+
+    let sort_options: Option<order::SortOptions> = match &kf.kustomization.sort_options {
+        Some(s) => Some(convert(s).map_err(|m| {
+            KustomizeError::invalid(
+                kf.site("/sortOptions"),
+                m,
+                "use `order: legacy` or `order: fifo`",
+            )
+        })?),
+        None => None,
+    };
+    order::sort_resources(&mut resources, sort_options.as_ref())
+        .map_err(|e| KustomizeError::transformer(kf.site("/sortOptions"), &e))?;
+    strip_internal(&mut resources);
+    Ok(resources)
+}
+
+/// Builds and prints the result as `kubectl kustomize` does (see [`yaml::to_yaml_stream`]).
+pub fn build_yaml(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &BuildOptions,
+) -> Result<String, KustomizeError> {
+    let resources = build(fs, dir, options)?;
+    let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
+    Ok(yaml::to_yaml_stream(&values))
+}
+
+/// `kiln kustomize DIR`: builds `dir` from the real file system and returns the YAML stream
+/// `kubectl kustomize DIR` would print; errors come back as reports with their source spans.
+pub fn run_kustomize(dir: &Path, options: &BuildOptions) -> Result<String, miette::Report> {
+    build_yaml(&crate::fs::RealFs, dir, options).map_err(miette::Report::new)
+}
+
+/// kustomize quirk: every object carries internal annotations while it builds, and they are
+/// removed at the end with `SetAnnotations`, which drops the field when nothing is left — so
+/// an input `annotations: {}` or `annotations:` (null) never reaches the output. (`labels`
+/// get no such treatment: `labels: null` survives, as in kustomize.)
+fn strip_internal(resources: &mut [Resource]) {
+    for r in resources {
+        if let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut)
+            && md.get("annotations").is_some_and(|a| a.is_null() || a.as_object().is_some_and(|m| m.is_empty()))
+        {
+            md.shift_remove("annotations");
+        }
+    }
+}
+
+/// Custom field specs from `configurations` files (kustomize's `builtinconfig.TransformerConfig`),
+/// added to the builtin tables of each transformer.
+#[derive(Debug, Clone, Default)]
+pub struct TransformerConfig {
+    pub name_prefix: Vec<UserFieldSpec>,
+    pub name_suffix: Vec<UserFieldSpec>,
+    pub namespace: Vec<UserFieldSpec>,
+    pub common_labels: Vec<UserFieldSpec>,
+    pub template_labels: Vec<UserFieldSpec>,
+    pub common_annotations: Vec<UserFieldSpec>,
+    pub images: Vec<UserFieldSpec>,
+    pub replicas: Vec<UserFieldSpec>,
+    pub var_reference: Vec<UserFieldSpec>,
+    /// `nameReference`: a referenced kind and the fields that refer to it.
+    pub name_reference: Vec<NameBackReference>,
+}
+
+/// One `nameReference` entry of a configuration file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NameBackReference {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub field_specs: Vec<UserFieldSpec>,
+}
+
+fn push_unique(list: &mut Vec<UserFieldSpec>, fs: UserFieldSpec) {
+    if !list.iter().any(|s| {
+        s.group == fs.group && s.version == fs.version && s.kind == fs.kind && s.path == fs.path
+    }) {
+        list.push(fs);
+    }
+}
+
+impl TransformerConfig {
+    /// Merges `other` in (kustomize's `TransformerConfig.Merge`: union without duplicates;
+    /// name references of the same kind are merged by field spec).
+    pub fn merge(&mut self, other: &TransformerConfig) {
+        let pairs: [(&mut Vec<UserFieldSpec>, &Vec<UserFieldSpec>); 9] = [
+            (&mut self.name_prefix, &other.name_prefix),
+            (&mut self.name_suffix, &other.name_suffix),
+            (&mut self.namespace, &other.namespace),
+            (&mut self.common_labels, &other.common_labels),
+            (&mut self.template_labels, &other.template_labels),
+            (&mut self.common_annotations, &other.common_annotations),
+            (&mut self.images, &other.images),
+            (&mut self.replicas, &other.replicas),
+            (&mut self.var_reference, &other.var_reference),
+        ];
+        for (mine, theirs) in pairs {
+            for fs in theirs {
+                push_unique(mine, fs.clone());
+            }
+        }
+        for nbr in &other.name_reference {
+            match self
+                .name_reference
+                .iter_mut()
+                .find(|n| n.group == nbr.group && n.version == nbr.version && n.kind == nbr.kind)
+            {
+                Some(existing) => {
+                    for fs in &nbr.field_specs {
+                        push_unique(&mut existing.field_specs, fs.clone());
+                    }
+                }
+                None => self.name_reference.push(nbr.clone()),
+            }
+        }
+    }
+
+    /// Reads a configuration file's document. Like kustomize (which decodes these files with
+    /// Go's case-insensitive, lenient `json.Unmarshal`), key case is ignored and unknown keys
+    /// are skipped.
+    pub fn from_value(value: &Value) -> Result<TransformerConfig, String> {
+        let mut tc = TransformerConfig::default();
+        let Some(map) = value.as_object() else {
+            return Err("a transformer configuration must be a mapping".into());
+        };
+        for (key, v) in map {
+            let specs = || field_specs(v);
+            match key.to_ascii_lowercase().as_str() {
+                "nameprefix" => tc.name_prefix = specs()?,
+                "namesuffix" => tc.name_suffix = specs()?,
+                "namespace" => tc.namespace = specs()?,
+                "commonlabels" => tc.common_labels = specs()?,
+                "templatelabels" => tc.template_labels = specs()?,
+                "commonannotations" => tc.common_annotations = specs()?,
+                "images" => tc.images = specs()?,
+                "replicas" => tc.replicas = specs()?,
+                "varreference" => tc.var_reference = specs()?,
+                "namereference" => {
+                    for item in v.as_array().map(Vec::as_slice).unwrap_or_default() {
+                        let get = |k: &str| {
+                            lookup_ci(item, k)
+                                .and_then(Value::as_str)
+                                .unwrap_or("")
+                                .to_string()
+                        };
+                        let mut nbr = NameBackReference {
+                            group: get("group"),
+                            version: get("version"),
+                            kind: get("kind"),
+                            field_specs: vec![],
+                        };
+                        // `apiVersion: group/version` is accepted too (kustomize's Gvk decoding).
+                        if let Some(av) = lookup_ci(item, "apiVersion").and_then(Value::as_str) {
+                            match av.rsplit_once('/') {
+                                Some((g, ver)) => {
+                                    nbr.group = g.into();
+                                    nbr.version = ver.into();
+                                }
+                                None => nbr.version = av.into(),
+                            }
+                        }
+                        if let Some(fs) = lookup_ci(item, "fieldSpecs") {
+                            nbr.field_specs = field_specs(fs)?;
+                        }
+                        tc.merge(&TransformerConfig {
+                            name_reference: vec![nbr],
+                            ..Default::default()
+                        });
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(tc)
+    }
+}
+
+fn lookup_ci<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
+    v.as_object()?
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        .map(|(_, v)| v)
+}
+
+fn field_specs(v: &Value) -> Result<Vec<UserFieldSpec>, String> {
+    let mut out = Vec::new();
+    for item in v.as_array().map(Vec::as_slice).unwrap_or_default() {
+        let s = |k: &str| {
+            lookup_ci(item, k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let create = lookup_ci(item, "create")
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+        if s("path").is_empty() {
+            return Err(format!("field spec without a `path`: {item}"));
+        }
+        out.push(UserFieldSpec {
+            group: s("group"),
+            version: s("version"),
+            kind: s("kind"),
+            path: s("path"),
+            create,
+        });
+    }
+    Ok(out)
+}
+
+/// The user-written field spec as the transformers' type.
+pub fn user_field_spec(fs: &FieldSpecArgs) -> UserFieldSpec {
+    UserFieldSpec {
+        group: fs.group.clone(),
+        version: fs.version.clone(),
+        kind: fs.kind.clone(),
+        path: fs.path.clone(),
+        create: fs.create,
+    }
+}
+
+/// Converts between two serde shapes of the same YAML (our kustomization types → a
+/// transformer's own config type). Our types skip empty fields when serializing (kustomize's
+/// `omitempty`) and nulls are dropped, so defaulted fields read as absent.
+pub fn convert<T: DeserializeOwned>(from: &impl Serialize) -> Result<T, String> {
+    fn prune(v: &mut Value) {
+        if let Value::Object(m) = v {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(prune);
+        } else if let Value::Array(a) = v {
+            a.iter_mut().for_each(prune);
+        }
+    }
+    let mut v = serde_json::to_value(from).map_err(|e| e.to_string())?;
+    prune(&mut v);
+    serde_json::from_value(v).map_err(|e| e.to_string())
+}
+
+/// A var with the site of its declaration.
+pub struct VarDecl {
+    pub var: super::kustomization::Var,
+    pub site: Site,
+}
+
+/// What a kustomization (with its bases and components) has built so far
+/// (kustomize's `ResAccumulator`).
+#[derive(Default)]
+pub struct Accumulator {
+    pub resources: Vec<Resource>,
+    pub config: TransformerConfig,
+    pub vars: Vec<VarDecl>,
+}
+
+/// The id key kustomize compares when appending (namespace `""` and `default` are equal).
+fn id_key(id: &ResId) -> (String, String, String, String, String) {
+    let ns = match id.namespace.as_deref() {
+        None | Some("") | Some("default") => String::new(),
+        Some(n) => n.to_string(),
+    };
+    (
+        id.group.clone(),
+        id.version.clone(),
+        id.kind.clone(),
+        ns,
+        id.name.clone(),
+    )
+}
+
+fn origin_text(r: &Resource) -> String {
+    match &r.origin {
+        Some(o) => format!("`{}`", o.file),
+        None => "a generator".to_string(),
+    }
+}
+
+impl Accumulator {
+    /// Appends `new` (kustomize's `AppendAll`): an object whose id is already present is an
+    /// error reported at `site`. Linear: one index of the current ids per call.
+    pub fn append_all(&mut self, new: Vec<Resource>, site: &Site) -> Result<(), KustomizeError> {
+        let mut index: HashMap<_, usize> = HashMap::with_capacity(self.resources.len() + new.len());
+        for (i, r) in self.resources.iter().enumerate() {
+            index.insert(id_key(&r.id()), i);
+        }
+        for r in new {
+            let key = id_key(&r.id());
+            if let Some(&i) = index.get(&key) {
+                return Err(KustomizeError::duplicate(
+                    site.clone(),
+                    r.id().to_string(),
+                    origin_text(&self.resources[i]),
+                ));
+            }
+            index.insert(key, self.resources.len());
+            self.resources.push(r);
+        }
+        Ok(())
+    }
+}
+
+/// Accumulates one kustomization (or component) into `acc`.
+fn accumulate_target(
+    ldr: &Loader<'_>,
+    kf: &KustFile,
+    acc: &mut Accumulator,
+) -> Result<(), KustomizeError> {
+    let k = &kf.kustomization;
+    reject_unsupported(kf)?;
+
+    // 1. resources, then the legacy `bases` (kustomize appends bases to resources).
+    let entries = k
+        .resources
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (format!("/resources/{i}"), p))
+        .chain(
+            k.bases
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (format!("/bases/{i}"), p)),
+        );
+    for (pointer, path) in entries {
+        let site = kf.site(&pointer);
+        if is_remote(path) {
+            return Err(KustomizeError::unsupported(
+                site,
+                "resources",
+                format!("remote target `{path}`"),
+                "kiln builds offline: vendor the remote base into the repository and reference it by path",
+            ));
+        }
+        match ldr.entry(path) {
+            Ok(Entry::File(file)) => {
+                let display = ldr.display(&file);
+                let text = ldr
+                    .fs()
+                    .read_to_string(&file)
+                    .map_err(|e| KustomizeError::Io {
+                        path: display.clone(),
+                        source: e,
+                    })?;
+                let resources = parse_resources(&display, &text)?;
+                acc.append_all(resources, &site)?;
+            }
+            Ok(Entry::Dir(dir)) => {
+                let child = ldr
+                    .child(&dir)
+                    .map_err(|issue| ldr.error(issue, site.clone(), "resource", path))?;
+                let ckf = load_kustomization(&child)?;
+                if ckf.kustomization.is_component() {
+                    return Err(KustomizeError::kind_mismatch(
+                        site,
+                        path,
+                        "a Component",
+                        "a Kustomization (components go under `components`)",
+                    ));
+                }
+                let mut sub = Accumulator::default();
+                accumulate_target(&child, &ckf, &mut sub)?;
+                acc.append_all(sub.resources, &site)?;
+                acc.config.merge(&sub.config);
+                acc.vars.extend(sub.vars);
+            }
+            Err(issue) => return Err(ldr.error(issue, site, "resource", path)),
+        }
+    }
+
+    // 2. configurations (and crds, which only add field specs in kustomize).
+    for (i, path) in k.configurations.iter().enumerate() {
+        let site = kf.site(&format!("/configurations/{i}"));
+        let (file, text) = ldr
+            .read_file(path)
+            .map_err(|issue| ldr.error(issue, site.clone(), "configuration file", path))?;
+        let display = ldr.display(&file);
+        for doc in yaml::parse_stream(&display, &text).map_err(Box::new)? {
+            let tc = TransformerConfig::from_value(&doc).map_err(|m| KustomizeError::invalid(site.clone(), m, "a configurations file holds field specs (`namePrefix`, `commonLabels`, `nameReference`, `varReference`, …)"))?;
+            acc.config.merge(&tc);
+        }
+    }
+    for (i, path) in k.crds.iter().enumerate() {
+        let site = kf.site(&format!("/crds/{i}"));
+        ldr.read_file(path)
+            .map_err(|issue| ldr.error(issue, site, "CRD file", path))?;
+    }
+
+    // 3. generators.
+    super::generate::run_generators(ldr, kf, acc)?;
+
+    // 4. components, on the same accumulator.
+    for (i, path) in k.components.iter().enumerate() {
+        let site = kf.site(&format!("/components/{i}"));
+        if is_remote(path) {
+            return Err(KustomizeError::unsupported(
+                site,
+                "components",
+                format!("remote target `{path}`"),
+                "vendor the component into the repository",
+            ));
+        }
+        let dir = match ldr.entry(path) {
+            Ok(Entry::Dir(dir)) => dir,
+            Ok(Entry::File(_)) => {
+                return Err(KustomizeError::kind_mismatch(
+                    site,
+                    path,
+                    "a file",
+                    "a directory with a `kind: Component` kustomization",
+                ));
+            }
+            Err(issue) => return Err(ldr.error(issue, site, "component", path)),
+        };
+        let child = ldr
+            .child(&dir)
+            .map_err(|issue| ldr.error(issue, site.clone(), "component", path))?;
+        let ckf = load_kustomization(&child)?;
+        if !ckf.kustomization.is_component() {
+            return Err(KustomizeError::kind_mismatch(
+                site,
+                path,
+                "a Kustomization",
+                "a Component (`kind: Component`)",
+            ));
+        }
+        accumulate_target(&child, &ckf, acc)?;
+    }
+
+    // 5. transformers, in kustomize's order.
+    super::transform::run_transformers(ldr, kf, acc)?;
+
+    // 6. vars: bound now to what this kustomization built, resolved at the top.
+    let mut fresh: Vec<VarDecl> = Vec::new();
+    for (i, var) in k.vars.iter().enumerate() {
+        let site = kf.site(&format!("/vars/{i}"));
+        if let Some(prev) = acc
+            .vars
+            .iter()
+            .chain(&fresh)
+            .find(|d| d.var.name == var.name)
+        {
+            // kustomize's MergeVars: the same var declared twice is an error unless identical.
+            if prev.var != *var {
+                return Err(KustomizeError::invalid(
+                    site,
+                    format!(
+                        "var `{}` is already defined (at {})",
+                        var.name, prev.site.at
+                    ),
+                    "give the var another name",
+                ));
+            }
+            continue;
+        }
+        fresh.push(VarDecl {
+            var: var.clone(),
+            site,
+        });
+    }
+    super::vars::bind_vars(&mut acc.resources, &fresh)?;
+    acc.vars.extend(fresh);
+    Ok(())
+}
+
+/// Fields kiln does not implement: each is an error naming the field, never ignored.
+fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
+    let k: &Kustomization = &kf.kustomization;
+    let helm = "kiln does not run helm: render the chart with `helm template` and list the output under `resources`";
+    if !k.helm_charts.is_empty() {
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/helmCharts"),
+            "helmCharts",
+            "helm charts need the helm binary",
+            helm,
+        ));
+    }
+    if !k.helm_chart_inflation_generator.is_empty() {
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/helmChartInflationGenerator"),
+            "helmChartInflationGenerator",
+            "helm charts need the helm binary",
+            helm,
+        ));
+    }
+    if k.helm_globals.is_some() {
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/helmGlobals"),
+            "helmGlobals",
+            "helm charts need the helm binary",
+            helm,
+        ));
+    }
+    if !k.generators.is_empty() {
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/generators"),
+            "generators",
+            "generator plugins (exec, container and Go plugins) are not run",
+            "use `configMapGenerator`/`secretGenerator`, or commit the generated objects and list them under `resources`",
+        ));
+    }
+    if !k.validators.is_empty() {
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/validators"),
+            "validators",
+            "validator plugins are not run",
+            "validate the output in CI instead",
+        ));
+    }
+    if k.openapi.contains_key("path") || k.openapi.contains_key("version") {
+        return Err(KustomizeError::unsupported(
+            kf.key_site("/openapi"),
+            "openapi",
+            "custom OpenAPI schemas for merge keys are not read",
+            "use `$patch: replace` or a JSON 6902 patch for lists of custom resources",
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use indexmap::IndexMap;
+    use serde_json::json;
+
+    #[test]
+    fn configurations_merge_without_duplicates_and_ignore_key_case() {
+        let v = json!({
+            "nameReference": [{"kind": "Bee", "version": "v1beta1", "fieldSpecs": [{"path": "spec/bee", "kind": "Hive"}]}],
+            "varReference": [{"path": "spec/action", "kind": "Bee"}],
+            "commonLabels": [{"path": "spec/selector", "create": true, "kind": "Hive"}],
+            "unknown": 1
+        });
+        let mut tc = TransformerConfig::from_value(&v).unwrap();
+        assert_eq!(tc.name_reference[0].field_specs[0].path, "spec/bee");
+        assert!(tc.common_labels[0].create);
+        let again = TransformerConfig::from_value(&json!({"namereference": [{"kind": "Bee", "version": "v1beta1", "FieldSpecs": [{"path": "spec/bee", "kind": "Hive"}, {"path": "spec/other"}]}]})).unwrap();
+        tc.merge(&again);
+        assert_eq!(tc.name_reference.len(), 1);
+        assert_eq!(tc.name_reference[0].field_specs.len(), 2);
+        assert!(TransformerConfig::from_value(&json!({"images": [{"kind": "X"}]})).is_err());
+    }
+
+    #[test]
+    fn convert_drops_nulls_but_keeps_empty_strings() {
+        #[derive(Serialize)]
+        struct A {
+            name: String,
+            opt: Option<bool>,
+            labels: IndexMap<String, String>,
+        }
+        #[derive(serde::Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct B {
+            name: String,
+            #[serde(default)]
+            opt: bool,
+            labels: IndexMap<String, String>,
+        }
+        let mut labels = IndexMap::new();
+        labels.insert("empty".to_string(), String::new());
+        let b: B = convert(&A {
+            name: "x".into(),
+            opt: None,
+            labels,
+        })
+        .unwrap();
+        assert_eq!(b.name, "x");
+        assert!(!b.opt);
+        assert_eq!(b.labels["empty"], "");
+    }
+}

@@ -1,0 +1,368 @@
+//! Differential tests of kiln's native kustomize engine against `kubectl kustomize` (v5.5.0).
+//!
+//! - `cases`: every `tests/kustomize/<case>/` holds `input/` (the build root, or
+//!   `input/<dir>` when a file `root` names `<dir>`), optional `flags` (e.g.
+//!   `--load-restrictor=LoadRestrictionsNone`), and either `expected.yaml` (kubectl's output,
+//!   stored) or `expected-error.txt` (a substring the error must contain; a second line
+//!   `at: <file>:<line>` also checks the error's location). Outputs are compared
+//!   structurally: parsed YAML, documents in order, maps without order, `1000 == 1000.0`.
+//!   Every failing case is reported at once, with a diff.
+//! - Live mode (`KILN_LIVE_KUSTOMIZE=1`) re-runs kubectl on every case and checks the stored
+//!   expectation still holds, except for cases listed in `DIVERGENCES.md`. Without kubectl the
+//!   live check is skipped, unless `REQUIRE_KUBECTL=1`, which makes that a failure.
+//! - `corpus`: builds the 58 real-world roots of `<shared>/corpus/roots.tsv` (shared dir from
+//!   `KILN_SHARED_DIR`, default `<crate>/../shared`) and compares with their `_expected` files;
+//!   runs whenever the corpus exists.
+
+use kiln::fs::RealFs;
+use kiln::kustomize::{BuildOptions, KustomizeError, LoadRestrictor, build};
+use kiln::yaml;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn cases_dir() -> PathBuf {
+    crate_dir().join("tests/kustomize")
+}
+
+struct Case {
+    name: String,
+    dir: PathBuf,
+    root: PathBuf,
+    flags: Vec<String>,
+}
+
+fn options_for(flags: &[String]) -> BuildOptions {
+    let mut opts = BuildOptions::default();
+    for f in flags {
+        if f == "--load-restrictor=LoadRestrictionsNone" || f == "--load-restrictor=none" {
+            opts.load_restrictor = LoadRestrictor::None;
+        }
+    }
+    opts
+}
+
+fn cases() -> Vec<Case> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(cases_dir()) else {
+        return out;
+    };
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("input").is_dir())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        let root = match std::fs::read_to_string(dir.join("root")) {
+            Ok(r) => dir.join("input").join(r.trim()),
+            Err(_) => dir.join("input"),
+        };
+        let flags = std::fs::read_to_string(dir.join("flags"))
+            .map(|f| f.split_whitespace().map(str::to_string).collect())
+            .unwrap_or_default();
+        out.push(Case {
+            name,
+            dir,
+            root,
+            flags,
+        });
+    }
+    out
+}
+
+/// Parses a stored or produced YAML stream.
+fn parse(name: &str, text: &str) -> Result<Vec<Value>, String> {
+    yaml::parse_stream(name, text).map_err(|e| format!("{e}"))
+}
+
+/// A line diff (longest common subsequence) of two texts, `-` expected, `+` actual, with a
+/// little context; enough to read a failing case.
+fn diff(expected: &str, actual: &str) -> String {
+    let a: Vec<&str> = expected.lines().collect();
+    let b: Vec<&str> = actual.lines().collect();
+    if a.len() * b.len() > 25_000_000 {
+        return format!(
+            "(outputs too large to diff: {} vs {} lines)",
+            a.len(),
+            b.len()
+        );
+    }
+    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
+    for i in (0..a.len()).rev() {
+        for j in (0..b.len()).rev() {
+            lcs[i][j] = if a[i] == b[j] {
+                lcs[i + 1][j + 1] + 1
+            } else {
+                lcs[i + 1][j].max(lcs[i][j + 1])
+            };
+        }
+    }
+    let mut ops: Vec<(char, &str)> = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() || j < b.len() {
+        if i < a.len() && j < b.len() && a[i] == b[j] {
+            ops.push((' ', a[i]));
+            i += 1;
+            j += 1;
+        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
+            ops.push(('+', b[j]));
+            j += 1;
+        } else {
+            ops.push(('-', a[i]));
+            i += 1;
+        }
+    }
+    let mut out = String::new();
+    let mut shown = 0;
+    for (k, (op, line)) in ops.iter().enumerate() {
+        let near = ops[k.saturating_sub(3)..(k + 4).min(ops.len())]
+            .iter()
+            .any(|(o, _)| *o != ' ');
+        if near {
+            out.push_str(&format!("{op} {line}\n"));
+            shown += 1;
+            if shown > 120 {
+                out.push_str("… (diff truncated)\n");
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Compares produced documents with expected ones; `Err` holds a readable report.
+fn compare(expected: &[Value], actual: &[Value]) -> Result<(), String> {
+    let same = expected.len() == actual.len()
+        && expected
+            .iter()
+            .zip(actual)
+            .all(|(e, a)| yaml::structurally_equal(e, a));
+    if same {
+        return Ok(());
+    }
+    Err(format!(
+        "{} expected documents, {} produced\n{}",
+        expected.len(),
+        actual.len(),
+        diff(
+            &yaml::to_yaml_stream(expected),
+            &yaml::to_yaml_stream(actual)
+        )
+    ))
+}
+
+fn build_values(root: &Path, flags: &[String]) -> Result<Vec<Value>, KustomizeError> {
+    let resources = build(&RealFs, root, &options_for(flags))?;
+    Ok(resources.into_iter().map(|r| r.value).collect())
+}
+
+/// Runs one case; `Err` describes the failure.
+fn run_case(case: &Case) -> Result<(), String> {
+    let result = build_values(&case.root, &case.flags);
+    if let Ok(expected_err) = std::fs::read_to_string(case.dir.join("expected-error.txt")) {
+        let mut lines = expected_err.lines();
+        let needle = lines.next().unwrap_or("").trim();
+        let at = lines.find_map(|l| l.strip_prefix("at:")).map(str::trim);
+        return match result {
+            Ok(_) => Err(format!(
+                "expected an error containing `{needle}`, but the build succeeded"
+            )),
+            Err(e) => {
+                let msg = e.to_string();
+                if !msg.contains(needle) {
+                    return Err(format!("error `{msg}` does not contain `{needle}`"));
+                }
+                if let Some(at) = at {
+                    let loc = e
+                        .location()
+                        .map(|l| format!("{}:{}", l.file, l.line))
+                        .unwrap_or_default();
+                    if loc != at {
+                        return Err(format!(
+                            "error located at `{loc}`, expected `{at}` (message: {msg})"
+                        ));
+                    }
+                }
+                Ok(())
+            }
+        };
+    }
+    let expected_text = std::fs::read_to_string(case.dir.join("expected.yaml"))
+        .map_err(|e| format!("no expected.yaml or expected-error.txt: {e}"))?;
+    let expected = parse("expected.yaml", &expected_text)?;
+    let actual_values =
+        result.map_err(|e| format!("build failed: {:?}", miette::Report::new(e)))?;
+    // Round-trip through our emitter, so the printed stream is what is compared.
+    let printed = yaml::to_yaml_stream(&actual_values);
+    let actual =
+        parse("output", &printed).map_err(|e| format!("our own output does not parse: {e}"))?;
+    compare(&expected, &actual)
+}
+
+#[test]
+fn cases_match_kubectl_kustomize() {
+    let cases = cases();
+    assert!(
+        !cases.is_empty(),
+        "no cases found under {}",
+        cases_dir().display()
+    );
+    let mut failures = Vec::new();
+    for case in &cases {
+        if let Err(e) = run_case(case) {
+            failures.push(format!("── {} ──\n{e}", case.name));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// Case names listed in `DIVERGENCES.md` (lines `- <case>: reason`, the name optionally in
+/// backticks).
+fn divergences() -> Vec<String> {
+    let text = std::fs::read_to_string(cases_dir().join("DIVERGENCES.md")).unwrap_or_default();
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("- "))
+        .filter_map(|l| l.split(':').next())
+        .map(|n| n.trim().trim_matches('`').to_string())
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+fn kubectl_available() -> bool {
+    Command::new("kubectl")
+        .arg("version")
+        .arg("--client")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Runs `kubectl kustomize <root> [flags]`: `Ok(stdout)` or `Err(stderr)`.
+fn kubectl_kustomize(root: &Path, flags: &[String]) -> Result<String, String> {
+    let out = Command::new("kubectl")
+        .arg("kustomize")
+        .arg(root)
+        .args(flags)
+        .output()
+        .map_err(|e| format!("cannot run kubectl: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+#[test]
+fn live_cases_still_match_kubectl() {
+    if std::env::var("KILN_LIVE_KUSTOMIZE").as_deref() != Ok("1") {
+        return;
+    }
+    if !kubectl_available() {
+        assert!(
+            std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1"),
+            "REQUIRE_KUBECTL=1 but kubectl is not available"
+        );
+        return;
+    }
+    let skip = divergences();
+    let mut failures = Vec::new();
+    for case in cases() {
+        if skip.contains(&case.name) {
+            continue;
+        }
+        let live = kubectl_kustomize(&case.root, &case.flags);
+        let expects_error = case.dir.join("expected-error.txt").exists();
+        let problem = match (live, expects_error) {
+            (Ok(_), true) => Some("kubectl succeeds, but the case expects an error".to_string()),
+            (Err(_), true) => None,
+            (Err(e), false) => Some(format!("kubectl failed: {e}")),
+            (Ok(out), false) => {
+                let stored =
+                    std::fs::read_to_string(case.dir.join("expected.yaml")).unwrap_or_default();
+                match (parse("expected.yaml", &stored), parse("kubectl", &out)) {
+                    (Ok(s), Ok(l)) => compare(&s, &l).err(),
+                    (Err(e), _) | (_, Err(e)) => Some(e),
+                }
+            }
+        };
+        if let Some(p) = problem {
+            failures.push(format!("── {} ──\n{p}", case.name));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "stored expectations drifted from kubectl:\n\n{}",
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn every_divergence_names_a_case() {
+    let names: Vec<String> = cases().into_iter().map(|c| c.name).collect();
+    for d in divergences() {
+        assert!(
+            names.contains(&d),
+            "DIVERGENCES.md lists `{d}`, which is not a case"
+        );
+    }
+}
+
+fn shared_dir() -> PathBuf {
+    std::env::var_os("KILN_SHARED_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| crate_dir().join("../shared"))
+}
+
+#[test]
+fn corpus_roots_match_kubectl_kustomize() {
+    let corpus = shared_dir().join("corpus");
+    let Ok(index) = std::fs::read_to_string(corpus.join("roots.tsv")) else {
+        return;
+    };
+    let mut failures = Vec::new();
+    let mut n = 0;
+    for line in index.lines().skip(1) {
+        let cols: Vec<&str> = line.split('\t').collect();
+        if cols.len() < 5 {
+            continue;
+        }
+        let (id, dir, flags, expected) = (cols[0], cols[2], cols[3], cols[4]);
+        let flags: Vec<String> = if flags == "-" {
+            vec![]
+        } else {
+            flags.split_whitespace().map(str::to_string).collect()
+        };
+        n += 1;
+        let started = std::time::Instant::now();
+        let result = (|| -> Result<(), String> {
+            let expected_text =
+                std::fs::read_to_string(corpus.join(expected)).map_err(|e| e.to_string())?;
+            let expected = parse(expected, &expected_text)?;
+            let actual = build_values(&corpus.join(dir), &flags)
+                .map_err(|e| format!("build failed: {e}"))?;
+            compare(&expected, &actual)
+        })();
+        if started.elapsed().as_secs() >= 2 {
+            eprintln!("corpus {id}: {:?}", started.elapsed());
+        }
+        if let Err(e) = result {
+            failures.push(format!("── {id} {dir} ──\n{e}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {n} corpus roots differ:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
