@@ -961,3 +961,69 @@ fn emitted_artifact_set_validates_in_memory() {
     assert!(report.is_clean(), "{:#?}", report.findings);
     assert_eq!(report.objects + report.meta_only, 3 * 3 + 10 * 11);
 }
+
+#[test]
+fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_name() {
+    let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    let mut set = kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{e:?}"));
+    let rendered_files = set.len();
+    let objects = support::objects(&bank());
+    for s in kind(&objects, "Stage") {
+        // srcPath is `<renderedPath>/<dir in the artifact set>`.
+        let dir = var(s, "srcPath").strip_prefix("deploy/").unwrap();
+        let kz_path = format!("{dir}/kustomization.yaml");
+        let kz = set
+            .files
+            .get(&kz_path)
+            .unwrap_or_else(|| panic!("{} reads {kz_path}, which render does not emit", s.name()));
+        let kz = kiln::yaml::parse_one(&kz_path, &String::from_utf8_lossy(kz)).unwrap();
+        let names: Vec<&str> = kz["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| i["name"].as_str().unwrap())
+            .collect();
+        let set_image = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|st| st["as"] == "set-image");
+        let pinned: Vec<&str> = set_image
+            .map(|st| {
+                st["config"]["images"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i["image"].as_str().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let pinned: Vec<&str> = pinned
+            .iter()
+            .map(|expr| {
+                let v = expr.trim_start_matches("${{ vars.").trim_end_matches(" }}");
+                var(s, v)
+            })
+            .collect();
+        // kustomize-set-image names each image by its repository; the kustomization must
+        // hold an entry of that name for every pinned image, and nothing unpinned.
+        assert_eq!(pinned, names, "{}", s.name());
+    }
+    // Render output and Kargo/Argo CD objects validate together, as `kiln render --schema-dir`.
+    kargo::emit_into(&mut set, "", &bank()).unwrap();
+    assert_eq!(set.len(), rendered_files + 23);
+    let schemas = match support::shared_schemas() {
+        Some(dir) => SchemaSet::load(&dir).unwrap(),
+        None => SchemaSet::empty(),
+    };
+    let report = check::validate_artifacts(&set, &schemas).unwrap();
+    assert!(
+        report.is_clean(),
+        "{:#?}",
+        report
+            .findings
+            .iter()
+            .map(|f| format!("{}: {}", f.location(), f.message))
+            .collect::<Vec<_>>()
+    );
+}

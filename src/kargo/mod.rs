@@ -62,15 +62,10 @@ pub mod wave {
     pub const STAGE: &str = "4";
 }
 
-/// Where `kiln render` puts a component's rendered files inside the source repository.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Layout {
-    /// `<renderedPath>/<project>/<env>/<component>/`
-    #[default]
-    Service,
-    /// `<renderedPath>/clusters/<cluster>/<project>/<env>/<component>/`
-    Cluster,
-}
+/// Where `kiln render` puts a component's rendered files inside the source repository (under
+/// `spec.source.renderedPath`): the emit stage's layout, `Service`
+/// (`<project>/<env>/<component>/`) or `Cluster` (`clusters/<cluster>/<project>/<env>/<component>/`).
+pub use crate::emit::Layout;
 
 /// Image selection strategy of a Warehouse image subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
