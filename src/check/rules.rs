@@ -235,13 +235,12 @@ fn schema_findings(
         };
         match e.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
-                let allowed = found.as_object().map(|_| ()).and(None::<String>);
                 for u in unexpected {
                     push(
                         format!("{path}/{}", esc(u)),
                         true,
                         format!("unknown field `{u}`"),
-                        allowed.clone(),
+                        Some("the schema allows no such field here; check its spelling and indentation".into()),
                     );
                 }
             }

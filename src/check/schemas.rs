@@ -877,6 +877,113 @@ mod tests {
         assert!(is_expression("./out/${{ vars.path }}") && !is_expression("${ env.name }"));
     }
 
+    fn write(dir: &Path, rel: &str, text: &str) {
+        let p = dir.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+
+    const CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions:\n  - name: v1\n    served: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer}\n";
+
+    #[test]
+    fn loads_crds_kubeconform_json_and_kargo_schemas_with_precedence() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        write(d, "widgets.yaml", CRD);
+        // A deeper CRD of the same kind that would accept a string size: must lose.
+        write(
+            d,
+            "newer/widgets.yaml",
+            &CRD.replace("size: {type: integer}", "size: {type: string}"),
+        );
+        // kubeconform-style JSON Schemas, found by file name.
+        write(
+            d,
+            "jsonschema/gadgets.example.com_v1.json",
+            r#"{"type":"object","properties":{"spec":{"type":"object","properties":{"on":{"type":"boolean"}}}}}"#,
+        );
+        write(
+            d,
+            "gizmo_v2.json",
+            r#"{"type":"object","properties":{"spec":{"type":"object","properties":{"n":{"type":"integer"}}}}}"#,
+        );
+        write(
+            d,
+            "step-config-schemas/common.json",
+            r#"{"definitions":{"p":{"type":"string","minLength":1}}}"#,
+        );
+        write(
+            d,
+            "step-config-schemas/echo-config.json",
+            r#"{"type":"object","required":["text"],"properties":{"text":{"$ref":"common.json#/definitions/p"}},"additionalProperties":false}"#,
+        );
+        write(
+            d,
+            "subscription-schemas/image.json",
+            r#"{"type":"object","required":["repoURL"]}"#,
+        );
+        write(d, "notes.yaml", "just: text\n");
+        let set = SchemaSet::load(d).unwrap();
+        let widget = set
+            .kind(&Gvk::new("example.com/v1", "Widget"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(widget.namespaced, Some(true));
+        assert!(
+            widget.source.ends_with("/widgets.yaml") && !widget.source.contains("newer"),
+            "{}",
+            widget.source
+        );
+        let obj = |spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec});
+        assert!(widget.validator.is_valid(&obj(json!({"size": 3}))));
+        assert!(!widget.validator.is_valid(&obj(json!({"size": "3"}))));
+        assert!(
+            !widget.validator.is_valid(&obj(json!({"colour": "red"}))),
+            "strict: unknown fields fail"
+        );
+        let gadget = set
+            .kind(&Gvk::new("example.com/v1", "Gadget"))
+            .unwrap()
+            .unwrap();
+        assert!(!gadget.validator.is_valid(&json!({"spec": {"on": "yes"}})));
+        assert!(!gadget.validator.is_valid(&json!({"spec": {"off": true}})));
+        let gizmo = set
+            .kind(&Gvk::new("tools.example.com/v2", "Gizmo"))
+            .unwrap()
+            .unwrap();
+        assert!(gizmo.validator.is_valid(&json!({"spec": {"n": 1}})));
+        assert!(
+            set.kind(&Gvk::new("example.com/v1", "Nothing"))
+                .unwrap()
+                .is_none()
+        );
+        let echo = set.step("echo").unwrap();
+        assert!(echo.is_valid(&json!({"text": "hi"})));
+        assert!(echo.is_valid(&json!({"text": "${{ vars.t }}"})));
+        assert!(!echo.is_valid(&json!({"text": ""})));
+        assert!(set.step("common").is_none(), "ref targets are not steps");
+        assert!(set.subscription("image").is_some() && set.has_subscriptions());
+    }
+
+    #[test]
+    fn a_broken_crd_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "bad.yaml",
+            "kind: CustomResourceDefinition\nspec: [\n",
+        );
+        let e = SchemaSet::load(dir.path()).unwrap_err();
+        assert!(
+            matches!(&e, CheckError::SchemaInvalid { path, .. } if path.ends_with("bad.yaml")),
+            "{e:?}"
+        );
+        assert!(matches!(
+            SchemaSet::load(&dir.path().join("missing")),
+            Err(CheckError::SchemaUnreadable { .. })
+        ));
+    }
+
     #[test]
     fn plurals_follow_kubernetes() {
         assert_eq!(guess_plural("stage"), "stages");
