@@ -1027,3 +1027,20 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
             .collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn error_application_names_clash_across_projects() {
+    let mut input = fixture("g01", "guestbook");
+    // `guest-book` + `frontend` and `guest` + `book-frontend` both make `guest-book-frontend-<env>`.
+    let mut other = input.projects[0].clone();
+    input.projects[0].name = "guest-book".into();
+    other.name = "guest".into();
+    other.components[0].name = "book-frontend".into();
+    other.output.as_mut().unwrap().repo_url = "https://git.example.test/platform/other.git".into();
+    input.projects.push(other);
+    let got = codes(&input);
+    assert_eq!(
+        got, ["kiln::kargo::duplicate_name"; 3],
+        "one per environment"
+    );
+}

@@ -781,6 +781,9 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
         return Errors::check(errors, Vec::new);
     }
     let mut files = Vec::new();
+    // Application names share the Argo CD namespace and write folders may share a
+    // repository: both are checked across projects.
+    let mut seen = Seen::default();
     for project in &input.projects {
         let (at, src, span) = snippet(
             &input.sources,
@@ -806,7 +809,7 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
             });
             continue;
         }
-        let pairs = pairs(input, project, &order, &mut errors);
+        let pairs = pairs(input, project, &order, &mut seen, &mut errors);
         if input.enabled {
             files.push((
                 format!("{}/kargo/project.yaml", project.name),
@@ -861,28 +864,36 @@ pub fn emit_into(
 }
 
 /// Resolves every (component, environment) of `project`, checking names and write paths.
+/// Names and write folders already taken, across projects: who took them.
+#[derive(Default)]
+struct Seen {
+    applications: BTreeMap<String, String>,
+    writes: BTreeMap<(String, String, String), String>,
+}
+
 fn pairs<'a>(
     input: &'a KargoInput,
     project: &'a Project,
     order: &[&'a Environment],
+    seen: &mut Seen,
     errors: &mut Vec<KargoError>,
 ) -> Vec<Pair<'a>> {
     let mut out = Vec::new();
     let mut stage_names: BTreeMap<String, String> = BTreeMap::new();
-    let mut app_names: BTreeMap<String, String> = BTreeMap::new();
-    let mut writes: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    let app_names = &mut seen.applications;
+    let writes = &mut seen.writes;
     for component in &project.components {
         for env in order {
             let what = format!(
-                "component `{}` in environment `{}`",
-                component.name, env.name
+                "component `{}` of project `{}` in environment `{}`",
+                component.name, project.name, env.name
             );
             let stage = naming::stage_name(&component.name, &env.name);
             let app = naming::application_name(&project.name, &component.name, &env.name);
             let (at, src, span) = snippet(&input.sources, component.loc.as_ref());
             for (kind, name, seen) in [
                 ("Stage", &stage, &mut stage_names),
-                ("Application", &app, &mut app_names),
+                ("Application", &app, &mut *app_names),
             ] {
                 if !input.enabled && kind == "Stage" {
                     continue;
