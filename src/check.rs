@@ -264,6 +264,23 @@ impl Report {
     pub fn is_clean(&self) -> bool {
         self.findings.is_empty()
     }
+
+    /// One line for the end of a run, e.g. `2 problems in 116 objects (3 checked for
+    /// metadata only)`.
+    pub fn summary(&self) -> String {
+        let total = self.objects + self.meta_only;
+        let objects = if total == 1 { "object" } else { "objects" };
+        let head = match self.findings.len() {
+            0 => format!("no problems in {total} {objects}"),
+            1 => format!("1 problem in {total} {objects}"),
+            n => format!("{n} problems in {total} {objects}"),
+        };
+        if self.meta_only > 0 {
+            format!("{head} ({} checked for metadata only)", self.meta_only)
+        } else {
+            head
+        }
+    }
 }
 
 /// One YAML document to validate.
@@ -553,6 +570,10 @@ spec: {}
         let report = validate_artifacts(&ok, &SchemaSet::empty()).unwrap();
         assert!(report.is_clean(), "{:?}", report.findings);
         assert_eq!(report.meta_only, 1);
+        assert_eq!(
+            report.summary(),
+            "no problems in 1 object (1 checked for metadata only)"
+        );
     }
 
     #[test]
