@@ -1044,3 +1044,21 @@ fn error_application_names_clash_across_projects() {
         "one per environment"
     );
 }
+
+#[test]
+fn without_plans_namespaces_and_images_fall_back_to_the_spec() {
+    let dir = support::root().join("platforms/bank");
+    let fs = kiln::load::RealFs;
+    let loaded = kiln::load::load(&fs, &dir, &kiln::load::LoadOptions::default()).unwrap();
+    let platform = kiln::validate::validate(loaded).unwrap();
+    // A render of one environment only: Kargo objects still cover every environment.
+    let selection = kiln::evaluate::Selection {
+        environments: vec!["dev".into()],
+        ..Default::default()
+    };
+    let plans = kiln::evaluate::evaluate(&platform, &selection).unwrap();
+    let partial = KargoInput::from_platform(&platform, &plans, Layout::Service);
+    let none = KargoInput::from_platform(&platform, &[], Layout::Service);
+    assert_eq!(support::emit_yaml(&partial), support::emit_yaml(&bank()));
+    assert_eq!(support::emit_yaml(&none), support::emit_yaml(&bank()));
+}

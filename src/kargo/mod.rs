@@ -1158,3 +1158,112 @@ fn pair_labels(p: &Pair<'_>) -> Value {
         "kiln.dev/environment": p.env.name,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_resolve_known_references_and_leave_kargo_expressions() {
+        let v = [("env.name", "dev"), ("project.name", "web")];
+        assert_eq!(
+            resolve_pattern("stage/${env.name}", &v).as_deref(),
+            Ok("stage/dev")
+        );
+        assert_eq!(
+            resolve_pattern("${project.name}/${env.name}/x", &v).as_deref(),
+            Ok("web/dev/x")
+        );
+        assert_eq!(
+            resolve_pattern("a/${{ vars.x }}/b", &v).as_deref(),
+            Ok("a/${{ vars.x }}/b")
+        );
+        assert_eq!(
+            resolve_pattern("${env.nmae}", &v),
+            Err("env.nmae".to_string())
+        );
+        assert_eq!(
+            resolve_pattern("x/${env.name", &v),
+            Err("${env.name".to_string())
+        );
+    }
+
+    #[test]
+    fn paths_and_repository_urls_normalize() {
+        assert_eq!(
+            join_path(&["deploy/", "", "./web", "dev/"]),
+            "deploy/web/dev"
+        );
+        assert_eq!(join_path(&["", ""]), "");
+        assert_eq!(
+            normalize_repo("https://GitHub.com/x/y.git/"),
+            normalize_repo("https://github.com/x/y")
+        );
+    }
+
+    fn env(name: &str, from: &[&str]) -> Environment {
+        Environment {
+            name: name.into(),
+            tier: "t".into(),
+            cluster: "c".into(),
+            from: from.iter().map(|s| s.to_string()).collect(),
+            loc: None,
+        }
+    }
+
+    fn input(environments: Vec<Environment>) -> KargoInput {
+        KargoInput {
+            platform: "p".into(),
+            source: SourceRepo {
+                repo_url: Some("https://x/src.git".into()),
+                branch: "main".into(),
+                rendered_path: "deploy".into(),
+            },
+            layout: Layout::Service,
+            argocd: ArgoCdSettings {
+                namespace: "argocd".into(),
+                project: "default".into(),
+            },
+            enabled: true,
+            auto_promotion: BTreeMap::new(),
+            clusters: BTreeMap::from([("c".to_string(), "https://c".to_string())]),
+            environments,
+            projects: Vec::new(),
+            sources: None,
+        }
+    }
+
+    #[test]
+    fn promotion_order_puts_upstreams_first_and_names_cycles() {
+        let i = input(vec![
+            env("prod", &["stage"]),
+            env("stage", &["dev"]),
+            env("dev", &[]),
+        ]);
+        let mut errors = Vec::new();
+        let order: Vec<&str> = promotion_order(&i, &mut errors)
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(order, ["dev", "stage", "prod"]);
+        assert!(errors.is_empty());
+        let cyclic = input(vec![
+            env("a", &["c"]),
+            env("b", &["a"]),
+            env("c", &["b"]),
+            env("d", &[]),
+        ]);
+        let mut errors = Vec::new();
+        let order: Vec<&str> = promotion_order(&cyclic, &mut errors)
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(order, ["d"]);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].to_string().contains("`a` → `b` → `c` → `a`"),
+            "{}",
+            errors[0]
+        );
+    }
+}
