@@ -1062,3 +1062,14 @@ fn without_plans_namespaces_and_images_fall_back_to_the_spec() {
     assert_eq!(support::emit_yaml(&partial), support::emit_yaml(&bank()));
     assert_eq!(support::emit_yaml(&none), support::emit_yaml(&bank()));
 }
+
+#[test]
+fn fixture_golden_trees() {
+    for (case, platform) in [("g01", "guestbook"), ("g02", "shop")] {
+        let files = support::emit_yaml(&fixture(case, platform));
+        support::golden(
+            &support::root().join("tests/golden/kargo").join(case),
+            &files,
+        );
+    }
+}
