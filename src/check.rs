@@ -577,6 +577,45 @@ spec: {}
     }
 
     #[test]
+    fn removed_and_deprecated_fields_name_their_replacement() {
+        let text = "\
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Project
+metadata: {name: shop}
+spec:
+  promotionPolicies: []
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Warehouse
+metadata: {name: api, namespace: shop}
+spec:
+  subscriptions:
+  - image: {repoURL: ghcr.io/x/api, semverConstraint: ^1.0.0, allowTags: '^v1'}
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: PromotionTask
+metadata: {name: t, namespace: shop}
+spec:
+  steps:
+  - uses: git-wait-for-pr
+    config: {prNumberFromStep: open-pr}
+";
+        let f = findings(text);
+        let help = |needle: &str| {
+            f.iter()
+                .find(|f| f.message.contains(needle))
+                .and_then(|f| f.help.clone())
+                .unwrap_or_else(|| panic!("no finding about {needle}: {f:#?}"))
+        };
+        assert!(help("`spec` was removed from Project").contains("ProjectConfig"));
+        assert!(help("`semverConstraint`").contains("`constraint`"));
+        assert!(help("`allowTags`").contains("allowTagsRegexes"));
+        assert!(help("`prNumberFromStep`").contains("`prNumber`"));
+        let lines: Vec<usize> = f.iter().filter_map(|f| f.line).collect();
+        assert_eq!(lines, [4, 12, 12, 20], "{f:#?}");
+    }
+
+    #[test]
     fn unquoted_true_label_is_reported_with_a_quoting_help() {
         let f = findings(
             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    kargo.akuity.io/project: true\n",
