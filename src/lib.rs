@@ -8,6 +8,7 @@
 pub mod artifact;
 pub mod cli;
 pub mod diag;
+pub mod git;
 pub mod kustomize;
 pub mod resource;
 pub mod yaml;

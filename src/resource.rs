@@ -82,6 +82,12 @@ pub struct BuildMeta {
     pub needs_hash_suffix: bool,
     /// Generator `behavior` (create/merge/replace) for generated objects.
     pub generator_behavior: Option<String>,
+    /// Non-empty `namePrefix` values applied to this object, innermost kustomization first
+    /// (kustomize's `config.kubernetes.io/prefixes`); the name-reference transformer uses them
+    /// to break ties between candidates.
+    pub name_prefixes: Vec<String>,
+    /// Non-empty `nameSuffix` values applied, innermost first (`config.kubernetes.io/suffixes`).
+    pub name_suffixes: Vec<String>,
 }
 
 /// One Kubernetes object.

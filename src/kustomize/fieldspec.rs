@@ -7,6 +7,7 @@
 //! creates anything unless `create` is set, and then only maps along the path (never lists).
 
 use crate::resource::Resource;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// One field spec: where a transformer applies (`path`) and to which kinds (`group`,
@@ -71,8 +72,65 @@ impl FieldSpec {
     /// the way and the final field are created (the final field as `Value::Null`, so `f` can
     /// fill it). Returns the number of fields visited.
     pub fn visit_mut(&self, value: &mut Value, f: &mut dyn FnMut(&mut Value)) -> usize {
-        let segs: Vec<&str> = self.path.split('/').filter(|s| !s.is_empty()).collect();
-        visit(value, &segs, self.create, f)
+        visit_path_mut(value, self.path, self.create, f)
+    }
+}
+
+/// Calls `f` on every value at the slash-separated `path` in `value`, walking lists
+/// implicitly; with `create`, missing maps on the way and the final field (as `Null`) are
+/// created. The walker behind [`FieldSpec::visit_mut`] and [`UserFieldSpec::visit_mut`].
+pub fn visit_path_mut(
+    value: &mut Value,
+    path: &str,
+    create: bool,
+    f: &mut dyn FnMut(&mut Value),
+) -> usize {
+    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    visit(value, &segs, create, f)
+}
+
+/// A field spec with owned strings, as written by users: kustomization `labels[].fields`,
+/// `configurations:` files (kustomize `types.FieldSpec`: `group`, `version`, `kind`, `path`,
+/// `create`). Built-in tables convert to it with `From<&FieldSpec>`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserFieldSpec {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub group: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub kind: String,
+    /// Slash-separated path, as in [`FieldSpec::path`].
+    pub path: String,
+    /// Create missing maps along the path.
+    #[serde(default)]
+    pub create: bool,
+}
+
+impl UserFieldSpec {
+    /// Whether this spec applies to `res` (kind, group and version filters; empty = any).
+    pub fn applies_to(&self, res: &Resource) -> bool {
+        (self.kind.is_empty() || self.kind == res.kind())
+            && (self.group.is_empty() || self.group == res.group())
+            && (self.version.is_empty() || self.version == res.version())
+    }
+
+    /// Same walk as [`FieldSpec::visit_mut`].
+    pub fn visit_mut(&self, value: &mut Value, f: &mut dyn FnMut(&mut Value)) -> usize {
+        visit_path_mut(value, &self.path, self.create, f)
+    }
+}
+
+impl From<&FieldSpec> for UserFieldSpec {
+    fn from(fs: &FieldSpec) -> Self {
+        UserFieldSpec {
+            group: fs.group.to_string(),
+            version: fs.version.to_string(),
+            kind: fs.kind.to_string(),
+            path: fs.path.to_string(),
+            create: fs.create,
+        }
     }
 }
 
@@ -86,8 +144,11 @@ fn visit(value: &mut Value, segs: &[&str], create: bool, f: &mut dyn FnMut(&mut 
         Value::Array(items) => items.iter_mut().map(|it| visit(it, segs, create, f)).sum(),
         Value::Object(map) => {
             let key = first.trim_end_matches("[]");
+            // A segment marked `[]` names a list, which kustomize never creates (a StatefulSet
+            // without `volumeClaimTemplates` does not get one from commonLabels).
+            let creatable = create && !first.ends_with("[]");
             if !map.contains_key(key) {
-                if !create {
+                if !creatable {
                     return 0;
                 }
                 let fresh = if rest.is_empty() {
@@ -99,7 +160,7 @@ fn visit(value: &mut Value, segs: &[&str], create: bool, f: &mut dyn FnMut(&mut 
             }
             let child = map.get_mut(key).expect("present");
             if child.is_null() && !rest.is_empty() {
-                if !create {
+                if !creatable {
                     return 0;
                 }
                 *child = Value::Object(Map::new());
@@ -128,6 +189,12 @@ mod tests {
         FieldSpec::any("spec/selector/matchLabels", true)
             .visit_mut(&mut v, &mut |x| *x = json!({"a": "b"}));
         assert_eq!(v["spec"]["selector"]["matchLabels"]["a"], "b");
+
+        let mut v = json!({"spec": {}});
+        let n = FieldSpec::any("spec/volumeClaimTemplates[]/metadata/labels", true)
+            .visit_mut(&mut v, &mut |_| {});
+        assert_eq!(n, 0);
+        assert_eq!(v, json!({"spec": {}}));
 
         let mut v = json!({"metadata": {}});
         let n = FieldSpec::any("spec/selector", false).visit_mut(&mut v, &mut |_| {});

@@ -3,3 +3,19 @@
 //! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
 
 pub mod fieldspec;
+pub mod generators;
+pub mod hash;
+pub mod image_ref;
+pub mod images;
+pub mod json6902;
+pub mod labels;
+pub mod merge_keys;
+pub mod name_prefix_suffix;
+pub mod name_reference;
+pub mod namespace;
+pub mod order;
+pub mod patches;
+pub mod replacements;
+pub mod replicas;
+pub mod strategic_merge;
+pub mod target;
