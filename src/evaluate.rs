@@ -145,13 +145,15 @@ pub enum EvaluateError {
     },
 
     /// A parameter value violates the component's parameter schema.
-    #[error("{at}: invalid parameter for component `{component}`: {message}")]
+    #[error("{at}: invalid parameter `{field}` for component `{component}`: {message}")]
     #[diagnostic(
         code(kiln::evaluate::parameter_invalid),
         help("{schema_file} declares the parameters of `{component}` under `spec.parameters`")
     )]
     ParameterInvalid {
         component: String,
+        /// The parameter, as a path (`resources.limits`).
+        field: String,
         message: String,
         schema_file: String,
         at: String,
@@ -638,6 +640,7 @@ impl PlanEval<'_> {
                 let sn = sources.snippet(&if violation.key { loc.at_key() } else { loc });
                 self.errors.push(EvaluateError::ParameterInvalid {
                     component: component.name.clone(),
+                    field: crate::diag::field_path(&violation.pointer),
                     message: violation.message,
                     schema_file: format!("{}/component.yaml", component.path),
                     at: sn.at,
