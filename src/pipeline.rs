@@ -15,7 +15,7 @@ use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::load::{LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
-use crate::write::{WriteError, WriteReport, write};
+use crate::write::{WriteError, WriteReport, write, write_scoped};
 use miette::Diagnostic;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -161,7 +161,20 @@ pub fn run_render_with_progress(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
     let (_, plans, set) = build_with_progress(opts, progress)?;
-    let report = write(&set, &opts.write_to).map_err(KilnError::Write)?;
+    let report = if opts.selection == Selection::default() {
+        write(&set, &opts.write_to)
+    } else {
+        // A partial render prunes only inside the directories it rendered, so
+        // `--project web` never deletes the other projects' files.
+        let dirs: Vec<String> = set
+            .paths()
+            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+            .collect();
+        write_scoped(&set, &opts.write_to, &|p| {
+            dirs.iter().any(|d| p.starts_with(d.as_str()))
+        })
+    }
+    .map_err(KilnError::Write)?;
     Ok(RenderSummary {
         plans: plans.len(),
         files: set.len(),
