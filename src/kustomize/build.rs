@@ -112,7 +112,9 @@ pub fn run_kustomize(dir: &Path, options: &BuildOptions) -> Result<String, miett
 fn strip_internal(resources: &mut [Resource]) {
     for r in resources {
         if let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut)
-            && md.get("annotations").is_some_and(|a| a.is_null() || a.as_object().is_some_and(|m| m.is_empty()))
+            && md
+                .get("annotations")
+                .is_some_and(|a| a.is_null() || a.as_object().is_some_and(|m| m.is_empty()))
         {
             md.shift_remove("annotations");
         }

@@ -626,7 +626,9 @@ pub struct VarTarget {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldSelector {
     /// Go's JSON decoding matches keys case-insensitively, and real trees write `fieldpath`.
-    #[serde(alias = "fieldpath", alias = "FieldPath", 
+    #[serde(
+        alias = "fieldpath",
+        alias = "FieldPath",
         skip_serializing_if = "String::is_empty",
         default,
         deserialize_with = "nullable"
