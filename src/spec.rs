@@ -389,7 +389,7 @@ pub struct Transformer {
     pub json_patch: Option<JsonPatch>,
     /// An RFC 7386 JSON Merge Patch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merge_patch: Option<ObjectPatch>,
+    pub merge_patch: Option<MergePatch>,
     /// A kustomize strategic merge patch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategic_merge_patch: Option<ObjectPatch>,
@@ -443,7 +443,17 @@ pub struct JsonPatch {
     pub patch: Vec<Value>,
 }
 
-/// A merge patch (RFC 7386 or strategic) with its target.
+/// An RFC 7386 merge patch with its target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MergePatch {
+    /// Resources to patch; a target that matches nothing is an error.
+    pub target: Target,
+    /// The patch document (an object; `null` values delete).
+    pub patch: Value,
+}
+
+/// A strategic merge patch with its target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ObjectPatch {
