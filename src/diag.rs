@@ -319,6 +319,28 @@ pub struct Violation {
     pub message: String,
 }
 
+/// A JSON Pointer as a field path for messages: `/spec/images/0/tag` → `spec.images[0].tag`;
+/// the root is `(document)`.
+pub fn field_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    if out.is_empty() {
+        "(document)".into()
+    } else {
+        out
+    }
+}
+
 /// Every violation of `value` against `validator`, in the validator's order. `oneOf` failures
 /// are replaced by the errors of the closest branch (fewest errors), so `files: a.yaml` reports
 /// "not of type array" rather than "matches no shape" (taplo does the same walk).
@@ -405,6 +427,13 @@ mod tests {
         assert_eq!(did_you_mean("stag", envs).as_deref(), Some("stage"));
         assert_eq!(did_you_mean("qa", envs), None);
         assert_eq!(did_you_mean("tset", envs).as_deref(), Some("test"));
+    }
+
+    #[test]
+    fn field_paths_read_like_yaml() {
+        assert_eq!(field_path("/spec/images/0/tag"), "spec.images[0].tag");
+        assert_eq!(field_path("/spec/labels/a~1b"), "spec.labels.a/b");
+        assert_eq!(field_path(""), "(document)");
     }
 
     #[test]

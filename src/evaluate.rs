@@ -145,13 +145,15 @@ pub enum EvaluateError {
     },
 
     /// A parameter value violates the component's parameter schema.
-    #[error("{at}: invalid parameter for component `{component}`: {message}")]
+    #[error("{at}: invalid parameter `{field}` for component `{component}`: {message}")]
     #[diagnostic(
         code(kiln::evaluate::parameter_invalid),
         help("{schema_file} declares the parameters of `{component}` under `spec.parameters`")
     )]
     ParameterInvalid {
         component: String,
+        /// The parameter, as a path (`resources.limits`).
+        field: String,
         message: String,
         schema_file: String,
         at: String,
@@ -486,6 +488,35 @@ impl Context<'_> {
     }
 }
 
+/// The references (text between `${` and `}`, trimmed) a string uses, in order.
+pub fn pattern_references(text: &str) -> Vec<String> {
+    reference_re()
+        .captures_iter(text)
+        .map(|c| c[1].trim().to_string())
+        .collect()
+}
+
+/// Expands a project output pattern (`branchPattern`, `pathPattern`; validated to use only
+/// [`crate::validate::PATTERN_REFERENCES`]) for one environment, e.g. `stage/${env.name}` →
+/// `stage/prod-east`. Unknown references are left as written (validation rejected them).
+pub fn expand_pattern(
+    pattern: &str,
+    platform: &Platform,
+    project: &Project,
+    env: &Environment,
+) -> String {
+    reference_re()
+        .replace_all(pattern, |c: &regex::Captures<'_>| match c[1].trim() {
+            "env.name" => env.name.clone(),
+            "env.tier" => env.tier.clone(),
+            "env.cluster" => env.cluster.clone(),
+            "project.name" => project.name.clone(),
+            "platform.name" => platform.name.clone(),
+            _ => c[0].to_string(),
+        })
+        .into_owned()
+}
+
 const KNOWN_REFS: &str = "known references: ${params.<name>}, ${env.name}, ${env.tier}, ${env.cluster}, ${env.namespace}, ${project.name}, ${component.name}, ${platform.name}";
 
 /// State of the parameters-referring-to-parameters pass.
@@ -638,6 +669,7 @@ impl PlanEval<'_> {
                 let sn = sources.snippet(&if violation.key { loc.at_key() } else { loc });
                 self.errors.push(EvaluateError::ParameterInvalid {
                     component: component.name.clone(),
+                    field: crate::diag::field_path(&violation.pointer),
                     message: violation.message,
                     schema_file: format!("{}/component.yaml", component.path),
                     at: sn.at,
@@ -900,6 +932,18 @@ mod tests {
                 || errs[0].contains("cycle: domain → base → domain"),
             "{errs:?}"
         );
+    }
+
+    #[test]
+    fn output_patterns_expand_per_environment() {
+        let p = run(&platform_yaml(ENVS, PROJECTS), COMPONENT).unwrap();
+        let got = expand_pattern(
+            "stage/${env.name}/${ project.name }@${env.tier}",
+            &p,
+            &p.projects[0],
+            &p.environments[1],
+        );
+        assert_eq!(got, "stage/prod/web@prod");
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub enum LoadError {
 
     /// A kiln document does not match its JSON Schema (an unknown field, a missing field, a
     /// value of the wrong type).
-    #[error("{at}: {message}")]
+    #[error("{at}: `{field}`: {message}")]
     #[diagnostic(
         code(kiln::load::schema_violation),
         help(
@@ -106,6 +106,8 @@ pub enum LoadError {
     )]
     SchemaViolation {
         at: String,
+        /// The field, as a path (`spec.images[0].tag`).
+        field: String,
         message: String,
         schema: &'static str,
         #[source_code]
@@ -371,11 +373,13 @@ impl Loader<'_> {
     }
 
     fn push_violation(&mut self, file: SourceId, v: Violation, schema: &'static str) {
+        let field = crate::diag::field_path(&v.pointer);
         let mut loc = Loc::new(file, v.pointer);
         loc.key = v.key;
         let sn = self.sources.snippet(&loc);
         self.errors.push(LoadError::SchemaViolation {
             at: sn.at,
+            field,
             message: v.message,
             schema,
             src: sn.src,

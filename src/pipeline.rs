@@ -15,7 +15,7 @@ use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::load::{LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
-use crate::write::{WriteError, WriteReport, write};
+use crate::write::{WriteError, WriteReport, write, write_scoped};
 use miette::Diagnostic;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -161,7 +161,20 @@ pub fn run_render_with_progress(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
     let (_, plans, set) = build_with_progress(opts, progress)?;
-    let report = write(&set, &opts.write_to).map_err(KilnError::Write)?;
+    let report = if opts.selection == Selection::default() {
+        write(&set, &opts.write_to)
+    } else {
+        // A partial render prunes only inside the directories it rendered, so
+        // `--project web` never deletes the other projects' files.
+        let dirs: Vec<String> = set
+            .paths()
+            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+            .collect();
+        write_scoped(&set, &opts.write_to, &|p| {
+            dirs.iter().any(|d| p.starts_with(d.as_str()))
+        })
+    }
+    .map_err(KilnError::Write)?;
     Ok(RenderSummary {
         plans: plans.len(),
         files: set.len(),
@@ -221,5 +234,85 @@ pub fn schema(kind: Option<SchemaKind>) -> String {
             "platform": crate::spec::platform_schema(),
             "component": crate::spec::component_schema(),
         })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::tests::{COMPONENT, ENVS, PROJECTS, platform_yaml, tree};
+
+    fn fixture() -> tempfile::TempDir {
+        tree(&[
+            ("platforms/p/platform.yaml", &platform_yaml(ENVS, PROJECTS)),
+            ("components/a/component.yaml", COMPONENT),
+        ])
+    }
+
+    #[test]
+    fn show_buildplans_lists_selected_plans_as_yaml_or_json() {
+        let t = fixture();
+        let dir = t.path().join("platforms/p");
+        let sel = Selection {
+            environments: vec!["prod".into()],
+            ..Default::default()
+        };
+        let json = show_buildplans(&dir, Some(t.path()), &sel, ShowFormat::Json).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v.as_array().map(Vec::len), Some(1));
+        assert_eq!(v[0]["parameters"]["replicas"], 4);
+        let yaml = show_buildplans(
+            &dir,
+            Some(t.path()),
+            &Selection::default(),
+            ShowFormat::Yaml,
+        )
+        .unwrap();
+        let docs = crate::yaml::parse_one("plans", &yaml).unwrap();
+        assert_eq!(docs.as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn show_platform_fills_defaults() {
+        let t = fixture();
+        let yaml = show_platform(
+            &t.path().join("platforms/p"),
+            Some(t.path()),
+            ShowFormat::Yaml,
+        )
+        .unwrap();
+        let v = crate::yaml::parse_one("platform", &yaml).unwrap();
+        assert_eq!(
+            v["environments"][0]["namespace"],
+            "${project.name}-${env.name}"
+        );
+        assert_eq!(v["projects"][0]["components"][0]["component"], "a");
+    }
+
+    #[test]
+    fn run_render_writes_and_errors_write_nothing() {
+        let t = fixture();
+        let mut opts = RenderOptions::new(t.path().join("platforms/p"));
+        opts.root = Some(t.path().to_path_buf());
+        opts.write_to = t.path().join("out");
+        let s = run_render(&opts).unwrap();
+        assert_eq!((s.plans, s.files), (2, 4));
+        assert!(run_render(&opts).unwrap().report.is_noop());
+
+        opts.selection.projects = vec!["nope".into()];
+        opts.write_to = t.path().join("out2");
+        let err = run_render(&opts).unwrap_err();
+        assert!(matches!(err, KilnError::Evaluate(_)), "{err}");
+        assert_eq!(err.diagnostics().len(), 1);
+        assert!(!opts.write_to.exists());
+    }
+
+    #[test]
+    fn schema_prints_one_or_both_kinds() {
+        let p: serde_json::Value =
+            serde_json::from_str(&schema(Some(SchemaKind::Platform))).unwrap();
+        assert_eq!(p["title"], "kiln Platform");
+        let both: serde_json::Value = serde_json::from_str(&schema(None)).unwrap();
+        assert_eq!(both["component"]["title"], "kiln Component");
     }
 }

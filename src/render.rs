@@ -488,7 +488,7 @@ fn apply_transformer(
         }
     }
     if let Some(mp) = &tr.merge_patch {
-        let target = mp.target.clone().unwrap_or_default();
+        let target = mp.target.clone();
         let compiled = selector(&target)
             .compile()
             .map_err(|e| fail("mergePatch", "mergePatch", boxed(e)))?;

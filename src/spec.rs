@@ -389,7 +389,7 @@ pub struct Transformer {
     pub json_patch: Option<JsonPatch>,
     /// An RFC 7386 JSON Merge Patch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merge_patch: Option<ObjectPatch>,
+    pub merge_patch: Option<MergePatch>,
     /// A kustomize strategic merge patch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategic_merge_patch: Option<ObjectPatch>,
@@ -443,7 +443,17 @@ pub struct JsonPatch {
     pub patch: Vec<Value>,
 }
 
-/// A merge patch (RFC 7386 or strategic) with its target.
+/// An RFC 7386 merge patch with its target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct MergePatch {
+    /// Resources to patch; a target that matches nothing is an error.
+    pub target: Target,
+    /// The patch document (an object; `null` values delete).
+    pub patch: Value,
+}
+
+/// A strategic merge patch with its target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ObjectPatch {
@@ -461,18 +471,58 @@ fn generator() -> schemars::SchemaGenerator {
         .into_generator()
 }
 
+/// Removes `null` from the schema of every optional field: schemars admits `null` for an
+/// `Option`, but in kiln's YAML an optional field is left out, never written as `null` (and a
+/// message like "is not of types null, string" would only confuse).
+fn strip_null(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::Array(types)) = map.get_mut("type") {
+                types.retain(|t| t != "null");
+                if types.len() == 1 {
+                    let only = types.remove(0);
+                    map.insert("type".into(), only);
+                }
+            }
+            let null_branch = |v: &Value| {
+                v.get("type").is_some_and(|t| t == "null")
+                    && v.as_object().is_some_and(|o| o.len() == 1)
+            };
+            if let Some(Value::Array(branches)) = map.get("anyOf")
+                && branches.len() == 2
+                && branches.iter().any(null_branch)
+            {
+                let keep = branches.iter().find(|b| !null_branch(b)).cloned();
+                map.remove("anyOf");
+                if let Some(Value::Object(inner)) = keep {
+                    for (k, v) in inner {
+                        map.entry(k).or_insert(v);
+                    }
+                }
+            }
+            map.values_mut().for_each(strip_null);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_null),
+        _ => {}
+    }
+}
+
 /// The JSON Schema (draft 2020-12) of `platform.yaml`, generated from [`PlatformFile`].
 pub fn platform_schema() -> Value {
-    generator()
+    let mut s = generator()
         .into_root_schema_for::<PlatformFile>()
-        .to_value()
+        .to_value();
+    strip_null(&mut s);
+    s
 }
 
 /// The JSON Schema (draft 2020-12) of `component.yaml`, generated from [`ComponentFile`].
 pub fn component_schema() -> Value {
-    generator()
+    let mut s = generator()
         .into_root_schema_for::<ComponentFile>()
-        .to_value()
+        .to_value();
+    strip_null(&mut s);
+    s
 }
 
 /// A schema as committed under `schema/`: pretty JSON with a trailing newline.
@@ -566,6 +616,19 @@ mod tests {
             "spec": {"transformers": [{"namePrefix": "a-", "nameSuffix": "-b"}]}
         });
         assert!(!v.is_valid(&bad));
+    }
+
+    #[test]
+    fn optional_fields_do_not_admit_null() {
+        let text = schema_text(&component_schema()) + &schema_text(&platform_schema());
+        assert!(!text.contains("\"null\""), "a schema still admits null");
+        let v = jsonschema::validator_for(&component_schema()).unwrap();
+        let doc = json!({
+            "apiVersion": "kiln/v1alpha1", "kind": "Component", "metadata": {"name": "x"},
+            "spec": {"images": [{"name": "a", "repository": "r", "tag": 1}]}
+        });
+        let errs: Vec<String> = v.iter_errors(&doc).map(|e| e.to_string()).collect();
+        assert_eq!(errs, ["1 is not of type \"string\""]);
     }
 
     #[test]

@@ -25,6 +25,15 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use thiserror::Error;
 
+/// References an output pattern (`branchPattern`, `pathPattern`) may use.
+pub const PATTERN_REFERENCES: &[&str] = &[
+    "env.name",
+    "env.tier",
+    "env.cluster",
+    "project.name",
+    "platform.name",
+];
+
 /// The default namespace pattern of an environment.
 pub const DEFAULT_NAMESPACE: &str = "${project.name}-${env.name}";
 
@@ -331,6 +340,25 @@ pub enum ValidateError {
         span: Option<SourceSpan>,
     },
 
+    /// A pattern (`output.branchPattern`, `output.pathPattern`) uses a reference that is not
+    /// available there.
+    #[error("{at}: unknown reference `${{{reference}}}` in {field}")]
+    #[diagnostic(
+        code(kiln::validate::unknown_reference),
+        help(
+            "{field} may use ${{env.name}}, ${{env.tier}}, ${{env.cluster}}, ${{project.name}} and ${{platform.name}}"
+        )
+    )]
+    UnknownReference {
+        reference: String,
+        field: &'static str,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("unknown reference")]
+        span: Option<SourceSpan>,
+    },
+
     /// A transformer entry mixes options that do not go together.
     #[error("{at}: {message}")]
     #[diagnostic(code(kiln::validate::invalid_transformer))]
@@ -419,6 +447,28 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         }
     }
     ck.cycles(&s.environments, file);
+    for (p, project) in s.projects.iter().enumerate() {
+        let Some(out) = &project.output else { continue };
+        let patterns = [
+            ("branchPattern", &out.branch_pattern),
+            ("pathPattern", &out.path_pattern),
+        ];
+        for (field, pattern) in patterns {
+            let Some(pattern) = pattern else { continue };
+            for reference in crate::evaluate::pattern_references(pattern) {
+                if !PATTERN_REFERENCES.contains(&reference.as_str()) {
+                    located!(
+                        ck,
+                        at(format!("/spec/projects/{p}/output/{field}")),
+                        UnknownReference {
+                            reference: reference,
+                            field: field,
+                        }
+                    );
+                }
+            }
+        }
+    }
     if let Some(k) = &s.kargo {
         for name in k.promotion.keys() {
             let loc = at(format!("/spec/kargo/promotion/{}", escape(name))).at_key();
@@ -884,6 +934,20 @@ pub(crate) mod tests {
         assert!(
             joined.contains(":16:") && joined.contains("unknown parameter `replicaz`"),
             "{joined}"
+        );
+    }
+
+    #[test]
+    fn output_patterns_may_only_use_known_references() {
+        let projects = PROJECTS.replace(
+            "  - name: web\n",
+            "  - name: web\n    output: {repoURL: https://x, branchPattern: \"stage/${env.name}\", pathPattern: \"envs/${params.x}\"}\n",
+        );
+        let errs = run(&platform_yaml(ENVS, &projects), COMPONENT).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("unknown reference `${params.x}` in pathPattern"),
+            "{errs:?}"
         );
     }
 

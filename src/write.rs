@@ -132,20 +132,32 @@ fn read_manifest(out: &Path) -> Result<BTreeSet<String>, WriteError> {
     Ok(m.files.into_iter().collect())
 }
 
-fn manifest_bytes(set: &ArtifactSet) -> Vec<u8> {
+fn manifest_bytes(files: Vec<String>) -> Vec<u8> {
     let m = Manifest {
         generated_by: "kiln".into(),
-        files: set.paths().map(str::to_string).collect(),
+        files,
     };
     let mut s = serde_json::to_string_pretty(&m).expect("a manifest always serializes");
     s.push('\n');
     s.into_bytes()
 }
 
-/// Writes `set` into `out` (see the module docs).
+/// Writes `set` into `out` (see the module docs); every owned file not in `set` is pruned.
 ///
 /// Errors: [`WriteError`]; on any error before the commit step nothing in `out` has changed.
 pub fn write(set: &ArtifactSet, out: &Path) -> Result<WriteReport, WriteError> {
+    write_scoped(set, out, &|_| true)
+}
+
+/// [`write`] for a partial render (`--project`, `--environment`, …): only owned files for
+/// which `in_scope` holds may be pruned; owned files outside the scope stay, and stay owned.
+///
+/// Errors: as [`write`].
+pub fn write_scoped(
+    set: &ArtifactSet,
+    out: &Path,
+    in_scope: &dyn Fn(&str) -> bool,
+) -> Result<WriteReport, WriteError> {
     if let Some(bad) = set.paths().find(|p| !is_safe(p) || *p == MANIFEST) {
         // Emit builds every path itself; this is a bug, not user input.
         return Err(WriteError::ManifestInvalid {
@@ -182,12 +194,17 @@ pub fn write(set: &ArtifactSet, out: &Path) -> Result<WriteReport, WriteError> {
             Err(e) => return Err(io_err("read", &target)(e)),
         }
     }
+    let mut kept = Vec::new();
     for path in owned.iter().filter(|p| !set.files.contains_key(*p)) {
-        if out.join(path).is_file() {
+        if !in_scope(path) {
+            kept.push(path.clone());
+        } else if out.join(path).is_file() {
             report.removed.push(path.clone());
         }
     }
-    let manifest = manifest_bytes(set);
+    let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
+    listed.sort();
+    let manifest = manifest_bytes(listed);
     let manifest_same = std::fs::read(out.join(MANIFEST)).is_ok_and(|old| old == manifest);
     if report.is_noop() && manifest_same {
         return Ok(report);
@@ -317,6 +334,34 @@ mod tests {
         );
         // No staging directory is left behind.
         assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn scoped_write_prunes_only_inside_the_scope() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        write(
+            &set(&[("web/dev/a/a.gen.yaml", "a"), ("api/dev/b/b.gen.yaml", "b")]),
+            &out,
+        )
+        .unwrap();
+        // A render of project `web` only, in which `a` changed.
+        let r = write_scoped(&set(&[("web/dev/a/a.gen.yaml", "a2")]), &out, &|p| {
+            p.starts_with("web/")
+        })
+        .unwrap();
+        assert_eq!(r.removed, Vec::<String>::new());
+        assert_eq!(
+            listing(&out),
+            [
+                ".kiln-manifest.json",
+                "api/dev/b/b.gen.yaml",
+                "web/dev/a/a.gen.yaml"
+            ]
+        );
+        // `api/dev/b` is still owned: a full render without it prunes it.
+        let r = write(&set(&[("web/dev/a/a.gen.yaml", "a2")]), &out).unwrap();
+        assert_eq!(r.removed, ["api/dev/b/b.gen.yaml"]);
     }
 
     #[test]

@@ -33,6 +33,8 @@
 use crate::kustomize::namespace::is_cluster_scoped;
 use crate::resource::Resource;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::rc::Rc;
 
 /// Errors of the name-reference transformer.
 #[derive(Debug, thiserror::Error, miette::Diagnostic, PartialEq, Eq)]
@@ -787,18 +789,42 @@ pub fn fix_name_references_with(
     table: &[NameReference],
 ) -> Result<(), NameReferenceError> {
     let all: Vec<Candidate> = resources.iter().map(Candidate::of).collect();
+    // Index by previous name, so picking a referral is proportional to the objects that once
+    // had the referenced name, not to the whole build (linear time on large builds).
+    let mut by_prev: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, c) in all.iter().enumerate() {
+        for (_, n) in &c.previous {
+            let list = by_prev.entry(n.clone()).or_default();
+            if list.last() != Some(&i) {
+                list.push(i);
+            }
+        }
+    }
+    // The visible subset depends only on the referrer's namespace (except for RoleBindings,
+    // whose subjects widen it), so it is computed once per namespace and shared.
+    let mut by_ns: HashMap<Option<String>, Rc<[usize]>> = HashMap::new();
     for (ri, res) in resources.iter_mut().enumerate() {
         let referrer = &all[ri];
-        let mut visible: Option<Vec<usize>> = None;
+        let mut visible: Option<Rc<[usize]>> = None;
         for target in table {
             for spec in target.referrers {
                 if !referrer.gvk_selected(spec.group, spec.version, spec.kind) {
                     continue;
                 }
-                let visible =
-                    visible.get_or_insert_with(|| subset_visible_to(referrer, &res.value, &all));
+                let visible = visible.get_or_insert_with(|| {
+                    if referrer.cluster_scoped || referrer.kind == "RoleBinding" {
+                        return subset_visible_to(referrer, &res.value, &all).into();
+                    }
+                    let key = referrer.effective_ns().map(str::to_string);
+                    by_ns
+                        .entry(key)
+                        .or_insert_with(|| subset_visible_to(referrer, &res.value, &all).into())
+                        .clone()
+                });
+                let visible: &[usize] = visible;
                 let role_ref = role_ref_gvk(&res.value);
                 let ctx = Ctx {
+                    by_prev: &by_prev,
                     all: &all,
                     referrer,
                     role_ref: role_ref.as_ref(),
@@ -865,6 +891,8 @@ fn role_ref_gvk(value: &Value) -> Option<(String, String)> {
 }
 
 struct Ctx<'a> {
+    /// Objects by each of their previous names (ascending indices).
+    by_prev: &'a HashMap<String, Vec<usize>>,
     all: &'a [Candidate],
     referrer: &'a Candidate,
     /// The referrer's roleRef group and kind (used for `roleRef/name` fields).
@@ -974,9 +1002,12 @@ impl Ctx<'_> {
     ) -> Result<Option<usize>, NameReferenceError> {
         let t = self.target;
         let is_role_ref = self.spec.path.ends_with("roleRef/name");
-        let sieved: Vec<usize> = candidates
+        // `candidates` is ascending (a filtered `0..n`), so membership is a binary search.
+        let pool = self.by_prev.get(old).map(Vec::as_slice).unwrap_or(&[]);
+        let sieved: Vec<usize> = pool
             .iter()
             .copied()
+            .filter(|i| candidates.binary_search(i).is_ok())
             .filter(|&i| {
                 let c = &self.all[i];
                 // `previousNameMatches` and `previousIdSelectedByGvk` look at previous ids

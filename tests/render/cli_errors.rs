@@ -476,3 +476,29 @@ fn unknown_selection_is_an_input_error() {
         "{stderr}"
     );
 }
+
+#[test]
+fn partial_render_keeps_files_outside_the_selection() {
+    let f = Fixture::new();
+    assert_eq!(f.render(&[]).status.code(), Some(0));
+    f.edit(
+        "repo/platforms/p/platform.yaml",
+        "        replicas: 2\n",
+        "        replicas: 3\n",
+    );
+    let out = f.render(&["--environment", "dev"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deploy = f.path("repo/deploy");
+    assert_eq!(list_files(&deploy).len(), 5, "prod's files stay");
+    let dev = std::fs::read_to_string(deploy.join("web/dev/web/web.gen.yaml")).unwrap();
+    let prod = std::fs::read_to_string(deploy.join("web/prod/web/web.gen.yaml")).unwrap();
+    assert!(
+        dev.contains("replicas: 3") && prod.contains("replicas: 2"),
+        "{dev}\n{prod}"
+    );
+}
