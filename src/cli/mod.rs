@@ -393,6 +393,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
             print_out(&crate::pipeline::schema(kind))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Validate(args) => validate(args),
         other => {
             let name = format!("{other:?}");
             Err(miette::miette!(
@@ -401,4 +402,19 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
             ))
         }
     }
+}
+
+/// `kiln validate`: every finding as a diagnostic on stderr, then a summary; exit 1 when
+/// anything was found.
+fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
+    let report = crate::check::validate_paths(&args.paths, &args.schema_dir)?;
+    for f in &report.findings {
+        eprintln!("{:?}", miette::Report::new(f.clone()));
+    }
+    eprintln!("kiln: {}", report.summary());
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
