@@ -1073,3 +1073,21 @@ fn fixture_golden_trees() {
         );
     }
 }
+
+#[test]
+fn cli_validate_points_at_the_removed_field_and_exits_1() {
+    let schemas = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .arg("validate")
+        .arg(support::root().join("tests/fixtures/kargo/check/stage-fromfreight.yaml"))
+        .arg("--schema-dir")
+        .arg(schemas.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stage-fromfreight.yaml:32:13"), "{stderr}");
+    assert!(stderr.contains("kiln::check::removed_field"), "{stderr}");
+    assert!(stderr.contains("1 problem in 2 objects"), "{stderr}");
+}
