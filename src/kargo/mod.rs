@@ -31,6 +31,8 @@ mod stage;
 mod steps;
 mod warehouse;
 
+pub use warehouse::repo_url;
+
 use crate::diag::{Errors, Loc, Sources};
 use crate::evaluate::BuildPlan;
 use crate::resource::Resource;
