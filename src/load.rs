@@ -906,6 +906,40 @@ mod tests {
         );
     }
 
+    #[cfg(unix)]
+    #[test]
+    fn symlink_inside_a_kustomization_directory_is_refused() {
+        let outside = tree(&[("leak.yaml", DEPLOY)]);
+        let comp = COMPONENT.replace("  - files: [manifests]", "  - kustomize: base");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", &comp),
+            (
+                "components/a/base/kustomization.yaml",
+                "resources: [leak.yaml]\n",
+            ),
+        ]);
+        std::os::unix::fs::symlink(
+            outside.path().join("leak.yaml"),
+            t.path().join("components/a/base/leak.yaml"),
+        )
+        .unwrap();
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("components/a/component.yaml:7:"),
+            "{}",
+            errs[0]
+        );
+    }
+
     #[test]
     fn yaml_errors_and_invalid_documents_are_reported() {
         let t = tree(&[
