@@ -97,7 +97,7 @@ pub enum LoadError {
 
     /// A kiln document does not match its JSON Schema (an unknown field, a missing field, a
     /// value of the wrong type).
-    #[error("{at}: `{field}`: {message}")]
+    #[error("{at}: {summary}")]
     #[diagnostic(
         code(kiln::load::schema_violation),
         help(
@@ -108,7 +108,11 @@ pub enum LoadError {
         at: String,
         /// The field, as a path (`spec.images[0].tag`).
         field: String,
+        /// The validator's message, for the label.
         message: String,
+        /// The message with the field: `` `spec.images[0].tag`: 1 is not of type "string" ``,
+        /// or `` unknown field `colour` in `spec.environments[0]` ``.
+        summary: String,
         schema: &'static str,
         #[source_code]
         src: NamedSource<String>,
@@ -374,12 +378,19 @@ impl Loader<'_> {
 
     fn push_violation(&mut self, file: SourceId, v: Violation, schema: &'static str) {
         let field = crate::diag::field_path(&v.pointer);
+        let summary = if v.key {
+            let parent = v.pointer.rsplit_once('/').map_or("", |(p, _)| p);
+            format!("{} in `{}`", v.message, crate::diag::field_path(parent))
+        } else {
+            format!("`{field}`: {}", v.message)
+        };
         let mut loc = Loc::new(file, v.pointer);
         loc.key = v.key;
         let sn = self.sources.snippet(&loc);
         self.errors.push(LoadError::SchemaViolation {
             at: sn.at,
             field,
+            summary,
             message: v.message,
             schema,
             src: sn.src,
