@@ -380,11 +380,29 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
                         push_violation(b, out);
                     }
                 }
-                _ => out.push(Violation {
-                    pointer,
-                    key: false,
-                    message: "matches none of the allowed shapes".into(),
-                }),
+                _ => {
+                    // Every branch only misses its one key (`files`, `namespace`, …): name them.
+                    let mut keys = Vec::new();
+                    for branch in context {
+                        for b in branch {
+                            if let K::Required { property } = b.kind()
+                                && b.instance_path().as_str() == pointer
+                            {
+                                keys.push(format!("`{}`", property.as_str().unwrap_or_default()));
+                            }
+                        }
+                    }
+                    let message = if keys.len() == context.len() && !keys.is_empty() {
+                        format!("needs exactly one of {}", keys.join(", "))
+                    } else {
+                        "matches none of the allowed shapes".into()
+                    };
+                    out.push(Violation {
+                        pointer,
+                        key: false,
+                        message,
+                    });
+                }
             }
         }
         K::OneOfMultipleValid { .. } => out.push(Violation {
@@ -427,6 +445,30 @@ mod tests {
         assert_eq!(did_you_mean("stag", envs).as_deref(), Some("stage"));
         assert_eq!(did_you_mean("qa", envs), None);
         assert_eq!(did_you_mean("tset", envs).as_deref(), Some("test"));
+    }
+
+    #[test]
+    fn one_of_errors_name_the_keys_to_choose_from() {
+        let v = jsonschema::validator_for(&crate::spec::component_schema()).unwrap();
+        let doc = serde_json::json!({
+            "apiVersion": "kiln/v1alpha1", "kind": "Component", "metadata": {"name": "x"},
+            "spec": {"transformers": [{"environments": ["dev"]}], "generators": [{"files": "a.yaml"}]}
+        });
+        let mut got: Vec<(String, String)> = schema_violations(&v, &doc)
+            .into_iter()
+            .map(|v| (v.pointer, v.message))
+            .collect();
+        got.sort();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, "/spec/generators/0/files");
+        assert!(got[0].1.contains("not of type"), "{got:?}");
+        assert_eq!(got[1].0, "/spec/transformers/0");
+        assert!(
+            got[1]
+                .1
+                .starts_with("needs exactly one of `namespace`, `labels`"),
+            "{got:?}"
+        );
     }
 
     #[test]

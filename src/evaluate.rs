@@ -935,6 +935,29 @@ mod tests {
     }
 
     #[test]
+    fn kargo_expressions_next_to_references_stay_untouched() {
+        let p = run(&platform_yaml(ENVS, PROJECTS), COMPONENT).unwrap();
+        let ctx = Context {
+            platform: &p.name,
+            project: "web",
+            component: "a",
+            env: &p.environments[0],
+            namespace: Some("web-dev"),
+            params: None,
+            defer_params: false,
+        };
+        let mut errors = Vec::new();
+        let got = ctx.resolve_str(
+            "${{ ctx.stage }}-${env.name}/{{ .x }}/${ env.tier }",
+            &Loc::new(p.file, ""),
+            &p.sources,
+            &mut errors,
+        );
+        assert!(errors.is_empty());
+        assert_eq!(got, "${{ ctx.stage }}-dev/{{ .x }}/nonprod");
+    }
+
+    #[test]
     fn output_patterns_expand_per_environment() {
         let p = run(&platform_yaml(ENVS, PROJECTS), COMPONENT).unwrap();
         let got = expand_pattern(

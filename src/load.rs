@@ -97,7 +97,7 @@ pub enum LoadError {
 
     /// A kiln document does not match its JSON Schema (an unknown field, a missing field, a
     /// value of the wrong type).
-    #[error("{at}: `{field}`: {message}")]
+    #[error("{at}: {summary}")]
     #[diagnostic(
         code(kiln::load::schema_violation),
         help(
@@ -108,7 +108,11 @@ pub enum LoadError {
         at: String,
         /// The field, as a path (`spec.images[0].tag`).
         field: String,
+        /// The validator's message, for the label.
         message: String,
+        /// The message with the field: `` `spec.images[0].tag`: 1 is not of type "string" ``,
+        /// or `` unknown field `colour` in `spec.environments[0]` ``.
+        summary: String,
         schema: &'static str,
         #[source_code]
         src: NamedSource<String>,
@@ -374,12 +378,19 @@ impl Loader<'_> {
 
     fn push_violation(&mut self, file: SourceId, v: Violation, schema: &'static str) {
         let field = crate::diag::field_path(&v.pointer);
+        let summary = if v.key {
+            let parent = v.pointer.rsplit_once('/').map_or("", |(p, _)| p);
+            format!("{} in `{}`", v.message, crate::diag::field_path(parent))
+        } else {
+            format!("`{field}`: {}", v.message)
+        };
         let mut loc = Loc::new(file, v.pointer);
         loc.key = v.key;
         let sn = self.sources.snippet(&loc);
         self.errors.push(LoadError::SchemaViolation {
             at: sn.at,
             field,
+            summary,
             message: v.message,
             schema,
             src: sn.src,
@@ -888,6 +899,40 @@ mod tests {
         std::os::unix::fs::symlink(
             outside.path().join("secret.yaml"),
             t.path().join("components/a/manifests/x.yaml"),
+        )
+        .unwrap();
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("components/a/component.yaml:7:"),
+            "{}",
+            errs[0]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_inside_a_kustomization_directory_is_refused() {
+        let outside = tree(&[("leak.yaml", DEPLOY)]);
+        let comp = COMPONENT.replace("  - files: [manifests]", "  - kustomize: base");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", &comp),
+            (
+                "components/a/base/kustomization.yaml",
+                "resources: [leak.yaml]\n",
+            ),
+        ]);
+        std::os::unix::fs::symlink(
+            outside.path().join("leak.yaml"),
+            t.path().join("components/a/base/leak.yaml"),
         )
         .unwrap();
         let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))

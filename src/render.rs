@@ -688,6 +688,59 @@ mod tests {
     }
 
     #[test]
+    fn generators_read_files_and_env_files_loaded_with_the_component() {
+        use crate::load::{LoadOptions, load};
+        use crate::validate::tests::tree;
+        let comp = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: a}\nspec:\n  generators:\n  - configMapGenerator: {name: cfg, files: [conf/app.properties, key.txt=conf/other.txt], envs: [conf/x.env]}\n  - secretGenerator: {name: s, literals: [\"PASSWORD=hunter2\"], type: Opaque}\n";
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &platform_yaml(ENVS, PROJECTS)
+                    .replace("      parameters: {replicas: 2}\n", "")
+                    .replace(
+                        "        prod: {parameters: {replicas: 4}}\n",
+                        "        prod: {}\n",
+                    )
+                    .replace("  parameters: {domain: example.com}\n", ""),
+            ),
+            ("components/a/component.yaml", comp),
+            ("components/a/conf/app.properties", "a=1\n"),
+            ("components/a/conf/other.txt", "other"),
+            ("components/a/conf/x.env", "X=1\nY=two\n"),
+        ]);
+        let lp = load(
+            &RealFs,
+            &t.path().join("platforms/p"),
+            &LoadOptions {
+                root: Some(t.path().to_path_buf()),
+            },
+        )
+        .unwrap();
+        let p = crate::validate::validate(lp).unwrap();
+        let plans = evaluate(&p, &Selection::default()).unwrap();
+        let out = render(&plans, &p.sources, &RealFs).unwrap();
+        let cm = out[0]
+            .resources
+            .iter()
+            .find(|r| r.kind() == "ConfigMap")
+            .unwrap();
+        assert_eq!(cm.value["data"]["app.properties"], "a=1\n");
+        assert_eq!(cm.value["data"]["key.txt"], "other");
+        assert_eq!(cm.value["data"]["Y"], "two");
+        let secret = out[0]
+            .resources
+            .iter()
+            .find(|r| r.kind() == "Secret")
+            .unwrap();
+        assert_eq!(secret.value["data"]["PASSWORD"], "aHVudGVyMg==");
+        assert!(
+            secret.name().starts_with("s-"),
+            "hash suffix: {}",
+            secret.name()
+        );
+    }
+
+    #[test]
     fn duplicate_resources_are_an_error() {
         let comp = HEAD.replace("  - configMapGenerator", "  - resources: [{apiVersion: v1, kind: ServiceAccount, metadata: {name: a}}]\n  - configMapGenerator");
         let errs = rendered(&comp).unwrap_err();
