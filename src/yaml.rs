@@ -633,9 +633,12 @@ fn string_style(s: &str) -> Style {
         return Style::Double;
     }
     let first = s.chars().next().expect("non-empty");
-    // A leading `-` is an indicator only as `- x` or `---`; `-v` and `--flag=1` are plain.
-    let dash_is_plain =
-        first == '-' && s.len() > 1 && !s.starts_with("- ") && !s.starts_with("---");
+    // A leading `-`, `?` or `:` is an indicator only when a space follows (or as `---`):
+    // `-v`, `--flag=1` and `:web` are plain scalars, as go-yaml writes them.
+    let second = s.chars().nth(1);
+    let dash_is_plain = matches!(first, '-' | '?' | ':')
+        && second.is_some_and(|c| c != ' ')
+        && !s.starts_with("---");
     let indicator = "-?:,[]{}#&*!|>'\"%@`".contains(first);
     let needs_quotes = (indicator && !dash_is_plain)
         || s.starts_with(' ')

@@ -292,22 +292,129 @@ pub fn print_out(text: &str) -> miette::Result<()> {
     }
 }
 
+impl Selection {
+    fn to_lib(&self) -> crate::evaluate::Selection {
+        crate::evaluate::Selection {
+            projects: self.projects.clone(),
+            environments: self.environments.clone(),
+            components: self.components.clone(),
+            labels: self.labels.clone(),
+        }
+    }
+}
+
+impl Layout {
+    fn to_lib(self) -> crate::emit::Layout {
+        match self {
+            Layout::Service => crate::emit::Layout::Service,
+            Layout::Cluster => crate::emit::Layout::Cluster,
+        }
+    }
+}
+
+/// `kiln render`: a progress bar on stderr only when it is a terminal, a one-line summary.
+fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
+    let opts = crate::pipeline::RenderOptions {
+        platform_dir: args.platform.clone(),
+        write_to: args.write_to.clone(),
+        layout: args.layout.to_lib(),
+        selection: args.selection.to_lib(),
+        root: None,
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} rendering {pos}/{len} BuildPlans")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let progress = |done: usize, total: usize| {
+        if let Some(b) = &bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+        }
+    };
+    let result = crate::pipeline::run_render_with_progress(&opts, &progress);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let summary = result?;
+    let r = &summary.report;
+    eprintln!(
+        "kiln: rendered {} BuildPlans into {} ({} files: {} written, {} unchanged, {} removed)",
+        summary.plans,
+        args.write_to.display(),
+        summary.files,
+        r.written.len(),
+        r.unchanged.len(),
+        r.removed.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs one command. `Ok(code)` carries 0, or 1 for "a difference was found".
 pub fn run(cli: Cli) -> miette::Result<ExitCode> {
-    if let Command::Kustomize(args) = &cli.command {
-        let mut options = crate::kustomize::BuildOptions::default();
-        if args.load_restrictor == "LoadRestrictionsNone" {
-            options.load_restrictor = crate::kustomize::LoadRestrictor::None;
+    match &cli.command {
+        Command::Render(args) => render(args),
+        Command::Kustomize(args) => {
+            let mut options = crate::kustomize::BuildOptions::default();
+            if args.load_restrictor == "LoadRestrictionsNone" {
+                options.load_restrictor = crate::kustomize::LoadRestrictor::None;
+            }
+            let out = crate::kustomize::run_kustomize(&args.dir, &options)?;
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`kiln kustomize . | head`) is not an error worth a report.
+            let _ = stdout.write_all(out.as_bytes());
+            Ok(ExitCode::SUCCESS)
         }
-        let out = crate::kustomize::run_kustomize(&args.dir, &options)?;
-        let mut stdout = std::io::stdout().lock();
-        // A closed pipe (`kiln kustomize . | head`) is not an error worth a report.
-        let _ = stdout.write_all(out.as_bytes());
-        return Ok(ExitCode::SUCCESS);
+        Command::Show(args) => {
+            let format = match args.output {
+                Format::Json => crate::pipeline::ShowFormat::Json,
+                _ => crate::pipeline::ShowFormat::Yaml,
+            };
+            let text = match args.what {
+                ShowWhat::Platform => crate::pipeline::show_platform(&args.platform, None, format)?,
+                ShowWhat::Buildplans => crate::pipeline::show_buildplans(
+                    &args.platform,
+                    None,
+                    &args.selection.to_lib(),
+                    format,
+                )?,
+            };
+            print_out(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema(args) => {
+            let kind = args.kind.map(|k| match k {
+                SchemaKind::Platform => crate::pipeline::SchemaKind::Platform,
+                SchemaKind::Component => crate::pipeline::SchemaKind::Component,
+            });
+            print_out(&crate::pipeline::schema(kind))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Validate(args) => validate(args),
+        other => {
+            let name = format!("{other:?}");
+            Err(miette::miette!(
+                "`kiln {}` is not wired in this build",
+                name.split('(').next().unwrap_or("").to_lowercase()
+            ))
+        }
     }
-    let name = format!("{:?}", cli.command);
-    Err(miette::miette!(
-        "`kiln {}` is not wired in this build",
-        name.split('(').next().unwrap_or("").to_lowercase()
-    ))
+}
+
+/// `kiln validate`: every finding as a diagnostic on stderr, then a summary; exit 1 when
+/// anything was found.
+fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
+    let report = crate::check::validate_paths(&args.paths, &args.schema_dir)?;
+    for f in &report.findings {
+        eprintln!("{:?}", miette::Report::new(f.clone()));
+    }
+    eprintln!("kiln: {}", report.summary());
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
