@@ -38,6 +38,17 @@ pub enum KilnError {
     Render(Errors<RenderError>),
     #[error(transparent)]
     #[diagnostic(transparent)]
+    Kargo(Errors<crate::kargo::KargoError>),
+    /// The schema directory given to `--schema-dir` could not be read.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Schemas(crate::check::CheckError),
+    /// `--schema-dir` checks found problems in the generated Kargo/Argo CD objects.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Check(Errors<crate::check::Finding>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
     Write(WriteError),
 }
 
@@ -52,6 +63,9 @@ impl KilnError {
             KilnError::Validate(e) => all(e),
             KilnError::Evaluate(e) => all(e),
             KilnError::Render(e) => all(e),
+            KilnError::Kargo(e) => all(e),
+            KilnError::Schemas(e) => vec![e],
+            KilnError::Check(e) => all(e),
             KilnError::Write(e) => vec![e],
         }
     }
@@ -70,6 +84,9 @@ pub struct RenderOptions {
     pub selection: Selection,
     /// The repository root; `None` for the default (see [`LoadOptions::root`]).
     pub root: Option<PathBuf>,
+    /// `--schema-dir`: check the generated Kargo and Argo CD objects against these schemas
+    /// before anything is written.
+    pub schema_dir: Option<PathBuf>,
 }
 
 impl RenderOptions {
@@ -81,6 +98,7 @@ impl RenderOptions {
             layout: Layout::Service,
             selection: Selection::default(),
             root: None,
+            schema_dir: None,
         }
     }
 }
@@ -141,7 +159,25 @@ pub fn build_with_progress(
     };
     let rendered = crate::render::render_with(&plans, &platform.sources, &RealFs, &tick)
         .map_err(KilnError::Render)?;
-    let set = emit(&rendered, opts.layout);
+    let mut set = emit(&rendered, opts.layout);
+    // Kargo and Argo CD objects are per project and always complete for the projects
+    // rendered, even when the selection narrows environments or components: a Stage graph
+    // cut in half would not apply.
+    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout);
+    if !opts.selection.projects.is_empty() {
+        input
+            .projects
+            .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
+    }
+    crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
+    if let Some(dir) = &opts.schema_dir {
+        let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
+        let report =
+            crate::check::validate_artifacts(&set, &schemas).map_err(KilnError::Schemas)?;
+        if !report.is_clean() {
+            return Err(KilnError::Check(Errors::new(report.findings)));
+        }
+    }
     Ok((platform, plans, set))
 }
 

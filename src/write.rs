@@ -1,7 +1,7 @@
 //! Stage 6, write: [`ArtifactSet`] → a directory on disk. The only stage that changes the
 //! outside world.
 //!
-//! kiln owns exactly the files listed in the directory's `.kiln-manifest.json` (written by the
+//! kiln owns exactly the files listed in the directory's `.kiln-owned.json` (written by the
 //! previous run). A run:
 //! 1. plans: which files are new or changed (byte comparison), which owned files are no longer
 //!    generated (to prune); a file in the way that kiln does not own and whose bytes differ is
@@ -19,14 +19,15 @@
 
 use crate::artifact::ArtifactSet;
 use miette::Diagnostic;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// The ownership manifest's file name, at the root of the output directory.
-pub const MANIFEST: &str = ".kiln-manifest.json";
+/// The ownership marker, shared with `kiln publish` (`crate::git::MARKER_FILE`), so a
+/// rendered directory committed by hand is recognised by `publish`, `diff` and `verify`.
+pub const MANIFEST: &str = crate::git::MARKER_FILE;
 
 /// What a write did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,15 +45,6 @@ impl WriteReport {
     pub fn is_noop(&self) -> bool {
         self.written.is_empty() && self.removed.is_empty()
     }
-}
-
-/// `.kiln-manifest.json`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Manifest {
-    generated_by: String,
-    /// Owned files, sorted, relative to the output directory.
-    files: Vec<String>,
 }
 
 /// Why writing failed. Codes `kiln::write::<condition>`.
@@ -121,7 +113,8 @@ fn read_manifest(out: &Path) -> Result<BTreeSet<String>, WriteError> {
         path: path.display().to_string(),
         reason,
     };
-    let m: Manifest = serde_json::from_str(&text).map_err(|e| invalid(e.to_string()))?;
+    let m = crate::git::OwnedMarker::parse(&path.display().to_string(), text.as_bytes())
+        .map_err(|e| invalid(e.to_string()))?;
     if let Some(bad) = m
         .files
         .iter()
@@ -133,13 +126,7 @@ fn read_manifest(out: &Path) -> Result<BTreeSet<String>, WriteError> {
 }
 
 fn manifest_bytes(files: Vec<String>) -> Vec<u8> {
-    let m = Manifest {
-        generated_by: "kiln".into(),
-        files,
-    };
-    let mut s = serde_json::to_string_pretty(&m).expect("a manifest always serializes");
-    s.push('\n');
-    s.into_bytes()
+    crate::git::OwnedMarker::new(files).to_bytes()
 }
 
 /// Writes `set` into `out` (see the module docs); every owned file not in `set` is pruned.
@@ -308,7 +295,7 @@ mod tests {
         assert_eq!(
             listing(&out),
             [
-                ".kiln-manifest.json",
+                ".kiln-owned.json",
                 "web/dev/a/a.gen.yaml",
                 "web/dev/b/b.gen.yaml"
             ]
@@ -322,7 +309,7 @@ mod tests {
         assert_eq!(
             listing(&out),
             [
-                ".kiln-manifest.json",
+                ".kiln-owned.json",
                 "README.md",
                 "web/dev/a/a.gen.yaml",
                 "web/dev/b/notes.txt"
@@ -354,7 +341,7 @@ mod tests {
         assert_eq!(
             listing(&out),
             [
-                ".kiln-manifest.json",
+                ".kiln-owned.json",
                 "api/dev/b/b.gen.yaml",
                 "web/dev/a/a.gen.yaml"
             ]

@@ -320,6 +320,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         layout: args.layout.to_lib(),
         selection: args.selection.to_lib(),
         root: None,
+        schema_dir: args.schema_dir.clone(),
     };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
@@ -394,14 +395,143 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Validate(args) => validate(args),
-        other => {
-            let name = format!("{other:?}");
-            Err(miette::miette!(
-                "`kiln {}` is not wired in this build",
-                name.split('(').next().unwrap_or("").to_lowercase()
-            ))
-        }
+        Command::Publish(args) => publish(args),
+        Command::Diff(args) => diff(args),
+        Command::Verify(args) => verify(args),
+        Command::History(args) => history(args),
     }
+}
+
+/// The render behind `publish`, `diff` and `verify`: everything up to emit, nothing written.
+fn build_set(
+    platform: &std::path::Path,
+    layout: Layout,
+    selection: &Selection,
+) -> miette::Result<crate::artifact::ArtifactSet> {
+    let mut opts = crate::pipeline::RenderOptions::new(platform);
+    opts.layout = layout.to_lib();
+    opts.selection = selection.to_lib();
+    Ok(crate::pipeline::build(&opts)?)
+}
+
+/// Provenance trailers of a publish: the platform's own commit (when it sits in Git),
+/// kiln's version and a digest of the spec file.
+fn provenance(platform: &std::path::Path) -> crate::git::Provenance {
+    let spec = std::fs::read(platform.join("platform.yaml")).unwrap_or_default();
+    crate::git::Provenance {
+        source_commit: crate::git::source_commit(platform),
+        kiln_version: env!("CARGO_PKG_VERSION").to_string(),
+        spec_digest: Some(crate::git::spec_digest(&spec)),
+    }
+}
+
+/// `kiln publish`: render, then commit (and push) into the write repository.
+fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
+    let set = build_set(&args.platform, args.layout, &args.selection)?;
+    // The clock and the identity enter here, at the edge, never inside the library.
+    let mut options = crate::git::PublishOptions::new(
+        args.repo.clone(),
+        args.branch.clone(),
+        crate::git::Identity::from_env_or_git_config(),
+        crate::git::CommitTime::now(),
+        provenance(&args.platform),
+    );
+    options.path = args.path.clone();
+    options.adopt = args.adopt;
+    options.auth = crate::git::RemoteAuth::from_env();
+    let outcomes = if args.per_environment {
+        crate::git::publish_per_environment(
+            &set,
+            &options,
+            &crate::git::SplitMode::Branches {
+                prefix: "stage/".into(),
+            },
+        )?
+    } else {
+        vec![crate::git::publish(&set, &options)?]
+    };
+    for o in &outcomes {
+        eprintln!("kiln: {o}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kiln diff`: exit 1 when the render would change anything.
+fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
+    let set = build_set(&args.platform, args.layout, &args.selection)?;
+    let against = crate::git::Against::parse(args.against.as_deref().unwrap_or("deploy"));
+    let old = against.load(None, &crate::git::RemoteAuth::from_env())?;
+    let report = crate::git::diff_sets(&old, &set);
+    print_out(&report.to_string())?;
+    Ok(if report.has_differences() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `kiln verify`: exit 1 when the committed tree drifted from a fresh render.
+fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
+    let set = build_set(&args.platform, args.layout, &Selection::default())?;
+    let report = crate::git::verify(
+        &set,
+        &args.repo,
+        &args.reference,
+        args.path.as_deref(),
+        &crate::git::RemoteAuth::from_env(),
+    )?;
+    print_out(&report.to_string())?;
+    Ok(if report.has_drift() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `kiln history`: the write repository's changes, or (with `--at`) what was deployed then.
+fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
+    let auth = crate::git::RemoteAuth::from_env();
+    let filter = crate::git::HistoryFilter {
+        component: args.component.clone(),
+        environment: args.environment.clone(),
+        since: args
+            .since
+            .as_deref()
+            .map(crate::git::parse_date)
+            .transpose()?,
+    };
+    let json = args.output == Format::Json;
+    let text = if let Some(at) = &args.at {
+        let state = crate::git::deployed_at(
+            &args.repo,
+            &args.branch,
+            crate::git::parse_date(at)?,
+            &filter,
+            &auth,
+        )?;
+        render_result(&state, json, args.output)?
+    } else {
+        let h = crate::git::history(&args.repo, &args.branch, &filter, &auth)?;
+        render_result(&h, json, args.output)?
+    };
+    print_out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_result<T: serde::Serialize + std::fmt::Display>(
+    value: &T,
+    json: bool,
+    format: Format,
+) -> miette::Result<String> {
+    let text = if json {
+        serde_json::to_string_pretty(value).map_err(|e| miette::miette!("{e}"))? + "\n"
+    } else if format == Format::Yaml {
+        let v = serde_json::to_value(value).map_err(|e| miette::miette!("{e}"))?;
+        crate::yaml::to_yaml(&v)
+    } else {
+        value.to_string()
+    };
+    Ok(text)
 }
 
 /// `kiln validate`: every finding as a diagnostic on stderr, then a summary; exit 1 when

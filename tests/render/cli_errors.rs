@@ -159,7 +159,7 @@ fn fixture_renders_cleanly() {
     assert_eq!(
         files,
         [
-            ".kiln-manifest.json",
+            ".kiln-owned.json",
             "web/dev/web/kustomization.yaml",
             "web/dev/web/web.gen.yaml",
             "web/prod/web/kustomization.yaml",
