@@ -1,4 +1,5 @@
-//! Dev probe: re-emits a YAML stream with kiln's emitter (used to compare with kubectl output).
+//! Re-emits a YAML stream through kiln's reader and emitter, to compare byte-for-byte with
+//! `kubectl kustomize` output: `cargo run --example yaml_roundtrip -- FILE | diff - FILE`.
 fn main() {
     let path = std::env::args().nth(1).expect("path");
     let text = std::fs::read_to_string(&path).expect("read");
