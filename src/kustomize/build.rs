@@ -26,7 +26,7 @@
 
 use super::error::{KustomizeError, Site};
 use super::fieldspec::UserFieldSpec;
-use super::kustomization::{FieldSpecArgs, Kustomization};
+use super::kustomization::Kustomization;
 use super::load::{
     Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
 };
@@ -301,17 +301,6 @@ fn field_specs(v: &Value) -> Result<Vec<UserFieldSpec>, String> {
         });
     }
     Ok(out)
-}
-
-/// The user-written field spec as the transformers' type.
-pub fn user_field_spec(fs: &FieldSpecArgs) -> UserFieldSpec {
-    UserFieldSpec {
-        group: fs.group.clone(),
-        version: fs.version.clone(),
-        kind: fs.kind.clone(),
-        path: fs.path.clone(),
-        create: fs.create,
-    }
 }
 
 /// Converts between two serde shapes of the same YAML (our kustomization types → a

@@ -7,9 +7,9 @@
 //! Files and env files named by an entry are read through the loader, so the load
 //! restrictions hold for them too; errors name the entry's line.
 
-use super::build::{Accumulator, convert};
+use super::build::Accumulator;
 use super::error::KustomizeError;
-use super::generators::{self, ConfigMapArgs, GeneratorOptions, SecretArgs};
+use super::generators;
 use super::load::{KustFile, LoadIssue, Loader};
 
 fn issue_text(issue: &LoadIssue) -> String {
@@ -32,44 +32,21 @@ pub fn run_generators(
     acc: &mut Accumulator,
 ) -> Result<(), KustomizeError> {
     let k = &kf.kustomization;
-    let global: Option<GeneratorOptions> = match &k.generator_options {
-        Some(g) => Some(convert(g).map_err(|m| {
-            KustomizeError::invalid(
-                kf.site("/generatorOptions"),
-                m,
-                "see kustomize's `generatorOptions` reference",
-            )
-        })?),
-        None => None,
-    };
+    let global = k.generator_options.as_ref();
     let read = |path: &str| -> Result<Vec<u8>, String> {
         let file = ldr.resolve_file(path).map_err(|i| issue_text(&i))?;
         ldr.fs().read(&file).map_err(|e| e.to_string())
     };
     for (i, g) in k.config_map_generator.iter().enumerate() {
         let site = kf.site(&format!("/configMapGenerator/{i}"));
-        let args: ConfigMapArgs = convert(g).map_err(|m| {
-            KustomizeError::invalid(
-                site.clone(),
-                m,
-                "see kustomize's `configMapGenerator` reference",
-            )
-        })?;
-        let res = generators::generate_config_map(&args, global.as_ref(), &read)
+        let res = generators::generate_config_map(g, global, &read)
             .map_err(|e| KustomizeError::transformer(site.clone(), &e))?;
         generators::absorb_one(&mut acc.resources, res)
             .map_err(|e| KustomizeError::transformer(site, &e))?;
     }
     for (i, g) in k.secret_generator.iter().enumerate() {
         let site = kf.site(&format!("/secretGenerator/{i}"));
-        let args: SecretArgs = convert(g).map_err(|m| {
-            KustomizeError::invalid(
-                site.clone(),
-                m,
-                "see kustomize's `secretGenerator` reference",
-            )
-        })?;
-        let res = generators::generate_secret(&args, global.as_ref(), &read)
+        let res = generators::generate_secret(g, global, &read)
             .map_err(|e| KustomizeError::transformer(site.clone(), &e))?;
         generators::absorb_one(&mut acc.resources, res)
             .map_err(|e| KustomizeError::transformer(site, &e))?;

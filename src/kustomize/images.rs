@@ -21,6 +21,7 @@
 
 use super::fieldspec::{FieldSpec, UserFieldSpec};
 use super::image_ref::ImageRef;
+use super::kustomization::nullable;
 use crate::resource::Resource;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -57,7 +58,9 @@ fn shape(v: &Value) -> &'static str {
     }
 }
 
-/// One `images:` entry (kustomize `types.Image`).
+/// One `images:` (or legacy `imageTags:`) entry (kustomize `types.Image`), as
+/// [`Kustomization`](super::kustomization::Kustomization) holds it; an explicit `null` reads as
+/// empty, as in kustomize.
 ///
 /// `name` selects images; `newName` replaces the name (registry and path); `newTag` and
 /// `digest` replace both the old tag and digest (both given: `name:tag@digest`); `tagSuffix`
@@ -66,15 +69,31 @@ fn shape(v: &Value) -> &'static str {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Image {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub new_name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub new_tag: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub digest: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "nullable"
+    )]
     pub tag_suffix: String,
 }
 

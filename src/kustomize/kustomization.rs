@@ -11,6 +11,8 @@
 //! down to the JSON pointer of the offending entry (e.g. `/patches/1/target`) so the caller can
 //! underline the right line.
 
+use super::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
+use super::images::Image;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -28,8 +30,9 @@ pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
 pub type StringMap = IndexMap<String, String>;
 
 /// Treats an explicit YAML `null` like an absent field, as Go's `encoding/json` does for
-/// slices, maps and strings.
-fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
+/// slices, maps, strings and booleans. Shared with the transformer modules whose entry types
+/// [`Kustomization`] embeds (`generators`), so a field decodes the same wherever it is used.
+pub(crate) fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Default + Deserialize<'de>,
@@ -184,13 +187,13 @@ pub struct Kustomization {
         default,
         deserialize_with = "nullable"
     )]
-    pub config_map_generator: Vec<GeneratorArgs>,
+    pub config_map_generator: Vec<ConfigMapArgs>,
     #[serde(
         skip_serializing_if = "Vec::is_empty",
         default,
         deserialize_with = "nullable"
     )]
-    pub secret_generator: Vec<GeneratorArgs>,
+    pub secret_generator: Vec<SecretArgs>,
     /// Helm support is out of reach (needs helm); kept raw only to report it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub helm_globals: Option<Value>,
@@ -406,42 +409,6 @@ pub struct Patch {
     pub options: IndexMap<String, bool>,
 }
 
-/// One `images` entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Image {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub new_name: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub tag_suffix: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub new_tag: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub digest: String,
-}
-
 /// One `replicas` entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -565,20 +532,6 @@ pub struct ReplacementField {
     pub path: String,
 }
 
-/// A replacement, as found inline or in a replacement file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Replacement {
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub source: Option<SourceSelector>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub targets: Vec<TargetSelector>,
-}
-
 /// The object a var points at (kustomize's `types.Target`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -685,90 +638,6 @@ pub struct LegacySortOptions {
     pub order_last: Vec<String>,
 }
 
-/// `generatorOptions`, and the per-generator `options`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct GeneratorOptions {
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub labels: StringMap,
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub annotations: StringMap,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub disable_name_suffix_hash: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub immutable: Option<bool>,
-}
-
-/// One `configMapGenerator` / `secretGenerator` entry. `type` exists only on secrets
-/// (kustomize's `SecretArgs`); [`Kustomization::from_value`] rejects it on a config map
-/// generator, as kustomize does.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct GeneratorArgs {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub namespace: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    /// `create` (default), `merge` or `replace`.
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub behavior: String,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub literals: Vec<String>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub files: Vec<String>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub envs: Vec<String>,
-    /// Legacy single env file; appended to `envs` by [`Kustomization::fix`].
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub env: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub options: Option<GeneratorOptions>,
-    /// Secret type (`Opaque` when empty); only valid on `secretGenerator`.
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        rename = "type",
-        deserialize_with = "nullable"
-    )]
-    pub secret_type: String,
-}
-
 /// Why a kustomization value was rejected: a message and the JSON pointer of the offending
 /// entry (as precise as could be determined; `""` for the whole document).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -797,21 +666,7 @@ impl Kustomization {
             });
         };
         match serde_json::from_value::<Kustomization>(value.clone()) {
-            Ok(k) => {
-                if let Some(i) = k
-                    .config_map_generator
-                    .iter()
-                    .position(|g| !g.secret_type.is_empty())
-                {
-                    return Err(FieldError {
-                        pointer: format!("/configMapGenerator/{i}/type"),
-                        message:
-                            "unknown field `type` (only `secretGenerator` entries have a type)"
-                                .into(),
-                    });
-                }
-                Ok(k)
-            }
+            Ok(k) => Ok(k),
             Err(whole) => {
                 for (key, field) in map {
                     let single = |v: Value| {
@@ -975,8 +830,42 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.pointer, "/configMapGenerator/0/type");
+        assert!(
+            err.message
+                .starts_with("unknown field `type` (only `secretGenerator`"),
+            "{}",
+            err.message
+        );
 
         assert!(Kustomization::from_value(&json!(["a"])).is_err());
+    }
+
+    #[test]
+    fn nulls_and_empty_type_read_as_absent_in_entries() {
+        let k = Kustomization::from_value(&json!({
+            "images": [{"name": "a", "newTag": null, "digest": null}],
+            "configMapGenerator": [{"name": "c", "literals": null, "type": "", "options": {"labels": null, "immutable": null}}],
+            "secretGenerator": [{"name": "s", "type": null, "envs": null}],
+            "generatorOptions": {"disableNameSuffixHash": null, "annotations": null}
+        }))
+        .unwrap();
+        assert_eq!(
+            (k.images[0].name.as_str(), k.images[0].new_tag.as_str()),
+            ("a", "")
+        );
+        let cm = &k.config_map_generator[0];
+        assert!(cm.literals.is_empty());
+        assert!(!cm.options.as_ref().unwrap().immutable);
+        assert_eq!(k.secret_generator[0].secret_type, "");
+        let global = k.generator_options.unwrap();
+        assert!(!global.disable_name_suffix_hash && global.annotations.is_empty());
+        // A real type on a config map is still an error (covered above); null is not.
+        assert!(
+            Kustomization::from_value(
+                &json!({"configMapGenerator": [{"name": "c", "type": null}]})
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -226,10 +226,7 @@ pub fn run_transformers(
                 .map(|(i, im)| (format!("/imageTags/{i}"), im)),
         );
     for (pointer, im) in image_entries {
-        let entry: images::Image = convert(im).map_err(|m| {
-            KustomizeError::invalid(kf.site(&pointer), m, "see kustomize's `images` reference")
-        })?;
-        images::apply_images(res, std::slice::from_ref(&entry), &config.images)
+        images::apply_images(res, std::slice::from_ref(im), &config.images)
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
 
