@@ -212,6 +212,14 @@ pub const NOT_A_NAMESPACE: &str = "_non_namespaceable_";
 
 /// Built-in cluster-scoped kinds (group, kind), from the Kubernetes API. Custom resources are
 /// taken as namespaced, as kustomize does for kinds its OpenAPI data does not know.
+///
+/// Deliberately not `namespace::is_cluster_scoped`: that table adds well-known cluster-scoped
+/// custom resources (a kiln divergence for *writing* namespaces), while target selection
+/// mirrors kustomize, where such a CR without namespace compares as `default` (case p24).
+/// The built-in kinds here are also a subset of `namespace.rs`'s (no review kinds,
+/// ClusterTrustBundle, IPAddress, ServiceCIDR, DeviceClass, ResourceSlice,
+/// VolumeAttributesClass, Mutating admission policies); aligning them would change which
+/// objects a `namespace:` target selects, so it needs its own differential case first.
 const CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("", "Namespace"),
     ("", "Node"),
