@@ -13,6 +13,7 @@
 
 use super::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
 use super::images::Image;
+use super::order::LegacySortOptions;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -310,7 +311,9 @@ pub struct FieldSpecArgs {
     pub create: bool,
 }
 
-/// One `labels` entry.
+/// One `labels` entry. Not `labels::Label`: its `UserFieldSpec` requires `path` while
+/// decoding, which would move the error for a path-less field spec from the entry to
+/// `fields` and change how builtin transformer configs decode their `fieldSpecs`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Label {
@@ -333,7 +336,9 @@ pub struct Label {
 }
 
 /// A patch target (kustomize's `types.Selector`): `name`, `namespace` and the gvk fields are
-/// anchored regular expressions.
+/// anchored regular expressions. Not `target::Selector`: that one is lenient (no
+/// `deny_unknown_fields`, as builtin `PatchTransformer` configs need) and keeps `""` apart from
+/// absent (`labelSelector: ""` would be parsed), where kustomize's `omitempty` equates them.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Selector {
@@ -409,7 +414,9 @@ pub struct Patch {
     pub options: IndexMap<String, bool>,
 }
 
-/// One `replicas` entry.
+/// One `replicas` entry. Not `replicas::Replica`, which requires both fields (as a
+/// `ReplicaCountTransformer` config does): here `count` defaults to 0 and a missing `name` is
+/// reported by `transform` at the entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Replica {
@@ -605,7 +612,9 @@ pub struct Var {
     pub fieldref: FieldSelector,
 }
 
-/// `sortOptions`.
+/// `sortOptions`. Not `order::SortOptions`: `order` stays a string here because kustomize
+/// only checks it on the root kustomization (`build` converts it there); a typed order would
+/// reject a bad value in a base too.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SortOptions {
@@ -618,24 +627,6 @@ pub struct SortOptions {
     pub order: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub legacy_sort_options: Option<LegacySortOptions>,
-}
-
-/// `sortOptions.legacySortOptions`: kinds to put first and last.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LegacySortOptions {
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub order_first: Vec<String>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub order_last: Vec<String>,
 }
 
 /// Why a kustomization value was rejected: a message and the JSON pointer of the offending
@@ -846,7 +837,8 @@ mod tests {
             "images": [{"name": "a", "newTag": null, "digest": null}],
             "configMapGenerator": [{"name": "c", "literals": null, "type": "", "options": {"labels": null, "immutable": null}}],
             "secretGenerator": [{"name": "s", "type": null, "envs": null}],
-            "generatorOptions": {"disableNameSuffixHash": null, "annotations": null}
+            "generatorOptions": {"disableNameSuffixHash": null, "annotations": null},
+            "sortOptions": {"order": "legacy", "legacySortOptions": {"orderFirst": null, "orderLast": ["Job"]}}
         }))
         .unwrap();
         assert_eq!(
@@ -857,6 +849,9 @@ mod tests {
         assert!(cm.literals.is_empty());
         assert!(!cm.options.as_ref().unwrap().immutable);
         assert_eq!(k.secret_generator[0].secret_type, "");
+        let legacy = k.sort_options.unwrap().legacy_sort_options.unwrap();
+        assert!(legacy.order_first.is_empty());
+        assert_eq!(legacy.order_last, ["Job"]);
         let global = k.generator_options.unwrap();
         assert!(!global.disable_name_suffix_hash && global.annotations.is_empty());
         // A real type on a config map is still an error (covered above); null is not.

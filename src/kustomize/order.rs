@@ -11,6 +11,7 @@
 //!
 //! Invariant: the sort is total and stable, so output is byte-stable for equal input.
 
+use super::kustomization::nullable;
 use crate::resource::Resource;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -74,9 +75,9 @@ pub enum SortOrder {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LegacySortOptions {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub order_first: Vec<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "nullable")]
     pub order_last: Vec<String>,
 }
 
