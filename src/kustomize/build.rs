@@ -105,10 +105,21 @@ pub fn run_kustomize(dir: &Path, options: &BuildOptions) -> Result<String, miett
     build_yaml(&crate::fs::RealFs, dir, options).map_err(miette::Report::new)
 }
 
-/// Removes what only the build needed. Nothing is stored in the objects today (bookkeeping
-/// lives in [`crate::resource::BuildMeta`]), but an empty `metadata.annotations` map created
-/// on the way is kept only if kustomize keeps it (it does not create one).
-fn strip_internal(_resources: &mut [Resource]) {}
+/// kustomize quirk: every object carries internal annotations while it builds, and they are
+/// removed at the end with `SetAnnotations`, which drops the field when nothing is left — so
+/// an input `annotations: {}` or `annotations:` (null) never reaches the output. (`labels`
+/// get no such treatment: `labels: null` survives, as in kustomize.)
+fn strip_internal(resources: &mut [Resource]) {
+    for r in resources {
+        if let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut)
+            && md
+                .get("annotations")
+                .is_some_and(|a| a.is_null() || a.as_object().is_some_and(|m| m.is_empty()))
+        {
+            md.shift_remove("annotations");
+        }
+    }
+}
 
 /// Custom field specs from `configurations` files (kustomize's `builtinconfig.TransformerConfig`),
 /// added to the builtin tables of each transformer.

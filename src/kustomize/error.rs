@@ -416,6 +416,15 @@ impl KustomizeError {
     pub fn transformer(site: Site, inner: &dyn Diagnostic) -> Self {
         let help = inner.help().map(|h| h.to_string()).unwrap_or_default();
         let mut message = inner.to_string();
+        // The cause chain carries the detail (e.g. a JSON patch's "doc is missing path").
+        let mut cause = std::error::Error::source(inner);
+        while let Some(c) = cause {
+            let text = c.to_string();
+            if !message.contains(&text) {
+                message = format!("{message}: {text}");
+            }
+            cause = c.source();
+        }
         if let Some(code) = inner.code() {
             message = format!("{message} [{code}]");
         }

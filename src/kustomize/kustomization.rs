@@ -625,7 +625,10 @@ pub struct VarTarget {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldSelector {
+    /// Go's JSON decoding matches keys case-insensitively, and real trees write `fieldpath`.
     #[serde(
+        alias = "fieldpath",
+        alias = "FieldPath",
         skip_serializing_if = "String::is_empty",
         default,
         deserialize_with = "nullable"

@@ -94,6 +94,11 @@ fn apply(
 }
 
 /// One `patches:`-shaped entry (also used by `PatchTransformer` configs).
+///
+/// kiln errs when a target naming one object matches nothing — except in a component: a
+/// component is a reusable mixin that patches whatever of its targets the including
+/// kustomization has (real trees rely on it, e.g. bank-of-anthos' `cloud-sql` component), so
+/// there the miss is allowed, as kustomize always allows it.
 fn run_patch_entry(
     ldr: &Loader<'_>,
     kf: &KustFile,
@@ -103,6 +108,11 @@ fn run_patch_entry(
     json_only: bool,
 ) -> Result<(), KustomizeError> {
     let site = kf.site(pointer);
+    let mut entry = entry.clone();
+    if kf.kustomization.is_component() {
+        entry.options.allow_no_target_match = true;
+    }
+    let entry = &entry;
     let source = entry.source().map_err(|e| patch_error(site.clone(), e))?;
     let sub = match source {
         PatchSource::Path(_) => format!("{pointer}/path"),
