@@ -42,6 +42,14 @@ fn options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         legacy_octal_numbers: true,
         strict_booleans: true,
+        // saphyr's default budget (1,024 documents, 250k nodes, 1M events) is sized for
+        // config files; generated manifest streams of thousands of objects exceed it. Size
+        // limits are raised, the alias-bomb protections stay as they are.
+        budget: serde_saphyr::budget! {
+            max_documents: 10_000_000,
+            max_nodes: 500_000_000,
+            max_events: 1_000_000_000,
+        },
     }
 }
 
