@@ -8,22 +8,24 @@
 #           one file per unit) with the same overlay; every Deployment references the generated
 #           ConfigMap (envFrom and a volume), its own ConfigMap and its ServiceAccount, and every
 #           Deployment is patched (target: kind Deployment).
+#   Nf      the same objects in a single base file (`8000f`): one large YAML stream.
 # Builds kiln in release mode, times both tools on every tree (hyperfine when installed,
 # otherwise a `date +%s%N` loop), checks the two outputs are structurally equal and prints a
 # markdown table.
 #
 # Environment:
-#   SIZES="small 500 1000 2000 4000 8000"   trees to run
+#   SIZES="small 500 1000 2000 4000 8000 8000f"   trees to run
 #   KILN_RUNS=10  KUBECTL_RUNS=3            runs per tool (KUBECTL_RUNS_LARGE for N >= 4000)
-#   KUBECTL_RUNS_LARGE=1
+#   KUBECTL_RUNS_LARGE=1                    (then the one run that captures the output is
+#                                           also the timed one: kubectl takes minutes there)
 #   KUBECTL=/usr/bin/kubectl                the reference
 #   SKIP_KUBECTL=1                          time kiln only (profiling loop)
 #   KEEP=1                                  keep the temp dir (its path is printed)
-#   RSS=1                                   also report peak RSS via /usr/bin/time -v
+#   RSS=1                                   also report peak RSS (/usr/bin/time)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SIZES="${SIZES:-small 500 1000 2000 4000 8000}"
+SIZES="${SIZES:-small 500 1000 2000 4000 8000 8000f}"
 KILN_RUNS="${KILN_RUNS:-10}"
 KUBECTL_RUNS="${KUBECTL_RUNS:-3}"
 KUBECTL_RUNS_LARGE="${KUBECTL_RUNS_LARGE:-1}"
@@ -39,10 +41,10 @@ echo "building kiln (release)…" >&2
 KILN="$ROOT/target/release/kiln"
 
 # ---- tree generation (deterministic: no randomness, no clock) ----------------------------
-gen_tree() { # gen_tree DIR N
-  python3 - "$1" "$2" <<'PY'
+gen_tree() { # gen_tree DIR N ONEFILE(0|1)
+  python3 - "$1" "$2" "$3" <<'PY'
 import os, sys
-root, n = sys.argv[1], int(sys.argv[2])
+root, n, onefile = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 base, overlay = os.path.join(root, "base"), os.path.join(root, "overlay")
 os.makedirs(base); os.makedirs(overlay)
 
@@ -120,11 +122,16 @@ files = []
 if n < 20:
     # The small overlay: ~10 objects in a handful of files.
     units = 2
-for i in range(units):
-    name = f"unit-{i:05d}.yaml"
-    with open(os.path.join(base, name), "w") as f:
-        f.write(unit(i))
-    files.append(name)
+if onefile:
+    with open(os.path.join(base, "all.yaml"), "w") as f:
+        f.write("---\n".join(unit(i) for i in range(units)))
+    files.append("all.yaml")
+else:
+    for i in range(units):
+        name = f"unit-{i:05d}.yaml"
+        with open(os.path.join(base, name), "w") as f:
+            f.write(unit(i))
+        files.append(name)
 extra = ""
 if n < 20:
     # Two more objects so the small base holds 10.
@@ -232,14 +239,15 @@ PY
 }
 
 # ---- timing ------------------------------------------------------------------------------
-# mean_seconds RUNS CMD... -> mean wall time in seconds (process start to exit, output to /dev/null)
-mean_seconds() {
+# measure RUNS CMD... -> "mean_wall_s cpu_s" (process start to exit, output to /dev/null;
+# cpu = user + system, which other load on the machine disturbs less than wall time)
+measure() {
   local runs="$1"; shift
   if command -v hyperfine >/dev/null; then
     local json="$WORK/hf.json"
-    hyperfine --style none --warmup 1 --runs "$runs" --export-json "$json" \
+    hyperfine -N --style none --warmup 1 --runs "$runs" --export-json "$json" \
       --output null -- "$(printf '%q ' "$@")" >/dev/null 2>&1
-    python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["results"][0]["mean"])' "$json"
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(r["mean"], r["user"]+r["system"])' "$json"
   else
     local total=0 t0 t1
     "$@" >/dev/null 2>&1
@@ -247,59 +255,59 @@ mean_seconds() {
       t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N)
       total=$((total + t1 - t0))
     done
-    python3 -c "print($total / $runs / 1e9)"
+    python3 -c "print($total / $runs / 1e9, 'nan')"
   fi
 }
 
-peak_rss_mb() { # peak_rss_mb CMD... -> max resident set size in MiB
+# once OUT CMD... -> runs CMD once, output to OUT; prints "wall_s cpu_s peak_rss_kib"
+once() {
+  local out="$1"; shift
   if [[ -x /usr/bin/time ]]; then
-    /usr/bin/time -v "$@" 2>&1 >/dev/null | awk -F: '/Maximum resident/ {printf "%.0f", $2/1024}'
+    /usr/bin/time -o "$WORK/time.txt" -f '%e %U %S %M' "$@" >"$out"
+    awk '{print $1, $2 + $3, $4}' "$WORK/time.txt"
   else
-    echo "n/a"
+    local t0 t1; t0=$(date +%s%N); "$@" >"$out"; t1=$(date +%s%N)
+    python3 -c "print(($t1 - $t0) / 1e9, 'nan', 'nan')"
   fi
 }
 
 fmt_time() { python3 -c "
 t=float('$1')
-print(f'{t*1000:.1f} ms' if t < 1 else f'{t:.2f} s')"; }
+print('–' if t != t else (f'{t*1000:.1f} ms' if t < 1 else f'{t:.2f} s'))"; }
+fmt_mib() { python3 -c "
+k=float('$1')
+print('–' if k != k else f'{k/1024:.0f} MiB')"; }
 
 echo
-echo "machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)"
+echo "machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "kubectl: $("$KUBECTL" version --client 2>/dev/null | tr '\n' ' ')"
 echo "kiln:    $KILN ($(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+echo "runs:    kiln $KILN_RUNS (+1 warm-up), kubectl $KUBECTL_RUNS (+1 warm-up; $KUBECTL_RUNS_LARGE from 4,000 objects)"
 echo
-if [[ "$RSS" == 1 ]]; then
-  echo "| size | objects | kubectl | kiln | ratio | kiln objects/s | kiln peak RSS | kubectl peak RSS | outputs |"
-  echo "|---|---:|---:|---:|---:|---:|---:|---:|---|"
-else
-  echo "| size | objects | kubectl | kiln | ratio | kiln objects/s | outputs |"
-  echo "|---|---:|---:|---:|---:|---:|---|"
-fi
+echo "| size | objects | kubectl | kiln | ratio | kiln CPU | kiln objects/s | kiln peak RSS | kubectl peak RSS | outputs |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
 for size in $SIZES; do
-  n="$size"; [[ "$size" == small ]] && n=10
+  n="${size%f}"; onefile=0
+  [[ "$size" == *f ]] && onefile=1
+  [[ "$n" == small ]] && n=10
   dir="$WORK/tree-$size"
-  gen_tree "$dir" "$n"
+  gen_tree "$dir" "$n" "$onefile"
   ov="$dir/overlay"
-  "$KILN" kustomize "$ov" >"$dir/kiln.yaml"
+  read -r _ _ kiln_rss < <(once "$dir/kiln.yaml" "$KILN" kustomize "$ov")
   objects=$(grep -c '^kind:' "$dir/kiln.yaml" || true)
-  kiln_t=$(mean_seconds "$KILN_RUNS" "$KILN" kustomize "$ov")
+  read -r kiln_t kiln_cpu < <(measure "$KILN_RUNS" "$KILN" kustomize "$ov")
   if [[ -z "$SKIP_KUBECTL" ]]; then
     runs="$KUBECTL_RUNS"; [[ "$n" -ge 4000 ]] && runs="$KUBECTL_RUNS_LARGE"
-    "$KUBECTL" kustomize "$ov" >"$dir/kubectl.yaml"
-    kub_t=$(mean_seconds "$runs" "$KUBECTL" kustomize "$ov")
+    read -r kub_t _ kub_rss < <(once "$dir/kubectl.yaml" "$KUBECTL" kustomize "$ov")
+    if [[ "$runs" -gt 1 ]]; then
+      read -r kub_t _ < <(measure "$runs" "$KUBECTL" kustomize "$ov")
+    fi
     verdict=$(same_output "$dir/kubectl.yaml" "$dir/kiln.yaml" || true)
     ratio=$(python3 -c "print(f'{$kub_t / $kiln_t:.0f}×')")
-    kub_s=$(fmt_time "$kub_t")
   else
-    verdict="not compared"; ratio="–"; kub_s="–"
+    verdict="not compared"; ratio="–"; kub_t=nan; kub_rss=nan
   fi
   ops=$(python3 -c "print(f'{$objects / $kiln_t:,.0f}')")
-  if [[ "$RSS" == 1 ]]; then
-    kiln_rss="$(peak_rss_mb "$KILN" kustomize "$ov") MiB"
-    kub_rss="–"
-    [[ -z "$SKIP_KUBECTL" ]] && kub_rss="$(peak_rss_mb "$KUBECTL" kustomize "$ov") MiB"
-    echo "| $size | $objects | $kub_s | $(fmt_time "$kiln_t") | $ratio | $ops | $kiln_rss | $kub_rss | $verdict |"
-  else
-    echo "| $size | $objects | $kub_s | $(fmt_time "$kiln_t") | $ratio | $ops | $verdict |"
-  fi
+  [[ "$RSS" == 1 ]] || { kiln_rss=nan; kub_rss=nan; }
+  echo "| $size | $objects | $(fmt_time "$kub_t") | $(fmt_time "$kiln_t") | $ratio | $(fmt_time "$kiln_cpu") | $ops | $(fmt_mib "$kiln_rss") | $(fmt_mib "$kub_rss") | $verdict |"
 done
