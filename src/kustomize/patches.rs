@@ -448,8 +448,16 @@ pub fn apply_patch(
                     }
                 }
                 count += idx.len();
-                for i in deleted.into_iter().rev() {
-                    resources.remove(i);
+                // One pass, not one `remove` (a shift of everything after) per deleted object:
+                // `$patch: delete` on a broad target deletes many.
+                if !deleted.is_empty() {
+                    let mut gone = vec![false; resources.len()];
+                    deleted.iter().for_each(|&i| gone[i] = true);
+                    let mut at = 0;
+                    resources.retain(|_| {
+                        at += 1;
+                        !gone[at - 1]
+                    });
                 }
             }
             Ok(count)
