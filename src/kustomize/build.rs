@@ -40,6 +40,11 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
 
+/// The value of `app.kubernetes.io/managed-by` under `buildMetadata: [managedByLabel]`:
+/// kustomize writes its own build version, which inside `kubectl kustomize` (the reference)
+/// is `(devel)`, so this is what kubectl prints.
+const MANAGED_BY: &str = "kustomize-(devel)";
+
 /// How to build.
 #[derive(Debug, Clone, Default)]
 pub struct BuildOptions {
@@ -69,6 +74,20 @@ pub fn build(
         KustomizeError::transformer_msg(kf.site(""), e, "check the references between the objects")
     })?;
     super::vars::resolve_vars(&mut resources, &acc.vars, &acc.config)?;
+    // buildMetadata `managedByLabel` (root kustomization only, as kustomize reads it there).
+    if kf
+        .kustomization
+        .build_metadata
+        .iter()
+        .any(|o| o == "managedByLabel")
+    {
+        for r in &mut resources {
+            r.string_map_mut("labels").insert(
+                "app.kubernetes.io/managed-by".into(),
+                Value::String(MANAGED_BY.into()),
+            );
+        }
+    }
     // IgnoreLocal: objects annotated `config.kubernetes.io/local-config: "true"` are dropped.
     resources.retain(|r| r.annotation("config.kubernetes.io/local-config") != Some("true"));
 
@@ -608,6 +627,18 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
             "validator plugins are not run",
             "validate the output in CI instead",
         ));
+    }
+    for (i, option) in k.build_metadata.iter().enumerate() {
+        // `managedByLabel` is applied in `build`; the origin and transformer annotations
+        // record kustomize-internal provenance kiln does not reproduce.
+        if option != "managedByLabel" {
+            return Err(KustomizeError::unsupported(
+                kf.site(&format!("/buildMetadata/{i}")),
+                "buildMetadata",
+                format!("`{option}` is not supported (only `managedByLabel`)"),
+                "remove the option; kiln's errors already name the file and line each object came from",
+            ));
+        }
     }
     if k.openapi.contains_key("path") || k.openapi.contains_key("version") {
         return Err(KustomizeError::unsupported(
