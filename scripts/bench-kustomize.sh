@@ -9,6 +9,8 @@
 #           ConfigMap (envFrom and a volume), its own ConfigMap and its ServiceAccount, and every
 #           Deployment is patched (target: kind Deployment).
 #   Nf      the same objects in a single base file (`8000f`): one large YAML stream.
+#   mN      many entries (`m1000`): N ConfigMaps in one file, and one kustomization with N
+#           configMapGenerators and N JSON patches, each targeting one ConfigMap by name.
 # Builds kiln in release mode, times both tools on every tree (hyperfine when installed,
 # otherwise a `date +%s%N` loop), checks the two outputs are structurally equal and prints a
 # markdown table.
@@ -41,6 +43,24 @@ echo "building kiln (release)…" >&2
 KILN="$ROOT/target/release/kiln"
 
 # ---- tree generation (deterministic: no randomness, no clock) ----------------------------
+gen_many() { # gen_many DIR N
+  python3 - "$1" "$2" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+overlay = os.path.join(root, "overlay")
+os.makedirs(overlay)
+with open(os.path.join(overlay, "cms.yaml"), "w") as f:
+    f.write("---\n".join(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\ndata:\n  a: '1'\n" for i in range(n)))
+with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+    f.write("resources:\n- cms.yaml\nnamePrefix: p-\nconfigMapGenerator:\n")
+    for i in range(n):
+        f.write(f"- name: gen-{i}\n  literals:\n  - K{i}=v{i}\n")
+    f.write("patches:\n")
+    for i in range(n):
+        f.write(f"- target:\n    kind: ConfigMap\n    name: cm-{i}\n  patch: |-\n    - op: add\n      path: /data/b\n      value: '{i}'\n")
+PY
+}
+
 gen_tree() { # gen_tree DIR N ONEFILE(0|1)
   python3 - "$1" "$2" "$3" <<'PY'
 import os, sys
@@ -291,7 +311,11 @@ for size in $SIZES; do
   [[ "$size" == *f ]] && onefile=1
   [[ "$n" == small ]] && n=10
   dir="$WORK/tree-$size"
-  gen_tree "$dir" "$n" "$onefile"
+  if [[ "$size" == m* ]]; then
+    n="${size#m}"; gen_many "$dir" "$n"
+  else
+    gen_tree "$dir" "$n" "$onefile"
+  fi
   ov="$dir/overlay"
   read -r _ _ kiln_rss < <(once "$dir/kiln.yaml" "$KILN" kustomize "$ov")
   objects=$(grep -c '^kind:' "$dir/kiln.yaml" || true)
