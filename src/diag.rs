@@ -1,9 +1,17 @@
 //! Source files kept for diagnostics: every stage that reads YAML keeps a [`SourceFile`], so an
 //! error found late in the pipeline can still underline the right line (taplo's and typst's
 //! approach). The span index is built lazily, on the first error that needs it.
+//!
+//! Beside it, the pipeline's shared diagnostics vocabulary: [`Sources`] (every text one run
+//! read, indexed by [`SourceId`]), [`Loc`] (file + document + JSON Pointer, what model nodes
+//! carry so a late stage can point at the value's line), [`Errors`] (every error one stage
+//! found, reported together), [`schema_violations`] (JSON Schema errors walked back to
+//! pointers) and [`did_you_mean`]. Invariant: resolving a location never fails; an unknown
+//! pointer falls back to its nearest ancestor, and finally to the whole file.
 
 use crate::yaml::{Located, SpanIndex};
-use miette::{NamedSource, SourceSpan};
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 /// A source text and its display name (a path relative to what the user named).
@@ -53,6 +61,369 @@ impl SourceFile {
     }
 }
 
+/// Index of a file in [`Sources`].
+pub type SourceId = usize;
+
+/// Every text kiln read for one run, in the order it was read.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    files: Vec<SourceFile>,
+}
+
+/// Where a value came from: document `doc` (0-based, empty documents not counted) of file
+/// `file`, at JSON Pointer `pointer`. With `key`, diagnostics underline the mapping key
+/// instead of the value (used for unknown fields).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Loc {
+    pub file: SourceId,
+    pub doc: usize,
+    pub pointer: String,
+    pub key: bool,
+}
+
+impl Loc {
+    /// The value at `pointer` in document 0 of `file`.
+    pub fn new(file: SourceId, pointer: impl Into<String>) -> Loc {
+        Loc {
+            file,
+            doc: 0,
+            pointer: pointer.into(),
+            key: false,
+        }
+    }
+
+    /// A child location: `pointer` + `/` + the escaped `token`.
+    pub fn join(&self, token: impl fmt::Display) -> Loc {
+        let token = token.to_string().replace('~', "~0").replace('/', "~1");
+        Loc {
+            file: self.file,
+            doc: self.doc,
+            pointer: format!("{}/{token}", self.pointer),
+            key: false,
+        }
+    }
+
+    /// A child location given as a JSON Pointer suffix (already escaped, starting with `/`).
+    pub fn extend(&self, suffix: &str) -> Loc {
+        Loc {
+            file: self.file,
+            doc: self.doc,
+            pointer: format!("{}{suffix}", self.pointer),
+            key: false,
+        }
+    }
+
+    /// The same location, underlining the key.
+    pub fn at_key(mut self) -> Loc {
+        self.key = true;
+        self
+    }
+}
+
+/// A location resolved for miette: the named source, the span (if the pointer was found)
+/// and the 1-based line.
+#[derive(Debug, Clone)]
+pub struct Snippet {
+    pub src: NamedSource<String>,
+    pub span: Option<SourceSpan>,
+    /// `file:line` (or just `file`) for messages.
+    pub at: String,
+}
+
+impl Sources {
+    /// An empty table.
+    pub fn new() -> Sources {
+        Sources::default()
+    }
+
+    /// Adds a text and returns its id.
+    pub fn add(&mut self, display: impl Into<String>, text: impl Into<Arc<str>>) -> SourceId {
+        self.files.push(SourceFile::new(display, text));
+        self.files.len() - 1
+    }
+
+    /// The file with id `id`.
+    ///
+    /// Panics if `id` did not come from this table (an internal bug, not user input).
+    pub fn get(&self, id: SourceId) -> &SourceFile {
+        &self.files[id]
+    }
+
+    /// All files, in the order they were added.
+    pub fn files(&self) -> &[SourceFile] {
+        &self.files
+    }
+
+    /// Resolves `loc` to a miette snippet. A pointer that is not in the text falls back to its
+    /// nearest ancestor (see `yaml::SpanIndex::find`); a text that does not parse gives no span.
+    pub fn snippet(&self, loc: &Loc) -> Snippet {
+        let f = self.get(loc.file);
+        let found = f.locate(loc.doc, &loc.pointer, loc.key);
+        Snippet {
+            src: f.named_source(),
+            span: found.map(|l| l.span()),
+            at: match found {
+                Some(l) => format!("{}:{}:{}", f.name, l.line, l.column),
+                None => f.name.clone(),
+            },
+        }
+    }
+
+    /// A snippet for the whole of file `id` (no span).
+    pub fn file_snippet(&self, id: SourceId) -> Snippet {
+        let f = self.get(id);
+        Snippet {
+            src: f.named_source(),
+            span: None,
+            at: f.name.clone(),
+        }
+    }
+}
+
+/// The candidate closest to `name` by edit distance, when it is close enough to be a typo
+/// (distance at most a third of the name's length, and at least 1).
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<String> {
+    let limit = (name.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|(d, _)| *d <= limit)
+        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
+        .map(|(_, c)| c.to_string())
+}
+
+/// "did you mean `x`?" or a fallback help text listing the known names.
+pub fn help_for_name<'a>(
+    name: &str,
+    what: &str,
+    candidates: impl IntoIterator<Item = &'a str> + Clone,
+) -> String {
+    match did_you_mean(name, candidates.clone()) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => {
+            let all: Vec<&str> = candidates.into_iter().collect();
+            if all.is_empty() {
+                format!("no {what} is defined")
+            } else {
+                format!("known {what}s: {}", all.join(", "))
+            }
+        }
+    }
+}
+
+/// Edit distance counting a swap of two neighbouring characters as one edit (optimal string
+/// alignment), so `dve` is one edit from `dev`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// Every error one stage found, reported together. Renders as a summary line with each error
+/// as a related diagnostic (miette prints each with its own snippet).
+///
+/// Invariant: never empty when returned as an `Err`.
+#[derive(Debug)]
+pub struct Errors<E> {
+    pub errors: Vec<E>,
+}
+
+impl<E> Errors<E> {
+    /// Wraps a non-empty list.
+    pub fn new(errors: Vec<E>) -> Errors<E> {
+        Errors { errors }
+    }
+
+    /// `Ok(value)` when `errors` is empty, else all of them.
+    pub fn check<T>(errors: Vec<E>, value: impl FnOnce() -> T) -> Result<T, Errors<E>> {
+        if errors.is_empty() {
+            Ok(value())
+        } else {
+            Err(Errors { errors })
+        }
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Errors<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.errors.as_slice() {
+            [one] => write!(f, "{one}"),
+            many => write!(f, "{} errors", many.len()),
+        }
+    }
+}
+
+impl<E: fmt::Debug + fmt::Display> std::error::Error for Errors<E> {}
+
+impl<E: Diagnostic> Diagnostic for Errors<E> {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        match self.errors.as_slice() {
+            [one] => one.code(),
+            _ => None,
+        }
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        match self.errors.as_slice() {
+            [one] => one.help(),
+            _ => None,
+        }
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        match self.errors.as_slice() {
+            [one] => one.source_code(),
+            _ => None,
+        }
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        match self.errors.as_slice() {
+            [one] => one.labels(),
+            _ => None,
+        }
+    }
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn Diagnostic> + 'a>> {
+        match self.errors.as_slice() {
+            [one] => one.related(),
+            many => Some(Box::new(many.iter().map(|e| e as &dyn Diagnostic))),
+        }
+    }
+}
+
+/// One JSON Schema violation, ready to be located: the instance's JSON Pointer, whether to
+/// underline the key (unknown fields) and a lower-case message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub pointer: String,
+    pub key: bool,
+    pub message: String,
+}
+
+/// A JSON Pointer as a field path for messages: `/spec/images/0/tag` → `spec.images[0].tag`;
+/// the root is `(document)`.
+pub fn field_path(pointer: &str) -> String {
+    let mut out = String::new();
+    for token in pointer.split('/').skip(1) {
+        let token = token.replace("~1", "/").replace("~0", "~");
+        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
+            out.push_str(&format!("[{token}]"));
+        } else {
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(&token);
+        }
+    }
+    if out.is_empty() {
+        "(document)".into()
+    } else {
+        out
+    }
+}
+
+/// Every violation of `value` against `validator`, in the validator's order. `oneOf` failures
+/// are replaced by the errors of the closest branch (fewest errors), so `files: a.yaml` reports
+/// "not of type array" rather than "matches no shape" (taplo does the same walk).
+pub fn schema_violations(
+    validator: &jsonschema::Validator,
+    value: &serde_json::Value,
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    for e in validator.iter_errors(value) {
+        push_violation(&e, &mut out);
+    }
+    out
+}
+
+fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>) {
+    use jsonschema::error::ValidationErrorKind as K;
+    let pointer = e.instance_path().as_str().to_string();
+    match e.kind() {
+        K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
+            for name in unexpected {
+                let token = name.replace('~', "~0").replace('/', "~1");
+                out.push(Violation {
+                    pointer: format!("{pointer}/{token}"),
+                    key: true,
+                    message: format!("unknown field `{name}`"),
+                });
+            }
+        }
+        K::OneOfNotValid { context } | K::AnyOf { context } => {
+            let best = context.iter().min_by_key(|branch| branch.len());
+            match best {
+                Some(branch)
+                    if !branch.is_empty()
+                        && branch.iter().all(|b| b.instance_path().as_str() != pointer) =>
+                {
+                    for b in branch {
+                        push_violation(b, out);
+                    }
+                }
+                _ => {
+                    // Every branch only misses its one key (`files`, `namespace`, …): name them.
+                    let mut keys = Vec::new();
+                    for branch in context {
+                        for b in branch {
+                            if let K::Required { property } = b.kind()
+                                && b.instance_path().as_str() == pointer
+                            {
+                                keys.push(format!("`{}`", property.as_str().unwrap_or_default()));
+                            }
+                        }
+                    }
+                    let message = if keys.len() == context.len() && !keys.is_empty() {
+                        format!("needs exactly one of {}", keys.join(", "))
+                    } else {
+                        "matches none of the allowed shapes".into()
+                    };
+                    out.push(Violation {
+                        pointer,
+                        key: false,
+                        message,
+                    });
+                }
+            }
+        }
+        K::OneOfMultipleValid { .. } => out.push(Violation {
+            pointer,
+            key: false,
+            message: "matches more than one of the allowed shapes (set exactly one kind of entry)"
+                .into(),
+        }),
+        K::Required { property } => out.push(Violation {
+            pointer,
+            key: false,
+            message: format!("missing required field {property}"),
+        }),
+        _ => out.push(Violation {
+            pointer,
+            key: false,
+            message: e.to_string(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,5 +433,62 @@ mod tests {
         let f = SourceFile::new("a.yaml", "kind: X\nspec:\n  replicas: 2\n");
         assert_eq!(f.position(0, "/spec/replicas"), "a.yaml:3");
         assert!(f.span(0, "/spec/replicas", true).is_some());
+    }
+
+    #[test]
+    fn did_you_mean_picks_close_names_only() {
+        let envs = ["dev", "test", "stage", "prod-east"];
+        assert_eq!(
+            did_you_mean("prod-eats", envs).as_deref(),
+            Some("prod-east")
+        );
+        assert_eq!(did_you_mean("stag", envs).as_deref(), Some("stage"));
+        assert_eq!(did_you_mean("qa", envs), None);
+        assert_eq!(did_you_mean("tset", envs).as_deref(), Some("test"));
+    }
+
+    #[test]
+    fn one_of_errors_name_the_keys_to_choose_from() {
+        let v = jsonschema::validator_for(&crate::spec::component_schema()).unwrap();
+        let doc = serde_json::json!({
+            "apiVersion": "kiln/v1alpha1", "kind": "Component", "metadata": {"name": "x"},
+            "spec": {"transformers": [{"environments": ["dev"]}], "generators": [{"files": "a.yaml"}]}
+        });
+        let mut got: Vec<(String, String)> = schema_violations(&v, &doc)
+            .into_iter()
+            .map(|v| (v.pointer, v.message))
+            .collect();
+        got.sort();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, "/spec/generators/0/files");
+        assert!(got[0].1.contains("not of type"), "{got:?}");
+        assert_eq!(got[1].0, "/spec/transformers/0");
+        assert!(
+            got[1]
+                .1
+                .starts_with("needs exactly one of `namespace`, `labels`"),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn field_paths_read_like_yaml() {
+        assert_eq!(field_path("/spec/images/0/tag"), "spec.images[0].tag");
+        assert_eq!(field_path("/spec/labels/a~1b"), "spec.labels.a/b");
+        assert_eq!(field_path(""), "(document)");
+    }
+
+    #[test]
+    fn snippet_points_at_line_of_pointer() {
+        let mut s = Sources::new();
+        let id = s.add("platforms/x/platform.yaml", "a: 1\nb:\n  c: [x, y]\n");
+        let sn = s.snippet(&Loc::new(id, "/b/c/1"));
+        assert_eq!(sn.at, "platforms/x/platform.yaml:3:10");
+        let missing = s.snippet(&Loc::new(id, "/b/zzz"));
+        assert!(
+            missing.at.starts_with("platforms/x/platform.yaml:3"),
+            "{}",
+            missing.at
+        );
     }
 }

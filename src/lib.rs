@@ -6,9 +6,20 @@
 //! transformers) and `kiln kustomize`.
 
 pub mod artifact;
+pub mod check;
 pub mod cli;
 pub mod diag;
+pub mod emit;
+pub mod evaluate;
 pub mod fs;
+pub mod git;
+pub mod kargo;
 pub mod kustomize;
+pub mod load;
+pub mod pipeline;
+pub mod render;
 pub mod resource;
+pub mod spec;
+pub mod validate;
+pub mod write;
 pub mod yaml;

@@ -92,10 +92,57 @@ pub fn parse_stream(name: &str, text: &str) -> Result<Vec<Value>, YamlError> {
             }
         })?;
     docs.retain(|d| !d.is_null());
+    if !body.is_empty() && !body.ends_with('\n') {
+        strip_eof_block_newline(body, &mut docs);
+    }
     if has_wide_integer(body) {
         restore_wide_integers(body, &mut docs);
     }
     Ok(docs)
+}
+
+/// A block scalar (`|`, `>`) that ends the text without a final line break has no trailing
+/// newline (YAML 1.2 §8.1.1.2: clip keeps the final line break only if there is one; Go's
+/// yaml.v3, hence kustomize, agrees), but saphyr adds one. The scalar that ends the text is
+/// the last node in document order, so it is the last leaf of the last document.
+fn strip_eof_block_newline(body: &str, docs: &mut [Value]) {
+    use granit_parser::{Event, Parser, ScalarStyle};
+    let mut last_is_block = false;
+    for ev in Parser::new_from_str(body) {
+        let Ok((event, _)) = ev else { return };
+        match event {
+            Event::Scalar(_, style, ..) => {
+                last_is_block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+            }
+            Event::MappingStart(..) | Event::SequenceStart(..) | Event::Alias(..) => {
+                last_is_block = false
+            }
+            _ => {}
+        }
+    }
+    if !last_is_block {
+        return;
+    }
+    let Some(mut v) = docs.last_mut() else { return };
+    loop {
+        v = match v {
+            Value::Object(m) if !m.is_empty() => match m.values_mut().next_back() {
+                Some(x) => x,
+                None => return,
+            },
+            Value::Array(a) if !a.is_empty() => match a.last_mut() {
+                Some(x) => x,
+                None => return,
+            },
+            Value::String(s) => {
+                if s.ends_with('\n') {
+                    s.pop();
+                }
+                return;
+            }
+            _ => return,
+        };
+    }
 }
 
 /// Parses a YAML text that must hold exactly one document (an empty text gives `Null`).
@@ -586,9 +633,12 @@ fn string_style(s: &str) -> Style {
         return Style::Double;
     }
     let first = s.chars().next().expect("non-empty");
-    // A leading `-` is an indicator only as `- x` or `---`; `-v` and `--flag=1` are plain.
-    let dash_is_plain =
-        first == '-' && s.len() > 1 && !s.starts_with("- ") && !s.starts_with("---");
+    // A leading `-`, `?` or `:` is an indicator only when a space follows (or as `---`):
+    // `-v`, `--flag=1` and `:web` are plain scalars, as go-yaml writes them.
+    let second = s.chars().nth(1);
+    let dash_is_plain = matches!(first, '-' | '?' | ':')
+        && second.is_some_and(|c| c != ' ')
+        && !s.starts_with("---");
     let indicator = "-?:,[]{}#&*!|>'\"%@`".contains(first);
     let needs_quotes = (indicator && !dash_is_plain)
         || s.starts_with(' ')
@@ -674,6 +724,16 @@ pub fn structurally_equal(a: &Value, b: &Value) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn block_scalar_at_end_of_text_without_line_break_has_no_trailing_newline() {
+        let v = parse_stream("t", "a: [1]\nb: |\n  x\n  y").unwrap();
+        assert_eq!(v[0]["b"], json!("x\ny"));
+        let v = parse_stream("t", "b: |\n  x\n").unwrap();
+        assert_eq!(v[0]["b"], json!("x\n"));
+        let v = parse_stream("t", "b: plain").unwrap();
+        assert_eq!(v[0]["b"], json!("plain"));
+    }
 
     #[test]
     fn kubernetes_typing() {

@@ -336,7 +336,7 @@ fn every_divergence_names_a_case() {
     let names: Vec<String> = cases().into_iter().map(|c| c.name).collect();
     for d in divergences()
         .into_iter()
-        .filter(|d| !d.starts_with("corpus/"))
+        .filter(|d| !d.starts_with("corpus/") && !d.starts_with("gap/"))
     {
         assert!(
             names.contains(&d),
@@ -367,6 +367,7 @@ fn corpus_roots_match_kubectl_kustomize() {
         }
         let (id, dir, flags, expected) = (cols[0], cols[2], cols[3], cols[4]);
         let unordered = skip.contains(&format!("corpus/{id}"));
+        let known_gap = skip.contains(&format!("gap/{id}"));
         let flags: Vec<String> = if flags == "-" {
             vec![]
         } else {
@@ -389,8 +390,13 @@ fn corpus_roots_match_kubectl_kustomize() {
         if started.elapsed().as_secs() >= 2 {
             eprintln!("corpus {id}: {:?}", started.elapsed());
         }
-        if let Err(e) = result {
-            failures.push(format!("── {id} {dir} ──\n{e}"));
+        match (result, known_gap) {
+            (Err(e), false) => failures.push(format!("── {id} {dir} ──\n{e}")),
+            (Err(_), true) => eprintln!("corpus {id}: known gap (see DIVERGENCES.md), still differs"),
+            (Ok(()), true) => failures.push(format!(
+                "── {id} {dir} ──\nlisted as a known gap in DIVERGENCES.md but matches now: remove it there"
+            )),
+            (Ok(()), false) => {}
         }
     }
     assert!(

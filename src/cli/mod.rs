@@ -292,22 +292,259 @@ pub fn print_out(text: &str) -> miette::Result<()> {
     }
 }
 
+impl Selection {
+    fn to_lib(&self) -> crate::evaluate::Selection {
+        crate::evaluate::Selection {
+            projects: self.projects.clone(),
+            environments: self.environments.clone(),
+            components: self.components.clone(),
+            labels: self.labels.clone(),
+        }
+    }
+}
+
+impl Layout {
+    fn to_lib(self) -> crate::emit::Layout {
+        match self {
+            Layout::Service => crate::emit::Layout::Service,
+            Layout::Cluster => crate::emit::Layout::Cluster,
+        }
+    }
+}
+
+/// `kiln render`: a progress bar on stderr only when it is a terminal, a one-line summary.
+fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
+    let opts = crate::pipeline::RenderOptions {
+        platform_dir: args.platform.clone(),
+        write_to: args.write_to.clone(),
+        layout: args.layout.to_lib(),
+        selection: args.selection.to_lib(),
+        root: None,
+        schema_dir: args.schema_dir.clone(),
+    };
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} rendering {pos}/{len} BuildPlans")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let progress = |done: usize, total: usize| {
+        if let Some(b) = &bar {
+            b.set_length(total as u64);
+            b.set_position(done as u64);
+        }
+    };
+    let result = crate::pipeline::run_render_with_progress(&opts, &progress);
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let summary = result?;
+    let r = &summary.report;
+    eprintln!(
+        "kiln: rendered {} BuildPlans into {} ({} files: {} written, {} unchanged, {} removed)",
+        summary.plans,
+        args.write_to.display(),
+        summary.files,
+        r.written.len(),
+        r.unchanged.len(),
+        r.removed.len()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Runs one command. `Ok(code)` carries 0, or 1 for "a difference was found".
 pub fn run(cli: Cli) -> miette::Result<ExitCode> {
-    if let Command::Kustomize(args) = &cli.command {
-        let mut options = crate::kustomize::BuildOptions::default();
-        if args.load_restrictor == "LoadRestrictionsNone" {
-            options.load_restrictor = crate::kustomize::LoadRestrictor::None;
+    match &cli.command {
+        Command::Render(args) => render(args),
+        Command::Kustomize(args) => {
+            let mut options = crate::kustomize::BuildOptions::default();
+            if args.load_restrictor == "LoadRestrictionsNone" {
+                options.load_restrictor = crate::kustomize::LoadRestrictor::None;
+            }
+            let out = crate::kustomize::run_kustomize(&args.dir, &options)?;
+            let mut stdout = std::io::stdout().lock();
+            // A closed pipe (`kiln kustomize . | head`) is not an error worth a report.
+            let _ = stdout.write_all(out.as_bytes());
+            Ok(ExitCode::SUCCESS)
         }
-        let out = crate::kustomize::run_kustomize(&args.dir, &options)?;
-        let mut stdout = std::io::stdout().lock();
-        // A closed pipe (`kiln kustomize . | head`) is not an error worth a report.
-        let _ = stdout.write_all(out.as_bytes());
-        return Ok(ExitCode::SUCCESS);
+        Command::Show(args) => {
+            let format = match args.output {
+                Format::Json => crate::pipeline::ShowFormat::Json,
+                _ => crate::pipeline::ShowFormat::Yaml,
+            };
+            let text = match args.what {
+                ShowWhat::Platform => crate::pipeline::show_platform(&args.platform, None, format)?,
+                ShowWhat::Buildplans => crate::pipeline::show_buildplans(
+                    &args.platform,
+                    None,
+                    &args.selection.to_lib(),
+                    format,
+                )?,
+            };
+            print_out(&text)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Schema(args) => {
+            let kind = args.kind.map(|k| match k {
+                SchemaKind::Platform => crate::pipeline::SchemaKind::Platform,
+                SchemaKind::Component => crate::pipeline::SchemaKind::Component,
+            });
+            print_out(&crate::pipeline::schema(kind))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Validate(args) => validate(args),
+        Command::Publish(args) => publish(args),
+        Command::Diff(args) => diff(args),
+        Command::Verify(args) => verify(args),
+        Command::History(args) => history(args),
     }
-    let name = format!("{:?}", cli.command);
-    Err(miette::miette!(
-        "`kiln {}` is not wired in this build",
-        name.split('(').next().unwrap_or("").to_lowercase()
-    ))
+}
+
+/// The render behind `publish`, `diff` and `verify`: everything up to emit, nothing written.
+fn build_set(
+    platform: &std::path::Path,
+    layout: Layout,
+    selection: &Selection,
+) -> miette::Result<crate::artifact::ArtifactSet> {
+    let mut opts = crate::pipeline::RenderOptions::new(platform);
+    opts.layout = layout.to_lib();
+    opts.selection = selection.to_lib();
+    Ok(crate::pipeline::build(&opts)?)
+}
+
+/// Provenance trailers of a publish: the platform's own commit (when it sits in Git),
+/// kiln's version and a digest of the spec file.
+fn provenance(platform: &std::path::Path) -> crate::git::Provenance {
+    let spec = std::fs::read(platform.join("platform.yaml")).unwrap_or_default();
+    crate::git::Provenance {
+        source_commit: crate::git::source_commit(platform),
+        kiln_version: env!("CARGO_PKG_VERSION").to_string(),
+        spec_digest: Some(crate::git::spec_digest(&spec)),
+    }
+}
+
+/// `kiln publish`: render, then commit (and push) into the write repository.
+fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
+    let set = build_set(&args.platform, args.layout, &args.selection)?;
+    // The clock and the identity enter here, at the edge, never inside the library.
+    let mut options = crate::git::PublishOptions::new(
+        args.repo.clone(),
+        args.branch.clone(),
+        crate::git::Identity::from_env_or_git_config(),
+        crate::git::CommitTime::now(),
+        provenance(&args.platform),
+    );
+    options.path = args.path.clone();
+    options.adopt = args.adopt;
+    options.auth = crate::git::RemoteAuth::from_env();
+    let outcomes = if args.per_environment {
+        crate::git::publish_per_environment(
+            &set,
+            &options,
+            &crate::git::SplitMode::Branches {
+                prefix: "stage/".into(),
+            },
+        )?
+    } else {
+        vec![crate::git::publish(&set, &options)?]
+    };
+    for o in &outcomes {
+        eprintln!("kiln: {o}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `kiln diff`: exit 1 when the render would change anything.
+fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
+    let set = build_set(&args.platform, args.layout, &args.selection)?;
+    let against = crate::git::Against::parse(args.against.as_deref().unwrap_or("deploy"));
+    let old = against.load(None, &crate::git::RemoteAuth::from_env())?;
+    let report = crate::git::diff_sets(&old, &set);
+    print_out(&report.to_string())?;
+    Ok(if report.has_differences() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `kiln verify`: exit 1 when the committed tree drifted from a fresh render.
+fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
+    let set = build_set(&args.platform, args.layout, &Selection::default())?;
+    let report = crate::git::verify(
+        &set,
+        &args.repo,
+        &args.reference,
+        args.path.as_deref(),
+        &crate::git::RemoteAuth::from_env(),
+    )?;
+    print_out(&report.to_string())?;
+    Ok(if report.has_drift() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `kiln history`: the write repository's changes, or (with `--at`) what was deployed then.
+fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
+    let auth = crate::git::RemoteAuth::from_env();
+    let filter = crate::git::HistoryFilter {
+        component: args.component.clone(),
+        environment: args.environment.clone(),
+        since: args
+            .since
+            .as_deref()
+            .map(crate::git::parse_date)
+            .transpose()?,
+    };
+    let json = args.output == Format::Json;
+    let text = if let Some(at) = &args.at {
+        let state = crate::git::deployed_at(
+            &args.repo,
+            &args.branch,
+            crate::git::parse_date(at)?,
+            &filter,
+            &auth,
+        )?;
+        render_result(&state, json, args.output)?
+    } else {
+        let h = crate::git::history(&args.repo, &args.branch, &filter, &auth)?;
+        render_result(&h, json, args.output)?
+    };
+    print_out(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_result<T: serde::Serialize + std::fmt::Display>(
+    value: &T,
+    json: bool,
+    format: Format,
+) -> miette::Result<String> {
+    let text = if json {
+        serde_json::to_string_pretty(value).map_err(|e| miette::miette!("{e}"))? + "\n"
+    } else if format == Format::Yaml {
+        let v = serde_json::to_value(value).map_err(|e| miette::miette!("{e}"))?;
+        crate::yaml::to_yaml(&v)
+    } else {
+        value.to_string()
+    };
+    Ok(text)
+}
+
+/// `kiln validate`: every finding as a diagnostic on stderr, then a summary; exit 1 when
+/// anything was found.
+fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
+    let report = crate::check::validate_paths(&args.paths, &args.schema_dir)?;
+    for f in &report.findings {
+        eprintln!("{:?}", miette::Report::new(f.clone()));
+    }
+    eprintln!("kiln: {}", report.summary());
+    Ok(if report.is_clean() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

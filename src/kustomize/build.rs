@@ -703,4 +703,38 @@ mod tests {
         assert!(!b.opt);
         assert_eq!(b.labels["empty"], "");
     }
+
+    #[test]
+    fn builds_an_overlay_from_an_in_memory_tree() {
+        use crate::fs::MemFs;
+        let mut fs = MemFs::new();
+        fs.add_file("/t/base/kustomization.yaml", "resources: [app.yaml]\nconfigMapGenerator:\n- name: cfg\n  literals: [A=1]\n")
+            .add_file(
+                "/t/base/app.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  template:\n    spec:\n      containers:\n      - name: web\n        image: nginx:1\n        envFrom: [{configMapRef: {name: cfg}}]\n",
+            )
+            .add_file("/t/prod/kustomization.yaml", "resources: [../base]\nnamespace: prod\nnamePrefix: p-\nimages: [{name: nginx, newTag: '2'}]\n");
+        let out = build(&fs, Path::new("/t/prod"), &BuildOptions::default()).unwrap();
+        let names: Vec<&str> = out.iter().map(Resource::name).collect();
+        assert_eq!(names.len(), 2);
+        let cm = names[0];
+        assert!(
+            cm.starts_with("p-cfg-") && cm.len() == "p-cfg-".len() + 10,
+            "{cm}"
+        );
+        assert_eq!(names[1], "p-web");
+        let c = &out[1].value["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["image"], "nginx:2");
+        assert_eq!(c["envFrom"][0]["configMapRef"]["name"], cm);
+        assert!(out.iter().all(|r| r.namespace() == Some("prod")));
+
+        // The same tree with a missing resource fails at the entry's line.
+        fs.add_file(
+            "/t/prod/kustomization.yaml",
+            "resources:\n- ../base\n- extra.yaml\n",
+        );
+        let err = build(&fs, Path::new("/t/prod"), &BuildOptions::default()).unwrap_err();
+        let at = err.location().unwrap();
+        assert_eq!((at.file.as_str(), at.line), ("kustomization.yaml", 3));
+    }
 }

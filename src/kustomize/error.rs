@@ -70,7 +70,23 @@ impl Site {
     /// Locates `pointer` in document `doc` of `text` (the key's position when `key`, for
     /// unknown fields and missing entries; the value's otherwise).
     pub fn new(file: &str, text: &str, doc: usize, pointer: &str, key: bool) -> Site {
-        let found = yaml::locate(text, doc, pointer, key);
+        Site::located(
+            file,
+            text,
+            doc,
+            pointer,
+            yaml::locate(text, doc, pointer, key),
+        )
+    }
+
+    /// A site from an already resolved position (e.g. from a cached [`yaml::SpanIndex`]).
+    pub fn located(
+        file: &str,
+        text: &str,
+        doc: usize,
+        pointer: &str,
+        found: Option<yaml::Located>,
+    ) -> Site {
         let (line, column) = found.map(|l| (l.line, l.column)).unwrap_or((0, 0));
         Site {
             at: Location {

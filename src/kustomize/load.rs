@@ -244,16 +244,31 @@ pub struct KustFile {
     pub text: String,
     /// Path relative to the build root, e.g. `overlays/prod/kustomization.yaml`.
     pub display: String,
+    /// Positions of the file's nodes, built on first use and shared by every site, so
+    /// locating N entries costs one pass over the file, not N.
+    pub spans: std::cell::OnceCell<yaml::SpanIndex>,
 }
 
 impl KustFile {
+    fn locate(&self, pointer: &str, key: bool) -> Site {
+        let index = self
+            .spans
+            .get_or_init(|| yaml::SpanIndex::build(&self.text));
+        Site::located(
+            &self.display,
+            &self.text,
+            0,
+            pointer,
+            index.find(0, pointer, key),
+        )
+    }
     /// A diagnostic site for the field at `pointer` (its value).
     pub fn site(&self, pointer: &str) -> Site {
-        Site::new(&self.display, &self.text, 0, pointer, false)
+        self.locate(pointer, false)
     }
     /// A diagnostic site for the key of the field at `pointer`.
     pub fn key_site(&self, pointer: &str) -> Site {
-        Site::new(&self.display, &self.text, 0, pointer, true)
+        self.locate(pointer, true)
     }
 }
 
@@ -307,6 +322,7 @@ pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> 
         value,
         text,
         display,
+        spans: std::cell::OnceCell::new(),
     };
     if let Err(e) = kf.kustomization.check_kind() {
         return Err(KustomizeError::invalid(

@@ -1,0 +1,627 @@
+//! Offline validation of Kargo and Argo CD objects (`kiln validate`, and `kiln render
+//! --schema-dir` on its own output).
+//!
+//! Where it sits: beside the pipeline. It reads YAML (files, or the in-memory
+//! [`ArtifactSet`] that `emit` produced) and a schema directory, and returns a [`Report`]
+//! of [`Finding`]s, each a miette diagnostic pointing at the file and line of the offending
+//! node. Checks, in order:
+//! 1. every object against its kind's schema (CRD `openAPIV3Schema`, strict: unknown fields
+//!    are errors), and ObjectMeta rules (label values are strings, …);
+//! 2. removed and renamed Kargo fields (`fromFreight`, `semverConstraint`, `Project.spec`, …),
+//!    with the replacement in `help`, even without a schema directory;
+//! 3. each promotion step's `config` against Kargo's step schema, a `${{ … }}` string
+//!    standing for a value of any type; step aliases (unique, not reserved); `vars.x` and
+//!    `outputs.alias` references;
+//! 4. each Warehouse subscription against the subscription schemas;
+//! 5. references across the validated set: a Stage's Warehouse and upstream Stages, cycles,
+//!    ProjectConfig policies, `argocd-update` targets and their `authorized-stage`.
+//!
+//! Invariant: validation never mutates its input and reports every finding of a run at once,
+//! in document order, then by JSON pointer.
+
+mod rules;
+mod schemas;
+
+pub use schemas::{
+    Gvk, KindSchema, SchemaSet, builtin_object_schema, expression_wildcard, is_expression,
+    kube_to_json_schema, object_meta_schema,
+};
+
+use crate::artifact::ArtifactSet;
+use crate::diag::SourceFile;
+use miette::{Diagnostic, LabeledSpan, NamedSource, SourceSpan};
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Failures that stop validation before any object is checked (the findings about objects
+/// are data in [`Report`], not errors).
+#[derive(Debug, thiserror::Error, Diagnostic)]
+pub enum CheckError {
+    /// A schema file or directory could not be read.
+    #[error("cannot read schema `{path}`")]
+    #[diagnostic(
+        code(kiln::check::schema_unreadable),
+        help("pass a directory of CRD YAMLs or JSON Schemas")
+    )]
+    SchemaUnreadable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A schema file is not valid YAML/JSON, or not a valid schema.
+    #[error("invalid schema `{path}`: {message}")]
+    #[diagnostic(
+        code(kiln::check::schema_invalid),
+        help("schema files are used as they are; fix or remove the file")
+    )]
+    SchemaInvalid { path: String, message: String },
+    /// An input file or directory could not be read.
+    #[error("cannot read `{path}`")]
+    #[diagnostic(code(kiln::check::input_unreadable))]
+    InputUnreadable {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// An input file is not valid YAML.
+    #[error("invalid YAML in `{path}`: {message}")]
+    #[diagnostic(code(kiln::check::input_yaml))]
+    InputYaml { path: String, message: String },
+}
+
+/// What a finding is about; each rule has a stable diagnostic code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rule {
+    /// The object violates its kind's schema.
+    SchemaViolation,
+    /// The object's kind is a Kargo or Argo CD kind the schema directory does not define.
+    UnknownKind,
+    /// A field Kargo removed or renamed.
+    RemovedField,
+    /// A field Kargo deprecated and that now breaks at run time.
+    DeprecatedField,
+    /// A promotion step that Kargo removed (`helm-update-image`).
+    RemovedStep,
+    /// A promotion step (`uses`) that no schema defines.
+    UnknownStep,
+    /// A step's `config` violates the step's schema.
+    StepConfigInvalid,
+    /// A step sets both or neither of `uses` and `task`.
+    StepShapeInvalid,
+    /// Two steps of one template share an alias.
+    DuplicateStepAlias,
+    /// A step alias matches Kargo's reserved `^(step|task)-\d+$`.
+    ReservedStepAlias,
+    /// An expression names a variable no `vars` entry defines.
+    UndefinedVar,
+    /// An expression reads `outputs` of an alias no earlier step has.
+    UnknownStepOutput,
+    /// A Warehouse subscription violates its schema, or has not exactly one type.
+    SubscriptionInvalid,
+    /// A semver constraint of a subscription does not parse.
+    ConstraintInvalid,
+    /// A Stage requests Freight from a Warehouse not in the validated set.
+    UnknownWarehouse,
+    /// A Stage names an upstream Stage not in the validated set.
+    UnknownUpstreamStage,
+    /// An upstream Stage does not request Freight from the same origin.
+    UpstreamOriginMismatch,
+    /// `requestedFreight[].sources` has neither `direct: true` nor `stages`.
+    FreightSourceMissing,
+    /// Stages form a cycle through `sources.stages`.
+    StageCycle,
+    /// A ProjectConfig is not named like its namespace, or a policy names an unknown Stage.
+    ProjectConfigInvalid,
+    /// `argocd-update` names an Application not in the validated set.
+    UnknownApplication,
+    /// An Application's `kargo.akuity.io/authorized-stage` does not authorize the Stage that
+    /// updates it, or names a Stage not in the validated set.
+    ApplicationNotAuthorized,
+    /// Two objects share group, kind, namespace and name.
+    DuplicateObject,
+}
+
+impl Rule {
+    /// The short label drawn under the offending node.
+    pub fn label(self) -> &'static str {
+        match self {
+            Rule::SchemaViolation => "does not match the schema",
+            Rule::UnknownKind => "unknown kind",
+            Rule::RemovedField => "removed field",
+            Rule::DeprecatedField => "deprecated field",
+            Rule::RemovedStep => "removed step",
+            Rule::UnknownStep => "unknown step",
+            Rule::StepConfigInvalid => "invalid step config",
+            Rule::StepShapeInvalid => "invalid step",
+            Rule::DuplicateStepAlias => "duplicate alias",
+            Rule::ReservedStepAlias => "reserved alias",
+            Rule::UndefinedVar => "undefined variable",
+            Rule::UnknownStepOutput => "unknown step output",
+            Rule::SubscriptionInvalid => "invalid subscription",
+            Rule::ConstraintInvalid => "invalid constraint",
+            Rule::UnknownWarehouse => "unknown Warehouse",
+            Rule::UnknownUpstreamStage => "unknown Stage",
+            Rule::UpstreamOriginMismatch => "origin not requested upstream",
+            Rule::FreightSourceMissing => "no Freight source",
+            Rule::StageCycle => "closes a cycle",
+            Rule::ProjectConfigInvalid => "invalid ProjectConfig",
+            Rule::UnknownApplication => "unknown Application",
+            Rule::ApplicationNotAuthorized => "not authorized",
+            Rule::DuplicateObject => "duplicate",
+        }
+    }
+
+    /// The stable code, e.g. `kiln::check::removed_field`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Rule::SchemaViolation => "kiln::check::schema_violation",
+            Rule::UnknownKind => "kiln::check::unknown_kind",
+            Rule::RemovedField => "kiln::check::removed_field",
+            Rule::DeprecatedField => "kiln::check::deprecated_field",
+            Rule::RemovedStep => "kiln::check::removed_step",
+            Rule::UnknownStep => "kiln::check::unknown_step",
+            Rule::StepConfigInvalid => "kiln::check::step_config_invalid",
+            Rule::StepShapeInvalid => "kiln::check::step_shape_invalid",
+            Rule::DuplicateStepAlias => "kiln::check::duplicate_step_alias",
+            Rule::ReservedStepAlias => "kiln::check::reserved_step_alias",
+            Rule::UndefinedVar => "kiln::check::undefined_var",
+            Rule::UnknownStepOutput => "kiln::check::unknown_step_output",
+            Rule::SubscriptionInvalid => "kiln::check::subscription_invalid",
+            Rule::ConstraintInvalid => "kiln::check::constraint_invalid",
+            Rule::UnknownWarehouse => "kiln::check::unknown_warehouse",
+            Rule::UnknownUpstreamStage => "kiln::check::unknown_upstream_stage",
+            Rule::UpstreamOriginMismatch => "kiln::check::upstream_origin_mismatch",
+            Rule::FreightSourceMissing => "kiln::check::freight_source_missing",
+            Rule::StageCycle => "kiln::check::stage_cycle",
+            Rule::ProjectConfigInvalid => "kiln::check::project_config_invalid",
+            Rule::UnknownApplication => "kiln::check::unknown_application",
+            Rule::ApplicationNotAuthorized => "kiln::check::application_not_authorized",
+            Rule::DuplicateObject => "kiln::check::duplicate_object",
+        }
+    }
+}
+
+/// One problem found in one object: a miette diagnostic with the file, line and column of the
+/// node it is about (the key for an unknown or removed field, the value otherwise).
+#[derive(Debug, Clone)]
+pub struct Finding {
+    /// What kind of problem.
+    pub rule: Rule,
+    /// Lower-case sentence naming the object and the problem.
+    pub message: String,
+    /// The fix, when there is one.
+    pub help: Option<String>,
+    /// File as shown to the user (or the artifact path).
+    pub file: String,
+    /// 0-based index of the YAML document in the file.
+    pub document: usize,
+    /// JSON Pointer of the node inside the document (`/spec/requestedFreight/0`).
+    pub pointer: String,
+    /// 1-based line, when the source text is known and the node was found in it.
+    pub line: Option<usize>,
+    /// 1-based column, with `line`.
+    pub column: Option<usize>,
+    source: Option<NamedSource<Arc<str>>>,
+    span: Option<SourceSpan>,
+}
+
+impl fmt::Display for Finding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Finding {}
+
+impl Diagnostic for Finding {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(self.rule.code()))
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        let span = self.span?;
+        let label = self.rule.label().to_string();
+        Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
+            Some(label),
+            span,
+        ))))
+    }
+}
+
+impl Finding {
+    /// `file:line:column` (or `file` plus the JSON pointer when the line is unknown).
+    pub fn location(&self) -> String {
+        match (self.line, self.column) {
+            (Some(l), Some(c)) => format!("{}:{l}:{c}", self.file),
+            _ => format!("{}#{}{}", self.file, self.document, self.pointer),
+        }
+    }
+}
+
+/// The outcome of a validation run.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Every finding, in document order.
+    pub findings: Vec<Finding>,
+    /// Number of objects checked against a schema or a rule.
+    pub objects: usize,
+    /// Objects of kinds kiln has no schema for and that are not Kargo or Argo CD kinds
+    /// (`apps/v1/Deployment`…): checked for ObjectMeta only.
+    pub meta_only: usize,
+}
+
+impl Report {
+    /// `true` when nothing was found.
+    pub fn is_clean(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// One line for the end of a run, e.g. `2 problems in 116 objects (3 checked for
+    /// metadata only)`.
+    pub fn summary(&self) -> String {
+        let total = self.objects + self.meta_only;
+        let objects = if total == 1 { "object" } else { "objects" };
+        let head = match self.findings.len() {
+            0 => format!("no problems in {total} {objects}"),
+            1 => format!("1 problem in {total} {objects}"),
+            n => format!("{n} problems in {total} {objects}"),
+        };
+        if self.meta_only > 0 {
+            format!("{head} ({} checked for metadata only)", self.meta_only)
+        } else {
+            head
+        }
+    }
+}
+
+/// One YAML document to validate.
+#[derive(Debug, Clone)]
+pub struct Document {
+    /// File as shown in findings.
+    pub file: String,
+    /// 0-based index among the file's non-empty documents.
+    pub index: usize,
+    /// The parsed document.
+    pub value: Value,
+    /// The whole file, to point at lines; `None` for values built in memory.
+    pub source: Option<SourceFile>,
+}
+
+/// Parses a YAML stream (Kubernetes typing, [`crate::yaml::parse_stream`]) into documents,
+/// keeping the text for line lookups.
+///
+/// Errors: [`CheckError::InputYaml`].
+pub fn parse_documents(file: &str, text: &str) -> Result<Vec<Document>, CheckError> {
+    let values = crate::yaml::parse_stream(file, text).map_err(|e| CheckError::InputYaml {
+        path: file.into(),
+        message: match e.line {
+            Some(l) => format!("line {l}: {}", e.message),
+            None => e.message,
+        },
+    })?;
+    let source = SourceFile::new(file, text);
+    Ok(values
+        .into_iter()
+        .enumerate()
+        .map(|(index, value)| Document {
+            file: file.to_string(),
+            index,
+            value,
+            source: Some(source.clone()),
+        })
+        .collect())
+}
+
+/// Parses a YAML stream into JSON values (for schema files).
+pub(crate) fn parse_yaml_values(file: &str, text: &str) -> Result<Vec<Value>, String> {
+    crate::yaml::parse_stream(file, text).map_err(|e| e.message)
+}
+
+/// Validates YAML files (or directories of them, recursively, `*.yaml`/`*.yml`, sorted)
+/// against the schemas under `schema_dir` ([`SchemaSet::load`]) and kiln's rules.
+///
+/// Errors: unreadable inputs or schemas, invalid YAML. Problems in objects are
+/// [`Report::findings`].
+pub fn validate_paths(paths: &[PathBuf], schema_dir: &Path) -> Result<Report, CheckError> {
+    let schemas = SchemaSet::load(schema_dir)?;
+    validate_paths_with(paths, &schemas)
+}
+
+/// [`validate_paths`] with schemas already loaded (or [`SchemaSet::empty`]).
+pub fn validate_paths_with(paths: &[PathBuf], schemas: &SchemaSet) -> Result<Report, CheckError> {
+    let mut files = Vec::new();
+    for p in paths {
+        collect_yaml_files(p, &mut files)?;
+    }
+    let mut docs = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).map_err(|source| CheckError::InputUnreadable {
+            path: f.display().to_string(),
+            source,
+        })?;
+        docs.extend(parse_documents(&f.display().to_string(), &text)?);
+    }
+    validate_documents(&docs, schemas)
+}
+
+/// Validates the YAML files of an artifact set (`kiln render --schema-dir`): every path
+/// ending in `.yaml`/`.yml`; findings name the artifact path.
+pub fn validate_artifacts(set: &ArtifactSet, schemas: &SchemaSet) -> Result<Report, CheckError> {
+    let mut docs = Vec::new();
+    for (path, bytes) in &set.files {
+        if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(bytes);
+        docs.extend(parse_documents(path, &text)?);
+    }
+    validate_documents(&docs, schemas)
+}
+
+/// Validates documents against `schemas` and kiln's rules (see the module docs for the list).
+///
+/// Errors: only a kubeconform-style JSON Schema that fails to compile on first use.
+pub fn validate_documents(docs: &[Document], schemas: &SchemaSet) -> Result<Report, CheckError> {
+    let outcome = rules::run(docs, schemas)?;
+    let mut findings: Vec<Finding> = outcome.raw.into_iter().map(|r| resolve(docs, r)).collect();
+    findings.sort_by(|a, b| {
+        (&a.file, a.document, a.line, &a.pointer, a.rule)
+            .cmp(&(&b.file, b.document, b.line, &b.pointer, b.rule))
+    });
+    Ok(Report {
+        findings,
+        objects: outcome.objects,
+        meta_only: outcome.meta_only,
+    })
+}
+
+/// A finding before its position in the source is looked up.
+#[derive(Debug, Clone)]
+pub(crate) struct RawFinding {
+    pub rule: Rule,
+    /// Index into the validated documents.
+    pub doc: usize,
+    pub pointer: String,
+    /// Point at the key (unknown/removed fields) rather than the value.
+    pub at_key: bool,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+fn resolve(docs: &[Document], raw: RawFinding) -> Finding {
+    let doc = &docs[raw.doc];
+    let mut finding = Finding {
+        rule: raw.rule,
+        message: raw.message,
+        help: raw.help,
+        file: doc.file.clone(),
+        document: doc.index,
+        pointer: raw.pointer,
+        line: None,
+        column: None,
+        source: None,
+        span: None,
+    };
+    if let Some(source) = &doc.source
+        && let Some(pos) = source.locate(doc.index, &finding.pointer, raw.at_key)
+    {
+        finding.line = Some(pos.line);
+        finding.column = Some(pos.column);
+        finding.span = Some(pos.span());
+        finding.source =
+            Some(NamedSource::new(doc.file.clone(), source.text.clone()).with_language("yaml"));
+    }
+    finding
+}
+
+fn collect_yaml_files(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), CheckError> {
+    let unreadable = |source| CheckError::InputUnreadable {
+        path: p.display().to_string(),
+        source,
+    };
+    let meta = std::fs::metadata(p).map_err(unreadable)?;
+    if meta.is_file() {
+        out.push(p.to_path_buf());
+        return Ok(());
+    }
+    let mut entries = Vec::new();
+    for e in std::fs::read_dir(p).map_err(unreadable)? {
+        entries.push(
+            e.map_err(|source| CheckError::InputUnreadable {
+                path: p.display().to_string(),
+                source,
+            })?
+            .path(),
+        );
+    }
+    entries.sort();
+    for e in entries {
+        let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with('.') {
+            continue;
+        }
+        if e.is_dir() {
+            collect_yaml_files(&e, out)?;
+        } else if name.ends_with(".yaml") || name.ends_with(".yml") {
+            out.push(e);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn findings(text: &str) -> Vec<Finding> {
+        let docs = parse_documents("t.yaml", text).unwrap();
+        validate_documents(&docs, &SchemaSet::empty())
+            .unwrap()
+            .findings
+    }
+
+    const PIPELINE: &str = "\
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Warehouse
+metadata: {name: api, namespace: shop}
+spec:
+  subscriptions:
+  - image: {repoURL: ghcr.io/x/api, constraint: '^1.x.y'}
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Stage
+metadata: {name: dev, namespace: shop}
+spec:
+  requestedFreight:
+  - origin: {kind: Warehouse, name: api}
+    sources: {direct: true}
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Stage
+metadata: {name: test, namespace: shop}
+spec:
+  requestedFreight:
+  - origin: {kind: Warehouse, name: apis}
+    sources: {stages: [prod]}
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Stage
+metadata: {name: prod, namespace: shop}
+spec:
+  requestedFreight:
+  - origin: {kind: Warehouse, name: api}
+    sources: {stages: [test]}
+  promotionTemplate:
+    spec:
+      steps:
+      - uses: argocd-update
+        as: step-3
+        config:
+          apps:
+          - name: shop-prod
+            sources:
+            - repoURL: https://x
+              desiredRevision: ${{ outputs.push.commit }}
+---
+apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: shop-prod
+  namespace: argocd
+  annotations: {kargo.akuity.io/authorized-stage: 'shop:dev'}
+spec: {}
+";
+
+    #[test]
+    fn references_across_the_set_are_checked() {
+        let f = findings(PIPELINE);
+        let rules: Vec<Rule> = f.iter().map(|f| f.rule).collect();
+        for expected in [
+            Rule::ConstraintInvalid,
+            Rule::UnknownWarehouse,
+            Rule::UpstreamOriginMismatch,
+            Rule::StageCycle,
+            Rule::ReservedStepAlias,
+            Rule::UnknownStepOutput,
+            Rule::ApplicationNotAuthorized,
+        ] {
+            assert!(
+                rules.contains(&expected),
+                "{expected:?} missing from {rules:?}"
+            );
+        }
+        let unknown = f.iter().find(|f| f.rule == Rule::UnknownWarehouse).unwrap();
+        assert_eq!(unknown.line, Some(21));
+        assert_eq!(unknown.help.as_deref(), Some("did you mean `api`?"));
+        let cycle = f.iter().find(|f| f.rule == Rule::StageCycle).unwrap();
+        assert!(
+            cycle.message.contains("`prod` → `test` → `prod`")
+                || cycle.message.contains("`test` → `prod` → `test`"),
+            "{}",
+            cycle.message
+        );
+    }
+
+    #[test]
+    fn artifact_sets_are_validated_like_files() {
+        let mut set = ArtifactSet::new();
+        set.insert("shop/kargo/x.yaml", PIPELINE.as_bytes().to_vec());
+        set.insert("shop/README.md", b"not yaml: [".to_vec());
+        let report = validate_artifacts(&set, &SchemaSet::empty()).unwrap();
+        assert!(!report.is_clean());
+        assert!(
+            report
+                .findings
+                .iter()
+                .all(|f| f.file == "shop/kargo/x.yaml")
+        );
+        // A clean set of one valid object.
+        let mut ok = ArtifactSet::new();
+        ok.insert("ns.yaml", b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    kargo.akuity.io/project: \"true\"\n".to_vec());
+        let report = validate_artifacts(&ok, &SchemaSet::empty()).unwrap();
+        assert!(report.is_clean(), "{:?}", report.findings);
+        assert_eq!(report.meta_only, 1);
+        assert_eq!(
+            report.summary(),
+            "no problems in 1 object (1 checked for metadata only)"
+        );
+    }
+
+    #[test]
+    fn removed_and_deprecated_fields_name_their_replacement() {
+        let text = "\
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Project
+metadata: {name: shop}
+spec:
+  promotionPolicies: []
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: Warehouse
+metadata: {name: api, namespace: shop}
+spec:
+  subscriptions:
+  - image: {repoURL: ghcr.io/x/api, semverConstraint: ^1.0.0, allowTags: '^v1'}
+---
+apiVersion: kargo.akuity.io/v1alpha1
+kind: PromotionTask
+metadata: {name: t, namespace: shop}
+spec:
+  steps:
+  - uses: git-wait-for-pr
+    config: {prNumberFromStep: open-pr}
+";
+        let f = findings(text);
+        let help = |needle: &str| {
+            f.iter()
+                .find(|f| f.message.contains(needle))
+                .and_then(|f| f.help.clone())
+                .unwrap_or_else(|| panic!("no finding about {needle}: {f:#?}"))
+        };
+        assert!(help("`spec` was removed from Project").contains("ProjectConfig"));
+        assert!(help("`semverConstraint`").contains("`constraint`"));
+        assert!(help("`allowTags`").contains("allowTagsRegexes"));
+        assert!(help("`prNumberFromStep`").contains("`prNumber`"));
+        let lines: Vec<usize> = f.iter().filter_map(|f| f.line).collect();
+        assert_eq!(lines, [4, 12, 12, 20], "{f:#?}");
+    }
+
+    #[test]
+    fn unquoted_true_label_is_reported_with_a_quoting_help() {
+        let f = findings(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    kargo.akuity.io/project: true\n",
+        );
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].line, Some(6));
+        assert_eq!(f[0].help.as_deref(), Some("quote the value: \"true\""));
+    }
+}

@@ -1,0 +1,1045 @@
+//! Stage 3, evaluate: [`Platform`] → `Vec<`[`BuildPlan`]`>`, one per (project, component
+//! instance, environment), in declared order (project, then instance, then environment).
+//!
+//! For each plan, parameter values are layered (lowest first): component schema defaults <
+//! platform < environment < project < component instance < instance-per-environment. Objects
+//! merge key by key; any other value replaces the one below. The shared layers (platform,
+//! environment, project) only pass on the parameters the component declares. The result is
+//! validated against the component's JSON Schema: every violation, each at the file and line
+//! of the layer that set the offending value.
+//!
+//! Then the component's `images`, `generators` and `transformers` (their `component.yaml`
+//! values, never manifest files) get their `${...}` references resolved: `${params.<name>}`
+//! (dots descend into objects), `${env.name}`, `${env.tier}`, `${env.cluster}`,
+//! `${env.namespace}`, `${project.name}`, `${component.name}`, `${platform.name}`. A string
+//! that is exactly one reference takes the referenced value with its type; a reference inside
+//! a longer string is interpolated. `${{ ... }}` (Kargo expressions) and `{{ ... }}` are not
+//! references and pass through untouched. Parameter values may use references too, including
+//! `${params.<other>}` (resolved after layering, dependencies first; a cycle is an error);
+//! an environment's namespace pattern may not use `${params...}`.
+//!
+//! Invariant: pure and deterministic; a plan holds everything `render` needs except file
+//! contents already loaded into the component.
+
+use crate::diag::{Errors, Loc, Sources, help_for_name, schema_violations};
+use crate::spec::{self, Parameters};
+use crate::validate::{Component, ComponentInstance, Environment, Platform, Project};
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use regex::Regex;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
+use thiserror::Error;
+
+/// Which BuildPlans to evaluate. Empty lists select everything; several values of one list
+/// are alternatives (or), the lists combine with and.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Selection {
+    pub projects: Vec<String>,
+    pub environments: Vec<String>,
+    /// Component instance names.
+    pub components: Vec<String>,
+    /// `key=value` over the plan labels `project`, `environment`, `component`, `tier`,
+    /// `cluster`.
+    pub labels: Vec<String>,
+}
+
+/// Everything needed to render one component instance in one environment.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BuildPlan {
+    pub project: String,
+    pub environment: String,
+    /// Instance name (unique in the project): the output directory and `${component.name}`.
+    pub component: String,
+    /// The component's `metadata.name`.
+    pub component_name: String,
+    /// Component directory relative to the repository root.
+    pub path: String,
+    pub tier: String,
+    pub cluster: String,
+    /// The environment's namespace pattern, resolved.
+    pub namespace: String,
+    /// `project`, `environment`, `component`, `tier`, `cluster`: what `-l` selects on.
+    pub labels: BTreeMap<String, String>,
+    /// Layered, validated parameters.
+    pub parameters: Parameters,
+    /// Images with references resolved.
+    pub images: Vec<spec::Image>,
+    /// Generators with references resolved.
+    pub generators: Vec<spec::Generator>,
+    /// Transformers that apply in this environment, references resolved.
+    pub transformers: Vec<PlanTransformer>,
+    /// The component (loaded files, source id).
+    #[serde(skip)]
+    pub source: Arc<Component>,
+}
+
+/// A transformer of a plan and its index in `component.yaml` (for diagnostics).
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanTransformer {
+    #[serde(skip)]
+    pub index: usize,
+    #[serde(flatten)]
+    pub transformer: spec::Transformer,
+}
+
+impl BuildPlan {
+    /// `<project>/<environment>/<component>`, how messages name a plan.
+    pub fn key(&self) -> String {
+        format!("{}/{}/{}", self.project, self.environment, self.component)
+    }
+}
+
+/// Why evaluation failed. Codes `kiln::evaluate::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum EvaluateError {
+    /// `--project`, `--environment` or `--component` names nothing.
+    #[error("unknown {what} `{name}`")]
+    #[diagnostic(code(kiln::evaluate::unknown_selection))]
+    UnknownSelection {
+        what: &'static str,
+        name: String,
+        #[help]
+        help: String,
+    },
+
+    /// A `-l` selector is not `key=value`.
+    #[error("invalid label selector `{selector}`")]
+    #[diagnostic(
+        code(kiln::evaluate::invalid_selector),
+        help("write `key=value`; keys: project, environment, component, tier, cluster")
+    )]
+    InvalidSelector { selector: String },
+
+    /// A `${...}` reference names nothing.
+    #[error("{at}: unknown reference `${{{reference}}}`")]
+    #[diagnostic(code(kiln::evaluate::unknown_reference))]
+    UnknownReference {
+        reference: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("unknown reference")]
+        span: Option<SourceSpan>,
+    },
+
+    /// Parameter values refer to each other in a circle.
+    #[error("{at}: parameters refer to each other in a cycle: {cycle}")]
+    #[diagnostic(
+        code(kiln::evaluate::parameter_cycle),
+        help(
+            "a parameter may refer to other parameters with `${{params.<name>}}`, but not (indirectly) to itself"
+        )
+    )]
+    ParameterCycle {
+        cycle: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("closes the cycle")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A parameter value violates the component's parameter schema.
+    #[error("{at}: invalid parameter `{field}` for component `{component}`: {message}")]
+    #[diagnostic(
+        code(kiln::evaluate::parameter_invalid),
+        help("{schema_file} declares the parameters of `{component}` under `spec.parameters`")
+    )]
+    ParameterInvalid {
+        component: String,
+        /// The parameter, as a path (`resources.limits`).
+        field: String,
+        message: String,
+        schema_file: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("{message}")]
+        span: Option<SourceSpan>,
+    },
+
+    /// After references were resolved, a spec value has the wrong type (a whole-string
+    /// reference kept a type the field does not take).
+    #[error("{at}: {message}")]
+    #[diagnostic(
+        code(kiln::evaluate::resolved_value_invalid),
+        help(
+            "a string that is exactly one `${{...}}` reference takes the referenced value's type; embed it in text (or quote the parameter) to get a string"
+        )
+    )]
+    ResolvedValueInvalid {
+        message: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+}
+
+/// Evaluates the selected BuildPlans.
+///
+/// Errors: every [`EvaluateError`], together, each reported once even when several plans hit it.
+pub fn evaluate(
+    platform: &Platform,
+    selection: &Selection,
+) -> Result<Vec<BuildPlan>, Errors<EvaluateError>> {
+    let mut errors = check_selection(platform, selection);
+    let labels = parse_labels(&selection.labels, &mut errors);
+    if !errors.is_empty() {
+        return Err(Errors::new(errors));
+    }
+    let pick = |list: &[String], name: &str| list.is_empty() || list.iter().any(|n| n == name);
+
+    let mut plans = Vec::new();
+    for project in platform
+        .projects
+        .iter()
+        .filter(|p| pick(&selection.projects, &p.name))
+    {
+        for inst in project
+            .components
+            .iter()
+            .filter(|c| pick(&selection.components, &c.name))
+        {
+            for env in platform
+                .environments
+                .iter()
+                .filter(|e| pick(&selection.environments, &e.name))
+            {
+                let plan_labels = BTreeMap::from([
+                    ("project".to_string(), project.name.clone()),
+                    ("environment".to_string(), env.name.clone()),
+                    ("component".to_string(), inst.name.clone()),
+                    ("tier".to_string(), env.tier.clone()),
+                    ("cluster".to_string(), env.cluster.clone()),
+                ]);
+                if !labels.iter().all(|(k, v)| plan_labels.get(k) == Some(v)) {
+                    continue;
+                }
+                let mut ev = PlanEval {
+                    platform,
+                    project,
+                    inst,
+                    env,
+                    errors: &mut errors,
+                };
+                if let Some(plan) = ev.plan(plan_labels) {
+                    plans.push(plan);
+                }
+            }
+        }
+    }
+    // The same bad value reaches many plans (a platform parameter, a component used in five
+    // environments); report it once.
+    let mut seen = BTreeSet::new();
+    errors.retain(|e| seen.insert(e.to_string()));
+    Errors::check(errors, || plans)
+}
+
+fn check_selection(platform: &Platform, sel: &Selection) -> Vec<EvaluateError> {
+    let mut errors = Vec::new();
+    let mut check = |what: &'static str, names: &[String], known: Vec<&str>| {
+        for n in names {
+            if !known.contains(&n.as_str()) {
+                errors.push(EvaluateError::UnknownSelection {
+                    what,
+                    name: n.clone(),
+                    help: help_for_name(n, what, known.iter().copied()),
+                });
+            }
+        }
+    };
+    check(
+        "project",
+        &sel.projects,
+        platform.projects.iter().map(|p| p.name.as_str()).collect(),
+    );
+    check(
+        "environment",
+        &sel.environments,
+        platform
+            .environments
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect(),
+    );
+    let mut instances: Vec<&str> = platform
+        .projects
+        .iter()
+        .flat_map(|p| p.components.iter().map(|c| c.name.as_str()))
+        .collect();
+    instances.sort_unstable();
+    instances.dedup();
+    check("component", &sel.components, instances);
+    errors
+}
+
+fn parse_labels(selectors: &[String], errors: &mut Vec<EvaluateError>) -> Vec<(String, String)> {
+    const KEYS: [&str; 5] = ["project", "environment", "component", "tier", "cluster"];
+    let mut out = Vec::new();
+    for s in selectors {
+        match s.split_once('=') {
+            Some((k, v)) if KEYS.contains(&k.trim()) => {
+                out.push((k.trim().to_string(), v.trim().to_string()))
+            }
+            _ => errors.push(EvaluateError::InvalidSelector {
+                selector: s.clone(),
+            }),
+        }
+    }
+    out
+}
+
+/// Where a parameter layer came from.
+enum LayerLoc {
+    /// A map of values at this location (`.../parameters`).
+    Map(Loc),
+    /// The schema defaults of a component: key `k` sits at
+    /// `/spec/parameters/properties/<k>/default`.
+    Defaults(Loc),
+}
+
+impl LayerLoc {
+    fn at(&self, key: &str, rest: &str) -> Loc {
+        match self {
+            LayerLoc::Map(base) => base.join(key).extend(rest),
+            LayerLoc::Defaults(base) => base
+                .join("properties")
+                .join(key)
+                .join("default")
+                .extend(rest),
+        }
+    }
+}
+
+/// The values references resolve against.
+struct Context<'a> {
+    platform: &'a str,
+    project: &'a str,
+    component: &'a str,
+    env: &'a Environment,
+    /// `None` while the namespace itself is being resolved.
+    namespace: Option<&'a str>,
+    /// `None` while parameters themselves are being resolved.
+    params: Option<&'a Parameters>,
+    /// Leave `${params.…}` untouched (first pass over parameter values; the second pass,
+    /// after layering, resolves them against the merged parameters).
+    defer_params: bool,
+}
+
+fn reference_re() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    // `${` followed by anything but braces: `${{ ... }}` (Kargo) never matches because its
+    // third character is `{`.
+    RE.get_or_init(|| Regex::new(r"\$\{([^{}]*)\}").expect("valid regex"))
+}
+
+impl Context<'_> {
+    /// Whether `reference` is a parameter reference left for the second pass.
+    fn deferred(&self, reference: &str) -> bool {
+        self.defer_params && self.params.is_none() && reference.trim().starts_with("params.")
+    }
+
+    /// The value of one reference (the text between `${` and `}`), or a help text.
+    fn lookup(&self, reference: &str) -> Result<Value, String> {
+        let r = reference.trim();
+        let s = |v: &str| Ok(Value::String(v.to_string()));
+        match r {
+            "platform.name" => s(self.platform),
+            "project.name" => s(self.project),
+            "component.name" => s(self.component),
+            "env.name" => s(&self.env.name),
+            "env.tier" => s(&self.env.tier),
+            "env.cluster" => s(&self.env.cluster),
+            "env.namespace" => match self.namespace {
+                Some(ns) => s(ns),
+                None => Err("the namespace pattern cannot refer to the namespace itself".into()),
+            },
+            _ => {
+                let Some(path) = r.strip_prefix("params.") else {
+                    return Err(KNOWN_REFS.to_string());
+                };
+                let Some(params) = self.params else {
+                    return Err(
+                        "a namespace pattern cannot refer to parameters (parameters may differ per component)".into(),
+                    );
+                };
+                let mut parts = path.split('.');
+                let first = parts.next().unwrap_or("");
+                let Some(mut v) = params.get(first) else {
+                    return Err(
+                        match crate::diag::did_you_mean(first, params.keys().map(String::as_str)) {
+                            Some(m) => {
+                                format!("parameter `{first}` has no value; did you mean `{m}`?")
+                            }
+                            None => format!(
+                                "parameter `{first}` has no value (declare it with a default, or set it)"
+                            ),
+                        },
+                    );
+                };
+                for p in parts {
+                    v = match v.get(p) {
+                        Some(inner) => inner,
+                        None => return Err(format!("`{path}`: no field `{p}`")),
+                    };
+                }
+                Ok(v.clone())
+            }
+        }
+    }
+
+    /// Resolves references in every string of `value`; errors go to `errors` with the string's
+    /// location.
+    fn resolve(
+        &self,
+        value: &Value,
+        loc: &Loc,
+        sources: &Sources,
+        errors: &mut Vec<EvaluateError>,
+    ) -> Value {
+        match value {
+            Value::String(text) => self.resolve_str(text, loc, sources, errors),
+            Value::Array(items) => Value::Array(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| self.resolve(v, &loc.join(i), sources, errors))
+                    .collect(),
+            ),
+            Value::Object(map) => {
+                let mut out = Map::new();
+                for (k, v) in map {
+                    out.insert(k.clone(), self.resolve(v, &loc.join(k), sources, errors));
+                }
+                Value::Object(out)
+            }
+            other => other.clone(),
+        }
+    }
+
+    fn resolve_str(
+        &self,
+        text: &str,
+        loc: &Loc,
+        sources: &Sources,
+        errors: &mut Vec<EvaluateError>,
+    ) -> Value {
+        let re = reference_re();
+        if !text.contains("${") {
+            return Value::String(text.to_string());
+        }
+        let mut report = |reference: &str, help: String| {
+            let sn = sources.snippet(loc);
+            errors.push(EvaluateError::UnknownReference {
+                reference: reference.trim().to_string(),
+                at: sn.at,
+                help,
+                src: sn.src,
+                span: sn.span,
+            });
+        };
+        // A whole-string reference keeps the referenced value's type.
+        if let Some(c) = re.captures(text)
+            && c.get(0)
+                .is_some_and(|m| m.start() == 0 && m.end() == text.len())
+        {
+            if self.deferred(&c[1]) {
+                return Value::String(text.to_string());
+            }
+            return match self.lookup(&c[1]) {
+                Ok(v) => v,
+                Err(help) => {
+                    report(&c[1], help);
+                    Value::String(text.to_string())
+                }
+            };
+        }
+        let mut out = String::new();
+        let mut last = 0;
+        for c in re.captures_iter(text) {
+            let m = c.get(0).expect("group 0 always matches");
+            out.push_str(&text[last..m.start()]);
+            if self.deferred(&c[1]) {
+                out.push_str(m.as_str());
+                last = m.end();
+                continue;
+            }
+            match self.lookup(&c[1]) {
+                Ok(Value::String(s)) => out.push_str(&s),
+                Ok(Value::Null) => {}
+                Ok(other @ (Value::Number(_) | Value::Bool(_))) => out.push_str(&other.to_string()),
+                Ok(other) => out.push_str(&serde_json::to_string(&other).unwrap_or_default()),
+                Err(help) => {
+                    report(&c[1], help);
+                    out.push_str(m.as_str());
+                }
+            }
+            last = m.end();
+        }
+        out.push_str(&text[last..]);
+        Value::String(out)
+    }
+}
+
+/// The references (text between `${` and `}`, trimmed) a string uses, in order.
+pub fn pattern_references(text: &str) -> Vec<String> {
+    reference_re()
+        .captures_iter(text)
+        .map(|c| c[1].trim().to_string())
+        .collect()
+}
+
+/// Expands a project output pattern (`branchPattern`, `pathPattern`; validated to use only
+/// [`crate::validate::PATTERN_REFERENCES`]) for one environment, e.g. `stage/${env.name}` →
+/// `stage/prod-east`. Unknown references are left as written (validation rejected them).
+pub fn expand_pattern(
+    pattern: &str,
+    platform: &Platform,
+    project: &Project,
+    env: &Environment,
+) -> String {
+    reference_re()
+        .replace_all(pattern, |c: &regex::Captures<'_>| match c[1].trim() {
+            "env.name" => env.name.clone(),
+            "env.tier" => env.tier.clone(),
+            "env.cluster" => env.cluster.clone(),
+            "project.name" => project.name.clone(),
+            "platform.name" => platform.name.clone(),
+            _ => c[0].to_string(),
+        })
+        .into_owned()
+}
+
+const KNOWN_REFS: &str = "known references: ${params.<name>}, ${env.name}, ${env.tier}, ${env.cluster}, ${env.namespace}, ${project.name}, ${component.name}, ${platform.name}";
+
+/// State of the parameters-referring-to-parameters pass.
+struct ParamPass<'m> {
+    map: &'m mut Map<String, Value>,
+    done: BTreeSet<String>,
+    stack: Vec<String>,
+}
+
+/// The parameter names (first path segment) that `${params.…}` references in `value` use.
+fn collect_param_refs(value: &Value, out: &mut BTreeSet<String>) {
+    match value {
+        Value::String(s) if s.contains("${") => {
+            for c in reference_re().captures_iter(s) {
+                if let Some(path) = c[1].trim().strip_prefix("params.") {
+                    out.insert(path.split('.').next().unwrap_or("").to_string());
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_param_refs(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_param_refs(v, out)),
+        _ => {}
+    }
+}
+
+struct PlanEval<'a> {
+    platform: &'a Platform,
+    project: &'a Project,
+    inst: &'a ComponentInstance,
+    env: &'a Environment,
+    errors: &'a mut Vec<EvaluateError>,
+}
+
+/// Deep-merges `upper` into `lower`: objects key by key, anything else replaces.
+fn merge(lower: &mut Value, upper: &Value) {
+    match (lower, upper) {
+        (Value::Object(l), Value::Object(u)) => {
+            for (k, v) in u {
+                match l.get_mut(k) {
+                    Some(existing) => merge(existing, v),
+                    None => {
+                        l.insert(k.clone(), v.clone());
+                    }
+                }
+            }
+        }
+        (l, u) => *l = u.clone(),
+    }
+}
+
+impl PlanEval<'_> {
+    fn plan(&mut self, labels: BTreeMap<String, String>) -> Option<BuildPlan> {
+        let before = self.errors.len();
+        let sources = self.platform.sources.clone();
+        let component = self.inst.component.clone();
+        let mut ctx = Context {
+            platform: &self.platform.name,
+            project: &self.project.name,
+            component: &self.inst.name,
+            env: self.env,
+            namespace: None,
+            params: None,
+            defer_params: false,
+        };
+        let ns_loc = if self.env.namespace == crate::validate::DEFAULT_NAMESPACE {
+            self.env.loc.clone()
+        } else {
+            self.env.loc.join("namespace")
+        };
+        let namespace = match ctx.resolve_str(&self.env.namespace, &ns_loc, &sources, self.errors) {
+            Value::String(s) => s,
+            other => other.to_string(),
+        };
+        ctx.namespace = Some(&namespace);
+
+        // Layers, lowest first. Shared layers pass on only what the component declares.
+        let declared = |p: &Parameters| -> Parameters {
+            p.iter()
+                .filter(|(k, _)| component.declares(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        };
+        let empty = Parameters::new();
+        let layers: Vec<(Parameters, LayerLoc)> = vec![
+            (
+                component.defaults.clone(),
+                LayerLoc::Defaults(Loc::new(component.file, "/spec/parameters")),
+            ),
+            (
+                declared(&self.platform.parameters),
+                LayerLoc::Map(Loc::new(self.platform.file, "/spec/parameters")),
+            ),
+            (
+                declared(&self.env.parameters),
+                LayerLoc::Map(self.env.loc.join("parameters")),
+            ),
+            (
+                declared(&self.project.parameters),
+                LayerLoc::Map(self.project.loc.join("parameters")),
+            ),
+            (
+                self.inst.parameters.clone(),
+                LayerLoc::Map(self.inst.loc.join("parameters")),
+            ),
+            (
+                self.inst
+                    .environments
+                    .get(&self.env.name)
+                    .unwrap_or(&empty)
+                    .clone(),
+                LayerLoc::Map(
+                    self.inst
+                        .loc
+                        .join("environments")
+                        .join(&self.env.name)
+                        .join("parameters"),
+                ),
+            ),
+        ];
+        let mut merged = Value::Object(Map::new());
+        let mut resolved_layers = Vec::new();
+        ctx.defer_params = true;
+        for (values, at) in &layers {
+            let mut layer = Map::new();
+            for (k, v) in values {
+                layer.insert(
+                    k.clone(),
+                    ctx.resolve(v, &at.at(k, ""), &sources, self.errors),
+                );
+            }
+            let layer = Value::Object(layer);
+            merge(&mut merged, &layer);
+            resolved_layers.push(layer);
+        }
+        ctx.defer_params = false;
+        if let Value::Object(map) = &mut merged {
+            let mut pass = ParamPass {
+                map,
+                done: BTreeSet::new(),
+                stack: Vec::new(),
+            };
+            let keys: Vec<String> = pass.map.keys().cloned().collect();
+            for k in keys {
+                self.resolve_param(&k, &mut pass, &ctx, &resolved_layers, &layers, &sources);
+            }
+        }
+        if let Some(v) = &component.validator {
+            for violation in schema_violations(v, &merged) {
+                let loc = self.param_loc(&violation.pointer, &resolved_layers, &layers);
+                let sn = sources.snippet(&if violation.key { loc.at_key() } else { loc });
+                self.errors.push(EvaluateError::ParameterInvalid {
+                    component: component.name.clone(),
+                    field: crate::diag::field_path(&violation.pointer),
+                    message: violation.message,
+                    schema_file: format!("{}/component.yaml", component.path),
+                    at: sn.at,
+                    src: sn.src,
+                    span: sn.span,
+                });
+            }
+        }
+        let parameters: Parameters = match merged {
+            Value::Object(m) => m.into_iter().collect(),
+            _ => Parameters::new(),
+        };
+        ctx.params = Some(&parameters);
+
+        let spec_loc = Loc::new(component.file, "/spec");
+        let raw = &component.raw_spec;
+        let images: Vec<spec::Image> =
+            self.typed(&ctx, raw.get("images"), &spec_loc.join("images"), &sources);
+        let generators: Vec<spec::Generator> = self.typed(
+            &ctx,
+            raw.get("generators"),
+            &spec_loc.join("generators"),
+            &sources,
+        );
+        let mut transformers = Vec::new();
+        for (index, t) in component.spec.transformers.iter().enumerate() {
+            if t.environments
+                .as_ref()
+                .is_some_and(|envs| !envs.contains(&self.env.name))
+            {
+                continue;
+            }
+            let loc = spec_loc.join("transformers").join(index);
+            let raw_t = raw.pointer(&format!("/transformers/{index}"));
+            let transformer: Option<spec::Transformer> = self.typed(&ctx, raw_t, &loc, &sources);
+            if let Some(transformer) = transformer {
+                transformers.push(PlanTransformer { index, transformer });
+            }
+        }
+        if self.errors.len() > before {
+            return None;
+        }
+        Some(BuildPlan {
+            project: self.project.name.clone(),
+            environment: self.env.name.clone(),
+            component: self.inst.name.clone(),
+            component_name: component.name.clone(),
+            path: component.path.clone(),
+            tier: self.env.tier.clone(),
+            cluster: self.env.cluster.clone(),
+            namespace,
+            labels,
+            parameters,
+            images,
+            generators,
+            transformers,
+            source: component,
+        })
+    }
+
+    /// Resolves `${params.…}` inside the value of parameter `key`, after the parameters it
+    /// refers to (depth first; a cycle is an error at the value that closes it).
+    fn resolve_param(
+        &mut self,
+        key: &str,
+        pass: &mut ParamPass<'_>,
+        ctx: &Context<'_>,
+        resolved_layers: &[Value],
+        layers: &[(Parameters, LayerLoc)],
+        sources: &Sources,
+    ) {
+        if pass.done.contains(key) {
+            return;
+        }
+        let loc = self.param_loc(
+            &format!("/{}", key.replace('~', "~0").replace('/', "~1")),
+            resolved_layers,
+            layers,
+        );
+        if let Some(start) = pass.stack.iter().position(|k| k == key) {
+            let mut cycle: Vec<&str> = pass.stack[start..].iter().map(String::as_str).collect();
+            cycle.push(key);
+            let sn = sources.snippet(&loc);
+            self.errors.push(EvaluateError::ParameterCycle {
+                cycle: cycle.join(" → "),
+                at: sn.at,
+                src: sn.src,
+                span: sn.span,
+            });
+            pass.done.insert(key.to_string());
+            return;
+        }
+        let Some(value) = pass.map.get(key).cloned() else {
+            return;
+        };
+        let mut deps = BTreeSet::new();
+        collect_param_refs(&value, &mut deps);
+        if deps.is_empty() {
+            pass.done.insert(key.to_string());
+            return;
+        }
+        pass.stack.push(key.to_string());
+        for dep in &deps {
+            if pass.map.contains_key(dep) {
+                self.resolve_param(dep, pass, ctx, resolved_layers, layers, sources);
+            }
+        }
+        pass.stack.pop();
+        let snapshot: Parameters = pass
+            .map
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let with_params = Context {
+            platform: ctx.platform,
+            project: ctx.project,
+            component: ctx.component,
+            env: ctx.env,
+            namespace: ctx.namespace,
+            params: Some(&snapshot),
+            defer_params: false,
+        };
+        let resolved = with_params.resolve(&value, &loc, sources, self.errors);
+        pass.map.insert(key.to_string(), resolved);
+        pass.done.insert(key.to_string());
+    }
+
+    /// Resolves references in `raw` and deserializes it; `T::default()` (with an error
+    /// recorded) when the resolved value does not fit.
+    fn typed<T: serde::de::DeserializeOwned + Default>(
+        &mut self,
+        ctx: &Context<'_>,
+        raw: Option<&Value>,
+        loc: &Loc,
+        sources: &Sources,
+    ) -> T {
+        let Some(raw) = raw else {
+            return T::default();
+        };
+        let resolved = ctx.resolve(raw, loc, sources, self.errors);
+        match serde_json::from_value(resolved) {
+            Ok(v) => v,
+            Err(e) => {
+                let sn = sources.snippet(loc);
+                self.errors.push(EvaluateError::ResolvedValueInvalid {
+                    message: e.to_string(),
+                    at: sn.at,
+                    src: sn.src,
+                    span: sn.span,
+                });
+                T::default()
+            }
+        }
+    }
+
+    /// The location of the value at `pointer` in the merged parameters: the highest layer
+    /// that holds it (or its nearest ancestor); the instance when no layer does.
+    fn param_loc(
+        &self,
+        pointer: &str,
+        resolved: &[Value],
+        layers: &[(Parameters, LayerLoc)],
+    ) -> Loc {
+        let mut p = pointer.to_string();
+        while !p.is_empty() {
+            for (i, layer) in resolved.iter().enumerate().rev() {
+                if layer.pointer(&p).is_some() {
+                    let mut parts = p[1..].splitn(2, '/');
+                    let key = parts
+                        .next()
+                        .unwrap_or("")
+                        .replace("~1", "/")
+                        .replace("~0", "~");
+                    let rest = parts.next().map(|r| format!("/{r}")).unwrap_or_default();
+                    return layers[i].1.at(&key, &rest);
+                }
+            }
+            match p.rfind('/') {
+                Some(i) => p.truncate(i),
+                None => p.clear(),
+            }
+        }
+        self.inst.loc.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::tests::{COMPONENT, ENVS, PROJECTS, platform_yaml, run};
+
+    fn eval(
+        platform: &str,
+        component: &str,
+        sel: &Selection,
+    ) -> Result<Vec<BuildPlan>, Vec<String>> {
+        let p = run(platform, component)?;
+        evaluate(&p, sel).map_err(|e| e.errors.iter().map(|e| e.to_string()).collect())
+    }
+
+    const REFS: &str = "  transformers:\n  - namespace: \"${env.namespace}\"\n  - jsonPatch:\n      target: {kind: ConfigMap}\n      patch:\n      - {op: add, path: /data, value: {replicas: \"${params.replicas}\", host: \"web.${params.domain}\", kargo: \"${{ vars.x }}\", tpl: \"{{ .Values }}\"}}\n    environments: [prod]\n";
+
+    #[test]
+    fn layers_parameters_and_keeps_reference_types() {
+        let comp = format!("{COMPONENT}{REFS}");
+        let plans = eval(&platform_yaml(ENVS, PROJECTS), &comp, &Selection::default()).unwrap();
+        assert_eq!(
+            plans.iter().map(|p| p.key()).collect::<Vec<_>>(),
+            ["web/dev/a", "web/prod/a"]
+        );
+        let (dev, prod) = (&plans[0], &plans[1]);
+        assert_eq!(dev.parameters["replicas"], 2);
+        assert_eq!(dev.parameters["domain"], "example.com");
+        assert_eq!(prod.parameters["replicas"], 4);
+        assert_eq!(dev.namespace, "web-dev");
+        assert_eq!(dev.transformers.len(), 1, "jsonPatch is limited to prod");
+        assert_eq!(
+            dev.transformers[0].transformer.namespace.as_deref(),
+            Some("web-dev")
+        );
+        let patch = &prod.transformers[1]
+            .transformer
+            .json_patch
+            .as_ref()
+            .unwrap()
+            .patch[0]["value"];
+        assert_eq!(
+            patch["replicas"],
+            serde_json::json!(4),
+            "whole-string reference keeps the integer"
+        );
+        assert_eq!(patch["host"], "web.example.com");
+        assert_eq!(patch["kargo"], "${{ vars.x }}");
+        assert_eq!(patch["tpl"], "{{ .Values }}");
+    }
+
+    #[test]
+    fn parameters_may_refer_to_parameters() {
+        let projects = PROJECTS.replace(
+            "{replicas: 2}",
+            "{replicas: 2, domain: \"web.${params.base}\"}",
+        );
+        let comp = COMPONENT.replace("      domain: {type: string}\n", "      domain: {type: string}\n      base: {type: string, default: \"${env.name}.example.com\"}\n");
+        let plans = eval(
+            &platform_yaml(ENVS, &projects),
+            &comp,
+            &Selection::default(),
+        )
+        .unwrap();
+        assert_eq!(plans[0].parameters["domain"], "web.dev.example.com");
+        assert_eq!(plans[1].parameters["domain"], "web.prod.example.com");
+
+        let cyclic = COMPONENT.replace("      domain: {type: string}\n", "      domain: {type: string, default: \"${params.base}\"}\n      base: {type: string, default: \"x.${params.domain}\"}\n");
+        let platform =
+            platform_yaml(ENVS, PROJECTS).replace("  parameters: {domain: example.com}\n", "");
+        let errs = eval(&platform, &cyclic, &Selection::default()).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("cycle: base → domain → base")
+                || errs[0].contains("cycle: domain → base → domain"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn kargo_expressions_next_to_references_stay_untouched() {
+        let p = run(&platform_yaml(ENVS, PROJECTS), COMPONENT).unwrap();
+        let ctx = Context {
+            platform: &p.name,
+            project: "web",
+            component: "a",
+            env: &p.environments[0],
+            namespace: Some("web-dev"),
+            params: None,
+            defer_params: false,
+        };
+        let mut errors = Vec::new();
+        let got = ctx.resolve_str(
+            "${{ ctx.stage }}-${env.name}/{{ .x }}/${ env.tier }",
+            &Loc::new(p.file, ""),
+            &p.sources,
+            &mut errors,
+        );
+        assert!(errors.is_empty());
+        assert_eq!(got, "${{ ctx.stage }}-dev/{{ .x }}/nonprod");
+    }
+
+    #[test]
+    fn output_patterns_expand_per_environment() {
+        let p = run(&platform_yaml(ENVS, PROJECTS), COMPONENT).unwrap();
+        let got = expand_pattern(
+            "stage/${env.name}/${ project.name }@${env.tier}",
+            &p,
+            &p.projects[0],
+            &p.environments[1],
+        );
+        assert_eq!(got, "stage/prod/web@prod");
+    }
+
+    #[test]
+    fn unknown_references_name_file_and_line() {
+        let comp = format!(
+            "{COMPONENT}  transformers:\n  - namespace: \"${{env.nmae}}\"\n  - namePrefix: \"${{params.replica}}-\"\n"
+        );
+        let errs = eval(&platform_yaml(ENVS, PROJECTS), &comp, &Selection::default()).unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with("components/a/component.yaml:15:")
+                && errs[0].contains("`${env.nmae}`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].starts_with("components/a/component.yaml:16:")
+                && errs[1].contains("`${params.replica}`"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn schema_violations_point_at_the_layer_that_set_them() {
+        let projects = PROJECTS
+            .replace("{replicas: 4}", "{replicas: 0}")
+            .replace("{replicas: 2}", "{replicas: two}");
+        let errs = eval(
+            &platform_yaml(ENVS, &projects),
+            COMPONENT,
+            &Selection::default(),
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        // dev: instance layer (line 15) sets a string; prod: instance-per-env (line 17) sets 0.
+        assert!(
+            errs[0].starts_with("platforms/p/platform.yaml:15:") && errs[0].contains("not of type"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].starts_with("platforms/p/platform.yaml:17:") && errs[1].contains("minimum"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn selection_filters_and_rejects_unknown_names() {
+        let sel = Selection {
+            environments: vec!["prod".into()],
+            ..Default::default()
+        };
+        let plans = eval(&platform_yaml(ENVS, PROJECTS), COMPONENT, &sel).unwrap();
+        assert_eq!(plans.len(), 1);
+        let sel = Selection {
+            labels: vec!["tier=nonprod".into()],
+            ..Default::default()
+        };
+        let plans = eval(&platform_yaml(ENVS, PROJECTS), COMPONENT, &sel).unwrap();
+        assert_eq!(
+            plans
+                .iter()
+                .map(|p| p.environment.as_str())
+                .collect::<Vec<_>>(),
+            ["dev"]
+        );
+        let sel = Selection {
+            environments: vec!["prd".into()],
+            components: vec!["zzz".into()],
+            ..Default::default()
+        };
+        let errs = eval(&platform_yaml(ENVS, PROJECTS), COMPONENT, &sel).unwrap_err();
+        assert_eq!(
+            errs,
+            ["unknown environment `prd`", "unknown component `zzz`"]
+        );
+    }
+}

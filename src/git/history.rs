@@ -1,0 +1,684 @@
+//! `kiln history`: the audit trail. Walks a branch of the write repository (newest first, by
+//! commit time) and reads kiln's trailers back: when, which commit, who, which components and
+//! environments changed, and the image references they ran. [`deployed_at`] answers "what was
+//! deployed at time T": the newest kiln commit at or before T and its full image state (every
+//! kiln commit records all components' images, not only the changed ones).
+//!
+//! Sits beside `publish`, reads Git only; commits without kiln's trailers (hand commits, merges)
+//! are skipped. Dates are parsed here ([`parse_date`]: RFC 3339 or `YYYY-MM-DD`), without a
+//! date crate.
+//!
+//! Invariant: output order is the revwalk's (time, newest first), never a hash order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+use super::trailers::{Classifier, KilnTrailers, Unit, UnitChange, images_by_unit, parse_message};
+use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, read_all_files, resolve_commit};
+use crate::artifact::ArtifactSet;
+
+/// A point in time: seconds since the Unix epoch and the UTC offset it was recorded in.
+/// Displays and serialises as RFC 3339 (`2026-11-29T16:07:18+01:00`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp {
+    pub seconds: i64,
+    pub offset_minutes: i32,
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let local = self.seconds + i64::from(self.offset_minutes) * 60;
+        let days = local.div_euclid(86_400);
+        let secs = local.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        write!(
+            f,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            secs / 3600,
+            secs % 3600 / 60,
+            secs % 60
+        )?;
+        if self.offset_minutes == 0 {
+            f.write_str("Z")
+        } else {
+            let sign = if self.offset_minutes < 0 { '-' } else { '+' };
+            let off = self.offset_minutes.unsigned_abs();
+            write!(f, "{sign}{:02}:{:02}", off / 60, off % 60)
+        }
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// Parses `--since`/`--at`: RFC 3339 (`2026-11-29T15:07:18Z`, `…+01:00`, fractional seconds
+/// ignored) or a plain date `YYYY-MM-DD`, read as midnight UTC. Returns Unix seconds.
+///
+/// Errors: [`GitError::InvalidDate`].
+pub fn parse_date(input: &str) -> Result<i64, GitError> {
+    parse_date_inner(input.trim()).ok_or_else(|| GitError::InvalidDate {
+        input: input.to_string(),
+    })
+}
+
+fn parse_date_inner(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    let num = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = s.get(range)?;
+        if part.bytes().all(|c| c.is_ascii_digit()) && !part.is_empty() {
+            part.parse().ok()
+        } else {
+            None
+        }
+    };
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    if !(1..=12).contains(&month) || day < 1 || day > days_in_month(year, month) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    if b.len() == 10 {
+        return Some(days * 86_400);
+    }
+    if !matches!(b[10], b'T' | b't' | b' ') || b.len() < 19 || b[13] != b':' || b[16] != b':' {
+        return None;
+    }
+    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    // 60 is a leap second in RFC 3339; Unix time has none, so it folds into the next minute.
+    if hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &s[19..];
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        rest = &fraction[digits..];
+    }
+    let offset = match rest {
+        "Z" | "z" => 0,
+        _ => {
+            let rb = rest.as_bytes();
+            if rb.len() != 6 || !matches!(rb[0], b'+' | b'-') || rb[3] != b':' {
+                return None;
+            }
+            let oh: i64 = rest[1..3].parse().ok()?;
+            let om: i64 = rest[4..6].parse().ok()?;
+            if oh > 23 || om > 59 {
+                return None;
+            }
+            let sign = if rb[0] == b'-' { -1 } else { 1 };
+            sign * (oh * 3600 + om * 60)
+        }
+    };
+    Some(days * 86_400 + hour * 3600 + minute * 60 + second - offset)
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: i64) -> i64 {
+    match m {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        _ if is_leap(y) => 29,
+        _ => 28,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant, "chrono-Compatible
+/// Low-Level Date Algorithms", `days_from_civil`).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Inverse of [`days_from_civil`] (Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// Which history entries to keep.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HistoryFilter {
+    /// Only changes touching this component.
+    pub component: Option<String>,
+    /// Only changes touching this environment.
+    pub environment: Option<String>,
+    /// Only commits at or after this Unix time (see [`parse_date`]).
+    pub since: Option<i64>,
+}
+
+impl HistoryFilter {
+    fn keeps_unit(&self, unit: &Unit) -> bool {
+        let component_ok = match &self.component {
+            Some(c) => unit.component() == Some(c.as_str()),
+            None => true,
+        };
+        let environment_ok = match &self.environment {
+            Some(e) => unit.environment() == Some(e.as_str()),
+            None => true,
+        };
+        component_ok && environment_ok
+    }
+}
+
+/// Image references of one component in one environment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ComponentImages {
+    pub project: String,
+    pub environment: String,
+    pub component: String,
+    pub images: Vec<String>,
+}
+
+/// One kiln commit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HistoryEntry {
+    pub commit: String,
+    pub time: Timestamp,
+    pub author: Identity,
+    /// The commit's subject line.
+    pub summary: String,
+    /// Units changed (only those the filter keeps).
+    pub changes: Vec<UnitChange>,
+    pub components: Vec<String>,
+    pub environments: Vec<String>,
+    /// Images of the changed components (the filter applied).
+    pub images: Vec<ComponentImages>,
+    pub source_commit: Option<String>,
+    pub kiln_version: String,
+    pub spec_digest: Option<String>,
+}
+
+impl fmt::Display for HistoryEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{} {} {} <{}>",
+            &self.commit[..self.commit.len().min(12)],
+            self.time,
+            self.author.name,
+            self.author.email
+        )?;
+        writeln!(f, "    {}", self.summary)?;
+        for change in &self.changes {
+            writeln!(f, "    {change}")?;
+        }
+        for c in &self.images {
+            writeln!(
+                f,
+                "    images {}/{}/{}: {}",
+                c.project,
+                c.environment,
+                c.component,
+                c.images.join(" ")
+            )?;
+        }
+        if let Some(source) = &self.source_commit {
+            writeln!(f, "    source {source}")?;
+        }
+        Ok(())
+    }
+}
+
+/// kiln's commits on a branch, newest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct History {
+    pub repo: String,
+    pub branch: String,
+    pub entries: Vec<HistoryEntry>,
+}
+
+impl fmt::Display for History {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.entries.is_empty() {
+            return writeln!(f, "no kiln commits on {}@{}", self.repo, self.branch);
+        }
+        for (i, entry) in self.entries.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{entry}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What was deployed at a point in time: the newest kiln commit at or before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeployedState {
+    pub repo: String,
+    pub branch: String,
+    pub at: Timestamp,
+    /// `None` when the branch had no commit yet at that time.
+    pub commit: Option<String>,
+    pub time: Option<Timestamp>,
+    /// Where the images were read from (`None` without a commit).
+    pub source: Option<StateSource>,
+    /// Every component's images in that commit (filter applied).
+    pub images: Vec<ComponentImages>,
+}
+
+impl fmt::Display for DeployedState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (Some(commit), Some(time)) = (&self.commit, &self.time) else {
+            return writeln!(f, "nothing on {}@{} at {}", self.repo, self.branch, self.at);
+        };
+        writeln!(
+            f,
+            "deployed at {} ({}, published {time}):",
+            self.at,
+            &commit[..commit.len().min(12)]
+        )?;
+        for c in &self.images {
+            writeln!(
+                f,
+                "  {}/{}/{}: {}",
+                c.project,
+                c.environment,
+                c.component,
+                c.images.join(" ")
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A kiln commit read from the walk.
+struct KilnCommit {
+    id: String,
+    time: Timestamp,
+    author: Identity,
+    summary: String,
+    trailers: KilnTrailers,
+}
+
+/// Walks `branch` from its tip by commit time (newest first) and yields kiln's commits.
+fn kiln_commits(
+    repo: &git2::Repository,
+    display: &str,
+    branch: &str,
+) -> Result<Vec<KilnCommit>, GitError> {
+    let tip = resolve_commit(repo, display, branch)?;
+    let mut walk = repo.revwalk().map_err(lg("walking history"))?;
+    walk.set_sorting(git2::Sort::TIME)
+        .map_err(lg("walking history"))?;
+    walk.push(tip.id()).map_err(lg("walking history"))?;
+    let mut out = Vec::new();
+    for id in walk {
+        let id = id.map_err(lg("walking history"))?;
+        let commit = repo.find_commit(id).map_err(lg("reading a commit"))?;
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        let Some(trailers) = parse_message(&message) else {
+            continue;
+        };
+        let author = commit.author();
+        out.push(KilnCommit {
+            id: id.to_string(),
+            time: Timestamp {
+                seconds: commit.time().seconds(),
+                offset_minutes: commit.time().offset_minutes(),
+            },
+            author: Identity {
+                name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
+                email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
+            },
+            summary: message.lines().next().unwrap_or_default().to_string(),
+            trailers,
+        });
+    }
+    Ok(out)
+}
+
+fn component_images<'a>(
+    images: impl Iterator<Item = (&'a Unit, &'a Vec<String>)>,
+    filter: &HistoryFilter,
+) -> Vec<ComponentImages> {
+    images
+        .filter(|(unit, _)| filter.keeps_unit(unit))
+        .filter_map(|(unit, refs)| match unit {
+            Unit::Component {
+                project,
+                environment,
+                component,
+            } => Some(ComponentImages {
+                project: project.clone(),
+                environment: environment.clone(),
+                component: component.clone(),
+                images: refs.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
+
+/// kiln's commits on `branch` of `repo` (local path or URL), newest first, filtered.
+/// A commit is kept when it is at or after `since` and one of its changes matches the
+/// component and environment filters.
+///
+/// Errors: [`GitError::RepositoryNotFound`], [`GitError::RemoteUnreachable`],
+/// [`GitError::RefNotFound`].
+pub fn history(
+    repo: &str,
+    branch: &str,
+    filter: &HistoryFilter,
+    auth: &RemoteAuth,
+) -> Result<History, GitError> {
+    let opened = open_for_reading(repo, auth)?;
+    let mut entries = Vec::new();
+    for commit in kiln_commits(&opened.repo, &opened.display, branch)? {
+        if filter
+            .since
+            .is_some_and(|since| commit.time.seconds < since)
+        {
+            continue;
+        }
+        let changes: Vec<UnitChange> = commit
+            .trailers
+            .changes
+            .iter()
+            .filter(|c| filter.keeps_unit(&c.unit))
+            .cloned()
+            .collect();
+        let filtered = filter.component.is_some() || filter.environment.is_some();
+        if filtered && changes.is_empty() {
+            continue;
+        }
+        let touched: BTreeSet<&Unit> = changes.iter().map(|c| &c.unit).collect();
+        let images = component_images(
+            commit
+                .trailers
+                .images
+                .iter()
+                .filter(|(unit, _)| touched.contains(unit)),
+            filter,
+        );
+        let components: BTreeSet<String> = changes
+            .iter()
+            .filter_map(|c| c.unit.component().map(str::to_string))
+            .collect();
+        let environments: BTreeSet<String> = changes
+            .iter()
+            .filter_map(|c| c.unit.environment().map(str::to_string))
+            .collect();
+        entries.push(HistoryEntry {
+            commit: commit.id,
+            time: commit.time,
+            author: commit.author,
+            summary: commit.summary,
+            changes,
+            components: components.into_iter().collect(),
+            environments: environments.into_iter().collect(),
+            images,
+            source_commit: commit.trailers.source_commit,
+            kiln_version: commit.trailers.kiln_version,
+            spec_digest: commit.trailers.spec_digest,
+        });
+    }
+    Ok(History {
+        repo: opened.display.clone(),
+        branch: branch.to_string(),
+        entries,
+    })
+}
+
+/// Where a [`DeployedState`]'s images were read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StateSource {
+    /// The `Kiln-Images` trailers of a kiln commit.
+    Trailers,
+    /// The commit's tree: kustomization `images:` and container images of rendered manifests
+    /// (a commit kiln did not write: a Kargo promotion, a hand edit).
+    Tree,
+}
+
+/// What was deployed on `branch` at Unix time `at`: the newest commit whose commit time is at
+/// or before `at`, with every component's images (component/environment filters apply; `since`
+/// is ignored). For a kiln commit the images come from its trailers. For any other commit (a
+/// Kargo promotion into `stage/<env>`, a hand edit after kiln's last publish) they are read
+/// from the tree, because that tree is what Argo CD synced: the kustomizations' `images:`
+/// (as kiln's trailers) plus the container images of rendered manifests outside component
+/// directories, grouped by their top-level directory (Kargo's `kustomize-build` writes
+/// `<component>/`), the environment taken from a `stage/<env>` branch name.
+///
+/// Errors: as [`history`].
+pub fn deployed_at(
+    repo: &str,
+    branch: &str,
+    at: i64,
+    filter: &HistoryFilter,
+    auth: &RemoteAuth,
+) -> Result<DeployedState, GitError> {
+    let opened = open_for_reading(repo, auth)?;
+    let tip = resolve_commit(&opened.repo, &opened.display, branch)?;
+    let mut walk = opened.repo.revwalk().map_err(lg("walking history"))?;
+    walk.set_sorting(git2::Sort::TIME)
+        .map_err(lg("walking history"))?;
+    walk.push(tip.id()).map_err(lg("walking history"))?;
+    let mut found = None;
+    for id in walk {
+        let id = id.map_err(lg("walking history"))?;
+        let commit = opened
+            .repo
+            .find_commit(id)
+            .map_err(lg("reading a commit"))?;
+        if commit.time().seconds() <= at {
+            found = Some(commit);
+            break;
+        }
+    }
+    let mut state = DeployedState {
+        repo: opened.display.clone(),
+        branch: branch.to_string(),
+        at: Timestamp {
+            seconds: at,
+            offset_minutes: 0,
+        },
+        commit: None,
+        time: None,
+        source: None,
+        images: Vec::new(),
+    };
+    let Some(commit) = found else {
+        return Ok(state);
+    };
+    state.commit = Some(commit.id().to_string());
+    state.time = Some(Timestamp {
+        seconds: commit.time().seconds(),
+        offset_minutes: commit.time().offset_minutes(),
+    });
+    let message = String::from_utf8_lossy(commit.message_bytes());
+    match parse_message(&message) {
+        Some(trailers) => {
+            state.source = Some(StateSource::Trailers);
+            state.images = component_images(trailers.images.iter(), filter);
+        }
+        None => {
+            let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
+            let files = read_all_files(&opened.repo, &tree, "")?;
+            let environment = branch.strip_prefix("stage/");
+            let images = images_from_tree(&files, environment);
+            state.source = Some(StateSource::Tree);
+            state.images = component_images(images.iter(), filter);
+        }
+    }
+    Ok(state)
+}
+
+/// Image references in a tree (see [`deployed_at`]).
+fn images_from_tree(files: &ArtifactSet, environment: Option<&str>) -> BTreeMap<Unit, Vec<String>> {
+    let classifier = Classifier::new(files.paths(), None);
+    let mut out = images_by_unit(files, &classifier);
+    for (path, bytes) in &files.files {
+        let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
+        if !is_yaml || classifier.component_depth(path).is_some() {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        let Ok(docs) = crate::yaml::parse_stream(path, text) else {
+            continue;
+        };
+        let mut images = Vec::new();
+        for doc in &docs {
+            container_images(doc, &mut images);
+        }
+        if images.is_empty() {
+            continue;
+        }
+        let component = match path.split_once('/') {
+            Some((dir, _)) => dir,
+            None => path
+                .rsplit_once('.')
+                .map_or(path.as_str(), |(stem, _)| stem),
+        };
+        let unit = Unit::Component {
+            project: "-".to_string(),
+            environment: environment.unwrap_or("-").to_string(),
+            component: component.to_string(),
+        };
+        let refs = out.entry(unit).or_default();
+        for image in images {
+            if !refs.contains(&image) {
+                refs.push(image);
+            }
+        }
+    }
+    out
+}
+
+/// Collects `image` of every entry of `containers`, `initContainers` and
+/// `ephemeralContainers` lists anywhere in `value` (Pods, every workload template, CronJob's
+/// job template, and CRDs that embed a pod spec), in document order.
+fn container_images(value: &serde_json::Value, out: &mut Vec<String>) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, child) in map {
+                if matches!(
+                    key.as_str(),
+                    "containers" | "initContainers" | "ephemeralContainers"
+                ) && let Some(list) = child.as_array()
+                {
+                    for container in list {
+                        if let Some(image) = container.get("image").and_then(|i| i.as_str())
+                            && !out.iter().any(|seen| seen == image)
+                        {
+                            out.push(image.to_string());
+                        }
+                    }
+                }
+                container_images(child, out);
+            }
+        }
+        serde_json::Value::Array(items) => {
+            for item in items {
+                container_images(item, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_parse_in_both_forms() {
+        assert_eq!(parse_date("1970-01-01").unwrap(), 0);
+        assert_eq!(parse_date("2000-03-01").unwrap(), 951_868_800);
+        assert_eq!(parse_date("2023-11-14T22:13:20Z").unwrap(), 1_700_000_000);
+        assert_eq!(
+            parse_date("2023-11-14T23:13:20.123+01:00").unwrap(),
+            1_700_000_000
+        );
+        assert_eq!(
+            parse_date("2023-11-14t21:13:20-01:00").unwrap(),
+            1_700_000_000
+        );
+        for bad in [
+            "2023-02-29",
+            "2023-13-01",
+            "2023-1-01",
+            "yesterday",
+            "2023-11-14T25:00:00Z",
+            "2023-11-14T22:13:20",
+            "2023-11-14T22:13:20+0100",
+        ] {
+            assert!(parse_date(bad).is_err(), "{bad}");
+        }
+        assert!(parse_date("2024-02-29").is_ok());
+    }
+
+    #[test]
+    fn timestamps_format_as_rfc3339() {
+        let t = Timestamp {
+            seconds: 1_700_000_000,
+            offset_minutes: 60,
+        };
+        assert_eq!(t.to_string(), "2023-11-14T23:13:20+01:00");
+        let t = Timestamp {
+            seconds: 1_700_000_000,
+            offset_minutes: -150,
+        };
+        assert_eq!(t.to_string(), "2023-11-14T19:43:20-02:30");
+        assert_eq!(parse_date(&t.to_string()).unwrap(), 1_700_000_000);
+        let t = Timestamp {
+            seconds: -1,
+            offset_minutes: 0,
+        };
+        assert_eq!(t.to_string(), "1969-12-31T23:59:59Z");
+    }
+
+    #[test]
+    fn container_images_are_found_in_any_pod_spec() {
+        let mut files = ArtifactSet::new();
+        files.insert(
+            "api/manifests.yaml",
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: report\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          initContainers:\n          - name: init\n            image: busybox:1.36\n          containers:\n          - name: main\n            image: ghcr.io/acme/api:2.0.0\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: ghcr.io/acme/api:2.0.0\n",
+        );
+        files.insert("README.md", "image: not-yaml-scope\n");
+        let images = images_from_tree(&files, Some("prod"));
+        let unit = Unit::Component {
+            project: "-".into(),
+            environment: "prod".into(),
+            component: "api".into(),
+        };
+        assert_eq!(images.len(), 1);
+        assert_eq!(images[&unit], ["busybox:1.36", "ghcr.io/acme/api:2.0.0"]);
+    }
+
+    #[test]
+    fn civil_round_trip_over_centuries() {
+        for days in (-800_000..800_000).step_by(997) {
+            let (y, m, d) = civil_from_days(days);
+            assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
+}

@@ -1,0 +1,945 @@
+//! Git: the `write` stage's second target and kiln's audit trail. `publish` commits an
+//! [`ArtifactSet`] into a branch (and optional sub-path) of a service or cluster repository;
+//! `diff` and `verify` compare an artifact set with a directory or a committed tree; `history`
+//! reads kiln's commits back (components, environments, image tags, provenance).
+//!
+//! Everything goes through libgit2 (`git2`); kiln never runs a `git` binary. Submodules:
+//! `publish` (the commit and the push), `trailers` (what a commit message says and how it is
+//! read back), `diff` (artifact set against a directory or tree, per resource), `verify`
+//! (drift of a committed tree) and `history` (the audit trail, `--at`). The outside world is
+//! touched only by the repository openers and remote callbacks here, `publish`'s ref update and
+//! checked-out working tree, and `diff::load_dir`; clock and environment only by the helpers
+//! meant for the CLI ([`CommitTime::now`], [`Identity::from_env_or_git_config`],
+//! [`RemoteAuth::from_env`], [`source_commit`]).
+//!
+//! Invariants:
+//! - kiln only ever writes files it lists in its ownership marker ([`MARKER_FILE`]) inside the
+//!   managed path; everything else in the branch is left byte-for-byte as it was.
+//! - A branch is only moved forward, with a compare-and-swap on its old value (never a force
+//!   push), and only after every check passed, so a failed publish leaves the repository's refs,
+//!   index and working tree unchanged.
+//! - Identical input produces an identical tree and therefore no commit.
+
+pub mod diff;
+pub mod history;
+pub mod publish;
+pub mod trailers;
+pub mod verify;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use git2::{Cred, CredentialType, Oid, RemoteCallbacks, Repository};
+use miette::Diagnostic;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::artifact::ArtifactSet;
+
+pub use diff::{
+    Against, DiffReport, FileDiff, ResourceDiff, ResourceKey, Status, diff_sets, load_dir,
+    load_tree,
+};
+pub use history::{
+    ComponentImages, DeployedState, History, HistoryEntry, HistoryFilter, StateSource, Timestamp,
+    deployed_at, history, parse_date,
+};
+pub use publish::{
+    EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, publish,
+    publish_per_environment, split_by_environment,
+};
+pub use trailers::{ChangeAction, Unit, UnitChange};
+pub use verify::{VerifyReport, verify};
+
+/// Name of kiln's ownership marker, written at the root of the managed path. It lists every file
+/// kiln generated there (paths relative to the managed path), so the next publish can prune what
+/// is no longer generated and leave everything else alone.
+pub const MARKER_FILE: &str = ".kiln-owned.json";
+
+/// Format tag stored in the marker; bumped only if the marker's shape changes.
+const MARKER_FORMAT: &str = "kiln.owned-files/v1";
+
+/// Default number of attempts when the branch moves under a publisher (non-fast-forward).
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+
+/// Errors of the Git stage. Codes are `kiln::git::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum GitError {
+    #[error("repository `{repo}` does not exist or is not a Git repository")]
+    #[diagnostic(
+        code(kiln::git::repository_not_found),
+        help("create it first (`git init --bare {repo}`), or pass the URL of an existing remote")
+    )]
+    RepositoryNotFound { repo: String },
+
+    #[error("branch `{branch}` path `{path}` is not managed by kiln (no `{marker}` there)")]
+    #[diagnostic(
+        code(kiln::git::unmanaged_path),
+        help(
+            "kiln only writes where it left its ownership marker; pass --adopt to take over this path (existing files are kept, generated files overwrite same-named ones), or publish into an empty path"
+        )
+    )]
+    UnmanagedPath {
+        branch: String,
+        path: String,
+        marker: &'static str,
+    },
+
+    #[error("nothing to verify: `{reference}` holds no kiln marker at `{path}`")]
+    #[diagnostic(
+        code(kiln::git::not_published),
+        help(
+            "kiln verifies only what it published; pass the --path and --ref kiln publish writes to"
+        )
+    )]
+    NotPublished { reference: String, path: String },
+
+    #[error(
+        "`{path}` in branch `{branch}` was not written by kiln, and the render wants to write it"
+    )]
+    #[diagnostic(
+        code(kiln::git::unowned_file_in_the_way),
+        help(
+            "kiln never overwrites files it did not generate; remove or rename the file, or pass --adopt to let kiln own it"
+        )
+    )]
+    UnownedFileInTheWay { branch: String, path: String },
+
+    #[error("ownership marker `{path}` is not valid: {message}")]
+    #[diagnostic(
+        code(kiln::git::invalid_marker),
+        help(
+            "the marker is written by kiln; restore it from history (`git log -- {path}`), or remove it and publish with --adopt"
+        )
+    )]
+    InvalidMarker { path: String, message: String },
+
+    #[error("invalid path `{path}`: {reason}")]
+    #[diagnostic(
+        code(kiln::git::invalid_path),
+        help("paths must be relative, `/`-separated, without `.`/`..` segments or empty parts")
+    )]
+    InvalidPath { path: String, reason: &'static str },
+
+    #[error("invalid branch name `{branch}`")]
+    #[diagnostic(
+        code(kiln::git::invalid_branch),
+        help("use a plain branch name such as `main` or `stage/prod` (see git-check-ref-format)")
+    )]
+    InvalidBranch { branch: String },
+
+    #[error("remote `{url}` is unreachable: {message}")]
+    #[diagnostic(
+        code(kiln::git::remote_unreachable),
+        help(
+            "check the URL, the network, and that the repository exists (kiln speaks https, http, git and file URLs, not ssh); nothing was changed"
+        )
+    )]
+    RemoteUnreachable { url: String, message: String },
+
+    #[error("authentication to `{url}` failed")]
+    #[diagnostic(
+        code(kiln::git::authentication_failed),
+        help(
+            "set KILN_GIT_USERNAME and KILN_GIT_PASSWORD (a token), or configure a git credential helper for this host"
+        )
+    )]
+    AuthenticationFailed { url: String },
+
+    #[error("branch `{branch}` of `{url}` kept moving: push rejected {attempts} times ({message})")]
+    #[diagnostic(
+        code(kiln::git::push_rejected),
+        help(
+            "another publisher is writing the same branch; retry later. kiln never force-pushes, so nothing was overwritten"
+        )
+    )]
+    PushRejected {
+        url: String,
+        branch: String,
+        attempts: u32,
+        message: String,
+    },
+
+    #[error("reference `{reference}` not found in `{repo}`")]
+    #[diagnostic(
+        code(kiln::git::ref_not_found),
+        help("pass a branch, tag or commit id that exists in the repository")
+    )]
+    RefNotFound { repo: String, reference: String },
+
+    #[error("the working tree of `{repo}` has local changes to files kiln wants to write: {paths}")]
+    #[diagnostic(
+        code(kiln::git::working_tree_conflict),
+        help(
+            "branch `{branch}` is checked out there; commit, stash or discard those changes first, nothing was changed"
+        )
+    )]
+    WorkingTreeConflict {
+        repo: String,
+        branch: String,
+        paths: String,
+    },
+
+    #[error("invalid date `{input}`")]
+    #[diagnostic(
+        code(kiln::git::invalid_date),
+        help(
+            "use RFC 3339 (`2026-11-29T15:07:18Z`, `2026-11-29T16:07:18+01:00`) or `YYYY-MM-DD` (midnight UTC)"
+        )
+    )]
+    InvalidDate { input: String },
+
+    #[error("cannot {operation} `{path}`")]
+    #[diagnostic(
+        code(kiln::git::io),
+        help("check that the path exists and that kiln may read and write it")
+    )]
+    Io {
+        operation: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("git operation failed while {operation}: {message}")]
+    #[diagnostic(
+        code(kiln::git::libgit2),
+        help("this is unexpected; if the repository is healthy (`git fsck`), please report it")
+    )]
+    Libgit2 {
+        operation: &'static str,
+        message: String,
+    },
+}
+
+/// Maps a libgit2 error to [`GitError::Libgit2`], naming what kiln was doing.
+pub(crate) fn lg(operation: &'static str) -> impl FnOnce(git2::Error) -> GitError {
+    move |e| GitError::Libgit2 {
+        operation,
+        message: e.message().to_string(),
+    }
+}
+
+/// Who commits: name and e-mail of the author (also used as committer).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub name: String,
+    pub email: String,
+}
+
+/// A commit time: seconds since the Unix epoch plus the author's UTC offset in minutes.
+/// Passed in by the caller (the CLI uses "now"), so the engine never reads a clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitTime {
+    pub seconds: i64,
+    pub offset_minutes: i32,
+}
+
+impl Identity {
+    /// The identity the CLI commits as: `KILN_GIT_AUTHOR_NAME`/`KILN_GIT_AUTHOR_EMAIL`, else
+    /// git's `user.name`/`user.email` (global and system config), else `kiln <kiln@localhost>`.
+    /// Reads the environment: for the CLI, not the engine.
+    pub fn from_env_or_git_config() -> Self {
+        let config = git2::Config::open_default().ok();
+        let lookup = |env: &str, key: &str, fallback: &str| {
+            std::env::var(env)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .or_else(|| config.as_ref().and_then(|c| c.get_string(key).ok()))
+                .unwrap_or_else(|| fallback.to_string())
+        };
+        Self {
+            name: lookup("KILN_GIT_AUTHOR_NAME", "user.name", "kiln"),
+            email: lookup("KILN_GIT_AUTHOR_EMAIL", "user.email", "kiln@localhost"),
+        }
+    }
+
+    pub(crate) fn signature(&self, time: CommitTime) -> Result<git2::Signature<'static>, GitError> {
+        git2::Signature::new(
+            &self.name,
+            &self.email,
+            &git2::Time::new(time.seconds, time.offset_minutes),
+        )
+        .map_err(lg("building the commit signature"))
+    }
+}
+
+impl CommitTime {
+    /// The current time in UTC. Reads the clock: for the CLI, not the engine.
+    pub fn now() -> Self {
+        let seconds = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
+        Self {
+            seconds,
+            offset_minutes: 0,
+        }
+    }
+}
+
+/// The commit the platform directory is checked out at, for the `Kiln-Source-Commit` trailer:
+/// `None` when it is not inside a Git repository (or HEAD is unborn), `<id>-dirty` (as
+/// `git describe --dirty`) when files under the directory have uncommitted changes.
+pub fn source_commit(platform_dir: &Path) -> Option<String> {
+    let repo = Repository::discover(platform_dir).ok()?;
+    let head = repo.head().ok()?.peel_to_commit().ok()?;
+    let mut id = head.id().to_string();
+    let dirty = (|| {
+        let workdir = repo.workdir()?.canonicalize().ok()?;
+        let dir = platform_dir.canonicalize().ok()?;
+        let rel = dir.strip_prefix(&workdir).ok()?;
+        let mut options = git2::StatusOptions::new();
+        options.include_untracked(true).recurse_untracked_dirs(true);
+        if !rel.as_os_str().is_empty() {
+            options.pathspec(rel);
+        }
+        let statuses = repo.statuses(Some(&mut options)).ok()?;
+        Some(statuses.iter().any(|s| !s.status().is_ignored()))
+    })();
+    if dirty == Some(true) {
+        id.push_str("-dirty");
+    }
+    Some(id)
+}
+
+/// Provenance recorded as commit trailers: the platform's own commit (when it sits in Git),
+/// kiln's version and the spec digest (see [`spec_digest`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub source_commit: Option<String>,
+    pub kiln_version: String,
+    pub spec_digest: Option<String>,
+}
+
+/// `sha256:<hex>` of the given spec bytes (the CLI feeds the concatenated spec files in a
+/// stable order). Used for the `Kiln-Spec-Digest` trailer.
+pub fn spec_digest(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(bytes);
+    let mut out = String::with_capacity(7 + 64);
+    out.push_str("sha256:");
+    for b in digest {
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
+}
+
+/// A secret string (password, token). Never printed: `Debug` and `Display` show `***`.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+    fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// How kiln authenticates to network remotes (https). Credentials live only in memory and are
+/// handed to libgit2 in its credential callback; they are never written to disk or to errors.
+#[derive(Debug, Clone, Default)]
+pub struct RemoteAuth {
+    /// Username for `password`; defaults to the URL's user, then `x-access-token` (the name
+    /// GitHub and most forges accept with a token).
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+    /// Ask the configured git credential helpers (`credential.helper`, gitcredentials(7)).
+    pub credential_helper: bool,
+}
+
+impl RemoteAuth {
+    /// Reads `KILN_GIT_USERNAME`/`KILN_GIT_PASSWORD` (falling back to `GIT_USERNAME`/
+    /// `GIT_PASSWORD`) and enables the credential helpers. The one place in this module that
+    /// reads the environment; the CLI calls it, tests build `RemoteAuth` directly.
+    pub fn from_env() -> Self {
+        let var = |a: &str, b: &str| std::env::var(a).or_else(|_| std::env::var(b)).ok();
+        Self {
+            username: var("KILN_GIT_USERNAME", "GIT_USERNAME"),
+            password: var("KILN_GIT_PASSWORD", "GIT_PASSWORD").map(Secret),
+            credential_helper: true,
+        }
+    }
+}
+
+/// Where a repository lives, from a `--repo` argument: a local path (or `file://` URL), which
+/// kiln opens directly, or a network URL, which it fetches from and pushes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RepoLocation {
+    Local(PathBuf),
+    Remote(String),
+}
+
+impl RepoLocation {
+    /// `file:///x` and plain paths are local; `scheme://…` and scp-like `user@host:path` are
+    /// remote.
+    pub fn parse(spec: &str) -> Self {
+        if let Some(rest) = spec.strip_prefix("file://") {
+            // `file:///abs/path` → `/abs/path`; `file://localhost/abs` → `/abs`.
+            let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+            return Self::Local(PathBuf::from(percent_decode(rest)));
+        }
+        if spec.contains("://") {
+            return Self::Remote(spec.to_string());
+        }
+        // scp-like syntax: `git@github.com:org/repo.git` (a colon before any slash).
+        if let Some(colon) = spec.find(':') {
+            let slash = spec.find('/').unwrap_or(usize::MAX);
+            if colon < slash && colon > 1 {
+                return Self::Remote(spec.to_string());
+            }
+        }
+        Self::Local(PathBuf::from(spec))
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2]))
+        {
+            out.push(h * 16 + l);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn hex(b: u8) -> Option<u8> {
+    (b as char).to_digit(16).map(|d| d as u8)
+}
+
+/// Removes a password or token from a URL before it appears in a message
+/// (`https://user:tok@host/x` → `https://user:***@host/x`).
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let rest = &url[scheme_end + 3..];
+    let authority_end = rest.find('/').unwrap_or(rest.len());
+    let authority = &rest[..authority_end];
+    match authority.rfind('@') {
+        Some(at) => {
+            let userinfo = &authority[..at];
+            let user = userinfo.split(':').next().unwrap_or("");
+            let shown = if userinfo.contains(':') {
+                format!("{user}:***")
+            } else {
+                "***".to_string()
+            };
+            format!("{}://{}@{}", &url[..scheme_end], shown, &rest[at + 1..])
+        }
+        None => url.to_string(),
+    }
+}
+
+/// What to offer libgit2 next when a remote asks for credentials.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum CredentialChoice {
+    /// `RemoteAuth`'s username and password (token).
+    Explicit { username: String },
+    /// Ask the git credential helpers.
+    Helper { username: Option<String> },
+    /// libgit2's default credentials (Negotiate/NTLM).
+    Default,
+    /// Nothing left to try.
+    GiveUp,
+}
+
+/// kiln's credential policy: explicit credentials first, then the git credential helpers, then
+/// libgit2's default; each at most once, because libgit2 calls back again after every rejected
+/// attempt and would otherwise loop forever.
+struct CredentialPolicy<'a> {
+    auth: &'a RemoteAuth,
+    tried_explicit: bool,
+    tried_helper: bool,
+    tried_default: bool,
+}
+
+impl<'a> CredentialPolicy<'a> {
+    fn new(auth: &'a RemoteAuth) -> Self {
+        Self {
+            auth,
+            tried_explicit: false,
+            tried_helper: false,
+            tried_default: false,
+        }
+    }
+
+    fn next(
+        &mut self,
+        allowed: CredentialType,
+        username_from_url: Option<&str>,
+    ) -> CredentialChoice {
+        let username = self.auth.username.as_deref().or(username_from_url);
+        if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
+            if self.auth.password.is_some() && !std::mem::replace(&mut self.tried_explicit, true) {
+                return CredentialChoice::Explicit {
+                    username: username.unwrap_or("x-access-token").to_string(),
+                };
+            }
+            if self.auth.credential_helper && !std::mem::replace(&mut self.tried_helper, true) {
+                return CredentialChoice::Helper {
+                    username: username.map(str::to_string),
+                };
+            }
+        }
+        if allowed.contains(CredentialType::DEFAULT)
+            && !std::mem::replace(&mut self.tried_default, true)
+        {
+            return CredentialChoice::Default;
+        }
+        CredentialChoice::GiveUp
+    }
+}
+
+/// Remote callbacks applying [`CredentialPolicy`]. Secrets go from memory to libgit2 only.
+pub(crate) fn remote_callbacks(auth: &RemoteAuth) -> RemoteCallbacks<'_> {
+    let mut callbacks = RemoteCallbacks::new();
+    let policy = std::cell::RefCell::new(CredentialPolicy::new(auth));
+    callbacks.credentials(move |url, username_from_url, allowed| {
+        loop {
+            let choice = policy.borrow_mut().next(allowed, username_from_url);
+            match choice {
+                CredentialChoice::Explicit { username } => {
+                    let password = auth.password.as_ref().map(Secret::expose).unwrap_or("");
+                    return Cred::userpass_plaintext(&username, password);
+                }
+                CredentialChoice::Helper { username } => {
+                    let config = git2::Config::open_default()?;
+                    if let Ok(cred) = Cred::credential_helper(&config, url, username.as_deref()) {
+                        return Ok(cred);
+                    }
+                    // No helper answered: fall through to the next choice.
+                }
+                CredentialChoice::Default => return Cred::default(),
+                CredentialChoice::GiveUp => {
+                    return Err(git2::Error::new(
+                        git2::ErrorCode::Auth,
+                        git2::ErrorClass::Net,
+                        "no accepted credentials",
+                    ));
+                }
+            }
+        }
+    });
+    callbacks
+}
+
+/// Maps a fetch/connect error to the user-facing condition.
+pub(crate) fn network_error(url: &str, e: &git2::Error) -> GitError {
+    if e.code() == git2::ErrorCode::Auth {
+        GitError::AuthenticationFailed {
+            url: redact_url(url),
+        }
+    } else {
+        GitError::RemoteUnreachable {
+            url: redact_url(url),
+            message: redact_message(e.message(), url),
+        }
+    }
+}
+
+/// libgit2 messages can quote the URL; make sure no secret survives.
+fn redact_message(message: &str, url: &str) -> String {
+    message.replace(url, &redact_url(url))
+}
+
+/// Opens an existing local repository exactly at `path` (no discovery upwards, so a typo never
+/// writes into an enclosing repository).
+pub(crate) fn open_local(path: &Path) -> Result<Repository, GitError> {
+    Repository::open_ext(
+        path,
+        git2::RepositoryOpenFlags::NO_SEARCH,
+        std::iter::empty::<&std::ffi::OsStr>(),
+    )
+    .map_err(|_| GitError::RepositoryNotFound {
+        repo: path.display().to_string(),
+    })
+}
+
+/// A repository opened for reading: the local one, or a temporary bare fetch of a remote
+/// (kept alive by `_temp`).
+pub(crate) struct ReadRepo {
+    pub(crate) repo: Repository,
+    pub(crate) display: String,
+    _temp: Option<tempfile::TempDir>,
+}
+
+/// Opens `spec` for reading: local paths directly; remotes are fetched (all branches and tags)
+/// into a temporary bare repository.
+pub(crate) fn open_for_reading(spec: &str, auth: &RemoteAuth) -> Result<ReadRepo, GitError> {
+    match RepoLocation::parse(spec) {
+        RepoLocation::Local(path) => Ok(ReadRepo {
+            repo: open_local(&path)?,
+            display: path.display().to_string(),
+            _temp: None,
+        }),
+        RepoLocation::Remote(url) => {
+            let temp = tempfile::tempdir().map_err(|source| GitError::Io {
+                operation: "create a temporary directory in",
+                path: std::env::temp_dir(),
+                source,
+            })?;
+            let repo =
+                Repository::init_bare(temp.path()).map_err(lg("creating a scratch repository"))?;
+            {
+                let mut remote = repo
+                    .remote_anonymous(&url)
+                    .map_err(|e| network_error(&url, &e))?;
+                let mut fetch = git2::FetchOptions::new();
+                fetch.remote_callbacks(remote_callbacks(auth));
+                // FETCH_HEAD would record the URL (and any password in it) on disk.
+                fetch.update_fetchhead(false);
+                remote
+                    .fetch(
+                        &["+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
+                        Some(&mut fetch),
+                        None,
+                    )
+                    .map_err(|e| network_error(&url, &e))?;
+            }
+            Ok(ReadRepo {
+                repo,
+                display: redact_url(&url),
+                _temp: Some(temp),
+            })
+        }
+    }
+}
+
+/// Resolves a branch, tag, `refs/...` name or commit id to a commit.
+pub(crate) fn resolve_commit<'r>(
+    repo: &'r Repository,
+    display: &str,
+    reference: &str,
+) -> Result<git2::Commit<'r>, GitError> {
+    let not_found = || GitError::RefNotFound {
+        repo: display.to_string(),
+        reference: reference.to_string(),
+    };
+    let candidates = [
+        reference.to_string(),
+        format!("refs/heads/{reference}"),
+        format!("refs/remotes/origin/{reference}"),
+    ];
+    for candidate in candidates {
+        if let Ok(object) = repo.revparse_single(&candidate) {
+            return object.peel_to_commit().map_err(|_| not_found());
+        }
+    }
+    Err(not_found())
+}
+
+/// The ownership marker ([`MARKER_FILE`]): the files kiln generated in the managed path, as
+/// paths relative to it. JSON: `{"format": "kiln.owned-files/v1", "files": [...sorted]}`.
+/// Public so the directory writer can keep the same marker, and a rendered directory committed
+/// by hand is recognised by `publish`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnedMarker {
+    pub format: String,
+    pub files: std::collections::BTreeSet<String>,
+}
+
+impl OwnedMarker {
+    /// A marker listing `files`.
+    pub fn new(files: impl IntoIterator<Item = String>) -> Self {
+        Self {
+            format: MARKER_FORMAT.to_string(),
+            files: files.into_iter().collect(),
+        }
+    }
+
+    /// Pretty JSON with a trailing newline; stable for identical file lists.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        text.into_bytes()
+    }
+
+    /// Reads a marker; `path` names it in errors.
+    ///
+    /// Errors: [`GitError::InvalidMarker`] (not JSON, another format, an invalid path listed).
+    pub fn parse(path: &str, bytes: &[u8]) -> Result<Self, GitError> {
+        let marker: Self = serde_json::from_slice(bytes).map_err(|e| GitError::InvalidMarker {
+            path: path.to_string(),
+            message: e.to_string(),
+        })?;
+        if marker.format != MARKER_FORMAT {
+            return Err(GitError::InvalidMarker {
+                path: path.to_string(),
+                message: format!(
+                    "unknown format `{}` (this kiln understands `{MARKER_FORMAT}`)",
+                    marker.format
+                ),
+            });
+        }
+        for file in &marker.files {
+            validate_rel_path(file).map_err(|_| GitError::InvalidMarker {
+                path: path.to_string(),
+                message: format!("lists an invalid path `{file}`"),
+            })?;
+        }
+        Ok(marker)
+    }
+}
+
+/// Checks an artifact or managed path: relative, `/`-separated, no empty/`.`/`..` segments,
+/// never `.git`. Returns its segments.
+pub(crate) fn validate_rel_path(path: &str) -> Result<Vec<&str>, GitError> {
+    let invalid = |reason| GitError::InvalidPath {
+        path: path.to_string(),
+        reason,
+    };
+    if path.is_empty() {
+        return Err(invalid("empty path"));
+    }
+    if path.starts_with('/') {
+        return Err(invalid("absolute path"));
+    }
+    if path.contains('\\') || path.contains('\0') {
+        return Err(invalid("backslash or NUL in path"));
+    }
+    let segments: Vec<&str> = path.split('/').collect();
+    for s in &segments {
+        match *s {
+            "" => return Err(invalid("empty segment")),
+            "." | ".." => return Err(invalid("`.` or `..` segment")),
+            s if s.eq_ignore_ascii_case(".git") => return Err(invalid("`.git` segment")),
+            _ => {}
+        }
+    }
+    Ok(segments)
+}
+
+/// Normalises a `--path` value: `None`, `""`, `"."` and `"/"` mean the branch root; trailing
+/// slashes are dropped.
+pub(crate) fn normalize_managed_path(path: Option<&str>) -> Result<String, GitError> {
+    let p = path.unwrap_or("").trim_matches('/');
+    if p.is_empty() || p == "." {
+        return Ok(String::new());
+    }
+    validate_rel_path(p)?;
+    Ok(p.to_string())
+}
+
+/// Joins a managed path and a relative file path.
+pub(crate) fn join_path(base: &str, rel: &str) -> String {
+    if base.is_empty() {
+        rel.to_string()
+    } else {
+        format!("{base}/{rel}")
+    }
+}
+
+/// Reads the files kiln owns at `path` in `tree`, as an [`ArtifactSet`] relative to `path`
+/// (without the marker). `Ok(None)` when there is no marker there.
+pub(crate) fn read_owned_files(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    path: &str,
+) -> Result<Option<ArtifactSet>, GitError> {
+    let marker_path = join_path(path, MARKER_FILE);
+    let Some(bytes) = read_blob_at(repo, tree, &marker_path)? else {
+        return Ok(None);
+    };
+    let marker = OwnedMarker::parse(&marker_path, &bytes)?;
+    let mut set = ArtifactSet::new();
+    for file in &marker.files {
+        if let Some(bytes) = read_blob_at(repo, tree, &join_path(path, file))? {
+            set.insert(file.clone(), bytes);
+        }
+    }
+    Ok(Some(set))
+}
+
+/// Reads every file under `path` in `tree` (relative to `path`), submodules skipped.
+pub(crate) fn read_all_files(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    path: &str,
+) -> Result<ArtifactSet, GitError> {
+    let mut set = ArtifactSet::new();
+    let sub = if path.is_empty() {
+        tree.clone()
+    } else {
+        match tree.get_path(Path::new(path)) {
+            Ok(entry) if entry.kind() == Some(git2::ObjectType::Tree) => {
+                repo.find_tree(entry.id()).map_err(lg("reading a tree"))?
+            }
+            _ => return Ok(set),
+        }
+    };
+    let mut failure = None;
+    sub.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        if entry.kind() == Some(git2::ObjectType::Blob) {
+            let name = entry.name().unwrap_or_default();
+            match repo.find_blob(entry.id()) {
+                Ok(blob) => set.insert(format!("{dir}{name}"), blob.content().to_vec()),
+                Err(e) => {
+                    failure = Some(e);
+                    return git2::TreeWalkResult::Abort;
+                }
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .ok();
+    if let Some(e) = failure {
+        return Err(lg("reading a blob")(e));
+    }
+    Ok(set)
+}
+
+/// The blob at `path` in `tree`, if there is a blob there.
+pub(crate) fn read_blob_at(
+    repo: &Repository,
+    tree: &git2::Tree<'_>,
+    path: &str,
+) -> Result<Option<Vec<u8>>, GitError> {
+    match tree.get_path(Path::new(path)) {
+        Ok(entry) if entry.kind() == Some(git2::ObjectType::Blob) => {
+            let blob = repo.find_blob(entry.id()).map_err(lg("reading a blob"))?;
+            Ok(Some(blob.content().to_vec()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The blob id a file would get (no write).
+pub(crate) fn blob_id(bytes: &[u8]) -> Result<Oid, GitError> {
+    Oid::hash_object(git2::ObjectType::Blob, bytes).map_err(lg("hashing a blob"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_location_distinguishes_paths_and_urls() {
+        assert_eq!(
+            RepoLocation::parse("file:///tmp/a%20b"),
+            RepoLocation::Local(PathBuf::from("/tmp/a b"))
+        );
+        assert_eq!(
+            RepoLocation::parse("./out"),
+            RepoLocation::Local(PathBuf::from("./out"))
+        );
+        assert_eq!(
+            RepoLocation::parse("C:/x"),
+            RepoLocation::Local(PathBuf::from("C:/x"))
+        );
+        assert!(matches!(
+            RepoLocation::parse("https://github.com/acme/deploy.git"),
+            RepoLocation::Remote(_)
+        ));
+        assert!(matches!(
+            RepoLocation::parse("git@github.com:acme/deploy.git"),
+            RepoLocation::Remote(_)
+        ));
+    }
+
+    #[test]
+    fn redact_url_hides_passwords() {
+        assert_eq!(
+            redact_url("https://bot:s3cret@example.com/a.git"),
+            "https://bot:***@example.com/a.git"
+        );
+        assert_eq!(
+            redact_url("https://tok@example.com/a.git"),
+            "https://***@example.com/a.git"
+        );
+        assert_eq!(redact_url("https://example.com/a"), "https://example.com/a");
+        assert!(!format!("{:?}", Secret::new("s3cret")).contains("s3cret"));
+    }
+
+    #[test]
+    fn rel_paths_are_validated() {
+        assert!(validate_rel_path("a/b.yaml").is_ok());
+        for bad in ["", "/a", "a//b", "a/../b", "./a", ".git/config", "a\\b"] {
+            assert!(validate_rel_path(bad).is_err(), "{bad}");
+        }
+        assert_eq!(normalize_managed_path(Some("/x/y/")).unwrap(), "x/y");
+        assert_eq!(normalize_managed_path(Some(".")).unwrap(), "");
+        assert_eq!(normalize_managed_path(None).unwrap(), "");
+    }
+
+    #[test]
+    fn marker_round_trips_and_rejects_foreign_formats() {
+        let m = OwnedMarker::new(["b".to_string(), "a/x".to_string()]);
+        let back = OwnedMarker::parse("m", &m.to_bytes()).unwrap();
+        assert_eq!(back, m);
+        assert!(OwnedMarker::parse("m", br#"{"format":"other","files":[]}"#).is_err());
+        assert!(
+            OwnedMarker::parse("m", br#"{"format":"kiln.owned-files/v1","files":["../x"]}"#)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn credentials_are_each_tried_once_then_given_up() {
+        let both = CredentialType::USER_PASS_PLAINTEXT | CredentialType::DEFAULT;
+        let auth = RemoteAuth {
+            username: None,
+            password: Some(Secret::new("tok")),
+            credential_helper: true,
+        };
+        let mut policy = CredentialPolicy::new(&auth);
+        assert_eq!(
+            policy.next(both, Some("bot")),
+            CredentialChoice::Explicit {
+                username: "bot".into()
+            }
+        );
+        assert_eq!(
+            policy.next(both, Some("bot")),
+            CredentialChoice::Helper {
+                username: Some("bot".into())
+            }
+        );
+        assert_eq!(policy.next(both, None), CredentialChoice::Default);
+        assert_eq!(policy.next(both, None), CredentialChoice::GiveUp);
+
+        // No password, no helper: only what the server allows, once.
+        let none = RemoteAuth::default();
+        let mut policy = CredentialPolicy::new(&none);
+        assert_eq!(
+            policy.next(CredentialType::USER_PASS_PLAINTEXT, None),
+            CredentialChoice::GiveUp
+        );
+        // A token without a user name goes in as `x-access-token`.
+        let token = RemoteAuth {
+            password: Some(Secret::new("tok")),
+            ..RemoteAuth::default()
+        };
+        assert_eq!(
+            CredentialPolicy::new(&token).next(CredentialType::USER_PASS_PLAINTEXT, None),
+            CredentialChoice::Explicit {
+                username: "x-access-token".into()
+            }
+        );
+    }
+
+    #[test]
+    fn spec_digest_is_sha256_hex() {
+        assert_eq!(
+            spec_digest(b"abc"),
+            "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

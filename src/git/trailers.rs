@@ -1,0 +1,730 @@
+//! What a kiln commit says: which components, environments, Kargo and Argo CD resources changed
+//! and which images they run, written as a readable subject plus machine-readable trailers
+//! (git-interpret-trailers(1) syntax) that `history` parses back.
+//!
+//! Sits between `publish` (which builds the message from the old and new owned files) and
+//! `history` (which reads it). Units are derived from artifact paths: a *component directory* is
+//! a directory holding a `kustomization.yaml`; its last three segments are
+//! `<project>/<environment>/<component>` (service layout; the cluster layout only adds leading
+//! segments). Files under a `kargo/` or `argocd/` directory belong to the project before it.
+//!
+//! Invariant: the message is a pure function of its inputs (sorted maps, no clock), so identical
+//! publishes produce identical commits.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::Provenance;
+use crate::artifact::ArtifactSet;
+
+/// Trailer keys. Stable: `history` of older repositories depends on them.
+pub const SOURCE_COMMIT: &str = "Kiln-Source-Commit";
+pub const VERSION: &str = "Kiln-Version";
+pub const SPEC_DIGEST: &str = "Kiln-Spec-Digest";
+pub const ENVIRONMENT: &str = "Kiln-Environment";
+pub const CHANGE: &str = "Kiln-Change";
+pub const IMAGES: &str = "Kiln-Images";
+
+/// File names kustomize accepts for a kustomization (api/konfig/general.go
+/// `RecognizedKustomizationFileNames`).
+const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+const KARGO_DIR: &str = "kargo";
+const ARGOCD_DIR: &str = "argocd";
+
+/// Placeholder for a project or environment the path does not name.
+const UNKNOWN: &str = "-";
+
+/// What one rendered file belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Unit {
+    /// Manifests of one component in one environment.
+    Component {
+        project: String,
+        environment: String,
+        component: String,
+    },
+    /// A project's Kargo resources.
+    Kargo { project: String },
+    /// A project's Argo CD Applications.
+    Argocd { project: String },
+    /// Anything else, named by its first path segment.
+    Other { name: String },
+}
+
+impl Unit {
+    /// `component web/dev/api`, `kargo web`, `argocd web`, `other README.md`.
+    fn token(&self) -> String {
+        match self {
+            Unit::Component {
+                project,
+                environment,
+                component,
+            } => format!("component {project}/{environment}/{component}"),
+            Unit::Kargo { project } => format!("kargo {project}"),
+            Unit::Argocd { project } => format!("argocd {project}"),
+            Unit::Other { name } => format!("other {name}"),
+        }
+    }
+
+    fn parse_token(kind: &str, id: &str) -> Option<Self> {
+        Some(match kind {
+            "component" => parse_component_id(id)?,
+            "kargo" => Unit::Kargo {
+                project: id.to_string(),
+            },
+            "argocd" => Unit::Argocd {
+                project: id.to_string(),
+            },
+            "other" => Unit::Other {
+                name: id.to_string(),
+            },
+            _ => return None,
+        })
+    }
+
+    /// The component name, for component units.
+    pub fn component(&self) -> Option<&str> {
+        match self {
+            Unit::Component { component, .. } => Some(component),
+            _ => None,
+        }
+    }
+
+    /// The environment, for component units.
+    pub fn environment(&self) -> Option<&str> {
+        match self {
+            Unit::Component { environment, .. } => Some(environment),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Unit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.token())
+    }
+}
+
+fn parse_component_id(id: &str) -> Option<Unit> {
+    let mut parts = id.split('/');
+    let (project, environment, component) = (parts.next()?, parts.next()?, parts.next()?);
+    if parts.next().is_some() || component.is_empty() {
+        return None;
+    }
+    Some(Unit::Component {
+        project: project.to_string(),
+        environment: environment.to_string(),
+        component: component.to_string(),
+    })
+}
+
+fn component_id(unit: &Unit) -> Option<String> {
+    match unit {
+        Unit::Component {
+            project,
+            environment,
+            component,
+        } => Some(format!("{project}/{environment}/{component}")),
+        _ => None,
+    }
+}
+
+/// How a unit changed in a publish.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeAction {
+    Added,
+    Changed,
+    Removed,
+}
+
+impl ChangeAction {
+    fn word(self) -> &'static str {
+        match self {
+            ChangeAction::Added => "added",
+            ChangeAction::Changed => "changed",
+            ChangeAction::Removed => "removed",
+        }
+    }
+    fn verb(self) -> &'static str {
+        match self {
+            ChangeAction::Added => "add",
+            ChangeAction::Changed => "update",
+            ChangeAction::Removed => "remove",
+        }
+    }
+    fn parse(word: &str) -> Option<Self> {
+        match word {
+            "added" => Some(Self::Added),
+            "changed" => Some(Self::Changed),
+            "removed" => Some(Self::Removed),
+            _ => None,
+        }
+    }
+}
+
+/// One unit touched by a publish.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct UnitChange {
+    pub action: ChangeAction,
+    pub unit: Unit,
+}
+
+impl fmt::Display for UnitChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.action.word(), self.unit)
+    }
+}
+
+/// Classifies paths of one managed tree into units. Built from every path on both sides of a
+/// change, so a removed component is still recognised by its old kustomization.
+pub struct Classifier {
+    component_dirs: BTreeSet<String>,
+    /// Set for per-environment publishes, whose paths no longer name the environment.
+    environment: Option<String>,
+}
+
+impl Classifier {
+    /// `paths`: all file paths (relative to the managed path) of the old and new trees.
+    pub fn new<'a>(paths: impl IntoIterator<Item = &'a str>, environment: Option<&str>) -> Self {
+        let paths: BTreeSet<&str> = paths.into_iter().collect();
+        let mut component_dirs = BTreeSet::new();
+        for path in &paths {
+            let Some((dir, file)) = path.rsplit_once('/') else {
+                continue;
+            };
+            if !KUSTOMIZATION_FILES.contains(&file) {
+                continue;
+            }
+            let name = dir.rsplit('/').next().unwrap_or(dir);
+            // A `kargo/` or `argocd/` directory with a kustomization is the project's Kargo or
+            // Argo CD bundle, unless it is a real component of that name (the platform team
+            // deploying Argo CD itself), which the emitter marks with `<component>.gen.yaml`.
+            if (name == KARGO_DIR || name == ARGOCD_DIR)
+                && !paths.contains(format!("{dir}/{name}.gen.yaml").as_str())
+            {
+                continue;
+            }
+            component_dirs.insert(dir.to_string());
+        }
+        Self {
+            component_dirs,
+            environment: environment.map(str::to_string),
+        }
+    }
+
+    /// Number of segments of the component directory enclosing `path` (the deepest one), if
+    /// any.
+    pub fn component_depth(&self, path: &str) -> Option<usize> {
+        let segments: Vec<&str> = path.split('/').collect();
+        let dirs = &segments[..segments.len().saturating_sub(1)];
+        (1..=dirs.len())
+            .rev()
+            .find(|&depth| self.component_dirs.contains(&dirs[..depth].join("/")))
+    }
+
+    /// The unit `path` belongs to.
+    pub fn classify(&self, path: &str) -> Unit {
+        let segments: Vec<&str> = path.split('/').collect();
+        let dirs = &segments[..segments.len().saturating_sub(1)];
+        if let Some(depth) = self.component_depth(path) {
+            return self.component_unit(&dirs[..depth]);
+        }
+        for (i, dir) in dirs.iter().enumerate() {
+            let project = if i > 0 { dirs[i - 1] } else { UNKNOWN }.to_string();
+            match *dir {
+                KARGO_DIR => return Unit::Kargo { project },
+                ARGOCD_DIR => return Unit::Argocd { project },
+                _ => {}
+            }
+        }
+        Unit::Other {
+            name: segments[0].to_string(),
+        }
+    }
+
+    fn component_unit(&self, dir: &[&str]) -> Unit {
+        let n = dir.len();
+        let at = |back: usize| {
+            if n > back {
+                dir[n - 1 - back].to_string()
+            } else {
+                UNKNOWN.to_string()
+            }
+        };
+        match &self.environment {
+            Some(environment) => Unit::Component {
+                project: at(1),
+                environment: environment.clone(),
+                component: at(0),
+            },
+            None => Unit::Component {
+                project: at(2),
+                environment: at(1),
+                component: at(0),
+            },
+        }
+    }
+}
+
+/// Per-unit changes between the old owned files and the new ones (`path → blob id or bytes`,
+/// anything comparable). A unit is `added` when none of its files existed before, `removed`
+/// when none exist after, `changed` otherwise (and only if some file differs).
+pub fn unit_changes<V: PartialEq>(
+    classifier: &Classifier,
+    old: &BTreeMap<String, V>,
+    new: &BTreeMap<String, V>,
+) -> Vec<UnitChange> {
+    #[derive(Default)]
+    struct Seen {
+        old: bool,
+        new: bool,
+        differs: bool,
+    }
+    let mut units: BTreeMap<Unit, Seen> = BTreeMap::new();
+    for (path, value) in old {
+        let seen = units.entry(classifier.classify(path)).or_default();
+        seen.old = true;
+        if new.get(path) != Some(value) {
+            seen.differs = true;
+        }
+    }
+    for (path, value) in new {
+        let seen = units.entry(classifier.classify(path)).or_default();
+        seen.new = true;
+        if old.get(path) != Some(value) {
+            seen.differs = true;
+        }
+    }
+    units
+        .into_iter()
+        .filter(|(_, s)| s.differs)
+        .map(|(unit, s)| UnitChange {
+            action: match (s.old, s.new) {
+                (false, _) => ChangeAction::Added,
+                (_, false) => ChangeAction::Removed,
+                _ => ChangeAction::Changed,
+            },
+            unit,
+        })
+        .collect()
+}
+
+/// One `images:` entry of a kustomization (kustomize's `types.Image`).
+struct ImageEntry {
+    name: String,
+    new_name: Option<String>,
+    new_tag: Option<String>,
+    digest: Option<String>,
+}
+
+impl ImageEntry {
+    /// The image reference kustomize writes for this entry: `newName` replaces the name; tag and
+    /// digest are joined as `name:tag@digest`, mirroring kustomize's
+    /// api/filters/imagetag/updater.go (a new tag or digest replaces both old values).
+    fn reference(&self) -> String {
+        let mut out = self.new_name.clone().unwrap_or_else(|| self.name.clone());
+        if let Some(tag) = self.new_tag.as_deref().filter(|t| !t.is_empty()) {
+            out.push(':');
+            out.push_str(tag);
+        }
+        if let Some(digest) = self.digest.as_deref().filter(|d| !d.is_empty()) {
+            out.push('@');
+            out.push_str(digest);
+        }
+        out
+    }
+}
+
+/// Image references per component, read from the `images:` of each component directory's
+/// kustomization in `set`. Unparseable kustomizations contribute no images (the render wrote
+/// them; `verify` is where a broken file shows up).
+pub fn images_by_unit(set: &ArtifactSet, classifier: &Classifier) -> BTreeMap<Unit, Vec<String>> {
+    let mut out: BTreeMap<Unit, Vec<String>> = BTreeMap::new();
+    for (path, bytes) in &set.files {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        if !KUSTOMIZATION_FILES.contains(&file) {
+            continue;
+        }
+        let unit = classifier.classify(path);
+        if !matches!(unit, Unit::Component { .. }) {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        let Ok(kustomization) = crate::yaml::parse_one(path, text) else {
+            continue;
+        };
+        let Some(entries) = kustomization.get("images").and_then(|i| i.as_array()) else {
+            continue;
+        };
+        let field = |entry: &serde_json::Value, key: &str| entry.get(key).and_then(scalar_string);
+        let refs: Vec<String> = entries
+            .iter()
+            .map(|entry| ImageEntry {
+                name: field(entry, "name").unwrap_or_default(),
+                new_name: field(entry, "newName"),
+                new_tag: field(entry, "newTag"),
+                digest: field(entry, "digest"),
+            })
+            .filter(|i| !i.name.is_empty() || i.new_name.is_some())
+            .map(|i| i.reference())
+            .collect();
+        if !refs.is_empty() {
+            out.entry(unit).or_default().extend(refs);
+        }
+    }
+    out
+}
+
+/// A scalar as kustomize reads it into a string field: a tag written `1.20` or `42` is the
+/// text `1.20`/`42`.
+fn scalar_string(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// Maximum subject length before kiln falls back to a counted summary.
+const SUBJECT_MAX: usize = 72;
+
+/// Builds the commit message: a subject naming what changed, a short body listing components
+/// and environments, and kiln's trailers (provenance, one `Kiln-Change` per unit, one
+/// `Kiln-Images` per component that names images: the full deployed state, not just the
+/// changed part, so `history --at` can answer from a single commit).
+pub fn commit_message(
+    changes: &[UnitChange],
+    images: &BTreeMap<Unit, Vec<String>>,
+    provenance: &Provenance,
+    environment: Option<&str>,
+) -> String {
+    let mut msg = subject(changes);
+    msg.push_str("\n\n");
+
+    let components: BTreeSet<&str> = changes.iter().filter_map(|c| c.unit.component()).collect();
+    let environments: BTreeSet<&str> = changes
+        .iter()
+        .filter_map(|c| c.unit.environment())
+        .collect();
+    let mut body = Vec::new();
+    if !components.is_empty() {
+        body.push(format!("components: {}", join(&components)));
+    }
+    if !environments.is_empty() {
+        body.push(format!("environments: {}", join(&environments)));
+    }
+    if !body.is_empty() {
+        // Lower-case labels: git only treats the final paragraph as trailers, and these lines
+        // should not look like them to a reader either.
+        msg.push_str(&body.join("\n"));
+        msg.push_str("\n\n");
+    }
+
+    if let Some(source) = &provenance.source_commit {
+        msg.push_str(&format!("{SOURCE_COMMIT}: {source}\n"));
+    }
+    msg.push_str(&format!("{VERSION}: {}\n", provenance.kiln_version));
+    if let Some(digest) = &provenance.spec_digest {
+        msg.push_str(&format!("{SPEC_DIGEST}: {digest}\n"));
+    }
+    if let Some(environment) = environment {
+        msg.push_str(&format!("{ENVIRONMENT}: {environment}\n"));
+    }
+    for change in changes {
+        msg.push_str(&format!("{CHANGE}: {change}\n"));
+    }
+    for (unit, refs) in images {
+        if let Some(id) = component_id(unit) {
+            msg.push_str(&format!("{IMAGES}: {id} {}\n", refs.join(" ")));
+        }
+    }
+    msg
+}
+
+fn join(items: &BTreeSet<&str>) -> String {
+    items.iter().copied().collect::<Vec<_>>().join(", ")
+}
+
+fn subject(changes: &[UnitChange]) -> String {
+    // action → name → environments (or projects, for Kargo/Argo CD)
+    let mut groups: BTreeMap<(ChangeAction, String), BTreeSet<String>> = BTreeMap::new();
+    for c in changes {
+        let (name, scope) = match &c.unit {
+            Unit::Component {
+                component,
+                environment,
+                ..
+            } => (component.clone(), environment.clone()),
+            Unit::Kargo { project } => ("kargo".to_string(), project.clone()),
+            Unit::Argocd { project } => ("argocd".to_string(), project.clone()),
+            Unit::Other { name } => (name.clone(), String::new()),
+        };
+        let entry = groups.entry((c.action, name)).or_default();
+        if !scope.is_empty() {
+            entry.insert(scope);
+        }
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|((action, name), scopes)| {
+            if scopes.is_empty() {
+                format!("{} {name}", action.verb())
+            } else {
+                let scopes: Vec<&str> = scopes.iter().map(String::as_str).collect();
+                format!("{} {name} ({})", action.verb(), scopes.join(", "))
+            }
+        })
+        .collect();
+    if parts.is_empty() {
+        // Only the marker changed (first publish with --adopt of identical files).
+        return "kiln: record ownership of published files".to_string();
+    }
+    let full = format!("kiln: {}", parts.join("; "));
+    if full.chars().count() <= SUBJECT_MAX {
+        return full;
+    }
+    let components: BTreeSet<&str> = changes.iter().filter_map(|c| c.unit.component()).collect();
+    let environments: BTreeSet<&str> = changes
+        .iter()
+        .filter_map(|c| c.unit.environment())
+        .collect();
+    format!(
+        "kiln: update {} component{} in {} environment{} ({} changes)",
+        components.len(),
+        plural(components.len()),
+        environments.len(),
+        plural(environments.len()),
+        changes.len()
+    )
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// kiln's trailers parsed back from a commit message.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KilnTrailers {
+    pub source_commit: Option<String>,
+    pub kiln_version: String,
+    pub spec_digest: Option<String>,
+    pub environment: Option<String>,
+    pub changes: Vec<UnitChange>,
+    /// Image references per component unit (the whole published state).
+    pub images: BTreeMap<Unit, Vec<String>>,
+}
+
+/// Parses kiln's trailers; `None` when the message has no `Kiln-Version` trailer (not a kiln
+/// commit). Unknown or malformed `Kiln-*` lines are skipped, so newer kilns' extra trailers do
+/// not break older readers.
+pub fn parse_message(message: &str) -> Option<KilnTrailers> {
+    let trailers = git2::message_trailers_strs(message).ok()?;
+    let mut out = KilnTrailers::default();
+    let mut is_kiln = false;
+    for (key, value) in trailers.iter() {
+        let value = value.trim();
+        match key {
+            VERSION => {
+                is_kiln = true;
+                out.kiln_version = value.to_string();
+            }
+            SOURCE_COMMIT => out.source_commit = Some(value.to_string()),
+            SPEC_DIGEST => out.spec_digest = Some(value.to_string()),
+            ENVIRONMENT => out.environment = Some(value.to_string()),
+            CHANGE => {
+                let mut words = value.split_whitespace();
+                if let (Some(action), Some(kind), Some(id)) =
+                    (words.next(), words.next(), words.next())
+                    && let (Some(action), Some(unit)) =
+                        (ChangeAction::parse(action), Unit::parse_token(kind, id))
+                {
+                    out.changes.push(UnitChange { action, unit });
+                }
+            }
+            IMAGES => {
+                let mut words = value.split_whitespace();
+                if let Some(unit) = words.next().and_then(parse_component_id) {
+                    out.images
+                        .entry(unit)
+                        .or_default()
+                        .extend(words.map(str::to_string));
+                }
+            }
+            _ => {}
+        }
+    }
+    is_kiln.then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn comp(p: &str, e: &str, c: &str) -> Unit {
+        Unit::Component {
+            project: p.into(),
+            environment: e.into(),
+            component: c.into(),
+        }
+    }
+
+    fn classifier(paths: &[&str]) -> Classifier {
+        Classifier::new(paths.iter().copied(), None)
+    }
+
+    #[test]
+    fn classify_service_and_cluster_layouts() {
+        let c = classifier(&[
+            "web/dev/api/kustomization.yaml",
+            "web/dev/api/api.gen.yaml",
+            "east/web/prod/api/kustomization.yaml",
+            "web/kargo/kustomization.yaml",
+            "web/kargo/warehouse.yaml",
+            "web/argocd/apps.yaml",
+            "platform/prod/argocd/kustomization.yaml",
+            "platform/prod/argocd/argocd.gen.yaml",
+            "README.md",
+        ]);
+        assert_eq!(
+            c.classify("web/dev/api/api.gen.yaml"),
+            comp("web", "dev", "api")
+        );
+        assert_eq!(
+            c.classify("east/web/prod/api/kustomization.yaml"),
+            comp("web", "prod", "api")
+        );
+        assert_eq!(
+            c.classify("web/kargo/warehouse.yaml"),
+            Unit::Kargo {
+                project: "web".into()
+            }
+        );
+        assert_eq!(
+            c.classify("web/argocd/apps.yaml"),
+            Unit::Argocd {
+                project: "web".into()
+            }
+        );
+        // Argo CD deployed as a component is a component, not the Applications bundle.
+        assert_eq!(
+            c.classify("platform/prod/argocd/argocd.gen.yaml"),
+            comp("platform", "prod", "argocd")
+        );
+        assert_eq!(
+            c.classify("README.md"),
+            Unit::Other {
+                name: "README.md".into()
+            }
+        );
+    }
+
+    #[test]
+    fn classify_with_fixed_environment() {
+        let c = Classifier::new(["web/api/kustomization.yaml"], Some("prod"));
+        assert_eq!(c.classify("web/api/x.yaml"), comp("web", "prod", "api"));
+    }
+
+    #[test]
+    fn unit_changes_detect_added_changed_removed() {
+        let old: BTreeMap<String, u8> = [
+            ("w/dev/api/kustomization.yaml".to_string(), 1),
+            ("w/dev/api/api.gen.yaml".to_string(), 1),
+            ("w/dev/old/kustomization.yaml".to_string(), 1),
+            ("w/dev/same/kustomization.yaml".to_string(), 1),
+        ]
+        .into();
+        let new: BTreeMap<String, u8> = [
+            ("w/dev/api/kustomization.yaml".to_string(), 1),
+            ("w/dev/api/api.gen.yaml".to_string(), 2),
+            ("w/dev/new/kustomization.yaml".to_string(), 1),
+            ("w/dev/same/kustomization.yaml".to_string(), 1),
+        ]
+        .into();
+        let c = Classifier::new(old.keys().chain(new.keys()).map(String::as_str), None);
+        let changes = unit_changes(&c, &old, &new);
+        let shown: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "changed component w/dev/api",
+                "added component w/dev/new",
+                "removed component w/dev/old"
+            ]
+        );
+    }
+
+    #[test]
+    fn images_follow_kustomize_join_rules() {
+        let mut set = ArtifactSet::new();
+        set.insert(
+            "w/dev/api/kustomization.yaml",
+            "resources: [api.gen.yaml]\nimages:\n- name: api\n  newName: ghcr.io/acme/api\n  newTag: 1.2.3\n- name: side\n  newTag: \"4\"\n  digest: sha256:abc\n",
+        );
+        let c = Classifier::new(set.paths(), None);
+        let images = images_by_unit(&set, &c);
+        assert_eq!(
+            images[&comp("w", "dev", "api")],
+            ["ghcr.io/acme/api:1.2.3", "side:4@sha256:abc"]
+        );
+    }
+
+    #[test]
+    fn message_round_trips_through_trailers() {
+        let changes = vec![
+            UnitChange {
+                action: ChangeAction::Changed,
+                unit: comp("w", "dev", "api"),
+            },
+            UnitChange {
+                action: ChangeAction::Added,
+                unit: Unit::Kargo {
+                    project: "w".into(),
+                },
+            },
+        ];
+        let images: BTreeMap<Unit, Vec<String>> = [(
+            comp("w", "dev", "api"),
+            vec!["api:1".to_string(), "db:2".to_string()],
+        )]
+        .into();
+        let provenance = Provenance {
+            source_commit: Some("abc123".into()),
+            kiln_version: "0.1.0".into(),
+            spec_digest: Some("sha256:00".into()),
+        };
+        let msg = commit_message(&changes, &images, &provenance, None);
+        assert!(
+            msg.starts_with("kiln: add kargo (w); update api (dev)\n\n"),
+            "{msg}"
+        );
+        let parsed = parse_message(&msg).expect("kiln commit");
+        assert_eq!(parsed.changes, changes);
+        assert_eq!(parsed.images, images);
+        assert_eq!(parsed.source_commit.as_deref(), Some("abc123"));
+        assert_eq!(parsed.spec_digest.as_deref(), Some("sha256:00"));
+        assert_eq!(parsed.kiln_version, "0.1.0");
+        assert!(parse_message("fix typo\n\nSigned-off-by: a <a@b>\n").is_none());
+    }
+
+    #[test]
+    fn long_subjects_are_summarised() {
+        let changes: Vec<UnitChange> = (0..20)
+            .map(|i| UnitChange {
+                action: ChangeAction::Changed,
+                unit: comp("w", &format!("env{i}"), "component-with-long-name"),
+            })
+            .collect();
+        let s = subject(&changes);
+        assert_eq!(
+            s,
+            "kiln: update 1 component in 20 environments (20 changes)"
+        );
+    }
+}

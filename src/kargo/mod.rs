@@ -1,0 +1,1271 @@
+//! Kargo and Argo CD generation: the platform's environment graph becomes a promotion
+//! pipeline per project, and each (component, environment) an Argo CD Application that Kargo
+//! is authorized to update.
+//!
+//! Where it sits: part of `emit`. Input is a [`KargoInput`], a small adapter over the
+//! validated [`Platform`](crate::validate::Platform) and its BuildPlans
+//! ([`KargoInput::from_platform`]); output is a list of (relative path, resources) that the
+//! emit stage writes as YAML under the output root:
+//!
+//! ```text
+//! <project>/kargo/project.yaml       Namespace, Project, ProjectConfig
+//! <project>/kargo/<component>.yaml   Warehouse, then one Stage per environment
+//! <project>/argocd/<component>.yaml  one Application per environment
+//! ```
+//!
+//! Per (component, environment) the Stage's promotion reads the source repository at the
+//! Freight's commit, pins the component's images in its rendered `kustomization.yaml`,
+//! builds it, and commits the result into the project's write repository (a branch or a
+//! path per environment, or a cluster repository), then has Argo CD sync to that commit.
+//! With Kargo disabled, only Applications are emitted, tracking the rendered tree on the
+//! source repository's branch.
+//!
+//! Invariant: output is a pure function of the input; names follow [`naming`]; no field that
+//! Kargo v1.11 removed is ever emitted, and every server default that Kargo would add is
+//! written out, so Argo CD never shows the objects out of sync.
+
+mod argocd;
+pub mod constraint;
+pub mod naming;
+mod stage;
+mod steps;
+mod warehouse;
+
+pub use warehouse::repo_url;
+
+use crate::diag::{Errors, Loc, Sources};
+use crate::evaluate::BuildPlan;
+use crate::resource::Resource;
+use crate::spec::OutputMode;
+use crate::validate::Platform;
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use thiserror::Error;
+
+/// Kargo's API version.
+pub const KARGO_API: &str = "kargo.akuity.io/v1alpha1";
+/// Argo CD's API version.
+pub const ARGOCD_API: &str = "argoproj.io/v1alpha1";
+/// The label that lets Kargo adopt an existing namespace as a project (value `"true"`).
+pub const PROJECT_LABEL: &str = "kargo.akuity.io/project";
+/// The annotation that lets a Stage update an Application: `<project>:<stage>`.
+pub const AUTHORIZED_STAGE: &str = "kargo.akuity.io/authorized-stage";
+/// Argo CD's sync-wave annotation.
+pub const SYNC_WAVE: &str = "argocd.argoproj.io/sync-wave";
+
+/// Sync waves of the Kargo objects, so Argo CD applies them in dependency order.
+pub mod wave {
+    pub const NAMESPACE: &str = "0";
+    pub const PROJECT: &str = "1";
+    pub const PROJECT_CONFIG: &str = "2";
+    pub const WAREHOUSE: &str = "3";
+    pub const STAGE: &str = "4";
+}
+
+/// Where `kiln render` puts a component's rendered files inside the source repository (under
+/// `spec.source.renderedPath`): the emit stage's layout, `Service`
+/// (`<project>/<env>/<component>/`) or `Cluster` (`clusters/<cluster>/<project>/<env>/<component>/`).
+pub use crate::emit::Layout;
+
+/// Image selection strategy of a Warehouse image subscription.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// Newest version within a semver `constraint` (the default).
+    #[default]
+    SemVer,
+    /// Follow the digest of one mutable tag (`constraint` names the tag).
+    Digest,
+    /// Lexically greatest tag.
+    Lexical,
+    /// Most recently built image.
+    NewestBuild,
+}
+
+impl Strategy {
+    /// The value Kargo writes (`imageSelectionStrategy`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Strategy::SemVer => "SemVer",
+            Strategy::Digest => "Digest",
+            Strategy::Lexical => "Lexical",
+            Strategy::NewestBuild => "NewestBuild",
+        }
+    }
+}
+
+/// The source repository: where the platform and its rendered tree live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceRepo {
+    /// Clone URL; `None` when the spec has none (then nothing is generated unless Kargo is on,
+    /// which is an error).
+    pub repo_url: Option<String>,
+    /// Branch the rendered tree is committed to.
+    pub branch: String,
+    /// Directory of the rendered tree (`deploy`).
+    pub rendered_path: String,
+}
+
+/// Argo CD settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ArgoCdSettings {
+    /// Namespace of the Applications.
+    pub namespace: String,
+    /// AppProject of the Applications.
+    pub project: String,
+}
+
+/// An environment: a node of the promotion graph.
+#[derive(Debug, Clone)]
+pub struct Environment {
+    pub name: String,
+    pub tier: String,
+    pub cluster: String,
+    /// Upstream environments; empty for a root (takes Freight from the Warehouse).
+    pub from: Vec<String>,
+    /// Where it is declared, for errors.
+    pub loc: Option<Loc>,
+}
+
+/// The write repository of a project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Output {
+    /// Clone URL; may use `${env.cluster}` (one repository per cluster).
+    pub repo_url: String,
+    pub mode: OutputMode,
+    /// Branch pattern; default `stage/${env.name}` (branch per environment), else `main`.
+    pub branch_pattern: Option<String>,
+    /// Directory pattern inside the branch; default none (branch per environment),
+    /// `${env.name}` (path per environment), `clusters/${env.cluster}/${project.name}/${env.name}`
+    /// (cluster repository). The component's folder goes below it.
+    pub path_pattern: Option<String>,
+}
+
+/// A container image of a component.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    /// Image name in the component's manifests (kustomize `images[].name`).
+    pub name: String,
+    /// Repository the image is pulled from, possibly with a tag or digest (dropped for the
+    /// subscription).
+    pub repository: String,
+    pub tag: Option<String>,
+    pub digest: Option<String>,
+    /// Semver constraint (SemVer), tag to follow (Digest), or none.
+    pub constraint: Option<String>,
+    pub strategy: Strategy,
+}
+
+/// A component instance of a project.
+#[derive(Debug, Clone)]
+pub struct Component {
+    /// Instance name: folder, Warehouse and Stage names.
+    pub name: String,
+    pub images: Vec<Image>,
+    /// Workload namespace per environment (resolved namespace pattern).
+    pub namespaces: BTreeMap<String, String>,
+    /// The instance in `platform.yaml`, for errors.
+    pub loc: Option<Loc>,
+    /// `spec.images` in the component's `component.yaml`, for image errors.
+    pub images_loc: Option<Loc>,
+}
+
+/// A project: one Kargo project (namespace) and one write repository.
+#[derive(Debug, Clone)]
+pub struct Project {
+    pub name: String,
+    pub output: Option<Output>,
+    /// Extra labels of the project Namespace (the platform pre-creates it with policy labels).
+    pub namespace_labels: BTreeMap<String, String>,
+    /// Extra annotations of the project Namespace.
+    pub namespace_annotations: BTreeMap<String, String>,
+    pub components: Vec<Component>,
+    pub loc: Option<Loc>,
+}
+
+/// Everything the generator needs, independent of how the spec spells it.
+#[derive(Debug, Clone)]
+pub struct KargoInput {
+    /// `metadata.name` of the platform (for `${platform.name}`).
+    pub platform: String,
+    pub source: SourceRepo,
+    pub layout: Layout,
+    pub argocd: ArgoCdSettings,
+    /// Generate Kargo objects; when off, only Applications tracking the source branch.
+    pub enabled: bool,
+    /// Auto-promotion per environment name (absent: off).
+    pub auto_promotion: BTreeMap<String, bool>,
+    /// Cluster name → API server URL.
+    pub clusters: BTreeMap<String, String>,
+    pub environments: Vec<Environment>,
+    pub projects: Vec<Project>,
+    /// Source texts for error snippets.
+    pub sources: Option<Arc<Sources>>,
+}
+
+/// Why the Kargo/Argo CD objects cannot be generated. Codes `kiln::kargo::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum KargoError {
+    /// A project name is not a valid namespace name.
+    #[error("{at}project name `{name}` is not a valid namespace name: {reason}")]
+    #[diagnostic(
+        code(kiln::kargo::invalid_project_name),
+        help(
+            "a Kargo project is a namespace: use a DNS-1123 label (lower-case letters, digits, `-`, at most 63 characters)"
+        )
+    )]
+    InvalidProjectName {
+        name: String,
+        reason: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("not a namespace name")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A generated object name is not a DNS-1123 label.
+    #[error("{at}generated {kind} name `{name}` is invalid: {reason}")]
+    #[diagnostic(
+        code(kiln::kargo::invalid_generated_name),
+        help(
+            "the name is built from project, component and environment names (see the README's naming rule); shorten or rename them"
+        )
+    )]
+    InvalidGeneratedName {
+        kind: &'static str,
+        name: String,
+        reason: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("used in this name")]
+        span: Option<SourceSpan>,
+    },
+
+    /// An environment's `from` names an environment that does not exist.
+    #[error("{at}environment `{environment}` promotes from unknown environment `{upstream}`")]
+    #[diagnostic(code(kiln::kargo::unknown_upstream))]
+    UnknownUpstream {
+        environment: String,
+        upstream: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("unknown environment")]
+        span: Option<SourceSpan>,
+    },
+
+    /// The environment graph has a cycle.
+    #[error("{at}environments form a promotion cycle: {cycle}")]
+    #[diagnostic(
+        code(kiln::kargo::environment_cycle),
+        help(
+            "Freight flows one way, from the Warehouse down the `from` edges; remove one edge of the cycle"
+        )
+    )]
+    EnvironmentCycle {
+        cycle: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("part of the cycle")]
+        span: Option<SourceSpan>,
+    },
+
+    /// Two (component, environment) pairs map to one Stage or Application name.
+    #[error(
+        "{at}{kind} name `{name}` is generated twice in project `{project}`: for {first} and {second}"
+    )]
+    #[diagnostic(
+        code(kiln::kargo::duplicate_name),
+        help(
+            "names join component and environment with `-` (see the README); rename a component or an environment so the joined names differ"
+        )
+    )]
+    DuplicateName {
+        kind: &'static str,
+        name: String,
+        project: String,
+        first: String,
+        second: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("second use")]
+        span: Option<SourceSpan>,
+    },
+
+    /// An image `constraint` is not a semver constraint Kargo can parse.
+    #[error(
+        "{at}image `{image}` of component `{component}`: constraint `{constraint}` does not parse: {message}"
+    )]
+    #[diagnostic(
+        code(kiln::kargo::constraint_invalid),
+        help(
+            "use Masterminds/semver syntax, e.g. `^1.4.0`, `~1.2`, `>=1.0 <2.0`, `1.x`, `^1 || ^2`"
+        )
+    )]
+    ConstraintInvalid {
+        component: String,
+        image: String,
+        constraint: String,
+        message: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("invalid constraint")]
+        span: Option<SourceSpan>,
+    },
+
+    /// An image repository cannot be a Kargo image subscription `repoURL`.
+    #[error(
+        "{at}image `{image}` of component `{component}`: repository `{repository}` is not a valid image repository"
+    )]
+    #[diagnostic(
+        code(kiln::kargo::image_repository_invalid),
+        help(
+            "write `[registry[:port]/]path` with lower-case path segments, e.g. `ghcr.io/acme/api`"
+        )
+    )]
+    ImageRepositoryInvalid {
+        component: String,
+        image: String,
+        repository: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("invalid repository")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A digest-pinned image has no tag for Kargo to follow.
+    #[error(
+        "{at}image `{image}` of component `{component}` is pinned by digest but names no tag to follow"
+    )]
+    #[diagnostic(
+        code(kiln::kargo::digest_tag_missing),
+        help(
+            "set `constraint` to the mutable tag whose digest Kargo should follow (e.g. `stable`), or give a `tag`"
+        )
+    )]
+    DigestTagMissing {
+        component: String,
+        image: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("no tag to follow")]
+        span: Option<SourceSpan>,
+    },
+
+    /// Kargo is enabled but the platform names no source repository.
+    #[error("Kargo is enabled but `spec.source.repoURL` is not set")]
+    #[diagnostic(
+        code(kiln::kargo::source_repo_missing),
+        help(
+            "Warehouses watch the repository that holds the rendered tree: set `spec.source.repoURL`"
+        )
+    )]
+    SourceRepoMissing,
+
+    /// Kargo is enabled but a project has no write repository.
+    #[error("{at}project `{project}` has no `output`: Kargo promotions need a write repository")]
+    #[diagnostic(
+        code(kiln::kargo::output_missing),
+        help("add `output: {{repoURL: …, mode: branch-per-environment}}` to the project")
+    )]
+    OutputMissing {
+        project: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("no output")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A pattern uses a reference that is not available there.
+    #[error("{at}`{pattern}` uses unknown reference `{reference}`")]
+    #[diagnostic(
+        code(kiln::kargo::unknown_reference),
+        help(
+            "output patterns may use ${{project.name}}, ${{env.name}}, ${{env.tier}}, ${{env.cluster}}, ${{platform.name}}"
+        )
+    )]
+    UnknownReference {
+        pattern: String,
+        reference: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A resolved branch name is not valid.
+    #[error("{at}project `{project}`, environment `{environment}`: {reason}")]
+    #[diagnostic(
+        code(kiln::kargo::invalid_branch),
+        help(
+            "branch names start with a letter or digit and use letters, digits, `.`, `_`, `/`, `-`"
+        )
+    )]
+    InvalidBranch {
+        project: String,
+        environment: String,
+        reason: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("this pattern")]
+        span: Option<SourceSpan>,
+    },
+
+    /// Two promotions would write the same folder of the same branch.
+    #[error("{at}{first} and {second} both write `{path}` on branch `{branch}` of `{repo}`")]
+    #[diagnostic(
+        code(kiln::kargo::write_path_collision),
+        help(
+            "each (component, environment) needs its own folder: use a branch per environment, or a path pattern with `${{env.name}}`"
+        )
+    )]
+    WritePathCollision {
+        first: String,
+        second: String,
+        path: String,
+        branch: String,
+        repo: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("this output")]
+        span: Option<SourceSpan>,
+    },
+
+    /// An environment's cluster has no server URL.
+    #[error("{at}environment `{environment}` is on unknown cluster `{cluster}`")]
+    #[diagnostic(
+        code(kiln::kargo::unknown_cluster),
+        help("add the cluster with its `server` to `spec.clusters`")
+    )]
+    UnknownCluster {
+        environment: String,
+        cluster: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("no such cluster")]
+        span: Option<SourceSpan>,
+    },
+}
+
+/// A source snippet for an error: `(at-prefix, source, span)`; all empty without sources.
+fn snippet(
+    sources: &Option<Arc<Sources>>,
+    loc: Option<&Loc>,
+) -> (String, Option<NamedSource<String>>, Option<SourceSpan>) {
+    match (sources, loc) {
+        (Some(s), Some(l)) if l.file < s.files().len() => {
+            let sn = s.snippet(l);
+            (format!("{}: ", sn.at), Some(sn.src), sn.span)
+        }
+        _ => (String::new(), None, None),
+    }
+}
+
+/// Substitutes `${project.name}`, `${env.name}`, `${env.tier}`, `${env.cluster}`,
+/// `${platform.name}` and `${component.name}` in an output pattern. `${{ … }}` (a Kargo
+/// expression) is left alone.
+///
+/// Errors: the first unknown reference, as `Err(reference)`.
+pub fn resolve_pattern(pattern: &str, values: &[(&str, &str)]) -> Result<String, String> {
+    let mut out = String::new();
+    let mut rest = pattern;
+    while let Some(i) = rest.find("${") {
+        out.push_str(&rest[..i]);
+        let tail = &rest[i..];
+        if let Some(after) = tail.strip_prefix("${{") {
+            out.push_str("${{");
+            rest = after;
+            continue;
+        }
+        let Some(end) = tail.find('}') else {
+            return Err(tail.to_string());
+        };
+        let reference = &tail[2..end];
+        match values.iter().find(|(k, _)| *k == reference) {
+            Some((_, v)) => out.push_str(v),
+            None => return Err(reference.to_string()),
+        }
+        rest = &tail[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// A JSON object with `apiVersion`, `kind` and `metadata` filled in.
+fn object(api_version: &str, kind: &str, metadata: Value, spec: Option<Value>) -> Resource {
+    let mut m = Map::new();
+    m.insert("apiVersion".into(), json!(api_version));
+    m.insert("kind".into(), json!(kind));
+    m.insert("metadata".into(), metadata);
+    if let Some(s) = spec {
+        m.insert("spec".into(), s);
+    }
+    Resource::new(Value::Object(m), None)
+}
+
+/// Where one (component, environment) is promoted to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Write repository URL (resolved).
+    pub repo_url: String,
+    /// Branch in it.
+    pub branch: String,
+    /// The component's folder in that branch (no leading or trailing `/`).
+    pub path: String,
+}
+
+/// One Stage/Application pair, resolved: the unit every builder works on.
+#[derive(Debug, Clone)]
+struct Pair<'a> {
+    project: &'a Project,
+    component: &'a Component,
+    env: &'a Environment,
+    stage: String,
+    app: String,
+    /// Path of the component's rendered folder in the source repository.
+    src_path: String,
+    /// Workload namespace.
+    namespace: String,
+    server: String,
+    /// `None` when Kargo is off.
+    target: Option<Target>,
+}
+
+impl KargoInput {
+    /// Builds the input from the validated platform and its BuildPlans (which give each
+    /// instance's resolved namespace and images); instances without a plan fall back to the
+    /// environment's namespace pattern and the component's images as written.
+    ///
+    /// Image strategy: a `digest` without a `tag` is followed by digest (`Digest`, with
+    /// `constraint` naming the mutable tag); anything else is `SemVer`.
+    pub fn from_platform(platform: &Platform, plans: &[BuildPlan], layout: Layout) -> KargoInput {
+        let environments = platform
+            .environments
+            .iter()
+            .map(|e| Environment {
+                name: e.name.clone(),
+                tier: e.tier.clone(),
+                cluster: e.cluster.clone(),
+                from: e.from.clone(),
+                loc: Some(e.loc.clone()),
+            })
+            .collect::<Vec<_>>();
+        let projects = platform
+            .projects
+            .iter()
+            .map(|p| Project {
+                name: p.name.clone(),
+                output: p.output.as_ref().map(|o| Output {
+                    repo_url: o.repo_url.clone(),
+                    mode: o.mode,
+                    branch_pattern: o.branch_pattern.clone(),
+                    path_pattern: o.path_pattern.clone(),
+                }),
+                namespace_labels: BTreeMap::new(),
+                namespace_annotations: BTreeMap::new(),
+                components: p
+                    .components
+                    .iter()
+                    .map(|inst| {
+                        let mine: Vec<&BuildPlan> = plans
+                            .iter()
+                            .filter(|b| b.project == p.name && b.component == inst.name)
+                            .collect();
+                        let images = mine
+                            .first()
+                            .map(|b| b.images.clone())
+                            .unwrap_or_else(|| inst.component.images.clone());
+                        let namespaces = platform
+                            .environments
+                            .iter()
+                            .map(|e| {
+                                let ns = mine
+                                    .iter()
+                                    .find(|b| b.environment == e.name)
+                                    .map(|b| b.namespace.clone())
+                                    .unwrap_or_else(|| {
+                                        resolve_pattern(
+                                            &e.namespace,
+                                            &[
+                                                ("project.name", &p.name),
+                                                ("env.name", &e.name),
+                                                ("env.tier", &e.tier),
+                                                ("env.cluster", &e.cluster),
+                                                ("platform.name", &platform.name),
+                                                ("component.name", &inst.name),
+                                            ],
+                                        )
+                                        .unwrap_or_else(|_| format!("{}-{}", p.name, e.name))
+                                    });
+                                (e.name.clone(), ns)
+                            })
+                            .collect();
+                        Component {
+                            name: inst.name.clone(),
+                            images: images
+                                .iter()
+                                .map(|i| Image {
+                                    name: i.name.clone(),
+                                    repository: i.repository.clone(),
+                                    tag: i.tag.clone(),
+                                    digest: i.digest.clone(),
+                                    constraint: i.constraint.clone(),
+                                    strategy: if i.digest.is_some() && i.tag.is_none() {
+                                        Strategy::Digest
+                                    } else {
+                                        Strategy::SemVer
+                                    },
+                                })
+                                .collect(),
+                            namespaces,
+                            loc: Some(inst.loc.clone()),
+                            images_loc: Some(Loc::new(inst.component.file, "/spec/images")),
+                        }
+                    })
+                    .collect(),
+                loc: Some(p.loc.clone()),
+            })
+            .collect();
+        KargoInput {
+            platform: platform.name.clone(),
+            source: SourceRepo {
+                repo_url: platform.source.repo_url.clone(),
+                branch: platform.source.branch.clone(),
+                rendered_path: platform.source.rendered_path.clone(),
+            },
+            layout,
+            argocd: ArgoCdSettings {
+                namespace: platform.argocd.namespace.clone(),
+                project: platform.argocd.project.clone(),
+            },
+            enabled: platform.kargo.enabled,
+            auto_promotion: platform
+                .kargo
+                .promotion
+                .iter()
+                .map(|(k, v)| (k.clone(), v.auto))
+                .collect(),
+            clusters: platform
+                .clusters
+                .iter()
+                .map(|c| (c.name.clone(), c.server.clone()))
+                .collect(),
+            environments,
+            projects,
+            sources: Some(platform.sources.clone()),
+        }
+    }
+}
+
+/// Environments ordered so that each comes after its upstreams (ties in declared order).
+///
+/// Errors: unknown upstreams and cycles, all of them.
+fn promotion_order<'a>(
+    input: &'a KargoInput,
+    errors: &mut Vec<KargoError>,
+) -> Vec<&'a Environment> {
+    let names: BTreeSet<&str> = input.environments.iter().map(|e| e.name.as_str()).collect();
+    for e in &input.environments {
+        for up in &e.from {
+            if !names.contains(up.as_str()) {
+                let (at, src, span) = snippet(
+                    &input.sources,
+                    e.loc.as_ref().map(|l| l.join("from")).as_ref(),
+                );
+                errors.push(KargoError::UnknownUpstream {
+                    environment: e.name.clone(),
+                    upstream: up.clone(),
+                    at,
+                    help: crate::diag::help_for_name(up, "environment", names.iter().copied()),
+                    src,
+                    span,
+                });
+            }
+        }
+    }
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    let mut out = Vec::new();
+    loop {
+        let before = out.len();
+        for e in &input.environments {
+            if !done.contains(e.name.as_str())
+                && e.from
+                    .iter()
+                    .all(|f| done.contains(f.as_str()) || !names.contains(f.as_str()))
+            {
+                done.insert(&e.name);
+                out.push(e);
+            }
+        }
+        if out.len() == input.environments.len() {
+            return out;
+        }
+        if out.len() == before {
+            break;
+        }
+    }
+    // What is left holds at least one cycle; walk `from` edges among the rest to name it.
+    let rest: Vec<&Environment> = input
+        .environments
+        .iter()
+        .filter(|e| !done.contains(e.name.as_str()))
+        .collect();
+    let by_name: BTreeMap<&str, &Environment> =
+        rest.iter().map(|e| (e.name.as_str(), *e)).collect();
+    let mut path: Vec<&str> = vec![rest[0].name.as_str()];
+    loop {
+        let cur = by_name[path.last().copied().unwrap_or_default()];
+        let Some(next) = cur
+            .from
+            .iter()
+            .map(String::as_str)
+            .find(|f| by_name.contains_key(f))
+        else {
+            break;
+        };
+        if let Some(i) = path.iter().position(|p| *p == next) {
+            let mut cycle: Vec<&str> = path[i..].to_vec();
+            cycle.push(next);
+            // Printed in promotion direction: upstream → downstream.
+            cycle.reverse();
+            let first = by_name[cycle[0]];
+            let (at, src, span) = snippet(
+                &input.sources,
+                first.loc.as_ref().map(|l| l.join("from")).as_ref(),
+            );
+            errors.push(KargoError::EnvironmentCycle {
+                cycle: cycle
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(" → "),
+                at,
+                src,
+                span,
+            });
+            break;
+        }
+        path.push(next);
+    }
+    out
+}
+
+/// Generates the Kargo and Argo CD objects of every project, grouped by output file (see the
+/// module docs for the paths).
+///
+/// Errors (all together): [`KargoError`] — invalid project or generated names, unknown
+/// upstream environments, cycles, duplicate Stage or Application names, unparsable image
+/// constraints, a missing source or write repository while Kargo is enabled, colliding write
+/// paths.
+pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Errors<KargoError>> {
+    let mut errors = Vec::new();
+    let order = promotion_order(input, &mut errors);
+    if input.source.repo_url.is_none() {
+        if input.enabled {
+            errors.push(KargoError::SourceRepoMissing);
+        }
+        // Without a source repository there is nothing for Applications to track.
+        return Errors::check(errors, Vec::new);
+    }
+    let mut files = Vec::new();
+    // Application names share the Argo CD namespace and write folders may share a
+    // repository: both are checked across projects.
+    let mut seen = Seen::default();
+    for project in &input.projects {
+        let (at, src, span) = snippet(
+            &input.sources,
+            project.loc.as_ref().map(|l| l.join("name")).as_ref(),
+        );
+        if let Some(reason) = naming::dns_label_problem(&project.name) {
+            errors.push(KargoError::InvalidProjectName {
+                name: project.name.clone(),
+                reason,
+                at,
+                src,
+                span,
+            });
+            continue;
+        }
+        if input.enabled && project.output.is_none() {
+            let (at, src, span) = snippet(&input.sources, project.loc.as_ref());
+            errors.push(KargoError::OutputMissing {
+                project: project.name.clone(),
+                at,
+                src,
+                span,
+            });
+            continue;
+        }
+        let pairs = pairs(input, project, &order, &mut seen, &mut errors);
+        if input.enabled {
+            files.push((
+                format!("{}/kargo/project.yaml", project.name),
+                project_objects(input, project, &pairs),
+            ));
+            for c in &project.components {
+                let mine: Vec<&Pair<'_>> = pairs
+                    .iter()
+                    .filter(|p| p.component.name == c.name)
+                    .collect();
+                let mut objects = Vec::new();
+                match warehouse::warehouse(input, project, c, &pairs) {
+                    Ok(w) => objects.push(w),
+                    Err(mut e) => errors.append(&mut e),
+                }
+                for p in &mine {
+                    objects.push(stage::stage(input, p));
+                }
+                files.push((format!("{}/kargo/{}.yaml", project.name, c.name), objects));
+            }
+        }
+        for c in &project.components {
+            let apps: Vec<Resource> = pairs
+                .iter()
+                .filter(|p| p.component.name == c.name)
+                .map(|p| argocd::application(input, p))
+                .collect();
+            files.push((format!("{}/argocd/{}.yaml", project.name, c.name), apps));
+        }
+    }
+    Errors::check(errors, || files)
+}
+
+/// [`emit_kargo`], serialized: each file as a YAML stream (kubectl kustomize style,
+/// [`crate::yaml::to_yaml_stream`]) inserted into `set` under `prefix` (e.g. `""` or
+/// `"deploy/"`).
+///
+/// Errors: as [`emit_kargo`]; `set` is untouched on error.
+pub fn emit_into(
+    set: &mut crate::artifact::ArtifactSet,
+    prefix: &str,
+    input: &KargoInput,
+) -> Result<(), Errors<KargoError>> {
+    for (path, resources) in emit_kargo(input)? {
+        let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
+        set.insert(
+            format!("{prefix}{path}"),
+            crate::yaml::to_yaml_stream(&values),
+        );
+    }
+    Ok(())
+}
+
+/// Resolves every (component, environment) of `project`, checking names and write paths.
+/// Names and write folders already taken, across projects: who took them.
+#[derive(Default)]
+struct Seen {
+    applications: BTreeMap<String, String>,
+    writes: BTreeMap<(String, String, String), String>,
+}
+
+fn pairs<'a>(
+    input: &'a KargoInput,
+    project: &'a Project,
+    order: &[&'a Environment],
+    seen: &mut Seen,
+    errors: &mut Vec<KargoError>,
+) -> Vec<Pair<'a>> {
+    let mut out = Vec::new();
+    let mut stage_names: BTreeMap<String, String> = BTreeMap::new();
+    let app_names = &mut seen.applications;
+    let writes = &mut seen.writes;
+    for component in &project.components {
+        for env in order {
+            let what = format!(
+                "component `{}` of project `{}` in environment `{}`",
+                component.name, project.name, env.name
+            );
+            let stage = naming::stage_name(&component.name, &env.name);
+            let app = naming::application_name(&project.name, &component.name, &env.name);
+            let (at, src, span) = snippet(&input.sources, component.loc.as_ref());
+            for (kind, name, seen) in [
+                ("Stage", &stage, &mut stage_names),
+                ("Application", &app, &mut *app_names),
+            ] {
+                if !input.enabled && kind == "Stage" {
+                    continue;
+                }
+                if let Some(reason) = naming::dns_label_problem(name) {
+                    errors.push(KargoError::InvalidGeneratedName {
+                        kind,
+                        name: name.clone(),
+                        reason,
+                        at: at.clone(),
+                        src: src.clone(),
+                        span,
+                    });
+                }
+                if let Some(first) = seen.get(name) {
+                    errors.push(KargoError::DuplicateName {
+                        kind,
+                        name: name.clone(),
+                        project: project.name.clone(),
+                        first: first.clone(),
+                        second: what.clone(),
+                        at: at.clone(),
+                        src: src.clone(),
+                        span,
+                    });
+                } else {
+                    seen.insert(name.clone(), what.clone());
+                }
+            }
+            let Some(server) = input.clusters.get(&env.cluster) else {
+                let (at, src, span) = snippet(
+                    &input.sources,
+                    env.loc.as_ref().map(|l| l.join("cluster")).as_ref(),
+                );
+                errors.push(KargoError::UnknownCluster {
+                    environment: env.name.clone(),
+                    cluster: env.cluster.clone(),
+                    at,
+                    src,
+                    span,
+                });
+                continue;
+            };
+            let src_path = source_path(input, project, component, env);
+            let target = if input.enabled {
+                match project
+                    .output
+                    .as_ref()
+                    .map(|o| target(input, project, o, component, env))
+                {
+                    Some(Ok(t)) => {
+                        let key = (
+                            normalize_repo(&t.repo_url),
+                            t.branch.clone(),
+                            t.path.clone(),
+                        );
+                        if let Some(first) = writes.get(&key) {
+                            let (at, src, span) = snippet(
+                                &input.sources,
+                                project.loc.as_ref().map(|l| l.join("output")).as_ref(),
+                            );
+                            errors.push(KargoError::WritePathCollision {
+                                first: first.clone(),
+                                second: what.clone(),
+                                path: t.path.clone(),
+                                branch: t.branch.clone(),
+                                repo: t.repo_url.clone(),
+                                at,
+                                src,
+                                span,
+                            });
+                        } else {
+                            writes.insert(key, what.clone());
+                        }
+                        Some(t)
+                    }
+                    Some(Err(e)) => {
+                        errors.push(e);
+                        None
+                    }
+                    None => None,
+                }
+            } else {
+                None
+            };
+            out.push(Pair {
+                project,
+                component,
+                env,
+                stage,
+                app,
+                src_path,
+                namespace: component
+                    .namespaces
+                    .get(&env.name)
+                    .cloned()
+                    .unwrap_or_else(|| format!("{}-{}", project.name, env.name)),
+                server: server.clone(),
+                target,
+            });
+        }
+    }
+    out
+}
+
+/// A repository URL for comparisons: no trailing `/` or `.git`, lower-case host part.
+fn normalize_repo(url: &str) -> String {
+    let u = url.trim_end_matches('/');
+    u.strip_suffix(".git").unwrap_or(u).to_ascii_lowercase()
+}
+
+/// `a/b/c` from non-empty parts, without duplicate or edge slashes.
+fn join_path(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .flat_map(|p| p.split('/'))
+        .filter(|s| !s.is_empty() && *s != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The component's rendered folder in the source repository.
+fn source_path(
+    input: &KargoInput,
+    project: &Project,
+    component: &Component,
+    env: &Environment,
+) -> String {
+    match input.layout {
+        Layout::Service => join_path(&[
+            &input.source.rendered_path,
+            &project.name,
+            &env.name,
+            &component.name,
+        ]),
+        Layout::Cluster => join_path(&[
+            &input.source.rendered_path,
+            "clusters",
+            &env.cluster,
+            &project.name,
+            &env.name,
+            &component.name,
+        ]),
+    }
+}
+
+/// Resolves the write repository, branch and folder of one (component, environment).
+fn target(
+    input: &KargoInput,
+    project: &Project,
+    output: &Output,
+    component: &Component,
+    env: &Environment,
+) -> Result<Target, KargoError> {
+    let values = [
+        ("project.name", project.name.as_str()),
+        ("env.name", env.name.as_str()),
+        ("env.tier", env.tier.as_str()),
+        ("env.cluster", env.cluster.as_str()),
+        ("platform.name", input.platform.as_str()),
+    ];
+    let (branch_default, path_default) = match output.mode {
+        OutputMode::BranchPerEnvironment => ("stage/${env.name}", ""),
+        OutputMode::PathPerEnvironment => ("main", "${env.name}"),
+        OutputMode::ClusterRepo => (
+            "main",
+            "clusters/${env.cluster}/${project.name}/${env.name}",
+        ),
+    };
+    let at_output = |field: &str| project.loc.as_ref().map(|l| l.join("output").join(field));
+    let resolve = |pattern: &str, field: &str| {
+        resolve_pattern(pattern, &values).map_err(|reference| {
+            let (at, src, span) = snippet(&input.sources, at_output(field).as_ref());
+            KargoError::UnknownReference {
+                pattern: pattern.to_string(),
+                reference,
+                at,
+                src,
+                span,
+            }
+        })
+    };
+    let repo_url = resolve(&output.repo_url, "repoURL")?;
+    let branch = resolve(
+        output.branch_pattern.as_deref().unwrap_or(branch_default),
+        "branchPattern",
+    )?;
+    if let Some(reason) = naming::branch_problem(&branch) {
+        let (at, src, span) = snippet(&input.sources, at_output("branchPattern").as_ref());
+        return Err(KargoError::InvalidBranch {
+            project: project.name.clone(),
+            environment: env.name.clone(),
+            reason,
+            at,
+            src,
+            span,
+        });
+    }
+    let base = resolve(
+        output.path_pattern.as_deref().unwrap_or(path_default),
+        "pathPattern",
+    )?;
+    Ok(Target {
+        repo_url,
+        branch,
+        path: join_path(&[&base, &component.name]),
+    })
+}
+
+/// Namespace, Project and ProjectConfig of a project.
+fn project_objects(input: &KargoInput, project: &Project, pairs: &[Pair<'_>]) -> Vec<Resource> {
+    let mut labels: Map<String, Value> = project
+        .namespace_labels
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    // The string "true", not a boolean: label values are strings (case g04).
+    labels.insert(PROJECT_LABEL.into(), json!("true"));
+    let mut ns_annotations: Map<String, Value> = project
+        .namespace_annotations
+        .iter()
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    ns_annotations.insert(SYNC_WAVE.into(), json!(wave::NAMESPACE));
+    let namespace = object(
+        "v1",
+        "Namespace",
+        json!({ "name": project.name, "labels": labels, "annotations": ns_annotations }),
+        None,
+    );
+    // Project has no spec since Kargo v1.7; its policies live in ProjectConfig.
+    let kargo_project = object(
+        KARGO_API,
+        "Project",
+        json!({ "name": project.name, "annotations": { SYNC_WAVE: wave::PROJECT } }),
+        None,
+    );
+    let policies: Vec<Value> = pairs
+        .iter()
+        .map(|p| {
+            json!({
+                "stage": p.stage,
+                "autoPromotionEnabled": input.auto_promotion.get(&p.env.name).copied().unwrap_or(false),
+            })
+        })
+        .collect();
+    let config = object(
+        KARGO_API,
+        "ProjectConfig",
+        json!({ "name": project.name, "namespace": project.name, "annotations": { SYNC_WAVE: wave::PROJECT_CONFIG } }),
+        Some(json!({ "promotionPolicies": policies })),
+    );
+    vec![namespace, kargo_project, config]
+}
+
+/// Common labels of the objects generated for one (component, environment).
+fn pair_labels(p: &Pair<'_>) -> Value {
+    json!({
+        "app.kubernetes.io/managed-by": "kiln",
+        "kiln.dev/project": p.project.name,
+        "kiln.dev/component": p.component.name,
+        "kiln.dev/environment": p.env.name,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_resolve_known_references_and_leave_kargo_expressions() {
+        let v = [("env.name", "dev"), ("project.name", "web")];
+        assert_eq!(
+            resolve_pattern("stage/${env.name}", &v).as_deref(),
+            Ok("stage/dev")
+        );
+        assert_eq!(
+            resolve_pattern("${project.name}/${env.name}/x", &v).as_deref(),
+            Ok("web/dev/x")
+        );
+        assert_eq!(
+            resolve_pattern("a/${{ vars.x }}/b", &v).as_deref(),
+            Ok("a/${{ vars.x }}/b")
+        );
+        assert_eq!(
+            resolve_pattern("${env.nmae}", &v),
+            Err("env.nmae".to_string())
+        );
+        assert_eq!(
+            resolve_pattern("x/${env.name", &v),
+            Err("${env.name".to_string())
+        );
+    }
+
+    #[test]
+    fn paths_and_repository_urls_normalize() {
+        assert_eq!(
+            join_path(&["deploy/", "", "./web", "dev/"]),
+            "deploy/web/dev"
+        );
+        assert_eq!(join_path(&["", ""]), "");
+        assert_eq!(
+            normalize_repo("https://GitHub.com/x/y.git/"),
+            normalize_repo("https://github.com/x/y")
+        );
+    }
+
+    fn env(name: &str, from: &[&str]) -> Environment {
+        Environment {
+            name: name.into(),
+            tier: "t".into(),
+            cluster: "c".into(),
+            from: from.iter().map(|s| s.to_string()).collect(),
+            loc: None,
+        }
+    }
+
+    fn input(environments: Vec<Environment>) -> KargoInput {
+        KargoInput {
+            platform: "p".into(),
+            source: SourceRepo {
+                repo_url: Some("https://x/src.git".into()),
+                branch: "main".into(),
+                rendered_path: "deploy".into(),
+            },
+            layout: Layout::Service,
+            argocd: ArgoCdSettings {
+                namespace: "argocd".into(),
+                project: "default".into(),
+            },
+            enabled: true,
+            auto_promotion: BTreeMap::new(),
+            clusters: BTreeMap::from([("c".to_string(), "https://c".to_string())]),
+            environments,
+            projects: Vec::new(),
+            sources: None,
+        }
+    }
+
+    #[test]
+    fn promotion_order_puts_upstreams_first_and_names_cycles() {
+        let i = input(vec![
+            env("prod", &["stage"]),
+            env("stage", &["dev"]),
+            env("dev", &[]),
+        ]);
+        let mut errors = Vec::new();
+        let order: Vec<&str> = promotion_order(&i, &mut errors)
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(order, ["dev", "stage", "prod"]);
+        assert!(errors.is_empty());
+        let cyclic = input(vec![
+            env("a", &["c"]),
+            env("b", &["a"]),
+            env("c", &["b"]),
+            env("d", &[]),
+        ]);
+        let mut errors = Vec::new();
+        let order: Vec<&str> = promotion_order(&cyclic, &mut errors)
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(order, ["d"]);
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].to_string().contains("`a` → `b` → `c` → `a`"),
+            "{}",
+            errors[0]
+        );
+    }
+}

@@ -1,0 +1,1021 @@
+//! Stage 1, load: a platform directory → [`LoadedPlatform`].
+//!
+//! Reads `platform.yaml`, every component directory it references (`component.yaml`) and every
+//! manifest file their `files:` generators name, through the [`FileSystem`] trait. Each text
+//! is kept in [`Sources`] so any later stage can underline the line a value came from. Each
+//! kiln document is checked against its JSON Schema (generated from `crate::spec`) before it
+//! is turned into the raw spec types, so every schema violation of every file is reported in
+//! one run, each at its own line.
+//!
+//! Invariant: nothing outside the platform repository root is ever read. Every path (a
+//! component directory, a manifest file or directory, a kustomization directory, a generator
+//! file) is resolved with symlinks followed and refused when it lands outside the root.
+
+use crate::diag::{Errors, Loc, SourceId, Sources, Violation, schema_violations};
+use crate::resource::{Origin, Resource};
+use crate::spec::{ComponentFile, Generator, PlatformFile};
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Component as PathPart, Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use thiserror::Error;
+
+pub use crate::fs::{FileSystem, RealFs};
+
+/// How to load.
+#[derive(Debug, Clone, Default)]
+pub struct LoadOptions {
+    /// The platform repository root: no file outside it is read. `None`: the nearest ancestor
+    /// of the platform directory holding `.git`; failing that, the parent of a `platforms/`
+    /// directory holding the platform; failing that, the platform directory itself.
+    pub root: Option<PathBuf>,
+}
+
+/// Everything read for one platform, unvalidated beyond the JSON Schemas.
+#[derive(Debug, Clone)]
+pub struct LoadedPlatform {
+    /// The repository root (canonical).
+    pub root: PathBuf,
+    /// The platform directory (canonical).
+    pub dir: PathBuf,
+    /// Every text read, for diagnostics.
+    pub sources: Arc<Sources>,
+    /// `platform.yaml`.
+    pub file: SourceId,
+    /// `platform.yaml` as parsed JSON (kept for references and spans).
+    pub raw: Value,
+    /// `platform.yaml` as spec types.
+    pub spec: PlatformFile,
+    /// Each distinct component directory, in the order first referenced.
+    pub components: Vec<LoadedComponent>,
+    /// `instances[p][i]`: the index in `components` of project `p`'s instance `i`.
+    pub instances: Vec<Vec<usize>>,
+}
+
+/// One component directory.
+#[derive(Debug, Clone)]
+pub struct LoadedComponent {
+    /// The directory (canonical).
+    pub dir: PathBuf,
+    /// The directory relative to the root, `/`-separated.
+    pub display_dir: String,
+    /// `component.yaml`.
+    pub file: SourceId,
+    /// `component.yaml` as parsed JSON; `evaluate` resolves references in its `spec` values.
+    pub raw: Value,
+    /// `component.yaml` as spec types.
+    pub spec: ComponentFile,
+    /// Resources read by each `files:` generator, by generator index.
+    pub files: BTreeMap<usize, Vec<Resource>>,
+    /// Texts of the files `configMapGenerator`/`secretGenerator` entries name (`files`,
+    /// `envs`), by the path as written (relative to the component directory).
+    pub assets: BTreeMap<String, String>,
+}
+
+/// Why loading failed. Codes `kiln::load::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum LoadError {
+    /// A file or directory could not be read.
+    #[error("cannot {op} `{path}`: {source}")]
+    #[diagnostic(
+        code(kiln::load::io),
+        help("check that the path exists and is readable")
+    )]
+    Io {
+        op: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+
+    /// A YAML syntax error or a duplicate key.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Yaml(Box<crate::yaml::YamlError>),
+
+    /// A kiln document does not match its JSON Schema (an unknown field, a missing field, a
+    /// value of the wrong type).
+    #[error("{at}: {summary}")]
+    #[diagnostic(
+        code(kiln::load::schema_violation),
+        help(
+            "see schema/{schema} for the allowed fields; editors check it through the `# yaml-language-server` line"
+        )
+    )]
+    SchemaViolation {
+        at: String,
+        /// The field, as a path (`spec.images[0].tag`).
+        field: String,
+        /// The validator's message, for the label.
+        message: String,
+        /// The message with the field: `` `spec.images[0].tag`: 1 is not of type "string" ``,
+        /// or `` unknown field `colour` in `spec.environments[0]` ``.
+        summary: String,
+        schema: &'static str,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("{message}")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A path in the spec resolves (after following symlinks) outside the repository root.
+    #[error("{at}: path `{path}` resolves outside the platform repository root")]
+    #[diagnostic(
+        code(kiln::load::path_outside_root),
+        help(
+            "`{path}` resolves to `{resolved}`, which is not under `{root}`; kiln only reads files inside the repository (symlinks are followed)"
+        )
+    )]
+    PathOutsideRoot {
+        at: String,
+        path: String,
+        resolved: String,
+        root: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("leaves the repository")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A path in the spec does not exist.
+    #[error("{at}: {what} `{path}` not found")]
+    #[diagnostic(
+        code(kiln::load::path_not_found),
+        help("paths are relative to the directory of the file that names them")
+    )]
+    PathNotFound {
+        at: String,
+        what: &'static str,
+        path: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not found")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A component instance's `path` names no component: the directory does not exist or
+    /// holds no `component.yaml`.
+    #[error("{at}: unknown component `{path}`: {reason}")]
+    #[diagnostic(code(kiln::load::unknown_component))]
+    UnknownComponent {
+        path: String,
+        reason: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("no component here")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A manifest document is not a Kubernetes object.
+    #[error("{at}: document {doc} is not a Kubernetes object: {reason}")]
+    #[diagnostic(
+        code(kiln::load::invalid_resource),
+        help("every document needs `apiVersion`, `kind` and `metadata.name`")
+    )]
+    InvalidResource {
+        at: String,
+        doc: usize,
+        reason: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("{reason}")]
+        span: Option<SourceSpan>,
+    },
+}
+
+impl From<crate::yaml::YamlError> for LoadError {
+    fn from(e: crate::yaml::YamlError) -> Self {
+        LoadError::Yaml(Box::new(e))
+    }
+}
+
+fn platform_validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| {
+        jsonschema::validator_for(&crate::spec::platform_schema())
+            .expect("generated schema is valid")
+    })
+}
+
+fn component_validator() -> &'static jsonschema::Validator {
+    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
+    V.get_or_init(|| {
+        jsonschema::validator_for(&crate::spec::component_schema())
+            .expect("generated schema is valid")
+    })
+}
+
+struct Loader<'a> {
+    fs: &'a dyn FileSystem,
+    root: PathBuf,
+    sources: Sources,
+    errors: Vec<LoadError>,
+}
+
+/// Reads the platform in `platform_dir` (which holds `platform.yaml`) and every component it
+/// references.
+///
+/// Errors: every [`LoadError`] found, together: I/O, YAML syntax and duplicate keys, schema
+/// violations of each kiln document, paths that escape the root or do not exist, manifest
+/// documents that are not objects. A component with errors is skipped, so the errors of the
+/// others are still reported.
+pub fn load(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    opts: &LoadOptions,
+) -> Result<LoadedPlatform, Errors<LoadError>> {
+    let io_err = |op, path: &Path, source| {
+        Errors::new(vec![LoadError::Io {
+            op,
+            path: path.display().to_string(),
+            source,
+        }])
+    };
+    let dir = fs
+        .canonicalize(platform_dir)
+        .map_err(|e| io_err("open platform directory", platform_dir, e))?;
+    let root = match &opts.root {
+        Some(r) => fs
+            .canonicalize(r)
+            .map_err(|e| io_err("open repository root", r, e))?,
+        None => default_root(fs, &dir),
+    };
+    let mut ld = Loader {
+        fs,
+        root,
+        sources: Sources::new(),
+        errors: Vec::new(),
+    };
+
+    let pf_path = dir.join("platform.yaml");
+    let Some((file, raw, valid)) =
+        ld.read_doc(&pf_path, platform_validator(), "platform.schema.json")
+    else {
+        return Err(Errors::new(ld.errors));
+    };
+
+    // Components are found in the raw document, so that even when `platform.yaml` has schema
+    // violations the components are still read and their own errors reported in the same run.
+    let mut components: Vec<LoadedComponent> = Vec::new();
+    let mut by_dir: BTreeMap<PathBuf, Option<usize>> = BTreeMap::new();
+    let mut instances = Vec::new();
+    let projects = raw.pointer("/spec/projects").and_then(Value::as_array);
+    for (p, project) in projects.into_iter().flatten().enumerate() {
+        let mut ids = Vec::new();
+        let list = project.get("components").and_then(Value::as_array);
+        for (i, inst) in list.into_iter().flatten().enumerate() {
+            let Some(rel) = inst.get("path").and_then(Value::as_str) else {
+                continue;
+            };
+            let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/path"));
+            let Some(cdir) = ld.resolve_component(&dir, rel, &loc) else {
+                continue;
+            };
+            let idx = match by_dir.get(&cdir) {
+                Some(known) => *known,
+                None => {
+                    let loaded = ld.load_component(&cdir);
+                    let idx = loaded.map(|c| {
+                        components.push(c);
+                        components.len() - 1
+                    });
+                    by_dir.insert(cdir, idx);
+                    idx
+                }
+            };
+            if let Some(idx) = idx {
+                ids.push(idx);
+            }
+        }
+        instances.push(ids);
+    }
+    let spec = if valid {
+        match serde_json::from_value::<PlatformFile>(raw.clone()) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                ld.schema_error(file, "", e.to_string(), "platform.schema.json");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let Some(spec) = spec.filter(|_| ld.errors.is_empty()) else {
+        return Err(Errors::new(ld.errors));
+    };
+
+    let Loader {
+        root,
+        sources,
+        errors,
+        ..
+    } = ld;
+    Errors::check(errors, || LoadedPlatform {
+        root,
+        dir,
+        sources: Arc::new(sources),
+        file,
+        raw,
+        spec,
+        components,
+        instances,
+    })
+}
+
+/// The default repository root for a canonical platform directory (see [`LoadOptions::root`]).
+fn default_root(fs: &dyn FileSystem, dir: &Path) -> PathBuf {
+    for a in dir.ancestors() {
+        if fs.canonicalize(&a.join(".git")).is_ok() {
+            return a.to_path_buf();
+        }
+    }
+    match dir.parent() {
+        Some(parent) if parent.file_name().is_some_and(|n| n == "platforms") => {
+            parent.parent().unwrap_or(parent).to_path_buf()
+        }
+        _ => dir.to_path_buf(),
+    }
+}
+
+impl Loader<'_> {
+    /// `path` relative to the root, `/`-separated; the absolute path when outside.
+    fn display(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) => {
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                if parts.is_empty() {
+                    ".".into()
+                } else {
+                    parts.join("/")
+                }
+            }
+            Err(_) => path.display().to_string(),
+        }
+    }
+
+    fn schema_error(
+        &mut self,
+        file: SourceId,
+        pointer: &str,
+        message: String,
+        schema: &'static str,
+    ) {
+        let v = Violation {
+            pointer: pointer.to_string(),
+            key: false,
+            message,
+        };
+        self.push_violation(file, v, schema);
+    }
+
+    fn push_violation(&mut self, file: SourceId, v: Violation, schema: &'static str) {
+        let field = crate::diag::field_path(&v.pointer);
+        let summary = if v.key {
+            let parent = v.pointer.rsplit_once('/').map_or("", |(p, _)| p);
+            format!("{} in `{}`", v.message, crate::diag::field_path(parent))
+        } else {
+            format!("`{field}`: {}", v.message)
+        };
+        let mut loc = Loc::new(file, v.pointer);
+        loc.key = v.key;
+        let sn = self.sources.snippet(&loc);
+        self.errors.push(LoadError::SchemaViolation {
+            at: sn.at,
+            field,
+            summary,
+            message: v.message,
+            schema,
+            src: sn.src,
+            span: sn.span,
+        });
+    }
+
+    /// Reads a single-document kiln file, checks it against `validator`. `None` (with errors
+    /// recorded) when it cannot be read, parsed or is invalid.
+    fn read_doc(
+        &mut self,
+        path: &Path,
+        validator: &jsonschema::Validator,
+        schema: &'static str,
+    ) -> Option<(SourceId, Value, bool)> {
+        let display = self.display(path);
+        let text = match self.fs.read_to_string(path) {
+            Ok(t) => t,
+            Err(source) => {
+                self.errors.push(LoadError::Io {
+                    op: "read",
+                    path: display,
+                    source,
+                });
+                return None;
+            }
+        };
+        let file = self.sources.add(display.clone(), text.as_str());
+        let value = match crate::yaml::parse_one(&display, &text) {
+            Ok(v) => v,
+            Err(e) => {
+                self.errors.push(e.into());
+                return None;
+            }
+        };
+        let violations = schema_violations(validator, &value);
+        let valid = violations.is_empty();
+        for v in violations {
+            self.push_violation(file, v, schema);
+        }
+        Some((file, value, valid))
+    }
+
+    /// Resolves `rel` against `base`, following symlinks, and checks it stays in the root.
+    /// `None` (with an error at `loc`) when it does not exist or escapes.
+    fn resolve(
+        &mut self,
+        base: &Path,
+        rel: &str,
+        loc: &Loc,
+        what: &'static str,
+    ) -> Option<PathBuf> {
+        let joined = base.join(rel);
+        match self.fs.canonicalize(&joined) {
+            Ok(p) if p.starts_with(&self.root) => Some(p),
+            Ok(p) => {
+                let sn = self.sources.snippet(loc);
+                self.errors.push(LoadError::PathOutsideRoot {
+                    at: sn.at,
+                    path: rel.to_string(),
+                    resolved: p.display().to_string(),
+                    root: self.root.display().to_string(),
+                    src: sn.src,
+                    span: sn.span,
+                });
+                None
+            }
+            Err(_) => {
+                let sn = self.sources.snippet(loc);
+                // A path that does not exist may still be an attempt to leave the root
+                // (`../../..`); say so, since that is the more useful message.
+                let lexical = normalize(&joined);
+                if !lexical.starts_with(&self.root) {
+                    self.errors.push(LoadError::PathOutsideRoot {
+                        at: sn.at,
+                        path: rel.to_string(),
+                        resolved: lexical.display().to_string(),
+                        root: self.root.display().to_string(),
+                        src: sn.src,
+                        span: sn.span,
+                    });
+                } else {
+                    self.errors.push(LoadError::PathNotFound {
+                        at: sn.at,
+                        what,
+                        path: rel.to_string(),
+                        src: sn.src,
+                        span: sn.span,
+                    });
+                }
+                None
+            }
+        }
+    }
+
+    /// Resolves a component instance's `path`: inside the root, a directory holding
+    /// `component.yaml`. Otherwise an error with the closest sibling directory as a hint.
+    fn resolve_component(&mut self, base: &Path, rel: &str, loc: &Loc) -> Option<PathBuf> {
+        let joined = base.join(rel);
+        let exists = self.fs.canonicalize(&joined).is_ok();
+        let lexical = normalize(&joined);
+        if !exists && lexical.starts_with(&self.root) {
+            return self.unknown_component(rel, &lexical, loc, "no such directory");
+        }
+        let cdir = self.resolve(base, rel, loc, "component directory")?;
+        if !self.fs.is_file(&cdir.join("component.yaml")) {
+            return self.unknown_component(rel, &cdir, loc, "the directory has no component.yaml");
+        }
+        Some(cdir)
+    }
+
+    fn unknown_component(
+        &mut self,
+        rel: &str,
+        path: &Path,
+        loc: &Loc,
+        reason: &str,
+    ) -> Option<PathBuf> {
+        // Suggest a sibling directory that is a component and has a close name.
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let siblings: Vec<String> = path
+            .parent()
+            .and_then(|p| self.fs.read_dir(p).ok())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| self.fs.is_file(&p.join("component.yaml")))
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        let help = match crate::diag::did_you_mean(&name, siblings.iter().map(String::as_str)) {
+            Some(m) => {
+                let fixed = match rel.rsplit_once('/') {
+                    Some((head, _)) => format!("{head}/{m}"),
+                    None => m,
+                };
+                format!("did you mean `{fixed}`?")
+            }
+            None => "`path` is relative to the platform directory and names a directory holding component.yaml".into(),
+        };
+        let sn = self.sources.snippet(loc);
+        self.errors.push(LoadError::UnknownComponent {
+            path: rel.to_string(),
+            reason: reason.to_string(),
+            at: sn.at,
+            help,
+            src: sn.src,
+            span: sn.span,
+        });
+        None
+    }
+
+    fn load_component(&mut self, cdir: &Path) -> Option<LoadedComponent> {
+        let errors_before = self.errors.len();
+        let (file, raw, valid) = self.read_doc(
+            &cdir.join("component.yaml"),
+            component_validator(),
+            "component.schema.json",
+        )?;
+        if !valid {
+            return None;
+        }
+        let spec: ComponentFile = match serde_json::from_value(raw.clone()) {
+            Ok(s) => s,
+            Err(e) => {
+                self.schema_error(file, "", e.to_string(), "component.schema.json");
+                return None;
+            }
+        };
+        let mut files = BTreeMap::new();
+        let mut assets = BTreeMap::new();
+        for (g, generator) in spec.spec.generators.iter().enumerate() {
+            let gloc = Loc::new(file, format!("/spec/generators/{g}"));
+            match generator {
+                Generator::Files(list) => {
+                    let mut resources = Vec::new();
+                    for (k, rel) in list.iter().enumerate() {
+                        let loc = gloc.join("files").join(k);
+                        if let Some(path) = self.resolve(cdir, rel, &loc, "manifest file") {
+                            self.read_manifests(&path, &loc, &mut resources);
+                        }
+                    }
+                    files.insert(g, resources);
+                }
+                Generator::Kustomize(rel) => {
+                    let loc = gloc.join("kustomize");
+                    if let Some(kdir) = self.resolve(cdir, rel, &loc, "kustomization directory") {
+                        self.check_tree(&kdir, &loc);
+                    }
+                }
+                Generator::ConfigMapGenerator(args) | Generator::SecretGenerator(args) => {
+                    let key = if matches!(generator, Generator::ConfigMapGenerator(_)) {
+                        "configMapGenerator"
+                    } else {
+                        "secretGenerator"
+                    };
+                    let entries = args
+                        .files
+                        .iter()
+                        .map(|f| ("files", f))
+                        .chain(args.envs.iter().map(|f| ("envs", f)));
+                    for (k, (field, entry)) in entries.enumerate() {
+                        // `files` entries may be `key=path`.
+                        let rel = entry.split_once('=').map_or(entry.as_str(), |(_, p)| p);
+                        let idx = if field == "files" {
+                            k
+                        } else {
+                            k - args.files.len()
+                        };
+                        let loc = gloc.join(key).join(field).join(idx);
+                        if let Some(path) = self.resolve(cdir, rel, &loc, "generator file") {
+                            match self.fs.read_to_string(&path) {
+                                Ok(text) => {
+                                    assets.insert(rel.to_string(), text);
+                                }
+                                Err(source) => self.errors.push(LoadError::Io {
+                                    op: "read",
+                                    path: self.display(&path),
+                                    source,
+                                }),
+                            }
+                        }
+                    }
+                }
+                Generator::Resources(_) => {}
+            }
+        }
+        if self.errors.len() > errors_before {
+            return None;
+        }
+        Some(LoadedComponent {
+            dir: cdir.to_path_buf(),
+            display_dir: self.display(cdir),
+            file,
+            raw,
+            spec,
+            files,
+            assets,
+        })
+    }
+
+    /// Reads a manifest file, or every `*.yaml`/`*.yml` file of a directory (sorted by name,
+    /// not recursive), into `out`.
+    fn read_manifests(&mut self, path: &Path, loc: &Loc, out: &mut Vec<Resource>) {
+        if !self.fs.is_dir(path) {
+            self.read_manifest_file(path, out);
+            return;
+        }
+        let entries = match self.fs.read_dir(path) {
+            Ok(e) => e,
+            Err(source) => {
+                self.errors.push(LoadError::Io {
+                    op: "list directory",
+                    path: self.display(path),
+                    source,
+                });
+                return;
+            }
+        };
+        for entry in entries {
+            let is_yaml = entry.extension().is_some_and(|e| e == "yaml" || e == "yml");
+            if !is_yaml || self.fs.is_dir(&entry) {
+                continue;
+            }
+            let name = entry
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            // A symlink inside the directory may point anywhere; check each file too.
+            if let Some(real) = self.resolve(path, &name, loc, "manifest file") {
+                self.read_manifest_file(&real, out);
+            }
+        }
+    }
+
+    fn read_manifest_file(&mut self, path: &Path, out: &mut Vec<Resource>) {
+        let display = self.display(path);
+        let text = match self.fs.read_to_string(path) {
+            Ok(t) => t,
+            Err(source) => {
+                self.errors.push(LoadError::Io {
+                    op: "read",
+                    path: display,
+                    source,
+                });
+                return;
+            }
+        };
+        let file = self.sources.add(display.clone(), text.as_str());
+        let docs = match crate::yaml::parse_stream(&display, &text) {
+            Ok(d) => d,
+            Err(e) => {
+                self.errors.push(e.into());
+                return;
+            }
+        };
+        for (doc, value) in docs.into_iter().enumerate() {
+            let reason = resource_problem(&value);
+            if let Some((pointer, reason)) = reason {
+                let mut loc = Loc::new(file, pointer);
+                loc.doc = doc;
+                let sn = self.sources.snippet(&loc);
+                self.errors.push(LoadError::InvalidResource {
+                    at: sn.at,
+                    doc,
+                    reason,
+                    src: sn.src,
+                    span: sn.span,
+                });
+                continue;
+            }
+            out.push(Resource::new(
+                value,
+                Some(Origin {
+                    file: display.clone(),
+                    document: doc,
+                }),
+            ));
+        }
+    }
+
+    /// Checks that every file under a kustomization directory stays inside the root (the
+    /// native engine reads them later through the same file system).
+    fn check_tree(&mut self, dir: &Path, loc: &Loc) {
+        let Ok(entries) = self.fs.read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let name = entry
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if let Some(real) = self.resolve(dir, &name, loc, "kustomization file")
+                && self.fs.is_dir(&real)
+            {
+                self.check_tree(&real, loc);
+            }
+        }
+    }
+}
+
+/// What makes `value` not a Kubernetes object: (JSON Pointer, reason).
+fn resource_problem(value: &Value) -> Option<(&'static str, String)> {
+    let Some(obj) = value.as_object() else {
+        return Some(("", "not a mapping".into()));
+    };
+    for (field, pointer) in [("apiVersion", "/apiVersion"), ("kind", "/kind")] {
+        let value = obj.get(field).and_then(Value::as_str);
+        if value.is_none_or(str::is_empty) {
+            return Some((
+                if obj.contains_key(field) { pointer } else { "" },
+                format!("missing `{field}`"),
+            ));
+        }
+    }
+    let name = value.pointer("/metadata/name").and_then(Value::as_str);
+    if name.is_none_or(str::is_empty) {
+        return Some(("/metadata", "missing `metadata.name`".into()));
+    }
+    None
+}
+
+/// Lexically removes `.` and `..` from a path (no file system access).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            PathPart::ParentDir => {
+                out.pop();
+            }
+            PathPart::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `files` (path → text) under a fresh temp dir, returns it.
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        for (p, text) in files {
+            let path = t.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        t
+    }
+
+    const PLATFORM: &str = "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/a\n";
+    const COMPONENT: &str = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: a\nspec:\n  generators:\n  - files: [manifests]\n";
+    const DEPLOY: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: a\n";
+
+    fn opts(t: &tempfile::TempDir) -> LoadOptions {
+        LoadOptions {
+            root: Some(t.path().to_path_buf()),
+        }
+    }
+
+    #[test]
+    fn loads_platform_components_and_manifests() {
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+            ("components/a/manifests/notes.txt", "ignored"),
+        ]);
+        let lp = load(&RealFs, &t.path().join("platforms/p"), &opts(&t)).unwrap();
+        assert_eq!(lp.components.len(), 1);
+        assert_eq!(lp.instances, vec![vec![0]]);
+        let c = &lp.components[0];
+        assert_eq!(c.display_dir, "components/a");
+        let res = &c.files[&0];
+        assert_eq!(
+            res.iter().map(|r| r.kind()).collect::<Vec<_>>(),
+            ["Deployment", "Service"]
+        );
+        assert_eq!(res[1].origin.as_ref().unwrap().document, 1);
+        assert_eq!(
+            res[1].origin.as_ref().unwrap().file,
+            "components/a/manifests/deploy.yaml"
+        );
+    }
+
+    #[test]
+    fn default_root_is_parent_of_platforms_dir() {
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+        ]);
+        let lp = load(
+            &RealFs,
+            &t.path().join("platforms/p"),
+            &LoadOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(lp.root, std::fs::canonicalize(t.path()).unwrap());
+    }
+
+    #[test]
+    fn all_schema_violations_are_reported_with_lines() {
+        let bad_platform = PLATFORM
+            .replace("tier: nonprod", "tier: nonprod, colour: red")
+            .replace("  - name: web\n", "  - name: web\n    bogus: 1\n");
+        // The component's own violation is reported in the same run.
+        let bad_component = COMPONENT.replace("  generators:", "  generatorz: []\n  generators:");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", &bad_platform),
+            ("components/a/component.yaml", &bad_component),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        let msgs: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        assert_eq!(msgs.len(), 3, "{msgs:?}");
+        assert!(
+            msgs[2].starts_with("components/a/component.yaml:6:"),
+            "{msgs:?}"
+        );
+        assert!(
+            msgs[0].starts_with("platforms/p/platform.yaml:8:"),
+            "{msgs:?}"
+        );
+        assert!(msgs[0].contains("unknown field `colour`"), "{msgs:?}");
+        assert!(
+            msgs[1].starts_with("platforms/p/platform.yaml:11:"),
+            "{msgs:?}"
+        );
+    }
+
+    #[test]
+    fn component_path_outside_root_is_refused() {
+        let outside = tree(&[("component.yaml", COMPONENT)]);
+        let p = PLATFORM.replace("../../components/a", &outside.path().display().to_string());
+        let t = tree(&[("platforms/p/platform.yaml", &p)]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("platforms/p/platform.yaml:12:"),
+            "{}",
+            errs[0]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_escaping_root_is_refused() {
+        let outside = tree(&[("secret.yaml", DEPLOY)]);
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+        ]);
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.yaml"),
+            t.path().join("components/a/manifests/x.yaml"),
+        )
+        .unwrap();
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("components/a/component.yaml:7:"),
+            "{}",
+            errs[0]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlink_inside_a_kustomization_directory_is_refused() {
+        let outside = tree(&[("leak.yaml", DEPLOY)]);
+        let comp = COMPONENT.replace("  - files: [manifests]", "  - kustomize: base");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", &comp),
+            (
+                "components/a/base/kustomization.yaml",
+                "resources: [leak.yaml]\n",
+            ),
+        ]);
+        std::os::unix::fs::symlink(
+            outside.path().join("leak.yaml"),
+            t.path().join("components/a/base/leak.yaml"),
+        )
+        .unwrap();
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::PathOutsideRoot { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("components/a/component.yaml:7:"),
+            "{}",
+            errs[0]
+        );
+    }
+
+    #[test]
+    fn yaml_errors_and_invalid_documents_are_reported() {
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", COMPONENT),
+            (
+                "components/a/manifests/deploy.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+            ),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::InvalidResource { .. }]),
+            "{errs:?}"
+        );
+
+        let t = tree(&[(
+            "platforms/p/platform.yaml",
+            "apiVersion: a\napiVersion: b\n",
+        )]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(matches!(&errs[..], [LoadError::Yaml(_)]), "{errs:?}");
+    }
+
+    #[test]
+    fn missing_component_is_reported_at_its_path() {
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &PLATFORM.replace("components/a", "components/b"),
+            ),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+            ("components/b/README.md", "not a component"),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::UnknownComponent { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0].to_string().contains("has no component.yaml"),
+            "{}",
+            errs[0]
+        );
+
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &PLATFORM.replace("components/a", "components/aa"),
+            ),
+            ("components/a/component.yaml", COMPONENT),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        let LoadError::UnknownComponent { help, .. } = &errs[0] else {
+            panic!("{errs:?}")
+        };
+        assert_eq!(help, "did you mean `../../components/a`?");
+    }
+}

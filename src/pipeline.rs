@@ -1,0 +1,354 @@
+//! The pipeline end to end, as the CLI (and tests) call it: load → validate → evaluate →
+//! render → emit → write, each stage's errors wrapped in one [`KilnError`].
+//!
+//! `kiln render` is [`run_render`], `kiln show platform|buildplans` are [`show_platform`] and
+//! [`show_buildplans`], `kiln schema` is [`schema`]. [`build`] stops before `write` and returns
+//! the [`ArtifactSet`], for `diff`, `verify`, `publish` and the golden tests.
+//!
+//! Invariant: only [`run_render`] writes, and only after every earlier stage succeeded, so on
+//! any error the previous output is left exactly as it was.
+
+use crate::artifact::ArtifactSet;
+use crate::diag::Errors;
+use crate::emit::{Layout, emit};
+use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
+use crate::load::{LoadError, LoadOptions, RealFs, load};
+use crate::render::RenderError;
+use crate::validate::{Platform, ValidateError, validate};
+use crate::write::{WriteError, WriteReport, write, write_scoped};
+use miette::Diagnostic;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// Any error of the pipeline: the stage that stopped it, with every error that stage found.
+/// Renders through miette with each error's file, line and help.
+#[derive(Debug, Error, Diagnostic)]
+pub enum KilnError {
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Load(Errors<LoadError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Validate(Errors<ValidateError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Evaluate(Errors<EvaluateError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Render(Errors<RenderError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Kargo(Errors<crate::kargo::KargoError>),
+    /// The schema directory given to `--schema-dir` could not be read.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Schemas(crate::check::CheckError),
+    /// `--schema-dir` checks found problems in the generated Kargo/Argo CD objects.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Check(Errors<crate::check::Finding>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Write(WriteError),
+}
+
+impl KilnError {
+    /// Each individual error, for printers that report them one by one.
+    pub fn diagnostics(&self) -> Vec<&dyn Diagnostic> {
+        fn all<E: Diagnostic>(e: &Errors<E>) -> Vec<&dyn Diagnostic> {
+            e.errors.iter().map(|e| e as &dyn Diagnostic).collect()
+        }
+        match self {
+            KilnError::Load(e) => all(e),
+            KilnError::Validate(e) => all(e),
+            KilnError::Evaluate(e) => all(e),
+            KilnError::Render(e) => all(e),
+            KilnError::Kargo(e) => all(e),
+            KilnError::Schemas(e) => vec![e],
+            KilnError::Check(e) => all(e),
+            KilnError::Write(e) => vec![e],
+        }
+    }
+}
+
+/// What `kiln render` does.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// The platform directory (holds `platform.yaml`).
+    pub platform_dir: PathBuf,
+    /// The output directory (`--write-to`, default `deploy`).
+    pub write_to: PathBuf,
+    /// `--layout`.
+    pub layout: Layout,
+    /// `--project`, `--environment`, `--component`, `-l`.
+    pub selection: Selection,
+    /// The repository root; `None` for the default (see [`LoadOptions::root`]).
+    pub root: Option<PathBuf>,
+    /// `--schema-dir`: check the generated Kargo and Argo CD objects against these schemas
+    /// before anything is written.
+    pub schema_dir: Option<PathBuf>,
+}
+
+impl RenderOptions {
+    /// Defaults: write to `deploy`, service layout, everything selected.
+    pub fn new(platform_dir: impl Into<PathBuf>) -> Self {
+        RenderOptions {
+            platform_dir: platform_dir.into(),
+            write_to: PathBuf::from("deploy"),
+            layout: Layout::Service,
+            selection: Selection::default(),
+            root: None,
+            schema_dir: None,
+        }
+    }
+}
+
+/// What `kiln render` did.
+#[derive(Debug, Clone)]
+pub struct RenderSummary {
+    /// Number of BuildPlans rendered.
+    pub plans: usize,
+    /// Number of files in the rendered tree.
+    pub files: usize,
+    /// What the write changed.
+    pub report: WriteReport,
+}
+
+/// Output format of `kiln show`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ShowFormat {
+    #[default]
+    Yaml,
+    Json,
+}
+
+/// load + validate.
+pub fn load_platform(platform_dir: &Path, root: Option<&Path>) -> Result<Platform, KilnError> {
+    let opts = LoadOptions {
+        root: root.map(Path::to_path_buf),
+    };
+    let loaded = load(&RealFs, platform_dir, &opts).map_err(KilnError::Load)?;
+    validate(loaded).map_err(KilnError::Validate)
+}
+
+/// load + validate + evaluate.
+pub fn plan(
+    platform_dir: &Path,
+    root: Option<&Path>,
+    selection: &Selection,
+) -> Result<(Platform, Vec<BuildPlan>), KilnError> {
+    let platform = load_platform(platform_dir, root)?;
+    let plans = evaluate(&platform, selection).map_err(KilnError::Evaluate)?;
+    Ok((platform, plans))
+}
+
+/// Everything up to emit: the rendered tree in memory. `progress(done, total)` is called as
+/// plans finish (from worker threads).
+pub fn build_with_progress(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Platform, Vec<BuildPlan>, ArtifactSet), KilnError> {
+    let (platform, plans) = plan(&opts.platform_dir, opts.root.as_deref(), &opts.selection)?;
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let total = plans.len();
+    let tick = || {
+        progress(
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
+            total,
+        )
+    };
+    let rendered = crate::render::render_with(&plans, &platform.sources, &RealFs, &tick)
+        .map_err(KilnError::Render)?;
+    let mut set = emit(&rendered, opts.layout);
+    // Kargo and Argo CD objects are per project and always complete for the projects
+    // rendered, even when the selection narrows environments or components: a Stage graph
+    // cut in half would not apply.
+    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout);
+    if !opts.selection.projects.is_empty() {
+        input
+            .projects
+            .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
+    }
+    crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
+    if let Some(dir) = &opts.schema_dir {
+        let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
+        let report =
+            crate::check::validate_artifacts(&set, &schemas).map_err(KilnError::Schemas)?;
+        if !report.is_clean() {
+            return Err(KilnError::Check(Errors::new(report.findings)));
+        }
+    }
+    Ok((platform, plans, set))
+}
+
+/// Everything up to emit, without progress reporting.
+pub fn build(opts: &RenderOptions) -> Result<ArtifactSet, KilnError> {
+    build_with_progress(opts, &|_, _| {}).map(|(_, _, set)| set)
+}
+
+/// `kiln render`: build, then write into `opts.write_to`.
+pub fn run_render(opts: &RenderOptions) -> Result<RenderSummary, KilnError> {
+    run_render_with_progress(opts, &|_, _| {})
+}
+
+/// [`run_render`] with a progress callback (see [`build_with_progress`]).
+pub fn run_render_with_progress(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<RenderSummary, KilnError> {
+    let (_, plans, set) = build_with_progress(opts, progress)?;
+    let report = if opts.selection == Selection::default() {
+        write(&set, &opts.write_to)
+    } else {
+        // A partial render prunes only inside the directories it rendered, so
+        // `--project web` never deletes the other projects' files.
+        let dirs: Vec<String> = set
+            .paths()
+            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+            .collect();
+        write_scoped(&set, &opts.write_to, &|p| {
+            dirs.iter().any(|d| p.starts_with(d.as_str()))
+        })
+    }
+    .map_err(KilnError::Write)?;
+    Ok(RenderSummary {
+        plans: plans.len(),
+        files: set.len(),
+        report,
+    })
+}
+
+fn format_value(value: &serde_json::Value, format: ShowFormat) -> String {
+    match format {
+        ShowFormat::Yaml => crate::yaml::to_yaml(value),
+        ShowFormat::Json => {
+            let mut s =
+                serde_json::to_string_pretty(value).expect("a JSON value always serializes");
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// `kiln show platform`: the validated model (defaults filled in) as YAML or JSON.
+pub fn show_platform(
+    platform_dir: &Path,
+    root: Option<&Path>,
+    format: ShowFormat,
+) -> Result<String, KilnError> {
+    let platform = load_platform(platform_dir, root)?;
+    let value = serde_json::to_value(&platform).expect("the model always serializes");
+    Ok(format_value(&value, format))
+}
+
+/// `kiln show buildplans`: the selected BuildPlans as a YAML or JSON list.
+pub fn show_buildplans(
+    platform_dir: &Path,
+    root: Option<&Path>,
+    selection: &Selection,
+    format: ShowFormat,
+) -> Result<String, KilnError> {
+    let (_, plans) = plan(platform_dir, root, selection)?;
+    let value = serde_json::to_value(&plans).expect("plans always serialize");
+    Ok(format_value(&value, format))
+}
+
+/// Which schema `kiln schema` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaKind {
+    Platform,
+    Component,
+}
+
+/// `kiln schema [platform|component]`: the JSON Schema(s), as committed under `schema/`. Both
+/// kinds: a JSON object `{"platform": …, "component": …}`.
+pub fn schema(kind: Option<SchemaKind>) -> String {
+    match kind {
+        Some(SchemaKind::Platform) => crate::spec::schema_text(&crate::spec::platform_schema()),
+        Some(SchemaKind::Component) => crate::spec::schema_text(&crate::spec::component_schema()),
+        None => crate::spec::schema_text(&serde_json::json!({
+            "platform": crate::spec::platform_schema(),
+            "component": crate::spec::component_schema(),
+        })),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::tests::{COMPONENT, ENVS, PROJECTS, platform_yaml, tree};
+
+    fn fixture() -> tempfile::TempDir {
+        tree(&[
+            ("platforms/p/platform.yaml", &platform_yaml(ENVS, PROJECTS)),
+            ("components/a/component.yaml", COMPONENT),
+        ])
+    }
+
+    #[test]
+    fn show_buildplans_lists_selected_plans_as_yaml_or_json() {
+        let t = fixture();
+        let dir = t.path().join("platforms/p");
+        let sel = Selection {
+            environments: vec!["prod".into()],
+            ..Default::default()
+        };
+        let json = show_buildplans(&dir, Some(t.path()), &sel, ShowFormat::Json).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v.as_array().map(Vec::len), Some(1));
+        assert_eq!(v[0]["parameters"]["replicas"], 4);
+        let yaml = show_buildplans(
+            &dir,
+            Some(t.path()),
+            &Selection::default(),
+            ShowFormat::Yaml,
+        )
+        .unwrap();
+        let docs = crate::yaml::parse_one("plans", &yaml).unwrap();
+        assert_eq!(docs.as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn show_platform_fills_defaults() {
+        let t = fixture();
+        let yaml = show_platform(
+            &t.path().join("platforms/p"),
+            Some(t.path()),
+            ShowFormat::Yaml,
+        )
+        .unwrap();
+        let v = crate::yaml::parse_one("platform", &yaml).unwrap();
+        assert_eq!(
+            v["environments"][0]["namespace"],
+            "${project.name}-${env.name}"
+        );
+        assert_eq!(v["projects"][0]["components"][0]["component"], "a");
+    }
+
+    #[test]
+    fn run_render_writes_and_errors_write_nothing() {
+        let t = fixture();
+        let mut opts = RenderOptions::new(t.path().join("platforms/p"));
+        opts.root = Some(t.path().to_path_buf());
+        opts.write_to = t.path().join("out");
+        let s = run_render(&opts).unwrap();
+        assert_eq!((s.plans, s.files), (2, 4));
+        assert!(run_render(&opts).unwrap().report.is_noop());
+
+        opts.selection.projects = vec!["nope".into()];
+        opts.write_to = t.path().join("out2");
+        let err = run_render(&opts).unwrap_err();
+        assert!(matches!(err, KilnError::Evaluate(_)), "{err}");
+        assert_eq!(err.diagnostics().len(), 1);
+        assert!(!opts.write_to.exists());
+    }
+
+    #[test]
+    fn schema_prints_one_or_both_kinds() {
+        let p: serde_json::Value =
+            serde_json::from_str(&schema(Some(SchemaKind::Platform))).unwrap();
+        assert_eq!(p["title"], "kiln Platform");
+        let both: serde_json::Value = serde_json::from_str(&schema(None)).unwrap();
+        assert_eq!(both["component"]["title"], "kiln Component");
+    }
+}

@@ -1,0 +1,752 @@
+//! Stage 4, render: `[`[`BuildPlan`]`]` → `Vec<`[`Rendered`]`>`, the resources of each
+//! component instance in each environment.
+//!
+//! Per plan: the generators run in order and their resources are concatenated (files read by
+//! `load`, inline resources, kustomization directories built by the native engine,
+//! `configMapGenerator`/`secretGenerator` entries absorbed as kustomize does); then the
+//! transformers run in the order written, each one a call into `crate::kustomize`; then, as
+//! `kubectl kustomize` finishes a build: the component's own images are set (see
+//! [`ImageRef`]), generated ConfigMaps/Secrets get their content-hash suffix, name references
+//! follow renames, and resources are put in kustomize's legacy order, which is the documented
+//! order of every `.gen.yaml`.
+//!
+//! kiln policy, stricter than kustomize: a patch whose target matches nothing is an error, and
+//! two resources with the same id in one component are an error.
+//!
+//! Invariant: plans render in parallel (rayon), results come back in plan order, so output does
+//! not depend on scheduling. Nothing here touches the disk except kustomization directories,
+//! read through the [`FileSystem`] trait.
+
+use crate::diag::{Errors, Loc, Sources};
+use crate::evaluate::{BuildPlan, PlanTransformer};
+use crate::kustomize::{
+    generators, hash, images, labels, name_prefix_suffix, name_reference, namespace, order,
+    patches, target,
+};
+use crate::load::FileSystem;
+use crate::resource::{Origin, Resource};
+use crate::spec::{self, Generator};
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use rayon::prelude::*;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// The resources of one plan, in kustomize's legacy order, and the final reference of each
+/// component image (for the emitted `kustomization.yaml`).
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    pub plan: BuildPlan,
+    pub resources: Vec<Resource>,
+    pub images: Vec<ImageRef>,
+}
+
+/// Where a component image ended up: the name it has in the rendered manifests (the
+/// repository, or a user's `newName`) and its tag or digest.
+///
+/// Every component image is applied last, as one kustomize `images:` entry `{name,
+/// newName: repository, newTag|digest}`; its tag is the base tag unless an `images`
+/// transformer of the plan set one for the same name, which then wins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageRef {
+    pub name: String,
+    pub tag: Option<String>,
+    pub digest: Option<String>,
+}
+
+/// Why a plan failed to render. Codes `kiln::render::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum RenderError {
+    /// A patch target selects no resource of the component.
+    #[error("{at}: patch target {target} matches no resource of `{plan}`")]
+    #[diagnostic(
+        code(kiln::render::patch_target_missing),
+        help(
+            "resources of `{plan}`: {available}; a patch that patches nothing is an error in kiln (kustomize ignores it silently)"
+        )
+    )]
+    PatchTargetMissing {
+        plan: String,
+        target: String,
+        available: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("matches nothing")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A transformer of the kustomize engine failed.
+    #[error("{at}: {what} failed for `{plan}`: {cause}")]
+    #[diagnostic(code(kiln::render::transformer_failed))]
+    TransformerFailed {
+        what: &'static str,
+        plan: String,
+        at: String,
+        #[diagnostic_source]
+        cause: Box<dyn Diagnostic + Send + Sync>,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("this transformer")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A generator failed.
+    #[error("{at}: {what} failed for `{plan}`: {cause}")]
+    #[diagnostic(code(kiln::render::generator_failed))]
+    GeneratorFailed {
+        what: &'static str,
+        plan: String,
+        at: String,
+        #[diagnostic_source]
+        cause: Box<dyn Diagnostic + Send + Sync>,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("this generator")]
+        span: Option<SourceSpan>,
+    },
+
+    /// An inline resource is not a Kubernetes object.
+    #[error("{at}: inline resource is not a Kubernetes object: {reason}")]
+    #[diagnostic(
+        code(kiln::render::invalid_resource),
+        help("every resource needs `apiVersion`, `kind` and `metadata.name`")
+    )]
+    InvalidResource {
+        reason: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("{reason}")]
+        span: Option<SourceSpan>,
+    },
+
+    /// Two resources of one component have the same id.
+    #[error("{at}: `{plan}` has two resources with id `{id}`")]
+    #[diagnostic(code(kiln::render::duplicate_resource))]
+    DuplicateResource {
+        plan: String,
+        id: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("second generator of it")]
+        span: Option<SourceSpan>,
+    },
+}
+
+/// A kustomize error wrapped for [`RenderError`].
+fn boxed<E: Diagnostic + Send + Sync + 'static>(e: E) -> Box<dyn Diagnostic + Send + Sync> {
+    Box::new(e)
+}
+
+/// A message-only diagnostic, for engine errors that are plain strings.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{0}")]
+struct Message(String);
+
+/// Renders every plan, in parallel; results in plan order.
+///
+/// Errors: every plan's [`RenderError`] (the first per plan), together.
+pub fn render(
+    plans: &[BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+) -> Result<Vec<Rendered>, Errors<RenderError>> {
+    render_with(plans, sources, fs, &|| {})
+}
+
+/// [`render`], calling `done` (from worker threads) as each plan finishes.
+pub fn render_with(
+    plans: &[BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    done: &(dyn Fn() + Sync),
+) -> Result<Vec<Rendered>, Errors<RenderError>> {
+    let results: Vec<Result<Rendered, RenderError>> = plans
+        .par_iter()
+        .map(|p| {
+            let r = render_plan(p, sources, fs);
+            done();
+            r
+        })
+        .collect();
+    let mut ok = Vec::with_capacity(results.len());
+    let mut errors = Vec::new();
+    // The same broken generator or transformer fails in every environment; report it once.
+    let mut seen = std::collections::BTreeSet::new();
+    for r in results {
+        match r {
+            Ok(x) => ok.push(x),
+            Err(e) => {
+                if seen.insert(dedupe_key(&e)) {
+                    errors.push(e);
+                }
+            }
+        }
+    }
+    Errors::check(errors, || ok)
+}
+
+/// Errors at the same place for the same reason are one error, whatever the plan.
+fn dedupe_key(e: &RenderError) -> String {
+    match e {
+        RenderError::TransformerFailed { at, cause, .. }
+        | RenderError::GeneratorFailed { at, cause, .. } => {
+            format!("{at}\u{0}{cause}")
+        }
+        RenderError::PatchTargetMissing { at, target, .. } => format!("{at}\u{0}{target}"),
+        other => other.to_string(),
+    }
+}
+
+/// Renders one plan (see the module docs for the steps).
+pub fn render_plan(
+    plan: &BuildPlan,
+    sources: &Sources,
+    fs: &dyn FileSystem,
+) -> Result<Rendered, RenderError> {
+    let c = &plan.source;
+    let file = c.file;
+    let key = plan.key();
+    let loc_of = |p: String| Loc::new(file, p);
+
+    // 1. Generators.
+    let mut resources: Vec<Resource> = Vec::new();
+    let mut first_generator: BTreeMap<String, usize> = BTreeMap::new();
+    for (g, generator) in plan.generators.iter().enumerate() {
+        let gloc = loc_of(format!("/spec/generators/{g}"));
+        let fail = |what, cause| {
+            let sn = sources.snippet(&gloc);
+            RenderError::GeneratorFailed {
+                what,
+                plan: key.clone(),
+                at: sn.at,
+                cause,
+                src: sn.src,
+                span: sn.span,
+            }
+        };
+        let produced: Vec<Resource> = match generator {
+            Generator::Files(_) => c.files.get(&g).cloned().unwrap_or_default(),
+            Generator::Resources(values) => {
+                let mut out = Vec::new();
+                for (i, v) in values.iter().enumerate() {
+                    if let Some(reason) = resource_problem(v) {
+                        let sn = sources.snippet(&gloc.join("resources").join(i));
+                        return Err(RenderError::InvalidResource {
+                            reason,
+                            at: sn.at,
+                            src: sn.src,
+                            span: sn.span,
+                        });
+                    }
+                    let origin = Origin {
+                        file: sources.get(file).name.clone(),
+                        document: 0,
+                    };
+                    out.push(Resource::new(v.clone(), Some(origin)));
+                }
+                out
+            }
+            Generator::Kustomize(dir) => {
+                kustomize_build(fs, &c.dir.join(dir)).map_err(|e| fail("kustomize generator", e))?
+            }
+            Generator::ConfigMapGenerator(args) | Generator::SecretGenerator(args) => {
+                let read = |p: &str| {
+                    c.assets
+                        .get(p)
+                        .map(|t| t.clone().into_bytes())
+                        .ok_or_else(|| format!("`{p}` was not loaded"))
+                };
+                let made = if matches!(generator, Generator::ConfigMapGenerator(_)) {
+                    convert::<generators::ConfigMapArgs>(args)
+                        .map_err(|m| fail("configMapGenerator", boxed(Message(m))))
+                        .and_then(|a| {
+                            generators::generate_config_map(&a, None, &read)
+                                .map_err(|e| fail("configMapGenerator", boxed(e)))
+                        })?
+                } else {
+                    convert::<generators::SecretArgs>(args)
+                        .map_err(|m| fail("secretGenerator", boxed(Message(m))))
+                        .and_then(|a| {
+                            generators::generate_secret(&a, None, &read)
+                                .map_err(|e| fail("secretGenerator", boxed(e)))
+                        })?
+                };
+                // merge/replace fold into an earlier object; create appends (kustomize's
+                // `appendReplaceOrMerge`).
+                generators::absorb_one(&mut resources, made)
+                    .map_err(|e| fail("generator merge", boxed(e)))?;
+                continue;
+            }
+        };
+        for r in produced {
+            let id = r.id().to_string();
+            if let Some(&first) = first_generator.get(&id) {
+                let sn = sources.snippet(&gloc);
+                let first_at = sources
+                    .snippet(&loc_of(format!("/spec/generators/{first}")))
+                    .at;
+                return Err(RenderError::DuplicateResource {
+                    plan: key,
+                    id,
+                    at: sn.at,
+                    help: format!(
+                        "first generated by the generator at {first_at}; names must be unique per kind and namespace"
+                    ),
+                    src: sn.src,
+                    span: sn.span,
+                });
+            }
+            first_generator.insert(id, g);
+            resources.push(r);
+        }
+    }
+
+    // 2. Transformers, in the order written.
+    let mut user_images: BTreeMap<String, spec::ImageOverride> = BTreeMap::new();
+    for t in &plan.transformers {
+        apply_transformer(&mut resources, t, plan, sources, &mut user_images)?;
+    }
+
+    // 3. What kustomize does at the end of a build.
+    let finish = |what: &'static str, cause: Box<dyn Diagnostic + Send + Sync>| {
+        let sn = sources.snippet(&loc_of("/spec".into()));
+        RenderError::TransformerFailed {
+            what,
+            plan: key.clone(),
+            at: sn.at,
+            cause,
+            src: sn.src,
+            span: sn.span,
+        }
+    };
+    let image_refs = apply_component_images(&mut resources, &c.images, &plan.images, &user_images)
+        .map_err(|e| finish("component images", boxed(e)))?;
+    hash::apply_hash_suffixes(&mut resources).map_err(|e| finish("hash suffix", boxed(e)))?;
+    name_reference::fix_name_references(&mut resources)
+        .map_err(|e| finish("name references", boxed(e)))?;
+    order::sort_resources(&mut resources, None).map_err(|e| finish("sort", boxed(e)))?;
+    Ok(Rendered {
+        plan: plan.clone(),
+        resources,
+        images: image_refs,
+    })
+}
+
+/// Builds a kustomization directory with the native engine (`crate::kustomize::build`, the
+/// same code as `kiln kustomize`), with kustomize's default load restrictions.
+fn kustomize_build(
+    fs: &dyn FileSystem,
+    dir: &std::path::Path,
+) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
+    crate::kustomize::build(fs, dir, &crate::kustomize::BuildOptions::default()).map_err(boxed)
+}
+
+/// Converts between two serde shapes (kiln's spec → the engine's kustomize types).
+fn convert<T: serde::de::DeserializeOwned>(from: &impl serde::Serialize) -> Result<T, String> {
+    serde_json::to_value(from)
+        .and_then(serde_json::from_value)
+        .map_err(|e| e.to_string())
+}
+
+fn resource_problem(v: &Value) -> Option<String> {
+    let s = |p: &str| {
+        v.pointer(p)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    if !v.is_object() {
+        return Some("not a mapping".into());
+    }
+    for (p, f) in [
+        ("/apiVersion", "apiVersion"),
+        ("/kind", "kind"),
+        ("/metadata/name", "metadata.name"),
+    ] {
+        if s(p).is_none() {
+            return Some(format!("missing `{f}`"));
+        }
+    }
+    None
+}
+
+fn selector(t: &spec::Target) -> target::Selector {
+    target::Selector {
+        group: t.group.clone(),
+        version: t.version.clone(),
+        kind: t.kind.clone(),
+        name: t.name.clone(),
+        namespace: t.namespace.clone(),
+        label_selector: t.label_selector.clone(),
+        annotation_selector: t.annotation_selector.clone(),
+    }
+}
+
+fn apply_transformer(
+    resources: &mut Vec<Resource>,
+    t: &PlanTransformer,
+    plan: &BuildPlan,
+    sources: &Sources,
+    user_images: &mut BTreeMap<String, spec::ImageOverride>,
+) -> Result<(), RenderError> {
+    let tr = &t.transformer;
+    let tloc = Loc::new(plan.source.file, format!("/spec/transformers/{}", t.index));
+    let fail = |what: &'static str, field: &str, cause: Box<dyn Diagnostic + Send + Sync>| {
+        let sn = sources.snippet(&tloc.join(field));
+        RenderError::TransformerFailed {
+            what,
+            plan: plan.key(),
+            at: sn.at,
+            cause,
+            src: sn.src,
+            span: sn.span,
+        }
+    };
+    let missing = |field: &str, target: &spec::Target, resources: &[Resource]| {
+        let sn = sources.snippet(&tloc.join(field).join("target"));
+        let mut ids: Vec<String> = resources
+            .iter()
+            .map(|r| format!("{}/{}", r.kind(), r.name()))
+            .collect();
+        ids.sort();
+        RenderError::PatchTargetMissing {
+            plan: plan.key(),
+            target: format!("`{}`", selector(target)),
+            available: if ids.is_empty() {
+                "none".into()
+            } else {
+                ids.join(", ")
+            },
+            at: sn.at,
+            src: sn.src,
+            span: sn.span,
+        }
+    };
+    let everything = patches::PatchOptions {
+        allow_no_target_match: true,
+        ..Default::default()
+    };
+
+    if let Some(ns) = &tr.namespace {
+        namespace::apply_namespace(resources, ns)
+            .map_err(|e| fail("namespace", "namespace", boxed(e)))?;
+    }
+    if let Some(pairs) = &tr.labels {
+        let entry = labels::Label {
+            pairs: pairs.clone(),
+            include_selectors: tr.include_selectors.unwrap_or(false),
+            include_templates: tr.include_templates.unwrap_or(false),
+            fields: Vec::new(),
+        };
+        labels::apply_labels(resources, &entry, &[], &[])
+            .map_err(|e| fail("labels", "labels", boxed(e)))?;
+    }
+    if let Some(annotations) = &tr.annotations {
+        labels::apply_common_annotations(resources, annotations, &[])
+            .map_err(|e| fail("annotations", "annotations", boxed(e)))?;
+    }
+    if let Some(list) = &tr.images {
+        let entries: Vec<images::Image> = list
+            .iter()
+            .map(|i| images::Image {
+                name: i.name.clone(),
+                new_name: i.new_name.clone().unwrap_or_default(),
+                new_tag: i.new_tag.clone().unwrap_or_default(),
+                digest: i.digest.clone().unwrap_or_default(),
+                tag_suffix: String::new(),
+            })
+            .collect();
+        images::apply_images(resources, &entries, &[])
+            .map_err(|e| fail("images", "images", boxed(e)))?;
+        for i in list {
+            user_images.insert(i.name.clone(), i.clone());
+        }
+    }
+    if let Some(prefix) = &tr.name_prefix {
+        name_prefix_suffix::apply_name_prefix(resources, prefix);
+    }
+    if let Some(suffix) = &tr.name_suffix {
+        name_prefix_suffix::apply_name_suffix(resources, suffix);
+    }
+    if let Some(jp) = &tr.json_patch {
+        let ops =
+            crate::kustomize::json6902::JsonPatch::from_value(&Value::Array(jp.patch.clone()))
+                .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        let n = patches::apply_patch(
+            resources,
+            &patches::ParsedPatch::Json6902(ops),
+            Some(&selector(&jp.target)),
+            &everything,
+        )
+        .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        if n == 0 {
+            return Err(missing("jsonPatch", &jp.target, resources));
+        }
+    }
+    if let Some(mp) = &tr.merge_patch {
+        let target = mp.target.clone();
+        let compiled = selector(&target)
+            .compile()
+            .map_err(|e| fail("mergePatch", "mergePatch", boxed(e)))?;
+        let mut n = 0;
+        for r in resources.iter_mut().filter(|r| compiled.matches(r)) {
+            crate::kustomize::json6902::merge_patch_7386(&mut r.value, &mp.patch);
+            n += 1;
+        }
+        if n == 0 {
+            return Err(missing("mergePatch", &target, resources));
+        }
+    }
+    if let Some(sp) = &tr.strategic_merge_patch {
+        let parsed = patches::parse_patch_docs(vec![sp.patch.clone()])
+            .map_err(|e| fail("strategicMergePatch", "strategicMergePatch", boxed(e)))?;
+        let sel = sp.target.as_ref().map(selector);
+        let n = match patches::apply_patch(resources, &parsed, sel.as_ref(), &everything) {
+            Ok(n) => n,
+            // Without a target the patch's own id selects; "matches nothing" is the same
+            // condition as for a target.
+            Err(patches::PatchError::SmpTargetMissing { .. }) => 0,
+            Err(e) => return Err(fail("strategicMergePatch", "strategicMergePatch", boxed(e))),
+        };
+        if n == 0 {
+            let implied = spec::Target {
+                kind: sp
+                    .patch
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                name: sp
+                    .patch
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                ..Default::default()
+            };
+            return Err(missing(
+                "strategicMergePatch",
+                sp.target.as_ref().unwrap_or(&implied),
+                resources,
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Applies the component's images last (see [`ImageRef`]) and returns where each ended up.
+fn apply_component_images(
+    resources: &mut [Resource],
+    _base: &[spec::Image],
+    resolved: &[spec::Image],
+    user: &BTreeMap<String, spec::ImageOverride>,
+) -> Result<Vec<ImageRef>, images::ImagesError> {
+    let mut entries = Vec::new();
+    let mut refs = Vec::new();
+    for img in resolved {
+        let over = user.get(&img.name);
+        let (tag, digest) = match over {
+            Some(o) if o.new_tag.is_some() || o.digest.is_some() => {
+                (o.new_tag.clone(), o.digest.clone())
+            }
+            _ => (img.tag.clone(), img.digest.clone()),
+        };
+        let name = over
+            .and_then(|o| o.new_name.clone())
+            .unwrap_or_else(|| img.repository.clone());
+        entries.push(images::Image {
+            name: img.name.clone(),
+            new_name: if name != img.name {
+                name.clone()
+            } else {
+                String::new()
+            },
+            new_tag: tag.clone().unwrap_or_default(),
+            digest: digest.clone().unwrap_or_default(),
+            tag_suffix: String::new(),
+        });
+        refs.push(ImageRef { name, tag, digest });
+    }
+    images::apply_images(resources, &entries, &[])?;
+    Ok(refs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evaluate::{Selection, evaluate};
+    use crate::load::RealFs;
+    use crate::validate::tests::{ENVS, PROJECTS, platform_yaml, run};
+
+    const HEAD: &str = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: a\nspec:\n  parameters:\n    type: object\n    properties:\n      replicas: {type: integer, default: 1}\n      domain: {type: string}\n  images:\n  - {name: app, repository: ghcr.io/x/app, tag: \"1.0\"}\n  generators:\n  - resources:\n    - apiVersion: apps/v1\n      kind: Deployment\n      metadata: {name: a}\n      spec:\n        selector: {matchLabels: {app: a}}\n        template:\n          metadata: {labels: {app: a}}\n          spec:\n            containers: [{name: a, image: app, args: [\"{{ .Values.x }}\", \"${{ vars.y }}\"]}]\n            volumes: [{name: c, configMap: {name: cfg}}]\n    - {apiVersion: v1, kind: ServiceAccount, metadata: {name: a}}\n  - configMapGenerator: {name: cfg, literals: [\"HOST=${params.domain}\"]}\n";
+
+    fn rendered(component: &str) -> Result<Vec<Rendered>, Vec<String>> {
+        let p = run(&platform_yaml(ENVS, PROJECTS), component)?;
+        let plans = evaluate(&p, &Selection::default())
+            .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;
+        render(&plans, &p.sources, &RealFs)
+            .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect())
+    }
+
+    #[test]
+    fn renders_generators_transformers_and_finishing_steps() {
+        let comp = format!(
+            "{HEAD}  transformers:\n  - namespace: \"${{env.namespace}}\"\n  - namePrefix: web-\n  - labels: {{team: web}}\n    includeSelectors: true\n  - jsonPatch:\n      target: {{kind: Deployment, name: web-a}}\n      patch: [{{op: add, path: /spec/replicas, value: \"${{params.replicas}}\"}}]\n  - images: [{{name: app, newTag: \"2.0\"}}]\n    environments: [prod]\n"
+        );
+        let out = rendered(&comp).unwrap();
+        assert_eq!(out.len(), 2);
+        let dev = &out[0];
+        let kinds: Vec<&str> = dev.resources.iter().map(|r| r.kind()).collect();
+        // kustomize legacy order: ServiceAccount, ConfigMap, Deployment.
+        assert_eq!(kinds, ["ServiceAccount", "ConfigMap", "Deployment"]);
+        let cm = &dev.resources[1];
+        assert!(
+            cm.name().starts_with("web-cfg-"),
+            "hash suffix after prefix: {}",
+            cm.name()
+        );
+        assert_eq!(cm.value["data"]["HOST"], "example.com");
+        assert_eq!(cm.namespace(), Some("web-dev"));
+        let d = &dev.resources[2].value;
+        assert_eq!(d["spec"]["replicas"], 2);
+        assert_eq!(d["spec"]["selector"]["matchLabels"]["team"], "web");
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["image"],
+            "ghcr.io/x/app:1.0"
+        );
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["args"][0],
+            "{{ .Values.x }}"
+        );
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["args"][1],
+            "${{ vars.y }}"
+        );
+        assert_eq!(
+            d["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"],
+            cm.name(),
+            "name reference follows prefix and hash"
+        );
+        assert_eq!(
+            dev.images,
+            [ImageRef {
+                name: "ghcr.io/x/app".into(),
+                tag: Some("1.0".into()),
+                digest: None
+            }]
+        );
+        // prod: the images transformer's tag wins over the base tag.
+        let prod = &out[1];
+        assert_eq!(
+            prod.resources[2].value["spec"]["template"]["spec"]["containers"][0]["image"],
+            "ghcr.io/x/app:2.0"
+        );
+        assert_eq!(prod.resources[2].value["spec"]["replicas"], 4);
+        assert_eq!(prod.images[0].tag.as_deref(), Some("2.0"));
+    }
+
+    #[test]
+    fn patch_matching_nothing_is_an_error_naming_the_line() {
+        let comp = format!(
+            "{HEAD}  transformers:\n  - mergePatch:\n      target: {{kind: Deployment, name: nope}}\n      patch: {{spec: {{replicas: 3}}}}\n"
+        );
+        let errs = rendered(&comp).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("components/a/component.yaml:29:"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0].contains("matches no resource of `web/dev/a`"),
+            "{errs:?}"
+        );
+
+        let comp = format!(
+            "{HEAD}  transformers:\n  - jsonPatch:\n      target: {{kind: StatefulSet}}\n      patch: [{{op: remove, path: /spec}}]\n"
+        );
+        let errs = rendered(&comp).unwrap_err();
+        assert!(errs[0].contains("matches no resource"), "{errs:?}");
+
+        let comp = format!(
+            "{HEAD}  transformers:\n  - strategicMergePatch:\n      patch: {{apiVersion: apps/v1, kind: Deployment, metadata: {{name: zzz}}, spec: {{replicas: 3}}}}\n"
+        );
+        let errs = rendered(&comp).unwrap_err();
+        assert!(errs[0].contains("matches no resource"), "{errs:?}");
+    }
+
+    #[test]
+    fn strategic_merge_patch_merges_containers_by_name() {
+        let comp = format!(
+            "{HEAD}  transformers:\n  - strategicMergePatch:\n      target: {{kind: Deployment}}\n      patch: {{apiVersion: apps/v1, kind: Deployment, metadata: {{name: a}}, spec: {{template: {{spec: {{containers: [{{name: a, resources: {{limits: {{cpu: 1}}}}}}]}}}}}}}}\n"
+        );
+        let out = rendered(&comp).unwrap();
+        let c = &out[0].resources[2].value["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["image"], "ghcr.io/x/app:1.0");
+        assert_eq!(c["resources"]["limits"]["cpu"], 1);
+    }
+
+    #[test]
+    fn generators_read_files_and_env_files_loaded_with_the_component() {
+        use crate::load::{LoadOptions, load};
+        use crate::validate::tests::tree;
+        let comp = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: a}\nspec:\n  generators:\n  - configMapGenerator: {name: cfg, files: [conf/app.properties, key.txt=conf/other.txt], envs: [conf/x.env]}\n  - secretGenerator: {name: s, literals: [\"PASSWORD=hunter2\"], type: Opaque}\n";
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &platform_yaml(ENVS, PROJECTS)
+                    .replace("      parameters: {replicas: 2}\n", "")
+                    .replace(
+                        "        prod: {parameters: {replicas: 4}}\n",
+                        "        prod: {}\n",
+                    )
+                    .replace("  parameters: {domain: example.com}\n", ""),
+            ),
+            ("components/a/component.yaml", comp),
+            ("components/a/conf/app.properties", "a=1\n"),
+            ("components/a/conf/other.txt", "other"),
+            ("components/a/conf/x.env", "X=1\nY=two\n"),
+        ]);
+        let lp = load(
+            &RealFs,
+            &t.path().join("platforms/p"),
+            &LoadOptions {
+                root: Some(t.path().to_path_buf()),
+            },
+        )
+        .unwrap();
+        let p = crate::validate::validate(lp).unwrap();
+        let plans = evaluate(&p, &Selection::default()).unwrap();
+        let out = render(&plans, &p.sources, &RealFs).unwrap();
+        let cm = out[0]
+            .resources
+            .iter()
+            .find(|r| r.kind() == "ConfigMap")
+            .unwrap();
+        assert_eq!(cm.value["data"]["app.properties"], "a=1\n");
+        assert_eq!(cm.value["data"]["key.txt"], "other");
+        assert_eq!(cm.value["data"]["Y"], "two");
+        let secret = out[0]
+            .resources
+            .iter()
+            .find(|r| r.kind() == "Secret")
+            .unwrap();
+        assert_eq!(secret.value["data"]["PASSWORD"], "aHVudGVyMg==");
+        assert!(
+            secret.name().starts_with("s-"),
+            "hash suffix: {}",
+            secret.name()
+        );
+    }
+
+    #[test]
+    fn duplicate_resources_are_an_error() {
+        let comp = HEAD.replace("  - configMapGenerator", "  - resources: [{apiVersion: v1, kind: ServiceAccount, metadata: {name: a}}]\n  - configMapGenerator");
+        let errs = rendered(&comp).unwrap_err();
+        assert!(
+            errs[0].contains("two resources with id `ServiceAccount/a`"),
+            "{errs:?}"
+        );
+    }
+}

@@ -1,0 +1,979 @@
+//! Stage 2, validate: [`LoadedPlatform`] → [`Platform`], the typed model later stages use.
+//!
+//! The JSON Schemas were checked by `load`; this stage checks what a schema cannot: names are
+//! unique (clusters, environments, projects, component instances in a project), every name
+//! used is defined (`environments[].cluster`, `environments[].from`, `kargo.promotion` keys,
+//! per-instance `environments` keys, transformer `environments`), the promotion graph has no
+//! cycle, each component's parameter schema compiles, and every parameter value set for a
+//! component is declared by it.
+//!
+//! Invariant: every error is collected and reported together; a [`Platform`] exists only when
+//! there are none. Defaults are filled in here (namespace pattern, Argo CD namespace and
+//! project, source branch and rendered path), so later stages never see an `Option` that has a
+//! documented default.
+
+use crate::diag::{Errors, Loc, SourceId, Sources, help_for_name};
+use crate::load::{LoadedComponent, LoadedPlatform};
+use crate::resource::Resource;
+use crate::spec::{self, Parameters};
+use indexmap::IndexMap;
+use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use thiserror::Error;
+
+/// References an output pattern (`branchPattern`, `pathPattern`) may use.
+pub const PATTERN_REFERENCES: &[&str] = &[
+    "env.name",
+    "env.tier",
+    "env.cluster",
+    "project.name",
+    "platform.name",
+];
+
+/// The default namespace pattern of an environment.
+pub const DEFAULT_NAMESPACE: &str = "${project.name}-${env.name}";
+
+/// The validated platform.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Platform {
+    /// `metadata.name`.
+    pub name: String,
+    /// Where the platform and its rendered tree live.
+    pub source: Source,
+    /// Platform-level parameters (layer 2).
+    pub parameters: Parameters,
+    /// Clusters, in declared order.
+    pub clusters: Vec<spec::Cluster>,
+    /// Environments, in declared order; `from` names are known and acyclic.
+    pub environments: Vec<Environment>,
+    /// Argo CD settings with defaults filled in.
+    pub argocd: ArgoCd,
+    /// Kargo settings; `promotion` keys are known environments.
+    pub kargo: spec::Kargo,
+    /// Projects, in declared order.
+    pub projects: Vec<Project>,
+    /// Each distinct component, in the order first referenced.
+    #[serde(serialize_with = "serialize_arcs")]
+    pub components: Vec<Arc<Component>>,
+    /// Repository root (canonical): nothing outside it is read.
+    #[serde(skip)]
+    pub root: PathBuf,
+    /// Platform directory (canonical).
+    #[serde(skip)]
+    pub dir: PathBuf,
+    /// Every source text, for diagnostics of later stages.
+    #[serde(skip)]
+    pub sources: Arc<Sources>,
+    /// `platform.yaml` in [`Platform::sources`].
+    #[serde(skip)]
+    pub file: SourceId,
+}
+
+/// The platform repository (`spec.source`) with defaults.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    /// `repoURL`, when given.
+    #[serde(rename = "repoURL", skip_serializing_if = "Option::is_none")]
+    pub repo_url: Option<String>,
+    /// Default `main`.
+    pub branch: String,
+    /// Default `deploy`.
+    pub rendered_path: String,
+}
+
+/// Argo CD settings with defaults.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ArgoCd {
+    /// Default `argocd`.
+    pub namespace: String,
+    /// Default `default`.
+    pub project: String,
+}
+
+/// A validated environment.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Environment {
+    pub name: String,
+    pub tier: String,
+    /// A cluster name from [`Platform::clusters`].
+    pub cluster: String,
+    /// Namespace pattern (references unresolved); default [`DEFAULT_NAMESPACE`].
+    pub namespace: String,
+    /// Upstream environments (known names, no cycle).
+    pub from: Vec<String>,
+    /// Environment-level parameters (layer 3).
+    pub parameters: Parameters,
+    /// `/spec/environments/<i>` in `platform.yaml`.
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// A validated project.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Project {
+    pub name: String,
+    /// Project-level parameters (layer 4).
+    pub parameters: Parameters,
+    /// The write repository for Kargo promotions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<spec::ProjectOutput>,
+    /// Component instances, in declared order; names unique in the project.
+    pub components: Vec<ComponentInstance>,
+    /// `/spec/projects/<i>` in `platform.yaml`.
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// One component used in a project.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComponentInstance {
+    /// Instance name (default: the component's name); unique in the project.
+    pub name: String,
+    /// The component's `metadata.name`.
+    #[serde(rename = "component")]
+    pub component_name: String,
+    /// The component directory relative to the repository root.
+    pub path: String,
+    /// Instance parameters (layer 5).
+    pub parameters: Parameters,
+    /// Per-environment parameters (layer 6), by environment name (all known).
+    pub environments: IndexMap<String, Parameters>,
+    /// The component.
+    #[serde(skip)]
+    pub component: Arc<Component>,
+    /// `/spec/projects/<p>/components/<i>` in `platform.yaml`.
+    #[serde(skip)]
+    pub loc: Loc,
+}
+
+/// A validated component.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Component {
+    /// `metadata.name`.
+    pub name: String,
+    /// Directory relative to the repository root.
+    pub path: String,
+    /// Images (base tags; references unresolved).
+    pub images: Vec<spec::Image>,
+    /// The parameter JSON Schema, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parameter_schema: Option<Value>,
+    /// Top-level property names the schema declares; `None` when it declares none (every
+    /// parameter is accepted).
+    #[serde(skip)]
+    pub declared: Option<BTreeSet<String>>,
+    /// Defaults of the schema's top-level properties (layer 1).
+    pub defaults: Parameters,
+    /// The compiled parameter schema.
+    #[serde(skip)]
+    pub validator: Option<Arc<jsonschema::Validator>>,
+    /// The spec (references unresolved).
+    #[serde(skip)]
+    pub spec: spec::ComponentSpec,
+    /// `component.yaml`'s `spec` as JSON, where `evaluate` resolves references.
+    #[serde(skip)]
+    pub raw_spec: Value,
+    /// Directory (canonical).
+    #[serde(skip)]
+    pub dir: PathBuf,
+    /// `component.yaml` in the platform's sources.
+    #[serde(skip)]
+    pub file: SourceId,
+    /// Resources of each `files:` generator, by generator index.
+    #[serde(skip)]
+    pub files: BTreeMap<usize, Vec<Resource>>,
+    /// Generator input files (`configMapGenerator` files/envs), by path as written.
+    #[serde(skip)]
+    pub assets: BTreeMap<String, String>,
+}
+
+impl Component {
+    /// Whether the component accepts a parameter named `name`.
+    pub fn declares(&self, name: &str) -> bool {
+        self.declared.as_ref().is_none_or(|d| d.contains(name))
+    }
+}
+
+impl Platform {
+    /// The environment named `name`.
+    pub fn environment(&self, name: &str) -> Option<&Environment> {
+        self.environments.iter().find(|e| e.name == name)
+    }
+
+    /// The cluster named `name`.
+    pub fn cluster(&self, name: &str) -> Option<&spec::Cluster> {
+        self.clusters.iter().find(|c| c.name == name)
+    }
+
+    /// The project named `name`.
+    pub fn project(&self, name: &str) -> Option<&Project> {
+        self.projects.iter().find(|p| p.name == name)
+    }
+
+    /// Environments in promotion order: every environment after all of its `from`
+    /// environments, ties in declared order.
+    pub fn environments_in_promotion_order(&self) -> Vec<&Environment> {
+        let mut done: BTreeSet<&str> = BTreeSet::new();
+        let mut out = Vec::new();
+        while out.len() < self.environments.len() {
+            let before = out.len();
+            for e in &self.environments {
+                if !done.contains(e.name.as_str())
+                    && e.from.iter().all(|f| done.contains(f.as_str()))
+                {
+                    done.insert(&e.name);
+                    out.push(e);
+                }
+            }
+            // Validation rules out cycles; this guard only keeps a bug from looping forever.
+            if out.len() == before {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// A semantic error in the spec. Codes `kiln::validate::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum ValidateError {
+    /// Two entries of one list share a name.
+    #[error("{at}: duplicate {what} `{name}`")]
+    #[diagnostic(code(kiln::validate::duplicate_name))]
+    DuplicateName {
+        what: &'static str,
+        name: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("second definition")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A name that should be an environment is not one.
+    #[error("{at}: unknown environment `{name}` in {context}")]
+    #[diagnostic(code(kiln::validate::unknown_environment))]
+    UnknownEnvironment {
+        name: String,
+        context: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not an environment")]
+        span: Option<SourceSpan>,
+    },
+
+    /// An environment names a cluster that is not in `spec.clusters`.
+    #[error("{at}: unknown cluster `{name}` in environment `{environment}`")]
+    #[diagnostic(code(kiln::validate::unknown_cluster))]
+    UnknownCluster {
+        name: String,
+        environment: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not a cluster")]
+        span: Option<SourceSpan>,
+    },
+
+    /// The promotion graph (`environments[].from`) has a cycle.
+    #[error("{at}: environments form a promotion cycle: {cycle}")]
+    #[diagnostic(
+        code(kiln::validate::environment_cycle),
+        help(
+            "`from` names upstream environments; freight must flow one way, so remove one edge of the cycle"
+        )
+    )]
+    EnvironmentCycle {
+        cycle: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("closes the cycle")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A parameter is set that no component in scope declares.
+    #[error("{at}: unknown parameter `{name}` for {scope}")]
+    #[diagnostic(code(kiln::validate::unknown_parameter))]
+    UnknownParameter {
+        name: String,
+        scope: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not declared")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A component's `spec.parameters` is not a valid JSON Schema.
+    #[error("{at}: the parameter schema of component `{component}` is invalid: {message}")]
+    #[diagnostic(
+        code(kiln::validate::invalid_parameter_schema),
+        help("`spec.parameters` must be a JSON Schema (draft 2020-12) describing an object")
+    )]
+    InvalidParameterSchema {
+        component: String,
+        message: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("invalid schema")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A pattern (`output.branchPattern`, `output.pathPattern`) uses a reference that is not
+    /// available there.
+    #[error("{at}: unknown reference `${{{reference}}}` in {field}")]
+    #[diagnostic(
+        code(kiln::validate::unknown_reference),
+        help(
+            "{field} may use ${{env.name}}, ${{env.tier}}, ${{env.cluster}}, ${{project.name}} and ${{platform.name}}"
+        )
+    )]
+    UnknownReference {
+        reference: String,
+        field: &'static str,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("unknown reference")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A transformer entry mixes options that do not go together.
+    #[error("{at}: {message}")]
+    #[diagnostic(code(kiln::validate::invalid_transformer))]
+    InvalidTransformer {
+        message: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+}
+
+struct Checker<'a> {
+    sources: &'a Sources,
+    errors: Vec<ValidateError>,
+}
+
+macro_rules! located {
+    ($self:ident, $loc:expr, $variant:ident { $($field:ident : $value:expr),* $(,)? }) => {{
+        let sn = $self.sources.snippet(&$loc);
+        $self.errors.push(ValidateError::$variant { $($field: $value,)* at: sn.at, src: sn.src, span: sn.span });
+    }};
+}
+
+/// Checks the loaded platform and builds the typed model.
+///
+/// Errors: every [`ValidateError`] found, together.
+pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError>> {
+    let LoadedPlatform {
+        root,
+        dir,
+        sources,
+        file,
+        spec: pf,
+        components: loaded_components,
+        instances,
+        ..
+    } = loaded;
+    let mut ck = Checker {
+        sources: &sources,
+        errors: Vec::new(),
+    };
+    let s = pf.spec;
+    let at = |p: String| Loc::new(file, p);
+
+    // Components first: instances need their names and declared parameters.
+    let components: Vec<Arc<Component>> = loaded_components
+        .into_iter()
+        .map(|c| Arc::new(ck.component(c)))
+        .collect();
+    let env_names: Vec<&str> = s.environments.iter().map(|e| e.name.as_str()).collect();
+
+    ck.unique("cluster", s.clusters.iter().map(|c| c.name.as_str()), |i| {
+        at(format!("/spec/clusters/{i}/name"))
+    });
+    ck.unique("environment", env_names.iter().copied(), |i| {
+        at(format!("/spec/environments/{i}/name"))
+    });
+    ck.unique("project", s.projects.iter().map(|p| p.name.as_str()), |i| {
+        at(format!("/spec/projects/{i}/name"))
+    });
+
+    let cluster_names: Vec<&str> = s.clusters.iter().map(|c| c.name.as_str()).collect();
+    for (i, e) in s.environments.iter().enumerate() {
+        if !cluster_names.contains(&e.cluster.as_str()) {
+            located!(
+                ck,
+                at(format!("/spec/environments/{i}/cluster")),
+                UnknownCluster {
+                    name: e.cluster.clone(),
+                    environment: e.name.clone(),
+                    help: help_for_name(&e.cluster, "cluster", cluster_names.iter().copied()),
+                }
+            );
+        }
+        for (k, f) in e.from.iter().enumerate() {
+            ck.known_env(
+                f,
+                &env_names,
+                at(format!("/spec/environments/{i}/from/{k}")),
+                || format!("`from` of environment `{}`", e.name),
+            );
+        }
+    }
+    ck.cycles(&s.environments, file);
+    for (p, project) in s.projects.iter().enumerate() {
+        let Some(out) = &project.output else { continue };
+        let patterns = [
+            ("branchPattern", &out.branch_pattern),
+            ("pathPattern", &out.path_pattern),
+        ];
+        for (field, pattern) in patterns {
+            let Some(pattern) = pattern else { continue };
+            for reference in crate::evaluate::pattern_references(pattern) {
+                if !PATTERN_REFERENCES.contains(&reference.as_str()) {
+                    located!(
+                        ck,
+                        at(format!("/spec/projects/{p}/output/{field}")),
+                        UnknownReference {
+                            reference: reference,
+                            field: field,
+                        }
+                    );
+                }
+            }
+        }
+    }
+    if let Some(k) = &s.kargo {
+        for name in k.promotion.keys() {
+            let loc = at(format!("/spec/kargo/promotion/{}", escape(name))).at_key();
+            ck.known_env(name, &env_names, loc, || "`kargo.promotion`".to_string());
+        }
+    }
+    for c in &components {
+        for (t, tr) in c.spec.transformers.iter().enumerate() {
+            for (k, name) in tr.environments.iter().flatten().enumerate() {
+                let loc = Loc::new(c.file, format!("/spec/transformers/{t}/environments/{k}"));
+                ck.known_env(name, &env_names, loc, || {
+                    format!("transformer {t} of component `{}`", c.name)
+                });
+            }
+        }
+    }
+
+    let environments: Vec<Environment> = s
+        .environments
+        .iter()
+        .enumerate()
+        .map(|(i, e)| Environment {
+            name: e.name.clone(),
+            tier: e.tier.clone(),
+            cluster: e.cluster.clone(),
+            namespace: e
+                .namespace
+                .clone()
+                .unwrap_or_else(|| DEFAULT_NAMESPACE.to_string()),
+            from: e.from.clone(),
+            parameters: e.parameters.clone(),
+            loc: at(format!("/spec/environments/{i}")),
+        })
+        .collect();
+
+    let mut projects = Vec::new();
+    for (p, (project, ids)) in s.projects.iter().zip(&instances).enumerate() {
+        // `load` skips instances whose component failed; then it reported errors and
+        // `validate` never runs, so `ids` lines up with `project.components` here.
+        let mut instances = Vec::new();
+        for (i, (inst, &cid)) in project.components.iter().zip(ids).enumerate() {
+            let component = components[cid].clone();
+            let iloc = at(format!("/spec/projects/{p}/components/{i}"));
+            let name = inst.name.clone().unwrap_or_else(|| component.name.clone());
+            let scope = format!("component `{name}` in project `{}`", project.name);
+            ck.declared(
+                &component,
+                &inst.parameters,
+                &iloc.join("parameters"),
+                &scope,
+            );
+            for (env, over) in &inst.environments {
+                let eloc = iloc.join("environments").join(env);
+                ck.known_env(env, &env_names, eloc.clone().at_key(), || scope.clone());
+                ck.declared(
+                    &component,
+                    &over.parameters,
+                    &eloc.join("parameters"),
+                    &scope,
+                );
+            }
+            instances.push(ComponentInstance {
+                name,
+                component_name: component.name.clone(),
+                path: component.path.clone(),
+                parameters: inst.parameters.clone(),
+                environments: inst
+                    .environments
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.parameters.clone()))
+                    .collect(),
+                component,
+                loc: iloc,
+            });
+        }
+        ck.unique(
+            "component instance",
+            instances.iter().map(|c| c.name.as_str()),
+            |i| {
+                let base = format!("/spec/projects/{p}/components/{i}");
+                // Point at `name` when given, else at the `path` that implied it.
+                if project.components[i].name.is_some() {
+                    at(format!("{base}/name"))
+                } else {
+                    at(format!("{base}/path"))
+                }
+            },
+        );
+        // Project parameters must be declared by one of the project's components.
+        let project_scope: Vec<&Component> =
+            instances.iter().map(|c| c.component.as_ref()).collect();
+        ck.shared(
+            &project.parameters,
+            &project_scope,
+            &at(format!("/spec/projects/{p}/parameters")),
+            &format!("any component of project `{}`", project.name),
+        );
+        projects.push(Project {
+            name: project.name.clone(),
+            parameters: project.parameters.clone(),
+            output: project.output.clone(),
+            components: instances,
+            loc: at(format!("/spec/projects/{p}")),
+        });
+    }
+    let all: Vec<&Component> = components.iter().map(Arc::as_ref).collect();
+    ck.shared(
+        &s.parameters,
+        &all,
+        &at("/spec/parameters".into()),
+        "any component of the platform",
+    );
+    for (i, e) in s.environments.iter().enumerate() {
+        ck.shared(
+            &e.parameters,
+            &all,
+            &at(format!("/spec/environments/{i}/parameters")),
+            "any component of the platform",
+        );
+    }
+
+    let errors = ck.errors;
+    let argocd = s.gitops.as_ref().and_then(|g| g.argocd.as_ref());
+    Errors::check(errors, || Platform {
+        name: pf.metadata.name,
+        source: Source {
+            repo_url: s.source.as_ref().map(|r| r.repo_url.clone()),
+            branch: s
+                .source
+                .as_ref()
+                .and_then(|r| r.branch.clone())
+                .unwrap_or_else(|| "main".into()),
+            rendered_path: s
+                .source
+                .as_ref()
+                .and_then(|r| r.rendered_path.clone())
+                .unwrap_or_else(|| "deploy".into()),
+        },
+        parameters: s.parameters.clone(),
+        clusters: s.clusters.clone(),
+        environments,
+        argocd: ArgoCd {
+            namespace: argocd
+                .and_then(|a| a.namespace.clone())
+                .unwrap_or_else(|| "argocd".into()),
+            project: argocd
+                .and_then(|a| a.project.clone())
+                .unwrap_or_else(|| "default".into()),
+        },
+        kargo: s.kargo.clone().unwrap_or_default(),
+        projects,
+        components,
+        root,
+        dir,
+        sources: sources.clone(),
+        file,
+    })
+}
+
+fn serialize_arcs<S: serde::Serializer>(v: &[Arc<Component>], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(Arc::as_ref))
+}
+
+fn escape(token: &str) -> String {
+    token.replace('~', "~0").replace('/', "~1")
+}
+
+impl Checker<'_> {
+    fn unique<'n>(
+        &mut self,
+        what: &'static str,
+        names: impl Iterator<Item = &'n str>,
+        loc: impl Fn(usize) -> Loc,
+    ) {
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, name) in names.enumerate() {
+            if let Some(&first) = seen.get(name) {
+                let first_at = self.sources.snippet(&loc(first)).at;
+                located!(
+                    self,
+                    loc(i),
+                    DuplicateName {
+                        what: what,
+                        name: name.to_string(),
+                        help: format!("first defined at {first_at}; names must be unique"),
+                    }
+                );
+            } else {
+                seen.insert(name, i);
+            }
+        }
+    }
+
+    fn known_env(&mut self, name: &str, envs: &[&str], loc: Loc, context: impl FnOnce() -> String) {
+        if !envs.contains(&name) {
+            located!(
+                self,
+                loc,
+                UnknownEnvironment {
+                    name: name.to_string(),
+                    context: context(),
+                    help: help_for_name(name, "environment", envs.iter().copied()),
+                }
+            );
+        }
+    }
+
+    /// Reports every environment on a cycle of the `from` graph, once per cycle.
+    fn cycles(&mut self, envs: &[spec::Environment], file: SourceId) {
+        let index: BTreeMap<&str, usize> = envs
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.name.as_str(), i))
+            .collect();
+        // 0 = unvisited, 1 = on the stack, 2 = done.
+        let mut state = vec![0u8; envs.len()];
+        let mut reported: BTreeSet<Vec<usize>> = BTreeSet::new();
+        fn dfs(
+            i: usize,
+            envs: &[spec::Environment],
+            index: &BTreeMap<&str, usize>,
+            state: &mut [u8],
+            stack: &mut Vec<usize>,
+            found: &mut Vec<(Vec<usize>, usize, usize)>,
+        ) {
+            state[i] = 1;
+            stack.push(i);
+            for (k, f) in envs[i].from.iter().enumerate() {
+                let Some(&j) = index.get(f.as_str()) else {
+                    continue;
+                };
+                match state[j] {
+                    0 => dfs(j, envs, index, state, stack, found),
+                    1 => {
+                        let start = stack.iter().position(|&s| s == j).unwrap_or(0);
+                        found.push((stack[start..].to_vec(), i, k));
+                    }
+                    _ => {}
+                }
+            }
+            stack.pop();
+            state[i] = 2;
+        }
+        let mut found = Vec::new();
+        for i in 0..envs.len() {
+            if state[i] == 0 {
+                dfs(i, envs, &index, &mut state, &mut Vec::new(), &mut found);
+            }
+        }
+        for (cycle, i, k) in found {
+            let mut key = cycle.clone();
+            key.sort_unstable();
+            if !reported.insert(key) {
+                continue;
+            }
+            // Edges point downstream → upstream (`from`), so print the promotion direction.
+            // Start at the earliest-declared environment, so the message does not depend on
+            // where the search happened to enter the cycle.
+            let mut order: Vec<usize> = cycle.iter().rev().copied().collect();
+            let first = order
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, e)| **e)
+                .map_or(0, |(p, _)| p);
+            order.rotate_left(first);
+            let mut names: Vec<&str> = order.iter().map(|&c| envs[c].name.as_str()).collect();
+            names.push(names[0]);
+            let loc = Loc::new(file, format!("/spec/environments/{i}/from/{k}"));
+            located!(
+                self,
+                loc,
+                EnvironmentCycle {
+                    cycle: names.join(" → ")
+                }
+            );
+        }
+    }
+
+    /// Instance-level parameters must be declared by the component.
+    fn declared(&mut self, c: &Component, params: &Parameters, loc: &Loc, scope: &str) {
+        for name in params.keys() {
+            if !c.declares(name) {
+                let known = c.declared.iter().flatten().map(String::as_str);
+                located!(
+                    self,
+                    loc.join(name).at_key(),
+                    UnknownParameter {
+                        name: name.clone(),
+                        scope: scope.to_string(),
+                        help: format!(
+                            "{} (declared in {}/component.yaml under `spec.parameters.properties`)",
+                            help_for_name(name, "parameter", known),
+                            c.path
+                        ),
+                    }
+                );
+            }
+        }
+    }
+
+    /// Shared-layer parameters must be declared by at least one component in scope.
+    fn shared(&mut self, params: &Parameters, scope: &[&Component], loc: &Loc, what: &str) {
+        for name in params.keys() {
+            if !scope.iter().any(|c| c.declares(name)) {
+                let known: BTreeSet<&str> = scope
+                    .iter()
+                    .flat_map(|c| c.declared.iter().flatten())
+                    .map(String::as_str)
+                    .collect();
+                located!(
+                    self,
+                    loc.join(name).at_key(),
+                    UnknownParameter {
+                        name: name.clone(),
+                        scope: what.to_string(),
+                        help: help_for_name(name, "parameter", known.iter().copied()),
+                    }
+                );
+            }
+        }
+    }
+
+    fn component(&mut self, c: LoadedComponent) -> Component {
+        let schema = c.spec.spec.parameters.clone();
+        let mut validator = None;
+        let mut declared = None;
+        let mut defaults = Parameters::new();
+        if let Some(schema) = &schema {
+            match jsonschema::validator_for(schema) {
+                Ok(v) => validator = Some(Arc::new(v)),
+                Err(e) => {
+                    let loc = Loc::new(
+                        c.file,
+                        format!("/spec/parameters{}", e.schema_path().as_str()),
+                    );
+                    located!(
+                        self,
+                        loc,
+                        InvalidParameterSchema {
+                            component: c.spec.metadata.name.clone(),
+                            message: e.to_string()
+                        }
+                    );
+                }
+            }
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                declared = Some(props.keys().cloned().collect());
+                for (k, p) in props {
+                    if let Some(d) = p.get("default") {
+                        defaults.insert(k.clone(), d.clone());
+                    }
+                }
+            }
+        }
+        for (t, tr) in c.spec.spec.transformers.iter().enumerate() {
+            if tr.labels.is_none()
+                && (tr.include_selectors.is_some() || tr.include_templates.is_some())
+            {
+                located!(
+                    self,
+                    Loc::new(c.file, format!("/spec/transformers/{t}")),
+                    InvalidTransformer {
+                        message: "`includeSelectors`/`includeTemplates` only go with `labels`"
+                            .into(),
+                        help: "move them into the `labels` transformer entry they belong to".into(),
+                    }
+                );
+            }
+        }
+        Component {
+            name: c.spec.metadata.name.clone(),
+            path: c.display_dir,
+            images: c.spec.spec.images.clone(),
+            parameter_schema: schema,
+            declared,
+            defaults,
+            validator,
+            raw_spec: c.raw.get("spec").cloned().unwrap_or(Value::Null),
+            spec: c.spec.spec,
+            dir: c.dir,
+            file: c.file,
+            files: c.files,
+            assets: c.assets,
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::load::{LoadOptions, RealFs, load};
+
+    /// Writes `files` under a temp dir; returns it.
+    pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let t = tempfile::tempdir().unwrap();
+        for (p, text) in files {
+            let path = t.path().join(p);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        t
+    }
+
+    pub(crate) const COMPONENT: &str = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: a\nspec:\n  parameters:\n    type: object\n    properties:\n      replicas: {type: integer, minimum: 1, default: 1}\n      domain: {type: string}\n  generators:\n  - resources:\n    - {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n";
+
+    pub(crate) fn platform_yaml(envs: &str, projects: &str) -> String {
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  parameters: {{domain: example.com}}\n  clusters: [{{name: c, server: https://c}}]\n  environments:\n{envs}  projects:\n{projects}"
+        )
+    }
+
+    pub(crate) const ENVS: &str = "  - {name: dev, tier: nonprod, cluster: c}\n  - {name: prod, tier: prod, cluster: c, from: [dev]}\n";
+    pub(crate) const PROJECTS: &str = "  - name: web\n    components:\n    - path: ../../components/a\n      parameters: {replicas: 2}\n      environments:\n        prod: {parameters: {replicas: 4}}\n";
+
+    pub(crate) fn run(platform: &str, component: &str) -> Result<Platform, Vec<String>> {
+        let t = tree(&[
+            ("platforms/p/platform.yaml", platform),
+            ("components/a/component.yaml", component),
+        ]);
+        let opts = LoadOptions {
+            root: Some(t.path().to_path_buf()),
+        };
+        let lp = load(&RealFs, &t.path().join("platforms/p"), &opts)
+            .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;
+        validate(lp).map_err(|e| e.errors.iter().map(|e| e.to_string()).collect())
+    }
+
+    #[test]
+    fn builds_the_model_with_defaults() {
+        let p = run(&platform_yaml(ENVS, PROJECTS), COMPONENT).unwrap();
+        assert_eq!(p.name, "p");
+        assert_eq!(p.environments[0].namespace, DEFAULT_NAMESPACE);
+        assert_eq!(p.argocd.namespace, "argocd");
+        assert_eq!(p.source.rendered_path, "deploy");
+        let inst = &p.projects[0].components[0];
+        assert_eq!(inst.name, "a");
+        assert_eq!(inst.path, "components/a");
+        assert_eq!(inst.component.defaults["replicas"], 1);
+        assert_eq!(inst.environments["prod"]["replicas"], 4);
+        let order: Vec<&str> = p
+            .environments_in_promotion_order()
+            .iter()
+            .map(|e| e.name.as_str())
+            .collect();
+        assert_eq!(order, ["dev", "prod"]);
+    }
+
+    #[test]
+    fn reports_every_semantic_error_together() {
+        let envs = "  - {name: dev, tier: nonprod, cluster: cc}\n  - {name: prod, tier: prod, cluster: c, from: [dve]}\n  - {name: dev, tier: x, cluster: c}\n";
+        let projects = "  - name: web\n    components:\n    - path: ../../components/a\n      parameters: {replicaz: 2}\n      environments:\n        prd: {}\n";
+        let errs = run(&platform_yaml(envs, projects), COMPONENT).unwrap_err();
+        let joined = errs.join("\n");
+        assert_eq!(errs.len(), 5, "{joined}");
+        assert!(
+            joined.contains("platforms/p/platform.yaml:11:")
+                && joined.contains("duplicate environment `dev`"),
+            "{joined}"
+        );
+        assert!(joined.contains("unknown cluster `cc`"), "{joined}");
+        assert!(joined.contains("unknown environment `dve`"), "{joined}");
+        assert!(joined.contains("unknown environment `prd`"), "{joined}");
+        assert!(
+            joined.contains(":16:") && joined.contains("unknown parameter `replicaz`"),
+            "{joined}"
+        );
+    }
+
+    #[test]
+    fn output_patterns_may_only_use_known_references() {
+        let projects = PROJECTS.replace(
+            "  - name: web\n",
+            "  - name: web\n    output: {repoURL: https://x, branchPattern: \"stage/${env.name}\", pathPattern: \"envs/${params.x}\"}\n",
+        );
+        let errs = run(&platform_yaml(ENVS, &projects), COMPONENT).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("unknown reference `${params.x}` in pathPattern"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn detects_promotion_cycles() {
+        let envs = "  - {name: a, tier: t, cluster: c, from: [c]}\n  - {name: b, tier: t, cluster: c, from: [a]}\n  - {name: c, tier: t, cluster: c, from: [b]}\n";
+        let errs = run(
+            &platform_yaml(envs, PROJECTS.replace("prod:", "c:").as_str()),
+            COMPONENT,
+        )
+        .unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("promotion cycle") && errs[0].contains("a → b → c → a"),
+            "{errs:?}"
+        );
+    }
+
+    #[test]
+    fn shared_parameters_must_be_declared_somewhere() {
+        let p = platform_yaml(ENVS, PROJECTS).replace(
+            "{domain: example.com}",
+            "{domain: example.com, colour: red}",
+        );
+        let errs = run(&p, COMPONENT).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(errs[0].contains("unknown parameter `colour`"), "{errs:?}");
+    }
+}

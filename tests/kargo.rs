@@ -1,0 +1,1102 @@
+//! Kargo and Argo CD generation (`kiln::kargo`) and offline validation (`kiln::check`):
+//! golden trees, cases g01/g02/g04 mapped onto kiln's model, error cases, and validation of
+//! every emitted object against ../shared/schemas when it exists.
+//!
+//! `KILN_BLESS=1 cargo test --test kargo` rewrites the golden files; review the diff.
+
+use kiln::check::{self, Document, SchemaSet};
+use kiln::kargo::{self, KargoInput, Layout};
+use kiln::resource::Resource;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+mod support {
+    use super::*;
+
+    /// The crate root.
+    pub fn root() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    }
+
+    /// `../shared/schemas` (or `$KILN_SHARED_DIR/schemas`), when present.
+    pub fn shared_schemas() -> Option<PathBuf> {
+        let shared = std::env::var_os("KILN_SHARED_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| root().join("../shared"));
+        let dir = shared.join("schemas");
+        dir.is_dir().then_some(dir)
+    }
+
+    /// Loads, validates and evaluates a platform directory into the generator's input.
+    pub fn platform_input(dir: &Path, layout: Layout) -> KargoInput {
+        platform_input_in(dir, None, layout)
+    }
+
+    /// [`platform_input`] with an explicit repository root (fixtures are their own root).
+    pub fn platform_input_in(dir: &Path, root: Option<&Path>, layout: Layout) -> KargoInput {
+        let fs = kiln::load::RealFs;
+        let opts = kiln::load::LoadOptions {
+            root: root.map(Path::to_path_buf),
+        };
+        let loaded = kiln::load::load(&fs, dir, &opts)
+            .unwrap_or_else(|e| panic!("load {}: {e:?}", dir.display()));
+        let platform =
+            kiln::validate::validate(loaded).unwrap_or_else(|e| panic!("validate: {e:?}"));
+        let plans = kiln::evaluate::evaluate(&platform, &kiln::evaluate::Selection::default())
+            .unwrap_or_else(|e| panic!("evaluate: {e:?}"));
+        KargoInput::from_platform(&platform, &plans, layout)
+    }
+
+    /// The emitted files as YAML text, by relative path.
+    pub fn emit_yaml(input: &KargoInput) -> BTreeMap<String, String> {
+        let files = kargo::emit_kargo(input).unwrap_or_else(|e| panic!("emit: {e:?}"));
+        files
+            .into_iter()
+            .map(|(path, resources)| {
+                let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
+                (path, kiln::yaml::to_yaml_stream(&values))
+            })
+            .collect()
+    }
+
+    /// Compares `files` with the golden tree in `dir` (exact bytes; extra or missing files
+    /// fail). With `KILN_BLESS` set, rewrites the tree instead.
+    pub fn golden(dir: &Path, files: &BTreeMap<String, String>) {
+        if std::env::var_os("KILN_BLESS").is_some() {
+            let _ = std::fs::remove_dir_all(dir);
+            for (path, text) in files {
+                let p = dir.join(path);
+                std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                std::fs::write(p, text).unwrap();
+            }
+            return;
+        }
+        let mut expected = BTreeMap::new();
+        collect(dir, dir, &mut expected);
+        let missing: Vec<&String> = files
+            .keys()
+            .filter(|k| !expected.contains_key(*k))
+            .collect();
+        let extra: Vec<&String> = expected
+            .keys()
+            .filter(|k| !files.contains_key(*k))
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "golden {}: not in golden {missing:?}, not emitted {extra:?} (KILN_BLESS=1 to update)",
+            dir.display()
+        );
+        for (path, text) in files {
+            assert_eq!(
+                &expected[path],
+                text,
+                "golden {}/{path} differs (KILN_BLESS=1 to update)",
+                dir.display()
+            );
+        }
+    }
+
+    fn collect(root: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
+        let Ok(rd) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in rd {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                collect(root, &p, out);
+            } else {
+                let rel = p
+                    .strip_prefix(root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.insert(rel, std::fs::read_to_string(&p).unwrap());
+            }
+        }
+    }
+
+    /// All emitted objects as documents for `kiln::check`, with their YAML text.
+    pub fn documents(files: &BTreeMap<String, String>) -> Vec<Document> {
+        files
+            .iter()
+            .flat_map(|(path, text)| check::parse_documents(path, text).unwrap())
+            .collect()
+    }
+
+    pub fn objects(input: &KargoInput) -> Vec<Resource> {
+        kargo::emit_kargo(input)
+            .unwrap_or_else(|e| panic!("emit: {e:?}"))
+            .into_iter()
+            .flat_map(|(_, r)| r)
+            .collect()
+    }
+}
+
+fn bank() -> KargoInput {
+    support::platform_input(&support::root().join("platforms/bank"), Layout::Service)
+}
+
+fn fixture(case: &str, platform: &str) -> KargoInput {
+    let root = support::root().join("tests/fixtures/kargo").join(case);
+    support::platform_input_in(
+        &root.join("platforms").join(platform),
+        Some(&root),
+        Layout::Service,
+    )
+}
+
+fn kind<'a>(objects: &'a [Resource], kind: &str) -> Vec<&'a Resource> {
+    objects.iter().filter(|r| r.kind() == kind).collect()
+}
+
+fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_else(|| panic!("no string at {pointer} in {v}"))
+}
+
+/// The step of a Stage's promotion template with alias `alias`.
+fn step<'a>(stage: &'a Resource, alias: &str) -> &'a Value {
+    stage.value["spec"]["promotionTemplate"]["spec"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["as"] == alias)
+        .unwrap_or_else(|| panic!("no step `{alias}` in {}", stage.name()))
+}
+
+/// A Stage var's value.
+fn var<'a>(stage: &'a Resource, name: &str) -> &'a str {
+    stage.value["spec"]["promotionTemplate"]["spec"]["vars"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == name)
+        .and_then(|v| v["value"].as_str())
+        .unwrap_or_else(|| panic!("no var `{name}` in {}", stage.name()))
+}
+
+// ---------------------------------------------------------------------------------------
+// platforms/bank
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn bank_golden_tree() {
+    let files = support::emit_yaml(&bank());
+    support::golden(&support::root().join("tests/golden/kargo/bank"), &files);
+}
+
+#[test]
+fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_names_one() {
+    let objects = support::objects(&bank());
+    let stages: Vec<(String, String)> = kind(&objects, "Stage")
+        .iter()
+        .map(|s| (s.namespace().unwrap().to_string(), s.name().to_string()))
+        .collect();
+    let apps: Vec<(String, String)> = kind(&objects, "Application")
+        .iter()
+        .map(|a| (a.namespace().unwrap().to_string(), a.name().to_string()))
+        .collect();
+    assert_eq!(
+        stages.len(),
+        10 * 5,
+        "one Stage per (component, environment)"
+    );
+    assert_eq!(apps.len(), stages.len(), "one Application per Stage");
+    for a in kind(&objects, "Application") {
+        let granted = a
+            .annotation(kargo::AUTHORIZED_STAGE)
+            .expect("authorized-stage");
+        let (project, stage) = granted.split_once(':').unwrap();
+        assert!(
+            stages.contains(&(project.to_string(), stage.to_string())),
+            "{} authorizes unknown {granted}",
+            a.name()
+        );
+    }
+    for s in kind(&objects, "Stage") {
+        let sync = step(s, "sync");
+        assert_eq!(sync["uses"], "argocd-update");
+        let app = &sync["config"]["apps"][0];
+        let key = (
+            str_at(app, "/namespace").to_string(),
+            str_at(app, "/name").to_string(),
+        );
+        assert!(apps.contains(&key), "{} updates unknown {key:?}", s.name());
+        let authorized = kind(&objects, "Application")
+            .into_iter()
+            .find(|a| a.name() == key.1)
+            .and_then(|a| a.annotation(kargo::AUTHORIZED_STAGE).map(str::to_string));
+        assert_eq!(
+            authorized,
+            Some(format!("{}:{}", s.namespace().unwrap(), s.name()))
+        );
+        assert_eq!(
+            str_at(app, "/sources/0/desiredRevision"),
+            "${{ outputs.push.commit }}"
+        );
+    }
+    // The same facts, as `kiln validate` checks them (no schemas needed for references).
+    let files = support::emit_yaml(&bank());
+    let report =
+        check::validate_documents(&support::documents(&files), &SchemaSet::empty()).unwrap();
+    assert!(report.is_clean(), "{:#?}", report.findings);
+}
+
+#[test]
+fn bank_objects_pass_the_kargo_and_argocd_schemas() {
+    let Some(dir) = support::shared_schemas() else {
+        eprintln!("skipped: ../shared/schemas not found (set KILN_SHARED_DIR)");
+        return;
+    };
+    let schemas = SchemaSet::load(&dir).unwrap();
+    for layout in [Layout::Service, Layout::Cluster] {
+        let mut input = support::platform_input(&support::root().join("platforms/bank"), layout);
+        for enabled in [true, false] {
+            input.enabled = enabled;
+            let files = support::emit_yaml(&input);
+            let docs = support::documents(&files);
+            let report = check::validate_documents(&docs, &schemas).unwrap();
+            let messages: Vec<String> = report
+                .findings
+                .iter()
+                .map(|f| format!("{}: {}", f.location(), f.message))
+                .collect();
+            assert!(
+                messages.is_empty(),
+                "{layout:?}, kargo {enabled}:\n{}",
+                messages.join("\n")
+            );
+            // Namespaces have no CRD; every other object was checked against one.
+            assert_eq!(report.objects + report.meta_only, docs.len());
+            assert_eq!(report.meta_only, if enabled { 3 } else { 0 });
+        }
+    }
+}
+
+#[test]
+fn bank_write_modes_branch_path_and_cluster_repo() {
+    let objects = support::objects(&bank());
+    let app = |name: &str| {
+        kind(&objects, "Application")
+            .into_iter()
+            .find(|a| a.name() == name)
+            .unwrap()
+            .value
+            .clone()
+    };
+    // web: branch per environment.
+    let web = app("web-frontend-prod-east");
+    assert_eq!(
+        str_at(&web, "/spec/source/repoURL"),
+        "https://github.com/example/bank-web-deploy.git"
+    );
+    assert_eq!(
+        str_at(&web, "/spec/source/targetRevision"),
+        "stage/prod-east"
+    );
+    assert_eq!(str_at(&web, "/spec/source/path"), "frontend");
+    assert_eq!(
+        str_at(&web, "/spec/destination/server"),
+        "https://prod-east.k8s.bank.example.com"
+    );
+    assert_eq!(str_at(&web, "/spec/destination/namespace"), "web-prod-east");
+    assert_eq!(str_at(&web, "/spec/project"), "bank");
+    // backend: one branch, a path per environment.
+    let backend = app("backend-ledgerwriter-test");
+    assert_eq!(str_at(&backend, "/spec/source/targetRevision"), "main");
+    assert_eq!(
+        str_at(&backend, "/spec/source/path"),
+        "envs/test/ledgerwriter"
+    );
+    // security: the cluster repository, grouped by cluster.
+    let security = app("security-auth-gateway-prod-west");
+    assert_eq!(
+        str_at(&security, "/spec/source/repoURL"),
+        "https://github.com/example/bank-clusters.git"
+    );
+    assert_eq!(
+        str_at(&security, "/spec/source/path"),
+        "clusters/prod-west/security/prod-west/auth-gateway"
+    );
+    // The promotion writes exactly where the Application reads.
+    for s in kind(&objects, "Stage") {
+        let a = kind(&objects, "Application")
+            .into_iter()
+            .find(|a| {
+                a.annotation(kargo::AUTHORIZED_STAGE)
+                    == Some(&format!("{}:{}", s.namespace().unwrap(), s.name()))
+            })
+            .unwrap();
+        assert_eq!(
+            var(s, "writeRepo"),
+            str_at(&a.value, "/spec/source/repoURL")
+        );
+        assert_eq!(
+            var(s, "writeBranch"),
+            str_at(&a.value, "/spec/source/targetRevision")
+        );
+        assert_eq!(var(s, "writePath"), str_at(&a.value, "/spec/source/path"));
+    }
+}
+
+#[test]
+fn bank_stages_follow_the_environment_graph() {
+    let objects = support::objects(&bank());
+    let stage = |name: &str| {
+        kind(&objects, "Stage")
+            .into_iter()
+            .find(|s| s.name() == name)
+            .unwrap()
+            .value
+            .clone()
+    };
+    let dev = stage("frontend-dev");
+    assert_eq!(
+        dev["spec"]["requestedFreight"][0]["sources"],
+        serde_json::json!({"direct": true})
+    );
+    assert_eq!(
+        dev["spec"]["requestedFreight"][0]["origin"],
+        serde_json::json!({"kind": "Warehouse", "name": "frontend"})
+    );
+    let west = stage("ledger-db-prod-west");
+    assert_eq!(
+        west["spec"]["requestedFreight"][0]["sources"],
+        serde_json::json!({"stages": ["ledger-db-stage"]})
+    );
+    // Auto-promotion: dev and test only.
+    let config = kind(&objects, "ProjectConfig")
+        .into_iter()
+        .find(|c| c.name() == "web")
+        .unwrap();
+    let policies = config.value["spec"]["promotionPolicies"]
+        .as_array()
+        .unwrap();
+    let auto: Vec<&str> = policies
+        .iter()
+        .filter(|p| p["autoPromotionEnabled"] == true)
+        .map(|p| p["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(auto, ["frontend-dev", "frontend-test"]);
+}
+
+#[test]
+fn bank_steps_follow_the_recipe() {
+    let objects = support::objects(&bank());
+    let s = kind(&objects, "Stage")
+        .into_iter()
+        .find(|s| s.name() == "balancereader-stage")
+        .unwrap();
+    let uses: Vec<&str> = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|st| st["uses"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uses,
+        [
+            "git-clone",
+            "git-clone",
+            "delete",
+            "kustomize-set-image",
+            "kustomize-build",
+            "git-commit",
+            "git-push",
+            "argocd-update"
+        ]
+    );
+    assert_eq!(
+        str_at(step(s, "clone-source"), "/config/checkout/0/commit"),
+        "${{ commitFrom(vars.srcRepo).ID }}"
+    );
+    assert_eq!(
+        step(s, "clone-target")["config"]["checkout"][0]["create"],
+        true
+    );
+    // Only this component's folder is deleted, not the whole checkout.
+    assert_eq!(
+        str_at(step(s, "clean"), "/config/path"),
+        "./out/${{ vars.writePath }}"
+    );
+    assert_eq!(var(s, "writePath"), "envs/stage/balancereader");
+    let image = &step(s, "set-image")["config"]["images"][0];
+    assert!(
+        str_at(image, "/tag").starts_with("${{ imageFrom(vars."),
+        "{image}"
+    );
+    assert!(image.get("digest").is_none());
+    let message = str_at(step(s, "commit"), "/config/message");
+    assert!(
+        message.contains("balancereader") && message.contains("commitFrom(vars.srcRepo).ID"),
+        "{message}"
+    );
+    assert_eq!(
+        str_at(step(s, "push"), "/config/targetBranch"),
+        "${{ vars.writeBranch }}"
+    );
+    assert_eq!(var(s, "srcPath"), "deploy/backend/stage/balancereader");
+}
+
+#[test]
+fn bank_warehouse_watches_only_its_component_and_never_a_write_path() {
+    let objects = support::objects(&bank());
+    let w = kind(&objects, "Warehouse")
+        .into_iter()
+        .find(|w| w.name() == "userservice")
+        .unwrap();
+    let subs = w.value["spec"]["subscriptions"].as_array().unwrap();
+    let image = &subs[0]["image"];
+    assert!(image.get("semverConstraint").is_none());
+    assert_eq!(image["imageSelectionStrategy"], "SemVer");
+    assert_eq!(image["strictSemvers"], true);
+    assert_eq!(image["discoveryLimit"], 20);
+    assert_eq!(w.value["spec"]["interval"], "5m0s");
+    assert_eq!(w.value["spec"]["freightCreationPolicy"], "Automatic");
+    let git = &subs[1]["git"];
+    assert_eq!(
+        git["repoURL"],
+        "https://github.com/example/bank-platform.git"
+    );
+    let include = str_at(git, "/includePaths/0")
+        .strip_prefix("regexp:")
+        .unwrap();
+    let re = regex::Regex::new(include).unwrap();
+    assert!(re.is_match("deploy/backend/dev/userservice/userservice.gen.yaml"));
+    assert!(re.is_match("deploy/backend/prod-east/userservice/kustomization.yaml"));
+    assert!(!re.is_match("deploy/backend/dev/contacts/contacts.gen.yaml"));
+    assert!(!re.is_match("deploy/web/dev/userservice/x.yaml"));
+    assert!(!re.is_match("components/userservice/deployment.yaml"));
+}
+
+#[test]
+fn write_paths_in_the_source_repository_are_excluded_from_the_warehouse() {
+    let mut input = bank();
+    // backend writes into the platform repository itself, on the watched branch.
+    let backend = input
+        .projects
+        .iter_mut()
+        .find(|p| p.name == "backend")
+        .unwrap();
+    backend.output.as_mut().unwrap().repo_url = "https://github.com/example/bank-platform".into();
+    let objects = support::objects(&input);
+    let w = kind(&objects, "Warehouse")
+        .into_iter()
+        .find(|w| w.name() == "contacts" && w.namespace() == Some("backend"))
+        .unwrap();
+    let excludes: Vec<&str> = w.value["spec"]["subscriptions"][1]["git"]["excludePaths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(excludes.contains(&"envs/dev/contacts/"), "{excludes:?}");
+    assert_eq!(excludes.len(), 5);
+}
+
+#[test]
+fn kargo_disabled_emits_applications_tracking_the_main_branch_only() {
+    let mut input = bank();
+    input.enabled = false;
+    let files = kargo::emit_kargo(&input).unwrap();
+    assert!(
+        files.iter().all(|(p, _)| p.contains("/argocd/")),
+        "no Kargo objects"
+    );
+    let objects: Vec<Resource> = files.into_iter().flat_map(|(_, r)| r).collect();
+    assert_eq!(objects.len(), 50);
+    for a in &objects {
+        assert_eq!(a.kind(), "Application");
+        assert!(a.annotation(kargo::AUTHORIZED_STAGE).is_none());
+        assert_eq!(
+            str_at(&a.value, "/spec/source/repoURL"),
+            "https://github.com/example/bank-platform.git"
+        );
+        assert_eq!(str_at(&a.value, "/spec/source/targetRevision"), "main");
+        assert_eq!(a.value["spec"]["syncPolicy"]["automated"]["enabled"], true);
+    }
+    let web = objects
+        .iter()
+        .find(|a| a.name() == "web-frontend-dev")
+        .unwrap();
+    assert_eq!(
+        str_at(&web.value, "/spec/source/path"),
+        "deploy/web/dev/frontend"
+    );
+}
+
+#[test]
+fn cluster_layout_moves_the_watched_and_read_paths() {
+    let input = support::platform_input(&support::root().join("platforms/bank"), Layout::Cluster);
+    let objects = support::objects(&input);
+    let s = kind(&objects, "Stage")
+        .into_iter()
+        .find(|s| s.name() == "frontend-prod-west")
+        .unwrap();
+    assert_eq!(
+        var(s, "srcPath"),
+        "deploy/clusters/prod-west/web/prod-west/frontend"
+    );
+    let w = kind(&objects, "Warehouse")
+        .into_iter()
+        .find(|w| w.name() == "frontend")
+        .unwrap();
+    let include = str_at(&w.value, "/spec/subscriptions/1/git/includePaths/0")
+        .strip_prefix("regexp:")
+        .unwrap();
+    assert!(
+        regex::Regex::new(include)
+            .unwrap()
+            .is_match("deploy/clusters/nonprod/web/dev/frontend/kustomization.yaml")
+    );
+}
+
+#[test]
+fn emission_is_deterministic() {
+    assert_eq!(support::emit_yaml(&bank()), support::emit_yaml(&bank()));
+}
+
+// ---------------------------------------------------------------------------------------
+// Cases from ../shared/cases, mapped onto kiln's spec (data copied into tests/fixtures)
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn g01_applications_are_authorized_for_their_stage_and_the_pipeline_is_wired() {
+    let objects = support::objects(&fixture("g01", "guestbook"));
+    let stages = kind(&objects, "Stage");
+    assert_eq!(
+        stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        ["frontend-dev", "frontend-staging", "frontend-prod"]
+    );
+    assert_eq!(
+        stages[0].value["spec"]["requestedFreight"][0]["sources"]["direct"],
+        true
+    );
+    assert_eq!(
+        stages[1].value["spec"]["requestedFreight"][0]["sources"]["stages"][0],
+        "frontend-dev"
+    );
+    assert_eq!(
+        stages[2].value["spec"]["requestedFreight"][0]["sources"]["stages"][0],
+        "frontend-staging"
+    );
+    for (s, env) in stages.iter().zip(["dev", "staging", "prod"]) {
+        // The image keeps its registry port; the tag is explicit.
+        assert_eq!(
+            var(s, "image_frontend"),
+            "registry.local:5000/team/frontend"
+        );
+        let image = &step(s, "set-image")["config"]["images"][0];
+        assert_eq!(image["tag"], "${{ imageFrom(vars.image_frontend).Tag }}");
+        // argocd-update names exactly the Application, in Argo CD's namespace.
+        let app_name = format!("guestbook-frontend-{env}");
+        let target = &step(s, "sync")["config"]["apps"][0];
+        assert_eq!(target["name"], app_name.as_str());
+        assert_eq!(target["namespace"], "argocd");
+        let app = kind(&objects, "Application")
+            .into_iter()
+            .find(|a| a.name() == app_name)
+            .unwrap();
+        // The Kargo project (namespace), not the Argo CD AppProject `default`; no globs.
+        assert_eq!(
+            app.annotation(kargo::AUTHORIZED_STAGE),
+            Some(format!("guestbook:frontend-{env}").as_str())
+        );
+        assert_eq!(str_at(&app.value, "/spec/project"), "default");
+        assert_eq!(
+            str_at(&app.value, "/spec/source/repoURL"),
+            "https://git.example.test/platform/guestbook-deploy.git"
+        );
+        assert_eq!(str_at(&app.value, "/spec/source/targetRevision"), "main");
+        assert_eq!(
+            str_at(&app.value, "/spec/source/path"),
+            format!("deploy/{env}/frontend")
+        );
+        assert_eq!(
+            str_at(&app.value, "/spec/destination/server"),
+            "https://kubernetes.default.svc"
+        );
+        assert_eq!(
+            str_at(&app.value, "/spec/destination/namespace"),
+            format!("guestbook-{env}")
+        );
+    }
+    let w = &kind(&objects, "Warehouse")[0].value;
+    assert_eq!(
+        w["spec"]["subscriptions"][0]["image"]["repoURL"],
+        "registry.local:5000/team/frontend"
+    );
+    assert_eq!(
+        w["spec"]["subscriptions"][0]["image"]["constraint"],
+        "^1.4.0"
+    );
+    let project = kind(&objects, "Project")[0];
+    assert_eq!(project.name(), "guestbook");
+    assert!(project.value.get("spec").is_none());
+}
+
+#[test]
+fn g02_subscriptions_drop_tag_and_digest_but_keep_port_and_path() {
+    let objects = support::objects(&fixture("g02", "shop"));
+    let w = kind(&objects, "Warehouse")[0];
+    let text = std::fs::read_to_string(
+        support::root().join("tests/fixtures/kargo/g02/expected-subscriptions.yaml"),
+    )
+    .unwrap();
+    let expected = kiln::yaml::parse_one("expected-subscriptions.yaml", &text).unwrap();
+    let subs = w.value["spec"]["subscriptions"].as_array().unwrap();
+    let images: Vec<Value> = subs
+        .iter()
+        .filter(|s| s.get("image").is_some())
+        .map(|s| {
+            let i = &s["image"];
+            serde_json::json!({"image": {
+                "repoURL": i["repoURL"], "imageSelectionStrategy": i["imageSelectionStrategy"], "constraint": i["constraint"],
+            }})
+        })
+        .collect();
+    assert_eq!(Value::Array(images), expected);
+    // The pinned form goes to kustomize-set-image: a digest for the Digest strategy, else a tag.
+    let s = kind(&objects, "Stage")[0];
+    let set: Vec<&Value> = step(s, "set-image")["config"]["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    assert_eq!(set.len(), 5);
+    assert!(
+        set[1]["digest"].as_str().unwrap().ends_with(".Digest }}") && set[1].get("tag").is_none()
+    );
+    assert!(set[2]["tag"].as_str().unwrap().ends_with(".Tag }}") && set[2].get("digest").is_none());
+    let repos: Vec<&str> = [
+        "image_registry_local_5000_team_api",
+        "image_localhost_5000_worker",
+        "image_redis",
+    ]
+    .iter()
+    .map(|v| var(s, v))
+    .collect();
+    assert_eq!(
+        repos,
+        [
+            "registry.local:5000/team/api",
+            "localhost:5000/worker",
+            "redis"
+        ]
+    );
+}
+
+#[test]
+fn g04_project_namespace_is_adopted_with_a_string_label_and_comes_first() {
+    let mut input = fixture("g01", "guestbook");
+    let p = &mut input.projects[0];
+    p.name = "payments".into();
+    p.namespace_labels.insert(
+        "pod-security.kubernetes.io/enforce".into(),
+        "restricted".into(),
+    );
+    p.namespace_labels
+        .insert("secrets.example.io/store-access".into(), "allowed".into());
+    p.namespace_annotations
+        .insert("owner.example.io/team".into(), "payments-team".into());
+    let files = kargo::emit_kargo(&input).unwrap();
+    let (path, project_file) = files[0].clone();
+    assert_eq!(path, "payments/kargo/project.yaml");
+    let ns = &project_file[0];
+    assert_eq!((ns.kind(), ns.name()), ("Namespace", "payments"));
+    // A string "true", not a boolean.
+    assert_eq!(
+        ns.value["metadata"]["labels"][kargo::PROJECT_LABEL],
+        Value::String("true".into())
+    );
+    assert_eq!(
+        ns.label("pod-security.kubernetes.io/enforce"),
+        Some("restricted")
+    );
+    assert_eq!(ns.label("secrets.example.io/store-access"), Some("allowed"));
+    assert_eq!(
+        ns.annotation("owner.example.io/team"),
+        Some("payments-team")
+    );
+    let project = &project_file[1];
+    assert_eq!(
+        (project.kind(), project.name(), project.namespace()),
+        ("Project", "payments", None)
+    );
+    // Sync waves order Namespace < Project < ProjectConfig < Warehouse < Stage.
+    let objects: Vec<Resource> = files.into_iter().flat_map(|(_, r)| r).collect();
+    let wave = |k: &str| {
+        objects
+            .iter()
+            .find(|r| r.kind() == k)
+            .unwrap()
+            .annotation(kargo::SYNC_WAVE)
+            .unwrap()
+            .parse::<i32>()
+            .unwrap()
+    };
+    let waves: Vec<i32> = [
+        "Namespace",
+        "Project",
+        "ProjectConfig",
+        "Warehouse",
+        "Stage",
+    ]
+    .iter()
+    .map(|k| wave(k))
+    .collect();
+    assert!(waves.windows(2).all(|w| w[0] < w[1]), "{waves:?}");
+    // The YAML keeps the label quoted.
+    let yaml = kiln::yaml::to_yaml(&ns.value);
+    assert!(yaml.contains("kargo.akuity.io/project: \"true\""), "{yaml}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------
+
+fn codes(input: &KargoInput) -> Vec<String> {
+    use miette::Diagnostic;
+    match kargo::emit_kargo(input) {
+        Ok(_) => Vec::new(),
+        Err(e) => e
+            .errors
+            .iter()
+            .map(|e| e.code().unwrap().to_string())
+            .collect(),
+    }
+}
+
+#[test]
+fn error_environment_cycle() {
+    let mut input = fixture("g01", "guestbook");
+    input.environments[0].from = vec!["prod".into()];
+    let err = kargo::emit_kargo(&input).unwrap_err();
+    assert_eq!(codes(&input), ["kiln::kargo::environment_cycle"]);
+    let message = err.errors[0].to_string();
+    assert!(
+        message.contains("`dev` → `staging` → `prod` → `dev`") || message.contains("→"),
+        "{message}"
+    );
+}
+
+#[test]
+fn error_unknown_upstream() {
+    let mut input = fixture("g01", "guestbook");
+    input.environments[2].from = vec!["stagin".into()];
+    assert_eq!(codes(&input), ["kiln::kargo::unknown_upstream"]);
+    let err = kargo::emit_kargo(&input).unwrap_err();
+    let help = miette::Diagnostic::help(&err.errors[0])
+        .unwrap()
+        .to_string();
+    assert!(help.contains("staging"), "{help}");
+}
+
+#[test]
+fn error_duplicate_stage_names() {
+    let mut input = fixture("g01", "guestbook");
+    // `front` in `end-dev` and `front-end` in `dev` both make `front-end-dev`.
+    let mut other = input.projects[0].components[0].clone();
+    input.projects[0].components[0].name = "front".into();
+    other.name = "front-end".into();
+    input.projects[0].components.push(other);
+    input.environments[0].name = "end-dev".into();
+    input.environments[1].from = vec!["end-dev".into()];
+    input.environments.insert(
+        1,
+        kargo::Environment {
+            name: "dev".into(),
+            ..input.environments[0].clone()
+        },
+    );
+    let got = codes(&input);
+    assert!(
+        got.contains(&"kiln::kargo::duplicate_name".to_string()),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn error_project_name_not_a_namespace() {
+    let mut input = fixture("g01", "guestbook");
+    input.projects[0].name = "Guest_Book".into();
+    assert_eq!(codes(&input), ["kiln::kargo::invalid_project_name"]);
+}
+
+#[test]
+fn error_image_constraint_does_not_parse() {
+    let mut input = fixture("g01", "guestbook");
+    input.projects[0].components[0].images[0].constraint = Some(">= 1.2.3.4".into());
+    assert_eq!(codes(&input), ["kiln::kargo::constraint_invalid"]);
+    let err = kargo::emit_kargo(&input).unwrap_err();
+    // Points at the constraint in component.yaml.
+    let d: &dyn miette::Diagnostic = &err.errors[0];
+    assert!(
+        d.labels().is_some_and(|mut l| l.next().is_some()),
+        "{:?}",
+        err.errors[0]
+    );
+    assert!(
+        err.errors[0].to_string().contains("component.yaml:"),
+        "{}",
+        err.errors[0]
+    );
+}
+
+#[test]
+fn error_kargo_without_source_or_output() {
+    let mut input = fixture("g01", "guestbook");
+    input.projects[0].output = None;
+    assert_eq!(codes(&input), ["kiln::kargo::output_missing"]);
+    input.source.repo_url = None;
+    assert_eq!(codes(&input), ["kiln::kargo::source_repo_missing"]);
+    input.enabled = false;
+    assert_eq!(kargo::emit_kargo(&input).unwrap().len(), 0);
+}
+
+#[test]
+fn error_two_promotions_write_the_same_folder() {
+    let mut input = fixture("g01", "guestbook");
+    // One branch, no environment in the path: dev and staging would overwrite each other.
+    input.projects[0].output.as_mut().unwrap().path_pattern = Some("deploy".into());
+    let got = codes(&input);
+    assert!(
+        got.iter().all(|c| c == "kiln::kargo::write_path_collision") && got.len() == 2,
+        "{got:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// kiln validate on hand-written objects
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn validate_catches_a_removed_from_freight_and_points_at_its_line() {
+    let path = support::root().join("tests/fixtures/kargo/check/stage-fromfreight.yaml");
+    let report = check::validate_paths_with(&[path], &SchemaSet::empty()).unwrap();
+    let removed: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.rule == check::Rule::RemovedField)
+        .collect();
+    assert_eq!(removed.len(), 1, "{:#?}", report.findings);
+    let f = removed[0];
+    assert_eq!(f.line, Some(32), "{}", f.location());
+    assert_eq!(f.column, Some(13));
+    assert!(f.message.contains("`fromFreight`"), "{}", f.message);
+    assert!(
+        f.help.as_deref().unwrap().contains("commitFrom("),
+        "{:?}",
+        f.help
+    );
+    assert_eq!(
+        miette::Diagnostic::code(f).unwrap().to_string(),
+        "kiln::check::removed_field"
+    );
+    // At the Stage level too, with the requestedFreight replacement in help.
+    let text = "apiVersion: kargo.akuity.io/v1alpha1\nkind: Stage\nmetadata:\n  name: dev\n  namespace: guestbook\nspec:\n  fromFreight:\n  - origin: {kind: Warehouse, name: frontend}\n";
+    let docs = check::parse_documents("stage.yaml", text).unwrap();
+    let report = check::validate_documents(&docs, &SchemaSet::empty()).unwrap();
+    let f = report
+        .findings
+        .iter()
+        .find(|f| f.rule == check::Rule::RemovedField)
+        .unwrap();
+    assert_eq!(f.line, Some(7));
+    assert!(f.help.as_deref().unwrap().contains("requestedFreight"));
+}
+
+#[test]
+fn validate_with_the_shared_schemas_reports_each_problem_once() {
+    let Some(dir) = support::shared_schemas() else {
+        eprintln!("skipped: ../shared/schemas not found (set KILN_SHARED_DIR)");
+        return;
+    };
+    let path = support::root().join("tests/fixtures/kargo/check/stage-fromfreight.yaml");
+    let report = check::validate_paths(&[path], &dir).unwrap();
+    // The removed field is also unknown to the step schema: one finding, with help.
+    let at_line_32: Vec<_> = report
+        .findings
+        .iter()
+        .filter(|f| f.line == Some(32))
+        .collect();
+    assert_eq!(at_line_32.len(), 1, "{:#?}", report.findings);
+    assert_eq!(at_line_32[0].rule, check::Rule::RemovedField);
+    // The case outputs validate clean.
+    let cases = support::root().join("../shared/cases");
+    let cases = if cases.is_dir() {
+        cases
+    } else {
+        dir.join("../cases")
+    };
+    let paths: Vec<PathBuf> = [
+        "g01-kargo-authorized-stage",
+        "g02-kargo-image-reference-normalization",
+        "g04-kargo-project-namespace-adoption",
+    ]
+    .iter()
+    .map(|c| cases.join(c).join("expected.yaml"))
+    .collect();
+    let report = check::validate_paths(&paths, &dir).unwrap();
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    assert_eq!(report.objects, 10);
+}
+
+#[test]
+fn emitted_artifact_set_validates_in_memory() {
+    let mut set = kiln::artifact::ArtifactSet::new();
+    kargo::emit_into(&mut set, "deploy/", &bank()).unwrap();
+    assert_eq!(set.len(), 23);
+    assert!(
+        set.paths()
+            .all(|p| p.starts_with("deploy/") && p.ends_with(".yaml"))
+    );
+    let schemas = match support::shared_schemas() {
+        Some(dir) => SchemaSet::load(&dir).unwrap(),
+        None => SchemaSet::empty(),
+    };
+    let report = check::validate_artifacts(&set, &schemas).unwrap();
+    assert!(report.is_clean(), "{:#?}", report.findings);
+    assert_eq!(report.objects + report.meta_only, 3 * 3 + 10 * 11);
+}
+
+#[test]
+fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_name() {
+    let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    let mut set = kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{e:?}"));
+    let rendered_files = set.len();
+    let objects = support::objects(&bank());
+    for s in kind(&objects, "Stage") {
+        // srcPath is `<renderedPath>/<dir in the artifact set>`.
+        let dir = var(s, "srcPath").strip_prefix("deploy/").unwrap();
+        let kz_path = format!("{dir}/kustomization.yaml");
+        let kz = set
+            .files
+            .get(&kz_path)
+            .unwrap_or_else(|| panic!("{} reads {kz_path}, which render does not emit", s.name()));
+        let kz = kiln::yaml::parse_one(&kz_path, &String::from_utf8_lossy(kz)).unwrap();
+        let names: Vec<&str> = kz["images"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|i| i["name"].as_str().unwrap())
+            .collect();
+        let set_image = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|st| st["as"] == "set-image");
+        let pinned: Vec<&str> = set_image
+            .map(|st| {
+                st["config"]["images"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|i| i["image"].as_str().unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let pinned: Vec<&str> = pinned
+            .iter()
+            .map(|expr| {
+                let v = expr.trim_start_matches("${{ vars.").trim_end_matches(" }}");
+                var(s, v)
+            })
+            .collect();
+        // kustomize-set-image names each image by its repository; the kustomization must
+        // hold an entry of that name for every pinned image, and nothing unpinned.
+        assert_eq!(pinned, names, "{}", s.name());
+    }
+    // `build` already holds the Kargo/Argo CD objects (23 files for bank): emitting them
+    // again changes nothing, and render output and those objects validate together, as
+    // `kiln render --schema-dir` does.
+    assert_eq!(
+        set.files
+            .keys()
+            .filter(|p| p.contains("/kargo/") || p.contains("/argocd/"))
+            .count(),
+        23
+    );
+    kargo::emit_into(&mut set, "", &bank()).unwrap();
+    assert_eq!(set.len(), rendered_files);
+    let schemas = match support::shared_schemas() {
+        Some(dir) => SchemaSet::load(&dir).unwrap(),
+        None => SchemaSet::empty(),
+    };
+    let report = check::validate_artifacts(&set, &schemas).unwrap();
+    assert!(
+        report.is_clean(),
+        "{:#?}",
+        report
+            .findings
+            .iter()
+            .map(|f| format!("{}: {}", f.location(), f.message))
+            .collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn error_application_names_clash_across_projects() {
+    let mut input = fixture("g01", "guestbook");
+    // `guest-book` + `frontend` and `guest` + `book-frontend` both make `guest-book-frontend-<env>`.
+    let mut other = input.projects[0].clone();
+    input.projects[0].name = "guest-book".into();
+    other.name = "guest".into();
+    other.components[0].name = "book-frontend".into();
+    other.output.as_mut().unwrap().repo_url = "https://git.example.test/platform/other.git".into();
+    input.projects.push(other);
+    let got = codes(&input);
+    assert_eq!(
+        got, ["kiln::kargo::duplicate_name"; 3],
+        "one per environment"
+    );
+}
+
+#[test]
+fn without_plans_namespaces_and_images_fall_back_to_the_spec() {
+    let dir = support::root().join("platforms/bank");
+    let fs = kiln::load::RealFs;
+    let loaded = kiln::load::load(&fs, &dir, &kiln::load::LoadOptions::default()).unwrap();
+    let platform = kiln::validate::validate(loaded).unwrap();
+    // A render of one environment only: Kargo objects still cover every environment.
+    let selection = kiln::evaluate::Selection {
+        environments: vec!["dev".into()],
+        ..Default::default()
+    };
+    let plans = kiln::evaluate::evaluate(&platform, &selection).unwrap();
+    let partial = KargoInput::from_platform(&platform, &plans, Layout::Service);
+    let none = KargoInput::from_platform(&platform, &[], Layout::Service);
+    assert_eq!(support::emit_yaml(&partial), support::emit_yaml(&bank()));
+    assert_eq!(support::emit_yaml(&none), support::emit_yaml(&bank()));
+}
+
+#[test]
+fn fixture_golden_trees() {
+    for (case, platform) in [("g01", "guestbook"), ("g02", "shop")] {
+        let files = support::emit_yaml(&fixture(case, platform));
+        support::golden(
+            &support::root().join("tests/golden/kargo").join(case),
+            &files,
+        );
+    }
+}
+
+#[test]
+fn cli_validate_points_at_the_removed_field_and_exits_1() {
+    let schemas = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .arg("validate")
+        .arg(support::root().join("tests/fixtures/kargo/check/stage-fromfreight.yaml"))
+        .arg("--schema-dir")
+        .arg(schemas.path())
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stage-fromfreight.yaml:32:13"), "{stderr}");
+    assert!(stderr.contains("kiln::check::removed_field"), "{stderr}");
+    assert!(stderr.contains("1 problem in 2 objects"), "{stderr}");
+}
