@@ -38,18 +38,20 @@ pub fn run_generators(
         ldr.fs().read(&file).map_err(|e| e.to_string())
     };
     for (i, g) in k.config_map_generator.iter().enumerate() {
-        let site = kf.site(&format!("/configMapGenerator/{i}"));
+        // Located only on error (see `build::Accumulator::append_indexed`).
+        let site = || kf.site(&format!("/configMapGenerator/{i}"));
         let res = generators::generate_config_map(g, global, &read)
-            .map_err(|e| KustomizeError::transformer(site.clone(), &e))?;
+            .map_err(|e| KustomizeError::transformer(site(), &e))?;
         generators::absorb_one(&mut acc.resources, res)
-            .map_err(|e| KustomizeError::transformer(site, &e))?;
+            .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }
     for (i, g) in k.secret_generator.iter().enumerate() {
-        let site = kf.site(&format!("/secretGenerator/{i}"));
+        // Located only on error (see `build::Accumulator::append_indexed`).
+        let site = || kf.site(&format!("/secretGenerator/{i}"));
         let res = generators::generate_secret(g, global, &read)
-            .map_err(|e| KustomizeError::transformer(site.clone(), &e))?;
+            .map_err(|e| KustomizeError::transformer(site(), &e))?;
         generators::absorb_one(&mut acc.resources, res)
-            .map_err(|e| KustomizeError::transformer(site, &e))?;
+            .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }
     Ok(())
 }
