@@ -177,6 +177,21 @@ fn lock_dir(dir: &Path) -> Result<Option<std::fs::File>, WriteError> {
     Ok(Some(handle))
 }
 
+/// Removes `.kiln-stage-*` directories left in `parent` by a run that was killed (SIGKILL,
+/// power loss) before it could clean up. Only called while holding the lock on `parent`:
+/// every writer stages under that lock, so no staging directory there is in use.
+fn remove_stale_stages(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let is_stage = e.file_name().to_string_lossy().starts_with(".kiln-stage-");
+        if is_stage && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 fn manifest_bytes(files: Vec<String>) -> Vec<u8> {
     crate::git::OwnedMarker::new(files).to_bytes()
 }
@@ -209,7 +224,20 @@ pub fn write_scoped(
         _ => PathBuf::from("."),
     };
     std::fs::create_dir_all(&parent).map_err(io_err("create directory", &parent))?;
-    let _lock = lock_dir(&parent)?;
+    let lock = lock_dir(&parent)?;
+    if lock.is_some() {
+        remove_stale_stages(&parent);
+    }
+    if out.exists() && !out.is_dir() {
+        return Err(WriteError::Io {
+            op: "write into",
+            path: out.display().to_string(),
+            source: io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "it is a file, not a directory",
+            ),
+        });
+    }
     let exists = out.exists();
     let owned = if exists {
         read_manifest(out)?
@@ -532,5 +560,28 @@ mod tests {
             .filter(|n| n.starts_with(".kiln-stage-"))
             .collect();
         assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn stale_staging_directories_of_killed_runs_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        let stale = t.path().join(".kiln-stage-killed");
+        std::fs::create_dir_all(stale.join("web")).unwrap();
+        std::fs::write(stale.join("web/a.yaml"), "half").unwrap();
+        std::fs::write(t.path().join("notes.txt"), "mine").unwrap();
+        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        assert!(!stale.exists());
+        assert!(t.path().join("notes.txt").exists());
+    }
+
+    #[test]
+    fn a_file_as_output_directory_is_refused_and_kept() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        std::fs::write(&out, "a file").unwrap();
+        let err = write(&set(&[("a.yaml", "a")]), &out).unwrap_err();
+        assert!(err.to_string().contains("not a directory"), "{err}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "a file");
     }
 }
