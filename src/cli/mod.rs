@@ -235,6 +235,10 @@ pub struct VerifyArgs {
     /// Output layout.
     #[arg(long, value_enum, default_value = "service")]
     pub layout: Layout,
+    /// The tree was published with `kiln publish --per-environment`: `--ref stage/<env>`
+    /// is compared with that environment's slice, any other ref with the shared files.
+    #[arg(long)]
+    pub per_environment: bool,
 }
 
 #[derive(Debug, Args)]
@@ -482,7 +486,23 @@ fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
 
 /// `kiln verify`: exit 1 when the committed tree drifted from a fresh render.
 fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
-    let set = build_set(&args.platform, args.layout, &Selection::default())?;
+    let mut set = build_set(&args.platform, args.layout, &Selection::default())?;
+    if args.per_environment {
+        // Mirrors `publish --per-environment` (branches `stage/<env>`, shared files elsewhere).
+        let mut split = crate::git::split_by_environment(&set);
+        set = match args.reference.strip_prefix("stage/") {
+            Some(env) => split.environments.remove(env).ok_or_else(|| {
+                let known: Vec<&str> = split.environments.keys().map(String::as_str).collect();
+                miette::miette!(
+                    code = "kiln::git::unknown_environment",
+                    help = format!("environments of this render: {}", known.join(", ")),
+                    "`{}` names no environment of the render",
+                    args.reference
+                )
+            })?,
+            None => split.shared,
+        };
+    }
     let report = crate::git::verify(
         &set,
         &args.repo,
