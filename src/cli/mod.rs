@@ -357,8 +357,9 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
     let summary = result?;
     let r = &summary.report;
     print_err(&format!(
-        "kiln: rendered {} BuildPlans into {} ({} files: {} written, {} unchanged, {} removed)",
+        "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",
         summary.plans,
+        if summary.plans == 1 { "" } else { "s" },
         args.write_to.display(),
         summary.files,
         r.written.len(),
