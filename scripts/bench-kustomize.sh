@@ -1,87 +1,196 @@
 #!/usr/bin/env bash
-# Benchmarks `kiln kustomize` against `kubectl kustomize` side by side and writes the results
-# into docs/BENCHMARKS.md.
+# Benchmarks `kiln kustomize` against `kubectl kustomize` side by side (docs/BENCHMARKS.md).
 #
-# Inputs (generated under $BENCH_DIR, default a temp dir):
-#   small   — a base of 3 objects + an overlay (namespace, prefix, labels, images, patch,
-#             generator): measures process start to exit;
-#   n2000   — a base of 2,000 objects + the same overlay;
-#   n8000   — a base of 8,000 objects + the same overlay.
-# Each base holds Deployments, Services and ConfigMaps in equal parts (one Deployment, its
-# Service and its ConfigMap per "app"), so name references, labels and images all have work.
+# Generates, deterministically and into a temp dir, one kustomization tree per size:
+#   small   a base of 10 objects + an overlay (namespace, namePrefix, labels, images, a
+#           strategic-merge patch, a configMapGenerator merged into the base's generator);
+#   N       a base of N objects (N/4 units of Deployment + Service + ServiceAccount + ConfigMap,
+#           one file per unit) with the same overlay; every Deployment references the generated
+#           ConfigMap (envFrom and a volume), its own ConfigMap and its ServiceAccount, and every
+#           Deployment is patched (target: kind Deployment).
+#   Nf      the same objects in a single base file (`8000f`): one large YAML stream.
+#   mN      many entries (`m1000`): N ConfigMaps in one file, and one kustomization with N
+#           configMapGenerators and N JSON patches, each targeting one ConfigMap by name.
+# Builds kiln in release mode, times both tools on every tree (hyperfine when installed,
+# otherwise a `date +%s%N` loop), checks the two outputs are structurally equal and prints a
+# markdown table.
 #
-# Usage: scripts/bench-kustomize.sh [--quick]   (--quick: skip the 8,000-object kubectl run)
+# Environment:
+#   SIZES="small 500 1000 2000 4000 8000 8000f"   trees to run
+#   KILN_RUNS=10  KUBECTL_RUNS=3            runs per tool (KUBECTL_RUNS_LARGE for N >= 4000)
+#   KUBECTL_RUNS_LARGE=1                    (then the one run that captures the output is
+#                                           also the timed one: kubectl takes minutes there)
+#   KUBECTL=/usr/bin/kubectl                the reference
+#   SKIP_KUBECTL=1                          time kiln only (profiling loop)
+#   KEEP=1                                  keep the temp dir (its path is printed)
+#   RSS=1                                   also report peak RSS (/usr/bin/time)
 set -euo pipefail
-cd "$(dirname "$0")/.."
-QUICK=${1:-}
-BENCH_DIR=${BENCH_DIR:-$(mktemp -d)}
-OUT=docs/BENCHMARKS.md
 
-cargo build --release --quiet
-KILN="$PWD/target/release/kiln"
-KUBECTL=$(command -v kubectl || true)
-[ -n "$KUBECTL" ] || { echo "kubectl is required" >&2; exit 1; }
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SIZES="${SIZES:-small 500 1000 2000 4000 8000 8000f}"
+KILN_RUNS="${KILN_RUNS:-10}"
+KUBECTL_RUNS="${KUBECTL_RUNS:-3}"
+KUBECTL_RUNS_LARGE="${KUBECTL_RUNS_LARGE:-1}"
+KUBECTL="${KUBECTL:-/usr/bin/kubectl}"
+SKIP_KUBECTL="${SKIP_KUBECTL:-}"
+RSS="${RSS:-1}"
 
-gen_base() { # dir apps
-  local dir=$1 apps=$2
-  mkdir -p "$dir/base" "$dir/overlay"
-  {
-    for i in $(seq 1 "$apps"); do
-      cat <<EOF
-apiVersion: apps/v1
+WORK="$(mktemp -d -t kiln-bench.XXXXXX)"
+if [[ -z "${KEEP:-}" ]]; then trap 'rm -rf "$WORK"' EXIT; else echo "trees kept in $WORK" >&2; fi
+
+echo "building kiln (release)…" >&2
+(cd "$ROOT" && cargo build --release --quiet)
+KILN="$ROOT/target/release/kiln"
+
+# ---- tree generation (deterministic: no randomness, no clock) ----------------------------
+gen_many() { # gen_many DIR N
+  python3 - "$1" "$2" <<'PY'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+overlay = os.path.join(root, "overlay")
+os.makedirs(overlay)
+with open(os.path.join(overlay, "cms.yaml"), "w") as f:
+    f.write("---\n".join(f"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{i}\ndata:\n  a: '1'\n" for i in range(n)))
+with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+    f.write("resources:\n- cms.yaml\nnamePrefix: p-\nconfigMapGenerator:\n")
+    for i in range(n):
+        f.write(f"- name: gen-{i}\n  literals:\n  - K{i}=v{i}\n")
+    f.write("patches:\n")
+    for i in range(n):
+        f.write(f"- target:\n    kind: ConfigMap\n    name: cm-{i}\n  patch: |-\n    - op: add\n      path: /data/b\n      value: '{i}'\n")
+PY
+}
+
+gen_tree() { # gen_tree DIR N ONEFILE(0|1)
+  python3 - "$1" "$2" "$3" <<'PY'
+import os, sys
+root, n, onefile = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+base, overlay = os.path.join(root, "base"), os.path.join(root, "overlay")
+os.makedirs(base); os.makedirs(overlay)
+
+def unit(i):
+    # Four objects per unit; the Deployment refers to the three others and to the
+    # generated `app-config` (so the name-reference fix-up has real work to do).
+    return f"""apiVersion: apps/v1
 kind: Deployment
 metadata:
-  name: app-$i
+  name: app-{i}
   labels:
-    app: app-$i
+    app: app-{i}
 spec:
   replicas: 1
   selector:
     matchLabels:
-      app: app-$i
+      app: app-{i}
   template:
     metadata:
       labels:
-        app: app-$i
+        app: app-{i}
     spec:
+      serviceAccountName: sa-{i}
       containers:
       - name: main
-        image: registry.example.com/team/app:1.0.0
-        envFrom:
-        - configMapRef:
-            name: app-$i-config
-        - configMapRef:
-            name: shared-settings
+        image: nginx:1.25
         ports:
         - containerPort: 8080
+        envFrom:
+        - configMapRef:
+            name: app-config
+        env:
+        - name: UNIT
+          value: "{i}"
+        volumeMounts:
+        - name: own
+          mountPath: /etc/own
+      - name: sidecar
+        image: busybox:1.36
+        args: ["sleep", "infinity"]
+      volumes:
+      - name: own
+        configMap:
+          name: cm-{i}
 ---
 apiVersion: v1
 kind: Service
 metadata:
-  name: app-$i
+  name: svc-{i}
 spec:
   selector:
-    app: app-$i
+    app: app-{i}
   ports:
   - port: 80
     targetPort: 8080
 ---
 apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: sa-{i}
+---
+apiVersion: v1
 kind: ConfigMap
 metadata:
-  name: app-$i-config
+  name: cm-{i}
 data:
-  LOG_LEVEL: info
-  APP_ID: "app-$i"
+  unit: "{i}"
+  settings.properties: |
+    threads=4
+    unit={i}
+"""
+
+units = max(1, n // 4) if n >= 4 else 1
+files = []
+if n < 20:
+    # The small overlay: ~10 objects in a handful of files.
+    units = 2
+if onefile:
+    with open(os.path.join(base, "all.yaml"), "w") as f:
+        f.write("---\n".join(unit(i) for i in range(units)))
+    files.append("all.yaml")
+else:
+    for i in range(units):
+        name = f"unit-{i:05d}.yaml"
+        with open(os.path.join(base, name), "w") as f:
+            f.write(unit(i))
+        files.append(name)
+extra = ""
+if n < 20:
+    # Two more objects so the small base holds 10.
+    with open(os.path.join(base, "rbac.yaml"), "w") as f:
+        f.write("""apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: reader
+rules:
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["get"]
 ---
-EOF
-    done
-  } > "$dir/base/resources.yaml"
-  cat > "$dir/base/kustomization.yaml" <<EOF
-resources:
-- resources.yaml
-EOF
-  cat > "$dir/overlay/kustomization.yaml" <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: reader
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: reader
+subjects:
+- kind: ServiceAccount
+  name: sa-0
+""")
+    files.append("rbac.yaml")
+with open(os.path.join(base, "kustomization.yaml"), "w") as f:
+    f.write("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
+    for name in files:
+        f.write(f"- {name}\n")
+    f.write("""configMapGenerator:
+- name: app-config
+  literals:
+  - LOG_LEVEL=info
+  - FEATURE_X=off
+""")
+with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+    f.write("""apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
 resources:
 - ../base
 namespace: bench
@@ -89,98 +198,140 @@ namePrefix: prod-
 labels:
 - pairs:
     env: prod
-  includeSelectors: true
+    team: platform
+  includeSelectors: false
 images:
-- name: registry.example.com/team/app
-  newTag: 2.0.0
-configMapGenerator:
-- name: shared-settings
-  literals:
-  - REGION=eu-west-1
-  - FEATURE_X="on"
+- name: nginx
+  newName: registry.example.com/mirror/nginx
+  newTag: "1.27.3"
+- name: busybox
+  digest: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
 patches:
-- target:
+- path: resources-patch.yaml
+  target:
     kind: Deployment
-  patch: |-
-    - op: replace
-      path: /spec/replicas
-      value: 3
-EOF
+configMapGenerator:
+- name: app-config
+  behavior: merge
+  literals:
+  - LOG_LEVEL=warn
+  - REGION=eu-west-1
+""")
+with open(os.path.join(overlay, "resources-patch.yaml"), "w") as f:
+    f.write("""apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: any
+spec:
+  replicas: 3
+  template:
+    spec:
+      containers:
+      - name: main
+        resources:
+          limits:
+            memory: 256Mi
+          requests:
+            cpu: 100m
+""")
+PY
 }
 
-gen_base "$BENCH_DIR/small" 1
-gen_base "$BENCH_DIR/n2000" 667   # 667 apps × 3 objects = 2,001 objects + 1 generated
-gen_base "$BENCH_DIR/n8000" 2667  # 8,001 objects + 1 generated
-
-# Sanity: both tools agree on the small and 2,000-object inputs (structurally, via kiln's own
-# differential comparison is the test suite's job; here a byte comparison after sorting keys
-# is enough, as both print sorted keys and legacy order).
-for c in small n2000; do
-  if ! cmp -s <("$KILN" kustomize "$BENCH_DIR/$c/overlay") <("$KUBECTL" kustomize "$BENCH_DIR/$c/overlay"); then
-    echo "warning: outputs differ for $c" >&2
+# ---- structural comparison ----------------------------------------------------------------
+same_output() { # same_output A B -> prints "equal (N docs)" or a reason, returns 0/1
+  if cmp -s "$1" "$2"; then
+    echo "identical bytes ($(grep -c '^kind:' "$1") docs)"; return 0
   fi
-done
+  python3 - "$1" "$2" <<'PY'
+import sys, yaml
+Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+a = [d for d in yaml.load_all(open(sys.argv[1]), Loader=Loader) if d is not None]
+b = [d for d in yaml.load_all(open(sys.argv[2]), Loader=Loader) if d is not None]
+if a == b:
+    print(f"structurally equal ({len(a)} docs)"); sys.exit(0)
+ids = lambda ds: [(d.get("kind"), d.get("metadata", {}).get("name")) for d in ds]
+if len(a) != len(b):
+    print(f"DIFFERENT: {len(a)} vs {len(b)} docs"); sys.exit(1)
+for i, (x, y) in enumerate(zip(a, b)):
+    if x != y:
+        print(f"DIFFERENT: first difference at doc {i}: {ids([x])[0]} vs {ids([y])[0]}"); sys.exit(1)
+PY
+}
 
-json() { echo "$BENCH_DIR/$1.json"; }
-mean() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['results'][int(sys.argv[2])]['mean'])" "$1" "$2"; }
-
-hyperfine -N --warmup 2 --runs 20 --export-json "$(json small)" \
-  -n kiln "$KILN kustomize $BENCH_DIR/small/overlay" \
-  -n kubectl "$KUBECTL kustomize $BENCH_DIR/small/overlay" >/dev/null
-hyperfine -N --warmup 1 --runs 3 --export-json "$(json n2000)" \
-  -n kiln "$KILN kustomize $BENCH_DIR/n2000/overlay" \
-  -n kubectl "$KUBECTL kustomize $BENCH_DIR/n2000/overlay" >/dev/null
-if [ "$QUICK" = --quick ]; then
-  hyperfine -N --warmup 1 --runs 3 --export-json "$(json n8000)" \
-    -n kiln "$KILN kustomize $BENCH_DIR/n8000/overlay" >/dev/null
-else
-  hyperfine -N --runs 1 --export-json "$(json n8000)" \
-    -n kiln "$KILN kustomize $BENCH_DIR/n8000/overlay" \
-    -n kubectl "$KUBECTL kustomize $BENCH_DIR/n8000/overlay" >/dev/null
-fi
-
-row() { # name json
-  local k kc
-  k=$(mean "$2" 0)
-  kc=$(mean "$2" 1 2>/dev/null || echo "")
-  if [ -n "$kc" ]; then
-    python3 -c "import sys; k,c=float(sys.argv[2]),float(sys.argv[3]); print(f'| {sys.argv[1]} | {k*1000:.1f} ms | {c*1000:.0f} ms | {c/k:.0f}× |')" "$1" "$k" "$kc"
+# ---- timing ------------------------------------------------------------------------------
+# measure RUNS CMD... -> "mean_wall_s cpu_s" (process start to exit, output to /dev/null;
+# cpu = user + system, which other load on the machine disturbs less than wall time)
+measure() {
+  local runs="$1"; shift
+  if command -v hyperfine >/dev/null; then
+    local json="$WORK/hf.json"
+    hyperfine -N --style none --warmup 1 --runs "$runs" --export-json "$json" \
+      --output null -- "$(printf '%q ' "$@")" >/dev/null 2>&1
+    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; print(r["mean"], r["user"]+r["system"])' "$json"
   else
-    python3 -c "import sys; k=float(sys.argv[2]); print(f'| {sys.argv[1]} | {k*1000:.1f} ms | (not run) | |')" "$1" "$k"
+    local total=0 t0 t1
+    "$@" >/dev/null 2>&1
+    for ((r = 0; r < runs; r++)); do
+      t0=$(date +%s%N); "$@" >/dev/null 2>&1; t1=$(date +%s%N)
+      total=$((total + t1 - t0))
+    done
+    python3 -c "print($total / $runs / 1e9, 'nan')"
   fi
 }
 
-{
-  cat <<EOF
-# Benchmarks: \`kiln kustomize\` vs \`kubectl kustomize\`
+# once OUT CMD... -> runs CMD once, output to OUT; prints "wall_s cpu_s peak_rss_kib"
+once() {
+  local out="$1"; shift
+  if [[ -x /usr/bin/time ]]; then
+    /usr/bin/time -o "$WORK/time.txt" -f '%e %U %S %M' "$@" >"$out"
+    awk '{print $1, $2 + $3, $4}' "$WORK/time.txt"
+  else
+    local t0 t1; t0=$(date +%s%N); "$@" >"$out"; t1=$(date +%s%N)
+    python3 -c "print(($t1 - $t0) / 1e9, 'nan', 'nan')"
+  fi
+}
 
-Generated by \`scripts/bench-kustomize.sh\` on $(date -u +%Y-%m-%d) ($(nproc) cores,
-$(uname -sr); $("$KUBECTL" version --client 2>/dev/null | head -2 | tr '\n' ' ')).
-Both tools run in the same script, one after the other, through hyperfine (mean wall time,
-process start to exit). Re-run with \`scripts/bench-kustomize.sh\` (about 4 minutes, most of it
-kubectl on 8,000 objects; \`--quick\` skips that run).
+fmt_time() { python3 -c "
+t=float('$1')
+print('–' if t != t else (f'{t*1000:.1f} ms' if t < 1 else f'{t:.2f} s'))"; }
+fmt_mib() { python3 -c "
+k=float('$1')
+print('–' if k != k else f'{k/1024:.0f} MiB')"; }
 
-Each input is a base (one Deployment, Service and ConfigMap per app) plus an overlay that
-applies \`namespace\`, \`namePrefix\`, \`labels\` (with selectors), \`images\`, a JSON 6902
-patch on every Deployment and a \`configMapGenerator\` whose (hashed) name every Deployment
-references.
-
-| input | kiln | kubectl kustomize | ratio |
-|---|---|---|---|
-$(row "small overlay (3 objects + 1 generated)" "$(json small)")
-$(row "2,000 objects" "$(json n2000)")
-$(row "8,000 objects" "$(json n8000)")
-
-Targets (issue 4): ≥ 20× on the small overlay, ≥ 200× on 8,000 objects, linear time
-(8,000 objects should take about 4× the time of 2,000).
-
-Commands, exactly as run (\`\$B\` = the generated input directory):
-
-\`\`\`
-hyperfine -N --warmup 2 --runs 20 -n kiln 'kiln kustomize \$B/small/overlay' -n kubectl 'kubectl kustomize \$B/small/overlay'
-hyperfine -N --warmup 1 --runs 3  -n kiln 'kiln kustomize \$B/n2000/overlay' -n kubectl 'kubectl kustomize \$B/n2000/overlay'
-hyperfine -N --runs 1             -n kiln 'kiln kustomize \$B/n8000/overlay' -n kubectl 'kubectl kustomize \$B/n8000/overlay'
-\`\`\`
-EOF
-} > "$OUT"
-cat "$OUT"
+echo
+echo "machine: $(nproc) cores, $(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "kubectl: $("$KUBECTL" version --client 2>/dev/null | tr '\n' ' ')"
+echo "kiln:    $KILN ($(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo '?'))"
+echo "runs:    kiln $KILN_RUNS (+1 warm-up), kubectl $KUBECTL_RUNS (+1 warm-up; $KUBECTL_RUNS_LARGE from 4,000 objects)"
+echo
+echo "| size | objects | kubectl | kiln | ratio | kiln CPU | kiln objects/s | kiln peak RSS | kubectl peak RSS | outputs |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
+for size in $SIZES; do
+  n="${size%f}"; onefile=0
+  [[ "$size" == *f ]] && onefile=1
+  [[ "$n" == small ]] && n=10
+  dir="$WORK/tree-$size"
+  if [[ "$size" == m* ]]; then
+    n="${size#m}"; gen_many "$dir" "$n"
+  else
+    gen_tree "$dir" "$n" "$onefile"
+  fi
+  ov="$dir/overlay"
+  read -r _ _ kiln_rss < <(once "$dir/kiln.yaml" "$KILN" kustomize "$ov")
+  objects=$(grep -c '^kind:' "$dir/kiln.yaml" || true)
+  read -r kiln_t kiln_cpu < <(measure "$KILN_RUNS" "$KILN" kustomize "$ov")
+  if [[ -z "$SKIP_KUBECTL" ]]; then
+    runs="$KUBECTL_RUNS"; [[ "$n" -ge 4000 ]] && runs="$KUBECTL_RUNS_LARGE"
+    read -r kub_t _ kub_rss < <(once "$dir/kubectl.yaml" "$KUBECTL" kustomize "$ov")
+    if [[ "$runs" -gt 1 ]]; then
+      read -r kub_t _ < <(measure "$runs" "$KUBECTL" kustomize "$ov")
+    fi
+    verdict=$(same_output "$dir/kubectl.yaml" "$dir/kiln.yaml" || true)
+    ratio=$(python3 -c "print(f'{$kub_t / $kiln_t:.0f}×')")
+  else
+    verdict="not compared"; ratio="–"; kub_t=nan; kub_rss=nan
+  fi
+  ops=$(python3 -c "print(f'{$objects / $kiln_t:,.0f}')")
+  [[ "$RSS" == 1 ]] || { kiln_rss=nan; kub_rss=nan; }
+  echo "| $size | $objects | $(fmt_time "$kub_t") | $(fmt_time "$kiln_t") | $ratio | $(fmt_time "$kiln_cpu") | $ops | $(fmt_mib "$kiln_rss") | $(fmt_mib "$kub_rss") | $verdict |"
+done

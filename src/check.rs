@@ -469,6 +469,43 @@ mod tests {
             .findings
     }
 
+    #[test]
+    fn same_workload_in_two_environment_directories_is_no_duplicate() {
+        let deployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n";
+        let namespace = "apiVersion: v1\nkind: Namespace\nmetadata: {name: shop}\n";
+        let project =
+            "apiVersion: kargo.akuity.io/v1alpha1\nkind: Project\nmetadata: {name: shop}\n";
+        let mut docs = Vec::new();
+        for (file, text) in [
+            ("shop/dev/web/web.gen.yaml", deployment),
+            ("shop/prod/web/web.gen.yaml", deployment),
+            // The component ships the Namespace its Kargo Project adopts: one object, twice.
+            ("shop/dev/ns/ns.gen.yaml", namespace),
+            (
+                "shop/kargo/project.yaml",
+                &format!("{namespace}---\n{project}"),
+            ),
+        ] {
+            docs.extend(parse_documents(file, text).unwrap());
+        }
+        let dups = |docs: &[Document]| -> Vec<String> {
+            validate_documents(docs, &SchemaSet::empty())
+                .unwrap()
+                .findings
+                .into_iter()
+                .filter(|f| f.rule == Rule::DuplicateObject)
+                .map(|f| f.file)
+                .collect()
+        };
+        assert_eq!(dups(&docs), ["shop/kargo/project.yaml"]);
+        // Within one directory (one Application) a repeated object is still a duplicate.
+        docs.extend(parse_documents("shop/dev/web/extra.yaml", deployment).unwrap());
+        assert_eq!(
+            dups(&docs),
+            ["shop/dev/web/extra.yaml", "shop/kargo/project.yaml"]
+        );
+    }
+
     const PIPELINE: &str = "\
 apiVersion: kargo.akuity.io/v1alpha1
 kind: Warehouse

@@ -127,6 +127,24 @@ pub enum EvaluateError {
         span: Option<SourceSpan>,
     },
 
+    /// A `${` that is never closed (`"${params.replicas"`): without the error it would reach
+    /// the manifests as literal text.
+    #[error("{at}: unterminated reference `{text}`")]
+    #[diagnostic(
+        code(kiln::evaluate::unterminated_reference),
+        help(
+            "close the reference with `}}` (`${{params.name}}`); a reference cannot contain `{{`"
+        )
+    )]
+    UnterminatedReference {
+        text: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not closed")]
+        span: Option<SourceSpan>,
+    },
+
     /// Parameter values refer to each other in a circle.
     #[error("{at}: parameters refer to each other in a cycle: {cycle}")]
     #[diagnostic(
@@ -445,6 +463,16 @@ impl Context<'_> {
                 span: sn.span,
             });
         };
+        if let Some(start) = unterminated_reference(text) {
+            let sn = sources.snippet(loc);
+            errors.push(EvaluateError::UnterminatedReference {
+                text: text[start..].to_string(),
+                at: sn.at,
+                src: sn.src,
+                span: sn.span,
+            });
+            return Value::String(text.to_string());
+        }
         // A whole-string reference keeps the referenced value's type.
         if let Some(c) = re.captures(text)
             && c.get(0)
@@ -486,6 +514,24 @@ impl Context<'_> {
         out.push_str(&text[last..]);
         Value::String(out)
     }
+}
+
+/// The byte offset of the first `${` that no reference closes, if any. `${{` (a Kargo
+/// expression) is not a reference and is skipped.
+fn unterminated_reference(text: &str) -> Option<usize> {
+    let mut last = 0;
+    let mut gaps = Vec::new();
+    for m in reference_re().find_iter(text) {
+        gaps.push((last, m.start()));
+        last = m.end();
+    }
+    gaps.push((last, text.len()));
+    gaps.into_iter().find_map(|(from, to)| {
+        let gap = &text[from..to];
+        gap.match_indices("${")
+            .find(|(i, _)| !gap[i + 2..].starts_with('{'))
+            .map(|(i, _)| from + i)
+    })
 }
 
 /// The references (text between `${` and `}`, trimmed) a string uses, in order.
@@ -967,6 +1013,28 @@ mod tests {
             &p.environments[1],
         );
         assert_eq!(got, "stage/prod/web@prod");
+    }
+
+    #[test]
+    fn unterminated_references_are_errors_not_literal_text() {
+        let comp = format!(
+            "{COMPONENT}  transformers:\n  - namespace: \"${{env.name\"\n  - namePrefix: \"${{{{ ctx.stage }}}}-${{env.name}}-${{params.x\"\n  - nameSuffix: \"-${{{{ vars.kargo }}}}-${{env.tier}}\"\n"
+        );
+        let errs = eval(&platform_yaml(ENVS, PROJECTS), &comp, &Selection::default()).unwrap_err();
+        assert_eq!(errs.len(), 2, "{errs:?}");
+        assert!(
+            errs[0].starts_with("components/a/component.yaml:15:")
+                && errs[0].contains("unterminated reference `${env.name`"),
+            "{errs:?}"
+        );
+        assert!(
+            errs[1].starts_with("components/a/component.yaml:16:")
+                && errs[1].contains("`${params.x`"),
+            "{errs:?}"
+        );
+        assert_eq!(unterminated_reference("${{ a }}-${env.name}"), None);
+        assert_eq!(unterminated_reference("a-${b"), Some(2));
+        assert_eq!(unterminated_reference("${a{b}"), Some(0));
     }
 
     #[test]

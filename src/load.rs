@@ -155,6 +155,24 @@ pub enum LoadError {
         span: Option<SourceSpan>,
     },
 
+    /// A directory named in `files:` holds no `*.yaml`/`*.yml` file: a listed entry that
+    /// contributes nothing is a mistake (a misnamed file, files renamed to `.yml.tmpl`).
+    #[error("{at}: directory `{path}` holds no *.yaml or *.yml file")]
+    #[diagnostic(
+        code(kiln::load::empty_directory),
+        help(
+            "`files:` reads the YAML files directly inside a directory (not recursively); list the files, or remove the entry"
+        )
+    )]
+    EmptyDirectory {
+        at: String,
+        path: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("no manifests here")]
+        span: Option<SourceSpan>,
+    },
+
     /// A component instance's `path` names no component: the directory does not exist or
     /// holds no `component.yaml`.
     #[error("{at}: unknown component `{path}`: {reason}")]
@@ -651,11 +669,13 @@ impl Loader<'_> {
                 return;
             }
         };
+        let mut found = false;
         for entry in entries {
             let is_yaml = entry.extension().is_some_and(|e| e == "yaml" || e == "yml");
             if !is_yaml || self.fs.is_dir(&entry) {
                 continue;
             }
+            found = true;
             let name = entry
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -664,6 +684,15 @@ impl Loader<'_> {
             if let Some(real) = self.resolve(path, &name, loc, "manifest file") {
                 self.read_manifest_file(&real, out);
             }
+        }
+        if !found {
+            let sn = self.sources.snippet(loc);
+            self.errors.push(LoadError::EmptyDirectory {
+                at: sn.at,
+                path: self.display(path),
+                src: sn.src,
+                span: sn.span,
+            });
         }
     }
 
@@ -863,6 +892,29 @@ mod tests {
         assert!(
             msgs[1].starts_with("platforms/p/platform.yaml:11:"),
             "{msgs:?}"
+        );
+    }
+
+    #[test]
+    fn a_listed_directory_without_yaml_files_is_an_error() {
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml.tmpl", DEPLOY),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::EmptyDirectory { .. }]),
+            "{errs:?}"
+        );
+        assert!(
+            errs[0]
+                .to_string()
+                .starts_with("components/a/component.yaml:7:"),
+            "{}",
+            errs[0]
         );
     }
 

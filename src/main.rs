@@ -11,7 +11,7 @@ fn main() -> ExitCode {
     match kiln::cli::run(args) {
         Ok(code) => code,
         Err(report) => {
-            eprintln!("{report:?}");
+            kiln::cli::print_err(&format!("{report:?}"));
             ExitCode::from(1)
         }
     }

@@ -173,8 +173,24 @@ pub struct Project {
     /// Where Kargo promotions write this project's rendered manifests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<ProjectOutput>,
+    /// Extra labels and annotations of the project's Kargo Namespace, for a namespace the
+    /// platform pre-creates with its own policy labels (Kargo adopts it through the label
+    /// `kargo.akuity.io/project: "true"`, which kiln always adds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace_metadata: Option<NamespaceMetadata>,
     /// Component instances of this project.
     pub components: Vec<ComponentInstance>,
+}
+
+/// Labels and annotations for a generated Namespace. Values are strings, as Kubernetes
+/// requires (quote `"true"` in YAML).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct NamespaceMetadata {
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub labels: IndexMap<String, String>,
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub annotations: IndexMap<String, String>,
 }
 
 /// How a project's write repository is laid out.

@@ -125,6 +125,9 @@ pub struct Project {
     /// The write repository for Kargo promotions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<spec::ProjectOutput>,
+    /// Extra metadata of the project's Kargo Namespace.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace_metadata: Option<spec::NamespaceMetadata>,
     /// Component instances, in declared order; names unique in the project.
     pub components: Vec<ComponentInstance>,
     /// `/spec/projects/<i>` in `platform.yaml`.
@@ -570,6 +573,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
             name: project.name.clone(),
             parameters: project.parameters.clone(),
             output: project.output.clone(),
+            namespace_metadata: project.namespace_metadata.clone(),
             components: instances,
             loc: at(format!("/spec/projects/{p}")),
         });

@@ -73,6 +73,17 @@ pub enum WriteError {
     )]
     UnownedFile { path: String },
 
+    /// A directory on the way to a file kiln writes or prunes is a symbolic link. Following
+    /// it would change files outside the output directory.
+    #[error("refusing to write through the symbolic link `{path}` inside the output directory")]
+    #[diagnostic(
+        code(kiln::write::symlink_in_path),
+        help(
+            "kiln writes only inside the output directory; replace the link with a real directory, or point --write-to at the link's target"
+        )
+    )]
+    SymlinkInPath { path: String },
+
     /// The ownership manifest cannot be read or lists an unsafe path.
     #[error("invalid ownership manifest `{path}`: {reason}")]
     #[diagnostic(
@@ -125,6 +136,62 @@ fn read_manifest(out: &Path) -> Result<BTreeSet<String>, WriteError> {
     Ok(m.files.into_iter().collect())
 }
 
+/// Refuses `rel` when a directory between `out` and the file is a symbolic link (`out` itself
+/// may be one: that is the user's choice of target). `checked` caches directories already seen.
+fn check_no_symlinked_dir(
+    out: &Path,
+    rel: &str,
+    checked: &mut BTreeSet<PathBuf>,
+) -> Result<(), WriteError> {
+    let mut dir = out.to_path_buf();
+    let segments: Vec<&str> = rel.split('/').collect();
+    for seg in &segments[..segments.len().saturating_sub(1)] {
+        dir.push(seg);
+        if !checked.insert(dir.clone()) {
+            continue;
+        }
+        match std::fs::symlink_metadata(&dir) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(WriteError::SymlinkInPath {
+                    path: dir.display().to_string(),
+                });
+            }
+            Ok(_) => {}
+            // Missing: created later as a real directory; nothing below it exists yet.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => break,
+            Err(e) => return Err(io_err("inspect", &dir)(e)),
+        }
+    }
+    Ok(())
+}
+
+/// Takes an exclusive lock on `dir` (the output's parent) for the whole read-plan-commit
+/// cycle, so two kiln processes writing the same directory cannot lose each other's manifest
+/// entries (a partial render's files would otherwise end up unowned). Released on drop.
+/// Where directories cannot be opened as files (Windows), writes go unlocked.
+fn lock_dir(dir: &Path) -> Result<Option<std::fs::File>, WriteError> {
+    let Ok(handle) = std::fs::File::open(dir) else {
+        return Ok(None);
+    };
+    handle.lock().map_err(io_err("lock", dir))?;
+    Ok(Some(handle))
+}
+
+/// Removes `.kiln-stage-*` directories left in `parent` by a run that was killed (SIGKILL,
+/// power loss) before it could clean up. Only called while holding the lock on `parent`:
+/// every writer stages under that lock, so no staging directory there is in use.
+fn remove_stale_stages(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let is_stage = e.file_name().to_string_lossy().starts_with(".kiln-stage-");
+        if is_stage && e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 fn manifest_bytes(files: Vec<String>) -> Vec<u8> {
     crate::git::OwnedMarker::new(files).to_bytes()
 }
@@ -152,6 +219,25 @@ pub fn write_scoped(
             reason: "internal error: unsafe artifact path".into(),
         });
     }
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(io_err("create directory", &parent))?;
+    let lock = lock_dir(&parent)?;
+    if lock.is_some() {
+        remove_stale_stages(&parent);
+    }
+    if out.exists() && !out.is_dir() {
+        return Err(WriteError::Io {
+            op: "write into",
+            path: out.display().to_string(),
+            source: io::Error::new(
+                io::ErrorKind::NotADirectory,
+                "it is a file, not a directory",
+            ),
+        });
+    }
     let exists = out.exists();
     let owned = if exists {
         read_manifest(out)?
@@ -161,7 +247,9 @@ pub fn write_scoped(
 
     // 1. Plan.
     let mut report = WriteReport::default();
+    let mut checked = BTreeSet::new();
     for (path, bytes) in &set.files {
+        check_no_symlinked_dir(out, path, &mut checked)?;
         let target = out.join(path);
         match std::fs::read(&target) {
             Ok(old) if &old == bytes => report.unchanged.push(path.clone()),
@@ -186,6 +274,7 @@ pub fn write_scoped(
         if !in_scope(path) {
             kept.push(path.clone());
         } else if out.join(path).is_file() {
+            check_no_symlinked_dir(out, path, &mut checked)?;
             report.removed.push(path.clone());
         }
     }
@@ -198,11 +287,6 @@ pub fn write_scoped(
     }
 
     // 2. Stage beside the target (same file system, so renames are atomic).
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(io_err("create directory", &parent))?;
     let stage = tempfile::Builder::new()
         .prefix(".kiln-stage-")
         .tempdir_in(&parent)
@@ -219,8 +303,10 @@ pub fn write_scoped(
 
     // 3. Commit.
     if !exists {
-        let stage_path = stage.keep();
-        std::fs::rename(&stage_path, out).map_err(io_err("move the staged tree to", out))?;
+        // Rename first, then disarm the cleanup: on failure the staging directory is dropped
+        // (removed) instead of being left beside the target.
+        std::fs::rename(stage.path(), out).map_err(io_err("move the staged tree to", out))?;
+        let _ = stage.keep();
         return Ok(report);
     }
     for path in &report.written {
@@ -403,5 +489,99 @@ mod tests {
         let err = write(&set(&[("a.yaml", "a")]), &out).unwrap_err();
         assert!(matches!(err, WriteError::ManifestInvalid { .. }), "{err}");
         assert!(t.path().join("victim").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn symlinked_directory_inside_the_output_is_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        let files = [
+            ("web/dev/a/a.gen.yaml", "new"),
+            ("web/prod/a/a.gen.yaml", "new"),
+        ];
+        write(&set(&files), &out).unwrap();
+        // Someone replaces `web/dev` with a link to a directory outside the output.
+        let elsewhere = t.path().join("elsewhere");
+        std::fs::create_dir_all(elsewhere.join("a")).unwrap();
+        std::fs::write(elsewhere.join("a/a.gen.yaml"), "precious").unwrap();
+        std::fs::remove_dir_all(out.join("web/dev")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, out.join("web/dev")).unwrap();
+
+        let changed = [
+            ("web/dev/a/a.gen.yaml", "v2"),
+            ("web/prod/a/a.gen.yaml", "v2"),
+        ];
+        let err = write(&set(&changed), &out).unwrap_err();
+        assert!(matches!(err, WriteError::SymlinkInPath { .. }), "{err}");
+        assert_eq!(
+            std::fs::read_to_string(elsewhere.join("a/a.gen.yaml")).unwrap(),
+            "precious"
+        );
+        // Nothing written, not even beside the link.
+        assert_eq!(
+            std::fs::read_to_string(out.join("web/prod/a/a.gen.yaml")).unwrap(),
+            "new"
+        );
+
+        // Pruning through the link is refused too.
+        let err = write(&set(&[("web/prod/a/a.gen.yaml", "new")]), &out).unwrap_err();
+        assert!(matches!(err, WriteError::SymlinkInPath { .. }), "{err}");
+        assert!(elsewhere.join("a/a.gen.yaml").exists());
+    }
+
+    #[test]
+    fn concurrent_partial_writes_keep_every_owned_file_and_leave_no_staging() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        // Fresh target: every writer but one finds the directory created by another.
+        let projects: Vec<String> = (0..8).map(|i| format!("p{i}")).collect();
+        std::thread::scope(|s| {
+            for p in &projects {
+                let out = &out;
+                s.spawn(move || {
+                    let files: Vec<(String, String)> = (0..20)
+                        .map(|c| (format!("{p}/dev/c{c}/c{c}.gen.yaml"), format!("{p}-{c}")))
+                        .collect();
+                    let mut set = ArtifactSet::new();
+                    for (path, text) in &files {
+                        set.insert(path.as_str(), text.as_str());
+                    }
+                    let prefix = format!("{p}/");
+                    write_scoped(&set, out, &|f| f.starts_with(&prefix)).unwrap();
+                });
+            }
+        });
+        let owned = read_manifest(&out).unwrap();
+        assert_eq!(owned.len(), 8 * 20, "every writer's files stay owned");
+        let leftovers: Vec<_> = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".kiln-stage-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+    }
+
+    #[test]
+    fn stale_staging_directories_of_killed_runs_are_removed() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        let stale = t.path().join(".kiln-stage-killed");
+        std::fs::create_dir_all(stale.join("web")).unwrap();
+        std::fs::write(stale.join("web/a.yaml"), "half").unwrap();
+        std::fs::write(t.path().join("notes.txt"), "mine").unwrap();
+        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        assert!(!stale.exists());
+        assert!(t.path().join("notes.txt").exists());
+    }
+
+    #[test]
+    fn a_file_as_output_directory_is_refused_and_kept() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        std::fs::write(&out, "a file").unwrap();
+        let err = write(&set(&[("a.yaml", "a")]), &out).unwrap_err();
+        assert!(err.to_string().contains("not a directory"), "{err}");
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), "a file");
     }
 }

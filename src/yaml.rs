@@ -163,12 +163,14 @@ pub fn parse_one(name: &str, text: &str) -> Result<Value, YamlError> {
 
 fn strip_position_prefix(msg: &str) -> &str {
     // "line 2 column 1: duplicate mapping key" → "duplicate mapping key"
-    if let Some(rest) = msg.strip_prefix("line ")
-        && let Some((_, tail)) = rest.split_once(": ")
-    {
-        return tail;
-    }
-    msg
+    let msg = match msg.strip_prefix("line ") {
+        Some(rest) => rest.split_once(": ").map_or(msg, |(_, tail)| tail),
+        None => msg,
+    };
+    // serde-saphyr advises its own API ("duplicate mapping key: a, set DuplicateKeyPolicy in
+    // Options if acceptable"); a kiln user has no such option.
+    msg.split_once(", set DuplicateKeyPolicy")
+        .map_or(msg, |(head, _)| head)
 }
 
 /// Byte offset of a 1-based line and column in `text`.
@@ -925,6 +927,11 @@ mod tests {
         let err = parse_stream("dup.yaml", "a: 1\nb:\n  c: 1\n  c: 2\n").unwrap_err();
         assert_eq!(err.line, Some(4));
         assert!(err.message.contains("duplicate"), "{}", err.message);
+        assert!(
+            !err.message.contains("DuplicateKeyPolicy"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]

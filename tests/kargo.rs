@@ -689,6 +689,26 @@ fn g02_subscriptions_drop_tag_and_digest_but_keep_port_and_path() {
 }
 
 #[test]
+fn g04_namespace_metadata_from_the_spec_reaches_the_project_namespace() {
+    let files = kargo::emit_kargo(&fixture("g04", "payments")).unwrap();
+    let (path, project_file) = &files[0];
+    assert_eq!(path, "payments/kargo/project.yaml");
+    let ns = &project_file[0];
+    assert_eq!((ns.kind(), ns.name()), ("Namespace", "payments"));
+    assert_eq!(ns.label(kargo::PROJECT_LABEL), Some("true"));
+    assert_eq!(
+        ns.label("pod-security.kubernetes.io/enforce"),
+        Some("restricted")
+    );
+    assert_eq!(ns.label("secrets.example.io/store-access"), Some("allowed"));
+    assert_eq!(
+        ns.annotation("owner.example.io/team"),
+        Some("payments-team")
+    );
+    assert_eq!(project_file[1].kind(), "Project");
+}
+
+#[test]
 fn g04_project_namespace_is_adopted_with_a_string_label_and_comes_first() {
     let mut input = fixture("g01", "guestbook");
     let p = &mut input.projects[0];

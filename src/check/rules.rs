@@ -172,7 +172,7 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
         }
         out.raw.extend(raw);
     }
-    references(&objects, &mut out.raw);
+    references(&objects, docs, &mut out.raw);
     Ok(out)
 }
 
@@ -883,12 +883,33 @@ fn glob(pattern: &str, text: &str) -> bool {
 
 /// References across the validated set: duplicates, Stage → Warehouse/upstream Stage,
 /// cycles, ProjectConfig, `argocd-update` → Application and its authorization.
-fn references(objects: &[Object<'_>], out: &mut Vec<RawFinding>) {
-    let mut seen: BTreeMap<(String, String, &str, &str), usize> = BTreeMap::new();
+fn references(objects: &[Object<'_>], docs: &[Document], out: &mut Vec<RawFinding>) {
+    // Kargo and Argo CD objects each live in one control plane, and a Kargo Project adopts
+    // the Namespace of its own name: those are compared across the whole set (`None`). Any
+    // other object is deployed by the Application of its own directory (one environment,
+    // cluster and destination namespace), so the same Deployment in `web/dev/frontend/` and
+    // `web/prod/frontend/` is no duplicate: those are compared within their directory.
+    let projects: BTreeSet<&str> = objects
+        .iter()
+        .filter(|o| o.is_kargo("Project"))
+        .map(|o| o.name)
+        .collect();
+    let scope = |o: &Object<'_>| -> Option<&str> {
+        let control_plane = o.gvk.group == KARGO_GROUP
+            || o.gvk.group == ARGOCD_GROUP
+            || (o.gvk.group.is_empty() && o.gvk.kind == "Namespace" && projects.contains(o.name));
+        (!control_plane).then(|| docs[o.doc].file.rsplit_once('/').map_or("", |(dir, _)| dir))
+    };
+    let mut seen: BTreeSet<(Option<&str>, String, String, &str, &str)> = BTreeSet::new();
     for o in objects {
-        let key = (o.gvk.group.clone(), o.gvk.kind.clone(), o.namespace, o.name);
-        if let Some(&first) = seen.get(&key) {
-            let _ = first;
+        let key = (
+            scope(o),
+            o.gvk.group.clone(),
+            o.gvk.kind.clone(),
+            o.namespace,
+            o.name,
+        );
+        if seen.contains(&key) {
             out.push(RawFinding {
                 rule: Rule::DuplicateObject,
                 doc: o.doc,
@@ -902,7 +923,7 @@ fn references(objects: &[Object<'_>], out: &mut Vec<RawFinding>) {
                 help: None,
             });
         } else {
-            seen.insert(key, o.doc);
+            seen.insert(key);
         }
     }
     let kargo = |kind: &'static str| objects.iter().filter(move |o| o.is_kargo(kind));

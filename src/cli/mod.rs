@@ -235,6 +235,10 @@ pub struct VerifyArgs {
     /// Output layout.
     #[arg(long, value_enum, default_value = "service")]
     pub layout: Layout,
+    /// The tree was published with `kiln publish --per-environment`: `--ref stage/<env>`
+    /// is compared with that environment's slice, any other ref with the shared files.
+    #[arg(long)]
+    pub per_environment: bool,
 }
 
 #[derive(Debug, Args)]
@@ -277,8 +281,18 @@ pub fn install_reporter() {
     }));
     // A panic is a kiln bug: say so and exit 101 (Rust's default panic exit code).
     std::panic::set_hook(Box::new(|info| {
-        eprintln!("kiln: internal error (this is a bug, please report it): {info}");
+        print_err(&format!(
+            "kiln: internal error (this is a bug, please report it): {info}"
+        ));
     }));
+}
+
+/// Writes one line to stderr, ignoring failures. `eprintln!` panics when stderr is a closed
+/// pipe (`kiln publish … 2>&1 | head -1`), and a panic inside the panic hook aborts the
+/// process (exit 134) instead of returning the command's own exit code.
+pub fn print_err(line: &str) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{line}").and_then(|_| err.flush());
 }
 
 /// Writes to stdout, treating a closed pipe (`kiln … | head`) as success.
@@ -342,15 +356,16 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
     }
     let summary = result?;
     let r = &summary.report;
-    eprintln!(
-        "kiln: rendered {} BuildPlans into {} ({} files: {} written, {} unchanged, {} removed)",
+    print_err(&format!(
+        "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",
         summary.plans,
+        if summary.plans == 1 { "" } else { "s" },
         args.write_to.display(),
         summary.files,
         r.written.len(),
         r.unchanged.len(),
         r.removed.len()
-    );
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -451,7 +466,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
         vec![crate::git::publish(&set, &options)?]
     };
     for o in &outcomes {
-        eprintln!("kiln: {o}");
+        print_err(&format!("kiln: {o}"));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -472,7 +487,23 @@ fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
 
 /// `kiln verify`: exit 1 when the committed tree drifted from a fresh render.
 fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
-    let set = build_set(&args.platform, args.layout, &Selection::default())?;
+    let mut set = build_set(&args.platform, args.layout, &Selection::default())?;
+    if args.per_environment {
+        // Mirrors `publish --per-environment` (branches `stage/<env>`, shared files elsewhere).
+        let mut split = crate::git::split_by_environment(&set);
+        set = match args.reference.strip_prefix("stage/") {
+            Some(env) => split.environments.remove(env).ok_or_else(|| {
+                let known: Vec<&str> = split.environments.keys().map(String::as_str).collect();
+                miette::miette!(
+                    code = "kiln::git::unknown_environment",
+                    help = format!("environments of this render: {}", known.join(", ")),
+                    "`{}` names no environment of the render",
+                    args.reference
+                )
+            })?,
+            None => split.shared,
+        };
+    }
     let report = crate::git::verify(
         &set,
         &args.repo,
@@ -539,9 +570,9 @@ fn render_result<T: serde::Serialize + std::fmt::Display>(
 fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
     let report = crate::check::validate_paths(&args.paths, &args.schema_dir)?;
     for f in &report.findings {
-        eprintln!("{:?}", miette::Report::new(f.clone()));
+        print_err(&format!("{:?}", miette::Report::new(f.clone())));
     }
-    eprintln!("kiln: {}", report.summary());
+    print_err(&format!("kiln: {}", report.summary()));
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {

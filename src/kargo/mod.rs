@@ -576,8 +576,16 @@ impl KargoInput {
                     branch_pattern: o.branch_pattern.clone(),
                     path_pattern: o.path_pattern.clone(),
                 }),
-                namespace_labels: BTreeMap::new(),
-                namespace_annotations: BTreeMap::new(),
+                namespace_labels: p
+                    .namespace_metadata
+                    .iter()
+                    .flat_map(|m| m.labels.clone())
+                    .collect(),
+                namespace_annotations: p
+                    .namespace_metadata
+                    .iter()
+                    .flat_map(|m| m.annotations.clone())
+                    .collect(),
                 components: p
                     .components
                     .iter()

@@ -47,32 +47,26 @@ pub fn run_generators(
         ldr.fs().read(&file).map_err(|e| e.to_string())
     };
     for (i, g) in k.config_map_generator.iter().enumerate() {
-        let site = kf.site(&format!("/configMapGenerator/{i}"));
+        // Located only on error (see `build::Accumulator::append_indexed`).
+        let site = || kf.site(&format!("/configMapGenerator/{i}"));
         let args: ConfigMapArgs = convert(g).map_err(|m| {
-            KustomizeError::invalid(
-                site.clone(),
-                m,
-                "see kustomize's `configMapGenerator` reference",
-            )
+            KustomizeError::invalid(site(), m, "see kustomize's `configMapGenerator` reference")
         })?;
         let res = generators::generate_config_map(&args, global.as_ref(), &read)
-            .map_err(|e| KustomizeError::transformer(site.clone(), &e))?;
+            .map_err(|e| KustomizeError::transformer(site(), &e))?;
         generators::absorb_one(&mut acc.resources, res)
-            .map_err(|e| KustomizeError::transformer(site, &e))?;
+            .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }
     for (i, g) in k.secret_generator.iter().enumerate() {
-        let site = kf.site(&format!("/secretGenerator/{i}"));
+        // Located only on error (see `build::Accumulator::append_indexed`).
+        let site = || kf.site(&format!("/secretGenerator/{i}"));
         let args: SecretArgs = convert(g).map_err(|m| {
-            KustomizeError::invalid(
-                site.clone(),
-                m,
-                "see kustomize's `secretGenerator` reference",
-            )
+            KustomizeError::invalid(site(), m, "see kustomize's `secretGenerator` reference")
         })?;
         let res = generators::generate_secret(&args, global.as_ref(), &read)
-            .map_err(|e| KustomizeError::transformer(site.clone(), &e))?;
+            .map_err(|e| KustomizeError::transformer(site(), &e))?;
         generators::absorb_one(&mut acc.resources, res)
-            .map_err(|e| KustomizeError::transformer(site, &e))?;
+            .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }
     Ok(())
 }

@@ -697,15 +697,22 @@ pub fn absorb_one(
     let gid = generated.id();
     // Current and previous ids count (a base may already have renamed or moved the object);
     // the namespace must match — kubectl kustomize v5.5 has no namespace-blind fallback.
+    // Runs over every object for every generated one: compares borrowed strings (no copies
+    // of names and rename histories) and checks the cheap type test first.
+    let (api_version, want_ns) = (
+        generated.api_version(),
+        effective_ns(gid.namespace.as_deref()),
+    );
     let any_id_matches = |r: &Resource| {
-        let same_type = r.api_version() == generated.api_version() && r.kind() == gid.kind;
-        let ids = std::iter::once((r.namespace().map(str::to_string), r.name().to_string()))
-            .chain(r.meta.previous_names.iter().cloned());
+        let same_type = r.kind() == gid.kind && r.api_version() == api_version;
+        let id_matches =
+            |ns: Option<&str>, name: &str| name == gid.name && effective_ns(ns) == want_ns;
         same_type
-            && ids.into_iter().any(|(ns, name)| {
-                name == gid.name
-                    && effective_ns(ns.as_deref()) == effective_ns(gid.namespace.as_deref())
-            })
+            && (id_matches(r.namespace(), r.name())
+                || r.meta
+                    .previous_names
+                    .iter()
+                    .any(|(ns, name)| id_matches(ns.as_deref(), name)))
     };
     let matches: Vec<usize> = (0..resources.len())
         .filter(|&i| any_id_matches(&resources[i]))

@@ -133,9 +133,24 @@ pub fn apply_images(
             if res.kind() == "CustomResourceDefinition" {
                 continue;
             }
-            let resource = res.id().to_string();
-            legacy_walk(&mut res.value, &resource, &mut |v| {
+            // The id is only for the error: formatting it for every object and image was a
+            // visible share of a large build, so the walk reports without it and it is
+            // filled in here, on the error path.
+            legacy_walk(&mut res.value, "", &mut |v| {
                 update_image(v, image, &matcher)
+            })
+            .map_err(|e| match e {
+                ImagesError::FieldShapeMismatch {
+                    path,
+                    found,
+                    expected,
+                    ..
+                } => ImagesError::FieldShapeMismatch {
+                    path,
+                    resource: res.id().to_string(),
+                    found,
+                    expected,
+                },
             })?;
             for fs in &specs {
                 if fs.applies_to(res) {
@@ -143,7 +158,7 @@ pub fn apply_images(
                     check_shape(&res.value, &segs).map_err(|(found, expected)| {
                         ImagesError::FieldShapeMismatch {
                             path: fs.path.clone(),
-                            resource: resource.clone(),
+                            resource: res.id().to_string(),
                             found,
                             expected,
                         }

@@ -142,8 +142,13 @@ impl<'a> Loader<'a> {
         if self.fs.is_dir(&canonical) {
             return Err(LoadIssue::Missing);
         }
+        self.restrict_file(&lexical, canonical)
+    }
+
+    /// The load restrictor's checks on a file already resolved (not a directory).
+    fn restrict_file(&self, lexical: &Path, canonical: PathBuf) -> Result<PathBuf, LoadIssue> {
         if self.restrictor == LoadRestrictor::RootOnly {
-            if !self.within(&lexical) {
+            if !self.within(lexical) {
                 return Err(LoadIssue::OutsideRoot);
             }
             if !self.within(&canonical) {
@@ -170,7 +175,9 @@ impl<'a> Loader<'a> {
         if self.fs.is_dir(&canonical) {
             Ok(Entry::Dir(canonical))
         } else {
-            self.resolve_file(rel).map(Entry::File)
+            // Checked with the paths just resolved (not via `resolve_file`, which would
+            // resolve them again: two more syscalls per listed file).
+            self.restrict_file(&lexical, canonical).map(Entry::File)
         }
     }
 

@@ -33,8 +33,7 @@
 use crate::kustomize::namespace::is_cluster_scoped;
 use crate::resource::Resource;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::rc::Rc;
+use std::collections::{HashMap, HashSet};
 
 /// Errors of the name-reference transformer.
 #[derive(Debug, thiserror::Error, miette::Diagnostic, PartialEq, Eq)]
@@ -784,58 +783,46 @@ pub fn fix_name_references(resources: &mut [Resource]) -> Result<(), NameReferen
 }
 
 /// [`fix_name_references`] with a custom table (kustomize's `configurations:` can extend it).
+///
+/// Linear in the number of objects (times the references each holds): kustomize re-scans every
+/// object for every reference, which is what makes it quadratic. Here the candidates for a
+/// reference come from an index by previous name ([`Lookup`]), and "visible to the referrer"
+/// is a predicate ([`Visible`]) instead of a list built per referrer. The order of candidates
+/// (ascending object position) and every rule of the scan are kept, so the result is the same.
 pub fn fix_name_references_with(
     resources: &mut [Resource],
     table: &[NameReference],
 ) -> Result<(), NameReferenceError> {
     let all: Vec<Candidate> = resources.iter().map(Candidate::of).collect();
-    // Index by previous name, so picking a referral is proportional to the objects that once
-    // had the referenced name, not to the whole build (linear time on large builds).
-    let mut by_prev: HashMap<String, Vec<usize>> = HashMap::new();
-    for (i, c) in all.iter().enumerate() {
-        for (_, n) in &c.previous {
-            let list = by_prev.entry(n.clone()).or_default();
-            if list.last() != Some(&i) {
-                list.push(i);
-            }
-        }
-    }
-    // The visible subset depends only on the referrer's namespace (except for RoleBindings,
-    // whose subjects widen it), so it is computed once per namespace and shared.
-    let mut by_ns: HashMap<Option<String>, Rc<[usize]>> = HashMap::new();
+    let lookup = Lookup::of(&all);
+    // Paths split once per build, not once per (object, field spec).
+    let segs: Vec<Vec<Vec<String>>> = table
+        .iter()
+        .map(|t| t.referrers.iter().map(|s| split_path(s.path)).collect())
+        .collect();
     for (ri, res) in resources.iter_mut().enumerate() {
         let referrer = &all[ri];
-        let mut visible: Option<Rc<[usize]>> = None;
-        for target in table {
-            for spec in target.referrers {
+        let mut visible: Option<Visible> = None;
+        for (target, target_segs) in table.iter().zip(&segs) {
+            for (spec, segs) in target.referrers.iter().zip(target_segs) {
                 if !referrer.gvk_selected(spec.group, spec.version, spec.kind) {
                     continue;
                 }
-                let visible = visible.get_or_insert_with(|| {
-                    if referrer.cluster_scoped || referrer.kind == "RoleBinding" {
-                        return subset_visible_to(referrer, &res.value, &all).into();
-                    }
-                    let key = referrer.effective_ns().map(str::to_string);
-                    by_ns
-                        .entry(key)
-                        .or_insert_with(|| subset_visible_to(referrer, &res.value, &all).into())
-                        .clone()
-                });
-                let visible: &[usize] = visible;
+                let visible = visible.get_or_insert_with(|| Visible::of(referrer, &res.value));
                 let role_ref = role_ref_gvk(&res.value);
                 let ctx = Ctx {
-                    by_prev: &by_prev,
                     all: &all,
+                    lookup: &lookup,
+                    visible,
                     referrer,
                     role_ref: role_ref.as_ref(),
                     target,
                     spec,
                 };
-                let segs = split_path(spec.path);
                 let mut err = None;
-                walk(&mut res.value, &segs, &mut |node| {
+                walk(&mut res.value, segs, &mut |node| {
                     if err.is_none()
-                        && let Err(e) = ctx.set(node, visible)
+                        && let Err(e) = ctx.set(node)
                     {
                         err = Some(e);
                     }
@@ -849,37 +836,106 @@ pub fn fix_name_references_with(
     Ok(())
 }
 
-/// kustomize's `SubsetThatCouldBeReferencedByResource`.
-fn subset_visible_to(
-    referrer: &Candidate,
-    referrer_value: &Value,
-    all: &[Candidate],
-) -> Vec<usize> {
-    if referrer.cluster_scoped {
-        return (0..all.len()).collect();
-    }
-    // `getNamespacesForRoleBinding`: a RoleBinding also sees the namespaces its ServiceAccount
-    // subjects name (compared with the raw current namespace, "" when absent).
-    let mut rb_namespaces: Vec<&str> = Vec::new();
-    if referrer.kind == "RoleBinding"
-        && let Some(subjects) = referrer_value.get("subjects").and_then(Value::as_array)
-    {
-        for s in subjects {
-            if s.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
-                && let Some(ns) = s.get("namespace").and_then(Value::as_str)
-            {
-                rb_namespaces.push(ns);
+/// Indexes over the candidates, built once per build (they never change during the fix-up).
+struct Lookup<'a> {
+    /// Previous name → positions of the objects that once had it, ascending, no repeats.
+    /// Only renamed or moved objects can be referrals, and only under a previous name, so
+    /// this is exactly the set kustomize's scan would keep after `previousNameMatches`.
+    by_previous_name: HashMap<&'a str, Vec<usize>>,
+    /// Original effective namespaces of namespaced objects, alone and paired with the
+    /// current effective / raw namespace: answers "does any visible object have this
+    /// original namespace?" (`filterMapCandidatesByNamespace`) without a scan.
+    original: HashSet<&'a str>,
+    original_by_effective: HashSet<(&'a str, &'a str)>,
+    original_by_raw: HashSet<(&'a str, &'a str)>,
+}
+
+impl<'a> Lookup<'a> {
+    fn of(all: &'a [Candidate]) -> Self {
+        let mut by_previous_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut original = HashSet::new();
+        let mut original_by_effective = HashSet::new();
+        let mut original_by_raw = HashSet::new();
+        for (i, c) in all.iter().enumerate() {
+            for (_, name) in &c.previous {
+                let list = by_previous_name.entry(name.as_str()).or_default();
+                // An object can carry the same name in several previous ids (moved, then
+                // prefixed): list it once, as the scan would.
+                if list.last() != Some(&i) {
+                    list.push(i);
+                }
+            }
+            if let (Some(orig), Some(eff)) = (c.original_effective_ns(), c.effective_ns()) {
+                original.insert(orig);
+                original_by_effective.insert((orig, eff));
+                original_by_raw.insert((orig, c.namespace.as_deref().unwrap_or("")));
             }
         }
+        Lookup {
+            by_previous_name,
+            original,
+            original_by_effective,
+            original_by_raw,
+        }
     }
-    (0..all.len())
-        .filter(|&i| {
-            let c = &all[i];
-            c.cluster_scoped
-                || c.effective_ns() == referrer.effective_ns()
-                || rb_namespaces.contains(&c.namespace.as_deref().unwrap_or(""))
-        })
-        .collect()
+}
+
+/// kustomize's `SubsetThatCouldBeReferencedByResource`, as a membership test: everything for
+/// a cluster-scoped referrer; otherwise cluster-scoped objects, objects in the referrer's
+/// effective namespace, and, for a RoleBinding, objects in the namespaces its ServiceAccount
+/// subjects name (compared with the raw current namespace, "" when absent:
+/// `getNamespacesForRoleBinding`).
+struct Visible {
+    everything: bool,
+    namespace: Option<String>,
+    role_binding_namespaces: Vec<String>,
+}
+
+impl Visible {
+    fn of(referrer: &Candidate, referrer_value: &Value) -> Self {
+        let mut role_binding_namespaces = Vec::new();
+        if referrer.kind == "RoleBinding"
+            && let Some(subjects) = referrer_value.get("subjects").and_then(Value::as_array)
+        {
+            for s in subjects {
+                if s.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
+                    && let Some(ns) = s.get("namespace").and_then(Value::as_str)
+                {
+                    role_binding_namespaces.push(ns.to_string());
+                }
+            }
+        }
+        Visible {
+            everything: referrer.cluster_scoped,
+            namespace: referrer.effective_ns().map(str::to_string),
+            role_binding_namespaces,
+        }
+    }
+
+    fn contains(&self, c: &Candidate) -> bool {
+        self.everything
+            || c.cluster_scoped
+            || c.effective_ns() == self.namespace.as_deref()
+            || self
+                .role_binding_namespaces
+                .iter()
+                .any(|n| n == c.namespace.as_deref().unwrap_or(""))
+    }
+
+    /// Whether some visible object has original effective namespace `ns` (only namespaced
+    /// objects have one).
+    fn has_original_namespace(&self, lookup: &Lookup<'_>, ns: &str) -> bool {
+        if self.everything {
+            return lookup.original.contains(ns);
+        }
+        self.namespace
+            .as_deref()
+            .is_some_and(|eff| lookup.original_by_effective.contains(&(ns, eff)))
+            || self
+                .role_binding_namespaces
+                .iter()
+                .any(|raw| lookup.original_by_raw.contains(&(ns, raw.as_str())))
+    }
 }
 
 /// `roleRef.apiGroup` and `roleRef.kind`, when both are present.
@@ -891,9 +947,10 @@ fn role_ref_gvk(value: &Value) -> Option<(String, String)> {
 }
 
 struct Ctx<'a> {
-    /// Objects by each of their previous names (ascending indices).
-    by_prev: &'a HashMap<String, Vec<usize>>,
     all: &'a [Candidate],
+    lookup: &'a Lookup<'a>,
+    /// Which objects the referrer can see.
+    visible: &'a Visible,
     referrer: &'a Candidate,
     /// The referrer's roleRef group and kind (used for `roleRef/name` fields).
     role_ref: Option<&'a (String, String)>,
@@ -910,15 +967,15 @@ impl Ctx<'_> {
     }
 
     /// nameref `Filter.set`: scalar, map, or a list of either.
-    fn set(&self, node: &mut Value, visible: &[usize]) -> Result<(), NameReferenceError> {
+    fn set(&self, node: &mut Value) -> Result<(), NameReferenceError> {
         match node {
-            Value::String(_) => self.set_scalar(node, visible),
-            Value::Object(_) => self.set_mapping(node, visible),
+            Value::String(_) => self.set_scalar(node),
+            Value::Object(_) => self.set_mapping(node),
             Value::Array(items) => {
                 for it in items.iter_mut() {
                     match it {
-                        Value::String(_) => self.set_scalar(it, visible)?,
-                        Value::Object(_) => self.set_mapping(it, visible)?,
+                        Value::String(_) => self.set_scalar(it)?,
+                        Value::Object(_) => self.set_mapping(it)?,
                         _ => {}
                     }
                 }
@@ -928,11 +985,11 @@ impl Ctx<'_> {
         }
     }
 
-    fn set_scalar(&self, node: &mut Value, visible: &[usize]) -> Result<(), NameReferenceError> {
+    fn set_scalar(&self, node: &mut Value) -> Result<(), NameReferenceError> {
         let Some(old) = node.as_str() else {
             return Ok(());
         };
-        let Some(i) = self.select(old, visible, false)? else {
+        let Some(i) = self.select(old, &|c| self.visible.contains(c), false)? else {
             return Ok(());
         };
         let new = &self.all[i].name;
@@ -942,7 +999,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    fn set_mapping(&self, node: &mut Value, visible: &[usize]) -> Result<(), NameReferenceError> {
+    fn set_mapping(&self, node: &mut Value) -> Result<(), NameReferenceError> {
         let Some(map) = node.as_object_mut() else {
             return Ok(());
         };
@@ -954,29 +1011,29 @@ impl Ctx<'_> {
             Some(Value::String(s)) => s.clone(),
             Some(_) => return Ok(()),
         };
-        let candidates: Vec<usize> = match map.get("namespace") {
-            None => visible.to_vec(),
+        let selected = match map.get("namespace") {
+            None => self.select(&old, &|c| self.visible.contains(c), true)?,
             Some(ns) => {
                 let ns = ns.as_str().unwrap_or("");
-                // kustomize's `filterMapCandidatesByNamespace`: original namespace first,
-                // then current; keys are effective namespaces (absent = `default`).
-                let by_original: Vec<usize> = visible
-                    .iter()
-                    .copied()
-                    .filter(|&i| self.all[i].original_effective_ns() == Some(ns))
-                    .collect();
-                if by_original.is_empty() {
-                    visible
-                        .iter()
-                        .copied()
-                        .filter(|&i| self.all[i].effective_ns() == Some(ns))
-                        .collect()
+                // kustomize's `filterMapCandidatesByNamespace`: original namespace first
+                // (when any visible object has it), then current; keys are effective
+                // namespaces (absent = `default`).
+                if self.visible.has_original_namespace(self.lookup, ns) {
+                    self.select(
+                        &old,
+                        &|c| self.visible.contains(c) && c.original_effective_ns() == Some(ns),
+                        true,
+                    )?
                 } else {
-                    by_original
+                    self.select(
+                        &old,
+                        &|c| self.visible.contains(c) && c.effective_ns() == Some(ns),
+                        true,
+                    )?
                 }
             }
         };
-        let Some(i) = self.select(&old, &candidates, true)? else {
+        let Some(i) = selected else {
             return Ok(());
         };
         let referral = &self.all[i];
@@ -992,27 +1049,33 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// nameref `selectReferral`. `with_namespace` selects the identity test used to accept
-    /// several equivalent candidates (name, or name and namespace).
+    /// nameref `selectReferral` over the objects `candidate` accepts. `with_namespace` selects
+    /// the identity test used to accept several equivalent candidates (name, or name and
+    /// namespace).
     fn select(
         &self,
         old: &str,
-        candidates: &[usize],
+        candidate: &dyn Fn(&Candidate) -> bool,
         with_namespace: bool,
     ) -> Result<Option<usize>, NameReferenceError> {
         let t = self.target;
         let is_role_ref = self.spec.path.ends_with("roleRef/name");
-        // `candidates` is ascending (a filtered `0..n`), so membership is a binary search.
-        let pool = self.by_prev.get(old).map(Vec::as_slice).unwrap_or(&[]);
-        let sieved: Vec<usize> = pool
+        // Only objects that once were named `old` can pass the sieve below, so start from the
+        // index instead of scanning every object (ascending, like the scan).
+        let named_old = self
+            .lookup
+            .by_previous_name
+            .get(old)
+            .map_or(&[][..], Vec::as_slice);
+        let sieved: Vec<usize> = named_old
             .iter()
             .copied()
-            .filter(|i| candidates.binary_search(i).is_ok())
             .filter(|&i| {
                 let c = &self.all[i];
                 // `previousNameMatches` and `previousIdSelectedByGvk` look at previous ids
                 // only: an object never renamed or moved is never a referral.
-                !c.previous.is_empty()
+                candidate(c)
+                    && !c.previous.is_empty()
                     && c.previous.iter().any(|(_, n)| n == old)
                     && c.gvk_selected(t.group, t.version, t.kind)
                     && (!is_role_ref || self.role_ref.is_none_or(|(g, k)| c.gvk_selected(g, "", k)))

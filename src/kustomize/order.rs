@@ -140,64 +140,111 @@ pub fn sort_legacy<S: AsRef<str>>(resources: &mut [Resource], order_first: &[S],
     for (i, k) in order_last.iter().enumerate() {
         ranks.insert(k.as_ref(), 1 + i as i64);
     }
-    resources.sort_by(|a, b| legacy_cmp(a, b, &ranks));
+    // The keys are computed once per object, not once per comparison: the comparison used to
+    // re-read `apiVersion`, look up the rank and format two strings on every call, which was
+    // a tenth of a large build. Sorting the keys (stable) and then moving the objects gives
+    // the same order as sorting the objects with the same comparison.
+    let keys: Vec<LegacyKey> = resources.iter().map(|r| LegacyKey::of(r, &ranks)).collect();
+    let mut order: Vec<usize> = (0..resources.len()).collect();
+    order.sort_by(|&a, &b| legacy_cmp(&keys[a], &keys[b]));
+    apply_permutation(resources, order);
 }
 
-/// `group_version_kind` with kustomize's `~G`/`~V`/`~K` placeholders for empty parts.
-fn gvk_sort_string(r: &Resource) -> String {
-    let or = |s: &str, d: &str| {
-        if s.is_empty() {
-            d.to_string()
-        } else {
-            s.to_string()
+/// Puts `items[order[i]]` at position `i`, in place (follows each cycle of the permutation
+/// with swaps; a resource has no cheap placeholder to move out with).
+fn apply_permutation<T>(items: &mut [T], mut order: Vec<usize>) {
+    const DONE: usize = usize::MAX;
+    for start in 0..order.len() {
+        if order[start] == DONE {
+            continue;
         }
-    };
-    format!(
-        "{}_{}_{}",
-        or(r.group(), "~G"),
-        or(r.version(), "~V"),
-        or(r.kind(), "~K")
-    )
+        let mut at = start;
+        loop {
+            let from = order[at];
+            order[at] = DONE;
+            if from == start {
+                break;
+            }
+            // `items[from]` is still the original there (each position is visited once per
+            // cycle); the element carried along the cycle moves to `from`.
+            items.swap(at, from);
+            at = from;
+        }
+    }
 }
 
-fn legacy_cmp(a: &Resource, b: &Resource, ranks: &BTreeMap<&str, i64>) -> Ordering {
-    let same_gvk = a.group() == b.group() && a.version() == b.version() && a.kind() == b.kind();
+/// What [`legacy_cmp`] looks at, taken from one object.
+struct LegacyKey {
+    group: String,
+    version: String,
+    kind: String,
+    rank: i64,
+    /// `group_version_kind` with kustomize's `~G`/`~V`/`~K` placeholders for empty parts.
+    gvk: String,
+    /// The rest of `legacyResIDSortString`: `namespace|name` with `~X`/`~N` placeholders.
+    ns_name: String,
+}
+
+impl LegacyKey {
+    fn of(r: &Resource, ranks: &BTreeMap<&str, i64>) -> Self {
+        let or = |s: &str, d: &'static str| if s.is_empty() { d } else { s }.to_string();
+        LegacyKey {
+            group: r.group().to_string(),
+            version: r.version().to_string(),
+            kind: r.kind().to_string(),
+            rank: ranks.get(r.kind()).copied().unwrap_or(0),
+            gvk: format!(
+                "{}_{}_{}",
+                or(r.group(), "~G"),
+                or(r.version(), "~V"),
+                or(r.kind(), "~K")
+            ),
+            ns_name: format!(
+                "{}|{}",
+                r.namespace().unwrap_or("~X"),
+                if r.name().is_empty() { "~N" } else { r.name() }
+            ),
+        }
+    }
+}
+
+fn legacy_cmp(a: &LegacyKey, b: &LegacyKey) -> Ordering {
+    let same_gvk = a.group == b.group && a.version == b.version && a.kind == b.kind;
     if !same_gvk {
-        let (ra, rb) = (
-            ranks.get(a.kind()).copied().unwrap_or(0),
-            ranks.get(b.kind()).copied().unwrap_or(0),
-        );
-        if ra != rb {
-            return ra.cmp(&rb);
+        if a.rank != b.rank {
+            return a.rank.cmp(&b.rank);
         }
-        let (ga, gb) = (gvk_sort_string(a), gvk_sort_string(b));
         // kustomize quirk (gvkLessThan): between two `Namespace` kinds where one is in the
         // core group, the comparison is reversed so the core Namespace (`~G_...`) comes first.
-        if a.kind() == "Namespace"
-            && b.kind() == "Namespace"
-            && (a.group().is_empty() || b.group().is_empty())
+        if a.kind == "Namespace"
+            && b.kind == "Namespace"
+            && (a.group.is_empty() || b.group.is_empty())
         {
-            return gb.cmp(&ga);
+            return b.gvk.cmp(&a.gvk);
         }
-        return ga.cmp(&gb);
+        return a.gvk.cmp(&b.gvk);
     }
     // legacyResIDSortString: `gvk|namespace|name`; the gvk part is equal here, but the `|`
     // separator still decides between names that are prefixes of each other, so compare the
     // joined strings as kustomize does.
-    let key = |r: &Resource| {
-        format!(
-            "{}|{}",
-            r.namespace().unwrap_or("~X"),
-            if r.name().is_empty() { "~N" } else { r.name() }
-        )
-    };
-    key(a).cmp(&key(b))
+    a.ns_name.cmp(&b.ns_name)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn permutation_is_applied_in_place_across_cycles() {
+        // Cycles (0 2 4) and (1 3), plus a fixed point (5).
+        let mut items = vec!['a', 'b', 'c', 'd', 'e', 'f'];
+        apply_permutation(&mut items, vec![2, 3, 4, 1, 0, 5]);
+        assert_eq!(items, ['c', 'd', 'e', 'b', 'a', 'f']);
+        let mut empty: Vec<char> = vec![];
+        apply_permutation(&mut empty, vec![]);
+        assert!(empty.is_empty());
+    }
 
     fn r(api: &str, kind: &str, ns: Option<&str>, name: &str) -> Resource {
         let mut md = json!({"name": name});

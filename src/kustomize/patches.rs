@@ -413,7 +413,10 @@ pub fn apply_patch(
                 .collect(),
         )
     };
-    if let (Some(t), Some(idx)) = (target, select(resources))
+    // Selecting tests every object against the target: done once here and reused by the
+    // first (or only) patch document, which sees the same objects.
+    let mut selected = Some(select(resources));
+    if let (Some(t), Some(Some(idx))) = (target, &selected)
         && idx.is_empty()
         && t.names_single_object()
         && !options.allow_no_target_match
@@ -424,7 +427,7 @@ pub fn apply_patch(
     }
     match patch {
         ParsedPatch::Json6902(ops) => {
-            let Some(idx) = select(resources) else {
+            let Some(Some(idx)) = selected else {
                 return Err(PatchError::PatchTargetRequired);
             };
             for &i in &idx {
@@ -437,7 +440,7 @@ pub fn apply_patch(
             for (document, doc) in docs.iter().enumerate() {
                 // Selected again for every document: an earlier one may have deleted
                 // resources, and kustomize rebuilds its resmap between documents.
-                let idx = match select(resources) {
+                let idx = match selected.take().unwrap_or_else(|| select(resources)) {
                     Some(idx) => idx,
                     None => vec![find_by_id(resources, document, doc)?],
                 };
@@ -448,8 +451,16 @@ pub fn apply_patch(
                     }
                 }
                 count += idx.len();
-                for i in deleted.into_iter().rev() {
-                    resources.remove(i);
+                // One pass, not one `remove` (a shift of everything after) per deleted object:
+                // `$patch: delete` on a broad target deletes many.
+                if !deleted.is_empty() {
+                    let mut gone = vec![false; resources.len()];
+                    deleted.iter().for_each(|&i| gone[i] = true);
+                    let mut at = 0;
+                    resources.retain(|_| {
+                        at += 1;
+                        !gone[at - 1]
+                    });
                 }
             }
             Ok(count)

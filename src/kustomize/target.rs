@@ -182,20 +182,27 @@ impl CompiledSelector {
         let is = |re: &Option<Regex>, s: &str| re.as_ref().is_none_or(|r| r.is_match(s));
         // The original id is the oldest recorded name, see `BuildMeta::previous_names`.
         let original = res.meta.previous_names.first();
+        // Every patch entry tests every object, so the order of the (side-effect free) tests
+        // matters: kind and name first, they reject most objects; the namespace test last and
+        // only when there is one (its effective namespace scans the cluster-scoped kinds).
         let ns_is = |ns: Option<&str>| {
             is(
                 &self.namespace,
                 effective_namespace(res.group(), res.kind(), ns),
             )
         };
-        let ns_ok = ns_is(res.namespace()) || original.is_some_and(|(ns, _)| ns_is(ns.as_deref()));
+        let ns_ok = || {
+            self.namespace.is_none()
+                || ns_is(res.namespace())
+                || original.is_some_and(|(ns, _)| ns_is(ns.as_deref()))
+        };
         let name_ok =
-            is(&self.name, res.name()) || original.is_some_and(|(_, n)| is(&self.name, n));
-        ns_ok
-            && name_ok
+            || is(&self.name, res.name()) || original.is_some_and(|(_, n)| is(&self.name, n));
+        is(&self.kind, res.kind())
+            && name_ok()
             && is(&self.group, res.group())
             && is(&self.version, res.version())
-            && is(&self.kind, res.kind())
+            && ns_ok()
             && self
                 .labels
                 .as_ref()

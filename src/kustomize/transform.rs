@@ -86,11 +86,11 @@ fn apply(
     patch: &ParsedPatch,
     target: Option<&target::Selector>,
     options: &PatchOptions,
-    site: &Site,
+    site: impl FnOnce() -> Site,
 ) -> Result<(), KustomizeError> {
     patches::apply_patch(res, patch, target, options)
         .map(|_| ())
-        .map_err(|e| patch_error(site.clone(), e))
+        .map_err(|e| patch_error(site(), e))
 }
 
 /// One `patches:`-shaped entry (also used by `PatchTransformer` configs).
@@ -107,13 +107,15 @@ fn run_patch_entry(
     pointer: &str,
     json_only: bool,
 ) -> Result<(), KustomizeError> {
-    let site = kf.site(pointer);
+    // Located only on error: locating parses the kustomization file, and a kustomization
+    // with many patches would pay that once per entry (quadratic in its size).
+    let site = || kf.site(pointer);
     let mut entry = entry.clone();
     if kf.kustomization.is_component() {
         entry.options.allow_no_target_match = true;
     }
     let entry = &entry;
-    let source = entry.source().map_err(|e| patch_error(site.clone(), e))?;
+    let source = entry.source().map_err(|e| patch_error(site(), e))?;
     let sub = match source {
         PatchSource::Path(_) => format!("{pointer}/path"),
         PatchSource::Inline(_) => format!("{pointer}/patch"),
@@ -125,7 +127,7 @@ fn run_patch_entry(
         patches::parse_patch(&name, &text)
     }
     .map_err(|e| patch_error(kf.site(&sub), e))?;
-    apply(res, &parsed, entry.target.as_ref(), &entry.options, &site)
+    apply(res, &parsed, entry.target.as_ref(), &entry.options, site)
 }
 
 fn patch_entry_of(
@@ -158,13 +160,9 @@ pub fn run_transformers(
         let (text, name) = patch_text(ldr, kf, source.source(), &pointer)?;
         let parsed = patches::parse_strategic_merge(&name, &text)
             .map_err(|e| patch_error(kf.site(&pointer), e))?;
-        apply(
-            res,
-            &parsed,
-            None,
-            &PatchOptions::default(),
-            &kf.site(&pointer),
-        )?;
+        apply(res, &parsed, None, &PatchOptions::default(), || {
+            kf.site(&pointer)
+        })?;
     }
     for (i, p) in k.patches.iter().enumerate() {
         let pointer = format!("/patches/{i}");
@@ -396,7 +394,9 @@ fn run_builtin(
             for (text, name) in texts {
                 let parsed = patches::parse_strategic_merge(&name, &text)
                     .map_err(|e| patch_error(site.clone(), e))?;
-                apply(res, &parsed, None, &PatchOptions::default(), &site)?;
+                apply(res, &parsed, None, &PatchOptions::default(), || {
+                    site.clone()
+                })?;
             }
             Ok(())
         }
