@@ -91,6 +91,12 @@ pub struct BuildMeta {
     pub name_prefixes: Vec<String>,
     /// Non-empty `nameSuffix` values applied, innermost first (`config.kubernetes.io/suffixes`).
     pub name_suffixes: Vec<String>,
+    /// JSON Pointers of the fields the source file wrote with an empty value (`key:`), which
+    /// kiln reads as `null` like an explicit `null`. kustomize's kyaml keeps them apart: the
+    /// first strategic merge patch on the object drops them, a JSON patch turns them into
+    /// explicit nulls (see `kustomize::strategic_merge::drop_bare_empty_fields`). Set by the
+    /// resource loader, emptied by either patch.
+    pub bare_empty_fields: Vec<String>,
 }
 
 /// One Kubernetes object.

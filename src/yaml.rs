@@ -260,6 +260,7 @@ struct SpanEntry {
     pointer: String,
     key: Option<Located>,
     value: Located,
+    /// Source text of a plain scalar (empty for a missing value, `key:`); `None` otherwise.
     plain_scalar: Option<String>,
 }
 
@@ -359,6 +360,11 @@ impl SpanIndex {
                 }
             }
             let scalar_text = match &event {
+                // The parser reports a missing value (`key:`) as a zero-width plain `~`; its
+                // source text is empty, which is what `bare_empty_fields` looks for.
+                Event::Scalar(_, ScalarStyle::Plain, ..) if span.start == span.end => {
+                    Some(String::new())
+                }
                 Event::Scalar(v, ScalarStyle::Plain, ..) => Some(v.to_string()),
                 _ => None,
             };
@@ -438,6 +444,112 @@ impl SpanIndex {
 /// Locates `pointer` in document `doc` of `text` (see [`SpanIndex::find`]).
 pub fn locate(text: &str, doc: usize, pointer: &str, key: bool) -> Option<Located> {
     SpanIndex::build(text).find(doc, pointer, key)
+}
+
+/// The map fields of `text` written with an *empty* value (`key:` with nothing after it, or
+/// `key: !!null`), as (document, JSON Pointer) pairs in document order; `docs` is what
+/// [`parse_stream`] returned for `text`. Both read as `null`, like an explicit `null` or `~`,
+/// but kustomize's kyaml keeps the difference (the scalar's text is empty) and a strategic
+/// merge patch drops exactly these fields (see `kustomize::strategic_merge`).
+///
+/// Cheap for the common file: the span index is built only when a line ends in `key:` that
+/// no nested value follows (or the text holds `!!null`). Flow-style empties (`{a: }`) are not
+/// looked for; they stay ordinary nulls.
+pub fn bare_empty_fields(text: &str, docs: &[Value]) -> Vec<(usize, String)> {
+    if !may_hold_bare_empty(strip_bom(text)) {
+        return Vec::new();
+    }
+    SpanIndex::build(text)
+        .entries
+        .into_iter()
+        .filter(|e| e.plain_scalar.as_deref() == Some(""))
+        .filter(|e| {
+            // Only fields of a map whose value is still null (`key: !!str` is an empty string,
+            // and an empty sequence item is not a field).
+            let Some(doc) = docs.get(e.doc) else {
+                return false;
+            };
+            let parent = &e.pointer[..e.pointer.rfind('/').unwrap_or(0)];
+            !e.pointer.is_empty()
+                && doc.pointer(parent).is_some_and(Value::is_object)
+                && doc.pointer(&e.pointer).is_some_and(Value::is_null)
+        })
+        .map(|e| (e.doc, e.pointer))
+        .collect()
+}
+
+/// Line scan for [`bare_empty_fields`]: `true` when some line ends in `key:` (a trailing
+/// comment aside; the key without blanks, as every Kubernetes field name is) and the next
+/// significant line is neither deeper than the key nor a `- ` item at the key's column, i.e.
+/// the key has no value. Lines of block scalars (`|`, `>`) are skipped, so prose ending in a
+/// colon does not count. False positives only cost a span index; a false negative keeps an
+/// empty field as an explicit null.
+fn may_hold_bare_empty(text: &str) -> bool {
+    if text.contains("!!null") {
+        return true;
+    }
+    // Column of the key on the last line that ended in `key:`, until a significant line follows.
+    let mut pending: Option<usize> = None;
+    // Lines deeper than this column belong to the block scalar that started above.
+    let mut block: Option<usize> = None;
+    for line in text.lines() {
+        let body = line.trim_start_matches(' ');
+        let indent = line.len() - body.len();
+        if body.trim().is_empty() {
+            continue;
+        }
+        if let Some(min) = block {
+            if indent > min {
+                continue;
+            }
+            block = None;
+        }
+        if body.starts_with('#') {
+            continue;
+        }
+        if let Some(key_col) = pending.take() {
+            let item = body == "-" || body.starts_with("- ");
+            if indent < key_col || (indent == key_col && !item) {
+                return true;
+            }
+        }
+        let content = match body.find(" #") {
+            Some(i) => &body[..i],
+            None => body,
+        }
+        .trim_end();
+        // The node starts after any `- ` item markers (`- name:`, `- - key:`).
+        let mut rest = content;
+        while let Some(r) = rest.strip_prefix('-')
+            && r.starts_with(' ')
+        {
+            rest = r.trim_start_matches(' ');
+        }
+        let col = indent + content.len() - rest.len();
+        if let Some(key) = rest.strip_suffix(':')
+            && !key.is_empty()
+            && !key.contains(char::is_whitespace)
+        {
+            pending = Some(col);
+        } else if is_block_scalar_start(rest) {
+            // Content is deeper than the key (`key: |`) or than the item's dash (`- |`).
+            block = Some(if rest.contains(": ") {
+                col
+            } else {
+                col.saturating_sub(2)
+            });
+        }
+    }
+    pending.is_some()
+}
+
+/// `rest` ends in a block scalar header (`|`, `>-`, `|+2`…) as its own token.
+fn is_block_scalar_start(rest: &str) -> bool {
+    let token = rest.rsplit(' ').next().unwrap_or("");
+    let mut chars = token.chars();
+    matches!(chars.next(), Some('|' | '>'))
+        && chars.all(|c| matches!(c, '-' | '+' | '1'..='9'))
+        && (token.len() == rest.len() || rest[..rest.len() - token.len()].ends_with(' '))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -735,6 +847,48 @@ mod tests {
         assert_eq!(v[0]["b"], json!("x\n"));
         let v = parse_stream("t", "b: plain").unwrap();
         assert_eq!(v[0]["b"], json!("plain"));
+    }
+
+    fn bare(text: &str) -> Vec<(usize, String)> {
+        let docs = parse_stream("t", text).unwrap();
+        bare_empty_fields(text, &docs)
+    }
+
+    #[test]
+    fn bare_empty_fields_are_told_from_explicit_nulls() {
+        let text = "a:\nb: null\nc: ~\nd: ''\ne: !!null\nf: !!str\ng: # note\nh:\n  i:\n  j: ~\n---\nk:\n- x\n-\n- l:\n  m:\n";
+        assert_eq!(
+            bare(text),
+            [
+                (0, "/a".to_string()),
+                (0, "/e".to_string()),
+                (0, "/g".to_string()),
+                (0, "/h/i".to_string()),
+                (1, "/k/2/l".to_string()),
+                (1, "/k/2/m".to_string()),
+            ]
+        );
+        // A key followed by a nested value, or by a sequence at its own column, has a value.
+        assert!(bare("a:\n  b: 1\nc:\n- 1\nd:\n  # note\n  - 2\n").is_empty());
+    }
+
+    #[test]
+    fn bare_empty_scan_needs_a_key_without_value() {
+        assert!(!may_hold_bare_empty(
+            "a:\n  b: 1\nc:\n- d: 2\n  e:\n    f: x\n"
+        ));
+        assert!(!may_hold_bare_empty("a: ~\nb: null\nc: 'x:'\n"));
+        assert!(may_hold_bare_empty("a:\n  b:\nc: 1\n"));
+        assert!(may_hold_bare_empty("- a:\n- b: 1\n"));
+        assert!(may_hold_bare_empty("a: 1\nb:\n---\nc: 1\n"));
+        assert!(may_hold_bare_empty("a: 1\nb:   # why\n"));
+        assert!(may_hold_bare_empty("a: !!null\n"));
+        // Prose in block scalars, and keys with blanks, do not count.
+        assert!(!may_hold_bare_empty(
+            "d: |-\n  More info:\n  https://x\ne:\n- >\n  see:\n  here\nf: 1\n"
+        ));
+        assert!(!may_hold_bare_empty("a: 'long text, see\n  the note:'\n"));
+        assert!(may_hold_bare_empty("d: |\n  x:\ne:\nf: 1\n"));
     }
 
     #[test]

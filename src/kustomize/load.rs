@@ -340,6 +340,16 @@ pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> 
 /// Errors: invalid YAML; a document that is not a mapping or lacks `kind` / `metadata.name`.
 pub fn parse_resources(display: &str, text: &str) -> Result<Vec<Resource>, KustomizeError> {
     let docs = yaml::parse_stream(display, text).map_err(Box::new)?;
+    // Fields written as `key:` (gap c34): kept beside each resource for the strategic merge.
+    let bare = yaml::bare_empty_fields(text, &docs);
+    let bare_in = |doc: usize, prefix: &str| -> Vec<String> {
+        bare.iter()
+            .filter(|(d, _)| *d == doc)
+            .filter_map(|(_, p)| p.strip_prefix(prefix))
+            .filter(|p| p.starts_with('/'))
+            .map(str::to_string)
+            .collect()
+    };
     let mut out = Vec::with_capacity(docs.len());
     for (i, doc) in docs.into_iter().enumerate() {
         let origin = Some(Origin {
@@ -362,13 +372,17 @@ pub fn parse_resources(display: &str, text: &str) -> Result<Vec<Resource>, Kusto
             if let Value::Object(mut map) = doc
                 && let Some(Value::Array(items)) = map.remove("items")
             {
-                for item in items {
-                    out.push(checked(item, origin.clone(), &invalid)?);
+                for (j, item) in items.into_iter().enumerate() {
+                    let mut r = checked(item, origin.clone(), &invalid)?;
+                    r.meta.bare_empty_fields = bare_in(i, &format!("/items/{j}"));
+                    out.push(r);
                 }
             }
             continue;
         }
-        out.push(checked(doc, origin, &invalid)?);
+        let mut r = checked(doc, origin, &invalid)?;
+        r.meta.bare_empty_fields = bare_in(i, "");
+        out.push(r);
     }
     Ok(out)
 }
@@ -511,6 +525,27 @@ mod tests {
         .unwrap();
         assert!(err.to_string().contains("metadata.name"), "{err}");
         assert!(parse_resources("x.yaml", "- a\n").is_err());
+    }
+
+    #[test]
+    fn resources_carry_their_bare_empty_fields() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n  data:\n    x:\n    y: null\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: b}\n  binaryData:\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations:\n    n:\n";
+        let rs = parse_resources("l.yaml", text).unwrap();
+        let bare: Vec<&[String]> = rs.iter().map(|r| &r.meta.bare_empty_fields[..]).collect();
+        assert_eq!(
+            bare,
+            [
+                &["/data/x".to_string()][..],
+                &["/binaryData".to_string()][..],
+                &["/metadata/annotations/n".to_string()][..],
+            ]
+        );
+        let plain = parse_resources(
+            "p.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\ndata: {x: null}\n",
+        )
+        .unwrap();
+        assert!(plain[0].meta.bare_empty_fields.is_empty());
     }
 
     #[test]

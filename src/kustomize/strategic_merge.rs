@@ -25,6 +25,8 @@
 //! `$retainKeys`, `$deleteFromPrimitiveList/…` and `$setElementOrder/…` through to the output
 //! unprocessed. Like kustomize, a patch that changes a field from a map to a list (or back)
 //! is an error, and so is a list item without its merge key (kyaml silently drops the list).
+//! Mirrored kyaml quirk: fields the source wrote with an empty value (`key:`) vanish wherever
+//! kyaml's walk reaches them, patched or not ([`drop_bare_empty_fields`], case p25).
 //!
 //! Invariant: on success the original holds no directive keys that came from the patch.
 
@@ -109,6 +111,72 @@ pub fn merge(
             Ok(false)
         }
     }
+}
+
+/// kustomize quirk (kyaml `merge2`, corpus c34): before a strategic merge patch, drops the
+/// fields the source file wrote with an empty value (`key:`; `pointers` are JSON Pointers
+/// from `BuildMeta::bare_empty_fields`) wherever kyaml's merge walk reaches them.
+///
+/// kyaml walks the *whole* resource, not only the patch's paths: every map, and the items
+/// of a list its schema merges (containers, env, ports, volumes… — `schema` is the kind's
+/// [`PatchSchema`]); items of a replaced list, and every list of a custom resource, are not
+/// visited. A reached field whose value node has empty text is cleared, while an explicit
+/// `null` or `~` stays (checked with `kubectl kustomize` v5.5.0). Doing this before the merge
+/// gives kyaml's result: a field the patch sets is set either way, and list indices still
+/// match the file. A pointer that no longer leads to a `null` field is skipped.
+///
+/// Not mirrored: kyaml's schema also merges lists kiln's table leaves out (`status.conditions`,
+/// kinds outside `merge_keys.rs`), whose items it reaches too, and it drops empty *items* of a
+/// merged scalar list (`metadata.finalizers`); such fields stay `null` in kiln.
+pub fn drop_bare_empty_fields(
+    original: &mut Value,
+    pointers: &[String],
+    schema: Option<&PatchSchema>,
+) {
+    for pointer in pointers {
+        let tokens: Vec<String> = pointer
+            .split('/')
+            .skip(1)
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect();
+        let Some((field, parents)) = tokens.split_last() else {
+            continue;
+        };
+        if let Some(Value::Object(map)) = reached(original, parents, schema)
+            && map.get(field).is_some_and(Value::is_null)
+        {
+            map.shift_remove(field);
+        }
+    }
+}
+
+/// The value at `tokens` if kyaml's merge walk visits it (see [`drop_bare_empty_fields`]).
+fn reached<'v>(
+    mut value: &'v mut Value,
+    tokens: &[String],
+    schema: Option<&PatchSchema>,
+) -> Option<&'v mut Value> {
+    // Field names from the root, list items transparent, as `PatchSchema::lookup` wants.
+    let mut path: Vec<String> = Vec::new();
+    for token in tokens {
+        value = match value {
+            Value::Object(map) => {
+                path.push(token.clone());
+                map.get_mut(token)?
+            }
+            Value::Array(items) => {
+                let associative = schema
+                    .and_then(|s| s.lookup(&path))
+                    .is_some_and(|m| m.merge_key.is_some());
+                if !associative {
+                    return None;
+                }
+                items.get_mut(token.parse::<usize>().ok()?)?
+            }
+            _ => return None,
+        };
+    }
+    Some(value)
 }
 
 struct Ctx<'a> {
@@ -522,6 +590,44 @@ mod tests {
     }
 
     const POD: (&str, &str) = ("", "Pod");
+
+    #[test]
+    fn bare_empty_fields_dropped_where_the_walk_reaches() {
+        let mut d = json!({"kind": "Deployment", "spec": {"paused": null, "template": {"spec": {
+            "affinity": {"nodeAffinity": {"preferred": null}},
+            "containers": [{"name": "a", "env": [{"name": "X", "value": null}], "workingDir": null}],
+            "tolerations": [{"key": "k", "effect": null}]}}}});
+        let pointers: Vec<String> = [
+            "/spec/paused",
+            "/spec/template/spec/affinity/nodeAffinity/preferred",
+            "/spec/template/spec/containers/0/env/0/value",
+            "/spec/template/spec/tolerations/0/effect",
+            "/spec/gone",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        let schema = PatchSchema::for_kind("apps", "Deployment");
+        drop_bare_empty_fields(&mut d, &pointers, schema.as_ref());
+        assert_eq!(
+            d,
+            json!({"kind": "Deployment", "spec": {"template": {"spec": {
+                "affinity": {"nodeAffinity": {}},
+                "containers": [{"name": "a", "env": [{"name": "X"}], "workingDir": null}],
+                "tolerations": [{"key": "k", "effect": null}]}}}})
+        );
+    }
+
+    #[test]
+    fn bare_empty_fields_of_custom_resources_stay_in_lists() {
+        let mut w =
+            json!({"spec": {"size": null, "parts": [{"name": "a", "weight": null}], "n": 1}});
+        let pointers = ["/spec/size", "/spec/parts/0/weight", "/spec/n"].map(str::to_string);
+        drop_bare_empty_fields(&mut w, &pointers, None);
+        assert_eq!(
+            w,
+            json!({"spec": {"parts": [{"name": "a", "weight": null}], "n": 1}})
+        );
+    }
 
     #[test]
     fn maps_merge_and_null_deletes() {
