@@ -168,7 +168,10 @@ fn a_kustomize_base_outside_the_root_is_not_read_by_render() {
         let out = f.render(&[]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{base}: {err}");
-        assert!(err.contains("lies outside the repository root"), "{base}: {err}");
+        assert!(
+            err.contains("lies outside the repository root"),
+            "{base}: {err}"
+        );
         assert!(!f.path("repo/deploy").exists());
         // `kiln kustomize` keeps kustomize's rule: with LoadRestrictionsNone, it reads it.
         let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
