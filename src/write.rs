@@ -441,8 +441,8 @@ pub fn write_scoped(
     }
 }
 
-/// Test-only fault injection into the commit step: `Some((n, kill))` makes the `n`-th file
-/// operation fail; with `kill`, nothing is rolled back or cleaned up (as after SIGKILL).
+// Test-only fault injection into the commit step: `Some((n, kill))` makes the `n`-th file
+// operation fail; with `kill`, nothing is rolled back or cleaned up (as after SIGKILL).
 #[cfg(test)]
 thread_local! {
     static FAULT: std::cell::Cell<Option<(usize, bool)>> = const { std::cell::Cell::new(None) };
