@@ -157,7 +157,9 @@ pub fn build_with_progress(
             total,
         )
     };
-    let rendered = crate::render::render_with(&plans, &platform.sources, &RealFs, &tick)
+    // Every file the render reads (kustomize bases included) must lie inside the root.
+    let rooted = crate::fs::RootedFs::new(&RealFs, platform.root.clone());
+    let rendered = crate::render::render_with(&plans, &platform.sources, &rooted, &tick)
         .map_err(KilnError::Render)?;
     let mut set = emit(&rendered, opts.layout);
     // Kargo and Argo CD objects are per project and always complete for the projects
