@@ -356,6 +356,9 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         b.finish_and_clear();
     }
     let summary = result?;
+    for e in &summary.expressions {
+        print_err(&format!("warning: {e}"));
+    }
     let r = &summary.report;
     print_err(&format!(
         "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",
