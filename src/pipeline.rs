@@ -112,6 +112,9 @@ pub struct RenderSummary {
     pub files: usize,
     /// What the write changed.
     pub report: WriteReport,
+    /// Kargo expressions (`${{ … }}`) left in rendered manifests, which reach the cluster
+    /// as text ([`crate::kargo::expressions`]); printed as warnings.
+    pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
 }
 
 /// Output format of `kiln show`.
@@ -157,14 +160,18 @@ pub fn build_with_progress(
             total,
         )
     };
-    let rendered = crate::render::render_with(&plans, &platform.sources, &RealFs, &tick)
+    // Every file the render reads (kustomize bases included) must lie inside the root.
+    let rooted = crate::fs::RootedFs::new(&RealFs, platform.root.clone());
+    let rendered = crate::render::render_with(&plans, &platform.sources, &rooted, &tick)
         .map_err(KilnError::Render)?;
     let mut set = emit(&rendered, opts.layout);
     // Kargo and Argo CD objects are per project and always complete for the projects
     // rendered, even when the selection narrows environments or components: a Stage graph
     // cut in half would not apply.
-    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout);
+    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout)
+        .with_rendered(&rendered);
     if !opts.selection.projects.is_empty() {
+        input.bootstrap = false;
         input
             .projects
             .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
@@ -215,6 +222,7 @@ pub fn run_render_with_progress(
         plans: plans.len(),
         files: set.len(),
         report,
+        expressions: crate::kargo::expressions::scan(&set),
     })
 }
 
