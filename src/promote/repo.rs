@@ -16,7 +16,6 @@
 //! value, because libgit2's local transport force-updates the ref (see `src/git/publish.rs`).
 //! A moved branch is then a rejected (non-fast-forward) push, as a Git server reports it.
 
-use crate::fs::FileSystem;
 use git2::{Oid, Repository};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -864,47 +863,7 @@ impl WorkDir {
 
     /// The file system the kustomize engine builds from: the work directory, nothing outside
     /// it (Kargo's `MakeFsOnDiskSecureBuild`), so `LoadRestrictionsNone` is safe.
-    pub fn rooted_fs(&self) -> RootedFs {
-        RootedFs {
-            root: self.root.clone(),
-        }
-    }
-}
-
-/// A read-only view of the disk confined to one directory.
-pub struct RootedFs {
-    root: PathBuf,
-}
-
-impl RootedFs {
-    fn inside(&self, path: &Path) -> std::io::Result<PathBuf> {
-        let canonical = std::fs::canonicalize(path)?;
-        if canonical.starts_with(&self.root) {
-            Ok(canonical)
-        } else {
-            Err(std::io::Error::new(
-                std::io::ErrorKind::PermissionDenied,
-                "outside the promotion's work directory",
-            ))
-        }
-    }
-}
-
-impl FileSystem for RootedFs {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        std::fs::read(self.inside(path)?)
-    }
-    fn is_dir(&self, path: &Path) -> bool {
-        self.inside(path).is_ok_and(|p| p.is_dir())
-    }
-    fn is_file(&self, path: &Path) -> bool {
-        self.inside(path).is_ok_and(|p| p.is_file())
-    }
-    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
-        self.inside(path)?;
-        crate::fs::RealFs.read_dir(path)
-    }
-    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
-        self.inside(path)
+    pub fn rooted_fs(&self) -> crate::fs::RootedFs<'static> {
+        crate::fs::RootedFs::new(&crate::fs::RealFs, self.root.clone())
     }
 }
