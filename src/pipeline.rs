@@ -203,7 +203,13 @@ pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
-    let (_, plans, set) = build_with_progress(opts, progress)?;
+    let (platform, plans, set) = build_with_progress(opts, progress)?;
+    // Pruning a directory that holds the sources would delete them; refuse such targets.
+    let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())
+        .chain(platform.components.iter().map(|c| c.dir.clone()))
+        .collect();
+    crate::write::check_target(&opts.write_to, &platform.root, &sources)
+        .map_err(KilnError::Write)?;
     let report = if opts.selection == Selection::default() {
         write(&set, &opts.write_to)
     } else {

@@ -217,3 +217,49 @@ fn utf16_and_latin1_input_name_the_encoding_and_the_line() {
     assert!(err.contains(&format!("line {line}, column 7")), "{err}");
     assert!(!err.contains("check that the path exists"), "{err}");
 }
+
+#[test]
+fn write_targets_over_the_sources_are_refused() {
+    for target in [
+        "repo/platforms/p",
+        "repo/components",
+        "repo",
+        "repo/components/web/out",
+    ] {
+        let f = Fixture::new();
+        let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .arg("render")
+            .arg(f.path("repo/platforms/p"))
+            .arg("--write-to")
+            .arg(f.path(target))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{target}: {err}");
+        assert!(
+            err.contains("kiln::write::dangerous_target"),
+            "{target}: {err}"
+        );
+        assert!(
+            !f.path(target).join(".kiln-owned.json").exists(),
+            "{target}"
+        );
+    }
+    // `--write-to .` from inside the platform directory, and `/`.
+    let f = Fixture::new();
+    for (dir, platform, target) in [("repo/platforms/p", ".", "."), ("repo", "platforms/p", "/")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["render", platform, "--write-to", target])
+            .current_dir(f.path(dir))
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{dir} {target}: {err}");
+        assert!(
+            err.contains("kiln::write::dangerous_target"),
+            "{target}: {err}"
+        );
+    }
+}
