@@ -17,6 +17,7 @@ pub mod kargo;
 pub mod kustomize;
 pub mod load;
 pub mod marker;
+pub mod names;
 pub mod pipeline;
 pub mod promote;
 pub mod render;
