@@ -19,8 +19,10 @@
 //! Invariant: validation never mutates its input and reports every finding of a run at once,
 //! in document order, then by JSON pointer.
 
+mod model;
 mod rules;
 mod schemas;
+mod semantics;
 
 pub use schemas::{
     Gvk, KindSchema, SchemaSet, builtin_object_schema, expression_wildcard, is_expression,
@@ -121,6 +123,15 @@ pub enum Rule {
     ApplicationNotAuthorized,
     /// Two objects share group, kind, namespace and name.
     DuplicateObject,
+    /// Stages share a write (repository, branch) and `argocd-update` checks
+    /// `desiredRevision` against an Application tracking the branch head.
+    SharedBranchRevision,
+    /// A Digest image subscription whose `constraint` is not a tag.
+    DigestConstraintNotTag,
+    /// `argocd-update` names an Application that does not track what the Stage writes.
+    ApplicationSourceMismatch,
+    /// A Kargo expression (`${{`) inside a rendered manifest, deployed as text.
+    ExpressionInManifest,
 }
 
 impl Rule {
@@ -150,6 +161,10 @@ impl Rule {
             Rule::UnknownApplication => "unknown Application",
             Rule::ApplicationNotAuthorized => "not authorized",
             Rule::DuplicateObject => "duplicate",
+            Rule::SharedBranchRevision => "revision check fails on a shared branch",
+            Rule::DigestConstraintNotTag => "not a tag",
+            Rule::ApplicationSourceMismatch => "does not track what the Stage writes",
+            Rule::ExpressionInManifest => "Kargo expression in a manifest",
         }
     }
 
@@ -179,6 +194,10 @@ impl Rule {
             Rule::UnknownApplication => "kiln::check::unknown_application",
             Rule::ApplicationNotAuthorized => "kiln::check::application_not_authorized",
             Rule::DuplicateObject => "kiln::check::duplicate_object",
+            Rule::SharedBranchRevision => "kiln::check::shared_branch_revision",
+            Rule::DigestConstraintNotTag => "kiln::check::digest_constraint_not_tag",
+            Rule::ApplicationSourceMismatch => "kiln::check::application_source_mismatch",
+            Rule::ExpressionInManifest => "kiln::check::expression_in_manifest",
         }
     }
 }

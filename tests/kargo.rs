@@ -1597,3 +1597,109 @@ fn project_mode_works_in_every_write_mode() {
         check::validate_documents(&support::documents(&files), &SchemaSet::empty()).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
 }
+
+// ---------------------------------------------------------------------------------------
+// Issue 8, part 4: `kiln validate` checks meaning
+// ---------------------------------------------------------------------------------------
+
+fn findings_by_rule(report: &check::Report) -> BTreeMap<String, Vec<String>> {
+    let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in &report.findings {
+        out.entry(f.rule.code().to_string())
+            .or_default()
+            .push(format!("{}#{}", f.file, f.pointer));
+    }
+    out
+}
+
+#[test]
+fn validate_reports_the_pre_issue_defects_of_the_bank_pipeline() {
+    let dir = support::root().join("tests/fixtures/kargo/pre-issue-bank");
+    let report = check::validate_paths_with(&[dir], &SchemaSet::empty()).unwrap();
+    let by_rule = findings_by_rule(&report);
+    // backend (path per environment, 7 components × 5) and security (cluster repo, 2 × 5)
+    // push to a shared `main`; web's branches are its own.
+    let shared = &by_rule["kiln::check::shared_branch_revision"];
+    assert_eq!(shared.len(), 45, "{shared:#?}");
+    assert!(shared.iter().all(|f| !f.contains("/web/")), "{shared:#?}");
+    // transactionhistory's `~1.4` under Digest.
+    let digest = &by_rule["kiln::check::digest_constraint_not_tag"];
+    assert_eq!(digest.len(), 1);
+    assert!(digest[0].contains("transactionhistory.yaml#/spec/subscriptions/0/image/constraint"));
+    // `${{` in the frontend ConfigMap and auth-gateway's ConfigMap.
+    let expr = &by_rule["kiln::check::expression_in_manifest"];
+    assert_eq!(expr.len(), 2, "{expr:#?}");
+    assert!(expr.iter().any(|f| f.contains("frontend.gen.yaml")));
+    assert!(expr.iter().any(|f| f.contains("auth-gateway.gen.yaml")));
+    // ProjectConfig's deprecated `stage`, once per Stage.
+    assert_eq!(by_rule["kiln::check::deprecated_field"].len(), 50);
+    // Every Application tracked what its Stage wrote: no mismatch, and nothing else.
+    assert_eq!(by_rule.len(), 4, "{:#?}", by_rule.keys());
+    // Today's output is clean.
+    let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    let set = kiln::pipeline::build(&opts).unwrap();
+    let report = check::validate_artifacts(&set, &SchemaSet::empty()).unwrap();
+    assert!(report.is_clean(), "{:#?}", findings_by_rule(&report));
+}
+
+#[test]
+fn validate_reports_an_application_that_does_not_track_what_its_stage_writes() {
+    let mut files = support::emit_yaml(&bank());
+    let path = "web/argocd/frontend.yaml".to_string();
+    files.insert(
+        path.clone(),
+        files[&path].replace("path: frontend", "path: frontnd"),
+    );
+    let backend = "backend/argocd/contacts.yaml".to_string();
+    files.insert(
+        backend.clone(),
+        files[&backend].replace("bank-backend-deploy.git", "bank-other.git"),
+    );
+    let report =
+        check::validate_documents(&support::documents(&files), &SchemaSet::empty()).unwrap();
+    let by_rule = findings_by_rule(&report);
+    let mismatch = &by_rule["kiln::check::application_source_mismatch"];
+    // frontend in all 5 environments reads another folder; backend's Stages update the
+    // contacts Applications, which read another repository.
+    assert_eq!(mismatch.len(), 10, "{mismatch:#?}");
+    let messages: Vec<&str> = report.findings.iter().map(|f| f.message.as_str()).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("reads folder `frontnd`")),
+        "{messages:#?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("reads repository `https://github.com/example/bank-other.git`")),
+        "{messages:#?}"
+    );
+}
+
+#[test]
+fn validate_without_schema_dir_checks_kiln_s_built_in_model() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .arg("validate")
+        .arg(support::root().join("tests/fixtures/kargo/check/model-typos.yaml"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    // The wrong enum value, the misspelt step field (and the missing `checkout`), the
+    // misspelt sync-policy field: each at its line.
+    for at in [
+        "model-typos.yaml:11:",
+        "model-typos.yaml:28:",
+        "model-typos.yaml:41:",
+    ] {
+        assert!(stderr.contains(at), "{at}: {stderr}");
+    }
+    assert!(stderr.contains("kiln::check::schema_violation"), "{stderr}");
+    assert!(
+        stderr.contains("kiln::check::step_config_invalid"),
+        "{stderr}"
+    );
+    // kiln's own output passes the same model (see the bank tests with SchemaSet::empty()).
+}

@@ -173,6 +173,7 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
         out.raw.extend(raw);
     }
     references(&objects, docs, &mut out.raw);
+    super::semantics::run(docs, &mut out.raw);
     Ok(out)
 }
 
@@ -653,16 +654,24 @@ fn check_steps(
                     "step `helm-update-image` was removed in Kargo v1.3".into(),
                     Some("use `yaml-update` on the values file with `value: ${{ imageFrom(vars.imageRepo).Tag }}`".into()),
                 ));
-            } else if schemas.has_steps() {
-                match schemas.step(uses) {
-                    None => out.push(finding(
+            } else {
+                // The step schemas of `--schema-dir`, else kiln's built-in model (which knows
+                // the steps kiln emits and leaves others unchecked).
+                let validator = if schemas.has_steps() {
+                    schemas.step(uses).ok_or(())
+                } else {
+                    super::model::step_validator(uses).ok_or(())
+                };
+                match validator {
+                    Err(()) if !schemas.has_steps() => {}
+                    Err(()) => out.push(finding(
                         Rule::UnknownStep,
                         format!("{sp}/uses"),
                         false,
                         format!("unknown promotion step `{uses}`"),
                         did_you_mean(uses, schemas.step_names()),
                     )),
-                    Some(v) => {
+                    Ok(v) => {
                         let empty = Value::Object(Map::new());
                         let config = step.get("config").unwrap_or(&empty);
                         let base = if step.get("config").is_some() {

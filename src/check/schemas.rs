@@ -479,6 +479,11 @@ pub fn builtin_object_schema(gvk: &Gvk) -> Value {
     if gvk.group.is_empty() && gvk.kind == "Namespace" {
         meta["properties"]["name"] = json!({ "type": "string", "minLength": 1, "maxLength": 63, "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" });
     }
+    // Kargo and Argo CD kinds: kiln's typed model, with the ObjectMeta rules.
+    if let Some(mut typed) = super::model::object_schema(&gvk.group, &gvk.kind) {
+        typed["properties"]["metadata"] = meta;
+        return typed;
+    }
     json!({
         "type": "object",
         "properties": {

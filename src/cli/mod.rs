@@ -176,9 +176,9 @@ pub struct ValidateArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// CRD YAMLs or JSON Schemas (as kubeconform takes them), plus Kargo step and
-    /// subscription schemas.
+    /// subscription schemas, checked as well as kiln's built-in model.
     #[arg(long)]
-    pub schema_dir: PathBuf,
+    pub schema_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -629,7 +629,10 @@ fn render_result<T: serde::Serialize + std::fmt::Display>(
 /// `kiln validate`: every finding as a diagnostic on stderr, then a summary; exit 1 when
 /// anything was found.
 fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
-    let report = crate::check::validate_paths(&args.paths, &args.schema_dir)?;
+    let report = match &args.schema_dir {
+        Some(dir) => crate::check::validate_paths(&args.paths, dir)?,
+        None => crate::check::validate_paths_with(&args.paths, &crate::check::SchemaSet::empty())?,
+    };
     for f in &report.findings {
         print_err(&format!("{:?}", miette::Report::new(f.clone())));
     }

@@ -910,7 +910,7 @@ fn pairs<'a>(
 }
 
 /// A repository URL for comparisons: no trailing `/` or `.git`, lower-case host part.
-fn normalize_repo(url: &str) -> String {
+pub fn normalize_repo(url: &str) -> String {
     let u = url.trim_end_matches('/');
     u.strip_suffix(".git").unwrap_or(u).to_ascii_lowercase()
 }

@@ -1,0 +1,537 @@
+//! kiln's built-in typed model of the Kargo v1.11 and Argo CD v3.5 objects and promotion step
+//! configs that kiln emits, so `kiln validate` checks them with no `--schema-dir`.
+//!
+//! Written from the API types: Kargo v1.11.2 `api/v1alpha1/{project,project_config,
+//! warehouse,stage}_types.go` and the step configs in
+//! `pkg/x/promotion/runner/builtin/zz_config_types.go`; Argo CD v3.5.1
+//! `pkg/apis/application/v1alpha1/{types,app_project_types}.go`. Every struct rejects
+//! unknown fields (`kubectl apply --validate=strict`); fields that kiln never writes and
+//! whose shape is large (Helm and plugin sources, verification, sync windows…) are accepted
+//! as opaque values rather than guessed at. The JSON Schemas come from these types
+//! (schemars) and run through the same validator as CRDs, so findings point at the field.
+//! With `--schema-dir`, the real CRDs and step schemas win wherever they define a kind.
+
+#![allow(dead_code)] // The types exist for their schemas; nothing deserializes into them.
+
+use schemars::{JsonSchema, schema_for};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+type Map = BTreeMap<String, String>;
+type Opaque = Option<Value>;
+
+/// `apiVersion`, `kind`, `metadata` and a typed `spec`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Object<S> {
+    api_version: String,
+    kind: String,
+    metadata: Value,
+    spec: S,
+}
+
+/// An object with no `spec` (Kargo `Project` since v1.7).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Bare {
+    api_version: String,
+    kind: String,
+    metadata: Value,
+    status: Opaque,
+}
+
+// --- Kargo ---------------------------------------------------------------------------
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ProjectConfigSpec {
+    promotion_policies: Option<Vec<PromotionPolicy>>,
+    webhook_receivers: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PromotionPolicy {
+    /// Deprecated: use `stageSelector`.
+    stage: Option<String>,
+    stage_selector: Option<Selector>,
+    auto_promotion_enabled: Option<bool>,
+    auto_rollback: Opaque,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Selector {
+    name: Option<String>,
+    match_labels: Option<Map>,
+    match_expressions: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct WarehouseSpec {
+    shard: Option<String>,
+    interval: Option<String>,
+    freight_creation_policy: Option<FreightCreationPolicy>,
+    freight_creation_criteria: Opaque,
+    subscriptions: Vec<Subscription>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+enum FreightCreationPolicy {
+    Automatic,
+    Manual,
+}
+
+/// Exactly one of `git`, `image`, `chart` (checked by the subscription rules).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Subscription {
+    git: Option<GitSubscription>,
+    image: Option<ImageSubscription>,
+    chart: Opaque,
+    subscription: Opaque,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct GitSubscription {
+    #[serde(rename = "repoURL")]
+    repo_url: String,
+    commit_selection_strategy: Option<CommitSelectionStrategy>,
+    branch: Option<String>,
+    strict_semvers: Option<bool>,
+    semver_constraint: Option<String>,
+    allow_tags: Option<String>,
+    allow_tags_regexes: Option<Vec<String>>,
+    ignore_tags: Option<Vec<String>>,
+    ignore_tags_regexes: Option<Vec<String>>,
+    expression_filter: Option<String>,
+    insecure_skip_tls_verify: Option<bool>,
+    include_paths: Option<Vec<String>>,
+    exclude_paths: Option<Vec<String>>,
+    discovery_limit: Option<i64>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+enum CommitSelectionStrategy {
+    Lexical,
+    NewestFromBranch,
+    NewestTag,
+    SemVer,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ImageSubscription {
+    #[serde(rename = "repoURL")]
+    repo_url: String,
+    image_selection_strategy: Option<ImageSelectionStrategy>,
+    strict_semvers: Option<bool>,
+    constraint: Option<String>,
+    allow_tags: Option<String>,
+    allow_tags_regexes: Option<Vec<String>>,
+    ignore_tags: Option<Vec<String>>,
+    ignore_tags_regexes: Option<Vec<String>>,
+    platform: Option<String>,
+    insecure_skip_tls_verify: Option<bool>,
+    discovery_limit: Option<i64>,
+    cache_by_tag: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+enum ImageSelectionStrategy {
+    Digest,
+    Lexical,
+    NewestBuild,
+    SemVer,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct StageSpec {
+    shard: Option<String>,
+    vars: Option<Vec<Var>>,
+    requested_freight: Vec<FreightRequest>,
+    promotion_template: Option<PromotionTemplate>,
+    verification: Opaque,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Var {
+    name: String,
+    value: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FreightRequest {
+    origin: FreightOrigin,
+    sources: FreightSources,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FreightOrigin {
+    kind: OriginKind,
+    name: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+enum OriginKind {
+    Warehouse,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FreightSources {
+    direct: Option<bool>,
+    stages: Option<Vec<String>>,
+    required_soak_time: Option<String>,
+    availability_strategy: Option<String>,
+    auto_promotion_options: Opaque,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PromotionTemplate {
+    spec: PromotionTemplateSpec,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PromotionTemplateSpec {
+    vars: Option<Vec<Var>>,
+    steps: Vec<PromotionStep>,
+}
+
+/// One step; its `config` is checked against the step's own model ([`step_schema`]).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PromotionStep {
+    uses: Option<String>,
+    task: Opaque,
+    #[serde(rename = "as")]
+    alias: Option<String>,
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    continue_on_error: Option<bool>,
+    retry: Opaque,
+    vars: Option<Vec<Var>>,
+    config: Opaque,
+}
+
+// --- Kargo step configs ------------------------------------------------------------------
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct GitCloneConfig {
+    author: Opaque,
+    blobless: Option<bool>,
+    checkout: Vec<Checkout>,
+    insecure_skip_tls_verify: Option<bool>,
+    recurse_submodules: Option<bool>,
+    #[serde(rename = "repoURL")]
+    repo_url: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Checkout {
+    #[serde(rename = "as")]
+    alias: Option<String>,
+    branch: Option<String>,
+    commit: Option<String>,
+    create: Option<bool>,
+    path: String,
+    sparse: Option<Vec<String>>,
+    tag: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct DeleteConfig {
+    path: Option<String>,
+    paths: Option<Vec<String>>,
+    paths_are_globs: Option<bool>,
+    strict: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct KustomizeSetImageConfig {
+    images: Option<Vec<SetImage>>,
+    path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SetImage {
+    digest: Option<String>,
+    image: String,
+    name: Option<String>,
+    new_name: Option<String>,
+    tag: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct KustomizeBuildConfig {
+    out_path: String,
+    output_format: Opaque,
+    path: String,
+    plugin: Opaque,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GitCommitConfig {
+    author: Opaque,
+    message: String,
+    path: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct GitPushConfig {
+    force: Option<bool>,
+    generate_target_branch: Option<bool>,
+    insecure_skip_tls_verify: Option<bool>,
+    max_attempts: Option<i64>,
+    path: String,
+    provider: Option<String>,
+    tag: Option<String>,
+    target_branch: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ArgoCdUpdateConfig {
+    apps: Vec<ArgoCdAppUpdate>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ArgoCdAppUpdate {
+    name: Option<String>,
+    namespace: Option<String>,
+    selector: Opaque,
+    sources: Option<Vec<ArgoCdSourceUpdate>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ArgoCdSourceUpdate {
+    chart: Option<String>,
+    desired_revision: Option<String>,
+    helm: Opaque,
+    kustomize: Opaque,
+    #[serde(rename = "repoURL")]
+    repo_url: String,
+    update_target_revision: Option<bool>,
+}
+
+// --- Argo CD -------------------------------------------------------------------------
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ApplicationSpec {
+    project: String,
+    source: Option<ApplicationSource>,
+    sources: Option<Vec<ApplicationSource>>,
+    destination: Destination,
+    sync_policy: Option<SyncPolicy>,
+    ignore_differences: Option<Vec<IgnoreDifference>>,
+    info: Option<Vec<Value>>,
+    revision_history_limit: Option<i64>,
+    source_hydrator: Opaque,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ApplicationSource {
+    #[serde(rename = "repoURL")]
+    repo_url: String,
+    path: Option<String>,
+    target_revision: Option<String>,
+    chart: Option<String>,
+    helm: Opaque,
+    kustomize: Opaque,
+    directory: Option<Directory>,
+    plugin: Opaque,
+    #[serde(rename = "ref")]
+    reference: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Directory {
+    recurse: Option<bool>,
+    include: Option<String>,
+    exclude: Option<String>,
+    jsonnet: Opaque,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Destination {
+    server: Option<String>,
+    namespace: Option<String>,
+    name: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct SyncPolicy {
+    automated: Option<Automated>,
+    sync_options: Option<Vec<String>>,
+    retry: Opaque,
+    managed_namespace_metadata: Opaque,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Automated {
+    enabled: Option<bool>,
+    prune: Option<bool>,
+    self_heal: Option<bool>,
+    allow_empty: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct IgnoreDifference {
+    group: Option<String>,
+    kind: String,
+    name: Option<String>,
+    namespace: Option<String>,
+    json_pointers: Option<Vec<String>>,
+    jq_path_expressions: Option<Vec<String>>,
+    managed_fields_managers: Option<Vec<String>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct AppProjectSpec {
+    description: Option<String>,
+    source_repos: Option<Vec<String>>,
+    destinations: Option<Vec<Destination>>,
+    cluster_resource_whitelist: Option<Vec<GroupKind>>,
+    cluster_resource_blacklist: Option<Vec<GroupKind>>,
+    namespace_resource_whitelist: Option<Vec<GroupKind>>,
+    namespace_resource_blacklist: Option<Vec<GroupKind>>,
+    roles: Option<Vec<Value>>,
+    sync_windows: Option<Vec<Value>>,
+    orphaned_resources: Opaque,
+    signature_keys: Option<Vec<Value>>,
+    source_namespaces: Option<Vec<String>>,
+    permit_only_project_scoped_clusters: Option<bool>,
+    destination_service_accounts: Option<Vec<Value>>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct GroupKind {
+    group: String,
+    kind: String,
+}
+
+/// The model's JSON Schema of an object of `group`/`kind`, or `None` for a kind it does not
+/// model.
+pub fn object_schema(group: &str, kind: &str) -> Option<Value> {
+    let schema = match (group, kind) {
+        (super::rules::KARGO_GROUP, "Project") => schema_for!(Bare),
+        (super::rules::KARGO_GROUP, "ProjectConfig") => schema_for!(Object<ProjectConfigSpec>),
+        (super::rules::KARGO_GROUP, "Warehouse") => schema_for!(Object<WarehouseSpec>),
+        (super::rules::KARGO_GROUP, "Stage") => schema_for!(Object<StageSpec>),
+        (super::rules::ARGOCD_GROUP, "Application") => schema_for!(Object<ApplicationSpec>),
+        (super::rules::ARGOCD_GROUP, "AppProject") => schema_for!(Object<AppProjectSpec>),
+        _ => return None,
+    };
+    serde_json::to_value(schema).ok().map(required_when_present)
+}
+
+/// The model's compiled `config` validator of step `uses` (see [`step_schema`]).
+pub fn step_validator(uses: &str) -> Option<&'static jsonschema::Validator> {
+    static STEPS: std::sync::LazyLock<BTreeMap<&'static str, jsonschema::Validator>> =
+        std::sync::LazyLock::new(|| {
+            STEP_NAMES
+                .iter()
+                .filter_map(|n| {
+                    let schema = step_schema(n)?;
+                    let v = jsonschema::options()
+                        .with_draft(jsonschema::Draft::Draft202012)
+                        .build(&schema)
+                        .ok()?;
+                    Some((*n, v))
+                })
+                .collect()
+        });
+    STEPS.get(uses)
+}
+
+/// The steps the model knows: those kiln emits.
+pub const STEP_NAMES: [&str; 7] = [
+    "git-clone",
+    "delete",
+    "kustomize-set-image",
+    "kustomize-build",
+    "git-commit",
+    "git-push",
+    "argocd-update",
+];
+
+/// The model's JSON Schema of the `config` of step `uses`, or `None` for a step it does not
+/// model (it is then not checked).
+pub fn step_schema(uses: &str) -> Option<Value> {
+    let schema = match uses {
+        "git-clone" => schema_for!(GitCloneConfig),
+        "delete" => schema_for!(DeleteConfig),
+        "kustomize-set-image" => schema_for!(KustomizeSetImageConfig),
+        "kustomize-build" => schema_for!(KustomizeBuildConfig),
+        "git-commit" => schema_for!(GitCommitConfig),
+        "git-push" => schema_for!(GitPushConfig),
+        "argocd-update" => schema_for!(ArgoCdUpdateConfig),
+        _ => return None,
+    };
+    serde_json::to_value(schema).ok().map(required_when_present)
+}
+
+/// Drops the `null` that schemars allows for every `Option` field: an absent field is
+/// optional, but an explicit `null` is no valid value for these APIs, and a schema without
+/// the `anyOf` alternatives gives findings that name the field and the expected type.
+fn required_when_present(v: Value) -> Value {
+    match v {
+        Value::Object(mut m) => {
+            if let Some(Value::Array(alts)) = m.get("anyOf") {
+                let rest: Vec<Value> = alts
+                    .iter()
+                    .filter(|a| a.get("type") != Some(&Value::from("null")))
+                    .cloned()
+                    .collect();
+                if rest.len() == 1 && rest.len() < alts.len() {
+                    m.remove("anyOf");
+                    if let Value::Object(inner) = required_when_present(rest[0].clone()) {
+                        m.extend(inner);
+                    }
+                }
+            }
+            if let Some(Value::Array(types)) = m.get("type") {
+                let rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+                if rest.len() == 1 {
+                    m.insert("type".into(), rest[0].clone());
+                }
+            }
+            Value::Object(
+                m.into_iter()
+                    .map(|(k, v)| (k, required_when_present(v)))
+                    .collect(),
+            )
+        }
+        Value::Array(items) => Value::Array(items.into_iter().map(required_when_present).collect()),
+        other => other,
+    }
+}
