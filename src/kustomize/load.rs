@@ -494,7 +494,8 @@ mod tests {
     #[test]
     fn an_unreadable_directory_is_not_reported_as_missing_a_kustomization() {
         let fs = Unreadable(fs());
-        let ldr = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::RootOnly).unwrap();
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/w/app"), &s_ldr).unwrap();
         let Err(err) = load_kustomization(&ldr) else {
             panic!("an unreadable directory loads");
         };
