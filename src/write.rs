@@ -24,10 +24,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// The ownership manifest's file name, at the root of the output directory.
-/// The ownership marker, shared with `kiln publish` (`crate::git::MARKER_FILE`), so a
-/// rendered directory committed by hand is recognised by `publish`, `diff` and `verify`.
-pub const MANIFEST: &str = crate::git::MARKER_FILE;
+/// The ownership manifest's file name, at the root of the output directory: the marker of
+/// [`crate::marker`], shared with `kiln publish`, so a rendered directory committed by hand is
+/// recognised by `publish`, `diff` and `verify`.
+pub const MANIFEST: &str = crate::marker::MARKER_FILE;
 
 /// What a write did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -124,8 +124,7 @@ fn read_manifest(out: &Path) -> Result<BTreeSet<String>, WriteError> {
         path: path.display().to_string(),
         reason,
     };
-    let m = crate::git::OwnedMarker::parse(&path.display().to_string(), text.as_bytes())
-        .map_err(|e| invalid(e.to_string()))?;
+    let m = crate::marker::OwnedMarker::parse(text.as_bytes()).map_err(|e| invalid(e.0))?;
     if let Some(bad) = m
         .files
         .iter()
@@ -193,7 +192,7 @@ fn remove_stale_stages(parent: &Path) {
 }
 
 fn manifest_bytes(files: Vec<String>) -> Vec<u8> {
-    crate::git::OwnedMarker::new(files).to_bytes()
+    crate::marker::OwnedMarker::new(files).to_bytes()
 }
 
 /// Writes `set` into `out` (see the module docs); every owned file not in `set` is pruned.
