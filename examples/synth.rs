@@ -25,13 +25,27 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-struct Args {
-    components: usize,
-    environments: usize,
-    projects: usize,
-    out: PathBuf,
+/// What to generate.
+pub struct Args {
+    pub components: usize,
+    pub environments: usize,
+    pub projects: usize,
+    pub out: PathBuf,
 }
 
+impl Args {
+    /// `components` × `environments` into `out`, one project per 20 components.
+    pub fn new(components: usize, environments: usize, out: impl Into<PathBuf>) -> Args {
+        Args {
+            components,
+            environments,
+            projects: components.div_ceil(20),
+            out: out.into(),
+        }
+    }
+}
+
+#[allow(dead_code)]
 fn usage() -> ! {
     eprintln!(
         "usage: synth --components N --environments E [--projects P] OUT\n\
@@ -40,6 +54,7 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+#[allow(dead_code)]
 fn parse_args() -> Args {
     let mut components = None;
     let mut environments = None;
@@ -84,7 +99,7 @@ fn digest(i: usize) -> String {
     for k in 0..4 {
         write!(s, "{:016x}", mix((i as u64) << 2 | k)).unwrap();
     }
-    if i % 14 == 0 {
+    if i.is_multiple_of(14) {
         // A run of 20 decimal digits, as in a real digest now and then.
         s.replace_range(7..27, &format!("{:020}", mix(i as u64) % 10u64.pow(19)));
     }
@@ -206,7 +221,7 @@ spec:
     repository: registry.example.com/synth/{name}
 "#
     );
-    if i % 7 == 0 {
+    if i.is_multiple_of(7) {
         writeln!(s, "    digest: \"{}\"", digest(i)).unwrap();
     } else {
         writeln!(s, "    tag: \"1.{}.{}\"", i % 5, i % 10).unwrap();
@@ -415,11 +430,7 @@ patches:
             );
             write(&dir.join("serviceaccount.yaml"), &service_account(name));
             c.push_str("  generators:\n  - kustomize: overlay\n  - files: [serviceaccount.yaml]\n");
-            c.push_str(&common_transformers(
-                &format!("o-{name}"),
-                &cm,
-                last_env,
-            ));
+            c.push_str(&common_transformers(&format!("o-{name}"), &cm, last_env));
         }
         // Inline resources, a secretGenerator and a file.
         _ => {
@@ -535,7 +546,7 @@ spec:
                 1 + i % 3
             )
             .unwrap();
-            if i % 2 == 0 {
+            if i.is_multiple_of(2) {
                 write!(
                     s,
                     "      environments:\n        {last}:\n          parameters:\n            replicas: {}\n            memory: 256Mi\n",
@@ -548,14 +559,20 @@ spec:
     s
 }
 
-fn main() {
-    let a = parse_args();
+/// Writes the platform (tests include this file as a module and call it).
+pub fn generate(a: &Args) {
     let last_env = env_name(a.environments - 1);
     for i in 0..a.components {
         let name = format!("c{i:05}");
         component(&a.out.join("components").join(&name), &name, i, &last_env);
     }
-    write(&a.out.join("platforms/synth/platform.yaml"), &platform(&a));
+    write(&a.out.join("platforms/synth/platform.yaml"), &platform(a));
+}
+
+#[allow(dead_code)]
+fn main() {
+    let a = parse_args();
+    generate(&a);
     eprintln!(
         "synth: {} components x {} environments in {} projects ({} BuildPlans) -> {}",
         a.components,

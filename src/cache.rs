@@ -161,7 +161,11 @@ impl FileSystem for Recorder<'_> {
         self.note(
             "read_dir",
             path,
-            result_digest(&r.as_ref().map(|l| paths_text(l)).map_err(|e| e.kind().into())),
+            result_digest(
+                &r.as_ref()
+                    .map(|l| paths_text(l))
+                    .map_err(|e| e.kind().into()),
+            ),
         );
         r
     }
@@ -231,7 +235,12 @@ impl Cache {
 
     fn component_digest(&self, plan: &BuildPlan) -> String {
         let c = &plan.source;
-        if let Some(d) = self.components.lock().ok().and_then(|m| m.get(&c.path).cloned()) {
+        if let Some(d) = self
+            .components
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&c.path).cloned())
+        {
             return d;
         }
         let mut h = Sha256::new();

@@ -10,7 +10,7 @@
 
 use crate::artifact::ArtifactSet;
 use crate::diag::Errors;
-use crate::emit::{Layout, emit};
+use crate::emit::{Layout, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::load::{LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
@@ -18,6 +18,7 @@ use crate::validate::{Platform, ValidateError, validate};
 use crate::write::{WriteError, WriteReport, write, write_scoped};
 use miette::Diagnostic;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// Any error of the pipeline: the stage that stopped it, with every error that stage found.
@@ -50,6 +51,33 @@ pub enum KilnError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Write(WriteError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Merge(MergeError),
+}
+
+/// Why `kiln merge` failed. Codes `kiln::merge::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum MergeError {
+    /// A shard directory holds no readable ownership marker.
+    #[error("`{dir}` is not a rendered shard: {reason}")]
+    #[diagnostic(
+        code(kiln::merge::not_a_shard),
+        help("pass the directories `kiln render --shard i/N --write-to DIR` wrote")
+    )]
+    NotAShard { dir: String, reason: String },
+
+    /// Two shards hold the same file with different bytes: they come from different inputs.
+    #[error("`{path}` differs between shards `{first}` and `{second}`")]
+    #[diagnostic(
+        code(kiln::merge::conflict),
+        help("render every shard from the same commit of the platform, with the same flags")
+    )]
+    Conflict {
+        path: String,
+        first: String,
+        second: String,
+    },
 }
 
 impl KilnError {
@@ -67,6 +95,7 @@ impl KilnError {
             KilnError::Schemas(e) => vec![e],
             KilnError::Check(e) => all(e),
             KilnError::Write(e) => vec![e],
+            KilnError::Merge(e) => vec![e],
         }
     }
 }
@@ -87,6 +116,88 @@ pub struct RenderOptions {
     /// `--schema-dir`: check the generated Kargo and Argo CD objects against these schemas
     /// before anything is written.
     pub schema_dir: Option<PathBuf>,
+    /// The render cache directory (`--cache-dir`, CLI default `.kiln/cache`); `None`: no
+    /// cache (`--no-cache`, and the library's default).
+    pub cache_dir: Option<PathBuf>,
+    /// `--shard i/N`: render only this shard's BuildPlans.
+    pub shard: Option<Shard>,
+}
+
+/// One of `count` deterministic, balanced parts of a render (`--shard index/count`,
+/// `index` from 1, as CI systems number parallel jobs).
+///
+/// Every BuildPlan of one component instance goes to the same shard (its environments share
+/// a kustomize build); instances are dealt, in BuildPlan order, to the shard with the fewest
+/// BuildPlans so far. Shard 1 also carries the Kargo and Argo CD objects. `kiln merge` puts
+/// the shards' trees back together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || {
+            format!("`{s}` is not a shard: write INDEX/COUNT with 1 <= INDEX <= COUNT, e.g. 2/4")
+        };
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse::<usize>().map_err(|_| bad())?,
+            n.trim().parse::<usize>().map_err(|_| bad())?,
+        );
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Which of `plans` belong to this shard (see [`Shard`]).
+    pub fn select(&self, plans: Vec<BuildPlan>) -> Vec<BuildPlan> {
+        let mut load = vec![0usize; self.count];
+        let mut owner: std::collections::BTreeMap<(String, String), usize> = Default::default();
+        let mut sizes: Vec<((String, String), usize)> = Vec::new();
+        for p in &plans {
+            let k = (p.project.clone(), p.component.clone());
+            match sizes.iter_mut().find(|(g, _)| g == &k) {
+                Some((_, n)) => *n += 1,
+                None => sizes.push((k, 1)),
+            }
+        }
+        for (group, n) in sizes {
+            let (least, _) = load
+                .iter()
+                .enumerate()
+                .min_by_key(|(i, l)| (**l, *i))
+                .unwrap_or((0, &0));
+            load[least] += n;
+            owner.insert(group, least);
+        }
+        plans
+            .into_iter()
+            .filter(|p| {
+                owner.get(&(p.project.clone(), p.component.clone())) == Some(&(self.index - 1))
+            })
+            .collect()
+    }
+}
+
+/// Wall time of each stage of one render (`kiln render --timings`). `render` is the parallel
+/// phase (each BuildPlan rendered, then emitted on the same worker); `render_cpu` and
+/// `emit_cpu` split it, summed over worker threads. `emit` is the rest of emit: Kargo and
+/// Argo CD objects, the tree assembled, `--schema-dir` checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    pub load: Duration,
+    pub evaluate: Duration,
+    pub render: Duration,
+    pub render_cpu: Duration,
+    pub emit_cpu: Duration,
+    pub emit: Duration,
+    pub write: Duration,
 }
 
 impl RenderOptions {
@@ -99,6 +210,8 @@ impl RenderOptions {
             selection: Selection::default(),
             root: None,
             schema_dir: None,
+            cache_dir: None,
+            shard: None,
         }
     }
 }
@@ -112,6 +225,10 @@ pub struct RenderSummary {
     pub files: usize,
     /// What the write changed.
     pub report: WriteReport,
+    /// Where the time went.
+    pub timings: Timings,
+    /// Cache hits and misses (zero without a cache).
+    pub cache: crate::cache::CacheStats,
 }
 
 /// Output format of `kiln show`.
@@ -142,34 +259,105 @@ pub fn plan(
     Ok((platform, plans))
 }
 
+/// What [`build_timed`] produced.
+pub struct Built {
+    pub platform: Platform,
+    /// The BuildPlans rendered (this shard's, with `--shard`).
+    pub plans: Vec<BuildPlan>,
+    pub set: ArtifactSet,
+    pub timings: Timings,
+    pub cache: crate::cache::CacheStats,
+}
+
 /// Everything up to emit: the rendered tree in memory. `progress(done, total)` is called as
 /// plans finish (from worker threads).
 pub fn build_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Platform, Vec<BuildPlan>, ArtifactSet), KilnError> {
-    let (platform, plans) = plan(&opts.platform_dir, opts.root.as_deref(), &opts.selection)?;
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let total = plans.len();
-    let tick = || {
-        progress(
-            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
-            total,
-        )
+    build_timed(opts, progress).map(|b| (b.platform, b.plans, b.set))
+}
+
+/// [`build_with_progress`], with timings and cache figures.
+///
+/// Each plan is rendered and emitted on its worker thread and only its bytes are kept, so
+/// memory follows the size of the output, not of the resources behind it.
+pub fn build_timed(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Built, KilnError> {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+    let mut timings = Timings::default();
+    let t = Instant::now();
+    let platform = load_platform(&opts.platform_dir, opts.root.as_deref())?;
+    timings.load = t.elapsed();
+    let t = Instant::now();
+    let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
+    let plans = match &opts.shard {
+        Some(shard) => shard.select(all_plans.clone()),
+        None => all_plans.clone(),
     };
-    let rendered = crate::render::render_with(&plans, &platform.sources, &RealFs, &tick)
+    timings.evaluate = t.elapsed();
+
+    let t = Instant::now();
+    let cache = opts
+        .cache_dir
+        .as_ref()
+        .map(|d| crate::cache::Cache::new(d, opts.layout));
+    let done = AtomicUsize::new(0);
+    let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
+    let total = plans.len();
+    let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let per_plan = |plan: &BuildPlan,
+                    render: &crate::render::RenderThunk|
+     -> Result<crate::cache::Files, RenderError> {
+        let key = cache.as_ref().map(|c| c.key(plan));
+        let hit = cache
+            .as_ref()
+            .zip(key.as_deref())
+            .and_then(|(c, k)| c.lookup(k, &RealFs));
+        let files = match hit {
+            Some(files) => files,
+            None => {
+                let t = Instant::now();
+                let rendered = render()?;
+                render_ns.fetch_add(nanos(t), Relaxed);
+                let t = Instant::now();
+                let files = emit_plan(&rendered, opts.layout);
+                emit_ns.fetch_add(nanos(t), Relaxed);
+                if let (Some(c), Some(k)) = (&cache, &key) {
+                    // A cache that cannot be written only costs time on the next run.
+                    let _ = c.store(k, rendered.reads, &files);
+                }
+                files
+            }
+        };
+        progress(done.fetch_add(1, Relaxed) + 1, total);
+        Ok(files)
+    };
+    let emitted = crate::render::render_map(&plans, &platform.sources, &RealFs, &per_plan)
         .map_err(KilnError::Render)?;
-    let mut set = emit(&rendered, opts.layout);
+    timings.render = t.elapsed();
+    timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
+    timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
+
+    let t = Instant::now();
+    let mut set = ArtifactSet::new();
+    for (path, bytes) in emitted.into_iter().flatten() {
+        set.insert(path, bytes);
+    }
     // Kargo and Argo CD objects are per project and always complete for the projects
     // rendered, even when the selection narrows environments or components: a Stage graph
-    // cut in half would not apply.
-    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout);
-    if !opts.selection.projects.is_empty() {
-        input
-            .projects
-            .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
+    // cut in half would not apply. With shards, the first shard carries them.
+    if opts.shard.is_none_or(|s| s.index == 1) {
+        let mut input = crate::kargo::KargoInput::from_platform(&platform, &all_plans, opts.layout);
+        if !opts.selection.projects.is_empty() {
+            input
+                .projects
+                .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
+        }
+        crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
     }
-    crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
     if let Some(dir) = &opts.schema_dir {
         let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
         let report =
@@ -178,7 +366,15 @@ pub fn build_with_progress(
             return Err(KilnError::Check(Errors::new(report.findings)));
         }
     }
-    Ok((platform, plans, set))
+    timings.emit = t.elapsed();
+    let cache = cache.map(|c| c.stats()).unwrap_or_default();
+    Ok(Built {
+        platform,
+        plans,
+        set,
+        timings,
+        cache,
+    })
 }
 
 /// Everything up to emit, without progress reporting.
@@ -196,7 +392,14 @@ pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
-    let (_, plans, set) = build_with_progress(opts, progress)?;
+    let Built {
+        plans,
+        set,
+        mut timings,
+        cache,
+        ..
+    } = build_timed(opts, progress)?;
+    let t = Instant::now();
     let report = if opts.selection == Selection::default() {
         write(&set, &opts.write_to)
     } else {
@@ -211,8 +414,73 @@ pub fn run_render_with_progress(
         })
     }
     .map_err(KilnError::Write)?;
+    timings.write = t.elapsed();
     Ok(RenderSummary {
         plans: plans.len(),
+        files: set.len(),
+        report,
+        timings,
+        cache,
+    })
+}
+
+/// What `kiln merge` did.
+#[derive(Debug, Clone)]
+pub struct MergeSummary {
+    /// Number of files in the merged tree.
+    pub files: usize,
+    pub report: WriteReport,
+}
+
+/// Reads the trees `kiln render --shard` wrote (each the files its ownership marker lists).
+///
+/// Errors: [`MergeError`] for a directory without a marker and for a file two shards hold
+/// with different bytes.
+pub fn read_shards(dirs: &[PathBuf]) -> Result<ArtifactSet, KilnError> {
+    use crate::fs::FileSystem;
+    let fs = RealFs;
+    let mut set = ArtifactSet::new();
+    let mut from: std::collections::BTreeMap<String, usize> = Default::default();
+    for (i, dir) in dirs.iter().enumerate() {
+        let not_shard = |reason: String| {
+            KilnError::Merge(MergeError::NotAShard {
+                dir: dir.display().to_string(),
+                reason,
+            })
+        };
+        let marker = fs
+            .read(&dir.join(crate::marker::MARKER_FILE))
+            .map_err(|e| not_shard(format!("cannot read {}: {e}", crate::marker::MARKER_FILE)))?;
+        let marker = crate::marker::OwnedMarker::parse(&marker).map_err(|e| not_shard(e.0))?;
+        for path in marker.files {
+            crate::marker::check_rel_path(&path)
+                .map_err(|e| not_shard(format!("its marker lists `{path}`: {e}")))?;
+            let bytes = fs
+                .read(&dir.join(&path))
+                .map_err(|e| not_shard(format!("cannot read `{path}`: {e}")))?;
+            if let Some(&j) = from.get(&path) {
+                if set.files.get(&path) != Some(&bytes) {
+                    return Err(KilnError::Merge(MergeError::Conflict {
+                        path,
+                        first: dirs[j].display().to_string(),
+                        second: dir.display().to_string(),
+                    }));
+                }
+                continue;
+            }
+            from.insert(path.clone(), i);
+            set.insert(path, bytes);
+        }
+    }
+    Ok(set)
+}
+
+/// `kiln merge`: the shards' trees written into `out` as one, with one ownership marker;
+/// byte for byte what an unsharded `kiln render` writes.
+pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError> {
+    let set = read_shards(dirs)?;
+    let report = write(&set, out).map_err(KilnError::Write)?;
+    Ok(MergeSummary {
         files: set.len(),
         report,
     })

@@ -330,11 +330,9 @@ pub fn render_plan_shared(
                 }
                 out
             }
-            Generator::Kustomize(dir) => {
-                shared
+            Generator::Kustomize(dir) => shared
                 .kustomize(fs, &c.dir.join(dir))
-                .map_err(|e| fail("kustomize generator", e))?
-            }
+                .map_err(|e| fail("kustomize generator", e))?,
             Generator::ConfigMapGenerator(args) | Generator::SecretGenerator(args) => {
                 let read = |p: &str| {
                     c.assets
