@@ -16,7 +16,8 @@
 //!   6902 patches, labels) built by the native engine, patched again in `component.yaml`;
 //! - `overlay`: a kustomize overlay over a base (`namePrefix`, patches on both layers), plus a
 //!   plain file;
-//! - `inline`: inline resources, a `secretGenerator`, a file and patches.
+//! - `inline`: inline resources (one cluster-scoped, a ClusterRole; every other one also a
+//!   PriorityClass), a `secretGenerator`, a file and patches.
 //!
 //! Every Deployment reads its generated ConfigMap, so hash suffixes and name references run.
 //! Every seventh image is pinned by digest, and some digests hold a long run of decimal
@@ -460,12 +461,25 @@ patches:
           app: {name}
         ports:
         - {{name: http, port: 80, targetPort: http}}
+    - apiVersion: rbac.authorization.k8s.io/v1
+      kind: ClusterRole
+      metadata:
+        name: {name}-reader
+      rules:
+      - {{apiGroups: [""], resources: [configmaps], verbs: [get]}}
   - secretGenerator:
       name: {name}-token
       literals: [TOKEN=synthetic-{i}]
 "#
             )
             .unwrap();
+            if i % 8 == 7 {
+                writeln!(
+                    c,
+                    "  - resources:\n    - {{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {{name: {name}-high}}, value: 1000}}"
+                )
+                .unwrap();
+            }
             c.push_str(&common_transformers(name, &cm, last_env));
         }
     }

@@ -34,7 +34,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// Bumped whenever the entry layout or the key's inputs change.
-const FORMAT: &str = "kiln-render-cache/1";
+const FORMAT: &str = "kiln-render-cache/2";
 
 /// One observed file-system call of a render and a digest of what it returned.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -187,11 +187,20 @@ impl FileSystem for Recorder<'_> {
 /// The emitted files of one BuildPlan: relative path → text.
 pub type Files = Vec<(String, Vec<u8>)>;
 
+/// What the render keeps of one BuildPlan: its files and the cluster-scoped kinds among its
+/// resources (for the Argo CD AppProject).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Emitted {
+    pub files: Files,
+    pub cluster_kinds: std::collections::BTreeSet<(String, String)>,
+}
+
 #[derive(Serialize, Deserialize)]
 struct Entry {
     key: String,
     reads: Vec<Read>,
     files: Vec<(String, String)>,
+    cluster_kinds: Vec<(String, String)>,
 }
 
 /// Hit/miss counts of one render.
@@ -283,7 +292,7 @@ impl Cache {
 
     /// The files stored under `key`, when the entry is intact and every read it recorded
     /// still gives the same result through `fs`.
-    pub fn lookup(&self, key: &str, fs: &dyn FileSystem) -> Option<Files> {
+    pub fn lookup(&self, key: &str, fs: &dyn FileSystem) -> Option<Emitted> {
         let found = self.try_lookup(key, fs);
         let counter = if found.is_some() {
             &self.hits
@@ -294,7 +303,7 @@ impl Cache {
         found
     }
 
-    fn try_lookup(&self, key: &str, fs: &dyn FileSystem) -> Option<Files> {
+    fn try_lookup(&self, key: &str, fs: &dyn FileSystem) -> Option<Emitted> {
         let bytes = fs.read(&self.entry_path(key)).ok()?;
         let newline = bytes.iter().position(|b| *b == b'\n')?;
         let (check, body) = (&bytes[..newline], &bytes[newline + 1..]);
@@ -309,20 +318,22 @@ impl Cache {
             .reads
             .iter()
             .all(|r| !r.result.is_empty() && observe(fs, &r.op, Path::new(&r.path)) == r.result);
-        fresh.then(|| {
-            entry
+        fresh.then(|| Emitted {
+            files: entry
                 .files
                 .into_iter()
                 .map(|(p, t)| (p, t.into_bytes()))
-                .collect()
+                .collect(),
+            cluster_kinds: entry.cluster_kinds.into_iter().collect(),
         })
     }
 
     /// Stores `files` under `key` with the reads that produced them. Best effort: a cache
     /// that cannot be written only makes the next render slower, so errors are returned for
     /// the caller to report, never to fail the render on.
-    pub fn store(&self, key: &str, reads: Vec<Read>, files: &Files) -> io::Result<()> {
-        let Ok(files) = files
+    pub fn store(&self, key: &str, reads: Vec<Read>, emitted: &Emitted) -> io::Result<()> {
+        let Ok(files) = emitted
+            .files
             .iter()
             .map(|(p, b)| String::from_utf8(b.clone()).map(|t| (p.clone(), t)))
             .collect::<Result<Vec<_>, _>>()
@@ -333,6 +344,7 @@ impl Cache {
             key: key.to_string(),
             reads,
             files,
+            cluster_kinds: emitted.cluster_kinds.iter().cloned().collect(),
         };
         let body = serde_json::to_vec(&entry).map_err(io::Error::other)?;
         let mut bytes = digest(&body).into_bytes();

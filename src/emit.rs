@@ -86,6 +86,21 @@ pub fn emit(rendered: &[Rendered], layout: Layout) -> ArtifactSet {
     set
 }
 
+/// The cluster-scoped kinds (group, kind) among `resources`: the Argo CD AppProject must
+/// allow them. Collected per plan on the render's workers, since resources are not kept.
+pub fn cluster_kinds(
+    resources: &[crate::resource::Resource],
+) -> std::collections::BTreeSet<(String, String)> {
+    resources
+        .iter()
+        .filter_map(|r| {
+            let group = r.api_version().rsplit_once('/').map_or("", |(g, _)| g);
+            crate::kustomize::namespace::is_cluster_scoped(group, r.kind())
+                .then(|| (group.to_string(), r.kind().to_string()))
+        })
+        .collect()
+}
+
 /// The files of one rendered plan (`.gen.yaml`, then `kustomization.yaml`), path → bytes.
 /// A function of the plan alone, so the render can emit on its worker thread and drop the
 /// resources there.

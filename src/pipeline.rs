@@ -17,6 +17,7 @@ use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
 use crate::write::{WriteError, WriteReport, write, write_scoped};
 use miette::Diagnostic;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -78,6 +79,16 @@ pub enum MergeError {
         first: String,
         second: String,
     },
+
+    /// The shards given are not all the shards of one render.
+    #[error("the shards given are not every shard of one render (have: {have})")]
+    #[diagnostic(
+        code(kiln::merge::incomplete),
+        help(
+            "pass the output of every `kiln render --shard i/N` job, rendered with the same platform and flags"
+        )
+    )]
+    Incomplete { have: String },
 }
 
 impl KilnError {
@@ -229,6 +240,9 @@ pub struct RenderSummary {
     pub timings: Timings,
     /// Cache hits and misses (zero without a cache).
     pub cache: crate::cache::CacheStats,
+    /// Kargo expressions (`${{ … }}`) left in rendered manifests, which reach the cluster
+    /// as text ([`crate::kargo::expressions`]); printed as warnings.
+    pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
 }
 
 /// Output format of `kiln show`.
@@ -300,42 +314,47 @@ pub fn build_timed(
     timings.evaluate = t.elapsed();
 
     let t = Instant::now();
+    // Every file the render reads (kustomize bases included) must lie inside the root.
     let cache = opts
         .cache_dir
         .as_ref()
         .map(|d| crate::cache::Cache::new(d, opts.layout));
+    let rooted = crate::fs::RootedFs::new(&RealFs, platform.root.clone());
     let done = AtomicUsize::new(0);
     let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
     let total = plans.len();
     let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
     let per_plan = |plan: &BuildPlan,
                     render: &crate::render::RenderThunk|
-     -> Result<crate::cache::Files, RenderError> {
+     -> Result<crate::cache::Emitted, RenderError> {
         let key = cache.as_ref().map(|c| c.key(plan));
         let hit = cache
             .as_ref()
             .zip(key.as_deref())
-            .and_then(|(c, k)| c.lookup(k, &RealFs));
-        let files = match hit {
-            Some(files) => files,
+            .and_then(|(c, k)| c.lookup(k, &rooted));
+        let out = match hit {
+            Some(out) => out,
             None => {
                 let t = Instant::now();
                 let rendered = render()?;
                 render_ns.fetch_add(nanos(t), Relaxed);
                 let t = Instant::now();
-                let files = emit_plan(&rendered, opts.layout);
+                let out = crate::cache::Emitted {
+                    files: emit_plan(&rendered, opts.layout),
+                    cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
+                };
                 emit_ns.fetch_add(nanos(t), Relaxed);
                 if let (Some(c), Some(k)) = (&cache, &key) {
                     // A cache that cannot be written only costs time on the next run.
-                    let _ = c.store(k, rendered.reads, &files);
+                    let _ = c.store(k, rendered.reads, &out);
                 }
-                files
+                out
             }
         };
         progress(done.fetch_add(1, Relaxed) + 1, total);
-        Ok(files)
+        Ok(out)
     };
-    let emitted = crate::render::render_map(&plans, &platform.sources, &RealFs, &per_plan)
+    let emitted = crate::render::render_map(&plans, &platform.sources, &rooted, &per_plan)
         .map_err(KilnError::Render)?;
     timings.render = t.elapsed();
     timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
@@ -343,20 +362,32 @@ pub fn build_timed(
 
     let t = Instant::now();
     let mut set = ArtifactSet::new();
-    for (path, bytes) in emitted.into_iter().flatten() {
-        set.insert(path, bytes);
+    let mut cluster_kinds = BTreeSet::new();
+    for e in emitted {
+        cluster_kinds.extend(e.cluster_kinds);
+        for (path, bytes) in e.files {
+            set.insert(path, bytes);
+        }
     }
     // Kargo and Argo CD objects are per project and always complete for the projects
     // rendered, even when the selection narrows environments or components: a Stage graph
-    // cut in half would not apply. With shards, the first shard carries them.
-    if opts.shard.is_none_or(|s| s.index == 1) {
-        let mut input = crate::kargo::KargoInput::from_platform(&platform, &all_plans, opts.layout);
-        if !opts.selection.projects.is_empty() {
-            input
-                .projects
-                .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
+    // cut in half would not apply. Shards carry none: `kiln merge` adds them, from the
+    // cluster-scoped kinds of every shard (the Argo CD AppProject lists them).
+    match opts.shard {
+        None => emit_pipeline(&mut set, &platform, &plans, opts, cluster_kinds)?,
+        Some(shard) => {
+            let sidecar = ShardInfo {
+                format: SHARD_FORMAT.into(),
+                index: shard.index,
+                count: shard.count,
+                platform_dir: opts.platform_dir.clone(),
+                root: opts.root.clone(),
+                layout: opts.layout == Layout::Cluster,
+                selection: opts.selection.clone().into(),
+                cluster_kinds,
+            };
+            set.insert(SHARD_FILE, sidecar.to_bytes());
         }
-        crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
     }
     if let Some(dir) = &opts.schema_dir {
         let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
@@ -377,6 +408,85 @@ pub fn build_timed(
     })
 }
 
+/// Adds the Kargo and Argo CD objects of the projects `opts` selects to `set`; the Argo CD
+/// AppProject allows `cluster_kinds` (the cluster-scoped kinds the render produced).
+fn emit_pipeline(
+    set: &mut ArtifactSet,
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &RenderOptions,
+    cluster_kinds: BTreeSet<(String, String)>,
+) -> Result<(), KilnError> {
+    let mut input = crate::kargo::KargoInput::from_platform(platform, plans, opts.layout);
+    input.cluster_kinds = cluster_kinds;
+    if !opts.selection.projects.is_empty() {
+        input.bootstrap = false;
+        input
+            .projects
+            .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
+    }
+    crate::kargo::emit_into(set, "", &input).map_err(KilnError::Kargo)
+}
+
+/// The file a shard's tree carries for `kiln merge` (listed in its ownership marker, left
+/// out of the merged tree).
+pub const SHARD_FILE: &str = ".kiln-shard.json";
+const SHARD_FORMAT: &str = "kiln.shard/v1";
+
+/// What `kiln merge` needs from each shard to finish the render: which shard it is, the
+/// options it was rendered with, and the cluster-scoped kinds it produced.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShardInfo {
+    format: String,
+    index: usize,
+    count: usize,
+    platform_dir: PathBuf,
+    root: Option<PathBuf>,
+    /// `true` for the cluster layout.
+    layout: bool,
+    selection: SelectionInfo,
+    cluster_kinds: BTreeSet<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct SelectionInfo {
+    projects: Vec<String>,
+    environments: Vec<String>,
+    components: Vec<String>,
+    labels: Vec<String>,
+}
+
+impl From<Selection> for SelectionInfo {
+    fn from(s: Selection) -> Self {
+        SelectionInfo {
+            projects: s.projects,
+            environments: s.environments,
+            components: s.components,
+            labels: s.labels,
+        }
+    }
+}
+
+impl From<SelectionInfo> for Selection {
+    fn from(s: SelectionInfo) -> Self {
+        Selection {
+            projects: s.projects,
+            environments: s.environments,
+            components: s.components,
+            labels: s.labels,
+        }
+    }
+}
+
+impl ShardInfo {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut b = serde_json::to_vec_pretty(self).expect("a shard record always serializes");
+        b.push(b'\n');
+        b
+    }
+}
+
 /// Everything up to emit, without progress reporting.
 pub fn build(opts: &RenderOptions) -> Result<ArtifactSet, KilnError> {
     build_with_progress(opts, &|_, _| {}).map(|(_, _, set)| set)
@@ -393,27 +503,20 @@ pub fn run_render_with_progress(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
     let Built {
+        platform,
         plans,
         set,
         mut timings,
         cache,
-        ..
     } = build_timed(opts, progress)?;
     let t = Instant::now();
-    let report = if opts.selection == Selection::default() {
-        write(&set, &opts.write_to)
-    } else {
-        // A partial render prunes only inside the directories it rendered, so
-        // `--project web` never deletes the other projects' files.
-        let dirs: Vec<String> = set
-            .paths()
-            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
-            .collect();
-        write_scoped(&set, &opts.write_to, &|p| {
-            dirs.iter().any(|d| p.starts_with(d.as_str()))
-        })
-    }
-    .map_err(KilnError::Write)?;
+    // Pruning a directory that holds the sources would delete them; refuse such targets.
+    let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())
+        .chain(platform.components.iter().map(|c| c.dir.clone()))
+        .collect();
+    crate::write::check_target(&opts.write_to, &platform.root, &sources)
+        .map_err(KilnError::Write)?;
+    let report = write_render(&set, &opts.write_to, &opts.selection)?;
     timings.write = t.elapsed();
     Ok(RenderSummary {
         plans: plans.len(),
@@ -421,7 +524,29 @@ pub fn run_render_with_progress(
         report,
         timings,
         cache,
+        expressions: crate::kargo::expressions::scan(&set),
     })
+}
+
+/// Writes a render's tree. A partial render prunes only inside the directories it rendered,
+/// so `--project web` never deletes the other projects' files.
+fn write_render(
+    set: &ArtifactSet,
+    out: &Path,
+    selection: &Selection,
+) -> Result<WriteReport, KilnError> {
+    if selection == &Selection::default() {
+        write(set, out)
+    } else {
+        let dirs: Vec<String> = set
+            .paths()
+            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+            .collect();
+        write_scoped(set, out, &|p| {
+            dirs.iter().any(|d| p.starts_with(d.as_str()))
+        })
+    }
+    .map_err(KilnError::Write)
 }
 
 /// What `kiln merge` did.
@@ -432,14 +557,17 @@ pub struct MergeSummary {
     pub report: WriteReport,
 }
 
-/// Reads the trees `kiln render --shard` wrote (each the files its ownership marker lists).
+/// Reads the trees `kiln render --shard` wrote (each the files its ownership marker lists)
+/// and the shard records, one per shard.
 ///
-/// Errors: [`MergeError`] for a directory without a marker and for a file two shards hold
-/// with different bytes.
-pub fn read_shards(dirs: &[PathBuf]) -> Result<ArtifactSet, KilnError> {
+/// Errors: [`MergeError`] for a directory without a marker or shard record, for shards of
+/// different renders, for a missing shard, and for a file two shards hold with different
+/// bytes.
+fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInfo>), KilnError> {
     use crate::fs::FileSystem;
     let fs = RealFs;
     let mut set = ArtifactSet::new();
+    let mut infos: Vec<ShardInfo> = Vec::new();
     let mut from: std::collections::BTreeMap<String, usize> = Default::default();
     for (i, dir) in dirs.iter().enumerate() {
         let not_shard = |reason: String| {
@@ -452,7 +580,24 @@ pub fn read_shards(dirs: &[PathBuf]) -> Result<ArtifactSet, KilnError> {
             .read(&dir.join(crate::marker::MARKER_FILE))
             .map_err(|e| not_shard(format!("cannot read {}: {e}", crate::marker::MARKER_FILE)))?;
         let marker = crate::marker::OwnedMarker::parse(&marker).map_err(|e| not_shard(e.0))?;
+        let info = fs
+            .read(&dir.join(SHARD_FILE))
+            .map_err(|e| format!("cannot read {SHARD_FILE}: {e}"))
+            .and_then(|b| {
+                serde_json::from_slice::<ShardInfo>(&b)
+                    .map_err(|e| format!("invalid {SHARD_FILE}: {e}"))
+            })
+            .and_then(|s| {
+                (s.format == SHARD_FORMAT)
+                    .then_some(s)
+                    .ok_or_else(|| format!("{SHARD_FILE} is not {SHARD_FORMAT}"))
+            })
+            .map_err(not_shard)?;
+        infos.push(info);
         for path in marker.files {
+            if path == SHARD_FILE {
+                continue;
+            }
             crate::marker::check_rel_path(&path)
                 .map_err(|e| not_shard(format!("its marker lists `{path}`: {e}")))?;
             let bytes = fs
@@ -472,14 +617,57 @@ pub fn read_shards(dirs: &[PathBuf]) -> Result<ArtifactSet, KilnError> {
             set.insert(path, bytes);
         }
     }
-    Ok(set)
+    // Every shard of one render, each once.
+    let first = &infos[0];
+    let mut indexes: Vec<usize> = infos.iter().map(|s| s.index).collect();
+    indexes.sort_unstable();
+    let same_render = infos.iter().all(|s| {
+        (&s.platform_dir, &s.root, s.layout, &s.selection, s.count)
+            == (
+                &first.platform_dir,
+                &first.root,
+                first.layout,
+                &first.selection,
+                first.count,
+            )
+    });
+    if !same_render || indexes != (1..=first.count).collect::<Vec<_>>() {
+        let have: Vec<String> = infos
+            .iter()
+            .map(|s| format!("{}/{}", s.index, s.count))
+            .collect();
+        return Err(KilnError::Merge(MergeError::Incomplete {
+            have: have.join(", "),
+        }));
+    }
+    Ok((set, infos))
 }
 
-/// `kiln merge`: the shards' trees written into `out` as one, with one ownership marker;
-/// byte for byte what an unsharded `kiln render` writes.
+/// `kiln merge`: the shards' trees written into `out` as one, with the Kargo and Argo CD
+/// objects and one ownership marker: byte for byte what an unsharded `kiln render` writes.
+/// The platform is loaded again (from the directory the shards were rendered from) for the
+/// Kargo and Argo CD objects; nothing is rendered.
 pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError> {
-    let set = read_shards(dirs)?;
-    let report = write(&set, out).map_err(KilnError::Write)?;
+    if dirs.is_empty() {
+        return Err(KilnError::Merge(MergeError::Incomplete {
+            have: "none".into(),
+        }));
+    }
+    let (mut set, infos) = read_shards(dirs)?;
+    let first = &infos[0];
+    let mut opts = RenderOptions::new(&first.platform_dir);
+    opts.root = first.root.clone();
+    opts.layout = if first.layout {
+        Layout::Cluster
+    } else {
+        Layout::Service
+    };
+    opts.selection = first.selection.clone().into();
+    opts.write_to = out.to_path_buf();
+    let (platform, plans) = plan(&opts.platform_dir, opts.root.as_deref(), &opts.selection)?;
+    let kinds = infos.iter().flat_map(|s| s.cluster_kinds.clone()).collect();
+    emit_pipeline(&mut set, &platform, &plans, &opts, kinds)?;
+    let report = write_render(&set, out, &opts.selection)?;
     Ok(MergeSummary {
         files: set.len(),
         report,

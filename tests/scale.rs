@@ -327,6 +327,17 @@ fn shards_are_balanced_and_merge_byte_identical_to_a_full_render() {
     run_merge(&dirs, &merged).unwrap();
     let (a, b) = (tree(&full.write_to), tree(&merged));
     assert_same(&a, &b, "merged vs unsharded");
+    // The AppProject allows the cluster-scoped kinds of every shard, not only the first's.
+    let all: String = a
+        .values()
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    assert!(all.contains("kind: AppProject"));
+    let project = String::from_utf8_lossy(&a["bootstrap/appproject.yaml"]).into_owned();
+    assert!(
+        project.contains("kind: ClusterRole\n") && project.contains("kind: PriorityClass\n"),
+        "{project}"
+    );
     assert!(a.contains_key(".kiln-owned.json"));
     // Merging again is a no-op, like rendering again.
     assert!(run_merge(&dirs, &merged).unwrap().report.is_noop());
