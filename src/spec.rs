@@ -71,6 +71,28 @@ pub struct PlatformSpec {
     pub kargo: Option<Kargo>,
     /// Projects (business services), each a set of component instances.
     pub projects: Vec<Project>,
+    /// What to do when the rendered tree would hold a `kind: Secret` (from a
+    /// `secretGenerator` or a manifest): `warn` (default) renders and names them on stderr;
+    /// `forbid` fails the render, so no Secret reaches the Git repository.
+    #[serde(default, skip_serializing_if = "SecretPolicy::is_default")]
+    pub secrets: SecretPolicy,
+}
+
+/// `spec.secrets`: whether Secrets may be emitted into the rendered tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SecretPolicy {
+    /// Render them, with a warning naming each one.
+    #[default]
+    Warn,
+    /// Fail the render (exit 1) when any Secret would be emitted.
+    Forbid,
+}
+
+impl SecretPolicy {
+    fn is_default(&self) -> bool {
+        *self == SecretPolicy::Warn
+    }
 }
 
 /// Where the platform lives and where its rendered tree is committed.

@@ -55,6 +55,9 @@ pub struct Platform {
     pub argocd: ArgoCd,
     /// Kargo settings; `promotion` keys are known environments.
     pub kargo: spec::Kargo,
+    /// `spec.secrets`: whether the render may emit Secrets.
+    #[serde(skip_serializing_if = "is_warn")]
+    pub secrets: spec::SecretPolicy,
     /// Projects, in declared order.
     pub projects: Vec<Project>,
     /// Each distinct component, in the order first referenced.
@@ -623,6 +626,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
                 .unwrap_or_else(|| "default".into()),
         },
         kargo: s.kargo.clone().unwrap_or_default(),
+        secrets: s.secrets,
         projects,
         components,
         root,
@@ -630,6 +634,10 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         sources: sources.clone(),
         file,
     })
+}
+
+fn is_warn(p: &spec::SecretPolicy) -> bool {
+    *p == spec::SecretPolicy::Warn
 }
 
 fn serialize_arcs<S: serde::Serializer>(v: &[Arc<Component>], s: S) -> Result<S::Ok, S::Error> {

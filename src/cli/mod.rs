@@ -391,6 +391,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         b.finish_and_clear();
     }
     let summary = result?;
+    warn_secrets(&summary.secrets);
     for e in &summary.expressions {
         print_err(&format!("warning: {e}"));
     }
@@ -475,6 +476,19 @@ fn merge(args: &MergeArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Names the Secrets a render emitted, once, on stderr (their values are never printed).
+fn warn_secrets(secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    print_err(&format!(
+        "kiln: warning: the rendered tree holds {} Secret{} that will be committed to Git: {}\n  (set `spec.secrets: forbid` in platform.yaml to fail the render instead)",
+        secrets.len(),
+        if secrets.len() == 1 { "" } else { "s" },
+        secrets.join(", ")
+    ));
+}
+
 /// Runs one command. `Ok(code)` carries 0, or 1 for "a difference was found".
 pub fn run(cli: Cli) -> miette::Result<ExitCode> {
     match &cli.command {
@@ -550,6 +564,7 @@ fn provenance(platform: &std::path::Path) -> crate::git::Provenance {
 /// `kiln publish`: render, then commit (and push) into the write repository.
 fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     let set = build_set(&args.platform, args.layout, &args.selection)?;
+    warn_secrets(&crate::pipeline::secrets_in(&set));
     // The clock and the identity enter here, at the edge, never inside the library.
     let mut options = crate::git::PublishOptions::new(
         args.repo.clone(),
