@@ -128,6 +128,8 @@ pub struct Project {
     /// The write repository for Kargo promotions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<spec::ProjectOutput>,
+    /// The unit of a Kargo promotion.
+    pub promotion: spec::PromotionUnit,
     /// Extra metadata of the project's Kargo Namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_metadata: Option<spec::NamespaceMetadata>,
@@ -576,6 +578,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
             name: project.name.clone(),
             parameters: project.parameters.clone(),
             output: project.output.clone(),
+            promotion: project.promotion,
             namespace_metadata: project.namespace_metadata.clone(),
             components: instances,
             loc: at(format!("/spec/projects/{p}")),
