@@ -471,15 +471,12 @@ fn emit_pipeline(
     opts: &RenderOptions,
     cluster_kinds: BTreeSet<(String, String)>,
 ) -> Result<(), KilnError> {
-    let mut input = crate::kargo::KargoInput::from_platform(platform, plans, opts.layout);
-    input.cluster_kinds = cluster_kinds;
-    if !opts.selection.projects.is_empty() {
-        input.bootstrap = false;
-        input
-            .projects
-            .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
-    }
-    crate::kargo::emit_into(set, "", &input).map_err(KilnError::Kargo)
+    let kargo = crate::kargo::KargoOptions {
+        layout: opts.layout,
+        projects: opts.selection.projects.clone(),
+        cluster_kinds,
+    };
+    crate::kargo::emit_into(set, "", platform, plans, &kargo).map_err(KilnError::Kargo)
 }
 
 /// The file a shard's tree carries for `kiln merge` (listed in its ownership marker, left
