@@ -17,6 +17,7 @@ pub mod helm;
 pub mod kargo;
 pub mod kustomize;
 pub mod load;
+pub mod marker;
 pub mod pipeline;
 pub mod render;
 pub mod resource;

@@ -50,6 +50,15 @@ pub enum KilnError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Write(WriteError),
+    /// `spec.secrets: forbid` and the rendered tree would hold Secrets.
+    #[error("the rendered tree would hold {} Secret{}: {}", names.len(), if names.len() == 1 { "" } else { "s" }, names.join(", "))]
+    #[diagnostic(
+        code(kiln::emit::secret_forbidden),
+        help(
+            "platform.yaml sets `spec.secrets: forbid`; deliver these Secrets another way (External Secrets, Sealed Secrets), or drop the setting to render them with a warning"
+        )
+    )]
+    SecretsForbidden { names: Vec<String> },
 }
 
 impl KilnError {
@@ -67,6 +76,7 @@ impl KilnError {
             KilnError::Schemas(e) => vec![e],
             KilnError::Check(e) => all(e),
             KilnError::Write(e) => vec![e],
+            KilnError::SecretsForbidden { .. } => vec![self],
         }
     }
 }
@@ -112,6 +122,47 @@ pub struct RenderSummary {
     pub files: usize,
     /// What the write changed.
     pub report: WriteReport,
+    /// Kargo expressions (`${{ … }}`) left in rendered manifests, which reach the cluster
+    /// as text ([`crate::kargo::expressions`]); printed as warnings.
+    pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
+    /// The Secrets in the rendered tree (see [`secrets_in`]), for the CLI's warning.
+    pub secrets: Vec<String>,
+}
+
+/// Every `kind: Secret` document in `set`, as `file (namespace/name)`, in path order. kiln
+/// never prints their values; the names are what `spec.secrets` and the warning report.
+pub fn secrets_in(set: &ArtifactSet) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, bytes) in &set.files {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        // kiln's emitter writes `kind:` at the start of a line; skip files without Secrets
+        // rather than parse every file.
+        if !text.starts_with("kind: Secret") && !text.contains("\nkind: Secret") {
+            continue;
+        }
+        let Ok(docs) = crate::yaml::parse_stream(path, text) else {
+            continue;
+        };
+        for doc in docs {
+            if doc.get("kind").and_then(serde_json::Value::as_str) != Some("Secret") {
+                continue;
+            }
+            let meta = |k: &str| {
+                doc.pointer(&format!("/metadata/{k}"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string)
+            };
+            let name = meta("name").unwrap_or_default();
+            let id = match meta("namespace") {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name,
+            };
+            out.push(format!("{path} ({id})"));
+        }
+    }
+    out
 }
 
 /// Output format of `kiln show`.
@@ -157,19 +208,29 @@ pub fn build_with_progress(
             total,
         )
     };
-    let rendered = crate::render::render_with(&plans, &platform.sources, &RealFs, &tick)
+    // Every file the render reads (kustomize bases included) must lie inside the root.
+    let rooted = crate::fs::RootedFs::new(&RealFs, platform.root.clone());
+    let rendered = crate::render::render_with(&plans, &platform.sources, &rooted, &tick)
         .map_err(KilnError::Render)?;
     let mut set = emit(&rendered, opts.layout);
     // Kargo and Argo CD objects are per project and always complete for the projects
     // rendered, even when the selection narrows environments or components: a Stage graph
     // cut in half would not apply.
-    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout);
+    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout)
+        .with_rendered(&rendered);
     if !opts.selection.projects.is_empty() {
+        input.bootstrap = false;
         input
             .projects
             .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
     }
     crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
+    if platform.secrets == crate::spec::SecretPolicy::Forbid {
+        let names = secrets_in(&set);
+        if !names.is_empty() {
+            return Err(KilnError::SecretsForbidden { names });
+        }
+    }
     if let Some(dir) = &opts.schema_dir {
         let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
         let report =
@@ -196,7 +257,13 @@ pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
-    let (_, plans, set) = build_with_progress(opts, progress)?;
+    let (platform, plans, set) = build_with_progress(opts, progress)?;
+    // Pruning a directory that holds the sources would delete them; refuse such targets.
+    let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())
+        .chain(platform.components.iter().map(|c| c.dir.clone()))
+        .collect();
+    crate::write::check_target(&opts.write_to, &platform.root, &sources)
+        .map_err(KilnError::Write)?;
     let report = if opts.selection == Selection::default() {
         write(&set, &opts.write_to)
     } else {
@@ -215,6 +282,8 @@ pub fn run_render_with_progress(
         plans: plans.len(),
         files: set.len(),
         report,
+        expressions: crate::kargo::expressions::scan(&set),
+        secrets: secrets_in(&set),
     })
 }
 

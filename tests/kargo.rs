@@ -25,6 +25,12 @@ mod support {
             .map(PathBuf::from)
             .unwrap_or_else(|| root().join("../shared"));
         let dir = shared.join("schemas");
+        // CI sets REQUIRE_SHARED=1: then a missing ../shared fails instead of skipping.
+        assert!(
+            dir.is_dir() || std::env::var("REQUIRE_SHARED").as_deref() != Ok("1"),
+            "REQUIRE_SHARED=1 but {} does not exist (set KILN_SHARED_DIR)",
+            dir.display()
+        );
         dir.is_dir().then_some(dir)
     }
 
@@ -137,6 +143,15 @@ fn bank() -> KargoInput {
     support::platform_input(&support::root().join("platforms/bank"), Layout::Service)
 }
 
+/// The bank with one promotion per component in every project (backend uses project mode).
+fn bank_per_component() -> KargoInput {
+    let mut input = bank();
+    for p in &mut input.projects {
+        p.promotion = kiln::spec::PromotionUnit::Component;
+    }
+    input
+}
+
 fn fixture(case: &str, platform: &str) -> KargoInput {
     let root = support::root().join("tests/fixtures/kargo").join(case);
     support::platform_input_in(
@@ -148,6 +163,14 @@ fn fixture(case: &str, platform: &str) -> KargoInput {
 
 fn kind<'a>(objects: &'a [Resource], kind: &str) -> Vec<&'a Resource> {
     objects.iter().filter(|r| r.kind() == kind).collect()
+}
+
+/// The Applications of (component, environment) pairs: all but the bootstrap root.
+fn pair_apps(objects: &[Resource]) -> Vec<&Resource> {
+    kind(objects, "Application")
+        .into_iter()
+        .filter(|a| a.value["metadata"]["labels"]["kiln.dev/component"].is_string())
+        .collect()
 }
 
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
@@ -189,12 +212,12 @@ fn bank_golden_tree() {
 
 #[test]
 fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_names_one() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let stages: Vec<(String, String)> = kind(&objects, "Stage")
         .iter()
         .map(|s| (s.namespace().unwrap().to_string(), s.name().to_string()))
         .collect();
-    let apps: Vec<(String, String)> = kind(&objects, "Application")
+    let apps: Vec<(String, String)> = pair_apps(&objects)
         .iter()
         .map(|a| (a.namespace().unwrap().to_string(), a.name().to_string()))
         .collect();
@@ -204,7 +227,7 @@ fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_n
         "one Stage per (component, environment)"
     );
     assert_eq!(apps.len(), stages.len(), "one Application per Stage");
-    for a in kind(&objects, "Application") {
+    for a in pair_apps(&objects) {
         let granted = a
             .annotation(kargo::AUTHORIZED_STAGE)
             .expect("authorized-stage");
@@ -238,7 +261,7 @@ fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_n
         );
     }
     // The same facts, as `kiln validate` checks them (no schemas needed for references).
-    let files = support::emit_yaml(&bank());
+    let files = support::emit_yaml(&bank_per_component());
     let report =
         check::validate_documents(&support::documents(&files), &SchemaSet::empty()).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
@@ -277,7 +300,7 @@ fn bank_objects_pass_the_kargo_and_argocd_schemas() {
 
 #[test]
 fn bank_write_modes_branch_path_and_cluster_repo() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let app = |name: &str| {
         kind(&objects, "Application")
             .into_iter()
@@ -343,7 +366,7 @@ fn bank_write_modes_branch_path_and_cluster_repo() {
 
 #[test]
 fn bank_stages_follow_the_environment_graph() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let stage = |name: &str| {
         kind(&objects, "Stage")
             .into_iter()
@@ -377,14 +400,14 @@ fn bank_stages_follow_the_environment_graph() {
     let auto: Vec<&str> = policies
         .iter()
         .filter(|p| p["autoPromotionEnabled"] == true)
-        .map(|p| p["stage"].as_str().unwrap())
+        .map(|p| p["stageSelector"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(auto, ["frontend-dev", "frontend-test"]);
 }
 
 #[test]
 fn bank_steps_follow_the_recipe() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let s = kind(&objects, "Stage")
         .into_iter()
         .find(|s| s.name() == "balancereader-stage")
@@ -442,7 +465,7 @@ fn bank_steps_follow_the_recipe() {
 
 #[test]
 fn bank_warehouse_watches_only_its_component_and_never_a_write_path() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let w = kind(&objects, "Warehouse")
         .into_iter()
         .find(|w| w.name() == "userservice")
@@ -473,7 +496,7 @@ fn bank_warehouse_watches_only_its_component_and_never_a_write_path() {
 
 #[test]
 fn write_paths_in_the_source_repository_are_excluded_from_the_warehouse() {
-    let mut input = bank();
+    let mut input = bank_per_component();
     // backend writes into the platform repository itself, on the watched branch.
     let backend = input
         .projects
@@ -502,10 +525,16 @@ fn kargo_disabled_emits_applications_tracking_the_main_branch_only() {
     input.enabled = false;
     let files = kargo::emit_kargo(&input).unwrap();
     assert!(
-        files.iter().all(|(p, _)| p.contains("/argocd/")),
+        files
+            .iter()
+            .all(|(p, _)| p.contains("/argocd/") || p.starts_with("bootstrap/")),
         "no Kargo objects"
     );
-    let objects: Vec<Resource> = files.into_iter().flat_map(|(_, r)| r).collect();
+    let objects: Vec<Resource> = files
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with("bootstrap/"))
+        .flat_map(|(_, r)| r)
+        .collect();
     assert_eq!(objects.len(), 50);
     for a in &objects {
         assert_eq!(a.kind(), "Application");
@@ -968,7 +997,8 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
 fn emitted_artifact_set_validates_in_memory() {
     let mut set = kiln::artifact::ArtifactSet::new();
     kargo::emit_into(&mut set, "deploy/", &bank()).unwrap();
-    assert_eq!(set.len(), 23);
+    // backend: one pipeline file instead of seven.
+    assert_eq!(set.len(), 25 - 6);
     assert!(
         set.paths()
             .all(|p| p.starts_with("deploy/") && p.ends_with(".yaml"))
@@ -979,7 +1009,12 @@ fn emitted_artifact_set_validates_in_memory() {
     };
     let report = check::validate_artifacts(&set, &schemas).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
-    assert_eq!(report.objects + report.meta_only, 3 * 3 + 10 * 11);
+    // Per project Namespace, Project, ProjectConfig; per component of web and security a
+    // Warehouse and 5 Stages; backend one Warehouse and 5 Stages; 50 Applications; bootstrap.
+    assert_eq!(
+        report.objects + report.meta_only,
+        3 * 3 + 3 * 6 + 6 + 50 + 2
+    );
 }
 
 #[test]
@@ -987,49 +1022,62 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
     let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
     let mut set = kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{e:?}"));
     let rendered_files = set.len();
-    let objects = support::objects(&bank());
+    // Both promotion units: backend promotes per project in the bank, per component here.
+    let mut objects = support::objects(&bank());
+    objects.extend(support::objects(&bank_per_component()));
+    let resolve = |s: &Resource, text: &str| -> String {
+        // `${{ vars.x }}` inside a path, as Kargo would evaluate it.
+        let mut out = text.to_string();
+        while let Some(i) = out.find("${{ vars.") {
+            let end = out[i..].find(" }}").unwrap() + i;
+            let name = out[i + 9..end].to_string();
+            out.replace_range(i..end + 3, var(s, &name));
+        }
+        out
+    };
+    let mut builds = 0;
     for s in kind(&objects, "Stage") {
-        // srcPath is `<renderedPath>/<dir in the artifact set>`.
-        let dir = var(s, "srcPath").strip_prefix("deploy/").unwrap();
-        let kz_path = format!("{dir}/kustomization.yaml");
-        let kz = set
-            .files
-            .get(&kz_path)
-            .unwrap_or_else(|| panic!("{} reads {kz_path}, which render does not emit", s.name()));
-        let kz = kiln::yaml::parse_one(&kz_path, &String::from_utf8_lossy(kz)).unwrap();
-        let names: Vec<&str> = kz["images"]
+        let steps = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
             .as_array()
-            .into_iter()
-            .flatten()
-            .map(|i| i["name"].as_str().unwrap())
-            .collect();
-        let set_image = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|st| st["as"] == "set-image");
-        let pinned: Vec<&str> = set_image
-            .map(|st| {
-                st["config"]["images"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|i| i["image"].as_str().unwrap())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let pinned: Vec<&str> = pinned
-            .iter()
-            .map(|expr| {
-                let v = expr.trim_start_matches("${{ vars.").trim_end_matches(" }}");
-                var(s, v)
-            })
-            .collect();
-        // kustomize-set-image names each image by its repository; the kustomization must
-        // hold an entry of that name for every pinned image, and nothing unpinned.
-        assert_eq!(pinned, names, "{}", s.name());
+            .unwrap();
+        for build in steps.iter().filter(|st| st["uses"] == "kustomize-build") {
+            builds += 1;
+            // The build reads `./src/<renderedPath>/<dir in the artifact set>`.
+            let path = resolve(s, build["config"]["path"].as_str().unwrap());
+            let dir = path.strip_prefix("./src/deploy/").unwrap();
+            let kz_path = format!("{dir}/kustomization.yaml");
+            let kz = set.files.get(&kz_path).unwrap_or_else(|| {
+                panic!("{} reads {kz_path}, which render does not emit", s.name())
+            });
+            let kz = kiln::yaml::parse_one(&kz_path, &String::from_utf8_lossy(kz)).unwrap();
+            let names: Vec<&str> = kz["images"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| i["name"].as_str().unwrap())
+                .collect();
+            // The set-image step on the same folder, if any.
+            let set_image = steps.iter().find(|st| {
+                st["uses"] == "kustomize-set-image"
+                    && resolve(s, st["config"]["path"].as_str().unwrap()) == path
+            });
+            let pinned: Vec<String> = set_image
+                .map(|st| {
+                    st["config"]["images"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|i| resolve(s, i["image"].as_str().unwrap()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            // kustomize-set-image names each image by its repository; the kustomization must
+            // hold an entry of that name for every pinned image, and nothing unpinned.
+            assert_eq!(pinned, names, "{} {path}", s.name());
+        }
     }
-    // `build` already holds the Kargo/Argo CD objects (23 files for bank): emitting them
+    assert_eq!(builds, 2 * 50);
+    // `build` already holds the Kargo/Argo CD objects (17 files for bank): emitting them
     // again changes nothing, and render output and those objects validate together, as
     // `kiln render --schema-dir` does.
     assert_eq!(
@@ -1037,7 +1085,7 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
             .keys()
             .filter(|p| p.contains("/kargo/") || p.contains("/argocd/"))
             .count(),
-        23
+        17
     );
     kargo::emit_into(&mut set, "", &bank()).unwrap();
     assert_eq!(set.len(), rendered_files);
@@ -1119,4 +1167,401 @@ fn cli_validate_points_at_the_removed_field_and_exits_1() {
     assert!(stderr.contains("stage-fromfreight.yaml:32:13"), "{stderr}");
     assert!(stderr.contains("kiln::check::removed_field"), "{stderr}");
     assert!(stderr.contains("1 problem in 2 objects"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 8, part 1: what breaks in a real Kargo
+// ---------------------------------------------------------------------------------------
+
+/// The Stage named `name`.
+fn stage_named<'a>(objects: &'a [Resource], name: &str) -> &'a Resource {
+    kind(objects, "Stage")
+        .into_iter()
+        .find(|s| s.name() == name)
+        .unwrap_or_else(|| panic!("no Stage {name}"))
+}
+
+#[test]
+fn shared_write_branches_pin_each_application_to_its_pushed_commit() {
+    let objects = support::objects(&bank());
+    // backend: every Stage pushes to `main` of one repository; security: to `main` of the
+    // cluster repository. Each argocd-update pins its Application to its own commit.
+    for s in kind(&objects, "Stage") {
+        let source = &step(s, "sync")["config"]["apps"][0]["sources"][0];
+        let shared = s.namespace() != Some("web");
+        assert_eq!(
+            source["updateTargetRevision"].as_bool().unwrap_or(false),
+            shared,
+            "{}",
+            s.name()
+        );
+        assert_eq!(source["desiredRevision"], "${{ outputs.push.commit }}");
+    }
+    // web: one component per `stage/<env>` branch, nothing shared: tracking the branch works.
+    let web_dev = stage_named(&objects, "frontend-dev");
+    assert_eq!(var(web_dev, "writeBranch"), "stage/dev");
+    // The root Application, which syncs the Applications from Git, never reverts a pin.
+    let root = kind(&objects, "Application")
+        .into_iter()
+        .find(|a| a.name() == "bank-root")
+        .expect("root Application");
+    assert_eq!(
+        root.value["spec"]["ignoreDifferences"],
+        serde_json::json!([{
+            "group": "argoproj.io",
+            "kind": "Application",
+            "jsonPointers": ["/spec/source/targetRevision"],
+        }])
+    );
+    assert!(
+        root.value["spec"]["syncPolicy"]["syncOptions"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("RespectIgnoreDifferences=true"))
+    );
+}
+
+#[test]
+fn digest_pinned_image_with_a_semver_range_selects_by_semver_and_promotes_the_digest() {
+    let objects = support::objects(&bank_per_component());
+    let warehouse = kind(&objects, "Warehouse")
+        .into_iter()
+        .find(|w| w.name() == "transactionhistory")
+        .unwrap();
+    let image = &warehouse.value["spec"]["subscriptions"][0]["image"];
+    assert_eq!(image["imageSelectionStrategy"], "SemVer");
+    assert_eq!(image["constraint"], "~1.4");
+    let set_image = step(stage_named(&objects, "transactionhistory-dev"), "set-image");
+    assert_eq!(
+        set_image["config"]["images"][0]["digest"],
+        "${{ imageFrom(vars.image_transactionhistory).Digest }}"
+    );
+    assert!(set_image["config"]["images"][0].get("tag").is_none());
+}
+
+#[test]
+fn digest_strategy_is_kept_for_a_mutable_tag_and_rejected_for_a_range() {
+    let mut input = fixture("g01", "guestbook");
+    let img = &mut input.projects[0].components[0].images[0];
+    img.tag = None;
+    img.digest = Some(format!("sha256:{}", "a".repeat(64)));
+    img.constraint = Some("latest".into());
+    img.strategy = kargo::Strategy::Digest;
+    img.by_digest = true;
+    let objects = support::objects(&input);
+    let sub = &kind(&objects, "Warehouse")[0].value["spec"]["subscriptions"][0]["image"];
+    assert_eq!(sub["imageSelectionStrategy"], "Digest");
+    assert_eq!(sub["constraint"], "latest");
+    input.projects[0].components[0].images[0].constraint = Some("~1.4".into());
+    assert_eq!(codes(&input), ["kiln::kargo::digest_constraint_not_tag"]);
+}
+
+#[test]
+fn component_schema_rejects_a_digest_constraint_that_is_not_a_tag() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(support::root().join("schema/component.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let component = |strategy: &str, constraint: &str| {
+        serde_json::json!({
+            "apiVersion": "kiln/v1alpha1",
+            "kind": "Component",
+            "metadata": { "name": "c" },
+            "spec": { "images": [{
+                "name": "c",
+                "repository": "ghcr.io/x/c",
+                "digest": format!("sha256:{}", "a".repeat(64)),
+                "constraint": constraint,
+                "strategy": strategy,
+            }] },
+        })
+    };
+    assert!(validator.is_valid(&component("Digest", "latest")));
+    assert!(!validator.is_valid(&component("Digest", "~1.4")));
+    assert!(validator.is_valid(&component("SemVer", "~1.4")));
+}
+
+#[test]
+fn project_config_selects_stages_with_stage_selector() {
+    let objects = support::objects(&bank());
+    for config in kind(&objects, "ProjectConfig") {
+        for policy in config.value["spec"]["promotionPolicies"]
+            .as_array()
+            .unwrap()
+        {
+            // `stage` is deprecated since Kargo v1.7 (api/v1alpha1/project_config_types.go).
+            assert!(policy.get("stage").is_none(), "{policy}");
+            assert!(policy["stageSelector"]["name"].is_string(), "{policy}");
+        }
+    }
+}
+
+#[test]
+fn bootstrap_emits_the_app_project_and_one_root_application() {
+    let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    let set = kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{e:?}"));
+    let project = kiln::yaml::parse_one(
+        "appproject.yaml",
+        &String::from_utf8_lossy(&set.files["bootstrap/appproject.yaml"]),
+    )
+    .unwrap();
+    assert_eq!(project["kind"], "AppProject");
+    assert_eq!(project["metadata"]["name"], "bank");
+    assert_eq!(
+        project["spec"]["sourceRepos"],
+        serde_json::json!([
+            "https://github.com/example/bank-backend-deploy.git",
+            "https://github.com/example/bank-clusters.git",
+            "https://github.com/example/bank-web-deploy.git",
+        ])
+    );
+    let destinations = project["spec"]["destinations"].as_array().unwrap();
+    // Every Application's destination is allowed, and nothing else.
+    let objects: Vec<Value> = set
+        .files
+        .iter()
+        .filter(|(p, _)| p.contains("/argocd/"))
+        .flat_map(|(p, b)| kiln::yaml::parse_stream(p, &String::from_utf8_lossy(b)).unwrap())
+        .collect();
+    let mut wanted: Vec<Value> = objects
+        .iter()
+        .map(|a| a["spec"]["destination"].clone())
+        .collect();
+    wanted.sort_by_key(|d| d.to_string());
+    wanted.dedup();
+    let mut got = destinations.clone();
+    got.sort_by_key(|d| d.to_string());
+    assert_eq!(got, wanted);
+    assert!(destinations.contains(&serde_json::json!({
+        "server": "https://prod-east.k8s.bank.example.com", "namespace": "backend-prod-east"
+    })));
+    // Cluster-scoped kinds of the render (secrets-sync's ClusterRole) and Namespace (for
+    // CreateNamespace=true) are allowed.
+    let kinds = project["spec"]["clusterResourceWhitelist"]
+        .as_array()
+        .unwrap();
+    for k in ["Namespace", "ClusterRole", "ClusterRoleBinding"] {
+        assert!(kinds.iter().any(|e| e["kind"] == k), "{k}: {kinds:?}");
+    }
+    let root = kiln::yaml::parse_one(
+        "root.yaml",
+        &String::from_utf8_lossy(&set.files["bootstrap/root.yaml"]),
+    )
+    .unwrap();
+    assert_eq!(root["spec"]["project"], "default");
+    assert_eq!(
+        root["spec"]["source"]["repoURL"],
+        "https://github.com/example/bank-platform.git"
+    );
+    assert_eq!(root["spec"]["source"]["path"], "deploy");
+    assert_eq!(root["spec"]["source"]["directory"]["recurse"], true);
+    // Each Application names the generated AppProject.
+    for a in &objects {
+        assert_eq!(a["spec"]["project"], "bank");
+    }
+    // A render of one project leaves the bootstrap objects alone.
+    let mut one = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    one.selection.projects = vec!["web".into()];
+    let set = kiln::pipeline::build(&one).unwrap();
+    assert!(!set.files.keys().any(|p| p.starts_with("bootstrap/")));
+}
+
+#[test]
+fn every_application_syncs_automatically_with_prune() {
+    let objects = support::objects(&bank());
+    for a in kind(&objects, "Application") {
+        assert_eq!(
+            a.value["spec"]["syncPolicy"]["automated"],
+            serde_json::json!({ "enabled": true, "prune": true, "selfHeal": true }),
+            "{}",
+            a.name()
+        );
+    }
+}
+
+#[test]
+fn render_warns_about_kargo_expressions_in_manifests_and_bank_has_none() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .arg("render")
+        .arg(support::root().join("tests/fixtures/kargo/expr/platforms/p"))
+        .arg("--write-to")
+        .arg(out_dir.path().join("deploy"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: shop/dev/c/c.gen.yaml: ConfigMap/c-config /metadata/annotations/example.test~1note"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("warning:").count(), 1, "{stderr}");
+    // The bank example injects no Kargo expression into its manifests.
+    let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    let set = kiln::pipeline::build(&opts).unwrap();
+    assert_eq!(kargo::expressions::scan(&set), vec![]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 8, part 2: promote a whole project at once
+// ---------------------------------------------------------------------------------------
+
+/// Checks the project-mode pipeline of `project` in `objects`: one Warehouse, one Stage per
+/// environment moving every component in one commit, push and argocd-update.
+fn assert_project_pipeline(objects: &[Resource], project: &str, components: &[&str]) {
+    let in_project = |k: &str| -> Vec<&Resource> {
+        kind(objects, k)
+            .into_iter()
+            .filter(|r| r.namespace() == Some(project))
+            .collect()
+    };
+    let warehouses = in_project("Warehouse");
+    assert_eq!(warehouses.len(), 1, "{project}");
+    assert_eq!(warehouses[0].name(), project);
+    let subs = warehouses[0].value["spec"]["subscriptions"]
+        .as_array()
+        .unwrap();
+    let git = subs.iter().find(|s| s.get("git").is_some()).unwrap();
+    assert_eq!(
+        git["git"]["includePaths"].as_array().unwrap().len(),
+        components.len()
+    );
+    let stages = in_project("Stage");
+    let envs = ["dev", "test", "stage", "prod-east", "prod-west"];
+    assert_eq!(
+        stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        envs.iter()
+            .map(|e| format!("{project}-{e}"))
+            .collect::<Vec<_>>()
+    );
+    let apps = pair_apps(objects);
+    for s in &stages {
+        let steps = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
+            .as_array()
+            .unwrap();
+        let count = |uses: &str| steps.iter().filter(|st| st["uses"] == uses).count();
+        assert_eq!(count("git-clone"), 2, "{}", s.name());
+        assert_eq!(count("git-commit"), 1);
+        assert_eq!(count("git-push"), 1);
+        assert_eq!(count("argocd-update"), 1);
+        assert_eq!(count("kustomize-build"), components.len());
+        assert_eq!(count("delete"), components.len());
+        let env = s.name().strip_prefix(&format!("{project}-")).unwrap();
+        let updated: Vec<&str> = step(s, "sync")["config"]["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap())
+            .collect();
+        let expected: Vec<String> = components
+            .iter()
+            .map(|c| format!("{project}-{c}-{env}"))
+            .collect();
+        assert_eq!(updated, expected, "{}", s.name());
+        for c in components {
+            let app = apps
+                .iter()
+                .find(|a| a.name() == format!("{project}-{c}-{env}"))
+                .unwrap();
+            // The Application authorizes the project Stage and reads what its build writes.
+            assert_eq!(
+                app.annotation(kargo::AUTHORIZED_STAGE),
+                Some(format!("{project}:{}", s.name()).as_str())
+            );
+            let build = step(s, &format!("build-{c}"));
+            assert_eq!(
+                build["config"]["outPath"].as_str().unwrap(),
+                format!(
+                    "./out/{}/manifests.yaml",
+                    str_at(&app.value, "/spec/source/path")
+                )
+            );
+        }
+        // Freight flows from the project's upstream Stages.
+        let sources = &s.value["spec"]["requestedFreight"][0]["sources"];
+        match env {
+            "dev" => assert_eq!(sources, &serde_json::json!({"direct": true})),
+            "test" => assert_eq!(
+                sources,
+                &serde_json::json!({"stages": [format!("{project}-dev")]})
+            ),
+            _ => {}
+        }
+    }
+    let config = in_project("ProjectConfig");
+    assert_eq!(
+        config[0].value["spec"]["promotionPolicies"]
+            .as_array()
+            .unwrap()
+            .len(),
+        envs.len()
+    );
+}
+
+#[test]
+fn bank_backend_promotes_the_whole_project_at_once() {
+    let objects = support::objects(&bank());
+    assert_project_pipeline(
+        &objects,
+        "backend",
+        &[
+            "userservice",
+            "contacts",
+            "balancereader",
+            "ledgerwriter",
+            "transactionhistory",
+            "accounts-db",
+            "ledger-db",
+        ],
+    );
+    // Every backend image is subscribed to, once.
+    let w = kind(&objects, "Warehouse")
+        .into_iter()
+        .find(|w| w.name() == "backend")
+        .unwrap();
+    let images = w.value["spec"]["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s.get("image").is_some())
+        .count();
+    assert!(images >= 5, "{images}");
+    // The other projects keep one promotion per component.
+    assert!(
+        kind(&objects, "Warehouse")
+            .iter()
+            .any(|w| w.name() == "frontend")
+    );
+}
+
+#[test]
+fn project_mode_works_in_every_write_mode() {
+    let mut input = bank();
+    for p in &mut input.projects {
+        p.promotion = kiln::spec::PromotionUnit::Project;
+    }
+    let objects = support::objects(&input);
+    // web: branch per environment; backend: path per environment; security: cluster repo.
+    assert_project_pipeline(&objects, "web", &["frontend"]);
+    assert_project_pipeline(&objects, "security", &["auth-gateway", "secrets-sync"]);
+    let sec_dev = stage_named(&objects, "security-dev");
+    assert_eq!(
+        step(sec_dev, "build-auth-gateway")["config"]["outPath"],
+        "./out/clusters/nonprod/security/dev/auth-gateway/manifests.yaml"
+    );
+    // One Stage per branch in web: no pin; security's Stages share `main`: pinned.
+    let pinned = |s: &Resource| {
+        step(s, "sync")["config"]["apps"][0]["sources"][0]["updateTargetRevision"] == true
+    };
+    assert!(!pinned(stage_named(&objects, "web-dev")));
+    assert!(pinned(sec_dev));
+    // The whole pipeline is consistent for `kiln validate` too.
+    let files = support::emit_yaml(&input);
+    let report =
+        check::validate_documents(&support::documents(&files), &SchemaSet::empty()).unwrap();
+    assert!(report.is_clean(), "{:#?}", report.findings);
 }

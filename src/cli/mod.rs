@@ -317,13 +317,14 @@ pub fn install_reporter() {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stderr().is_terminal();
     let _ = miette::set_hook(Box::new(move |_| {
-        Box::new(
+        // Clipped: no snippet line past a few hundred bytes (miette panics past column 65,535).
+        Box::new(crate::diag::ClippingHandler(Box::new(
             miette::MietteHandlerOpts::new()
                 .color(color)
                 .unicode(color)
                 .context_lines(2)
                 .build(),
-        )
+        )))
     }));
     // A panic is a kiln bug: say so and exit 101 (Rust's default panic exit code).
     std::panic::set_hook(Box::new(|info| {
@@ -401,6 +402,10 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         b.finish_and_clear();
     }
     let summary = result?;
+    warn_secrets(&summary.secrets);
+    for e in &summary.expressions {
+        print_err(&format!("warning: {e}"));
+    }
     let r = &summary.report;
     print_err(&format!(
         "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",
@@ -413,6 +418,19 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         r.removed.len()
     ));
     Ok(ExitCode::SUCCESS)
+}
+
+/// Names the Secrets a render emitted, once, on stderr (their values are never printed).
+fn warn_secrets(secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    print_err(&format!(
+        "kiln: warning: the rendered tree holds {} Secret{} that will be committed to Git: {}\n  (set `spec.secrets: forbid` in platform.yaml to fail the render instead)",
+        secrets.len(),
+        if secrets.len() == 1 { "" } else { "s" },
+        secrets.join(", ")
+    ));
 }
 
 /// Runs one command. `Ok(code)` carries 0, or 1 for "a difference was found".
@@ -511,6 +529,7 @@ fn provenance(platform: &std::path::Path) -> crate::git::Provenance {
 /// `kiln publish`: render, then commit (and push) into the write repository.
 fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     let set = build_set(&args.platform, args.layout, &args.selection)?;
+    warn_secrets(&crate::pipeline::secrets_in(&set));
     // The clock and the identity enter here, at the edge, never inside the library.
     let mut options = crate::git::PublishOptions::new(
         args.repo.clone(),

@@ -26,6 +26,7 @@
 
 mod argocd;
 pub mod constraint;
+pub mod expressions;
 pub mod naming;
 mod stage;
 mod steps;
@@ -36,7 +37,7 @@ pub use warehouse::repo_url;
 use crate::diag::{Errors, Loc, Sources};
 use crate::evaluate::BuildPlan;
 use crate::resource::Resource;
-use crate::spec::OutputMode;
+use crate::spec::{OutputMode, PromotionUnit};
 use crate::validate::Platform;
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use serde_json::{Map, Value, json};
@@ -155,6 +156,10 @@ pub struct Image {
     /// Semver constraint (SemVer), tag to follow (Digest), or none.
     pub constraint: Option<String>,
     pub strategy: Strategy,
+    /// Promoted by digest (`kustomize-set-image` `digest: imageFrom(...).Digest`) rather than
+    /// by tag: the image is pinned by `digest` and has no `tag`. Independent of the strategy,
+    /// so "pinned by digest, following versions" is SemVer selection with a digest pin.
+    pub by_digest: bool,
 }
 
 /// A component instance of a project.
@@ -176,6 +181,8 @@ pub struct Component {
 pub struct Project {
     pub name: String,
     pub output: Option<Output>,
+    /// One promotion per component, or one per project.
+    pub promotion: PromotionUnit,
     /// Extra labels of the project Namespace (the platform pre-creates it with policy labels).
     pub namespace_labels: BTreeMap<String, String>,
     /// Extra annotations of the project Namespace.
@@ -202,6 +209,12 @@ pub struct KargoInput {
     pub projects: Vec<Project>,
     /// Source texts for error snippets.
     pub sources: Option<Arc<Sources>>,
+    /// Cluster-scoped (group, kind)s of the rendered manifests, allowed by the AppProject
+    /// ([`KargoInput::with_rendered`]).
+    pub cluster_kinds: BTreeSet<(String, String)>,
+    /// Emit the platform's bootstrap objects (AppProject, root Application). Off for a render
+    /// of some projects only, whose AppProject would miss the others.
+    pub bootstrap: bool,
 }
 
 /// Why the Kargo/Argo CD objects cannot be generated. Codes `kiln::kargo::<condition>`.
@@ -359,6 +372,27 @@ pub enum KargoError {
         #[source_code]
         src: Option<NamedSource<String>>,
         #[label("no tag to follow")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A Digest image's constraint is not a tag Kargo could look up.
+    #[error(
+        "{at}image `{image}` of component `{component}`: `strategy: Digest` follows one mutable tag, but constraint `{constraint}` is not a valid OCI tag"
+    )]
+    #[diagnostic(
+        code(kiln::kargo::digest_constraint_not_tag),
+        help(
+            "under Digest, Kargo asks the registry for the constraint as a literal tag; name a tag such as `latest`, or drop `strategy: Digest` to follow a semver range by digest"
+        )
+    )]
+    DigestConstraintNotTag {
+        component: String,
+        image: String,
+        constraint: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("not a tag")]
         span: Option<SourceSpan>,
     },
 
@@ -544,6 +578,57 @@ struct Pair<'a> {
     server: String,
     /// `None` when Kargo is off.
     target: Option<Target>,
+    /// Another Stage writes the same (repository, branch): `argocd-update` pins the
+    /// Application to the pushed commit ([`pin_shared_branches`]).
+    pin: bool,
+}
+
+impl Project {
+    /// The promotion unit's name for `component`: the component (Warehouse `<component>`,
+    /// Stages `<component>-<env>`), or the project in project mode (Warehouse `<project>`,
+    /// Stages `<project>-<env>`).
+    pub fn unit<'a>(&'a self, component: &'a Component) -> &'a str {
+        match self.promotion {
+            PromotionUnit::Component => &component.name,
+            PromotionUnit::Project => &self.name,
+        }
+    }
+}
+
+/// Marks every pair whose write (repository, branch) is shared with another Stage, across
+/// projects.
+///
+/// Why: `argocd-update` syncs the Application's `targetRevision` and then compares the sync
+/// result's revision with `desiredRevision` by equality, retrying until the step times out
+/// (`pkg/promotion/runner/builtin/argocd_updater.go` `mustPerformUpdate`, Kargo v1.11.2); the
+/// Stage health check compares `status.sync.revision` the same way
+/// (`pkg/health/checker/builtin/argocd.go`). On a branch that several Stages push to, the
+/// head moves past each Stage's commit, so the Applications tracking the branch would end
+/// Errored or Unhealthy. `updateTargetRevision: true` sets the Application's
+/// `targetRevision` to the Stage's own commit (`applyArgoCDSourceUpdate`), which later pushes
+/// by other Stages do not move.
+fn pin_shared_branches(resolved: &mut [(&Project, Vec<Pair<'_>>)]) {
+    // (repository, branch) → the (project, Stage)s pushing to it.
+    let mut writers: BTreeMap<(String, String), BTreeSet<(String, String)>> = BTreeMap::new();
+    let key = |t: &Target| (normalize_repo(&t.repo_url), t.branch.clone());
+    for (project, pairs) in resolved.iter() {
+        for p in pairs {
+            if let Some(t) = &p.target {
+                writers
+                    .entry(key(t))
+                    .or_default()
+                    .insert((project.name.clone(), p.stage.clone()));
+            }
+        }
+    }
+    for (_, pairs) in resolved.iter_mut() {
+        for p in pairs.iter_mut() {
+            p.pin = p
+                .target
+                .as_ref()
+                .is_some_and(|t| writers[&key(t)].len() > 1);
+        }
+    }
 }
 
 impl KargoInput {
@@ -570,6 +655,7 @@ impl KargoInput {
             .iter()
             .map(|p| Project {
                 name: p.name.clone(),
+                promotion: p.promotion,
                 output: p.output.as_ref().map(|o| Output {
                     repo_url: o.repo_url.clone(),
                     mode: o.mode,
@@ -627,17 +713,17 @@ impl KargoInput {
                             name: inst.name.clone(),
                             images: images
                                 .iter()
-                                .map(|i| Image {
-                                    name: i.name.clone(),
-                                    repository: i.repository.clone(),
-                                    tag: i.tag.clone(),
-                                    digest: i.digest.clone(),
-                                    constraint: i.constraint.clone(),
-                                    strategy: if i.digest.is_some() && i.tag.is_none() {
-                                        Strategy::Digest
-                                    } else {
-                                        Strategy::SemVer
-                                    },
+                                .map(|i| {
+                                    let by_digest = i.digest.is_some() && i.tag.is_none();
+                                    Image {
+                                        name: i.name.clone(),
+                                        repository: i.repository.clone(),
+                                        tag: i.tag.clone(),
+                                        digest: i.digest.clone(),
+                                        constraint: i.constraint.clone(),
+                                        strategy: image_strategy(i),
+                                        by_digest,
+                                    }
                                 })
                                 .collect(),
                             namespaces,
@@ -676,7 +762,41 @@ impl KargoInput {
             environments,
             projects,
             sources: Some(platform.sources.clone()),
+            cluster_kinds: BTreeSet::new(),
+            bootstrap: true,
         }
+    }
+
+    /// Records the cluster-scoped kinds of `rendered`, which the AppProject must allow.
+    pub fn with_rendered(mut self, rendered: &[crate::render::Rendered]) -> KargoInput {
+        for r in rendered.iter().flat_map(|r| &r.resources) {
+            let group = r.api_version().rsplit_once('/').map_or("", |(g, _)| g);
+            if crate::kustomize::namespace::is_cluster_scoped(group, r.kind()) {
+                self.cluster_kinds
+                    .insert((group.to_string(), r.kind().to_string()));
+            }
+        }
+        self
+    }
+}
+
+/// The selection strategy of a component image. Explicit `strategy` wins. Otherwise an image
+/// pinned by digest (no `tag`) follows a mutable tag by digest only when its `constraint` is
+/// a plain OCI tag (`latest`, `stable`) or absent; a semver range such as `~1.4` means
+/// "pinned by digest, following versions": `SemVer`, promoted by digest. Under `Digest`,
+/// Kargo asks the registry for the constraint as a literal tag
+/// (`pkg/image/digest_selector.go` at v1.11.2), so a range there never makes Freight.
+fn image_strategy(i: &crate::spec::Image) -> Strategy {
+    match i.strategy {
+        Some(crate::spec::ImageStrategy::Digest) => Strategy::Digest,
+        Some(crate::spec::ImageStrategy::SemVer) => Strategy::SemVer,
+        None if i.digest.is_some()
+            && i.tag.is_none()
+            && i.constraint.as_deref().is_none_or(naming::is_oci_tag) =>
+        {
+            Strategy::Digest
+        }
+        None => Strategy::SemVer,
     }
 }
 
@@ -794,6 +914,7 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
     // Application names share the Argo CD namespace and write folders may share a
     // repository: both are checked across projects.
     let mut seen = Seen::default();
+    let mut resolved: Vec<(&Project, Vec<Pair<'_>>)> = Vec::new();
     for project in &input.projects {
         let (at, src, span) = snippet(
             &input.sources,
@@ -820,25 +941,48 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
             continue;
         }
         let pairs = pairs(input, project, &order, &mut seen, &mut errors);
+        resolved.push((project, pairs));
+    }
+    pin_shared_branches(&mut resolved);
+    for (project, pairs) in &resolved {
+        let (project, pairs) = (*project, pairs.as_slice());
         if input.enabled {
             files.push((
                 format!("{}/kargo/project.yaml", project.name),
-                project_objects(input, project, &pairs),
+                project_objects(input, project, pairs),
             ));
-            for c in &project.components {
+            // The promotion units: each component, or the whole project.
+            let units: Vec<(&str, Vec<&Component>)> = match project.promotion {
+                PromotionUnit::Component => project
+                    .components
+                    .iter()
+                    .map(|c| (c.name.as_str(), vec![c]))
+                    .collect(),
+                PromotionUnit::Project => {
+                    vec![(project.name.as_str(), project.components.iter().collect())]
+                }
+            };
+            for (unit, components) in units {
                 let mine: Vec<&Pair<'_>> = pairs
                     .iter()
-                    .filter(|p| p.component.name == c.name)
+                    .filter(|p| components.iter().any(|c| std::ptr::eq(*c, p.component)))
                     .collect();
                 let mut objects = Vec::new();
-                match warehouse::warehouse(input, project, c, &pairs) {
+                match warehouse::warehouse(input, project, unit, &components, &mine) {
                     Ok(w) => objects.push(w),
                     Err(mut e) => errors.append(&mut e),
                 }
-                for p in &mine {
-                    objects.push(stage::stage(input, p));
+                for env in &order {
+                    let at_env: Vec<&Pair<'_>> = mine
+                        .iter()
+                        .copied()
+                        .filter(|p| p.env.name == env.name)
+                        .collect();
+                    if !at_env.is_empty() {
+                        objects.push(stage::stage(input, unit, &at_env));
+                    }
                 }
-                files.push((format!("{}/kargo/{}.yaml", project.name, c.name), objects));
+                files.push((format!("{}/kargo/{unit}.yaml", project.name), objects));
             }
         }
         for c in &project.components {
@@ -849,6 +993,16 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
                 .collect();
             files.push((format!("{}/argocd/{}.yaml", project.name, c.name), apps));
         }
+    }
+    if input.bootstrap {
+        let dir = argocd::BOOTSTRAP_DIR;
+        if let Some(p) = argocd::app_project(input, &resolved) {
+            files.push((format!("{dir}/appproject.yaml"), vec![p]));
+        }
+        files.push((
+            format!("{dir}/root.yaml"),
+            vec![argocd::root_application(input)],
+        ));
     }
     Errors::check(errors, || files)
 }
@@ -898,14 +1052,19 @@ fn pairs<'a>(
                 "component `{}` of project `{}` in environment `{}`",
                 component.name, project.name, env.name
             );
-            let stage = naming::stage_name(&component.name, &env.name);
+            let stage = naming::stage_name(project.unit(component), &env.name);
             let app = naming::application_name(&project.name, &component.name, &env.name);
             let (at, src, span) = snippet(&input.sources, component.loc.as_ref());
             for (kind, name, seen) in [
                 ("Stage", &stage, &mut stage_names),
                 ("Application", &app, &mut *app_names),
             ] {
-                if !input.enabled && kind == "Stage" {
+                if kind == "Stage"
+                    && (!input.enabled
+                        || (project.promotion == PromotionUnit::Project
+                            && !std::ptr::eq(component, &project.components[0])))
+                {
+                    // One Stage per (project, environment): checked with the first component.
                     continue;
                 }
                 if let Some(reason) = naming::dns_label_problem(name) {
@@ -1003,6 +1162,7 @@ fn pairs<'a>(
                     .unwrap_or_else(|| format!("{}-{}", project.name, env.name)),
                 server: server.clone(),
                 target,
+                pin: false,
             });
         }
     }
@@ -1141,11 +1301,13 @@ fn project_objects(input: &KargoInput, project: &Project, pairs: &[Pair<'_>]) ->
         json!({ "name": project.name, "annotations": { SYNC_WAVE: wave::PROJECT } }),
         None,
     );
+    let mut stages = BTreeSet::new();
     let policies: Vec<Value> = pairs
         .iter()
+        .filter(|p| stages.insert(p.stage.as_str()))
         .map(|p| {
             json!({
-                "stage": p.stage,
+                "stageSelector": { "name": p.stage },
                 "autoPromotionEnabled": input.auto_promotion.get(&p.env.name).copied().unwrap_or(false),
             })
         })
@@ -1240,6 +1402,8 @@ mod tests {
             environments,
             projects: Vec::new(),
             sources: None,
+            cluster_kinds: BTreeSet::new(),
+            bootstrap: true,
         }
     }
 

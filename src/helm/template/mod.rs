@@ -1,4 +1,4 @@
-//! Go's `text/template`, implemented here (see docs/adr/0004-go-templates.md for why not the
+//! Go's `text/template`, implemented here (see docs/adr/0005-go-templates.md for why not the
 //! `gotmpl` crate): [`parse`] builds the tree, [`exec`] runs it over [`value::Value`]s.
 
 pub mod exec;
