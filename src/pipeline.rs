@@ -216,15 +216,12 @@ pub fn build_with_progress(
     // Kargo and Argo CD objects are per project and always complete for the projects
     // rendered, even when the selection narrows environments or components: a Stage graph
     // cut in half would not apply.
-    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout)
-        .with_rendered(&rendered);
-    if !opts.selection.projects.is_empty() {
-        input.bootstrap = false;
-        input
-            .projects
-            .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
-    }
-    crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
+    let kargo = crate::kargo::KargoOptions {
+        layout: opts.layout,
+        projects: opts.selection.projects.clone(),
+        cluster_kinds: crate::kargo::cluster_kinds(&rendered),
+    };
+    crate::kargo::emit_into(&mut set, "", &platform, &plans, &kargo).map_err(KilnError::Kargo)?;
     if platform.secrets == crate::spec::SecretPolicy::Forbid {
         let names = secrets_in(&set);
         if !names.is_empty() {
