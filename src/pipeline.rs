@@ -12,12 +12,13 @@ use crate::artifact::ArtifactSet;
 use crate::diag::Errors;
 use crate::emit::{Layout, emit};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
-use crate::load::{LoadError, LoadOptions, RealFs, load};
+use crate::load::{FileSystem, LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
 use crate::write::{WriteError, WriteReport, write, write_scoped};
 use miette::Diagnostic;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Any error of the pipeline: the stage that stopped it, with every error that stage found.
@@ -97,6 +98,9 @@ pub struct RenderOptions {
     /// `--schema-dir`: check the generated Kargo and Argo CD objects against these schemas
     /// before anything is written.
     pub schema_dir: Option<PathBuf>,
+    /// Where every input is read from: the real disk, or a [`crate::fs::MemFs`] in tests
+    /// and the fuzz harness. Only `write` touches the disk itself.
+    pub fs: Arc<dyn FileSystem>,
 }
 
 impl RenderOptions {
@@ -109,6 +113,7 @@ impl RenderOptions {
             selection: Selection::default(),
             root: None,
             schema_dir: None,
+            fs: Arc::new(RealFs),
         }
     }
 }
@@ -174,21 +179,26 @@ pub enum ShowFormat {
 }
 
 /// load + validate.
-pub fn load_platform(platform_dir: &Path, root: Option<&Path>) -> Result<Platform, KilnError> {
+pub fn load_platform(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    root: Option<&Path>,
+) -> Result<Platform, KilnError> {
     let opts = LoadOptions {
         root: root.map(Path::to_path_buf),
     };
-    let loaded = load(&RealFs, platform_dir, &opts).map_err(KilnError::Load)?;
+    let loaded = load(fs, platform_dir, &opts).map_err(KilnError::Load)?;
     validate(loaded).map_err(KilnError::Validate)
 }
 
 /// load + validate + evaluate.
 pub fn plan(
+    fs: &dyn FileSystem,
     platform_dir: &Path,
     root: Option<&Path>,
     selection: &Selection,
 ) -> Result<(Platform, Vec<BuildPlan>), KilnError> {
-    let platform = load_platform(platform_dir, root)?;
+    let platform = load_platform(fs, platform_dir, root)?;
     let plans = evaluate(&platform, selection).map_err(KilnError::Evaluate)?;
     Ok((platform, plans))
 }
@@ -199,7 +209,13 @@ pub fn build_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Platform, Vec<BuildPlan>, ArtifactSet), KilnError> {
-    let (platform, plans) = plan(&opts.platform_dir, opts.root.as_deref(), &opts.selection)?;
+    let fs = opts.fs.as_ref();
+    let (platform, plans) = plan(
+        fs,
+        &opts.platform_dir,
+        opts.root.as_deref(),
+        &opts.selection,
+    )?;
     let done = std::sync::atomic::AtomicUsize::new(0);
     let total = plans.len();
     let tick = || {
@@ -209,7 +225,7 @@ pub fn build_with_progress(
         )
     };
     // Every file the render reads (kustomize bases included) must lie inside the root.
-    let rooted = crate::fs::RootedFs::new(&RealFs, platform.root.clone());
+    let rooted = crate::fs::RootedFs::new(fs, platform.root.clone());
     let rendered = crate::render::render_with(&plans, &platform.sources, &rooted, &tick)
         .map_err(KilnError::Render)?;
     let mut set = emit(&rendered, opts.layout);
@@ -232,7 +248,8 @@ pub fn build_with_progress(
         }
     }
     if let Some(dir) = &opts.schema_dir {
-        let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
+        let schemas =
+            crate::check::SchemaSet::load(opts.fs.clone(), dir).map_err(KilnError::Schemas)?;
         let report =
             crate::check::validate_artifacts(&set, &schemas).map_err(KilnError::Schemas)?;
         if !report.is_clean() {
@@ -301,23 +318,25 @@ fn format_value(value: &serde_json::Value, format: ShowFormat) -> String {
 
 /// `kiln show platform`: the validated model (defaults filled in) as YAML or JSON.
 pub fn show_platform(
+    fs: &dyn FileSystem,
     platform_dir: &Path,
     root: Option<&Path>,
     format: ShowFormat,
 ) -> Result<String, KilnError> {
-    let platform = load_platform(platform_dir, root)?;
+    let platform = load_platform(fs, platform_dir, root)?;
     let value = serde_json::to_value(&platform).expect("the model always serializes");
     Ok(format_value(&value, format))
 }
 
 /// `kiln show buildplans`: the selected BuildPlans as a YAML or JSON list.
 pub fn show_buildplans(
+    fs: &dyn FileSystem,
     platform_dir: &Path,
     root: Option<&Path>,
     selection: &Selection,
     format: ShowFormat,
 ) -> Result<String, KilnError> {
-    let (_, plans) = plan(platform_dir, root, selection)?;
+    let (_, plans) = plan(fs, platform_dir, root, selection)?;
     let value = serde_json::to_value(&plans).expect("plans always serialize");
     Ok(format_value(&value, format))
 }
@@ -347,6 +366,18 @@ mod tests {
     use super::*;
     use crate::validate::tests::{COMPONENT, ENVS, PROJECTS, platform_yaml, tree};
 
+    /// The fixture in memory: the pipeline reads only through the `FileSystem` it is given.
+    fn mem_fixture() -> crate::fs::MemFs {
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file(
+            "/r/platforms/p/platform.yaml",
+            platform_yaml(ENVS, PROJECTS),
+        )
+        .add_file("/r/components/a/component.yaml", COMPONENT)
+        .add_dir("/r/.git");
+        fs
+    }
+
     fn fixture() -> tempfile::TempDir {
         tree(&[
             ("platforms/p/platform.yaml", &platform_yaml(ENVS, PROJECTS)),
@@ -356,36 +387,26 @@ mod tests {
 
     #[test]
     fn show_buildplans_lists_selected_plans_as_yaml_or_json() {
-        let t = fixture();
-        let dir = t.path().join("platforms/p");
+        let fs = mem_fixture();
+        let dir = Path::new("/r/platforms/p");
         let sel = Selection {
             environments: vec!["prod".into()],
             ..Default::default()
         };
-        let json = show_buildplans(&dir, Some(t.path()), &sel, ShowFormat::Json).unwrap();
+        let json = show_buildplans(&fs, dir, None, &sel, ShowFormat::Json).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v.as_array().map(Vec::len), Some(1));
         assert_eq!(v[0]["parameters"]["replicas"], 4);
-        let yaml = show_buildplans(
-            &dir,
-            Some(t.path()),
-            &Selection::default(),
-            ShowFormat::Yaml,
-        )
-        .unwrap();
+        let yaml =
+            show_buildplans(&fs, dir, None, &Selection::default(), ShowFormat::Yaml).unwrap();
         let docs = crate::yaml::parse_one("plans", &yaml).unwrap();
         assert_eq!(docs.as_array().map(Vec::len), Some(2));
     }
 
     #[test]
     fn show_platform_fills_defaults() {
-        let t = fixture();
-        let yaml = show_platform(
-            &t.path().join("platforms/p"),
-            Some(t.path()),
-            ShowFormat::Yaml,
-        )
-        .unwrap();
+        let fs = mem_fixture();
+        let yaml = show_platform(&fs, Path::new("/r/platforms/p"), None, ShowFormat::Yaml).unwrap();
         let v = crate::yaml::parse_one("platform", &yaml).unwrap();
         assert_eq!(
             v["environments"][0]["namespace"],
