@@ -8,6 +8,7 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod artifact;
+pub mod cache;
 pub mod check;
 pub mod cli;
 pub mod diag;
@@ -21,6 +22,7 @@ pub mod load;
 pub mod marker;
 pub mod names;
 pub mod pipeline;
+pub mod promote;
 pub mod render;
 pub mod resource;
 pub mod spec;

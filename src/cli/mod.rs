@@ -26,6 +26,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln render platforms/bank\n  kiln render platforms/bank --write-to out/ --project web --environment dev\n  kiln render platforms/bank -l tier=prod"
     )]
     Render(RenderArgs),
+    /// Merge the trees of sharded renders (`kiln render --shard i/N`) into one tree.
+    #[command(
+        after_help = "Examples:\n  kiln render platforms/bank --shard 1/2 --write-to shard-1\n  kiln render platforms/bank --shard 2/2 --write-to shard-2\n  kiln merge shard-1 shard-2 --write-to deploy"
+    )]
+    Merge(MergeArgs),
     /// Show the loaded platform or the evaluated BuildPlans.
     #[command(
         after_help = "Examples:\n  kiln show platform platforms/bank\n  kiln show buildplans platforms/bank -o json --environment dev"
@@ -66,6 +71,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln history --repo ../bank-deploy\n  kiln history --repo ../bank-deploy --component frontend --environment prod-east\n  kiln history --repo ../bank-deploy --at 2026-11-01"
     )]
     History(HistoryArgs),
+    /// Run one Stage's promotion locally, with Kargo's step semantics (exit 1 when a step fails).
+    #[command(
+        after_help = "Examples:\n  kiln promote frontend-dev platforms/bank --freight image=us-docker.pkg.dev/example-bank/bank/frontend:1.5.0 \\\n      --repo-map https://github.com/example/bank-platform.git=../bank-platform \\\n      --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy.git\n  kiln promote contacts-test --project backend --freight latest --repo-map URL=PATH -o json"
+    )]
+    Promote(PromoteArgs),
 }
 
 /// Output format for `show` and `history`.
@@ -109,8 +119,33 @@ pub struct RenderArgs {
     /// before writing.
     #[arg(long)]
     pub schema_dir: Option<PathBuf>,
+    /// The render cache: BuildPlans whose inputs are unchanged are copied from it instead of
+    /// rendered. Safe to delete at any time.
+    #[arg(long, default_value = ".kiln/cache", value_name = "DIR")]
+    pub cache_dir: PathBuf,
+    /// Render without the cache (neither read nor written).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Render only shard INDEX of COUNT (a deterministic, balanced part of the BuildPlans,
+    /// for CI matrix jobs); put the shards together with `kiln merge`.
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<crate::pipeline::Shard>,
+    /// Print the time spent in each stage (load, evaluate, render, emit, write).
+    #[arg(long)]
+    pub timings: bool,
     #[command(flatten)]
     pub selection: Selection,
+}
+
+/// `kiln merge`: the trees of `kiln render --shard` jobs, written as one.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' output directories (each holds a `.kiln-owned.json`).
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// Where to write the merged tree.
+    #[arg(long, default_value = "deploy")]
+    pub write_to: PathBuf,
 }
 
 /// The layout of the rendered tree.
@@ -164,6 +199,15 @@ pub struct KustomizeArgs {
     /// Which files a kustomization may read, as kustomize's flag.
     #[arg(long, default_value = "LoadRestrictionsRootOnly", value_parser = ["LoadRestrictionsRootOnly", "LoadRestrictionsNone"])]
     pub load_restrictor: String,
+    /// Fail when a patch target that names one object matches nothing (kustomize accepts it;
+    /// by default kiln warns).
+    #[arg(long)]
+    pub strict: bool,
+    /// Where to print something other than kubectl, comma-separated: `merge-order`
+    /// (strategic merge lists in Kubernetes' apimachinery order), `cluster-scope` (no
+    /// namespace on cluster-scoped kinds kustomize does not know), or `all`.
+    #[arg(long, value_name = "FIX,...")]
+    pub fixes: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -267,6 +311,42 @@ pub struct HistoryArgs {
     pub output: Format,
 }
 
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    /// The Stage to promote (its `metadata.name`).
+    pub stage: String,
+    /// The platform directory.
+    #[arg(default_value = "platforms/bank")]
+    pub platform: PathBuf,
+    /// The Kargo project of the Stage, when the name is not unique.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Freight: `image=<repo>:<tag>`, `image=<repo>@<digest>`, `commit=<sha>` or `latest`
+    /// (repeatable). Artifacts not given: the spec's image, the branch head.
+    #[arg(long, required = true, value_name = "ARTIFACT", value_parser = parse_freight)]
+    pub freight: Vec<crate::promote::freight::FreightArg>,
+    /// A local path (or file:// URL) standing in for a remote repository (repeatable).
+    #[arg(long, value_name = "URL=PATH", value_parser = parse_repo_map)]
+    pub repo_map: Vec<String>,
+    /// Work in this empty directory and keep it (default: a temporary one, removed).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Output layout of the render.
+    #[arg(long, value_enum, default_value = "service")]
+    pub layout: Layout,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: Format,
+}
+
+fn parse_freight(s: &str) -> Result<crate::promote::freight::FreightArg, String> {
+    crate::promote::freight::FreightArg::parse(s)
+}
+
+fn parse_repo_map(s: &str) -> Result<String, String> {
+    crate::promote::repo::RepoMap::parse(&[s.to_string()]).map(|_| s.to_string())
+}
+
 /// Installs miette's reporter: colours only on a terminal and never with `NO_COLOR` set.
 pub fn install_reporter() {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
@@ -338,12 +418,17 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         root: None,
         schema_dir: args.schema_dir.clone(),
         fs: std::sync::Arc::new(crate::fs::RealFs),
+        cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
+        shard: args.shard,
     };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} rendering {pos}/{len} BuildPlans")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} rendering [{bar:30}] {pos}/{len} BuildPlans, {per_sec}, {eta} left",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
         );
         bar
     });
@@ -373,6 +458,73 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         r.unchanged.len(),
         r.removed.len()
     ));
+    if args.timings {
+        print_err(&timings_text(&summary));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--timings`: one line per stage, seconds with milliseconds.
+fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
+    let t = &s.timings;
+    let secs = |d: std::time::Duration| format!("{:>8.3} s", d.as_secs_f64());
+    let total = t.load + t.evaluate + t.render + t.emit + t.write;
+    let per_plan = if s.plans == 0 {
+        String::new()
+    } else {
+        format!(
+            ", {:.0} µs CPU per rendered BuildPlan",
+            (t.render_cpu + t.emit_cpu).as_secs_f64() * 1e6
+                / (if s.cache.hits + s.cache.misses == 0 {
+                    s.plans
+                } else {
+                    s.cache.misses
+                })
+                .max(1) as f64
+        )
+    };
+    let cache = if s.cache.hits + s.cache.misses == 0 {
+        "no cache".to_string()
+    } else {
+        format!("cache: {} hits, {} misses", s.cache.hits, s.cache.misses)
+    };
+    [
+        format!("kiln: timings ({} BuildPlans, {cache}{per_plan})", s.plans),
+        format!("  load      {}  (read and validate the spec)", secs(t.load)),
+        format!(
+            "  evaluate  {}  (layer parameters, BuildPlans)",
+            secs(t.evaluate)
+        ),
+        format!(
+            "  render    {}  (parallel; CPU summed over threads: render {:.3} s, emit {:.3} s)",
+            secs(t.render),
+            t.render_cpu.as_secs_f64(),
+            t.emit_cpu.as_secs_f64()
+        ),
+        format!(
+            "  emit      {}  (Kargo, Argo CD, tree assembly, checks)",
+            secs(t.emit)
+        ),
+        format!("  write     {}  (compare, stage, rename)", secs(t.write)),
+        format!("  total     {}", secs(total)),
+    ]
+    .join("\n")
+}
+
+/// `kiln merge`: shard trees → one tree, written as `kiln render` writes.
+fn merge(args: &MergeArgs) -> miette::Result<ExitCode> {
+    let summary = crate::pipeline::run_merge(&args.shards, &args.write_to)?;
+    let r = &summary.report;
+    print_err(&format!(
+        "kiln: merged {} shard{} into {} ({} files: {} written, {} unchanged, {} removed)",
+        args.shards.len(),
+        if args.shards.len() == 1 { "" } else { "s" },
+        args.write_to.display(),
+        summary.files,
+        r.written.len(),
+        r.unchanged.len(),
+        r.removed.len()
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -393,12 +545,21 @@ fn warn_secrets(secrets: &[String]) {
 pub fn run(cli: Cli) -> miette::Result<ExitCode> {
     match &cli.command {
         Command::Render(args) => render(args),
+        Command::Merge(args) => merge(args),
         Command::Kustomize(args) => {
             let mut options = crate::kustomize::BuildOptions::default();
             if args.load_restrictor == "LoadRestrictionsNone" {
                 options.load_restrictor = crate::kustomize::LoadRestrictor::None;
             }
-            let out = crate::kustomize::run_kustomize(&args.dir, &options)?;
+            options.strict = args.strict;
+            if let Some(list) = &args.fixes {
+                options.fixes = crate::kustomize::build::Fixes::parse(list)
+                    .map_err(|m| miette::miette!(code = "kiln::cli::fixes", "--fixes: {m}"))?;
+            }
+            let (out, warnings) = crate::kustomize::run_kustomize(&args.dir, &options)?;
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`kiln kustomize . | head`) is not an error worth a report.
             let _ = stdout.write_all(out.as_bytes());
@@ -440,6 +601,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::Diff(args) => diff(args),
         Command::Verify(args) => verify(args),
         Command::History(args) => history(args),
+        Command::Promote(args) => promote(args),
     }
 }
 
@@ -618,5 +780,54 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+/// `kiln promote`: render in memory, run the Stage's steps; exit 1 when a step failed.
+fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
+    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    opts.layout = args.layout.to_lib();
+    let (platform, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+    let temp;
+    let work_dir = match &args.work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .map_err(|e| miette::miette!("cannot create {}: {e}", d.display()))?;
+            d.clone()
+        }
+        None => {
+            temp = tempfile::tempdir()
+                .map_err(|e| miette::miette!("cannot create a work directory: {e}"))?;
+            temp.path().to_path_buf()
+        }
+    };
+    let options = crate::promote::PromoteOptions {
+        stage: args.stage.clone(),
+        project: args.project.clone(),
+        freight: args.freight.clone(),
+        repo_map: crate::promote::repo::RepoMap::parse(&args.repo_map)
+            .map_err(|e| miette::miette!("{e}"))?,
+        // The clock, the identity and the credentials enter here, at the edge.
+        identity: crate::git::Identity::from_env_or_git_config(),
+        time: crate::git::CommitTime::now(),
+        auth: crate::git::RemoteAuth::from_env(),
+        work_dir,
+    };
+    let report = crate::promote::promote(&set, &platform, &options)?;
+    match args.output {
+        Format::Json => print_out(
+            &(serde_json::to_string_pretty(&report).map_err(|e| miette::miette!("{e}"))? + "\n"),
+        )?,
+        _ => print_out(&report.to_text())?,
+    }
+    Ok(match report.failure() {
+        Some((alias, why)) => {
+            print_err(&format!(
+                "kiln: promotion of Stage {} failed at step `{alias}`: {why}",
+                report.stage
+            ));
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
     })
 }
