@@ -8,14 +8,15 @@
 //! Invariant: only [`run_render`] writes, and only after every earlier stage succeeded, so on
 //! any error the previous output is left exactly as it was.
 
-use crate::artifact::ArtifactSet;
+use crate::artifact::{ArtifactSet, Scope};
 use crate::diag::Errors;
+use crate::fs::FileSystem as _;
 use crate::emit::{Layout, emit};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::load::{LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
-use crate::write::{WriteError, WriteReport, write, write_scoped};
+use crate::write::{WriteError, WriteReport, write_scoped};
 use miette::Diagnostic;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
@@ -148,7 +149,35 @@ pub fn build_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<(Platform, Vec<BuildPlan>, ArtifactSet), KilnError> {
-    let (platform, plans) = plan(&opts.platform_dir, opts.root.as_deref(), &opts.selection)?;
+    build_slice_with_progress(opts, progress).map(|s| (s.platform, s.plans, s.set))
+}
+
+/// A render of the selected slice, with what `publish`, `diff` and `verify` need besides the
+/// files: the [`Scope`] the selection covers and the input files the render read.
+#[derive(Debug, Clone)]
+pub struct Slice {
+    pub platform: Platform,
+    pub plans: Vec<BuildPlan>,
+    pub set: ArtifactSet,
+    /// Where the selection may prune and compare (see [`Scope`] for the rule).
+    pub scope: Scope,
+    /// Every file load and render read: path relative to the repository root (`/`-separated;
+    /// absolute when outside it) → `sha256:` of its bytes. The spec digest is taken over it.
+    pub inputs: std::collections::BTreeMap<String, String>,
+}
+
+/// [`build_with_progress`], returning the [`Slice`].
+pub fn build_slice_with_progress(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Slice, KilnError> {
+    let fs = RecordingFs::default();
+    let load_opts = LoadOptions {
+        root: opts.root.clone(),
+    };
+    let loaded = load(&fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
+    let platform = validate(loaded).map_err(KilnError::Validate)?;
+    let plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
     let done = std::sync::atomic::AtomicUsize::new(0);
     let total = plans.len();
     let tick = || {
@@ -157,19 +186,36 @@ pub fn build_with_progress(
             total,
         )
     };
-    let rendered = crate::render::render_with(&plans, &platform.sources, &RealFs, &tick)
+    let rendered = crate::render::render_with(&plans, &platform.sources, &fs, &tick)
         .map_err(KilnError::Render)?;
     let mut set = emit(&rendered, opts.layout);
+    let filtered = opts.selection != Selection::default();
     // Kargo and Argo CD objects are per project and always complete for the projects
     // rendered, even when the selection narrows environments or components: a Stage graph
-    // cut in half would not apply.
+    // cut in half would not apply. A filtered render covers exactly the projects with at
+    // least one selected plan (`-c frontend` only frontend's project, `-l tier=nope` none).
     let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout);
-    if !opts.selection.projects.is_empty() {
+    if filtered {
         input
             .projects
-            .retain(|p| opts.selection.projects.iter().any(|s| s == &p.name));
+            .retain(|p| plans.iter().any(|b| b.project == p.name));
     }
+    let before: std::collections::BTreeSet<String> = set.paths().map(str::to_string).collect();
     crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
+    let scope = if filtered {
+        let mut dirs: std::collections::BTreeSet<String> = rendered
+            .iter()
+            .map(|r| format!("{}/", crate::emit::component_dir(r, opts.layout)))
+            .collect();
+        dirs.extend(
+            set.paths()
+                .filter(|p| !before.contains(*p))
+                .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/"))),
+        );
+        Scope::Dirs(dirs)
+    } else {
+        Scope::All
+    };
     if let Some(dir) = &opts.schema_dir {
         let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
         let report =
@@ -178,7 +224,64 @@ pub fn build_with_progress(
             return Err(KilnError::Check(Errors::new(report.findings)));
         }
     }
-    Ok((platform, plans, set))
+    let inputs = fs.inputs(&platform.root);
+    Ok(Slice {
+        platform,
+        plans,
+        set,
+        scope,
+        inputs,
+    })
+}
+
+/// The real file system, remembering a digest of every file read, so provenance can name
+/// exactly the inputs of a render (not a guess at which files matter).
+#[derive(Default)]
+struct RecordingFs {
+    read: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>>,
+}
+
+impl RecordingFs {
+    fn inputs(&self, root: &Path) -> std::collections::BTreeMap<String, String> {
+        let read = self.read.lock().map(|r| r.clone()).unwrap_or_default();
+        let root = RealFs.canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        read.into_iter()
+            .map(|(path, digest)| {
+                let abs = RealFs.canonicalize(&path).unwrap_or(path);
+                let shown = match abs.strip_prefix(&root) {
+                    Ok(rel) => rel
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                    Err(_) => abs.display().to_string(),
+                };
+                (shown, digest)
+            })
+            .collect()
+    }
+}
+
+impl crate::fs::FileSystem for RecordingFs {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let bytes = RealFs.read(path)?;
+        if let Ok(mut read) = self.read.lock() {
+            read.insert(path.to_path_buf(), crate::git::spec_digest(&bytes));
+        }
+        Ok(bytes)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        RealFs.is_dir(path)
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        RealFs.is_file(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
+        RealFs.read_dir(path)
+    }
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        RealFs.canonicalize(path)
+    }
 }
 
 /// Everything up to emit, without progress reporting.
@@ -196,19 +299,15 @@ pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
-    let (_, plans, set) = build_with_progress(opts, progress)?;
-    let report = if opts.selection == Selection::default() {
-        write(&set, &opts.write_to)
+    let Slice {
+        plans, set, scope, ..
+    } = build_slice_with_progress(opts, progress)?;
+    // A filtered render prunes only inside its slice, so `--project web` never deletes the
+    // other projects' files, and a selection that matches nothing writes nothing.
+    let report = if scope.is_empty() {
+        Ok(WriteReport::default())
     } else {
-        // A partial render prunes only inside the directories it rendered, so
-        // `--project web` never deletes the other projects' files.
-        let dirs: Vec<String> = set
-            .paths()
-            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
-            .collect();
-        write_scoped(&set, &opts.write_to, &|p| {
-            dirs.iter().any(|d| p.starts_with(d.as_str()))
-        })
+        write_scoped(&set, &opts.write_to, &|p| scope.contains(p))
     }
     .map_err(KilnError::Write)?;
     Ok(RenderSummary {

@@ -35,7 +35,7 @@ use super::{
     RemoteAuth, RepoLocation, join_path, lg, network_error, normalize_managed_path, open_local,
     redact_url, remote_callbacks, validate_rel_path,
 };
-use crate::artifact::ArtifactSet;
+use crate::artifact::{ArtifactSet, Scope};
 
 /// Everything `publish` needs besides the artifact set.
 #[derive(Debug, Clone)]
@@ -61,6 +61,10 @@ pub struct PublishOptions {
     /// For per-environment publishes: the environment every file belongs to (its paths no
     /// longer name it). Recorded as the `Kiln-Environment` trailer.
     pub environment: Option<String>,
+    /// The slice of the render this publish is responsible for (see [`Scope`]): kiln's files
+    /// outside it are neither pruned nor disowned, so a filtered publish touches only its
+    /// slice, as a filtered `render` does.
+    pub scope: Scope,
 }
 
 impl PublishOptions {
@@ -83,6 +87,7 @@ impl PublishOptions {
             auth: RemoteAuth::default(),
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             environment: None,
+            scope: Scope::All,
         }
     }
 }
@@ -264,7 +269,10 @@ fn plan_commit(
     // is taking over, so adopting identical content reports no change.
     let old: BTreeMap<String, Oid> = existing
         .iter()
-        .filter(|(p, _)| owned.contains(*p) || (options.adopt && set.files.contains_key(*p)))
+        .filter(|(p, _)| {
+            (owned.contains(*p) && options.scope.contains(p))
+                || (options.adopt && set.files.contains_key(*p))
+        })
         .map(|(p, id)| (p.clone(), *id))
         .collect();
     let mut new: BTreeMap<String, Oid> = BTreeMap::new();
@@ -283,7 +291,8 @@ fn plan_commit(
     };
     let mut touched: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
     let mut files = FileCounts::default();
-    for path in owned.iter().filter(|p| !set.files.contains_key(*p)) {
+    let pruned = |p: &&String| !set.files.contains_key(*p) && options.scope.contains(p);
+    for path in owned.iter().filter(pruned) {
         if existing.contains_key(path) {
             files.removed += 1;
             touched.insert(join_path(managed, path), None);
@@ -291,7 +300,11 @@ fn plan_commit(
         let segments = join_segments(&managed_segments, path);
         remove_file(repo, &mut root, &segments)?;
     }
-    let marker = OwnedMarker::new(set.paths().map(str::to_string)).to_bytes();
+    // Owned files outside the slice stay owned (and stay listed) for the next full publish.
+    let kept = owned
+        .iter()
+        .filter(|p| !set.files.contains_key(*p) && !options.scope.contains(p));
+    let marker = OwnedMarker::new(set.paths().map(str::to_string).chain(kept.cloned())).to_bytes();
     let generated = set
         .files
         .iter()
@@ -891,6 +904,16 @@ pub fn publish_per_environment(
     for (environment, env_set) in &split.environments {
         let mut env_options = options.clone();
         env_options.environment = Some(environment.clone());
+        // A filtered render's slice of this environment: the component directories it
+        // rendered there (their paths without the environment segment, as in the branch).
+        if options.scope != Scope::All {
+            env_options.scope = Scope::Dirs(
+                env_set
+                    .paths()
+                    .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+                    .collect(),
+            );
+        }
         match mode {
             SplitMode::Branches { prefix } => {
                 env_options.branch = format!("{prefix}{environment}");
