@@ -102,6 +102,9 @@ mod tests {
         let mut set = ArtifactSet::new();
         set.insert("web/dev/api/x.yaml", "a");
         set.insert("web/prod/api/x.yaml", "b");
-        assert_eq!(scope.restrict(&set).paths().collect::<Vec<_>>(), ["web/dev/api/x.yaml"]);
+        assert_eq!(
+            scope.restrict(&set).paths().collect::<Vec<_>>(),
+            ["web/dev/api/x.yaml"]
+        );
     }
 }

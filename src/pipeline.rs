@@ -10,9 +10,9 @@
 
 use crate::artifact::{ArtifactSet, Scope};
 use crate::diag::Errors;
-use crate::fs::FileSystem as _;
 use crate::emit::{Layout, emit};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
+use crate::fs::FileSystem as _;
 use crate::load::{LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
@@ -244,7 +244,9 @@ struct RecordingFs {
 impl RecordingFs {
     fn inputs(&self, root: &Path) -> std::collections::BTreeMap<String, String> {
         let read = self.read.lock().map(|r| r.clone()).unwrap_or_default();
-        let root = RealFs.canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let root = RealFs
+            .canonicalize(root)
+            .unwrap_or_else(|_| root.to_path_buf());
         read.into_iter()
             .map(|(path, digest)| {
                 let abs = RealFs.canonicalize(&path).unwrap_or(path);

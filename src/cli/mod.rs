@@ -477,15 +477,25 @@ fn build_set(
     let mut opts = crate::pipeline::RenderOptions::new(platform);
     opts.layout = layout.to_lib();
     opts.selection = selection.to_lib();
-    Ok(crate::pipeline::build_slice_with_progress(&opts, &|_, _| {})?)
+    Ok(crate::pipeline::build_slice_with_progress(
+        &opts,
+        &|_, _| {},
+    )?)
 }
 
 /// Provenance trailers of a publish: the platform's own commit (when it sits in Git, dirty
 /// when any file the render read has local changes), kiln's version and a digest of every
 /// input file the render read.
-fn provenance(platform: &std::path::Path, slice: &crate::pipeline::Slice) -> crate::git::Provenance {
+fn provenance(
+    platform: &std::path::Path,
+    slice: &crate::pipeline::Slice,
+) -> crate::git::Provenance {
     crate::git::Provenance {
-        source_commit: crate::git::source_commit_of(platform, &slice.platform.root, slice.inputs.keys()),
+        source_commit: crate::git::source_commit_of(
+            platform,
+            &slice.platform.root,
+            slice.inputs.keys(),
+        ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
     }
@@ -507,13 +517,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
         crate::git::CommitTime::now(),
         provenance(&args.platform, &slice),
     );
-    // With Kargo, the Warehouses watch `renderedPath` of the source repository: publish there
-    // unless told otherwise.
-    options.path = match &args.path {
-        Some(p) => Some(p.clone()),
-        None if kargo => Some(source.rendered_path.clone()),
-        None => None,
-    };
+    options.path = repo_path(args.path.as_deref(), &slice);
     if let Some(url) = &source.repo_url
         && kargo
         && !crate::git::same_repo(&args.repo, url)
@@ -552,6 +556,17 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `--path` of `publish`, `verify` and `diff REPO@REF`: with Kargo, the Warehouses watch
+/// `spec.source.renderedPath` of the source repository, so that is where the tree goes (and is
+/// looked for) unless told otherwise; without Kargo, the branch root.
+fn repo_path(path: Option<&str>, slice: &crate::pipeline::Slice) -> Option<String> {
+    match path {
+        Some(p) => Some(p.to_string()),
+        None if slice.platform.kargo.enabled => Some(slice.platform.source.rendered_path.clone()),
+        None => None,
+    }
+}
+
 fn json<T: serde::Serialize>(value: &T) -> miette::Result<String> {
     Ok(serde_json::to_string_pretty(value).map_err(|e| miette::miette!("{e}"))? + "\n")
 }
@@ -563,7 +578,11 @@ fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
         Some(spec) => crate::git::Against::parse(spec)?,
         None => crate::git::Against::default_dir(),
     };
-    let old = against.load(args.path.as_deref(), &crate::git::RemoteAuth::from_env())?;
+    let path = match against {
+        crate::git::Against::Repo { .. } => repo_path(args.path.as_deref(), &slice),
+        crate::git::Against::Dir(_) => args.path.clone(),
+    };
+    let old = against.load(path.as_deref(), &crate::git::RemoteAuth::from_env())?;
     // The old side only inside the slice: `diff -e dev` predicts what `render -e dev` does.
     let report = crate::git::diff_sets(&slice.scope.restrict(&old), &slice.set);
     print_report(&report, &report.summary(), &args.report)?;
@@ -590,6 +609,7 @@ fn print_report<T: serde::Serialize + std::fmt::Display>(
 /// `kiln verify`: exit 1 when the committed tree drifted from a fresh render.
 fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
     let slice = build_set(&args.platform, args.layout, &args.selection)?;
+    let path = repo_path(args.path.as_deref(), &slice);
     let mut set = slice.set;
     let mut scope = slice.scope;
     if args.per_environment {
@@ -620,7 +640,7 @@ fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
         &scope,
         &args.repo,
         &args.reference,
-        args.path.as_deref(),
+        path.as_deref(),
         &crate::git::RemoteAuth::from_env(),
     )?;
     print_report(&report, &report.summary(), &args.report)?;

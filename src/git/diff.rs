@@ -767,7 +767,11 @@ mod tests {
     #[test]
     fn against_refuses_what_it_cannot_read() {
         // Issue 9 item 10: these compared against nothing and reported every file added.
-        for bad in ["/no/such/dir", "repo@main:apps/acme", "git@github.com:acme/deploy.git"] {
+        for bad in [
+            "/no/such/dir",
+            "repo@main:apps/acme",
+            "git@github.com:acme/deploy.git",
+        ] {
             let err = Against::parse(bad).unwrap_err();
             assert_eq!(
                 miette::Diagnostic::code(&err).unwrap().to_string(),

@@ -45,8 +45,8 @@ pub use history::{
     deployed_at, history, parse_date,
 };
 pub use publish::{
-    EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, publish,
-    publish_per_environment, split_by_environment,
+    EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, is_valid_branch_name,
+    publish, publish_per_environment, split_by_environment,
 };
 pub use trailers::{ChangeAction, Unit, UnitChange};
 pub use verify::{VerifyReport, verify, verify_scoped};
@@ -150,12 +150,19 @@ pub enum GitError {
         age_seconds: u64,
     },
 
+    #[error("refusing to write through the symbolic link `{path}` in the checked-out working tree")]
+    #[diagnostic(
+        code(kiln::git::symlink_in_worktree),
+        help(
+            "kiln writes only real files inside the repository; replace the link with a real directory (or remove it), nothing was changed"
+        )
+    )]
+    SymlinkInWorktree { path: String },
+
     #[error("`--against {against}`: {reason}")]
     #[diagnostic(
         code(kiln::git::invalid_against),
-        help(
-            "pass an existing directory, or `REPO@REF` (a path inside the ref goes into --path)"
-        )
+        help("pass an existing directory, or `REPO@REF` (a path inside the ref goes into --path)")
     )]
     InvalidAgainst { against: String, reason: String },
 
@@ -455,6 +462,13 @@ impl RepoLocation {
         if let Some(rest) = spec.strip_prefix("file://") {
             // `file:///abs/path` → `/abs/path`; `file://localhost/abs` → `/abs`.
             let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+            // `file://user:token@/path`: a file URL has no use for credentials; drop them so
+            // they never reach a message.
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let rest = match rest[..authority_end].rfind('@') {
+                Some(at) => &rest[at + 1..],
+                None => rest,
+            };
             return Self::Local(PathBuf::from(percent_decode(rest)));
         }
         if spec.contains("://") {
@@ -628,7 +642,9 @@ pub fn same_repo(a: &str, b: &str) -> bool {
         let r = redact(s);
         let r = r.trim_end_matches('/').trim_end_matches(".git");
         let r = r.split_once("@").map_or(r, |(_, host)| host);
-        r.split_once("://").map_or(r, |(_, rest)| rest).to_ascii_lowercase()
+        r.split_once("://")
+            .map_or(r, |(_, rest)| rest)
+            .to_ascii_lowercase()
     }
     norm(a) == norm(b)
 }
@@ -754,7 +770,7 @@ pub(crate) fn open_local(path: &Path) -> Result<Repository, GitError> {
         std::iter::empty::<&std::ffi::OsStr>(),
     )
     .map_err(|_| GitError::RepositoryNotFound {
-        repo: path.display().to_string(),
+        repo: redact(&path.display().to_string()),
     })
 }
 
@@ -772,7 +788,7 @@ pub(crate) fn open_for_reading(spec: &str, auth: &RemoteAuth) -> Result<ReadRepo
     match RepoLocation::parse(spec) {
         RepoLocation::Local(path) => Ok(ReadRepo {
             repo: open_local(&path)?,
-            display: path.display().to_string(),
+            display: redact(&path.display().to_string()),
             _temp: None,
         }),
         RepoLocation::Remote(url) => {
@@ -1039,18 +1055,65 @@ mod tests {
         ));
     }
 
+    /// Issue 9 item 4: one redaction function, every form users paste (the first four
+    /// printed the token before).
     #[test]
-    fn redact_url_hides_passwords() {
-        assert_eq!(
-            redact_url("https://bot:s3cret@example.com/a.git"),
-            "https://bot:***@example.com/a.git"
-        );
-        assert_eq!(
-            redact_url("https://tok@example.com/a.git"),
-            "https://***@example.com/a.git"
-        );
-        assert_eq!(redact_url("https://example.com/a"), "https://example.com/a");
+    fn redact_hides_every_form_of_credentials() {
+        let table = [
+            (
+                "https://user:SUPER/SECRET@127.0.0.1:9/x.git",
+                "https://user:***@127.0.0.1:9/x.git",
+            ),
+            ("user:TOKEN@127.0.0.1:x.git", "user:***@127.0.0.1:x.git"),
+            (
+                "https://127.0.0.1:9/x.git?access_token=TOKEN",
+                "https://127.0.0.1:9/x.git?access_token=***",
+            ),
+            (
+                "https://h/x.git?ref=main&private_token=TOKEN",
+                "https://h/x.git?ref=***&private_token=***",
+            ),
+            ("file://user:TOKEN@/tmp/x.git", "file://user:***@/tmp/x.git"),
+            (
+                "https://bot:s3cret@example.com/a.git",
+                "https://bot:***@example.com/a.git",
+            ),
+            (
+                "https://TOKEN@example.com/a.git",
+                "https://***@example.com/a.git",
+            ),
+            ("ssh://git@example.com/a.git", "ssh://git@example.com/a.git"),
+            ("git@github.com:acme/a.git", "git@github.com:acme/a.git"),
+            ("https://example.com/a", "https://example.com/a"),
+            (
+                "https://example.com/a.git@main",
+                "https://example.com/a.git@main",
+            ),
+            ("https://h:8443/a.git@main", "https://h:8443/a.git@main"),
+            ("/tmp/r.git@stage/dev", "/tmp/r.git@stage/dev"),
+            (
+                "remote `https://u:TOKEN@h/x` is unreachable: 'https://u:TOKEN@h/x' failed",
+                "remote `https://u:***@h/x` is unreachable: 'https://u:***@h/x' failed",
+            ),
+        ];
+        for (input, want) in table {
+            assert_eq!(redact(input), want, "{input}");
+            assert!(!redact(input).contains("TOKEN") && !redact(input).contains("SECRET"));
+            assert_eq!(has_credentials(input), input != want, "{input}");
+        }
         assert!(!format!("{:?}", Secret::new("s3cret")).contains("s3cret"));
+    }
+
+    #[test]
+    fn same_repo_ignores_credentials_and_spelling() {
+        assert!(same_repo(
+            "https://x:t@GitHub.com/a/b.git",
+            "https://github.com/a/b"
+        ));
+        assert!(!same_repo(
+            "https://github.com/a/b",
+            "https://github.com/a/c"
+        ));
     }
 
     #[test]

@@ -37,7 +37,12 @@ pub struct VerifyReport {
 impl VerifyReport {
     /// The first line of the report and one line per drifted file (`--stat`).
     pub fn summary(&self) -> String {
-        let mut out = self.to_string().lines().next().unwrap_or_default().to_string();
+        let mut out = self
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
         out.push('\n');
         for file in &self.drift.files {
             out.push_str(&format!("  {:<8} {}\n", file.status.word(), file.path));
