@@ -986,3 +986,132 @@ fn commit_subjects_say_add_and_remove() {
     let subject = git(&repo, &["log", "-1", "--format=%s", "main"]);
     assert!(subject.starts_with("kiln: remove "), "{subject}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// done when: the README's CI recipe publishes where the generated pipeline looks
+
+/// The `kiln …` lines of the README's CI recipe, in the order they appear, and the recipe's
+/// `SOURCE_REPO`.
+fn readme_ci_recipe() -> (Vec<String>, String) {
+    let readme = std::fs::read_to_string(here().join("README.md")).unwrap();
+    let section = readme
+        .split("### CI: verify on pull requests, publish on main")
+        .nth(1)
+        .expect("the README has the CI recipe");
+    let block = section
+        .split("```yaml\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("the recipe is a yaml block");
+    let mut commands = Vec::new();
+    let mut source_repo = String::new();
+    for line in block.lines() {
+        let line = line.trim();
+        if let Some(v) = line.strip_prefix("SOURCE_REPO: ") {
+            source_repo = v.to_string();
+        }
+        let line = line.strip_prefix("run: ").unwrap_or(line);
+        if line.starts_with("kiln ") {
+            commands.push(line.to_string());
+        }
+    }
+    (commands, source_repo)
+}
+
+#[test]
+fn readme_ci_recipe_publishes_where_the_warehouses_look() {
+    let (commands, source_repo) = readme_ci_recipe();
+    assert_eq!(commands.len(), 3, "{commands:?}");
+    // The recipe's repository is the one the generated pipeline watches.
+    let (c, platform, err) = kiln(&["show", "platform", "platforms/bank", "-o", "json"]);
+    assert_eq!(c, 0, "{err}");
+    let platform: serde_json::Value = serde_json::from_str(&platform).unwrap();
+    assert_eq!(platform["source"]["repoURL"], source_repo.as_str());
+
+    // A fresh clone of the platform repository, the PR's base checkout beside it, and a local
+    // bare repository standing in for SOURCE_REPO.
+    let t = tempfile::tempdir().unwrap();
+    let clone = t.path().join("clone");
+    bank_copy(&clone, |spec| spec);
+    bank_copy(&t.path().join("base"), |spec| spec);
+    let remote = bare(t.path(), "source.git");
+    let bin = Path::new(env!("CARGO_BIN_EXE_kiln")).parent().unwrap();
+    let run = |command: &str| {
+        let out = Command::new("sh")
+            .args(["-c", command])
+            .current_dir(&clone)
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("SOURCE_REPO", &remote)
+            .env("KILN_GIT_USERNAME", "x-access-token")
+            .env_remove("KILN_GIT_PASSWORD")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "`{command}` failed: {text}");
+    };
+    // The publish job ran on an earlier merge; then a pull request runs the verify job.
+    let publish: Vec<&String> = commands
+        .iter()
+        .filter(|c| c.starts_with("kiln publish"))
+        .collect();
+    assert_eq!(publish.len(), 1);
+    run(publish[0]);
+    for command in commands.iter().filter(|c| !c.starts_with("kiln publish")) {
+        run(command);
+    }
+
+    let published = tree_of(&remote, "main");
+    let mut warehouses = 0;
+    let mut stages = 0;
+    for path in published.iter().filter(|p| p.contains("/kargo/")) {
+        let text = git(&remote, &["show", &format!("main:{path}")]);
+        for doc in kiln::yaml::parse_stream(path, &text).unwrap() {
+            match doc["kind"].as_str() {
+                Some("Warehouse") => {
+                    for sub in doc["spec"]["subscriptions"].as_array().unwrap() {
+                        let Some(g) = sub.get("git") else { continue };
+                        warehouses += 1;
+                        assert_eq!(g["repoURL"], source_repo.as_str());
+                        assert_eq!(g["branch"], "main");
+                        for include in g["includePaths"].as_array().unwrap() {
+                            let pattern =
+                                include.as_str().unwrap().strip_prefix("regexp:").unwrap();
+                            let re = regex::Regex::new(pattern).unwrap();
+                            assert!(
+                                published.iter().any(|p| re.is_match(p)),
+                                "Warehouse {} includes `{pattern}`, which matches no published path",
+                                doc["metadata"]["name"]
+                            );
+                        }
+                    }
+                }
+                Some("Stage") => {
+                    let vars = doc["spec"]["promotionTemplate"]["spec"]["vars"]
+                        .as_array()
+                        .unwrap();
+                    let src = vars.iter().find(|v| v["name"] == "srcPath").unwrap();
+                    let dir = format!("{}/", src["value"].as_str().unwrap());
+                    stages += 1;
+                    assert!(
+                        published.contains(&format!("{dir}kustomization.yaml")),
+                        "Stage {} reads {dir}, which was not published",
+                        doc["metadata"]["name"]
+                    );
+                }
+                _ => {}
+            }
+        }
+    }
+    assert!(
+        warehouses >= 10 && stages >= 50,
+        "{warehouses} warehouses, {stages} stages"
+    );
+}

@@ -4,9 +4,10 @@
 //! deployed at time T": the newest kiln commit at or before T and its full image state (every
 //! kiln commit records all components' images, not only the changed ones).
 //!
-//! Sits beside `publish`, reads Git only; commits without kiln's trailers (hand commits, merges)
-//! are skipped. Dates are parsed here ([`parse_date`]: RFC 3339 or `YYYY-MM-DD`), without a
-//! date crate.
+//! Sits beside `publish`, reads Git only. Commits without kiln's trailers (Kargo promotions,
+//! hand edits, merges) are listed as not made by kiln, with the units their paths touch
+//! against their first parent. Dates are parsed here ([`parse_date`]: RFC 3339 or
+//! `YYYY-MM-DD`), without a date crate.
 //!
 //! Invariant: output order is the revwalk's (time, newest first), never a hash order.
 
