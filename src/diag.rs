@@ -424,6 +424,211 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
     }
 }
 
+/// The longest source line (in bytes) a snippet shows; longer lines are cut around their
+/// label, with `…` where text was left out. miette's graphical handler panics on a column past
+/// 65,535 (a `format!` width limit), and a 200 KB line is unreadable anyway.
+pub const MAX_SNIPPET_LINE: usize = 240;
+
+/// The longest message (in bytes) a diagnostic prints before it is cut.
+pub const MAX_MESSAGE: usize = 2000;
+
+/// A miette report handler that shows every diagnostic through [`Clipped`], so no snippet line
+/// is longer than [`MAX_SNIPPET_LINE`] and no message longer than [`MAX_MESSAGE`], whatever
+/// the stage that built it. Installed by the CLI.
+pub struct ClippingHandler(pub Box<dyn miette::ReportHandler>);
+
+impl miette::ReportHandler for ClippingHandler {
+    fn debug(&self, diagnostic: &dyn Diagnostic, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.debug(&Clipped::new(diagnostic), f)
+    }
+}
+
+/// A view of a diagnostic whose source text has its long lines cut (labels moved to match)
+/// and whose message is cut at [`MAX_MESSAGE`]. Line numbers stay those of the original file.
+pub struct Clipped<'a> {
+    inner: &'a dyn Diagnostic,
+    message: String,
+    source: Option<NamedSource<String>>,
+    labels: Option<Vec<miette::LabeledSpan>>,
+    related: Vec<Clipped<'a>>,
+    cause: Option<Box<Clipped<'a>>>,
+}
+
+impl<'a> Clipped<'a> {
+    /// Prepares `inner` for display (reads its source once, when it has labels).
+    pub fn new(inner: &'a dyn Diagnostic) -> Clipped<'a> {
+        let (source, labels) = match (inner.source_code(), inner.labels()) {
+            (Some(src), Some(labels)) => clip_source(src, labels.collect()),
+            _ => (None, None),
+        };
+        Clipped {
+            inner,
+            message: clip_text(&inner.to_string(), MAX_MESSAGE),
+            source,
+            labels,
+            related: inner
+                .related()
+                .map(|r| r.map(Clipped::new).collect())
+                .unwrap_or_default(),
+            cause: inner.diagnostic_source().map(|d| Box::new(Clipped::new(d))),
+        }
+    }
+}
+
+/// `text` cut to at most `max` bytes (on a character boundary), with a note of how much was
+/// left out.
+pub fn clip_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} more bytes)", &text[..end], text.len() - end)
+}
+
+/// The whole text of `src` with every line longer than [`MAX_SNIPPET_LINE`] cut around the
+/// first label on it, and `labels` moved into the new text. `(None, None)` (show no snippet)
+/// when the text cannot be read.
+fn clip_source(
+    src: &dyn miette::SourceCode,
+    labels: Vec<miette::LabeledSpan>,
+) -> (
+    Option<NamedSource<String>>,
+    Option<Vec<miette::LabeledSpan>>,
+) {
+    let Ok(all) = src.read_span(&SourceSpan::from((0, 0)), 0, usize::MAX) else {
+        return (None, None);
+    };
+    let text = String::from_utf8_lossy(all.data()).into_owned();
+    let name = all.name().unwrap_or("input").to_string();
+    let language = all.language().map(str::to_string);
+    if text.split('\n').all(|l| l.len() <= MAX_SNIPPET_LINE) {
+        let mut named = NamedSource::new(name, text);
+        if let Some(lang) = language {
+            named = named.with_language(lang);
+        }
+        return (Some(named), Some(labels));
+    }
+    // Kept pieces: (old start, old end, new start).
+    let mut pieces: Vec<(usize, usize, usize)> = Vec::new();
+    let mut out = String::new();
+    let mut line_start = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        let line_end = line_start + body.len();
+        let (keep_start, keep_end) = if body.len() <= MAX_SNIPPET_LINE {
+            (line_start, line_end)
+        } else {
+            let anchor = labels
+                .iter()
+                .map(|l| l.offset())
+                .find(|o| (line_start..=line_end).contains(o))
+                .unwrap_or(line_start);
+            let mut start = anchor.saturating_sub(MAX_SNIPPET_LINE / 3).max(line_start);
+            while !text.is_char_boundary(start) {
+                start -= 1;
+            }
+            let mut end = (start + MAX_SNIPPET_LINE).min(line_end);
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            (start, end)
+        };
+        if keep_start > line_start {
+            out.push('…');
+        }
+        pieces.push((keep_start, keep_end, out.len()));
+        out.push_str(&text[keep_start..keep_end]);
+        if keep_end < line_end {
+            out.push('…');
+        }
+        // The line break itself, kept so line numbers stay right.
+        let brk_start = line_end;
+        let brk_end = line_start + line.len();
+        pieces.push((brk_start, brk_end, out.len()));
+        out.push_str(&text[brk_start..brk_end]);
+        line_start = brk_end;
+    }
+    // An offset inside a cut-out part moves to the start of the next kept piece.
+    let map = |o: usize| -> usize {
+        for &(a, b, n) in &pieces {
+            if o < a {
+                return n;
+            }
+            if o <= b {
+                return n + (o - a);
+            }
+        }
+        out.len()
+    };
+    let labels = labels
+        .into_iter()
+        .map(|l| {
+            let start = map(l.offset());
+            let end = map(l.offset() + l.len()).max(start);
+            miette::LabeledSpan::new(l.label().map(str::to_string), start, end - start)
+        })
+        .collect();
+    let mut named = NamedSource::new(name, out);
+    if let Some(lang) = language {
+        named = named.with_language(lang);
+    }
+    (Some(named), Some(labels))
+}
+
+impl fmt::Display for Clipped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl fmt::Debug for Clipped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Clipped<'_> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.inner.source()
+    }
+}
+
+impl Diagnostic for Clipped<'_> {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.inner.code()
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        self.inner.severity()
+    }
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.inner.help()
+    }
+    fn url<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.inner.url()
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        self.labels
+            .as_ref()
+            .map(|l| Box::new(l.iter().cloned()) as Box<dyn Iterator<Item = _>>)
+    }
+    fn related<'b>(&'b self) -> Option<Box<dyn Iterator<Item = &'b dyn Diagnostic> + 'b>> {
+        if self.related.is_empty() {
+            None
+        } else {
+            Some(Box::new(self.related.iter().map(|r| r as &dyn Diagnostic)))
+        }
+    }
+    fn diagnostic_source(&self) -> Option<&dyn Diagnostic> {
+        self.cause.as_deref().map(|c| c as &dyn Diagnostic)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -490,5 +695,57 @@ mod tests {
             "{}",
             missing.at
         );
+    }
+
+    /// A diagnostic whose label sits past column 65,535 on one very long line.
+    #[derive(Debug, thiserror::Error, Diagnostic)]
+    #[error("bad value")]
+    struct FarLabel {
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("here")]
+        at: SourceSpan,
+    }
+
+    fn graphical(d: &dyn Diagnostic) -> String {
+        let mut out = String::new();
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .render_report(&mut out, &Clipped::new(d))
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn labels_past_column_65535_are_shown_clipped_without_panicking() {
+        let line = format!("name: {}BAD : [", "y".repeat(200_000));
+        let text = format!("kind: Platform\n{line}\nnext: 1\n");
+        let at = text.find("BAD").unwrap();
+        let d = FarLabel {
+            src: NamedSource::new("p.yaml", text),
+            at: (at, 3).into(),
+        };
+        let out = graphical(&d);
+        assert!(
+            out.len() < 4 * MAX_SNIPPET_LINE + 1000,
+            "{} bytes",
+            out.len()
+        );
+        assert!(out.contains("BAD"), "{out}");
+        assert!(out.contains("here"), "{out}");
+        // Line numbers are the file's own: the long line is line 2.
+        assert!(out.contains(" 2 │"), "{out}");
+    }
+
+    #[test]
+    fn short_sources_are_shown_unchanged_and_long_messages_are_cut() {
+        let text = "a: 1\nb: 2\n".to_string();
+        let d = FarLabel {
+            src: NamedSource::new("p.yaml", text),
+            at: (8, 1).into(),
+        };
+        let out = graphical(&d);
+        assert!(out.contains("b: 2"), "{out}");
+        let long = clip_text(&"x".repeat(10_000), MAX_MESSAGE);
+        assert!(long.len() < MAX_MESSAGE + 40 && long.ends_with("(8000 more bytes)"));
     }
 }

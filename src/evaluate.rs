@@ -18,6 +18,10 @@
 //! `${params.<other>}` (resolved after layering, dependencies first; a cycle is an error);
 //! an environment's namespace pattern may not use `${params...}`.
 //!
+//! Expansion has a budget ([`MAX_EXPANSION`] bytes of referenced values per resolved value),
+//! as YAML aliases have: a chain `p2: "${params.p1}${params.p1}"` doubles at each link, so
+//! without it 40 links never finish.
+//!
 //! Invariant: pure and deterministic; a plan holds everything `render` needs except file
 //! contents already loaded into the component.
 
@@ -142,6 +146,24 @@ pub enum EvaluateError {
         #[source_code]
         src: NamedSource<String>,
         #[label("not closed")]
+        span: Option<SourceSpan>,
+    },
+
+    /// References expand to more than [`MAX_EXPANSION`] bytes (a chain of parameters that
+    /// each repeat the one before grows exponentially).
+    #[error("{at}: references here expand to more than {limit} bytes")]
+    #[diagnostic(
+        code(kiln::evaluate::expansion_too_large),
+        help(
+            "a parameter that refers to another parameter several times doubles its size at each link; refer to the value once, or write it out"
+        )
+    )]
+    ExpansionTooLarge {
+        limit: usize,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("expands past the limit")]
         span: Option<SourceSpan>,
     },
 
@@ -349,6 +371,40 @@ struct Context<'a> {
     /// Leave `${params.…}` untouched (first pass over parameter values; the second pass,
     /// after layering, resolves them against the merged parameters).
     defer_params: bool,
+    /// Bytes of referenced values expanded so far (see [`MAX_EXPANSION`]).
+    spent: std::cell::Cell<usize>,
+}
+
+/// The most bytes of referenced values one resolution (one parameter value, one spec value)
+/// may expand to.
+pub const MAX_EXPANSION: usize = 1 << 20;
+
+/// A cheap upper estimate of a value's size as text, stopping once past `limit`.
+fn value_size(v: &Value, limit: usize) -> usize {
+    match v {
+        Value::String(s) => s.len(),
+        Value::Array(items) => {
+            let mut n = 2;
+            for i in items {
+                n += value_size(i, limit) + 1;
+                if n > limit {
+                    break;
+                }
+            }
+            n
+        }
+        Value::Object(map) => {
+            let mut n = 2;
+            for (k, i) in map {
+                n += k.len() + value_size(i, limit) + 2;
+                if n > limit {
+                    break;
+                }
+            }
+            n
+        }
+        _ => 8,
+    }
 }
 
 fn reference_re() -> &'static Regex {
@@ -453,6 +509,28 @@ impl Context<'_> {
         if !text.contains("${") {
             return Value::String(text.to_string());
         }
+        let over_budget = |v: &Value| {
+            let spent = self.spent.get();
+            if spent > MAX_EXPANSION {
+                return true;
+            }
+            self.spent.set(spent + value_size(v, MAX_EXPANSION));
+            self.spent.get() > MAX_EXPANSION
+        };
+        let too_large = |errors: &mut Vec<EvaluateError>| {
+            let sn = sources.snippet(loc);
+            errors.push(EvaluateError::ExpansionTooLarge {
+                limit: MAX_EXPANSION,
+                at: sn.at,
+                src: sn.src,
+                span: sn.span,
+            });
+            Value::String(text.to_string())
+        };
+        if self.spent.get() > MAX_EXPANSION {
+            // Already reported once for this resolution.
+            return Value::String(text.to_string());
+        }
         let mut report = |reference: &str, help: String| {
             let sn = sources.snippet(loc);
             errors.push(EvaluateError::UnknownReference {
@@ -482,6 +560,7 @@ impl Context<'_> {
                 return Value::String(text.to_string());
             }
             return match self.lookup(&c[1]) {
+                Ok(v) if over_budget(&v) => too_large(errors),
                 Ok(v) => v,
                 Err(help) => {
                     report(&c[1], help);
@@ -500,6 +579,7 @@ impl Context<'_> {
                 continue;
             }
             match self.lookup(&c[1]) {
+                Ok(v) if over_budget(&v) => return too_large(errors),
                 Ok(Value::String(s)) => out.push_str(&s),
                 Ok(Value::Null) => {}
                 Ok(other @ (Value::Number(_) | Value::Bool(_))) => out.push_str(&other.to_string()),
@@ -626,6 +706,7 @@ impl PlanEval<'_> {
             namespace: None,
             params: None,
             defer_params: false,
+            spent: Default::default(),
         };
         let ns_loc = if self.env.namespace == crate::validate::DEFAULT_NAMESPACE {
             self.env.loc.clone()
@@ -837,6 +918,7 @@ impl PlanEval<'_> {
             namespace: ctx.namespace,
             params: Some(&snapshot),
             defer_params: false,
+            spent: Default::default(),
         };
         let resolved = with_params.resolve(&value, &loc, sources, self.errors);
         pass.map.insert(key.to_string(), resolved);
@@ -981,6 +1063,29 @@ mod tests {
     }
 
     #[test]
+    fn doubling_parameter_chains_stop_at_the_expansion_budget() {
+        // p0 = "xxxxxxxx", p{i} = p{i-1} twice: 40 links would be 8 TiB.
+        let mut props = String::from("      p0: {type: string, default: xxxxxxxx}\n");
+        for i in 1..=40 {
+            let j = i - 1;
+            props.push_str(&format!(
+                "      p{i}: {{type: string, default: \"${{params.p{j}}}${{params.p{j}}}\"}}\n"
+            ));
+        }
+        props.push_str("      domain: {type: string}\n");
+        let comp = COMPONENT.replace("      domain: {type: string}\n", &props);
+        let errs = eval(&platform_yaml(ENVS, PROJECTS), &comp, &Selection::default())
+            .expect_err("the chain is refused");
+        assert!(
+            errs.iter()
+                .all(|e| e.contains("expand to more than 1048576 bytes")),
+            "{errs:?}"
+        );
+        // p17 (1 MiB) is the first link past the budget, in each of the two plans.
+        assert!(!errs.is_empty() && errs.len() <= 2 * 24, "{}", errs.len());
+    }
+
+    #[test]
     fn kargo_expressions_next_to_references_stay_untouched() {
         let p = run(&platform_yaml(ENVS, PROJECTS), COMPONENT).unwrap();
         let ctx = Context {
@@ -991,6 +1096,7 @@ mod tests {
             namespace: Some("web-dev"),
             params: None,
             defer_params: false,
+            spent: Default::default(),
         };
         let mut errors = Vec::new();
         let got = ctx.resolve_str(

@@ -28,10 +28,149 @@ pub trait FileSystem: Sync {
     /// path does not exist.
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf>;
 
-    /// The whole file as UTF-8 text; invalid UTF-8 is an `InvalidData` error.
+    /// The whole file as UTF-8 text; anything else is an `InvalidData` error carrying a
+    /// [`NotUtf8`] (line, column, and whether a UTF-16 byte-order mark shows the encoding).
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
-        let bytes = self.read(path)?;
-        String::from_utf8(bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        decode_utf8(self.read(path)?)
+    }
+}
+
+/// Why a file is not UTF-8 text: where the first invalid byte sits (1-based line and byte
+/// column), and the encoding its byte-order mark names, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotUtf8 {
+    pub line: usize,
+    pub column: usize,
+    /// `Some("UTF-16LE")` etc. when the file starts with that byte-order mark.
+    pub bom: Option<&'static str>,
+}
+
+impl std::fmt::Display for NotUtf8 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.bom {
+            Some(enc) => write!(
+                f,
+                "the file is {enc} (it starts with a {enc} byte-order mark), not UTF-8"
+            ),
+            None => write!(
+                f,
+                "not UTF-8 text: invalid byte at line {}, column {}",
+                self.line, self.column
+            ),
+        }
+    }
+}
+
+impl std::error::Error for NotUtf8 {}
+
+/// `bytes` as UTF-8 text, or an `InvalidData` error holding a [`NotUtf8`].
+pub fn decode_utf8(bytes: Vec<u8>) -> io::Result<String> {
+    String::from_utf8(bytes).map_err(|e| {
+        let bytes = e.as_bytes();
+        let valid = &bytes[..e.utf8_error().valid_up_to()];
+        let line_start = valid.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let bom = if bytes.starts_with(&[0xFF, 0xFE, 0, 0]) {
+            Some("UTF-32LE")
+        } else if bytes.starts_with(&[0, 0, 0xFE, 0xFF]) {
+            Some("UTF-32BE")
+        } else if bytes.starts_with(&[0xFF, 0xFE]) {
+            Some("UTF-16LE")
+        } else if bytes.starts_with(&[0xFE, 0xFF]) {
+            Some("UTF-16BE")
+        } else {
+            None
+        };
+        let err = NotUtf8 {
+            line: valid.iter().filter(|b| **b == b'\n').count() + 1,
+            column: valid.len() - line_start + 1,
+            bom,
+        };
+        io::Error::new(io::ErrorKind::InvalidData, err)
+    })
+}
+
+/// Reads a file only when it is a regular file: it is opened without blocking (`O_NONBLOCK`),
+/// so a FIFO in place of a file is an error at once instead of a read that waits forever,
+/// and a device or socket is never read.
+pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let mut file = options.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            if meta.is_dir() {
+                "is a directory, not a file"
+            } else {
+                "not a regular file (kiln never reads a FIFO, device or socket)"
+            },
+        ));
+    }
+    let mut out = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// A [`FileSystem`] that reads nothing outside `root`: every path is resolved (symlinks
+/// followed) before it is read or listed, and one that lands outside is refused with
+/// `PermissionDenied`. `kiln render` reads through it, so a kustomize base that climbs out
+/// of the repository (`resources: [../../../outside]`, an absolute path) cannot bring
+/// outside files into the render; `kiln kustomize` keeps kustomize's own load restrictor.
+pub struct RootedFs<'a> {
+    inner: &'a dyn FileSystem,
+    root: PathBuf,
+}
+
+impl<'a> RootedFs<'a> {
+    /// Reads through `inner`, only inside `root` (canonical).
+    pub fn new(inner: &'a dyn FileSystem, root: impl Into<PathBuf>) -> Self {
+        RootedFs {
+            inner,
+            root: root.into(),
+        }
+    }
+
+    fn check(&self, path: &Path) -> io::Result<()> {
+        let real = self.inner.canonicalize(path)?;
+        if real.starts_with(&self.root) {
+            Ok(())
+        } else {
+            Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "`{}` lies outside the repository root `{}`; kiln render reads only inside it",
+                    real.display(),
+                    self.root.display()
+                ),
+            ))
+        }
+    }
+}
+
+impl FileSystem for RootedFs<'_> {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.check(path)?;
+        self.inner.read(path)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.inner.is_dir(path)
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        self.inner.is_file(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        self.check(path)?;
+        self.inner.read_dir(path)
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        self.inner.canonicalize(path)
     }
 }
 
@@ -41,7 +180,7 @@ pub struct RealFs;
 
 impl FileSystem for RealFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        std::fs::read(path)
+        read_regular(path)
     }
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
@@ -283,5 +422,52 @@ mod tests {
         let mut fs = MemFs::new();
         fs.add_symlink("/x", "/y").add_symlink("/y", "/x");
         assert!(fs.canonicalize(Path::new("/x")).is_err());
+    }
+
+    #[test]
+    fn non_utf8_errors_give_the_line_and_name_utf16() {
+        let e = decode_utf8(b"a: 1\nb: x\xff\n".to_vec()).unwrap_err();
+        let inner = e.get_ref().unwrap().downcast_ref::<NotUtf8>().unwrap();
+        assert_eq!((inner.line, inner.column, inner.bom), (2, 5, None));
+        assert_eq!(
+            e.to_string(),
+            "not UTF-8 text: invalid byte at line 2, column 5"
+        );
+        let e = decode_utf8(b"\xff\xfea\x00:\x00".to_vec()).unwrap_err();
+        assert!(e.to_string().contains("UTF-16LE"), "{e}");
+    }
+
+    #[test]
+    fn rooted_fs_refuses_reads_outside_the_root() {
+        let mut fs = MemFs::new();
+        fs.add_file("/repo/a.yaml", "a")
+            .add_file("/outside/s.yaml", "secret")
+            .add_symlink("/repo/link", "/outside");
+        let rooted = RootedFs::new(&fs, "/repo");
+        assert_eq!(rooted.read(Path::new("/repo/a.yaml")).unwrap(), b"a");
+        for bad in [
+            "/outside/s.yaml",
+            "/repo/../outside/s.yaml",
+            "/repo/link/s.yaml",
+        ] {
+            let e = rooted.read(Path::new(bad)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{bad}");
+        }
+        assert!(rooted.read_dir(Path::new("/outside")).is_err());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_is_refused_without_blocking() {
+        let t = tempfile::tempdir().unwrap();
+        let fifo = t.path().join("platform.yaml");
+        let status = std::process::Command::new("mkfifo").arg(&fifo).status();
+        if !status.is_ok_and(|s| s.success()) {
+            return; // no mkfifo on this machine
+        }
+        // Without O_NONBLOCK this open waits for a writer forever.
+        let e = RealFs.read(&fifo).unwrap_err();
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+        assert!(RealFs.read(t.path()).is_err());
     }
 }

@@ -16,6 +16,7 @@ pub mod git;
 pub mod kargo;
 pub mod kustomize;
 pub mod load;
+pub mod marker;
 pub mod pipeline;
 pub mod render;
 pub mod resource;

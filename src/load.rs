@@ -16,7 +16,7 @@ use crate::resource::{Origin, Resource};
 use crate::spec::{ComponentFile, Generator, PlatformFile};
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Component as PathPart, Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -89,6 +89,16 @@ pub enum LoadError {
         #[source]
         source: io::Error,
     },
+
+    /// A file is not UTF-8 text (UTF-16, Latin-1, binary).
+    #[error("cannot read `{path}`: {reason}")]
+    #[diagnostic(
+        code(kiln::load::not_utf8),
+        help(
+            "kiln reads YAML as UTF-8; convert the file (`iconv -f UTF-16 -t UTF-8`, or your editor's \"save with encoding\")"
+        )
+    )]
+    NotUtf8 { path: String, reason: String },
 
     /// A YAML syntax error or a duplicate key.
     #[error(transparent)]
@@ -209,6 +219,22 @@ pub enum LoadError {
 impl From<crate::yaml::YamlError> for LoadError {
     fn from(e: crate::yaml::YamlError) -> Self {
         LoadError::Yaml(Box::new(e))
+    }
+}
+
+impl LoadError {
+    /// An I/O error, or [`LoadError::NotUtf8`] when the file was read but is not UTF-8.
+    fn io(op: &'static str, path: String, source: io::Error) -> LoadError {
+        match source
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<crate::fs::NotUtf8>())
+        {
+            Some(why) => LoadError::NotUtf8 {
+                path,
+                reason: why.to_string(),
+            },
+            None => LoadError::Io { op, path, source },
+        }
     }
 }
 
@@ -428,11 +454,7 @@ impl Loader<'_> {
         let text = match self.fs.read_to_string(path) {
             Ok(t) => t,
             Err(source) => {
-                self.errors.push(LoadError::Io {
-                    op: "read",
-                    path: display,
-                    source,
-                });
+                self.errors.push(LoadError::io("read", display, source));
                 return None;
             }
         };
@@ -597,7 +619,7 @@ impl Loader<'_> {
                 Generator::Kustomize(rel) => {
                     let loc = gloc.join("kustomize");
                     if let Some(kdir) = self.resolve(cdir, rel, &loc, "kustomization directory") {
-                        self.check_tree(&kdir, &loc);
+                        self.check_tree(&kdir, &loc, &mut BTreeSet::new());
                     }
                 }
                 Generator::ConfigMapGenerator(args) | Generator::SecretGenerator(args) => {
@@ -625,11 +647,11 @@ impl Loader<'_> {
                                 Ok(text) => {
                                     assets.insert(rel.to_string(), text);
                                 }
-                                Err(source) => self.errors.push(LoadError::Io {
-                                    op: "read",
-                                    path: self.display(&path),
+                                Err(source) => self.errors.push(LoadError::io(
+                                    "read",
+                                    self.display(&path),
                                     source,
-                                }),
+                                )),
                             }
                         }
                     }
@@ -661,11 +683,8 @@ impl Loader<'_> {
         let entries = match self.fs.read_dir(path) {
             Ok(e) => e,
             Err(source) => {
-                self.errors.push(LoadError::Io {
-                    op: "list directory",
-                    path: self.display(path),
-                    source,
-                });
+                self.errors
+                    .push(LoadError::io("list directory", self.display(path), source));
                 return;
             }
         };
@@ -701,11 +720,7 @@ impl Loader<'_> {
         let text = match self.fs.read_to_string(path) {
             Ok(t) => t,
             Err(source) => {
-                self.errors.push(LoadError::Io {
-                    op: "read",
-                    path: display,
-                    source,
-                });
+                self.errors.push(LoadError::io("read", display, source));
                 return;
             }
         };
@@ -743,8 +758,13 @@ impl Loader<'_> {
     }
 
     /// Checks that every file under a kustomization directory stays inside the root (the
-    /// native engine reads them later through the same file system).
-    fn check_tree(&mut self, dir: &Path, loc: &Loc) {
+    /// native engine reads them later through the same file system). `seen` holds the
+    /// canonical directories already walked, so a symlink loop (`ln -s . loop`) ends the walk
+    /// instead of recursing until the stack overflows.
+    fn check_tree(&mut self, dir: &Path, loc: &Loc, seen: &mut BTreeSet<PathBuf>) {
+        if !seen.insert(dir.to_path_buf()) {
+            return;
+        }
         let Ok(entries) = self.fs.read_dir(dir) else {
             return;
         };
@@ -756,7 +776,7 @@ impl Loader<'_> {
             if let Some(real) = self.resolve(dir, &name, loc, "kustomization file")
                 && self.fs.is_dir(&real)
             {
-                self.check_tree(&real, loc);
+                self.check_tree(&real, loc, seen);
             }
         }
     }

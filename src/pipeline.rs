@@ -113,6 +113,9 @@ pub struct RenderSummary {
     pub files: usize,
     /// What the write changed.
     pub report: WriteReport,
+    /// Kargo expressions (`${{ … }}`) left in rendered manifests, which reach the cluster
+    /// as text ([`crate::kargo::expressions`]); printed as warnings.
+    pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
 }
 
 /// Output format of `kiln show`.
@@ -186,16 +189,21 @@ pub fn build_slice_with_progress(
             total,
         )
     };
-    let rendered = crate::render::render_with(&plans, &platform.sources, &fs, &tick)
+    // Every file the render reads (kustomize bases included) must lie inside the root.
+    let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
+    let rendered = crate::render::render_with(&plans, &platform.sources, &rooted, &tick)
         .map_err(KilnError::Render)?;
     let mut set = emit(&rendered, opts.layout);
     let filtered = opts.selection != Selection::default();
     // Kargo and Argo CD objects are per project and always complete for the projects
     // rendered, even when the selection narrows environments or components: a Stage graph
     // cut in half would not apply. A filtered render covers exactly the projects with at
-    // least one selected plan (`-c frontend` only frontend's project, `-l tier=nope` none).
-    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout);
+    // least one selected plan (`-c frontend` only frontend's project, `-l tier=nope` none),
+    // and not the platform-wide bootstrap objects.
+    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout)
+        .with_rendered(&rendered);
     if filtered {
+        input.bootstrap = false;
         input
             .projects
             .retain(|p| plans.iter().any(|b| b.project == p.name));
@@ -302,8 +310,18 @@ pub fn run_render_with_progress(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
     let Slice {
-        plans, set, scope, ..
+        platform,
+        plans,
+        set,
+        scope,
+        ..
     } = build_slice_with_progress(opts, progress)?;
+    // Pruning a directory that holds the sources would delete them; refuse such targets.
+    let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())
+        .chain(platform.components.iter().map(|c| c.dir.clone()))
+        .collect();
+    crate::write::check_target(&opts.write_to, &platform.root, &sources)
+        .map_err(KilnError::Write)?;
     // A filtered render prunes only inside its slice, so `--project web` never deletes the
     // other projects' files, and a selection that matches nothing writes nothing.
     let report = if scope.is_empty() {
@@ -316,6 +334,7 @@ pub fn run_render_with_progress(
         plans: plans.len(),
         files: set.len(),
         report,
+        expressions: crate::kargo::expressions::scan(&set),
     })
 }
 

@@ -286,8 +286,14 @@ pub struct ComponentSpec {
 }
 
 /// A container image of a component.
+///
+/// With `strategy: Digest` (Kargo follows the digest of one mutable tag), `constraint` names
+/// that tag, so it must be a valid OCI tag: Kargo asks the registry for it literally
+/// (`pkg/image/digest_selector.go` at Kargo v1.11.2).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[schemars(extend("if" = {"properties": {"strategy": {"const": "Digest"}}, "required": ["strategy"]},
+    "then" = {"properties": {"constraint": {"pattern": "^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$"}}}))]
 pub struct Image {
     /// Image name as it appears in the manifests (kustomize `images[].name`).
     pub name: String,
@@ -299,9 +305,24 @@ pub struct Image {
     /// Base digest (`sha256:...`), instead of or beside `tag`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
-    /// Semver constraint for the Kargo Warehouse subscription (`^1.4.0`).
+    /// Semver constraint for the Kargo Warehouse subscription (`^1.4.0`); with
+    /// `strategy: Digest`, the mutable tag to follow (`stable`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub constraint: Option<String>,
+    /// How Kargo selects new images. Default: `SemVer`, except for an image pinned by
+    /// `digest` (no `tag`) whose `constraint` is a plain tag, which follows that tag's digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<ImageStrategy>,
+}
+
+/// Kargo's image selection strategies that kiln generates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ImageStrategy {
+    /// The newest version within the semver `constraint`; an image pinned by digest is
+    /// promoted by the digest of that version.
+    SemVer,
+    /// The digest of one mutable tag (`constraint`, e.g. `latest`).
+    Digest,
 }
 
 /// A generator: where a component's resources come from. Exactly one key.

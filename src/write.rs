@@ -3,19 +3,27 @@
 //!
 //! kiln owns exactly the files listed in the directory's `.kiln-owned.json` (written by the
 //! previous run). A run:
-//! 1. plans: which files are new or changed (byte comparison), which owned files are no longer
-//!    generated (to prune); a file in the way that kiln does not own and whose bytes differ is
-//!    an error, and nothing is written;
-//! 2. stages every new or changed file (and the new manifest) in a temporary directory beside
-//!    the target, so a failure while writing leaves the target untouched;
-//! 3. commits: when the target does not exist yet, the staged directory is renamed into place
-//!    in one step; otherwise each staged file is renamed over its target (atomic per file),
-//!    pruned files are removed (and directories they leave empty), and the manifest is renamed
-//!    in last.
+//! 1. resolves the target (following a symlinked `--write-to`) and locks its real parent, so
+//!    two names for one directory take one lock;
+//! 2. plans: which files are new or changed (byte comparison), which owned files are no longer
+//!    generated (to prune); a file in the way that kiln does not own is an error (even with
+//!    the same bytes: only files kiln wrote become owned), and nothing is written;
+//! 3. stages every new or changed file (and the new manifest) in a temporary directory beside
+//!    the real target (same file system, so renames never cross devices), marked as kiln's;
+//! 4. commits: when the target does not exist yet, the staged directory is renamed into place
+//!    in one step. Otherwise the journal comes first: a manifest listing the old *and* new
+//!    files replaces the old one, so whatever happens next every file kiln places is already
+//!    owned and any next run, whatever its input, finishes the job (it prunes what it does not
+//!    generate). Then each replaced or pruned file is moved into the staging directory as a
+//!    backup, the staged file renamed over its target (atomic per file), and the final
+//!    manifest renamed in last. An I/O error during the commit moves every backup back and
+//!    restores the old manifest, so the previous output is left as it was.
 //!
 //! Invariants: a file kiln did not generate is never deleted or changed; a second run on
 //! unchanged input touches nothing (not even mtimes); paths from the manifest or the artifact
-//! set that are not plain relative paths are refused, so nothing outside the target is touched.
+//! set that are not plain relative paths are refused, so nothing outside the target is touched;
+//! only regular files are read (a FIFO is refused, never waited on); the only directories
+//! removed beside the target are staging directories holding kiln's stage marker.
 
 use crate::artifact::ArtifactSet;
 use miette::Diagnostic;
@@ -24,10 +32,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
-/// The ownership manifest's file name, at the root of the output directory.
-/// The ownership marker, shared with `kiln publish` (`crate::git::MARKER_FILE`), so a
-/// rendered directory committed by hand is recognised by `publish`, `diff` and `verify`.
-pub const MANIFEST: &str = crate::git::MARKER_FILE;
+/// The ownership manifest's file name, at the root of the output directory: the marker of
+/// [`crate::marker`], shared with `kiln publish`, so a rendered directory committed by hand is
+/// recognised by `publish`, `diff` and `verify`.
+pub const MANIFEST: &str = crate::marker::MARKER_FILE;
 
 /// What a write did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -54,7 +62,9 @@ pub enum WriteError {
     #[error("cannot {op} `{path}`: {source}")]
     #[diagnostic(
         code(kiln::write::io),
-        help("check permissions and free space; the previous output is left as it was")
+        help(
+            "check permissions and free space; kiln undoes a failed update, so the previous output is left as it was"
+        )
     )]
     Io {
         op: &'static str,
@@ -83,6 +93,16 @@ pub enum WriteError {
         )
     )]
     SymlinkInPath { path: String },
+
+    /// `--write-to` names a directory whose pruning could touch the sources.
+    #[error("refusing to write to `{path}`: {reason}")]
+    #[diagnostic(
+        code(kiln::write::dangerous_target),
+        help(
+            "write to a directory of its own that holds no sources, such as `deploy/` at the repository root"
+        )
+    )]
+    DangerousTarget { path: String, reason: String },
 
     /// The ownership manifest cannot be read or lists an unsafe path.
     #[error("invalid ownership manifest `{path}`: {reason}")]
@@ -115,7 +135,7 @@ fn is_safe(path: &str) -> bool {
 
 fn read_manifest(out: &Path) -> Result<BTreeSet<String>, WriteError> {
     let path = out.join(MANIFEST);
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::fs::read_regular(&path) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(BTreeSet::new()),
         Err(e) => return Err(io_err("read", &path)(e)),
@@ -124,8 +144,7 @@ fn read_manifest(out: &Path) -> Result<BTreeSet<String>, WriteError> {
         path: path.display().to_string(),
         reason,
     };
-    let m = crate::git::OwnedMarker::parse(&path.display().to_string(), text.as_bytes())
-        .map_err(|e| invalid(e.to_string()))?;
+    let m = crate::marker::OwnedMarker::parse(&text).map_err(|e| invalid(e.0))?;
     if let Some(bad) = m
         .files
         .iter()
@@ -165,10 +184,10 @@ pub(crate) fn check_no_symlinked_dir(
     Ok(())
 }
 
-/// Takes an exclusive lock on `dir` (the output's parent) for the whole read-plan-commit
-/// cycle, so two kiln processes writing the same directory cannot lose each other's manifest
-/// entries (a partial render's files would otherwise end up unowned). Released on drop.
-/// Where directories cannot be opened as files (Windows), writes go unlocked.
+/// Takes an exclusive lock on `dir` (the output's real parent) for the whole
+/// read-plan-commit cycle, so two kiln processes writing the same directory cannot lose each
+/// other's manifest entries (a partial render's files would otherwise end up unowned).
+/// Released on drop. Where directories cannot be opened as files (Windows), writes go unlocked.
 fn lock_dir(dir: &Path) -> Result<Option<std::fs::File>, WriteError> {
     let Ok(handle) = std::fs::File::open(dir) else {
         return Ok(None);
@@ -177,23 +196,106 @@ fn lock_dir(dir: &Path) -> Result<Option<std::fs::File>, WriteError> {
     Ok(Some(handle))
 }
 
-/// Removes `.kiln-stage-*` directories left in `parent` by a run that was killed (SIGKILL,
-/// power loss) before it could clean up. Only called while holding the lock on `parent`:
-/// every writer stages under that lock, so no staging directory there is in use.
-fn remove_stale_stages(parent: &Path) {
+/// The file inside a staging directory that proves kiln made it; it names the output.
+const STAGE_MARKER: &str = ".kiln-stage";
+
+/// The staging directory name prefix for output `name`: `.kiln-stage-<name>-`.
+fn stage_prefix(out: &Path) -> String {
+    let name = out
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    format!(".kiln-stage-{name}-")
+}
+
+fn stage_marker_text(out: &Path) -> String {
+    format!("kiln staging directory for {}\n", out.display())
+}
+
+/// Removes staging directories that a killed run (SIGKILL, power loss) left beside `out`.
+/// Only called while holding the lock on `out`'s parent, under which every writer stages, and
+/// only a directory that kiln can prove it made goes: its name is this output's staging
+/// prefix, it is a real directory (not a symlink), and it holds the stage marker naming
+/// this output. Anything else named `.kiln-stage-*` is left alone.
+fn remove_stale_stages(parent: &Path, out: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
+    let prefix = stage_prefix(out);
+    let expected = stage_marker_text(out);
     for e in entries.flatten() {
-        let is_stage = e.file_name().to_string_lossy().starts_with(".kiln-stage-");
-        if is_stage && e.file_type().is_ok_and(|t| t.is_dir()) {
+        let named = e.file_name().to_string_lossy().starts_with(&prefix);
+        let is_dir = e.file_type().is_ok_and(|t| t.is_dir());
+        if !named || !is_dir {
+            continue;
+        }
+        let marker = crate::fs::read_regular(&e.path().join(STAGE_MARKER));
+        if marker.is_ok_and(|m| m == expected.as_bytes()) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
 }
 
+/// `out` with every symlink resolved: the real directory when it exists, else its real
+/// parent joined with its name. The lock, the staging directory and every path below are
+/// taken from this, so `--write-to /abs/out`, `--write-to .` and a symlink to the same
+/// directory share one lock and one file system.
+fn resolve_target(out: &Path) -> Result<PathBuf, WriteError> {
+    let absolute = if out.is_absolute() {
+        out.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(io_err("resolve", out))?
+            .join(out)
+    };
+    let absolute = crate::fs::normalize(&absolute);
+    if let Ok(real) = std::fs::canonicalize(&absolute) {
+        return Ok(real);
+    }
+    let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) else {
+        return Ok(absolute);
+    };
+    std::fs::create_dir_all(parent).map_err(io_err("create directory", parent))?;
+    let parent = std::fs::canonicalize(parent).map_err(io_err("resolve", parent))?;
+    Ok(parent.join(name))
+}
+
 fn manifest_bytes(files: Vec<String>) -> Vec<u8> {
-    crate::git::OwnedMarker::new(files).to_bytes()
+    crate::marker::OwnedMarker::new(files).to_bytes()
+}
+
+/// Refuses a `--write-to` target that would put kiln's output (and its pruning) over the
+/// sources: the target may not be, contain, or lie inside any of `protected` (the repository
+/// root, the platform directory, each component directory), and may not be `/`. Paths are
+/// compared after resolving symlinks.
+///
+/// Errors: [`WriteError::DangerousTarget`].
+pub fn check_target(out: &Path, root: &Path, sources: &[PathBuf]) -> Result<(), WriteError> {
+    let target = resolve_target(out)?;
+    let refuse = |reason: String| {
+        Err(WriteError::DangerousTarget {
+            path: out.display().to_string(),
+            reason,
+        })
+    };
+    if target.parent().is_none() {
+        return refuse("it is the file system root".into());
+    }
+    if root.starts_with(&target) {
+        return refuse(format!(
+            "it is or contains the repository root `{}`",
+            root.display()
+        ));
+    }
+    for src in sources {
+        if src.starts_with(&target) {
+            return refuse(format!("it contains the sources in `{}`", src.display()));
+        }
+        if target.starts_with(src) {
+            return refuse(format!("it lies inside the sources in `{}`", src.display()));
+        }
+    }
+    Ok(())
 }
 
 /// Writes `set` into `out` (see the module docs); every owned file not in `set` is pruned.
@@ -219,19 +321,20 @@ pub fn write_scoped(
             reason: "internal error: unsafe artifact path".into(),
         });
     }
+    let shown = out;
+    let out = &resolve_target(out)?;
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&parent).map_err(io_err("create directory", &parent))?;
     let lock = lock_dir(&parent)?;
     if lock.is_some() {
-        remove_stale_stages(&parent);
+        remove_stale_stages(&parent, out);
     }
     if out.exists() && !out.is_dir() {
         return Err(WriteError::Io {
             op: "write into",
-            path: out.display().to_string(),
+            path: shown.display().to_string(),
             source: io::Error::new(
                 io::ErrorKind::NotADirectory,
                 "it is a file, not a directory",
@@ -251,21 +354,17 @@ pub fn write_scoped(
     for (path, bytes) in &set.files {
         check_no_symlinked_dir(out, path, &mut checked)?;
         let target = out.join(path);
-        match std::fs::read(&target) {
+        let unowned = || WriteError::UnownedFile {
+            path: target.display().to_string(),
+        };
+        match crate::fs::read_regular(&target) {
+            // Same bytes, but not kiln's: adopting it would let a later prune delete it.
+            Ok(_) if !owned.contains(path) => return Err(unowned()),
             Ok(old) if &old == bytes => report.unchanged.push(path.clone()),
-            Ok(_) if !owned.contains(path) => {
-                return Err(WriteError::UnownedFile {
-                    path: target.display().to_string(),
-                });
-            }
             Ok(_) => report.written.push(path.clone()),
             Err(e) if e.kind() == io::ErrorKind::NotFound => report.written.push(path.clone()),
             // A directory where kiln wants a file is never kiln's to replace.
-            Err(_) if target.is_dir() => {
-                return Err(WriteError::UnownedFile {
-                    path: target.display().to_string(),
-                });
-            }
+            Err(_) if target.is_dir() => return Err(unowned()),
             Err(e) => return Err(io_err("read", &target)(e)),
         }
     }
@@ -280,58 +379,184 @@ pub fn write_scoped(
     }
     let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
     listed.sort();
-    let manifest = manifest_bytes(listed);
-    let manifest_same = std::fs::read(out.join(MANIFEST)).is_ok_and(|old| old == manifest);
-    if report.is_noop() && manifest_same {
+    let manifest = manifest_bytes(listed.clone());
+    let old_manifest = crate::fs::read_regular(&out.join(MANIFEST)).ok();
+    if report.is_noop() && old_manifest.as_deref() == Some(manifest.as_slice()) {
         return Ok(report);
     }
 
-    // 2. Stage beside the target (same file system, so renames are atomic).
+    // 2. Stage beside the real target (same file system, so renames are atomic).
     let stage = tempfile::Builder::new()
-        .prefix(".kiln-stage-")
+        .prefix(&stage_prefix(out))
         .tempdir_in(&parent)
         .map_err(io_err("create a staging directory in", &parent))?;
-    let staged = |p: &str| stage.path().join(p);
-    for path in &report.written {
-        let dest = staged(path);
+    let in_stage = |p: &str| stage.path().join("new").join(p);
+    let marker = stage.path().join(STAGE_MARKER);
+    std::fs::write(&marker, stage_marker_text(out)).map_err(io_err("write", &marker))?;
+    for path in report.written.iter().map(String::as_str).chain([MANIFEST]) {
+        let dest = in_stage(path);
         if let Some(dir) = dest.parent() {
             std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
         }
-        std::fs::write(&dest, &set.files[path]).map_err(io_err("write", &dest))?;
+        let bytes = if path == MANIFEST {
+            &manifest
+        } else {
+            &set.files[path]
+        };
+        std::fs::write(&dest, bytes).map_err(io_err("write", &dest))?;
     }
-    std::fs::write(staged(MANIFEST), &manifest).map_err(io_err("write", &staged(MANIFEST)))?;
 
     // 3. Commit.
     if !exists {
-        // Rename first, then disarm the cleanup: on failure the staging directory is dropped
-        // (removed) instead of being left beside the target.
-        std::fs::rename(stage.path(), out).map_err(io_err("move the staged tree to", out))?;
-        let _ = stage.keep();
+        // One rename; on failure the staging directory is dropped (removed).
+        std::fs::rename(stage.path().join("new"), out)
+            .map_err(io_err("move the staged tree to", out))?;
         return Ok(report);
     }
-    for path in &report.written {
-        let dest = out.join(path);
-        if let Some(dir) = dest.parent() {
+    // The journal: old and new files owned at once, so a kill from here on leaves nothing
+    // unowned, and the next run (whatever its input) completes the update.
+    let journal: BTreeSet<String> = owned.iter().cloned().chain(listed).collect();
+    let journal_path = stage.path().join("journal.json");
+    std::fs::write(&journal_path, manifest_bytes(journal.into_iter().collect()))
+        .map_err(io_err("write", &journal_path))?;
+    let mut commit = Commit {
+        out,
+        backup: stage.path().join("old"),
+        moved: Vec::new(),
+        placed: Vec::new(),
+        old_manifest,
+    };
+    match commit.run(&report, &in_stage, &journal_path) {
+        Ok(()) => Ok(report),
+        #[cfg(test)]
+        Err(e) if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) => {
+            // A simulated SIGKILL: no roll-back, no clean-up.
+            let _ = stage.keep();
+            Err(e)
+        }
+        Err(e) => {
+            commit.roll_back();
+            Err(e)
+        }
+    }
+}
+
+// Test-only fault injection into the commit step: `Some((n, kill))` makes the `n`-th file
+// operation fail; with `kill`, nothing is rolled back or cleaned up (as after SIGKILL).
+#[cfg(test)]
+thread_local! {
+    static FAULT: std::cell::Cell<Option<(usize, bool)>> = const { std::cell::Cell::new(None) };
+}
+
+#[cfg(test)]
+fn fault() -> Result<(), WriteError> {
+    FAULT.with(|f| match f.get() {
+        Some((0, _)) => Err(WriteError::Io {
+            op: "replace",
+            path: "(injected fault)".into(),
+            source: io::Error::other("injected fault"),
+        }),
+        Some((n, kill)) => {
+            f.set(Some((n - 1, kill)));
+            Ok(())
+        }
+        None => Ok(()),
+    })
+}
+
+#[cfg(not(test))]
+fn fault() -> Result<(), WriteError> {
+    Ok(())
+}
+
+/// The commit step's undo log: every old file moved into the backup, every new file placed.
+struct Commit<'a> {
+    out: &'a Path,
+    backup: PathBuf,
+    /// Old files moved into the backup (relative paths), in order.
+    moved: Vec<String>,
+    /// New files placed where no file was (relative paths), in order.
+    placed: Vec<String>,
+    /// The manifest before this run, restored on roll-back.
+    old_manifest: Option<Vec<u8>>,
+}
+
+impl Commit<'_> {
+    fn run(
+        &mut self,
+        report: &WriteReport,
+        in_stage: &dyn Fn(&str) -> PathBuf,
+        journal: &Path,
+    ) -> Result<(), WriteError> {
+        let manifest = self.out.join(MANIFEST);
+        std::fs::rename(journal, &manifest).map_err(io_err("replace", &manifest))?;
+        for path in &report.written {
+            let dest = self.out.join(path);
+            if let Some(dir) = dest.parent() {
+                std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+            }
+            if dest.exists() {
+                self.move_to_backup(path)?;
+            } else {
+                self.placed.push(path.clone());
+            }
+            fault()?;
+            std::fs::rename(in_stage(path), &dest).map_err(io_err("replace", &dest))?;
+        }
+        for path in &report.removed {
+            self.move_to_backup(path)?;
+        }
+        for path in &report.removed {
+            // Remove directories the prune left empty, up to (not including) `out`; a
+            // directory holding anything else, owned or not, stays.
+            let mut dir = self.out.join(path).parent().map(Path::to_path_buf);
+            while let Some(d) = dir {
+                if d == self.out || std::fs::remove_dir(&d).is_err() {
+                    break;
+                }
+                dir = d.parent().map(Path::to_path_buf);
+            }
+        }
+        fault()?;
+        std::fs::rename(in_stage(MANIFEST), &manifest).map_err(io_err("replace", &manifest))?;
+        Ok(())
+    }
+
+    fn move_to_backup(&mut self, path: &str) -> Result<(), WriteError> {
+        let from = self.out.join(path);
+        let to = self.backup.join(path);
+        if let Some(dir) = to.parent() {
             std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
         }
-        std::fs::rename(staged(path), &dest).map_err(io_err("replace", &dest))?;
+        fault()?;
+        std::fs::rename(&from, &to).map_err(io_err("move aside", &from))?;
+        self.moved.push(path.to_string());
+        Ok(())
     }
-    for path in &report.removed {
-        let dest = out.join(path);
-        std::fs::remove_file(&dest).map_err(io_err("remove", &dest))?;
-        // Remove directories the prune left empty, up to (not including) `out`; a directory
-        // holding anything else, owned or not, stays.
-        let mut dir = dest.parent();
-        while let Some(d) = dir {
-            if d == out || std::fs::remove_dir(d).is_err() {
-                break;
+
+    /// Undoes what [`Commit::run`] did, best effort: new files removed, old files moved back,
+    /// the old manifest restored.
+    fn roll_back(&mut self) {
+        for path in self.placed.iter().rev() {
+            let _ = std::fs::remove_file(self.out.join(path));
+        }
+        for path in self.moved.iter().rev() {
+            let dest = self.out.join(path);
+            if let Some(dir) = dest.parent() {
+                let _ = std::fs::create_dir_all(dir);
             }
-            dir = d.parent();
+            let _ = std::fs::rename(self.backup.join(path), &dest);
+        }
+        let manifest = self.out.join(MANIFEST);
+        match &self.old_manifest {
+            Some(bytes) => {
+                let _ = std::fs::write(&manifest, bytes);
+            }
+            None => {
+                let _ = std::fs::remove_file(&manifest);
+            }
         }
     }
-    let dest = out.join(MANIFEST);
-    std::fs::rename(staged(MANIFEST), &dest).map_err(io_err("replace", &dest))?;
-    Ok(report)
 }
 
 #[cfg(test)]
@@ -470,9 +695,20 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, WriteError::UnownedFile { .. }), "{err}");
         assert_eq!(listing(&out), ["p/e/c/c.gen.yaml"]);
-        // Identical bytes are adopted rather than refused.
-        let r = write(&set(&[("p/e/c/c.gen.yaml", "hand-written")]), &out).unwrap();
-        assert_eq!(r.unchanged, ["p/e/c/c.gen.yaml"]);
+    }
+
+    #[test]
+    fn a_foreign_file_with_generated_bytes_is_not_adopted() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        std::fs::write(out.join("b.yaml"), "same").unwrap();
+        // Adopting it would make the next prune delete a file kiln never wrote.
+        let err = write(&set(&[("a.yaml", "a"), ("b.yaml", "same")]), &out).unwrap_err();
+        assert!(matches!(err, WriteError::UnownedFile { .. }), "{err}");
+        assert_eq!(read_manifest(&out).unwrap().len(), 1);
+        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        assert_eq!(std::fs::read_to_string(out.join("b.yaml")).unwrap(), "same");
     }
 
     #[test]
@@ -563,16 +799,218 @@ mod tests {
     }
 
     #[test]
-    fn stale_staging_directories_of_killed_runs_are_removed() {
+    fn only_staging_directories_kiln_made_for_this_output_are_removed() {
         let t = tempfile::tempdir().unwrap();
         let out = t.path().join("deploy");
-        let stale = t.path().join(".kiln-stage-killed");
-        std::fs::create_dir_all(stale.join("web")).unwrap();
-        std::fs::write(stale.join("web/a.yaml"), "half").unwrap();
+        let real = resolve_target(&out).unwrap();
+        let stale = t.path().join(format!("{}killed", stage_prefix(&real)));
+        std::fs::create_dir_all(stale.join("new/web")).unwrap();
+        std::fs::write(stale.join("new/web/a.yaml"), "half").unwrap();
+        std::fs::write(stale.join(STAGE_MARKER), stage_marker_text(&real)).unwrap();
+        // Named like a staging directory, but without kiln's marker, or another output's.
+        let foreign = t.path().join(".kiln-stage-mine");
+        std::fs::create_dir_all(&foreign).unwrap();
+        std::fs::write(foreign.join("data"), "precious").unwrap();
+        let other = t.path().join(".kiln-stage-deploy-other");
+        std::fs::create_dir_all(&other).unwrap();
+        std::fs::write(
+            other.join(STAGE_MARKER),
+            "kiln staging directory for /elsewhere\n",
+        )
+        .unwrap();
         std::fs::write(t.path().join("notes.txt"), "mine").unwrap();
         write(&set(&[("a.yaml", "a")]), &out).unwrap();
         assert!(!stale.exists());
+        assert!(foreign.join("data").exists());
+        assert!(other.exists());
         assert!(t.path().join("notes.txt").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn one_output_named_two_ways_takes_one_lock() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        std::fs::create_dir_all(t.path().join("elsewhere")).unwrap();
+        let link = t.path().join("elsewhere/link");
+        std::os::unix::fs::symlink(&out, &link).unwrap();
+        write(&set(&[("seed.yaml", "s")]), &out).unwrap();
+        std::thread::scope(|s| {
+            for i in 0..8 {
+                let target = if i % 2 == 0 {
+                    out.clone()
+                } else {
+                    link.clone()
+                };
+                s.spawn(move || {
+                    let mut set = ArtifactSet::new();
+                    for c in 0..20 {
+                        set.insert(format!("p{i}/c{c}.yaml"), format!("{i}-{c}"));
+                    }
+                    let prefix = format!("p{i}/");
+                    write_scoped(&set, &target, &|f| f.starts_with(&prefix)).unwrap();
+                });
+            }
+        });
+        assert_eq!(read_manifest(&out).unwrap().len(), 1 + 8 * 20);
+    }
+
+    fn snapshot(dir: &Path) -> Vec<(String, String)> {
+        listing(dir)
+            .into_iter()
+            .map(|p| {
+                let text = std::fs::read_to_string(dir.join(&p)).unwrap();
+                (p, text)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_io_error_mid_commit_rolls_back_to_the_previous_output() {
+        for n in 0..6 {
+            let t = tempfile::tempdir().unwrap();
+            let out = t.path().join("deploy");
+            write(
+                &set(&[("a.yaml", "a"), ("b/b.yaml", "b"), ("c.yaml", "c")]),
+                &out,
+            )
+            .unwrap();
+            let before = snapshot(&out);
+            FAULT.with(|f| f.set(Some((n, false))));
+            let next = set(&[("a.yaml", "a2"), ("d/d.yaml", "d"), ("c.yaml", "c2")]);
+            let err = write(&next, &out);
+            FAULT.with(|f| f.set(None));
+            assert!(err.is_err(), "fault {n} was not hit");
+            assert_eq!(snapshot(&out), before, "after a fault at step {n}");
+            assert_eq!(
+                std::fs::read_dir(t.path()).unwrap().count(),
+                1,
+                "stage left"
+            );
+        }
+    }
+
+    #[test]
+    fn a_kill_mid_commit_is_finished_by_the_next_run_whatever_its_input() {
+        for n in 0..6 {
+            let t = tempfile::tempdir().unwrap();
+            let out = t.path().join("deploy");
+            write(
+                &set(&[("a.yaml", "a"), ("b/b.yaml", "b"), ("c.yaml", "c")]),
+                &out,
+            )
+            .unwrap();
+            FAULT.with(|f| f.set(Some((n, true))));
+            let killed = set(&[("a.yaml", "a2"), ("d/d.yaml", "d"), ("e.yaml", "e")]);
+            assert!(write(&killed, &out).is_err(), "fault {n} was not hit");
+            FAULT.with(|f| f.set(None));
+            // The next run renders different input: it owns every file the killed run
+            // placed, so it prunes them instead of leaving orphans or refusing them.
+            let next = set(&[("a.yaml", "a3"), ("f.yaml", "f")]);
+            write(&next, &out).unwrap();
+            assert_eq!(
+                snapshot(&out),
+                [
+                    (
+                        ".kiln-owned.json".to_string(),
+                        String::from_utf8(manifest_bytes(vec!["a.yaml".into(), "f.yaml".into()]))
+                            .unwrap()
+                    ),
+                    ("a.yaml".into(), "a3".into()),
+                    ("f.yaml".into(), "f".into()),
+                ],
+                "after a kill at step {n}"
+            );
+            assert_eq!(
+                std::fs::read_dir(t.path()).unwrap().count(),
+                1,
+                "stage left"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifos_in_the_output_are_refused_without_blocking() {
+        for name in [MANIFEST, "a.yaml"] {
+            let t = tempfile::tempdir().unwrap();
+            let out = t.path().join("deploy");
+            write(&set(&[("a.yaml", "a")]), &out).unwrap();
+            std::fs::remove_file(out.join(name)).unwrap();
+            let made = std::process::Command::new("mkfifo")
+                .arg(out.join(name))
+                .status();
+            if !made.is_ok_and(|s| s.success()) {
+                return;
+            }
+            let (tx, rx) = std::sync::mpsc::channel();
+            let o = out.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(write(&set(&[("a.yaml", "a2")]), &o).map(|_| ()));
+            });
+            let got = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("write hangs on a FIFO as {name}"));
+            let err = got.unwrap_err();
+            assert!(
+                err.to_string().contains("not a regular file"),
+                "{name}: {err}"
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_output_symlinked_to_another_file_system_is_staged_there() {
+        use std::os::unix::fs::MetadataExt;
+        let t = tempfile::tempdir().unwrap();
+        let Ok(shm) = tempfile::tempdir_in("/dev/shm") else {
+            return;
+        };
+        let dev = |p: &Path| std::fs::metadata(p).unwrap().dev();
+        if dev(t.path()) == dev(shm.path()) {
+            return; // one file system here: nothing to show
+        }
+        let real = shm.path().join("deploy");
+        std::fs::create_dir_all(&real).unwrap();
+        let link = t.path().join("deploy");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        // A first write into the (empty, existing) target, then an update.
+        write(&set(&[("a.yaml", "a")]), &link).unwrap();
+        write(&set(&[("a.yaml", "a2"), ("b/b.yaml", "b")]), &link).unwrap();
+        assert_eq!(std::fs::read_to_string(real.join("a.yaml")).unwrap(), "a2");
+        // The link stays a link, and no staging directory is left on either side.
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 1);
+        assert_eq!(std::fs::read_dir(shm.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn targets_that_hold_or_sit_inside_the_sources_are_refused() {
+        let t = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(t.path()).unwrap();
+        let platform = root.join("platforms/p");
+        let component = root.join("components/web");
+        std::fs::create_dir_all(&platform).unwrap();
+        std::fs::create_dir_all(&component).unwrap();
+        let sources = [platform.clone(), component.clone()];
+        for bad in [
+            root.clone(),
+            platform.clone(),
+            root.join("components"),
+            component.join("out"),
+            PathBuf::from("/"),
+        ] {
+            let err = check_target(&bad, &root, &sources).unwrap_err();
+            assert!(matches!(err, WriteError::DangerousTarget { .. }), "{bad:?}");
+        }
+        assert!(check_target(&root.join("deploy"), &root, &sources).is_ok());
+        assert!(check_target(&root.join("platforms/deploy"), &root, &sources).is_ok());
     }
 
     #[test]

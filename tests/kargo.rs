@@ -150,6 +150,14 @@ fn kind<'a>(objects: &'a [Resource], kind: &str) -> Vec<&'a Resource> {
     objects.iter().filter(|r| r.kind() == kind).collect()
 }
 
+/// The Applications of (component, environment) pairs: all but the bootstrap root.
+fn pair_apps(objects: &[Resource]) -> Vec<&Resource> {
+    kind(objects, "Application")
+        .into_iter()
+        .filter(|a| a.value["metadata"]["labels"]["kiln.dev/component"].is_string())
+        .collect()
+}
+
 fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
     v.pointer(pointer)
         .and_then(Value::as_str)
@@ -194,7 +202,7 @@ fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_n
         .iter()
         .map(|s| (s.namespace().unwrap().to_string(), s.name().to_string()))
         .collect();
-    let apps: Vec<(String, String)> = kind(&objects, "Application")
+    let apps: Vec<(String, String)> = pair_apps(&objects)
         .iter()
         .map(|a| (a.namespace().unwrap().to_string(), a.name().to_string()))
         .collect();
@@ -204,7 +212,7 @@ fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_n
         "one Stage per (component, environment)"
     );
     assert_eq!(apps.len(), stages.len(), "one Application per Stage");
-    for a in kind(&objects, "Application") {
+    for a in pair_apps(&objects) {
         let granted = a
             .annotation(kargo::AUTHORIZED_STAGE)
             .expect("authorized-stage");
@@ -377,7 +385,7 @@ fn bank_stages_follow_the_environment_graph() {
     let auto: Vec<&str> = policies
         .iter()
         .filter(|p| p["autoPromotionEnabled"] == true)
-        .map(|p| p["stage"].as_str().unwrap())
+        .map(|p| p["stageSelector"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(auto, ["frontend-dev", "frontend-test"]);
 }
@@ -502,10 +510,16 @@ fn kargo_disabled_emits_applications_tracking_the_main_branch_only() {
     input.enabled = false;
     let files = kargo::emit_kargo(&input).unwrap();
     assert!(
-        files.iter().all(|(p, _)| p.contains("/argocd/")),
+        files
+            .iter()
+            .all(|(p, _)| p.contains("/argocd/") || p.starts_with("bootstrap/")),
         "no Kargo objects"
     );
-    let objects: Vec<Resource> = files.into_iter().flat_map(|(_, r)| r).collect();
+    let objects: Vec<Resource> = files
+        .into_iter()
+        .filter(|(p, _)| !p.starts_with("bootstrap/"))
+        .flat_map(|(_, r)| r)
+        .collect();
     assert_eq!(objects.len(), 50);
     for a in &objects {
         assert_eq!(a.kind(), "Application");
@@ -968,7 +982,7 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
 fn emitted_artifact_set_validates_in_memory() {
     let mut set = kiln::artifact::ArtifactSet::new();
     kargo::emit_into(&mut set, "deploy/", &bank()).unwrap();
-    assert_eq!(set.len(), 23);
+    assert_eq!(set.len(), 25);
     assert!(
         set.paths()
             .all(|p| p.starts_with("deploy/") && p.ends_with(".yaml"))
@@ -979,7 +993,7 @@ fn emitted_artifact_set_validates_in_memory() {
     };
     let report = check::validate_artifacts(&set, &schemas).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
-    assert_eq!(report.objects + report.meta_only, 3 * 3 + 10 * 11);
+    assert_eq!(report.objects + report.meta_only, 3 * 3 + 10 * 11 + 2);
 }
 
 #[test]
@@ -1119,4 +1133,241 @@ fn cli_validate_points_at_the_removed_field_and_exits_1() {
     assert!(stderr.contains("stage-fromfreight.yaml:32:13"), "{stderr}");
     assert!(stderr.contains("kiln::check::removed_field"), "{stderr}");
     assert!(stderr.contains("1 problem in 2 objects"), "{stderr}");
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 8, part 1: what breaks in a real Kargo
+// ---------------------------------------------------------------------------------------
+
+/// The Stage named `name`.
+fn stage_named<'a>(objects: &'a [Resource], name: &str) -> &'a Resource {
+    kind(objects, "Stage")
+        .into_iter()
+        .find(|s| s.name() == name)
+        .unwrap_or_else(|| panic!("no Stage {name}"))
+}
+
+#[test]
+fn shared_write_branches_pin_each_application_to_its_pushed_commit() {
+    let objects = support::objects(&bank());
+    // backend: every Stage pushes to `main` of one repository; security: to `main` of the
+    // cluster repository. Each argocd-update pins its Application to its own commit.
+    for s in kind(&objects, "Stage") {
+        let source = &step(s, "sync")["config"]["apps"][0]["sources"][0];
+        let shared = s.namespace() != Some("web");
+        assert_eq!(
+            source["updateTargetRevision"].as_bool().unwrap_or(false),
+            shared,
+            "{}",
+            s.name()
+        );
+        assert_eq!(source["desiredRevision"], "${{ outputs.push.commit }}");
+    }
+    // web: one component per `stage/<env>` branch, nothing shared: tracking the branch works.
+    let web_dev = stage_named(&objects, "frontend-dev");
+    assert_eq!(var(web_dev, "writeBranch"), "stage/dev");
+    // The root Application, which syncs the Applications from Git, never reverts a pin.
+    let root = kind(&objects, "Application")
+        .into_iter()
+        .find(|a| a.name() == "bank-root")
+        .expect("root Application");
+    assert_eq!(
+        root.value["spec"]["ignoreDifferences"],
+        serde_json::json!([{
+            "group": "argoproj.io",
+            "kind": "Application",
+            "jsonPointers": ["/spec/source/targetRevision"],
+        }])
+    );
+    assert!(
+        root.value["spec"]["syncPolicy"]["syncOptions"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("RespectIgnoreDifferences=true"))
+    );
+}
+
+#[test]
+fn digest_pinned_image_with_a_semver_range_selects_by_semver_and_promotes_the_digest() {
+    let objects = support::objects(&bank());
+    let warehouse = kind(&objects, "Warehouse")
+        .into_iter()
+        .find(|w| w.name() == "transactionhistory")
+        .unwrap();
+    let image = &warehouse.value["spec"]["subscriptions"][0]["image"];
+    assert_eq!(image["imageSelectionStrategy"], "SemVer");
+    assert_eq!(image["constraint"], "~1.4");
+    let set_image = step(stage_named(&objects, "transactionhistory-dev"), "set-image");
+    assert_eq!(
+        set_image["config"]["images"][0]["digest"],
+        "${{ imageFrom(vars.image_transactionhistory).Digest }}"
+    );
+    assert!(set_image["config"]["images"][0].get("tag").is_none());
+}
+
+#[test]
+fn digest_strategy_is_kept_for_a_mutable_tag_and_rejected_for_a_range() {
+    let mut input = fixture("g01", "guestbook");
+    let img = &mut input.projects[0].components[0].images[0];
+    img.tag = None;
+    img.digest = Some(format!("sha256:{}", "a".repeat(64)));
+    img.constraint = Some("latest".into());
+    img.strategy = kargo::Strategy::Digest;
+    img.by_digest = true;
+    let objects = support::objects(&input);
+    let sub = &kind(&objects, "Warehouse")[0].value["spec"]["subscriptions"][0]["image"];
+    assert_eq!(sub["imageSelectionStrategy"], "Digest");
+    assert_eq!(sub["constraint"], "latest");
+    input.projects[0].components[0].images[0].constraint = Some("~1.4".into());
+    assert_eq!(codes(&input), ["kiln::kargo::digest_constraint_not_tag"]);
+}
+
+#[test]
+fn component_schema_rejects_a_digest_constraint_that_is_not_a_tag() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(support::root().join("schema/component.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let component = |strategy: &str, constraint: &str| {
+        serde_json::json!({
+            "apiVersion": "kiln/v1alpha1",
+            "kind": "Component",
+            "metadata": { "name": "c" },
+            "spec": { "images": [{
+                "name": "c",
+                "repository": "ghcr.io/x/c",
+                "digest": format!("sha256:{}", "a".repeat(64)),
+                "constraint": constraint,
+                "strategy": strategy,
+            }] },
+        })
+    };
+    assert!(validator.is_valid(&component("Digest", "latest")));
+    assert!(!validator.is_valid(&component("Digest", "~1.4")));
+    assert!(validator.is_valid(&component("SemVer", "~1.4")));
+}
+
+#[test]
+fn project_config_selects_stages_with_stage_selector() {
+    let objects = support::objects(&bank());
+    for config in kind(&objects, "ProjectConfig") {
+        for policy in config.value["spec"]["promotionPolicies"]
+            .as_array()
+            .unwrap()
+        {
+            // `stage` is deprecated since Kargo v1.7 (api/v1alpha1/project_config_types.go).
+            assert!(policy.get("stage").is_none(), "{policy}");
+            assert!(policy["stageSelector"]["name"].is_string(), "{policy}");
+        }
+    }
+}
+
+#[test]
+fn bootstrap_emits_the_app_project_and_one_root_application() {
+    let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    let set = kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{e:?}"));
+    let project = kiln::yaml::parse_one(
+        "appproject.yaml",
+        &String::from_utf8_lossy(&set.files["bootstrap/appproject.yaml"]),
+    )
+    .unwrap();
+    assert_eq!(project["kind"], "AppProject");
+    assert_eq!(project["metadata"]["name"], "bank");
+    assert_eq!(
+        project["spec"]["sourceRepos"],
+        serde_json::json!([
+            "https://github.com/example/bank-backend-deploy.git",
+            "https://github.com/example/bank-clusters.git",
+            "https://github.com/example/bank-web-deploy.git",
+        ])
+    );
+    let destinations = project["spec"]["destinations"].as_array().unwrap();
+    // Every Application's destination is allowed, and nothing else.
+    let objects: Vec<Value> = set
+        .files
+        .iter()
+        .filter(|(p, _)| p.contains("/argocd/"))
+        .flat_map(|(p, b)| kiln::yaml::parse_stream(p, &String::from_utf8_lossy(b)).unwrap())
+        .collect();
+    let mut wanted: Vec<Value> = objects
+        .iter()
+        .map(|a| a["spec"]["destination"].clone())
+        .collect();
+    wanted.sort_by_key(|d| d.to_string());
+    wanted.dedup();
+    let mut got = destinations.clone();
+    got.sort_by_key(|d| d.to_string());
+    assert_eq!(got, wanted);
+    assert!(destinations.contains(&serde_json::json!({
+        "server": "https://prod-east.k8s.bank.example.com", "namespace": "backend-prod-east"
+    })));
+    // Cluster-scoped kinds of the render (secrets-sync's ClusterRole) and Namespace (for
+    // CreateNamespace=true) are allowed.
+    let kinds = project["spec"]["clusterResourceWhitelist"]
+        .as_array()
+        .unwrap();
+    for k in ["Namespace", "ClusterRole", "ClusterRoleBinding"] {
+        assert!(kinds.iter().any(|e| e["kind"] == k), "{k}: {kinds:?}");
+    }
+    let root = kiln::yaml::parse_one(
+        "root.yaml",
+        &String::from_utf8_lossy(&set.files["bootstrap/root.yaml"]),
+    )
+    .unwrap();
+    assert_eq!(root["spec"]["project"], "default");
+    assert_eq!(
+        root["spec"]["source"]["repoURL"],
+        "https://github.com/example/bank-platform.git"
+    );
+    assert_eq!(root["spec"]["source"]["path"], "deploy");
+    assert_eq!(root["spec"]["source"]["directory"]["recurse"], true);
+    // Each Application names the generated AppProject.
+    for a in &objects {
+        assert_eq!(a["spec"]["project"], "bank");
+    }
+    // A render of one project leaves the bootstrap objects alone.
+    let mut one = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    one.selection.projects = vec!["web".into()];
+    let set = kiln::pipeline::build(&one).unwrap();
+    assert!(!set.files.keys().any(|p| p.starts_with("bootstrap/")));
+}
+
+#[test]
+fn every_application_syncs_automatically_with_prune() {
+    let objects = support::objects(&bank());
+    for a in kind(&objects, "Application") {
+        assert_eq!(
+            a.value["spec"]["syncPolicy"]["automated"],
+            serde_json::json!({ "enabled": true, "prune": true, "selfHeal": true }),
+            "{}",
+            a.name()
+        );
+    }
+}
+
+#[test]
+fn render_warns_about_kargo_expressions_in_manifests_and_bank_has_none() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .arg("render")
+        .arg(support::root().join("tests/fixtures/kargo/expr/platforms/p"))
+        .arg("--write-to")
+        .arg(out_dir.path().join("deploy"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: shop/dev/c/c.gen.yaml: ConfigMap/c-config /metadata/annotations/example.test~1note"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches("warning:").count(), 1, "{stderr}");
+    // The bank example injects no Kargo expression into its manifests.
+    let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
+    let set = kiln::pipeline::build(&opts).unwrap();
+    assert_eq!(kargo::expressions::scan(&set), vec![]);
 }

@@ -7,11 +7,15 @@
 //!   `REQUIRE_KUBECTL=1` (set by `.ci/run`), which makes a missing binary a failure.
 //! - `cli_errors`: one test per error class of `kiln render`, checking exit code 1, that stderr
 //!   names the file and line, and that nothing is written.
+//! - `hardening`: the promises of issue 12 (no panic, no hang, no read outside the root, no
+//!   lost ownership, no leaked Secret value), each from the input that once broke it.
 
 #[path = "render/cli_errors.rs"]
 mod cli_errors;
 #[path = "render/golden.rs"]
 mod golden;
+#[path = "render/hardening.rs"]
+mod hardening;
 #[path = "render/kubectl.rs"]
 mod kubectl;
 

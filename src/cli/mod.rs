@@ -307,13 +307,14 @@ pub fn install_reporter() {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
         && std::io::stderr().is_terminal();
     let _ = miette::set_hook(Box::new(move |_| {
-        Box::new(
+        // Clipped: no snippet line past a few hundred bytes (miette panics past column 65,535).
+        Box::new(crate::diag::ClippingHandler(Box::new(
             miette::MietteHandlerOpts::new()
                 .color(color)
                 .unicode(color)
                 .context_lines(2)
                 .build(),
-        )
+        )))
     }));
     // A panic is a kiln bug: say so and exit 101 (Rust's default panic exit code).
     std::panic::set_hook(Box::new(|info| {
@@ -391,6 +392,9 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         b.finish_and_clear();
     }
     let summary = result?;
+    for e in &summary.expressions {
+        print_err(&format!("warning: {e}"));
+    }
     let r = &summary.report;
     print_err(&format!(
         "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",

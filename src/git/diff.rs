@@ -15,7 +15,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::{GitError, MARKER_FILE, OwnedMarker, RemoteAuth, lg, open_for_reading};
+use super::{GitError, MARKER_FILE, RemoteAuth, lg, open_for_reading};
 use crate::artifact::ArtifactSet;
 
 /// Lines of context around each change, as `diff -u`.
@@ -498,7 +498,7 @@ pub fn load_dir(dir: &Path) -> Result<ArtifactSet, GitError> {
     let marker_path = dir.join(MARKER_FILE);
     if marker_path.is_file() {
         let bytes = std::fs::read(&marker_path).map_err(io("read", &marker_path))?;
-        let marker = OwnedMarker::parse(&marker_path.display().to_string(), &bytes)?;
+        let marker = super::parse_marker(&marker_path.display().to_string(), &bytes)?;
         let mut set = ArtifactSet::new();
         for file in marker.files {
             let path = dir.join(&file);

@@ -51,13 +51,9 @@ pub use publish::{
 pub use trailers::{ChangeAction, Unit, UnitChange};
 pub use verify::{VerifyReport, verify, verify_scoped};
 
-/// Name of kiln's ownership marker, written at the root of the managed path. It lists every file
-/// kiln generated there (paths relative to the managed path), so the next publish can prune what
-/// is no longer generated and leave everything else alone.
-pub const MARKER_FILE: &str = ".kiln-owned.json";
-
-/// Format tag stored in the marker; bumped only if the marker's shape changes.
-const MARKER_FORMAT: &str = "kiln.owned-files/v1";
+/// The ownership marker and its path rule live in the leaf module [`crate::marker`], shared
+/// with the directory writer.
+pub use crate::marker::{MARKER_FILE, OwnedMarker};
 
 /// Default number of attempts when the branch moves under a publisher (non-fast-forward).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
@@ -847,85 +843,23 @@ pub(crate) fn resolve_commit<'r>(
     Err(not_found())
 }
 
-/// The ownership marker ([`MARKER_FILE`]): the files kiln generated in the managed path, as
-/// paths relative to it. JSON: `{"format": "kiln.owned-files/v1", "files": [...sorted]}`.
-/// Public so the directory writer can keep the same marker, and a rendered directory committed
-/// by hand is recognised by `publish`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OwnedMarker {
-    pub format: String,
-    pub files: std::collections::BTreeSet<String>,
-}
-
-impl OwnedMarker {
-    /// A marker listing `files`.
-    pub fn new(files: impl IntoIterator<Item = String>) -> Self {
-        Self {
-            format: MARKER_FORMAT.to_string(),
-            files: files.into_iter().collect(),
-        }
-    }
-
-    /// Pretty JSON with a trailing newline; stable for identical file lists.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
-        text.push('\n');
-        text.into_bytes()
-    }
-
-    /// Reads a marker; `path` names it in errors.
-    ///
-    /// Errors: [`GitError::InvalidMarker`] (not JSON, another format, an invalid path listed).
-    pub fn parse(path: &str, bytes: &[u8]) -> Result<Self, GitError> {
-        let marker: Self = serde_json::from_slice(bytes).map_err(|e| GitError::InvalidMarker {
-            path: path.to_string(),
-            message: e.to_string(),
-        })?;
-        if marker.format != MARKER_FORMAT {
-            return Err(GitError::InvalidMarker {
-                path: path.to_string(),
-                message: format!(
-                    "unknown format `{}` (this kiln understands `{MARKER_FORMAT}`)",
-                    marker.format
-                ),
-            });
-        }
-        for file in &marker.files {
-            validate_rel_path(file).map_err(|_| GitError::InvalidMarker {
-                path: path.to_string(),
-                message: format!("lists an invalid path `{file}`"),
-            })?;
-        }
-        Ok(marker)
-    }
+/// Reads an ownership marker; `path` names it in errors.
+///
+/// Errors: [`GitError::InvalidMarker`] (not JSON, another format, an invalid path listed).
+pub(crate) fn parse_marker(path: &str, bytes: &[u8]) -> Result<OwnedMarker, GitError> {
+    OwnedMarker::parse(bytes).map_err(|e| GitError::InvalidMarker {
+        path: path.to_string(),
+        message: e.0,
+    })
 }
 
 /// Checks an artifact or managed path: relative, `/`-separated, no empty/`.`/`..` segments,
 /// never `.git`. Returns its segments.
 pub(crate) fn validate_rel_path(path: &str) -> Result<Vec<&str>, GitError> {
-    let invalid = |reason| GitError::InvalidPath {
+    crate::marker::check_rel_path(path).map_err(|reason| GitError::InvalidPath {
         path: path.to_string(),
         reason,
-    };
-    if path.is_empty() {
-        return Err(invalid("empty path"));
-    }
-    if path.starts_with('/') {
-        return Err(invalid("absolute path"));
-    }
-    if path.contains('\\') || path.contains('\0') {
-        return Err(invalid("backslash or NUL in path"));
-    }
-    let segments: Vec<&str> = path.split('/').collect();
-    for s in &segments {
-        match *s {
-            "" => return Err(invalid("empty segment")),
-            "." | ".." => return Err(invalid("`.` or `..` segment")),
-            s if s.eq_ignore_ascii_case(".git") => return Err(invalid("`.git` segment")),
-            _ => {}
-        }
-    }
-    Ok(segments)
+    })
 }
 
 /// Normalises a `--path` value: `None`, `""`, `"."` and `"/"` mean the branch root; trailing
@@ -959,7 +893,7 @@ pub(crate) fn read_owned_files(
     let Some(bytes) = read_blob_at(repo, tree, &marker_path)? else {
         return Ok(None);
     };
-    let marker = OwnedMarker::parse(&marker_path, &bytes)?;
+    let marker = parse_marker(&marker_path, &bytes)?;
     let mut set = ArtifactSet::new();
     for file in &marker.files {
         if let Some(bytes) = read_blob_at(repo, tree, &join_path(path, file))? {
@@ -1125,17 +1059,20 @@ mod tests {
         assert_eq!(normalize_managed_path(Some("/x/y/")).unwrap(), "x/y");
         assert_eq!(normalize_managed_path(Some(".")).unwrap(), "");
         assert_eq!(normalize_managed_path(None).unwrap(), "");
+        // `--path "  "`, `.git ` and `git~1` are refused with kiln's own message.
+        for bad in ["  ", ".git ", "x/git~1"] {
+            assert!(normalize_managed_path(Some(bad)).is_err(), "{bad:?}");
+        }
     }
 
     #[test]
     fn marker_round_trips_and_rejects_foreign_formats() {
         let m = OwnedMarker::new(["b".to_string(), "a/x".to_string()]);
-        let back = OwnedMarker::parse("m", &m.to_bytes()).unwrap();
+        let back = parse_marker("m", &m.to_bytes()).unwrap();
         assert_eq!(back, m);
-        assert!(OwnedMarker::parse("m", br#"{"format":"other","files":[]}"#).is_err());
+        assert!(parse_marker("m", br#"{"format":"other","files":[]}"#).is_err());
         assert!(
-            OwnedMarker::parse("m", br#"{"format":"kiln.owned-files/v1","files":["../x"]}"#)
-                .is_err()
+            parse_marker("m", br#"{"format":"kiln.owned-files/v1","files":["../x"]}"#).is_err()
         );
     }
 

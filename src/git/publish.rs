@@ -255,7 +255,7 @@ fn plan_commit(
     let owned: BTreeSet<String> = match existing.get(MARKER_FILE) {
         Some(id) => {
             let blob = repo.find_blob(*id).map_err(lg("reading the marker"))?;
-            OwnedMarker::parse(&marker_path, blob.content())?.files
+            super::parse_marker(&marker_path, blob.content())?.files
         }
         _ if existing.is_empty() || options.adopt => BTreeSet::new(),
         _ => {

@@ -1,18 +1,54 @@
-//! The Argo CD Application of one (component, environment).
+//! The Argo CD objects: one Application per (component, environment), and the bootstrap
+//! objects of the platform (its AppProject and one root "app of apps" Application).
 //!
-//! With Kargo: it tracks the write repository's branch and the component's folder there,
-//! carries `kargo.akuity.io/authorized-stage: <project>:<stage>` (the Kargo project, not the
-//! Argo CD AppProject; case g01) so the Stage's `argocd-update` may sync it, and has no
-//! automated sync (Kargo triggers it). Without Kargo: it tracks the rendered folder on the
-//! source repository's branch and syncs automatically.
+//! With Kargo: an Application tracks the write repository's branch and the component's
+//! folder there, and carries `kargo.akuity.io/authorized-stage: <project>:<stage>` (the Kargo
+//! project, not the Argo CD AppProject; case g01) so the Stage's `argocd-update` may sync it.
+//! Without Kargo: it tracks the rendered folder on the source repository's branch.
+//!
+//! Prune policy: every Application has `syncPolicy.automated` with `prune` and `selfHeal`.
+//! Kargo's own syncs never prune (`argocd-update` starts an operation with no `prune`,
+//! `pkg/promotion/runner/builtin/argocd_updater.go` `syncApplication`, Kargo v1.11.2), so a
+//! resource removed from a render would stay in the cluster. With automated prune and
+//! self-heal, Argo CD follows Kargo's sync of a revision with its own pruning sync of the
+//! same revision once the Application is still OutOfSync (`controller/appcontroller.go`
+//! `autoSync`, Argo CD v3.5.1: an already attempted, successful revision is synced again
+//! only under `selfHeal`, with `Prune` from the policy). A Stage pinned to its commit
+//! (`updateTargetRevision`) keeps its Application on that commit, so automated sync never
+//! runs ahead of Kargo.
+//!
+//! Bootstrap (`bootstrap/`, under the rendered tree): the AppProject allows exactly the
+//! repositories the Applications read, the (server, namespace) pairs they deploy to, and the
+//! cluster-scoped kinds the render holds plus `Namespace` (for `CreateNamespace=true`). The
+//! root Application, in Argo CD's `default` project so it can create that AppProject, syncs
+//! every `*/kargo/*.yaml`, `*/argocd/*.yaml` and `bootstrap/*.yaml` of the rendered tree on
+//! the source branch. It ignores `/spec/source/targetRevision` of the Applications it
+//! manages and syncs with `RespectIgnoreDifferences=true`, so it never reverts a commit that
+//! Kargo pinned (Argo CD "Diffing customization" and "Sync options"). Argo CD matches
+//! `directory.include` against the path relative to `path`, with a glob that has no
+//! separators, so `*` spans directories (`reposerver/repository/repository.go`
+//! `getPotentiallyValidManifests`, `util/glob/glob.go`).
 
-use super::{ARGOCD_API, AUTHORIZED_STAGE, KargoInput, Pair, object, pair_labels};
+use super::{
+    ARGOCD_API, AUTHORIZED_STAGE, KargoInput, Pair, Project, SYNC_WAVE, object, pair_labels,
+};
 use crate::resource::Resource;
-use serde_json::json;
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+/// Where the bootstrap objects go, relative to the rendered tree.
+pub const BOOTSTRAP_DIR: &str = "bootstrap";
+/// The in-cluster API server: where Argo CD and Kargo run.
+pub const IN_CLUSTER: &str = "https://kubernetes.default.svc";
+
+/// `syncPolicy.automated` of every generated Application (see the module docs).
+fn automated() -> Value {
+    json!({ "enabled": true, "prune": true, "selfHeal": true })
+}
 
 /// Builds the Application of `p`.
 pub(super) fn application(input: &KargoInput, p: &Pair<'_>) -> Resource {
-    let (metadata, source, sync_policy) = match &p.target {
+    let (metadata, source) = match &p.target {
         Some(t) => (
             json!({
                 "name": p.app,
@@ -21,7 +57,6 @@ pub(super) fn application(input: &KargoInput, p: &Pair<'_>) -> Resource {
                 "annotations": { AUTHORIZED_STAGE: format!("{}:{}", p.project.name, p.stage) },
             }),
             json!({ "repoURL": t.repo_url, "targetRevision": t.branch, "path": t.path }),
-            json!({ "syncOptions": ["CreateNamespace=true"] }),
         ),
         None => (
             json!({ "name": p.app, "namespace": input.argocd.namespace, "labels": pair_labels(p) }),
@@ -29,10 +64,6 @@ pub(super) fn application(input: &KargoInput, p: &Pair<'_>) -> Resource {
                 "repoURL": input.source.repo_url.clone().unwrap_or_default(),
                 "targetRevision": input.source.branch,
                 "path": p.src_path,
-            }),
-            json!({
-                "automated": { "enabled": true, "prune": true, "selfHeal": true },
-                "syncOptions": ["CreateNamespace=true"],
             }),
         ),
     };
@@ -44,7 +75,91 @@ pub(super) fn application(input: &KargoInput, p: &Pair<'_>) -> Resource {
             "project": input.argocd.project,
             "source": source,
             "destination": { "server": p.server, "namespace": p.namespace },
-            "syncPolicy": sync_policy,
+            "syncPolicy": { "automated": automated(), "syncOptions": ["CreateNamespace=true"] },
+        })),
+    )
+}
+
+/// The AppProject named by `spec.gitops.argocd.project`, allowing what `pairs` need. `None`
+/// for `default`: that project exists in every Argo CD and other Applications use it, so
+/// kiln does not narrow it.
+pub(super) fn app_project(
+    input: &KargoInput,
+    resolved: &[(&Project, Vec<Pair<'_>>)],
+) -> Option<Resource> {
+    if input.argocd.project == "default" {
+        return None;
+    }
+    let mut repos = BTreeSet::new();
+    let mut destinations = BTreeSet::new();
+    for p in resolved.iter().flat_map(|(_, pairs)| pairs) {
+        let repo = match &p.target {
+            Some(t) => t.repo_url.clone(),
+            None => input.source.repo_url.clone().unwrap_or_default(),
+        };
+        repos.insert(repo);
+        destinations.insert((p.server.clone(), p.namespace.clone()));
+    }
+    let mut kinds: BTreeSet<(String, String)> = input.cluster_kinds.clone();
+    kinds.insert((String::new(), "Namespace".into()));
+    Some(object(
+        ARGOCD_API,
+        "AppProject",
+        json!({
+            "name": input.argocd.project,
+            "namespace": input.argocd.namespace,
+            "annotations": { SYNC_WAVE: "-1" },
+            "labels": { "app.kubernetes.io/managed-by": "kiln" },
+        }),
+        Some(json!({
+            "description": format!("Applications of platform {} (generated by kiln)", input.platform),
+            "sourceRepos": repos.into_iter().collect::<Vec<_>>(),
+            "destinations": destinations
+                .into_iter()
+                .map(|(server, namespace)| json!({ "server": server, "namespace": namespace }))
+                .collect::<Vec<_>>(),
+            "clusterResourceWhitelist": kinds
+                .into_iter()
+                .map(|(group, kind)| json!({ "group": group, "kind": kind }))
+                .collect::<Vec<_>>(),
+        })),
+    ))
+}
+
+/// The root Application: applies kiln's Kargo and Argo CD objects from the source
+/// repository (see the module docs).
+pub(super) fn root_application(input: &KargoInput) -> Resource {
+    let repo = input.source.repo_url.clone().unwrap_or_default();
+    let path = super::join_path(&[&input.source.rendered_path]);
+    object(
+        ARGOCD_API,
+        "Application",
+        json!({
+            "name": format!("{}-root", input.platform),
+            "namespace": input.argocd.namespace,
+            "labels": { "app.kubernetes.io/managed-by": "kiln" },
+        }),
+        Some(json!({
+            "project": "default",
+            "source": {
+                "repoURL": repo,
+                "targetRevision": input.source.branch,
+                "path": if path.is_empty() { ".".to_string() } else { path },
+                "directory": {
+                    "recurse": true,
+                    "include": format!("{{*/kargo/*.yaml,*/argocd/*.yaml,{BOOTSTRAP_DIR}/*.yaml}}"),
+                },
+            },
+            "destination": { "server": IN_CLUSTER, "namespace": input.argocd.namespace },
+            "ignoreDifferences": [{
+                "group": "argoproj.io",
+                "kind": "Application",
+                "jsonPointers": ["/spec/source/targetRevision"],
+            }],
+            "syncPolicy": {
+                "automated": automated(),
+                "syncOptions": ["RespectIgnoreDifferences=true"],
+            },
         })),
     )
 }

@@ -26,6 +26,7 @@
 
 mod argocd;
 pub mod constraint;
+pub mod expressions;
 pub mod naming;
 mod stage;
 mod steps;
@@ -155,6 +156,10 @@ pub struct Image {
     /// Semver constraint (SemVer), tag to follow (Digest), or none.
     pub constraint: Option<String>,
     pub strategy: Strategy,
+    /// Promoted by digest (`kustomize-set-image` `digest: imageFrom(...).Digest`) rather than
+    /// by tag: the image is pinned by `digest` and has no `tag`. Independent of the strategy,
+    /// so "pinned by digest, following versions" is SemVer selection with a digest pin.
+    pub by_digest: bool,
 }
 
 /// A component instance of a project.
@@ -202,6 +207,12 @@ pub struct KargoInput {
     pub projects: Vec<Project>,
     /// Source texts for error snippets.
     pub sources: Option<Arc<Sources>>,
+    /// Cluster-scoped (group, kind)s of the rendered manifests, allowed by the AppProject
+    /// ([`KargoInput::with_rendered`]).
+    pub cluster_kinds: BTreeSet<(String, String)>,
+    /// Emit the platform's bootstrap objects (AppProject, root Application). Off for a render
+    /// of some projects only, whose AppProject would miss the others.
+    pub bootstrap: bool,
 }
 
 /// Why the Kargo/Argo CD objects cannot be generated. Codes `kiln::kargo::<condition>`.
@@ -359,6 +370,27 @@ pub enum KargoError {
         #[source_code]
         src: Option<NamedSource<String>>,
         #[label("no tag to follow")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A Digest image's constraint is not a tag Kargo could look up.
+    #[error(
+        "{at}image `{image}` of component `{component}`: `strategy: Digest` follows one mutable tag, but constraint `{constraint}` is not a valid OCI tag"
+    )]
+    #[diagnostic(
+        code(kiln::kargo::digest_constraint_not_tag),
+        help(
+            "under Digest, Kargo asks the registry for the constraint as a literal tag; name a tag such as `latest`, or drop `strategy: Digest` to follow a semver range by digest"
+        )
+    )]
+    DigestConstraintNotTag {
+        component: String,
+        image: String,
+        constraint: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("not a tag")]
         span: Option<SourceSpan>,
     },
 
@@ -544,6 +576,36 @@ struct Pair<'a> {
     server: String,
     /// `None` when Kargo is off.
     target: Option<Target>,
+    /// Another Stage writes the same (repository, branch): `argocd-update` pins the
+    /// Application to the pushed commit ([`pin_shared_branches`]).
+    pin: bool,
+}
+
+/// Marks every pair whose write (repository, branch) is shared with another pair, across
+/// projects.
+///
+/// Why: `argocd-update` syncs the Application's `targetRevision` and then compares the sync
+/// result's revision with `desiredRevision` by equality, retrying until the step times out
+/// (`pkg/promotion/runner/builtin/argocd_updater.go` `mustPerformUpdate`, Kargo v1.11.2); the
+/// Stage health check compares `status.sync.revision` the same way
+/// (`pkg/health/checker/builtin/argocd.go`). On a branch that several Stages push to, the
+/// head moves past each Stage's commit, so the Applications tracking the branch would end
+/// Errored or Unhealthy. `updateTargetRevision: true` sets the Application's
+/// `targetRevision` to the Stage's own commit (`applyArgoCDSourceUpdate`), which later pushes
+/// by other Stages do not move.
+fn pin_shared_branches(resolved: &mut [(&Project, Vec<Pair<'_>>)]) {
+    let mut writers: BTreeMap<(String, String), usize> = BTreeMap::new();
+    let key = |t: &Target| (normalize_repo(&t.repo_url), t.branch.clone());
+    for (_, pairs) in resolved.iter() {
+        for t in pairs.iter().filter_map(|p| p.target.as_ref()) {
+            *writers.entry(key(t)).or_default() += 1;
+        }
+    }
+    for (_, pairs) in resolved.iter_mut() {
+        for p in pairs.iter_mut() {
+            p.pin = p.target.as_ref().is_some_and(|t| writers[&key(t)] > 1);
+        }
+    }
 }
 
 impl KargoInput {
@@ -627,17 +689,17 @@ impl KargoInput {
                             name: inst.name.clone(),
                             images: images
                                 .iter()
-                                .map(|i| Image {
-                                    name: i.name.clone(),
-                                    repository: i.repository.clone(),
-                                    tag: i.tag.clone(),
-                                    digest: i.digest.clone(),
-                                    constraint: i.constraint.clone(),
-                                    strategy: if i.digest.is_some() && i.tag.is_none() {
-                                        Strategy::Digest
-                                    } else {
-                                        Strategy::SemVer
-                                    },
+                                .map(|i| {
+                                    let by_digest = i.digest.is_some() && i.tag.is_none();
+                                    Image {
+                                        name: i.name.clone(),
+                                        repository: i.repository.clone(),
+                                        tag: i.tag.clone(),
+                                        digest: i.digest.clone(),
+                                        constraint: i.constraint.clone(),
+                                        strategy: image_strategy(i),
+                                        by_digest,
+                                    }
                                 })
                                 .collect(),
                             namespaces,
@@ -676,7 +738,41 @@ impl KargoInput {
             environments,
             projects,
             sources: Some(platform.sources.clone()),
+            cluster_kinds: BTreeSet::new(),
+            bootstrap: true,
         }
+    }
+
+    /// Records the cluster-scoped kinds of `rendered`, which the AppProject must allow.
+    pub fn with_rendered(mut self, rendered: &[crate::render::Rendered]) -> KargoInput {
+        for r in rendered.iter().flat_map(|r| &r.resources) {
+            let group = r.api_version().rsplit_once('/').map_or("", |(g, _)| g);
+            if crate::kustomize::namespace::is_cluster_scoped(group, r.kind()) {
+                self.cluster_kinds
+                    .insert((group.to_string(), r.kind().to_string()));
+            }
+        }
+        self
+    }
+}
+
+/// The selection strategy of a component image. Explicit `strategy` wins. Otherwise an image
+/// pinned by digest (no `tag`) follows a mutable tag by digest only when its `constraint` is
+/// a plain OCI tag (`latest`, `stable`) or absent; a semver range such as `~1.4` means
+/// "pinned by digest, following versions": `SemVer`, promoted by digest. Under `Digest`,
+/// Kargo asks the registry for the constraint as a literal tag
+/// (`pkg/image/digest_selector.go` at v1.11.2), so a range there never makes Freight.
+fn image_strategy(i: &crate::spec::Image) -> Strategy {
+    match i.strategy {
+        Some(crate::spec::ImageStrategy::Digest) => Strategy::Digest,
+        Some(crate::spec::ImageStrategy::SemVer) => Strategy::SemVer,
+        None if i.digest.is_some()
+            && i.tag.is_none()
+            && i.constraint.as_deref().is_none_or(naming::is_oci_tag) =>
+        {
+            Strategy::Digest
+        }
+        None => Strategy::SemVer,
     }
 }
 
@@ -794,6 +890,7 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
     // Application names share the Argo CD namespace and write folders may share a
     // repository: both are checked across projects.
     let mut seen = Seen::default();
+    let mut resolved: Vec<(&Project, Vec<Pair<'_>>)> = Vec::new();
     for project in &input.projects {
         let (at, src, span) = snippet(
             &input.sources,
@@ -820,10 +917,15 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
             continue;
         }
         let pairs = pairs(input, project, &order, &mut seen, &mut errors);
+        resolved.push((project, pairs));
+    }
+    pin_shared_branches(&mut resolved);
+    for (project, pairs) in &resolved {
+        let (project, pairs) = (*project, pairs.as_slice());
         if input.enabled {
             files.push((
                 format!("{}/kargo/project.yaml", project.name),
-                project_objects(input, project, &pairs),
+                project_objects(input, project, pairs),
             ));
             for c in &project.components {
                 let mine: Vec<&Pair<'_>> = pairs
@@ -831,7 +933,7 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
                     .filter(|p| p.component.name == c.name)
                     .collect();
                 let mut objects = Vec::new();
-                match warehouse::warehouse(input, project, c, &pairs) {
+                match warehouse::warehouse(input, project, c, pairs) {
                     Ok(w) => objects.push(w),
                     Err(mut e) => errors.append(&mut e),
                 }
@@ -849,6 +951,16 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
                 .collect();
             files.push((format!("{}/argocd/{}.yaml", project.name, c.name), apps));
         }
+    }
+    if input.bootstrap {
+        let dir = argocd::BOOTSTRAP_DIR;
+        if let Some(p) = argocd::app_project(input, &resolved) {
+            files.push((format!("{dir}/appproject.yaml"), vec![p]));
+        }
+        files.push((
+            format!("{dir}/root.yaml"),
+            vec![argocd::root_application(input)],
+        ));
     }
     Errors::check(errors, || files)
 }
@@ -1003,6 +1115,7 @@ fn pairs<'a>(
                     .unwrap_or_else(|| format!("{}-{}", project.name, env.name)),
                 server: server.clone(),
                 target,
+                pin: false,
             });
         }
     }
@@ -1145,7 +1258,7 @@ fn project_objects(input: &KargoInput, project: &Project, pairs: &[Pair<'_>]) ->
         .iter()
         .map(|p| {
             json!({
-                "stage": p.stage,
+                "stageSelector": { "name": p.stage },
                 "autoPromotionEnabled": input.auto_promotion.get(&p.env.name).copied().unwrap_or(false),
             })
         })
@@ -1240,6 +1353,8 @@ mod tests {
             environments,
             projects: Vec::new(),
             sources: None,
+            cluster_kinds: BTreeSet::new(),
+            bootstrap: true,
         }
     }
 

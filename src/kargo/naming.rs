@@ -33,6 +33,17 @@ pub fn application_name(project: &str, component: &str, environment: &str) -> St
     format!("{project}-{component}-{environment}")
 }
 
+/// Whether `s` is a valid OCI tag: `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}` (OCI distribution
+/// spec, "Pulling manifests"). A semver range such as `~1.4` or `>=1.0` is not one.
+pub fn is_oci_tag(s: &str) -> bool {
+    let mut chars = s.chars();
+    s.len() <= 128
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
+
 /// Step aliases of the generated promotion template, in step order.
 pub const ALIASES: [&str; 8] = [
     "clone-source",

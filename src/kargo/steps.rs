@@ -53,9 +53,12 @@ pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Val
         let var = naming::image_var(&img.name, &mut taken);
         let repo = warehouse::repo_url(&img.repository);
         vars.push(json!({ "name": var, "value": repo }));
-        let (field, expr) = match img.strategy {
-            Strategy::Digest => ("digest", format!("${{{{ imageFrom(vars.{var}).Digest }}}}")),
-            _ => ("tag", format!("${{{{ imageFrom(vars.{var}).Tag }}}}")),
+        // Digest selection always promotes a digest; SemVer selection of an image pinned by
+        // digest too (each Freight image records both, `api/v1alpha1/stage_types.go` `Image`).
+        let (field, expr) = if img.by_digest || img.strategy == Strategy::Digest {
+            ("digest", format!("${{{{ imageFrom(vars.{var}).Digest }}}}"))
+        } else {
+            ("tag", format!("${{{{ imageFrom(vars.{var}).Tag }}}}"))
         };
         set_images.push(json!({ "image": format!("${{{{ vars.{var} }}}}"), field: expr }));
         let sep = if field == "digest" { "@" } else { ":" };
@@ -122,6 +125,15 @@ pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Val
         "as": push,
         "config": { "path": "./out", "targetBranch": "${{ vars.writeBranch }}" },
     }));
+    let mut source = json!({
+        "repoURL": "${{ vars.writeRepo }}",
+        "desiredRevision": format!("${{{{ outputs.{push}.commit }}}}"),
+    });
+    if p.pin {
+        // Other Stages push to this branch too: pin the Application to this commit (see
+        // `pin_shared_branches`).
+        source["updateTargetRevision"] = json!(true);
+    }
     steps.push(json!({
         "uses": "argocd-update",
         "as": sync,
@@ -129,10 +141,7 @@ pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Val
             "apps": [{
                 "name": p.app,
                 "namespace": input.argocd.namespace,
-                "sources": [{
-                    "repoURL": "${{ vars.writeRepo }}",
-                    "desiredRevision": format!("${{{{ outputs.{push}.commit }}}}"),
-                }],
+                "sources": [source],
             }],
         },
     }));

@@ -87,6 +87,18 @@ pub(super) fn warehouse(
             Strategy::Digest => {
                 // The mutable tag to follow: the constraint, else the base tag.
                 match img.constraint.as_ref().or(img.tag.as_ref()) {
+                    Some(tag) if !naming::is_oci_tag(tag) => {
+                        let (at, src, span) =
+                            snippet(&input.sources, at_image("constraint").as_ref());
+                        errors.push(KargoError::DigestConstraintNotTag {
+                            component: component.name.clone(),
+                            image: img.name.clone(),
+                            constraint: tag.clone(),
+                            at,
+                            src,
+                            span,
+                        });
+                    }
                     Some(tag) => {
                         sub.insert("constraint".into(), json!(tag));
                     }

@@ -75,12 +75,12 @@ spec:
 
 /// A platform repository in a temp dir: `repo/platforms/p`, `repo/components/web`, with an
 /// `outside/` directory next to the repository for escape tests.
-struct Fixture {
-    dir: tempfile::TempDir,
+pub struct Fixture {
+    pub dir: tempfile::TempDir,
 }
 
 impl Fixture {
-    fn new() -> Fixture {
+    pub fn new() -> Fixture {
         let f = Fixture {
             dir: tempfile::tempdir().unwrap(),
         };
@@ -93,20 +93,20 @@ impl Fixture {
         );
         f
     }
-    fn path(&self, rel: &str) -> PathBuf {
+    pub fn path(&self, rel: &str) -> PathBuf {
         self.dir.path().join(rel)
     }
-    fn write(&self, rel: &str, text: &str) {
+    pub fn write(&self, rel: &str, text: &str) {
         let p = self.path(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
     }
-    fn edit(&self, rel: &str, from: &str, to: &str) {
+    pub fn edit(&self, rel: &str, from: &str, to: &str) {
         let text = std::fs::read_to_string(self.path(rel)).unwrap();
         assert!(text.contains(from), "fixture edit: `{from}` not in {rel}");
         self.write(rel, &text.replacen(from, to, 1));
     }
-    fn render(&self, extra: &[&str]) -> Output {
+    pub fn render(&self, extra: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_kiln"))
             .arg("render")
             .arg(self.path("repo/platforms/p"))
@@ -120,7 +120,7 @@ impl Fixture {
 }
 
 /// 1-based line of the first line of `rel` that contains `needle`.
-fn line_of(f: &Fixture, rel: &str, needle: &str) -> usize {
+pub fn line_of(f: &Fixture, rel: &str, needle: &str) -> usize {
     let text = std::fs::read_to_string(f.path(rel)).unwrap();
     text.lines()
         .position(|l| l.contains(needle))
@@ -129,7 +129,7 @@ fn line_of(f: &Fixture, rel: &str, needle: &str) -> usize {
 }
 
 /// Asserts exit code 1, `file:line` in stderr for every `(file, line)`, and no output dir.
-fn assert_fails(f: &Fixture, out: &Output, places: &[(&str, usize)]) -> String {
+pub fn assert_fails(f: &Fixture, out: &Output, places: &[(&str, usize)]) -> String {
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();
     assert_eq!(out.status.code(), Some(1), "exit code; stderr:\n{stderr}");
     for (file, line) in places {
