@@ -25,6 +25,12 @@ mod support {
             .map(PathBuf::from)
             .unwrap_or_else(|| root().join("../shared"));
         let dir = shared.join("schemas");
+        // CI sets REQUIRE_SHARED=1: then a missing ../shared fails instead of skipping.
+        assert!(
+            dir.is_dir() || std::env::var("REQUIRE_SHARED").as_deref() != Ok("1"),
+            "REQUIRE_SHARED=1 but {} does not exist (set KILN_SHARED_DIR)",
+            dir.display()
+        );
         dir.is_dir().then_some(dir)
     }
 

@@ -12,7 +12,7 @@
 //!   live check is skipped, unless `REQUIRE_KUBECTL=1`, which makes that a failure.
 //! - `corpus`: builds the 58 real-world roots of `<shared>/corpus/roots.tsv` (shared dir from
 //!   `KILN_SHARED_DIR`, default `<crate>/../shared`) and compares with their `_expected` files;
-//!   runs whenever the corpus exists.
+//!   runs whenever the corpus exists; a missing corpus is a failure under `REQUIRE_SHARED=1`.
 
 use kiln::fs::RealFs;
 use kiln::kustomize::{BuildOptions, KustomizeError, LoadRestrictor, build};
@@ -355,6 +355,11 @@ fn shared_dir() -> PathBuf {
 fn corpus_roots_match_kubectl_kustomize() {
     let corpus = shared_dir().join("corpus");
     let Ok(index) = std::fs::read_to_string(corpus.join("roots.tsv")) else {
+        assert!(
+            std::env::var("REQUIRE_SHARED").as_deref() != Ok("1"),
+            "REQUIRE_SHARED=1 but {} has no roots.tsv (set KILN_SHARED_DIR)",
+            corpus.display()
+        );
         return;
     };
     let skip = divergences();

@@ -123,7 +123,8 @@ pub fn merge(
 /// visited. A reached field whose value node has empty text is cleared, while an explicit
 /// `null` or `~` stays (checked with `kubectl kustomize` v5.5.0). Doing this before the merge
 /// gives kyaml's result: a field the patch sets is set either way, and list indices still
-/// match the file. A pointer that no longer leads to a `null` field is skipped.
+/// match the file. A pointer that no longer leads to a `null` (or, for an annotation, `""`)
+/// field is skipped.
 ///
 /// Not mirrored: kyaml's schema also merges lists kiln's table leaves out (`status.conditions`,
 /// kinds outside `merge_keys.rs`), whose items it reaches too, and it drops empty *items* of a
@@ -143,7 +144,10 @@ pub fn drop_bare_empty_fields(
             continue;
         };
         if let Some(Value::Object(map)) = reached(original, parents, schema)
-            && map.get(field).is_some_and(Value::is_null)
+            // An own annotation reads as its text (ADR 0004): a bare one is "".
+            && map
+                .get(field)
+                .is_some_and(|v| v.is_null() || v.as_str() == Some(""))
         {
             map.shift_remove(field);
         }

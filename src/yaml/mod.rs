@@ -2,13 +2,12 @@
 //! typing, finding where a value came from (file, line, column) for diagnostics, and writing
 //! values back as YAML in `kubectl kustomize`'s style.
 //!
-//! Reading uses `serde-saphyr` (see `docs/adr/0001-yaml-library.md`) with
-//! `legacy_octal_numbers` (`0644` is 420, as kubectl's YAML 1.1 reader) and `strict_booleans`
-//! (`on`/`yes` stay strings, as kustomize reads them). It rejects duplicate keys and alias
-//! bombs itself. Two things are added on top:
-//! - integers wider than 64 bits keep every digit (saphyr hands them over as `f64`);
-//! - a span index, built from the `granit-parser` events saphyr itself uses, maps a
-//!   (document, JSON Pointer) back to a line and column. It is built only when an error needs it.
+//! Reading ([`read`]) folds the events of `granit-parser` (ADR 0001) into values, deciding
+//! each plain scalar's type from its source text as kubectl kustomize does ([`scalar`], ADR
+//! 0004): `0755` is 493 and `1234e56` a float in a spec, but an object's own annotations keep
+//! the text (`"0755"`), `123e4567` stays a string, `.inf` is an error with its position.
+//! A span index, built from the same events, maps a (document, JSON Pointer) back to a line
+//! and column; it is built only when an error needs it.
 //!
 //! Writing is our own emitter, because output bytes are a contract (a second render must
 //! not change a byte, and Git diffs must read like `kubectl kustomize` output): keys sorted,
@@ -16,10 +15,14 @@
 //! 1.2 reader could take them for another type.
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
-use serde_json::{Map, Number, Value};
+use scalar::number_text;
+use serde_json::{Map, Value};
 use std::fmt::Write as _;
 use std::sync::OnceLock;
 use thiserror::Error;
+
+mod read;
+mod scalar;
 
 /// A YAML text that could not be read: a syntax error, a duplicate key, an alias bomb.
 #[derive(Debug, Error, Diagnostic)]
@@ -38,21 +41,6 @@ pub struct YamlError {
     pub span: Option<SourceSpan>,
 }
 
-fn options() -> serde_saphyr::Options {
-    serde_saphyr::options! {
-        legacy_octal_numbers: true,
-        strict_booleans: true,
-        // saphyr's default budget (1,024 documents, 250k nodes, 1M events) is sized for
-        // config files; generated manifest streams of thousands of objects exceed it. Size
-        // limits are raised, the alias-bomb protections stay as they are.
-        budget: serde_saphyr::budget! {
-            max_documents: 10_000_000,
-            max_nodes: 500_000_000,
-            max_events: 1_000_000_000,
-        },
-    }
-}
-
 /// Strips a UTF-8 byte order mark, which kustomize ignores.
 fn strip_bom(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
@@ -63,86 +51,7 @@ fn strip_bom(text: &str) -> &str {
 ///
 /// Errors: [`YamlError`] naming `name`, with line and column.
 pub fn parse_stream(name: &str, text: &str) -> Result<Vec<Value>, YamlError> {
-    let body = strip_bom(text);
-    let mut docs: Vec<Value> =
-        serde_saphyr::from_multiple_with_options(body, options()).map_err(|e| {
-            let (line, span) = match e.location() {
-                Some(loc) => {
-                    let line = loc.line() as usize;
-                    let col = loc.column() as usize;
-                    let off = offset_of(text, line, col);
-                    (Some(line), Some(SourceSpan::from((off, 1usize))))
-                }
-                None => (None, None),
-            };
-            let raw = e.to_string();
-            // saphyr renders its own snippet after the first line; keep the message only.
-            let first = raw
-                .lines()
-                .next()
-                .unwrap_or("")
-                .trim_start_matches("error: ");
-            let message = strip_position_prefix(first).to_string();
-            YamlError {
-                file: name.to_string(),
-                message,
-                line,
-                src: NamedSource::new(name, text.to_string()),
-                span,
-            }
-        })?;
-    docs.retain(|d| !d.is_null());
-    if !body.is_empty() && !body.ends_with('\n') {
-        strip_eof_block_newline(body, &mut docs);
-    }
-    if has_wide_integer(body) {
-        restore_wide_integers(body, &mut docs);
-    }
-    Ok(docs)
-}
-
-/// A block scalar (`|`, `>`) that ends the text without a final line break has no trailing
-/// newline (YAML 1.2 §8.1.1.2: clip keeps the final line break only if there is one; Go's
-/// yaml.v3, hence kustomize, agrees), but saphyr adds one. The scalar that ends the text is
-/// the last node in document order, so it is the last leaf of the last document.
-fn strip_eof_block_newline(body: &str, docs: &mut [Value]) {
-    use granit_parser::{Event, Parser, ScalarStyle};
-    let mut last_is_block = false;
-    for ev in Parser::new_from_str(body) {
-        let Ok((event, _)) = ev else { return };
-        match event {
-            Event::Scalar(_, style, ..) => {
-                last_is_block = matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
-            }
-            Event::MappingStart(..) | Event::SequenceStart(..) | Event::Alias(..) => {
-                last_is_block = false
-            }
-            _ => {}
-        }
-    }
-    if !last_is_block {
-        return;
-    }
-    let Some(mut v) = docs.last_mut() else { return };
-    loop {
-        v = match v {
-            Value::Object(m) if !m.is_empty() => match m.values_mut().next_back() {
-                Some(x) => x,
-                None => return,
-            },
-            Value::Array(a) if !a.is_empty() => match a.last_mut() {
-                Some(x) => x,
-                None => return,
-            },
-            Value::String(s) => {
-                if s.ends_with('\n') {
-                    s.pop();
-                }
-                return;
-            }
-            _ => return,
-        };
-    }
+    read::read_stream(name, text, strip_bom(text))
 }
 
 /// Parses a YAML text that must hold exactly one document (an empty text gives `Null`).
@@ -159,18 +68,6 @@ pub fn parse_one(name: &str, text: &str) -> Result<Value, YamlError> {
             span: None,
         }),
     }
-}
-
-fn strip_position_prefix(msg: &str) -> &str {
-    // "line 2 column 1: duplicate mapping key" → "duplicate mapping key"
-    let msg = match msg.strip_prefix("line ") {
-        Some(rest) => rest.split_once(": ").map_or(msg, |(_, tail)| tail),
-        None => msg,
-    };
-    // serde-saphyr advises its own API ("duplicate mapping key: a, set DuplicateKeyPolicy in
-    // Options if acceptable"); a kiln user has no such option.
-    msg.split_once(", set DuplicateKeyPolicy")
-        .map_or(msg, |(head, _)| head)
 }
 
 /// Byte offset of a 1-based line and column in `text`.
@@ -195,43 +92,6 @@ pub fn line_of(text: &str, offset: usize) -> usize {
         .filter(|b| **b == b'\n')
         .count()
         + 1
-}
-
-fn wide_int_re() -> &'static regex::Regex {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    RE.get_or_init(|| regex::Regex::new(r"^[-+]?[0-9]{19,}$").expect("valid regex"))
-}
-
-fn has_wide_integer(text: &str) -> bool {
-    let mut run = 0;
-    for b in text.bytes() {
-        if b.is_ascii_digit() {
-            run += 1;
-            if run >= 19 {
-                return true;
-            }
-        } else {
-            run = 0;
-        }
-    }
-    false
-}
-
-/// saphyr reads integers outside i64/u64 as `f64`; Kubernetes (and y04) keep every digit.
-/// Walk the events, find plain scalars that are wide integers and put the exact number back.
-fn restore_wide_integers(text: &str, docs: &mut [Value]) {
-    let index = SpanIndex::build(text);
-    for entry in &index.entries {
-        if let Some(raw) = &entry.plain_scalar
-            && wide_int_re().is_match(raw)
-            && let Some(doc) = docs.get_mut(entry.doc)
-            && let Some(slot) = doc.pointer_mut(&entry.pointer)
-            && slot.is_number()
-            && let Ok(n) = serde_json::from_str::<Number>(raw.trim_start_matches('+'))
-        {
-            *slot = Value::Number(n);
-        }
-    }
 }
 
 /// A value's position in a source text.
@@ -298,7 +158,7 @@ impl SpanIndex {
         let mut doc: isize = -1;
         let mut doc_root_seen = false;
         // Line starts, so each lookup is O(line length), not O(text): the index is built for
-        // whole files (wide-integer restoration), where a scan per event is quadratic.
+        // whole files (`bare_empty_fields`), where a scan per event is quadratic.
         let line_starts: Vec<usize> = std::iter::once(0)
             .chain(body.match_indices('\n').map(|(i, _)| i + 1))
             .collect();
@@ -472,7 +332,13 @@ pub fn bare_empty_fields(text: &str, docs: &[Value]) -> Vec<(usize, String)> {
             let parent = &e.pointer[..e.pointer.rfind('/').unwrap_or(0)];
             !e.pointer.is_empty()
                 && doc.pointer(parent).is_some_and(Value::is_object)
-                && doc.pointer(&e.pointer).is_some_and(Value::is_null)
+                && doc.pointer(&e.pointer).is_some_and(|v| {
+                    // An own annotation reads as its text, so a bare one is "" (ADR 0004).
+                    v.is_null()
+                        || (v.as_str() == Some("")
+                            && e.pointer.starts_with("/metadata/annotations/")
+                            && e.pointer.matches('/').count() == 3)
+                })
         })
         .map(|e| (e.doc, e.pointer))
         .collect()
@@ -711,22 +577,6 @@ fn scalar(v: &Value) -> String {
         Value::Object(_) => "{}".into(),
         Value::Array(_) => "[]".into(),
     }
-}
-
-/// Integral floats print as integers (`1e3` → `1000`), as Go's YAML encoder does for
-/// float64 values that came from JSON.
-fn number_text(n: &Number) -> String {
-    let s = n.to_string();
-    if let Some(f) = n.as_f64()
-        && (s.contains('.') || s.contains('e') || s.contains('E'))
-        && !(s.contains('e') && !s.contains('.') && f.abs() >= 1e21)
-    {
-        if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e15 {
-            return format!("{}", f as i64);
-        }
-        return s;
-    }
-    s
 }
 
 enum Style {

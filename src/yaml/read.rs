@@ -1,0 +1,385 @@
+//! Reading a YAML stream into `serde_json::Value`s, one scalar at a time the way kustomize
+//! reads it (ADR 0004): the events of `granit-parser` (ADR 0001) are folded into values here,
+//! so each plain scalar's source text is at hand when its type is decided
+//! ([`super::scalar`]).
+//!
+//! Beyond scalar typing, this is plain YAML: anchors and aliases (expansion is bounded, so an
+//! alias bomb is an error, not an out-of-memory), merge keys (`<<`, explicit keys win, then
+//! earlier merged maps), duplicate keys are errors (go-yaml v3 rejects them too), empty and
+//! comment-only documents are skipped.
+//!
+//! One field is read by its text rather than its type: the values of an object's own
+//! `metadata.annotations`. kustomize rewrites every resource's annotations from their source
+//! text (`RNode.SetAnnotations` while it removes its build annotations), so kubectl prints
+//! `build/sha: 1234e56` as `"1234e56"`, `0755` as `"0755"`, `~` as `"~"` and an empty value
+//! as `""`. Labels and every other field keep the resolved type (`x: 010` is 8).
+
+use super::scalar::{Resolved, non_finite, resolve_plain, resolve_tagged};
+use super::{YamlError, offset_of};
+use granit_parser::{Event, Marker, Parser, ScalarStyle, Span, Tag};
+use miette::{NamedSource, SourceSpan};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// Alias expansion beyond this many nodes (plus ten per node written) is an alias bomb.
+const ALIAS_NODE_ALLOWANCE: usize = 1_000_000;
+
+enum Frame {
+    Map {
+        map: Map<String, Value>,
+        /// The key whose value is being read, with where it is written and whether it is `<<`.
+        key: Option<(String, Marker, bool)>,
+        /// Maps merged in with `<<`, in order.
+        merges: Vec<Map<String, Value>>,
+        anchor: usize,
+    },
+    Seq {
+        items: Vec<Value>,
+        anchor: usize,
+    },
+}
+
+struct Reader<'t> {
+    name: &'t str,
+    text: &'t str,
+    body: &'t str,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Value>,
+    docs: Vec<Value>,
+    nodes: usize,
+    alias_nodes: usize,
+}
+
+/// Parses `body` (the text without its byte order mark; `text` is the full text, for
+/// positions) into documents.
+pub(super) fn read_stream(name: &str, text: &str, body: &str) -> Result<Vec<Value>, YamlError> {
+    let options = granit_parser::options! {
+        // Go's yaml.v3 (hence kustomize) ends a block scalar that ends the text without a
+        // line break without one too (YAML 1.2 §8.1.1.2, clip).
+        block_scalar_eof_without_line_feed: true,
+    };
+    let mut r = Reader {
+        name,
+        text,
+        body,
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        docs: Vec::new(),
+        nodes: 0,
+        alias_nodes: 0,
+    };
+    for ev in Parser::new_from_str_with_options(body, options) {
+        let (event, span) = ev.map_err(|e| {
+            let m = e.marker();
+            r.error_at(m.line(), m.col(), e.info())
+        })?;
+        r.event(event, span)?;
+    }
+    r.docs.retain(|d| !d.is_null());
+    Ok(r.docs)
+}
+
+impl Reader<'_> {
+    fn error_at(&self, line: usize, col: usize, message: impl Into<String>) -> YamlError {
+        // Markers count in the text without its byte order mark.
+        let off = self.text.len() - self.body.len() + offset_of(self.body, line, col + 1);
+        YamlError {
+            file: self.name.to_string(),
+            message: message.into(),
+            line: Some(line),
+            src: NamedSource::new(self.name, self.text.to_string()),
+            span: Some(SourceSpan::from((off.min(self.text.len()), 1usize))),
+        }
+    }
+
+    fn error(&self, m: &Marker, message: impl Into<String>) -> YamlError {
+        self.error_at(m.line(), m.col(), message)
+    }
+
+    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), YamlError> {
+        match event {
+            Event::DocumentStart(..) => {
+                self.stack.clear();
+                self.anchors.clear();
+            }
+            Event::Scalar(value, style, anchor, tag) => {
+                self.nodes += 1;
+                if self.expects_key() {
+                    let merge = style == ScalarStyle::Plain && tag.is_none() && value == "<<";
+                    if let Some(Frame::Map { key, .. }) = self.stack.last_mut() {
+                        *key = Some((value.into_owned(), span.start, merge));
+                    }
+                    return Ok(());
+                }
+                let empty = span.start.index() == span.end.index();
+                let v = if self.in_own_annotations() {
+                    // A missing value (`key:`) is reported as a zero-width `~`.
+                    Value::String(if empty {
+                        String::new()
+                    } else {
+                        value.into_owned()
+                    })
+                } else {
+                    self.scalar(&value, style, tag.as_deref(), empty, &span.start)?
+                };
+                if anchor != 0 {
+                    self.anchors.insert(anchor, v.clone());
+                }
+                self.complete(v)?;
+            }
+            Event::MappingStart(_, anchor, _) => {
+                self.nodes += 1;
+                self.no_complex_key(&span.start)?;
+                self.stack.push(Frame::Map {
+                    map: Map::new(),
+                    key: None,
+                    merges: Vec::new(),
+                    anchor,
+                });
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                self.nodes += 1;
+                self.no_complex_key(&span.start)?;
+                self.stack.push(Frame::Seq {
+                    items: Vec::new(),
+                    anchor,
+                });
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                let (v, anchor) = match self.stack.pop() {
+                    Some(Frame::Map {
+                        mut map,
+                        merges,
+                        anchor,
+                        ..
+                    }) => {
+                        for merged in merges {
+                            for (k, v) in merged {
+                                map.entry(k).or_insert(v);
+                            }
+                        }
+                        (Value::Object(map), anchor)
+                    }
+                    Some(Frame::Seq { items, anchor }) => (Value::Array(items), anchor),
+                    None => return Ok(()),
+                };
+                if anchor != 0 {
+                    self.anchors.insert(anchor, v.clone());
+                }
+                self.complete(v)?;
+            }
+            Event::Alias(id) => {
+                let Some(v) = self.anchors.get(&id).cloned() else {
+                    return Err(self.error(
+                        &span.start,
+                        "alias to an anchor that is not complete (a recursive alias)",
+                    ));
+                };
+                self.alias_nodes += count_nodes(&v);
+                if self.alias_nodes > ALIAS_NODE_ALLOWANCE + 10 * self.nodes {
+                    return Err(self.error(
+                        &span.start,
+                        "aliases expand to too many nodes (an alias bomb?)",
+                    ));
+                }
+                if self.expects_key() {
+                    let Value::String(k) = v else {
+                        return Err(self.error(&span.start, "a mapping key must be a scalar"));
+                    };
+                    if let Some(Frame::Map { key, .. }) = self.stack.last_mut() {
+                        *key = Some((k, span.start, false));
+                    }
+                    return Ok(());
+                }
+                self.complete(v)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn expects_key(&self) -> bool {
+        matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
+    }
+
+    fn no_complex_key(&self, at: &Marker) -> Result<(), YamlError> {
+        if self.expects_key() {
+            return Err(self.error(
+                at,
+                "complex mapping keys (a map or list as key) are not supported",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The value being read is `metadata.annotations.<key>` of a document's root object.
+    fn in_own_annotations(&self) -> bool {
+        let [
+            Frame::Map {
+                key: Some((meta, ..)),
+                ..
+            },
+            Frame::Map {
+                key: Some((ann, ..)),
+                ..
+            },
+            Frame::Map { .. },
+        ] = self.stack.as_slice()
+        else {
+            return false;
+        };
+        meta == "metadata" && ann == "annotations"
+    }
+
+    fn scalar(
+        &self,
+        value: &str,
+        style: ScalarStyle,
+        tag: Option<&Tag>,
+        empty: bool,
+        at: &Marker,
+    ) -> Result<Value, YamlError> {
+        if let Some(tag) = tag {
+            return match tag.core_suffix() {
+                Some("str") => Ok(Value::String(value.to_string())),
+                Some(t @ ("int" | "float" | "bool" | "null")) => {
+                    let text = if empty { "" } else { value };
+                    resolve_tagged(t, text).map_err(|m| self.error(at, m))
+                }
+                // `!!binary`, `!!timestamp`, local tags (`!foo`), the non-specific `!`: go-yaml
+                // decodes these scalars as strings.
+                _ => Ok(Value::String(value.to_string())),
+            };
+        }
+        if style != ScalarStyle::Plain {
+            return Ok(Value::String(value.to_string()));
+        }
+        if empty {
+            return Ok(Value::Null);
+        }
+        Ok(match resolve_plain(value) {
+            Resolved::Null => Value::Null,
+            Resolved::Bool(b) => Value::Bool(b),
+            Resolved::Number(n) => Value::Number(n),
+            Resolved::Str => Value::String(value.to_string()),
+            Resolved::NonFinite => return Err(self.error(at, non_finite(value))),
+        })
+    }
+
+    /// Puts a finished node where it belongs: a document root, a list item or a map value.
+    fn complete(&mut self, v: Value) -> Result<(), YamlError> {
+        let duplicate = match self.stack.last_mut() {
+            None => {
+                self.docs.push(v);
+                return Ok(());
+            }
+            Some(Frame::Seq { items, .. }) => {
+                items.push(v);
+                return Ok(());
+            }
+            Some(Frame::Map {
+                map, key, merges, ..
+            }) => {
+                let Some((k, at, merge)) = key.take() else {
+                    return Ok(());
+                };
+                if merge {
+                    match v {
+                        Value::Object(m) => merges.push(m),
+                        Value::Array(list) if list.iter().all(Value::is_object) => {
+                            merges.extend(list.into_iter().filter_map(|x| match x {
+                                Value::Object(m) => Some(m),
+                                _ => None,
+                            }))
+                        }
+                        _ => {
+                            return Err(self.error(
+                                &at,
+                                "the value of a merge key `<<` must be a map or a list of maps",
+                            ));
+                        }
+                    }
+                    return Ok(());
+                }
+                if map.contains_key(&k) {
+                    Some((k, at))
+                } else {
+                    map.insert(k, v);
+                    None
+                }
+            }
+        };
+        match duplicate {
+            Some((k, at)) => Err(self.error(&at, format!("duplicate mapping key `{k}`"))),
+            None => Ok(()),
+        }
+    }
+}
+
+fn count_nodes(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => 1 + m.values().map(count_nodes).sum::<usize>(),
+        Value::Array(a) => 1 + a.iter().map(count_nodes).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{parse_one, parse_stream};
+    use serde_json::json;
+
+    #[test]
+    fn own_annotations_keep_their_text_and_nothing_else_does() {
+        let text = "metadata:\n  annotations:\n    a: 1234e56\n    b: 010\n    c: 0755\n    d: 0x1F\n    e:\n    f: .inf\n    g: 123e4567\n    h: ~\n    i: null\n    j: true\n    k: '010'\n    l: !!int 010\n  labels:\n    x: 010\n    e:\nspec:\n  template:\n    metadata:\n      annotations:\n        x: 010\n  a: 1234e56\n  g: 123e4567\n";
+        let v = parse_one("t", text).unwrap();
+        assert_eq!(
+            v["metadata"]["annotations"],
+            json!({"a": "1234e56", "b": "010", "c": "0755", "d": "0x1F", "e": "", "f": ".inf",
+                "g": "123e4567", "h": "~", "i": "null", "j": "true", "k": "010", "l": "010"})
+        );
+        assert_eq!(v["metadata"]["labels"], json!({"x": 8, "e": null}));
+        assert_eq!(
+            v["spec"]["template"]["metadata"]["annotations"]["x"],
+            json!(8)
+        );
+        assert_eq!(v["spec"]["a"].as_f64(), Some(1.234e59));
+        assert_eq!(v["spec"]["g"], json!("123e4567"));
+    }
+
+    #[test]
+    fn infinities_outside_strings_are_errors_with_position() {
+        let err = parse_stream("t.yaml", "a: 1\nb: .inf\n").unwrap_err();
+        assert_eq!(err.line, Some(2));
+        assert!(err.message.contains("quote it"), "{}", err.message);
+    }
+
+    #[test]
+    fn tags_anchors_and_merge_keys() {
+        let v = parse_one(
+            "t",
+            "a: !!str 010\nb: !!int '010'\nc: !foo 12\nbase: &b {x: 1, y: 2}\nm:\n  <<: *b\n  y: 3\nn:\n  <<: [{p: 1}, {p: 2, q: 2}]\nl: &l [1, 2]\nk: *l\n",
+        )
+        .unwrap();
+        assert_eq!(v["a"], json!("010"));
+        assert_eq!(v["b"], json!(8));
+        assert_eq!(v["c"], json!("12"));
+        assert_eq!(v["m"], json!({"x": 1, "y": 3}));
+        assert_eq!(v["n"], json!({"p": 1, "q": 2}));
+        assert_eq!(v["k"], json!([1, 2]));
+        assert!(parse_one("t", "a: !!int abc\n").is_err());
+    }
+
+    #[test]
+    fn alias_bombs_are_errors() {
+        let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 1..9 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+            ));
+        }
+        let err = parse_stream("bomb.yaml", &text).unwrap_err();
+        assert!(err.message.contains("alias"), "{}", err.message);
+    }
+}
