@@ -51,6 +51,15 @@ pub enum KilnError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Write(WriteError),
+    /// `spec.secrets: forbid` and the rendered tree would hold Secrets.
+    #[error("the rendered tree would hold {} Secret{}: {}", names.len(), if names.len() == 1 { "" } else { "s" }, names.join(", "))]
+    #[diagnostic(
+        code(kiln::emit::secret_forbidden),
+        help(
+            "platform.yaml sets `spec.secrets: forbid`; deliver these Secrets another way (External Secrets, Sealed Secrets), or drop the setting to render them with a warning"
+        )
+    )]
+    SecretsForbidden { names: Vec<String> },
 }
 
 impl KilnError {
@@ -68,6 +77,7 @@ impl KilnError {
             KilnError::Schemas(e) => vec![e],
             KilnError::Check(e) => all(e),
             KilnError::Write(e) => vec![e],
+            KilnError::SecretsForbidden { .. } => vec![self],
         }
     }
 }
@@ -116,6 +126,44 @@ pub struct RenderSummary {
     /// Kargo expressions (`${{ … }}`) left in rendered manifests, which reach the cluster
     /// as text ([`crate::kargo::expressions`]); printed as warnings.
     pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
+    /// The Secrets in the rendered tree (see [`secrets_in`]), for the CLI's warning.
+    pub secrets: Vec<String>,
+}
+
+/// Every `kind: Secret` document in `set`, as `file (namespace/name)`, in path order. kiln
+/// never prints their values; the names are what `spec.secrets` and the warning report.
+pub fn secrets_in(set: &ArtifactSet) -> Vec<String> {
+    let mut out = Vec::new();
+    for (path, bytes) in &set.files {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        // kiln's emitter writes `kind:` at the start of a line; skip files without Secrets
+        // rather than parse every file.
+        if !text.starts_with("kind: Secret") && !text.contains("\nkind: Secret") {
+            continue;
+        }
+        let Ok(docs) = crate::yaml::parse_stream(path, text) else {
+            continue;
+        };
+        for doc in docs {
+            if doc.get("kind").and_then(serde_json::Value::as_str) != Some("Secret") {
+                continue;
+            }
+            let meta = |k: &str| {
+                doc.pointer(&format!("/metadata/{k}"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string)
+            };
+            let name = meta("name").unwrap_or_default();
+            let id = match meta("namespace") {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name,
+            };
+            out.push(format!("{path} ({id})"));
+        }
+    }
+    out
 }
 
 /// Output format of `kiln show`.
@@ -224,6 +272,12 @@ pub fn build_slice_with_progress(
     } else {
         Scope::All
     };
+    if platform.secrets == crate::spec::SecretPolicy::Forbid {
+        let names = secrets_in(&set);
+        if !names.is_empty() {
+            return Err(KilnError::SecretsForbidden { names });
+        }
+    }
     if let Some(dir) = &opts.schema_dir {
         let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
         let report =
@@ -335,6 +389,7 @@ pub fn run_render_with_progress(
         files: set.len(),
         report,
         expressions: crate::kargo::expressions::scan(&set),
+        secrets: secrets_in(&set),
     })
 }
 

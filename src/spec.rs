@@ -71,6 +71,28 @@ pub struct PlatformSpec {
     pub kargo: Option<Kargo>,
     /// Projects (business services), each a set of component instances.
     pub projects: Vec<Project>,
+    /// What to do when the rendered tree would hold a `kind: Secret` (from a
+    /// `secretGenerator` or a manifest): `warn` (default) renders and names them on stderr;
+    /// `forbid` fails the render, so no Secret reaches the Git repository.
+    #[serde(default, skip_serializing_if = "SecretPolicy::is_default")]
+    pub secrets: SecretPolicy,
+}
+
+/// `spec.secrets`: whether Secrets may be emitted into the rendered tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SecretPolicy {
+    /// Render them, with a warning naming each one.
+    #[default]
+    Warn,
+    /// Fail the render (exit 1) when any Secret would be emitted.
+    Forbid,
+}
+
+impl SecretPolicy {
+    fn is_default(&self) -> bool {
+        *self == SecretPolicy::Warn
+    }
 }
 
 /// Where the platform lives and where its rendered tree is committed.
@@ -173,6 +195,9 @@ pub struct Project {
     /// Where Kargo promotions write this project's rendered manifests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<ProjectOutput>,
+    /// The unit of a Kargo promotion; default `component`.
+    #[serde(default, skip_serializing_if = "PromotionUnit::is_default")]
+    pub promotion: PromotionUnit,
     /// Extra labels and annotations of the project's Kargo Namespace, for a namespace the
     /// platform pre-creates with its own policy labels (Kargo adopts it through the label
     /// `kargo.akuity.io/project: "true"`, which kiln always adds).
@@ -180,6 +205,25 @@ pub struct Project {
     pub namespace_metadata: Option<NamespaceMetadata>,
     /// Component instances of this project.
     pub components: Vec<ComponentInstance>,
+}
+
+/// What one Kargo promotion moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromotionUnit {
+    /// One Warehouse per component and one Stage per (component, environment).
+    #[default]
+    Component,
+    /// One Warehouse per project (every component's images and rendered folders) and one
+    /// Stage per (project, environment): every component in one commit, one push and one
+    /// `argocd-update`.
+    Project,
+}
+
+impl PromotionUnit {
+    fn is_default(&self) -> bool {
+        *self == PromotionUnit::Component
+    }
 }
 
 /// Labels and annotations for a generated Namespace. Values are strings, as Kubernetes

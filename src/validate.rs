@@ -55,6 +55,9 @@ pub struct Platform {
     pub argocd: ArgoCd,
     /// Kargo settings; `promotion` keys are known environments.
     pub kargo: spec::Kargo,
+    /// `spec.secrets`: whether the render may emit Secrets.
+    #[serde(skip_serializing_if = "is_warn")]
+    pub secrets: spec::SecretPolicy,
     /// Projects, in declared order.
     pub projects: Vec<Project>,
     /// Each distinct component, in the order first referenced.
@@ -125,6 +128,8 @@ pub struct Project {
     /// The write repository for Kargo promotions.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<spec::ProjectOutput>,
+    /// The unit of a Kargo promotion.
+    pub promotion: spec::PromotionUnit,
     /// Extra metadata of the project's Kargo Namespace.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub namespace_metadata: Option<spec::NamespaceMetadata>,
@@ -620,6 +625,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
             name: project.name.clone(),
             parameters: project.parameters.clone(),
             output: project.output.clone(),
+            promotion: project.promotion,
             namespace_metadata: project.namespace_metadata.clone(),
             components: instances,
             loc: at(format!("/spec/projects/{p}")),
@@ -670,6 +676,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
                 .unwrap_or_else(|| "default".into()),
         },
         kargo: s.kargo.clone().unwrap_or_default(),
+        secrets: s.secrets,
         projects,
         components,
         root,
@@ -677,6 +684,10 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         sources: sources.clone(),
         file,
     })
+}
+
+fn is_warn(p: &spec::SecretPolicy) -> bool {
+    *p == spec::SecretPolicy::Warn
 }
 
 fn serialize_arcs<S: serde::Serializer>(v: &[Arc<Component>], s: S) -> Result<S::Ok, S::Error> {

@@ -143,6 +143,15 @@ fn bank() -> KargoInput {
     support::platform_input(&support::root().join("platforms/bank"), Layout::Service)
 }
 
+/// The bank with one promotion per component in every project (backend uses project mode).
+fn bank_per_component() -> KargoInput {
+    let mut input = bank();
+    for p in &mut input.projects {
+        p.promotion = kiln::spec::PromotionUnit::Component;
+    }
+    input
+}
+
 fn fixture(case: &str, platform: &str) -> KargoInput {
     let root = support::root().join("tests/fixtures/kargo").join(case);
     support::platform_input_in(
@@ -203,7 +212,7 @@ fn bank_golden_tree() {
 
 #[test]
 fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_names_one() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let stages: Vec<(String, String)> = kind(&objects, "Stage")
         .iter()
         .map(|s| (s.namespace().unwrap().to_string(), s.name().to_string()))
@@ -252,7 +261,7 @@ fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_n
         );
     }
     // The same facts, as `kiln validate` checks them (no schemas needed for references).
-    let files = support::emit_yaml(&bank());
+    let files = support::emit_yaml(&bank_per_component());
     let report =
         check::validate_documents(&support::documents(&files), &SchemaSet::empty()).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
@@ -291,7 +300,7 @@ fn bank_objects_pass_the_kargo_and_argocd_schemas() {
 
 #[test]
 fn bank_write_modes_branch_path_and_cluster_repo() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let app = |name: &str| {
         kind(&objects, "Application")
             .into_iter()
@@ -357,7 +366,7 @@ fn bank_write_modes_branch_path_and_cluster_repo() {
 
 #[test]
 fn bank_stages_follow_the_environment_graph() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let stage = |name: &str| {
         kind(&objects, "Stage")
             .into_iter()
@@ -398,7 +407,7 @@ fn bank_stages_follow_the_environment_graph() {
 
 #[test]
 fn bank_steps_follow_the_recipe() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let s = kind(&objects, "Stage")
         .into_iter()
         .find(|s| s.name() == "balancereader-stage")
@@ -456,7 +465,7 @@ fn bank_steps_follow_the_recipe() {
 
 #[test]
 fn bank_warehouse_watches_only_its_component_and_never_a_write_path() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let w = kind(&objects, "Warehouse")
         .into_iter()
         .find(|w| w.name() == "userservice")
@@ -487,7 +496,7 @@ fn bank_warehouse_watches_only_its_component_and_never_a_write_path() {
 
 #[test]
 fn write_paths_in_the_source_repository_are_excluded_from_the_warehouse() {
-    let mut input = bank();
+    let mut input = bank_per_component();
     // backend writes into the platform repository itself, on the watched branch.
     let backend = input
         .projects
@@ -988,7 +997,8 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
 fn emitted_artifact_set_validates_in_memory() {
     let mut set = kiln::artifact::ArtifactSet::new();
     kargo::emit_into(&mut set, "deploy/", &bank()).unwrap();
-    assert_eq!(set.len(), 25);
+    // backend: one pipeline file instead of seven.
+    assert_eq!(set.len(), 25 - 6);
     assert!(
         set.paths()
             .all(|p| p.starts_with("deploy/") && p.ends_with(".yaml"))
@@ -999,7 +1009,12 @@ fn emitted_artifact_set_validates_in_memory() {
     };
     let report = check::validate_artifacts(&set, &schemas).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
-    assert_eq!(report.objects + report.meta_only, 3 * 3 + 10 * 11 + 2);
+    // Per project Namespace, Project, ProjectConfig; per component of web and security a
+    // Warehouse and 5 Stages; backend one Warehouse and 5 Stages; 50 Applications; bootstrap.
+    assert_eq!(
+        report.objects + report.meta_only,
+        3 * 3 + 3 * 6 + 6 + 50 + 2
+    );
 }
 
 #[test]
@@ -1007,49 +1022,62 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
     let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
     let mut set = kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{e:?}"));
     let rendered_files = set.len();
-    let objects = support::objects(&bank());
+    // Both promotion units: backend promotes per project in the bank, per component here.
+    let mut objects = support::objects(&bank());
+    objects.extend(support::objects(&bank_per_component()));
+    let resolve = |s: &Resource, text: &str| -> String {
+        // `${{ vars.x }}` inside a path, as Kargo would evaluate it.
+        let mut out = text.to_string();
+        while let Some(i) = out.find("${{ vars.") {
+            let end = out[i..].find(" }}").unwrap() + i;
+            let name = out[i + 9..end].to_string();
+            out.replace_range(i..end + 3, var(s, &name));
+        }
+        out
+    };
+    let mut builds = 0;
     for s in kind(&objects, "Stage") {
-        // srcPath is `<renderedPath>/<dir in the artifact set>`.
-        let dir = var(s, "srcPath").strip_prefix("deploy/").unwrap();
-        let kz_path = format!("{dir}/kustomization.yaml");
-        let kz = set
-            .files
-            .get(&kz_path)
-            .unwrap_or_else(|| panic!("{} reads {kz_path}, which render does not emit", s.name()));
-        let kz = kiln::yaml::parse_one(&kz_path, &String::from_utf8_lossy(kz)).unwrap();
-        let names: Vec<&str> = kz["images"]
+        let steps = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
             .as_array()
-            .into_iter()
-            .flatten()
-            .map(|i| i["name"].as_str().unwrap())
-            .collect();
-        let set_image = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|st| st["as"] == "set-image");
-        let pinned: Vec<&str> = set_image
-            .map(|st| {
-                st["config"]["images"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|i| i["image"].as_str().unwrap())
-                    .collect()
-            })
-            .unwrap_or_default();
-        let pinned: Vec<&str> = pinned
-            .iter()
-            .map(|expr| {
-                let v = expr.trim_start_matches("${{ vars.").trim_end_matches(" }}");
-                var(s, v)
-            })
-            .collect();
-        // kustomize-set-image names each image by its repository; the kustomization must
-        // hold an entry of that name for every pinned image, and nothing unpinned.
-        assert_eq!(pinned, names, "{}", s.name());
+            .unwrap();
+        for build in steps.iter().filter(|st| st["uses"] == "kustomize-build") {
+            builds += 1;
+            // The build reads `./src/<renderedPath>/<dir in the artifact set>`.
+            let path = resolve(s, build["config"]["path"].as_str().unwrap());
+            let dir = path.strip_prefix("./src/deploy/").unwrap();
+            let kz_path = format!("{dir}/kustomization.yaml");
+            let kz = set.files.get(&kz_path).unwrap_or_else(|| {
+                panic!("{} reads {kz_path}, which render does not emit", s.name())
+            });
+            let kz = kiln::yaml::parse_one(&kz_path, &String::from_utf8_lossy(kz)).unwrap();
+            let names: Vec<&str> = kz["images"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|i| i["name"].as_str().unwrap())
+                .collect();
+            // The set-image step on the same folder, if any.
+            let set_image = steps.iter().find(|st| {
+                st["uses"] == "kustomize-set-image"
+                    && resolve(s, st["config"]["path"].as_str().unwrap()) == path
+            });
+            let pinned: Vec<String> = set_image
+                .map(|st| {
+                    st["config"]["images"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .map(|i| resolve(s, i["image"].as_str().unwrap()))
+                        .collect()
+                })
+                .unwrap_or_default();
+            // kustomize-set-image names each image by its repository; the kustomization must
+            // hold an entry of that name for every pinned image, and nothing unpinned.
+            assert_eq!(pinned, names, "{} {path}", s.name());
+        }
     }
-    // `build` already holds the Kargo/Argo CD objects (23 files for bank): emitting them
+    assert_eq!(builds, 2 * 50);
+    // `build` already holds the Kargo/Argo CD objects (17 files for bank): emitting them
     // again changes nothing, and render output and those objects validate together, as
     // `kiln render --schema-dir` does.
     assert_eq!(
@@ -1057,7 +1085,7 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
             .keys()
             .filter(|p| p.contains("/kargo/") || p.contains("/argocd/"))
             .count(),
-        23
+        17
     );
     kargo::emit_into(&mut set, "", &bank()).unwrap();
     assert_eq!(set.len(), rendered_files);
@@ -1195,7 +1223,7 @@ fn shared_write_branches_pin_each_application_to_its_pushed_commit() {
 
 #[test]
 fn digest_pinned_image_with_a_semver_range_selects_by_semver_and_promotes_the_digest() {
-    let objects = support::objects(&bank());
+    let objects = support::objects(&bank_per_component());
     let warehouse = kind(&objects, "Warehouse")
         .into_iter()
         .find(|w| w.name() == "transactionhistory")
@@ -1376,4 +1404,164 @@ fn render_warns_about_kargo_expressions_in_manifests_and_bank_has_none() {
     let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
     let set = kiln::pipeline::build(&opts).unwrap();
     assert_eq!(kargo::expressions::scan(&set), vec![]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 8, part 2: promote a whole project at once
+// ---------------------------------------------------------------------------------------
+
+/// Checks the project-mode pipeline of `project` in `objects`: one Warehouse, one Stage per
+/// environment moving every component in one commit, push and argocd-update.
+fn assert_project_pipeline(objects: &[Resource], project: &str, components: &[&str]) {
+    let in_project = |k: &str| -> Vec<&Resource> {
+        kind(objects, k)
+            .into_iter()
+            .filter(|r| r.namespace() == Some(project))
+            .collect()
+    };
+    let warehouses = in_project("Warehouse");
+    assert_eq!(warehouses.len(), 1, "{project}");
+    assert_eq!(warehouses[0].name(), project);
+    let subs = warehouses[0].value["spec"]["subscriptions"]
+        .as_array()
+        .unwrap();
+    let git = subs.iter().find(|s| s.get("git").is_some()).unwrap();
+    assert_eq!(
+        git["git"]["includePaths"].as_array().unwrap().len(),
+        components.len()
+    );
+    let stages = in_project("Stage");
+    let envs = ["dev", "test", "stage", "prod-east", "prod-west"];
+    assert_eq!(
+        stages.iter().map(|s| s.name()).collect::<Vec<_>>(),
+        envs.iter()
+            .map(|e| format!("{project}-{e}"))
+            .collect::<Vec<_>>()
+    );
+    let apps = pair_apps(objects);
+    for s in &stages {
+        let steps = s.value["spec"]["promotionTemplate"]["spec"]["steps"]
+            .as_array()
+            .unwrap();
+        let count = |uses: &str| steps.iter().filter(|st| st["uses"] == uses).count();
+        assert_eq!(count("git-clone"), 2, "{}", s.name());
+        assert_eq!(count("git-commit"), 1);
+        assert_eq!(count("git-push"), 1);
+        assert_eq!(count("argocd-update"), 1);
+        assert_eq!(count("kustomize-build"), components.len());
+        assert_eq!(count("delete"), components.len());
+        let env = s.name().strip_prefix(&format!("{project}-")).unwrap();
+        let updated: Vec<&str> = step(s, "sync")["config"]["apps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["name"].as_str().unwrap())
+            .collect();
+        let expected: Vec<String> = components
+            .iter()
+            .map(|c| format!("{project}-{c}-{env}"))
+            .collect();
+        assert_eq!(updated, expected, "{}", s.name());
+        for c in components {
+            let app = apps
+                .iter()
+                .find(|a| a.name() == format!("{project}-{c}-{env}"))
+                .unwrap();
+            // The Application authorizes the project Stage and reads what its build writes.
+            assert_eq!(
+                app.annotation(kargo::AUTHORIZED_STAGE),
+                Some(format!("{project}:{}", s.name()).as_str())
+            );
+            let build = step(s, &format!("build-{c}"));
+            assert_eq!(
+                build["config"]["outPath"].as_str().unwrap(),
+                format!(
+                    "./out/{}/manifests.yaml",
+                    str_at(&app.value, "/spec/source/path")
+                )
+            );
+        }
+        // Freight flows from the project's upstream Stages.
+        let sources = &s.value["spec"]["requestedFreight"][0]["sources"];
+        match env {
+            "dev" => assert_eq!(sources, &serde_json::json!({"direct": true})),
+            "test" => assert_eq!(
+                sources,
+                &serde_json::json!({"stages": [format!("{project}-dev")]})
+            ),
+            _ => {}
+        }
+    }
+    let config = in_project("ProjectConfig");
+    assert_eq!(
+        config[0].value["spec"]["promotionPolicies"]
+            .as_array()
+            .unwrap()
+            .len(),
+        envs.len()
+    );
+}
+
+#[test]
+fn bank_backend_promotes_the_whole_project_at_once() {
+    let objects = support::objects(&bank());
+    assert_project_pipeline(
+        &objects,
+        "backend",
+        &[
+            "userservice",
+            "contacts",
+            "balancereader",
+            "ledgerwriter",
+            "transactionhistory",
+            "accounts-db",
+            "ledger-db",
+        ],
+    );
+    // Every backend image is subscribed to, once.
+    let w = kind(&objects, "Warehouse")
+        .into_iter()
+        .find(|w| w.name() == "backend")
+        .unwrap();
+    let images = w.value["spec"]["subscriptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s.get("image").is_some())
+        .count();
+    assert!(images >= 5, "{images}");
+    // The other projects keep one promotion per component.
+    assert!(
+        kind(&objects, "Warehouse")
+            .iter()
+            .any(|w| w.name() == "frontend")
+    );
+}
+
+#[test]
+fn project_mode_works_in_every_write_mode() {
+    let mut input = bank();
+    for p in &mut input.projects {
+        p.promotion = kiln::spec::PromotionUnit::Project;
+    }
+    let objects = support::objects(&input);
+    // web: branch per environment; backend: path per environment; security: cluster repo.
+    assert_project_pipeline(&objects, "web", &["frontend"]);
+    assert_project_pipeline(&objects, "security", &["auth-gateway", "secrets-sync"]);
+    let sec_dev = stage_named(&objects, "security-dev");
+    assert_eq!(
+        step(sec_dev, "build-auth-gateway")["config"]["outPath"],
+        "./out/clusters/nonprod/security/dev/auth-gateway/manifests.yaml"
+    );
+    // One Stage per branch in web: no pin; security's Stages share `main`: pinned.
+    let pinned = |s: &Resource| {
+        step(s, "sync")["config"]["apps"][0]["sources"][0]["updateTargetRevision"] == true
+    };
+    assert!(!pinned(stage_named(&objects, "web-dev")));
+    assert!(pinned(sec_dev));
+    // The whole pipeline is consistent for `kiln validate` too.
+    let files = support::emit_yaml(&input);
+    let report =
+        check::validate_documents(&support::documents(&files), &SchemaSet::empty()).unwrap();
+    assert!(report.is_clean(), "{:#?}", report.findings);
 }

@@ -392,6 +392,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         b.finish_and_clear();
     }
     let summary = result?;
+    warn_secrets(&summary.secrets);
     for e in &summary.expressions {
         print_err(&format!("warning: {e}"));
     }
@@ -421,6 +422,19 @@ impl Command {
             _ => 1,
         }
     }
+}
+
+/// Names the Secrets a render emitted, once, on stderr (their values are never printed).
+fn warn_secrets(secrets: &[String]) {
+    if secrets.is_empty() {
+        return;
+    }
+    print_err(&format!(
+        "kiln: warning: the rendered tree holds {} Secret{} that will be committed to Git: {}\n  (set `spec.secrets: forbid` in platform.yaml to fail the render instead)",
+        secrets.len(),
+        if secrets.len() == 1 { "" } else { "s" },
+        secrets.join(", ")
+    ));
 }
 
 /// Runs one command. `Ok(code)` carries 0, or 1 for "a difference was found".
@@ -513,6 +527,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     if args.per_environment && kargo {
         return Err(crate::git::GitError::PerEnvironmentWithKargo.into());
     }
+    warn_secrets(&crate::pipeline::secrets_in(&slice.set));
     // The clock and the identity enter here, at the edge, never inside the library.
     let mut options = crate::git::PublishOptions::new(
         args.repo.clone(),

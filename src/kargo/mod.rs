@@ -37,7 +37,7 @@ pub use warehouse::repo_url;
 use crate::diag::{Errors, Loc, Sources};
 use crate::evaluate::BuildPlan;
 use crate::resource::Resource;
-use crate::spec::OutputMode;
+use crate::spec::{OutputMode, PromotionUnit};
 use crate::validate::Platform;
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use serde_json::{Map, Value, json};
@@ -181,6 +181,8 @@ pub struct Component {
 pub struct Project {
     pub name: String,
     pub output: Option<Output>,
+    /// One promotion per component, or one per project.
+    pub promotion: PromotionUnit,
     /// Extra labels of the project Namespace (the platform pre-creates it with policy labels).
     pub namespace_labels: BTreeMap<String, String>,
     /// Extra annotations of the project Namespace.
@@ -581,7 +583,19 @@ struct Pair<'a> {
     pin: bool,
 }
 
-/// Marks every pair whose write (repository, branch) is shared with another pair, across
+impl Project {
+    /// The promotion unit's name for `component`: the component (Warehouse `<component>`,
+    /// Stages `<component>-<env>`), or the project in project mode (Warehouse `<project>`,
+    /// Stages `<project>-<env>`).
+    pub fn unit<'a>(&'a self, component: &'a Component) -> &'a str {
+        match self.promotion {
+            PromotionUnit::Component => &component.name,
+            PromotionUnit::Project => &self.name,
+        }
+    }
+}
+
+/// Marks every pair whose write (repository, branch) is shared with another Stage, across
 /// projects.
 ///
 /// Why: `argocd-update` syncs the Application's `targetRevision` and then compares the sync
@@ -594,16 +608,25 @@ struct Pair<'a> {
 /// `targetRevision` to the Stage's own commit (`applyArgoCDSourceUpdate`), which later pushes
 /// by other Stages do not move.
 fn pin_shared_branches(resolved: &mut [(&Project, Vec<Pair<'_>>)]) {
-    let mut writers: BTreeMap<(String, String), usize> = BTreeMap::new();
+    // (repository, branch) → the (project, Stage)s pushing to it.
+    let mut writers: BTreeMap<(String, String), BTreeSet<(String, String)>> = BTreeMap::new();
     let key = |t: &Target| (normalize_repo(&t.repo_url), t.branch.clone());
-    for (_, pairs) in resolved.iter() {
-        for t in pairs.iter().filter_map(|p| p.target.as_ref()) {
-            *writers.entry(key(t)).or_default() += 1;
+    for (project, pairs) in resolved.iter() {
+        for p in pairs {
+            if let Some(t) = &p.target {
+                writers
+                    .entry(key(t))
+                    .or_default()
+                    .insert((project.name.clone(), p.stage.clone()));
+            }
         }
     }
     for (_, pairs) in resolved.iter_mut() {
         for p in pairs.iter_mut() {
-            p.pin = p.target.as_ref().is_some_and(|t| writers[&key(t)] > 1);
+            p.pin = p
+                .target
+                .as_ref()
+                .is_some_and(|t| writers[&key(t)].len() > 1);
         }
     }
 }
@@ -632,6 +655,7 @@ impl KargoInput {
             .iter()
             .map(|p| Project {
                 name: p.name.clone(),
+                promotion: p.promotion,
                 output: p.output.as_ref().map(|o| Output {
                     repo_url: o.repo_url.clone(),
                     mode: o.mode,
@@ -927,20 +951,38 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
                 format!("{}/kargo/project.yaml", project.name),
                 project_objects(input, project, pairs),
             ));
-            for c in &project.components {
+            // The promotion units: each component, or the whole project.
+            let units: Vec<(&str, Vec<&Component>)> = match project.promotion {
+                PromotionUnit::Component => project
+                    .components
+                    .iter()
+                    .map(|c| (c.name.as_str(), vec![c]))
+                    .collect(),
+                PromotionUnit::Project => {
+                    vec![(project.name.as_str(), project.components.iter().collect())]
+                }
+            };
+            for (unit, components) in units {
                 let mine: Vec<&Pair<'_>> = pairs
                     .iter()
-                    .filter(|p| p.component.name == c.name)
+                    .filter(|p| components.iter().any(|c| std::ptr::eq(*c, p.component)))
                     .collect();
                 let mut objects = Vec::new();
-                match warehouse::warehouse(input, project, c, pairs) {
+                match warehouse::warehouse(input, project, unit, &components, &mine) {
                     Ok(w) => objects.push(w),
                     Err(mut e) => errors.append(&mut e),
                 }
-                for p in &mine {
-                    objects.push(stage::stage(input, p));
+                for env in &order {
+                    let at_env: Vec<&Pair<'_>> = mine
+                        .iter()
+                        .copied()
+                        .filter(|p| p.env.name == env.name)
+                        .collect();
+                    if !at_env.is_empty() {
+                        objects.push(stage::stage(input, unit, &at_env));
+                    }
                 }
-                files.push((format!("{}/kargo/{}.yaml", project.name, c.name), objects));
+                files.push((format!("{}/kargo/{unit}.yaml", project.name), objects));
             }
         }
         for c in &project.components {
@@ -1010,14 +1052,19 @@ fn pairs<'a>(
                 "component `{}` of project `{}` in environment `{}`",
                 component.name, project.name, env.name
             );
-            let stage = naming::stage_name(&component.name, &env.name);
+            let stage = naming::stage_name(project.unit(component), &env.name);
             let app = naming::application_name(&project.name, &component.name, &env.name);
             let (at, src, span) = snippet(&input.sources, component.loc.as_ref());
             for (kind, name, seen) in [
                 ("Stage", &stage, &mut stage_names),
                 ("Application", &app, &mut *app_names),
             ] {
-                if !input.enabled && kind == "Stage" {
+                if kind == "Stage"
+                    && (!input.enabled
+                        || (project.promotion == PromotionUnit::Project
+                            && !std::ptr::eq(component, &project.components[0])))
+                {
+                    // One Stage per (project, environment): checked with the first component.
                     continue;
                 }
                 if let Some(reason) = naming::dns_label_problem(name) {
@@ -1254,8 +1301,10 @@ fn project_objects(input: &KargoInput, project: &Project, pairs: &[Pair<'_>]) ->
         json!({ "name": project.name, "annotations": { SYNC_WAVE: wave::PROJECT } }),
         None,
     );
+    let mut stages = BTreeSet::new();
     let policies: Vec<Value> = pairs
         .iter()
+        .filter(|p| stages.insert(p.stage.as_str()))
         .map(|p| {
             json!({
                 "stageSelector": { "name": p.stage },

@@ -22,21 +22,29 @@ use super::{Pair, Strategy, naming, warehouse};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
-/// `spec.promotionTemplate.spec` of the Stage of `p` (`vars` and `steps`).
-pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Value {
+/// `spec.promotionTemplate.spec` of the Stage of `pairs` (one environment): `vars` and
+/// `steps`. One pair (component mode) reads as the module docs show; several (project mode)
+/// share the clones, commit, push and one `argocd-update` naming every Application, with a
+/// `clean-<c>`, `set-image-<c>` and `build-<c>` step per component `c` (its paths written
+/// out, since they differ per component).
+pub(super) fn promotion_template(input: &super::KargoInput, pairs: &[&Pair<'_>]) -> Value {
+    let p = pairs[0];
+    let project_mode = p.project.promotion == crate::spec::PromotionUnit::Project;
     let source = input.source.repo_url.clone().unwrap_or_default();
     let target = p.target.clone().unwrap_or(super::Target {
         repo_url: String::new(),
         branch: String::new(),
         path: String::new(),
     });
-    let mut vars = vec![
-        json!({ "name": "srcRepo", "value": source }),
-        json!({ "name": "srcPath", "value": p.src_path }),
-        json!({ "name": "writeRepo", "value": target.repo_url }),
-        json!({ "name": "writeBranch", "value": target.branch }),
-        json!({ "name": "writePath", "value": target.path }),
-    ];
+    let mut vars = vec![json!({ "name": "srcRepo", "value": source })];
+    if !project_mode {
+        vars.push(json!({ "name": "srcPath", "value": p.src_path }));
+    }
+    vars.push(json!({ "name": "writeRepo", "value": target.repo_url }));
+    vars.push(json!({ "name": "writeBranch", "value": target.branch }));
+    if !project_mode {
+        vars.push(json!({ "name": "writePath", "value": target.path }));
+    }
     let mut taken: BTreeSet<String> = [
         "srcRepo",
         "srcPath",
@@ -47,23 +55,9 @@ pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Val
     .into_iter()
     .map(str::to_string)
     .collect();
-    let mut set_images = Vec::new();
+    // Image var per distinct repository: components shipping one image share it.
+    let mut image_vars: Vec<(String, String)> = Vec::new();
     let mut pinned = Vec::new();
-    for img in &p.component.images {
-        let var = naming::image_var(&img.name, &mut taken);
-        let repo = warehouse::repo_url(&img.repository);
-        vars.push(json!({ "name": var, "value": repo }));
-        // Digest selection always promotes a digest; SemVer selection of an image pinned by
-        // digest too (each Freight image records both, `api/v1alpha1/stage_types.go` `Image`).
-        let (field, expr) = if img.by_digest || img.strategy == Strategy::Digest {
-            ("digest", format!("${{{{ imageFrom(vars.{var}).Digest }}}}"))
-        } else {
-            ("tag", format!("${{{{ imageFrom(vars.{var}).Tag }}}}"))
-        };
-        set_images.push(json!({ "image": format!("${{{{ vars.{var} }}}}"), field: expr }));
-        let sep = if field == "digest" { "@" } else { ":" };
-        pinned.push(format!("{repo}{sep}{expr}"));
-    }
     let [
         clone_source,
         clone_target,
@@ -91,30 +85,81 @@ pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Val
                 "checkout": [{ "branch": "${{ vars.writeBranch }}", "create": true, "path": "./out" }],
             },
         }),
-        json!({
-            "uses": "delete",
-            "as": clean,
-            "config": { "path": "./out/${{ vars.writePath }}" },
-        }),
     ];
-    if !set_images.is_empty() {
+    for q in pairs {
+        let t = q.target.clone().unwrap_or(target.clone());
+        let (src_path, write_path, suffix) = if project_mode {
+            (
+                q.src_path.clone(),
+                t.path.clone(),
+                format!("-{}", q.component.name),
+            )
+        } else {
+            (
+                "${{ vars.srcPath }}".to_string(),
+                "${{ vars.writePath }}".to_string(),
+                String::new(),
+            )
+        };
+        let mut set_images = Vec::new();
+        for img in &q.component.images {
+            let repo = warehouse::repo_url(&img.repository);
+            let var = match image_vars.iter().find(|(r, _)| *r == repo) {
+                Some((_, v)) => v.clone(),
+                None => {
+                    let v = naming::image_var(&img.name, &mut taken);
+                    vars.push(json!({ "name": v, "value": repo }));
+                    image_vars.push((repo.clone(), v.clone()));
+                    v
+                }
+            };
+            // Digest selection always promotes a digest; SemVer selection of an image pinned
+            // by digest too (each Freight image records both, `api/v1alpha1/stage_types.go`
+            // `Image`).
+            let (field, expr) = if img.by_digest || img.strategy == Strategy::Digest {
+                ("digest", format!("${{{{ imageFrom(vars.{var}).Digest }}}}"))
+            } else {
+                ("tag", format!("${{{{ imageFrom(vars.{var}).Tag }}}}"))
+            };
+            set_images.push(json!({ "image": format!("${{{{ vars.{var} }}}}"), field: expr }));
+            let sep = if field == "digest" { "@" } else { ":" };
+            let line = format!("{repo}{sep}{expr}");
+            if !pinned.contains(&line) {
+                pinned.push(line);
+            }
+        }
         steps.push(json!({
-            "uses": "kustomize-set-image",
-            "as": set_image,
-            "config": { "path": "./src/${{ vars.srcPath }}", "images": set_images },
+            "uses": "delete",
+            "as": format!("{clean}{suffix}"),
+            "config": { "path": format!("./out/{write_path}") },
+        }));
+        if !set_images.is_empty() {
+            steps.push(json!({
+                "uses": "kustomize-set-image",
+                "as": format!("{set_image}{suffix}"),
+                "config": { "path": format!("./src/{src_path}"), "images": set_images },
+            }));
+        }
+        steps.push(json!({
+            "uses": "kustomize-build",
+            "as": format!("{build}{suffix}"),
+            "config": {
+                "path": format!("./src/{src_path}"),
+                "outPath": format!("./out/{write_path}/manifests.yaml"),
+            },
         }));
     }
-    let mut message = format!("kiln: promote {} to {}\n\n", p.component.name, p.env.name);
+    let what = if project_mode {
+        &p.project.name
+    } else {
+        &p.component.name
+    };
+    let mut message = format!("kiln: promote {what} to {}\n\n", p.env.name);
     for line in &pinned {
         message.push_str(&format!("image: {line}\n"));
     }
     message.push_str("source: ${{ vars.srcRepo }}@${{ commitFrom(vars.srcRepo).ID }}\n");
     message.push_str(&format!("stage: {}/{}\n", p.project.name, p.stage));
-    steps.push(json!({
-        "uses": "kustomize-build",
-        "as": build,
-        "config": { "path": "./src/${{ vars.srcPath }}", "outPath": "./out/${{ vars.writePath }}/manifests.yaml" },
-    }));
     steps.push(json!({
         "uses": "git-commit",
         "as": commit,
@@ -125,25 +170,25 @@ pub(super) fn promotion_template(input: &super::KargoInput, p: &Pair<'_>) -> Val
         "as": push,
         "config": { "path": "./out", "targetBranch": "${{ vars.writeBranch }}" },
     }));
-    let mut source = json!({
-        "repoURL": "${{ vars.writeRepo }}",
-        "desiredRevision": format!("${{{{ outputs.{push}.commit }}}}"),
-    });
-    if p.pin {
-        // Other Stages push to this branch too: pin the Application to this commit (see
-        // `pin_shared_branches`).
-        source["updateTargetRevision"] = json!(true);
-    }
+    let apps: Vec<Value> = pairs
+        .iter()
+        .map(|q| {
+            let mut source = json!({
+                "repoURL": "${{ vars.writeRepo }}",
+                "desiredRevision": format!("${{{{ outputs.{push}.commit }}}}"),
+            });
+            if q.pin {
+                // Other Stages push to this branch too: pin the Application to this commit
+                // (see `pin_shared_branches`).
+                source["updateTargetRevision"] = json!(true);
+            }
+            json!({ "name": q.app, "namespace": input.argocd.namespace, "sources": [source] })
+        })
+        .collect();
     steps.push(json!({
         "uses": "argocd-update",
         "as": sync,
-        "config": {
-            "apps": [{
-                "name": p.app,
-                "namespace": input.argocd.namespace,
-                "sources": [source],
-            }],
-        },
+        "config": { "apps": apps },
     }));
     json!({ "vars": vars, "steps": steps })
 }

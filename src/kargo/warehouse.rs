@@ -1,6 +1,7 @@
-//! The Warehouse of a component: one image subscription per component image and one git
-//! subscription to the source repository limited to the component's rendered folders, with
-//! every server default written out.
+//! The Warehouse of a promotion unit (a component, or a whole project in project mode): one
+//! image subscription per distinct image of its components and one git subscription to the
+//! source repository limited to their rendered folders, with every server default written
+//! out.
 //!
 //! Defaults written out (Kargo v1.11.2: CRD defaults for `spec`, subscription-schema defaults
 //! for subscriptions): `interval: 5m0s`, `freightCreationPolicy: Automatic`; image:
@@ -33,18 +34,58 @@ pub fn repo_url(repository: &str) -> String {
     ImageRef::parse(repository).name
 }
 
-/// Builds the Warehouse of `component`.
+/// Builds the Warehouse `unit` of `components` (their `pairs`).
 ///
 /// Errors: constraints that do not parse, repositories Kargo rejects, digest-pinned images
 /// without a tag to follow.
 pub(super) fn warehouse(
     input: &KargoInput,
     project: &Project,
-    component: &Component,
-    pairs: &[Pair<'_>],
+    unit: &str,
+    components: &[&Component],
+    pairs: &[&Pair<'_>],
 ) -> Result<Resource, Vec<KargoError>> {
     let mut errors = Vec::new();
-    let mut subscriptions = Vec::new();
+    let mut subscriptions: Vec<Value> = Vec::new();
+    for component in components {
+        image_subscriptions(input, component, &mut subscriptions, &mut errors);
+    }
+    if let Some(source) = &input.source.repo_url {
+        subscriptions
+            .push(json!({ "git": git_subscription(input, source, project, components, pairs) }));
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let mut labels = json!({ "app.kubernetes.io/managed-by": "kiln" });
+    if project.promotion == crate::spec::PromotionUnit::Component {
+        labels["kiln.dev/component"] = json!(unit);
+    }
+    Ok(object(
+        super::KARGO_API,
+        "Warehouse",
+        json!({
+            "name": naming::warehouse_name(unit),
+            "namespace": project.name,
+            "annotations": { SYNC_WAVE: wave::WAREHOUSE },
+            "labels": labels,
+        }),
+        Some(json!({
+            "freightCreationPolicy": "Automatic",
+            "interval": "5m0s",
+            "subscriptions": subscriptions,
+        })),
+    ))
+}
+
+/// Appends the image subscriptions of `component` to `subscriptions`, skipping one equal to
+/// a subscription already there (two components shipping one image share it).
+fn image_subscriptions(
+    input: &KargoInput,
+    component: &Component,
+    subscriptions: &mut Vec<Value>,
+    errors: &mut Vec<KargoError>,
+) {
     for (i, img) in component.images.iter().enumerate() {
         let at_image = |field: &str| component.images_loc.as_ref().map(|l| l.join(i).join(field));
         let repo = repo_url(&img.repository);
@@ -123,29 +164,11 @@ pub(super) fn warehouse(
         sub.insert("strictSemvers".into(), json!(true));
         sub.insert("discoveryLimit".into(), json!(20));
         sub.insert("cacheByTag".into(), json!(false));
-        subscriptions.push(json!({ "image": Value::Object(sub) }));
+        let sub = json!({ "image": Value::Object(sub) });
+        if !subscriptions.contains(&sub) {
+            subscriptions.push(sub);
+        }
     }
-    if let Some(source) = &input.source.repo_url {
-        subscriptions.push(json!({ "git": git_subscription(input, source, component, pairs) }));
-    }
-    if !errors.is_empty() {
-        return Err(errors);
-    }
-    Ok(object(
-        super::KARGO_API,
-        "Warehouse",
-        json!({
-            "name": naming::warehouse_name(&component.name),
-            "namespace": project.name,
-            "annotations": { SYNC_WAVE: wave::WAREHOUSE },
-            "labels": { "app.kubernetes.io/managed-by": "kiln", "kiln.dev/component": component.name },
-        }),
-        Some(json!({
-            "freightCreationPolicy": "Automatic",
-            "interval": "5m0s",
-            "subscriptions": subscriptions,
-        })),
-    ))
 }
 
 /// Escapes a literal for a Go (RE2) regular expression.
@@ -159,20 +182,17 @@ fn regex_escape(s: &str) -> String {
     })
 }
 
-/// The git subscription to the source repository: only commits that touch this component's
-/// rendered folders (in any environment) make Freight. Folders that promotions write into the
-/// same repository and branch are excluded, so a promotion never feeds back into new
-/// Freight.
+/// The git subscription to the source repository: only commits that touch the rendered
+/// folders of `components` (in any environment) make Freight. Folders that promotions write
+/// into the same repository and branch are excluded, so a promotion never feeds back into
+/// new Freight.
 fn git_subscription(
     input: &KargoInput,
     source: &str,
-    component: &Component,
-    pairs: &[Pair<'_>],
+    project: &Project,
+    components: &[&Component],
+    mine: &[&Pair<'_>],
 ) -> Value {
-    let mine: Vec<&Pair<'_>> = pairs
-        .iter()
-        .filter(|p| p.component.name == component.name)
-        .collect();
     // One selector over all environments: Kargo path selectors are prefixes, `glob:` or
     // `regexp:` (unanchored RE2, hence `^`). The environment segment varies.
     let root = super::join_path(&[&input.source.rendered_path]);
@@ -181,24 +201,21 @@ fn git_subscription(
     } else {
         format!("{}/", regex_escape(&root))
     };
-    let project = mine
-        .first()
-        .map(|p| p.project.name.as_str())
-        .unwrap_or_default();
-    let include = match input.layout {
-        super::Layout::Service => {
-            format!(
-                "regexp:^{prefix}{}/[^/]+/{}/",
-                regex_escape(project),
-                regex_escape(&component.name)
-            )
-        }
-        super::Layout::Cluster => format!(
-            "regexp:^{prefix}clusters/[^/]+/{}/[^/]+/{}/",
-            regex_escape(project),
-            regex_escape(&component.name)
-        ),
-    };
+    let project = regex_escape(&project.name);
+    let include: Vec<String> = components
+        .iter()
+        .map(|c| {
+            let component = regex_escape(&c.name);
+            match input.layout {
+                super::Layout::Service => {
+                    format!("regexp:^{prefix}{project}/[^/]+/{component}/")
+                }
+                super::Layout::Cluster => {
+                    format!("regexp:^{prefix}clusters/[^/]+/{project}/[^/]+/{component}/")
+                }
+            }
+        })
+        .collect();
     let mut excludes: Vec<String> = mine
         .iter()
         .filter_map(|p| p.target.as_ref())
@@ -215,7 +232,7 @@ fn git_subscription(
         "commitSelectionStrategy": "NewestFromBranch",
         "strictSemvers": true,
         "discoveryLimit": 20,
-        "includePaths": [include],
+        "includePaths": include,
     });
     if !excludes.is_empty() {
         git["excludePaths"] = json!(excludes);

@@ -546,11 +546,21 @@ fn apply_op(doc: &mut Value, index: usize, op: &PatchOp) -> Result<(), Json6902E
             if equal {
                 Ok(())
             } else {
+                // A Secret's values never reach an error message (kubectl prints only that
+                // the test failed); the message would otherwise be logged or published in CI.
+                let secret = doc.get("kind").and_then(Value::as_str) == Some("Secret");
+                let show = |v: &Value| {
+                    if secret {
+                        "a Secret value (not shown)".to_string()
+                    } else {
+                        v.to_string()
+                    }
+                };
                 Err(Json6902Error::TestFailed {
                     index,
                     path: path.raw.clone(),
-                    expected: value.to_string(),
-                    actual: actual.map_or_else(|| "absent".to_string(), Value::to_string),
+                    expected: show(value),
+                    actual: actual.map_or_else(|| "absent".to_string(), show),
                 })
             }
         }

@@ -263,3 +263,72 @@ fn write_targets_over_the_sources_are_refused() {
         );
     }
 }
+
+const SECRET: &str = "\
+apiVersion: v1
+kind: Secret
+metadata:
+  name: db
+stringData:
+  password: hunter2-very-secret
+data:
+  token: c3VwZXItc2VjcmV0LXRva2Vu
+";
+
+#[test]
+fn a_failing_json_patch_test_never_prints_the_secret_value() {
+    let f = Fixture::new();
+    f.write("repo/components/web/manifests/secret.yaml", SECRET);
+    f.edit(
+        "repo/components/web/component.yaml",
+        "  - jsonPatch:\n",
+        "  - jsonPatch:\n      target: {kind: Secret, name: db}\n      patch:\n      - {op: test, path: /stringData/password, value: guess}\n  - jsonPatch:\n",
+    );
+    let out = f.render(&[]);
+    let err = assert_fails(&f, &out, &[]);
+    assert!(err.contains("json_patch_test_failed"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+
+    // `kiln kustomize`, testing the whole `data` map.
+    f.write("k/secret.yaml", SECRET);
+    f.write(
+        "k/kustomization.yaml",
+        "resources: [secret.yaml]\npatches:\n- target: {kind: Secret, name: db}\n  patch: |-\n    - {op: test, path: /data, value: {}}\n",
+    );
+    let out = kustomize(&f.path("k"));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("(`test`) failed"), "{err}");
+    assert!(!err.contains("c3VwZXItc2VjcmV0LXRva2Vu"), "{err}");
+}
+
+#[test]
+fn emitted_secrets_are_named_once_and_forbid_fails_the_render() {
+    let f = Fixture::new();
+    f.write("repo/components/web/manifests/secret.yaml", SECRET);
+    let out = f.render(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(
+        err.matches("warning: the rendered tree holds 2 Secrets")
+            .count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains("web/dev/web/web.gen.yaml (web-dev/db)"),
+        "{err}"
+    );
+    assert!(!err.contains("hunter2"), "{err}");
+
+    std::fs::remove_dir_all(f.path("repo/deploy")).unwrap();
+    f.edit(
+        "repo/platforms/p/platform.yaml",
+        "spec:\n",
+        "spec:\n  secrets: forbid\n",
+    );
+    let out = f.render(&[]);
+    let err = assert_fails(&f, &out, &[]);
+    assert!(err.contains("kiln::emit::secret_forbidden"), "{err}");
+    assert!(err.contains("(web-prod/db)"), "{err}");
+}
