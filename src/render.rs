@@ -106,6 +106,27 @@ pub enum RenderError {
         span: Option<SourceSpan>,
     },
 
+    /// An emitted object's name, namespace or label would be refused by the API server.
+    #[error("{at}: {kind} `{name}` of `{plan}` has an invalid {field}: {reason}")]
+    #[diagnostic(
+        code(kiln::render::invalid_object_meta),
+        help(
+            "names are DNS-1123 subdomains (lower-case letters, digits, `-`, `.`, at most 253 characters), namespaces DNS-1123 labels (at most 63), label keys `[prefix/]name` (name at most 63: letters, digits, `-`, `_`, `.`)"
+        )
+    )]
+    InvalidObjectMeta {
+        plan: String,
+        kind: String,
+        name: String,
+        field: String,
+        reason: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("the component")]
+        span: Option<SourceSpan>,
+    },
+
     /// An inline resource is not a Kubernetes object.
     #[error("{at}: inline resource is not a Kubernetes object: {reason}")]
     #[diagnostic(
@@ -330,6 +351,24 @@ pub fn render_plan(
     name_reference::fix_name_references(&mut resources)
         .map_err(|e| finish("name references", boxed(e)))?;
     order::sort_resources(&mut resources, None).map_err(|e| finish("sort", boxed(e)))?;
+    // 4. Every emitted object, not only the names kiln generates, must be one the API
+    // server accepts.
+    for r in &resources {
+        if let Some((field, reason)) = crate::names::object_problems(&r.value).into_iter().next() {
+            let sn = sources.snippet(&loc_of("/metadata/name".into()));
+            let text = |p: &str| r.value.pointer(p).and_then(Value::as_str).unwrap_or("");
+            return Err(RenderError::InvalidObjectMeta {
+                plan: key,
+                kind: text("/kind").to_string(),
+                name: crate::diag::clip_text(text("/metadata/name"), 80),
+                field,
+                reason,
+                at: sn.at,
+                src: sn.src,
+                span: sn.span,
+            });
+        }
+    }
     Ok(Rendered {
         plan: plan.clone(),
         resources,

@@ -65,6 +65,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln history --repo ../bank-deploy\n  kiln history --repo ../bank-deploy --component frontend --environment prod-east\n  kiln history --repo ../bank-deploy --at 2026-11-01"
     )]
     History(HistoryArgs),
+    /// Run one Stage's promotion locally, with Kargo's step semantics (exit 1 when a step fails).
+    #[command(
+        after_help = "Examples:\n  kiln promote frontend-dev platforms/bank --freight image=us-docker.pkg.dev/example-bank/bank/frontend:1.5.0 \\\n      --repo-map https://github.com/example/bank-platform.git=../bank-platform \\\n      --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy.git\n  kiln promote contacts-test --project backend --freight latest --repo-map URL=PATH -o json"
+    )]
+    Promote(PromoteArgs),
 }
 
 /// Output format for `show` and `history`.
@@ -302,6 +307,42 @@ pub struct HistoryArgs {
     pub output: Format,
 }
 
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    /// The Stage to promote (its `metadata.name`).
+    pub stage: String,
+    /// The platform directory.
+    #[arg(default_value = "platforms/bank")]
+    pub platform: PathBuf,
+    /// The Kargo project of the Stage, when the name is not unique.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Freight: `image=<repo>:<tag>`, `image=<repo>@<digest>`, `commit=<sha>` or `latest`
+    /// (repeatable). Artifacts not given: the spec's image, the branch head.
+    #[arg(long, required = true, value_name = "ARTIFACT", value_parser = parse_freight)]
+    pub freight: Vec<crate::promote::freight::FreightArg>,
+    /// A local path (or file:// URL) standing in for a remote repository (repeatable).
+    #[arg(long, value_name = "URL=PATH", value_parser = parse_repo_map)]
+    pub repo_map: Vec<String>,
+    /// Work in this empty directory and keep it (default: a temporary one, removed).
+    #[arg(long)]
+    pub work_dir: Option<PathBuf>,
+    /// Output layout of the render.
+    #[arg(long, value_enum, default_value = "service")]
+    pub layout: Layout,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: Format,
+}
+
+fn parse_freight(s: &str) -> Result<crate::promote::freight::FreightArg, String> {
+    crate::promote::freight::FreightArg::parse(s)
+}
+
+fn parse_repo_map(s: &str) -> Result<String, String> {
+    crate::promote::repo::RepoMap::parse(&[s.to_string()]).map(|_| s.to_string())
+}
+
 /// Installs miette's reporter: colours only on a terminal and never with `NO_COLOR` set.
 pub fn install_reporter() {
     let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
@@ -482,6 +523,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::Diff(args) => diff(args),
         Command::Verify(args) => verify(args),
         Command::History(args) => history(args),
+        Command::Promote(args) => promote(args),
     }
 }
 
@@ -724,5 +766,54 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    })
+}
+
+/// `kiln promote`: render in memory, run the Stage's steps; exit 1 when a step failed.
+fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
+    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    opts.layout = args.layout.to_lib();
+    let (platform, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+    let temp;
+    let work_dir = match &args.work_dir {
+        Some(d) => {
+            std::fs::create_dir_all(d)
+                .map_err(|e| miette::miette!("cannot create {}: {e}", d.display()))?;
+            d.clone()
+        }
+        None => {
+            temp = tempfile::tempdir()
+                .map_err(|e| miette::miette!("cannot create a work directory: {e}"))?;
+            temp.path().to_path_buf()
+        }
+    };
+    let options = crate::promote::PromoteOptions {
+        stage: args.stage.clone(),
+        project: args.project.clone(),
+        freight: args.freight.clone(),
+        repo_map: crate::promote::repo::RepoMap::parse(&args.repo_map)
+            .map_err(|e| miette::miette!("{e}"))?,
+        // The clock, the identity and the credentials enter here, at the edge.
+        identity: crate::git::Identity::from_env_or_git_config(),
+        time: crate::git::CommitTime::now(),
+        auth: crate::git::RemoteAuth::from_env(),
+        work_dir,
+    };
+    let report = crate::promote::promote(&set, &platform, &options)?;
+    match args.output {
+        Format::Json => print_out(
+            &(serde_json::to_string_pretty(&report).map_err(|e| miette::miette!("{e}"))? + "\n"),
+        )?,
+        _ => print_out(&report.to_text())?,
+    }
+    Ok(match report.failure() {
+        Some((alias, why)) => {
+            print_err(&format!(
+                "kiln: promotion of Stage {} failed at step `{alias}`: {why}",
+                report.stage
+            ));
+            ExitCode::from(1)
+        }
+        None => ExitCode::SUCCESS,
     })
 }

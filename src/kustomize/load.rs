@@ -285,6 +285,13 @@ pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> 
         .collect();
     let name = match found.as_slice() {
         [] => {
+            // An unreadable directory looks empty to `is_file`: say what really failed.
+            if let Err(source) = fs.read_dir(ldr.root()) {
+                return Err(KustomizeError::Io {
+                    path: ldr.display(ldr.root()),
+                    source,
+                });
+            }
             return Err(KustomizeError::KustomizationMissing {
                 dir: ldr.display(ldr.root()),
             });
@@ -443,6 +450,38 @@ mod tests {
             .add_symlink("/w/app/inner.yaml", "cm.yaml")
             .add_file("/w/app/sub/kustomization.yaml", "");
         fs
+    }
+
+    /// A directory that exists but cannot be listed or opened (mode 000 for a non-root user).
+    struct Unreadable(MemFs);
+
+    impl FileSystem for Unreadable {
+        fn read(&self, _: &Path) -> std::io::Result<Vec<u8>> {
+            Err(std::io::ErrorKind::PermissionDenied.into())
+        }
+        fn is_dir(&self, path: &Path) -> bool {
+            self.0.is_dir(path)
+        }
+        fn is_file(&self, _: &Path) -> bool {
+            false
+        }
+        fn read_dir(&self, _: &Path) -> std::io::Result<Vec<PathBuf>> {
+            Err(std::io::ErrorKind::PermissionDenied.into())
+        }
+        fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+            self.0.canonicalize(path)
+        }
+    }
+
+    #[test]
+    fn an_unreadable_directory_is_not_reported_as_missing_a_kustomization() {
+        let fs = Unreadable(fs());
+        let ldr = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::RootOnly).unwrap();
+        let Err(err) = load_kustomization(&ldr) else {
+            panic!("an unreadable directory loads");
+        };
+        assert!(matches!(err, KustomizeError::Io { .. }), "{err}");
+        assert!(err.to_string().contains("ermission denied"), "{err}");
     }
 
     #[test]

@@ -24,6 +24,17 @@ use std::collections::HashMap;
 /// Alias expansion beyond this many nodes (plus ten per node written) is an alias bomb.
 const ALIAS_NODE_ALLOWANCE: usize = 1_000_000;
 
+/// Alias expansion beyond this many bytes of text (plus 100 per byte of the file) is an alias
+/// bomb too: a few long strings aliased in a tree stay under the node count yet make 46 MB
+/// from 348 bytes. Tied to the file's size, the total over many files stays linear in the
+/// input (at most 1 MiB per file plus 100 times the input).
+const ALIAS_BYTE_ALLOWANCE: usize = 1 << 20;
+
+/// The deepest nesting of block or flow collections read (granit-parser's own default, made
+/// explicit and documented in README): deep enough for real CRDs, shallow enough that no
+/// recursive walk over a value can exhaust a thread's stack.
+pub const MAX_NESTING: usize = 255;
+
 enum Frame {
     Map {
         map: Map<String, Value>,
@@ -48,6 +59,7 @@ struct Reader<'t> {
     docs: Vec<Value>,
     nodes: usize,
     alias_nodes: usize,
+    alias_bytes: usize,
 }
 
 /// Parses `body` (the text without its byte order mark; `text` is the full text, for
@@ -57,6 +69,8 @@ pub(super) fn read_stream(name: &str, text: &str, body: &str) -> Result<Vec<Valu
         // Go's yaml.v3 (hence kustomize) ends a block scalar that ends the text without a
         // line break without one too (YAML 1.2 §8.1.1.2, clip).
         block_scalar_eof_without_line_feed: true,
+        flow_nesting_limit: MAX_NESTING,
+        block_nesting_limit: MAX_NESTING,
     };
     let mut r = Reader {
         name,
@@ -67,10 +81,15 @@ pub(super) fn read_stream(name: &str, text: &str, body: &str) -> Result<Vec<Valu
         docs: Vec::new(),
         nodes: 0,
         alias_nodes: 0,
+        alias_bytes: 0,
     };
     for ev in Parser::new_from_str_with_options(body, options) {
         let (event, span) = ev.map_err(|e| {
             let m = e.marker();
+            if e.info() == "recursion limit exceeded" {
+                let msg = format!("collections nested deeper than {MAX_NESTING} levels");
+                return r.error_at(m.line(), m.col(), msg);
+            }
             r.error_at(m.line(), m.col(), e.info())
         })?;
         r.event(event, span)?;
@@ -176,6 +195,16 @@ impl Reader<'_> {
                     ));
                 };
                 self.alias_nodes += count_nodes(&v);
+                self.alias_bytes += count_bytes(&v);
+                if self.alias_bytes > ALIAS_BYTE_ALLOWANCE + 100 * self.text.len() {
+                    return Err(self.error(
+                        &span.start,
+                        format!(
+                            "aliases expand to more than {} bytes (an alias bomb?)",
+                            ALIAS_BYTE_ALLOWANCE + 100 * self.text.len()
+                        ),
+                    ));
+                }
                 if self.alias_nodes > ALIAS_NODE_ALLOWANCE + 10 * self.nodes {
                     return Err(self.error(
                         &span.start,
@@ -324,6 +353,21 @@ fn count_nodes(v: &Value) -> usize {
     }
 }
 
+/// The text a value stands for, roughly: string and key lengths plus one per node.
+fn count_bytes(v: &Value) -> usize {
+    match v {
+        Value::Object(m) => {
+            1 + m
+                .iter()
+                .map(|(k, v)| k.len() + count_bytes(v))
+                .sum::<usize>()
+        }
+        Value::Array(a) => 1 + a.iter().map(count_bytes).sum::<usize>(),
+        Value::String(s) => 1 + s.len(),
+        _ => 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{parse_one, parse_stream};
@@ -381,5 +425,35 @@ mod tests {
         }
         let err = parse_stream("bomb.yaml", &text).unwrap_err();
         assert!(err.message.contains("alias"), "{}", err.message);
+    }
+
+    #[test]
+    fn aliases_of_long_strings_have_a_byte_budget() {
+        // 5 levels of 10 aliases over a 100-byte string: 100,000 nodes (under the node
+        // budget) but 10 MB of text from a file under 1 KB.
+        let mut text = format!("a0: &a0 {}\n", "x".repeat(100));
+        for i in 1..6 {
+            let p = i - 1;
+            let items = vec![format!("*a{p}"); 10].join(", ");
+            text.push_str(&format!("a{i}: &a{i} [{items}]\n"));
+        }
+        assert!(text.len() < 1000);
+        let err = parse_stream("bomb.yaml", &text).unwrap_err();
+        assert!(err.message.contains("more than"), "{}", err.message);
+    }
+
+    #[test]
+    fn nesting_is_allowed_to_the_documented_limit() {
+        let ok = format!("a: {}{}\n", "[".repeat(200), "]".repeat(200));
+        assert!(parse_stream("deep.yaml", &ok).is_ok());
+        let mut block = String::new();
+        for i in 0..200 {
+            block.push_str(&format!("{}k{i}:\n", "  ".repeat(i)));
+        }
+        block.push_str(&format!("{}v: 1\n", "  ".repeat(200)));
+        assert!(parse_stream("deep.yaml", &block).is_ok());
+        let too_deep = format!("a: {}{}\n", "[".repeat(300), "]".repeat(300));
+        let err = parse_stream("deep.yaml", &too_deep).unwrap_err();
+        assert!(err.message.contains("deeper than 255"), "{}", err.message);
     }
 }

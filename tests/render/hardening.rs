@@ -332,3 +332,44 @@ fn emitted_secrets_are_named_once_and_forbid_fails_the_render() {
     assert!(err.contains("kiln::emit::secret_forbidden"), "{err}");
     assert!(err.contains("(web-prod/db)"), "{err}");
 }
+
+#[test]
+fn invalid_names_namespaces_and_label_keys_of_emitted_objects_fail_the_render() {
+    let cases = [
+        ("name: Frontend_PDB", "metadata.name"),
+        (&*format!("name: {}", "a".repeat(300)), "metadata.name"),
+        (
+            "name: ok\n  labels: {\"has space\": x}",
+            "metadata.labels key `has space`",
+        ),
+    ];
+    for (meta, field) in cases {
+        let f = Fixture::new();
+        f.write(
+            "repo/components/web/manifests/pdb.yaml",
+            &format!("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  {meta}\nspec:\n  minAvailable: 1\n"),
+        );
+        let out = f.render(&[]);
+        let err = assert_fails(&f, &out, &[]);
+        assert!(
+            err.contains("kiln::render::invalid_object_meta"),
+            "{meta}: {err}"
+        );
+        assert!(err.contains(field), "{meta}: {err}");
+    }
+    // A namespace that reaches the output as written (the component sets none).
+    let f = Fixture::new();
+    f.edit(
+        "repo/components/web/component.yaml",
+        "  - namespace: \"${env.namespace}\"\n",
+        "",
+    );
+    f.edit(
+        "repo/components/web/manifests/deployment.yaml",
+        "  name: web\n",
+        "  name: web\n  namespace: ../../etc\n",
+    );
+    let out = f.render(&[]);
+    let err = assert_fails(&f, &out, &[]);
+    assert!(err.contains("invalid metadata.namespace"), "{err}");
+}

@@ -1,0 +1,309 @@
+//! The Freight a promotion runs with, and how expressions find artifacts in it.
+//!
+//! Implemented from Kargo v1.11.2:
+//! - `pkg/controller/freight/finder.go` (`FindCommit`, `FindImage`): without an explicit
+//!   origin, the one requested Warehouse that subscribes to the repository supplies it (two is
+//!   ambiguous, an error); none gives `nil`. Git URLs compare normalized, image repositories
+//!   literally.
+//! - `pkg/urls/git.go` (`NormalizeGit`) for the http(s) forms kiln emits.
+//! - `api/v1alpha1/freight_types.go`: field names of `Image` (`RepoURL`, `Tag`, `Digest`) and
+//!   `GitCommit` (`RepoURL`, `ID`, `Branch`, …) as expressions see them.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// One image of the Freight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FreightImage {
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tag: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub digest: String,
+}
+
+/// One commit of the Freight.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FreightCommit {
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    pub id: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub branch: String,
+}
+
+/// The artifacts one Warehouse contributed (Kargo's `FreightReference`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FreightReference {
+    /// The Warehouse name (origin kind is always `Warehouse` for kiln).
+    pub origin: String,
+    pub images: Vec<FreightImage>,
+    pub commits: Vec<FreightCommit>,
+}
+
+/// What a Warehouse subscribes to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subscriptions {
+    /// Image repositories.
+    pub images: Vec<String>,
+    /// Git repositories with their branch.
+    pub git: Vec<(String, String)>,
+}
+
+/// The Freight of one promotion with the Stage's requested origins: what `commitFrom` and
+/// `imageFrom` search.
+#[derive(Debug, Clone, Default)]
+pub struct FreightSet {
+    /// Requested Warehouses, in the Stage's order.
+    pub requested: Vec<String>,
+    /// Subscriptions by Warehouse.
+    pub warehouses: BTreeMap<String, Subscriptions>,
+    /// One reference per requested Warehouse.
+    pub references: Vec<FreightReference>,
+}
+
+/// `NormalizeGit` for http(s) URLs: lower case, no user info, no trailing `/` or `.git`.
+/// Anything else is returned lower-cased and trimmed the same way, which is what Kargo does
+/// for the ssh forms it still accepts.
+pub fn normalize_git(url: &str) -> String {
+    let lower = url.to_lowercase();
+    let (scheme, rest) = match lower.split_once("://") {
+        Some((s, r)) => (Some(s.to_string()), r.to_string()),
+        None => (None, lower.clone()),
+    };
+    let rest = match (scheme.as_deref(), rest.split_once('/')) {
+        (Some("http" | "https"), Some((authority, path))) => {
+            let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+            format!("{host}/{path}")
+        }
+        _ => rest,
+    };
+    let rest = rest.trim_end_matches('/');
+    let rest = rest.strip_suffix(".git").unwrap_or(rest);
+    match scheme {
+        Some(s) => format!("{s}://{rest}"),
+        None => rest.to_string(),
+    }
+}
+
+impl FreightSet {
+    /// The origin that supplies `repo` (FindCommit/FindImage without an explicit origin).
+    fn origin_for(
+        &self,
+        matches: impl Fn(&Subscriptions) -> bool,
+        what: &str,
+        repo: &str,
+    ) -> Result<Option<String>, String> {
+        let mut found: Option<String> = None;
+        for w in &self.requested {
+            let Some(subs) = self.warehouses.get(w) else {
+                return Err(format!("Warehouse {w:?} not found in the project"));
+            };
+            if matches(subs) {
+                if found.is_some() {
+                    return Err(format!(
+                        "multiple requested Freight could potentially provide a {what} from {repo}; please provide a Freight origin to disambiguate"
+                    ));
+                }
+                found = Some(w.clone());
+            }
+        }
+        Ok(found)
+    }
+
+    /// `commitFrom(repo[, origin])`.
+    pub fn find_commit(&self, repo: &str, origin: Option<&str>) -> Result<Value, String> {
+        let norm = normalize_git(repo);
+        let origin = match origin {
+            Some(o) => Some(o.to_string()),
+            None => self.origin_for(
+                |s| s.git.iter().any(|(r, _)| normalize_git(r) == norm),
+                "commit",
+                repo,
+            )?,
+        };
+        let Some(origin) = origin else {
+            return Ok(Value::Null);
+        };
+        Ok(self
+            .references
+            .iter()
+            .filter(|f| f.origin == origin)
+            .flat_map(|f| &f.commits)
+            .find(|c| normalize_git(&c.repo_url) == norm)
+            .map_or(Value::Null, |c| {
+                json!({ "RepoURL": c.repo_url, "ID": c.id, "Branch": c.branch, "Tag": "", "Message": "" })
+            }))
+    }
+
+    /// `imageFrom(repo[, origin])`.
+    pub fn find_image(&self, repo: &str, origin: Option<&str>) -> Result<Value, String> {
+        let origin = match origin {
+            Some(o) => Some(o.to_string()),
+            None => self.origin_for(
+                |s| s.images.iter().any(|r| r == repo),
+                "container image",
+                repo,
+            )?,
+        };
+        let Some(origin) = origin else {
+            return Ok(Value::Null);
+        };
+        Ok(self
+            .references
+            .iter()
+            .filter(|f| f.origin == origin)
+            .flat_map(|f| &f.images)
+            .find(|i| i.repo_url == repo)
+            .map_or(
+                Value::Null,
+                |i| json!({ "RepoURL": i.repo_url, "Tag": i.tag, "Digest": i.digest }),
+            ))
+    }
+}
+
+/// A `--freight` argument: `image=<repo>:<tag>`, `image=<repo>@<digest>`,
+/// `image=<repo>:<tag>@<digest>`, `commit=<sha>` or `latest`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FreightArg {
+    Image(FreightImage),
+    Commit(String),
+    Latest,
+}
+
+impl FreightArg {
+    /// Parses one `--freight` value.
+    pub fn parse(s: &str) -> Result<Self, String> {
+        if s == "latest" {
+            return Ok(FreightArg::Latest);
+        }
+        if let Some(sha) = s.strip_prefix("commit=") {
+            if sha.len() < 4 || !sha.chars().all(|c| c.is_ascii_hexdigit()) {
+                return Err(format!("`{s}`: a commit is a hexadecimal id"));
+            }
+            return Ok(FreightArg::Commit(sha.to_lowercase()));
+        }
+        let Some(image) = s.strip_prefix("image=") else {
+            return Err(format!(
+                "`{s}`: expected `image=<repo>:<tag>`, `image=<repo>@<digest>`, `commit=<sha>` or `latest`"
+            ));
+        };
+        let (rest, digest) = match image.split_once('@') {
+            Some((r, d)) => (r, d.to_string()),
+            None => (image, String::new()),
+        };
+        // A tag is after the last `:` that follows the last `/` (a registry port is not one).
+        let last_slash = rest.rfind('/').map_or(0, |i| i + 1);
+        let (repo, tag) = match rest[last_slash..].rfind(':') {
+            Some(i) => (
+                &rest[..last_slash + i],
+                rest[last_slash + i + 1..].to_string(),
+            ),
+            None => (rest, String::new()),
+        };
+        if repo.is_empty() || (tag.is_empty() && digest.is_empty()) {
+            return Err(format!(
+                "`{s}`: an image needs a repository and a tag or digest"
+            ));
+        }
+        if !digest.is_empty() && !digest.contains(':') {
+            return Err(format!("`{s}`: a digest is `<algorithm>:<hex>` (sha256:…)"));
+        }
+        Ok(FreightArg::Image(FreightImage {
+            repo_url: repo.to_string(),
+            tag,
+            digest,
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn freight_arguments_parse_tags_digests_and_ports() {
+        assert_eq!(
+            FreightArg::parse("image=reg:5000/a/b:1.2.3").unwrap(),
+            FreightArg::Image(FreightImage {
+                repo_url: "reg:5000/a/b".into(),
+                tag: "1.2.3".into(),
+                digest: String::new()
+            })
+        );
+        let FreightArg::Image(i) = FreightArg::parse("image=a/b:1.0@sha256:ab").unwrap() else {
+            panic!()
+        };
+        assert_eq!((i.tag.as_str(), i.digest.as_str()), ("1.0", "sha256:ab"));
+        let FreightArg::Image(i) = FreightArg::parse("image=a/b@sha256:ab").unwrap() else {
+            panic!()
+        };
+        assert_eq!((i.tag.as_str(), i.repo_url.as_str()), ("", "a/b"));
+        assert!(FreightArg::parse("image=reg:5000/a").is_err());
+        assert!(FreightArg::parse("commit=xyz").is_err());
+        assert_eq!(
+            FreightArg::parse("commit=ABCD12").unwrap(),
+            FreightArg::Commit("abcd12".into())
+        );
+        assert_eq!(FreightArg::parse("latest").unwrap(), FreightArg::Latest);
+    }
+
+    #[test]
+    fn git_urls_normalize_like_kargo() {
+        assert_eq!(
+            normalize_git("https://User:tok@GitHub.com/Example/Repo.git/"),
+            "https://github.com/example/repo"
+        );
+        assert_eq!(normalize_git("file:///tmp/x.git"), "file:///tmp/x");
+    }
+
+    fn set() -> FreightSet {
+        let mut warehouses = BTreeMap::new();
+        for w in ["a", "b"] {
+            warehouses.insert(
+                w.to_string(),
+                Subscriptions {
+                    images: vec![format!("reg/{w}")],
+                    git: vec![("https://git/src.git".into(), "main".into())],
+                },
+            );
+        }
+        FreightSet {
+            requested: vec!["a".into()],
+            warehouses,
+            references: vec![FreightReference {
+                origin: "a".into(),
+                images: vec![FreightImage {
+                    repo_url: "reg/a".into(),
+                    tag: "2.0.0".into(),
+                    digest: String::new(),
+                }],
+                commits: vec![FreightCommit {
+                    repo_url: "https://git/src.git".into(),
+                    id: "c1".into(),
+                    branch: "main".into(),
+                }],
+            }],
+        }
+    }
+
+    #[test]
+    fn finders_pick_the_one_requested_origin_and_reject_ambiguity() {
+        let mut s = set();
+        assert_eq!(s.find_commit("https://GIT/src", None).unwrap()["ID"], "c1");
+        assert_eq!(s.find_image("reg/a", None).unwrap()["Tag"], "2.0.0");
+        assert_eq!(s.find_image("reg/b", None).unwrap(), Value::Null);
+        s.requested.push("b".into());
+        let e = s.find_commit("https://git/src", None).unwrap_err();
+        assert!(e.contains("disambiguate"), "{e}");
+        assert_eq!(
+            s.find_commit("https://git/src", Some("a")).unwrap()["ID"],
+            "c1"
+        );
+    }
+}

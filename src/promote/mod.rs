@@ -1,0 +1,645 @@
+//! `kiln promote`: runs one Stage's promotion locally, with Kargo v1.11.2's step semantics,
+//! against local stand-ins for the remote repositories — so a platform team can try a
+//! promotion before applying anything.
+//!
+//! The platform is rendered in memory ([`crate::pipeline::build_with_progress`]); the Stage,
+//! its Warehouses and the Argo CD Applications are read back from the emitted objects
+//! ([`Objects`]), so whatever Stage kiln emits is what runs. Freight comes from `--freight`
+//! ([`assemble_freight`]); then [`runner::Promotion`] runs `promotionTemplate.spec.steps`.
+//!
+//! Submodules, each citing the Kargo source it implements:
+//! - [`expr`] — `${{ }}` expressions (`pkg/expressions/json_templates.go`,
+//!   `pkg/expressions/function/functions.go`);
+//! - [`freight`] — Freight, `commitFrom`/`imageFrom` (`pkg/controller/freight/finder.go`,
+//!   `pkg/urls/git.go`);
+//! - [`steps`] — step configs and pure step logic (`pkg/promotion/runner/builtin/`
+//!   `git_cloner.go`, `file_deleter.go`, `kustomize_image_setter.go`, `kustomize_builder.go`,
+//!   `git_commiter.go`, `git_pusher.go`, `argocd_updater.go`, `argocd_revisions.go`);
+//! - [`runner`] — the step loop (`pkg/promotion/local_orchestrator.go`,
+//!   `pkg/promotion/evaluator.go`);
+//! - [`repo`] — the only I/O: Git through libgit2 and the work directory
+//!   (`pkg/controller/git/work_tree.go`, `remote_commit_integration.go`).
+//!
+//! Invariant: nothing outside the work directory and the mapped repositories is written; a
+//! push only ever moves a branch forward (compare-and-swap, never forced).
+
+pub mod expr;
+pub mod freight;
+pub mod repo;
+pub mod runner;
+pub mod steps;
+
+use crate::artifact::ArtifactSet;
+use freight::{
+    FreightArg, FreightCommit, FreightImage, FreightReference, FreightSet, Subscriptions,
+};
+use miette::Diagnostic;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+pub use runner::{Context, HealthCheck, Promotion, StepReport, StepStatus, check_health};
+
+/// The live Argo CD Applications, by (namespace, name): kiln's emitted objects, then changed
+/// by `argocd-update` steps as Kargo would patch them.
+pub type Applications = BTreeMap<(String, String), Value>;
+
+/// Errors before any step runs. Codes are `kiln::promote::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum PromoteError {
+    #[error("no Stage `{stage}` among the emitted Kargo objects")]
+    #[diagnostic(code(kiln::promote::unknown_stage), help("Stages kiln emits: {known}"))]
+    UnknownStage { stage: String, known: String },
+
+    #[error("Stage `{stage}` exists in several projects: {projects}")]
+    #[diagnostic(code(kiln::promote::ambiguous_stage), help("pass --project"))]
+    AmbiguousStage { stage: String, projects: String },
+
+    #[error("Stage `{stage}` cannot run: {message}")]
+    #[diagnostic(
+        code(kiln::promote::invalid_stage),
+        help("this is the Stage kiln emitted; `kiln validate` shows what Kargo would reject")
+    )]
+    InvalidStage { stage: String, message: String },
+
+    #[error("the Freight does not fit Stage `{stage}`: {message}")]
+    #[diagnostic(
+        code(kiln::promote::freight),
+        help(
+            "pass `--freight image=<repo>:<tag>` for images the Stage's Warehouses subscribe to, `--freight commit=<sha>` for the source repository, or `--freight latest`"
+        )
+    )]
+    Freight { stage: String, message: String },
+
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::promote::io),
+        help("check the --repo-map paths and that the work directory is writable")
+    )]
+    Io { message: String },
+}
+
+/// How a promotion ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Phase {
+    Succeeded,
+    Failed,
+    Running,
+}
+
+/// What `kiln promote` prints (`-o json` serializes it).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromotionReport {
+    pub project: String,
+    pub stage: String,
+    pub promotion: String,
+    pub freight: Vec<FreightReference>,
+    pub phase: Phase,
+    pub steps: Vec<StepReport>,
+}
+
+impl PromotionReport {
+    /// The text form: one line per step, its outputs and any message.
+    pub fn to_text(&self) -> String {
+        let mut out = format!(
+            "promotion {} of Stage {}/{}\n",
+            self.promotion, self.project, self.stage
+        );
+        for r in &self.freight {
+            for i in &r.images {
+                let mut s = i.repo_url.clone();
+                if !i.tag.is_empty() {
+                    s = format!("{s}:{}", i.tag);
+                }
+                if !i.digest.is_empty() {
+                    s = format!("{s}@{}", i.digest);
+                }
+                out.push_str(&format!("  freight {}: image {s}\n", r.origin));
+            }
+            for c in &r.commits {
+                out.push_str(&format!(
+                    "  freight {}: commit {} {}\n",
+                    r.origin, c.repo_url, c.id
+                ));
+            }
+        }
+        for s in &self.steps {
+            out.push_str(&format!(
+                "{:<10} {} ({})\n",
+                format!("{:?}", s.status),
+                s.alias,
+                s.uses
+            ));
+            if let Value::Object(o) = &s.outputs {
+                for (k, v) in o {
+                    let shown = match v {
+                        Value::String(s) => s.replace('\n', "\\n"),
+                        other => other.to_string(),
+                    };
+                    out.push_str(&format!("           {k}: {shown}\n"));
+                }
+            }
+            if let Some(m) = &s.message {
+                out.push_str(&format!("           {m}\n"));
+            }
+        }
+        out.push_str(&format!("{:?}\n", self.phase));
+        out
+    }
+
+    /// The first failed step: alias and why.
+    pub fn failure(&self) -> Option<(&str, &str)> {
+        self.steps
+            .iter()
+            .find(|s| matches!(s.status, StepStatus::Failed | StepStatus::Errored))
+            .map(|s| (s.alias.as_str(), s.message.as_deref().unwrap_or("")))
+    }
+}
+
+/// One promotion step as the Stage declares it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepDef {
+    pub uses: String,
+    pub alias: String,
+    pub config: Value,
+    pub if_expr: Option<String>,
+    pub vars: Vec<(String, String)>,
+    pub continue_on_error: bool,
+}
+
+/// A Stage with what a promotion needs of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StageDef {
+    /// The Kargo project (the Stage's namespace).
+    pub project: String,
+    pub name: String,
+    /// `promotionTemplate.spec.vars`, in order.
+    pub vars: Vec<(String, String)>,
+    pub steps: Vec<StepDef>,
+    /// Warehouses of `requestedFreight[].origin`.
+    pub requested: Vec<String>,
+    /// `requestedFreight[].sources.stages`: upstream Stages.
+    pub upstream: Vec<String>,
+}
+
+fn s<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+fn var_list(v: Option<&Value>) -> Vec<(String, String)> {
+    v.and_then(Value::as_array)
+        .map(|vars| {
+            vars.iter()
+                .map(|x| (s(x, "/name").to_string(), value_text(x.get("value"))))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn value_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Null) | None => String::new(),
+        Some(other) => other.to_string(),
+    }
+}
+
+impl StageDef {
+    /// Reads a Stage object.
+    pub fn from_object(stage: &Value) -> Result<Self, PromoteError> {
+        let name = s(stage, "/metadata/name").to_string();
+        let invalid = |message: String| PromoteError::InvalidStage {
+            stage: name.clone(),
+            message,
+        };
+        let template = stage
+            .pointer("/spec/promotionTemplate/spec")
+            .ok_or_else(|| invalid("it has no spec.promotionTemplate.spec".into()))?;
+        let mut steps = Vec::new();
+        for (i, step) in template
+            .get("steps")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if step.get("task").is_some() {
+                return Err(invalid(format!(
+                    "step {} uses a PromotionTask, which kiln promote does not expand",
+                    i + 1
+                )));
+            }
+            let alias = match s(step, "/as") {
+                "" => format!("step-{}", i + 1),
+                a => a.to_string(),
+            };
+            steps.push(StepDef {
+                uses: s(step, "/uses").to_string(),
+                alias,
+                config: step.get("config").cloned().unwrap_or(Value::Null),
+                if_expr: step
+                    .get("if")
+                    .and_then(Value::as_str)
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string),
+                vars: var_list(step.get("vars")),
+                continue_on_error: step
+                    .get("continueOnError")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            });
+        }
+        if steps.is_empty() {
+            return Err(invalid("its promotion template has no steps".into()));
+        }
+        let mut requested = Vec::new();
+        let mut upstream = Vec::new();
+        for r in stage
+            .pointer("/spec/requestedFreight")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if s(r, "/origin/kind") != "Warehouse" {
+                return Err(invalid(format!(
+                    "requested Freight of origin kind {:?}",
+                    s(r, "/origin/kind")
+                )));
+            }
+            requested.push(s(r, "/origin/name").to_string());
+            for st in r
+                .pointer("/sources/stages")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(n) = st.as_str() {
+                    upstream.push(n.to_string());
+                }
+            }
+        }
+        Ok(StageDef {
+            project: s(stage, "/metadata/namespace").to_string(),
+            name,
+            vars: var_list(template.get("vars")),
+            steps,
+            requested,
+            upstream,
+        })
+    }
+}
+
+/// The Kargo and Argo CD objects of a render.
+#[derive(Debug, Clone, Default)]
+pub struct Objects {
+    pub stages: Vec<Value>,
+    pub warehouses: Vec<Value>,
+    pub applications: Vec<Value>,
+}
+
+impl Objects {
+    /// Every Stage, Warehouse and Application in the artifact set's YAML files.
+    pub fn from_artifacts(set: &ArtifactSet) -> Result<Self, PromoteError> {
+        let mut out = Objects::default();
+        for (path, bytes) in &set.files {
+            if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
+                continue;
+            }
+            let Ok(text) = std::str::from_utf8(bytes) else {
+                continue;
+            };
+            if !text.contains("kargo.akuity.io/") && !text.contains("argoproj.io/") {
+                continue;
+            }
+            let docs = crate::yaml::parse_stream(path, text).map_err(|e| PromoteError::Io {
+                message: format!("{path}: {e}"),
+            })?;
+            for d in docs {
+                match (s(&d, "/apiVersion"), s(&d, "/kind")) {
+                    ("kargo.akuity.io/v1alpha1", "Stage") => out.stages.push(d),
+                    ("kargo.akuity.io/v1alpha1", "Warehouse") => out.warehouses.push(d),
+                    ("argoproj.io/v1alpha1", "Application") => out.applications.push(d),
+                    _ => {}
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The Stage `name`, in `project` when given.
+    pub fn stage(&self, name: &str, project: Option<&str>) -> Result<StageDef, PromoteError> {
+        let found: Vec<&Value> = self
+            .stages
+            .iter()
+            .filter(|st| s(st, "/metadata/name") == name)
+            .filter(|st| project.is_none_or(|p| s(st, "/metadata/namespace") == p))
+            .collect();
+        match found.as_slice() {
+            [one] => StageDef::from_object(one),
+            [] => Err(PromoteError::UnknownStage {
+                stage: name.to_string(),
+                known: self.stage_names().join(", "),
+            }),
+            many => Err(PromoteError::AmbiguousStage {
+                stage: name.to_string(),
+                projects: many
+                    .iter()
+                    .map(|st| s(st, "/metadata/namespace"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// `<project>/<stage>` of every Stage.
+    pub fn stage_names(&self) -> Vec<String> {
+        self.stages
+            .iter()
+            .map(|st| {
+                format!(
+                    "{}/{}",
+                    s(st, "/metadata/namespace"),
+                    s(st, "/metadata/name")
+                )
+            })
+            .collect()
+    }
+
+    /// Every Stage, upstream ones first (Kahn's order over `sources.stages`, ties by name).
+    pub fn stages_in_graph_order(&self) -> Result<Vec<StageDef>, PromoteError> {
+        let mut all: Vec<StageDef> = self
+            .stages
+            .iter()
+            .map(StageDef::from_object)
+            .collect::<Result<_, _>>()?;
+        all.sort_by(|a, b| (&a.project, &a.name).cmp(&(&b.project, &b.name)));
+        let mut done: std::collections::BTreeSet<(String, String)> = Default::default();
+        let mut out = Vec::new();
+        while out.len() < all.len() {
+            let before = out.len();
+            for st in &all {
+                let key = (st.project.clone(), st.name.clone());
+                if done.contains(&key) {
+                    continue;
+                }
+                if st
+                    .upstream
+                    .iter()
+                    .all(|u| done.contains(&(st.project.clone(), u.clone())))
+                {
+                    done.insert(key);
+                    out.push(st.clone());
+                }
+            }
+            if out.len() == before {
+                return Err(PromoteError::InvalidStage {
+                    stage: "(graph)".into(),
+                    message: "the Stages' upstream references form a cycle or name unknown Stages"
+                        .into(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// What each Warehouse of `project` subscribes to.
+    pub fn subscriptions(&self, project: &str) -> BTreeMap<String, Subscriptions> {
+        let mut out = BTreeMap::new();
+        for w in self
+            .warehouses
+            .iter()
+            .filter(|w| s(w, "/metadata/namespace") == project)
+        {
+            let mut subs = Subscriptions::default();
+            for sub in w
+                .pointer("/spec/subscriptions")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(img) = sub.get("image") {
+                    subs.images.push(s(img, "/repoURL").to_string());
+                }
+                if let Some(git) = sub.get("git") {
+                    subs.git.push((
+                        s(git, "/repoURL").to_string(),
+                        s(git, "/branch").to_string(),
+                    ));
+                }
+            }
+            out.insert(s(w, "/metadata/name").to_string(), subs);
+        }
+        out
+    }
+
+    /// The Applications as Argo CD would hold them after `kubectl apply`.
+    pub fn applications(&self) -> Applications {
+        self.applications
+            .iter()
+            .map(|a| {
+                let ns = match s(a, "/metadata/namespace") {
+                    "" => steps::DEFAULT_ARGOCD_NAMESPACE.to_string(),
+                    n => n.to_string(),
+                };
+                ((ns, s(a, "/metadata/name").to_string()), a.clone())
+            })
+            .collect()
+    }
+}
+
+/// The newest image in the spec for a Warehouse's repository: the component's declared tag
+/// and digest.
+pub fn spec_images(platform: &crate::validate::Platform) -> BTreeMap<String, FreightImage> {
+    let mut out = BTreeMap::new();
+    for c in &platform.components {
+        for img in &c.images {
+            let repo = crate::kargo::repo_url(&img.repository);
+            out.entry(repo.clone()).or_insert(FreightImage {
+                repo_url: repo,
+                tag: img.tag.clone().unwrap_or_default(),
+                digest: img.digest.clone().unwrap_or_default(),
+            });
+        }
+    }
+    out
+}
+
+/// Builds the Freight of one promotion: for each requested Warehouse, each subscribed image
+/// from `--freight image=…` (else the spec's), each subscribed Git repository at
+/// `--freight commit=…` (else its branch head). Every `--freight image` must be subscribed.
+pub fn assemble_freight(
+    stage: &StageDef,
+    objects: &Objects,
+    spec: &BTreeMap<String, FreightImage>,
+    args: &[FreightArg],
+    git: &repo::Git<'_>,
+    scratch: &std::path::Path,
+) -> Result<FreightSet, PromoteError> {
+    let err = |message: String| PromoteError::Freight {
+        stage: stage.name.clone(),
+        message,
+    };
+    let warehouses = objects.subscriptions(&stage.project);
+    let explicit: Vec<&FreightImage> = args
+        .iter()
+        .filter_map(|a| match a {
+            FreightArg::Image(i) => Some(i),
+            _ => None,
+        })
+        .collect();
+    let commit = args.iter().find_map(|a| match a {
+        FreightArg::Commit(c) => Some(c.clone()),
+        _ => None,
+    });
+    let mut used = vec![false; explicit.len()];
+    let mut references = Vec::new();
+    let mut n = 0;
+    for w in &stage.requested {
+        let Some(subs) = warehouses.get(w) else {
+            return Err(err(format!(
+                "requested Warehouse {w:?} is not among the emitted objects"
+            )));
+        };
+        let mut images = Vec::new();
+        for repo in &subs.images {
+            let given = explicit
+                .iter()
+                .position(|i| i.repo_url == *repo || crate::kargo::repo_url(&i.repo_url) == *repo);
+            let image = match given {
+                Some(k) => {
+                    used[k] = true;
+                    FreightImage {
+                        repo_url: repo.clone(),
+                        ..explicit[k].clone()
+                    }
+                }
+                None => spec.get(repo).cloned().ok_or_else(|| {
+                    err(format!(
+                        "no image for {repo} (Warehouse {w}): pass --freight image={repo}:<tag>"
+                    ))
+                })?,
+            };
+            images.push(image);
+        }
+        let mut commits = Vec::new();
+        for (repo_url, branch) in &subs.git {
+            n += 1;
+            let repo = git
+                .open_for_read(repo_url, &scratch.join(n.to_string()))
+                .map_err(err)?;
+            let id = match &commit {
+                Some(c) => repo
+                    .revparse_single(c)
+                    .and_then(|o| o.peel_to_commit())
+                    .map_err(|_| err(format!("commit {c} not found in {repo_url}")))?
+                    .id(),
+                None => {
+                    repo::resolve_revision(&repo, if branch.is_empty() { "HEAD" } else { branch })
+                        .ok_or_else(|| err(format!("branch {branch:?} not found in {repo_url}")))?
+                }
+            };
+            commits.push(FreightCommit {
+                repo_url: repo_url.clone(),
+                id: id.to_string(),
+                branch: branch.clone(),
+            });
+        }
+        references.push(FreightReference {
+            origin: w.clone(),
+            images,
+            commits,
+        });
+    }
+    if let Some(k) = used.iter().position(|u| !u) {
+        return Err(err(format!(
+            "no requested Warehouse ({}) subscribes to image {}",
+            stage.requested.join(", "),
+            explicit[k].repo_url
+        )));
+    }
+    if commit.is_some() && references.iter().all(|r| r.commits.is_empty()) {
+        return Err(err(
+            "`--freight commit=…` given, but no requested Warehouse subscribes to a Git repository"
+                .into(),
+        ));
+    }
+    Ok(FreightSet {
+        requested: stage.requested.clone(),
+        warehouses,
+        references,
+    })
+}
+
+/// A stable Freight name: the first 40 hex digits of the SHA-256 of its artifacts (Kargo
+/// uses SHA-1 of the same kind of list; the exact value only labels the promotion).
+pub fn freight_name(freight: &FreightSet) -> String {
+    use sha2::{Digest, Sha256};
+    let mut artifacts: Vec<String> = Vec::new();
+    for r in &freight.references {
+        for c in &r.commits {
+            artifacts.push(format!("{}:{}", freight::normalize_git(&c.repo_url), c.id));
+        }
+        for i in &r.images {
+            artifacts.push(format!("{}:{}@{}", i.repo_url, i.tag, i.digest));
+        }
+    }
+    artifacts.sort();
+    let digest = Sha256::digest(artifacts.join("|").as_bytes());
+    digest.iter().take(20).map(|b| format!("{b:02x}")).collect()
+}
+
+/// What `kiln promote` runs with.
+pub struct PromoteOptions {
+    pub stage: String,
+    pub project: Option<String>,
+    pub freight: Vec<FreightArg>,
+    pub repo_map: repo::RepoMap,
+    pub identity: crate::git::Identity,
+    pub time: crate::git::CommitTime,
+    pub auth: crate::git::RemoteAuth,
+    /// An empty directory to work in (the CLI makes a temporary one).
+    pub work_dir: std::path::PathBuf,
+}
+
+/// `kiln promote`: finds the Stage in the rendered objects, assembles the Freight and runs
+/// every step. A failed step is a report with [`Phase::Failed`], not an error.
+pub fn promote(
+    set: &ArtifactSet,
+    platform: &crate::validate::Platform,
+    options: &PromoteOptions,
+) -> Result<PromotionReport, PromoteError> {
+    let objects = Objects::from_artifacts(set)?;
+    let stage = objects.stage(&options.stage, options.project.as_deref())?;
+    let work =
+        repo::WorkDir::new(&options.work_dir).map_err(|message| PromoteError::Io { message })?;
+    let git = repo::Git {
+        map: &options.repo_map,
+        auth: &options.auth,
+    };
+    let freight = assemble_freight(
+        &stage,
+        &objects,
+        &spec_images(platform),
+        &options.freight,
+        &git,
+        &work.join(".kiln-scratch/freight"),
+    )?;
+    let signature = options
+        .identity
+        .signature(options.time)
+        .map_err(|e| PromoteError::Io {
+            message: e.to_string(),
+        })?;
+    let name = format!("{}.local.{}", stage.name, &freight_name(&freight)[..7]);
+    let mut apps = objects.applications();
+    let mut promotion = Promotion::new(stage, freight, name);
+    let cx = Context {
+        git,
+        work: &work,
+        signature,
+    };
+    promotion.run(&cx, &mut apps);
+    Ok(promotion.report())
+}

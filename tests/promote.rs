@@ -1,0 +1,571 @@
+//! `kiln promote` end to end, offline: the bank is rendered and published into a local
+//! source repository, every write repository is a local bare repository mapped with
+//! `--repo-map`, and new Freight is promoted through every Stage of every project in graph
+//! order. Afterwards every Application resolves to rendered manifests with the new images, and
+//! every Stage's lasting Argo CD health check still holds.
+
+use git2::Repository;
+use kiln::git::{CommitTime, Identity, Provenance, PublishOptions};
+use kiln::promote::freight::{FreightArg, FreightImage};
+use kiln::promote::repo::{Git, RepoMap, WorkDir};
+use kiln::promote::{
+    Applications, Context, Objects, Promotion, StageDef, StepStatus, assemble_freight,
+    check_health, freight_name, spec_images,
+};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const NEW_TAG: &str = "9.9.9";
+
+/// A rendered platform published into local repositories.
+struct World {
+    tmp: tempfile::TempDir,
+    platform: kiln::validate::Platform,
+    map: RepoMap,
+    /// `--repo-map` arguments for the CLI.
+    map_args: Vec<String>,
+    objects: Objects,
+    auth: kiln::git::RemoteAuth,
+}
+
+fn identity() -> Identity {
+    Identity {
+        name: "kiln test".into(),
+        email: "test@kiln.invalid".into(),
+    }
+}
+
+fn time() -> CommitTime {
+    CommitTime {
+        seconds: 1_790_000_000,
+        offset_minutes: 0,
+    }
+}
+
+fn platform_dir(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
+}
+
+/// Renders `platform`, publishes it under its `renderedPath` into a bare source repository,
+/// and makes an empty bare repository for every write repository.
+fn world(platform: &Path) -> World {
+    let opts = kiln::pipeline::RenderOptions::new(platform);
+    let (platform, _, set) = kiln::pipeline::build_with_progress(&opts, &|_, _| {}).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut map = RepoMap::default();
+    let mut map_args = Vec::new();
+    let source_url = platform.source.repo_url.clone().expect("a source repoURL");
+    let source = tmp.path().join("source.git");
+    Repository::init_bare(&source).unwrap();
+    let mut publish = PublishOptions::new(
+        source.display().to_string(),
+        platform.source.branch.clone(),
+        identity(),
+        time(),
+        Provenance::default(),
+    );
+    publish.path = Some(platform.source.rendered_path.clone());
+    kiln::git::publish(&set, &publish).unwrap();
+    map.insert(&source_url, source.display().to_string());
+    map_args.push(format!("{source_url}={}", source.display()));
+    for (i, p) in platform.projects.iter().enumerate() {
+        let Some(out) = &p.output else { continue };
+        let dir = tmp.path().join(format!("write-{i}.git"));
+        Repository::init_bare(&dir).unwrap();
+        // `file://` works as well as a plain path.
+        let url = format!("file://{}", dir.display());
+        map.insert(&out.repo_url, &url);
+        map_args.push(format!("{}={url}", out.repo_url));
+    }
+    let objects = Objects::from_artifacts(&set).unwrap();
+    World {
+        tmp,
+
+        platform,
+        map,
+        map_args,
+        objects,
+        auth: kiln::git::RemoteAuth::default(),
+    }
+}
+
+/// A digest that names the image (what a registry would answer for the new tag).
+fn new_digest(repo: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(format!("{repo}:{NEW_TAG}").as_bytes());
+    format!(
+        "sha256:{}",
+        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
+/// `--freight image=<repo>:9.9.9@<digest>` for every image the Stage's Warehouses subscribe to.
+fn new_freight(w: &World, stage: &StageDef) -> Vec<FreightArg> {
+    let subs = w.objects.subscriptions(&stage.project);
+    let mut out = Vec::new();
+    for wh in &stage.requested {
+        for repo in &subs[wh].images {
+            out.push(FreightArg::Image(FreightImage {
+                repo_url: repo.clone(),
+                tag: NEW_TAG.into(),
+                digest: new_digest(repo),
+            }));
+        }
+    }
+    out
+}
+
+impl World {
+    fn git(&self) -> Git<'_> {
+        Git {
+            map: &self.map,
+            auth: &self.auth,
+        }
+    }
+
+    fn work(&self, name: &str) -> WorkDir {
+        let dir = self.tmp.path().join("work").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        WorkDir::new(&dir).unwrap()
+    }
+
+    fn promotion(&self, stage: &StageDef) -> Promotion {
+        let scratch = self.tmp.path().join("scratch").join(&stage.name);
+        let freight = assemble_freight(
+            stage,
+            &self.objects,
+            &spec_images(&self.platform),
+            &new_freight(self, stage),
+            &self.git(),
+            &scratch,
+        )
+        .unwrap();
+        let name = format!("{}.test.{}", stage.name, &freight_name(&freight)[..7]);
+        Promotion::new(stage.clone(), freight, name)
+    }
+
+    fn context<'a>(&'a self, work: &'a WorkDir) -> Context<'a> {
+        Context {
+            git: self.git(),
+            work,
+            signature: git2::Signature::new(
+                &identity().name,
+                &identity().email,
+                &git2::Time::new(time().seconds, 0),
+            )
+            .unwrap(),
+        }
+    }
+
+    /// The Applications Kargo updates (they name an authorized Stage).
+    fn managed_apps(apps: &Applications) -> Vec<&Value> {
+        apps.values()
+            .filter(|a| {
+                a.pointer("/metadata/annotations/kargo.akuity.io~1authorized-stage")
+                    .is_some()
+            })
+            .collect()
+    }
+
+    /// Files under the Application's source path at what its targetRevision resolves to.
+    fn app_files(&self, app: &Value, revision: Option<&str>) -> BTreeMap<String, Vec<u8>> {
+        let src = &app["spec"]["source"];
+        let url = src["repoURL"].as_str().unwrap();
+        let rev = revision.unwrap_or_else(|| src["targetRevision"].as_str().unwrap_or("HEAD"));
+        let repo = self.git().open_for_read(url, self.tmp.path()).unwrap();
+        let commit = kiln::promote::repo::resolve_revision(&repo, rev)
+            .unwrap_or_else(|| panic!("{rev} does not resolve in {url}"));
+        kiln::promote::repo::tree_files(&repo, commit, src["path"].as_str().unwrap()).unwrap()
+    }
+
+    /// The images of the component an Application deploys.
+    fn component_images(&self, app: &Value) -> Vec<String> {
+        let component = app["metadata"]["labels"]["kiln.dev/component"]
+            .as_str()
+            .unwrap();
+        let project = app["metadata"]["labels"]["kiln.dev/project"]
+            .as_str()
+            .unwrap();
+        let p = self
+            .platform
+            .projects
+            .iter()
+            .find(|p| p.name == project)
+            .unwrap();
+        let c = p.components.iter().find(|c| c.name == component).unwrap();
+        c.component
+            .images
+            .iter()
+            .map(|i| kiln::kargo::repo_url(&i.repository))
+            .collect()
+    }
+}
+
+fn assert_succeeded(p: &Promotion) {
+    for r in p.reports() {
+        assert!(
+            matches!(r.status, StepStatus::Succeeded | StepStatus::Skipped),
+            "{}: step {} ({}) {:?}: {}",
+            p.name(),
+            r.alias,
+            r.uses,
+            r.status,
+            r.message.as_deref().unwrap_or("")
+        );
+    }
+    assert!(p.is_done() && !p.has_failed(), "{}", p.name());
+}
+
+/// The whole loop: every Stage of every project, in graph order (dev → test → stage →
+/// prod-east/prod-west), with one shared Argo CD state.
+#[test]
+fn bank_promotes_new_freight_through_every_stage() {
+    let w = world(&platform_dir("platforms/bank"));
+    let stages = w.objects.stages_in_graph_order().unwrap();
+    assert!(stages.len() >= 10, "{} Stages", stages.len());
+    // Graph order: a Stage comes after every Stage it takes Freight from.
+    for (i, st) in stages.iter().enumerate() {
+        for up in &st.upstream {
+            assert!(
+                stages[..i]
+                    .iter()
+                    .any(|s| s.project == st.project && &s.name == up),
+                "{} before its upstream {up}",
+                st.name
+            );
+        }
+    }
+    let mut apps = w.objects.applications();
+    let mut health = Vec::new();
+    for st in &stages {
+        let work = w.work(&format!("{}-{}", st.project, st.name));
+        let cx = w.context(&work);
+        let mut p = w.promotion(st);
+        p.run(&cx, &mut apps);
+        assert_succeeded(&p);
+        assert!(
+            p.reports().iter().any(|r| r.uses == "argocd-update"),
+            "{} checks its Application",
+            st.name
+        );
+        health.extend(p.health_checks().to_vec());
+    }
+    // Every Stage stays Healthy: later pushes to a shared branch do not move its Application.
+    for (i, h) in health.iter().enumerate() {
+        let scratch = w.tmp.path().join("health").join(i.to_string());
+        check_health(&w.git(), &apps, h, &scratch).unwrap();
+    }
+    // Every Application resolves to manifests holding the new image of its component, both at
+    // the revision it is pinned to and at its branch head (no other component's files lost).
+    let managed = World::managed_apps(&apps);
+    assert_eq!(
+        managed.len(),
+        stages_apps(&stages, &w),
+        "one Application per Stage or more"
+    );
+    for app in managed {
+        let name = app["metadata"]["name"].as_str().unwrap();
+        let branch = w
+            .objects
+            .applications()
+            .get(&("argocd".to_string(), name.to_string()))
+            .and_then(|a| {
+                a["spec"]["source"]["targetRevision"]
+                    .as_str()
+                    .map(str::to_string)
+            })
+            .unwrap();
+        for rev in [None, Some(branch.as_str())] {
+            let files = w.app_files(app, rev);
+            let text: String = files
+                .values()
+                .map(|b| String::from_utf8_lossy(b).into_owned())
+                .collect();
+            assert!(!files.is_empty(), "{name} at {rev:?} deploys nothing");
+            for repo in w.component_images(app) {
+                assert!(
+                    text.contains(&format!("{repo}:{NEW_TAG}"))
+                        || text.contains(&new_digest(&repo)),
+                    "{name} at {rev:?}: {repo} is not at the new version"
+                );
+            }
+        }
+    }
+}
+
+/// How many Applications the Stages' argocd-update steps name.
+fn stages_apps(stages: &[StageDef], _w: &World) -> usize {
+    let mut names = std::collections::BTreeSet::new();
+    for st in stages {
+        for step in st.steps.iter().filter(|s| s.uses == "argocd-update") {
+            for a in step.config["apps"].as_array().into_iter().flatten() {
+                names.insert(a["name"].as_str().unwrap_or("").to_string());
+            }
+        }
+    }
+    names.len()
+}
+
+/// Two Stages writing the same (repo, branch), the first and second of their project's dev
+/// Stages.
+fn shared_branch_pair(w: &World) -> (StageDef, StageDef) {
+    let stages = w.objects.stages_in_graph_order().unwrap();
+    let mut by_target: BTreeMap<(String, String), Vec<StageDef>> = BTreeMap::new();
+    for st in stages {
+        let var = |n: &str| {
+            st.vars
+                .iter()
+                .find(|(k, _)| k == n)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        if st.upstream.is_empty() {
+            by_target
+                .entry((var("writeRepo"), var("writeBranch")))
+                .or_default()
+                .push(st.clone());
+        }
+    }
+    let pair = by_target
+        .into_values()
+        .find(|v| v.len() >= 2)
+        .expect("two Stages sharing a branch");
+    (pair[0].clone(), pair[1].clone())
+}
+
+/// One clones, the other promotes completely, then the first pushes (rebasing onto the
+/// other's commit): both pass argocd-update and stay Healthy.
+#[test]
+fn interleaved_promotions_on_a_shared_branch_both_pass() {
+    let w = world(&platform_dir("platforms/bank"));
+    let (a, b) = shared_branch_pair(&w);
+    let mut apps = w.objects.applications();
+    let (wa, wb) = (w.work("a"), w.work("b"));
+    let (ca, cb) = (w.context(&wa), w.context(&wb));
+    let mut pa = w.promotion(&a);
+    let mut pb = w.promotion(&b);
+    // A clones both repositories.
+    let clone_steps = a.steps.iter().take_while(|s| s.uses == "git-clone").count();
+    for _ in 0..clone_steps {
+        pa.step(&ca, &mut apps);
+    }
+    // B promotes completely: it pushes first.
+    pb.run(&cb, &mut apps);
+    assert_succeeded(&pb);
+    // A finishes: its push must integrate B's commit.
+    pa.run(&ca, &mut apps);
+    assert_succeeded(&pa);
+    let push = |p: &Promotion| {
+        p.reports()
+            .iter()
+            .find(|r| r.uses == "git-push")
+            .unwrap()
+            .outputs["commit"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let (ka, kb) = (push(&pa), push(&pb));
+    assert_ne!(ka, kb);
+    let url = a
+        .vars
+        .iter()
+        .find(|(k, _)| k == "writeRepo")
+        .unwrap()
+        .1
+        .clone();
+    let repo = w
+        .git()
+        .open_for_read(&url, &w.tmp.path().join("x"))
+        .unwrap();
+    let a_commit = repo.find_commit(git2::Oid::from_str(&ka).unwrap()).unwrap();
+    assert_eq!(
+        a_commit.parent_id(0).unwrap().to_string(),
+        kb,
+        "A's commit was rebased onto B's"
+    );
+    for (i, h) in pa
+        .health_checks()
+        .iter()
+        .chain(pb.health_checks())
+        .enumerate()
+    {
+        check_health(&w.git(), &apps, h, &w.tmp.path().join(format!("h{i}"))).unwrap();
+    }
+}
+
+/// The failure mode the pin prevents: without `updateTargetRevision`, a Stage whose push is
+/// followed by another Stage's push on the same branch fails argocd-update (Kargo retries
+/// until the step times out), and a Stage promoted earlier turns Unhealthy.
+#[test]
+fn without_the_pin_a_shared_branch_fails_the_revision_check() {
+    let w = world(&platform_dir("platforms/bank"));
+    let (mut a, mut b) = shared_branch_pair(&w);
+    for st in [&mut a, &mut b] {
+        for step in st.steps.iter_mut().filter(|s| s.uses == "argocd-update") {
+            for app in step.config["apps"].as_array_mut().unwrap() {
+                for src in app["sources"].as_array_mut().unwrap() {
+                    src.as_object_mut().unwrap().remove("updateTargetRevision");
+                }
+            }
+        }
+    }
+    let mut apps = w.objects.applications();
+    let (wa, wb) = (w.work("a"), w.work("b"));
+    let (ca, cb) = (w.context(&wa), w.context(&wb));
+    let mut pa = w.promotion(&a);
+    let mut pb = w.promotion(&b);
+    let sync = a
+        .steps
+        .iter()
+        .find(|s| s.uses == "argocd-update")
+        .unwrap()
+        .alias
+        .clone();
+    pa.run_until(&sync, &ca, &mut apps);
+    pb.run(&cb, &mut apps);
+    assert_succeeded(&pb);
+    pa.step(&ca, &mut apps);
+    let last = pa.reports().last().unwrap();
+    assert_eq!(last.status, StepStatus::Errored);
+    assert!(
+        last.message
+            .as_deref()
+            .unwrap()
+            .contains("do not match desired revisions"),
+        "{:?}",
+        last.message
+    );
+    // And the other order: both pass their own check, but the first one's health breaks.
+    let w = world(&platform_dir("platforms/bank"));
+    let mut apps = w.objects.applications();
+    let (wa, wb) = (w.work("a"), w.work("b"));
+    let (ca, cb) = (w.context(&wa), w.context(&wb));
+    let mut pa = w.promotion(&a);
+    let mut pb = w.promotion(&b);
+    pa.run(&ca, &mut apps);
+    assert_succeeded(&pa);
+    pb.run(&cb, &mut apps);
+    assert_succeeded(&pb);
+    let e = check_health(
+        &w.git(),
+        &apps,
+        &pa.health_checks()[0],
+        &w.tmp.path().join("h"),
+    )
+    .unwrap_err();
+    assert!(e.contains("Unhealthy"), "{e}");
+}
+
+fn kiln() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
+}
+
+/// The command: text and JSON output, exit 0 when promoted, 1 when a step fails (naming the
+/// step and why), 2 on bad usage.
+#[test]
+fn cli_promotes_one_stage_and_reports_failures() {
+    let w = world(&platform_dir("platforms/bank"));
+    let stage = w.objects.stage("frontend-dev", Some("web")).unwrap();
+    let mut args: Vec<String> = vec![
+        "promote".into(),
+        stage.name.clone(),
+        platform_dir("platforms/bank").display().to_string(),
+        "--project".into(),
+        "web".into(),
+        "-o".into(),
+        "json".into(),
+    ];
+    for f in new_freight(&w, &stage) {
+        let FreightArg::Image(i) = f else { continue };
+        args.push("--freight".into());
+        args.push(format!("image={}:{}", i.repo_url, i.tag));
+    }
+    for m in &w.map_args {
+        args.push("--repo-map".into());
+        args.push(m.clone());
+    }
+    let out = kiln().args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["phase"], "Succeeded");
+    let steps = report["steps"].as_array().unwrap();
+    let push = steps.iter().find(|s| s["uses"] == "git-push").unwrap();
+    assert_eq!(push["outputs"]["branch"], "stage/dev");
+    assert_eq!(push["outputs"]["commit"].as_str().unwrap().len(), 40);
+
+    // Text output; the second run has nothing new to commit: git-commit is Skipped and keeps
+    // `outputs.commit`, the push is a no-op, argocd-update still passes.
+    let mut text_args = args.clone();
+    text_args.retain(|a| a != "-o" && a != "json");
+    let out = kiln().args(&text_args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Skipped    commit (git-commit)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "commit: {}",
+            push["outputs"]["commit"].as_str().unwrap()
+        )),
+        "{stdout}"
+    );
+
+    // A write repository that does not exist: the clone step errors, exit 1, step named.
+    let mut broken = args.clone();
+    for a in broken.iter_mut() {
+        if a.starts_with("https://github.com/example/bank-web-deploy.git=") {
+            *a = "https://github.com/example/bank-web-deploy.git=/nonexistent/repo".into();
+        }
+    }
+    let out = kiln().args(&broken).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("failed at step `clone-target`"), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["phase"], "Failed");
+
+    // Freight the Stage's Warehouses do not subscribe to: an error before any step.
+    let out = kiln()
+        .args([
+            "promote",
+            "frontend-dev",
+            &platform_dir("platforms/bank").display().to_string(),
+        ])
+        .args(["--freight", "image=example.com/nope:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kiln::promote::freight"));
+
+    // Usage errors: a malformed --freight, a missing --freight.
+    let out = kiln()
+        .args(["promote", "frontend-dev", "--freight", "image=nope"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = kiln().args(["promote", "frontend-dev"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    // An unknown Stage.
+    let out = kiln()
+        .args([
+            "promote",
+            "nope",
+            &platform_dir("platforms/bank").display().to_string(),
+        ])
+        .args(["--freight", "latest"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kiln::promote::unknown_stage"));
+}
