@@ -248,16 +248,23 @@ pub fn build_slice_with_progress(
     // cut in half would not apply. A filtered render covers exactly the projects with at
     // least one selected plan (`-c frontend` only frontend's project, `-l tier=nope` none),
     // and not the platform-wide bootstrap objects.
-    let mut input = crate::kargo::KargoInput::from_platform(&platform, &plans, opts.layout)
-        .with_rendered(&rendered);
-    if filtered {
-        input.bootstrap = false;
-        input
-            .projects
-            .retain(|p| plans.iter().any(|b| b.project == p.name));
-    }
+    let projects: Vec<String> = if filtered {
+        let p: std::collections::BTreeSet<String> =
+            plans.iter().map(|b| b.project.clone()).collect();
+        p.into_iter().collect()
+    } else {
+        Vec::new()
+    };
+    let kargo = crate::kargo::KargoOptions {
+        layout: opts.layout,
+        projects,
+        cluster_kinds: crate::kargo::cluster_kinds(&rendered),
+    };
     let before: std::collections::BTreeSet<String> = set.paths().map(str::to_string).collect();
-    crate::kargo::emit_into(&mut set, "", &input).map_err(KilnError::Kargo)?;
+    if !(filtered && plans.is_empty()) {
+        crate::kargo::emit_into(&mut set, "", &platform, &plans, &kargo)
+            .map_err(KilnError::Kargo)?;
+    }
     let scope = if filtered {
         let mut dirs: std::collections::BTreeSet<String> = rendered
             .iter()

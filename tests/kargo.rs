@@ -5,11 +5,12 @@
 //! `KILN_BLESS=1 cargo test --test kargo` rewrites the golden files; review the diff.
 
 use kiln::check::{self, Document, SchemaSet};
-use kiln::kargo::{self, KargoInput, Layout};
+use kiln::kargo::{self, Layout};
 use kiln::resource::Resource;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use support::Input;
 
 mod support {
     use super::*;
@@ -34,13 +35,41 @@ mod support {
         dir.is_dir().then_some(dir)
     }
 
+    /// The generator's input as render builds it: the validated platform, its BuildPlans
+    /// and the options. Tests edit the platform (or the plans' images) to make cases.
+    pub struct Input {
+        pub platform: kiln::validate::Platform,
+        pub plans: Vec<kiln::evaluate::BuildPlan>,
+        pub opts: kargo::KargoOptions,
+    }
+
+    impl Input {
+        pub fn emit(
+            &self,
+        ) -> Result<Vec<(String, Vec<Resource>)>, kiln::diag::Errors<kargo::KargoError>> {
+            kargo::emit_kargo(&self.platform, &self.plans, &self.opts)
+        }
+
+        /// The evaluated images of instance `component` of `project`, in every plan.
+        pub fn images_mut<'a>(
+            &'a mut self,
+            project: &'a str,
+            component: &'a str,
+        ) -> impl Iterator<Item = &'a mut kiln::spec::Image> + 'a {
+            self.plans
+                .iter_mut()
+                .filter(move |b| b.project == project && b.component == component)
+                .flat_map(|b| b.images.iter_mut())
+        }
+    }
+
     /// Loads, validates and evaluates a platform directory into the generator's input.
-    pub fn platform_input(dir: &Path, layout: Layout) -> KargoInput {
+    pub fn platform_input(dir: &Path, layout: Layout) -> Input {
         platform_input_in(dir, None, layout)
     }
 
     /// [`platform_input`] with an explicit repository root (fixtures are their own root).
-    pub fn platform_input_in(dir: &Path, root: Option<&Path>, layout: Layout) -> KargoInput {
+    pub fn platform_input_in(dir: &Path, root: Option<&Path>, layout: Layout) -> Input {
         let fs = kiln::load::RealFs;
         let opts = kiln::load::LoadOptions {
             root: root.map(Path::to_path_buf),
@@ -51,12 +80,19 @@ mod support {
             kiln::validate::validate(loaded).unwrap_or_else(|e| panic!("validate: {e:?}"));
         let plans = kiln::evaluate::evaluate(&platform, &kiln::evaluate::Selection::default())
             .unwrap_or_else(|e| panic!("evaluate: {e:?}"));
-        KargoInput::from_platform(&platform, &plans, layout)
+        Input {
+            platform,
+            plans,
+            opts: kargo::KargoOptions {
+                layout,
+                ..Default::default()
+            },
+        }
     }
 
     /// The emitted files as YAML text, by relative path.
-    pub fn emit_yaml(input: &KargoInput) -> BTreeMap<String, String> {
-        let files = kargo::emit_kargo(input).unwrap_or_else(|e| panic!("emit: {e:?}"));
+    pub fn emit_yaml(input: &Input) -> BTreeMap<String, String> {
+        let files = input.emit().unwrap_or_else(|e| panic!("emit: {e:?}"));
         files
             .into_iter()
             .map(|(path, resources)| {
@@ -130,8 +166,9 @@ mod support {
             .collect()
     }
 
-    pub fn objects(input: &KargoInput) -> Vec<Resource> {
-        kargo::emit_kargo(input)
+    pub fn objects(input: &Input) -> Vec<Resource> {
+        input
+            .emit()
             .unwrap_or_else(|e| panic!("emit: {e:?}"))
             .into_iter()
             .flat_map(|(_, r)| r)
@@ -139,20 +176,20 @@ mod support {
     }
 }
 
-fn bank() -> KargoInput {
+fn bank() -> Input {
     support::platform_input(&support::root().join("platforms/bank"), Layout::Service)
 }
 
 /// The bank with one promotion per component in every project (backend uses project mode).
-fn bank_per_component() -> KargoInput {
+fn bank_per_component() -> Input {
     let mut input = bank();
-    for p in &mut input.projects {
+    for p in &mut input.platform.projects {
         p.promotion = kiln::spec::PromotionUnit::Component;
     }
     input
 }
 
-fn fixture(case: &str, platform: &str) -> KargoInput {
+fn fixture(case: &str, platform: &str) -> Input {
     let root = support::root().join("tests/fixtures/kargo").join(case);
     support::platform_input_in(
         &root.join("platforms").join(platform),
@@ -277,7 +314,7 @@ fn bank_objects_pass_the_kargo_and_argocd_schemas() {
     for layout in [Layout::Service, Layout::Cluster] {
         let mut input = support::platform_input(&support::root().join("platforms/bank"), layout);
         for enabled in [true, false] {
-            input.enabled = enabled;
+            input.platform.kargo.enabled = enabled;
             let files = support::emit_yaml(&input);
             let docs = support::documents(&files);
             let report = check::validate_documents(&docs, &schemas).unwrap();
@@ -499,6 +536,7 @@ fn write_paths_in_the_source_repository_are_excluded_from_the_warehouse() {
     let mut input = bank_per_component();
     // backend writes into the platform repository itself, on the watched branch.
     let backend = input
+        .platform
         .projects
         .iter_mut()
         .find(|p| p.name == "backend")
@@ -522,8 +560,8 @@ fn write_paths_in_the_source_repository_are_excluded_from_the_warehouse() {
 #[test]
 fn kargo_disabled_emits_applications_tracking_the_main_branch_only() {
     let mut input = bank();
-    input.enabled = false;
-    let files = kargo::emit_kargo(&input).unwrap();
+    input.platform.kargo.enabled = false;
+    let files = input.emit().unwrap();
     assert!(
         files
             .iter()
@@ -719,7 +757,7 @@ fn g02_subscriptions_drop_tag_and_digest_but_keep_port_and_path() {
 
 #[test]
 fn g04_namespace_metadata_from_the_spec_reaches_the_project_namespace() {
-    let files = kargo::emit_kargo(&fixture("g04", "payments")).unwrap();
+    let files = fixture("g04", "payments").emit().unwrap();
     let (path, project_file) = &files[0];
     assert_eq!(path, "payments/kargo/project.yaml");
     let ns = &project_file[0];
@@ -740,17 +778,18 @@ fn g04_namespace_metadata_from_the_spec_reaches_the_project_namespace() {
 #[test]
 fn g04_project_namespace_is_adopted_with_a_string_label_and_comes_first() {
     let mut input = fixture("g01", "guestbook");
-    let p = &mut input.projects[0];
+    let p = &mut input.platform.projects[0];
     p.name = "payments".into();
-    p.namespace_labels.insert(
+    let meta = p.namespace_metadata.get_or_insert_with(Default::default);
+    meta.labels.insert(
         "pod-security.kubernetes.io/enforce".into(),
         "restricted".into(),
     );
-    p.namespace_labels
+    meta.labels
         .insert("secrets.example.io/store-access".into(), "allowed".into());
-    p.namespace_annotations
+    meta.annotations
         .insert("owner.example.io/team".into(), "payments-team".into());
-    let files = kargo::emit_kargo(&input).unwrap();
+    let files = input.emit().unwrap();
     let (path, project_file) = files[0].clone();
     assert_eq!(path, "payments/kargo/project.yaml");
     let ns = &project_file[0];
@@ -806,9 +845,9 @@ fn g04_project_namespace_is_adopted_with_a_string_label_and_comes_first() {
 // Errors
 // ---------------------------------------------------------------------------------------
 
-fn codes(input: &KargoInput) -> Vec<String> {
+fn codes(input: &Input) -> Vec<String> {
     use miette::Diagnostic;
-    match kargo::emit_kargo(input) {
+    match input.emit() {
         Ok(_) => Vec::new(),
         Err(e) => e
             .errors
@@ -819,45 +858,20 @@ fn codes(input: &KargoInput) -> Vec<String> {
 }
 
 #[test]
-fn error_environment_cycle() {
-    let mut input = fixture("g01", "guestbook");
-    input.environments[0].from = vec!["prod".into()];
-    let err = kargo::emit_kargo(&input).unwrap_err();
-    assert_eq!(codes(&input), ["kiln::kargo::environment_cycle"]);
-    let message = err.errors[0].to_string();
-    assert!(
-        message.contains("`dev` → `staging` → `prod` → `dev`") || message.contains("→"),
-        "{message}"
-    );
-}
-
-#[test]
-fn error_unknown_upstream() {
-    let mut input = fixture("g01", "guestbook");
-    input.environments[2].from = vec!["stagin".into()];
-    assert_eq!(codes(&input), ["kiln::kargo::unknown_upstream"]);
-    let err = kargo::emit_kargo(&input).unwrap_err();
-    let help = miette::Diagnostic::help(&err.errors[0])
-        .unwrap()
-        .to_string();
-    assert!(help.contains("staging"), "{help}");
-}
-
-#[test]
 fn error_duplicate_stage_names() {
     let mut input = fixture("g01", "guestbook");
     // `front` in `end-dev` and `front-end` in `dev` both make `front-end-dev`.
-    let mut other = input.projects[0].components[0].clone();
-    input.projects[0].components[0].name = "front".into();
+    let mut other = input.platform.projects[0].components[0].clone();
+    input.platform.projects[0].components[0].name = "front".into();
     other.name = "front-end".into();
-    input.projects[0].components.push(other);
-    input.environments[0].name = "end-dev".into();
-    input.environments[1].from = vec!["end-dev".into()];
-    input.environments.insert(
+    input.platform.projects[0].components.push(other);
+    input.platform.environments[0].name = "end-dev".into();
+    input.platform.environments[1].from = vec!["end-dev".into()];
+    input.platform.environments.insert(
         1,
-        kargo::Environment {
+        kiln::validate::Environment {
             name: "dev".into(),
-            ..input.environments[0].clone()
+            ..input.platform.environments[0].clone()
         },
     );
     let got = codes(&input);
@@ -870,16 +884,18 @@ fn error_duplicate_stage_names() {
 #[test]
 fn error_project_name_not_a_namespace() {
     let mut input = fixture("g01", "guestbook");
-    input.projects[0].name = "Guest_Book".into();
+    input.platform.projects[0].name = "Guest_Book".into();
     assert_eq!(codes(&input), ["kiln::kargo::invalid_project_name"]);
 }
 
 #[test]
 fn error_image_constraint_does_not_parse() {
     let mut input = fixture("g01", "guestbook");
-    input.projects[0].components[0].images[0].constraint = Some(">= 1.2.3.4".into());
+    for img in input.images_mut("guestbook", "frontend") {
+        img.constraint = Some(">= 1.2.3.4".into());
+    }
     assert_eq!(codes(&input), ["kiln::kargo::constraint_invalid"]);
-    let err = kargo::emit_kargo(&input).unwrap_err();
+    let err = input.emit().unwrap_err();
     // Points at the constraint in component.yaml.
     let d: &dyn miette::Diagnostic = &err.errors[0];
     assert!(
@@ -897,19 +913,23 @@ fn error_image_constraint_does_not_parse() {
 #[test]
 fn error_kargo_without_source_or_output() {
     let mut input = fixture("g01", "guestbook");
-    input.projects[0].output = None;
+    input.platform.projects[0].output = None;
     assert_eq!(codes(&input), ["kiln::kargo::output_missing"]);
-    input.source.repo_url = None;
+    input.platform.source.repo_url = None;
     assert_eq!(codes(&input), ["kiln::kargo::source_repo_missing"]);
-    input.enabled = false;
-    assert_eq!(kargo::emit_kargo(&input).unwrap().len(), 0);
+    input.platform.kargo.enabled = false;
+    assert_eq!(input.emit().unwrap().len(), 0);
 }
 
 #[test]
 fn error_two_promotions_write_the_same_folder() {
     let mut input = fixture("g01", "guestbook");
     // One branch, no environment in the path: dev and staging would overwrite each other.
-    input.projects[0].output.as_mut().unwrap().path_pattern = Some("deploy".into());
+    input.platform.projects[0]
+        .output
+        .as_mut()
+        .unwrap()
+        .path_pattern = Some("deploy".into());
     let got = codes(&input);
     assert!(
         got.iter().all(|c| c == "kiln::kargo::write_path_collision") && got.len() == 2,
@@ -996,7 +1016,8 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
 #[test]
 fn emitted_artifact_set_validates_in_memory() {
     let mut set = kiln::artifact::ArtifactSet::new();
-    kargo::emit_into(&mut set, "deploy/", &bank()).unwrap();
+    let b = bank();
+    kargo::emit_into(&mut set, "deploy/", &b.platform, &b.plans, &b.opts).unwrap();
     // backend: one pipeline file instead of seven.
     assert_eq!(set.len(), 25 - 6);
     assert!(
@@ -1087,7 +1108,8 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
             .count(),
         17
     );
-    kargo::emit_into(&mut set, "", &bank()).unwrap();
+    let b = bank();
+    kargo::emit_into(&mut set, "", &b.platform, &b.plans, &b.opts).unwrap();
     assert_eq!(set.len(), rendered_files);
     let schemas = match support::shared_schemas() {
         Some(dir) => SchemaSet::load(&dir).unwrap(),
@@ -1109,12 +1131,12 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
 fn error_application_names_clash_across_projects() {
     let mut input = fixture("g01", "guestbook");
     // `guest-book` + `frontend` and `guest` + `book-frontend` both make `guest-book-frontend-<env>`.
-    let mut other = input.projects[0].clone();
-    input.projects[0].name = "guest-book".into();
+    let mut other = input.platform.projects[0].clone();
+    input.platform.projects[0].name = "guest-book".into();
     other.name = "guest".into();
     other.components[0].name = "book-frontend".into();
     other.output.as_mut().unwrap().repo_url = "https://git.example.test/platform/other.git".into();
-    input.projects.push(other);
+    input.platform.projects.push(other);
     let got = codes(&input);
     assert_eq!(
         got, ["kiln::kargo::duplicate_name"; 3],
@@ -1134,8 +1156,16 @@ fn without_plans_namespaces_and_images_fall_back_to_the_spec() {
         ..Default::default()
     };
     let plans = kiln::evaluate::evaluate(&platform, &selection).unwrap();
-    let partial = KargoInput::from_platform(&platform, &plans, Layout::Service);
-    let none = KargoInput::from_platform(&platform, &[], Layout::Service);
+    let partial = Input {
+        platform: platform.clone(),
+        plans,
+        opts: Default::default(),
+    };
+    let none = Input {
+        platform,
+        plans: Vec::new(),
+        opts: Default::default(),
+    };
     assert_eq!(support::emit_yaml(&partial), support::emit_yaml(&bank()));
     assert_eq!(support::emit_yaml(&none), support::emit_yaml(&bank()));
 }
@@ -1242,17 +1272,19 @@ fn digest_pinned_image_with_a_semver_range_selects_by_semver_and_promotes_the_di
 #[test]
 fn digest_strategy_is_kept_for_a_mutable_tag_and_rejected_for_a_range() {
     let mut input = fixture("g01", "guestbook");
-    let img = &mut input.projects[0].components[0].images[0];
-    img.tag = None;
-    img.digest = Some(format!("sha256:{}", "a".repeat(64)));
-    img.constraint = Some("latest".into());
-    img.strategy = kargo::Strategy::Digest;
-    img.by_digest = true;
+    for img in input.images_mut("guestbook", "frontend") {
+        img.tag = None;
+        img.digest = Some(format!("sha256:{}", "a".repeat(64)));
+        img.constraint = Some("latest".into());
+        img.strategy = Some(kiln::spec::ImageStrategy::Digest);
+    }
     let objects = support::objects(&input);
     let sub = &kind(&objects, "Warehouse")[0].value["spec"]["subscriptions"][0]["image"];
     assert_eq!(sub["imageSelectionStrategy"], "Digest");
     assert_eq!(sub["constraint"], "latest");
-    input.projects[0].components[0].images[0].constraint = Some("~1.4".into());
+    for img in input.images_mut("guestbook", "frontend") {
+        img.constraint = Some("~1.4".into());
+    }
     assert_eq!(codes(&input), ["kiln::kargo::digest_constraint_not_tag"]);
 }
 
@@ -1541,7 +1573,7 @@ fn bank_backend_promotes_the_whole_project_at_once() {
 #[test]
 fn project_mode_works_in_every_write_mode() {
     let mut input = bank();
-    for p in &mut input.projects {
+    for p in &mut input.platform.projects {
         p.promotion = kiln::spec::PromotionUnit::Project;
     }
     let objects = support::objects(&input);

@@ -2,9 +2,10 @@
 //! pipeline per project, and each (component, environment) an Argo CD Application that Kargo
 //! is authorized to update.
 //!
-//! Where it sits: part of `emit`. Input is a [`KargoInput`], a small adapter over the
-//! validated [`Platform`](crate::validate::Platform) and its BuildPlans
-//! ([`KargoInput::from_platform`]); output is a list of (relative path, resources) that the
+//! Where it sits: part of `emit`. Input is the validated
+//! [`Platform`](crate::validate::Platform) itself (the one model: nothing is copied out of it)
+//! with its BuildPlans and the [`KargoOptions`] render decided; output is a list of (relative
+//! path, resources) that the
 //! emit stage writes as YAML under the output root:
 //!
 //! ```text
@@ -38,11 +39,10 @@ use crate::diag::{Errors, Loc, Sources};
 use crate::evaluate::BuildPlan;
 use crate::resource::Resource;
 use crate::spec::{OutputMode, PromotionUnit};
-use crate::validate::Platform;
+use crate::validate::{ComponentInstance as Component, Environment, Platform, Project};
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use thiserror::Error;
 
 /// Kargo's API version.
@@ -96,125 +96,123 @@ impl Strategy {
     }
 }
 
-/// The source repository: where the platform and its rendered tree live.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceRepo {
-    /// Clone URL; `None` when the spec has none (then nothing is generated unless Kargo is on,
-    /// which is an error).
-    pub repo_url: Option<String>,
-    /// Branch the rendered tree is committed to.
-    pub branch: String,
-    /// Directory of the rendered tree (`deploy`).
-    pub rendered_path: String,
-}
-
-/// Argo CD settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArgoCdSettings {
-    /// Namespace of the Applications.
-    pub namespace: String,
-    /// AppProject of the Applications.
-    pub project: String,
-}
-
-/// An environment: a node of the promotion graph.
-#[derive(Debug, Clone)]
-pub struct Environment {
-    pub name: String,
-    pub tier: String,
-    pub cluster: String,
-    /// Upstream environments; empty for a root (takes Freight from the Warehouse).
-    pub from: Vec<String>,
-    /// Where it is declared, for errors.
-    pub loc: Option<Loc>,
-}
-
-/// The write repository of a project.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Output {
-    /// Clone URL; may use `${env.cluster}` (one repository per cluster).
-    pub repo_url: String,
-    pub mode: OutputMode,
-    /// Branch pattern; default `stage/${env.name}` (branch per environment), else `main`.
-    pub branch_pattern: Option<String>,
-    /// Directory pattern inside the branch; default none (branch per environment),
-    /// `${env.name}` (path per environment), `clusters/${env.cluster}/${project.name}/${env.name}`
-    /// (cluster repository). The component's folder goes below it.
-    pub path_pattern: Option<String>,
-}
-
-/// A container image of a component.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Image {
-    /// Image name in the component's manifests (kustomize `images[].name`).
-    pub name: String,
-    /// Repository the image is pulled from, possibly with a tag or digest (dropped for the
-    /// subscription).
-    pub repository: String,
-    pub tag: Option<String>,
-    pub digest: Option<String>,
-    /// Semver constraint (SemVer), tag to follow (Digest), or none.
-    pub constraint: Option<String>,
-    pub strategy: Strategy,
-    /// Promoted by digest (`kustomize-set-image` `digest: imageFrom(...).Digest`) rather than
-    /// by tag: the image is pinned by `digest` and has no `tag`. Independent of the strategy,
-    /// so "pinned by digest, following versions" is SemVer selection with a digest pin.
-    pub by_digest: bool,
-}
-
-/// A component instance of a project.
-#[derive(Debug, Clone)]
-pub struct Component {
-    /// Instance name: folder, Warehouse and Stage names.
-    pub name: String,
-    pub images: Vec<Image>,
-    /// Workload namespace per environment (resolved namespace pattern).
-    pub namespaces: BTreeMap<String, String>,
-    /// The instance in `platform.yaml`, for errors.
-    pub loc: Option<Loc>,
-    /// `spec.images` in the component's `component.yaml`, for image errors.
-    pub images_loc: Option<Loc>,
-}
-
-/// A project: one Kargo project (namespace) and one write repository.
-#[derive(Debug, Clone)]
-pub struct Project {
-    pub name: String,
-    pub output: Option<Output>,
-    /// One promotion per component, or one per project.
-    pub promotion: PromotionUnit,
-    /// Extra labels of the project Namespace (the platform pre-creates it with policy labels).
-    pub namespace_labels: BTreeMap<String, String>,
-    /// Extra annotations of the project Namespace.
-    pub namespace_annotations: BTreeMap<String, String>,
-    pub components: Vec<Component>,
-    pub loc: Option<Loc>,
-}
-
-/// Everything the generator needs, independent of how the spec spells it.
-#[derive(Debug, Clone)]
-pub struct KargoInput {
-    /// `metadata.name` of the platform (for `${platform.name}`).
-    pub platform: String,
-    pub source: SourceRepo,
+/// What `render` decided beside the validated platform.
+#[derive(Debug, Clone, Default)]
+pub struct KargoOptions {
+    /// The rendered tree's layout: where promotions read each component's folder.
     pub layout: Layout,
-    pub argocd: ArgoCdSettings,
-    /// Generate Kargo objects; when off, only Applications tracking the source branch.
-    pub enabled: bool,
-    /// Auto-promotion per environment name (absent: off).
-    pub auto_promotion: BTreeMap<String, bool>,
-    /// Cluster name → API server URL.
-    pub clusters: BTreeMap<String, String>,
-    pub environments: Vec<Environment>,
-    pub projects: Vec<Project>,
-    /// Source texts for error snippets.
-    pub sources: Option<Arc<Sources>>,
+    /// Generate these projects only; empty: every project. A selection also leaves out the
+    /// bootstrap objects, whose AppProject would miss the other projects.
+    pub projects: Vec<String>,
     /// Cluster-scoped (group, kind)s of the rendered manifests, allowed by the AppProject
-    /// ([`KargoInput::with_rendered`]).
+    /// ([`cluster_kinds`]).
     pub cluster_kinds: BTreeSet<(String, String)>,
-    /// Emit the platform's bootstrap objects (AppProject, root Application). Off for a render
-    /// of some projects only, whose AppProject would miss the others.
-    pub bootstrap: bool,
+}
+
+/// The cluster-scoped (group, kind)s of `rendered`, which the AppProject must allow.
+pub fn cluster_kinds(rendered: &[crate::render::Rendered]) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rendered.iter().flat_map(|r| &r.resources) {
+        let group = r.api_version().rsplit_once('/').map_or("", |(g, _)| g);
+        if crate::kustomize::namespace::is_cluster_scoped(group, r.kind()) {
+            out.insert((group.to_string(), r.kind().to_string()));
+        }
+    }
+    out
+}
+
+/// One generation run: the validated platform (the one model; nothing is copied out of
+/// it), its BuildPlans by (project, component, environment), and the options.
+struct Input<'a> {
+    platform: &'a Platform,
+    plans: BTreeMap<(&'a str, &'a str, &'a str), &'a BuildPlan>,
+    opts: &'a KargoOptions,
+}
+
+impl<'a> Input<'a> {
+    fn new(platform: &'a Platform, plans: &'a [BuildPlan], opts: &'a KargoOptions) -> Self {
+        let plans = plans
+            .iter()
+            .map(|b| {
+                (
+                    (
+                        b.project.as_str(),
+                        b.component.as_str(),
+                        b.environment.as_str(),
+                    ),
+                    b,
+                )
+            })
+            .collect();
+        Input {
+            platform,
+            plans,
+            opts,
+        }
+    }
+
+    /// Kargo objects on; when off, only Applications tracking the source branch.
+    fn enabled(&self) -> bool {
+        self.platform.kargo.enabled
+    }
+
+    fn sources(&self) -> &'a Sources {
+        &self.platform.sources
+    }
+
+    /// The projects to generate.
+    fn projects(&self) -> impl Iterator<Item = &'a Project> + '_ {
+        self.platform
+            .projects
+            .iter()
+            .filter(|p| self.opts.projects.is_empty() || self.opts.projects.contains(&p.name))
+    }
+
+    /// The images of an instance after evaluation (any environment's plan: images do not
+    /// vary by environment), else as its component declares them (a render that selected
+    /// other environments or components still generates every Stage).
+    fn images(&self, project: &Project, inst: &'a Component) -> &'a [crate::spec::Image] {
+        self.platform
+            .environments
+            .iter()
+            .find_map(|e| {
+                self.plans
+                    .get(&(project.name.as_str(), inst.name.as_str(), e.name.as_str()))
+            })
+            .map_or(inst.component.images.as_slice(), |b| b.images.as_slice())
+    }
+
+    /// The workload namespace of an instance in an environment: the plan's, else the
+    /// environment's namespace pattern resolved.
+    fn namespace(&self, project: &Project, inst: &Component, env: &Environment) -> String {
+        if let Some(b) =
+            self.plans
+                .get(&(project.name.as_str(), inst.name.as_str(), env.name.as_str()))
+        {
+            return b.namespace.clone();
+        }
+        resolve_pattern(
+            &env.namespace,
+            &[
+                ("project.name", &project.name),
+                ("env.name", &env.name),
+                ("env.tier", &env.tier),
+                ("env.cluster", &env.cluster),
+                ("platform.name", &self.platform.name),
+                ("component.name", &inst.name),
+            ],
+        )
+        .unwrap_or_else(|_| format!("{}-{}", project.name, env.name))
+    }
+
+    /// Auto-promotion of an environment (absent: off).
+    fn auto_promotion(&self, env: &str) -> bool {
+        self.platform
+            .kargo
+            .promotion
+            .get(env)
+            .is_some_and(|p| p.auto)
+    }
 }
 
 /// Why the Kargo/Argo CD objects cannot be generated. Codes `kiln::kargo::<condition>`.
@@ -254,38 +252,6 @@ pub enum KargoError {
         #[source_code]
         src: Option<NamedSource<String>>,
         #[label("used in this name")]
-        span: Option<SourceSpan>,
-    },
-
-    /// An environment's `from` names an environment that does not exist.
-    #[error("{at}environment `{environment}` promotes from unknown environment `{upstream}`")]
-    #[diagnostic(code(kiln::kargo::unknown_upstream))]
-    UnknownUpstream {
-        environment: String,
-        upstream: String,
-        at: String,
-        #[help]
-        help: String,
-        #[source_code]
-        src: Option<NamedSource<String>>,
-        #[label("unknown environment")]
-        span: Option<SourceSpan>,
-    },
-
-    /// The environment graph has a cycle.
-    #[error("{at}environments form a promotion cycle: {cycle}")]
-    #[diagnostic(
-        code(kiln::kargo::environment_cycle),
-        help(
-            "Freight flows one way, from the Warehouse down the `from` edges; remove one edge of the cycle"
-        )
-    )]
-    EnvironmentCycle {
-        cycle: String,
-        at: String,
-        #[source_code]
-        src: Option<NamedSource<String>>,
-        #[label("part of the cycle")]
         span: Option<SourceSpan>,
     },
 
@@ -478,35 +444,20 @@ pub enum KargoError {
         #[label("this output")]
         span: Option<SourceSpan>,
     },
-
-    /// An environment's cluster has no server URL.
-    #[error("{at}environment `{environment}` is on unknown cluster `{cluster}`")]
-    #[diagnostic(
-        code(kiln::kargo::unknown_cluster),
-        help("add the cluster with its `server` to `spec.clusters`")
-    )]
-    UnknownCluster {
-        environment: String,
-        cluster: String,
-        at: String,
-        #[source_code]
-        src: Option<NamedSource<String>>,
-        #[label("no such cluster")]
-        span: Option<SourceSpan>,
-    },
 }
 
-/// A source snippet for an error: `(at-prefix, source, span)`; all empty without sources.
+/// A source snippet for an error: `(at-prefix, source, span)`. Built only when an error is
+/// reported: it copies and scans the file, which per (component, environment) would make
+/// generation quadratic in the size of `platform.yaml`.
 fn snippet(
-    sources: &Option<Arc<Sources>>,
-    loc: Option<&Loc>,
+    sources: &Sources,
+    loc: &Loc,
 ) -> (String, Option<NamedSource<String>>, Option<SourceSpan>) {
-    match (sources, loc) {
-        (Some(s), Some(l)) if l.file < s.files().len() => {
-            let sn = s.snippet(l);
-            (format!("{}: ", sn.at), Some(sn.src), sn.span)
-        }
-        _ => (String::new(), None, None),
+    if loc.file < sources.files().len() {
+        let sn = sources.snippet(loc);
+        (format!("{}: ", sn.at), Some(sn.src), sn.span)
+    } else {
+        (String::new(), None, None)
     }
 }
 
@@ -576,6 +527,8 @@ struct Pair<'a> {
     /// Workload namespace.
     namespace: String,
     server: String,
+    /// The instance's images after evaluation ([`Input::images`]).
+    images: &'a [crate::spec::Image],
     /// `None` when Kargo is off.
     target: Option<Target>,
     /// Another Stage writes the same (repository, branch): `argocd-update` pins the
@@ -583,15 +536,13 @@ struct Pair<'a> {
     pin: bool,
 }
 
-impl Project {
-    /// The promotion unit's name for `component`: the component (Warehouse `<component>`,
-    /// Stages `<component>-<env>`), or the project in project mode (Warehouse `<project>`,
-    /// Stages `<project>-<env>`).
-    pub fn unit<'a>(&'a self, component: &'a Component) -> &'a str {
-        match self.promotion {
-            PromotionUnit::Component => &component.name,
-            PromotionUnit::Project => &self.name,
-        }
+/// The promotion unit's name for `component` of `project`: the component (Warehouse
+/// `<component>`, Stages `<component>-<env>`), or the project in project mode (Warehouse
+/// `<project>`, Stages `<project>-<env>`).
+pub fn unit<'a>(project: &'a Project, component: &'a Component) -> &'a str {
+    match project.promotion {
+        PromotionUnit::Component => &component.name,
+        PromotionUnit::Project => &project.name,
     }
 }
 
@@ -631,153 +582,12 @@ fn pin_shared_branches(resolved: &mut [(&Project, Vec<Pair<'_>>)]) {
     }
 }
 
-impl KargoInput {
-    /// Builds the input from the validated platform and its BuildPlans (which give each
-    /// instance's resolved namespace and images); instances without a plan fall back to the
-    /// environment's namespace pattern and the component's images as written.
-    ///
-    /// Image strategy: a `digest` without a `tag` is followed by digest (`Digest`, with
-    /// `constraint` naming the mutable tag); anything else is `SemVer`.
-    pub fn from_platform(platform: &Platform, plans: &[BuildPlan], layout: Layout) -> KargoInput {
-        let environments = platform
-            .environments
-            .iter()
-            .map(|e| Environment {
-                name: e.name.clone(),
-                tier: e.tier.clone(),
-                cluster: e.cluster.clone(),
-                from: e.from.clone(),
-                loc: Some(e.loc.clone()),
-            })
-            .collect::<Vec<_>>();
-        let projects = platform
-            .projects
-            .iter()
-            .map(|p| Project {
-                name: p.name.clone(),
-                promotion: p.promotion,
-                output: p.output.as_ref().map(|o| Output {
-                    repo_url: o.repo_url.clone(),
-                    mode: o.mode,
-                    branch_pattern: o.branch_pattern.clone(),
-                    path_pattern: o.path_pattern.clone(),
-                }),
-                namespace_labels: p
-                    .namespace_metadata
-                    .iter()
-                    .flat_map(|m| m.labels.clone())
-                    .collect(),
-                namespace_annotations: p
-                    .namespace_metadata
-                    .iter()
-                    .flat_map(|m| m.annotations.clone())
-                    .collect(),
-                components: p
-                    .components
-                    .iter()
-                    .map(|inst| {
-                        let mine: Vec<&BuildPlan> = plans
-                            .iter()
-                            .filter(|b| b.project == p.name && b.component == inst.name)
-                            .collect();
-                        let images = mine
-                            .first()
-                            .map(|b| b.images.clone())
-                            .unwrap_or_else(|| inst.component.images.clone());
-                        let namespaces = platform
-                            .environments
-                            .iter()
-                            .map(|e| {
-                                let ns = mine
-                                    .iter()
-                                    .find(|b| b.environment == e.name)
-                                    .map(|b| b.namespace.clone())
-                                    .unwrap_or_else(|| {
-                                        resolve_pattern(
-                                            &e.namespace,
-                                            &[
-                                                ("project.name", &p.name),
-                                                ("env.name", &e.name),
-                                                ("env.tier", &e.tier),
-                                                ("env.cluster", &e.cluster),
-                                                ("platform.name", &platform.name),
-                                                ("component.name", &inst.name),
-                                            ],
-                                        )
-                                        .unwrap_or_else(|_| format!("{}-{}", p.name, e.name))
-                                    });
-                                (e.name.clone(), ns)
-                            })
-                            .collect();
-                        Component {
-                            name: inst.name.clone(),
-                            images: images
-                                .iter()
-                                .map(|i| {
-                                    let by_digest = i.digest.is_some() && i.tag.is_none();
-                                    Image {
-                                        name: i.name.clone(),
-                                        repository: i.repository.clone(),
-                                        tag: i.tag.clone(),
-                                        digest: i.digest.clone(),
-                                        constraint: i.constraint.clone(),
-                                        strategy: image_strategy(i),
-                                        by_digest,
-                                    }
-                                })
-                                .collect(),
-                            namespaces,
-                            loc: Some(inst.loc.clone()),
-                            images_loc: Some(Loc::new(inst.component.file, "/spec/images")),
-                        }
-                    })
-                    .collect(),
-                loc: Some(p.loc.clone()),
-            })
-            .collect();
-        KargoInput {
-            platform: platform.name.clone(),
-            source: SourceRepo {
-                repo_url: platform.source.repo_url.clone(),
-                branch: platform.source.branch.clone(),
-                rendered_path: platform.source.rendered_path.clone(),
-            },
-            layout,
-            argocd: ArgoCdSettings {
-                namespace: platform.argocd.namespace.clone(),
-                project: platform.argocd.project.clone(),
-            },
-            enabled: platform.kargo.enabled,
-            auto_promotion: platform
-                .kargo
-                .promotion
-                .iter()
-                .map(|(k, v)| (k.clone(), v.auto))
-                .collect(),
-            clusters: platform
-                .clusters
-                .iter()
-                .map(|c| (c.name.clone(), c.server.clone()))
-                .collect(),
-            environments,
-            projects,
-            sources: Some(platform.sources.clone()),
-            cluster_kinds: BTreeSet::new(),
-            bootstrap: true,
-        }
-    }
-
-    /// Records the cluster-scoped kinds of `rendered`, which the AppProject must allow.
-    pub fn with_rendered(mut self, rendered: &[crate::render::Rendered]) -> KargoInput {
-        for r in rendered.iter().flat_map(|r| &r.resources) {
-            let group = r.api_version().rsplit_once('/').map_or("", |(g, _)| g);
-            if crate::kustomize::namespace::is_cluster_scoped(group, r.kind()) {
-                self.cluster_kinds
-                    .insert((group.to_string(), r.kind().to_string()));
-            }
-        }
-        self
-    }
+/// Whether `kustomize-set-image` pins `img` by digest (`imageFrom(...).Digest`) rather than
+/// by tag: Digest selection always; SemVer selection when the image is pinned by `digest`
+/// and has no `tag` ("pinned by digest, following versions"). Each Freight image records
+/// both (`api/v1alpha1/stage_types.go` `Image`, Kargo v1.11.2).
+pub fn promotes_digest(img: &crate::spec::Image) -> bool {
+    (img.digest.is_some() && img.tag.is_none()) || image_strategy(img) == Strategy::Digest
 }
 
 /// The selection strategy of a component image. Explicit `strategy` wins. Otherwise an image
@@ -786,7 +596,7 @@ impl KargoInput {
 /// "pinned by digest, following versions": `SemVer`, promoted by digest. Under `Digest`,
 /// Kargo asks the registry for the constraint as a literal tag
 /// (`pkg/image/digest_selector.go` at v1.11.2), so a range there never makes Freight.
-fn image_strategy(i: &crate::spec::Image) -> Strategy {
+pub fn image_strategy(i: &crate::spec::Image) -> Strategy {
     match i.strategy {
         Some(crate::spec::ImageStrategy::Digest) => Strategy::Digest,
         Some(crate::spec::ImageStrategy::SemVer) => Strategy::SemVer,
@@ -801,94 +611,25 @@ fn image_strategy(i: &crate::spec::Image) -> Strategy {
 }
 
 /// Environments ordered so that each comes after its upstreams (ties in declared order).
-///
-/// Errors: unknown upstreams and cycles, all of them.
-fn promotion_order<'a>(
-    input: &'a KargoInput,
-    errors: &mut Vec<KargoError>,
-) -> Vec<&'a Environment> {
-    let names: BTreeSet<&str> = input.environments.iter().map(|e| e.name.as_str()).collect();
-    for e in &input.environments {
-        for up in &e.from {
-            if !names.contains(up.as_str()) {
-                let (at, src, span) = snippet(
-                    &input.sources,
-                    e.loc.as_ref().map(|l| l.join("from")).as_ref(),
-                );
-                errors.push(KargoError::UnknownUpstream {
-                    environment: e.name.clone(),
-                    upstream: up.clone(),
-                    at,
-                    help: crate::diag::help_for_name(up, "environment", names.iter().copied()),
-                    src,
-                    span,
-                });
-            }
-        }
-    }
+/// Validate has proven that every upstream exists and that `from` has no cycle
+/// (`kiln::validate::unknown_environment`, `environment_cycle`); were one left, its
+/// environments would come last rather than loop.
+fn promotion_order(platform: &Platform) -> Vec<&Environment> {
+    let envs = &platform.environments;
     let mut done: BTreeSet<&str> = BTreeSet::new();
     let mut out = Vec::new();
-    loop {
+    while out.len() < envs.len() {
         let before = out.len();
-        for e in &input.environments {
-            if !done.contains(e.name.as_str())
-                && e.from
-                    .iter()
-                    .all(|f| done.contains(f.as_str()) || !names.contains(f.as_str()))
-            {
+        for e in envs {
+            if !done.contains(e.name.as_str()) && e.from.iter().all(|f| done.contains(f.as_str())) {
                 done.insert(&e.name);
                 out.push(e);
             }
         }
-        if out.len() == input.environments.len() {
-            return out;
-        }
         if out.len() == before {
+            out.extend(envs.iter().filter(|e| !done.contains(e.name.as_str())));
             break;
         }
-    }
-    // What is left holds at least one cycle; walk `from` edges among the rest to name it.
-    let rest: Vec<&Environment> = input
-        .environments
-        .iter()
-        .filter(|e| !done.contains(e.name.as_str()))
-        .collect();
-    let by_name: BTreeMap<&str, &Environment> =
-        rest.iter().map(|e| (e.name.as_str(), *e)).collect();
-    let mut path: Vec<&str> = vec![rest[0].name.as_str()];
-    loop {
-        let cur = by_name[path.last().copied().unwrap_or_default()];
-        let Some(next) = cur
-            .from
-            .iter()
-            .map(String::as_str)
-            .find(|f| by_name.contains_key(f))
-        else {
-            break;
-        };
-        if let Some(i) = path.iter().position(|p| *p == next) {
-            let mut cycle: Vec<&str> = path[i..].to_vec();
-            cycle.push(next);
-            // Printed in promotion direction: upstream → downstream.
-            cycle.reverse();
-            let first = by_name[cycle[0]];
-            let (at, src, span) = snippet(
-                &input.sources,
-                first.loc.as_ref().map(|l| l.join("from")).as_ref(),
-            );
-            errors.push(KargoError::EnvironmentCycle {
-                cycle: cycle
-                    .iter()
-                    .map(|c| format!("`{c}`"))
-                    .collect::<Vec<_>>()
-                    .join(" → "),
-                at,
-                src,
-                span,
-            });
-            break;
-        }
-        path.push(next);
     }
     out
 }
@@ -896,15 +637,23 @@ fn promotion_order<'a>(
 /// Generates the Kargo and Argo CD objects of every project, grouped by output file (see the
 /// module docs for the paths).
 ///
-/// Errors (all together): [`KargoError`] — invalid project or generated names, unknown
-/// upstream environments, cycles, duplicate Stage or Application names, unparsable image
-/// constraints, a missing source or write repository while Kargo is enabled, colliding write
-/// paths.
-pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Errors<KargoError>> {
+/// Input: the validated platform and its BuildPlans (which give each instance's resolved
+/// namespace and images; instances without a plan fall back to the environment's namespace
+/// pattern and the component's images as written).
+///
+/// Errors (all together): [`KargoError`] — invalid project or generated names, duplicate
+/// Stage or Application names, unparsable image constraints, a missing source or write
+/// repository while Kargo is enabled, colliding write paths.
+pub fn emit_kargo(
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &KargoOptions,
+) -> Result<Vec<(String, Vec<Resource>)>, Errors<KargoError>> {
+    let input = &Input::new(platform, plans, opts);
     let mut errors = Vec::new();
-    let order = promotion_order(input, &mut errors);
-    if input.source.repo_url.is_none() {
-        if input.enabled {
+    let order = promotion_order(platform);
+    if platform.source.repo_url.is_none() {
+        if input.enabled() {
             errors.push(KargoError::SourceRepoMissing);
         }
         // Without a source repository there is nothing for Applications to track.
@@ -915,12 +664,9 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
     // repository: both are checked across projects.
     let mut seen = Seen::default();
     let mut resolved: Vec<(&Project, Vec<Pair<'_>>)> = Vec::new();
-    for project in &input.projects {
-        let (at, src, span) = snippet(
-            &input.sources,
-            project.loc.as_ref().map(|l| l.join("name")).as_ref(),
-        );
+    for project in input.projects() {
         if let Some(reason) = naming::dns_label_problem(&project.name) {
+            let (at, src, span) = snippet(input.sources(), &project.loc.join("name"));
             errors.push(KargoError::InvalidProjectName {
                 name: project.name.clone(),
                 reason,
@@ -930,8 +676,8 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
             });
             continue;
         }
-        if input.enabled && project.output.is_none() {
-            let (at, src, span) = snippet(&input.sources, project.loc.as_ref());
+        if input.enabled() && project.output.is_none() {
+            let (at, src, span) = snippet(input.sources(), &project.loc);
             errors.push(KargoError::OutputMissing {
                 project: project.name.clone(),
                 at,
@@ -946,7 +692,7 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
     pin_shared_branches(&mut resolved);
     for (project, pairs) in &resolved {
         let (project, pairs) = (*project, pairs.as_slice());
-        if input.enabled {
+        if input.enabled() {
             files.push((
                 format!("{}/kargo/project.yaml", project.name),
                 project_objects(input, project, pairs),
@@ -994,7 +740,7 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
             files.push((format!("{}/argocd/{}.yaml", project.name, c.name), apps));
         }
     }
-    if input.bootstrap {
+    if opts.projects.is_empty() {
         let dir = argocd::BOOTSTRAP_DIR;
         if let Some(p) = argocd::app_project(input, &resolved) {
             files.push((format!("{dir}/appproject.yaml"), vec![p]));
@@ -1015,9 +761,11 @@ pub fn emit_kargo(input: &KargoInput) -> Result<Vec<(String, Vec<Resource>)>, Er
 pub fn emit_into(
     set: &mut crate::artifact::ArtifactSet,
     prefix: &str,
-    input: &KargoInput,
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &KargoOptions,
 ) -> Result<(), Errors<KargoError>> {
-    for (path, resources) in emit_kargo(input)? {
+    for (path, resources) in emit_kargo(platform, plans, opts)? {
         let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
         set.insert(
             format!("{prefix}{path}"),
@@ -1036,7 +784,7 @@ struct Seen {
 }
 
 fn pairs<'a>(
-    input: &'a KargoInput,
+    input: &Input<'a>,
     project: &'a Project,
     order: &[&'a Environment],
     seen: &mut Seen,
@@ -1052,15 +800,16 @@ fn pairs<'a>(
                 "component `{}` of project `{}` in environment `{}`",
                 component.name, project.name, env.name
             );
-            let stage = naming::stage_name(project.unit(component), &env.name);
+            let stage = naming::stage_name(unit(project, component), &env.name);
             let app = naming::application_name(&project.name, &component.name, &env.name);
-            let (at, src, span) = snippet(&input.sources, component.loc.as_ref());
+            // Built on error only (see `snippet`).
+            let here = || snippet(input.sources(), &component.loc);
             for (kind, name, seen) in [
                 ("Stage", &stage, &mut stage_names),
                 ("Application", &app, &mut *app_names),
             ] {
                 if kind == "Stage"
-                    && (!input.enabled
+                    && (!input.enabled()
                         || (project.promotion == PromotionUnit::Project
                             && !std::ptr::eq(component, &project.components[0])))
                 {
@@ -1068,46 +817,42 @@ fn pairs<'a>(
                     continue;
                 }
                 if let Some(reason) = naming::dns_label_problem(name) {
+                    let (at, src, span) = here();
                     errors.push(KargoError::InvalidGeneratedName {
                         kind,
                         name: name.clone(),
                         reason,
-                        at: at.clone(),
-                        src: src.clone(),
+                        at,
+                        src,
                         span,
                     });
                 }
                 if let Some(first) = seen.get(name) {
+                    let (at, src, span) = here();
                     errors.push(KargoError::DuplicateName {
                         kind,
                         name: name.clone(),
                         project: project.name.clone(),
                         first: first.clone(),
                         second: what.clone(),
-                        at: at.clone(),
-                        src: src.clone(),
+                        at,
+                        src,
                         span,
                     });
                 } else {
                     seen.insert(name.clone(), what.clone());
                 }
             }
-            let Some(server) = input.clusters.get(&env.cluster) else {
-                let (at, src, span) = snippet(
-                    &input.sources,
-                    env.loc.as_ref().map(|l| l.join("cluster")).as_ref(),
-                );
-                errors.push(KargoError::UnknownCluster {
-                    environment: env.name.clone(),
-                    cluster: env.cluster.clone(),
-                    at,
-                    src,
-                    span,
-                });
-                continue;
-            };
+            // Validate has proven that the cluster exists (`kiln::validate::unknown_cluster`).
+            let server = input
+                .platform
+                .clusters
+                .iter()
+                .find(|c| c.name == env.cluster)
+                .map(|c| c.server.clone())
+                .unwrap_or_default();
             let src_path = source_path(input, project, component, env);
-            let target = if input.enabled {
+            let target = if input.enabled() {
                 match project
                     .output
                     .as_ref()
@@ -1120,10 +865,8 @@ fn pairs<'a>(
                             t.path.clone(),
                         );
                         if let Some(first) = writes.get(&key) {
-                            let (at, src, span) = snippet(
-                                &input.sources,
-                                project.loc.as_ref().map(|l| l.join("output")).as_ref(),
-                            );
+                            let (at, src, span) =
+                                snippet(input.sources(), &project.loc.join("output"));
                             errors.push(KargoError::WritePathCollision {
                                 first: first.clone(),
                                 second: what.clone(),
@@ -1155,12 +898,9 @@ fn pairs<'a>(
                 stage,
                 app,
                 src_path,
-                namespace: component
-                    .namespaces
-                    .get(&env.name)
-                    .cloned()
-                    .unwrap_or_else(|| format!("{}-{}", project.name, env.name)),
-                server: server.clone(),
+                namespace: input.namespace(project, component, env),
+                images: input.images(project, component),
+                server,
                 target,
                 pin: false,
             });
@@ -1187,20 +927,16 @@ fn join_path(parts: &[&str]) -> String {
 
 /// The component's rendered folder in the source repository.
 fn source_path(
-    input: &KargoInput,
+    input: &Input<'_>,
     project: &Project,
     component: &Component,
     env: &Environment,
 ) -> String {
-    match input.layout {
-        Layout::Service => join_path(&[
-            &input.source.rendered_path,
-            &project.name,
-            &env.name,
-            &component.name,
-        ]),
+    let rendered = &input.platform.source.rendered_path;
+    match input.opts.layout {
+        Layout::Service => join_path(&[rendered, &project.name, &env.name, &component.name]),
         Layout::Cluster => join_path(&[
-            &input.source.rendered_path,
+            rendered,
             "clusters",
             &env.cluster,
             &project.name,
@@ -1212,9 +948,9 @@ fn source_path(
 
 /// Resolves the write repository, branch and folder of one (component, environment).
 fn target(
-    input: &KargoInput,
+    input: &Input<'_>,
     project: &Project,
-    output: &Output,
+    output: &crate::spec::ProjectOutput,
     component: &Component,
     env: &Environment,
 ) -> Result<Target, KargoError> {
@@ -1223,7 +959,7 @@ fn target(
         ("env.name", env.name.as_str()),
         ("env.tier", env.tier.as_str()),
         ("env.cluster", env.cluster.as_str()),
-        ("platform.name", input.platform.as_str()),
+        ("platform.name", input.platform.name.as_str()),
     ];
     let (branch_default, path_default) = match output.mode {
         OutputMode::BranchPerEnvironment => ("stage/${env.name}", ""),
@@ -1233,10 +969,10 @@ fn target(
             "clusters/${env.cluster}/${project.name}/${env.name}",
         ),
     };
-    let at_output = |field: &str| project.loc.as_ref().map(|l| l.join("output").join(field));
+    let at_output = |field: &str| project.loc.join("output").join(field);
     let resolve = |pattern: &str, field: &str| {
         resolve_pattern(pattern, &values).map_err(|reference| {
-            let (at, src, span) = snippet(&input.sources, at_output(field).as_ref());
+            let (at, src, span) = snippet(input.sources(), &at_output(field));
             KargoError::UnknownReference {
                 pattern: pattern.to_string(),
                 reference,
@@ -1252,7 +988,7 @@ fn target(
         "branchPattern",
     )?;
     if let Some(reason) = naming::branch_problem(&branch) {
-        let (at, src, span) = snippet(&input.sources, at_output("branchPattern").as_ref());
+        let (at, src, span) = snippet(input.sources(), &at_output("branchPattern"));
         return Err(KargoError::InvalidBranch {
             project: project.name.clone(),
             environment: env.name.clone(),
@@ -1274,17 +1010,18 @@ fn target(
 }
 
 /// Namespace, Project and ProjectConfig of a project.
-fn project_objects(input: &KargoInput, project: &Project, pairs: &[Pair<'_>]) -> Vec<Resource> {
-    let mut labels: Map<String, Value> = project
-        .namespace_labels
-        .iter()
+fn project_objects(input: &Input<'_>, project: &Project, pairs: &[Pair<'_>]) -> Vec<Resource> {
+    let metadata = project.namespace_metadata.as_ref();
+    let mut labels: Map<String, Value> = metadata
+        .into_iter()
+        .flat_map(|m| &m.labels)
         .map(|(k, v)| (k.clone(), json!(v)))
         .collect();
     // The string "true", not a boolean: label values are strings (case g04).
     labels.insert(PROJECT_LABEL.into(), json!("true"));
-    let mut ns_annotations: Map<String, Value> = project
-        .namespace_annotations
-        .iter()
+    let mut ns_annotations: Map<String, Value> = metadata
+        .into_iter()
+        .flat_map(|m| &m.annotations)
         .map(|(k, v)| (k.clone(), json!(v)))
         .collect();
     ns_annotations.insert(SYNC_WAVE.into(), json!(wave::NAMESPACE));
@@ -1308,7 +1045,7 @@ fn project_objects(input: &KargoInput, project: &Project, pairs: &[Pair<'_>]) ->
         .map(|p| {
             json!({
                 "stageSelector": { "name": p.stage },
-                "autoPromotionEnabled": input.auto_promotion.get(&p.env.name).copied().unwrap_or(false),
+                "autoPromotionEnabled": input.auto_promotion(&p.env.name),
             })
         })
         .collect();
@@ -1370,74 +1107,6 @@ mod tests {
         assert_eq!(
             normalize_repo("https://GitHub.com/x/y.git/"),
             normalize_repo("https://github.com/x/y")
-        );
-    }
-
-    fn env(name: &str, from: &[&str]) -> Environment {
-        Environment {
-            name: name.into(),
-            tier: "t".into(),
-            cluster: "c".into(),
-            from: from.iter().map(|s| s.to_string()).collect(),
-            loc: None,
-        }
-    }
-
-    fn input(environments: Vec<Environment>) -> KargoInput {
-        KargoInput {
-            platform: "p".into(),
-            source: SourceRepo {
-                repo_url: Some("https://x/src.git".into()),
-                branch: "main".into(),
-                rendered_path: "deploy".into(),
-            },
-            layout: Layout::Service,
-            argocd: ArgoCdSettings {
-                namespace: "argocd".into(),
-                project: "default".into(),
-            },
-            enabled: true,
-            auto_promotion: BTreeMap::new(),
-            clusters: BTreeMap::from([("c".to_string(), "https://c".to_string())]),
-            environments,
-            projects: Vec::new(),
-            sources: None,
-            cluster_kinds: BTreeSet::new(),
-            bootstrap: true,
-        }
-    }
-
-    #[test]
-    fn promotion_order_puts_upstreams_first_and_names_cycles() {
-        let i = input(vec![
-            env("prod", &["stage"]),
-            env("stage", &["dev"]),
-            env("dev", &[]),
-        ]);
-        let mut errors = Vec::new();
-        let order: Vec<&str> = promotion_order(&i, &mut errors)
-            .iter()
-            .map(|e| e.name.as_str())
-            .collect();
-        assert_eq!(order, ["dev", "stage", "prod"]);
-        assert!(errors.is_empty());
-        let cyclic = input(vec![
-            env("a", &["c"]),
-            env("b", &["a"]),
-            env("c", &["b"]),
-            env("d", &[]),
-        ]);
-        let mut errors = Vec::new();
-        let order: Vec<&str> = promotion_order(&cyclic, &mut errors)
-            .iter()
-            .map(|e| e.name.as_str())
-            .collect();
-        assert_eq!(order, ["d"]);
-        assert_eq!(errors.len(), 1);
-        assert!(
-            errors[0].to_string().contains("`a` → `b` → `c` → `a`"),
-            "{}",
-            errors[0]
         );
     }
 }

@@ -10,7 +10,7 @@ use serde_json::json;
 
 /// Builds the Stage of unit `unit` for `pairs` (one environment; one pair per component of
 /// the unit, at least one).
-pub(super) fn stage(input: &super::KargoInput, unit: &str, pairs: &[&Pair<'_>]) -> Resource {
+pub(super) fn stage(input: &super::Input<'_>, unit: &str, pairs: &[&Pair<'_>]) -> Resource {
     let first = pairs[0];
     let sources = if first.env.from.is_empty() {
         json!({ "direct": true })

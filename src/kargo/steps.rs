@@ -18,7 +18,7 @@
 //! (required since Kargo v1.3). Every value that differs per Stage is a variable, so the steps
 //! read the same in every Stage.
 
-use super::{Pair, Strategy, naming, warehouse};
+use super::{Pair, naming, warehouse};
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 
@@ -27,10 +27,10 @@ use std::collections::BTreeSet;
 /// share the clones, commit, push and one `argocd-update` naming every Application, with a
 /// `clean-<c>`, `set-image-<c>` and `build-<c>` step per component `c` (its paths written
 /// out, since they differ per component).
-pub(super) fn promotion_template(input: &super::KargoInput, pairs: &[&Pair<'_>]) -> Value {
+pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) -> Value {
     let p = pairs[0];
     let project_mode = p.project.promotion == crate::spec::PromotionUnit::Project;
-    let source = input.source.repo_url.clone().unwrap_or_default();
+    let source = input.platform.source.repo_url.clone().unwrap_or_default();
     let target = p.target.clone().unwrap_or(super::Target {
         repo_url: String::new(),
         branch: String::new(),
@@ -102,7 +102,7 @@ pub(super) fn promotion_template(input: &super::KargoInput, pairs: &[&Pair<'_>])
             )
         };
         let mut set_images = Vec::new();
-        for img in &q.component.images {
+        for img in q.images {
             let repo = warehouse::repo_url(&img.repository);
             let var = match image_vars.iter().find(|(r, _)| *r == repo) {
                 Some((_, v)) => v.clone(),
@@ -116,7 +116,7 @@ pub(super) fn promotion_template(input: &super::KargoInput, pairs: &[&Pair<'_>])
             // Digest selection always promotes a digest; SemVer selection of an image pinned
             // by digest too (each Freight image records both, `api/v1alpha1/stage_types.go`
             // `Image`).
-            let (field, expr) = if img.by_digest || img.strategy == Strategy::Digest {
+            let (field, expr) = if super::promotes_digest(img) {
                 ("digest", format!("${{{{ imageFrom(vars.{var}).Digest }}}}"))
             } else {
                 ("tag", format!("${{{{ imageFrom(vars.{var}).Tag }}}}"))
@@ -182,7 +182,7 @@ pub(super) fn promotion_template(input: &super::KargoInput, pairs: &[&Pair<'_>])
                 // (see `pin_shared_branches`).
                 source["updateTargetRevision"] = json!(true);
             }
-            json!({ "name": q.app, "namespace": input.argocd.namespace, "sources": [source] })
+            json!({ "name": q.app, "namespace": input.platform.argocd.namespace, "sources": [source] })
         })
         .collect();
     steps.push(json!({

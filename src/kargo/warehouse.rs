@@ -11,7 +11,7 @@
 //! `semverConstraint`.
 
 use super::{
-    Component, KargoError, KargoInput, Pair, Project, SYNC_WAVE, Strategy, constraint, naming,
+    Component, Input, KargoError, Pair, Project, SYNC_WAVE, Strategy, constraint, naming,
     normalize_repo, object, snippet, wave,
 };
 use crate::kustomize::image_ref::ImageRef;
@@ -39,7 +39,7 @@ pub fn repo_url(repository: &str) -> String {
 /// Errors: constraints that do not parse, repositories Kargo rejects, digest-pinned images
 /// without a tag to follow.
 pub(super) fn warehouse(
-    input: &KargoInput,
+    input: &Input<'_>,
     project: &Project,
     unit: &str,
     components: &[&Component],
@@ -48,9 +48,9 @@ pub(super) fn warehouse(
     let mut errors = Vec::new();
     let mut subscriptions: Vec<Value> = Vec::new();
     for component in components {
-        image_subscriptions(input, component, &mut subscriptions, &mut errors);
+        image_subscriptions(input, project, component, &mut subscriptions, &mut errors);
     }
-    if let Some(source) = &input.source.repo_url {
+    if let Some(source) = &input.platform.source.repo_url {
         subscriptions
             .push(json!({ "git": git_subscription(input, source, project, components, pairs) }));
     }
@@ -81,16 +81,19 @@ pub(super) fn warehouse(
 /// Appends the image subscriptions of `component` to `subscriptions`, skipping one equal to
 /// a subscription already there (two components shipping one image share it).
 fn image_subscriptions(
-    input: &KargoInput,
+    input: &Input<'_>,
+    project: &Project,
     component: &Component,
     subscriptions: &mut Vec<Value>,
     errors: &mut Vec<KargoError>,
 ) {
-    for (i, img) in component.images.iter().enumerate() {
-        let at_image = |field: &str| component.images_loc.as_ref().map(|l| l.join(i).join(field));
+    let images_loc = crate::diag::Loc::new(component.component.file, "/spec/images");
+    for (i, img) in input.images(project, component).iter().enumerate() {
+        let at_image = |field: &str| images_loc.join(i).join(field);
+        let strategy = super::image_strategy(img);
         let repo = repo_url(&img.repository);
         if !IMAGE_REPO.is_match(&repo) {
-            let (at, src, span) = snippet(&input.sources, at_image("repository").as_ref());
+            let (at, src, span) = snippet(input.sources(), &at_image("repository"));
             errors.push(KargoError::ImageRepositoryInvalid {
                 component: component.name.clone(),
                 image: img.name.clone(),
@@ -102,16 +105,12 @@ fn image_subscriptions(
         }
         let mut sub = serde_json::Map::new();
         sub.insert("repoURL".into(), json!(repo));
-        sub.insert(
-            "imageSelectionStrategy".into(),
-            json!(img.strategy.as_str()),
-        );
-        match img.strategy {
+        sub.insert("imageSelectionStrategy".into(), json!(strategy.as_str()));
+        match strategy {
             Strategy::SemVer => {
                 if let Some(c) = &img.constraint {
                     if let Err(e) = constraint::parse(c) {
-                        let (at, src, span) =
-                            snippet(&input.sources, at_image("constraint").as_ref());
+                        let (at, src, span) = snippet(input.sources(), &at_image("constraint"));
                         errors.push(KargoError::ConstraintInvalid {
                             component: component.name.clone(),
                             image: img.name.clone(),
@@ -129,8 +128,7 @@ fn image_subscriptions(
                 // The mutable tag to follow: the constraint, else the base tag.
                 match img.constraint.as_ref().or(img.tag.as_ref()) {
                     Some(tag) if !naming::is_oci_tag(tag) => {
-                        let (at, src, span) =
-                            snippet(&input.sources, at_image("constraint").as_ref());
+                        let (at, src, span) = snippet(input.sources(), &at_image("constraint"));
                         errors.push(KargoError::DigestConstraintNotTag {
                             component: component.name.clone(),
                             image: img.name.clone(),
@@ -144,7 +142,7 @@ fn image_subscriptions(
                         sub.insert("constraint".into(), json!(tag));
                     }
                     None => {
-                        let (at, src, span) = snippet(&input.sources, at_image("digest").as_ref());
+                        let (at, src, span) = snippet(input.sources(), &at_image("digest"));
                         errors.push(KargoError::DigestTagMissing {
                             component: component.name.clone(),
                             image: img.name.clone(),
@@ -187,7 +185,7 @@ fn regex_escape(s: &str) -> String {
 /// into the same repository and branch are excluded, so a promotion never feeds back into
 /// new Freight.
 fn git_subscription(
-    input: &KargoInput,
+    input: &Input<'_>,
     source: &str,
     project: &Project,
     components: &[&Component],
@@ -195,7 +193,7 @@ fn git_subscription(
 ) -> Value {
     // One selector over all environments: Kargo path selectors are prefixes, `glob:` or
     // `regexp:` (unanchored RE2, hence `^`). The environment segment varies.
-    let root = super::join_path(&[&input.source.rendered_path]);
+    let root = super::join_path(&[&input.platform.source.rendered_path]);
     let prefix = if root.is_empty() {
         String::new()
     } else {
@@ -206,7 +204,7 @@ fn git_subscription(
         .iter()
         .map(|c| {
             let component = regex_escape(&c.name);
-            match input.layout {
+            match input.opts.layout {
                 super::Layout::Service => {
                     format!("regexp:^{prefix}{project}/[^/]+/{component}/")
                 }
@@ -220,7 +218,8 @@ fn git_subscription(
         .iter()
         .filter_map(|p| p.target.as_ref())
         .filter(|t| {
-            normalize_repo(&t.repo_url) == normalize_repo(source) && t.branch == input.source.branch
+            normalize_repo(&t.repo_url) == normalize_repo(source)
+                && t.branch == input.platform.source.branch
         })
         .map(|t| format!("{}/", t.path))
         .collect();
@@ -228,7 +227,7 @@ fn git_subscription(
     excludes.dedup();
     let mut git = json!({
         "repoURL": source,
-        "branch": input.source.branch,
+        "branch": input.platform.source.branch,
         "commitSelectionStrategy": "NewestFromBranch",
         "strictSemvers": true,
         "discoveryLimit": 20,
