@@ -465,10 +465,7 @@ fn apply_transformer(
             span: sn.span,
         }
     };
-    let everything = patches::PatchOptions {
-        allow_no_target_match: true,
-        ..Default::default()
-    };
+    let everything = patches::PatchOptions::default();
 
     if let Some(ns) = &tr.namespace {
         namespace::apply_namespace(resources, ns)

@@ -4,17 +4,20 @@
 //!   `input/<dir>` when a file `root` names `<dir>`), optional `flags` (e.g.
 //!   `--load-restrictor=LoadRestrictionsNone`), and either `expected.yaml` (kubectl's output,
 //!   stored) or `expected-error.txt` (a substring the error must contain; a second line
-//!   `at: <file>:<line>` also checks the error's location). Outputs are compared
+//!   `at: <file>:<line>` also checks the error's location), and optionally
+//!   `expected-fixes.yaml` (the output under `--fixes all`). Outputs are compared
 //!   structurally: parsed YAML, documents in order, maps without order, `1000 == 1000.0`.
 //!   Every failing case is reported at once, with a diff.
 //! - Live mode (`KILN_LIVE_KUSTOMIZE=1`) re-runs kubectl on every case and checks the stored
 //!   expectation still holds, except for cases listed in `DIVERGENCES.md`. Without kubectl the
-//!   live check is skipped, unless `REQUIRE_KUBECTL=1`, which makes that a failure.
+//!   live check is skipped, unless `REQUIRE_KUBECTL=1`, which makes that a failure. Cases
+//!   with kiln's own flags (`--strict`, `--fixes=…`) test kiln alone and are not re-run.
 //! - `corpus`: builds the 58 real-world roots of `<shared>/corpus/roots.tsv` (shared dir from
 //!   `KILN_SHARED_DIR`, default `<crate>/../shared`) and compares with their `_expected` files;
 //!   runs whenever the corpus exists; a missing corpus is a failure under `REQUIRE_SHARED=1`.
 
 use kiln::fs::RealFs;
+use kiln::kustomize::build::Fixes;
 use kiln::kustomize::{BuildOptions, KustomizeError, LoadRestrictor, build};
 use kiln::yaml;
 use serde_json::Value;
@@ -42,8 +45,21 @@ fn options_for(flags: &[String]) -> BuildOptions {
         if f == "--load-restrictor=LoadRestrictionsNone" || f == "--load-restrictor=none" {
             opts.load_restrictor = LoadRestrictor::None;
         }
+        if f == "--strict" {
+            opts.strict = true;
+        }
+        if let Some(list) = f.strip_prefix("--fixes=") {
+            opts.fixes = Fixes::parse(list).expect("valid --fixes in a case's flags");
+        }
     }
     opts
+}
+
+/// Flags of kiln's own (`--strict`, `--fixes`): a case using them tests kiln, not kubectl.
+fn kiln_only(flags: &[String]) -> bool {
+    flags
+        .iter()
+        .any(|f| f == "--strict" || f.starts_with("--fixes"))
 }
 
 fn cases() -> Vec<Case> {
@@ -135,31 +151,6 @@ fn diff(expected: &str, actual: &str) -> String {
     out
 }
 
-/// A copy of `v` where every list whose items are all maps with a string `name` is sorted by
-/// that name: the comparison used for corpus roots listed in `DIVERGENCES.md` (k09's list
-/// order rule), which still checks every item's content.
-fn named_lists_sorted(v: &Value) -> Value {
-    match v {
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, x)| (k.clone(), named_lists_sorted(x)))
-                .collect(),
-        ),
-        Value::Array(items) => {
-            let mut out: Vec<Value> = items.iter().map(named_lists_sorted).collect();
-            if !out.is_empty()
-                && out
-                    .iter()
-                    .all(|i| i.get("name").is_some_and(Value::is_string))
-            {
-                out.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
-            }
-            Value::Array(out)
-        }
-        other => other.clone(),
-    }
-}
-
 /// Compares produced documents with expected ones; `Err` holds a readable report.
 fn compare(expected: &[Value], actual: &[Value]) -> Result<(), String> {
     let same = expected.len() == actual.len()
@@ -219,7 +210,22 @@ fn run_case(case: &Case) -> Result<(), String> {
     }
     let expected_text = std::fs::read_to_string(case.dir.join("expected.yaml"))
         .map_err(|e| format!("no expected.yaml or expected-error.txt: {e}"))?;
-    let expected = parse("expected.yaml", &expected_text)?;
+    compare_printed(&expected_text, result)?;
+    // `expected-fixes.yaml`: the output with every `--fixes` on (kiln's opt-in behaviours).
+    if let Ok(text) = std::fs::read_to_string(case.dir.join("expected-fixes.yaml")) {
+        let mut flags = case.flags.clone();
+        flags.push("--fixes=all".into());
+        compare_printed(&text, build_values(&case.root, &flags))
+            .map_err(|e| format!("with --fixes all: {e}"))?;
+    }
+    Ok(())
+}
+
+fn compare_printed(
+    expected_text: &str,
+    result: Result<Vec<Value>, KustomizeError>,
+) -> Result<(), String> {
+    let expected = parse("expected.yaml", expected_text)?;
     let actual_values =
         result.map_err(|e| format!("build failed: {:?}", miette::Report::new(e)))?;
     // Round-trip through our emitter, so the printed stream is what is compared.
@@ -302,7 +308,7 @@ fn live_cases_still_match_kubectl() {
     let skip = divergences();
     let mut failures = Vec::new();
     for case in cases() {
-        if skip.contains(&case.name) {
+        if skip.contains(&case.name) || kiln_only(&case.flags) {
             continue;
         }
         let live = kubectl_kustomize(&case.root, &case.flags);
@@ -371,7 +377,6 @@ fn corpus_roots_match_kubectl_kustomize() {
             continue;
         }
         let (id, dir, flags, expected) = (cols[0], cols[2], cols[3], cols[4]);
-        let unordered = skip.contains(&format!("corpus/{id}"));
         let known_gap = skip.contains(&format!("gap/{id}"));
         let flags: Vec<String> = if flags == "-" {
             vec![]
@@ -386,10 +391,6 @@ fn corpus_roots_match_kubectl_kustomize() {
             let expected = parse(expected, &expected_text)?;
             let actual = build_values(&corpus.join(dir), &flags)
                 .map_err(|e| format!("build failed: {e}"))?;
-            if unordered {
-                let sorted = |vs: &[Value]| vs.iter().map(named_lists_sorted).collect::<Vec<_>>();
-                return compare(&sorted(&expected), &sorted(&actual));
-            }
             compare(&expected, &actual)
         })();
         if started.elapsed().as_secs() >= 2 {
@@ -410,4 +411,25 @@ fn corpus_roots_match_kubectl_kustomize() {
         failures.len(),
         failures.join("\n\n")
     );
+}
+
+#[test]
+fn named_target_missing_is_a_warning() {
+    let root = cases_dir().join("p23-target-named-object-missing/input");
+    let b = kiln::kustomize::build::build_report(&RealFs, &root, &BuildOptions::default())
+        .expect("kustomize accepts a named target that matches nothing");
+    assert_eq!(b.warnings.len(), 2, "{:?}", b.warnings);
+    assert!(
+        b.warnings[0].contains("kustomization.yaml:6")
+            && b.warnings[0].contains("name=chekout")
+            && b.warnings[0].contains("matches no resource"),
+        "{:?}",
+        b.warnings
+    );
+    let strict = BuildOptions {
+        strict: true,
+        ..Default::default()
+    };
+    let err = build(&RealFs, &root, &strict).unwrap_err();
+    assert!(err.to_string().contains("name=chekout"), "{err}");
 }

@@ -192,6 +192,15 @@ pub struct KustomizeArgs {
     /// Which files a kustomization may read, as kustomize's flag.
     #[arg(long, default_value = "LoadRestrictionsRootOnly", value_parser = ["LoadRestrictionsRootOnly", "LoadRestrictionsNone"])]
     pub load_restrictor: String,
+    /// Fail when a patch target that names one object matches nothing (kustomize accepts it;
+    /// by default kiln warns).
+    #[arg(long)]
+    pub strict: bool,
+    /// Where to print something other than kubectl, comma-separated: `merge-order`
+    /// (strategic merge lists in Kubernetes' apimachinery order), `cluster-scope` (no
+    /// namespace on cluster-scoped kinds kustomize does not know), or `all`.
+    #[arg(long, value_name = "FIX,...")]
+    pub fixes: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -487,7 +496,15 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
             if args.load_restrictor == "LoadRestrictionsNone" {
                 options.load_restrictor = crate::kustomize::LoadRestrictor::None;
             }
-            let out = crate::kustomize::run_kustomize(&args.dir, &options)?;
+            options.strict = args.strict;
+            if let Some(list) = &args.fixes {
+                options.fixes = crate::kustomize::build::Fixes::parse(list)
+                    .map_err(|m| miette::miette!(code = "kiln::cli::fixes", "--fixes: {m}"))?;
+            }
+            let (out, warnings) = crate::kustomize::run_kustomize(&args.dir, &options)?;
+            for w in warnings {
+                eprintln!("warning: {w}");
+            }
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`kiln kustomize . | head`) is not an error worth a report.
             let _ = stdout.write_all(out.as_bytes());

@@ -30,6 +30,8 @@ use super::kustomization::Kustomization;
 use super::load::{
     Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
 };
+use super::namespace::Scope;
+use super::strategic_merge::ListOrder;
 use super::{hash, order};
 use crate::fs::FileSystem;
 use crate::resource::{ResId, Resource};
@@ -50,6 +52,83 @@ const MANAGED_BY: &str = "kustomize-(devel)";
 pub struct BuildOptions {
     /// Which files a kustomization may read (`--load-restrictor`).
     pub load_restrictor: LoadRestrictor,
+    /// `--strict`: a patch target naming one object that matches nothing is an error (by
+    /// default a warning; kustomize accepts it silently).
+    pub strict: bool,
+    /// `--fixes`: kiln's fixes of kustomize behaviour, all off by default (ADR 0003).
+    pub fixes: Fixes,
+}
+
+/// Where kiln may deliberately print something other than kubectl (ADR 0003, `--fixes`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fixes {
+    /// `merge-order`: strategic merge patches order lists as Kubernetes' apimachinery does.
+    pub merge_order: ListOrder,
+    /// `cluster-scope`: the `namespace:` transformer knows newer built-in and well-known
+    /// custom cluster-scoped kinds.
+    pub scope: Scope,
+}
+
+impl Fixes {
+    /// The names `--fixes` accepts.
+    pub const NAMES: &[&str] = &["merge-order", "cluster-scope", "all"];
+
+    /// Parses a comma-separated `--fixes` list.
+    pub fn parse(list: &str) -> Result<Fixes, String> {
+        let mut fixes = Fixes::default();
+        for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+            match name {
+                "merge-order" => fixes.merge_order = ListOrder::Apimachinery,
+                "cluster-scope" => fixes.scope = Scope::Kiln,
+                "all" => {
+                    fixes.merge_order = ListOrder::Apimachinery;
+                    fixes.scope = Scope::Kiln;
+                }
+                other => {
+                    return Err(format!(
+                        "unknown fix `{other}` (known: {})",
+                        Fixes::NAMES.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(fixes)
+    }
+}
+
+/// One build's options and what it noticed on the way (warnings), shared by every loader of
+/// the build.
+#[derive(Debug, Default)]
+pub struct Session {
+    pub options: BuildOptions,
+    warnings: std::cell::RefCell<Vec<String>>,
+}
+
+impl Session {
+    /// A session with `options`.
+    pub fn new(options: BuildOptions) -> Self {
+        Session {
+            options,
+            warnings: Default::default(),
+        }
+    }
+
+    /// Records a warning for stderr.
+    pub fn warn(&self, message: String) {
+        self.warnings.borrow_mut().push(message);
+    }
+
+    /// The warnings so far, in the order they were noticed.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut self.warnings.borrow_mut())
+    }
+}
+
+/// A build's resources in output order, and its warnings.
+#[derive(Debug, Default)]
+pub struct Build {
+    pub resources: Vec<Resource>,
+    pub warnings: Vec<String>,
 }
 
 /// Builds the kustomization in `dir` and returns its resources in output order.
@@ -61,7 +140,29 @@ pub fn build(
     dir: &Path,
     options: &BuildOptions,
 ) -> Result<Vec<Resource>, KustomizeError> {
-    let ldr = Loader::new_root(fs, dir, options.load_restrictor)?;
+    build_report(fs, dir, options).map(|b| b.resources)
+}
+
+/// [`build`], with the warnings of the build.
+pub fn build_report(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    options: &BuildOptions,
+) -> Result<Build, KustomizeError> {
+    let session = Session::new(options.clone());
+    let resources = build_in(fs, dir, &session)?;
+    Ok(Build {
+        resources,
+        warnings: session.take_warnings(),
+    })
+}
+
+fn build_in(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    session: &Session,
+) -> Result<Vec<Resource>, KustomizeError> {
+    let ldr = Loader::new_root(fs, dir, session)?;
     let kf = load_kustomization(&ldr)?;
     let mut acc = Accumulator::default();
     accumulate_target(&ldr, &kf, &mut acc)?;
@@ -119,9 +220,15 @@ pub fn build_yaml(
 }
 
 /// `kiln kustomize DIR`: builds `dir` from the real file system and returns the YAML stream
-/// `kubectl kustomize DIR` would print; errors come back as reports with their source spans.
-pub fn run_kustomize(dir: &Path, options: &BuildOptions) -> Result<String, miette::Report> {
-    build_yaml(&crate::fs::RealFs, dir, options).map_err(miette::Report::new)
+/// `kubectl kustomize DIR` would print, with the build's warnings (for stderr); errors come
+/// back as reports with their source spans.
+pub fn run_kustomize(
+    dir: &Path,
+    options: &BuildOptions,
+) -> Result<(String, Vec<String>), miette::Report> {
+    let b = build_report(&crate::fs::RealFs, dir, options).map_err(miette::Report::new)?;
+    let values: Vec<Value> = b.resources.into_iter().map(|r| r.value).collect();
+    Ok((yaml::to_yaml_stream(&values), b.warnings))
 }
 
 /// kustomize quirk: every object carries internal annotations while it builds, and they are

@@ -11,6 +11,7 @@
 //!   kustomization root already on the way from the build root (that is a cycle);
 //! - every error names the kustomization file and the entry (line) that asked for the path.
 
+use super::build::Session;
 use super::error::{KustomizeError, Site};
 use super::kustomization::{KUSTOMIZATION_FILE_NAMES, Kustomization};
 use crate::fs::{FileSystem, normalize};
@@ -44,6 +45,8 @@ pub enum LoadIssue {
 #[derive(Clone)]
 pub struct Loader<'a> {
     fs: &'a dyn FileSystem,
+    /// The build's options and warnings.
+    session: &'a Session,
     /// Canonical directory of this kustomization.
     root: PathBuf,
     restrictor: LoadRestrictor,
@@ -85,8 +88,9 @@ impl<'a> Loader<'a> {
     pub fn new_root(
         fs: &'a dyn FileSystem,
         dir: &Path,
-        restrictor: LoadRestrictor,
+        session: &'a Session,
     ) -> Result<Self, KustomizeError> {
+        let restrictor = session.options.load_restrictor;
         let root = fs.canonicalize(dir).map_err(|e| KustomizeError::Io {
             path: dir.display().to_string(),
             source: e,
@@ -98,6 +102,7 @@ impl<'a> Loader<'a> {
         }
         Ok(Loader {
             fs,
+            session,
             chain: vec![root.clone()],
             display_base: root.clone(),
             root,
@@ -108,6 +113,11 @@ impl<'a> Loader<'a> {
     /// The file system.
     pub fn fs(&self) -> &'a dyn FileSystem {
         self.fs
+    }
+
+    /// The build's options and warnings.
+    pub fn session(&self) -> &'a Session {
+        self.session
     }
 
     /// Canonical root directory.
@@ -194,6 +204,7 @@ impl<'a> Loader<'a> {
         chain.push(dir.to_path_buf());
         Ok(Loader {
             fs: self.fs,
+            session: self.session,
             root: dir.to_path_buf(),
             restrictor: self.restrictor,
             chain,
@@ -438,6 +449,13 @@ mod tests {
     use super::*;
     use crate::fs::MemFs;
 
+    fn session(load_restrictor: LoadRestrictor) -> Session {
+        Session::new(super::super::BuildOptions {
+            load_restrictor,
+            ..Default::default()
+        })
+    }
+
     fn fs() -> MemFs {
         let mut fs = MemFs::new();
         fs.add_file("/w/app/kustomization.yaml", "resources: [cm.yaml]\n")
@@ -476,7 +494,8 @@ mod tests {
     #[test]
     fn an_unreadable_directory_is_not_reported_as_missing_a_kustomization() {
         let fs = Unreadable(fs());
-        let ldr = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::RootOnly).unwrap();
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/w/app"), &s_ldr).unwrap();
         let Err(err) = load_kustomization(&ldr) else {
             panic!("an unreadable directory loads");
         };
@@ -487,7 +506,8 @@ mod tests {
     #[test]
     fn root_only_refuses_outside_files_and_escaping_symlinks() {
         let fs = fs();
-        let ldr = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::RootOnly).unwrap();
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/w/app"), &s_ldr).unwrap();
         assert!(ldr.resolve_file("cm.yaml").is_ok());
         assert_eq!(
             ldr.resolve_file("inner.yaml").unwrap(),
@@ -506,7 +526,9 @@ mod tests {
             Err(LoadIssue::Missing)
         ));
 
-        let open = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::None).unwrap();
+        let s_open = session(LoadRestrictor::None);
+
+        let open = Loader::new_root(&fs, Path::new("/w/app"), &s_open).unwrap();
         assert!(open.resolve_file("../secret.yaml").is_ok());
         assert!(open.resolve_file("link.yaml").is_ok());
     }
@@ -514,13 +536,15 @@ mod tests {
     #[test]
     fn child_detects_cycles() {
         let fs = fs();
-        let ldr = Loader::new_root(&fs, Path::new("/w/app/sub"), LoadRestrictor::RootOnly).unwrap();
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/w/app/sub"), &s_ldr).unwrap();
         // The parent directory contains the current root: a cycle.
         assert!(matches!(
             ldr.child(Path::new("/w/app")),
             Err(LoadIssue::Cycle { .. })
         ));
-        let root = Loader::new_root(&fs, Path::new("/w/app"), LoadRestrictor::RootOnly).unwrap();
+        let s_root = session(LoadRestrictor::RootOnly);
+        let root = Loader::new_root(&fs, Path::new("/w/app"), &s_root).unwrap();
         let sub = root.child(Path::new("/w/app/sub")).unwrap();
         assert_eq!(
             sub.display(&PathBuf::from("/w/app/sub/x.yaml")),
@@ -539,14 +563,16 @@ mod tests {
             "/k/kustomization.yaml",
             "resources:\n- a.yaml\nnamePrefx: x-\n",
         );
-        let ldr = Loader::new_root(&fs, Path::new("/k"), LoadRestrictor::RootOnly).unwrap();
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/k"), &s_ldr).unwrap();
         let err = load_kustomization(&ldr).err().unwrap();
         let msg = err.to_string();
         assert!(msg.starts_with("kustomization.yaml:3:1"), "{msg}");
         assert!(msg.contains("namePrefx"), "{msg}");
 
         fs.add_file("/k/Kustomization", "");
-        let ldr = Loader::new_root(&fs, Path::new("/k"), LoadRestrictor::RootOnly).unwrap();
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/k"), &s_ldr).unwrap();
         let err = load_kustomization(&ldr).err().unwrap();
         assert!(matches!(err, KustomizeError::KustomizationAmbiguous { .. }));
     }

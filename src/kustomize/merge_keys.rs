@@ -23,6 +23,9 @@ pub struct ListMeta {
     /// `Some(key)`: a list of maps merged by `key`. `None` with `merge`: a list of scalars
     /// merged as a set (e.g. `metadata.finalizers`).
     pub merge_key: Option<&'static str>,
+    /// The second of the list's `x-kubernetes-list-map-keys` (`protocol` of ports,
+    /// `whenUnsatisfiable` of topology spread constraints), which kyaml merges by too.
+    pub second_key: Option<&'static str>,
 }
 
 /// Patch metadata for one kind: list paths (field names from the object root, list items
@@ -157,7 +160,18 @@ impl PatchSchema {
     }
 
     fn add(&mut self, path: &str, merge_key: Option<&'static str>) {
-        self.lists.insert(path.to_string(), ListMeta { merge_key });
+        let second_key = match merge_key {
+            Some("containerPort" | "port") => Some("protocol"),
+            Some("topologyKey") => Some("whenUnsatisfiable"),
+            _ => None,
+        };
+        self.lists.insert(
+            path.to_string(),
+            ListMeta {
+                merge_key,
+                second_key,
+            },
+        );
     }
 
     fn add_all(&mut self, prefix: &str, entries: &[(&str, Option<&'static str>)]) {

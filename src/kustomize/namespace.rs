@@ -77,6 +77,95 @@ pub struct NamespaceOptions {
     /// Only fill namespaces that are absent or empty (`unsetOnly`).
     pub unset_only: bool,
     pub role_binding_subjects: RoleBindingSubjects,
+    /// Which objects count as cluster-scoped (and so keep their namespace as it is).
+    pub scope: Scope,
+}
+
+/// Which table decides that an object is cluster-scoped.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scope {
+    /// kustomize's: the exact (apiVersion, kind) pairs of its built-in OpenAPI data
+    /// ([`kustomize_cluster_scoped`]); everything else gets the namespace, as kubectl does.
+    #[default]
+    Kustomize,
+    /// kiln's ([`is_cluster_scoped`]): by group and kind, with newer built-in kinds and
+    /// well-known cluster-scoped custom resources (the opt-in `--fixes cluster-scope`).
+    Kiln,
+}
+
+/// kustomize v5.5's scope table (`precomputedIsNamespaceScoped` in `kyaml/openapi/openapi.go`,
+/// the entries marked not namespaced): kustomize's `IsCertainlyClusterScoped` finds a kind
+/// only by its exact apiVersion, so `flowcontrol.apiserver.k8s.io/v1` FlowSchema is namespaced
+/// for it (case n27).
+const KUSTOMIZE_CLUSTER_SCOPED: &[(&str, &str)] = &[
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1beta1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1beta1",
+        "ValidatingWebhookConfiguration",
+    ),
+    ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+    ("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition"),
+    ("apiregistration.k8s.io/v1", "APIService"),
+    ("apiregistration.k8s.io/v1beta1", "APIService"),
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"),
+    ("certificates.k8s.io/v1beta1", "CertificateSigningRequest"),
+    ("flowcontrol.apiserver.k8s.io/v1beta1", "FlowSchema"),
+    (
+        "flowcontrol.apiserver.k8s.io/v1beta1",
+        "PriorityLevelConfiguration",
+    ),
+    ("networking.k8s.io/v1", "IngressClass"),
+    ("networking.k8s.io/v1beta1", "IngressClass"),
+    ("node.k8s.io/v1", "RuntimeClass"),
+    ("node.k8s.io/v1beta1", "RuntimeClass"),
+    ("policy/v1beta1", "PodSecurityPolicy"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+    ("rbac.authorization.k8s.io/v1beta1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1beta1", "ClusterRoleBinding"),
+    ("scheduling.k8s.io/v1", "PriorityClass"),
+    ("scheduling.k8s.io/v1beta1", "PriorityClass"),
+    ("storage.k8s.io/v1", "CSIDriver"),
+    ("storage.k8s.io/v1", "CSINode"),
+    ("storage.k8s.io/v1", "StorageClass"),
+    ("storage.k8s.io/v1", "VolumeAttachment"),
+    ("storage.k8s.io/v1beta1", "CSIDriver"),
+    ("storage.k8s.io/v1beta1", "CSINode"),
+    ("storage.k8s.io/v1beta1", "StorageClass"),
+    ("storage.k8s.io/v1beta1", "VolumeAttachment"),
+    ("v1", "ComponentStatus"),
+    ("v1", "Namespace"),
+    ("v1", "Node"),
+    ("v1", "NodeProxyOptions"),
+    ("v1", "PersistentVolume"),
+];
+
+/// Whether kustomize v5.5 takes objects of `api_version` and `kind` for cluster-scoped.
+pub fn kustomize_cluster_scoped(api_version: &str, kind: &str) -> bool {
+    KUSTOMIZE_CLUSTER_SCOPED
+        .iter()
+        .any(|(v, k)| *v == api_version && *k == kind)
+}
+
+impl Scope {
+    /// Whether `res` is cluster-scoped under this table.
+    pub fn cluster_scoped(self, res: &Resource) -> bool {
+        match self {
+            Scope::Kustomize => kustomize_cluster_scoped(res.api_version(), res.kind()),
+            Scope::Kiln => resource_is_cluster_scoped(res),
+        }
+    }
 }
 
 /// Built-in cluster-scoped kinds, by API group and kind: those of kustomize's built-in
@@ -184,15 +273,15 @@ pub const WELL_KNOWN_CLUSTER_SCOPED_CUSTOM: &[(&str, &str)] = &[
     ("snapshot.storage.k8s.io", "VolumeSnapshotContent"),
 ];
 
-/// Whether objects of `group` (`""` for core) and `kind` are cluster-scoped: the built-in
-/// Kubernetes kinds, plus [`WELL_KNOWN_CLUSTER_SCOPED_CUSTOM`]. Unknown kinds are namespaced,
-/// as in kustomize.
+/// Whether objects of `group` (`""` for core) and `kind` are cluster-scoped, as the API server
+/// sees it: the built-in Kubernetes kinds, plus [`WELL_KNOWN_CLUSTER_SCOPED_CUSTOM`]. Unknown
+/// kinds are namespaced.
 ///
-/// Divergence (cases n25, n27): kustomize looks scope up in its built-in OpenAPI data by exact
-/// apiVersion, so kinds newer than that data (ValidatingAdmissionPolicy, FlowSchema `v1`,
-/// VolumeAttributesClass, …), unusual versions (`rbac.authorization.k8s.io/v1alpha1`
-/// ClusterRole) and cluster-scoped CRDs count as namespaced there and get a namespace. kiln
-/// keys by group and kind and keeps them cluster-scoped, as the API server does.
+/// kustomize looks scope up in its built-in OpenAPI data by exact apiVersion
+/// ([`kustomize_cluster_scoped`]), so kinds newer than that data (ValidatingAdmissionPolicy,
+/// FlowSchema `v1`, VolumeAttributesClass, …), unusual versions and cluster-scoped CRDs get a
+/// namespace there (cases n25, n27); the API server ignores it. The `namespace:` transformer
+/// follows kustomize unless [`Scope::Kiln`] is asked for.
 pub fn is_cluster_scoped(group: &str, kind: &str) -> bool {
     BUILTIN_CLUSTER_SCOPED
         .iter()
@@ -233,7 +322,7 @@ pub fn apply_namespace_with(
         res.meta
             .previous_names
             .push((res.namespace().map(str::to_string), res.name().to_string()));
-        let cluster = resource_is_cluster_scoped(res);
+        let cluster = opts.scope.cluster_scoped(res);
         let (kind, group, api_version) = (
             res.kind().to_string(),
             res.group().to_string(),
@@ -442,6 +531,7 @@ mod tests {
                 namespace: "n".into(),
                 unset_only: false,
                 role_binding_subjects: mode,
+                ..Default::default()
             };
             apply_namespace_with(&mut rs, &opts).unwrap();
             rs[0].value["subjects"].clone()
@@ -490,13 +580,13 @@ mod tests {
             ),
         ];
         let before_webhook = rs[7].value.clone();
+        let mut kiln_scope = rs.clone();
         apply_namespace(&mut rs, "team").unwrap();
         // Checked against kubectl kustomize v5.5.0.
         assert_eq!(rs[0].name(), "team");
         assert_eq!(rs[0].namespace(), None);
-        // kustomize keys scope by exact apiVersion and namespaces `v1beta9 Namespace`; kiln
-        // keys by group and kind (documented in `is_cluster_scoped`).
-        assert_eq!(rs[1].namespace(), None);
+        // kustomize keys scope by exact apiVersion and namespaces `v1beta9 Namespace`.
+        assert_eq!(rs[1].namespace(), Some("team"));
         assert_eq!(rs[1].name(), "weird");
         assert_eq!(rs[2].value["spec"]["service"], json!({"namespace": "team"}));
         assert_eq!(
@@ -511,13 +601,22 @@ mod tests {
         assert_eq!(rs[5].namespace(), Some("bogus"));
         assert_eq!(
             rs[6].namespace(),
-            None,
-            "kiln keeps well-known cluster-scoped CRs cluster-scoped"
+            Some("team"),
+            "kustomize does not know it"
         );
         assert_eq!(
             rs[7].value, before_webhook,
             "webhook services move only through name references"
         );
+        // `--fixes cluster-scope`: kiln's table, by group and kind, with well-known CRs.
+        let opts = NamespaceOptions {
+            namespace: "team".into(),
+            scope: Scope::Kiln,
+            ..Default::default()
+        };
+        apply_namespace_with(&mut kiln_scope, &opts).unwrap();
+        assert_eq!(kiln_scope[1].namespace(), None);
+        assert_eq!(kiln_scope[6].namespace(), None);
     }
 
     #[test]

@@ -25,9 +25,11 @@
 //!   `annotations` map left empty is dropped, as kustomize's `SetAnnotations` does. (Not
 //!   mirrored: a `test` of the whole `/metadata/annotations` map, where kustomize would see its
 //!   internal annotations too.)
-//! - a target that selects nothing is fine for kustomize. kiln policy: it is an error
-//!   ([`PatchError::PatchTargetMissing`]) when the target names one object (a `name` without
-//!   regular-expression metacharacters), unless `options.allowNoTargetMatch` is set.
+//! - a target that selects nothing is fine for kustomize, and for [`apply_patch`], which
+//!   returns the number of objects patched; the callers decide: `kiln kustomize` warns (or
+//!   fails under `--strict`, [`PatchError::PatchTargetMissing`]) when the target names one
+//!   object (a `name` without regular-expression metacharacters), kiln's component
+//!   transformers fail on any empty selection.
 //!
 //! Invariant: each resource is patched all or nothing (a failing patch leaves it as it was),
 //! but a patch that fails on its third match leaves the first two patched; the build stops
@@ -36,6 +38,7 @@
 #![warn(missing_docs)]
 use super::json6902::{Json6902Error, JsonPatch};
 use super::merge_keys::PatchSchema;
+use super::strategic_merge::ListOrder;
 use super::strategic_merge::{self, SmpError};
 use super::target::{Selector, SelectorError, effective_namespace};
 use crate::resource::Resource;
@@ -56,10 +59,10 @@ pub struct PatchOptions {
     /// A strategic merge patch may change `kind`.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub allow_kind_change: bool,
-    /// kustomize only logs a warning for this; in kiln it waives the error for a named target
-    /// that matches nothing.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub allow_no_target_match: bool,
+    /// The order of lists a strategic merge merges: not a kustomization field, but the
+    /// build's `--fixes merge-order` (kustomize's by default).
+    #[serde(skip)]
+    pub list_order: ListOrder,
 }
 
 /// One `patches:` entry (also the shape of a legacy `patchesJson6902:` entry, where `target`
@@ -76,7 +79,8 @@ pub struct PatchEntry {
     /// The resources to patch; required for JSON 6902, optional for strategic merge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub target: Option<Selector>,
-    /// `allowNameChange`, `allowKindChange`, `allowNoTargetMatch`.
+    /// `allowNameChange`, `allowKindChange` (kustomize's `map[string]bool`: other names,
+    /// such as kiln's former `allowNoTargetMatch`, are ignored, as kubectl ignores them).
     #[serde(skip_serializing_if = "is_default_options")]
     pub options: PatchOptions,
 }
@@ -225,12 +229,13 @@ pub enum PatchError {
     #[diagnostic(transparent)]
     TargetInvalid(#[from] SelectorError),
 
-    /// kiln policy: a target naming one object selects nothing.
+    /// A target naming one object selects nothing: an error under `kiln kustomize --strict`
+    /// and for kiln's own component transformers, a warning otherwise (kustomize accepts it).
     #[error("patch target `{target}` matches no resource")]
     #[diagnostic(
         code(kiln::kustomize::patch_target_missing),
         help(
-            "check the target's kind, name and namespace against the resources (names are matched before prefixes/suffixes too); set `options.allowNoTargetMatch: true` if this is intended"
+            "check the target's kind, name and namespace against the resources (names are matched before prefixes/suffixes too); kustomize applies such a patch to nothing"
         )
     )]
     PatchTargetMissing { target: String },
@@ -396,8 +401,8 @@ pub fn parse_patch_docs(docs: Vec<Value>) -> Result<ParsedPatch, PatchError> {
 ///
 /// `target` selects the resources (required for JSON 6902); `options` as in the entry.
 /// Resources a strategic merge patch deletes (`$patch: delete`) are removed from the list.
-/// Errors: see [`PatchError`]; a named target that matches nothing is an error (kiln
-/// policy), other empty selections are not (kustomize).
+/// Errors: see [`PatchError`]; a target that matches nothing is not one (kustomize): the
+/// count is 0.
 pub fn apply_patch(
     resources: &mut Vec<Resource>,
     patch: &ParsedPatch,
@@ -416,15 +421,6 @@ pub fn apply_patch(
     // Selecting tests every object against the target: done once here and reused by the
     // first (or only) patch document, which sees the same objects.
     let mut selected = Some(select(resources));
-    if let (Some(t), Some(Some(idx))) = (target, &selected)
-        && idx.is_empty()
-        && t.names_single_object()
-        && !options.allow_no_target_match
-    {
-        return Err(PatchError::PatchTargetMissing {
-            target: t.to_string(),
-        });
-    }
     match patch {
         ParsedPatch::Json6902(ops) => {
             let Some(Some(idx)) = selected else {
@@ -587,13 +583,12 @@ fn apply_smp(
         schema.as_ref(),
     );
     let deleted =
-        strategic_merge::merge(&mut value, &patch, schema.as_ref()).map_err(|source| {
-            PatchError::SmpFailed {
+        strategic_merge::merge_ordered(&mut value, &patch, schema.as_ref(), options.list_order)
+            .map_err(|source| PatchError::SmpFailed {
                 document,
                 resource,
                 source,
-            }
-        })?;
+            })?;
     if deleted {
         return Ok(true);
     }
@@ -1036,18 +1031,12 @@ mod tests {
                 0
             );
         }
-        // kiln policy: a named target must exist.
+        // A named target that matches nothing patches nothing; callers decide what it means.
         let t = selector(json!({"kind": "ConfigMap", "name": "zzz"}));
-        let err = apply_patch(&mut res, &p, Some(&t), &PatchOptions::default()).unwrap_err();
-        assert!(
-            matches!(&err, PatchError::PatchTargetMissing { target } if target.contains("name=zzz")),
-            "{err:?}"
+        assert_eq!(
+            apply_patch(&mut res, &p, Some(&t), &PatchOptions::default()).unwrap(),
+            0
         );
-        let waived = PatchOptions {
-            allow_no_target_match: true,
-            ..Default::default()
-        };
-        assert_eq!(apply_patch(&mut res, &p, Some(&t), &waived).unwrap(), 0);
     }
 
     #[test]

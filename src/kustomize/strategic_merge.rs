@@ -15,14 +15,15 @@
 //!   `{$patch: replace}` item in lists (an item with more fields beside it is rejected: see
 //!   `merge_list`), `$retainKeys`, `$deleteFromPrimitiveList/<field>`,
 //!   `$setElementOrder/<field>`; directives never reach the output;
-//! - order of merged lists follows apimachinery (`normalizeElementOrder` +
-//!   `mergeSortedSlice`): items the patch names come in patch order, items only in the
-//!   original keep their relative order and are interleaved by their original positions, new
-//!   items go after the original items they follow in the patch.
+//! - order of merged lists follows kustomize (kyaml `merge2`, `walk/associative_sequence.go`
+//!   with `ListIncreaseDirection: Prepend`): the items the patch names, patched or new, come
+//!   first in patch order, then the other items in their original order (case k09). With
+//!   [`ListOrder::Apimachinery`] (opt-in) it follows apimachinery (`normalizeElementOrder` +
+//!   `mergeSortedSlice`): original-only items are interleaved by their original positions.
+//!   A `$setElementOrder` list always orders as apimachinery does.
 //!
 //! Divergences from kustomize v5.5 (kyaml `merge2`), listed in `tests/kustomize/DIVERGENCES.md`:
-//! kyaml moves patched items to the front of a list (kustomize#5904, case k09), and passes
-//! `$retainKeys`, `$deleteFromPrimitiveList/…` and `$setElementOrder/…` through to the output
+//! kyaml passes `$retainKeys`, `$deleteFromPrimitiveList/…` and `$setElementOrder/…` through to the output
 //! unprocessed. Like kustomize, a patch that changes a field from a map to a list (or back)
 //! is an error, and so is a list item without its merge key (kyaml silently drops the list).
 //! Mirrored kyaml quirk: fields the source wrote with an empty value (`key:`) vanish wherever
@@ -100,7 +101,18 @@ pub fn merge(
     patch: &Value,
     schema: Option<&PatchSchema>,
 ) -> Result<bool, SmpError> {
+    merge_ordered(original, patch, schema, ListOrder::Kustomize)
+}
+
+/// [`merge`], with merged lists in `order`.
+pub fn merge_ordered(
+    original: &mut Value,
+    patch: &Value,
+    schema: Option<&PatchSchema>,
+    order: ListOrder,
+) -> Result<bool, SmpError> {
     let mut ctx = Ctx {
+        order,
         schema,
         path: Vec::new(),
     };
@@ -183,8 +195,21 @@ fn reached<'v>(
     Some(value)
 }
 
+/// The order of a merged list's items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    /// kustomize's (kyaml `merge2` with `ListIncreaseDirection: Prepend`): the items the patch
+    /// names first, in patch order, then the others in their original order (case k09).
+    #[default]
+    Kustomize,
+    /// Kubernetes apimachinery's (`normalizeElementOrder` + `mergeSortedSlice`): the opt-in
+    /// `--fix apimachinery-merge-order` (ADR 0003).
+    Apimachinery,
+}
+
 struct Ctx<'a> {
     schema: Option<&'a PatchSchema>,
+    order: ListOrder,
     /// Field names from the root; list items add nothing (schema paths work that way).
     path: Vec<String>,
 }
@@ -535,6 +560,38 @@ fn merge_list(
         }
     }
 
+    if order.is_none() && ctx.order == ListOrder::Kustomize {
+        // kyaml `validateKeys`: the second key counts only when some item has it.
+        let second = meta.and_then(|m| m.second_key).filter(|k2| {
+            merged
+                .iter()
+                .chain(patch_items.iter().copied())
+                .any(|v| v.get(*k2).is_some())
+        });
+        if second.is_some() {
+            // With two list-map keys kyaml's `appendListNode` takes every original item out
+            // and appends it again: new items first, in patch order, then the originals in
+            // their order (case p04).
+            let (originals, new): (Vec<Value>, Vec<Value>) = merged
+                .into_iter()
+                .partition(|v| position(&server_refs_of(&server_order), v, key).is_some());
+            *orig = new;
+            orig.extend(originals);
+            return Ok(());
+        }
+        // kyaml `setAssociativeSequenceElements` with `MergeOptionsListPrepend`: the items the
+        // patch names, in patch order (patched and new alike), then the others in their
+        // original order.
+        let patch_ids: Vec<&Value> = patch_items.iter().filter_map(|v| ident(v, key)).collect();
+        let (mut named, rest): (Vec<Value>, Vec<Value>) = merged
+            .into_iter()
+            .partition(|v| position(&patch_ids, v, key).is_some());
+        named.sort_by_key(|v| position(&patch_ids, v, key));
+        named.extend(rest);
+        *orig = named;
+        return Ok(());
+    }
+
     // Order (apimachinery `normalizeElementOrder`): partition into items the patch (or
     // `$setElementOrder`) names and server-only items, then interleave.
     let patch_order: Vec<&Value> = match order {
@@ -548,6 +605,10 @@ fn merge_list(
     let server_refs: Vec<&Value> = server_order.iter().collect();
     *orig = merge_sorted(server_only, named, &server_refs, key);
     Ok(())
+}
+
+fn server_refs_of(ids: &[Value]) -> Vec<&Value> {
+    ids.iter().collect()
 }
 
 /// apimachinery `mergeSortedSlice`: interleave `left` (server-only items) into `right`
@@ -587,6 +648,12 @@ mod tests {
         let schema = PatchSchema::for_kind(kind.0, kind.1);
         let deleted = merge(&mut orig, &patch, schema.as_ref())?;
         Ok((orig, deleted))
+    }
+
+    fn smp_apimachinery(kind: (&str, &str), mut orig: Value, patch: Value) -> Value {
+        let schema = PatchSchema::for_kind(kind.0, kind.1);
+        merge_ordered(&mut orig, &patch, schema.as_ref(), ListOrder::Apimachinery).unwrap();
+        orig
     }
 
     fn pod(spec: Value) -> Value {
@@ -654,15 +721,21 @@ mod tests {
         let patch = pod(
             json!({"containers": [{"name": "proxy", "image": "p:2"}, {"name": "sidecar", "image": "s:1"}]}),
         );
-        let (out, _) = smp(POD, orig, patch).unwrap();
-        let names: Vec<&str> = out["spec"]["containers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, ["api", "metrics", "proxy", "sidecar"]);
+        let names = |out: &Value| -> Vec<String> {
+            out["spec"]["containers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["name"].as_str().unwrap().to_string())
+                .collect()
+        };
+        let out = smp_apimachinery(POD, orig.clone(), patch.clone());
+        assert_eq!(names(&out), ["api", "metrics", "proxy", "sidecar"]);
         assert_eq!(out["spec"]["containers"][2]["image"], "p:2");
+        // kustomize (k09): the patch's items first, in patch order, then the others.
+        let (out, _) = smp(POD, orig, patch).unwrap();
+        assert_eq!(names(&out), ["proxy", "sidecar", "api", "metrics"]);
+        assert_eq!(out["spec"]["containers"][0]["image"], "p:2");
     }
 
     #[test]
@@ -686,10 +759,15 @@ mod tests {
             {"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/b"}]}]}));
         let patch = pod(json!({"containers": [{"name": "c", "volumeMounts": [
             {"mountPath": "/b", "readOnly": true}, {"mountPath": "/c", "name": "v"}]}]}));
-        let (out, _) = smp(POD, orig, patch).unwrap();
+        let out = smp_apimachinery(POD, orig.clone(), patch.clone());
         assert_eq!(
             out["spec"]["containers"][0]["volumeMounts"],
             json!([{"name": "v", "mountPath": "/a"}, {"name": "v", "mountPath": "/b", "readOnly": true}, {"mountPath": "/c", "name": "v"}])
+        );
+        let (out, _) = smp(POD, orig, patch).unwrap();
+        assert_eq!(
+            out["spec"]["containers"][0]["volumeMounts"],
+            json!([{"name": "v", "mountPath": "/b", "readOnly": true}, {"mountPath": "/c", "name": "v"}, {"name": "v", "mountPath": "/a"}])
         );
     }
 
@@ -889,8 +967,23 @@ mod tests {
         .unwrap();
         assert_eq!(
             out["spec"]["ports"],
-            json!([{"name": "http", "port": 80}, {"name": "https", "port": 443, "targetPort": 8443}, {"port": 9000, "name": "extra"}])
+            json!([{"name": "https", "port": 443, "targetPort": 8443}, {"port": 9000, "name": "extra"}, {"name": "http", "port": 80}])
         );
+        // With `protocol` on an item, kyaml merges by (port, protocol): new items first, then
+        // the originals in their order (p04).
+        let (out, _) = smp(
+            ("", "Service"),
+            json!({"spec": {"ports": [{"name": "http", "port": 80, "protocol": "TCP"}, {"name": "https", "port": 443, "protocol": "TCP"}]}}),
+            json!({"spec": {"ports": [{"port": 443, "protocol": "TCP", "targetPort": 8443}, {"port": 9000, "name": "extra"}]}}),
+        )
+        .unwrap();
+        let names: Vec<&str> = out["spec"]["ports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["extra", "http", "https"]);
     }
 
     #[test]

@@ -81,24 +81,43 @@ fn patch_text(
     }
 }
 
+/// Applies one patch. A target that names one object and matches nothing is accepted by
+/// kustomize; kiln warns (the name is likely a typo or a stale rename), or fails under
+/// `--strict`.
 fn apply(
+    ldr: &Loader<'_>,
     res: &mut Vec<Resource>,
     patch: &ParsedPatch,
     target: Option<&target::Selector>,
     options: &PatchOptions,
-    site: impl FnOnce() -> Site,
+    site: impl Fn() -> Site,
 ) -> Result<(), KustomizeError> {
-    patches::apply_patch(res, patch, target, options)
-        .map(|_| ())
-        .map_err(|e| patch_error(site(), e))
+    let session = ldr.session();
+    let options = PatchOptions {
+        list_order: session.options.fixes.merge_order,
+        ..*options
+    };
+    let n =
+        patches::apply_patch(res, patch, target, &options).map_err(|e| patch_error(site(), e))?;
+    if n == 0
+        && let Some(t) = target
+        && t.names_single_object()
+    {
+        let e = PatchError::PatchTargetMissing {
+            target: t.to_string(),
+        };
+        if session.options.strict {
+            return Err(patch_error(site(), e));
+        }
+        session.warn(format!(
+            "{}: {e} (kustomize applies it to nothing)",
+            site().at
+        ));
+    }
+    Ok(())
 }
 
 /// One `patches:`-shaped entry (also used by `PatchTransformer` configs).
-///
-/// kiln errs when a target naming one object matches nothing — except in a component: a
-/// component is a reusable mixin that patches whatever of its targets the including
-/// kustomization has (real trees rely on it, e.g. bank-of-anthos' `cloud-sql` component), so
-/// there the miss is allowed, as kustomize always allows it.
 fn run_patch_entry(
     ldr: &Loader<'_>,
     kf: &KustFile,
@@ -110,11 +129,6 @@ fn run_patch_entry(
     // Located only on error: locating parses the kustomization file, and a kustomization
     // with many patches would pay that once per entry (quadratic in its size).
     let site = || kf.site(pointer);
-    let mut entry = entry.clone();
-    if kf.kustomization.is_component() {
-        entry.options.allow_no_target_match = true;
-    }
-    let entry = &entry;
     let source = entry.source().map_err(|e| patch_error(site(), e))?;
     let sub = match source {
         PatchSource::Path(_) => format!("{pointer}/path"),
@@ -127,7 +141,14 @@ fn run_patch_entry(
         patches::parse_patch(&name, &text)
     }
     .map_err(|e| patch_error(kf.site(&sub), e))?;
-    apply(res, &parsed, entry.target.as_ref(), &entry.options, site)
+    apply(
+        ldr,
+        res,
+        &parsed,
+        entry.target.as_ref(),
+        &entry.options,
+        site,
+    )
 }
 
 fn patch_entry_of(
@@ -160,7 +181,7 @@ pub fn run_transformers(
         let (text, name) = patch_text(ldr, kf, source.source(), &pointer)?;
         let parsed = patches::parse_strategic_merge(&name, &text)
             .map_err(|e| patch_error(kf.site(&pointer), e))?;
-        apply(res, &parsed, None, &PatchOptions::default(), || {
+        apply(ldr, res, &parsed, None, &PatchOptions::default(), || {
             kf.site(&pointer)
         })?;
     }
@@ -170,7 +191,12 @@ pub fn run_transformers(
         run_patch_entry(ldr, kf, res, &entry, &pointer, false)?;
     }
 
-    namespace::apply_namespace(res, &k.namespace)
+    let ns = namespace::NamespaceOptions {
+        namespace: k.namespace.clone(),
+        scope: ldr.session().options.fixes.scope,
+        ..Default::default()
+    };
+    namespace::apply_namespace_with(res, &ns)
         .map_err(|e| KustomizeError::transformer(kf.site("/namespace"), &e))?;
     affix(res, &k.name_prefix, "", &config.name_prefix);
     affix(res, "", &k.name_suffix, &config.name_suffix);
@@ -391,7 +417,7 @@ fn run_builtin(
             for (text, name) in texts {
                 let parsed = patches::parse_strategic_merge(&name, &text)
                     .map_err(|e| patch_error(site.clone(), e))?;
-                apply(res, &parsed, None, &PatchOptions::default(), || {
+                apply(ldr, res, &parsed, None, &PatchOptions::default(), || {
                     site.clone()
                 })?;
             }
@@ -435,6 +461,7 @@ fn run_builtin(
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
                 role_binding_subjects: subjects,
+                scope: ldr.session().options.fixes.scope,
             };
             namespace::apply_namespace_with(res, &opts)
                 .map_err(|e| KustomizeError::transformer(site.clone(), &e))

@@ -500,6 +500,7 @@ impl Promotion {
         let fs = cx.work.rooted_fs();
         let options = crate::kustomize::BuildOptions {
             load_restrictor: crate::kustomize::LoadRestrictor::None,
+            ..Default::default()
         };
         let resources = crate::kustomize::build(&fs, &cx.work.join(&src), &options)
             .map_err(|e| errored(format!("kustomize build of {}: {e}", cfg.path)))?;
