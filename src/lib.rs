@@ -6,6 +6,7 @@
 //! transformers) and `kiln kustomize`.
 
 pub mod artifact;
+pub mod cache;
 pub mod check;
 pub mod cli;
 pub mod diag;

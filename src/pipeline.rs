@@ -10,7 +10,7 @@
 
 use crate::artifact::{ArtifactSet, Scope};
 use crate::diag::Errors;
-use crate::emit::{Layout, emit};
+use crate::emit::{Layout, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::fs::FileSystem as _;
 use crate::load::{LoadError, LoadOptions, RealFs, load};
@@ -18,7 +18,9 @@ use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
 use crate::write::{WriteError, WriteReport, write_scoped};
 use miette::Diagnostic;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// Any error of the pipeline: the stage that stopped it, with every error that stage found.
@@ -60,6 +62,43 @@ pub enum KilnError {
         )
     )]
     SecretsForbidden { names: Vec<String> },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Merge(MergeError),
+}
+
+/// Why `kiln merge` failed. Codes `kiln::merge::<condition>`.
+#[derive(Debug, Error, Diagnostic)]
+pub enum MergeError {
+    /// A shard directory holds no readable ownership marker.
+    #[error("`{dir}` is not a rendered shard: {reason}")]
+    #[diagnostic(
+        code(kiln::merge::not_a_shard),
+        help("pass the directories `kiln render --shard i/N --write-to DIR` wrote")
+    )]
+    NotAShard { dir: String, reason: String },
+
+    /// Two shards hold the same file with different bytes: they come from different inputs.
+    #[error("`{path}` differs between shards `{first}` and `{second}`")]
+    #[diagnostic(
+        code(kiln::merge::conflict),
+        help("render every shard from the same commit of the platform, with the same flags")
+    )]
+    Conflict {
+        path: String,
+        first: String,
+        second: String,
+    },
+
+    /// The shards given are not all the shards of one render.
+    #[error("the shards given are not every shard of one render (have: {have})")]
+    #[diagnostic(
+        code(kiln::merge::incomplete),
+        help(
+            "pass the output of every `kiln render --shard i/N` job, rendered with the same platform and flags"
+        )
+    )]
+    Incomplete { have: String },
 }
 
 impl KilnError {
@@ -77,6 +116,7 @@ impl KilnError {
             KilnError::Schemas(e) => vec![e],
             KilnError::Check(e) => all(e),
             KilnError::Write(e) => vec![e],
+            KilnError::Merge(e) => vec![e],
             KilnError::SecretsForbidden { .. } => vec![self],
         }
     }
@@ -98,6 +138,88 @@ pub struct RenderOptions {
     /// `--schema-dir`: check the generated Kargo and Argo CD objects against these schemas
     /// before anything is written.
     pub schema_dir: Option<PathBuf>,
+    /// The render cache directory (`--cache-dir`, CLI default `.kiln/cache`); `None`: no
+    /// cache (`--no-cache`, and the library's default).
+    pub cache_dir: Option<PathBuf>,
+    /// `--shard i/N`: render only this shard's BuildPlans.
+    pub shard: Option<Shard>,
+}
+
+/// One of `count` deterministic, balanced parts of a render (`--shard index/count`,
+/// `index` from 1, as CI systems number parallel jobs).
+///
+/// Every BuildPlan of one component instance goes to the same shard (its environments share
+/// a kustomize build); instances are dealt, in BuildPlan order, to the shard with the fewest
+/// BuildPlans so far. Shard 1 also carries the Kargo and Argo CD objects. `kiln merge` puts
+/// the shards' trees back together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let bad = || {
+            format!("`{s}` is not a shard: write INDEX/COUNT with 1 <= INDEX <= COUNT, e.g. 2/4")
+        };
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let (index, count) = (
+            i.trim().parse::<usize>().map_err(|_| bad())?,
+            n.trim().parse::<usize>().map_err(|_| bad())?,
+        );
+        if index == 0 || index > count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl Shard {
+    /// Which of `plans` belong to this shard (see [`Shard`]).
+    pub fn select(&self, plans: Vec<BuildPlan>) -> Vec<BuildPlan> {
+        let mut load = vec![0usize; self.count];
+        let mut owner: std::collections::BTreeMap<(String, String), usize> = Default::default();
+        let mut sizes: Vec<((String, String), usize)> = Vec::new();
+        for p in &plans {
+            let k = (p.project.clone(), p.component.clone());
+            match sizes.iter_mut().find(|(g, _)| g == &k) {
+                Some((_, n)) => *n += 1,
+                None => sizes.push((k, 1)),
+            }
+        }
+        for (group, n) in sizes {
+            let (least, _) = load
+                .iter()
+                .enumerate()
+                .min_by_key(|(i, l)| (**l, *i))
+                .unwrap_or((0, &0));
+            load[least] += n;
+            owner.insert(group, least);
+        }
+        plans
+            .into_iter()
+            .filter(|p| {
+                owner.get(&(p.project.clone(), p.component.clone())) == Some(&(self.index - 1))
+            })
+            .collect()
+    }
+}
+
+/// Wall time of each stage of one render (`kiln render --timings`). `render` is the parallel
+/// phase (each BuildPlan rendered, then emitted on the same worker); `render_cpu` and
+/// `emit_cpu` split it, summed over worker threads. `emit` is the rest of emit: Kargo and
+/// Argo CD objects, the tree assembled, `--schema-dir` checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    pub load: Duration,
+    pub evaluate: Duration,
+    pub render: Duration,
+    pub render_cpu: Duration,
+    pub emit_cpu: Duration,
+    pub emit: Duration,
+    pub write: Duration,
 }
 
 impl RenderOptions {
@@ -110,6 +232,8 @@ impl RenderOptions {
             selection: Selection::default(),
             root: None,
             schema_dir: None,
+            cache_dir: None,
+            shard: None,
         }
     }
 }
@@ -123,6 +247,10 @@ pub struct RenderSummary {
     pub files: usize,
     /// What the write changed.
     pub report: WriteReport,
+    /// Where the time went.
+    pub timings: Timings,
+    /// Cache hits and misses (zero without a cache).
+    pub cache: crate::cache::CacheStats,
     /// Kargo expressions (`${{ … }}`) left in rendered manifests, which reach the cluster
     /// as text ([`crate::kargo::expressions`]); printed as warnings.
     pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
@@ -194,113 +322,20 @@ pub fn plan(
     Ok((platform, plans))
 }
 
-/// Everything up to emit: the rendered tree in memory. `progress(done, total)` is called as
-/// plans finish (from worker threads).
-pub fn build_with_progress(
-    opts: &RenderOptions,
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<(Platform, Vec<BuildPlan>, ArtifactSet), KilnError> {
-    build_slice_with_progress(opts, progress).map(|s| (s.platform, s.plans, s.set))
-}
-
-/// A render of the selected slice, with what `publish`, `diff` and `verify` need besides the
-/// files: the [`Scope`] the selection covers and the input files the render read.
-#[derive(Debug, Clone)]
-pub struct Slice {
+/// What [`build_timed`] produced.
+pub struct Built {
     pub platform: Platform,
+    /// The BuildPlans rendered (this shard's, with `--shard`).
     pub plans: Vec<BuildPlan>,
     pub set: ArtifactSet,
-    /// Where the selection may prune and compare (see [`Scope`] for the rule).
+    /// Where the selection may prune and compare (see [`Scope`] for the rule): `render`,
+    /// `publish`, `diff` and `verify` all use it.
     pub scope: Scope,
     /// Every file load and render read: path relative to the repository root (`/`-separated;
     /// absolute when outside it) → `sha256:` of its bytes. The spec digest is taken over it.
     pub inputs: std::collections::BTreeMap<String, String>,
-}
-
-/// [`build_with_progress`], returning the [`Slice`].
-pub fn build_slice_with_progress(
-    opts: &RenderOptions,
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<Slice, KilnError> {
-    let fs = RecordingFs::default();
-    let load_opts = LoadOptions {
-        root: opts.root.clone(),
-    };
-    let loaded = load(&fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
-    let platform = validate(loaded).map_err(KilnError::Validate)?;
-    let plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
-    let done = std::sync::atomic::AtomicUsize::new(0);
-    let total = plans.len();
-    let tick = || {
-        progress(
-            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
-            total,
-        )
-    };
-    // Every file the render reads (kustomize bases included) must lie inside the root.
-    let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
-    let rendered = crate::render::render_with(&plans, &platform.sources, &rooted, &tick)
-        .map_err(KilnError::Render)?;
-    let mut set = emit(&rendered, opts.layout);
-    let filtered = opts.selection != Selection::default();
-    // Kargo and Argo CD objects are per project and always complete for the projects
-    // rendered, even when the selection narrows environments or components: a Stage graph
-    // cut in half would not apply. A filtered render covers exactly the projects with at
-    // least one selected plan (`-c frontend` only frontend's project, `-l tier=nope` none),
-    // and not the platform-wide bootstrap objects.
-    let projects: Vec<String> = if filtered {
-        let p: std::collections::BTreeSet<String> =
-            plans.iter().map(|b| b.project.clone()).collect();
-        p.into_iter().collect()
-    } else {
-        Vec::new()
-    };
-    let kargo = crate::kargo::KargoOptions {
-        layout: opts.layout,
-        projects,
-        cluster_kinds: crate::kargo::cluster_kinds(&rendered),
-    };
-    let before: std::collections::BTreeSet<String> = set.paths().map(str::to_string).collect();
-    if !(filtered && plans.is_empty()) {
-        crate::kargo::emit_into(&mut set, "", &platform, &plans, &kargo)
-            .map_err(KilnError::Kargo)?;
-    }
-    let scope = if filtered {
-        let mut dirs: std::collections::BTreeSet<String> = rendered
-            .iter()
-            .map(|r| format!("{}/", crate::emit::component_dir(r, opts.layout)))
-            .collect();
-        dirs.extend(
-            set.paths()
-                .filter(|p| !before.contains(*p))
-                .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/"))),
-        );
-        Scope::Dirs(dirs)
-    } else {
-        Scope::All
-    };
-    if platform.secrets == crate::spec::SecretPolicy::Forbid {
-        let names = secrets_in(&set);
-        if !names.is_empty() {
-            return Err(KilnError::SecretsForbidden { names });
-        }
-    }
-    if let Some(dir) = &opts.schema_dir {
-        let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
-        let report =
-            crate::check::validate_artifacts(&set, &schemas).map_err(KilnError::Schemas)?;
-        if !report.is_clean() {
-            return Err(KilnError::Check(Errors::new(report.findings)));
-        }
-    }
-    let inputs = fs.inputs(&platform.root);
-    Ok(Slice {
-        platform,
-        plans,
-        set,
-        scope,
-        inputs,
-    })
+    pub timings: Timings,
+    pub cache: crate::cache::CacheStats,
 }
 
 /// The real file system, remembering a digest of every file read, so provenance can name
@@ -355,6 +390,234 @@ impl crate::fs::FileSystem for RecordingFs {
     }
 }
 
+/// Everything up to emit: the rendered tree in memory. `progress(done, total)` is called as
+/// plans finish (from worker threads).
+pub fn build_with_progress(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Platform, Vec<BuildPlan>, ArtifactSet), KilnError> {
+    build_timed(opts, progress).map(|b| (b.platform, b.plans, b.set))
+}
+
+/// [`build_with_progress`], with timings and cache figures.
+///
+/// Each plan is rendered and emitted on its worker thread and only its bytes are kept, so
+/// memory follows the size of the output, not of the resources behind it.
+pub fn build_timed(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Built, KilnError> {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+    let mut timings = Timings::default();
+    let t = Instant::now();
+    let fs = RecordingFs::default();
+    let load_opts = LoadOptions {
+        root: opts.root.clone(),
+    };
+    let loaded = load(&fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
+    let platform = validate(loaded).map_err(KilnError::Validate)?;
+    timings.load = t.elapsed();
+    let t = Instant::now();
+    let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
+    let plans = match &opts.shard {
+        Some(shard) => shard.select(all_plans.clone()),
+        None => all_plans.clone(),
+    };
+    timings.evaluate = t.elapsed();
+
+    let t = Instant::now();
+    // Every file the render reads (kustomize bases included) must lie inside the root.
+    let cache = opts
+        .cache_dir
+        .as_ref()
+        .map(|d| crate::cache::Cache::new(d, opts.layout));
+    let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
+    let done = AtomicUsize::new(0);
+    let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
+    let total = plans.len();
+    let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let per_plan = |plan: &BuildPlan,
+                    render: &crate::render::RenderThunk|
+     -> Result<crate::cache::Emitted, RenderError> {
+        let key = cache.as_ref().map(|c| c.key(plan));
+        let hit = cache
+            .as_ref()
+            .zip(key.as_deref())
+            .and_then(|(c, k)| c.lookup(k, &rooted));
+        let out = match hit {
+            Some(out) => out,
+            None => {
+                let t = Instant::now();
+                let rendered = render()?;
+                render_ns.fetch_add(nanos(t), Relaxed);
+                let t = Instant::now();
+                let out = crate::cache::Emitted {
+                    files: emit_plan(&rendered, opts.layout),
+                    cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
+                };
+                emit_ns.fetch_add(nanos(t), Relaxed);
+                if let (Some(c), Some(k)) = (&cache, &key) {
+                    // A cache that cannot be written only costs time on the next run.
+                    let _ = c.store(k, rendered.reads, &out);
+                }
+                out
+            }
+        };
+        progress(done.fetch_add(1, Relaxed) + 1, total);
+        Ok(out)
+    };
+    let emitted = crate::render::render_map(&plans, &platform.sources, &rooted, &per_plan)
+        .map_err(KilnError::Render)?;
+    timings.render = t.elapsed();
+    timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
+    timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
+
+    let t = Instant::now();
+    let mut set = ArtifactSet::new();
+    let mut cluster_kinds = BTreeSet::new();
+    for e in emitted {
+        cluster_kinds.extend(e.cluster_kinds);
+        for (path, bytes) in e.files {
+            set.insert(path, bytes);
+        }
+    }
+    // Kargo and Argo CD objects are per project and always complete for the projects
+    // rendered, even when the selection narrows environments or components: a Stage graph
+    // cut in half would not apply. Shards carry none: `kiln merge` adds them, from the
+    // cluster-scoped kinds of every shard (the Argo CD AppProject lists them).
+    match opts.shard {
+        None => emit_pipeline(&mut set, &platform, &plans, opts, cluster_kinds)?,
+        Some(shard) => {
+            let sidecar = ShardInfo {
+                format: SHARD_FORMAT.into(),
+                index: shard.index,
+                count: shard.count,
+                platform_dir: opts.platform_dir.clone(),
+                root: opts.root.clone(),
+                layout: opts.layout == Layout::Cluster,
+                selection: opts.selection.clone().into(),
+                cluster_kinds,
+            };
+            set.insert(SHARD_FILE, sidecar.to_bytes());
+        }
+    }
+    if platform.secrets == crate::spec::SecretPolicy::Forbid {
+        let names = secrets_in(&set);
+        if !names.is_empty() {
+            return Err(KilnError::SecretsForbidden { names });
+        }
+    }
+    if let Some(dir) = &opts.schema_dir {
+        let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
+        let report =
+            crate::check::validate_artifacts(&set, &schemas).map_err(KilnError::Schemas)?;
+        if !report.is_clean() {
+            return Err(KilnError::Check(Errors::new(report.findings)));
+        }
+    }
+    timings.emit = t.elapsed();
+    let cache = cache.map(|c| c.stats()).unwrap_or_default();
+    let scope = slice_scope(&set, &opts.selection);
+    let inputs = fs.inputs(&platform.root);
+    Ok(Built {
+        platform,
+        plans,
+        set,
+        scope,
+        inputs,
+        timings,
+        cache,
+    })
+}
+
+/// Adds the Kargo and Argo CD objects of the projects `opts` selects to `set`; the Argo CD
+/// AppProject allows `cluster_kinds` (the cluster-scoped kinds the render produced).
+fn emit_pipeline(
+    set: &mut ArtifactSet,
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &RenderOptions,
+    cluster_kinds: BTreeSet<(String, String)>,
+) -> Result<(), KilnError> {
+    // A filtered render covers exactly the projects with at least one selected plan
+    // (`-c frontend` only frontend's project, `-l tier=nope` none), and then not the
+    // platform-wide bootstrap objects.
+    let filtered = opts.selection != Selection::default();
+    if filtered && plans.is_empty() {
+        return Ok(());
+    }
+    let projects: BTreeSet<String> = plans.iter().map(|b| b.project.clone()).collect();
+    let kargo = crate::kargo::KargoOptions {
+        layout: opts.layout,
+        projects: if filtered {
+            projects.into_iter().collect()
+        } else {
+            Vec::new()
+        },
+        cluster_kinds,
+    };
+    crate::kargo::emit_into(set, "", platform, plans, &kargo).map_err(KilnError::Kargo)
+}
+
+/// The file a shard's tree carries for `kiln merge` (listed in its ownership marker, left
+/// out of the merged tree).
+pub const SHARD_FILE: &str = ".kiln-shard.json";
+const SHARD_FORMAT: &str = "kiln.shard/v1";
+
+/// What `kiln merge` needs from each shard to finish the render: which shard it is, the
+/// options it was rendered with, and the cluster-scoped kinds it produced.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ShardInfo {
+    format: String,
+    index: usize,
+    count: usize,
+    platform_dir: PathBuf,
+    root: Option<PathBuf>,
+    /// `true` for the cluster layout.
+    layout: bool,
+    selection: SelectionInfo,
+    cluster_kinds: BTreeSet<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct SelectionInfo {
+    projects: Vec<String>,
+    environments: Vec<String>,
+    components: Vec<String>,
+    labels: Vec<String>,
+}
+
+impl From<Selection> for SelectionInfo {
+    fn from(s: Selection) -> Self {
+        SelectionInfo {
+            projects: s.projects,
+            environments: s.environments,
+            components: s.components,
+            labels: s.labels,
+        }
+    }
+}
+
+impl From<SelectionInfo> for Selection {
+    fn from(s: SelectionInfo) -> Self {
+        Selection {
+            projects: s.projects,
+            environments: s.environments,
+            components: s.components,
+            labels: s.labels,
+        }
+    }
+}
+
+impl ShardInfo {
+    fn to_bytes(&self) -> Vec<u8> {
+        let mut b = serde_json::to_vec_pretty(self).expect("a shard record always serializes");
+        b.push(b'\n');
+        b
+    }
+}
+
 /// Everything up to emit, without progress reporting.
 pub fn build(opts: &RenderOptions) -> Result<ArtifactSet, KilnError> {
     build_with_progress(opts, &|_, _| {}).map(|(_, _, set)| set)
@@ -370,33 +633,181 @@ pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
-    let Slice {
+    let Built {
         platform,
         plans,
         set,
         scope,
+        mut timings,
+        cache,
         ..
-    } = build_slice_with_progress(opts, progress)?;
+    } = build_timed(opts, progress)?;
+    let t = Instant::now();
     // Pruning a directory that holds the sources would delete them; refuse such targets.
     let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())
         .chain(platform.components.iter().map(|c| c.dir.clone()))
         .collect();
     crate::write::check_target(&opts.write_to, &platform.root, &sources)
         .map_err(KilnError::Write)?;
-    // A filtered render prunes only inside its slice, so `--project web` never deletes the
-    // other projects' files, and a selection that matches nothing writes nothing.
-    let report = if scope.is_empty() {
-        Ok(WriteReport::default())
-    } else {
-        write_scoped(&set, &opts.write_to, &|p| scope.contains(p))
-    }
-    .map_err(KilnError::Write)?;
+    let report = write_render(&set, &opts.write_to, &scope)?;
+    timings.write = t.elapsed();
     Ok(RenderSummary {
         plans: plans.len(),
         files: set.len(),
         report,
+        timings,
+        cache,
         expressions: crate::kargo::expressions::scan(&set),
         secrets: secrets_in(&set),
+    })
+}
+
+/// The slice a selection covers (see [`Scope`]): everything without a filter, else the
+/// directories the filtered render produced files in (its component directories and its
+/// projects' Kargo and Argo CD directories).
+fn slice_scope(set: &ArtifactSet, selection: &Selection) -> Scope {
+    if selection == &Selection::default() {
+        return Scope::All;
+    }
+    Scope::Dirs(
+        set.paths()
+            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+            .collect(),
+    )
+}
+
+/// Writes a render's tree. A partial render prunes only inside its slice, so `--project web`
+/// never deletes the other projects' files, and a selection that matches nothing writes
+/// nothing.
+fn write_render(set: &ArtifactSet, out: &Path, scope: &Scope) -> Result<WriteReport, KilnError> {
+    if scope.is_empty() {
+        return Ok(WriteReport::default());
+    }
+    write_scoped(set, out, &|p| scope.contains(p)).map_err(KilnError::Write)
+}
+
+/// What `kiln merge` did.
+#[derive(Debug, Clone)]
+pub struct MergeSummary {
+    /// Number of files in the merged tree.
+    pub files: usize,
+    pub report: WriteReport,
+}
+
+/// Reads the trees `kiln render --shard` wrote (each the files its ownership marker lists)
+/// and the shard records, one per shard.
+///
+/// Errors: [`MergeError`] for a directory without a marker or shard record, for shards of
+/// different renders, for a missing shard, and for a file two shards hold with different
+/// bytes.
+fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInfo>), KilnError> {
+    use crate::fs::FileSystem;
+    let fs = RealFs;
+    let mut set = ArtifactSet::new();
+    let mut infos: Vec<ShardInfo> = Vec::new();
+    let mut from: std::collections::BTreeMap<String, usize> = Default::default();
+    for (i, dir) in dirs.iter().enumerate() {
+        let not_shard = |reason: String| {
+            KilnError::Merge(MergeError::NotAShard {
+                dir: dir.display().to_string(),
+                reason,
+            })
+        };
+        let marker = fs
+            .read(&dir.join(crate::marker::MARKER_FILE))
+            .map_err(|e| not_shard(format!("cannot read {}: {e}", crate::marker::MARKER_FILE)))?;
+        let marker = crate::marker::OwnedMarker::parse(&marker).map_err(|e| not_shard(e.0))?;
+        let info = fs
+            .read(&dir.join(SHARD_FILE))
+            .map_err(|e| format!("cannot read {SHARD_FILE}: {e}"))
+            .and_then(|b| {
+                serde_json::from_slice::<ShardInfo>(&b)
+                    .map_err(|e| format!("invalid {SHARD_FILE}: {e}"))
+            })
+            .and_then(|s| {
+                (s.format == SHARD_FORMAT)
+                    .then_some(s)
+                    .ok_or_else(|| format!("{SHARD_FILE} is not {SHARD_FORMAT}"))
+            })
+            .map_err(not_shard)?;
+        infos.push(info);
+        for path in marker.files {
+            if path == SHARD_FILE {
+                continue;
+            }
+            crate::marker::check_rel_path(&path)
+                .map_err(|e| not_shard(format!("its marker lists `{path}`: {e}")))?;
+            let bytes = fs
+                .read(&dir.join(&path))
+                .map_err(|e| not_shard(format!("cannot read `{path}`: {e}")))?;
+            if let Some(&j) = from.get(&path) {
+                if set.files.get(&path) != Some(&bytes) {
+                    return Err(KilnError::Merge(MergeError::Conflict {
+                        path,
+                        first: dirs[j].display().to_string(),
+                        second: dir.display().to_string(),
+                    }));
+                }
+                continue;
+            }
+            from.insert(path.clone(), i);
+            set.insert(path, bytes);
+        }
+    }
+    // Every shard of one render, each once.
+    let first = &infos[0];
+    let mut indexes: Vec<usize> = infos.iter().map(|s| s.index).collect();
+    indexes.sort_unstable();
+    let same_render = infos.iter().all(|s| {
+        (&s.platform_dir, &s.root, s.layout, &s.selection, s.count)
+            == (
+                &first.platform_dir,
+                &first.root,
+                first.layout,
+                &first.selection,
+                first.count,
+            )
+    });
+    if !same_render || indexes != (1..=first.count).collect::<Vec<_>>() {
+        let have: Vec<String> = infos
+            .iter()
+            .map(|s| format!("{}/{}", s.index, s.count))
+            .collect();
+        return Err(KilnError::Merge(MergeError::Incomplete {
+            have: have.join(", "),
+        }));
+    }
+    Ok((set, infos))
+}
+
+/// `kiln merge`: the shards' trees written into `out` as one, with the Kargo and Argo CD
+/// objects and one ownership marker: byte for byte what an unsharded `kiln render` writes.
+/// The platform is loaded again (from the directory the shards were rendered from) for the
+/// Kargo and Argo CD objects; nothing is rendered.
+pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError> {
+    if dirs.is_empty() {
+        return Err(KilnError::Merge(MergeError::Incomplete {
+            have: "none".into(),
+        }));
+    }
+    let (mut set, infos) = read_shards(dirs)?;
+    let first = &infos[0];
+    let mut opts = RenderOptions::new(&first.platform_dir);
+    opts.root = first.root.clone();
+    opts.layout = if first.layout {
+        Layout::Cluster
+    } else {
+        Layout::Service
+    };
+    opts.selection = first.selection.clone().into();
+    opts.write_to = out.to_path_buf();
+    let (platform, plans) = plan(&opts.platform_dir, opts.root.as_deref(), &opts.selection)?;
+    let kinds = infos.iter().flat_map(|s| s.cluster_kinds.clone()).collect();
+    emit_pipeline(&mut set, &platform, &plans, &opts, kinds)?;
+    let report = write_render(&set, out, &slice_scope(&set, &opts.selection))?;
+    Ok(MergeSummary {
+        files: set.len(),
+        report,
     })
 }
 

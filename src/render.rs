@@ -30,6 +30,8 @@ use miette::{Diagnostic, NamedSource, SourceSpan};
 use rayon::prelude::*;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use thiserror::Error;
 
 /// The resources of one plan, in kustomize's legacy order, and the final reference of each
@@ -39,6 +41,51 @@ pub struct Rendered {
     pub plan: BuildPlan,
     pub resources: Vec<Resource>,
     pub images: Vec<ImageRef>,
+    /// What the render read through the file system (kustomization trees), for the cache.
+    pub reads: Vec<crate::cache::Read>,
+}
+
+/// State shared by the plans of one render. A kustomization directory named by a
+/// `kustomize:` generator is built once and its resources reused by every plan (every
+/// environment) that names the same directory: the build reads only files, never
+/// parameters, so its result is the same for all of them.
+#[derive(Default)]
+pub struct Shared {
+    kustomize: Mutex<BTreeMap<PathBuf, Arc<OnceLock<Option<Built>>>>>,
+}
+
+/// A successful kustomize build and what it read. Failed builds are not kept: each plan then
+/// builds again and reports its own error (errors are the cold path).
+struct Built {
+    resources: Vec<Resource>,
+    reads: Vec<crate::cache::Read>,
+}
+
+impl Shared {
+    fn kustomize(
+        &self,
+        fs: &crate::cache::Recorder,
+        dir: &Path,
+    ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
+        let slot = match self.kustomize.lock() {
+            Ok(mut m) => m.entry(dir.to_path_buf()).or_default().clone(),
+            Err(_) => Arc::new(OnceLock::new()),
+        };
+        let built = slot.get_or_init(|| {
+            let rec = crate::cache::Recorder::new(fs.inner());
+            kustomize_build(&rec, dir).ok().map(|resources| Built {
+                resources,
+                reads: rec.reads(),
+            })
+        });
+        match built {
+            Some(b) => {
+                fs.extend(&b.reads);
+                Ok(b.resources.clone())
+            }
+            None => kustomize_build(fs, dir),
+        }
+    }
 }
 
 /// Where a component image ended up: the name it has in the rendered manifests (the
@@ -186,13 +233,32 @@ pub fn render_with(
     fs: &dyn FileSystem,
     done: &(dyn Fn() + Sync),
 ) -> Result<Vec<Rendered>, Errors<RenderError>> {
-    let results: Vec<Result<Rendered, RenderError>> = plans
+    render_map(plans, sources, fs, &|_, render| {
+        let r = render();
+        done();
+        r
+    })
+}
+
+/// Renders a plan, for [`render_map`]'s callback.
+pub type RenderThunk<'a> = dyn Fn() -> Result<Rendered, RenderError> + 'a;
+
+/// Renders every plan in parallel and maps each result with `each`, on the worker thread
+/// that rendered it, so that what is kept is `T` (say, emitted bytes), not the resources.
+/// `each` gets the plan and a function that renders it; it may not call it (a cache hit).
+/// Results in plan order.
+///
+/// Errors: every plan's [`RenderError`] (the first per plan), together.
+pub fn render_map<T: Send>(
+    plans: &[BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
+) -> Result<Vec<T>, Errors<RenderError>> {
+    let shared = Shared::default();
+    let results: Vec<Result<T, RenderError>> = plans
         .par_iter()
-        .map(|p| {
-            let r = render_plan(p, sources, fs);
-            done();
-            r
-        })
+        .map(|p| each(p, &|| render_plan_shared(p, sources, fs, &shared)))
         .collect();
     let mut ok = Vec::with_capacity(results.len());
     let mut errors = Vec::new();
@@ -229,6 +295,19 @@ pub fn render_plan(
     sources: &Sources,
     fs: &dyn FileSystem,
 ) -> Result<Rendered, RenderError> {
+    render_plan_shared(plan, sources, fs, &Shared::default())
+}
+
+/// [`render_plan`] with state shared between plans (see [`Shared`]).
+pub fn render_plan_shared(
+    plan: &BuildPlan,
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    shared: &Shared,
+) -> Result<Rendered, RenderError> {
+    // Every read of this plan goes through the recorder, so the cache knows what it read.
+    let recorder = crate::cache::Recorder::new(fs);
+    let fs = &recorder;
     let c = &plan.source;
     let file = c.file;
     let key = plan.key();
@@ -272,9 +351,9 @@ pub fn render_plan(
                 }
                 out
             }
-            Generator::Kustomize(dir) => {
-                kustomize_build(fs, &c.dir.join(dir)).map_err(|e| fail("kustomize generator", e))?
-            }
+            Generator::Kustomize(dir) => shared
+                .kustomize(fs, &c.dir.join(dir))
+                .map_err(|e| fail("kustomize generator", e))?,
             Generator::ConfigMapGenerator(args) | Generator::SecretGenerator(args) => {
                 let read = |p: &str| {
                     c.assets
@@ -373,6 +452,7 @@ pub fn render_plan(
         plan: plan.clone(),
         resources,
         images: image_refs,
+        reads: recorder.reads(),
     })
 }
 
@@ -380,7 +460,7 @@ pub fn render_plan(
 /// same code as `kiln kustomize`), with kustomize's default load restrictions.
 fn kustomize_build(
     fs: &dyn FileSystem,
-    dir: &std::path::Path,
+    dir: &Path,
 ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
     crate::kustomize::build(fs, dir, &crate::kustomize::BuildOptions::default()).map_err(boxed)
 }

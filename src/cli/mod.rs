@@ -25,6 +25,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln render platforms/bank\n  kiln render platforms/bank --write-to out/ --project web --environment dev\n  kiln render platforms/bank -l tier=prod"
     )]
     Render(RenderArgs),
+    /// Merge the trees of sharded renders (`kiln render --shard i/N`) into one tree.
+    #[command(
+        after_help = "Examples:\n  kiln render platforms/bank --shard 1/2 --write-to shard-1\n  kiln render platforms/bank --shard 2/2 --write-to shard-2\n  kiln merge shard-1 shard-2 --write-to deploy"
+    )]
+    Merge(MergeArgs),
     /// Show the loaded platform or the evaluated BuildPlans.
     #[command(
         after_help = "Examples:\n  kiln show platform platforms/bank\n  kiln show buildplans platforms/bank -o json --environment dev"
@@ -137,8 +142,33 @@ pub struct RenderArgs {
     /// before writing.
     #[arg(long)]
     pub schema_dir: Option<PathBuf>,
+    /// The render cache: BuildPlans whose inputs are unchanged are copied from it instead of
+    /// rendered. Safe to delete at any time.
+    #[arg(long, default_value = ".kiln/cache", value_name = "DIR")]
+    pub cache_dir: PathBuf,
+    /// Render without the cache (neither read nor written).
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Render only shard INDEX of COUNT (a deterministic, balanced part of the BuildPlans,
+    /// for CI matrix jobs); put the shards together with `kiln merge`.
+    #[arg(long, value_name = "INDEX/COUNT")]
+    pub shard: Option<crate::pipeline::Shard>,
+    /// Print the time spent in each stage (load, evaluate, render, emit, write).
+    #[arg(long)]
+    pub timings: bool,
     #[command(flatten)]
     pub selection: Selection,
+}
+
+/// `kiln merge`: the trees of `kiln render --shard` jobs, written as one.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' output directories (each holds a `.kiln-owned.json`).
+    #[arg(required = true)]
+    pub shards: Vec<PathBuf>,
+    /// Where to write the merged tree.
+    #[arg(long, default_value = "deploy")]
+    pub write_to: PathBuf,
 }
 
 /// The layout of the rendered tree.
@@ -422,12 +452,17 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         selection: args.selection.to_lib(),
         root: None,
         schema_dir: args.schema_dir.clone(),
+        cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
+        shard: args.shard,
     };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
-            indicatif::ProgressStyle::with_template("{spinner} rendering {pos}/{len} BuildPlans")
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            indicatif::ProgressStyle::with_template(
+                "{spinner} rendering [{bar:30}] {pos}/{len} BuildPlans, {per_sec}, {eta} left",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .progress_chars("=> "),
         );
         bar
     });
@@ -451,6 +486,73 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",
         summary.plans,
         if summary.plans == 1 { "" } else { "s" },
+        args.write_to.display(),
+        summary.files,
+        r.written.len(),
+        r.unchanged.len(),
+        r.removed.len()
+    ));
+    if args.timings {
+        print_err(&timings_text(&summary));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `--timings`: one line per stage, seconds with milliseconds.
+fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
+    let t = &s.timings;
+    let secs = |d: std::time::Duration| format!("{:>8.3} s", d.as_secs_f64());
+    let total = t.load + t.evaluate + t.render + t.emit + t.write;
+    let per_plan = if s.plans == 0 {
+        String::new()
+    } else {
+        format!(
+            ", {:.0} µs CPU per rendered BuildPlan",
+            (t.render_cpu + t.emit_cpu).as_secs_f64() * 1e6
+                / (if s.cache.hits + s.cache.misses == 0 {
+                    s.plans
+                } else {
+                    s.cache.misses
+                })
+                .max(1) as f64
+        )
+    };
+    let cache = if s.cache.hits + s.cache.misses == 0 {
+        "no cache".to_string()
+    } else {
+        format!("cache: {} hits, {} misses", s.cache.hits, s.cache.misses)
+    };
+    [
+        format!("kiln: timings ({} BuildPlans, {cache}{per_plan})", s.plans),
+        format!("  load      {}  (read and validate the spec)", secs(t.load)),
+        format!(
+            "  evaluate  {}  (layer parameters, BuildPlans)",
+            secs(t.evaluate)
+        ),
+        format!(
+            "  render    {}  (parallel; CPU summed over threads: render {:.3} s, emit {:.3} s)",
+            secs(t.render),
+            t.render_cpu.as_secs_f64(),
+            t.emit_cpu.as_secs_f64()
+        ),
+        format!(
+            "  emit      {}  (Kargo, Argo CD, tree assembly, checks)",
+            secs(t.emit)
+        ),
+        format!("  write     {}  (compare, stage, rename)", secs(t.write)),
+        format!("  total     {}", secs(total)),
+    ]
+    .join("\n")
+}
+
+/// `kiln merge`: shard trees → one tree, written as `kiln render` writes.
+fn merge(args: &MergeArgs) -> miette::Result<ExitCode> {
+    let summary = crate::pipeline::run_merge(&args.shards, &args.write_to)?;
+    let r = &summary.report;
+    print_err(&format!(
+        "kiln: merged {} shard{} into {} ({} files: {} written, {} unchanged, {} removed)",
+        args.shards.len(),
+        if args.shards.len() == 1 { "" } else { "s" },
         args.write_to.display(),
         summary.files,
         r.written.len(),
@@ -491,6 +593,7 @@ fn warn_secrets(secrets: &[String]) {
 pub fn run(cli: Cli) -> miette::Result<ExitCode> {
     match &cli.command {
         Command::Render(args) => render(args),
+        Command::Merge(args) => merge(args),
         Command::Kustomize(args) => {
             let mut options = crate::kustomize::BuildOptions::default();
             if args.load_restrictor == "LoadRestrictionsNone" {
@@ -550,14 +653,11 @@ fn build_set(
     platform: &std::path::Path,
     layout: Layout,
     selection: &Selection,
-) -> miette::Result<crate::pipeline::Slice> {
+) -> miette::Result<crate::pipeline::Built> {
     let mut opts = crate::pipeline::RenderOptions::new(platform);
     opts.layout = layout.to_lib();
     opts.selection = selection.to_lib();
-    Ok(crate::pipeline::build_slice_with_progress(
-        &opts,
-        &|_, _| {},
-    )?)
+    Ok(crate::pipeline::build_timed(&opts, &|_, _| {})?)
 }
 
 /// Provenance trailers of a publish: the platform's own commit (when it sits in Git, dirty
@@ -565,7 +665,7 @@ fn build_set(
 /// input file the render read.
 fn provenance(
     platform: &std::path::Path,
-    slice: &crate::pipeline::Slice,
+    slice: &crate::pipeline::Built,
 ) -> crate::git::Provenance {
     crate::git::Provenance {
         source_commit: crate::git::source_commit_of(
@@ -637,7 +737,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
 /// `--path` of `publish`, `verify` and `diff REPO@REF`: with Kargo, the Warehouses watch
 /// `spec.source.renderedPath` of the source repository, so that is where the tree goes (and is
 /// looked for) unless told otherwise; without Kargo, the branch root.
-fn repo_path(path: Option<&str>, slice: &crate::pipeline::Slice) -> Option<String> {
+fn repo_path(path: Option<&str>, slice: &crate::pipeline::Built) -> Option<String> {
     match path {
         Some(p) => Some(p.to_string()),
         None if slice.platform.kargo.enabled => Some(slice.platform.source.rendered_path.clone()),

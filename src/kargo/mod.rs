@@ -111,14 +111,10 @@ pub struct KargoOptions {
 
 /// The cluster-scoped (group, kind)s of `rendered`, which the AppProject must allow.
 pub fn cluster_kinds(rendered: &[crate::render::Rendered]) -> BTreeSet<(String, String)> {
-    let mut out = BTreeSet::new();
-    for r in rendered.iter().flat_map(|r| &r.resources) {
-        let group = r.api_version().rsplit_once('/').map_or("", |(g, _)| g);
-        if crate::kustomize::namespace::is_cluster_scoped(group, r.kind()) {
-            out.insert((group.to_string(), r.kind().to_string()));
-        }
-    }
-    out
+    rendered
+        .iter()
+        .flat_map(|r| crate::emit::cluster_kinds(&r.resources))
+        .collect()
 }
 
 /// One generation run: the validated platform (the one model; nothing is copied out of

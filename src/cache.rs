@@ -1,0 +1,374 @@
+//! The render cache: a content-addressed store of emitted BuildPlans, so that re-rendering
+//! unchanged input costs a lookup instead of a render (issue 13, part 3). Part of the write
+//! stage's I/O boundary: entries are read through the [`FileSystem`] trait and written here,
+//! nowhere else.
+//!
+//! **Key.** A SHA-256 over everything a BuildPlan's output depends on: kiln's version and this
+//! cache's format, the output layout, the BuildPlan itself (layered parameters, resolved
+//! generators, transformers and images, names, namespace), and the component's inputs as
+//! loaded (its spec, the resources of its `files:` generators, the texts its
+//! `configMapGenerator`/`secretGenerator` entries read).
+//!
+//! **Reads.** What a render reads beyond that (kustomization trees, anywhere they point to;
+//! charts) is not known before it runs. A [`Recorder`] wraps the [`FileSystem`] during the
+//! render and notes each read and its result's digest; the entry stores that list, and a
+//! lookup replays it: an entry whose reads give a different result is stale and ignored, like
+//! a compiler's dependency file.
+//!
+//! **Entries.** `<dir>/<first two hex digits>/<key>.json`: a line with the SHA-256 of the
+//! body, then the body (JSON: the key, the reads, the emitted files). An entry whose digest,
+//! key or shape does not check out is a miss, never an error, so a corrupt or truncated
+//! entry cannot change the output; it is overwritten by the next store. Entries are written
+//! to a temporary file and renamed in, so concurrent renders never see half an entry.
+//!
+//! The directory (default `.kiln/cache` for the CLI) holds nothing else and is safe to delete
+//! at any time. It is not pruned: delete it to reclaim space.
+
+use crate::evaluate::BuildPlan;
+use crate::fs::FileSystem;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Bumped whenever the entry layout or the key's inputs change.
+const FORMAT: &str = "kiln-render-cache/2";
+
+/// One observed file-system call of a render and a digest of what it returned.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Read {
+    /// `read`, `is_dir`, `is_file`, `read_dir` or `canonicalize`.
+    pub op: String,
+    pub path: String,
+    /// SHA-256 (hex) of the result, errors included.
+    pub result: String,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn digest(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
+}
+
+fn result_digest<T: AsRef<[u8]>>(r: &io::Result<T>) -> String {
+    match r {
+        Ok(v) => digest(v.as_ref()),
+        Err(e) => digest(format!("error {:?}", e.kind()).as_bytes()),
+    }
+}
+
+fn paths_text(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.to_string_lossy())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Performs `op` on `path` through `fs` and digests the result: the one definition of a read,
+/// used both to record and to replay.
+fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
+    match op {
+        "read" => result_digest(&fs.read(path)),
+        "is_dir" => digest(if fs.is_dir(path) { b"1" } else { b"0" }),
+        "is_file" => digest(if fs.is_file(path) { b"1" } else { b"0" }),
+        "read_dir" => result_digest(&fs.read_dir(path).map(|l| paths_text(&l))),
+        "canonicalize" => result_digest(
+            &fs.canonicalize(path)
+                .map(|p| p.to_string_lossy().into_owned()),
+        ),
+        _ => String::new(),
+    }
+}
+
+/// A [`FileSystem`] that passes every call through and remembers it (see the module docs).
+pub struct Recorder<'a> {
+    inner: &'a dyn FileSystem,
+    reads: Mutex<Vec<Read>>,
+}
+
+impl<'a> Recorder<'a> {
+    pub fn new(inner: &'a dyn FileSystem) -> Self {
+        Recorder {
+            inner,
+            reads: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The file system underneath.
+    pub fn inner(&self) -> &'a dyn FileSystem {
+        self.inner
+    }
+
+    /// Adds reads observed elsewhere (a shared kustomize build) to this recorder's.
+    pub fn extend(&self, reads: &[Read]) {
+        if let Ok(mut r) = self.reads.lock() {
+            r.extend_from_slice(reads);
+        }
+    }
+
+    /// Every read so far, sorted, each once.
+    pub fn reads(&self) -> Vec<Read> {
+        let mut r = self.reads.lock().map(|r| r.clone()).unwrap_or_default();
+        r.sort();
+        r.dedup();
+        r
+    }
+
+    fn note(&self, op: &str, path: &Path, result: String) {
+        if let Ok(mut r) = self.reads.lock() {
+            r.push(Read {
+                op: op.to_string(),
+                // A path that is not UTF-8 cannot be replayed exactly; the empty op never
+                // matches on replay, so such an entry is never used.
+                path: path.to_str().map_or_else(String::new, str::to_string),
+                result: if path.to_str().is_some() {
+                    result
+                } else {
+                    String::new()
+                },
+            });
+        }
+    }
+}
+
+impl FileSystem for Recorder<'_> {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        let r = self.inner.read(path);
+        self.note("read", path, result_digest(&r));
+        r
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        let r = self.inner.is_dir(path);
+        self.note("is_dir", path, digest(if r { b"1" } else { b"0" }));
+        r
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        let r = self.inner.is_file(path);
+        self.note("is_file", path, digest(if r { b"1" } else { b"0" }));
+        r
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        let r = self.inner.read_dir(path);
+        self.note(
+            "read_dir",
+            path,
+            result_digest(
+                &r.as_ref()
+                    .map(|l| paths_text(l))
+                    .map_err(|e| e.kind().into()),
+            ),
+        );
+        r
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        let r = self.inner.canonicalize(path);
+        self.note(
+            "canonicalize",
+            path,
+            result_digest(
+                &r.as_ref()
+                    .map(|p| p.to_string_lossy().into_owned())
+                    .map_err(|e| e.kind().into()),
+            ),
+        );
+        r
+    }
+}
+
+/// The emitted files of one BuildPlan: relative path → text.
+pub type Files = Vec<(String, Vec<u8>)>;
+
+/// What the render keeps of one BuildPlan: its files and the cluster-scoped kinds among its
+/// resources (for the Argo CD AppProject).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Emitted {
+    pub files: Files,
+    pub cluster_kinds: std::collections::BTreeSet<(String, String)>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    key: String,
+    reads: Vec<Read>,
+    files: Vec<(String, String)>,
+    cluster_kinds: Vec<(String, String)>,
+}
+
+/// Hit/miss counts of one render.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    pub hits: usize,
+    pub misses: usize,
+}
+
+/// A cache directory (see the module docs).
+pub struct Cache {
+    dir: PathBuf,
+    layout: String,
+    /// Digest of each component's loaded inputs, by component path: computed once per
+    /// component, not once per environment.
+    components: Mutex<BTreeMap<String, String>>,
+    hits: std::sync::atomic::AtomicUsize,
+    misses: std::sync::atomic::AtomicUsize,
+}
+
+impl Cache {
+    /// A cache in `dir` (created on the first store) for output in `layout` (`{:?}` of it).
+    pub fn new(dir: impl Into<PathBuf>, layout: impl std::fmt::Debug) -> Cache {
+        Cache {
+            dir: dir.into(),
+            layout: format!("{layout:?}"),
+            components: Mutex::new(BTreeMap::new()),
+            hits: Default::default(),
+            misses: Default::default(),
+        }
+    }
+
+    /// Hits and misses so far.
+    pub fn stats(&self) -> CacheStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        CacheStats {
+            hits: self.hits.load(Relaxed),
+            misses: self.misses.load(Relaxed),
+        }
+    }
+
+    fn component_digest(&self, plan: &BuildPlan) -> String {
+        let c = &plan.source;
+        if let Some(d) = self
+            .components
+            .lock()
+            .ok()
+            .and_then(|m| m.get(&c.path).cloned())
+        {
+            return d;
+        }
+        let mut h = Sha256::new();
+        // serde_json never fails on these types (string keys only).
+        let _ = serde_json::to_writer(&mut HashWriter(&mut h), &**c);
+        let _ = serde_json::to_writer(&mut HashWriter(&mut h), &c.raw_spec);
+        for (g, rs) in &c.files {
+            h.update(format!("\nfiles {g}\n"));
+            for r in rs {
+                let _ = serde_json::to_writer(&mut HashWriter(&mut h), &r.value);
+                h.update(b"\n");
+            }
+        }
+        let _ = serde_json::to_writer(&mut HashWriter(&mut h), &c.assets);
+        let d = hex(&h.finalize());
+        if let Ok(mut m) = self.components.lock() {
+            m.insert(c.path.clone(), d.clone());
+        }
+        d
+    }
+
+    /// The key of `plan` (see the module docs).
+    pub fn key(&self, plan: &BuildPlan) -> String {
+        let mut h = Sha256::new();
+        h.update(FORMAT);
+        h.update(b"\nkiln ");
+        h.update(env!("CARGO_PKG_VERSION"));
+        h.update(b"\nlayout ");
+        h.update(&self.layout);
+        h.update(b"\ncomponent ");
+        h.update(self.component_digest(plan));
+        h.update(b"\nplan ");
+        let _ = serde_json::to_writer(&mut HashWriter(&mut h), plan);
+        hex(&h.finalize())
+    }
+
+    fn entry_path(&self, key: &str) -> PathBuf {
+        self.dir.join(&key[..2]).join(format!("{key}.json"))
+    }
+
+    /// The files stored under `key`, when the entry is intact and every read it recorded
+    /// still gives the same result through `fs`.
+    pub fn lookup(&self, key: &str, fs: &dyn FileSystem) -> Option<Emitted> {
+        let found = self.try_lookup(key, fs);
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        found
+    }
+
+    fn try_lookup(&self, key: &str, fs: &dyn FileSystem) -> Option<Emitted> {
+        let bytes = fs.read(&self.entry_path(key)).ok()?;
+        let newline = bytes.iter().position(|b| *b == b'\n')?;
+        let (check, body) = (&bytes[..newline], &bytes[newline + 1..]);
+        if check != digest(body).as_bytes() {
+            return None;
+        }
+        let entry: Entry = serde_json::from_slice(body).ok()?;
+        if entry.key != key {
+            return None;
+        }
+        let fresh = entry
+            .reads
+            .iter()
+            .all(|r| !r.result.is_empty() && observe(fs, &r.op, Path::new(&r.path)) == r.result);
+        fresh.then(|| Emitted {
+            files: entry
+                .files
+                .into_iter()
+                .map(|(p, t)| (p, t.into_bytes()))
+                .collect(),
+            cluster_kinds: entry.cluster_kinds.into_iter().collect(),
+        })
+    }
+
+    /// Stores `files` under `key` with the reads that produced them. Best effort: a cache
+    /// that cannot be written only makes the next render slower, so errors are returned for
+    /// the caller to report, never to fail the render on.
+    pub fn store(&self, key: &str, reads: Vec<Read>, emitted: &Emitted) -> io::Result<()> {
+        let Ok(files) = emitted
+            .files
+            .iter()
+            .map(|(p, b)| String::from_utf8(b.clone()).map(|t| (p.clone(), t)))
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            return Ok(());
+        };
+        let entry = Entry {
+            key: key.to_string(),
+            reads,
+            files,
+            cluster_kinds: emitted.cluster_kinds.iter().cloned().collect(),
+        };
+        let body = serde_json::to_vec(&entry).map_err(io::Error::other)?;
+        let mut bytes = digest(&body).into_bytes();
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&body);
+        let path = self.entry_path(key);
+        let dir = path.parent().unwrap_or(&self.dir);
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        io::Write::write_all(&mut tmp, &bytes)?;
+        tmp.persist(&path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+/// Feeds serde_json's writer straight into a hasher, without an intermediate buffer.
+struct HashWriter<'a>(&'a mut Sha256);
+
+impl io::Write for HashWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,432 @@
+//! Scale features of `kiln render` (issue 13), on small platforms from the synthetic
+//! generator `examples/synth.rs` (included here as a module): the generator itself, the
+//! shared kustomize build, the render cache (hits, invalidation, corrupt entries), sharding
+//! and `kiln merge`, `--timings`. Speed itself is measured in docs/BENCHMARKS.md, never here.
+
+#[path = "../examples/synth.rs"]
+#[allow(dead_code)]
+mod synth;
+
+use kiln::pipeline::{RenderOptions, Shard, build_timed, run_merge, run_render};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+const N: usize = 8;
+const E: usize = 3;
+
+fn generate(dir: &Path, components: usize, environments: usize) {
+    synth::generate(&synth::Args::new(components, environments, dir));
+}
+
+fn platform() -> tempfile::TempDir {
+    let t = tempfile::tempdir().unwrap();
+    generate(t.path(), N, E);
+    t
+}
+
+fn opts(root: &Path, out: &str, cache: Option<&str>) -> RenderOptions {
+    let mut o = RenderOptions::new(root.join("platforms/synth"));
+    o.root = Some(root.to_path_buf());
+    o.write_to = root.join(out);
+    o.cache_dir = cache.map(|c| root.join(c));
+    o
+}
+
+/// Every file under `dir` (relative path → bytes).
+fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    fn walk(base: &Path, d: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        entries.sort();
+        for p in entries {
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else {
+                let rel = p
+                    .strip_prefix(base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                out.insert(rel, std::fs::read(&p).unwrap());
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+/// Asserts two trees are equal, naming the paths that differ (never printing the bytes).
+fn assert_same(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>, what: &str) {
+    let differ: Vec<&String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|k| a.get(*k) != b.get(*k))
+        .collect();
+    assert!(differ.is_empty(), "{what}: these files differ: {differ:?}");
+}
+
+fn render(o: &RenderOptions) -> kiln::pipeline::RenderSummary {
+    run_render(o).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)))
+}
+
+#[test]
+fn synth_is_deterministic_mixes_every_shape_and_renders() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    generate(a.path(), N, E);
+    generate(b.path(), N, E);
+    let files = tree(a.path());
+    assert_same(&files, &tree(b.path()), "same arguments, same bytes");
+
+    let all_components: String = files
+        .iter()
+        .filter(|(p, _)| p.ends_with("component.yaml"))
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .collect();
+    for shape in [
+        "- files:",
+        "- kustomize: base",
+        "- kustomize: overlay",
+        "- resources:",
+        "- configMapGenerator:",
+        "- secretGenerator:",
+        "- jsonPatch:",
+        "- mergePatch:",
+        "- strategicMergePatch:",
+        "    environments: [",
+        "    digest: \"sha256:",
+    ] {
+        assert!(all_components.contains(shape), "no component has `{shape}`");
+    }
+    let kustomizations: String = files
+        .iter()
+        .filter(|(p, _)| p.ends_with("kustomization.yaml"))
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .collect();
+    assert!(
+        kustomizations.contains("patches:") && kustomizations.contains("resources:\n- ../base")
+    );
+    let platform = String::from_utf8_lossy(&files["platforms/synth/platform.yaml"]).into_owned();
+    // Parameter layers 2-6: platform, environment, project, instance, instance-per-environment.
+    for layer in [
+        "spec:\n  source:",
+        "  parameters:\n    domain:",
+        "    parameters:\n      domain: dev.",
+        "    parameters:\n      team: team-",
+        "      parameters:\n        replicas:",
+        "          parameters:\n            replicas:",
+    ] {
+        assert!(platform.contains(layer), "platform.yaml lacks `{layer}`");
+    }
+
+    let s = render(&opts(a.path(), "deploy", None));
+    assert_eq!(s.plans, N * E);
+    let deploy = tree(&a.path().join("deploy"));
+    assert!(deploy.contains_key("p0000/dev/c00001/c00001.gen.yaml"));
+    let gen_yaml =
+        String::from_utf8_lossy(&deploy["p0000/stage/c00002/c00002.gen.yaml"]).into_owned();
+    assert!(
+        gen_yaml.contains("name: o-c00002-config-"),
+        "overlay prefix and hash suffix"
+    );
+    assert!(
+        gen_yaml.contains("topologySpreadConstraints"),
+        "last-environment patch"
+    );
+}
+
+/// A file system that counts reads of each path.
+struct Counting {
+    reads: std::sync::Mutex<BTreeMap<PathBuf, usize>>,
+}
+
+impl kiln::fs::FileSystem for Counting {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        *self
+            .reads
+            .lock()
+            .unwrap()
+            .entry(path.to_path_buf())
+            .or_default() += 1;
+        kiln::fs::RealFs.read(path)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        kiln::fs::RealFs.is_dir(path)
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        kiln::fs::RealFs.is_file(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
+        kiln::fs::RealFs.read_dir(path)
+    }
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        kiln::fs::RealFs.canonicalize(path)
+    }
+}
+
+#[test]
+fn a_kustomize_base_is_built_once_for_all_environments() {
+    let t = platform();
+    let (platform, plans) = kiln::pipeline::plan(
+        &t.path().join("platforms/synth"),
+        Some(t.path()),
+        &Default::default(),
+    )
+    .unwrap();
+    let fs = Counting {
+        reads: Default::default(),
+    };
+    let out = kiln::render::render_map(&plans, &platform.sources, &fs, &|p, render| {
+        render().map(|r| (p.key(), r.resources.len()))
+    })
+    .unwrap();
+    assert_eq!(out.len(), N * E);
+    assert_eq!(out[0].0, plans[0].key(), "results in plan order");
+    let reads = fs.reads.lock().unwrap();
+    let base = reads
+        .iter()
+        .find(|(p, _)| p.ends_with("components/c00001/base/kustomization.yaml"))
+        .map(|(_, n)| *n);
+    assert_eq!(
+        base,
+        Some(1),
+        "built once, not once per environment: {reads:?}"
+    );
+}
+
+#[test]
+fn a_no_op_render_is_all_cache_hits_and_one_change_misses_only_its_plans() {
+    let t = platform();
+    let o = opts(t.path(), "deploy", Some("cache"));
+    let first = render(&o);
+    assert_eq!((first.cache.hits, first.cache.misses), (0, N * E));
+    let again = render(&o);
+    assert_eq!((again.cache.hits, again.cache.misses), (N * E, 0));
+    assert!(again.report.is_noop());
+
+    // A file of a kustomize base: not in the key, found by replaying the recorded reads.
+    let svc = t.path().join("components/c00001/base/service.yaml");
+    let text = std::fs::read_to_string(&svc).unwrap();
+    std::fs::write(&svc, text.replace("port: 80", "port: 81")).unwrap();
+    let changed = render(&o);
+    assert_eq!((changed.cache.hits, changed.cache.misses), (N * E - E, E));
+    let fresh = opts(t.path(), "fresh", None);
+    render(&fresh);
+    assert_same(
+        &tree(&o.write_to),
+        &tree(&fresh.write_to),
+        "cached vs fresh",
+    );
+    assert!(
+        String::from_utf8_lossy(&tree(&o.write_to)["p0000/dev/c00001/c00001.gen.yaml"])
+            .contains("port: 81")
+    );
+
+    // A plain file of another component: in the key.
+    let dep = t.path().join("components/c00000/deployment.yaml");
+    let text = std::fs::read_to_string(&dep).unwrap();
+    std::fs::write(&dep, text.replace("memory: 128Mi", "memory: 192Mi")).unwrap();
+    let changed = render(&o);
+    assert_eq!(changed.cache.misses, E);
+}
+
+#[test]
+fn corrupt_or_stale_cache_entries_never_change_the_output() {
+    let t = platform();
+    let o = opts(t.path(), "deploy", Some("cache"));
+    render(&o);
+    let expected = tree(&o.write_to);
+    let cache = t.path().join("cache");
+    let entries: Vec<PathBuf> = tree(&cache).keys().map(|k| cache.join(k)).collect();
+    assert_eq!(entries.len(), N * E);
+    let other = std::fs::read(&entries[1]).unwrap();
+    for (i, e) in entries.iter().enumerate() {
+        let bytes = std::fs::read(e).unwrap();
+        let corrupt: Vec<u8> = match i % 6 {
+            // A flipped byte in the body.
+            0 => {
+                let mut b = bytes.clone();
+                let at = b.len() - 20;
+                b[at] ^= 0x20;
+                b
+            }
+            1 => bytes[..bytes.len() / 2].to_vec(),
+            2 => Vec::new(),
+            3 => b"not a cache entry".to_vec(),
+            // Another entry's intact bytes under this key.
+            4 => other.clone(),
+            // A correct digest line over a body of the wrong shape.
+            _ => {
+                let key = e.file_stem().unwrap().to_string_lossy().into_owned();
+                let body = format!("{{\"key\": \"{key}\", \"files\": 7}}");
+                let mut b = format!("{:x}\n", sha2_hex(body.as_bytes())).into_bytes();
+                b.extend_from_slice(body.as_bytes());
+                b
+            }
+        };
+        std::fs::write(e, corrupt).unwrap();
+    }
+    let o2 = opts(t.path(), "deploy2", Some("cache"));
+    let s = render(&o2);
+    // Every entry but those holding another entry's bytes is unusable; those are refused
+    // because the key inside does not match.
+    assert_eq!((s.cache.hits, s.cache.misses), (0, N * E), "{:?}", s.cache);
+    assert_same(&tree(&o2.write_to), &expected, "after corrupting the cache");
+    // The misses were re-stored: the next render hits everything again.
+    assert_eq!(render(&o2).cache.hits, N * E);
+}
+
+/// Hex SHA-256, as the cache writes its digest line (the last corruption case needs a body
+/// with a correct digest, to prove the body is still checked).
+struct Hex(Vec<u8>);
+impl std::fmt::LowerHex for Hex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+    }
+}
+fn sha2_hex(bytes: &[u8]) -> Hex {
+    use sha2::Digest;
+    Hex(sha2::Sha256::digest(bytes).to_vec())
+}
+
+#[test]
+fn shards_are_balanced_and_merge_byte_identical_to_a_full_render() {
+    let t = tempfile::tempdir().unwrap();
+    generate(t.path(), 11, E);
+    let full = opts(t.path(), "full", None);
+    render(&full);
+    let count = 3;
+    let mut dirs = Vec::new();
+    let mut seen = Vec::new();
+    for index in 1..=count {
+        let mut o = opts(t.path(), &format!("shard-{index}"), None);
+        o.shard = Some(Shard { index, count });
+        let b = build_timed(&o, &|_, _| {}).unwrap();
+        seen.extend(b.plans.iter().map(|p| p.key()));
+        // 11 instances of 3 environments over 3 shards: 4, 4, 3 instances.
+        assert!(
+            b.plans.len() == 12 || b.plans.len() == 9,
+            "{}",
+            b.plans.len()
+        );
+        render(&o);
+        dirs.push(o.write_to.clone());
+    }
+    seen.sort();
+    let total = seen.len();
+    seen.dedup();
+    assert_eq!(
+        (total, seen.len()),
+        (11 * E, 11 * E),
+        "each plan in exactly one shard"
+    );
+
+    let merged = t.path().join("merged");
+    run_merge(&dirs, &merged).unwrap();
+    let (a, b) = (tree(&full.write_to), tree(&merged));
+    assert_same(&a, &b, "merged vs unsharded");
+    // The AppProject allows the cluster-scoped kinds of every shard, not only the first's.
+    let all: String = a
+        .values()
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    assert!(all.contains("kind: AppProject"));
+    let project = String::from_utf8_lossy(&a["bootstrap/appproject.yaml"]).into_owned();
+    assert!(
+        project.contains("kind: ClusterRole\n") && project.contains("kind: PriorityClass\n"),
+        "{project}"
+    );
+    assert!(a.contains_key(".kiln-owned.json"));
+    // Merging again is a no-op, like rendering again.
+    assert!(run_merge(&dirs, &merged).unwrap().report.is_noop());
+}
+
+#[test]
+fn merge_refuses_conflicting_shards_and_directories_without_a_marker() {
+    let t = platform();
+    let mut dirs = Vec::new();
+    for index in 1..=2 {
+        let mut o = opts(t.path(), &format!("s{index}"), None);
+        o.shard = Some(Shard { index, count: 2 });
+        render(&o);
+        dirs.push(o.write_to);
+    }
+    // The same file in both shards with different bytes.
+    let s1 = tree(&dirs[0]);
+    let (path, _) = s1.iter().find(|(p, _)| p.ends_with(".gen.yaml")).unwrap();
+    std::fs::create_dir_all(dirs[1].join(path).parent().unwrap()).unwrap();
+    std::fs::write(dirs[1].join(path), "other\n").unwrap();
+    let marker = dirs[1].join(".kiln-owned.json");
+    let m = std::fs::read_to_string(&marker).unwrap();
+    std::fs::write(
+        &marker,
+        m.replacen("\"files\": [", &format!("\"files\": [\n    \"{path}\","), 1),
+    )
+    .unwrap();
+    let err = run_merge(&dirs, &t.path().join("m")).unwrap_err();
+    let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
+    assert_eq!(code.as_deref(), Some("kiln::merge::conflict"), "{err}");
+    assert!(!t.path().join("m").exists(), "nothing written");
+
+    let err = run_merge(&[t.path().join("components")], &t.path().join("m")).unwrap_err();
+    let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
+    assert_eq!(code.as_deref(), Some("kiln::merge::not_a_shard"));
+}
+
+#[test]
+fn shard_flag_rejects_bad_values() {
+    for bad in ["0/2", "3/2", "1", "a/b", "1/0"] {
+        assert!(bad.parse::<Shard>().is_err(), "{bad}");
+    }
+    assert_eq!("2/4".parse::<Shard>(), Ok(Shard { index: 2, count: 4 }));
+}
+
+#[test]
+fn timings_name_every_stage() {
+    let t = platform();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .current_dir(t.path())
+        .args([
+            "render",
+            "platforms/synth",
+            "--timings",
+            "--write-to",
+            "deploy",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    for stage in ["load", "evaluate", "render", "emit", "write", "total"] {
+        assert!(
+            err.lines().any(|l| l.trim_start().starts_with(stage)),
+            "no `{stage}` line in:\n{err}"
+        );
+    }
+    assert!(
+        err.contains(&format!("cache: 0 hits, {} misses", N * E)),
+        "{err}"
+    );
+    assert!(
+        t.path().join(".kiln/cache").is_dir(),
+        "default cache directory"
+    );
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .current_dir(t.path())
+        .args([
+            "render",
+            "platforms/synth",
+            "--timings",
+            "--write-to",
+            "deploy",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert!(
+        err.contains(&format!("cache: {} hits, 0 misses", N * E)),
+        "{err}"
+    );
+}
