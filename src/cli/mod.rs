@@ -1,5 +1,6 @@
 //! The command line: clap structs that hold nothing but flags, and one `run` that calls the
 //! library and prints. Printing happens here and nowhere else in the library.
+#![allow(clippy::disallowed_methods)] // the edge: environment, terminal, clock
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -498,6 +499,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         selection: args.selection.to_lib(),
         root: None,
         schema_dir: args.schema_dir.clone(),
+        fs: std::sync::Arc::new(crate::fs::RealFs),
         cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
         shard: args.shard,
     };
@@ -665,8 +667,14 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 _ => crate::pipeline::ShowFormat::Yaml,
             };
             let text = match args.what {
-                ShowWhat::Platform => crate::pipeline::show_platform(&args.platform, None, format)?,
+                ShowWhat::Platform => crate::pipeline::show_platform(
+                    &crate::fs::RealFs,
+                    &args.platform,
+                    None,
+                    format,
+                )?,
                 ShowWhat::Buildplans => crate::pipeline::show_buildplans(
+                    &crate::fs::RealFs,
                     &args.platform,
                     None,
                     &args.selection.to_lib(),
@@ -942,7 +950,11 @@ fn render_result<T: serde::Serialize + std::fmt::Display>(
 /// `kiln validate`: every finding as a diagnostic on stderr, then a summary; exit 1 when
 /// anything was found.
 fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
-    let report = crate::check::validate_paths(&args.paths, &args.schema_dir)?;
+    let report = crate::check::validate_paths(
+        std::sync::Arc::new(crate::fs::RealFs),
+        &args.paths,
+        &args.schema_dir,
+    )?;
     for f in &report.findings {
         print_err(&format!("{:?}", miette::Report::new(f.clone())));
     }
