@@ -2,6 +2,7 @@
 //! covers; every one of them failed before the change it tests. The CLI is run as a user runs
 //! it (the built `kiln` binary), against repositories in temporary directories, read back with
 //! the `git` CLI.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
