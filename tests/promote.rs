@@ -3,6 +3,7 @@
 //! `--repo-map`, and new Freight is promoted through every Stage of every project in graph
 //! order. Afterwards every Application resolves to rendered manifests with the new images, and
 //! every Stage's lasting Argo CD health check still holds.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use git2::Repository;
 use kiln::git::{CommitTime, Identity, Provenance, PublishOptions};
@@ -51,7 +52,13 @@ fn platform_dir(name: &str) -> PathBuf {
 /// Renders `platform`, publishes it under its `renderedPath` into a bare source repository,
 /// and makes an empty bare repository for every write repository.
 fn world(platform: &Path) -> World {
-    let opts = kiln::pipeline::RenderOptions::new(platform);
+    world_in(platform, None)
+}
+
+/// [`world`] for a platform copied under `root` (its own repository root).
+fn world_in(platform: &Path, root: Option<&Path>) -> World {
+    let mut opts = kiln::pipeline::RenderOptions::new(platform);
+    opts.root = root.map(Path::to_path_buf);
     let (platform, _, set) = kiln::pipeline::build_with_progress(&opts, &|_, _| {}).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut map = RepoMap::default();
@@ -237,9 +244,15 @@ fn bank_promotes_new_freight_through_every_stage() {
             );
         }
     }
+    promote_everything(&w, &stages);
+}
+
+/// Promotes new Freight through `stages` in order with one Argo CD state, then checks every
+/// Stage's health and every Application's manifests.
+fn promote_everything(w: &World, stages: &[StageDef]) {
     let mut apps = w.objects.applications();
     let mut health = Vec::new();
-    for st in &stages {
+    for st in stages {
         let work = w.work(&format!("{}-{}", st.project, st.name));
         let cx = w.context(&work);
         let mut p = w.promotion(st);
@@ -262,7 +275,7 @@ fn bank_promotes_new_freight_through_every_stage() {
     let managed = World::managed_apps(&apps);
     assert_eq!(
         managed.len(),
-        stages_apps(&stages, &w),
+        stages_apps(stages, w),
         "one Application per Stage or more"
     );
     for app in managed {
@@ -568,4 +581,280 @@ fn cli_promotes_one_stage_and_reports_failures() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("kiln::promote::unknown_stage"));
+}
+
+/// Copies the bank (platform and components) into a scratch repository root with its
+/// `platform.yaml` edited.
+fn bank_variant(edit: impl Fn(&str) -> String) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    fn copy(from: &Path, to: &Path) {
+        std::fs::create_dir_all(to).unwrap();
+        for e in std::fs::read_dir(from).unwrap() {
+            let e = e.unwrap();
+            let target = to.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                copy(&e.path(), &target);
+            } else {
+                std::fs::copy(e.path(), &target).unwrap();
+            }
+        }
+    }
+    copy(
+        &platform_dir("platforms/bank"),
+        &tmp.path().join("platforms/bank"),
+    );
+    copy(&platform_dir("components"), &tmp.path().join("components"));
+    let file = tmp.path().join("platforms/bank/platform.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, edit(&text)).unwrap();
+    let dir = tmp.path().join("platforms/bank");
+    (tmp, dir)
+}
+
+/// Both promotion units with all three write modes: the bank with every project promoted as
+/// one unit, and with every component promoted on its own.
+#[test]
+fn both_promotion_modes_work_with_every_write_mode() {
+    let all_project = |t: &str| {
+        let t = t.replace("    promotion: project\n", "");
+        t.replace("  - name: web\n", "  - name: web\n    promotion: project\n")
+            .replace(
+                "  - name: backend\n",
+                "  - name: backend\n    promotion: project\n",
+            )
+            .replace(
+                "  - name: security\n",
+                "  - name: security\n    promotion: project\n",
+            )
+    };
+    let all_component =
+        |t: &str| t.replace("    promotion: project\n", "    promotion: component\n");
+    for (mode, edit) in [
+        ("project", &all_project as &dyn Fn(&str) -> String),
+        ("component", &all_component),
+    ] {
+        let (tmp, dir) = bank_variant(edit);
+        let w = world_in(&dir, Some(tmp.path()));
+        let stages = w.objects.stages_in_graph_order().unwrap();
+        let builds = |st: &StageDef| {
+            st.steps
+                .iter()
+                .filter(|s| s.uses == "kustomize-build")
+                .count()
+        };
+        let per_project = stages.iter().filter(|st| builds(st) > 1).count();
+        let projects: std::collections::BTreeSet<&str> =
+            stages.iter().map(|st| st.project.as_str()).collect();
+        match mode {
+            // One Stage per (project, environment): 3 projects × 5 environments.
+            "project" => assert_eq!(stages.len(), projects.len() * 5, "{mode}"),
+            _ => assert_eq!(per_project, 0, "{mode}: one component per Stage"),
+        }
+        promote_everything(&w, &stages);
+    }
+}
+
+/// A promotion of `stage` whose images all have `tag`.
+fn promotion_with_tag(w: &World, stage: &StageDef, tag: &str) -> Promotion {
+    let args: Vec<FreightArg> = new_freight(w, stage)
+        .into_iter()
+        .map(|f| match f {
+            FreightArg::Image(mut i) => {
+                i.tag = tag.into();
+                i.digest = String::new();
+                FreightArg::Image(i)
+            }
+            other => other,
+        })
+        .collect();
+    let scratch = w.tmp.path().join("scratch").join(tag);
+    let freight = assemble_freight(
+        stage,
+        &w.objects,
+        &spec_images(&w.platform),
+        &args,
+        &w.git(),
+        &scratch,
+    )
+    .unwrap();
+    Promotion::new(stage.clone(), freight, format!("{}.{tag}", stage.name))
+}
+
+/// Two promotions of one Stage, the second cloning before the first pushes. With different
+/// Freight, replaying the second's change onto the first's conflicts: git-push Failed (terminal,
+/// as in Kargo) and the later steps are Skipped. With the same Freight the replayed commit
+/// becomes empty and is dropped: the push leaves the branch at the first one's commit, and
+/// argocd-update still passes.
+#[test]
+fn concurrent_promotions_of_one_stage_conflict_or_collapse() {
+    for same in [false, true] {
+        let w = world(&platform_dir("platforms/bank"));
+        let stage = w.objects.stage("frontend-dev", Some("web")).unwrap();
+        let push = stage
+            .steps
+            .iter()
+            .find(|s| s.uses == "git-push")
+            .unwrap()
+            .alias
+            .clone();
+        let mut apps = w.objects.applications();
+        let (w0, wa, wc) = (w.work("first"), w.work("a"), w.work("c"));
+        let mut first = promotion_with_tag(&w, &stage, "1.0.0");
+        first.run(&w.context(&w0), &mut apps);
+        assert_succeeded(&first);
+        let mut a = promotion_with_tag(&w, &stage, "2.0.0");
+        let mut c = promotion_with_tag(&w, &stage, if same { "2.0.0" } else { "3.0.0" });
+        let (ca, cc) = (w.context(&wa), w.context(&wc));
+        a.run_until(&push, &ca, &mut apps);
+        c.run(&cc, &mut apps);
+        assert_succeeded(&c);
+        a.run(&ca, &mut apps);
+        let out = |p: &Promotion| {
+            p.reports()
+                .iter()
+                .find(|r| r.alias == push)
+                .unwrap()
+                .clone()
+        };
+        if same {
+            assert_succeeded(&a);
+            assert_eq!(out(&a).outputs["commit"], out(&c).outputs["commit"]);
+        } else {
+            let r = out(&a);
+            assert_eq!(r.status, StepStatus::Failed, "{:?}", r.message);
+            assert!(
+                r.message.as_deref().unwrap().contains("merge conflict"),
+                "{:?}",
+                r.message
+            );
+            assert_eq!(a.reports().last().unwrap().status, StepStatus::Skipped);
+            assert!(a.has_failed());
+        }
+    }
+}
+
+/// A hand-written Stage over the bank's repositories exercising step semantics kiln's own
+/// Stages do not reach: default aliases, `if` with `failure()`/`always()`, `create: false`,
+/// strict `delete`, directory output of `kustomize-build`, set-image from the Freight alone,
+/// `ctx` and `quote` in configs, an unknown step kind.
+#[test]
+fn hand_written_stage_follows_kargo_step_semantics() {
+    let w = world(&platform_dir("platforms/bank"));
+    let real = w.objects.stage("frontend-dev", Some("web")).unwrap();
+    let var = |n: &str| real.vars.iter().find(|(k, _)| k == n).unwrap().1.clone();
+    let stage_object = |steps: Value| {
+        serde_json::json!({
+            "apiVersion": "kargo.akuity.io/v1alpha1",
+            "kind": "Stage",
+            "metadata": { "name": "frontend-dev", "namespace": "web" },
+            "spec": {
+                "requestedFreight": [{ "origin": { "kind": "Warehouse", "name": real.requested[0] }, "sources": { "direct": true } }],
+                "promotionTemplate": { "spec": {
+                    "vars": [
+                        { "name": "srcRepo", "value": var("srcRepo") },
+                        { "name": "srcPath", "value": var("srcPath") },
+                        { "name": "writeRepo", "value": var("writeRepo") },
+                        { "name": "branch", "value": "${{ 'kiln/' + ctx.stage }}" },
+                    ],
+                    "steps": steps,
+                } },
+            },
+        })
+    };
+    let run = |steps: Value| {
+        let st = StageDef::from_object(&stage_object(steps)).unwrap();
+        let mut apps = w.objects.applications();
+        let work = w.work(&format!("hand-{}", st.steps.len()));
+        let mut p = w.promotion(&st);
+        p.run(&w.context(&work), &mut apps);
+        (p, work)
+    };
+
+    // A missing branch without `create` errors; later steps are skipped unless their `if`
+    // says otherwise; the default alias is step-<n>.
+    let (p, _) = run(serde_json::json!([
+        { "uses": "git-clone", "config": { "repoURL": "${{ vars.writeRepo }}",
+            "checkout": [{ "branch": "${{ vars.branch }}", "path": "./out" }] } },
+        { "uses": "delete", "as": "skipped", "config": { "path": "./x" } },
+        { "uses": "delete", "as": "on-failure", "if": "${{ failure() }}", "config": { "path": "./x" } },
+        { "uses": "delete", "as": "not-on-success", "if": "${{ success() }}", "config": { "path": "./x" } },
+    ]));
+    let r = p.reports();
+    assert_eq!(r[0].alias, "step-1");
+    assert_eq!(r[0].status, StepStatus::Errored);
+    assert!(
+        r[0].message.as_deref().unwrap().contains("set create=true"),
+        "{:?}",
+        r[0].message
+    );
+    assert_eq!(
+        r[1..].iter().map(|s| s.status).collect::<Vec<_>>(),
+        [
+            StepStatus::Skipped,
+            StepStatus::Succeeded,
+            StepStatus::Skipped
+        ]
+    );
+
+    // `create: true` makes an orphan branch with one empty commit; set-image without
+    // `images` takes every image of the Freight; kustomize-build into a directory writes one
+    // Kargo-named file per resource; strict delete of a missing path errors.
+    let (p, work) = run(serde_json::json!([
+        { "uses": "git-clone", "as": "src", "config": { "repoURL": "${{ vars.srcRepo }}",
+            "checkout": [{ "commit": "${{ commitFrom(vars.srcRepo).ID }}", "path": "./src", "as": "source" }] } },
+        { "uses": "git-clone", "as": "out", "config": { "repoURL": "${{ vars.writeRepo }}",
+            "checkout": [{ "branch": "${{ vars.branch }}", "create": true, "path": "./out" }] } },
+        { "uses": "kustomize-set-image", "as": "images", "config": { "path": "./src/${{ vars.srcPath }}" } },
+        { "uses": "kustomize-build", "as": "build", "config": { "path": "./src/${{ vars.srcPath }}", "outPath": "./out/${{ ctx.stage }}" } },
+        { "uses": "git-commit", "as": "commit", "config": { "path": "./out", "message": "${{ quote(ctx.project) }}" } },
+        { "uses": "delete", "as": "strict", "config": { "path": "./nope", "strict": true } },
+        { "uses": "helm-template", "as": "unknown", "if": "${{ always() }}", "config": {} },
+    ]));
+    let r = p.reports();
+    let status: Vec<StepStatus> = r.iter().map(|s| s.status).collect();
+    assert_eq!(
+        status,
+        [
+            StepStatus::Succeeded,
+            StepStatus::Succeeded,
+            StepStatus::Succeeded,
+            StepStatus::Succeeded,
+            StepStatus::Succeeded,
+            StepStatus::Errored,
+            StepStatus::Errored
+        ],
+        "{r:#?}"
+    );
+    assert!(
+        r[0].outputs["commits"]["source"].is_string(),
+        "checkout `as` keys the output"
+    );
+    assert!(
+        r[2].outputs["commitMessage"]
+            .as_str()
+            .unwrap()
+            .contains(NEW_TAG)
+    );
+    assert!(r[6].message.as_deref().unwrap().contains("not supported"));
+    let out = work.join("out/frontend-dev");
+    let names: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .any(|n| n.ends_with("-deployment-frontend.yaml")),
+        "{names:?}"
+    );
+    let repo = Repository::open(work.join("out")).unwrap();
+    let head = repo.head().unwrap().peel_to_commit().unwrap();
+    assert_eq!(head.message().ok(), Some("web"));
+    let root = head.parent(0).unwrap();
+    assert_eq!(root.message().ok(), Some("Initial commit"));
+    assert_eq!(
+        root.tree().unwrap().len(),
+        0,
+        "the orphan branch starts empty"
+    );
 }

@@ -141,8 +141,8 @@ impl PromotionReport {
                     out.push_str(&format!("           {k}: {shown}\n"));
                 }
             }
-            if let Some(m) = &s.message {
-                out.push_str(&format!("           {m}\n"));
+            for line in s.message.iter().flat_map(|m| m.lines()) {
+                out.push_str(&format!("           {line}\n"));
             }
         }
         out.push_str(&format!("{:?}\n", self.phase));

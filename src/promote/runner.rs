@@ -760,7 +760,7 @@ impl Promotion {
             });
         }
         self.health.extend(checks);
-        self.note = Some(notes.join("; "));
+        self.note = Some(notes.join("\n"));
         Ok((StepStatus::Succeeded, Value::Null))
     }
 
