@@ -14,6 +14,7 @@ pub mod emit;
 pub mod evaluate;
 pub mod fs;
 pub mod git;
+pub mod helm;
 pub mod kargo;
 pub mod kustomize;
 pub mod load;

@@ -45,6 +45,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln kustomize overlays/prod\n  kiln kustomize overlays/prod > out.yaml"
     )]
     Kustomize(KustomizeArgs),
+    /// Render a Helm chart natively, like `helm template` (Helm v4), without a helm binary.
+    #[command(
+        after_help = "Examples:\n  kiln helm template ./chart rel -n ns -f values.yaml --set image.tag=1.2\n  kiln helm template ./chart --name-template rel --include-crds --kube-version 1.30"
+    )]
+    Helm(HelmArgs),
     /// Validate Kargo and Argo CD objects offline against CRD and step schemas.
     #[command(
         after_help = "Examples:\n  kiln validate deploy/ --schema-dir schemas/\n  kiln validate stage.yaml --schema-dir ../shared/schemas"
@@ -207,6 +212,47 @@ pub struct KustomizeArgs {
     /// namespace on cluster-scoped kinds kustomize does not know), or `all`.
     #[arg(long, value_name = "FIX,...")]
     pub fixes: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HelmArgs {
+    #[command(subcommand)]
+    pub command: HelmCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HelmCommand {
+    /// Print the rendered chart as `helm template` does.
+    Template(HelmTemplateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HelmTemplateArgs {
+    /// The chart: a directory or a packaged `.tgz`.
+    pub chart: PathBuf,
+    /// The release name (default `release-name`, as Helm's).
+    pub release: Option<String>,
+    /// The release name, as a flag.
+    #[arg(long)]
+    pub name_template: Option<String>,
+    /// Values files, merged in order (repeatable).
+    #[arg(short = 'f', long = "values")]
+    pub values: Vec<PathBuf>,
+    /// Values as `key=value[,key=value]` (repeatable).
+    #[arg(long)]
+    pub set: Vec<String>,
+    /// The release namespace.
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    /// Print the chart's `crds/` files first.
+    #[arg(long)]
+    pub include_crds: bool,
+    /// `.Capabilities.KubeVersion` (default v1.36.0).
+    #[arg(long)]
+    pub kube_version: Option<String>,
+    /// Extra `.Capabilities.APIVersions` entries (repeatable).
+    #[arg(short = 'a', long = "api-versions")]
+    pub api_versions: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -588,6 +634,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
             print_out(&crate::pipeline::schema(kind))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Helm(args) => helm(args),
         Command::Validate(args) => validate(args),
         Command::Publish(args) => publish(args),
         Command::Diff(args) => diff(args),
@@ -595,6 +642,27 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::History(args) => history(args),
         Command::Promote(args) => promote(args),
     }
+}
+
+/// `kiln helm template`: prints what `helm template` prints.
+fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
+    let HelmCommand::Template(t) = &args.command;
+    let release = t
+        .name_template
+        .clone()
+        .or_else(|| t.release.clone())
+        .unwrap_or_else(|| "release-name".to_string());
+    let mut opts = crate::helm::TemplateOptions::new(&t.chart, &release);
+    opts.namespace = t.namespace.clone();
+    opts.value_files = t.values.clone();
+    opts.set = t.set.clone();
+    opts.include_crds = t.include_crds;
+    opts.kube_version = t.kube_version.clone();
+    opts.api_versions = t.api_versions.clone();
+    let out = crate::helm::template(&opts)?;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.stream.as_bytes());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The render behind `publish`, `diff` and `verify`: everything up to emit, nothing written.

@@ -424,7 +424,7 @@ pub fn convert<T: DeserializeOwned>(from: &impl Serialize) -> Result<T, String> 
     }
     let mut v = serde_json::to_value(from).map_err(|e| e.to_string())?;
     prune(&mut v);
-    serde_json::from_value(v).map_err(|e| e.to_string())
+    super::kustomization::from_value_case_insensitive(v).map_err(|e| e.to_string())
 }
 
 /// A var with the site of its declaration.

@@ -211,19 +211,14 @@ impl Behavior {
         }
     }
 
-    /// Parses `""`/`create`/`merge`/`replace`. kustomize silently treats any other word as
-    /// `create`; kiln rejects it (a documented divergence: a typo would otherwise create a
-    /// second object and fail later with a confusing "exists" error).
-    pub fn parse(kind: &str, generator: &str, s: &str) -> Result<Behavior, GeneratorError> {
+    /// Parses `merge`/`replace`; kustomize's `NewGenerationBehavior` takes any other word
+    /// (`""`, `create`, but also `add` or a typo) as `BehaviorUnspecified`, which generates
+    /// like `create` (case n30).
+    pub fn parse(s: &str) -> Behavior {
         match s {
-            "" | "create" => Ok(Behavior::Create),
-            "merge" => Ok(Behavior::Merge),
-            "replace" => Ok(Behavior::Replace),
-            other => Err(GeneratorError::BehaviorUnknown {
-                kind: kind.into(),
-                generator: generator.into(),
-                behavior: other.into(),
-            }),
+            "merge" => Behavior::Merge,
+            "replace" => Behavior::Replace,
+            _ => Behavior::Create,
         }
     }
 }
@@ -238,17 +233,6 @@ pub enum GeneratorError {
         help("add `name: <object name>` to the entry")
     )]
     NameMissing { kind: String },
-
-    #[error("unknown behavior `{behavior}` in {kind} generator `{generator}`")]
-    #[diagnostic(
-        code(kiln::kustomize::generator_behavior_unknown),
-        help("use `create` (the default), `merge` or `replace`")
-    )]
-    BehaviorUnknown {
-        kind: String,
-        generator: String,
-        behavior: String,
-    },
 
     #[error(
         "invalid literal `{literal}` in `literals` of {kind} generator `{generator}`: expected KEY=VALUE"
@@ -480,7 +464,7 @@ fn check_name_and_behavior(
     if name.is_empty() {
         return Err(GeneratorError::NameMissing { kind: kind.into() });
     }
-    Behavior::parse(kind, name, behavior)
+    Ok(Behavior::parse(behavior))
 }
 
 fn base_object(
@@ -1094,14 +1078,9 @@ mod tests {
         assert!(
             matches!(e, GeneratorError::FileUnreadable { ref field, ref path, .. } if field == "files" && path == "missing.txt")
         );
-        let e = generate(
-            &[cm_args(json!({"name": "x", "behavior": "merg"}))],
-            &[],
-            None,
-            &no_files,
-        )
-        .unwrap_err();
-        assert!(matches!(e, GeneratorError::BehaviorUnknown { .. }));
+        // kustomize generates an unknown behavior like `create`.
+        assert_eq!(Behavior::parse("add"), Behavior::Create);
+        assert_eq!(Behavior::parse("merge"), Behavior::Merge);
         assert!(
             serde_json::from_value::<ConfigMapArgs>(json!({"name": "x", "literal": []})).is_err()
         );

@@ -124,6 +124,24 @@ pub const IMAGES_FIELD_SPECS: &[FieldSpec] = &[
     FieldSpec::any("spec/template/spec/initContainers[]/image", false),
 ];
 
+/// kustomize quirk (case kf30): its default field specs are `create: true`, and kyaml's path
+/// walk turns an explicit `null` where a `[]` list is expected into an empty list (a missing
+/// field stays missing). Only the four default paths do this: a CronJob's or an ephemeral
+/// container list keeps its `null`.
+fn nulls_become_lists(value: &mut Value) {
+    for spec in IMAGES_FIELD_SPECS {
+        let Some(list_path) = spec.path.split("[]").next() else {
+            continue;
+        };
+        let pointer = format!("/{list_path}");
+        if let Some(slot) = value.pointer_mut(&pointer)
+            && slot.is_null()
+        {
+            *slot = Value::Array(Vec::new());
+        }
+    }
+}
+
 /// Applies every entry of `images`, in order, to every resource. `extra_field_specs` are the
 /// user's additional `images` field specs (kustomization `configurations:`); the defaults
 /// ([`IMAGES_FIELD_SPECS`]) always apply. Image values that are numbers or booleans are left
@@ -155,6 +173,7 @@ pub fn apply_images(
             // The id is only for the error: formatting it for every object and image was a
             // visible share of a large build, so the walk reports without it and it is
             // filled in here, on the error path.
+            nulls_become_lists(&mut res.value);
             legacy_walk(&mut res.value, "", &mut |v| {
                 update_image(v, image, &matcher)
             })

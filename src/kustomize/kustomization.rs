@@ -43,6 +43,74 @@ where
 
 /// A kustomization file (`kind: Kustomization`, the default) or a component
 /// (`kind: Component`). Field names and types follow kustomize's `types.Kustomization`.
+/// Fields whose values are user maps (label and annotation keys, Helm values): their keys
+/// are data, never field names, so case folding leaves them alone.
+const USER_MAPS: &[&str] = &[
+    "commonLabels",
+    "commonAnnotations",
+    "pairs",
+    "labels",
+    "annotations",
+    "valuesInline",
+    "additionalValuesFiles",
+];
+
+/// Deserializes `value` as Go's `encoding/json` does kustomize's types: a key that is no
+/// field name exactly but matches one case-insensitively (`RESOURCES`, `fieldpath`) is that
+/// field (kustomize reads `kustomization.yaml` through `yaml.YAMLToJSON` + `json.Decoder`).
+/// serde names the expected fields in its unknown-field error; each such key is renamed and
+/// the decoding retried.
+pub fn from_value_case_insensitive<T: serde::de::DeserializeOwned>(
+    mut value: Value,
+) -> Result<T, serde_json::Error> {
+    loop {
+        let err = match serde_json::from_value::<T>(value.clone()) {
+            Ok(t) => return Ok(t),
+            Err(e) => e,
+        };
+        let msg = err.to_string();
+        let Some(rest) = msg.strip_prefix("unknown field `") else {
+            return Err(err);
+        };
+        let Some((unknown, expected)) = rest.split_once('`') else {
+            return Err(err);
+        };
+        let known = expected
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .find(|k| k.to_lowercase() == unknown.to_lowercase());
+        let Some(known) = known else { return Err(err) };
+        if !rename_key(&mut value, unknown, known) {
+            return Err(err);
+        }
+    }
+}
+
+/// Renames `from` to `to` in every map outside [`USER_MAPS`] that has `from` but not `to`;
+/// `true` if something changed.
+fn rename_key(v: &mut Value, from: &str, to: &str) -> bool {
+    match v {
+        Value::Object(m) => {
+            let mut changed = false;
+            if !m.contains_key(to)
+                && let Some(x) = m.shift_remove(from)
+            {
+                m.insert(to.to_string(), x);
+                changed = true;
+            }
+            for (k, x) in m.iter_mut() {
+                if !(x.is_object() && USER_MAPS.contains(&k.as_str())) {
+                    changed |= rename_key(x, from, to);
+                }
+            }
+            changed
+        }
+        Value::Array(a) => a.iter_mut().fold(false, |c, x| rename_key(x, from, to) | c),
+        _ => false,
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Kustomization {
@@ -656,7 +724,7 @@ impl Kustomization {
                 message: "a kustomization must be a YAML mapping".into(),
             });
         };
-        match serde_json::from_value::<Kustomization>(value.clone()) {
+        match from_value_case_insensitive::<Kustomization>(value.clone()) {
             Ok(k) => Ok(k),
             Err(whole) => {
                 for (key, field) in map {

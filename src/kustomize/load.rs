@@ -287,6 +287,25 @@ impl KustFile {
 ///
 /// Errors: no or several kustomization files; invalid YAML; unknown fields or wrong types
 /// (located at the field); a wrong `kind`/`apiVersion`.
+/// kustomize `CheckEmpty`: the kustomization decodes to Go's zero value apart from its type
+/// metadata. Go's zero values: a missing or `null` field, `""`, `0`, `false`; an empty list or
+/// map (`resources: []`) is *not* zero.
+fn is_empty_kustomization(value: &Value) -> bool {
+    value.as_object().is_some_and(|m| {
+        m.iter().all(|(k, v)| {
+            k == "apiVersion"
+                || k == "kind"
+                || match v {
+                    Value::Null => true,
+                    Value::String(s) => s.is_empty(),
+                    Value::Bool(b) => !b,
+                    Value::Number(n) => n.as_f64() == Some(0.0),
+                    Value::Array(_) | Value::Object(_) => false,
+                }
+        })
+    })
+}
+
 pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> {
     let fs = ldr.fs();
     let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
@@ -327,6 +346,14 @@ pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> 
     } else {
         docs.swap_remove(0)
     };
+    if is_empty_kustomization(&value) {
+        return Err(KustomizeError::invalid(
+            Site::new(&display, &text, 0, "", false),
+            // kubectl's words (`Kustomization.CheckEmpty`), whatever the file is called.
+            "kustomization.yaml is empty".to_string(),
+            "list `resources`, `components`, generators or transformers; a kustomization with nothing but apiVersion and kind builds nothing, and kubectl rejects it",
+        ));
+    }
     let kustomization = Kustomization::from_value(&value).map_err(|e| {
         let unknown = e.message.starts_with("unknown field");
         KustomizeError::invalid(
