@@ -1,5 +1,6 @@
 //! The command line: clap structs that hold nothing but flags, and one `run` that calls the
 //! library and prints. Printing happens here and nowhere else in the library.
+#![allow(clippy::disallowed_methods)] // the edge: environment, terminal, clock
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -462,6 +463,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         selection: args.selection.to_lib(),
         root: None,
         schema_dir: args.schema_dir.clone(),
+        fs: std::sync::Arc::new(crate::fs::RealFs),
         cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
         shard: args.shard,
     };
@@ -615,8 +617,14 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 _ => crate::pipeline::ShowFormat::Yaml,
             };
             let text = match args.what {
-                ShowWhat::Platform => crate::pipeline::show_platform(&args.platform, None, format)?,
+                ShowWhat::Platform => crate::pipeline::show_platform(
+                    &crate::fs::RealFs,
+                    &args.platform,
+                    None,
+                    format,
+                )?,
                 ShowWhat::Buildplans => crate::pipeline::show_buildplans(
+                    &crate::fs::RealFs,
                     &args.platform,
                     None,
                     &args.selection.to_lib(),
@@ -679,13 +687,23 @@ fn build_set(
 
 /// Provenance trailers of a publish: the platform's own commit (when it sits in Git),
 /// kiln's version and a digest of the spec file.
-fn provenance(platform: &std::path::Path) -> crate::git::Provenance {
-    let spec = std::fs::read(platform.join("platform.yaml")).unwrap_or_default();
-    crate::git::Provenance {
+/// The spec is read through the same `FileSystem` as the render; a read error is an error,
+/// never a digest of empty input.
+fn provenance(platform: &std::path::Path) -> miette::Result<crate::git::Provenance> {
+    use crate::fs::FileSystem;
+    let path = platform.join("platform.yaml");
+    let spec = crate::fs::RealFs.read(&path).map_err(|e| {
+        miette::miette!(
+            code = "kiln::load::io",
+            "cannot read `{}`: {e}",
+            path.display()
+        )
+    })?;
+    Ok(crate::git::Provenance {
         source_commit: crate::git::source_commit(platform),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::spec_digest(&spec)),
-    }
+    })
 }
 
 /// `kiln publish`: render, then commit (and push) into the write repository.
@@ -698,7 +716,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
         args.branch.clone(),
         crate::git::Identity::from_env_or_git_config(),
         crate::git::CommitTime::now(),
-        provenance(&args.platform),
+        provenance(&args.platform)?,
     );
     options.path = args.path.clone();
     options.adopt = args.adopt;
@@ -817,7 +835,11 @@ fn render_result<T: serde::Serialize + std::fmt::Display>(
 /// `kiln validate`: every finding as a diagnostic on stderr, then a summary; exit 1 when
 /// anything was found.
 fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
-    let report = crate::check::validate_paths(&args.paths, &args.schema_dir)?;
+    let report = crate::check::validate_paths(
+        std::sync::Arc::new(crate::fs::RealFs),
+        &args.paths,
+        &args.schema_dir,
+    )?;
     for f in &report.findings {
         print_err(&format!("{:?}", miette::Report::new(f.clone())));
     }
