@@ -11,6 +11,8 @@
 //! - `live_helm_agrees_with_stored_expectations`: with `KILN_LIVE_HELM=<python>` (a Python
 //!   with helm-python-sdk), re-runs the expectations script in `--check` mode.
 
+#![allow(clippy::disallowed_methods)] // tests read their fixtures directly
+
 use kiln::helm::{HelmError, TemplateOptions, template, yaml};
 use std::path::{Path, PathBuf};
 
