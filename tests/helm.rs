@@ -12,8 +12,6 @@
 //!   with helm-python-sdk), re-runs the expectations script in `--check` mode.
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
-#![allow(clippy::disallowed_methods)] // tests read their fixtures directly
-
 use kiln::helm::{HelmError, TemplateOptions, template, yaml};
 use std::path::{Path, PathBuf};
 
