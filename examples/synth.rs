@@ -22,6 +22,7 @@
 //! Every Deployment reads its generated ConfigMap, so hash suffixes and name references run.
 //! Every seventh image is pinned by digest, and some digests hold a long run of decimal
 //! digits, as real digests sometimes do.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -23,6 +23,7 @@
 //!
 //! The directory (default `.kiln/cache` for the CLI) holds nothing else and is safe to delete
 //! at any time. It is not pruned: delete it to reclaim space.
+#![allow(clippy::disallowed_methods)] // the render cache persists entries under .kiln/cache
 
 use crate::evaluate::BuildPlan;
 use crate::fs::FileSystem;
@@ -90,6 +91,7 @@ fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
 }
 
 /// A [`FileSystem`] that passes every call through and remembers it (see the module docs).
+#[derive(Debug)]
 pub struct Recorder<'a> {
     inner: &'a dyn FileSystem,
     reads: Mutex<Vec<Read>>,

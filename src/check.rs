@@ -331,23 +331,33 @@ pub(crate) fn parse_yaml_values(file: &str, text: &str) -> Result<Vec<Value>, St
 ///
 /// Errors: unreadable inputs or schemas, invalid YAML. Problems in objects are
 /// [`Report::findings`].
-pub fn validate_paths(paths: &[PathBuf], schema_dir: &Path) -> Result<Report, CheckError> {
-    let schemas = SchemaSet::load(schema_dir)?;
-    validate_paths_with(paths, &schemas)
+pub fn validate_paths(
+    fs: std::sync::Arc<dyn crate::fs::FileSystem>,
+    paths: &[PathBuf],
+    schema_dir: &Path,
+) -> Result<Report, CheckError> {
+    let schemas = SchemaSet::load(fs.clone(), schema_dir)?;
+    validate_paths_with(fs.as_ref(), paths, &schemas)
 }
 
 /// [`validate_paths`] with schemas already loaded (or [`SchemaSet::empty`]).
-pub fn validate_paths_with(paths: &[PathBuf], schemas: &SchemaSet) -> Result<Report, CheckError> {
+pub fn validate_paths_with(
+    fs: &dyn crate::fs::FileSystem,
+    paths: &[PathBuf],
+    schemas: &SchemaSet,
+) -> Result<Report, CheckError> {
     let mut files = Vec::new();
     for p in paths {
-        collect_yaml_files(p, &mut files)?;
+        collect_yaml_files(fs, p, &mut files)?;
     }
     let mut docs = Vec::new();
     for f in files {
-        let text = std::fs::read_to_string(&f).map_err(|source| CheckError::InputUnreadable {
-            path: f.display().to_string(),
-            source,
-        })?;
+        let text = fs
+            .read_to_string(&f)
+            .map_err(|source| CheckError::InputUnreadable {
+                path: f.display().to_string(),
+                source,
+            })?;
         docs.extend(parse_documents(&f.display().to_string(), &text)?);
     }
     validate_documents(&docs, schemas)
@@ -423,34 +433,28 @@ fn resolve(docs: &[Document], raw: RawFinding) -> Finding {
     finding
 }
 
-fn collect_yaml_files(p: &Path, out: &mut Vec<PathBuf>) -> Result<(), CheckError> {
+fn collect_yaml_files(
+    fs: &dyn crate::fs::FileSystem,
+    p: &Path,
+    out: &mut Vec<PathBuf>,
+) -> Result<(), CheckError> {
     let unreadable = |source| CheckError::InputUnreadable {
         path: p.display().to_string(),
         source,
     };
-    let meta = std::fs::metadata(p).map_err(unreadable)?;
-    if meta.is_file() {
+    if fs.is_file(p) {
         out.push(p.to_path_buf());
         return Ok(());
     }
-    let mut entries = Vec::new();
-    for e in std::fs::read_dir(p).map_err(unreadable)? {
-        entries.push(
-            e.map_err(|source| CheckError::InputUnreadable {
-                path: p.display().to_string(),
-                source,
-            })?
-            .path(),
-        );
-    }
+    let mut entries = fs.read_dir(p).map_err(unreadable)?;
     entries.sort();
     for e in entries {
         let name = e.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if name.starts_with('.') {
             continue;
         }
-        if e.is_dir() {
-            collect_yaml_files(&e, out)?;
+        if fs.is_dir(&e) {
+            collect_yaml_files(fs, &e, out)?;
         } else if name.ends_with(".yaml") || name.ends_with(".yml") {
             out.push(e);
         }

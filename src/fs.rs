@@ -5,6 +5,7 @@
 //! Invariant: engine code never calls `std::fs` directly; it goes through a `&dyn FileSystem`,
 //! so a build can be run over an in-memory tree and is a pure function of its files.
 //! Directory listings are returned sorted, so no output depends on the OS's listing order.
+#![allow(clippy::disallowed_methods)] // RealFs is the one reader of the disk
 
 use std::collections::BTreeMap;
 use std::io;
@@ -15,7 +16,7 @@ use std::path::{Component, Path, PathBuf};
 /// Paths are absolute or relative to the process's working directory for [`RealFs`], and
 /// absolute for [`MemFs`]. Errors are plain `io::Error`s; callers add the path and the
 /// operation when they turn them into diagnostics.
-pub trait FileSystem: Sync {
+pub trait FileSystem: Send + Sync + std::fmt::Debug {
     /// The whole file, as bytes.
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Whether `path` is a directory (following symlinks).
@@ -123,6 +124,7 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
 /// `PermissionDenied`. `kiln render` reads through it, so a kustomize base that climbs out
 /// of the repository (`resources: [../../../outside]`, an absolute path) cannot bring
 /// outside files into the render; `kiln kustomize` keeps kustomize's own load restrictor.
+#[derive(Debug)]
 pub struct RootedFs<'a> {
     inner: &'a dyn FileSystem,
     root: PathBuf,

@@ -12,13 +12,14 @@ use crate::artifact::ArtifactSet;
 use crate::diag::Errors;
 use crate::emit::{Layout, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
-use crate::load::{LoadError, LoadOptions, RealFs, load};
+use crate::load::{FileSystem, LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
 use crate::write::{WriteError, WriteReport, write, write_scoped};
 use miette::Diagnostic;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
 
@@ -137,6 +138,9 @@ pub struct RenderOptions {
     /// `--schema-dir`: check the generated Kargo and Argo CD objects against these schemas
     /// before anything is written.
     pub schema_dir: Option<PathBuf>,
+    /// Where every input is read from: the real disk, or a [`crate::fs::MemFs`] in tests
+    /// and the fuzz harness. Only `write` touches the disk itself.
+    pub fs: Arc<dyn FileSystem>,
     /// The render cache directory (`--cache-dir`, CLI default `.kiln/cache`); `None`: no
     /// cache (`--no-cache`, and the library's default).
     pub cache_dir: Option<PathBuf>,
@@ -231,6 +235,7 @@ impl RenderOptions {
             selection: Selection::default(),
             root: None,
             schema_dir: None,
+            fs: Arc::new(RealFs),
             cache_dir: None,
             shard: None,
         }
@@ -302,21 +307,26 @@ pub enum ShowFormat {
 }
 
 /// load + validate.
-pub fn load_platform(platform_dir: &Path, root: Option<&Path>) -> Result<Platform, KilnError> {
+pub fn load_platform(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    root: Option<&Path>,
+) -> Result<Platform, KilnError> {
     let opts = LoadOptions {
         root: root.map(Path::to_path_buf),
     };
-    let loaded = load(&RealFs, platform_dir, &opts).map_err(KilnError::Load)?;
+    let loaded = load(fs, platform_dir, &opts).map_err(KilnError::Load)?;
     validate(loaded).map_err(KilnError::Validate)
 }
 
 /// load + validate + evaluate.
 pub fn plan(
+    fs: &dyn FileSystem,
     platform_dir: &Path,
     root: Option<&Path>,
     selection: &Selection,
 ) -> Result<(Platform, Vec<BuildPlan>), KilnError> {
-    let platform = load_platform(platform_dir, root)?;
+    let platform = load_platform(fs, platform_dir, root)?;
     let plans = evaluate(&platform, selection).map_err(KilnError::Evaluate)?;
     Ok((platform, plans))
 }
@@ -351,7 +361,8 @@ pub fn build_timed(
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
     let mut timings = Timings::default();
     let t = Instant::now();
-    let platform = load_platform(&opts.platform_dir, opts.root.as_deref())?;
+    let fs = opts.fs.as_ref();
+    let platform = load_platform(fs, &opts.platform_dir, opts.root.as_deref())?;
     timings.load = t.elapsed();
     let t = Instant::now();
     let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
@@ -367,7 +378,7 @@ pub fn build_timed(
         .cache_dir
         .as_ref()
         .map(|d| crate::cache::Cache::new(d, opts.layout));
-    let rooted = crate::fs::RootedFs::new(&RealFs, platform.root.clone());
+    let rooted = crate::fs::RootedFs::new(fs, platform.root.clone());
     let done = AtomicUsize::new(0);
     let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
     let total = plans.len();
@@ -444,7 +455,8 @@ pub fn build_timed(
         }
     }
     if let Some(dir) = &opts.schema_dir {
-        let schemas = crate::check::SchemaSet::load(dir).map_err(KilnError::Schemas)?;
+        let schemas =
+            crate::check::SchemaSet::load(opts.fs.clone(), dir).map_err(KilnError::Schemas)?;
         let report =
             crate::check::validate_artifacts(&set, &schemas).map_err(KilnError::Schemas)?;
         if !report.is_clean() {
@@ -716,7 +728,12 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
     };
     opts.selection = first.selection.clone().into();
     opts.write_to = out.to_path_buf();
-    let (platform, plans) = plan(&opts.platform_dir, opts.root.as_deref(), &opts.selection)?;
+    let (platform, plans) = plan(
+        opts.fs.as_ref(),
+        &opts.platform_dir,
+        opts.root.as_deref(),
+        &opts.selection,
+    )?;
     let kinds = infos.iter().flat_map(|s| s.cluster_kinds.clone()).collect();
     emit_pipeline(&mut set, &platform, &plans, &opts, kinds)?;
     let report = write_render(&set, out, &opts.selection)?;
@@ -740,23 +757,25 @@ fn format_value(value: &serde_json::Value, format: ShowFormat) -> String {
 
 /// `kiln show platform`: the validated model (defaults filled in) as YAML or JSON.
 pub fn show_platform(
+    fs: &dyn FileSystem,
     platform_dir: &Path,
     root: Option<&Path>,
     format: ShowFormat,
 ) -> Result<String, KilnError> {
-    let platform = load_platform(platform_dir, root)?;
+    let platform = load_platform(fs, platform_dir, root)?;
     let value = serde_json::to_value(&platform).expect("the model always serializes");
     Ok(format_value(&value, format))
 }
 
 /// `kiln show buildplans`: the selected BuildPlans as a YAML or JSON list.
 pub fn show_buildplans(
+    fs: &dyn FileSystem,
     platform_dir: &Path,
     root: Option<&Path>,
     selection: &Selection,
     format: ShowFormat,
 ) -> Result<String, KilnError> {
-    let (_, plans) = plan(platform_dir, root, selection)?;
+    let (_, plans) = plan(fs, platform_dir, root, selection)?;
     let value = serde_json::to_value(&plans).expect("plans always serialize");
     Ok(format_value(&value, format))
 }
@@ -786,6 +805,18 @@ mod tests {
     use super::*;
     use crate::validate::tests::{COMPONENT, ENVS, PROJECTS, platform_yaml, tree};
 
+    /// The fixture in memory: the pipeline reads only through the `FileSystem` it is given.
+    fn mem_fixture() -> crate::fs::MemFs {
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file(
+            "/r/platforms/p/platform.yaml",
+            platform_yaml(ENVS, PROJECTS),
+        )
+        .add_file("/r/components/a/component.yaml", COMPONENT)
+        .add_dir("/r/.git");
+        fs
+    }
+
     fn fixture() -> tempfile::TempDir {
         tree(&[
             ("platforms/p/platform.yaml", &platform_yaml(ENVS, PROJECTS)),
@@ -795,36 +826,26 @@ mod tests {
 
     #[test]
     fn show_buildplans_lists_selected_plans_as_yaml_or_json() {
-        let t = fixture();
-        let dir = t.path().join("platforms/p");
+        let fs = mem_fixture();
+        let dir = Path::new("/r/platforms/p");
         let sel = Selection {
             environments: vec!["prod".into()],
             ..Default::default()
         };
-        let json = show_buildplans(&dir, Some(t.path()), &sel, ShowFormat::Json).unwrap();
+        let json = show_buildplans(&fs, dir, None, &sel, ShowFormat::Json).unwrap();
         let v: serde_json::Value = serde_json::from_str(&json).unwrap();
         assert_eq!(v.as_array().map(Vec::len), Some(1));
         assert_eq!(v[0]["parameters"]["replicas"], 4);
-        let yaml = show_buildplans(
-            &dir,
-            Some(t.path()),
-            &Selection::default(),
-            ShowFormat::Yaml,
-        )
-        .unwrap();
+        let yaml =
+            show_buildplans(&fs, dir, None, &Selection::default(), ShowFormat::Yaml).unwrap();
         let docs = crate::yaml::parse_one("plans", &yaml).unwrap();
         assert_eq!(docs.as_array().map(Vec::len), Some(2));
     }
 
     #[test]
     fn show_platform_fills_defaults() {
-        let t = fixture();
-        let yaml = show_platform(
-            &t.path().join("platforms/p"),
-            Some(t.path()),
-            ShowFormat::Yaml,
-        )
-        .unwrap();
+        let fs = mem_fixture();
+        let yaml = show_platform(&fs, Path::new("/r/platforms/p"), None, ShowFormat::Yaml).unwrap();
         let v = crate::yaml::parse_one("platform", &yaml).unwrap();
         assert_eq!(
             v["environments"][0]["namespace"],

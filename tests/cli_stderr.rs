@@ -1,5 +1,6 @@
 //! The `kiln` binary with a closed stderr (`kiln publish … 2>&1 | head -1`): the command's own
 //! exit code comes back, never an abort from a panic inside the panic hook (exit 134).
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use std::process::{Command, Stdio};
 

@@ -1,6 +1,7 @@
 //! Git publishing and audit (issue 5), end to end: real repositories in temporary directories,
 //! written by kiln through git2 and read back with the `git` CLI (a missing `git` binary is a
 //! failure, not a skip).
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,6 +3,7 @@
 //! every emitted object against ../shared/schemas when it exists.
 //!
 //! `KILN_BLESS=1 cargo test --test kargo` rewrites the golden files; review the diff.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use kiln::check::{self, Document, SchemaSet};
 use kiln::kargo::{self, Layout};
@@ -310,7 +311,7 @@ fn bank_objects_pass_the_kargo_and_argocd_schemas() {
         eprintln!("skipped: ../shared/schemas not found (set KILN_SHARED_DIR)");
         return;
     };
-    let schemas = SchemaSet::load(&dir).unwrap();
+    let schemas = SchemaSet::load(std::sync::Arc::new(kiln::fs::RealFs), &dir).unwrap();
     for layout in [Layout::Service, Layout::Cluster] {
         let mut input = support::platform_input(&support::root().join("platforms/bank"), layout);
         for enabled in [true, false] {
@@ -944,7 +945,8 @@ fn error_two_promotions_write_the_same_folder() {
 #[test]
 fn validate_catches_a_removed_from_freight_and_points_at_its_line() {
     let path = support::root().join("tests/fixtures/kargo/check/stage-fromfreight.yaml");
-    let report = check::validate_paths_with(&[path], &SchemaSet::empty()).unwrap();
+    let report =
+        check::validate_paths_with(&kiln::fs::RealFs, &[path], &SchemaSet::empty()).unwrap();
     let removed: Vec<_> = report
         .findings
         .iter()
@@ -984,7 +986,8 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
         return;
     };
     let path = support::root().join("tests/fixtures/kargo/check/stage-fromfreight.yaml");
-    let report = check::validate_paths(&[path], &dir).unwrap();
+    let report =
+        check::validate_paths(std::sync::Arc::new(kiln::fs::RealFs), &[path], &dir).unwrap();
     // The removed field is also unknown to the step schema: one finding, with help.
     let at_line_32: Vec<_> = report
         .findings
@@ -1008,7 +1011,8 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
     .iter()
     .map(|c| cases.join(c).join("expected.yaml"))
     .collect();
-    let report = check::validate_paths(&paths, &dir).unwrap();
+    let report =
+        check::validate_paths(std::sync::Arc::new(kiln::fs::RealFs), &paths, &dir).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
     assert_eq!(report.objects, 10);
 }
@@ -1025,7 +1029,7 @@ fn emitted_artifact_set_validates_in_memory() {
             .all(|p| p.starts_with("deploy/") && p.ends_with(".yaml"))
     );
     let schemas = match support::shared_schemas() {
-        Some(dir) => SchemaSet::load(&dir).unwrap(),
+        Some(dir) => SchemaSet::load(std::sync::Arc::new(kiln::fs::RealFs), &dir).unwrap(),
         None => SchemaSet::empty(),
     };
     let report = check::validate_artifacts(&set, &schemas).unwrap();
@@ -1112,7 +1116,7 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
     kargo::emit_into(&mut set, "", &b.platform, &b.plans, &b.opts).unwrap();
     assert_eq!(set.len(), rendered_files);
     let schemas = match support::shared_schemas() {
-        Some(dir) => SchemaSet::load(&dir).unwrap(),
+        Some(dir) => SchemaSet::load(std::sync::Arc::new(kiln::fs::RealFs), &dir).unwrap(),
         None => SchemaSet::empty(),
     };
     let report = check::validate_artifacts(&set, &schemas).unwrap();

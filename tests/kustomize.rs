@@ -15,6 +15,7 @@
 //! - `corpus`: builds the 58 real-world roots of `<shared>/corpus/roots.tsv` (shared dir from
 //!   `KILN_SHARED_DIR`, default `<crate>/../shared`) and compares with their `_expected` files;
 //!   runs whenever the corpus exists; a missing corpus is a failure under `REQUIRE_SHARED=1`.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use kiln::fs::RealFs;
 use kiln::kustomize::build::Fixes;

@@ -3,6 +3,7 @@
 //! `--repo-map`, and new Freight is promoted through every Stage of every project in graph
 //! order. Afterwards every Application resolves to rendered manifests with the new images, and
 //! every Stage's lasting Argo CD health check still holds.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use git2::Repository;
 use kiln::git::{CommitTime, Identity, Provenance, PublishOptions};

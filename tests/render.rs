@@ -9,6 +9,7 @@
 //!   names the file and line, and that nothing is written.
 //! - `hardening`: the promises of issue 12 (no panic, no hang, no read outside the root, no
 //!   lost ownership, no leaked Secret value), each from the input that once broke it.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 #[path = "render/cli_errors.rs"]
 mod cli_errors;

@@ -2,6 +2,7 @@
 //! generator `examples/synth.rs` (included here as a module): the generator itself, the
 //! shared kustomize build, the render cache (hits, invalidation, corrupt entries), sharding
 //! and `kiln merge`, `--timings`. Speed itself is measured in docs/BENCHMARKS.md, never here.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 #[path = "../examples/synth.rs"]
 #[allow(dead_code)]
@@ -138,6 +139,7 @@ fn synth_is_deterministic_mixes_every_shape_and_renders() {
 }
 
 /// A file system that counts reads of each path.
+#[derive(Debug)]
 struct Counting {
     reads: std::sync::Mutex<BTreeMap<PathBuf, usize>>,
 }
@@ -170,6 +172,7 @@ impl kiln::fs::FileSystem for Counting {
 fn a_kustomize_base_is_built_once_for_all_environments() {
     let t = platform();
     let (platform, plans) = kiln::pipeline::plan(
+        &kiln::fs::RealFs,
         &t.path().join("platforms/synth"),
         Some(t.path()),
         &Default::default(),

@@ -86,6 +86,9 @@ pub struct SchemaSet {
     json_kinds: BTreeMap<String, JsonKind>,
     /// `(group, kind)` to plural, from the CRDs, to find `<plural>.<group>_<version>.json`.
     plurals: BTreeMap<(String, String), String>,
+    /// Where the schemas were read from; the lazily compiled JSON schemas are read from it
+    /// too. `None` for [`SchemaSet::empty`].
+    fs: Option<std::sync::Arc<dyn crate::fs::FileSystem>>,
 }
 
 /// A JSON Schema file for one kind, compiled lazily.
@@ -162,16 +165,22 @@ impl SchemaSet {
     ///
     /// Errors: an unreadable file or directory, an unparsable YAML/JSON file, or a schema the
     /// validator cannot compile ([`CheckError::SchemaUnreadable`], [`CheckError::SchemaInvalid`]).
-    pub fn load(dir: &Path) -> Result<SchemaSet, CheckError> {
+    pub fn load(
+        fs: std::sync::Arc<dyn crate::fs::FileSystem>,
+        dir: &Path,
+    ) -> Result<SchemaSet, CheckError> {
         let mut found = Vec::new();
-        walk(dir, &mut found)?;
+        walk(fs.as_ref(), dir, &mut found)?;
         // Nearer files first (then sorted path order), so the first definition of a kind is
         // the one that wins and nothing is compiled twice.
         found.sort_by_key(|f| {
             let p = f.path();
             (depth_of(dir, p), p.to_path_buf())
         });
-        let mut set = SchemaSet::default();
+        let mut set = SchemaSet {
+            fs: Some(fs.clone()),
+            ..SchemaSet::default()
+        };
         // (depth, path) of the file that defined each kind, to apply the precedence rule.
         let mut crd_rank: BTreeMap<Gvk, (usize, String)> = BTreeMap::new();
         let mut plurals: BTreeMap<(String, String), String> = BTreeMap::new();
@@ -180,7 +189,7 @@ impl SchemaSet {
         for f in found {
             match f {
                 Found::Yaml(p) => {
-                    let text = read(&p)?;
+                    let text = read(fs.as_ref(), &p)?;
                     if !text.contains("CustomResourceDefinition") {
                         continue;
                     }
@@ -225,7 +234,7 @@ impl SchemaSet {
                 Found::Step(p) => step_files.push(p),
                 Found::Subscription(p) => {
                     let display = display_path(dir, &p);
-                    let schema = read_json(&p, &display)?;
+                    let schema = read_json(fs.as_ref(), &p, &display)?;
                     let name = file_stem(&p);
                     let v = compile(&schema).map_err(|message| CheckError::SchemaInvalid {
                         path: display,
@@ -260,7 +269,14 @@ impl SchemaSet {
         let mut docs: Vec<(String, String, Value)> = Vec::new();
         for p in files {
             let display = display_path(dir, p);
-            let schema = read_json(p, &display)?;
+            let fs = self
+                .fs
+                .as_deref()
+                .ok_or_else(|| CheckError::SchemaInvalid {
+                    path: display.clone(),
+                    message: "no schema directory was read".into(),
+                })?;
+            let schema = read_json(fs, p, &display)?;
             let file = p
                 .file_name()
                 .and_then(|n| n.to_str())
@@ -324,7 +340,8 @@ impl SchemaSet {
                 continue;
             };
             let compiled = j.compiled.get_or_init(|| {
-                let text = std::fs::read_to_string(&j.path).map_err(|e| e.to_string())?;
+                let fs = self.fs.as_deref().ok_or("no schema directory was read")?;
+                let text = fs.read_to_string(&j.path).map_err(|e| e.to_string())?;
                 let schema: Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
                 let validator = compile(&kube_to_json_schema(&schema, true))?;
                 Ok(KindSchema {
@@ -699,15 +716,16 @@ pub fn expression_wildcard(node: &Value) -> Value {
     Value::Object(structural)
 }
 
-fn read(p: &Path) -> Result<String, CheckError> {
-    std::fs::read_to_string(p).map_err(|source| CheckError::SchemaUnreadable {
-        path: p.display().to_string(),
-        source,
-    })
+fn read(fs: &dyn crate::fs::FileSystem, p: &Path) -> Result<String, CheckError> {
+    fs.read_to_string(p)
+        .map_err(|source| CheckError::SchemaUnreadable {
+            path: p.display().to_string(),
+            source,
+        })
 }
 
-fn read_json(p: &Path, display: &str) -> Result<Value, CheckError> {
-    let text = read(p)?;
+fn read_json(fs: &dyn crate::fs::FileSystem, p: &Path, display: &str) -> Result<Value, CheckError> {
+    let text = read(fs, p)?;
     serde_json::from_str(&text).map_err(|e| CheckError::SchemaInvalid {
         path: display.to_string(),
         message: format!("invalid JSON: {e}"),
@@ -737,19 +755,17 @@ fn display_path(dir: &Path, p: &Path) -> String {
 }
 
 /// Reads every directory entry under `dir`, recursively and sorted, classifying files by name.
-fn walk(dir: &Path, out: &mut Vec<Found>) -> Result<(), CheckError> {
-    let rd = std::fs::read_dir(dir).map_err(|source| CheckError::SchemaUnreadable {
-        path: dir.display().to_string(),
-        source,
-    })?;
-    let mut entries: Vec<PathBuf> = Vec::new();
-    for e in rd {
-        let e = e.map_err(|source| CheckError::SchemaUnreadable {
+fn walk(
+    fs: &dyn crate::fs::FileSystem,
+    dir: &Path,
+    out: &mut Vec<Found>,
+) -> Result<(), CheckError> {
+    let mut entries = fs
+        .read_dir(dir)
+        .map_err(|source| CheckError::SchemaUnreadable {
             path: dir.display().to_string(),
             source,
         })?;
-        entries.push(e.path());
-    }
     entries.sort();
     for p in entries {
         let name = p
@@ -760,8 +776,8 @@ fn walk(dir: &Path, out: &mut Vec<Found>) -> Result<(), CheckError> {
         if name.starts_with('.') {
             continue;
         }
-        if p.is_dir() {
-            walk(&p, out)?;
+        if fs.is_dir(&p) {
+            walk(fs, &p, out)?;
             continue;
         }
         let parent = p
@@ -923,7 +939,7 @@ mod tests {
             r#"{"type":"object","required":["repoURL"]}"#,
         );
         write(d, "notes.yaml", "just: text\n");
-        let set = SchemaSet::load(d).unwrap();
+        let set = SchemaSet::load(std::sync::Arc::new(crate::fs::RealFs), d).unwrap();
         let widget = set
             .kind(&Gvk::new("example.com/v1", "Widget"))
             .unwrap()
@@ -973,13 +989,16 @@ mod tests {
             "bad.yaml",
             "kind: CustomResourceDefinition\nspec: [\n",
         );
-        let e = SchemaSet::load(dir.path()).unwrap_err();
+        let e = SchemaSet::load(std::sync::Arc::new(crate::fs::RealFs), dir.path()).unwrap_err();
         assert!(
             matches!(&e, CheckError::SchemaInvalid { path, .. } if path.ends_with("bad.yaml")),
             "{e:?}"
         );
         assert!(matches!(
-            SchemaSet::load(&dir.path().join("missing")),
+            SchemaSet::load(
+                std::sync::Arc::new(crate::fs::RealFs),
+                &dir.path().join("missing")
+            ),
             Err(CheckError::SchemaUnreadable { .. })
         ));
     }

@@ -1,5 +1,6 @@
 //! The command line: clap structs that hold nothing but flags, and one `run` that calls the
 //! library and prints. Printing happens here and nowhere else in the library.
+#![allow(clippy::disallowed_methods)] // the edge: environment, terminal, clock
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::{IsTerminal, Write};
@@ -45,6 +46,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln kustomize overlays/prod\n  kiln kustomize overlays/prod > out.yaml"
     )]
     Kustomize(KustomizeArgs),
+    /// Render a Helm chart natively, like `helm template` (Helm v4), without a helm binary.
+    #[command(
+        after_help = "Examples:\n  kiln helm template ./chart rel -n ns -f values.yaml --set image.tag=1.2\n  kiln helm template ./chart --name-template rel --include-crds --kube-version 1.30"
+    )]
+    Helm(HelmArgs),
     /// Validate Kargo and Argo CD objects offline against CRD and step schemas.
     #[command(
         after_help = "Examples:\n  kiln validate deploy/ --schema-dir schemas/\n  kiln validate stage.yaml --schema-dir ../shared/schemas"
@@ -207,6 +213,47 @@ pub struct KustomizeArgs {
     /// namespace on cluster-scoped kinds kustomize does not know), or `all`.
     #[arg(long, value_name = "FIX,...")]
     pub fixes: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct HelmArgs {
+    #[command(subcommand)]
+    pub command: HelmCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum HelmCommand {
+    /// Print the rendered chart as `helm template` does.
+    Template(HelmTemplateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HelmTemplateArgs {
+    /// The chart: a directory or a packaged `.tgz`.
+    pub chart: PathBuf,
+    /// The release name (default `release-name`, as Helm's).
+    pub release: Option<String>,
+    /// The release name, as a flag.
+    #[arg(long)]
+    pub name_template: Option<String>,
+    /// Values files, merged in order (repeatable).
+    #[arg(short = 'f', long = "values")]
+    pub values: Vec<PathBuf>,
+    /// Values as `key=value[,key=value]` (repeatable).
+    #[arg(long)]
+    pub set: Vec<String>,
+    /// The release namespace.
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    /// Print the chart's `crds/` files first.
+    #[arg(long)]
+    pub include_crds: bool,
+    /// `.Capabilities.KubeVersion` (default v1.36.0).
+    #[arg(long)]
+    pub kube_version: Option<String>,
+    /// Extra `.Capabilities.APIVersions` entries (repeatable).
+    #[arg(short = 'a', long = "api-versions")]
+    pub api_versions: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -416,6 +463,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         selection: args.selection.to_lib(),
         root: None,
         schema_dir: args.schema_dir.clone(),
+        fs: std::sync::Arc::new(crate::fs::RealFs),
         cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
         shard: args.shard,
     };
@@ -569,8 +617,14 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 _ => crate::pipeline::ShowFormat::Yaml,
             };
             let text = match args.what {
-                ShowWhat::Platform => crate::pipeline::show_platform(&args.platform, None, format)?,
+                ShowWhat::Platform => crate::pipeline::show_platform(
+                    &crate::fs::RealFs,
+                    &args.platform,
+                    None,
+                    format,
+                )?,
                 ShowWhat::Buildplans => crate::pipeline::show_buildplans(
+                    &crate::fs::RealFs,
                     &args.platform,
                     None,
                     &args.selection.to_lib(),
@@ -588,6 +642,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
             print_out(&crate::pipeline::schema(kind))?;
             Ok(ExitCode::SUCCESS)
         }
+        Command::Helm(args) => helm(args),
         Command::Validate(args) => validate(args),
         Command::Publish(args) => publish(args),
         Command::Diff(args) => diff(args),
@@ -595,6 +650,27 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::History(args) => history(args),
         Command::Promote(args) => promote(args),
     }
+}
+
+/// `kiln helm template`: prints what `helm template` prints.
+fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
+    let HelmCommand::Template(t) = &args.command;
+    let release = t
+        .name_template
+        .clone()
+        .or_else(|| t.release.clone())
+        .unwrap_or_else(|| "release-name".to_string());
+    let mut opts = crate::helm::TemplateOptions::new(&t.chart, &release);
+    opts.namespace = t.namespace.clone();
+    opts.value_files = t.values.clone();
+    opts.set = t.set.clone();
+    opts.include_crds = t.include_crds;
+    opts.kube_version = t.kube_version.clone();
+    opts.api_versions = t.api_versions.clone();
+    let out = crate::helm::template(&opts)?;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(out.stream.as_bytes());
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The render behind `publish`, `diff` and `verify`: everything up to emit, nothing written.
@@ -611,13 +687,23 @@ fn build_set(
 
 /// Provenance trailers of a publish: the platform's own commit (when it sits in Git),
 /// kiln's version and a digest of the spec file.
-fn provenance(platform: &std::path::Path) -> crate::git::Provenance {
-    let spec = std::fs::read(platform.join("platform.yaml")).unwrap_or_default();
-    crate::git::Provenance {
+/// The spec is read through the same `FileSystem` as the render; a read error is an error,
+/// never a digest of empty input.
+fn provenance(platform: &std::path::Path) -> miette::Result<crate::git::Provenance> {
+    use crate::fs::FileSystem;
+    let path = platform.join("platform.yaml");
+    let spec = crate::fs::RealFs.read(&path).map_err(|e| {
+        miette::miette!(
+            code = "kiln::load::io",
+            "cannot read `{}`: {e}",
+            path.display()
+        )
+    })?;
+    Ok(crate::git::Provenance {
         source_commit: crate::git::source_commit(platform),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::spec_digest(&spec)),
-    }
+    })
 }
 
 /// `kiln publish`: render, then commit (and push) into the write repository.
@@ -630,7 +716,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
         args.branch.clone(),
         crate::git::Identity::from_env_or_git_config(),
         crate::git::CommitTime::now(),
-        provenance(&args.platform),
+        provenance(&args.platform)?,
     );
     options.path = args.path.clone();
     options.adopt = args.adopt;
@@ -749,7 +835,11 @@ fn render_result<T: serde::Serialize + std::fmt::Display>(
 /// `kiln validate`: every finding as a diagnostic on stderr, then a summary; exit 1 when
 /// anything was found.
 fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
-    let report = crate::check::validate_paths(&args.paths, &args.schema_dir)?;
+    let report = crate::check::validate_paths(
+        std::sync::Arc::new(crate::fs::RealFs),
+        &args.paths,
+        &args.schema_dir,
+    )?;
     for f in &report.findings {
         print_err(&format!("{:?}", miette::Report::new(f.clone())));
     }

@@ -498,6 +498,7 @@ mod tests {
     }
 
     /// A directory that exists but cannot be listed or opened (mode 000 for a non-root user).
+    #[derive(Debug)]
     struct Unreadable(MemFs);
 
     impl FileSystem for Unreadable {

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Regenerates tests/helm/expected/ with real Helm v4.2.3 (PyPI helm-python-sdk).
+
+    python3 -m venv /tmp/helm-venv && /tmp/helm-venv/bin/pip install helm-python-sdk
+    /tmp/helm-venv/bin/python scripts/helm-expectations.py          # write
+    /tmp/helm-venv/bin/python scripts/helm-expectations.py --check  # compare only (CI's live mode)
+
+Each case is `helm template rel <chart> --namespace ns --include-crds [-f variant]`, printed
+as pkg/cmd/template.go prints it: CRD files, the sorted release manifest, then hooks (the SDK's
+client-only dry-run install gives the manifest or the error; its render gives the hooks).
+Cases: every chart under tests/helm/charts/ (default values) plus tests/helm/variants/
+<chart>-<variant>.yaml. Errors are written as <case>.error.txt.
+"""
+import re
+import sys
+from pathlib import Path
+
+import helm_python as helm
+
+ROOT = Path(__file__).resolve().parent.parent / "tests" / "helm"
+ORDER = ["PriorityClass", "Namespace", "NetworkPolicy", "ResourceQuota", "LimitRange",
+         "PodSecurityPolicy", "PodDisruptionBudget", "ServiceAccount", "Secret", "SecretList",
+         "ConfigMap", "StorageClass", "PersistentVolume", "PersistentVolumeClaim",
+         "CustomResourceDefinition", "ClusterRole", "ClusterRoleList", "ClusterRoleBinding",
+         "ClusterRoleBindingList", "Role", "RoleList", "RoleBinding", "RoleBindingList", "Service",
+         "DaemonSet", "Pod", "ReplicationController", "ReplicaSet", "Deployment",
+         "HorizontalPodAutoscaler", "StatefulSet", "Job", "CronJob", "IngressClass", "Ingress",
+         "APIService", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"]
+EVENTS = {"pre-install", "post-install", "pre-delete", "post-delete", "pre-upgrade",
+          "post-upgrade", "pre-rollback", "post-rollback", "test", "test-success"}
+SEP = re.compile(r"(?:^|[\t\n\f\r ]*\n)---[\t\n\f\r ]*")
+
+
+def split(text):
+    docs = SEP.split(text.lstrip())
+    return [d.lstrip() for d in docs if d.strip()]
+
+
+def hooks_of(files):
+    out = []
+    for path in sorted(files):
+        if path.endswith("NOTES.txt") or path.rsplit("/", 1)[-1].startswith("_"):
+            continue
+        for doc in split(files[path]):
+            obj = helm.values_from_yaml(doc) or {}
+            ann = ((obj.get("metadata") or {}).get("annotations") or {})
+            if "helm.sh/hook" not in ann:
+                continue
+            if any(t.strip().lower() not in EVENTS for t in str(ann["helm.sh/hook"]).split(",")):
+                continue
+            kind = str(obj.get("kind") or "")
+            out.append((path, doc, kind))
+    key = lambda d: (0, ORDER.index(d[2]), "") if d[2] in ORDER else (1, 0, d[2])
+    return sorted(out, key=key)
+
+
+def render(chart_dir, values):
+    cfg = helm.Config(storage_driver="memory", namespace="ns")
+    try:
+        with helm.Chart.load(str(chart_dir)) as chart:
+            try:
+                rel = cfg.install(chart, "rel", values, namespace="ns", dry_run="client")
+            except helm.HelmError as e:
+                return None, getattr(e, "detail", None) or str(e)
+        with helm.Chart.load(str(chart_dir)) as chart:
+            files = chart.render(values, name="rel", namespace="ns")
+            crds = chart.crds
+    finally:
+        cfg.close()
+    crd_part = "".join(f"---\n# Source: {c['filename']}\n{c['data']}\n" for c in crds)
+    out = (crd_part + rel.get("manifest", "")).strip() + "\n"
+    for path, doc, _ in hooks_of(files):
+        out += f"---\n# Source: {path}\n{doc}\n"
+    return out, None
+
+
+def cases():
+    charts = ROOT / "charts"
+    for d in sorted(p for p in charts.rglob("Chart.yaml") if "/charts/" not in str(p.relative_to(charts)).replace("\\", "/")[0:0] + "/" + str(p.parent.relative_to(charts))):
+        chart = d.parent
+        rel = chart.relative_to(charts)
+        if len(rel.parts) > 1 and rel.parts[-2] == "charts":
+            continue
+        name = str(rel).replace("/", "-")
+        yield name, chart, None
+        for v in sorted((ROOT / "variants").glob(f"{name}-*.yaml")):
+            yield v.stem, chart, v
+
+
+def main():
+    check = "--check" in sys.argv
+    expected = ROOT / "expected"
+    expected.mkdir(exist_ok=True)
+    bad = 0
+    for name, chart, variant in cases():
+        values = helm.values_from_yaml(variant.read_text()) if variant else None
+        stream, error = render(chart, values)
+        target = expected / (f"{name}.error.txt" if error else f"{name}.yaml")
+        text = error if error else stream
+        if check:
+            if not target.exists() or target.read_text() != text:
+                print(f"DRIFT {name}")
+                bad += 1
+            else:
+                print(f"ok    {name}")
+        else:
+            for stale in (expected / f"{name}.yaml", expected / f"{name}.error.txt"):
+                stale.unlink(missing_ok=True)
+            target.write_text(text)
+            print(f"wrote {target.relative_to(ROOT)}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,546 @@
+//! Loading a chart as Helm v4's `pkg/chart/v2/loader` does: a directory (walked in lexical
+//! order, `.helmignore` applied as `pkg/ignore` reads it, hidden files under `templates/`
+//! skipped) or a `.tgz` archive; `Chart.yaml`, `values.yaml`, `values.schema.json`,
+//! `requirements.yaml` (apiVersion v1), `templates/`, `charts/` (unpacked or packaged
+//! subcharts) and every other file as `.Files`.
+//!
+//! Symbolic links are not followed: a chart may not reach outside its directory.
+
+use super::template::value::Value;
+use super::yaml;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A loaded chart.
+#[derive(Clone)]
+pub struct Chart {
+    /// Chart.yaml as read (plus `dependencies` from requirements.yaml for v1 charts).
+    pub meta: Value,
+    pub name: String,
+    pub version: String,
+    pub api_version: String,
+    pub kind_library: bool,
+    /// values.yaml (an empty map when absent).
+    pub values: Value,
+    pub schema: Option<(String, serde_json::Value)>,
+    /// `templates/...` paths and texts, in load order.
+    pub templates: Vec<(String, String)>,
+    /// Every other file (crds/ included), in load order.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// Subcharts found under charts/, in load order.
+    pub subcharts: Vec<Chart>,
+    /// The declared dependencies (Chart.yaml or requirements.yaml).
+    pub deps: Vec<Dependency>,
+    /// Where it came from, for errors.
+    pub origin: String,
+}
+
+#[derive(Clone, Debug)]
+pub struct Dependency {
+    pub name: String,
+    pub version: String,
+    pub alias: String,
+    pub condition: String,
+    pub tags: Vec<String>,
+    pub import_values: Vec<Value>,
+    pub repository: String,
+}
+
+/// A chart that cannot be loaded.
+#[derive(Debug, Clone)]
+pub struct LoadError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+type R<T> = Result<T, LoadError>;
+
+fn err(file: &str, message: impl Into<String>) -> LoadError {
+    LoadError {
+        file: file.to_string(),
+        line: None,
+        message: message.into(),
+    }
+}
+
+/// Loads the chart at `path` (a directory or a `.tgz`).
+pub fn load(path: &Path) -> R<Chart> {
+    let shown = path.display().to_string();
+    if path.is_file() {
+        let data = std::fs::read(path).map_err(|e| err(&shown, e.to_string()))?;
+        return load_archive(&data, &shown);
+    }
+    if !path.is_dir() {
+        return Err(err(&shown, "no chart directory or archive at this path"));
+    }
+    let mut files = Vec::new();
+    let rules = match std::fs::read_to_string(path.join(".helmignore")) {
+        Ok(t) => Ignore::parse(&t),
+        Err(_) => Ignore::parse(""),
+    };
+    walk(path, "", &rules, &mut files).map_err(|e| err(&shown, e))?;
+    from_files(files, &shown)
+}
+
+fn walk(
+    root: &Path,
+    rel: &str,
+    rules: &Ignore,
+    out: &mut Vec<(String, Vec<u8>)>,
+) -> Result<(), String> {
+    let dir = if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    };
+    let mut entries: Vec<_> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .filter_map(Result::ok)
+        .collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let path = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        let Ok(ft) = e.file_type() else { continue };
+        if ft.is_symlink() {
+            continue;
+        }
+        if rules.ignored(&path, ft.is_dir()) {
+            continue;
+        }
+        if ft.is_dir() {
+            walk(root, &path, rules, out)?;
+        } else if ft.is_file() {
+            let data = std::fs::read(e.path()).map_err(|e2| format!("{path}: {e2}"))?;
+            out.push((path, data));
+        }
+    }
+    Ok(())
+}
+
+/// Loads a packaged chart: every entry under the archive's top directory.
+pub fn load_archive(data: &[u8], shown: &str) -> R<Chart> {
+    let gz = flate2::read::GzDecoder::new(data);
+    let mut ar = tar::Archive::new(gz);
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let entries = ar.entries().map_err(|e| err(shown, e.to_string()))?;
+    for entry in entries {
+        let mut entry = entry.map_err(|e| err(shown, e.to_string()))?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let path = entry
+            .path()
+            .map_err(|e| err(shown, e.to_string()))?
+            .to_string_lossy()
+            .replace('\\', "/");
+        let Some((_, inner)) = path.split_once('/') else {
+            continue;
+        };
+        if inner.split('/').any(|p| p == "..") {
+            return Err(err(
+                shown,
+                format!("chart archive entry {path:?} leaves the chart"),
+            ));
+        }
+        let mut buf = Vec::new();
+        std::io::Read::read_to_end(&mut entry, &mut buf).map_err(|e| err(shown, e.to_string()))?;
+        files.push((inner.to_string(), buf));
+    }
+    let rules = files
+        .iter()
+        .find(|(n, _)| n == ".helmignore")
+        .map(|(_, d)| Ignore::parse(&String::from_utf8_lossy(d)))
+        .unwrap_or_else(|| Ignore::parse(""));
+    files.retain(|(n, _)| !rules.ignored_path_or_parent(n));
+    files.sort_by(|a, b| walk_order(&a.0, &b.0));
+    from_files(files, shown)
+}
+
+/// Directory-walk order: path segments compared one by one.
+fn walk_order(a: &str, b: &str) -> std::cmp::Ordering {
+    a.split('/').cmp(b.split('/'))
+}
+
+fn text(name: &str, data: &[u8], shown: &str) -> R<String> {
+    String::from_utf8(data.to_vec()).map_err(|_| err(&format!("{shown}/{name}"), "not UTF-8 text"))
+}
+
+fn read_yaml(name: &str, data: &[u8], shown: &str) -> R<Value> {
+    let t = text(name, data, shown)?;
+    yaml::parse_one(&t).map_err(|e| LoadError {
+        file: format!("{shown}/{name}"),
+        line: Some(e.line),
+        message: e.to_string(),
+    })
+}
+
+fn read_yaml_strings(name: &str, data: &[u8], shown: &str) -> R<Value> {
+    let t = text(name, data, shown)?;
+    yaml::parse_one_strings(&t).map_err(|e| LoadError {
+        file: format!("{shown}/{name}"),
+        line: Some(e.line),
+        message: e.to_string(),
+    })
+}
+
+fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
+    let mut meta = None;
+    let mut values = Value::map(BTreeMap::new());
+    let mut schema = None;
+    let mut templates = Vec::new();
+    let mut other = Vec::new();
+    let mut requirements = None;
+    let mut sub: BTreeMap<String, Vec<(String, Vec<u8>)>> = BTreeMap::new();
+    let mut sub_order: Vec<String> = Vec::new();
+    for (name, data) in files {
+        match name.as_str() {
+            "Chart.yaml" => meta = Some(read_yaml_strings(&name, &data, shown)?),
+            "values.yaml" => {
+                let v = read_yaml(&name, &data, shown)?;
+                values = match v {
+                    Value::Map(_) => v,
+                    Value::Nil => Value::map(BTreeMap::new()),
+                    _ => {
+                        return Err(err(
+                            &format!("{shown}/values.yaml"),
+                            "values.yaml is not a mapping",
+                        ));
+                    }
+                };
+            }
+            "values.schema.json" => {
+                let t = text(&name, &data, shown)?;
+                let j: serde_json::Value = serde_json::from_str(&t)
+                    .map_err(|e| err(&format!("{shown}/{name}"), e.to_string()))?;
+                schema = Some((t, j));
+            }
+            "requirements.yaml" => {
+                requirements = Some(read_yaml_strings(&name, &data, shown)?);
+                other.push((name, data));
+            }
+            n if n.starts_with("templates/") => {
+                templates.push((name.clone(), text(&name, &data, shown)?));
+            }
+            n if n.starts_with("charts/") => {
+                let rest = &n["charts/".len()..];
+                if rest.ends_with(".prov") {
+                    other.push((name, data));
+                    continue;
+                }
+                let cname = rest.split('/').next().unwrap_or("").to_string();
+                if !sub.contains_key(&cname) {
+                    sub_order.push(cname.clone());
+                }
+                sub.entry(cname).or_default().push((rest.to_string(), data));
+            }
+            _ => other.push((name, data)),
+        }
+    }
+    let Some(meta) = meta else {
+        return Err(err(shown, "Chart.yaml file is missing"));
+    };
+    let Value::Map(mm) = &meta else {
+        return Err(err(
+            &format!("{shown}/Chart.yaml"),
+            "Chart.yaml is not a mapping",
+        ));
+    };
+    let get = |k: &str| {
+        mm.borrow()
+            .get(k)
+            .map(super::funcs::conv::s)
+            .unwrap_or_default()
+    };
+    let name = get("name");
+    if name.is_empty() {
+        return Err(err(
+            &format!("{shown}/Chart.yaml"),
+            "validation: chart.metadata.name is required",
+        ));
+    }
+    let api_version = get("apiVersion");
+    let kind_library = get("type") == "library";
+    let version = get("version");
+    // Dependencies: Chart.yaml (v2) or requirements.yaml (v1).
+    let dep_source = if api_version == "v1" || mm.borrow().get("dependencies").is_none() {
+        requirements.as_ref().and_then(|r| match r {
+            Value::Map(m) => m.borrow().get("dependencies").cloned(),
+            _ => None,
+        })
+    } else {
+        None
+    }
+    .or_else(|| mm.borrow().get("dependencies").cloned());
+    let mut deps = Vec::new();
+    if let Some(Value::List(l)) = &dep_source {
+        for d in l.iter() {
+            let Value::Map(dm) = d else { continue };
+            let dm = dm.borrow();
+            let g = |k: &str| dm.get(k).map(super::funcs::conv::s).unwrap_or_default();
+            deps.push(Dependency {
+                name: g("name"),
+                version: g("version"),
+                alias: g("alias"),
+                condition: g("condition"),
+                tags: match dm.get("tags") {
+                    Some(Value::List(t)) => t.iter().map(super::funcs::conv::s).collect(),
+                    _ => Vec::new(),
+                },
+                import_values: match dm.get("import-values") {
+                    Some(Value::List(t)) => t.to_vec(),
+                    _ => Vec::new(),
+                },
+                repository: g("repository"),
+            });
+        }
+    }
+    let mut subcharts = Vec::new();
+    for cname in sub_order {
+        let files = sub.remove(&cname).unwrap_or_default();
+        let sub_shown = format!("{shown}/charts/{cname}");
+        if files.len() == 1 && files[0].0.ends_with(".tgz")
+            || files.len() == 1 && files[0].0.ends_with(".tar.gz")
+        {
+            subcharts.push(load_archive(&files[0].1, &sub_shown)?);
+            continue;
+        }
+        let inner: Vec<(String, Vec<u8>)> = files
+            .into_iter()
+            .filter_map(|(n, d)| n.split_once('/').map(|(_, r)| (r.to_string(), d)))
+            .collect();
+        if inner.is_empty() {
+            continue;
+        }
+        subcharts.push(from_files(inner, &sub_shown)?);
+    }
+    Ok(Chart {
+        meta,
+        name,
+        version,
+        api_version,
+        kind_library,
+        values,
+        schema,
+        templates,
+        files: other,
+        subcharts,
+        deps,
+        origin: shown.to_string(),
+    })
+}
+
+/// `.helmignore` rules (`pkg/ignore`).
+struct Ignore {
+    rules: Vec<Rule>,
+}
+
+struct Rule {
+    pattern: String,
+    negate: bool,
+    must_dir: bool,
+    kind: RuleKind,
+}
+
+enum RuleKind {
+    Root,
+    Path,
+    Base,
+}
+
+impl Ignore {
+    fn parse(text: &str) -> Ignore {
+        let mut rules = vec![Rule {
+            pattern: "templates/.?*".into(),
+            negate: false,
+            must_dir: false,
+            kind: RuleKind::Path,
+        }];
+        for line in text.lines() {
+            let mut l = line.trim();
+            if l.is_empty() || l.starts_with('#') || l.contains("**") {
+                continue;
+            }
+            let negate = l.starts_with('!');
+            if negate {
+                l = &l[1..];
+            }
+            let must_dir = l.ends_with('/');
+            let l = l.trim_end_matches('/');
+            let (kind, pattern) = if let Some(p) = l.strip_prefix('/') {
+                (RuleKind::Root, p.to_string())
+            } else if l.contains('/') {
+                (RuleKind::Path, l.to_string())
+            } else {
+                (RuleKind::Base, l.to_string())
+            };
+            rules.push(Rule {
+                pattern,
+                negate,
+                must_dir,
+                kind,
+            });
+        }
+        Ignore { rules }
+    }
+
+    fn ignored(&self, path: &str, is_dir: bool) -> bool {
+        for r in &self.rules {
+            let target = match r.kind {
+                RuleKind::Base => path.rsplit('/').next().unwrap_or(path),
+                _ => path,
+            };
+            let m = glob_match(&r.pattern, target);
+            if r.negate {
+                if r.must_dir && !is_dir {
+                    return true;
+                }
+                if !m {
+                    return true;
+                }
+                continue;
+            }
+            if r.must_dir && !is_dir {
+                continue;
+            }
+            if m {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn ignored_path_or_parent(&self, path: &str) -> bool {
+        let parts: Vec<&str> = path.split('/').collect();
+        for i in 1..parts.len() {
+            if self.ignored(&parts[..i].join("/"), true) {
+                return true;
+            }
+        }
+        self.ignored(path, false)
+    }
+}
+
+/// Go's `filepath.Match` (`*`, `?`, `[...]`, `\` escapes; `*` does not cross `/`).
+pub fn glob_match(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    let n: Vec<char> = name.chars().collect();
+    fn m(p: &[char], n: &[char]) -> bool {
+        match p.first() {
+            None => n.is_empty(),
+            Some('*') => {
+                let rest = &p[1..];
+                for i in 0..=n.len() {
+                    if i > 0 && n[i - 1] == '/' {
+                        break;
+                    }
+                    if m(rest, &n[i..]) {
+                        return true;
+                    }
+                }
+                false
+            }
+            Some('?') => !n.is_empty() && n[0] != '/' && m(&p[1..], &n[1..]),
+            Some('[') => {
+                let Some(c) = n.first() else { return false };
+                let mut i = 1;
+                let negate = matches!(p.get(1), Some('^') | Some('!'));
+                if negate {
+                    i += 1;
+                }
+                let mut hit = false;
+                let mut first = true;
+                while i < p.len() && (p[i] != ']' || first) {
+                    first = false;
+                    let lo = if p[i] == '\\' && i + 1 < p.len() {
+                        i += 1;
+                        p[i]
+                    } else {
+                        p[i]
+                    };
+                    if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+                        if lo <= *c && *c <= p[i + 2] {
+                            hit = true;
+                        }
+                        i += 3;
+                    } else {
+                        if lo == *c {
+                            hit = true;
+                        }
+                        i += 1;
+                    }
+                }
+                if i >= p.len() {
+                    return false;
+                }
+                hit != negate && *c != '/' && m(&p[i + 1..], &n[1..])
+            }
+            Some('\\') if p.len() > 1 => !n.is_empty() && n[0] == p[1] && m(&p[2..], &n[1..]),
+            Some(c) => !n.is_empty() && n[0] == *c && m(&p[1..], &n[1..]),
+        }
+    }
+    m(&p, &n)
+}
+
+/// gobwas/glob with `/` as separator, as `.Files.Glob` matches: `*` stays within a path
+/// segment, `**` crosses them, `{a,b}` alternatives, `?` and classes as `filepath.Match`.
+pub fn glob_match_double(pattern: &str, name: &str) -> bool {
+    if let (Some(open), Some(close)) = (pattern.find('{'), pattern.find('}'))
+        && open < close
+    {
+        {
+            let (pre, rest) = pattern.split_at(open);
+            let alts = &rest[1..close - open];
+            let post = &rest[close - open + 1..];
+            return alts
+                .split(',')
+                .any(|a| glob_match_double(&format!("{pre}{a}{post}"), name));
+        }
+    }
+    if let Some(i) = pattern.find("**") {
+        let (pre, post) = (&pattern[..i], &pattern[i + 2..]);
+        for j in (0..=name.len()).filter(|&j| name.is_char_boundary(j)) {
+            if !glob_match(pre, &name[..j]) {
+                continue;
+            }
+            for k in (j..=name.len()).filter(|&k| name.is_char_boundary(k)) {
+                if glob_match_double(post, &name[k..]) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+    glob_match(pattern, name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_like_go() {
+        assert!(glob_match("*.tgz", "a.tgz"));
+        assert!(!glob_match("*.yaml", "a/b.yaml"));
+        assert!(glob_match("files/*.conf", "files/x.conf"));
+        assert!(glob_match("[a-c]?", "bz"));
+        assert!(glob_match("templates/.?*", "templates/.hidden"));
+        assert!(glob_match_double("files/**.yaml", "files/a/b.yaml"));
+        assert!(glob_match_double("{a,b}/*", "b/x"));
+    }
+
+    #[test]
+    fn helmignore_rules() {
+        let r = Ignore::parse("# c\n.git/\n*.tmp\n/ci\n");
+        assert!(r.ignored(".git", true));
+        assert!(!r.ignored(".git", false));
+        assert!(r.ignored("x/y.tmp", false));
+        assert!(r.ignored("ci", true));
+        assert!(!r.ignored("x/ci", true));
+    }
+}

@@ -1,0 +1,661 @@
+//! Rendering a processed chart, after Helm v4.2.3 `pkg/engine/engine.go` (template
+//! collection per chart with scoped `.Values`, parse and execution order, `include`/`tpl`/
+//! `required`/`fail`, the `<no value>` clean-up and error reformatting) and
+//! `pkg/engine/files.go` (`.Files`).
+
+use super::chart::{Chart, glob_match_double};
+use super::funcs::{self, Seed, conv::s};
+use super::template::exec::{Exec, Funcs, TemplateSet};
+use super::template::parse;
+use super::template::value::{Map, Object, Value, new_map};
+use super::yaml;
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+const WARN_START: &str = "HELM_ERR_START";
+const WARN_END: &str = "HELM_ERR_END";
+
+/// A rendering failure, already in Helm's words.
+#[derive(Debug, Clone)]
+pub struct RenderError {
+    /// The template file (`chart/templates/x.yaml`).
+    pub file: String,
+    /// `file:line[:col]` when known.
+    pub location: Option<String>,
+    pub message: String,
+    pub kind: RenderErrorKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RenderErrorKind {
+    Parse,
+    Exec,
+    UnknownFunction,
+    Fail,
+}
+
+/// What the templates see of the release and the cluster.
+#[derive(Clone)]
+pub struct Context {
+    pub release_name: String,
+    pub namespace: String,
+    pub kube_version: String,
+    pub api_versions: Vec<String>,
+    pub is_upgrade: bool,
+}
+
+/// `.Files`: a chart's non-template files.
+struct Files(Rc<BTreeMap<String, Vec<u8>>>);
+
+impl Files {
+    fn get(&self, name: &str) -> String {
+        self.0
+            .get(name)
+            .map(|d| String::from_utf8_lossy(d).into_owned())
+            .unwrap_or_default()
+    }
+}
+
+impl Object for Files {
+    fn type_name(&self) -> &str {
+        "engine.files"
+    }
+    fn field(&self, _: &str) -> Option<Value> {
+        None
+    }
+    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+        let a0 = args.first().map(s).unwrap_or_default();
+        Some(Ok(match name {
+            "Get" | "GetBytes" => Value::from(self.get(&a0)),
+            "Glob" => {
+                let m: BTreeMap<String, Vec<u8>> = self
+                    .0
+                    .iter()
+                    .filter(|(k, _)| glob_match_double(&a0, k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                Value::Object(Rc::new(Files(Rc::new(m))))
+            }
+            "Lines" => {
+                let t = self.get(&a0);
+                if t.is_empty() {
+                    Value::list(Vec::new())
+                } else {
+                    let t = t.strip_suffix('\n').unwrap_or(&t);
+                    Value::list(t.split('\n').map(Value::from).collect())
+                }
+            }
+            "AsConfig" | "AsSecrets" => {
+                let m: BTreeMap<String, Value> = self
+                    .0
+                    .iter()
+                    .map(|(k, v)| {
+                        let base = k.rsplit('/').next().unwrap_or(k).to_string();
+                        let val = if name == "AsConfig" {
+                            String::from_utf8_lossy(v).into_owned()
+                        } else {
+                            super::encode::b64(v)
+                        };
+                        (base, Value::from(val))
+                    })
+                    .collect();
+                if m.is_empty() {
+                    return Some(Ok(Value::from("")));
+                }
+                Value::from(
+                    yaml::to_yaml(&Value::map(m))
+                        .trim_end_matches('\n')
+                        .to_string(),
+                )
+            }
+            _ => return None,
+        }))
+    }
+    fn display(&self) -> String {
+        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}:{v:?}")).collect();
+        format!("map[{}]", parts.join(" "))
+    }
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        Some(
+            self.0
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        Value::from(String::from_utf8_lossy(v).into_owned()),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// `.Capabilities.KubeVersion`.
+struct KubeVersion {
+    version: String,
+    major: String,
+    minor: String,
+}
+
+impl Object for KubeVersion {
+    fn type_name(&self) -> &str {
+        "common.KubeVersion"
+    }
+    fn field(&self, name: &str) -> Option<Value> {
+        Some(Value::from(match name {
+            "Version" | "GitVersion" | "String" => self.version.clone(),
+            "Major" => self.major.clone(),
+            "Minor" => self.minor.clone(),
+            _ => return None,
+        }))
+    }
+    fn call(&self, _: &str, _: &[Value]) -> Option<Result<Value, String>> {
+        None
+    }
+    fn display(&self) -> String {
+        self.version.clone()
+    }
+}
+
+/// `.Capabilities.APIVersions`.
+struct ApiVersions(Vec<String>);
+
+impl Object for ApiVersions {
+    fn type_name(&self) -> &str {
+        "common.VersionSet"
+    }
+    fn field(&self, _: &str) -> Option<Value> {
+        None
+    }
+    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+        match name {
+            "Has" => {
+                let v = args.first().map(s).unwrap_or_default();
+                Some(Ok(Value::Bool(self.0.contains(&v))))
+            }
+            _ => None,
+        }
+    }
+    fn display(&self) -> String {
+        format!("[{}]", self.0.join(" "))
+    }
+    fn entries(&self) -> Option<Vec<(String, Value)>> {
+        Some(
+            self.0
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (i.to_string(), Value::from(v.clone())))
+                .collect(),
+        )
+    }
+}
+
+/// The API versions `helm template` reports without a cluster (client-go v0.36.1).
+pub const DEFAULT_API_VERSIONS: &[&str] = &[
+    "v1",
+    "admissionregistration.k8s.io/v1",
+    "admissionregistration.k8s.io/v1alpha1",
+    "admissionregistration.k8s.io/v1beta1",
+    "internal.apiserver.k8s.io/v1alpha1",
+    "apps/v1",
+    "apps/v1beta1",
+    "apps/v1beta2",
+    "authentication.k8s.io/v1",
+    "authentication.k8s.io/v1alpha1",
+    "authentication.k8s.io/v1beta1",
+    "authorization.k8s.io/v1",
+    "authorization.k8s.io/v1beta1",
+    "autoscaling/v1",
+    "autoscaling/v2",
+    "batch/v1",
+    "batch/v1beta1",
+    "certificates.k8s.io/v1",
+    "certificates.k8s.io/v1beta1",
+    "certificates.k8s.io/v1alpha1",
+    "coordination.k8s.io/v1alpha2",
+    "coordination.k8s.io/v1beta1",
+    "coordination.k8s.io/v1",
+    "discovery.k8s.io/v1",
+    "discovery.k8s.io/v1beta1",
+    "events.k8s.io/v1",
+    "events.k8s.io/v1beta1",
+    "extensions/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1",
+    "flowcontrol.apiserver.k8s.io/v1beta1",
+    "flowcontrol.apiserver.k8s.io/v1beta2",
+    "flowcontrol.apiserver.k8s.io/v1beta3",
+    "networking.k8s.io/v1",
+    "networking.k8s.io/v1beta1",
+    "node.k8s.io/v1",
+    "node.k8s.io/v1alpha1",
+    "node.k8s.io/v1beta1",
+    "policy/v1",
+    "policy/v1beta1",
+    "rbac.authorization.k8s.io/v1",
+    "rbac.authorization.k8s.io/v1beta1",
+    "rbac.authorization.k8s.io/v1alpha1",
+    "resource.k8s.io/v1",
+    "resource.k8s.io/v1beta2",
+    "resource.k8s.io/v1beta1",
+    "resource.k8s.io/v1alpha3",
+    "scheduling.k8s.io/v1alpha2",
+    "scheduling.k8s.io/v1beta1",
+    "scheduling.k8s.io/v1",
+    "storage.k8s.io/v1beta1",
+    "storage.k8s.io/v1",
+    "storage.k8s.io/v1alpha1",
+    "storagemigration.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1beta1",
+    "apiextensions.k8s.io/v1",
+];
+
+/// The default `.Capabilities.KubeVersion`.
+pub const DEFAULT_KUBE_VERSION: &str = "v1.36.0";
+
+/// `Capabilities` for a context.
+fn capabilities(ctx: &Context) -> Result<Value, String> {
+    let v = funcs::semver::Version::parse(&ctx.kube_version)
+        .map_err(|_| format!("invalid kube version {:?}", ctx.kube_version))?;
+    let kv = KubeVersion {
+        version: format!("v{}.{}.{}", v.major, v.minor, v.patch),
+        major: v.major.to_string(),
+        minor: v.minor.to_string(),
+    };
+    let mut m = BTreeMap::new();
+    m.insert("KubeVersion".into(), Value::Object(Rc::new(kv)));
+    m.insert(
+        "APIVersions".into(),
+        Value::Object(Rc::new(ApiVersions(ctx.api_versions.clone()))),
+    );
+    let mut hv = BTreeMap::new();
+    hv.insert("Version".into(), Value::from("v4.2"));
+    hv.insert("GitCommit".into(), Value::from(""));
+    hv.insert("GitTreeState".into(), Value::from(""));
+    hv.insert("GoVersion".into(), Value::from("go1.26.6"));
+    m.insert("HelmVersion".into(), Value::map(hv));
+    Ok(Value::map(m))
+}
+
+/// `.Chart`: Chart.yaml under Go's field names.
+fn chart_value(c: &Chart, is_root: bool) -> Value {
+    let Value::Map(meta) = &c.meta else {
+        return Value::map(BTreeMap::new());
+    };
+    let meta = meta.borrow();
+    let mut m = BTreeMap::new();
+    let fields = [
+        ("name", "Name"),
+        ("home", "Home"),
+        ("version", "Version"),
+        ("description", "Description"),
+        ("icon", "Icon"),
+        ("apiVersion", "APIVersion"),
+        ("condition", "Condition"),
+        ("tags", "Tags"),
+        ("appVersion", "AppVersion"),
+        ("kubeVersion", "KubeVersion"),
+        ("type", "Type"),
+    ];
+    for (yk, gk) in fields {
+        m.insert(
+            gk.to_string(),
+            meta.get(yk).cloned().unwrap_or(Value::from("")),
+        );
+    }
+    m.insert("Name".into(), Value::from(c.name.clone()));
+    for (yk, gk) in [
+        ("sources", "Sources"),
+        ("keywords", "Keywords"),
+        ("maintainers", "Maintainers"),
+        ("dependencies", "Dependencies"),
+        ("annotations", "Annotations"),
+    ] {
+        m.insert(gk.to_string(), meta.get(yk).cloned().unwrap_or(Value::Nil));
+    }
+    let deprecated = meta.get("deprecated").is_some_and(|v| s(v) == "true");
+    m.insert("Deprecated".into(), Value::Bool(deprecated));
+    m.insert("IsRoot".into(), Value::Bool(is_root));
+    Value::map(m)
+}
+
+struct Renderable {
+    text: String,
+    vals: Map,
+    base_path: String,
+}
+
+/// Collects every template of `c` and its subcharts (`recAllTpls`), keyed by full path.
+fn collect(
+    c: &Chart,
+    parent_path: Option<&str>,
+    parent_vals: Option<&Map>,
+    top: &Value,
+    caps: &Value,
+    release: &Value,
+    out: &mut BTreeMap<String, Renderable>,
+) {
+    let full = match parent_path {
+        None => c.name.clone(),
+        Some(p) => format!("{p}/charts/{}", c.name),
+    };
+    let next = new_map();
+    {
+        let mut n = next.borrow_mut();
+        n.insert("Chart".into(), chart_value(c, parent_path.is_none()));
+        let files: BTreeMap<String, Vec<u8>> = c.files.iter().cloned().collect();
+        n.insert(
+            "Files".into(),
+            Value::Object(Rc::new(Files(Rc::new(files)))),
+        );
+        n.insert("Release".into(), release.clone());
+        n.insert("Capabilities".into(), caps.clone());
+        let values = match parent_vals {
+            None => match top {
+                Value::Map(_) => top.clone(),
+                _ => Value::Map(new_map()),
+            },
+            Some(pv) => match pv.borrow().get(&c.name) {
+                Some(v @ Value::Map(_)) => v.clone(),
+                _ => Value::Map(new_map()),
+            },
+        };
+        n.insert("Values".into(), values);
+    }
+    let subs = new_map();
+    let my_values = match next.borrow().get("Values") {
+        Some(Value::Map(m)) => m.clone(),
+        _ => new_map(),
+    };
+    for sub in &c.subcharts {
+        collect(sub, Some(&full), Some(&my_values), top, caps, release, out);
+        subs.borrow_mut().insert(sub.name.clone(), Value::Nil);
+    }
+    next.borrow_mut()
+        .insert("Subcharts".into(), Value::Map(subs));
+    for (name, text) in &c.templates {
+        // A library chart contributes only its partials.
+        if c.kind_library && !name.rsplit('/').next().unwrap_or("").starts_with('_') {
+            continue;
+        }
+        out.insert(
+            format!("{full}/{name}"),
+            Renderable {
+                text: text.clone(),
+                vals: next.clone(),
+                base_path: format!("{full}/templates"),
+            },
+        );
+    }
+}
+
+/// Helm's parse/execution order: deeper paths first, then reverse lexicographic.
+fn sort_templates(keys: &mut [String]) {
+    keys.sort_by(|a, b| {
+        let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
+        cb.cmp(&ca).then_with(|| b.cmp(a))
+    });
+}
+
+/// Renders every template; returns path → output (partials skipped, NOTES included).
+pub fn render(
+    c: &Chart,
+    values: &Map,
+    ctx: &Context,
+    seed: u64,
+) -> Result<BTreeMap<String, String>, RenderError> {
+    let caps = capabilities(ctx).map_err(|m| RenderError {
+        file: String::new(),
+        location: None,
+        message: m,
+        kind: RenderErrorKind::Exec,
+    })?;
+    let mut rel = BTreeMap::new();
+    rel.insert("Name".into(), Value::from(ctx.release_name.clone()));
+    rel.insert("Namespace".into(), Value::from(ctx.namespace.clone()));
+    rel.insert("IsUpgrade".into(), Value::Bool(ctx.is_upgrade));
+    rel.insert("IsInstall".into(), Value::Bool(!ctx.is_upgrade));
+    rel.insert("Revision".into(), Value::Int(1));
+    rel.insert("Service".into(), Value::from("Helm"));
+    let release = Value::map(rel);
+    let mut tpls = BTreeMap::new();
+    collect(
+        c,
+        None,
+        None,
+        &Value::Map(values.clone()),
+        &caps,
+        &release,
+        &mut tpls,
+    );
+
+    let mut funcs = Funcs::default();
+    funcs::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
+    helm_funcs(&mut funcs);
+    let funcs = Rc::new(funcs);
+
+    let mut keys: Vec<String> = tpls.keys().cloned().collect();
+    sort_templates(&mut keys);
+    let mut set = TemplateSet::default();
+    for k in &keys {
+        let r = &tpls[k];
+        let is_func = |n: &str| funcs.has(n);
+        let parsed = parse::parse(k, &r.text, &is_func).map_err(|e| RenderError {
+            file: k.clone(),
+            location: Some(format!("{}:{}", e.name, e.line)),
+            kind: if e.message.starts_with("function \"") {
+                RenderErrorKind::UnknownFunction
+            } else {
+                RenderErrorKind::Parse
+            },
+            message: format!("parse error at ({}:{}): {}", e.name, e.line, e.message),
+        })?;
+        set.add(k, k, parsed);
+    }
+    let set = Rc::new(set);
+    let mut exec = Exec::new(set, funcs, Rc::new(()));
+    let mut out = BTreeMap::new();
+    for k in &keys {
+        if k.rsplit('/').next().unwrap_or("").starts_with('_') {
+            continue;
+        }
+        let r = &tpls[k];
+        let mut t = BTreeMap::new();
+        t.insert("Name".into(), Value::from(k.clone()));
+        t.insert("BasePath".into(), Value::from(r.base_path.clone()));
+        r.vals.borrow_mut().insert("Template".into(), Value::map(t));
+        let text = exec
+            .execute(k, Value::Map(r.vals.clone()))
+            .map_err(|e| reformat(k, &e))?;
+        out.insert(k.clone(), text.replace("<no value>", ""));
+    }
+    Ok(out)
+}
+
+/// Helm's `reformatExecErrorMsg`: a `fail`/`required` message at the outermost location.
+fn reformat(file: &str, e: &super::template::exec::ExecError) -> RenderError {
+    let text = e.to_string();
+    if let (Some(a), Some(b)) = (text.find(WARN_START), text.rfind(WARN_END))
+        && a + WARN_START.len() <= b
+    {
+        {
+            let msg = &text[a + WARN_START.len()..b];
+            return RenderError {
+                file: file.to_string(),
+                location: Some(e.location.clone()),
+                message: format!("execution error at ({}): {msg}", e.location),
+                kind: RenderErrorKind::Fail,
+            };
+        }
+    }
+    RenderError {
+        file: file.to_string(),
+        location: Some(e.location.clone()),
+        message: text,
+        kind: RenderErrorKind::Exec,
+    }
+}
+
+fn helm_funcs(f: &mut Funcs) {
+    f.add("include", |ex: &mut Exec, a| {
+        if a.len() != 2 {
+            return Err(format!(
+                "wrong number of args for include: want 2 got {}",
+                a.len()
+            ));
+        }
+        let name = s(&a[0]);
+        ex.execute(&name, a[1].clone())
+            .map(Value::from)
+            .map_err(|e| e.to_string())
+    });
+    f.add("tpl", |ex: &mut Exec, a| {
+        if a.len() != 2 {
+            return Err(format!(
+                "wrong number of args for tpl: want 2 got {}",
+                a.len()
+            ));
+        }
+        let text = s(&a[0]);
+        let funcs = ex.funcs.clone();
+        let is_func = |n: &str| funcs.has(n);
+        let parsed = parse::parse("gotpl", &text, &is_func).map_err(|e| {
+            format!(
+                "cannot parse template {}: {e}",
+                funcs::conv::go_quote(&text)
+            )
+        })?;
+        let mut child = TemplateSet {
+            parent: Some(ex.set.clone()),
+            own: Default::default(),
+        };
+        child.add("gotpl", "gotpl", parsed);
+        let child = Rc::new(child);
+        let saved = std::mem::replace(&mut ex.set, child);
+        let r = ex.execute("gotpl", a[1].clone());
+        ex.set = saved;
+        let out = r.map_err(|e| {
+            format!(
+                "error during tpl function execution for {}: {e}",
+                funcs::conv::go_quote(&text)
+            )
+        })?;
+        Ok(Value::from(out.replace("<no value>", "")))
+    });
+    f.add("required", |_, a| {
+        if a.len() != 2 {
+            return Err(format!(
+                "wrong number of args for required: want 2 got {}",
+                a.len()
+            ));
+        }
+        match &a[1] {
+            Value::Nil => Err(format!("{WARN_START}{}{WARN_END}", s(&a[0]))),
+            Value::Str(v) if v.is_empty() => Err(format!("{WARN_START}{}{WARN_END}", s(&a[0]))),
+            v => Ok(v.clone()),
+        }
+    });
+    f.add("fail", |_, a| {
+        Err(format!(
+            "{WARN_START}{}{WARN_END}",
+            a.first().map(s).unwrap_or_default()
+        ))
+    });
+    f.add("lookup", |_, _| Ok(Value::Map(new_map())));
+    for name in ["toYaml", "mustToYaml", "toYamlPretty"] {
+        f.add(name, |_, a| {
+            let v = a.first().cloned().unwrap_or(Value::Nil);
+            Ok(Value::from(
+                yaml::to_yaml(&v).trim_end_matches('\n').to_string(),
+            ))
+        });
+    }
+    f.add("fromYaml", |_, a| {
+        let t = a.first().map(s).unwrap_or_default();
+        Ok(match yaml::parse_one(&t) {
+            Ok(Value::Map(m)) => Value::Map(m),
+            Ok(Value::Nil) => Value::Map(new_map()),
+            Ok(other) => error_map(&format!("error unmarshaling JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&other))),
+            Err(e) => error_map(&format!("error converting YAML to JSON: {e}")),
+        })
+    });
+    f.add("fromYamlArray", |_, a| {
+        let t = a.first().map(s).unwrap_or_default();
+        Ok(match yaml::parse_one(&t) {
+            Ok(Value::List(l)) => Value::List(l),
+            Ok(Value::Nil) => Value::list(Vec::new()),
+            Ok(other) => Value::list(vec![Value::from(format!("error unmarshaling JSON: json: cannot unmarshal {} into Go value of type []interface {{}}", json_kind(&other)))]),
+            Err(e) => Value::list(vec![Value::from(format!("error converting YAML to JSON: {e}"))]),
+        })
+    });
+    for (name, esc, pretty) in [
+        ("toJson", true, false),
+        ("mustToJson", true, false),
+        ("toRawJson", false, false),
+        ("mustToRawJson", false, false),
+        ("toPrettyJson", true, true),
+        ("mustToPrettyJson", true, true),
+    ] {
+        f.add(name, move |_, a| {
+            let v = a.first().cloned().unwrap_or(Value::Nil);
+            Ok(Value::from(yaml::to_json(&v, esc, pretty)))
+        });
+    }
+    for name in ["fromJson", "mustFromJson"] {
+        f.add(name, move |_, a| {
+            let t = a.first().map(s).unwrap_or_default();
+            Ok(match yaml::from_json(&t) {
+                Ok(Value::Map(m)) => Value::Map(m),
+                Ok(other) => {
+                    if name == "mustFromJson" {
+                        return Err(format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&other)));
+                    }
+                    error_map(&format!("json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&other)))
+                }
+                Err(e) => {
+                    if name == "mustFromJson" {
+                        return Err(e);
+                    }
+                    error_map(&e)
+                }
+            })
+        });
+    }
+    f.add("fromJsonArray", |_, a| {
+        let t = a.first().map(s).unwrap_or_default();
+        Ok(match yaml::from_json(&t) {
+            Ok(Value::List(l)) => Value::List(l),
+            Ok(other) => Value::list(vec![Value::from(format!(
+                "json: cannot unmarshal {} into Go value of type []interface {{}}",
+                json_kind(&other)
+            ))]),
+            Err(e) => Value::list(vec![Value::from(e)]),
+        })
+    });
+    for name in ["toToml", "mustToToml"] {
+        f.add(name, |_, a| {
+            Ok(Value::from(super::toml::to_toml(
+                &a.first().cloned().unwrap_or(Value::Nil),
+            )))
+        });
+    }
+    f.add("fromToml", |_, _| {
+        Ok(error_map("fromToml is not supported by kiln"))
+    });
+}
+
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::List(_) => "array",
+        Value::Str(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Int(_) | Value::Float(_) => "number",
+        _ => "object",
+    }
+}
+
+fn error_map(msg: &str) -> Value {
+    let m = new_map();
+    m.borrow_mut().insert("Error".into(), Value::from(msg));
+    Value::Map(m)
+}

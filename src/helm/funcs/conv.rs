@@ -1,0 +1,307 @@
+//! Conversions the function library shares: Sprig's `strval`/`cast.To*`, Sprig's `empty`,
+//! Go's `%q`, and `fmt.Sprintf` for the verbs charts use.
+
+use crate::helm::template::value::{Value, format_float, format_float_g};
+use std::fmt::Write as _;
+
+/// Sprig's `strval`: strings as they are, everything else `fmt.Sprint`.
+pub fn strval(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        other => other.go_string(),
+    }
+}
+
+/// A string parameter as Go's template engine converts an argument (lenient: nil is "").
+pub fn s(v: &Value) -> String {
+    match v {
+        Value::Nil => String::new(),
+        other => strval(other),
+    }
+}
+
+/// `cast.ToInt64`: numbers truncated, numeric strings parsed, bools 0/1, else 0.
+pub fn to_i64(v: &Value) -> i64 {
+    match v {
+        Value::Int(n) => *n,
+        Value::Float(f) => *f as i64,
+        Value::Bool(b) => i64::from(*b),
+        Value::Str(s) => {
+            let t = s.trim();
+            if let Ok(n) = t.parse::<i64>() {
+                n
+            } else if let Some(h) = t.strip_prefix("0x") {
+                i64::from_str_radix(h, 16).unwrap_or(0)
+            } else {
+                t.parse::<f64>().map(|f| f as i64).unwrap_or(0)
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// `cast.ToFloat64`.
+pub fn to_f64(v: &Value) -> f64 {
+    match v {
+        Value::Int(n) => *n as f64,
+        Value::Float(f) => *f,
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::Str(s) => s.trim().parse().unwrap_or(0.0),
+        _ => 0.0,
+    }
+}
+
+/// Sprig's `empty`.
+pub fn empty(v: &Value) -> bool {
+    !v.truthy() && !matches!(v, Value::Object(_))
+}
+
+/// Go's `strconv.Quote` (`%q` of a string).
+pub fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\x0c' => out.push_str("\\f"),
+            '\x0b' => out.push_str("\\v"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() || c == '\u{feff}' => {
+                if (c as u32) < 0x10000 {
+                    let _ = write!(out, "\\u{:04x}", c as u32);
+                } else {
+                    let _ = write!(out, "\\U{:08x}", c as u32);
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `fmt.Sprintf` for the verbs templates use (`%s %d %v %q %f %t %x %X %o %e %g %c %%`,
+/// flags `-+# 0`, width and precision).
+pub fn sprintf(format: &str, args: &[Value]) -> String {
+    let mut out = String::new();
+    let mut ai = 0;
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let mut minus = false;
+        let mut plus = false;
+        let mut zero = false;
+        let mut space = false;
+        let mut sharp = false;
+        while let Some(&f) = chars.peek() {
+            match f {
+                '-' => minus = true,
+                '+' => plus = true,
+                '0' => zero = true,
+                ' ' => space = true,
+                '#' => sharp = true,
+                _ => break,
+            }
+            chars.next();
+        }
+        let mut width: Option<usize> = None;
+        while let Some(&d) = chars.peek() {
+            if let Some(n) = d.to_digit(10) {
+                width = Some(width.unwrap_or(0) * 10 + n as usize);
+                chars.next();
+            } else {
+                break;
+            }
+        }
+        let mut prec: Option<usize> = None;
+        if chars.peek() == Some(&'.') {
+            chars.next();
+            let mut p = 0;
+            while let Some(&d) = chars.peek() {
+                if let Some(n) = d.to_digit(10) {
+                    p = p * 10 + n as usize;
+                    chars.next();
+                } else {
+                    break;
+                }
+            }
+            prec = Some(p);
+        }
+        let Some(verb) = chars.next() else {
+            out.push_str("%!(NOVERB)");
+            break;
+        };
+        if verb == '%' {
+            out.push('%');
+            continue;
+        }
+        let Some(arg) = args.get(ai) else {
+            let _ = write!(out, "%!{verb}(MISSING)");
+            continue;
+        };
+        ai += 1;
+        let body = match (verb, arg) {
+            ('v', Value::Nil) | ('s', Value::Nil) if verb == 'v' => "<nil>".to_string(),
+            ('s', Value::Nil) => "%!s(<nil>)".to_string(),
+            ('d', Value::Nil) => "%!d(<nil>)".to_string(),
+            ('v', Value::Float(f)) | ('g', Value::Float(f)) => match prec {
+                Some(p) => format_g_prec(*f, p),
+                None => format_float_g(*f),
+            },
+            ('v', v) | ('s', v) => {
+                let mut s = strval(v);
+                if let Some(p) = prec {
+                    s = s.chars().take(p).collect();
+                }
+                s
+            }
+            ('q', v) => match v {
+                Value::Int(n) => format!("'{}'", char::from_u32(*n as u32).unwrap_or('?')),
+                other => go_quote(&strval(other)),
+            },
+            ('t', Value::Bool(b)) => b.to_string(),
+            ('d', Value::Int(n)) => sign(n.to_string(), *n >= 0, plus, space),
+            ('d', Value::Float(f)) => format!("%!d(float64={})", format_float_g(*f)),
+            ('f', v) | ('F', v) if v.as_f64().is_some() => {
+                let f = v.as_f64().unwrap_or(0.0);
+                sign(
+                    format!("{:.*}", prec.unwrap_or(6), f),
+                    f >= 0.0,
+                    plus,
+                    space,
+                )
+            }
+            ('e', v) if v.as_f64().is_some() => {
+                let f = v.as_f64().unwrap_or(0.0);
+                go_exp(format!("{:.*e}", prec.unwrap_or(6), f))
+            }
+            ('g', Value::Int(n)) => format!("%!g(int={n})"),
+            ('x', Value::Int(n)) => format!("{}{n:x}", if sharp { "0x" } else { "" }),
+            ('X', Value::Int(n)) => format!("{}{n:X}", if sharp { "0X" } else { "" }),
+            ('o', Value::Int(n)) => format!("{}{n:o}", if sharp { "0" } else { "" }),
+            ('b', Value::Int(n)) => format!("{n:b}"),
+            ('x', Value::Str(s)) => s.bytes().map(|b| format!("{b:02x}")).collect(),
+            ('X', Value::Str(s)) => s.bytes().map(|b| format!("{b:02X}")).collect(),
+            ('c', Value::Int(n)) => char::from_u32(*n as u32)
+                .map(String::from)
+                .unwrap_or_default(),
+            ('T', v) => v.type_name(),
+            (v, a) => format!("%!{v}({}={})", a.type_name(), a.go_string()),
+        };
+        let len = body.chars().count();
+        match width {
+            Some(w) if w > len => {
+                let padn = w - len;
+                if minus {
+                    out.push_str(&body);
+                    out.extend(std::iter::repeat_n(' ', padn));
+                } else if zero && matches!(verb, 'd' | 'f' | 'e' | 'x' | 'X' | 'o' | 'g' | 'v') {
+                    let (sgn, digits) = match body.strip_prefix('-') {
+                        Some(d) => ("-", d.to_string()),
+                        None => ("", body.clone()),
+                    };
+                    out.push_str(sgn);
+                    out.extend(std::iter::repeat_n('0', padn));
+                    out.push_str(&digits);
+                } else {
+                    out.extend(std::iter::repeat_n(' ', padn));
+                    out.push_str(&body);
+                }
+            }
+            _ => out.push_str(&body),
+        }
+    }
+    if ai < args.len() {
+        out.push_str("%!(EXTRA ");
+        let extra: Vec<String> = args[ai..]
+            .iter()
+            .map(|a| format!("{}={}", a.type_name(), a.go_string()))
+            .collect();
+        out.push_str(&extra.join(", "));
+        out.push(')');
+    }
+    out
+}
+
+fn sign(s: String, nonneg: bool, plus: bool, space: bool) -> String {
+    if nonneg && plus {
+        format!("+{s}")
+    } else if nonneg && space {
+        format!(" {s}")
+    } else {
+        s
+    }
+}
+
+/// Rust's `1.5e0` → Go's `1.5e+00`.
+fn go_exp(s: String) -> String {
+    match s.split_once('e') {
+        Some((m, e)) => {
+            let n: i32 = e.parse().unwrap_or(0);
+            format!("{m}e{}{:02}", if n < 0 { '-' } else { '+' }, n.abs())
+        }
+        None => s,
+    }
+}
+
+fn format_g_prec(f: f64, p: usize) -> String {
+    let p = p.max(1);
+    let s = format!("{:.*e}", p - 1, f);
+    let exp: i32 = s
+        .split_once('e')
+        .and_then(|(_, e)| e.parse().ok())
+        .unwrap_or(0);
+    if exp < -4 || exp >= p as i32 {
+        let s = go_exp(s);
+        // %g drops trailing zeros.
+        match s.split_once('e') {
+            Some((m, e)) if m.contains('.') => {
+                format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.'))
+            }
+            _ => s,
+        }
+    } else {
+        let dec = (p as i32 - 1 - exp).max(0) as usize;
+        let s = format!("{f:.dec$}");
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_string()
+        } else {
+            s
+        }
+    }
+}
+
+/// Go's default float formatting is reachable for callers that want the exponent limits.
+pub fn float_text(f: f64) -> String {
+    format_float(f, -4, 21)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sprintf_like_go() {
+        assert_eq!(sprintf("%s-%d", &[Value::str("a"), Value::Int(3)]), "a-3");
+        assert_eq!(
+            sprintf("%05d|%-3s|", &[Value::Int(42), Value::str("x")]),
+            "00042|x  |"
+        );
+        assert_eq!(
+            sprintf("%v %q", &[Value::Float(1e6), Value::str("a\"b")]),
+            "1e+06 \"a\\\"b\""
+        );
+        assert_eq!(sprintf("%.2f", &[Value::Float(1.005)]), "1.00");
+    }
+}

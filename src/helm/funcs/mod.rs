@@ -1,0 +1,1468 @@
+//! The functions Helm gives templates: Go's builtins, Sprig v3.3.0 as Helm v4.2.3 exposes it
+//! (`pkg/engine/funcs.go`: Sprig's `TxtFuncMap` without `env`/`expandenv`, plus Helm's own),
+//! each after the source of github.com/Masterminds/sprig v3.3.0 (strings.go, list.go,
+//! dict.go, numeric.go, defaults.go, regex.go, crypto.go, date.go, semver.go).
+//!
+//! Non-deterministic functions are deterministic here: `now` is a fixed instant and every
+//! random function (`randAlphaNum`, `uuidv4`, `genCA`, …) draws from one generator seeded
+//! by the caller (see [`Seed`] and docs in `src/helm/mod.rs`).
+
+pub mod conv;
+pub mod semver;
+mod time;
+
+use crate::helm::template::exec::Funcs;
+use crate::helm::template::value::{Map, Value, new_map};
+use conv::{empty, go_quote, s, sprintf, strval, to_f64, to_i64};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+/// The deterministic random generator behind `rand*`, `uuidv4` and the `gen*` functions
+/// (splitmix64; the seed is a digest of chart, release and values).
+pub struct Seed {
+    state: u64,
+}
+
+impl Seed {
+    pub fn new(seed: u64) -> Seed {
+        Seed { state: seed }
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        if n == 0 { 0 } else { self.next_u64() % n }
+    }
+    fn string_from(&mut self, alphabet: &[u8], n: usize) -> String {
+        (0..n)
+            .map(|_| alphabet[self.below(alphabet.len() as u64) as usize] as char)
+            .collect()
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next_u64() as u8).collect()
+    }
+}
+
+type Args<'a> = &'a [Value];
+
+fn want(a: Args, n: usize, name: &str) -> Result<(), String> {
+    if a.len() != n {
+        return Err(format!(
+            "wrong number of args for {name}: want {n} got {}",
+            a.len()
+        ));
+    }
+    Ok(())
+}
+
+fn want_min(a: Args, n: usize, name: &str) -> Result<(), String> {
+    if a.len() < n {
+        return Err(format!(
+            "wrong number of args for {name}: want at least {n} got {}",
+            a.len()
+        ));
+    }
+    Ok(())
+}
+
+fn as_map(v: &Value, name: &str) -> Result<Map, String> {
+    match v {
+        Value::Map(m) => Ok(m.clone()),
+        other => Err(format!(
+            "wrong type for value; expected map[string]interface {{}}; got {} (in {name})",
+            other.type_name()
+        )),
+    }
+}
+
+fn list(v: Vec<Value>) -> Value {
+    Value::list(v)
+}
+
+fn str_list(v: Vec<String>) -> Value {
+    Value::list(v.into_iter().map(Value::from).collect())
+}
+
+/// Sprig's `strslice`.
+fn strslice(v: &Value) -> Vec<String> {
+    match v {
+        Value::List(l) => l.iter().filter(|x| !x.is_nil()).map(strval).collect(),
+        Value::Nil => Vec::new(),
+        other => vec![strval(other)],
+    }
+}
+
+/// mergo's deep merge as Sprig's `merge` (dst wins unless its value is empty) and
+/// `mergeOverwrite` (src wins).
+pub fn merge_into(dst: &Map, src: &Map, overwrite: bool) {
+    if Rc::ptr_eq(dst, src) {
+        return;
+    }
+    let entries: Vec<(String, Value)> = src
+        .borrow()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (k, sv) in entries {
+        let dv = dst.borrow().get(&k).cloned();
+        match (&sv, &dv) {
+            (Value::Nil, _) => {
+                if overwrite {
+                    dst.borrow_mut().insert(k, Value::Nil);
+                }
+            }
+            (Value::Map(sm), Some(Value::Map(dm))) => merge_into(dm, sm, overwrite),
+            _ => {
+                let dst_empty = dv.as_ref().is_none_or(empty);
+                if overwrite || dst_empty {
+                    dst.borrow_mut().insert(k, sv);
+                }
+            }
+        }
+    }
+}
+
+/// Registers every function on `f`; `seed` drives the random ones.
+pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
+    builtins(f);
+    strings(f);
+    lists(f);
+    dicts(f);
+    math(f);
+    encoding(f);
+    types(f);
+    regex(f);
+    paths(f);
+    semvers(f);
+    time::register(f);
+    random(f, seed);
+}
+
+fn builtins(f: &mut Funcs) {
+    f.add("not", |_, a| {
+        want(a, 1, "not")?;
+        Ok(Value::Bool(!a[0].truthy()))
+    });
+    f.add("len", |_, a| {
+        want(a, 1, "len")?;
+        Ok(Value::Int(match &a[0] {
+            Value::Str(s) => s.len() as i64,
+            Value::List(l) => l.len() as i64,
+            Value::Map(m) => m.borrow().len() as i64,
+            Value::Object(o) if o.entries().is_some() => o.entries().map_or(0, |e| e.len()) as i64,
+            Value::Nil => return Err("len of nil pointer".into()),
+            other => return Err(format!("len of type {}", other.type_name())),
+        }))
+    });
+    f.add("index", |_, a| {
+        want_min(a, 1, "index")?;
+        let mut cur = a[0].clone();
+        for k in &a[1..] {
+            cur = match (&cur, k) {
+                (Value::Map(m), k) => m.borrow().get(&s(k)).cloned().unwrap_or(Value::Nil),
+                (Value::List(l), k) => {
+                    let i = to_i64(k);
+                    if i < 0 || i as usize >= l.len() {
+                        return Err(format!("error calling index: index out of range: {i}"));
+                    }
+                    l[i as usize].clone()
+                }
+                (Value::Str(st), k) => {
+                    let i = to_i64(k);
+                    match st.as_bytes().get(i as usize) {
+                        Some(b) => Value::Int(i64::from(*b)),
+                        None => {
+                            return Err(format!("error calling index: index out of range: {i}"));
+                        }
+                    }
+                }
+                (Value::Nil, _) => return Err("index of untyped nil".into()),
+                (other, _) => {
+                    return Err(format!("can't index item of type {}", other.type_name()));
+                }
+            };
+        }
+        Ok(cur)
+    });
+    f.add("print", |_, a| {
+        // fmt.Sprint: spaces only between operands when neither is a string.
+        let mut out = String::new();
+        for (i, v) in a.iter().enumerate() {
+            if i > 0 && !matches!(v, Value::Str(_)) && !matches!(a[i - 1], Value::Str(_)) {
+                out.push(' ');
+            }
+            out.push_str(&strval(v));
+        }
+        Ok(Value::from(out))
+    });
+    f.add("println", |_, a| {
+        let parts: Vec<String> = a.iter().map(strval).collect();
+        Ok(Value::from(parts.join(" ") + "\n"))
+    });
+    f.add("printf", |_, a| {
+        want_min(a, 1, "printf")?;
+        Ok(Value::from(sprintf(&s(&a[0]), &a[1..])))
+    });
+    f.add("eq", |_, a| {
+        want_min(a, 2, "eq")?;
+        Ok(Value::Bool(a[1..].iter().any(|b| basic_eq(&a[0], b))))
+    });
+    f.add("ne", |_, a| {
+        want(a, 2, "ne")?;
+        Ok(Value::Bool(!basic_eq(&a[0], &a[1])))
+    });
+    f.add("lt", |_, a| {
+        cmp_fn(a, "lt", |o| o == std::cmp::Ordering::Less)
+    });
+    f.add("le", |_, a| {
+        cmp_fn(a, "le", |o| o != std::cmp::Ordering::Greater)
+    });
+    f.add("gt", |_, a| {
+        cmp_fn(a, "gt", |o| o == std::cmp::Ordering::Greater)
+    });
+    f.add("ge", |_, a| {
+        cmp_fn(a, "ge", |o| o != std::cmp::Ordering::Less)
+    });
+    f.add("html", |_, a| {
+        let t: String = a.iter().map(strval).collect();
+        Ok(Value::from(
+            t.replace('&', "&amp;")
+                .replace('<', "&lt;")
+                .replace('>', "&gt;")
+                .replace('"', "&#34;")
+                .replace('\'', "&#39;"),
+        ))
+    });
+    f.add("js", |_, a| {
+        let t: String = a.iter().map(strval).collect();
+        let mut out = String::new();
+        for c in t.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\'' => out.push_str("\\'"),
+                '"' => out.push_str("\\\""),
+                '<' => out.push_str("\\u003C"),
+                '>' => out.push_str("\\u003E"),
+                '&' => out.push_str("\\u0026"),
+                '=' => out.push_str("\\u003D"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c => out.push(c),
+            }
+        }
+        Ok(Value::from(out))
+    });
+    f.add("urlquery", |_, a| {
+        let t: String = a.iter().map(strval).collect();
+        Ok(Value::from(query_escape(&t)))
+    });
+    f.add("call", |_, _| {
+        Err("call of a function value is not supported".into())
+    });
+}
+
+fn query_escape(t: &str) -> String {
+    let mut out = String::new();
+    for b in t.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push('+'),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// Go template `eq`: basic values compared by kind (ints and floats by value, as Go compares
+/// an int with an int and errors otherwise; kiln accepts the mixed forms).
+fn basic_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => (*x as f64) == *y,
+        _ => a.deep_eq(b),
+    }
+}
+
+fn cmp_fn(a: Args, name: &str, ok: fn(std::cmp::Ordering) -> bool) -> Result<Value, String> {
+    want(a, 2, name)?;
+    let o = match (&a[0], &a[1]) {
+        (Value::Str(x), Value::Str(y)) => x.cmp(y),
+        (x, y) => match (x.as_f64(), y.as_f64()) {
+            (Some(p), Some(q)) => p.partial_cmp(&q).unwrap_or(std::cmp::Ordering::Equal),
+            _ => return Err("incompatible types for comparison".into()),
+        },
+    };
+    Ok(Value::Bool(ok(o)))
+}
+
+fn title_case(t: &str) -> String {
+    let mut out = String::new();
+    let mut prev_letter = false;
+    for c in t.chars() {
+        if !prev_letter && c.is_alphabetic() {
+            out.extend(c.to_uppercase());
+        } else {
+            out.push(c);
+        }
+        prev_letter = c.is_alphanumeric() || c == '_' || c == '\'';
+    }
+    out
+}
+
+fn strings(f: &mut Funcs) {
+    fn s1(f: &mut Funcs, name: &'static str, op: fn(&str) -> String) {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            Ok(Value::from(op(&s(&a[0]))))
+        });
+    }
+    s1(f, "upper", |t| t.to_uppercase());
+    s1(f, "lower", |t| t.to_lowercase());
+    s1(f, "title", title_case);
+    s1(f, "untitle", |t| {
+        let mut out = String::new();
+        let mut prev = false;
+        for c in t.chars() {
+            if !prev && c.is_alphabetic() {
+                out.extend(c.to_lowercase());
+            } else {
+                out.push(c);
+            }
+            prev = !c.is_whitespace();
+        }
+        out
+    });
+    s1(f, "trim", |t| t.trim().to_string());
+    s1(f, "nospace", |t| {
+        t.chars().filter(|c| !c.is_whitespace()).collect()
+    });
+    s1(f, "initials", |t| {
+        t.split_whitespace()
+            .filter_map(|w| w.chars().next())
+            .collect()
+    });
+    s1(f, "swapcase", |t| {
+        t.chars()
+            .map(|c| {
+                if c.is_uppercase() {
+                    c.to_lowercase().collect::<String>()
+                } else {
+                    c.to_uppercase().collect()
+                }
+            })
+            .collect()
+    });
+    s1(f, "snakecase", |t| case_words(t, '_', false));
+    s1(f, "kebabcase", |t| case_words(t, '-', false));
+    s1(f, "camelcase", |t| {
+        t.split(['_', ' ', '-'])
+            .filter(|w| !w.is_empty())
+            .map(|w| {
+                let mut c = w.chars();
+                match c.next() {
+                    Some(first) => first.to_uppercase().collect::<String>() + c.as_str(),
+                    None => String::new(),
+                }
+            })
+            .collect()
+    });
+    f.add("toString", |_, a| {
+        want(a, 1, "toString")?;
+        Ok(Value::from(strval(&a[0])))
+    });
+    f.add("trimAll", |_, a| {
+        want(a, 2, "trimAll")?;
+        let cut: Vec<char> = s(&a[0]).chars().collect();
+        Ok(Value::from(
+            s(&a[1]).trim_matches(cut.as_slice()).to_string(),
+        ))
+    });
+    f.add("trimall", |_, a| {
+        want(a, 2, "trimall")?;
+        let cut: Vec<char> = s(&a[0]).chars().collect();
+        Ok(Value::from(
+            s(&a[1]).trim_matches(cut.as_slice()).to_string(),
+        ))
+    });
+    f.add("trimPrefix", |_, a| {
+        want(a, 2, "trimPrefix")?;
+        let (p, t) = (s(&a[0]), s(&a[1]));
+        Ok(Value::from(
+            t.strip_prefix(p.as_str()).unwrap_or(&t).to_string(),
+        ))
+    });
+    f.add("trimSuffix", |_, a| {
+        want(a, 2, "trimSuffix")?;
+        let (p, t) = (s(&a[0]), s(&a[1]));
+        Ok(Value::from(
+            t.strip_suffix(p.as_str()).unwrap_or(&t).to_string(),
+        ))
+    });
+    f.add("contains", |_, a| {
+        want(a, 2, "contains")?;
+        Ok(Value::Bool(s(&a[1]).contains(s(&a[0]).as_str())))
+    });
+    f.add("hasPrefix", |_, a| {
+        want(a, 2, "hasPrefix")?;
+        Ok(Value::Bool(s(&a[1]).starts_with(s(&a[0]).as_str())))
+    });
+    f.add("hasSuffix", |_, a| {
+        want(a, 2, "hasSuffix")?;
+        Ok(Value::Bool(s(&a[1]).ends_with(s(&a[0]).as_str())))
+    });
+    f.add("quote", |_, a| {
+        let parts: Vec<String> = a
+            .iter()
+            .filter(|v| !v.is_nil())
+            .map(|v| go_quote(&strval(v)))
+            .collect();
+        Ok(Value::from(parts.join(" ")))
+    });
+    f.add("squote", |_, a| {
+        let parts: Vec<String> = a
+            .iter()
+            .filter(|v| !v.is_nil())
+            .map(|v| format!("'{}'", strval(v)))
+            .collect();
+        Ok(Value::from(parts.join(" ")))
+    });
+    f.add("cat", |_, a| {
+        let parts: Vec<String> = a.iter().filter(|v| !v.is_nil()).map(strval).collect();
+        Ok(Value::from(parts.join(" ")))
+    });
+    f.add("indent", |_, a| {
+        want(a, 2, "indent")?;
+        let pad = " ".repeat(to_i64(&a[0]).max(0) as usize);
+        Ok(Value::from(format!(
+            "{pad}{}",
+            s(&a[1]).replace('\n', &format!("\n{pad}"))
+        )))
+    });
+    f.add("nindent", |_, a| {
+        want(a, 2, "nindent")?;
+        let pad = " ".repeat(to_i64(&a[0]).max(0) as usize);
+        Ok(Value::from(format!(
+            "\n{pad}{}",
+            s(&a[1]).replace('\n', &format!("\n{pad}"))
+        )))
+    });
+    f.add("replace", |_, a| {
+        want(a, 3, "replace")?;
+        let (old, new, src) = (s(&a[0]), s(&a[1]), s(&a[2]));
+        Ok(Value::from(if old.is_empty() {
+            go_replace_empty(&src, &new)
+        } else {
+            src.replace(&old, &new)
+        }))
+    });
+    f.add("repeat", |_, a| {
+        want(a, 2, "repeat")?;
+        Ok(Value::from(s(&a[1]).repeat(to_i64(&a[0]).max(0) as usize)))
+    });
+    f.add("substr", |_, a| {
+        want(a, 3, "substr")?;
+        let (start, end, t) = (to_i64(&a[0]), to_i64(&a[1]), s(&a[2]));
+        let b = t.as_bytes();
+        let len = b.len() as i64;
+        let r = if start < 0 {
+            &b[..end.clamp(0, len) as usize]
+        } else if end < 0 || end > len {
+            &b[start.min(len) as usize..]
+        } else {
+            &b[start.min(end) as usize..end as usize]
+        };
+        Ok(Value::from(String::from_utf8_lossy(r).into_owned()))
+    });
+    f.add("trunc", |_, a| {
+        want(a, 2, "trunc")?;
+        let (c, t) = (to_i64(&a[0]), s(&a[1]));
+        let len = t.len() as i64;
+        let b = t.as_bytes();
+        let r = if c < 0 && len + c > 0 {
+            &b[(len + c) as usize..]
+        } else if c >= 0 && len > c {
+            &b[..c as usize]
+        } else {
+            b
+        };
+        Ok(Value::from(String::from_utf8_lossy(r).into_owned()))
+    });
+    f.add("abbrev", |_, a| {
+        want(a, 2, "abbrev")?;
+        let (w, t) = (to_i64(&a[0]), s(&a[1]));
+        if w < 4 || t.chars().count() as i64 <= w {
+            return Ok(Value::from(t));
+        }
+        let keep: String = t.chars().take((w - 3) as usize).collect();
+        Ok(Value::from(keep + "..."))
+    });
+    f.add("abbrevboth", |_, a| {
+        want(a, 3, "abbrevboth")?;
+        Ok(Value::from(s(&a[2])))
+    });
+    f.add("wrap", |_, a| {
+        want(a, 2, "wrap")?;
+        Ok(Value::from(wrap_words(
+            &s(&a[1]),
+            to_i64(&a[0]) as usize,
+            "\n",
+        )))
+    });
+    f.add("wrapWith", |_, a| {
+        want(a, 3, "wrapWith")?;
+        Ok(Value::from(wrap_words(
+            &s(&a[2]),
+            to_i64(&a[0]) as usize,
+            &s(&a[1]),
+        )))
+    });
+    f.add("plural", |_, a| {
+        want(a, 3, "plural")?;
+        Ok(if to_i64(&a[2]) == 1 {
+            a[0].clone()
+        } else {
+            a[1].clone()
+        })
+    });
+    f.add("split", |_, a| {
+        want(a, 2, "split")?;
+        let (sep, t) = (s(&a[0]), s(&a[1]));
+        let m: BTreeMap<String, Value> = go_split(&t, &sep, -1)
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (format!("_{i}"), Value::from(p)))
+            .collect();
+        Ok(Value::map(m))
+    });
+    f.add("splitn", |_, a| {
+        want(a, 3, "splitn")?;
+        let (sep, n, t) = (s(&a[0]), to_i64(&a[1]), s(&a[2]));
+        let m: BTreeMap<String, Value> = go_split(&t, &sep, n)
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| (format!("_{i}"), Value::from(p)))
+            .collect();
+        Ok(Value::map(m))
+    });
+    f.add("splitList", |_, a| {
+        want(a, 2, "splitList")?;
+        Ok(str_list(go_split(&s(&a[1]), &s(&a[0]), -1)))
+    });
+    f.add("join", |_, a| {
+        want(a, 2, "join")?;
+        Ok(Value::from(strslice(&a[1]).join(&s(&a[0]))))
+    });
+    f.add("sortAlpha", |_, a| {
+        want(a, 1, "sortAlpha")?;
+        let mut v = strslice(&a[0]);
+        v.sort();
+        Ok(str_list(v))
+    });
+    f.add("toStrings", |_, a| {
+        want(a, 1, "toStrings")?;
+        Ok(str_list(strslice(&a[0])))
+    });
+    f.add("hello", |_, _| Ok(Value::from("Hello!")));
+}
+
+/// Go's `strings.Split`/`SplitN` (an empty separator splits into UTF-8 characters).
+fn go_split(t: &str, sep: &str, n: i64) -> Vec<String> {
+    if n == 0 {
+        return Vec::new();
+    }
+    if sep.is_empty() {
+        let mut v: Vec<String> = t.chars().map(String::from).collect();
+        if n > 0 && v.len() > n as usize {
+            let rest: String = v[n as usize - 1..].concat();
+            v.truncate(n as usize - 1);
+            v.push(rest);
+        }
+        return v;
+    }
+    if n < 0 {
+        t.split(sep).map(str::to_string).collect()
+    } else {
+        t.splitn(n as usize, sep).map(str::to_string).collect()
+    }
+}
+
+/// Go's `strings.Replace` with an empty `old`: inserts `new` around every character.
+fn go_replace_empty(src: &str, new: &str) -> String {
+    let mut out = String::from(new);
+    for c in src.chars() {
+        out.push(c);
+        out.push_str(new);
+    }
+    out
+}
+
+fn case_words(t: &str, sep: char, _upper: bool) -> String {
+    let mut out = String::new();
+    let chars: Vec<char> = t.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let prev_lower =
+                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            if i > 0
+                && (prev_lower || (next_lower && chars[i - 1].is_uppercase()))
+                && !out.ends_with(sep)
+            {
+                out.push(sep);
+            }
+            out.extend(c.to_lowercase());
+        } else if c == ' ' || c == '_' || c == '-' {
+            if !out.ends_with(sep) {
+                out.push(sep);
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn wrap_words(t: &str, width: usize, nl: &str) -> String {
+    let mut out = String::new();
+    let mut line_len = 0;
+    for (i, w) in t.split(' ').enumerate() {
+        if i > 0 {
+            if line_len + 1 + w.len() > width.max(1) {
+                out.push_str(nl);
+                line_len = 0;
+            } else {
+                out.push(' ');
+                line_len += 1;
+            }
+        }
+        out.push_str(w);
+        line_len += w.len();
+    }
+    out
+}
+
+fn lists(f: &mut Funcs) {
+    f.add("list", |_, a| Ok(list(a.to_vec())));
+    f.add("tuple", |_, a| Ok(list(a.to_vec())));
+    for (name, must) in [("first", false), ("mustFirst", true)] {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            let l = list_arg(&a[0], name, must)?;
+            Ok(l.first().cloned().unwrap_or(Value::Nil))
+        });
+    }
+    for (name, must) in [("last", false), ("mustLast", true)] {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            let l = list_arg(&a[0], name, must)?;
+            Ok(l.last().cloned().unwrap_or(Value::Nil))
+        });
+    }
+    for (name, must) in [("rest", false), ("mustRest", true)] {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            let l = list_arg(&a[0], name, must)?;
+            Ok(if l.is_empty() {
+                Value::Nil
+            } else {
+                list(l[1..].to_vec())
+            })
+        });
+    }
+    for (name, must) in [("initial", false), ("mustInitial", true)] {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            let l = list_arg(&a[0], name, must)?;
+            Ok(if l.is_empty() {
+                Value::Nil
+            } else {
+                list(l[..l.len() - 1].to_vec())
+            })
+        });
+    }
+    for (name, must) in [
+        ("append", false),
+        ("push", false),
+        ("mustAppend", true),
+        ("mustPush", true),
+    ] {
+        f.add(name, move |_, a| {
+            want(a, 2, name)?;
+            let mut l = list_arg(&a[0], name, must)?;
+            l.push(a[1].clone());
+            Ok(list(l))
+        });
+    }
+    for (name, must) in [("prepend", false), ("mustPrepend", true)] {
+        f.add(name, move |_, a| {
+            want(a, 2, name)?;
+            let mut l = list_arg(&a[0], name, must)?;
+            l.insert(0, a[1].clone());
+            Ok(list(l))
+        });
+    }
+    for (name, must) in [("reverse", false), ("mustReverse", true)] {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            let mut l = list_arg(&a[0], name, must)?;
+            l.reverse();
+            Ok(list(l))
+        });
+    }
+    for (name, must) in [("uniq", false), ("mustUniq", true)] {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            let l = list_arg(&a[0], name, must)?;
+            let mut out: Vec<Value> = Vec::new();
+            for v in l {
+                if !out.iter().any(|o| o.deep_eq(&v)) {
+                    out.push(v);
+                }
+            }
+            Ok(list(out))
+        });
+    }
+    for (name, must) in [("compact", false), ("mustCompact", true)] {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            let l = list_arg(&a[0], name, must)?;
+            Ok(list(l.into_iter().filter(|v| !empty(v)).collect()))
+        });
+    }
+    for (name, must) in [("without", false), ("mustWithout", true)] {
+        f.add(name, move |_, a| {
+            want_min(a, 1, name)?;
+            let l = list_arg(&a[0], name, must)?;
+            let omit = &a[1..];
+            Ok(list(
+                l.into_iter()
+                    .filter(|v| !omit.iter().any(|o| o.deep_eq(v)))
+                    .collect(),
+            ))
+        });
+    }
+    for (name, must) in [("has", false), ("mustHas", true)] {
+        f.add(name, move |_, a| {
+            want(a, 2, name)?;
+            let l = list_arg(&a[1], name, must)?;
+            Ok(Value::Bool(l.iter().any(|v| v.deep_eq(&a[0]))))
+        });
+    }
+    for (name, must) in [("slice", false), ("mustSlice", true)] {
+        f.add(name, move |_, a| {
+            want_min(a, 1, name)?;
+            if let Value::Str(st) = &a[0] {
+                let b = st.as_bytes();
+                let i = a.get(1).map_or(0, to_i64) as usize;
+                let j = a.get(2).map_or(b.len() as i64, to_i64) as usize;
+                if i > j || j > b.len() {
+                    return Err(format!("error calling slice: index out of range: {j}"));
+                }
+                return Ok(Value::from(String::from_utf8_lossy(&b[i..j]).into_owned()));
+            }
+            let l = list_arg(&a[0], name, must)?;
+            let i = a.get(1).map_or(0, to_i64).max(0) as usize;
+            let j = a.get(2).map_or(l.len() as i64, to_i64).max(0) as usize;
+            if i > j || j > l.len() {
+                return Err(format!("error calling slice: index out of range: {j}"));
+            }
+            Ok(list(l[i..j].to_vec()))
+        });
+    }
+    f.add("concat", |_, a| {
+        let mut out = Vec::new();
+        for v in a {
+            match v {
+                Value::List(l) => out.extend(l.iter().cloned()),
+                Value::Nil => {}
+                other => return Err(format!("Cannot concat type {} as list", other.type_name())),
+            }
+        }
+        Ok(list(out))
+    });
+    for (name, must) in [("chunk", false), ("mustChunk", true)] {
+        f.add(name, move |_, a| {
+            want(a, 2, name)?;
+            let size = to_i64(&a[0]).max(1) as usize;
+            let l = list_arg(&a[1], name, must)?;
+            Ok(list(l.chunks(size).map(|c| list(c.to_vec())).collect()))
+        });
+    }
+    f.add("until", |_, a| {
+        want(a, 1, "until")?;
+        let n = to_i64(&a[0]);
+        let v: Vec<Value> = if n >= 0 {
+            (0..n).map(Value::Int).collect()
+        } else {
+            (n + 1..=0).rev().map(Value::Int).collect()
+        };
+        Ok(list(v))
+    });
+    f.add("untilStep", |_, a| {
+        want(a, 3, "untilStep")?;
+        let (start, stop, step) = (to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2]));
+        let mut v = Vec::new();
+        if step > 0 {
+            let mut i = start;
+            while i < stop {
+                v.push(Value::Int(i));
+                i += step;
+            }
+        } else if step < 0 {
+            let mut i = start;
+            while i > stop {
+                v.push(Value::Int(i));
+                i += step;
+            }
+        }
+        Ok(list(v))
+    });
+    f.add("seq", |_, a| {
+        let n: Vec<i64> = a.iter().map(to_i64).collect();
+        let (start, step, end) = match n.as_slice() {
+            [] => return Ok(Value::from("")),
+            [e] => (1, if *e >= 1 { 1 } else { -1 }, *e),
+            [s, e] => (*s, if e >= s { 1 } else { -1 }, *e),
+            [s, st, e] => (*s, *st, *e),
+            _ => return Err("seq takes at most 3 arguments".into()),
+        };
+        let mut out = Vec::new();
+        if step == 0 {
+            return Ok(Value::from(""));
+        }
+        let mut i = start;
+        while (step > 0 && i <= end) || (step < 0 && i >= end) {
+            out.push(i.to_string());
+            i += step;
+        }
+        Ok(Value::from(out.join(" ")))
+    });
+}
+
+fn list_arg(v: &Value, name: &str, must: bool) -> Result<Vec<Value>, String> {
+    match v {
+        Value::List(l) => Ok(l.to_vec()),
+        Value::Object(o) if o.entries().is_some() => Ok(o
+            .entries()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()),
+        Value::Nil if !must => Ok(Vec::new()),
+        other => Err(format!("Cannot find {name} on type {}", other.type_name())),
+    }
+}
+
+fn dicts(f: &mut Funcs) {
+    f.add("dict", |_, a| {
+        let m = new_map();
+        for pair in a.chunks(2) {
+            let k = strval(&pair[0]);
+            let v = pair.get(1).cloned().unwrap_or(Value::from(""));
+            m.borrow_mut().insert(k, v);
+        }
+        Ok(Value::Map(m))
+    });
+    f.add("get", |_, a| {
+        want(a, 2, "get")?;
+        let m = as_map(&a[0], "get")?;
+        let v = m.borrow().get(&s(&a[1])).cloned();
+        Ok(v.unwrap_or(Value::from("")))
+    });
+    f.add("set", |_, a| {
+        want(a, 3, "set")?;
+        let m = as_map(&a[0], "set")?;
+        m.borrow_mut().insert(s(&a[1]), a[2].clone());
+        Ok(Value::Map(m))
+    });
+    f.add("unset", |_, a| {
+        want(a, 2, "unset")?;
+        let m = as_map(&a[0], "unset")?;
+        m.borrow_mut().remove(&s(&a[1]));
+        Ok(Value::Map(m))
+    });
+    f.add("hasKey", |_, a| {
+        want(a, 2, "hasKey")?;
+        let m = as_map(&a[0], "hasKey")?;
+        let has = m.borrow().contains_key(&s(&a[1]));
+        Ok(Value::Bool(has))
+    });
+    f.add("pluck", |_, a| {
+        want_min(a, 1, "pluck")?;
+        let k = s(&a[0]);
+        let mut out = Vec::new();
+        for d in &a[1..] {
+            let m = as_map(d, "pluck")?;
+            if let Some(v) = m.borrow().get(&k) {
+                out.push(v.clone());
+            }
+        }
+        Ok(list(out))
+    });
+    f.add("keys", |_, a| {
+        // Go's map order is random; kiln gives the sorted order.
+        let mut out = Vec::new();
+        for d in a {
+            let m = as_map(d, "keys")?;
+            out.extend(m.borrow().keys().cloned());
+        }
+        Ok(str_list(out))
+    });
+    f.add("values", |_, a| {
+        want(a, 1, "values")?;
+        let m = as_map(&a[0], "values")?;
+        let v: Vec<Value> = m.borrow().values().cloned().collect();
+        Ok(list(v))
+    });
+    f.add("pick", |_, a| {
+        want_min(a, 1, "pick")?;
+        let m = as_map(&a[0], "pick")?;
+        let out = new_map();
+        for k in &a[1..] {
+            let k = s(k);
+            if let Some(v) = m.borrow().get(&k) {
+                out.borrow_mut().insert(k, v.clone());
+            }
+        }
+        Ok(Value::Map(out))
+    });
+    f.add("omit", |_, a| {
+        want_min(a, 1, "omit")?;
+        let m = as_map(&a[0], "omit")?;
+        let drop: Vec<String> = a[1..].iter().map(s).collect();
+        let out: BTreeMap<String, Value> = m
+            .borrow()
+            .iter()
+            .filter(|(k, _)| !drop.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Ok(Value::map(out))
+    });
+    for (name, overwrite) in [
+        ("merge", false),
+        ("mustMerge", false),
+        ("mergeOverwrite", true),
+        ("mustMergeOverwrite", true),
+    ] {
+        f.add(name, move |_, a| {
+            want_min(a, 1, name)?;
+            let dst = as_map(&a[0], name)?;
+            for src in &a[1..] {
+                if src.is_nil() {
+                    continue;
+                }
+                let src = as_map(src, name)?;
+                merge_into(&dst, &src, overwrite);
+            }
+            Ok(Value::Map(dst))
+        });
+    }
+    for name in ["deepCopy", "mustDeepCopy"] {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            Ok(a[0].deep_copy())
+        });
+    }
+    f.add("dig", |_, a| {
+        want_min(a, 3, "dig")?;
+        let d = as_map(&a[a.len() - 1], "dig")?;
+        let def = a[a.len() - 2].clone();
+        let keys: Vec<String> = a[..a.len() - 2].iter().map(s).collect();
+        let mut cur = Value::Map(d);
+        for (i, k) in keys.iter().enumerate() {
+            let m = match &cur {
+                Value::Map(m) => m.clone(),
+                other => {
+                    return Err(format!(
+                        "interface conversion: interface {{}} is {}, not map[string]interface {{}}",
+                        other.type_name()
+                    ));
+                }
+            };
+            let Some(step) = m.borrow().get(k).cloned() else {
+                return Ok(def);
+            };
+            if i + 1 == keys.len() {
+                return Ok(step);
+            }
+            cur = step;
+        }
+        Ok(def)
+    });
+    f.add("default", |_, a| {
+        want_min(a, 1, "default")?;
+        if a.len() == 1 {
+            return Ok(a[0].clone());
+        }
+        let given = &a[1];
+        Ok(if empty(given) {
+            a[0].clone()
+        } else {
+            given.clone()
+        })
+    });
+    f.add("empty", |_, a| {
+        want(a, 1, "empty")?;
+        Ok(Value::Bool(empty(&a[0])))
+    });
+    f.add("coalesce", |_, a| {
+        Ok(a.iter().find(|v| !empty(v)).cloned().unwrap_or(Value::Nil))
+    });
+    f.add("all", |_, a| Ok(Value::Bool(a.iter().all(|v| !empty(v)))));
+    f.add("any", |_, a| Ok(Value::Bool(a.iter().any(|v| !empty(v)))));
+    f.add("ternary", |_, a| {
+        want(a, 3, "ternary")?;
+        Ok(if a[2].truthy() {
+            a[0].clone()
+        } else {
+            a[1].clone()
+        })
+    });
+}
+
+fn math(f: &mut Funcs) {
+    fn int2(f: &mut Funcs, name: &'static str, op: fn(i64, i64) -> Result<i64, String>) {
+        f.add(name, move |_, a| {
+            want(a, 2, name)?;
+            Ok(Value::Int(op(to_i64(&a[0]), to_i64(&a[1]))?))
+        });
+    }
+    f.add("add", |_, a| {
+        Ok(Value::Int(
+            a.iter().map(to_i64).fold(0i64, i64::wrapping_add),
+        ))
+    });
+    f.add("mul", |_, a| {
+        Ok(Value::Int(
+            a.iter().map(to_i64).fold(1i64, i64::wrapping_mul),
+        ))
+    });
+    f.add("add1", |_, a| {
+        want(a, 1, "add1")?;
+        Ok(Value::Int(to_i64(&a[0]) + 1))
+    });
+    int2(f, "sub", |x, y| Ok(x.wrapping_sub(y)));
+    int2(f, "div", |x, y| {
+        if y == 0 {
+            Err("runtime error: integer divide by zero".into())
+        } else {
+            Ok(x / y)
+        }
+    });
+    int2(f, "mod", |x, y| {
+        if y == 0 {
+            Err("runtime error: integer divide by zero".into())
+        } else {
+            Ok(x % y)
+        }
+    });
+    for name in ["max", "biggest"] {
+        f.add(name, move |_, a| {
+            want_min(a, 1, name)?;
+            Ok(Value::Int(a.iter().map(to_i64).max().unwrap_or(0)))
+        });
+    }
+    f.add("min", |_, a| {
+        want_min(a, 1, "min")?;
+        Ok(Value::Int(a.iter().map(to_i64).min().unwrap_or(0)))
+    });
+    f.add("addf", |_, a| Ok(Value::Float(a.iter().map(to_f64).sum())));
+    f.add("mulf", |_, a| {
+        Ok(Value::Float(a.iter().map(to_f64).product()))
+    });
+    f.add("add1f", |_, a| {
+        want(a, 1, "add1f")?;
+        Ok(Value::Float(to_f64(&a[0]) + 1.0))
+    });
+    f.add("subf", |_, a| {
+        want_min(a, 1, "subf")?;
+        Ok(Value::Float(
+            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x - y),
+        ))
+    });
+    f.add("divf", |_, a| {
+        want_min(a, 1, "divf")?;
+        Ok(Value::Float(
+            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x / y),
+        ))
+    });
+    f.add("maxf", |_, a| {
+        Ok(Value::Float(
+            a.iter().map(to_f64).fold(f64::NEG_INFINITY, f64::max),
+        ))
+    });
+    f.add("minf", |_, a| {
+        Ok(Value::Float(
+            a.iter().map(to_f64).fold(f64::INFINITY, f64::min),
+        ))
+    });
+    f.add("floor", |_, a| {
+        want(a, 1, "floor")?;
+        Ok(Value::Float(to_f64(&a[0]).floor()))
+    });
+    f.add("ceil", |_, a| {
+        want(a, 1, "ceil")?;
+        Ok(Value::Float(to_f64(&a[0]).ceil()))
+    });
+    f.add("round", |_, a| {
+        want_min(a, 2, "round")?;
+        let (x, places) = (to_f64(&a[0]), to_i64(&a[1]));
+        let p = 10f64.powi(places as i32);
+        Ok(Value::Float((x * p).round() / p))
+    });
+    f.add("int", |_, a| {
+        want(a, 1, "int")?;
+        Ok(Value::Int(to_i64(&a[0])))
+    });
+    f.add("int64", |_, a| {
+        want(a, 1, "int64")?;
+        Ok(Value::Int(to_i64(&a[0])))
+    });
+    f.add("float64", |_, a| {
+        want(a, 1, "float64")?;
+        Ok(Value::Float(to_f64(&a[0])))
+    });
+    f.add("atoi", |_, a| {
+        want(a, 1, "atoi")?;
+        Ok(Value::Int(s(&a[0]).trim().parse().unwrap_or(0)))
+    });
+    f.add("toDecimal", |_, a| {
+        want(a, 1, "toDecimal")?;
+        Ok(Value::Int(
+            i64::from_str_radix(&strval(&a[0]), 8).unwrap_or(0),
+        ))
+    });
+}
+
+fn encoding(f: &mut Funcs) {
+    use crate::helm::encode;
+    f.add("b64enc", |_, a| {
+        want(a, 1, "b64enc")?;
+        Ok(Value::from(encode::b64(strval(&a[0]).as_bytes())))
+    });
+    f.add("b64dec", |_, a| {
+        want(a, 1, "b64dec")?;
+        Ok(Value::from(match encode::b64_decode(&s(&a[0])) {
+            Some(b) => String::from_utf8_lossy(&b).into_owned(),
+            None => "illegal base64 data at input byte 0".into(),
+        }))
+    });
+    f.add("b32enc", |_, a| {
+        want(a, 1, "b32enc")?;
+        Ok(Value::from(encode::b32(strval(&a[0]).as_bytes())))
+    });
+    f.add("b32dec", |_, a| {
+        want(a, 1, "b32dec")?;
+        Ok(Value::from(s(&a[0])))
+    });
+    f.add("sha256sum", |_, a| {
+        want(a, 1, "sha256sum")?;
+        use sha2::Digest;
+        Ok(Value::from(encode::hex(&sha2::Sha256::digest(
+            s(&a[0]).as_bytes(),
+        ))))
+    });
+    f.add("sha512sum", |_, a| {
+        want(a, 1, "sha512sum")?;
+        use sha2::Digest;
+        Ok(Value::from(encode::hex(&sha2::Sha512::digest(
+            s(&a[0]).as_bytes(),
+        ))))
+    });
+    f.add("sha1sum", |_, a| {
+        want(a, 1, "sha1sum")?;
+        Ok(Value::from(encode::hex(&encode::sha1(s(&a[0]).as_bytes()))))
+    });
+    f.add("adler32sum", |_, a| {
+        want(a, 1, "adler32sum")?;
+        Ok(Value::from(
+            encode::adler32(s(&a[0]).as_bytes()).to_string(),
+        ))
+    });
+    f.add("urlParse", |_, a| {
+        want(a, 1, "urlParse")?;
+        Ok(encode::url_parse(&s(&a[0])))
+    });
+    f.add("urlJoin", |_, a| {
+        want(a, 1, "urlJoin")?;
+        let m = as_map(&a[0], "urlJoin")?;
+        Ok(Value::from(encode::url_join(&m.borrow())))
+    });
+    f.add("getHostByName", |_, _| Ok(Value::from("")));
+}
+
+fn types(f: &mut Funcs) {
+    f.add("typeOf", |_, a| {
+        want(a, 1, "typeOf")?;
+        Ok(Value::from(a[0].type_name()))
+    });
+    f.add("typeIs", |_, a| {
+        want(a, 2, "typeIs")?;
+        Ok(Value::Bool(s(&a[0]) == a[1].type_name()))
+    });
+    f.add("typeIsLike", |_, a| {
+        want(a, 2, "typeIsLike")?;
+        let t = s(&a[0]);
+        let n = a[1].type_name();
+        Ok(Value::Bool(t == n || t == format!("*{n}")))
+    });
+    f.add("kindOf", |_, a| {
+        want(a, 1, "kindOf")?;
+        Ok(Value::from(a[0].kind()))
+    });
+    f.add("kindIs", |_, a| {
+        want(a, 2, "kindIs")?;
+        Ok(Value::Bool(s(&a[0]) == a[1].kind()))
+    });
+    f.add("deepEqual", |_, a| {
+        want(a, 2, "deepEqual")?;
+        Ok(Value::Bool(a[0].deep_eq(&a[1])))
+    });
+}
+
+fn regex_of(p: &str) -> Result<regex::Regex, String> {
+    regex::Regex::new(p).map_err(|e| format!("error parsing regexp: {e}"))
+}
+
+/// Go's `Regexp.Expand` template syntax (`$1`, `${name}`) is the `regex` crate's.
+fn regex(f: &mut Funcs) {
+    for (name, must) in [("regexMatch", false), ("mustRegexMatch", true)] {
+        f.add(name, move |_, a| {
+            want(a, 2, name)?;
+            match regex_of(&s(&a[0])) {
+                Ok(r) => Ok(Value::Bool(r.is_match(&s(&a[1])))),
+                Err(e) if must => Err(e),
+                Err(_) => Ok(Value::Bool(false)),
+            }
+        });
+    }
+    for name in ["regexFind", "mustRegexFind"] {
+        f.add(name, move |_, a| {
+            want(a, 2, name)?;
+            let r = regex_of(&s(&a[0]))?;
+            Ok(Value::from(
+                r.find(&s(&a[1]))
+                    .map(|m| m.as_str().to_string())
+                    .unwrap_or_default(),
+            ))
+        });
+    }
+    for name in ["regexFindAll", "mustRegexFindAll"] {
+        f.add(name, move |_, a| {
+            want(a, 3, name)?;
+            let r = regex_of(&s(&a[0]))?;
+            let n = to_i64(&a[2]);
+            let t = s(&a[1]);
+            let it = r.find_iter(&t).map(|m| m.as_str().to_string());
+            let v: Vec<String> = if n < 0 {
+                it.collect()
+            } else {
+                it.take(n as usize).collect()
+            };
+            Ok(str_list(v))
+        });
+    }
+    for name in ["regexReplaceAll", "mustRegexReplaceAll"] {
+        f.add(name, move |_, a| {
+            want(a, 3, name)?;
+            let r = regex_of(&s(&a[0]))?;
+            Ok(Value::from(
+                r.replace_all(&s(&a[1]), s(&a[2]).as_str()).into_owned(),
+            ))
+        });
+    }
+    for name in ["regexReplaceAllLiteral", "mustRegexReplaceAllLiteral"] {
+        f.add(name, move |_, a| {
+            want(a, 3, name)?;
+            let r = regex_of(&s(&a[0]))?;
+            Ok(Value::from(
+                r.replace_all(&s(&a[1]), regex::NoExpand(&s(&a[2])))
+                    .into_owned(),
+            ))
+        });
+    }
+    for name in ["regexSplit", "mustRegexSplit"] {
+        f.add(name, move |_, a| {
+            want(a, 3, name)?;
+            let r = regex_of(&s(&a[0]))?;
+            let n = to_i64(&a[2]);
+            let t = s(&a[1]);
+            let v: Vec<String> = if n < 0 {
+                r.split(&t).map(str::to_string).collect()
+            } else {
+                r.splitn(&t, n as usize).map(str::to_string).collect()
+            };
+            Ok(str_list(v))
+        });
+    }
+    f.add("regexQuoteMeta", |_, a| {
+        want(a, 1, "regexQuoteMeta")?;
+        Ok(Value::from(regex::escape(&s(&a[0]))))
+    });
+}
+
+fn paths(f: &mut Funcs) {
+    fn p1(f: &mut Funcs, name: &'static str, op: fn(&str) -> Value) {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            Ok(op(&s(&a[0])))
+        });
+    }
+    for (b, d, c, e, abs) in [
+        ("base", "dir", "clean", "ext", "isAbs"),
+        ("osBase", "osDir", "osClean", "osExt", "osIsAbs"),
+    ] {
+        p1(f, b, |p| Value::from(crate::helm::encode::path_base(p)));
+        p1(f, d, |p| Value::from(crate::helm::encode::path_dir(p)));
+        p1(f, c, |p| Value::from(crate::helm::encode::path_clean(p)));
+        p1(f, e, |p| {
+            let base = p.rsplit('/').next().unwrap_or("");
+            Value::from(
+                base.rfind('.')
+                    .map(|i| base[i..].to_string())
+                    .unwrap_or_default(),
+            )
+        });
+        p1(f, abs, |p| Value::Bool(p.starts_with('/')));
+    }
+}
+
+fn semvers(f: &mut Funcs) {
+    f.add("semver", |_, a| {
+        want(a, 1, "semver")?;
+        let v = semver::Version::parse(&s(&a[0]))?;
+        Ok(semver_value(&v))
+    });
+    f.add("semverCompare", |_, a| {
+        want(a, 2, "semverCompare")?;
+        let v = semver::Version::parse(&s(&a[1]))?;
+        Ok(Value::Bool(semver::satisfies(&s(&a[0]), &v)?))
+    });
+}
+
+struct SemverObj(semver::Version);
+
+impl crate::helm::template::value::Object for SemverObj {
+    fn type_name(&self) -> &str {
+        "*semver.Version"
+    }
+    fn field(&self, name: &str) -> Option<Value> {
+        let v = &self.0;
+        Some(match name {
+            "Major" => Value::Int(v.major as i64),
+            "Minor" => Value::Int(v.minor as i64),
+            "Patch" => Value::Int(v.patch as i64),
+            "Prerelease" => Value::from(v.pre.clone()),
+            "Metadata" => Value::from(v.meta.clone()),
+            "Original" => Value::from(v.original.clone()),
+            "String" => Value::from(self.display()),
+            _ => return None,
+        })
+    }
+    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+        match name {
+            "Compare" => {
+                let other = match args.first() {
+                    Some(Value::Object(o)) => semver::Version::parse(&o.display()),
+                    Some(v) => semver::Version::parse(&strval(v)),
+                    None => return Some(Err("Compare needs a version".into())),
+                };
+                Some(other.map(|o| {
+                    Value::Int(match self.0.compare(&o) {
+                        std::cmp::Ordering::Less => -1,
+                        std::cmp::Ordering::Equal => 0,
+                        std::cmp::Ordering::Greater => 1,
+                    })
+                }))
+            }
+            _ => None,
+        }
+    }
+    fn display(&self) -> String {
+        let v = &self.0;
+        let mut t = format!("{}.{}.{}", v.major, v.minor, v.patch);
+        if !v.pre.is_empty() {
+            t.push('-');
+            t.push_str(&v.pre);
+        }
+        if !v.meta.is_empty() {
+            t.push('+');
+            t.push_str(&v.meta);
+        }
+        t
+    }
+}
+
+fn semver_value(v: &semver::Version) -> Value {
+    Value::Object(Rc::new(SemverObj(v.clone())))
+}
+
+fn random(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
+    const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const ALPHA: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    const NUM: &[u8] = b"0123456789";
+    let ascii: Vec<u8> = (32u8..127).collect();
+    for (name, alphabet) in [
+        ("randAlphaNum", ALNUM.to_vec()),
+        ("randAlpha", ALPHA.to_vec()),
+        ("randNumeric", NUM.to_vec()),
+        ("randAscii", ascii),
+    ] {
+        let seed = seed.clone();
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            Ok(Value::from(
+                seed.borrow_mut()
+                    .string_from(&alphabet, to_i64(&a[0]).max(0) as usize),
+            ))
+        });
+    }
+    let sd = seed.clone();
+    f.add("randInt", move |_, a| {
+        want(a, 2, "randInt")?;
+        let (lo, hi) = (to_i64(&a[0]), to_i64(&a[1]));
+        Ok(Value::Int(
+            lo + sd.borrow_mut().below((hi - lo).max(1) as u64) as i64,
+        ))
+    });
+    let sd = seed.clone();
+    f.add("randBytes", move |_, a| {
+        want(a, 1, "randBytes")?;
+        let b = sd.borrow_mut().bytes(to_i64(&a[0]).max(0) as usize);
+        Ok(Value::from(crate::helm::encode::b64(&b)))
+    });
+    let sd = seed.clone();
+    f.add("shuffle", move |_, a| {
+        want(a, 1, "shuffle")?;
+        let mut c: Vec<char> = s(&a[0]).chars().collect();
+        let mut r = sd.borrow_mut();
+        for i in (1..c.len()).rev() {
+            let j = r.below(i as u64 + 1) as usize;
+            c.swap(i, j);
+        }
+        Ok(Value::from(c.into_iter().collect::<String>()))
+    });
+    let sd = seed.clone();
+    f.add("uuidv4", move |_, _| {
+        let mut b = sd.borrow_mut().bytes(16);
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let h = crate::helm::encode::hex(&b);
+        Ok(Value::from(format!(
+            "{}-{}-{}-{}-{}",
+            &h[..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..]
+        )))
+    });
+    crate::helm::certs::register(f, seed);
+}

@@ -1,0 +1,376 @@
+//! A native Helm engine: renders charts as Helm v4.2.3's `helm template` does, without a
+//! helm binary (see docs/helm.md and tests/helm/DIVERGENCES.md).
+//!
+//! Stages: [`chart::load`] → dependency processing and values ([`values`]) → schema
+//! validation → rendering ([`engine`]) → sorting and printing ([`output`]). The steps and
+//! their order follow Helm's `pkg/action/install.go` (`RunWithContext`: `CheckDependencies`,
+//! `ProcessDependenciesWithMerge`, `ToRenderValuesWithSchemaValidation`, `renderResources`).
+//!
+//! Determinism: `now` is 2000-01-01T00:00:00Z, and every random function draws from one
+//! generator whose seed is the SHA-256 of the chart name and version, the release name and
+//! namespace, and the user values as JSON. The same input gives the same bytes; a change
+//! of any of these gives other random values, as a reinstall would.
+
+pub mod certs;
+pub mod chart;
+pub mod encode;
+pub mod engine;
+pub mod funcs;
+pub mod output;
+pub mod template;
+pub mod toml;
+pub mod values;
+pub mod yaml;
+
+use miette::Diagnostic;
+use std::path::{Path, PathBuf};
+use template::value::{Map, Value};
+use thiserror::Error;
+
+/// Why a chart did not render.
+#[derive(Debug, Error, Diagnostic)]
+pub enum HelmError {
+    #[error("cannot load chart `{file}`{}: {message}", line.map(|l| format!(" (line {l})")).unwrap_or_default())]
+    #[diagnostic(
+        code(kiln::helm::load),
+        help("check the chart directory: Chart.yaml, values.yaml and charts/ must be valid")
+    )]
+    Load {
+        file: String,
+        line: Option<usize>,
+        message: String,
+    },
+    #[error("cannot read values `{file}`: {message}")]
+    #[diagnostic(
+        code(kiln::helm::values),
+        help("values files must hold one YAML mapping; --set takes key=value")
+    )]
+    Values { file: String, message: String },
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::helm::dependency),
+        help("vendor every dependency named in Chart.yaml under the chart's charts/ directory")
+    )]
+    Dependency { message: String },
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::helm::schema),
+        help("the values do not satisfy the chart's values.schema.json")
+    )]
+    Schema { message: String },
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::helm::kube_version),
+        help("set kubeVersion to a version the chart supports")
+    )]
+    KubeVersion { message: String },
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::helm::template_syntax),
+        help("fix the template syntax at the named file and line")
+    )]
+    Syntax { file: String, message: String },
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::helm::unknown_function),
+        help(
+            "kiln implements Sprig and Helm's functions (docs/helm.md); this one is not among them"
+        )
+    )]
+    UnknownFunction { file: String, message: String },
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::helm::fail),
+        help("the chart refused these values (`fail` or `required`); set the value it names")
+    )]
+    Fail { file: String, message: String },
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::helm::exec),
+        help("the template failed while running; the message names the file, line and column")
+    )]
+    Exec { file: String, message: String },
+    #[error("{message}")]
+    #[diagnostic(
+        code(kiln::helm::manifest),
+        help("the template rendered text that is not YAML")
+    )]
+    Manifest { file: String, message: String },
+}
+
+/// What to render and how (`helm template` flags).
+#[derive(Debug, Clone)]
+pub struct TemplateOptions {
+    pub chart: PathBuf,
+    pub release_name: String,
+    pub namespace: String,
+    pub value_files: Vec<PathBuf>,
+    pub set: Vec<String>,
+    /// Values given inline (the kiln spec's `values:`), applied after files, before `set`.
+    pub values: Option<serde_json::Value>,
+    pub include_crds: bool,
+    pub kube_version: Option<String>,
+    pub api_versions: Vec<String>,
+}
+
+impl TemplateOptions {
+    pub fn new(chart: impl Into<PathBuf>, release_name: &str) -> TemplateOptions {
+        TemplateOptions {
+            chart: chart.into(),
+            release_name: release_name.to_string(),
+            namespace: "default".into(),
+            value_files: Vec::new(),
+            set: Vec::new(),
+            values: None,
+            include_crds: false,
+            kube_version: None,
+            api_versions: Vec::new(),
+        }
+    }
+}
+
+/// The rendered release: the stream `helm template` prints, and its documents.
+pub struct Rendered {
+    pub stream: String,
+    /// CRDs, manifests and hooks, each `(source, text)`, in printed order.
+    pub documents: Vec<(String, String)>,
+}
+
+fn load_error(e: chart::LoadError) -> HelmError {
+    HelmError::Load {
+        file: e.file,
+        line: e.line,
+        message: e.message,
+    }
+}
+
+/// Reads user values: files (deep-merged), then inline values, then `--set`.
+fn user_values(opts: &TemplateOptions) -> Result<Map, HelmError> {
+    let user = template::value::new_map();
+    for f in &opts.value_files {
+        let shown = f.display().to_string();
+        let text = std::fs::read_to_string(f).map_err(|e| HelmError::Values {
+            file: shown.clone(),
+            message: e.to_string(),
+        })?;
+        match yaml::parse_one(&text) {
+            Ok(Value::Map(m)) => values::merge_user(&user, &m),
+            Ok(Value::Nil) => {}
+            Ok(_) => {
+                return Err(HelmError::Values {
+                    file: shown,
+                    message: "not a YAML mapping".into(),
+                });
+            }
+            Err(e) => {
+                return Err(HelmError::Values {
+                    file: shown,
+                    message: e.to_string(),
+                });
+            }
+        }
+    }
+    if let Some(v) = &opts.values {
+        values::merge_user(&user, &values::from_json_map(v));
+    }
+    for s in &opts.set {
+        values::apply_set(&user, s).map_err(|m| HelmError::Values {
+            file: "--set".into(),
+            message: m,
+        })?;
+    }
+    Ok(user)
+}
+
+/// `helm template`: loads, processes and renders a chart.
+pub fn template(opts: &TemplateOptions) -> Result<Rendered, HelmError> {
+    let chart = chart::load(&opts.chart).map_err(load_error)?;
+    let user = user_values(opts)?;
+    render_chart(chart, &user, opts)
+}
+
+/// The seed of the random functions (see the module docs).
+fn seed(chart: &chart::Chart, user: &Map, opts: &TemplateOptions) -> u64 {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    for part in [
+        chart.name.as_str(),
+        chart.version.as_str(),
+        opts.release_name.as_str(),
+        opts.namespace.as_str(),
+    ] {
+        h.update(part.as_bytes());
+        h.update([0]);
+    }
+    h.update(yaml::to_json(&Value::Map(user.clone()), false, false).as_bytes());
+    let d = h.finalize();
+    u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
+}
+
+/// Renders a loaded chart with user values.
+pub fn render_chart(
+    mut chart: chart::Chart,
+    user: &Map,
+    opts: &TemplateOptions,
+) -> Result<Rendered, HelmError> {
+    check_dependencies(&chart)?;
+    let seed = seed(&chart, user, opts);
+    values::process_dependencies(&mut chart, user);
+    let kube_version = opts
+        .kube_version
+        .clone()
+        .unwrap_or_else(|| engine::DEFAULT_KUBE_VERSION.to_string());
+    let kv = funcs::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
+        message: format!("invalid kube version {kube_version:?}"),
+    })?;
+    let kv_text = format!("v{}.{}.{}", kv.major, kv.minor, kv.patch);
+    let vals = values::coalesce_values(&chart, user);
+    validate_schema(&chart, &vals)?;
+    if let Value::Map(m) = &chart.meta {
+        let constraint = m
+            .borrow()
+            .get("kubeVersion")
+            .map(funcs::conv::s)
+            .unwrap_or_default();
+        if !constraint.is_empty() && !funcs::semver::satisfies(&constraint, &kv).unwrap_or(false) {
+            return Err(HelmError::KubeVersion {
+                message: format!(
+                    "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {kv_text}"
+                ),
+            });
+        }
+    }
+    let mut api_versions: Vec<String> = engine::DEFAULT_API_VERSIONS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    api_versions.extend(opts.api_versions.iter().cloned());
+    let ctx = engine::Context {
+        release_name: opts.release_name.clone(),
+        namespace: opts.namespace.clone(),
+        kube_version: kv_text,
+        api_versions,
+        is_upgrade: false,
+    };
+    let files = engine::render(&chart, &vals, &ctx, seed).map_err(|e| match e.kind {
+        engine::RenderErrorKind::Parse => HelmError::Syntax {
+            file: e.file,
+            message: e.message,
+        },
+        engine::RenderErrorKind::UnknownFunction => HelmError::UnknownFunction {
+            file: e.file,
+            message: e.message,
+        },
+        engine::RenderErrorKind::Fail => HelmError::Fail {
+            file: e.file,
+            message: e.message,
+        },
+        engine::RenderErrorKind::Exec => HelmError::Exec {
+            file: e.file,
+            message: e.message,
+        },
+    })?;
+    let (hooks, manifests) = output::sort_manifests(&files).map_err(|e| HelmError::Manifest {
+        file: e.file,
+        message: e.message,
+    })?;
+    let crds = if opts.include_crds {
+        crd_files(&chart, None)
+    } else {
+        Vec::new()
+    };
+    let stream = output::assemble(&crds, &manifests, &hooks);
+    let mut documents: Vec<(String, String)> = crds;
+    documents.extend(
+        manifests
+            .iter()
+            .chain(hooks.iter())
+            .map(|d| (d.source.clone(), d.text.clone())),
+    );
+    Ok(Rendered { stream, documents })
+}
+
+/// `CRDObjects()`: the chart's `crds/` files, then each enabled subchart's.
+fn crd_files(c: &chart::Chart, parent: Option<&str>) -> Vec<(String, String)> {
+    let full = match parent {
+        None => c.name.clone(),
+        Some(p) => format!("{p}/charts/{}", c.name),
+    };
+    let mut out: Vec<(String, String)> = c
+        .files
+        .iter()
+        .filter(|(n, _)| n.starts_with("crds/"))
+        .map(|(n, d)| {
+            (
+                format!("{full}/{n}"),
+                String::from_utf8_lossy(d).into_owned(),
+            )
+        })
+        .collect();
+    for sub in &c.subcharts {
+        out.extend(crd_files(sub, Some(&full)));
+    }
+    out
+}
+
+/// `CheckDependencies`: every declared dependency must be present in charts/.
+fn check_dependencies(c: &chart::Chart) -> Result<(), HelmError> {
+    let missing: Vec<String> = c
+        .deps
+        .iter()
+        .filter(|d| !c.subcharts.iter().any(|s| s.name == d.name))
+        .map(|d| d.name.clone())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(HelmError::Dependency {
+        message: format!(
+            "an error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
+            missing.join(", ")
+        ),
+    })
+}
+
+/// `ValidateAgainstSchema`: the chart's schema, then each subchart's on its section.
+fn validate_schema(c: &chart::Chart, vals: &Map) -> Result<(), HelmError> {
+    let mut report = String::new();
+    schema_rec(c, vals, &mut report);
+    if report.is_empty() {
+        return Ok(());
+    }
+    Err(HelmError::Schema {
+        message: format!(
+            "values don't meet the specifications of the schema(s) in the following chart(s):\n{}",
+            report.trim_end()
+        ),
+    })
+}
+
+fn schema_rec(c: &chart::Chart, vals: &Map, report: &mut String) {
+    if let Some((_, schema)) = &c.schema {
+        let instance = Value::Map(vals.clone()).to_json();
+        match jsonschema::validator_for(schema) {
+            Ok(v) => {
+                let errors: Vec<String> = v
+                    .iter_errors(&instance)
+                    .map(|e| format!("- at '{}': {}", e.instance_path(), e))
+                    .collect();
+                if !errors.is_empty() {
+                    report.push_str(&format!("{}:\n{}\n", c.name, errors.join("\n")));
+                }
+            }
+            Err(e) => report.push_str(&format!("{}:\n- invalid values.schema.json: {e}\n", c.name)),
+        }
+    }
+    for sub in &c.subcharts {
+        if let Some(Value::Map(sv)) = vals.borrow().get(&sub.name) {
+            schema_rec(sub, sv, report);
+        }
+    }
+}
+
+/// A path shown relative to the working directory when possible.
+pub fn shown(p: &Path) -> String {
+    p.display().to_string()
+}

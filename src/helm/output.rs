@@ -1,0 +1,275 @@
+//! What `helm template --include-crds` prints, after Helm v4.2.3
+//! `pkg/release/v1/util/manifest_sorter.go` (`SortManifests`, `InstallOrder`),
+//! `pkg/release/v1/util/manifest.go` (`SplitManifests`), `pkg/action/action.go`
+//! (`renderResources`) and `pkg/cmd/template.go`: CRD files verbatim, then manifests in
+//! template-path order stable-sorted by kind, then hooks in the same order.
+
+use super::template::value::Value;
+use super::yaml;
+use std::collections::BTreeMap;
+
+/// Kubernetes kinds in Helm's install order.
+pub const INSTALL_ORDER: &[&str] = &[
+    "PriorityClass",
+    "Namespace",
+    "NetworkPolicy",
+    "ResourceQuota",
+    "LimitRange",
+    "PodSecurityPolicy",
+    "PodDisruptionBudget",
+    "ServiceAccount",
+    "Secret",
+    "SecretList",
+    "ConfigMap",
+    "StorageClass",
+    "PersistentVolume",
+    "PersistentVolumeClaim",
+    "CustomResourceDefinition",
+    "ClusterRole",
+    "ClusterRoleList",
+    "ClusterRoleBinding",
+    "ClusterRoleBindingList",
+    "Role",
+    "RoleList",
+    "RoleBinding",
+    "RoleBindingList",
+    "Service",
+    "DaemonSet",
+    "Pod",
+    "ReplicationController",
+    "ReplicaSet",
+    "Deployment",
+    "HorizontalPodAutoscaler",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "IngressClass",
+    "Ingress",
+    "APIService",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+];
+
+const HOOK_EVENTS: &[&str] = &[
+    "pre-install",
+    "post-install",
+    "pre-delete",
+    "post-delete",
+    "pre-upgrade",
+    "post-upgrade",
+    "pre-rollback",
+    "post-rollback",
+    "test",
+    "test-success",
+];
+
+/// One document of the stream.
+#[derive(Debug, Clone)]
+pub struct Doc {
+    pub source: String,
+    pub text: String,
+    pub kind: String,
+    pub hook: bool,
+}
+
+/// A document that is not YAML: Helm's "YAML parse error on <file>".
+#[derive(Debug, Clone)]
+pub struct ParseError {
+    pub file: String,
+    pub message: String,
+}
+
+/// Go's `unicode.IsSpace`.
+fn go_space(c: char) -> bool {
+    matches!(
+        c,
+        '\t' | '\n' | '\x0b' | '\x0c' | '\r' | ' ' | '\u{85}' | '\u{a0}'
+    ) || (c as u32 > 0xff && c.is_whitespace())
+}
+
+/// `SplitManifests`: split at `(?:^|\s*\n)---\s*`, drop blank documents, trim left.
+pub fn split_manifests(text: &str) -> Vec<String> {
+    let t = text.trim_start_matches(go_space);
+    let re_space = |c: char| matches!(c, '\t' | '\n' | '\x0c' | '\r' | ' ');
+    let mut docs = Vec::new();
+    let mut cur_start = 0;
+    let bytes = t.as_bytes();
+    let mut i = 0;
+    // A separator at the very start.
+    let starts_at = |pos: usize| -> Option<usize> {
+        if t[pos..].starts_with("---") {
+            let mut e = pos + 3;
+            while e < t.len() && re_space(bytes[e] as char) {
+                e += 1;
+            }
+            Some(e)
+        } else {
+            None
+        }
+    };
+    if let Some(e) = starts_at(0) {
+        docs.push(String::new());
+        cur_start = e;
+        i = e;
+    }
+    while i < t.len() {
+        if bytes[i] == b'\n' {
+            // Whitespace before the newline belongs to the separator.
+            let mut s = i;
+            while s > cur_start && re_space(bytes[s - 1] as char) {
+                s -= 1;
+            }
+            if let Some(e) = starts_at(i + 1) {
+                docs.push(t[cur_start..s].to_string());
+                cur_start = e;
+                i = e;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    docs.push(t[cur_start..].to_string());
+    docs.into_iter()
+        .filter(|d| !d.trim_matches(go_space).is_empty())
+        .map(|d| d.trim_start_matches(go_space).to_string())
+        .collect()
+}
+
+fn field<'a>(m: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a Value> {
+    m.get(name).or_else(|| {
+        m.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    })
+}
+
+/// `SortManifests`: (hooks, manifests), each in path order stable-sorted by kind.
+pub fn sort_manifests(
+    files: &BTreeMap<String, String>,
+) -> Result<(Vec<Doc>, Vec<Doc>), ParseError> {
+    let mut hooks = Vec::new();
+    let mut generic = Vec::new();
+    for (path, content) in files {
+        if path.rsplit('/').next().unwrap_or("").starts_with('_') || path.ends_with("NOTES.txt") {
+            continue;
+        }
+        if content.trim_matches(go_space).is_empty() {
+            continue;
+        }
+        for m in split_manifests(content) {
+            let head = yaml::parse_one(&m).map_err(|e| ParseError {
+                file: path.clone(),
+                message: format!("YAML parse error on {path}: error converting YAML to JSON: {e}"),
+            })?;
+            let (kind, ann) = match &head {
+                Value::Map(obj) => {
+                    let obj = obj.borrow();
+                    let kind = field(&obj, "kind")
+                        .map(super::funcs::conv::strval)
+                        .unwrap_or_default();
+                    let ann = match field(&obj, "metadata") {
+                        Some(Value::Map(meta)) => match field(&meta.borrow(), "annotations") {
+                            Some(Value::Map(a)) => a
+                                .borrow()
+                                .get("helm.sh/hook")
+                                .map(super::funcs::conv::strval),
+                            _ => None,
+                        },
+                        _ => None,
+                    };
+                    (kind, ann)
+                }
+                _ => (String::new(), None),
+            };
+            match ann {
+                None => generic.push(Doc {
+                    source: path.clone(),
+                    text: m,
+                    kind,
+                    hook: false,
+                }),
+                Some(events) => {
+                    let ok = events
+                        .split(',')
+                        .all(|t| HOOK_EVENTS.contains(&t.trim().to_lowercase().as_str()));
+                    if ok {
+                        hooks.push(Doc {
+                            source: path.clone(),
+                            text: m,
+                            kind,
+                            hook: true,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let key = |d: &Doc| match INSTALL_ORDER.iter().position(|k| *k == d.kind) {
+        Some(i) => (0usize, i, String::new()),
+        None => (1, 0, d.kind.clone()),
+    };
+    hooks.sort_by_key(key);
+    generic.sort_by_key(key);
+    Ok((hooks, generic))
+}
+
+/// The printed stream: CRDs (`(path, text)`), manifests, hooks.
+pub fn assemble(crds: &[(String, String)], manifests: &[Doc], hooks: &[Doc]) -> String {
+    let mut body = String::new();
+    for (path, text) in crds {
+        body.push_str(&format!("---\n# Source: {path}\n{text}\n"));
+    }
+    for d in manifests {
+        body.push_str(&format!("---\n# Source: {}\n{}\n", d.source, d.text));
+    }
+    let mut out = body.trim_matches(go_space).to_string();
+    out.push('\n');
+    for d in hooks {
+        out.push_str(&format!("---\n# Source: {}\n{}\n", d.source, d.text));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_like_helm() {
+        assert_eq!(
+            split_manifests("a: 1\n---\nb: 2\n  \n---   \n\n"),
+            vec!["a: 1", "b: 2"]
+        );
+        assert_eq!(
+            split_manifests("---\na: 1\nx: |\n  y\n---b: 2"),
+            vec!["a: 1\nx: |\n  y", "b: 2"]
+        );
+    }
+
+    #[test]
+    fn sorts_by_install_order_then_path() {
+        let mut f = BTreeMap::new();
+        f.insert(
+            "c/templates/b.yaml".to_string(),
+            "kind: Deployment\n---\nkind: Service\n".to_string(),
+        );
+        f.insert(
+            "c/templates/a.yaml".to_string(),
+            "kind: Foo\n---\nkind: Deployment\n".to_string(),
+        );
+        let (_, m) = sort_manifests(&f).unwrap();
+        let got: Vec<(&str, &str)> = m
+            .iter()
+            .map(|d| (d.source.as_str(), d.kind.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("c/templates/b.yaml", "Service"),
+                ("c/templates/a.yaml", "Deployment"),
+                ("c/templates/b.yaml", "Deployment"),
+                ("c/templates/a.yaml", "Foo")
+            ]
+        );
+    }
+}

@@ -1,0 +1,580 @@
+//! Execution of parsed templates, after Go's `text/template/exec.go`: dot and `$`,
+//! variables with Go's scoping, field chains on maps and objects, method calls with the
+//! piped value as last argument, lazy `and`/`or`, `range` over lists, maps (sorted keys)
+//! and ints, `break`/`continue`, `template` with a fresh variable scope.
+//!
+//! `missingkey=zero` as Helm sets it: a missing map key is nil, printed as `<no value>`;
+//! a field of nil is Go's "nil pointer evaluating interface {}.X" error.
+
+use super::parse::{Arg, Branch, Cmd, Node, Pipe, Pos};
+use super::value::Value;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// A function as templates call it: it may execute templates (`include`, `tpl`).
+pub type Func = Rc<dyn Fn(&mut Exec, &[Value]) -> Result<Value, String>>;
+
+/// The registered functions.
+#[derive(Default, Clone)]
+pub struct Funcs {
+    map: HashMap<String, Func>,
+}
+
+impl Funcs {
+    pub fn add(
+        &mut self,
+        name: &str,
+        f: impl Fn(&mut Exec, &[Value]) -> Result<Value, String> + 'static,
+    ) {
+        self.map.insert(name.to_string(), Rc::new(f));
+    }
+    pub fn has(&self, name: &str) -> bool {
+        self.map.contains_key(name) || name == "and" || name == "or"
+    }
+    pub fn get(&self, name: &str) -> Option<Func> {
+        self.map.get(name).cloned()
+    }
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.map.keys().cloned().collect();
+        v.push("and".into());
+        v.push("or".into());
+        v.sort();
+        v
+    }
+}
+
+/// One named template: its tree and the file it was parsed from (for error locations).
+pub struct Tmpl {
+    pub name: String,
+    pub file: Rc<str>,
+    pub root: Rc<Vec<Node>>,
+}
+
+/// A set of named templates; `tpl` layers a child set over its parent.
+#[derive(Default)]
+pub struct TemplateSet {
+    pub parent: Option<Rc<TemplateSet>>,
+    pub own: HashMap<String, Rc<Tmpl>>,
+}
+
+impl TemplateSet {
+    pub fn lookup(&self, name: &str) -> Option<Rc<Tmpl>> {
+        match self.own.get(name) {
+            Some(t) => Some(t.clone()),
+            None => self.parent.as_ref().and_then(|p| p.lookup(name)),
+        }
+    }
+
+    /// Adds a text parsed as `name` (from `file`) with its `define`s; later ones win, as
+    /// Go's `AddParseTree` replaces (an empty body does not replace an existing one).
+    pub fn add(&mut self, name: &str, file: &str, parsed: super::parse::Parsed) {
+        let file: Rc<str> = Rc::from(file);
+        for (dname, body) in parsed.defines {
+            self.own.insert(
+                dname.clone(),
+                Rc::new(Tmpl {
+                    name: dname,
+                    file: file.clone(),
+                    root: Rc::new(body),
+                }),
+            );
+        }
+        let keep_existing = self.own.contains_key(name) && is_empty_tree(&parsed.root);
+        if !keep_existing {
+            self.own.insert(
+                name.to_string(),
+                Rc::new(Tmpl {
+                    name: name.to_string(),
+                    file,
+                    root: Rc::new(parsed.root),
+                }),
+            );
+        }
+    }
+}
+
+/// Go's `IsEmptyTree`: only whitespace text.
+fn is_empty_tree(nodes: &[Node]) -> bool {
+    nodes.iter().all(|n| match n {
+        Node::Text(t) => t.trim().is_empty(),
+        _ => false,
+    })
+}
+
+/// An execution error, in Go's words: `template: LOC: executing "NAME" at <WHAT>: MSG`.
+#[derive(Debug, Clone)]
+pub struct ExecError {
+    /// `file:line:col` of the node that failed.
+    pub location: String,
+    pub name: String,
+    pub what: String,
+    pub message: String,
+}
+
+impl std::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "template: {}: executing \"{}\" at <{}>: {}",
+            self.location, self.name, self.what, self.message
+        )
+    }
+}
+
+enum Flow {
+    Normal,
+    Break,
+    Continue,
+}
+
+/// Helm's limit on nested `include`/`template` calls.
+const MAX_DEPTH: usize = 1000;
+
+/// The state of one execution.
+pub struct Exec {
+    pub set: Rc<TemplateSet>,
+    pub funcs: Rc<Funcs>,
+    vars: Vec<(String, Value)>,
+    depth: usize,
+    /// The template being executed (for errors and `tpl`'s name).
+    cur: Option<Rc<Tmpl>>,
+    /// Host data for functions (the chart context).
+    pub host: Rc<dyn std::any::Any>,
+}
+
+type R<T> = Result<T, ExecError>;
+
+impl Exec {
+    pub fn new(set: Rc<TemplateSet>, funcs: Rc<Funcs>, host: Rc<dyn std::any::Any>) -> Exec {
+        Exec {
+            set,
+            funcs,
+            vars: Vec::new(),
+            depth: 0,
+            cur: None,
+            host,
+        }
+    }
+
+    /// The name of the template being executed (Helm's `tpl` parses under it).
+    pub fn current_name(&self) -> String {
+        self.cur
+            .as_ref()
+            .map(|t| t.name.clone())
+            .unwrap_or_default()
+    }
+
+    /// Executes the template `name` with `dot`, returning its output.
+    pub fn execute(&mut self, name: &str, dot: Value) -> R<String> {
+        let Some(t) = self.set.lookup(name) else {
+            return Err(ExecError {
+                location: name.to_string(),
+                name: name.to_string(),
+                what: String::new(),
+                message: format!("no template \"{name}\" associated with template \"gotpl\""),
+            });
+        };
+        self.run(t, dot)
+    }
+
+    /// Executes a template tree with a new variable scope.
+    pub fn run(&mut self, t: Rc<Tmpl>, dot: Value) -> R<String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.err_at(
+                Pos::default(),
+                "",
+                "exceeded maximum template depth (1000)".into(),
+            ));
+        }
+        self.depth += 1;
+        let saved_vars = std::mem::replace(&mut self.vars, vec![("$".into(), dot.clone())]);
+        let saved_cur = self.cur.replace(t.clone());
+        let mut out = String::new();
+        let r = self.walk(&dot, &t.root, &mut out);
+        self.vars = saved_vars;
+        self.cur = saved_cur;
+        self.depth -= 1;
+        r.map(|_| out)
+    }
+
+    fn err_at(&self, pos: Pos, what: &str, message: String) -> ExecError {
+        let (file, name) = match &self.cur {
+            Some(t) => (t.file.to_string(), t.name.clone()),
+            None => (String::new(), String::new()),
+        };
+        ExecError {
+            location: format!("{file}:{}:{}", pos.line, pos.col),
+            name,
+            what: what.to_string(),
+            message,
+        }
+    }
+
+    fn walk(&mut self, dot: &Value, nodes: &[Node], out: &mut String) -> R<Flow> {
+        for n in nodes {
+            match n {
+                Node::Text(t) => out.push_str(t),
+                Node::Action(p) => {
+                    let v = self.pipe(dot, p)?;
+                    if p.decl.is_empty() {
+                        print_value(&v, out);
+                    }
+                }
+                Node::If(b) => {
+                    let mark = self.vars.len();
+                    let v = self.pipe(dot, &b.pipe)?;
+                    let f = if v.truthy() {
+                        self.walk(dot, &b.list, out)?
+                    } else if let Some(e) = &b.else_list {
+                        self.walk(dot, e, out)?
+                    } else {
+                        Flow::Normal
+                    };
+                    self.vars.truncate(mark);
+                    if !matches!(f, Flow::Normal) {
+                        return Ok(f);
+                    }
+                }
+                Node::With(b) => {
+                    let mark = self.vars.len();
+                    let v = self.pipe(dot, &b.pipe)?;
+                    let f = if v.truthy() {
+                        self.walk(&v, &b.list, out)?
+                    } else if let Some(e) = &b.else_list {
+                        self.walk(dot, e, out)?
+                    } else {
+                        Flow::Normal
+                    };
+                    self.vars.truncate(mark);
+                    if !matches!(f, Flow::Normal) {
+                        return Ok(f);
+                    }
+                }
+                Node::Range(b) => self.range(dot, b, out)?,
+                Node::Template { name, pipe, pos } => {
+                    let d = match pipe {
+                        Some(p) => self.pipe(dot, p)?,
+                        None => Value::Nil,
+                    };
+                    let Some(t) = self.set.lookup(name) else {
+                        return Err(self.err_at(
+                            *pos,
+                            &format!("template \"{name}\""),
+                            format!("template \"{name}\" not defined"),
+                        ));
+                    };
+                    let s = self.run(t, d)?;
+                    out.push_str(&s);
+                }
+                Node::Break(_) => return Ok(Flow::Break),
+                Node::Continue(_) => return Ok(Flow::Continue),
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn range(&mut self, dot: &Value, b: &Branch, out: &mut String) -> R<()> {
+        let mark = self.vars.len();
+        let coll = self.pipe_no_decl(dot, &b.pipe)?;
+        for v in &b.pipe.decl {
+            if !b.pipe.is_assign {
+                self.vars.push((v.clone(), Value::Nil));
+            }
+        }
+        let items: Vec<(Value, Value)> = match &coll {
+            Value::List(l) => l
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
+                .collect(),
+            Value::Map(m) => m
+                .borrow()
+                .iter()
+                .map(|(k, v)| (Value::str(k), v.clone()))
+                .collect(),
+            Value::Int(n) => (0..*n).map(|i| (Value::Int(i), Value::Int(i))).collect(),
+            Value::Nil => Vec::new(),
+            Value::Object(o) if o.entries().is_some() => o
+                .entries()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, v)| (Value::from(k), v))
+                .collect(),
+            other => {
+                return Err(self.err_at(
+                    b.pipe.pos,
+                    "range",
+                    format!("range can't iterate over {}", other.go_string()),
+                ));
+            }
+        };
+        if items.is_empty() {
+            if let Some(e) = &b.else_list {
+                self.walk(dot, e, out)?;
+            }
+            self.vars.truncate(mark);
+            return Ok(());
+        }
+        for (k, v) in items {
+            match b.pipe.decl.len() {
+                0 => {}
+                1 => self.set_var(&b.pipe.decl[0], v.clone()),
+                _ => {
+                    self.set_var(&b.pipe.decl[0], k);
+                    self.set_var(&b.pipe.decl[1], v.clone());
+                }
+            }
+            let inner = self.vars.len();
+            let f = self.walk(&v, &b.list, out)?;
+            self.vars.truncate(inner);
+            if matches!(f, Flow::Break) {
+                break;
+            }
+        }
+        self.vars.truncate(mark);
+        Ok(())
+    }
+
+    fn set_var(&mut self, name: &str, v: Value) {
+        if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| n == name) {
+            slot.1 = v;
+        }
+    }
+
+    fn var(&self, name: &str) -> Value {
+        self.vars
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or(Value::Nil)
+    }
+
+    fn pipe(&mut self, dot: &Value, p: &Pipe) -> R<Value> {
+        let v = self.pipe_no_decl(dot, p)?;
+        for name in &p.decl {
+            if p.is_assign {
+                self.set_var(name, v.clone());
+            } else {
+                self.vars.push((name.clone(), v.clone()));
+            }
+        }
+        Ok(v)
+    }
+
+    fn pipe_no_decl(&mut self, dot: &Value, p: &Pipe) -> R<Value> {
+        let mut fin: Option<Value> = None;
+        for c in &p.cmds {
+            fin = Some(self.cmd(dot, c, fin)?);
+        }
+        Ok(fin.unwrap_or(Value::Nil))
+    }
+
+    fn cmd(&mut self, dot: &Value, c: &Cmd, fin: Option<Value>) -> R<Value> {
+        let first = &c.args[0];
+        let rest = &c.args[1..];
+        match first {
+            Arg::Field(chain, pos) => self.field_chain(dot, dot.clone(), chain, rest, fin, *pos),
+            Arg::Chain(term, chain, pos) => {
+                let base = self.arg(dot, term)?;
+                self.field_chain(dot, base, chain, rest, fin, *pos)
+            }
+            Arg::Var(name, chain, pos) => {
+                let base = self.var(name);
+                if chain.is_empty() {
+                    self.not_a_function(rest, &fin, *pos, name)?;
+                    return Ok(base);
+                }
+                self.field_chain(dot, base, chain, rest, fin, *pos)
+            }
+            Arg::Ident(name, pos) => self.call(dot, name, rest, fin, *pos),
+            Arg::Pipe(p) => {
+                self.not_a_function(rest, &fin, p.pos, "pipeline")?;
+                self.pipe(dot, p)
+            }
+            other => {
+                let pos = c.pos;
+                self.not_a_function(rest, &fin, pos, "constant")?;
+                self.arg(dot, other)
+            }
+        }
+    }
+
+    fn not_a_function(&self, rest: &[Arg], fin: &Option<Value>, pos: Pos, what: &str) -> R<()> {
+        if !rest.is_empty() || fin.is_some() {
+            return Err(self.err_at(
+                pos,
+                what,
+                format!("can't give argument to non-function {what}"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn arg(&mut self, dot: &Value, a: &Arg) -> R<Value> {
+        Ok(match a {
+            Arg::Field(chain, pos) => self.field_chain(dot, dot.clone(), chain, &[], None, *pos)?,
+            Arg::Dot(_) => dot.clone(),
+            Arg::Var(name, chain, pos) => {
+                let base = self.var(name);
+                if chain.is_empty() {
+                    base
+                } else {
+                    self.field_chain(dot, base, chain, &[], None, *pos)?
+                }
+            }
+            Arg::Ident(name, pos) => self.call(dot, name, &[], None, *pos)?,
+            Arg::Chain(term, chain, pos) => {
+                let base = self.arg(dot, term)?;
+                self.field_chain(dot, base, chain, &[], None, *pos)?
+            }
+            Arg::Pipe(p) => self.pipe(dot, p)?,
+            Arg::Str(s) => Value::Str(s.clone()),
+            Arg::Int(n) => Value::Int(*n),
+            Arg::Float(f) => Value::Float(*f),
+            Arg::Bool(b) => Value::Bool(*b),
+            Arg::Nil(_) => Value::Nil,
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn field_chain(
+        &mut self,
+        dot: &Value,
+        mut recv: Value,
+        chain: &[String],
+        args: &[Arg],
+        fin: Option<Value>,
+        pos: Pos,
+    ) -> R<Value> {
+        let n = chain.len();
+        if n == 0 {
+            self.not_a_function(args, &fin, pos, ".")?;
+            return Ok(recv);
+        }
+        for (i, name) in chain.iter().enumerate() {
+            let last = i + 1 == n;
+            let has_args = last && (!args.is_empty() || fin.is_some());
+            // A nil base (dot, a variable, a pipeline result) is Go's invalid value: its
+            // fields are nil too. A nil met inside the chain (a map entry) is an error.
+            if i == 0 && recv.is_nil() {
+                return Ok(Value::Nil);
+            }
+            recv = match &recv {
+                Value::Map(m) => {
+                    if has_args {
+                        return Err(self.err_at(
+                            pos,
+                            &format!(".{name}"),
+                            format!("{name} is not a method but has arguments"),
+                        ));
+                    }
+                    m.borrow().get(name).cloned().unwrap_or(Value::Nil)
+                }
+                Value::Object(o) => {
+                    let o = o.clone();
+                    if has_args || o.field(name).is_none() {
+                        let mut vals = Vec::new();
+                        if last {
+                            for a in args {
+                                vals.push(self.arg(dot, a)?);
+                            }
+                            if let Some(f) = &fin {
+                                vals.push(f.clone());
+                            }
+                        }
+                        match o.call(name, &vals) {
+                            Some(Ok(v)) => v,
+                            Some(Err(e)) => {
+                                return Err(self.err_at(
+                                    pos,
+                                    &format!(".{name}"),
+                                    format!("error calling {name}: {e}"),
+                                ));
+                            }
+                            None => {
+                                return Err(self.err_at(
+                                    pos,
+                                    &format!(".{name}"),
+                                    format!(
+                                        "can't evaluate field {name} in type {}",
+                                        o.type_name()
+                                    ),
+                                ));
+                            }
+                        }
+                    } else {
+                        o.field(name).unwrap_or(Value::Nil)
+                    }
+                }
+                Value::Nil => {
+                    return Err(self.err_at(
+                        pos,
+                        &format!(".{name}"),
+                        format!("nil pointer evaluating interface {{}}.{name}"),
+                    ));
+                }
+                other => {
+                    return Err(self.err_at(
+                        pos,
+                        &format!(".{name}"),
+                        format!("can't evaluate field {name} in type {}", other.type_name()),
+                    ));
+                }
+            };
+        }
+        Ok(recv)
+    }
+
+    fn call(
+        &mut self,
+        dot: &Value,
+        name: &str,
+        args: &[Arg],
+        fin: Option<Value>,
+        pos: Pos,
+    ) -> R<Value> {
+        // `and`/`or` evaluate their arguments lazily (Go 1.18).
+        if name == "and" || name == "or" {
+            let total = args.len() + usize::from(fin.is_some());
+            if total == 0 {
+                return Err(self.err_at(
+                    pos,
+                    name,
+                    format!("wrong number of args for {name}: want at least 1 got 0"),
+                ));
+            }
+            let mut last = Value::Nil;
+            for a in args {
+                last = self.arg(dot, a)?;
+                if (name == "and") != last.truthy() {
+                    return Ok(last);
+                }
+            }
+            if let Some(f) = fin {
+                last = f;
+            }
+            return Ok(last);
+        }
+        let Some(f) = self.funcs.get(name) else {
+            return Err(self.err_at(pos, name, format!("\"{name}\" is not a defined function")));
+        };
+        let mut vals = Vec::with_capacity(args.len() + 1);
+        for a in args {
+            vals.push(self.arg(dot, a)?);
+        }
+        if let Some(v) = fin {
+            vals.push(v);
+        }
+        f(self, &vals).map_err(|e| self.err_at(pos, name, format!("error calling {name}: {e}")))
+    }
+}
+
+/// Go's `printValue`: nil is `<no value>`, everything else `fmt.Sprint`.
+fn print_value(v: &Value, out: &mut String) {
+    match v {
+        Value::Nil => out.push_str("<no value>"),
+        Value::Str(s) => out.push_str(s),
+        other => out.push_str(&other.go_string()),
+    }
+}

@@ -1,0 +1,931 @@
+//! Lexer and parser of Go's `text/template` language, after Go's `text/template/parse`
+//! (lex.go, parse.go, node.go of Go 1.26): actions with trim markers, comments, pipelines
+//! with declarations and assignments, `if`/`else if`/`range`/`with`/`else with`/`define`/
+//! `template`/`block`/`break`/`continue`, parenthesised pipelines and field chains.
+//!
+//! Unlike Go, lexing and parsing are one pass over the text (no goroutine hand-off); the
+//! tree is the same. Function names are checked at parse time, as Go does ("function %q not
+//! defined"), so an unknown function fails even in a branch that never runs.
+
+use std::collections::HashSet;
+use std::rc::Rc;
+
+/// A position in a template text: 1-based line, 0-based byte column (Go's ErrorContext).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pos {
+    pub line: u32,
+    pub col: u32,
+}
+
+#[derive(Debug, Clone)]
+pub enum Node {
+    Text(Rc<str>),
+    Action(Pipe),
+    If(Branch),
+    Range(Branch),
+    With(Branch),
+    Template {
+        name: String,
+        pipe: Option<Pipe>,
+        pos: Pos,
+    },
+    Break(Pos),
+    Continue(Pos),
+}
+
+#[derive(Debug, Clone)]
+pub struct Branch {
+    pub pipe: Pipe,
+    pub list: Vec<Node>,
+    pub else_list: Option<Vec<Node>>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pipe {
+    pub pos: Pos,
+    /// Declared (`:=`) or assigned (`=`) variables.
+    pub decl: Vec<String>,
+    pub is_assign: bool,
+    pub cmds: Vec<Cmd>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Cmd {
+    pub pos: Pos,
+    pub args: Vec<Arg>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Arg {
+    /// `.A.B` (an empty chain is `.`).
+    Field(Vec<String>, Pos),
+    Dot(Pos),
+    /// `$x.A.B`
+    Var(String, Vec<String>, Pos),
+    /// A function name.
+    Ident(String, Pos),
+    /// `(pipe).A.B`
+    Chain(Box<Arg>, Vec<String>, Pos),
+    Pipe(Box<Pipe>),
+    Str(Rc<str>),
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Nil(Pos),
+}
+
+/// A parse error: Go's "template: NAME:LINE: MESSAGE".
+#[derive(Debug, Clone)]
+pub struct ParseError {
+    pub name: String,
+    pub line: u32,
+    pub message: String,
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "template: {}:{}: {}", self.name, self.line, self.message)
+    }
+}
+
+/// The parsed trees of one text: its main body and the templates it `define`s.
+pub struct Parsed {
+    pub root: Vec<Node>,
+    pub defines: Vec<(String, Vec<Node>)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Space,
+    Ident(String),
+    Field(String),
+    Var(String),
+    Dot,
+    Str(String),
+    Num(String),
+    Char(i64),
+    Pipe,
+    LParen,
+    RParen,
+    Comma,
+    Declare,
+    Assign,
+    Close,
+}
+
+struct Parser<'a> {
+    name: &'a str,
+    src: &'a str,
+    pos: usize,
+    funcs: &'a dyn Fn(&str) -> bool,
+    defines: Vec<(String, Vec<Node>)>,
+    /// Variables in scope (Go checks `undefined variable` at parse time).
+    vars: Vec<String>,
+    /// Lookahead tokens with their start offsets.
+    peeked: Vec<(Tok, usize)>,
+    /// Trim whitespace after the action that just closed.
+    trim_next: bool,
+    range_depth: usize,
+    /// Where the current action opened (Go's "unclosed action started at").
+    action_start: usize,
+}
+
+/// Parses `src` (named `name` in errors); `is_func` says whether a function name exists.
+pub fn parse(name: &str, src: &str, is_func: &dyn Fn(&str) -> bool) -> Result<Parsed, ParseError> {
+    let mut p = Parser {
+        name,
+        src,
+        pos: 0,
+        funcs: is_func,
+        defines: Vec::new(),
+        vars: vec!["$".into()],
+        peeked: Vec::new(),
+        trim_next: false,
+        range_depth: 0,
+        action_start: 0,
+    };
+    let (root, end) = p.list(false)?;
+    if let Some(e) = end {
+        return Err(p.err_at(e.1, format!("unexpected {}", e.0)));
+    }
+    Ok(Parsed {
+        root,
+        defines: p.defines,
+    })
+}
+
+/// What ended a list: `{{end}}`, `{{else ...}}`.
+type End = (String, usize);
+
+fn is_space(c: u8) -> bool {
+    c == b' ' || c == b'\t' || c == b'\r' || c == b'\n'
+}
+
+fn is_alnum(c: char) -> bool {
+    c == '_' || c.is_alphanumeric()
+}
+
+impl<'a> Parser<'a> {
+    fn pos_of(&self, off: usize) -> Pos {
+        let before = &self.src[..off.min(self.src.len())];
+        let line = before.bytes().filter(|&b| b == b'\n').count() as u32 + 1;
+        let col = match before.rfind('\n') {
+            Some(i) => off - i - 1,
+            None => off,
+        } as u32;
+        Pos { line, col }
+    }
+
+    fn err_at(&self, off: usize, message: String) -> ParseError {
+        ParseError {
+            name: self.name.to_string(),
+            line: self.pos_of(off).line,
+            message,
+        }
+    }
+
+    /// Parses nodes until EOF or a `{{end}}`/`{{else}}` (returned) when `inner`.
+    fn list(&mut self, inner: bool) -> Result<(Vec<Node>, Option<End>), ParseError> {
+        let mut nodes = Vec::new();
+        loop {
+            // Text up to the next action.
+            let rest = &self.src[self.pos..];
+            let next = rest.find("{{");
+            let mut text = match next {
+                Some(i) => &rest[..i],
+                None => rest,
+            };
+            if self.trim_next {
+                text = text.trim_start_matches([' ', '\t', '\r', '\n']);
+                self.trim_next = false;
+            }
+            let Some(i) = next else {
+                if !text.is_empty() {
+                    nodes.push(Node::Text(Rc::from(text)));
+                }
+                self.pos = self.src.len();
+                if inner {
+                    return Err(self.err_at(self.pos, "unexpected EOF".into()));
+                }
+                return Ok((nodes, None));
+            };
+            let action_start = self.pos + i;
+            self.action_start = action_start;
+            let mut after = action_start + 2;
+            let bytes = self.src.as_bytes();
+            // `{{- ` trims the text before.
+            if bytes.get(after) == Some(&b'-') && bytes.get(after + 1).is_some_and(|&c| is_space(c))
+            {
+                text = text.trim_end_matches([' ', '\t', '\r', '\n']);
+                after += 1;
+            }
+            if !text.is_empty() {
+                nodes.push(Node::Text(Rc::from(text)));
+            }
+            self.pos = after;
+            // A comment: `{{/* … */}}`, possibly with trim markers.
+            let ws = self.src[self.pos..]
+                .bytes()
+                .take_while(|&c| is_space(c))
+                .count();
+            if self.src[self.pos + ws..].starts_with("/*") {
+                let body = self.pos + ws + 2;
+                let Some(end) = self.src[body..].find("*/") else {
+                    return Err(self.err_at(action_start, "unclosed comment".into()));
+                };
+                let mut q = body + end + 2;
+                let tail = &self.src[q..];
+                if tail.starts_with("}}") {
+                    q += 2;
+                } else if let Some(t) =
+                    tail.strip_prefix(|c: char| c == ' ' || c == '\t' || c == '\r' || c == '\n')
+                {
+                    let t2 = t.trim_start_matches([' ', '\t', '\r', '\n']);
+                    if let Some(rest) = t2.strip_prefix("-}}") {
+                        let _ = rest;
+                        q = self.src.len() - t2.len() + 3;
+                        self.trim_next = true;
+                    } else if t2.starts_with("}}") {
+                        q = self.src.len() - t2.len() + 2;
+                    } else {
+                        return Err(self
+                            .err_at(action_start, "comment ends before closing delimiter".into()));
+                    }
+                } else {
+                    return Err(
+                        self.err_at(action_start, "comment ends before closing delimiter".into())
+                    );
+                }
+                self.pos = q;
+                continue;
+            }
+            // An action.
+            self.skip_space();
+            let (tok, off) = self.next()?;
+            match tok {
+                Tok::Ident(ref kw) if kw == "end" => {
+                    self.expect_close("end")?;
+                    if !inner {
+                        return Err(self.err_at(off, "unexpected {{end}}".into()));
+                    }
+                    return Ok((nodes, Some(("end".into(), off))));
+                }
+                Tok::Ident(ref kw) if kw == "else" => {
+                    if !inner {
+                        return Err(self.err_at(off, "unexpected {{else}}".into()));
+                    }
+                    return Ok((nodes, Some(("else".into(), off))));
+                }
+                Tok::Ident(ref kw) if kw == "if" || kw == "range" || kw == "with" => {
+                    let kw = kw.clone();
+                    nodes.push(self.control(&kw, off)?);
+                }
+                Tok::Ident(ref kw) if kw == "define" || kw == "block" => {
+                    let kw = kw.clone();
+                    self.skip_space();
+                    let (t, o) = self.next()?;
+                    let Tok::Str(name) = t else {
+                        return Err(self.err_at(o, format!("unexpected {t:?} in {kw} clause")));
+                    };
+                    let pipe = if kw == "block" {
+                        Some(self.pipeline(&kw, true)?)
+                    } else {
+                        self.expect_close(&kw)?;
+                        None
+                    };
+                    let saved = std::mem::replace(&mut self.vars, vec!["$".into()]);
+                    let (body, end) = self.list(true)?;
+                    self.vars = saved;
+                    match end {
+                        Some((e, _)) if e == "end" => {}
+                        Some((e, o)) => {
+                            return Err(self.err_at(o, format!("unexpected {{{{{e}}}}} in {kw}")));
+                        }
+                        None => return Err(self.err_at(off, "unexpected EOF".into())),
+                    }
+                    self.defines.push((name.clone(), body));
+                    if let Some(pipe) = pipe {
+                        nodes.push(Node::Template {
+                            name,
+                            pipe: Some(pipe),
+                            pos: self.pos_of(off),
+                        });
+                    }
+                }
+                Tok::Ident(ref kw) if kw == "template" => {
+                    self.skip_space();
+                    let (t, o) = self.next()?;
+                    let Tok::Str(name) = t else {
+                        return Err(self.err_at(o, format!("unexpected {t:?} in template clause")));
+                    };
+                    self.skip_space();
+                    let pipe = if matches!(self.peek()?, Tok::Close) {
+                        self.next()?;
+                        None
+                    } else {
+                        Some(self.pipeline("template", false)?)
+                    };
+                    nodes.push(Node::Template {
+                        name,
+                        pipe,
+                        pos: self.pos_of(off),
+                    });
+                }
+                Tok::Ident(ref kw) if kw == "break" || kw == "continue" => {
+                    if self.range_depth == 0 {
+                        return Err(self.err_at(off, format!("{{{{{kw}}}}} outside {{{{range}}}}")));
+                    }
+                    let kw = kw.clone();
+                    self.expect_close(&kw)?;
+                    let pos = self.pos_of(off);
+                    nodes.push(if kw == "break" {
+                        Node::Break(pos)
+                    } else {
+                        Node::Continue(pos)
+                    });
+                }
+                t => {
+                    self.peeked.push((t, off));
+                    let pipe = self.pipeline("command", false)?;
+                    nodes.push(Node::Action(pipe));
+                }
+            }
+        }
+    }
+
+    fn control(&mut self, kw: &str, off: usize) -> Result<Node, ParseError> {
+        let mark = self.vars.len();
+        let pipe = self.pipeline(kw, false)?;
+        if kw == "range" {
+            self.range_depth += 1;
+        }
+        let (list, end) = self.list(true)?;
+        if kw == "range" {
+            self.range_depth -= 1;
+        }
+        let else_list = match end {
+            Some((e, _)) if e == "end" => None,
+            Some((_, eoff)) => {
+                // `{{else}}`, `{{else if …}}`, `{{else with …}}`.
+                self.skip_space();
+                let (t, o) = self.next()?;
+                match t {
+                    Tok::Close => {
+                        let (el, end2) = self.list(true)?;
+                        match end2 {
+                            Some((e, _)) if e == "end" => Some(el),
+                            Some((_, o2)) => {
+                                return Err(self.err_at(o2, "expected end; found {{else}}".into()));
+                            }
+                            None => return Err(self.err_at(eoff, "unexpected EOF".into())),
+                        }
+                    }
+                    Tok::Ident(ref k2)
+                        if (k2 == "if" && kw == "if") || (k2 == "with" && kw == "with") =>
+                    {
+                        let k2 = k2.clone();
+                        // The chained branch shares this `{{end}}`.
+                        let node = self.control(&k2, o)?;
+                        Some(vec![node])
+                    }
+                    t => return Err(self.err_at(o, format!("unexpected {t:?} in else"))),
+                }
+            }
+            None => return Err(self.err_at(off, "unexpected EOF".into())),
+        };
+        self.vars.truncate(mark);
+        let b = Branch {
+            pipe,
+            list,
+            else_list,
+        };
+        Ok(match kw {
+            "if" => Node::If(b),
+            "range" => Node::Range(b),
+            _ => Node::With(b),
+        })
+    }
+
+    fn expect_close(&mut self, ctx: &str) -> Result<(), ParseError> {
+        self.skip_space();
+        let (t, o) = self.next()?;
+        if t != Tok::Close {
+            return Err(self.err_at(o, format!("unexpected {t:?} in {ctx}")));
+        }
+        Ok(())
+    }
+
+    fn skip_space(&mut self) {
+        while let Ok(Tok::Space) = self.peek() {
+            let _ = self.next();
+        }
+    }
+
+    fn peek(&mut self) -> Result<Tok, ParseError> {
+        if self.peeked.is_empty() {
+            let t = self.lex()?;
+            self.peeked.push(t);
+        }
+        Ok(self.peeked[self.peeked.len() - 1].0.clone())
+    }
+
+    fn next(&mut self) -> Result<(Tok, usize), ParseError> {
+        if let Some(t) = self.peeked.pop() {
+            return Ok(t);
+        }
+        self.lex()
+    }
+
+    /// One token inside an action.
+    fn lex(&mut self) -> Result<(Tok, usize), ParseError> {
+        let bytes = self.src.as_bytes();
+        let start = self.pos;
+        let Some(&c) = bytes.get(start) else {
+            let opened = self.pos_of(self.action_start).line;
+            return Err(self.err_at(
+                start,
+                format!("unclosed action started at {}:{opened}", self.name),
+            ));
+        };
+        if is_space(c) {
+            let mut q = start;
+            while q < bytes.len() && is_space(bytes[q]) {
+                q += 1;
+            }
+            // ` -}}` closes with a right trim.
+            if self.src[q..].starts_with("-}}") {
+                self.pos = q + 3;
+                self.trim_next = true;
+                return Ok((Tok::Close, start));
+            }
+            self.pos = q;
+            return Ok((Tok::Space, start));
+        }
+        if self.src[start..].starts_with("}}") {
+            self.pos = start + 2;
+            return Ok((Tok::Close, start));
+        }
+        let rest = &self.src[start..];
+        let tok = match c {
+            b'|' => {
+                self.pos += 1;
+                Tok::Pipe
+            }
+            b'(' => {
+                self.pos += 1;
+                Tok::LParen
+            }
+            b')' => {
+                self.pos += 1;
+                Tok::RParen
+            }
+            b',' => {
+                self.pos += 1;
+                Tok::Comma
+            }
+            b':' if rest.starts_with(":=") => {
+                self.pos += 2;
+                Tok::Declare
+            }
+            b'=' => {
+                self.pos += 1;
+                Tok::Assign
+            }
+            b'"' => {
+                let mut q = start + 1;
+                let mut s = String::new();
+                loop {
+                    let Some(ch) = self.src[q..].chars().next() else {
+                        return Err(self.err_at(start, "unterminated quoted string".into()));
+                    };
+                    match ch {
+                        '"' => {
+                            q += 1;
+                            break;
+                        }
+                        '\n' => return Err(self.err_at(start, "unterminated quoted string".into())),
+                        '\\' => {
+                            let (c2, n) = self.escape(q + 1)?;
+                            s.push_str(&c2);
+                            q += 1 + n;
+                        }
+                        _ => {
+                            s.push(ch);
+                            q += ch.len_utf8();
+                        }
+                    }
+                }
+                self.pos = q;
+                Tok::Str(s)
+            }
+            b'`' => {
+                let Some(end) = rest[1..].find('`') else {
+                    return Err(self.err_at(start, "unterminated raw quoted string".into()));
+                };
+                self.pos = start + 2 + end;
+                Tok::Str(rest[1..1 + end].to_string())
+            }
+            b'\'' => {
+                let mut q = start + 1;
+                let ch = self.src[q..].chars().next().unwrap_or('\'');
+                let val = if ch == '\\' {
+                    let (s, n) = self.escape(q + 1)?;
+                    q += 1 + n;
+                    s.chars().next().map(|c| c as i64).unwrap_or(0)
+                } else {
+                    q += ch.len_utf8();
+                    ch as i64
+                };
+                if bytes.get(q) != Some(&b'\'') {
+                    return Err(self.err_at(start, "unterminated character constant".into()));
+                }
+                self.pos = q + 1;
+                Tok::Char(val)
+            }
+            b'$' => {
+                let n = rest[1..]
+                    .chars()
+                    .take_while(|&c| is_alnum(c))
+                    .map(char::len_utf8)
+                    .sum::<usize>();
+                self.pos = start + 1 + n;
+                Tok::Var(rest[..1 + n].to_string())
+            }
+            b'.' => {
+                let n = rest[1..]
+                    .chars()
+                    .take_while(|&c| is_alnum(c))
+                    .map(char::len_utf8)
+                    .sum::<usize>();
+                if n == 0 {
+                    if rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
+                        return self.number(start);
+                    }
+                    self.pos = start + 1;
+                    Tok::Dot
+                } else if rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
+                    return self.number(start);
+                } else {
+                    self.pos = start + 1 + n;
+                    Tok::Field(rest[1..1 + n].to_string())
+                }
+            }
+            b'0'..=b'9' | b'+' | b'-' => return self.number(start),
+            _ if is_alnum(rest.chars().next().unwrap_or(' ')) => {
+                let n = rest
+                    .chars()
+                    .take_while(|&c| is_alnum(c))
+                    .map(char::len_utf8)
+                    .sum::<usize>();
+                self.pos = start + n;
+                Tok::Ident(rest[..n].to_string())
+            }
+            _ => {
+                let ch = rest.chars().next().unwrap_or(' ');
+                return Err(self.err_at(start, format!("unexpected {ch:?} in command")));
+            }
+        };
+        Ok((tok, start))
+    }
+
+    fn number(&mut self, start: usize) -> Result<(Tok, usize), ParseError> {
+        let rest = &self.src[start..];
+        let n = rest
+            .char_indices()
+            .take_while(|&(i, c)| {
+                c.is_ascii_alphanumeric()
+                    || c == '.'
+                    || c == '_'
+                    || ((c == '+' || c == '-')
+                        && (i == 0
+                            || matches!(rest.as_bytes()[i - 1], b'e' | b'E' | b'p' | b'P')
+                                && !rest[..i].starts_with("0x")))
+            })
+            .map(|(_, c)| c.len_utf8())
+            .sum::<usize>();
+        self.pos = start + n;
+        Ok((Tok::Num(rest[..n].to_string()), start))
+    }
+
+    /// A backslash escape at `q` (after the backslash): the text and bytes consumed.
+    fn escape(&self, q: usize) -> Result<(String, usize), ParseError> {
+        let rest = &self.src[q..];
+        let Some(c) = rest.chars().next() else {
+            return Err(self.err_at(q, "unterminated quoted string".into()));
+        };
+        let simple = match c {
+            'n' => Some('\n'),
+            't' => Some('\t'),
+            'r' => Some('\r'),
+            '\\' => Some('\\'),
+            '"' => Some('"'),
+            '\'' => Some('\''),
+            'a' => Some('\x07'),
+            'b' => Some('\x08'),
+            'f' => Some('\x0c'),
+            'v' => Some('\x0b'),
+            _ => None,
+        };
+        if let Some(s) = simple {
+            return Ok((s.to_string(), 1));
+        }
+        let hex = |len: usize| -> Result<(String, usize), ParseError> {
+            let h = rest.get(1..1 + len).unwrap_or("");
+            let v =
+                u32::from_str_radix(h, 16).map_err(|_| self.err_at(q, "invalid escape".into()))?;
+            let ch = char::from_u32(v).ok_or_else(|| self.err_at(q, "invalid escape".into()))?;
+            Ok((ch.to_string(), 1 + len))
+        };
+        match c {
+            'x' => hex(2),
+            'u' => hex(4),
+            'U' => hex(8),
+            '0'..='7' => {
+                let h = rest.get(..3).unwrap_or("");
+                let v = u32::from_str_radix(h, 8)
+                    .map_err(|_| self.err_at(q, "invalid escape".into()))?;
+                Ok((char::from_u32(v).unwrap_or('\0').to_string(), 3))
+            }
+            _ => Err(self.err_at(q, "unknown escape sequence".into())),
+        }
+    }
+
+    /// A pipeline up to `}}` (or `)` when `paren`), with an optional declaration.
+    fn pipeline(&mut self, ctx: &str, _block: bool) -> Result<Pipe, ParseError> {
+        self.pipeline_inner(ctx, false)
+    }
+
+    fn pipeline_inner(&mut self, ctx: &str, paren: bool) -> Result<Pipe, ParseError> {
+        self.skip_space();
+        let start = self.peek_off()?;
+        let mut pipe = Pipe {
+            pos: self.pos_of(start),
+            decl: Vec::new(),
+            is_assign: false,
+            cmds: Vec::new(),
+        };
+        // Declarations: `$x :=`, `$x =`, `$i, $v :=`.
+        if let Tok::Var(_) = self.peek()? {
+            let save_pos = self.pos;
+            let save_peek = self.peeked.clone();
+            let save_trim = self.trim_next;
+            let (Tok::Var(v1), _) = self.next()? else {
+                unreachable_var()
+            };
+            self.skip_space();
+            match self.peek()? {
+                Tok::Declare | Tok::Assign => {
+                    let (t, _) = self.next()?;
+                    pipe.is_assign = t == Tok::Assign;
+                    pipe.decl.push(v1);
+                }
+                Tok::Comma if ctx == "range" => {
+                    self.next()?;
+                    self.skip_space();
+                    let (t2, o2) = self.next()?;
+                    let Tok::Var(v2) = t2 else {
+                        return Err(self.err_at(o2, "missing variable in range declaration".into()));
+                    };
+                    self.skip_space();
+                    let (t3, o3) = self.next()?;
+                    match t3 {
+                        Tok::Declare => {}
+                        Tok::Assign => pipe.is_assign = true,
+                        _ => {
+                            return Err(
+                                self.err_at(o3, "expected := or = in range declaration".into())
+                            );
+                        }
+                    }
+                    pipe.decl.push(v1);
+                    pipe.decl.push(v2);
+                }
+                _ => {
+                    self.pos = save_pos;
+                    self.peeked = save_peek;
+                    self.trim_next = save_trim;
+                }
+            }
+            if !pipe.decl.is_empty() {
+                for v in &pipe.decl {
+                    if pipe.is_assign {
+                        if !self.vars.contains(v) {
+                            return Err(self.err_at(start, format!("undefined variable \"{v}\"")));
+                        }
+                    } else {
+                        self.vars.push(v.clone());
+                    }
+                }
+            }
+        }
+        loop {
+            self.skip_space();
+            let (t, o) = self.next()?;
+            match t {
+                Tok::Close if !paren => break,
+                Tok::RParen if paren => break,
+                Tok::Close | Tok::RParen => {
+                    return Err(self.err_at(o, format!("unexpected {t:?} in {ctx}")));
+                }
+                Tok::Pipe if !pipe.cmds.is_empty() => continue,
+                t => {
+                    self.peeked.push((t, o));
+                    let cmd = self.command(paren)?;
+                    pipe.cmds.push(cmd);
+                }
+            }
+        }
+        if pipe.cmds.is_empty() {
+            return Err(self.err_at(start, format!("missing value for {ctx}")));
+        }
+        Ok(pipe)
+    }
+
+    fn peek_off(&mut self) -> Result<usize, ParseError> {
+        self.peek()?;
+        Ok(self.peeked[self.peeked.len() - 1].1)
+    }
+
+    fn command(&mut self, paren: bool) -> Result<Cmd, ParseError> {
+        let start = self.peek_off()?;
+        let mut cmd = Cmd {
+            pos: self.pos_of(start),
+            args: Vec::new(),
+        };
+        loop {
+            self.skip_space();
+            match self.peek()? {
+                Tok::Close | Tok::Pipe => break,
+                Tok::RParen if paren => break,
+                _ => {}
+            }
+            let arg = self.operand()?;
+            cmd.args.push(arg);
+            // Operands are separated by spaces.
+            match self.peek()? {
+                Tok::Space => {}
+                Tok::Close | Tok::Pipe => {}
+                Tok::RParen if paren => {}
+                t => {
+                    let o = self.peek_off()?;
+                    return Err(self.err_at(o, format!("unexpected {t:?} in operand")));
+                }
+            }
+        }
+        if cmd.args.is_empty() {
+            return Err(self.err_at(start, "empty command".into()));
+        }
+        Ok(cmd)
+    }
+
+    fn operand(&mut self) -> Result<Arg, ParseError> {
+        let (t, o) = self.next()?;
+        let pos = self.pos_of(o);
+        let term = match t {
+            Tok::Ident(name) => match name.as_str() {
+                "true" => Arg::Bool(true),
+                "false" => Arg::Bool(false),
+                "nil" => Arg::Nil(pos),
+                _ => {
+                    if !(self.funcs)(&name) {
+                        return Err(self.err_at(o, format!("function \"{name}\" not defined")));
+                    }
+                    Arg::Ident(name, pos)
+                }
+            },
+            Tok::Dot => Arg::Dot(pos),
+            Tok::Field(f) => {
+                let mut chain = vec![f];
+                while let Tok::Field(_) = self.peek()? {
+                    let (Tok::Field(f), _) = self.next()? else {
+                        unreachable_var()
+                    };
+                    chain.push(f);
+                }
+                return Ok(Arg::Field(chain, pos));
+            }
+            Tok::Var(v) => {
+                if !self.vars.contains(&v) {
+                    return Err(self.err_at(o, format!("undefined variable \"{v}\"")));
+                }
+                let mut chain = Vec::new();
+                while let Tok::Field(_) = self.peek()? {
+                    let (Tok::Field(f), _) = self.next()? else {
+                        unreachable_var()
+                    };
+                    chain.push(f);
+                }
+                return Ok(Arg::Var(v, chain, pos));
+            }
+            Tok::Str(s) => Arg::Str(Rc::from(s.as_str())),
+            Tok::Char(c) => Arg::Int(c),
+            Tok::Num(text) => number_arg(&text)
+                .ok_or_else(|| self.err_at(o, format!("bad number syntax: \"{text}\"")))?,
+            Tok::LParen => {
+                let p = self.pipeline_inner("parenthesized pipeline", true)?;
+                Arg::Pipe(Box::new(p))
+            }
+            t => return Err(self.err_at(o, format!("unexpected {t:?} in operand"))),
+        };
+        // A field chain right after a term: `(pipe).A.B`.
+        let mut chain = Vec::new();
+        while let Tok::Field(_) = self.peek()? {
+            let (Tok::Field(f), _) = self.next()? else {
+                unreachable_var()
+            };
+            chain.push(f);
+        }
+        if chain.is_empty() {
+            return Ok(term);
+        }
+        Ok(Arg::Chain(Box::new(term), chain, pos))
+    }
+}
+
+#[allow(clippy::panic)]
+fn unreachable_var() -> ! {
+    // Only reached after a successful `peek` of the same token kind.
+    panic!("token changed between peek and next")
+}
+
+/// A number literal as Go's parser types it: an int when it is written as one, else a float.
+fn number_arg(text: &str) -> Option<Arg> {
+    let t: String = text.chars().filter(|&c| c != '_').collect();
+    let (neg, body) = match t.strip_prefix('-') {
+        Some(b) => (true, b),
+        None => (false, t.strip_prefix('+').unwrap_or(&t)),
+    };
+    let int = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        i64::from_str_radix(h, 16).ok()
+    } else if let Some(b) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
+        i64::from_str_radix(b, 2).ok()
+    } else if let Some(o) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
+        i64::from_str_radix(o, 8).ok()
+    } else if body.len() > 1 && body.starts_with('0') && body.bytes().all(|b| b.is_ascii_digit()) {
+        i64::from_str_radix(&body[1..], 8).ok()
+    } else if body.bytes().all(|b| b.is_ascii_digit()) {
+        body.parse::<i64>().ok()
+    } else {
+        None
+    };
+    if let Some(n) = int {
+        return Some(Arg::Int(if neg { -n } else { n }));
+    }
+    let f: f64 = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
+        Some(h) => hex_float(h)?,
+        None => body.parse().ok()?,
+    };
+    Some(Arg::Float(if neg { -f } else { f }))
+}
+
+/// A hexadecimal float (`1p60`, `1.8p1`) after its `0x`.
+fn hex_float(h: &str) -> Option<f64> {
+    let (mant, exp) = h.split_once(['p', 'P'])?;
+    let exp: i32 = exp.parse().ok()?;
+    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    Some(v * 2f64.powi(exp))
+}
+
+/// The names a text calls, for error messages and the supported-function check.
+pub fn called_functions(nodes: &[Node], out: &mut HashSet<String>) {
+    fn arg(a: &Arg, out: &mut HashSet<String>) {
+        match a {
+            Arg::Ident(n, _) => {
+                out.insert(n.clone());
+            }
+            Arg::Chain(b, _, _) => arg(b, out),
+            Arg::Pipe(p) => pipe(p, out),
+            _ => {}
+        }
+    }
+    fn pipe(p: &Pipe, out: &mut HashSet<String>) {
+        for c in &p.cmds {
+            for a in &c.args {
+                arg(a, out);
+            }
+        }
+    }
+    for n in nodes {
+        match n {
+            Node::Action(p) => pipe(p, out),
+            Node::If(b) | Node::Range(b) | Node::With(b) => {
+                pipe(&b.pipe, out);
+                called_functions(&b.list, out);
+                if let Some(e) = &b.else_list {
+                    called_functions(e, out);
+                }
+            }
+            Node::Template { pipe: Some(p), .. } => pipe(p, out),
+            _ => {}
+        }
+    }
+}

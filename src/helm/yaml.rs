@@ -1,0 +1,666 @@
+//! YAML and JSON as Helm reads and writes them.
+//!
+//! Reading follows `sigs.k8s.io/yaml` (go-yaml v2 then JSON): YAML 1.1 plain scalars
+//! (`yes`/`no`/`on`/`off`/`y`/`n` are booleans, `0644` is octal, `<<` merges), every number a
+//! float64, mapping keys as strings. It walks `granit-parser` events (the parser under
+//! serde-saphyr) because the typing of a plain scalar depends on its style.
+//!
+//! Writing follows what `toYaml` prints (`sigs.k8s.io/yaml.Marshal`: JSON, then go-yaml v2):
+//! keys sorted, two-space indent, sequences at their key's indent, integral floats as
+//! integers, multi-line strings as literal blocks, ambiguous strings double-quoted. And Go's
+//! `encoding/json` for `toJson` (sorted keys, `<`, `>`, `&` escaped as `\u003c`…).
+
+use super::template::value::{Value, format_float};
+use granit_parser::{Event, Parser, ScalarStyle};
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write as _;
+
+/// A YAML read error with its 1-based line.
+#[derive(Debug, Clone)]
+pub struct YamlError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for YamlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "yaml: line {}: {}", self.line, self.message)
+    }
+}
+
+/// Reads every document of a stream (empty documents become `Nil`).
+pub fn parse_all(text: &str) -> Result<Vec<Value>, YamlError> {
+    parse_all_mode(text, false)
+}
+
+/// Reads one document with every non-null scalar as its text, as `sigs.k8s.io/yaml` fills
+/// string fields (`version: 1.0` in Chart.yaml is the string "1.0").
+pub fn parse_one_strings(text: &str) -> Result<Value, YamlError> {
+    Ok(parse_all_mode(text, true)?
+        .into_iter()
+        .next()
+        .unwrap_or(Value::Nil))
+}
+
+fn parse_all_mode(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut docs = Vec::new();
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut anchors: HashMap<usize, Value> = HashMap::new();
+    let mut cur_doc: Option<Value> = None;
+    for ev in Parser::new_from_str(text) {
+        let (event, span) = ev.map_err(|e| YamlError {
+            line: e.marker().line(),
+            message: e.to_string(),
+        })?;
+        let line = span.start.line();
+        let node = match event {
+            Event::DocumentStart(..) => {
+                cur_doc = None;
+                continue;
+            }
+            Event::DocumentEnd => {
+                docs.push(cur_doc.take().unwrap_or(Value::Nil));
+                continue;
+            }
+            Event::StreamStart | Event::StreamEnd => continue,
+            Event::Scalar(text, style, anchor, tag) => {
+                let v = match resolve_scalar(
+                    &text,
+                    style,
+                    tag.as_ref().map(|t| t.suffix().to_string()),
+                ) {
+                    v if strings => stringify_scalar(&text, v),
+                    v => v,
+                };
+                if anchor != 0 {
+                    anchors.insert(anchor, v.clone());
+                }
+                v
+            }
+            Event::Alias(id) => anchors.get(&id).cloned().ok_or_else(|| YamlError {
+                line,
+                message: "unknown anchor".into(),
+            })?,
+            Event::SequenceStart(_, anchor, _) => {
+                stack.push(Frame::Seq(Vec::new(), anchor));
+                continue;
+            }
+            Event::MappingStart(_, anchor, _) => {
+                stack.push(Frame::Map(BTreeMap::new(), None, anchor, Vec::new()));
+                continue;
+            }
+            Event::SequenceEnd => match stack.pop() {
+                Some(Frame::Seq(items, anchor)) => {
+                    let v = Value::list(items);
+                    if anchor != 0 {
+                        anchors.insert(anchor, v.clone());
+                    }
+                    v
+                }
+                _ => {
+                    return Err(YamlError {
+                        line,
+                        message: "unbalanced sequence".into(),
+                    });
+                }
+            },
+            Event::MappingEnd => match stack.pop() {
+                Some(Frame::Map(mut m, _, anchor, merges)) => {
+                    // `<<` merges: explicit keys win, earlier merged maps win over later ones.
+                    for merged in merges {
+                        let sources: Vec<Value> = match merged {
+                            Value::List(l) => l.iter().cloned().collect(),
+                            other => vec![other],
+                        };
+                        for src in sources {
+                            if let Value::Map(sm) = src {
+                                for (k, v) in sm.borrow().iter() {
+                                    m.entry(k.clone()).or_insert_with(|| v.deep_copy());
+                                }
+                            }
+                        }
+                    }
+                    let v = Value::map(m);
+                    if anchor != 0 {
+                        anchors.insert(anchor, v.clone());
+                    }
+                    v
+                }
+                _ => {
+                    return Err(YamlError {
+                        line,
+                        message: "unbalanced mapping".into(),
+                    });
+                }
+            },
+            _ => continue,
+        };
+        // Attach the node to its parent.
+        match stack.last_mut() {
+            None => cur_doc = Some(node),
+            Some(Frame::Seq(items, _)) => items.push(node),
+            Some(Frame::Map(m, key, _, merges)) => match key.take() {
+                None => *key = Some(node),
+                Some(k) => {
+                    if matches!(&k, Value::Str(s) if &**s == "<<")
+                        && matches!(node, Value::Map(_) | Value::List(_))
+                    {
+                        merges.push(node);
+                    } else {
+                        // go-yaml v2 (sigs.k8s.io/yaml) lets a repeated key win.
+                        m.insert(key_string(&k), node);
+                    }
+                }
+            },
+        }
+    }
+    Ok(docs)
+}
+
+/// A scalar read into a Go string field by sigs.k8s.io/yaml: the YAML value, formatted
+/// (`off` is "false", `1.10` is "1.1", `0644` is "420"), as Helm reads Chart.yaml.
+fn stringify_scalar(text: &str, v: Value) -> Value {
+    match v {
+        Value::Bool(b) => Value::from(b.to_string()),
+        Value::Float(f) => {
+            let integral = !text.contains(['.', 'e', 'E']) && f.fract() == 0.0;
+            if integral {
+                Value::from(format!("{f:.0}"))
+            } else {
+                let short: f64 = format!("{}", f as f32).parse().unwrap_or(f);
+                Value::from(format_float(short, -4, 6))
+            }
+        }
+        other => other,
+    }
+}
+
+enum Frame {
+    Seq(Vec<Value>, usize),
+    /// entries, pending key, anchor, `<<` values
+    Map(BTreeMap<String, Value>, Option<Value>, usize, Vec<Value>),
+}
+
+/// A mapping key as sigs.k8s.io/yaml turns it into a JSON key.
+fn key_string(k: &Value) -> String {
+    match k {
+        Value::Str(s) => s.to_string(),
+        Value::Nil => "null".into(),
+        Value::Float(f) => json_float(*f),
+        other => other.go_string(),
+    }
+}
+
+/// Reads one document (the first; none gives `Nil`).
+pub fn parse_one(text: &str) -> Result<Value, YamlError> {
+    Ok(parse_all(text)?.into_iter().next().unwrap_or(Value::Nil))
+}
+
+/// YAML 1.1 resolution of a scalar, as go-yaml v2.
+fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<String>) -> Value {
+    if let Some(t) = tag.as_deref() {
+        match t {
+            "str" | "binary" => return Value::str(text),
+            "int" | "float" => {
+                if let Some(v) = resolve_number(text) {
+                    return v;
+                }
+            }
+            "bool" => {
+                if let Some(b) = resolve_bool(text) {
+                    return Value::Bool(b);
+                }
+            }
+            "null" => return Value::Nil,
+            _ => {}
+        }
+    }
+    if style != ScalarStyle::Plain {
+        return Value::str(text);
+    }
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Nil,
+        _ => {}
+    }
+    if let Some(b) = resolve_bool(text) {
+        return Value::Bool(b);
+    }
+    if let Some(v) = resolve_number(text) {
+        return v;
+    }
+    Value::str(text)
+}
+
+fn resolve_bool(text: &str) -> Option<bool> {
+    match text {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            Some(true)
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            Some(false)
+        }
+        _ => None,
+    }
+}
+
+fn resolve_number(text: &str) -> Option<Value> {
+    let first = text.as_bytes().first()?;
+    if !(first.is_ascii_digit() || matches!(first, b'-' | b'+' | b'.')) {
+        return None;
+    }
+    match text {
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => {
+            return Some(Value::Float(f64::INFINITY));
+        }
+        "-.inf" | "-.Inf" | "-.INF" => return Some(Value::Float(f64::NEG_INFINITY)),
+        ".nan" | ".NaN" | ".NAN" => return Some(Value::Float(f64::NAN)),
+        _ => {}
+    }
+    let plain: String = text.chars().filter(|&c| c != '_').collect();
+    let (neg, body) = match plain.strip_prefix('-') {
+        Some(b) => (true, b.to_string()),
+        None => (false, plain.strip_prefix('+').unwrap_or(&plain).to_string()),
+    };
+    if body.is_empty() {
+        return None;
+    }
+    let sign = if neg { -1.0 } else { 1.0 };
+    let int = if let Some(h) = body.strip_prefix("0x") {
+        u64::from_str_radix(h, 16).ok()
+    } else if let Some(b) = body.strip_prefix("0b") {
+        u64::from_str_radix(b, 2).ok()
+    } else if body.len() > 1 && body.starts_with('0') && body.bytes().all(|b| b.is_ascii_digit()) {
+        u64::from_str_radix(&body[1..], 8).ok()
+    } else if body.bytes().all(|b| b.is_ascii_digit()) {
+        body.parse::<u64>()
+            .ok()
+            .or_else(|| body.parse::<f64>().ok().map(|f| f as u64))
+    } else {
+        None
+    };
+    if let Some(n) = int {
+        return Some(Value::Float(sign * n as f64));
+    }
+    // YAML 1.1 floats: digits with a `.` or an exponent.
+    let ok = body
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'-' | b'+'))
+        && body.bytes().any(|b| b.is_ascii_digit())
+        && (body.contains('.') || body.contains('e') || body.contains('E'));
+    if ok && let Ok(f) = body.parse::<f64>() {
+        return Some(Value::Float(sign * f));
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------------------
+// toYaml
+// ---------------------------------------------------------------------------------------
+
+/// `toYaml` (without the final newline trimming, which the caller does).
+pub fn to_yaml(v: &Value) -> String {
+    let mut out = String::new();
+    match v {
+        Value::Map(m) if !m.borrow().is_empty() => write_map(&mut out, &m.borrow(), 0),
+        Value::List(l) if !l.is_empty() => write_seq(&mut out, l, 0),
+        other => {
+            // go-yaml indents a top-level block scalar by two.
+            write_inline_scalar(&mut out, other, 2);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn pad(out: &mut String, n: usize) {
+    for _ in 0..n {
+        out.push(' ');
+    }
+}
+
+fn write_map(out: &mut String, m: &BTreeMap<String, Value>, ind: usize) {
+    let mut first = true;
+    for (k, v) in m {
+        if !first || !out.ends_with("- ") {
+            pad(out, ind);
+        }
+        first = false;
+        out.push_str(&scalar_string(k, true));
+        out.push(':');
+        write_after_key(out, v, ind);
+    }
+}
+
+fn write_after_key(out: &mut String, v: &Value, ind: usize) {
+    match v {
+        Value::Map(m) if !m.borrow().is_empty() => {
+            out.push('\n');
+            write_map(out, &m.borrow(), ind + 2);
+        }
+        Value::List(l) if !l.is_empty() => {
+            out.push('\n');
+            write_seq(out, l, ind);
+        }
+        other => {
+            out.push(' ');
+            write_inline_scalar(out, other, ind + 2);
+            out.push('\n');
+        }
+    }
+}
+
+fn write_seq(out: &mut String, l: &[Value], ind: usize) {
+    for v in l {
+        pad(out, ind);
+        out.push_str("- ");
+        match v {
+            Value::Map(m) if !m.borrow().is_empty() => write_map(out, &m.borrow(), ind + 2),
+            Value::List(inner) if !inner.is_empty() => {
+                // go-yaml writes a nested sequence on the same line: `- - a`.
+                let mut sub = String::new();
+                write_seq(&mut sub, inner, ind + 2);
+                out.push_str(sub.trim_start());
+            }
+            other => {
+                write_inline_scalar(out, other, ind + 2);
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// A scalar (or empty collection) after `key: ` or `- `; `ind` is the block indent.
+fn write_inline_scalar(out: &mut String, v: &Value, ind: usize) {
+    match v {
+        Value::Nil => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Float(f) => out.push_str(&yaml_float(*f)),
+        Value::Map(_) => out.push_str("{}"),
+        Value::List(_) => out.push_str("[]"),
+        Value::Str(s) => {
+            if s.contains('\n') && literal_ok(s) {
+                write_literal(out, s, ind);
+            } else {
+                out.push_str(&scalar_string(s, false));
+            }
+        }
+        Value::Object(o) => out.push_str(&scalar_string(&o.display(), false)),
+    }
+}
+
+/// A float as JSON then go-yaml prints it: integral values as integers.
+fn yaml_float(f: f64) -> String {
+    if f.is_nan() {
+        return ".nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 {
+            "+.inf".into()
+        } else {
+            "-.inf".into()
+        };
+    }
+    json_float(f)
+}
+
+/// A literal block is used unless the text has characters a block cannot carry.
+fn literal_ok(s: &str) -> bool {
+    !s.chars()
+        .any(|c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{feff}')
+        && !s.lines().any(|l| l.ends_with(' ') || l.ends_with('\t'))
+        && !s.starts_with(['\n', ' ', '\t'])
+}
+
+fn write_literal(out: &mut String, s: &str, ind: usize) {
+    let trailing = s.len() - s.trim_end_matches('\n').len();
+    out.push('|');
+    match trailing {
+        0 => out.push('-'),
+        1 => {}
+        _ => out.push('+'),
+    }
+    let body = s.trim_end_matches('\n');
+    for line in body.split('\n') {
+        out.push('\n');
+        if !line.is_empty() {
+            pad(out, ind);
+            out.push_str(line);
+        }
+    }
+    for _ in 1..trailing {
+        out.push('\n');
+    }
+}
+
+/// A string as a plain scalar when a YAML 1.1 reader reads it back as the same string,
+/// else double-quoted.
+fn scalar_string(s: &str, _key: bool) -> String {
+    if plain_ok(s) {
+        return s.to_string();
+    }
+    // go-yaml double-quotes a string that would read back as another type, and falls back
+    // from plain to single quotes when only the syntax is in the way (`tpl` re-reads such
+    // text, so the style matters).
+    let other_type =
+        !s.is_empty() && !matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::Str(_));
+    if other_type || s.chars().any(|c| c.is_control() || c == '\u{feff}') {
+        double_quote(s)
+    } else {
+        format!("'{}'", s.replace('\'', "''"))
+    }
+}
+
+fn plain_ok(s: &str) -> bool {
+    if s.is_empty() || s.trim() != s {
+        return false;
+    }
+    if !matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::Str(_)) {
+        return false;
+    }
+    let first = s.chars().next().unwrap_or(' ');
+    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
+        // `-x` and `:x` are plain in YAML, but go-yaml quotes the indicator forms.
+        if !(first == '-' && s.len() > 1 && !s[1..].starts_with(' ')) {
+            return false;
+        }
+        if s.starts_with("---") {
+            return false;
+        }
+    }
+    if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
+        return false;
+    }
+    if s.chars().any(|c| {
+        c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' || c == '\u{85}'
+    }) {
+        return false;
+    }
+    // Timestamps and base-60 numbers: go-yaml quotes them.
+    if s.bytes().next().is_some_and(|b| b.is_ascii_digit())
+        && s.bytes().all(|b| {
+            b.is_ascii_digit() || matches!(b, b'-' | b':' | b'.' | b'T' | b'Z' | b' ' | b'+')
+        })
+    {
+        return false;
+    }
+    true
+}
+
+fn double_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() || c == '\u{feff}' => {
+                let _ = write!(out, "\\u{:04X}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+// ---------------------------------------------------------------------------------------
+// JSON (Go encoding/json)
+// ---------------------------------------------------------------------------------------
+
+/// A float64 as Go's encoding/json writes it.
+pub fn json_float(f: f64) -> String {
+    if !f.is_finite() {
+        return "null".into();
+    }
+    let a = f.abs();
+    if a != 0.0 && !(1e-6..1e21).contains(&a) {
+        // 'e' format with Go's cleanup (e-07 → e-7).
+        let s = format_float(f, 1000, -1000);
+        let s = s.replace("e-0", "e-").replace("e+0", "e+");
+        return s;
+    }
+    format_float(f, -1000, 1000)
+}
+
+/// `toJson`/`toRawJson`/`toPrettyJson`.
+pub fn to_json(v: &Value, escape_html: bool, pretty: bool) -> String {
+    let mut out = String::new();
+    write_json(
+        &mut out,
+        v,
+        escape_html,
+        if pretty { Some(0) } else { None },
+    );
+    out
+}
+
+fn write_json(out: &mut String, v: &Value, esc: bool, ind: Option<usize>) {
+    match v {
+        Value::Nil => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(n) => {
+            let _ = write!(out, "{n}");
+        }
+        Value::Float(f) => out.push_str(&json_float(*f)),
+        Value::Str(s) => json_string(out, s, esc),
+        Value::Object(o) => json_string(out, &o.display(), esc),
+        Value::List(l) => {
+            if l.is_empty() {
+                out.push_str("[]");
+                return;
+            }
+            out.push('[');
+            for (i, x) in l.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, ind.map(|n| n + 1));
+                write_json(out, x, esc, ind.map(|n| n + 1));
+            }
+            newline(out, ind);
+            out.push(']');
+        }
+        Value::Map(m) => {
+            let m = m.borrow();
+            if m.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            out.push('{');
+            for (i, (k, x)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                newline(out, ind.map(|n| n + 1));
+                json_string(out, k, esc);
+                out.push(':');
+                if ind.is_some() {
+                    out.push(' ');
+                }
+                write_json(out, x, esc, ind.map(|n| n + 1));
+            }
+            newline(out, ind);
+            out.push('}');
+        }
+    }
+}
+
+fn newline(out: &mut String, ind: Option<usize>) {
+    if let Some(n) = ind {
+        out.push('\n');
+        for _ in 0..n {
+            out.push_str("  ");
+        }
+    }
+}
+
+fn json_string(out: &mut String, s: &str, esc: bool) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' if esc => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            '\u{2028}' | '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// Reads JSON as Go's encoding/json into interface{}: numbers are float64.
+pub fn from_json(text: &str) -> Result<Value, String> {
+    let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    Ok(Value::from_json(&v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn yaml_1_1_scalars() {
+        let v = parse_one("a: yes\nb: 0644\nc: '1'\nd: 1.5\ne: ~\nf: n\n").unwrap();
+        assert_eq!(
+            super::to_json(&v, true, false),
+            r#"{"a":true,"b":420,"c":"1","d":1.5,"e":null,"f":false}"#
+        );
+    }
+
+    #[test]
+    fn to_yaml_matches_go_layout() {
+        let v = parse_one("b: [1, x]\na: {c: 'true', d: \"l1\\nl2\"}\ne: []\n").unwrap();
+        assert_eq!(
+            to_yaml(&v),
+            "a:\n  c: \"true\"\n  d: |-\n    l1\n    l2\nb:\n- 1\n- x\ne: []\n"
+        );
+        assert_eq!(to_yaml(&Value::str("{{ x \"y\" }}")), "'{{ x \"y\" }}'\n");
+    }
+
+    #[test]
+    fn json_escapes_html() {
+        assert_eq!(
+            to_json(&Value::str("<a&b>"), true, false),
+            r#""\u003ca\u0026b\u003e""#
+        );
+        assert_eq!(json_float(1e6), "1000000");
+        assert_eq!(json_float(1e21), "1e+21");
+    }
+}
