@@ -39,3 +39,72 @@ impl ArtifactSet {
         self.files.is_empty()
     }
 }
+
+/// The part of an output tree a render is responsible for: everything (no filter), or the
+/// directories of the selected slice. Commands that change or compare a tree (`render`,
+/// `publish`, `diff`, `verify`) prune and compare only inside it, so a filtered run never
+/// touches, or reports, files outside its slice.
+///
+/// The selection rule (README "Selecting a slice"): `-p`, `-e`, `-c` and `-l` choose
+/// BuildPlans (values of one flag are alternatives, flags combine with and); the slice is the
+/// component directory of every chosen plan plus the Kargo and Argo CD directories of every
+/// project with at least one chosen plan. No chosen plan: an empty slice, nothing written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// No filter: the whole tree.
+    All,
+    /// Directory prefixes, each ending in `/`.
+    Dirs(std::collections::BTreeSet<String>),
+}
+
+impl Scope {
+    /// `true` when `path` (relative to the output root) belongs to the slice.
+    pub fn contains(&self, path: &str) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::Dirs(dirs) => dirs.iter().any(|d| path.starts_with(d.as_str())),
+        }
+    }
+
+    /// `true` when the slice holds no path at all.
+    pub fn is_empty(&self) -> bool {
+        matches!(self, Scope::Dirs(d) if d.is_empty())
+    }
+
+    /// The part of `set` inside the slice.
+    pub fn restrict(&self, set: &ArtifactSet) -> ArtifactSet {
+        match self {
+            Scope::All => set.clone(),
+            Scope::Dirs(_) => ArtifactSet {
+                files: set
+                    .files
+                    .iter()
+                    .filter(|(p, _)| self.contains(p))
+                    .map(|(p, b)| (p.clone(), b.clone()))
+                    .collect(),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_matches_whole_directories_only() {
+        let scope = Scope::Dirs(["web/dev/api/".to_string()].into());
+        assert!(scope.contains("web/dev/api/x.yaml"));
+        assert!(!scope.contains("web/dev/api2/x.yaml"));
+        assert!(!scope.contains("web/prod/api/x.yaml"));
+        assert!(Scope::All.contains("anything"));
+        assert!(Scope::Dirs(Default::default()).is_empty());
+        let mut set = ArtifactSet::new();
+        set.insert("web/dev/api/x.yaml", "a");
+        set.insert("web/prod/api/x.yaml", "b");
+        assert_eq!(
+            scope.restrict(&set).paths().collect::<Vec<_>>(),
+            ["web/dev/api/x.yaml"]
+        );
+    }
+}

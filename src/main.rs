@@ -1,6 +1,6 @@
 //! The `kiln` binary: installs the error reporter, parses arguments, calls the library and
-//! maps the outcome to an exit code (0 ok, 1 input errors or a difference found, 2 usage,
-//! 101 internal error). Everything else lives in `kiln::cli` and the pipeline modules.
+//! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage, 101 internal error;
+//! `diff`/`verify`: 0 same, 1 different, 3 error). Everything else lives in `kiln::cli` and the pipeline modules.
 #![allow(clippy::disallowed_methods)] // the edge
 
 use std::process::ExitCode;
@@ -9,11 +9,12 @@ fn main() -> ExitCode {
     kiln::cli::install_reporter();
     // clap exits with 2 on usage errors, as documented.
     let args = <kiln::cli::Cli as clap::Parser>::parse();
+    let error_code = args.command.error_exit_code();
     match kiln::cli::run(args) {
         Ok(code) => code,
         Err(report) => {
             kiln::cli::print_err(&format!("{report:?}"));
-            ExitCode::from(1)
+            ExitCode::from(error_code)
         }
     }
 }

@@ -8,14 +8,14 @@
 //! Invariant: only [`run_render`] writes, and only after every earlier stage succeeded, so on
 //! any error the previous output is left exactly as it was.
 
-use crate::artifact::ArtifactSet;
+use crate::artifact::{ArtifactSet, Scope};
 use crate::diag::Errors;
 use crate::emit::{Layout, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::load::{FileSystem, LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
-use crate::write::{WriteError, WriteReport, write, write_scoped};
+use crate::write::{WriteError, WriteReport, write_scoped};
 use miette::Diagnostic;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -337,8 +337,75 @@ pub struct Built {
     /// The BuildPlans rendered (this shard's, with `--shard`).
     pub plans: Vec<BuildPlan>,
     pub set: ArtifactSet,
+    /// Where the selection may prune and compare (see [`Scope`] for the rule): `render`,
+    /// `publish`, `diff` and `verify` all use it.
+    pub scope: Scope,
+    /// Every file load and render read: path relative to the repository root (`/`-separated;
+    /// absolute when outside it) → `sha256:` of its bytes. The spec digest is taken over it.
+    pub inputs: std::collections::BTreeMap<String, String>,
     pub timings: Timings,
     pub cache: crate::cache::CacheStats,
+}
+
+/// A file system remembering a digest of every file read through it, so provenance can name
+/// exactly the inputs of a render (not a guess at which files matter).
+#[derive(Debug)]
+struct RecordingFs<'a> {
+    inner: &'a dyn FileSystem,
+    read: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>>,
+}
+
+impl<'a> RecordingFs<'a> {
+    fn new(inner: &'a dyn FileSystem) -> Self {
+        RecordingFs {
+            inner,
+            read: Default::default(),
+        }
+    }
+
+    fn inputs(&self, root: &Path) -> std::collections::BTreeMap<String, String> {
+        let read = self.read.lock().map(|r| r.clone()).unwrap_or_default();
+        let root = self
+            .inner
+            .canonicalize(root)
+            .unwrap_or_else(|_| root.to_path_buf());
+        read.into_iter()
+            .map(|(path, digest)| {
+                let abs = self.inner.canonicalize(&path).unwrap_or(path);
+                let shown = match abs.strip_prefix(&root) {
+                    Ok(rel) => rel
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                    Err(_) => abs.display().to_string(),
+                };
+                (shown, digest)
+            })
+            .collect()
+    }
+}
+
+impl FileSystem for RecordingFs<'_> {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let bytes = self.inner.read(path)?;
+        if let Ok(mut read) = self.read.lock() {
+            read.insert(path.to_path_buf(), crate::git::spec_digest(&bytes));
+        }
+        Ok(bytes)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.inner.is_dir(path)
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        self.inner.is_file(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
+        self.inner.read_dir(path)
+    }
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        self.inner.canonicalize(path)
+    }
 }
 
 /// Everything up to emit: the rendered tree in memory. `progress(done, total)` is called as
@@ -361,8 +428,12 @@ pub fn build_timed(
     use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
     let mut timings = Timings::default();
     let t = Instant::now();
-    let fs = opts.fs.as_ref();
-    let platform = load_platform(fs, &opts.platform_dir, opts.root.as_deref())?;
+    let fs = RecordingFs::new(opts.fs.as_ref());
+    let load_opts = LoadOptions {
+        root: opts.root.clone(),
+    };
+    let loaded = load(&fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
+    let platform = validate(loaded).map_err(KilnError::Validate)?;
     timings.load = t.elapsed();
     let t = Instant::now();
     let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
@@ -378,7 +449,7 @@ pub fn build_timed(
         .cache_dir
         .as_ref()
         .map(|d| crate::cache::Cache::new(d, opts.layout));
-    let rooted = crate::fs::RootedFs::new(fs, platform.root.clone());
+    let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
     let done = AtomicUsize::new(0);
     let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
     let total = plans.len();
@@ -465,10 +536,14 @@ pub fn build_timed(
     }
     timings.emit = t.elapsed();
     let cache = cache.map(|c| c.stats()).unwrap_or_default();
+    let scope = slice_scope(&set, &opts.selection);
+    let inputs = fs.inputs(&platform.root);
     Ok(Built {
         platform,
         plans,
         set,
+        scope,
+        inputs,
         timings,
         cache,
     })
@@ -483,9 +558,21 @@ fn emit_pipeline(
     opts: &RenderOptions,
     cluster_kinds: BTreeSet<(String, String)>,
 ) -> Result<(), KilnError> {
+    // A filtered render covers exactly the projects with at least one selected plan
+    // (`-c frontend` only frontend's project, `-l tier=nope` none), and then not the
+    // platform-wide bootstrap objects.
+    let filtered = opts.selection != Selection::default();
+    if filtered && plans.is_empty() {
+        return Ok(());
+    }
+    let projects: BTreeSet<String> = plans.iter().map(|b| b.project.clone()).collect();
     let kargo = crate::kargo::KargoOptions {
         layout: opts.layout,
-        projects: opts.selection.projects.clone(),
+        projects: if filtered {
+            projects.into_iter().collect()
+        } else {
+            Vec::new()
+        },
         cluster_kinds,
     };
     crate::kargo::emit_into(set, "", platform, plans, &kargo).map_err(KilnError::Kargo)
@@ -569,8 +656,10 @@ pub fn run_render_with_progress(
         platform,
         plans,
         set,
+        scope,
         mut timings,
         cache,
+        ..
     } = build_timed(opts, progress)?;
     let t = Instant::now();
     // Pruning a directory that holds the sources would delete them; refuse such targets.
@@ -579,7 +668,7 @@ pub fn run_render_with_progress(
         .collect();
     crate::write::check_target(&opts.write_to, &platform.root, &sources)
         .map_err(KilnError::Write)?;
-    let report = write_render(&set, &opts.write_to, &opts.selection)?;
+    let report = write_render(&set, &opts.write_to, &scope)?;
     timings.write = t.elapsed();
     Ok(RenderSummary {
         plans: plans.len(),
@@ -592,25 +681,28 @@ pub fn run_render_with_progress(
     })
 }
 
-/// Writes a render's tree. A partial render prunes only inside the directories it rendered,
-/// so `--project web` never deletes the other projects' files.
-fn write_render(
-    set: &ArtifactSet,
-    out: &Path,
-    selection: &Selection,
-) -> Result<WriteReport, KilnError> {
+/// The slice a selection covers (see [`Scope`]): everything without a filter, else the
+/// directories the filtered render produced files in (its component directories and its
+/// projects' Kargo and Argo CD directories).
+fn slice_scope(set: &ArtifactSet, selection: &Selection) -> Scope {
     if selection == &Selection::default() {
-        write(set, out)
-    } else {
-        let dirs: Vec<String> = set
-            .paths()
-            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
-            .collect();
-        write_scoped(set, out, &|p| {
-            dirs.iter().any(|d| p.starts_with(d.as_str()))
-        })
+        return Scope::All;
     }
-    .map_err(KilnError::Write)
+    Scope::Dirs(
+        set.paths()
+            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+            .collect(),
+    )
+}
+
+/// Writes a render's tree. A partial render prunes only inside its slice, so `--project web`
+/// never deletes the other projects' files, and a selection that matches nothing writes
+/// nothing.
+fn write_render(set: &ArtifactSet, out: &Path, scope: &Scope) -> Result<WriteReport, KilnError> {
+    if scope.is_empty() {
+        return Ok(WriteReport::default());
+    }
+    write_scoped(set, out, &|p| scope.contains(p)).map_err(KilnError::Write)
 }
 
 /// What `kiln merge` did.
@@ -736,7 +828,7 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
     )?;
     let kinds = infos.iter().flat_map(|s| s.cluster_kinds.clone()).collect();
     emit_pipeline(&mut set, &platform, &plans, &opts, kinds)?;
-    let report = write_render(&set, out, &opts.selection)?;
+    let report = write_render(&set, out, &slice_scope(&set, &opts.selection))?;
     Ok(MergeSummary {
         files: set.len(),
         report,

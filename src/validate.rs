@@ -255,6 +255,23 @@ impl Platform {
 /// A semantic error in the spec. Codes `kiln::validate::<condition>`.
 #[derive(Debug, Error, Diagnostic)]
 pub enum ValidateError {
+    /// A repository URL in the spec carries a password or token. It would be copied into every
+    /// Warehouse, Stage and Application, committed, and printed; the source line is therefore
+    /// not shown either.
+    #[error("{at}: `{field}` carries credentials: {url}")]
+    #[diagnostic(
+        code(kiln::validate::credentials_in_url),
+        help(
+            "remove the user and token from the URL; kiln reads credentials from KILN_GIT_USERNAME/KILN_GIT_PASSWORD or a git credential helper, and Kargo from its repository credentials (a Secret labelled kargo.akuity.io/cred-type: git)"
+        )
+    )]
+    CredentialsInUrl {
+        field: String,
+        /// The URL with the secret redacted.
+        url: String,
+        at: String,
+    },
+
     /// Two entries of one list share a name.
     #[error("{at}: duplicate {what} `{name}`")]
     #[diagnostic(code(kiln::validate::duplicate_name))]
@@ -431,6 +448,36 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
     ck.unique("project", s.projects.iter().map(|p| p.name.as_str()), |i| {
         at(format!("/spec/projects/{i}/name"))
     });
+
+    // Credentials never belong in a spec URL: refuse them before any is copied into output.
+    let urls = s
+        .source
+        .iter()
+        .map(|r| {
+            (
+                "spec.source.repoURL".to_string(),
+                "/spec/source/repoURL".to_string(),
+                r.repo_url.as_str(),
+            )
+        })
+        .chain(s.projects.iter().enumerate().filter_map(|(i, p)| {
+            let url = p.output.as_ref()?.repo_url.as_str();
+            Some((
+                format!("spec.projects[{i}].output.repoURL"),
+                format!("/spec/projects/{i}/output/repoURL"),
+                url,
+            ))
+        }));
+    for (field, pointer, url) in urls {
+        if crate::git::has_credentials(url) {
+            let at = ck.sources.snippet(&Loc::new(file, pointer)).at;
+            ck.errors.push(ValidateError::CredentialsInUrl {
+                field,
+                url: crate::git::redact(url),
+                at,
+            });
+        }
+    }
 
     let cluster_names: Vec<&str> = s.clusters.iter().map(|c| c.name.as_str()).collect();
     for (i, e) in s.environments.iter().enumerate() {

@@ -158,7 +158,7 @@ fn read_manifest(out: &Path) -> Result<BTreeSet<String>, WriteError> {
 
 /// Refuses `rel` when a directory between `out` and the file is a symbolic link (`out` itself
 /// may be one: that is the user's choice of target). `checked` caches directories already seen.
-fn check_no_symlinked_dir(
+pub(crate) fn check_no_symlinked_dir(
     out: &Path,
     rel: &str,
     checked: &mut BTreeSet<PathBuf>,

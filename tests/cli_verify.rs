@@ -4,6 +4,34 @@
 
 use std::process::Command;
 
+/// A copy of the bank platform (and its components) with Kargo switched off, in `dir`.
+fn bank_without_kargo(dir: &std::path::Path) -> String {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    copy_dir(&here.join("components"), &dir.join("components"));
+    let spec = std::fs::read_to_string(here.join("platforms/bank/platform.yaml")).unwrap();
+    let spec = spec.replace(
+        "  kargo:\n    enabled: true",
+        "  kargo:\n    enabled: false",
+    );
+    assert!(spec.contains("enabled: false"));
+    std::fs::create_dir_all(dir.join("platforms/bank")).unwrap();
+    std::fs::write(dir.join("platforms/bank/platform.yaml"), spec).unwrap();
+    dir.join("platforms/bank").display().to_string()
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
 fn kiln(args: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(args)
@@ -21,19 +49,15 @@ fn per_environment_branches_verify_clean_and_drift_is_still_found() {
     let repo = t.path().join("deploy.git");
     git2::Repository::init_bare(&repo).unwrap();
     let repo = repo.to_str().unwrap();
-    let (code, text) = kiln(&[
-        "publish",
-        "platforms/bank",
-        "--repo",
-        repo,
-        "--per-environment",
-    ]);
+    let platform = bank_without_kargo(t.path());
+    let platform = platform.as_str();
+    let (code, text) = kiln(&["publish", platform, "--repo", repo, "--per-environment"]);
     assert_eq!(code, Some(0), "{text}");
 
     for reference in ["stage/dev", "stage/prod-east", "main"] {
         let (code, text) = kiln(&[
             "verify",
-            "platforms/bank",
+            platform,
             "--repo",
             repo,
             "--ref",
@@ -43,24 +67,44 @@ fn per_environment_branches_verify_clean_and_drift_is_still_found() {
         assert_eq!(code, Some(0), "{reference}: {text}");
     }
     // Without the flag the environment branch is compared with the whole tree: drift.
-    let (code, _) = kiln(&[
-        "verify",
-        "platforms/bank",
-        "--repo",
-        repo,
-        "--ref",
-        "stage/dev",
-    ]);
+    let (code, _) = kiln(&["verify", platform, "--repo", repo, "--ref", "stage/dev"]);
     assert_eq!(code, Some(1));
     let (code, text) = kiln(&[
         "verify",
-        "platforms/bank",
+        platform,
         "--repo",
         repo,
         "--ref",
         "stage/nope",
         "--per-environment",
     ]);
-    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(code, Some(3), "an error is not a difference: {text}");
     assert!(text.contains("names no environment"), "{text}");
+}
+
+/// Issue 9 item 6: with Kargo, Kargo's promotions write the stage branches and the
+/// Applications track them; a per-environment publish would leave them pointing elsewhere.
+#[test]
+fn per_environment_publish_with_kargo_is_refused() {
+    let t = tempfile::tempdir().unwrap();
+    let repo = t.path().join("deploy.git");
+    git2::Repository::init_bare(&repo).unwrap();
+    let (code, text) = kiln(&[
+        "publish",
+        "platforms/bank",
+        "--repo",
+        repo.to_str().unwrap(),
+        "--per-environment",
+    ]);
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("kiln::git::per_environment_with_kargo"),
+        "{text}"
+    );
+    let refs = git2::Repository::open_bare(&repo)
+        .unwrap()
+        .references()
+        .unwrap()
+        .count();
+    assert_eq!(refs, 0, "nothing was published");
 }

@@ -733,8 +733,11 @@ fn a_branch_that_stays_locked_fails_after_bounded_retries() {
     let mut o = options(&remote, T0 + 1);
     o.max_attempts = 2;
     let err = git::publish(&render(&[("dev", "api", "2")]), &o).unwrap_err();
-    assert_eq!(code(&err), "kiln::git::push_rejected", "{err}");
-    assert!(err.to_string().contains("2 times"), "{err}");
+    // Issue 9 item 14: said "another publisher is writing the same branch" five times.
+    assert_eq!(code(&err), "kiln::git::stale_lock", "{err}");
+    let text = err.to_string();
+    assert!(text.contains("refs/heads/main.lock"), "{text}");
+    assert!(text.contains(" s old"), "{text}");
     assert_eq!(snapshot(&remote), before);
     std::fs::remove_file(remote.join("refs/heads/main.lock")).unwrap();
     assert!(
@@ -786,7 +789,7 @@ fn history_lists_changes_and_answers_what_ran_when() {
     for (time, components) in steps {
         git::publish(&render(components), &options(&remote, time)).unwrap();
     }
-    // A hand commit in between is not kiln's and is skipped.
+    // A hand commit after them is listed as what it is: not kiln's, with the units it touches.
     let work = fx.clone(&remote, "work");
     std::fs::write(work.join("README.md"), "x\n").unwrap();
     commit_at(&work, "readme", T0 + 300);
@@ -794,7 +797,23 @@ fn history_lists_changes_and_answers_what_ran_when() {
 
     let repo = remote.display().to_string();
     let auth = RemoteAuth::default();
-    let all = git::history(&repo, "main", &HistoryFilter::default(), &auth).unwrap();
+    let mut all = git::history(&repo, "main", &HistoryFilter::default(), &auth).unwrap();
+    let hand = all.entries.remove(0);
+    assert!(!hand.made_by_kiln);
+    assert_eq!(hand.summary, "readme");
+    assert_eq!(hand.author.email, "hand@example.com");
+    assert_eq!(
+        hand.changes
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
+        ["added other README.md"]
+    );
+    assert!(
+        hand.to_string().contains("(not made by kiln) readme"),
+        "{hand}"
+    );
+    assert!(all.entries.iter().all(|e| e.made_by_kiln));
     let times: Vec<i64> = all.entries.iter().map(|e| e.time.seconds).collect();
     assert_eq!(times, [T0 + 200, T0 + 100, T0]);
     assert_eq!(all.entries[0].components, ["api", "worker"]);
@@ -845,12 +864,13 @@ fn history_lists_changes_and_answers_what_ran_when() {
         since: Some(git::parse_date("2023-11-14T22:15:00Z").unwrap()),
         ..Default::default()
     };
+    // The two later kiln commits and the hand commit.
     assert_eq!(
         git::history(&repo, "main", &since, &auth)
             .unwrap()
             .entries
             .len(),
-        2
+        3
     );
 
     // --at: the newest kiln commit at or before the time, with every component's tags.
@@ -1055,7 +1075,7 @@ fn diff_against_a_repo_ref_and_a_directory() {
     git::publish(&v1, &options(&remote, T0)).unwrap();
     let auth = RemoteAuth::default();
 
-    let against = Against::parse(&format!("{}@main", remote.display()));
+    let against = Against::parse(&format!("{}@main", remote.display())).unwrap();
     assert!(matches!(against, Against::Repo { .. }));
     let old = against.load(None, &auth).unwrap();
     assert!(!git::diff_sets(&old, &v1).has_differences());
@@ -1080,6 +1100,7 @@ fn diff_against_a_repo_ref_and_a_directory() {
     let work = fx.clone(&remote, "work");
     std::fs::write(work.join("NOTES.md"), "mine\n").unwrap();
     let from_dir = Against::parse(work.to_str().unwrap())
+        .unwrap()
         .load(None, &auth)
         .unwrap();
     assert_eq!(from_dir, old);

@@ -10,6 +10,7 @@
 //!   cause. Skipped without the corpus unless `REQUIRE_SHARED=1`.
 //! - `live_helm_agrees_with_stored_expectations`: with `KILN_LIVE_HELM=<python>` (a Python
 //!   with helm-python-sdk), re-runs the expectations script in `--check` mode.
+#![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use kiln::helm::{HelmError, TemplateOptions, template, yaml};
 use std::path::{Path, PathBuf};

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "kiln", version, about, long_about = None, propagate_version = true)]
 #[command(
-    after_help = "Exit codes: 0 ok, 1 input errors (or a difference for diff/verify), 2 usage, 101 internal error.\nSet NO_COLOR=1 to disable colours."
+    after_help = "Exit codes: 0 ok, 1 input errors, 2 usage, 101 internal error; diff and verify: 0 same, 1 different, 3 error.\nSet NO_COLOR=1 to disable colours."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -91,7 +91,31 @@ pub enum Format {
     Text,
 }
 
-/// Filters shared by the commands that render.
+/// Output format of `publish`, `diff` and `verify`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq, Default)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+/// How `diff` and `verify` print a report.
+#[derive(Debug, Clone, Args, Default)]
+pub struct ReportFlags {
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: OutputFormat,
+    /// Print nothing; only the exit code tells (0 same, 1 different, 3 error).
+    #[arg(short = 'q', long, conflicts_with = "stat")]
+    pub quiet: bool,
+    /// One line per differing file, no content.
+    #[arg(long)]
+    pub stat: bool,
+}
+
+/// Filters shared by the commands that render (`render`, `publish`, `diff`, `verify`): they
+/// choose BuildPlans, and the command touches and compares only the slice they cover (the
+/// chosen component directories and their projects' Kargo and Argo CD files).
 #[derive(Debug, Clone, Args, Default)]
 pub struct Selection {
     /// Only this project (repeatable).
@@ -290,6 +314,9 @@ pub struct PublishArgs {
     /// Output layout.
     #[arg(long, value_enum, default_value = "service")]
     pub layout: Layout,
+    /// Output format of the summary (JSON goes to stdout).
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: OutputFormat,
     #[command(flatten)]
     pub selection: Selection,
 }
@@ -302,9 +329,14 @@ pub struct DiffArgs {
     /// A directory, or `REPO@REF`; defaults to `deploy/`.
     #[arg(long)]
     pub against: Option<String>,
+    /// A sub-path of the directory or of the ref's tree (as `publish --path`).
+    #[arg(long)]
+    pub path: Option<String>,
     /// Output layout.
     #[arg(long, value_enum, default_value = "service")]
     pub layout: Layout,
+    #[command(flatten)]
+    pub report: ReportFlags,
     #[command(flatten)]
     pub selection: Selection,
 }
@@ -330,6 +362,10 @@ pub struct VerifyArgs {
     /// is compared with that environment's slice, any other ref with the shared files.
     #[arg(long)]
     pub per_environment: bool,
+    #[command(flatten)]
+    pub report: ReportFlags,
+    #[command(flatten)]
+    pub selection: Selection,
 }
 
 #[derive(Debug, Args)]
@@ -574,6 +610,20 @@ fn merge(args: &MergeArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Exit code of a failed `diff` or `verify`: never 1, which means "different" there. As
+/// `kubectl diff` (0 same, 1 different, >1 error); 2 stays kiln's usage error.
+pub const EXIT_COMPARE_ERROR: u8 = 3;
+
+impl Command {
+    /// The exit code when the command fails with an error (not a difference).
+    pub fn error_exit_code(&self) -> u8 {
+        match self {
+            Command::Diff(_) | Command::Verify(_) => EXIT_COMPARE_ERROR,
+            _ => 1,
+        }
+    }
+}
+
 /// Names the Secrets a render emitted, once, on stderr (their values are never printed).
 fn warn_secrets(secrets: &[String]) {
     if secrets.is_empty() {
@@ -673,88 +723,149 @@ fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The render behind `publish`, `diff` and `verify`: everything up to emit, nothing written.
+/// The render behind `publish`, `diff` and `verify`: everything up to emit, nothing written,
+/// with the slice the selection covers (the same rule as `render`).
 fn build_set(
     platform: &std::path::Path,
     layout: Layout,
     selection: &Selection,
-) -> miette::Result<crate::artifact::ArtifactSet> {
+) -> miette::Result<crate::pipeline::Built> {
     let mut opts = crate::pipeline::RenderOptions::new(platform);
     opts.layout = layout.to_lib();
     opts.selection = selection.to_lib();
-    Ok(crate::pipeline::build(&opts)?)
+    Ok(crate::pipeline::build_timed(&opts, &|_, _| {})?)
 }
 
-/// Provenance trailers of a publish: the platform's own commit (when it sits in Git),
-/// kiln's version and a digest of the spec file.
-/// The spec is read through the same `FileSystem` as the render; a read error is an error,
-/// never a digest of empty input.
-fn provenance(platform: &std::path::Path) -> miette::Result<crate::git::Provenance> {
-    use crate::fs::FileSystem;
-    let path = platform.join("platform.yaml");
-    let spec = crate::fs::RealFs.read(&path).map_err(|e| {
-        miette::miette!(
-            code = "kiln::load::io",
-            "cannot read `{}`: {e}",
-            path.display()
-        )
-    })?;
-    Ok(crate::git::Provenance {
-        source_commit: crate::git::source_commit(platform),
+/// Provenance trailers of a publish: the platform's own commit (when it sits in Git, dirty
+/// when any file the render read has local changes), kiln's version and a digest of every
+/// input file the render read.
+fn provenance(
+    platform: &std::path::Path,
+    slice: &crate::pipeline::Built,
+) -> crate::git::Provenance {
+    crate::git::Provenance {
+        source_commit: crate::git::source_commit_of(
+            platform,
+            &slice.platform.root,
+            slice.inputs.keys(),
+        ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
-        spec_digest: Some(crate::git::spec_digest(&spec)),
-    })
+        spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
+    }
 }
 
 /// `kiln publish`: render, then commit (and push) into the write repository.
 fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
-    let set = build_set(&args.platform, args.layout, &args.selection)?;
-    warn_secrets(&crate::pipeline::secrets_in(&set));
+    let slice = build_set(&args.platform, args.layout, &args.selection)?;
+    let source = &slice.platform.source;
+    let kargo = slice.platform.kargo.enabled;
+    if args.per_environment && kargo {
+        return Err(crate::git::GitError::PerEnvironmentWithKargo.into());
+    }
+    warn_secrets(&crate::pipeline::secrets_in(&slice.set));
     // The clock and the identity enter here, at the edge, never inside the library.
     let mut options = crate::git::PublishOptions::new(
         args.repo.clone(),
         args.branch.clone(),
         crate::git::Identity::from_env_or_git_config(),
         crate::git::CommitTime::now(),
-        provenance(&args.platform)?,
+        provenance(&args.platform, &slice),
     );
-    options.path = args.path.clone();
+    options.path = repo_path(args.path.as_deref(), &slice);
+    if let Some(url) = &source.repo_url
+        && kargo
+        && !crate::git::same_repo(&args.repo, url)
+    {
+        print_err(&format!(
+            "kiln: warning: publishing to {}, but the generated Warehouses watch {} (spec.source.repoURL); Kargo will not see this commit there",
+            crate::git::redact(&args.repo),
+            crate::git::redact(url)
+        ));
+    }
     options.adopt = args.adopt;
     options.auth = crate::git::RemoteAuth::from_env();
-    let outcomes = if args.per_environment {
+    options.scope = slice.scope.clone();
+    let set = &slice.set;
+    let outcomes = if slice.scope.is_empty() {
+        print_err("kiln: the selection matches no BuildPlan: nothing to publish");
+        Vec::new()
+    } else if args.per_environment {
         crate::git::publish_per_environment(
-            &set,
+            set,
             &options,
             &crate::git::SplitMode::Branches {
                 prefix: "stage/".into(),
             },
         )?
     } else {
-        vec![crate::git::publish(&set, &options)?]
+        vec![crate::git::publish(set, &options)?]
     };
-    for o in &outcomes {
-        print_err(&format!("kiln: {o}"));
+    if args.output == OutputFormat::Json {
+        print_out(&json(&outcomes)?)?;
+    } else {
+        for o in &outcomes {
+            print_err(&format!("kiln: {o}"));
+        }
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// `kiln diff`: exit 1 when the render would change anything.
+/// `--path` of `publish`, `verify` and `diff REPO@REF`: with Kargo, the Warehouses watch
+/// `spec.source.renderedPath` of the source repository, so that is where the tree goes (and is
+/// looked for) unless told otherwise; without Kargo, the branch root.
+fn repo_path(path: Option<&str>, slice: &crate::pipeline::Built) -> Option<String> {
+    match path {
+        Some(p) => Some(p.to_string()),
+        None if slice.platform.kargo.enabled => Some(slice.platform.source.rendered_path.clone()),
+        None => None,
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> miette::Result<String> {
+    Ok(serde_json::to_string_pretty(value).map_err(|e| miette::miette!("{e}"))? + "\n")
+}
+
+/// `kiln diff`: exit 1 when the render would change anything, as `kubectl diff`.
 fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
-    let set = build_set(&args.platform, args.layout, &args.selection)?;
-    let against = crate::git::Against::parse(args.against.as_deref().unwrap_or("deploy"));
-    let old = against.load(None, &crate::git::RemoteAuth::from_env())?;
-    let report = crate::git::diff_sets(&old, &set);
-    print_out(&report.to_string())?;
-    Ok(if report.has_differences() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    let slice = build_set(&args.platform, args.layout, &args.selection)?;
+    let against = match &args.against {
+        Some(spec) => crate::git::Against::parse(spec)?,
+        None => crate::git::Against::default_dir(),
+    };
+    let path = match against {
+        crate::git::Against::Repo { .. } => repo_path(args.path.as_deref(), &slice),
+        crate::git::Against::Dir(_) => args.path.clone(),
+    };
+    let old = against.load(path.as_deref(), &crate::git::RemoteAuth::from_env())?;
+    // The old side only inside the slice: `diff -e dev` predicts what `render -e dev` does.
+    let report = crate::git::diff_sets(&slice.scope.restrict(&old), &slice.set);
+    print_report(&report, &report.summary(), &args.report)?;
+    Ok(ExitCode::from(u8::from(report.has_differences())))
+}
+
+/// Prints a diff or verify report as text, `--stat` (one line per file), or JSON; nothing
+/// with `--quiet`.
+fn print_report<T: serde::Serialize + std::fmt::Display>(
+    report: &T,
+    stat: &str,
+    flags: &ReportFlags,
+) -> miette::Result<()> {
+    if flags.quiet {
+        return Ok(());
+    }
+    match flags.output {
+        OutputFormat::Json => print_out(&json(report)?),
+        OutputFormat::Text if flags.stat => print_out(stat),
+        OutputFormat::Text => print_out(&report.to_string()),
+    }
 }
 
 /// `kiln verify`: exit 1 when the committed tree drifted from a fresh render.
 fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
-    let mut set = build_set(&args.platform, args.layout, &Selection::default())?;
+    let slice = build_set(&args.platform, args.layout, &args.selection)?;
+    let path = repo_path(args.path.as_deref(), &slice);
+    let mut set = slice.set;
+    let mut scope = slice.scope;
     if args.per_environment {
         // Mirrors `publish --per-environment` (branches `stage/<env>`, shared files elsewhere).
         let mut split = crate::git::split_by_environment(&set);
@@ -770,20 +881,24 @@ fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
             })?,
             None => split.shared,
         };
+        if scope != crate::artifact::Scope::All {
+            scope = crate::artifact::Scope::Dirs(
+                set.paths()
+                    .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+                    .collect(),
+            );
+        }
     }
-    let report = crate::git::verify(
+    let report = crate::git::verify_scoped(
         &set,
+        &scope,
         &args.repo,
         &args.reference,
-        args.path.as_deref(),
+        path.as_deref(),
         &crate::git::RemoteAuth::from_env(),
     )?;
-    print_out(&report.to_string())?;
-    Ok(if report.has_drift() {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    print_report(&report, &report.summary(), &args.report)?;
+    Ok(ExitCode::from(u8::from(report.has_drift())))
 }
 
 /// `kiln history`: the write repository's changes, or (with `--at`) what was deployed then.

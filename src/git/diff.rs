@@ -35,7 +35,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn word(self) -> &'static str {
+    pub fn word(self) -> &'static str {
         match self {
             Status::Added => "added",
             Status::Removed => "removed",
@@ -568,19 +568,38 @@ pub enum Against {
 
 impl Against {
     /// Parses `--against`; an existing directory wins over the `@` form.
-    pub fn parse(spec: &str) -> Self {
-        if !Path::new(spec).is_dir()
-            && let Some((repo, reference)) = spec.rsplit_once('@')
-            && !repo.is_empty()
-            && !reference.is_empty()
-            && !reference.contains(':')
-        {
-            return Self::Repo {
-                repo: repo.to_string(),
-                reference: reference.to_string(),
-            };
+    ///
+    /// Errors: [`GitError::InvalidAgainst`] when `spec` is neither an existing directory nor
+    /// `REPO@REF` (comparing with a directory that is not there would report every file as
+    /// added and hide the mistake), or the ref holds a `:` (`repo@main:apps/x`: the path goes
+    /// into `--path`).
+    pub fn parse(spec: &str) -> Result<Self, GitError> {
+        if Path::new(spec).is_dir() {
+            return Ok(Self::Dir(spec.into()));
         }
-        Self::Dir(spec.into())
+        let invalid = |reason: &str| GitError::InvalidAgainst {
+            against: super::redact(spec),
+            reason: reason.to_string(),
+        };
+        match spec.rsplit_once('@') {
+            Some((repo, reference)) if !repo.is_empty() && !reference.is_empty() => {
+                if reference.contains(':') {
+                    return Err(invalid(
+                        "the ref contains `:`; `REPO@REF:PATH` is not a form kiln reads (pass --path PATH), and a repository URL needs `@REF`",
+                    ));
+                }
+                Ok(Self::Repo {
+                    repo: repo.to_string(),
+                    reference: reference.to_string(),
+                })
+            }
+            _ => Err(invalid("no such directory, and not of the form REPO@REF")),
+        }
+    }
+
+    /// The default old side, `deploy/`: a directory that may not exist yet (the first render).
+    pub fn default_dir() -> Self {
+        Self::Dir("deploy".into())
     }
 
     /// Loads the old side of the comparison.
@@ -588,7 +607,7 @@ impl Against {
         match self {
             Self::Dir(dir) => {
                 let dir = match path {
-                    Some(p) => dir.join(p),
+                    Some(p) => dir.join(super::normalize_managed_path(Some(p))?),
                     None => dir.clone(),
                 };
                 if !dir.exists() {
@@ -598,6 +617,23 @@ impl Against {
             }
             Self::Repo { repo, reference } => load_tree(repo, reference, path, auth),
         }
+    }
+}
+
+impl DiffReport {
+    /// One line per differing file (`--stat`): status and path, then the total.
+    pub fn summary(&self) -> String {
+        let mut out = String::new();
+        for file in &self.files {
+            out.push_str(&format!("{:<8} {}\n", file.status.word(), file.path));
+        }
+        out.push_str(&format!(
+            "{} file{} differ{}\n",
+            self.files.len(),
+            if self.files.len() == 1 { "" } else { "s" },
+            if self.files.len() == 1 { "s" } else { "" }
+        ));
+        out
     }
 }
 
@@ -720,15 +756,28 @@ mod tests {
     #[test]
     fn against_parses_repo_at_ref() {
         assert_eq!(
-            Against::parse("git@github.com:acme/deploy.git@stage/prod"),
+            Against::parse("git@github.com:acme/deploy.git@stage/prod").unwrap(),
             Against::Repo {
                 repo: "git@github.com:acme/deploy.git".into(),
                 reference: "stage/prod".into()
             }
         );
-        assert_eq!(
-            Against::parse("/nonexistent/out"),
-            Against::Dir("/nonexistent/out".into())
-        );
+    }
+
+    #[test]
+    fn against_refuses_what_it_cannot_read() {
+        // Issue 9 item 10: these compared against nothing and reported every file added.
+        for bad in [
+            "/no/such/dir",
+            "repo@main:apps/acme",
+            "git@github.com:acme/deploy.git",
+        ] {
+            let err = Against::parse(bad).unwrap_err();
+            assert_eq!(
+                miette::Diagnostic::code(&err).unwrap().to_string(),
+                "kiln::git::invalid_against",
+                "{bad}"
+            );
+        }
     }
 }

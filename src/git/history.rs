@@ -4,9 +4,10 @@
 //! deployed at time T": the newest kiln commit at or before T and its full image state (every
 //! kiln commit records all components' images, not only the changed ones).
 //!
-//! Sits beside `publish`, reads Git only; commits without kiln's trailers (hand commits, merges)
-//! are skipped. Dates are parsed here ([`parse_date`]: RFC 3339 or `YYYY-MM-DD`), without a
-//! date crate.
+//! Sits beside `publish`, reads Git only. Commits without kiln's trailers (Kargo promotions,
+//! hand edits, merges) are listed as not made by kiln, with the units their paths touch
+//! against their first parent. Dates are parsed here ([`parse_date`]: RFC 3339 or
+//! `YYYY-MM-DD`), without a date crate.
 //!
 //! Invariant: output order is the revwalk's (time, newest first), never a hash order.
 
@@ -212,6 +213,9 @@ pub struct HistoryEntry {
     pub source_commit: Option<String>,
     pub kiln_version: String,
     pub spec_digest: Option<String>,
+    /// `false` for a commit kiln did not make (a Kargo promotion, a hand edit): its changes
+    /// are the units its paths touch, compared with its first parent.
+    pub made_by_kiln: bool,
 }
 
 impl fmt::Display for HistoryEntry {
@@ -224,7 +228,11 @@ impl fmt::Display for HistoryEntry {
             self.author.name,
             self.author.email
         )?;
-        writeln!(f, "    {}", self.summary)?;
+        if self.made_by_kiln {
+            writeln!(f, "    {}", self.summary)?;
+        } else {
+            writeln!(f, "    (not made by kiln) {}", self.summary)?;
+        }
         for change in &self.changes {
             writeln!(f, "    {change}")?;
         }
@@ -256,7 +264,7 @@ pub struct History {
 impl fmt::Display for History {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.entries.is_empty() {
-            return writeln!(f, "no kiln commits on {}@{}", self.repo, self.branch);
+            return writeln!(f, "no commits on {}@{}", self.repo, self.branch);
         }
         for (i, entry) in self.entries.iter().enumerate() {
             if i > 0 {
@@ -281,6 +289,11 @@ pub struct DeployedState {
     pub source: Option<StateSource>,
     /// Every component's images in that commit (filter applied).
     pub images: Vec<ComponentImages>,
+    /// Who made that commit, and its subject: for a commit kiln did not make, that is what
+    /// was deployed (a Kargo promotion, a hand edit).
+    pub author: Option<Identity>,
+    pub summary: Option<String>,
+    pub made_by_kiln: bool,
 }
 
 impl fmt::Display for DeployedState {
@@ -288,12 +301,22 @@ impl fmt::Display for DeployedState {
         let (Some(commit), Some(time)) = (&self.commit, &self.time) else {
             return writeln!(f, "nothing on {}@{} at {}", self.repo, self.branch, self.at);
         };
-        writeln!(
-            f,
-            "deployed at {} ({}, published {time}):",
-            self.at,
-            &commit[..commit.len().min(12)]
-        )?;
+        let short = &commit[..commit.len().min(12)];
+        if self.made_by_kiln {
+            writeln!(f, "deployed at {} ({short}, published {time}):", self.at)?;
+        } else {
+            let who = self
+                .author
+                .as_ref()
+                .map(|a| format!("{} <{}>", a.name, a.email))
+                .unwrap_or_default();
+            writeln!(
+                f,
+                "deployed at {} ({short}, committed {time} by {who}, not made by kiln: {}):",
+                self.at,
+                self.summary.as_deref().unwrap_or_default()
+            )?;
+        }
         for c in &self.images {
             writeln!(
                 f,
@@ -308,13 +331,15 @@ impl fmt::Display for DeployedState {
     }
 }
 
-/// A kiln commit read from the walk.
+/// A commit read from the walk: kiln's (with its trailers) or anyone else's (with the units
+/// its paths touch).
 struct KilnCommit {
     id: String,
     time: Timestamp,
     author: Identity,
     summary: String,
     trailers: KilnTrailers,
+    made_by_kiln: bool,
 }
 
 /// Walks `branch` from its tip by commit time (newest first) and yields kiln's commits.
@@ -333,8 +358,15 @@ fn kiln_commits(
         let id = id.map_err(lg("walking history"))?;
         let commit = repo.find_commit(id).map_err(lg("reading a commit"))?;
         let message = String::from_utf8_lossy(commit.message_bytes());
-        let Some(trailers) = parse_message(&message) else {
-            continue;
+        let (trailers, made_by_kiln) = match parse_message(&message) {
+            Some(trailers) => (trailers, true),
+            None => (
+                KilnTrailers {
+                    changes: touched_units(repo, &commit, branch)?,
+                    ..KilnTrailers::default()
+                },
+                false,
+            ),
         };
         let author = commit.author();
         out.push(KilnCommit {
@@ -349,9 +381,55 @@ fn kiln_commits(
             },
             summary: message.lines().next().unwrap_or_default().to_string(),
             trailers,
+            made_by_kiln,
         });
     }
     Ok(out)
+}
+
+/// The units a commit kiln did not make touches, against its first parent: its changed
+/// paths classified as kiln classifies its own (component directories, `<project>/kargo`,
+/// `<project>/argocd`; on a `stage/<env>` branch the environment comes from the name).
+fn touched_units(
+    repo: &git2::Repository,
+    commit: &git2::Commit<'_>,
+    branch: &str,
+) -> Result<Vec<UnitChange>, GitError> {
+    let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
+    let parent_tree = match commit.parent(0) {
+        Ok(parent) => Some(parent.tree().map_err(lg("reading a commit's tree"))?),
+        Err(_) => None,
+    };
+    let diff = repo
+        .diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), None)
+        .map_err(lg("comparing a commit with its parent"))?;
+    let mut old = BTreeMap::new();
+    let mut new = BTreeMap::new();
+    for delta in diff.deltas() {
+        if let Some(p) = delta.old_file().path()
+            && !delta.old_file().id().is_zero()
+        {
+            old.insert(p.to_string_lossy().into_owned(), delta.old_file().id());
+        }
+        if let Some(p) = delta.new_file().path()
+            && !delta.new_file().id().is_zero()
+        {
+            new.insert(p.to_string_lossy().into_owned(), delta.new_file().id());
+        }
+    }
+    let mut paths = Vec::new();
+    for t in parent_tree.iter().chain(std::iter::once(&tree)) {
+        t.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() == Some(git2::ObjectType::Blob) {
+                paths.push(format!("{dir}{}", entry.name().unwrap_or_default()));
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .map_err(lg("walking a tree"))?;
+    }
+    let environment = branch.strip_prefix("stage/");
+    let classifier = Classifier::new(paths.iter().map(String::as_str), environment);
+    Ok(super::trailers::unit_changes(&classifier, &old, &new))
 }
 
 fn component_images<'a>(
@@ -437,6 +515,7 @@ pub fn history(
             source_commit: commit.trailers.source_commit,
             kiln_version: commit.trailers.kiln_version,
             spec_digest: commit.trailers.spec_digest,
+            made_by_kiln: commit.made_by_kiln,
         });
     }
     Ok(History {
@@ -503,6 +582,9 @@ pub fn deployed_at(
         time: None,
         source: None,
         images: Vec::new(),
+        author: None,
+        summary: None,
+        made_by_kiln: false,
     };
     let Some(commit) = found else {
         return Ok(state);
@@ -513,8 +595,15 @@ pub fn deployed_at(
         offset_minutes: commit.time().offset_minutes(),
     });
     let message = String::from_utf8_lossy(commit.message_bytes());
+    let author = commit.author();
+    state.author = Some(Identity {
+        name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
+        email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
+    });
+    state.summary = Some(message.lines().next().unwrap_or_default().to_string());
     match parse_message(&message) {
         Some(trailers) => {
+            state.made_by_kiln = true;
             state.source = Some(StateSource::Trailers);
             state.images = component_images(trailers.images.iter(), filter);
         }
@@ -532,7 +621,9 @@ pub fn deployed_at(
 
 /// Image references in a tree (see [`deployed_at`]).
 fn images_from_tree(files: &ArtifactSet, environment: Option<&str>) -> BTreeMap<Unit, Vec<String>> {
-    let classifier = Classifier::new(files.paths(), None);
+    // On a `stage/<env>` branch the paths do not name the environment (`<project>/<component>`
+    // after `publish --per-environment`): classify them as publish did.
+    let classifier = Classifier::new(files.paths(), environment);
     let mut out = images_by_unit(files, &classifier);
     for (path, bytes) in &files.files {
         let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");

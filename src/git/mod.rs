@@ -46,11 +46,11 @@ pub use history::{
     deployed_at, history, parse_date,
 };
 pub use publish::{
-    EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, publish,
-    publish_per_environment, split_by_environment,
+    EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, is_valid_branch_name,
+    publish, publish_per_environment, split_by_environment,
 };
 pub use trailers::{ChangeAction, Unit, UnitChange};
-pub use verify::{VerifyReport, verify};
+pub use verify::{VerifyReport, verify, verify_scoped};
 
 /// The ownership marker and its path rule live in the leaf module [`crate::marker`], shared
 /// with the directory writer.
@@ -124,6 +124,44 @@ pub enum GitError {
         help("use a plain branch name such as `main` or `stage/prod` (see git-check-ref-format)")
     )]
     InvalidBranch { branch: String },
+
+    #[error("`--per-environment` cannot be combined with Kargo (spec.kargo.enabled: true)")]
+    #[diagnostic(
+        code(kiln::git::per_environment_with_kargo),
+        help(
+            "with Kargo, its promotions write the stage branches and the Applications track them; publish the tree without --per-environment (into spec.source.repoURL at spec.source.renderedPath)"
+        )
+    )]
+    PerEnvironmentWithKargo,
+
+    #[error("stale lock `{path}` ({age_seconds} s old) blocks branch `{branch}`")]
+    #[diagnostic(
+        code(kiln::git::stale_lock),
+        help(
+            "a git process or kiln publisher was killed while updating the branch; if none is running, delete the lock file and publish again"
+        )
+    )]
+    StaleLock {
+        path: PathBuf,
+        branch: String,
+        age_seconds: u64,
+    },
+
+    #[error("refusing to write through the symbolic link `{path}` in the checked-out working tree")]
+    #[diagnostic(
+        code(kiln::git::symlink_in_worktree),
+        help(
+            "kiln writes only real files inside the repository; replace the link with a real directory (or remove it), nothing was changed"
+        )
+    )]
+    SymlinkInWorktree { path: String },
+
+    #[error("`--against {against}`: {reason}")]
+    #[diagnostic(
+        code(kiln::git::invalid_against),
+        help("pass an existing directory, or `REPO@REF` (a path inside the ref goes into --path)")
+    )]
+    InvalidAgainst { against: String, reason: String },
 
     #[error("remote `{url}` is unreachable: {message}")]
     #[diagnostic(
@@ -279,25 +317,64 @@ impl CommitTime {
 /// `None` when it is not inside a Git repository (or HEAD is unborn), `<id>-dirty` (as
 /// `git describe --dirty`) when files under the directory have uncommitted changes.
 pub fn source_commit(platform_dir: &Path) -> Option<String> {
+    source_commit_of(platform_dir, platform_dir, [])
+}
+
+/// [`source_commit`] for a render: dirty when any of `inputs` (paths relative to `root`, as
+/// [`crate::pipeline::Slice::inputs`]) has uncommitted changes, not only files under the
+/// platform directory: a component edited in the working tree changes what was rendered.
+pub fn source_commit_of<'a>(
+    platform_dir: &Path,
+    root: &Path,
+    inputs: impl IntoIterator<Item = &'a String>,
+) -> Option<String> {
     let repo = Repository::discover(platform_dir).ok()?;
     let head = repo.head().ok()?.peel_to_commit().ok()?;
     let mut id = head.id().to_string();
     let dirty = (|| {
         let workdir = repo.workdir()?.canonicalize().ok()?;
+        let root = root.canonicalize().ok()?;
+        let base = root.strip_prefix(&workdir).ok()?.to_path_buf();
         let dir = platform_dir.canonicalize().ok()?;
-        let rel = dir.strip_prefix(&workdir).ok()?;
         let mut options = git2::StatusOptions::new();
         options.include_untracked(true).recurse_untracked_dirs(true);
-        if !rel.as_os_str().is_empty() {
+        if let Ok(rel) = dir.strip_prefix(&workdir)
+            && !rel.as_os_str().is_empty()
+        {
             options.pathspec(rel);
         }
-        let statuses = repo.statuses(Some(&mut options)).ok()?;
-        Some(statuses.iter().any(|s| !s.status().is_ignored()))
+        let under_platform = repo.statuses(Some(&mut options)).ok()?;
+        if under_platform.iter().any(|s| !s.status().is_ignored()) {
+            return Some(true);
+        }
+        for input in inputs {
+            let rel = base.join(input);
+            match repo.status_file(&rel) {
+                Ok(status) if status.is_empty() || status.is_ignored() => {}
+                Err(e) if e.code() == git2::ErrorCode::NotFound => {}
+                _ => return Some(true),
+            }
+        }
+        Some(false)
     })();
     if dirty == Some(true) {
         id.push_str("-dirty");
     }
     Some(id)
+}
+
+/// `Kiln-Spec-Digest` of a render: `sha256:` over every input file (path and content digest,
+/// one `path\0digest\n` line each, in path order), so changing any file the render read (a
+/// component's image tag, a patch, a manifest) changes the digest.
+pub fn inputs_digest(inputs: &std::collections::BTreeMap<String, String>) -> String {
+    let mut text = String::new();
+    for (path, digest) in inputs {
+        text.push_str(path);
+        text.push('\0');
+        text.push_str(digest);
+        text.push('\n');
+    }
+    spec_digest(text.as_bytes())
 }
 
 /// Provenance recorded as commit trailers: the platform's own commit (when it sits in Git),
@@ -382,6 +459,13 @@ impl RepoLocation {
         if let Some(rest) = spec.strip_prefix("file://") {
             // `file:///abs/path` → `/abs/path`; `file://localhost/abs` → `/abs`.
             let rest = rest.strip_prefix("localhost").unwrap_or(rest);
+            // `file://user:token@/path`: a file URL has no use for credentials; drop them so
+            // they never reach a message.
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let rest = match rest[..authority_end].rfind('@') {
+                Some(at) => &rest[at + 1..],
+                None => rest,
+            };
             return Self::Local(PathBuf::from(percent_decode(rest)));
         }
         if spec.contains("://") {
@@ -421,28 +505,145 @@ fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
 }
 
-/// Removes a password or token from a URL before it appears in a message
-/// (`https://user:tok@host/x` → `https://user:***@host/x`).
-pub fn redact_url(url: &str) -> String {
-    let Some(scheme_end) = url.find("://") else {
-        return url.to_string();
-    };
-    let rest = &url[scheme_end + 3..];
-    let authority_end = rest.find('/').unwrap_or(rest.len());
-    let authority = &rest[..authority_end];
-    match authority.rfind('@') {
-        Some(at) => {
-            let userinfo = &authority[..at];
-            let user = userinfo.split(':').next().unwrap_or("");
-            let shown = if userinfo.contains(':') {
-                format!("{user}:***")
-            } else {
-                "***".to_string()
-            };
-            format!("{}://{}@{}", &url[..scheme_end], shown, &rest[at + 1..])
+/// Removes every password or token from `text` before it is printed, committed or stored:
+/// the one redaction function behind every error, summary and report. `text` may be one URL
+/// or a whole message; each whitespace- or quote-delimited word that looks like a URL is
+/// redacted. Forms handled (see the table test):
+/// - `scheme://user:secret@host/…` → `scheme://user:***@host/…`, even with a raw `/` in the
+///   secret (`user:SUPER/SECRET@host`);
+/// - `https://token@host/…` → `https://***@host/…` (a bare user name over http is a token);
+///   an ssh user name (`ssh://git@host`, `git@host:path`) is no secret and is kept;
+/// - scp style `user:secret@host:path` → `user:***@host:path`;
+/// - query values (`?access_token=…`, `&private_token=…`) → `***`;
+/// - `file://user:secret@/path`.
+///
+/// When a word is ambiguous (`https://host:8443/x.git@v1.2`) it is redacted too: showing too
+/// little is a cosmetic problem, showing a token is not.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_whitespace() || matches!(c, '`' | '"' | '\'') {
+            out.push_str(&redact_word(&word));
+            word.clear();
+            out.push(c);
+        } else {
+            word.push(c);
         }
-        None => url.to_string(),
     }
+    out.push_str(&redact_word(&word));
+    out
+}
+
+/// Kept for callers that name what they redact; the same as [`redact`].
+pub fn redact_url(url: &str) -> String {
+    redact(url)
+}
+
+/// `true` when `url` carries a password or token (anything [`redact`] would hide).
+pub fn has_credentials(url: &str) -> bool {
+    redact(url) != url
+}
+
+fn redact_word(word: &str) -> String {
+    let Some(scheme_end) = word.find("://") else {
+        return redact_scp(word);
+    };
+    let scheme = &word[..scheme_end];
+    let rest = &word[scheme_end + 3..];
+    let (authority_and_path, query) = match rest.find('?') {
+        Some(q) => (&rest[..q], Some(&rest[q + 1..])),
+        None => (rest, None),
+    };
+    let mut out = format!("{scheme}://");
+    match userinfo_end(authority_and_path) {
+        Some(at) => {
+            let userinfo = &authority_and_path[..at];
+            let ssh = scheme.ends_with("ssh");
+            match userinfo.split_once(':') {
+                Some((user, _)) => out.push_str(&format!("{user}:***")),
+                None if ssh => out.push_str(userinfo),
+                None => out.push_str("***"),
+            }
+            out.push_str(&authority_and_path[at..]);
+        }
+        None => out.push_str(authority_and_path),
+    }
+    if let Some(query) = query {
+        out.push('?');
+        let params: Vec<String> = query
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) => format!("{k}=***"),
+                None => p.to_string(),
+            })
+            .collect();
+        out.push_str(&params.join("&"));
+    }
+    out
+}
+
+/// Where the user information of `scheme://` + `rest` ends (the index of its `@`), if it has
+/// any. The first `@` ends it unless a `/` comes before it that is plainly the start of the
+/// path (`host/x.git@main`, `host:8443/x@ref` where what follows the `@` is no host).
+fn userinfo_end(rest: &str) -> Option<usize> {
+    let at = rest.find('@')?;
+    let before = &rest[..at];
+    let Some(slash) = before.find('/') else {
+        return Some(at);
+    };
+    let Some(colon) = before[..slash].find(':') else {
+        // `host/path@ref`, or `file://` with an empty authority.
+        return None;
+    };
+    let after_colon = &before[colon + 1..slash];
+    let port_like = !after_colon.is_empty() && after_colon.bytes().all(|b| b.is_ascii_digit());
+    let after_at = &rest[at + 1..];
+    let host_like = after_at
+        .split('/')
+        .next()
+        .is_some_and(|h| h.contains('.') || h.contains(':') || h == "localhost");
+    (!port_like || host_like).then_some(at)
+}
+
+/// scp-style `user:secret@host:path` (no scheme): the secret is hidden, a plain ssh user
+/// name (`git@host:path`) is kept. Local paths (`/a/b@main`) are left alone.
+fn redact_scp(word: &str) -> String {
+    let Some(at) = word.find('@') else {
+        return word.to_string();
+    };
+    let userinfo = &word[..at];
+    if userinfo.contains('/') {
+        return word.to_string();
+    }
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{user}:***{}", &word[at..]),
+        None => word.to_string(),
+    }
+}
+
+/// `true` when two repository locations name the same repository, ignoring credentials, a
+/// trailing `/` or `.git`, and the case of the host. Local paths compare canonically.
+pub fn same_repo(a: &str, b: &str) -> bool {
+    fn norm(s: &str) -> String {
+        if let RepoLocation::Local(p) = RepoLocation::parse(s) {
+            return p
+                .canonicalize()
+                .unwrap_or(p)
+                .display()
+                .to_string()
+                .trim_end_matches('/')
+                .trim_end_matches(".git")
+                .to_string();
+        }
+        let r = redact(s);
+        let r = r.trim_end_matches('/').trim_end_matches(".git");
+        let r = r.split_once("@").map_or(r, |(_, host)| host);
+        r.split_once("://")
+            .map_or(r, |(_, rest)| rest)
+            .to_ascii_lowercase()
+    }
+    norm(a) == norm(b)
 }
 
 /// What to offer libgit2 next when a remote asks for credentials.
@@ -552,9 +753,9 @@ pub(crate) fn network_error(url: &str, e: &git2::Error) -> GitError {
     }
 }
 
-/// libgit2 messages can quote the URL; make sure no secret survives.
+/// libgit2 messages can quote the URL (or parts of it); make sure no secret survives.
 fn redact_message(message: &str, url: &str) -> String {
-    message.replace(url, &redact_url(url))
+    redact(&message.replace(url, &redact(url)))
 }
 
 /// Opens an existing local repository exactly at `path` (no discovery upwards, so a typo never
@@ -566,7 +767,7 @@ pub(crate) fn open_local(path: &Path) -> Result<Repository, GitError> {
         std::iter::empty::<&std::ffi::OsStr>(),
     )
     .map_err(|_| GitError::RepositoryNotFound {
-        repo: path.display().to_string(),
+        repo: redact(&path.display().to_string()),
     })
 }
 
@@ -584,7 +785,7 @@ pub(crate) fn open_for_reading(spec: &str, auth: &RemoteAuth) -> Result<ReadRepo
     match RepoLocation::parse(spec) {
         RepoLocation::Local(path) => Ok(ReadRepo {
             repo: open_local(&path)?,
-            display: path.display().to_string(),
+            display: redact(&path.display().to_string()),
             _temp: None,
         }),
         RepoLocation::Remote(url) => {
@@ -789,18 +990,65 @@ mod tests {
         ));
     }
 
+    /// Issue 9 item 4: one redaction function, every form users paste (the first four
+    /// printed the token before).
     #[test]
-    fn redact_url_hides_passwords() {
-        assert_eq!(
-            redact_url("https://bot:s3cret@example.com/a.git"),
-            "https://bot:***@example.com/a.git"
-        );
-        assert_eq!(
-            redact_url("https://tok@example.com/a.git"),
-            "https://***@example.com/a.git"
-        );
-        assert_eq!(redact_url("https://example.com/a"), "https://example.com/a");
+    fn redact_hides_every_form_of_credentials() {
+        let table = [
+            (
+                "https://user:SUPER/SECRET@127.0.0.1:9/x.git",
+                "https://user:***@127.0.0.1:9/x.git",
+            ),
+            ("user:TOKEN@127.0.0.1:x.git", "user:***@127.0.0.1:x.git"),
+            (
+                "https://127.0.0.1:9/x.git?access_token=TOKEN",
+                "https://127.0.0.1:9/x.git?access_token=***",
+            ),
+            (
+                "https://h/x.git?ref=main&private_token=TOKEN",
+                "https://h/x.git?ref=***&private_token=***",
+            ),
+            ("file://user:TOKEN@/tmp/x.git", "file://user:***@/tmp/x.git"),
+            (
+                "https://bot:s3cret@example.com/a.git",
+                "https://bot:***@example.com/a.git",
+            ),
+            (
+                "https://TOKEN@example.com/a.git",
+                "https://***@example.com/a.git",
+            ),
+            ("ssh://git@example.com/a.git", "ssh://git@example.com/a.git"),
+            ("git@github.com:acme/a.git", "git@github.com:acme/a.git"),
+            ("https://example.com/a", "https://example.com/a"),
+            (
+                "https://example.com/a.git@main",
+                "https://example.com/a.git@main",
+            ),
+            ("https://h:8443/a.git@main", "https://h:8443/a.git@main"),
+            ("/tmp/r.git@stage/dev", "/tmp/r.git@stage/dev"),
+            (
+                "remote `https://u:TOKEN@h/x` is unreachable: 'https://u:TOKEN@h/x' failed",
+                "remote `https://u:***@h/x` is unreachable: 'https://u:***@h/x' failed",
+            ),
+        ];
+        for (input, want) in table {
+            assert_eq!(redact(input), want, "{input}");
+            assert!(!redact(input).contains("TOKEN") && !redact(input).contains("SECRET"));
+            assert_eq!(has_credentials(input), input != want, "{input}");
+        }
         assert!(!format!("{:?}", Secret::new("s3cret")).contains("s3cret"));
+    }
+
+    #[test]
+    fn same_repo_ignores_credentials_and_spelling() {
+        assert!(same_repo(
+            "https://x:t@GitHub.com/a/b.git",
+            "https://github.com/a/b"
+        ));
+        assert!(!same_repo(
+            "https://github.com/a/b",
+            "https://github.com/a/c"
+        ));
     }
 
     #[test]

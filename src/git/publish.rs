@@ -35,7 +35,7 @@ use super::{
     RemoteAuth, RepoLocation, join_path, lg, network_error, normalize_managed_path, open_local,
     redact_url, remote_callbacks, validate_rel_path,
 };
-use crate::artifact::ArtifactSet;
+use crate::artifact::{ArtifactSet, Scope};
 
 /// Everything `publish` needs besides the artifact set.
 #[derive(Debug, Clone)]
@@ -61,6 +61,14 @@ pub struct PublishOptions {
     /// For per-environment publishes: the environment every file belongs to (its paths no
     /// longer name it). Recorded as the `Kiln-Environment` trailer.
     pub environment: Option<String>,
+    /// The slice of the render this publish is responsible for (see [`Scope`]): kiln's files
+    /// outside it are neither pruned nor disowned, so a filtered publish touches only its
+    /// slice, as a filtered `render` does.
+    pub scope: Scope,
+    /// Fault injection for tests: stop right after the branch moved, before the checked-out
+    /// working tree follows, leaving the state a `kill -9` at that moment leaves.
+    #[doc(hidden)]
+    pub crash_after_ref_update: bool,
 }
 
 impl PublishOptions {
@@ -83,6 +91,8 @@ impl PublishOptions {
             auth: RemoteAuth::default(),
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             environment: None,
+            scope: Scope::All,
+            crash_after_ref_update: false,
         }
     }
 }
@@ -152,7 +162,7 @@ impl fmt::Display for PublishOutcome {
 /// [`GitError::WorkingTreeConflict`]. On error nothing visible changed.
 pub fn publish(set: &ArtifactSet, options: &PublishOptions) -> Result<PublishOutcome, GitError> {
     let refname = format!("refs/heads/{}", options.branch);
-    if options.branch.is_empty() || !git2::Reference::is_valid_name(&refname) {
+    if !is_valid_branch_name(&options.branch) {
         return Err(GitError::InvalidBranch {
             branch: options.branch.clone(),
         });
@@ -181,6 +191,19 @@ pub fn publish(set: &ArtifactSet, options: &PublishOptions) -> Result<PublishOut
         RepoLocation::Local(dir) => publish_local(&dir, &refname, &managed, set, options),
         RepoLocation::Remote(url) => publish_remote(&url, &refname, &managed, set, options),
     }
+}
+
+/// A branch name as `git check-ref-format --branch` accepts it, and no name that would read as
+/// something else: `HEAD` and `@` (git's names for the current commit), names starting with
+/// `-` (an option), and `refs/…` (`--branch refs/tags/v1` would create
+/// `refs/heads/refs/tags/v1`, not a tag).
+pub fn is_valid_branch_name(branch: &str) -> bool {
+    !branch.is_empty()
+        && branch != "HEAD"
+        && branch != "@"
+        && !branch.starts_with('-')
+        && !branch.starts_with("refs/")
+        && git2::Reference::is_valid_name(&format!("refs/heads/{branch}"))
 }
 
 /// A planned commit: tree built, message written, not yet referenced.
@@ -264,7 +287,10 @@ fn plan_commit(
     // is taking over, so adopting identical content reports no change.
     let old: BTreeMap<String, Oid> = existing
         .iter()
-        .filter(|(p, _)| owned.contains(*p) || (options.adopt && set.files.contains_key(*p)))
+        .filter(|(p, _)| {
+            (owned.contains(*p) && options.scope.contains(p))
+                || (options.adopt && set.files.contains_key(*p))
+        })
         .map(|(p, id)| (p.clone(), *id))
         .collect();
     let mut new: BTreeMap<String, Oid> = BTreeMap::new();
@@ -283,7 +309,8 @@ fn plan_commit(
     };
     let mut touched: BTreeMap<String, Option<Vec<u8>>> = BTreeMap::new();
     let mut files = FileCounts::default();
-    for path in owned.iter().filter(|p| !set.files.contains_key(*p)) {
+    let pruned = |p: &&String| !set.files.contains_key(*p) && options.scope.contains(p);
+    for path in owned.iter().filter(pruned) {
         if existing.contains_key(path) {
             files.removed += 1;
             touched.insert(join_path(managed, path), None);
@@ -291,7 +318,11 @@ fn plan_commit(
         let segments = join_segments(&managed_segments, path);
         remove_file(repo, &mut root, &segments)?;
     }
-    let marker = OwnedMarker::new(set.paths().map(str::to_string)).to_bytes();
+    // Owned files outside the slice stay owned (and stay listed) for the next full publish.
+    let kept = owned
+        .iter()
+        .filter(|p| !set.files.contains_key(*p) && !options.scope.contains(p));
+    let marker = OwnedMarker::new(set.paths().map(str::to_string).chain(kept.cloned())).to_bytes();
     let generated = set
         .files
         .iter()
@@ -582,7 +613,18 @@ fn publish_local(
     options: &PublishOptions,
 ) -> Result<PublishOutcome, GitError> {
     let repo = open_local(dir)?;
-    let display = dir.display().to_string();
+    let display = redact_url(&dir.display().to_string());
+    // kiln publishers into one non-bare repository take turns: the working tree update is part
+    // of a publish, and a second publisher would otherwise take the first one's half-written
+    // files for local changes. The lock is an OS file lock: a killed publisher releases it.
+    let _turn = if repo.is_bare() {
+        None
+    } else {
+        Some(lock_repository(&repo)?)
+    };
+    if !repo.is_bare() {
+        recover_interrupted(&repo, &display, options)?;
+    }
     let attempts = options.max_attempts.max(1);
     let mut attempt = 1;
     let mut lock_waits = 0;
@@ -605,6 +647,10 @@ fn publish_local(
         let checked_out = is_checked_out(&repo, refname)?;
         if checked_out {
             check_worktree_clean(&repo, &display, options, &plan)?;
+            check_no_symlinks(&repo, dir, &plan)?;
+            // Written before the branch moves: if kiln dies before the working tree follows,
+            // the next publish finds this and finishes the update (see `recover_interrupted`).
+            write_journal(&repo, refname, tip.as_ref().map(|t| t.id()), commit)?;
         }
         let log = format!("kiln publish: {}", first_line(&plan.message));
         // Compare-and-swap: only move the branch if it still points where we built on.
@@ -612,19 +658,40 @@ fn publish_local(
             Some(tip) => repo.reference_matching(refname, commit, true, tip.id(), &log),
             None => repo.reference(refname, commit, false, &log),
         };
+        if moved.is_err() && checked_out {
+            clear_journal(&repo);
+        }
         match moved {
             Ok(_) => {
+                if tip.is_none() {
+                    point_head_at_first_branch(&repo, refname)?;
+                }
+                if options.crash_after_ref_update {
+                    return Ok(outcome(Some(commit), Some(&plan)));
+                }
                 if checked_out {
-                    update_worktree(&repo, dir, &plan)?;
+                    update_worktree(&repo, dir, &plan.touched)?;
+                    clear_journal(&repo);
                 }
                 return Ok(outcome(Some(commit), Some(&plan)));
             }
             // Another writer holds the ref lock right now: wait for it without spending an
-            // attempt (the branch has not moved yet), but not forever (a stale `.lock` file
-            // from a crashed git would block every writer).
+            // attempt (the branch has not moved yet), but not forever: a `.lock` file left by a
+            // killed git or kiln would block every writer. After the wait it is reported as
+            // what it is.
             Err(e) if e.code() == git2::ErrorCode::Locked && lock_waits < MAX_LOCK_WAITS => {
                 lock_waits += 1;
                 std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(e)
+                if e.code() == git2::ErrorCode::Locked && stale_lock(&repo, refname).is_some() =>
+            {
+                let (path, age_seconds) = stale_lock(&repo, refname).unwrap_or_default();
+                return Err(GitError::StaleLock {
+                    path,
+                    branch: options.branch.clone(),
+                    age_seconds,
+                });
             }
             Err(e)
                 if matches!(
@@ -646,6 +713,208 @@ fn publish_local(
             Err(e) => return Err(lg("moving the branch")(e)),
         }
     }
+}
+
+/// The lock file of `refname` and its age in seconds, when it exists.
+fn stale_lock(repo: &Repository, refname: &str) -> Option<(std::path::PathBuf, u64)> {
+    let path = repo.path().join(format!("{refname}.lock"));
+    let modified = std::fs::metadata(&path).ok()?.modified().ok()?;
+    let age = std::time::SystemTime::now()
+        .duration_since(modified)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    Some((path, age))
+}
+
+/// When kiln creates the first branch of a bare repository whose HEAD names a branch that
+/// does not exist (`master` by default), HEAD is pointed at the new branch, so `git clone`
+/// checks it out. A non-bare repository's HEAD is its checkout and is left alone.
+fn point_head_at_first_branch(repo: &Repository, refname: &str) -> Result<(), GitError> {
+    if !repo.is_bare() {
+        return Ok(());
+    }
+    let head = repo.find_reference("HEAD").map_err(lg("reading HEAD"))?;
+    let Some(target) = head.symbolic_target().ok().flatten().map(str::to_string) else {
+        return Ok(());
+    };
+    if target == refname || repo.find_reference(&target).is_ok() {
+        return Ok(());
+    }
+    let others = repo
+        .branches(Some(git2::BranchType::Local))
+        .map_err(lg("listing branches"))?
+        .flatten()
+        .filter_map(|(b, _)| b.get().name().ok().map(str::to_string))
+        .any(|name| name != refname);
+    if !others {
+        repo.set_head(refname)
+            .map_err(lg("pointing HEAD at the new branch"))?;
+    }
+    Ok(())
+}
+
+/// Takes kiln's publish lock of a non-bare repository (`.git/kiln-publish.lock`, an OS file
+/// lock held until the returned file is dropped or the process dies).
+fn lock_repository(repo: &Repository) -> Result<std::fs::File, GitError> {
+    let path = repo.path().join("kiln-publish.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| GitError::Io {
+            operation: "open the publish lock",
+            path: path.clone(),
+            source,
+        })?;
+    file.lock().map_err(|source| GitError::Io {
+        operation: "lock",
+        path,
+        source,
+    })?;
+    Ok(file)
+}
+
+const JOURNAL: &str = "kiln-publish-pending";
+
+/// Records `refname old new` before the branch moves (see `recover_interrupted`).
+fn write_journal(
+    repo: &Repository,
+    refname: &str,
+    old: Option<Oid>,
+    new: Oid,
+) -> Result<(), GitError> {
+    let path = repo.path().join(JOURNAL);
+    let old = old.unwrap_or(Oid::ZERO_SHA1);
+    std::fs::write(&path, format!("{refname} {old} {new}\n")).map_err(|source| GitError::Io {
+        operation: "write",
+        path,
+        source,
+    })
+}
+
+fn clear_journal(repo: &Repository) {
+    let _ = std::fs::remove_file(repo.path().join(JOURNAL));
+}
+
+/// Finishes a publish that was killed after moving the checked-out branch but before its
+/// working tree and index followed: the branch holds the new commit, the files the old one.
+/// The files that differ between the two commits are brought to the new commit when they
+/// still hold the old content (or already the new); anything else is someone's change and is
+/// reported, never overwritten. Runs under the publish lock, before anything else.
+fn recover_interrupted(
+    repo: &Repository,
+    display: &str,
+    options: &PublishOptions,
+) -> Result<(), GitError> {
+    let path = repo.path().join(JOURNAL);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(());
+    };
+    let mut parts = text.split_whitespace();
+    let (Some(refname), Some(old), Some(new)) = (parts.next(), parts.next(), parts.next()) else {
+        clear_journal(repo);
+        return Ok(());
+    };
+    let (Ok(old), Ok(new)) = (Oid::from_str(old), Oid::from_str(new)) else {
+        clear_journal(repo);
+        return Ok(());
+    };
+    let tip = branch_tip(repo, refname)?.map(|c| c.id());
+    // The branch never moved (killed before), or moved on since: nothing of ours to finish.
+    if tip != Some(new) || !is_checked_out(repo, refname)? {
+        clear_journal(repo);
+        return Ok(());
+    }
+    let tree_of = |id: Oid| -> Result<Option<git2::Tree<'_>>, GitError> {
+        if id.is_zero() {
+            return Ok(None);
+        }
+        let commit = repo.find_commit(id).map_err(lg("reading a commit"))?;
+        commit
+            .tree()
+            .map(Some)
+            .map_err(lg("reading a commit's tree"))
+    };
+    let (old_tree, new_tree) = (tree_of(old)?, tree_of(new)?);
+    let diff = repo
+        .diff_tree_to_tree(old_tree.as_ref(), new_tree.as_ref(), None)
+        .map_err(lg("comparing the interrupted publish"))?;
+    let workdir = repo
+        .workdir()
+        .ok_or_else(|| lg("finding the working tree")(git2::Error::from_str("bare")))?
+        .to_path_buf();
+    let blob = |id: Oid| -> Result<Option<Vec<u8>>, GitError> {
+        if id.is_zero() {
+            return Ok(None);
+        }
+        Ok(Some(
+            repo.find_blob(id)
+                .map_err(lg("reading a blob"))?
+                .content()
+                .to_vec(),
+        ))
+    };
+    let mut touched = BTreeMap::new();
+    let mut conflicts = Vec::new();
+    for delta in diff.deltas() {
+        let Some(file) = delta.new_file().path().or(delta.old_file().path()) else {
+            continue;
+        };
+        let rel = file.to_string_lossy().replace('\\', "/");
+        let before = blob(delta.old_file().id())?;
+        let after = blob(delta.new_file().id())?;
+        let on_disk = std::fs::read(workdir.join(&rel)).ok();
+        if on_disk == before || on_disk == after {
+            touched.insert(rel, after);
+        } else {
+            conflicts.push(rel);
+        }
+    }
+    if !conflicts.is_empty() {
+        return Err(GitError::WorkingTreeConflict {
+            repo: display.to_string(),
+            branch: options.branch.clone(),
+            paths: conflicts.join(", "),
+        });
+    }
+    let plan_paths: Vec<String> = touched.keys().cloned().collect();
+    for rel in &plan_paths {
+        check_path_has_no_symlink(&workdir, rel)?;
+    }
+    update_worktree(repo, &workdir, &touched)?;
+    clear_journal(repo);
+    Ok(())
+}
+
+/// Refuses when a file kiln is about to write or remove in a checked-out working tree lies
+/// below a symbolic link, or is one: the same rule as the directory writer (`src/write.rs`),
+/// so an untracked `deploy/web -> /victim` never sends kiln's files elsewhere.
+fn check_no_symlinks(repo: &Repository, dir: &Path, plan: &Plan) -> Result<(), GitError> {
+    let workdir = repo.workdir().unwrap_or(dir).to_path_buf();
+    for path in plan.touched.keys() {
+        check_path_has_no_symlink(&workdir, path)?;
+    }
+    Ok(())
+}
+
+fn check_path_has_no_symlink(workdir: &Path, rel: &str) -> Result<(), GitError> {
+    let mut checked = BTreeSet::new();
+    crate::write::check_no_symlinked_dir(workdir, rel, &mut checked).map_err(|e| match e {
+        crate::write::WriteError::SymlinkInPath { path } => GitError::SymlinkInWorktree { path },
+        other => GitError::Io {
+            operation: "inspect",
+            path: workdir.join(rel),
+            source: std::io::Error::other(other.to_string()),
+        },
+    })?;
+    let file = workdir.join(rel);
+    if std::fs::symlink_metadata(&file).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(GitError::SymlinkInWorktree {
+            path: file.display().to_string(),
+        });
+    }
+    Ok(())
 }
 
 /// How often a local publish waits for another writer's ref lock (10 ms each).
@@ -692,11 +961,15 @@ fn check_worktree_clean(
 
 /// Brings the checked-out files and the index in line with the new commit (only the paths kiln
 /// changed; other files are not looked at).
-fn update_worktree(repo: &Repository, dir: &Path, plan: &Plan) -> Result<(), GitError> {
+fn update_worktree(
+    repo: &Repository,
+    dir: &Path,
+    touched: &BTreeMap<String, Option<Vec<u8>>>,
+) -> Result<(), GitError> {
     let workdir = repo.workdir().unwrap_or(dir).to_path_buf();
     let mut index = repo.index().map_err(lg("opening the index"))?;
     // Removals first: a pruned directory may be where a new file goes.
-    let mut ordered: Vec<(&String, &Option<Vec<u8>>)> = plan.touched.iter().collect();
+    let mut ordered: Vec<(&String, &Option<Vec<u8>>)> = touched.iter().collect();
     ordered.sort_by_key(|(_, content)| content.is_some());
     for (path, content) in ordered {
         let file = workdir.join(path);
@@ -891,6 +1164,16 @@ pub fn publish_per_environment(
     for (environment, env_set) in &split.environments {
         let mut env_options = options.clone();
         env_options.environment = Some(environment.clone());
+        // A filtered render's slice of this environment: the component directories it
+        // rendered there (their paths without the environment segment, as in the branch).
+        if options.scope != Scope::All {
+            env_options.scope = Scope::Dirs(
+                env_set
+                    .paths()
+                    .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+                    .collect(),
+            );
+        }
         match mode {
             SplitMode::Branches { prefix } => {
                 env_options.branch = format!("{prefix}{environment}");

@@ -495,8 +495,14 @@ fn subject(changes: &[UnitChange]) -> String {
         .iter()
         .filter_map(|c| c.unit.environment())
         .collect();
+    // The verb says what happened: an initial publish adds, a pure removal removes.
+    let verb = if changes.iter().all(|c| c.action == changes[0].action) {
+        changes[0].action.verb()
+    } else {
+        "update"
+    };
     format!(
-        "kiln: update {} component{} in {} environment{} ({} changes)",
+        "kiln: {verb} {} component{} in {} environment{} ({} changes)",
         components.len(),
         plural(components.len()),
         environments.len(),

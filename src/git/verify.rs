@@ -17,7 +17,7 @@ use super::{
     GitError, RemoteAuth, lg, normalize_managed_path, open_for_reading, read_owned_files,
     resolve_commit,
 };
-use crate::artifact::ArtifactSet;
+use crate::artifact::{ArtifactSet, Scope};
 
 /// Result of a verification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -35,6 +35,21 @@ pub struct VerifyReport {
 }
 
 impl VerifyReport {
+    /// The first line of the report and one line per drifted file (`--stat`).
+    pub fn summary(&self) -> String {
+        let mut out = self
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        out.push('\n');
+        for file in &self.drift.files {
+            out.push_str(&format!("  {:<8} {}\n", file.status.word(), file.path));
+        }
+        out
+    }
+
     /// `true` when the committed tree differs from the render (`kiln verify` exits 1).
     pub fn has_drift(&self) -> bool {
         self.drift.has_differences()
@@ -102,6 +117,19 @@ pub fn verify(
     path: Option<&str>,
     auth: &RemoteAuth,
 ) -> Result<VerifyReport, GitError> {
+    verify_scoped(set, &Scope::All, repo, reference, path, auth)
+}
+
+/// [`verify`] of a filtered render: only the committed files inside `scope` are compared, so
+/// `verify -e dev` checks the dev slice and does not call every other file stale.
+pub fn verify_scoped(
+    set: &ArtifactSet,
+    scope: &Scope,
+    repo: &str,
+    reference: &str,
+    path: Option<&str>,
+    auth: &RemoteAuth,
+) -> Result<VerifyReport, GitError> {
     let path = normalize_managed_path(path)?;
     let opened = open_for_reading(repo, auth)?;
     let commit = resolve_commit(&opened.repo, &opened.display, reference)?;
@@ -120,6 +148,6 @@ pub fn verify(
         reference: reference.to_string(),
         commit: commit.id().to_string(),
         path,
-        drift: diff_sets(&committed, set),
+        drift: diff_sets(&scope.restrict(&committed), set),
     })
 }
