@@ -657,6 +657,13 @@ impl Loader<'_> {
                     }
                 }
                 Generator::Resources(_) => {}
+                Generator::Helm(h) => {
+                    let loc = gloc.join("helm");
+                    self.resolve(cdir, &h.chart, &loc.join("chart"), "chart directory");
+                    for (k, f) in h.values_files.iter().enumerate() {
+                        self.resolve(cdir, f, &loc.join("valuesFiles").join(k), "values file");
+                    }
+                }
             }
         }
         if self.errors.len() > errors_before {

@@ -298,6 +298,52 @@ pub fn render_plan(
     render_plan_shared(plan, sources, fs, &Shared::default())
 }
 
+/// The `helm` generator: renders the chart with kiln's Helm engine, one resource per
+/// rendered document (CRDs, manifests, hooks, in `helm template` order).
+fn helm_generator(
+    fs: &dyn FileSystem,
+    plan: &BuildPlan,
+    h: &crate::spec::HelmGenerator,
+    dir: &std::path::Path,
+) -> Result<Vec<Resource>, crate::helm::HelmError> {
+    let release = h
+        .release_name
+        .clone()
+        .unwrap_or_else(|| plan.component.clone());
+    let mut opts = crate::helm::TemplateOptions::new(dir.join(&h.chart), &release);
+    opts.namespace = h
+        .namespace
+        .clone()
+        .unwrap_or_else(|| plan.namespace.clone());
+    opts.value_files = h.values_files.iter().map(|f| dir.join(f)).collect();
+    opts.values = h.values.clone();
+    opts.include_crds = h.include_crds;
+    opts.kube_version = h.kube_version.clone();
+    opts.api_versions = h.api_versions.clone();
+    let rendered = crate::helm::template_with(fs, &opts)?;
+    let mut out = Vec::new();
+    for (source, text) in &rendered.documents {
+        let docs = crate::yaml::parse_stream(source, text).map_err(|e| {
+            crate::helm::HelmError::Manifest {
+                file: source.clone(),
+                message: e.to_string(),
+            }
+        })?;
+        for (i, v) in docs.into_iter().enumerate() {
+            if v.is_object() {
+                out.push(Resource::new(
+                    v,
+                    Some(Origin {
+                        file: source.clone(),
+                        document: i,
+                    }),
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
 /// [`render_plan`] with state shared between plans (see [`Shared`]).
 pub fn render_plan_shared(
     plan: &BuildPlan,
@@ -350,6 +396,9 @@ pub fn render_plan_shared(
                     out.push(Resource::new(v.clone(), Some(origin)));
                 }
                 out
+            }
+            Generator::Helm(h) => {
+                helm_generator(fs, plan, h, &c.dir).map_err(|e| fail("helm generator", boxed(e)))?
             }
             Generator::Kustomize(dir) => shared
                 .kustomize(fs, &c.dir.join(dir))

@@ -384,6 +384,37 @@ pub enum Generator {
     ConfigMapGenerator(GeneratorArgs),
     /// One kustomize `secretGenerator` entry.
     SecretGenerator(GeneratorArgs),
+    /// A Helm chart vendored in the repository, rendered by kiln's Helm engine (docs/helm.md).
+    Helm(HelmGenerator),
+}
+
+/// The `helm` generator: `helm template` of a chart directory inside the repository.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HelmGenerator {
+    /// The chart directory (or `.tgz`), relative to the component directory.
+    pub chart: String,
+    /// The release name (default: the component instance name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_name: Option<String>,
+    /// The release namespace (default: the environment's namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    /// Values, over the chart's defaults and the values files; may hold `${params.*}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<Value>,
+    /// Values files relative to the component directory, merged in order before `values`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub values_files: Vec<String>,
+    /// Also emit the chart's `crds/` files.
+    #[serde(default)]
+    pub include_crds: bool,
+    /// `.Capabilities.KubeVersion` (default v1.36.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_version: Option<String>,
+    /// Extra `.Capabilities.APIVersions` entries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_versions: Vec<String>,
 }
 
 /// A `configMapGenerator`/`secretGenerator` entry, kustomize's `GeneratorArgs` syntax.

@@ -304,3 +304,42 @@ fn live_helm_agrees_with_stored_expectations() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The `helm` generator of component.yaml: a chart inside the repository root, values files,
+/// `values` with `${params.*}` keeping their type (a boolean enables a subchart), per
+/// environment values, and kiln's transformers applied to the chart's objects.
+#[test]
+fn helm_generator_renders_charts_in_a_platform() {
+    let root = crate_dir().join("tests/helm");
+    let mut opts = kiln::pipeline::RenderOptions::new(root.join("platform/platforms/demo"));
+    opts.root = Some(root);
+    let set = match kiln::pipeline::build(&opts) {
+        Ok(s) => s,
+        Err(e) => panic!("{:?}", miette::Report::new(e)),
+    };
+    let text_of = |env: &str| -> String {
+        set.files
+            .iter()
+            .filter(|(p, _)| p.contains(&format!("/{env}/")) && p.ends_with(".yaml"))
+            .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let (dev, prod) = (text_of("dev"), text_of("prod"));
+    assert!(dev.contains("greeting: hello-dev"), "dev values:\n{dev}");
+    assert!(
+        prod.contains("greeting: hello-prod"),
+        "prod values:\n{prod}"
+    );
+    // From the values file, through `global`.
+    assert!(dev.contains("env: from-values-file"), "{dev}");
+    // `${params.enableOff}` stayed a boolean, so the subchart's condition enabled it.
+    assert!(dev.contains("name: \"off\""), "{dev}");
+    // kiln's label transformer ran on the chart's objects.
+    assert!(dev.contains("example.org/env: dev"), "{dev}");
+    // The library chart rendered nothing of its own; hooks are kept.
+    assert!(
+        !dev.contains("NeverRendered") && dev.contains("name: web-migrate"),
+        "{dev}"
+    );
+}

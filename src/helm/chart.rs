@@ -8,6 +8,7 @@
 
 use super::template::value::Value;
 use super::yaml;
+use crate::fs::FileSystem;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -64,59 +65,71 @@ fn err(file: &str, message: impl Into<String>) -> LoadError {
     }
 }
 
-/// Loads the chart at `path` (a directory or a `.tgz`).
+/// Loads the chart at `path` (a directory or a `.tgz`) from the real file system.
 pub fn load(path: &Path) -> R<Chart> {
+    load_with(&crate::fs::RealFs, path)
+}
+
+/// Loads the chart at `path` through `fs`; files whose real path leaves the chart directory
+/// (symbolic links pointing out) are skipped.
+pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
     let shown = path.display().to_string();
-    if path.is_file() {
-        let data = std::fs::read(path).map_err(|e| err(&shown, e.to_string()))?;
+    if fs.is_file(path) {
+        let data = fs.read(path).map_err(|e| err(&shown, e.to_string()))?;
         return load_archive(&data, &shown);
     }
-    if !path.is_dir() {
+    if !fs.is_dir(path) {
         return Err(err(&shown, "no chart directory or archive at this path"));
     }
+    let root = fs
+        .canonicalize(path)
+        .map_err(|e| err(&shown, e.to_string()))?;
     let mut files = Vec::new();
-    let rules = match std::fs::read_to_string(path.join(".helmignore")) {
+    let rules = match fs.read_to_string(&path.join(".helmignore")) {
         Ok(t) => Ignore::parse(&t),
         Err(_) => Ignore::parse(""),
     };
-    walk(path, "", &rules, &mut files).map_err(|e| err(&shown, e))?;
+    walk(fs, path, &root, "", &rules, &mut files).map_err(|e| err(&shown, e))?;
     from_files(files, &shown)
 }
 
 fn walk(
+    fs: &dyn FileSystem,
+    base: &Path,
     root: &Path,
     rel: &str,
     rules: &Ignore,
     out: &mut Vec<(String, Vec<u8>)>,
 ) -> Result<(), String> {
     let dir = if rel.is_empty() {
-        root.to_path_buf()
+        base.to_path_buf()
     } else {
-        root.join(rel)
+        base.join(rel)
     };
-    let mut entries: Vec<_> = std::fs::read_dir(&dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(Result::ok)
-        .collect();
-    entries.sort_by_key(|e| e.file_name());
+    let entries = fs
+        .read_dir(&dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?;
     for e in entries {
-        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(name) = e.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+            continue;
+        };
         let path = if rel.is_empty() {
             name.clone()
         } else {
             format!("{rel}/{name}")
         };
-        let Ok(ft) = e.file_type() else { continue };
-        if ft.is_symlink() {
+        match fs.canonicalize(&e) {
+            Ok(real) if real.starts_with(root) => {}
+            _ => continue,
+        }
+        let is_dir = fs.is_dir(&e);
+        if rules.ignored(&path, is_dir) {
             continue;
         }
-        if rules.ignored(&path, ft.is_dir()) {
-            continue;
-        }
-        if ft.is_dir() {
-            walk(root, &path, rules, out)?;
-        } else if ft.is_file() {
-            let data = std::fs::read(e.path()).map_err(|e2| format!("{path}: {e2}"))?;
+        if is_dir {
+            walk(fs, base, root, &path, rules, out)?;
+        } else if fs.is_file(&e) {
+            let data = fs.read(&e).map_err(|e2| format!("{path}: {e2}"))?;
             out.push((path, data));
         }
     }

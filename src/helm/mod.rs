@@ -146,11 +146,11 @@ fn load_error(e: chart::LoadError) -> HelmError {
 }
 
 /// Reads user values: files (deep-merged), then inline values, then `--set`.
-fn user_values(opts: &TemplateOptions) -> Result<Map, HelmError> {
+fn user_values(fs: &dyn crate::fs::FileSystem, opts: &TemplateOptions) -> Result<Map, HelmError> {
     let user = template::value::new_map();
     for f in &opts.value_files {
         let shown = f.display().to_string();
-        let text = std::fs::read_to_string(f).map_err(|e| HelmError::Values {
+        let text = fs.read_to_string(f).map_err(|e| HelmError::Values {
             file: shown.clone(),
             message: e.to_string(),
         })?;
@@ -185,8 +185,16 @@ fn user_values(opts: &TemplateOptions) -> Result<Map, HelmError> {
 
 /// `helm template`: loads, processes and renders a chart.
 pub fn template(opts: &TemplateOptions) -> Result<Rendered, HelmError> {
-    let chart = chart::load(&opts.chart).map_err(load_error)?;
-    let user = user_values(opts)?;
+    template_with(&crate::fs::RealFs, opts)
+}
+
+/// [`template`] reading the chart and values files through `fs`.
+pub fn template_with(
+    fs: &dyn crate::fs::FileSystem,
+    opts: &TemplateOptions,
+) -> Result<Rendered, HelmError> {
+    let chart = chart::load_with(fs, &opts.chart).map_err(load_error)?;
+    let user = user_values(fs, opts)?;
     render_chart(chart, &user, opts)
 }
 
