@@ -17,7 +17,7 @@
 //! here (expr-lang yields `nil` and the step fails later on a schema check, far from the
 //! cause), and so is member access on `nil` (as in expr-lang). An unknown function is an error
 //! in both. Our own code rather than a crate: no maintained Rust crate implements expr-lang,
-//! and the subset is small (see docs/adr/0004-promote-expressions.md).
+//! and the subset is small (see docs/adr/0006-promote-expressions.md).
 
 use serde_json::{Map, Value};
 
