@@ -1708,3 +1708,43 @@ fn validate_without_schema_dir_checks_kiln_s_built_in_model() {
     );
     // kiln's own output passes the same model (see the bank tests with SchemaSet::empty()).
 }
+
+/// README's bank diagram is `kiln graph platforms/bank`'s output (with `KILN_BLESS`, rewritten).
+#[test]
+fn readme_pipeline_diagram_is_kiln_graph_output() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["graph", "platforms/bank"])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let graph = String::from_utf8(out.stdout).unwrap();
+    assert!(graph.starts_with("flowchart LR\n"), "{graph}");
+    let begin = "<!-- kiln graph platforms/bank: begin -->\n```mermaid\n";
+    let end = "```\n<!-- kiln graph platforms/bank: end -->";
+    let readme_path = root.join("README.md");
+    let readme = std::fs::read_to_string(&readme_path).unwrap();
+    let start = readme
+        .find(begin)
+        .expect("README lacks the kiln graph begin marker")
+        + begin.len();
+    let stop = start
+        + readme[start..]
+            .find(end)
+            .expect("README lacks the end marker");
+    if std::env::var_os("KILN_BLESS").is_some() {
+        let blessed = format!("{}{graph}{}", &readme[..start], &readme[stop..]);
+        std::fs::write(&readme_path, blessed).unwrap();
+        return;
+    }
+    assert_eq!(
+        readme[start..stop],
+        graph,
+        "README's mermaid block differs from `kiln graph platforms/bank` (KILN_BLESS=1 to update)"
+    );
+}

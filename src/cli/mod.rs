@@ -81,6 +81,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln promote frontend-dev platforms/bank --freight image=us-docker.pkg.dev/example-bank/bank/frontend:1.5.0 \\\n      --repo-map https://github.com/example/bank-platform.git=../bank-platform \\\n      --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy.git\n  kiln promote contacts-test --project backend --freight latest --repo-map URL=PATH -o json"
     )]
     Promote(PromoteArgs),
+    /// Draw the promotion pipeline (Warehouses, Stages, what each writes) as Mermaid or DOT.
+    #[command(
+        after_help = "Examples:\n  kiln graph platforms/bank\n  kiln graph platforms/bank --project backend -o dot | dot -Tsvg > backend.svg"
+    )]
+    Graph(GraphArgs),
 }
 
 /// Output format for `show` and `history`.
@@ -421,6 +426,26 @@ pub struct PromoteArgs {
     pub output: Format,
 }
 
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// The platform directory.
+    #[arg(default_value = "platforms/bank")]
+    pub platform: PathBuf,
+    /// Draw only this Kargo project.
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Drawing language.
+    #[arg(short = 'o', long, value_enum, default_value = "mermaid")]
+    pub output: GraphOutput,
+}
+
+/// Output language of `kiln graph`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum GraphOutput {
+    Mermaid,
+    Dot,
+}
+
 fn parse_freight(s: &str) -> Result<crate::promote::freight::FreightArg, String> {
     crate::promote::freight::FreightArg::parse(s)
 }
@@ -699,6 +724,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::Verify(args) => verify(args),
         Command::History(args) => history(args),
         Command::Promote(args) => promote(args),
+        Command::Graph(args) => graph(args),
     }
 }
 
@@ -968,6 +994,23 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `kiln graph`: render in memory, draw the emitted Kargo objects.
+fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
+    let opts = crate::pipeline::RenderOptions::new(&args.platform);
+    let (_, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+    let objects = crate::promote::Objects::from_artifacts(&set)?;
+    let format = match args.output {
+        GraphOutput::Mermaid => crate::kargo::graph::GraphFormat::Mermaid,
+        GraphOutput::Dot => crate::kargo::graph::GraphFormat::Dot,
+    };
+    print_out(&crate::kargo::graph::graph(
+        &objects,
+        args.project.as_deref(),
+        format,
+    )?)?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `kiln promote`: render in memory, run the Stage's steps; exit 1 when a step failed.

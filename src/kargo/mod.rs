@@ -28,6 +28,7 @@
 mod argocd;
 pub mod constraint;
 pub mod expressions;
+pub mod graph;
 pub mod naming;
 mod stage;
 mod steps;

@@ -1,0 +1,452 @@
+//! `kiln graph`: the promotion pipeline as a Mermaid or Graphviz picture.
+//!
+//! Drawn from the Kargo objects kiln emits (read by [`crate::promote::Objects`], the same
+//! reading `kiln promote` runs on), so the picture cannot drift from what Kargo gets. Edges
+//! follow Kargo v1.11.2's `requestedFreight[].sources` (`api/v1alpha1/stage_types.go`):
+//! `direct: true` draws Warehouse → Stage, `stages: [...]` draws upstream Stage → Stage.
+//! What a Stage writes comes from its `writeRepo`/`writeBranch`/`writePath` vars.
+//! Node ids are positional (`w0`, `s0`, ...) over a sorted order, so they never collide and
+//! the same objects always give the same bytes.
+
+use std::collections::BTreeMap;
+
+use miette::Diagnostic;
+use serde_json::Value;
+use thiserror::Error;
+
+use crate::promote::{Objects, StageDef};
+
+/// The drawing language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GraphFormat {
+    Mermaid,
+    Dot,
+}
+
+#[derive(Debug, Error, Diagnostic, Clone, PartialEq)]
+pub enum GraphError {
+    #[error("no Kargo project `{project}` among the emitted objects")]
+    #[diagnostic(
+        code(kiln::graph::unknown_project),
+        help("projects kiln emits: {known}")
+    )]
+    UnknownProject { project: String, known: String },
+    #[error("cannot read Stage: {message}")]
+    #[diagnostic(
+        code(kiln::graph::invalid_stage),
+        help("`kiln validate` shows what is wrong")
+    )]
+    InvalidStage { message: String },
+}
+
+fn s<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+struct StageNode {
+    def: StageDef,
+    environment: String,
+    /// Warehouses this Stage takes Freight from directly.
+    direct: Vec<String>,
+    /// The longest chain of upstream Stages above this one: orders environments as the
+    /// Freight flows (dev before test), not by name.
+    depth: usize,
+}
+
+/// Draws every project (or only `project`) of `objects`.
+pub fn graph(
+    objects: &Objects,
+    project: Option<&str>,
+    format: GraphFormat,
+) -> Result<String, GraphError> {
+    let mut projects: BTreeMap<String, (Vec<String>, Vec<StageNode>)> = BTreeMap::new();
+    for w in &objects.warehouses {
+        let p = projects
+            .entry(s(w, "/metadata/namespace").to_string())
+            .or_default();
+        p.0.push(s(w, "/metadata/name").to_string());
+    }
+    for st in &objects.stages {
+        let def = StageDef::from_object(st).map_err(|e| GraphError::InvalidStage {
+            message: e.to_string(),
+        })?;
+        let direct = st
+            .pointer("/spec/requestedFreight")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|r| r.pointer("/sources/direct").and_then(Value::as_bool) == Some(true))
+            .map(|r| s(r, "/origin/name").to_string())
+            .collect();
+        let node = StageNode {
+            environment: s(st, "/metadata/labels/kiln.dev~1environment").to_string(),
+            direct,
+            depth: 0,
+            def,
+        };
+        projects
+            .entry(node.def.project.clone())
+            .or_default()
+            .1
+            .push(node);
+    }
+    if let Some(p) = project {
+        if !projects.contains_key(p) {
+            return Err(GraphError::UnknownProject {
+                project: p.to_string(),
+                known: projects.keys().cloned().collect::<Vec<_>>().join(", "),
+            });
+        }
+        projects.retain(|k, _| k == p);
+    }
+    for (warehouses, stages) in projects.values_mut() {
+        warehouses.sort();
+        warehouses.dedup();
+        // Relaxation capped at one round per Stage, so a (validated-away) cycle cannot hang.
+        for _ in 0..stages.len() {
+            let depth: BTreeMap<String, usize> = stages
+                .iter()
+                .map(|n| (n.def.name.clone(), n.depth))
+                .collect();
+            for n in stages.iter_mut() {
+                n.depth = n
+                    .def
+                    .upstream
+                    .iter()
+                    .filter_map(|u| depth.get(u))
+                    .map(|d| d + 1)
+                    .max()
+                    .unwrap_or(0);
+            }
+        }
+        let mut env_rank: BTreeMap<String, usize> = BTreeMap::new();
+        for n in stages.iter() {
+            let r = env_rank.entry(n.environment.clone()).or_insert(n.depth);
+            *r = (*r).min(n.depth);
+        }
+        stages.sort_by(|a, b| {
+            (env_rank[&a.environment], &a.environment, &a.def.name).cmp(&(
+                env_rank[&b.environment],
+                &b.environment,
+                &b.def.name,
+            ))
+        });
+    }
+    Ok(draw(&projects, format))
+}
+
+fn var<'a>(def: &'a StageDef, name: &str) -> &'a str {
+    def.vars
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("")
+}
+
+/// `${{ vars.NAME }}` replaced by the Stage's value; other expressions stay as written.
+fn substitute(def: &StageDef, text: &str) -> String {
+    def.vars.iter().fold(text.to_string(), |t, (name, value)| {
+        t.replace(&format!("${{{{ vars.{name} }}}}"), value)
+    })
+}
+
+/// The directories the Stage's `kustomize-build` steps write, relative to the pushed work
+/// tree (`git-push`'s `path`): what lands in the write repository.
+fn written_paths(def: &StageDef) -> Vec<String> {
+    let root = def
+        .steps
+        .iter()
+        .find(|st| st.uses == "git-push")
+        .map(|st| substitute(def, s(&st.config, "/path")))
+        .unwrap_or_default();
+    let root = root.trim_end_matches('/');
+    let mut out = Vec::new();
+    for st in def.steps.iter().filter(|st| st.uses == "kustomize-build") {
+        let out_path = substitute(def, s(&st.config, "/outPath"));
+        let rel = out_path
+            .strip_prefix(root)
+            .and_then(|r| r.strip_prefix('/'))
+            .unwrap_or(&out_path);
+        // `outPath` names a file when it ends in .yaml/.yml, else a directory of files.
+        let dir = match rel.rsplit_once('/') {
+            Some((d, f)) if f.ends_with(".yaml") || f.ends_with(".yml") => d.to_string(),
+            None if rel.ends_with(".yaml") || rel.ends_with(".yml") => ".".to_string(),
+            _ => rel.to_string(),
+        };
+        if !out.contains(&dir) {
+            out.push(dir);
+        }
+    }
+    out
+}
+
+/// Escapes text for a quoted Mermaid label: entity codes for what Mermaid would parse.
+fn mermaid_escape(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("#quot;"),
+            '#' => out.push_str("#35;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '&' => out.push_str("#amp;"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Escapes text for a double-quoted DOT string.
+fn dot_escape(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+type Projects = BTreeMap<String, (Vec<String>, Vec<StageNode>)>;
+
+fn draw(projects: &Projects, format: GraphFormat) -> String {
+    let (esc, br): (fn(&str) -> String, &str) = match format {
+        GraphFormat::Mermaid => (mermaid_escape, "<br/>"),
+        GraphFormat::Dot => (dot_escape, "\\n"),
+    };
+    let label = |lines: &[&str]| {
+        lines
+            .iter()
+            .filter(|l| !l.is_empty())
+            .map(|l| esc(l))
+            .collect::<Vec<_>>()
+            .join(br)
+    };
+    let mut out = String::new();
+    let mut edges = Vec::new();
+    match format {
+        GraphFormat::Mermaid => out.push_str("flowchart LR\n"),
+        GraphFormat::Dot => out.push_str("digraph kiln {\n  rankdir=LR;\n"),
+    }
+    let (mut wn, mut sn, mut gn) = (0usize, 0usize, 0usize);
+    for (project, (warehouses, stages)) in projects {
+        let mut ids: BTreeMap<(&str, &str), String> = BTreeMap::new();
+        let mut open = |out: &mut String, depth: usize, title: &str| {
+            let pad = "  ".repeat(depth);
+            match format {
+                GraphFormat::Mermaid => {
+                    out.push_str(&format!("{pad}subgraph g{gn}[\"{}\"]\n", esc(title)))
+                }
+                GraphFormat::Dot => out.push_str(&format!(
+                    "{pad}subgraph cluster_{gn} {{\n{pad}  label=\"{}\";\n",
+                    esc(title)
+                )),
+            }
+            gn += 1;
+        };
+        let close = |out: &mut String, depth: usize| {
+            let pad = "  ".repeat(depth);
+            out.push_str(&pad);
+            out.push_str(match format {
+                GraphFormat::Mermaid => "end\n",
+                GraphFormat::Dot => "}\n",
+            });
+        };
+        open(&mut out, 1, &format!("project {project}"));
+        for w in warehouses {
+            let id = format!("w{wn}");
+            wn += 1;
+            let l = label(&["Warehouse", w]);
+            match format {
+                GraphFormat::Mermaid => out.push_str(&format!("    {id}[(\"{l}\")]\n")),
+                GraphFormat::Dot => {
+                    out.push_str(&format!("    {id} [label=\"{l}\", shape=cylinder];\n"))
+                }
+            }
+            ids.insert(("w", w), id);
+        }
+        // Stages arrive sorted by environment rank, so first appearance is pipeline order.
+        let mut envs: Vec<&str> = Vec::new();
+        for n in stages {
+            if !envs.contains(&n.environment.as_str()) {
+                envs.push(&n.environment);
+            }
+        }
+        for env in envs {
+            let grouped = !env.is_empty();
+            let depth = if grouped { 3 } else { 2 };
+            if grouped {
+                open(&mut out, 2, env);
+            }
+            for n in stages.iter().filter(|n| n.environment == env) {
+                let id = format!("s{sn}");
+                sn += 1;
+                let target = format!(
+                    "{}@{}",
+                    var(&n.def, "writeRepo"),
+                    var(&n.def, "writeBranch")
+                );
+                let mut lines = vec![n.def.name.clone()];
+                if target != "@" {
+                    lines.push(target);
+                }
+                lines.extend(written_paths(&n.def));
+                let l = label(&lines.iter().map(String::as_str).collect::<Vec<_>>());
+                let pad = "  ".repeat(depth);
+                match format {
+                    GraphFormat::Mermaid => out.push_str(&format!("{pad}{id}[\"{l}\"]\n")),
+                    GraphFormat::Dot => {
+                        out.push_str(&format!("{pad}{id} [label=\"{l}\", shape=box];\n"))
+                    }
+                }
+                ids.insert(("s", &n.def.name), id);
+            }
+            if grouped {
+                close(&mut out, 2);
+            }
+        }
+        close(&mut out, 1);
+        for n in stages {
+            let to = &ids[&("s", n.def.name.as_str())];
+            let mut from: Vec<&String> = Vec::new();
+            from.extend(n.direct.iter().filter_map(|w| ids.get(&("w", w.as_str()))));
+            from.extend(
+                n.def
+                    .upstream
+                    .iter()
+                    .filter_map(|u| ids.get(&("s", u.as_str()))),
+            );
+            for f in from {
+                edges.push(format!("{f} --> {to}"));
+            }
+        }
+    }
+    for e in edges {
+        match format {
+            GraphFormat::Mermaid => out.push_str(&format!("  {e}\n")),
+            GraphFormat::Dot => out.push_str(&format!("  {};\n", e.replace("-->", "->"))),
+        }
+    }
+    if format == GraphFormat::Dot {
+        out.push_str("}\n");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn stage(project: &str, name: &str, env: &str, warehouse: &str, upstream: &[&str]) -> Value {
+        let sources = if upstream.is_empty() {
+            json!({"direct": true})
+        } else {
+            json!({"stages": upstream})
+        };
+        json!({
+            "apiVersion": "kargo.akuity.io/v1alpha1", "kind": "Stage",
+            "metadata": {"name": name, "namespace": project,
+                         "labels": {"kiln.dev/environment": env}},
+            "spec": {
+                "requestedFreight": [{"origin": {"kind": "Warehouse", "name": warehouse},
+                                      "sources": sources}],
+                "promotionTemplate": {"spec": {
+                    "vars": [{"name": "writeRepo", "value": "https://git.example/a\"b.git"},
+                             {"name": "writeBranch", "value": "stage/".to_string() + env},
+                             {"name": "writePath", "value": name}],
+                    "steps": [
+                        {"uses": "kustomize-build", "as": "build",
+                         "config": {"path": "./src", "outPath": "./out/${{ vars.writePath }}/manifests.yaml"}},
+                        {"uses": "git-push", "as": "push", "config": {"path": "./out"}}
+                    ]}}
+            }
+        })
+    }
+
+    fn warehouse(project: &str, name: &str) -> Value {
+        json!({"apiVersion": "kargo.akuity.io/v1alpha1", "kind": "Warehouse",
+               "metadata": {"name": name, "namespace": project}})
+    }
+
+    /// Two projects; `test` sorts after `prod` by name but follows `dev` in the pipeline.
+    fn objects() -> Objects {
+        Objects {
+            stages: vec![
+                stage("web", "fe-prod", "prod", "fe", &["fe-test"]),
+                stage("web", "fe-test", "test", "fe", &["fe-dev"]),
+                stage("web", "fe-dev", "dev", "fe", &[]),
+                stage("api", "api-dev", "dev", "api", &[]),
+            ],
+            warehouses: vec![warehouse("web", "fe"), warehouse("api", "api")],
+            applications: vec![],
+        }
+    }
+
+    #[test]
+    fn dot_output_filtered_to_one_project() {
+        let dot = graph(&objects(), Some("web"), GraphFormat::Dot).unwrap();
+        assert_eq!(
+            dot,
+            r#"digraph kiln {
+  rankdir=LR;
+  subgraph cluster_0 {
+    label="project web";
+    w0 [label="Warehouse\nfe", shape=cylinder];
+    subgraph cluster_1 {
+      label="dev";
+      s0 [label="fe-dev\nhttps://git.example/a\"b.git@stage/dev\nfe-dev", shape=box];
+    }
+    subgraph cluster_2 {
+      label="test";
+      s1 [label="fe-test\nhttps://git.example/a\"b.git@stage/test\nfe-test", shape=box];
+    }
+    subgraph cluster_3 {
+      label="prod";
+      s2 [label="fe-prod\nhttps://git.example/a\"b.git@stage/prod\nfe-prod", shape=box];
+    }
+  }
+  w0 -> s0;
+  s0 -> s1;
+  s1 -> s2;
+}
+"#
+        );
+        assert!(!dot.contains("api"), "--project keeps only its project");
+    }
+
+    #[test]
+    fn mermaid_escapes_labels_and_is_deterministic() {
+        let mut shuffled = objects();
+        shuffled.stages.reverse();
+        shuffled.warehouses.reverse();
+        let a = graph(&objects(), None, GraphFormat::Mermaid).unwrap();
+        assert_eq!(a, graph(&shuffled, None, GraphFormat::Mermaid).unwrap());
+        assert!(
+            a.starts_with("flowchart LR\n  subgraph g0[\"project api\"]\n"),
+            "{a}"
+        );
+        assert!(
+            a.contains("s1[\"fe-dev<br/>https://git.example/a#quot;b.git@stage/dev<br/>fe-dev\"]"),
+            "{a}"
+        );
+        assert_eq!(mermaid_escape("a<b>&#\"c"), "a#lt;b#gt;#amp;#35;#quot;c");
+        assert_eq!(dot_escape("a\\b\"c"), "a\\\\b\\\"c");
+    }
+
+    #[test]
+    fn unknown_project_is_an_error_naming_the_known_ones() {
+        let err = graph(&objects(), Some("nope"), GraphFormat::Mermaid).unwrap_err();
+        assert_eq!(
+            err,
+            GraphError::UnknownProject {
+                project: "nope".into(),
+                known: "api, web".into()
+            }
+        );
+    }
+}
