@@ -490,24 +490,9 @@ fn plain_ok(s: &str) -> bool {
     true
 }
 
+/// kiln's YAML emitter's double-quoted style: the same escapes go-yaml writes.
 fn double_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() || c == '\u{feff}' => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    crate::yaml::double_quoted(s)
 }
 
 // ---------------------------------------------------------------------------------------

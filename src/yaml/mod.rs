@@ -641,7 +641,7 @@ fn looks_like_non_string(s: &str) -> bool {
     re.is_match(s)
 }
 
-fn double_quoted(s: &str) -> String {
+pub(crate) fn double_quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
