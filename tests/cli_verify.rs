@@ -153,7 +153,11 @@ fn per_environment_applications_track_what_was_published() {
         assert!(revision.starts_with("stage/"), "{revision} {path}");
         let tree = tree_of(&revision);
         let entry = tree
-            .get_path(std::path::Path::new(&path).join("kustomization.yaml").as_path())
+            .get_path(
+                std::path::Path::new(&path)
+                    .join("kustomization.yaml")
+                    .as_path(),
+            )
             .unwrap_or_else(|_| panic!("{revision}:{path}/kustomization.yaml is not published"));
         assert_eq!(entry.kind(), Some(git2::ObjectType::Blob));
     }

@@ -301,7 +301,7 @@ pub struct PublishArgs {
     /// The platform directory.
     #[arg(default_value = "platforms/bank")]
     pub platform: PathBuf,
-    /// The write repository: a local path, file:// or https:// URL.
+    /// The write repository: a local path, file://, https:// or ssh URL.
     #[arg(long)]
     pub repo: String,
     /// The branch to commit to.
