@@ -294,6 +294,9 @@ pub struct ValidateArgs {
     /// subscription schemas, checked as well as kiln's built-in model.
     #[arg(long)]
     pub schema_dir: Option<PathBuf>,
+    /// Output format: text diagnostics on stderr, or one JSON report on stdout.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: OutputFormat,
 }
 
 #[derive(Debug, Args)]
@@ -1020,10 +1023,14 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
             &crate::check::SchemaSet::empty(),
         )?,
     };
-    for f in &report.findings {
-        print_err(&format!("{:?}", miette::Report::new(f.clone())));
+    if args.output == OutputFormat::Json {
+        print_out(&json(&report)?)?;
+    } else {
+        for f in &report.findings {
+            print_err(&format!("{:?}", miette::Report::new(f.clone())));
+        }
+        print_err(&format!("kiln: {}", report.summary()));
     }
-    print_err(&format!("kiln: {}", report.summary()));
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {
