@@ -22,9 +22,9 @@ use crate::helm::template::value::{Object, Value};
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rcgen::{
-    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose,
-    IsCa, Issuer, KeyIdMethod, KeyUsagePurpose, PublicKeyData, SanType, SerialNumber,
-    SignatureAlgorithm, SigningKey,
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
+    Issuer, KeyIdMethod, KeyUsagePurpose, PublicKeyData, SanType, SerialNumber, SignatureAlgorithm,
+    SigningKey,
 };
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -185,7 +185,10 @@ impl Key {
                 &rcgen::PKCS_RSA_SHA256,
             ),
             Key::Ec(k) => (
-                k.verifying_key().to_encoded_point(false).as_bytes().to_vec(),
+                k.verifying_key()
+                    .to_encoded_point(false)
+                    .as_bytes()
+                    .to_vec(),
                 &rcgen::PKCS_ECDSA_P256_SHA256,
             ),
             Key::Ed(k) => (k.verifying_key().to_bytes().to_vec(), &rcgen::PKCS_ED25519),
@@ -347,9 +350,7 @@ fn ca_issuer(cert_pem: &str, key: Signer) -> Result<Issuer<'static, Signer>, Str
             Tag::PrintableString => {
                 rcgen::DnValue::PrintableString(text()?.try_into().map_err(|e| bad(&e))?)
             }
-            Tag::Ia5String => {
-                rcgen::DnValue::Ia5String(text()?.try_into().map_err(|e| bad(&e))?)
-            }
+            Tag::Ia5String => rcgen::DnValue::Ia5String(text()?.try_into().map_err(|e| bad(&e))?),
             Tag::T61String => {
                 rcgen::DnValue::TeletexString(text()?.try_into().map_err(|e| bad(&e))?)
             }
@@ -407,12 +408,26 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
     let arg = |a: &[Value], i: usize| a.get(i).cloned().unwrap_or(Value::Nil);
     let sd = seed.clone();
     f.add("genCA", move |_, a| {
-        certificate(&sd, &s(&arg(a, 0)), &Value::Nil, &Value::Nil, Kind::Ca, None)
+        certificate(
+            &sd,
+            &s(&arg(a, 0)),
+            &Value::Nil,
+            &Value::Nil,
+            Kind::Ca,
+            None,
+        )
     });
     let sd = seed.clone();
     f.add("genCAWithKey", move |_, a| {
         let key = s(&arg(a, 2));
-        certificate(&sd, &s(&arg(a, 0)), &Value::Nil, &Value::Nil, Kind::Ca, Some(&key))
+        certificate(
+            &sd,
+            &s(&arg(a, 0)),
+            &Value::Nil,
+            &Value::Nil,
+            Kind::Ca,
+            Some(&key),
+        )
     });
     let sd = seed.clone();
     f.add("genSelfSignedCert", move |_, a| {
@@ -422,7 +437,14 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
     let sd = seed.clone();
     f.add("genSelfSignedCertWithKey", move |_, a| {
         let (ips, dns, key) = (arg(a, 1), arg(a, 2), s(&arg(a, 4)));
-        certificate(&sd, &s(&arg(a, 0)), &ips, &dns, Kind::SelfSigned, Some(&key))
+        certificate(
+            &sd,
+            &s(&arg(a, 0)),
+            &ips,
+            &dns,
+            Kind::SelfSigned,
+            Some(&key),
+        )
     });
     let sd = seed.clone();
     f.add("genSignedCert", move |_, a| {
@@ -432,7 +454,14 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
     let sd = seed.clone();
     f.add("genSignedCertWithKey", move |_, a| {
         let (ips, dns, ca, key) = (arg(a, 1), arg(a, 2), arg(a, 4), s(&arg(a, 5)));
-        certificate(&sd, &s(&arg(a, 0)), &ips, &dns, Kind::SignedBy(&ca), Some(&key))
+        certificate(
+            &sd,
+            &s(&arg(a, 0)),
+            &ips,
+            &dns,
+            Kind::SignedBy(&ca),
+            Some(&key),
+        )
     });
     f.add("buildCustomCert", |_, a| {
         Ok(Value::Object(Rc::new(CertObj {
@@ -451,7 +480,9 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
         })))
     });
     let sd = seed.clone();
-    f.add("genPrivateKey", move |_, a| private_key(&sd, &s(&arg(a, 0))));
+    f.add("genPrivateKey", move |_, a| {
+        private_key(&sd, &s(&arg(a, 0)))
+    });
     let sd = seed.clone();
     f.add("bcrypt", move |_, _| Ok(Value::from(bcrypt_like(&sd))));
     let sd = seed.clone();
@@ -525,7 +556,13 @@ mod tests {
         let tbs = cert.tbs_certificate.as_ref();
         let sig = &cert.signature_value.data;
         let public = &issuer.public_key().subject_public_key.data;
-        match issuer.public_key().algorithm.algorithm.to_id_string().as_str() {
+        match issuer
+            .public_key()
+            .algorithm
+            .algorithm
+            .to_id_string()
+            .as_str()
+        {
             "1.2.840.113549.1.1.1" => {
                 let key = rsa::RsaPublicKey::from_pkcs1_der(public).unwrap();
                 let sig = rsa::pkcs1v15::Signature::try_from(sig.as_ref()).unwrap();
@@ -576,14 +613,16 @@ mod tests {
         assert_eq!(names.len(), 3, "{names:?}");
         assert_eq!(names[0], "web.ns.svc");
         assert_eq!(names[1], "[10, 0, 0, 1]");
-        assert!(leaf_x.validity().is_valid_at(x509_parser::time::ASN1Time::now()));
-        assert_eq!(leaf_x.serial.bits() <= 128, true);
+        assert!(
+            leaf_x
+                .validity()
+                .is_valid_at(x509_parser::time::ASN1Time::now())
+        );
+        assert!(leaf_x.serial.bits() <= 128);
         // The key is the certificate's: 2048-bit RSA, PKCS#1 as Sprig writes it.
         assert!(leaf_key.starts_with("-----BEGIN RSA PRIVATE KEY-----\n"));
         let key = Key::from_pem(&leaf_key).unwrap();
-        let Key::Rsa(k) = &key else {
-            panic!("not RSA")
-        };
+        let Key::Rsa(k) = &key else { panic!("not RSA") };
         use rsa::traits::PublicKeyParts;
         assert_eq!(k.size() * 8, 2048);
         assert_eq!(
@@ -612,9 +651,15 @@ mod tests {
         assert!(ec.starts_with("-----BEGIN EC PRIVATE KEY-----\n"), "{ec}");
         assert!(ed.starts_with("-----BEGIN PRIVATE KEY-----\n"), "{ed}");
         let ca = certificate(&sd, "ec-ca", &Value::Nil, &Value::Nil, Kind::Ca, Some(&ec)).unwrap();
-        let leaf =
-            certificate(&sd, "ed", &Value::Nil, &Value::Nil, Kind::SignedBy(&ca), Some(&ed))
-                .unwrap();
+        let leaf = certificate(
+            &sd,
+            "ed",
+            &Value::Nil,
+            &Value::Nil,
+            Kind::SignedBy(&ca),
+            Some(&ed),
+        )
+        .unwrap();
         let (ca_pem, ca_key) = fields(&ca);
         assert_eq!(ca_key, ec, "the given key is the certificate's");
         let (ca_der, leaf_der) = (der(&ca_pem), der(&fields(&leaf).0));
@@ -633,9 +678,23 @@ mod tests {
         let sd = seed(1);
         let err = |r: Result<Value, String>| r.err().unwrap_or_default();
         let ips = list_of(&["not-an-ip"]);
-        let e = err(certificate(&sd, "x", &ips, &Value::Nil, Kind::SelfSigned, None));
+        let e = err(certificate(
+            &sd,
+            "x",
+            &ips,
+            &Value::Nil,
+            Kind::SelfSigned,
+            None,
+        ));
         assert!(e.contains("error parsing ip: not-an-ip"), "{e}");
-        let e = err(certificate(&sd, "x", &Value::Nil, &Value::Nil, Kind::Ca, Some("junk")));
+        let e = err(certificate(
+            &sd,
+            "x",
+            &Value::Nil,
+            &Value::Nil,
+            Kind::Ca,
+            Some("junk"),
+        ));
         assert!(e.contains("no PEM data in input"), "{e}");
         assert_eq!(s(&private_key(&sd, "rsa3").unwrap()), "Unknown type rsa3");
         assert!(private_key(&sd, "dsa").is_err());
