@@ -19,10 +19,10 @@
 
 use crate::diag::{Errors, Loc, Sources};
 use crate::evaluate::{BuildPlan, PlanTransformer};
-use crate::kustomize::{
-    generators, hash, images, labels, name_prefix_suffix, name_reference, namespace, order,
-    patches, target,
-};
+use crate::kustomize::builtins::{generators, patch_transformer, sort_order_transformer};
+use crate::kustomize::filters::{imagetag, labels, nameref, namespace, prefix_suffix};
+use crate::kustomize::hash;
+use crate::kustomize::types::selector;
 use crate::load::FileSystem;
 use crate::resource::{Origin, Resource};
 use crate::spec::{self, Generator};
@@ -476,9 +476,10 @@ pub fn render_plan_shared(
     let image_refs = apply_component_images(&mut resources, &c.images, &plan.images, &user_images)
         .map_err(|e| finish("component images", boxed(e)))?;
     hash::apply_hash_suffixes(&mut resources).map_err(|e| finish("hash suffix", boxed(e)))?;
-    name_reference::fix_name_references(&mut resources)
+    nameref::fix_name_references(&mut resources)
         .map_err(|e| finish("name references", boxed(e)))?;
-    order::sort_resources(&mut resources, None).map_err(|e| finish("sort", boxed(e)))?;
+    sort_order_transformer::sort_resources(&mut resources, None)
+        .map_err(|e| finish("sort", boxed(e)))?;
     // 4. Every emitted object, not only the names kiln generates, must be one the API
     // server accepts.
     for r in &resources {
@@ -542,8 +543,8 @@ fn resource_problem(v: &Value) -> Option<String> {
     None
 }
 
-fn selector(t: &spec::Target) -> target::Selector {
-    target::Selector {
+fn selector(t: &spec::Target) -> selector::Selector {
+    selector::Selector {
         group: t.group.clone(),
         version: t.version.clone(),
         kind: t.kind.clone(),
@@ -594,7 +595,7 @@ fn apply_transformer(
             span: sn.span,
         }
     };
-    let everything = patches::PatchOptions::default();
+    let everything = patch_transformer::PatchOptions::default();
 
     if let Some(ns) = &tr.namespace {
         namespace::apply_namespace(resources, ns)
@@ -615,9 +616,9 @@ fn apply_transformer(
             .map_err(|e| fail("annotations", "annotations", boxed(e)))?;
     }
     if let Some(list) = &tr.images {
-        let entries: Vec<images::Image> = list
+        let entries: Vec<imagetag::Image> = list
             .iter()
-            .map(|i| images::Image {
+            .map(|i| imagetag::Image {
                 name: i.name.clone(),
                 new_name: i.new_name.clone().unwrap_or_default(),
                 new_tag: i.new_tag.clone().unwrap_or_default(),
@@ -625,25 +626,26 @@ fn apply_transformer(
                 tag_suffix: String::new(),
             })
             .collect();
-        images::apply_images(resources, &entries, &[])
+        imagetag::apply_images(resources, &entries, &[])
             .map_err(|e| fail("images", "images", boxed(e)))?;
         for i in list {
             user_images.insert(i.name.clone(), i.clone());
         }
     }
     if let Some(prefix) = &tr.name_prefix {
-        name_prefix_suffix::apply_name_prefix(resources, prefix);
+        prefix_suffix::apply_name_prefix(resources, prefix);
     }
     if let Some(suffix) = &tr.name_suffix {
-        name_prefix_suffix::apply_name_suffix(resources, suffix);
+        prefix_suffix::apply_name_suffix(resources, suffix);
     }
     if let Some(jp) = &tr.json_patch {
-        let ops =
-            crate::kustomize::json6902::JsonPatch::from_value(&Value::Array(jp.patch.clone()))
-                .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
-        let n = patches::apply_patch(
+        let ops = crate::kustomize::filters::patch_json6902::JsonPatch::from_value(&Value::Array(
+            jp.patch.clone(),
+        ))
+        .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        let n = patch_transformer::apply_patch(
             resources,
-            &patches::ParsedPatch::Json6902(ops),
+            &patch_transformer::ParsedPatch::Json6902(ops),
             Some(&selector(&jp.target)),
             &everything,
         )
@@ -659,7 +661,7 @@ fn apply_transformer(
             .map_err(|e| fail("mergePatch", "mergePatch", boxed(e)))?;
         let mut n = 0;
         for r in resources.iter_mut().filter(|r| compiled.matches(r)) {
-            crate::kustomize::json6902::merge_patch_7386(&mut r.value, &mp.patch);
+            crate::kustomize::filters::patch_json6902::merge_patch_7386(&mut r.value, &mp.patch);
             n += 1;
         }
         if n == 0 {
@@ -667,14 +669,15 @@ fn apply_transformer(
         }
     }
     if let Some(sp) = &tr.strategic_merge_patch {
-        let parsed = patches::parse_patch_docs(vec![sp.patch.clone()])
+        let parsed = patch_transformer::parse_patch_docs(vec![sp.patch.clone()])
             .map_err(|e| fail("strategicMergePatch", "strategicMergePatch", boxed(e)))?;
         let sel = sp.target.as_ref().map(selector);
-        let n = match patches::apply_patch(resources, &parsed, sel.as_ref(), &everything) {
+        let n = match patch_transformer::apply_patch(resources, &parsed, sel.as_ref(), &everything)
+        {
             Ok(n) => n,
             // Without a target the patch's own id selects; "matches nothing" is the same
             // condition as for a target.
-            Err(patches::PatchError::SmpTargetMissing { .. }) => 0,
+            Err(patch_transformer::PatchError::SmpTargetMissing { .. }) => 0,
             Err(e) => return Err(fail("strategicMergePatch", "strategicMergePatch", boxed(e))),
         };
         if n == 0 {
@@ -707,7 +710,7 @@ fn apply_component_images(
     _base: &[spec::Image],
     resolved: &[spec::Image],
     user: &BTreeMap<String, spec::ImageOverride>,
-) -> Result<Vec<ImageRef>, images::ImagesError> {
+) -> Result<Vec<ImageRef>, imagetag::ImagesError> {
     let mut entries = Vec::new();
     let mut refs = Vec::new();
     for img in resolved {
@@ -721,7 +724,7 @@ fn apply_component_images(
         let name = over
             .and_then(|o| o.new_name.clone())
             .unwrap_or_else(|| img.repository.clone());
-        entries.push(images::Image {
+        entries.push(imagetag::Image {
             name: img.name.clone(),
             new_name: if name != img.name {
                 name.clone()
@@ -734,7 +737,7 @@ fn apply_component_images(
         });
         refs.push(ImageRef { name, tag, digest });
     }
-    images::apply_images(resources, &entries, &[])?;
+    imagetag::apply_images(resources, &entries, &[])?;
     Ok(refs)
 }
 

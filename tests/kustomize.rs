@@ -18,7 +18,7 @@
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use kiln::fs::RealFs;
-use kiln::kustomize::build::Fixes;
+use kiln::kustomize::target::build::Fixes;
 use kiln::kustomize::{BuildOptions, KustomizeError, LoadRestrictor, build};
 use kiln::yaml;
 use serde_json::Value;
@@ -417,7 +417,7 @@ fn corpus_roots_match_kubectl_kustomize() {
 #[test]
 fn named_target_missing_is_a_warning() {
     let root = cases_dir().join("p23-target-named-object-missing/input");
-    let b = kiln::kustomize::build::build_report(&RealFs, &root, &BuildOptions::default())
+    let b = kiln::kustomize::target::build::build_report(&RealFs, &root, &BuildOptions::default())
         .expect("kustomize accepts a named target that matches nothing");
     assert_eq!(b.warnings.len(), 2, "{:?}", b.warnings);
     assert!(

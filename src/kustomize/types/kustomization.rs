@@ -11,9 +11,9 @@
 //! down to the JSON pointer of the offending entry (e.g. `/patches/1/target`) so the caller can
 //! underline the right line.
 
-use super::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
-use super::images::Image;
-use super::order::LegacySortOptions;
+use crate::kustomize::builtins::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
+use crate::kustomize::builtins::sort_order_transformer::LegacySortOptions;
+use crate::kustomize::filters::imagetag::Image;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;

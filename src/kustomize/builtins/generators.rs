@@ -19,7 +19,7 @@
 //! bare `KEY` line in an env file yields `KEY: ""`, and the merged object keeps its hash
 //! suffix only when both the base and the overlay generator want one.
 
-use super::kustomization::nullable;
+use crate::kustomize::types::kustomization::nullable;
 use crate::resource::{BuildMeta, Resource};
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize};

@@ -11,10 +11,10 @@
 //!   kustomization root already on the way from the build root (that is a cycle);
 //! - every error names the kustomization file and the entry (line) that asked for the path.
 
-use super::build::Session;
-use super::error::{KustomizeError, Site};
-use super::kustomization::{KUSTOMIZATION_FILE_NAMES, Kustomization};
 use crate::fs::{FileSystem, normalize};
+use crate::kustomize::error::{KustomizeError, Site};
+use crate::kustomize::target::build::Session;
+use crate::kustomize::types::kustomization::{KUSTOMIZATION_FILE_NAMES, Kustomization};
 use crate::resource::{Origin, Resource};
 use crate::yaml;
 use serde_json::Value;
@@ -477,7 +477,7 @@ mod tests {
     use crate::fs::MemFs;
 
     fn session(load_restrictor: LoadRestrictor) -> Session {
-        Session::new(super::super::BuildOptions {
+        Session::new(crate::kustomize::BuildOptions {
             load_restrictor,
             ..Default::default()
         })

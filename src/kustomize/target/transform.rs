@@ -10,15 +10,18 @@
 //! name (through the loader, so load restrictions hold), and wraps every module error with
 //! the kustomization entry (file, line, field) that configured it.
 
-use super::build::{Accumulator, TransformerConfig, convert};
-use super::error::{KustomizeError, Site};
-use super::fieldspec::UserFieldSpec;
-use super::load::{KustFile, Loader};
-use super::name_reference::{self, NameReference, Referrer};
-use super::patches::{
+use crate::kustomize::builtins::patch_transformer::{
     self, ParsedPatch, PatchEntry, PatchError, PatchOptions, PatchSource, PatchStrategicMerge,
 };
-use super::{images, labels, name_prefix_suffix, namespace, replacements, replicas, target};
+use crate::kustomize::error::{KustomizeError, Site};
+use crate::kustomize::filters::nameref::{self, NameReference, Referrer};
+use crate::kustomize::filters::{
+    imagetag, labels, namespace, prefix_suffix, replacement, replica_count,
+};
+use crate::kustomize::target::build::{Accumulator, TransformerConfig, convert};
+use crate::kustomize::target::load::{KustFile, Loader};
+use crate::kustomize::types::fieldspec::UserFieldSpec;
+use crate::kustomize::types::selector;
 use crate::resource::Resource;
 use crate::yaml;
 use indexmap::IndexMap;
@@ -33,7 +36,7 @@ fn patch_error(site: Site, e: PatchError) -> KustomizeError {
     {
         let line = y.line.unwrap_or(0);
         let inner = Site {
-            at: super::error::Location {
+            at: crate::kustomize::error::Location {
                 file: y.file.clone(),
                 doc: 0,
                 pointer: String::new(),
@@ -75,7 +78,7 @@ fn patch_text(
             format!(
                 "{}: {}.patch",
                 kf.display,
-                super::error::pointer_to_field(pointer)
+                crate::kustomize::error::pointer_to_field(pointer)
             ),
         )),
     }
@@ -88,7 +91,7 @@ fn apply(
     ldr: &Loader<'_>,
     res: &mut Vec<Resource>,
     patch: &ParsedPatch,
-    target: Option<&target::Selector>,
+    target: Option<&selector::Selector>,
     options: &PatchOptions,
     site: impl Fn() -> Site,
 ) -> Result<(), KustomizeError> {
@@ -97,8 +100,8 @@ fn apply(
         list_order: session.options.fixes.merge_order,
         ..*options
     };
-    let n =
-        patches::apply_patch(res, patch, target, &options).map_err(|e| patch_error(site(), e))?;
+    let n = patch_transformer::apply_patch(res, patch, target, &options)
+        .map_err(|e| patch_error(site(), e))?;
     if n == 0
         && let Some(t) = target
         && t.names_single_object()
@@ -136,9 +139,9 @@ fn run_patch_entry(
     };
     let (text, name) = patch_text(ldr, kf, source, &sub)?;
     let parsed = if json_only {
-        patches::parse_json6902(&name, &text)
+        patch_transformer::parse_json6902(&name, &text)
     } else {
-        patches::parse_patch(&name, &text)
+        patch_transformer::parse_patch(&name, &text)
     }
     .map_err(|e| patch_error(kf.site(&sub), e))?;
     apply(
@@ -153,7 +156,7 @@ fn run_patch_entry(
 
 fn patch_entry_of(
     kf: &KustFile,
-    p: &super::kustomization::Patch,
+    p: &crate::kustomize::types::kustomization::Patch,
     pointer: &str,
 ) -> Result<PatchEntry, KustomizeError> {
     convert(p).map_err(|m| {
@@ -179,7 +182,7 @@ pub fn run_transformers(
         let pointer = format!("/patchesStrategicMerge/{i}");
         let source = PatchStrategicMerge(item.clone());
         let (text, name) = patch_text(ldr, kf, source.source(), &pointer)?;
-        let parsed = patches::parse_strategic_merge(&name, &text)
+        let parsed = patch_transformer::parse_strategic_merge(&name, &text)
             .map_err(|e| patch_error(kf.site(&pointer), e))?;
         apply(ldr, res, &parsed, None, &PatchOptions::default(), || {
             kf.site(&pointer)
@@ -226,14 +229,14 @@ pub fn run_transformers(
 
     for (i, r) in k.replicas.iter().enumerate() {
         let pointer = format!("/replicas/{i}");
-        let entry: replicas::Replica = convert(r).map_err(|m| {
+        let entry: replica_count::Replica = convert(r).map_err(|m| {
             KustomizeError::invalid(
                 kf.site(&pointer),
                 m,
                 "a replicas entry has `name` and `count`",
             )
         })?;
-        replicas::apply_replicas(res, std::slice::from_ref(&entry))
+        replica_count::apply_replicas(res, std::slice::from_ref(&entry))
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
 
@@ -250,7 +253,7 @@ pub fn run_transformers(
                 .map(|(i, im)| (format!("/imageTags/{i}"), im)),
         );
     for (pointer, im) in image_entries {
-        images::apply_images(res, std::slice::from_ref(im), &config.images)
+        imagetag::apply_images(res, std::slice::from_ref(im), &config.images)
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
 
@@ -260,7 +263,7 @@ pub fn run_transformers(
             load_replacements(ldr, kf, &r.path, &format!("{pointer}/path"))?
         } else {
             let inline = serde_json::json!({"source": r.source, "targets": r.targets});
-            vec![convert::<replacements::Replacement>(&inline).map_err(|m| {
+            vec![convert::<replacement::Replacement>(&inline).map_err(|m| {
                 KustomizeError::invalid(
                     kf.site(&pointer),
                     m,
@@ -268,7 +271,7 @@ pub fn run_transformers(
                 )
             })?]
         };
-        replacements::apply_replacements(res, &list)
+        replacement::apply_replacements(res, &list)
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
 
@@ -286,7 +289,7 @@ fn load_replacements(
     kf: &KustFile,
     path: &str,
     pointer: &str,
-) -> Result<Vec<replacements::Replacement>, KustomizeError> {
+) -> Result<Vec<replacement::Replacement>, KustomizeError> {
     let (file, text) = ldr
         .read_file(path)
         .map_err(|issue| ldr.error(issue, kf.site(pointer), "replacements file", path))?;
@@ -294,7 +297,7 @@ fn load_replacements(
     let mut out = Vec::new();
     for doc in yaml::parse_stream(&display, &text).map_err(Box::new)? {
         out.extend(
-            replacements::replacements_from_value(&display, &doc)
+            replacement::replacements_from_value(&display, &doc)
                 .map_err(|e| KustomizeError::transformer(kf.site(pointer), &e))?,
         );
     }
@@ -315,7 +318,7 @@ fn transformer_configs(
     {
         return Ok(docs);
     }
-    if super::load::is_remote(entry) {
+    if crate::kustomize::target::load::is_remote(entry) {
         return Err(KustomizeError::unsupported(
             kf.site(pointer),
             "transformers",
@@ -379,7 +382,7 @@ fn run_builtin(
             run_patch_entry(ldr, kf, res, &entry, pointer, false)
         }
         "PatchJson6902Transformer" => {
-            let target: Option<target::Selector> = doc
+            let target: Option<selector::Selector> = doc
                 .get("target")
                 .cloned()
                 .map(serde_json::from_value)
@@ -410,12 +413,12 @@ fn run_builtin(
                     format!(
                         "{}: {}.patches",
                         kf.display,
-                        super::error::pointer_to_field(pointer)
+                        crate::kustomize::error::pointer_to_field(pointer)
                     ),
                 ));
             }
             for (text, name) in texts {
-                let parsed = patches::parse_strategic_merge(&name, &text)
+                let parsed = patch_transformer::parse_strategic_merge(&name, &text)
                     .map_err(|e| patch_error(site.clone(), e))?;
                 apply(ldr, res, &parsed, None, &PatchOptions::default(), || {
                     site.clone()
@@ -467,34 +470,34 @@ fn run_builtin(
                 .map_err(|e| KustomizeError::transformer(site.clone(), &e))
         }
         "ImageTagTransformer" => {
-            let image: images::Image = doc
+            let image: imagetag::Image = doc
                 .get("imageTag")
                 .cloned()
                 .map(serde_json::from_value)
                 .transpose()
                 .map_err(|e| invalid(e.to_string()))?
                 .unwrap_or_default();
-            images::apply_images(res, &[image], &field_specs_of(doc, "fieldSpecs"))
+            imagetag::apply_images(res, &[image], &field_specs_of(doc, "fieldSpecs"))
                 .map_err(|e| KustomizeError::transformer(site.clone(), &e))
         }
         "ReplicaCountTransformer" => {
-            let replica: replicas::Replica = doc
+            let replica: replica_count::Replica = doc
                 .get("replica")
                 .cloned()
                 .map(serde_json::from_value)
                 .transpose()
                 .map_err(|e| invalid(e.to_string()))?
                 .ok_or_else(|| invalid("missing `replica`".into()))?;
-            replicas::apply_replicas(res, &[replica])
+            replica_count::apply_replicas(res, &[replica])
                 .map_err(|e| KustomizeError::transformer(site.clone(), &e))
         }
         "ReplacementTransformer" => {
             let list = match doc.get("replacements") {
-                Some(v) => replacements::replacements_from_value(&kf.display, v)
+                Some(v) => replacement::replacements_from_value(&kf.display, v)
                     .map_err(|e| KustomizeError::transformer(site.clone(), &e))?,
                 None => load_replacements(ldr, kf, &str_of("path"), pointer)?,
             };
-            replacements::apply_replacements(res, &list)
+            replacement::apply_replacements(res, &list)
                 .map_err(|e| KustomizeError::transformer(site.clone(), &e))
         }
         other => Err(KustomizeError::unsupported(
@@ -515,8 +518,8 @@ fn affix(res: &mut [Resource], prefix: &str, suffix: &str, extra: &[UserFieldSpe
     if prefix.is_empty() && suffix.is_empty() {
         return;
     }
-    name_prefix_suffix::apply_name_prefix(res, prefix);
-    name_prefix_suffix::apply_name_suffix(res, suffix);
+    prefix_suffix::apply_name_prefix(res, prefix);
+    prefix_suffix::apply_name_suffix(res, suffix);
     let extra: Vec<UserFieldSpec> = extra
         .iter()
         .filter(|fs| fs.path != "metadata/name")
@@ -531,11 +534,11 @@ fn affix_fields(res: &mut [Resource], prefix: &str, suffix: &str, specs: &[UserF
     for spec in specs {
         for r in res.iter_mut().filter(|r| spec.applies_to(r)) {
             if spec.path == "metadata/name" {
-                if name_prefix_suffix::is_rename_exempt(r) {
+                if prefix_suffix::is_rename_exempt(r) {
                     continue;
                 }
-                name_prefix_suffix::apply_name_prefix(std::slice::from_mut(r), prefix);
-                name_prefix_suffix::apply_name_suffix(std::slice::from_mut(r), suffix);
+                prefix_suffix::apply_name_prefix(std::slice::from_mut(r), prefix);
+                prefix_suffix::apply_name_suffix(std::slice::from_mut(r), suffix);
             } else {
                 spec.visit_mut(&mut r.value, &mut |v| {
                     if let Value::String(s) = v {
@@ -554,10 +557,10 @@ pub fn fix_name_references(
     config: &TransformerConfig,
 ) -> Result<(), String> {
     if config.name_reference.is_empty() {
-        return name_reference::fix_name_references(resources).map_err(|e| e.to_string());
+        return nameref::fix_name_references(resources).map_err(|e| e.to_string());
     }
     let table = extended_table(config);
-    name_reference::fix_name_references_with(resources, &table).map_err(|e| e.to_string())
+    nameref::fix_name_references_with(resources, &table).map_err(|e| e.to_string())
 }
 
 /// The builtin name-reference table plus custom entries. The module's table holds
@@ -567,7 +570,7 @@ fn extended_table(config: &TransformerConfig) -> Vec<NameReference> {
     fn leak(s: &str) -> &'static str {
         Box::leak(s.to_string().into_boxed_str())
     }
-    let mut table: Vec<NameReference> = name_reference::NAME_REFERENCES.to_vec();
+    let mut table: Vec<NameReference> = nameref::NAME_REFERENCES.to_vec();
     for nbr in &config.name_reference {
         let custom: Vec<Referrer> = nbr
             .field_specs

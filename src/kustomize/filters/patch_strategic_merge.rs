@@ -32,8 +32,8 @@
 //! Invariant: on success the original holds no directive keys that came from the patch.
 
 #![warn(missing_docs)]
-use super::json6902::json_equal;
-use super::merge_keys::{ListMeta, PatchSchema};
+use crate::kustomize::filters::patch_json6902::json_equal;
+use crate::kustomize::konfig::merge_keys::{ListMeta, PatchSchema};
 use miette::Diagnostic;
 use serde_json::{Map, Value};
 use thiserror::Error;

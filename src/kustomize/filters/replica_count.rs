@@ -9,7 +9,7 @@
 //!
 //! Invariant: an entry that matches nothing is an error, as in kustomize.
 
-use super::fieldspec::FieldSpec;
+use crate::kustomize::types::fieldspec::FieldSpec;
 use crate::resource::Resource;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -19,9 +19,9 @@
 //!
 //! Invariant: only string `image` values that match an entry's `name` change.
 
-use super::fieldspec::{FieldSpec, UserFieldSpec};
-use super::image_ref::ImageRef;
-use super::kustomization::nullable;
+use crate::kustomize::types::fieldspec::{FieldSpec, UserFieldSpec};
+use crate::kustomize::types::image_ref::ImageRef;
+use crate::kustomize::types::kustomization::nullable;
 use crate::resource::Resource;
 use regex::Regex;
 use serde::{Deserialize, Serialize};
@@ -59,7 +59,7 @@ fn shape(v: &Value) -> &'static str {
 }
 
 /// One `images:` (or legacy `imageTags:`) entry (kustomize `types.Image`), as
-/// [`Kustomization`](super::kustomization::Kustomization) holds it; an explicit `null` reads as
+/// [`Kustomization`](crate::kustomize::types::kustomization::Kustomization) holds it; an explicit `null` reads as
 /// empty, as in kustomize.
 ///
 /// `name` selects images; `newName` replaces the name (registry and path); `newTag` and

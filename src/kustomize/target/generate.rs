@@ -7,10 +7,10 @@
 //! Files and env files named by an entry are read through the loader, so the load
 //! restrictions hold for them too; errors name the entry's line.
 
-use super::build::Accumulator;
-use super::error::KustomizeError;
-use super::generators;
-use super::load::{KustFile, LoadIssue, Loader};
+use crate::kustomize::builtins::generators;
+use crate::kustomize::error::KustomizeError;
+use crate::kustomize::target::build::Accumulator;
+use crate::kustomize::target::load::{KustFile, LoadIssue, Loader};
 
 fn issue_text(issue: &LoadIssue) -> String {
     match issue {

@@ -30,7 +30,7 @@
 //!
 //! Invariant: only reference fields change; objects never renamed match nothing.
 
-use crate::kustomize::namespace::is_cluster_scoped;
+use crate::kustomize::filters::namespace::is_cluster_scoped;
 use crate::resource::Resource;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -1184,7 +1184,8 @@ fn walk(value: &mut Value, segs: &[String], f: &mut dyn FnMut(&mut Value)) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kustomize::{hash, name_prefix_suffix, namespace};
+    use crate::kustomize::filters::{namespace, prefix_suffix as name_prefix_suffix};
+    use crate::kustomize::hash;
     use serde_json::json;
 
     fn res(v: Value) -> Resource {
@@ -1465,8 +1466,11 @@ mod tests {
 #[cfg(test)]
 mod differential {
     use super::fix_name_references;
-    use crate::kustomize::generators::{self, ConfigMapArgs, GeneratorOptions, SecretArgs};
-    use crate::kustomize::{hash, name_prefix_suffix, namespace};
+    use crate::kustomize::builtins::generators::{
+        self, ConfigMapArgs, GeneratorOptions, SecretArgs,
+    };
+    use crate::kustomize::filters::{namespace, prefix_suffix as name_prefix_suffix};
+    use crate::kustomize::hash;
     use crate::resource::Resource;
     use crate::yaml;
     use serde_json::Value;

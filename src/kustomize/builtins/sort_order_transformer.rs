@@ -11,7 +11,7 @@
 //!
 //! Invariant: the sort is total and stable, so output is byte-stable for equal input.
 
-use super::kustomization::nullable;
+use crate::kustomize::types::kustomization::nullable;
 use crate::resource::Resource;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -369,8 +369,10 @@ mod tests {
 #[cfg(test)]
 mod differential {
     use super::*;
-    use crate::kustomize::fieldspec::UserFieldSpec;
-    use crate::kustomize::{images, labels, replacements, replicas};
+    use crate::kustomize::filters::{
+        imagetag as images, labels, replacement as replacements, replica_count as replicas,
+    };
+    use crate::kustomize::types::fieldspec::UserFieldSpec;
     use crate::yaml;
     use serde_json::Value;
     use std::path::Path;

@@ -9,9 +9,9 @@
 //! (kustomize's defaults plus `configurations`) change; `$$` escapes a `$`; a var that is
 //! never used is not an error (kustomize only logs it).
 
-use super::build::{TransformerConfig, VarDecl};
-use super::error::KustomizeError;
-use super::fieldspec::UserFieldSpec;
+use crate::kustomize::error::KustomizeError;
+use crate::kustomize::target::build::{TransformerConfig, VarDecl};
+use crate::kustomize::types::fieldspec::UserFieldSpec;
 use crate::resource::Resource;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -364,7 +364,7 @@ pub fn resolve_vars(
 mod tests {
     use super::*;
     use crate::kustomize::error::Site;
-    use crate::kustomize::kustomization::{FieldSelector, Var, VarTarget};
+    use crate::kustomize::types::kustomization::{FieldSelector, Var, VarTarget};
     use serde_json::json;
 
     fn decl(name: &str, kind: &str, obj: &str, path: &str) -> VarDecl {

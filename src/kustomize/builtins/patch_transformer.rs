@@ -36,18 +36,18 @@
 //! at the first error anyway.
 
 #![warn(missing_docs)]
-use super::json6902::{Json6902Error, JsonPatch};
-use super::merge_keys::PatchSchema;
-use super::strategic_merge::ListOrder;
-use super::strategic_merge::{self, SmpError};
-use super::target::{Selector, SelectorError, effective_namespace};
+use crate::kustomize::filters::patch_json6902::{Json6902Error, JsonPatch};
+use crate::kustomize::filters::patch_strategic_merge::ListOrder;
+use crate::kustomize::filters::patch_strategic_merge::{self, SmpError};
+use crate::kustomize::konfig::merge_keys::PatchSchema;
+use crate::kustomize::types::selector::{Selector, SelectorError, effective_namespace};
 use crate::resource::Resource;
 use miette::Diagnostic;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
-pub use super::json6902::merge_patch_7386;
+pub use crate::kustomize::filters::patch_json6902::merge_patch_7386;
 
 /// Options of a `patches:` entry (kustomize keeps them as `map[string]bool`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -577,18 +577,22 @@ fn apply_smp(
     let schema = PatchSchema::for_kind(res.group(), &kind);
     // Merged on a copy, so a failing patch leaves the resource as it was.
     let mut value = res.value.clone();
-    strategic_merge::drop_bare_empty_fields(
+    patch_strategic_merge::drop_bare_empty_fields(
         &mut value,
         &res.meta.bare_empty_fields,
         schema.as_ref(),
     );
-    let deleted =
-        strategic_merge::merge_ordered(&mut value, &patch, schema.as_ref(), options.list_order)
-            .map_err(|source| PatchError::SmpFailed {
-                document,
-                resource,
-                source,
-            })?;
+    let deleted = patch_strategic_merge::merge_ordered(
+        &mut value,
+        &patch,
+        schema.as_ref(),
+        options.list_order,
+    )
+    .map_err(|source| PatchError::SmpFailed {
+        document,
+        resource,
+        source,
+    })?;
     if deleted {
         return Ok(true);
     }
@@ -674,7 +678,7 @@ mod tests {
 
     macro_rules! case {
         ($name:literal, $file:literal) => {
-            include_str!(concat!("../../tests/kustomize/", $name, "/", $file))
+            include_str!(concat!("../../../tests/kustomize/", $name, "/", $file))
         };
     }
 
@@ -741,7 +745,7 @@ mod tests {
             "p26-json-patch-turns-empty-values-into-nulls",
             "input/resources.yaml"
         );
-        let mut res = super::super::load::parse_resources(CASE, text).unwrap();
+        let mut res = crate::kustomize::target::load::parse_resources(CASE, text).unwrap();
         assert!(res.iter().all(|r| r.meta.bare_empty_fields.len() == 2));
         build(
             case!(
@@ -1129,7 +1133,7 @@ mod tests {
         for f in k["resources"].as_array().ok_or("no resources")? {
             let f = f.as_str().ok_or("resource not a string")?;
             // The engine's loader, so the resources carry their empty-valued fields (p25).
-            let loaded = super::super::load::parse_resources(f, &read(f)?);
+            let loaded = crate::kustomize::target::load::parse_resources(f, &read(f)?);
             res.extend(loaded.map_err(|e| e.to_string())?);
         }
         let text_of = |src: PatchSource| -> Result<String, String> {

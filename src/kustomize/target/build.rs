@@ -24,16 +24,17 @@
 //! no step depends on the clock or the environment, so a build is a pure function of its
 //! files. Lookups by id go through an index, so the build is linear in the number of objects.
 
-use super::error::{KustomizeError, Site};
-use super::fieldspec::UserFieldSpec;
-use super::kustomization::Kustomization;
-use super::load::{
+use crate::fs::FileSystem;
+use crate::kustomize::builtins::sort_order_transformer;
+use crate::kustomize::error::{KustomizeError, Site};
+use crate::kustomize::filters::namespace::Scope;
+use crate::kustomize::filters::patch_strategic_merge::ListOrder;
+use crate::kustomize::hash;
+use crate::kustomize::target::load::{
     Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
 };
-use super::namespace::Scope;
-use super::strategic_merge::ListOrder;
-use super::{hash, order};
-use crate::fs::FileSystem;
+use crate::kustomize::types::fieldspec::UserFieldSpec;
+use crate::kustomize::types::kustomization::Kustomization;
 use crate::resource::{ResId, Resource};
 use crate::yaml;
 use serde::Serialize;
@@ -171,10 +172,16 @@ fn build_in(
     // kustomize's makeCustomizedResMap: these run once, at the top, never per base.
     hash::apply_hash_suffixes(&mut resources)
         .map_err(|e| KustomizeError::transformer(kf.site(""), &e))?;
-    super::transform::fix_name_references(&mut resources, &acc.config).map_err(|e| {
-        KustomizeError::transformer_msg(kf.site(""), e, "check the references between the objects")
-    })?;
-    super::vars::resolve_vars(&mut resources, &acc.vars, &acc.config)?;
+    crate::kustomize::target::transform::fix_name_references(&mut resources, &acc.config).map_err(
+        |e| {
+            KustomizeError::transformer_msg(
+                kf.site(""),
+                e,
+                "check the references between the objects",
+            )
+        },
+    )?;
+    crate::kustomize::filters::refvar::resolve_vars(&mut resources, &acc.vars, &acc.config)?;
     // buildMetadata `managedByLabel` (root kustomization only, as kustomize reads it there).
     if kf
         .kustomization
@@ -192,17 +199,18 @@ fn build_in(
     // IgnoreLocal: objects annotated `config.kubernetes.io/local-config: "true"` are dropped.
     resources.retain(|r| r.annotation("config.kubernetes.io/local-config") != Some("true"));
 
-    let sort_options: Option<order::SortOptions> = match &kf.kustomization.sort_options {
-        Some(s) => Some(convert(s).map_err(|m| {
-            KustomizeError::invalid(
-                kf.site("/sortOptions"),
-                m,
-                "use `order: legacy` or `order: fifo`",
-            )
-        })?),
-        None => None,
-    };
-    order::sort_resources(&mut resources, sort_options.as_ref())
+    let sort_options: Option<sort_order_transformer::SortOptions> =
+        match &kf.kustomization.sort_options {
+            Some(s) => Some(convert(s).map_err(|m| {
+                KustomizeError::invalid(
+                    kf.site("/sortOptions"),
+                    m,
+                    "use `order: legacy` or `order: fifo`",
+                )
+            })?),
+            None => None,
+        };
+    sort_order_transformer::sort_resources(&mut resources, sort_options.as_ref())
         .map_err(|e| KustomizeError::transformer(kf.site("/sortOptions"), &e))?;
     strip_internal(&mut resources);
     Ok(resources)
@@ -424,12 +432,13 @@ pub fn convert<T: DeserializeOwned>(from: &impl Serialize) -> Result<T, String> 
     }
     let mut v = serde_json::to_value(from).map_err(|e| e.to_string())?;
     prune(&mut v);
-    super::kustomization::from_value_case_insensitive(v).map_err(|e| e.to_string())
+    crate::kustomize::types::kustomization::from_value_case_insensitive(v)
+        .map_err(|e| e.to_string())
 }
 
 /// A var with the site of its declaration.
 pub struct VarDecl {
-    pub var: super::kustomization::Var,
+    pub var: crate::kustomize::types::kustomization::Var,
     pub site: Site,
 }
 
@@ -604,7 +613,7 @@ fn accumulate_target(
     }
 
     // 3. generators.
-    super::generate::run_generators(ldr, kf, acc)?;
+    crate::kustomize::target::generate::run_generators(ldr, kf, acc)?;
 
     // 4. components, on the same accumulator.
     for (i, path) in k.components.iter().enumerate() {
@@ -645,7 +654,7 @@ fn accumulate_target(
     }
 
     // 5. transformers, in kustomize's order.
-    super::transform::run_transformers(ldr, kf, acc)?;
+    crate::kustomize::target::transform::run_transformers(ldr, kf, acc)?;
 
     // 6. vars: bound now to what this kustomization built, resolved at the top.
     let mut fresh: Vec<VarDecl> = Vec::new();
@@ -675,7 +684,7 @@ fn accumulate_target(
             site,
         });
     }
-    super::vars::bind_vars(&mut acc.resources, &fresh)?;
+    crate::kustomize::filters::refvar::bind_vars(&mut acc.resources, &fresh)?;
     acc.vars.extend(fresh);
     Ok(())
 }

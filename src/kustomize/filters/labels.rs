@@ -15,7 +15,7 @@
 //!
 //! Invariant: values are always written as JSON strings (`release: "2024.10"` stays a string).
 
-use super::fieldspec::{FieldSpec, UserFieldSpec};
+use crate::kustomize::types::fieldspec::{FieldSpec, UserFieldSpec};
 use crate::resource::Resource;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};

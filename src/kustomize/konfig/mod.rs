@@ -1,0 +1,5 @@
+//! The data tables kustomize ships with its engine (kustomize
+//! `api/konfig/builtinpluginconsts` and `kyaml/openapi`): default field specs, name
+//! references, merge keys, cluster-scoped kinds.
+
+pub mod merge_keys;
