@@ -22,7 +22,6 @@ use crate::evaluate::{BuildPlan, PlanTransformer};
 use crate::kustomize::builtins::{generators, patch_transformer, sort_order_transformer};
 use crate::kustomize::filters::{imagetag, labels, nameref, namespace, prefix_suffix};
 use crate::kustomize::hash;
-use crate::kustomize::types::selector;
 use crate::load::FileSystem;
 use crate::resource::{Origin, Resource};
 use crate::spec::{self, Generator};
@@ -543,18 +542,6 @@ fn resource_problem(v: &Value) -> Option<String> {
     None
 }
 
-fn selector(t: &spec::Target) -> selector::Selector {
-    selector::Selector {
-        group: t.group.clone(),
-        version: t.version.clone(),
-        kind: t.kind.clone(),
-        name: t.name.clone(),
-        namespace: t.namespace.clone(),
-        label_selector: t.label_selector.clone(),
-        annotation_selector: t.annotation_selector.clone(),
-    }
-}
-
 fn apply_transformer(
     resources: &mut Vec<Resource>,
     t: &PlanTransformer,
@@ -584,7 +571,7 @@ fn apply_transformer(
         ids.sort();
         RenderError::PatchTargetMissing {
             plan: plan.key(),
-            target: format!("`{}`", selector(target)),
+            target: format!("`{target}`"),
             available: if ids.is_empty() {
                 "none".into()
             } else {
@@ -646,7 +633,7 @@ fn apply_transformer(
         let n = patch_transformer::apply_patch(
             resources,
             &patch_transformer::ParsedPatch::Json6902(ops),
-            Some(&selector(&jp.target)),
+            Some(&jp.target),
             &everything,
         )
         .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
@@ -656,7 +643,7 @@ fn apply_transformer(
     }
     if let Some(mp) = &tr.merge_patch {
         let target = mp.target.clone();
-        let compiled = selector(&target)
+        let compiled = target
             .compile()
             .map_err(|e| fail("mergePatch", "mergePatch", boxed(e)))?;
         let mut n = 0;
@@ -671,9 +658,8 @@ fn apply_transformer(
     if let Some(sp) = &tr.strategic_merge_patch {
         let parsed = patch_transformer::parse_patch_docs(vec![sp.patch.clone()])
             .map_err(|e| fail("strategicMergePatch", "strategicMergePatch", boxed(e)))?;
-        let sel = sp.target.as_ref().map(selector);
-        let n = match patch_transformer::apply_patch(resources, &parsed, sel.as_ref(), &everything)
-        {
+        let sel = sp.target.as_ref();
+        let n = match patch_transformer::apply_patch(resources, &parsed, sel, &everything) {
             Ok(n) => n,
             // Without a target the patch's own id selects; "matches nothing" is the same
             // condition as for a target.

@@ -37,104 +37,29 @@
 
 #![warn(missing_docs)]
 use crate::kustomize::filters::patch_json6902::{Json6902Error, JsonPatch};
-use crate::kustomize::filters::patch_strategic_merge::ListOrder;
 use crate::kustomize::filters::patch_strategic_merge::{self, SmpError};
 use crate::kustomize::konfig::merge_keys::PatchSchema;
+pub use crate::kustomize::types::patch::{Patch, PatchOptions, PatchSource, PatchStrategicMerge};
 use crate::kustomize::types::selector::{Selector, SelectorError, effective_namespace};
 use crate::resource::Resource;
 use miette::Diagnostic;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use thiserror::Error;
 
 pub use crate::kustomize::filters::patch_json6902::merge_patch_7386;
 
-/// Options of a `patches:` entry (kustomize keeps them as `map[string]bool`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct PatchOptions {
-    /// A strategic merge patch may change `metadata.name`.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub allow_name_change: bool,
-    /// A strategic merge patch may change `kind`.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub allow_kind_change: bool,
-    /// The order of lists a strategic merge merges: not a kustomization field, but the
-    /// build's `--fixes merge-order` (kustomize's by default).
-    #[serde(skip)]
-    pub list_order: ListOrder,
-}
-
-/// One `patches:` entry (also the shape of a legacy `patchesJson6902:` entry, where `target`
-/// holds group/version/kind/name/namespace and the patch must be JSON 6902).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct PatchEntry {
-    /// A file with the patch, relative to the kustomization directory.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    /// The patch inline.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub patch: Option<String>,
-    /// The resources to patch; required for JSON 6902, optional for strategic merge.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target: Option<Selector>,
-    /// `allowNameChange`, `allowKindChange` (kustomize's `map[string]bool`: other names,
-    /// such as kiln's former `allowNoTargetMatch`, are ignored, as kubectl ignores them).
-    #[serde(skip_serializing_if = "is_default_options")]
-    pub options: PatchOptions,
-}
-
-fn is_default_options(o: &PatchOptions) -> bool {
-    *o == PatchOptions::default()
-}
-
-/// Legacy `patchesJson6902:` entries have the same shape as `patches:` entries.
-pub type PatchJson6902 = PatchEntry;
-
-/// Where an entry's patch text comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchSource<'a> {
-    /// Read this file (relative to the kustomization).
-    Path(&'a str),
-    /// The text itself.
-    Inline(&'a str),
-}
-
-impl PatchEntry {
+impl Patch {
     /// Exactly one of `path` and `patch` (kustomize: "must specify one of patch and path",
     /// "patch and path can't be set at the same time"). An inline patch that is only
     /// whitespace counts as absent, as kustomize trims it.
     pub fn source(&self) -> Result<PatchSource<'_>, PatchError> {
-        let inline = self.patch.as_deref().filter(|p| !p.trim().is_empty());
-        match (self.path.as_deref(), inline) {
+        let inline = Some(self.patch.as_str()).filter(|p| !p.trim().is_empty());
+        let path = Some(self.path.as_str()).filter(|p| !p.is_empty());
+        match (path, inline) {
             (Some(path), None) => Ok(PatchSource::Path(path)),
             (None, Some(text)) => Ok(PatchSource::Inline(text)),
             (Some(_), Some(_)) => Err(PatchError::PatchSourceConflict),
             (None, None) => Err(PatchError::PatchSourceMissing),
-        }
-    }
-}
-
-/// A legacy `patchesStrategicMerge:` item: a file path or, for legacy reasons, the patch
-/// itself inline (kustomize tries to parse the string as YAML resources first).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct PatchStrategicMerge(
-    /// The path or the inline patch, as written.
-    pub String,
-);
-
-impl PatchStrategicMerge {
-    /// `Inline` when the string holds patch content (several lines, or a flow map `{…}`),
-    /// otherwise `Path`. A file path never contains a line break, and a one-line YAML resource
-    /// must be a flow map.
-    pub fn source(&self) -> PatchSource<'_> {
-        let s = self.0.trim();
-        if s.contains('\n') || s.starts_with('{') {
-            PatchSource::Inline(&self.0)
-        } else {
-            PatchSource::Path(&self.0)
         }
     }
 }
@@ -663,7 +588,7 @@ mod tests {
         res: &mut Vec<Resource>,
     ) -> Result<(), PatchEntryError> {
         let k = yaml_docs(kustomization).remove(0);
-        let entries: Vec<PatchEntry> = serde_json::from_value(k["patches"].clone()).unwrap();
+        let entries: Vec<Patch> = serde_json::from_value(k["patches"].clone()).unwrap();
         for (i, e) in entries.iter().enumerate() {
             let text = match e.source().map_err(|err| err.at("patches", i))? {
                 PatchSource::Inline(t) => t.to_string(),
@@ -1067,16 +992,15 @@ mod tests {
 
     #[test]
     fn entry_sources() {
-        let e: PatchEntry =
+        let e: Patch =
             serde_json::from_value(json!({"path": "p.yaml", "options": {"allowNameChange": true}}))
                 .unwrap();
         assert_eq!(e.source().unwrap(), PatchSource::Path("p.yaml"));
         assert!(e.options.allow_name_change);
-        let e: PatchEntry =
-            serde_json::from_value(json!({"path": "p.yaml", "patch": "x"})).unwrap();
+        let e: Patch = serde_json::from_value(json!({"path": "p.yaml", "patch": "x"})).unwrap();
         assert!(matches!(e.source(), Err(PatchError::PatchSourceConflict)));
         assert!(matches!(
-            PatchEntry::default().source(),
+            Patch::default().source(),
             Err(PatchError::PatchSourceMissing)
         ));
         assert_eq!(
@@ -1154,7 +1078,7 @@ mod tests {
         }
         for field in ["patches", "patchesJson6902"] {
             let Some(items) = k.get(field) else { continue };
-            let items: Vec<PatchEntry> =
+            let items: Vec<Patch> =
                 serde_json::from_value(items.clone()).map_err(|e| e.to_string())?;
             for (i, e) in items.iter().enumerate() {
                 let wrap = |err: PatchError| describe(err.at(field, i));

@@ -480,15 +480,14 @@ mod differential {
         .map_err(|e| e.to_string())?;
         let mut reps = Vec::new();
         for f in field::<Vec<replacements::ReplacementField>>(&k, "replacements")? {
-            match f {
-                replacements::ReplacementField::Inline(r) => reps.push(*r),
-                replacements::ReplacementField::Path(p) => {
-                    let v = yaml::parse_one(&p.path, &read(&p.path)?).map_err(|e| e.to_string())?;
-                    reps.extend(
-                        replacements::replacements_from_value(&p.path, &v)
-                            .map_err(|e| e.to_string())?,
-                    );
-                }
+            if f.path.is_empty() {
+                reps.push(f.inline());
+            } else {
+                let v = yaml::parse_one(&f.path, &read(&f.path)?).map_err(|e| e.to_string())?;
+                reps.extend(
+                    replacements::replacements_from_value(&f.path, &v)
+                        .map_err(|e| e.to_string())?,
+                );
             }
         }
         replacements::apply_replacements(&mut resources, &reps).map_err(|e| e.to_string())?;

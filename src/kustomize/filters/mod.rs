@@ -1,6 +1,7 @@
 //! The filters (kustomize `api/filters`): one file per filter, each a function from resources
 //! to resources, configured by the [`super::builtins`] and [`super::target`].
 
+pub mod fieldspec;
 pub mod imagetag;
 pub mod labels;
 pub mod nameref;

@@ -22,117 +22,13 @@
 //! Invariant: resources are only changed at the selected target fields; on error, earlier
 //! replacements of the same call may already have been applied (the build stops anyway).
 
+pub use crate::kustomize::types::replacement::{
+    FieldOptions, Replacement, ReplacementField, SourceSelector, TargetSelector,
+};
+use crate::kustomize::types::selector::LabelSelector;
 use crate::resource::Resource;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::fmt;
-
-/// One entry of `replacements:`: either inline or a `path:` to a file holding one
-/// replacement or a list of them (the engine loads it and calls [`replacements_from_value`]).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum ReplacementField {
-    /// `- path: replacements.yaml`
-    Path(ReplacementPath),
-    /// `- source: ... targets: ...`
-    Inline(Box<Replacement>),
-}
-
-/// `- path: <file>` in `replacements:`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ReplacementPath {
-    /// File path, relative to the kustomization directory.
-    pub path: String,
-}
-
-/// One replacement (kustomize `types.Replacement`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Replacement {
-    /// Where the value comes from.
-    #[serde(default)]
-    pub source: Option<SourceSelector>,
-    /// Where it goes.
-    #[serde(default)]
-    pub targets: Vec<TargetSelector>,
-}
-
-/// The resource fields of a selector (kustomize `resid.ResId`, inline): empty means any.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct IdSelector {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub group: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub version: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub kind: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub namespace: String,
-}
-
-/// `source:` (kustomize `types.SourceSelector`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SourceSelector {
-    #[serde(flatten)]
-    pub id: IdSelector,
-    /// Defaults to `metadata.name`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub field_path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub options: Option<FieldOptions>,
-}
-
-/// `select:`/`reject:` entries (kustomize `types.Selector`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Selector {
-    #[serde(flatten)]
-    pub id: IdSelector,
-    /// Kubernetes label selector syntax: `app=web,tier in (a,b),!legacy`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub label_selector: String,
-    /// Same syntax, over annotations.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub annotation_selector: String,
-}
-
-/// One entry of `targets:` (kustomize `types.TargetSelector`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TargetSelector {
-    /// Required.
-    #[serde(default)]
-    pub select: Option<Selector>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reject: Vec<Selector>,
-    /// Defaults to `[metadata.name]`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub field_paths: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub options: Option<FieldOptions>,
-}
-
-/// `options:` (kustomize `types.FieldOptions`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct FieldOptions {
-    /// Split the value on this string and use/replace the part at `index`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub delimiter: String,
-    #[serde(default)]
-    pub index: i64,
-    /// Accepted and ignored, as in kustomize.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub encoding: String,
-    /// Create missing target fields.
-    #[serde(default)]
-    pub create: bool,
-}
+use std::borrow::Cow;
 
 /// Errors of the replacements transformer.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -316,75 +212,18 @@ pub fn apply_replacements(
     Ok(())
 }
 
-impl fmt::Display for IdSelector {
-    /// kustomize's `ResId.String()` shape: `Kind.version.group/name.namespace`, with
-    /// `[noVer]`, `[noGrp]`, `[noName]`, `[noNs]` for empty parts.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let or = |s: &'_ str, d: &'static str| {
-            if s.is_empty() {
-                d.to_string()
-            } else {
-                s.to_string()
-            }
-        };
-        write!(
-            f,
-            "{}.{}.{}/{}.{}",
-            or(&self.kind, "[noKind]"),
-            or(&self.version, "[noVer]"),
-            or(&self.group, "[noGrp]"),
-            or(&self.name, "[noName]"),
-            or(&self.namespace, "[noNs]")
-        )
-    }
-}
-
-impl IdSelector {
-    /// kustomize's `ResId.IsSelectedBy`, over the current id and every earlier name.
-    fn selects(&self, res: &Resource) -> bool {
-        let id = res.id();
-        let gvk_ok = (self.group.is_empty() || self.group == id.group)
-            && (self.version.is_empty() || self.version == id.version)
-            && (self.kind.is_empty() || self.kind == id.kind);
-        if !gvk_ok {
-            return false;
-        }
-        // kustomize's `IsNsEquals`: an absent namespace is `default`.
-        fn effective(ns: Option<&str>) -> &str {
-            ns.filter(|n| !n.is_empty()).unwrap_or("default")
-        }
-        let current = (id.namespace.as_deref(), id.name.as_str());
-        let earlier = res
-            .meta
-            .previous_names
-            .iter()
-            .map(|(ns, name)| (ns.as_deref(), name.as_str()));
-        std::iter::once(current).chain(earlier).any(|(ns, name)| {
-            (self.name.is_empty() || self.name == name)
-                && (self.namespace.is_empty() || effective(Some(&self.namespace)) == effective(ns))
-        })
-    }
-
-    fn is_empty(&self) -> bool {
-        self.group.is_empty()
-            && self.version.is_empty()
-            && self.kind.is_empty()
-            && self.name.is_empty()
-            && self.namespace.is_empty()
-    }
-}
-
 /// The (possibly cut) source value.
 fn source_value(
     resources: &[Resource],
     source: &SourceSelector,
 ) -> Result<Value, ReplacementError> {
+    let id = source.id();
     let mut found: Option<&Resource> = None;
     for res in resources {
-        if source.id.selects(res) {
+        if id.selects_id(res) {
             if let Some(first) = found {
                 return Err(ReplacementError::SourceAmbiguous {
-                    selector: source.id.to_string(),
+                    selector: id.id_text(),
                     first: first.id().to_string(),
                     second: res.id().to_string(),
                 });
@@ -394,7 +233,7 @@ fn source_value(
     }
     let Some(res) = found else {
         return Err(ReplacementError::SourceMissing {
-            selector: source.id.to_string(),
+            selector: id.id_text(),
         });
     };
     let field_path = if source.field_path.is_empty() {
@@ -404,7 +243,7 @@ fn source_value(
     };
     let missing = || ReplacementError::SourceFieldMissing {
         field_path: field_path.to_string(),
-        resource: source.id.to_string(),
+        resource: id.id_text(),
     };
     let segs = split_path(field_path);
     // kustomize's `IsNilOrEmpty`: null, `{}` and `[]` count as missing.
@@ -462,14 +301,14 @@ fn apply_target(
     let Some(select) = &target.select else {
         return Err(ReplacementError::SelectMissing { target: index });
     };
-    let select_labels = LabelSelector::parse("label", &select.label_selector)?;
-    let select_annos = LabelSelector::parse("annotation", &select.annotation_selector)?;
+    let select_labels = meta_selector("label", &select.label_selector)?;
+    let select_annos = meta_selector("annotation", &select.annotation_selector)?;
     let mut rejects = Vec::new();
     for r in &target.reject {
         rejects.push((
             r,
-            LabelSelector::parse("label", &r.label_selector)?,
-            LabelSelector::parse("annotation", &r.annotation_selector)?,
+            meta_selector("label", &r.label_selector)?,
+            meta_selector("annotation", &r.annotation_selector)?,
         ));
     }
     let default_paths = ["metadata.name".to_string()];
@@ -480,20 +319,20 @@ fn apply_target(
     };
     let options = target.options.clone().unwrap_or_default();
     for res in resources.iter_mut() {
-        if !select_labels.matches(res, "labels") || !select_annos.matches(res, "annotations") {
+        if !meta_matches(&select_labels, res, "labels")
+            || !meta_matches(&select_annos, res, "annotations")
+        {
             continue;
         }
         // kustomize's selectByAnnoAndLabel: a reject with a label/annotation selector rejects
         // by those alone; rejectId: a reject with id fields rejects by id.
         let rejected_by_meta = rejects.iter().any(|(r, l, a)| {
-            (!r.label_selector.is_empty() || !r.annotation_selector.is_empty())
-                && l.matches(res, "labels")
-                && a.matches(res, "annotations")
+            r.has_meta() && meta_matches(l, res, "labels") && meta_matches(a, res, "annotations")
         });
         let rejected_by_id = rejects
             .iter()
-            .any(|(r, _, _)| !r.id.is_empty() && r.id.selects(res));
-        if rejected_by_meta || rejected_by_id || !select.id.selects(res) {
+            .any(|(r, _, _)| r.has_id() && r.selects_id(res));
+        if rejected_by_meta || rejected_by_id || !select.selects_id(res) {
             continue;
         }
         let before = res.id().to_string();
@@ -798,101 +637,29 @@ fn walk_inner(
     }
 }
 
-/// A parsed Kubernetes label selector (apimachinery `labels.Parse` syntax).
-#[derive(Debug, Default)]
-struct LabelSelector {
-    reqs: Vec<Requirement>,
+/// A `labelSelector`/`annotationSelector` of a replacement, parsed by the engine's one
+/// label-selector parser.
+fn meta_selector(
+    which: &'static str,
+    text: &Option<String>,
+) -> Result<LabelSelector, ReplacementError> {
+    let text = text.as_deref().unwrap_or("");
+    LabelSelector::parse(text).map_err(|reason| ReplacementError::SelectorInvalid {
+        which,
+        selector: text.to_string(),
+        reason,
+    })
 }
 
-#[derive(Debug)]
-enum Requirement {
-    Eq(String, String),
-    NotEq(String, String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
-    Exists(String),
-    NotExists(String),
-}
-
-impl LabelSelector {
-    fn parse(which: &'static str, text: &str) -> Result<Self, ReplacementError> {
-        let invalid = |reason: &str| ReplacementError::SelectorInvalid {
-            which,
-            selector: text.to_string(),
-            reason: reason.to_string(),
-        };
-        let mut reqs = Vec::new();
-        // Split on commas outside parentheses.
-        let mut parts = Vec::new();
-        let (mut depth, mut start) = (0i32, 0usize);
-        for (i, c) in text.char_indices() {
-            match c {
-                '(' => depth += 1,
-                ')' => depth -= 1,
-                ',' if depth == 0 => {
-                    parts.push(&text[start..i]);
-                    start = i + 1;
-                }
-                _ => {}
-            }
-        }
-        parts.push(&text[start..]);
-        for part in parts.iter().map(|p| p.trim()).filter(|p| !p.is_empty()) {
-            let req = if let Some(k) = part.strip_prefix('!') {
-                Requirement::NotExists(k.trim().to_string())
-            } else if let Some((k, v)) = part.split_once("!=") {
-                Requirement::NotEq(k.trim().to_string(), v.trim().to_string())
-            } else if let Some((k, v)) = part.split_once("==").or_else(|| part.split_once('=')) {
-                Requirement::Eq(k.trim().to_string(), v.trim().to_string())
-            } else if let Some((k, set)) = split_set(part, " notin ") {
-                Requirement::NotIn(
-                    k,
-                    set.ok_or_else(|| invalid("expected `(a,b)` after `notin`"))?,
-                )
-            } else if let Some((k, set)) = split_set(part, " in ") {
-                Requirement::In(
-                    k,
-                    set.ok_or_else(|| invalid("expected `(a,b)` after `in`"))?,
-                )
-            } else if part.contains(char::is_whitespace) || part.contains(['(', ')']) {
-                return Err(invalid(&format!("cannot parse `{part}`")));
-            } else {
-                Requirement::Exists(part.to_string())
-            };
-            reqs.push(req);
-        }
-        Ok(LabelSelector { reqs })
-    }
-
-    fn matches(&self, res: &Resource, field: &str) -> bool {
-        let map = res.value.get("metadata").and_then(|m| m.get(field));
-        let get = |k: &str| map.and_then(|m| m.get(k)).and_then(scalar_text);
-        self.reqs.iter().all(|r| match r {
-            Requirement::Eq(k, v) => get(k).is_some_and(|x| x == *v),
-            Requirement::NotEq(k, v) => get(k).is_none_or(|x| x != *v),
-            Requirement::In(k, set) => get(k).is_some_and(|x| set.contains(&x)),
-            Requirement::NotIn(k, set) => get(k).is_none_or(|x| !set.contains(&x)),
-            Requirement::Exists(k) => get(k).is_some(),
-            Requirement::NotExists(k) => get(k).is_none(),
-        })
-    }
-}
-
-/// `key in (a, b)` → `(key, Some([a, b]))`; `Some((key, None))` when the set is malformed.
-fn split_set(part: &str, op: &str) -> Option<(String, Option<Vec<String>>)> {
-    let (k, rest) = part.split_once(op)?;
-    let set = rest
-        .trim()
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .map(|inner| {
-            inner
-                .split(',')
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .collect()
-        });
-    Some((k.trim().to_string(), set))
+/// Whether `sel` holds over the resource's labels or annotations (`field`). Values compare as
+/// YAML holds them as text (kyaml's `GetLabels` reads node values), so `tier: 1` is `"1"`.
+fn meta_matches(sel: &LabelSelector, res: &Resource, field: &str) -> bool {
+    let map = res.value.get("metadata").and_then(|m| m.get(field));
+    sel.matches(|k| {
+        map.and_then(|m| m.get(k))
+            .and_then(scalar_text)
+            .map(Cow::Owned)
+    })
 }
 
 #[cfg(test)]
@@ -1131,8 +898,8 @@ mod tests {
             json!([{"path": "r.yaml"}, {"source": {"kind": "A"}, "targets": []}]),
         )
         .unwrap();
-        assert!(matches!(&f[0], ReplacementField::Path(p) if p.path == "r.yaml"));
-        assert!(matches!(&f[1], ReplacementField::Inline(_)));
+        assert_eq!(f[0].path, "r.yaml");
+        assert!(f[1].path.is_empty() && f[1].source.is_some());
         let one = replacements_from_value(
             "r.yaml",
             &json!({"source": {"kind": "A"}, "targets": [{"select": {"kind": "B"}}]}),
@@ -1143,7 +910,12 @@ mod tests {
         assert_eq!(many.len(), 2);
         assert!(replacements_from_value("r.yaml", &json!("x")).is_err());
         // Unknown fields are rejected, as kustomize's strict decoding does.
-        assert!(serde_json::from_value::<Selector>(json!({"kind": "A", "bogus": 1})).is_err());
+        assert!(
+            serde_json::from_value::<crate::kustomize::types::selector::Selector>(
+                json!({"kind": "A", "bogus": 1})
+            )
+            .is_err()
+        );
         assert!(
             serde_json::from_value::<SourceSelector>(json!({"kind": "A", "bogus": 1})).is_err()
         );

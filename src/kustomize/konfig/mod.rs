@@ -3,3 +3,4 @@
 //! references, merge keys, cluster-scoped kinds.
 
 pub mod merge_keys;
+pub mod name_references;

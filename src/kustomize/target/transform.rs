@@ -10,9 +10,11 @@
 //! name (through the loader, so load restrictions hold), and wraps every module error with
 //! the kustomization entry (file, line, field) that configured it.
 
+use crate::kustomize::builtins::Builtin;
 use crate::kustomize::builtins::patch_transformer::{
-    self, ParsedPatch, PatchEntry, PatchError, PatchOptions, PatchSource, PatchStrategicMerge,
+    self, ParsedPatch, Patch, PatchError, PatchOptions, PatchSource, PatchStrategicMerge,
 };
+use crate::kustomize::builtins::prefix_suffix_transformer::affix_fields;
 use crate::kustomize::error::{KustomizeError, Site};
 use crate::kustomize::filters::nameref::{self, NameReference, Referrer};
 use crate::kustomize::filters::{
@@ -24,8 +26,8 @@ use crate::kustomize::types::fieldspec::UserFieldSpec;
 use crate::kustomize::types::selector;
 use crate::resource::Resource;
 use crate::yaml;
-use indexmap::IndexMap;
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// A patch error at `site`; a patch *file* that is not YAML is reported at the patch file's
 /// own line (the kustomization entry is named in the message).
@@ -125,7 +127,7 @@ fn run_patch_entry(
     ldr: &Loader<'_>,
     kf: &KustFile,
     res: &mut Vec<Resource>,
-    entry: &PatchEntry,
+    entry: &Patch,
     pointer: &str,
     json_only: bool,
 ) -> Result<(), KustomizeError> {
@@ -154,20 +156,6 @@ fn run_patch_entry(
     )
 }
 
-fn patch_entry_of(
-    kf: &KustFile,
-    p: &crate::kustomize::types::kustomization::Patch,
-    pointer: &str,
-) -> Result<PatchEntry, KustomizeError> {
-    convert(p).map_err(|m| {
-        KustomizeError::invalid(
-            kf.site(pointer),
-            m,
-            "a patch entry has `path` or `patch`, an optional `target` and `options`",
-        )
-    })
-}
-
 /// Runs the transformers of `kf` over everything accumulated in `acc`.
 pub fn run_transformers(
     ldr: &Loader<'_>,
@@ -190,8 +178,7 @@ pub fn run_transformers(
     }
     for (i, p) in k.patches.iter().enumerate() {
         let pointer = format!("/patches/{i}");
-        let entry = patch_entry_of(kf, p, &pointer)?;
-        run_patch_entry(ldr, kf, res, &entry, &pointer, false)?;
+        run_patch_entry(ldr, kf, res, p, &pointer, false)?;
     }
 
     let ns = namespace::NamespaceOptions {
@@ -223,8 +210,7 @@ pub fn run_transformers(
 
     for (i, p) in k.patches_json6902.iter().enumerate() {
         let pointer = format!("/patchesJson6902/{i}");
-        let entry = patch_entry_of(kf, p, &pointer)?;
-        run_patch_entry(ldr, kf, res, &entry, &pointer, true)?;
+        run_patch_entry(ldr, kf, res, p, &pointer, true)?;
     }
 
     for (i, r) in k.replicas.iter().enumerate() {
@@ -262,14 +248,7 @@ pub fn run_transformers(
         let list = if !r.path.is_empty() {
             load_replacements(ldr, kf, &r.path, &format!("{pointer}/path"))?
         } else {
-            let inline = serde_json::json!({"source": r.source, "targets": r.targets});
-            vec![convert::<replacement::Replacement>(&inline).map_err(|m| {
-                KustomizeError::invalid(
-                    kf.site(&pointer),
-                    m,
-                    "see kustomize's `replacements` reference",
-                )
-            })?]
+            vec![r.inline()]
         };
         replacement::apply_replacements(res, &list)
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
@@ -304,6 +283,15 @@ fn load_replacements(
     Ok(out)
 }
 
+/// One document of a `transformers:` entry, with what is needed to locate its fields.
+struct ConfigDoc {
+    /// The file as shown to the user (or the entry, for inline YAML).
+    display: String,
+    text: String,
+    index: usize,
+    value: Value,
+}
+
 /// The documents of a `transformers:` entry: inline YAML (kustomize first tries to read the
 /// string as resources) or a file.
 fn transformer_configs(
@@ -311,14 +299,31 @@ fn transformer_configs(
     kf: &KustFile,
     entry: &str,
     pointer: &str,
-) -> Result<Vec<Value>, KustomizeError> {
+) -> Result<Vec<ConfigDoc>, KustomizeError> {
+    let docs = |display: String, text: String, values: Vec<Value>| {
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(index, value)| ConfigDoc {
+                display: display.clone(),
+                text: text.clone(),
+                index,
+                value,
+            })
+            .collect()
+    };
     if entry.contains('\n')
-        && let Ok(docs) = yaml::parse_stream("inline transformer", entry)
-        && docs.iter().all(|d| d.get("kind").is_some())
+        && let Ok(values) = yaml::parse_stream("inline transformer", entry)
+        && values.iter().all(|d| d.get("kind").is_some())
     {
-        return Ok(docs);
+        let display = format!(
+            "{}: {}",
+            kf.display,
+            crate::kustomize::error::pointer_to_field(pointer)
+        );
+        return Ok(docs(display, entry.to_string(), values));
     }
-    if crate::kustomize::target::load::is_remote(entry) {
+    if super::load::is_remote(entry) {
         return Err(KustomizeError::unsupported(
             kf.site(pointer),
             "transformers",
@@ -329,87 +334,43 @@ fn transformer_configs(
     let (file, text) = ldr
         .read_file(entry)
         .map_err(|issue| ldr.error(issue, kf.site(pointer), "transformer config", entry))?;
-    Ok(yaml::parse_stream(&ldr.display(&file), &text).map_err(Box::new)?)
+    let display = ldr.display(&file);
+    let values = yaml::parse_stream(&display, &text).map_err(Box::new)?;
+    Ok(docs(display, text, values))
 }
 
-fn field_specs_of(doc: &Value, key: &str) -> Vec<UserFieldSpec> {
-    doc.get(key)
-        .cloned()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default()
-}
-
-fn string_map(doc: &Value, key: &str) -> IndexMap<String, String> {
-    doc.get(key)
-        .cloned()
-        .and_then(|v| serde_json::from_value(v).ok())
-        .unwrap_or_default()
-}
-
-/// One builtin transformer config (`apiVersion: builtin`, kustomize's plugin form).
+/// One builtin transformer config (`apiVersion: builtin`, kustomize's plugin form), decoded
+/// strictly by [`Builtin::from_config`]: a bad field is reported at its line in the config.
 fn run_builtin(
     ldr: &Loader<'_>,
     kf: &KustFile,
     res: &mut Vec<Resource>,
-    doc: &Value,
+    doc: &ConfigDoc,
     pointer: &str,
 ) -> Result<(), KustomizeError> {
-    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
+    let kind = doc.value.get("kind").and_then(Value::as_str).unwrap_or("");
     let site = kf.site(pointer);
-    let invalid = |m: String| {
+    let builtin = Builtin::from_config(&doc.value).map_err(|e| {
         KustomizeError::invalid(
-            site.clone(),
-            format!("{kind}: {m}"),
-            "see kustomize's builtin plugin reference",
+            Site::new(&doc.display, &doc.text, doc.index, &e.pointer, true),
+            format!("{kind}: {}", e.message),
+            "see kustomize's builtin plugin reference for this kind's fields",
         )
-    };
-    let str_of = |key: &str| {
-        doc.get(key)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    match kind {
-        "PatchTransformer" => {
-            let mut cfg = doc.clone();
-            if let Some(m) = cfg.as_object_mut() {
-                for k in ["apiVersion", "kind", "metadata"] {
-                    m.shift_remove(k);
-                }
-            }
-            let entry: PatchEntry =
-                serde_json::from_value(cfg).map_err(|e| invalid(e.to_string()))?;
-            run_patch_entry(ldr, kf, res, &entry, pointer, false)
+    })?;
+    let failed = |e: &dyn miette::Diagnostic| KustomizeError::transformer(site.clone(), e);
+    match builtin {
+        Some(Builtin::Patch(entry)) => run_patch_entry(ldr, kf, res, &entry, pointer, false),
+        Some(Builtin::PatchJson6902(cfg)) => {
+            run_patch_entry(ldr, kf, res, &cfg.patch(), pointer, true)
         }
-        "PatchJson6902Transformer" => {
-            let target: Option<selector::Selector> = doc
-                .get("target")
-                .cloned()
-                .map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| invalid(e.to_string()))?;
-            let entry = PatchEntry {
-                path: Some(str_of("path")).filter(|s| !s.is_empty()),
-                patch: Some(str_of("jsonOp")).filter(|s| !s.is_empty()),
-                target,
-                options: PatchOptions::default(),
-            };
-            run_patch_entry(ldr, kf, res, &entry, pointer, true)
-        }
-        "PatchStrategicMergeTransformer" => {
-            let mut sources: Vec<String> = doc
-                .get("paths")
-                .cloned()
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default();
-            let inline = str_of("patches");
+        Some(Builtin::PatchStrategicMerge(cfg)) => {
             let mut texts = Vec::new();
-            for p in sources.drain(..) {
-                texts.push(patch_text(ldr, kf, PatchSource::Path(&p), pointer)?);
+            for p in &cfg.paths {
+                texts.push(patch_text(ldr, kf, PatchSource::Path(p), pointer)?);
             }
-            if !inline.trim().is_empty() {
+            if !cfg.patches.trim().is_empty() {
                 texts.push((
-                    inline,
+                    cfg.patches.clone(),
                     format!(
                         "{}: {}.patches",
                         kf.display,
@@ -426,85 +387,38 @@ fn run_builtin(
             }
             Ok(())
         }
-        "PrefixSuffixTransformer" | "PrefixTransformer" | "SuffixTransformer" => {
-            let specs = field_specs_of(doc, "fieldSpecs");
-            affix_fields(res, &str_of("prefix"), &str_of("suffix"), &specs);
+        Some(Builtin::PrefixSuffix(cfg)) => {
+            cfg.apply(res);
             Ok(())
         }
-        "LabelTransformer" => {
-            let entry = labels::Label {
-                pairs: string_map(doc, "labels"),
-                fields: field_specs_of(doc, "fieldSpecs"),
-                ..Default::default()
+        Some(Builtin::Label(cfg)) => cfg.apply(res).map_err(|e| failed(&e)),
+        Some(Builtin::Annotations(cfg)) => cfg.apply(res).map_err(|e| failed(&e)),
+        Some(Builtin::Namespace(cfg)) => cfg
+            .apply(res, ldr.session().options.fixes.scope)
+            .map_err(|e| failed(&e)),
+        Some(Builtin::ImageTag(cfg)) => cfg.apply(res).map_err(|e| failed(&e)),
+        Some(Builtin::ReplicaCount(cfg)) => match cfg.apply(res) {
+            Some(r) => r.map_err(|e| failed(&e)),
+            None => Err(KustomizeError::invalid(
+                site.clone(),
+                format!("{kind}: missing `replica`"),
+                "see kustomize's builtin plugin reference",
+            )),
+        },
+        Some(Builtin::Replacement(cfg)) => {
+            let list = match &cfg.replacements {
+                Some(v) => {
+                    replacement::replacements_from_value(&kf.display, v).map_err(|e| failed(&e))?
+                }
+                None => load_replacements(ldr, kf, &cfg.path, pointer)?,
             };
-            labels::apply_labels(res, &entry, &[], &[])
-                .map_err(|e| KustomizeError::transformer(site.clone(), &e))
+            replacement::apply_replacements(res, &list).map_err(|e| failed(&e))
         }
-        "AnnotationsTransformer" => labels::apply_common_annotations(
-            res,
-            &string_map(doc, "annotations"),
-            &field_specs_of(doc, "fieldSpecs"),
-        )
-        .map_err(|e| KustomizeError::transformer(site.clone(), &e)),
-        "NamespaceTransformer" => {
-            let ns = doc
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let subjects = match str_of("setRoleBindingSubjects").as_str() {
-                "allServiceAccounts" => namespace::RoleBindingSubjects::AllServiceAccounts,
-                "none" => namespace::RoleBindingSubjects::None,
-                _ => namespace::RoleBindingSubjects::DefaultOnly,
-            };
-            let opts = namespace::NamespaceOptions {
-                namespace: ns,
-                unset_only: doc
-                    .get("unsetOnly")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                role_binding_subjects: subjects,
-                scope: ldr.session().options.fixes.scope,
-            };
-            namespace::apply_namespace_with(res, &opts)
-                .map_err(|e| KustomizeError::transformer(site.clone(), &e))
-        }
-        "ImageTagTransformer" => {
-            let image: imagetag::Image = doc
-                .get("imageTag")
-                .cloned()
-                .map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| invalid(e.to_string()))?
-                .unwrap_or_default();
-            imagetag::apply_images(res, &[image], &field_specs_of(doc, "fieldSpecs"))
-                .map_err(|e| KustomizeError::transformer(site.clone(), &e))
-        }
-        "ReplicaCountTransformer" => {
-            let replica: replica_count::Replica = doc
-                .get("replica")
-                .cloned()
-                .map(serde_json::from_value)
-                .transpose()
-                .map_err(|e| invalid(e.to_string()))?
-                .ok_or_else(|| invalid("missing `replica`".into()))?;
-            replica_count::apply_replicas(res, &[replica])
-                .map_err(|e| KustomizeError::transformer(site.clone(), &e))
-        }
-        "ReplacementTransformer" => {
-            let list = match doc.get("replacements") {
-                Some(v) => replacement::replacements_from_value(&kf.display, v)
-                    .map_err(|e| KustomizeError::transformer(site.clone(), &e))?,
-                None => load_replacements(ldr, kf, &str_of("path"), pointer)?,
-            };
-            replacement::apply_replacements(res, &list)
-                .map_err(|e| KustomizeError::transformer(site.clone(), &e))
-        }
-        other => Err(KustomizeError::unsupported(
+        None => Err(KustomizeError::unsupported(
             site.clone(),
             "transformers",
             format!(
-                "transformer `{other}` is not a kustomize builtin (exec, container and Go plugins are not run)"
+                "transformer `{kind}` is not a kustomize builtin (exec, container and Go plugins are not run)"
             ),
             "use one of the builtin transformer kinds (PatchTransformer, PrefixSuffixTransformer, LabelTransformer, …) or commit the transformed output",
         )),
@@ -528,28 +442,6 @@ fn affix(res: &mut [Resource], prefix: &str, suffix: &str, extra: &[UserFieldSpe
     affix_fields(res, prefix, suffix, &extra);
 }
 
-/// A builtin PrefixSuffixTransformer with explicit field specs: `metadata/name` renames
-/// (with history) the objects a spec selects; any other path gets the affixes on its string.
-fn affix_fields(res: &mut [Resource], prefix: &str, suffix: &str, specs: &[UserFieldSpec]) {
-    for spec in specs {
-        for r in res.iter_mut().filter(|r| spec.applies_to(r)) {
-            if spec.path == "metadata/name" {
-                if prefix_suffix::is_rename_exempt(r) {
-                    continue;
-                }
-                prefix_suffix::apply_name_prefix(std::slice::from_mut(r), prefix);
-                prefix_suffix::apply_name_suffix(std::slice::from_mut(r), suffix);
-            } else {
-                spec.visit_mut(&mut r.value, &mut |v| {
-                    if let Value::String(s) = v {
-                        *s = format!("{prefix}{s}{suffix}");
-                    }
-                });
-            }
-        }
-    }
-}
-
 /// kustomize's `FixBackReferences`: after every rename, references to renamed objects are
 /// rewritten, with the builtin table extended by `configurations`' `nameReference` entries.
 pub fn fix_name_references(
@@ -563,23 +455,19 @@ pub fn fix_name_references(
     nameref::fix_name_references_with(resources, &table).map_err(|e| e.to_string())
 }
 
-/// The builtin name-reference table plus custom entries. The module's table holds
-/// `&'static str`s, so custom strings are leaked: they are few (a configuration file's worth
-/// per build) and live as long as the build's output anyway.
+/// The builtin name-reference table plus custom entries (owned, for this build only).
 fn extended_table(config: &TransformerConfig) -> Vec<NameReference> {
-    fn leak(s: &str) -> &'static str {
-        Box::leak(s.to_string().into_boxed_str())
-    }
+    let owned = |s: &str| Cow::Owned(s.to_string());
     let mut table: Vec<NameReference> = nameref::NAME_REFERENCES.to_vec();
     for nbr in &config.name_reference {
         let custom: Vec<Referrer> = nbr
             .field_specs
             .iter()
             .map(|fs| Referrer {
-                group: leak(&fs.group),
-                version: leak(&fs.version),
-                kind: leak(&fs.kind),
-                path: leak(&fs.path),
+                group: owned(&fs.group),
+                version: owned(&fs.version),
+                kind: owned(&fs.kind),
+                path: owned(&fs.path),
             })
             .collect();
         match table
@@ -587,24 +475,18 @@ fn extended_table(config: &TransformerConfig) -> Vec<NameReference> {
             .find(|t| t.kind == nbr.kind && (nbr.group.is_empty() || t.group == nbr.group))
         {
             Some(t) => {
-                let mut all = t.referrers.to_vec();
+                let all = t.referrers.to_mut();
                 for c in custom {
-                    if !all.iter().any(|r| {
-                        r.kind == c.kind
-                            && r.group == c.group
-                            && r.version == c.version
-                            && r.path == c.path
-                    }) {
+                    if !all.contains(&c) {
                         all.push(c);
                     }
                 }
-                t.referrers = Box::leak(all.into_boxed_slice());
             }
             None => table.push(NameReference {
-                group: leak(&nbr.group),
-                version: leak(&nbr.version),
-                kind: leak(&nbr.kind),
-                referrers: Box::leak(custom.into_boxed_slice()),
+                group: owned(&nbr.group),
+                version: owned(&nbr.version),
+                kind: owned(&nbr.kind),
+                referrers: Cow::Owned(custom),
             }),
         }
     }

@@ -1,14 +1,11 @@
-//! kustomize's field specs: a slash-separated path into an object (`spec/template/metadata/labels`)
-//! plus an optional group/version/kind filter and a `create` flag. Lists met on the way are
-//! walked element by element, as kustomize's `fieldspec` does, so
-//! `spec/template/spec/containers/image` reaches every container's image.
-//!
-//! Source: kustomize `api/types/fieldspec.go` and `api/filters/fsslice`. Invariant: visiting never
-//! creates anything unless `create` is set, and then only maps along the path (never lists).
+//! kustomize's field specs (kustomize `api/types/fieldspec.go`): a slash-separated path into an
+//! object (`spec/template/metadata/labels`) plus an optional group/version/kind filter and a
+//! `create` flag. The walk along the path is the engine's one field-spec walker,
+//! `filters::fieldspec`.
 
 use crate::resource::Resource;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// One field spec: where a transformer applies (`path`) and to which kinds (`group`,
 /// `version`, `kind`; empty means any).
@@ -17,8 +14,7 @@ pub struct FieldSpec {
     pub group: &'static str,
     pub version: &'static str,
     pub kind: &'static str,
-    /// Slash-separated path; a segment may be escaped as in kustomize (`\/` is not used by the
-    /// built-in tables, so plain splitting on `/` is enough).
+    /// Slash-separated path; `\/` is a slash inside a key (kustomize's `PathSplitter`).
     pub path: &'static str,
     /// Create missing maps along the path (kustomize's `create: true`).
     pub create: bool,
@@ -72,21 +68,8 @@ impl FieldSpec {
     /// the way and the final field are created (the final field as `Value::Null`, so `f` can
     /// fill it). Returns the number of fields visited.
     pub fn visit_mut(&self, value: &mut Value, f: &mut dyn FnMut(&mut Value)) -> usize {
-        visit_path_mut(value, self.path, self.create, f)
+        super::super::filters::fieldspec::visit_path_mut(value, self.path, self.create, f)
     }
-}
-
-/// Calls `f` on every value at the slash-separated `path` in `value`, walking lists
-/// implicitly; with `create`, missing maps on the way and the final field (as `Null`) are
-/// created. The walker behind [`FieldSpec::visit_mut`] and [`UserFieldSpec::visit_mut`].
-pub fn visit_path_mut(
-    value: &mut Value,
-    path: &str,
-    create: bool,
-    f: &mut dyn FnMut(&mut Value),
-) -> usize {
-    let segs: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    visit(value, &segs, create, f)
 }
 
 /// A field spec with owned strings, as written by users: kustomization `labels[].fields`,
@@ -118,7 +101,7 @@ impl UserFieldSpec {
 
     /// Same walk as [`FieldSpec::visit_mut`].
     pub fn visit_mut(&self, value: &mut Value, f: &mut dyn FnMut(&mut Value)) -> usize {
-        visit_path_mut(value, &self.path, self.create, f)
+        super::super::filters::fieldspec::visit_path_mut(value, &self.path, self.create, f)
     }
 }
 
@@ -131,43 +114,6 @@ impl From<&FieldSpec> for UserFieldSpec {
             path: fs.path.to_string(),
             create: fs.create,
         }
-    }
-}
-
-fn visit(value: &mut Value, segs: &[&str], create: bool, f: &mut dyn FnMut(&mut Value)) -> usize {
-    let Some((first, rest)) = segs.split_first() else {
-        f(value);
-        return 1;
-    };
-    match value {
-        // kustomize walks list elements implicitly; a `[]` marker is tolerated too.
-        Value::Array(items) => items.iter_mut().map(|it| visit(it, segs, create, f)).sum(),
-        Value::Object(map) => {
-            let key = first.trim_end_matches("[]");
-            // A segment marked `[]` names a list, which kustomize never creates (a StatefulSet
-            // without `volumeClaimTemplates` does not get one from commonLabels).
-            let creatable = create && !first.ends_with("[]");
-            if !map.contains_key(key) {
-                if !creatable {
-                    return 0;
-                }
-                let fresh = if rest.is_empty() {
-                    Value::Null
-                } else {
-                    Value::Object(Map::new())
-                };
-                map.insert(key.to_string(), fresh);
-            }
-            let child = map.get_mut(key).expect("present");
-            if child.is_null() && !rest.is_empty() {
-                if !creatable {
-                    return 0;
-                }
-                *child = Value::Object(Map::new());
-            }
-            visit(child, rest, create, f)
-        }
-        _ => 0,
     }
 }
 

@@ -11,6 +11,8 @@
 //! down to the JSON pointer of the offending entry (e.g. `/patches/1/target`) so the caller can
 //! underline the right line.
 
+use super::patch::Patch;
+use super::replacement::ReplacementField;
 use crate::kustomize::builtins::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
 use crate::kustomize::builtins::sort_order_transformer::LegacySortOptions;
 use crate::kustomize::filters::imagetag::Image;
@@ -403,85 +405,6 @@ pub struct Label {
     pub fields: Vec<FieldSpecArgs>,
 }
 
-/// A patch target (kustomize's `types.Selector`): `name`, `namespace` and the gvk fields are
-/// anchored regular expressions. Not `target::Selector`: that one is lenient (no
-/// `deny_unknown_fields`, as builtin `PatchTransformer` configs need) and keeps `""` apart from
-/// absent (`labelSelector: ""` would be parsed), where kustomize's `omitempty` equates them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Selector {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub group: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub version: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub kind: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub namespace: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub label_selector: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub annotation_selector: String,
-}
-
-/// One `patches` / `patchesJson6902` entry: a file (`path`) or inline text (`patch`), either a
-/// strategic merge patch or a JSON 6902 operation list, and an optional `target`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Patch {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub path: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub patch: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub target: Option<Selector>,
-    /// `allowNameChange`, `allowKindChange`.
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub options: IndexMap<String, bool>,
-}
-
 /// One `replicas` entry. Not `replicas::Replica`, which requires both fields (as a
 /// `ReplicaCountTransformer` config does): here `count` defaults to 0 and a missing `name` is
 /// reported by `transform` at the entry.
@@ -496,115 +419,6 @@ pub struct Replica {
     pub name: String,
     #[serde(default)]
     pub count: i64,
-}
-
-/// Options of a replacement source or target (`delimiter`, `index`, `encoding`, `create`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FieldOptions {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub delimiter: String,
-    #[serde(default)]
-    pub index: i64,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub encoding: String,
-    #[serde(default)]
-    pub create: bool,
-}
-
-/// A replacement's source (kustomize's `SourceSelector`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SourceSelector {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub group: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub version: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub kind: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub namespace: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub field_path: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub options: Option<FieldOptions>,
-}
-
-/// A replacement's target (kustomize's `TargetSelector`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct TargetSelector {
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub select: Option<Selector>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub reject: Vec<Selector>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub field_paths: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub options: Option<FieldOptions>,
-}
-
-/// One `replacements` entry: inline (`source` + `targets`) or a file (`path`) holding a list
-/// of replacements (kustomize's `ReplacementField`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ReplacementField {
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub source: Option<SourceSelector>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub targets: Vec<TargetSelector>,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub path: String,
 }
 
 /// The object a var points at (kustomize's `types.Target`).
@@ -718,59 +532,13 @@ impl Kustomization {
     /// Errors: not a mapping; unknown field; wrong type — as kustomize's `DisallowUnknownFields`
     /// decoding, plus `type` on a `configMapGenerator` entry.
     pub fn from_value(value: &Value) -> Result<Kustomization, FieldError> {
-        let Some(map) = value.as_object() else {
+        if !value.is_object() {
             return Err(FieldError {
                 pointer: String::new(),
                 message: "a kustomization must be a YAML mapping".into(),
             });
-        };
-        match from_value_case_insensitive::<Kustomization>(value.clone()) {
-            Ok(k) => Ok(k),
-            Err(whole) => {
-                for (key, field) in map {
-                    let single = |v: Value| {
-                        let mut m = serde_json::Map::new();
-                        m.insert(key.clone(), v);
-                        serde_json::from_value::<Kustomization>(Value::Object(m))
-                    };
-                    let Err(e) = single(field.clone()) else {
-                        continue;
-                    };
-                    let mut pointer = format!("/{}", escape_pointer(key));
-                    let mut message = e.to_string();
-                    if let Value::Array(items) = field {
-                        for (i, item) in items.iter().enumerate() {
-                            let Err(e) = single(Value::Array(vec![item.clone()])) else {
-                                continue;
-                            };
-                            pointer = format!("{pointer}/{i}");
-                            message = e.to_string();
-                            // One more level: the field inside the list item.
-                            if let Value::Object(fields) = item {
-                                for (sub, v) in fields {
-                                    let mut one = serde_json::Map::new();
-                                    one.insert(sub.clone(), v.clone());
-                                    if let Err(e) = single(Value::Array(vec![Value::Object(one)])) {
-                                        pointer = format!("{pointer}/{}", escape_pointer(sub));
-                                        message = e.to_string();
-                                        break;
-                                    }
-                                }
-                            }
-                            break;
-                        }
-                    }
-                    return Err(FieldError {
-                        pointer,
-                        message: tidy_serde_message(&message),
-                    });
-                }
-                Err(FieldError {
-                    pointer: String::new(),
-                    message: tidy_serde_message(&whole.to_string()),
-                })
-            }
         }
+        decode_located(value)
     }
 
     /// Whether this file is a component (`kind: Component`).
@@ -813,6 +581,72 @@ impl Kustomization {
     }
 }
 
+/// Decodes a map `value` into `T` as Go's `encoding/json` would (field names matched
+/// case-insensitively, see [`from_value_case_insensitive`]). On failure, narrows the error
+/// down to the entry that caused it: the top-level field, then the list item, then the item's
+/// field, by re-decoding ever smaller single-field documents (every field of `T` must be
+/// optional, so a single-field document decodes exactly when that field is valid). Used for
+/// kustomizations and for builtin transformer configs.
+pub fn decode_located<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, FieldError> {
+    let Some(map) = value.as_object() else {
+        return Err(FieldError {
+            pointer: String::new(),
+            message: "expected a YAML mapping".into(),
+        });
+    };
+    match from_value_case_insensitive::<T>(value.clone()) {
+        Ok(k) => Ok(k),
+        Err(whole) => {
+            for (key, field) in map {
+                let single = |v: Value| {
+                    let mut m = serde_json::Map::new();
+                    m.insert(key.clone(), v);
+                    serde_json::from_value::<T>(Value::Object(m))
+                };
+                let Err(e) = single(field.clone()) else {
+                    continue;
+                };
+                let mut pointer = format!("/{}", escape_pointer(key));
+                let mut message = e.to_string();
+                // An unknown key is the culprit itself, whatever its value holds.
+                let unknown = message.starts_with(&format!("unknown field `{key}`"));
+                if let Value::Array(items) = field
+                    && !unknown
+                {
+                    for (i, item) in items.iter().enumerate() {
+                        let Err(e) = single(Value::Array(vec![item.clone()])) else {
+                            continue;
+                        };
+                        pointer = format!("{pointer}/{i}");
+                        message = e.to_string();
+                        // One more level: the field inside the list item.
+                        if let Value::Object(fields) = item {
+                            for (sub, v) in fields {
+                                let mut one = serde_json::Map::new();
+                                one.insert(sub.clone(), v.clone());
+                                if let Err(e) = single(Value::Array(vec![Value::Object(one)])) {
+                                    pointer = format!("{pointer}/{}", escape_pointer(sub));
+                                    message = e.to_string();
+                                    break;
+                                }
+                            }
+                        }
+                        break;
+                    }
+                }
+                return Err(FieldError {
+                    pointer,
+                    message: tidy_serde_message(&message),
+                });
+            }
+            Err(FieldError {
+                pointer: String::new(),
+                message: tidy_serde_message(&whole.to_string()),
+            })
+        }
+    }
+}
+
 /// serde's messages mention Rust-side details ("expected one of …" lists of camelCase names
 /// are fine; "at line 0 column 0" from value decoding is noise).
 fn tidy_serde_message(msg: &str) -> String {
@@ -850,7 +684,15 @@ mod tests {
         assert_eq!(k.name_prefix, "p-");
         assert_eq!(k.common_labels.keys().collect::<Vec<_>>(), ["b", "a"]);
         assert!(k.labels[0].include_selectors);
-        assert_eq!(k.patches[0].target.as_ref().unwrap().label_selector, "a=b");
+        assert_eq!(
+            k.patches[0]
+                .target
+                .as_ref()
+                .unwrap()
+                .label_selector
+                .as_deref(),
+            Some("a=b")
+        );
         assert_eq!(k.replicas[0].count, 3);
         assert_eq!(k.replacements[0].path, "r.yaml");
         assert_eq!(k.vars[0].objref.api_version, "v1");

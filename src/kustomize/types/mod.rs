@@ -4,4 +4,6 @@
 pub mod fieldspec;
 pub mod image_ref;
 pub mod kustomization;
+pub mod patch;
+pub mod replacement;
 pub mod selector;

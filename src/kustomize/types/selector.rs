@@ -1,48 +1,66 @@
-//! kustomize's patch target selector (`target:` of `patches:`, `patchesJson6902:`,
-//! replacements) and the Kubernetes label-selector language it uses for `labelSelector` and
-//! `annotationSelector`.
+//! kustomize's `Selector` (kustomize `api/types/selector.go`): the one selector type of the
+//! engine. It is the `target:` of `patches:` / `patchesJson6902:` and of builtin patch
+//! transformer configs, the `select:` / `reject:` of `replacements:`, and the `target` of
+//! kiln's own component transformers (`spec::Target` is this type). Also the Kubernetes
+//! label-selector language it uses for `labelSelector` and `annotationSelector` — the one
+//! parser of the engine.
 //!
-//! Sits between the kustomization model (serde [`Selector`]) and the patch transformers, which
-//! compile a selector once ([`Selector::compile`] → [`CompiledSelector`]) and test every
-//! resource with [`CompiledSelector::matches`]. Source: kustomize `api/types/selector.go`
-//! (`SelectorRegex`: group, version, kind, name and namespace are regular expressions anchored
-//! as `^(?:…)$`; empty means any) and `api/resmap/reswrangler.go` `Select` (name and namespace
-//! match the original *or* the current id); label syntax from apimachinery
-//! `pkg/labels/selector.go`. Invariant: a compiled selector never fails to evaluate.
+//! Two ways to match, as in kustomize:
+//! - patch targets compile once ([`Selector::compile`] → [`CompiledSelector`]) and test every
+//!   resource with [`CompiledSelector::matches`]: group, version, kind, name and namespace are
+//!   regular expressions anchored as `^(?:…)$`, empty means any (`SelectorRegex`), and name
+//!   and namespace match the original *or* the current id (`api/resmap/reswrangler.go`
+//!   `Select`);
+//! - replacements compare the id fields literally ([`Selector::selects_id`], kustomize's
+//!   `ResId.IsSelectedBy`) and the label/annotation selectors with [`LabelSelector`].
+//!
+//! Label syntax from apimachinery `pkg/labels/selector.go`. An empty field is the same as an
+//! absent one (kustomize's `omitempty` strings). Invariant: a compiled selector never fails to
+//! evaluate.
 
 #![warn(missing_docs)]
 use crate::resource::Resource;
 use miette::Diagnostic;
 use regex::Regex;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use thiserror::Error;
 
-/// A patch target as written in a kustomization. Every field is optional; a resource is
-/// selected when it matches all the given ones.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
+/// Which resources a patch, a replacement or a component transformer applies to (kustomize's
+/// `Selector`). Empty fields match anything; a resource is selected when it matches all the
+/// given ones. Unknown fields are rejected, as kustomize's strict decoding of a kustomization
+/// does.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Selector {
-    /// API group regex (`apps`); empty or absent means any, including the core group.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// API group (`apps`); empty or absent means any, including the core group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
-    /// API version regex (`v1`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// API version (`v1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    /// Kind regex (`Deployment`, `ConfigMap|Secret`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Kind (`Deployment`; for patches a regular expression such as `ConfigMap|Secret`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    /// Name regex, matched against the current and the original name.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Name; for patches an anchored regular expression matched against the current and the
+    /// original name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Namespace regex; an object without namespace counts as `default`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Namespace; an object without namespace counts as `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub namespace: Option<String>,
     /// Kubernetes label selector, e.g. `app=web,tier in (front,back),!canary`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label_selector: Option<String>,
     /// Same syntax as `labelSelector`, matched against annotations.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotation_selector: Option<String>,
+}
+
+/// A field of a selector as written: `None` for absent or empty.
+fn given(field: &Option<String>) -> Option<&str> {
+    field.as_deref().filter(|s| !s.is_empty())
 }
 
 /// Why a selector cannot be compiled.
@@ -82,8 +100,8 @@ impl Selector {
     /// Compiles the regular expressions and label selectors once.
     pub fn compile(&self) -> Result<CompiledSelector, SelectorError> {
         fn re(field: &'static str, p: &Option<String>) -> Result<Option<Regex>, SelectorError> {
-            match p.as_deref() {
-                None | Some("") => Ok(None),
+            match given(p) {
+                None => Ok(None),
                 // kustomize `anchorRegex`: the whole value must match.
                 Some(p) => Regex::new(&format!("^(?:{p})$")).map(Some).map_err(|e| {
                     SelectorError::InvalidRegex {
@@ -98,7 +116,7 @@ impl Selector {
             field: &'static str,
             s: &Option<String>,
         ) -> Result<Option<LabelSelector>, SelectorError> {
-            match s.as_deref() {
+            match given(s) {
                 None => Ok(None),
                 Some(s) => LabelSelector::parse(s).map(Some).map_err(|reason| {
                     SelectorError::InvalidLabelSelector {
@@ -131,6 +149,66 @@ impl Selector {
             _ => false,
         }
     }
+
+    /// Whether any of group, version, kind, name, namespace is given.
+    pub fn has_id(&self) -> bool {
+        [
+            &self.group,
+            &self.version,
+            &self.kind,
+            &self.name,
+            &self.namespace,
+        ]
+        .into_iter()
+        .any(|f| given(f).is_some())
+    }
+
+    /// Whether a label or an annotation selector is given.
+    pub fn has_meta(&self) -> bool {
+        given(&self.label_selector).is_some() || given(&self.annotation_selector).is_some()
+    }
+
+    /// kustomize's `ResId.IsSelectedBy`: the id fields compare literally (no regular
+    /// expressions), over the current id and every earlier name; an absent namespace is
+    /// `default` (`IsNsEquals`). Label and annotation selectors are not consulted.
+    pub fn selects_id(&self, res: &Resource) -> bool {
+        let id = res.id();
+        let is = |want: &Option<String>, have: &str| given(want).is_none_or(|w| w == have);
+        if !(is(&self.group, &id.group)
+            && is(&self.version, &id.version)
+            && is(&self.kind, &id.kind))
+        {
+            return false;
+        }
+        fn effective(ns: Option<&str>) -> &str {
+            ns.filter(|n| !n.is_empty()).unwrap_or("default")
+        }
+        let current = (id.namespace.as_deref(), id.name.as_str());
+        let earlier = res
+            .meta
+            .previous_names
+            .iter()
+            .map(|(ns, name)| (ns.as_deref(), name.as_str()));
+        std::iter::once(current).chain(earlier).any(|(ns, name)| {
+            is(&self.name, name)
+                && given(&self.namespace).is_none_or(|want| effective(Some(want)) == effective(ns))
+        })
+    }
+
+    /// The id fields in kustomize's `ResId.String()` shape, `Kind.version.group/name.namespace`,
+    /// with `[noKind]`, `[noVer]`, `[noGrp]`, `[noName]`, `[noNs]` for absent parts (as
+    /// kustomize's replacement errors print a selector).
+    pub fn id_text(&self) -> String {
+        let or = |f: &Option<String>, d: &'static str| given(f).unwrap_or(d).to_string();
+        format!(
+            "{}.{}.{}/{}.{}",
+            or(&self.kind, "[noKind]"),
+            or(&self.version, "[noVer]"),
+            or(&self.group, "[noGrp]"),
+            or(&self.name, "[noName]"),
+            or(&self.namespace, "[noNs]")
+        )
+    }
 }
 
 impl std::fmt::Display for Selector {
@@ -147,7 +225,7 @@ impl std::fmt::Display for Selector {
         ];
         let mut first = true;
         for (k, v) in parts {
-            if let Some(v) = v {
+            if let Some(v) = given(v) {
                 if !first {
                     f.write_str(" ")?;
                 }
@@ -206,11 +284,11 @@ impl CompiledSelector {
             && self
                 .labels
                 .as_ref()
-                .is_none_or(|s| s.matches(|k| string_at(res, "labels", k)))
+                .is_none_or(|s| s.matches(|k| string_at(res, "labels", k).map(Cow::Borrowed)))
             && self
                 .annotations
                 .as_ref()
-                .is_none_or(|s| s.matches(|k| string_at(res, "annotations", k)))
+                .is_none_or(|s| s.matches(|k| string_at(res, "annotations", k).map(Cow::Borrowed)))
     }
 }
 
@@ -320,12 +398,12 @@ impl LabelSelector {
     }
 
     /// Evaluates against a lookup from key to value.
-    pub fn matches<'a>(&self, get: impl Fn(&str) -> Option<&'a str>) -> bool {
+    pub fn matches<'a>(&self, get: impl Fn(&str) -> Option<Cow<'a, str>>) -> bool {
         self.requirements.iter().all(|r| match r {
             Requirement::Exists(k) => get(k).is_some(),
             Requirement::DoesNotExist(k) => get(k).is_none(),
-            Requirement::In(k, vs) => get(k).is_some_and(|v| vs.iter().any(|x| x == v)),
-            Requirement::NotIn(k, vs) => get(k).is_none_or(|v| vs.iter().all(|x| x != v)),
+            Requirement::In(k, vs) => get(k).is_some_and(|v| vs.iter().any(|x| *x == v)),
+            Requirement::NotIn(k, vs) => get(k).is_none_or(|v| vs.iter().all(|x| *x != v)),
             Requirement::Gt(k, n) => get(k)
                 .and_then(|v| v.parse::<i64>().ok())
                 .is_some_and(|v| v > *n),
