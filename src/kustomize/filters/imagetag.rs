@@ -19,7 +19,8 @@
 //!
 //! Invariant: only string `image` values that match an entry's `name` change.
 
-use crate::kustomize::types::fieldspec::{FieldSpec, UserFieldSpec};
+pub use crate::kustomize::konfig::field_specs::IMAGES_FIELD_SPECS;
+use crate::kustomize::types::fieldspec::UserFieldSpec;
 use crate::kustomize::types::image_ref::ImageRef;
 use crate::kustomize::types::kustomization::nullable;
 use crate::resource::Resource;
@@ -113,16 +114,6 @@ impl Image {
     }
 }
 
-/// kustomize's default `images` field specs (api/konfig/builtinpluginconsts/images.go).
-/// kustomize marks them `create: true`, but nothing is ever created through the `[]` lists
-/// (verified against v5.5: a Pod without `initContainers` stays without), so they are
-/// `create: false` here.
-pub const IMAGES_FIELD_SPECS: &[FieldSpec] = &[
-    FieldSpec::any("spec/containers[]/image", false),
-    FieldSpec::any("spec/initContainers[]/image", false),
-    FieldSpec::any("spec/template/spec/containers[]/image", false),
-    FieldSpec::any("spec/template/spec/initContainers[]/image", false),
-];
 
 /// kustomize quirk (case kf30): its default field specs are `create: true`, and kyaml's path
 /// walk turns an explicit `null` where a `[]` list is expected into an empty list (a missing

@@ -15,7 +15,10 @@
 //!
 //! Invariant: values are always written as JSON strings (`release: "2024.10"` stays a string).
 
-use crate::kustomize::types::fieldspec::{FieldSpec, UserFieldSpec};
+pub use crate::kustomize::konfig::field_specs::{
+    COMMON_ANNOTATIONS_FIELD_SPECS, TEMPLATE_LABELS_FIELD_SPECS, common_label_field_specs,
+};
+use crate::kustomize::types::fieldspec::UserFieldSpec;
 use crate::resource::Resource;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -56,107 +59,6 @@ pub struct Label {
     /// Extra field specs for these labels.
     #[serde(default)]
     pub fields: Vec<UserFieldSpec>,
-}
-
-const fn fs(
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    path: &'static str,
-    create: bool,
-) -> FieldSpec {
-    FieldSpec {
-        group,
-        version,
-        kind,
-        path,
-        create,
-    }
-}
-
-/// Pod (anti-)affinity and topology-spread label selectors; kustomize lists them for `apps`
-/// Deployments and StatefulSets, never creating them.
-macro_rules! affinity_specs {
-    ($kind:literal) => {
-        [
-            fs("apps", "", $kind, "spec/template/spec/affinity/podAffinity/preferredDuringSchedulingIgnoredDuringExecution/podAffinityTerm/labelSelector/matchLabels", false),
-            fs("apps", "", $kind, "spec/template/spec/affinity/podAffinity/requiredDuringSchedulingIgnoredDuringExecution/labelSelector/matchLabels", false),
-            fs("apps", "", $kind, "spec/template/spec/affinity/podAntiAffinity/preferredDuringSchedulingIgnoredDuringExecution/podAffinityTerm/labelSelector/matchLabels", false),
-            fs("apps", "", $kind, "spec/template/spec/affinity/podAntiAffinity/requiredDuringSchedulingIgnoredDuringExecution/labelSelector/matchLabels", false),
-            fs("apps", "", $kind, "spec/template/spec/topologySpreadConstraints/labelSelector/matchLabels", false),
-        ]
-    };
-}
-
-const DEPLOYMENT_AFFINITY: [FieldSpec; 5] = affinity_specs!("Deployment");
-const STATEFULSET_AFFINITY: [FieldSpec; 5] = affinity_specs!("StatefulSet");
-
-/// kustomize's `commonLabels` field specs (commonlabels.go), without the affinity entries
-/// (see [`common_label_field_specs`]).
-#[rustfmt::skip]
-const COMMON_LABELS_BASE: &[FieldSpec] = &[
-    fs("", "", "", "metadata/labels", true),
-    fs("", "v1", "Service", "spec/selector", true),
-    fs("", "v1", "ReplicationController", "spec/selector", true),
-    fs("", "v1", "ReplicationController", "spec/template/metadata/labels", true),
-    fs("", "", "Deployment", "spec/selector/matchLabels", true),
-    fs("", "", "Deployment", "spec/template/metadata/labels", true),
-    fs("", "", "ReplicaSet", "spec/selector/matchLabels", true),
-    fs("", "", "ReplicaSet", "spec/template/metadata/labels", true),
-    fs("", "", "DaemonSet", "spec/selector/matchLabels", true),
-    fs("", "", "DaemonSet", "spec/template/metadata/labels", true),
-    fs("apps", "", "StatefulSet", "spec/selector/matchLabels", true),
-    fs("apps", "", "StatefulSet", "spec/template/metadata/labels", true),
-    fs("apps", "", "StatefulSet", "spec/volumeClaimTemplates[]/metadata/labels", true),
-    fs("batch", "", "Job", "spec/selector/matchLabels", false),
-    fs("batch", "", "Job", "spec/template/metadata/labels", true),
-    fs("batch", "", "CronJob", "spec/jobTemplate/spec/selector/matchLabels", false),
-    fs("batch", "", "CronJob", "spec/jobTemplate/metadata/labels", true),
-    fs("batch", "", "CronJob", "spec/jobTemplate/spec/template/metadata/labels", true),
-    fs("policy", "", "PodDisruptionBudget", "spec/selector/matchLabels", false),
-    fs("networking.k8s.io", "", "NetworkPolicy", "spec/podSelector/matchLabels", false),
-    fs("networking.k8s.io", "", "NetworkPolicy", "spec/ingress/from/podSelector/matchLabels", false),
-    fs("networking.k8s.io", "", "NetworkPolicy", "spec/egress/to/podSelector/matchLabels", false),
-];
-
-/// kustomize's `templateLabels` field specs (templatelabels.go): pod templates, the CronJob
-/// job template and StatefulSet volume claim templates; never selectors.
-#[rustfmt::skip]
-pub const TEMPLATE_LABELS_FIELD_SPECS: &[FieldSpec] = &[
-    fs("", "v1", "ReplicationController", "spec/template/metadata/labels", true),
-    fs("", "", "Deployment", "spec/template/metadata/labels", true),
-    fs("", "", "ReplicaSet", "spec/template/metadata/labels", true),
-    fs("", "", "DaemonSet", "spec/template/metadata/labels", true),
-    fs("apps", "", "StatefulSet", "spec/template/metadata/labels", true),
-    fs("apps", "", "StatefulSet", "spec/volumeClaimTemplates[]/metadata/labels", true),
-    fs("batch", "", "Job", "spec/template/metadata/labels", true),
-    fs("batch", "", "CronJob", "spec/jobTemplate/metadata/labels", true),
-    fs("batch", "", "CronJob", "spec/jobTemplate/spec/template/metadata/labels", true),
-];
-
-/// kustomize's `commonAnnotations` field specs (commonannotations.go).
-#[rustfmt::skip]
-pub const COMMON_ANNOTATIONS_FIELD_SPECS: &[FieldSpec] = &[
-    fs("", "", "", "metadata/annotations", true),
-    fs("", "v1", "ReplicationController", "spec/template/metadata/annotations", true),
-    fs("", "", "Deployment", "spec/template/metadata/annotations", true),
-    fs("", "", "ReplicaSet", "spec/template/metadata/annotations", true),
-    fs("", "", "DaemonSet", "spec/template/metadata/annotations", true),
-    // Unlike the label tables, kustomize lists StatefulSet here without a group.
-    fs("", "", "StatefulSet", "spec/template/metadata/annotations", true),
-    fs("batch", "", "Job", "spec/template/metadata/annotations", true),
-    fs("batch", "", "CronJob", "spec/jobTemplate/metadata/annotations", true),
-    fs("batch", "", "CronJob", "spec/jobTemplate/spec/template/metadata/annotations", true),
-];
-
-/// The full `commonLabels` table: metadata, selectors, templates and affinity selectors.
-pub fn common_label_field_specs() -> Vec<UserFieldSpec> {
-    COMMON_LABELS_BASE
-        .iter()
-        .chain(DEPLOYMENT_AFFINITY.iter())
-        .chain(STATEFULSET_AFFINITY.iter())
-        .map(UserFieldSpec::from)
-        .collect()
 }
 
 /// `commonLabels`: sets `labels` everywhere the `commonLabels` table (plus

@@ -9,7 +9,7 @@
 //!
 //! Invariant: an entry that matches nothing is an error, as in kustomize.
 
-use crate::kustomize::types::fieldspec::FieldSpec;
+pub use crate::kustomize::konfig::field_specs::REPLICAS_FIELD_SPECS;
 use crate::resource::Resource;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -40,13 +40,6 @@ pub enum ReplicasError {
     TargetMissing { name: String },
 }
 
-/// kustomize's `replicas` field specs, in kustomize's order.
-pub const REPLICAS_FIELD_SPECS: &[FieldSpec] = &[
-    FieldSpec::kind("Deployment", "spec/replicas", true),
-    FieldSpec::kind("StatefulSet", "spec/replicas", true),
-    FieldSpec::kind("ReplicaSet", "spec/replicas", true),
-    FieldSpec::kind("ReplicationController", "spec/replicas", true),
-];
 
 /// Applies each entry in order.
 ///

@@ -2,5 +2,6 @@
 //! `api/konfig/builtinpluginconsts` and `kyaml/openapi`): default field specs, name
 //! references, merge keys, cluster-scoped kinds.
 
+pub mod field_specs;
 pub mod merge_keys;
 pub mod name_references;
