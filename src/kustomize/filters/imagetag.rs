@@ -114,7 +114,6 @@ impl Image {
     }
 }
 
-
 /// kustomize quirk (case kf30): its default field specs are `create: true`, and kyaml's path
 /// walk turns an explicit `null` where a `[]` list is expected into an empty list (a missing
 /// field stays missing). Only the four default paths do this: a CronJob's or an ephemeral

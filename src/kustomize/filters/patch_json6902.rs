@@ -1,7 +1,7 @@
 //! JSON Patch (RFC 6902) over `serde_json::Value`, with the semantics kustomize v5.5 gets from
 //! `github.com/evanphx/json-patch` (v4) rather than the letter of the RFC where the two differ.
 //!
-//! Sits under the `patches:`/`patchesJson6902:` transformers (`patches.rs`) and kiln's own
+//! Sits under the `patches:`/`patchesJson6902:` transformers (`builtins::patch_transformer`) and kiln's own
 //! component JSON Patch transformer. Input is a parsed list of operations ([`JsonPatch`]);
 //! output is the patched document or a [`Json6902Error`] naming the operation (0-based index),
 //! its `op` and the pointer that failed. Invariant: on error the document may be partially
@@ -17,7 +17,7 @@
 //!   taken literally (evanphx `decodePatchKey`).
 //!
 //! The kustomize quirk that `add /metadata/annotations/x` works on an object without
-//! annotations lives in `patches.rs`, because it comes from kustomize's build bookkeeping, not
+//! annotations lives in `builtins::patch_transformer`, because it comes from kustomize's build bookkeeping, not
 //! from JSON Patch.
 
 #![warn(missing_docs)]

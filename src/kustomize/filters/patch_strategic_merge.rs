@@ -1,8 +1,8 @@
 //! Strategic merge patch (SMP) over `serde_json::Value`, as Kubernetes apimachinery
 //! (`k8s.io/apimachinery/pkg/util/strategicpatch`, `patch.go`) defines it, with the merge keys
-//! of `merge_keys.rs`.
+//! of `konfig::merge_keys`.
 //!
-//! Sits under the `patches:`/`patchesStrategicMerge:` transformers (`patches.rs`) and kiln's
+//! Sits under the `patches:`/`patchesStrategicMerge:` transformers (`builtins::patch_transformer`) and kiln's
 //! own component SMP transformer: [`merge`] takes an object, a patch and the kind's
 //! [`PatchSchema`] (or `None` for custom resources) and merges in place.
 //!
@@ -139,7 +139,7 @@ pub fn merge_ordered(
 /// field is skipped.
 ///
 /// Not mirrored: kyaml's schema also merges lists kiln's table leaves out (`status.conditions`,
-/// kinds outside `merge_keys.rs`), whose items it reaches too, and it drops empty *items* of a
+/// kinds outside `konfig::merge_keys`), whose items it reaches too, and it drops empty *items* of a
 /// merged scalar list (`metadata.finalizers`); such fields stay `null` in kiln.
 pub fn drop_bare_empty_fields(
     original: &mut Value,

@@ -40,7 +40,6 @@ pub enum ReplicasError {
     TargetMissing { name: String },
 }
 
-
 /// Applies each entry in order.
 ///
 /// Errors: [`ReplicasError::TargetMissing`] for an entry that matches no workload.

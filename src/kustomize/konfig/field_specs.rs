@@ -106,7 +106,6 @@ pub fn common_label_field_specs() -> Vec<UserFieldSpec> {
         .collect()
 }
 
-
 /// kustomize's default `images` field specs (api/konfig/builtinpluginconsts/images.go).
 /// kustomize marks them `create: true`, but nothing is ever created through the `[]` lists
 /// (verified against v5.5: a Pod without `initContainers` stays without), so they are

@@ -1,7 +1,7 @@
 //! The strategic-merge patch metadata of built-in Kubernetes kinds: which lists merge (and by
 //! which key) instead of being replaced.
 //!
-//! Sits under `strategic_merge.rs`, which asks [`PatchSchema::for_kind`] once per patched
+//! Sits under `filters::patch_strategic_merge`, which asks [`PatchSchema::for_kind`] once per patched
 //! resource and then [`PatchSchema::lookup`] for every list it meets. The table is taken from
 //! the Kubernetes API types' `patchStrategy`/`patchMergeKey` tags (the OpenAPI
 //! `x-kubernetes-patch-strategy`/`x-kubernetes-patch-merge-key` extensions) for the kinds

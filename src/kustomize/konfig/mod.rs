@@ -2,6 +2,9 @@
 //! `api/konfig/builtinpluginconsts` and `kyaml/openapi`): default field specs, name
 //! references, merge keys, cluster-scoped kinds.
 
+pub mod cluster_scoped;
 pub mod field_specs;
 pub mod merge_keys;
 pub mod name_references;
+pub mod transformer_config;
+pub mod var_reference;

@@ -19,6 +19,7 @@
 //! evaluate.
 
 #![warn(missing_docs)]
+use crate::kustomize::konfig::cluster_scoped::SELECTION_CLUSTER_SCOPED;
 use crate::resource::Resource;
 use miette::Diagnostic;
 use regex::Regex;
@@ -140,7 +141,7 @@ impl Selector {
 
     /// `true` when the selector names one object: a `name` without regular-expression
     /// metacharacters. kiln policy (not kustomize's): such a target matching nothing is an
-    /// error, see `patches.rs`.
+    /// error, see `builtins::patch_transformer`.
     pub fn names_single_object(&self) -> bool {
         match self.name.as_deref() {
             // `.` is left out on purpose: `gadgets.example.com` names one object, and the dot
@@ -295,56 +296,11 @@ impl CompiledSelector {
 /// kustomize's `resid.TotallyNotANamespace`: the namespace cluster-scoped objects compare as.
 pub const NOT_A_NAMESPACE: &str = "_non_namespaceable_";
 
-/// Built-in cluster-scoped kinds (group, kind), from the Kubernetes API. Custom resources are
-/// taken as namespaced, as kustomize does for kinds its OpenAPI data does not know.
-///
-/// Deliberately not `namespace::is_cluster_scoped`: that table adds well-known cluster-scoped
-/// custom resources (a kiln divergence for *writing* namespaces), while target selection
-/// mirrors kustomize, where such a CR without namespace compares as `default` (case p24).
-/// The built-in kinds here are also a subset of `namespace.rs`'s (no review kinds,
-/// ClusterTrustBundle, IPAddress, ServiceCIDR, DeviceClass, ResourceSlice,
-/// VolumeAttributesClass, Mutating admission policies); aligning them would change which
-/// objects a `namespace:` target selects, so it needs its own differential case first.
-const CLUSTER_SCOPED: &[(&str, &str)] = &[
-    ("", "Namespace"),
-    ("", "Node"),
-    ("", "PersistentVolume"),
-    ("", "ComponentStatus"),
-    ("rbac.authorization.k8s.io", "ClusterRole"),
-    ("rbac.authorization.k8s.io", "ClusterRoleBinding"),
-    ("apiextensions.k8s.io", "CustomResourceDefinition"),
-    ("apiregistration.k8s.io", "APIService"),
-    (
-        "admissionregistration.k8s.io",
-        "MutatingWebhookConfiguration",
-    ),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingWebhookConfiguration",
-    ),
-    ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy"),
-    (
-        "admissionregistration.k8s.io",
-        "ValidatingAdmissionPolicyBinding",
-    ),
-    ("storage.k8s.io", "StorageClass"),
-    ("storage.k8s.io", "CSIDriver"),
-    ("storage.k8s.io", "CSINode"),
-    ("storage.k8s.io", "VolumeAttachment"),
-    ("scheduling.k8s.io", "PriorityClass"),
-    ("node.k8s.io", "RuntimeClass"),
-    ("networking.k8s.io", "IngressClass"),
-    ("policy", "PodSecurityPolicy"),
-    ("certificates.k8s.io", "CertificateSigningRequest"),
-    ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
-    ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
-];
-
 /// The namespace an object compares as (kustomize `ResId.EffectiveNamespace`):
 /// [`NOT_A_NAMESPACE`] for built-in cluster-scoped kinds, `default` when absent or empty,
 /// otherwise the namespace itself.
 pub fn effective_namespace<'a>(group: &str, kind: &str, namespace: Option<&'a str>) -> &'a str {
-    if CLUSTER_SCOPED.contains(&(group, kind)) {
+    if SELECTION_CLUSTER_SCOPED.contains(&(group, kind)) {
         return NOT_A_NAMESPACE;
     }
     namespace.filter(|s| !s.is_empty()).unwrap_or("default")
