@@ -461,6 +461,61 @@ const SECRET_REFS: &[Referrer] = &[
         "spec/template/spec/containers/env/valueFrom/secretKeyRef/name",
     ),
     r("PersistentVolume", "spec/azureFile/secretName"),
+    // Not in kustomize's table (divergence, tests/kustomize/n32, DIVERGENCES.md): the Secret
+    // of an `azureFile` or CSI pod volume. kustomize leaves the old name there, so after a
+    // hash suffix or prefix the pod cannot mount the volume.
+    rv("Pod", "v1", "spec/volumes/azureFile/secretName"),
+    rv("Pod", "v1", "spec/volumes/csi/nodePublishSecretRef/name"),
+    r("PodTemplate", "template/spec/volumes/azureFile/secretName"),
+    r(
+        "PodTemplate",
+        "template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "Deployment",
+        "spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "Deployment",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "ReplicaSet",
+        "spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "ReplicaSet",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "DaemonSet",
+        "spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "DaemonSet",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "StatefulSet",
+        "spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "StatefulSet",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r("Job", "spec/template/spec/volumes/azureFile/secretName"),
+    r(
+        "Job",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "CronJob",
+        "spec/jobTemplate/spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "CronJob",
+        "spec/jobTemplate/spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
 ];
 
 const SERVICE_REFS: &[Referrer] = &[
