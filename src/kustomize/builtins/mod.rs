@@ -14,6 +14,7 @@ use serde_json::Value;
 
 pub mod annotations_transformer;
 pub mod generators;
+pub mod helm_chart_inflation_generator;
 pub mod image_tag_transformer;
 pub mod label_transformer;
 pub mod namespace_transformer;

@@ -14,6 +14,9 @@
 use super::patch::Patch;
 use super::replacement::ReplacementField;
 use crate::kustomize::builtins::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
+use crate::kustomize::builtins::helm_chart_inflation_generator::{
+    HelmChart, HelmChartArgs, HelmGlobals,
+};
 use crate::kustomize::builtins::sort_order_transformer::LegacySortOptions;
 use crate::kustomize::filters::imagetag::Image;
 use indexmap::IndexMap;
@@ -54,6 +57,7 @@ const USER_MAPS: &[&str] = &[
     "labels",
     "annotations",
     "valuesInline",
+    "valuesLocal",
     "additionalValuesFiles",
 ];
 
@@ -265,21 +269,22 @@ pub struct Kustomization {
         deserialize_with = "nullable"
     )]
     pub secret_generator: Vec<SecretArgs>,
-    /// Helm support is out of reach (needs helm); kept raw only to report it.
+    /// `helmGlobals`, `helmCharts` and the deprecated `helmChartInflationGenerator`: charts
+    /// rendered by kiln's Helm engine (`builtins::helm_chart_inflation_generator`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub helm_globals: Option<Value>,
+    pub helm_globals: Option<HelmGlobals>,
     #[serde(
         skip_serializing_if = "Vec::is_empty",
         default,
         deserialize_with = "nullable"
     )]
-    pub helm_charts: Vec<Value>,
+    pub helm_charts: Vec<HelmChart>,
     #[serde(
         skip_serializing_if = "Vec::is_empty",
         default,
         deserialize_with = "nullable"
     )]
-    pub helm_chart_inflation_generator: Vec<Value>,
+    pub helm_chart_inflation_generator: Vec<HelmChartArgs>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub generator_options: Option<GeneratorOptions>,
     /// Transformer configuration files (custom field specs).
