@@ -255,14 +255,14 @@ impl Platform {
 /// A semantic error in the spec. Codes `kiln::validate::<condition>`.
 #[derive(Debug, Error, Diagnostic)]
 pub enum ValidateError {
-    /// A repository URL in the spec carries a password or token. It would be copied into every
+    /// A repository or cluster URL in the spec carries a password or token. It would be copied into every
     /// Warehouse, Stage and Application, committed, and printed; the source line is therefore
     /// not shown either.
     #[error("{at}: `{field}` carries credentials: {url}")]
     #[diagnostic(
         code(kiln::validate::credentials_in_url),
         help(
-            "remove the user and token from the URL; kiln reads credentials from KILN_GIT_USERNAME/KILN_GIT_PASSWORD or a git credential helper, and Kargo from its repository credentials (a Secret labelled kargo.akuity.io/cred-type: git)"
+            "remove the user and token from the URL; kiln reads credentials from KILN_GIT_USERNAME/KILN_GIT_PASSWORD or a git credential helper, and Kargo from its repository credentials (a Secret labelled kargo.akuity.io/cred-type: git); a cluster's credentials belong in Argo CD's cluster Secret (labelled argocd.argoproj.io/secret-type: cluster)"
         )
     )]
     CredentialsInUrl {
@@ -467,6 +467,14 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
                 format!("/spec/projects/{i}/output/repoURL"),
                 url,
             ))
+        }))
+        // Every Application's `destination.server`: as public as the repository URLs.
+        .chain(s.clusters.iter().enumerate().map(|(i, c)| {
+            (
+                format!("spec.clusters[{i}].server"),
+                format!("/spec/clusters/{i}/server"),
+                c.server.as_str(),
+            )
         }));
     for (field, pointer, url) in urls {
         if crate::git::has_credentials(url) {

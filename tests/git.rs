@@ -766,6 +766,30 @@ fn invalid_marker_fails_without_changes() {
 // ---------------------------------------------------------------------------------------------
 // history
 
+/// Publishes within one second (CI jobs in quick succession) are still listed newest first,
+/// parent after child, as `git log` lists them (found by the QA pass).
+#[test]
+fn history_is_newest_first_within_one_second() {
+    let fx = Fixture::new();
+    let remote = fx.bare("deploy.git");
+    let mut commits = Vec::new();
+    for version in ["1.0.0", "1.1.0", "1.2.0", "1.3.0"] {
+        let outcome =
+            git::publish(&render(&[("dev", "api", version)]), &options(&remote, T0)).unwrap();
+        commits.push(outcome.commit.unwrap().to_string());
+    }
+    commits.reverse();
+    let history = git::history(
+        &remote.display().to_string(),
+        "main",
+        &HistoryFilter::default(),
+        &RemoteAuth::default(),
+    )
+    .unwrap();
+    let listed: Vec<String> = history.entries.iter().map(|e| e.commit.clone()).collect();
+    assert_eq!(listed, commits);
+}
+
 #[test]
 fn history_lists_changes_and_answers_what_ran_when() {
     let fx = Fixture::new();

@@ -422,6 +422,11 @@ fn item03_credentials_in_spec_urls_are_refused_without_echoing_them() {
             "https://github.com/example/bank-web-deploy.git",
             "spec.projects[0].output.repoURL",
         ),
+        // Every Application's destination.server (found by the QA pass).
+        (
+            "https://nonprod.k8s.bank.example.com",
+            "spec.clusters[0].server",
+        ),
     ] {
         let t = tempfile::tempdir().unwrap();
         let with_token = from.replace("https://", "https://bot:TOKEN123@");
@@ -444,6 +449,47 @@ fn item03_credentials_in_spec_urls_are_refused_without_echoing_them() {
         }
         assert!(!t.path().join("out").exists());
     }
+}
+
+/// Item 4 for `kiln promote --repo-map`: a token on either side is never echoed, and a
+/// network URL as the stand-in is refused (promote writes only local stand-ins).
+#[test]
+fn item04_promote_repo_map_never_echoes_a_token() {
+    let (c, out, err) = kiln_in(
+        here(),
+        &[
+            "promote",
+            "backend-dev",
+            "platforms/bank",
+            "--freight",
+            "latest",
+            "--repo-map",
+            "https://github.com/example/bank-platform.git=https://u:TOKPROM@127.0.0.1:9/x.git",
+        ],
+    );
+    assert_ne!(c, 0, "{out}{err}");
+    assert!(err.contains("kiln::promote::bad_repo_map"), "{err}");
+    assert!(
+        !out.contains("TOKPROM") && !err.contains("TOKPROM"),
+        "{out}{err}"
+    );
+    let (c, out, err) = kiln_in(
+        here(),
+        &[
+            "promote",
+            "backend-dev",
+            "platforms/bank",
+            "--freight",
+            "latest",
+            "--repo-map",
+            "u:TOKPROM2@x",
+        ],
+    );
+    assert_ne!(c, 0, "{out}{err}");
+    assert!(
+        !out.contains("TOKPROM2") && !err.contains("TOKPROM2"),
+        "{out}{err}"
+    );
 }
 
 /// Item 4: URL forms users paste that printed the token.

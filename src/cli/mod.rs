@@ -422,7 +422,8 @@ pub struct PromoteArgs {
     #[arg(long, required = true, value_name = "ARTIFACT", value_parser = parse_freight)]
     pub freight: Vec<crate::promote::freight::FreightArg>,
     /// A local path (or file:// URL) standing in for a remote repository (repeatable).
-    #[arg(long, value_name = "URL=PATH", value_parser = parse_repo_map)]
+    /// Checked in `promote`, not by clap, whose errors would echo a token in the value.
+    #[arg(long, value_name = "URL=PATH")]
     pub repo_map: Vec<String>,
     /// Work in this empty directory and keep it (default: a temporary one, removed).
     #[arg(long)]
@@ -457,10 +458,6 @@ pub enum GraphOutput {
 
 fn parse_freight(s: &str) -> Result<crate::promote::freight::FreightArg, String> {
     crate::promote::freight::FreightArg::parse(s)
-}
-
-fn parse_repo_map(s: &str) -> Result<String, String> {
-    crate::promote::repo::RepoMap::parse(&[s.to_string()]).map(|_| s.to_string())
 }
 
 /// Installs miette's reporter: colours only on a terminal and never with `NO_COLOR` set.
@@ -1085,8 +1082,13 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
         stage: args.stage.clone(),
         project: args.project.clone(),
         freight: args.freight.clone(),
-        repo_map: crate::promote::repo::RepoMap::parse(&args.repo_map)
-            .map_err(|e| miette::miette!("{e}"))?,
+        repo_map: crate::promote::repo::RepoMap::parse(&args.repo_map).map_err(|e| {
+            miette::miette!(
+                code = "kiln::promote::bad_repo_map",
+                help = "--repo-map URL=PATH, PATH a local repository standing in for URL",
+                "{e}"
+            )
+        })?,
         // The clock, the identity and the credentials enter here, at the edge.
         identity: crate::git::Identity::from_env_or_git_config(),
         time: crate::git::CommitTime::now(),

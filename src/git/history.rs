@@ -9,7 +9,8 @@
 //! against their first parent. Dates are parsed here ([`parse_date`]: RFC 3339 or
 //! `YYYY-MM-DD`), without a date crate.
 //!
-//! Invariant: output order is the revwalk's (time, newest first), never a hash order.
+//! Invariant: output order is the revwalk's (topological, then time: newest first, also for
+//! commits made within one second, as `git log`), never a hash order.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -350,7 +351,7 @@ fn kiln_commits(
 ) -> Result<Vec<KilnCommit>, GitError> {
     let tip = resolve_commit(repo, display, branch)?;
     let mut walk = repo.revwalk().map_err(lg("walking history"))?;
-    walk.set_sorting(git2::Sort::TIME)
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)
         .map_err(lg("walking history"))?;
     walk.push(tip.id()).map_err(lg("walking history"))?;
     let mut out = Vec::new();
@@ -556,7 +557,7 @@ pub fn deployed_at(
     let opened = open_for_reading(repo, auth)?;
     let tip = resolve_commit(&opened.repo, &opened.display, branch)?;
     let mut walk = opened.repo.revwalk().map_err(lg("walking history"))?;
-    walk.set_sorting(git2::Sort::TIME)
+    walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)
         .map_err(lg("walking history"))?;
     walk.push(tip.id()).map_err(lg("walking history"))?;
     let mut found = None;

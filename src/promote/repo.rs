@@ -39,11 +39,24 @@ impl RepoMap {
     pub fn parse(args: &[String]) -> Result<Self, String> {
         let mut map = RepoMap::default();
         for a in args {
+            // Either side may carry a token: never echo it.
+            let shown = || {
+                a.split_once('=').map_or_else(
+                    || crate::git::redact(a),
+                    |(u, p)| format!("{}={}", crate::git::redact(u), crate::git::redact(p)),
+                )
+            };
             let Some((url, path)) = a.split_once('=') else {
-                return Err(format!("`--repo-map {a}`: expected URL=PATH"));
+                return Err(format!("`--repo-map {}`: expected URL=PATH", shown()));
             };
             if url.is_empty() || path.is_empty() {
-                return Err(format!("`--repo-map {a}`: expected URL=PATH"));
+                return Err(format!("`--repo-map {}`: expected URL=PATH", shown()));
+            }
+            if let crate::git::RepoLocation::Remote(_) = crate::git::RepoLocation::parse(path) {
+                return Err(format!(
+                    "`--repo-map {}`: PATH must be a local repository (a directory or file:// URL); kiln promote writes only to local stand-ins",
+                    shown()
+                ));
             }
             map.insert(url, path);
         }
@@ -501,7 +514,7 @@ fn open_local(p: &Path, url: &str) -> Result<Repository, String> {
     Repository::open(p).map_err(|_| {
         format!(
             "repository {} (for {}) does not exist or is not a Git repository",
-            p.display(),
+            crate::git::redact(&p.display().to_string()),
             crate::git::redact_url(url)
         )
     })
