@@ -412,3 +412,28 @@ fn generated_webhook_certificates_verify() {
         Err(_) => eprintln!("openssl not installed: checked with the rsa crate only"),
     }
 }
+
+/// `kiln helm template [NAME] CHART` takes `helm template`'s arguments (found by the QA pass:
+/// Helm's order was refused); kiln's earlier `CHART NAME` still works.
+#[test]
+fn helm_template_cli_takes_helms_argument_order() {
+    let chart = crate_dir().join("tests/helm/charts/basic");
+    let chart = chart.to_str().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["helm", "template"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let helm_order = run(&["rel", chart, "-n", "ns"]);
+    assert!(helm_order.contains("name: rel-basic"), "{helm_order}");
+    assert_eq!(run(&[chart, "rel", "-n", "ns"]), helm_order);
+    assert!(run(&[chart]).contains("name: release-name-basic"));
+}

@@ -258,10 +258,11 @@ pub enum HelmCommand {
 
 #[derive(Debug, Args)]
 pub struct HelmTemplateArgs {
-    /// The chart: a directory or a packaged `.tgz`.
-    pub chart: PathBuf,
-    /// The release name (default `release-name`, as Helm's).
-    pub release: Option<String>,
+    /// `[NAME] CHART`, as `helm template` takes them: the release name (default
+    /// `release-name`) and the chart, a directory or a packaged `.tgz`. `CHART NAME` is
+    /// understood too (kiln's earlier order) when only the first is a chart.
+    #[arg(required = true, num_args = 1..=2, value_name = "[NAME] CHART")]
+    pub positional: Vec<String>,
     /// The release name, as a flag.
     #[arg(long)]
     pub name_template: Option<String>,
@@ -735,15 +736,33 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
     }
 }
 
+/// `helm template [NAME] CHART`: one argument is the chart; of two, the first is the release
+/// name, unless only the first names a chart on disk (`CHART NAME`, kiln's earlier order).
+fn helm_positionals(args: &[String]) -> (Option<String>, String) {
+    let is_chart = |a: &str| {
+        let p = std::path::Path::new(a);
+        p.join("Chart.yaml").is_file() || (a.ends_with(".tgz") && p.is_file())
+    };
+    match args {
+        [chart] => (None, chart.clone()),
+        [first, second] if is_chart(first) && !is_chart(second) => {
+            (Some(second.clone()), first.clone())
+        }
+        [name, chart, ..] => (Some(name.clone()), chart.clone()),
+        [] => (None, String::new()),
+    }
+}
+
 /// `kiln helm template`: prints what `helm template` prints.
 fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     let HelmCommand::Template(t) = &args.command;
+    let (name, chart) = helm_positionals(&t.positional);
     let release = t
         .name_template
         .clone()
-        .or_else(|| t.release.clone())
+        .or(name)
         .unwrap_or_else(|| "release-name".to_string());
-    let mut opts = crate::helm::TemplateOptions::new(&t.chart, &release);
+    let mut opts = crate::helm::TemplateOptions::new(std::path::Path::new(&chart), &release);
     opts.namespace = t.namespace.clone();
     opts.value_files = t.values.clone();
     opts.set = t.set.clone();
