@@ -256,6 +256,24 @@ impl Diagnostic for Finding {
     }
 }
 
+/// `kiln validate -o json`: one object per finding, the fields of the text diagnostic.
+impl serde::Serialize for Finding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut f = s.serialize_struct("Finding", 9)?;
+        f.serialize_field("code", self.rule.code())?;
+        f.serialize_field("message", &self.message)?;
+        f.serialize_field("help", &self.help)?;
+        f.serialize_field("file", &self.file)?;
+        f.serialize_field("document", &self.document)?;
+        f.serialize_field("pointer", &self.pointer)?;
+        f.serialize_field("line", &self.line)?;
+        f.serialize_field("column", &self.column)?;
+        f.serialize_field("location", &self.location())?;
+        f.end()
+    }
+}
+
 impl Finding {
     /// `file:line:column` (or `file` plus the JSON pointer when the line is unknown).
     pub fn location(&self) -> String {
@@ -276,6 +294,20 @@ pub struct Report {
     /// Objects of kinds kiln has no schema for and that are not Kargo or Argo CD kinds
     /// (`apps/v1/Deployment`…): checked for ObjectMeta only.
     pub meta_only: usize,
+}
+
+/// `kiln validate -o json`: `clean`, the summary line, the counts and every finding.
+impl serde::Serialize for Report {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut r = s.serialize_struct("Report", 5)?;
+        r.serialize_field("clean", &self.is_clean())?;
+        r.serialize_field("summary", &self.summary())?;
+        r.serialize_field("objects", &self.objects)?;
+        r.serialize_field("metaOnly", &self.meta_only)?;
+        r.serialize_field("findings", &self.findings)?;
+        r.end()
+    }
 }
 
 impl Report {

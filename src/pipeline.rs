@@ -146,6 +146,9 @@ pub struct RenderOptions {
     pub cache_dir: Option<PathBuf>,
     /// `--shard i/N`: render only this shard's BuildPlans.
     pub shard: Option<Shard>,
+    /// Without Kargo, `kiln publish --per-environment`: the Applications track branch
+    /// `<prefix><env>` (see [`crate::kargo::KargoOptions::environment_branches`]).
+    pub environment_branches: Option<String>,
 }
 
 /// One of `count` deterministic, balanced parts of a render (`--shard index/count`,
@@ -238,6 +241,7 @@ impl RenderOptions {
             fs: Arc::new(RealFs),
             cache_dir: None,
             shard: None,
+            environment_branches: None,
         }
     }
 }
@@ -587,6 +591,7 @@ fn emit_pipeline(
             Vec::new()
         },
         cluster_kinds,
+        environment_branches: opts.environment_branches.clone(),
     };
     crate::kargo::emit_into(set, "", platform, plans, &kargo).map_err(KilnError::Kargo)
 }

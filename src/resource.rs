@@ -97,6 +97,13 @@ pub struct BuildMeta {
     /// explicit nulls (see `kustomize::strategic_merge::drop_bare_empty_fields`). Set by the
     /// resource loader, emptied by either patch.
     pub bare_empty_fields: Vec<String>,
+    /// The kustomizations this object was built through, innermost first, as ids of one
+    /// build (kustomize keeps no such record). With `rename_scopes` it tells the
+    /// name-reference transformer which name an object had where a referrer first met it.
+    pub scopes: Vec<u32>,
+    /// For each entry of `previous_names`, the kustomization (an id of `scopes`) whose
+    /// transformers made that rename; missing entries were made at the top of the build.
+    pub rename_scopes: Vec<u32>,
 }
 
 /// One Kubernetes object.

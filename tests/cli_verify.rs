@@ -108,3 +108,57 @@ fn per_environment_publish_with_kargo_is_refused() {
         .count();
     assert_eq!(refs, 0, "nothing was published");
 }
+
+/// Issue 9 item 6, without Kargo: the Applications that a per-environment publish commits
+/// (with the shared files, on `main`) track `stage/<env>` at the very folder that holds their
+/// component there, so Argo CD syncs what was published.
+#[test]
+fn per_environment_applications_track_what_was_published() {
+    let t = tempfile::tempdir().unwrap();
+    let repo_dir = t.path().join("deploy.git");
+    git2::Repository::init_bare(&repo_dir).unwrap();
+    let repo = repo_dir.to_str().unwrap();
+    let platform = bank_without_kargo(t.path());
+    let (code, text) = kiln(&["publish", &platform, "--repo", repo, "--per-environment"]);
+    assert_eq!(code, Some(0), "{text}");
+
+    let git = git2::Repository::open_bare(&repo_dir).unwrap();
+    let tree_of = |branch: &str| {
+        git.find_branch(branch, git2::BranchType::Local)
+            .unwrap_or_else(|e| panic!("{branch}: {e}"))
+            .get()
+            .peel_to_tree()
+            .unwrap()
+    };
+    let main = tree_of("main");
+    let mut applications = Vec::new();
+    main.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        if dir.ends_with("/argocd/") && entry.name().is_ok_and(|n| n.ends_with(".yaml")) {
+            let blob = entry.to_object(&git).unwrap().peel_to_blob().unwrap();
+            let text = String::from_utf8_lossy(blob.content()).into_owned();
+            for v in kiln::yaml::parse_stream(entry.name().unwrap(), &text).unwrap() {
+                if v["kind"].as_str() == Some("Application") {
+                    applications.push(v);
+                }
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .unwrap();
+    assert!(applications.len() >= 10, "{applications:?}");
+    for app in &applications {
+        let source = &app["spec"]["source"];
+        let revision = source["targetRevision"].as_str().unwrap().to_string();
+        let path = source["path"].as_str().unwrap().to_string();
+        assert!(revision.starts_with("stage/"), "{revision} {path}");
+        let tree = tree_of(&revision);
+        let entry = tree
+            .get_path(
+                std::path::Path::new(&path)
+                    .join("kustomization.yaml")
+                    .as_path(),
+            )
+            .unwrap_or_else(|_| panic!("{revision}:{path}/kustomization.yaml is not published"));
+        assert_eq!(entry.kind(), Some(git2::ObjectType::Blob));
+    }
+}

@@ -1722,6 +1722,53 @@ fn validate_without_schema_dir_checks_kiln_s_built_in_model() {
     // kiln's own output passes the same model (see the bank tests with SchemaSet::empty()).
 }
 
+/// `kiln validate -o json` (issue 9): the same findings as the text diagnostics, as one JSON
+/// report on stdout, with code, file, line and column; exit 1 as in text mode.
+#[test]
+fn validate_json_reports_each_finding_with_its_location() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["validate", "-o", "json"])
+        .arg(support::root().join("tests/fixtures/kargo/check/model-typos.yaml"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_eq!(report["clean"], false);
+    let findings = report["findings"].as_array().unwrap();
+    let lines: Vec<u64> = findings.iter().filter_map(|f| f["line"].as_u64()).collect();
+    for line in [11, 28, 41] {
+        assert!(lines.contains(&line), "{line}: {report:#}");
+    }
+    assert!(findings.iter().all(|f| {
+        f["code"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("kiln::check::"))
+            && f["file"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("model-typos.yaml"))
+    }));
+    assert!(
+        findings.iter().any(|f| f["location"]
+            .as_str()
+            .unwrap()
+            .contains("model-typos.yaml:11:")),
+        "{report:#}"
+    );
+    // A clean tree: `clean: true`, no findings, exit 0.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["validate", "-o", "json"])
+        .arg(support::root().join("tests/fixtures/kargo/g02"))
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (out.status.code(), &report["clean"]),
+        (Some(0), &serde_json::Value::Bool(true)),
+        "{report:#}"
+    );
+}
+
 /// README's bank diagram is `kiln graph platforms/bank`'s output (with `KILN_BLESS`, rewritten).
 #[test]
 fn readme_pipeline_diagram_is_kiln_graph_output() {

@@ -9,7 +9,9 @@
 //!   structurally: parsed YAML, documents in order, maps without order, `1000 == 1000.0`.
 //!   Every failing case is reported at once, with a diff.
 //! - Live mode (`KILN_LIVE_KUSTOMIZE=1`) re-runs kubectl on every case and checks the stored
-//!   expectation still holds, except for cases listed in `DIVERGENCES.md`. Without kubectl the
+//!   expectation still holds; for cases listed in `DIVERGENCES.md` it checks their
+//!   `kustomize-actual.yaml` (kubectl's output) instead, and `divergences_differ_from_kubectl`
+//!   that kiln's output really differs from it. Without kubectl the
 //!   live check is skipped, unless `REQUIRE_KUBECTL=1`, which makes that a failure. Cases
 //!   with kiln's own flags (`--strict`, `--fixes=…`) test kiln alone and are not re-run.
 //! - `corpus`: builds the 58 real-world roots of `<shared>/corpus/roots.tsv` (shared dir from
@@ -309,10 +311,32 @@ fn live_cases_still_match_kubectl() {
     let skip = divergences();
     let mut failures = Vec::new();
     for case in cases() {
-        if skip.contains(&case.name) || kiln_only(&case.flags) {
+        if kiln_only(&case.flags) {
             continue;
         }
         let live = kubectl_kustomize(&case.root, &case.flags);
+        if skip.contains(&case.name) {
+            // A divergence: kubectl's own output is stored beside it, and must still hold.
+            let Ok(stored) = std::fs::read_to_string(case.dir.join("kustomize-actual.yaml")) else {
+                continue;
+            };
+            let problem = match live {
+                Err(e) => Some(format!("kubectl failed: {e}")),
+                Ok(out) => match (
+                    parse("kustomize-actual.yaml", &stored),
+                    parse("kubectl", &out),
+                ) {
+                    (Ok(s), Ok(l)) => compare(&s, &l)
+                        .err()
+                        .map(|d| format!("kustomize-actual.yaml: {d}")),
+                    (Err(e), _) | (_, Err(e)) => Some(e),
+                },
+            };
+            if let Some(p) = problem {
+                failures.push(format!("── {} ──\n{p}", case.name));
+            }
+            continue;
+        }
         let expects_error = case.dir.join("expected-error.txt").exists();
         let problem = match (live, expects_error) {
             (Ok(_), true) => Some("kubectl succeeds, but the case expects an error".to_string()),
@@ -336,6 +360,26 @@ fn live_cases_still_match_kubectl() {
         "stored expectations drifted from kubectl:\n\n{}",
         failures.join("\n\n")
     );
+}
+
+/// A divergence case must show the divergence: kiln's output differs from kubectl's stored one.
+#[test]
+fn divergences_differ_from_kubectl() {
+    let listed = divergences();
+    for case in cases().into_iter().filter(|c| listed.contains(&c.name)) {
+        let Ok(text) = std::fs::read_to_string(case.dir.join("kustomize-actual.yaml")) else {
+            continue;
+        };
+        let kubectl = parse("kustomize-actual.yaml", &text).unwrap();
+        let ours =
+            build_values(&case.root, &case.flags).unwrap_or_else(|e| panic!("{}: {e}", case.name));
+        let printed = parse("output", &yaml::to_yaml_stream(&ours)).unwrap();
+        assert!(
+            compare(&kubectl, &printed).is_err(),
+            "{} is listed in DIVERGENCES.md, but kiln prints kubectl's output",
+            case.name
+        );
+    }
 }
 
 #[test]

@@ -294,6 +294,9 @@ pub struct ValidateArgs {
     /// subscription schemas, checked as well as kiln's built-in model.
     #[arg(long)]
     pub schema_dir: Option<PathBuf>,
+    /// Output format: text diagnostics on stderr, or one JSON report on stdout.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: OutputFormat,
 }
 
 #[derive(Debug, Args)]
@@ -301,7 +304,7 @@ pub struct PublishArgs {
     /// The platform directory.
     #[arg(default_value = "platforms/bank")]
     pub platform: PathBuf,
-    /// The write repository: a local path, file:// or https:// URL.
+    /// The write repository: a local path, file://, https:// or ssh URL.
     #[arg(long)]
     pub repo: String,
     /// The branch to commit to.
@@ -527,6 +530,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         fs: std::sync::Arc::new(crate::fs::RealFs),
         cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
         shard: args.shard,
+        environment_branches: None,
     };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
@@ -757,10 +761,14 @@ fn build_set(
     platform: &std::path::Path,
     layout: Layout,
     selection: &Selection,
+    per_environment: bool,
 ) -> miette::Result<crate::pipeline::Built> {
     let mut opts = crate::pipeline::RenderOptions::new(platform);
     opts.layout = layout.to_lib();
     opts.selection = selection.to_lib();
+    // `--per-environment` publishes each environment to `stage/<env>`: the Applications
+    // must track that branch, so the render says so (issue 9 item 6).
+    opts.environment_branches = per_environment.then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
     Ok(crate::pipeline::build_timed(&opts, &|_, _| {})?)
 }
 
@@ -782,9 +790,17 @@ fn provenance(
     }
 }
 
+/// Branch prefix of `--per-environment` publishes (Kargo's own convention is `stage/<env>`).
+const ENVIRONMENT_BRANCH_PREFIX: &str = "stage/";
+
 /// `kiln publish`: render, then commit (and push) into the write repository.
 fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
-    let slice = build_set(&args.platform, args.layout, &args.selection)?;
+    let slice = build_set(
+        &args.platform,
+        args.layout,
+        &args.selection,
+        args.per_environment,
+    )?;
     let source = &slice.platform.source;
     let kargo = slice.platform.kargo.enabled;
     if args.per_environment && kargo {
@@ -801,13 +817,31 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     );
     options.path = repo_path(args.path.as_deref(), &slice);
     if let Some(url) = &source.repo_url
-        && kargo
         && !crate::git::same_repo(&args.repo, url)
     {
+        let readers = if kargo {
+            "the generated Warehouses watch"
+        } else {
+            "the generated Argo CD Applications track"
+        };
+        let consequence = if kargo {
+            "Kargo will not see this commit there"
+        } else {
+            "Argo CD will not sync this commit"
+        };
         print_err(&format!(
-            "kiln: warning: publishing to {}, but the generated Warehouses watch {} (spec.source.repoURL); Kargo will not see this commit there",
+            "kiln: warning: publishing to {}, but {readers} {} (spec.source.repoURL); {consequence}",
             crate::git::redact(&args.repo),
             crate::git::redact(url)
+        ));
+    }
+    if let Some(path) = &args.path
+        && path.trim_matches('/') != source.rendered_path.trim_matches('/')
+    {
+        print_err(&format!(
+            "kiln: warning: publishing under `{path}`, but the generated Applications{} read `{}` (spec.source.renderedPath)",
+            if kargo { " and Warehouses" } else { "" },
+            source.rendered_path
         ));
     }
     options.adopt = args.adopt;
@@ -822,7 +856,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
             set,
             &options,
             &crate::git::SplitMode::Branches {
-                prefix: "stage/".into(),
+                prefix: ENVIRONMENT_BRANCH_PREFIX.into(),
             },
         )?
     } else {
@@ -838,15 +872,14 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--path` of `publish`, `verify` and `diff REPO@REF`: with Kargo, the Warehouses watch
-/// `spec.source.renderedPath` of the source repository, so that is where the tree goes (and is
-/// looked for) unless told otherwise; without Kargo, the branch root.
+/// `--path` of `publish`, `verify` and `diff REPO@REF`: the Warehouses (with Kargo) and the
+/// Applications (always) read `spec.source.renderedPath` of the source repository, so that is
+/// where the tree goes (and is looked for) unless told otherwise.
 fn repo_path(path: Option<&str>, slice: &crate::pipeline::Built) -> Option<String> {
-    match path {
-        Some(p) => Some(p.to_string()),
-        None if slice.platform.kargo.enabled => Some(slice.platform.source.rendered_path.clone()),
-        None => None,
-    }
+    Some(
+        path.map(str::to_string)
+            .unwrap_or_else(|| slice.platform.source.rendered_path.clone()),
+    )
 }
 
 fn json<T: serde::Serialize>(value: &T) -> miette::Result<String> {
@@ -855,7 +888,7 @@ fn json<T: serde::Serialize>(value: &T) -> miette::Result<String> {
 
 /// `kiln diff`: exit 1 when the render would change anything, as `kubectl diff`.
 fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
-    let slice = build_set(&args.platform, args.layout, &args.selection)?;
+    let slice = build_set(&args.platform, args.layout, &args.selection, false)?;
     let against = match &args.against {
         Some(spec) => crate::git::Against::parse(spec)?,
         None => crate::git::Against::default_dir(),
@@ -890,7 +923,12 @@ fn print_report<T: serde::Serialize + std::fmt::Display>(
 
 /// `kiln verify`: exit 1 when the committed tree drifted from a fresh render.
 fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
-    let slice = build_set(&args.platform, args.layout, &args.selection)?;
+    let slice = build_set(
+        &args.platform,
+        args.layout,
+        &args.selection,
+        args.per_environment,
+    )?;
     let path = repo_path(args.path.as_deref(), &slice);
     let mut set = slice.set;
     let mut scope = slice.scope;
@@ -987,10 +1025,14 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
             &crate::check::SchemaSet::empty(),
         )?,
     };
-    for f in &report.findings {
-        print_err(&format!("{:?}", miette::Report::new(f.clone())));
+    if args.output == OutputFormat::Json {
+        print_out(&json(&report)?)?;
+    } else {
+        for f in &report.findings {
+            print_err(&format!("{:?}", miette::Report::new(f.clone())));
+        }
+        print_err(&format!("kiln: {}", report.summary()));
     }
-    print_err(&format!("kiln: {}", report.summary()));
     Ok(if report.is_clean() {
         ExitCode::SUCCESS
     } else {

@@ -167,7 +167,7 @@ pub enum GitError {
     #[diagnostic(
         code(kiln::git::remote_unreachable),
         help(
-            "check the URL, the network, and that the repository exists (kiln speaks https, http, git and file URLs, not ssh); nothing was changed"
+            "check the URL, the network, and that the repository exists (for ssh: that the host key is in ~/.ssh/known_hosts); nothing was changed"
         )
     )]
     RemoteUnreachable { url: String, message: String },
@@ -176,7 +176,7 @@ pub enum GitError {
     #[diagnostic(
         code(kiln::git::authentication_failed),
         help(
-            "set KILN_GIT_USERNAME and KILN_GIT_PASSWORD (a token), or configure a git credential helper for this host"
+            "https: set KILN_GIT_USERNAME and KILN_GIT_PASSWORD (a token), or configure a git credential helper for this host; ssh: load the key into ssh-agent (SSH_AUTH_SOCK) or set KILN_SSH_KEY to a private key file"
         )
     )]
     AuthenticationFailed { url: String },
@@ -418,8 +418,13 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// How kiln authenticates to network remotes (https). Credentials live only in memory and are
-/// handed to libgit2 in its credential callback; they are never written to disk or to errors.
+/// How kiln authenticates to network remotes (https and ssh). Credentials live only in memory
+/// and are handed to libgit2 in its credential callback; they are never written to disk or to
+/// errors.
+///
+/// ssh: the host key must already be in `~/.ssh/known_hosts` (libgit2 checks it; kiln adds
+/// no callback that would accept an unknown host). The key comes from the ssh agent
+/// (`SSH_AUTH_SOCK`), then from `ssh_key`.
 #[derive(Debug, Clone, Default)]
 pub struct RemoteAuth {
     /// Username for `password`; defaults to the URL's user, then `x-access-token` (the name
@@ -428,18 +433,28 @@ pub struct RemoteAuth {
     pub password: Option<Secret>,
     /// Ask the configured git credential helpers (`credential.helper`, gitcredentials(7)).
     pub credential_helper: bool,
+    /// ssh: ask the ssh agent for a key.
+    pub ssh_agent: bool,
+    /// ssh: a private key file (its public half beside it as `<key>.pub`, or derived).
+    pub ssh_key: Option<PathBuf>,
+    /// ssh: the passphrase of `ssh_key`.
+    pub ssh_key_passphrase: Option<Secret>,
 }
 
 impl RemoteAuth {
     /// Reads `KILN_GIT_USERNAME`/`KILN_GIT_PASSWORD` (falling back to `GIT_USERNAME`/
-    /// `GIT_PASSWORD`) and enables the credential helpers. The one place in this module that
-    /// reads the environment; the CLI calls it, tests build `RemoteAuth` directly.
+    /// `GIT_PASSWORD`), `KILN_SSH_KEY`/`KILN_SSH_KEY_PASSPHRASE`, and enables the credential
+    /// helpers and the ssh agent (when `SSH_AUTH_SOCK` is set). The one place in this module
+    /// that reads the environment; the CLI calls it, tests build `RemoteAuth` directly.
     pub fn from_env() -> Self {
         let var = |a: &str, b: &str| std::env::var(a).or_else(|_| std::env::var(b)).ok();
         Self {
             username: var("KILN_GIT_USERNAME", "GIT_USERNAME"),
             password: var("KILN_GIT_PASSWORD", "GIT_PASSWORD").map(Secret),
             credential_helper: true,
+            ssh_agent: std::env::var_os("SSH_AUTH_SOCK").is_some(),
+            ssh_key: std::env::var_os("KILN_SSH_KEY").map(PathBuf::from),
+            ssh_key_passphrase: std::env::var("KILN_SSH_KEY_PASSPHRASE").ok().map(Secret),
         }
     }
 }
@@ -653,6 +668,12 @@ enum CredentialChoice {
     Explicit { username: String },
     /// Ask the git credential helpers.
     Helper { username: Option<String> },
+    /// ssh: the user name alone (libgit2 asks for it before it asks for a key).
+    SshUsername { username: String },
+    /// ssh: a key from the agent.
+    SshAgent { username: String },
+    /// ssh: the key file of `RemoteAuth::ssh_key`.
+    SshKeyFile { username: String },
     /// libgit2's default credentials (Negotiate/NTLM).
     Default,
     /// Nothing left to try.
@@ -662,20 +683,26 @@ enum CredentialChoice {
 /// kiln's credential policy: explicit credentials first, then the git credential helpers, then
 /// libgit2's default; each at most once, because libgit2 calls back again after every rejected
 /// attempt and would otherwise loop forever.
+#[derive(Default)]
+struct Tried {
+    explicit: bool,
+    helper: bool,
+    default: bool,
+    ssh_username: bool,
+    ssh_agent: bool,
+    ssh_key: bool,
+}
+
 struct CredentialPolicy<'a> {
     auth: &'a RemoteAuth,
-    tried_explicit: bool,
-    tried_helper: bool,
-    tried_default: bool,
+    tried: Tried,
 }
 
 impl<'a> CredentialPolicy<'a> {
     fn new(auth: &'a RemoteAuth) -> Self {
         Self {
             auth,
-            tried_explicit: false,
-            tried_helper: false,
-            tried_default: false,
+            tried: Tried::default(),
         }
     }
 
@@ -685,21 +712,39 @@ impl<'a> CredentialPolicy<'a> {
         username_from_url: Option<&str>,
     ) -> CredentialChoice {
         let username = self.auth.username.as_deref().or(username_from_url);
+        let once = |flag: &mut bool| !std::mem::replace(flag, true);
+        // ssh: the user is the URL's (`git@host`), else `git`, the forges' convention.
+        let ssh_user = || username_from_url.unwrap_or("git").to_string();
+        if allowed.contains(CredentialType::USERNAME) && once(&mut self.tried.ssh_username) {
+            return CredentialChoice::SshUsername {
+                username: ssh_user(),
+            };
+        }
+        if allowed.contains(CredentialType::SSH_KEY) {
+            if self.auth.ssh_agent && once(&mut self.tried.ssh_agent) {
+                return CredentialChoice::SshAgent {
+                    username: ssh_user(),
+                };
+            }
+            if self.auth.ssh_key.is_some() && once(&mut self.tried.ssh_key) {
+                return CredentialChoice::SshKeyFile {
+                    username: ssh_user(),
+                };
+            }
+        }
         if allowed.contains(CredentialType::USER_PASS_PLAINTEXT) {
-            if self.auth.password.is_some() && !std::mem::replace(&mut self.tried_explicit, true) {
+            if self.auth.password.is_some() && once(&mut self.tried.explicit) {
                 return CredentialChoice::Explicit {
                     username: username.unwrap_or("x-access-token").to_string(),
                 };
             }
-            if self.auth.credential_helper && !std::mem::replace(&mut self.tried_helper, true) {
+            if self.auth.credential_helper && once(&mut self.tried.helper) {
                 return CredentialChoice::Helper {
                     username: username.map(str::to_string),
                 };
             }
         }
-        if allowed.contains(CredentialType::DEFAULT)
-            && !std::mem::replace(&mut self.tried_default, true)
-        {
+        if allowed.contains(CredentialType::DEFAULT) && once(&mut self.tried.default) {
             return CredentialChoice::Default;
         }
         CredentialChoice::GiveUp
@@ -724,6 +769,23 @@ pub(crate) fn remote_callbacks(auth: &RemoteAuth) -> RemoteCallbacks<'_> {
                         return Ok(cred);
                     }
                     // No helper answered: fall through to the next choice.
+                }
+                CredentialChoice::SshUsername { username } => return Cred::username(&username),
+                CredentialChoice::SshAgent { username } => {
+                    if let Ok(cred) = Cred::ssh_key_from_agent(&username) {
+                        return Ok(cred);
+                    }
+                }
+                CredentialChoice::SshKeyFile { username } => {
+                    if let Some(key) = &auth.ssh_key {
+                        let public = key.with_extension("pub");
+                        return Cred::ssh_key(
+                            &username,
+                            public.is_file().then_some(public.as_path()),
+                            key,
+                            auth.ssh_key_passphrase.as_ref().map(Secret::expose),
+                        );
+                    }
                 }
                 CredentialChoice::Default => return Cred::default(),
                 CredentialChoice::GiveUp => {
@@ -1084,6 +1146,7 @@ mod tests {
             username: None,
             password: Some(Secret::new("tok")),
             credential_helper: true,
+            ..RemoteAuth::default()
         };
         let mut policy = CredentialPolicy::new(&auth);
         assert_eq!(
@@ -1118,6 +1181,43 @@ mod tests {
             CredentialChoice::Explicit {
                 username: "x-access-token".into()
             }
+        );
+    }
+
+    #[test]
+    fn ssh_offers_user_then_agent_then_key_file_each_once() {
+        let auth = RemoteAuth {
+            ssh_agent: true,
+            ssh_key: Some(PathBuf::from("/keys/id_ed25519")),
+            ..RemoteAuth::default()
+        };
+        let mut policy = CredentialPolicy::new(&auth);
+        let user = |u: &str| u.to_string();
+        assert_eq!(
+            policy.next(CredentialType::USERNAME, None),
+            CredentialChoice::SshUsername {
+                username: user("git")
+            }
+        );
+        let key = CredentialType::SSH_KEY;
+        assert_eq!(
+            policy.next(key, Some("deploy")),
+            CredentialChoice::SshAgent {
+                username: user("deploy")
+            }
+        );
+        assert_eq!(
+            policy.next(key, Some("deploy")),
+            CredentialChoice::SshKeyFile {
+                username: user("deploy")
+            }
+        );
+        assert_eq!(policy.next(key, Some("deploy")), CredentialChoice::GiveUp);
+        // Neither an agent nor a key: nothing to offer, and no endless retry.
+        let none = RemoteAuth::default();
+        assert_eq!(
+            CredentialPolicy::new(&none).next(key, None),
+            CredentialChoice::GiveUp
         );
     }
 

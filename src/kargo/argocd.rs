@@ -60,8 +60,14 @@ pub(super) fn application(input: &Input<'_>, p: &Pair<'_>) -> Resource {
             json!({ "name": p.app, "namespace": input.platform.argocd.namespace, "labels": pair_labels(p) }),
             json!({
                 "repoURL": input.platform.source.repo_url.clone().unwrap_or_default(),
-                "targetRevision": input.platform.source.branch,
-                "path": p.src_path,
+                "targetRevision": match &input.opts.environment_branches {
+                    Some(prefix) => format!("{prefix}{}", p.env.name),
+                    None => input.platform.source.branch.clone(),
+                },
+                "path": match &input.opts.environment_branches {
+                    Some(_) => without_environment(&p.src_path, &p.env.name),
+                    None => p.src_path.clone(),
+                },
             }),
         ),
     };
@@ -76,6 +82,18 @@ pub(super) fn application(input: &Input<'_>, p: &Pair<'_>) -> Resource {
             "syncPolicy": { "automated": automated(), "syncOptions": ["CreateNamespace=true"] },
         })),
     )
+}
+
+/// `src_path` (`deploy/<project>/<env>/<component>`, or its cluster-layout form) without its
+/// environment segment: where `kiln publish --per-environment` puts the folder on the
+/// environment's branch (`git::split_by_environment` drops the same segment).
+fn without_environment(src_path: &str, env: &str) -> String {
+    let mut segments: Vec<&str> = src_path.split('/').collect();
+    // The environment is the segment before the component's name, the last one.
+    if segments.len() >= 2 && segments[segments.len() - 2] == env {
+        segments.remove(segments.len() - 2);
+    }
+    segments.join("/")
 }
 
 /// The AppProject named by `spec.gitops.argocd.project`, allowing what `pairs` need. `None`

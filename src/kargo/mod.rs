@@ -108,6 +108,10 @@ pub struct KargoOptions {
     /// Cluster-scoped (group, kind)s of the rendered manifests, allowed by the AppProject
     /// ([`cluster_kinds`]).
     pub cluster_kinds: BTreeSet<(String, String)>,
+    /// Without Kargo: each environment's folders live on their own branch `<prefix><env>`,
+    /// without the environment segment (`kiln publish --per-environment`), and the
+    /// Applications track them there. `None`: everything on `spec.source.branch`.
+    pub environment_branches: Option<String>,
 }
 
 /// The cluster-scoped (group, kind)s of `rendered`, which the AppProject must allow.

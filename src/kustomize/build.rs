@@ -102,6 +102,8 @@ impl Fixes {
 pub struct Session {
     pub options: BuildOptions,
     warnings: std::cell::RefCell<Vec<String>>,
+    /// The next kustomization id (`BuildMeta::scopes`).
+    next_scope: std::cell::Cell<u32>,
 }
 
 impl Session {
@@ -110,7 +112,15 @@ impl Session {
         Session {
             options,
             warnings: Default::default(),
+            next_scope: Default::default(),
         }
+    }
+
+    /// A fresh kustomization id, unique in this build.
+    pub fn next_scope(&self) -> u32 {
+        let id = self.next_scope.get();
+        self.next_scope.set(id + 1);
+        id
     }
 
     /// Records a warning for stderr.
@@ -522,6 +532,8 @@ fn accumulate_target(
 ) -> Result<(), KustomizeError> {
     let k = &kf.kustomization;
     reject_unsupported(kf)?;
+    // A component works on its parent's objects, so its renames are the parent's.
+    let scope = (!k.is_component()).then(|| ldr.session().next_scope());
 
     // 1. resources, then the legacy `bases` (kustomize appends bases to resources).
     let entries = k
@@ -646,6 +658,9 @@ fn accumulate_target(
 
     // 5. transformers, in kustomize's order.
     super::transform::run_transformers(ldr, kf, acc)?;
+    if let Some(scope) = scope {
+        record_scope(&mut acc.resources, scope);
+    }
 
     // 6. vars: bound now to what this kustomization built, resolved at the top.
     let mut fresh: Vec<VarDecl> = Vec::new();
@@ -678,6 +693,17 @@ fn accumulate_target(
     super::vars::bind_vars(&mut acc.resources, &fresh)?;
     acc.vars.extend(fresh);
     Ok(())
+}
+
+/// Marks `resources` as built through kustomization `scope`, and the renames not marked yet
+/// (made by its own transformers and its components') as made there.
+fn record_scope(resources: &mut [Resource], scope: u32) {
+    for r in resources {
+        let m = &mut r.meta;
+        m.rename_scopes.truncate(m.previous_names.len());
+        m.rename_scopes.resize(m.previous_names.len(), scope);
+        m.scopes.push(scope);
+    }
 }
 
 /// Fields kiln does not implement: each is an error naming the field, never ignored.

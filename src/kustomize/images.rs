@@ -231,6 +231,11 @@ fn check_shape(value: &Value, segs: &[&str]) -> Result<(), (&'static str, &'stat
 /// kustomize's `image.IsImageMatched`: the regex `^<name>(:tag)?(@sha256:digest)?$`, built
 /// from the *unescaped* name -- so `.` in a name matches any character
 /// (`example.org/x` matches `exampleXorg/x`), mirrored on purpose.
+///
+/// Divergence: the digest may use any algorithm of the OCI digest grammar
+/// (`algorithm := component ([+._-] component)*`, image-spec `descriptor.md`), so
+/// `@sha512:` and `@sha384:` images are rewritten too; kustomize only knows `@sha256:` and
+/// silently leaves the others alone (tests/kustomize/kf32, DIVERGENCES.md).
 struct ImageMatcher {
     regex: Option<Regex>,
     literal: String,
@@ -238,7 +243,8 @@ struct ImageMatcher {
 
 impl ImageMatcher {
     fn new(name: &str) -> Self {
-        const TAIL: &str = "(:[a-zA-Z0-9_.{}-]*)?(@sha256:[a-zA-Z0-9_.{}-]*)?$";
+        const TAIL: &str =
+            "(:[a-zA-Z0-9_.{}-]*)?(@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_.{}-]*)?$";
         // A name that is not a valid regex makes kustomize panic; we fall back to a literal
         // match instead.
         let regex = Regex::new(&format!("^{name}{TAIL}"))
@@ -420,6 +426,18 @@ mod tests {
         let mut rs = vec![pod(&["exampleXorg/x:1"])];
         apply_images(&mut rs, &[entry("example.org/x", "", "2", "")], &[]).unwrap();
         assert_eq!(images_of(&rs[0]), ["exampleXorg/x:2"]);
+    }
+
+    #[test]
+    fn any_oci_digest_algorithm_matches() {
+        // kf32: kustomize's matcher only knows `@sha256:`.
+        let mut rs = vec![pod(&[
+            "a/web@sha512:ab12",
+            "a/web:1@sha384:cd",
+            "a/web@bad",
+        ])];
+        apply_images(&mut rs, &[entry("a/web", "b/web", "2", "")], &[]).unwrap();
+        assert_eq!(images_of(&rs[0]), ["b/web:2", "b/web:2", "a/web@bad"]);
     }
 
     #[test]

@@ -11,8 +11,9 @@
 //! `api/konfig/builtinpluginconsts/namereference.go`, quirks included (e.g. the IngressClass
 //! entry names the group `networking.k8s.io/v1`, so `ingressClassName` never follows a
 //! renamed IngressClass, and Knative Services only have their `secretKeyRef` followed —
-//! both checked against `kubectl kustomize` v5.5.0, cases n13 and n26). The matching rules are
-//! `api/filters/nameref/nameref.go` and `resWrangler.SubsetThatCouldBeReferencedByResource`:
+//! both checked against `kubectl kustomize` v5.5.0, cases n13 and n26), plus one fix: the
+//! Secrets of `azureFile` and CSI pod volumes, which kustomize misses (n32). The matching
+//! rules are `api/filters/nameref/nameref.go` and `resWrangler.SubsetThatCouldBeReferencedByResource`:
 //! 1. candidates: objects the referrer can see — everything for a cluster-scoped referrer;
 //!    otherwise cluster-scoped objects, objects in the referrer's namespace (absent =
 //!    `default`) and, for a RoleBinding, objects in the namespaces its ServiceAccount subjects
@@ -519,6 +520,61 @@ const SECRET_REFS: &[Referrer] = &[
         "spec/template/spec/containers/env/valueFrom/secretKeyRef/name",
     ),
     r("PersistentVolume", "spec/azureFile/secretName"),
+    // Not in kustomize's table (divergence, tests/kustomize/n32, DIVERGENCES.md): the Secret
+    // of an `azureFile` or CSI pod volume. kustomize leaves the old name there, so after a
+    // hash suffix or prefix the pod cannot mount the volume.
+    rv("Pod", "v1", "spec/volumes/azureFile/secretName"),
+    rv("Pod", "v1", "spec/volumes/csi/nodePublishSecretRef/name"),
+    r("PodTemplate", "template/spec/volumes/azureFile/secretName"),
+    r(
+        "PodTemplate",
+        "template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "Deployment",
+        "spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "Deployment",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "ReplicaSet",
+        "spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "ReplicaSet",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "DaemonSet",
+        "spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "DaemonSet",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "StatefulSet",
+        "spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "StatefulSet",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r("Job", "spec/template/spec/volumes/azureFile/secretName"),
+    r(
+        "Job",
+        "spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
+    r(
+        "CronJob",
+        "spec/jobTemplate/spec/template/spec/volumes/azureFile/secretName",
+    ),
+    r(
+        "CronJob",
+        "spec/jobTemplate/spec/template/spec/volumes/csi/nodePublishSecretRef/name",
+    ),
 ];
 
 const SERVICE_REFS: &[Referrer] = &[
@@ -709,6 +765,8 @@ struct Candidate {
     prefixes: Vec<String>,
     suffixes: Vec<String>,
     cluster_scoped: bool,
+    scopes: Vec<u32>,
+    rename_scopes: Vec<u32>,
 }
 
 impl Candidate {
@@ -723,7 +781,35 @@ impl Candidate {
             prefixes: res.meta.name_prefixes.clone(),
             suffixes: res.meta.name_suffixes.clone(),
             cluster_scoped: is_cluster_scoped(res.group(), res.kind()),
+            scopes: res.meta.scopes.clone(),
+            rename_scopes: res.meta.rename_scopes.clone(),
         }
+    }
+
+    /// The name this object had when it entered the innermost kustomization that also built
+    /// `referrer` — the name the referrer's author could see (`None`: no common one, e.g.
+    /// objects built outside a kustomization).
+    /// Also answers how far out that kustomization is from the referrer (0: the referrer's
+    /// own).
+    fn name_where_met(&self, referrer: &Candidate) -> Option<(usize, &str)> {
+        let (out, met) = referrer
+            .scopes
+            .iter()
+            .enumerate()
+            .find(|(_, s)| self.scopes.contains(s))?;
+        let at = self.scopes.iter().position(|s| s == met)?;
+        for (i, (_, name)) in self.previous.iter().enumerate() {
+            // Renames without a scope were made at the top of the build, after every scope.
+            let made_at = self
+                .rename_scopes
+                .get(i)
+                .and_then(|s| self.scopes.iter().position(|x| x == s))
+                .unwrap_or(usize::MAX);
+            if made_at >= at {
+                return Some((out, name));
+            }
+        }
+        Some((out, &self.name))
     }
 
     /// kustomize's `EffectiveNamespace` of the current id (cluster-scoped objects have none).
@@ -842,6 +928,8 @@ struct Lookup<'a> {
     /// Only renamed or moved objects can be referrals, and only under a previous name, so
     /// this is exactly the set kustomize's scan would keep after `previousNameMatches`.
     by_previous_name: HashMap<&'a str, Vec<usize>>,
+    /// Current name → positions, ascending.
+    by_name: HashMap<&'a str, Vec<usize>>,
     /// Original effective namespaces of namespaced objects, alone and paired with the
     /// current effective / raw namespace: answers "does any visible object have this
     /// original namespace?" (`filterMapCandidatesByNamespace`) without a scan.
@@ -853,10 +941,12 @@ struct Lookup<'a> {
 impl<'a> Lookup<'a> {
     fn of(all: &'a [Candidate]) -> Self {
         let mut by_previous_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
         let mut original = HashSet::new();
         let mut original_by_effective = HashSet::new();
         let mut original_by_raw = HashSet::new();
         for (i, c) in all.iter().enumerate() {
+            by_name.entry(c.name.as_str()).or_default().push(i);
             for (_, name) in &c.previous {
                 let list = by_previous_name.entry(name.as_str()).or_default();
                 // An object can carry the same name in several previous ids (moved, then
@@ -873,6 +963,7 @@ impl<'a> Lookup<'a> {
         }
         Lookup {
             by_previous_name,
+            by_name,
             original,
             original_by_effective,
             original_by_raw,
@@ -1058,33 +1149,76 @@ impl Ctx<'_> {
         candidate: &dyn Fn(&Candidate) -> bool,
         with_namespace: bool,
     ) -> Result<Option<usize>, NameReferenceError> {
+        // An object never renamed or moved needs no rewrite: the reference already names it.
+        Ok(self
+            .select_any(old, candidate, with_namespace)?
+            .filter(|&i| !self.all[i].previous.is_empty()))
+    }
+
+    /// [`Ctx::select`], also answering objects never renamed.
+    fn select_any(
+        &self,
+        old: &str,
+        candidate: &dyn Fn(&Candidate) -> bool,
+        with_namespace: bool,
+    ) -> Result<Option<usize>, NameReferenceError> {
         let t = self.target;
         let is_role_ref = self.spec.path.ends_with("roleRef/name");
-        // Only objects that once were named `old` can pass the sieve below, so start from the
-        // index instead of scanning every object (ascending, like the scan).
-        let named_old = self
-            .lookup
-            .by_previous_name
-            .get(old)
-            .map_or(&[][..], Vec::as_slice);
-        let sieved: Vec<usize> = named_old
+        let fits = |c: &Candidate| {
+            candidate(c)
+                && c.gvk_selected(t.group, t.version, t.kind)
+                && (!is_role_ref || self.role_ref.is_none_or(|(g, k)| c.gvk_selected(g, "", k)))
+                && (self.referrer.cluster_scoped
+                    || c.cluster_scoped
+                    || c.kind == "ServiceAccount"
+                    || c.effective_ns() == self.referrer.effective_ns())
+        };
+        // Divergence (tests/kustomize/n31, DIVERGENCES.md): objects that were named `old`
+        // where the referrer first met them are what the reference means, renamed or not.
+        // kustomize matches any previous name instead, so a Deployment renamed by an
+        // `allowNameChange` patch in one base captures the references of a sibling base to
+        // its own, unrenamed Deployment of the same name. Only when no object was named
+        // `old` there (an overlay naming a base's object by its name before the base's
+        // prefix) does kustomize's rule apply.
+        // The innermost such kustomization wins: a base's own object over a sibling's.
+        let mut met: Vec<(usize, usize)> = [&self.lookup.by_previous_name, &self.lookup.by_name]
             .iter()
-            .copied()
-            .filter(|&i| {
+            .filter_map(|index| index.get(old))
+            .flatten()
+            .filter_map(|&i| {
                 let c = &self.all[i];
-                // `previousNameMatches` and `previousIdSelectedByGvk` look at previous ids
-                // only: an object never renamed or moved is never a referral.
-                candidate(c)
-                    && !c.previous.is_empty()
-                    && c.previous.iter().any(|(_, n)| n == old)
-                    && c.gvk_selected(t.group, t.version, t.kind)
-                    && (!is_role_ref || self.role_ref.is_none_or(|(g, k)| c.gvk_selected(g, "", k)))
-                    && (self.referrer.cluster_scoped
-                        || c.cluster_scoped
-                        || c.kind == "ServiceAccount"
-                        || c.effective_ns() == self.referrer.effective_ns())
+                match c.name_where_met(self.referrer) {
+                    Some((out, name)) if name == old && fits(c) => Some((out, i)),
+                    _ => None,
+                }
             })
             .collect();
+        let innermost = met.iter().map(|&(out, _)| out).min();
+        met.retain(|&(out, _)| Some(out) == innermost);
+        let mut met: Vec<usize> = met.into_iter().map(|(_, i)| i).collect();
+        met.sort_unstable();
+        met.dedup();
+        let sieved: Vec<usize> = if !met.is_empty() {
+            met
+        } else {
+            // Only objects that once were named `old` can pass the sieve below, so start
+            // from the index instead of scanning every object (ascending, like the scan).
+            let named_old = self
+                .lookup
+                .by_previous_name
+                .get(old)
+                .map_or(&[][..], Vec::as_slice);
+            named_old
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    let c = &self.all[i];
+                    // `previousNameMatches` and `previousIdSelectedByGvk` look at previous
+                    // ids only: an object never renamed or moved is never a referral.
+                    fits(c) && c.previous.iter().any(|(_, n)| n == old)
+                })
+                .collect()
+        };
         if sieved.len() == 1 {
             return Ok(Some(sieved[0]));
         }
@@ -1353,6 +1487,52 @@ mod tests {
             rs[4].value["roleRef"]["name"], "r",
             "a Role in another namespace is not visible"
         );
+    }
+
+    #[test]
+    fn a_reference_means_the_object_named_so_where_the_referrer_met_it() {
+        // n31: scopes 1 (canary) and 2 (stable) under the overlay 0.
+        let deploy = |name: &str, scopes: Vec<u32>| {
+            let mut d = res(
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}}),
+            );
+            d.meta.scopes = scopes;
+            d
+        };
+        let hpa = |scopes: Vec<u32>| {
+            let mut h = res(
+                json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+                "metadata": {"name": "h"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}}}),
+            );
+            h.meta.scopes = scopes;
+            h
+        };
+        let mut canary = deploy("web-canary", vec![1, 0]);
+        canary.meta.previous_names.push((None, "web".into()));
+        canary.meta.rename_scopes.push(1);
+        let target = |r: &Resource| r.value["spec"]["scaleTargetRef"]["name"].clone();
+        let mut rs = vec![
+            canary.clone(),
+            deploy("web", vec![2, 0]),
+            hpa(vec![1, 0]),
+            hpa(vec![2, 0]),
+        ];
+        fix_name_references(&mut rs).unwrap();
+        assert_eq!(
+            target(&rs[2]),
+            "web-canary",
+            "the canary base's own HPA follows"
+        );
+        assert_eq!(
+            target(&rs[3]),
+            "web",
+            "the stable base's HPA keeps its Deployment"
+        );
+        // An overlay object naming the base's object by its name before the rename still
+        // follows it (kustomize's rule, when nothing else carried the name).
+        let mut rs = vec![canary, hpa(vec![0])];
+        fix_name_references(&mut rs).unwrap();
+        assert_eq!(target(&rs[1]), "web-canary");
     }
 
     #[test]

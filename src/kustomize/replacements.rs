@@ -483,17 +483,18 @@ fn apply_target(
         if !select_labels.matches(res, "labels") || !select_annos.matches(res, "annotations") {
             continue;
         }
-        // kustomize's selectByAnnoAndLabel: a reject with a label/annotation selector rejects
-        // by those alone; rejectId: a reject with id fields rejects by id.
-        let rejected_by_meta = rejects.iter().any(|(r, l, a)| {
-            (!r.label_selector.is_empty() || !r.annotation_selector.is_empty())
-                && l.matches(res, "labels")
-                && a.matches(res, "annotations")
+        // A reject entry rejects the objects that match *all* of its fields, as a `select`
+        // does. kustomize splits it (`selectByAnnoAndLabel` / `containsRejectId`): its id
+        // fields and its label/annotation selectors each reject alone, so `kind: Deployment`
+        // plus `labelSelector: frozen=true` rejects every Deployment and every frozen object
+        // of any kind. Divergence (tests/kustomize/kf31, DIVERGENCES.md).
+        let rejected = rejects.iter().any(|(r, l, a)| {
+            let has_meta = !r.label_selector.is_empty() || !r.annotation_selector.is_empty();
+            (has_meta || !r.id.is_empty())
+                && (!has_meta || (l.matches(res, "labels") && a.matches(res, "annotations")))
+                && (r.id.is_empty() || r.id.selects(res))
         });
-        let rejected_by_id = rejects
-            .iter()
-            .any(|(r, _, _)| !r.id.is_empty() && r.id.selects(res));
-        if rejected_by_meta || rejected_by_id || !select.id.selects(res) {
+        if rejected || !select.id.selects(res) {
             continue;
         }
         let before = res.id().to_string();
@@ -1030,6 +1031,44 @@ mod tests {
         assert_eq!(rs[3].value["data"]["BUILD"], "app");
         assert_eq!(rs[2].value["data"]["N"], "app");
         assert!(rs[3].value["data"].get("N").is_none());
+    }
+
+    #[test]
+    fn a_reject_entry_needs_all_its_fields_to_match() {
+        // kf31: `kind` plus `labelSelector` rejects the labelled objects of that kind only
+        // (kustomize: every object of the kind, and every labelled object).
+        let mut rs = fixture();
+        rs.push(res(
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "frozen",
+            "labels": {"frozen": "true"}}, "data": {"N": "o"}}),
+        ));
+        rs.push(res(
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s",
+            "labels": {"frozen": "true"}}, "data": {"N": "o"}}),
+        ));
+        let n = rs.len();
+        let reps = parse(json!([{"source": {"kind": "Service", "name": "app"},
+            "targets": [{"select": {"kind": "ConfigMap"},
+                "reject": [{"kind": "ConfigMap", "labelSelector": "frozen=true"}],
+                "fieldPaths": ["data.N"], "options": {"create": true}},
+                {"select": {"kind": "Secret"},
+                "reject": [{"kind": "ConfigMap", "labelSelector": "frozen=true"}],
+                "fieldPaths": ["data.N"], "options": {"create": true}}]}]));
+        apply_replacements(&mut rs, &reps).unwrap();
+        assert_eq!(
+            rs[n - 2].value["data"]["N"],
+            "o",
+            "the frozen ConfigMap is rejected"
+        );
+        assert_eq!(
+            rs[n - 1].value["data"]["N"],
+            "app",
+            "a frozen Secret is not"
+        );
+        assert_eq!(
+            rs[2].value["data"]["N"], "app",
+            "an unlabelled ConfigMap is not"
+        );
     }
 
     #[test]
