@@ -778,12 +778,13 @@ fn journal_slot(opts: &RenderOptions) -> Option<crate::cache::JournalSlot> {
     let out = crate::write::resolved_target(&opts.write_to)?;
     // Every option that can change the output.
     let options = format!(
-        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
         opts.fs.canonicalize(&opts.platform_dir).ok()?,
         opts.root,
         opts.layout,
         opts.selection,
-        opts.shard
+        opts.shard,
+        opts.environment_branches
     );
     Some(crate::cache::JournalSlot::new(dir, &options, &out))
 }
