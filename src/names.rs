@@ -120,8 +120,20 @@ const SUBDOMAIN_GROUPS: &[&str] = &[
     "admissionregistration.k8s.io",
 ];
 
-/// Every problem with `object`'s `metadata.name`, `metadata.namespace` and `metadata.labels`
-/// as `(field, reason)`.
+/// The JSON type of `v`, for messages that must not print the value itself.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "list",
+        Value::Object(_) => "map",
+    }
+}
+
+/// Every problem with `object`'s `apiVersion`, `kind`, `metadata.name`, `metadata.namespace`,
+/// labels and annotations, as `(field, reason)`.
 pub fn object_problems(object: &Value) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let kind = object.get("kind").and_then(Value::as_str).unwrap_or("");
@@ -132,6 +144,45 @@ pub fn object_problems(object: &Value) -> Vec<(String, String)> {
     let group = api.rsplit_once('/').map_or("", |(g, _)| g);
     let meta = object.get("metadata");
     let text = |k: &str| meta.and_then(|m| m.get(k)).and_then(Value::as_str);
+    // What makes it an object at all (a transformer may have removed it: a JSON patch
+    // `remove /metadata/name`, or `replace ""` with `{}`).
+    for (field, present) in [
+        (
+            "apiVersion",
+            object.get("apiVersion").is_some_and(Value::is_string),
+        ),
+        ("kind", object.get("kind").is_some_and(Value::is_string)),
+    ] {
+        if !present {
+            out.push((field.to_string(), "missing, or not a string".to_string()));
+        }
+    }
+    let has = |k: &str| text(k).is_some_and(|s| !s.is_empty());
+    if !has("name") && !has("generateName") {
+        out.push((
+            "metadata.name".to_string(),
+            "missing (and no metadata.generateName)".to_string(),
+        ));
+    }
+    if meta
+        .and_then(|m| m.get("namespace"))
+        .is_some_and(|ns| !ns.is_string() && !ns.is_null())
+    {
+        out.push(("metadata.namespace".to_string(), "not a string".to_string()));
+    }
+    // Labels and annotations are map[string]string in the API: `l: 8` is refused.
+    for field in ["labels", "annotations"] {
+        if let Some(map) = meta.and_then(|m| m.get(field)).and_then(Value::as_object) {
+            for (k, v) in map {
+                if !v.is_string() {
+                    out.push((
+                        format!("metadata.{field}.{k}"),
+                        format!("a {} where the API takes a string (quote it)", json_type(v)),
+                    ));
+                }
+            }
+        }
+    }
     if let Some(name) = text("name") {
         let problem = match (group, kind) {
             ("", "Namespace") => dns1123_label(name),
@@ -201,5 +252,32 @@ mod tests {
                 .is_empty()
         );
         assert!(!bad(json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "a/b"}})).is_empty());
+    }
+
+    /// Found by the QA pass: a transformer removed the name, emptied the object, or wrote an
+    /// unquoted number into a label; each reached the rendered tree with exit 0.
+    #[test]
+    fn objects_without_identity_or_with_non_string_metadata_are_problems() {
+        let fields = |o: Value| {
+            object_problems(&o)
+                .into_iter()
+                .map(|(f, _)| f)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(fields(json!({})), ["apiVersion", "kind", "metadata.name"]);
+        assert_eq!(
+            fields(
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"namespace": "a"}})
+            ),
+            ["metadata.name"]
+        );
+        assert!(fields(json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"generateName": "migrate-"}})).is_empty());
+        let labelled = object_problems(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "labels": {"l": 8}, "annotations": {"n": 8, "ok": "8"}}}));
+        assert_eq!(
+            labelled.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>(),
+            ["metadata.labels.l", "metadata.annotations.n"]
+        );
+        assert!(labelled[0].1.contains("number"), "{labelled:?}");
     }
 }
