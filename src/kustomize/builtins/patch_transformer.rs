@@ -206,6 +206,14 @@ pub enum PatchError {
     )]
     ResourceNotAnObject { resource: String },
 
+    /// A JSON patch left the object without `kind` (e.g. `replace` of `""` by `{}`).
+    #[error("JSON patch left `{resource}` without a kind (missing kind in object)")]
+    #[diagnostic(
+        code(kiln::kustomize::patch_removed_kind),
+        help("a JSON patch must keep `kind`; kustomize rejects the object as well")
+    )]
+    KindMissing { resource: String },
+
     /// A strategic merge patch document failed on a resource.
     #[error("strategic merge patch document {document} failed on `{resource}`")]
     #[diagnostic(code(kiln::kustomize::smp_failed))]
@@ -412,6 +420,14 @@ fn apply_json6902(res: &mut Resource, ops: &JsonPatch) -> Result<(), PatchError>
     let Some(obj) = value.as_object_mut() else {
         return Err(PatchError::ResourceNotAnObject { resource });
     };
+    // kustomize reads the patched JSON back as an unstructured object, which needs a kind.
+    if !obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| !k.is_empty())
+    {
+        return Err(PatchError::KindMissing { resource });
+    }
     // kustomize then strips its internal annotations and writes the map back with
     // `SetAnnotations`, which drops an empty map: whether we added it or the patch emptied it
     // (case p09), an empty `annotations` does not survive.

@@ -184,6 +184,7 @@ pub fn run_transformers(
     let ns = namespace::NamespaceOptions {
         namespace: k.namespace.clone(),
         scope: ldr.session().options.fixes.scope,
+        field_specs: config.namespace.clone(),
         ..Default::default()
     };
     namespace::apply_namespace_with(res, &ns)
