@@ -421,10 +421,10 @@ fn apply_json6902(res: &mut Resource, ops: &JsonPatch) -> Result<(), PatchError>
         return Err(PatchError::ResourceNotAnObject { resource });
     };
     // kustomize reads the patched JSON back as an unstructured object, which needs a kind.
-    if !obj
+    if obj
         .get("kind")
         .and_then(Value::as_str)
-        .is_some_and(|k| !k.is_empty())
+        .is_none_or(str::is_empty)
     {
         return Err(PatchError::KindMissing { resource });
     }
