@@ -193,6 +193,17 @@ fn build_in(
         },
     )?;
     crate::kustomize::filters::refvar::resolve_vars(&mut resources, &acc.vars, &acc.config)?;
+    // buildMetadata `originAnnotations` (read on the root kustomization, as kustomize does).
+    if kf
+        .kustomization
+        .build_metadata
+        .iter()
+        .any(|o| o == "originAnnotations")
+    {
+        for r in &mut resources {
+            annotate_origin(r);
+        }
+    }
     // buildMetadata `managedByLabel` (root kustomization only, as kustomize reads it there).
     if kf
         .kustomization
@@ -254,6 +265,36 @@ pub fn run_kustomize(
 /// removed at the end with `SetAnnotations`, which drops the field when nothing is left — so
 /// an input `annotations: {}` or `annotations:` (null) never reaches the output. (`labels`
 /// get no such treatment: `labels: null` survives, as in kustomize.)
+/// kustomize's `config.kubernetes.io/origin` (`api/resource/origin.go`, kyaml-marshalled
+/// `Origin`): `path:` of the file an object was read from, relative to the root kustomization
+/// directory, or `configuredIn:` + `configuredBy:` of the builtin generator that made it.
+/// Objects from elsewhere (Helm charts) get none.
+fn annotate_origin(r: &mut Resource) {
+    let text = match (&r.meta.generated_in, &r.origin) {
+        (Some((file, kind)), _) => {
+            format!("configuredIn: {file}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}\n")
+        }
+        (None, Some(o)) if is_manifest_file(&o.file) => format!("path: {}\n", o.file),
+        _ => return,
+    };
+    let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = md
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if annotations.is_null() {
+        *annotations = Value::Object(serde_json::Map::new());
+    }
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert("config.kubernetes.io/origin".into(), Value::String(text));
+    }
+}
+
+fn is_manifest_file(file: &str) -> bool {
+    [".yaml", ".yml", ".json"].iter().any(|e| file.ends_with(e))
+}
+
 fn strip_internal(resources: &mut [Resource]) {
     for r in resources {
         if let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut)
@@ -573,13 +614,16 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
         ));
     }
     for (i, option) in k.build_metadata.iter().enumerate() {
-        // `managedByLabel` is applied in `build`; the origin and transformer annotations
-        // record kustomize-internal provenance kiln does not reproduce.
-        if option != "managedByLabel" {
+        // `managedByLabel` and `originAnnotations` are applied in `build`; the transformer
+        // annotations (every builtin transformer run, in kustomize's internal order, per
+        // object) are not reproduced yet.
+        if option != "managedByLabel" && option != "originAnnotations" {
             return Err(KustomizeError::unsupported(
                 kf.site(&format!("/buildMetadata/{i}")),
                 "buildMetadata",
-                format!("`{option}` is not supported (only `managedByLabel`)"),
+                format!(
+                    "`{option}` is not supported (only `managedByLabel` and `originAnnotations`)"
+                ),
                 "remove the option; kiln's errors already name the file and line each object came from",
             ));
         }
