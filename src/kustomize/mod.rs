@@ -7,6 +7,7 @@ pub use error::KustomizeError;
 pub use load::LoadRestrictor;
 
 pub mod build;
+pub mod crds;
 pub mod error;
 pub mod fieldspec;
 pub mod generate;
@@ -22,6 +23,7 @@ pub mod merge_keys;
 pub mod name_prefix_suffix;
 pub mod name_reference;
 pub mod namespace;
+pub mod openapi;
 pub mod order;
 pub mod patches;
 pub mod replacements;

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 use super::json6902::{Json6902Error, JsonPatch};
 use super::merge_keys::PatchSchema;
+use super::openapi::OpenApi;
 use super::strategic_merge::ListOrder;
 use super::strategic_merge::{self, SmpError};
 use super::target::{Selector, SelectorError, effective_namespace};
@@ -330,7 +331,7 @@ impl Diagnostic for PatchEntryError {
     }
 }
 
-fn shape(v: &Value) -> &'static str {
+pub(super) fn shape(v: &Value) -> &'static str {
     match v {
         Value::Null => "empty",
         Value::Bool(_) => "a boolean",
@@ -409,6 +410,18 @@ pub fn apply_patch(
     target: Option<&Selector>,
     options: &PatchOptions,
 ) -> Result<usize, PatchError> {
+    apply_patch_with(resources, patch, target, options, None)
+}
+
+/// [`apply_patch`] under the build's `openapi:` schema, when it has one (which then replaces
+/// the builtin merge keys, see `openapi.rs`).
+pub fn apply_patch_with(
+    resources: &mut Vec<Resource>,
+    patch: &ParsedPatch,
+    target: Option<&Selector>,
+    options: &PatchOptions,
+    openapi: Option<&OpenApi>,
+) -> Result<usize, PatchError> {
     let compiled = target.map(Selector::compile).transpose()?;
     let select = |resources: &[Resource]| -> Option<Vec<usize>> {
         let c = compiled.as_ref()?;
@@ -442,7 +455,14 @@ pub fn apply_patch(
                 };
                 let mut deleted = Vec::new();
                 for &i in &idx {
-                    if apply_smp(&mut resources[i], document, doc, options, target.is_some())? {
+                    if apply_smp(
+                        &mut resources[i],
+                        document,
+                        doc,
+                        options,
+                        target.is_some(),
+                        openapi,
+                    )? {
                         deleted.push(i);
                     }
                 }
@@ -555,6 +575,7 @@ fn apply_smp(
     doc: &Value,
     options: &PatchOptions,
     targeted: bool,
+    openapi: Option<&OpenApi>,
 ) -> Result<bool, PatchError> {
     let (kind, name, namespace) = (
         res.kind().to_string(),
@@ -574,7 +595,10 @@ fn apply_smp(
             p.insert("kind".into(), Value::String(kind.clone()));
         }
     }
-    let schema = PatchSchema::for_kind(res.group(), &kind);
+    let schema = match openapi {
+        Some(o) => o.patch_schema(res.group(), res.api_version(), &kind),
+        None => PatchSchema::for_kind(res.group(), &kind),
+    };
     // Merged on a copy, so a failing patch leaves the resource as it was.
     let mut value = res.value.clone();
     strategic_merge::drop_bare_empty_fields(

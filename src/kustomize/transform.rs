@@ -97,8 +97,12 @@ fn apply(
         list_order: session.options.fixes.merge_order,
         ..*options
     };
-    let n =
-        patches::apply_patch(res, patch, target, &options).map_err(|e| patch_error(site(), e))?;
+    if matches!(patch, ParsedPatch::StrategicMerge(_)) {
+        session.note_builtin_schema_use();
+    }
+    let openapi = session.openapi();
+    let n = patches::apply_patch_with(res, patch, target, &options, openapi.as_ref())
+        .map_err(|e| patch_error(site(), e))?;
     if n == 0
         && let Some(t) = target
         && t.names_single_object()
