@@ -283,6 +283,12 @@ pub struct HelmTemplateArgs {
     /// Extra `.Capabilities.APIVersions` entries (repeatable).
     #[arg(short = 'a', long = "api-versions")]
     pub api_versions: Vec<String>,
+    /// Print no hooks.
+    #[arg(long)]
+    pub no_hooks: bool,
+    /// Print no `test` hooks.
+    #[arg(long)]
+    pub skip_tests: bool,
 }
 
 #[derive(Debug, Args)]
@@ -747,6 +753,8 @@ fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     opts.include_crds = t.include_crds;
     opts.kube_version = t.kube_version.clone();
     opts.api_versions = t.api_versions.clone();
+    opts.skip_hooks = t.no_hooks;
+    opts.skip_tests = t.skip_tests;
     let out = crate::helm::template(&opts)?;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.stream.as_bytes());

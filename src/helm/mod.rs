@@ -112,6 +112,10 @@ pub struct TemplateOptions {
     pub include_crds: bool,
     pub kube_version: Option<String>,
     pub api_versions: Vec<String>,
+    /// `--no-hooks`: hooks are not printed.
+    pub skip_hooks: bool,
+    /// `--skip-tests`: hooks for the `test` event are not printed.
+    pub skip_tests: bool,
 }
 
 impl TemplateOptions {
@@ -126,6 +130,8 @@ impl TemplateOptions {
             include_crds: false,
             kube_version: None,
             api_versions: Vec::new(),
+            skip_hooks: false,
+            skip_tests: false,
         }
     }
 }
@@ -279,10 +285,17 @@ pub fn render_chart(
             message: e.message,
         },
     })?;
-    let (hooks, manifests) = output::sort_manifests(&files).map_err(|e| HelmError::Manifest {
-        file: e.file,
-        message: e.message,
-    })?;
+    let (mut hooks, manifests) =
+        output::sort_manifests(&files).map_err(|e| HelmError::Manifest {
+            file: e.file,
+            message: e.message,
+        })?;
+    // pkg/cmd/template.go: `--no-hooks` prints no hook, `--skip-tests` no test hook.
+    if opts.skip_hooks {
+        hooks.clear();
+    } else if opts.skip_tests {
+        hooks.retain(|h| !h.test);
+    }
     let crds = if opts.include_crds {
         crd_files(&chart, None)
     } else {

@@ -70,6 +70,8 @@ pub struct Doc {
     pub text: String,
     pub kind: String,
     pub hook: bool,
+    /// A hook for the `test` event (`helm template --skip-tests` leaves it out).
+    pub test: bool,
 }
 
 /// A document that is not YAML: Helm's "YAML parse error on <file>".
@@ -187,17 +189,22 @@ pub fn sort_manifests(
                     text: m,
                     kind,
                     hook: false,
+                    test: false,
                 }),
                 Some(events) => {
                     let ok = events
                         .split(',')
                         .all(|t| HOOK_EVENTS.contains(&t.trim().to_lowercase().as_str()));
                     if ok {
+                        let test = events
+                            .split(',')
+                            .any(|t| t.trim().eq_ignore_ascii_case("test"));
                         hooks.push(Doc {
                             source: path.clone(),
                             text: m,
                             kind,
                             hook: true,
+                            test,
                         });
                     }
                 }

@@ -6,8 +6,9 @@
 //!    built recursively, each into its own accumulator, then appended (duplicate ids are an
 //!    error);
 //! 2. read `configurations` (custom field specs), merged into the accumulator's config;
-//! 3. run the **generators** (`configMapGenerator`, then `secretGenerator`), absorbing their
-//!    output with `behavior: create|merge|replace`;
+//! 3. run the **generators** (`configMapGenerator`, then `secretGenerator`, then
+//!    `helmCharts` through kiln's Helm engine), absorbing their output with
+//!    `behavior: create|merge|replace`;
 //! 4. apply the **components**, in order, to the *same* accumulator (a component sees and
 //!    changes everything accumulated so far);
 //! 5. run the **transformers** in kustomize's fixed order: `patchesStrategicMerge`, `patches`,
@@ -775,31 +776,6 @@ fn record_scope(resources: &mut [Resource], scope: u32) {
 /// Fields kiln does not implement: each is an error naming the field, never ignored.
 fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
     let k: &Kustomization = &kf.kustomization;
-    let helm = "kiln does not run helm: render the chart with `helm template` and list the output under `resources`";
-    if !k.helm_charts.is_empty() {
-        return Err(KustomizeError::unsupported(
-            kf.key_site("/helmCharts"),
-            "helmCharts",
-            "helm charts need the helm binary",
-            helm,
-        ));
-    }
-    if !k.helm_chart_inflation_generator.is_empty() {
-        return Err(KustomizeError::unsupported(
-            kf.key_site("/helmChartInflationGenerator"),
-            "helmChartInflationGenerator",
-            "helm charts need the helm binary",
-            helm,
-        ));
-    }
-    if k.helm_globals.is_some() {
-        return Err(KustomizeError::unsupported(
-            kf.key_site("/helmGlobals"),
-            "helmGlobals",
-            "helm charts need the helm binary",
-            helm,
-        ));
-    }
     if !k.generators.is_empty() {
         return Err(KustomizeError::unsupported(
             kf.key_site("/generators"),

@@ -1,5 +1,5 @@
-//! The generator phase of one kustomization: `configMapGenerator` then `secretGenerator`
-//! (kustomize's builtin generator order), each entry merged with `generatorOptions` and its
+//! The generator phase of one kustomization: `configMapGenerator`, `secretGenerator`, then
+//! `helmCharts` (kustomize's builtin generator order, `helm_chart.rs`), each entry merged with `generatorOptions` and its
 //! output absorbed into the accumulator with its `behavior` (`create`, `merge`, `replace`),
 //! as kustomize's `ResMap.AbsorbAll` does.
 //!
@@ -53,5 +53,5 @@ pub fn run_generators(
         generators::absorb_one(&mut acc.resources, res)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }
-    Ok(())
+    super::helm_chart::run_helm_charts(ldr, kf, acc)
 }

@@ -12,6 +12,7 @@
 //! underline the right line.
 
 use super::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
+use super::helm_chart::{HelmChart, HelmChartArgs, HelmGlobals};
 use super::images::Image;
 use super::order::LegacySortOptions;
 use indexmap::IndexMap;
@@ -52,6 +53,7 @@ const USER_MAPS: &[&str] = &[
     "labels",
     "annotations",
     "valuesInline",
+    "valuesLocal",
     "additionalValuesFiles",
 ];
 
@@ -263,21 +265,22 @@ pub struct Kustomization {
         deserialize_with = "nullable"
     )]
     pub secret_generator: Vec<SecretArgs>,
-    /// Helm support is out of reach (needs helm); kept raw only to report it.
+    /// `helmGlobals`, `helmCharts` and the deprecated `helmChartInflationGenerator`: charts
+    /// rendered by kiln's Helm engine (`helm_chart.rs`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub helm_globals: Option<Value>,
+    pub helm_globals: Option<HelmGlobals>,
     #[serde(
         skip_serializing_if = "Vec::is_empty",
         default,
         deserialize_with = "nullable"
     )]
-    pub helm_charts: Vec<Value>,
+    pub helm_charts: Vec<HelmChart>,
     #[serde(
         skip_serializing_if = "Vec::is_empty",
         default,
         deserialize_with = "nullable"
     )]
-    pub helm_chart_inflation_generator: Vec<Value>,
+    pub helm_chart_inflation_generator: Vec<HelmChartArgs>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub generator_options: Option<GeneratorOptions>,
     /// Transformer configuration files (custom field specs).

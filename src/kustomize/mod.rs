@@ -13,6 +13,7 @@ pub mod fieldspec;
 pub mod generate;
 pub mod generators;
 pub mod hash;
+pub mod helm_chart;
 pub mod image_ref;
 pub mod images;
 pub mod json6902;
