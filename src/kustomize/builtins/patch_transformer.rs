@@ -39,6 +39,7 @@
 use crate::kustomize::filters::patch_json6902::{Json6902Error, JsonPatch};
 use crate::kustomize::filters::patch_strategic_merge::{self, SmpError};
 use crate::kustomize::konfig::merge_keys::PatchSchema;
+use crate::kustomize::konfig::openapi::OpenApi;
 pub use crate::kustomize::types::patch::{Patch, PatchOptions, PatchSource, PatchStrategicMerge};
 use crate::kustomize::types::selector::{Selector, SelectorError, effective_namespace};
 use crate::resource::Resource;
@@ -263,7 +264,7 @@ impl Diagnostic for PatchEntryError {
     }
 }
 
-fn shape(v: &Value) -> &'static str {
+pub(crate) fn shape(v: &Value) -> &'static str {
     match v {
         Value::Null => "empty",
         Value::Bool(_) => "a boolean",
@@ -342,6 +343,18 @@ pub fn apply_patch(
     target: Option<&Selector>,
     options: &PatchOptions,
 ) -> Result<usize, PatchError> {
+    apply_patch_with(resources, patch, target, options, None)
+}
+
+/// [`apply_patch`] under the build's `openapi:` schema, when it has one (which then replaces
+/// the builtin merge keys, see `konfig/openapi.rs`).
+pub fn apply_patch_with(
+    resources: &mut Vec<Resource>,
+    patch: &ParsedPatch,
+    target: Option<&Selector>,
+    options: &PatchOptions,
+    openapi: Option<&OpenApi>,
+) -> Result<usize, PatchError> {
     let compiled = target.map(Selector::compile).transpose()?;
     let select = |resources: &[Resource]| -> Option<Vec<usize>> {
         let c = compiled.as_ref()?;
@@ -375,7 +388,14 @@ pub fn apply_patch(
                 };
                 let mut deleted = Vec::new();
                 for &i in &idx {
-                    if apply_smp(&mut resources[i], document, doc, options, target.is_some())? {
+                    if apply_smp(
+                        &mut resources[i],
+                        document,
+                        doc,
+                        options,
+                        target.is_some(),
+                        openapi,
+                    )? {
                         deleted.push(i);
                     }
                 }
@@ -496,6 +516,7 @@ fn apply_smp(
     doc: &Value,
     options: &PatchOptions,
     targeted: bool,
+    openapi: Option<&OpenApi>,
 ) -> Result<bool, PatchError> {
     let (kind, name, namespace) = (
         res.kind().to_string(),
@@ -515,7 +536,10 @@ fn apply_smp(
             p.insert("kind".into(), Value::String(kind.clone()));
         }
     }
-    let schema = PatchSchema::for_kind(res.group(), &kind);
+    let schema = match openapi {
+        Some(o) => o.patch_schema(res.group(), res.api_version(), &kind),
+        None => PatchSchema::for_kind(res.group(), &kind),
+    };
     // Merged on a copy, so a failing patch leaves the resource as it was.
     let mut value = res.value.clone();
     patch_strategic_merge::drop_bare_empty_fields(

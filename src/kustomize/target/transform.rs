@@ -102,7 +102,11 @@ fn apply(
         list_order: session.options.fixes.merge_order,
         ..*options
     };
-    let n = patch_transformer::apply_patch(res, patch, target, &options)
+    if matches!(patch, ParsedPatch::StrategicMerge(_)) {
+        session.note_builtin_schema_use();
+    }
+    let openapi = session.openapi();
+    let n = patch_transformer::apply_patch_with(res, patch, target, &options, openapi.as_ref())
         .map_err(|e| patch_error(site(), e))?;
     if n == 0
         && let Some(t) = target
