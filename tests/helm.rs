@@ -418,3 +418,53 @@ fn render_reads_charts_only_inside_the_repository_root() {
     let e = render().unwrap_err();
     assert!(e.contains("path_outside_root"), "{e}");
 }
+
+/// The bank example's chart-based component: `components/notifications` renders its vendored
+/// chart (the `queue` subchart and the `bank-lib` library chart) in every environment, with
+/// per-environment values from parameters.
+#[test]
+fn bank_notifications_render_from_their_chart_in_every_environment() {
+    let opts = kiln::pipeline::RenderOptions::new(crate_dir().join("platforms/bank"));
+    let set =
+        kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
+    let gen_of = |env: &str| -> String {
+        let path = format!("backend/{env}/notifications/notifications.gen.yaml");
+        String::from_utf8_lossy(set.files.get(&path).unwrap_or_else(|| panic!("no {path}")))
+            .into_owned()
+    };
+    for env in ["dev", "test", "stage", "prod-east", "prod-west"] {
+        let text = gen_of(env);
+        // bank-lib's labels, on the chart's objects and the subchart's.
+        assert!(
+            text.contains("helm.sh/chart: notifications-1.2.0"),
+            "{env}:\n{text}"
+        );
+        assert!(
+            text.contains("helm.sh/chart: queue-0.3.0"),
+            "{env}:\n{text}"
+        );
+        assert!(text.contains(&format!("namespace: backend-{env}")), "{env}");
+        // The component image retargeted the chart's upstream image.
+        assert!(
+            text.contains("image: us-docker.pkg.dev/example-bank/bank/notifications:1.2.0"),
+            "{env}:\n{text}"
+        );
+    }
+    let (dev, east) = (gen_of("dev"), gen_of("prod-east"));
+    assert!(
+        dev.contains("PUSH_ENABLED: \"false\"") && dev.contains("ALERT_THRESHOLD_CENTS: \"100\""),
+        "{dev}"
+    );
+    assert!(
+        !dev.contains("kind: PodDisruptionBudget") && !dev.contains("--routes="),
+        "{dev}"
+    );
+    assert!(
+        east.contains("PUSH_ENABLED: \"true\"") && east.contains("storage: 20Gi"),
+        "{east}"
+    );
+    assert!(
+        east.contains("kind: PodDisruptionBudget") && east.contains("--routes="),
+        "{east}"
+    );
+}
