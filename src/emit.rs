@@ -95,7 +95,7 @@ pub fn cluster_kinds(
         .iter()
         .filter_map(|r| {
             let group = r.api_version().rsplit_once('/').map_or("", |(g, _)| g);
-            crate::kustomize::namespace::is_cluster_scoped(group, r.kind())
+            crate::kustomize::filters::namespace::is_cluster_scoped(group, r.kind())
                 .then(|| (group.to_string(), r.kind().to_string()))
         })
         .collect()

@@ -19,10 +19,9 @@
 
 use crate::diag::{Errors, Loc, Sources};
 use crate::evaluate::{BuildPlan, PlanTransformer};
-use crate::kustomize::{
-    generators, hash, images, labels, name_prefix_suffix, name_reference, namespace, order,
-    patches, target,
-};
+use crate::kustomize::builtins::{generators, patch_transformer, sort_order_transformer};
+use crate::kustomize::filters::{imagetag, labels, nameref, namespace, prefix_suffix};
+use crate::kustomize::hash;
 use crate::load::FileSystem;
 use crate::resource::{Origin, Resource};
 use crate::spec::{self, Generator};
@@ -476,9 +475,10 @@ pub fn render_plan_shared(
     let image_refs = apply_component_images(&mut resources, &c.images, &plan.images, &user_images)
         .map_err(|e| finish("component images", boxed(e)))?;
     hash::apply_hash_suffixes(&mut resources).map_err(|e| finish("hash suffix", boxed(e)))?;
-    name_reference::fix_name_references(&mut resources)
+    nameref::fix_name_references(&mut resources)
         .map_err(|e| finish("name references", boxed(e)))?;
-    order::sort_resources(&mut resources, None).map_err(|e| finish("sort", boxed(e)))?;
+    sort_order_transformer::sort_resources(&mut resources, None)
+        .map_err(|e| finish("sort", boxed(e)))?;
     // 4. Every emitted object, not only the names kiln generates, must be one the API
     // server accepts.
     for r in &resources {
@@ -542,18 +542,6 @@ fn resource_problem(v: &Value) -> Option<String> {
     None
 }
 
-fn selector(t: &spec::Target) -> target::Selector {
-    target::Selector {
-        group: t.group.clone(),
-        version: t.version.clone(),
-        kind: t.kind.clone(),
-        name: t.name.clone(),
-        namespace: t.namespace.clone(),
-        label_selector: t.label_selector.clone(),
-        annotation_selector: t.annotation_selector.clone(),
-    }
-}
-
 fn apply_transformer(
     resources: &mut Vec<Resource>,
     t: &PlanTransformer,
@@ -583,7 +571,7 @@ fn apply_transformer(
         ids.sort();
         RenderError::PatchTargetMissing {
             plan: plan.key(),
-            target: format!("`{}`", selector(target)),
+            target: format!("`{target}`"),
             available: if ids.is_empty() {
                 "none".into()
             } else {
@@ -594,7 +582,7 @@ fn apply_transformer(
             span: sn.span,
         }
     };
-    let everything = patches::PatchOptions::default();
+    let everything = patch_transformer::PatchOptions::default();
 
     if let Some(ns) = &tr.namespace {
         namespace::apply_namespace(resources, ns)
@@ -615,9 +603,9 @@ fn apply_transformer(
             .map_err(|e| fail("annotations", "annotations", boxed(e)))?;
     }
     if let Some(list) = &tr.images {
-        let entries: Vec<images::Image> = list
+        let entries: Vec<imagetag::Image> = list
             .iter()
-            .map(|i| images::Image {
+            .map(|i| imagetag::Image {
                 name: i.name.clone(),
                 new_name: i.new_name.clone().unwrap_or_default(),
                 new_tag: i.new_tag.clone().unwrap_or_default(),
@@ -625,26 +613,27 @@ fn apply_transformer(
                 tag_suffix: String::new(),
             })
             .collect();
-        images::apply_images(resources, &entries, &[])
+        imagetag::apply_images(resources, &entries, &[])
             .map_err(|e| fail("images", "images", boxed(e)))?;
         for i in list {
             user_images.insert(i.name.clone(), i.clone());
         }
     }
     if let Some(prefix) = &tr.name_prefix {
-        name_prefix_suffix::apply_name_prefix(resources, prefix);
+        prefix_suffix::apply_name_prefix(resources, prefix);
     }
     if let Some(suffix) = &tr.name_suffix {
-        name_prefix_suffix::apply_name_suffix(resources, suffix);
+        prefix_suffix::apply_name_suffix(resources, suffix);
     }
     if let Some(jp) = &tr.json_patch {
-        let ops =
-            crate::kustomize::json6902::JsonPatch::from_value(&Value::Array(jp.patch.clone()))
-                .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
-        let n = patches::apply_patch(
+        let ops = crate::kustomize::filters::patch_json6902::JsonPatch::from_value(&Value::Array(
+            jp.patch.clone(),
+        ))
+        .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        let n = patch_transformer::apply_patch(
             resources,
-            &patches::ParsedPatch::Json6902(ops),
-            Some(&selector(&jp.target)),
+            &patch_transformer::ParsedPatch::Json6902(ops),
+            Some(&jp.target),
             &everything,
         )
         .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
@@ -654,12 +643,12 @@ fn apply_transformer(
     }
     if let Some(mp) = &tr.merge_patch {
         let target = mp.target.clone();
-        let compiled = selector(&target)
+        let compiled = target
             .compile()
             .map_err(|e| fail("mergePatch", "mergePatch", boxed(e)))?;
         let mut n = 0;
         for r in resources.iter_mut().filter(|r| compiled.matches(r)) {
-            crate::kustomize::json6902::merge_patch_7386(&mut r.value, &mp.patch);
+            crate::kustomize::filters::patch_json6902::merge_patch_7386(&mut r.value, &mp.patch);
             n += 1;
         }
         if n == 0 {
@@ -667,14 +656,14 @@ fn apply_transformer(
         }
     }
     if let Some(sp) = &tr.strategic_merge_patch {
-        let parsed = patches::parse_patch_docs(vec![sp.patch.clone()])
+        let parsed = patch_transformer::parse_patch_docs(vec![sp.patch.clone()])
             .map_err(|e| fail("strategicMergePatch", "strategicMergePatch", boxed(e)))?;
-        let sel = sp.target.as_ref().map(selector);
-        let n = match patches::apply_patch(resources, &parsed, sel.as_ref(), &everything) {
+        let sel = sp.target.as_ref();
+        let n = match patch_transformer::apply_patch(resources, &parsed, sel, &everything) {
             Ok(n) => n,
             // Without a target the patch's own id selects; "matches nothing" is the same
             // condition as for a target.
-            Err(patches::PatchError::SmpTargetMissing { .. }) => 0,
+            Err(patch_transformer::PatchError::SmpTargetMissing { .. }) => 0,
             Err(e) => return Err(fail("strategicMergePatch", "strategicMergePatch", boxed(e))),
         };
         if n == 0 {
@@ -707,7 +696,7 @@ fn apply_component_images(
     _base: &[spec::Image],
     resolved: &[spec::Image],
     user: &BTreeMap<String, spec::ImageOverride>,
-) -> Result<Vec<ImageRef>, images::ImagesError> {
+) -> Result<Vec<ImageRef>, imagetag::ImagesError> {
     let mut entries = Vec::new();
     let mut refs = Vec::new();
     for img in resolved {
@@ -721,7 +710,7 @@ fn apply_component_images(
         let name = over
             .and_then(|o| o.new_name.clone())
             .unwrap_or_else(|| img.repository.clone());
-        entries.push(images::Image {
+        entries.push(imagetag::Image {
             name: img.name.clone(),
             new_name: if name != img.name {
                 name.clone()
@@ -734,7 +723,7 @@ fn apply_component_images(
         });
         refs.push(ImageRef { name, tag, digest });
     }
-    images::apply_images(resources, &entries, &[])?;
+    imagetag::apply_images(resources, &entries, &[])?;
     Ok(refs)
 }
 

@@ -524,26 +524,10 @@ pub struct ImageOverride {
     pub digest: Option<String>,
 }
 
-/// Which resources a patch applies to (kustomize's `Selector`). Empty fields match anything;
-/// `name` and `namespace` are anchored regular expressions.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Target {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotation_selector: Option<String>,
-}
+/// Which resources a component transformer's patch applies to: kustomize's `Selector`, the
+/// engine's one selector type (empty fields match anything; `name` and `namespace` are
+/// anchored regular expressions).
+pub use crate::kustomize::types::selector::Selector as Target;
 
 /// An RFC 6902 patch with its target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

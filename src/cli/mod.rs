@@ -684,7 +684,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
             }
             options.strict = args.strict;
             if let Some(list) = &args.fixes {
-                options.fixes = crate::kustomize::build::Fixes::parse(list)
+                options.fixes = crate::kustomize::target::build::Fixes::parse(list)
                     .map_err(|m| miette::miette!(code = "kiln::cli::fixes", "--fixes: {m}"))?;
             }
             let (out, warnings) = crate::kustomize::run_kustomize(&args.dir, &options)?;

@@ -14,7 +14,7 @@ use super::{
     Component, Input, KargoError, Pair, Project, SYNC_WAVE, Strategy, constraint, naming,
     normalize_repo, object, snippet, wave,
 };
-use crate::kustomize::image_ref::ImageRef;
+use crate::kustomize::types::image_ref::ImageRef;
 use crate::resource::Resource;
 use regex::Regex;
 use serde_json::{Value, json};

@@ -1,33 +1,28 @@
 //! The native kustomize engine: a kustomization directory (or a list of transformers) goes in,
 //! resources come out, equal to `kubectl kustomize` (v5.5.0) except for the divergences listed
-//! in `tests/kustomize/DIVERGENCES.md`. One file per transformer.
+//! in `tests/kustomize/DIVERGENCES.md`.
+//!
+//! Shaped like kustomize's own `api/` tree (kustomize v5.5.0, `api/`), so a kustomize
+//! behaviour has one obvious home:
+//! - [`types`] (`api/types`): the model of a kustomization and of everything inside it
+//!   (`Kustomization`, `Selector`, `FieldSpec`, `Patch`, `Replacement`, …), decoded once;
+//! - [`builtins`] (`api/builtins`): one typed, strictly read config per builtin transformer
+//!   and generator, each applying itself with the filters;
+//! - [`filters`] (`api/filters`): one file per filter, a function over resources;
+//! - [`konfig`] (`api/konfig/builtinpluginconsts`): the data tables (default field specs,
+//!   name references, merge keys, cluster-scoped kinds);
+//! - [`target`] (`api/krusty`, `api/internal/target`): the build orchestration (load,
+//!   accumulate, generate, transform, finish);
+//! - [`hash`] (`api/hasher`) and [`error`] (kiln's diagnostics).
 
-pub use build::{BuildOptions, build, build_yaml, run_kustomize};
 pub use error::KustomizeError;
-pub use load::LoadRestrictor;
+pub use target::build::{BuildOptions, build, build_yaml, run_kustomize};
+pub use target::load::LoadRestrictor;
 
-pub mod build;
+pub mod builtins;
 pub mod error;
-pub mod fieldspec;
-pub mod generate;
-pub mod generators;
+pub mod filters;
 pub mod hash;
-pub mod helm_chart;
-pub mod image_ref;
-pub mod images;
-pub mod json6902;
-pub mod kustomization;
-pub mod labels;
-pub mod load;
-pub mod merge_keys;
-pub mod name_prefix_suffix;
-pub mod name_reference;
-pub mod namespace;
-pub mod order;
-pub mod patches;
-pub mod replacements;
-pub mod replicas;
-pub mod strategic_merge;
+pub mod konfig;
 pub mod target;
-pub mod transform;
-pub mod vars;
+pub mod types;

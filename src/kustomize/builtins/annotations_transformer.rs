@@ -1,0 +1,24 @@
+//! `AnnotationsTransformer` (kustomize `api/builtins/AnnotationsTransformer.go`).
+
+use crate::kustomize::filters::labels::{self, LabelsError};
+use crate::kustomize::types::fieldspec::UserFieldSpec;
+use crate::kustomize::types::kustomization::{StringMap, nullable};
+use crate::resource::Resource;
+use serde::Deserialize;
+
+/// The config: annotations and the fields to put them in.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AnnotationsTransformer {
+    #[serde(default, deserialize_with = "nullable")]
+    pub annotations: StringMap,
+    #[serde(default, deserialize_with = "nullable")]
+    pub field_specs: Vec<UserFieldSpec>,
+}
+
+impl AnnotationsTransformer {
+    /// Sets the annotations at the config's field specs (and the default ones).
+    pub fn apply(&self, res: &mut [Resource]) -> Result<(), LabelsError> {
+        labels::apply_common_annotations(res, &self.annotations, &self.field_specs)
+    }
+}
