@@ -639,8 +639,9 @@ fn helm_funcs(f: &mut Funcs) {
             )))
         });
     }
-    f.add("fromToml", |_, _| {
-        Ok(error_map("fromToml is not supported by kiln"))
+    f.add("fromToml", |_, a| {
+        let text = a.first().map(s).unwrap_or_default();
+        Ok(super::toml::from_toml(&text).unwrap_or_else(|e| error_map(&e)))
     });
 }
 

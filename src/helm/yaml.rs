@@ -321,7 +321,9 @@ fn pad(out: &mut String, n: usize) {
 
 fn write_map(out: &mut String, m: &BTreeMap<String, Value>, ind: usize) {
     let mut first = true;
-    for (k, v) in m {
+    let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+    entries.sort_by(|a, b| go_yaml_key_order(a.0, b.0));
+    for (k, v) in entries {
         if !first || !out.ends_with("- ") {
             pad(out, ind);
         }
@@ -330,6 +332,73 @@ fn write_map(out: &mut String, m: &BTreeMap<String, Value>, ind: usize) {
         out.push(':');
         write_after_key(out, v, ind);
     }
+}
+
+/// go-yaml v2's key order (`sorter.go` `keyList.Less`), not byte order: letters sort after
+/// non-letters at the first differing rune (`GIT_PUSH` before `GITCLIENT`), and digit runs
+/// compare as numbers (`a2` before `a10`).
+fn go_yaml_key_order(a: &str, b: &str) -> std::cmp::Ordering {
+    use std::cmp::Ordering;
+    if go_yaml_key_less(a, b) {
+        Ordering::Less
+    } else if go_yaml_key_less(b, a) {
+        Ordering::Greater
+    } else {
+        Ordering::Equal
+    }
+}
+
+fn go_yaml_key_less(a: &str, b: &str) -> bool {
+    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // Go's unicode.IsDigit is Unicode Nd; ASCII digits are what keys hold in practice.
+    let digit = |c: char| c.is_ascii_digit();
+    for i in 0..ar.len().min(br.len()) {
+        if ar[i] == br[i] {
+            continue;
+        }
+        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
+        if al && bl {
+            return ar[i] < br[i];
+        }
+        if al || bl {
+            return bl;
+        }
+        let (mut an, mut bn) = (0i64, 0i64);
+        if ar[i] == '0' || br[i] == '0' {
+            // A run with a non-zero digit before it: leading zeros count as significant.
+            let mut j = i;
+            while j > 0 && digit(ar[j - 1]) {
+                j -= 1;
+                if ar[j] != '0' {
+                    an = 1;
+                    bn = 1;
+                    break;
+                }
+            }
+        }
+        let mut ai = i;
+        while ai < ar.len() && digit(ar[ai]) {
+            an = an
+                .wrapping_mul(10)
+                .wrapping_add(i64::from(ar[ai] as u8 - b'0'));
+            ai += 1;
+        }
+        let mut bi = i;
+        while bi < br.len() && digit(br[bi]) {
+            bn = bn
+                .wrapping_mul(10)
+                .wrapping_add(i64::from(br[bi] as u8 - b'0'));
+            bi += 1;
+        }
+        if an != bn {
+            return an < bn;
+        }
+        if ai != bi {
+            return ai < bi;
+        }
+        return ar[i] < br[i];
+    }
+    ar.len() < br.len()
 }
 
 fn write_after_key(out: &mut String, v: &Value, ind: usize) {
@@ -445,8 +514,10 @@ fn scalar_string(s: &str, _key: bool) -> String {
     // go-yaml double-quotes a string that would read back as another type, and falls back
     // from plain to single quotes when only the syntax is in the way (`tpl` re-reads such
     // text, so the style matters).
-    let other_type =
-        !s.is_empty() && !matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::Str(_));
+    // The empty string reads back as null, so it is double-quoted too.
+    let other_type = !matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::Str(_))
+        || is_base60_float(s)
+        || is_timestamp(s);
     if other_type || s.chars().any(|c| c.is_control() || c == '\u{feff}') {
         double_quote(s)
     } else {
@@ -461,15 +532,17 @@ fn plain_ok(s: &str) -> bool {
     if !matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::Str(_)) {
         return false;
     }
+    // go-yaml's emitter (`yaml_emitter_analyze_scalar`): most indicators may not start a
+    // plain scalar, but `-`, `?` and `:` may when no blank follows (`:9090`, `-x`).
     let first = s.chars().next().unwrap_or(' ');
-    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
-        // `-x` and `:x` are plain in YAML, but go-yaml quotes the indicator forms.
-        if !(first == '-' && s.len() > 1 && !s[1..].starts_with(' ')) {
-            return false;
-        }
-        if s.starts_with("---") {
-            return false;
-        }
+    if ",[]{}#&*!|>'\"%@`".contains(first) {
+        return false;
+    }
+    if "-?:".contains(first) && s[1..].chars().next().is_none_or(|c| c == ' ' || c == '\t') {
+        return false;
+    }
+    if s.starts_with("---") || s.starts_with("...") {
+        return false;
     }
     if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
         return false;
@@ -479,15 +552,141 @@ fn plain_ok(s: &str) -> bool {
     }) {
         return false;
     }
-    // Timestamps and base-60 numbers: go-yaml quotes them.
-    if s.bytes().next().is_some_and(|b| b.is_ascii_digit())
-        && s.bytes().all(|b| {
-            b.is_ascii_digit() || matches!(b, b'-' | b':' | b'.' | b'T' | b'Z' | b' ' | b'+')
-        })
-    {
+    !is_base60_float(s) && !is_timestamp(s)
+}
+
+/// go-yaml v2's `isBase60Float`: `^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`
+/// (`1:20`), which it double-quotes because YAML 1.1 readers take it as a number.
+fn is_base60_float(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = usize::from(matches!(b.first(), Some(b'-' | b'+')));
+    if !b.get(i).is_some_and(u8::is_ascii_digit) {
         return false;
     }
-    true
+    while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
+        i += 1;
+    }
+    let mut groups = 0;
+    while b.get(i) == Some(&b':') {
+        i += 1;
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) && i - start < 2 {
+            i += 1;
+        }
+        let group = &b[start..i];
+        let ok = match group {
+            [d] => d.is_ascii_digit(),
+            [t, _] => (b'0'..=b'5').contains(t),
+            _ => false,
+        };
+        if !ok {
+            return false;
+        }
+        groups += 1;
+    }
+    if groups == 0 {
+        return false;
+    }
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
+            i += 1;
+        }
+    }
+    i == b.len()
+}
+
+/// go-yaml v2's `parseTimestamp`: `2006-1-2`, optionally with `T15:4:5[.9…][Z|±07:00]` or
+/// ` 15:4:5[.9…]` (Go's `time.Parse` with those layouts). Such strings resolve to
+/// `!!timestamp`, so go-yaml double-quotes them.
+fn is_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i;
+    // Go's getnum: one or two digits for the short fields.
+    let num = |i: &mut usize, max_len: usize| -> Option<u32> {
+        let start = *i;
+        while *i < b.len() && b[*i].is_ascii_digit() && *i - start < max_len {
+            *i += 1;
+        }
+        (*i > start).then(|| s[start..*i].parse().unwrap_or(0))
+    };
+    let expect = |i: &mut usize, c: u8| -> bool {
+        let ok = b.get(*i) == Some(&c);
+        *i += usize::from(ok);
+        ok
+    };
+    let year_len = b.iter().take_while(|c| c.is_ascii_digit()).count();
+    if year_len != 4 {
+        return false;
+    }
+    let year: u32 = s[..4].parse().unwrap_or(0);
+    i = 4;
+    if !expect(&mut i, b'-') {
+        return false;
+    }
+    let Some(month) = num(&mut i, 2) else {
+        return false;
+    };
+    if !expect(&mut i, b'-') {
+        return false;
+    }
+    let Some(day) = num(&mut i, 2) else {
+        return false;
+    };
+    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => return false,
+    };
+    if day == 0 || day > days {
+        return false;
+    }
+    if i == b.len() {
+        return true;
+    }
+    let zoned = match b[i] {
+        b'T' | b't' => true,
+        b' ' => false,
+        _ => return false,
+    };
+    i += 1;
+    let (Some(h), true, Some(m), true, Some(sec)) = (
+        num(&mut i, 2),
+        expect(&mut i, b':'),
+        num(&mut i, 2),
+        expect(&mut i, b':'),
+        num(&mut i, 2),
+    ) else {
+        return false;
+    };
+    if h > 23 || m > 59 || sec > 59 {
+        return false;
+    }
+    if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
+        i += 1;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+    }
+    if !zoned {
+        return i == b.len();
+    }
+    match b.get(i) {
+        Some(b'Z') => i + 1 == b.len(),
+        Some(b'+' | b'-') => {
+            let z = &b[i + 1..];
+            z.len() == 5
+                && z[0].is_ascii_digit()
+                && z[1].is_ascii_digit()
+                && z[2] == b':'
+                && z[3].is_ascii_digit()
+                && z[4].is_ascii_digit()
+        }
+        _ => false,
+    }
 }
 
 /// kiln's YAML emitter's double-quoted style: the same escapes go-yaml writes.

@@ -8,6 +8,7 @@
 //! by the caller (see [`Seed`] and docs in `src/helm/mod.rs`).
 
 pub mod conv;
+mod goregex;
 pub mod semver;
 mod time;
 
@@ -1227,8 +1228,9 @@ fn types(f: &mut Funcs) {
     });
 }
 
+/// A Go regexp (RE2 syntax) compiled with the `regex` crate (see [`goregex`]).
 fn regex_of(p: &str) -> Result<regex::Regex, String> {
-    regex::Regex::new(p).map_err(|e| format!("error parsing regexp: {e}"))
+    regex::Regex::new(&goregex::translate(p)).map_err(|e| format!("error parsing regexp: {e}"))
 }
 
 /// Go's `Regexp.Expand` template syntax (`$1`, `${name}`) is the `regex` crate's.
