@@ -195,6 +195,9 @@ pub type Files = Vec<(String, Vec<u8>)>;
 pub struct Emitted {
     pub files: Files,
     pub cluster_kinds: std::collections::BTreeSet<(String, String)>,
+    /// What producing them read (the render's reads, or the cache entry's), for the
+    /// [`Journal`].
+    pub reads: Vec<Read>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -321,6 +324,7 @@ impl Cache {
             .iter()
             .all(|r| !r.result.is_empty() && observe(fs, &r.op, Path::new(&r.path)) == r.result);
         fresh.then(|| Emitted {
+            reads: entry.reads,
             files: entry
                 .files
                 .into_iter()
@@ -373,4 +377,125 @@ impl io::Write for HashWriter<'_> {
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
+}
+
+/// Bumped whenever the journal's layout or key inputs change.
+const JOURNAL_FORMAT: &str = "kiln-render-journal/1";
+
+/// The render journal: what the last full `kiln render` into one output directory, with one
+/// set of options, read and wrote, so that the next render of unchanged input can skip
+/// every stage (issue 13, part 3: a no-op re-render).
+///
+/// **Why it is safe.** The engine is deterministic and reads nothing but the file system
+/// (no clock, no environment), so replaying every recorded call of the last render (each
+/// `read`, `is_dir`, `read_dir`, … with the digest of what it returned) and getting the same
+/// results proves the render would produce the same tree again. The tree on disk is then
+/// checked against the recorded digests ([`crate::write::verify_unchanged`]: a file whose
+/// `stat` is exactly as recorded, and not racily recent, is taken as unchanged, as git
+/// does for its index; any other file is read and digested). Any difference, a missing or
+/// corrupt journal, or a journal of other options falls back to the full render, which
+/// rewrites the journal. So a stale or corrupt journal can cost time, never output.
+///
+/// **Where.** `<cache dir>/journal/<key>.json` (key: a digest of the options and the output
+/// directory), written like a cache entry: a digest line, then the JSON body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Journal {
+    pub key: String,
+    /// Calls made by load (replayed on the plain file system: load may look above the root
+    /// for `.git`).
+    pub load_reads: Vec<Read>,
+    /// Calls made by the render of BuildPlans (replayed inside the repository root).
+    pub render_reads: Vec<Read>,
+    pub root: PathBuf,
+    /// The platform and component directories (for [`crate::write::check_target`]).
+    pub sources: Vec<PathBuf>,
+    pub plans: usize,
+    /// Every file written: path, SHA-256 of its bytes, its `stat` after the write.
+    pub files: Vec<crate::write::Written>,
+    /// SHA-256 of the ownership marker written.
+    pub marker: String,
+    /// The warnings of that render, repeated by a skipped one.
+    pub expressions: Vec<[String; 4]>,
+    pub secrets: Vec<String>,
+}
+
+/// A journal's key and location (see [`Journal`]).
+#[derive(Debug, Clone)]
+pub struct JournalSlot {
+    key: String,
+    path: PathBuf,
+}
+
+impl JournalSlot {
+    /// The slot for a render described by `options` (every option that can change the
+    /// output, `{:?}`-formatted by the caller) into `out`.
+    pub fn new(cache_dir: &Path, options: &str, out: &Path) -> JournalSlot {
+        let mut h = Sha256::new();
+        h.update(JOURNAL_FORMAT);
+        h.update(b"\nkiln ");
+        h.update(env!("CARGO_PKG_VERSION"));
+        h.update(b"\noptions ");
+        h.update(options);
+        h.update(b"\nout ");
+        h.update(out.to_string_lossy().as_bytes());
+        let key = hex(&h.finalize());
+        let path = cache_dir.join("journal").join(format!("{key}.json"));
+        JournalSlot { key, path }
+    }
+
+    /// The journal and its modification time, when it is intact and of this key.
+    pub fn load(&self) -> Option<(Journal, std::time::SystemTime)> {
+        let bytes = crate::fs::read_regular(&self.path).ok()?;
+        let mtime = std::fs::symlink_metadata(&self.path)
+            .ok()?
+            .modified()
+            .ok()?;
+        let newline = bytes.iter().position(|b| *b == b'\n')?;
+        let (check, body) = (&bytes[..newline], &bytes[newline + 1..]);
+        if check != digest(body).as_bytes() {
+            return None;
+        }
+        let j: Journal = serde_json::from_slice(body).ok()?;
+        (j.key == self.key).then_some((j, mtime))
+    }
+
+    /// Removes the journal (before a full render rewrites the output, so that a render
+    /// killed half-way never leaves a journal describing a tree that is not there).
+    pub fn forget(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+
+    /// Stores `journal` (its key is set here). Best effort, as [`Cache::store`].
+    pub fn store(&self, mut journal: Journal) -> io::Result<()> {
+        journal.key = self.key.clone();
+        let body = serde_json::to_vec(&journal).map_err(io::Error::other)?;
+        let mut bytes = digest(&body).into_bytes();
+        bytes.push(b'\n');
+        bytes.extend_from_slice(&body);
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+        io::Write::write_all(&mut tmp, &bytes)?;
+        tmp.persist(&self.path).map_err(|e| e.error)?;
+        Ok(())
+    }
+}
+
+impl Journal {
+    /// Whether every recorded call still gives the same result: load's through `fs`,
+    /// the render's through `fs` confined to the root.
+    pub fn replays(&self, fs: &dyn FileSystem) -> bool {
+        use rayon::prelude::*;
+        let rooted = crate::fs::RootedFs::new(fs, self.root.clone());
+        let same = |fs: &dyn FileSystem, r: &Read| {
+            !r.result.is_empty() && observe(fs, &r.op, Path::new(&r.path)) == r.result
+        };
+        self.load_reads.par_iter().all(|r| same(fs, r))
+            && self.render_reads.par_iter().all(|r| same(&rooted, r))
+    }
+}
+
+/// SHA-256 (hex) of `bytes`, as the journal records written files.
+pub fn file_digest(bytes: &[u8]) -> String {
+    digest(bytes)
 }

@@ -264,6 +264,9 @@ pub struct RenderSummary {
     pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
     /// The Secrets in the rendered tree (see [`secrets_in`]), for the CLI's warning.
     pub secrets: Vec<String>,
+    /// `true` when the journal proved the render would change nothing and every stage was
+    /// skipped ([`crate::cache::Journal`]).
+    pub journal: bool,
 }
 
 /// Every `kind: Secret` document in `set`, as `file (namespace/name)`, in path order. kiln
@@ -349,6 +352,9 @@ pub struct Built {
     pub inputs: std::collections::BTreeMap<String, String>,
     pub timings: Timings,
     pub cache: crate::cache::CacheStats,
+    /// Every file-system call of load, and of the render (cache hits included), for the
+    /// journal ([`crate::cache::Journal`]).
+    pub reads: (Vec<crate::cache::Read>, Vec<crate::cache::Read>),
 }
 
 /// A file system remembering a digest of every file read through it, so provenance can name
@@ -436,7 +442,10 @@ pub fn build_timed(
     let load_opts = LoadOptions {
         root: opts.root.clone(),
     };
-    let loaded = load(&fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
+    // Every call of load, for the journal (see `crate::cache::Journal`).
+    let load_fs = crate::cache::Recorder::new(&fs);
+    let loaded = load(&load_fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
+    let load_reads = load_fs.reads();
     let platform = validate(loaded).map_err(KilnError::Validate)?;
     timings.load = t.elapsed();
     let t = Instant::now();
@@ -476,11 +485,12 @@ pub fn build_timed(
                 let out = crate::cache::Emitted {
                     files: emit_plan(&rendered, opts.layout),
                     cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
+                    reads: rendered.reads,
                 };
                 emit_ns.fetch_add(nanos(t), Relaxed);
                 if let (Some(c), Some(k)) = (&cache, &key) {
                     // A cache that cannot be written only costs time on the next run.
-                    let _ = c.store(k, rendered.reads, &out);
+                    let _ = c.store(k, out.reads.clone(), &out);
                 }
                 out
             }
@@ -497,8 +507,10 @@ pub fn build_timed(
     let t = Instant::now();
     let mut set = ArtifactSet::new();
     let mut cluster_kinds = BTreeSet::new();
+    let mut render_reads = BTreeSet::new();
     for e in emitted {
         cluster_kinds.extend(e.cluster_kinds);
+        render_reads.extend(e.reads);
         for (path, bytes) in e.files {
             set.insert(path, bytes);
         }
@@ -550,6 +562,7 @@ pub fn build_timed(
         inputs,
         timings,
         cache,
+        reads: (load_reads, render_reads.into_iter().collect()),
     })
 }
 
@@ -657,6 +670,15 @@ pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
+    let t = Instant::now();
+    let slot = journal_slot(opts);
+    let last = slot.as_ref().and_then(|s| s.load());
+    if let Some((j, recorded)) = &last
+        && let Some(mut summary) = replay_journal(opts, j, *recorded)?
+    {
+        summary.timings.load = t.elapsed();
+        return Ok(summary);
+    }
     let Built {
         platform,
         plans,
@@ -664,6 +686,7 @@ pub fn run_render_with_progress(
         scope,
         mut timings,
         cache,
+        reads: (load_reads, render_reads),
         ..
     } = build_timed(opts, progress)?;
     let t = Instant::now();
@@ -673,9 +696,33 @@ pub fn run_render_with_progress(
         .collect();
     crate::write::check_target(&opts.write_to, &platform.root, &sources)
         .map_err(KilnError::Write)?;
-    let report = write_render(&set, &opts.write_to, &scope)?;
-    timings.write = t.elapsed();
-    Ok(RenderSummary {
+    let digests: std::collections::BTreeMap<String, String> = {
+        use rayon::prelude::*;
+        set.files
+            .par_iter()
+            .map(|(p, b)| (p.clone(), crate::cache::file_digest(b)))
+            .collect()
+    };
+    let mut known = crate::write::Known {
+        digests: Some(&digests),
+        ..Default::default()
+    };
+    if let Some((j, recorded)) = &last {
+        known.files = j.files.iter().map(|w| (w.path.as_str(), w)).collect();
+        known.recorded = Some(*recorded);
+    }
+    // The journal describes the tree before this write; drop it first, so that a write
+    // that fails half-way never leaves a journal the tree does not match.
+    if let Some(s) = &slot {
+        s.forget();
+    }
+    let report = if scope.is_empty() {
+        WriteReport::default()
+    } else {
+        crate::write::write_known(&set, &opts.write_to, &|p| scope.contains(p), &known)
+            .map_err(KilnError::Write)?
+    };
+    let summary = RenderSummary {
         plans: plans.len(),
         files: set.len(),
         report,
@@ -683,7 +730,103 @@ pub fn run_render_with_progress(
         cache,
         expressions: crate::kargo::expressions::scan(&set),
         secrets: secrets_in(&set),
-    })
+        journal: false,
+    };
+    if let Some(slot) = &slot {
+        // Best effort: without a journal the next render only costs more.
+        let marker = crate::fs::read_regular(&opts.write_to.join(crate::marker::MARKER_FILE));
+        if let (Ok(files), Ok(marker)) = (
+            crate::write::written(&set, &opts.write_to, &digests),
+            marker,
+        ) {
+            let _ = slot.store(crate::cache::Journal {
+                key: String::new(),
+                load_reads,
+                render_reads,
+                root: platform.root.clone(),
+                sources,
+                plans: summary.plans,
+                files,
+                marker: crate::cache::file_digest(&marker),
+                expressions: summary
+                    .expressions
+                    .iter()
+                    .map(|e| {
+                        [
+                            e.file.clone(),
+                            e.resource.clone(),
+                            e.pointer.clone(),
+                            e.text.clone(),
+                        ]
+                    })
+                    .collect(),
+                secrets: summary.secrets.clone(),
+            });
+        }
+    }
+    timings.write = t.elapsed();
+    Ok(RenderSummary { timings, ..summary })
+}
+
+/// The journal of a render with `opts` (see [`crate::cache::Journal`]): only with a cache,
+/// and not with `--schema-dir` (its schemas are read outside the recorded calls).
+fn journal_slot(opts: &RenderOptions) -> Option<crate::cache::JournalSlot> {
+    let dir = opts.cache_dir.as_ref()?;
+    if opts.schema_dir.is_some() {
+        return None;
+    }
+    let out = crate::write::resolved_target(&opts.write_to)?;
+    // Every option that can change the output.
+    let options = format!(
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        opts.fs.canonicalize(&opts.platform_dir).ok()?,
+        opts.root,
+        opts.layout,
+        opts.selection,
+        opts.shard
+    );
+    Some(crate::cache::JournalSlot::new(dir, &options, &out))
+}
+
+/// The summary of a render skipped because the journal proves it would change nothing:
+/// every recorded call gives the same result, and the tree on disk is the one recorded.
+/// `None`: render in full.
+fn replay_journal(
+    opts: &RenderOptions,
+    j: &crate::cache::Journal,
+    recorded: std::time::SystemTime,
+) -> Result<Option<RenderSummary>, KilnError> {
+    if !j.replays(opts.fs.as_ref()) {
+        return Ok(None);
+    }
+    crate::write::check_target(&opts.write_to, &j.root, &j.sources).map_err(KilnError::Write)?;
+    if !crate::write::verify_unchanged(&opts.write_to, &j.files, &j.marker, recorded) {
+        return Ok(None);
+    }
+    Ok(Some(RenderSummary {
+        plans: j.plans,
+        files: j.files.len(),
+        report: WriteReport {
+            unchanged: j.files.iter().map(|w| w.path.clone()).collect(),
+            ..Default::default()
+        },
+        timings: Timings::default(),
+        cache: Default::default(),
+        expressions: j
+            .expressions
+            .iter()
+            .map(|[file, resource, pointer, text]| {
+                crate::kargo::expressions::ExpressionInManifest {
+                    file: file.clone(),
+                    resource: resource.clone(),
+                    pointer: pointer.clone(),
+                    text: text.clone(),
+                }
+            })
+            .collect(),
+        secrets: j.secrets.clone(),
+        journal: true,
+    }))
 }
 
 /// The slice a selection covers (see [`Scope`]): everything without a filter, else the

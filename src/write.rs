@@ -261,6 +261,22 @@ fn resolve_target(out: &Path) -> Result<PathBuf, WriteError> {
     Ok(parent.join(name))
 }
 
+/// `out` resolved as the write resolves it (see [`resolve_target`]), creating nothing; for
+/// naming the output (the render journal's key).
+pub fn resolved_target(out: &Path) -> Option<PathBuf> {
+    let absolute = crate::fs::normalize(&std::env::current_dir().ok()?.join(out));
+    if let Ok(real) = std::fs::canonicalize(&absolute) {
+        return Some(real);
+    }
+    match (absolute.parent(), absolute.file_name()) {
+        (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+            .ok()
+            .map(|p| p.join(name))
+            .or(Some(absolute.clone())),
+        _ => Some(absolute),
+    }
+}
+
 fn manifest_bytes(files: Vec<String>) -> Vec<u8> {
     crate::marker::OwnedMarker::new(files).to_bytes()
 }
@@ -299,6 +315,148 @@ pub fn check_target(out: &Path, root: &Path, sources: &[PathBuf]) -> Result<(), 
     Ok(())
 }
 
+/// What `stat` says about a file kiln wrote: enough that a file whose stamp is unchanged
+/// (and older than the record of it, see [`Known`]) can be taken as unchanged without
+/// reading it. `ctime` and the inode change on every write and rename and cannot be set by
+/// hand, so restoring an edited file's size and mtime does not fool the check.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+pub struct Stamp {
+    pub len: u64,
+    pub mtime: (i64, i64),
+    pub ctime: (i64, i64),
+    pub ino: u64,
+    pub dev: u64,
+}
+
+/// The stamp of the regular file at `path` (symbolic links are not followed); `None` for
+/// anything else, and on systems without these fields (there every file is read).
+pub fn stamp(path: &Path) -> Option<Stamp> {
+    let m = std::fs::symlink_metadata(path).ok()?;
+    if !m.file_type().is_file() {
+        return None;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some(Stamp {
+            len: m.len(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+            ino: m.ino(),
+            dev: m.dev(),
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        None
+    }
+}
+
+/// A file of a previous write: its path, the SHA-256 of the bytes written, its stamp after
+/// the write.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Written {
+    pub path: String,
+    pub digest: String,
+    pub stamp: Option<Stamp>,
+}
+
+/// What a previous write left, for a cheaper comparison (see [`write_known`]): its files,
+/// recorded at `recorded` (a file modified at or after that instant is racily clean, as
+/// git calls it, and is read), and the digest of each file about to be written.
+#[derive(Debug, Default)]
+pub struct Known<'a> {
+    pub files: std::collections::BTreeMap<&'a str, &'a Written>,
+    pub recorded: Option<std::time::SystemTime>,
+    pub digests: Option<&'a std::collections::BTreeMap<String, String>>,
+}
+
+impl Known<'_> {
+    /// `true` when the file at `target` (relative `path`) is, by its stamp, exactly the one
+    /// recorded with `digest`.
+    fn unchanged(&self, path: &str, target: &Path, digest: &str) -> bool {
+        let (Some(w), Some(recorded)) = (self.files.get(path), self.recorded) else {
+            return false;
+        };
+        let Some(old) = w.stamp else {
+            return false;
+        };
+        w.digest == digest && before(old.mtime, recorded) && stamp(target) == Some(old)
+    }
+}
+
+/// Whether `mtime` (seconds, nanoseconds since the epoch) lies strictly before `t`.
+fn before(mtime: (i64, i64), t: std::time::SystemTime) -> bool {
+    let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) else {
+        return false;
+    };
+    let t = (
+        i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        i64::from(d.subsec_nanos()),
+    );
+    mtime < t
+}
+
+/// Stamps and digests of the files of `set` as now written in `out` (for the journal).
+pub fn written(
+    set: &ArtifactSet,
+    out: &Path,
+    digests: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<Written>, WriteError> {
+    use rayon::prelude::*;
+    let out = resolve_target(out)?;
+    Ok(set
+        .files
+        .par_iter()
+        .map(|(path, _)| Written {
+            path: path.clone(),
+            digest: digests.get(path).cloned().unwrap_or_default(),
+            stamp: stamp(&out.join(path)),
+        })
+        .collect())
+}
+
+/// `true` when `out` holds exactly the files of a previous write, unchanged, and its
+/// ownership marker has the SHA-256 `marker`: then writing the same tree again would
+/// change nothing. Files are compared by stamp where [`Known`] allows it, else read and
+/// digested; no directory on the way may be a symbolic link (the write would refuse it).
+pub fn verify_unchanged(
+    out: &Path,
+    files: &[Written],
+    marker: &str,
+    recorded: std::time::SystemTime,
+) -> bool {
+    use rayon::prelude::*;
+    let Ok(out) = resolve_target(out) else {
+        return false;
+    };
+    let same_marker = crate::fs::read_regular(&out.join(MANIFEST))
+        .is_ok_and(|b| crate::cache::file_digest(&b) == marker);
+    if !same_marker {
+        return false;
+    }
+    let mut checked = BTreeSet::new();
+    if files
+        .iter()
+        .any(|w| !is_safe(&w.path) || check_no_symlinked_dir(&out, &w.path, &mut checked).is_err())
+    {
+        return false;
+    }
+    let known = Known {
+        files: files.iter().map(|w| (w.path.as_str(), w)).collect(),
+        recorded: Some(recorded),
+        digests: None,
+    };
+    files.par_iter().all(|w| {
+        let target = out.join(&w.path);
+        known.unchanged(&w.path, &target, &w.digest)
+            || crate::fs::read_regular(&target)
+                .is_ok_and(|b| crate::cache::file_digest(&b) == w.digest)
+    })
+}
+
 /// Writes `set` into `out` (see the module docs); every owned file not in `set` is pruned.
 ///
 /// Errors: [`WriteError`]; on any error before the commit step nothing in `out` has changed.
@@ -314,6 +472,19 @@ pub fn write_scoped(
     set: &ArtifactSet,
     out: &Path,
     in_scope: &dyn Fn(&str) -> bool,
+) -> Result<WriteReport, WriteError> {
+    write_known(set, out, in_scope, &Known::default())
+}
+
+/// [`write_scoped`], taking a file as unchanged without reading it when `known` proves it
+/// (the same digest and an unchanged, not racily recent [`Stamp`]).
+///
+/// Errors: as [`write`].
+pub fn write_known(
+    set: &ArtifactSet,
+    out: &Path,
+    in_scope: &dyn Fn(&str) -> bool,
+    known: &Known,
 ) -> Result<WriteReport, WriteError> {
     if let Some(bad) = set.paths().find(|p| !is_safe(p) || *p == MANIFEST) {
         // Emit builds every path itself; this is a bug, not user input.
@@ -358,6 +529,11 @@ pub fn write_scoped(
         let unowned = || WriteError::UnownedFile {
             path: target.display().to_string(),
         };
+        let digest = known.digests.and_then(|d| d.get(path));
+        if owned.contains(path) && digest.is_some_and(|d| known.unchanged(path, &target, d)) {
+            report.unchanged.push(path.clone());
+            continue;
+        }
         match crate::fs::read_regular(&target) {
             // Same bytes, but not kiln's: adopting it would let a later prune delete it.
             Ok(_) if !owned.contains(path) => return Err(unowned()),

@@ -460,3 +460,80 @@ fn bank_notifications_render_from_their_chart_in_every_environment() {
         "{east}"
     );
 }
+
+/// The certificate a webhook chart makes with `genCA` + `genSignedCert` is real X.509: the
+/// CA in `caBundle` signed the serving certificate (checked with the CA's RSA key, and with
+/// `openssl verify` where openssl is installed), the key is the certificate's, and the same
+/// input gives the same bytes while another release gives another key.
+#[test]
+fn generated_webhook_certificates_verify() {
+    use rsa::pkcs1::DecodeRsaPublicKey;
+    use rsa::signature::Verifier;
+    use x509_parser::prelude::{FromDer, X509Certificate};
+    let chart = crate_dir().join("tests/helm/x509/webhook");
+    let render = |release: &str| {
+        let mut o = opts(&chart, None);
+        o.release_name = release.into();
+        let stream = template(&o).unwrap_or_else(|e| panic!("{e}")).stream;
+        let docs = parse_docs(&stream);
+        let b64 = |v: &serde_json::Value| -> String {
+            let bytes = kiln::helm::encode::b64_decode(v.as_str().unwrap()).unwrap();
+            String::from_utf8(bytes).unwrap()
+        };
+        let secret = docs.iter().find(|d| d["kind"] == "Secret").unwrap();
+        let hook = docs
+            .iter()
+            .find(|d| d["kind"] == "ValidatingWebhookConfiguration")
+            .unwrap();
+        (
+            b64(&hook["webhooks"][0]["clientConfig"]["caBundle"]),
+            b64(&secret["data"]["tls.crt"]),
+            b64(&secret["data"]["tls.key"]),
+        )
+    };
+    let (ca_pem, cert_pem, key_pem) = render("rel");
+    let der = |pem: &str| -> Vec<u8> {
+        let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+        kiln::helm::encode::b64_decode(&body).unwrap()
+    };
+    let (ca_der, cert_der) = (der(&ca_pem), der(&cert_pem));
+    let (_, ca) = X509Certificate::from_der(&ca_der).expect("the CA parses as X.509");
+    let (_, cert) = X509Certificate::from_der(&cert_der).expect("the certificate parses");
+    assert!(ca.is_ca() && !cert.is_ca());
+    assert_eq!(cert.issuer().as_raw(), ca.subject().as_raw());
+    assert_eq!(cert.subject().to_string(), "CN=rel-webhook");
+    let ca_key =
+        rsa::RsaPublicKey::from_pkcs1_der(&ca.public_key().subject_public_key.data).unwrap();
+    let sig = rsa::pkcs1v15::Signature::try_from(cert.signature_value.data.as_ref()).unwrap();
+    rsa::pkcs1v15::VerifyingKey::<sha2::Sha256>::new(ca_key)
+        .verify(cert.tbs_certificate.as_ref(), &sig)
+        .expect("the CA signed the serving certificate");
+    assert!(key_pem.starts_with("-----BEGIN RSA PRIVATE KEY-----\n"));
+
+    // The same input, the same bytes; another release, another key.
+    assert_eq!(
+        render("rel"),
+        (ca_pem.clone(), cert_pem.clone(), key_pem.clone())
+    );
+    assert_ne!(render("other").2, key_pem);
+
+    // The reference consumer's view, where openssl is installed.
+    let dir = tempfile::tempdir().unwrap();
+    let (ca_file, cert_file) = (dir.path().join("ca.crt"), dir.path().join("tls.crt"));
+    std::fs::write(&ca_file, &ca_pem).unwrap();
+    std::fs::write(&cert_file, &cert_pem).unwrap();
+    match std::process::Command::new("openssl")
+        .args(["verify", "-CAfile"])
+        .arg(&ca_file)
+        .arg(&cert_file)
+        .output()
+    {
+        Ok(out) => assert!(
+            out.status.success(),
+            "openssl verify: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+        Err(_) => eprintln!("openssl not installed: checked with the rsa crate only"),
+    }
+}

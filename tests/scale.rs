@@ -205,7 +205,14 @@ fn a_no_op_render_is_all_cache_hits_and_one_change_misses_only_its_plans() {
     let o = opts(t.path(), "deploy", Some("cache"));
     let first = render(&o);
     assert_eq!((first.cache.hits, first.cache.misses), (0, N * E));
+    // Unchanged input: the journal skips every stage.
     let again = render(&o);
+    assert!(again.journal && again.report.is_noop());
+    assert_eq!((again.cache.hits, again.cache.misses), (0, 0));
+    // Without the journal, every BuildPlan is a cache hit.
+    std::fs::remove_dir_all(t.path().join("cache/journal")).unwrap();
+    let again = render(&o);
+    assert!(!again.journal);
     assert_eq!((again.cache.hits, again.cache.misses), (N * E, 0));
     assert!(again.report.is_noop());
 
@@ -242,7 +249,11 @@ fn corrupt_or_stale_cache_entries_never_change_the_output() {
     render(&o);
     let expected = tree(&o.write_to);
     let cache = t.path().join("cache");
-    let entries: Vec<PathBuf> = tree(&cache).keys().map(|k| cache.join(k)).collect();
+    let entries: Vec<PathBuf> = tree(&cache)
+        .keys()
+        .filter(|k| !k.starts_with("journal/"))
+        .map(|k| cache.join(k))
+        .collect();
     assert_eq!(entries.len(), N * E);
     let other = std::fs::read(&entries[1]).unwrap();
     for (i, e) in entries.iter().enumerate() {
@@ -277,7 +288,8 @@ fn corrupt_or_stale_cache_entries_never_change_the_output() {
     // because the key inside does not match.
     assert_eq!((s.cache.hits, s.cache.misses), (0, N * E), "{:?}", s.cache);
     assert_same(&tree(&o2.write_to), &expected, "after corrupting the cache");
-    // The misses were re-stored: the next render hits everything again.
+    // The misses were re-stored: the next render (without its journal) hits everything.
+    std::fs::remove_dir_all(cache.join("journal")).unwrap();
     assert_eq!(render(&o2).cache.hits, N * E);
 }
 
@@ -428,8 +440,82 @@ fn timings_name_every_stage() {
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&again.stderr);
-    assert!(
-        err.contains(&format!("cache: {} hits, 0 misses", N * E)),
-        "{err}"
+    assert!(err.contains("skipped: the journal"), "{err}");
+}
+
+#[test]
+fn the_journal_skips_a_render_only_when_inputs_and_output_are_unchanged() {
+    let t = platform();
+    let o = opts(t.path(), "deploy", Some("cache"));
+    assert!(!render(&o).journal);
+    let expected = tree(&o.write_to);
+    assert!(render(&o).journal, "unchanged input and output: skipped");
+
+    // An output file edited by hand, same size, its mtime put back: the stamp (ctime,
+    // inode) still tells, the render runs and restores it.
+    let out_file = o.write_to.join("p0000/dev/c00001/c00001.gen.yaml");
+    let before = std::fs::metadata(&out_file).unwrap().modified().unwrap();
+    let text = std::fs::read_to_string(&out_file).unwrap();
+    std::fs::write(&out_file, text.replace("kind: Service", "kind: Sxrvice")).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&out_file)
+        .unwrap()
+        .set_modified(before)
+        .unwrap();
+    let s = render(&o);
+    assert!(!s.journal && s.report.written == ["p0000/dev/c00001/c00001.gen.yaml"]);
+    assert_same(&tree(&o.write_to), &expected, "edited output restored");
+
+    // A deleted output file: restored.
+    std::fs::remove_file(&out_file).unwrap();
+    assert!(!render(&o).journal);
+    assert_same(&tree(&o.write_to), &expected, "deleted output restored");
+    assert!(render(&o).journal);
+
+    // A corrupt journal (each way) is ignored; the output stays the same.
+    let journal_dir = t.path().join("cache/journal");
+    let journal = std::fs::read_dir(&journal_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let good = std::fs::read(&journal).unwrap();
+    let mut flipped = good.clone();
+    let at = flipped.len() - 30;
+    flipped[at] ^= 0x01;
+    for bad in [flipped, good[..good.len() / 2].to_vec(), b"{}".to_vec()] {
+        std::fs::write(&journal, bad).unwrap();
+        assert!(!render(&o).journal);
+        assert_same(
+            &tree(&o.write_to),
+            &expected,
+            "after corrupting the journal",
+        );
+    }
+
+    // A changed input of one component (a file of its kustomize base, read only by the
+    // render): not skipped; only that component's BuildPlans are rendered again, and the
+    // tree is byte for byte a cold render's.
+    let svc = t.path().join("components/c00001/base/service.yaml");
+    let text = std::fs::read_to_string(&svc).unwrap();
+    std::fs::write(&svc, text.replace("port: 80", "port: 82")).unwrap();
+    let s = render(&o);
+    assert!(!s.journal);
+    assert_eq!((s.cache.hits, s.cache.misses), (N * E - E, E));
+    let cold = opts(t.path(), "cold", None);
+    render(&cold);
+    assert_same(
+        &tree(&o.write_to),
+        &tree(&cold.write_to),
+        "incremental vs cold",
     );
+    assert!(render(&o).journal);
+
+    // A new file where load looks (a component directory listing is an input too): a file
+    // next to `component.yaml` that nothing reads does not matter, a changed platform does.
+    let pf = t.path().join("platforms/synth/platform.yaml");
+    let text = std::fs::read_to_string(&pf).unwrap();
+    std::fs::write(&pf, format!("{text}\n")).unwrap();
+    assert!(!render(&o).journal, "platform.yaml changed");
 }

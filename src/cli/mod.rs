@@ -600,7 +600,9 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
                 .max(1) as f64
         )
     };
-    let cache = if s.cache.hits + s.cache.misses == 0 {
+    let cache = if s.journal {
+        "skipped: the journal shows inputs and output unchanged; load is its check".to_string()
+    } else if s.cache.hits + s.cache.misses == 0 {
         "no cache".to_string()
     } else {
         format!("cache: {} hits, {} misses", s.cache.hits, s.cache.misses)
