@@ -31,6 +31,7 @@ use crate::kustomize::error::{KustomizeError, Site};
 use crate::kustomize::filters::namespace::Scope;
 use crate::kustomize::filters::patch_strategic_merge::ListOrder;
 use crate::kustomize::hash;
+use crate::kustomize::konfig::openapi::{CustomSchema, OpenApi};
 pub use crate::kustomize::konfig::transformer_config::{NameBackReference, TransformerConfig};
 use crate::kustomize::target::load::{
     Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
@@ -106,6 +107,11 @@ pub struct Session {
     warnings: std::cell::RefCell<Vec<String>>,
     /// The next kustomization id (`BuildMeta::scopes`).
     next_scope: std::cell::Cell<u32>,
+    /// The `openapi:` schema, once a kustomization set it (global to the build, as in
+    /// kustomize: see `openapi.rs`).
+    openapi: std::cell::RefCell<Option<std::rc::Rc<CustomSchema>>>,
+    /// Whether kyaml would have parsed its builtin schema before `openapi` was set.
+    builtin_schema_used: std::cell::Cell<bool>,
 }
 
 impl Session {
@@ -115,6 +121,24 @@ impl Session {
             options,
             warnings: Default::default(),
             next_scope: Default::default(),
+            openapi: Default::default(),
+            builtin_schema_used: Default::default(),
+        }
+    }
+
+    /// The schema strategic merges use now: `None` while no `openapi:` schema was read.
+    pub fn openapi(&self) -> Option<OpenApi> {
+        self.openapi.borrow().as_ref().map(|schema| OpenApi {
+            schema: schema.clone(),
+            builtin_too: self.builtin_schema_used.get(),
+        })
+    }
+
+    /// Records that kyaml would parse its builtin schema now (a strategic merge, or an object
+    /// of a kind it does not precompute), which matters once a custom schema is set later.
+    pub fn note_builtin_schema_use(&self) {
+        if self.openapi.borrow().is_none() {
+            self.builtin_schema_used.set(true);
         }
     }
 
@@ -381,6 +405,32 @@ fn accumulate_target(
     reject_unsupported(kf)?;
     // A component works on its parent's objects, so its renames are the parent's.
     let scope = (!k.is_component()).then(|| ldr.session().next_scope());
+    // `openapi: {path}`: the first kustomization to name a schema sets it for the rest of
+    // the build (kustomize's `openapi.SetSchema`, global and set once; the root's first).
+    if let Some(path) = k.openapi.get("path")
+        && ldr.session().openapi.borrow().is_none()
+    {
+        let site = kf.site("/openapi/path");
+        if is_remote(path) {
+            return Err(KustomizeError::unsupported(
+                site,
+                "openapi",
+                format!("remote schema `{path}`"),
+                "kiln builds offline: commit the schema file and give its path",
+            ));
+        }
+        let (file, text) = ldr
+            .read_file(path)
+            .map_err(|issue| ldr.error(issue, site.clone(), "OpenAPI schema file", path))?;
+        let schema = CustomSchema::parse(&ldr.display(&file), &text).map_err(|m| {
+            KustomizeError::invalid(
+                site,
+                m,
+                "give a Swagger 2 document with `definitions` (e.g. from `kustomize openapi fetch`)",
+            )
+        })?;
+        *ldr.session().openapi.borrow_mut() = Some(std::rc::Rc::new(schema));
+    }
 
     // 1. resources, then the legacy `bases` (kustomize appends bases to resources).
     let entries = k
@@ -419,6 +469,12 @@ fn accumulate_target(
                         source: e,
                     })?;
                 let resources = parse_resources(&display, &text)?;
+                if resources
+                    .iter()
+                    .any(|r| !crate::kustomize::konfig::merge_keys::is_builtin_group(r.group()))
+                {
+                    ldr.session().note_builtin_schema_use();
+                }
                 acc.append_indexed(&mut index, resources, site)?;
             }
             Ok(Entry::Dir(dir)) => {
@@ -458,8 +514,17 @@ fn accumulate_target(
     }
     for (i, path) in k.crds.iter().enumerate() {
         let site = kf.site(&format!("/crds/{i}"));
-        ldr.read_file(path)
-            .map_err(|issue| ldr.error(issue, site, "CRD file", path))?;
+        let (file, text) = ldr
+            .read_file(path)
+            .map_err(|issue| ldr.error(issue, site.clone(), "CRD file", path))?;
+        let tc = super::crds::config_from_openapi(&ldr.display(&file), &text).map_err(|m| {
+            KustomizeError::invalid(
+                site,
+                m,
+                "a `crds` file maps Go type names to OpenAPI definitions (`{\"<pkg>.<Kind>\": {\"Schema\": …}}`, as openapi-gen writes them)",
+            )
+        })?;
+        acc.config.merge(&tc);
     }
 
     // 3. generators.
@@ -584,12 +649,12 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
             ));
         }
     }
-    if k.openapi.contains_key("path") || k.openapi.contains_key("version") {
+    if k.openapi.contains_key("version") {
         return Err(KustomizeError::unsupported(
-            kf.key_site("/openapi"),
-            "openapi",
-            "custom OpenAPI schemas for merge keys are not read",
-            "use `$patch: replace` or a JSON 6902 patch for lists of custom resources",
+            kf.key_site("/openapi/version"),
+            "openapi.version",
+            "builtin OpenAPI schemas of other Kubernetes versions are not bundled",
+            "remove `openapi.version`, or give a schema file with `openapi.path`",
         ));
     }
     Ok(())
