@@ -1,42 +1,245 @@
 #!/usr/bin/env python3
-"""kiln vs real Helm (helm-python-sdk) on the largest charts of the shared corpus, one run.
+"""kiln's Helm engine vs real Helm v4.2.3 (PyPI helm-python-sdk), side by side in one run.
 
-    /path/to/venv/bin/python scripts/helm-bench.py [KILN_BINARY] [SHARED_CHARTS_DIR]
+    cargo build --release
+    /work/helm-venv/bin/python scripts/helm-bench.py [--kiln target/release/kiln]
+        [--charts ../shared/charts] [--runs 5] [--components 50] [--skip-charts] [--skip-platform]
 
-For each chart: the median of 5 renders of `kiln helm template` (a process each) and of
-helm-python-sdk's `Chart.load(dir).render(...)` (in-process, so Helm pays no process start).
+1. Charts: the largest charts of the shared corpus, default values. kiln is timed as a process
+   (`kiln helm template CHART rel -n ns --include-crds`, process start to exit); Helm in
+   process (`Chart.load(dir)` + a client-only dry-run install, which is `helm template`'s
+   render and sort, plus `render()` for the hooks and the CRDs as scripts/helm-expectations.py
+   does it), so Helm pays no process start. Median of --runs. kiln's output is then checked
+   with the corpus' own `verify-charts.py --compare` (documents as data, random values masked).
+2. Platform: --components chart-based components (each its own copy of the bank's
+   notifications chart, with its queue subchart and library chart) x 5 environments, with
+   per-environment values. kiln: one `kiln render --no-cache` of the whole platform (load,
+   evaluate, 250 chart renders, transformers, Kargo/Argo CD emit, write) and one with a warm
+   cache after one component changed. "The Holos way": one Helm render per BuildPlan (250
+   `Chart.load` + `render`, in process; Holos itself runs a `helm template` process per
+   component, which costs more), the rendered manifests not even written.
 """
+import argparse
+import json
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import helm_python as helm
 
-kiln = sys.argv[1] if len(sys.argv) > 1 else "target/release/kiln"
-root = Path(sys.argv[2] if len(sys.argv) > 2 else "../shared/charts")
-charts = ["argo-cd", "kargo", "datadog", "prometheus", "cert-manager", "bitnami-postgresql"]
+REPO = Path(__file__).resolve().parent.parent
+CHARTS = ["datadog", "argo-cd", "traefik", "prometheus", "kargo", "cert-manager",
+          "bitnami-postgresql", "ingress-nginx"]
+ENVS = ["dev", "test", "stage", "prod-east", "prod-west"]
 
 
-def timed(fn, n=5):
+def timed(fn, runs):
     out = []
-    for _ in range(n):
+    for _ in range(runs):
         t = time.perf_counter()
         fn()
         out.append(time.perf_counter() - t)
     return statistics.median(out)
 
 
-print("| chart | kiln (ms) | helm-python-sdk (ms) | speed-up |")
-print("|---|---|---|---|")
-for c in charts:
-    d = root / c / "chart"
-    k = timed(lambda: subprocess.run([kiln, "helm", "template", str(d), "rel", "-n", "ns", "--include-crds"],
-                                     check=True, stdout=subprocess.DEVNULL))
+def helm_template(chart_dir, values, name, namespace):
+    """What `helm template` does, in process: load, render, sort (the dry-run install)."""
+    cfg = helm.Config(storage_driver="memory", namespace=namespace)
+    try:
+        with helm.Chart.load(str(chart_dir)) as chart:
+            rel = cfg.install(chart, name, values, namespace=namespace, dry_run="client")
+        with helm.Chart.load(str(chart_dir)) as chart:
+            chart.render(values, name=name, namespace=namespace)
+    finally:
+        cfg.close()
+    return rel
 
-    def h():
-        with helm.Chart.load(str(d)) as ch:
-            ch.render(None, name="rel", namespace="ns")
-    hm = timed(h)
-    print(f"| {c} | {k*1000:.0f} | {hm*1000:.0f} | {hm/k:.1f}x |")
+
+def bench_charts(kiln, root, runs):
+    print("### Charts (default values, `--include-crds`)\n")
+    print("| chart | templates | objects | kiln (ms) | helm-python-sdk (ms) | speed-up | equal |")
+    print("|---|---|---|---|---|---|---|")
+    out_dir = Path(tempfile.mkdtemp(prefix="kiln-helm-bench-"))
+    try:
+        for c in CHARTS:
+            d = root / c / "chart"
+            if not d.is_dir():
+                continue
+            cmd = [kiln, "helm", "template", str(d), "rel", "-n", "ns", "--include-crds"]
+            stream = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+            (out_dir / c).mkdir()
+            (out_dir / c / "default.yaml").write_text(stream)
+            k = timed(lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL), runs)
+            h = timed(lambda: helm_template(d, None, "rel", "ns"), runs)
+            cmp = subprocess.run([sys.executable, str(root / "verify-charts.py"), "--compare",
+                                  str(out_dir), f"{c}:default"], capture_output=True, text=True)
+            templates = sum(1 for p in d.rglob("templates/*") if p.is_file())
+            objects = stream.count("\n# Source: ")
+            print(f"| {c} | {templates} | {objects} | {k*1000:.0f} | {h*1000:.0f} | "
+                  f"{h/k:.1f}x | {'yes' if cmp.returncode == 0 else 'NO'} |")
+    finally:
+        shutil.rmtree(out_dir)
+    print()
+
+
+def params(i, env):
+    """The parameters of component i in env (also what the platform file sets)."""
+    prod = env.startswith("prod")
+    return {
+        "replicas": 1 + (i % 3) + (2 if prod else 0),
+        "logLevel": "warn" if prod else "debug",
+        "domain": f"{env}.bench.example.com",
+        "pushEnabled": prod,
+        "alertThresholdCents": 1000 * (i + 1),
+        "queueReplicas": 3 if prod else 1,
+        "queueStorage": f"{(i % 5) + 1}Gi",
+    }
+
+
+def values(p):
+    """component.yaml's `values:`, evaluated (as kiln evaluates ${params.*})."""
+    return {
+        "replicaCount": p["replicas"],
+        "logLevel": p["logLevel"],
+        "sender": f"alerts@{p['domain']}",
+        "alertThresholdCents": p["alertThresholdCents"],
+        "push": {"enabled": p["pushEnabled"]},
+        "queue": {"replicas": p["queueReplicas"], "storage": p["queueStorage"]},
+    }
+
+
+COMPONENT = """apiVersion: kiln/v1alpha1
+kind: Component
+metadata:
+  name: svc{i:02d}
+spec:
+  parameters:
+    type: object
+    properties:
+      replicas: {{type: integer, default: 1}}
+      logLevel: {{type: string, default: info}}
+      domain: {{type: string, default: example.com}}
+      pushEnabled: {{type: boolean, default: false}}
+      alertThresholdCents: {{type: integer, default: 100}}
+      queueReplicas: {{type: integer, default: 1}}
+      queueStorage: {{type: string, default: 1Gi}}
+  images:
+  - name: ghcr.io/example-bank/notifications
+    repository: registry.example.com/svc{i:02d}
+    tag: "1.2.0"
+    constraint: "^1.2.0"
+  generators:
+  - helm:
+      chart: chart
+      values:
+        replicaCount: "${{params.replicas}}"
+        logLevel: "${{params.logLevel}}"
+        sender: "alerts@${{params.domain}}"
+        alertThresholdCents: "${{params.alertThresholdCents}}"
+        push: {{enabled: "${{params.pushEnabled}}"}}
+        queue: {{replicas: "${{params.queueReplicas}}", storage: "${{params.queueStorage}}"}}
+  transformers:
+  - namespace: "${{env.namespace}}"
+  - labels: {{bench.example.com/env: "${{env.name}}"}}
+"""
+
+
+def make_platform(root, n):
+    chart = REPO / "components" / "notifications" / "chart"
+    comps = []
+    for i in range(n):
+        d = root / "components" / f"svc{i:02d}"
+        shutil.copytree(chart, d / "chart")
+        (d / "component.yaml").write_text(COMPONENT.format(i=i))
+        envs = {e: {"parameters": params(i, e)} for e in ENVS}
+        comps.append({"path": f"../../components/svc{i:02d}", "environments": envs})
+    platform = {
+        "apiVersion": "kiln/v1alpha1", "kind": "Platform", "metadata": {"name": "bench"},
+        "spec": {
+            "source": {"repoURL": "https://example.com/bench.git"},
+            "clusters": [{"name": "c", "server": "https://c.example.com"}],
+            "environments": [{"name": e, "tier": "prod" if e.startswith("prod") else "nonprod",
+                              "cluster": "c", **({"from": [ENVS[j - 1]]} if j else {})}
+                             for j, e in enumerate(ENVS)],
+            "kargo": {"enabled": True},
+            "projects": [{"name": "bench", "output": {"repoURL": "https://example.com/out.git"},
+                          "components": comps}],
+        },
+    }
+    p = root / "platforms" / "bench"
+    p.mkdir(parents=True)
+    (p / "platform.yaml").write_text(json.dumps(platform, indent=1))
+    return p
+
+
+def bench_platform(kiln, n, runs):
+    tmp = Path(tempfile.mkdtemp(prefix="kiln-helm-platform-"))
+    try:
+        platform = make_platform(tmp / "repo", n)
+        out = tmp / "out"
+
+        def kiln_cold():
+            shutil.rmtree(out, ignore_errors=True)
+            subprocess.run([kiln, "render", str(platform), "--write-to", str(out), "--no-cache"],
+                           check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        k_cold = timed(kiln_cold, runs)
+        plans = len(list(out.rglob("*.gen.yaml")))
+        cache = tmp / "cache"
+        cmd = [kiln, "render", str(platform), "--write-to", str(out), "--cache-dir", str(cache)]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        comp = tmp / "repo" / "components" / "svc00" / "component.yaml"
+        original = comp.read_text()
+
+        changes = iter(range(1_000_000))
+
+        def kiln_one_change():
+            # A new label value each time, so the change is never in the cache.
+            comp.write_text(original.replace('"${env.name}"', f'"${{env.name}}-{next(changes)}"'))
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        k_warm = timed(kiln_one_change, runs)
+
+        def holos():
+            for i in range(n):
+                chart = tmp / "repo" / "components" / f"svc{i:02d}" / "chart"
+                for e in ENVS:
+                    with helm.Chart.load(str(chart)) as ch:
+                        ch.render(values(params(i, e)), name=f"svc{i:02d}", namespace=f"bench-{e}")
+
+        h = timed(holos, max(1, runs // 2))
+        print(f"### Platform: {n} chart-based components x {len(ENVS)} environments "
+              f"({plans} BuildPlans)\n")
+        print("| what | time (s) | vs one Helm render per BuildPlan |")
+        print("|---|---|---|")
+        print(f"| kiln render --no-cache (everything: {plans} chart renders, transformers, Kargo/Argo CD, write) | {k_cold:.2f} | {h/k_cold:.1f}x faster |")
+        print(f"| kiln render, cache warm, one component changed | {k_warm:.2f} | {h/k_warm:.1f}x faster |")
+        print(f"| Holos way: {plans} x helm-python-sdk Chart.load + render, in process, nothing written | {h:.2f} | 1x |")
+        print()
+    finally:
+        shutil.rmtree(tmp)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kiln", default=str(REPO / "target" / "release" / "kiln"))
+    ap.add_argument("--charts", default=str(REPO.parent / "shared" / "charts"))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--components", type=int, default=50)
+    ap.add_argument("--skip-charts", action="store_true")
+    ap.add_argument("--skip-platform", action="store_true")
+    a = ap.parse_args()
+    print(f"helm-python-sdk {helm.helm_sdk_version()} (Helm), kiln {a.kiln}, "
+          f"median of {a.runs} runs\n")
+    if not a.skip_charts:
+        bench_charts(a.kiln, Path(a.charts), a.runs)
+    if not a.skip_platform:
+        bench_platform(a.kiln, a.components, a.runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -104,6 +104,10 @@ pub struct BuildMeta {
     /// For each entry of `previous_names`, the kustomization (an id of `scopes`) whose
     /// transformers made that rename; missing entries were made at the top of the build.
     pub rename_scopes: Vec<u32>,
+    /// For an object made by a builtin generator: the kustomization file (as displayed,
+    /// relative to the build root) and the generator kind, for `buildMetadata:
+    /// [originAnnotations]` (kustomize's `configuredIn` / `configuredBy`).
+    pub generated_in: Option<(String, &'static str)>,
 }
 
 /// One Kubernetes object.

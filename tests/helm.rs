@@ -12,7 +12,12 @@
 //!   with helm-python-sdk), re-runs the expectations script in `--check` mode.
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
-use kiln::helm::{HelmError, TemplateOptions, template, yaml};
+use kiln::helm::{HelmError, Rendered, TemplateOptions, yaml};
+
+/// `helm template` reading the real file system (the engine reads only through the one given).
+fn template(o: &TemplateOptions) -> Result<Rendered, HelmError> {
+    kiln::helm::template_with(&kiln::fs::RealFs, o)
+}
 use std::path::{Path, PathBuf};
 
 fn crate_dir() -> PathBuf {
@@ -333,6 +338,126 @@ fn helm_generator_renders_charts_in_a_platform() {
     assert!(
         !dev.contains("NeverRendered") && dev.contains("name: web-migrate"),
         "{dev}"
+    );
+}
+
+/// `kiln render` reads a chart only inside the repository root: a chart directory linked out
+/// of it is refused at load, and so is a symbolic link inside the chart that leads out
+/// (Helm would follow both); a link to elsewhere inside the root is followed, as Helm does.
+#[test]
+fn render_reads_charts_only_inside_the_repository_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let outside = tmp.path().join("outside");
+    let write = |p: &Path, text: &str| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        &repo.join("platforms/p/platform.yaml"),
+        "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {name: p}\nspec:\n  clusters: [{name: c, server: https://c.example.com}]\n  environments: [{name: dev, tier: nonprod, cluster: c}]\n  projects:\n  - name: web\n    components: [{path: ../../components/app}]\n",
+    );
+    write(
+        &repo.join("components/app/component.yaml"),
+        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: app}\nspec:\n  generators:\n  - helm: {chart: chart}\n",
+    );
+    let chart = repo.join("components/app/chart");
+    write(
+        &chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+    );
+    write(
+        &chart.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  shared: {{ .Files.Get \"files/shared.conf\" | quote }}\n",
+    );
+    write(&repo.join("shared/shared.conf"), "from the repository");
+    write(&outside.join("secret.conf"), "from outside");
+    std::fs::create_dir_all(chart.join("files")).unwrap();
+    std::os::unix::fs::symlink(
+        repo.join("shared/shared.conf"),
+        chart.join("files/shared.conf"),
+    )
+    .unwrap();
+    let render = || {
+        let mut o = kiln::pipeline::RenderOptions::new(repo.join("platforms/p"));
+        o.root = Some(repo.clone());
+        kiln::pipeline::build(&o).map_err(|e| {
+            use miette::Diagnostic;
+            let code = e.code().map(|c| c.to_string()).unwrap_or_default();
+            format!("{code}: {e}")
+        })
+    };
+    let set = render().unwrap();
+    let text = set
+        .files
+        .iter()
+        .find(|(p, _)| p.ends_with("app.gen.yaml"))
+        .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+        .unwrap();
+    assert!(text.contains("shared: from the repository"), "{text}");
+
+    std::os::unix::fs::symlink(outside.join("secret.conf"), chart.join("files/secret.conf"))
+        .unwrap();
+    let e = render().unwrap_err();
+    assert!(
+        e.contains("files/secret.conf") && e.contains("outside the repository root"),
+        "{e}"
+    );
+    std::fs::remove_file(chart.join("files/secret.conf")).unwrap();
+
+    std::fs::rename(&chart, outside.join("chart")).unwrap();
+    std::os::unix::fs::symlink(outside.join("chart"), &chart).unwrap();
+    let e = render().unwrap_err();
+    assert!(e.contains("path_outside_root"), "{e}");
+}
+
+/// The bank example's chart-based component: `components/notifications` renders its vendored
+/// chart (the `queue` subchart and the `bank-lib` library chart) in every environment, with
+/// per-environment values from parameters.
+#[test]
+fn bank_notifications_render_from_their_chart_in_every_environment() {
+    let opts = kiln::pipeline::RenderOptions::new(crate_dir().join("platforms/bank"));
+    let set =
+        kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
+    let gen_of = |env: &str| -> String {
+        let path = format!("backend/{env}/notifications/notifications.gen.yaml");
+        String::from_utf8_lossy(set.files.get(&path).unwrap_or_else(|| panic!("no {path}")))
+            .into_owned()
+    };
+    for env in ["dev", "test", "stage", "prod-east", "prod-west"] {
+        let text = gen_of(env);
+        // bank-lib's labels, on the chart's objects and the subchart's.
+        assert!(
+            text.contains("helm.sh/chart: notifications-1.2.0"),
+            "{env}:\n{text}"
+        );
+        assert!(
+            text.contains("helm.sh/chart: queue-0.3.0"),
+            "{env}:\n{text}"
+        );
+        assert!(text.contains(&format!("namespace: backend-{env}")), "{env}");
+        // The component image retargeted the chart's upstream image.
+        assert!(
+            text.contains("image: us-docker.pkg.dev/example-bank/bank/notifications:1.2.0"),
+            "{env}:\n{text}"
+        );
+    }
+    let (dev, east) = (gen_of("dev"), gen_of("prod-east"));
+    assert!(
+        dev.contains("PUSH_ENABLED: \"false\"") && dev.contains("ALERT_THRESHOLD_CENTS: \"100\""),
+        "{dev}"
+    );
+    assert!(
+        !dev.contains("kind: PodDisruptionBudget") && !dev.contains("--routes="),
+        "{dev}"
+    );
+    assert!(
+        east.contains("PUSH_ENABLED: \"true\"") && east.contains("storage: 20Gi"),
+        "{east}"
+    );
+    assert!(
+        east.contains("kind: PodDisruptionBudget") && east.contains("--routes="),
+        "{east}"
     );
 }
 

@@ -261,7 +261,7 @@ fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_n
         .collect();
     assert_eq!(
         stages.len(),
-        10 * 5,
+        11 * 5,
         "one Stage per (component, environment)"
     );
     assert_eq!(apps.len(), stages.len(), "one Application per Stage");
@@ -574,7 +574,7 @@ fn kargo_disabled_emits_applications_tracking_the_main_branch_only() {
         .filter(|(p, _)| !p.starts_with("bootstrap/"))
         .flat_map(|(_, r)| r)
         .collect();
-    assert_eq!(objects.len(), 50);
+    assert_eq!(objects.len(), 55);
     for a in &objects {
         assert_eq!(a.kind(), "Application");
         assert!(a.annotation(kargo::AUTHORIZED_STAGE).is_none());
@@ -1035,8 +1035,8 @@ fn emitted_artifact_set_validates_in_memory() {
     let mut set = kiln::artifact::ArtifactSet::new();
     let b = bank();
     kargo::emit_into(&mut set, "deploy/", &b.platform, &b.plans, &b.opts).unwrap();
-    // backend: one pipeline file instead of seven.
-    assert_eq!(set.len(), 25 - 6);
+    // backend: one pipeline file instead of eight.
+    assert_eq!(set.len(), 27 - 7);
     assert!(
         set.paths()
             .all(|p| p.starts_with("deploy/") && p.ends_with(".yaml"))
@@ -1048,10 +1048,10 @@ fn emitted_artifact_set_validates_in_memory() {
     let report = check::validate_artifacts(&set, &schemas).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
     // Per project Namespace, Project, ProjectConfig; per component of web and security a
-    // Warehouse and 5 Stages; backend one Warehouse and 5 Stages; 50 Applications; bootstrap.
+    // Warehouse and 5 Stages; backend one Warehouse and 5 Stages; 55 Applications; bootstrap.
     assert_eq!(
         report.objects + report.meta_only,
-        3 * 3 + 3 * 6 + 6 + 50 + 2
+        3 * 3 + 3 * 6 + 6 + 55 + 2
     );
 }
 
@@ -1114,8 +1114,8 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
             assert_eq!(pinned, names, "{} {path}", s.name());
         }
     }
-    assert_eq!(builds, 2 * 50);
-    // `build` already holds the Kargo/Argo CD objects (17 files for bank): emitting them
+    assert_eq!(builds, 2 * 55);
+    // `build` already holds the Kargo/Argo CD objects (18 files for bank): emitting them
     // again changes nothing, and render output and those objects validate together, as
     // `kiln render --schema-dir` does.
     assert_eq!(
@@ -1123,7 +1123,7 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
             .keys()
             .filter(|p| p.contains("/kargo/") || p.contains("/argocd/"))
             .count(),
-        17
+        18
     );
     let b = bank();
     kargo::emit_into(&mut set, "", &b.platform, &b.plans, &b.opts).unwrap();
@@ -1565,6 +1565,7 @@ fn bank_backend_promotes_the_whole_project_at_once() {
             "transactionhistory",
             "accounts-db",
             "ledger-db",
+            "notifications",
         ],
     );
     // Every backend image is subscribed to, once.

@@ -773,7 +773,7 @@ fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     opts.api_versions = t.api_versions.clone();
     opts.skip_hooks = t.no_hooks;
     opts.skip_tests = t.skip_tests;
-    let out = crate::helm::template(&opts)?;
+    let out = crate::helm::template_with(&crate::fs::RealFs, &opts)?;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.stream.as_bytes());
     Ok(ExitCode::SUCCESS)

@@ -4,7 +4,8 @@
 //! `requirements.yaml` (apiVersion v1), `templates/`, `charts/` (unpacked or packaged
 //! subcharts) and every other file as `.Files`.
 //!
-//! Symbolic links are not followed: a chart may not reach outside its directory.
+//! Symbolic links are followed as Helm follows them; the file system decides where they may
+//! lead (see [`load_with`]).
 
 use super::template::value::Value;
 use super::yaml;
@@ -65,13 +66,12 @@ fn err(file: &str, message: impl Into<String>) -> LoadError {
     }
 }
 
-/// Loads the chart at `path` (a directory or a `.tgz`) from the real file system.
-pub fn load(path: &Path) -> R<Chart> {
-    load_with(&crate::fs::RealFs, path)
-}
-
-/// Loads the chart at `path` through `fs`; files whose real path leaves the chart directory
-/// (symbolic links pointing out) are skipped.
+/// Loads the chart at `path` (a directory or a `.tgz`) through `fs`.
+///
+/// Symbolic links are followed, as Helm's loader (`pkg/chart/v2/loader/directory.go` with
+/// `internal/sympath`) follows them; what a link may reach is the file system's rule: under
+/// `kiln render` (a [`crate::fs::RootedFs`]) a link out of the repository root is an error,
+/// never a silently missing file. A link cycle and a link to nothing are errors too.
 pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
     let shown = path.display().to_string();
     if fs.is_file(path) {
@@ -89,14 +89,16 @@ pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
         Ok(t) => Ignore::parse(&t),
         Err(_) => Ignore::parse(""),
     };
-    walk(fs, path, &root, "", &rules, &mut files).map_err(|e| err(&shown, e))?;
+    walk(fs, path, &mut vec![root], "", &rules, &mut files).map_err(|e| err(&shown, e))?;
     from_files(files, &shown)
 }
 
+/// Walks `base/rel` in lexical order; `seen` holds the real directories from the chart root
+/// down to this one, so a link back up is reported instead of walked forever.
 fn walk(
     fs: &dyn FileSystem,
     base: &Path,
-    root: &Path,
+    seen: &mut Vec<std::path::PathBuf>,
     rel: &str,
     rules: &Ignore,
     out: &mut Vec<(String, Vec<u8>)>,
@@ -118,19 +120,30 @@ fn walk(
         } else {
             format!("{rel}/{name}")
         };
-        match fs.canonicalize(&e) {
-            Ok(real) if real.starts_with(root) => {}
-            _ => continue,
-        }
-        let is_dir = fs.is_dir(&e);
+        let real = fs
+            .canonicalize(&e)
+            .map_err(|e2| format!("error evaluating symlink {path}: {e2}"))?;
+        let is_dir = fs.is_dir(&real);
         if rules.ignored(&path, is_dir) {
             continue;
         }
         if is_dir {
-            walk(fs, base, root, &path, rules, out)?;
-        } else if fs.is_file(&e) {
+            if seen.contains(&real) {
+                return Err(format!(
+                    "{path}: a symbolic link cycle (it leads back to `{}`)",
+                    real.display()
+                ));
+            }
+            seen.push(real);
+            walk(fs, base, seen, &path, rules, out)?;
+            seen.pop();
+        } else if fs.is_file(&real) {
             let data = fs.read(&e).map_err(|e2| format!("{path}: {e2}"))?;
             out.push((path, data));
+        } else {
+            return Err(format!(
+                "cannot load irregular file {path} as it has file mode type bits set"
+            ));
         }
     }
     Ok(())
@@ -545,6 +558,74 @@ mod tests {
         assert!(glob_match("templates/.?*", "templates/.hidden"));
         assert!(glob_match_double("files/**.yaml", "files/a/b.yaml"));
         assert!(glob_match_double("{a,b}/*", "b/x"));
+    }
+
+    fn chart_tree() -> crate::fs::MemFs {
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file(
+            "/repo/chart/Chart.yaml",
+            "apiVersion: v2\nname: c\nversion: 1.0.0\n",
+        )
+        .add_file("/repo/chart/templates/cm.yaml", "kind: ConfigMap\n")
+        .add_file("/repo/shared/common.conf", "inside the root\n")
+        .add_file("/outside/secret.conf", "outside the root\n");
+        fs
+    }
+
+    /// Links are followed as Helm follows them (a file shared from elsewhere in the
+    /// repository is part of the chart); the rooted view of `kiln render` refuses one that
+    /// leaves the repository root, with an error naming the file, instead of dropping it.
+    #[test]
+    fn symlinks_are_followed_inside_the_root_and_refused_outside() {
+        use crate::fs::RootedFs;
+        let mut fs = chart_tree();
+        fs.add_symlink("/repo/chart/files/common.conf", "../../shared/common.conf");
+        let rooted = RootedFs::new(&fs, "/repo");
+        let c = load_with(&rooted, Path::new("/repo/chart")).unwrap();
+        let got: Vec<&str> = c.files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(got, ["files/common.conf"]);
+        assert_eq!(c.files[0].1, b"inside the root\n");
+
+        fs.add_symlink("/repo/chart/files/secret.conf", "/outside/secret.conf");
+        let rooted = RootedFs::new(&fs, "/repo");
+        let e = load_with(&rooted, Path::new("/repo/chart")).err().unwrap();
+        assert!(
+            e.message.contains("files/secret.conf")
+                && e.message.contains("outside the repository root"),
+            "{}",
+            e.message
+        );
+        // A linked directory out of the root is refused the same way.
+        let mut fs = chart_tree();
+        fs.add_symlink("/repo/chart/files", "/outside");
+        let rooted = RootedFs::new(&fs, "/repo");
+        let e = load_with(&rooted, Path::new("/repo/chart")).err().unwrap();
+        assert!(
+            e.message.contains("outside the repository root"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn symlink_cycles_and_dangling_links_are_errors() {
+        let mut fs = chart_tree();
+        fs.add_symlink("/repo/chart/files/again", "..");
+        let e = load_with(&fs, Path::new("/repo/chart")).err().unwrap();
+        assert!(
+            e.message.contains("files/again: a symbolic link cycle"),
+            "{}",
+            e.message
+        );
+        let mut fs = chart_tree();
+        fs.add_symlink("/repo/chart/files/gone.conf", "nowhere.conf");
+        let e = load_with(&fs, Path::new("/repo/chart")).err().unwrap();
+        assert!(
+            e.message
+                .contains("error evaluating symlink files/gone.conf"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! A native Helm engine: renders charts as Helm v4.2.3's `helm template` does, without a
 //! helm binary (see docs/helm.md and tests/helm/DIVERGENCES.md).
 //!
-//! Stages: [`chart::load`] → dependency processing and values ([`values`]) → schema
+//! Stages: [`chart::load_with`] → dependency processing and values ([`values`]) → schema
 //! validation → rendering ([`engine`]) → sorting and printing ([`output`]). The steps and
 //! their order follow Helm's `pkg/action/install.go` (`RunWithContext`: `CheckDependencies`,
 //! `ProcessDependenciesWithMerge`, `ToRenderValuesWithSchemaValidation`, `renderResources`).
@@ -10,7 +10,11 @@
 //! generator whose seed is the SHA-256 of the chart name and version, the release name and
 //! namespace, and the user values as JSON. The same input gives the same bytes; a change
 //! of any of these gives other random values, as a reinstall would.
-#![allow(clippy::disallowed_methods)] // chart and values files are read from disk here; moving them behind crate::fs::FileSystem is helm's follow-up (main was red on the I/O lint)
+//!
+//! I/O: none of its own. Charts and values files are read through the
+//! [`crate::fs::FileSystem`] the caller passes ([`template_with`]): the CLI's real file
+//! system for `kiln helm template`, the render's rooted view for `kiln render`, so a chart
+//! (or a symbolic link in it) that leads out of the repository root is refused there.
 
 pub mod certs;
 pub mod chart;
@@ -189,12 +193,8 @@ fn user_values(fs: &dyn crate::fs::FileSystem, opts: &TemplateOptions) -> Result
     Ok(user)
 }
 
-/// `helm template`: loads, processes and renders a chart.
-pub fn template(opts: &TemplateOptions) -> Result<Rendered, HelmError> {
-    template_with(&crate::fs::RealFs, opts)
-}
-
-/// [`template`] reading the chart and values files through `fs`.
+/// `helm template`: loads, processes and renders a chart, reading the chart and values
+/// files through `fs`.
 pub fn template_with(
     fs: &dyn crate::fs::FileSystem,
     opts: &TemplateOptions,

@@ -38,6 +38,7 @@ impl NamespaceTransformer {
             unset_only: self.unset_only,
             role_binding_subjects: subjects,
             scope,
+            field_specs: self.field_specs.clone(),
         };
         namespace::apply_namespace_with(res, &opts)
     }

@@ -39,11 +39,13 @@
 use crate::kustomize::filters::patch_json6902::{Json6902Error, JsonPatch};
 use crate::kustomize::filters::patch_strategic_merge::{self, SmpError};
 use crate::kustomize::konfig::merge_keys::PatchSchema;
+use crate::kustomize::konfig::openapi::OpenApi;
 pub use crate::kustomize::types::patch::{Patch, PatchOptions, PatchSource, PatchStrategicMerge};
 use crate::kustomize::types::selector::{Selector, SelectorError, effective_namespace};
 use crate::resource::Resource;
 use miette::Diagnostic;
 use serde_json::{Map, Value};
+use std::collections::HashMap;
 use thiserror::Error;
 
 pub use crate::kustomize::filters::patch_json6902::merge_patch_7386;
@@ -206,6 +208,14 @@ pub enum PatchError {
     )]
     ResourceNotAnObject { resource: String },
 
+    /// A JSON patch left the object without `kind` (e.g. `replace` of `""` by `{}`).
+    #[error("JSON patch left `{resource}` without a kind (missing kind in object)")]
+    #[diagnostic(
+        code(kiln::kustomize::patch_removed_kind),
+        help("a JSON patch must keep `kind`; kustomize rejects the object as well")
+    )]
+    KindMissing { resource: String },
+
     /// A strategic merge patch document failed on a resource.
     #[error("strategic merge patch document {document} failed on `{resource}`")]
     #[diagnostic(code(kiln::kustomize::smp_failed))]
@@ -255,7 +265,7 @@ impl Diagnostic for PatchEntryError {
     }
 }
 
-fn shape(v: &Value) -> &'static str {
+pub(crate) fn shape(v: &Value) -> &'static str {
     match v {
         Value::Null => "empty",
         Value::Bool(_) => "a boolean",
@@ -334,18 +344,102 @@ pub fn apply_patch(
     target: Option<&Selector>,
     options: &PatchOptions,
 ) -> Result<usize, PatchError> {
+    apply_patch_with(resources, patch, target, options, None, None)
+}
+
+/// The objects' positions by every name a target's `name` is matched against (the current
+/// name and the original one), kept by the caller across the patch entries of one
+/// kustomization. Why: kustomize tests every object against every entry's target, so 1,000
+/// entries naming one object each over 1,000 objects cost 10⁶ selector tests; with the index
+/// a target whose `name` is a plain name tests only the objects carrying that name.
+///
+/// It may list too much (a renamed object stays under its old key, and every candidate is
+/// still tested against the whole target), never too little: each patched object is indexed
+/// again under its new names, and deleting objects (which moves positions) drops the index,
+/// rebuilt at its next use. Between uses nothing but these patches may change the objects.
+#[derive(Debug, Default)]
+pub struct TargetIndex {
+    by_name: Option<HashMap<String, Vec<usize>>>,
+}
+
+impl TargetIndex {
+    /// Ascending positions of the objects that may carry `name`.
+    fn candidates(&mut self, resources: &[Resource], name: &str) -> Vec<usize> {
+        let by_name = self.by_name.get_or_insert_with(|| {
+            let mut m: HashMap<String, Vec<usize>> = HashMap::new();
+            for (i, r) in resources.iter().enumerate() {
+                for key in index_keys(r) {
+                    m.entry(key.to_string()).or_default().push(i);
+                }
+            }
+            m
+        });
+        let mut out = by_name.get(name).cloned().unwrap_or_default();
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    /// After objects `touched` were patched: indexed under their names now.
+    fn reindex(&mut self, resources: &[Resource], touched: &[usize]) {
+        let Some(by_name) = &mut self.by_name else {
+            return;
+        };
+        for &i in touched {
+            for key in index_keys(&resources[i]) {
+                let list = by_name.entry(key.to_string()).or_default();
+                if !list.contains(&i) {
+                    list.push(i);
+                }
+            }
+        }
+    }
+}
+
+/// The names [`CompiledSelector::matches`] tests a target's `name` against.
+fn index_keys(r: &Resource) -> impl Iterator<Item = &str> {
+    std::iter::once(r.name()).chain(r.meta.previous_names.first().map(|(_, n)| n.as_str()))
+}
+
+/// The target's `name` when it is a plain name (no regular-expression metacharacter, `.`
+/// included): it then matches exactly the objects carrying that name.
+fn literal_name(target: &Selector) -> Option<&str> {
+    target
+        .name
+        .as_deref()
+        .filter(|n| !n.is_empty() && !n.chars().any(|c| "\\.+*?()|[]{}^$".contains(c)))
+}
+
+/// [`apply_patch`] under the build's `openapi:` schema, when it has one (which then replaces
+/// the builtin merge keys, see `konfig/openapi.rs`).
+pub fn apply_patch_with(
+    resources: &mut Vec<Resource>,
+    patch: &ParsedPatch,
+    target: Option<&Selector>,
+    options: &PatchOptions,
+    openapi: Option<&OpenApi>,
+    mut index: Option<&mut TargetIndex>,
+) -> Result<usize, PatchError> {
     let compiled = target.map(Selector::compile).transpose()?;
-    let select = |resources: &[Resource]| -> Option<Vec<usize>> {
+    let literal = target.and_then(literal_name);
+    // `None`: no target. With a plain name and an index, only the objects carrying that name
+    // are tested.
+    let select = |resources: &[Resource], index: Option<&mut TargetIndex>| -> Option<Vec<usize>> {
         let c = compiled.as_ref()?;
+        let candidates: Vec<usize> = match (literal, index) {
+            (Some(name), Some(ix)) => ix.candidates(resources, name),
+            _ => (0..resources.len()).collect(),
+        };
         Some(
-            (0..resources.len())
+            candidates
+                .into_iter()
                 .filter(|&i| c.matches(&resources[i]))
                 .collect(),
         )
     };
     // Selecting tests every object against the target: done once here and reused by the
     // first (or only) patch document, which sees the same objects.
-    let mut selected = Some(select(resources));
+    let mut selected = Some(select(resources, index.as_deref_mut()));
     match patch {
         ParsedPatch::Json6902(ops) => {
             let Some(Some(idx)) = selected else {
@@ -354,6 +448,9 @@ pub fn apply_patch(
             for &i in &idx {
                 apply_json6902(&mut resources[i], ops)?;
             }
+            if let Some(ix) = index {
+                ix.reindex(resources, &idx);
+            }
             Ok(idx.len())
         }
         ParsedPatch::StrategicMerge(docs) => {
@@ -361,20 +458,36 @@ pub fn apply_patch(
             for (document, doc) in docs.iter().enumerate() {
                 // Selected again for every document: an earlier one may have deleted
                 // resources, and kustomize rebuilds its resmap between documents.
-                let idx = match selected.take().unwrap_or_else(|| select(resources)) {
+                let idx = match selected
+                    .take()
+                    .unwrap_or_else(|| select(resources, index.as_deref_mut()))
+                {
                     Some(idx) => idx,
                     None => vec![find_by_id(resources, document, doc)?],
                 };
                 let mut deleted = Vec::new();
                 for &i in &idx {
-                    if apply_smp(&mut resources[i], document, doc, options, target.is_some())? {
+                    if apply_smp(
+                        &mut resources[i],
+                        document,
+                        doc,
+                        options,
+                        target.is_some(),
+                        openapi,
+                    )? {
                         deleted.push(i);
                     }
                 }
                 count += idx.len();
+                if let Some(ix) = index.as_deref_mut() {
+                    ix.reindex(resources, &idx);
+                }
                 // One pass, not one `remove` (a shift of everything after) per deleted object:
                 // `$patch: delete` on a broad target deletes many.
                 if !deleted.is_empty() {
+                    if let Some(ix) = index.as_deref_mut() {
+                        *ix = TargetIndex::default();
+                    }
                     let mut gone = vec![false; resources.len()];
                     deleted.iter().for_each(|&i| gone[i] = true);
                     let mut at = 0;
@@ -412,6 +525,14 @@ fn apply_json6902(res: &mut Resource, ops: &JsonPatch) -> Result<(), PatchError>
     let Some(obj) = value.as_object_mut() else {
         return Err(PatchError::ResourceNotAnObject { resource });
     };
+    // kustomize reads the patched JSON back as an unstructured object, which needs a kind.
+    if obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(PatchError::KindMissing { resource });
+    }
     // kustomize then strips its internal annotations and writes the map back with
     // `SetAnnotations`, which drops an empty map: whether we added it or the patch emptied it
     // (case p09), an empty `annotations` does not survive.
@@ -480,6 +601,7 @@ fn apply_smp(
     doc: &Value,
     options: &PatchOptions,
     targeted: bool,
+    openapi: Option<&OpenApi>,
 ) -> Result<bool, PatchError> {
     let (kind, name, namespace) = (
         res.kind().to_string(),
@@ -499,7 +621,10 @@ fn apply_smp(
             p.insert("kind".into(), Value::String(kind.clone()));
         }
     }
-    let schema = PatchSchema::for_kind(res.group(), &kind);
+    let schema = match openapi {
+        Some(o) => o.patch_schema(res.group(), res.api_version(), &kind),
+        None => PatchSchema::for_kind(res.group(), &kind),
+    };
     // Merged on a copy, so a failing patch leaves the resource as it was.
     let mut value = res.value.clone();
     patch_strategic_merge::drop_bare_empty_fields(
@@ -943,6 +1068,87 @@ mod tests {
         assert_eq!(res.len(), 1);
         assert_eq!(res[0].kind(), "Deployment");
         assert!(res[0].value.get("data").is_none());
+    }
+
+    #[test]
+    fn target_index_selects_as_the_scan_does() {
+        // The same entries with and without an index: renames (to a name a later entry
+        // targets, and away from the name another targets by the original name), a regex
+        // name, a delete (positions move) and a target after it.
+        let objects: String = (0..6)
+            .map(|i| format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: cm-{i}}}\ndata: {{a: '1'}}\n"))
+            .collect::<Vec<_>>()
+            .join("---\n");
+        let entries: Vec<(Value, &str, bool)> = vec![
+            (
+                json!({"kind": "ConfigMap", "name": "cm-1"}),
+                "- {op: replace, path: /metadata/name, value: cm-9}",
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "name": "cm-9"}),
+                "- {op: add, path: /data/b, value: renamed}",
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "name": "cm-1"}),
+                "- {op: add, path: /data/c, value: original}",
+                false,
+            ),
+            (
+                json!({"name": "cm-[23]"}),
+                "- {op: add, path: /data/d, value: regex}",
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "name": "cm-2"}),
+                "$patch: delete\n",
+                true,
+            ),
+            (
+                json!({"kind": "ConfigMap", "name": "cm-5"}),
+                "- {op: add, path: /data/e, value: after}",
+                false,
+            ),
+            (
+                json!({"kind": "ConfigMap", "name": "cm-4"}),
+                "metadata: {name: cm-2}\n",
+                true,
+            ),
+            (
+                json!({"kind": "ConfigMap", "name": "cm-2"}),
+                "- {op: add, path: /data/f, value: reused}",
+                false,
+            ),
+        ];
+        let run = |with_index: bool| {
+            let mut res = resources(&objects);
+            let mut index = TargetIndex::default();
+            for (t, text, smp) in &entries {
+                let p = parse_patch("patch.yaml", text).unwrap();
+                let opts = PatchOptions {
+                    allow_name_change: *smp,
+                    ..Default::default()
+                };
+                apply_patch_with(
+                    &mut res,
+                    &p,
+                    Some(&selector(t.clone())),
+                    &opts,
+                    None,
+                    with_index.then_some(&mut index),
+                )
+                .unwrap();
+            }
+            res.into_iter().map(|r| r.value).collect::<Vec<_>>()
+        };
+        let scanned = run(false);
+        assert_eq!(run(true), scanned);
+        assert_eq!(scanned.len(), 5);
+        assert_eq!(scanned[1]["data"]["b"], "renamed");
+        assert_eq!(scanned[1]["data"]["c"], "original");
+        assert_eq!(scanned[3]["metadata"]["name"], "cm-2");
+        assert_eq!(scanned[3]["data"]["f"], "reused");
     }
 
     #[test]

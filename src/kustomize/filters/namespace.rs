@@ -31,6 +31,7 @@ pub use crate::kustomize::konfig::cluster_scoped::{
     WELL_KNOWN_CLUSTER_SCOPED_CUSTOM, is_cluster_scoped, kustomize_cluster_scoped,
     resource_is_cluster_scoped,
 };
+use crate::kustomize::types::fieldspec::UserFieldSpec;
 use crate::resource::Resource;
 use serde_json::{Map, Value};
 
@@ -83,6 +84,11 @@ pub struct NamespaceOptions {
     pub role_binding_subjects: RoleBindingSubjects,
     /// Which objects count as cluster-scoped (and so keep their namespace as it is).
     pub scope: Scope,
+    /// More fields that get the namespace: `namespace:` field specs of `configurations:`
+    /// files, or a `NamespaceTransformer`'s `fieldSpecs` (kustomize's `fsslice` step of the
+    /// namespace filter). They apply to cluster-scoped objects too, as in kustomize, where a
+    /// webhook configuration's `clientConfig.service.namespace` is the common case.
+    pub field_specs: Vec<UserFieldSpec>,
 }
 
 /// Which table decides that an object is cluster-scoped.
@@ -171,6 +177,7 @@ pub fn apply_namespace_with(
             }
             _ => {}
         }
+        set_field_specs(res, opts);
     }
     let mut ids: Vec<String> = resources
         .iter()
@@ -191,6 +198,35 @@ pub fn apply_namespace_with(
 }
 
 /// kustomize's `SetEntry` / `SetEntryIfEmpty` on a scalar field.
+/// The custom field specs of [`NamespaceOptions::field_specs`]. As kustomize's namespace filter,
+/// `metadata/namespace` and role-binding `subjects` are left to the dedicated handling above;
+/// every other reached scalar (or created field) becomes the namespace, or with `unsetOnly`
+/// only an absent or empty one.
+fn set_field_specs(res: &mut Resource, opts: &NamespaceOptions) {
+    let is_binding = res.group() == "rbac.authorization.k8s.io"
+        && matches!(res.kind(), "RoleBinding" | "ClusterRoleBinding");
+    let specs: Vec<&UserFieldSpec> = opts
+        .field_specs
+        .iter()
+        .filter(|fs| fs.applies_to(res))
+        .filter(|fs| fs.path.trim_matches('/') != "metadata/namespace")
+        .filter(|fs| !(is_binding && fs.path.trim_matches('/') == "subjects"))
+        .collect();
+    for fs in specs {
+        fs.visit_mut(&mut res.value, &mut |v| {
+            let unset = match v {
+                Value::Null => true,
+                Value::String(s) => s.is_empty(),
+                Value::Bool(_) | Value::Number(_) => false,
+                Value::Array(_) | Value::Object(_) => return,
+            };
+            if unset || !opts.unset_only {
+                *v = Value::String(opts.namespace.clone());
+            }
+        });
+    }
+}
+
 fn set_entry(map: &mut Map<String, Value>, key: &str, value: &str, unset_only: bool) {
     if unset_only {
         match map.get(key) {

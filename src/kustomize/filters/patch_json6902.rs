@@ -531,6 +531,11 @@ fn apply_op(doc: &mut Value, index: usize, op: &PatchOp) -> Result<(), Json6902E
                 op: "copy",
                 path: from,
             };
+            // evanphx/json-patch (kustomize's) cannot copy the whole document: `from: ""` is
+            // "doc is missing from path" there, checked with kubectl kustomize v5.5.0.
+            if from.tokens.is_empty() {
+                return Err(from_ctx.missing());
+            }
             let v = get(&from_ctx, doc, &from.tokens)?
                 .cloned()
                 .ok_or_else(|| from_ctx.missing())?;

@@ -111,6 +111,9 @@ pub fn merge_ordered(
     schema: Option<&PatchSchema>,
     order: ListOrder,
 ) -> Result<bool, SmpError> {
+    if let (Some(schema), ListOrder::Kustomize) = (schema, order) {
+        collapse_duplicate_keys(original, schema, &mut Vec::new());
+    }
     let mut ctx = Ctx {
         order,
         schema,
@@ -121,6 +124,68 @@ pub fn merge_ordered(
         _ => {
             *original = fresh(patch, &mut ctx)?.unwrap_or(Value::Null);
             Ok(false)
+        }
+    }
+}
+
+/// kustomize quirk (kyaml `walk/associative_sequence.go`, case p42): a strategic merge rebuilds
+/// every merged list of the object, patched or not, from its merge keys, so items sharing a key
+/// (a JSON patch can append a second `env` entry `A`) collapse into one: at the first one's
+/// position, with the last one's content (the whole item, not a merge). Lists are collapsed top
+/// down, so a collapsed container keeps only the last one's `env`. Keys are the list's merge key
+/// and, where kyaml has one, the second key (`protocol` of ports); an item without the merge
+/// key stays as it is. kiln's `--fixes merge-order` (apimachinery) keeps duplicates.
+fn collapse_duplicate_keys(value: &mut Value, schema: &PatchSchema, path: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            for (k, v) in map.iter_mut() {
+                path.push(k.clone());
+                if let Value::Array(items) = v
+                    && let Some(meta) = schema.lookup(path)
+                    && let Some(key) = meta.merge_key
+                {
+                    collapse_list(items, key, meta.second_key);
+                }
+                collapse_duplicate_keys(v, schema, path);
+                path.pop();
+            }
+        }
+        Value::Array(items) => {
+            for it in items {
+                collapse_duplicate_keys(it, schema, path);
+            }
+        }
+        _ => {}
+    }
+}
+
+fn collapse_list(items: &mut Vec<Value>, key: &str, second: Option<&str>) {
+    let ident = |it: &Value| -> Option<(Value, Value)> {
+        let id = it.get(key).filter(|v| !v.is_null())?.clone();
+        let second = second
+            .and_then(|s| it.get(s))
+            .cloned()
+            .unwrap_or(Value::Null);
+        Some((id, second))
+    };
+    let ids: Vec<Option<(Value, Value)>> = items.iter().map(ident).collect();
+    let has_duplicates = ids
+        .iter()
+        .enumerate()
+        .any(|(i, a)| a.is_some() && ids[..i].contains(a));
+    if !has_duplicates {
+        return;
+    }
+    let old = std::mem::take(items);
+    for (i, it) in old.iter().enumerate() {
+        match &ids[i] {
+            None => items.push(it.clone()),
+            // A later duplicate: already placed at the first one's position.
+            Some(_) if ids[..i].contains(&ids[i]) => {}
+            Some(_) => {
+                let last = ids.iter().rposition(|x| *x == ids[i]).unwrap_or(i);
+                items.push(old[last].clone());
+            }
         }
     }
 }

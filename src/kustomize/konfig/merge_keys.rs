@@ -15,6 +15,7 @@
 //! no schema for CRDs) does; checked with `kubectl kustomize` v5.5.0.
 
 #![warn(missing_docs)]
+use super::openapi::CustomSchema;
 use std::collections::BTreeMap;
 
 /// How a list field merges.
@@ -33,6 +34,9 @@ pub struct ListMeta {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PatchSchema {
     lists: BTreeMap<String, ListMeta>,
+    /// A kind described by the build's `openapi:` schema: its definition there, which
+    /// answers instead of `lists`.
+    custom: Option<(std::rc::Rc<CustomSchema>, String)>,
 }
 
 /// API groups whose kinds kiln knows; a kind from another group is a custom resource.
@@ -124,6 +128,11 @@ const CONTAINER: &[(&str, Option<&str>)] = &[
     ("volumeDevices", Some("devicePath")),
 ];
 
+/// Whether `group` is one of the API groups of builtin Kubernetes kinds.
+pub fn is_builtin_group(group: &str) -> bool {
+    BUILTIN_GROUPS.contains(&group)
+}
+
 impl PatchSchema {
     /// The schema for a built-in kind, or `None` for a custom resource (every list replaced).
     pub fn for_kind(group: &str, kind: &str) -> Option<PatchSchema> {
@@ -180,9 +189,26 @@ impl PatchSchema {
         }
     }
 
+    /// The schema of `kind` under the build's `openapi:` schema, which replaces the builtin
+    /// one (kyaml parses only the custom schema then): `None` for kinds it does not define.
+    pub fn for_custom(
+        schema: &std::rc::Rc<CustomSchema>,
+        api_version: &str,
+        kind: &str,
+    ) -> Option<PatchSchema> {
+        let definition = schema.definition_for(api_version, kind)?;
+        Some(PatchSchema {
+            custom: Some((schema.clone(), definition.to_string())),
+            ..Default::default()
+        })
+    }
+
     /// The merge metadata of the list at `path` (field names from the root; list items do not
     /// add a segment), or `None` when the list is replaced.
     pub fn lookup(&self, path: &[String]) -> Option<ListMeta> {
+        if let Some((schema, definition)) = &self.custom {
+            return schema.list_meta(definition, path);
+        }
         self.lists.get(&path.join("/")).copied()
     }
 }

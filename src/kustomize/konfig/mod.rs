@@ -6,5 +6,6 @@ pub mod cluster_scoped;
 pub mod field_specs;
 pub mod merge_keys;
 pub mod name_references;
+pub mod openapi;
 pub mod transformer_config;
 pub mod var_reference;

@@ -136,7 +136,8 @@ impl TransformerConfig {
     }
 }
 
-fn lookup_ci<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
+/// The value of `key` in map `v`, the key matched case-insensitively (Go's `encoding/json`).
+pub(crate) fn lookup_ci<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
     v.as_object()?
         .iter()
         .find(|(k, _)| k.eq_ignore_ascii_case(key))

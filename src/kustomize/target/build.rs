@@ -31,6 +31,7 @@ use crate::kustomize::error::{KustomizeError, Site};
 use crate::kustomize::filters::namespace::Scope;
 use crate::kustomize::filters::patch_strategic_merge::ListOrder;
 use crate::kustomize::hash;
+use crate::kustomize::konfig::openapi::{CustomSchema, OpenApi};
 pub use crate::kustomize::konfig::transformer_config::{NameBackReference, TransformerConfig};
 use crate::kustomize::target::load::{
     Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
@@ -106,6 +107,11 @@ pub struct Session {
     warnings: std::cell::RefCell<Vec<String>>,
     /// The next kustomization id (`BuildMeta::scopes`).
     next_scope: std::cell::Cell<u32>,
+    /// The `openapi:` schema, once a kustomization set it (global to the build, as in
+    /// kustomize: see `openapi.rs`).
+    openapi: std::cell::RefCell<Option<std::rc::Rc<CustomSchema>>>,
+    /// Whether kyaml would have parsed its builtin schema before `openapi` was set.
+    builtin_schema_used: std::cell::Cell<bool>,
 }
 
 impl Session {
@@ -115,6 +121,24 @@ impl Session {
             options,
             warnings: Default::default(),
             next_scope: Default::default(),
+            openapi: Default::default(),
+            builtin_schema_used: Default::default(),
+        }
+    }
+
+    /// The schema strategic merges use now: `None` while no `openapi:` schema was read.
+    pub fn openapi(&self) -> Option<OpenApi> {
+        self.openapi.borrow().as_ref().map(|schema| OpenApi {
+            schema: schema.clone(),
+            builtin_too: self.builtin_schema_used.get(),
+        })
+    }
+
+    /// Records that kyaml would parse its builtin schema now (a strategic merge, or an object
+    /// of a kind it does not precompute), which matters once a custom schema is set later.
+    pub fn note_builtin_schema_use(&self) {
+        if self.openapi.borrow().is_none() {
+            self.builtin_schema_used.set(true);
         }
     }
 
@@ -193,6 +217,17 @@ fn build_in(
         },
     )?;
     crate::kustomize::filters::refvar::resolve_vars(&mut resources, &acc.vars, &acc.config)?;
+    // buildMetadata `originAnnotations` (read on the root kustomization, as kustomize does).
+    if kf
+        .kustomization
+        .build_metadata
+        .iter()
+        .any(|o| o == "originAnnotations")
+    {
+        for r in &mut resources {
+            annotate_origin(r);
+        }
+    }
     // buildMetadata `managedByLabel` (root kustomization only, as kustomize reads it there).
     if kf
         .kustomization
@@ -254,6 +289,36 @@ pub fn run_kustomize(
 /// removed at the end with `SetAnnotations`, which drops the field when nothing is left — so
 /// an input `annotations: {}` or `annotations:` (null) never reaches the output. (`labels`
 /// get no such treatment: `labels: null` survives, as in kustomize.)
+/// kustomize's `config.kubernetes.io/origin` (`api/resource/origin.go`, kyaml-marshalled
+/// `Origin`): `path:` of the file an object was read from, relative to the root kustomization
+/// directory, or `configuredIn:` + `configuredBy:` of the builtin generator that made it.
+/// Objects from elsewhere (Helm charts) get none.
+fn annotate_origin(r: &mut Resource) {
+    let text = match (&r.meta.generated_in, &r.origin) {
+        (Some((file, kind)), _) => {
+            format!("configuredIn: {file}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}\n")
+        }
+        (None, Some(o)) if is_manifest_file(&o.file) => format!("path: {}\n", o.file),
+        _ => return,
+    };
+    let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = md
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(serde_json::Map::new()));
+    if annotations.is_null() {
+        *annotations = Value::Object(serde_json::Map::new());
+    }
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert("config.kubernetes.io/origin".into(), Value::String(text));
+    }
+}
+
+fn is_manifest_file(file: &str) -> bool {
+    [".yaml", ".yml", ".json"].iter().any(|e| file.ends_with(e))
+}
+
 fn strip_internal(resources: &mut [Resource]) {
     for r in resources {
         if let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut)
@@ -381,6 +446,32 @@ fn accumulate_target(
     reject_unsupported(kf)?;
     // A component works on its parent's objects, so its renames are the parent's.
     let scope = (!k.is_component()).then(|| ldr.session().next_scope());
+    // `openapi: {path}`: the first kustomization to name a schema sets it for the rest of
+    // the build (kustomize's `openapi.SetSchema`, global and set once; the root's first).
+    if let Some(path) = k.openapi.get("path")
+        && ldr.session().openapi.borrow().is_none()
+    {
+        let site = kf.site("/openapi/path");
+        if is_remote(path) {
+            return Err(KustomizeError::unsupported(
+                site,
+                "openapi",
+                format!("remote schema `{path}`"),
+                "kiln builds offline: commit the schema file and give its path",
+            ));
+        }
+        let (file, text) = ldr
+            .read_file(path)
+            .map_err(|issue| ldr.error(issue, site.clone(), "OpenAPI schema file", path))?;
+        let schema = CustomSchema::parse(&ldr.display(&file), &text).map_err(|m| {
+            KustomizeError::invalid(
+                site,
+                m,
+                "give a Swagger 2 document with `definitions` (e.g. from `kustomize openapi fetch`)",
+            )
+        })?;
+        *ldr.session().openapi.borrow_mut() = Some(std::rc::Rc::new(schema));
+    }
 
     // 1. resources, then the legacy `bases` (kustomize appends bases to resources).
     let entries = k
@@ -419,6 +510,12 @@ fn accumulate_target(
                         source: e,
                     })?;
                 let resources = parse_resources(&display, &text)?;
+                if resources
+                    .iter()
+                    .any(|r| !crate::kustomize::konfig::merge_keys::is_builtin_group(r.group()))
+                {
+                    ldr.session().note_builtin_schema_use();
+                }
                 acc.append_indexed(&mut index, resources, site)?;
             }
             Ok(Entry::Dir(dir)) => {
@@ -458,8 +555,17 @@ fn accumulate_target(
     }
     for (i, path) in k.crds.iter().enumerate() {
         let site = kf.site(&format!("/crds/{i}"));
-        ldr.read_file(path)
-            .map_err(|issue| ldr.error(issue, site, "CRD file", path))?;
+        let (file, text) = ldr
+            .read_file(path)
+            .map_err(|issue| ldr.error(issue, site.clone(), "CRD file", path))?;
+        let tc = super::crds::config_from_openapi(&ldr.display(&file), &text).map_err(|m| {
+            KustomizeError::invalid(
+                site,
+                m,
+                "a `crds` file maps Go type names to OpenAPI definitions (`{\"<pkg>.<Kind>\": {\"Schema\": …}}`, as openapi-gen writes them)",
+            )
+        })?;
+        acc.config.merge(&tc);
     }
 
     // 3. generators.
@@ -573,23 +679,26 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
         ));
     }
     for (i, option) in k.build_metadata.iter().enumerate() {
-        // `managedByLabel` is applied in `build`; the origin and transformer annotations
-        // record kustomize-internal provenance kiln does not reproduce.
-        if option != "managedByLabel" {
+        // `managedByLabel` and `originAnnotations` are applied in `build`; the transformer
+        // annotations (every builtin transformer run, in kustomize's internal order, per
+        // object) are not reproduced yet.
+        if option != "managedByLabel" && option != "originAnnotations" {
             return Err(KustomizeError::unsupported(
                 kf.site(&format!("/buildMetadata/{i}")),
                 "buildMetadata",
-                format!("`{option}` is not supported (only `managedByLabel`)"),
+                format!(
+                    "`{option}` is not supported (only `managedByLabel` and `originAnnotations`)"
+                ),
                 "remove the option; kiln's errors already name the file and line each object came from",
             ));
         }
     }
-    if k.openapi.contains_key("path") || k.openapi.contains_key("version") {
+    if k.openapi.contains_key("version") {
         return Err(KustomizeError::unsupported(
-            kf.key_site("/openapi"),
-            "openapi",
-            "custom OpenAPI schemas for merge keys are not read",
-            "use `$patch: replace` or a JSON 6902 patch for lists of custom resources",
+            kf.key_site("/openapi/version"),
+            "openapi.version",
+            "builtin OpenAPI schemas of other Kubernetes versions are not bundled",
+            "remove `openapi.version`, or give a schema file with `openapi.path`",
         ));
     }
     Ok(())

@@ -40,16 +40,18 @@ pub fn run_generators(
     for (i, g) in k.config_map_generator.iter().enumerate() {
         // Located only on error (see `build::Accumulator::append_indexed`).
         let site = || kf.site(&format!("/configMapGenerator/{i}"));
-        let res = generators::generate_config_map(g, global, &read)
+        let mut res = generators::generate_config_map(g, global, &read)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
+        res.meta.generated_in = Some((kf.display.clone(), "ConfigMapGenerator"));
         generators::absorb_one(&mut acc.resources, res)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }
     for (i, g) in k.secret_generator.iter().enumerate() {
         // Located only on error (see `build::Accumulator::append_indexed`).
         let site = || kf.site(&format!("/secretGenerator/{i}"));
-        let res = generators::generate_secret(g, global, &read)
+        let mut res = generators::generate_secret(g, global, &read)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
+        res.meta.generated_in = Some((kf.display.clone(), "SecretGenerator"));
         generators::absorb_one(&mut acc.resources, res)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }

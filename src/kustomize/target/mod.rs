@@ -3,6 +3,7 @@
 //! run its generators and transformers, and finish the build.
 
 pub mod build;
+pub mod crds;
 pub mod generate;
 pub mod load;
 pub mod transform;

@@ -13,6 +13,7 @@
 use crate::kustomize::builtins::Builtin;
 use crate::kustomize::builtins::patch_transformer::{
     self, ParsedPatch, Patch, PatchError, PatchOptions, PatchSource, PatchStrategicMerge,
+    TargetIndex,
 };
 use crate::kustomize::builtins::prefix_suffix_transformer::affix_fields;
 use crate::kustomize::error::{KustomizeError, Site};
@@ -95,6 +96,7 @@ fn apply(
     patch: &ParsedPatch,
     target: Option<&selector::Selector>,
     options: &PatchOptions,
+    index: Option<&mut TargetIndex>,
     site: impl Fn() -> Site,
 ) -> Result<(), KustomizeError> {
     let session = ldr.session();
@@ -102,8 +104,13 @@ fn apply(
         list_order: session.options.fixes.merge_order,
         ..*options
     };
-    let n = patch_transformer::apply_patch(res, patch, target, &options)
-        .map_err(|e| patch_error(site(), e))?;
+    if matches!(patch, ParsedPatch::StrategicMerge(_)) {
+        session.note_builtin_schema_use();
+    }
+    let openapi = session.openapi();
+    let n =
+        patch_transformer::apply_patch_with(res, patch, target, &options, openapi.as_ref(), index)
+            .map_err(|e| patch_error(site(), e))?;
     if n == 0
         && let Some(t) = target
         && t.names_single_object()
@@ -130,6 +137,7 @@ fn run_patch_entry(
     entry: &Patch,
     pointer: &str,
     json_only: bool,
+    index: Option<&mut TargetIndex>,
 ) -> Result<(), KustomizeError> {
     // Located only on error: locating parses the kustomization file, and a kustomization
     // with many patches would pay that once per entry (quadratic in its size).
@@ -152,6 +160,7 @@ fn run_patch_entry(
         &parsed,
         entry.target.as_ref(),
         &entry.options,
+        index,
         site,
     )
 }
@@ -172,18 +181,28 @@ pub fn run_transformers(
         let (text, name) = patch_text(ldr, kf, source.source(), &pointer)?;
         let parsed = patch_transformer::parse_strategic_merge(&name, &text)
             .map_err(|e| patch_error(kf.site(&pointer), e))?;
-        apply(ldr, res, &parsed, None, &PatchOptions::default(), || {
-            kf.site(&pointer)
-        })?;
+        apply(
+            ldr,
+            res,
+            &parsed,
+            None,
+            &PatchOptions::default(),
+            None,
+            || kf.site(&pointer),
+        )?;
     }
+    // One target index for all `patches:` entries (nothing else changes the objects between
+    // them): a kustomization with N entries naming one object each is linear, not N × objects.
+    let mut index = TargetIndex::default();
     for (i, p) in k.patches.iter().enumerate() {
         let pointer = format!("/patches/{i}");
-        run_patch_entry(ldr, kf, res, p, &pointer, false)?;
+        run_patch_entry(ldr, kf, res, p, &pointer, false, Some(&mut index))?;
     }
 
     let ns = namespace::NamespaceOptions {
         namespace: k.namespace.clone(),
         scope: ldr.session().options.fixes.scope,
+        field_specs: config.namespace.clone(),
         ..Default::default()
     };
     namespace::apply_namespace_with(res, &ns)
@@ -208,9 +227,10 @@ pub fn run_transformers(
             .map_err(|e| KustomizeError::transformer(kf.site("/commonAnnotations"), &e))?;
     }
 
+    let mut index = TargetIndex::default();
     for (i, p) in k.patches_json6902.iter().enumerate() {
         let pointer = format!("/patchesJson6902/{i}");
-        run_patch_entry(ldr, kf, res, p, &pointer, true)?;
+        run_patch_entry(ldr, kf, res, p, &pointer, true, Some(&mut index))?;
     }
 
     for (i, r) in k.replicas.iter().enumerate() {
@@ -359,9 +379,9 @@ fn run_builtin(
     })?;
     let failed = |e: &dyn miette::Diagnostic| KustomizeError::transformer(site.clone(), e);
     match builtin {
-        Some(Builtin::Patch(entry)) => run_patch_entry(ldr, kf, res, &entry, pointer, false),
+        Some(Builtin::Patch(entry)) => run_patch_entry(ldr, kf, res, &entry, pointer, false, None),
         Some(Builtin::PatchJson6902(cfg)) => {
-            run_patch_entry(ldr, kf, res, &cfg.patch(), pointer, true)
+            run_patch_entry(ldr, kf, res, &cfg.patch(), pointer, true, None)
         }
         Some(Builtin::PatchStrategicMerge(cfg)) => {
             let mut texts = Vec::new();
@@ -381,9 +401,15 @@ fn run_builtin(
             for (text, name) in texts {
                 let parsed = patch_transformer::parse_strategic_merge(&name, &text)
                     .map_err(|e| patch_error(site.clone(), e))?;
-                apply(ldr, res, &parsed, None, &PatchOptions::default(), || {
-                    site.clone()
-                })?;
+                apply(
+                    ldr,
+                    res,
+                    &parsed,
+                    None,
+                    &PatchOptions::default(),
+                    None,
+                    || site.clone(),
+                )?;
             }
             Ok(())
         }
