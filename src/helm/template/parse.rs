@@ -128,11 +128,18 @@ struct Parser<'a> {
     range_depth: usize,
     /// Where the current action opened (Go's "unclosed action started at").
     action_start: usize,
+    /// Offset of each line's first byte: positions by binary search, not by counting
+    /// newlines from the start for every pipeline (that was quadratic in the template size,
+    /// 58 % of a datadog render).
+    line_starts: Vec<usize>,
 }
 
 /// Parses `src` (named `name` in errors); `is_func` says whether a function name exists.
 pub fn parse(name: &str, src: &str, is_func: &dyn Fn(&str) -> bool) -> Result<Parsed, ParseError> {
     let mut p = Parser {
+        line_starts: std::iter::once(0)
+            .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+            .collect(),
         name,
         src,
         pos: 0,
@@ -167,13 +174,13 @@ fn is_alnum(c: char) -> bool {
 
 impl<'a> Parser<'a> {
     fn pos_of(&self, off: usize) -> Pos {
-        let before = &self.src[..off.min(self.src.len())];
-        let line = before.bytes().filter(|&b| b == b'\n').count() as u32 + 1;
-        let col = match before.rfind('\n') {
-            Some(i) => off - i - 1,
-            None => off,
-        } as u32;
-        Pos { line, col }
+        let off = off.min(self.src.len());
+        // The last line starting at or before `off` (a newline at `off` belongs to its line).
+        let index = self.line_starts.partition_point(|&s| s <= off) - 1;
+        Pos {
+            line: index as u32 + 1,
+            col: (off - self.line_starts[index]) as u32,
+        }
     }
 
     fn err_at(&self, off: usize, message: String) -> ParseError {
