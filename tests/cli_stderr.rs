@@ -36,3 +36,32 @@ fn failed_render_with_closed_stderr_exits_1() {
     let status = run_with_closed_stderr(&["render", "platforms/does-not-exist"]);
     assert_eq!(status.code(), Some(1), "{status:?}");
 }
+
+/// A wrong `--fixes` name is a usage error (exit 2, as every other bad flag), naming the known
+/// ones (found by the QA pass: it exited 1, the code for a failed build).
+#[test]
+fn unknown_fix_is_a_usage_error() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/kustomize");
+    let case = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path().join("input"))
+        .filter(|p| p.join("kustomization.yaml").is_file())
+        .min()
+        .expect("a kustomize case");
+    let run = |fixes: &str| {
+        Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["kustomize", case.to_str().unwrap(), "--fixes", fixes])
+            .output()
+            .expect("kiln runs")
+    };
+    let bad = run("bogus");
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert_eq!(bad.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("merge-order"), "{stderr}");
+    let good = run("all");
+    assert!(
+        good.status.code().is_some_and(|c| c != 2),
+        "{}",
+        String::from_utf8_lossy(&good.stderr)
+    );
+}

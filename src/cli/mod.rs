@@ -240,8 +240,9 @@ pub struct KustomizeArgs {
     /// Where to print something other than kubectl, comma-separated: `merge-order`
     /// (strategic merge lists in Kubernetes' apimachinery order), `cluster-scope` (no
     /// namespace on cluster-scoped kinds kustomize does not know), or `all`.
-    #[arg(long, value_name = "FIX,...")]
-    pub fixes: Option<String>,
+    /// A wrong name is a usage error (exit 2), checked by clap.
+    #[arg(long, value_name = "FIX,...", value_parser = crate::kustomize::target::build::Fixes::parse)]
+    pub fixes: Option<crate::kustomize::target::build::Fixes>,
 }
 
 #[derive(Debug, Args)]
@@ -683,9 +684,8 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 options.load_restrictor = crate::kustomize::LoadRestrictor::None;
             }
             options.strict = args.strict;
-            if let Some(list) = &args.fixes {
-                options.fixes = crate::kustomize::target::build::Fixes::parse(list)
-                    .map_err(|m| miette::miette!(code = "kiln::cli::fixes", "--fixes: {m}"))?;
+            if let Some(fixes) = args.fixes {
+                options.fixes = fixes;
             }
             let (out, warnings) = crate::kustomize::run_kustomize(&args.dir, &options)?;
             for w in warnings {
