@@ -323,7 +323,7 @@ fn is_manifest_file(file: &str) -> bool {
 /// The same `SetAnnotations` writes every remaining annotation back as a string of its value's
 /// node text (`api/resource/resource.go` `RemoveBuildAnnotations`, kyaml `getMapFromMeta`):
 /// a value a JSON patch added as `010` or `1e3` (typed by the patch's YAML) prints as `"8"`
-/// or `"1000"`, a null as `"null"`, a map or list as `""` (case p45). A value read from a
+/// or `"1000"`, a null as `"null"`, a map or list as `""` (case y10). A value read from a
 /// file is already its text (`yaml::read` keeps annotation text).
 fn strip_internal(resources: &mut [Resource]) {
     for r in resources {
