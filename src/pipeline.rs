@@ -465,8 +465,10 @@ pub fn build_timed(
     let t = Instant::now();
     let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
     let plans = match &opts.shard {
-        Some(shard) => shard.select(all_plans.clone()),
-        None => all_plans.clone(),
+        // Moved, not copied: the BuildPlans are the largest part of a render's memory
+        // (about 20 KB each; two copies were 4 GB at 100,000 BuildPlans).
+        Some(shard) => shard.select(all_plans),
+        None => all_plans,
     };
     timings.evaluate = t.elapsed();
 
