@@ -273,6 +273,20 @@ pub fn load(
     platform_dir: &Path,
     opts: &LoadOptions,
 ) -> Result<LoadedPlatform, Errors<LoadError>> {
+    load_some(fs, platform_dir, opts, None)
+}
+
+/// [`load`], keeping only the component instances whose directory (canonical) is in `only`:
+/// the others are dropped from the platform, as if `platform.yaml` did not list them, and
+/// their components are not read. For the incremental render (`crate::pipeline`), which
+/// evaluates again only the components whose plans it renders again; `platform.yaml` is
+/// still read and checked in full. `None`: everything, as [`load`].
+pub fn load_some(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    opts: &LoadOptions,
+    only: Option<&BTreeSet<PathBuf>>,
+) -> Result<LoadedPlatform, Errors<LoadError>> {
     let io_err = |op, path: &Path, source| {
         Errors::new(vec![LoadError::Io {
             op,
@@ -308,6 +322,7 @@ pub fn load(
     let mut components: Vec<LoadedComponent> = Vec::new();
     let mut by_dir: BTreeMap<PathBuf, Option<usize>> = BTreeMap::new();
     let mut instances = Vec::new();
+    let mut dropped: Vec<(usize, usize)> = Vec::new();
     let projects = raw.pointer("/spec/projects").and_then(Value::as_array);
     for (p, project) in projects.into_iter().flatten().enumerate() {
         let mut ids = Vec::new();
@@ -320,6 +335,10 @@ pub fn load(
             let Some(cdir) = ld.resolve_component(&dir, rel, &loc) else {
                 continue;
             };
+            if only.is_some_and(|only| !only.contains(&cdir)) {
+                dropped.push((p, i));
+                continue;
+            }
             let idx = match by_dir.get(&cdir) {
                 Some(known) => *known,
                 None => {
@@ -337,6 +356,17 @@ pub fn load(
             }
         }
         instances.push(ids);
+    }
+    // Instances left out by `only` leave the document too, so that `instances` still lines
+    // up with `spec.projects[p].components` (highest index first: removal shifts the rest).
+    let mut raw = raw;
+    for (p, i) in dropped.into_iter().rev() {
+        if let Some(list) = raw
+            .pointer_mut(&format!("/spec/projects/{p}/components"))
+            .and_then(Value::as_array_mut)
+        {
+            list.remove(i);
+        }
     }
     let spec = if valid {
         match serde_json::from_value::<PlatformFile>(raw.clone()) {
