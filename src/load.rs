@@ -359,13 +359,29 @@ pub fn load_some(
     }
     // Instances left out by `only` leave the document too, so that `instances` still lines
     // up with `spec.projects[p].components` (highest index first: removal shifts the rest).
+    // A project left without instances goes too (its parameters would name no component's
+    // parameter, which validate refuses).
     let mut raw = raw;
+    let emptied: BTreeSet<usize> = dropped
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| instances.get(*p).is_some_and(Vec::is_empty))
+        .collect();
     for (p, i) in dropped.into_iter().rev() {
         if let Some(list) = raw
             .pointer_mut(&format!("/spec/projects/{p}/components"))
             .and_then(Value::as_array_mut)
         {
             list.remove(i);
+        }
+    }
+    for p in emptied.into_iter().rev() {
+        if let Some(list) = raw
+            .pointer_mut("/spec/projects")
+            .and_then(Value::as_array_mut)
+        {
+            list.remove(p);
+            instances.remove(p);
         }
     }
     let spec = if valid {
