@@ -721,7 +721,8 @@ fn journal_records_that_do_not_check_out_never_change_the_output() {
     // Each way a plan record can be wrong for the plans a change reaches: another key (the
     // BuildPlan evaluated again is not the one recorded), files of another plan, no files,
     // a file index past the end.
-    let breaks: [(&str, &dyn Fn(&mut serde_json::Value)); 4] = [
+    type Break<'a> = (&'a str, &'a dyn Fn(&mut serde_json::Value));
+    let breaks: [Break; 4] = [
         ("key", &|v| {
             let i = plan(v, "c00001");
             v["records"][i]["key"] = serde_json::json!("0".repeat(64));
