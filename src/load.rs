@@ -922,6 +922,44 @@ mod tests {
     }
 
     #[test]
+    fn load_some_keeps_only_the_named_components_and_their_projects() {
+        let platform = "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/a\n    - path: ../../components/b\n  - name: ops\n    components:\n    - path: ../../components/a\n  - name: data\n    components:\n    - path: ../../components/b\n";
+        let b = COMPONENT.replace("name: a", "name: b");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", platform),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+            ("components/b/component.yaml", &b),
+            ("components/b/manifests/deploy.yaml", DEPLOY),
+        ]);
+        let dir = t.path().join("platforms/p");
+        let b_dir = std::fs::canonicalize(t.path().join("components/b")).unwrap();
+        let only = BTreeSet::from([b_dir.clone()]);
+        let lp = load_some(&RealFs, &dir, &opts(&t), Some(&only)).unwrap();
+        assert_eq!(lp.components.len(), 1);
+        assert_eq!(lp.components[0].dir, b_dir);
+        // `ops` had only `a`: gone; `web` and `data` keep their `b`, lined up with `instances`.
+        let names: Vec<&str> = lp
+            .spec
+            .spec
+            .projects
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["web", "data"]);
+        assert_eq!(lp.instances, vec![vec![0], vec![0]]);
+        assert!(
+            lp.spec
+                .spec
+                .projects
+                .iter()
+                .all(|p| p.components.len() == 1 && p.components[0].path == "../../components/b")
+        );
+        let all = load(&RealFs, &dir, &opts(&t)).unwrap();
+        assert_eq!(all.instances, vec![vec![0, 1], vec![0], vec![1]]);
+    }
+
+    #[test]
     fn default_root_is_parent_of_platforms_dir() {
         let t = tree(&[
             ("platforms/p/platform.yaml", PLATFORM),
