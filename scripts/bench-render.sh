@@ -9,9 +9,11 @@
 #
 # Each size: a full render without cache, the same with 1 thread (RAYON_NUM_THREADS=1, for
 # sizes up to 2000x5), a cold render filling the cache, a no-op re-render, and a re-render
-# after changing one component. A no-op re-render is skipped by the render journal when
-# inputs and output are unchanged; the one-component change renders that component's
-# BuildPlans and takes the rest from the cache.
+# after changing one component: a file of its kustomize base, then its component.yaml. A
+# no-op re-render is skipped by the render journal when inputs and output are unchanged; a
+# change only the render reads (the base) re-renders that component's BuildPlans alone and
+# reuses the rest of the tree (incremental); a changed component.yaml evaluates every
+# BuildPlan again and takes the unchanged ones from the cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZES=${SIZES:-"50x5 500x5 2000x5 10000x5 10000x10"}
@@ -55,6 +57,9 @@ for size in $SIZES; do
   if want one; then
     sed -i 's/memory: 128Mi/memory: 160Mi/' "$dir/components/c00001/base/deployment.yaml"
     measure "$size one component changed" "$KILN" render "$p" --write-to "$dir/deploy" --cache-dir "$dir/cache"
+    # The other kind of change: a component's own component.yaml (a parameter default).
+    sed -i 's/default: "off"/default: "on"/' "$dir/components/c00002/component.yaml"
+    measure "$size one component.yaml changed" "$KILN" render "$p" --write-to "$dir/deploy" --cache-dir "$dir/cache"
   fi
   if [ "${KUBECTL:-0}" = 1 ]; then
     # The Holos way: one `kubectl kustomize` per emitted component directory.

@@ -29,7 +29,7 @@ use crate::evaluate::BuildPlan;
 use crate::fs::FileSystem;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -193,6 +193,8 @@ pub type Files = Vec<(String, Vec<u8>)>;
 /// resources (for the Argo CD AppProject).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Emitted {
+    /// The plan's cache key (empty without a cache), for the [`Journal`].
+    pub key: String,
     pub files: Files,
     pub cluster_kinds: std::collections::BTreeSet<(String, String)>,
     /// What producing them read (the render's reads, or the cache entry's), for the
@@ -324,6 +326,7 @@ impl Cache {
             .iter()
             .all(|r| !r.result.is_empty() && observe(fs, &r.op, Path::new(&r.path)) == r.result);
         fresh.then(|| Emitted {
+            key: key.to_string(),
             reads: entry.reads,
             files: entry
                 .files
@@ -380,7 +383,7 @@ impl io::Write for HashWriter<'_> {
 }
 
 /// Bumped whenever the journal's layout or key inputs change.
-const JOURNAL_FORMAT: &str = "kiln-render-journal/1";
+const JOURNAL_FORMAT: &str = "kiln-render-journal/2";
 
 /// The render journal: what the last full `kiln render` into one output directory, with one
 /// set of options, read and wrote, so that the next render of unchanged input can skip
@@ -396,6 +399,13 @@ const JOURNAL_FORMAT: &str = "kiln-render-journal/1";
 /// corrupt journal, or a journal of other options falls back to the full render, which
 /// rewrites the journal. So a stale or corrupt journal can cost time, never output.
 ///
+/// **Incremental.** When load's calls all replay but some of the render's do not, the
+/// platform model and every BuildPlan are provably those of the last render (load read the
+/// same, and validate and evaluate are pure), and so are the Kargo and Argo CD objects, as
+/// long as the cluster-scoped kinds the render produced stay the same. Only the BuildPlans
+/// whose recorded reads changed ([`PlanRecord::reads`]) are rendered again; the rest of the
+/// tree is the recorded one (see `crate::pipeline`).
+///
 /// **Where.** `<cache dir>/journal/<key>.json` (key: a digest of the options and the output
 /// directory), written like a cache entry: a digest line, then the JSON body.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -410,13 +420,34 @@ pub struct Journal {
     /// The platform and component directories (for [`crate::write::check_target`]).
     pub sources: Vec<PathBuf>,
     pub plans: usize,
-    /// Every file written: path, SHA-256 of its bytes, its `stat` after the write.
+    /// Each BuildPlan rendered, in plan order.
+    pub records: Vec<PlanRecord>,
+    /// Every file written: path, SHA-256 of its bytes, its `stat` after the write; in path
+    /// order.
     pub files: Vec<crate::write::Written>,
     /// SHA-256 of the ownership marker written.
     pub marker: String,
     /// The warnings of that render, repeated by a skipped one.
     pub expressions: Vec<[String; 4]>,
-    pub secrets: Vec<String>,
+    /// The Secrets of the tree: (file, as reported).
+    pub secrets: Vec<(String, String)>,
+}
+
+/// One BuildPlan of a journal's render: what it is, what it read, what it wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanRecord {
+    pub project: String,
+    pub environment: String,
+    pub component: String,
+    /// The component directory (canonical).
+    pub dir: PathBuf,
+    /// Its cache key: a BuildPlan evaluated again must have the same one.
+    pub key: String,
+    /// Indexes into [`Journal::render_reads`] of the calls its render made.
+    pub reads: Vec<u32>,
+    /// Indexes into [`Journal::files`] of the files it emitted.
+    pub files: Vec<u32>,
+    pub cluster_kinds: Vec<(String, String)>,
 }
 
 /// A journal's key and location (see [`Journal`]).
@@ -485,13 +516,41 @@ impl Journal {
     /// Whether every recorded call still gives the same result: load's through `fs`,
     /// the render's through `fs` confined to the root.
     pub fn replays(&self, fs: &dyn FileSystem) -> bool {
+        self.changed_render_reads(fs).is_some_and(|c| c.is_empty())
+    }
+
+    /// `None` when a call of load gives a different result through `fs`; else the indexes
+    /// of the render's calls (through `fs` confined to the root) that do.
+    pub fn changed_render_reads(&self, fs: &dyn FileSystem) -> Option<BTreeSet<usize>> {
         use rayon::prelude::*;
         let rooted = crate::fs::RootedFs::new(fs, self.root.clone());
         let same = |fs: &dyn FileSystem, r: &Read| {
             !r.result.is_empty() && observe(fs, &r.op, Path::new(&r.path)) == r.result
         };
-        self.load_reads.par_iter().all(|r| same(fs, r))
-            && self.render_reads.par_iter().all(|r| same(&rooted, r))
+        if !self.load_reads.par_iter().all(|r| same(fs, r)) {
+            return None;
+        }
+        Some(
+            self.render_reads
+                .par_iter()
+                .enumerate()
+                .filter(|(_, r)| !same(&rooted, r))
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .collect(),
+        )
+    }
+
+    /// The plans (indexes into [`Journal::records`]) whose render made one of the calls
+    /// `changed`.
+    pub fn affected(&self, changed: &BTreeSet<usize>) -> Vec<usize> {
+        self.records
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.reads.iter().any(|i| changed.contains(&(*i as usize))))
+            .map(|(i, _)| i)
+            .collect()
     }
 }
 

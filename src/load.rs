@@ -273,6 +273,20 @@ pub fn load(
     platform_dir: &Path,
     opts: &LoadOptions,
 ) -> Result<LoadedPlatform, Errors<LoadError>> {
+    load_some(fs, platform_dir, opts, None)
+}
+
+/// [`load`], keeping only the component instances whose directory (canonical) is in `only`:
+/// the others are dropped from the platform, as if `platform.yaml` did not list them, and
+/// their components are not read. For the incremental render (`crate::pipeline`), which
+/// evaluates again only the components whose plans it renders again; `platform.yaml` is
+/// still read and checked in full. `None`: everything, as [`load`].
+pub fn load_some(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    opts: &LoadOptions,
+    only: Option<&BTreeSet<PathBuf>>,
+) -> Result<LoadedPlatform, Errors<LoadError>> {
     let io_err = |op, path: &Path, source| {
         Errors::new(vec![LoadError::Io {
             op,
@@ -308,6 +322,7 @@ pub fn load(
     let mut components: Vec<LoadedComponent> = Vec::new();
     let mut by_dir: BTreeMap<PathBuf, Option<usize>> = BTreeMap::new();
     let mut instances = Vec::new();
+    let mut dropped: Vec<(usize, usize)> = Vec::new();
     let projects = raw.pointer("/spec/projects").and_then(Value::as_array);
     for (p, project) in projects.into_iter().flatten().enumerate() {
         let mut ids = Vec::new();
@@ -320,6 +335,10 @@ pub fn load(
             let Some(cdir) = ld.resolve_component(&dir, rel, &loc) else {
                 continue;
             };
+            if only.is_some_and(|only| !only.contains(&cdir)) {
+                dropped.push((p, i));
+                continue;
+            }
             let idx = match by_dir.get(&cdir) {
                 Some(known) => *known,
                 None => {
@@ -337,6 +356,33 @@ pub fn load(
             }
         }
         instances.push(ids);
+    }
+    // Instances left out by `only` leave the document too, so that `instances` still lines
+    // up with `spec.projects[p].components` (highest index first: removal shifts the rest).
+    // A project left without instances goes too (its parameters would name no component's
+    // parameter, which validate refuses).
+    let mut raw = raw;
+    let emptied: BTreeSet<usize> = dropped
+        .iter()
+        .map(|(p, _)| *p)
+        .filter(|p| instances.get(*p).is_some_and(Vec::is_empty))
+        .collect();
+    for (p, i) in dropped.into_iter().rev() {
+        if let Some(list) = raw
+            .pointer_mut(&format!("/spec/projects/{p}/components"))
+            .and_then(Value::as_array_mut)
+        {
+            list.remove(i);
+        }
+    }
+    for p in emptied.into_iter().rev() {
+        if let Some(list) = raw
+            .pointer_mut("/spec/projects")
+            .and_then(Value::as_array_mut)
+        {
+            list.remove(p);
+            instances.remove(p);
+        }
     }
     let spec = if valid {
         match serde_json::from_value::<PlatformFile>(raw.clone()) {
@@ -873,6 +919,44 @@ mod tests {
             res[1].origin.as_ref().unwrap().file,
             "components/a/manifests/deploy.yaml"
         );
+    }
+
+    #[test]
+    fn load_some_keeps_only_the_named_components_and_their_projects() {
+        let platform = "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/a\n    - path: ../../components/b\n  - name: ops\n    components:\n    - path: ../../components/a\n  - name: data\n    components:\n    - path: ../../components/b\n";
+        let b = COMPONENT.replace("name: a", "name: b");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", platform),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+            ("components/b/component.yaml", &b),
+            ("components/b/manifests/deploy.yaml", DEPLOY),
+        ]);
+        let dir = t.path().join("platforms/p");
+        let b_dir = std::fs::canonicalize(t.path().join("components/b")).unwrap();
+        let only = BTreeSet::from([b_dir.clone()]);
+        let lp = load_some(&RealFs, &dir, &opts(&t), Some(&only)).unwrap();
+        assert_eq!(lp.components.len(), 1);
+        assert_eq!(lp.components[0].dir, b_dir);
+        // `ops` had only `a`: gone; `web` and `data` keep their `b`, lined up with `instances`.
+        let names: Vec<&str> = lp
+            .spec
+            .spec
+            .projects
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        assert_eq!(names, ["web", "data"]);
+        assert_eq!(lp.instances, vec![vec![0], vec![0]]);
+        assert!(
+            lp.spec
+                .spec
+                .projects
+                .iter()
+                .all(|p| p.components.len() == 1 && p.components[0].path == "../../components/b")
+        );
+        let all = load(&RealFs, &dir, &opts(&t)).unwrap();
+        assert_eq!(all.instances, vec![vec![0, 1], vec![0], vec![1]]);
     }
 
     #[test]

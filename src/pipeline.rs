@@ -228,6 +228,13 @@ pub struct Timings {
     pub write: Duration,
 }
 
+impl Timings {
+    /// The stages' wall times added up.
+    pub fn total(&self) -> Duration {
+        self.load + self.evaluate + self.render + self.emit + self.write
+    }
+}
+
 impl RenderOptions {
     /// Defaults: write to `deploy`, service layout, everything selected.
     pub fn new(platform_dir: impl Into<PathBuf>) -> Self {
@@ -267,11 +274,19 @@ pub struct RenderSummary {
     /// `true` when the journal proved the render would change nothing and every stage was
     /// skipped ([`crate::cache::Journal`]).
     pub journal: bool,
+    /// `Some(n)` when only the `n` BuildPlans whose render reads changed were rendered
+    /// again, the rest of the tree reused (see [`crate::cache::Journal`]).
+    pub incremental: Option<usize>,
 }
 
 /// Every `kind: Secret` document in `set`, as `file (namespace/name)`, in path order. kiln
 /// never prints their values; the names are what `spec.secrets` and the warning report.
 pub fn secrets_in(set: &ArtifactSet) -> Vec<String> {
+    secrets_by_file(set).into_iter().map(|(_, s)| s).collect()
+}
+
+/// [`secrets_in`], each with its file.
+fn secrets_by_file(set: &ArtifactSet) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for (path, bytes) in &set.files {
         let Ok(text) = std::str::from_utf8(bytes) else {
@@ -299,7 +314,7 @@ pub fn secrets_in(set: &ArtifactSet) -> Vec<String> {
                 Some(ns) => format!("{ns}/{name}"),
                 None => name,
             };
-            out.push(format!("{path} ({id})"));
+            out.push((path.clone(), format!("{path} ({id})")));
         }
     }
     out
@@ -369,6 +384,8 @@ pub struct Built {
     /// Every file-system call of load, and of the render (cache hits included), for the
     /// journal ([`crate::cache::Journal`]).
     pub reads: (Vec<crate::cache::Read>, Vec<crate::cache::Read>),
+    /// Each BuildPlan's reads and files, in plan order, for the journal.
+    pub outputs: Vec<PlanOutput>,
 }
 
 /// A file system remembering a digest of every file read through it, so provenance can name
@@ -441,6 +458,58 @@ pub fn build_with_progress(
     build_timed(opts, progress).map(|b| (b.platform, b.plans, b.set))
 }
 
+/// Renders `plans` in parallel, each looked up in `cache` first and stored there when
+/// rendered, and emits each on the worker that rendered it; results in plan order. Sets
+/// the CPU figures of `timings`.
+fn render_plans(
+    plans: &[BuildPlan],
+    sources: &crate::diag::Sources,
+    fs: &dyn FileSystem,
+    cache: Option<&crate::cache::Cache>,
+    layout: Layout,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    timings: &mut Timings,
+) -> Result<Vec<crate::cache::Emitted>, Errors<RenderError>> {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+    let done = AtomicUsize::new(0);
+    let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
+    let total = plans.len();
+    let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let per_plan = |plan: &BuildPlan,
+                    render: &crate::render::RenderThunk|
+     -> Result<crate::cache::Emitted, RenderError> {
+        let key = cache.map(|c| c.key(plan));
+        let hit = cache.zip(key.as_deref()).and_then(|(c, k)| c.lookup(k, fs));
+        let out = match hit {
+            Some(out) => out,
+            None => {
+                let t = Instant::now();
+                let rendered = render()?;
+                render_ns.fetch_add(nanos(t), Relaxed);
+                let t = Instant::now();
+                let out = crate::cache::Emitted {
+                    key: key.clone().unwrap_or_default(),
+                    files: emit_plan(&rendered, layout),
+                    cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
+                    reads: rendered.reads,
+                };
+                emit_ns.fetch_add(nanos(t), Relaxed);
+                if let (Some(c), Some(k)) = (cache, &key) {
+                    // A cache that cannot be written only costs time on the next run.
+                    let _ = c.store(k, out.reads.clone(), &out);
+                }
+                out
+            }
+        };
+        progress(done.fetch_add(1, Relaxed) + 1, total);
+        Ok(out)
+    };
+    let emitted = crate::render::render_map(plans, sources, fs, &per_plan)?;
+    timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
+    timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
+    Ok(emitted)
+}
+
 /// [`build_with_progress`], with timings and cache figures.
 ///
 /// Each plan is rendered and emitted on its worker thread and only its bytes are kept, so
@@ -449,7 +518,6 @@ pub fn build_timed(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Built, KilnError> {
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
     let mut timings = Timings::default();
     let t = Instant::now();
     let fs = RecordingFs::new(opts.fs.as_ref());
@@ -473,58 +541,40 @@ pub fn build_timed(
     timings.evaluate = t.elapsed();
 
     let t = Instant::now();
-    // Every file the render reads (kustomize bases included) must lie inside the root.
     let cache = opts
         .cache_dir
         .as_ref()
         .map(|d| crate::cache::Cache::new(d, opts.layout));
+    // Every file the render reads (kustomize bases included) must lie inside the root.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
-    let done = AtomicUsize::new(0);
-    let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
-    let total = plans.len();
-    let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    let per_plan = |plan: &BuildPlan,
-                    render: &crate::render::RenderThunk|
-     -> Result<crate::cache::Emitted, RenderError> {
-        let key = cache.as_ref().map(|c| c.key(plan));
-        let hit = cache
-            .as_ref()
-            .zip(key.as_deref())
-            .and_then(|(c, k)| c.lookup(k, &rooted));
-        let out = match hit {
-            Some(out) => out,
-            None => {
-                let t = Instant::now();
-                let rendered = render()?;
-                render_ns.fetch_add(nanos(t), Relaxed);
-                let t = Instant::now();
-                let out = crate::cache::Emitted {
-                    files: emit_plan(&rendered, opts.layout),
-                    cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
-                    reads: rendered.reads,
-                };
-                emit_ns.fetch_add(nanos(t), Relaxed);
-                if let (Some(c), Some(k)) = (&cache, &key) {
-                    // A cache that cannot be written only costs time on the next run.
-                    let _ = c.store(k, out.reads.clone(), &out);
-                }
-                out
-            }
-        };
-        progress(done.fetch_add(1, Relaxed) + 1, total);
-        Ok(out)
-    };
-    let emitted = crate::render::render_map(&plans, &platform.sources, &rooted, &per_plan)
-        .map_err(KilnError::Render)?;
+    let emitted = render_plans(
+        &plans,
+        &platform.sources,
+        &rooted,
+        cache.as_ref(),
+        opts.layout,
+        progress,
+        &mut timings,
+    )
+    .map_err(KilnError::Render)?;
     timings.render = t.elapsed();
-    timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
-    timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
 
     let t = Instant::now();
     let mut set = ArtifactSet::new();
     let mut cluster_kinds = BTreeSet::new();
     let mut render_reads = BTreeSet::new();
-    for e in emitted {
+    let mut outputs = Vec::with_capacity(emitted.len());
+    for (plan, e) in plans.iter().zip(emitted) {
+        outputs.push(PlanOutput {
+            project: plan.project.clone(),
+            environment: plan.environment.clone(),
+            component: plan.component.clone(),
+            dir: plan.source.dir.clone(),
+            key: e.key,
+            files: e.files.iter().map(|(p, _)| p.clone()).collect(),
+            cluster_kinds: e.cluster_kinds.iter().cloned().collect(),
+            reads: e.reads.clone(),
+        });
         cluster_kinds.extend(e.cluster_kinds);
         render_reads.extend(e.reads);
         for (path, bytes) in e.files {
@@ -579,7 +629,21 @@ pub fn build_timed(
         timings,
         cache,
         reads: (load_reads, render_reads.into_iter().collect()),
+        outputs,
     })
+}
+
+/// What one BuildPlan of a render read and wrote, for the journal
+/// ([`crate::cache::PlanRecord`]).
+pub struct PlanOutput {
+    pub project: String,
+    pub environment: String,
+    pub component: String,
+    pub dir: PathBuf,
+    pub key: String,
+    pub files: Vec<String>,
+    pub cluster_kinds: Vec<(String, String)>,
+    pub reads: Vec<crate::cache::Read>,
 }
 
 /// Adds the Kargo and Argo CD objects of the projects `opts` selects to `set`; the Argo CD
@@ -682,6 +746,11 @@ pub fn run_render(opts: &RenderOptions) -> Result<RenderSummary, KilnError> {
 }
 
 /// [`run_render`] with a progress callback (see [`build_with_progress`]).
+///
+/// With a cache, the journal of the last render into the same directory decides how much
+/// to do (see [`crate::cache::Journal`]): nothing when no recorded call changed and the
+/// tree is as written; only the BuildPlans whose render reads changed when load's calls all
+/// replay ([`render_incremental`]); else everything.
 pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -689,11 +758,18 @@ pub fn run_render_with_progress(
     let t = Instant::now();
     let slot = journal_slot(opts);
     let last = slot.as_ref().and_then(|s| s.load());
-    if let Some((j, recorded)) = &last
-        && let Some(mut summary) = replay_journal(opts, j, *recorded)?
+    if let (Some(slot), Some((j, recorded))) = (&slot, &last)
+        && let Some(changed) = j.changed_render_reads(opts.fs.as_ref())
     {
-        summary.timings.load = t.elapsed();
-        return Ok(summary);
+        let done = if changed.is_empty() {
+            replay_journal(opts, j, *recorded)?
+        } else {
+            render_incremental(opts, slot, j, *recorded, &changed, progress)?
+        };
+        if let Some(mut summary) = done {
+            summary.timings.load += t.elapsed().saturating_sub(summary.timings.total());
+            return Ok(summary);
+        }
     }
     let Built {
         platform,
@@ -702,7 +778,8 @@ pub fn run_render_with_progress(
         scope,
         mut timings,
         cache,
-        reads: (load_reads, render_reads),
+        reads: (load_reads, _),
+        outputs,
         ..
     } = build_timed(opts, progress)?;
     let t = Instant::now();
@@ -738,6 +815,7 @@ pub fn run_render_with_progress(
         crate::write::write_known(&set, &opts.write_to, &|p| scope.contains(p), &known)
             .map_err(KilnError::Write)?
     };
+    let secrets = secrets_by_file(&set);
     let summary = RenderSummary {
         plans: plans.len(),
         files: set.len(),
@@ -745,43 +823,401 @@ pub fn run_render_with_progress(
         timings,
         cache,
         expressions: crate::kargo::expressions::scan(&set),
-        secrets: secrets_in(&set),
+        secrets: secrets.iter().map(|(_, s)| s.clone()).collect(),
         journal: false,
+        incremental: None,
     };
-    if let Some(slot) = &slot {
+    if let Some(slot) = &slot
+        && let Ok(files) = crate::write::written(&set, &opts.write_to, &digests)
+    {
         // Best effort: without a journal the next render only costs more.
-        let marker = crate::fs::read_regular(&opts.write_to.join(crate::marker::MARKER_FILE));
-        if let (Ok(files), Ok(marker)) = (
-            crate::write::written(&set, &opts.write_to, &digests),
-            marker,
-        ) {
-            let _ = slot.store(crate::cache::Journal {
-                key: String::new(),
+        store_journal(
+            slot,
+            opts,
+            JournalParts {
                 load_reads,
-                render_reads,
                 root: platform.root.clone(),
                 sources,
                 plans: summary.plans,
                 files,
-                marker: crate::cache::file_digest(&marker),
-                expressions: summary
-                    .expressions
-                    .iter()
-                    .map(|e| {
-                        [
-                            e.file.clone(),
-                            e.resource.clone(),
-                            e.pointer.clone(),
-                            e.text.clone(),
-                        ]
-                    })
-                    .collect(),
-                secrets: summary.secrets.clone(),
-            });
-        }
+                expressions: &summary.expressions,
+                secrets,
+            },
+            outputs,
+        );
     }
     timings.write = t.elapsed();
     Ok(RenderSummary { timings, ..summary })
+}
+
+/// What a journal holds besides its plan records.
+struct JournalParts<'a> {
+    load_reads: Vec<crate::cache::Read>,
+    root: PathBuf,
+    sources: Vec<PathBuf>,
+    plans: usize,
+    /// In path order.
+    files: Vec<crate::write::Written>,
+    expressions: &'a [crate::kargo::expressions::ExpressionInManifest],
+    secrets: Vec<(String, String)>,
+}
+
+/// Writes the journal of a render whose tree is now in `opts.write_to`: `outputs` become
+/// its plan records, their reads one sorted list the records index into. Best effort.
+fn store_journal(
+    slot: &crate::cache::JournalSlot,
+    opts: &RenderOptions,
+    parts: JournalParts,
+    outputs: Vec<PlanOutput>,
+) {
+    let Ok(marker) = crate::fs::read_regular(&opts.write_to.join(crate::marker::MARKER_FILE))
+    else {
+        return;
+    };
+    let mut render_reads: Vec<crate::cache::Read> = outputs
+        .iter()
+        .flat_map(|o| o.reads.iter().cloned())
+        .collect();
+    render_reads.sort();
+    render_reads.dedup();
+    let index = |v: Result<usize, usize>| v.ok().and_then(|i| u32::try_from(i).ok());
+    let mut records = Vec::with_capacity(outputs.len());
+    for o in outputs {
+        let reads: Option<Vec<u32>> = o
+            .reads
+            .iter()
+            .map(|r| index(render_reads.binary_search(r)))
+            .collect();
+        let files: Option<Vec<u32>> = o
+            .files
+            .iter()
+            .map(|p| index(parts.files.binary_search_by(|w| w.path.as_str().cmp(p))))
+            .collect();
+        let (Some(reads), Some(files)) = (reads, files) else {
+            // A plan file missing from the tree (a selection wrote nothing): no journal.
+            return;
+        };
+        records.push(crate::cache::PlanRecord {
+            project: o.project,
+            environment: o.environment,
+            component: o.component,
+            dir: o.dir,
+            key: o.key,
+            reads,
+            files,
+            cluster_kinds: o.cluster_kinds,
+        });
+    }
+    let _ = slot.store(crate::cache::Journal {
+        key: String::new(),
+        load_reads: parts.load_reads,
+        render_reads,
+        root: parts.root,
+        sources: parts.sources,
+        plans: parts.plans,
+        records,
+        files: parts.files,
+        marker: crate::cache::file_digest(&marker),
+        expressions: parts
+            .expressions
+            .iter()
+            .map(|e| {
+                [
+                    e.file.clone(),
+                    e.resource.clone(),
+                    e.pointer.clone(),
+                    e.text.clone(),
+                ]
+            })
+            .collect(),
+        secrets: parts.secrets,
+    });
+}
+
+/// A render after a change that only the render stage saw (a file of a kustomize tree, a
+/// chart, a file a base reads): load's recorded calls all give the same results, so the
+/// platform model, every BuildPlan and the Kargo/Argo CD objects are those of the journal's
+/// render. Only the BuildPlans whose recorded reads `changed` are rendered again: their
+/// components loaded and evaluated alone ([`crate::load::load_some`]), each BuildPlan
+/// checked to have the cache key recorded (so it is the one of the full evaluation), its
+/// files replacing the ones it wrote before; the rest of the tree is reused from the
+/// previous write without reading it (the write checks each reused file's `stat`).
+///
+/// `None`, and nothing written, whenever that is not provably what a full render would
+/// produce; the caller then renders in full: a plan that evaluates differently or fails
+/// (the full render reports the error), cluster-scoped kinds that change (they are in the
+/// Argo CD AppProject), a file path another plan also writes, a Secret under
+/// `spec.secrets: forbid`, an output file changed by hand.
+fn render_incremental(
+    opts: &RenderOptions,
+    slot: &crate::cache::JournalSlot,
+    j: &crate::cache::Journal,
+    recorded: std::time::SystemTime,
+    changed: &BTreeSet<usize>,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Option<RenderSummary>, KilnError> {
+    let mut timings = Timings::default();
+    let affected = j.affected(changed);
+    if affected.is_empty() {
+        return Ok(None);
+    }
+    let t = Instant::now();
+    let fs = opts.fs.as_ref();
+    let only: BTreeSet<PathBuf> = affected.iter().map(|&i| j.records[i].dir.clone()).collect();
+    let load_opts = LoadOptions {
+        root: opts.root.clone(),
+    };
+    let Ok(loaded) = crate::load::load_some(fs, &opts.platform_dir, &load_opts, Some(&only)) else {
+        return Ok(None);
+    };
+    let Ok(platform) = validate(loaded) else {
+        return Ok(None);
+    };
+    timings.load = t.elapsed();
+    let t = Instant::now();
+    // The selection as given, less the component names (the instances left out of the
+    // platform would be unknown); it only narrows what is evaluated.
+    let selection = Selection {
+        components: Vec::new(),
+        ..opts.selection.clone()
+    };
+    let Ok(evaluated) = evaluate(&platform, &selection) else {
+        return Ok(None);
+    };
+    let Some(cache_dir) = &opts.cache_dir else {
+        return Ok(None);
+    };
+    let cache = crate::cache::Cache::new(cache_dir, opts.layout);
+    let mut by_id: std::collections::BTreeMap<(&str, &str, &str), &BuildPlan> = Default::default();
+    for p in &evaluated {
+        by_id.insert((&p.project, &p.environment, &p.component), p);
+    }
+    let mut plans = Vec::with_capacity(affected.len());
+    for &i in &affected {
+        let r = &j.records[i];
+        match by_id.get(&(
+            r.project.as_str(),
+            r.environment.as_str(),
+            r.component.as_str(),
+        )) {
+            Some(p) if cache.key(p) == r.key => plans.push((*p).clone()),
+            _ => return Ok(None),
+        }
+    }
+    timings.evaluate = t.elapsed();
+
+    let t = Instant::now();
+    let rooted = crate::fs::RootedFs::new(fs, platform.root.clone());
+    let Ok(emitted) = render_plans(
+        &plans,
+        &platform.sources,
+        &rooted,
+        Some(&cache),
+        opts.layout,
+        progress,
+        &mut timings,
+    ) else {
+        return Ok(None);
+    };
+    timings.render = t.elapsed();
+
+    let t = Instant::now();
+    // Which files of the previous tree each plan owned; a file two plans wrote (the later
+    // one won) cannot be split between them.
+    let mut owners = vec![0u8; j.files.len()];
+    for r in &j.records {
+        for &f in &r.files {
+            if let Some(o) = owners.get_mut(f as usize) {
+                *o = o.saturating_add(1);
+            }
+        }
+    }
+    let mut old: BTreeSet<usize> = BTreeSet::new();
+    for (&i, e) in affected.iter().zip(&emitted) {
+        let mut before = BTreeSet::new();
+        for &f in &j.records[i].files {
+            let Some(w) = j.files.get(f as usize) else {
+                return Ok(None);
+            };
+            if owners[f as usize] != 1 {
+                return Ok(None);
+            }
+            old.insert(f as usize);
+            before.insert(w.path.as_str());
+        }
+        // Only new contents of the same files: a plan that now writes other files (a kind
+        // added or gone) goes through the full render and its pruning.
+        let after: BTreeSet<&str> = e.files.iter().map(|(p, _)| p.as_str()).collect();
+        if before != after {
+            return Ok(None);
+        }
+    }
+    let affected_set: BTreeSet<usize> = affected.iter().copied().collect();
+    let kinds_before: BTreeSet<&(String, String)> =
+        j.records.iter().flat_map(|r| &r.cluster_kinds).collect();
+    let mut kinds_after: BTreeSet<&(String, String)> = j
+        .records
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !affected_set.contains(i))
+        .flat_map(|(_, r)| &r.cluster_kinds)
+        .collect();
+    kinds_after.extend(emitted.iter().flat_map(|e| &e.cluster_kinds));
+    if kinds_before != kinds_after {
+        return Ok(None);
+    }
+    let mut fresh = ArtifactSet::new();
+    for e in &emitted {
+        for (path, bytes) in &e.files {
+            fresh.insert(path.clone(), bytes.clone());
+        }
+    }
+    let mut set = ArtifactSet::new();
+    let mut reused = BTreeSet::new();
+    let mut digests: std::collections::BTreeMap<String, String> = Default::default();
+    for (i, w) in j.files.iter().enumerate() {
+        if old.contains(&i) {
+            continue;
+        }
+        if fresh.files.contains_key(&w.path) {
+            // A new file of a re-rendered plan where another plan (or Kargo) writes.
+            return Ok(None);
+        }
+        set.insert(w.path.clone(), Vec::new());
+        reused.insert(w.path.clone());
+        digests.insert(w.path.clone(), w.digest.clone());
+    }
+    for (path, bytes) in &fresh.files {
+        digests.insert(path.clone(), crate::cache::file_digest(bytes));
+        set.insert(path.clone(), bytes.clone());
+    }
+    let new_secrets = secrets_by_file(&fresh);
+    if platform.secrets == crate::spec::SecretPolicy::Forbid && !new_secrets.is_empty() {
+        return Ok(None);
+    }
+    // Findings of the files rewritten or removed are replaced by those of the new files.
+    let replaced =
+        |file: &str| fresh.files.contains_key(file) || old.iter().any(|&i| j.files[i].path == file);
+    let mut secrets: Vec<(String, String)> = j
+        .secrets
+        .iter()
+        .filter(|(f, _)| !replaced(f))
+        .cloned()
+        .chain(new_secrets)
+        .collect();
+    secrets.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut expressions: Vec<crate::kargo::expressions::ExpressionInManifest> = j
+        .expressions
+        .iter()
+        .filter(|e| !replaced(&e[0]))
+        .map(
+            |[file, resource, pointer, text]| crate::kargo::expressions::ExpressionInManifest {
+                file: file.clone(),
+                resource: resource.clone(),
+                pointer: pointer.clone(),
+                text: text.clone(),
+            },
+        )
+        .chain(crate::kargo::expressions::scan(&fresh))
+        .collect();
+    expressions.sort_by(|a, b| a.file.cmp(&b.file));
+    timings.emit = t.elapsed();
+
+    let t = Instant::now();
+    crate::write::check_target(&opts.write_to, &j.root, &j.sources).map_err(KilnError::Write)?;
+    let scope = slice_scope(&set, &opts.selection);
+    let known = crate::write::Known {
+        files: j.files.iter().map(|w| (w.path.as_str(), w)).collect(),
+        recorded: Some(recorded),
+        digests: Some(&digests),
+        reused: Some(&reused),
+    };
+    slot.forget();
+    let report = if scope.is_empty() {
+        WriteReport::default()
+    } else {
+        match crate::write::write_known(&set, &opts.write_to, &|p| scope.contains(p), &known) {
+            Ok(r) => r,
+            Err(crate::write::WriteError::ChangedDuringRender { .. }) => return Ok(None),
+            Err(e) => return Err(KilnError::Write(e)),
+        }
+    };
+    // The journal of the new tree: the reused files' records, the new files' stamps.
+    if let Ok(new_files) = crate::write::written(&fresh, &opts.write_to, &digests) {
+        let mut files: Vec<crate::write::Written> = j
+            .files
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !old.contains(i))
+            .map(|(_, w)| w.clone())
+            .chain(new_files)
+            .collect();
+        files.sort_by(|a, b| a.path.cmp(&b.path));
+        let mut emitted = emitted.into_iter();
+        let outputs: Vec<PlanOutput> = j
+            .records
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let (files, kinds, reads) = if affected_set.contains(&i) {
+                    let e = emitted.next().unwrap_or_default();
+                    (
+                        e.files.into_iter().map(|(p, _)| p).collect(),
+                        e.cluster_kinds.into_iter().collect(),
+                        e.reads,
+                    )
+                } else {
+                    (
+                        r.files
+                            .iter()
+                            .map(|&f| j.files[f as usize].path.clone())
+                            .collect(),
+                        r.cluster_kinds.clone(),
+                        r.reads
+                            .iter()
+                            .map(|&k| j.render_reads[k as usize].clone())
+                            .collect(),
+                    )
+                };
+                PlanOutput {
+                    project: r.project.clone(),
+                    environment: r.environment.clone(),
+                    component: r.component.clone(),
+                    dir: r.dir.clone(),
+                    key: r.key.clone(),
+                    files,
+                    cluster_kinds: kinds,
+                    reads,
+                }
+            })
+            .collect();
+        store_journal(
+            slot,
+            opts,
+            JournalParts {
+                load_reads: j.load_reads.clone(),
+                root: j.root.clone(),
+                sources: j.sources.clone(),
+                plans: j.plans,
+                files,
+                expressions: &expressions,
+                secrets: secrets.clone(),
+            },
+            outputs,
+        );
+    }
+    timings.write = t.elapsed();
+    Ok(Some(RenderSummary {
+        plans: j.plans,
+        files: set.len(),
+        report,
+        timings,
+        cache: cache.stats(),
+        expressions,
+        secrets: secrets.into_iter().map(|(_, s)| s).collect(),
+        journal: false,
+        incremental: Some(plans.len()),
+    }))
 }
 
 /// The journal of a render with `opts` (see [`crate::cache::Journal`]): only with a cache,
@@ -806,16 +1242,14 @@ fn journal_slot(opts: &RenderOptions) -> Option<crate::cache::JournalSlot> {
 }
 
 /// The summary of a render skipped because the journal proves it would change nothing:
-/// every recorded call gives the same result, and the tree on disk is the one recorded.
+/// every recorded call gives the same result (checked by the caller), and the tree on disk
+/// is the one recorded.
 /// `None`: render in full.
 fn replay_journal(
     opts: &RenderOptions,
     j: &crate::cache::Journal,
     recorded: std::time::SystemTime,
 ) -> Result<Option<RenderSummary>, KilnError> {
-    if !j.replays(opts.fs.as_ref()) {
-        return Ok(None);
-    }
     crate::write::check_target(&opts.write_to, &j.root, &j.sources).map_err(KilnError::Write)?;
     if !crate::write::verify_unchanged(&opts.write_to, &j.files, &j.marker, recorded) {
         return Ok(None);
@@ -841,8 +1275,9 @@ fn replay_journal(
                 }
             })
             .collect(),
-        secrets: j.secrets.clone(),
+        secrets: j.secrets.iter().map(|(_, s)| s.clone()).collect(),
         journal: true,
+        incremental: None,
     }))
 }
 

@@ -114,6 +114,16 @@ pub enum WriteError {
         )
     )]
     ManifestInvalid { path: String, reason: String },
+
+    /// An incremental render reuses a file of the previous write without its bytes, and the
+    /// file is no longer the one written then (edited while kiln ran). Nothing was written;
+    /// the caller renders in full instead.
+    #[error("`{path}` changed while kiln rendered")]
+    #[diagnostic(
+        code(kiln::write::changed_during_render),
+        help("run the render again; kiln rewrites the whole tree when its output was edited")
+    )]
+    ChangedDuringRender { path: String },
 }
 
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> WriteError + 'a {
@@ -371,6 +381,10 @@ pub struct Known<'a> {
     pub files: std::collections::BTreeMap<&'a str, &'a Written>,
     pub recorded: Option<std::time::SystemTime>,
     pub digests: Option<&'a std::collections::BTreeMap<String, String>>,
+    /// Files of the set whose bytes are placeholders (an incremental render reuses them from
+    /// the previous write): each must be unchanged by its stamp, else the write stops with
+    /// [`WriteError::ChangedDuringRender`] before anything is written.
+    pub reused: Option<&'a BTreeSet<String>>,
 }
 
 impl Known<'_> {
@@ -448,6 +462,7 @@ pub fn verify_unchanged(
         files: files.iter().map(|w| (w.path.as_str(), w)).collect(),
         recorded: Some(recorded),
         digests: None,
+        reused: None,
     };
     files.par_iter().all(|w| {
         let target = out.join(&w.path);
@@ -533,6 +548,9 @@ pub fn write_known(
         if owned.contains(path) && digest.is_some_and(|d| known.unchanged(path, &target, d)) {
             report.unchanged.push(path.clone());
             continue;
+        }
+        if known.reused.is_some_and(|r| r.contains(path)) {
+            return Err(WriteError::ChangedDuringRender { path: path.clone() });
         }
         match crate::fs::read_regular(&target) {
             // Same bytes, but not kiln's: adopting it would let a later prune delete it.

@@ -221,7 +221,9 @@ fn a_no_op_render_is_all_cache_hits_and_one_change_misses_only_its_plans() {
     let text = std::fs::read_to_string(&svc).unwrap();
     std::fs::write(&svc, text.replace("port: 80", "port: 81")).unwrap();
     let changed = render(&o);
-    assert_eq!((changed.cache.hits, changed.cache.misses), (N * E - E, E));
+    // Only the render read it: the journal re-renders that component's plans alone.
+    assert_eq!(changed.incremental, Some(E));
+    assert_eq!((changed.cache.hits, changed.cache.misses), (0, E));
     let fresh = opts(t.path(), "fresh", None);
     render(&fresh);
     assert_same(
@@ -502,7 +504,8 @@ fn the_journal_skips_a_render_only_when_inputs_and_output_are_unchanged() {
     std::fs::write(&svc, text.replace("port: 80", "port: 82")).unwrap();
     let s = render(&o);
     assert!(!s.journal);
-    assert_eq!((s.cache.hits, s.cache.misses), (N * E - E, E));
+    assert_eq!(s.incremental, Some(E));
+    assert_eq!((s.cache.hits, s.cache.misses), (0, E));
     let cold = opts(t.path(), "cold", None);
     render(&cold);
     assert_same(
@@ -518,4 +521,251 @@ fn the_journal_skips_a_render_only_when_inputs_and_output_are_unchanged() {
     let text = std::fs::read_to_string(&pf).unwrap();
     std::fs::write(&pf, format!("{text}\n")).unwrap();
     assert!(!render(&o).journal, "platform.yaml changed");
+}
+
+/// Replaces `from` by `to` in the file `rel` under `root` (which must contain it).
+fn edit(root: &Path, rel: &str, from: &str, to: &str) {
+    let path = root.join(rel);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.contains(from), "{rel} has no `{from}`");
+    std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+}
+
+/// A render without cache into `out`, its tree.
+fn no_cache(root: &Path, out: &str) -> BTreeMap<String, Vec<u8>> {
+    let o = opts(root, out, None);
+    render(&o);
+    tree(&o.write_to)
+}
+
+#[test]
+fn an_incremental_render_after_a_one_component_change_is_a_no_cache_render() {
+    // Three projects, so that evaluating one component alone leaves projects out.
+    let t = tempfile::tempdir().unwrap();
+    synth::generate(&synth::Args {
+        projects: 3,
+        ..synth::Args::new(N, E, t.path())
+    });
+    let root = t.path();
+    let o = opts(root, "deploy", Some("cache"));
+    render(&o);
+    let before = tree(&o.write_to);
+
+    // A file of one component's kustomize base, read by the render only: its BuildPlans
+    // alone are rendered again, only its changed files written.
+    edit(
+        root,
+        "components/c00001/base/deployment.yaml",
+        "memory: 128Mi",
+        "memory: 160Mi",
+    );
+    let s = render(&o);
+    assert_eq!(s.incremental, Some(E), "{:?}", s.report);
+    assert_eq!((s.cache.hits, s.cache.misses), (0, E));
+    assert!(!s.report.written.is_empty());
+    assert!(
+        s.report.written.iter().all(|p| p.contains("/c00001/")),
+        "{:?}",
+        s.report.written
+    );
+    let after = tree(&o.write_to);
+    assert_same(&after, &no_cache(root, "fresh1"), "kustomize base changed");
+    assert_ne!(after, before);
+    assert!(
+        render(&o).journal,
+        "the incremental render left a journal of its tree"
+    );
+
+    // The same component again, with another plan's output edited by hand meanwhile: the
+    // reused file no longer is what was written, so the render runs in full and restores it.
+    edit(
+        root,
+        "components/c00001/base/deployment.yaml",
+        "memory: 160Mi",
+        "memory: 176Mi",
+    );
+    let other = o.write_to.join("p0000/dev/c00000/c00000.gen.yaml");
+    let text = std::fs::read_to_string(&other).unwrap();
+    std::fs::write(&other, format!("{text}# edited\n")).unwrap();
+    let s = render(&o);
+    assert_eq!(s.incremental, None);
+    assert_same(
+        &tree(&o.write_to),
+        &no_cache(root, "fresh2"),
+        "edited output",
+    );
+
+    // A component's own component.yaml (a parameter default): load read it, so everything
+    // is evaluated again (cache hits for the other components), same bytes as no cache.
+    edit(
+        root,
+        "components/c00002/component.yaml",
+        "default: \"off\"",
+        "default: \"on\"",
+    );
+    let s = render(&o);
+    assert_eq!(s.incremental, None);
+    assert_eq!(s.cache.misses, E);
+    assert!(
+        !s.report.written.is_empty() && s.report.written.iter().all(|p| p.contains("c00002")),
+        "{:?}",
+        s.report.written
+    );
+    assert_same(
+        &tree(&o.write_to),
+        &no_cache(root, "fresh3"),
+        "component.yaml changed",
+    );
+    assert!(render(&o).journal);
+}
+
+#[test]
+fn a_param_layer_or_platform_change_invalidates_every_plan_it_reaches() {
+    let t = platform();
+    let root = t.path();
+    let o = opts(root, "deploy", Some("cache"));
+    render(&o);
+
+    // An environment's parameter layer in platform.yaml: every component in that
+    // environment changes; nothing incremental, every such plan rendered again.
+    edit(
+        root,
+        "platforms/synth/platform.yaml",
+        "logLevel: debug",
+        "logLevel: error",
+    );
+    let s = render(&o);
+    assert_eq!(s.incremental, None);
+    assert_eq!(
+        s.cache.misses, N,
+        "every component of the first environment"
+    );
+    let dev: Vec<&String> = s
+        .report
+        .written
+        .iter()
+        .filter(|p| p.contains("/dev/"))
+        .collect();
+    assert!(dev.len() >= N, "{:?}", s.report.written);
+    assert_same(
+        &tree(&o.write_to),
+        &no_cache(root, "fresh1"),
+        "environment layer",
+    );
+
+    // A project's layer reaches its components in every environment.
+    edit(
+        root,
+        "platforms/synth/platform.yaml",
+        "team: team-0\n",
+        "team: team-zero\n",
+    );
+    let s = render(&o);
+    assert_eq!(s.incremental, None);
+    assert!(s.cache.misses >= E, "{:?}", s.cache);
+    assert_same(
+        &tree(&o.write_to),
+        &no_cache(root, "fresh2"),
+        "project layer",
+    );
+
+    // Then a render-only change: incremental again, on the journal the full renders left.
+    edit(
+        root,
+        "components/c00001/base/deployment.yaml",
+        "memory: 128Mi",
+        "memory: 160Mi",
+    );
+    assert_eq!(render(&o).incremental, Some(E));
+    assert_same(
+        &tree(&o.write_to),
+        &no_cache(root, "fresh3"),
+        "after the layers",
+    );
+}
+
+/// The journal's body rewritten by `change`, with a correct digest line (so that only the
+/// checks of the content can refuse it).
+fn rewrite_journal(cache: &Path, change: &dyn Fn(&mut serde_json::Value)) {
+    let dir = cache.join("journal");
+    let path = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let body = &bytes[bytes.iter().position(|b| *b == b'\n').unwrap() + 1..];
+    let mut v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    change(&mut v);
+    let body = serde_json::to_vec(&v).unwrap();
+    let mut out = format!("{:x}\n", sha2_hex(&body)).into_bytes();
+    out.extend_from_slice(&body);
+    std::fs::write(&path, out).unwrap();
+}
+
+#[test]
+fn journal_records_that_do_not_check_out_never_change_the_output() {
+    let t = platform();
+    let root = t.path();
+    let o = opts(root, "deploy", Some("cache"));
+    let cache = root.join("cache");
+    render(&o);
+    let plan = |v: &serde_json::Value, c: &str| -> usize {
+        v["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|r| r["component"] == c && r["environment"] == "dev")
+            .unwrap()
+    };
+    // Each way a plan record can be wrong for the plans a change reaches: another key (the
+    // BuildPlan evaluated again is not the one recorded), files of another plan, no files,
+    // a file index past the end.
+    type Break<'a> = (&'a str, &'a dyn Fn(&mut serde_json::Value));
+    let breaks: [Break; 4] = [
+        ("key", &|v| {
+            let i = plan(v, "c00001");
+            v["records"][i]["key"] = serde_json::json!("0".repeat(64));
+        }),
+        ("files of another plan", &|v| {
+            let (i, k) = (plan(v, "c00001"), plan(v, "c00003"));
+            v["records"][i]["files"] = v["records"][k]["files"].clone();
+        }),
+        ("no files", &|v| {
+            let i = plan(v, "c00001");
+            v["records"][i]["files"] = serde_json::json!([]);
+        }),
+        ("index past the end", &|v| {
+            let i = plan(v, "c00001");
+            v["records"][i]["files"] = serde_json::json!([u32::MAX]);
+        }),
+    ];
+    for (n, (what, change)) in breaks.iter().enumerate() {
+        rewrite_journal(&cache, change);
+        let memory = [
+            "memory: 128Mi",
+            "memory: 144Mi",
+            "memory: 160Mi",
+            "memory: 176Mi",
+        ];
+        let next = [
+            "memory: 144Mi",
+            "memory: 160Mi",
+            "memory: 176Mi",
+            "memory: 192Mi",
+        ];
+        edit(
+            root,
+            "components/c00001/base/deployment.yaml",
+            memory[n],
+            next[n],
+        );
+        let s = render(&o);
+        assert_eq!(s.incremental, None, "{what}");
+        assert_same(
+            &tree(&o.write_to),
+            &no_cache(root, &format!("fresh{n}")),
+            what,
+        );
+    }
 }

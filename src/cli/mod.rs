@@ -606,6 +606,11 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
     };
     let cache = if s.journal {
         "skipped: the journal shows inputs and output unchanged; load is its check".to_string()
+    } else if let Some(n) = s.incremental {
+        format!(
+            "incremental: {n} rendered again (the journal shows only their reads changed), cache: {} hits, {} misses",
+            s.cache.hits, s.cache.misses
+        )
     } else if s.cache.hits + s.cache.misses == 0 {
         "no cache".to_string()
     } else {
