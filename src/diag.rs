@@ -501,7 +501,7 @@ fn clip_source(
     let Ok(all) = src.read_span(&SourceSpan::from((0, 0)), 0, usize::MAX) else {
         return (None, None);
     };
-    let text = String::from_utf8_lossy(all.data()).into_owned();
+    let text = redact_secrets(&String::from_utf8_lossy(all.data()));
     let name = all.name().unwrap_or("input").to_string();
     let language = all.language().map(str::to_string);
     if text.split('\n').all(|l| l.len() <= MAX_SNIPPET_LINE) {
@@ -578,6 +578,109 @@ fn clip_source(
     (Some(named), Some(labels))
 }
 
+/// `text` with every Secret value a snippet could show replaced by `*`, byte for byte, so spans
+/// and line numbers stay right: the values under `data:`/`stringData:` of a `kind: Secret`
+/// (at the same indentation, so inline patches count too) and the value after `=` of each
+/// `literals:` entry of a `secretGenerator`. Works line by line on the raw text, because the
+/// file being reported may not parse. A snippet never prints a Secret's value; the key stays
+/// visible, so the user still sees which entry is meant.
+pub fn redact_secrets(text: &str) -> String {
+    let mut out = text.as_bytes().to_vec();
+    let mut offset = 0;
+    for doc in text.split_inclusive('\n').collect::<Vec<_>>().split(|l| {
+        let l = l.trim_end();
+        l == "---" || l.starts_with("--- ")
+    }) {
+        let secret_cols: Vec<usize> = doc
+            .iter()
+            .filter_map(|l| {
+                let (col, rest) = key_column(l);
+                let kind = rest.strip_prefix("kind:")?.trim();
+                (kind.trim_matches(['"', '\'']) == "Secret").then_some(col)
+            })
+            .collect();
+        // (what is masked, the key's column)
+        let mut data: Option<usize> = None;
+        let mut generator: Option<usize> = None;
+        let mut literals: Option<usize> = None;
+        for line in doc {
+            let start = offset;
+            offset += line.len();
+            let body = line.trim_end_matches(['\n', '\r']);
+            let indent = body.len() - body.trim_start_matches(' ').len();
+            let (col, rest) = key_column(body);
+            if rest.is_empty() || rest.starts_with('#') {
+                continue;
+            }
+            let item = body[indent..].starts_with("- ") || body[indent..] == *"-";
+            if data.is_some_and(|c| indent <= c) {
+                data = None;
+            }
+            if literals.is_some_and(|c| indent < c || (indent == c && !item)) {
+                literals = None;
+            }
+            if generator.is_some_and(|c| indent < c || (indent == c && !item)) {
+                generator = None;
+                literals = None;
+            }
+            let mask_from = |from: usize, out: &mut Vec<u8>| {
+                for b in &mut out[start + from..start + body.len()] {
+                    *b = b'*';
+                }
+            };
+            if data.is_some() {
+                // `key: value` keeps the key; a block scalar's lines are all value.
+                let from = match rest.find(": ") {
+                    Some(k) if !rest.starts_with(['"', '\'', '|', '>']) => col + k + 2,
+                    _ => indent,
+                };
+                mask_from(from, &mut out);
+                continue;
+            }
+            if literals.is_some() && item {
+                let from = body.find('=').map_or(indent + 2, |k| k + 1);
+                mask_from(from.min(body.len()), &mut out);
+                continue;
+            }
+            let key = rest.split(':').next().unwrap_or("").trim();
+            let value = rest.split_once(':').map_or("", |(_, v)| v.trim());
+            if (key == "data" || key == "stringData") && secret_cols.contains(&col) {
+                if value.is_empty() || value.starts_with('#') {
+                    data = Some(col);
+                } else {
+                    mask_from(col + key.len() + 1, &mut out);
+                }
+            } else if key == "secretGenerator" {
+                generator = Some(col);
+            } else if key == "literals" && generator.is_some() {
+                if value.is_empty() || value.starts_with('#') {
+                    literals = Some(col);
+                } else {
+                    mask_from(col + key.len() + 1, &mut out);
+                }
+            }
+        }
+        // The `---` line between documents.
+        offset += text[offset..]
+            .find('\n')
+            .map_or(text.len() - offset, |k| k + 1);
+    }
+    // Only ASCII bytes were written, and only over whole characters' bytes.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The column where a line's mapping key starts (after list dashes) and the text from there.
+fn key_column(line: &str) -> (usize, &str) {
+    let mut col = line.len() - line.trim_start_matches(' ').len();
+    let mut rest = &line[col..];
+    while let Some(r) = rest.strip_prefix("- ") {
+        let r2 = r.trim_start_matches(' ');
+        col += 2 + (r.len() - r2.len());
+        rest = r2;
+    }
+    (col, rest.trim_end())
+}
+
 impl fmt::Display for Clipped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
@@ -632,6 +735,63 @@ impl Diagnostic for Clipped<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snippets_never_show_secret_values() {
+        let text = "\
+resources:
+- a.yaml
+secretGenerator:
+- name: db
+  literals:
+  - password=hunter2
+  - \"token=s3cr3t\"
+  behavior: merge
+- literals: [api=k3y]
+configMapGenerator:
+- name: cm
+  literals:
+  - plain=visible
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: s
+stringData:
+  user: admin
+  cert: |
+    -----BEGIN-----
+    abcdef
+data: {x: eHl6}
+type: Opaque
+---
+kind: ConfigMap
+data:
+  kept: value
+";
+        let r = redact_secrets(text);
+        assert_eq!(r.len(), text.len());
+        assert_eq!(r.lines().count(), text.lines().count());
+        for secret in [
+            "hunter2", "s3cr3t", "k3y", "admin", "BEGIN", "abcdef", "eHl6",
+        ] {
+            assert!(!r.contains(secret), "{secret} shown:\n{r}");
+        }
+        for kept in [
+            "password=",
+            "user: ",
+            "plain=visible",
+            "kept: value",
+            "behavior: merge",
+            "type: Opaque",
+            "name: s",
+        ] {
+            assert!(r.contains(kept), "{kept} hidden:\n{r}");
+        }
+        // A Secret inside an inline patch, at its own indentation.
+        let patch = "patches:\n- patch: |-\n    kind: Secret\n    data:\n      k: c2VjcmV0\n";
+        assert!(!redact_secrets(patch).contains("c2VjcmV0"));
+    }
 
     #[test]
     fn locates_lazily() {

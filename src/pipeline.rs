@@ -54,7 +54,7 @@ pub enum KilnError {
     #[diagnostic(transparent)]
     Write(WriteError),
     /// `spec.secrets: forbid` and the rendered tree would hold Secrets.
-    #[error("the rendered tree would hold {} Secret{}: {}", names.len(), if names.len() == 1 { "" } else { "s" }, names.join(", "))]
+    #[error("the rendered tree would hold {} Secret{}: {}", names.len(), if names.len() == 1 { "" } else { "s" }, secret_list(names))]
     #[diagnostic(
         code(kiln::emit::secret_forbidden),
         help(
@@ -303,6 +303,20 @@ pub fn secrets_in(set: &ArtifactSet) -> Vec<String> {
         }
     }
     out
+}
+
+/// How many Secrets a message names before it only counts the rest.
+pub const SECRETS_NAMED: usize = 5;
+
+/// The first [`SECRETS_NAMED`] of `names`, then how many more: a platform of 10,000
+/// components must not print thousands of lines (`kiln render`'s warning and
+/// `kiln::emit::secret_forbidden`).
+pub fn secret_list(names: &[String]) -> String {
+    let shown = names[..names.len().min(SECRETS_NAMED)].join(", ");
+    match names.len().saturating_sub(SECRETS_NAMED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
 }
 
 /// Output format of `kiln show`.
@@ -1111,6 +1125,19 @@ mod tests {
         assert!(matches!(err, KilnError::Evaluate(_)), "{err}");
         assert_eq!(err.diagnostics().len(), 1);
         assert!(!opts.write_to.exists());
+    }
+
+    #[test]
+    fn secret_lists_name_the_first_few_then_count() {
+        let names: Vec<String> = (1..=7).map(|i| format!("s{i}")).collect();
+        assert_eq!(secret_list(&names[..1]), "s1");
+        assert_eq!(secret_list(&names[..5]), "s1, s2, s3, s4, s5");
+        assert_eq!(secret_list(&names), "s1, s2, s3, s4, s5 and 2 more");
+        let err = KilnError::SecretsForbidden { names };
+        assert_eq!(
+            err.to_string(),
+            "the rendered tree would hold 7 Secrets: s1, s2, s3, s4, s5 and 2 more"
+        );
     }
 
     #[test]

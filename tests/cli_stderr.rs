@@ -65,3 +65,27 @@ fn unknown_fix_is_a_usage_error() {
         String::from_utf8_lossy(&good.stderr)
     );
 }
+
+/// An error next to a secretGenerator's literals underlines its line without printing the
+/// Secret's values (an earlier QA pass saw `- password=…` in the snippet's context lines).
+#[test]
+fn error_snippets_never_print_secret_values() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        "secretGenerator:\n- name: db\n  literals:\n  - password=hunter2\n  behavior: [x]\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["kustomize", dir.path().to_str().unwrap()])
+        .output()
+        .expect("kiln runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("secretGenerator[0].behavior"), "{stderr}");
+    assert!(
+        stderr.contains("password="),
+        "the entry stays visible: {stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+}

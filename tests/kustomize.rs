@@ -5,7 +5,9 @@
 //!   `--load-restrictor=LoadRestrictionsNone`), and either `expected.yaml` (kubectl's output,
 //!   stored) or `expected-error.txt` (a substring the error must contain; a second line
 //!   `at: <file>:<line>` also checks the error's location), and optionally
-//!   `expected-fixes.yaml` (the output under `--fixes all`). Outputs are compared
+//!   `expected-fixes.yaml` (the output under `--fixes all`). A file `exact` also requires
+//!   the printed stream to equal `expected.yaml` byte for byte (quoting the structural
+//!   comparison cannot see). Outputs are compared
 //!   structurally: parsed YAML, documents in order, maps without order, `1000 == 1000.0`.
 //!   Every failing case is reported at once, with a diff.
 //! - Live mode (`KILN_LIVE_KUSTOMIZE=1`) re-runs kubectl on every case and checks the stored
@@ -213,6 +215,18 @@ fn run_case(case: &Case) -> Result<(), String> {
     }
     let expected_text = std::fs::read_to_string(case.dir.join("expected.yaml"))
         .map_err(|e| format!("no expected.yaml or expected-error.txt: {e}"))?;
+    if case.dir.join("exact").exists() {
+        // Text a structural comparison cannot see (the reader keeps annotation text, so
+        // `a: 8` and `a: "8"` read alike): the printed stream must be kubectl's, byte for byte.
+        let values = result.as_ref().map_err(|e| format!("build failed: {e}"))?;
+        let printed = yaml::to_yaml_stream(values);
+        if printed != expected_text {
+            return Err(format!(
+                "printed output differs from expected.yaml (file `exact`):\n{}",
+                diff(&expected_text, &printed)
+            ));
+        }
+    }
     compare_printed(&expected_text, result)?;
     // `expected-fixes.yaml`: the output with every `--fixes` on (kiln's opt-in behaviours).
     if let Ok(text) = std::fs::read_to_string(case.dir.join("expected-fixes.yaml")) {

@@ -7,7 +7,7 @@
 
 use git2::Repository;
 use kiln::git::{CommitTime, Identity, Provenance, PublishOptions};
-use kiln::promote::freight::{FreightArg, FreightImage};
+use kiln::promote::freight::{FreightArg, FreightImage, ImageSubscription};
 use kiln::promote::repo::{Git, RepoMap, WorkDir};
 use kiln::promote::{
     Applications, Context, Objects, Promotion, StageDef, StepStatus, assemble_freight,
@@ -18,7 +18,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const NEW_TAG: &str = "9.9.9";
+/// Candidates for the new Freight's tags: each image gets the first one its Warehouse's
+/// constraint admits (a Warehouse never discovers a tag outside it, so `kiln promote` refuses
+/// one).
+const NEW_TAGS: [&str; 4] = ["1.99.0", "1.4.99", "2.99.0", "0.99.0"];
 
 /// A rendered platform published into local repositories.
 struct World {
@@ -101,23 +104,38 @@ fn world_in(platform: &Path, root: Option<&Path>) -> World {
 /// A digest that names the image (what a registry would answer for the new tag).
 fn new_digest(repo: &str) -> String {
     use sha2::{Digest, Sha256};
-    let d = Sha256::digest(format!("{repo}:{NEW_TAG}").as_bytes());
+    let d = Sha256::digest(format!("{repo}:new").as_bytes());
     format!(
         "sha256:{}",
         d.iter().map(|b| format!("{b:02x}")).collect::<String>()
     )
 }
 
-/// `--freight image=<repo>:9.9.9@<digest>` for every image the Stage's Warehouses subscribe to.
+/// The new tag of an image subscription: the first of [`NEW_TAGS`] it admits.
+fn new_tag(sub: &ImageSubscription) -> String {
+    let probe = |tag: &str| FreightImage {
+        repo_url: sub.repo_url.clone(),
+        tag: tag.into(),
+        digest: String::new(),
+    };
+    NEW_TAGS
+        .iter()
+        .find(|t| sub.refuses(&probe(t)).is_none())
+        .unwrap_or_else(|| panic!("no candidate tag within {sub:?}"))
+        .to_string()
+}
+
+/// `--freight image=<repo>:<new tag>@<digest>` for every image the Stage's Warehouses
+/// subscribe to.
 fn new_freight(w: &World, stage: &StageDef) -> Vec<FreightArg> {
     let subs = w.objects.subscriptions(&stage.project);
     let mut out = Vec::new();
     for wh in &stage.requested {
-        for repo in &subs[wh].images {
+        for sub in &subs[wh].images {
             out.push(FreightArg::Image(FreightImage {
-                repo_url: repo.clone(),
-                tag: NEW_TAG.into(),
-                digest: new_digest(repo),
+                repo_url: sub.repo_url.clone(),
+                tag: new_tag(sub),
+                digest: new_digest(&sub.repo_url),
             }));
         }
     }
@@ -125,6 +143,18 @@ fn new_freight(w: &World, stage: &StageDef) -> Vec<FreightArg> {
 }
 
 impl World {
+    /// The new tag of `repo`, from whichever project's Warehouse subscribes to it.
+    fn new_tag_of(&self, repo: &str) -> String {
+        self.platform
+            .projects
+            .iter()
+            .flat_map(|p| self.objects.subscriptions(&p.name).into_values())
+            .flat_map(|s| s.images)
+            .find(|s| s.repo_url == repo)
+            .map(|s| new_tag(&s))
+            .unwrap_or_else(|| panic!("no Warehouse subscribes to {repo}"))
+    }
+
     fn git(&self) -> Git<'_> {
         Git {
             map: &self.map,
@@ -299,7 +329,7 @@ fn promote_everything(w: &World, stages: &[StageDef]) {
             assert!(!files.is_empty(), "{name} at {rev:?} deploys nothing");
             for repo in w.component_images(app) {
                 assert!(
-                    text.contains(&format!("{repo}:{NEW_TAG}"))
+                    text.contains(&format!("{repo}:{}", w.new_tag_of(&repo)))
                         || text.contains(&new_digest(&repo)),
                     "{name} at {rev:?}: {repo} is not at the new version"
                 );
@@ -561,6 +591,42 @@ fn cli_promotes_one_stage_and_reports_failures() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("kiln::promote::freight"));
 
+    // A tag the Warehouse would never discover (outside its constraint, or not a semantic
+    // version) is refused before any repository is opened: every repository is mapped to a
+    // path that does not exist, and the error is about the tag.
+    let repo = new_freight(&w, &stage)
+        .into_iter()
+        .find_map(|f| match f {
+            FreightArg::Image(i) => Some(i.repo_url),
+            _ => None,
+        })
+        .unwrap();
+    for (tag, why) in [
+        ("2.0.0", "outside the Warehouse's constraint `^1.4.0`"),
+        ("latest", "not a strict semantic version"),
+    ] {
+        let mut args: Vec<String> = vec![
+            "promote".into(),
+            stage.name.clone(),
+            platform_dir("platforms/bank").display().to_string(),
+            "--project".into(),
+            "web".into(),
+            "--freight".into(),
+            format!("image={repo}:{tag}"),
+        ];
+        for m in &w.map_args {
+            let (url, _) = m.split_once('=').unwrap();
+            args.push("--repo-map".into());
+            args.push(format!("{url}=/nonexistent/repo"));
+        }
+        let out = kiln().args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("kiln::promote::freight"), "{stderr}");
+        assert!(stderr.contains(why), "{tag}: {stderr}");
+        assert!(!stderr.contains("nonexistent"), "{tag}: {stderr}");
+    }
+
     // Usage errors: a malformed --freight, a missing --freight.
     let out = kiln()
         .args(["promote", "frontend-dev", "--freight", "image=nope"])
@@ -699,11 +765,11 @@ fn concurrent_promotions_of_one_stage_conflict_or_collapse() {
             .clone();
         let mut apps = w.objects.applications();
         let (w0, wa, wc) = (w.work("first"), w.work("a"), w.work("c"));
-        let mut first = promotion_with_tag(&w, &stage, "1.0.0");
+        let mut first = promotion_with_tag(&w, &stage, "1.5.0");
         first.run(&w.context(&w0), &mut apps);
         assert_succeeded(&first);
-        let mut a = promotion_with_tag(&w, &stage, "2.0.0");
-        let mut c = promotion_with_tag(&w, &stage, if same { "2.0.0" } else { "3.0.0" });
+        let mut a = promotion_with_tag(&w, &stage, "1.6.0");
+        let mut c = promotion_with_tag(&w, &stage, if same { "1.6.0" } else { "1.7.0" });
         let (ca, cc) = (w.context(&wa), w.context(&wc));
         a.run_until(&push, &ca, &mut apps);
         c.run(&cc, &mut apps);
@@ -833,7 +899,7 @@ fn hand_written_stage_follows_kargo_step_semantics() {
         r[2].outputs["commitMessage"]
             .as_str()
             .unwrap()
-            .contains(NEW_TAG)
+            .contains("1.99.0")
     );
     assert!(r[6].message.as_deref().unwrap().contains("not supported"));
     let out = work.join("out/frontend-dev");

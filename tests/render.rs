@@ -9,6 +9,8 @@
 //!   names the file and line, and that nothing is written.
 //! - `hardening`: the promises of issue 12 (no panic, no hang, no read outside the root, no
 //!   lost ownership, no leaked Secret value), each from the input that once broke it.
+//! - `scalars`: unquoted scalars of a component's files reach the tree as the API server
+//!   takes them (ConfigMap data and annotations as the text written).
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 #[path = "render/cli_errors.rs"]
@@ -19,6 +21,8 @@ mod golden;
 mod hardening;
 #[path = "render/kubectl.rs"]
 mod kubectl;
+#[path = "render/scalars.rs"]
+mod scalars;
 
 use std::path::{Path, PathBuf};
 

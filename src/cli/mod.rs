@@ -669,7 +669,7 @@ fn warn_secrets(secrets: &[String]) {
         "kiln: warning: the rendered tree holds {} Secret{} that will be committed to Git: {}\n  (set `spec.secrets: forbid` in platform.yaml to fail the render instead)",
         secrets.len(),
         if secrets.len() == 1 { "" } else { "s" },
-        secrets.join(", ")
+        crate::pipeline::secret_list(secrets)
     ));
 }
 

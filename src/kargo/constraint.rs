@@ -222,6 +222,52 @@ fn version(text: &str, offset: usize, op: &str) -> Result<Comparison, Constraint
     })
 }
 
+/// Whether a SemVer image subscription would ever discover `tag`: what `semverSelector.MatchesTag`
+/// (Kargo v1.11.2 `pkg/image/semver_selector.go`) decides. The tag must parse as a semantic
+/// version (`pkg/controller/semver/parser.go`: loosely, and with `strict` also strictly once a
+/// leading `v` is dropped), and satisfy `constraint` when one is given. The check itself is
+/// Masterminds/semver v3's, the one implementation kiln has ([`crate::helm::funcs::semver`]).
+pub fn admits(constraint: Option<&str>, tag: &str, strict: bool) -> bool {
+    use crate::helm::funcs::semver::{Version, satisfies};
+    let Ok(version) = Version::parse(tag) else {
+        return false;
+    };
+    if strict && !is_strict_semver(tag.strip_prefix('v').unwrap_or(tag)) {
+        return false;
+    }
+    match constraint {
+        None => true,
+        Some(c) => satisfies(c, &version).unwrap_or(false),
+    }
+}
+
+/// Masterminds `StrictNewVersion`: exactly `MAJOR.MINOR.PATCH`, no leading zeros, then an
+/// optional `-prerelease` (dot-separated, numeric identifiers without leading zeros) and
+/// `+metadata` (dot-separated alphanumerics and `-`).
+fn is_strict_semver(s: &str) -> bool {
+    let (rest, meta) = match s.split_once('+') {
+        Some((a, b)) => (a, Some(b)),
+        None => (s, None),
+    };
+    let (core, pre) = match rest.split_once('-') {
+        Some((a, b)) => (a, Some(b)),
+        None => (rest, None),
+    };
+    let numeric = |p: &str| {
+        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && (p == "0" || !p.starts_with('0'))
+    };
+    let ident =
+        |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let parts: Vec<&str> = core.split('.').collect();
+    parts.len() == 3
+        && parts.iter().all(|p| numeric(p))
+        && pre.is_none_or(|pre| {
+            pre.split('.')
+                .all(|p| ident(p) && (!p.bytes().all(|b| b.is_ascii_digit()) || numeric(p)))
+        })
+        && meta.is_none_or(|m| m.split('.').all(ident))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,5 +320,23 @@ mod tests {
         let r = parse("1.2 - 1.4.5").unwrap();
         assert_eq!(r.alternatives[0][0].op, ">=");
         assert_eq!(r.alternatives[0][1].patch, Some(5));
+    }
+
+    #[test]
+    fn admits_what_a_semver_selector_would_discover() {
+        assert!(admits(Some("^1.4.0"), "1.4.2", true));
+        assert!(admits(Some("^1.4.0"), "v1.9.0", true));
+        assert!(!admits(Some("^1.4.0"), "2.0.0", true));
+        assert!(!admits(Some(">=0.9.0 <1.0.0"), "1.0.0", true));
+        assert!(admits(None, "3.0.0", true));
+        // Not a version at all, or not a strict one.
+        assert!(!admits(None, "latest", true));
+        assert!(!admits(None, "1.4", true));
+        assert!(admits(None, "1.4", false));
+        assert!(!admits(None, "01.4.0", true));
+        assert!(admits(None, "1.4.0-rc.1+b.7", true));
+        assert!(!admits(None, "1.4.0-01", true));
+        // v3's prerelease rule: a constraint without a prerelease admits none.
+        assert!(!admits(Some("^1.4.0"), "1.5.0-rc.1", true));
     }
 }

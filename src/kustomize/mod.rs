@@ -24,5 +24,6 @@ pub mod error;
 pub mod filters;
 pub mod hash;
 pub mod konfig;
+pub mod memo;
 pub mod target;
 pub mod types;

@@ -46,11 +46,65 @@ pub struct FreightReference {
     pub commits: Vec<FreightCommit>,
 }
 
+/// One image subscription of a Warehouse: the repository and what decides which of its tags
+/// the Warehouse discovers (`api/v1alpha1/warehouse_types.go` `ImageSubscription`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageSubscription {
+    pub repo_url: String,
+    /// `imageSelectionStrategy`; empty is SemVer.
+    pub strategy: String,
+    /// `constraint`: a semver range (SemVer) or the one mutable tag (Digest).
+    pub constraint: Option<String>,
+    /// `strictSemvers` (Kargo's default is true).
+    pub strict_semvers: bool,
+}
+
+impl ImageSubscription {
+    /// Why the Warehouse would never discover `image` (`None`: it would). Kargo v1.11.2
+    /// `pkg/image/semver_selector.go` (`MatchesTag`) and `digest_selector.go`: SemVer admits
+    /// tags that parse as semantic versions within the constraint, Digest follows exactly the
+    /// constraint's tag; Lexical and NewestBuild filter only by `allowTags`/`ignoreTags`,
+    /// which kiln never emits. A Freight pinned by digest alone names no tag to check.
+    pub fn refuses(&self, image: &FreightImage) -> Option<String> {
+        if image.tag.is_empty() {
+            return None;
+        }
+        match self.strategy.as_str() {
+            "" | "SemVer" => {
+                let c = self.constraint.as_deref().filter(|c| !c.is_empty());
+                if crate::kargo::constraint::admits(c, &image.tag, self.strict_semvers) {
+                    None
+                } else if crate::kargo::constraint::admits(None, &image.tag, self.strict_semvers) {
+                    Some(format!(
+                        "tag {} is outside the Warehouse's constraint `{}`",
+                        image.tag,
+                        c.unwrap_or_default()
+                    ))
+                } else {
+                    Some(format!(
+                        "tag {} is not a{} semantic version, and the Warehouse selects by SemVer",
+                        image.tag,
+                        if self.strict_semvers { " strict" } else { "" }
+                    ))
+                }
+            }
+            "Digest" => match self.constraint.as_deref() {
+                Some(c) if c != image.tag => Some(format!(
+                    "the Warehouse follows the digest of tag {c}, not {}",
+                    image.tag
+                )),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+}
+
 /// What a Warehouse subscribes to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subscriptions {
     /// Image repositories.
-    pub images: Vec<String>,
+    pub images: Vec<ImageSubscription>,
     /// Git repositories with their branch.
     pub git: Vec<(String, String)>,
 }
@@ -146,7 +200,7 @@ impl FreightSet {
         let origin = match origin {
             Some(o) => Some(o.to_string()),
             None => self.origin_for(
-                |s| s.images.iter().any(|r| r == repo),
+                |s| s.images.iter().any(|r| r.repo_url == repo),
                 "container image",
                 repo,
             )?,
@@ -268,7 +322,12 @@ mod tests {
             warehouses.insert(
                 w.to_string(),
                 Subscriptions {
-                    images: vec![format!("reg/{w}")],
+                    images: vec![ImageSubscription {
+                        repo_url: format!("reg/{w}"),
+                        strategy: "SemVer".into(),
+                        constraint: Some("^2.0.0".into()),
+                        strict_semvers: true,
+                    }],
                     git: vec![("https://git/src.git".into(), "main".into())],
                 },
             );
@@ -305,5 +364,39 @@ mod tests {
             s.find_commit("https://git/src", Some("a")).unwrap()["ID"],
             "c1"
         );
+    }
+
+    #[test]
+    fn image_subscriptions_refuse_tags_their_warehouse_never_discovers() {
+        let sub = |strategy: &str, constraint: Option<&str>| ImageSubscription {
+            repo_url: "reg/a".into(),
+            strategy: strategy.into(),
+            constraint: constraint.map(str::to_string),
+            strict_semvers: true,
+        };
+        let img = |tag: &str| FreightImage {
+            repo_url: "reg/a".into(),
+            tag: tag.into(),
+            digest: String::new(),
+        };
+        assert_eq!(sub("SemVer", Some("^1.4.0")).refuses(&img("1.5.0")), None);
+        let e = sub("SemVer", Some("^1.4.0"))
+            .refuses(&img("2.0.0"))
+            .unwrap();
+        assert!(
+            e.contains("outside the Warehouse's constraint `^1.4.0`"),
+            "{e}"
+        );
+        let e = sub("", None).refuses(&img("latest")).unwrap();
+        assert!(e.contains("not a strict semantic version"), "{e}");
+        assert!(
+            sub("Digest", Some("stable"))
+                .refuses(&img("main"))
+                .is_some()
+        );
+        assert_eq!(sub("Digest", Some("stable")).refuses(&img("stable")), None);
+        assert_eq!(sub("Lexical", Some("^1.0.0")).refuses(&img("zzz")), None);
+        // Pinned by digest alone: no tag to hold against the constraint.
+        assert_eq!(sub("SemVer", Some("^1.4.0")).refuses(&img("")), None);
     }
 }

@@ -420,7 +420,18 @@ impl Objects {
                 .flatten()
             {
                 if let Some(img) = sub.get("image") {
-                    subs.images.push(s(img, "/repoURL").to_string());
+                    subs.images.push(freight::ImageSubscription {
+                        repo_url: s(img, "/repoURL").to_string(),
+                        strategy: s(img, "/imageSelectionStrategy").to_string(),
+                        constraint: img
+                            .get("constraint")
+                            .and_then(Value::as_str)
+                            .map(str::to_string),
+                        strict_semvers: img
+                            .get("strictSemvers")
+                            .and_then(Value::as_bool)
+                            .unwrap_or(true),
+                    });
                 }
                 if let Some(git) = sub.get("git") {
                     subs.git.push((
@@ -493,9 +504,10 @@ pub fn assemble_freight(
         FreightArg::Commit(c) => Some(c.clone()),
         _ => None,
     });
+    // Every image is checked before any repository is opened: a Freight the Warehouses
+    // would never produce fails without touching the network.
     let mut used = vec![false; explicit.len()];
-    let mut references = Vec::new();
-    let mut n = 0;
+    let mut images_of = Vec::new();
     for w in &stage.requested {
         let Some(subs) = warehouses.get(w) else {
             return Err(err(format!(
@@ -503,17 +515,25 @@ pub fn assemble_freight(
             )));
         };
         let mut images = Vec::new();
-        for repo in &subs.images {
+        for sub in &subs.images {
+            let repo = &sub.repo_url;
             let given = explicit
                 .iter()
                 .position(|i| i.repo_url == *repo || crate::kargo::repo_url(&i.repo_url) == *repo);
             let image = match given {
                 Some(k) => {
                     used[k] = true;
-                    FreightImage {
+                    let image = FreightImage {
                         repo_url: repo.clone(),
                         ..explicit[k].clone()
+                    };
+                    if let Some(why) = sub.refuses(&image) {
+                        return Err(err(format!(
+                            "Warehouse {w} would never discover {repo}:{}: {why}",
+                            image.tag
+                        )));
                     }
+                    image
                 }
                 None => spec.get(repo).cloned().ok_or_else(|| {
                     err(format!(
@@ -523,6 +543,19 @@ pub fn assemble_freight(
             };
             images.push(image);
         }
+        images_of.push(images);
+    }
+    if let Some(k) = used.iter().position(|u| !u) {
+        return Err(err(format!(
+            "no requested Warehouse ({}) subscribes to image {}",
+            stage.requested.join(", "),
+            explicit[k].repo_url
+        )));
+    }
+    let mut references = Vec::new();
+    let mut n = 0;
+    for (w, images) in stage.requested.iter().zip(images_of) {
+        let subs = &warehouses[w];
         let mut commits = Vec::new();
         for (repo_url, branch) in &subs.git {
             n += 1;
@@ -551,13 +584,6 @@ pub fn assemble_freight(
             images,
             commits,
         });
-    }
-    if let Some(k) = used.iter().position(|u| !u) {
-        return Err(err(format!(
-            "no requested Warehouse ({}) subscribes to image {}",
-            stage.requested.join(", "),
-            explicit[k].repo_url
-        )));
     }
     if commit.is_some() && references.iter().all(|r| r.commits.is_empty()) {
         return Err(err(

@@ -463,6 +463,8 @@ impl Promotion {
                 .get(w)
                 .map(|s| s.images.as_slice())
                 .unwrap_or(&[])
+                .iter()
+                .map(|s| &s.repo_url)
             {
                 if !seen.insert(repo.clone()) {
                     return Err(errored(format!(

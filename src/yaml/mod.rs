@@ -15,7 +15,7 @@
 //! 1.2 reader could take them for another type.
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
-use scalar::number_text;
+pub use scalar::number_text;
 use serde_json::{Map, Value};
 use std::fmt::Write as _;
 use std::sync::OnceLock;

@@ -12,7 +12,11 @@
 //! `metadata.annotations`. kustomize rewrites every resource's annotations from their source
 //! text (`RNode.SetAnnotations` while it removes its build annotations), so kubectl prints
 //! `build/sha: 1234e56` as `"1234e56"`, `0755` as `"0755"`, `~` as `"~"` and an empty value
-//! as `""`. Labels and every other field keep the resolved type (`x: 010` is 8).
+//! as `""`. Labels and every other field keep the resolved type (`x: 010` is 8), with two
+//! exceptions: a ConfigMap's or Secret's `data`/`stringData`/`binaryData` values keep their
+//! text as strings too, where kubectl's retyped output would be rejected by the API server (a
+//! divergence, case y08; [`keep_string_data_text`]); and a missing value in a flow map
+//! (`{a: }`) is `""`, as go-yaml v3 reads it (case y09), where a block map's `a:` is null.
 
 use super::scalar::{Resolved, non_finite, resolve_plain, resolve_tagged};
 use super::{YamlError, offset_of};
@@ -43,6 +47,8 @@ enum Frame {
         /// Maps merged in with `<<`, in order.
         merges: Vec<Map<String, Value>>,
         anchor: usize,
+        /// Written in flow style (`{a: 1}`).
+        flow: bool,
     },
     Seq {
         items: Vec<Value>,
@@ -60,6 +66,36 @@ struct Reader<'t> {
     nodes: usize,
     alias_nodes: usize,
     alias_bytes: usize,
+    /// Plain scalars of the document's root `data`/`stringData`/`binaryData` maps that read
+    /// as a number or a boolean: (field, key, text as written), for [`STRING_DATA_KINDS`].
+    string_data: Vec<(String, String, String)>,
+}
+
+/// Kinds whose `data`/`stringData`/`binaryData` hold strings only (`map[string]string`,
+/// `map[string][]byte` as base64 text).
+const STRING_DATA_KINDS: &[&str] = &["ConfigMap", "Secret"];
+
+/// A ConfigMap's or Secret's unquoted `010`, `0x1F`, `1234e56` or `true` under `data`,
+/// `stringData` or `binaryData` keeps the text written, as a string: the only type the field
+/// has. kubectl kustomize prints them retyped (`8`, `31`, `1.234e+59`, `true`), which the API
+/// server rejects ("cannot unmarshal number into Go struct field ConfigMap.data of type
+/// string"): a deliberate divergence (DIVERGENCES.md, y08).
+fn keep_string_data_text(doc: &mut Value, texts: Vec<(String, String, String)>) {
+    let is_string_data_kind = doc.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        && doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| STRING_DATA_KINDS.contains(&k));
+    if !is_string_data_kind {
+        return;
+    }
+    for (field, key, text) in texts {
+        if let Some(v) = doc.get_mut(&field).and_then(|m| m.get_mut(&key))
+            && (v.is_number() || v.is_boolean())
+        {
+            *v = Value::String(text);
+        }
+    }
 }
 
 /// Parses `body` (the text without its byte order mark; `text` is the full text, for
@@ -82,6 +118,7 @@ pub(super) fn read_stream(name: &str, text: &str, body: &str) -> Result<Vec<Valu
         nodes: 0,
         alias_nodes: 0,
         alias_bytes: 0,
+        string_data: Vec::new(),
     };
     for ev in Parser::new_from_str_with_options(body, options) {
         let (event, span) = ev.map_err(|e| {
@@ -120,6 +157,7 @@ impl Reader<'_> {
             Event::DocumentStart(..) => {
                 self.stack.clear();
                 self.anchors.clear();
+                self.string_data.clear();
             }
             Event::Scalar(value, style, anchor, tag) => {
                 self.nodes += 1;
@@ -131,6 +169,7 @@ impl Reader<'_> {
                     return Ok(());
                 }
                 let empty = span.start.index() == span.end.index();
+                let in_flow_map = matches!(self.stack.last(), Some(Frame::Map { flow: true, .. }));
                 let v = if self.in_own_annotations() {
                     // A missing value (`key:`) is reported as a zero-width `~`.
                     Value::String(if empty {
@@ -138,15 +177,26 @@ impl Reader<'_> {
                     } else {
                         value.into_owned()
                     })
+                } else if empty && in_flow_map {
+                    // go-yaml v3 reads a missing value in a flow map (`{a: }`, `{a}`) as the
+                    // empty string, where a block map's `a:` is null (checked with kubectl
+                    // kustomize v5.5.0).
+                    Value::String(String::new())
                 } else {
-                    self.scalar(&value, style, tag.as_deref(), empty, &span.start)?
+                    let v = self.scalar(&value, style, tag.as_deref(), empty, &span.start)?;
+                    if (v.is_number() || v.is_boolean())
+                        && let Some((field, key)) = self.in_root_string_map()
+                    {
+                        self.string_data.push((field, key, value.into_owned()));
+                    }
+                    v
                 };
                 if anchor != 0 {
                     self.anchors.insert(anchor, v.clone());
                 }
                 self.complete(v)?;
             }
-            Event::MappingStart(_, anchor, _) => {
+            Event::MappingStart(style, anchor, _) => {
                 self.nodes += 1;
                 self.no_complex_key(&span.start)?;
                 self.stack.push(Frame::Map {
@@ -154,6 +204,7 @@ impl Reader<'_> {
                     key: None,
                     merges: Vec::new(),
                     anchor,
+                    flow: matches!(style, granit_parser::StructureStyle::Flow),
                 });
             }
             Event::SequenceStart(_, anchor, _) => {
@@ -241,6 +292,27 @@ impl Reader<'_> {
         Ok(())
     }
 
+    /// The value being read is `<field>.<key>` of a document's root object, `field` one of
+    /// `data`, `stringData`, `binaryData`: `(field, key)`.
+    fn in_root_string_map(&self) -> Option<(String, String)> {
+        let [
+            Frame::Map {
+                key: Some((field, ..)),
+                ..
+            },
+            Frame::Map {
+                key: Some((key, ..)),
+                ..
+            },
+        ] = self.stack.as_slice()
+        else {
+            return None;
+        };
+        ["data", "stringData", "binaryData"]
+            .contains(&field.as_str())
+            .then(|| (field.clone(), key.clone()))
+    }
+
     /// The value being read is `metadata.annotations.<key>` of a document's root object.
     fn in_own_annotations(&self) -> bool {
         let [
@@ -299,6 +371,8 @@ impl Reader<'_> {
     fn complete(&mut self, v: Value) -> Result<(), YamlError> {
         let duplicate = match self.stack.last_mut() {
             None => {
+                let mut v = v;
+                keep_string_data_text(&mut v, std::mem::take(&mut self.string_data));
                 self.docs.push(v);
                 return Ok(());
             }
@@ -372,6 +446,21 @@ fn count_bytes(v: &Value) -> usize {
 mod tests {
     use super::super::{parse_one, parse_stream};
     use serde_json::json;
+
+    #[test]
+    fn configmap_and_secret_data_keep_their_text() {
+        let text = "apiVersion: v1\nkind: ConfigMap\ndata: {a: 010, b: 0x1F, c: , d: true, e: x}\n---\napiVersion: v1\nkind: Secret\nstringData:\n  pin: 0123\n  none:\n---\napiVersion: example.com/v1\nkind: ConfigMap\ndata: {a: 010}\n";
+        let docs = parse_stream("t.yaml", text).unwrap();
+        assert_eq!(
+            docs[0]["data"],
+            serde_json::json!({"a": "010", "b": "0x1F", "c": "", "d": "true", "e": "x"})
+        );
+        assert_eq!(
+            docs[1]["stringData"],
+            serde_json::json!({"pin": "0123", "none": null})
+        );
+        assert_eq!(docs[2]["data"]["a"], serde_json::json!(8));
+    }
 
     #[test]
     fn own_annotations_keep_their_text_and_nothing_else_does() {

@@ -237,8 +237,9 @@ impl ImageMatcher {
             "(:[a-zA-Z0-9_.{}-]*)?(@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[a-zA-Z0-9=_.{}-]*)?$";
         // A name that is not a valid regex makes kustomize panic; we fall back to a literal
         // match instead.
-        let regex = Regex::new(&format!("^{name}{TAIL}"))
-            .or_else(|_| Regex::new(&format!("^{}{TAIL}", regex::escape(name))))
+        let memo = crate::kustomize::memo::regex;
+        let regex = memo(&format!("^{name}{TAIL}"))
+            .or_else(|_| memo(&format!("^{}{TAIL}", regex::escape(name))))
             .ok();
         ImageMatcher {
             regex,

@@ -21,10 +21,17 @@
 //!   [`ListOrder::Apimachinery`] (opt-in) it follows apimachinery (`normalizeElementOrder` +
 //!   `mergeSortedSlice`): original-only items are interleaved by their original positions.
 //!   A `$setElementOrder` list always orders as apimachinery does.
+//! - lists with two `x-kubernetes-list-map-keys` in kyaml's schema (container `ports`
+//!   `[containerPort, protocol]`, Service `ports` `[port, protocol]`,
+//!   `topologySpreadConstraints` `[topologyKey, whenUnsatisfiable]`; kyaml
+//!   `openapi/openapi.go` `PatchStrategyAndKeyList`, `openapi/kubernetesapi/v1_21_2`) match
+//!   items by both keys once any item has the second one ([`merge_by_two_keys`], kyaml
+//!   `walk/associative_sequence.go`; case p43).
 //!
 //! Divergences from kustomize v5.5 (kyaml `merge2`), listed in `tests/kustomize/DIVERGENCES.md`:
 //! kyaml passes `$retainKeys`, `$deleteFromPrimitiveList/…` and `$setElementOrder/…` through to the output
-//! unprocessed. Like kustomize, a patch that changes a field from a map to a list (or back)
+//! unprocessed. A patch item lacking the second list-map key (or whose original lacks it) is
+//! applied to the item kyaml pairs it with, where kyaml drops it (p44). Like kustomize, a patch that changes a field from a map to a list (or back)
 //! is an error, and so is a list item without its merge key (kyaml silently drops the list).
 //! Mirrored kyaml quirk: fields the source wrote with an empty value (`key:`) vanish wherever
 //! kyaml's walk reaches them, patched or not ([`drop_bare_empty_fields`], case p25).
@@ -552,35 +559,24 @@ fn merge_list(
 
     let mut patch_items: Vec<&Value> = Vec::new();
     if let Some(k) = key {
-        // Deletions first (apimachinery `mergeSliceWithSpecialElements`).
+        let mut deletions: Vec<&Value> = Vec::new();
         for (i, item) in patch.iter().enumerate() {
+            let missing = || SmpError::MergeKeyMissing {
+                path: ctx.dotted(),
+                key: k.to_string(),
+                item: i,
+            };
             match item.get(PATCH) {
                 None => {
-                    if item.get(k).is_none() {
-                        return Err(SmpError::MergeKeyMissing {
-                            path: ctx.dotted(),
-                            key: k.to_string(),
-                            item: i,
-                        });
-                    }
+                    item.get(k).ok_or_else(missing)?;
                     patch_items.push(item);
                 }
                 Some(Value::String(s)) if s == "delete" => {
-                    let id = item.get(k).ok_or_else(|| SmpError::MergeKeyMissing {
-                        path: ctx.dotted(),
-                        key: k.to_string(),
-                        item: i,
-                    })?;
-                    orig.retain(|o| !o.get(k).is_some_and(|x| json_equal(x, id)));
+                    item.get(k).ok_or_else(missing)?;
+                    deletions.push(item);
                 }
                 Some(Value::String(s)) if s == "merge" => {
-                    if item.get(k).is_none() {
-                        return Err(SmpError::MergeKeyMissing {
-                            path: ctx.dotted(),
-                            key: k.to_string(),
-                            item: i,
-                        });
-                    }
+                    item.get(k).ok_or_else(missing)?;
                     patch_items.push(item);
                 }
                 Some(other) => {
@@ -592,6 +588,25 @@ fn merge_list(
                         value,
                     });
                 }
+            }
+        }
+        // kyaml `validateKeys`: the second list-map key counts only when some item, of the
+        // original or the patch, has a value for it.
+        let second = meta.and_then(|m| m.second_key).filter(|k2| {
+            orig.iter()
+                .chain(patch)
+                .any(|v| !key_text(v.get(*k2)).is_empty())
+        });
+        if let Some(k2) = second
+            && order.is_none()
+            && ctx.order == ListOrder::Kustomize
+        {
+            return merge_by_two_keys(orig, patch, [k, k2], ctx);
+        }
+        // Deletions first (apimachinery `mergeSliceWithSpecialElements`).
+        for item in deletions {
+            if let Some(id) = item.get(k) {
+                orig.retain(|o| !o.get(k).is_some_and(|x| json_equal(x, id)));
             }
         }
     } else {
@@ -626,24 +641,6 @@ fn merge_list(
     }
 
     if order.is_none() && ctx.order == ListOrder::Kustomize {
-        // kyaml `validateKeys`: the second key counts only when some item has it.
-        let second = meta.and_then(|m| m.second_key).filter(|k2| {
-            merged
-                .iter()
-                .chain(patch_items.iter().copied())
-                .any(|v| v.get(*k2).is_some())
-        });
-        if second.is_some() {
-            // With two list-map keys kyaml's `appendListNode` takes every original item out
-            // and appends it again: new items first, in patch order, then the originals in
-            // their order (case p04).
-            let (originals, new): (Vec<Value>, Vec<Value>) = merged
-                .into_iter()
-                .partition(|v| position(&server_refs_of(&server_order), v, key).is_some());
-            *orig = new;
-            orig.extend(originals);
-            return Ok(());
-        }
         // kyaml `setAssociativeSequenceElements` with `MergeOptionsListPrepend`: the items the
         // patch names, in patch order (patched and new alike), then the others in their
         // original order.
@@ -672,8 +669,127 @@ fn merge_list(
     Ok(())
 }
 
-fn server_refs_of(ids: &[Value]) -> Vec<&Value> {
-    ids.iter().collect()
+/// A list-map key's value as kyaml compares it (`ElementValuesList`): the scalar's text, and
+/// `""` for a missing, null or non-scalar field.
+fn key_text(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) => n.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// kyaml `mergeValues`/`match`: two key tuples name the same item when they share a value and
+/// differ only where one of them is empty (a port without `protocol` pairs with the same port
+/// with one); the pair's tuple is the union.
+fn pair_tuples(a: &[String; 2], b: &[String; 2]) -> Option<[String; 2]> {
+    let mut common = false;
+    let mut out: [String; 2] = Default::default();
+    for i in 0..2 {
+        if a[i] == b[i] {
+            common = true;
+            out[i] = a[i].clone();
+        } else if !a[i].is_empty() && !b[i].is_empty() {
+            return None;
+        } else {
+            out[i] = if a[i].is_empty() { &b[i] } else { &a[i] }.clone();
+        }
+    }
+    common.then_some(out)
+}
+
+/// Merges a list with two list-map keys in use (`[containerPort, protocol]` of container
+/// ports, `[port, protocol]` of Service ports, `[topologyKey, whenUnsatisfiable]`), as kyaml's
+/// `walk/associative_sequence.go` (`setAssociativeSequenceElements`, `appendListNode`) does:
+/// - items are named by their key tuple; the tuples of the patch then the original, once
+///   each, are paired by `mergeValues` ([`pair_tuples`]);
+/// - for each tuple, the patch item merges into the original item (`$patch: delete` deletes
+///   every original item of the tuple), a patch item without original is new, an original
+///   item without patch item stays;
+/// - order: the new items in tuple order (patch order), then every original item in its
+///   original order.
+///
+/// Divergence (case p44, DIVERGENCES.md): kyaml looks both items of a pair up by the paired
+/// tuple, which the item lacking the second key does not match, so a patch item without
+/// `protocol` for a port with one (or the reverse) is silently dropped, and its
+/// `$patch: delete` deletes nothing. kiln applies it to the item kyaml paired it with: an
+/// item matches a tuple by its own key values first, else by its paired tuple.
+fn merge_by_two_keys(
+    orig: &mut Vec<Value>,
+    patch: &[Value],
+    keys: [&str; 2],
+    ctx: &mut Ctx,
+) -> Result<(), SmpError> {
+    let tuple = |v: &Value| -> [String; 2] { keys.map(|k| key_text(v.get(k))) };
+    let patch_tuples: Vec<[String; 2]> = patch.iter().map(tuple).collect();
+    let orig_tuples: Vec<[String; 2]> = orig.iter().map(tuple).collect();
+    let mut raw: Vec<[String; 2]> = Vec::new();
+    for t in patch_tuples.iter().chain(&orig_tuples) {
+        if !raw.contains(t) {
+            raw.push(t.clone());
+        }
+    }
+    // `mergeValues` updates the list in place while it compares, as here.
+    let mut paired = raw.clone();
+    for i in 0..paired.len() {
+        for j in 0..paired.len() {
+            if let Some(m) = pair_tuples(&paired[i], &paired[j]) {
+                paired[i] = m.clone();
+                paired[j] = m;
+            }
+        }
+    }
+    let resolve = |t: &[String; 2]| raw.iter().position(|r| r == t).map(|i| &paired[i]);
+    let patch_paired: Vec<Option<&[String; 2]>> = patch_tuples.iter().map(resolve).collect();
+    let orig_paired: Vec<Option<&[String; 2]>> = orig_tuples.iter().map(resolve).collect();
+    // The item for tuple `t`: one with exactly these key values, else one paired with them.
+    let find = |own: &[[String; 2]],
+                paired: &[Option<&[String; 2]>],
+                t: &[String; 2],
+                live: &dyn Fn(usize) -> bool| {
+        (0..own.len())
+            .find(|&i| live(i) && own[i] == *t)
+            .or_else(|| (0..own.len()).find(|&i| live(i) && paired[i] == Some(t)))
+    };
+    let mut deleted = vec![false; orig.len()];
+    let mut new_items: Vec<Value> = Vec::new();
+    let mut done: Vec<&[String; 2]> = Vec::new();
+    for t in &paired {
+        if done.contains(&t) {
+            continue;
+        }
+        done.push(t);
+        let Some(p) = find(&patch_tuples, &patch_paired, t, &|_| true) else {
+            continue;
+        };
+        let item = &patch[p];
+        if item.get(PATCH).and_then(Value::as_str) == Some("delete") {
+            for (i, gone) in deleted.iter_mut().enumerate() {
+                *gone |= orig_tuples[i] == *t || orig_paired[i] == Some(t);
+            }
+            continue;
+        }
+        let d = find(&orig_tuples, &orig_paired, t, &|i| !deleted[i]);
+        match (d, item) {
+            (Some(i), Value::Object(p)) => {
+                if let Value::Object(o) = &mut orig[i]
+                    && merge_map(o, p, ctx)?
+                {
+                    deleted[i] = true;
+                }
+            }
+            _ => new_items.extend(fresh(item, ctx)?),
+        }
+    }
+    let old = std::mem::take(orig);
+    *orig = new_items;
+    orig.extend(
+        old.into_iter()
+            .zip(deleted)
+            .filter_map(|(v, gone)| (!gone).then_some(v)),
+    );
+    Ok(())
 }
 
 /// apimachinery `mergeSortedSlice`: interleave `left` (server-only items) into `right`
@@ -1049,6 +1165,57 @@ mod tests {
             .map(|p| p["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["extra", "http", "https"]);
+    }
+
+    #[test]
+    fn container_ports_match_by_port_and_protocol() {
+        let ports = json!([
+            {"containerPort": 53, "protocol": "TCP"},
+            {"containerPort": 53, "protocol": "UDP"},
+            {"containerPort": 80}
+        ]);
+        let patch = json!([
+            {"containerPort": 53, "protocol": "UDP", "name": "dns"},
+            {"containerPort": 80, "$patch": "delete"},
+            {"containerPort": 53, "protocol": "TCP", "$patch": "delete"}
+        ]);
+        let (out, _) = smp(
+            ("", "Pod"),
+            pod(json!({"containers": [{"name": "c", "ports": ports}]})),
+            pod(json!({"containers": [{"name": "c", "ports": patch}]})),
+        )
+        .unwrap();
+        assert_eq!(
+            out["spec"]["containers"][0]["ports"],
+            json!([{"containerPort": 53, "protocol": "UDP", "name": "dns"}])
+        );
+    }
+
+    #[test]
+    fn a_missing_second_key_pairs_with_the_same_port() {
+        assert_eq!(
+            pair_tuples(&["53".into(), "".into()], &["53".into(), "TCP".into()]),
+            Some(["53".into(), "TCP".into()])
+        );
+        assert_eq!(
+            pair_tuples(&["53".into(), "UDP".into()], &["53".into(), "TCP".into()]),
+            None
+        );
+        assert_eq!(
+            pair_tuples(&["80".into(), "".into()], &["53".into(), "".into()]),
+            None
+        );
+        // A patch item without `protocol` renames the TCP port it pairs with (case p44).
+        let (out, _) = smp(
+            ("", "Pod"),
+            pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 53, "protocol": "TCP"}]}]})),
+            pod(json!({"containers": [{"name": "c", "ports": [{"containerPort": 53, "name": "dns"}]}]})),
+        )
+        .unwrap();
+        assert_eq!(
+            out["spec"]["containers"][0]["ports"],
+            json!([{"containerPort": 53, "protocol": "TCP", "name": "dns"}])
+        );
     }
 
     #[test]

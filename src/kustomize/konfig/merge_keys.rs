@@ -25,7 +25,11 @@ pub struct ListMeta {
     /// merged as a set (e.g. `metadata.finalizers`).
     pub merge_key: Option<&'static str>,
     /// The second of the list's `x-kubernetes-list-map-keys` (`protocol` of ports,
-    /// `whenUnsatisfiable` of topology spread constraints), which kyaml merges by too.
+    /// `whenUnsatisfiable` of topology spread constraints), which kyaml merges by too. kyaml's
+    /// builtin schema (kyaml v0.18.1 `openapi/kubernetesapi/v1_21_2/swagger.pb`) has exactly
+    /// three merged lists with two keys: `ContainerPort` `[containerPort, protocol]`,
+    /// `ServicePort` `[port, protocol]`, `TopologySpreadConstraint`
+    /// `[topologyKey, whenUnsatisfiable]`; `volumeMounts`, `env`, … have one.
     pub second_key: Option<&'static str>,
 }
 
@@ -152,6 +156,11 @@ impl PatchSchema {
                 let path = format!("{pod}/{list}");
                 s.add(&path, Some("name"));
                 s.add_all(&path, CONTAINER);
+                if *list == "ephemeralContainers" {
+                    // `EphemeralContainer.ports` carries no patch strategy in kyaml's schema
+                    // (an ephemeral container may have no ports), so a patch replaces it.
+                    s.lists.remove(&format!("{path}/ports"));
+                }
             }
         }
         match (group, kind) {

@@ -285,10 +285,6 @@ pub fn run_kustomize(
     Ok((yaml::to_yaml_stream(&values), b.warnings))
 }
 
-/// kustomize quirk: every object carries internal annotations while it builds, and they are
-/// removed at the end with `SetAnnotations`, which drops the field when nothing is left — so
-/// an input `annotations: {}` or `annotations:` (null) never reaches the output. (`labels`
-/// get no such treatment: `labels: null` survives, as in kustomize.)
 /// kustomize's `config.kubernetes.io/origin` (`api/resource/origin.go`, kyaml-marshalled
 /// `Origin`): `path:` of the file an object was read from, relative to the root kustomization
 /// directory, or `configuredIn:` + `configuredBy:` of the builtin generator that made it.
@@ -319,15 +315,45 @@ fn is_manifest_file(file: &str) -> bool {
     [".yaml", ".yml", ".json"].iter().any(|e| file.ends_with(e))
 }
 
+/// kustomize quirk: every object carries internal annotations while it builds, and they are
+/// removed at the end with `SetAnnotations`, which drops the field when nothing is left — so
+/// an input `annotations: {}` or `annotations:` (null) never reaches the output. (`labels`
+/// get no such treatment: `labels: null` survives, as in kustomize.)
+///
+/// The same `SetAnnotations` writes every remaining annotation back as a string of its value's
+/// node text (`api/resource/resource.go` `RemoveBuildAnnotations`, kyaml `getMapFromMeta`):
+/// a value a JSON patch added as `010` or `1e3` (typed by the patch's YAML) prints as `"8"`
+/// or `"1000"`, a null as `"null"`, a map or list as `""` (case y10). A value read from a
+/// file is already its text (`yaml::read` keeps annotation text).
 fn strip_internal(resources: &mut [Resource]) {
     for r in resources {
-        if let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut)
-            && md
-                .get("annotations")
-                .is_some_and(|a| a.is_null() || a.as_object().is_some_and(|m| m.is_empty()))
-        {
-            md.shift_remove("annotations");
+        let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut) else {
+            continue;
+        };
+        match md.get_mut("annotations") {
+            Some(Value::Object(a)) if !a.is_empty() => {
+                for v in a.values_mut() {
+                    if !v.is_string() {
+                        *v = Value::String(node_text(v));
+                    }
+                }
+            }
+            Some(Value::Object(_) | Value::Null) => {
+                md.shift_remove("annotations");
+            }
+            _ => {}
         }
+    }
+}
+
+/// The text kyaml's node holds for a value after kustomize's JSON round trip.
+fn node_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => yaml::number_text(n),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "null".into(),
+        Value::Array(_) | Value::Object(_) => String::new(),
     }
 }
 

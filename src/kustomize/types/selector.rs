@@ -100,17 +100,21 @@ pub enum SelectorError {
 impl Selector {
     /// Compiles the regular expressions and label selectors once.
     pub fn compile(&self) -> Result<CompiledSelector, SelectorError> {
-        fn re(field: &'static str, p: &Option<String>) -> Result<Option<Regex>, SelectorError> {
+        fn re(field: &'static str, p: &Option<String>) -> Result<Option<Pattern>, SelectorError> {
             match given(p) {
                 None => Ok(None),
                 // kustomize `anchorRegex`: the whole value must match.
-                Some(p) => Regex::new(&format!("^(?:{p})$")).map(Some).map_err(|e| {
-                    SelectorError::InvalidRegex {
+                // A pattern without metacharacters matches exactly itself: no regex.
+                Some(p) if !p.chars().any(|c| "\\.+*?()|[]{}^$".contains(c)) => {
+                    Ok(Some(Pattern::Exact(p.to_string())))
+                }
+                Some(p) => crate::kustomize::memo::regex(&format!("^(?:{p})$"))
+                    .map(|r| Some(Pattern::Regex(r)))
+                    .map_err(|e| SelectorError::InvalidRegex {
                         field,
                         pattern: p.to_string(),
                         reason: e.to_string(),
-                    }
-                }),
+                    }),
             }
         }
         fn sel(
@@ -244,13 +248,30 @@ impl std::fmt::Display for Selector {
 /// A [`Selector`] ready to match: regular expressions compiled, selectors parsed.
 #[derive(Debug, Clone)]
 pub struct CompiledSelector {
-    group: Option<Regex>,
-    version: Option<Regex>,
-    kind: Option<Regex>,
-    name: Option<Regex>,
-    namespace: Option<Regex>,
+    group: Option<Pattern>,
+    version: Option<Pattern>,
+    kind: Option<Pattern>,
+    name: Option<Pattern>,
+    namespace: Option<Pattern>,
     labels: Option<LabelSelector>,
     annotations: Option<LabelSelector>,
+}
+
+/// One anchored id pattern of a [`CompiledSelector`]: most targets name a kind or an object
+/// literally, and comparing strings is what the anchored regex would do for them.
+#[derive(Debug, Clone)]
+enum Pattern {
+    Exact(String),
+    Regex(Regex),
+}
+
+impl Pattern {
+    fn is_match(&self, s: &str) -> bool {
+        match self {
+            Pattern::Exact(p) => p == s,
+            Pattern::Regex(r) => r.is_match(s),
+        }
+    }
 }
 
 impl CompiledSelector {
@@ -258,7 +279,7 @@ impl CompiledSelector {
     /// match either the current or the original (pre-rename) value; namespaces compare as
     /// [`effective_namespace`]; labels and annotations are read from `metadata`.
     pub fn matches(&self, res: &Resource) -> bool {
-        let is = |re: &Option<Regex>, s: &str| re.as_ref().is_none_or(|r| r.is_match(s));
+        let is = |re: &Option<Pattern>, s: &str| re.as_ref().is_none_or(|r| r.is_match(s));
         // The original id is the oldest recorded name, see `BuildMeta::previous_names`.
         let original = res.meta.previous_names.first();
         // Every patch entry tests every object, so the order of the (side-effect free) tests
@@ -531,6 +552,28 @@ mod tests {
         assert!(alt.matches(&deploy("a", json!({}))));
         assert!(alt.matches(&deploy("b", json!({}))));
         assert!(!alt.matches(&deploy("ab", json!({}))));
+    }
+
+    #[test]
+    fn literal_names_match_exactly_and_dotted_ones_stay_regexes() {
+        let c = |name: &str| {
+            Selector {
+                name: Some(name.into()),
+                ..Default::default()
+            }
+            .compile()
+            .unwrap()
+        };
+        let web = c("web-1");
+        assert!(matches!(web.name, Some(Pattern::Exact(_))));
+        assert!(web.matches(&deploy("web-1", json!({}))));
+        assert!(!web.matches(&deploy("web-12", json!({}))));
+        assert!(!web.matches(&deploy("xweb-1", json!({}))));
+        // `.` is a metacharacter: anchored regex, any character.
+        let dotted = c("web.1");
+        assert!(matches!(dotted.name, Some(Pattern::Regex(_))));
+        assert!(dotted.matches(&deploy("webx1", json!({}))));
+        assert!(!dotted.matches(&deploy("webx12", json!({}))));
     }
 
     #[test]
