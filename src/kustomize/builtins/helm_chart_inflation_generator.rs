@@ -259,7 +259,11 @@ pub fn run_helm_charts(
     let (charts, globals) = charts_of(&kf.kustomization);
     for (pointer, chart) in &charts {
         let resources = inflate(ldr, kf, pointer, chart, &globals)?;
-        for r in resources {
+        for mut r in resources {
+            // `buildMetadata: [originAnnotations]`: the generator's origin
+            // (`kusttarget_configplugin.go` `configureBuiltinGenerators`).
+            r.meta.generated_in = Some((kf.display.clone(), "HelmChartInflationGenerator"));
+            crate::kustomize::target::build::annotate_origin(ldr.session(), &mut r);
             generators::absorb_one(&mut acc.resources, r)
                 .map_err(|e| KustomizeError::transformer(kf.site(pointer), &e))?;
         }

@@ -128,6 +128,16 @@ pub fn apply_common_annotations(
     set_pairs(resources, annotations, &specs, "annotations")
 }
 
+/// Sets `annotations` at exactly `field_specs` (a builtin `AnnotationsTransformer` config:
+/// kustomize's plugin uses the config's field specs alone, no default table).
+pub fn apply_annotations_at(
+    resources: &mut [Resource],
+    annotations: &IndexMap<String, String>,
+    field_specs: &[UserFieldSpec],
+) -> Result<(), LabelsError> {
+    set_pairs(resources, annotations, field_specs, "annotations")
+}
+
 /// Appends the specs of `extra` not yet in `specs` (same group, version, kind and path), as
 /// kustomize's `FsSlice.MergeAll`.
 fn merge(specs: &mut Vec<UserFieldSpec>, extra: &[UserFieldSpec]) {

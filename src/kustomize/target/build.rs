@@ -112,6 +112,9 @@ pub struct Session {
     openapi: std::cell::RefCell<Option<std::rc::Rc<CustomSchema>>>,
     /// Whether kyaml would have parsed its builtin schema before `openapi` was set.
     builtin_schema_used: std::cell::Cell<bool>,
+    /// The root kustomization has `buildMetadata`: kustomize then tracks origins and
+    /// transformations through the whole build (`kusttarget.go` `makeCustomizedResMap`).
+    build_metadata: std::cell::Cell<bool>,
 }
 
 impl Session {
@@ -123,7 +126,13 @@ impl Session {
             next_scope: Default::default(),
             openapi: Default::default(),
             builtin_schema_used: Default::default(),
+            build_metadata: Default::default(),
         }
+    }
+
+    /// Whether transformations are recorded (the root kustomization has `buildMetadata`).
+    pub fn tracks_build_metadata(&self) -> bool {
+        self.build_metadata.get()
     }
 
     /// The schema strategic merges use now: `None` while no `openapi:` schema was read.
@@ -200,6 +209,10 @@ fn build_in(
 ) -> Result<Vec<Resource>, KustomizeError> {
     let ldr = Loader::new_root(fs, dir, session)?;
     let kf = load_kustomization(&ldr)?;
+    let metadata = |option: &str| kf.kustomization.build_metadata.iter().any(|o| o == option);
+    session
+        .build_metadata
+        .set(!kf.kustomization.build_metadata.is_empty());
     let mut acc = Accumulator::default();
     accumulate_target(&ldr, &kf, &mut acc)?;
     let mut resources = acc.resources;
@@ -217,24 +230,27 @@ fn build_in(
         },
     )?;
     crate::kustomize::filters::refvar::resolve_vars(&mut resources, &acc.vars, &acc.config)?;
-    // buildMetadata `originAnnotations` (read on the root kustomization, as kustomize does).
-    if kf
-        .kustomization
-        .build_metadata
-        .iter()
-        .any(|o| o == "originAnnotations")
-    {
-        for r in &mut resources {
-            annotate_origin(r);
+    // buildMetadata: the origin and transformations annotations were kept through the build
+    // (read on the root kustomization, as kustomize does: `krusty/kustomizer.go` removes the
+    // ones not asked for).
+    for (option, key) in [
+        ("originAnnotations", ORIGIN_ANNOTATION),
+        ("transformerAnnotations", TRANSFORMATIONS_ANNOTATION),
+    ] {
+        if !metadata(option) {
+            for r in &mut resources {
+                if let Some(a) = r
+                    .value
+                    .pointer_mut("/metadata/annotations")
+                    .and_then(Value::as_object_mut)
+                {
+                    a.shift_remove(key);
+                }
+            }
         }
     }
     // buildMetadata `managedByLabel` (root kustomization only, as kustomize reads it there).
-    if kf
-        .kustomization
-        .build_metadata
-        .iter()
-        .any(|o| o == "managedByLabel")
-    {
+    if metadata("managedByLabel") {
         for r in &mut resources {
             r.string_map_mut("labels").insert(
                 "app.kubernetes.io/managed-by".into(),
@@ -288,8 +304,17 @@ pub fn run_kustomize(
 /// kustomize's `config.kubernetes.io/origin` (`api/resource/origin.go`, kyaml-marshalled
 /// `Origin`): `path:` of the file an object was read from, relative to the root kustomization
 /// directory, or `configuredIn:` + `configuredBy:` of the builtin generator that made it.
-/// Objects from elsewhere (Helm charts) get none.
-fn annotate_origin(r: &mut Resource) {
+/// Objects of `helmCharts:` are the HelmChartInflationGenerator's.
+///
+/// Under `buildMetadata` (any option) kustomize keeps it as a real annotation from the moment
+/// an object is read or generated (`kusttarget.go` `accumulateFile`, `runGenerators`'
+/// `AddOriginAnnotation`, which skips objects that already have one), so patches see it and
+/// may remove it (then the next transformer's origin takes its place, see
+/// `transform::note`); `build_in` removes it at the end unless `originAnnotations` is asked.
+pub fn annotate_origin(session: &Session, r: &mut Resource) {
+    if !session.tracks_build_metadata() || r.annotation(ORIGIN_ANNOTATION).is_some() {
+        return;
+    }
     let text = match (&r.meta.generated_in, &r.origin) {
         (Some((file, kind)), _) => {
             format!("configuredIn: {file}\nconfiguredBy:\n  apiVersion: builtin\n  kind: {kind}\n")
@@ -297,6 +322,17 @@ fn annotate_origin(r: &mut Resource) {
         (None, Some(o)) if is_manifest_file(&o.file) => format!("path: {}\n", o.file),
         _ => return,
     };
+    set_annotation(r, ORIGIN_ANNOTATION, text);
+}
+
+/// kustomize's origin annotation (`api/internal/utils/annotations.go`).
+pub const ORIGIN_ANNOTATION: &str = "config.kubernetes.io/origin";
+/// kustomize's list of the transformers that ran over an object (`api/resource/origin.go`
+/// `Transformations`, `resmap/reswrangler.go` `AddTransformerAnnotation`).
+pub const TRANSFORMATIONS_ANNOTATION: &str = "alpha.config.kubernetes.io/transformations";
+
+/// Sets one annotation, creating the map (or replacing a null one).
+pub fn set_annotation(r: &mut Resource, key: &str, text: String) {
     let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut) else {
         return;
     };
@@ -307,7 +343,7 @@ fn annotate_origin(r: &mut Resource) {
         *annotations = Value::Object(serde_json::Map::new());
     }
     if let Some(a) = annotations.as_object_mut() {
-        a.insert("config.kubernetes.io/origin".into(), Value::String(text));
+        a.insert(key.into(), Value::String(text));
     }
 }
 
@@ -470,6 +506,22 @@ fn accumulate_target(
 ) -> Result<(), KustomizeError> {
     let k = &kf.kustomization;
     reject_unsupported(kf)?;
+    for option in &k.build_metadata {
+        // Applied in `build_in`. kustomize ignores other options (but still tracks origins,
+        // as for any non-empty list); kiln warns, as it is likely a typo.
+        if ![
+            "managedByLabel",
+            "originAnnotations",
+            "transformerAnnotations",
+        ]
+        .contains(&option.as_str())
+        {
+            ldr.session().warn(format!(
+                "{}: `buildMetadata` option `{option}` is unknown and ignored (known: `managedByLabel`, `originAnnotations`, `transformerAnnotations`)",
+                kf.display
+            ));
+        }
+    }
     // A component works on its parent's objects, so its renames are the parent's.
     let scope = (!k.is_component()).then(|| ldr.session().next_scope());
     // `openapi: {path}`: the first kustomization to name a schema sets it for the rest of
@@ -535,7 +587,10 @@ fn accumulate_target(
                         path: display.clone(),
                         source: e,
                     })?;
-                let resources = parse_resources(&display, &text)?;
+                let mut resources = parse_resources(&display, &text)?;
+                for r in &mut resources {
+                    annotate_origin(ldr.session(), r);
+                }
                 if resources
                     .iter()
                     .any(|r| !crate::kustomize::konfig::merge_keys::is_builtin_group(r.group()))
@@ -703,21 +758,6 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
             "validator plugins are not run",
             "validate the output in CI instead",
         ));
-    }
-    for (i, option) in k.build_metadata.iter().enumerate() {
-        // `managedByLabel` and `originAnnotations` are applied in `build`; the transformer
-        // annotations (every builtin transformer run, in kustomize's internal order, per
-        // object) are not reproduced yet.
-        if option != "managedByLabel" && option != "originAnnotations" {
-            return Err(KustomizeError::unsupported(
-                kf.site(&format!("/buildMetadata/{i}")),
-                "buildMetadata",
-                format!(
-                    "`{option}` is not supported (only `managedByLabel` and `originAnnotations`)"
-                ),
-                "remove the option; kiln's errors already name the file and line each object came from",
-            ));
-        }
     }
     if k.openapi.contains_key("version") {
         return Err(KustomizeError::unsupported(

@@ -43,6 +43,7 @@ pub fn run_generators(
         let mut res = generators::generate_config_map(g, global, &read)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
         res.meta.generated_in = Some((kf.display.clone(), "ConfigMapGenerator"));
+        crate::kustomize::target::build::annotate_origin(ldr.session(), &mut res);
         generators::absorb_one(&mut acc.resources, res)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }
@@ -52,6 +53,7 @@ pub fn run_generators(
         let mut res = generators::generate_secret(g, global, &read)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
         res.meta.generated_in = Some((kf.display.clone(), "SecretGenerator"));
+        crate::kustomize::target::build::annotate_origin(ldr.session(), &mut res);
         generators::absorb_one(&mut acc.resources, res)
             .map_err(|e| KustomizeError::transformer(site(), &e))?;
     }

@@ -21,7 +21,10 @@ use crate::kustomize::filters::nameref::{self, NameReference, Referrer};
 use crate::kustomize::filters::{
     imagetag, labels, namespace, prefix_suffix, replacement, replica_count,
 };
-use crate::kustomize::target::build::{Accumulator, TransformerConfig, convert};
+use crate::kustomize::target::build::{
+    Accumulator, ORIGIN_ANNOTATION, TRANSFORMATIONS_ANNOTATION, TransformerConfig, convert,
+    set_annotation,
+};
 use crate::kustomize::target::load::{KustFile, Loader};
 use crate::kustomize::types::fieldspec::UserFieldSpec;
 use crate::kustomize::types::selector;
@@ -174,6 +177,7 @@ pub fn run_transformers(
     let k = &kf.kustomization;
     let config = &acc.config;
     let res = &mut acc.resources;
+    let ran = |res: &mut [Resource], kind: &str| note_builtin(ldr, res, &kf.display, kind);
 
     for (i, item) in k.patches_strategic_merge.iter().enumerate() {
         let pointer = format!("/patchesStrategicMerge/{i}");
@@ -191,12 +195,16 @@ pub fn run_transformers(
             || kf.site(&pointer),
         )?;
     }
+    if !k.patches_strategic_merge.is_empty() {
+        ran(res, "PatchStrategicMergeTransformer");
+    }
     // One target index for all `patches:` entries (nothing else changes the objects between
     // them): a kustomization with N entries naming one object each is linear, not N × objects.
     let mut index = TargetIndex::default();
     for (i, p) in k.patches.iter().enumerate() {
         let pointer = format!("/patches/{i}");
         run_patch_entry(ldr, kf, res, p, &pointer, false, Some(&mut index))?;
+        ran(res, "PatchTransformer");
     }
 
     let ns = namespace::NamespaceOptions {
@@ -207,8 +215,17 @@ pub fn run_transformers(
     };
     namespace::apply_namespace_with(res, &ns)
         .map_err(|e| KustomizeError::transformer(kf.site("/namespace"), &e))?;
+    if !k.namespace.is_empty() {
+        ran(res, "NamespaceTransformer");
+    }
     affix(res, &k.name_prefix, "", &config.name_prefix);
+    if !k.name_prefix.is_empty() {
+        ran(res, "PrefixTransformer");
+    }
     affix(res, "", &k.name_suffix, &config.name_suffix);
+    if !k.name_suffix.is_empty() {
+        ran(res, "SuffixTransformer");
+    }
 
     for (i, label) in k.labels.iter().enumerate() {
         let pointer = format!("/labels/{i}");
@@ -217,20 +234,28 @@ pub fn run_transformers(
         })?;
         labels::apply_labels(res, &entry, &config.common_labels, &config.template_labels)
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
+        ran(res, "LabelTransformer");
     }
     if !k.common_labels.is_empty() {
         labels::apply_common_labels(res, &k.common_labels, &config.common_labels)
             .map_err(|e| KustomizeError::transformer(kf.site("/commonLabels"), &e))?;
     }
+    // kustomize configures one LabelTransformer per `labels` entry plus one for
+    // `commonLabels`, which runs (empty) whenever `labels` is set.
+    if !k.labels.is_empty() || !k.common_labels.is_empty() {
+        ran(res, "LabelTransformer");
+    }
     if !k.common_annotations.is_empty() {
         labels::apply_common_annotations(res, &k.common_annotations, &config.common_annotations)
             .map_err(|e| KustomizeError::transformer(kf.site("/commonAnnotations"), &e))?;
+        ran(res, "AnnotationsTransformer");
     }
 
     let mut index = TargetIndex::default();
     for (i, p) in k.patches_json6902.iter().enumerate() {
         let pointer = format!("/patchesJson6902/{i}");
         run_patch_entry(ldr, kf, res, p, &pointer, true, Some(&mut index))?;
+        ran(res, "PatchJson6902Transformer");
     }
 
     for (i, r) in k.replicas.iter().enumerate() {
@@ -244,6 +269,7 @@ pub fn run_transformers(
         })?;
         replica_count::apply_replicas(res, std::slice::from_ref(&entry))
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
+        ran(res, "ReplicaCountTransformer");
     }
 
     // `imageTags` is the legacy spelling; kustomize appends it to `images`.
@@ -261,6 +287,7 @@ pub fn run_transformers(
     for (pointer, im) in image_entries {
         imagetag::apply_images(res, std::slice::from_ref(im), &config.images)
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
+        ran(res, "ImageTagTransformer");
     }
 
     for (i, r) in k.replacements.iter().enumerate() {
@@ -273,14 +300,81 @@ pub fn run_transformers(
         replacement::apply_replacements(res, &list)
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
     }
+    // One ReplacementTransformer holds every entry.
+    if !k.replacements.is_empty() {
+        ran(res, "ReplacementTransformer");
+    }
 
     for (i, t) in k.transformers.iter().enumerate() {
         let pointer = format!("/transformers/{i}");
+        let inline = t.contains('\n');
         for doc in transformer_configs(ldr, kf, t, &pointer)? {
             run_builtin(ldr, kf, res, &doc, &pointer)?;
+            // `OriginFromCustomPlugin`: the config's own file (the kustomization for an
+            // inline config) and its apiVersion, kind, name and namespace.
+            let meta = |f: &str| {
+                doc.value
+                    .get("metadata")
+                    .and_then(|m| m.get(f))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let field = |f: &str| doc.value.get(f).and_then(Value::as_str).unwrap_or("");
+            let configured_in = if inline { &kf.display } else { &doc.display };
+            note(
+                ldr,
+                res,
+                configured_in,
+                [
+                    field("apiVersion"),
+                    field("kind"),
+                    &meta("name"),
+                    &meta("namespace"),
+                ],
+            );
         }
     }
     Ok(())
+}
+
+/// kustomize's `multiTransformer.Transform` (`api/internal/target/multitransformer.go`):
+/// under `buildMetadata`, after each transformer, its origin is added to *every* object of
+/// the accumulator (`AddTransformerAnnotation`), whether it changed the object or not. A
+/// builtin's origin is the kustomization file and `{apiVersion: builtin, kind}`
+/// (`kusttarget_configplugin.go` `configureBuiltinTransformers`).
+fn note_builtin(ldr: &Loader<'_>, res: &mut [Resource], configured_in: &str, kind: &str) {
+    note(ldr, res, configured_in, ["builtin", kind, "", ""]);
+}
+
+/// Adds one kyaml-marshalled `Origin` (`configuredIn`, then `configuredBy`'s non-empty
+/// `apiVersion`, `kind`, `name`, `namespace`) to every object: as an item of its
+/// transformations annotation, or, when the object has no origin annotation (a JSON patch
+/// replaced its annotations), as its origin (`AddTransformerAnnotation`).
+fn note(ldr: &Loader<'_>, res: &mut [Resource], configured_in: &str, by: [&str; 4]) {
+    if !ldr.session().tracks_build_metadata() {
+        return;
+    }
+    let mut origin = format!("configuredIn: {configured_in}\nconfiguredBy:\n");
+    for (key, value) in ["apiVersion", "kind", "name", "namespace"].iter().zip(by) {
+        if !value.is_empty() {
+            origin.push_str(&format!("  {key}: {value}\n"));
+        }
+    }
+    let item: String = origin
+        .lines()
+        .enumerate()
+        .map(|(i, l)| format!("{}{l}\n", if i == 0 { "- " } else { "  " }))
+        .collect();
+    for r in res {
+        if r.annotation(ORIGIN_ANNOTATION).is_none() {
+            set_annotation(r, ORIGIN_ANNOTATION, origin.clone());
+            continue;
+        }
+        let list = r.annotation(TRANSFORMATIONS_ANNOTATION).unwrap_or("");
+        let text = format!("{list}{item}");
+        set_annotation(r, TRANSFORMATIONS_ANNOTATION, text);
+    }
 }
 
 fn load_replacements(
