@@ -687,6 +687,7 @@ fn network_remote_push_and_concurrent_publishers() {
         &url,
         "main",
         &HistoryFilter::default(),
+        &git::WriteLayout::default(),
         &RemoteAuth::default(),
     )
     .unwrap();
@@ -783,6 +784,7 @@ fn history_is_newest_first_within_one_second() {
         &remote.display().to_string(),
         "main",
         &HistoryFilter::default(),
+        &git::WriteLayout::default(),
         &RemoteAuth::default(),
     )
     .unwrap();
@@ -821,7 +823,14 @@ fn history_lists_changes_and_answers_what_ran_when() {
 
     let repo = remote.display().to_string();
     let auth = RemoteAuth::default();
-    let mut all = git::history(&repo, "main", &HistoryFilter::default(), &auth).unwrap();
+    let mut all = git::history(
+        &repo,
+        "main",
+        &HistoryFilter::default(),
+        &git::WriteLayout::default(),
+        &auth,
+    )
+    .unwrap();
     let hand = all.entries.remove(0);
     assert!(!hand.made_by_kiln);
     assert_eq!(hand.summary, "readme");
@@ -859,7 +868,7 @@ fn history_lists_changes_and_answers_what_ran_when() {
         environment: Some("prod".into()),
         ..Default::default()
     };
-    let prod = git::history(&repo, "main", &prod, &auth).unwrap();
+    let prod = git::history(&repo, "main", &prod, &git::WriteLayout::default(), &auth).unwrap();
     assert_eq!(
         prod.entries
             .iter()
@@ -878,7 +887,7 @@ fn history_lists_changes_and_answers_what_ran_when() {
         ..Default::default()
     };
     assert_eq!(
-        git::history(&repo, "main", &worker, &auth)
+        git::history(&repo, "main", &worker, &git::WriteLayout::default(), &auth)
             .unwrap()
             .entries
             .len(),
@@ -890,7 +899,7 @@ fn history_lists_changes_and_answers_what_ran_when() {
     };
     // The two later kiln commits and the hand commit.
     assert_eq!(
-        git::history(&repo, "main", &since, &auth)
+        git::history(&repo, "main", &since, &git::WriteLayout::default(), &auth)
             .unwrap()
             .entries
             .len(),
@@ -899,8 +908,15 @@ fn history_lists_changes_and_answers_what_ran_when() {
 
     // --at: the newest kiln commit at or before the time, with every component's tags.
     let at = |date: &str, filter: &HistoryFilter| {
-        let state =
-            git::deployed_at(&repo, "main", git::parse_date(date).unwrap(), filter, &auth).unwrap();
+        let state = git::deployed_at(
+            &repo,
+            "main",
+            git::parse_date(date).unwrap(),
+            filter,
+            &git::WriteLayout::default(),
+            &auth,
+        )
+        .unwrap();
         state
             .images
             .iter()
@@ -989,7 +1005,15 @@ fn at_reads_the_tree_of_commits_kiln_did_not_write() {
     commit_at(&work, "promote api 2.1.0", T0 + 100);
     git(&work, &["push", "-q", "origin", "stage/prod"]);
 
-    let state = git::deployed_at(&repo, "stage/prod", T0 + 50, &all, &auth).unwrap();
+    let state = git::deployed_at(
+        &repo,
+        "stage/prod",
+        T0 + 50,
+        &all,
+        &git::WriteLayout::default(),
+        &auth,
+    )
+    .unwrap();
     assert_eq!(state.source, Some(git::StateSource::Tree));
     assert_eq!(
         (
@@ -999,7 +1023,15 @@ fn at_reads_the_tree_of_commits_kiln_did_not_write() {
         ),
         ("prod", "api", vec!["ghcr.io/acme/api:2.0.0".to_string()])
     );
-    let state = git::deployed_at(&repo, "stage/prod", T0 + 100, &all, &auth).unwrap();
+    let state = git::deployed_at(
+        &repo,
+        "stage/prod",
+        T0 + 100,
+        &all,
+        &git::WriteLayout::default(),
+        &auth,
+    )
+    .unwrap();
     assert_eq!(state.images[0].images, ["ghcr.io/acme/api:2.1.0"]);
 
     // On a kiln branch, a hand edit after kiln's publish is what Argo CD synced: `--at` shows it.
@@ -1010,10 +1042,26 @@ fn at_reads_the_tree_of_commits_kiln_did_not_write() {
     std::fs::write(&k, text.replace("1.0.0", "1.0.1-hotfix")).unwrap();
     commit_at(&work, "hotfix", T0 + 200);
     git(&work, &["push", "-q", "origin", "main"]);
-    let before = git::deployed_at(&repo, "main", T0 + 199, &all, &auth).unwrap();
+    let before = git::deployed_at(
+        &repo,
+        "main",
+        T0 + 199,
+        &all,
+        &git::WriteLayout::default(),
+        &auth,
+    )
+    .unwrap();
     assert_eq!(before.source, Some(git::StateSource::Trailers));
     assert_eq!(before.images[0].images, ["ghcr.io/acme/api:1.0.0"]);
-    let after = git::deployed_at(&repo, "main", T0 + 200, &all, &auth).unwrap();
+    let after = git::deployed_at(
+        &repo,
+        "main",
+        T0 + 200,
+        &all,
+        &git::WriteLayout::default(),
+        &auth,
+    )
+    .unwrap();
     assert_eq!(after.source, Some(git::StateSource::Tree));
     assert_eq!(after.images[0].images, ["ghcr.io/acme/api:1.0.1-hotfix"]);
     assert_eq!(after.images[0].environment, "dev");
@@ -1178,6 +1226,7 @@ fn per_environment_publishing_to_stage_branches() {
         "stage/dev",
         T0,
         &HistoryFilter::default(),
+        &git::WriteLayout::default(),
         &RemoteAuth::default(),
     )
     .unwrap();

@@ -778,7 +778,15 @@ fn item09_history_shows_commits_kiln_did_not_make() {
 
     let auth = git::RemoteAuth::default();
     let filter = HistoryFilter::default();
-    let state = git::deployed_at(s(&repo), "stage/dev", i64::MAX / 4, &filter, &auth).unwrap();
+    let state = git::deployed_at(
+        s(&repo),
+        "stage/dev",
+        i64::MAX / 4,
+        &filter,
+        &git::WriteLayout::default(),
+        &auth,
+    )
+    .unwrap();
     assert!(!state.made_by_kiln);
     assert_eq!(state.summary.as_deref(), Some("hotfix api"));
     assert_eq!(state.author.as_ref().unwrap().email, "hand@example.com");
@@ -795,7 +803,14 @@ fn item09_history_shows_commits_kiln_did_not_make() {
         state.to_string().contains("not made by kiln: hotfix api"),
         "{state}"
     );
-    let history = git::history(s(&repo), "stage/dev", &filter, &auth).unwrap();
+    let history = git::history(
+        s(&repo),
+        "stage/dev",
+        &filter,
+        &git::WriteLayout::default(),
+        &auth,
+    )
+    .unwrap();
     assert_eq!(history.entries.len(), 2);
     assert!(!history.entries[0].made_by_kiln);
     assert_eq!(

@@ -924,3 +924,77 @@ fn hand_written_stage_follows_kargo_step_semantics() {
         "the orphan branch starts empty"
     );
 }
+
+/// `kiln history` with the platform's write layout reports Kargo's promotions against the
+/// components they changed, on a branch-per-environment write repository (web: `stage/dev`,
+/// `frontend/`) and a path-per-environment one (backend: `main`, `envs/dev/<component>/`).
+/// Without the layout they were `changed other …` and a `--component` filter found none.
+#[test]
+fn history_reports_kargo_promotions_against_their_components() {
+    let w = world(&platform_dir("platforms/bank"));
+    let layout = w.objects.write_layout();
+    let mut apps = w.objects.applications();
+    for (name, project, component) in [
+        ("frontend-dev", "web", "frontend"),
+        ("backend-dev", "backend", "contacts"),
+    ] {
+        let stage = w.objects.stage(name, Some(project)).unwrap();
+        let work = w.work(name);
+        let mut p = w.promotion(&stage);
+        p.run(&w.context(&work), &mut apps);
+        assert_succeeded(&p);
+        let written = stage.written();
+        let branch = written[0].branch.clone();
+        let write_repo = stage
+            .vars
+            .iter()
+            .find(|(n, _)| n == "writeRepo")
+            .unwrap()
+            .1
+            .clone();
+        let kiln::promote::repo::Location::Local(repo) = w.map.locate(&write_repo) else {
+            panic!("{write_repo} is not mapped")
+        };
+        let repo = repo.display().to_string();
+        let filter = kiln::git::HistoryFilter {
+            component: Some(component.into()),
+            ..Default::default()
+        };
+        let h = kiln::git::history(&repo, &branch, &filter, &layout, &w.auth).unwrap();
+        assert_eq!(h.entries.len(), 1, "{name}: {h}");
+        let e = &h.entries[0];
+        assert!(!e.made_by_kiln);
+        assert!(
+            e.changes
+                .iter()
+                .any(|c| c.to_string() == format!("added component {project}/dev/{component}")),
+            "{name}: {:?}",
+            e.changes
+        );
+        // What is deployed there now: the promoted image, read from the written manifests.
+        let state = kiln::git::deployed_at(&repo, &branch, i64::MAX / 4, &filter, &layout, &w.auth)
+            .unwrap();
+        let image = state
+            .images
+            .iter()
+            .find(|c| c.component == component && c.environment == "dev")
+            .unwrap_or_else(|| panic!("{name}: {state}"));
+        let repos = w
+            .component_images(&apps[&("argocd".to_string(), format!("{project}-{component}-dev"))]);
+        for repo in repos {
+            let tag = w.new_tag_of(&repo);
+            assert!(
+                image
+                    .images
+                    .iter()
+                    .any(|i| i.starts_with(&format!("{repo}:{tag}"))),
+                "{name}: {repo}:{tag} not in {:?}",
+                image.images
+            );
+        }
+        // Without the layout, the component filter finds nothing.
+        let bare = kiln::git::WriteLayout::default();
+        let h = kiln::git::history(&repo, &branch, &filter, &bare, &w.auth).unwrap();
+        assert!(h.entries.is_empty(), "{name}: {h}");
+    }
+}

@@ -404,6 +404,11 @@ pub struct HistoryArgs {
     /// What was deployed at this date.
     #[arg(long)]
     pub at: Option<String>,
+    /// The platform directory whose Stages write this repository: Kargo's promotions are then
+    /// reported against the components they changed (without it, only kiln's own
+    /// `<project>/<env>/<component>` folders are recognised).
+    #[arg(long)]
+    pub platform: Option<PathBuf>,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "text")]
     pub output: Format,
@@ -1003,6 +1008,15 @@ fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
             .map(crate::git::parse_date)
             .transpose()?,
     };
+    // The Stages' write folders come from the spec, rendered in memory as `kiln graph` does.
+    let layout = match &args.platform {
+        Some(platform) => {
+            let opts = crate::pipeline::RenderOptions::new(platform);
+            let (_, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+            crate::promote::Objects::from_artifacts(&set)?.write_layout()
+        }
+        None => crate::git::WriteLayout::default(),
+    };
     let json = args.output == Format::Json;
     let text = if let Some(at) = &args.at {
         let state = crate::git::deployed_at(
@@ -1010,11 +1024,12 @@ fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
             &args.branch,
             crate::git::parse_date(at)?,
             &filter,
+            &layout,
             &auth,
         )?;
         render_result(&state, json, args.output)?
     } else {
-        let h = crate::git::history(&args.repo, &args.branch, &filter, &auth)?;
+        let h = crate::git::history(&args.repo, &args.branch, &filter, &layout, &auth)?;
         render_result(&h, json, args.output)?
     };
     print_out(&text)?;

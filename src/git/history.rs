@@ -17,7 +17,9 @@ use std::fmt;
 
 use serde::{Serialize, Serializer};
 
-use super::trailers::{Classifier, KilnTrailers, Unit, UnitChange, images_by_unit, parse_message};
+use super::trailers::{
+    Classifier, KilnTrailers, Unit, UnitChange, WriteLayout, images_by_unit, parse_message,
+};
 use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, read_all_files, resolve_commit};
 use crate::artifact::ArtifactSet;
 
@@ -348,7 +350,9 @@ fn kiln_commits(
     repo: &git2::Repository,
     display: &str,
     branch: &str,
+    layout: &WriteLayout,
 ) -> Result<Vec<KilnCommit>, GitError> {
+    let known = layout.for_branch(branch);
     let tip = resolve_commit(repo, display, branch)?;
     let mut walk = repo.revwalk().map_err(lg("walking history"))?;
     walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::TIME)
@@ -363,7 +367,7 @@ fn kiln_commits(
             Some(trailers) => (trailers, true),
             None => (
                 KilnTrailers {
-                    changes: touched_units(repo, &commit, branch)?,
+                    changes: touched_units(repo, &commit, branch, &known)?,
                     ..KilnTrailers::default()
                 },
                 false,
@@ -395,6 +399,7 @@ fn touched_units(
     repo: &git2::Repository,
     commit: &git2::Commit<'_>,
     branch: &str,
+    known: &BTreeMap<String, Unit>,
 ) -> Result<Vec<UnitChange>, GitError> {
     let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
     let parent_tree = match commit.parent(0) {
@@ -429,7 +434,8 @@ fn touched_units(
         .map_err(lg("walking a tree"))?;
     }
     let environment = branch.strip_prefix("stage/");
-    let classifier = Classifier::new(paths.iter().map(String::as_str), environment);
+    let classifier =
+        Classifier::new(paths.iter().map(String::as_str), environment).with_known(known.clone());
     Ok(super::trailers::unit_changes(&classifier, &old, &new))
 }
 
@@ -457,7 +463,8 @@ fn component_images<'a>(
 
 /// kiln's commits on `branch` of `repo` (local path or URL), newest first, filtered.
 /// A commit is kept when it is at or after `since` and one of its changes matches the
-/// component and environment filters.
+/// component and environment filters. Commits kiln did not make are classified with `layout`
+/// (empty: kiln's own `<project>/<env>/<component>` layout only).
 ///
 /// Errors: [`GitError::RepositoryNotFound`], [`GitError::RemoteUnreachable`],
 /// [`GitError::RefNotFound`].
@@ -465,11 +472,12 @@ pub fn history(
     repo: &str,
     branch: &str,
     filter: &HistoryFilter,
+    layout: &WriteLayout,
     auth: &RemoteAuth,
 ) -> Result<History, GitError> {
     let opened = open_for_reading(repo, auth)?;
     let mut entries = Vec::new();
-    for commit in kiln_commits(&opened.repo, &opened.display, branch)? {
+    for commit in kiln_commits(&opened.repo, &opened.display, branch, layout)? {
         if filter
             .since
             .is_some_and(|since| commit.time.seconds < since)
@@ -552,6 +560,7 @@ pub fn deployed_at(
     branch: &str,
     at: i64,
     filter: &HistoryFilter,
+    layout: &WriteLayout,
     auth: &RemoteAuth,
 ) -> Result<DeployedState, GitError> {
     let opened = open_for_reading(repo, auth)?;
@@ -612,7 +621,7 @@ pub fn deployed_at(
             let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
             let files = read_all_files(&opened.repo, &tree, "")?;
             let environment = branch.strip_prefix("stage/");
-            let images = images_from_tree(&files, environment);
+            let images = images_from_tree(&files, environment, &layout.for_branch(branch));
             state.source = Some(StateSource::Tree);
             state.images = component_images(images.iter(), filter);
         }
@@ -621,14 +630,19 @@ pub fn deployed_at(
 }
 
 /// Image references in a tree (see [`deployed_at`]).
-fn images_from_tree(files: &ArtifactSet, environment: Option<&str>) -> BTreeMap<Unit, Vec<String>> {
+fn images_from_tree(
+    files: &ArtifactSet,
+    environment: Option<&str>,
+    known: &BTreeMap<String, Unit>,
+) -> BTreeMap<Unit, Vec<String>> {
     // On a `stage/<env>` branch the paths do not name the environment (`<project>/<component>`
     // after `publish --per-environment`): classify them as publish did.
-    let classifier = Classifier::new(files.paths(), environment);
+    let classifier = Classifier::new(files.paths(), environment).with_known(known.clone());
     let mut out = images_by_unit(files, &classifier);
     for (path, bytes) in &files.files {
         let is_yaml = path.ends_with(".yaml") || path.ends_with(".yml");
-        if !is_yaml || classifier.component_depth(path).is_some() {
+        let known = classifier.known_unit(path);
+        if !is_yaml || (known.is_none() && classifier.component_depth(path).is_some()) {
             continue;
         }
         let Ok(text) = std::str::from_utf8(bytes) else {
@@ -650,11 +664,11 @@ fn images_from_tree(files: &ArtifactSet, environment: Option<&str>) -> BTreeMap<
                 .rsplit_once('.')
                 .map_or(path.as_str(), |(stem, _)| stem),
         };
-        let unit = Unit::Component {
+        let unit = known.cloned().unwrap_or_else(|| Unit::Component {
             project: "-".to_string(),
             environment: environment.unwrap_or("-").to_string(),
             component: component.to_string(),
-        };
+        });
         let refs = out.entry(unit).or_default();
         for image in images {
             if !refs.contains(&image) {
@@ -756,7 +770,7 @@ mod tests {
             "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: report\nspec:\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          initContainers:\n          - name: init\n            image: busybox:1.36\n          containers:\n          - name: main\n            image: ghcr.io/acme/api:2.0.0\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: ghcr.io/acme/api:2.0.0\n",
         );
         files.insert("README.md", "image: not-yaml-scope\n");
-        let images = images_from_tree(&files, Some("prod"));
+        let images = images_from_tree(&files, Some("prod"), &BTreeMap::new());
         let unit = Unit::Component {
             project: "-".into(),
             environment: "prod".into(),

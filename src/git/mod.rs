@@ -49,7 +49,7 @@ pub use publish::{
     EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, is_valid_branch_name,
     publish, publish_per_environment, split_by_environment,
 };
-pub use trailers::{ChangeAction, Unit, UnitChange};
+pub use trailers::{ChangeAction, Unit, UnitChange, WriteLayout};
 pub use verify::{VerifyReport, verify, verify_scoped};
 
 /// The ownership marker and its path rule live in the leaf module [`crate::marker`], shared

@@ -185,6 +185,47 @@ pub struct Classifier {
     component_dirs: BTreeSet<String>,
     /// Set for per-environment publishes, whose paths no longer name the environment.
     environment: Option<String>,
+    /// Directories whose unit is known from the spec (a [`WriteLayout`]): where Kargo's
+    /// promotions write each component, which holds no kustomization to recognise it by.
+    known: BTreeMap<String, Unit>,
+}
+
+/// Where the Stages of a platform write each component: (branch, directory) to its unit,
+/// from each Stage's `kustomize-build` steps (see `promote::Objects::write_layout`). `kiln
+/// history --platform` gives it to the [`Classifier`], so a Kargo promotion into a
+/// path-per-environment or branch-per-environment write repository is reported against the
+/// components it changed. A directory two Stages claim for different units is left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WriteLayout {
+    dirs: BTreeMap<(String, String), Option<Unit>>,
+}
+
+impl WriteLayout {
+    /// Records that `dir` on `branch` holds `unit`.
+    pub fn insert(&mut self, branch: &str, dir: &str, unit: Unit) {
+        let dir = dir.trim_matches('/').trim_start_matches("./").to_string();
+        self.dirs
+            .entry((branch.to_string(), dir))
+            .and_modify(|known| {
+                if known.as_ref() != Some(&unit) {
+                    *known = None;
+                }
+            })
+            .or_insert(Some(unit));
+    }
+
+    /// The known directories of `branch`.
+    pub fn for_branch(&self, branch: &str) -> BTreeMap<String, Unit> {
+        self.dirs
+            .iter()
+            .filter(|((b, _), _)| b == branch)
+            .filter_map(|((_, dir), unit)| Some((dir.clone(), unit.clone()?)))
+            .collect()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.dirs.is_empty()
+    }
 }
 
 impl Classifier {
@@ -213,7 +254,24 @@ impl Classifier {
         Self {
             component_dirs,
             environment: environment.map(str::to_string),
+            known: BTreeMap::new(),
         }
+    }
+
+    /// The same, with the directories whose unit the spec names (they win over kiln's own
+    /// layout).
+    pub fn with_known(mut self, known: BTreeMap<String, Unit>) -> Self {
+        self.known = known;
+        self
+    }
+
+    /// The unit of the deepest known directory enclosing `path`.
+    pub fn known_unit(&self, path: &str) -> Option<&Unit> {
+        let segments: Vec<&str> = path.split('/').collect();
+        let dirs = &segments[..segments.len().saturating_sub(1)];
+        (1..=dirs.len())
+            .rev()
+            .find_map(|depth| self.known.get(&dirs[..depth].join("/")))
     }
 
     /// Number of segments of the component directory enclosing `path` (the deepest one), if
@@ -228,6 +286,9 @@ impl Classifier {
 
     /// The unit `path` belongs to.
     pub fn classify(&self, path: &str) -> Unit {
+        if let Some(unit) = self.known_unit(path) {
+            return unit.clone();
+        }
         let segments: Vec<&str> = path.split('/').collect();
         let dirs = &segments[..segments.len().saturating_sub(1)];
         if let Some(depth) = self.component_depth(path) {

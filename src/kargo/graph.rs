@@ -143,43 +143,6 @@ fn var<'a>(def: &'a StageDef, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
-/// `${{ vars.NAME }}` replaced by the Stage's value; other expressions stay as written.
-fn substitute(def: &StageDef, text: &str) -> String {
-    def.vars.iter().fold(text.to_string(), |t, (name, value)| {
-        t.replace(&format!("${{{{ vars.{name} }}}}"), value)
-    })
-}
-
-/// The directories the Stage's `kustomize-build` steps write, relative to the pushed work
-/// tree (`git-push`'s `path`): what lands in the write repository.
-fn written_paths(def: &StageDef) -> Vec<String> {
-    let root = def
-        .steps
-        .iter()
-        .find(|st| st.uses == "git-push")
-        .map(|st| substitute(def, s(&st.config, "/path")))
-        .unwrap_or_default();
-    let root = root.trim_end_matches('/');
-    let mut out = Vec::new();
-    for st in def.steps.iter().filter(|st| st.uses == "kustomize-build") {
-        let out_path = substitute(def, s(&st.config, "/outPath"));
-        let rel = out_path
-            .strip_prefix(root)
-            .and_then(|r| r.strip_prefix('/'))
-            .unwrap_or(&out_path);
-        // `outPath` names a file when it ends in .yaml/.yml, else a directory of files.
-        let dir = match rel.rsplit_once('/') {
-            Some((d, f)) if f.ends_with(".yaml") || f.ends_with(".yml") => d.to_string(),
-            None if rel.ends_with(".yaml") || rel.ends_with(".yml") => ".".to_string(),
-            _ => rel.to_string(),
-        };
-        if !out.contains(&dir) {
-            out.push(dir);
-        }
-    }
-    out
-}
-
 /// Escapes text for a quoted Mermaid label: entity codes for what Mermaid would parse.
 fn mermaid_escape(text: &str) -> String {
     let mut out = String::new();
@@ -294,7 +257,7 @@ fn draw(projects: &Projects, format: GraphFormat) -> String {
                 if target != "@" {
                     lines.push(target);
                 }
-                lines.extend(written_paths(&n.def));
+                lines.extend(n.def.written().into_iter().map(|w| w.dir));
                 let l = label(&lines.iter().map(String::as_str).collect::<Vec<_>>());
                 let pad = "  ".repeat(depth);
                 match format {

@@ -206,7 +206,75 @@ fn value_text(v: Option<&Value>) -> String {
     }
 }
 
+/// One folder a Stage's promotion writes: a `kustomize-build` step's output, relative to the
+/// pushed work tree (`git-push`'s `path`), on the checked-out branch, with the source folder
+/// it builds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Written {
+    /// The branch of the `git-clone` checkout that `git-push` pushes.
+    pub branch: String,
+    /// The folder in the write repository (`.` for its root).
+    pub dir: String,
+    /// The `kustomize-build` step's `path`, below the source checkout.
+    pub source: String,
+}
+
 impl StageDef {
+    /// `${{ vars.NAME }}` replaced by the Stage's value; other expressions stay as written.
+    pub fn substitute(&self, text: &str) -> String {
+        self.vars.iter().fold(text.to_string(), |t, (name, value)| {
+            t.replace(&format!("${{{{ vars.{name} }}}}"), value)
+        })
+    }
+
+    /// The folders the Stage's `kustomize-build` steps write into the write repository, in
+    /// step order, each once.
+    pub fn written(&self) -> Vec<Written> {
+        let root = self
+            .steps
+            .iter()
+            .find(|st| st.uses == "git-push")
+            .map(|st| self.substitute(s(&st.config, "/path")))
+            .unwrap_or_default();
+        let root = root.trim_end_matches('/');
+        let branch = self
+            .steps
+            .iter()
+            .filter(|st| st.uses == "git-clone")
+            .flat_map(|st| {
+                st.config
+                    .get("checkout")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+            })
+            .find(|c| self.substitute(s(c, "/path")).trim_end_matches('/') == root)
+            .map(|c| self.substitute(s(&c, "/branch")))
+            .unwrap_or_default();
+        let mut out: Vec<Written> = Vec::new();
+        for st in self.steps.iter().filter(|st| st.uses == "kustomize-build") {
+            let out_path = self.substitute(s(&st.config, "/outPath"));
+            let rel = out_path
+                .strip_prefix(root)
+                .and_then(|r| r.strip_prefix('/'))
+                .unwrap_or(&out_path);
+            // `outPath` names a file when it ends in .yaml/.yml, else a directory of files.
+            let dir = match rel.rsplit_once('/') {
+                Some((d, f)) if f.ends_with(".yaml") || f.ends_with(".yml") => d.to_string(),
+                None if rel.ends_with(".yaml") || rel.ends_with(".yml") => ".".to_string(),
+                _ => rel.to_string(),
+            };
+            if !out.iter().any(|w| w.dir == dir) {
+                out.push(Written {
+                    branch: branch.clone(),
+                    dir,
+                    source: self.substitute(s(&st.config, "/path")),
+                });
+            }
+        }
+        out
+    }
+
     /// Reads a Stage object.
     pub fn from_object(stage: &Value) -> Result<Self, PromoteError> {
         let name = s(stage, "/metadata/name").to_string();
@@ -443,6 +511,35 @@ impl Objects {
             out.insert(s(w, "/metadata/name").to_string(), subs);
         }
         out
+    }
+
+    /// Where every Stage writes each component ([`crate::git::WriteLayout`]): the unit of a
+    /// written folder is the source folder it builds, which kiln's emit layout names
+    /// `…/<project>/<env>/<component>`. Stages that fail to read are left out (`kiln
+    /// validate` reports them).
+    pub fn write_layout(&self) -> crate::git::WriteLayout {
+        let mut layout = crate::git::WriteLayout::default();
+        for stage in &self.stages {
+            let Ok(def) = StageDef::from_object(stage) else {
+                continue;
+            };
+            for w in def.written() {
+                let parts: Vec<&str> = w.source.trim_end_matches('/').rsplit('/').take(3).collect();
+                let [component, environment, project] = parts[..] else {
+                    continue;
+                };
+                layout.insert(
+                    &w.branch,
+                    &w.dir,
+                    crate::git::Unit::Component {
+                        project: project.to_string(),
+                        environment: environment.to_string(),
+                        component: component.to_string(),
+                    },
+                );
+            }
+        }
+        layout
     }
 
     /// The Applications as Argo CD would hold them after `kubectl apply`.

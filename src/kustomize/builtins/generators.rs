@@ -775,7 +775,22 @@ pub fn absorb_one(
         }),
         ([i], b) => {
             let old = &resources[*i];
-            let merged = merge_into(old, generated, b == Behavior::Merge);
+            // `buildMetadata`: a merge keeps the old object's origin (kustomize
+            // `reswrangler.go` `appendReplaceOrMerge`: "ensure the origin annotation doesn't get
+            // overwritten"); a replace takes the generator's.
+            let old_origin = old
+                .annotation(crate::kustomize::target::build::ORIGIN_ANNOTATION)
+                .map(str::to_string);
+            let mut merged = merge_into(old, generated, b == Behavior::Merge);
+            if b == Behavior::Merge
+                && let Some(origin) = old_origin
+            {
+                crate::kustomize::target::build::set_annotation(
+                    &mut merged,
+                    crate::kustomize::target::build::ORIGIN_ANNOTATION,
+                    origin,
+                );
+            }
             resources[*i] = merged;
             Ok(())
         }
