@@ -562,3 +562,57 @@ fn helm_template_cli_takes_helms_argument_order() {
     assert_eq!(run(&[chart, "rel", "-n", "ns"]), helm_order);
     assert!(run(&[chart]).contains("name: release-name-basic"));
 }
+
+/// The line scan that reads a manifest's head for sorting (`kiln::helm::head`) agrees with
+/// the full YAML parse on every document real Helm printed for the corpus, and handles nearly
+/// all of them itself (a scan that gave up on everything would be correct but slow).
+#[test]
+fn head_scan_agrees_with_the_full_parse_on_the_corpus() {
+    let root = shared_dir().join("charts");
+    if !root.join("index.json").exists() {
+        if std::env::var("REQUIRE_SHARED").is_ok_and(|v| v == "1") {
+            panic!("REQUIRE_SHARED=1 but {} is missing", root.display());
+        }
+        eprintln!("skipping: no chart corpus at {}", root.display());
+        return;
+    }
+    let (mut docs, mut scanned) = (0, 0);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read_dir(e.path().join("expected")).ok())
+        .flat_map(|d| d.flatten().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for doc in kiln::helm::output::split_manifests(&text) {
+            docs += 1;
+            let Some(h) = kiln::helm::head::scan(&doc) else {
+                continue;
+            };
+            scanned += 1;
+            let full = kiln::helm::output::full_head(&doc, "x").unwrap_or_else(|e| {
+                panic!(
+                    "{}: scanned, but the parse fails: {}",
+                    f.display(),
+                    e.message
+                )
+            });
+            let mine = (
+                h.kind
+                    .as_ref()
+                    .map(kiln::helm::funcs::conv::strval)
+                    .unwrap_or_default(),
+                h.hook.as_ref().map(kiln::helm::funcs::conv::strval),
+            );
+            assert_eq!(mine, full, "{}:\n{doc}", f.display());
+        }
+    }
+    eprintln!("{scanned} of {docs} documents read by the scan");
+    assert!(
+        docs > 1000 && scanned * 10 >= docs * 9,
+        "{scanned} of {docs}"
+    );
+}

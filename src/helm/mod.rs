@@ -21,6 +21,7 @@ pub mod chart;
 pub mod encode;
 pub mod engine;
 pub mod funcs;
+pub mod head;
 pub mod output;
 pub mod template;
 pub mod toml;
@@ -200,6 +201,16 @@ pub fn template_with(
     opts: &TemplateOptions,
 ) -> Result<Rendered, HelmError> {
     let chart = chart::load_with(fs, &opts.chart).map_err(load_error)?;
+    template_loaded(fs, chart, opts)
+}
+
+/// [`template_with`] for a chart already loaded: reads the values files through `fs`, then
+/// renders.
+pub fn template_loaded(
+    fs: &dyn crate::fs::FileSystem,
+    chart: chart::Chart,
+    opts: &TemplateOptions,
+) -> Result<Rendered, HelmError> {
     let user = user_values(fs, opts)?;
     render_chart(chart, &user, opts)
 }

@@ -4,6 +4,7 @@
 //! (`renderResources`) and `pkg/cmd/template.go`: CRD files verbatim, then manifests in
 //! template-path order stable-sorted by kind, then hooks in the same order.
 
+use super::funcs::conv::strval;
 use super::template::value::Value;
 use super::yaml;
 use std::collections::BTreeMap;
@@ -145,6 +146,29 @@ fn field<'a>(m: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a Value> {
     })
 }
 
+/// The head of a document the line scan leaves alone ([`super::head`]): parsed in full.
+pub fn full_head(m: &str, path: &str) -> Result<(String, Option<String>), ParseError> {
+    let head = yaml::parse_one(m).map_err(|e| ParseError {
+        file: path.to_string(),
+        message: format!("YAML parse error on {path}: error converting YAML to JSON: {e}"),
+    })?;
+    Ok(match &head {
+        Value::Map(obj) => {
+            let obj = obj.borrow();
+            let kind = field(&obj, "kind").map(strval).unwrap_or_default();
+            let ann = match field(&obj, "metadata") {
+                Some(Value::Map(meta)) => match field(&meta.borrow(), "annotations") {
+                    Some(Value::Map(a)) => a.borrow().get("helm.sh/hook").map(strval),
+                    _ => None,
+                },
+                _ => None,
+            };
+            (kind, ann)
+        }
+        _ => (String::new(), None),
+    })
+}
+
 /// `SortManifests`: (hooks, manifests), each in path order stable-sorted by kind.
 pub fn sort_manifests(
     files: &BTreeMap<String, String>,
@@ -159,29 +183,12 @@ pub fn sort_manifests(
             continue;
         }
         for m in split_manifests(content) {
-            let head = yaml::parse_one(&m).map_err(|e| ParseError {
-                file: path.clone(),
-                message: format!("YAML parse error on {path}: error converting YAML to JSON: {e}"),
-            })?;
-            let (kind, ann) = match &head {
-                Value::Map(obj) => {
-                    let obj = obj.borrow();
-                    let kind = field(&obj, "kind")
-                        .map(super::funcs::conv::strval)
-                        .unwrap_or_default();
-                    let ann = match field(&obj, "metadata") {
-                        Some(Value::Map(meta)) => match field(&meta.borrow(), "annotations") {
-                            Some(Value::Map(a)) => a
-                                .borrow()
-                                .get("helm.sh/hook")
-                                .map(super::funcs::conv::strval),
-                            _ => None,
-                        },
-                        _ => None,
-                    };
-                    (kind, ann)
-                }
-                _ => (String::new(), None),
+            let (kind, ann) = match super::head::scan(&m) {
+                Some(h) => (
+                    h.kind.as_ref().map(strval).unwrap_or_default(),
+                    h.hook.as_ref().map(strval),
+                ),
+                None => full_head(&m, path)?,
             };
             match ann {
                 None => generic.push(Doc {

@@ -198,6 +198,11 @@ pub fn parse_one(text: &str) -> Result<Value, YamlError> {
 }
 
 /// YAML 1.1 resolution of a scalar, as go-yaml v2.
+/// A plain scalar's value (YAML 1.1, as go-yaml v2 resolves it).
+pub(crate) fn plain_scalar(text: &str) -> Value {
+    resolve_scalar(text, ScalarStyle::Plain, None)
+}
+
 fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<String>) -> Value {
     if let Some(t) = tag.as_deref() {
         match t {
