@@ -13,7 +13,7 @@
 //! anchors, aliases, tags, `<<` merges, complex keys, multi-line or unusual flow collections,
 //! directives, document markers, keys spelled like `Kind` (Go's case-insensitive field
 //! match), a top level that is not a mapping, and any indentation it cannot place. The
-//! caller then parses the document in full, as before (see ADR 0009). Inside the subset the
+//! caller then parses the document in full, as before (see ADR 0010). Inside the subset the
 //! structure is checked as go-yaml checks it: every line must continue an open mapping or
 //! sequence at its exact indentation.
 
