@@ -902,9 +902,17 @@ fn a_component_change_that_fails_writes_nothing_and_keeps_the_journal() {
     // a `files:` entry that does not exist (load): each an error, nothing written.
     use kiln::pipeline::KilnError;
     let breaks = [
-        ("feature: {type: string,", "feature: {type: integer,", "evaluate"),
+        (
+            "feature: {type: string,",
+            "feature: {type: integer,",
+            "evaluate",
+        ),
         ("  generators:\n", "  colour: blue\n  generators:\n", "load"),
-        ("files: [serviceaccount.yaml]", "files: [missing.yaml]", "load"),
+        (
+            "files: [serviceaccount.yaml]",
+            "files: [missing.yaml]",
+            "load",
+        ),
     ];
     for (from, to, stage) in breaks {
         edit(root, cy, from, to);
