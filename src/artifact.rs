@@ -45,7 +45,7 @@ impl ArtifactSet {
 /// `publish`, `diff`, `verify`) prune and compare only inside it, so a filtered run never
 /// touches, or reports, files outside its slice.
 ///
-/// The selection rule (README "Selecting a slice"): `-p`, `-e`, `-c` and `-l` choose
+/// The selection rule (README, "Selecting a slice"): `-p`, `-e`, `-c` and `-l` choose
 /// BuildPlans (values of one flag are alternatives, flags combine with and); the slice is the
 /// component directory of every chosen plan plus the Kargo and Argo CD directories of every
 /// project with at least one chosen plan. No chosen plan: an empty slice, nothing written.

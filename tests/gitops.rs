@@ -1052,16 +1052,16 @@ fn commit_subjects_say_add_and_remove() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// done when: the README's CI recipe publishes where the generated pipeline looks
+// done when: the CI recipe (docs/gitops.md) publishes where the generated pipeline looks
 
-/// The `kiln …` lines of the README's CI recipe, in the order they appear, and the recipe's
+/// The `kiln …` lines of the CI recipe in docs/gitops.md, in the order they appear, and the recipe's
 /// `SOURCE_REPO`.
-fn readme_ci_recipe() -> (Vec<String>, String) {
-    let readme = std::fs::read_to_string(here().join("README.md")).unwrap();
+fn ci_recipe() -> (Vec<String>, String) {
+    let readme = std::fs::read_to_string(here().join("docs/gitops.md")).unwrap();
     let section = readme
-        .split("### CI: verify on pull requests, publish on main")
+        .split("## CI: verify on pull requests, publish on main")
         .nth(1)
-        .expect("the README has the CI recipe");
+        .expect("docs/gitops.md has the CI recipe");
     let block = section
         .split("```yaml\n")
         .nth(1)
@@ -1083,8 +1083,8 @@ fn readme_ci_recipe() -> (Vec<String>, String) {
 }
 
 #[test]
-fn readme_ci_recipe_publishes_where_the_warehouses_look() {
-    let (commands, source_repo) = readme_ci_recipe();
+fn ci_recipe_publishes_where_the_warehouses_look() {
+    let (commands, source_repo) = ci_recipe();
     assert_eq!(commands.len(), 3, "{commands:?}");
     // The recipe's repository is the one the generated pipeline watches.
     let (c, platform, err) = kiln(&["show", "platform", "platforms/bank", "-o", "json"]);

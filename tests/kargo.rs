@@ -1770,9 +1770,10 @@ fn validate_json_reports_each_finding_with_its_location() {
     );
 }
 
-/// README's bank diagram is `kiln graph platforms/bank`'s output (with `KILN_BLESS`, rewritten).
+/// docs/pipeline.md's bank diagram is `kiln graph platforms/bank`'s output (with `KILN_BLESS`,
+/// rewritten).
 #[test]
-fn readme_pipeline_diagram_is_kiln_graph_output() {
+fn pipeline_doc_diagram_is_kiln_graph_output() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(["graph", "platforms/bank"])
@@ -1788,16 +1789,16 @@ fn readme_pipeline_diagram_is_kiln_graph_output() {
     assert!(graph.starts_with("flowchart LR\n"), "{graph}");
     let begin = "<!-- kiln graph platforms/bank: begin -->\n```mermaid\n";
     let end = "```\n<!-- kiln graph platforms/bank: end -->";
-    let readme_path = root.join("README.md");
+    let readme_path = root.join("docs/pipeline.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let start = readme
         .find(begin)
-        .expect("README lacks the kiln graph begin marker")
+        .expect("docs/pipeline.md lacks the kiln graph begin marker")
         + begin.len();
     let stop = start
         + readme[start..]
             .find(end)
-            .expect("README lacks the end marker");
+            .expect("docs/pipeline.md lacks the end marker");
     if std::env::var_os("KILN_BLESS").is_some() {
         let blessed = format!("{}{graph}{}", &readme[..start], &readme[stop..]);
         std::fs::write(&readme_path, blessed).unwrap();
@@ -1806,7 +1807,7 @@ fn readme_pipeline_diagram_is_kiln_graph_output() {
     assert_eq!(
         readme[start..stop],
         graph,
-        "README's mermaid block differs from `kiln graph platforms/bank` (KILN_BLESS=1 to update)"
+        "docs/pipeline.md's mermaid block differs from `kiln graph platforms/bank` (KILN_BLESS=1 to update)"
     );
 }
 

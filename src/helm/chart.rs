@@ -9,7 +9,7 @@
 
 use super::template::value::Value;
 use super::yaml;
-use crate::fs::FileSystem;
+use crate::fs::{FileSystem, PlainKind};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -120,10 +120,23 @@ fn walk(
         } else {
             format!("{rel}/{name}")
         };
-        let real = fs
-            .canonicalize(&e)
-            .map_err(|e2| format!("error evaluating symlink {path}: {e2}"))?;
-        let is_dir = fs.is_dir(&real);
+        // An entry that is no link is where it is listed: its real path is its directory's
+        // (the last of `seen`) joined with its name, no resolving needed.
+        let (real, is_dir, is_file) = match (fs.plain_kind(&e), seen.last()) {
+            (Some(kind), Some(dir)) => (
+                dir.join(&name),
+                kind == PlainKind::Dir,
+                kind == PlainKind::File,
+            ),
+            _ => {
+                let real = fs
+                    .canonicalize(&e)
+                    .map_err(|e2| format!("error evaluating symlink {path}: {e2}"))?;
+                let is_dir = fs.is_dir(&real);
+                let is_file = !is_dir && fs.is_file(&real);
+                (real, is_dir, is_file)
+            }
+        };
         if rules.ignored(&path, is_dir) {
             continue;
         }
@@ -137,7 +150,7 @@ fn walk(
             seen.push(real);
             walk(fs, base, seen, &path, rules, out)?;
             seen.pop();
-        } else if fs.is_file(&real) {
+        } else if is_file {
             let data = fs.read(&e).map_err(|e2| format!("{path}: {e2}"))?;
             out.push((path, data));
         } else {
@@ -620,6 +633,65 @@ mod tests {
         let mut fs = chart_tree();
         fs.add_symlink("/repo/chart/files/gone.conf", "nowhere.conf");
         let e = load_with(&fs, Path::new("/repo/chart")).err().unwrap();
+        assert!(
+            e.message
+                .contains("error evaluating symlink files/gone.conf"),
+            "{}",
+            e.message
+        );
+    }
+
+    /// The same on the real disk, where plain entries skip resolving (`plain_kind`):
+    /// nested plain directories, a linked file and a linked directory are read, a link back
+    /// up is a cycle, a dangling link an error.
+    #[cfg(unix)]
+    #[test]
+    fn real_disk_charts_follow_links_and_catch_cycles() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join("shared/dir")).unwrap();
+        std::fs::write(root.join("shared/common.conf"), "c\n").unwrap();
+        std::fs::write(root.join("shared/dir/x.txt"), "x\n").unwrap();
+        let chart = root.join("chart");
+        std::fs::create_dir_all(chart.join("files/deep/er")).unwrap();
+        std::fs::create_dir_all(chart.join("templates")).unwrap();
+        std::fs::write(
+            chart.join("Chart.yaml"),
+            "apiVersion: v2\nname: c\nversion: 1.0.0\n",
+        )
+        .unwrap();
+        std::fs::write(chart.join("templates/a.yaml"), "a: 1\n").unwrap();
+        std::fs::write(chart.join("files/deep/er/z.txt"), "z\n").unwrap();
+        symlink("../../shared/common.conf", chart.join("files/common.conf")).unwrap();
+        symlink("../../shared/dir", chart.join("files/linked")).unwrap();
+        let fs = crate::fs::RealFs;
+        let c = load_with(&fs, &chart).unwrap();
+        let got: Vec<(&str, &[u8])> = c
+            .files
+            .iter()
+            .map(|(n, d)| (n.as_str(), d.as_slice()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("files/common.conf", &b"c\n"[..]),
+                ("files/deep/er/z.txt", b"z\n"),
+                ("files/linked/x.txt", b"x\n"),
+            ]
+        );
+        assert_eq!(c.templates.len(), 1);
+
+        symlink("../..", chart.join("files/deep/up")).unwrap();
+        let e = load_with(&fs, &chart).err().unwrap();
+        assert!(
+            e.message.contains("files/deep/up: a symbolic link cycle"),
+            "{}",
+            e.message
+        );
+        std::fs::remove_file(chart.join("files/deep/up")).unwrap();
+        symlink("nowhere", chart.join("files/gone.conf")).unwrap();
+        let e = load_with(&fs, &chart).err().unwrap();
         assert!(
             e.message
                 .contains("error evaluating symlink files/gone.conf"),

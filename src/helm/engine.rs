@@ -467,9 +467,19 @@ pub fn render(
         let text = exec
             .execute(k, Value::Map(r.vals.clone()))
             .map_err(|e| reformat(k, &e))?;
-        out.insert(k.clone(), text.replace("<no value>", ""));
+        out.insert(k.clone(), strip_no_value(text));
     }
     Ok(out)
+}
+
+/// Helm's `strings.ReplaceAll(out, "<no value>", "")` on a rendered text, without copying
+/// the (usually clean, sometimes megabytes long) text when there is nothing to remove.
+fn strip_no_value(text: String) -> String {
+    if text.contains("<no value>") {
+        text.replace("<no value>", "")
+    } else {
+        text
+    }
 }
 
 /// Helm's `reformatExecErrorMsg`: a `fail`/`required` message at the outermost location.
@@ -540,7 +550,7 @@ fn helm_funcs(f: &mut Funcs) {
                 funcs::conv::go_quote(&text)
             )
         })?;
-        Ok(Value::from(out.replace("<no value>", "")))
+        Ok(Value::from(strip_no_value(out)))
     });
     f.add("required", |_, a| {
         if a.len() != 2 {

@@ -316,9 +316,9 @@ pub fn render_chart(
     let mut documents: Vec<(String, String)> = crds;
     documents.extend(
         manifests
-            .iter()
-            .chain(hooks.iter())
-            .map(|d| (d.source.clone(), d.text.clone())),
+            .into_iter()
+            .chain(hooks)
+            .map(|d| (d.source, d.text)),
     );
     Ok(Rendered { stream, documents })
 }

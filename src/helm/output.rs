@@ -111,7 +111,7 @@ pub fn split_manifests(text: &str) -> Vec<String> {
         }
     };
     if let Some(e) = starts_at(0) {
-        docs.push(String::new());
+        docs.push("");
         cur_start = e;
         i = e;
     }
@@ -123,7 +123,7 @@ pub fn split_manifests(text: &str) -> Vec<String> {
                 s -= 1;
             }
             if let Some(e) = starts_at(i + 1) {
-                docs.push(t[cur_start..s].to_string());
+                docs.push(&t[cur_start..s]);
                 cur_start = e;
                 i = e;
                 continue;
@@ -131,7 +131,8 @@ pub fn split_manifests(text: &str) -> Vec<String> {
         }
         i += 1;
     }
-    docs.push(t[cur_start..].to_string());
+    docs.push(&t[cur_start..]);
+    // Slices until here: each kept document is copied once.
     docs.into_iter()
         .filter(|d| !d.trim_matches(go_space).is_empty())
         .map(|d| d.trim_start_matches(go_space).to_string())
@@ -228,18 +229,44 @@ pub fn sort_manifests(
 }
 
 /// The printed stream: CRDs (`(path, text)`), manifests, hooks.
+///
+/// Written into one buffer of the final size (argo-cd's stream is 1.9 MB; formatting each
+/// document and copying the trimmed body again cost as much as writing it).
 pub fn assemble(crds: &[(String, String)], manifests: &[Doc], hooks: &[Doc]) -> String {
-    let mut body = String::new();
+    const HEAD: &str = "---\n# Source: ";
+    let size = |p: &str, t: &str| HEAD.len() + p.len() + t.len() + 2;
+    let cap = crds.iter().map(|(p, t)| size(p, t)).sum::<usize>()
+        + manifests
+            .iter()
+            .chain(hooks)
+            .map(|d| size(&d.source, &d.text))
+            .sum::<usize>()
+        + 1;
+    let mut out = String::with_capacity(cap);
+    let mut put = |p: &str, t: &str| {
+        out.push_str(HEAD);
+        out.push_str(p);
+        out.push('\n');
+        out.push_str(t);
+        out.push('\n');
+    };
     for (path, text) in crds {
-        body.push_str(&format!("---\n# Source: {path}\n{text}\n"));
+        put(path, text);
     }
     for d in manifests {
-        body.push_str(&format!("---\n# Source: {}\n{}\n", d.source, d.text));
+        put(&d.source, &d.text);
     }
-    let mut out = body.trim_matches(go_space).to_string();
+    // Helm trims the body of CRDs and manifests; it starts with `---` (or is empty), so
+    // only its end can have space to trim.
+    let end = out.trim_end_matches(go_space).len();
+    out.truncate(end);
     out.push('\n');
     for d in hooks {
-        out.push_str(&format!("---\n# Source: {}\n{}\n", d.source, d.text));
+        out.push_str(HEAD);
+        out.push_str(&d.source);
+        out.push('\n');
+        out.push_str(&d.text);
+        out.push('\n');
     }
     out
 }
@@ -247,6 +274,34 @@ pub fn assemble(crds: &[(String, String)], manifests: &[Doc], hooks: &[Doc]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn doc(source: &str, text: &str) -> Doc {
+        Doc {
+            source: source.into(),
+            text: text.into(),
+            kind: String::new(),
+            hook: false,
+            test: false,
+        }
+    }
+
+    #[test]
+    fn assembles_like_helm() {
+        let crds = vec![("c/crds/a.yaml".to_string(), "kind: A\n".to_string())];
+        let m = vec![doc("c/templates/x.yaml", "kind: X \n\t")];
+        let h = vec![doc("c/templates/h.yaml", "kind: H\n")];
+        assert_eq!(
+            assemble(&crds, &m, &h),
+            "---\n# Source: c/crds/a.yaml\nkind: A\n\n---\n# Source: c/templates/x.yaml\nkind: X\n\
+             ---\n# Source: c/templates/h.yaml\nkind: H\n\n"
+        );
+        // No CRDs or manifests: the trimmed empty body is one newline before the hooks.
+        assert_eq!(
+            assemble(&[], &[], &h),
+            "\n---\n# Source: c/templates/h.yaml\nkind: H\n\n"
+        );
+        assert_eq!(assemble(&[], &[], &[]), "\n");
+    }
 
     #[test]
     fn splits_like_helm() {

@@ -242,7 +242,7 @@ pub enum KargoError {
     #[diagnostic(
         code(kiln::kargo::invalid_generated_name),
         help(
-            "the name is built from project, component and environment names (see the README's naming rule); shorten or rename them"
+            "the name is built from project, component and environment names (see docs/pipeline.md, the naming rule); shorten or rename them"
         )
     )]
     InvalidGeneratedName {
@@ -263,7 +263,7 @@ pub enum KargoError {
     #[diagnostic(
         code(kiln::kargo::duplicate_name),
         help(
-            "names join component and environment with `-` (see the README); rename a component or an environment so the joined names differ"
+            "names join component and environment with `-` (see docs/pipeline.md); rename a component or an environment so the joined names differ"
         )
     )]
     DuplicateName {

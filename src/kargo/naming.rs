@@ -1,4 +1,4 @@
-//! The naming rules of the generated Kargo and Argo CD objects, in one place so the README,
+//! The naming rules of the generated Kargo and Argo CD objects, in one place so docs/pipeline.md,
 //! the generator and the tests agree:
 //!
 //! | object | name | namespace |

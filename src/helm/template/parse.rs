@@ -428,12 +428,14 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn peek(&mut self) -> Result<Tok, ParseError> {
+    /// The next token, left in place. A reference: cloning it (a `String` for every
+    /// identifier and field) was a fifth of parsing.
+    fn peek(&mut self) -> Result<&Tok, ParseError> {
         if self.peeked.is_empty() {
             let t = self.lex()?;
             self.peeked.push(t);
         }
-        Ok(self.peeked[self.peeked.len() - 1].0.clone())
+        Ok(&self.peeked[self.peeked.len() - 1].0)
     }
 
     fn next(&mut self) -> Result<(Tok, usize), ParseError> {
@@ -773,9 +775,9 @@ impl<'a> Parser<'a> {
                 Tok::Space => {}
                 Tok::Close | Tok::Pipe => {}
                 Tok::RParen if paren => {}
-                t => {
-                    let o = self.peek_off()?;
-                    return Err(self.err_at(o, format!("unexpected {t:?} in operand")));
+                _ => {
+                    let (t, o) = &self.peeked[self.peeked.len() - 1];
+                    return Err(self.err_at(*o, format!("unexpected {t:?} in operand")));
                 }
             }
         }
