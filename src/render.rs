@@ -345,6 +345,8 @@ fn helm_generator(
     opts.value_files = h.values_files.iter().map(|f| dir.join(f)).collect();
     opts.values = h.values.clone();
     opts.include_crds = h.include_crds;
+    opts.skip_hooks = h.skip_hooks;
+    opts.skip_tests = h.skip_tests;
     opts.kube_version = h.kube_version.clone();
     opts.api_versions = h.api_versions.clone();
     let rendered = crate::helm::template_with(fs, &opts)?;

@@ -406,9 +406,18 @@ pub struct HelmGenerator {
     /// Values files relative to the component directory, merged in order before `values`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values_files: Vec<String>,
-    /// Also emit the chart's `crds/` files.
-    #[serde(default)]
+    /// Also emit the chart's `crds/` files (`helm template --include-crds`; spelled as
+    /// kustomize's `helmCharts[].includeCRDs`).
+    #[serde(default, rename = "includeCRDs")]
     pub include_crds: bool,
+    /// Leave out the chart's hooks (`helm template --no-hooks`, kustomize's `skipHooks`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_hooks: bool,
+    /// Leave out the chart's test hooks (`helm.sh/hook: test`/`test-success`: `helm template
+    /// --skip-tests`, kustomize's `skipTests`): Pods that only `helm test` runs, which a
+    /// GitOps tree would otherwise deploy and Kargo report as deployed images.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skip_tests: bool,
     /// `.Capabilities.KubeVersion` (default v1.36.0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kube_version: Option<String>,

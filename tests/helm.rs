@@ -411,6 +411,93 @@ fn render_reads_charts_only_inside_the_repository_root() {
     assert!(e.contains("path_outside_root"), "{e}");
 }
 
+/// The `helm` generator's switches, spelled as kustomize's `helmCharts` spells them:
+/// `includeCRDs` adds the chart's `crds/`, `skipTests` drops `helm test` Pods (which a GitOps
+/// tree would otherwise deploy), `skipHooks` drops every hook, as `helm template`'s
+/// `--include-crds`, `--skip-tests`, `--no-hooks` do.
+#[test]
+fn helm_generator_include_crds_skip_tests_and_skip_hooks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().to_path_buf();
+    let write = |p: &Path, text: &str| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    write(
+        &repo.join("platforms/p/platform.yaml"),
+        "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {name: p}\nspec:\n  clusters: [{name: c, server: https://c.example.com}]\n  environments: [{name: dev, tier: nonprod, cluster: c}]\n  projects:\n  - name: web\n    components: [{path: ../../components/app}]\n",
+    );
+    let chart = repo.join("components/app/chart");
+    write(
+        &chart.join("Chart.yaml"),
+        "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+    );
+    write(
+        &chart.join("crds/widget.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.org\nspec:\n  group: example.org\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions: [{name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}]\n",
+    );
+    write(
+        &chart.join("templates/all.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\n---\napiVersion: batch/v1\nkind: Job\nmetadata:\n  name: app-migrate\n  annotations: {helm.sh/hook: pre-install}\nspec:\n  template: {spec: {restartPolicy: Never, containers: [{name: m, image: busybox:1}]}}\n---\napiVersion: v1\nkind: Pod\nmetadata:\n  name: app-test\n  annotations: {helm.sh/hook: test}\nspec:\n  restartPolicy: Never\n  containers: [{name: t, image: curl:8}]\n",
+    );
+    let names = |switches: &str| -> Result<Vec<String>, String> {
+        write(
+            &repo.join("components/app/component.yaml"),
+            &format!(
+                "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: app}}\nspec:\n  generators:\n  - helm: {{chart: chart{switches}}}\n"
+            ),
+        );
+        let mut o = kiln::pipeline::RenderOptions::new(repo.join("platforms/p"));
+        o.root = Some(repo.clone());
+        let set = kiln::pipeline::build(&o).map_err(|e| format!("{:?}", miette::Report::new(e)))?;
+        let text = set
+            .files
+            .iter()
+            .find(|(p, _)| p.ends_with("app.gen.yaml"))
+            .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
+            .unwrap();
+        Ok(parse_docs(&text)
+            .iter()
+            .map(|d| {
+                format!(
+                    "{}/{}",
+                    d["kind"].as_str().unwrap(),
+                    d["metadata"]["name"].as_str().unwrap()
+                )
+            })
+            .collect())
+    };
+    let has = |v: &[String], n: &str| v.iter().any(|x| x == n);
+    let plain = names("").unwrap();
+    assert!(
+        has(&plain, "Pod/app-test") && has(&plain, "Job/app-migrate"),
+        "{plain:?}"
+    );
+    assert!(
+        !has(&plain, "CustomResourceDefinition/widgets.example.org"),
+        "{plain:?}"
+    );
+    let crds = names(", includeCRDs: true").unwrap();
+    assert!(
+        has(&crds, "CustomResourceDefinition/widgets.example.org"),
+        "{crds:?}"
+    );
+    let no_tests = names(", skipTests: true").unwrap();
+    assert!(
+        !has(&no_tests, "Pod/app-test") && has(&no_tests, "Job/app-migrate"),
+        "{no_tests:?}"
+    );
+    let no_hooks = names(", skipHooks: true").unwrap();
+    assert!(
+        !has(&no_hooks, "Pod/app-test") && !has(&no_hooks, "Job/app-migrate"),
+        "{no_hooks:?}"
+    );
+    assert!(has(&no_hooks, "ConfigMap/app"), "{no_hooks:?}");
+    // The old spelling is an error naming the field.
+    let e = names(", includeCrds: true").unwrap_err();
+    assert!(e.contains("includeCrds"), "{e}");
+}
+
 /// The bank example's chart-based component: `components/notifications` renders its vendored
 /// chart (the `queue` subchart and the `bank-lib` library chart) in every environment, with
 /// per-environment values from parameters.
