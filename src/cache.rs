@@ -91,10 +91,16 @@ fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
 }
 
 /// A [`FileSystem`] that passes every call through and remembers it (see the module docs).
+///
+/// Calls made while a scope is entered ([`Recorder::enter`]: load enters each component
+/// directory while it loads that component) are kept apart, by scope, so that the journal
+/// can tell which component's load a changed file reaches ([`Journal::component_reads`]).
 #[derive(Debug)]
 pub struct Recorder<'a> {
     inner: &'a dyn FileSystem,
     reads: Mutex<Vec<Read>>,
+    scope: Mutex<Option<PathBuf>>,
+    scoped: Mutex<BTreeMap<PathBuf, Vec<Read>>>,
 }
 
 impl<'a> Recorder<'a> {
@@ -102,7 +108,32 @@ impl<'a> Recorder<'a> {
         Recorder {
             inner,
             reads: Mutex::new(Vec::new()),
+            scope: Mutex::new(None),
+            scoped: Mutex::new(BTreeMap::new()),
         }
+    }
+
+    /// Notes the calls that follow under `scope` (`None`: the unscoped list).
+    pub fn enter(&self, scope: Option<&Path>) {
+        if let Ok(mut s) = self.scope.lock() {
+            *s = scope.map(Path::to_path_buf);
+        }
+        if let (Some(dir), Ok(mut m)) = (scope, self.scoped.lock()) {
+            // A scope that makes no call is still recorded, as having made none.
+            m.entry(dir.to_path_buf()).or_default();
+        }
+    }
+
+    /// Every scope's calls, each list sorted, each call once.
+    pub fn scoped_reads(&self) -> Vec<ComponentReads> {
+        let m = self.scoped.lock().map(|m| m.clone()).unwrap_or_default();
+        m.into_iter()
+            .map(|(dir, mut reads)| {
+                reads.sort();
+                reads.dedup();
+                ComponentReads { dir, reads }
+            })
+            .collect()
     }
 
     /// The file system underneath.
@@ -126,18 +157,28 @@ impl<'a> Recorder<'a> {
     }
 
     fn note(&self, op: &str, path: &Path, result: String) {
-        if let Ok(mut r) = self.reads.lock() {
-            r.push(Read {
-                op: op.to_string(),
-                // A path that is not UTF-8 cannot be replayed exactly; the empty op never
-                // matches on replay, so such an entry is never used.
-                path: path.to_str().map_or_else(String::new, str::to_string),
-                result: if path.to_str().is_some() {
-                    result
-                } else {
-                    String::new()
-                },
-            });
+        let read = Read {
+            op: op.to_string(),
+            // A path that is not UTF-8 cannot be replayed exactly; the empty op never
+            // matches on replay, so such an entry is never used.
+            path: path.to_str().map_or_else(String::new, str::to_string),
+            result: if path.to_str().is_some() {
+                result
+            } else {
+                String::new()
+            },
+        };
+        match self.scope.lock().ok().and_then(|s| s.clone()) {
+            Some(dir) => {
+                if let Ok(mut m) = self.scoped.lock() {
+                    m.entry(dir).or_default().push(read);
+                }
+            }
+            None => {
+                if let Ok(mut r) = self.reads.lock() {
+                    r.push(read);
+                }
+            }
         }
     }
 }
@@ -383,7 +424,7 @@ impl io::Write for HashWriter<'_> {
 }
 
 /// Bumped whenever the journal's layout or key inputs change.
-const JOURNAL_FORMAT: &str = "kiln-render-journal/2";
+const JOURNAL_FORMAT: &str = "kiln-render-journal/3";
 
 /// The render journal: what the last full `kiln render` into one output directory, with one
 /// set of options, read and wrote, so that the next render of unchanged input can skip
@@ -399,21 +440,36 @@ const JOURNAL_FORMAT: &str = "kiln-render-journal/2";
 /// corrupt journal, or a journal of other options falls back to the full render, which
 /// rewrites the journal. So a stale or corrupt journal can cost time, never output.
 ///
-/// **Incremental.** When load's calls all replay but some of the render's do not, the
-/// platform model and every BuildPlan are provably those of the last render (load read the
-/// same, and validate and evaluate are pure), and so are the Kargo and Argo CD objects, as
-/// long as the cluster-scoped kinds the render produced stay the same. Only the BuildPlans
-/// whose recorded reads changed ([`PlanRecord::reads`]) are rendered again; the rest of the
-/// tree is the recorded one (see `crate::pipeline`).
+/// **Incremental.** Load's calls are recorded in two parts: those made for the platform
+/// itself (`platform.yaml`, resolving each instance's component path) and, apart, those
+/// made while loading each component directory ([`Journal::component_reads`]; a `files:`
+/// entry reading under another component's directory is that component's call). When the
+/// platform's calls all replay, a change can only reach:
+/// - the render of some BuildPlans ([`PlanRecord::reads`]): their BuildPlans are the
+///   recorded ones (load read the same, validate and evaluate are pure; each is checked to
+///   have the recorded cache key), only they are rendered again;
+/// - the load of some components: only those are loaded, validated and evaluated again, and
+///   their BuildPlans rendered again. The Kargo and Argo CD objects read of each BuildPlan
+///   only its ids, namespace and component name ([`plan_facts`]) and its images
+///   ([`plan_images`]): when the re-evaluated BuildPlans have the recorded ids and facts,
+///   those objects are the recorded ones, except the Kargo/Argo CD files of a project
+///   whose BuildPlans' images changed, which are generated again for that project alone.
+///
+/// Either way the cluster-scoped kinds the render produced must stay the same (the
+/// AppProject lists them), and the rest of the tree is the recorded one (see
+/// `crate::pipeline`).
 ///
 /// **Where.** `<cache dir>/journal/<key>.json` (key: a digest of the options and the output
 /// directory), written like a cache entry: a digest line, then the JSON body.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Journal {
     pub key: String,
-    /// Calls made by load (replayed on the plain file system: load may look above the root
-    /// for `.git`).
+    /// Calls made by load outside any component directory's load (replayed on the plain
+    /// file system: load may look above the root for `.git`).
     pub load_reads: Vec<Read>,
+    /// Calls made by load while loading each component directory, by directory (replayed
+    /// like `load_reads`).
+    pub component_reads: Vec<ComponentReads>,
     /// Calls made by the render of BuildPlans (replayed inside the repository root).
     pub render_reads: Vec<Read>,
     pub root: PathBuf,
@@ -433,6 +489,54 @@ pub struct Journal {
     pub secrets: Vec<(String, String)>,
 }
 
+/// The calls one component directory's load made (see [`Recorder::enter`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ComponentReads {
+    /// The component directory (canonical).
+    pub dir: PathBuf,
+    pub reads: Vec<Read>,
+}
+
+/// What changed since a journal's render, when the platform's own load calls all replay
+/// ([`Journal::changes`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Component directories whose load made a call with another result.
+    pub components: BTreeSet<PathBuf>,
+    /// Indexes into [`Journal::render_reads`] of the calls that give another result.
+    pub render: BTreeSet<usize>,
+}
+
+impl Changes {
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.components.is_empty() && self.render.is_empty()
+    }
+}
+
+/// A digest of what the Kargo and Argo CD objects read of a BuildPlan besides its ids and
+/// images (`crate::kargo`: the namespace, which the platform-wide AppProject lists; the
+/// component name and path for safety): two BuildPlans with the same ids, facts and
+/// [`plan_images`] give the same objects.
+pub fn plan_facts(plan: &BuildPlan) -> String {
+    let mut h = Sha256::new();
+    h.update(b"facts ");
+    let _ = serde_json::to_writer(
+        &mut HashWriter(&mut h),
+        &(&plan.namespace, &plan.component_name, &plan.path),
+    );
+    hex(&h.finalize())
+}
+
+/// A digest of a BuildPlan's images, which only its own project's Kargo objects read (the
+/// Warehouse subscriptions, the promotion steps).
+pub fn plan_images(plan: &BuildPlan) -> String {
+    let mut h = Sha256::new();
+    h.update(b"images ");
+    let _ = serde_json::to_writer(&mut HashWriter(&mut h), &plan.images);
+    hex(&h.finalize())
+}
+
 /// One BuildPlan of a journal's render: what it is, what it read, what it wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanRecord {
@@ -441,8 +545,13 @@ pub struct PlanRecord {
     pub component: String,
     /// The component directory (canonical).
     pub dir: PathBuf,
-    /// Its cache key: a BuildPlan evaluated again must have the same one.
+    /// Its cache key: a BuildPlan evaluated again must have the same one, unless its
+    /// component's load changed.
     pub key: String,
+    /// [`plan_facts`] of the BuildPlan: what the Kargo and Argo CD objects read of it.
+    pub facts: String,
+    /// [`plan_images`] of the BuildPlan.
+    pub images: String,
     /// Indexes into [`Journal::render_reads`] of the calls its render made.
     pub reads: Vec<u32>,
     /// Indexes into [`Journal::files`] of the files it emitted.
@@ -516,12 +625,13 @@ impl Journal {
     /// Whether every recorded call still gives the same result: load's through `fs`,
     /// the render's through `fs` confined to the root.
     pub fn replays(&self, fs: &dyn FileSystem) -> bool {
-        self.changed_render_reads(fs).is_some_and(|c| c.is_empty())
+        self.changes(fs).is_some_and(|c| c.is_empty())
     }
 
-    /// `None` when a call of load gives a different result through `fs`; else the indexes
-    /// of the render's calls (through `fs` confined to the root) that do.
-    pub fn changed_render_reads(&self, fs: &dyn FileSystem) -> Option<BTreeSet<usize>> {
+    /// `None` when a call load made for the platform itself gives a different result
+    /// through `fs`; else the components whose load calls do, and the indexes of the
+    /// render's calls (through `fs` confined to the root) that do.
+    pub fn changes(&self, fs: &dyn FileSystem) -> Option<Changes> {
         use rayon::prelude::*;
         let rooted = crate::fs::RootedFs::new(fs, self.root.clone());
         let same = |fs: &dyn FileSystem, r: &Read| {
@@ -530,25 +640,38 @@ impl Journal {
         if !self.load_reads.par_iter().all(|r| same(fs, r)) {
             return None;
         }
-        Some(
-            self.render_reads
-                .par_iter()
-                .enumerate()
-                .filter(|(_, r)| !same(&rooted, r))
-                .map(|(i, _)| i)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .collect(),
-        )
+        let components = self
+            .component_reads
+            .par_iter()
+            .filter(|c| !c.reads.iter().all(|r| same(fs, r)))
+            .map(|c| c.dir.clone())
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect();
+        let render = self
+            .render_reads
+            .par_iter()
+            .enumerate()
+            .filter(|(_, r)| !same(&rooted, r))
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .collect();
+        Some(Changes { components, render })
     }
 
-    /// The plans (indexes into [`Journal::records`]) whose render made one of the calls
-    /// `changed`.
-    pub fn affected(&self, changed: &BTreeSet<usize>) -> Vec<usize> {
+    /// The plans (indexes into [`Journal::records`]) that `changes` reaches: their render
+    /// made one of the changed calls, or their component's load did.
+    pub fn affected(&self, changes: &Changes) -> Vec<usize> {
         self.records
             .iter()
             .enumerate()
-            .filter(|(_, r)| r.reads.iter().any(|i| changed.contains(&(*i as usize))))
+            .filter(|(_, r)| {
+                changes.components.contains(&r.dir)
+                    || r.reads
+                        .iter()
+                        .any(|i| changes.render.contains(&(*i as usize)))
+            })
             .map(|(i, _)| i)
             .collect()
     }

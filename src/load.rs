@@ -256,6 +256,9 @@ fn component_validator() -> &'static jsonschema::Validator {
 
 struct Loader<'a> {
     fs: &'a dyn FileSystem,
+    /// Told each component directory before its load, and `None` after (see
+    /// [`load_scoped`]).
+    enter: &'a dyn Fn(Option<&Path>),
     root: PathBuf,
     sources: Sources,
     errors: Vec<LoadError>,
@@ -287,6 +290,22 @@ pub fn load_some(
     opts: &LoadOptions,
     only: Option<&BTreeSet<PathBuf>>,
 ) -> Result<LoadedPlatform, Errors<LoadError>> {
+    load_scoped(fs, platform_dir, opts, only, &|_| {})
+}
+
+/// [`load_some`], calling `enter(Some(dir))` before each component directory is loaded and
+/// `enter(None)` after it: every file-system call in between is that component's (its
+/// `component.yaml`, its `files:` manifests, its generator files, its kustomize tree's
+/// checks), every other call the platform's. The render journal records them apart
+/// ([`crate::cache::Journal::component_reads`]), so that a changed file names the
+/// components whose load it reaches.
+pub fn load_scoped(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    opts: &LoadOptions,
+    only: Option<&BTreeSet<PathBuf>>,
+    enter: &dyn Fn(Option<&Path>),
+) -> Result<LoadedPlatform, Errors<LoadError>> {
     let io_err = |op, path: &Path, source| {
         Errors::new(vec![LoadError::Io {
             op,
@@ -305,6 +324,7 @@ pub fn load_some(
     };
     let mut ld = Loader {
         fs,
+        enter,
         root,
         sources: Sources::new(),
         errors: Vec::new(),
@@ -342,7 +362,9 @@ pub fn load_some(
             let idx = match by_dir.get(&cdir) {
                 Some(known) => *known,
                 None => {
+                    (ld.enter)(Some(&cdir));
                     let loaded = ld.load_component(&cdir);
+                    (ld.enter)(None);
                     let idx = loaded.map(|c| {
                         components.push(c);
                         components.len() - 1

@@ -381,9 +381,11 @@ pub struct Built {
     pub inputs: std::collections::BTreeMap<String, String>,
     pub timings: Timings,
     pub cache: crate::cache::CacheStats,
-    /// Every file-system call of load, and of the render (cache hits included), for the
-    /// journal ([`crate::cache::Journal`]).
+    /// Every file-system call of load made for the platform itself, and of the render
+    /// (cache hits included), for the journal ([`crate::cache::Journal`]).
     pub reads: (Vec<crate::cache::Read>, Vec<crate::cache::Read>),
+    /// The calls of load made while loading each component directory, for the journal.
+    pub component_reads: Vec<crate::cache::ComponentReads>,
     /// Each BuildPlan's reads and files, in plan order, for the journal.
     pub outputs: Vec<PlanOutput>,
 }
@@ -526,8 +528,12 @@ pub fn build_timed(
     };
     // Every call of load, for the journal (see `crate::cache::Journal`).
     let load_fs = crate::cache::Recorder::new(&fs);
-    let loaded = load(&load_fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
+    let loaded = crate::load::load_scoped(&load_fs, &opts.platform_dir, &load_opts, None, &|d| {
+        load_fs.enter(d)
+    })
+    .map_err(KilnError::Load)?;
     let load_reads = load_fs.reads();
+    let component_reads = load_fs.scoped_reads();
     let platform = validate(loaded).map_err(KilnError::Validate)?;
     timings.load = t.elapsed();
     let t = Instant::now();
@@ -571,6 +577,8 @@ pub fn build_timed(
             component: plan.component.clone(),
             dir: plan.source.dir.clone(),
             key: e.key,
+            facts: crate::cache::plan_facts(plan),
+            images: crate::cache::plan_images(plan),
             files: e.files.iter().map(|(p, _)| p.clone()).collect(),
             cluster_kinds: e.cluster_kinds.iter().cloned().collect(),
             reads: e.reads.clone(),
@@ -629,6 +637,7 @@ pub fn build_timed(
         timings,
         cache,
         reads: (load_reads, render_reads.into_iter().collect()),
+        component_reads,
         outputs,
     })
 }
@@ -641,6 +650,10 @@ pub struct PlanOutput {
     pub component: String,
     pub dir: PathBuf,
     pub key: String,
+    /// [`crate::cache::plan_facts`] of the BuildPlan.
+    pub facts: String,
+    /// [`crate::cache::plan_images`] of the BuildPlan.
+    pub images: String,
     pub files: Vec<String>,
     pub cluster_kinds: Vec<(String, String)>,
     pub reads: Vec<crate::cache::Read>,
@@ -749,8 +762,9 @@ pub fn run_render(opts: &RenderOptions) -> Result<RenderSummary, KilnError> {
 ///
 /// With a cache, the journal of the last render into the same directory decides how much
 /// to do (see [`crate::cache::Journal`]): nothing when no recorded call changed and the
-/// tree is as written; only the BuildPlans whose render reads changed when load's calls all
-/// replay ([`render_incremental`]); else everything.
+/// tree is as written; only the BuildPlans whose render reads or whose component's load
+/// reads changed when load's calls for the platform itself all replay
+/// ([`render_incremental`]); else everything.
 pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -759,7 +773,7 @@ pub fn run_render_with_progress(
     let slot = journal_slot(opts);
     let last = slot.as_ref().and_then(|s| s.load());
     if let (Some(slot), Some((j, recorded))) = (&slot, &last)
-        && let Some(changed) = j.changed_render_reads(opts.fs.as_ref())
+        && let Some(changed) = j.changes(opts.fs.as_ref())
     {
         let done = if changed.is_empty() {
             replay_journal(opts, j, *recorded)?
@@ -779,6 +793,7 @@ pub fn run_render_with_progress(
         mut timings,
         cache,
         reads: (load_reads, _),
+        component_reads,
         outputs,
         ..
     } = build_timed(opts, progress)?;
@@ -836,6 +851,7 @@ pub fn run_render_with_progress(
             opts,
             JournalParts {
                 load_reads,
+                component_reads,
                 root: platform.root.clone(),
                 sources,
                 plans: summary.plans,
@@ -853,6 +869,7 @@ pub fn run_render_with_progress(
 /// What a journal holds besides its plan records.
 struct JournalParts<'a> {
     load_reads: Vec<crate::cache::Read>,
+    component_reads: Vec<crate::cache::ComponentReads>,
     root: PathBuf,
     sources: Vec<PathBuf>,
     plans: usize,
@@ -903,6 +920,8 @@ fn store_journal(
             component: o.component,
             dir: o.dir,
             key: o.key,
+            facts: o.facts,
+            images: o.images,
             reads,
             files,
             cluster_kinds: o.cluster_kinds,
@@ -911,6 +930,7 @@ fn store_journal(
     let _ = slot.store(crate::cache::Journal {
         key: String::new(),
         load_reads: parts.load_reads,
+        component_reads: parts.component_reads,
         render_reads,
         root: parts.root,
         sources: parts.sources,
@@ -934,40 +954,85 @@ fn store_journal(
     });
 }
 
-/// A render after a change that only the render stage saw (a file of a kustomize tree, a
-/// chart, a file a base reads): load's recorded calls all give the same results, so the
-/// platform model, every BuildPlan and the Kargo/Argo CD objects are those of the journal's
-/// render. Only the BuildPlans whose recorded reads `changed` are rendered again: their
-/// components loaded and evaluated alone ([`crate::load::load_some`]), each BuildPlan
-/// checked to have the cache key recorded (so it is the one of the full evaluation), its
-/// files replacing the ones it wrote before; the rest of the tree is reused from the
-/// previous write without reading it (the write checks each reused file's `stat`).
+/// A render after a change that reached only some BuildPlans: load's calls for the
+/// platform itself all give the same results (see [`crate::cache::Journal`]), so the
+/// platform's own model is the journal's. `changes` names what did change:
+/// - calls of the render of some BuildPlans (a file of a kustomize tree, a chart): those
+///   BuildPlans are the journal's; each is checked to have the cache key recorded (so it
+///   is the one of the full evaluation);
+/// - calls of the load of some components (their `component.yaml`, a `files:` manifest, a
+///   generator file): those components are loaded, validated and evaluated again, and
+///   their BuildPlans must have the recorded ids (project, environment, instance: no plan
+///   added or gone) and [`crate::cache::plan_facts`] (what the Kargo and Argo CD objects
+///   read of them besides images), so those objects are the journal's; where their images
+///   changed, the Kargo and Argo CD files of their project are generated again, from that
+///   project's BuildPlans (its other components are loaded and evaluated for that, each
+///   BuildPlan checked to have the recorded key), and must be the files it had.
+///
+/// Only the components of those BuildPlans are loaded ([`crate::load::load_scoped`]) and
+/// only their BuildPlans rendered, their files replacing the ones they wrote before; the
+/// rest of the tree is reused from the previous write without reading it (the write checks
+/// each reused file's `stat`).
 ///
 /// `None`, and nothing written, whenever that is not provably what a full render would
-/// produce; the caller then renders in full: a plan that evaluates differently or fails
-/// (the full render reports the error), cluster-scoped kinds that change (they are in the
-/// Argo CD AppProject), a file path another plan also writes, a Secret under
-/// `spec.secrets: forbid`, an output file changed by hand.
+/// produce; the caller then renders in full: a component that fails to load, validate or
+/// evaluate (the full render reports the error), BuildPlans that evaluate differently than
+/// allowed above, cluster-scoped kinds that change (they are in the Argo CD AppProject), a
+/// file path another plan also writes, a Secret under `spec.secrets: forbid`, an output
+/// file changed by hand; and a component's load change under a selection or `--shard`
+/// (which BuildPlans the full render would then keep is not known from a partial load).
 fn render_incremental(
     opts: &RenderOptions,
     slot: &crate::cache::JournalSlot,
     j: &crate::cache::Journal,
     recorded: std::time::SystemTime,
-    changed: &BTreeSet<usize>,
+    changes: &crate::cache::Changes,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Option<RenderSummary>, KilnError> {
     let mut timings = Timings::default();
-    let affected = j.affected(changed);
+    let reloaded = &changes.components;
+    if !reloaded.is_empty() && (opts.selection != Selection::default() || opts.shard.is_some()) {
+        return Ok(None);
+    }
+    let affected = j.affected(changes);
     if affected.is_empty() {
         return Ok(None);
     }
     let t = Instant::now();
     let fs = opts.fs.as_ref();
-    let only: BTreeSet<PathBuf> = affected.iter().map(|&i| j.records[i].dir.clone()).collect();
+    // The changed components are loaded even when no plan of theirs is recorded: a full
+    // render would load (and so check) them too.
+    // So are all components of their projects, whose Kargo objects are generated again if
+    // the images of the changed components changed (a project is a few components, so this
+    // costs little even when the images did not change).
+    let projects: BTreeSet<&str> = j
+        .records
+        .iter()
+        .filter(|r| reloaded.contains(&r.dir))
+        .map(|r| r.project.as_str())
+        .collect();
+    let only: BTreeSet<PathBuf> = affected
+        .iter()
+        .map(|&i| j.records[i].dir.clone())
+        .chain(reloaded.iter().cloned())
+        .chain(
+            j.records
+                .iter()
+                .filter(|r| projects.contains(r.project.as_str()))
+                .map(|r| r.dir.clone()),
+        )
+        .collect();
     let load_opts = LoadOptions {
         root: opts.root.clone(),
     };
-    let Ok(loaded) = crate::load::load_some(fs, &opts.platform_dir, &load_opts, Some(&only)) else {
+    let load_fs = crate::cache::Recorder::new(fs);
+    let Ok(loaded) = crate::load::load_scoped(
+        &load_fs,
+        &opts.platform_dir,
+        &load_opts,
+        Some(&only),
+        &|d| load_fs.enter(d),
+    ) else {
         return Ok(None);
     };
     let Ok(platform) = validate(loaded) else {
@@ -993,17 +1058,56 @@ fn render_incremental(
         by_id.insert((&p.project, &p.environment, &p.component), p);
     }
     let mut plans = Vec::with_capacity(affected.len());
+    // Projects whose Kargo and Argo CD files are generated again.
+    let mut regenerate: BTreeSet<String> = BTreeSet::new();
+    let mut images_now: std::collections::BTreeMap<usize, String> = Default::default();
     for &i in &affected {
         let r = &j.records[i];
-        match by_id.get(&(
+        let Some(p) = by_id.get(&(
             r.project.as_str(),
             r.environment.as_str(),
             r.component.as_str(),
-        )) {
-            Some(p) if cache.key(p) == r.key => plans.push((*p).clone()),
-            _ => return Ok(None),
+        )) else {
+            return Ok(None);
+        };
+        let same = if reloaded.contains(&r.dir) {
+            if crate::cache::plan_images(p) != r.images {
+                regenerate.insert(r.project.clone());
+            }
+            p.source.dir == r.dir && crate::cache::plan_facts(p) == r.facts
+        } else {
+            cache.key(p) == r.key
+        };
+        if !same {
+            return Ok(None);
         }
+        images_now.insert(i, crate::cache::plan_images(p));
+        plans.push((*p).clone());
     }
+    // Every BuildPlan of a reloaded component is one of the recorded ones matched above
+    // (ids are unique), so none was added.
+    let recorded_reloaded = affected
+        .iter()
+        .filter(|&&i| reloaded.contains(&j.records[i].dir))
+        .count();
+    let evaluated_reloaded = evaluated
+        .iter()
+        .filter(|p| reloaded.contains(&p.source.dir))
+        .count();
+    if recorded_reloaded != evaluated_reloaded {
+        return Ok(None);
+    }
+    let Some(kargo) = regenerate_kargo(
+        opts,
+        j,
+        &platform,
+        &evaluated,
+        &regenerate,
+        reloaded,
+        &cache,
+    ) else {
+        return Ok(None);
+    };
     timings.evaluate = t.elapsed();
 
     let t = Instant::now();
@@ -1071,6 +1175,34 @@ fn render_incremental(
         for (path, bytes) in &e.files {
             fresh.insert(path.clone(), bytes.clone());
         }
+    }
+    // The regenerated Kargo and Argo CD files replace exactly the ones their projects had:
+    // files no plan wrote, under the project's directory.
+    let regenerated_before = j
+        .files
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            owners[*i] == 0
+                && regenerate.iter().any(|p| {
+                    w.path
+                        .strip_prefix(p.as_str())
+                        .is_some_and(|r| r.starts_with('/'))
+                })
+        })
+        .count();
+    if regenerated_before != kargo.len() {
+        return Ok(None);
+    }
+    for (path, bytes) in kargo.files {
+        let Ok(i) = j.files.binary_search_by(|w| w.path.as_str().cmp(&path)) else {
+            return Ok(None);
+        };
+        if owners[i] != 0 || fresh.files.contains_key(&path) {
+            return Ok(None);
+        }
+        old.insert(i);
+        fresh.insert(path, bytes);
     }
     let mut set = ArtifactSet::new();
     let mut reused = BTreeSet::new();
@@ -1159,15 +1291,19 @@ fn render_incremental(
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let (files, kinds, reads) = if affected_set.contains(&i) {
+                let (key, images, files, kinds, reads) = if affected_set.contains(&i) {
                     let e = emitted.next().unwrap_or_default();
                     (
+                        e.key,
+                        images_now.get(&i).cloned().unwrap_or_default(),
                         e.files.into_iter().map(|(p, _)| p).collect(),
                         e.cluster_kinds.into_iter().collect(),
                         e.reads,
                     )
                 } else {
                     (
+                        r.key.clone(),
+                        r.images.clone(),
                         r.files
                             .iter()
                             .map(|&f| j.files[f as usize].path.clone())
@@ -1184,18 +1320,31 @@ fn render_incremental(
                     environment: r.environment.clone(),
                     component: r.component.clone(),
                     dir: r.dir.clone(),
-                    key: r.key.clone(),
+                    key,
+                    facts: r.facts.clone(),
+                    images,
                     files,
                     cluster_kinds: kinds,
                     reads,
                 }
             })
             .collect();
+        // The reloaded components' load calls as made now; the others' as recorded.
+        let mut component_reads = load_fs.scoped_reads();
+        let now: BTreeSet<PathBuf> = component_reads.iter().map(|c| c.dir.clone()).collect();
+        component_reads.extend(
+            j.component_reads
+                .iter()
+                .filter(|c| !now.contains(&c.dir))
+                .cloned(),
+        );
+        component_reads.sort_by(|a, b| a.dir.cmp(&b.dir));
         store_journal(
             slot,
             opts,
             JournalParts {
                 load_reads: j.load_reads.clone(),
+                component_reads,
                 root: j.root.clone(),
                 sources: j.sources.clone(),
                 plans: j.plans,
@@ -1218,6 +1367,72 @@ fn render_incremental(
         journal: false,
         incremental: Some(plans.len()),
     }))
+}
+
+/// The Kargo and Argo CD files of `projects` generated again for an incremental render
+/// ([`render_incremental`]) from `platform`, which holds every component of those projects,
+/// and `evaluated`. Each BuildPlan of those projects must be one the journal recorded, and
+/// have its recorded cache key unless its component is `reloaded` (the caller checked
+/// those): so they are the BuildPlans a full render would give these objects. `None` when
+/// that does not check out or generation fails (the full render reports why).
+fn regenerate_kargo(
+    opts: &RenderOptions,
+    j: &crate::cache::Journal,
+    platform: &Platform,
+    evaluated: &[BuildPlan],
+    projects: &BTreeSet<String>,
+    reloaded: &BTreeSet<PathBuf>,
+    cache: &crate::cache::Cache,
+) -> Option<ArtifactSet> {
+    let mut set = ArtifactSet::new();
+    if projects.is_empty() {
+        return Some(set);
+    }
+    let recorded: std::collections::BTreeMap<(&str, &str, &str), &crate::cache::PlanRecord> = j
+        .records
+        .iter()
+        .filter(|r| projects.contains(&r.project))
+        .map(|r| {
+            (
+                (
+                    r.project.as_str(),
+                    r.environment.as_str(),
+                    r.component.as_str(),
+                ),
+                r,
+            )
+        })
+        .collect();
+    let plans: Vec<BuildPlan> = evaluated
+        .iter()
+        .filter(|p| projects.contains(&p.project))
+        .cloned()
+        .collect();
+    if plans.len() != recorded.len() {
+        return None;
+    }
+    for p in &plans {
+        let r = recorded.get(&(
+            p.project.as_str(),
+            p.environment.as_str(),
+            p.component.as_str(),
+        ))?;
+        if r.dir != p.source.dir || (!reloaded.contains(&r.dir) && cache.key(p) != r.key) {
+            return None;
+        }
+    }
+    let kargo = crate::kargo::KargoOptions {
+        layout: opts.layout,
+        projects: projects.iter().cloned().collect(),
+        cluster_kinds: j
+            .records
+            .iter()
+            .flat_map(|r| r.cluster_kinds.iter().cloned())
+            .collect(),
+        environment_branches: opts.environment_branches.clone(),
+    };
+    crate::kargo::emit_into(&mut set, "", platform, &plans, &kargo).ok()?;
+    Some(set)
 }
 
 /// The journal of a render with `opts` (see [`crate::cache::Journal`]): only with a cache,

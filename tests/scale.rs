@@ -595,8 +595,9 @@ fn an_incremental_render_after_a_one_component_change_is_a_no_cache_render() {
         "edited output",
     );
 
-    // A component's own component.yaml (a parameter default): load read it, so everything
-    // is evaluated again (cache hits for the other components), same bytes as no cache.
+    // A component's own component.yaml (a parameter default): load read it for that
+    // component alone, so only that component is loaded, evaluated and rendered again;
+    // same bytes as no cache.
     edit(
         root,
         "components/c00002/component.yaml",
@@ -604,8 +605,8 @@ fn an_incremental_render_after_a_one_component_change_is_a_no_cache_render() {
         "default: \"on\"",
     );
     let s = render(&o);
-    assert_eq!(s.incremental, None);
-    assert_eq!(s.cache.misses, E);
+    assert_eq!(s.incremental, Some(E), "{:?}", s.report);
+    assert_eq!((s.cache.hits, s.cache.misses), (0, E));
     assert!(
         !s.report.written.is_empty() && s.report.written.iter().all(|p| p.contains("c00002")),
         "{:?}",
@@ -759,6 +760,221 @@ fn journal_records_that_do_not_check_out_never_change_the_output() {
             "components/c00001/base/deployment.yaml",
             memory[n],
             next[n],
+        );
+        let s = render(&o);
+        assert_eq!(s.incremental, None, "{what}");
+        assert_same(
+            &tree(&o.write_to),
+            &no_cache(root, &format!("fresh{n}")),
+            what,
+        );
+    }
+}
+
+/// Three projects, a full render with a cache into `deploy`: the journal is written.
+fn incremental_platform() -> (tempfile::TempDir, RenderOptions) {
+    let t = tempfile::tempdir().unwrap();
+    synth::generate(&synth::Args {
+        projects: 3,
+        ..synth::Args::new(N, E, t.path())
+    });
+    let o = opts(t.path(), "deploy", Some("cache"));
+    render(&o);
+    (t, o)
+}
+
+/// Renders `o` after a change, expects `incremental` and a tree byte-identical to a render
+/// without cache, and then a no-op render skipped by the journal the render left.
+fn expect_after(o: &RenderOptions, incremental: Option<usize>, what: &str, n: usize) {
+    let root = o.write_to.parent().unwrap();
+    let s = render(o);
+    assert_eq!(s.incremental, incremental, "{what}: {:?}", s.report);
+    assert_same(
+        &tree(&o.write_to),
+        &no_cache(root, &format!("fresh{n}")),
+        what,
+    );
+    assert!(
+        render(o).journal,
+        "{what}: the render left a journal of its tree"
+    );
+}
+
+#[test]
+fn a_component_load_change_renders_only_that_component_and_equals_a_no_cache_render() {
+    let (t, o) = incremental_platform();
+    let root = t.path();
+    let cy = "components/c00002/component.yaml";
+
+    // Its namespace transformer: only its manifests change.
+    edit(
+        root,
+        cy,
+        "namespace: \"${env.namespace}\"",
+        "namespace: \"${env.namespace}-x\"",
+    );
+    expect_after(&o, Some(E), "namespace transformer", 0);
+
+    // A `files:` manifest, read by load: that component alone.
+    edit(
+        root,
+        "components/c00004/serviceaccount.yaml",
+        "app: c00004",
+        "app: c00004-sa",
+    );
+    expect_after(&o, Some(E), "files: manifest", 1);
+
+    // A file under one component's directory read by another's `files:`: the reader is
+    // one of the components that change, then both when the file changes.
+    edit(
+        root,
+        "components/c00003/component.yaml",
+        "files: [deployment.yaml]",
+        "files: [deployment.yaml, ../c00004/serviceaccount.yaml]",
+    );
+    expect_after(&o, Some(E), "files: naming another component's file", 2);
+    edit(
+        root,
+        "components/c00004/serviceaccount.yaml",
+        "app: c00004-sa",
+        "app: c00004-shared",
+    );
+    expect_after(&o, Some(2 * E), "a file two components' loads read", 3);
+    let gen3 =
+        std::fs::read_to_string(o.write_to.join("p0000/dev/c00003/c00003.gen.yaml")).unwrap();
+    assert!(gen3.contains("c00004-shared"), "{gen3}");
+
+    // Its images: its project's Warehouse and promotion steps read them, so that project's
+    // Kargo and Argo CD files are generated again (and only those); same bytes as no cache.
+    let kargo = o.write_to.join("p0002/kargo/c00002.yaml");
+    let warehouse = std::fs::read_to_string(&kargo).unwrap();
+    edit(root, cy, "constraint: \"^1.0.0\"", "constraint: \"^1.2.0\"");
+    edit(root, cy, "tag: \"1.2.2\"", "tag: \"1.2.3\"");
+    let s = render(&o);
+    assert_eq!(s.incremental, Some(E), "images: {:?}", s.report);
+    assert!(
+        s.report.written.iter().all(|p| p.starts_with("p0002/")),
+        "{:?}",
+        s.report.written
+    );
+    assert_ne!(std::fs::read_to_string(&kargo).unwrap(), warehouse);
+    assert_same(&tree(&o.write_to), &no_cache(root, "fresh4"), "images");
+    assert!(render(&o).journal);
+
+    // Its `metadata.name`, which names its instances: the BuildPlans' ids change, so the
+    // render is a full one (Kargo objects, file paths), same bytes as no cache.
+    edit(root, cy, "name: c00002\n", "name: c00002x\n");
+    expect_after(&o, None, "metadata.name", 5);
+    edit(root, cy, "name: c00002x\n", "name: c00002\n");
+    expect_after(&o, None, "metadata.name back", 6);
+
+    // A component added to a project and removed again (platform.yaml): a full render.
+    let pf = "platforms/synth/platform.yaml";
+    edit(
+        root,
+        pf,
+        "    - path: ../../components/c00003\n",
+        "    - path: ../../components/c00007\n      name: extra\n    - path: ../../components/c00003\n",
+    );
+    expect_after(&o, None, "component added", 7);
+    assert!(o.write_to.join("p0000/dev/extra").is_dir());
+    edit(
+        root,
+        pf,
+        "    - path: ../../components/c00007\n      name: extra\n",
+        "",
+    );
+    expect_after(&o, None, "component removed", 8);
+    assert!(!o.write_to.join("p0000/dev/extra").exists());
+
+    // And a parameter default again: incremental on the journal the full renders left.
+    edit(root, cy, "default: \"off\"", "default: \"on\"");
+    expect_after(&o, Some(E), "parameter default", 9);
+}
+
+#[test]
+fn a_component_change_that_fails_writes_nothing_and_keeps_the_journal() {
+    let (t, o) = incremental_platform();
+    let root = t.path();
+    let before = tree(&o.write_to);
+    let cy = "components/c00002/component.yaml";
+    // A default its own schema refuses (evaluate), an unknown field (load's schema check),
+    // a `files:` entry that does not exist (load): each an error, nothing written.
+    use kiln::pipeline::KilnError;
+    let breaks = [
+        (
+            "feature: {type: string,",
+            "feature: {type: integer,",
+            "evaluate",
+        ),
+        ("  generators:\n", "  colour: blue\n  generators:\n", "load"),
+        (
+            "files: [serviceaccount.yaml]",
+            "files: [missing.yaml]",
+            "load",
+        ),
+    ];
+    for (from, to, stage) in breaks {
+        edit(root, cy, from, to);
+        let err = run_render(&o).expect_err(to);
+        let got = match err {
+            KilnError::Load(_) => "load",
+            KilnError::Evaluate(_) => "evaluate",
+            _ => "other",
+        };
+        assert_eq!(got, stage, "{to}: {err}");
+        assert_same(&tree(&o.write_to), &before, to);
+        edit(root, cy, to, from);
+        // Back as it was: the journal of the last good render still describes the tree.
+        assert!(render(&o).journal, "{to}: journal kept");
+    }
+    // And it still drives an incremental render.
+    edit(root, cy, "default: \"off\"", "default: \"on\"");
+    expect_after(&o, Some(E), "after the errors", 0);
+}
+
+#[test]
+fn journal_component_records_that_do_not_check_out_never_change_the_output() {
+    let (t, o) = incremental_platform();
+    let root = t.path();
+    let cache = root.join("cache");
+    let cy = "components/c00002/component.yaml";
+    // Recorded facts that are not those of the re-evaluated BuildPlans, and a recorded
+    // plan of the changed component that no longer exists: a full render, same bytes.
+    type Break<'a> = (&'a str, &'a dyn Fn(&mut serde_json::Value));
+    let breaks: [Break; 2] = [
+        ("facts", &|v| {
+            for r in v["records"].as_array_mut().unwrap() {
+                if r["component"] == "c00002" {
+                    r["facts"] = serde_json::json!("0".repeat(64));
+                }
+            }
+        }),
+        ("a plan that is not evaluated", &|v| {
+            let records = v["records"].as_array_mut().unwrap();
+            let i = records
+                .iter()
+                .position(|r| r["component"] == "c00002")
+                .unwrap();
+            let mut extra = records[i].clone();
+            extra["environment"] = serde_json::json!("nowhere");
+            extra["files"] = serde_json::json!([]);
+            records.push(extra);
+        }),
+    ];
+    // The journal as written does drive an incremental render of that change.
+    edit(root, cy, "default: \"off\"", "default: \"no\"");
+    expect_after(&o, Some(E), "journal as written", 9);
+    edit(root, cy, "default: \"no\"", "default: \"off\"");
+    expect_after(&o, Some(E), "journal as written, back", 10);
+    let values = ["\"off\"", "\"on\"", "\"maybe\""];
+    for (n, (what, change)) in breaks.iter().enumerate() {
+        rewrite_journal(&cache, change);
+        edit(
+            root,
+            cy,
+            &format!("default: {}", values[n]),
+            &format!("default: {}", values[n + 1]),
         );
         let s = render(&o);
         assert_eq!(s.incremental, None, "{what}");

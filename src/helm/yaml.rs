@@ -278,14 +278,22 @@ fn resolve_number(text: &str) -> Option<Value> {
     } else if body.len() > 1 && body.starts_with('0') && body.bytes().all(|b| b.is_ascii_digit()) {
         u64::from_str_radix(&body[1..], 8).ok()
     } else if body.bytes().all(|b| b.is_ascii_digit()) {
-        body.parse::<u64>()
-            .ok()
-            .or_else(|| body.parse::<f64>().ok().map(|f| f as u64))
+        body.parse::<u64>().ok()
     } else {
         None
     };
     if let Some(n) = int {
-        return Some(Value::Float(sign * n as f64));
+        // An integer is exact before it becomes a float64 (sigs.k8s.io/yaml's JSON step), so
+        // `-0` is the integer 0, not the float -0.
+        return Some(Value::Float(if n == 0 { 0.0 } else { sign * n as f64 }));
+    }
+    // Digits that fit no 64-bit integer (go-yaml v2: ParseInt and ParseUint fail) are read
+    // by its float rule, in decimal even with a leading 0: the nearest float64, never a
+    // clamped one.
+    if body.bytes().all(|b| b.is_ascii_digit())
+        && let Ok(f) = body.parse::<f64>()
+    {
+        return Some(Value::Float(sign * f));
     }
     // YAML 1.1 floats: digits with a `.` or an exponent.
     let ok = body
@@ -466,8 +474,15 @@ fn write_inline_scalar(out: &mut String, v: &Value, ind: usize) {
     }
 }
 
-/// A float as JSON then go-yaml prints it: integral values as integers.
+/// A float as Helm's `toYaml` prints it: sigs.k8s.io/yaml writes JSON, and go-yaml v2 reads
+/// that text back. A JSON integer that fits int64 or uint64 stays an integer; anything else
+/// (a fraction, an exponent, an integer wider than 64 bits) becomes a float64, which go-yaml
+/// prints with strconv's shortest `'g'` (`1.2345675e+06`, `1e-06`, `1e+20`). JSON's `-0` is
+/// read as the integer 0.
 fn yaml_float(f: f64) -> String {
+    if f == 0.0 {
+        return "0".into();
+    }
     if f.is_nan() {
         return ".nan".into();
     }
@@ -478,7 +493,12 @@ fn yaml_float(f: f64) -> String {
             "-.inf".into()
         };
     }
-    json_float(f)
+    let json = json_float(f);
+    if json.parse::<i64>().is_ok() || json.parse::<u64>().is_ok() {
+        json
+    } else {
+        crate::helm::template::value::format_float_g(f)
+    }
 }
 
 /// A literal block is used unless the text has characters a block cannot carry.
@@ -841,6 +861,33 @@ mod tests {
             "a:\n  c: \"true\"\n  d: |-\n    l1\n    l2\nb:\n- 1\n- x\ne: []\n"
         );
         assert_eq!(to_yaml(&Value::str("{{ x \"y\" }}")), "'{{ x \"y\" }}'\n");
+    }
+
+    #[test]
+    fn integers_wider_than_64_bits_are_the_nearest_float_and_minus_zero_is_zero() {
+        // Real Helm v4.2.3 on these values (tests/helm/charts/numbers):
+        // 1.2345678901234569e+23, -9.876543210987654e+19, 0; toYaml of -0.0 prints 0.
+        let v = parse_one(
+            "big: 123456789012345678901234\nneg: -98765432109876543210\nz: -0\n\
+             o: 0777777777777777777777777\nf: -0.0\n",
+        )
+        .unwrap();
+        assert_eq!(
+            super::to_json(&v, true, false),
+            r#"{"big":1.2345678901234569e+23,"f":-0,"neg":-98765432109876540000,"o":7.777777777777778e+23,"z":0}"#
+        );
+        assert_eq!(
+            to_yaml(&v),
+            "big: 1.2345678901234569e+23\nf: 0\nneg: -9.876543210987654e+19\no: 7.777777777777778e+23\nz: 0\n"
+        );
+        // Real Helm's toYaml of 1234567.5, 0.000001, 1e20, 123456.5 and 2^63.
+        let v =
+            parse_one("a: 1234567.5\nb: 0.000001\nc: 1e20\ne: 123456.5\nm: 9223372036854775808\n")
+                .unwrap();
+        assert_eq!(
+            to_yaml(&v),
+            "a: 1.2345675e+06\nb: 1e-06\nc: 1e+20\ne: 123456.5\nm: 9223372036854776000\n"
+        );
     }
 
     #[test]

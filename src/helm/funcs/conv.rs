@@ -20,11 +20,22 @@ pub fn s(v: &Value) -> String {
     }
 }
 
+/// Go's `int64(f)` on amd64 (CVTTSD2SQ): truncation, and the "integer indefinite"
+/// i64::MIN for NaN and anything out of range, where Rust's `as` would saturate.
+pub fn go_f64_to_i64(f: f64) -> i64 {
+    // 2^63 is exact as a float64; every float below it and ≥ -2^63 converts.
+    if f.is_nan() || !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&f) {
+        i64::MIN
+    } else {
+        f as i64
+    }
+}
+
 /// `cast.ToInt64`: numbers truncated, numeric strings parsed, bools 0/1, else 0.
 pub fn to_i64(v: &Value) -> i64 {
     match v {
         Value::Int(n) => *n,
-        Value::Float(f) => *f as i64,
+        Value::Float(f) => go_f64_to_i64(*f),
         Value::Bool(b) => i64::from(*b),
         Value::Str(s) => {
             let t = s.trim();
@@ -33,7 +44,7 @@ pub fn to_i64(v: &Value) -> i64 {
             } else if let Some(h) = t.strip_prefix("0x") {
                 i64::from_str_radix(h, 16).unwrap_or(0)
             } else {
-                t.parse::<f64>().map(|f| f as i64).unwrap_or(0)
+                t.parse::<f64>().map(go_f64_to_i64).unwrap_or(0)
             }
         }
         _ => 0,
@@ -290,6 +301,19 @@ pub fn float_text(f: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn float_to_int64_overflows_as_go_on_amd64() {
+        assert_eq!(to_i64(&Value::Float(1.2345678901234569e23)), i64::MIN);
+        assert_eq!(to_i64(&Value::Float(-1e19)), i64::MIN);
+        assert_eq!(to_i64(&Value::Float(f64::NAN)), i64::MIN);
+        assert_eq!(to_i64(&Value::Float(9.2e18)), 9_200_000_000_000_000_000);
+        assert_eq!(
+            to_i64(&Value::Float(-9_223_372_036_854_775_808.0)),
+            i64::MIN
+        );
+        assert_eq!(to_i64(&Value::Float(-2.9)), -2);
+    }
 
     #[test]
     fn sprintf_like_go() {
