@@ -370,7 +370,8 @@ pub fn plan(
 /// What [`build_timed`] produced.
 pub struct Built {
     pub platform: Platform,
-    /// The BuildPlans rendered (this shard's, with `--shard`).
+    /// The BuildPlans rendered (this shard's, with `--shard`), their render inputs released
+    /// ([`BuildPlan::release_render_inputs`]): names, namespace, images and labels only.
     pub plans: Vec<BuildPlan>,
     pub set: ArtifactSet,
     /// Where the selection may prune and compare (see [`Scope`] for the rule): `render`,
@@ -462,9 +463,10 @@ pub fn build_with_progress(
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
-/// the CPU figures of `timings`.
+/// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
+/// ([`crate::render::render_map_releasing`]): what is kept is its bytes.
 fn render_plans(
-    plans: &[BuildPlan],
+    plans: &mut [BuildPlan],
     sources: &crate::diag::Sources,
     fs: &dyn FileSystem,
     cache: Option<&crate::cache::Cache>,
@@ -506,7 +508,7 @@ fn render_plans(
         progress(done.fetch_add(1, Relaxed) + 1, total);
         Ok(out)
     };
-    let emitted = crate::render::render_map(plans, sources, fs, &per_plan)?;
+    let emitted = crate::render::render_map_releasing(plans, sources, fs, &per_plan)?;
     timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
     timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
     Ok(emitted)
@@ -538,7 +540,7 @@ pub fn build_timed(
     timings.load = t.elapsed();
     let t = Instant::now();
     let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
-    let plans = match &opts.shard {
+    let mut plans = match &opts.shard {
         // Moved, not copied: the BuildPlans are the largest part of a render's memory
         // (about 20 KB each; two copies were 4 GB at 100,000 BuildPlans).
         Some(shard) => shard.select(all_plans),
@@ -554,7 +556,7 @@ pub fn build_timed(
     // Every file the render reads (kustomize bases included) must lie inside the root.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
     let emitted = render_plans(
-        &plans,
+        &mut plans,
         &platform.sources,
         &rooted,
         cache.as_ref(),
@@ -1113,7 +1115,7 @@ fn render_incremental(
     let t = Instant::now();
     let rooted = crate::fs::RootedFs::new(fs, platform.root.clone());
     let Ok(emitted) = render_plans(
-        &plans,
+        &mut plans,
         &platform.sources,
         &rooted,
         Some(&cache),
@@ -1777,6 +1779,45 @@ mod tests {
         assert!(matches!(err, KilnError::Evaluate(_)), "{err}");
         assert_eq!(err.diagnostics().len(), 1);
         assert!(!opts.write_to.exists());
+    }
+
+    #[test]
+    fn a_build_keeps_no_render_inputs_of_the_plans_it_rendered() {
+        // At 100,000 BuildPlans their parameters, generators and transformers were 2 GB,
+        // kept until the end of the write.
+        let fs = mem_fixture();
+        let mut opts = RenderOptions::new("/r/platforms/p");
+        opts.fs = Arc::new(fs.clone());
+        let (_, evaluated) = plan(&fs, &opts.platform_dir, None, &Selection::default()).unwrap();
+        assert!(
+            evaluated
+                .iter()
+                .all(|p| !p.generators.is_empty() && !p.parameters.is_empty())
+        );
+        let b = build_timed(&opts, &|_, _| {}).unwrap();
+        assert_eq!(b.plans.len(), 2);
+        for (p, e) in b.plans.iter().zip(&evaluated) {
+            assert!(
+                p.generators.is_empty() && p.transformers.is_empty(),
+                "{}",
+                p.key()
+            );
+            assert!(p.parameters.is_empty(), "{}", p.key());
+            // What emit and the journal read afterwards stays.
+            assert_eq!(
+                (p.key(), &p.namespace, &p.images),
+                (e.key(), &e.namespace, &e.images)
+            );
+        }
+        assert_eq!(b.set, build(&opts).unwrap());
+        let cm = b
+            .set
+            .files
+            .iter()
+            .find(|(p, _)| p.ends_with("web/dev/a/a.gen.yaml"))
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+            .unwrap();
+        assert!(cm.contains("kind: ConfigMap"), "{cm}");
     }
 
     #[test]
