@@ -887,35 +887,37 @@ impl Checker<'_> {
         (tag_field, tag): (&str, Option<&str>),
         digest: Option<&str>,
     ) {
-        if let Some(tag) = tag.filter(|t| !t.contains("${"))
-            && !crate::kargo::naming::is_oci_tag(tag)
-        {
+        let is_tag: fn(&str) -> bool = crate::kargo::naming::is_oci_tag;
+        let checks = [
+            (
+                tag_field,
+                tag,
+                is_tag,
+                "is not a valid OCI tag",
+                "a tag is 1 to 128 of `A-Z a-z 0-9 _ . -`, not starting with `.` or `-` (`[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`)",
+            ),
+            (
+                "digest",
+                digest,
+                is_oci_digest,
+                "is not a digest",
+                "a digest is `algorithm:hex`, e.g. `sha256:` and 64 hex digits (OCI image-spec descriptor.md)",
+            ),
+        ];
+        for (name, value, ok, what, help) in checks {
+            let Some(value) = value.filter(|v| !v.contains("${") && !ok(v)) else {
+                continue;
+            };
             located!(
                 self,
-                Loc::new(file, format!("{pointer}/{tag_field}")),
+                Loc::new(file, format!("{pointer}/{name}")),
                 InvalidImage {
-                    field: format!("{field}.{tag_field}"),
+                    field: format!("{field}.{name}"),
                     message: format!(
-                        "`{}` is not a valid OCI tag",
-                        crate::diag::clip_text(&tag.escape_debug().to_string(), 80)
+                        "`{}` {what}",
+                        crate::diag::clip_text(&value.escape_debug().to_string(), 80)
                     ),
-                    help: "a tag is 1 to 128 of `A-Z a-z 0-9 _ . -`, not starting with `.` or `-` (`[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`)".into()
-                }
-            );
-        }
-        if let Some(digest) = digest.filter(|d| !d.contains("${"))
-            && !is_oci_digest(digest)
-        {
-            located!(
-                self,
-                Loc::new(file, format!("{pointer}/digest")),
-                InvalidImage {
-                    field: format!("{field}.digest"),
-                    message: format!(
-                        "`{}` is not a digest",
-                        crate::diag::clip_text(&digest.escape_debug().to_string(), 80)
-                    ),
-                    help: "a digest is `algorithm:hex`, e.g. `sha256:` and 64 hex digits (OCI image-spec descriptor.md)".into()
+                    help: help.into()
                 }
             );
         }
