@@ -13,6 +13,10 @@ use kiln::helm::{self, TemplateOptions};
 use std::path::PathBuf;
 use std::time::Instant;
 
+/// The binary's allocator (src/main.rs, ADR 0009), so the phases are timed as `kiln` runs them.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]

@@ -644,6 +644,19 @@ pub fn redact_secrets(text: &str) -> String {
             }
             let key = rest.split(':').next().unwrap_or("").trim();
             let value = rest.split_once(':').map_or("", |(_, v)| v.trim());
+            // A generator written in flow style on one line (`- secretGenerator: {name: x,
+            // literals: [k=v]}`, or an item `- {name: x, literals: [...]}` under one): all
+            // after `literals` is value.
+            if (key == "secretGenerator" || (generator.is_some() && item))
+                && key != "literals"
+                && let Some(k) = body.find("literals")
+            {
+                mask_from(k + "literals".len(), &mut out);
+                if key == "secretGenerator" {
+                    generator = Some(col);
+                }
+                continue;
+            }
             if (key == "data" || key == "stringData") && secret_cols.contains(&col) {
                 if value.is_empty() || value.starts_with('#') {
                     data = Some(col);
@@ -791,6 +804,14 @@ data:
         // A Secret inside an inline patch, at its own indentation.
         let patch = "patches:\n- patch: |-\n    kind: Secret\n    data:\n      k: c2VjcmV0\n";
         assert!(!redact_secrets(patch).contains("c2VjcmV0"));
+        // Flow style on one line, as a component.yaml generator or a kustomization item.
+        let flow = "spec:\n  generators:\n  - secretGenerator: {name: gen, literals: [\"pw=SUPERSECRET123\"]}\n\
+                    secretGenerator:\n- {name: x, literals: [k=v4lue]}\n- name: y\n  literals: [a=b1]\n";
+        let r = redact_secrets(flow);
+        for secret in ["SUPERSECRET123", "v4lue", "b1"] {
+            assert!(!r.contains(secret), "{secret} shown:\n{r}");
+        }
+        assert!(r.contains("secretGenerator: {name: gen, literals") && r.contains("- name: y"));
     }
 
     #[test]

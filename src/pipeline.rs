@@ -370,7 +370,8 @@ pub fn plan(
 /// What [`build_timed`] produced.
 pub struct Built {
     pub platform: Platform,
-    /// The BuildPlans rendered (this shard's, with `--shard`).
+    /// The BuildPlans rendered (this shard's, with `--shard`), their render inputs released
+    /// ([`BuildPlan::release_render_inputs`]): names, namespace, images and labels only.
     pub plans: Vec<BuildPlan>,
     pub set: ArtifactSet,
     /// Where the selection may prune and compare (see [`Scope`] for the rule): `render`,
@@ -462,9 +463,10 @@ pub fn build_with_progress(
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
-/// the CPU figures of `timings`.
+/// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
+/// ([`crate::render::render_map_releasing`]): what is kept is its bytes.
 fn render_plans(
-    plans: &[BuildPlan],
+    plans: &mut [BuildPlan],
     sources: &crate::diag::Sources,
     fs: &dyn FileSystem,
     cache: Option<&crate::cache::Cache>,
@@ -506,7 +508,7 @@ fn render_plans(
         progress(done.fetch_add(1, Relaxed) + 1, total);
         Ok(out)
     };
-    let emitted = crate::render::render_map(plans, sources, fs, &per_plan)?;
+    let emitted = crate::render::render_map_releasing(plans, sources, fs, &per_plan)?;
     timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
     timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
     Ok(emitted)
@@ -538,7 +540,7 @@ pub fn build_timed(
     timings.load = t.elapsed();
     let t = Instant::now();
     let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
-    let plans = match &opts.shard {
+    let mut plans = match &opts.shard {
         // Moved, not copied: the BuildPlans are the largest part of a render's memory
         // (about 20 KB each; two copies were 4 GB at 100,000 BuildPlans).
         Some(shard) => shard.select(all_plans),
@@ -554,7 +556,7 @@ pub fn build_timed(
     // Every file the render reads (kustomize bases included) must lie inside the root.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
     let emitted = render_plans(
-        &plans,
+        &mut plans,
         &platform.sources,
         &rooted,
         cache.as_ref(),
@@ -887,10 +889,6 @@ fn store_journal(
     parts: JournalParts,
     outputs: Vec<PlanOutput>,
 ) {
-    let Ok(marker) = crate::fs::read_regular(&opts.write_to.join(crate::marker::MARKER_FILE))
-    else {
-        return;
-    };
     let mut render_reads: Vec<crate::cache::Read> = outputs
         .iter()
         .flat_map(|o| o.reads.iter().cloned())
@@ -927,6 +925,22 @@ fn store_journal(
             cluster_kinds: o.cluster_kinds,
         });
     }
+    write_journal(slot, opts, parts, render_reads, records);
+}
+
+/// Writes a journal of `parts`, `render_reads` (sorted) and `records` (indexing into it and
+/// into `parts.files`). Best effort.
+fn write_journal(
+    slot: &crate::cache::JournalSlot,
+    opts: &RenderOptions,
+    parts: JournalParts,
+    render_reads: Vec<crate::cache::Read>,
+    records: Vec<crate::cache::PlanRecord>,
+) {
+    let Ok(marker) = crate::fs::read_regular(&opts.write_to.join(crate::marker::MARKER_FILE))
+    else {
+        return;
+    };
     let _ = slot.store(crate::cache::Journal {
         key: String::new(),
         load_reads: parts.load_reads,
@@ -1113,7 +1127,7 @@ fn render_incremental(
     let t = Instant::now();
     let rooted = crate::fs::RootedFs::new(fs, platform.root.clone());
     let Ok(emitted) = render_plans(
-        &plans,
+        &mut plans,
         &platform.sources,
         &rooted,
         Some(&cache),
@@ -1285,75 +1299,37 @@ fn render_incremental(
             .chain(new_files)
             .collect();
         files.sort_by(|a, b| a.path.cmp(&b.path));
-        let mut emitted = emitted.into_iter();
-        let outputs: Vec<PlanOutput> = j
-            .records
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let (key, images, files, kinds, reads) = if affected_set.contains(&i) {
-                    let e = emitted.next().unwrap_or_default();
-                    (
-                        e.key,
-                        images_now.get(&i).cloned().unwrap_or_default(),
-                        e.files.into_iter().map(|(p, _)| p).collect(),
-                        e.cluster_kinds.into_iter().collect(),
-                        e.reads,
-                    )
-                } else {
-                    (
-                        r.key.clone(),
-                        r.images.clone(),
-                        r.files
-                            .iter()
-                            .map(|&f| j.files[f as usize].path.clone())
-                            .collect(),
-                        r.cluster_kinds.clone(),
-                        r.reads
-                            .iter()
-                            .map(|&k| j.render_reads[k as usize].clone())
-                            .collect(),
-                    )
-                };
-                PlanOutput {
-                    project: r.project.clone(),
-                    environment: r.environment.clone(),
-                    component: r.component.clone(),
-                    dir: r.dir.clone(),
-                    key,
-                    facts: r.facts.clone(),
-                    images,
+        // The files are the recorded paths (each re-rendered plan and each regenerated
+        // Kargo file wrote the files it had), so the records' file indexes still hold.
+        if files.len() == j.files.len() {
+            let (render_reads, records) = incremental_records(j, &affected, emitted, &images_now);
+            // The reloaded components' load calls as made now; the others' as recorded.
+            let mut component_reads = load_fs.scoped_reads();
+            let now: BTreeSet<PathBuf> = component_reads.iter().map(|c| c.dir.clone()).collect();
+            component_reads.extend(
+                j.component_reads
+                    .iter()
+                    .filter(|c| !now.contains(&c.dir))
+                    .cloned(),
+            );
+            component_reads.sort_by(|a, b| a.dir.cmp(&b.dir));
+            write_journal(
+                slot,
+                opts,
+                JournalParts {
+                    load_reads: j.load_reads.clone(),
+                    component_reads,
+                    root: j.root.clone(),
+                    sources: j.sources.clone(),
+                    plans: j.plans,
                     files,
-                    cluster_kinds: kinds,
-                    reads,
-                }
-            })
-            .collect();
-        // The reloaded components' load calls as made now; the others' as recorded.
-        let mut component_reads = load_fs.scoped_reads();
-        let now: BTreeSet<PathBuf> = component_reads.iter().map(|c| c.dir.clone()).collect();
-        component_reads.extend(
-            j.component_reads
-                .iter()
-                .filter(|c| !now.contains(&c.dir))
-                .cloned(),
-        );
-        component_reads.sort_by(|a, b| a.dir.cmp(&b.dir));
-        store_journal(
-            slot,
-            opts,
-            JournalParts {
-                load_reads: j.load_reads.clone(),
-                component_reads,
-                root: j.root.clone(),
-                sources: j.sources.clone(),
-                plans: j.plans,
-                files,
-                expressions: &expressions,
-                secrets: secrets.clone(),
-            },
-            outputs,
-        );
+                    expressions: &expressions,
+                    secrets: secrets.clone(),
+                },
+                render_reads,
+                records,
+            );
+        }
     }
     timings.write = t.elapsed();
     Ok(Some(RenderSummary {
@@ -1433,6 +1409,98 @@ fn regenerate_kargo(
     };
     crate::kargo::emit_into(&mut set, "", platform, &plans, &kargo).ok()?;
     Some(set)
+}
+
+/// The render reads and plan records of the journal after an incremental render: the
+/// recorded ones, with the `affected` plans' (in order, `emitted` for each) replaced. The
+/// recorded reads list is kept and merged with the new reads, its indexes remapped, rather
+/// than rebuilt from every plan's reads: that rebuild (100,000 reads cloned, sorted and
+/// looked up at 10,000 BuildPlans) cost more than the rest of an incremental render.
+/// Reads no record uses any more are dropped, so replaying the journal checks only live ones.
+fn incremental_records(
+    j: &crate::cache::Journal,
+    affected: &[usize],
+    emitted: Vec<crate::cache::Emitted>,
+    images_now: &std::collections::BTreeMap<usize, String>,
+) -> (Vec<crate::cache::Read>, Vec<crate::cache::PlanRecord>) {
+    use crate::cache::Read;
+    let is_affected: BTreeSet<usize> = affected.iter().copied().collect();
+    let mut used = vec![false; j.render_reads.len()];
+    for (i, r) in j.records.iter().enumerate() {
+        if !is_affected.contains(&i) {
+            for &k in &r.reads {
+                if let Some(u) = used.get_mut(k as usize) {
+                    *u = true;
+                }
+            }
+        }
+    }
+    let mut extra: Vec<Read> = Vec::new();
+    for e in &emitted {
+        for r in &e.reads {
+            match j.render_reads.binary_search(r) {
+                Ok(k) => used[k] = true,
+                Err(_) => extra.push(r.clone()),
+            }
+        }
+    }
+    extra.sort();
+    extra.dedup();
+    // Merge the used recorded reads and the new ones, both sorted.
+    let (mut old_at, mut extra_at) = (vec![u32::MAX; used.len()], vec![0u32; extra.len()]);
+    let mut merged: Vec<Read> = Vec::with_capacity(used.len() + extra.len());
+    let (mut a, mut b) = (0, 0);
+    let index = |v: &Vec<Read>| u32::try_from(v.len()).unwrap_or(u32::MAX);
+    loop {
+        while a < used.len() && !used[a] {
+            a += 1;
+        }
+        let take_old = match (j.render_reads.get(a), extra.get(b)) {
+            (Some(o), Some(n)) => o < n,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (None, None) => break,
+        };
+        if take_old {
+            old_at[a] = index(&merged);
+            merged.push(j.render_reads[a].clone());
+            a += 1;
+        } else {
+            extra_at[b] = index(&merged);
+            merged.push(extra[b].clone());
+            b += 1;
+        }
+    }
+    let at = |r: &Read| match j.render_reads.binary_search(r) {
+        Ok(k) => old_at[k],
+        Err(_) => extra.binary_search(r).map_or(u32::MAX, |x| extra_at[x]),
+    };
+    let mut emitted = emitted.into_iter();
+    let records = j
+        .records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if !is_affected.contains(&i) {
+                return crate::cache::PlanRecord {
+                    reads: r.reads.iter().map(|&k| old_at[k as usize]).collect(),
+                    ..r.clone()
+                };
+            }
+            let e = emitted.next().unwrap_or_default();
+            let mut reads: Vec<u32> = e.reads.iter().map(&at).collect();
+            reads.sort_unstable();
+            reads.dedup();
+            crate::cache::PlanRecord {
+                key: e.key,
+                images: images_now.get(&i).cloned().unwrap_or_default(),
+                cluster_kinds: e.cluster_kinds.into_iter().collect(),
+                reads,
+                ..r.clone()
+            }
+        })
+        .collect();
+    (merged, records)
 }
 
 /// The journal of a render with `opts` (see [`crate::cache::Journal`]): only with a cache,
@@ -1777,6 +1845,45 @@ mod tests {
         assert!(matches!(err, KilnError::Evaluate(_)), "{err}");
         assert_eq!(err.diagnostics().len(), 1);
         assert!(!opts.write_to.exists());
+    }
+
+    #[test]
+    fn a_build_keeps_no_render_inputs_of_the_plans_it_rendered() {
+        // At 100,000 BuildPlans their parameters, generators and transformers were 2 GB,
+        // kept until the end of the write.
+        let fs = mem_fixture();
+        let mut opts = RenderOptions::new("/r/platforms/p");
+        opts.fs = Arc::new(fs.clone());
+        let (_, evaluated) = plan(&fs, &opts.platform_dir, None, &Selection::default()).unwrap();
+        assert!(
+            evaluated
+                .iter()
+                .all(|p| !p.generators.is_empty() && !p.parameters.is_empty())
+        );
+        let b = build_timed(&opts, &|_, _| {}).unwrap();
+        assert_eq!(b.plans.len(), 2);
+        for (p, e) in b.plans.iter().zip(&evaluated) {
+            assert!(
+                p.generators.is_empty() && p.transformers.is_empty(),
+                "{}",
+                p.key()
+            );
+            assert!(p.parameters.is_empty(), "{}", p.key());
+            // What emit and the journal read afterwards stays.
+            assert_eq!(
+                (p.key(), &p.namespace, &p.images),
+                (e.key(), &e.namespace, &e.images)
+            );
+        }
+        assert_eq!(b.set, build(&opts).unwrap());
+        let cm = b
+            .set
+            .files
+            .iter()
+            .find(|(p, _)| p.ends_with("web/dev/a/a.gen.yaml"))
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+            .unwrap();
+        assert!(cm.contains("kind: ConfigMap"), "{cm}");
     }
 
     #[test]

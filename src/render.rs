@@ -259,6 +259,34 @@ pub fn render_map<T: Send>(
         .par_iter()
         .map(|p| each(p, &|| render_plan_shared(p, sources, fs, &shared)))
         .collect();
+    in_plan_order(results)
+}
+
+/// [`render_map`] for a caller that needs only the names, namespace and images of a plan
+/// once it is rendered (the pipeline): each plan's render inputs are dropped
+/// ([`BuildPlan::release_render_inputs`]) on its worker as soon as `each` returns, so the
+/// memory of the plans rendered goes to their output instead of adding to it.
+pub fn render_map_releasing<T: Send>(
+    plans: &mut [BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
+) -> Result<Vec<T>, Errors<RenderError>> {
+    let shared = Shared::default();
+    let results: Vec<Result<T, RenderError>> = plans
+        .par_iter_mut()
+        .map(|p| {
+            let plan: &BuildPlan = p;
+            let r = each(plan, &|| render_plan_shared(plan, sources, fs, &shared));
+            p.release_render_inputs();
+            r
+        })
+        .collect();
+    in_plan_order(results)
+}
+
+/// The results of every plan, in plan order; or every error, the same one once.
+fn in_plan_order<T>(results: Vec<Result<T, RenderError>>) -> Result<Vec<T>, Errors<RenderError>> {
     let mut ok = Vec::with_capacity(results.len());
     let mut errors = Vec::new();
     // The same broken generator or transformer fails in every environment; report it once.

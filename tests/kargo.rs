@@ -1810,3 +1810,46 @@ fn pipeline_doc_diagram_is_kiln_graph_output() {
         "docs/pipeline.md's mermaid block differs from `kiln graph platforms/bank` (KILN_BLESS=1 to update)"
     );
 }
+
+#[test]
+fn emit_into_serializes_each_file_as_it_is_generated_and_keeps_the_set_on_error() {
+    let b = bank();
+    let files = b.emit().unwrap();
+    // The streaming form visits the same files in the same order.
+    let mut seen = Vec::new();
+    kargo::emit_kargo_each(&b.platform, &b.plans, &b.opts, &mut |path, objects| {
+        seen.push((path, objects))
+    })
+    .unwrap();
+    let paths =
+        |f: &[(String, Vec<Resource>)]| f.iter().map(|(p, _)| p.clone()).collect::<Vec<_>>();
+    assert_eq!(paths(&seen), paths(&files));
+    let mut set = kiln::artifact::ArtifactSet::new();
+    kargo::emit_into(&mut set, "", &b.platform, &b.plans, &b.opts).unwrap();
+    assert_eq!(set.len(), files.len());
+    for (path, objects) in &files {
+        let values: Vec<Value> = objects.iter().map(|r| r.value.clone()).collect();
+        assert_eq!(
+            set.files[path],
+            kiln::yaml::to_yaml_stream(&values).into_bytes(),
+            "{path}"
+        );
+    }
+
+    // The last project has no write repository: the files of the others were generated
+    // before the error, and still nothing reaches the set.
+    let mut broken = bank();
+    broken.platform.projects.last_mut().unwrap().output = None;
+    let mut calls = 0;
+    let err = kargo::emit_kargo_each(
+        &broken.platform,
+        &broken.plans,
+        &broken.opts,
+        &mut |_, _| calls += 1,
+    );
+    assert!(err.is_err() && calls > 0, "{calls}");
+    let mut set = kiln::artifact::ArtifactSet::new();
+    set.insert("keep.yaml", "x");
+    assert!(kargo::emit_into(&mut set, "", &broken.platform, &broken.plans, &broken.opts).is_err());
+    assert_eq!(set.paths().collect::<Vec<_>>(), ["keep.yaml"]);
+}

@@ -405,6 +405,13 @@ pub fn unified_at(old: &str, old_first: usize, new: &str, new_first: usize) -> S
     let a: Vec<&str> = old.split_inclusive('\n').collect();
     let b: Vec<&str> = new.split_inclusive('\n').collect();
     let script = edit_script(&a, &b);
+    // The script is computed on the real lines (a changed Secret value is a change), the lines
+    // printed are the concealed ones (the value is not: CI logs keep diffs).
+    let (a_shown, b_shown) = (concealed_lines(old), concealed_lines(new));
+    let (a, b): (Vec<&str>, Vec<&str>) = (
+        a_shown.iter().map(|l| l.as_ref()).collect(),
+        b_shown.iter().map(|l| l.as_ref()).collect(),
+    );
     let changed: Vec<usize> = script
         .iter()
         .enumerate()
@@ -456,6 +463,42 @@ pub fn unified_at(old: &str, old_first: usize, new: &str, new_first: usize) -> S
         i += 1;
     }
     out
+}
+
+/// What a diff prints in place of a Secret's value.
+pub const SECRET_HIDDEN: &str = "<secret value hidden>";
+
+/// `text`'s lines (with their `\n`) as a diff may print them: the values under a Secret's
+/// `data:`/`stringData:` (and a `secretGenerator`'s literals) replaced by [`SECRET_HIDDEN`],
+/// keys kept, so a reader sees which entry changed and never what it holds. The masking is
+/// `diag::redact_secrets`', the one rule for every place kiln shows a Secret's source.
+fn concealed_lines(text: &str) -> Vec<std::borrow::Cow<'_, str>> {
+    use std::borrow::Cow;
+    let lines = text.split_inclusive('\n');
+    if !text.contains("Secret") && !text.contains("secretGenerator") {
+        return lines.map(Cow::Borrowed).collect();
+    }
+    let masked = crate::diag::redact_secrets(text);
+    lines
+        .zip(masked.split_inclusive('\n'))
+        .map(|(line, mask)| {
+            if line == mask {
+                return Cow::Borrowed(line);
+            }
+            // redact_secrets masks whole characters from one column to the end of the line,
+            // so the common prefix ends on a character boundary.
+            let keep = line
+                .bytes()
+                .zip(mask.bytes())
+                .take_while(|(x, y)| x == y)
+                .count();
+            let eol = if line.ends_with('\n') { "\n" } else { "" };
+            Cow::Owned(format!(
+                "{}{SECRET_HIDDEN}{eol}",
+                line.get(..keep).unwrap_or("")
+            ))
+        })
+        .collect()
 }
 
 fn push_line(out: &mut String, prefix: char, line: &str) {
@@ -677,6 +720,57 @@ mod tests {
             let s = edit_script(&a, &b);
             assert_eq!(apply(&a, &b, &s), b);
         }
+    }
+
+    #[test]
+    fn secret_values_never_appear_in_a_diff_but_their_change_does() {
+        let secret = |pw: &str, token: &str| {
+            format!(
+                "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\n  namespace: billing\n\
+                 stringData:\n  password: {pw}\n  user: admin\ndata:\n  token: {token}\n\
+                 type: Opaque\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n\
+                 data:\n  visible: {pw}\n"
+            )
+        };
+        let mut old = ArtifactSet::default();
+        let mut new = ArtifactSet::default();
+        let path = "billing/dev/db/db.gen.yaml".to_string();
+        old.files.insert(
+            path.clone(),
+            secret("SUPERSECRET123", "U1VQRVI=").into_bytes(),
+        );
+        new.files.insert(
+            path.clone(),
+            secret("NEWSECRET999", "TkVXVE9L").into_bytes(),
+        );
+        let report = diff_sets(&old, &new);
+        let text = report.to_string();
+        let json = serde_json::to_string(&report).unwrap();
+        for shown in [&text, &json] {
+            for value in ["SUPERSECRET123\n  user", "U1VQRVI=", "TkVXVE9L", "admin"] {
+                assert!(!shown.contains(value), "{value} shown:\n{shown}");
+            }
+            assert!(shown.contains("password: <secret value hidden>"), "{shown}");
+        }
+        assert!(
+            text.contains("-  password: <secret value hidden>\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("+  password: <secret value hidden>\n"),
+            "{text}"
+        );
+        assert!(text.contains("  user: <secret value hidden>"), "{text}");
+        // Not a Secret: shown as it is.
+        assert!(text.contains("+  visible: NEWSECRET999"), "{text}");
+        // A whole-file text diff (a YAML stream that does not parse) is concealed too.
+        let broken = |pw: &str| format!("kind: Secret\nstringData:\n  password: {pw}\n: [\n");
+        let mut a = ArtifactSet::default();
+        let mut b = ArtifactSet::default();
+        a.files.insert(path.clone(), broken("OLDPW").into_bytes());
+        b.files.insert(path, broken("NEWPW").into_bytes());
+        let text = diff_sets(&a, &b).to_string();
+        assert!(!text.contains("OLDPW") && !text.contains("NEWPW"), "{text}");
     }
 
     #[test]

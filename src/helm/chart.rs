@@ -264,7 +264,10 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
                 other.push((name, data));
             }
             n if n.starts_with("templates/") => {
-                templates.push((name.clone(), text(&name, &data, shown)?));
+                // The bytes become the text: no copy of every template.
+                let t = String::from_utf8(data)
+                    .map_err(|_| err(&format!("{shown}/{name}"), "not UTF-8 text"))?;
+                templates.push((name, t));
             }
             n if n.starts_with("charts/") => {
                 let rest = &n["charts/".len()..];

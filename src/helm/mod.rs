@@ -254,16 +254,42 @@ pub fn render_chart(
     let kv = funcs::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
         message: format!("invalid kube version {kube_version:?}"),
     })?;
-    let kv_text = format!("v{}.{}.{}", kv.major, kv.minor, kv.patch);
     let vals = values::coalesce_values(&chart, user);
-    validate_schema(&chart, &vals)?;
+    // The schemas are checked on a thread of their own while the templates render:
+    // compiling a schema (jsonschema first validates it against its meta-schema) was a tenth
+    // of rendering the charts that have one. Helm checks them first, so their error, if
+    // any, wins over whatever the render met.
+    let mut jobs = Vec::new();
+    schema_jobs(&chart, &vals, &mut jobs);
+    std::thread::scope(|scope| {
+        let schema = (!jobs.is_empty()).then(|| scope.spawn(move || check_schemas(jobs)));
+        let rendered = render_checked(&chart, &vals, opts, seed, &kv);
+        if let Some(handle) = schema {
+            match handle.join() {
+                Ok(r) => r?,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        rendered
+    })
+}
+
+/// What follows the schema check: kubeVersion, render, sort, assembly.
+fn render_checked(
+    chart: &chart::Chart,
+    vals: &Map,
+    opts: &TemplateOptions,
+    seed: u64,
+    kv: &funcs::semver::Version,
+) -> Result<Rendered, HelmError> {
+    let kv_text = format!("v{}.{}.{}", kv.major, kv.minor, kv.patch);
     if let Value::Map(m) = &chart.meta {
         let constraint = m
             .borrow()
             .get("kubeVersion")
             .map(funcs::conv::s)
             .unwrap_or_default();
-        if !constraint.is_empty() && !funcs::semver::satisfies(&constraint, &kv).unwrap_or(false) {
+        if !constraint.is_empty() && !funcs::semver::satisfies(&constraint, kv).unwrap_or(false) {
             return Err(HelmError::KubeVersion {
                 message: format!(
                     "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {kv_text}"
@@ -283,7 +309,7 @@ pub fn render_chart(
         api_versions,
         is_upgrade: false,
     };
-    let files = engine::render(&chart, &vals, &ctx, seed).map_err(|e| match e.kind {
+    let files = engine::render(chart, vals, &ctx, seed).map_err(|e| match e.kind {
         engine::RenderErrorKind::Parse => HelmError::Syntax {
             file: e.file,
             message: e.message,
@@ -313,7 +339,7 @@ pub fn render_chart(
         hooks.retain(|h| !h.test);
     }
     let crds = if opts.include_crds {
-        crd_files(&chart, None)
+        crd_files(chart, None)
     } else {
         Vec::new()
     };
@@ -370,10 +396,42 @@ fn check_dependencies(c: &chart::Chart) -> Result<(), HelmError> {
     })
 }
 
-/// `ValidateAgainstSchema`: the chart's schema, then each subchart's on its section.
-fn validate_schema(c: &chart::Chart, vals: &Map) -> Result<(), HelmError> {
+/// `ValidateAgainstSchema`'s work list: (chart name, its schema, the values it judges),
+/// the chart's own first, then each subchart's on its section, depth first.
+type SchemaJob = (String, serde_json::Value, serde_json::Value);
+
+fn schema_jobs(c: &chart::Chart, vals: &Map, out: &mut Vec<SchemaJob>) {
+    if let Some((_, schema)) = &c.schema {
+        out.push((
+            c.name.clone(),
+            schema.clone(),
+            Value::Map(vals.clone()).to_json(),
+        ));
+    }
+    for sub in &c.subcharts {
+        if let Some(Value::Map(sv)) = vals.borrow().get(&sub.name) {
+            schema_jobs(sub, sv, out);
+        }
+    }
+}
+
+/// Checks the values against every schema; all failures in one report, as Helm gives it.
+fn check_schemas(jobs: Vec<SchemaJob>) -> Result<(), HelmError> {
     let mut report = String::new();
-    schema_rec(c, vals, &mut report);
+    for (name, schema, instance) in jobs {
+        match jsonschema::validator_for(&schema) {
+            Ok(v) => {
+                let errors: Vec<String> = v
+                    .iter_errors(&instance)
+                    .map(|e| format!("- at '{}': {}", e.instance_path(), e))
+                    .collect();
+                if !errors.is_empty() {
+                    report.push_str(&format!("{name}:\n{}\n", errors.join("\n")));
+                }
+            }
+            Err(e) => report.push_str(&format!("{name}:\n- invalid values.schema.json: {e}\n")),
+        }
+    }
     if report.is_empty() {
         return Ok(());
     }
@@ -385,30 +443,91 @@ fn validate_schema(c: &chart::Chart, vals: &Map) -> Result<(), HelmError> {
     })
 }
 
-fn schema_rec(c: &chart::Chart, vals: &Map, report: &mut String) {
-    if let Some((_, schema)) = &c.schema {
-        let instance = Value::Map(vals.clone()).to_json();
-        match jsonschema::validator_for(schema) {
-            Ok(v) => {
-                let errors: Vec<String> = v
-                    .iter_errors(&instance)
-                    .map(|e| format!("- at '{}': {}", e.instance_path(), e))
-                    .collect();
-                if !errors.is_empty() {
-                    report.push_str(&format!("{}:\n{}\n", c.name, errors.join("\n")));
-                }
-            }
-            Err(e) => report.push_str(&format!("{}:\n- invalid values.schema.json: {e}\n", c.name)),
-        }
-    }
-    for sub in &c.subcharts {
-        if let Some(Value::Map(sv)) = vals.borrow().get(&sub.name) {
-            schema_rec(sub, sv, report);
-        }
-    }
-}
-
 /// A path shown relative to the working directory when possible.
 pub fn shown(p: &Path) -> String {
     p.display().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A chart whose schema wants `replicas` to be an integer, with a subchart that has its
+    /// own schema, a template that fails and a kubeVersion constraint.
+    fn chart(fail_template: bool, kube: &str) -> chart::Chart {
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file(
+            "/c/Chart.yaml",
+            format!("apiVersion: v2\nname: c\nversion: 1.0.0\nkubeVersion: \"{kube}\"\n"),
+        )
+        .add_file("/c/values.yaml", "replicas: 1\nsub:\n  port: 80\n")
+        .add_file(
+            "/c/values.schema.json",
+            r#"{"type":"object","properties":{"replicas":{"type":"integer"}}}"#,
+        )
+        .add_file(
+            "/c/templates/a.yaml",
+            if fail_template {
+                "{{ fail \"boom\" }}"
+            } else {
+                "kind: ConfigMap\nreplicas: {{ .Values.replicas }}\n"
+            },
+        )
+        .add_file(
+            "/c/charts/sub/Chart.yaml",
+            "apiVersion: v2\nname: sub\nversion: 1.0.0\n",
+        )
+        .add_file(
+            "/c/charts/sub/values.schema.json",
+            r#"{"type":"object","properties":{"port":{"type":"integer"}}}"#,
+        );
+        chart::load_with(&fs, std::path::Path::new("/c")).unwrap()
+    }
+
+    fn user(yaml: &str) -> Map {
+        match yaml::parse_one(yaml).unwrap() {
+            Value::Map(m) => m,
+            _ => unreachable!(),
+        }
+    }
+
+    fn render(c: chart::Chart, values: &str) -> Result<Rendered, HelmError> {
+        let opts = TemplateOptions::new("/c", "rel");
+        render_chart(c, &user(values), &opts)
+    }
+
+    /// The schemas are checked beside the render: their verdict must still be Helm's, and
+    /// come first, before a kubeVersion refusal or a template failure.
+    #[test]
+    fn schema_errors_win_over_what_the_render_meets() {
+        let ok = render(chart(false, ">=1.0.0"), "{}").unwrap();
+        assert!(ok.stream.contains("replicas: 1"), "{}", ok.stream);
+
+        let bad = "replicas: many\nsub:\n  port: eighty\n";
+        for c in [
+            chart(false, ">=1.0.0"),
+            chart(true, ">=1.0.0"),
+            chart(false, "<1.0.0"),
+        ] {
+            match render(c, bad) {
+                Err(HelmError::Schema { message }) => {
+                    // Both charts' failures, the parent's first.
+                    let (c, sub) = (message.find("c:\n"), message.find("sub:\n"));
+                    assert!(c.is_some() && sub.is_some() && c < sub, "{message}");
+                    assert!(message.contains("- at '/replicas'"), "{message}");
+                    assert!(message.contains("- at '/port'"), "{message}");
+                }
+                other => panic!("{:?}", other.err()),
+            }
+        }
+        // Valid values: the render's own error comes through.
+        assert!(matches!(
+            render(chart(true, ">=1.0.0"), "{}"),
+            Err(HelmError::Fail { .. })
+        ));
+        assert!(matches!(
+            render(chart(false, "<1.0.0"), "{}"),
+            Err(HelmError::KubeVersion { .. })
+        ));
+    }
 }

@@ -650,6 +650,25 @@ pub fn emit_kargo(
     plans: &[BuildPlan],
     opts: &KargoOptions,
 ) -> Result<Vec<(String, Vec<Resource>)>, Errors<KargoError>> {
+    let mut files = Vec::new();
+    emit_kargo_each(platform, plans, opts, &mut |path, objects| {
+        files.push((path, objects))
+    })?;
+    Ok(files)
+}
+
+/// [`emit_kargo`], handing each file's objects to `each` as soon as they are generated, in
+/// the same order, instead of collecting them: [`emit_into`] serializes every file at once,
+/// so a render never holds the objects of every Stage and Application (2.6 GB at 100,000
+/// BuildPlans, against 350 MB of YAML).
+///
+/// Errors: as [`emit_kargo`]; `each` may have been called for some files before them.
+pub fn emit_kargo_each(
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &KargoOptions,
+    each: &mut dyn FnMut(String, Vec<Resource>),
+) -> Result<(), Errors<KargoError>> {
     let input = &Input::new(platform, plans, opts);
     let mut errors = Vec::new();
     let order = promotion_order(platform);
@@ -658,9 +677,8 @@ pub fn emit_kargo(
             errors.push(KargoError::SourceRepoMissing);
         }
         // Without a source repository there is nothing for Applications to track.
-        return Errors::check(errors, Vec::new);
+        return Errors::check(errors, || ());
     }
-    let mut files = Vec::new();
     // Application names share the Argo CD namespace and write folders may share a
     // repository: both are checked across projects.
     let mut seen = Seen::default();
@@ -694,10 +712,10 @@ pub fn emit_kargo(
     for (project, pairs) in &resolved {
         let (project, pairs) = (*project, pairs.as_slice());
         if input.enabled() {
-            files.push((
+            each(
                 format!("{}/kargo/project.yaml", project.name),
                 project_objects(input, project, pairs),
-            ));
+            );
             // The promotion units: each component, or the whole project.
             let units: Vec<(&str, Vec<&Component>)> = match project.promotion {
                 PromotionUnit::Component => project
@@ -729,7 +747,7 @@ pub fn emit_kargo(
                         objects.push(stage::stage(input, unit, &at_env));
                     }
                 }
-                files.push((format!("{}/kargo/{unit}.yaml", project.name), objects));
+                each(format!("{}/kargo/{unit}.yaml", project.name), objects);
             }
         }
         for c in &project.components {
@@ -738,20 +756,20 @@ pub fn emit_kargo(
                 .filter(|p| p.component.name == c.name)
                 .map(|p| argocd::application(input, p))
                 .collect();
-            files.push((format!("{}/argocd/{}.yaml", project.name, c.name), apps));
+            each(format!("{}/argocd/{}.yaml", project.name, c.name), apps);
         }
     }
     if opts.projects.is_empty() {
         let dir = argocd::BOOTSTRAP_DIR;
         if let Some(p) = argocd::app_project(input, &resolved) {
-            files.push((format!("{dir}/appproject.yaml"), vec![p]));
+            each(format!("{dir}/appproject.yaml"), vec![p]);
         }
-        files.push((
+        each(
             format!("{dir}/root.yaml"),
             vec![argocd::root_application(input)],
-        ));
+        );
     }
-    Errors::check(errors, || files)
+    Errors::check(errors, || ())
 }
 
 /// [`emit_kargo`], serialized: each file as a YAML stream (kubectl kustomize style,
@@ -766,12 +784,17 @@ pub fn emit_into(
     plans: &[BuildPlan],
     opts: &KargoOptions,
 ) -> Result<(), Errors<KargoError>> {
-    for (path, resources) in emit_kargo(platform, plans, opts)? {
+    // Each file serialized as it is generated; inserted only once all succeeded.
+    let mut files = Vec::new();
+    emit_kargo_each(platform, plans, opts, &mut |path, resources| {
         let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
-        set.insert(
+        files.push((
             format!("{prefix}{path}"),
             crate::yaml::to_yaml_stream(&values),
-        );
+        ));
+    })?;
+    for (path, bytes) in files {
+        set.insert(path, bytes);
     }
     Ok(())
 }
