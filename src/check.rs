@@ -132,6 +132,8 @@ pub enum Rule {
     ApplicationSourceMismatch,
     /// A Kargo expression (`${{`) inside a rendered manifest, deployed as text.
     ExpressionInManifest,
+    /// A container's `image` holds whitespace: no registry serves such a reference.
+    InvalidImageReference,
 }
 
 impl Rule {
@@ -165,6 +167,7 @@ impl Rule {
             Rule::DigestConstraintNotTag => "not a tag",
             Rule::ApplicationSourceMismatch => "does not track what the Stage writes",
             Rule::ExpressionInManifest => "Kargo expression in a manifest",
+            Rule::InvalidImageReference => "invalid image reference",
         }
     }
 
@@ -198,6 +201,7 @@ impl Rule {
             Rule::DigestConstraintNotTag => "kiln::check::digest_constraint_not_tag",
             Rule::ApplicationSourceMismatch => "kiln::check::application_source_mismatch",
             Rule::ExpressionInManifest => "kiln::check::expression_in_manifest",
+            Rule::InvalidImageReference => "kiln::check::invalid_image_reference",
         }
     }
 }
@@ -522,6 +526,24 @@ mod tests {
         validate_documents(&docs, &SchemaSet::empty())
             .unwrap()
             .findings
+    }
+
+    #[test]
+    fn container_images_with_whitespace_are_reported() {
+        let f = findings(
+            "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: j}\nspec:\n  schedule: '* * * * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          initContainers: [{name: i, image: 'ghcr.io/acme/api:1.0.0'}]\n          containers: [{name: c, image: 'ghcr.io/acme/api:1.0.0 bad'}]\n",
+        );
+        let bad: Vec<&Finding> = f
+            .iter()
+            .filter(|f| f.rule == Rule::InvalidImageReference)
+            .collect();
+        assert_eq!(bad.len(), 1, "{f:?}");
+        assert_eq!(
+            bad[0].pointer,
+            "/spec/jobTemplate/spec/template/spec/containers/0/image"
+        );
+        assert_eq!(bad[0].line, Some(12));
+        assert!(bad[0].message.contains("1.0.0 bad"), "{}", bad[0].message);
     }
 
     #[test]

@@ -122,6 +122,48 @@ pub enum RenderError {
         span: Option<SourceSpan>,
     },
 
+    /// A component image's `name` selects no container image of the component (a typo): the
+    /// `.gen.yaml` would keep the old image while the emitted `kustomization.yaml` retargets
+    /// it, so the tree would disagree with itself.
+    #[error(
+        "{at}: image `{name}` (field `images[{index}].name`) matches no container image of `{plan}`"
+    )]
+    #[diagnostic(code(kiln::render::image_matches_nothing))]
+    ImageMatchesNothing {
+        plan: String,
+        name: String,
+        index: usize,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("matches no container")]
+        span: Option<SourceSpan>,
+    },
+
+    /// The emitted `kustomization.yaml`'s `images:` would change an image of the `.gen.yaml`
+    /// (`kubectl kustomize` of the directory would not reproduce it).
+    #[error(
+        "{at}: `kubectl kustomize` of the emitted `{plan}` would change image `{image}` to `{becomes}`"
+    )]
+    #[diagnostic(
+        code(kiln::render::image_not_reproducible),
+        help(
+            "two images of the component share a name once retargeted; give each component image its own repository, or use the repository as the container image"
+        )
+    )]
+    ImageNotReproducible {
+        plan: String,
+        image: String,
+        becomes: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("this image")]
+        span: Option<SourceSpan>,
+    },
+
     /// A transformer of the kustomize engine failed.
     #[error("{at}: {what} failed for `{plan}`: {cause}")]
     #[diagnostic(code(kiln::render::transformer_failed))]
@@ -500,8 +542,49 @@ pub fn render_plan_shared(
             span: sn.span,
         }
     };
-    let image_refs = apply_component_images(&mut resources, &c.images, &plan.images, &user_images)
-        .map_err(|e| finish("component images", boxed(e)))?;
+    let image_refs = apply_component_images(&mut resources, &plan.images, &user_images).map_err(
+        |e| match e {
+            ImagesProblem::Engine(e) => finish("component images", boxed(e)),
+            ImagesProblem::MatchesNothing { index, used } => {
+                let sn = sources.snippet(&loc_of(format!("/spec/images/{index}/name")));
+                let name = plan.images[index].name.clone();
+                let help = if used.is_empty() {
+                    "the component's containers use no image".to_string()
+                } else {
+                    let list: Vec<String> = used.iter().map(|u| format!("`{u}`")).collect();
+                    let list = format!("the component's containers use {}", list.join(", "));
+                    match crate::diag::did_you_mean(&name, used.iter().map(String::as_str)) {
+                        Some(m) => format!("did you mean `{m}`? {list}"),
+                        None => list,
+                    }
+                };
+                RenderError::ImageMatchesNothing {
+                    plan: key.clone(),
+                    name,
+                    index,
+                    at: sn.at,
+                    help,
+                    src: sn.src,
+                    span: sn.span,
+                }
+            }
+            ImagesProblem::NotReproducible {
+                index,
+                image,
+                becomes,
+            } => {
+                let sn = sources.snippet(&loc_of(format!("/spec/images/{index}")));
+                RenderError::ImageNotReproducible {
+                    plan: key.clone(),
+                    image,
+                    becomes,
+                    at: sn.at,
+                    src: sn.src,
+                    span: sn.span,
+                }
+            }
+        },
+    )?;
     hash::apply_hash_suffixes(&mut resources).map_err(|e| finish("hash suffix", boxed(e)))?;
     nameref::fix_name_references(&mut resources)
         .map_err(|e| finish("name references", boxed(e)))?;
@@ -718,16 +801,38 @@ fn apply_transformer(
     Ok(())
 }
 
+/// Why the component images could not be applied.
+enum ImagesProblem {
+    Engine(imagetag::ImagesError),
+    /// Component image `index` selects no image; `used` are the names (without tag or
+    /// digest) the containers use.
+    MatchesNothing {
+        index: usize,
+        used: Vec<String>,
+    },
+    /// The emitted `images:` entry of component image `index` turns `image` into `becomes`.
+    NotReproducible {
+        index: usize,
+        image: String,
+        becomes: String,
+    },
+}
+
 /// Applies the component's images last (see [`ImageRef`]) and returns where each ended up.
+///
+/// Two checks keep the emitted directory consistent (`kubectl kustomize` of it reproduces the
+/// `.gen.yaml`): every component image must select a container image (else the `.gen.yaml`
+/// keeps the old one while `kustomization.yaml` retargets it), and the emitted entries
+/// (`{name: <final name>, newTag|digest}`), applied to the result, must change nothing.
 fn apply_component_images(
     resources: &mut [Resource],
-    _base: &[spec::Image],
     resolved: &[spec::Image],
     user: &BTreeMap<String, spec::ImageOverride>,
-) -> Result<Vec<ImageRef>, imagetag::ImagesError> {
+) -> Result<Vec<ImageRef>, ImagesProblem> {
+    let before = imagetag::images_in(resources);
     let mut entries = Vec::new();
     let mut refs = Vec::new();
-    for img in resolved {
+    for (index, img) in resolved.iter().enumerate() {
         let over = user.get(&img.name);
         let (tag, digest) = match over {
             Some(o) if o.new_tag.is_some() || o.digest.is_some() => {
@@ -735,12 +840,26 @@ fn apply_component_images(
             }
             _ => (img.tag.clone(), img.digest.clone()),
         };
+        // An `images` transformer with `newName` already renamed the containers' image, so
+        // the component image is found under that name now.
+        let current = over
+            .and_then(|o| o.new_name.clone())
+            .unwrap_or_else(|| img.name.clone());
         let name = over
             .and_then(|o| o.new_name.clone())
             .unwrap_or_else(|| img.repository.clone());
+        if !before.iter().any(|b| imagetag::name_matches(&current, b)) {
+            let mut used: Vec<String> = before
+                .iter()
+                .map(|b| crate::kustomize::types::image_ref::ImageRef::parse(b).name)
+                .collect();
+            used.sort();
+            used.dedup();
+            return Err(ImagesProblem::MatchesNothing { index, used });
+        }
         entries.push(imagetag::Image {
-            name: img.name.clone(),
-            new_name: if name != img.name {
+            name: current.clone(),
+            new_name: if name != current {
                 name.clone()
             } else {
                 String::new()
@@ -751,7 +870,33 @@ fn apply_component_images(
         });
         refs.push(ImageRef { name, tag, digest });
     }
-    imagetag::apply_images(resources, &entries, &[])?;
+    imagetag::apply_images(resources, &entries, &[]).map_err(ImagesProblem::Engine)?;
+    // What `crate::emit::kustomization` writes, applied as kustomize would.
+    let pins: Vec<imagetag::Image> = refs
+        .iter()
+        .map(|r| imagetag::Image {
+            name: r.name.clone(),
+            new_tag: r.tag.clone().unwrap_or_default(),
+            digest: r.digest.clone().unwrap_or_default(),
+            ..Default::default()
+        })
+        .collect();
+    for image in imagetag::images_in(resources) {
+        let mut now = image.clone();
+        for (index, pin) in pins.iter().enumerate() {
+            let next = imagetag::rewrite(&now, pin);
+            if next != now {
+                if next != image {
+                    return Err(ImagesProblem::NotReproducible {
+                        index,
+                        image,
+                        becomes: next,
+                    });
+                }
+                now = next;
+            }
+        }
+    }
     Ok(refs)
 }
 

@@ -384,6 +384,22 @@ pub enum ValidateError {
         span: Option<SourceSpan>,
     },
 
+    /// An image tag that is not an OCI tag, or a digest that is not `algorithm:encoded`: it
+    /// would be rendered into every container as a reference no registry serves.
+    #[error("{at}: `{field}`: {message}")]
+    #[diagnostic(code(kiln::validate::invalid_image))]
+    InvalidImage {
+        field: String,
+        message: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("here")]
+        span: Option<SourceSpan>,
+    },
+
     /// A transformer entry mixes options that do not go together.
     #[error("{at}: {message}")]
     #[diagnostic(code(kiln::validate::invalid_transformer))]
@@ -861,6 +877,52 @@ impl Checker<'_> {
         }
     }
 
+    /// Checks an image's tag (field `tag_field`) and digest: `${…}` references are resolved
+    /// later and not checked here.
+    fn image_ref(
+        &mut self,
+        file: SourceId,
+        field: &str,
+        pointer: &str,
+        (tag_field, tag): (&str, Option<&str>),
+        digest: Option<&str>,
+    ) {
+        let is_tag: fn(&str) -> bool = crate::kargo::naming::is_oci_tag;
+        let checks = [
+            (
+                tag_field,
+                tag,
+                is_tag,
+                "is not a valid OCI tag",
+                "a tag is 1 to 128 of `A-Z a-z 0-9 _ . -`, not starting with `.` or `-` (`[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`)",
+            ),
+            (
+                "digest",
+                digest,
+                is_oci_digest,
+                "is not a digest",
+                "a digest is `algorithm:hex`, e.g. `sha256:` and 64 hex digits (OCI image-spec descriptor.md)",
+            ),
+        ];
+        for (name, value, ok, what, help) in checks {
+            let Some(value) = value.filter(|v| !v.contains("${") && !ok(v)) else {
+                continue;
+            };
+            located!(
+                self,
+                Loc::new(file, format!("{pointer}/{name}")),
+                InvalidImage {
+                    field: format!("{field}.{name}"),
+                    message: format!(
+                        "`{}` {what}",
+                        crate::diag::clip_text(&value.escape_debug().to_string(), 80)
+                    ),
+                    help: help.into()
+                }
+            );
+        }
+    }
+
     fn component(&mut self, c: LoadedComponent) -> Component {
         let schema = c.spec.spec.parameters.clone();
         let mut validator = None;
@@ -891,6 +953,26 @@ impl Checker<'_> {
                         defaults.insert(k.clone(), d.clone());
                     }
                 }
+            }
+        }
+        for (i, img) in c.spec.spec.images.iter().enumerate() {
+            self.image_ref(
+                c.file,
+                &format!("images[{i}]"),
+                &format!("/spec/images/{i}"),
+                ("tag", img.tag.as_deref()),
+                img.digest.as_deref(),
+            );
+        }
+        for (t, tr) in c.spec.spec.transformers.iter().enumerate() {
+            for (i, o) in tr.images.iter().flatten().enumerate() {
+                self.image_ref(
+                    c.file,
+                    &format!("transformers[{t}].images[{i}]"),
+                    &format!("/spec/transformers/{t}/images/{i}"),
+                    ("newTag", o.new_tag.as_deref()),
+                    o.digest.as_deref(),
+                );
             }
         }
         for (t, tr) in c.spec.spec.transformers.iter().enumerate() {
@@ -924,6 +1006,38 @@ impl Checker<'_> {
             assets: c.assets,
         }
     }
+}
+
+/// The OCI digest grammar (image-spec `descriptor.md`): `algorithm ":" encoded`, algorithm
+/// `[a-z0-9]+([+._-][a-z0-9]+)*`, encoded `[a-zA-Z0-9=_-]+`; a `sha256`/`sha512` digest must
+/// be 64/128 lower-case hex digits.
+pub fn is_oci_digest(s: &str) -> bool {
+    let Some((algo, encoded)) = s.split_once(':') else {
+        return false;
+    };
+    let component_ok = |c: &str| {
+        !c.is_empty()
+            && c.chars()
+                .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit())
+    };
+    let algo_ok = algo.split(['+', '.', '_', '-']).all(component_ok);
+    let encoded_ok = !encoded.is_empty()
+        && encoded
+            .chars()
+            .all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '=' | '_' | '-'));
+    let hex = |n: usize| {
+        encoded.len() == n
+            && encoded
+                .chars()
+                .all(|ch| ch.is_ascii_digit() || ('a'..='f').contains(&ch))
+    };
+    algo_ok
+        && encoded_ok
+        && match algo {
+            "sha256" => hex(64),
+            "sha512" => hex(128),
+            _ => true,
+        }
 }
 
 #[cfg(test)]
@@ -964,6 +1078,45 @@ pub(crate) mod tests {
         let lp = load(&RealFs, &t.path().join("platforms/p"), &opts)
             .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;
         validate(lp).map_err(|e| e.errors.iter().map(|e| e.to_string()).collect())
+    }
+
+    #[test]
+    fn image_tags_and_digests_must_be_oci_references() {
+        let with = |images: &str| {
+            let c = COMPONENT.replace("  generators:\n", &format!("{images}  generators:\n"));
+            run(&platform_yaml(ENVS, PROJECTS), &c)
+        };
+        let sha = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+        with(&format!(
+            "  images:\n  - {{name: a, repository: r, tag: \"1.0.0_rc-1.x\", digest: \"{sha}\"}}\n"
+        ))
+        .unwrap();
+        let errors = with(
+            "  images:\n  - {name: a, repository: r, tag: \"1.0.0 bad\"}\n  - {name: b, repository: r, digest: \"sha256:xyz\"}\n  - {name: c, repository: r, tag: \".x\"}\n  transformers:\n  - images: [{name: a, newTag: \"a/b\"}]\n",
+        )
+        .unwrap_err();
+        assert_eq!(errors.len(), 4, "{errors:?}");
+        assert!(
+            errors[0].contains("component.yaml:12:")
+                && errors[0].contains("`images[0].tag`: `1.0.0 bad` is not a valid OCI tag"),
+            "{errors:?}"
+        );
+        assert!(errors[1].contains("`images[1].digest`: `sha256:xyz` is not a digest"));
+        assert!(errors[2].contains("`images[2].tag`"));
+        assert!(errors[3].contains("`transformers[0].images[0].newTag`"));
+        for (d, ok) in [
+            (sha, true),
+            ("sha512:abc", false),
+            ("sha256:", false),
+            (
+                "multihash+base58:QmRZxt2b1FVZPNqd8hsiykDL3TdBDeTSPX9Kv46HmX4Gx8",
+                true,
+            ),
+            ("SHA256:abc", false),
+            ("sha256 abc", false),
+        ] {
+            assert_eq!(is_oci_digest(d), ok, "{d}");
+        }
     }
 
     #[test]

@@ -591,6 +591,28 @@ fn cli_promotes_one_stage_and_reports_failures() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("kiln::promote::freight"));
 
+    // The source repository cannot be read (unmapped, fetched from a URL that does not
+    // serve it, or no network at all): the help is about `--repo-map`, not `--freight`.
+    let out = kiln()
+        .args([
+            "promote",
+            "frontend-dev",
+            &platform_dir("platforms/bank").display().to_string(),
+            "--freight",
+            "latest",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("kiln::promote::repository_unavailable")
+            && stderr.contains("cannot fetch")
+            && stderr.contains("--repo-map URL=PATH")
+            && !stderr.contains("pass `--freight"),
+        "{stderr}"
+    );
+
     // A tag the Warehouse would never discover (outside its constraint, or not a semantic
     // version) is refused before any repository is opened: every repository is mapped to a
     // path that does not exist, and the error is about the tag.

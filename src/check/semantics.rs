@@ -15,6 +15,8 @@
 //!   otherwise the sync deploys something else, or the revision never matches.
 //! - `expression_in_manifest`: Kargo evaluates `${{ … }}` only in step config; a manifest
 //!   holding one is deployed as text (`pkg/promotion/runner/builtin/kustomize_builder.go`).
+//! - `invalid_image_reference`: a container `image` that is empty or holds whitespace (a tag
+//!   rendered from `tag: "1.0.0 bad"`): the kubelet cannot pull it.
 //! - `deprecated_field` for `ProjectConfig` `promotionPolicies[].stage` (deprecated for
 //!   `stageSelector`, `api/v1alpha1/project_config_types.go`).
 //!
@@ -80,6 +82,27 @@ pub(super) fn run(docs: &[Document], out: &mut Vec<RawFinding>) {
                         "inject the value with a promotion step before `kustomize-build` (e.g. `yaml-update`), or do not use it".into(),
                     ),
                 });
+            }
+            let mut images = Vec::new();
+            container_images(&d.value, String::new(), &mut images);
+            for (pointer, image) in images {
+                if image.chars().any(char::is_whitespace) || image.is_empty() {
+                    out.push(RawFinding {
+                        rule: Rule::InvalidImageReference,
+                        doc: i,
+                        pointer,
+                        at_key: false,
+                        message: format!(
+                            "{} `{}`: image `{}` is not an image reference (it is empty or holds whitespace)",
+                            kind(&d.value),
+                            name(&d.value),
+                            image.escape_debug()
+                        ),
+                        help: Some(
+                            "a reference is `[registry/]path[:tag][@algo:hex]`, a tag `[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`; fix the tag or digest it was rendered from".into(),
+                        ),
+                    });
+                }
             }
         }
     }
@@ -271,6 +294,37 @@ fn policy_stage(doc: usize, config: &Value, out: &mut Vec<RawFinding>) {
                 help: Some(format!("write `stageSelector: {{name: {stage}}}`")),
             });
         }
+    }
+}
+
+/// Every string `image` of an element of a `containers`, `initContainers` or
+/// `ephemeralContainers` list, at any depth (Pods, templates, CronJobs, custom resources),
+/// with its JSON Pointer.
+fn container_images(v: &Value, at: String, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(map) => {
+            for (k, child) in map {
+                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                if matches!(
+                    k.as_str(),
+                    "containers" | "initContainers" | "ephemeralContainers"
+                ) && let Value::Array(items) = child
+                {
+                    for (n, item) in items.iter().enumerate() {
+                        if let Some(image) = item.get("image").and_then(Value::as_str) {
+                            out.push((format!("{here}/{n}/image"), image.to_string()));
+                        }
+                    }
+                }
+                container_images(child, here, out);
+            }
+        }
+        Value::Array(items) => {
+            for (n, item) in items.iter().enumerate() {
+                container_images(item, format!("{at}/{n}"), out);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -72,6 +72,17 @@ pub enum PromoteError {
     )]
     Freight { stage: String, message: String },
 
+    /// A Git subscription's repository could not be read (no network, no such path): the
+    /// Freight is fine, the repository is missing, so the fix is `--repo-map`.
+    #[error("cannot read the Freight's commit for Stage `{stage}`: {message}")]
+    #[diagnostic(
+        code(kiln::promote::repository_unavailable),
+        help(
+            "map the repository to a local clone with `--repo-map URL=PATH` (docs/pipeline.md, \"Trying a promotion\"); unmapped URLs are fetched over the network"
+        )
+    )]
+    RepositoryUnavailable { stage: String, message: String },
+
     #[error("{message}")]
     #[diagnostic(
         code(kiln::promote::io),
@@ -658,7 +669,10 @@ pub fn assemble_freight(
             n += 1;
             let repo = git
                 .open_for_read(repo_url, &scratch.join(n.to_string()))
-                .map_err(err)?;
+                .map_err(|message| PromoteError::RepositoryUnavailable {
+                    stage: stage.name.clone(),
+                    message,
+                })?;
             let id = match &commit {
                 Some(c) => repo
                     .revparse_single(c)

@@ -502,3 +502,32 @@ fn partial_render_keeps_files_outside_the_selection() {
         "{dev}\n{prod}"
     );
 }
+
+/// A component image whose `name` is a typo used to render with exit 0: the `.gen.yaml` kept
+/// the old image while `kustomization.yaml` retargeted the repository's.
+#[test]
+fn component_image_matching_no_container() {
+    let f = Fixture::new();
+    f.edit(
+        "repo/components/web/component.yaml",
+        "{name: web, repository",
+        "{name: wbe, repository",
+    );
+    let out = f.render(&[]);
+    let stderr = assert_fails(
+        &f,
+        &out,
+        &[(
+            "components/web/component.yaml",
+            line_of(&f, "repo/components/web/component.yaml", "name: wbe"),
+        )],
+    );
+    for want in [
+        "kiln::render::image_matches_nothing",
+        "images[0].name",
+        "did you mean `web`?",
+        "containers use `web`",
+    ] {
+        assert!(stderr.contains(want), "no `{want}` in:\n{stderr}");
+    }
+}

@@ -199,6 +199,42 @@ pub fn apply_images(
     Ok(())
 }
 
+/// Every string `image` value the transformer reaches with the default field specs (the
+/// containers/initContainers walk covers them), in resource order; CRDs are skipped as in
+/// [`apply_images`]. For callers that must know what an entry would match (kiln refuses a
+/// component image that matches no container). Nothing is changed.
+pub fn images_in(resources: &mut [Resource]) -> Vec<String> {
+    let mut out = Vec::new();
+    for res in resources.iter_mut() {
+        if res.kind() == "CustomResourceDefinition" {
+            continue;
+        }
+        // A shape error is reported by `apply_images`; here it only ends the walk.
+        let _ = legacy_walk(&mut res.value, "", &mut |v| {
+            if let Value::String(s) = v {
+                out.push(s.clone());
+            }
+        });
+    }
+    out
+}
+
+/// Whether an entry named `name` selects the image reference `image` (kustomize's
+/// `IsImageMatched`, see [`ImageMatcher`]).
+pub fn name_matches(name: &str, image: &str) -> bool {
+    ImageMatcher::new(name).is_match(image)
+}
+
+/// What `entry` makes of the image reference `image` (itself when the name does not match).
+pub fn rewrite(image: &str, entry: &Image) -> String {
+    let mut v = Value::String(image.to_string());
+    update_image(&mut v, entry, &ImageMatcher::new(&entry.name));
+    match v {
+        Value::String(s) => s,
+        _ => image.to_string(),
+    }
+}
+
 /// kustomize's fsslice refuses a scalar on the way to the field, and a non-scalar image.
 fn check_shape(value: &Value, segs: &[&str]) -> Result<(), (&'static str, &'static str)> {
     let Some((first, rest)) = segs.split_first() else {
