@@ -9,8 +9,17 @@ Each case is `helm template rel <chart> --namespace ns --include-crds [-f varian
 as pkg/cmd/template.go prints it: CRD files, the sorted release manifest, then hooks (the SDK's
 client-only dry-run install gives the manifest or the error; its render gives the hooks).
 Cases: every chart under tests/helm/charts/ (default values) plus tests/helm/variants/
-<chart>-<variant>.yaml. Errors are written as <case>.error.txt.
+<chart>-<variant>.yaml (a values file) and <chart>-<variant>.flags (one flag a line:
+`-f PATH`, `--set`, `--set-string`, `--set-json`, `--set-file`, `--set-literal`; paths from
+the repository root). Flags are parsed by Helm's own strvals (the SDK's parse_set_* calls)
+and merged in pkg/cli/values/options.go's order: -f, --set-json, --set, --set-string,
+--set-file, --set-literal. The SDK parses each line into a fresh map, so lines are merged
+as loader.MergeMaps merges: exact unless a line indexes into a list an earlier line made
+(keep such cases in the unit tests of src/helm/values.rs). Errors are written as
+<case>.error.txt (a flag's as Helm prints it: `failed parsing --set data: …`).
 """
+import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -74,6 +83,44 @@ def render(chart_dir, values):
     return out, None
 
 
+PARSERS = [("--set-json", helm.parse_set_json), ("--set", helm.parse_set_string),
+           ("--set-string", helm.parse_set_string_values), ("--set-file", helm.parse_set_file),
+           ("--set-literal", helm.parse_set_literal)]
+
+
+def merge_maps(dst, src):
+    """loader.MergeMaps: maps merge deeply, anything else replaces."""
+    for k, v in src.items():
+        if isinstance(v, dict) and isinstance(dst.get(k), dict):
+            merge_maps(dst[k], v)
+        else:
+            dst[k] = v
+    return dst
+
+
+def flag_values(path):
+    """The values of a .flags variant, or Helm's error."""
+    flags = [line.split(" ", 1) for line in path.read_text().splitlines() if line.strip()]
+    base = {}
+    for flag, arg in flags:
+        if flag == "-f":
+            merge_maps(base, helm.values_from_yaml((ROOT.parent.parent / arg).read_text()) or {})
+    for kind, parse in PARSERS:
+        for flag, arg in flags:
+            if flag != kind:
+                continue
+            if kind == "--set-json" and arg.strip().startswith("{"):
+                merge_maps(base, json.loads(arg))
+                continue
+            try:
+                merge_maps(base, parse(arg))
+            except helm.HelmError as e:
+                if kind == "--set-json":
+                    return None, f"failed parsing --set-json data {arg}"
+                return None, f"failed parsing {kind} data: {getattr(e, 'detail', None) or e}"
+    return base, None
+
+
 def cases():
     charts = ROOT / "charts"
     for d in sorted(p for p in charts.rglob("Chart.yaml") if "/charts/" not in str(p.relative_to(charts)).replace("\\", "/")[0:0] + "/" + str(p.parent.relative_to(charts))):
@@ -83,7 +130,8 @@ def cases():
             continue
         name = str(rel).replace("/", "-")
         yield name, chart, None
-        for v in sorted((ROOT / "variants").glob(f"{name}-*.yaml")):
+        for v in sorted([*(ROOT / "variants").glob(f"{name}-*.yaml"),
+                         *(ROOT / "variants").glob(f"{name}-*.flags")]):
             yield v.stem, chart, v
 
 
@@ -92,9 +140,15 @@ def main():
     expected = ROOT / "expected"
     expected.mkdir(exist_ok=True)
     bad = 0
+    os.chdir(ROOT.parent.parent)  # --set-file paths are the repository's
     for name, chart, variant in cases():
-        values = helm.values_from_yaml(variant.read_text()) if variant else None
-        stream, error = render(chart, values)
+        error = None
+        if variant and variant.suffix == ".flags":
+            values, error = flag_values(variant)
+        else:
+            values = helm.values_from_yaml(variant.read_text()) if variant else None
+        if error is None:
+            stream, error = render(chart, values)
         target = expected / (f"{name}.error.txt" if error else f"{name}.yaml")
         text = error if error else stream
         if check:

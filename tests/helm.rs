@@ -34,8 +34,31 @@ fn opts(chart: &Path, values: Option<PathBuf>) -> TemplateOptions {
     let mut o = TemplateOptions::new(chart, "rel");
     o.namespace = "ns".into();
     o.include_crds = true;
-    o.value_files = values.into_iter().collect();
+    match values {
+        Some(v) if v.extension().is_some_and(|e| e == "flags") => set_flags(&mut o, &v),
+        v => o.value_files = v.into_iter().collect(),
+    }
     o
+}
+
+/// A `.flags` variant: one `helm template` flag a line (`-f PATH`, `--set X`, …), paths
+/// from the repository root (the tests' working directory).
+fn set_flags(o: &mut TemplateOptions, file: &Path) {
+    for line in std::fs::read_to_string(file).unwrap().lines() {
+        let Some((flag, arg)) = line.split_once(' ') else {
+            continue;
+        };
+        let arg = arg.to_string();
+        match flag {
+            "-f" => o.value_files.push(crate_dir().join(arg)),
+            "--set" => o.set.set.push(arg),
+            "--set-string" => o.set.string.push(arg),
+            "--set-json" => o.set.json.push(arg),
+            "--set-file" => o.set.file.push(arg),
+            "--set-literal" => o.set.literal.push(arg),
+            other => panic!("{}: unknown flag {other}", file.display()),
+        }
+    }
 }
 
 /// Cases of tests/helm: (name, chart dir, values file).
@@ -119,6 +142,11 @@ fn essentials(helm_error: &str) -> Vec<String> {
             .filter(|p| !p.is_empty())
             .collect();
     }
+    if let Some(rest) = first.strip_prefix("failed parsing ") {
+        // `failed parsing --set data: MSG`: kiln names the flag and gives Helm's message.
+        let (flag, msg) = rest.split_once(" data: ").unwrap_or((rest, ""));
+        return vec![format!("`{flag}`"), msg.to_string()];
+    }
     if let Some(rest) = first.strip_prefix("YAML parse error on ") {
         return vec![rest.split(':').next().unwrap_or("").to_string()];
     }
@@ -151,7 +179,7 @@ fn errors_name_file_and_line() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 6, "one case per error kind");
+    assert_eq!(checked, 7, "one case per error kind");
 }
 
 /// Splits at `---` lines and reads each document as Kubernetes does; empty ones dropped.

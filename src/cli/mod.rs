@@ -270,9 +270,23 @@ pub struct HelmTemplateArgs {
     /// Values files, merged in order (repeatable).
     #[arg(short = 'f', long = "values")]
     pub values: Vec<PathBuf>,
-    /// Values as `key=value[,key=value]` (repeatable).
+    /// Values as `key=value[,key=value]`, `{a,b}` a list, typed as Helm types them
+    /// (repeatable). The `--set…` flags apply after `-f`, in Helm's order: `--set-json`,
+    /// `--set`, `--set-string`, `--set-file`, `--set-literal`.
     #[arg(long)]
     pub set: Vec<String>,
+    /// As `--set`, every value a string (repeatable).
+    #[arg(long)]
+    pub set_string: Vec<String>,
+    /// `key=JSON[,key=JSON]`, or one JSON object merged as a values file (repeatable).
+    #[arg(long)]
+    pub set_json: Vec<String>,
+    /// `key=path[,key=path]`: each value the text of that file (repeatable).
+    #[arg(long)]
+    pub set_file: Vec<String>,
+    /// One `key=value`, the value taken verbatim up to the end (repeatable).
+    #[arg(long)]
+    pub set_literal: Vec<String>,
     /// The release namespace.
     #[arg(short = 'n', long, default_value = "default")]
     pub namespace: String,
@@ -777,7 +791,13 @@ fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     let mut opts = crate::helm::TemplateOptions::new(std::path::Path::new(&chart), &release);
     opts.namespace = t.namespace.clone();
     opts.value_files = t.values.clone();
-    opts.set = t.set.clone();
+    opts.set = crate::helm::values::SetFlags {
+        set: t.set.clone(),
+        string: t.set_string.clone(),
+        json: t.set_json.clone(),
+        file: t.set_file.clone(),
+        literal: t.set_literal.clone(),
+    };
     opts.include_crds = t.include_crds;
     opts.kube_version = t.kube_version.clone();
     opts.api_versions = t.api_versions.clone();

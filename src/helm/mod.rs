@@ -49,7 +49,9 @@ pub enum HelmError {
     #[error("cannot read values `{file}`: {message}")]
     #[diagnostic(
         code(kiln::helm::values),
-        help("values files must hold one YAML mapping; --set takes key=value")
+        help(
+            "values files must hold one YAML mapping; --set, --set-string, --set-json, --set-file and --set-literal take key=value[,key=value] as Helm's strvals reads them"
+        )
     )]
     Values { file: String, message: String },
     #[error("{message}")]
@@ -111,7 +113,8 @@ pub struct TemplateOptions {
     pub release_name: String,
     pub namespace: String,
     pub value_files: Vec<PathBuf>,
-    pub set: Vec<String>,
+    /// `--set`, `--set-string`, `--set-json`, `--set-file`, `--set-literal`.
+    pub set: values::SetFlags,
     /// Values given inline (the kiln spec's `values:`), applied after files, before `set`.
     pub values: Option<serde_json::Value>,
     pub include_crds: bool,
@@ -130,7 +133,7 @@ impl TemplateOptions {
             release_name: release_name.to_string(),
             namespace: "default".into(),
             value_files: Vec::new(),
-            set: Vec::new(),
+            set: values::SetFlags::default(),
             values: None,
             include_crds: false,
             kube_version: None,
@@ -156,7 +159,7 @@ fn load_error(e: chart::LoadError) -> HelmError {
     }
 }
 
-/// Reads user values: files (deep-merged), then inline values, then `--set`.
+/// Reads user values: files (deep-merged), then inline values, then the `--set…` flags.
 fn user_values(fs: &dyn crate::fs::FileSystem, opts: &TemplateOptions) -> Result<Map, HelmError> {
     let user = template::value::new_map();
     for f in &opts.value_files {
@@ -185,12 +188,14 @@ fn user_values(fs: &dyn crate::fs::FileSystem, opts: &TemplateOptions) -> Result
     if let Some(v) = &opts.values {
         values::merge_user(&user, &values::from_json_map(v));
     }
-    for s in &opts.set {
-        values::apply_set(&user, s).map_err(|m| HelmError::Values {
-            file: "--set".into(),
-            message: m,
-        })?;
-    }
+    // `--set-file` paths are read as `-f` files are: through `fs`, inside its root rules.
+    let read = |p: &str| fs.read_to_string(Path::new(p)).map_err(|e| e.to_string());
+    values::apply_set_flags(&user, &opts.set, &read).map_err(|(kind, message)| {
+        HelmError::Values {
+            file: kind.flag().into(),
+            message,
+        }
+    })?;
     Ok(user)
 }
 

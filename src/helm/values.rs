@@ -404,171 +404,734 @@ pub fn merge_user(dst: &Map, src: &Map) {
     }
 }
 
-/// `--set a.b=c,d[0]=e` as Helm's `strvals.ParseInto` (values typed: ints, bools, null).
+// ---------------------------------------------------------------------------------------
+// strvals: `--set`, `--set-string`, `--set-json`, `--set-file`, `--set-literal`.
+//
+// A port of Helm v4.2.3's `pkg/strvals/parser.go` and `pkg/strvals/literal_parser.go`
+// (helm/helm), kept function for function so that its corner cases stay Helm's: `{a,b}`
+// lists (`a={}` is `[""]`), `\` escaping any character, `a[0]` with no value giving `[]`,
+// an unterminated index (`a[0`) ending the line without an error (Helm wraps `io.EOF`),
+// indices capped at `MaxIndex` (65536) *before* a list is allocated, names nested at most
+// `MaxNestedNameLevel` (30) deep, and Go's panics on a type clash (`a=1,a.b=2`) reported
+// as Helm reports them ("unable to parse key: interface conversion: …").
+// The order the flags are applied in is `pkg/cli/values/options.go` `MergeValues`'s.
+// ---------------------------------------------------------------------------------------
+
+/// `MaxIndex` in parser.go: the largest list index a line may set.
+pub const MAX_INDEX: i64 = 65536;
+/// `MaxNestedNameLevel` in parser.go.
+pub const MAX_NESTED_NAME_LEVEL: usize = 30;
+
+/// Which flag a strvals line comes from, which decides how its values are read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetKind {
+    /// `--set`: typed (`true`, `null`, integers) by `typedVal`.
+    Set,
+    /// `--set-string`: every value a string.
+    String,
+    /// `--set-json`: every value a JSON document.
+    Json,
+    /// `--set-file`: every value the text of the file it names.
+    File,
+    /// `--set-literal`: one `key=value`, the value verbatim up to the end.
+    Literal,
+}
+
+impl SetKind {
+    pub fn flag(self) -> &'static str {
+        match self {
+            SetKind::Set => "--set",
+            SetKind::String => "--set-string",
+            SetKind::Json => "--set-json",
+            SetKind::File => "--set-file",
+            SetKind::Literal => "--set-literal",
+        }
+    }
+}
+
+/// The `--set…` flags of one command line, each in the order given.
+#[derive(Debug, Clone, Default)]
+pub struct SetFlags {
+    pub set: Vec<String>,
+    pub string: Vec<String>,
+    pub json: Vec<String>,
+    pub file: Vec<String>,
+    pub literal: Vec<String>,
+}
+
+/// Applies the flags to `dst` (the `-f` files already merged in) as Helm's `MergeValues`
+/// does: `--set-json`, then `--set`, `--set-string`, `--set-file`, `--set-literal`, each
+/// parsed *into* the values so far (a later `a[1]=x` keeps an earlier `a[0]`). `read`
+/// gives the text of a `--set-file` path. The error names the flag and Helm's message.
+pub fn apply_set_flags(
+    dst: &Map,
+    flags: &SetFlags,
+    read: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<(), (SetKind, String)> {
+    for line in &flags.json {
+        let trimmed = line.trim();
+        if trimmed.starts_with('{') {
+            // A whole JSON object is merged as a values file would be (`loader.MergeMaps`).
+            match serde_json::from_str::<serde_json::Value>(trimmed) {
+                Ok(v @ serde_json::Value::Object(_)) => merge_user(dst, &from_json_map(&v)),
+                _ => {
+                    return Err((
+                        SetKind::Json,
+                        format!("failed parsing --set-json data JSON: {line}"),
+                    ));
+                }
+            }
+        } else if parse_into(line, dst, SetKind::Json, read).is_err() {
+            // Helm drops the cause here and names the line.
+            return Err((
+                SetKind::Json,
+                format!("failed parsing --set-json data {line}"),
+            ));
+        }
+    }
+    for (kind, lines) in [
+        (SetKind::Set, &flags.set),
+        (SetKind::String, &flags.string),
+        (SetKind::File, &flags.file),
+        (SetKind::Literal, &flags.literal),
+    ] {
+        for line in lines {
+            parse_into(line, dst, kind, read).map_err(|m| (kind, m))?;
+        }
+    }
+    Ok(())
+}
+
+/// `--set a.b=c,d[0]=e` into `dst`, as `strvals.ParseInto`.
 pub fn apply_set(dst: &Map, expr: &str) -> Result<(), String> {
-    for item in split_unescaped(expr, ',') {
-        if item.is_empty() {
-            continue;
-        }
-        let Some((key, val)) = split_once_unescaped(&item, '=') else {
-            return Err(format!("key \"{item}\" has no value"));
-        };
-        let value = typed(&unescape(&val));
-        let parts = key_parts(&key)?;
-        set_path(dst, &parts, value)?;
-    }
-    Ok(())
+    parse_into(expr, dst, SetKind::Set, &|_| Err("no files".into()))
 }
 
-enum Part {
-    Key(String),
-    Index(usize),
-}
-
-fn key_parts(key: &str) -> Result<Vec<Part>, String> {
-    let mut out = Vec::new();
-    for seg in split_unescaped(key, '.') {
-        let mut rest = seg.as_str();
-        let name_end = rest.find('[').unwrap_or(rest.len());
-        let name = unescape(&rest[..name_end]);
-        if !name.is_empty() {
-            out.push(Part::Key(name));
-        }
-        rest = &rest[name_end..];
-        while let Some(r) = rest.strip_prefix('[') {
-            let close = r
-                .find(']')
-                .ok_or_else(|| format!("missing ']' in key \"{key}\""))?;
-            let idx: usize = r[..close]
-                .parse()
-                .map_err(|_| format!("invalid index in key \"{key}\""))?;
-            out.push(Part::Index(idx));
-            rest = &r[close + 1..];
-        }
-    }
-    Ok(out)
-}
-
-fn set_path(dst: &Map, parts: &[Part], value: Value) -> Result<(), String> {
-    let Some((first, rest)) = parts.split_first() else {
-        return Ok(());
+/// `ParseInto`, `ParseIntoString`, `ParseJSON`, `ParseIntoFile`, `ParseLiteralInto`.
+pub fn parse_into(
+    line: &str,
+    dst: &Map,
+    kind: SetKind,
+    read: &dyn Fn(&str) -> Result<String, String>,
+) -> Result<(), String> {
+    let mut p = Parser {
+        sc: line.chars().collect(),
+        pos: 0,
+        kind,
+        read,
     };
-    let Part::Key(k) = first else {
-        return Err("a --set key must start with a name".into());
-    };
-    let cur = dst.borrow().get(k).cloned();
-    let new = set_in(cur, rest, value)?;
-    dst.borrow_mut().insert(k.clone(), new);
-    Ok(())
-}
-
-fn set_in(cur: Option<Value>, parts: &[Part], value: Value) -> Result<Value, String> {
-    let Some((first, rest)) = parts.split_first() else {
-        return Ok(value);
-    };
-    match first {
-        Part::Key(k) => {
-            let m = match cur {
-                Some(Value::Map(m)) => m,
-                _ => new_map(),
-            };
-            let inner = m.borrow().get(k).cloned();
-            let v = set_in(inner, rest, value)?;
-            m.borrow_mut().insert(k.clone(), v);
-            Ok(Value::Map(m))
-        }
-        Part::Index(i) => {
-            let mut l = match cur {
-                Some(Value::List(l)) => l.to_vec(),
-                _ => Vec::new(),
-            };
-            while l.len() <= *i {
-                l.push(Value::Nil);
-            }
-            let inner = Some(l[*i].clone()).filter(|v| !v.is_nil());
-            l[*i] = set_in(inner, rest, value)?;
-            Ok(Value::list(l))
-        }
-    }
-}
-
-/// strvals typing: `true`/`false`, `null`, integers (not with a leading 0), else a string.
-fn typed(v: &str) -> Value {
-    match v {
-        "true" => Value::Bool(true),
-        "false" => Value::Bool(false),
-        "null" => Value::Nil,
-        _ => {
-            if (v == "0" || (!v.starts_with('0') && !v.starts_with("-0")))
-                && let Ok(n) = v.parse::<i64>()
-            {
-                return Value::Int(n);
-            }
-            Value::str(v)
-        }
-    }
-}
-
-fn split_unescaped(s: &str, sep: char) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut cur = String::new();
-    let mut esc = false;
-    let mut depth = 0;
-    for c in s.chars() {
-        if esc {
-            cur.push('\\');
-            cur.push(c);
-            esc = false;
-            continue;
-        }
-        match c {
-            '\\' => esc = true,
-            '{' => {
-                depth += 1;
-                cur.push(c);
-            }
-            '}' => {
-                depth -= 1;
-                cur.push(c);
-            }
-            c if c == sep && depth == 0 => out.push(std::mem::take(&mut cur)),
-            c => cur.push(c),
-        }
-    }
-    out.push(cur);
-    out
-}
-
-fn split_once_unescaped(s: &str, sep: char) -> Option<(String, String)> {
-    let mut esc = false;
-    for (i, c) in s.char_indices() {
-        if esc {
-            esc = false;
-            continue;
-        }
-        if c == '\\' {
-            esc = true;
-        } else if c == sep {
-            return Some((s[..i].to_string(), s[i + 1..].to_string()));
-        }
-    }
-    None
-}
-
-fn unescape(s: &str) -> String {
-    let mut out = String::new();
-    let mut esc = false;
-    for c in s.chars() {
-        if esc {
-            out.push(c);
-            esc = false;
-        } else if c == '\\' {
-            esc = true;
+    loop {
+        let r = if kind == SetKind::Literal {
+            p.literal_key(dst, 0)
         } else {
-            out.push(c);
+            p.key(dst, 0)
+        };
+        match r {
+            Ok(()) => continue,
+            Err(E::Eof) => return Ok(()),
+            Err(E::Msg(m)) => return Err(m),
         }
     }
-    out
+}
+
+/// A parser error: `io.EOF` (also when wrapped, as `errors.Is` sees it: the line ends
+/// without an error) or a message.
+enum E {
+    Eof,
+    Msg(String),
+}
+
+fn msg(m: String) -> E {
+    E::Msg(m)
+}
+
+/// What `valList` found: a list, the end of the line, or no `{`.
+enum ValList {
+    List(Vec<Value>),
+    Eof,
+    NotList,
+}
+
+struct Parser<'a> {
+    sc: Vec<char>,
+    pos: usize,
+    kind: SetKind,
+    read: &'a dyn Fn(&str) -> Result<String, String>,
+}
+
+/// Go's type name of a value, for the text of a failed type assertion.
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Nil => "nil",
+        Value::Bool(_) => "bool",
+        Value::Int(_) => "int64",
+        Value::Float(_) => "float64",
+        Value::Str(_) => "string",
+        Value::List(_) => "[]interface {}",
+        Value::Map(_) => "map[string]interface {}",
+        Value::Object(_) => "interface {}",
+    }
+}
+
+/// The panic of `x.(T)` on a value of another type, as `key`'s `recover` reports it.
+fn conversion_panic(v: &Value, want: &str) -> E {
+    let got = go_type(v);
+    let tail = if got == "nil" {
+        format!("interface {{}} is nil, not {want}")
+    } else {
+        format!("interface {{}} is {got}, not {want}")
+    };
+    msg(format!("unable to parse key: interface conversion: {tail}"))
+}
+
+/// `%q` of a `[]rune`: each rune quoted, space-separated, in brackets.
+fn quote_runes(s: &str) -> String {
+    let runes: Vec<String> = s
+        .chars()
+        .map(|c| {
+            let q = super::funcs::conv::go_quote(&c.to_string());
+            let inner = &q[1..q.len() - 1];
+            match c {
+                '"' => "'\"'".to_string(),
+                '\'' => "'\\''".to_string(),
+                _ => format!("'{inner}'"),
+            }
+        })
+        .collect();
+    format!("[{}]", runes.join(" "))
+}
+
+/// `strconv.Atoi`'s result and error text.
+fn atoi(s: &str) -> Result<i64, String> {
+    s.parse::<i64>().map_err(|e| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => {
+                "value out of range"
+            }
+            _ => "invalid syntax",
+        };
+        format!(
+            "strconv.Atoi: parsing {}: {why}",
+            super::funcs::conv::go_quote(s)
+        )
+    })
+}
+
+/// `set`: an empty key is not set.
+fn set(data: &Map, key: &str, val: Value) {
+    if !key.is_empty() {
+        data.borrow_mut().insert(key.to_string(), val);
+    }
+}
+
+/// `setIndex`: the index is checked against `MAX_INDEX` before the list grows.
+fn set_index(mut list: Vec<Value>, index: i64, val: Value) -> (Vec<Value>, Result<(), E>) {
+    if index < 0 {
+        return (
+            list,
+            Err(msg(format!("negative {index} index not allowed"))),
+        );
+    }
+    if index > MAX_INDEX {
+        return (
+            list,
+            Err(msg(format!(
+                "index of {index} is greater than maximum supported index of {MAX_INDEX}"
+            ))),
+        );
+    }
+    let i = index as usize;
+    if list.len() <= i {
+        list.resize(i + 1, Value::Nil);
+    }
+    list[i] = val;
+    (list, Ok(()))
+}
+
+/// `typedVal`: `true`/`false`/`null` in any case, `0`, integers not starting with `0`.
+fn typed_val(v: &str, as_string: bool) -> Value {
+    if as_string {
+        return Value::str(v);
+    }
+    if equal_fold(v, "true") {
+        return Value::Bool(true);
+    }
+    if equal_fold(v, "false") {
+        return Value::Bool(false);
+    }
+    if equal_fold(v, "null") {
+        return Value::Nil;
+    }
+    if v == "0" {
+        return Value::Int(0);
+    }
+    if !v.is_empty()
+        && !v.starts_with('0')
+        && let Ok(n) = v.parse::<i64>()
+    {
+        return Value::Int(n);
+    }
+    Value::str(v)
+}
+
+/// Go's `strings.EqualFold` against an ASCII lower-case word: Unicode simple folding
+/// adds only `ſ` (U+017F) for `s` and `K` (U+212A) for `k` to the ASCII pairs.
+fn equal_fold(v: &str, word: &str) -> bool {
+    let mut a = v.chars();
+    for w in word.chars() {
+        match a.next() {
+            Some(c) if c.to_ascii_lowercase() == w => {}
+            Some('\u{17f}') if w == 's' => {}
+            Some('\u{212a}') if w == 'k' => {}
+            _ => return false,
+        }
+    }
+    a.next().is_none()
+}
+
+impl Parser<'_> {
+    fn read_rune(&mut self) -> Option<char> {
+        let c = self.sc.get(self.pos).copied();
+        if c.is_some() {
+            self.pos += 1;
+        }
+        c
+    }
+
+    /// `runesUntil`: the runes up to a stop rune (consumed), `\` taking the next rune
+    /// as it is; `None` at the end of the line.
+    fn until(&mut self, stop: &[char]) -> (String, Option<char>) {
+        let mut v = String::new();
+        loop {
+            match self.read_rune() {
+                None => return (v, None),
+                Some(c) if stop.contains(&c) => return (v, Some(c)),
+                Some('\\') => match self.read_rune() {
+                    None => return (v, None),
+                    Some(n) => v.push(n),
+                },
+                Some(c) => v.push(c),
+            }
+        }
+    }
+
+    /// `runesUntilLiteral`: as `until`, without escapes.
+    fn until_literal(&mut self, stop: &[char]) -> (String, Option<char>) {
+        let mut v = String::new();
+        loop {
+            match self.read_rune() {
+                None => return (v, None),
+                Some(c) if stop.contains(&c) => return (v, Some(c)),
+                Some(c) => v.push(c),
+            }
+        }
+    }
+
+    /// The parser's `reader`: typed, string, or the named file's text.
+    fn reader(&self, rs: &str) -> Result<Value, E> {
+        match self.kind {
+            SetKind::Set => Ok(typed_val(rs, false)),
+            SetKind::File => (self.read)(rs).map(Value::str).map_err(msg),
+            _ => Ok(typed_val(rs, true)),
+        }
+    }
+
+    fn key(&mut self, data: &Map, level: usize) -> Result<(), E> {
+        let (k, last) = self.until(&['=', '[', ',', '.']);
+        match last {
+            None => {
+                if k.is_empty() {
+                    Err(E::Eof)
+                } else {
+                    Err(msg(format!(
+                        "key {} has no value",
+                        super::funcs::conv::go_quote(&k)
+                    )))
+                }
+            }
+            Some('[') => self.bracket(data, &k, level),
+            Some('=') => {
+                if self.kind == SetKind::Json {
+                    let v = if self.empty_val() {
+                        Value::Nil
+                    } else {
+                        self.json_value()?
+                    };
+                    set(data, &k, v);
+                    self.empty_val();
+                    return Ok(());
+                }
+                match self.val_list()? {
+                    ValList::List(vl) => {
+                        set(data, &k, Value::list(vl));
+                        Ok(())
+                    }
+                    ValList::Eof => {
+                        set(data, &k, Value::str(""));
+                        Err(E::Eof)
+                    }
+                    ValList::NotList => {
+                        let (rs, _) = self.until(&[',']);
+                        let (v, e) = match self.reader(&rs) {
+                            Ok(v) => (v, Ok(())),
+                            Err(e) => (Value::Nil, Err(e)),
+                        };
+                        set(data, &k, v);
+                        e
+                    }
+                }
+            }
+            Some(',') => {
+                set(data, &k, Value::str(""));
+                Err(msg(format!(
+                    "key {} has no value (cannot end with ,)",
+                    super::funcs::conv::go_quote(&k)
+                )))
+            }
+            Some(_) => self.dot(data, &k, level),
+        }
+    }
+
+    /// The map under `k` (changed in place, as a Go map is) or a new one.
+    fn inner_map(&self, data: &Map, k: &str) -> Result<Map, E> {
+        match data.borrow().get(k) {
+            None => Ok(new_map()),
+            Some(Value::Map(m)) => Ok(m.clone()),
+            Some(other) => Err(conversion_panic(other, "map[string]interface {}")),
+        }
+    }
+
+    /// `keyIndex`: the runes up to `]`, as `strconv.Atoi` reads them.
+    fn key_index(&mut self) -> Result<i64, E> {
+        let (v, last) = if self.kind == SetKind::Literal {
+            self.until_literal(&[']'])
+        } else {
+            self.until(&[']'])
+        };
+        if last.is_none() {
+            return Err(E::Eof);
+        }
+        atoi(&v).map_err(msg)
+    }
+
+    /// `listItem`: what follows `[i]`. Returns the list even on an error, as Go does: an
+    /// error wrapping `io.EOF` ends the line successfully with the list set.
+    fn list_item(
+        &mut self,
+        mut list: Vec<Value>,
+        i: i64,
+        level: usize,
+    ) -> (Vec<Value>, Result<(), E>) {
+        if i < 0 {
+            return (list, Err(msg(format!("negative {i} index not allowed"))));
+        }
+        let literal = self.kind == SetKind::Literal;
+        let (k, last) = if literal {
+            self.until_literal(&['[', '.', '='])
+        } else {
+            self.until(&['[', '.', '='])
+        };
+        if !k.is_empty() {
+            return (
+                list,
+                Err(msg(format!(
+                    "unexpected data at end of array index: {}",
+                    quote_runes(&k)
+                ))),
+            );
+        }
+        match last {
+            None => (list, Err(E::Eof)),
+            Some('=') => {
+                if literal {
+                    let (v, _) = self.until_literal(&[]);
+                    return set_index(list, i, Value::str(v));
+                }
+                if self.kind == SetKind::Json {
+                    if self.empty_val() {
+                        return set_index(list, i, Value::Nil);
+                    }
+                    let v = match self.json_value() {
+                        Ok(v) => v,
+                        Err(e) => return (list, Err(e)),
+                    };
+                    let (list, r) = set_index(list, i, v);
+                    if r.is_err() {
+                        return (list, r);
+                    }
+                    self.empty_val();
+                    return (list, Ok(()));
+                }
+                match self.val_list() {
+                    Ok(ValList::List(vl)) => set_index(list, i, Value::list(vl)),
+                    Ok(ValList::Eof) => set_index(list, i, Value::str("")),
+                    Ok(ValList::NotList) => {
+                        let (rs, _) = self.until(&[',']);
+                        match self.reader(&rs) {
+                            Ok(v) => set_index(list, i, v),
+                            Err(e) => (list, Err(e)),
+                        }
+                    }
+                    Err(e) => (list, Err(e)),
+                }
+            }
+            Some('[') => {
+                let next = match self.key_index() {
+                    Ok(n) => n,
+                    Err(E::Eof) => return (list, Err(E::Eof)),
+                    Err(E::Msg(m)) => {
+                        return (list, Err(msg(format!("error parsing index: {m}"))));
+                    }
+                };
+                let mut current = Vec::new();
+                if (list.len() as i64) > i {
+                    match &list[i as usize] {
+                        Value::Nil => {}
+                        Value::List(l) => current = l.to_vec(),
+                        other => {
+                            let e = conversion_panic(other, "[]interface {}");
+                            return (list, Err(e));
+                        }
+                    }
+                }
+                let (inner, r) = self.list_item(current, next, level);
+                if r.is_err() {
+                    return (list, r);
+                }
+                set_index(list, i, Value::list(inner))
+            }
+            Some(_) => {
+                // A nested object; an element that is not a map is replaced by one.
+                let mut inner = new_map();
+                if (list.len() as i64) > i {
+                    match &list[i as usize] {
+                        Value::Map(m) => inner = m.clone(),
+                        _ => list[i as usize] = Value::Map(inner.clone()),
+                    }
+                }
+                let r = self.next_key(&inner, level);
+                if r.is_err() {
+                    return (list, r);
+                }
+                set_index(list, i, Value::Map(inner))
+            }
+        }
+    }
+
+    /// `emptyVal`: skips spaces; true at a `,` (consumed) or the end, false before
+    /// anything else (not consumed).
+    fn empty_val(&mut self) -> bool {
+        loop {
+            match self.read_rune() {
+                None | Some(',') => return true,
+                Some(c) if c.is_whitespace() => {}
+                Some(_) => {
+                    self.pos -= 1;
+                    return false;
+                }
+            }
+        }
+    }
+
+    /// One JSON value from the rest of the line, as `json.Decoder.Decode` reads it: the
+    /// value ends where its grammar ends, whatever follows (`1x` is `1`, then key `x`).
+    fn json_value(&mut self) -> Result<Value, E> {
+        let rest: String = self.sc[self.pos..].iter().collect();
+        let bad = || msg("invalid JSON value".to_string());
+        let end = json_end(rest.as_bytes()).ok_or_else(bad)?;
+        let v: serde_json::Value = serde_json::from_str(&rest[..end]).map_err(|_| bad())?;
+        self.pos += rest[..end].chars().count();
+        Ok(Value::from_json(&v))
+    }
+
+    /// `valList`: `{a,b}` read with the parser's reader; `NotList` (nothing consumed)
+    /// when the value does not start with `{`.
+    fn val_list(&mut self) -> Result<ValList, E> {
+        match self.read_rune() {
+            None => return Ok(ValList::Eof),
+            Some('{') => {}
+            Some(_) => {
+                self.pos -= 1;
+                return Ok(ValList::NotList);
+            }
+        }
+        let mut list = Vec::new();
+        loop {
+            let (rs, last) = self.until(&[',', '}']);
+            match last {
+                None => return Err(msg("list must terminate with '}'".into())),
+                Some('}') => {
+                    if let Some(c) = self.read_rune()
+                        && c != ','
+                    {
+                        self.pos -= 1;
+                    }
+                    list.push(self.reader(&rs)?);
+                    return Ok(ValList::List(list));
+                }
+                Some(_) => list.push(self.reader(&rs)?),
+            }
+        }
+    }
+
+    /// literal_parser.go's `key`: no `,` separator and no escapes; the value is the rest
+    /// of the line.
+    fn literal_key(&mut self, data: &Map, level: usize) -> Result<(), E> {
+        let (k, last) = self.until_literal(&['=', '[', '.']);
+        match last {
+            None => {
+                if k.is_empty() {
+                    Err(E::Eof)
+                } else {
+                    Err(msg(format!(
+                        "key {} has no value",
+                        super::funcs::conv::go_quote(&k)
+                    )))
+                }
+            }
+            Some('=') => {
+                let (v, _) = self.until_literal(&[]);
+                set(data, &k, Value::str(v));
+                Ok(())
+            }
+            Some('.') => self.dot(data, &k, level),
+            Some(_) => self.bracket(data, &k, level),
+        }
+    }
+
+    /// The next key: parser.go's or literal_parser.go's.
+    fn next_key(&mut self, data: &Map, level: usize) -> Result<(), E> {
+        if self.kind == SetKind::Literal {
+            self.literal_key(data, level)
+        } else {
+            self.key(data, level)
+        }
+    }
+
+    /// `key`'s `.` case: a nested map, at most `MAX_NESTED_NAME_LEVEL` deep.
+    fn dot(&mut self, data: &Map, k: &str, level: usize) -> Result<(), E> {
+        let level = level + 1;
+        if level > MAX_NESTED_NAME_LEVEL {
+            return Err(msg(format!(
+                "value name nested level is greater than maximum supported nested level of {MAX_NESTED_NAME_LEVEL}"
+            )));
+        }
+        let inner = self.inner_map(data, k)?;
+        let e = self.next_key(&inner, level);
+        let empty = inner.borrow().is_empty();
+        if e.is_ok() && empty {
+            return Err(msg(format!(
+                "key map {} has no value",
+                super::funcs::conv::go_quote(k)
+            )));
+        }
+        if !empty {
+            set(data, k, Value::Map(inner));
+        }
+        e
+    }
+
+    /// `key`'s `[` case: an index into the list under `k`.
+    fn bracket(&mut self, data: &Map, k: &str, level: usize) -> Result<(), E> {
+        let i = self.key_index().map_err(|e| match e {
+            E::Eof => E::Eof,
+            E::Msg(m) => msg(format!("error parsing index: {m}")),
+        })?;
+        let existing = data.borrow().get(k).cloned();
+        let list = match existing {
+            None => Vec::new(),
+            Some(Value::List(l)) => l.to_vec(),
+            Some(other) => return Err(conversion_panic(&other, "[]interface {}")),
+        };
+        let (list, r) = self.list_item(list, i, level);
+        set(data, k, Value::list(list));
+        r
+    }
+}
+
+/// The byte length of the JSON value at the start of `b` (after its leading
+/// whitespace), by the grammar alone; `None` when none starts there.
+fn json_end(b: &[u8]) -> Option<usize> {
+    let mut i = 0;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\r' | b'\n') {
+        i += 1;
+    }
+    match *b.get(i)? {
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut in_str = false;
+            while i < b.len() {
+                let c = b[i];
+                if in_str {
+                    if c == b'\\' {
+                        i += 1;
+                    } else if c == b'"' {
+                        in_str = false;
+                    }
+                } else {
+                    match c {
+                        b'"' => in_str = true,
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Some(i + 1);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                i += 1;
+            }
+            None
+        }
+        b'"' => {
+            i += 1;
+            while i < b.len() {
+                match b[i] {
+                    b'\\' => i += 1,
+                    b'"' => return Some(i + 1),
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        b't' | b'f' | b'n' => ["true", "false", "null"]
+            .iter()
+            .find(|w| b[i..].starts_with(w.as_bytes()))
+            .map(|w| i + w.len()),
+        _ => {
+            // -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+            let digits = |mut j: usize| {
+                let s = j;
+                while j < b.len() && b[j].is_ascii_digit() {
+                    j += 1;
+                }
+                (j > s).then_some(j)
+            };
+            let mut j = i;
+            if b.get(j) == Some(&b'-') {
+                j += 1;
+            }
+            j = match b.get(j)? {
+                b'0' => j + 1,
+                b'1'..=b'9' => digits(j)?,
+                _ => return None,
+            };
+            if b.get(j) == Some(&b'.') {
+                j = digits(j + 1)?;
+            }
+            if matches!(b.get(j), Some(b'e' | b'E')) {
+                let mut k = j + 1;
+                if matches!(b.get(k), Some(b'+' | b'-')) {
+                    k += 1;
+                }
+                j = digits(k)?;
+            }
+            Some(j)
+        }
+    }
 }
 
 /// A values map from JSON (the kiln spec's `values:`), numbers as float64 like YAML's.
@@ -599,13 +1162,215 @@ mod tests {
         into_map(crate::helm::yaml::parse_one(text).unwrap())
     }
 
+    fn parsed(kind: SetKind, line: &str) -> Result<String, String> {
+        let d = new_map();
+        parse_into(line, &d, kind, &|p| Ok(format!("<{p}>")))?;
+        Ok(crate::helm::yaml::to_json(&Value::Map(d), false, false))
+    }
+
+    /// Each expectation is what real Helm v4.2.3's strvals gives (helm-python-sdk).
+    fn check(kind: SetKind, cases: &[(&str, Result<&str, &str>)]) {
+        for (line, want) in cases {
+            let got = parsed(kind, line);
+            assert_eq!(
+                got.as_deref().map_err(String::as_str),
+                *want,
+                "{kind:?} {line:?}"
+            );
+        }
+    }
+
     #[test]
     fn set_parses_like_strvals() {
+        check(
+            SetKind::Set,
+            &[
+                (
+                    "a.b=1,c[1]=x,d=true,e=007,f.g\\.h=y",
+                    Ok(r#"{"a":{"b":1},"c":[null,"x"],"d":true,"e":"007","f":{"g.h":"y"}}"#),
+                ),
+                (
+                    "a=TRUE,b=Null,c=-0,d=-1,e=+1,f=0x1,g=00,h=9223372036854775808",
+                    Ok(
+                        r#"{"a":true,"b":null,"c":0,"d":-1,"e":1,"f":"0x1","g":"00","h":"9223372036854775808"}"#,
+                    ),
+                ),
+                ("a=1,", Ok(r#"{"a":1}"#)),
+                ("a=b=c", Ok(r#"{"a":"b=c"}"#)),
+                (".a=1", Ok("{}")),
+                ("a=,b=2", Ok(r#"{"a":"","b":2}"#)),
+                ("name1=value1,=x", Ok(r#"{"name1":"value1"}"#)),
+                ("a[1]=x,a[0].b=y", Ok(r#"{"a":[{"b":"y"},"x"]}"#)),
+                ("a[0][1]=x", Ok(r#"{"a":[[null,"x"]]}"#)),
+                ("a[0]=1,a[0].b=2", Ok(r#"{"a":[{"b":2}]}"#)),
+                // No value, or an index left open: Helm's io.EOF ends the line quietly.
+                ("a[0]", Ok(r#"{"a":[]}"#)),
+                ("a[0", Ok("{}")),
+                ("a[0][1", Ok(r#"{"a":[]}"#)),
+                ("a=fal\u{17f}e", Ok(r#"{"a":false}"#)),
+                ("a", Err(r#"key "a" has no value"#)),
+                ("a.b", Err(r#"key "b" has no value"#)),
+                ("a,b=2", Err(r#"key "a" has no value (cannot end with ,)"#)),
+                ("a.=1", Err(r#"key map "a" has no value"#)),
+                (
+                    "a[0]b=1",
+                    Err("unexpected data at end of array index: ['b']"),
+                ),
+                ("a[-1]=1", Err("negative -1 index not allowed")),
+                (
+                    "a[x]=1",
+                    Err(r#"error parsing index: strconv.Atoi: parsing "x": invalid syntax"#),
+                ),
+                (
+                    "a[99999999999999999999]=1",
+                    Err(
+                        r#"error parsing index: strconv.Atoi: parsing "99999999999999999999": value out of range"#,
+                    ),
+                ),
+                (
+                    "a=1,a.b=2",
+                    Err(
+                        "unable to parse key: interface conversion: interface {} is int64, not map[string]interface {}",
+                    ),
+                ),
+                (
+                    "a=null,a[0]=1",
+                    Err(
+                        "unable to parse key: interface conversion: interface {} is nil, not []interface {}",
+                    ),
+                ),
+                (
+                    "a[0]=1,a[0][0]=2",
+                    Err(
+                        "unable to parse key: interface conversion: interface {} is int64, not []interface {}",
+                    ),
+                ),
+            ],
+        );
+        let deep = "a.b.c.d.e.f.g.h.i.j.k.l.m.n.o.p.q.r.s.t.u.v.w.x.y.z.aa.bb.cc.dd.ee";
+        assert!(parsed(SetKind::Set, &format!("{deep}=1")).is_ok());
+        assert_eq!(
+            parsed(SetKind::Set, &format!("{deep}.ff=1")),
+            Err(
+                "value name nested level is greater than maximum supported nested level of 30"
+                    .into()
+            )
+        );
+    }
+
+    #[test]
+    fn braces_make_lists() {
+        check(
+            SetKind::Set,
+            &[
+                ("a={--v=4,--foo}", Ok(r#"{"a":["--v=4","--foo"]}"#)),
+                ("a={}", Ok(r#"{"a":[""]}"#)),
+                ("a.b={x,y}", Ok(r#"{"a":{"b":["x","y"]}}"#)),
+                ("a[0]={x}", Ok(r#"{"a":[["x"]]}"#)),
+                ("a={x\\,y,z}", Ok(r#"{"a":["x,y","z"]}"#)),
+                ("a=\\{x}", Ok(r#"{"a":"{x}"}"#)),
+                ("a={1,true,null,007}", Ok(r#"{"a":[1,true,null,"007"]}"#)),
+                ("a={x},b=1", Ok(r#"{"a":["x"],"b":1}"#)),
+                ("a={x", Err("list must terminate with '}'")),
+                ("a={x}y", Err(r#"key "y" has no value"#)),
+                ("a={x,{y},z}", Err(r#"key "z}" has no value"#)),
+            ],
+        );
+        check(
+            SetKind::String,
+            &[(
+                "a=1,b=true,c={1,2},d=null",
+                Ok(r#"{"a":"1","b":"true","c":["1","2"],"d":"null"}"#),
+            )],
+        );
+        check(
+            SetKind::File,
+            &[("a=x,b={y,z}", Ok(r#"{"a":"<x>","b":["<y>","<z>"]}"#))],
+        );
+    }
+
+    #[test]
+    fn huge_index_is_refused_before_allocating() {
+        let t = std::time::Instant::now();
+        assert_eq!(
+            parsed(SetKind::Set, "a[100000000]=1"),
+            Err("index of 100000000 is greater than maximum supported index of 65536".into())
+        );
+        assert_eq!(
+            parsed(SetKind::Set, "a[65537]=1"),
+            Err("index of 65537 is greater than maximum supported index of 65536".into())
+        );
+        assert!(t.elapsed() < std::time::Duration::from_secs(1));
         let d = new_map();
-        apply_set(&d, "a.b=1,c[1]=x,d=true,e=007,f.g\\.h=y").unwrap();
+        apply_set(&d, "a[65536]=1").unwrap();
+        let Some(Value::List(l)) = d.borrow().get("a").cloned() else {
+            panic!("a list")
+        };
+        assert_eq!(l.len(), 65537);
+    }
+
+    #[test]
+    fn json_and_literal_lines() {
+        check(
+            SetKind::Json,
+            &[
+                (r#"a={"b":[1,2]}"#, Ok(r#"{"a":{"b":[1,2]}}"#)),
+                ("a=", Ok(r#"{"a":null}"#)),
+                ("a= ,b=1", Ok(r#"{"a":null,"b":1}"#)),
+                ("a=1 , b=2", Ok(r#"{" b":2,"a":1}"#)),
+                (r#"a[0]={"x":1}"#, Ok(r#"{"a":[{"x":1}]}"#)),
+                (r#"a="x,y",b=true"#, Ok(r#"{"a":"x,y","b":true}"#)),
+                ("a=-0.5e3,b=1e2", Ok(r#"{"a":-500,"b":100}"#)),
+                ("a[1]=null,a[0]=2", Ok(r#"{"a":[2,null]}"#)),
+                ("a=1x", Err(r#"key "x" has no value"#)),
+                ("a=[1,2]x", Err(r#"key "x" has no value"#)),
+                ("a=1.5.3", Err(r#"key "3" has no value"#)),
+            ],
+        );
+        assert!(parsed(SetKind::Json, r#"a={"x":"#).is_err());
+        assert!(parsed(SetKind::Json, "a=nul").is_err());
+        check(
+            SetKind::Literal,
+            &[
+                ("a=b,c=d", Ok(r#"{"a":"b,c=d"}"#)),
+                ("a.b=1,2", Ok(r#"{"a":{"b":"1,2"}}"#)),
+                ("a[0]=x\\y", Ok(r#"{"a":["x\\y"]}"#)),
+                ("a=", Ok(r#"{"a":""}"#)),
+                ("a[1]=x=y", Ok(r#"{"a":[null,"x=y"]}"#)),
+                ("a,b=c", Ok(r#"{"a,b":"c"}"#)),
+                ("a[0].b=x,y", Ok(r#"{"a":[{"b":"x,y"}]}"#)),
+                ("a", Err(r#"key "a" has no value"#)),
+                ("a.b", Err(r#"key "b" has no value"#)),
+            ],
+        );
+    }
+
+    #[test]
+    fn flags_apply_in_helms_order() {
+        let d = m("o: {a: file, b: file, c: file, d: file, e: file, f: file}\nl: [x, y]\n");
+        let flags = SetFlags {
+            set: vec!["o.c=set,o.d=set,o.e=set".into(), "l[1]=z".into()],
+            string: vec!["o.d=string".into()],
+            json: vec!["o.b=\"json\",o.c=1".into(), r#"{"o":{"j":[1]}}"#.into()],
+            file: vec!["o.e=path".into()],
+            literal: vec!["o.f=literal,x".into()],
+        };
+        apply_set_flags(&d, &flags, &|p| Ok(format!("<{p}>"))).unwrap();
         assert_eq!(
             crate::helm::yaml::to_json(&Value::Map(d), false, false),
-            r#"{"a":{"b":1},"c":[null,"x"],"d":true,"e":"007","f":{"g.h":"y"}}"#
+            r#"{"l":["x","z"],"o":{"a":"file","b":"json","c":"set","d":"string","e":"<path>","f":"literal,x","j":[1]}}"#
+        );
+        let err = apply_set_flags(
+            &new_map(),
+            &SetFlags {
+                json: vec!["a=[1".into()],
+                ..SetFlags::default()
+            },
+            &|_| Err("no".into()),
+        );
+        assert_eq!(
+            err,
+            Err((SetKind::Json, "failed parsing --set-json data a=[1".into()))
         );
     }
 
