@@ -99,6 +99,19 @@ pub enum MergeError {
         )
     )]
     Incomplete { have: String },
+
+    /// The platform loaded for the Kargo and Argo CD objects is not the one the shards were
+    /// rendered from.
+    #[error(
+        "the platform at `{platform_dir}` is not the one the shards were rendered from: its Kargo and Argo CD objects would not match their manifests"
+    )]
+    #[diagnostic(
+        code(kiln::merge::inputs_changed),
+        help(
+            "run `kiln merge` in a checkout of the commit the shard jobs rendered, from the directory they ran in (the platform directory is recorded as given to `kiln render`)"
+        )
+    )]
+    InputsChanged { platform_dir: String },
 }
 
 impl KilnError {
@@ -540,6 +553,9 @@ pub fn build_timed(
     timings.load = t.elapsed();
     let t = Instant::now();
     let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
+    let pipeline_inputs = opts
+        .shard
+        .map(|_| pipeline_inputs_digest(&platform, &all_plans));
     let mut plans = match &opts.shard {
         // Moved, not copied: the BuildPlans are the largest part of a render's memory
         // (about 20 KB each; two copies were 4 GB at 100,000 BuildPlans).
@@ -607,6 +623,7 @@ pub fn build_timed(
                 layout: opts.layout == Layout::Cluster,
                 selection: opts.selection.clone().into(),
                 cluster_kinds,
+                pipeline_inputs: pipeline_inputs.unwrap_or_default(),
             };
             set.insert(SHARD_FILE, sidecar.to_bytes());
         }
@@ -694,7 +711,32 @@ fn emit_pipeline(
 /// The file a shard's tree carries for `kiln merge` (listed in its ownership marker, left
 /// out of the merged tree).
 pub const SHARD_FILE: &str = ".kiln-shard.json";
-const SHARD_FORMAT: &str = "kiln.shard/v1";
+const SHARD_FORMAT: &str = "kiln.shard/v2";
+
+/// A digest of everything `kiln merge` builds the Kargo and Argo CD objects from: the
+/// validated platform (its components included) and every BuildPlan's identity, facts and
+/// images. Each shard records it; merge loads the platform again from the checkout it runs
+/// in, and a different digest means that checkout is not the one the shards were rendered
+/// from (its Stages would not match the shards' manifests), so merge refuses it.
+fn pipeline_inputs_digest(platform: &Platform, plans: &[BuildPlan]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(SHARD_FORMAT.as_bytes());
+    h.update(serde_json::to_vec(platform).unwrap_or_default());
+    for p in plans {
+        for part in [
+            p.project.as_str(),
+            p.environment.as_str(),
+            p.component.as_str(),
+            &crate::cache::plan_facts(p),
+            &crate::cache::plan_images(p),
+        ] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
 
 /// What `kiln merge` needs from each shard to finish the render: which shard it is, the
 /// options it was rendered with, and the cluster-scoped kinds it produced.
@@ -710,6 +752,8 @@ struct ShardInfo {
     layout: bool,
     selection: SelectionInfo,
     cluster_kinds: BTreeSet<(String, String)>,
+    /// [`pipeline_inputs_digest`] of the render the shard belongs to.
+    pipeline_inputs: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -1661,14 +1705,21 @@ fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInfo>), KilnEr
     let mut indexes: Vec<usize> = infos.iter().map(|s| s.index).collect();
     indexes.sort_unstable();
     let same_render = infos.iter().all(|s| {
-        (&s.platform_dir, &s.root, s.layout, &s.selection, s.count)
-            == (
-                &first.platform_dir,
-                &first.root,
-                first.layout,
-                &first.selection,
-                first.count,
-            )
+        (
+            &s.platform_dir,
+            &s.root,
+            s.layout,
+            &s.selection,
+            s.count,
+            &s.pipeline_inputs,
+        ) == (
+            &first.platform_dir,
+            &first.root,
+            first.layout,
+            &first.selection,
+            first.count,
+            &first.pipeline_inputs,
+        )
     });
     if !same_render || indexes != (1..=first.count).collect::<Vec<_>>() {
         let have: Vec<String> = infos
@@ -1709,6 +1760,11 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
         opts.root.as_deref(),
         &opts.selection,
     )?;
+    if pipeline_inputs_digest(&platform, &plans) != first.pipeline_inputs {
+        return Err(KilnError::Merge(MergeError::InputsChanged {
+            platform_dir: first.platform_dir.display().to_string(),
+        }));
+    }
     let kinds = infos.iter().flat_map(|s| s.cluster_kinds.clone()).collect();
     emit_pipeline(&mut set, &platform, &plans, &opts, kinds)?;
     let report = write_render(&set, out, &slice_scope(&set, &opts.selection))?;

@@ -360,16 +360,22 @@ fn shards_are_balanced_and_merge_byte_identical_to_a_full_render() {
     assert!(run_merge(&dirs, &merged).unwrap().report.is_noop());
 }
 
+/// Renders the platform under `root` as shards 1/2 and 2/2; their directories.
+fn render_two_shards(root: &Path) -> Vec<PathBuf> {
+    (1..=2)
+        .map(|index| {
+            let mut o = opts(root, &format!("s{index}"), None);
+            o.shard = Some(Shard { index, count: 2 });
+            render(&o);
+            o.write_to
+        })
+        .collect()
+}
+
 #[test]
 fn merge_refuses_conflicting_shards_and_directories_without_a_marker() {
     let t = platform();
-    let mut dirs = Vec::new();
-    for index in 1..=2 {
-        let mut o = opts(t.path(), &format!("s{index}"), None);
-        o.shard = Some(Shard { index, count: 2 });
-        render(&o);
-        dirs.push(o.write_to);
-    }
+    let dirs = render_two_shards(t.path());
     // The same file in both shards with different bytes.
     let s1 = tree(&dirs[0]);
     let (path, _) = s1.iter().find(|(p, _)| p.ends_with(".gen.yaml")).unwrap();
@@ -390,6 +396,36 @@ fn merge_refuses_conflicting_shards_and_directories_without_a_marker() {
     let err = run_merge(&[t.path().join("components")], &t.path().join("m")).unwrap_err();
     let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
     assert_eq!(code.as_deref(), Some("kiln::merge::not_a_shard"));
+}
+
+/// Merge loads the platform again for the Kargo and Argo CD objects: from a checkout that
+/// differs from the one the shards were rendered from (here `spec.source.branch`, which every
+/// Warehouse and Stage reads) it refuses, writing nothing, instead of mixing the two.
+#[test]
+fn merge_refuses_a_platform_that_changed_since_the_shards_were_rendered() {
+    let t = tempfile::tempdir().unwrap();
+    generate(t.path(), 4, E);
+    let dirs = render_two_shards(t.path());
+    let platform = t.path().join("platforms/synth/platform.yaml");
+    let original = std::fs::read_to_string(&platform).unwrap();
+    let code =
+        |err: &kiln::pipeline::KilnError| miette::Diagnostic::code(err).map(|c| c.to_string());
+    let edited = if original.contains("branch:") {
+        original.replacen("branch: main", "branch: release", 1)
+    } else {
+        original.replacen("source:\n", "source:\n    branch: release\n", 1)
+    };
+    assert_ne!(edited, original, "the test edits spec.source");
+    std::fs::write(&platform, &edited).unwrap();
+    let err = run_merge(&dirs, &t.path().join("m")).unwrap_err();
+    assert_eq!(
+        code(&err).as_deref(),
+        Some("kiln::merge::inputs_changed"),
+        "{err}"
+    );
+    assert!(!t.path().join("m").exists(), "nothing written");
+    std::fs::write(&platform, &original).unwrap();
+    run_merge(&dirs, &t.path().join("m")).unwrap();
 }
 
 #[test]
