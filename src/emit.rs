@@ -140,8 +140,14 @@ mod tests {
 
     #[test]
     fn emits_gen_yaml_and_kustomization_per_plan() {
+        // A component image must name a container's image (render refuses one that matches
+        // nothing), so the component's resource is a Pod here.
         let comp = format!(
-            "{COMPONENT}  images:\n  - {{name: app, repository: ghcr.io/x/app, tag: \"1.0\"}}\n"
+            "{}  images:\n  - {{name: app, repository: ghcr.io/x/app, tag: \"1.0\"}}\n",
+            COMPONENT.replace(
+                "{apiVersion: v1, kind: ConfigMap, metadata: {name: a}}",
+                "{apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {containers: [{name: c, image: app}]}}"
+            )
         );
         let p = run(&platform_yaml(ENVS, PROJECTS), &comp).unwrap();
         let plans = evaluate(&p, &Selection::default()).unwrap();
@@ -168,7 +174,10 @@ mod tests {
         let docs = crate::yaml::parse_stream("g", &gen_yaml).unwrap();
         assert_eq!(
             docs,
-            [json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}})]
+            [
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a"},
+                "spec": {"containers": [{"name": "c", "image": "ghcr.io/x/app:1.0"}]}})
+            ]
         );
         let cluster = emit(&out, Layout::Cluster);
         assert!(cluster.paths().all(|p| p.starts_with("clusters/c/web/")));
