@@ -537,6 +537,35 @@ pub fn plan_images(plan: &BuildPlan) -> String {
     hex(&h.finalize())
 }
 
+/// A digest of everything the Kargo and Argo CD objects are built from: the validated
+/// platform (its components included) and every BuildPlan's ids, [`plan_facts`] and
+/// [`plan_images`]. A `--shard` render records it (`format` names the record's version);
+/// `kiln merge` loads the platform again from the checkout it runs in, and a different
+/// digest means that checkout is not the one the shards were rendered from (its Stages would
+/// not match the shards' manifests).
+pub fn pipeline_inputs(
+    format: &str,
+    platform: &crate::validate::Platform,
+    plans: &[BuildPlan],
+) -> String {
+    let mut h = Sha256::new();
+    h.update(format.as_bytes());
+    let _ = serde_json::to_writer(&mut HashWriter(&mut h), platform);
+    for p in plans {
+        let _ = serde_json::to_writer(
+            &mut HashWriter(&mut h),
+            &(
+                &p.project,
+                &p.environment,
+                &p.component,
+                plan_facts(p),
+                plan_images(p),
+            ),
+        );
+    }
+    hex(&h.finalize())
+}
+
 /// One BuildPlan of a journal's render: what it is, what it read, what it wrote.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanRecord {

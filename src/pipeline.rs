@@ -555,7 +555,7 @@ pub fn build_timed(
     let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
     let pipeline_inputs = opts
         .shard
-        .map(|_| pipeline_inputs_digest(&platform, &all_plans));
+        .map(|_| crate::cache::pipeline_inputs(SHARD_FORMAT, &platform, &all_plans));
     let mut plans = match &opts.shard {
         // Moved, not copied: the BuildPlans are the largest part of a render's memory
         // (about 20 KB each; two copies were 4 GB at 100,000 BuildPlans).
@@ -713,31 +713,6 @@ fn emit_pipeline(
 pub const SHARD_FILE: &str = ".kiln-shard.json";
 const SHARD_FORMAT: &str = "kiln.shard/v2";
 
-/// A digest of everything `kiln merge` builds the Kargo and Argo CD objects from: the
-/// validated platform (its components included) and every BuildPlan's identity, facts and
-/// images. Each shard records it; merge loads the platform again from the checkout it runs
-/// in, and a different digest means that checkout is not the one the shards were rendered
-/// from (its Stages would not match the shards' manifests), so merge refuses it.
-fn pipeline_inputs_digest(platform: &Platform, plans: &[BuildPlan]) -> String {
-    use sha2::{Digest, Sha256};
-    let mut h = Sha256::new();
-    h.update(SHARD_FORMAT.as_bytes());
-    h.update(serde_json::to_vec(platform).unwrap_or_default());
-    for p in plans {
-        for part in [
-            p.project.as_str(),
-            p.environment.as_str(),
-            p.component.as_str(),
-            &crate::cache::plan_facts(p),
-            &crate::cache::plan_images(p),
-        ] {
-            h.update(part.as_bytes());
-            h.update([0]);
-        }
-    }
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// What `kiln merge` needs from each shard to finish the render: which shard it is, the
 /// options it was rendered with, and the cluster-scoped kinds it produced.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -752,7 +727,7 @@ struct ShardInfo {
     layout: bool,
     selection: SelectionInfo,
     cluster_kinds: BTreeSet<(String, String)>,
-    /// [`pipeline_inputs_digest`] of the render the shard belongs to.
+    /// [`crate::cache::pipeline_inputs`] of the render the shard belongs to.
     pipeline_inputs: String,
 }
 
@@ -1760,7 +1735,7 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
         opts.root.as_deref(),
         &opts.selection,
     )?;
-    if pipeline_inputs_digest(&platform, &plans) != first.pipeline_inputs {
+    if crate::cache::pipeline_inputs(SHARD_FORMAT, &platform, &plans) != first.pipeline_inputs {
         return Err(KilnError::Merge(MergeError::InputsChanged {
             platform_dir: first.platform_dir.display().to_string(),
         }));
