@@ -12,6 +12,7 @@ use super::yaml;
 use crate::fs::{FileSystem, PlainKind};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 
 /// A loaded chart.
 #[derive(Clone)]
@@ -27,8 +28,9 @@ pub struct Chart {
     pub schema: Option<(String, serde_json::Value)>,
     /// `templates/...` paths and texts, in load order.
     pub templates: Vec<(String, String)>,
-    /// Every other file (crds/ included), in load order.
-    pub files: Vec<(String, Vec<u8>)>,
+    /// Every other file (crds/ included), in load order; shared with each render's
+    /// `.Files` instead of copied.
+    pub files: Rc<Vec<(String, Vec<u8>)>>,
     /// Subcharts found under charts/, in load order.
     pub subcharts: Vec<Chart>,
     /// The declared dependencies (Chart.yaml or requirements.yaml).
@@ -368,7 +370,7 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
         values,
         schema,
         templates,
-        files: other,
+        files: Rc::new(other),
         subcharts,
         deps,
         origin: shown.to_string(),
