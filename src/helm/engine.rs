@@ -439,7 +439,7 @@ pub fn render(
     let mut set = TemplateSet::default();
     for k in &keys {
         let r = &tpls[k];
-        let is_func = |n: &str| funcs.has(n);
+        let is_func = |n: &str| funcs.id(n);
         let parsed = parse::parse(k, &r.text, &is_func).map_err(|e| RenderError {
             file: k.clone(),
             location: Some(format!("{}:{}", e.name, e.line)),
@@ -560,7 +560,7 @@ fn helm_funcs(f: &mut Funcs) {
         }
         let text = s(&a[0]);
         let funcs = ex.funcs.clone();
-        let is_func = |n: &str| funcs.has(n);
+        let is_func = |n: &str| funcs.id(n);
         let parsed = parse::parse("gotpl", &text, &is_func).map_err(|e| {
             format!(
                 "cannot parse template {}: {e}",
