@@ -486,7 +486,7 @@ pub fn name_template(text: &str) -> Result<String, RenderError> {
     let mut funcs = Funcs::default();
     funcs::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
     let funcs = Rc::new(funcs);
-    let is_func = |n: &str| funcs.has(n);
+    let is_func = |n: &str| funcs.id(n);
     let parsed = parse::parse(NAME_TEMPLATE, text, &is_func).map_err(|e| RenderError {
         file: NAME_TEMPLATE.into(),
         location: Some(format!("{}:{}", e.name, e.line)),
