@@ -1503,7 +1503,7 @@ mod tests {
         let mut funcs = Funcs::default();
         register(&mut funcs, Rc::new(RefCell::new(Seed::new(1))));
         let funcs = Rc::new(funcs);
-        let is_func = |n: &str| funcs.has(n);
+        let is_func = |n: &str| funcs.id(n);
         let parsed = parse::parse("t", text, &is_func).map_err(|e| e.to_string())?;
         let mut set = TemplateSet::default();
         set.add("t", "t", parsed);

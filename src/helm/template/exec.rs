@@ -6,36 +6,93 @@
 //! `missingkey=zero` as Helm sets it: a missing map key is nil, printed as `<no value>`;
 //! a field of nil is Go's "nil pointer evaluating interface {}.X" error.
 
-use super::parse::{Arg, Branch, Cmd, Node, Pipe, Pos};
+use super::parse::{Arg, Branch, Cmd, FuncId, Node, Pipe, Pos};
 use super::value::Value;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 /// A function as templates call it: it may execute templates (`include`, `tpl`).
 pub type Func = Rc<dyn Fn(&mut Exec, &[Value]) -> Result<Value, String>>;
 
-/// The registered functions.
+/// FxHash (rustc's): names are short and not attacker-chosen, and SipHash was a visible
+/// part of every function and template lookup. Only used for lookups, never iterated into
+/// output.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A `HashMap` with [`FxHasher`].
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// The registered functions: a table indexed by [`FuncId`] (the parser resolves each call's
+/// name once; execution indexes) and the names that resolve to it.
 #[derive(Default, Clone)]
 pub struct Funcs {
-    map: HashMap<String, Func>,
+    ids: FxMap<String, FuncId>,
+    table: Vec<(String, Func)>,
 }
 
 impl Funcs {
+    /// Registers `name`; registering a name again replaces its function (same id).
     pub fn add(
         &mut self,
         name: &str,
         f: impl Fn(&mut Exec, &[Value]) -> Result<Value, String> + 'static,
     ) {
-        self.map.insert(name.to_string(), Rc::new(f));
+        let f: Func = Rc::new(f);
+        match self.ids.get(name) {
+            Some(id) => self.table[id.0 as usize].1 = f,
+            None => {
+                let id = FuncId(self.table.len() as u32);
+                self.ids.insert(name.to_string(), id);
+                self.table.push((name.to_string(), f));
+            }
+        }
+    }
+    /// The id a template's call of `name` resolves to (`and`/`or` included).
+    pub fn id(&self, name: &str) -> Option<FuncId> {
+        match name {
+            "and" => Some(FuncId::AND),
+            "or" => Some(FuncId::OR),
+            _ => self.ids.get(name).copied(),
+        }
     }
     pub fn has(&self, name: &str) -> bool {
-        self.map.contains_key(name) || name == "and" || name == "or"
+        self.id(name).is_some()
     }
     pub fn get(&self, name: &str) -> Option<Func> {
-        self.map.get(name).cloned()
+        self.ids
+            .get(name)
+            .map(|id| self.table[id.0 as usize].1.clone())
+    }
+    /// The name of a function id.
+    pub fn name(&self, id: FuncId) -> &str {
+        match id {
+            FuncId::AND => "and",
+            FuncId::OR => "or",
+            _ => self.table.get(id.0 as usize).map_or("", |(n, _)| n),
+        }
     }
     pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.map.keys().cloned().collect();
+        let mut v: Vec<String> = self.table.iter().map(|(n, _)| n.clone()).collect();
         v.push("and".into());
         v.push("or".into());
         v.sort();
@@ -54,7 +111,7 @@ pub struct Tmpl {
 #[derive(Default)]
 pub struct TemplateSet {
     pub parent: Option<Rc<TemplateSet>>,
-    pub own: HashMap<String, Rc<Tmpl>>,
+    pub own: FxMap<String, Rc<Tmpl>>,
 }
 
 impl TemplateSet {
@@ -134,7 +191,10 @@ const MAX_DEPTH: usize = 1000;
 pub struct Exec {
     pub set: Rc<TemplateSet>,
     pub funcs: Rc<Funcs>,
-    vars: Vec<(String, Value)>,
+    /// Variables in scope, innermost last. Names are shared with the tree (`Pipe::decl`).
+    vars: Vec<(Rc<str>, Value)>,
+    /// `$`, the name every template run starts with.
+    dollar: Rc<str>,
     depth: usize,
     /// The template being executed (for errors and `tpl`'s name).
     cur: Option<Rc<Tmpl>>,
@@ -150,6 +210,7 @@ impl Exec {
             set,
             funcs,
             vars: Vec::new(),
+            dollar: Rc::from("$"),
             depth: 0,
             cur: None,
             host,
@@ -187,7 +248,8 @@ impl Exec {
             ));
         }
         self.depth += 1;
-        let saved_vars = std::mem::replace(&mut self.vars, vec![("$".into(), dot.clone())]);
+        let saved_vars =
+            std::mem::replace(&mut self.vars, vec![(self.dollar.clone(), dot.clone())]);
         let saved_cur = self.cur.replace(t.clone());
         let mut out = String::new();
         let r = self.walk(&dot, &t.root, &mut out);
@@ -336,7 +398,7 @@ impl Exec {
     }
 
     fn set_var(&mut self, name: &str, v: Value) {
-        if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| n == name) {
+        if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| &**n == name) {
             slot.1 = v;
         }
     }
@@ -345,7 +407,7 @@ impl Exec {
         self.vars
             .iter()
             .rev()
-            .find(|(n, _)| n == name)
+            .find(|(n, _)| &**n == name)
             .map(|(_, v)| v.clone())
             .unwrap_or(Value::Nil)
     }
@@ -387,7 +449,7 @@ impl Exec {
                 }
                 self.field_chain(dot, base, chain, rest, fin, *pos)
             }
-            Arg::Ident(name, pos) => self.call(dot, name, rest, fin, *pos),
+            Arg::Ident(id, pos) => self.call(dot, *id, rest, fin, *pos),
             Arg::Pipe(p) => {
                 self.not_a_function(rest, &fin, p.pos, "pipeline")?;
                 self.pipe(dot, p)
@@ -423,7 +485,7 @@ impl Exec {
                     self.field_chain(dot, base, chain, &[], None, *pos)?
                 }
             }
-            Arg::Ident(name, pos) => self.call(dot, name, &[], None, *pos)?,
+            Arg::Ident(id, pos) => self.call(dot, *id, &[], None, *pos)?,
             Arg::Chain(term, chain, pos) => {
                 let base = self.arg(dot, term)?;
                 self.field_chain(dot, base, chain, &[], None, *pos)?
@@ -442,18 +504,18 @@ impl Exec {
         &mut self,
         dot: &Value,
         mut recv: Value,
-        chain: &[String],
+        chain: &str,
         args: &[Arg],
         fin: Option<Value>,
         pos: Pos,
     ) -> R<Value> {
-        let n = chain.len();
-        if n == 0 {
+        if chain.is_empty() {
             self.not_a_function(args, &fin, pos, ".")?;
             return Ok(recv);
         }
-        for (i, name) in chain.iter().enumerate() {
-            let last = i + 1 == n;
+        let mut names = chain.split('.').enumerate().peekable();
+        while let Some((i, name)) = names.next() {
+            let last = names.peek().is_none();
             let has_args = last && (!args.is_empty() || fin.is_some());
             // A nil base (dot, a variable, a pipeline result) is Go's invalid value: its
             // fields are nil too. A nil met inside the chain (a map entry) is an error.
@@ -529,13 +591,14 @@ impl Exec {
     fn call(
         &mut self,
         dot: &Value,
-        name: &str,
+        id: FuncId,
         args: &[Arg],
         fin: Option<Value>,
         pos: Pos,
     ) -> R<Value> {
         // `and`/`or` evaluate their arguments lazily (Go 1.18).
-        if name == "and" || name == "or" {
+        if id == FuncId::AND || id == FuncId::OR {
+            let name = if id == FuncId::AND { "and" } else { "or" };
             let total = args.len() + usize::from(fin.is_some());
             if total == 0 {
                 return Err(self.err_at(
@@ -556,8 +619,8 @@ impl Exec {
             }
             return Ok(last);
         }
-        let Some(f) = self.funcs.get(name) else {
-            return Err(self.err_at(pos, name, format!("\"{name}\" is not a defined function")));
+        let Some(f) = self.funcs.table.get(id.0 as usize).map(|(_, f)| f.clone()) else {
+            return Err(self.err_at(pos, "", "not a defined function".into()));
         };
         let mut vals = Vec::with_capacity(args.len() + 1);
         for a in args {
@@ -566,7 +629,10 @@ impl Exec {
         if let Some(v) = fin {
             vals.push(v);
         }
-        f(self, &vals).map_err(|e| self.err_at(pos, name, format!("error calling {name}: {e}")))
+        f(self, &vals).map_err(|e| {
+            let name = self.funcs.name(id).to_string();
+            self.err_at(pos, &name, format!("error calling {name}: {e}"))
+        })
     }
 }
 

@@ -7,8 +7,19 @@
 //! tree is the same. Function names are checked at parse time, as Go does ("function %q not
 //! defined"), so an unknown function fails even in a branch that never runs.
 
-use std::collections::HashSet;
+use std::borrow::Cow;
 use std::rc::Rc;
+
+/// A function resolved at parse time: its index in the function table (`exec::Funcs`), so a
+/// call is an index, not a hash lookup of its name on every execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FuncId(pub u32);
+
+impl FuncId {
+    /// `and` and `or` are built into the executor (they evaluate lazily).
+    pub const AND: FuncId = FuncId(u32::MAX);
+    pub const OR: FuncId = FuncId(u32::MAX - 1);
+}
 
 /// A position in a template text: 1-based line, 0-based byte column (Go's ErrorContext).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,8 +54,9 @@ pub struct Branch {
 #[derive(Debug, Clone)]
 pub struct Pipe {
     pub pos: Pos,
-    /// Declared (`:=`) or assigned (`=`) variables.
-    pub decl: Vec<String>,
+    /// Declared (`:=`) or assigned (`=`) variables (shared names: declaring one at execution
+    /// time is a reference count, not a copy).
+    pub decl: Vec<Rc<str>>,
     pub is_assign: bool,
     pub cmds: Vec<Cmd>,
 }
@@ -55,17 +67,22 @@ pub struct Cmd {
     pub args: Vec<Arg>,
 }
 
+/// A field chain as written, without its leading dot: `A.B.C` for `.A.B.C` (one allocation
+/// per chain instead of one per field; the executor walks it with `split('.')`, field names
+/// never contain a dot). Empty for no fields.
+pub type Chain = Box<str>;
+
 #[derive(Debug, Clone)]
 pub enum Arg {
-    /// `.A.B` (an empty chain is `.`).
-    Field(Vec<String>, Pos),
+    /// `.A.B` (never empty: `.` alone is `Dot`).
+    Field(Chain, Pos),
     Dot(Pos),
     /// `$x.A.B`
-    Var(String, Vec<String>, Pos),
-    /// A function name.
-    Ident(String, Pos),
+    Var(Rc<str>, Chain, Pos),
+    /// A function, resolved at parse time.
+    Ident(FuncId, Pos),
     /// `(pipe).A.B`
-    Chain(Box<Arg>, Vec<String>, Pos),
+    Chain(Box<Arg>, Chain, Pos),
     Pipe(Box<Pipe>),
     Str(Rc<str>),
     Int(i64),
@@ -94,15 +111,18 @@ pub struct Parsed {
     pub defines: Vec<(String, Vec<Node>)>,
 }
 
+/// A token. Names and numbers borrow the template text: an owned `String` per identifier
+/// and field was most of the parser's allocations. A quoted string is borrowed too unless it
+/// has escapes.
 #[derive(Debug, Clone, PartialEq)]
-enum Tok {
+enum Tok<'a> {
     Space,
-    Ident(String),
-    Field(String),
-    Var(String),
+    Ident(&'a str),
+    Field(&'a str),
+    Var(&'a str),
     Dot,
-    Str(String),
-    Num(String),
+    Str(Cow<'a, str>),
+    Num(&'a str),
     Char(i64),
     Pipe,
     LParen,
@@ -117,12 +137,12 @@ struct Parser<'a> {
     name: &'a str,
     src: &'a str,
     pos: usize,
-    funcs: &'a dyn Fn(&str) -> bool,
+    funcs: &'a dyn Fn(&str) -> Option<FuncId>,
     defines: Vec<(String, Vec<Node>)>,
     /// Variables in scope (Go checks `undefined variable` at parse time).
-    vars: Vec<String>,
-    /// Lookahead tokens with their start offsets.
-    peeked: Vec<(Tok, usize)>,
+    vars: Vec<&'a str>,
+    /// The lookahead token with its start offset (one is all the grammar needs).
+    peeked: Option<(Tok<'a>, usize)>,
     /// Trim whitespace after the action that just closed.
     trim_next: bool,
     range_depth: usize,
@@ -134,8 +154,13 @@ struct Parser<'a> {
     line_starts: Vec<usize>,
 }
 
-/// Parses `src` (named `name` in errors); `is_func` says whether a function name exists.
-pub fn parse(name: &str, src: &str, is_func: &dyn Fn(&str) -> bool) -> Result<Parsed, ParseError> {
+/// Parses `src` (named `name` in errors); `func` resolves a function name (`None`: not
+/// defined).
+pub fn parse(
+    name: &str,
+    src: &str,
+    func: &dyn Fn(&str) -> Option<FuncId>,
+) -> Result<Parsed, ParseError> {
     let mut p = Parser {
         line_starts: std::iter::once(0)
             .chain(src.match_indices('\n').map(|(i, _)| i + 1))
@@ -143,10 +168,10 @@ pub fn parse(name: &str, src: &str, is_func: &dyn Fn(&str) -> bool) -> Result<Pa
         name,
         src,
         pos: 0,
-        funcs: is_func,
+        funcs: func,
         defines: Vec::new(),
-        vars: vec!["$".into()],
-        peeked: Vec::new(),
+        vars: vec!["$"],
+        peeked: None,
         trim_next: false,
         range_depth: 0,
         action_start: 0,
@@ -170,6 +195,42 @@ fn is_space(c: u8) -> bool {
 
 fn is_alnum(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
+}
+
+/// The length in bytes of the run of alphanumerics (and `_`) that starts `s`: bytes for
+/// ASCII, characters only past it.
+fn alnum_len(s: &str) -> usize {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b < 0x80 {
+            if b == b'_' || b.is_ascii_alphanumeric() {
+                i += 1;
+                continue;
+            }
+            break;
+        }
+        match s[i..].chars().next() {
+            Some(c) if is_alnum(c) => i += c.len_utf8(),
+            _ => break,
+        }
+    }
+    i
+}
+
+/// The offset of the first `{{` in `s`: a memchr for `{`, then a check of the next byte.
+fn find_open(s: &str) -> Option<usize> {
+    let bytes = s.as_bytes();
+    let mut from = 0;
+    while let Some(i) = s[from..].find('{') {
+        let at = from + i;
+        if bytes.get(at + 1) == Some(&b'{') {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 impl<'a> Parser<'a> {
@@ -197,7 +258,7 @@ impl<'a> Parser<'a> {
         loop {
             // Text up to the next action.
             let rest = &self.src[self.pos..];
-            let next = rest.find("{{");
+            let next = find_open(rest);
             let mut text = match next {
                 Some(i) => &rest[..i],
                 None => rest,
@@ -270,37 +331,36 @@ impl<'a> Parser<'a> {
             self.skip_space();
             let (tok, off) = self.next()?;
             match tok {
-                Tok::Ident(ref kw) if kw == "end" => {
+                Tok::Ident("end") => {
                     self.expect_close("end")?;
                     if !inner {
                         return Err(self.err_at(off, "unexpected {{end}}".into()));
                     }
                     return Ok((nodes, Some(("end".into(), off))));
                 }
-                Tok::Ident(ref kw) if kw == "else" => {
+                Tok::Ident("else") => {
                     if !inner {
                         return Err(self.err_at(off, "unexpected {{else}}".into()));
                     }
                     return Ok((nodes, Some(("else".into(), off))));
                 }
-                Tok::Ident(ref kw) if kw == "if" || kw == "range" || kw == "with" => {
-                    let kw = kw.clone();
-                    nodes.push(self.control(&kw, off)?);
+                Tok::Ident(kw @ ("if" | "range" | "with")) => {
+                    nodes.push(self.control(kw, off)?);
                 }
-                Tok::Ident(ref kw) if kw == "define" || kw == "block" => {
-                    let kw = kw.clone();
+                Tok::Ident(kw @ ("define" | "block")) => {
                     self.skip_space();
                     let (t, o) = self.next()?;
                     let Tok::Str(name) = t else {
                         return Err(self.err_at(o, format!("unexpected {t:?} in {kw} clause")));
                     };
+                    let name = name.into_owned();
                     let pipe = if kw == "block" {
-                        Some(self.pipeline(&kw, true)?)
+                        Some(self.pipeline(kw, true)?)
                     } else {
-                        self.expect_close(&kw)?;
+                        self.expect_close(kw)?;
                         None
                     };
-                    let saved = std::mem::replace(&mut self.vars, vec!["$".into()]);
+                    let saved = std::mem::replace(&mut self.vars, vec!["$"]);
                     let (body, end) = self.list(true)?;
                     self.vars = saved;
                     match end {
@@ -319,12 +379,13 @@ impl<'a> Parser<'a> {
                         });
                     }
                 }
-                Tok::Ident(ref kw) if kw == "template" => {
+                Tok::Ident("template") => {
                     self.skip_space();
                     let (t, o) = self.next()?;
                     let Tok::Str(name) = t else {
                         return Err(self.err_at(o, format!("unexpected {t:?} in template clause")));
                     };
+                    let name = name.into_owned();
                     self.skip_space();
                     let pipe = if matches!(self.peek()?, Tok::Close) {
                         self.next()?;
@@ -338,12 +399,11 @@ impl<'a> Parser<'a> {
                         pos: self.pos_of(off),
                     });
                 }
-                Tok::Ident(ref kw) if kw == "break" || kw == "continue" => {
+                Tok::Ident(kw @ ("break" | "continue")) => {
                     if self.range_depth == 0 {
                         return Err(self.err_at(off, format!("{{{{{kw}}}}} outside {{{{range}}}}")));
                     }
-                    let kw = kw.clone();
-                    self.expect_close(&kw)?;
+                    self.expect_close(kw)?;
                     let pos = self.pos_of(off);
                     nodes.push(if kw == "break" {
                         Node::Break(pos)
@@ -352,7 +412,7 @@ impl<'a> Parser<'a> {
                     });
                 }
                 t => {
-                    self.peeked.push((t, off));
+                    self.unread(t, off);
                     let pipe = self.pipeline("command", false)?;
                     nodes.push(Node::Action(pipe));
                 }
@@ -387,12 +447,11 @@ impl<'a> Parser<'a> {
                             None => return Err(self.err_at(eoff, "unexpected EOF".into())),
                         }
                     }
-                    Tok::Ident(ref k2)
+                    Tok::Ident(k2)
                         if (k2 == "if" && kw == "if") || (k2 == "with" && kw == "with") =>
                     {
-                        let k2 = k2.clone();
                         // The chained branch shares this `{{end}}`.
-                        let node = self.control(&k2, o)?;
+                        let node = self.control(k2, o)?;
                         Some(vec![node])
                     }
                     t => return Err(self.err_at(o, format!("unexpected {t:?} in else"))),
@@ -428,26 +487,35 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// The next token, left in place. A reference: cloning it (a `String` for every
-    /// identifier and field) was a fifth of parsing.
-    fn peek(&mut self) -> Result<&Tok, ParseError> {
-        if self.peeked.is_empty() {
+    /// The next token, left in place.
+    fn peek(&mut self) -> Result<&Tok<'a>, ParseError> {
+        if self.peeked.is_none() {
             let t = self.lex()?;
-            self.peeked.push(t);
+            self.peeked = Some(t);
         }
-        Ok(&self.peeked[self.peeked.len() - 1].0)
+        match &self.peeked {
+            Some((t, _)) => Ok(t),
+            None => unreachable_var(),
+        }
     }
 
-    fn next(&mut self) -> Result<(Tok, usize), ParseError> {
-        if let Some(t) = self.peeked.pop() {
+    fn next(&mut self) -> Result<(Tok<'a>, usize), ParseError> {
+        if let Some(t) = self.peeked.take() {
             return Ok(t);
         }
         self.lex()
     }
 
+    /// Puts back the token `next` returned (nothing was peeked after it).
+    fn unread(&mut self, t: Tok<'a>, off: usize) {
+        debug_assert!(self.peeked.is_none());
+        self.peeked = Some((t, off));
+    }
+
     /// One token inside an action.
-    fn lex(&mut self) -> Result<(Tok, usize), ParseError> {
-        let bytes = self.src.as_bytes();
+    fn lex(&mut self) -> Result<(Tok<'a>, usize), ParseError> {
+        let src: &'a str = self.src;
+        let bytes = src.as_bytes();
         let start = self.pos;
         let Some(&c) = bytes.get(start) else {
             let opened = self.pos_of(self.action_start).line;
@@ -474,7 +542,7 @@ impl<'a> Parser<'a> {
             self.pos = start + 2;
             return Ok((Tok::Close, start));
         }
-        let rest = &self.src[start..];
+        let rest: &'a str = &src[start..];
         let tok = match c {
             b'|' => {
                 self.pos += 1;
@@ -501,6 +569,16 @@ impl<'a> Parser<'a> {
                 Tok::Assign
             }
             b'"' => {
+                // Most strings have no escapes: borrow them.
+                let body = &rest.as_bytes()[1..];
+                if let Some(i) = body
+                    .iter()
+                    .position(|&b| b == b'"' || b == b'\\' || b == b'\n')
+                    && body[i] == b'"'
+                {
+                    self.pos = start + 2 + i;
+                    return Ok((Tok::Str(Cow::Borrowed(&rest[1..1 + i])), start));
+                }
                 let mut q = start + 1;
                 let mut s = String::new();
                 loop {
@@ -525,14 +603,14 @@ impl<'a> Parser<'a> {
                     }
                 }
                 self.pos = q;
-                Tok::Str(s)
+                Tok::Str(Cow::Owned(s))
             }
             b'`' => {
                 let Some(end) = rest[1..].find('`') else {
                     return Err(self.err_at(start, "unterminated raw quoted string".into()));
                 };
                 self.pos = start + 2 + end;
-                Tok::Str(rest[1..1 + end].to_string())
+                Tok::Str(Cow::Borrowed(&rest[1..1 + end]))
             }
             b'\'' => {
                 let mut q = start + 1;
@@ -552,20 +630,12 @@ impl<'a> Parser<'a> {
                 Tok::Char(val)
             }
             b'$' => {
-                let n = rest[1..]
-                    .chars()
-                    .take_while(|&c| is_alnum(c))
-                    .map(char::len_utf8)
-                    .sum::<usize>();
+                let n = alnum_len(&rest[1..]);
                 self.pos = start + 1 + n;
-                Tok::Var(rest[..1 + n].to_string())
+                Tok::Var(&rest[..1 + n])
             }
             b'.' => {
-                let n = rest[1..]
-                    .chars()
-                    .take_while(|&c| is_alnum(c))
-                    .map(char::len_utf8)
-                    .sum::<usize>();
+                let n = alnum_len(&rest[1..]);
                 if n == 0 {
                     if rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
                         return self.number(start);
@@ -576,18 +646,14 @@ impl<'a> Parser<'a> {
                     return self.number(start);
                 } else {
                     self.pos = start + 1 + n;
-                    Tok::Field(rest[1..1 + n].to_string())
+                    Tok::Field(&rest[1..1 + n])
                 }
             }
             b'0'..=b'9' | b'+' | b'-' => return self.number(start),
             _ if is_alnum(rest.chars().next().unwrap_or(' ')) => {
-                let n = rest
-                    .chars()
-                    .take_while(|&c| is_alnum(c))
-                    .map(char::len_utf8)
-                    .sum::<usize>();
+                let n = alnum_len(rest);
                 self.pos = start + n;
-                Tok::Ident(rest[..n].to_string())
+                Tok::Ident(&rest[..n])
             }
             _ => {
                 let ch = rest.chars().next().unwrap_or(' ');
@@ -597,8 +663,9 @@ impl<'a> Parser<'a> {
         Ok((tok, start))
     }
 
-    fn number(&mut self, start: usize) -> Result<(Tok, usize), ParseError> {
-        let rest = &self.src[start..];
+    fn number(&mut self, start: usize) -> Result<(Tok<'a>, usize), ParseError> {
+        let src: &'a str = self.src;
+        let rest = &src[start..];
         let n = rest
             .char_indices()
             .take_while(|&(i, c)| {
@@ -613,7 +680,7 @@ impl<'a> Parser<'a> {
             .map(|(_, c)| c.len_utf8())
             .sum::<usize>();
         self.pos = start + n;
-        Ok((Tok::Num(rest[..n].to_string()), start))
+        Ok((Tok::Num(&rest[..n]), start))
     }
 
     /// A backslash escape at `q` (after the backslash): the text and bytes consumed.
@@ -682,11 +749,12 @@ impl<'a> Parser<'a> {
                 unreachable_var()
             };
             self.skip_space();
+            let mut names: Vec<&'a str> = Vec::new();
             match self.peek()? {
                 Tok::Declare | Tok::Assign => {
                     let (t, _) = self.next()?;
                     pipe.is_assign = t == Tok::Assign;
-                    pipe.decl.push(v1);
+                    names.push(v1);
                 }
                 Tok::Comma if ctx == "range" => {
                     self.next()?;
@@ -706,8 +774,8 @@ impl<'a> Parser<'a> {
                             );
                         }
                     }
-                    pipe.decl.push(v1);
-                    pipe.decl.push(v2);
+                    names.push(v1);
+                    names.push(v2);
                 }
                 _ => {
                     self.pos = save_pos;
@@ -715,16 +783,15 @@ impl<'a> Parser<'a> {
                     self.trim_next = save_trim;
                 }
             }
-            if !pipe.decl.is_empty() {
-                for v in &pipe.decl {
-                    if pipe.is_assign {
-                        if !self.vars.contains(v) {
-                            return Err(self.err_at(start, format!("undefined variable \"{v}\"")));
-                        }
-                    } else {
-                        self.vars.push(v.clone());
+            for v in names {
+                if pipe.is_assign {
+                    if !self.vars.contains(&v) {
+                        return Err(self.err_at(start, format!("undefined variable \"{v}\"")));
                     }
+                } else {
+                    self.vars.push(v);
                 }
+                pipe.decl.push(Rc::from(v));
             }
         }
         loop {
@@ -738,7 +805,7 @@ impl<'a> Parser<'a> {
                 }
                 Tok::Pipe if !pipe.cmds.is_empty() => continue,
                 t => {
-                    self.peeked.push((t, o));
+                    self.unread(t, o);
                     let cmd = self.command(paren)?;
                     pipe.cmds.push(cmd);
                 }
@@ -752,7 +819,10 @@ impl<'a> Parser<'a> {
 
     fn peek_off(&mut self) -> Result<usize, ParseError> {
         self.peek()?;
-        Ok(self.peeked[self.peeked.len() - 1].1)
+        match &self.peeked {
+            Some((_, off)) => Ok(*off),
+            None => unreachable_var(),
+        }
     }
 
     fn command(&mut self, paren: bool) -> Result<Cmd, ParseError> {
@@ -776,7 +846,9 @@ impl<'a> Parser<'a> {
                 Tok::Close | Tok::Pipe => {}
                 Tok::RParen if paren => {}
                 _ => {
-                    let (t, o) = &self.peeked[self.peeked.len() - 1];
+                    let Some((t, o)) = &self.peeked else {
+                        unreachable_var()
+                    };
                     return Err(self.err_at(*o, format!("unexpected {t:?} in operand")));
                 }
             }
@@ -787,48 +859,55 @@ impl<'a> Parser<'a> {
         Ok(cmd)
     }
 
+    /// The fields that follow (`.A.B` after a term), as one slice of the text: adjacent
+    /// field tokens are contiguous in it.
+    fn fields(&mut self) -> Result<Chain, ParseError> {
+        let mut span: Option<(usize, usize)> = None;
+        while let Tok::Field(_) = self.peek()? {
+            let (Tok::Field(f), o) = self.next()? else {
+                unreachable_var()
+            };
+            let end = o + 1 + f.len();
+            span = Some(match span {
+                None => (o + 1, end),
+                Some((s, _)) => (s, end),
+            });
+        }
+        Ok(match span {
+            Some((s, e)) => Box::from(&self.src[s..e]),
+            None => Box::default(),
+        })
+    }
+
     fn operand(&mut self) -> Result<Arg, ParseError> {
         let (t, o) = self.next()?;
         let pos = self.pos_of(o);
         let term = match t {
-            Tok::Ident(name) => match name.as_str() {
+            Tok::Ident(name) => match name {
                 "true" => Arg::Bool(true),
                 "false" => Arg::Bool(false),
                 "nil" => Arg::Nil(pos),
-                _ => {
-                    if !(self.funcs)(&name) {
+                _ => match (self.funcs)(name) {
+                    Some(id) => Arg::Ident(id, pos),
+                    None => {
                         return Err(self.err_at(o, format!("function \"{name}\" not defined")));
                     }
-                    Arg::Ident(name, pos)
-                }
+                },
             },
             Tok::Dot => Arg::Dot(pos),
-            Tok::Field(f) => {
-                let mut chain = vec![f];
-                while let Tok::Field(_) = self.peek()? {
-                    let (Tok::Field(f), _) = self.next()? else {
-                        unreachable_var()
-                    };
-                    chain.push(f);
-                }
-                return Ok(Arg::Field(chain, pos));
+            Tok::Field(_) => {
+                self.unread(t, o);
+                return Ok(Arg::Field(self.fields()?, pos));
             }
             Tok::Var(v) => {
                 if !self.vars.contains(&v) {
                     return Err(self.err_at(o, format!("undefined variable \"{v}\"")));
                 }
-                let mut chain = Vec::new();
-                while let Tok::Field(_) = self.peek()? {
-                    let (Tok::Field(f), _) = self.next()? else {
-                        unreachable_var()
-                    };
-                    chain.push(f);
-                }
-                return Ok(Arg::Var(v, chain, pos));
+                return Ok(Arg::Var(Rc::from(v), self.fields()?, pos));
             }
-            Tok::Str(s) => Arg::Str(Rc::from(s.as_str())),
+            Tok::Str(s) => Arg::Str(Rc::from(&*s)),
             Tok::Char(c) => Arg::Int(c),
-            Tok::Num(text) => number_arg(&text)
+            Tok::Num(text) => number_arg(text)
                 .ok_or_else(|| self.err_at(o, format!("bad number syntax: \"{text}\"")))?,
             Tok::LParen => {
                 let p = self.pipeline_inner("parenthesized pipeline", true)?;
@@ -837,13 +916,7 @@ impl<'a> Parser<'a> {
             t => return Err(self.err_at(o, format!("unexpected {t:?} in operand"))),
         };
         // A field chain right after a term: `(pipe).A.B`.
-        let mut chain = Vec::new();
-        while let Tok::Field(_) = self.peek()? {
-            let (Tok::Field(f), _) = self.next()? else {
-                unreachable_var()
-            };
-            chain.push(f);
-        }
+        let chain = self.fields()?;
         if chain.is_empty() {
             return Ok(term);
         }
@@ -902,39 +975,4 @@ fn hex_float(h: &str) -> Option<f64> {
         scale /= 16.0;
     }
     Some(v * 2f64.powi(exp))
-}
-
-/// The names a text calls, for error messages and the supported-function check.
-pub fn called_functions(nodes: &[Node], out: &mut HashSet<String>) {
-    fn arg(a: &Arg, out: &mut HashSet<String>) {
-        match a {
-            Arg::Ident(n, _) => {
-                out.insert(n.clone());
-            }
-            Arg::Chain(b, _, _) => arg(b, out),
-            Arg::Pipe(p) => pipe(p, out),
-            _ => {}
-        }
-    }
-    fn pipe(p: &Pipe, out: &mut HashSet<String>) {
-        for c in &p.cmds {
-            for a in &c.args {
-                arg(a, out);
-            }
-        }
-    }
-    for n in nodes {
-        match n {
-            Node::Action(p) => pipe(p, out),
-            Node::If(b) | Node::Range(b) | Node::With(b) => {
-                pipe(&b.pipe, out);
-                called_functions(&b.list, out);
-                if let Some(e) = &b.else_list {
-                    called_functions(e, out);
-                }
-            }
-            Node::Template { pipe: Some(p), .. } => pipe(p, out),
-            _ => {}
-        }
-    }
 }
