@@ -466,7 +466,7 @@ pub fn render(
     for k in &keys {
         let r = &tpls[k];
         let is_func = |n: &str| funcs.id(n);
-        let parsed = parse::parse(k, &r.text, &is_func).map_err(|e| RenderError {
+        let parsed = parse::parse(k, r.text, &is_func).map_err(|e| RenderError {
             file: k.clone(),
             location: Some(format!("{}:{}", e.name, e.line)),
             kind: if e.message.starts_with("function \"") {
