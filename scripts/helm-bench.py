@@ -2,22 +2,27 @@
 """kiln's Helm engine vs real Helm v4.2.3 (PyPI helm-python-sdk), side by side in one run.
 
     cargo build --release
+    cargo build --release --example helm_bench
     /work/helm-venv/bin/python scripts/helm-bench.py [--kiln target/release/kiln]
+        [--kiln-bench target/release/examples/helm_bench]
         [--charts ../shared/charts] [--runs 5] [--components 50] [--skip-charts] [--skip-platform]
 
-1. Charts: the largest charts of the shared corpus, default values. kiln is timed as a process
-   (`kiln helm template CHART rel -n ns --include-crds`, process start to exit); Helm in
-   process (`Chart.load(dir)` + a client-only dry-run install, which is `helm template`'s
-   render and sort, plus `render()` for the hooks and the CRDs as scripts/helm-expectations.py
-   does it), so Helm pays no process start. Median of --runs. kiln's output is then checked
-   with the corpus' own `verify-charts.py --compare` (documents as data, random values masked).
+1. Charts: the largest charts of the shared corpus, default values. Like for like, in
+   process on both sides: kiln's `examples/helm_bench` (what `kiln helm template CHART rel -n
+   ns --include-crds` does: load the chart from disk, values, render, sort, print to a
+   string; --kiln-bench) against Helm's `Chart.load(dir)` + a client-only dry-run install,
+   which is what `helm template` runs (helm/helm pkg/cmd/template.go: runInstall with
+   DryRunStrategy client). Median of --runs each. kiln is also timed as a process (`kiln
+   helm template ...`, start to exit), against the same in-process Helm figure (Helm pays no
+   process start there). kiln's output is then checked with the corpus' own
+   `verify-charts.py --compare` (documents as data, random values masked).
 2. Platform: --components chart-based components (each its own copy of the bank's
    notifications chart, with its queue subchart and library chart) x 5 environments, with
    per-environment values. kiln: one `kiln render --no-cache` of the whole platform (load,
    evaluate, 250 chart renders, transformers, Kargo/Argo CD emit, write) and one with a warm
-   cache after one component changed. "The Holos way": one Helm render per BuildPlan (250
-   `Chart.load` + `render`, in process; Holos itself runs a `helm template` process per
-   component, which costs more), the rendered manifests not even written.
+   cache after one component changed. "The Holos way": one `helm template` per BuildPlan, in
+   process (250 `Chart.load` + client dry-run install; Holos itself runs a `helm template`
+   process per component, which costs more), the rendered manifests not even written.
 """
 import argparse
 import json
@@ -47,22 +52,28 @@ def timed(fn, runs):
 
 
 def helm_template(chart_dir, values, name, namespace):
-    """What `helm template` does, in process: load, render, sort (the dry-run install)."""
+    """What `helm template` does, in process: load, then a client-only dry-run install
+    (render, hooks, sort: helm/helm pkg/cmd/template.go)."""
     cfg = helm.Config(storage_driver="memory", namespace=namespace)
     try:
         with helm.Chart.load(str(chart_dir)) as chart:
-            rel = cfg.install(chart, name, values, namespace=namespace, dry_run="client")
-        with helm.Chart.load(str(chart_dir)) as chart:
-            chart.render(values, name=name, namespace=namespace)
+            return cfg.install(chart, name, values, namespace=namespace, dry_run="client")
     finally:
         cfg.close()
-    return rel
 
 
-def bench_charts(kiln, root, runs):
+def kiln_in_process(bench, chart_dir, vfile, runs):
+    """kiln's median total in ms from examples/helm_bench (`name total load render bytes`)."""
+    cmd = [bench, "--runs", str(runs)] + (["--values", str(vfile)] if vfile else []) + [str(chart_dir)]
+    line = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.split()
+    return float(line[1]) / 1000
+
+
+def bench_charts(kiln, bench, root, runs):
     print("### Charts (default values, `--include-crds`)\n")
-    print("| chart | templates | objects | kiln (ms) | helm-python-sdk (ms) | speed-up | equal |")
-    print("|---|---|---|---|---|---|---|")
+    print("| chart | templates | objects | kiln in process (ms) | Helm in process (ms) | speed-up | "
+          "kiln process (ms) | speed-up, kiln as a process | equal |")
+    print("|---|---|---|---|---|---|---|---|---|")
     out_dir = Path(tempfile.mkdtemp(prefix="kiln-helm-bench-"))
     index = json.loads((root / "index.json").read_text())
     variants = {c["id"]: c["variants"] for c in index["charts"]}
@@ -74,21 +85,24 @@ def bench_charts(kiln, root, runs):
             # Default values, unless the chart refuses them (kargo): then its first variant
             # that renders.
             variant = next(v["name"] for v in variants[c] if not v["fails"])
-            vfile = root / c / f"values-{variant}.yaml"
-            extra = ["-f", str(vfile)] if variant != "default" else []
-            vals = helm.values_from_yaml(vfile.read_text()) if variant != "default" else None
+            vfile = root / c / f"values-{variant}.yaml" if variant != "default" else None
+            extra = ["-f", str(vfile)] if vfile else []
+            vals = helm.values_from_yaml(vfile.read_text()) if vfile else None
             cmd = [kiln, "helm", "template", "rel", str(d), "-n", "ns", "--include-crds"] + extra
             stream = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             (out_dir / c).mkdir()
             (out_dir / c / f"{variant}.yaml").write_text(stream)
-            k = timed(lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL), runs)
+            # Interleaved, so a change in the machine's load hits all three alike.
+            ki = kiln_in_process(bench, d, vfile, runs)
             h = timed(lambda: helm_template(d, vals, "rel", "ns"), runs)
+            kp = timed(lambda: subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL), runs)
             cmp = subprocess.run([sys.executable, str(root / "verify-charts.py"), "--compare",
                                   str(out_dir), f"{c}:{variant}"], capture_output=True, text=True)
             templates = sum(1 for p in d.rglob("templates/*") if p.is_file())
             objects = stream.count("\n# Source: ")
-            print(f"| {c}{'' if variant == 'default' else ' (' + variant + ')'} | {templates} | {objects} | {k*1000:.0f} | {h*1000:.0f} | "
-                  f"{h/k:.1f}x | {'yes' if cmp.returncode == 0 else 'NO'} |")
+            label = c if variant == "default" else f"{c} ({variant})"
+            print(f"| {label} | {templates} | {objects} | {ki*1000:.2f} | {h*1000:.1f} | {h/ki:.1f}x | "
+                  f"{kp*1000:.1f} | {h/kp:.1f}x | {'yes' if cmp.returncode == 0 else 'NO'} |")
     finally:
         shutil.rmtree(out_dir)
     print()
@@ -216,8 +230,7 @@ def bench_platform(kiln, n, runs):
             for i in range(n):
                 chart = tmp / "repo" / "components" / f"svc{i:02d}" / "chart"
                 for e in ENVS:
-                    with helm.Chart.load(str(chart)) as ch:
-                        ch.render(values(params(i, e)), name=f"svc{i:02d}", namespace=f"bench-{e}")
+                    helm_template(chart, values(params(i, e)), f"svc{i:02d}", f"bench-{e}")
 
         h = timed(holos, max(1, runs // 2))
         print(f"### Platform: {n} chart-based components x {len(ENVS)} environments "
@@ -226,7 +239,7 @@ def bench_platform(kiln, n, runs):
         print("|---|---|---|")
         print(f"| kiln render --no-cache (everything: {plans} chart renders, transformers, Kargo/Argo CD, write) | {k_cold:.2f} | {h/k_cold:.1f}x faster |")
         print(f"| kiln render, cache warm, one component changed | {k_warm:.2f} | {h/k_warm:.1f}x faster |")
-        print(f"| Holos way: {plans} x helm-python-sdk Chart.load + render, in process, nothing written | {h:.2f} | 1x |")
+        print(f"| Holos way: {plans} x `helm template` (helm-python-sdk Chart.load + client dry-run install), in process, nothing written | {h:.2f} | 1x |")
         print()
     finally:
         shutil.rmtree(tmp)
@@ -235,6 +248,7 @@ def bench_platform(kiln, n, runs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--kiln", default=str(REPO / "target" / "release" / "kiln"))
+    ap.add_argument("--kiln-bench", default=str(REPO / "target" / "release" / "examples" / "helm_bench"))
     ap.add_argument("--charts", default=str(REPO.parent / "shared" / "charts"))
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--components", type=int, default=50)
@@ -244,7 +258,7 @@ def main():
     print(f"helm-python-sdk {helm.helm_sdk_version()} (Helm), kiln {a.kiln}, "
           f"median of {a.runs} runs\n")
     if not a.skip_charts:
-        bench_charts(a.kiln, Path(a.charts), a.runs)
+        bench_charts(a.kiln, a.kiln_bench, Path(a.charts), a.runs)
     if not a.skip_platform:
         bench_platform(a.kiln, a.components, a.runs)
 

@@ -10,7 +10,7 @@ as pkg/cmd/template.go prints it: CRD files, the sorted release manifest, then h
 client-only dry-run install gives the manifest or the error; its render gives the hooks).
 Cases: every chart under tests/helm/charts/ (default values) plus tests/helm/variants/
 <chart>-<variant>.yaml (a values file) and <chart>-<variant>.flags (one flag a line:
-`-f PATH`, `--set`, `--set-string`, `--set-json`, `--set-file`, `--set-literal`; paths from
+`-f PATH`, `--set`, `--set-string`, `--set-json`, `--set-file`, `--set-literal`, `--release NAME`; paths from
 the repository root). Flags are parsed by Helm's own strvals (the SDK's parse_set_* calls)
 and merged in pkg/cli/values/options.go's order: -f, --set-json, --set, --set-string,
 --set-file, --set-literal. The SDK parses each line into a fresh map, so lines are merged
@@ -63,16 +63,16 @@ def hooks_of(files):
     return sorted(out, key=key)
 
 
-def render(chart_dir, values):
+def render(chart_dir, values, release="rel"):
     cfg = helm.Config(storage_driver="memory", namespace="ns")
     try:
         with helm.Chart.load(str(chart_dir)) as chart:
             try:
-                rel = cfg.install(chart, "rel", values, namespace="ns", dry_run="client")
+                rel = cfg.install(chart, release, values, namespace="ns", dry_run="client")
             except helm.HelmError as e:
                 return None, getattr(e, "detail", None) or str(e)
         with helm.Chart.load(str(chart_dir)) as chart:
-            files = chart.render(values, name="rel", namespace="ns")
+            files = chart.render(values, name=release, namespace="ns")
             crds = chart.crds
     finally:
         cfg.close()
@@ -96,6 +96,13 @@ def merge_maps(dst, src):
         else:
             dst[k] = v
     return dst
+
+
+def flag_release(path):
+    """The release name of a .flags variant (`--release NAME`; default `rel`)."""
+    names = [line.split(" ", 1)[1] for line in path.read_text().splitlines()
+             if line.startswith("--release ")]
+    return names[-1] if names else "rel"
 
 
 def flag_values(path):
@@ -143,12 +150,14 @@ def main():
     os.chdir(ROOT.parent.parent)  # --set-file paths are the repository's
     for name, chart, variant in cases():
         error = None
+        release = "rel"
         if variant and variant.suffix == ".flags":
             values, error = flag_values(variant)
+            release = flag_release(variant)
         else:
             values = helm.values_from_yaml(variant.read_text()) if variant else None
         if error is None:
-            stream, error = render(chart, values)
+            stream, error = render(chart, values, release)
         target = expected / (f"{name}.error.txt" if error else f"{name}.yaml")
         text = error if error else stream
         if check:

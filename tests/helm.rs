@@ -56,6 +56,8 @@ fn set_flags(o: &mut TemplateOptions, file: &Path) {
             "--set-json" => o.set.json.push(arg),
             "--set-file" => o.set.file.push(arg),
             "--set-literal" => o.set.literal.push(arg),
+            // The release name (helm template's NAME argument).
+            "--release" => o.release_name = arg,
             other => panic!("{}: unknown flag {other}", file.display()),
         }
     }
@@ -179,7 +181,7 @@ fn errors_name_file_and_line() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 7, "one case per error kind");
+    assert_eq!(checked, 8, "one case per error kind");
 }
 
 /// Splits at `---` lines and reads each document as Kubernetes does; empty ones dropped.
@@ -676,6 +678,41 @@ fn helm_template_cli_takes_helms_argument_order() {
     assert!(helm_order.contains("name: rel-basic"), "{helm_order}");
     assert_eq!(run(&[chart, "rel", "-n", "ns"]), helm_order);
     assert!(run(&[chart]).contains("name: release-name-basic"));
+}
+
+/// `--name-template` is rendered as Helm's `TemplateName` renders it, and a name given both
+/// ways is refused, as `helm template` refuses it (pkg/action/install.go `NameAndChart`).
+#[test]
+fn helm_template_cli_renders_name_templates() {
+    let chart = crate_dir().join("tests/helm/charts/basic");
+    let chart = chart.to_str().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["helm", "template"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "--name-template",
+        "{{ \"Rel\" | lower }}-{{ add 1 2 }}",
+        chart,
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("name: rel-3-basic"), "{stdout}");
+    let out = run(&["--name-template", "x", "rel", chart]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot set --name-template and also specify a name"),
+        "{stderr}"
+    );
+    assert!(out.stdout.is_empty());
 }
 
 /// The line scan that reads a manifest's head for sorting (`kiln::helm::head`) agrees with

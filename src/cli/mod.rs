@@ -783,11 +783,19 @@ fn helm_positionals(args: &[String]) -> (Option<String>, String) {
 fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     let HelmCommand::Template(t) = &args.command;
     let (name, chart) = helm_positionals(&t.positional);
-    let release = t
-        .name_template
-        .clone()
-        .or(name)
-        .unwrap_or_else(|| "release-name".to_string());
+    // pkg/action/install.go `NameAndChart`: a name and `--name-template` together are refused.
+    let release = match (&t.name_template, name) {
+        (Some(_), Some(_)) => {
+            return Err(miette::miette!(
+                code = "kiln::helm::release_name",
+                help = "give the release name as an argument or as `--name-template`, not both",
+                "cannot set --name-template and also specify a name"
+            ));
+        }
+        (Some(template), None) => crate::helm::name_template(template)?,
+        (None, Some(name)) => name,
+        (None, None) => "release-name".to_string(),
+    };
     let mut opts = crate::helm::TemplateOptions::new(std::path::Path::new(&chart), &release);
     opts.namespace = t.namespace.clone();
     opts.value_files = t.values.clone();

@@ -484,6 +484,38 @@ pub fn render(
     Ok(out)
 }
 
+/// The name of a parsed `--name-template` in Helm's messages (`template.New("name-template")`).
+const NAME_TEMPLATE: &str = "name-template";
+
+/// Helm's `action.TemplateName` (pkg/action/install.go, v4.2.3): `--name-template` is a Go
+/// template with Sprig's functions (not Helm's own: no `include`, `tpl`, `toYaml`), run
+/// with no data. Sprig's random functions draw from a seed of the template's text, so one
+/// name template gives one name, as every other kiln output is the same for the same input.
+pub fn name_template(text: &str) -> Result<String, RenderError> {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    let seed = u64::from_le_bytes(digest[..8].try_into().unwrap_or_default());
+    let mut funcs = Funcs::default();
+    funcs::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
+    let funcs = Rc::new(funcs);
+    let is_func = |n: &str| funcs.id(n);
+    let parsed = parse::parse(NAME_TEMPLATE, text, &is_func).map_err(|e| RenderError {
+        file: NAME_TEMPLATE.into(),
+        location: Some(format!("{}:{}", e.name, e.line)),
+        kind: if e.message.starts_with("function \"") {
+            RenderErrorKind::UnknownFunction
+        } else {
+            RenderErrorKind::Parse
+        },
+        message: e.to_string(),
+    })?;
+    let mut set = TemplateSet::default();
+    set.add(NAME_TEMPLATE, NAME_TEMPLATE, parsed);
+    let mut exec = Exec::new(Rc::new(set), funcs, Rc::new(()));
+    exec.execute(NAME_TEMPLATE, Value::Nil)
+        .map_err(|e| reformat(NAME_TEMPLATE, &e))
+}
+
 /// Helm's `strings.ReplaceAll(out, "<no value>", "")` on a rendered text, without copying
 /// the (usually clean, sometimes megabytes long) text when there is nothing to remove.
 fn strip_no_value(text: String) -> String {

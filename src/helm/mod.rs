@@ -56,6 +56,14 @@ pub enum HelmError {
     Values { file: String, message: String },
     #[error("{message}")]
     #[diagnostic(
+        code(kiln::helm::release_name),
+        help(
+            "a release name is lower-case letters, digits, `-` and `.`, starts and ends with a letter or digit, and has at most 53 characters"
+        )
+    )]
+    ReleaseName { message: String },
+    #[error("{message}")]
+    #[diagnostic(
         code(kiln::helm::dependency),
         help("vendor every dependency named in Chart.yaml under the chart's charts/ directory")
     )]
@@ -220,6 +228,59 @@ pub fn template_loaded(
     render_chart(chart, &user, opts)
 }
 
+impl From<engine::RenderError> for HelmError {
+    fn from(e: engine::RenderError) -> HelmError {
+        let (file, message) = (e.file, e.message);
+        match e.kind {
+            engine::RenderErrorKind::Parse => HelmError::Syntax { file, message },
+            engine::RenderErrorKind::UnknownFunction => {
+                HelmError::UnknownFunction { file, message }
+            }
+            engine::RenderErrorKind::Fail => HelmError::Fail { file, message },
+            engine::RenderErrorKind::Exec => HelmError::Exec { file, message },
+        }
+    }
+}
+
+/// The release name `--name-template` (kustomize: `nameTemplate`) renders to, checked as
+/// Helm checks every release name.
+pub fn name_template(text: &str) -> Result<String, HelmError> {
+    let name = engine::name_template(text)?;
+    validate_release_name(&name)?;
+    Ok(name)
+}
+
+/// The longest release name Helm installs (pkg/chart/v2/util/validate_name.go: 63, the
+/// shortest Kubernetes name limit, less 10 for what charts append).
+const MAX_RELEASE_NAME_LEN: usize = 53;
+
+/// Helm's `chartutil.ValidateReleaseName`, checked by `helm template` before it renders
+/// (pkg/action/install.go `availableName`, v4.2.3), with Helm's message: the name must
+/// match `^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$` and be at most
+/// 53 bytes long.
+pub fn validate_release_name(name: &str) -> Result<(), HelmError> {
+    let label_ok = |l: &str| {
+        let b = l.as_bytes();
+        let alnum = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+        b.first().is_some_and(alnum)
+            && b.last().is_some_and(alnum)
+            && b.iter().all(|c| alnum(c) || *c == b'-')
+    };
+    let reason = if name.is_empty() {
+        "no name provided".to_string()
+    } else if name.len() > MAX_RELEASE_NAME_LEN || !name.split('.').all(label_ok) {
+        format!(
+            "release name {name:?}: invalid release name, must match regex {} and the length must not be longer than {MAX_RELEASE_NAME_LEN}",
+            r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(HelmError::ReleaseName {
+        message: format!("release name check failed: {reason}"),
+    })
+}
+
 /// The seed of the random functions (see the module docs).
 fn seed(chart: &chart::Chart, user: &Map, opts: &TemplateOptions) -> u64 {
     use sha2::Digest;
@@ -245,6 +306,7 @@ pub fn render_chart(
     opts: &TemplateOptions,
 ) -> Result<Rendered, HelmError> {
     check_dependencies(&chart)?;
+    validate_release_name(&opts.release_name)?;
     let seed = seed(&chart, user, opts);
     values::process_dependencies(&mut chart, user);
     let kube_version = opts
@@ -309,24 +371,7 @@ fn render_checked(
         api_versions,
         is_upgrade: false,
     };
-    let files = engine::render(chart, vals, &ctx, seed).map_err(|e| match e.kind {
-        engine::RenderErrorKind::Parse => HelmError::Syntax {
-            file: e.file,
-            message: e.message,
-        },
-        engine::RenderErrorKind::UnknownFunction => HelmError::UnknownFunction {
-            file: e.file,
-            message: e.message,
-        },
-        engine::RenderErrorKind::Fail => HelmError::Fail {
-            file: e.file,
-            message: e.message,
-        },
-        engine::RenderErrorKind::Exec => HelmError::Exec {
-            file: e.file,
-            message: e.message,
-        },
-    })?;
+    let files = engine::render(chart, vals, &ctx, seed)?;
     let (mut hooks, manifests) =
         output::sort_manifests(&files).map_err(|e| HelmError::Manifest {
             file: e.file,
@@ -451,6 +496,59 @@ pub fn shown(p: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn release_names_are_checked_as_helm_checks_them() {
+        for ok in ["rel", "my.rel-1", "a", "0", &"a".repeat(53)] {
+            assert!(validate_release_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "Bad_Name",
+            "-a",
+            "a-",
+            "a..b",
+            ".a",
+            "a_b",
+            &"a".repeat(54),
+            "ü",
+        ] {
+            let e = validate_release_name(bad).unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!("release name check failed: release name {bad:?}: invalid release name, must match regex ^[a-z0-9]")),
+                "{bad}: {e}"
+            );
+        }
+        let e = validate_release_name("").unwrap_err().to_string();
+        assert_eq!(e, "release name check failed: no name provided");
+    }
+
+    #[test]
+    fn name_templates_render_with_sprig_and_a_seed_of_their_text() {
+        assert_eq!(
+            name_template("{{ \"Web\" | lower }}-{{ add 1 2 }}").unwrap(),
+            "web-3"
+        );
+        let random = "{{ randAlpha 6 | lower }}";
+        let name = name_template(random).unwrap();
+        assert_eq!(name.len(), 6);
+        assert_eq!(
+            name_template(random).unwrap(),
+            name,
+            "one name per template"
+        );
+        // Sprig only, as Helm's TemplateName: Helm's own functions are not there.
+        let e = name_template("{{ toYaml 1 }}").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "template: name-template:1: function \"toYaml\" not defined"
+        );
+        // The rendered name must be a valid release name.
+        let e = name_template("{{ \"Web\" }}").unwrap_err().to_string();
+        assert!(
+            e.contains("release name \"Web\": invalid release name"),
+            "{e}"
+        );
+    }
 
     /// A chart whose schema wants `replicas` to be an integer, with a subchart that has its
     /// own schema, a template that fails and a kubeVersion constraint.

@@ -26,7 +26,8 @@
 //! Where kiln differs (tests/helm/DIVERGENCES.md, "helmCharts"): a chart that is not vendored is an
 //! error naming `repo` (kiln never pulls); `version`, when given, must equal the vendored
 //! Chart.yaml's; without `releaseName` the generated name uses kiln's fixed clock; a
-//! `nameTemplate` must be a plain name; the chart directory obeys the load restrictor.
+//! `nameTemplate` is rendered with seeded random functions; the chart directory obeys the
+//! load restrictor.
 
 use crate::fs::normalize;
 use crate::helm::template::value::{Map, Value as HelmValue};
@@ -317,15 +318,6 @@ fn inflate(
             "set `releaseName` or `nameTemplate`, not both (Helm refuses both)",
         ));
     }
-    if chart.name_template.contains("{{") {
-        return Err(KustomizeError::unsupported(
-            kf.site(&field("nameTemplate")),
-            "nameTemplate",
-            "a templated release name is not rendered (Helm's usual templates draw random names)",
-            "set `releaseName` to a fixed name",
-        ));
-    }
-
     // absChartHome: relative homes are below the kustomization root.
     let home = if globals.chart_home.is_empty() {
         DEFAULT_CHART_HOME
@@ -419,7 +411,9 @@ fn inflate(
     let release = if !chart.release_name.is_empty() {
         chart.release_name.clone()
     } else if !chart.name_template.is_empty() {
-        chart.name_template.clone()
+        crate::helm::name_template(&chart.name_template).map_err(|e| {
+            KustomizeError::transformer(kf.site(&format!("{pointer}/nameTemplate")), &e)
+        })?
     } else {
         // `--generate-name`: the chart path's base name up to its first dot, then the time.
         let base = Path::new(&chart.name)
