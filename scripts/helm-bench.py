@@ -235,7 +235,7 @@ def bench_platform(kiln, n, runs):
         h = timed(holos, max(1, runs // 2))
         print(f"### Platform: {n} chart-based components x {len(ENVS)} environments "
               f"({plans} BuildPlans)\n")
-        print("| what | time (s) | vs one Helm render per BuildPlan |")
+        print("| what | time (s) | vs one `helm template` per BuildPlan |")
         print("|---|---|---|")
         print(f"| kiln render --no-cache (everything: {plans} chart renders, transformers, Kargo/Argo CD, write) | {k_cold:.2f} | {h/k_cold:.1f}x faster |")
         print(f"| kiln render, cache warm, one component changed | {k_warm:.2f} | {h/k_warm:.1f}x faster |")

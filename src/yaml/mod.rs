@@ -60,13 +60,17 @@ pub fn parse_one(name: &str, text: &str) -> Result<Value, YamlError> {
     match docs.len() {
         0 => Ok(Value::Null),
         1 => Ok(docs.remove(0)),
-        n => Err(YamlError {
-            file: name.to_string(),
-            message: format!("expected one YAML document, found {n}"),
-            line: None,
-            src: NamedSource::new(name, text.to_string()),
-            span: None,
-        }),
+        n => {
+            // Point at the second document: that is where the text stops being one.
+            let second = locate(text, 1, "", false);
+            Err(YamlError {
+                file: name.to_string(),
+                message: format!("expected one YAML document, found {n}"),
+                line: second.map(|l| l.line),
+                src: NamedSource::new(name, text.to_string()),
+                span: second.map(|l| l.span()),
+            })
+        }
     }
 }
 
@@ -687,6 +691,18 @@ pub fn structurally_equal(a: &Value, b: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_second_document_is_an_error_at_its_start() {
+        let text = "kind: Platform\nspec: {}\n---\nkind: Extra\n";
+        let e = parse_one("platform.yaml", text).unwrap_err();
+        assert_eq!(e.message, "expected one YAML document, found 2");
+        assert_eq!(e.line, Some(4));
+        assert_eq!(
+            e.span.map(|s| s.offset()),
+            Some(text.find("kind: Extra").unwrap())
+        );
+    }
     use serde_json::json;
 
     #[test]
