@@ -584,8 +584,16 @@ fn helm_funcs(f: &mut Funcs) {
                 a.len()
             ));
         }
-        let name = s(&a[0]);
-        ex.execute(&name, a[1].clone())
+        // The name borrowed when it is a string (nearly always): no copy per call.
+        let owned;
+        let name = match &a[0] {
+            Value::Str(n) => &**n,
+            other => {
+                owned = s(other);
+                &owned
+            }
+        };
+        ex.execute(name, a[1].clone())
             .map(Value::from)
             .map_err(|e| e.to_string())
     });

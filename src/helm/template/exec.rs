@@ -230,6 +230,8 @@ pub struct Exec {
     pub funcs: Rc<Funcs>,
     /// Variables in scope, innermost last. Names are shared with the tree (`Pipe::decl`).
     vars: Vec<(Arc<str>, Value)>,
+    /// Where the running template's variables start in `vars`.
+    base: usize,
     /// `$`, the name every template run starts with.
     dollar: Arc<str>,
     depth: usize,
@@ -247,6 +249,7 @@ impl Exec {
             set,
             funcs,
             vars: Vec::new(),
+            base: 0,
             dollar: Arc::from("$"),
             depth: 0,
             cur: None,
@@ -301,12 +304,15 @@ impl Exec {
             ));
         }
         self.depth += 1;
-        let saved_vars =
-            std::mem::replace(&mut self.vars, vec![(self.dollar.clone(), dot.clone())]);
+        // A fresh scope on the same stack: the caller's variables stay below `base`, out
+        // of sight (a new Vec for every `include` was an allocation per call).
+        let saved_base = std::mem::replace(&mut self.base, self.vars.len());
+        self.vars.push((self.dollar.clone(), dot.clone()));
         let saved_cur = self.cur.replace(t.clone());
         let mut out = String::with_capacity(t.text_len);
         let r = self.walk(&dot, &t.root, &mut out);
-        self.vars = saved_vars;
+        self.vars.truncate(self.base);
+        self.base = saved_base;
         self.cur = saved_cur;
         self.depth -= 1;
         r.map(|_| out)
@@ -451,13 +457,18 @@ impl Exec {
     }
 
     fn set_var(&mut self, name: &str, v: Value) {
-        if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| &**n == name) {
+        let base = self.base;
+        if let Some(slot) = self.vars[base..]
+            .iter_mut()
+            .rev()
+            .find(|(n, _)| &**n == name)
+        {
             slot.1 = v;
         }
     }
 
     fn var(&self, name: &str) -> Value {
-        self.vars
+        self.vars[self.base..]
             .iter()
             .rev()
             .find(|(n, _)| &**n == name)
