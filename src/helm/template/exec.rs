@@ -11,6 +11,7 @@ use super::value::Value;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// A function as templates call it: it may execute templates (`include`, `tpl`).
 pub type Func = Rc<dyn Fn(&mut Exec, &[Value]) -> Result<Value, String>>;
@@ -69,11 +70,12 @@ impl Funcs {
     }
     /// The id a template's call of `name` resolves to (`and`/`or` included).
     pub fn id(&self, name: &str) -> Option<FuncId> {
-        match name {
-            "and" => Some(FuncId::AND),
-            "or" => Some(FuncId::OR),
-            _ => self.ids.get(name).copied(),
-        }
+        self.resolver().id(name)
+    }
+    /// The name-to-id part of the table, which (unlike the functions) can be shared with
+    /// a parsing thread.
+    pub fn resolver(&self) -> FuncNames<'_> {
+        FuncNames(&self.ids)
     }
     pub fn has(&self, name: &str) -> bool {
         self.id(name).is_some()
@@ -100,11 +102,41 @@ impl Funcs {
     }
 }
 
+/// Resolves function names to ids; `Sync`.
+#[derive(Clone, Copy)]
+pub struct FuncNames<'a>(&'a FxMap<String, FuncId>);
+
+impl FuncNames<'_> {
+    pub fn id(&self, name: &str) -> Option<FuncId> {
+        match name {
+            "and" => Some(FuncId::AND),
+            "or" => Some(FuncId::OR),
+            _ => self.0.get(name).copied(),
+        }
+    }
+}
+
 /// One named template: its tree and the file it was parsed from (for error locations).
 pub struct Tmpl {
     pub name: String,
     pub file: Rc<str>,
     pub root: Rc<Vec<Node>>,
+    /// The string literals of the text it was parsed from (`Arg::Str` indexes them), as
+    /// values, shared by the text's templates.
+    pub lits: Rc<[Value]>,
+    /// The bytes of its top-level text: what its output needs at least, reserved up front
+    /// (growing a large rendered file by doubling copied it several times).
+    pub text_len: usize,
+}
+
+fn text_len(nodes: &[Node]) -> usize {
+    nodes
+        .iter()
+        .map(|n| match n {
+            Node::Text(t) => t.len(),
+            _ => 0,
+        })
+        .sum()
 }
 
 /// A set of named templates; `tpl` layers a child set over its parent.
@@ -126,13 +158,16 @@ impl TemplateSet {
     /// Go's `AddParseTree` replaces (an empty body does not replace an existing one).
     pub fn add(&mut self, name: &str, file: &str, parsed: super::parse::Parsed) {
         let file: Rc<str> = Rc::from(file);
+        let lits: Rc<[Value]> = parsed.lits.iter().map(Value::str).collect();
         for (dname, body) in parsed.defines {
             self.own.insert(
                 dname.clone(),
                 Rc::new(Tmpl {
                     name: dname,
                     file: file.clone(),
+                    text_len: text_len(&body),
                     root: Rc::new(body),
+                    lits: lits.clone(),
                 }),
             );
         }
@@ -143,7 +178,9 @@ impl TemplateSet {
                 Rc::new(Tmpl {
                     name: name.to_string(),
                     file,
+                    text_len: text_len(&parsed.root),
                     root: Rc::new(parsed.root),
+                    lits,
                 }),
             );
         }
@@ -192,9 +229,11 @@ pub struct Exec {
     pub set: Rc<TemplateSet>,
     pub funcs: Rc<Funcs>,
     /// Variables in scope, innermost last. Names are shared with the tree (`Pipe::decl`).
-    vars: Vec<(Rc<str>, Value)>,
+    vars: Vec<(Arc<str>, Value)>,
+    /// Where the running template's variables start in `vars`.
+    base: usize,
     /// `$`, the name every template run starts with.
-    dollar: Rc<str>,
+    dollar: Arc<str>,
     depth: usize,
     /// The template being executed (for errors and `tpl`'s name).
     cur: Option<Rc<Tmpl>>,
@@ -210,11 +249,28 @@ impl Exec {
             set,
             funcs,
             vars: Vec::new(),
-            dollar: Rc::from("$"),
+            base: 0,
+            dollar: Arc::from("$"),
             depth: 0,
             cur: None,
             host,
         }
+    }
+
+    /// Ends the execution and hands back its parsed trees, for the caller to drop where it
+    /// costs nothing (they are `Send`; freeing every node of a chart's trees was ~5 % of a
+    /// render). Trees still shared elsewhere are left to their other holders.
+    pub fn into_trees(self) -> Vec<Vec<Node>> {
+        let Ok(set) = Rc::try_unwrap(self.set) else {
+            return Vec::new();
+        };
+        // The order does not matter: the trees are only dropped.
+        #[allow(clippy::iter_over_hash_type)]
+        set.own
+            .into_values()
+            .filter_map(|t| Rc::try_unwrap(t).ok())
+            .filter_map(|t| Rc::try_unwrap(t.root).ok())
+            .collect()
     }
 
     /// The name of the template being executed (Helm's `tpl` parses under it).
@@ -248,12 +304,15 @@ impl Exec {
             ));
         }
         self.depth += 1;
-        let saved_vars =
-            std::mem::replace(&mut self.vars, vec![(self.dollar.clone(), dot.clone())]);
+        // A fresh scope on the same stack: the caller's variables stay below `base`, out
+        // of sight (a new Vec for every `include` was an allocation per call).
+        let saved_base = std::mem::replace(&mut self.base, self.vars.len());
+        self.vars.push((self.dollar.clone(), dot.clone()));
         let saved_cur = self.cur.replace(t.clone());
-        let mut out = String::new();
+        let mut out = String::with_capacity(t.text_len);
         let r = self.walk(&dot, &t.root, &mut out);
-        self.vars = saved_vars;
+        self.vars.truncate(self.base);
+        self.base = saved_base;
         self.cur = saved_cur;
         self.depth -= 1;
         r.map(|_| out)
@@ -398,13 +457,18 @@ impl Exec {
     }
 
     fn set_var(&mut self, name: &str, v: Value) {
-        if let Some(slot) = self.vars.iter_mut().rev().find(|(n, _)| &**n == name) {
+        let base = self.base;
+        if let Some(slot) = self.vars[base..]
+            .iter_mut()
+            .rev()
+            .find(|(n, _)| &**n == name)
+        {
             slot.1 = v;
         }
     }
 
     fn var(&self, name: &str) -> Value {
-        self.vars
+        self.vars[self.base..]
             .iter()
             .rev()
             .find(|(n, _)| &**n == name)
@@ -491,7 +555,12 @@ impl Exec {
                 self.field_chain(dot, base, chain, &[], None, *pos)?
             }
             Arg::Pipe(p) => self.pipe(dot, p)?,
-            Arg::Str(s) => Value::Str(s.clone()),
+            Arg::Str(i) => self
+                .cur
+                .as_ref()
+                .and_then(|t| t.lits.get(*i as usize))
+                .cloned()
+                .unwrap_or(Value::Nil),
             Arg::Int(n) => Value::Int(*n),
             Arg::Float(f) => Value::Float(*f),
             Arg::Bool(b) => Value::Bool(*b),

@@ -8,7 +8,8 @@
 //! defined"), so an unknown function fails even in a branch that never runs.
 
 use std::borrow::Cow;
-use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A function resolved at parse time: its index in the function table (`exec::Funcs`), so a
 /// call is an index, not a hash lookup of its name on every execution.
@@ -28,9 +29,11 @@ pub struct Pos {
     pub col: u32,
 }
 
+/// A parsed tree holds no `Rc`: it is `Send`, so a chart's templates can be parsed on two
+/// threads (`parse_many`, ADR 0012).
 #[derive(Debug, Clone)]
 pub enum Node {
-    Text(Rc<str>),
+    Text(Box<str>),
     Action(Pipe),
     If(Branch),
     Range(Branch),
@@ -56,7 +59,7 @@ pub struct Pipe {
     pub pos: Pos,
     /// Declared (`:=`) or assigned (`=`) variables (shared names: declaring one at execution
     /// time is a reference count, not a copy).
-    pub decl: Vec<Rc<str>>,
+    pub decl: Vec<Arc<str>>,
     pub is_assign: bool,
     pub cmds: Vec<Cmd>,
 }
@@ -78,13 +81,15 @@ pub enum Arg {
     Field(Chain, Pos),
     Dot(Pos),
     /// `$x.A.B`
-    Var(Rc<str>, Chain, Pos),
+    Var(Box<str>, Chain, Pos),
     /// A function, resolved at parse time.
     Ident(FuncId, Pos),
     /// `(pipe).A.B`
     Chain(Box<Arg>, Chain, Pos),
     Pipe(Box<Pipe>),
-    Str(Rc<str>),
+    /// A string literal: its index in [`Parsed::lits`] (the executor makes each one a
+    /// `Value` once, on its thread; values are `Rc`, a tree must not be).
+    Str(u32),
     Int(i64),
     Float(f64),
     Bool(bool),
@@ -109,6 +114,32 @@ impl std::fmt::Display for ParseError {
 pub struct Parsed {
     pub root: Vec<Node>,
     pub defines: Vec<(String, Vec<Node>)>,
+    /// The string literals of the text, in order of appearance (`Arg::Str` indexes).
+    pub lits: Lits,
+}
+
+/// String literals, in one buffer (one allocation for all of a text's literals).
+#[derive(Debug, Default, Clone)]
+pub struct Lits {
+    text: String,
+    ends: Vec<u32>,
+}
+
+impl Lits {
+    fn push(&mut self, s: &str) -> u32 {
+        self.text.push_str(s);
+        self.ends.push(self.text.len() as u32);
+        self.ends.len() as u32 - 1
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &str> {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let s = &self.text[start..end as usize];
+            start = end as usize;
+            s
+        })
+    }
 }
 
 /// A token. Names and numbers borrow the template text: an owned `String` per identifier
@@ -139,6 +170,7 @@ struct Parser<'a> {
     pos: usize,
     funcs: &'a dyn Fn(&str) -> Option<FuncId>,
     defines: Vec<(String, Vec<Node>)>,
+    lits: Lits,
     /// Variables in scope (Go checks `undefined variable` at parse time).
     vars: Vec<&'a str>,
     /// The lookahead token with its start offset (one is all the grammar needs).
@@ -148,10 +180,12 @@ struct Parser<'a> {
     range_depth: usize,
     /// Where the current action opened (Go's "unclosed action started at").
     action_start: usize,
-    /// Offset of each line's first byte: positions by binary search, not by counting
-    /// newlines from the start for every pipeline (that was quadratic in the template size,
-    /// 58 % of a datadog render).
-    line_starts: Vec<usize>,
+    /// Where the last position was asked: (offset, its 1-based line, that line's first
+    /// byte). Positions are asked in increasing order while parsing, so each one counts only
+    /// the newlines since the previous one (a table of line starts searched for every
+    /// pipeline, command and operand was a visible part of parsing; counting from the
+    /// start every time was quadratic).
+    line_cursor: std::cell::Cell<(usize, u32, usize)>,
 }
 
 /// Parses `src` (named `name` in errors); `func` resolves a function name (`None`: not
@@ -162,14 +196,13 @@ pub fn parse(
     func: &dyn Fn(&str) -> Option<FuncId>,
 ) -> Result<Parsed, ParseError> {
     let mut p = Parser {
-        line_starts: std::iter::once(0)
-            .chain(src.match_indices('\n').map(|(i, _)| i + 1))
-            .collect(),
+        line_cursor: std::cell::Cell::new((0, 1, 0)),
         name,
         src,
         pos: 0,
         funcs: func,
         defines: Vec::new(),
+        lits: Lits::default(),
         vars: vec!["$"],
         peeked: None,
         trim_next: false,
@@ -183,7 +216,79 @@ pub fn parse(
     Ok(Parsed {
         root,
         defines: p.defines,
+        lits: p.lits,
     })
+}
+
+/// Below this many bytes of template text a second thread costs more than it saves (a
+/// thread start is tens of microseconds).
+const PARALLEL_MIN_BYTES: usize = 64 * 1024;
+
+/// Parses `texts` (name, text) as [`parse`] would one after the other, and returns their
+/// results in the same order, up to and including the first error: the caller reports the
+/// first error in that order, as a sequential parse would. Texts are independent, so a large
+/// set is parsed by this thread and a scoped helper thread together, each taking the next
+/// unparsed text (docs/adr/0012-parallel-template-parse.md). Taking texts one at a time, not
+/// a fixed half each, matters on two cores: when the other core is busy (the schema check
+/// runs beside the render), this thread simply parses almost everything itself instead of
+/// waiting for a half that was never started. The trees do not depend on the thread.
+pub fn parse_many(
+    texts: &[(&str, &str)],
+    func: &(dyn Fn(&str) -> Option<FuncId> + Sync),
+) -> Vec<Result<Parsed, ParseError>> {
+    let total: usize = texts.iter().map(|(_, t)| t.len()).sum();
+    let mut results: Vec<Option<Result<Parsed, ParseError>>> =
+        if total < PARALLEL_MIN_BYTES || texts.len() < 2 {
+            let mut out = Vec::with_capacity(texts.len());
+            for (name, text) in texts {
+                let r = parse(name, text, func);
+                let failed = r.is_err();
+                out.push(Some(r));
+                if failed {
+                    break;
+                }
+            }
+            out
+        } else {
+            let next = AtomicUsize::new(0);
+            let work = || {
+                let mut done = Vec::new();
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((name, text)) = texts.get(i) else {
+                        return done;
+                    };
+                    done.push((i, parse(name, text, func)));
+                }
+            };
+            // The helper is a job on rayon's pool, not a new thread: a pool thread is
+            // already started and its allocator heap already has pages (a fresh thread's
+            // first allocations fault in new memory). Inside `kiln render` the calling
+            // thread is itself a pool thread: if no other is free, it runs the job itself
+            // when the scope ends. A panic in the job is re-raised here by the scope.
+            let theirs = std::sync::Mutex::new(Vec::new());
+            let mine = rayon::in_place_scope(|scope| {
+                scope.spawn(|_| {
+                    let done = work();
+                    if let Ok(mut t) = theirs.lock() {
+                        *t = done;
+                    }
+                });
+                work()
+            });
+            let theirs = theirs.into_inner().unwrap_or_default();
+            let mut out: Vec<Option<Result<Parsed, ParseError>>> =
+                std::iter::repeat_with(|| None).take(texts.len()).collect();
+            for (i, r) in mine.into_iter().chain(theirs) {
+                out[i] = Some(r);
+            }
+            out
+        };
+    // Everything after the first error is dropped, as a sequential parse never reaches it.
+    if let Some(first_err) = results.iter().position(|r| matches!(r, Some(Err(_)))) {
+        results.truncate(first_err + 1);
+    }
+    results.into_iter().flatten().collect()
 }
 
 /// What ended a list: `{{end}}`, `{{else ...}}`.
@@ -236,11 +341,21 @@ fn find_open(s: &str) -> Option<usize> {
 impl<'a> Parser<'a> {
     fn pos_of(&self, off: usize) -> Pos {
         let off = off.min(self.src.len());
-        // The last line starting at or before `off` (a newline at `off` belongs to its line).
-        let index = self.line_starts.partition_point(|&s| s <= off) - 1;
+        let (mut at, mut line, mut start) = self.line_cursor.get();
+        if off < at {
+            (at, line, start) = (0, 1, 0);
+        }
+        // The newlines before `off` (a newline at `off` belongs to its line).
+        let seg = &self.src.as_bytes()[at..off];
+        let newlines = seg.iter().filter(|&&b| b == b'\n').count();
+        if newlines > 0 {
+            line += newlines as u32;
+            start = at + seg.iter().rposition(|&b| b == b'\n').unwrap_or(0) + 1;
+        }
+        self.line_cursor.set((off, line, start));
         Pos {
-            line: index as u32 + 1,
-            col: (off - self.line_starts[index]) as u32,
+            line,
+            col: (off - start) as u32,
         }
     }
 
@@ -269,7 +384,7 @@ impl<'a> Parser<'a> {
             }
             let Some(i) = next else {
                 if !text.is_empty() {
-                    nodes.push(Node::Text(Rc::from(text)));
+                    nodes.push(Node::Text(Box::from(text)));
                 }
                 self.pos = self.src.len();
                 if inner {
@@ -288,7 +403,7 @@ impl<'a> Parser<'a> {
                 after += 1;
             }
             if !text.is_empty() {
-                nodes.push(Node::Text(Rc::from(text)));
+                nodes.push(Node::Text(Box::from(text)));
             }
             self.pos = after;
             // A comment: `{{/* … */}}`, possibly with trim markers.
@@ -791,7 +906,7 @@ impl<'a> Parser<'a> {
                 } else {
                     self.vars.push(v);
                 }
-                pipe.decl.push(Rc::from(v));
+                pipe.decl.push(Arc::from(v));
             }
         }
         loop {
@@ -903,9 +1018,9 @@ impl<'a> Parser<'a> {
                 if !self.vars.contains(&v) {
                     return Err(self.err_at(o, format!("undefined variable \"{v}\"")));
                 }
-                return Ok(Arg::Var(Rc::from(v), self.fields()?, pos));
+                return Ok(Arg::Var(Box::from(v), self.fields()?, pos));
             }
-            Tok::Str(s) => Arg::Str(Rc::from(&*s)),
+            Tok::Str(s) => Arg::Str(self.lits.push(&s)),
             Tok::Char(c) => Arg::Int(c),
             Tok::Num(text) => number_arg(text)
                 .ok_or_else(|| self.err_at(o, format!("bad number syntax: \"{text}\"")))?,
@@ -975,4 +1090,107 @@ fn hex_float(h: &str) -> Option<f64> {
         scale /= 16.0;
     }
     Some(v * 2f64.powi(exp))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quote_only(name: &str) -> Option<FuncId> {
+        (name == "quote").then_some(FuncId(0))
+    }
+
+    /// A text of about 60 KB, so four of them are parsed on two threads.
+    fn big(i: usize, tail: &str) -> String {
+        let mut t =
+            format!("{{{{ .Values.a{i}.b | quote }}}} {{{{ $x := \"s\\t{i}\" }}}}\n").repeat(1500);
+        t.push_str(tail);
+        t
+    }
+
+    fn sequential(texts: &[(&str, &str)]) -> Vec<Result<Parsed, ParseError>> {
+        let mut out = Vec::new();
+        for (n, t) in texts {
+            let r = parse(n, t, &quote_only);
+            let failed = r.is_err();
+            out.push(r);
+            if failed {
+                break;
+            }
+        }
+        out
+    }
+
+    fn summary(rs: &[Result<Parsed, ParseError>]) -> Vec<String> {
+        rs.iter()
+            .map(|r| match r {
+                Ok(p) => format!("{:?} {:?} {:?}", p.root, p.defines, p.lits),
+                Err(e) => e.to_string(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parsing_on_two_threads_reports_the_first_error_in_order() {
+        let texts = [
+            big(0, ""),
+            big(1, "{{ nope }}"),
+            big(2, ""),
+            big(3, "{{ end }}"),
+        ];
+        let names = ["t0", "t1", "t2", "t3"];
+        fn pairs<'a>(names: &[&'a str], texts: &'a [String]) -> Vec<(&'a str, &'a str)> {
+            names
+                .iter()
+                .copied()
+                .zip(texts.iter().map(String::as_str))
+                .collect()
+        }
+        assert!(texts.iter().map(String::len).sum::<usize>() >= PARALLEL_MIN_BYTES);
+        // Errors in both halves: the first half's is the one.
+        let both = pairs(&names, &texts);
+        let r = parse_many(&both, &quote_only);
+        assert_eq!(summary(&r), summary(&sequential(&both)));
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            r[1].as_ref().err().map(ToString::to_string).as_deref(),
+            Some("template: t1:1501: function \"nope\" not defined")
+        );
+        // Only the second half fails: everything before it is there, in order.
+        let fixed = [
+            texts[0].clone(),
+            big(1, ""),
+            texts[2].clone(),
+            texts[3].clone(),
+        ];
+        let second = pairs(&names, &fixed);
+        let r = parse_many(&second, &quote_only);
+        assert_eq!(summary(&r), summary(&sequential(&second)));
+        assert_eq!(r.len(), 4);
+        assert!(r[3].is_err());
+        // No error: the same trees as one after the other.
+        let clean = [texts[0].clone(), big(1, ""), texts[2].clone(), big(3, "")];
+        let clean = pairs(&names, &clean);
+        let r = parse_many(&clean, &quote_only);
+        assert_eq!(r.len(), 4);
+        assert_eq!(summary(&r), summary(&sequential(&clean)));
+    }
+
+    #[test]
+    fn literals_and_field_chains_borrow_or_decode_the_text() {
+        let p = parse(
+            "t",
+            r#"{{ .A.B.C | quote }}{{ $v := "plain" }}{{ "esc\"aped\n" }}{{ `raw\n` }}{{ $v.X.Y }}"#,
+            &quote_only,
+        )
+        .unwrap();
+        assert_eq!(
+            p.lits.iter().collect::<Vec<_>>(),
+            ["plain", "esc\"aped\n", "raw\\n"]
+        );
+        let text = format!("{:?}", p.root);
+        assert!(text.contains(r#"Field("A.B.C""#), "{text}");
+        assert!(text.contains(r#"Var("$v", "X.Y""#), "{text}");
+        assert!(text.contains("Ident(FuncId(0)"), "{text}");
+    }
 }
