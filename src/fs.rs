@@ -38,6 +38,20 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
         None
     }
 
+    /// [`read_dir`](Self::read_dir) with each entry's [`plain_kind`](Self::plain_kind). The
+    /// real disk answers from the listing itself (the kind the directory entry records), so
+    /// a walk costs no `stat` per entry; the default asks `plain_kind` entry by entry.
+    fn read_dir_kinds(&self, path: &Path) -> io::Result<Vec<(PathBuf, Option<PlainKind>)>> {
+        Ok(self
+            .read_dir(path)?
+            .into_iter()
+            .map(|p| {
+                let kind = self.plain_kind(&p);
+                (p, kind)
+            })
+            .collect())
+    }
+
     /// The whole file as UTF-8 text; anything else is an `InvalidData` error carrying a
     /// [`NotUtf8`] (line, column, and whether a UTF-16 byte-order mark shows the encoding).
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
@@ -118,7 +132,7 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
         use std::os::unix::fs::OpenOptionsExt;
         options.custom_flags(libc::O_NONBLOCK);
     }
-    let mut file = options.open(path)?;
+    let file = options.open(path)?;
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(io::Error::new(
@@ -130,8 +144,18 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
             },
         ));
     }
+    // `File::read_to_end` would ask the size again (a `statx` and an `lseek`) for its
+    // buffer; the size is known, so the buffer is reserved here and the generic loop reads
+    // into it: one read for the bytes, one that finds the end.
+    struct Plain<'a>(&'a std::fs::File);
+    impl Read for Plain<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let mut file = self.0;
+            file.read(buf)
+        }
+    }
     let mut out = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut out)?;
+    Plain(&file).read_to_end(&mut out)?;
     Ok(out)
 }
 
@@ -190,6 +214,16 @@ impl FileSystem for RootedFs<'_> {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         self.inner.canonicalize(path)
     }
+    // A plain entry (no link) of a directory inside the root is inside the root, so the
+    // kinds of the listing may pass through; a link still gets `None` and is resolved (and
+    // checked) the long way.
+    fn plain_kind(&self, path: &Path) -> Option<PlainKind> {
+        self.inner.plain_kind(path)
+    }
+    fn read_dir_kinds(&self, path: &Path) -> io::Result<Vec<(PathBuf, Option<PlainKind>)>> {
+        self.check(path)?;
+        self.inner.read_dir_kinds(path)
+    }
 }
 
 /// The real file system.
@@ -211,21 +245,39 @@ impl FileSystem for RealFs {
         for entry in std::fs::read_dir(path)? {
             out.push(entry?.path());
         }
-        out.sort();
+        // One directory's entries differ only in their last component: comparing names is
+        // the order of the paths, without splitting every path into components.
+        out.sort_unstable_by(|a, b| a.file_name().cmp(&b.file_name()));
         Ok(out)
     }
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         std::fs::canonicalize(path)
     }
     fn plain_kind(&self, path: &Path) -> Option<PlainKind> {
-        let t = std::fs::symlink_metadata(path).ok()?.file_type();
-        if t.is_dir() {
-            Some(PlainKind::Dir)
-        } else if t.is_file() {
-            Some(PlainKind::File)
-        } else {
-            None
+        plain(std::fs::symlink_metadata(path).ok()?.file_type())
+    }
+    fn read_dir_kinds(&self, path: &Path) -> io::Result<Vec<(PathBuf, Option<PlainKind>)>> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(path)? {
+            let entry = entry?;
+            // `DirEntry::file_type` is the type the listing carries (`d_type`); std falls
+            // back to an `lstat` only where the file system leaves it unknown.
+            let kind = entry.file_type().ok().and_then(plain);
+            out.push((entry.path(), kind));
         }
+        out.sort_unstable_by(|a, b| a.0.file_name().cmp(&b.0.file_name()));
+        Ok(out)
+    }
+}
+
+/// A file type as a [`PlainKind`]: links and special files are `None`.
+fn plain(t: std::fs::FileType) -> Option<PlainKind> {
+    if t.is_dir() {
+        Some(PlainKind::Dir)
+    } else if t.is_file() {
+        Some(PlainKind::File)
+    } else {
+        None
     }
 }
 

@@ -12,6 +12,7 @@ use super::yaml;
 use crate::fs::{FileSystem, PlainKind};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::rc::Rc;
 
 /// A loaded chart.
 #[derive(Clone)]
@@ -27,8 +28,9 @@ pub struct Chart {
     pub schema: Option<(String, serde_json::Value)>,
     /// `templates/...` paths and texts, in load order.
     pub templates: Vec<(String, String)>,
-    /// Every other file (crds/ included), in load order.
-    pub files: Vec<(String, Vec<u8>)>,
+    /// Every other file (crds/ included), in load order; shared with each render's
+    /// `.Files` instead of copied.
+    pub files: Rc<Vec<(String, Vec<u8>)>>,
     /// Subcharts found under charts/, in load order.
     pub subcharts: Vec<Chart>,
     /// The declared dependencies (Chart.yaml or requirements.yaml).
@@ -109,38 +111,36 @@ fn walk(
         base.join(rel)
     };
     let entries = fs
-        .read_dir(&dir)
+        .read_dir_kinds(&dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?;
-    for e in entries {
-        let Some(name) = e.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+    for (e, kind) in entries {
+        let Some(name) = e.file_name().map(|n| n.to_string_lossy()) else {
             continue;
         };
         let path = if rel.is_empty() {
-            name.clone()
+            name.to_string()
         } else {
             format!("{rel}/{name}")
         };
         // An entry that is no link is where it is listed: its real path is its directory's
-        // (the last of `seen`) joined with its name, no resolving needed.
-        let (real, is_dir, is_file) = match (fs.plain_kind(&e), seen.last()) {
-            (Some(kind), Some(dir)) => (
-                dir.join(&name),
-                kind == PlainKind::Dir,
-                kind == PlainKind::File,
-            ),
+        // (the last of `seen`) joined with its name, no resolving needed, and only a
+        // directory needs it (for the cycle check).
+        let (real, is_dir, is_file) = match (kind, seen.last()) {
+            (Some(PlainKind::Dir), Some(dir)) => (Some(dir.join(&*name)), true, false),
+            (Some(PlainKind::File), Some(_)) => (None, false, true),
             _ => {
                 let real = fs
                     .canonicalize(&e)
                     .map_err(|e2| format!("error evaluating symlink {path}: {e2}"))?;
                 let is_dir = fs.is_dir(&real);
                 let is_file = !is_dir && fs.is_file(&real);
-                (real, is_dir, is_file)
+                (Some(real), is_dir, is_file)
             }
         };
         if rules.ignored(&path, is_dir) {
             continue;
         }
-        if is_dir {
+        if let (true, Some(real)) = (is_dir, real) {
             if seen.contains(&real) {
                 return Err(format!(
                     "{path}: a symbolic link cycle (it leads back to `{}`)",
@@ -370,20 +370,21 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
         values,
         schema,
         templates,
-        files: other,
+        files: Rc::new(other),
         subcharts,
         deps,
         origin: shown.to_string(),
     })
 }
 
-/// `.helmignore` rules (`pkg/ignore`).
+/// `.helmignore` rules (`pkg/ignore/rules.go`), each pattern compiled once: the walk asks
+/// every rule about every entry, and matching was a seventh of loading a chart.
 struct Ignore {
     rules: Vec<Rule>,
 }
 
 struct Rule {
-    pattern: String,
+    matcher: Matcher,
     negate: bool,
     must_dir: bool,
     kind: RuleKind,
@@ -395,10 +396,48 @@ enum RuleKind {
     Base,
 }
 
+/// A `filepath.Match` pattern, with the two shapes most rules have (`.DS_Store`, `*.tmp`)
+/// matched without the general matcher.
+enum Matcher {
+    /// No metacharacter: the name must equal it.
+    Exact(String),
+    /// `*` then no metacharacter: the name ends with it and has no `/` before.
+    Suffix(String),
+    /// Anything else, as chars.
+    Glob(Vec<char>),
+}
+
+impl Matcher {
+    fn new(pattern: &str) -> Matcher {
+        let plain = |t: &str| !t.contains(['*', '?', '[', '\\']);
+        if plain(pattern) {
+            Matcher::Exact(pattern.to_string())
+        } else if let Some(rest) = pattern.strip_prefix('*')
+            && plain(rest)
+        {
+            Matcher::Suffix(rest.to_string())
+        } else {
+            Matcher::Glob(pattern.chars().collect())
+        }
+    }
+
+    fn matches(&self, name: &str) -> bool {
+        match self {
+            Matcher::Exact(p) => p == name,
+            Matcher::Suffix(p) => name
+                .strip_suffix(p.as_str())
+                .is_some_and(|head| !head.contains('/')),
+            Matcher::Glob(p) => glob_chars(p, name),
+        }
+    }
+}
+
 impl Ignore {
     fn parse(text: &str) -> Ignore {
+        // `AddDefaults` (hidden files under templates/). Helm appends it after the file's
+        // rules; every rule can only add a reason to ignore, so the order is no matter.
         let mut rules = vec![Rule {
-            pattern: "templates/.?*".into(),
+            matcher: Matcher::new("templates/.?*"),
             negate: false,
             must_dir: false,
             kind: RuleKind::Path,
@@ -415,14 +454,14 @@ impl Ignore {
             let must_dir = l.ends_with('/');
             let l = l.trim_end_matches('/');
             let (kind, pattern) = if let Some(p) = l.strip_prefix('/') {
-                (RuleKind::Root, p.to_string())
+                (RuleKind::Root, p)
             } else if l.contains('/') {
-                (RuleKind::Path, l.to_string())
+                (RuleKind::Path, l)
             } else {
-                (RuleKind::Base, l.to_string())
+                (RuleKind::Base, l)
             };
             rules.push(Rule {
-                pattern,
+                matcher: Matcher::new(pattern),
                 negate,
                 must_dir,
                 kind,
@@ -433,24 +472,18 @@ impl Ignore {
 
     fn ignored(&self, path: &str, is_dir: bool) -> bool {
         for r in &self.rules {
+            if r.must_dir && !is_dir {
+                // A negated directory rule ignores every file; a plain one none.
+                if r.negate {
+                    return true;
+                }
+                continue;
+            }
             let target = match r.kind {
                 RuleKind::Base => path.rsplit('/').next().unwrap_or(path),
                 _ => path,
             };
-            let m = glob_match(&r.pattern, target);
-            if r.negate {
-                if r.must_dir && !is_dir {
-                    return true;
-                }
-                if !m {
-                    return true;
-                }
-                continue;
-            }
-            if r.must_dir && !is_dir {
-                continue;
-            }
-            if m {
+            if r.matcher.matches(target) != r.negate {
                 return true;
             }
         }
@@ -458,11 +491,13 @@ impl Ignore {
     }
 
     fn ignored_path_or_parent(&self, path: &str) -> bool {
-        let parts: Vec<&str> = path.split('/').collect();
-        for i in 1..parts.len() {
-            if self.ignored(&parts[..i].join("/"), true) {
+        let mut end = 0;
+        while let Some(i) = path[end..].find('/') {
+            end += i;
+            if self.ignored(&path[..end], true) {
                 return true;
             }
+            end += 1;
         }
         self.ignored(path, false)
     }
@@ -471,62 +506,69 @@ impl Ignore {
 /// Go's `filepath.Match` (`*`, `?`, `[...]`, `\` escapes; `*` does not cross `/`).
 pub fn glob_match(pattern: &str, name: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    fn m(p: &[char], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some('*') => {
-                let rest = &p[1..];
-                for i in 0..=n.len() {
-                    if i > 0 && n[i - 1] == '/' {
-                        break;
-                    }
-                    if m(rest, &n[i..]) {
-                        return true;
-                    }
-                }
-                false
+    glob_chars(&p, name)
+}
+
+/// [`glob_match`] over a pattern already split into chars; the name is walked in place.
+fn glob_chars(p: &[char], n: &str) -> bool {
+    let mut chars = n.chars();
+    let first = chars.next();
+    let after = chars.as_str();
+    match p.first() {
+        None => n.is_empty(),
+        Some('*') => {
+            let rest = &p[1..];
+            if glob_chars(rest, n) {
+                return true;
             }
-            Some('?') => !n.is_empty() && n[0] != '/' && m(&p[1..], &n[1..]),
-            Some('[') => {
-                let Some(c) = n.first() else { return false };
-                let mut i = 1;
-                let negate = matches!(p.get(1), Some('^') | Some('!'));
-                if negate {
+            for (i, c) in n.char_indices() {
+                if c == '/' {
+                    break;
+                }
+                if glob_chars(rest, &n[i + c.len_utf8()..]) {
+                    return true;
+                }
+            }
+            false
+        }
+        Some('?') => first.is_some_and(|c| c != '/') && glob_chars(&p[1..], after),
+        Some('[') => {
+            let Some(c) = first else { return false };
+            let mut i = 1;
+            let negate = matches!(p.get(1), Some('^') | Some('!'));
+            if negate {
+                i += 1;
+            }
+            let mut hit = false;
+            let mut first = true;
+            while i < p.len() && (p[i] != ']' || first) {
+                first = false;
+                let lo = if p[i] == '\\' && i + 1 < p.len() {
+                    i += 1;
+                    p[i]
+                } else {
+                    p[i]
+                };
+                if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
+                    if lo <= c && c <= p[i + 2] {
+                        hit = true;
+                    }
+                    i += 3;
+                } else {
+                    if lo == c {
+                        hit = true;
+                    }
                     i += 1;
                 }
-                let mut hit = false;
-                let mut first = true;
-                while i < p.len() && (p[i] != ']' || first) {
-                    first = false;
-                    let lo = if p[i] == '\\' && i + 1 < p.len() {
-                        i += 1;
-                        p[i]
-                    } else {
-                        p[i]
-                    };
-                    if i + 2 < p.len() && p[i + 1] == '-' && p[i + 2] != ']' {
-                        if lo <= *c && *c <= p[i + 2] {
-                            hit = true;
-                        }
-                        i += 3;
-                    } else {
-                        if lo == *c {
-                            hit = true;
-                        }
-                        i += 1;
-                    }
-                }
-                if i >= p.len() {
-                    return false;
-                }
-                hit != negate && *c != '/' && m(&p[i + 1..], &n[1..])
             }
-            Some('\\') if p.len() > 1 => !n.is_empty() && n[0] == p[1] && m(&p[2..], &n[1..]),
-            Some(c) => !n.is_empty() && n[0] == *c && m(&p[1..], &n[1..]),
+            if i >= p.len() {
+                return false;
+            }
+            hit != negate && c != '/' && glob_chars(&p[i + 1..], after)
         }
+        Some('\\') if p.len() > 1 => first == Some(p[1]) && glob_chars(&p[2..], after),
+        Some(c) => first == Some(*c) && glob_chars(&p[1..], after),
     }
-    m(&p, &n)
 }
 
 /// gobwas/glob with `/` as separator, as `.Files.Glob` matches: `*` stays within a path
@@ -701,6 +743,54 @@ mod tests {
             "{}",
             e.message
         );
+    }
+
+    /// The compiled shapes (exact, `*suffix`) answer as the general matcher does.
+    #[test]
+    fn compiled_patterns_match_as_filepath_match() {
+        let patterns = [
+            ".DS_Store",
+            "*.tmp",
+            "*~",
+            "*",
+            "",
+            "a/b",
+            "*/x",
+            "*.[ch]",
+            "t?st",
+            "\\*x",
+            "*é",
+        ];
+        let names = [
+            ".DS_Store",
+            "x.tmp",
+            "a/x.tmp",
+            ".tmp",
+            "tmp",
+            "f~",
+            "a/f~",
+            "",
+            "a/b",
+            "a/x",
+            "b.c",
+            "test",
+            "*x",
+            "café",
+            "a/café",
+            "x.tmp/",
+        ];
+        for p in patterns {
+            for n in names {
+                assert_eq!(
+                    Matcher::new(p).matches(n),
+                    glob_match(p, n),
+                    "{p:?} against {n:?}"
+                );
+            }
+        }
+        assert!(matches!(Matcher::new("*.tmp"), Matcher::Suffix(_)));
+        assert!(matches!(Matcher::new(".git"), Matcher::Exact(_)));
+        assert!(glob_match("*é", "café") && !glob_match("*.tmp", "a/x.tmp"));
     }
 
     #[test]

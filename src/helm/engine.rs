@@ -45,13 +45,38 @@ pub struct Context {
     pub is_upgrade: bool,
 }
 
-/// `.Files`: a chart's non-template files.
-struct Files(Rc<BTreeMap<String, Vec<u8>>>);
+/// `.Files`: a chart's non-template files, shared with the chart rather than copied into
+/// each render: `order` lists the entries by name (Go's sorted map keys), the last of a
+/// repeated name winning as a map insert would; `.Files.Glob` narrows `order` alone.
+struct Files {
+    all: Rc<Vec<(String, Vec<u8>)>>,
+    order: Rc<[usize]>,
+}
 
 impl Files {
+    fn new(all: Rc<Vec<(String, Vec<u8>)>>) -> Files {
+        let mut order: Vec<usize> = (0..all.len()).collect();
+        order.sort_by(|&a, &b| all[a].0.cmp(&all[b].0).then(b.cmp(&a)));
+        order.dedup_by(|later, kept| all[*later].0 == all[*kept].0);
+        Files {
+            all,
+            order: order.into(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&String, &Vec<u8>)> {
+        self.order.iter().map(|&i| (&self.all[i].0, &self.all[i].1))
+    }
+
+    fn bytes(&self, name: &str) -> Option<&Vec<u8>> {
+        self.order
+            .binary_search_by(|&i| self.all[i].0.as_str().cmp(name))
+            .ok()
+            .map(|at| &self.all[self.order[at]].1)
+    }
+
     fn get(&self, name: &str) -> String {
-        self.0
-            .get(name)
+        self.bytes(name)
             .map(|d| String::from_utf8_lossy(d).into_owned())
             .unwrap_or_default()
     }
@@ -69,13 +94,16 @@ impl Object for Files {
         Some(Ok(match name {
             "Get" | "GetBytes" => Value::from(self.get(&a0)),
             "Glob" => {
-                let m: BTreeMap<String, Vec<u8>> = self
-                    .0
+                let order: Vec<usize> = self
+                    .order
                     .iter()
-                    .filter(|(k, _)| glob_match_double(&a0, k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .copied()
+                    .filter(|&i| glob_match_double(&a0, &self.all[i].0))
                     .collect();
-                Value::Object(Rc::new(Files(Rc::new(m))))
+                Value::Object(Rc::new(Files {
+                    all: self.all.clone(),
+                    order: order.into(),
+                }))
             }
             "Lines" => {
                 let t = self.get(&a0);
@@ -88,7 +116,6 @@ impl Object for Files {
             }
             "AsConfig" | "AsSecrets" => {
                 let m: BTreeMap<String, Value> = self
-                    .0
                     .iter()
                     .map(|(k, v)| {
                         let base = k.rsplit('/').next().unwrap_or(k).to_string();
@@ -113,13 +140,12 @@ impl Object for Files {
         }))
     }
     fn display(&self) -> String {
-        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}:{v:?}")).collect();
+        let parts: Vec<String> = self.iter().map(|(k, v)| format!("{k}:{v:?}")).collect();
         format!("map[{}]", parts.join(" "))
     }
     fn entries(&self) -> Option<Vec<(String, Value)>> {
         Some(
-            self.0
-                .iter()
+            self.iter()
                 .map(|(k, v)| {
                     (
                         k.clone(),
@@ -319,21 +345,22 @@ fn chart_value(c: &Chart, is_root: bool) -> Value {
     Value::map(m)
 }
 
-struct Renderable {
-    text: String,
+/// A template to render; its text is the chart's, borrowed.
+struct Renderable<'a> {
+    text: &'a str,
     vals: Map,
     base_path: String,
 }
 
 /// Collects every template of `c` and its subcharts (`recAllTpls`), keyed by full path.
-fn collect(
-    c: &Chart,
+fn collect<'a>(
+    c: &'a Chart,
     parent_path: Option<&str>,
     parent_vals: Option<&Map>,
     top: &Value,
     caps: &Value,
     release: &Value,
-    out: &mut BTreeMap<String, Renderable>,
+    out: &mut BTreeMap<String, Renderable<'a>>,
 ) {
     let full = match parent_path {
         None => c.name.clone(),
@@ -343,10 +370,9 @@ fn collect(
     {
         let mut n = next.borrow_mut();
         n.insert("Chart".into(), chart_value(c, parent_path.is_none()));
-        let files: BTreeMap<String, Vec<u8>> = c.files.iter().cloned().collect();
         n.insert(
             "Files".into(),
-            Value::Object(Rc::new(Files(Rc::new(files)))),
+            Value::Object(Rc::new(Files::new(c.files.clone()))),
         );
         n.insert("Release".into(), release.clone());
         n.insert("Capabilities".into(), caps.clone());
@@ -381,7 +407,7 @@ fn collect(
         out.insert(
             format!("{full}/{name}"),
             Renderable {
-                text: text.clone(),
+                text,
                 vals: next.clone(),
                 base_path: format!("{full}/templates"),
             },
@@ -441,7 +467,7 @@ pub fn render(
     // that order is the one reported.
     let texts: Vec<(&str, &str)> = keys
         .iter()
-        .map(|k| (k.as_str(), tpls[k].text.as_str()))
+        .map(|k| (k.as_str(), tpls[k].text))
         .collect();
     let names = funcs.resolver();
     let parsed_all = parse::parse_many(&texts, &|n: &str| names.id(n));
@@ -721,4 +747,34 @@ fn error_map(msg: &str) -> Value {
     let m = new_map();
     m.borrow_mut().insert("Error".into(), Value::from(msg));
     Value::Map(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `.Files` over the chart's shared list answers as the map Helm builds: names sorted,
+    /// the last of a repeated name (a tar may repeat one) winning, `Glob` a narrower view.
+    #[test]
+    fn files_read_the_shared_list_as_a_sorted_map() {
+        let list = vec![
+            ("b/x.conf".to_string(), b"x".to_vec()),
+            ("a.txt".to_string(), b"first".to_vec()),
+            ("b-y.conf".to_string(), b"y".to_vec()),
+            ("a.txt".to_string(), b"second".to_vec()),
+        ];
+        let f = Files::new(Rc::new(list));
+        let names: Vec<&str> = f.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["a.txt", "b-y.conf", "b/x.conf"]);
+        assert_eq!(f.get("a.txt"), "second");
+        assert_eq!(f.get("missing"), "");
+        let Some(Ok(Value::Object(g))) = f.call("Glob", &[Value::from("b*/*.conf")]) else {
+            panic!("Glob gives files");
+        };
+        assert_eq!(g.display(), "map[b/x.conf:[120]]");
+        let Some(Ok(cfg)) = g.call("AsConfig", &[]) else {
+            panic!("AsConfig");
+        };
+        assert_eq!(s(&cfg), "x.conf: x");
+    }
 }

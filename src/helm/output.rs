@@ -115,21 +115,21 @@ pub fn split_manifests(text: &str) -> Vec<String> {
         cur_start = e;
         i = e;
     }
-    while i < t.len() {
-        if bytes[i] == b'\n' {
+    // From newline to newline (memchr), not byte by byte.
+    while let Some(off) = t[i..].find('\n') {
+        let nl = i + off;
+        if let Some(e) = starts_at(nl + 1) {
             // Whitespace before the newline belongs to the separator.
-            let mut s = i;
+            let mut s = nl;
             while s > cur_start && re_space(bytes[s - 1] as char) {
                 s -= 1;
             }
-            if let Some(e) = starts_at(i + 1) {
-                docs.push(&t[cur_start..s]);
-                cur_start = e;
-                i = e;
-                continue;
-            }
+            docs.push(&t[cur_start..s]);
+            cur_start = e;
+            i = e;
+        } else {
+            i = nl + 1;
         }
-        i += 1;
     }
     docs.push(&t[cur_start..]);
     // Slices until here: each kept document is copied once.
