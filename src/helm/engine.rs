@@ -465,10 +465,7 @@ pub fn render(
     let mut set = TemplateSet::default();
     // Parsed in Helm's order (on two threads when large, ADR 0012); the first error in
     // that order is the one reported.
-    let texts: Vec<(&str, &str)> = keys
-        .iter()
-        .map(|k| (k.as_str(), tpls[k].text))
-        .collect();
+    let texts: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), tpls[k].text)).collect();
     let names = funcs.resolver();
     let parsed_all = parse::parse_many(&texts, &|n: &str| names.id(n));
     for (k, parsed) in keys.iter().zip(parsed_all) {
