@@ -214,6 +214,25 @@ pub enum EvaluateError {
         span: Option<SourceSpan>,
     },
 
+    /// An image's tag or digest held a `${…}` reference that resolved to no valid OCI tag
+    /// or digest (a literal one is refused by validate).
+    #[error("{at}: `{field}` is `{value}` once resolved, which {what}")]
+    #[diagnostic(
+        code(kiln::evaluate::invalid_image),
+        help("{help}; check the parameters the reference reads")
+    )]
+    ImageRefInvalid {
+        field: String,
+        value: String,
+        what: &'static str,
+        help: &'static str,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("resolves to `{value}`")]
+        span: Option<SourceSpan>,
+    },
+
     /// After references were resolved, a spec value has the wrong type (a whole-string
     /// reference kept a type the field does not take).
     #[error("{at}: {message}")]
@@ -232,6 +251,16 @@ pub enum EvaluateError {
         span: Option<SourceSpan>,
     },
 }
+
+/// An image reference in a component: its field path (`images[0]`), JSON Pointer below
+/// `spec`, the name of its tag field (`tag`, `newTag`), tag and digest.
+type ImageRefAt<'r> = (
+    String,
+    String,
+    &'static str,
+    Option<&'r str>,
+    Option<&'r str>,
+);
 
 /// Evaluates the selected BuildPlans.
 ///
@@ -847,6 +876,33 @@ impl PlanEval<'_> {
                 transformers.push(PlanTransformer { index, transformer });
             }
         }
+        let component_refs = images.iter().enumerate().map(|(i, img)| {
+            (
+                format!("images[{i}]"),
+                format!("/images/{i}"),
+                "tag",
+                img.tag.as_deref(),
+                img.digest.as_deref(),
+            )
+        });
+        let transformer_refs = transformers.iter().flat_map(|t| {
+            t.transformer
+                .images
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, o)| {
+                    (
+                        format!("transformers[{}].images[{i}]", t.index),
+                        format!("/transformers/{}/images/{i}", t.index),
+                        "newTag",
+                        o.new_tag.as_deref(),
+                        o.digest.as_deref(),
+                    )
+                })
+        });
+        let refs: Vec<ImageRefAt> = component_refs.chain(transformer_refs).collect();
+        self.check_resolved_images(refs, raw, &spec_loc, &sources);
         if self.errors.len() > before {
             return None;
         }
@@ -938,6 +994,44 @@ impl PlanEval<'_> {
 
     /// Resolves references in `raw` and deserializes it; `T::default()` (with an error
     /// recorded) when the resolved value does not fit.
+    /// Validate checks literal tags and digests (`validate::image_ref`); one built from
+    /// `${…}` is known only now, and a bad one would otherwise reach the manifests and the
+    /// Warehouse.
+    fn check_resolved_images<'r>(
+        &mut self,
+        refs: impl IntoIterator<Item = ImageRefAt<'r>>,
+        raw_spec: &Value,
+        spec_loc: &Loc,
+        sources: &Sources,
+    ) {
+        for (path, pointer, tag_field, tag, digest) in refs {
+            let checks = [
+                (tag_field, tag, &crate::validate::OCI_TAG),
+                ("digest", digest, &crate::validate::OCI_DIGEST),
+            ];
+            for (field, value, check) in checks {
+                let written = raw_spec
+                    .pointer(&format!("{pointer}/{field}"))
+                    .and_then(Value::as_str);
+                let Some(value) =
+                    value.filter(|v| !(check.ok)(v) && written.is_some_and(|t| t.contains("${")))
+                else {
+                    continue;
+                };
+                let sn = sources.snippet(&spec_loc.extend(&format!("{pointer}/{field}")));
+                self.errors.push(EvaluateError::ImageRefInvalid {
+                    field: format!("{path}.{field}"),
+                    value: value.to_string(),
+                    what: check.what,
+                    help: check.help,
+                    at: sn.at,
+                    src: sn.src,
+                    span: sn.span,
+                });
+            }
+        }
+    }
+
     fn typed<T: serde::de::DeserializeOwned + Default>(
         &mut self,
         ctx: &Context<'_>,

@@ -887,27 +887,12 @@ impl Checker<'_> {
         (tag_field, tag): (&str, Option<&str>),
         digest: Option<&str>,
     ) {
-        let is_tag: fn(&str) -> bool = crate::kargo::naming::is_oci_tag;
-        let checks = [
-            (
-                tag_field,
-                tag,
-                is_tag,
-                "is not a valid OCI tag",
-                "a tag is 1 to 128 of `A-Z a-z 0-9 _ . -`, not starting with `.` or `-` (`[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`)",
-            ),
-            (
-                "digest",
-                digest,
-                is_oci_digest,
-                "is not a digest",
-                "a digest is `algorithm:hex`, e.g. `sha256:` and 64 hex digits (OCI image-spec descriptor.md)",
-            ),
-        ];
-        for (name, value, ok, what, help) in checks {
-            let Some(value) = value.filter(|v| !v.contains("${") && !ok(v)) else {
+        let checks = [(tag_field, tag, &OCI_TAG), ("digest", digest, &OCI_DIGEST)];
+        for (name, value, check) in checks {
+            let Some(value) = value.filter(|v| !v.contains("${") && !(check.ok)(v)) else {
                 continue;
             };
+            let (what, help) = (check.what, check.help);
             located!(
                 self,
                 Loc::new(file, format!("{pointer}/{name}")),
@@ -1007,6 +992,27 @@ impl Checker<'_> {
         }
     }
 }
+
+/// What an image reference field must be, for the checks of literal values here and of
+/// `${…}` values once resolved (evaluate).
+pub struct ImageRefCheck {
+    pub ok: fn(&str) -> bool,
+    /// What a value that fails is (after the value).
+    pub what: &'static str,
+    pub help: &'static str,
+}
+
+pub const OCI_TAG: ImageRefCheck = ImageRefCheck {
+    ok: crate::kargo::naming::is_oci_tag,
+    what: "is not a valid OCI tag",
+    help: "a tag is 1 to 128 of `A-Z a-z 0-9 _ . -`, not starting with `.` or `-` (`[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`)",
+};
+
+pub const OCI_DIGEST: ImageRefCheck = ImageRefCheck {
+    ok: is_oci_digest,
+    what: "is not a digest",
+    help: "a digest is `algorithm:hex`, e.g. `sha256:` and 64 hex digits (OCI image-spec descriptor.md)",
+};
 
 /// The OCI digest grammar (image-spec `descriptor.md`): `algorithm ":" encoded`, algorithm
 /// `[a-z0-9]+([+._-][a-z0-9]+)*`, encoded `[a-zA-Z0-9=_-]+`; a `sha256`/`sha512` digest must

@@ -531,3 +531,59 @@ fn component_image_matching_no_container() {
         assert!(stderr.contains(want), "no `{want}` in:\n{stderr}");
     }
 }
+
+/// A tag built from a `${…}` reference is checked once resolved: validate checks only literal
+/// tags, and `${params.host}!` used to reach the manifests and the Warehouse as
+/// `web.example.com!`.
+#[test]
+fn image_tag_invalid_once_resolved() {
+    let f = Fixture::new();
+    f.edit(
+        "repo/components/web/component.yaml",
+        "tag: \"1.0.0\"",
+        "tag: \"${params.host}!\"",
+    );
+    let out = f.render(&[]);
+    let stderr = assert_fails(
+        &f,
+        &out,
+        &[(
+            "components/web/component.yaml",
+            line_of(&f, "repo/components/web/component.yaml", "${params.host}!"),
+        )],
+    );
+    for want in [
+        "kiln::evaluate::invalid_image",
+        "`images[0].tag` is `web.example.com!`",
+        "resolves to `web.example.com!`",
+    ] {
+        assert!(stderr.contains(want), "no `{want}` in:\n{stderr}");
+    }
+}
+
+/// The same for an `images` transformer's `newTag`.
+#[test]
+fn image_transformer_tag_invalid_once_resolved() {
+    let f = Fixture::new();
+    f.edit(
+        "repo/components/web/component.yaml",
+        "  transformers:\n",
+        "  transformers:\n  - images: [{name: web, newTag: \"v-${params.host}/x\"}]\n",
+    );
+    let out = f.render(&[]);
+    let stderr = assert_fails(
+        &f,
+        &out,
+        &[(
+            "components/web/component.yaml",
+            line_of(&f, "repo/components/web/component.yaml", "newTag"),
+        )],
+    );
+    for want in [
+        "kiln::evaluate::invalid_image",
+        "`transformers[0].images[0].newTag` is",
+        "resolves to `v-web.example.com/x`",
+    ] {
+        assert!(stderr.contains(want), "no `{want}` in:\n{stderr}");
+    }
+}
