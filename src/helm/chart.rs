@@ -206,13 +206,14 @@ fn walk_order(a: &str, b: &str) -> std::cmp::Ordering {
     a.split('/').cmp(b.split('/'))
 }
 
-fn text(name: &str, data: &[u8], shown: &str) -> R<String> {
-    String::from_utf8(data.to_vec()).map_err(|_| err(&format!("{shown}/{name}"), "not UTF-8 text"))
+/// The file as text, borrowed: values.yaml and Chart.yaml are parsed in place, not copied.
+fn text<'a>(name: &str, data: &'a [u8], shown: &str) -> R<&'a str> {
+    std::str::from_utf8(data).map_err(|_| err(&format!("{shown}/{name}"), "not UTF-8 text"))
 }
 
 fn read_yaml(name: &str, data: &[u8], shown: &str) -> R<Value> {
     let t = text(name, data, shown)?;
-    yaml::parse_one(&t).map_err(|e| LoadError {
+    yaml::parse_one(t).map_err(|e| LoadError {
         file: format!("{shown}/{name}"),
         line: Some(e.line),
         message: e.to_string(),
@@ -221,7 +222,7 @@ fn read_yaml(name: &str, data: &[u8], shown: &str) -> R<Value> {
 
 fn read_yaml_strings(name: &str, data: &[u8], shown: &str) -> R<Value> {
     let t = text(name, data, shown)?;
-    yaml::parse_one_strings(&t).map_err(|e| LoadError {
+    yaml::parse_one_strings(t).map_err(|e| LoadError {
         file: format!("{shown}/{name}"),
         line: Some(e.line),
         message: e.to_string(),
@@ -255,9 +256,9 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
             }
             "values.schema.json" => {
                 let t = text(&name, &data, shown)?;
-                let j: serde_json::Value = serde_json::from_str(&t)
+                let j: serde_json::Value = serde_json::from_str(t)
                     .map_err(|e| err(&format!("{shown}/{name}"), e.to_string()))?;
-                schema = Some((t, j));
+                schema = Some((t.to_string(), j));
             }
             "requirements.yaml" => {
                 requirements = Some(read_yaml_strings(&name, &data, shown)?);
