@@ -152,7 +152,7 @@ fn walk(
             seen.pop();
         } else if is_file {
             let data = fs.read(&e).map_err(|e2| format!("{path}: {e2}"))?;
-            out.push((path, data));
+            out.push((path, strip_utf8_bom(data)));
         } else {
             return Err(format!(
                 "cannot load irregular file {path} as it has file mode type bits set"
@@ -189,7 +189,7 @@ pub fn load_archive(data: &[u8], shown: &str) -> R<Chart> {
         }
         let mut buf = Vec::new();
         std::io::Read::read_to_end(&mut entry, &mut buf).map_err(|e| err(shown, e.to_string()))?;
-        files.push((inner.to_string(), buf));
+        files.push((inner.to_string(), strip_utf8_bom(buf)));
     }
     let rules = files
         .iter()
@@ -229,6 +229,18 @@ fn read_yaml_strings(name: &str, data: &[u8], shown: &str) -> R<Value> {
     })
 }
 
+/// Helm's loaders drop a UTF-8 byte order mark from the start of every chart file, read from
+/// a directory or an archive (pkg/chart/v2/loader/directory.go, pkg/chart/loader/archive/
+/// archive.go: `bytes.TrimPrefix(data, utf8bom)`), so `.Files.Get` never sees one.
+fn strip_utf8_bom(mut data: Vec<u8>) -> Vec<u8> {
+    if data.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        data.drain(..3);
+    }
+    data
+}
+
+/// A chart's files sorted into its parts, after Helm v4.2.3's `LoadFiles`
+/// (pkg/chart/v2/loader/load.go).
 fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
     let mut meta = None;
     let mut values = Value::map(BTreeMap::new());
@@ -236,6 +248,7 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
     let mut templates = Vec::new();
     let mut other = Vec::new();
     let mut requirements = None;
+    let mut v1_files = Vec::new();
     let mut sub: BTreeMap<String, Vec<(String, Vec<u8>)>> = BTreeMap::new();
     let mut sub_order: Vec<String> = Vec::new();
     for (name, data) in files {
@@ -260,9 +273,18 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
                     .map_err(|e| err(&format!("{shown}/{name}"), e.to_string()))?;
                 schema = Some((t.to_string(), j));
             }
+            // The lock files are read (a broken one fails the load) but are not `.Files`;
+            // requirements.yaml and requirements.lock are, for apiVersion v1 charts only.
+            "Chart.lock" => {
+                read_yaml(&name, &data, shown)?;
+            }
+            "requirements.lock" => {
+                read_yaml(&name, &data, shown)?;
+                v1_files.push((name, data));
+            }
             "requirements.yaml" => {
                 requirements = Some(read_yaml_strings(&name, &data, shown)?);
-                other.push((name, data));
+                v1_files.push((name, data));
             }
             n if n.starts_with("templates/") => {
                 // The bytes become the text: no copy of every template.
@@ -307,7 +329,11 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
             "validation: chart.metadata.name is required",
         ));
     }
+    // A chart without apiVersion is a v1 chart (Helm 2 accepted those).
     let api_version = get("apiVersion");
+    if api_version.is_empty() || api_version == "v1" {
+        other.extend(v1_files);
+    }
     let kind_library = get("type") == "library";
     let version = get("version");
     // Dependencies: Chart.yaml (v2) or requirements.yaml (v1).
@@ -345,6 +371,10 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
     }
     let mut subcharts = Vec::new();
     for cname in sub_order {
+        // `charts/_x` and `charts/.x` are not subcharts (load.go: `strings.IndexAny(n, "_.") == 0`).
+        if cname.starts_with(['_', '.']) {
+            continue;
+        }
         let files = sub.remove(&cname).unwrap_or_default();
         let sub_shown = format!("{shown}/charts/{cname}");
         if files.len() == 1 && files[0].0.ends_with(".tgz")
