@@ -10,6 +10,8 @@
 //! integers, multi-line strings as literal blocks, ambiguous strings double-quoted. And Go's
 //! `encoding/json` for `toJson` (sorted keys, `<`, `>`, `&` escaped as `\u003c`…).
 
+mod fast;
+
 use super::template::value::{Value, format_float};
 use granit_parser::{Event, Parser, ScalarStyle};
 use std::collections::{BTreeMap, HashMap};
@@ -44,6 +46,16 @@ pub fn parse_one_strings(text: &str) -> Result<Value, YamlError> {
 
 fn parse_all_mode(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    // Most values.yaml and Chart.yaml files are in the subset the line reader takes; the rest
+    // (and every error) is granit's.
+    match fast::parse_all(text, strings) {
+        Some(docs) => Ok(docs),
+        None => parse_all_granit(text, strings),
+    }
+}
+
+/// The stream read from granit-parser's events.
+fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> {
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: HashMap<usize, Value> = HashMap::new();
