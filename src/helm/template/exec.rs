@@ -124,12 +124,36 @@ pub struct Tmpl {
     /// The tree of the text it was parsed from, shared by the text's templates.
     pub tree: Rc<Tree>,
     pub root: Span,
-    /// The string literals of the text it was parsed from (`Arg::Str` indexes them), as
-    /// values, shared by the text's templates.
-    pub lits: Rc<[Value]>,
+    /// The string literals of the text it was parsed from (`Arg::Str` indexes them),
+    /// shared by the text's templates.
+    pub lits: Rc<LitValues>,
     /// The bytes of its top-level text: what its output needs at least, reserved up front
     /// (growing a large rendered file by doubling copied it several times).
     pub text_len: usize,
+}
+
+/// A text's string literals, each made a value when it is first evaluated (most literals of
+/// a chart are in `define`s that never run: making every one a value up front was a
+/// visible part of adding a chart's templates).
+pub struct LitValues {
+    lits: super::parse::Lits,
+    values: Box<[std::cell::OnceCell<Value>]>,
+}
+
+impl LitValues {
+    fn new(lits: super::parse::Lits) -> LitValues {
+        let values = std::iter::repeat_with(std::cell::OnceCell::new)
+            .take(lits.len())
+            .collect();
+        LitValues { lits, values }
+    }
+
+    fn get(&self, i: usize) -> Value {
+        match self.values.get(i) {
+            Some(v) => v.get_or_init(|| Value::str(self.lits.get(i))).clone(),
+            None => Value::Nil,
+        }
+    }
 }
 
 fn text_len(tree: &Tree, list: Span) -> usize {
@@ -161,7 +185,7 @@ impl TemplateSet {
     /// Go's `AddParseTree` replaces (an empty body does not replace an existing one).
     pub fn add(&mut self, name: &str, file: &str, parsed: super::parse::Parsed) {
         let file: Rc<str> = Rc::from(file);
-        let lits: Rc<[Value]> = parsed.lits.iter().map(Value::str).collect();
+        let lits = Rc::new(LitValues::new(parsed.lits));
         let tree = Rc::new(parsed.tree);
         for (dname, body) in parsed.defines {
             self.own.insert(
@@ -321,7 +345,7 @@ impl Exec {
     pub fn run(&mut self, t: Rc<Tmpl>, dot: Value) -> R<String> {
         if self.depth >= MAX_DEPTH {
             return Err(self.err_at(
-                Pos::default(),
+                Pos::NONE,
                 "",
                 "exceeded maximum template depth (1000)".into(),
             ));
@@ -342,12 +366,17 @@ impl Exec {
     }
 
     fn err_at(&self, pos: Pos, what: &str, message: String) -> ExecError {
-        let (file, name) = match &self.cur {
-            Some(t) => (t.file.to_string(), t.name.clone()),
-            None => (String::new(), String::new()),
+        let (file, name, (line, col)) = match &self.cur {
+            Some(t) if pos != Pos::NONE => (
+                t.file.to_string(),
+                t.name.clone(),
+                super::parse::line_col(&t.tree.src, pos.0 as usize),
+            ),
+            Some(t) => (t.file.to_string(), t.name.clone(), (0, 0)),
+            None => (String::new(), String::new(), (0, 0)),
         };
         ExecError {
-            location: format!("{file}:{}:{}", pos.line, pos.col),
+            location: format!("{file}:{line}:{col}"),
             name,
             what: what.to_string(),
             message,
@@ -614,12 +643,10 @@ impl Exec {
                 self.field_chain(dot, t, base, t.str(*chain), &[], None, *pos)?
             }
             Arg::Pipe(p) => self.pipe(dot, t, &t.pipes[*p as usize])?,
-            Arg::Str(i) => self
-                .cur
-                .as_ref()
-                .and_then(|t| t.lits.get(*i as usize))
-                .cloned()
-                .unwrap_or(Value::Nil),
+            Arg::Str(i) => match &self.cur {
+                Some(t) => t.lits.get(*i as usize),
+                None => Value::Nil,
+            },
             Arg::Int(n) => Value::Int(*n),
             Arg::Float(f) => Value::Float(*f),
             Arg::Bool(b) => Value::Bool(*b),
@@ -810,6 +837,20 @@ mod tests {
     fn a_define_shares_its_texts_tree_and_renders_the_same_every_time() {
         let text = r#"{{define "x"}}[{{.}}{{with $y := .}}{{$y}}{{end}}]{{end}}{{template "x" 1}}{{include "x" 2}}{{template "x" 1}}{{ (include "x" 3) }}"#;
         assert_eq!(render(text, Value::Nil).as_deref(), Ok("[11][22][11][33]"));
+    }
+
+    #[test]
+    fn error_locations_are_counted_from_the_text_of_the_template() {
+        let mut m = BTreeMap::new();
+        m.insert("a".to_string(), Value::Nil);
+        let text = "a\n{{define \"x\"}}\n  {{ .a.b }}{{end}}\n{{template \"x\" .}}";
+        let err = render(text, Value::map(m)).unwrap_err();
+        assert!(
+            err.starts_with("template: t:3:5: executing \"x\" at <.b>: nil pointer"),
+            "{err}"
+        );
+        let err = render("{{define \"x\"}}\n\n {{ nope }}{{end}}", Value::Nil).unwrap_err();
+        assert_eq!(err, "template: t:3: function \"nope\" not defined");
     }
 
     #[test]

@@ -22,11 +22,27 @@ impl FuncId {
     pub const OR: FuncId = FuncId(u32::MAX - 1);
 }
 
-/// A position in a template text: 1-based line, 0-based byte column (Go's ErrorContext).
+/// A position in a template text: its byte offset, as Go's `Pos`. The line and column of
+/// an error are counted from the text when it is reported ([`line_col`]): counting newlines
+/// for every pipeline, command and operand while parsing was a tenth of the parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Pos {
-    pub line: u32,
-    pub col: u32,
+pub struct Pos(pub u32);
+
+impl Pos {
+    /// No position: reported as line 0, column 0 (Go's zero `Pos` outside any node).
+    pub const NONE: Pos = Pos(u32::MAX);
+}
+
+/// Go's `ErrorContext`: the 1-based line and 0-based byte column of `off` in `src` (a
+/// newline at `off` belongs to its line).
+pub fn line_col(src: &str, off: usize) -> (u32, u32) {
+    let before = &src.as_bytes()[..off.min(src.len())];
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count() as u32;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    (line, (before.len() - start) as u32)
 }
 
 /// A range of a [`Tree`]'s arenas (nodes, commands, arguments, declarations) or of its
@@ -185,6 +201,24 @@ impl Lits {
         self.ends.len() as u32 - 1
     }
 
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The `i`th literal ("" past the end).
+    pub fn get(&self, i: usize) -> &str {
+        let start = match i {
+            0 => 0,
+            _ => self.ends.get(i - 1).map_or(0, |&e| e as usize),
+        };
+        let end = self.ends.get(i).map_or(start, |&e| e as usize);
+        &self.text[start..end]
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &str> {
         let mut start = 0;
         self.ends.iter().map(move |&end| {
@@ -240,12 +274,6 @@ struct Parser<'a> {
     range_depth: usize,
     /// Where the current action opened (Go's "unclosed action started at").
     action_start: usize,
-    /// Where the last position was asked: (offset, its 1-based line, that line's first
-    /// byte). Positions are asked in increasing order while parsing, so each one counts only
-    /// the newlines since the previous one (a table of line starts searched for every
-    /// pipeline, command and operand was a visible part of parsing; counting from the
-    /// start every time was quadratic).
-    line_cursor: std::cell::Cell<(usize, u32, usize)>,
 }
 
 /// Parses `src` (named `name` in errors); `func` resolves a function name (`None`: not
@@ -256,7 +284,6 @@ pub fn parse(
     func: &dyn Fn(&str) -> Option<FuncId>,
 ) -> Result<Parsed, ParseError> {
     let mut p = Parser {
-        line_cursor: std::cell::Cell::new((0, 1, 0)),
         name,
         src,
         pos: 0,
@@ -406,24 +433,13 @@ fn find_open(s: &str) -> Option<usize> {
 }
 
 impl<'a> Parser<'a> {
+    /// The line of `off`, for an error.
+    fn line_of(&self, off: usize) -> u32 {
+        line_col(self.src, off).0
+    }
+
     fn pos_of(&self, off: usize) -> Pos {
-        let off = off.min(self.src.len());
-        let (mut at, mut line, mut start) = self.line_cursor.get();
-        if off < at {
-            (at, line, start) = (0, 1, 0);
-        }
-        // The newlines before `off` (a newline at `off` belongs to its line).
-        let seg = &self.src.as_bytes()[at..off];
-        let newlines = seg.iter().filter(|&&b| b == b'\n').count();
-        if newlines > 0 {
-            line += newlines as u32;
-            start = at + seg.iter().rposition(|&b| b == b'\n').unwrap_or(0) + 1;
-        }
-        self.line_cursor.set((off, line, start));
-        Pos {
-            line,
-            col: (off - start) as u32,
-        }
+        Pos(off as u32)
     }
 
     /// The span of `s`, a slice of the text.
@@ -453,7 +469,7 @@ impl<'a> Parser<'a> {
     fn err_at(&self, off: usize, message: String) -> ParseError {
         ParseError {
             name: self.name.to_string(),
-            line: self.pos_of(off).line,
+            line: self.line_of(off),
             message,
         }
     }
@@ -730,7 +746,7 @@ impl<'a> Parser<'a> {
         let bytes = src.as_bytes();
         let start = self.pos;
         let Some(&c) = bytes.get(start) else {
-            let opened = self.pos_of(self.action_start).line;
+            let opened = self.line_of(self.action_start);
             return Err(self.err_at(
                 start,
                 format!("unclosed action started at {}:{opened}", self.name),
