@@ -64,6 +64,11 @@ def hooks_of(files):
 
 
 def render(chart_dir, values, release="rel"):
+    # A chart Helm cannot load (`Chart.load`: loader errors) is a case too: its error is kept.
+    try:
+        helm.Chart.load(str(chart_dir)).close()
+    except helm.HelmError as e:
+        return None, getattr(e, "detail", None) or str(e)
     cfg = helm.Config(storage_driver="memory", namespace="ns")
     try:
         with helm.Chart.load(str(chart_dir)) as chart:
@@ -105,13 +110,36 @@ def flag_release(path):
     return names[-1] if names else "rel"
 
 
+def load_values(text):
+    """Helm's loader.LoadValues (pkg/chart/v2/loader/load.go), which `-f` files go through:
+    documents cut as apimachinery's YAMLReader cuts them (a line starting with `---` and
+    nothing but spaces or a comment after it), each read by the SDK, merged in order."""
+    docs, cur = [], []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("---"):
+            rest = line[3:].strip()
+            if rest and not rest.startswith("#"):
+                raise ValueError(f"invalid Yaml document separator: {rest}")
+            if cur:
+                docs.append("".join(cur))
+                cur = []
+                continue
+        cur.append(line)
+    if cur:
+        docs.append("".join(cur))
+    out = {}
+    for doc in docs:
+        merge_maps(out, helm.values_from_yaml(doc) or {})
+    return out
+
+
 def flag_values(path):
     """The values of a .flags variant, or Helm's error."""
     flags = [line.split(" ", 1) for line in path.read_text().splitlines() if line.strip()]
     base = {}
     for flag, arg in flags:
         if flag == "-f":
-            merge_maps(base, helm.values_from_yaml((ROOT.parent.parent / arg).read_text()) or {})
+            merge_maps(base, load_values((ROOT.parent.parent / arg).read_text()))
     for kind, parse in PARSERS:
         for flag, arg in flags:
             if flag != kind:
@@ -155,7 +183,7 @@ def main():
             values, error = flag_values(variant)
             release = flag_release(variant)
         else:
-            values = helm.values_from_yaml(variant.read_text()) if variant else None
+            values = load_values(variant.read_text()) if variant else None
         if error is None:
             stream, error = render(chart, values, release)
         target = expected / (f"{name}.error.txt" if error else f"{name}.yaml")

@@ -86,13 +86,48 @@ pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
     let root = fs
         .canonicalize(path)
         .map_err(|e| err(&shown, e.to_string()))?;
-    let mut files = Vec::new();
+    let mut todo = Vec::new();
     let rules = match fs.read_to_string(&path.join(".helmignore")) {
         Ok(t) => Ignore::parse(&t),
         Err(_) => Ignore::parse(""),
-    };
-    walk(fs, path, &mut vec![root], "", &rules, &mut files).map_err(|e| err(&shown, e))?;
+    }
+    .map_err(|e| err(&format!("{shown}/.helmignore"), e))?;
+    let walked = walk(fs, path, &mut vec![root], "", &rules, &mut todo);
+    let files = read_all(fs, todo).map_err(|e| err(&shown, e))?;
+    walked.map_err(|e| err(&shown, e))?;
     from_files(files, &shown)
+}
+
+/// Reads the files a walk found, in its order. They are read on the pool's threads: a chart
+/// is hundreds of small files (ingress-nginx: 230, most of them a changelog) and each is
+/// four system calls, which were most of loading it. The first read error in walk order is
+/// the one reported, as a walk that reads as it goes would report it; a walk error found
+/// after the files read so far comes after their errors.
+fn read_all(
+    fs: &dyn FileSystem,
+    todo: Vec<(String, std::path::PathBuf)>,
+) -> Result<Vec<(String, Vec<u8>)>, String> {
+    use rayon::prelude::*;
+    let read: Vec<Result<Vec<u8>, std::io::Error>> = todo
+        .par_iter()
+        .with_min_len(16)
+        .map(|(_, real)| fs.read(real))
+        .collect();
+    let mut files = Vec::with_capacity(todo.len());
+    for ((path, _), data) in todo.into_iter().zip(read) {
+        match data {
+            // Helm stats first and refuses before reading; the size read is the same one.
+            Ok(data) if data.len() as u64 > MAX_FILE_SIZE => {
+                let base = path.rsplit('/').next().unwrap_or(&path);
+                return Err(format!(
+                    "chart file {base:?} is larger than the maximum file size {MAX_FILE_SIZE}"
+                ));
+            }
+            Ok(data) => files.push((path, strip_utf8_bom(data))),
+            Err(e) => return Err(format!("{path}: {e}")),
+        }
+    }
+    Ok(files)
 }
 
 /// Walks `base/rel` in lexical order; `seen` holds the real directories from the chart root
@@ -103,7 +138,7 @@ fn walk(
     seen: &mut Vec<std::path::PathBuf>,
     rel: &str,
     rules: &Ignore,
-    out: &mut Vec<(String, Vec<u8>)>,
+    out: &mut Vec<(String, std::path::PathBuf)>,
 ) -> Result<(), String> {
     let dir = if rel.is_empty() {
         base.to_path_buf()
@@ -151,8 +186,7 @@ fn walk(
             walk(fs, base, seen, &path, rules, out)?;
             seen.pop();
         } else if is_file {
-            let data = fs.read(&e).map_err(|e2| format!("{path}: {e2}"))?;
-            out.push((path, strip_utf8_bom(data)));
+            out.push((path, e));
         } else {
             return Err(format!(
                 "cannot load irregular file {path} as it has file mode type bits set"
@@ -162,11 +196,17 @@ fn walk(
     Ok(())
 }
 
+/// Helm's `archive.MaxDecompressedFileSize`: no chart file may be larger (5 MiB).
+const MAX_FILE_SIZE: u64 = 5 * 1024 * 1024;
+/// Helm's `archive.MaxDecompressedChartSize`: an archive inflates to less than this (100 MiB).
+const MAX_CHART_SIZE: u64 = 100 * 1024 * 1024;
+
 /// Loads a packaged chart: every entry under the archive's top directory.
 pub fn load_archive(data: &[u8], shown: &str) -> R<Chart> {
     let gz = flate2::read::GzDecoder::new(data);
     let mut ar = tar::Archive::new(gz);
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut remaining = MAX_CHART_SIZE;
     let entries = ar.entries().map_err(|e| err(shown, e.to_string()))?;
     for entry in entries {
         let mut entry = entry.map_err(|e| err(shown, e.to_string()))?;
@@ -187,16 +227,38 @@ pub fn load_archive(data: &[u8], shown: &str) -> R<Chart> {
                 format!("chart archive entry {path:?} leaves the chart"),
             ));
         }
+        // Helm's limits, checked on the header before anything is inflated: a small archive
+        // cannot make the loader hold gigabytes.
+        let size = entry.header().size().unwrap_or(u64::MAX);
+        if size > remaining {
+            return Err(err(
+                shown,
+                format!("decompressed chart is larger than the maximum size {MAX_CHART_SIZE}"),
+            ));
+        }
+        if size > MAX_FILE_SIZE {
+            return Err(err(
+                shown,
+                format!(
+                    "decompressed chart file {path:?} is larger than the maximum file size {MAX_FILE_SIZE}"
+                ),
+            ));
+        }
         let mut buf = Vec::new();
-        std::io::Read::read_to_end(&mut entry, &mut buf).map_err(|e| err(shown, e.to_string()))?;
+        std::io::Read::read_to_end(&mut std::io::Read::take(&mut entry, remaining), &mut buf)
+            .map_err(|e| err(shown, e.to_string()))?;
+        remaining -= buf.len() as u64;
+        if (buf.len() as u64) < size || remaining == 0 {
+            return Err(err(
+                shown,
+                format!("decompressed chart is larger than the maximum size {MAX_CHART_SIZE}"),
+            ));
+        }
         files.push((inner.to_string(), strip_utf8_bom(buf)));
     }
-    let rules = files
-        .iter()
-        .find(|(n, _)| n == ".helmignore")
-        .map(|(_, d)| Ignore::parse(&String::from_utf8_lossy(d)))
-        .unwrap_or_else(|| Ignore::parse(""));
-    files.retain(|(n, _)| !rules.ignored_path_or_parent(n));
+    // No `.helmignore` here, and no hidden-template default either: Helm's archive loader
+    // (pkg/chart/loader/archive) takes every file; `helm package` applied the rules when it
+    // made the archive.
     files.sort_by(|a, b| walk_order(&a.0, &b.0));
     from_files(files, shown)
 }
@@ -255,17 +317,12 @@ fn from_files(files: Vec<(String, Vec<u8>)>, shown: &str) -> R<Chart> {
         match name.as_str() {
             "Chart.yaml" => meta = Some(read_yaml_strings(&name, &data, shown)?),
             "values.yaml" => {
-                let v = read_yaml(&name, &data, shown)?;
-                values = match v {
-                    Value::Map(_) => v,
-                    Value::Nil => Value::map(BTreeMap::new()),
-                    _ => {
-                        return Err(err(
-                            &format!("{shown}/values.yaml"),
-                            "values.yaml is not a mapping",
-                        ));
-                    }
-                };
+                let t = text(&name, &data, shown)?;
+                values = Value::Map(super::values::load_values(t).map_err(|e| LoadError {
+                    file: format!("{shown}/{name}"),
+                    line: Some(e.line),
+                    message: format!("cannot load values.yaml: {e}"),
+                })?);
             }
             "values.schema.json" => {
                 let t = text(&name, &data, shown)?;
@@ -458,13 +515,15 @@ impl Matcher {
             Matcher::Suffix(p) => name
                 .strip_suffix(p.as_str())
                 .is_some_and(|head| !head.contains('/')),
-            Matcher::Glob(p) => glob_chars(p, name),
+            Matcher::Glob(p) => glob_chars(p, name, '^'),
         }
     }
 }
 
 impl Ignore {
-    fn parse(text: &str) -> Ignore {
+    /// The rules of a `.helmignore`, or `pkg/ignore`'s error for the first rule it refuses:
+    /// a `**` anywhere in it, or a pattern `filepath.Match` calls malformed.
+    fn parse(text: &str) -> Result<Ignore, String> {
         // `AddDefaults` (hidden files under templates/). Helm appends it after the file's
         // rules; every rule can only add a reason to ignore, so the order is no matter.
         let mut rules = vec![Rule {
@@ -473,10 +532,17 @@ impl Ignore {
             must_dir: false,
             kind: RuleKind::Path,
         }];
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         for line in text.lines() {
             let mut l = line.trim();
-            if l.is_empty() || l.starts_with('#') || l.contains("**") {
+            if l.is_empty() || l.starts_with('#') {
                 continue;
+            }
+            if l.contains("**") {
+                return Err("double-star (**) syntax is not supported".into());
+            }
+            if !go_pattern_valid(l) {
+                return Err("syntax error in pattern".into());
             }
             let negate = l.starts_with('!');
             if negate {
@@ -498,7 +564,7 @@ impl Ignore {
                 kind,
             });
         }
-        Ignore { rules }
+        Ok(Ignore { rules })
     }
 
     fn ignored(&self, path: &str, is_dir: bool) -> bool {
@@ -520,28 +586,18 @@ impl Ignore {
         }
         false
     }
-
-    fn ignored_path_or_parent(&self, path: &str) -> bool {
-        let mut end = 0;
-        while let Some(i) = path[end..].find('/') {
-            end += i;
-            if self.ignored(&path[..end], true) {
-                return true;
-            }
-            end += 1;
-        }
-        self.ignored(path, false)
-    }
 }
 
 /// Go's `filepath.Match` (`*`, `?`, `[...]`, `\` escapes; `*` does not cross `/`).
 pub fn glob_match(pattern: &str, name: &str) -> bool {
     let p: Vec<char> = pattern.chars().collect();
-    glob_chars(&p, name)
+    glob_chars(&p, name, '^')
 }
 
 /// [`glob_match`] over a pattern already split into chars; the name is walked in place.
-fn glob_chars(p: &[char], n: &str) -> bool {
+/// `negator` opens a negated class: `^` for Go's `filepath.Match`, `!` for gobwas/glob
+/// (`.Files.Glob`); in each, the other one is a plain member of the class.
+fn glob_chars(p: &[char], n: &str, negator: char) -> bool {
     let mut chars = n.chars();
     let first = chars.next();
     let after = chars.as_str();
@@ -549,24 +605,24 @@ fn glob_chars(p: &[char], n: &str) -> bool {
         None => n.is_empty(),
         Some('*') => {
             let rest = &p[1..];
-            if glob_chars(rest, n) {
+            if glob_chars(rest, n, negator) {
                 return true;
             }
             for (i, c) in n.char_indices() {
                 if c == '/' {
                     break;
                 }
-                if glob_chars(rest, &n[i + c.len_utf8()..]) {
+                if glob_chars(rest, &n[i + c.len_utf8()..], negator) {
                     return true;
                 }
             }
             false
         }
-        Some('?') => first.is_some_and(|c| c != '/') && glob_chars(&p[1..], after),
+        Some('?') => first.is_some_and(|c| c != '/') && glob_chars(&p[1..], after, negator),
         Some('[') => {
             let Some(c) = first else { return false };
             let mut i = 1;
-            let negate = matches!(p.get(1), Some('^') | Some('!'));
+            let negate = p.get(1) == Some(&negator);
             if negate {
                 i += 1;
             }
@@ -595,10 +651,10 @@ fn glob_chars(p: &[char], n: &str) -> bool {
             if i >= p.len() {
                 return false;
             }
-            hit != negate && c != '/' && glob_chars(&p[i + 1..], after)
+            hit != negate && c != '/' && glob_chars(&p[i + 1..], after, negator)
         }
-        Some('\\') if p.len() > 1 => first == Some(p[1]) && glob_chars(&p[2..], after),
-        Some(c) => first == Some(*c) && glob_chars(&p[1..], after),
+        Some('\\') if p.len() > 1 => first == Some(p[1]) && glob_chars(&p[2..], after, negator),
+        Some(c) => first == Some(*c) && glob_chars(&p[1..], after, negator),
     }
 }
 
@@ -620,7 +676,7 @@ pub fn glob_match_double(pattern: &str, name: &str) -> bool {
     if let Some(i) = pattern.find("**") {
         let (pre, post) = (&pattern[..i], &pattern[i + 2..]);
         for j in (0..=name.len()).filter(|&j| name.is_char_boundary(j)) {
-            if !glob_match(pre, &name[..j]) {
+            if !gobwas_piece(pre, &name[..j]) {
                 continue;
             }
             for k in (j..=name.len()).filter(|&k| name.is_char_boundary(k)) {
@@ -631,12 +687,185 @@ pub fn glob_match_double(pattern: &str, name: &str) -> bool {
         }
         return false;
     }
-    glob_match(pattern, name)
+    gobwas_piece(pattern, name)
+}
+
+/// A gobwas/glob pattern without `**` or `{…}`: as `filepath.Match`, but `[!…]` negates.
+fn gobwas_piece(pattern: &str, name: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    glob_chars(&p, name, '!')
+}
+
+/// Whether Go's `filepath.Match` accepts `pattern` (its `ErrBadPattern` rules: `matchChunk`
+/// and `getEsc`, Go 1.25; Match checks the whole pattern even where the name fails early).
+/// A class needs its `]` and at least one member, a member or a range end cannot be `-` or
+/// `]` unescaped or missing, and a `\` must escape something.
+fn go_pattern_valid(pattern: &str) -> bool {
+    let p: Vec<char> = pattern.chars().collect();
+    // getEsc: one member (maybe escaped), and something must follow it.
+    let esc = |i: &mut usize| -> bool {
+        match p.get(*i) {
+            None | Some('-') | Some(']') => return false,
+            Some('\\') => {
+                *i += 1;
+                if *i >= p.len() {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+        *i += 1;
+        *i < p.len()
+    };
+    let mut i = 0;
+    while i < p.len() {
+        match p[i] {
+            '[' => {
+                i += 1;
+                if i >= p.len() {
+                    return false;
+                }
+                if p[i] == '^' {
+                    i += 1;
+                }
+                let mut ranges = 0;
+                loop {
+                    if p.get(i) == Some(&']') && ranges > 0 {
+                        i += 1;
+                        break;
+                    }
+                    if !esc(&mut i) {
+                        return false;
+                    }
+                    if p[i] == '-' {
+                        i += 1;
+                        if !esc(&mut i) {
+                            return false;
+                        }
+                    }
+                    ranges += 1;
+                }
+            }
+            '\\' => {
+                if i + 1 >= p.len() {
+                    return false;
+                }
+                i += 2;
+            }
+            _ => i += 1,
+        }
+    }
+    true
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What real Helm v4.2.3 answers (helm-python-sdk `Chart.load` with the rule as the
+    /// whole .helmignore): `**` and malformed patterns fail the load; the rest load.
+    #[test]
+    fn helmignore_refuses_what_pkg_ignore_refuses() {
+        let refused = [
+            ("**/x", "double-star (**) syntax is not supported"),
+            ("a[", "syntax error in pattern"),
+            ("abc\\", "syntax error in pattern"),
+            ("[]a", "syntax error in pattern"),
+            ("[a-]", "syntax error in pattern"),
+            ("![x", "syntax error in pattern"),
+            ("x/[^", "syntax error in pattern"),
+            ("[a-\\", "syntax error in pattern"),
+            ("*[", "syntax error in pattern"),
+        ];
+        for (rule, want) in refused {
+            match Ignore::parse(&format!("# a comment\n{rule}\n")) {
+                Err(e) => assert_eq!(e, want, "{rule:?}"),
+                Ok(_) => panic!("{rule:?} was accepted"),
+            }
+        }
+        for rule in [
+            "# **",
+            "[^x]*.txt",
+            "[!a]bc",
+            "\\*x",
+            "[a-c]?",
+            "*.[ch]",
+            "a/b/",
+            "!keep",
+            "[\\]]",
+            "a]",
+        ] {
+            assert!(Ignore::parse(rule).is_ok(), "{rule:?}");
+        }
+        // `[!a]` is the class of `!` and `a` in filepath.Match: Go negates with `^` only.
+        let r = Ignore::parse("[!a]bc\n").unwrap();
+        assert!(r.ignored("abc", false) && r.ignored("!bc", false));
+        assert!(!r.ignored("bbc", false));
+        let r = Ignore::parse("[^a]bc\n").unwrap();
+        assert!(!r.ignored("abc", false) && r.ignored("bbc", false));
+    }
+
+    #[test]
+    fn files_glob_negates_with_a_bang_as_gobwas_does() {
+        assert!(glob_match_double("[!a]bc", "bbc") && !glob_match_double("[!a]bc", "abc"));
+        assert!(glob_match_double("[^a]bc", "^bc") && glob_match_double("[^a]bc", "abc"));
+        assert!(!glob_match_double("[^a]bc", "bbc"));
+    }
+
+    #[test]
+    fn files_over_five_mib_fail_the_load_as_in_helm() {
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
+            .add_file("/c/big.bin", "x".repeat(5 * 1024 * 1024 + 1))
+            .add_file("/c/fits.bin", "x".repeat(5 * 1024 * 1024));
+        let e = load_with(&fs, Path::new("/c"))
+            .err()
+            .expect("a file over 5 MiB is refused");
+        assert_eq!(
+            e.message,
+            "chart file \"big.bin\" is larger than the maximum file size 5242880"
+        );
+    }
+
+    fn tgz(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
+            Vec::new(),
+            flate2::Compression::fast(),
+        ));
+        for (name, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, name, *data).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap()
+    }
+
+    #[test]
+    fn archives_keep_every_file_and_have_helms_size_limits() {
+        // Helm's archive loader applies no .helmignore and no hidden-template default.
+        let data = tgz(&[
+            ("c/Chart.yaml", b"apiVersion: v2\nname: c\nversion: 1.0.0\n"),
+            ("c/.helmignore", b"notes.txt\n"),
+            ("c/notes.txt", b"kept"),
+            ("c/templates/.hidden.yaml", b"kind: ConfigMap\n"),
+        ]);
+        let c = load_archive(&data, "c.tgz").unwrap();
+        let files: Vec<&str> = c.files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(files, [".helmignore", "notes.txt"]);
+        assert_eq!(c.templates.len(), 1);
+        let big = vec![b'x'; 5 * 1024 * 1024 + 1];
+        let data = tgz(&[
+            ("c/Chart.yaml", b"apiVersion: v2\nname: c\nversion: 1.0.0\n"),
+            ("c/big.bin", &big),
+        ]);
+        let e = load_archive(&data, "c.tgz").err().expect("refused");
+        assert_eq!(
+            e.message,
+            "decompressed chart file \"c/big.bin\" is larger than the maximum file size 5242880"
+        );
+    }
 
     #[test]
     fn globs_like_go() {
@@ -826,7 +1055,7 @@ mod tests {
 
     #[test]
     fn helmignore_rules() {
-        let r = Ignore::parse("# c\n.git/\n*.tmp\n/ci\n");
+        let r = Ignore::parse("# c\n.git/\n*.tmp\n/ci\n").unwrap();
         assert!(r.ignored(".git", true));
         assert!(!r.ignored(".git", false));
         assert!(r.ignored("x/y.tmp", false));

@@ -176,22 +176,12 @@ fn user_values(fs: &dyn crate::fs::FileSystem, opts: &TemplateOptions) -> Result
             file: shown.clone(),
             message: e.to_string(),
         })?;
-        match yaml::parse_one(&text) {
-            Ok(Value::Map(m)) => values::merge_user(&user, &m),
-            Ok(Value::Nil) => {}
-            Ok(_) => {
-                return Err(HelmError::Values {
-                    file: shown,
-                    message: "not a YAML mapping".into(),
-                });
-            }
-            Err(e) => {
-                return Err(HelmError::Values {
-                    file: shown,
-                    message: e.to_string(),
-                });
-            }
-        }
+        // Every document of the file, merged (`loader.LoadValues`, as `-f` reads them).
+        let m = values::load_values(&text).map_err(|e| HelmError::Values {
+            file: shown,
+            message: e.to_string(),
+        })?;
+        values::merge_user(&user, &m);
     }
     if let Some(v) = &opts.values {
         values::merge_user(&user, &values::from_json_map(v));

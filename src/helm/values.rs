@@ -404,6 +404,92 @@ pub fn merge_user(dst: &Map, src: &Map) {
     }
 }
 
+/// Why a values file cannot be read: its 1-based line and the message.
+#[derive(Debug, Clone)]
+pub struct ValuesError {
+    pub line: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for ValuesError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Helm's `loader.LoadValues` (pkg/chart/v2/loader/load.go, v4.2.3), for a chart's
+/// values.yaml and for `-f` files alike (pkg/cli/values/options.go calls it too): the text is
+/// cut into documents as apimachinery's `YAMLReader` cuts it (a line starting with `---`,
+/// followed by nothing but spaces or a comment), each document is read as a map, and the
+/// maps are merged in order with `MergeMaps` (maps deeply, anything else replaced). A document
+/// of only comments adds nothing; one that is not a map is an error, as is a `---` line with
+/// text after it. Lines in errors count from the top of the file, not of the document.
+pub fn load_values(text: &str) -> Result<Map, ValuesError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let out = new_map();
+    let mut doc_start = 0;
+    let mut doc_line = 1;
+    let mut line_no = 1;
+    let mut pos = 0;
+    let read = |doc: &str, first_line: usize| -> Result<(), ValuesError> {
+        if doc.is_empty() {
+            return Ok(());
+        }
+        let v = super::yaml::parse_one(doc).map_err(|e| {
+            let line = e.line + first_line - 1;
+            ValuesError {
+                line,
+                message: format!("yaml: line {line}: {}", e.message),
+            }
+        })?;
+        match v {
+            Value::Map(m) => merge_user(&out, &m),
+            Value::Nil => {}
+            other => {
+                let kind = match other {
+                    Value::List(_) => "array",
+                    Value::Bool(_) => "bool",
+                    Value::Int(_) | Value::Float(_) => "number",
+                    _ => "string",
+                };
+                return Err(ValuesError {
+                    line: first_line,
+                    message: format!(
+                        "cannot unmarshal yaml document: error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {kind} into Go value of type map[string]interface {{}}"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    };
+    while pos < text.len() {
+        let end = text[pos..].find('\n').map_or(text.len(), |i| pos + i + 1);
+        let line = &text[pos..end];
+        if let Some(rest) = line.strip_prefix("---") {
+            let trimmed = rest.trim();
+            if !trimmed.is_empty() && !trimmed.starts_with('#') {
+                return Err(ValuesError {
+                    line: line_no,
+                    message: format!(
+                        "error reading yaml document: invalid Yaml document separator: {trimmed}"
+                    ),
+                });
+            }
+            // A separator ends a document that has text; before any, it is the document's
+            // own first line (the reader keeps it).
+            if pos > doc_start {
+                read(&text[doc_start..pos], doc_line)?;
+                doc_start = end;
+                doc_line = line_no + 1;
+            }
+        }
+        pos = end;
+        line_no += 1;
+    }
+    read(&text[doc_start..], doc_line)?;
+    Ok(out)
+}
+
 // ---------------------------------------------------------------------------------------
 // strvals: `--set`, `--set-string`, `--set-json`, `--set-file`, `--set-literal`.
 //
@@ -1178,6 +1264,63 @@ mod tests {
                 "{kind:?} {line:?}"
             );
         }
+    }
+
+    /// Each expectation is what real Helm v4.2.3's `Chart.load` gives for the text as a
+    /// chart's values.yaml (helm-python-sdk; the errors' Helm wording follows "cannot load
+    /// values.yaml: ").
+    #[test]
+    fn values_files_merge_their_documents_as_load_values_does() {
+        let ok = |text: &str| {
+            let v = load_values(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            crate::helm::yaml::to_json(&Value::Map(v), false, false)
+        };
+        let cases = [
+            (
+                "a: 1\nb: {x: 1, z: [1]}\n---\nb: {y: 2, z: [2]}\nc: 3\n",
+                r#"{"a":1,"b":{"true":2,"x":1,"z":[2]},"c":3}"#,
+            ),
+            ("a: 1\n--- # two\nb: 2\n", r#"{"a":1,"b":2}"#),
+            ("a: 1\n---\n# nothing\n---\nb: 2\n", r#"{"a":1,"b":2}"#),
+            ("---\na: 1\n...\n", r#"{"a":1}"#),
+            ("a: 1\n ---\nb: 2\n", r#"{"a":"1 ---","b":2}"#),
+            ("a: 1\n...\n---\nb: 2\n", r#"{"a":1,"b":2}"#),
+            ("a: 1\n---\t\r\nb: 2\n", r#"{"a":1,"b":2}"#),
+            ("---\n---\n", "{}"),
+            ("", "{}"),
+            // A later null is kept as null here; coalescing deletes the key afterwards.
+            ("a: {x: 1}\n---\na: null\n", r#"{"a":null}"#),
+        ];
+        for (text, want) in cases {
+            assert_eq!(ok(text), want, "{text:?}");
+        }
+        let bad = |text: &str| load_values(text).map(|_| ()).unwrap_err();
+        let e = bad("a: 1\n--- b: 2\nc: 3\n");
+        assert_eq!(e.line, 2);
+        assert_eq!(
+            e.message,
+            "error reading yaml document: invalid Yaml document separator: b: 2"
+        );
+        let e = bad("a: 1\n---\n- 1\n");
+        assert_eq!(e.line, 3);
+        assert!(
+            e.message
+                .ends_with("cannot unmarshal array into Go value of type map[string]interface {}"),
+            "{}",
+            e.message
+        );
+        assert!(
+            bad("a: 1\n---\nfoo\n")
+                .message
+                .contains("cannot unmarshal string")
+        );
+        // A YAML error in a later document is placed on its line in the file.
+        let e = bad("a: 1\n---\nb: 2\nc: [\n");
+        assert!(e.line >= 4, "{e:?}");
+        assert!(
+            e.message.starts_with(&format!("yaml: line {}: ", e.line)),
+            "{e:?}"
+        );
     }
 
     #[test]

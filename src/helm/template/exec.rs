@@ -6,7 +6,7 @@
 //! `missingkey=zero` as Helm sets it: a missing map key is nil, printed as `<no value>`;
 //! a field of nil is Go's "nil pointer evaluating interface {}.X" error.
 
-use super::parse::{Arg, Branch, Cmd, FuncId, Node, Pipe, Pos};
+use super::parse::{Arg, Branch, Cmd, FuncId, Node, Pipe, Pos, Span, Tree};
 use super::value::Value;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -116,24 +116,51 @@ impl FuncNames<'_> {
     }
 }
 
-/// One named template: its tree and the file it was parsed from (for error locations).
+/// One named template: its list in the tree of its text and the file it was parsed from
+/// (for error locations).
 pub struct Tmpl {
     pub name: String,
     pub file: Rc<str>,
-    pub root: Rc<Vec<Node>>,
-    /// The string literals of the text it was parsed from (`Arg::Str` indexes them), as
-    /// values, shared by the text's templates.
-    pub lits: Rc<[Value]>,
+    /// The tree of the text it was parsed from, shared by the text's templates.
+    pub tree: Rc<Tree>,
+    pub root: Span,
+    /// The string literals of the text it was parsed from (`Arg::Str` indexes them),
+    /// shared by the text's templates.
+    pub lits: Rc<LitValues>,
     /// The bytes of its top-level text: what its output needs at least, reserved up front
     /// (growing a large rendered file by doubling copied it several times).
     pub text_len: usize,
 }
 
-fn text_len(nodes: &[Node]) -> usize {
-    nodes
+/// A text's string literals, each made a value when it is first evaluated (most literals of
+/// a chart are in `define`s that never run: making every one a value up front was a
+/// visible part of adding a chart's templates).
+pub struct LitValues {
+    lits: super::parse::Lits,
+    values: Box<[std::cell::OnceCell<Value>]>,
+}
+
+impl LitValues {
+    fn new(lits: super::parse::Lits) -> LitValues {
+        let values = std::iter::repeat_with(std::cell::OnceCell::new)
+            .take(lits.len())
+            .collect();
+        LitValues { lits, values }
+    }
+
+    fn get(&self, i: usize) -> Value {
+        match self.values.get(i) {
+            Some(v) => v.get_or_init(|| Value::str(self.lits.get(i))).clone(),
+            None => Value::Nil,
+        }
+    }
+}
+
+fn text_len(tree: &Tree, list: Span) -> usize {
+    tree.list(list)
         .iter()
         .map(|n| match n {
-            Node::Text(t) => t.len(),
+            Node::Text(t) => t.range().len(),
             _ => 0,
         })
         .sum()
@@ -158,28 +185,31 @@ impl TemplateSet {
     /// Go's `AddParseTree` replaces (an empty body does not replace an existing one).
     pub fn add(&mut self, name: &str, file: &str, parsed: super::parse::Parsed) {
         let file: Rc<str> = Rc::from(file);
-        let lits: Rc<[Value]> = parsed.lits.iter().map(Value::str).collect();
+        let lits = Rc::new(LitValues::new(parsed.lits));
+        let tree = Rc::new(parsed.tree);
         for (dname, body) in parsed.defines {
             self.own.insert(
                 dname.clone(),
                 Rc::new(Tmpl {
                     name: dname,
                     file: file.clone(),
-                    text_len: text_len(&body),
-                    root: Rc::new(body),
+                    text_len: text_len(&tree, body),
+                    tree: tree.clone(),
+                    root: body,
                     lits: lits.clone(),
                 }),
             );
         }
-        let keep_existing = self.own.contains_key(name) && is_empty_tree(&parsed.root);
+        let keep_existing = self.own.contains_key(name) && is_empty_tree(&tree, parsed.root);
         if !keep_existing {
             self.own.insert(
                 name.to_string(),
                 Rc::new(Tmpl {
                     name: name.to_string(),
                     file,
-                    text_len: text_len(&parsed.root),
-                    root: Rc::new(parsed.root),
+                    text_len: text_len(&tree, parsed.root),
+                    tree,
+                    root: parsed.root,
                     lits,
                 }),
             );
@@ -188,9 +218,9 @@ impl TemplateSet {
 }
 
 /// Go's `IsEmptyTree`: only whitespace text.
-fn is_empty_tree(nodes: &[Node]) -> bool {
-    nodes.iter().all(|n| match n {
-        Node::Text(t) => t.trim().is_empty(),
+fn is_empty_tree(tree: &Tree, list: Span) -> bool {
+    tree.list(list).iter().all(|n| match n {
+        Node::Text(t) => tree.str(*t).trim().is_empty(),
         _ => false,
     })
 }
@@ -213,6 +243,13 @@ impl std::fmt::Display for ExecError {
             self.location, self.name, self.what, self.message
         )
     }
+}
+
+/// What a `range` walks.
+enum Items {
+    List(Rc<Vec<Value>>),
+    Int(i64),
+    Pairs(std::vec::IntoIter<(Value, Value)>),
 }
 
 enum Flow {
@@ -239,6 +276,9 @@ pub struct Exec {
     cur: Option<Rc<Tmpl>>,
     /// Host data for functions (the chart context).
     pub host: Rc<dyn std::any::Any>,
+    /// Emptied argument lists, reused by function calls (a new `Vec` per call was an
+    /// allocation per call; calls nest, so there is one per depth in use).
+    arg_lists: Vec<Vec<Value>>,
 }
 
 type R<T> = Result<T, ExecError>;
@@ -254,22 +294,29 @@ impl Exec {
             depth: 0,
             cur: None,
             host,
+            arg_lists: Vec::new(),
         }
     }
 
     /// Ends the execution and hands back its parsed trees, for the caller to drop where it
-    /// costs nothing (they are `Send`; freeing every node of a chart's trees was ~5 % of a
-    /// render). Trees still shared elsewhere are left to their other holders.
-    pub fn into_trees(self) -> Vec<Vec<Node>> {
+    /// costs nothing (they are `Send`). Trees still shared elsewhere are left to their other
+    /// holders.
+    pub fn into_trees(self) -> Vec<Tree> {
         let Ok(set) = Rc::try_unwrap(self.set) else {
             return Vec::new();
         };
         // The order does not matter: the trees are only dropped.
         #[allow(clippy::iter_over_hash_type)]
-        set.own
+        let shared: Vec<Rc<Tree>> = set
+            .own
             .into_values()
             .filter_map(|t| Rc::try_unwrap(t).ok())
-            .filter_map(|t| Rc::try_unwrap(t.root).ok())
+            .map(|t| t.tree)
+            .collect();
+        // A text's templates share its tree: the last of them to be unwrapped gets it.
+        shared
+            .into_iter()
+            .filter_map(|t| Rc::try_unwrap(t).ok())
             .collect()
     }
 
@@ -298,7 +345,7 @@ impl Exec {
     pub fn run(&mut self, t: Rc<Tmpl>, dot: Value) -> R<String> {
         if self.depth >= MAX_DEPTH {
             return Err(self.err_at(
-                Pos::default(),
+                Pos::NONE,
                 "",
                 "exceeded maximum template depth (1000)".into(),
             ));
@@ -310,7 +357,7 @@ impl Exec {
         self.vars.push((self.dollar.clone(), dot.clone()));
         let saved_cur = self.cur.replace(t.clone());
         let mut out = String::with_capacity(t.text_len);
-        let r = self.walk(&dot, &t.root, &mut out);
+        let r = self.walk(&dot, &t.tree, t.root, &mut out);
         self.vars.truncate(self.base);
         self.base = saved_base;
         self.cur = saved_cur;
@@ -319,35 +366,41 @@ impl Exec {
     }
 
     fn err_at(&self, pos: Pos, what: &str, message: String) -> ExecError {
-        let (file, name) = match &self.cur {
-            Some(t) => (t.file.to_string(), t.name.clone()),
-            None => (String::new(), String::new()),
+        let (file, name, (line, col)) = match &self.cur {
+            Some(t) if pos != Pos::NONE => (
+                t.file.to_string(),
+                t.name.clone(),
+                super::parse::line_col(&t.tree.src, pos.0 as usize),
+            ),
+            Some(t) => (t.file.to_string(), t.name.clone(), (0, 0)),
+            None => (String::new(), String::new(), (0, 0)),
         };
         ExecError {
-            location: format!("{file}:{}:{}", pos.line, pos.col),
+            location: format!("{file}:{line}:{col}"),
             name,
             what: what.to_string(),
             message,
         }
     }
 
-    fn walk(&mut self, dot: &Value, nodes: &[Node], out: &mut String) -> R<Flow> {
-        for n in nodes {
+    fn walk(&mut self, dot: &Value, t: &Tree, list: Span, out: &mut String) -> R<Flow> {
+        for n in t.list(list) {
             match n {
-                Node::Text(t) => out.push_str(t),
+                Node::Text(s) => out.push_str(t.str(*s)),
                 Node::Action(p) => {
-                    let v = self.pipe(dot, p)?;
+                    let p = &t.pipes[*p as usize];
+                    let v = self.pipe(dot, t, p)?;
                     if p.decl.is_empty() {
                         print_value(&v, out);
                     }
                 }
                 Node::If(b) => {
                     let mark = self.vars.len();
-                    let v = self.pipe(dot, &b.pipe)?;
+                    let v = self.pipe(dot, t, &t.pipes[b.pipe as usize])?;
                     let f = if v.truthy() {
-                        self.walk(dot, &b.list, out)?
-                    } else if let Some(e) = &b.else_list {
-                        self.walk(dot, e, out)?
+                        self.walk(dot, t, b.list, out)?
+                    } else if let Some(e) = b.else_list {
+                        self.walk(dot, t, e, out)?
                     } else {
                         Flow::Normal
                     };
@@ -358,11 +411,11 @@ impl Exec {
                 }
                 Node::With(b) => {
                     let mark = self.vars.len();
-                    let v = self.pipe(dot, &b.pipe)?;
+                    let v = self.pipe(dot, t, &t.pipes[b.pipe as usize])?;
                     let f = if v.truthy() {
-                        self.walk(&v, &b.list, out)?
-                    } else if let Some(e) = &b.else_list {
-                        self.walk(dot, e, out)?
+                        self.walk(&v, t, b.list, out)?
+                    } else if let Some(e) = b.else_list {
+                        self.walk(dot, t, e, out)?
                     } else {
                         Flow::Normal
                     };
@@ -371,20 +424,21 @@ impl Exec {
                         return Ok(f);
                     }
                 }
-                Node::Range(b) => self.range(dot, b, out)?,
+                Node::Range(b) => self.range(dot, t, b, out)?,
                 Node::Template { name, pipe, pos } => {
                     let d = match pipe {
-                        Some(p) => self.pipe(dot, p)?,
+                        Some(p) => self.pipe(dot, t, &t.pipes[*p as usize])?,
                         None => Value::Nil,
                     };
-                    let Some(t) = self.set.lookup(name) else {
+                    let name = &*t.names[*name as usize];
+                    let Some(tm) = self.set.lookup(name) else {
                         return Err(self.err_at(
                             *pos,
                             &format!("template \"{name}\""),
                             format!("template \"{name}\" not defined"),
                         ));
                     };
-                    let s = self.run(t, d)?;
+                    let s = self.run(tm, d)?;
                     out.push_str(&s);
                 }
                 Node::Break(_) => return Ok(Flow::Break),
@@ -394,59 +448,86 @@ impl Exec {
         Ok(Flow::Normal)
     }
 
-    fn range(&mut self, dot: &Value, b: &Branch, out: &mut String) -> R<()> {
+    fn range(&mut self, dot: &Value, t: &Tree, b: &Branch, out: &mut String) -> R<()> {
         let mark = self.vars.len();
-        let coll = self.pipe_no_decl(dot, &b.pipe)?;
-        for v in &b.pipe.decl {
-            if !b.pipe.is_assign {
+        let pipe = &t.pipes[b.pipe as usize];
+        let decl = &t.decls[pipe.decl.range()];
+        let coll = self.pipe_no_decl(dot, t, pipe)?;
+        for v in decl {
+            if !pipe.is_assign {
                 self.vars.push((v.clone(), Value::Nil));
             }
         }
-        let items: Vec<(Value, Value)> = match &coll {
-            Value::List(l) => l
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (Value::Int(i as i64), v.clone()))
-                .collect(),
-            Value::Map(m) => m
-                .borrow()
-                .iter()
-                .map(|(k, v)| (Value::str(k), v.clone()))
-                .collect(),
-            Value::Int(n) => (0..*n).map(|i| (Value::Int(i), Value::Int(i))).collect(),
-            Value::Nil => Vec::new(),
-            Value::Object(o) if o.entries().is_some() => o
-                .entries()
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(k, v)| (Value::from(k), v))
-                .collect(),
+        // Lists (immutable) and ints are walked in place; maps are read into pairs first, as
+        // the body may change the map it ranges over (Go ranges over its sorted keys).
+        let mut items = match &coll {
+            Value::List(l) => Items::List(l.clone()),
+            Value::Map(m) => Items::Pairs(
+                m.borrow()
+                    .iter()
+                    .map(|(k, v)| (Value::str(k), v.clone()))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            ),
+            Value::Int(n) => Items::Int(*n),
+            Value::Nil => Items::Pairs(Vec::new().into_iter()),
+            Value::Object(o) if o.entries().is_some() => Items::Pairs(
+                o.entries()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (Value::from(k), v))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            ),
             other => {
                 return Err(self.err_at(
-                    b.pipe.pos,
+                    pipe.pos,
                     "range",
                     format!("range can't iterate over {}", other.go_string()),
                 ));
             }
         };
-        if items.is_empty() {
-            if let Some(e) = &b.else_list {
-                self.walk(dot, e, out)?;
+        let empty = match &items {
+            Items::List(l) => l.is_empty(),
+            Items::Int(n) => *n <= 0,
+            Items::Pairs(p) => p.len() == 0,
+        };
+        if empty {
+            if let Some(e) = b.else_list {
+                self.walk(dot, t, e, out)?;
             }
             self.vars.truncate(mark);
             return Ok(());
         }
-        for (k, v) in items {
-            match b.pipe.decl.len() {
+        let mut i = 0usize;
+        loop {
+            let (k, v) = match &mut items {
+                Items::List(l) => match l.get(i) {
+                    Some(v) => (Value::Int(i as i64), v.clone()),
+                    None => break,
+                },
+                Items::Int(n) => {
+                    if i as i64 >= *n {
+                        break;
+                    }
+                    (Value::Int(i as i64), Value::Int(i as i64))
+                }
+                Items::Pairs(p) => match p.next() {
+                    Some(kv) => kv,
+                    None => break,
+                },
+            };
+            i += 1;
+            match decl.len() {
                 0 => {}
-                1 => self.set_var(&b.pipe.decl[0], v.clone()),
+                1 => self.set_var(&decl[0], v.clone()),
                 _ => {
-                    self.set_var(&b.pipe.decl[0], k);
-                    self.set_var(&b.pipe.decl[1], v.clone());
+                    self.set_var(&decl[0], k);
+                    self.set_var(&decl[1], v.clone());
                 }
             }
             let inner = self.vars.len();
-            let f = self.walk(&v, &b.list, out)?;
+            let f = self.walk(&v, t, b.list, out)?;
             self.vars.truncate(inner);
             if matches!(f, Flow::Break) {
                 break;
@@ -476,9 +557,9 @@ impl Exec {
             .unwrap_or(Value::Nil)
     }
 
-    fn pipe(&mut self, dot: &Value, p: &Pipe) -> R<Value> {
-        let v = self.pipe_no_decl(dot, p)?;
-        for name in &p.decl {
+    fn pipe(&mut self, dot: &Value, t: &Tree, p: &Pipe) -> R<Value> {
+        let v = self.pipe_no_decl(dot, t, p)?;
+        for name in &t.decls[p.decl.range()] {
             if p.is_assign {
                 self.set_var(name, v.clone());
             } else {
@@ -488,40 +569,45 @@ impl Exec {
         Ok(v)
     }
 
-    fn pipe_no_decl(&mut self, dot: &Value, p: &Pipe) -> R<Value> {
+    fn pipe_no_decl(&mut self, dot: &Value, t: &Tree, p: &Pipe) -> R<Value> {
         let mut fin: Option<Value> = None;
-        for c in &p.cmds {
-            fin = Some(self.cmd(dot, c, fin)?);
+        for c in &t.cmds[p.cmds.range()] {
+            fin = Some(self.cmd(dot, t, c, fin)?);
         }
         Ok(fin.unwrap_or(Value::Nil))
     }
 
-    fn cmd(&mut self, dot: &Value, c: &Cmd, fin: Option<Value>) -> R<Value> {
-        let first = &c.args[0];
-        let rest = &c.args[1..];
+    fn cmd(&mut self, dot: &Value, t: &Tree, c: &Cmd, fin: Option<Value>) -> R<Value> {
+        let args = &t.args[c.args.range()];
+        let first = &args[0];
+        let rest = &args[1..];
         match first {
-            Arg::Field(chain, pos) => self.field_chain(dot, dot.clone(), chain, rest, fin, *pos),
+            Arg::Field(chain, pos) => {
+                self.field_chain(dot, t, dot.clone(), t.str(*chain), rest, fin, *pos)
+            }
             Arg::Chain(term, chain, pos) => {
-                let base = self.arg(dot, term)?;
-                self.field_chain(dot, base, chain, rest, fin, *pos)
+                let base = self.arg(dot, t, &t.args[*term as usize])?;
+                self.field_chain(dot, t, base, t.str(*chain), rest, fin, *pos)
             }
             Arg::Var(name, chain, pos) => {
+                let name = t.str(*name);
                 let base = self.var(name);
                 if chain.is_empty() {
                     self.not_a_function(rest, &fin, *pos, name)?;
                     return Ok(base);
                 }
-                self.field_chain(dot, base, chain, rest, fin, *pos)
+                self.field_chain(dot, t, base, t.str(*chain), rest, fin, *pos)
             }
-            Arg::Ident(id, pos) => self.call(dot, *id, rest, fin, *pos),
+            Arg::Ident(id, pos) => self.call(dot, t, *id, rest, fin, *pos),
             Arg::Pipe(p) => {
+                let p = &t.pipes[*p as usize];
                 self.not_a_function(rest, &fin, p.pos, "pipeline")?;
-                self.pipe(dot, p)
+                self.pipe(dot, t, p)
             }
             other => {
                 let pos = c.pos;
                 self.not_a_function(rest, &fin, pos, "constant")?;
-                self.arg(dot, other)
+                self.arg(dot, t, other)
             }
         }
     }
@@ -537,30 +623,30 @@ impl Exec {
         Ok(())
     }
 
-    fn arg(&mut self, dot: &Value, a: &Arg) -> R<Value> {
+    fn arg(&mut self, dot: &Value, t: &Tree, a: &Arg) -> R<Value> {
         Ok(match a {
-            Arg::Field(chain, pos) => self.field_chain(dot, dot.clone(), chain, &[], None, *pos)?,
+            Arg::Field(chain, pos) => {
+                self.field_chain(dot, t, dot.clone(), t.str(*chain), &[], None, *pos)?
+            }
             Arg::Dot(_) => dot.clone(),
             Arg::Var(name, chain, pos) => {
-                let base = self.var(name);
+                let base = self.var(t.str(*name));
                 if chain.is_empty() {
                     base
                 } else {
-                    self.field_chain(dot, base, chain, &[], None, *pos)?
+                    self.field_chain(dot, t, base, t.str(*chain), &[], None, *pos)?
                 }
             }
-            Arg::Ident(id, pos) => self.call(dot, *id, &[], None, *pos)?,
+            Arg::Ident(id, pos) => self.call(dot, t, *id, &[], None, *pos)?,
             Arg::Chain(term, chain, pos) => {
-                let base = self.arg(dot, term)?;
-                self.field_chain(dot, base, chain, &[], None, *pos)?
+                let base = self.arg(dot, t, &t.args[*term as usize])?;
+                self.field_chain(dot, t, base, t.str(*chain), &[], None, *pos)?
             }
-            Arg::Pipe(p) => self.pipe(dot, p)?,
-            Arg::Str(i) => self
-                .cur
-                .as_ref()
-                .and_then(|t| t.lits.get(*i as usize))
-                .cloned()
-                .unwrap_or(Value::Nil),
+            Arg::Pipe(p) => self.pipe(dot, t, &t.pipes[*p as usize])?,
+            Arg::Str(i) => match &self.cur {
+                Some(t) => t.lits.get(*i as usize),
+                None => Value::Nil,
+            },
             Arg::Int(n) => Value::Int(*n),
             Arg::Float(f) => Value::Float(*f),
             Arg::Bool(b) => Value::Bool(*b),
@@ -572,6 +658,7 @@ impl Exec {
     fn field_chain(
         &mut self,
         dot: &Value,
+        t: &Tree,
         mut recv: Value,
         chain: &str,
         args: &[Arg],
@@ -608,7 +695,7 @@ impl Exec {
                         let mut vals = Vec::new();
                         if last {
                             for a in args {
-                                vals.push(self.arg(dot, a)?);
+                                vals.push(self.arg(dot, t, a)?);
                             }
                             if let Some(f) = &fin {
                                 vals.push(f.clone());
@@ -657,9 +744,11 @@ impl Exec {
         Ok(recv)
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn call(
         &mut self,
         dot: &Value,
+        t: &Tree,
         id: FuncId,
         args: &[Arg],
         fin: Option<Value>,
@@ -678,7 +767,7 @@ impl Exec {
             }
             let mut last = Value::Nil;
             for a in args {
-                last = self.arg(dot, a)?;
+                last = self.arg(dot, t, a)?;
                 if (name == "and") != last.truthy() {
                     return Ok(last);
                 }
@@ -691,14 +780,17 @@ impl Exec {
         let Some(f) = self.funcs.table.get(id.0 as usize).map(|(_, f)| f.clone()) else {
             return Err(self.err_at(pos, "", "not a defined function".into()));
         };
-        let mut vals = Vec::with_capacity(args.len() + 1);
+        let mut vals = self.arg_lists.pop().unwrap_or_default();
         for a in args {
-            vals.push(self.arg(dot, a)?);
+            vals.push(self.arg(dot, t, a)?);
         }
         if let Some(v) = fin {
             vals.push(v);
         }
-        f(self, &vals).map_err(|e| {
+        let r = f(self, &vals);
+        vals.clear();
+        self.arg_lists.push(vals);
+        r.map_err(|e| {
             let name = self.funcs.name(id).to_string();
             self.err_at(pos, &name, format!("error calling {name}: {e}"))
         })
@@ -711,5 +803,92 @@ fn print_value(v: &Value, out: &mut String) {
         Value::Nil => out.push_str("<no value>"),
         Value::Str(s) => out.push_str(s),
         other => out.push_str(&other.go_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::helm::template::parse;
+    use std::collections::BTreeMap;
+
+    fn render(text: &str, dot: Value) -> Result<String, String> {
+        let mut funcs = Funcs::default();
+        funcs.add("include", |ex: &mut Exec, a| {
+            let Value::Str(name) = &a[0] else {
+                return Err("name".into());
+            };
+            ex.execute(name, a[1].clone())
+                .map(Value::from)
+                .map_err(|e| e.to_string())
+        });
+        funcs.add("list", |_, a| Ok(Value::List(Rc::new(a.to_vec()))));
+        let funcs = Rc::new(funcs);
+        let parsed = parse::parse("t", text, &|n: &str| funcs.id(n)).map_err(|e| e.to_string())?;
+        let mut set = TemplateSet::default();
+        set.add("t", "t", parsed);
+        let mut ex = Exec::new(Rc::new(set), funcs, Rc::new(()));
+        let out = ex.execute("t", dot).map_err(|e| e.to_string());
+        assert!(!ex.into_trees().is_empty());
+        out
+    }
+
+    #[test]
+    fn a_define_shares_its_texts_tree_and_renders_the_same_every_time() {
+        let text = r#"{{define "x"}}[{{.}}{{with $y := .}}{{$y}}{{end}}]{{end}}{{template "x" 1}}{{include "x" 2}}{{template "x" 1}}{{ (include "x" 3) }}"#;
+        assert_eq!(render(text, Value::Nil).as_deref(), Ok("[11][22][11][33]"));
+    }
+
+    #[test]
+    fn error_locations_are_counted_from_the_text_of_the_template() {
+        let mut m = BTreeMap::new();
+        m.insert("a".to_string(), Value::Nil);
+        let text = "a\n{{define \"x\"}}\n  {{ .a.b }}{{end}}\n{{template \"x\" .}}";
+        let err = render(text, Value::map(m)).unwrap_err();
+        assert!(
+            err.starts_with("template: t:3:5: executing \"x\" at <.b>: nil pointer"),
+            "{err}"
+        );
+        let err = render("{{define \"x\"}}\n\n {{ nope }}{{end}}", Value::Nil).unwrap_err();
+        assert_eq!(err, "template: t:3: function \"nope\" not defined");
+    }
+
+    #[test]
+    fn branches_ranges_and_variables_walk_the_flat_tree() {
+        let mut m = BTreeMap::new();
+        m.insert("b".to_string(), Value::Bool(true));
+        let mut inner = BTreeMap::new();
+        inner.insert("c".to_string(), Value::from("deep"));
+        m.insert("m".to_string(), Value::map(inner));
+        let dot = Value::map(m);
+        let cases = [
+            ("{{if .a}}A{{else if .b}}B{{else}}C{{end}}", "B"),
+            ("{{if .a}}A{{else if .z}}B{{else}}C{{end}}", "C"),
+            (
+                r#"{{range $i, $v := list "a" "b" "c"}}{{if $i}},{{end}}{{$i}}={{$v}}{{end}}"#,
+                "0=a,1=b,2=c",
+            ),
+            (
+                "{{range 3}}{{.}}{{end}}|{{range 0}}x{{else}}none{{end}}",
+                "012|none",
+            ),
+            (
+                "{{range list 1 2 3}}{{.}}{{if .}}{{break}}{{end}}{{end}}",
+                "1",
+            ),
+            ("{{range $k, $v := .m}}{{$k}}:{{$v}}{{end}}", "c:deep"),
+            (
+                "{{$x := 1}}{{with $y := 2}}{{$x}}{{$y}}{{end}}{{$x = 5}}{{$x}}",
+                "125",
+            ),
+            (
+                "{{ .m.c }} {{ $.m.c }} {{ (.m).c }} {{ with .m }}{{ .c }}{{ end }}",
+                "deep deep deep deep",
+            ),
+            ("  {{- .m.c -}}  \n{{/* c */}}{{ `raw` }}", "deepraw"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(render(text, dot.clone()).as_deref(), Ok(want), "{text}");
+        }
     }
 }

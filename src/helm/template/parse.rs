@@ -22,71 +22,138 @@ impl FuncId {
     pub const OR: FuncId = FuncId(u32::MAX - 1);
 }
 
-/// A position in a template text: 1-based line, 0-based byte column (Go's ErrorContext).
+/// A position in a template text: its byte offset, as Go's `Pos`. The line and column of
+/// an error are counted from the text when it is reported ([`line_col`]): counting newlines
+/// for every pipeline, command and operand while parsing was a tenth of the parse.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Pos {
-    pub line: u32,
-    pub col: u32,
+pub struct Pos(pub u32);
+
+impl Pos {
+    /// No position: reported as line 0, column 0 (Go's zero `Pos` outside any node).
+    pub const NONE: Pos = Pos(u32::MAX);
 }
 
-/// A parsed tree holds no `Rc`: it is `Send`, so a chart's templates can be parsed on two
-/// threads (`parse_many`, ADR 0012).
-#[derive(Debug, Clone)]
+/// Go's `ErrorContext`: the 1-based line and 0-based byte column of `off` in `src` (a
+/// newline at `off` belongs to its line).
+pub fn line_col(src: &str, off: usize) -> (u32, u32) {
+    let before = &src.as_bytes()[..off.min(src.len())];
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count() as u32;
+    let start = before
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    (line, (before.len() - start) as u32)
+}
+
+/// A range of a [`Tree`]'s arenas (nodes, commands, arguments, declarations) or of its
+/// text (`Text` nodes, field chains, variable names): `start..end`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    pub start: u32,
+    pub end: u32,
+}
+
+impl Span {
+    pub fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.end as usize
+    }
+    pub fn is_empty(self) -> bool {
+        self.start == self.end
+    }
+}
+
+/// The parsed trees of one text, flat: every list of nodes, every command list and every
+/// argument list is a [`Span`] of one arena, and texts, field chains and variable names are
+/// spans of the template text kept here. A `Vec` or `Box` per pipeline, command, argument
+/// list, branch and text was most of the parser's allocations and most of the cost of
+/// dropping a chart's trees. A tree holds no `Rc`: it is `Send`, so a chart's templates can
+/// be parsed on two threads (`parse_many`, ADR 0012).
+#[derive(Debug, Clone, Default)]
+pub struct Tree {
+    /// The template text.
+    pub src: Box<str>,
+    pub nodes: Vec<Node>,
+    pub pipes: Vec<Pipe>,
+    pub cmds: Vec<Cmd>,
+    pub args: Vec<Arg>,
+    /// Declared (`:=`) or assigned (`=`) variables (shared names: declaring one at execution
+    /// time is a reference count, not a copy).
+    pub decls: Vec<Arc<str>>,
+    /// The names `template` and `block` call.
+    pub names: Vec<Box<str>>,
+}
+
+impl Tree {
+    /// A span of the text.
+    pub fn str(&self, s: Span) -> &str {
+        &self.src[s.range()]
+    }
+    pub fn list(&self, s: Span) -> &[Node] {
+        &self.nodes[s.range()]
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
 pub enum Node {
-    Text(Box<str>),
-    Action(Pipe),
+    /// A span of the text.
+    Text(Span),
+    /// A pipeline: its index in [`Tree::pipes`].
+    Action(u32),
     If(Branch),
     Range(Branch),
     With(Branch),
     Template {
-        name: String,
-        pipe: Option<Pipe>,
+        /// Its index in [`Tree::names`].
+        name: u32,
+        pipe: Option<u32>,
         pos: Pos,
     },
     Break(Pos),
     Continue(Pos),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Branch {
-    pub pipe: Pipe,
-    pub list: Vec<Node>,
-    pub else_list: Option<Vec<Node>>,
+    pub pipe: u32,
+    pub list: Span,
+    pub else_list: Option<Span>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Pipe {
     pub pos: Pos,
-    /// Declared (`:=`) or assigned (`=`) variables (shared names: declaring one at execution
-    /// time is a reference count, not a copy).
-    pub decl: Vec<Arc<str>>,
+    /// Its variables: a span of [`Tree::decls`].
+    pub decl: Span,
     pub is_assign: bool,
-    pub cmds: Vec<Cmd>,
+    /// A span of [`Tree::cmds`] (never empty).
+    pub cmds: Span,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Cmd {
     pub pos: Pos,
-    pub args: Vec<Arg>,
+    /// A span of [`Tree::args`] (never empty).
+    pub args: Span,
 }
 
-/// A field chain as written, without its leading dot: `A.B.C` for `.A.B.C` (one allocation
-/// per chain instead of one per field; the executor walks it with `split('.')`, field names
-/// never contain a dot). Empty for no fields.
-pub type Chain = Box<str>;
+/// A field chain as written, without its leading dot: `A.B.C` for `.A.B.C`, a span of the
+/// text (the executor walks it with `split('.')`, field names never contain a dot). Empty
+/// for no fields.
+pub type Chain = Span;
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub enum Arg {
     /// `.A.B` (never empty: `.` alone is `Dot`).
     Field(Chain, Pos),
     Dot(Pos),
-    /// `$x.A.B`
-    Var(Box<str>, Chain, Pos),
+    /// `$x.A.B`: the variable's name (with its `$`) and the chain.
+    Var(Span, Chain, Pos),
     /// A function, resolved at parse time.
     Ident(FuncId, Pos),
-    /// `(pipe).A.B`
-    Chain(Box<Arg>, Chain, Pos),
-    Pipe(Box<Pipe>),
+    /// `(pipe).A.B`: the term's index in [`Tree::args`].
+    Chain(u32, Chain, Pos),
+    /// A parenthesised pipeline: its index in [`Tree::pipes`].
+    Pipe(u32),
     /// A string literal: its index in [`Parsed::lits`] (the executor makes each one a
     /// `Value` once, on its thread; values are `Rc`, a tree must not be).
     Str(u32),
@@ -110,10 +177,12 @@ impl std::fmt::Display for ParseError {
     }
 }
 
-/// The parsed trees of one text: its main body and the templates it `define`s.
+/// The parsed trees of one text: its main body and the templates it `define`s, as lists of
+/// its tree.
 pub struct Parsed {
-    pub root: Vec<Node>,
-    pub defines: Vec<(String, Vec<Node>)>,
+    pub tree: Tree,
+    pub root: Span,
+    pub defines: Vec<(String, Span)>,
     /// The string literals of the text, in order of appearance (`Arg::Str` indexes).
     pub lits: Lits,
 }
@@ -130,6 +199,24 @@ impl Lits {
         self.text.push_str(s);
         self.ends.push(self.text.len() as u32);
         self.ends.len() as u32 - 1
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The `i`th literal ("" past the end).
+    pub fn get(&self, i: usize) -> &str {
+        let start = match i {
+            0 => 0,
+            _ => self.ends.get(i - 1).map_or(0, |&e| e as usize),
+        };
+        let end = self.ends.get(i).map_or(start, |&e| e as usize);
+        &self.text[start..end]
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &str> {
@@ -169,8 +256,15 @@ struct Parser<'a> {
     src: &'a str,
     pos: usize,
     funcs: &'a dyn Fn(&str) -> Option<FuncId>,
-    defines: Vec<(String, Vec<Node>)>,
+    defines: Vec<(String, Span)>,
     lits: Lits,
+    /// The arenas being filled (`src` is set at the end).
+    tree: Tree,
+    /// The nodes, commands and arguments of the lists being parsed: a list moves to its
+    /// arena when it ends, after the lists nested in it, so each list is contiguous there.
+    node_stack: Vec<Node>,
+    cmd_stack: Vec<Cmd>,
+    arg_stack: Vec<Arg>,
     /// Variables in scope (Go checks `undefined variable` at parse time).
     vars: Vec<&'a str>,
     /// The lookahead token with its start offset (one is all the grammar needs).
@@ -180,12 +274,6 @@ struct Parser<'a> {
     range_depth: usize,
     /// Where the current action opened (Go's "unclosed action started at").
     action_start: usize,
-    /// Where the last position was asked: (offset, its 1-based line, that line's first
-    /// byte). Positions are asked in increasing order while parsing, so each one counts only
-    /// the newlines since the previous one (a table of line starts searched for every
-    /// pipeline, command and operand was a visible part of parsing; counting from the
-    /// start every time was quadratic).
-    line_cursor: std::cell::Cell<(usize, u32, usize)>,
 }
 
 /// Parses `src` (named `name` in errors); `func` resolves a function name (`None`: not
@@ -196,13 +284,16 @@ pub fn parse(
     func: &dyn Fn(&str) -> Option<FuncId>,
 ) -> Result<Parsed, ParseError> {
     let mut p = Parser {
-        line_cursor: std::cell::Cell::new((0, 1, 0)),
         name,
         src,
         pos: 0,
         funcs: func,
         defines: Vec::new(),
         lits: Lits::default(),
+        tree: Tree::default(),
+        node_stack: Vec::new(),
+        cmd_stack: Vec::new(),
+        arg_stack: Vec::new(),
         vars: vec!["$"],
         peeked: None,
         trim_next: false,
@@ -213,7 +304,10 @@ pub fn parse(
     if let Some(e) = end {
         return Err(p.err_at(e.1, format!("unexpected {}", e.0)));
     }
+    let mut tree = p.tree;
+    tree.src = Box::from(src);
     Ok(Parsed {
+        tree,
         root,
         defines: p.defines,
         lits: p.lits,
@@ -292,7 +386,7 @@ pub fn parse_many(
 }
 
 /// What ended a list: `{{end}}`, `{{else ...}}`.
-type End = (String, usize);
+type End = (&'static str, usize);
 
 fn is_space(c: u8) -> bool {
     c == b' ' || c == b'\t' || c == b'\r' || c == b'\n'
@@ -339,37 +433,50 @@ fn find_open(s: &str) -> Option<usize> {
 }
 
 impl<'a> Parser<'a> {
+    /// The line of `off`, for an error.
+    fn line_of(&self, off: usize) -> u32 {
+        line_col(self.src, off).0
+    }
+
     fn pos_of(&self, off: usize) -> Pos {
-        let off = off.min(self.src.len());
-        let (mut at, mut line, mut start) = self.line_cursor.get();
-        if off < at {
-            (at, line, start) = (0, 1, 0);
+        Pos(off as u32)
+    }
+
+    /// The span of `s`, a slice of the text.
+    fn span_of(&self, s: &str) -> Span {
+        let start = s.as_ptr() as usize - self.src.as_ptr() as usize;
+        Span {
+            start: start as u32,
+            end: (start + s.len()) as u32,
         }
-        // The newlines before `off` (a newline at `off` belongs to its line).
-        let seg = &self.src.as_bytes()[at..off];
-        let newlines = seg.iter().filter(|&&b| b == b'\n').count();
-        if newlines > 0 {
-            line += newlines as u32;
-            start = at + seg.iter().rposition(|&b| b == b'\n').unwrap_or(0) + 1;
+    }
+
+    /// Moves the nodes of the list that started at `mark` to the arena.
+    fn seal_nodes(&mut self, mark: usize) -> Span {
+        let start = self.tree.nodes.len() as u32;
+        self.tree.nodes.extend(self.node_stack.drain(mark..));
+        Span {
+            start,
+            end: self.tree.nodes.len() as u32,
         }
-        self.line_cursor.set((off, line, start));
-        Pos {
-            line,
-            col: (off - start) as u32,
-        }
+    }
+
+    fn name_id(&mut self, name: &str) -> u32 {
+        self.tree.names.push(Box::from(name));
+        self.tree.names.len() as u32 - 1
     }
 
     fn err_at(&self, off: usize, message: String) -> ParseError {
         ParseError {
             name: self.name.to_string(),
-            line: self.pos_of(off).line,
+            line: self.line_of(off),
             message,
         }
     }
 
     /// Parses nodes until EOF or a `{{end}}`/`{{else}}` (returned) when `inner`.
-    fn list(&mut self, inner: bool) -> Result<(Vec<Node>, Option<End>), ParseError> {
-        let mut nodes = Vec::new();
+    fn list(&mut self, inner: bool) -> Result<(Span, Option<End>), ParseError> {
+        let mark = self.node_stack.len();
         loop {
             // Text up to the next action.
             let rest = &self.src[self.pos..];
@@ -384,13 +491,14 @@ impl<'a> Parser<'a> {
             }
             let Some(i) = next else {
                 if !text.is_empty() {
-                    nodes.push(Node::Text(Box::from(text)));
+                    let t = self.span_of(text);
+                    self.node_stack.push(Node::Text(t));
                 }
                 self.pos = self.src.len();
                 if inner {
                     return Err(self.err_at(self.pos, "unexpected EOF".into()));
                 }
-                return Ok((nodes, None));
+                return Ok((self.seal_nodes(mark), None));
             };
             let action_start = self.pos + i;
             self.action_start = action_start;
@@ -403,7 +511,8 @@ impl<'a> Parser<'a> {
                 after += 1;
             }
             if !text.is_empty() {
-                nodes.push(Node::Text(Box::from(text)));
+                let t = self.span_of(text);
+                self.node_stack.push(Node::Text(t));
             }
             self.pos = after;
             // A comment: `{{/* … */}}`, possibly with trim markers.
@@ -451,16 +560,17 @@ impl<'a> Parser<'a> {
                     if !inner {
                         return Err(self.err_at(off, "unexpected {{end}}".into()));
                     }
-                    return Ok((nodes, Some(("end".into(), off))));
+                    return Ok((self.seal_nodes(mark), Some(("end", off))));
                 }
                 Tok::Ident("else") => {
                     if !inner {
                         return Err(self.err_at(off, "unexpected {{else}}".into()));
                     }
-                    return Ok((nodes, Some(("else".into(), off))));
+                    return Ok((self.seal_nodes(mark), Some(("else", off))));
                 }
                 Tok::Ident(kw @ ("if" | "range" | "with")) => {
-                    nodes.push(self.control(kw, off)?);
+                    let n = self.control(kw, off)?;
+                    self.node_stack.push(n);
                 }
                 Tok::Ident(kw @ ("define" | "block")) => {
                     self.skip_space();
@@ -479,20 +589,21 @@ impl<'a> Parser<'a> {
                     let (body, end) = self.list(true)?;
                     self.vars = saved;
                     match end {
-                        Some((e, _)) if e == "end" => {}
+                        Some(("end", _)) => {}
                         Some((e, o)) => {
                             return Err(self.err_at(o, format!("unexpected {{{{{e}}}}} in {kw}")));
                         }
                         None => return Err(self.err_at(off, "unexpected EOF".into())),
                     }
-                    self.defines.push((name.clone(), body));
                     if let Some(pipe) = pipe {
-                        nodes.push(Node::Template {
-                            name,
+                        let n = Node::Template {
+                            name: self.name_id(&name),
                             pipe: Some(pipe),
                             pos: self.pos_of(off),
-                        });
+                        };
+                        self.node_stack.push(n);
                     }
+                    self.defines.push((name, body));
                 }
                 Tok::Ident("template") => {
                     self.skip_space();
@@ -500,7 +611,6 @@ impl<'a> Parser<'a> {
                     let Tok::Str(name) = t else {
                         return Err(self.err_at(o, format!("unexpected {t:?} in template clause")));
                     };
-                    let name = name.into_owned();
                     self.skip_space();
                     let pipe = if matches!(self.peek()?, Tok::Close) {
                         self.next()?;
@@ -508,11 +618,12 @@ impl<'a> Parser<'a> {
                     } else {
                         Some(self.pipeline("template", false)?)
                     };
-                    nodes.push(Node::Template {
-                        name,
+                    let n = Node::Template {
+                        name: self.name_id(&name),
                         pipe,
                         pos: self.pos_of(off),
-                    });
+                    };
+                    self.node_stack.push(n);
                 }
                 Tok::Ident(kw @ ("break" | "continue")) => {
                     if self.range_depth == 0 {
@@ -520,7 +631,7 @@ impl<'a> Parser<'a> {
                     }
                     self.expect_close(kw)?;
                     let pos = self.pos_of(off);
-                    nodes.push(if kw == "break" {
+                    self.node_stack.push(if kw == "break" {
                         Node::Break(pos)
                     } else {
                         Node::Continue(pos)
@@ -529,7 +640,7 @@ impl<'a> Parser<'a> {
                 t => {
                     self.unread(t, off);
                     let pipe = self.pipeline("command", false)?;
-                    nodes.push(Node::Action(pipe));
+                    self.node_stack.push(Node::Action(pipe));
                 }
             }
         }
@@ -546,7 +657,7 @@ impl<'a> Parser<'a> {
             self.range_depth -= 1;
         }
         let else_list = match end {
-            Some((e, _)) if e == "end" => None,
+            Some(("end", _)) => None,
             Some((_, eoff)) => {
                 // `{{else}}`, `{{else if …}}`, `{{else with …}}`.
                 self.skip_space();
@@ -555,7 +666,7 @@ impl<'a> Parser<'a> {
                     Tok::Close => {
                         let (el, end2) = self.list(true)?;
                         match end2 {
-                            Some((e, _)) if e == "end" => Some(el),
+                            Some(("end", _)) => Some(el),
                             Some((_, o2)) => {
                                 return Err(self.err_at(o2, "expected end; found {{else}}".into()));
                             }
@@ -567,7 +678,9 @@ impl<'a> Parser<'a> {
                     {
                         // The chained branch shares this `{{end}}`.
                         let node = self.control(k2, o)?;
-                        Some(vec![node])
+                        let mark = self.node_stack.len();
+                        self.node_stack.push(node);
+                        Some(self.seal_nodes(mark))
                     }
                     t => return Err(self.err_at(o, format!("unexpected {t:?} in else"))),
                 }
@@ -633,7 +746,7 @@ impl<'a> Parser<'a> {
         let bytes = src.as_bytes();
         let start = self.pos;
         let Some(&c) = bytes.get(start) else {
-            let opened = self.pos_of(self.action_start).line;
+            let opened = self.line_of(self.action_start);
             return Err(self.err_at(
                 start,
                 format!("unclosed action started at {}:{opened}", self.name),
@@ -842,18 +955,19 @@ impl<'a> Parser<'a> {
     }
 
     /// A pipeline up to `}}` (or `)` when `paren`), with an optional declaration.
-    fn pipeline(&mut self, ctx: &str, _block: bool) -> Result<Pipe, ParseError> {
+    fn pipeline(&mut self, ctx: &str, _block: bool) -> Result<u32, ParseError> {
         self.pipeline_inner(ctx, false)
     }
 
-    fn pipeline_inner(&mut self, ctx: &str, paren: bool) -> Result<Pipe, ParseError> {
+    fn pipeline_inner(&mut self, ctx: &str, paren: bool) -> Result<u32, ParseError> {
         self.skip_space();
         let start = self.peek_off()?;
+        let decl_start = self.tree.decls.len() as u32;
         let mut pipe = Pipe {
             pos: self.pos_of(start),
-            decl: Vec::new(),
+            decl: Span::default(),
             is_assign: false,
-            cmds: Vec::new(),
+            cmds: Span::default(),
         };
         // Declarations: `$x :=`, `$x =`, `$i, $v :=`.
         if let Tok::Var(_) = self.peek()? {
@@ -906,9 +1020,14 @@ impl<'a> Parser<'a> {
                 } else {
                     self.vars.push(v);
                 }
-                pipe.decl.push(Arc::from(v));
+                self.tree.decls.push(Arc::from(v));
             }
         }
+        pipe.decl = Span {
+            start: decl_start,
+            end: self.tree.decls.len() as u32,
+        };
+        let cmd_mark = self.cmd_stack.len();
         loop {
             self.skip_space();
             let (t, o) = self.next()?;
@@ -918,18 +1037,25 @@ impl<'a> Parser<'a> {
                 Tok::Close | Tok::RParen => {
                     return Err(self.err_at(o, format!("unexpected {t:?} in {ctx}")));
                 }
-                Tok::Pipe if !pipe.cmds.is_empty() => continue,
+                Tok::Pipe if self.cmd_stack.len() > cmd_mark => continue,
                 t => {
                     self.unread(t, o);
                     let cmd = self.command(paren)?;
-                    pipe.cmds.push(cmd);
+                    self.cmd_stack.push(cmd);
                 }
             }
         }
-        if pipe.cmds.is_empty() {
+        if self.cmd_stack.len() == cmd_mark {
             return Err(self.err_at(start, format!("missing value for {ctx}")));
         }
-        Ok(pipe)
+        let cmds_start = self.tree.cmds.len() as u32;
+        self.tree.cmds.extend(self.cmd_stack.drain(cmd_mark..));
+        pipe.cmds = Span {
+            start: cmds_start,
+            end: self.tree.cmds.len() as u32,
+        };
+        self.tree.pipes.push(pipe);
+        Ok(self.tree.pipes.len() as u32 - 1)
     }
 
     fn peek_off(&mut self) -> Result<usize, ParseError> {
@@ -942,10 +1068,8 @@ impl<'a> Parser<'a> {
 
     fn command(&mut self, paren: bool) -> Result<Cmd, ParseError> {
         let start = self.peek_off()?;
-        let mut cmd = Cmd {
-            pos: self.pos_of(start),
-            args: Vec::new(),
-        };
+        let pos = self.pos_of(start);
+        let arg_mark = self.arg_stack.len();
         loop {
             self.skip_space();
             match self.peek()? {
@@ -954,7 +1078,7 @@ impl<'a> Parser<'a> {
                 _ => {}
             }
             let arg = self.operand()?;
-            cmd.args.push(arg);
+            self.arg_stack.push(arg);
             // Operands are separated by spaces.
             match self.peek()? {
                 Tok::Space => {}
@@ -968,10 +1092,18 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        if cmd.args.is_empty() {
+        if self.arg_stack.len() == arg_mark {
             return Err(self.err_at(start, "empty command".into()));
         }
-        Ok(cmd)
+        let args_start = self.tree.args.len() as u32;
+        self.tree.args.extend(self.arg_stack.drain(arg_mark..));
+        Ok(Cmd {
+            pos,
+            args: Span {
+                start: args_start,
+                end: self.tree.args.len() as u32,
+            },
+        })
     }
 
     /// The fields that follow (`.A.B` after a term), as one slice of the text: adjacent
@@ -989,8 +1121,11 @@ impl<'a> Parser<'a> {
             });
         }
         Ok(match span {
-            Some((s, e)) => Box::from(&self.src[s..e]),
-            None => Box::default(),
+            Some((s, e)) => Span {
+                start: s as u32,
+                end: e as u32,
+            },
+            None => Span::default(),
         })
     }
 
@@ -1018,7 +1153,11 @@ impl<'a> Parser<'a> {
                 if !self.vars.contains(&v) {
                     return Err(self.err_at(o, format!("undefined variable \"{v}\"")));
                 }
-                return Ok(Arg::Var(Box::from(v), self.fields()?, pos));
+                let name = Span {
+                    start: o as u32,
+                    end: (o + v.len()) as u32,
+                };
+                return Ok(Arg::Var(name, self.fields()?, pos));
             }
             Tok::Str(s) => Arg::Str(self.lits.push(&s)),
             Tok::Char(c) => Arg::Int(c),
@@ -1026,7 +1165,7 @@ impl<'a> Parser<'a> {
                 .ok_or_else(|| self.err_at(o, format!("bad number syntax: \"{text}\"")))?,
             Tok::LParen => {
                 let p = self.pipeline_inner("parenthesized pipeline", true)?;
-                Arg::Pipe(Box::new(p))
+                Arg::Pipe(p)
             }
             t => return Err(self.err_at(o, format!("unexpected {t:?} in operand"))),
         };
@@ -1035,7 +1174,8 @@ impl<'a> Parser<'a> {
         if chain.is_empty() {
             return Ok(term);
         }
-        Ok(Arg::Chain(Box::new(term), chain, pos))
+        self.tree.args.push(term);
+        Ok(Arg::Chain(self.tree.args.len() as u32 - 1, chain, pos))
     }
 }
 
@@ -1124,7 +1264,7 @@ mod tests {
     fn summary(rs: &[Result<Parsed, ParseError>]) -> Vec<String> {
         rs.iter()
             .map(|r| match r {
-                Ok(p) => format!("{:?} {:?} {:?}", p.root, p.defines, p.lits),
+                Ok(p) => format!("{:?} {:?} {:?} {:?}", p.tree, p.root, p.defines, p.lits),
                 Err(e) => e.to_string(),
             })
             .collect()
@@ -1188,9 +1328,28 @@ mod tests {
             p.lits.iter().collect::<Vec<_>>(),
             ["plain", "esc\"aped\n", "raw\\n"]
         );
-        let text = format!("{:?}", p.root);
-        assert!(text.contains(r#"Field("A.B.C""#), "{text}");
-        assert!(text.contains(r#"Var("$v", "X.Y""#), "{text}");
-        assert!(text.contains("Ident(FuncId(0)"), "{text}");
+        let t = &p.tree;
+        let first = t.list(p.root)[0];
+        let Node::Action(pipe) = first else {
+            panic!("{first:?}")
+        };
+        let cmds = &t.cmds[t.pipes[pipe as usize].cmds.range()];
+        let Arg::Field(chain, _) = t.args[cmds[0].args.start as usize] else {
+            panic!("{cmds:?}")
+        };
+        assert_eq!(t.str(chain), "A.B.C");
+        assert!(matches!(
+            t.args[cmds[1].args.start as usize],
+            Arg::Ident(FuncId(0), _)
+        ));
+        let var = t
+            .args
+            .iter()
+            .find_map(|a| match *a {
+                Arg::Var(n, c, _) => Some((t.str(n), t.str(c))),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(var, ("$v", "X.Y"));
     }
 }
