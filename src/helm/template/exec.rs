@@ -365,6 +365,10 @@ impl Exec {
         r.map(|_| out)
     }
 
+    fn err_at_site(&self, (pos, what): (Pos, String), message: String) -> ExecError {
+        self.err_at(pos, &what, message)
+    }
+
     fn err_at(&self, pos: Pos, what: &str, message: String) -> ExecError {
         let (file, name, (line, col)) = match &self.cur {
             Some(t) if pos != Pos::NONE => (
@@ -582,12 +586,19 @@ impl Exec {
         let first = &args[0];
         let rest = &args[1..];
         match first {
-            Arg::Field(chain, pos) => {
-                self.field_chain(dot, t, dot.clone(), t.str(*chain), rest, fin, *pos)
-            }
+            Arg::Field(chain, pos) => self.field_chain(
+                dot,
+                t,
+                dot.clone(),
+                Some(""),
+                t.str(*chain),
+                rest,
+                fin,
+                *pos,
+            ),
             Arg::Chain(term, chain, pos) => {
                 let base = self.arg(dot, t, &t.args[*term as usize])?;
-                self.field_chain(dot, t, base, t.str(*chain), rest, fin, *pos)
+                self.field_chain(dot, t, base, None, t.str(*chain), rest, fin, *pos)
             }
             Arg::Var(name, chain, pos) => {
                 let name = t.str(*name);
@@ -596,7 +607,7 @@ impl Exec {
                     self.not_a_function(rest, &fin, *pos, name)?;
                     return Ok(base);
                 }
-                self.field_chain(dot, t, base, t.str(*chain), rest, fin, *pos)
+                self.field_chain(dot, t, base, Some(name), t.str(*chain), rest, fin, *pos)
             }
             Arg::Ident(id, pos) => self.call(dot, t, *id, rest, fin, *pos),
             Arg::Pipe(p) => {
@@ -625,22 +636,30 @@ impl Exec {
 
     fn arg(&mut self, dot: &Value, t: &Tree, a: &Arg) -> R<Value> {
         Ok(match a {
-            Arg::Field(chain, pos) => {
-                self.field_chain(dot, t, dot.clone(), t.str(*chain), &[], None, *pos)?
-            }
+            Arg::Field(chain, pos) => self.field_chain(
+                dot,
+                t,
+                dot.clone(),
+                Some(""),
+                t.str(*chain),
+                &[],
+                None,
+                *pos,
+            )?,
             Arg::Dot(_) => dot.clone(),
             Arg::Var(name, chain, pos) => {
-                let base = self.var(t.str(*name));
+                let name = t.str(*name);
+                let base = self.var(name);
                 if chain.is_empty() {
                     base
                 } else {
-                    self.field_chain(dot, t, base, t.str(*chain), &[], None, *pos)?
+                    self.field_chain(dot, t, base, Some(name), t.str(*chain), &[], None, *pos)?
                 }
             }
             Arg::Ident(id, pos) => self.call(dot, t, *id, &[], None, *pos)?,
             Arg::Chain(term, chain, pos) => {
                 let base = self.arg(dot, t, &t.args[*term as usize])?;
-                self.field_chain(dot, t, base, t.str(*chain), &[], None, *pos)?
+                self.field_chain(dot, t, base, None, t.str(*chain), &[], None, *pos)?
             }
             Arg::Pipe(p) => self.pipe(dot, t, &t.pipes[*p as usize])?,
             Arg::Str(i) => match &self.cur {
@@ -655,11 +674,18 @@ impl Exec {
     }
 
     #[allow(clippy::too_many_arguments)]
+    /// `head` is what the chain hangs off as written: `""` for `.A.B`, `"$x"` for `$x.A.B`,
+    /// `None` for `(pipe).A.B`. Go's errors name the whole node (`<.Values.a.b>`) at the
+    /// node's position, which its parser puts at the chain's second part (`.a` of
+    /// `.Values.a.b`, `.A` of `$x.A`: the lexer makes `.Values` and `.a` two tokens and the
+    /// chain starts at the second); a `(pipe)` chain keeps naming the failing field.
+    #[allow(clippy::too_many_arguments)]
     fn field_chain(
         &mut self,
         dot: &Value,
         t: &Tree,
         mut recv: Value,
+        head: Option<&str>,
         chain: &str,
         args: &[Arg],
         fin: Option<Value>,
@@ -669,6 +695,18 @@ impl Exec {
             self.not_a_function(args, &fin, pos, ".")?;
             return Ok(recv);
         }
+        let node = head.map(|h| {
+            let at = match h {
+                "" => chain.find('.').map_or(0, |i| i + 1),
+                var => var.len(),
+            };
+            (format!("{h}.{chain}"), Pos(pos.0 + at as u32))
+        });
+        // Where an error is reported, and the node it names.
+        let site = |name: &str| match &node {
+            Some((text, at)) => (*at, text.clone()),
+            None => (pos, format!(".{name}")),
+        };
         let mut names = chain.split('.').enumerate().peekable();
         while let Some((i, name)) = names.next() {
             let last = names.peek().is_none();
@@ -681,9 +719,8 @@ impl Exec {
             recv = match &recv {
                 Value::Map(m) => {
                     if has_args {
-                        return Err(self.err_at(
-                            pos,
-                            &format!(".{name}"),
+                        return Err(self.err_at_site(
+                            site(name),
                             format!("{name} is not a method but has arguments"),
                         ));
                     }
@@ -704,16 +741,14 @@ impl Exec {
                         match o.call(name, &vals) {
                             Some(Ok(v)) => v,
                             Some(Err(e)) => {
-                                return Err(self.err_at(
-                                    pos,
-                                    &format!(".{name}"),
+                                return Err(self.err_at_site(
+                                    site(name),
                                     format!("error calling {name}: {e}"),
                                 ));
                             }
                             None => {
-                                return Err(self.err_at(
-                                    pos,
-                                    &format!(".{name}"),
+                                return Err(self.err_at_site(
+                                    site(name),
                                     format!(
                                         "can't evaluate field {name} in type {}",
                                         o.type_name()
@@ -726,16 +761,14 @@ impl Exec {
                     }
                 }
                 Value::Nil => {
-                    return Err(self.err_at(
-                        pos,
-                        &format!(".{name}"),
+                    return Err(self.err_at_site(
+                        site(name),
                         format!("nil pointer evaluating interface {{}}.{name}"),
                     ));
                 }
                 other => {
-                    return Err(self.err_at(
-                        pos,
-                        &format!(".{name}"),
+                    return Err(self.err_at_site(
+                        site(name),
                         format!("can't evaluate field {name} in type {}", other.type_name()),
                     ));
                 }
@@ -839,6 +872,58 @@ mod tests {
         assert_eq!(render(text, Value::Nil).as_deref(), Ok("[11][22][11][33]"));
     }
 
+    /// Go names the whole field node and puts it at the chain's second part (what real Helm
+    /// v4.2.3 reports for each, helm-python-sdk, the file named `t` here).
+    #[test]
+    fn field_errors_name_the_whole_chain_at_its_second_part() {
+        let values = || {
+            let mut v = BTreeMap::new();
+            v.insert("foo".to_string(), Value::map(BTreeMap::new()));
+            let mut top = BTreeMap::new();
+            top.insert("Values".to_string(), Value::map(v));
+            Value::map(top)
+        };
+        let cases = [
+            (
+                "x: {{ .Values.foo.bar.baz }}",
+                "t:1:13",
+                "<.Values.foo.bar.baz>: nil pointer evaluating interface {}.baz",
+            ),
+            (
+                "x: {{ .Values.nope.baz }}",
+                "t:1:13",
+                "<.Values.nope.baz>: nil pointer evaluating interface {}.baz",
+            ),
+            (
+                "{{ $x := .Values }}x: {{ $x.foo.bar.baz }}",
+                "t:1:27",
+                "<$x.foo.bar.baz>: nil pointer evaluating interface {}.baz",
+            ),
+            (
+                "a: 1\n  x: {{ .Values.foo.bar.baz }}",
+                "t:2:15",
+                "<.Values.foo.bar.baz>: nil pointer",
+            ),
+            (
+                "{{ $x := 1 }}x: {{ $x.foo }}",
+                "t:1:21",
+                "<$x.foo>: can't evaluate field foo in type int",
+            ),
+            (
+                "x: {{ .Values.foo.bar 1 }}",
+                "t:1:13",
+                "<.Values.foo.bar>: bar is not a method but has arguments",
+            ),
+        ];
+        for (text, at, what) in cases {
+            let err = render(text, values()).unwrap_err();
+            assert!(
+                err.starts_with(&format!("template: {at}: executing \"t\" at {what}")),
+                "{text:?}: {err}"
+            );
+        }
+    }
+
     #[test]
     fn error_locations_are_counted_from_the_text_of_the_template() {
         let mut m = BTreeMap::new();
@@ -846,7 +931,7 @@ mod tests {
         let text = "a\n{{define \"x\"}}\n  {{ .a.b }}{{end}}\n{{template \"x\" .}}";
         let err = render(text, Value::map(m)).unwrap_err();
         assert!(
-            err.starts_with("template: t:3:5: executing \"x\" at <.b>: nil pointer"),
+            err.starts_with("template: t:3:7: executing \"x\" at <.a.b>: nil pointer"),
             "{err}"
         );
         let err = render("{{define \"x\"}}\n\n {{ nope }}{{end}}", Value::Nil).unwrap_err();
