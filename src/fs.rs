@@ -52,6 +52,14 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
             .collect())
     }
 
+    /// The whole file when it holds at most `max` bytes, `Ok(None)` when it holds more. The
+    /// real disk answers from the size before reading anything (Helm refuses a chart file
+    /// over 5 MiB on its `stat`: a huge file must not be read only to be refused).
+    fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+        let data = self.read(path)?;
+        Ok((data.len() as u64 <= max).then_some(data))
+    }
+
     /// The whole file as UTF-8 text; anything else is an `InvalidData` error carrying a
     /// [`NotUtf8`] (line, column, and whether a UTF-16 byte-order mark shows the encoding).
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
@@ -124,6 +132,12 @@ pub fn decode_utf8(bytes: Vec<u8>) -> io::Result<String> {
 /// so a FIFO in place of a file is an error at once instead of a read that waits forever,
 /// and a device or socket is never read.
 pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
+    Ok(read_regular_at_most(path, u64::MAX)?.unwrap_or_default())
+}
+
+/// [`read_regular`], refusing (`Ok(None)`) a file larger than `max` bytes on its `fstat`,
+/// before reading it.
+fn read_regular_at_most(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
     use std::io::Read;
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
@@ -150,6 +164,9 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
     // spare byte not being filled is the end: no extra read that returns 0 (the chart
     // loader reads every file of a chart, and that read was a fifth of its system calls).
     // A file that grew since the `fstat` fills the spare byte, and is read to its end.
+    if meta.len() > max {
+        return Ok(None);
+    }
     let len = meta.len() as usize;
     let mut out = vec![0u8; len.saturating_add(1)];
     let mut file = &file;
@@ -167,10 +184,10 @@ pub fn read_regular(path: &Path) -> io::Result<Vec<u8>> {
         }
         // The spare byte was filled: it grew since the fstat, so the rest the ordinary way.
         file.read_to_end(&mut out)?;
-        return Ok(out);
+        return Ok((out.len() as u64 <= max).then_some(out));
     }
     out.truncate(filled);
-    Ok(out)
+    Ok(Some(out))
 }
 
 /// A [`FileSystem`] that reads nothing outside `root`: every path is resolved (symlinks
@@ -215,6 +232,10 @@ impl FileSystem for RootedFs<'_> {
         self.check(path)?;
         self.inner.read(path)
     }
+    fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+        self.check(path)?;
+        self.inner.read_at_most(path, max)
+    }
     fn is_dir(&self, path: &Path) -> bool {
         self.inner.is_dir(path)
     }
@@ -247,6 +268,9 @@ pub struct RealFs;
 impl FileSystem for RealFs {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         read_regular(path)
+    }
+    fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+        read_regular_at_most(path, max)
     }
     fn is_dir(&self, path: &Path) -> bool {
         path.is_dir()
@@ -469,6 +493,22 @@ impl FileSystem for MemFs {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_at_most_refuses_a_larger_file_and_reads_one_that_fits() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        std::fs::write(&p, b"0123456789").unwrap();
+        assert_eq!(RealFs.read_at_most(&p, 9).unwrap(), None);
+        assert_eq!(
+            RealFs.read_at_most(&p, 10).unwrap().as_deref(),
+            Some(&b"0123456789"[..])
+        );
+        assert_eq!(RealFs.read(&p).unwrap(), b"0123456789");
+        let empty = dir.path().join("e");
+        std::fs::write(&empty, b"").unwrap();
+        assert_eq!(RealFs.read(&empty).unwrap(), b"");
+    }
 
     /// The modules that may touch the disk, the environment or the clock are exactly the ones
     /// clippy.toml names (the Helm engine, for one, reads only through a `FileSystem`).

@@ -108,22 +108,22 @@ fn read_all(
     todo: Vec<(String, std::path::PathBuf)>,
 ) -> Result<Vec<(String, Vec<u8>)>, String> {
     use rayon::prelude::*;
-    let read: Vec<Result<Vec<u8>, std::io::Error>> = todo
+    let read: Vec<Result<Option<Vec<u8>>, std::io::Error>> = todo
         .par_iter()
         .with_min_len(16)
-        .map(|(_, real)| fs.read(real))
+        .map(|(_, real)| fs.read_at_most(real, MAX_FILE_SIZE))
         .collect();
     let mut files = Vec::with_capacity(todo.len());
     for ((path, _), data) in todo.into_iter().zip(read) {
         match data {
-            // Helm stats first and refuses before reading; the size read is the same one.
-            Ok(data) if data.len() as u64 > MAX_FILE_SIZE => {
+            // Refused on its size, as Helm refuses it on its `stat`, before reading it.
+            Ok(None) => {
                 let base = path.rsplit('/').next().unwrap_or(&path);
                 return Err(format!(
                     "chart file {base:?} is larger than the maximum file size {MAX_FILE_SIZE}"
                 ));
             }
-            Ok(data) => files.push((path, strip_utf8_bom(data))),
+            Ok(Some(data)) => files.push((path, strip_utf8_bom(data))),
             Err(e) => return Err(format!("{path}: {e}")),
         }
     }

@@ -695,16 +695,16 @@ impl Exec {
             self.not_a_function(args, &fin, pos, ".")?;
             return Ok(recv);
         }
-        let node = head.map(|h| {
-            let at = match h {
-                "" => chain.find('.').map_or(0, |i| i + 1),
-                var => var.len(),
-            };
-            (format!("{h}.{chain}"), Pos(pos.0 + at as u32))
-        });
-        // Where an error is reported, and the node it names.
-        let site = |name: &str| match &node {
-            Some((text, at)) => (*at, text.clone()),
+        // Where an error is reported, and the node it names: worked out only for an error,
+        // a field chain is evaluated for nearly every action.
+        let site = |name: &str| match head {
+            Some(h) => {
+                let at = match h {
+                    "" => chain.find('.').map_or(0, |i| i + 1),
+                    var => var.len(),
+                };
+                (Pos(pos.0 + at as u32), format!("{h}.{chain}"))
+            }
             None => (pos, format!(".{name}")),
         };
         let mut names = chain.split('.').enumerate().peekable();
