@@ -279,6 +279,10 @@ pub struct Exec {
     /// Emptied argument lists, reused by function calls (a new `Vec` per call was an
     /// allocation per call; calls nest, so there is one per depth in use).
     arg_lists: Vec<Vec<Value>>,
+    /// The regexps the `regex*` functions compiled in this execution, by pattern: charts
+    /// call them with the same few literal patterns for every resource. Kept for one
+    /// execution (one render) only, as every render compiles its own.
+    pub regexes: FxMap<String, Rc<regex::Regex>>,
 }
 
 type R<T> = Result<T, ExecError>;
@@ -295,6 +299,7 @@ impl Exec {
             cur: None,
             host,
             arg_lists: Vec::new(),
+            regexes: FxMap::default(),
         }
     }
 
