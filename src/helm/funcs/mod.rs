@@ -12,7 +12,7 @@ mod goregex;
 pub mod semver;
 mod time;
 
-use crate::helm::template::exec::Funcs;
+use crate::helm::template::exec::{Exec, Funcs};
 use crate::helm::template::value::{Map, Value, new_map};
 use conv::{empty, go_quote, s, sprintf, strval, to_f64, to_i64};
 use std::cell::RefCell;
@@ -1228,40 +1228,36 @@ fn types(f: &mut Funcs) {
     });
 }
 
-thread_local! {
-    static REGEX_CACHE: RefCell<std::collections::HashMap<String, regex::Regex>> =
-        RefCell::new(std::collections::HashMap::new());
-}
-
 /// A Go regexp (RE2 syntax) compiled with the `regex` crate (see [`goregex`]).
 ///
-/// Compiled once per pattern and thread: charts call `regexMatch`/`regexReplaceAll` with
-/// the same few literal patterns for every resource (bitnami's common library in every
-/// name), and compiling was 13 % of a bitnami-postgresql render. A `Regex` clone shares the
-/// compiled program. Only successes are kept, so an invalid pattern fails on every call.
-fn regex_of(p: &str) -> Result<regex::Regex, String> {
-    if let Some(r) = REGEX_CACHE.with(|c| c.borrow().get(p).cloned()) {
-        return Ok(r);
+/// Compiled once per pattern and execution (render), not across renders: charts call
+/// `regexMatch`/`regexReplaceAll` with the same few literal patterns for every resource
+/// (bitnami's common library in every name), and compiling was 13 % of a
+/// bitnami-postgresql render. Kept behind an `Rc`, not cloned: a `Regex` clone gets a pool
+/// of its own, and making the clone's search cache on every call was most of a match.
+/// Only successes are kept, so an invalid pattern fails on every call.
+fn regex_of(ex: &mut Exec, p: &str) -> Result<Rc<regex::Regex>, String> {
+    if let Some(r) = ex.regexes.get(p) {
+        return Ok(r.clone());
     }
-    let r = regex::Regex::new(&goregex::translate(p))
-        .map_err(|e| format!("error parsing regexp: {e}"))?;
-    REGEX_CACHE.with(|c| {
-        let mut c = c.borrow_mut();
-        // Bounded: a chart that builds patterns from data must not grow it without end.
-        if c.len() >= 512 {
-            c.clear();
-        }
-        c.insert(p.to_string(), r.clone());
-    });
+    let r = Rc::new(
+        regex::Regex::new(&goregex::translate(p))
+            .map_err(|e| format!("error parsing regexp: {e}"))?,
+    );
+    // Bounded: a chart that builds patterns from data must not grow it without end.
+    if ex.regexes.len() >= 512 {
+        ex.regexes.clear();
+    }
+    ex.regexes.insert(p.to_string(), r.clone());
     Ok(r)
 }
 
 /// Go's `Regexp.Expand` template syntax (`$1`, `${name}`) is the `regex` crate's.
 fn regex(f: &mut Funcs) {
     for (name, must) in [("regexMatch", false), ("mustRegexMatch", true)] {
-        f.add(name, move |_, a| {
+        f.add(name, move |ex: &mut Exec, a| {
             want(a, 2, name)?;
-            match regex_of(&s(&a[0])) {
+            match regex_of(ex, &s(&a[0])) {
                 Ok(r) => Ok(Value::Bool(r.is_match(&s(&a[1])))),
                 Err(e) if must => Err(e),
                 Err(_) => Ok(Value::Bool(false)),
@@ -1269,9 +1265,9 @@ fn regex(f: &mut Funcs) {
         });
     }
     for name in ["regexFind", "mustRegexFind"] {
-        f.add(name, move |_, a| {
+        f.add(name, move |ex: &mut Exec, a| {
             want(a, 2, name)?;
-            let r = regex_of(&s(&a[0]))?;
+            let r = regex_of(ex, &s(&a[0]))?;
             Ok(Value::from(
                 r.find(&s(&a[1]))
                     .map(|m| m.as_str().to_string())
@@ -1280,9 +1276,9 @@ fn regex(f: &mut Funcs) {
         });
     }
     for name in ["regexFindAll", "mustRegexFindAll"] {
-        f.add(name, move |_, a| {
+        f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
-            let r = regex_of(&s(&a[0]))?;
+            let r = regex_of(ex, &s(&a[0]))?;
             let n = to_i64(&a[2]);
             let t = s(&a[1]);
             let it = r.find_iter(&t).map(|m| m.as_str().to_string());
@@ -1295,18 +1291,18 @@ fn regex(f: &mut Funcs) {
         });
     }
     for name in ["regexReplaceAll", "mustRegexReplaceAll"] {
-        f.add(name, move |_, a| {
+        f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
-            let r = regex_of(&s(&a[0]))?;
+            let r = regex_of(ex, &s(&a[0]))?;
             Ok(Value::from(
                 r.replace_all(&s(&a[1]), s(&a[2]).as_str()).into_owned(),
             ))
         });
     }
     for name in ["regexReplaceAllLiteral", "mustRegexReplaceAllLiteral"] {
-        f.add(name, move |_, a| {
+        f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
-            let r = regex_of(&s(&a[0]))?;
+            let r = regex_of(ex, &s(&a[0]))?;
             Ok(Value::from(
                 r.replace_all(&s(&a[1]), regex::NoExpand(&s(&a[2])))
                     .into_owned(),
@@ -1314,9 +1310,9 @@ fn regex(f: &mut Funcs) {
         });
     }
     for name in ["regexSplit", "mustRegexSplit"] {
-        f.add(name, move |_, a| {
+        f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
-            let r = regex_of(&s(&a[0]))?;
+            let r = regex_of(ex, &s(&a[0]))?;
             let n = to_i64(&a[2]);
             let t = s(&a[1]);
             let v: Vec<String> = if n < 0 {
@@ -1505,6 +1501,11 @@ mod tests {
 
     /// Executes `text` with every function registered, dot nil.
     fn run(text: &str) -> Result<String, String> {
+        run_with(text).and_then(|(out, _)| out)
+    }
+
+    /// [`run`] after the parse, and the execution it ran in.
+    fn run_with(text: &str) -> Result<(Result<String, String>, Exec), String> {
         let mut funcs = Funcs::default();
         register(&mut funcs, Rc::new(RefCell::new(Seed::new(1))));
         let funcs = Rc::new(funcs);
@@ -1513,7 +1514,7 @@ mod tests {
         let mut set = TemplateSet::default();
         set.add("t", "t", parsed);
         let mut ex = Exec::new(Rc::new(set), funcs.clone(), Rc::new(()));
-        ex.execute("t", Value::Nil).map_err(|e| e.to_string())
+        Ok((ex.execute("t", Value::Nil).map_err(|e| e.to_string()), ex))
     }
 
     #[test]
@@ -1548,8 +1549,19 @@ mod tests {
         let text: String = (0..600)
             .map(|i| format!(r#"{{{{ regexMatch "^x{i}$" "x{i}" }}}}"#))
             .collect();
-        let out = run(&text).unwrap();
-        assert_eq!(out, "true".repeat(600));
-        assert!(REGEX_CACHE.with(|c| c.borrow().len()) <= 512);
+        let (out, ex) = run_with(&text).unwrap();
+        assert_eq!(out.unwrap(), "true".repeat(600));
+        assert!(ex.regexes.len() <= 512);
+    }
+
+    /// Each execution compiles its own: nothing is kept from one render to the next.
+    #[test]
+    fn regexes_are_kept_for_one_execution() {
+        let (out, ex) =
+            run_with(r#"{{ regexMatch "^a+$" "aaa" }}{{ regexMatch "^a+$" "b" }}"#).unwrap();
+        assert_eq!(out.unwrap(), "truefalse");
+        assert_eq!(ex.regexes.len(), 1);
+        let (_, ex) = run_with("{{ 1 }}").unwrap();
+        assert!(ex.regexes.is_empty());
     }
 }

@@ -281,6 +281,10 @@ pub struct Exec<'a> {
     arg_lists: Vec<Vec<Value>>,
     /// What object methods may use (`.Files` reads through its file system).
     pub cx: super::value::Cx<'a>,
+    /// The regexps the `regex*` functions compiled in this execution, by pattern: charts
+    /// call them with the same few literal patterns for every resource. Kept for one
+    /// execution (one render) only, as every render compiles its own.
+    pub regexes: FxMap<String, Rc<regex::Regex>>,
 }
 
 type R<T> = Result<T, ExecError>;
@@ -298,6 +302,7 @@ impl<'a> Exec<'a> {
             host,
             arg_lists: Vec::new(),
             cx: Default::default(),
+            regexes: FxMap::default(),
         }
     }
 
