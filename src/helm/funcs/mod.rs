@@ -1505,7 +1505,7 @@ mod tests {
     }
 
     /// [`run`] after the parse, and the execution it ran in.
-    fn run_with(text: &str) -> Result<(Result<String, String>, Exec), String> {
+    fn run_with(text: &str) -> Result<(Result<String, String>, Exec<'static>), String> {
         let mut funcs = Funcs::default();
         register(&mut funcs, Rc::new(RefCell::new(Seed::new(1))));
         let funcs = Rc::new(funcs);
