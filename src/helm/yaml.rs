@@ -374,14 +374,27 @@ fn go_yaml_key_order(a: &str, b: &str) -> std::cmp::Ordering {
 }
 
 fn go_yaml_key_less(a: &str, b: &str) -> bool {
-    let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    // An ASCII key's bytes are its runes: compared in place. Collecting both keys' chars
+    // into vectors for every comparison was most of the sort of a map's keys.
+    if a.is_ascii() && b.is_ascii() {
+        key_less(a.as_bytes(), b.as_bytes(), |c: u8| c.is_ascii_alphabetic())
+    } else {
+        let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+        key_less(&ar, &br, char::is_alphabetic)
+    }
+}
+
+/// `keyList.Less` over runes (`u8` for ASCII keys, `char` otherwise).
+fn key_less<T: Copy + Ord + Into<u32>>(ar: &[T], br: &[T], alphabetic: impl Fn(T) -> bool) -> bool {
     // Go's unicode.IsDigit is Unicode Nd; ASCII digits are what keys hold in practice.
-    let digit = |c: char| c.is_ascii_digit();
+    let digit = |c: T| (u32::from(b'0')..=u32::from(b'9')).contains(&c.into());
+    let value = |c: T| i64::from(c.into()) - i64::from(b'0');
+    let zero = |c: T| c.into() == u32::from(b'0');
     for i in 0..ar.len().min(br.len()) {
         if ar[i] == br[i] {
             continue;
         }
-        let (al, bl) = (ar[i].is_alphabetic(), br[i].is_alphabetic());
+        let (al, bl) = (alphabetic(ar[i]), alphabetic(br[i]));
         if al && bl {
             return ar[i] < br[i];
         }
@@ -389,12 +402,12 @@ fn go_yaml_key_less(a: &str, b: &str) -> bool {
             return bl;
         }
         let (mut an, mut bn) = (0i64, 0i64);
-        if ar[i] == '0' || br[i] == '0' {
+        if zero(ar[i]) || zero(br[i]) {
             // A run with a non-zero digit before it: leading zeros count as significant.
             let mut j = i;
             while j > 0 && digit(ar[j - 1]) {
                 j -= 1;
-                if ar[j] != '0' {
+                if !zero(ar[j]) {
                     an = 1;
                     bn = 1;
                     break;
@@ -403,16 +416,12 @@ fn go_yaml_key_less(a: &str, b: &str) -> bool {
         }
         let mut ai = i;
         while ai < ar.len() && digit(ar[ai]) {
-            an = an
-                .wrapping_mul(10)
-                .wrapping_add(i64::from(ar[ai] as u8 - b'0'));
+            an = an.wrapping_mul(10).wrapping_add(value(ar[ai]));
             ai += 1;
         }
         let mut bi = i;
         while bi < br.len() && digit(br[bi]) {
-            bn = bn
-                .wrapping_mul(10)
-                .wrapping_add(i64::from(br[bi] as u8 - b'0'));
+            bn = bn.wrapping_mul(10).wrapping_add(value(br[bi]));
             bi += 1;
         }
         if an != bn {
@@ -855,6 +864,34 @@ pub fn from_json(text: &str) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The in-place ASCII comparison orders every pair of keys as the rune vectors did.
+    #[test]
+    fn ascii_keys_order_as_their_runes_do() {
+        let alphabet = [
+            "", "a", "b", "Z", "_", "-", ".", "0", "1", "2", "9", "00", "10", "a0",
+        ];
+        let mut keys = Vec::new();
+        for x in alphabet {
+            for y in alphabet {
+                for z in ["", "0", "7", "x", "09", "_"] {
+                    keys.push(format!("{x}{y}{z}"));
+                }
+            }
+        }
+        for a in &keys {
+            for b in &keys {
+                let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+                assert_eq!(
+                    go_yaml_key_less(a, b),
+                    key_less(&ar, &br, char::is_alphabetic),
+                    "{a:?} < {b:?}"
+                );
+            }
+        }
+        assert!(go_yaml_key_less("a2", "a10") && go_yaml_key_less("GIT_PUSH", "GITCLIENT"));
+        assert!(go_yaml_key_less("é1", "é2") && !go_yaml_key_less("éb", "éa"));
+    }
 
     #[test]
     fn yaml_1_1_scalars() {

@@ -20,6 +20,14 @@ pub fn s(v: &Value) -> String {
     }
 }
 
+/// [`s`], borrowed when the value is a string (no copy for functions that only read it).
+pub fn s_ref(v: &Value) -> std::borrow::Cow<'_, str> {
+    match v {
+        Value::Str(x) => std::borrow::Cow::Borrowed(x),
+        other => std::borrow::Cow::Owned(s(other)),
+    }
+}
+
 /// Go's `int64(f)` on amd64 (CVTTSD2SQ): truncation, and the "integer indefinite"
 /// i64::MIN for NaN and anything out of range, where Rust's `as` would saturate.
 pub fn go_f64_to_i64(f: f64) -> i64 {
