@@ -310,23 +310,33 @@ pub fn render_chart(
         message: format!("invalid kube version {kube_version:?}"),
     })?;
     let vals = values::coalesce_values(&chart, user);
-    // The schemas are checked on a thread of their own while the templates render:
-    // compiling a schema (jsonschema first validates it against its meta-schema) was a tenth
-    // of rendering the charts that have one. Helm checks them first, so their error, if
-    // any, wins over whatever the render met.
+    // The schemas are checked beside the render, as a job on rayon's pool: compiling a
+    // schema (jsonschema first validates it against its meta-schema) was a tenth of
+    // rendering the charts that have one. A pool thread is already started and its
+    // allocator heap already has pages; a thread started per render paid for both (traefik's
+    // schema). Inside `kiln render`, where this thread is itself a pool thread and none may be
+    // free, the scope runs the job here when the render is done. Helm checks the schemas
+    // first, so their error, if any, wins over whatever the render met.
     let mut jobs = Vec::new();
     schema_jobs(&chart, &vals, &mut jobs);
-    std::thread::scope(|scope| {
-        let schema = (!jobs.is_empty()).then(|| scope.spawn(move || check_schemas(jobs)));
-        let rendered = render_checked(fs, &chart, &vals, opts, seed, &kv);
-        if let Some(handle) = schema {
-            match handle.join() {
-                Ok(r) => r?,
-                Err(panic) => std::panic::resume_unwind(panic),
+    if jobs.is_empty() {
+        return render_checked(fs, &chart, &vals, opts, seed, &kv);
+    }
+    let checked = std::sync::Mutex::new(None);
+    let rendered = rayon::in_place_scope(|scope| {
+        scope.spawn(|_| {
+            let r = check_schemas(jobs);
+            if let Ok(mut c) = checked.lock() {
+                *c = Some(r);
             }
-        }
-        rendered
-    })
+        });
+        render_checked(fs, &chart, &vals, opts, seed, &kv)
+    });
+    // A panic in the job was re-raised by the scope, so the check ran to its end.
+    if let Some(r) = checked.into_inner().ok().flatten() {
+        r?;
+    }
+    rendered
 }
 
 /// What follows the schema check: kubeVersion, render, sort, assembly.
