@@ -7,7 +7,6 @@
 //! tree is the same. Function names are checked at parse time, as Go does ("function %q not
 //! defined"), so an unknown function fails even in a branch that never runs.
 
-use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -229,19 +228,21 @@ impl Lits {
     }
 }
 
-/// A token. Names and numbers borrow the template text: an owned `String` per identifier
-/// and field was most of the parser's allocations. A quoted string is borrowed too unless it
-/// has escapes.
-#[derive(Debug, Clone, PartialEq)]
-enum Tok<'a> {
+/// What a token is (sixteen kinds: four bits of a [`Tok`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+enum Kind {
     Space,
-    Ident(&'a str),
-    Field(&'a str),
-    Var(&'a str),
+    Ident,
+    Field,
+    Var,
     Dot,
-    Str(Cow<'a, str>),
-    Num(&'a str),
-    Char(i64),
+    /// A raw string, or a quoted one without escapes.
+    Str,
+    /// A quoted string with backslash escapes (checked when lexed, decoded where used).
+    StrEscaped,
+    Num,
+    Char,
     Pipe,
     LParen,
     RParen,
@@ -249,6 +250,114 @@ enum Tok<'a> {
     Declare,
     Assign,
     Close,
+}
+
+/// The kinds by number, for [`Tok::kind`].
+const KINDS: [Kind; 16] = [
+    Kind::Space,
+    Kind::Ident,
+    Kind::Field,
+    Kind::Var,
+    Kind::Dot,
+    Kind::Str,
+    Kind::StrEscaped,
+    Kind::Num,
+    Kind::Char,
+    Kind::Pipe,
+    Kind::LParen,
+    Kind::RParen,
+    Kind::Comma,
+    Kind::Declare,
+    Kind::Assign,
+    Kind::Close,
+];
+
+/// A token: its kind and its bytes in the text (`start..end`; a string or character
+/// constant with its quotes, a field with its dot), packed in one `u64`: the start in the
+/// low 32 bits, the length in the next 28, the kind in the top 4. A token that held its
+/// text (a 32-byte enum with a `Cow`) went between lexer and parser through the stack, with
+/// store-forwarding stalls that were a quarter of parsing; a `u64` (and a `Result` of one)
+/// goes in registers. [`parse`] refuses texts of 256 MiB or more, so every length fits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Tok(u64);
+
+impl Tok {
+    /// No token (the empty lookahead).
+    const NONE: Tok = Tok(u64::MAX);
+
+    fn new(kind: Kind, start: usize, end: usize) -> Tok {
+        Tok(start as u64 | ((end - start) as u64) << 32 | (kind as u64) << 60)
+    }
+    fn kind(self) -> Kind {
+        KINDS[(self.0 >> 60) as usize]
+    }
+    fn start(self) -> usize {
+        (self.0 & 0xffff_ffff) as usize
+    }
+    fn end(self) -> usize {
+        self.start() + ((self.0 >> 32) & 0x0fff_ffff) as usize
+    }
+}
+
+/// The largest text [`parse`] takes: a token's length must fit in 28 bits.
+const MAX_TEXT: usize = (1 << 28) - 1;
+
+type PResult<T> = Result<T, Box<ParseError>>;
+
+/// Decodes Go's escapes in a quoted string's body (without its quotes) into `out`; on a bad
+/// escape, the offset of the byte after its backslash and Go's message.
+fn unescape_into(body: &str, out: &mut String) -> Result<(), (usize, &'static str)> {
+    let mut q = 0;
+    while let Some(i) = body[q..].find('\\') {
+        out.push_str(&body[q..q + i]);
+        let at = q + i + 1;
+        let (c, n) = escape(&body[at..]).map_err(|m| (at, m))?;
+        out.push(c);
+        q = at + n;
+    }
+    out.push_str(&body[q..]);
+    Ok(())
+}
+
+/// A backslash escape at the start of `rest` (after the backslash): the character and the
+/// bytes consumed.
+fn escape(rest: &str) -> Result<(char, usize), &'static str> {
+    let Some(c) = rest.chars().next() else {
+        return Err("unterminated quoted string");
+    };
+    let simple = match c {
+        'n' => Some('\n'),
+        't' => Some('\t'),
+        'r' => Some('\r'),
+        '\\' => Some('\\'),
+        '"' => Some('"'),
+        '\'' => Some('\''),
+        'a' => Some('\x07'),
+        'b' => Some('\x08'),
+        'f' => Some('\x0c'),
+        'v' => Some('\x0b'),
+        _ => None,
+    };
+    if let Some(s) = simple {
+        return Ok((s, 1));
+    }
+    let hex = |len: usize| -> Result<(char, usize), &'static str> {
+        let h = rest.get(1..1 + len).unwrap_or("");
+        let v = u32::from_str_radix(h, 16).map_err(|_| "invalid escape")?;
+        let ch = char::from_u32(v).ok_or("invalid escape")?;
+        Ok((ch, 1 + len))
+    };
+    match c {
+        'x' => hex(2),
+        'u' => hex(4),
+        'U' => hex(8),
+        '0'..='7' => {
+            let h = rest.get(..3).unwrap_or("");
+            let v = u32::from_str_radix(h, 8).map_err(|_| "invalid escape")?;
+            Ok((char::from_u32(v).unwrap_or('\0'), 3))
+        }
+        _ => Err("unknown escape sequence"),
+    }
 }
 
 struct Parser<'a> {
@@ -268,7 +377,7 @@ struct Parser<'a> {
     /// Variables in scope (Go checks `undefined variable` at parse time).
     vars: Vec<&'a str>,
     /// The lookahead token with its start offset (one is all the grammar needs).
-    peeked: Option<(Tok<'a>, usize)>,
+    peeked: Tok,
     /// Trim whitespace after the action that just closed.
     trim_next: bool,
     range_depth: usize,
@@ -295,14 +404,21 @@ pub fn parse(
         cmd_stack: Vec::new(),
         arg_stack: Vec::new(),
         vars: vec!["$"],
-        peeked: None,
+        peeked: Tok::NONE,
         trim_next: false,
         range_depth: 0,
         action_start: 0,
     };
-    let (root, end) = p.list(false)?;
+    if src.len() > MAX_TEXT {
+        let m = format!(
+            "template text of {} bytes is over the limit of {MAX_TEXT}",
+            src.len()
+        );
+        return Err(*p.err_at(0, m));
+    }
+    let (root, end) = p.list(false).map_err(|e| *e)?;
     if let Some(e) = end {
-        return Err(p.err_at(e.1, format!("unexpected {}", e.0)));
+        return Err(*p.err_at(e.1, format!("unexpected {}", e.0)));
     }
     let mut tree = p.tree;
     tree.src = Box::from(src);
@@ -396,15 +512,27 @@ fn is_alnum(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
+/// ASCII letters, digits and `_`, by byte.
+static ASCII_ALNUM: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = c == b'_' || c.is_ascii_alphanumeric();
+        b += 1;
+    }
+    t
+};
+
 /// The length in bytes of the run of alphanumerics (and `_`) that starts `s`: bytes for
-/// ASCII, characters only past it.
+/// ASCII (a table lookup each), characters only past it.
 fn alnum_len(s: &str) -> usize {
     let bytes = s.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
         if b < 0x80 {
-            if b == b'_' || b.is_ascii_alphanumeric() {
+            if ASCII_ALNUM[b as usize] {
                 i += 1;
                 continue;
             }
@@ -454,7 +582,9 @@ impl<'a> Parser<'a> {
     /// Moves the nodes of the list that started at `mark` to the arena.
     fn seal_nodes(&mut self, mark: usize) -> Span {
         let start = self.tree.nodes.len() as u32;
-        self.tree.nodes.extend(self.node_stack.drain(mark..));
+        // A copy of a slice, not an element-by-element drain.
+        self.tree.nodes.extend_from_slice(&self.node_stack[mark..]);
+        self.node_stack.truncate(mark);
         Span {
             start,
             end: self.tree.nodes.len() as u32,
@@ -466,16 +596,57 @@ impl<'a> Parser<'a> {
         self.tree.names.len() as u32 - 1
     }
 
-    fn err_at(&self, off: usize, message: String) -> ParseError {
-        ParseError {
+    /// Boxed: a parse error is rare and large, and every token and node is returned in a
+    /// `Result` beside it.
+    fn err_at(&self, off: usize, message: String) -> Box<ParseError> {
+        Box::new(ParseError {
             name: self.name.to_string(),
             line: self.line_of(off),
             message,
+        })
+    }
+
+    /// The bytes of a token.
+    fn text(&self, t: Tok) -> &'a str {
+        &self.src[t.start()..t.end()]
+    }
+
+    /// A string token's value: borrowed from the text unless it has escapes.
+    fn str_value(&self, t: Tok) -> std::borrow::Cow<'a, str> {
+        let body = &self.src[t.start() + 1..t.end() - 1];
+        if t.kind() == Kind::StrEscaped {
+            let mut out = String::with_capacity(body.len());
+            // Checked when lexed: decoding again cannot fail.
+            let _ = unescape_into(body, &mut out);
+            std::borrow::Cow::Owned(out)
+        } else {
+            std::borrow::Cow::Borrowed(body)
+        }
+    }
+
+    /// A character constant's value (checked when lexed).
+    fn char_value(&self, t: Tok) -> i64 {
+        let body = &self.src[t.start() + 1..t.end() - 1];
+        match body.strip_prefix('\\') {
+            Some(e) => escape(e).map_or(0, |(c, _)| c as i64),
+            None => body.chars().next().map_or(0, |c| c as i64),
+        }
+    }
+
+    /// A token as errors name it (the form Go's messages here have always had: `Close`,
+    /// `Ident("x")`, `Str("decoded")`).
+    fn describe(&self, t: Tok) -> String {
+        match t.kind() {
+            Kind::Ident | Kind::Var | Kind::Num => format!("{:?}({:?})", t.kind(), self.text(t)),
+            Kind::Field => format!("Field({:?})", &self.text(t)[1..]),
+            Kind::Str | Kind::StrEscaped => format!("Str({:?})", self.str_value(t)),
+            Kind::Char => format!("Char({})", self.char_value(t)),
+            k => format!("{k:?}"),
         }
     }
 
     /// Parses nodes until EOF or a `{{end}}`/`{{else}}` (returned) when `inner`.
-    fn list(&mut self, inner: bool) -> Result<(Span, Option<End>), ParseError> {
+    fn list(&mut self, inner: bool) -> PResult<(Span, Option<End>)> {
         let mark = self.node_stack.len();
         loop {
             // Text up to the next action.
@@ -553,32 +724,41 @@ impl<'a> Parser<'a> {
             }
             // An action.
             self.skip_space();
-            let (tok, off) = self.next()?;
-            match tok {
-                Tok::Ident("end") => {
+            let t = self.next()?;
+            let off = t.start();
+            let word = if t.kind() == Kind::Ident {
+                self.text(t)
+            } else {
+                ""
+            };
+            match word {
+                "end" => {
                     self.expect_close("end")?;
                     if !inner {
                         return Err(self.err_at(off, "unexpected {{end}}".into()));
                     }
                     return Ok((self.seal_nodes(mark), Some(("end", off))));
                 }
-                Tok::Ident("else") => {
+                "else" => {
                     if !inner {
                         return Err(self.err_at(off, "unexpected {{else}}".into()));
                     }
                     return Ok((self.seal_nodes(mark), Some(("else", off))));
                 }
-                Tok::Ident(kw @ ("if" | "range" | "with")) => {
+                kw @ ("if" | "range" | "with") => {
                     let n = self.control(kw, off)?;
                     self.node_stack.push(n);
                 }
-                Tok::Ident(kw @ ("define" | "block")) => {
+                kw @ ("define" | "block") => {
                     self.skip_space();
-                    let (t, o) = self.next()?;
-                    let Tok::Str(name) = t else {
-                        return Err(self.err_at(o, format!("unexpected {t:?} in {kw} clause")));
-                    };
-                    let name = name.into_owned();
+                    let t = self.next()?;
+                    if !matches!(t.kind(), Kind::Str | Kind::StrEscaped) {
+                        let d = self.describe(t);
+                        return Err(
+                            self.err_at(t.start(), format!("unexpected {d} in {kw} clause"))
+                        );
+                    }
+                    let name = self.str_value(t).into_owned();
                     let pipe = if kw == "block" {
                         Some(self.pipeline(kw, true)?)
                     } else {
@@ -605,14 +785,18 @@ impl<'a> Parser<'a> {
                     }
                     self.defines.push((name, body));
                 }
-                Tok::Ident("template") => {
+                "template" => {
                     self.skip_space();
-                    let (t, o) = self.next()?;
-                    let Tok::Str(name) = t else {
-                        return Err(self.err_at(o, format!("unexpected {t:?} in template clause")));
-                    };
+                    let t = self.next()?;
+                    if !matches!(t.kind(), Kind::Str | Kind::StrEscaped) {
+                        let d = self.describe(t);
+                        return Err(
+                            self.err_at(t.start(), format!("unexpected {d} in template clause"))
+                        );
+                    }
+                    let name = self.str_value(t);
                     self.skip_space();
-                    let pipe = if matches!(self.peek()?, Tok::Close) {
+                    let pipe = if self.peek()?.kind() == Kind::Close {
                         self.next()?;
                         None
                     } else {
@@ -625,7 +809,7 @@ impl<'a> Parser<'a> {
                     };
                     self.node_stack.push(n);
                 }
-                Tok::Ident(kw @ ("break" | "continue")) => {
+                kw @ ("break" | "continue") => {
                     if self.range_depth == 0 {
                         return Err(self.err_at(off, format!("{{{{{kw}}}}} outside {{{{range}}}}")));
                     }
@@ -637,8 +821,8 @@ impl<'a> Parser<'a> {
                         Node::Continue(pos)
                     });
                 }
-                t => {
-                    self.unread(t, off);
+                _ => {
+                    self.unread(t);
                     let pipe = self.pipeline("command", false)?;
                     self.node_stack.push(Node::Action(pipe));
                 }
@@ -646,7 +830,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn control(&mut self, kw: &str, off: usize) -> Result<Node, ParseError> {
+    fn control(&mut self, kw: &str, off: usize) -> PResult<Node> {
         let mark = self.vars.len();
         let pipe = self.pipeline(kw, false)?;
         if kw == "range" {
@@ -661,9 +845,15 @@ impl<'a> Parser<'a> {
             Some((_, eoff)) => {
                 // `{{else}}`, `{{else if …}}`, `{{else with …}}`.
                 self.skip_space();
-                let (t, o) = self.next()?;
-                match t {
-                    Tok::Close => {
+                let t = self.next()?;
+                let o = t.start();
+                let word = if t.kind() == Kind::Ident {
+                    self.text(t)
+                } else {
+                    ""
+                };
+                match t.kind() {
+                    Kind::Close => {
                         let (el, end2) = self.list(true)?;
                         match end2 {
                             Some(("end", _)) => Some(el),
@@ -673,16 +863,19 @@ impl<'a> Parser<'a> {
                             None => return Err(self.err_at(eoff, "unexpected EOF".into())),
                         }
                     }
-                    Tok::Ident(k2)
-                        if (k2 == "if" && kw == "if") || (k2 == "with" && kw == "with") =>
+                    Kind::Ident
+                        if (word == "if" && kw == "if") || (word == "with" && kw == "with") =>
                     {
                         // The chained branch shares this `{{end}}`.
-                        let node = self.control(k2, o)?;
+                        let node = self.control(word, o)?;
                         let mark = self.node_stack.len();
                         self.node_stack.push(node);
                         Some(self.seal_nodes(mark))
                     }
-                    t => return Err(self.err_at(o, format!("unexpected {t:?} in else"))),
+                    _ => {
+                        let d = self.describe(t);
+                        return Err(self.err_at(o, format!("unexpected {d} in else")));
+                    }
                 }
             }
             None => return Err(self.err_at(off, "unexpected EOF".into())),
@@ -700,48 +893,68 @@ impl<'a> Parser<'a> {
         })
     }
 
-    fn expect_close(&mut self, ctx: &str) -> Result<(), ParseError> {
+    fn expect_close(&mut self, ctx: &str) -> PResult<()> {
         self.skip_space();
-        let (t, o) = self.next()?;
-        if t != Tok::Close {
-            return Err(self.err_at(o, format!("unexpected {t:?} in {ctx}")));
+        let t = self.next()?;
+        if t.kind() != Kind::Close {
+            let d = self.describe(t);
+            return Err(self.err_at(t.start(), format!("unexpected {d} in {ctx}")));
         }
         Ok(())
     }
 
+    /// Skips spaces inside an action: straight over the bytes, not token by token (this was
+    /// a tenth of the parse). Spaces before `-}}` are left: with it they are a trimming close.
     fn skip_space(&mut self) {
-        while let Ok(Tok::Space) = self.peek() {
-            let _ = self.next();
+        if self.peeked != Tok::NONE {
+            if self.peeked.kind() != Kind::Space {
+                return;
+            }
+            self.peeked = Tok::NONE;
         }
+        let bytes = self.src.as_bytes();
+        let mut q = self.pos;
+        while q < bytes.len() && is_space(bytes[q]) {
+            q += 1;
+        }
+        if q > self.pos && bytes[q..].starts_with(b"-}}") {
+            return;
+        }
+        self.pos = q;
     }
 
     /// The next token, left in place.
-    fn peek(&mut self) -> Result<&Tok<'a>, ParseError> {
-        if self.peeked.is_none() {
-            let t = self.lex()?;
-            self.peeked = Some(t);
+    fn peek(&mut self) -> PResult<Tok> {
+        if self.peeked != Tok::NONE {
+            return Ok(self.peeked);
         }
-        match &self.peeked {
-            Some((t, _)) => Ok(t),
-            None => unreachable_var(),
-        }
+        let t = self.lex()?;
+        self.peeked = t;
+        Ok(t)
     }
 
-    fn next(&mut self) -> Result<(Tok<'a>, usize), ParseError> {
-        if let Some(t) = self.peeked.take() {
+    fn next(&mut self) -> PResult<Tok> {
+        let t = self.peeked;
+        if t != Tok::NONE {
+            self.peeked = Tok::NONE;
             return Ok(t);
         }
         self.lex()
     }
 
     /// Puts back the token `next` returned (nothing was peeked after it).
-    fn unread(&mut self, t: Tok<'a>, off: usize) {
-        debug_assert!(self.peeked.is_none());
-        self.peeked = Some((t, off));
+    fn unread(&mut self, t: Tok) {
+        debug_assert!(self.peeked == Tok::NONE);
+        self.peeked = t;
+    }
+
+    /// A token of `kind` from `start` to the current position.
+    fn tok(&self, kind: Kind, start: usize) -> Tok {
+        Tok::new(kind, start, self.pos)
     }
 
     /// One token inside an action.
-    fn lex(&mut self) -> Result<(Tok<'a>, usize), ParseError> {
+    fn lex(&mut self) -> PResult<Tok> {
         let src: &'a str = self.src;
         let bytes = src.as_bytes();
         let start = self.pos;
@@ -752,148 +965,131 @@ impl<'a> Parser<'a> {
                 format!("unclosed action started at {}:{opened}", self.name),
             ));
         };
-        if is_space(c) {
-            let mut q = start;
-            while q < bytes.len() && is_space(bytes[q]) {
-                q += 1;
+        let kind = match c {
+            b' ' | b'\t' | b'\r' | b'\n' => {
+                let mut q = start;
+                while q < bytes.len() && is_space(bytes[q]) {
+                    q += 1;
+                }
+                // ` -}}` closes with a right trim.
+                if bytes[q..].starts_with(b"-}}") {
+                    self.pos = q + 3;
+                    self.trim_next = true;
+                    return Ok(self.tok(Kind::Close, start));
+                }
+                self.pos = q;
+                Kind::Space
             }
-            // ` -}}` closes with a right trim.
-            if self.src[q..].starts_with("-}}") {
-                self.pos = q + 3;
-                self.trim_next = true;
-                return Ok((Tok::Close, start));
+            b'}' if bytes.get(start + 1) == Some(&b'}') => {
+                self.pos = start + 2;
+                Kind::Close
             }
-            self.pos = q;
-            return Ok((Tok::Space, start));
-        }
-        if self.src[start..].starts_with("}}") {
-            self.pos = start + 2;
-            return Ok((Tok::Close, start));
-        }
-        let rest: &'a str = &src[start..];
-        let tok = match c {
             b'|' => {
                 self.pos += 1;
-                Tok::Pipe
+                Kind::Pipe
             }
             b'(' => {
                 self.pos += 1;
-                Tok::LParen
+                Kind::LParen
             }
             b')' => {
                 self.pos += 1;
-                Tok::RParen
+                Kind::RParen
             }
             b',' => {
                 self.pos += 1;
-                Tok::Comma
+                Kind::Comma
             }
-            b':' if rest.starts_with(":=") => {
+            b':' if bytes.get(start + 1) == Some(&b'=') => {
                 self.pos += 2;
-                Tok::Declare
+                Kind::Declare
             }
             b'=' => {
                 self.pos += 1;
-                Tok::Assign
+                Kind::Assign
             }
             b'"' => {
-                // Most strings have no escapes: borrow them.
-                let body = &rest.as_bytes()[1..];
+                // Most strings have no escapes: the closing quote ends them.
+                let body = &bytes[start + 1..];
                 if let Some(i) = body
                     .iter()
                     .position(|&b| b == b'"' || b == b'\\' || b == b'\n')
                     && body[i] == b'"'
                 {
                     self.pos = start + 2 + i;
-                    return Ok((Tok::Str(Cow::Borrowed(&rest[1..1 + i])), start));
+                    return Ok(self.tok(Kind::Str, start));
                 }
+                // Escapes: find the closing quote as Go's lexer does (an escaped quote does
+                // not close, a newline ends it unterminated), then check the escapes as
+                // Go's `strconv.Unquote` would.
                 let mut q = start + 1;
-                let mut s = String::new();
                 loop {
-                    let Some(ch) = self.src[q..].chars().next() else {
-                        return Err(self.err_at(start, "unterminated quoted string".into()));
-                    };
-                    match ch {
-                        '"' => {
-                            q += 1;
-                            break;
+                    match bytes.get(q) {
+                        None | Some(b'\n') => {
+                            return Err(self.err_at(start, "unterminated quoted string".into()));
                         }
-                        '\n' => return Err(self.err_at(start, "unterminated quoted string".into())),
-                        '\\' => {
-                            let (c2, n) = self.escape(q + 1)?;
-                            s.push_str(&c2);
-                            q += 1 + n;
-                        }
-                        _ => {
-                            s.push(ch);
-                            q += ch.len_utf8();
-                        }
+                        Some(b'"') => break,
+                        Some(b'\\') if bytes.get(q + 1).is_some_and(|&b| b != b'\n') => q += 2,
+                        Some(_) => q += 1,
                     }
                 }
-                self.pos = q;
-                Tok::Str(Cow::Owned(s))
+                if let Err((at, m)) = unescape_into(&src[start + 1..q], &mut String::new()) {
+                    return Err(self.err_at(start + 1 + at, m.into()));
+                }
+                self.pos = q + 1;
+                Kind::StrEscaped
             }
             b'`' => {
-                let Some(end) = rest[1..].find('`') else {
+                let Some(end) = src[start + 1..].find('`') else {
                     return Err(self.err_at(start, "unterminated raw quoted string".into()));
                 };
                 self.pos = start + 2 + end;
-                Tok::Str(Cow::Borrowed(&rest[1..1 + end]))
+                Kind::Str
             }
             b'\'' => {
                 let mut q = start + 1;
-                let ch = self.src[q..].chars().next().unwrap_or('\'');
-                let val = if ch == '\\' {
-                    let (s, n) = self.escape(q + 1)?;
+                let ch = src[q..].chars().next().unwrap_or('\'');
+                if ch == '\\' {
+                    let (_, n) = escape(&src[q + 1..]).map_err(|m| self.err_at(q + 1, m.into()))?;
                     q += 1 + n;
-                    s.chars().next().map(|c| c as i64).unwrap_or(0)
                 } else {
                     q += ch.len_utf8();
-                    ch as i64
-                };
+                }
                 if bytes.get(q) != Some(&b'\'') {
                     return Err(self.err_at(start, "unterminated character constant".into()));
                 }
                 self.pos = q + 1;
-                Tok::Char(val)
+                Kind::Char
             }
             b'$' => {
-                let n = alnum_len(&rest[1..]);
-                self.pos = start + 1 + n;
-                Tok::Var(&rest[..1 + n])
+                self.pos = start + 1 + alnum_len(&src[start + 1..]);
+                Kind::Var
             }
             b'.' => {
-                let n = alnum_len(&rest[1..]);
-                if n == 0 {
-                    if rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
-                        return self.number(start);
-                    }
-                    self.pos = start + 1;
-                    Tok::Dot
-                } else if rest[1..].starts_with(|c: char| c.is_ascii_digit()) {
-                    return self.number(start);
-                } else {
-                    self.pos = start + 1 + n;
-                    Tok::Field(&rest[1..1 + n])
+                if bytes.get(start + 1).is_some_and(u8::is_ascii_digit) {
+                    return Ok(self.number(start));
                 }
+                let n = alnum_len(&src[start + 1..]);
+                self.pos = start + 1 + n;
+                if n == 0 { Kind::Dot } else { Kind::Field }
             }
-            b'0'..=b'9' | b'+' | b'-' => return self.number(start),
-            _ if is_alnum(rest.chars().next().unwrap_or(' ')) => {
-                let n = alnum_len(rest);
-                self.pos = start + n;
-                Tok::Ident(&rest[..n])
+            b'0'..=b'9' | b'+' | b'-' => return Ok(self.number(start)),
+            _ if c < 0x80 && ASCII_ALNUM[c as usize]
+                || c >= 0x80 && src[start..].chars().next().is_some_and(is_alnum) =>
+            {
+                self.pos = start + alnum_len(&src[start..]);
+                Kind::Ident
             }
             _ => {
-                let ch = rest.chars().next().unwrap_or(' ');
+                let ch = src[start..].chars().next().unwrap_or(' ');
                 return Err(self.err_at(start, format!("unexpected {ch:?} in command")));
             }
         };
-        Ok((tok, start))
+        Ok(self.tok(kind, start))
     }
 
-    fn number(&mut self, start: usize) -> Result<(Tok<'a>, usize), ParseError> {
-        let src: &'a str = self.src;
-        let rest = &src[start..];
+    fn number(&mut self, start: usize) -> Tok {
+        let rest = &self.src[start..];
         let n = rest
             .char_indices()
             .take_while(|&(i, c)| {
@@ -908,60 +1104,18 @@ impl<'a> Parser<'a> {
             .map(|(_, c)| c.len_utf8())
             .sum::<usize>();
         self.pos = start + n;
-        Ok((Tok::Num(&rest[..n]), start))
-    }
-
-    /// A backslash escape at `q` (after the backslash): the text and bytes consumed.
-    fn escape(&self, q: usize) -> Result<(String, usize), ParseError> {
-        let rest = &self.src[q..];
-        let Some(c) = rest.chars().next() else {
-            return Err(self.err_at(q, "unterminated quoted string".into()));
-        };
-        let simple = match c {
-            'n' => Some('\n'),
-            't' => Some('\t'),
-            'r' => Some('\r'),
-            '\\' => Some('\\'),
-            '"' => Some('"'),
-            '\'' => Some('\''),
-            'a' => Some('\x07'),
-            'b' => Some('\x08'),
-            'f' => Some('\x0c'),
-            'v' => Some('\x0b'),
-            _ => None,
-        };
-        if let Some(s) = simple {
-            return Ok((s.to_string(), 1));
-        }
-        let hex = |len: usize| -> Result<(String, usize), ParseError> {
-            let h = rest.get(1..1 + len).unwrap_or("");
-            let v =
-                u32::from_str_radix(h, 16).map_err(|_| self.err_at(q, "invalid escape".into()))?;
-            let ch = char::from_u32(v).ok_or_else(|| self.err_at(q, "invalid escape".into()))?;
-            Ok((ch.to_string(), 1 + len))
-        };
-        match c {
-            'x' => hex(2),
-            'u' => hex(4),
-            'U' => hex(8),
-            '0'..='7' => {
-                let h = rest.get(..3).unwrap_or("");
-                let v = u32::from_str_radix(h, 8)
-                    .map_err(|_| self.err_at(q, "invalid escape".into()))?;
-                Ok((char::from_u32(v).unwrap_or('\0').to_string(), 3))
-            }
-            _ => Err(self.err_at(q, "unknown escape sequence".into())),
-        }
+        self.tok(Kind::Num, start)
     }
 
     /// A pipeline up to `}}` (or `)` when `paren`), with an optional declaration.
-    fn pipeline(&mut self, ctx: &str, _block: bool) -> Result<u32, ParseError> {
+    fn pipeline(&mut self, ctx: &str, _block: bool) -> PResult<u32> {
         self.pipeline_inner(ctx, false)
     }
 
-    fn pipeline_inner(&mut self, ctx: &str, paren: bool) -> Result<u32, ParseError> {
+    fn pipeline_inner(&mut self, ctx: &str, paren: bool) -> PResult<u32> {
         self.skip_space();
-        let start = self.peek_off()?;
+        let first = self.peek()?;
+        let start = first.start();
         let decl_start = self.tree.decls.len() as u32;
         let mut pipe = Pipe {
             pos: self.pos_of(start),
@@ -970,41 +1124,41 @@ impl<'a> Parser<'a> {
             cmds: Span::default(),
         };
         // Declarations: `$x :=`, `$x =`, `$i, $v :=`.
-        if let Tok::Var(_) = self.peek()? {
+        if first.kind() == Kind::Var {
             let save_pos = self.pos;
-            let save_peek = self.peeked.clone();
+            let save_peek = self.peeked;
             let save_trim = self.trim_next;
-            let (Tok::Var(v1), _) = self.next()? else {
-                unreachable_var()
-            };
+            let t1 = self.next()?;
+            let v1 = self.text(t1);
             self.skip_space();
-            let mut names: Vec<&'a str> = Vec::new();
-            match self.peek()? {
-                Tok::Declare | Tok::Assign => {
-                    let (t, _) = self.next()?;
-                    pipe.is_assign = t == Tok::Assign;
-                    names.push(v1);
+            let mut names: [Option<&'a str>; 2] = [None, None];
+            match self.peek()?.kind() {
+                Kind::Declare | Kind::Assign => {
+                    pipe.is_assign = self.next()?.kind() == Kind::Assign;
+                    names[0] = Some(v1);
                 }
-                Tok::Comma if ctx == "range" => {
+                Kind::Comma if ctx == "range" => {
                     self.next()?;
                     self.skip_space();
-                    let (t2, o2) = self.next()?;
-                    let Tok::Var(v2) = t2 else {
-                        return Err(self.err_at(o2, "missing variable in range declaration".into()));
-                    };
+                    let t2 = self.next()?;
+                    if t2.kind() != Kind::Var {
+                        return Err(
+                            self.err_at(t2.start(), "missing variable in range declaration".into())
+                        );
+                    }
                     self.skip_space();
-                    let (t3, o3) = self.next()?;
-                    match t3 {
-                        Tok::Declare => {}
-                        Tok::Assign => pipe.is_assign = true,
+                    let t3 = self.next()?;
+                    match t3.kind() {
+                        Kind::Declare => {}
+                        Kind::Assign => pipe.is_assign = true,
                         _ => {
-                            return Err(
-                                self.err_at(o3, "expected := or = in range declaration".into())
-                            );
+                            return Err(self.err_at(
+                                t3.start(),
+                                "expected := or = in range declaration".into(),
+                            ));
                         }
                     }
-                    names.push(v1);
-                    names.push(v2);
+                    names = [Some(v1), Some(self.text(t2))];
                 }
                 _ => {
                     self.pos = save_pos;
@@ -1012,7 +1166,7 @@ impl<'a> Parser<'a> {
                     self.trim_next = save_trim;
                 }
             }
-            for v in names {
+            for v in names.into_iter().flatten() {
                 if pipe.is_assign {
                     if !self.vars.contains(&v) {
                         return Err(self.err_at(start, format!("undefined variable \"{v}\"")));
@@ -1030,16 +1184,17 @@ impl<'a> Parser<'a> {
         let cmd_mark = self.cmd_stack.len();
         loop {
             self.skip_space();
-            let (t, o) = self.next()?;
-            match t {
-                Tok::Close if !paren => break,
-                Tok::RParen if paren => break,
-                Tok::Close | Tok::RParen => {
-                    return Err(self.err_at(o, format!("unexpected {t:?} in {ctx}")));
+            let t = self.next()?;
+            match t.kind() {
+                Kind::Close if !paren => break,
+                Kind::RParen if paren => break,
+                Kind::Close | Kind::RParen => {
+                    let d = self.describe(t);
+                    return Err(self.err_at(t.start(), format!("unexpected {d} in {ctx}")));
                 }
-                Tok::Pipe if self.cmd_stack.len() > cmd_mark => continue,
-                t => {
-                    self.unread(t, o);
+                Kind::Pipe if self.cmd_stack.len() > cmd_mark => continue,
+                _ => {
+                    self.unread(t);
                     let cmd = self.command(paren)?;
                     self.cmd_stack.push(cmd);
                 }
@@ -1049,7 +1204,10 @@ impl<'a> Parser<'a> {
             return Err(self.err_at(start, format!("missing value for {ctx}")));
         }
         let cmds_start = self.tree.cmds.len() as u32;
-        self.tree.cmds.extend(self.cmd_stack.drain(cmd_mark..));
+        self.tree
+            .cmds
+            .extend_from_slice(&self.cmd_stack[cmd_mark..]);
+        self.cmd_stack.truncate(cmd_mark);
         pipe.cmds = Span {
             start: cmds_start,
             end: self.tree.cmds.len() as u32,
@@ -1058,37 +1216,27 @@ impl<'a> Parser<'a> {
         Ok(self.tree.pipes.len() as u32 - 1)
     }
 
-    fn peek_off(&mut self) -> Result<usize, ParseError> {
-        self.peek()?;
-        match &self.peeked {
-            Some((_, off)) => Ok(*off),
-            None => unreachable_var(),
-        }
-    }
-
-    fn command(&mut self, paren: bool) -> Result<Cmd, ParseError> {
-        let start = self.peek_off()?;
+    fn command(&mut self, paren: bool) -> PResult<Cmd> {
+        let start = self.peek()?.start();
         let pos = self.pos_of(start);
         let arg_mark = self.arg_stack.len();
         loop {
             self.skip_space();
-            match self.peek()? {
-                Tok::Close | Tok::Pipe => break,
-                Tok::RParen if paren => break,
+            match self.peek()?.kind() {
+                Kind::Close | Kind::Pipe => break,
+                Kind::RParen if paren => break,
                 _ => {}
             }
             let arg = self.operand()?;
             self.arg_stack.push(arg);
             // Operands are separated by spaces.
-            match self.peek()? {
-                Tok::Space => {}
-                Tok::Close | Tok::Pipe => {}
-                Tok::RParen if paren => {}
+            let t = self.peek()?;
+            match t.kind() {
+                Kind::Space | Kind::Close | Kind::Pipe => {}
+                Kind::RParen if paren => {}
                 _ => {
-                    let Some((t, o)) = &self.peeked else {
-                        unreachable_var()
-                    };
-                    return Err(self.err_at(*o, format!("unexpected {t:?} in operand")));
+                    let d = self.describe(t);
+                    return Err(self.err_at(t.start(), format!("unexpected {d} in operand")));
                 }
             }
         }
@@ -1096,7 +1244,10 @@ impl<'a> Parser<'a> {
             return Err(self.err_at(start, "empty command".into()));
         }
         let args_start = self.tree.args.len() as u32;
-        self.tree.args.extend(self.arg_stack.drain(arg_mark..));
+        self.tree
+            .args
+            .extend_from_slice(&self.arg_stack[arg_mark..]);
+        self.arg_stack.truncate(arg_mark);
         Ok(Cmd {
             pos,
             args: Span {
@@ -1108,66 +1259,76 @@ impl<'a> Parser<'a> {
 
     /// The fields that follow (`.A.B` after a term), as one slice of the text: adjacent
     /// field tokens are contiguous in it.
-    fn fields(&mut self) -> Result<Chain, ParseError> {
-        let mut span: Option<(usize, usize)> = None;
-        while let Tok::Field(_) = self.peek()? {
-            let (Tok::Field(f), o) = self.next()? else {
-                unreachable_var()
-            };
-            let end = o + 1 + f.len();
+    fn fields(&mut self) -> PResult<Chain> {
+        let mut span: Option<(u32, u32)> = None;
+        loop {
+            let t = self.peek()?;
+            if t.kind() != Kind::Field {
+                break;
+            }
+            self.peeked = Tok::NONE;
             span = Some(match span {
-                None => (o + 1, end),
-                Some((s, _)) => (s, end),
+                None => (t.start() as u32 + 1, t.end() as u32),
+                Some((s, _)) => (s, t.end() as u32),
             });
         }
         Ok(match span {
-            Some((s, e)) => Span {
-                start: s as u32,
-                end: e as u32,
-            },
+            Some((start, end)) => Span { start, end },
             None => Span::default(),
         })
     }
 
-    fn operand(&mut self) -> Result<Arg, ParseError> {
-        let (t, o) = self.next()?;
+    fn operand(&mut self) -> PResult<Arg> {
+        let t = self.next()?;
+        let o = t.start();
         let pos = self.pos_of(o);
-        let term = match t {
-            Tok::Ident(name) => match name {
+        let term = match t.kind() {
+            Kind::Ident => match self.text(t) {
                 "true" => Arg::Bool(true),
                 "false" => Arg::Bool(false),
                 "nil" => Arg::Nil(pos),
-                _ => match (self.funcs)(name) {
+                name => match (self.funcs)(name) {
                     Some(id) => Arg::Ident(id, pos),
                     None => {
                         return Err(self.err_at(o, format!("function \"{name}\" not defined")));
                     }
                 },
             },
-            Tok::Dot => Arg::Dot(pos),
-            Tok::Field(_) => {
-                self.unread(t, o);
+            Kind::Dot => Arg::Dot(pos),
+            Kind::Field => {
+                self.unread(t);
                 return Ok(Arg::Field(self.fields()?, pos));
             }
-            Tok::Var(v) => {
+            Kind::Var => {
+                let v = self.text(t);
                 if !self.vars.contains(&v) {
                     return Err(self.err_at(o, format!("undefined variable \"{v}\"")));
                 }
                 let name = Span {
-                    start: o as u32,
-                    end: (o + v.len()) as u32,
+                    start: t.start() as u32,
+                    end: t.end() as u32,
                 };
                 return Ok(Arg::Var(name, self.fields()?, pos));
             }
-            Tok::Str(s) => Arg::Str(self.lits.push(&s)),
-            Tok::Char(c) => Arg::Int(c),
-            Tok::Num(text) => number_arg(text)
-                .ok_or_else(|| self.err_at(o, format!("bad number syntax: \"{text}\"")))?,
-            Tok::LParen => {
+            Kind::Str => {
+                let body = &self.src[t.start() + 1..t.end() - 1];
+                Arg::Str(self.lits.push(body))
+            }
+            Kind::StrEscaped => Arg::Str(self.lits.push(&self.str_value(t))),
+            Kind::Char => Arg::Int(self.char_value(t)),
+            Kind::Num => {
+                let text = self.text(t);
+                number_arg(text)
+                    .ok_or_else(|| self.err_at(o, format!("bad number syntax: \"{text}\"")))?
+            }
+            Kind::LParen => {
                 let p = self.pipeline_inner("parenthesized pipeline", true)?;
                 Arg::Pipe(p)
             }
-            t => return Err(self.err_at(o, format!("unexpected {t:?} in operand"))),
+            _ => {
+                let d = self.describe(t);
+                return Err(self.err_at(o, format!("unexpected {d} in operand")));
+            }
         };
         // A field chain right after a term: `(pipe).A.B`.
         let chain = self.fields()?;
@@ -1177,12 +1338,6 @@ impl<'a> Parser<'a> {
         self.tree.args.push(term);
         Ok(Arg::Chain(self.tree.args.len() as u32 - 1, chain, pos))
     }
-}
-
-#[allow(clippy::panic)]
-fn unreachable_var() -> ! {
-    // Only reached after a successful `peek` of the same token kind.
-    panic!("token changed between peek and next")
 }
 
 /// A number literal as Go's parser types it: an int when it is written as one, else a float.
@@ -1314,6 +1469,73 @@ mod tests {
         let r = parse_many(&clean, &quote_only);
         assert_eq!(r.len(), 4);
         assert_eq!(summary(&r), summary(&sequential(&clean)));
+    }
+
+    /// Go's lexer (`lexQuote`) ends a quoted string at a newline even after a backslash:
+    /// "unterminated quoted string", not an escape error; escapes are still checked and
+    /// decoded, and an error names the line it is on.
+    #[test]
+    fn quoted_strings_end_and_decode_as_in_go() {
+        let err = |src: &str| parse("t", src, &quote_only).err().map(|e| e.to_string());
+        assert_eq!(
+            err("{{ \"back\\\nslash\" }}").as_deref(),
+            Some("template: t:1: unterminated quoted string")
+        );
+        assert_eq!(
+            err("{{ \"a\" }}\n{{ \"b\\q\" }}").as_deref(),
+            Some("template: t:2: unknown escape sequence")
+        );
+        assert_eq!(
+            err("{{ \"x\\x4\" }}").as_deref(),
+            Some("template: t:1: invalid escape")
+        );
+        assert_eq!(
+            err("{{ 'ab' }}").as_deref(),
+            Some("template: t:1: unterminated character constant")
+        );
+        let p = parse(
+            "t",
+            r#"{{ "\"q\" \\ \x41\u00e9\101" }}{{ '\n' }}{{ 'é' }}"#,
+            &quote_only,
+        )
+        .unwrap();
+        assert_eq!(p.lits.iter().collect::<Vec<_>>(), ["\"q\" \\ Aé\u{41}"]);
+        let ints: Vec<i64> = p
+            .tree
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                Arg::Int(i) => Some(*i),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ints, [10, 'é' as i64]);
+    }
+
+    /// Errors name the token they met as they always have (`Close`, `Str("decoded")`).
+    #[test]
+    fn errors_name_the_token() {
+        let err = |src: &str| parse("t", src, &quote_only).err().map(|e| e.to_string());
+        assert_eq!(
+            err("{{ define 1 }}{{ end }}").as_deref(),
+            Some("template: t:1: unexpected Num(\"1\") in define clause")
+        );
+        assert_eq!(
+            err("{{ quote \"a\"\"b\\n\" }}").as_deref(),
+            Some("template: t:1: unexpected Str(\"b\\n\") in operand")
+        );
+        assert_eq!(
+            err("{{ template .X }}").as_deref(),
+            Some("template: t:1: unexpected Field(\"X\") in template clause")
+        );
+        assert_eq!(
+            err("{{ if 1 }}{{ else $x }}{{ end }}").as_deref(),
+            Some("template: t:1: unexpected Var(\"$x\") in else")
+        );
+        assert_eq!(
+            err("{{ quote 'a'( }}").as_deref(),
+            Some("template: t:1: unexpected LParen in operand")
+        );
     }
 
     #[test]
