@@ -379,18 +379,16 @@ fn helm_generator_renders_charts_in_a_platform() {
     );
 }
 
-/// `kiln render` reads a chart only inside the repository root: a chart directory linked out
-/// of it is refused at load, and so is a symbolic link inside the chart that leads out
-/// (Helm would follow both); a link to elsewhere inside the root is followed, as Helm does.
-#[test]
-fn render_reads_charts_only_inside_the_repository_root() {
-    let tmp = tempfile::tempdir().unwrap();
-    let repo = tmp.path().join("repo");
-    let outside = tmp.path().join("outside");
-    let write = |p: &Path, text: &str| {
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    };
+/// Writes `text` at `p`, its directories first.
+fn write(p: &Path, text: &str) {
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+/// A platform (`<repo>/platforms/p`, environment dev) with one component, `app`, whose `helm`
+/// generator renders `components/app/chart`; returns that chart directory, which has its
+/// Chart.yaml and nothing else yet.
+fn app_platform(repo: &Path) -> PathBuf {
     write(
         &repo.join("platforms/p/platform.yaml"),
         "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {name: p}\nspec:\n  clusters: [{name: c, server: https://c.example.com}]\n  environments: [{name: dev, tier: nonprod, cluster: c}]\n  projects:\n  - name: web\n    components: [{path: ../../components/app}]\n",
@@ -404,6 +402,18 @@ fn render_reads_charts_only_inside_the_repository_root() {
         &chart.join("Chart.yaml"),
         "apiVersion: v2\nname: app\nversion: 0.1.0\n",
     );
+    chart
+}
+
+/// `kiln render` reads a chart only inside the repository root: a chart directory linked out
+/// of it is refused at load, and so is a symbolic link inside the chart that leads out
+/// (Helm would follow both); a link to elsewhere inside the root is followed, as Helm does.
+#[test]
+fn render_reads_charts_only_inside_the_repository_root() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let outside = tmp.path().join("outside");
+    let chart = app_platform(&repo);
     write(
         &chart.join("templates/cm.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  shared: {{ .Files.Get \"files/shared.conf\" | quote }}\n",
@@ -447,6 +457,57 @@ fn render_reads_charts_only_inside_the_repository_root() {
     std::os::unix::fs::symlink(outside.join("chart"), &chart).unwrap();
     let e = render().unwrap_err();
     assert!(e.contains("path_outside_root"), "{e}");
+}
+
+/// The files only `.Files` reaches are read when a template uses them, through the render's
+/// recording file system: the render cache sees a change to a file a template reads, and a
+/// change to a file no template reads (a README, an unused `files/` entry) is no change.
+#[test]
+fn render_cache_notes_the_chart_files_templates_read_and_only_those() {
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().to_path_buf();
+    let chart = app_platform(&repo);
+    write(
+        &chart.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  used: {{ .Files.Get \"files/used.conf\" | quote }}\n",
+    );
+    write(&chart.join("files/used.conf"), "one");
+    write(&chart.join("files/unused.conf"), "never read");
+    write(&chart.join("README.md"), "# app\n");
+    let mut o = kiln::pipeline::RenderOptions::new(repo.join("platforms/p"));
+    o.root = Some(repo.clone());
+    o.write_to = repo.join("deploy");
+    o.cache_dir = Some(repo.join("cache"));
+    let render = || {
+        kiln::pipeline::run_render(&o).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)))
+    };
+    let rendered = || {
+        let out = repo.join("deploy/web/dev/app/app.gen.yaml");
+        std::fs::read_to_string(&out).unwrap_or_else(|e| panic!("{}: {e}", out.display()))
+    };
+    let first = render();
+    assert_eq!((first.cache.hits, first.cache.misses), (0, 1));
+    assert!(rendered().contains("used: one"), "{}", rendered());
+
+    // Files no template reads: the journal proves nothing changed, and the cache entry
+    // (without the journal) still holds.
+    write(
+        &chart.join("files/unused.conf"),
+        "changed, still never read",
+    );
+    write(&chart.join("README.md"), "# app, changed\n");
+    let again = render();
+    assert!(again.journal && again.report.is_noop());
+    std::fs::remove_dir_all(repo.join("cache/journal")).unwrap();
+    let again = render();
+    assert_eq!((again.cache.hits, again.cache.misses), (1, 0));
+
+    // The file the template reads: the cached render is stale.
+    write(&chart.join("files/used.conf"), "two");
+    let changed = render();
+    assert!(!changed.journal);
+    assert_eq!(changed.cache.hits, 0);
+    assert!(rendered().contains("used: two"), "{}", rendered());
 }
 
 /// The `helm` generator's switches, spelled as kustomize's `helmCharts` spells them:

@@ -18,7 +18,7 @@ use crate::helm::encode::b64;
 use crate::helm::funcs::Seed;
 use crate::helm::funcs::conv::s;
 use crate::helm::template::exec::Funcs;
-use crate::helm::template::value::{Object, Value};
+use crate::helm::template::value::{Cx, Object, Value};
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rcgen::{
@@ -46,7 +46,7 @@ impl Object for CertObj {
             _ => None,
         }
     }
-    fn call(&self, _: &str, _: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, _: &Cx, _: &str, _: &[Value]) -> Option<Result<Value, String>> {
         None
     }
     fn display(&self) -> String {

@@ -3,13 +3,13 @@
 //! `required`/`fail`, the `<no value>` clean-up and error reformatting) and
 //! `pkg/engine/files.go` (`.Files`).
 
-use super::chart::{Chart, glob_match_double};
+use super::chart::{Chart, ChartFiles, FileData, glob_match_double, read_deferred};
 use super::funcs::{self, Seed, conv::s};
 use super::template::exec::{Exec, Funcs, TemplateSet};
 use super::template::parse;
-use super::template::value::{Map, Object, Value, new_map};
+use super::template::value::{Cx, Map, Object, Value, new_map};
 use super::yaml;
-use std::cell::RefCell;
+use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -49,36 +49,73 @@ pub struct Context {
 /// each render: `order` lists the entries by name (Go's sorted map keys), the last of a
 /// repeated name winning as a map insert would; `.Files.Glob` narrows `order` alone.
 struct Files {
-    all: Rc<Vec<(String, Vec<u8>)>>,
+    all: Rc<Contents>,
     order: Rc<[usize]>,
 }
 
+/// A chart's files as one render sees them. A file of a chart directory that only `.Files`
+/// reaches was not read at load ([`FileData::Deferred`]): it is read on first use, through
+/// the file system the execution carries ([`Cx`]), and kept for the rest of the render, so
+/// a file no template uses is never read. The read is kept here, not in the chart, so a
+/// chart rendered again reads again, through that render's file system (`kiln render`
+/// records each render's reads for its cache).
+struct Contents {
+    files: Rc<ChartFiles>,
+    read: Vec<OnceCell<Result<Vec<u8>, String>>>,
+}
+
+impl Contents {
+    fn name(&self, i: usize) -> &str {
+        &self.files[i].0
+    }
+
+    fn bytes(&self, cx: &Cx, i: usize) -> Result<&[u8], String> {
+        let (name, data) = &self.files[i];
+        match data {
+            FileData::Loaded(d) => Ok(d),
+            FileData::Deferred(real) => self.read[i]
+                .get_or_init(|| match cx.fs {
+                    Some(fs) => read_deferred(fs, name, real),
+                    None => Err(format!("cannot read chart file {name:?}: no file system")),
+                })
+                .as_deref()
+                .map_err(Clone::clone),
+        }
+    }
+}
+
 impl Files {
-    fn new(all: Rc<Vec<(String, Vec<u8>)>>) -> Files {
-        let mut order: Vec<usize> = (0..all.len()).collect();
-        order.sort_by(|&a, &b| all[a].0.cmp(&all[b].0).then(b.cmp(&a)));
-        order.dedup_by(|later, kept| all[*later].0 == all[*kept].0);
+    fn new(files: Rc<ChartFiles>) -> Files {
+        let mut order: Vec<usize> = (0..files.len()).collect();
+        order.sort_by(|&a, &b| files[a].0.cmp(&files[b].0).then(b.cmp(&a)));
+        order.dedup_by(|later, kept| files[*later].0 == files[*kept].0);
+        let read = files.iter().map(|_| OnceCell::new()).collect::<Vec<_>>();
         Files {
-            all,
+            all: Rc::new(Contents { files, read }),
             order: order.into(),
         }
     }
 
-    fn iter(&self) -> impl Iterator<Item = (&String, &Vec<u8>)> {
-        self.order.iter().map(|&i| (&self.all[i].0, &self.all[i].1))
-    }
-
-    fn bytes(&self, name: &str) -> Option<&Vec<u8>> {
+    /// Every file of this view, in name order, read.
+    fn read_all<'s>(&'s self, cx: &Cx) -> Result<Vec<(&'s str, &'s [u8])>, String> {
         self.order
-            .binary_search_by(|&i| self.all[i].0.as_str().cmp(name))
-            .ok()
-            .map(|at| &self.all[self.order[at]].1)
+            .iter()
+            .map(|&i| Ok((self.all.name(i), self.all.bytes(cx, i)?)))
+            .collect()
     }
 
-    fn get(&self, name: &str) -> String {
-        self.bytes(name)
+    fn bytes(&self, cx: &Cx, name: &str) -> Result<Option<&[u8]>, String> {
+        match self.order.binary_search_by(|&i| self.all.name(i).cmp(name)) {
+            Ok(at) => self.all.bytes(cx, self.order[at]).map(Some),
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn get(&self, cx: &Cx, name: &str) -> Result<String, String> {
+        Ok(self
+            .bytes(cx, name)?
             .map(|d| String::from_utf8_lossy(d).into_owned())
-            .unwrap_or_default()
+            .unwrap_or_default())
     }
 }
 
@@ -89,16 +126,19 @@ impl Object for Files {
     fn field(&self, _: &str) -> Option<Value> {
         None
     }
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, cx: &Cx, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         let a0 = args.first().map(s).unwrap_or_default();
         Some(Ok(match name {
-            "Get" | "GetBytes" => Value::from(self.get(&a0)),
+            "Get" | "GetBytes" => match self.get(cx, &a0) {
+                Ok(t) => Value::from(t),
+                Err(e) => return Some(Err(e)),
+            },
             "Glob" => {
                 let order: Vec<usize> = self
                     .order
                     .iter()
                     .copied()
-                    .filter(|&i| glob_match_double(&a0, &self.all[i].0))
+                    .filter(|&i| glob_match_double(&a0, self.all.name(i)))
                     .collect();
                 Value::Object(Rc::new(Files {
                     all: self.all.clone(),
@@ -106,7 +146,10 @@ impl Object for Files {
                 }))
             }
             "Lines" => {
-                let t = self.get(&a0);
+                let t = match self.get(cx, &a0) {
+                    Ok(t) => t,
+                    Err(e) => return Some(Err(e)),
+                };
                 if t.is_empty() {
                     Value::list(Vec::new())
                 } else {
@@ -115,8 +158,12 @@ impl Object for Files {
                 }
             }
             "AsConfig" | "AsSecrets" => {
-                let m: BTreeMap<String, Value> = self
-                    .iter()
+                let files = match self.read_all(cx) {
+                    Ok(f) => f,
+                    Err(e) => return Some(Err(e)),
+                };
+                let m: BTreeMap<String, Value> = files
+                    .into_iter()
                     .map(|(k, v)| {
                         let base = k.rsplit('/').next().unwrap_or(k).to_string();
                         let val = if name == "AsConfig" {
@@ -139,21 +186,38 @@ impl Object for Files {
             _ => return None,
         }))
     }
+    /// Go's `map[name:[bytes]]`. Printing reaches no file system, so a file read on first
+    /// use shows as empty, whether or not a template read it: the same text either way
+    /// (tests/helm/DIVERGENCES.md).
     fn display(&self) -> String {
-        let parts: Vec<String> = self.iter().map(|(k, v)| format!("{k}:{v:?}")).collect();
+        let parts: Vec<String> = self
+            .order
+            .iter()
+            .map(|&i| {
+                let bytes: Vec<String> = match &self.all.files[i].1 {
+                    FileData::Loaded(d) => d.iter().map(u8::to_string).collect(),
+                    FileData::Deferred(_) => Vec::new(),
+                };
+                format!("{}:[{}]", self.all.name(i), bytes.join(" "))
+            })
+            .collect();
         format!("map[{}]", parts.join(" "))
     }
-    fn entries(&self) -> Option<Vec<(String, Value)>> {
-        Some(
-            self.iter()
+    fn range(&self, cx: &Cx) -> Option<Result<Vec<(String, Value)>, String>> {
+        Some(self.read_all(cx).map(|files| {
+            files
+                .into_iter()
                 .map(|(k, v)| {
                     (
-                        k.clone(),
+                        k.to_string(),
                         Value::from(String::from_utf8_lossy(v).into_owned()),
                     )
                 })
-                .collect(),
-        )
+                .collect()
+        }))
+    }
+    fn entry_count(&self) -> Option<usize> {
+        Some(self.order.len())
     }
 }
 
@@ -176,7 +240,7 @@ impl Object for KubeVersion {
             _ => return None,
         }))
     }
-    fn call(&self, _: &str, _: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, _: &Cx, _: &str, _: &[Value]) -> Option<Result<Value, String>> {
         None
     }
     fn display(&self) -> String {
@@ -194,7 +258,7 @@ impl Object for ApiVersions {
     fn field(&self, _: &str) -> Option<Value> {
         None
     }
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, _: &Cx, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         match name {
             "Has" => {
                 let v = args.first().map(s).unwrap_or_default();
@@ -424,7 +488,10 @@ fn sort_templates(keys: &mut [String]) {
 }
 
 /// Renders every template; returns path → output (partials skipped, NOTES included).
+/// `fs` is the file system `c` was loaded through: `.Files` reads what the load deferred
+/// from it.
 pub fn render(
+    fs: &dyn crate::fs::FileSystem,
     c: &Chart,
     values: &Map,
     ctx: &Context,
@@ -483,6 +550,7 @@ pub fn render(
     }
     let set = Rc::new(set);
     let mut exec = Exec::new(set, funcs, Rc::new(()));
+    exec.cx = Cx { fs: Some(fs) };
     let mut out = BTreeMap::new();
     for k in &keys {
         if k.rsplit('/').next().unwrap_or("").starts_with('_') {
@@ -754,24 +822,30 @@ mod tests {
     /// the last of a repeated name (a tar may repeat one) winning, `Glob` a narrower view.
     #[test]
     fn files_read_the_shared_list_as_a_sorted_map() {
-        let list = vec![
-            ("b/x.conf".to_string(), b"x".to_vec()),
-            ("a.txt".to_string(), b"first".to_vec()),
-            ("b-y.conf".to_string(), b"y".to_vec()),
-            ("a.txt".to_string(), b"second".to_vec()),
-        ];
-        let f = Files::new(Rc::new(list));
-        let names: Vec<&str> = f.iter().map(|(k, _)| k.as_str()).collect();
+        let list = [
+            ("b/x.conf", &b"xy"[..]),
+            ("a.txt", b"first"),
+            ("b-y.conf", b"y"),
+            ("a.txt", b"second"),
+        ]
+        .iter()
+        .map(|(n, d)| (n.to_string(), FileData::Loaded(d.to_vec())))
+        .collect();
+        let f = Files::new(Rc::new(ChartFiles(list)));
+        let cx = Cx::default();
+        let names: Vec<&str> = f.read_all(&cx).unwrap().iter().map(|(k, _)| *k).collect();
         assert_eq!(names, ["a.txt", "b-y.conf", "b/x.conf"]);
-        assert_eq!(f.get("a.txt"), "second");
-        assert_eq!(f.get("missing"), "");
-        let Some(Ok(Value::Object(g))) = f.call("Glob", &[Value::from("b*/*.conf")]) else {
+        assert_eq!(f.get(&cx, "a.txt").unwrap(), "second");
+        assert_eq!(f.get(&cx, "missing").unwrap(), "");
+        let Some(Ok(Value::Object(g))) = f.call(&cx, "Glob", &[Value::from("b*/*.conf")]) else {
             panic!("Glob gives files");
         };
-        assert_eq!(g.display(), "map[b/x.conf:[120]]");
-        let Some(Ok(cfg)) = g.call("AsConfig", &[]) else {
+        // Go's `fmt` of a `[]byte`: the bytes in decimal, space-separated.
+        assert_eq!(g.display(), "map[b/x.conf:[120 121]]");
+        assert_eq!(g.entry_count(), Some(1));
+        let Some(Ok(cfg)) = g.call(&cx, "AsConfig", &[]) else {
             panic!("AsConfig");
         };
-        assert_eq!(s(&cfg), "x.conf: x");
+        assert_eq!(s(&cfg), "x.conf: xy");
     }
 }

@@ -207,15 +207,15 @@ pub fn template_with(
     template_loaded(fs, chart, opts)
 }
 
-/// [`template_with`] for a chart already loaded: reads the values files through `fs`, then
-/// renders.
+/// [`template_with`] for a chart already loaded through `fs`: reads the values files
+/// through `fs`, then renders (reading the chart files the load deferred through it too).
 pub fn template_loaded(
     fs: &dyn crate::fs::FileSystem,
     chart: chart::Chart,
     opts: &TemplateOptions,
 ) -> Result<Rendered, HelmError> {
     let user = user_values(fs, opts)?;
-    render_chart(chart, &user, opts)
+    render_chart(fs, chart, &user, opts)
 }
 
 impl From<engine::RenderError> for HelmError {
@@ -289,8 +289,11 @@ fn seed(chart: &chart::Chart, user: &Map, opts: &TemplateOptions) -> u64 {
     u64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]])
 }
 
-/// Renders a loaded chart with user values.
+/// Renders a loaded chart with user values. `fs` must be the file system the chart was
+/// loaded through: the files only `.Files` and `--include-crds` reach are read from it when
+/// first used ([`chart::FileData::Deferred`]).
 pub fn render_chart(
+    fs: &dyn crate::fs::FileSystem,
     mut chart: chart::Chart,
     user: &Map,
     opts: &TemplateOptions,
@@ -315,7 +318,7 @@ pub fn render_chart(
     schema_jobs(&chart, &vals, &mut jobs);
     std::thread::scope(|scope| {
         let schema = (!jobs.is_empty()).then(|| scope.spawn(move || check_schemas(jobs)));
-        let rendered = render_checked(&chart, &vals, opts, seed, &kv);
+        let rendered = render_checked(fs, &chart, &vals, opts, seed, &kv);
         if let Some(handle) = schema {
             match handle.join() {
                 Ok(r) => r?,
@@ -328,6 +331,7 @@ pub fn render_chart(
 
 /// What follows the schema check: kubeVersion, render, sort, assembly.
 fn render_checked(
+    fs: &dyn crate::fs::FileSystem,
     chart: &chart::Chart,
     vals: &Map,
     opts: &TemplateOptions,
@@ -361,7 +365,7 @@ fn render_checked(
         api_versions,
         is_upgrade: false,
     };
-    let files = engine::render(chart, vals, &ctx, seed)?;
+    let files = engine::render(fs, chart, vals, &ctx, seed)?;
     let (mut hooks, manifests) =
         output::sort_manifests(&files).map_err(|e| HelmError::Manifest {
             file: e.file,
@@ -374,7 +378,7 @@ fn render_checked(
         hooks.retain(|h| !h.test);
     }
     let crds = if opts.include_crds {
-        crd_files(chart, None)
+        crd_files(fs, chart, None)?
     } else {
         Vec::new()
     };
@@ -389,27 +393,36 @@ fn render_checked(
     Ok(Rendered { stream, documents })
 }
 
-/// `CRDObjects()`: the chart's `crds/` files, then each enabled subchart's.
-fn crd_files(c: &chart::Chart, parent: Option<&str>) -> Vec<(String, String)> {
+/// `CRDObjects()`: the chart's `crds/` files, then each enabled subchart's. A chart
+/// directory's are read here, through `fs`, only when `--include-crds` asks for them.
+fn crd_files(
+    fs: &dyn crate::fs::FileSystem,
+    c: &chart::Chart,
+    parent: Option<&str>,
+) -> Result<Vec<(String, String)>, HelmError> {
     let full = match parent {
         None => c.name.clone(),
         Some(p) => format!("{p}/charts/{}", c.name),
     };
-    let mut out: Vec<(String, String)> = c
-        .files
-        .iter()
-        .filter(|(n, _)| n.starts_with("crds/"))
-        .map(|(n, d)| {
-            (
-                format!("{full}/{n}"),
-                String::from_utf8_lossy(d).into_owned(),
-            )
-        })
-        .collect();
-    for sub in &c.subcharts {
-        out.extend(crd_files(sub, Some(&full)));
+    let mut out = Vec::new();
+    for (n, data) in c.files.iter().filter(|(n, _)| n.starts_with("crds/")) {
+        let text = match data {
+            chart::FileData::Loaded(d) => String::from_utf8_lossy(d).into_owned(),
+            chart::FileData::Deferred(real) => {
+                let d = chart::read_deferred(fs, n, real).map_err(|message| HelmError::Load {
+                    file: c.origin.clone(),
+                    line: None,
+                    message,
+                })?;
+                String::from_utf8_lossy(&d).into_owned()
+            }
+        };
+        out.push((format!("{full}/{n}"), text));
     }
-    out
+    for sub in &c.subcharts {
+        out.extend(crd_files(fs, sub, Some(&full))?);
+    }
+    Ok(out)
 }
 
 /// `CheckDependencies`: every declared dependency must be present in charts/.
@@ -581,7 +594,7 @@ mod tests {
 
     fn render(c: chart::Chart, values: &str) -> Result<Rendered, HelmError> {
         let opts = TemplateOptions::new("/c", "rel");
-        render_chart(c, &user(values), &opts)
+        render_chart(&crate::fs::MemFs::new(), c, &user(values), &opts)
     }
 
     /// The schemas are checked beside the render: their verdict must still be Helm's, and
@@ -617,5 +630,125 @@ mod tests {
             render(chart(false, "<1.0.0"), "{}"),
             Err(HelmError::KubeVersion { .. })
         ));
+    }
+
+    /// A [`crate::fs::MemFs`] that counts the reads of each path and refuses to read some,
+    /// as a file without read permission would.
+    #[derive(Debug)]
+    struct CountingFs {
+        inner: crate::fs::MemFs,
+        refused: Vec<PathBuf>,
+        reads: std::sync::Mutex<std::collections::BTreeMap<PathBuf, usize>>,
+    }
+
+    impl CountingFs {
+        fn reads(&self, path: &str) -> usize {
+            let reads = self.reads.lock().unwrap();
+            reads.get(Path::new(path)).copied().unwrap_or(0)
+        }
+    }
+
+    impl crate::fs::FileSystem for CountingFs {
+        fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+            *self
+                .reads
+                .lock()
+                .unwrap()
+                .entry(path.to_path_buf())
+                .or_default() += 1;
+            if self.refused.iter().any(|r| r == path) {
+                return Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied));
+            }
+            self.inner.read(path)
+        }
+        fn is_dir(&self, path: &Path) -> bool {
+            self.inner.is_dir(path)
+        }
+        fn is_file(&self, path: &Path) -> bool {
+            self.inner.is_file(path)
+        }
+        fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
+            self.inner.read_dir(path)
+        }
+        fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+            self.inner.canonicalize(path)
+        }
+    }
+
+    /// A chart whose one template is `template`, with a file only `.Files` reaches that
+    /// can be read, one that cannot (no permission) and one over Helm's 5 MiB limit.
+    fn files_chart(template: &str) -> CountingFs {
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
+            .add_file("/c/templates/cm.yaml", template)
+            .add_file("/c/files/a.conf", "\u{feff}from a\n")
+            .add_file("/c/files/locked.conf", "never read\n")
+            .add_file("/c/files/big.bin", "x".repeat(5 * 1024 * 1024 + 1))
+            .add_file("/c/README.md", "# not for templates\n");
+        CountingFs {
+            inner: fs,
+            refused: vec![PathBuf::from("/c/files/locked.conf")],
+            reads: Default::default(),
+        }
+    }
+
+    fn template_files(fs: &CountingFs) -> Result<Rendered, HelmError> {
+        let opts = TemplateOptions::new("/c", "rel");
+        let c = chart::load_with(fs, &opts.chart).map_err(load_error)?;
+        template_loaded(fs, c, &opts)
+    }
+
+    /// A file only `.Files` reaches is not read when the chart loads; the render reads it on
+    /// its first use, once however often it is used, as the loader would have (BOM dropped),
+    /// and never reads the files no template uses.
+    #[test]
+    fn files_only_dot_files_reaches_are_read_once_on_first_use() {
+        let fs = files_chart(
+            "kind: ConfigMap\ndata:\n  a: {{ .Files.Get \"files/a.conf\" | quote }}\n  again: {{ .Files.Get \"files/a.conf\" | quote }}\n  lines: {{ .Files.Lines \"files/a.conf\" | len }}\n  names: {{ len (.Files.Glob \"files/*\") }}\n",
+        );
+        let c = chart::load_with(&fs, Path::new("/c")).unwrap();
+        assert_eq!(fs.reads("/c/files/a.conf"), 0, "read at load");
+        assert_eq!(fs.reads("/c/templates/cm.yaml"), 1);
+        let out = template_loaded(&fs, c, &TemplateOptions::new("/c", "rel")).unwrap();
+        assert!(
+            out.stream
+                .contains("a: \"from a\\n\"\n  again: \"from a\\n\"\n  lines: 1\n  names: 3\n"),
+            "{}",
+            out.stream
+        );
+        assert_eq!(fs.reads("/c/files/a.conf"), 1);
+        for unused in ["/c/files/locked.conf", "/c/files/big.bin", "/c/README.md"] {
+            assert_eq!(fs.reads(unused), 0, "{unused}");
+        }
+    }
+
+    /// Helm refuses an unreadable or oversized chart file at load; kiln only when a template
+    /// reads it (tests/helm/DIVERGENCES.md), with an error naming it.
+    #[test]
+    fn an_unreadable_or_oversized_file_fails_only_the_render_that_reads_it() {
+        let fs = files_chart("kind: ConfigMap\n");
+        assert!(template_files(&fs).is_ok());
+        for (template, want) in [
+            (
+                "{{ .Files.Get \"files/locked.conf\" }}",
+                "error calling Get: cannot read chart file \"files/locked.conf\" (/c/files/locked.conf): permission denied",
+            ),
+            (
+                "{{ range $n, $d := .Files }}{{ $n }}{{ end }}",
+                "at <range>: chart file \"files/big.bin\" is larger than the maximum file size",
+            ),
+            (
+                "{{ (.Files.Glob \"files/big.*\").AsConfig }}",
+                "error calling AsConfig: chart file \"files/big.bin\" is larger than the maximum file size 5242880",
+            ),
+        ] {
+            let fs = files_chart(template);
+            match template_files(&fs) {
+                Err(HelmError::Exec { message, .. }) => {
+                    assert!(message.contains(want), "{template}: {message}")
+                }
+                other => panic!("{template}: {:?}", other.err()),
+            }
+        }
     }
 }

@@ -155,7 +155,7 @@ fn builtins(f: &mut Funcs) {
             Value::Str(s) => s.len() as i64,
             Value::List(l) => l.len() as i64,
             Value::Map(m) => m.borrow().len() as i64,
-            Value::Object(o) if o.entries().is_some() => o.entries().map_or(0, |e| e.len()) as i64,
+            Value::Object(o) if o.entry_count().is_some() => o.entry_count().unwrap_or(0) as i64,
             Value::Nil => return Err("len of nil pointer".into()),
             other => return Err(format!("len of type {}", other.type_name())),
         }))
@@ -1412,7 +1412,12 @@ impl crate::helm::template::value::Object for SemverObj {
             _ => return None,
         })
     }
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(
+        &self,
+        _: &crate::helm::template::value::Cx,
+        name: &str,
+        args: &[Value],
+    ) -> Option<Result<Value, String>> {
         match name {
             "Compare" => {
                 let other = match args.first() {
@@ -1525,7 +1530,7 @@ mod tests {
     }
 
     /// [`run`] after the parse, and the execution it ran in.
-    fn run_with(text: &str) -> Result<(Result<String, String>, Exec), String> {
+    fn run_with(text: &str) -> Result<(Result<String, String>, Exec<'static>), String> {
         let mut funcs = Funcs::default();
         register(&mut funcs, Rc::new(RefCell::new(Seed::new(1))));
         let funcs = Rc::new(funcs);

@@ -4,7 +4,7 @@
 use super::conv::{s, to_i64};
 use super::want;
 use crate::helm::template::exec::Funcs;
-use crate::helm::template::value::{Object, Value};
+use crate::helm::template::value::{Cx, Object, Value};
 use std::rc::Rc;
 
 /// The instant `now` returns: 2000-01-01T00:00:00Z (documented in docs/helm.md).
@@ -30,7 +30,7 @@ impl Object for Time {
             _ => return None,
         })
     }
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+    fn call(&self, _: &Cx, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         match name {
             "Format" => Some(Ok(Value::from(format(
                 self.0,

@@ -262,7 +262,7 @@ enum Flow {
 const MAX_DEPTH: usize = 1000;
 
 /// The state of one execution.
-pub struct Exec {
+pub struct Exec<'a> {
     pub set: Rc<TemplateSet>,
     pub funcs: Rc<Funcs>,
     /// Variables in scope, innermost last. Names are shared with the tree (`Pipe::decl`).
@@ -279,6 +279,8 @@ pub struct Exec {
     /// Emptied argument lists, reused by function calls (a new `Vec` per call was an
     /// allocation per call; calls nest, so there is one per depth in use).
     arg_lists: Vec<Vec<Value>>,
+    /// What object methods may use (`.Files` reads through its file system).
+    pub cx: super::value::Cx<'a>,
     /// The regexps the `regex*` functions compiled in this execution, by pattern: charts
     /// call them with the same few literal patterns for every resource. Kept for one
     /// execution (one render) only, as every render compiles its own.
@@ -287,8 +289,8 @@ pub struct Exec {
 
 type R<T> = Result<T, ExecError>;
 
-impl Exec {
-    pub fn new(set: Rc<TemplateSet>, funcs: Rc<Funcs>, host: Rc<dyn std::any::Any>) -> Exec {
+impl<'a> Exec<'a> {
+    pub fn new(set: Rc<TemplateSet>, funcs: Rc<Funcs>, host: Rc<dyn std::any::Any>) -> Self {
         Exec {
             set,
             funcs,
@@ -299,6 +301,7 @@ impl Exec {
             cur: None,
             host,
             arg_lists: Vec::new(),
+            cx: Default::default(),
             regexes: FxMap::default(),
         }
     }
@@ -480,9 +483,10 @@ impl Exec {
             ),
             Value::Int(n) => Items::Int(*n),
             Value::Nil => Items::Pairs(Vec::new().into_iter()),
-            Value::Object(o) if o.entries().is_some() => Items::Pairs(
-                o.entries()
-                    .unwrap_or_default()
+            Value::Object(o) if o.entry_count().is_some() => Items::Pairs(
+                o.range(&self.cx)
+                    .unwrap_or(Ok(Vec::new()))
+                    .map_err(|e| self.err_at(pipe.pos, "range", e))?
                     .into_iter()
                     .map(|(k, v)| (Value::from(k), v))
                     .collect::<Vec<_>>()
@@ -756,7 +760,7 @@ impl Exec {
                                 vals.push(f.clone());
                             }
                         }
-                        match o.call(name, &vals) {
+                        match o.call(&self.cx, name, &vals) {
                             Some(Ok(v)) => v,
                             Some(Err(e)) => {
                                 return Err(self.err_at_site(

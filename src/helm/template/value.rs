@@ -15,6 +15,15 @@ use std::rc::Rc;
 /// A shared, mutable Go `map[string]interface{}`.
 pub type Map = Rc<RefCell<BTreeMap<String, Value>>>;
 
+/// What an object's methods may use besides their arguments, given by the execution.
+#[derive(Clone, Copy, Default)]
+pub struct Cx<'a> {
+    /// The file system the chart was loaded through: `.Files` reads a file of a chart
+    /// directory from it on first use (see `helm::chart::FileData`). `None` outside a
+    /// chart's render, where there are no such files.
+    pub fs: Option<&'a dyn crate::fs::FileSystem>,
+}
+
 /// An object with Go fields and methods (`.Files`, `.Capabilities.APIVersions`, …).
 pub trait Object {
     /// Go's type name, for `typeOf` and error messages.
@@ -22,12 +31,22 @@ pub trait Object {
     /// A field or a method without arguments (`.Capabilities.KubeVersion.Version`).
     fn field(&self, name: &str) -> Option<Value>;
     /// A method call with arguments (`.Files.Get "x"`); `None` when there is no such method.
-    fn call(&self, name: &str, args: &[Value]) -> Option<Result<Value, String>>;
+    fn call(&self, cx: &Cx, name: &str, args: &[Value]) -> Option<Result<Value, String>>;
     /// What `fmt.Sprint` prints (a Stringer's `String()`).
     fn display(&self) -> String;
-    /// Key/value pairs when the object is a Go map or slice (`range`, `len`).
+    /// Key/value pairs when the object is a Go slice whose items cost nothing to give
+    /// (Sprig's list functions, `range`, `len`).
     fn entries(&self) -> Option<Vec<(String, Value)>> {
         None
+    }
+    /// What `range` walks when the object is a Go map or slice. `.Files` reads its files
+    /// for it (through `cx`), so this can fail where [`entries`](Self::entries) cannot.
+    fn range(&self, _cx: &Cx) -> Option<Result<Vec<(String, Value)>, String>> {
+        self.entries().map(Ok)
+    }
+    /// `len` of a Go map or slice, without reading what [`range`](Self::range) would read.
+    fn entry_count(&self) -> Option<usize> {
+        self.entries().map(|e| e.len())
     }
 }
 

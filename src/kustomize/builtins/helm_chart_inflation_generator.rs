@@ -434,7 +434,7 @@ fn inflate(
     if !chart.kube_version.is_empty() {
         opts.kube_version = Some(chart.kube_version.clone());
     }
-    let rendered = crate::helm::render_chart(loaded, &user, &opts).map_err(|e| match e {
+    let rendered = crate::helm::render_chart(fs, loaded, &user, &opts).map_err(|e| match e {
         crate::helm::HelmError::KubeVersion { .. } if !chart.kube_version.is_empty() => {
             KustomizeError::transformer(kf.site(&field("kubeVersion")), &e)
         }
