@@ -339,8 +339,13 @@ pub fn to_yaml(v: &Value) -> String {
 }
 
 fn pad(out: &mut String, n: usize) {
-    for _ in 0..n {
-        out.push(' ');
+    // Whole runs of spaces, not a push (and capacity check) per space.
+    const SPACES: &str = "                                ";
+    let mut n = n;
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        out.push_str(&SPACES[..k]);
+        n -= k;
     }
 }
 
@@ -553,9 +558,11 @@ fn write_literal(out: &mut String, s: &str, ind: usize) {
 
 /// A string as a plain scalar when a YAML 1.1 reader reads it back as the same string,
 /// else double-quoted.
-fn scalar_string(s: &str, _key: bool) -> String {
+/// Borrowed when the scalar is written plain (most keys and values): a copy of each was a
+/// visible part of `toYaml`.
+fn scalar_string(s: &str, _key: bool) -> std::borrow::Cow<'_, str> {
     if plain_ok(s) {
-        return s.to_string();
+        return std::borrow::Cow::Borrowed(s);
     }
     // go-yaml double-quotes a string that would read back as another type, and falls back
     // from plain to single quotes when only the syntax is in the way (`tpl` re-reads such
@@ -564,11 +571,13 @@ fn scalar_string(s: &str, _key: bool) -> String {
     let other_type = !matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::Str(_))
         || is_base60_float(s)
         || is_timestamp(s);
-    if other_type || s.chars().any(|c| c.is_control() || c == '\u{feff}') {
-        double_quote(s)
-    } else {
-        format!("'{}'", s.replace('\'', "''"))
-    }
+    std::borrow::Cow::Owned(
+        if other_type || s.chars().any(|c| c.is_control() || c == '\u{feff}') {
+            double_quote(s)
+        } else {
+            format!("'{}'", s.replace('\'', "''"))
+        },
+    )
 }
 
 fn plain_ok(s: &str) -> bool {
@@ -590,7 +599,9 @@ fn plain_ok(s: &str) -> bool {
     if s.starts_with("---") || s.starts_with("...") {
         return false;
     }
-    if s.contains(": ") || s.contains(" #") || s.ends_with(':') {
+    // Both pairs in one byte pass: `str::contains` with a two-byte pattern set up a searcher
+    // for every scalar written.
+    if s.as_bytes().windows(2).any(|w| w == b": " || w == b" #") || s.ends_with(':') {
         return false;
     }
     if s.chars().any(|c| {
@@ -910,6 +921,28 @@ mod tests {
             "a:\n  c: \"true\"\n  d: |-\n    l1\n    l2\nb:\n- 1\n- x\ne: []\n"
         );
         assert_eq!(to_yaml(&Value::str("{{ x \"y\" }}")), "'{{ x \"y\" }}'\n");
+    }
+
+    /// A scalar with `: ` or ` #` in it (or a final `:`) is quoted, `:`/`#` elsewhere are
+    /// plain, in keys and values; indentation deeper than one run of spaces is whole.
+    #[test]
+    fn to_yaml_quotes_what_would_read_back_otherwise_at_any_depth() {
+        let v = parse_one("k: {'a: b': 'c #d', 'x:': 'a:b', 'a#b': ' #', p: 'q:', r: 's :t'}\n")
+            .unwrap();
+        assert_eq!(
+            to_yaml(&v),
+            "k:\n  a#b: ' #'\n  'a: b': 'c #d'\n  p: 'q:'\n  r: s :t\n  'x:': a:b\n"
+        );
+        let depth = 20;
+        let mut text = String::new();
+        let mut want = String::new();
+        for i in 0..depth {
+            text.push_str(&format!("{}k{i}:\n", " ".repeat(2 * i)));
+            want.push_str(&format!("{}k{i}:\n", " ".repeat(2 * i)));
+        }
+        text.push_str(&format!("{}leaf: x\n", " ".repeat(2 * depth)));
+        want.push_str(&format!("{}leaf: x\n", " ".repeat(2 * depth)));
+        assert_eq!(to_yaml(&parse_one(&text).unwrap()), want);
     }
 
     #[test]

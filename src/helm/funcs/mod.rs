@@ -419,10 +419,19 @@ fn strings(f: &mut Funcs) {
         Ok(Value::Bool(s(&a[1]).ends_with(s(&a[0]).as_str())))
     });
     f.add("quote", |_, a| {
+        // One argument (the usual `quote .x`): quoted from the borrowed text, with no list
+        // of parts to join (a copy of the text, the list and the join for every call).
+        if let [v] = a {
+            return Ok(Value::from(if v.is_nil() {
+                String::new()
+            } else {
+                go_quote(&s_ref(v))
+            }));
+        }
         let parts: Vec<String> = a
             .iter()
             .filter(|v| !v.is_nil())
-            .map(|v| go_quote(&strval(v)))
+            .map(|v| go_quote(&s_ref(v)))
             .collect();
         Ok(Value::from(parts.join(" ")))
     });
@@ -1531,6 +1540,20 @@ mod tests {
         set.add("t", "t", parsed);
         let mut ex = Exec::new(Rc::new(set), funcs.clone(), Rc::new(()));
         Ok((ex.execute("t", Value::Nil).map_err(|e| e.to_string()), ex))
+    }
+
+    /// `quote` of one argument as of several: nil dropped, others printed and quoted.
+    #[test]
+    fn quote_of_one_argument_is_quote_of_a_list_of_one() {
+        let cases = [
+            (r#"{{ quote "a\"b" }}"#, r#""a\"b""#),
+            ("{{ quote nil }}|{{ quote }}", "|"),
+            ("{{ quote 1.5 }}|{{ quote true }}", r#""1.5"|"true""#),
+            (r#"{{ quote "a" nil 2 }}"#, r#""a" "2""#),
+        ];
+        for (text, want) in cases {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
     }
 
     /// `indent`/`nindent` as Sprig's replace gives them: every line padded, empty ones and
