@@ -760,7 +760,7 @@ impl<'a> Parser<'a> {
                     }
                     let name = self.str_value(t).into_owned();
                     let pipe = if kw == "block" {
-                        Some(self.pipeline(kw, true)?)
+                        Some(self.pipeline(kw)?)
                     } else {
                         self.expect_close(kw)?;
                         None
@@ -800,7 +800,7 @@ impl<'a> Parser<'a> {
                         self.next()?;
                         None
                     } else {
-                        Some(self.pipeline("template", false)?)
+                        Some(self.pipeline("template")?)
                     };
                     let n = Node::Template {
                         name: self.name_id(&name),
@@ -823,7 +823,7 @@ impl<'a> Parser<'a> {
                 }
                 _ => {
                     self.unread(t);
-                    let pipe = self.pipeline("command", false)?;
+                    let pipe = self.pipeline("command")?;
                     self.node_stack.push(Node::Action(pipe));
                 }
             }
@@ -832,7 +832,7 @@ impl<'a> Parser<'a> {
 
     fn control(&mut self, kw: &str, off: usize) -> PResult<Node> {
         let mark = self.vars.len();
-        let pipe = self.pipeline(kw, false)?;
+        let pipe = self.pipeline(kw)?;
         if kw == "range" {
             self.range_depth += 1;
         }
@@ -1108,7 +1108,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A pipeline up to `}}` (or `)` when `paren`), with an optional declaration.
-    fn pipeline(&mut self, ctx: &str, _block: bool) -> PResult<u32> {
+    fn pipeline(&mut self, ctx: &str) -> PResult<u32> {
         self.pipeline_inner(ctx, false)
     }
 
