@@ -171,8 +171,8 @@ pub fn full_head(m: &str, path: &str) -> Result<(String, Option<String>), ParseE
     })
 }
 
-/// Above this many rendered bytes the head scan runs on two threads (below it, starting a
-/// thread costs more than it saves).
+/// Above this many rendered bytes the head scan is split in two jobs for rayon's pool
+/// (below it, handing a job over costs more than it saves).
 const SPLIT_SORT_BYTES: usize = 256 * 1024;
 
 /// `SortManifests`: (hooks, manifests), each in path order stable-sorted by kind.
@@ -199,14 +199,10 @@ pub fn sort_manifests(
             })
             .map_or(all.len() / 2, |i| (i + 1).min(all.len() - 1));
         let (a, b) = all.split_at(mid);
-        let (first, second) = std::thread::scope(|s| {
-            let second = s.spawn(|| read_heads(b));
-            let first = read_heads(a);
-            match second.join() {
-                Ok(r) => (first, r),
-                Err(panic) => std::panic::resume_unwind(panic),
-            }
-        });
+        // On rayon's pool, not a thread started per render: a fresh thread (and its empty
+        // allocator heap) cost more than the half it read. A pool that is busy (or has one
+        // thread) runs the second half here, after the first.
+        let (first, second) = rayon::join(|| read_heads(a), || read_heads(b));
         let (mut h1, mut g1) = first?;
         let (h2, g2) = second?;
         h1.extend(h2);

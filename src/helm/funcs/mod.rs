@@ -98,6 +98,30 @@ fn strslice(v: &Value) -> Vec<String> {
     }
 }
 
+/// `r` as a string value, where `r` is a part of the string argument `v` as [`s_ref`]
+/// borrowed it: `v` itself when `r` is all of it. Charts run most names through
+/// `trunc 63 | trimSuffix "-"` and values through `toString`, which usually change nothing,
+/// and a copy of the text for every such call was an allocation and a copy.
+fn part_of(v: &Value, r: &str) -> Value {
+    part_of_bytes(v, r.as_bytes()).unwrap_or_else(|| Value::from(r))
+}
+
+fn part_of_bytes(v: &Value, r: &[u8]) -> Option<Value> {
+    match v {
+        Value::Str(x) if x.len() == r.len() && std::ptr::eq(x.as_ptr(), r.as_ptr()) => {
+            Some(v.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Bytes cut from the string argument `v` (`substr`, `trunc` cut at byte offsets, possibly
+/// inside a character, which Go keeps and Helm's output shows as U+FFFD): `v` itself when
+/// they are all of it.
+fn bytes_of(v: &Value, r: &[u8]) -> Value {
+    part_of_bytes(v, r).unwrap_or_else(|| Value::from(String::from_utf8_lossy(r).into_owned()))
+}
+
 /// mergo's deep merge as Sprig's `merge` (dst wins unless its value is empty) and
 /// `mergeOverwrite` (src wins).
 pub fn merge_into(dst: &Map, src: &Map, overwrite: bool) {
@@ -165,7 +189,11 @@ fn builtins(f: &mut Funcs) {
         let mut cur = a[0].clone();
         for k in &a[1..] {
             cur = match (&cur, k) {
-                (Value::Map(m), k) => m.borrow().get(&s(k)).cloned().unwrap_or(Value::Nil),
+                (Value::Map(m), k) => m
+                    .borrow()
+                    .get(s_ref(k).as_ref())
+                    .cloned()
+                    .unwrap_or(Value::Nil),
                 (Value::List(l), k) => {
                     let i = to_i64(k);
                     if i < 0 || i as usize >= l.len() {
@@ -207,7 +235,7 @@ fn builtins(f: &mut Funcs) {
     });
     f.add("printf", |_, a| {
         want_min(a, 1, "printf")?;
-        Ok(Value::from(sprintf(&s(&a[0]), &a[1..])))
+        Ok(Value::from(sprintf(&s_ref(&a[0]), &a[1..])))
     });
     f.add("eq", |_, a| {
         want_min(a, 2, "eq")?;
@@ -321,11 +349,27 @@ fn strings(f: &mut Funcs) {
     fn s1(f: &mut Funcs, name: &'static str, op: fn(&str) -> String) {
         f.add(name, move |_, a| {
             want(a, 1, name)?;
-            Ok(Value::from(op(&s(&a[0]))))
+            Ok(Value::from(op(&s_ref(&a[0]))))
         });
     }
-    s1(f, "upper", |t| t.to_uppercase());
-    s1(f, "lower", |t| t.to_lowercase());
+    // ASCII text with nothing to change is the argument itself (as Go's ToUpper/ToLower
+    // give it back): most `lower` calls are on names already lower case.
+    f.add("upper", |_, a| {
+        want(a, 1, "upper")?;
+        let t = s_ref(&a[0]);
+        if t.bytes().all(|b| b.is_ascii() && !b.is_ascii_lowercase()) {
+            return Ok(part_of(&a[0], &t));
+        }
+        Ok(Value::from(t.to_uppercase()))
+    });
+    f.add("lower", |_, a| {
+        want(a, 1, "lower")?;
+        let t = s_ref(&a[0]);
+        if t.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
+            return Ok(part_of(&a[0], &t));
+        }
+        Ok(Value::from(t.to_lowercase()))
+    });
     s1(f, "title", title_case);
     s1(f, "untitle", |t| {
         let mut out = String::new();
@@ -340,7 +384,11 @@ fn strings(f: &mut Funcs) {
         }
         out
     });
-    s1(f, "trim", |t| t.trim().to_string());
+    f.add("trim", |_, a| {
+        want(a, 1, "trim")?;
+        let t = s_ref(&a[0]);
+        Ok(part_of(&a[0], t.trim()))
+    });
     s1(f, "nospace", |t| {
         t.chars().filter(|c| !c.is_whitespace()).collect()
     });
@@ -376,47 +424,44 @@ fn strings(f: &mut Funcs) {
     });
     f.add("toString", |_, a| {
         want(a, 1, "toString")?;
-        Ok(Value::from(strval(&a[0])))
+        Ok(match &a[0] {
+            Value::Str(_) => a[0].clone(),
+            other => Value::from(strval(other)),
+        })
     });
     f.add("trimAll", |_, a| {
         want(a, 2, "trimAll")?;
-        let cut: Vec<char> = s(&a[0]).chars().collect();
-        Ok(Value::from(
-            s(&a[1]).trim_matches(cut.as_slice()).to_string(),
-        ))
+        let cut: Vec<char> = s_ref(&a[0]).chars().collect();
+        let t = s_ref(&a[1]);
+        Ok(part_of(&a[1], t.trim_matches(cut.as_slice())))
     });
     f.add("trimall", |_, a| {
         want(a, 2, "trimall")?;
-        let cut: Vec<char> = s(&a[0]).chars().collect();
-        Ok(Value::from(
-            s(&a[1]).trim_matches(cut.as_slice()).to_string(),
-        ))
+        let cut: Vec<char> = s_ref(&a[0]).chars().collect();
+        let t = s_ref(&a[1]);
+        Ok(part_of(&a[1], t.trim_matches(cut.as_slice())))
     });
     f.add("trimPrefix", |_, a| {
         want(a, 2, "trimPrefix")?;
-        let (p, t) = (s(&a[0]), s(&a[1]));
-        Ok(Value::from(
-            t.strip_prefix(p.as_str()).unwrap_or(&t).to_string(),
-        ))
+        let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
+        Ok(part_of(&a[1], t.strip_prefix(&*p).unwrap_or(&t)))
     });
     f.add("trimSuffix", |_, a| {
         want(a, 2, "trimSuffix")?;
-        let (p, t) = (s(&a[0]), s(&a[1]));
-        Ok(Value::from(
-            t.strip_suffix(p.as_str()).unwrap_or(&t).to_string(),
-        ))
+        let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
+        Ok(part_of(&a[1], t.strip_suffix(&*p).unwrap_or(&t)))
     });
     f.add("contains", |_, a| {
         want(a, 2, "contains")?;
-        Ok(Value::Bool(s(&a[1]).contains(s(&a[0]).as_str())))
+        Ok(Value::Bool(s_ref(&a[1]).contains(&*s_ref(&a[0]))))
     });
     f.add("hasPrefix", |_, a| {
         want(a, 2, "hasPrefix")?;
-        Ok(Value::Bool(s(&a[1]).starts_with(s(&a[0]).as_str())))
+        Ok(Value::Bool(s_ref(&a[1]).starts_with(&*s_ref(&a[0]))))
     });
     f.add("hasSuffix", |_, a| {
         want(a, 2, "hasSuffix")?;
-        Ok(Value::Bool(s(&a[1]).ends_with(s(&a[0]).as_str())))
+        Ok(Value::Bool(s_ref(&a[1]).ends_with(&*s_ref(&a[0]))))
     });
     f.add("quote", |_, a| {
         // One argument (the usual `quote .x`): quoted from the borrowed text, with no list
@@ -457,12 +502,15 @@ fn strings(f: &mut Funcs) {
     });
     f.add("replace", |_, a| {
         want(a, 3, "replace")?;
-        let (old, new, src) = (s(&a[0]), s(&a[1]), s(&a[2]));
-        Ok(Value::from(if old.is_empty() {
-            go_replace_empty(&src, &new)
+        let (old, new, src) = (s_ref(&a[0]), s_ref(&a[1]), s_ref(&a[2]));
+        Ok(if old.is_empty() {
+            Value::from(go_replace_empty(&src, &new))
+        } else if !src.contains(&*old) {
+            // Nothing to replace: the text itself.
+            part_of(&a[2], &src)
         } else {
-            src.replace(&old, &new)
-        }))
+            Value::from(src.replace(&*old, &new))
+        })
     });
     f.add("repeat", |_, a| {
         want(a, 2, "repeat")?;
@@ -470,7 +518,7 @@ fn strings(f: &mut Funcs) {
     });
     f.add("substr", |_, a| {
         want(a, 3, "substr")?;
-        let (start, end, t) = (to_i64(&a[0]), to_i64(&a[1]), s(&a[2]));
+        let (start, end, t) = (to_i64(&a[0]), to_i64(&a[1]), s_ref(&a[2]));
         let b = t.as_bytes();
         let len = b.len() as i64;
         let r = if start < 0 {
@@ -480,11 +528,11 @@ fn strings(f: &mut Funcs) {
         } else {
             &b[start.min(end) as usize..end as usize]
         };
-        Ok(Value::from(String::from_utf8_lossy(r).into_owned()))
+        Ok(bytes_of(&a[2], r))
     });
     f.add("trunc", |_, a| {
         want(a, 2, "trunc")?;
-        let (c, t) = (to_i64(&a[0]), s(&a[1]));
+        let (c, t) = (to_i64(&a[0]), s_ref(&a[1]));
         let len = t.len() as i64;
         let b = t.as_bytes();
         let r = if c < 0 && len + c > 0 {
@@ -494,7 +542,7 @@ fn strings(f: &mut Funcs) {
         } else {
             b
         };
-        Ok(Value::from(String::from_utf8_lossy(r).into_owned()))
+        Ok(bytes_of(&a[1], r))
     });
     f.add("abbrev", |_, a| {
         want(a, 2, "abbrev")?;
@@ -875,7 +923,7 @@ fn dicts(f: &mut Funcs) {
     f.add("get", |_, a| {
         want(a, 2, "get")?;
         let m = as_map(&a[0], "get")?;
-        let v = m.borrow().get(&s(&a[1])).cloned();
+        let v = m.borrow().get(s_ref(&a[1]).as_ref()).cloned();
         Ok(v.unwrap_or(Value::from("")))
     });
     f.add("set", |_, a| {
@@ -887,13 +935,13 @@ fn dicts(f: &mut Funcs) {
     f.add("unset", |_, a| {
         want(a, 2, "unset")?;
         let m = as_map(&a[0], "unset")?;
-        m.borrow_mut().remove(&s(&a[1]));
+        m.borrow_mut().remove(s_ref(&a[1]).as_ref());
         Ok(Value::Map(m))
     });
     f.add("hasKey", |_, a| {
         want(a, 2, "hasKey")?;
         let m = as_map(&a[0], "hasKey")?;
-        let has = m.borrow().contains_key(&s(&a[1]));
+        let has = m.borrow().contains_key(s_ref(&a[1]).as_ref());
         Ok(Value::Bool(has))
     });
     f.add("pluck", |_, a| {
@@ -1151,7 +1199,7 @@ fn encoding(f: &mut Funcs) {
     });
     f.add("b64dec", |_, a| {
         want(a, 1, "b64dec")?;
-        Ok(Value::from(match encode::b64_decode(&s(&a[0])) {
+        Ok(Value::from(match encode::b64_decode(&s_ref(&a[0])) {
             Some(b) => String::from_utf8_lossy(&b).into_owned(),
             None => "illegal base64 data at input byte 0".into(),
         }))
@@ -1168,29 +1216,31 @@ fn encoding(f: &mut Funcs) {
         want(a, 1, "sha256sum")?;
         use sha2::Digest;
         Ok(Value::from(encode::hex(&sha2::Sha256::digest(
-            s(&a[0]).as_bytes(),
+            s_ref(&a[0]).as_bytes(),
         ))))
     });
     f.add("sha512sum", |_, a| {
         want(a, 1, "sha512sum")?;
         use sha2::Digest;
         Ok(Value::from(encode::hex(&sha2::Sha512::digest(
-            s(&a[0]).as_bytes(),
+            s_ref(&a[0]).as_bytes(),
         ))))
     });
     f.add("sha1sum", |_, a| {
         want(a, 1, "sha1sum")?;
-        Ok(Value::from(encode::hex(&encode::sha1(s(&a[0]).as_bytes()))))
+        Ok(Value::from(encode::hex(&encode::sha1(
+            s_ref(&a[0]).as_bytes(),
+        ))))
     });
     f.add("adler32sum", |_, a| {
         want(a, 1, "adler32sum")?;
         Ok(Value::from(
-            encode::adler32(s(&a[0]).as_bytes()).to_string(),
+            encode::adler32(s_ref(&a[0]).as_bytes()).to_string(),
         ))
     });
     f.add("urlParse", |_, a| {
         want(a, 1, "urlParse")?;
-        Ok(encode::url_parse(&s(&a[0])))
+        Ok(encode::url_parse(&s_ref(&a[0])))
     });
     f.add("urlJoin", |_, a| {
         want(a, 1, "urlJoin")?;
@@ -1207,7 +1257,7 @@ fn types(f: &mut Funcs) {
     });
     f.add("typeIs", |_, a| {
         want(a, 2, "typeIs")?;
-        Ok(Value::Bool(s(&a[0]) == a[1].type_name()))
+        Ok(Value::Bool(s_ref(&a[0]) == a[1].type_name()))
     });
     f.add("typeIsLike", |_, a| {
         want(a, 2, "typeIsLike")?;
@@ -1221,7 +1271,7 @@ fn types(f: &mut Funcs) {
     });
     f.add("kindIs", |_, a| {
         want(a, 2, "kindIs")?;
-        Ok(Value::Bool(s(&a[0]) == a[1].kind()))
+        Ok(Value::Bool(s_ref(&a[0]) == a[1].kind()))
     });
     f.add("deepEqual", |_, a| {
         want(a, 2, "deepEqual")?;
@@ -1282,8 +1332,8 @@ fn regex(f: &mut Funcs) {
     for (name, must) in [("regexMatch", false), ("mustRegexMatch", true)] {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 2, name)?;
-            match regex_of(ex, &s(&a[0])) {
-                Ok(r) => Ok(Value::Bool(r.is_match(&s(&a[1])))),
+            match regex_of(ex, &s_ref(&a[0])) {
+                Ok(r) => Ok(Value::Bool(r.is_match(&s_ref(&a[1])))),
                 Err(e) if must => Err(e),
                 Err(_) => Ok(Value::Bool(false)),
             }
@@ -1292,9 +1342,9 @@ fn regex(f: &mut Funcs) {
     for name in ["regexFind", "mustRegexFind"] {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 2, name)?;
-            let r = regex_of(ex, &s(&a[0]))?;
+            let r = regex_of(ex, &s_ref(&a[0]))?;
             Ok(Value::from(
-                r.find(&s(&a[1]))
+                r.find(&s_ref(&a[1]))
                     .map(|m| m.as_str().to_string())
                     .unwrap_or_default(),
             ))
@@ -1303,7 +1353,7 @@ fn regex(f: &mut Funcs) {
     for name in ["regexFindAll", "mustRegexFindAll"] {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
-            let r = regex_of(ex, &s(&a[0]))?;
+            let r = regex_of(ex, &s_ref(&a[0]))?;
             let n = to_i64(&a[2]);
             let t = s(&a[1]);
             let it = r.find_iter(&t).map(|m| m.as_str().to_string());
@@ -1318,18 +1368,18 @@ fn regex(f: &mut Funcs) {
     for name in ["regexReplaceAll", "mustRegexReplaceAll"] {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
-            let r = regex_of(ex, &s(&a[0]))?;
+            let r = regex_of(ex, &s_ref(&a[0]))?;
             Ok(Value::from(
-                r.replace_all(&s(&a[1]), s(&a[2]).as_str()).into_owned(),
+                r.replace_all(&s_ref(&a[1]), &*s_ref(&a[2])).into_owned(),
             ))
         });
     }
     for name in ["regexReplaceAllLiteral", "mustRegexReplaceAllLiteral"] {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
-            let r = regex_of(ex, &s(&a[0]))?;
+            let r = regex_of(ex, &s_ref(&a[0]))?;
             Ok(Value::from(
-                r.replace_all(&s(&a[1]), regex::NoExpand(&s(&a[2])))
+                r.replace_all(&s_ref(&a[1]), regex::NoExpand(&s_ref(&a[2])))
                     .into_owned(),
             ))
         });
@@ -1337,7 +1387,7 @@ fn regex(f: &mut Funcs) {
     for name in ["regexSplit", "mustRegexSplit"] {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
-            let r = regex_of(ex, &s(&a[0]))?;
+            let r = regex_of(ex, &s_ref(&a[0]))?;
             let n = to_i64(&a[2]);
             let t = s(&a[1]);
             let v: Vec<String> = if n < 0 {
@@ -1350,7 +1400,7 @@ fn regex(f: &mut Funcs) {
     }
     f.add("regexQuoteMeta", |_, a| {
         want(a, 1, "regexQuoteMeta")?;
-        Ok(Value::from(regex::escape(&s(&a[0]))))
+        Ok(Value::from(regex::escape(&s_ref(&a[0]))))
     });
 }
 
@@ -1358,7 +1408,7 @@ fn paths(f: &mut Funcs) {
     fn p1(f: &mut Funcs, name: &'static str, op: fn(&str) -> Value) {
         f.add(name, move |_, a| {
             want(a, 1, name)?;
-            Ok(op(&s(&a[0])))
+            Ok(op(&s_ref(&a[0])))
         });
     }
     for (b, d, c, e, abs) in [
@@ -1383,13 +1433,13 @@ fn paths(f: &mut Funcs) {
 fn semvers(f: &mut Funcs) {
     f.add("semver", |_, a| {
         want(a, 1, "semver")?;
-        let v = semver::Version::parse(&s(&a[0]))?;
+        let v = semver::Version::parse(&s_ref(&a[0]))?;
         Ok(semver_value(&v))
     });
     f.add("semverCompare", |_, a| {
         want(a, 2, "semverCompare")?;
-        let v = semver::Version::parse(&s(&a[1]))?;
-        Ok(Value::Bool(semver::satisfies(&s(&a[0]), &v)?))
+        let v = semver::Version::parse(&s_ref(&a[1]))?;
+        Ok(Value::Bool(semver::satisfies(&s_ref(&a[0]), &v)?))
     });
 }
 
@@ -1540,6 +1590,66 @@ mod tests {
         set.add("t", "t", parsed);
         let mut ex = Exec::new(Rc::new(set), funcs.clone(), Rc::new(()));
         Ok((ex.execute("t", Value::Nil).map_err(|e| e.to_string()), ex))
+    }
+
+    /// String functions that change nothing give back their argument itself (no copy of
+    /// the text); what they give is what Go gives either way.
+    #[test]
+    fn string_functions_that_change_nothing_give_their_argument() {
+        let mut funcs = Funcs::default();
+        register(&mut funcs, Rc::new(RefCell::new(Seed::new(1))));
+        let funcs = Rc::new(funcs);
+        let mut ex = Exec::new(Rc::new(TemplateSet::default()), funcs.clone(), Rc::new(()));
+        let arg = Value::from("name-x");
+        let calls: [(&str, Vec<Value>); 10] = [
+            ("trimSuffix", vec![Value::from("-"), arg.clone()]),
+            ("trimPrefix", vec![Value::from("-"), arg.clone()]),
+            ("trimAll", vec![Value::from("-"), arg.clone()]),
+            ("trunc", vec![Value::Int(63), arg.clone()]),
+            ("trunc", vec![Value::Int(-63), arg.clone()]),
+            ("substr", vec![Value::Int(0), Value::Int(99), arg.clone()]),
+            ("lower", vec![arg.clone()]),
+            ("trim", vec![arg.clone()]),
+            ("toString", vec![arg.clone()]),
+            (
+                "replace",
+                vec![Value::from("+"), Value::from("_"), arg.clone()],
+            ),
+        ];
+        for (name, args) in calls {
+            let f = funcs.get(name).unwrap();
+            let got = f(&mut ex, &args).unwrap();
+            match (&got, &arg) {
+                (Value::Str(a), Value::Str(b)) => assert!(Rc::ptr_eq(a, b), "{name}"),
+                _ => panic!("{name}: {got:?}"),
+            }
+        }
+        let cases = [
+            (r#"{{ "A-b-" | trimSuffix "-" | lower }}"#, "a-b"),
+            (
+                r#"{{ upper "ab" }}|{{ upper "AB" }}|{{ lower "ÀB" }}"#,
+                "AB|AB|àb",
+            ),
+            (
+                r#"{{ lower 12 }}|{{ toString 1.5 }}|{{ trim nil }}"#,
+                "12|1.5|",
+            ),
+            (
+                r#"{{ replace "x" "y" "abc" }}|{{ replace "" "-" "ab" }}"#,
+                "abc|-a-b-",
+            ),
+            (
+                r#"{{ trunc 3 "abcd" }}|{{ trunc -2 "abcd" }}|{{ trunc 2 12345 }}"#,
+                "abc|cd|12",
+            ),
+            (
+                r#"{{ substr 1 3 "abcd" }}|{{ trimAll "-" "--a--" }}"#,
+                "bc|a",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
     }
 
     /// `quote` of one argument as of several: nil dropped, others printed and quoted.

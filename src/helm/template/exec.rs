@@ -14,7 +14,12 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 /// A function as templates call it: it may execute templates (`include`, `tpl`).
-pub type Func = Rc<dyn Fn(&mut Exec, &[Value]) -> Result<Value, String>>;
+///
+/// A `Box`, not an `Rc`: nearly every function captures nothing, and a boxed zero-sized
+/// closure allocates nothing, where an `Rc` of it was one allocation per function per
+/// render (the table is built for every render). A call borrows it through the execution's
+/// `Rc<Funcs>`.
+pub type Func = Box<dyn Fn(&mut Exec, &[Value]) -> Result<Value, String>>;
 
 /// FxHash (rustc's): names are short and not attacker-chosen, and SipHash was a visible
 /// part of every function and template lookup. Only used for lookups, never iterated into
@@ -22,18 +27,45 @@ pub type Func = Rc<dyn Fn(&mut Exec, &[Value]) -> Result<Value, String>>;
 #[derive(Default, Clone, Copy)]
 pub struct FxHasher(u64);
 
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
         const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+}
+
+impl Hasher for FxHasher {
+    /// Eight bytes a step, then the tail in at most three steps (4, 2, 1 bytes): a name's
+    /// tail was hashed a byte a step, and names are hashed for every function call the
+    /// parser resolves and every template looked up.
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut b = bytes;
+        while let Some((w, rest)) = b.split_first_chunk::<8>() {
+            self.add(u64::from_le_bytes(*w));
+            b = rest;
         }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        if let Some((w, rest)) = b.split_first_chunk::<4>() {
+            self.add(u64::from(u32::from_le_bytes(*w)));
+            b = rest;
         }
+        if let Some((w, rest)) = b.split_first_chunk::<2>() {
+            self.add(u64::from(u16::from_le_bytes(*w)));
+            b = rest;
+        }
+        if let Some(&x) = b.first() {
+            self.add(u64::from(x));
+        }
+    }
+    /// `str`'s hash ends with one such byte.
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
     }
     fn finish(&self) -> u64 {
         self.0
@@ -43,28 +75,40 @@ impl Hasher for FxHasher {
 /// A `HashMap` with [`FxHasher`].
 pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
+/// About how many functions Helm's table has (Sprig's and Helm's own): reserved up front,
+/// as growing the name map rehashed it several times for every render.
+const TABLE_SIZE: usize = 320;
+
 /// The registered functions: a table indexed by [`FuncId`] (the parser resolves each call's
 /// name once; execution indexes) and the names that resolve to it.
-#[derive(Default, Clone)]
+///
+/// Names are `&'static str` (every function is registered under a literal): the table is
+/// built for every render, and two `String`s per name were a visible part of it.
+#[derive(Default)]
 pub struct Funcs {
-    ids: FxMap<String, FuncId>,
-    table: Vec<(String, Func)>,
+    ids: FxMap<&'static str, FuncId>,
+    table: Vec<(&'static str, Func)>,
 }
 
 impl Funcs {
-    /// Registers `name`; registering a name again replaces its function (same id).
+    /// Registers `name`; registering a name again replaces its function (same id). Ids
+    /// are given in registration order.
     pub fn add(
         &mut self,
-        name: &str,
+        name: &'static str,
         f: impl Fn(&mut Exec, &[Value]) -> Result<Value, String> + 'static,
     ) {
-        let f: Func = Rc::new(f);
+        let f: Func = Box::new(f);
+        if self.table.is_empty() {
+            self.table.reserve(TABLE_SIZE);
+            self.ids.reserve(TABLE_SIZE);
+        }
         match self.ids.get(name) {
             Some(id) => self.table[id.0 as usize].1 = f,
             None => {
                 let id = FuncId(self.table.len() as u32);
-                self.ids.insert(name.to_string(), id);
-                self.table.push((name.to_string(), f));
+                self.ids.insert(name, id);
+                self.table.push((name, f));
             }
         }
     }
@@ -80,10 +124,8 @@ impl Funcs {
     pub fn has(&self, name: &str) -> bool {
         self.id(name).is_some()
     }
-    pub fn get(&self, name: &str) -> Option<Func> {
-        self.ids
-            .get(name)
-            .map(|id| self.table[id.0 as usize].1.clone())
+    pub fn get(&self, name: &str) -> Option<&Func> {
+        self.ids.get(name).map(|id| &self.table[id.0 as usize].1)
     }
     /// The name of a function id.
     pub fn name(&self, id: FuncId) -> &str {
@@ -94,7 +136,7 @@ impl Funcs {
         }
     }
     pub fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self.table.iter().map(|(n, _)| n.clone()).collect();
+        let mut v: Vec<String> = self.table.iter().map(|(n, _)| n.to_string()).collect();
         v.push("and".into());
         v.push("or".into());
         v.sort();
@@ -104,7 +146,7 @@ impl Funcs {
 
 /// Resolves function names to ids; `Sync`.
 #[derive(Clone, Copy)]
-pub struct FuncNames<'a>(&'a FxMap<String, FuncId>);
+pub struct FuncNames<'a>(&'a FxMap<&'static str, FuncId>);
 
 impl FuncNames<'_> {
     pub fn id(&self, name: &str) -> Option<FuncId> {
@@ -750,7 +792,12 @@ impl<'a> Exec<'a> {
                 }
                 Value::Object(o) => {
                     let o = o.clone();
-                    if has_args || o.field(name).is_none() {
+                    // A field is read once: `.Capabilities.KubeVersion.Version` builds its
+                    // value for each read.
+                    let field = if has_args { None } else { o.field(name) };
+                    if let Some(v) = field {
+                        v
+                    } else {
                         let mut vals = Vec::new();
                         if last {
                             for a in args {
@@ -778,8 +825,6 @@ impl<'a> Exec<'a> {
                                 ));
                             }
                         }
-                    } else {
-                        o.field(name).unwrap_or(Value::Nil)
                     }
                 }
                 Value::Nil => {
@@ -832,7 +877,10 @@ impl<'a> Exec<'a> {
             }
             return Ok(last);
         }
-        let Some(f) = self.funcs.table.get(id.0 as usize).map(|(_, f)| f.clone()) else {
+        // The table is borrowed through a clone of its `Rc` (one count), as the function
+        // gets the execution mutably.
+        let funcs = self.funcs.clone();
+        let Some((_, f)) = funcs.table.get(id.0 as usize) else {
             return Err(self.err_at(pos, "", "not a defined function".into()));
         };
         let mut vals = self.arg_lists.pop().unwrap_or_default();
@@ -886,6 +934,32 @@ mod tests {
         let out = ex.execute("t", dot).map_err(|e| e.to_string());
         assert!(!ex.into_trees().is_empty());
         out
+    }
+
+    /// Ids are given in registration order (templates may be parsed against a copy of
+    /// the names); registering a name again replaces its function under the same id.
+    #[test]
+    fn functions_keep_their_registration_ids() {
+        let mut f = Funcs::default();
+        f.add("a", |_, _| Ok(Value::Int(1)));
+        f.add("bb", |_, _| Ok(Value::Int(2)));
+        f.add("a", |_, _| Ok(Value::Int(3)));
+        let names: Vec<String> = (0..40).map(|n| "x".repeat(n + 1)).collect();
+        for n in &names {
+            f.add(n.clone().leak(), |_, _| Ok(Value::Nil));
+        }
+        assert_eq!(f.id("a").map(|i| i.0), Some(0));
+        assert_eq!(f.id("bb").map(|i| i.0), Some(1));
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(f.id(n).map(|i| i.0), Some(i as u32 + 2), "{n}");
+            assert_eq!(f.name(FuncId(i as u32 + 2)), n);
+        }
+        assert!(f.id("c").is_none() && f.id("").is_none() && f.id("xxxxxxxxx ").is_none());
+        assert!(f.id("and") == Some(FuncId::AND) && f.id("or") == Some(FuncId::OR));
+        let funcs = Rc::new(f);
+        let mut ex = Exec::new(Rc::new(TemplateSet::default()), funcs.clone(), Rc::new(()));
+        let got = (funcs.get("a").unwrap())(&mut ex, &[]).unwrap();
+        assert!(matches!(got, Value::Int(3)));
     }
 
     #[test]
