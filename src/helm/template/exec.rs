@@ -327,6 +327,9 @@ pub struct Exec<'a> {
     /// call them with the same few literal patterns for every resource. Kept for one
     /// execution (one render) only, as every render compiles its own.
     pub regexes: FxMap<String, Rc<regex::Regex>>,
+    /// The same for ASCII patterns on ASCII text, compiled without Unicode (`None`: the
+    /// pattern needs Unicode mode or does not parse); see `funcs::ascii_regex_of`.
+    pub ascii_regexes: FxMap<String, Option<Rc<regex::bytes::Regex>>>,
 }
 
 type R<T> = Result<T, ExecError>;
@@ -345,6 +348,7 @@ impl<'a> Exec<'a> {
             arg_lists: Vec::new(),
             cx: Default::default(),
             regexes: FxMap::default(),
+            ascii_regexes: FxMap::default(),
         }
     }
 
