@@ -517,13 +517,16 @@ impl<'a> Exec<'a> {
             }
         }
         // Lists (immutable) and ints are walked in place; maps are read into pairs first, as
-        // the body may change the map it ranges over (Go ranges over its sorted keys).
+        // the body may change the map it ranges over (Go ranges over its sorted keys). A key
+        // is made a value only for a `$k, $v :=` range: a string per entry was made and
+        // dropped unread by every other range over a map.
+        let keys = decl.len() >= 2;
         let mut items = match &coll {
             Value::List(l) => Items::List(l.clone()),
             Value::Map(m) => Items::Pairs(
                 m.borrow()
                     .iter()
-                    .map(|(k, v)| (Value::str(k), v.clone()))
+                    .map(|(k, v)| (if keys { Value::str(k) } else { Value::Nil }, v.clone()))
                     .collect::<Vec<_>>()
                     .into_iter(),
             ),
@@ -904,12 +907,13 @@ impl<'a> Exec<'a> {
     }
 }
 
-/// Go's `printValue`: nil is `<no value>`, everything else `fmt.Sprint`.
+/// Go's `printValue`: nil is `<no value>`, everything else `fmt.Sprint`, written into the
+/// output (not made a string of its own first: ports and replica counts are printed so).
 fn print_value(v: &Value, out: &mut String) {
     match v {
         Value::Nil => out.push_str("<no value>"),
         Value::Str(s) => out.push_str(s),
-        other => out.push_str(&other.go_string()),
+        other => other.write_go_into(out),
     }
 }
 
@@ -1062,6 +1066,11 @@ mod tests {
                 "1",
             ),
             ("{{range $k, $v := .m}}{{$k}}:{{$v}}{{end}}", "c:deep"),
+            // Without a key variable the keys are not made; the values are the same.
+            (
+                "{{range $v := .m}}{{$v}}{{end}}|{{range .m}}{{.}}{{end}}",
+                "deep|deep",
+            ),
             (
                 "{{$x := 1}}{{with $y := 2}}{{$x}}{{$y}}{{end}}{{$x = 5}}{{$x}}",
                 "125",

@@ -169,6 +169,11 @@ impl Value {
         s
     }
 
+    /// [`go_string`](Self::go_string), appended to `out`.
+    pub fn write_go_into(&self, out: &mut String) {
+        self.write_go(out, true);
+    }
+
     fn write_go(&self, out: &mut String, _top: bool) {
         match self {
             Value::Nil => out.push_str("<nil>"),
@@ -332,6 +337,12 @@ pub fn format_float(f: f64, lo: i32, eprec: i32) -> String {
             "0".into()
         };
     }
+    // An integral value below 10^6 in the plain form (every number read from YAML is a
+    // float64, so ports and replica counts come here): its digits are the integer's, without
+    // formatting and taking apart its `{:e}`.
+    if lo <= 0 && eprec >= 6 && f.fract() == 0.0 && f.abs() < 1e6 {
+        return (f as i64).to_string();
+    }
     // Shortest round-trip digits from Rust's `{:e}` (also shortest).
     let e = format!("{f:e}");
     let (mant, exp) = e.split_once('e').unwrap_or((&e, "0"));
@@ -384,5 +395,15 @@ mod tests {
         assert_eq!(format_float_g(123456789.0), "1.23456789e+08");
         assert_eq!(format_float_g(0.0001), "0.0001");
         assert_eq!(format_float_g(0.00001), "1e-05");
+        // Integral values, plain below 10^6 in every mode that prints them plain.
+        assert_eq!(format_float_g(8080.0), "8080");
+        assert_eq!(format_float_g(-3.0), "-3");
+        assert_eq!(format_float_g(999999.0), "999999");
+        assert_eq!(format_float_g(-1e6), "-1e+06");
+        assert_eq!(format_float_g(-0.0), "-0");
+        assert_eq!(format_float(5.0, 1000, -1000), "5e+00");
+        assert_eq!(format_float(12.0, -4, 21), "12");
+        assert_eq!(format_float(12.0, -1000, 1000), "12");
+        assert_eq!(format_float(1e7, -4, 21), "10000000");
     }
 }
