@@ -119,12 +119,18 @@ impl Funcs {
     /// The name-to-id part of the table, which (unlike the functions) can be shared with
     /// a parsing thread.
     pub fn resolver(&self) -> FuncNames<'_> {
-        FuncNames(&self.ids)
+        FuncNames(Names::Table(&self.ids))
     }
     /// The name-to-id table alone, kept where no `Funcs` lives: a chart's templates are
-    /// parsed while it loads, before any render has a table ([`FuncNames::of`]).
+    /// parsed while it loads, before any render has a table ([`FuncNames::of`]). Made
+    /// once (it is kept), so its owned names cost nothing per render.
     pub fn into_names(self) -> FxMap<String, FuncId> {
+        // The order does not matter: the pairs go into another map.
+        #[allow(clippy::iter_over_hash_type)]
         self.ids
+            .into_iter()
+            .map(|(name, id)| (name.to_string(), id))
+            .collect()
     }
     pub fn has(&self, name: &str) -> bool {
         self.id(name).is_some()
@@ -151,18 +157,28 @@ impl Funcs {
 
 /// Resolves function names to ids; `Sync`.
 #[derive(Clone, Copy)]
-pub struct FuncNames<'a>(&'a FxMap<&'static str, FuncId>);
+pub struct FuncNames<'a>(Names<'a>);
+
+/// A render's table's names, or the ones [`Funcs::into_names`] kept.
+#[derive(Clone, Copy)]
+enum Names<'a> {
+    Table(&'a FxMap<&'static str, FuncId>),
+    Kept(&'a FxMap<String, FuncId>),
+}
 
 impl<'a> FuncNames<'a> {
     /// The resolver of a table [`Funcs::into_names`] kept.
     pub fn of(ids: &'a FxMap<String, FuncId>) -> Self {
-        FuncNames(ids)
+        FuncNames(Names::Kept(ids))
     }
     pub fn id(&self, name: &str) -> Option<FuncId> {
         match name {
             "and" => Some(FuncId::AND),
             "or" => Some(FuncId::OR),
-            _ => self.0.get(name).copied(),
+            _ => match self.0 {
+                Names::Table(ids) => ids.get(name).copied(),
+                Names::Kept(ids) => ids.get(name).copied(),
+            },
         }
     }
 }
@@ -977,6 +993,22 @@ mod tests {
         let mut ex = Exec::new(Rc::new(TemplateSet::default()), funcs.clone(), Rc::new(()));
         let got = (funcs.get("a").unwrap())(&mut ex, &[]).unwrap();
         assert!(matches!(got, Value::Int(3)));
+        // The kept names resolve as the table does.
+        drop(ex);
+        let Ok(f) = Rc::try_unwrap(funcs) else {
+            panic!("shared")
+        };
+        let ids: Vec<Option<u32>> = ["a", "bb", "xxx", "and", "c"]
+            .iter()
+            .map(|n| f.id(n).map(|i| i.0))
+            .collect();
+        let kept = f.into_names();
+        let of = FuncNames::of(&kept);
+        let kept_ids: Vec<Option<u32>> = ["a", "bb", "xxx", "and", "c"]
+            .iter()
+            .map(|n| of.id(n).map(|i| i.0))
+            .collect();
+        assert_eq!(ids, kept_ids);
     }
 
     #[test]
