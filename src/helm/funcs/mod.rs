@@ -352,24 +352,20 @@ fn strings(f: &mut Funcs) {
             Ok(Value::from(op(&s_ref(&a[0]))))
         });
     }
-    // ASCII text with nothing to change is the argument itself (as Go's ToUpper/ToLower
-    // give it back): most `lower` calls are on names already lower case.
-    f.add("upper", |_, a| {
-        want(a, 1, "upper")?;
-        let t = s_ref(&a[0]);
-        if t.bytes().all(|b| b.is_ascii() && !b.is_ascii_lowercase()) {
-            return Ok(part_of(&a[0], &t));
-        }
-        Ok(Value::from(t.to_uppercase()))
-    });
-    f.add("lower", |_, a| {
-        want(a, 1, "lower")?;
-        let t = s_ref(&a[0]);
-        if t.bytes().all(|b| b.is_ascii() && !b.is_ascii_uppercase()) {
-            return Ok(part_of(&a[0], &t));
-        }
-        Ok(Value::from(t.to_lowercase()))
-    });
+    // ASCII text with nothing to change (no byte `changes`) is the argument itself (as
+    // Go's ToUpper/ToLower give it back): most `lower` calls are on names already lower case.
+    fn case(f: &mut Funcs, name: &'static str, changes: fn(&u8) -> bool, op: fn(&str) -> String) {
+        f.add(name, move |_, a| {
+            want(a, 1, name)?;
+            let t = s_ref(&a[0]);
+            if t.bytes().all(|b| b.is_ascii() && !changes(&b)) {
+                return Ok(part_of(&a[0], &t));
+            }
+            Ok(Value::from(op(&t)))
+        });
+    }
+    case(f, "upper", u8::is_ascii_lowercase, str::to_uppercase);
+    case(f, "lower", u8::is_ascii_uppercase, str::to_lowercase);
     s1(f, "title", title_case);
     s1(f, "untitle", |t| {
         let mut out = String::new();
