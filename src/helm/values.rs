@@ -187,16 +187,15 @@ fn coalesce_chart_values(c: &Chart, v: &Map, prefix: &str, merge: bool) {
     }
 }
 
+/// Drops every `null` of a table and of the tables in it, in place, without collecting
+/// the keys first (a values tree has no cycle, so no table is borrowed while one of its own
+/// ancestors is).
 fn clean_nil_values(m: &Map) {
-    let keys: Vec<String> = m.borrow().keys().cloned().collect();
-    for k in keys {
-        let v = m.borrow().get(&k).cloned();
-        match v {
-            Some(Value::Nil) => {
-                m.borrow_mut().remove(&k);
-            }
-            Some(Value::Map(sub)) => clean_nil_values(&sub),
-            _ => {}
+    let mut t = m.borrow_mut();
+    t.retain(|_, v| !v.is_nil());
+    for v in t.values() {
+        if let Value::Map(sub) = v {
+            clean_nil_values(sub);
         }
     }
 }
@@ -402,9 +401,11 @@ fn process_import_values(c: &mut Chart) {
             }
         }
     }
-    let merged = copy_map(&cvals);
-    merge_tables(&merged, &b);
-    c.values = Value::Map(merged);
+    // `cvals` is this function's own copy (`merge_values` copies every table it takes in,
+    // and what went into `b` was copied out of it), so it is merged into as it is rather
+    // than copied once more.
+    merge_tables(&cvals, &b);
+    c.values = Value::Map(cvals);
 }
 
 fn path_to_map(path: &str, data: &Map) -> Map {
@@ -477,6 +478,11 @@ pub fn load_values(text: &str) -> Result<Map, ValuesError> {
             }
         })?;
         match v {
+            // The first map is taken as it is: merging it into the empty table would only
+            // copy its entries (it is read here, so nothing else holds it).
+            Value::Map(m) if out.borrow().is_empty() => {
+                std::mem::swap(&mut *out.borrow_mut(), &mut *m.borrow_mut());
+            }
             Value::Map(m) => merge_user(&out, &m),
             Value::Nil => {}
             other => {
@@ -496,8 +502,13 @@ pub fn load_values(text: &str) -> Result<Map, ValuesError> {
         }
         Ok(())
     };
+    // Most files have no `---` line: then the whole text is one document, and the lines
+    // need not be walked.
+    if !text.starts_with("---") && !text.contains("\n---") {
+        pos = text.len();
+    }
     while pos < text.len() {
-        let end = text[pos..].find('\n').map_or(text.len(), |i| pos + i + 1);
+        let end = (super::yaml::find_newline(text.as_bytes(), pos) + 1).min(text.len());
         let line = &text[pos..end];
         if let Some(rest) = line.strip_prefix("---") {
             let trimmed = rest.trim();

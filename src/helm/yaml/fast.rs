@@ -14,7 +14,7 @@
 //! comments, `...`, directives, non-printable characters, odd indentation), is a [`Bail`]: the
 //! caller reads the whole text with granit, so every error and its line stay granit's.
 
-use super::{key_string, resolve_scalar, stringify_scalar};
+use super::{find_newline, key_string, plain_is_str, resolve_scalar, stringify_scalar};
 use crate::helm::template::value::Value;
 use granit_parser::ScalarStyle;
 use std::borrow::Cow;
@@ -54,42 +54,39 @@ pub(super) fn parse_all(text: &str, strings: bool) -> Option<Vec<Value>> {
 /// and CR before LF, DEL, C1 controls (NEL among them), U+2028/U+2029, a BOM inside the text,
 /// U+FFFE/U+FFFF.
 fn printable(b: &[u8]) -> bool {
+    // 32 bytes a step, most of a file: printable ASCII, LF and tab, checked without a branch
+    // per byte (the compiler compares them as vectors). Only a step holding something else
+    // (UTF-8, CR, a control) is looked at byte by byte.
     let mut i = 0;
     while i < b.len() {
-        // Eight printable ASCII bytes at a time: most of a file.
-        if let Some(chunk) = b.get(i..i + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            // High bit clear, no byte below 0x20, no 0x7F.
-            let high = w & 0x8080_8080_8080_8080;
-            let low = w.wrapping_sub(0x2020_2020_2020_2020) & !w & 0x8080_8080_8080_8080;
-            let del = {
-                let x = w ^ 0x7F7F_7F7F_7F7F_7F7F;
-                x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080
-            };
-            if high | low | del == 0 {
-                i += 8;
-                continue;
-            }
+        let end = (i + 32).min(b.len());
+        let step = &b[i..end];
+        let ascii = step.iter().fold(true, |ok, &c| {
+            ok & ((0x20..0x7F).contains(&c) | (c == b'\n') | (c == b'\t'))
+        });
+        if !(step.len() == 32 && ascii) && !(i..end).all(|j| printable_at(b, j)) {
+            return false;
         }
-        let c = b[i];
-        match c {
-            0x20..=0x7E | b'\n' | b'\t' => {}
-            b'\r' if b.get(i + 1) == Some(&b'\n') => {}
-            0xC2 if matches!(b.get(i + 1), Some(0x80..=0x9F)) => return false,
-            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => {
-                return false;
-            }
-            0xEF if (b.get(i + 1) == Some(&0xBB) && b.get(i + 2) == Some(&0xBF))
-                || (b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF))) =>
-            {
-                return false;
-            }
-            0x80..=0xFF => {}
-            _ => return false,
-        }
-        i += 1;
+        i = end;
     }
     true
+}
+
+/// The byte at `i` (with the bytes after it, for a multi-byte character) is one granit
+/// takes as it is.
+fn printable_at(b: &[u8], i: usize) -> bool {
+    match b[i] {
+        0x20..=0x7E | b'\n' | b'\t' => true,
+        b'\r' => b.get(i + 1) == Some(&b'\n'),
+        0xC2 => !matches!(b.get(i + 1), Some(0x80..=0x9F)),
+        0xE2 => !(b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9))),
+        0xEF => {
+            !((b.get(i + 1) == Some(&0xBB) && b.get(i + 2) == Some(&0xBF))
+                || (b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF))))
+        }
+        0x80..=0xFF => true,
+        _ => false,
+    }
 }
 
 /// YAML's indicator characters: a plain scalar does not start with one (`-`, `?` and `:`
@@ -169,10 +166,7 @@ impl<'t> Reader<'t> {
 
     /// Where the line holding `p` ends (before its CR LF or LF).
     fn content_end(&self, p: usize) -> usize {
-        let e = self.b[p.min(self.b.len())..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(self.b.len(), |i| p + i);
+        let e = find_newline(self.b, p);
         if e > p && self.b[e - 1] == b'\r' {
             e - 1
         } else {
@@ -182,11 +176,7 @@ impl<'t> Reader<'t> {
 
     /// Moves to the start of the line after the one holding `p`.
     fn next_line(&mut self, p: usize) {
-        let p = p.min(self.b.len());
-        self.pos = self.b[p..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(self.b.len(), |i| p + i + 1);
+        self.pos = (find_newline(self.b, p) + 1).min(self.b.len());
         self.line_start = self.pos;
     }
 
@@ -472,10 +462,8 @@ impl<'t> Reader<'t> {
         loop {
             let k = match key.plain {
                 // A plain key that is not null, a bool or a number is its text in both modes.
-                true => match resolve_scalar(&key.text, ScalarStyle::Plain, None) {
-                    Value::Str(_) => key.text.into_owned(),
-                    _ => key_string(&self.scalar(&key.text, true)),
-                },
+                true if plain_is_str(&key.text) => key.text.into_owned(),
+                true => key_string(&self.scalar(&key.text, true)),
                 false => key.text.into_owned(),
             };
             self.pos = key.after;
