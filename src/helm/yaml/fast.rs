@@ -46,6 +46,7 @@ pub(super) fn parse_all(text: &str, strings: bool) -> Option<Vec<Value>> {
         peeked: None,
         strings,
         depth: 0,
+        anchors: Vec::new(),
     };
     r.stream().ok()
 }
@@ -140,6 +141,9 @@ struct Reader<'t> {
     peeked: Option<(usize, Option<usize>)>,
     strings: bool,
     depth: usize,
+    /// The scalars anchored so far in this document, latest last (a name anchored again
+    /// is found at its latest).
+    anchors: Vec<(&'t str, Value)>,
 }
 
 impl<'t> Reader<'t> {
@@ -251,6 +255,8 @@ impl<'t> Reader<'t> {
                     open = true;
                 }
                 Some(ind) => {
+                    // Anchors are a document's own: an alias to an earlier one is granit's.
+                    self.anchors.clear();
                     docs.push(self.block_node(ind)?);
                     open = false;
                     if self.next_content()?.is_some() {
@@ -517,6 +523,8 @@ impl<'t> Reader<'t> {
             b'\t' => Err(Bail),
             b'|' | b'>' => self.block_scalar(p, col),
             b'[' | b'{' => self.flow(p),
+            b'&' => self.anchored(p, col),
+            b'*' => self.alias(p),
             b'-' if self.dash(p) => {
                 if !in_seq {
                     return Err(Bail);
@@ -546,6 +554,57 @@ impl<'t> Reader<'t> {
                 }
             }
         }
+    }
+
+    /// An anchor name from `p`: letters, digits, `_` and `-` (where go-yaml and granit end
+    /// it alike), then a space or the end of the line; and where it ends.
+    fn anchor_name(&self, p: usize) -> R<(&'t str, usize)> {
+        let mut q = p;
+        while matches!(self.at(q), b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-') {
+            q += 1;
+        }
+        if q == p || !self.blank(q) {
+            return Err(Bail);
+        }
+        Ok((&self.s[p..q], q))
+    }
+
+    /// `&name` and a scalar after it on its line (a key's value, or an entry's): the scalar,
+    /// remembered for the aliases after it. An anchored collection, null or block scalar,
+    /// and an anchor on a key, are granit's.
+    fn anchored(&mut self, p: usize, col: usize) -> R<Value> {
+        let (name, q) = self.anchor_name(p + 1)?;
+        let q = self.skip_spaces(q);
+        if self.eol(q)
+            || self.dash(q)
+            || matches!(
+                self.at(q),
+                b'#' | b'\t' | b'|' | b'>' | b'[' | b'{' | b'&' | b'*' | b'!'
+            )
+        {
+            return Err(Bail);
+        }
+        self.pos = q;
+        // Not as an entry: `- &a k: v` (which node is anchored) is granit's, and a plain
+        // scalar holding `: ` bails.
+        let v = self.value(col, false)?;
+        if matches!(v, Value::Map(_) | Value::List(_)) {
+            return Err(Bail);
+        }
+        self.anchors.push((name, v.clone()));
+        Ok(v)
+    }
+
+    /// `*name` alone on its line (but for a comment): the scalar anchored by that name.
+    fn alias(&mut self, p: usize) -> R<Value> {
+        let (name, q) = self.anchor_name(p + 1)?;
+        let v = match self.anchors.iter().rev().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.clone(),
+            // An unknown anchor is granit's error.
+            None => return Err(Bail),
+        };
+        self.end_of_line(q)?;
+        Ok(v)
     }
 
     /// A plain scalar from `p`, with the lines that continue it (more indented than the
@@ -886,6 +945,17 @@ mod tests {
         "a: 0x1F\nb: 0o17\nc: 017\nd: 08\ne: 0b101\nf: -0x1F\ng: 0xZZ\n",
         "a: 1e3\nb: 1E3\nc: 1.5e-3\nd: 1.\ne: .5\nf: -.5\ng: 1e\nh: e3\n",
         "a: .inf\nb: -.inf\nc: .Inf\nd: +.INF\ne: .nan\nf: .NaN\ng: inf\nh: nan\n",
+        // Scalar anchors and their aliases (alertmanager's `containerPortName`).
+        "a: &x 1\nb: *x\n",
+        "a: &x http\nb:\n  c: *x\n  d: *x # c\n",
+        "a: &x 'q'\nb: &y \"1\"\nc: *y\nd: *x\n",
+        "a: &x-1_b yes\nb: *x-1_b\n",
+        "a: &x 1\nb: &x 2\nc: *x\n",
+        "a: &x   0644   # c\nb: *x   \n",
+        "a: &x one\n  two\nb: *x\n",
+        "- &x a\n- *x\n- b: *x\n",
+        "a:\n- &x a\n- *x\n",
+        "a: &x ~\nb: *x\nc: &y null\nd: *y\n",
         "a: +1\nb: -1\nc: -0\nd: +0\ne: 0\nf: 00\ng: +\n",
         "a: 1_000\nb: 1_0.5\nc: _1\nd: 1__0\n",
         "a: 12345678901234567890123\nb: 18446744073709551615\nc: 18446744073709551616\nd: -9223372036854775808\n",
@@ -958,7 +1028,6 @@ mod tests {
     /// Snippets outside the subset (or invalid YAML).
     const BAILED: &[&str] = &[
         "? a\n: b\n",
-        "a: &x 1\nb: *x\n",
         "a: !!str 1\n",
         "a: !foo x\n",
         "<<: {a: 1}\n",
@@ -1028,6 +1097,32 @@ mod tests {
         "a: %x\n",
         "-a: 1\n",
         "&a a: 1\n",
+        // Anchors beyond a scalar value, and aliases beyond a whole value.
+        "a: &x\nb: *x\n",
+        "a: &x # c\nb: *x\n",
+        "a: &x\n  b: 1\nc: *x\n",
+        "a: &x [1]\nb: *x\n",
+        "a: &x {}\nb: *x\n",
+        "a: &x |\n  t\nb: *x\n",
+        "a: &x &y 1\nb: *x\n",
+        "a: &x *y\n",
+        "a: &x !!str 1\nb: *x\n",
+        "a: &x - 1\n",
+        "a: &x\tb\n",
+        "a: &x:y 1\nb: *x:y\n",
+        "a: &x.y 1\nb: *x.y\n",
+        "a: &x b: c\n",
+        "- &x a: 1\n- *x\n",
+        "b: *x\n",
+        "a: *x\n",
+        "a: &x 1\n---\nb: *x\n",
+        "a: &x 1\nb: *x c\n",
+        "a: &x 1\nb: *x: c\n",
+        "a: &x 1\n*x : c\n",
+        "a: &x 1\nb: [*x]\n",
+        "a: &x 1\nb:\n  *x: c\n",
+        "a: &\nb: 1\n",
+        "a: *\n",
     ];
 
     #[test]
