@@ -604,9 +604,7 @@ fn scalar_string(s: &str, _key: bool) -> std::borrow::Cow<'_, str> {
     // from plain to single quotes when only the syntax is in the way (`tpl` re-reads such
     // text, so the style matters).
     // The empty string reads back as null, so it is double-quoted too.
-    let other_type = !plain_is_str(s)
-        || is_base60_float(s)
-        || is_timestamp(s);
+    let other_type = !plain_is_str(s) || is_base60_float(s) || is_timestamp(s);
     std::borrow::Cow::Owned(
         if other_type || s.chars().any(|c| c.is_control() || c == '\u{feff}') {
             double_quote(s)
