@@ -13,12 +13,14 @@
 //! Symbolic links are followed as Helm follows them; the file system decides where they may
 //! lead (see [`load_with`]).
 
+use super::template::parse::{self, Slot};
 use super::template::value::Value;
 use super::yaml;
 use crate::fs::{FileSystem, PlainKind};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
+use std::sync::Arc;
 
 /// A loaded chart.
 #[derive(Clone)]
@@ -31,9 +33,11 @@ pub struct Chart {
     pub kind_library: bool,
     /// values.yaml (an empty map when absent).
     pub values: Value,
-    pub schema: Option<(String, serde_json::Value)>,
-    /// `templates/...` paths and texts, in load order.
-    pub templates: Vec<(String, String)>,
+    /// values.schema.json; compiled on a pool thread as the chart loads ([`Schema`]).
+    pub schema: Option<Arc<Schema>>,
+    /// `templates/...` paths and texts, in load order; each text's parse is begun on a pool
+    /// thread as the chart loads ([`Slot`]).
+    pub templates: Vec<(String, Arc<Slot>)>,
     /// Every other file (crds/ included), in load order; shared with each render's
     /// `.Files` instead of copied. A chart directory's are not read yet ([`FileData`]).
     pub files: Rc<ChartFiles>,
@@ -43,6 +47,48 @@ pub struct Chart {
     pub deps: Vec<Dependency>,
     /// Where it came from, for errors.
     pub origin: String,
+}
+
+/// A chart's values.schema.json. Its syntax is checked at load (a load error, as kiln has
+/// always reported it); compiling it (jsonschema first checks it against its meta-schema)
+/// needs only its text, so a pool job does that while the chart loads and renders
+/// ([`super::ahead`]). traefik's 181 KB schema was a fifth of its render.
+pub struct Schema {
+    pub text: Arc<str>,
+    compiled: super::ahead::Ahead<Result<jsonschema::Validator, String>>,
+}
+
+impl Schema {
+    fn new(text: Arc<str>) -> Arc<Schema> {
+        Arc::new(Schema {
+            text,
+            compiled: Default::default(),
+        })
+    }
+
+    /// The compiled schema, or jsonschema's reason it is not a valid one: the one compiled
+    /// ahead, or compiled now. Each render takes its own.
+    pub fn validator(&self) -> Result<jsonschema::Validator, String> {
+        self.compiled.take().unwrap_or_else(|| self.compile())
+    }
+
+    fn compile(&self) -> Result<jsonschema::Validator, String> {
+        let json: serde_json::Value =
+            serde_json::from_str(&self.text).map_err(|e| e.to_string())?;
+        jsonschema::validator_for(&json).map_err(|e| e.to_string())
+    }
+
+    fn compile_ahead(&self) {
+        self.compiled.run(|| self.compile());
+    }
+}
+
+impl std::fmt::Debug for Schema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Schema")
+            .field("text_len", &self.text.len())
+            .finish()
+    }
 }
 
 /// A chart's `.Files`: each file's name inside the chart and its content, in load order.
@@ -140,7 +186,69 @@ pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
     let walked = walk(fs, path, &mut vec![root], "", &rules, &mut todo);
     let files = read_all(fs, todo).map_err(|e| err(&shown, e))?;
     walked.map_err(|e| err(&shown, e))?;
-    from_files(Some(fs), files, &shown)
+    build(Some(fs), files, &shown)
+}
+
+/// Builds the chart and its unpacked subcharts from their files, after handing every
+/// template text to a pool thread to parse ([`parse::parse_ahead`]) while this thread goes
+/// on to Chart.yaml, values.yaml and then the render's values: a render takes the trees
+/// from the other end ([`Slot::take`]). A file taken for a template here that the loader
+/// then files otherwise is still its bytes; a template missed here is parsed by the render.
+fn build(fs: Option<&dyn FileSystem>, files: Vec<(String, FileData)>, shown: &str) -> R<Chart> {
+    let mut ahead: BTreeMap<String, Arc<Slot>> = BTreeMap::new();
+    for (name, data) in &files {
+        if let FileData::Loaded(d) = data
+            && is_template_path(name)
+            && let Ok(t) = std::str::from_utf8(d)
+        {
+            ahead.insert(name.clone(), Slot::new(Arc::from(t)));
+        }
+    }
+    // The render takes deeper paths first, each depth in reverse order (Helm's order):
+    // the pool starts at the other end.
+    let mut order: Vec<(usize, &String, &Arc<Slot>)> = ahead
+        .iter()
+        .map(|(n, s)| (n.matches('/').count(), n, s))
+        .collect();
+    order.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+    parse::parse_ahead(
+        order.into_iter().map(|(_, _, s)| s.clone()).collect(),
+        &super::engine::resolve,
+    );
+    let chart = from_files(fs, files, shown, "", &mut ahead)?;
+    let mut schemas = Vec::new();
+    all_schemas(&chart, &mut schemas);
+    if !schemas.is_empty() {
+        rayon::spawn(move || {
+            for s in &schemas {
+                s.compile_ahead();
+            }
+        });
+    }
+    Ok(chart)
+}
+
+/// The schemas of `c` and its subcharts, in the order the render checks them.
+fn all_schemas(c: &Chart, out: &mut Vec<Arc<Schema>>) {
+    out.extend(c.schema.clone());
+    for sub in &c.subcharts {
+        all_schemas(sub, out);
+    }
+}
+
+/// Whether a chart file (a walk name) is a template of the chart or of a subchart
+/// unpacked under `charts/`.
+fn is_template_path(name: &str) -> bool {
+    let mut rest = name;
+    loop {
+        if rest.starts_with("templates/") {
+            return true;
+        }
+        let Some((_, inner)) = rest.strip_prefix("charts/").and_then(|r| r.split_once('/')) else {
+            return false;
+        };
+        rest = inner;
+    }
 }
 
 /// Whether the loader itself uses the file named `name` (inside a chart): Chart.yaml, the
@@ -367,7 +475,7 @@ pub fn load_archive(data: &[u8], shown: &str) -> R<Chart> {
         .into_iter()
         .map(|(n, d)| (n, FileData::Loaded(d)))
         .collect();
-    from_files(None, files, shown)
+    build(None, files, shown)
 }
 
 /// Directory-walk order: path segments compared one by one.
@@ -411,10 +519,14 @@ fn strip_utf8_bom(mut data: Vec<u8>) -> Vec<u8> {
 /// A chart's files sorted into its parts, after Helm v4.2.3's `LoadFiles`
 /// (pkg/chart/v2/loader/load.go). A deferred file the loader needs (one [`read_at_load`]
 /// did not foresee) is read here, through `fs`; the others stay deferred, for `.Files`.
+/// `prefix` is where these files are in the walk (`charts/x/` for a subchart), the key of
+/// a template's slot in `ahead`.
 fn from_files(
     fs: Option<&dyn FileSystem>,
     files: Vec<(String, FileData)>,
     shown: &str,
+    prefix: &str,
+    ahead: &mut BTreeMap<String, Arc<Slot>>,
 ) -> R<Chart> {
     let mut meta = None;
     let mut values = Value::map(BTreeMap::new());
@@ -466,9 +578,10 @@ fn from_files(
             }
             "values.schema.json" => {
                 let t = text(&name, &data, shown)?;
-                let j: serde_json::Value = serde_json::from_str(t)
+                // The syntax only: the same parser, without building the document.
+                serde_json::from_str::<serde::de::IgnoredAny>(t)
                     .map_err(|e| err(&format!("{shown}/{name}"), e.to_string()))?;
-                schema = Some((t.to_string(), j));
+                schema = Some(Schema::new(Arc::from(t)));
             }
             // The lock files are read (a broken one fails the load) but are not `.Files`;
             // requirements.yaml and requirements.lock are, for apiVersion v1 charts only.
@@ -484,10 +597,16 @@ fn from_files(
                 v1_files.push((name, FileData::Loaded(data)));
             }
             _ => {
-                // A template: the bytes become the text, no copy of every template.
-                let t = String::from_utf8(data)
-                    .map_err(|_| err(&format!("{shown}/{name}"), "not UTF-8 text"))?;
-                templates.push((name, t));
+                let walked = format!("{prefix}{name}");
+                let slot = match ahead.remove(&walked) {
+                    Some(slot) => slot,
+                    None => {
+                        let t = String::from_utf8(data)
+                            .map_err(|_| err(&format!("{shown}/{name}"), "not UTF-8 text"))?;
+                        Slot::new(Arc::from(t))
+                    }
+                };
+                templates.push((name, slot));
             }
         }
     }
@@ -578,7 +697,8 @@ fn from_files(
         if inner.is_empty() {
             continue;
         }
-        subcharts.push(from_files(fs, inner, &sub_shown)?);
+        let sub_prefix = format!("{prefix}charts/{cname}/");
+        subcharts.push(from_files(fs, inner, &sub_shown, &sub_prefix, ahead)?);
     }
     Ok(Chart {
         meta,

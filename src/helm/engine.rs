@@ -409,9 +409,9 @@ fn chart_value(c: &Chart, is_root: bool) -> Value {
     Value::map(m)
 }
 
-/// A template to render; its text is the chart's, borrowed.
+/// A template to render; its text (and its parse, when done ahead) is the chart's.
 struct Renderable<'a> {
-    text: &'a str,
+    slot: &'a parse::Slot,
     vals: Map,
     base_path: String,
 }
@@ -463,7 +463,7 @@ fn collect<'a>(
     }
     next.borrow_mut()
         .insert("Subcharts".into(), Value::Map(subs));
-    for (name, text) in &c.templates {
+    for (name, slot) in &c.templates {
         // A library chart contributes only its partials.
         if c.kind_library && !name.rsplit('/').next().unwrap_or("").starts_with('_') {
             continue;
@@ -471,7 +471,7 @@ fn collect<'a>(
         out.insert(
             format!("{full}/{name}"),
             Renderable {
-                text,
+                slot,
                 vals: next.clone(),
                 base_path: format!("{full}/templates"),
             },
@@ -481,10 +481,33 @@ fn collect<'a>(
 
 /// Helm's parse/execution order: deeper paths first, then reverse lexicographic.
 fn sort_templates(keys: &mut [String]) {
-    keys.sort_by(|a, b| {
-        let (ca, cb) = (a.matches('/').count(), b.matches('/').count());
-        cb.cmp(&ca).then_with(|| b.cmp(a))
-    });
+    // The depth is counted once per key, not in every comparison (2 % of a render).
+    let mut by: Vec<(usize, String)> = keys
+        .iter_mut()
+        .map(|k| (k.matches('/').count(), std::mem::take(k)))
+        .collect();
+    by.sort_by(|(da, a), (db, b)| db.cmp(da).then_with(|| b.cmp(a)));
+    for (k, (_, v)) in keys.iter_mut().zip(by) {
+        *k = v;
+    }
+}
+
+/// The functions a chart's templates have: Sprig's as Helm has them, with `seed` for the
+/// random ones, then Helm's own.
+fn chart_funcs(seed: u64) -> Funcs {
+    let mut funcs = Funcs::default();
+    funcs::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
+    helm_funcs(&mut funcs);
+    funcs
+}
+
+/// Resolves a function name of a chart template to its id in [`chart_funcs`]'s table. The
+/// table is built in one order whatever the seed, so its names are kept once for the
+/// process: a chart's templates are parsed while it loads, before any render has a table.
+pub fn resolve(name: &str) -> Option<parse::FuncId> {
+    static NAMES: std::sync::OnceLock<super::template::exec::FxMap<String, parse::FuncId>> =
+        std::sync::OnceLock::new();
+    super::template::exec::FuncNames::of(NAMES.get_or_init(|| chart_funcs(0).into_names())).id(name)
 }
 
 /// Renders every template; returns path → output (partials skipped, NOTES included).
@@ -522,21 +545,15 @@ pub fn render(
         &mut tpls,
     );
 
-    let mut funcs = Funcs::default();
-    funcs::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
-    helm_funcs(&mut funcs);
-    let funcs = Rc::new(funcs);
+    let funcs = Rc::new(chart_funcs(seed));
 
     let mut keys: Vec<String> = tpls.keys().cloned().collect();
     sort_templates(&mut keys);
     let mut set = TemplateSet::default();
-    // Parsed in Helm's order (on two threads when large, ADR 0012); the first error in
-    // that order is the one reported.
-    let texts: Vec<(&str, &str)> = keys.iter().map(|k| (k.as_str(), tpls[k].text)).collect();
-    let names = funcs.resolver();
-    let parsed_all = parse::parse_many(&texts, &|n: &str| names.id(n));
-    for (k, parsed) in keys.iter().zip(parsed_all) {
-        let parsed = parsed.map_err(|e| RenderError {
+    // Taken in Helm's order, each parsed ahead while the chart loaded or parsed now
+    // (parse::Slot); the first error in that order is the one reported.
+    for k in &keys {
+        let parsed = tpls[k].slot.take(k, &resolve).map_err(|e| RenderError {
             file: k.clone(),
             location: Some(format!("{}:{}", e.name, e.line)),
             kind: if e.message.starts_with("function \"") {

@@ -16,6 +16,7 @@
 //! system for `kiln helm template`, the render's rooted view for `kiln render`, so a chart
 //! (or a symbolic link in it) that leads out of the repository root is refused there.
 
+pub mod ahead;
 pub mod certs;
 pub mod chart;
 pub mod encode;
@@ -310,9 +311,10 @@ pub fn render_chart(
         message: format!("invalid kube version {kube_version:?}"),
     })?;
     let vals = values::coalesce_values(&chart, user);
-    // The schemas are checked beside the render, as a job on rayon's pool: compiling a
-    // schema (jsonschema first validates it against its meta-schema) was a tenth of
-    // rendering the charts that have one. A pool thread is already started and its
+    // The schemas are checked beside the render, as a job on rayon's pool (each compiled
+    // ahead since the load, chart::Schema, or compiled by this job: jsonschema first
+    // validates a schema against its meta-schema, a tenth of rendering the charts that have
+    // one). A pool thread is already started and its
     // allocator heap already has pages; a thread started per render paid for both (traefik's
     // schema). Inside `kiln render`, where this thread is itself a pool thread and none may be
     // free, the scope runs the job here when the render is done. Helm checks the schemas
@@ -456,10 +458,10 @@ fn check_dependencies(c: &chart::Chart) -> Result<(), HelmError> {
 
 /// `ValidateAgainstSchema`'s work list: (chart name, its schema, the values it judges),
 /// the chart's own first, then each subchart's on its section, depth first.
-type SchemaJob = (String, serde_json::Value, serde_json::Value);
+type SchemaJob = (String, std::sync::Arc<chart::Schema>, serde_json::Value);
 
 fn schema_jobs(c: &chart::Chart, vals: &Map, out: &mut Vec<SchemaJob>) {
-    if let Some((_, schema)) = &c.schema {
+    if let Some(schema) = &c.schema {
         out.push((
             c.name.clone(),
             schema.clone(),
@@ -477,7 +479,7 @@ fn schema_jobs(c: &chart::Chart, vals: &Map, out: &mut Vec<SchemaJob>) {
 fn check_schemas(jobs: Vec<SchemaJob>) -> Result<(), HelmError> {
     let mut report = String::new();
     for (name, schema, instance) in jobs {
-        match jsonschema::validator_for(&schema) {
+        match schema.validator() {
             Ok(v) => {
                 let errors: Vec<String> = v
                     .iter_errors(&instance)

@@ -77,6 +77,11 @@ impl Funcs {
     pub fn resolver(&self) -> FuncNames<'_> {
         FuncNames(&self.ids)
     }
+    /// The name-to-id table alone, kept where no `Funcs` lives: a chart's templates are
+    /// parsed while it loads, before any render has a table ([`FuncNames::of`]).
+    pub fn into_names(self) -> FxMap<String, FuncId> {
+        self.ids
+    }
     pub fn has(&self, name: &str) -> bool {
         self.id(name).is_some()
     }
@@ -106,7 +111,11 @@ impl Funcs {
 #[derive(Clone, Copy)]
 pub struct FuncNames<'a>(&'a FxMap<String, FuncId>);
 
-impl FuncNames<'_> {
+impl<'a> FuncNames<'a> {
+    /// The resolver of a table [`Funcs::into_names`] kept.
+    pub fn of(ids: &'a FxMap<String, FuncId>) -> Self {
+        FuncNames(ids)
+    }
     pub fn id(&self, name: &str) -> Option<FuncId> {
         match name {
             "and" => Some(FuncId::AND),

@@ -7,8 +7,8 @@
 //! tree is the same. Function names are checked at parse time, as Go does ("function %q not
 //! defined"), so an unknown function fails even in a branch that never runs.
 
+use super::super::ahead::Ahead;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A function resolved at parse time: its index in the function table (`exec::Funcs`), so a
 /// call is an index, not a hash lookup of its name on every execution.
@@ -66,11 +66,11 @@ impl Span {
 /// spans of the template text kept here. A `Vec` or `Box` per pipeline, command, argument
 /// list, branch and text was most of the parser's allocations and most of the cost of
 /// dropping a chart's trees. A tree holds no `Rc`: it is `Send`, so a chart's templates can
-/// be parsed on two threads (`parse_many`, ADR 0012).
+/// be parsed on a pool thread while the chart loads ([`Slot`], ADR 0012).
 #[derive(Debug, Clone, Default)]
 pub struct Tree {
-    /// The template text.
-    pub src: Box<str>,
+    /// The template text, shared with the chart that holds it (not copied per parse).
+    pub src: Arc<str>,
     pub nodes: Vec<Node>,
     pub pipes: Vec<Pipe>,
     pub cmds: Vec<Cmd>,
@@ -392,6 +392,15 @@ pub fn parse(
     src: &str,
     func: &dyn Fn(&str) -> Option<FuncId>,
 ) -> Result<Parsed, ParseError> {
+    parse_shared(name, &Arc::from(src), func)
+}
+
+/// [`parse`] of a text the tree then shares (a chart's template: no copy of its text).
+pub fn parse_shared(
+    name: &str,
+    src: &Arc<str>,
+    func: &dyn Fn(&str) -> Option<FuncId>,
+) -> Result<Parsed, ParseError> {
     let mut p = Parser {
         name,
         src,
@@ -421,7 +430,7 @@ pub fn parse(
         return Err(*p.err_at(e.1, format!("unexpected {}", e.0)));
     }
     let mut tree = p.tree;
-    tree.src = Box::from(src);
+    tree.src = src.clone();
     Ok(Parsed {
         tree,
         root,
@@ -430,75 +439,77 @@ pub fn parse(
     })
 }
 
-/// Below this many bytes of template text a second thread costs more than it saves (a
-/// thread start is tens of microseconds).
-const PARALLEL_MIN_BYTES: usize = 64 * 1024;
+/// The name a text is parsed under ahead of its render, before its name in the render (its
+/// chart's full path, which aliases decide) is known. A parse does not depend on its name
+/// except in its error, so only a failed parse is done again, under the real name.
+const AHEAD_NAME: &str = "(parsed ahead)";
 
-/// Parses `texts` (name, text) as [`parse`] would one after the other, and returns their
-/// results in the same order, up to and including the first error: the caller reports the
-/// first error in that order, as a sequential parse would. Texts are independent, so a large
-/// set is parsed by this thread and a scoped helper thread together, each taking the next
-/// unparsed text (docs/adr/0012-parallel-template-parse.md). Taking texts one at a time, not
-/// a fixed half each, matters on two cores: when the other core is busy (the schema check
-/// runs beside the render), this thread simply parses almost everything itself instead of
-/// waiting for a half that was never started. The trees do not depend on the thread.
-pub fn parse_many(
-    texts: &[(&str, &str)],
-    func: &(dyn Fn(&str) -> Option<FuncId> + Sync),
-) -> Vec<Result<Parsed, ParseError>> {
-    let total: usize = texts.iter().map(|(_, t)| t.len()).sum();
-    let mut results: Vec<Option<Result<Parsed, ParseError>>> =
-        if total < PARALLEL_MIN_BYTES || texts.len() < 2 {
-            let mut out = Vec::with_capacity(texts.len());
-            for (name, text) in texts {
-                let r = parse(name, text, func);
-                let failed = r.is_err();
-                out.push(Some(r));
-                if failed {
-                    break;
-                }
-            }
-            out
-        } else {
-            let next = AtomicUsize::new(0);
-            let work = || {
-                let mut done = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((name, text)) = texts.get(i) else {
-                        return done;
-                    };
-                    done.push((i, parse(name, text, func)));
-                }
-            };
-            // The helper is a job on rayon's pool, not a new thread: a pool thread is
-            // already started and its allocator heap already has pages (a fresh thread's
-            // first allocations fault in new memory). Inside `kiln render` the calling
-            // thread is itself a pool thread: if no other is free, it runs the job itself
-            // when the scope ends. A panic in the job is re-raised here by the scope.
-            let theirs = std::sync::Mutex::new(Vec::new());
-            let mine = rayon::in_place_scope(|scope| {
-                scope.spawn(|_| {
-                    let done = work();
-                    if let Ok(mut t) = theirs.lock() {
-                        *t = done;
-                    }
-                });
-                work()
-            });
-            let theirs = theirs.into_inner().unwrap_or_default();
-            let mut out: Vec<Option<Result<Parsed, ParseError>>> =
-                std::iter::repeat_with(|| None).take(texts.len()).collect();
-            for (i, r) in mine.into_iter().chain(theirs) {
-                out[i] = Some(r);
-            }
-            out
-        };
-    // Everything after the first error is dropped, as a sequential parse never reaches it.
-    if let Some(first_err) = results.iter().position(|r| matches!(r, Some(Err(_)))) {
-        results.truncate(first_err + 1);
+/// A chart template's text and its parse, done ahead by a pool thread while the chart
+/// loads ([`parse_ahead`]) or by the render, which takes each tree in Helm's order
+/// ([`Slot::take`]). Parsing is a quarter of rendering a large chart and needs nothing but
+/// the text, so it runs beside the loader's reading of values.yaml and the render's
+/// coalescing, which must stay on the render's thread (values are `Rc`s). The two go
+/// through the templates from opposite ends and meet in the middle (super::super::ahead,
+/// docs/adr/0012-parallel-template-parse.md).
+pub struct Slot {
+    text: Arc<str>,
+    parsed: Ahead<Box<Result<Parsed, ParseError>>>,
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Slot")
+            .field("text_len", &self.text.len())
+            .finish()
     }
-    results.into_iter().flatten().collect()
+}
+
+impl Slot {
+    pub fn new(text: Arc<str>) -> Arc<Slot> {
+        Arc::new(Slot {
+            text,
+            parsed: Ahead::default(),
+        })
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The tree of this text, parsed as `name`: the one parsed ahead if there is one (a
+    /// thread parsing it now is waited for), else parsed here. A parse ahead that failed
+    /// is parsed again, for the error under its own name. Each render takes its own tree:
+    /// it is executed, then freed, so a second render of the chart parses again.
+    pub fn take(
+        &self,
+        name: &str,
+        func: &dyn Fn(&str) -> Option<FuncId>,
+    ) -> Result<Parsed, ParseError> {
+        match self.parsed.take() {
+            Some(done) if done.is_ok() => *done,
+            _ => parse_shared(name, &self.text, func),
+        }
+    }
+
+    fn ahead(&self, func: &dyn Fn(&str) -> Option<FuncId>) {
+        self.parsed
+            .run(|| Box::new(parse_shared(AHEAD_NAME, &self.text, func)));
+    }
+}
+
+/// Parses `slots` in their order on a pool thread, skipping any the render has reached
+/// first. Nothing waits for this job: a render waits only on a slot this job is parsing at
+/// that moment, so a job that never gets a thread (every pool thread rendering, inside
+/// `kiln render`) delays nothing, and a slot nobody takes is simply dropped with its chart.
+pub fn parse_ahead(slots: Vec<Arc<Slot>>, func: &'static (dyn Fn(&str) -> Option<FuncId> + Sync)) {
+    if slots.is_empty() {
+        return;
+    }
+    rayon::spawn(move || {
+        for s in &slots {
+            s.ahead(func);
+        }
+    });
 }
 
 /// What ended a list: `{{end}}`, `{{else ...}}`.
@@ -1395,7 +1406,8 @@ mod tests {
         (name == "quote").then_some(FuncId(0))
     }
 
-    /// A text of about 60 KB, so four of them are parsed on two threads.
+    /// A text of about 60 KB: long enough that a pool thread is still parsing it when the
+    /// render asks for it.
     fn big(i: usize, tail: &str) -> String {
         let mut t =
             format!("{{{{ .Values.a{i}.b | quote }}}} {{{{ $x := \"s\\t{i}\" }}}}\n").repeat(1500);
@@ -1403,72 +1415,68 @@ mod tests {
         t
     }
 
-    fn sequential(texts: &[(&str, &str)]) -> Vec<Result<Parsed, ParseError>> {
-        let mut out = Vec::new();
-        for (n, t) in texts {
-            let r = parse(n, t, &quote_only);
-            let failed = r.is_err();
-            out.push(r);
-            if failed {
-                break;
-            }
+    fn summary(r: &Result<Parsed, ParseError>) -> String {
+        match r {
+            Ok(p) => format!("{:?} {:?} {:?} {:?}", p.tree, p.root, p.defines, p.lits),
+            Err(e) => e.to_string(),
         }
-        out
     }
 
-    fn summary(rs: &[Result<Parsed, ParseError>]) -> Vec<String> {
-        rs.iter()
-            .map(|r| match r {
-                Ok(p) => format!("{:?} {:?} {:?} {:?}", p.tree, p.root, p.defines, p.lits),
-                Err(e) => e.to_string(),
-            })
-            .collect()
-    }
-
+    /// Whoever parses a slot (the pool ahead of the render, or the render itself, before,
+    /// while or after the pool does), the render gets the tree or error a parse of the text
+    /// under its own name gives; a second render parses anew.
     #[test]
-    fn parsing_on_two_threads_reports_the_first_error_in_order() {
+    fn slots_give_the_trees_and_errors_of_a_parse_under_the_render_name() {
         let texts = [
             big(0, ""),
             big(1, "{{ nope }}"),
-            big(2, ""),
+            big(2, "{{ define \"d\" }}x{{ end }}"),
             big(3, "{{ end }}"),
         ];
         let names = ["t0", "t1", "t2", "t3"];
-        fn pairs<'a>(names: &[&'a str], texts: &'a [String]) -> Vec<(&'a str, &'a str)> {
-            names
+        let want: Vec<String> = names
+            .iter()
+            .zip(&texts)
+            .map(|(n, t)| summary(&parse(n, t, &quote_only)))
+            .collect();
+        assert_eq!(want[1], "template: t1:1501: function \"nope\" not defined");
+        assert_eq!(want[3], "template: t3:1501: unexpected {{end}}");
+        let func: &'static (dyn Fn(&str) -> Option<FuncId> + Sync) = &quote_only;
+        // Parsed ahead on the pool, taken from the other end (some taken while the pool is
+        // still at them, some before it starts them).
+        for _ in 0..20 {
+            let slots: Vec<Arc<Slot>> = texts
                 .iter()
-                .copied()
-                .zip(texts.iter().map(String::as_str))
-                .collect()
+                .map(|t| Slot::new(Arc::from(t.as_str())))
+                .collect();
+            parse_ahead(slots.clone(), func);
+            for i in (0..4).rev() {
+                assert_eq!(
+                    summary(&slots[i].take(names[i], &quote_only)),
+                    want[i],
+                    "{i}"
+                );
+            }
+            // A second render of the same chart parses again.
+            assert_eq!(summary(&slots[2].take("t2", &quote_only)), want[2]);
         }
-        assert!(texts.iter().map(String::len).sum::<usize>() >= PARALLEL_MIN_BYTES);
-        // Errors in both halves: the first half's is the one.
-        let both = pairs(&names, &texts);
-        let r = parse_many(&both, &quote_only);
-        assert_eq!(summary(&r), summary(&sequential(&both)));
-        assert_eq!(r.len(), 2);
-        assert_eq!(
-            r[1].as_ref().err().map(ToString::to_string).as_deref(),
-            Some("template: t1:1501: function \"nope\" not defined")
-        );
-        // Only the second half fails: everything before it is there, in order.
-        let fixed = [
-            texts[0].clone(),
-            big(1, ""),
-            texts[2].clone(),
-            texts[3].clone(),
-        ];
-        let second = pairs(&names, &fixed);
-        let r = parse_many(&second, &quote_only);
-        assert_eq!(summary(&r), summary(&sequential(&second)));
-        assert_eq!(r.len(), 4);
-        assert!(r[3].is_err());
-        // No error: the same trees as one after the other.
-        let clean = [texts[0].clone(), big(1, ""), texts[2].clone(), big(3, "")];
-        let clean = pairs(&names, &clean);
-        let r = parse_many(&clean, &quote_only);
-        assert_eq!(r.len(), 4);
-        assert_eq!(summary(&r), summary(&sequential(&clean)));
+        // Never parsed ahead: the render parses.
+        let lone = Slot::new(Arc::from(texts[1].as_str()));
+        assert_eq!(summary(&lone.take("t1", &quote_only)), want[1]);
+        // Parsed ahead to the end before the render: an error is parsed again under the
+        // render's name, never reported under the placeholder.
+        let done = Slot::new(Arc::from(texts[3].as_str()));
+        done.ahead(&quote_only);
+        assert!(done.parsed.is_done());
+        assert_eq!(summary(&done.take("t3", &quote_only)), want[3]);
+    }
+
+    /// The tree shares the chart's text: parsing copies nothing of it.
+    #[test]
+    fn a_shared_parse_keeps_the_text_it_was_given() {
+        let text: Arc<str> = Arc::from("a {{ 1 }} b");
+        let p = parse_shared("t", &text, &quote_only).unwrap();
+        assert!(Arc::ptr_eq(&p.tree.src, &text));
     }
 
     /// Go's lexer (`lexQuote`) ends a quoted string at a newline even after a backslash:
