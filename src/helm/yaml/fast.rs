@@ -1157,6 +1157,47 @@ mod tests {
     }
 
     #[test]
+    fn a_bad_character_is_found_wherever_it_sits() {
+        // Every place in and around the 32- and 8-byte steps, next to printable ASCII,
+        // UTF-8, LF and tab, which all pass.
+        let ok = "ab: c\td é\n# x ü 日本\n";
+        for bad in [
+            "\u{7}", "\u{7f}", "\u{85}", "\u{2028}", "\u{feff}", "\u{fffe}", "\r",
+        ] {
+            for at in 0..80 {
+                let mut t: String = ok.chars().cycle().take(at).collect();
+                t.push_str(bad);
+                t.push_str("x: y\n");
+                assert!(!printable(t.as_bytes()), "{bad:?} after {at} characters");
+                assert!(printable(t.replace(bad, "").as_bytes()));
+            }
+        }
+        assert!(printable(b"a: b\r\nc: d\r\n"));
+    }
+
+    #[test]
+    fn newlines_are_found_as_a_byte_search_finds_them() {
+        for len in 0..40 {
+            for nl in (0..len).chain([usize::MAX]) {
+                let b: Vec<u8> = (0..len)
+                    .map(|i| if i == nl { b'\n' } else { b'x' })
+                    .collect();
+                for from in 0..=len + 1 {
+                    let naive = b
+                        .get(from.min(len)..)
+                        .and_then(|r| r.iter().position(|&c| c == b'\n'))
+                        .map_or(len, |i| from.min(len) + i);
+                    assert_eq!(
+                        find_newline(&b, from),
+                        naive,
+                        "len {len} nl {nl} from {from}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn long_lines_and_deep_nesting() {
         let long = "x".repeat(100_000);
         fast(&format!("a: {long}\nb: '{long}'\n- not a key\n").replace("\n- not a key", ""));
