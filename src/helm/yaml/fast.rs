@@ -65,7 +65,7 @@ fn printable(b: &[u8]) -> bool {
         let ascii = step.iter().fold(true, |ok, &c| {
             ok & ((0x20..0x7F).contains(&c) | (c == b'\n') | (c == b'\t'))
         });
-        if !(step.len() == 32 && ascii) && !(i..end).all(|j| printable_at(b, j)) {
+        if !((step.len() == 32 && ascii) || (i..end).all(|j| printable_at(b, j))) {
             return false;
         }
         i = end;
