@@ -23,6 +23,8 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn main() {
+    // As the binary starts (src/main.rs).
+    kiln::cli::disable_transparent_huge_pages();
     let mut runs = 21;
     let mut charts: Vec<(PathBuf, Option<PathBuf>)> = Vec::new();
     let mut values: Option<PathBuf> = None;
