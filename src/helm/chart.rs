@@ -578,9 +578,16 @@ fn from_files(
             }
             "values.schema.json" => {
                 let t = text(&name, &data, shown)?;
-                // The syntax only: the same parser, without building the document.
-                serde_json::from_str::<serde::de::IgnoredAny>(t)
-                    .map_err(|e| err(&format!("{shown}/{name}"), e.to_string()))?;
+                // The syntax only, without building the document (the pool job builds and
+                // compiles it). serde_json's skipping parser words some errors otherwise,
+                // so a failure is parsed again for the message a full parse gives.
+                if serde_json::from_str::<serde::de::IgnoredAny>(t).is_err() {
+                    let e = serde_json::from_str::<serde_json::Value>(t).err();
+                    return Err(err(
+                        &format!("{shown}/{name}"),
+                        e.map_or_else(|| "not valid JSON".to_string(), |e| e.to_string()),
+                    ));
+                }
                 schema = Some(Schema::new(Arc::from(t)));
             }
             // The lock files are read (a broken one fails the load) but are not `.Files`;

@@ -609,6 +609,51 @@ mod tests {
         render_chart(&crate::fs::MemFs::new(), c, &user(values), &opts)
     }
 
+    /// A values.schema.json that is not JSON fails the load, naming the file; one that is
+    /// JSON but no valid schema fails the render with jsonschema's reason. Compiled ahead
+    /// on the pool or by the render's own check, and rendered twice, the verdict is one.
+    #[test]
+    fn a_broken_schema_fails_the_load_and_an_invalid_one_the_render() {
+        let load = |schema: &str| {
+            let mut fs = crate::fs::MemFs::new();
+            fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
+                .add_file("/c/values.schema.json", schema)
+                .add_file("/c/templates/a.yaml", "kind: ConfigMap\n");
+            chart::load_with(&fs, std::path::Path::new("/c"))
+        };
+        let Err(e) = load("{\"type\": \"object\",\n}") else {
+            panic!("a schema that is not JSON loads");
+        };
+        assert_eq!(e.file, "/c/values.schema.json");
+        assert_eq!(e.message, "trailing comma at line 2 column 1");
+        // What the skipping parser lets through and a full parse refuses (a lone surrogate)
+        // still fails, at the render, naming the schema.
+        let c = load(r#"{"description": "\ud800"}"#).unwrap();
+        match render(c, "{}") {
+            Err(HelmError::Schema { message }) => {
+                assert!(
+                    message.contains("- invalid values.schema.json: "),
+                    "{message}"
+                )
+            }
+            other => panic!("{:?}", other.err()),
+        }
+        for _ in 0..20 {
+            let c = load(r#"{"type": 5}"#).unwrap();
+            for _ in 0..2 {
+                match render(c.clone(), "{}") {
+                    Err(HelmError::Schema { message }) => assert!(
+                        message.starts_with(
+                            "values don't meet the specifications of the schema(s) in the following chart(s):\nc:\n- invalid values.schema.json: "
+                        ),
+                        "{message}"
+                    ),
+                    other => panic!("{:?}", other.err()),
+                }
+            }
+        }
+    }
+
     /// The schemas are checked beside the render: their verdict must still be Helm's, and
     /// come first, before a kubeVersion refusal or a template failure.
     #[test]

@@ -60,31 +60,25 @@ fn holds_table(v: &Value) -> bool {
 /// `CoalesceValues(chrt, vals)`: a copy of `vals` coalesced with the chart's defaults.
 pub fn coalesce_values(c: &Chart, vals: &Map) -> Map {
     let v = copy_map(vals);
-    coalesce(c, &v, "", false);
+    coalesce(c, &v, false);
     v
 }
 
 /// `MergeValues`: as coalesce, but `null` keeps the key.
 pub fn merge_values(c: &Chart, vals: &Map) -> Map {
     let v = copy_map(vals);
-    coalesce(c, &v, "", true);
+    coalesce(c, &v, true);
     v
 }
 
-fn coalesce(c: &Chart, dest: &Map, prefix: &str, merge: bool) {
-    coalesce_chart_values(c, dest, prefix, merge);
-    coalesce_deps(c, dest, prefix, merge);
+/// Helm passes a key prefix down these functions only to name keys in warnings, which
+/// kiln does not print, so it is left out.
+fn coalesce(c: &Chart, dest: &Map, merge: bool) {
+    coalesce_chart_values(c, dest, merge);
+    coalesce_deps(c, dest, merge);
 }
 
-fn concat_prefix(a: &str, b: &str) -> String {
-    if a.is_empty() {
-        b.to_string()
-    } else {
-        format!("{a}.{b}")
-    }
-}
-
-fn coalesce_deps(c: &Chart, dest: &Map, prefix: &str, merge: bool) {
+fn coalesce_deps(c: &Chart, dest: &Map, merge: bool) {
     for sub in &c.subcharts {
         let existing = dest.borrow().get(&sub.name).cloned();
         let dv = match existing {
@@ -98,13 +92,12 @@ fn coalesce_deps(c: &Chart, dest: &Map, prefix: &str, merge: bool) {
             // Helm: "type mismatch on <sub>"; the subchart then sees no values.
             Some(_) => continue,
         };
-        let sub_prefix = concat_prefix(prefix, &c.name);
-        coalesce_globals(&dv, dest, &sub_prefix);
-        coalesce(sub, &dv, &sub_prefix, merge);
+        coalesce_globals(&dv, dest);
+        coalesce(sub, &dv, merge);
     }
 }
 
-fn coalesce_globals(dest: &Map, src: &Map, prefix: &str) {
+fn coalesce_globals(dest: &Map, src: &Map) {
     let dg = match dest.borrow().get("global").cloned() {
         None => new_map(),
         Some(Value::Map(m)) => m,
@@ -129,7 +122,7 @@ fn coalesce_globals(dest: &Map, src: &Map, prefix: &str) {
                     dg.borrow_mut().insert(key, Value::Map(vv));
                 }
                 Some(Value::Map(destv)) => {
-                    coalesce_tables(&vv, &destv, &concat_prefix(prefix, &key), true);
+                    coalesce_tables(&vv, &destv, true);
                     dg.borrow_mut().insert(key, Value::Map(vv));
                 }
                 Some(_) => {}
@@ -143,101 +136,104 @@ fn coalesce_globals(dest: &Map, src: &Map, prefix: &str) {
     dest.borrow_mut().insert("global".into(), Value::Map(dg));
 }
 
-fn coalesce_chart_values(c: &Chart, v: &Map, prefix: &str, merge: bool) {
-    let _sub_prefix = concat_prefix(prefix, &c.name);
-    let vc = match &c.values {
-        Value::Map(m) => copy_map(m),
-        _ => new_map(),
+/// The chart's defaults into `v`. Each default is copied only where it goes in (none for a
+/// key the user set to a scalar, or nulled), and under coalescing its nulls are dropped
+/// while it is copied: the table Helm's `cleanNilValues` leaves of a copy, in one walk.
+/// The defaults themselves are only read (`v` holds no table of theirs, only copies).
+fn coalesce_chart_values(c: &Chart, v: &Map, merge: bool) {
+    let Value::Map(defaults) = &c.values else {
+        return;
     };
-    let entries: Vec<(String, Value)> = vc
-        .borrow()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    for (key, val) in entries {
-        let cur = v.borrow().get(&key).cloned();
+    for (key, val) in defaults.borrow().iter() {
+        let cur = v.borrow().get(key).cloned();
         match cur {
             Some(Value::Nil) if !merge => {
-                v.borrow_mut().remove(&key);
+                v.borrow_mut().remove(key);
             }
             Some(Value::Map(dest)) => {
-                if let Value::Map(src) = &val {
-                    let is_child = c.subcharts.iter().any(|s| s.name == key);
+                if let Value::Map(src) = val {
+                    let is_child = c.subcharts.iter().any(|s| s.name == *key);
                     let merge = merge || is_child;
                     // Helm v4 cleans nils from chart defaults before coalescing.
-                    if !merge {
-                        clean_nil_values(src);
-                    }
-                    coalesce_tables(&dest, src, "", merge);
+                    let src = if merge {
+                        copy_map(src)
+                    } else {
+                        copy_map_clean(src)
+                    };
+                    coalesce_tables(&dest, &src, merge);
                 }
             }
             Some(_) => {}
             None => {
-                if !merge {
-                    if val.is_nil() {
-                        continue;
-                    }
-                    if let Value::Map(sub) = &val {
-                        clean_nil_values(sub);
-                    }
-                }
-                v.borrow_mut().insert(key, val);
+                let copy = match val {
+                    Value::Nil if !merge => continue,
+                    Value::Map(sub) if !merge => Value::Map(copy_map_clean(sub)),
+                    other => copy_value(other),
+                };
+                v.borrow_mut().insert(key.clone(), copy);
             }
         }
     }
 }
 
-fn clean_nil_values(m: &Map) {
-    let keys: Vec<String> = m.borrow().keys().cloned().collect();
-    for k in keys {
-        let v = m.borrow().get(&k).cloned();
+/// [`copy_map`] followed by Helm's `cleanNilValues`, in one walk: no null in the copy's
+/// tables (lists are copied as they are, nulls in them kept, as the clean leaves them).
+fn copy_map_clean(m: &Map) -> Map {
+    let mut c = m.borrow().clone();
+    c.retain(|_, v| !v.is_nil());
+    for v in c.values_mut() {
         match v {
-            Some(Value::Nil) => {
-                m.borrow_mut().remove(&k);
-            }
-            Some(Value::Map(sub)) => clean_nil_values(&sub),
+            Value::Map(sub) => *v = Value::Map(copy_map_clean(sub)),
+            other if holds_table(other) => *other = copy_value(other),
             _ => {}
         }
     }
+    Rc::new(RefCell::new(c))
 }
 
-/// `coalesceTablesFullKey`: `dst` wins; `src` fills in.
-pub fn coalesce_tables(dst: &Map, src: &Map, prefix: &str, merge: bool) {
+/// `coalesceTablesFullKey`: `dst` wins; `src` fills in. (Helm's key prefix only names the
+/// key in warnings, which are not printed, so it is not built.)
+///
+/// Without copying keys up front: `dst`'s nulls are put into `src` as Helm does, noting
+/// the keys where that replaced a value (under coalescing, the null then deletes the key
+/// from `dst`); then `src` is walked in place. `src` stays borrowed meanwhile, which is
+/// sound because no table is its own descendant and `src` is never inside `dst` (every
+/// caller passes a copy it has just made, or a section of one, as one side).
+pub fn coalesce_tables(dst: &Map, src: &Map, merge: bool) {
     if std::rc::Rc::ptr_eq(dst, src) {
         return;
     }
-    let src_non_nil: std::collections::HashSet<String> = src
-        .borrow()
-        .iter()
-        .filter(|(_, v)| !v.is_nil())
-        .map(|(k, _)| k.clone())
-        .collect();
-    let nil_keys: Vec<String> = dst
-        .borrow()
-        .iter()
-        .filter(|(_, v)| v.is_nil())
-        .map(|(k, _)| k.clone())
-        .collect();
-    for k in nil_keys {
-        src.borrow_mut().insert(k, Value::Nil);
+    // Sorted, as `dst` is walked in order.
+    let mut deleted: Vec<String> = Vec::new();
+    {
+        let d = dst.borrow();
+        if d.values().any(Value::is_nil) {
+            let mut s = src.borrow_mut();
+            for (k, _) in d.iter().filter(|(_, v)| v.is_nil()) {
+                let had = s
+                    .insert(k.clone(), Value::Nil)
+                    .is_some_and(|old| !old.is_nil());
+                if had && !merge {
+                    deleted.push(k.clone());
+                }
+            }
+        }
     }
-    let entries: Vec<(String, Value)> = src
-        .borrow()
-        .iter()
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    for (key, val) in entries {
-        let dv = dst.borrow().get(&key).cloned();
+    let s = src.borrow();
+    for (key, val) in s.iter() {
+        let dv = dst.borrow().get(key).cloned();
         match dv {
-            Some(Value::Nil) if !merge && src_non_nil.contains(&key) => {
-                dst.borrow_mut().remove(&key);
+            // Only a key null in `dst` before the walk can be null there now (a null
+            // copied in below is not met again).
+            Some(Value::Nil) if deleted.binary_search(key).is_ok() => {
+                dst.borrow_mut().remove(key);
             }
             None => {
-                dst.borrow_mut().insert(key, val);
+                dst.borrow_mut().insert(key.clone(), val.clone());
             }
             Some(Value::Map(dm)) => {
-                if let Value::Map(sm) = &val {
-                    coalesce_tables(&dm, sm, &concat_prefix(prefix, &key), merge);
+                if let Value::Map(sm) = val {
+                    coalesce_tables(&dm, sm, merge);
                 }
             }
             Some(_) => {}
@@ -247,7 +243,7 @@ pub fn coalesce_tables(dst: &Map, src: &Map, prefix: &str, merge: bool) {
 
 /// `MergeTables(dst, src)`.
 fn merge_tables(dst: &Map, src: &Map) {
-    coalesce_tables(dst, src, "", true);
+    coalesce_tables(dst, src, true);
 }
 
 /// `Values.Table(path)`: the map at a dotted path.
@@ -402,9 +398,11 @@ fn process_import_values(c: &mut Chart) {
             }
         }
     }
-    let merged = copy_map(&cvals);
-    merge_tables(&merged, &b);
-    c.values = Value::Map(merged);
+    // `cvals` is this function's own copy (`merge_values` copies every table it takes in,
+    // and what went into `b` was copied out of it), so it is merged into as it is rather
+    // than copied once more.
+    merge_tables(&cvals, &b);
+    c.values = Value::Map(cvals);
 }
 
 fn path_to_map(path: &str, data: &Map) -> Map {
@@ -477,6 +475,11 @@ pub fn load_values(text: &str) -> Result<Map, ValuesError> {
             }
         })?;
         match v {
+            // The first map is taken as it is: merging it into the empty table would only
+            // copy its entries (it is read here, so nothing else holds it).
+            Value::Map(m) if out.borrow().is_empty() => {
+                std::mem::swap(&mut *out.borrow_mut(), &mut *m.borrow_mut());
+            }
             Value::Map(m) => merge_user(&out, &m),
             Value::Nil => {}
             other => {
@@ -496,8 +499,13 @@ pub fn load_values(text: &str) -> Result<Map, ValuesError> {
         }
         Ok(())
     };
+    // Most files have no `---` line: then the whole text is one document, and the lines
+    // need not be walked.
+    if !text.starts_with("---") && !text.contains("\n---") {
+        pos = text.len();
+    }
     while pos < text.len() {
-        let end = text[pos..].find('\n').map_or(text.len(), |i| pos + i + 1);
+        let end = (super::yaml::find_newline(text.as_bytes(), pos) + 1).min(text.len());
         let line = &text[pos..end];
         if let Some(rest) = line.strip_prefix("---") {
             let trimmed = rest.trim();
@@ -1593,10 +1601,116 @@ mod tests {
         );
     }
 
+    /// Helm's `coalesceTablesFullKey` as it was first ported (keys collected up front), to
+    /// pin the in-place walk to it.
+    fn coalesce_tables_collected(dst: &Map, src: &Map, merge: bool) {
+        if Rc::ptr_eq(dst, src) {
+            return;
+        }
+        let src_non_nil: Vec<String> = src
+            .borrow()
+            .iter()
+            .filter(|(_, v)| !v.is_nil())
+            .map(|(k, _)| k.clone())
+            .collect();
+        let nil_keys: Vec<String> = dst
+            .borrow()
+            .iter()
+            .filter(|(_, v)| v.is_nil())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in nil_keys {
+            src.borrow_mut().insert(k, Value::Nil);
+        }
+        let entries: Vec<(String, Value)> = src
+            .borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        for (key, val) in entries {
+            let dv = dst.borrow().get(&key).cloned();
+            match dv {
+                Some(Value::Nil) if !merge && src_non_nil.contains(&key) => {
+                    dst.borrow_mut().remove(&key);
+                }
+                None => {
+                    dst.borrow_mut().insert(key, val);
+                }
+                Some(Value::Map(dm)) => {
+                    if let Value::Map(sm) = &val {
+                        coalesce_tables_collected(&dm, sm, merge);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+    }
+
+    /// Helm's `cleanNilValues` as it was first ported.
+    fn clean_nil_collected(m: &Map) {
+        let keys: Vec<String> = m.borrow().keys().cloned().collect();
+        for k in keys {
+            let v = m.borrow().get(&k).cloned();
+            match v {
+                Some(Value::Nil) => {
+                    m.borrow_mut().remove(&k);
+                }
+                Some(Value::Map(sub)) => clean_nil_collected(&sub),
+                _ => {}
+            }
+        }
+    }
+
+    fn json(m: &Map) -> String {
+        crate::helm::yaml::to_json(&Value::Map(m.clone()), false, false)
+    }
+
+    const TABLES: &[&str] = &[
+        "{}",
+        "a: null\n",
+        "a: 1\nb: null\nc: {d: null, e: 2, f: {g: null}}\nl: [null, {x: null}]\n",
+        "a: {b: null, c: 1}\nd: null\n",
+        "a: {b: 2, d: 3}\nd: 4\ne: null\n",
+        "a: x\nc: {d: 1, f: 3}\nl: [1]\nb: {z: null}\n",
+        "c: null\nb: 7\nn: null\n",
+    ];
+
+    #[test]
+    fn coalescing_in_place_is_the_collected_walk() {
+        for merge in [false, true] {
+            for d in TABLES {
+                for s in TABLES {
+                    let (d1, s1) = (m(d), m(s));
+                    let (d2, s2) = (m(d), m(s));
+                    coalesce_tables(&d1, &s1, merge);
+                    coalesce_tables_collected(&d2, &s2, merge);
+                    let case = format!("merge={merge} dst={d:?} src={s:?}");
+                    assert_eq!(json(&d1), json(&d2), "dst, {case}");
+                    // Helm writes dst's nulls into src; that stays as it was too.
+                    assert_eq!(json(&s1), json(&s2), "src, {case}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_clean_copy_is_a_copy_cleaned() {
+        for t in TABLES {
+            let orig = m(t);
+            let before = json(&orig);
+            let fused = copy_map_clean(&orig);
+            let two_steps = copy_map(&orig);
+            clean_nil_collected(&two_steps);
+            assert_eq!(json(&fused), json(&two_steps), "{t:?}");
+            // The defaults are only read.
+            assert_eq!(json(&orig), before, "{t:?}");
+        }
+    }
+
     #[test]
     fn null_deletes_a_default() {
         let dst = m("a: {b: null, c: 1}\n");
-        coalesce_tables(&dst, &m("a: {b: 2, d: 3}\n"), "", false);
+        coalesce_tables(&dst, &m("a: {b: 2, d: 3}\n"), false);
         assert_eq!(
             crate::helm::yaml::to_json(&Value::Map(dst), false, false),
             r#"{"a":{"c":1,"d":3}}"#

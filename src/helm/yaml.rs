@@ -30,6 +30,29 @@ impl std::fmt::Display for YamlError {
     }
 }
 
+/// Where the first `\n` at or after `from` is in `b`, or `b.len()`. Eight bytes a step (a
+/// byte at a time, skipping the comment lines of a values.yaml was a tenth of reading it).
+pub(crate) fn find_newline(b: &[u8], from: usize) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut i = from.min(b.len());
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let x = w ^ (LO * u64::from(b'\n'));
+        // The lowest set high bit marks the first zero byte of `x` (a borrow only ever
+        // marks bytes above a real zero).
+        let z = x.wrapping_sub(LO) & !x & HI;
+        if z != 0 {
+            return i + (z.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    b[i..]
+        .iter()
+        .position(|&c| c == b'\n')
+        .map_or(b.len(), |j| i + j)
+}
+
 /// Reads every document of a stream (empty documents become `Nil`).
 pub fn parse_all(text: &str) -> Result<Vec<Value>, YamlError> {
     parse_all_mode(text, false)
@@ -249,6 +272,14 @@ fn resolve_scalar(text: &str, style: ScalarStyle, tag: Option<String>) -> Value 
     Value::str(text)
 }
 
+/// Whether a plain scalar's value is its text (not null, a bool or a number), as
+/// [`resolve_scalar`] would find without making the string it would give.
+fn plain_is_str(text: &str) -> bool {
+    !matches!(text, "" | "~" | "null" | "Null" | "NULL")
+        && resolve_bool(text).is_none()
+        && resolve_number(text).is_none()
+}
+
 fn resolve_bool(text: &str) -> Option<bool> {
     match text {
         "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
@@ -274,10 +305,15 @@ fn resolve_number(text: &str) -> Option<Value> {
         ".nan" | ".NaN" | ".NAN" => return Some(Value::Float(f64::NAN)),
         _ => {}
     }
-    let plain: String = text.chars().filter(|&c| c != '_').collect();
+    // Borrowed unless there is a `_` to drop: most numbers in a values file have none.
+    let plain: std::borrow::Cow<str> = if text.contains('_') {
+        text.replace('_', "").into()
+    } else {
+        text.into()
+    };
     let (neg, body) = match plain.strip_prefix('-') {
-        Some(b) => (true, b.to_string()),
-        None => (false, plain.strip_prefix('+').unwrap_or(&plain).to_string()),
+        Some(b) => (true, b),
+        None => (false, plain.strip_prefix('+').unwrap_or(&plain)),
     };
     if body.is_empty() {
         return None;
@@ -568,9 +604,7 @@ fn scalar_string(s: &str, _key: bool) -> std::borrow::Cow<'_, str> {
     // from plain to single quotes when only the syntax is in the way (`tpl` re-reads such
     // text, so the style matters).
     // The empty string reads back as null, so it is double-quoted too.
-    let other_type = !matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::Str(_))
-        || is_base60_float(s)
-        || is_timestamp(s);
+    let other_type = !plain_is_str(s) || is_base60_float(s) || is_timestamp(s);
     std::borrow::Cow::Owned(
         if other_type || s.chars().any(|c| c.is_control() || c == '\u{feff}') {
             double_quote(s)
@@ -584,7 +618,7 @@ fn plain_ok(s: &str) -> bool {
     if s.is_empty() || s.trim() != s {
         return false;
     }
-    if !matches!(resolve_scalar(s, ScalarStyle::Plain, None), Value::Str(_)) {
+    if !plain_is_str(s) {
         return false;
     }
     // go-yaml's emitter (`yaml_emitter_analyze_scalar`): most indicators may not start a

@@ -14,7 +14,7 @@
 //! comments, `...`, directives, non-printable characters, odd indentation), is a [`Bail`]: the
 //! caller reads the whole text with granit, so every error and its line stay granit's.
 
-use super::{key_string, resolve_scalar, stringify_scalar};
+use super::{find_newline, key_string, plain_is_str, resolve_scalar, stringify_scalar};
 use crate::helm::template::value::Value;
 use granit_parser::ScalarStyle;
 use std::borrow::Cow;
@@ -46,6 +46,7 @@ pub(super) fn parse_all(text: &str, strings: bool) -> Option<Vec<Value>> {
         peeked: None,
         strings,
         depth: 0,
+        anchors: Vec::new(),
     };
     r.stream().ok()
 }
@@ -54,42 +55,39 @@ pub(super) fn parse_all(text: &str, strings: bool) -> Option<Vec<Value>> {
 /// and CR before LF, DEL, C1 controls (NEL among them), U+2028/U+2029, a BOM inside the text,
 /// U+FFFE/U+FFFF.
 fn printable(b: &[u8]) -> bool {
+    // 32 bytes a step, most of a file: printable ASCII, LF and tab, checked without a branch
+    // per byte (the compiler compares them as vectors). Only a step holding something else
+    // (UTF-8, CR, a control) is looked at byte by byte.
     let mut i = 0;
     while i < b.len() {
-        // Eight printable ASCII bytes at a time: most of a file.
-        if let Some(chunk) = b.get(i..i + 8) {
-            let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-            // High bit clear, no byte below 0x20, no 0x7F.
-            let high = w & 0x8080_8080_8080_8080;
-            let low = w.wrapping_sub(0x2020_2020_2020_2020) & !w & 0x8080_8080_8080_8080;
-            let del = {
-                let x = w ^ 0x7F7F_7F7F_7F7F_7F7F;
-                x.wrapping_sub(0x0101_0101_0101_0101) & !x & 0x8080_8080_8080_8080
-            };
-            if high | low | del == 0 {
-                i += 8;
-                continue;
-            }
+        let end = (i + 32).min(b.len());
+        let step = &b[i..end];
+        let ascii = step.iter().fold(true, |ok, &c| {
+            ok & ((0x20..0x7F).contains(&c) | (c == b'\n') | (c == b'\t'))
+        });
+        if !((step.len() == 32 && ascii) || (i..end).all(|j| printable_at(b, j))) {
+            return false;
         }
-        let c = b[i];
-        match c {
-            0x20..=0x7E | b'\n' | b'\t' => {}
-            b'\r' if b.get(i + 1) == Some(&b'\n') => {}
-            0xC2 if matches!(b.get(i + 1), Some(0x80..=0x9F)) => return false,
-            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => {
-                return false;
-            }
-            0xEF if (b.get(i + 1) == Some(&0xBB) && b.get(i + 2) == Some(&0xBF))
-                || (b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF))) =>
-            {
-                return false;
-            }
-            0x80..=0xFF => {}
-            _ => return false,
-        }
-        i += 1;
+        i = end;
     }
     true
+}
+
+/// The byte at `i` (with the bytes after it, for a multi-byte character) is one granit
+/// takes as it is.
+fn printable_at(b: &[u8], i: usize) -> bool {
+    match b[i] {
+        0x20..=0x7E | b'\n' | b'\t' => true,
+        b'\r' => b.get(i + 1) == Some(&b'\n'),
+        0xC2 => !matches!(b.get(i + 1), Some(0x80..=0x9F)),
+        0xE2 => !(b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9))),
+        0xEF => {
+            !((b.get(i + 1) == Some(&0xBB) && b.get(i + 2) == Some(&0xBF))
+                || (b.get(i + 1) == Some(&0xBF) && matches!(b.get(i + 2), Some(0xBE | 0xBF))))
+        }
+        0x80..=0xFF => true,
+        _ => false,
+    }
 }
 
 /// YAML's indicator characters: a plain scalar does not start with one (`-`, `?` and `:`
@@ -143,6 +141,9 @@ struct Reader<'t> {
     peeked: Option<(usize, Option<usize>)>,
     strings: bool,
     depth: usize,
+    /// The scalars anchored so far in this document, latest last (a name anchored again
+    /// is found at its latest).
+    anchors: Vec<(&'t str, Value)>,
 }
 
 impl<'t> Reader<'t> {
@@ -169,10 +170,7 @@ impl<'t> Reader<'t> {
 
     /// Where the line holding `p` ends (before its CR LF or LF).
     fn content_end(&self, p: usize) -> usize {
-        let e = self.b[p.min(self.b.len())..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(self.b.len(), |i| p + i);
+        let e = find_newline(self.b, p);
         if e > p && self.b[e - 1] == b'\r' {
             e - 1
         } else {
@@ -182,11 +180,7 @@ impl<'t> Reader<'t> {
 
     /// Moves to the start of the line after the one holding `p`.
     fn next_line(&mut self, p: usize) {
-        let p = p.min(self.b.len());
-        self.pos = self.b[p..]
-            .iter()
-            .position(|&c| c == b'\n')
-            .map_or(self.b.len(), |i| p + i + 1);
+        self.pos = (find_newline(self.b, p) + 1).min(self.b.len());
         self.line_start = self.pos;
     }
 
@@ -261,6 +255,8 @@ impl<'t> Reader<'t> {
                     open = true;
                 }
                 Some(ind) => {
+                    // Anchors are a document's own: an alias to an earlier one is granit's.
+                    self.anchors.clear();
                     docs.push(self.block_node(ind)?);
                     open = false;
                     if self.next_content()?.is_some() {
@@ -472,10 +468,8 @@ impl<'t> Reader<'t> {
         loop {
             let k = match key.plain {
                 // A plain key that is not null, a bool or a number is its text in both modes.
-                true => match resolve_scalar(&key.text, ScalarStyle::Plain, None) {
-                    Value::Str(_) => key.text.into_owned(),
-                    _ => key_string(&self.scalar(&key.text, true)),
-                },
+                true if plain_is_str(&key.text) => key.text.into_owned(),
+                true => key_string(&self.scalar(&key.text, true)),
                 false => key.text.into_owned(),
             };
             self.pos = key.after;
@@ -529,6 +523,8 @@ impl<'t> Reader<'t> {
             b'\t' => Err(Bail),
             b'|' | b'>' => self.block_scalar(p, col),
             b'[' | b'{' => self.flow(p),
+            b'&' => self.anchored(p, col),
+            b'*' => self.alias(p),
             b'-' if self.dash(p) => {
                 if !in_seq {
                     return Err(Bail);
@@ -558,6 +554,57 @@ impl<'t> Reader<'t> {
                 }
             }
         }
+    }
+
+    /// An anchor name from `p`: letters, digits, `_` and `-` (where go-yaml and granit end
+    /// it alike), then a space or the end of the line; and where it ends.
+    fn anchor_name(&self, p: usize) -> R<(&'t str, usize)> {
+        let mut q = p;
+        while matches!(self.at(q), b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-') {
+            q += 1;
+        }
+        if q == p || !self.blank(q) {
+            return Err(Bail);
+        }
+        Ok((&self.s[p..q], q))
+    }
+
+    /// `&name` and a scalar after it on its line (a key's value, or an entry's): the scalar,
+    /// remembered for the aliases after it. An anchored collection, null or block scalar,
+    /// and an anchor on a key, are granit's.
+    fn anchored(&mut self, p: usize, col: usize) -> R<Value> {
+        let (name, q) = self.anchor_name(p + 1)?;
+        let q = self.skip_spaces(q);
+        if self.eol(q)
+            || self.dash(q)
+            || matches!(
+                self.at(q),
+                b'#' | b'\t' | b'|' | b'>' | b'[' | b'{' | b'&' | b'*' | b'!'
+            )
+        {
+            return Err(Bail);
+        }
+        self.pos = q;
+        // Not as an entry: `- &a k: v` (which node is anchored) is granit's, and a plain
+        // scalar holding `: ` bails.
+        let v = self.value(col, false)?;
+        if matches!(v, Value::Map(_) | Value::List(_)) {
+            return Err(Bail);
+        }
+        self.anchors.push((name, v.clone()));
+        Ok(v)
+    }
+
+    /// `*name` alone on its line (but for a comment): the scalar anchored by that name.
+    fn alias(&mut self, p: usize) -> R<Value> {
+        let (name, q) = self.anchor_name(p + 1)?;
+        let v = match self.anchors.iter().rev().find(|(n, _)| *n == name) {
+            Some((_, v)) => v.clone(),
+            // An unknown anchor is granit's error.
+            None => return Err(Bail),
+        };
+        self.end_of_line(q)?;
+        Ok(v)
     }
 
     /// A plain scalar from `p`, with the lines that continue it (more indented than the
@@ -898,6 +945,17 @@ mod tests {
         "a: 0x1F\nb: 0o17\nc: 017\nd: 08\ne: 0b101\nf: -0x1F\ng: 0xZZ\n",
         "a: 1e3\nb: 1E3\nc: 1.5e-3\nd: 1.\ne: .5\nf: -.5\ng: 1e\nh: e3\n",
         "a: .inf\nb: -.inf\nc: .Inf\nd: +.INF\ne: .nan\nf: .NaN\ng: inf\nh: nan\n",
+        // Scalar anchors and their aliases (alertmanager's `containerPortName`).
+        "a: &x 1\nb: *x\n",
+        "a: &x http\nb:\n  c: *x\n  d: *x # c\n",
+        "a: &x 'q'\nb: &y \"1\"\nc: *y\nd: *x\n",
+        "a: &x-1_b yes\nb: *x-1_b\n",
+        "a: &x 1\nb: &x 2\nc: *x\n",
+        "a: &x   0644   # c\nb: *x   \n",
+        "a: &x one\n  two\nb: *x\n",
+        "- &x a\n- *x\n- b: *x\n",
+        "a:\n- &x a\n- *x\n",
+        "a: &x ~\nb: *x\nc: &y null\nd: *y\n",
         "a: +1\nb: -1\nc: -0\nd: +0\ne: 0\nf: 00\ng: +\n",
         "a: 1_000\nb: 1_0.5\nc: _1\nd: 1__0\n",
         "a: 12345678901234567890123\nb: 18446744073709551615\nc: 18446744073709551616\nd: -9223372036854775808\n",
@@ -970,7 +1028,6 @@ mod tests {
     /// Snippets outside the subset (or invalid YAML).
     const BAILED: &[&str] = &[
         "? a\n: b\n",
-        "a: &x 1\nb: *x\n",
         "a: !!str 1\n",
         "a: !foo x\n",
         "<<: {a: 1}\n",
@@ -1040,6 +1097,32 @@ mod tests {
         "a: %x\n",
         "-a: 1\n",
         "&a a: 1\n",
+        // Anchors beyond a scalar value, and aliases beyond a whole value.
+        "a: &x\nb: *x\n",
+        "a: &x # c\nb: *x\n",
+        "a: &x\n  b: 1\nc: *x\n",
+        "a: &x [1]\nb: *x\n",
+        "a: &x {}\nb: *x\n",
+        "a: &x |\n  t\nb: *x\n",
+        "a: &x &y 1\nb: *x\n",
+        "a: &x *y\n",
+        "a: &x !!str 1\nb: *x\n",
+        "a: &x - 1\n",
+        "a: &x\tb\n",
+        "a: &x:y 1\nb: *x:y\n",
+        "a: &x.y 1\nb: *x.y\n",
+        "a: &x b: c\n",
+        "- &x a: 1\n- *x\n",
+        "b: *x\n",
+        "a: *x\n",
+        "a: &x 1\n---\nb: *x\n",
+        "a: &x 1\nb: *x c\n",
+        "a: &x 1\nb: *x: c\n",
+        "a: &x 1\n*x : c\n",
+        "a: &x 1\nb: [*x]\n",
+        "a: &x 1\nb:\n  *x: c\n",
+        "a: &\nb: 1\n",
+        "a: *\n",
     ];
 
     #[test]
@@ -1071,6 +1154,47 @@ mod tests {
         // A BOM is dropped before either reader.
         let a = parse_all("\u{feff}a: 1\n").unwrap();
         assert!(same_docs(&a, &parse_all("a: 1\n").unwrap()));
+    }
+
+    #[test]
+    fn a_bad_character_is_found_wherever_it_sits() {
+        // Every place in and around the 32- and 8-byte steps, next to printable ASCII,
+        // UTF-8, LF and tab, which all pass.
+        let ok = "ab: c\td é\n# x ü 日本\n";
+        for bad in [
+            "\u{7}", "\u{7f}", "\u{85}", "\u{2028}", "\u{feff}", "\u{fffe}", "\r",
+        ] {
+            for at in 0..80 {
+                let mut t: String = ok.chars().cycle().take(at).collect();
+                t.push_str(bad);
+                t.push_str("x: y\n");
+                assert!(!printable(t.as_bytes()), "{bad:?} after {at} characters");
+                assert!(printable(t.replace(bad, "").as_bytes()));
+            }
+        }
+        assert!(printable(b"a: b\r\nc: d\r\n"));
+    }
+
+    #[test]
+    fn newlines_are_found_as_a_byte_search_finds_them() {
+        for len in 0..40 {
+            for nl in (0..len).chain([usize::MAX]) {
+                let b: Vec<u8> = (0..len)
+                    .map(|i| if i == nl { b'\n' } else { b'x' })
+                    .collect();
+                for from in 0..=len + 1 {
+                    let naive = b
+                        .get(from.min(len)..)
+                        .and_then(|r| r.iter().position(|&c| c == b'\n'))
+                        .map_or(len, |i| from.min(len) + i);
+                    assert_eq!(
+                        find_newline(&b, from),
+                        naive,
+                        "len {len} nl {nl} from {from}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
