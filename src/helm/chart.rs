@@ -54,7 +54,7 @@ pub struct Chart {
 /// needs only its text, so a pool job does that while the chart loads and renders
 /// ([`super::ahead`]). traefik's 181 KB schema was a fifth of its render.
 pub struct Schema {
-    pub text: Arc<str>,
+    text: Arc<str>,
     compiled: super::ahead::Ahead<Result<jsonschema::Validator, String>>,
 }
 
@@ -80,14 +80,6 @@ impl Schema {
 
     fn compile_ahead(&self) {
         self.compiled.run(|| self.compile());
-    }
-}
-
-impl std::fmt::Debug for Schema {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Schema")
-            .field("text_len", &self.text.len())
-            .finish()
     }
 }
 

@@ -311,14 +311,14 @@ pub fn render_chart(
         message: format!("invalid kube version {kube_version:?}"),
     })?;
     let vals = values::coalesce_values(&chart, user);
-    // The schemas are checked beside the render, as a job on rayon's pool (each compiled
-    // ahead since the load, chart::Schema, or compiled by this job: jsonschema first
-    // validates a schema against its meta-schema, a tenth of rendering the charts that have
-    // one). A pool thread is already started and its
-    // allocator heap already has pages; a thread started per render paid for both (traefik's
-    // schema). Inside `kiln render`, where this thread is itself a pool thread and none may be
-    // free, the scope runs the job here when the render is done. Helm checks the schemas
-    // first, so their error, if any, wins over whatever the render met.
+    // The schemas are checked beside the render, as a job on rayon's pool. Each was
+    // compiled ahead since the load (chart::Schema), or this job compiles it: jsonschema
+    // first validates a schema against its meta-schema, a tenth of rendering the charts that
+    // have one. A pool thread is already started and its allocator heap already has pages;
+    // a thread started per render paid for both (traefik's schema). Inside `kiln render`,
+    // where this thread is itself a pool thread and none may be free, the scope runs the job
+    // here when the render is done. Helm checks the schemas first, so their error, if any,
+    // wins over whatever the render met.
     let mut jobs = Vec::new();
     schema_jobs(&chart, &vals, &mut jobs);
     if jobs.is_empty() {

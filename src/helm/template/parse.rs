@@ -456,24 +456,12 @@ pub struct Slot {
     parsed: Ahead<Box<Result<Parsed, ParseError>>>,
 }
 
-impl std::fmt::Debug for Slot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Slot")
-            .field("text_len", &self.text.len())
-            .finish()
-    }
-}
-
 impl Slot {
     pub fn new(text: Arc<str>) -> Arc<Slot> {
         Arc::new(Slot {
             text,
             parsed: Ahead::default(),
         })
-    }
-
-    pub fn text(&self) -> &str {
-        &self.text
     }
 
     /// The tree of this text, parsed as `name`: the one parsed ahead if there is one (a
