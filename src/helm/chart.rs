@@ -182,49 +182,74 @@ pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
 }
 
 /// Builds the chart and its unpacked subcharts from their files, after handing every
-/// template text to a pool thread to parse ([`parse::parse_ahead`]) while this thread goes
+/// template text to a pool thread to parse ([`parse::parse_slots`]), with every values.schema.json to compile first, while this thread goes
 /// on to Chart.yaml, values.yaml and then the render's values: a render takes the trees
 /// from the other end ([`Slot::take`]). A file taken for a template here that the loader
 /// then files otherwise is still its bytes; a template missed here is parsed by the render.
 fn build(fs: Option<&dyn FileSystem>, files: Vec<(String, FileData)>, shown: &str) -> R<Chart> {
-    let mut ahead: BTreeMap<String, Arc<Slot>> = BTreeMap::new();
+    let mut ahead = Ahead::default();
     for (name, data) in &files {
         if let FileData::Loaded(d) = data
-            && is_template_path(name)
             && let Ok(t) = std::str::from_utf8(d)
         {
-            ahead.insert(name.clone(), Slot::new(Arc::from(t)));
+            if is_template_path(name) {
+                ahead
+                    .templates
+                    .insert(name.clone(), Slot::new(Arc::from(t)));
+            } else if is_schema_path(name) {
+                ahead
+                    .schemas
+                    .insert(name.clone(), Schema::new(Arc::from(t)));
+            }
         }
     }
     // The render takes deeper paths first, each depth in reverse order (Helm's order):
     // the pool starts at the other end.
     let mut order: Vec<(usize, &String, &Arc<Slot>)> = ahead
+        .templates
         .iter()
         .map(|(n, s)| (n.matches('/').count(), n, s))
         .collect();
     order.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
-    parse::parse_ahead(
-        order.into_iter().map(|(_, _, s)| s.clone()).collect(),
-        &super::engine::resolve,
-    );
-    let chart = from_files(fs, files, shown, "", &mut ahead)?;
-    let mut schemas = Vec::new();
-    all_schemas(&chart, &mut schemas);
-    if !schemas.is_empty() {
+    let slots: Vec<Arc<Slot>> = order.into_iter().map(|(_, _, s)| s.clone()).collect();
+    let schemas: Vec<Arc<Schema>> = ahead.schemas.values().cloned().collect();
+    // One job, not one per kind of work: on two cores, a second job beside the render
+    // thread took the render's core (traefik's render was 20-40 % slower with two pool
+    // threads than with one). The schemas go first: the render's schema check waits for a
+    // schema being compiled, but compiles one nobody has started, on a third thread.
+    if !slots.is_empty() || !schemas.is_empty() {
         rayon::spawn(move || {
             for s in &schemas {
                 s.compile_ahead();
             }
+            parse::parse_slots(&slots, &super::engine::resolve);
         });
     }
-    Ok(chart)
+    from_files(fs, files, shown, "", &mut ahead)
 }
 
-/// The schemas of `c` and its subcharts, in the order the render checks them.
-fn all_schemas(c: &Chart, out: &mut Vec<Arc<Schema>>) {
-    out.extend(c.schema.clone());
-    for sub in &c.subcharts {
-        all_schemas(sub, out);
+/// What [`build`] hands to the pool before the loader files anything, by walk name: template
+/// texts to parse and values.schema.json texts to compile. [`from_files`] takes each for
+/// the chart file it belongs to; one it does not take (a file the loader files otherwise)
+/// is work done for nothing, never a wrong result.
+#[derive(Default)]
+struct Ahead {
+    templates: BTreeMap<String, Arc<Slot>>,
+    schemas: BTreeMap<String, Arc<Schema>>,
+}
+
+/// Whether a walk name is the values.schema.json of the chart or of an unpacked subchart
+/// (`charts/<name>/`, at any depth).
+fn is_schema_path(name: &str) -> bool {
+    let mut rest = name;
+    loop {
+        if rest == "values.schema.json" {
+            return true;
+        }
+        match rest.strip_prefix("charts/").and_then(|r| r.split_once('/')) {
+            Some((_, r)) => rest = r,
+            None => return false,
+        }
     }
 }
 
@@ -518,7 +543,7 @@ fn from_files(
     files: Vec<(String, FileData)>,
     shown: &str,
     prefix: &str,
-    ahead: &mut BTreeMap<String, Arc<Slot>>,
+    ahead: &mut Ahead,
 ) -> R<Chart> {
     let mut meta = None;
     let mut values = Value::map(BTreeMap::new());
@@ -580,7 +605,13 @@ fn from_files(
                         e.map_or_else(|| "not valid JSON".to_string(), |e| e.to_string()),
                     ));
                 }
-                schema = Some(Schema::new(Arc::from(t)));
+                let walked = format!("{prefix}{name}");
+                schema = Some(
+                    ahead
+                        .schemas
+                        .remove(&walked)
+                        .unwrap_or_else(|| Schema::new(Arc::from(t))),
+                );
             }
             // The lock files are read (a broken one fails the load) but are not `.Files`;
             // requirements.yaml and requirements.lock are, for apiVersion v1 charts only.
@@ -597,7 +628,7 @@ fn from_files(
             }
             _ => {
                 let walked = format!("{prefix}{name}");
-                let slot = match ahead.remove(&walked) {
+                let slot = match ahead.templates.remove(&walked) {
                     Some(slot) => slot,
                     None => {
                         let t = String::from_utf8(data)
@@ -1015,6 +1046,28 @@ fn go_pattern_valid(pattern: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pre-pass hands the pool the schemas of the chart and of unpacked subcharts at
+    /// any depth, and nothing else with that base name.
+    #[test]
+    fn schema_paths_are_the_charts_and_unpacked_subcharts() {
+        for yes in [
+            "values.schema.json",
+            "charts/sub/values.schema.json",
+            "charts/a/charts/b/values.schema.json",
+        ] {
+            assert!(is_schema_path(yes), "{yes}");
+        }
+        for no in [
+            "templates/values.schema.json",
+            "files/values.schema.json",
+            "charts/values.schema.json",
+            "charts/sub/files/values.schema.json",
+            "values.schema.jsonx",
+        ] {
+            assert!(!is_schema_path(no), "{no}");
+        }
+    }
 
     /// What real Helm v4.2.3 answers (helm-python-sdk `Chart.load` with the rule as the
     /// whole .helmignore): `**` and malformed patterns fail the load; the rest load.

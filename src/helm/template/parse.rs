@@ -445,7 +445,7 @@ pub fn parse_shared(
 const AHEAD_NAME: &str = "(parsed ahead)";
 
 /// A chart template's text and its parse, done ahead by a pool thread while the chart
-/// loads ([`parse_ahead`]) or by the render, which takes each tree in Helm's order
+/// loads ([`parse_slots`]) or by the render, which takes each tree in Helm's order
 /// ([`Slot::take`]). Parsing is a quarter of rendering a large chart and needs nothing but
 /// the text, so it runs beside the loader's reading of values.yaml and the render's
 /// coalescing, which must stay on the render's thread (values are `Rc`s). The two go
@@ -485,19 +485,14 @@ impl Slot {
     }
 }
 
-/// Parses `slots` in their order on a pool thread, skipping any the render has reached
+/// Parses `slots` in their order, on a pool thread, skipping any the render has reached
 /// first. Nothing waits for this job: a render waits only on a slot this job is parsing at
 /// that moment, so a job that never gets a thread (every pool thread rendering, inside
 /// `kiln render`) delays nothing, and a slot nobody takes is simply dropped with its chart.
-pub fn parse_ahead(slots: Vec<Arc<Slot>>, func: &'static (dyn Fn(&str) -> Option<FuncId> + Sync)) {
-    if slots.is_empty() {
-        return;
+pub fn parse_slots(slots: &[Arc<Slot>], func: &dyn Fn(&str) -> Option<FuncId>) {
+    for s in slots {
+        s.ahead(func);
     }
-    rayon::spawn(move || {
-        for s in &slots {
-            s.ahead(func);
-        }
-    });
 }
 
 /// What ended a list: `{{end}}`, `{{else ...}}`.
@@ -1437,7 +1432,8 @@ mod tests {
                 .iter()
                 .map(|t| Slot::new(Arc::from(t.as_str())))
                 .collect();
-            parse_ahead(slots.clone(), func);
+            let job = slots.clone();
+            rayon::spawn(move || parse_slots(&job, func));
             for i in (0..4).rev() {
                 assert_eq!(
                     summary(&slots[i].take(names[i], &quote_only)),
