@@ -181,13 +181,13 @@ pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
     build(Some(fs), files, &shown)
 }
 
-/// Builds the chart and its unpacked subcharts from their files, after handing every
-/// template text to a pool thread to parse ([`parse::parse_slots`]), with every values.schema.json to compile first, while this thread goes
-/// on to Chart.yaml, values.yaml and then the render's values: a render takes the trees
-/// from the other end ([`Slot::take`]). A file taken for a template here that the loader
+/// Builds the chart and its unpacked subcharts from their files, after handing one pool
+/// job every values.schema.json to compile and then every template text to parse
+/// ([`parse::parse_slots`]), while this thread goes on to Chart.yaml, values.yaml and then
+/// the render's values: a render takes the trees from the other end ([`Slot::take`]). A file taken for a template here that the loader
 /// then files otherwise is still its bytes; a template missed here is parsed by the render.
 fn build(fs: Option<&dyn FileSystem>, files: Vec<(String, FileData)>, shown: &str) -> R<Chart> {
-    let mut ahead = Ahead::default();
+    let mut ahead = AheadWork::default();
     for (name, data) in &files {
         if let FileData::Loaded(d) = data
             && let Ok(t) = std::str::from_utf8(d)
@@ -233,7 +233,7 @@ fn build(fs: Option<&dyn FileSystem>, files: Vec<(String, FileData)>, shown: &st
 /// the chart file it belongs to; one it does not take (a file the loader files otherwise)
 /// is work done for nothing, never a wrong result.
 #[derive(Default)]
-struct Ahead {
+struct AheadWork {
     templates: BTreeMap<String, Arc<Slot>>,
     schemas: BTreeMap<String, Arc<Schema>>,
 }
@@ -543,7 +543,7 @@ fn from_files(
     files: Vec<(String, FileData)>,
     shown: &str,
     prefix: &str,
-    ahead: &mut Ahead,
+    ahead: &mut AheadWork,
 ) -> R<Chart> {
     let mut meta = None;
     let mut values = Value::map(BTreeMap::new());
@@ -1117,6 +1117,48 @@ mod tests {
         assert!(glob_match_double("[!a]bc", "bbc") && !glob_match_double("[!a]bc", "abc"));
         assert!(glob_match_double("[^a]bc", "^bc") && glob_match_double("[^a]bc", "abc"));
         assert!(!glob_match_double("[^a]bc", "bbc"));
+    }
+
+    /// One pool job per chart, schemas first (chart and unpacked subchart), then templates:
+    /// once the job has parsed the (last) template, every schema was compiled before it.
+    /// With a job per kind of work, the tiny template was parsed while the large schema
+    /// was still compiling on the other pool thread.
+    #[test]
+    fn the_ahead_job_compiles_every_schema_before_it_parses() {
+        let props: Vec<String> = (0..3000)
+            .map(|i| format!("\"p{i}\": {{\"type\": \"string\", \"pattern\": \"^a{i}[0-9]+$\"}}"))
+            .collect();
+        let big = format!(
+            "{{\"type\": \"object\", \"properties\": {{{}}}}}",
+            props.join(", ")
+        );
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
+            .add_file("/c/values.schema.json", "{\"type\": \"object\"}")
+            .add_file("/c/templates/t.yaml", "a: {{ .Values.a }}\n")
+            .add_file(
+                "/c/charts/sub/Chart.yaml",
+                "apiVersion: v2\nname: sub\nversion: 1.0.0\n",
+            )
+            .add_file("/c/charts/sub/values.schema.json", big.as_str());
+        for _ in 0..5 {
+            let c = load_with(&fs, Path::new("/c")).expect("loads");
+            let slot = &c.templates[0].1;
+            let mut waited = 0;
+            while !slot.is_parsed_ahead() {
+                assert!(waited < 30_000, "the template was never parsed ahead");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+                waited += 1;
+            }
+            let sub = &c.subcharts[0];
+            for s in [&c.schema, &sub.schema] {
+                let s = s.as_ref().expect("a schema");
+                assert!(
+                    s.compiled.is_done(),
+                    "a schema compiled after the templates"
+                );
+            }
+        }
     }
 
     /// A file the loader reads (a template) over 5 MiB fails the load, as in Helm; a file

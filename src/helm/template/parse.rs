@@ -464,6 +464,12 @@ impl Slot {
         })
     }
 
+    /// Whether the parse was done ahead and not yet taken.
+    #[cfg(test)]
+    pub fn is_parsed_ahead(&self) -> bool {
+        self.parsed.is_done()
+    }
+
     /// The tree of this text, parsed as `name`: the one parsed ahead if there is one (a
     /// thread parsing it now is waited for), else parsed here. A parse ahead that failed
     /// is parsed again, for the error under its own name. Each render takes its own tree:
