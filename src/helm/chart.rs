@@ -51,10 +51,14 @@ pub struct Chart {
 
 /// A chart's values.schema.json. Its syntax is checked at load (a load error, as kiln has
 /// always reported it); compiling it (jsonschema first checks it against its meta-schema)
-/// needs only its text, so a pool job does that while the chart loads and renders
-/// ([`super::ahead`]). traefik's 181 KB schema was a fifth of its render.
+/// needs only its text, so a pool job does both while the chart loads and renders
+/// ([`super::ahead`]): the JSON parse, whose outcome the loader takes at the end of the
+/// chart's files ([`Schema::syntax`]), then the compile, which the render takes.
+/// traefik's 181 KB schema was a fifth of its render, and checking its syntax a tenth of
+/// the loading thread's work.
 pub struct Schema {
     text: Arc<str>,
+    syntax: super::ahead::Ahead<Result<(), String>>,
     compiled: super::ahead::Ahead<Result<jsonschema::Validator, String>>,
 }
 
@@ -62,24 +66,58 @@ impl Schema {
     fn new(text: Arc<str>) -> Arc<Schema> {
         Arc::new(Schema {
             text,
+            syntax: Default::default(),
             compiled: Default::default(),
+        })
+    }
+
+    /// Whether the text is JSON, and serde_json's reason when it is not: as parsed ahead,
+    /// or checked now without building the document.
+    fn syntax(&self) -> Result<(), String> {
+        self.syntax.take().unwrap_or_else(|| {
+            // serde_json's skipping parser words some errors otherwise, so a failure is
+            // parsed again for the message a full parse gives.
+            if serde_json::from_str::<serde::de::IgnoredAny>(&self.text).is_ok() {
+                return Ok(());
+            }
+            let e = serde_json::from_str::<serde_json::Value>(&self.text).err();
+            Err(e.map_or_else(|| "not valid JSON".to_string(), |e| e.to_string()))
         })
     }
 
     /// The compiled schema, or jsonschema's reason it is not a valid one: the one compiled
     /// ahead, or compiled now. Each render takes its own.
     pub fn validator(&self) -> Result<jsonschema::Validator, String> {
-        self.compiled.take().unwrap_or_else(|| self.compile())
+        self.compiled.take().unwrap_or_else(|| self.compile(None))
     }
 
-    fn compile(&self) -> Result<jsonschema::Validator, String> {
-        let json: serde_json::Value =
-            serde_json::from_str(&self.text).map_err(|e| e.to_string())?;
+    fn compile(&self, json: Option<serde_json::Value>) -> Result<jsonschema::Validator, String> {
+        let json = match json {
+            Some(j) => j,
+            None => serde_json::from_str(&self.text).map_err(|e| e.to_string())?,
+        };
         jsonschema::validator_for(&json).map_err(|e| e.to_string())
     }
 
+    /// The pool's side: parses the text (the loader waits on this one), then compiles it.
     fn compile_ahead(&self) {
-        self.compiled.run(|| self.compile());
+        let mut json = None;
+        self.syntax.run(
+            || match serde_json::from_str::<serde_json::Value>(&self.text) {
+                Ok(j) => {
+                    json = Some(j);
+                    Ok(())
+                }
+                // The loader's verdict is the skipping parser's, which lets through what
+                // a full parse refuses (a lone surrogate): that is the compile's error.
+                Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(&self.text).is_ok() => {
+                    Ok(())
+                }
+                Err(e) => Err(e.to_string()),
+            },
+        );
+        // A text the loader checked itself is parsed here for the compile.
+        self.compiled.run(|| self.compile(json));
     }
 }
 
@@ -92,6 +130,22 @@ impl std::ops::Deref for ChartFiles {
     fn deref(&self) -> &Self::Target {
         &self.0
     }
+}
+
+/// A file's bytes as text, each invalid UTF-8 sequence replaced (Go prints `string(b)` so
+/// too). std's lossy conversion walks the bytes one by one; valid text, nearly every file,
+/// goes through the word-at-a-time validator instead: traefik's CRDs took a sixth of its
+/// render the other way.
+pub fn lossy_text(d: &[u8]) -> String {
+    match std::str::from_utf8(d) {
+        Ok(t) => t.to_owned(),
+        Err(_) => String::from_utf8_lossy(d).into_owned(),
+    }
+}
+
+/// [`lossy_text`] of bytes that are the caller's to keep: valid text is not copied.
+pub fn lossy_text_owned(d: Vec<u8>) -> String {
+    String::from_utf8(d).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// A chart file's content.
@@ -545,6 +599,27 @@ fn from_files(
     prefix: &str,
     ahead: &mut AheadWork,
 ) -> R<Chart> {
+    let mut schema_at = None;
+    let chart = chart_from_files(fs, files, shown, prefix, ahead, &mut schema_at);
+    // The schema's syntax, checked on the pool while the rest loaded. Helm meets it where
+    // the schema is in load order: an error before it returned before it was reached, and
+    // one after it (a later file, a subchart) comes second.
+    if let Some((schema, file)) = schema_at {
+        schema.syntax().map_err(|m| err(&file, m))?;
+    }
+    chart
+}
+
+/// [`from_files`] but for the schema's syntax: the schema found, with its file for the
+/// error, is left in `schema_at`.
+fn chart_from_files(
+    fs: Option<&dyn FileSystem>,
+    files: Vec<(String, FileData)>,
+    shown: &str,
+    prefix: &str,
+    ahead: &mut AheadWork,
+    schema_at: &mut Option<(Arc<Schema>, String)>,
+) -> R<Chart> {
     let mut meta = None;
     let mut values = Value::map(BTreeMap::new());
     let mut schema = None;
@@ -595,23 +670,13 @@ fn from_files(
             }
             "values.schema.json" => {
                 let t = text(&name, &data, shown)?;
-                // The syntax only, without building the document (the pool job builds and
-                // compiles it). serde_json's skipping parser words some errors otherwise,
-                // so a failure is parsed again for the message a full parse gives.
-                if serde_json::from_str::<serde::de::IgnoredAny>(t).is_err() {
-                    let e = serde_json::from_str::<serde_json::Value>(t).err();
-                    return Err(err(
-                        &format!("{shown}/{name}"),
-                        e.map_or_else(|| "not valid JSON".to_string(), |e| e.to_string()),
-                    ));
-                }
                 let walked = format!("{prefix}{name}");
-                schema = Some(
-                    ahead
-                        .schemas
-                        .remove(&walked)
-                        .unwrap_or_else(|| Schema::new(Arc::from(t))),
-                );
+                let s = ahead
+                    .schemas
+                    .remove(&walked)
+                    .unwrap_or_else(|| Schema::new(Arc::from(t)));
+                *schema_at = Some((s.clone(), format!("{shown}/{name}")));
+                schema = Some(s);
             }
             // The lock files are read (a broken one fails the load) but are not `.Files`;
             // requirements.yaml and requirements.lock are, for apiVersion v1 charts only.
@@ -1158,6 +1223,69 @@ mod tests {
                     "a schema compiled after the templates"
                 );
             }
+        }
+    }
+
+    /// The pool's parse of a schema gives the loader its syntax: once the job is done the
+    /// loader's check takes that outcome instead of scanning the text again, and a broken
+    /// schema gives the message of the loader's own check.
+    #[test]
+    fn a_schema_parsed_ahead_answers_the_loaders_syntax_check() {
+        let good = Schema::new(Arc::from("{\"type\": \"object\"}"));
+        good.compile_ahead();
+        assert!(good.syntax.is_done() && good.compiled.is_done());
+        assert_eq!(good.syntax(), Ok(()));
+        assert!(!good.syntax.is_done(), "taken");
+        let text = "{\"type\": \"object\",\n \"properties\": }";
+        let bad = Schema::new(Arc::from(text));
+        bad.compile_ahead();
+        let ahead = bad.syntax();
+        let own = Schema::new(Arc::from(text)).syntax();
+        assert_eq!(ahead, own);
+        assert_eq!(
+            ahead.unwrap_err(),
+            "expected value at line 2 column 16",
+            "serde_json's message"
+        );
+        // What only a full parse refuses passes the loader either way (the render's
+        // compile refuses it).
+        let surrogate = r#"{"description": "\ud800"}"#;
+        let s = Schema::new(Arc::from(surrogate));
+        s.compile_ahead();
+        assert_eq!(s.syntax(), Ok(()));
+        assert!(s.validator().is_err());
+        assert_eq!(Schema::new(Arc::from(surrogate)).syntax(), Ok(()));
+    }
+
+    /// Helm meets the schema where it is in load order: its error wins over a later file's
+    /// (values.yaml) and over a subchart's, and loses to an earlier one's (Chart.yaml).
+    #[test]
+    fn a_broken_schema_is_the_error_where_it_is_in_load_order() {
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
+            .add_file("/c/values.schema.json", "{\"type\": ")
+            .add_file("/c/values.yaml", "a: [\n")
+            .add_file("/c/charts/sub/Chart.yaml", "name: [\n");
+        let e = load_with(&fs, Path::new("/c")).err().expect("a load error");
+        assert_eq!(e.file, "/c/values.schema.json", "{}", e.message);
+        assert_eq!(e.message, "EOF while parsing a value at line 1 column 9");
+        fs.add_file("/c/Chart.yaml", "name: [\n");
+        let e = load_with(&fs, Path::new("/c")).err().expect("a load error");
+        assert_eq!(e.file, "/c/Chart.yaml", "{}", e.message);
+    }
+
+    /// Valid text is taken as it is, invalid bytes replaced as std's lossy conversion does.
+    #[test]
+    fn lossy_text_is_stds_lossy_conversion() {
+        for b in [
+            &b"plain ascii"[..],
+            "caf\u{e9} \u{1F600}".as_bytes(),
+            b"bad \xff\xfe bytes \xe2\x82",
+            b"",
+        ] {
+            let want = String::from_utf8_lossy(b).into_owned();
+            assert_eq!(lossy_text(b), want);
+            assert_eq!(lossy_text_owned(b.to_vec()), want);
         }
     }
 

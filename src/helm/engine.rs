@@ -114,7 +114,7 @@ impl Files {
     fn get(&self, cx: &Cx, name: &str) -> Result<String, String> {
         Ok(self
             .bytes(cx, name)?
-            .map(|d| String::from_utf8_lossy(d).into_owned())
+            .map(super::chart::lossy_text)
             .unwrap_or_default())
     }
 }
@@ -167,7 +167,7 @@ impl Object for Files {
                     .map(|(k, v)| {
                         let base = k.rsplit('/').next().unwrap_or(k).to_string();
                         let val = if name == "AsConfig" {
-                            String::from_utf8_lossy(v).into_owned()
+                            super::chart::lossy_text(v)
                         } else {
                             super::encode::b64(v)
                         };
@@ -207,12 +207,7 @@ impl Object for Files {
         Some(self.read_all(cx).map(|files| {
             files
                 .into_iter()
-                .map(|(k, v)| {
-                    (
-                        k.to_string(),
-                        Value::from(String::from_utf8_lossy(v).into_owned()),
-                    )
-                })
+                .map(|(k, v)| (k.to_string(), Value::from(super::chart::lossy_text(v))))
                 .collect()
         }))
     }

@@ -200,12 +200,20 @@ fn user_values(fs: &dyn crate::fs::FileSystem, opts: &TemplateOptions) -> Result
 
 /// `helm template`: loads, processes and renders a chart, reading the chart and values
 /// files through `fs`.
+///
+/// On one of rayon's threads (a caller already on one, inside `kiln render`, stays there):
+/// the loader's jobs (reading files, parsing ahead, the schema check) then share the
+/// machine's cores with the render instead of adding a thread to them. From the CLI's
+/// thread, the pool's threads and the render were one thread more than the cores, and
+/// each render paid for the switches (docs/adr/0012-parallel-template-parse.md).
 pub fn template_with(
     fs: &dyn crate::fs::FileSystem,
     opts: &TemplateOptions,
 ) -> Result<Rendered, HelmError> {
-    let chart = chart::load_with(fs, &opts.chart).map_err(load_error)?;
-    template_loaded(fs, chart, opts)
+    rayon::scope(|_| {
+        let chart = chart::load_with(fs, &opts.chart).map_err(load_error)?;
+        template_loaded(fs, chart, opts)
+    })
 }
 
 /// [`template_with`] for a chart already loaded through `fs`: reads the values files
@@ -419,14 +427,14 @@ fn crd_files(
     let mut out = Vec::new();
     for (n, data) in c.files.iter().filter(|(n, _)| n.starts_with("crds/")) {
         let text = match data {
-            chart::FileData::Loaded(d) => String::from_utf8_lossy(d).into_owned(),
+            chart::FileData::Loaded(d) => chart::lossy_text(d),
             chart::FileData::Deferred(real) => {
                 let d = chart::read_deferred(fs, n, real).map_err(|message| HelmError::Load {
                     file: c.origin.clone(),
                     line: None,
                     message,
                 })?;
-                String::from_utf8_lossy(&d).into_owned()
+                chart::lossy_text_owned(d)
             }
         };
         out.push((format!("{full}/{n}"), text));
@@ -696,6 +704,8 @@ mod tests {
         inner: crate::fs::MemFs,
         refused: Vec<PathBuf>,
         reads: std::sync::Mutex<std::collections::BTreeMap<PathBuf, usize>>,
+        /// Reads made on a thread that is not one of rayon's.
+        off_pool: std::sync::atomic::AtomicUsize,
     }
 
     impl CountingFs {
@@ -707,6 +717,10 @@ mod tests {
 
     impl crate::fs::FileSystem for CountingFs {
         fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+            if rayon::current_thread_index().is_none() {
+                self.off_pool
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            }
             *self
                 .reads
                 .lock()
@@ -746,6 +760,7 @@ mod tests {
             inner: fs,
             refused: vec![PathBuf::from("/c/files/locked.conf")],
             reads: Default::default(),
+            off_pool: Default::default(),
         }
     }
 
@@ -753,6 +768,28 @@ mod tests {
         let opts = TemplateOptions::new("/c", "rel");
         let c = chart::load_with(fs, &opts.chart).map_err(load_error)?;
         template_loaded(fs, c, &opts)
+    }
+
+    /// `helm template` runs on rayon's pool, load and render: called from another thread
+    /// (the CLI's), the pool's jobs then share the cores with the render instead of adding
+    /// a thread to them. The render's `.Files.Get` read came from the caller's thread.
+    #[test]
+    fn helm_template_loads_and_renders_on_the_pool() {
+        let fs = files_chart("data: {{ .Files.Get \"files/a.conf\" | quote }}\n");
+        let out = std::thread::spawn(move || {
+            let out = template_with(&fs, &TemplateOptions::new("/c", "rel")).unwrap();
+            (out, fs)
+        })
+        .join()
+        .unwrap();
+        let (out, fs) = out;
+        assert!(out.stream.contains("from a"), "{}", out.stream);
+        assert_eq!(fs.reads("/c/files/a.conf"), 1);
+        assert_eq!(
+            fs.off_pool.load(std::sync::atomic::Ordering::SeqCst),
+            0,
+            "a read off the pool"
+        );
     }
 
     /// A file only `.Files` reaches is not read when the chart loads; the render reads it on
