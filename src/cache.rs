@@ -40,7 +40,8 @@ const FORMAT: &str = "kiln-render-cache/2";
 /// One observed file-system call of a render and a digest of what it returned.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Read {
-    /// `read`, `is_dir`, `is_file`, `read_dir` or `canonicalize`.
+    /// `read`, `read_at_most:<max>`, `is_dir`, `is_file`, `plain_kind`, `read_dir`,
+    /// `read_dir_kinds` or `canonicalize`.
     pub op: String,
     pub path: String,
     /// SHA-256 (hex) of the result, errors included.
@@ -74,6 +75,30 @@ fn paths_text(paths: &[PathBuf]) -> String {
         .join("\n")
 }
 
+fn kind_name(k: Option<crate::fs::PlainKind>) -> &'static str {
+    match k {
+        Some(crate::fs::PlainKind::Dir) => "dir",
+        Some(crate::fs::PlainKind::File) => "file",
+        None => "other",
+    }
+}
+
+fn kinds_text(l: &[(PathBuf, Option<crate::fs::PlainKind>)]) -> String {
+    l.iter()
+        .map(|(p, k)| format!("{}\t{}", p.to_string_lossy(), kind_name(*k)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A bounded read's result: the bytes, tagged, or that there were more than the bound.
+fn at_most_digest(r: &io::Result<Option<Vec<u8>>>) -> String {
+    match r {
+        Ok(Some(d)) => hex(&Sha256::new().chain_update(b"+").chain_update(d).finalize()),
+        Ok(None) => digest(b"-over"),
+        Err(e) => digest(format!("error {:?}", e.kind()).as_bytes()),
+    }
+}
+
 /// Performs `op` on `path` through `fs` and digests the result: the one definition of a read,
 /// used both to record and to replay.
 fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
@@ -81,12 +106,17 @@ fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
         "read" => result_digest(&fs.read(path)),
         "is_dir" => digest(if fs.is_dir(path) { b"1" } else { b"0" }),
         "is_file" => digest(if fs.is_file(path) { b"1" } else { b"0" }),
+        "plain_kind" => digest(kind_name(fs.plain_kind(path)).as_bytes()),
         "read_dir" => result_digest(&fs.read_dir(path).map(|l| paths_text(&l))),
+        "read_dir_kinds" => result_digest(&fs.read_dir_kinds(path).map(|l| kinds_text(&l))),
         "canonicalize" => result_digest(
             &fs.canonicalize(path)
                 .map(|p| p.to_string_lossy().into_owned()),
         ),
-        _ => String::new(),
+        _ => match op.strip_prefix("read_at_most:").map(str::parse::<u64>) {
+            Some(Ok(max)) => at_most_digest(&fs.read_at_most(path, max)),
+            _ => String::new(),
+        },
     }
 }
 
@@ -210,6 +240,36 @@ impl FileSystem for Recorder<'_> {
                     .map_err(|e| e.kind().into()),
             ),
         );
+        r
+    }
+    // The chart loader's fast walk and bounded reads go through too: without them a chart
+    // inside `kiln render` was walked the long way (a canonicalize and two stats per entry)
+    // and every file read whole before its size was checked.
+    fn plain_kind(&self, path: &Path) -> Option<crate::fs::PlainKind> {
+        let r = self.inner.plain_kind(path);
+        self.note("plain_kind", path, digest(kind_name(r).as_bytes()));
+        r
+    }
+    fn read_dir_kinds(
+        &self,
+        path: &Path,
+    ) -> io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
+        let r = self.inner.read_dir_kinds(path);
+        self.note(
+            "read_dir_kinds",
+            path,
+            result_digest(
+                &r.as_ref()
+                    .map(|l| kinds_text(l))
+                    .map_err(|e| e.kind().into()),
+            ),
+        );
+        r
+    }
+    fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+        let r = self.inner.read_at_most(path, max);
+        let d = at_most_digest(&r);
+        self.note(&format!("read_at_most:{max}"), path, d);
         r
     }
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
@@ -709,4 +769,63 @@ impl Journal {
 /// SHA-256 (hex) of `bytes`, as the journal records written files.
 pub fn file_digest(bytes: &[u8]) -> String {
     digest(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fs::RealFs;
+
+    /// The chart loader's fast walk (listing kinds, an entry's kind) and its bounded reads
+    /// pass through the recorder to the disk and are recorded like every other read: the
+    /// same tree replays each to its result; a changed file, size or kind does not.
+    #[test]
+    fn the_fast_walk_and_bounded_reads_pass_through_and_replay() {
+        let t = tempfile::tempdir().unwrap();
+        let (dir, file) = (t.path().join("d"), t.path().join("a.txt"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(&file, "abc").unwrap();
+        let rec = Recorder::new(&RealFs);
+        assert_eq!(
+            rec.read_dir_kinds(t.path()).unwrap(),
+            RealFs.read_dir_kinds(t.path()).unwrap()
+        );
+        assert_eq!(rec.plain_kind(&dir), Some(crate::fs::PlainKind::Dir));
+        assert_eq!(rec.read_at_most(&file, 3).unwrap(), Some(b"abc".to_vec()));
+        assert_eq!(rec.read_at_most(&file, 2).unwrap(), None);
+        let reads = rec.reads();
+        let ops: BTreeSet<&str> = reads.iter().map(|r| r.op.as_str()).collect();
+        assert_eq!(
+            ops,
+            BTreeSet::from([
+                "plain_kind",
+                "read_at_most:2",
+                "read_at_most:3",
+                "read_dir_kinds"
+            ])
+        );
+        let replays = || {
+            reads
+                .iter()
+                .filter(|r| observe(&RealFs, &r.op, Path::new(&r.path)) != r.result)
+                .map(|r| r.op.clone())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(replays(), Vec::<String>::new());
+        std::fs::write(&file, "abd").unwrap();
+        assert_eq!(replays(), ["read_at_most:3"], "same size, other bytes");
+        std::fs::write(&file, "ab").unwrap();
+        assert_eq!(replays(), ["read_at_most:2", "read_at_most:3"], "now fits");
+        std::fs::remove_dir(&dir).unwrap();
+        std::fs::write(&dir, "").unwrap();
+        assert_eq!(
+            replays(),
+            [
+                "plain_kind",
+                "read_at_most:2",
+                "read_at_most:3",
+                "read_dir_kinds"
+            ]
+        );
+    }
 }

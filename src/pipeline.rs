@@ -463,6 +463,24 @@ impl FileSystem for RecordingFs<'_> {
     fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
         self.inner.canonicalize(path)
     }
+    // The chart loader's fast walk and bounded reads pass through (a bounded read that
+    // returns the file is a read of it).
+    fn plain_kind(&self, path: &Path) -> Option<crate::fs::PlainKind> {
+        self.inner.plain_kind(path)
+    }
+    fn read_dir_kinds(
+        &self,
+        path: &Path,
+    ) -> std::io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
+        self.inner.read_dir_kinds(path)
+    }
+    fn read_at_most(&self, path: &Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+        let bytes = self.inner.read_at_most(path, max)?;
+        if let (Some(b), Ok(mut read)) = (&bytes, self.read.lock()) {
+            read.insert(path.to_path_buf(), crate::git::spec_digest(b));
+        }
+        Ok(bytes)
+    }
 }
 
 /// Everything up to emit: the rendered tree in memory. `progress(done, total)` is called as
@@ -1810,6 +1828,34 @@ pub fn schema(kind: Option<SchemaKind>) -> String {
 mod tests {
     use super::*;
     use crate::validate::tests::{COMPONENT, ENVS, PROJECTS, platform_yaml, tree};
+
+    /// Provenance's recording file system passes the chart loader's fast walk and bounded
+    /// reads through to the disk (a chart inside `kiln render` was walked the long way), and
+    /// a bounded read that returns the file records it as read.
+    #[test]
+    fn provenance_passes_the_fast_walk_and_bounded_reads_through() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("d")).unwrap();
+        std::fs::write(t.path().join("a"), "abc").unwrap();
+        std::fs::write(t.path().join("big"), "0123456789").unwrap();
+        let fs = RecordingFs::new(&crate::fs::RealFs);
+        let kinds: Vec<_> = fs
+            .read_dir_kinds(t.path())
+            .unwrap()
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect();
+        use crate::fs::PlainKind::{Dir, File};
+        assert_eq!(kinds, [Some(File), Some(File), Some(Dir)]);
+        assert_eq!(fs.plain_kind(&t.path().join("d")), Some(Dir));
+        assert_eq!(
+            fs.read_at_most(&t.path().join("a"), 5).unwrap().unwrap(),
+            b"abc"
+        );
+        assert_eq!(fs.read_at_most(&t.path().join("big"), 5).unwrap(), None);
+        let inputs: Vec<String> = fs.inputs(t.path()).into_keys().collect();
+        assert_eq!(inputs, ["a"]);
+    }
 
     /// The fixture in memory: the pipeline reads only through the `FileSystem` it is given.
     fn mem_fixture() -> crate::fs::MemFs {
