@@ -49,11 +49,7 @@ pub struct Read {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    base16ct::lower::encode_string(bytes)
 }
 
 fn digest(bytes: &[u8]) -> String {

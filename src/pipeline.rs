@@ -426,9 +426,11 @@ impl<'a> RecordingFs<'a> {
             .inner
             .canonicalize(root)
             .unwrap_or_else(|_| root.to_path_buf());
+        // Resolved as the render's reads were checked: each directory once.
+        let resolve = crate::fs::RootedFs::new(self.inner, root.clone());
         read.into_iter()
             .map(|(path, digest)| {
-                let abs = self.inner.canonicalize(&path).unwrap_or(path);
+                let abs = resolve.canonicalize(&path).unwrap_or(path);
                 let shown = match abs.strip_prefix(&root) {
                     Ok(rel) => rel
                         .components()

@@ -390,13 +390,10 @@ pub struct Provenance {
 /// stable order). Used for the `Kiln-Spec-Digest` trailer.
 pub fn spec_digest(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(7 + 64);
-    out.push_str("sha256:");
-    for b in digest {
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
+    format!(
+        "sha256:{}",
+        base16ct::lower::encode_string(&Sha256::digest(bytes))
+    )
 }
 
 /// A secret string (password, token). Never printed: `Debug` and `Display` show `***`.

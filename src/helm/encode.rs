@@ -92,7 +92,7 @@ pub fn b32(data: &[u8]) -> String {
 }
 
 pub fn hex(data: &[u8]) -> String {
-    data.iter().map(|b| format!("{b:02x}")).collect()
+    base16ct::lower::encode_string(data)
 }
 
 /// SHA-1 (FIPS 180-4), for Sprig's `sha1sum`.

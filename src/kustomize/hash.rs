@@ -113,12 +113,7 @@ pub fn apply_hash_suffixes(resources: &mut [Resource]) -> Result<(), HashError> 
 }
 
 fn hex_sha256(data: &[u8]) -> String {
-    let digest = Sha256::digest(data);
-    let mut s = String::with_capacity(64);
-    for b in digest {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    base16ct::lower::encode_string(&Sha256::digest(data))
 }
 
 /// kubectl's `hash.encode`: first 10 hex digits, with `0 1 3 a e` replaced so the result

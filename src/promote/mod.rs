@@ -724,7 +724,7 @@ pub fn freight_name(freight: &FreightSet) -> String {
     }
     artifacts.sort();
     let digest = Sha256::digest(artifacts.join("|").as_bytes());
-    digest.iter().take(20).map(|b| format!("{b:02x}")).collect()
+    base16ct::lower::encode_string(&digest[..20])
 }
 
 /// What `kiln promote` runs with.
