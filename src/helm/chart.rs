@@ -236,10 +236,11 @@ pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
 }
 
 /// Builds the chart and its unpacked subcharts from their files, after handing one pool
-/// job every values.schema.json to compile and then every template text to parse
-/// ([`parse::parse_slots`]), while this thread goes on to Chart.yaml, values.yaml and then
-/// the render's values: a render takes the trees from the other end ([`Slot::take`]). A file taken for a template here that the loader
-/// then files otherwise is still its bytes; a template missed here is parsed by the render.
+/// job every template text to parse ([`parse::parse_slots`]) and every values.schema.json
+/// to compile, in the order below, while this thread goes on to Chart.yaml, values.yaml
+/// and then the render's values: a render takes the trees from the other end
+/// ([`Slot::take`]). A file taken for a template here that the loader then files otherwise
+/// is still its bytes; a template missed here is parsed by the render.
 fn build(fs: Option<&dyn FileSystem>, files: Vec<(String, FileData)>, shown: &str) -> R<Chart> {
     let mut ahead = AheadWork::default();
     let (mut template_bytes, mut schema_bytes) = (0, 0);
