@@ -59,8 +59,12 @@ fn digest(bytes: &[u8]) -> String {
 fn result_digest<T: AsRef<[u8]>>(r: &io::Result<T>) -> String {
     match r {
         Ok(v) => digest(v.as_ref()),
-        Err(e) => digest(format!("error {:?}", e.kind()).as_bytes()),
+        Err(e) => error_digest(e),
     }
+}
+
+fn error_digest(e: &io::Error) -> String {
+    digest(format!("error {:?}", e.kind()).as_bytes())
 }
 
 fn paths_text(paths: &[PathBuf]) -> String {
@@ -91,7 +95,7 @@ fn at_most_digest(r: &io::Result<Option<Vec<u8>>>) -> String {
     match r {
         Ok(Some(d)) => hex(&Sha256::new().chain_update(b"+").chain_update(d).finalize()),
         Ok(None) => digest(b"-over"),
-        Err(e) => digest(format!("error {:?}", e.kind()).as_bytes()),
+        Err(e) => error_digest(e),
     }
 }
 
