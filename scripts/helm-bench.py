@@ -13,7 +13,8 @@
    ns --include-crds` does: load the chart from disk, values, render, sort, print to a
    string; --kiln-bench) against Helm's `Chart.load(dir)` + a client-only dry-run install,
    which is what `helm template` runs (helm/helm pkg/cmd/template.go: runInstall with
-   DryRunStrategy client). Median of --runs each, in --rounds rounds (the speed-up is the
+   DryRunStrategy client). Median of --runs each, the two sides taking turns (kiln in
+   batches of ten runs, about as long as one Helm run), in --rounds rounds (the speed-up is the
    median of the rounds' ratios; the lowest round's is shown too). kiln is also timed as a
    process (`kiln helm template ...`, start to exit), against the same in-process Helm
    figure (Helm pays no process start there). kiln's output is then checked with the corpus' own
@@ -42,6 +43,16 @@ REPO = Path(__file__).resolve().parent.parent
 CHARTS = ["datadog", "argo-cd", "traefik", "prometheus", "kargo", "cert-manager",
           "bitnami-postgresql", "ingress-nginx"]
 ENVS = ["dev", "test", "stage", "prod-east", "prod-west"]
+
+
+# In process, the two sides take turns: a batch of KILN_RUNS kiln runs (in one helm_bench
+# process: its median), then one Helm run, --runs times a round; each side's figure for the
+# round is the median of its turns. kiln's runs take a tenth of Helm's time each, so a batch
+# and a Helm run are about as long, and both sides sample the same minutes of this VM, whose
+# speed drifts by 2x from one to the next: timed one after the other, kiln's 30 ms sat
+# inside one slow spell that Helm's 500 ms rode through, and the round's ratio was the
+# spell's, not the engines'.
+KILN_RUNS = 10
 
 
 def timed(fn, runs):
@@ -94,14 +105,17 @@ def bench_charts(kiln, bench, root, runs, rounds):
             stream = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             (out_dir / c).mkdir()
             (out_dir / c / f"{variant}.yaml").write_text(stream)
-            # In rounds, each kiln then Helm then kiln as a process, so a change in the
-            # machine's load (this VM's speed drifts by 2x from minute to minute) hits both
-            # sides of a round alike: the speed-up is the median of the rounds' ratios, and
-            # the lowest round's is shown beside it.
+            # In rounds, each kiln and Helm in turns (KILN_RUNS), then kiln as a process:
+            # the speed-up is the median of the rounds' ratios, and the lowest round's is
+            # shown beside it.
             kis, hs, kps = [], [], []
             for _ in range(rounds):
-                kis.append(kiln_in_process(bench, d, vfile, runs))
-                hs.append(timed(lambda: helm_template(d, vals, "rel", "ns"), runs))
+                ki_batches, h_runs = [], []
+                for _ in range(runs):
+                    ki_batches.append(kiln_in_process(bench, d, vfile, KILN_RUNS))
+                    h_runs.append(timed(lambda: helm_template(d, vals, "rel", "ns"), 1))
+                kis.append(statistics.median(ki_batches))
+                hs.append(statistics.median(h_runs))
                 kps.append(timed(lambda: subprocess.run(cmd, check=True,
                                                         stdout=subprocess.DEVNULL), runs))
             ki, h, kp = (statistics.median(x) for x in (kis, hs, kps))
