@@ -212,52 +212,10 @@ fn err(file: &str, message: impl Into<String>) -> LoadError {
 /// `kiln render` (a [`crate::fs::RootedFs`]) a link out of the repository root is an error,
 /// never a silently missing file. A link cycle and a link to nothing are errors too.
 pub fn load_with(fs: &dyn FileSystem, path: &Path) -> R<Chart> {
-    let (chart, checks) = load_deferring_checks(fs, path)?;
-    checks.resolve()?;
-    Ok(chart)
-}
-
-/// The syntax checks of a loaded chart's values.schema.json files that a load may leave
-/// out ([`load_deferring_checks`]), in the order Helm's loader meets them: a chart's own
-/// before its subcharts', each subchart's before the next's.
-#[must_use = "a chart whose schema is not JSON is a load error: resolve the checks"]
-pub struct SchemaChecks(Vec<(Arc<Schema>, String)>);
-
-impl SchemaChecks {
-    /// The load error a broken schema is, the first in load order; `Ok` when none is.
-    pub fn resolve(self) -> R<()> {
-        resolve_checks(&self.0)
-    }
-}
-
-fn resolve_checks(checks: &[(Arc<Schema>, String)]) -> R<()> {
-    for (schema, file) in checks {
-        schema.syntax().map_err(|m| err(file, m))?;
-    }
-    Ok(())
-}
-
-/// [`load_with`], but a chart that loads but for its schemas' syntax comes back with those
-/// checks still out, for the caller to resolve once it has rendered: the pool job parses
-/// the schemas while this thread loads, and the loader waiting for that parse at the end of
-/// the load was a sixth of traefik's (181 KB of schema) load and render. Whatever the render
-/// then meets, a broken schema is the error (Helm's load fails before any render). A load
-/// that fails otherwise has resolved the checks Helm meets before its error already.
-pub fn load_deferring_checks(fs: &dyn FileSystem, path: &Path) -> R<(Chart, SchemaChecks)> {
-    let mut checks = Vec::new();
-    let chart = load_into(fs, path, &mut checks)?;
-    Ok((chart, SchemaChecks(checks)))
-}
-
-fn load_into(
-    fs: &dyn FileSystem,
-    path: &Path,
-    checks: &mut Vec<(Arc<Schema>, String)>,
-) -> R<Chart> {
     let shown = path.display().to_string();
     if fs.is_file(path) {
         let data = fs.read(path).map_err(|e| err(&shown, e.to_string()))?;
-        return archive(&data, &shown, checks);
+        return load_archive(&data, &shown);
     }
     if !fs.is_dir(path) {
         return Err(err(&shown, "no chart directory or archive at this path"));
@@ -274,7 +232,7 @@ fn load_into(
     let walked = walk(fs, path, &mut vec![root], "", &rules, &mut todo);
     let files = read_all(fs, todo).map_err(|e| err(&shown, e))?;
     walked.map_err(|e| err(&shown, e))?;
-    build(Some(fs), files, &shown, checks)
+    build(Some(fs), files, &shown)
 }
 
 /// Builds the chart and its unpacked subcharts from their files, after handing one pool
@@ -283,12 +241,7 @@ fn load_into(
 /// and then the render's values: a render takes the trees from the other end
 /// ([`Slot::take`]). A file taken for a template here that the loader then files otherwise
 /// is still its bytes; a template missed here is parsed by the render.
-fn build(
-    fs: Option<&dyn FileSystem>,
-    files: Vec<(String, FileData)>,
-    shown: &str,
-    checks: &mut Vec<(Arc<Schema>, String)>,
-) -> R<Chart> {
+fn build(fs: Option<&dyn FileSystem>, files: Vec<(String, FileData)>, shown: &str) -> R<Chart> {
     let mut ahead = AheadWork::default();
     let (mut template_bytes, mut schema_bytes) = (0, 0);
     for (name, data) in &files {
@@ -341,7 +294,7 @@ fn build(
             }
         });
     }
-    from_files(fs, files, shown, "", &mut ahead, checks)
+    from_files(fs, files, shown, "", &mut ahead)
 }
 
 /// What [`build`] hands to the pool before the loader files anything, by walk name: template
@@ -547,14 +500,6 @@ const MAX_CHART_SIZE: u64 = 100 * 1024 * 1024;
 
 /// Loads a packaged chart: every entry under the archive's top directory.
 pub fn load_archive(data: &[u8], shown: &str) -> R<Chart> {
-    let mut checks = Vec::new();
-    let chart = archive(data, shown, &mut checks)?;
-    resolve_checks(&checks)?;
-    Ok(chart)
-}
-
-/// [`load_archive`], its schemas' syntax checks left in `checks` ([`from_files`]).
-fn archive(data: &[u8], shown: &str, checks: &mut Vec<(Arc<Schema>, String)>) -> R<Chart> {
     let gz = flate2::read::GzDecoder::new(data);
     let mut ar = tar::Archive::new(gz);
     let mut files: Vec<(String, Vec<u8>)> = Vec::new();
@@ -616,7 +561,7 @@ fn archive(data: &[u8], shown: &str, checks: &mut Vec<(Arc<Schema>, String)>) ->
         .into_iter()
         .map(|(n, d)| (n, FileData::Loaded(d)))
         .collect();
-    build(None, files, shown, checks)
+    build(None, files, shown)
 }
 
 /// Directory-walk order: path segments compared one by one.
@@ -668,29 +613,16 @@ fn from_files(
     shown: &str,
     prefix: &str,
     ahead: &mut AheadWork,
-    checks: &mut Vec<(Arc<Schema>, String)>,
 ) -> R<Chart> {
     let mut schema_at = None;
-    let start = checks.len();
-    let chart = chart_from_files(fs, files, shown, prefix, ahead, &mut schema_at, checks);
+    let chart = chart_from_files(fs, files, shown, prefix, ahead, &mut schema_at);
     // The schema's syntax, checked on the pool while the rest loaded. Helm meets it where
     // the schema is in load order: an error before it returned before it was reached, and
-    // one after it (a later file, a subchart) comes second. A chart that loaded leaves its
-    // check, before its subcharts', for the caller ([`SchemaChecks`]); one that failed
-    // resolves them now, its own first, then those of the subcharts loaded before the error.
-    match chart {
-        Ok(c) => {
-            if let Some(at) = schema_at {
-                checks.insert(start, at);
-            }
-            Ok(c)
-        }
-        Err(e) => {
-            let met: Vec<_> = schema_at.into_iter().chain(checks.drain(start..)).collect();
-            resolve_checks(&met)?;
-            Err(e)
-        }
+    // one after it (a later file, a subchart) comes second.
+    if let Some((schema, file)) = schema_at {
+        schema.syntax().map_err(|m| err(&file, m))?;
     }
+    chart
 }
 
 /// [`from_files`] but for the schema's syntax: the schema found, with its file for the
@@ -702,7 +634,6 @@ fn chart_from_files(
     prefix: &str,
     ahead: &mut AheadWork,
     schema_at: &mut Option<(Arc<Schema>, String)>,
-    checks: &mut Vec<(Arc<Schema>, String)>,
 ) -> R<Chart> {
     let mut meta = None;
     let mut values = Value::map(BTreeMap::new());
@@ -863,10 +794,9 @@ fn chart_from_files(
             || files.len() == 1 && files[0].0.ends_with(".tar.gz")
         {
             let (n, data) = files.remove(0);
-            subcharts.push(archive(
+            subcharts.push(load_archive(
                 &bytes(&format!("charts/{n}"), data)?,
                 &sub_shown,
-                checks,
             )?);
             continue;
         }
@@ -878,14 +808,7 @@ fn chart_from_files(
             continue;
         }
         let sub_prefix = format!("{prefix}charts/{cname}/");
-        subcharts.push(from_files(
-            fs,
-            inner,
-            &sub_shown,
-            &sub_prefix,
-            ahead,
-            checks,
-        )?);
+        subcharts.push(from_files(fs, inner, &sub_shown, &sub_prefix, ahead)?);
     }
     Ok(Chart {
         meta,
@@ -1364,56 +1287,6 @@ mod tests {
         fs.add_file("/c/Chart.yaml", "name: [\n");
         let e = load_with(&fs, Path::new("/c")).err().expect("a load error");
         assert_eq!(e.file, "/c/Chart.yaml", "{}", e.message);
-    }
-
-    /// A chart that loads but for its schema's syntax comes back with the check still out,
-    /// for after the render; the checks are resolved in Helm's load order, a chart's own
-    /// before its subcharts', a subchart's before the next's, and a load that fails
-    /// otherwise has resolved those met before its error.
-    #[test]
-    fn a_load_leaves_the_schemas_syntax_checks_for_after_the_render() {
-        let chart = |name: &str| format!("apiVersion: v2\nname: {name}\nversion: 1.0.0\n");
-        let mut fs = crate::fs::MemFs::new();
-        fs.add_file("/c/Chart.yaml", chart("c"))
-            .add_file("/c/charts/a/Chart.yaml", chart("a"))
-            .add_file("/c/charts/a/values.schema.json", "{\"a\": ")
-            .add_file("/c/charts/b/Chart.yaml", chart("b"))
-            .add_file("/c/charts/b/values.schema.json", "{\"b\": ");
-        let (c, checks) = load_deferring_checks(&fs, Path::new("/c")).expect("loads");
-        assert_eq!(c.subcharts.len(), 2);
-        let e = checks.resolve().expect_err("a's schema");
-        assert_eq!(e.file, "/c/charts/a/values.schema.json", "{}", e.message);
-        let e = load_with(&fs, Path::new("/c")).err().expect("a load error");
-        assert_eq!(e.file, "/c/charts/a/values.schema.json", "{}", e.message);
-        // The chart's own schema before its subcharts'.
-        fs.add_file("/c/values.schema.json", "[");
-        let (_, checks) = load_deferring_checks(&fs, Path::new("/c")).expect("loads");
-        assert_eq!(
-            checks.resolve().err().unwrap().file,
-            "/c/values.schema.json"
-        );
-        // A later subchart's error loses to an earlier one's schema, deferred or not.
-        fs.add_file("/c/values.schema.json", "{}")
-            .add_file("/c/charts/b/Chart.yaml", "name: [\n");
-        for e in [
-            load_deferring_checks(&fs, Path::new("/c")).err(),
-            load_with(&fs, Path::new("/c")).err(),
-        ] {
-            assert_eq!(e.expect("fails").file, "/c/charts/a/values.schema.json");
-        }
-        // And an earlier one's error wins over a later one's schema.
-        fs.add_file("/c/charts/a/values.schema.json", "{}")
-            .add_file("/c/charts/a/Chart.yaml", "name: [\n")
-            .add_file("/c/charts/b/Chart.yaml", chart("b"));
-        let e = load_deferring_checks(&fs, Path::new("/c"))
-            .err()
-            .expect("fails");
-        assert_eq!(e.file, "/c/charts/a/Chart.yaml", "{}", e.message);
-        // A schema that is JSON leaves nothing to find.
-        fs.add_file("/c/charts/a/Chart.yaml", chart("a"))
-            .add_file("/c/charts/b/values.schema.json", "{}");
-        let (_, checks) = load_deferring_checks(&fs, Path::new("/c")).expect("loads");
-        assert!(checks.resolve().is_ok());
     }
 
     /// Valid text is taken as it is, invalid bytes replaced as std's lossy conversion does.

@@ -210,24 +210,9 @@ pub fn template_with(
     fs: &dyn crate::fs::FileSystem,
     opts: &TemplateOptions,
 ) -> Result<Rendered, HelmError> {
-    template_observed(fs, opts, || {})
-}
-
-/// [`template_with`], calling `loaded` once the chart is loaded and before it renders (the
-/// bench times the two phases so: examples/helm_bench.rs). The schemas' syntax checks are
-/// resolved after the render ([`chart::load_deferring_checks`]): a broken schema is still
-/// the error, whatever the render met.
-pub fn template_observed(
-    fs: &dyn crate::fs::FileSystem,
-    opts: &TemplateOptions,
-    loaded: impl FnOnce() + Send,
-) -> Result<Rendered, HelmError> {
     rayon::scope(|_| {
-        let (chart, checks) = chart::load_deferring_checks(fs, &opts.chart).map_err(load_error)?;
-        loaded();
-        let rendered = template_loaded(fs, chart, opts);
-        checks.resolve().map_err(load_error)?;
-        rendered
+        let chart = chart::load_with(fs, &opts.chart).map_err(load_error)?;
+        template_loaded(fs, chart, opts)
     })
 }
 
@@ -710,31 +695,6 @@ mod tests {
             render(chart(false, "<1.0.0"), "{}"),
             Err(HelmError::KubeVersion { .. })
         ));
-    }
-
-    /// `helm template` leaves the schema's syntax check for after the render, and a schema
-    /// that is not JSON is still the load error it is in Helm, whatever the render met:
-    /// a failing template, values that a schema would refuse, or nothing.
-    #[test]
-    fn a_broken_schema_is_the_load_error_after_the_render() {
-        for template in ["{{ fail \"no\" }}", "a: {{ .Values.a }}\n"] {
-            let mut fs = crate::fs::MemFs::new();
-            fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
-                .add_file("/c/values.yaml", "a: 1\n")
-                .add_file("/c/values.schema.json", "{\"type\": \"object\",")
-                .add_file("/c/templates/a.yaml", template);
-            let opts = TemplateOptions::new("/c", "rel");
-            match template_with(&fs, &opts) {
-                Err(HelmError::Load { file, message, .. }) => {
-                    assert_eq!(file, "/c/values.schema.json");
-                    assert_eq!(message, "EOF while parsing a value at line 1 column 18");
-                }
-                other => panic!("{template}: {:?}", other.err()),
-            }
-            fs.add_file("/c/values.schema.json", "{\"type\": \"object\"}");
-            let out = template_with(&fs, &opts);
-            assert_eq!(out.is_ok(), !template.contains("fail"), "{:?}", out.err());
-        }
     }
 
     /// A [`crate::fs::MemFs`] that counts the reads of each path and refuses to read some,
