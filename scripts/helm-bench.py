@@ -6,7 +6,7 @@
     /work/helm-venv/bin/python scripts/helm-bench.py [--kiln target/release/kiln]
         [--kiln-bench target/release/examples/helm_bench]
         [--charts ../shared/charts] [--runs 5] [--rounds 3] [--components 50] [--skip-charts]
-        [--skip-platform]
+        [--skip-platform] [--only CHART,...]
 
 1. Charts: the largest charts of the shared corpus, default values. Like for like, in
    process on both sides: kiln's `examples/helm_bench` (what `kiln helm template CHART rel -n
@@ -82,7 +82,7 @@ def kiln_in_process(bench, chart_dir, vfile, runs):
     return float(line[1]) / 1000
 
 
-def bench_charts(kiln, bench, root, runs, rounds):
+def bench_charts(kiln, bench, root, runs, rounds, only):
     print("### Charts (default values, `--include-crds`)\n")
     print("| chart | templates | objects | kiln in process (ms) | Helm in process (ms) | speed-up | "
           "lowest round | kiln process (ms) | speed-up, kiln as a process | equal |")
@@ -91,7 +91,7 @@ def bench_charts(kiln, bench, root, runs, rounds):
     index = json.loads((root / "index.json").read_text())
     variants = {c["id"]: c["variants"] for c in index["charts"]}
     try:
-        for c in CHARTS:
+        for c in only or CHARTS:
             d = root / c / "chart"
             if not d.is_dir():
                 continue
@@ -281,11 +281,13 @@ def main():
     ap.add_argument("--components", type=int, default=50)
     ap.add_argument("--skip-charts", action="store_true")
     ap.add_argument("--skip-platform", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated charts of the list (default: all)")
     a = ap.parse_args()
     print(f"helm-python-sdk {helm.helm_sdk_version()} (Helm), kiln {a.kiln}, "
           f"median of {a.runs} runs\n")
     if not a.skip_charts:
-        bench_charts(a.kiln, a.kiln_bench, Path(a.charts), a.runs, a.rounds)
+        bench_charts(a.kiln, a.kiln_bench, Path(a.charts), a.runs, a.rounds,
+                     [c for c in a.only.split(",") if c])
     if not a.skip_platform:
         bench_platform(a.kiln, a.components, a.runs)
 

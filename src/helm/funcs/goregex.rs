@@ -9,6 +9,8 @@
 //!   `--`, `~~` are plain characters; the crate reads nested classes and set operations
 //!   there (or refuses the pattern). Those characters are escaped.
 
+use std::rc::Rc;
+
 /// The ASCII sets of Go's Perl classes, as class items (without brackets).
 fn perl_class(c: char) -> Option<(&'static str, bool)> {
     match c {
@@ -190,9 +192,155 @@ fn class_char(chars: &[char], i: usize) -> (String, usize) {
     (text, i + 1)
 }
 
+/// The cost, in bytes searched, that an ASCII pattern may spend in regex-lite before it is
+/// compiled into the `regex` crate's automata ([`AsciiSlot`]). Each search counts its text's
+/// length plus [`LITE_SEARCH_COST`].
+const LITE_BUDGET: u32 = 2048;
+/// A search's fixed cost in regex-lite, in bytes of text (about a microsecond: a short
+/// search there is 0.5 to 1.3 µs, against 20 ns a byte).
+const LITE_SEARCH_COST: u32 = 64;
+
+/// An ASCII pattern searched in ASCII text, as one render keeps it (`funcs::ascii_regex_of`).
+///
+/// The `regex` crate spends 15 to 80 µs compiling one of the patterns charts use (bitnami's
+/// `-r\d+$|sha256:` 80 µs: its literal prefilters and reverse automata), which for the
+/// dozen short names a render matches was most of the cost of the `regex*` functions.
+/// regex-lite compiles the same pattern in 1 to 5 µs and searches a few bytes in about a
+/// microsecond, 20 ns a byte past that. So a pattern starts in regex-lite, and is compiled
+/// by the `regex` crate once its searches have cost [`LITE_BUDGET`] (the ski-rental rule:
+/// rent until the rent paid is the price). On ASCII pattern and text the two agree with
+/// each other and with Go: both are leftmost-first, with ASCII `\d \s \w \b`, the same
+/// empty-match rules and the same `$1`/`${name}` expansion (docs/adr/0014-regex-lite.md).
+pub enum AsciiSlot {
+    /// regex-lite's, with the cost spent so far.
+    Lite(Rc<regex_lite::Regex>, u32),
+    /// The `regex` crate's, on bytes, without Unicode.
+    Full(Rc<regex::bytes::Regex>),
+    /// Neither compiles it: the Unicode path answers, or reports the error.
+    Invalid,
+}
+
+/// A compiled ASCII pattern, for one search of ASCII text.
+#[derive(Clone)]
+pub enum AsciiRegex {
+    Lite(Rc<regex_lite::Regex>),
+    Full(Rc<regex::bytes::Regex>),
+}
+
+fn full(p: &str) -> Option<Rc<regex::bytes::Regex>> {
+    regex::bytes::RegexBuilder::new(&translate(p))
+        .unicode(false)
+        .build()
+        .ok()
+        .map(Rc::new)
+}
+
+impl AsciiSlot {
+    /// A pattern's slot for its first search, of `len` bytes: regex-lite's, unless the text
+    /// alone is over the budget or regex-lite refuses the pattern (`(?-u:\b)` it takes, a
+    /// nested class it does not).
+    pub fn new(p: &str, len: usize) -> AsciiSlot {
+        if len < LITE_BUDGET as usize
+            && let Ok(r) = regex_lite::Regex::new(&translate(p))
+        {
+            return AsciiSlot::Lite(Rc::new(r), 0);
+        }
+        full(p).map_or(AsciiSlot::Invalid, AsciiSlot::Full)
+    }
+
+    /// The regex for a search of `len` bytes (`None`: invalid), charging regex-lite's cost
+    /// and compiling the `regex` crate's once it is spent.
+    pub fn search(&mut self, p: &str, len: usize) -> Option<AsciiRegex> {
+        match self {
+            AsciiSlot::Lite(r, spent) => {
+                let cost = LITE_SEARCH_COST.saturating_add(len.min(u32::MAX as usize) as u32);
+                if spent.saturating_add(cost) <= LITE_BUDGET {
+                    *spent += cost;
+                    return Some(AsciiRegex::Lite(r.clone()));
+                }
+                match full(p) {
+                    Some(f) => {
+                        *self = AsciiSlot::Full(f.clone());
+                        Some(AsciiRegex::Full(f))
+                    }
+                    // regex-lite took what the crate refuses (a size limit): keep it.
+                    None => Some(AsciiRegex::Lite(r.clone())),
+                }
+            }
+            AsciiSlot::Full(f) => Some(AsciiRegex::Full(f.clone())),
+            AsciiSlot::Invalid => None,
+        }
+    }
+}
+
+/// Text a byte regex gave from ASCII input (valid UTF-8: it is the input's bytes, or the
+/// input's with a replacement's text between them).
+fn utf8(b: std::borrow::Cow<'_, [u8]>) -> String {
+    String::from_utf8_lossy(&b).into_owned()
+}
+
+impl AsciiRegex {
+    pub fn is_match(&self, t: &str) -> bool {
+        match self {
+            AsciiRegex::Lite(r) => r.is_match(t),
+            AsciiRegex::Full(r) => r.is_match(t.as_bytes()),
+        }
+    }
+
+    /// The leftmost-first match.
+    pub fn find<'t>(&self, t: &'t str) -> Option<&'t str> {
+        let range = match self {
+            AsciiRegex::Lite(r) => r.find(t).map(|m| m.range()),
+            AsciiRegex::Full(r) => r.find(t.as_bytes()).map(|m| m.range()),
+        }?;
+        Some(&t[range])
+    }
+
+    /// The first `take` successive matches.
+    pub fn find_all(&self, t: &str, take: usize) -> Vec<String> {
+        match self {
+            AsciiRegex::Lite(r) => r
+                .find_iter(t)
+                .take(take)
+                .map(|m| m.as_str().to_string())
+                .collect(),
+            AsciiRegex::Full(r) => r
+                .find_iter(t.as_bytes())
+                .take(take)
+                .map(|m| t[m.range()].to_string())
+                .collect(),
+        }
+    }
+
+    /// Every match replaced by `with`, expanded (`$1`, `${name}`) unless `literal`.
+    pub fn replace_all(&self, t: &str, with: &str, literal: bool) -> String {
+        match (self, literal) {
+            (AsciiRegex::Lite(r), true) => {
+                r.replace_all(t, regex_lite::NoExpand(with)).into_owned()
+            }
+            (AsciiRegex::Lite(r), false) => r.replace_all(t, with).into_owned(),
+            (AsciiRegex::Full(r), true) => {
+                utf8(r.replace_all(t.as_bytes(), regex::bytes::NoExpand(with.as_bytes())))
+            }
+            (AsciiRegex::Full(r), false) => utf8(r.replace_all(t.as_bytes(), with.as_bytes())),
+        }
+    }
+
+    /// The text split at matches: all of it when `n < 0`, else into at most `n` parts.
+    pub fn split(&self, t: &str, n: i64) -> Vec<String> {
+        let part = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        match (self, usize::try_from(n)) {
+            (AsciiRegex::Lite(r), Err(_)) => r.split(t).map(str::to_string).collect(),
+            (AsciiRegex::Lite(r), Ok(n)) => r.splitn(t, n).map(str::to_string).collect(),
+            (AsciiRegex::Full(r), Err(_)) => r.split(t.as_bytes()).map(part).collect(),
+            (AsciiRegex::Full(r), Ok(n)) => r.splitn(t.as_bytes(), n).map(part).collect(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::translate;
+    use super::*;
 
     fn m(p: &str, s: &str) -> bool {
         regex::Regex::new(&translate(p)).unwrap().is_match(s)
@@ -238,5 +386,88 @@ mod tests {
         assert!(m(r"^[]a]+$", "]a"));
         assert!(m(r"^[-a]+$", "-a"));
         assert!(m(r"^[\p{Greek}-]+$", "α-"));
+    }
+
+    /// regex-lite and the `regex` crate (bytes, no Unicode) answer the same on ASCII: every
+    /// search the `regex*` functions make, for patterns the charts use and the edge cases
+    /// of empty matches, anchors, classes, case folding and expansion.
+    #[test]
+    fn regex_lite_and_the_regex_crate_agree_on_ascii() {
+        let patterns = [
+            r"^([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$",
+            r"-r\d+$|sha256:",
+            r"{(v[0-9])*[^}]*}}$",
+            r"[^A-Za-z0-9]+$",
+            r"(-?[^a-z\d\-])+-?",
+            r"\W",
+            r"a*",
+            r"",
+            r"(?i)ab|B",
+            r"(?m)^x$",
+            r"\bfoo\b",
+            r"(?P<k>[a-z]+)=(\d*)",
+            r"[\s,]+",
+            r"x{2,3}?",
+            r"(a|ab)(c|bcd)(d*)",
+        ];
+        let texts = [
+            "",
+            "1.2.3-debian-12-r4",
+            "docker.io/bitnami/postgresql@sha256:abc",
+            "{v1.36.0 1 36}}",
+            "My_Release.Name--x",
+            "foo bar,foo\nx\nfoobar",
+            "k=1, v=22,z=",
+            "aAbB xxxx abcd",
+        ];
+        let expansions = ["-", "$1", "${k}:$2", "$$", "$0x"];
+        for p in patterns {
+            let tr = translate(p);
+            let lite = AsciiRegex::Lite(Rc::new(regex_lite::Regex::new(&tr).unwrap()));
+            let full = AsciiRegex::Full(full(p).unwrap());
+            for t in texts {
+                let ctx = format!("{p:?} on {t:?}");
+                assert_eq!(lite.is_match(t), full.is_match(t), "{ctx}");
+                assert_eq!(lite.find(t), full.find(t), "{ctx}");
+                assert_eq!(
+                    lite.find_all(t, usize::MAX),
+                    full.find_all(t, usize::MAX),
+                    "{ctx}"
+                );
+                assert_eq!(lite.find_all(t, 1), full.find_all(t, 1), "{ctx}");
+                for w in expansions {
+                    for literal in [false, true] {
+                        assert_eq!(
+                            lite.replace_all(t, w, literal),
+                            full.replace_all(t, w, literal),
+                            "{ctx} with {w:?}"
+                        );
+                    }
+                }
+                for n in [-1, 0, 1, 2] {
+                    assert_eq!(lite.split(t, n), full.split(t, n), "{ctx} into {n}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_slot_charges_its_searches_and_compiles_once_spent() {
+        let mut slot = AsciiSlot::new("b+", 3);
+        let mut lite = 0;
+        for _ in 0..100 {
+            match slot.search("b+", 10) {
+                Some(AsciiRegex::Lite(_)) => lite += 1,
+                Some(AsciiRegex::Full(_)) => {}
+                None => panic!("b+ compiles"),
+            }
+        }
+        assert_eq!(lite, (LITE_BUDGET / (LITE_SEARCH_COST + 10)) as usize);
+        assert!(matches!(slot, AsciiSlot::Full(_)));
+        // Over the budget at once: the crate's; a nested class: regex-lite refuses it.
+        assert!(matches!(AsciiSlot::new("b", 4096), AsciiSlot::Full(_)));
+        assert!(matches!(AsciiSlot::new(r"[\W]", 1), AsciiSlot::Full(_)));
+        assert!(matches!(AsciiSlot::new(r"\pL", 1), AsciiSlot::Invalid));
+        assert!(matches!(AsciiSlot::new("a(", 1), AsciiSlot::Invalid));
     }
 }

@@ -8,7 +8,7 @@
 //! by the caller (see [`Seed`] and docs in `src/helm/mod.rs`).
 
 pub mod conv;
-mod goregex;
+pub mod goregex;
 pub mod semver;
 mod time;
 
@@ -1323,37 +1323,29 @@ fn regex_of(ex: &mut Exec, p: &str) -> Result<Rc<regex::Regex>, String> {
     Ok(r)
 }
 
-/// [`regex_of`] for an ASCII pattern searched in ASCII text: compiled with Unicode off, on
-/// bytes. On ASCII text that matches as the Unicode one does (every byte is a character;
-/// an ASCII pattern's literals and case folding meet only ASCII there), and it compiles
-/// for a fraction of the cost: a Unicode class such as `[^}]` or `[^a-z]` is compiled into
-/// UTF-8 automata, forward and reverse, which was most of compiling bitnami's patterns
-/// (3.5 % of a bitnami-postgresql render). `None` when pattern or text is not ASCII or the
-/// pattern needs Unicode (`\pL`); the caller then uses [`regex_of`], which also reports
-/// a pattern that does not parse. Kept, failures too, for one execution like `regex_of`'s.
-fn ascii_regex_of(ex: &mut Exec, p: &str, texts: &[&str]) -> Option<Rc<regex::bytes::Regex>> {
-    if !p.is_ascii() || !texts.iter().all(|t| t.is_ascii()) {
+/// [`regex_of`] for an ASCII pattern searched in ASCII text: compiled with Unicode off. On
+/// ASCII text that matches as the Unicode one does (every byte is a character; an ASCII
+/// pattern's literals and case folding meet only ASCII there), and it compiles for a
+/// fraction of the cost: a Unicode class such as `[^}]` or `[^a-z]` is compiled into UTF-8
+/// automata, forward and reverse. It starts in regex-lite and moves to the `regex` crate
+/// once it has been searched enough ([`goregex::AsciiSlot`]). `None` when pattern or text is
+/// not ASCII or the pattern needs Unicode (`\pL`); the caller then uses [`regex_of`], which
+/// also reports a pattern that does not parse. Kept, failures too, for one execution like
+/// `regex_of`'s.
+fn ascii_regex_of(ex: &mut Exec, p: &str, text: &str) -> Option<goregex::AsciiRegex> {
+    if !p.is_ascii() || !text.is_ascii() {
         return None;
     }
-    if let Some(r) = ex.ascii_regexes.get(p) {
-        return r.clone();
+    if let Some(slot) = ex.ascii_regexes.get_mut(p) {
+        return slot.search(p, text.len());
     }
-    let r = regex::bytes::RegexBuilder::new(&goregex::translate(p))
-        .unicode(false)
-        .build()
-        .ok()
-        .map(Rc::new);
+    let mut slot = goregex::AsciiSlot::new(p, text.len());
+    let r = slot.search(p, text.len());
     if ex.ascii_regexes.len() >= 512 {
         ex.ascii_regexes.clear();
     }
-    ex.ascii_regexes.insert(p.to_string(), r.clone());
+    ex.ascii_regexes.insert(p.to_string(), slot);
     r
-}
-
-/// Text a byte regex gave from ASCII input (valid UTF-8: it is the input's bytes, or the
-/// input's with a replacement's text between them); `None` otherwise.
-fn utf8(b: std::borrow::Cow<'_, [u8]>) -> Option<String> {
-    String::from_utf8(b.into_owned()).ok()
 }
 
 /// Go's `Regexp.Expand` template syntax (`$1`, `${name}`) is the `regex` crate's.
@@ -1362,8 +1354,8 @@ fn regex(f: &mut Funcs) {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 2, name)?;
             let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
-            if let Some(r) = ascii_regex_of(ex, &p, &[&t]) {
-                return Ok(Value::Bool(r.is_match(t.as_bytes())));
+            if let Some(r) = ascii_regex_of(ex, &p, &t) {
+                return Ok(Value::Bool(r.is_match(&t)));
             }
             match regex_of(ex, &p) {
                 Ok(r) => Ok(Value::Bool(r.is_match(&t))),
@@ -1376,10 +1368,8 @@ fn regex(f: &mut Funcs) {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 2, name)?;
             let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
-            if let Some(r) = ascii_regex_of(ex, &p, &[&t]) {
-                return Ok(Value::from(
-                    r.find(t.as_bytes()).map_or("", |m| &t[m.range()]),
-                ));
+            if let Some(r) = ascii_regex_of(ex, &p, &t) {
+                return Ok(Value::from(r.find(&t).unwrap_or("")));
             }
             let r = regex_of(ex, &p)?;
             Ok(Value::from(r.find(&t).map_or("", |m| m.as_str())))
@@ -1391,9 +1381,8 @@ fn regex(f: &mut Funcs) {
             let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
             let n = to_i64(&a[2]);
             let take = if n < 0 { usize::MAX } else { n as usize };
-            if let Some(r) = ascii_regex_of(ex, &p, &[&t]) {
-                let it = r.find_iter(t.as_bytes()).map(|m| t[m.range()].to_string());
-                return Ok(str_list(it.take(take).collect()));
+            if let Some(r) = ascii_regex_of(ex, &p, &t) {
+                return Ok(str_list(r.find_all(&t, take)));
             }
             let r = regex_of(ex, &p)?;
             let it = r.find_iter(&t).map(|m| m.as_str().to_string());
@@ -1409,15 +1398,8 @@ fn regex(f: &mut Funcs) {
         f.add(name, move |ex: &mut Exec, a| {
             want(a, 3, name)?;
             let (p, t, with) = (s_ref(&a[0]), s_ref(&a[1]), s_ref(&a[2]));
-            if let Some(r) = ascii_regex_of(ex, &p, &[&t]) {
-                let out = if literal {
-                    r.replace_all(t.as_bytes(), regex::bytes::NoExpand(with.as_bytes()))
-                } else {
-                    r.replace_all(t.as_bytes(), with.as_bytes())
-                };
-                if let Some(out) = utf8(out) {
-                    return Ok(Value::from(out));
-                }
+            if let Some(r) = ascii_regex_of(ex, &p, &t) {
+                return Ok(Value::from(r.replace_all(&t, &with, literal)));
             }
             let r = regex_of(ex, &p)?;
             let out = if literal {
@@ -1433,14 +1415,8 @@ fn regex(f: &mut Funcs) {
             want(a, 3, name)?;
             let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
             let n = to_i64(&a[2]);
-            if let Some(r) = ascii_regex_of(ex, &p, &[&t]) {
-                let part = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-                let v: Vec<String> = if n < 0 {
-                    r.split(t.as_bytes()).map(part).collect()
-                } else {
-                    r.splitn(t.as_bytes(), n as usize).map(part).collect()
-                };
-                return Ok(str_list(v));
+            if let Some(r) = ascii_regex_of(ex, &p, &t) {
+                return Ok(str_list(r.split(&t, n)));
             }
             let r = regex_of(ex, &p)?;
             let v: Vec<String> = if n < 0 {
@@ -1832,10 +1808,43 @@ mod tests {
             r#"{{ regexMatch "a" "a" }}{{ regexMatch "b" "é" }}{{ regexMatch `\pL` "a" }}"#,
         )
         .unwrap();
-        assert!(matches!(ex.ascii_regexes.get("a"), Some(Some(_))));
+        assert!(matches!(
+            ex.ascii_regexes.get("a"),
+            Some(goregex::AsciiSlot::Lite(..))
+        ));
         assert!(!ex.ascii_regexes.contains_key("b") && ex.regexes.contains_key("b"));
         assert!(
-            matches!(ex.ascii_regexes.get("\\pL"), Some(None)) && ex.regexes.contains_key("\\pL")
+            matches!(
+                ex.ascii_regexes.get("\\pL"),
+                Some(goregex::AsciiSlot::Invalid)
+            ) && ex.regexes.contains_key("\\pL")
         );
+    }
+
+    /// A pattern starts in regex-lite and is compiled by the `regex` crate once its searches
+    /// have cost the budget; a text over the budget goes to the crate at once. The answers
+    /// are the same before and after.
+    #[test]
+    fn an_ascii_regex_moves_to_the_regex_crate_once_searched_enough() {
+        let call = r#"{{ regexReplaceAll "(-?[^a-z0-9-])+-?" "My_Release.Name" "-" }},"#;
+        let (out, ex) = run_with(call).unwrap();
+        assert_eq!(out.unwrap(), "-y-elease-ame,");
+        assert!(matches!(
+            ex.ascii_regexes.values().next(),
+            Some(goregex::AsciiSlot::Lite(..))
+        ));
+        let (out, ex) = run_with(&call.repeat(100)).unwrap();
+        assert_eq!(out.unwrap(), "-y-elease-ame,".repeat(100));
+        assert!(matches!(
+            ex.ascii_regexes.values().next(),
+            Some(goregex::AsciiSlot::Full(..))
+        ));
+        let long = "x".repeat(5000);
+        let (out, ex) = run_with(&format!(r#"{{{{ regexMatch "y$" "{long}" }}}}"#)).unwrap();
+        assert_eq!(out.unwrap(), "false");
+        assert!(matches!(
+            ex.ascii_regexes.values().next(),
+            Some(goregex::AsciiSlot::Full(..))
+        ));
     }
 }

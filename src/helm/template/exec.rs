@@ -352,9 +352,9 @@ pub struct Exec<'a> {
     /// call them with the same few literal patterns for every resource. Kept for one
     /// execution (one render) only, as every render compiles its own.
     pub regexes: FxMap<String, Rc<regex::Regex>>,
-    /// The same for ASCII patterns on ASCII text, compiled without Unicode (`None`: the
-    /// pattern needs Unicode mode or does not parse); see `funcs::ascii_regex_of`.
-    pub ascii_regexes: FxMap<String, Option<Rc<regex::bytes::Regex>>>,
+    /// The same for ASCII patterns on ASCII text, compiled without Unicode (regex-lite's
+    /// first, then the `regex` crate's); see `funcs::ascii_regex_of`.
+    pub ascii_regexes: FxMap<String, crate::helm::funcs::goregex::AsciiSlot>,
 }
 
 type R<T> = Result<T, ExecError>;
