@@ -20,8 +20,10 @@ pub struct Ahead<T> {
 enum State<T> {
     /// Nobody has started it.
     Todo,
-    /// A thread is doing it now.
-    Busy,
+    /// A thread is doing it now; `waited` once a render waits for it. std's
+    /// `Condvar::notify_all` is a futex system call whether or not anyone waits, and a
+    /// chart's job finishes dozens of pieces that nobody waits for.
+    Busy { waited: bool },
     /// Done ahead, not yet taken.
     Done(T),
     /// Taken by a render (or started by one): a later render does it anew.
@@ -50,7 +52,7 @@ impl<T> Ahead<T> {
             if !matches!(*st, State::Todo) {
                 return;
             }
-            *st = State::Busy;
+            *st = State::Busy { waited: false };
         }
         // If `work` panics, the work goes back to `Todo` and waiters are woken: the render
         // then does it itself (and meets the same panic on its own thread) instead of
@@ -58,15 +60,19 @@ impl<T> Ahead<T> {
         struct Reset<'a, T>(&'a Ahead<T>);
         impl<T> Drop for Reset<'_, T> {
             fn drop(&mut self) {
-                *self.0.lock() = State::Todo;
-                self.0.ready.notify_all();
+                let was = std::mem::replace(&mut *self.0.lock(), State::Todo);
+                if matches!(was, State::Busy { waited: true }) {
+                    self.0.ready.notify_all();
+                }
             }
         }
         let reset = Reset(self);
         let done = work();
         std::mem::forget(reset);
-        *self.lock() = State::Done(done);
-        self.ready.notify_all();
+        let was = std::mem::replace(&mut *self.lock(), State::Done(done));
+        if matches!(was, State::Busy { waited: true }) {
+            self.ready.notify_all();
+        }
     }
 
     /// The render's side: what was done ahead (waiting while a thread is doing it), or
@@ -75,8 +81,8 @@ impl<T> Ahead<T> {
         let mut st = self.lock();
         loop {
             match std::mem::replace(&mut *st, State::Taken) {
-                State::Busy => {
-                    *st = State::Busy;
+                State::Busy { .. } => {
+                    *st = State::Busy { waited: true };
                     st = self.ready.wait(st).unwrap_or_else(|e| e.into_inner());
                 }
                 State::Done(done) => return Some(done),
@@ -136,6 +142,36 @@ mod tests {
             assert_eq!(got, 42);
             assert_eq!(runs.load(Ordering::SeqCst), 1, "done exactly once");
         }
+    }
+
+    /// The job wakes a taker that came while it was busy (it notifies only then: a
+    /// notification nobody needs is a system call).
+    #[test]
+    fn a_taker_that_came_while_the_job_was_busy_is_woken() {
+        let a: Arc<Ahead<u32>> = Arc::new(Ahead::default());
+        let (started_tx, started_rx) = std::sync::mpsc::channel();
+        let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+        let a2 = a.clone();
+        let job = std::thread::spawn(move || {
+            a2.run(|| {
+                started_tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                42
+            })
+        });
+        started_rx.recv().unwrap();
+        // Released only once the taker is waiting (or about to: then it finds it done).
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            release_tx.send(()).unwrap();
+        });
+        assert_eq!(a.take(), Some(42));
+        job.join().unwrap();
+        releaser.join().unwrap();
+        // Done and taken, with nobody waiting: the next one runs and is taken without a wait.
+        let b: Ahead<u32> = Ahead::default();
+        b.run(|| 1);
+        assert_eq!(b.take(), Some(1));
     }
 
     #[test]
