@@ -75,7 +75,10 @@ fn pem_decode(text: &str) -> Option<(String, Vec<u8>)> {
     let body = &rest[label_end + 5..];
     let end = body.find(&format!("-----END {label}-----"))?;
     let b64: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
-    Some((label.to_string(), crate::helm::encode::b64_decode(&b64)?))
+    Some((
+        label.to_string(),
+        crate::helm::encode::b64_decode(&b64).ok()?,
+    ))
 }
 
 /// A private key of a type Sprig generates or reads.
@@ -468,13 +471,13 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
             cert: a
                 .first()
                 .map(s)
-                .and_then(|c| crate::helm::encode::b64_decode(&c))
+                .and_then(|c| crate::helm::encode::b64_decode(&c).ok())
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default(),
             key: a
                 .get(1)
                 .map(s)
-                .and_then(|c| crate::helm::encode::b64_decode(&c))
+                .and_then(|c| crate::helm::encode::b64_decode(&c).ok())
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default(),
         })))

@@ -33,42 +33,151 @@ pub fn b64(data: &[u8]) -> String {
 }
 
 /// Standard base64 decoding (padding required as Go's StdEncoding).
-pub fn b64_decode(text: &str) -> Option<Vec<u8>> {
-    let bytes: Vec<u8> = text
+/// Go's `base64.StdEncoding.DecodeString` (encoding/base64 `decodeQuantum`): the bytes, or
+/// the offset that `illegal base64 data at input byte N` names. Newlines are skipped
+/// anywhere; padding is checked as Go checks it.
+pub fn b64_decode(text: &str) -> Result<Vec<u8>, usize> {
+    let src = text.as_bytes();
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'a'..=b'z' => Some(c - b'a' + 26),
+        b'0'..=b'9' => Some(c - b'0' + 52),
+        b'+' => Some(62),
+        b'/' => Some(63),
+        _ => None,
+    };
+    let skip_newlines = |mut si: usize| {
+        while si < src.len() && matches!(src[si], b'\n' | b'\r') {
+            si += 1;
+        }
+        si
+    };
+    let mut out = Vec::with_capacity(src.len() / 4 * 3);
+    let mut si = 0;
+    loop {
+        let mut dbuf = [0u8; 4];
+        let mut dlen = 4;
+        let mut j = 0;
+        let mut trailing = None;
+        while j < 4 {
+            if si == src.len() {
+                if j == 0 {
+                    return Ok(out);
+                }
+                return Err(si - j);
+            }
+            let c = src[si];
+            si += 1;
+            if let Some(v) = val(c) {
+                dbuf[j] = v;
+                j += 1;
+                continue;
+            }
+            if c == b'\n' || c == b'\r' {
+                continue;
+            }
+            if c != b'=' || j < 2 {
+                return Err(si - 1);
+            }
+            if j == 2 {
+                // "==" is expected; the first "=" is read.
+                si = skip_newlines(si);
+                if si == src.len() {
+                    return Err(src.len());
+                }
+                if src[si] != b'=' {
+                    return Err(si - 1);
+                }
+                si += 1;
+            }
+            si = skip_newlines(si);
+            if si < src.len() {
+                trailing = Some(si);
+            }
+            dlen = j;
+            break;
+        }
+        let v = u32::from(dbuf[0]) << 18
+            | u32::from(dbuf[1]) << 12
+            | u32::from(dbuf[2]) << 6
+            | u32::from(dbuf[3]);
+        out.extend_from_slice(&[(v >> 16) as u8, (v >> 8) as u8, v as u8][..dlen - 1]);
+        if let Some(at) = trailing {
+            return Err(at);
+        }
+        if dlen < 4 {
+            return Ok(out);
+        }
+    }
+}
+
+/// Go's `base32.StdEncoding.DecodeString` (encoding/base32 `decode`, after stripping `\r`
+/// and `\n`): the bytes, or the offset that `illegal base32 data at input byte N` names.
+pub fn b32_decode(text: &str) -> Result<Vec<u8>, usize> {
+    let src: Vec<u8> = text
         .bytes()
         .filter(|b| !matches!(b, b'\n' | b'\r'))
         .collect();
-    if !bytes.len().is_multiple_of(4) {
-        return None;
-    }
-    let mut out = Vec::new();
-    for chunk in bytes.chunks(4) {
-        let mut n = 0u32;
-        let mut pad = 0;
-        for &c in chunk {
-            let v = match c {
-                b'A'..=b'Z' => c - b'A',
-                b'a'..=b'z' => c - b'a' + 26,
-                b'0'..=b'9' => c - b'0' + 52,
-                b'+' => 62,
-                b'/' => 63,
-                b'=' => {
-                    pad += 1;
-                    0
-                }
-                _ => return None,
+    let val = |c: u8| match c {
+        b'A'..=b'Z' => Some(c - b'A'),
+        b'2'..=b'7' => Some(c - b'2' + 26),
+        _ => None,
+    };
+    let olen = src.len();
+    let mut rest = &src[..];
+    let mut out = Vec::with_capacity(olen / 8 * 5);
+    let mut end = false;
+    while !rest.is_empty() && !end {
+        let mut dbuf = [0u8; 8];
+        let mut dlen = 8;
+        let mut j = 0;
+        while j < 8 {
+            let Some((&c, tail)) = rest.split_first() else {
+                // The end, with padding missing.
+                return Err(olen - j);
             };
-            n = (n << 6) | u32::from(v);
+            rest = tail;
+            if c == b'=' && j >= 2 && rest.len() < 8 {
+                if rest.len() + j < 7 {
+                    return Err(olen);
+                }
+                for k in 0..7 - j {
+                    if rest.len() > k && rest[k] != b'=' {
+                        return Err(olen - rest.len() + k - 1);
+                    }
+                }
+                dlen = j;
+                end = true;
+                // 1, 3 and 6 characters carry no whole byte (RFC 4648, section 6).
+                if matches!(dlen, 1 | 3 | 6) {
+                    return Err(olen - rest.len() - 1);
+                }
+                break;
+            }
+            match val(c) {
+                Some(v) => dbuf[j] = v,
+                None => return Err(olen - rest.len() - 1),
+            }
+            j += 1;
         }
-        out.push((n >> 16) as u8);
-        if pad < 2 {
-            out.push((n >> 8) as u8);
-        }
-        if pad < 1 {
-            out.push(n as u8);
-        }
+        let n = dbuf.iter().fold(0u64, |acc, &v| (acc << 5) | u64::from(v));
+        let bytes = [
+            (n >> 32) as u8,
+            (n >> 24) as u8,
+            (n >> 16) as u8,
+            (n >> 8) as u8,
+            n as u8,
+        ];
+        let keep = match dlen {
+            8 => 5,
+            7 => 4,
+            5 => 3,
+            4 => 2,
+            _ => 1,
+        };
+        out.extend_from_slice(&bytes[..keep]);
     }
-    Some(out)
+    Ok(out)
 }
 
 /// Standard base32 with padding.
@@ -282,7 +391,33 @@ mod tests {
             "a9993e364706816aba3e25717850c26c9cd0d89d"
         );
         assert_eq!(b32(b"hi"), "NBUQ====");
+        assert_eq!(b32_decode("NBUQ====").unwrap(), b"hi");
+        assert_eq!(b32_decode("NBSWY3DP").unwrap(), b"hello");
+        assert_eq!(b32_decode("NBSW\nY3DP").unwrap(), b"hello");
         assert_eq!(path_dir("a/b/c.yaml"), "a/b");
+    }
+
+    /// Go's offsets in `illegal base64 data at input byte N` / `illegal base32 …` (each
+    /// checked against Helm 4.2.3's `b64dec` and `b32dec`).
+    #[test]
+    fn decoding_errors_name_gos_offsets() {
+        assert_eq!(b64_decode("aGVsbA==").unwrap(), b"hell");
+        assert_eq!(b64_decode("aGVs\nbG8=").unwrap(), b"hello");
+        assert_eq!(b64_decode(""), Ok(vec![]));
+        assert_eq!(b64_decode("aGVsbG8"), Err(4));
+        assert_eq!(b64_decode("aGVs!G8="), Err(4));
+        assert_eq!(b64_decode("aGVsbG8=x"), Err(8));
+        assert_eq!(b64_decode("aGVsbA="), Err(7));
+        assert_eq!(b64_decode("a==="), Err(1));
+        assert_eq!(b32_decode("nbswy3dp"), Err(0));
+        assert_eq!(b32_decode("NBSWY3D"), Err(0));
+        assert_eq!(b32_decode("NBUQ==="), Err(7));
+        assert_eq!(b32_decode("NBUQ=x=="), Err(4));
+        assert_eq!(b32_decode("NBSWY3DPEE======").unwrap(), b"hello!");
+        assert_eq!(b32_decode("NBSWY3DPEE=====x"), Err(14));
+        assert_eq!(b64_decode("aGVsbA=\n=").unwrap(), b"hell");
+        assert_eq!(b32_decode("NB======"), Ok(b"h".to_vec()));
+        assert_eq!(b32_decode("NBU====="), Err(3));
         assert_eq!(path_clean("a/../b/./c"), "b/c");
     }
 }

@@ -885,6 +885,9 @@ fn json_string(out: &mut String, s: &str, esc: bool) {
             '\n' => out.push_str("\\n"),
             '\r' => out.push_str("\\r"),
             '\t' => out.push_str("\\t"),
+            // Go 1.22's encoding/json (appendString): `\b` and `\f` by name.
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
             '<' | '>' | '&' if esc => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
@@ -1014,5 +1017,15 @@ mod tests {
         );
         assert_eq!(json_float(1e6), "1000000");
         assert_eq!(json_float(1e21), "1e+21");
+    }
+
+    /// Go 1.22's encoding/json names `\b` and `\f`; other control characters are `\u00XX`
+    /// (Helm 4.2.3's `toJson "\t\v\f\b\x01"`).
+    #[test]
+    fn json_names_backspace_and_form_feed() {
+        assert_eq!(
+            to_json(&Value::str("\t\u{b}\u{c}\u{8}\u{1}"), true, false),
+            r#""\t\u000b\f\b\u0001""#
+        );
     }
 }

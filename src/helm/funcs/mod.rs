@@ -345,6 +345,45 @@ fn title_case(t: &str) -> String {
     out
 }
 
+/// Go's `strings.ToUpper`: each character by its simple (one-character) mapping, so `ß`
+/// stays `ß` (Rust's `to_uppercase` gives `SS`). Rust has only the full mappings; where one
+/// is longer, the simple one is the Greek letters with ypogegrammeni (`ᾳ` is `ᾼ`, not
+/// `ΑΙ`), and for every other character there is none: it is kept.
+fn go_upper(t: &str) -> String {
+    t.chars()
+        .map(|c| {
+            let mut u = c.to_uppercase();
+            match (u.next(), u.next()) {
+                (Some(one), None) => one,
+                _ => match c as u32 {
+                    n @ (0x1F80..=0x1F87 | 0x1F90..=0x1F97 | 0x1FA0..=0x1FA7) => {
+                        char::from_u32(n + 8).unwrap_or(c)
+                    }
+                    0x1FB3 => '\u{1FBC}',
+                    0x1FC3 => '\u{1FCC}',
+                    0x1FF3 => '\u{1FFC}',
+                    _ => c,
+                },
+            }
+        })
+        .collect()
+}
+
+/// Go's `strings.ToLower`: each character alone, so a final `Σ` is `σ` (Rust's
+/// `to_lowercase` gives `ς` there), and `İ` is `i` (its simple mapping).
+fn go_lower(t: &str) -> String {
+    t.chars()
+        .map(|c| {
+            let mut l = c.to_lowercase();
+            match (l.next(), l.next()) {
+                (Some(one), None) => one,
+                _ if c == '\u{130}' => 'i',
+                _ => c,
+            }
+        })
+        .collect()
+}
+
 fn strings(f: &mut Funcs) {
     fn s1(f: &mut Funcs, name: &'static str, op: fn(&str) -> String) {
         f.add(name, move |_, a| {
@@ -364,8 +403,8 @@ fn strings(f: &mut Funcs) {
             Ok(Value::from(op(&t)))
         });
     }
-    case(f, "upper", u8::is_ascii_lowercase, str::to_uppercase);
-    case(f, "lower", u8::is_ascii_uppercase, str::to_lowercase);
+    case(f, "upper", u8::is_ascii_lowercase, go_upper);
+    case(f, "lower", u8::is_ascii_uppercase, go_lower);
     s1(f, "title", title_case);
     s1(f, "untitle", |t| {
         let mut out = String::new();
@@ -517,12 +556,27 @@ fn strings(f: &mut Funcs) {
         let (start, end, t) = (to_i64(&a[0]), to_i64(&a[1]), s_ref(&a[2]));
         let b = t.as_bytes();
         let len = b.len() as i64;
+        // Sprig's `substring` slices the bytes; a slice out of range is Go's panic, which
+        // the template reports as the call's error.
+        let oob = |m: String| Err(format!("runtime error: slice bounds out of range {m}"));
         let r = if start < 0 {
-            &b[..end.clamp(0, len) as usize]
+            if end < 0 {
+                return oob(format!("[:{end}]"));
+            }
+            if end > len {
+                return oob(format!("[:{end}] with length {len}"));
+            }
+            &b[..end as usize]
         } else if end < 0 || end > len {
-            &b[start.min(len) as usize..]
+            if start > len {
+                return oob(format!("[{start}:{len}]"));
+            }
+            &b[start as usize..]
         } else {
-            &b[start.min(end) as usize..end as usize]
+            if start > end {
+                return oob(format!("[{start}:{end}]"));
+            }
+            &b[start as usize..end as usize]
         };
         Ok(bytes_of(&a[2], r))
     });
@@ -1195,9 +1249,10 @@ fn encoding(f: &mut Funcs) {
     });
     f.add("b64dec", |_, a| {
         want(a, 1, "b64dec")?;
+        // Sprig gives the decoding error as the result, not as an error.
         Ok(Value::from(match encode::b64_decode(&s_ref(&a[0])) {
-            Some(b) => String::from_utf8_lossy(&b).into_owned(),
-            None => "illegal base64 data at input byte 0".into(),
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(at) => format!("illegal base64 data at input byte {at}"),
         }))
     });
     f.add("b32enc", |_, a| {
@@ -1206,7 +1261,10 @@ fn encoding(f: &mut Funcs) {
     });
     f.add("b32dec", |_, a| {
         want(a, 1, "b32dec")?;
-        Ok(Value::from(s(&a[0])))
+        Ok(Value::from(match encode::b32_decode(&s_ref(&a[0])) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(at) => format!("illegal base32 data at input byte {at}"),
+        }))
     });
     f.add("sha256sum", |_, a| {
         want(a, 1, "sha256sum")?;
@@ -1312,8 +1370,10 @@ fn regex_of(ex: &mut Exec, p: &str) -> Result<Rc<regex::Regex>, String> {
         return Ok(r.clone());
     }
     let r = Rc::new(
-        regex::Regex::new(&goregex::translate(p))
-            .map_err(|e| format!("error parsing regexp: {e}"))?,
+        regex::Regex::new(
+            &goregex::translate(p).map_err(|e| format!("error parsing regexp: {e}"))?,
+        )
+        .map_err(|e| format!("error parsing regexp: {e}"))?,
     );
     // Bounded: a chart that builds patterns from data must not grow it without end.
     if ex.regexes.len() >= 512 {
@@ -1415,21 +1475,21 @@ fn regex(f: &mut Funcs) {
             want(a, 3, name)?;
             let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
             let n = to_i64(&a[2]);
-            if let Some(r) = ascii_regex_of(ex, &p, &t) {
-                return Ok(str_list(r.split(&t, n)));
-            }
-            let r = regex_of(ex, &p)?;
-            let v: Vec<String> = if n < 0 {
-                r.split(&t).map(str::to_string).collect()
-            } else {
-                r.splitn(&t, n as usize).map(str::to_string).collect()
+            let take = usize::try_from(n).unwrap_or(usize::MAX);
+            let ranges = match ascii_regex_of(ex, &p, &t) {
+                Some(r) => r.ranges(&t, take),
+                None => regex_of(ex, &p)?
+                    .find_iter(&t)
+                    .take(take)
+                    .map(|m| m.range())
+                    .collect(),
             };
-            Ok(str_list(v))
+            Ok(str_list(goregex::go_split(&p, &t, ranges, n)))
         });
     }
     f.add("regexQuoteMeta", |_, a| {
         want(a, 1, "regexQuoteMeta")?;
-        Ok(Value::from(regex::escape(&s_ref(&a[0]))))
+        Ok(Value::from(goregex::quote_meta(&s_ref(&a[0]))))
     });
 }
 
@@ -1819,6 +1879,130 @@ mod tests {
                 Some(goregex::AsciiSlot::Invalid)
             ) && ex.regexes.contains_key("\\pL")
         );
+    }
+
+    /// Helm 4.2.3's answers for text functions at their edges.
+    #[test]
+    fn substr_out_of_range_and_case_mapping_are_gos() {
+        for (text, want) in [
+            (r#"{{ substr 1 3 "hello" }}"#, "el"),
+            (r#"{{ substr -1 3 "hello" }}"#, "hel"),
+            (r#"{{ substr 2 -1 "hello" }}"#, "llo"),
+            (r#"{{ substr 2 99 "hello" }}"#, "llo"),
+            (r#"{{ upper "straße ᾳ ﬀ ᾀ" }}"#, "STRAßE ᾼ ﬀ ᾈ"),
+            (r#"{{ lower "ΣΑΣ" }}"#, "σασ"),
+            (r#"{{ lower "İSTANBUL K" }}"#, "istanbul k"),
+            (r#"{{ upper "héllo" }}"#, "HÉLLO"),
+        ] {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+        for (text, msg) in [
+            (
+                r#"{{ substr 3 1 "hello world" }}"#,
+                "slice bounds out of range [3:1]",
+            ),
+            (
+                r#"{{ substr 100 200 "x" }}"#,
+                "slice bounds out of range [100:1]",
+            ),
+            (
+                r#"{{ substr -5 -2 "x" }}"#,
+                "slice bounds out of range [:-2]",
+            ),
+            (
+                r#"{{ substr -1 5 "x" }}"#,
+                "slice bounds out of range [:5] with length 1",
+            ),
+            (r#"{{ substr 1 2 "" }}"#, "slice bounds out of range [1:0]"),
+        ] {
+            let e = run(text).unwrap_err();
+            assert!(
+                e.contains(&format!("error calling substr: runtime error: {msg}")),
+                "{text}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn b32dec_and_b64dec_decode_or_say_where_they_stopped() {
+        for (text, want) in [
+            (r#"{{ b32dec "NBSWY3DP" }}"#, "hello"),
+            (
+                r#"{{ b32dec "nbswy3dp" }}"#,
+                "illegal base32 data at input byte 0",
+            ),
+            (r#"{{ b64dec "aGVsbG8=" }}"#, "hello"),
+            (
+                r#"{{ b64dec "aGVsbG8" }}"#,
+                "illegal base64 data at input byte 4",
+            ),
+        ] {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+    }
+
+    /// What Go's regexp reads differently from the crate, as Helm 4.2.3 answers (each case
+    /// checked against helm-python-sdk).
+    #[test]
+    fn regexes_read_go_syntax_as_go_does() {
+        let split = |p: &str, t: &str, n: i64| {
+            format!(
+                r#"{{{{ $l := regexSplit `{p}` "{t}" {n} }}}}{{{{ len $l }}}}:{{{{ join "|" $l }}}}"#
+            )
+        };
+        let splits = [
+            // No empty part for an empty match at either end.
+            (split("", "ab", -1), "2:a|b"),
+            (split("", "ab", 2), "2:a|b"),
+            (split(r"\b", "ab cd", -1), "3:ab| |cd"),
+            (split(r"\B", "", -1), "1:"),
+            (split(",", "a,b,,c,", -1), "5:a|b||c|"),
+            (split("x*", "axbc", 3), "3:a|b|c"),
+            (split(",", "a,b", 0), "0:"),
+        ];
+        for (text, want) in splits {
+            assert_eq!(run(&text).unwrap(), want, "{text}");
+        }
+        let cases = [
+            // Braces of \p{…} and \x{…} are theirs, not literal.
+            (r#"{{ regexFind `\p{Greek}+` "xΣΑΣ" }}"#, "ΣΑΣ"),
+            (r#"{{ regexFind `\P{Greek}+` "ΣxyΣ" }}"#, "xy"),
+            (r#"{{ regexMatch `\x{1F600}` "a😀" }}"#, "true"),
+            // Quoted literals and octal escapes.
+            (r#"{{ regexFind `\Q*\E+` "a***" }}"#, "***"),
+            (r#"{{ regexFind `\Qa.b` "xa.b" }}"#, "a.b"),
+            (r#"{{ regexReplaceAll `\012` "a\nb" "-" }}"#, "a-b"),
+            (r#"{{ regexFind `\123` "xSy" }}"#, "S"),
+            // `\<` and `\>` are the characters, not word boundaries.
+            (r#"{{ regexReplaceAll `\<` "ab cd" "^" }}"#, "ab cd"),
+            (r#"{{ regexFind `\<b\>` "a<b>" }}"#, "<b>"),
+            (r#"{{ regexQuoteMeta "a-b#c d&e~f" }}"#, "a-b#c d&e~f"),
+            (r#"{{ regexQuoteMeta "1.5*[x]{2}" }}"#, r"1\.5\*\[x\]\{2\}"),
+            // Patterns Go refuses: false, as for any pattern that does not parse.
+            (r#"{{ regexMatch "a**" "aa" }}"#, "false"),
+            (r#"{{ regexMatch "a{1001}" "a" }}"#, "false"),
+            (r#"{{ regexMatch "(?x) a b" "ab" }}"#, "false"),
+            (
+                r#"{{ regexMatch "a*?" "a" }} {{ regexMatch "a??" "a" }}"#,
+                "true true",
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+        for (p, msg) in [
+            ("a**", "invalid nested repetition operator: `**`"),
+            ("a*?+", "invalid nested repetition operator: `*?+`"),
+            ("a{2}{3}", "invalid nested repetition operator: `{2}{3}`"),
+            ("a{1001}", "invalid repeat count: `{1001}`"),
+            ("(?x)a", "invalid or unsupported Perl syntax: `(?x`"),
+        ] {
+            let e = run(&format!(r#"{{{{ mustRegexMatch "{p}" "a" }}}}"#)).unwrap_err();
+            assert!(
+                e.contains(&format!("error parsing regexp: {msg}")),
+                "{p}: {e}"
+            );
+        }
     }
 
     /// A pattern starts in regex-lite and is compiled by the `regex` crate once its searches
