@@ -131,9 +131,7 @@ fn escape_outside(chars: &[char], i: usize, out: &mut String) -> usize {
         }
         // `\p{Greek}`, `\x{1F600}`: through the closing brace.
         'p' | 'P' | 'x' if chars.get(i + 2) == Some(&'{') => {
-            let end = (i + 2..chars.len())
-                .find(|&j| chars[j] == '}')
-                .map_or(chars.len(), |j| j + 1);
+            let end = brace_end(chars, i + 2);
             out.extend(&chars[i..end]);
             end
         }
@@ -169,6 +167,13 @@ fn escape_outside(chars: &[char], i: usize, out: &mut String) -> usize {
             i + 2
         }
     }
+}
+
+/// The index after the `}` that closes the brace at or after `from` (the end if none).
+fn brace_end(chars: &[char], from: usize) -> usize {
+    (from..chars.len())
+        .find(|&j| chars[j] == '}')
+        .map_or(chars.len(), |j| j + 1)
 }
 
 /// `c` as a literal in the crate's syntax.
@@ -276,9 +281,7 @@ fn class_set(chars: &[char], i: usize, out: &mut String) -> Option<usize> {
                 return None;
             }
             let end = if chars.get(i + 2) == Some(&'{') {
-                (i + 2..chars.len())
-                    .find(|&j| chars[j] == '}')
-                    .map_or(chars.len(), |j| j + 1)
+                brace_end(chars, i + 2)
             } else {
                 (i + 3).min(chars.len())
             };
@@ -304,9 +307,7 @@ fn class_char(chars: &[char], i: usize) -> (String, usize) {
         let mut end = i + 2;
         if e == 'x' {
             if chars.get(end) == Some(&'{') {
-                end = (end..chars.len())
-                    .find(|&j| chars[j] == '}')
-                    .map_or(chars.len(), |j| j + 1);
+                end = brace_end(chars, end);
             } else {
                 end = (end + 2).min(chars.len());
             }
@@ -475,18 +476,10 @@ impl AsciiRegex {
 
     /// The first `take` successive matches.
     pub fn find_all(&self, t: &str, take: usize) -> Vec<String> {
-        match self {
-            AsciiRegex::Lite(r) => r
-                .find_iter(t)
-                .take(take)
-                .map(|m| m.as_str().to_string())
-                .collect(),
-            AsciiRegex::Full(r) => r
-                .find_iter(t.as_bytes())
-                .take(take)
-                .map(|m| t[m.range()].to_string())
-                .collect(),
-        }
+        self.ranges(t, take)
+            .into_iter()
+            .map(|r| t[r].to_string())
+            .collect()
     }
 
     /// Every match replaced by `with`, expanded (`$1`, `${name}`) unless `literal`.

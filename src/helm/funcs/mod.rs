@@ -352,35 +352,32 @@ fn title_case(t: &str) -> String {
 fn go_upper(t: &str) -> String {
     t.chars()
         .map(|c| {
-            let mut u = c.to_uppercase();
-            match (u.next(), u.next()) {
-                (Some(one), None) => one,
-                _ => match c as u32 {
-                    n @ (0x1F80..=0x1F87 | 0x1F90..=0x1F97 | 0x1FA0..=0x1FA7) => {
-                        char::from_u32(n + 8).unwrap_or(c)
-                    }
-                    0x1FB3 => '\u{1FBC}',
-                    0x1FC3 => '\u{1FCC}',
-                    0x1FF3 => '\u{1FFC}',
-                    _ => c,
-                },
-            }
+            single(c.to_uppercase()).unwrap_or(match c as u32 {
+                n @ (0x1F80..=0x1F87 | 0x1F90..=0x1F97 | 0x1FA0..=0x1FA7) => {
+                    char::from_u32(n + 8).unwrap_or(c)
+                }
+                0x1FB3 => '\u{1FBC}',
+                0x1FC3 => '\u{1FCC}',
+                0x1FF3 => '\u{1FFC}',
+                _ => c,
+            })
         })
         .collect()
+}
+
+/// The one character a case mapping gives, if it gives one.
+fn single(mut mapped: impl Iterator<Item = char>) -> Option<char> {
+    match (mapped.next(), mapped.next()) {
+        (Some(one), None) => Some(one),
+        _ => None,
+    }
 }
 
 /// Go's `strings.ToLower`: each character alone, so a final `Σ` is `σ` (Rust's
 /// `to_lowercase` gives `ς` there), and `İ` is `i` (its simple mapping).
 fn go_lower(t: &str) -> String {
     t.chars()
-        .map(|c| {
-            let mut l = c.to_lowercase();
-            match (l.next(), l.next()) {
-                (Some(one), None) => one,
-                _ if c == '\u{130}' => 'i',
-                _ => c,
-            }
-        })
+        .map(|c| single(c.to_lowercase()).unwrap_or(if c == '\u{130}' { 'i' } else { c }))
         .collect()
 }
 
