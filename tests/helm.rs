@@ -152,16 +152,21 @@ fn essentials(helm_error: &str) -> Vec<String> {
     if let Some(rest) = first.strip_prefix("YAML parse error on ") {
         return vec![rest.split(':').next().unwrap_or("").to_string()];
     }
-    // Other execution errors: the first location line, and the field or variable node Go
-    // names (`at <.Values.a.b>`; a call's node, `<include "x" .>`, kiln names by its function).
-    let mut out = vec![first.to_string()];
-    if let Some(i) = helm_error.find(" at <")
-        && let Some(j) = helm_error[i..].find(">:")
-        && matches!(helm_error.as_bytes().get(i + 5), Some(b'.' | b'$'))
+    // Other execution errors: the first location line, with the field or variable node Go
+    // names (`at <.Values.a.b>`); a call's node, `<eq .Values.a 1>`, kiln names by its
+    // function (DIVERGENCES), so then the text before and after the node.
+    if let Some(i) = first.find(" at <")
+        && let Some(j) = first[i..].find(">: ")
+        && !matches!(first.as_bytes().get(i + 5), Some(b'.' | b'$'))
     {
-        out.push(helm_error[i + 1..i + j + 1].to_string());
+        let func = first[i + 5..i + j].split(' ').next().unwrap_or("");
+        return vec![
+            first[..i].to_string(),
+            format!(" at <{func}>: "),
+            first[i + j + 3..].to_string(),
+        ];
     }
-    out
+    vec![first.to_string()]
 }
 
 fn check_error(name: &str, err: &HelmError, helm_error: &str) {
@@ -189,7 +194,7 @@ fn errors_name_file_and_line() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 12, "one case per error kind");
+    assert_eq!(checked, 14, "one case per error kind");
 }
 
 /// Splits at `---` lines and reads each document as Kubernetes does; empty ones dropped.

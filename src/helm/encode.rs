@@ -291,9 +291,15 @@ pub fn url_parse(u: &str) -> Value {
         }
     };
     let (userinfo, host) = authority.rsplit_once('@').unwrap_or(("", authority));
+    // net/url's Hostname: the host without its port, an IPv6 literal without brackets.
+    let hostname = match host.strip_prefix('[') {
+        Some(v6) => v6.split_once(']').map_or(v6, |(h, _)| h),
+        None => host.split_once(':').map_or(host, |(h, _)| h),
+    };
     for (k, v) in [
         ("scheme", scheme),
         ("host", host),
+        ("hostname", hostname),
         ("path", &path),
         ("query", query),
         ("fragment", fragment),

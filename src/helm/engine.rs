@@ -178,9 +178,7 @@ impl Object for Files {
                     return Some(Ok(Value::from("")));
                 }
                 Value::from(
-                    yaml::to_yaml(&Value::map(m))
-                        .trim_end_matches('\n')
-                        .to_string(),
+                    yaml::to_yaml_func(&Value::map(m), yaml::Encoder::SigsYaml).unwrap_or_default(),
                 )
             }
             _ => return None,
@@ -727,17 +725,24 @@ fn helm_funcs(f: &mut Funcs) {
         ))
     });
     f.add("lookup", |_, _| Ok(Value::Map(new_map())));
-    for name in ["toYaml", "mustToYaml", "toYamlPretty"] {
-        f.add(name, |_, a| {
+    // Helm's toYaml and toYamlPretty give "" where the marshal fails; mustToYaml fails.
+    for (name, enc, must) in [
+        ("toYaml", yaml::Encoder::SigsYaml, false),
+        ("mustToYaml", yaml::Encoder::SigsYaml, true),
+        ("toYamlPretty", yaml::Encoder::GoYamlV3, false),
+    ] {
+        f.add(name, move |_, a| {
             let v = a.first().cloned().unwrap_or(Value::Nil);
-            Ok(Value::from(
-                yaml::to_yaml(&v).trim_end_matches('\n').to_string(),
-            ))
+            match yaml::to_yaml_func(&v, enc) {
+                Ok(t) => Ok(Value::from(t)),
+                Err(e) if must => Err(e.to_string()),
+                Err(_) => Ok(Value::from("")),
+            }
         });
     }
     f.add("fromYaml", |_, a| {
         let t = a.first().map(s).unwrap_or_default();
-        Ok(match yaml::parse_one(&t) {
+        Ok(match yaml::parse_one_as_json(&t) {
             Ok(Value::Map(m)) => Value::Map(m),
             Ok(Value::Nil) => Value::Map(new_map()),
             Ok(other) => error_map(&format!("error unmarshaling JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&other))),
@@ -746,7 +751,7 @@ fn helm_funcs(f: &mut Funcs) {
     });
     f.add("fromYamlArray", |_, a| {
         let t = a.first().map(s).unwrap_or_default();
-        Ok(match yaml::parse_one(&t) {
+        Ok(match yaml::parse_one_as_json(&t) {
             Ok(Value::List(l)) => Value::List(l),
             Ok(Value::Nil) => Value::list(Vec::new()),
             Ok(other) => Value::list(vec![Value::from(format!("error unmarshaling JSON: json: cannot unmarshal {} into Go value of type []interface {{}}", json_kind(&other)))]),

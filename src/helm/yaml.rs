@@ -13,6 +13,7 @@
 mod fast;
 
 use super::template::value::{Value, format_float};
+use crate::yaml::goyaml::{self, pad};
 use granit_parser::{Event, Parser, ScalarStyle};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -232,6 +233,38 @@ pub fn parse_one(text: &str) -> Result<Value, YamlError> {
     Ok(parse_all(text)?.into_iter().next().unwrap_or(Value::Nil))
 }
 
+/// What a YAML-to-JSON read (sigs.k8s.io/yaml) cannot carry: JSON has no infinities or NaN,
+/// so `.inf` anywhere fails as encoding/json fails (`json: unsupported value: +Inf`).
+pub fn json_unsupported(v: &Value) -> Option<String> {
+    let f = first_non_finite(v)?;
+    let text = if f.is_nan() {
+        "NaN"
+    } else if f > 0.0 {
+        "+Inf"
+    } else {
+        "-Inf"
+    };
+    Some(format!("json: unsupported value: {text}"))
+}
+
+fn first_non_finite(v: &Value) -> Option<f64> {
+    match v {
+        Value::Float(f) if !f.is_finite() => Some(*f),
+        Value::List(l) => l.iter().find_map(first_non_finite),
+        Value::Map(m) => m.borrow().values().find_map(first_non_finite),
+        _ => None,
+    }
+}
+
+/// `fromYaml`'s read: [`parse_one`], then refused where JSON could not carry the value.
+pub fn parse_one_as_json(text: &str) -> Result<Value, String> {
+    let v = parse_one(text).map_err(|e| e.to_string())?;
+    match json_unsupported(&v) {
+        Some(e) => Err(e),
+        None => Ok(v),
+    }
+}
+
 /// YAML 1.1 resolution of a scalar, as go-yaml v2.
 /// A plain scalar's value (YAML 1.1, as go-yaml v2 resolves it).
 pub(crate) fn plain_scalar(text: &str) -> Value {
@@ -359,33 +392,162 @@ fn resolve_number(text: &str) -> Option<Value> {
 // toYaml
 // ---------------------------------------------------------------------------------------
 
-/// `toYaml` (without the final newline trimming, which the caller does).
+/// Which of Helm's encoders writes: `toYaml` is sigs.k8s.io/yaml (JSON in between, then
+/// go-yaml v2), `toYamlPretty` go-yaml v3's encoder with `SetIndent(2)` (helm/helm
+/// pkg/engine/funcs.go), which indents a sequence under its key and prints a float64 with
+/// strconv's shortest `'g'` (`1e+06`), there being no JSON step to make it an integer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Encoder {
+    SigsYaml,
+    GoYamlV3,
+}
+
+/// The encoder's bytes, final line break included.
 pub fn to_yaml(v: &Value) -> String {
+    encode(v, Encoder::SigsYaml)
+}
+
+/// Helm's `toYaml`/`toYamlPretty` (and `.Files.AsConfig`): the encoder's text with one final
+/// line break trimmed (`strings.TrimSuffix`), so a kept block's last empty line stays.
+///
+/// `toYaml`'s text passes through JSON and go-yaml v2's reader first, which changes two
+/// things: a character that JSON leaves raw and the reader refuses (DEL, the C1 controls,
+/// U+FFFE, U+FFFF) fails the marshal (`toYaml` then gives "", `mustToYaml` this error), and a
+/// raw NEL, a line break to that reader, is folded as in any double-quoted scalar.
+pub fn to_yaml_func(v: &Value, enc: Encoder) -> Result<String, &'static str> {
+    let folded;
+    let v = if enc == Encoder::SigsYaml {
+        match json_round_trip(v) {
+            RoundTrip::Same => v,
+            RoundTrip::Refused => return Err("yaml: control characters are not allowed"),
+            RoundTrip::Folded(f) => {
+                folded = f;
+                &folded
+            }
+        }
+    } else {
+        v
+    };
+    let mut out = encode(v, enc);
+    if out.ends_with('\n') {
+        out.pop();
+    }
+    Ok(out)
+}
+
+enum RoundTrip {
+    Same,
+    Refused,
+    Folded(Value),
+}
+
+/// What JSON and go-yaml v2's reader make of the strings (keys too) of `v`.
+fn json_round_trip(v: &Value) -> RoundTrip {
+    // Every character concerned has a lead byte of 0x7F, 0xC2 or 0xEF: one byte scan per
+    // string, and the tree is copied only when a NEL is in it.
+    fn suspect(s: &str) -> bool {
+        s.bytes().any(|b| matches!(b, 0x7F | 0xC2 | 0xEF))
+    }
+    fn refused(c: char) -> bool {
+        matches!(c, '\u{7F}'..='\u{84}' | '\u{86}'..='\u{9F}' | '\u{FFFE}' | '\u{FFFF}')
+    }
+    fn check(s: &str, nel: &mut bool) -> bool {
+        if suspect(s) {
+            if s.chars().any(refused) {
+                return false;
+            }
+            *nel |= s.contains('\u{85}');
+        }
+        true
+    }
+    fn scan(v: &Value, nel: &mut bool) -> bool {
+        match v {
+            Value::Str(s) => check(s, nel),
+            Value::List(l) => l.iter().all(|x| scan(x, nel)),
+            Value::Map(m) => m
+                .borrow()
+                .iter()
+                .all(|(k, x)| check(k, nel) && scan(x, nel)),
+            Value::Object(o) => check(&o.display(), nel),
+            _ => true,
+        }
+    }
+    fn fold_tree(v: &Value) -> Value {
+        match v {
+            Value::Str(s) if s.contains('\u{85}') => Value::from(fold_nel(s)),
+            Value::Object(o) if o.display().contains('\u{85}') => {
+                Value::from(fold_nel(&o.display()))
+            }
+            Value::List(l) => Value::List(std::rc::Rc::new(l.iter().map(fold_tree).collect())),
+            Value::Map(m) => Value::map(
+                m.borrow()
+                    .iter()
+                    .map(|(k, x)| (fold_nel(k), fold_tree(x)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    }
+    let mut nel = false;
+    if !scan(v, &mut nel) {
+        RoundTrip::Refused
+    } else if nel {
+        RoundTrip::Folded(fold_tree(v))
+    } else {
+        RoundTrip::Same
+    }
+}
+
+/// YAML's line folding in a double-quoted scalar, for NEL as the only break (JSON escapes
+/// `\n` and `\r`): blanks around a run of breaks are dropped, one break becomes a space and
+/// `n` breaks `n - 1` line feeds.
+fn fold_nel(s: &str) -> String {
+    if !s.contains('\u{85}') {
+        return s.to_string();
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{85}' {
+            out.push(c);
+            continue;
+        }
+        while out.ends_with([' ', '\t']) {
+            out.pop();
+        }
+        let mut breaks = 1;
+        while let Some(&n) = chars.peek() {
+            match n {
+                '\u{85}' => breaks += 1,
+                ' ' | '\t' => {}
+                _ => break,
+            }
+            chars.next();
+        }
+        if breaks == 1 {
+            out.push(' ');
+        } else {
+            out.extend(std::iter::repeat_n('\n', breaks - 1));
+        }
+    }
+    out
+}
+
+fn encode(v: &Value, enc: Encoder) -> String {
     let mut out = String::new();
     match v {
-        Value::Map(m) if !m.borrow().is_empty() => write_map(&mut out, &m.borrow(), 0),
-        Value::List(l) if !l.is_empty() => write_seq(&mut out, l, 0),
+        Value::Map(m) if !m.borrow().is_empty() => write_map(&mut out, &m.borrow(), 0, enc),
+        Value::List(l) if !l.is_empty() => write_seq(&mut out, l, 0, enc),
         other => {
             // go-yaml indents a top-level block scalar by two.
-            write_inline_scalar(&mut out, other, 2);
+            write_inline_scalar(&mut out, other, 2, enc);
             out.push('\n');
         }
     }
     out
 }
 
-fn pad(out: &mut String, n: usize) {
-    // Whole runs of spaces, not a push (and capacity check) per space.
-    const SPACES: &str = "                                ";
-    let mut n = n;
-    while n > 0 {
-        let k = n.min(SPACES.len());
-        out.push_str(&SPACES[..k]);
-        n -= k;
-    }
-}
-
-fn write_map(out: &mut String, m: &BTreeMap<String, Value>, ind: usize) {
+fn write_map(out: &mut String, m: &BTreeMap<String, Value>, ind: usize, enc: Encoder) {
     let mut first = true;
     let mut entries: Vec<(&String, &Value)> = m.iter().collect();
     entries.sort_by(|a, b| go_yaml_key_order(a.0, b.0));
@@ -396,7 +558,7 @@ fn write_map(out: &mut String, m: &BTreeMap<String, Value>, ind: usize) {
         first = false;
         out.push_str(&scalar_string(k, true));
         out.push(':');
-        write_after_key(out, v, ind);
+        write_after_key(out, v, ind, enc);
     }
 }
 
@@ -476,38 +638,43 @@ fn key_less<T: Copy + Ord + Into<u32>>(ar: &[T], br: &[T], alphabetic: impl Fn(T
     ar.len() < br.len()
 }
 
-fn write_after_key(out: &mut String, v: &Value, ind: usize) {
+fn write_after_key(out: &mut String, v: &Value, ind: usize, enc: Encoder) {
     match v {
         Value::Map(m) if !m.borrow().is_empty() => {
             out.push('\n');
-            write_map(out, &m.borrow(), ind + 2);
+            write_map(out, &m.borrow(), ind + 2, enc);
         }
         Value::List(l) if !l.is_empty() => {
             out.push('\n');
-            write_seq(out, l, ind);
+            let seq_ind = if enc == Encoder::GoYamlV3 {
+                ind + 2
+            } else {
+                ind
+            };
+            write_seq(out, l, seq_ind, enc);
         }
         other => {
             out.push(' ');
-            write_inline_scalar(out, other, ind + 2);
+            write_inline_scalar(out, other, ind + 2, enc);
             out.push('\n');
         }
     }
 }
 
-fn write_seq(out: &mut String, l: &[Value], ind: usize) {
+fn write_seq(out: &mut String, l: &[Value], ind: usize, enc: Encoder) {
     for v in l {
         pad(out, ind);
         out.push_str("- ");
         match v {
-            Value::Map(m) if !m.borrow().is_empty() => write_map(out, &m.borrow(), ind + 2),
+            Value::Map(m) if !m.borrow().is_empty() => write_map(out, &m.borrow(), ind + 2, enc),
             Value::List(inner) if !inner.is_empty() => {
                 // go-yaml writes a nested sequence on the same line: `- - a`.
                 let mut sub = String::new();
-                write_seq(&mut sub, inner, ind + 2);
+                write_seq(&mut sub, inner, ind + 2, enc);
                 out.push_str(sub.trim_start());
             }
             other => {
-                write_inline_scalar(out, other, ind + 2);
+                write_inline_scalar(out, other, ind + 2, enc);
                 out.push('\n');
             }
         }
@@ -515,19 +682,24 @@ fn write_seq(out: &mut String, l: &[Value], ind: usize) {
 }
 
 /// A scalar (or empty collection) after `key: ` or `- `; `ind` is the block indent.
-fn write_inline_scalar(out: &mut String, v: &Value, ind: usize) {
+fn write_inline_scalar(out: &mut String, v: &Value, ind: usize, enc: Encoder) {
     match v {
         Value::Nil => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Int(n) => {
             let _ = write!(out, "{n}");
         }
+        Value::Float(f) if enc == Encoder::GoYamlV3 && f.is_finite() => {
+            out.push_str(&crate::helm::template::value::format_float_g(*f))
+        }
         Value::Float(f) => out.push_str(&yaml_float(*f)),
         Value::Map(_) => out.push_str("{}"),
         Value::List(_) => out.push_str("[]"),
         Value::Str(s) => {
-            if s.contains('\n') && literal_ok(s) {
-                write_literal(out, s, ind);
+            if s.contains('\n') && goyaml::literal_allowed(s) {
+                // The block ends its own line; the caller's line break is the block's.
+                goyaml::write_literal(out, s, ind);
+                out.pop();
             } else {
                 out.push_str(&scalar_string(s, false));
             }
@@ -563,35 +735,6 @@ fn yaml_float(f: f64) -> String {
     }
 }
 
-/// A literal block is used unless the text has characters a block cannot carry.
-fn literal_ok(s: &str) -> bool {
-    !s.chars()
-        .any(|c| (c.is_control() && c != '\n' && c != '\t') || c == '\u{feff}')
-        && !s.lines().any(|l| l.ends_with(' ') || l.ends_with('\t'))
-        && !s.starts_with(['\n', ' ', '\t'])
-}
-
-fn write_literal(out: &mut String, s: &str, ind: usize) {
-    let trailing = s.len() - s.trim_end_matches('\n').len();
-    out.push('|');
-    match trailing {
-        0 => out.push('-'),
-        1 => {}
-        _ => out.push('+'),
-    }
-    let body = s.trim_end_matches('\n');
-    for line in body.split('\n') {
-        out.push('\n');
-        if !line.is_empty() {
-            pad(out, ind);
-            out.push_str(line);
-        }
-    }
-    for _ in 1..trailing {
-        out.push('\n');
-    }
-}
-
 /// A string as a plain scalar when a YAML 1.1 reader reads it back as the same string,
 /// else double-quoted.
 /// Borrowed when the scalar is written plain (most keys and values): a copy of each was a
@@ -606,8 +749,8 @@ fn scalar_string(s: &str, _key: bool) -> std::borrow::Cow<'_, str> {
     // The empty string reads back as null, so it is double-quoted too.
     let other_type = !plain_is_str(s) || is_base60_float(s) || is_timestamp(s);
     std::borrow::Cow::Owned(
-        if other_type || s.chars().any(|c| c.is_control() || c == '\u{feff}') {
-            double_quote(s)
+        if other_type || s.contains('\n') || goyaml::needs_escapes(s) {
+            goyaml::double_quoted(s)
         } else {
             format!("'{}'", s.replace('\'', "''"))
         },
@@ -615,7 +758,9 @@ fn scalar_string(s: &str, _key: bool) -> std::borrow::Cow<'_, str> {
 }
 
 fn plain_ok(s: &str) -> bool {
-    if s.is_empty() || s.trim() != s {
+    // go-yaml's leading and trailing blanks are spaces and breaks only (a no-break space
+    // stays plain; a tab needs escapes, below).
+    if s.is_empty() || s.starts_with([' ', '\n']) || s.ends_with([' ', '\n']) {
         return false;
     }
     if !plain_is_str(s) {
@@ -638,9 +783,7 @@ fn plain_ok(s: &str) -> bool {
     if s.as_bytes().windows(2).any(|w| w == b": " || w == b" #") || s.ends_with(':') {
         return false;
     }
-    if s.chars().any(|c| {
-        c.is_control() || c == '\u{feff}' || c == '\u{2028}' || c == '\u{2029}' || c == '\u{85}'
-    }) {
+    if s.contains('\n') || goyaml::needs_escapes(s) {
         return false;
     }
     !is_base60_float(s) && !is_timestamp(s)
@@ -778,11 +921,6 @@ fn is_timestamp(s: &str) -> bool {
         }
         _ => false,
     }
-}
-
-/// kiln's YAML emitter's double-quoted style: the same escapes go-yaml writes.
-fn double_quote(s: &str) -> String {
-    crate::yaml::double_quoted(s)
 }
 
 // ---------------------------------------------------------------------------------------

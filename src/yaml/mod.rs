@@ -17,10 +17,10 @@
 use miette::{Diagnostic, NamedSource, SourceSpan};
 pub use scalar::number_text;
 use serde_json::{Map, Value};
-use std::fmt::Write as _;
 use std::sync::OnceLock;
 use thiserror::Error;
 
+pub(crate) mod goyaml;
 mod read;
 mod scalar;
 
@@ -460,9 +460,7 @@ fn sorted(m: &Map<String, Value>) -> Vec<(&String, &Value)> {
 }
 
 fn indent(out: &mut String, n: usize) {
-    for _ in 0..n {
-        out.push(' ');
-    }
+    goyaml::pad(out, n);
 }
 
 fn write_map(out: &mut String, m: &Map<String, Value>, ind: usize) {
@@ -491,7 +489,7 @@ fn write_value_after_key(out: &mut String, v: &Value, ind: usize) {
         }
         Value::String(s) if is_block_candidate(s) => {
             out.push(' ');
-            write_block(out, s, ind + 2);
+            goyaml::write_literal(out, s, ind + 2);
         }
         other => {
             out.push(' ');
@@ -511,7 +509,7 @@ fn write_seq(out: &mut String, a: &[Value], ind: usize) {
         match item {
             Value::Object(m) if !m.is_empty() => write_map(out, m, ind + 2),
             Value::Array(inner) if !inner.is_empty() => write_seq(out, inner, ind + 2),
-            Value::String(s) if is_block_candidate(s) => write_block(out, s, ind + 2),
+            Value::String(s) if is_block_candidate(s) => goyaml::write_literal(out, s, ind + 2),
             other => {
                 out.push_str(&scalar(other));
                 out.push('\n');
@@ -520,51 +518,17 @@ fn write_seq(out: &mut String, a: &[Value], ind: usize) {
     }
 }
 
-/// Multi-line strings go out as literal blocks, like go-yaml does, unless a line has
-/// trailing spaces or tabs or control characters (a literal block could not round-trip them).
+/// Multi-line strings go out as literal blocks, as go-yaml writes them, unless a character
+/// only a double-quoted scalar can carry is in the way ([`goyaml::literal_allowed`]).
 fn is_block_candidate(s: &str) -> bool {
-    s.contains('\n')
-        && !s.lines().any(|l| l.ends_with(' ') || l.ends_with('\t'))
-        && !s
-            .chars()
-            .any(|c| (c.is_control() && c != '\n') || c == '\u{feff}')
-        && !s.starts_with(' ')
-        && !s.starts_with('\n')
-}
-
-fn write_block(out: &mut String, s: &str, ind: usize) {
-    out.push('|');
-    let trailing = s.len() - s.trim_end_matches('\n').len();
-    match trailing {
-        0 => out.push('-'),
-        1 => {}
-        _ => out.push('+'),
-    }
-    out.push('\n');
-    let body = if trailing == 1 {
-        &s[..s.len() - 1]
-    } else {
-        s.trim_end_matches('\n')
-    };
-    for line in body.split('\n') {
-        if !line.is_empty() {
-            indent(out, ind);
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    if trailing > 1 {
-        for _ in 0..trailing - 1 {
-            out.push('\n');
-        }
-    }
+    s.contains('\n') && goyaml::literal_allowed(s)
 }
 
 fn key_text(k: &str) -> String {
     match string_style(k) {
         Style::Plain => k.to_string(),
         Style::Single => format!("'{}'", k.replace('\'', "''")),
-        Style::Double => double_quoted(k),
+        Style::Double => goyaml::double_quoted(k),
     }
 }
 
@@ -576,7 +540,7 @@ fn scalar(v: &Value) -> String {
         Value::String(s) => match string_style(s) {
             Style::Plain => s.clone(),
             Style::Single => format!("'{}'", s.replace('\'', "''")),
-            Style::Double => double_quoted(s),
+            Style::Double => goyaml::double_quoted(s),
         },
         Value::Object(_) => "{}".into(),
         Value::Array(_) => "[]".into(),
@@ -594,7 +558,7 @@ fn string_style(s: &str) -> Style {
     if s.is_empty() {
         return Style::Double;
     }
-    if s.chars().any(|c| c.is_control() || c == '\u{feff}') || s.contains('\n') {
+    if s.contains('\n') || goyaml::needs_escapes(s) {
         return Style::Double;
     }
     if looks_like_non_string(s) {
@@ -643,26 +607,6 @@ fn looks_like_non_string(s: &str) -> bool {
         .expect("valid regex")
     });
     re.is_match(s)
-}
-
-pub(crate) fn double_quoted(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() || c == '\u{feff}' => {
-                let _ = write!(out, "\\u{:04X}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Structural equality of two documents as kiln's differential tests use it: maps compare

@@ -39,33 +39,91 @@ pub fn go_f64_to_i64(f: f64) -> i64 {
     }
 }
 
-/// `cast.ToInt64`: numbers truncated, numeric strings parsed, bools 0/1, else 0.
+/// `cast.ToInt64` (spf13/cast v1.7 caste.go `ToInt64E`, which Sprig's `int`, `int64` and
+/// arithmetic use): numbers truncated, bools 0/1, a string by `strconv.ParseInt(s, 0, 0)`
+/// after `trimZeroDecimal` (`"12.0"` is 12, `"010"` 8, `"1_000"` 1000), anything it refuses
+/// (`"12.7"`, `" 7"`, `"1e3"`) 0.
 pub fn to_i64(v: &Value) -> i64 {
     match v {
         Value::Int(n) => *n,
         Value::Float(f) => go_f64_to_i64(*f),
         Value::Bool(b) => i64::from(*b),
-        Value::Str(s) => {
-            let t = s.trim();
-            if let Ok(n) = t.parse::<i64>() {
-                n
-            } else if let Some(h) = t.strip_prefix("0x") {
-                i64::from_str_radix(h, 16).unwrap_or(0)
-            } else {
-                t.parse::<f64>().map(go_f64_to_i64).unwrap_or(0)
-            }
-        }
+        Value::Str(s) => go_parse_int(trim_zero_decimal(s)).unwrap_or(0),
         _ => 0,
     }
 }
 
-/// `cast.ToFloat64`.
+/// cast's `trimZeroDecimal`: a run of zeros after the last `.` goes with the dot (`12.00` is
+/// `12`); anything else after it, or a dot with nothing after it (`12.`), keeps the text.
+fn trim_zero_decimal(s: &str) -> &str {
+    let mut found_zero = false;
+    for (i, b) in s.bytes().enumerate().rev() {
+        match b {
+            b'.' if found_zero => return &s[..i],
+            b'.' => {}
+            b'0' => found_zero = true,
+            _ => return s,
+        }
+    }
+    s
+}
+
+/// Go's `strconv.ParseInt(s, 0, 64)`: an optional sign, a base prefix (`0x`, `0o`, `0b`, or a
+/// leading `0` for octal), and `_` between digits (only where the base came from the text,
+/// as it does here). `None` where Go errs, out of range included.
+pub fn go_parse_int(s: &str) -> Option<i64> {
+    let (neg, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let lower = body.get(..2).map(str::to_ascii_lowercase);
+    let (radix, digits, prefixed) = match lower.as_deref() {
+        Some("0x") => (16, &body[2..], true),
+        Some("0o") => (8, &body[2..], true),
+        Some("0b") => (2, &body[2..], true),
+        _ if body.len() > 1 && body.starts_with('0') => (8, &body[1..], true),
+        _ => (10, body, false),
+    };
+    // Go's underscoreOK: each `_` between two digits, or right after the base prefix.
+    let mut prev = if prefixed { b'0' } else { b'!' };
+    let mut value: u64 = 0;
+    let mut any = false;
+    for b in digits.bytes() {
+        if b == b'_' {
+            if prev == b'_' || !(prev.is_ascii_alphanumeric()) {
+                return None;
+            }
+            prev = b;
+            continue;
+        }
+        let d = (b as char).to_digit(radix)?;
+        value = value
+            .checked_mul(u64::from(radix))?
+            .checked_add(u64::from(d))?;
+        any = true;
+        prev = b'0';
+    }
+    if !any || prev == b'_' {
+        return None;
+    }
+    if neg {
+        if value > 1 << 63 {
+            return None;
+        }
+        Some((value as i64).wrapping_neg())
+    } else {
+        i64::try_from(value).ok()
+    }
+}
+
+/// `cast.ToFloat64`: a string by `strconv.ParseFloat`, untrimmed (`" 7"` is 0).
 pub fn to_f64(v: &Value) -> f64 {
     match v {
         Value::Int(n) => *n as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => f64::from(u8::from(*b)),
-        Value::Str(s) => s.trim().parse().unwrap_or(0.0),
+        Value::Str(s) => s.parse().unwrap_or(0.0),
         _ => 0.0,
     }
 }
@@ -77,11 +135,19 @@ pub fn empty(v: &Value) -> bool {
 
 /// Go's `strconv.Quote` (`%q` of a string).
 pub fn go_quote(s: &str) -> String {
+    go_quote_with(s, '"')
+}
+
+/// `strconv.Quote` (delimiter `"`) or `QuoteRune` (`'`): the delimiter and `\` escaped.
+fn go_quote_with(s: &str, delim: char) -> String {
     let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
+    out.push(delim);
     for c in s.chars() {
         match c {
-            '"' => out.push_str("\\\""),
+            c if c == delim => {
+                out.push('\\');
+                out.push(c);
+            }
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
@@ -103,7 +169,7 @@ pub fn go_quote(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out.push('"');
+    out.push(delim);
     out
 }
 
@@ -171,24 +237,38 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
         };
         ai += 1;
         let body = match (verb, arg) {
-            ('v', Value::Nil) | ('s', Value::Nil) if verb == 'v' => "<nil>".to_string(),
-            ('s', Value::Nil) => "%!s(<nil>)".to_string(),
-            ('d', Value::Nil) => "%!d(<nil>)".to_string(),
+            ('v', Value::Nil) => "<nil>".to_string(),
+            ('d', Value::Nil) => bad_verb('d', &Value::Nil),
             ('v', Value::Float(f)) | ('g', Value::Float(f)) => match prec {
                 Some(p) => format_g_prec(*f, p),
                 None => format_float_g(*f),
             },
-            ('v', v) | ('s', v) => {
+            ('s', v) => {
+                let mut s = fmt_s(v);
+                if let Some(p) = prec {
+                    s = s.chars().take(p).collect();
+                }
+                s
+            }
+            ('v', v) => {
                 let mut s = strval(v);
                 if let Some(p) = prec {
                     s = s.chars().take(p).collect();
                 }
                 s
             }
-            ('q', v) => match v {
-                Value::Int(n) => format!("'{}'", char::from_u32(*n as u32).unwrap_or('?')),
-                other => go_quote(&strval(other)),
-            },
+            // An integer is a rune to %q (strconv.QuoteRune), one outside Unicode U+FFFD.
+            ('q', Value::Int(n)) => go_quote_with(
+                &u32::try_from(*n)
+                    .ok()
+                    .and_then(char::from_u32)
+                    .unwrap_or('\u{FFFD}')
+                    .to_string(),
+                '\'',
+            ),
+            ('q', Value::Str(t)) => go_quote(t),
+            ('q', v @ (Value::Float(_) | Value::Bool(_) | Value::Nil)) => bad_verb('q', v),
+            ('q', v) => go_quote(&strval(v)),
             ('t', Value::Bool(b)) => b.to_string(),
             ('d', Value::Int(n)) => sign(n.to_string(), *n >= 0, plus, space),
             ('d', Value::Float(f)) => format!("%!d(float64={})", format_float_g(*f)),
@@ -253,6 +333,37 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
     out
 }
 
+/// Go's `%!verb(type=value)` for an argument the verb does not take (`%!s(<nil>)` for nil).
+fn bad_verb(verb: char, v: &Value) -> String {
+    match v {
+        Value::Nil => format!("%!{verb}(<nil>)"),
+        v => format!("%!{verb}({}={})", v.type_name(), v.go_string()),
+    }
+}
+
+/// `%s` of one value as Go's fmt prints it: strings and objects (Stringers in Go) as text,
+/// numbers, bools and nil as a bad verb (`%!s(float64=8080)`, the message a chart gets for
+/// `printf "%s" .Values.port`), lists and maps element by element.
+fn fmt_s(v: &Value) -> String {
+    match v {
+        Value::Str(s) => s.to_string(),
+        Value::Object(_) => strval(v),
+        Value::List(l) => {
+            let items: Vec<String> = l.iter().map(fmt_s).collect();
+            format!("[{}]", items.join(" "))
+        }
+        Value::Map(m) => {
+            let items: Vec<String> = m
+                .borrow()
+                .iter()
+                .map(|(k, x)| format!("{k}:{}", fmt_s(x)))
+                .collect();
+            format!("map[{}]", items.join(" "))
+        }
+        other => bad_verb('s', other),
+    }
+}
+
 fn sign(s: String, nonneg: bool, plus: bool, space: bool) -> String {
     if nonneg && plus {
         format!("+{s}")
@@ -309,6 +420,49 @@ pub fn float_text(f: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strings_become_ints_as_cast_parses_them() {
+        let int = |t: &str| to_i64(&Value::from(t));
+        // Helm v4.2.3 (`"…" | int`): base prefixes, underscores, zero decimals.
+        for (t, want) in [
+            ("010", 8),
+            ("-010", -8),
+            ("0x1F", 31),
+            ("0X1f", 31),
+            ("0o17", 15),
+            ("0b101", 5),
+            ("1_000", 1000),
+            ("0x_1F", 31),
+            ("+5", 5),
+            ("12.0", 12),
+            ("12.00", 12),
+            ("0", 0),
+            ("-9223372036854775808", i64::MIN),
+        ] {
+            assert_eq!(int(t), want, "{t}");
+        }
+        // ...and what strconv refuses is 0.
+        for t in [
+            "12.7",
+            " 7",
+            "7 ",
+            "1e3",
+            "abc",
+            "12.",
+            "1__0",
+            "_1",
+            "1_",
+            "0x",
+            "08",
+            "9223372036854775808",
+            "",
+        ] {
+            assert_eq!(int(t), 0, "{t}");
+        }
+        assert_eq!(to_f64(&Value::from(" 7")), 0.0);
+        assert_eq!(to_f64(&Value::from("3.9")), 3.9);
+    }
 
     #[test]
     fn float_to_int64_overflows_as_go_on_amd64() {

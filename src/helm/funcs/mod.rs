@@ -8,6 +8,7 @@
 //! by the caller (see [`Seed`] and docs in `src/helm/mod.rs`).
 
 pub mod conv;
+mod decimal;
 pub mod goregex;
 pub mod semver;
 mod time;
@@ -238,24 +239,35 @@ fn builtins(f: &mut Funcs) {
         Ok(Value::from(sprintf(&s_ref(&a[0]), &a[1..])))
     });
     f.add("eq", |_, a| {
-        want_min(a, 2, "eq")?;
-        Ok(Value::Bool(a[1..].iter().any(|b| basic_eq(&a[0], b))))
+        if a.len() < 2 {
+            return Err("missing argument for comparison".into());
+        }
+        for b in &a[1..] {
+            if go_eq(&a[0], b)? {
+                return Ok(Value::Bool(true));
+            }
+        }
+        Ok(Value::Bool(false))
     });
     f.add("ne", |_, a| {
         want(a, 2, "ne")?;
-        Ok(Value::Bool(!basic_eq(&a[0], &a[1])))
+        Ok(Value::Bool(!go_eq(&a[0], &a[1])?))
     });
     f.add("lt", |_, a| {
-        cmp_fn(a, "lt", |o| o == std::cmp::Ordering::Less)
+        want(a, 2, "lt")?;
+        Ok(Value::Bool(go_lt(&a[0], &a[1])?))
     });
     f.add("le", |_, a| {
-        cmp_fn(a, "le", |o| o != std::cmp::Ordering::Greater)
+        want(a, 2, "le")?;
+        Ok(Value::Bool(go_lt(&a[0], &a[1])? || go_eq(&a[0], &a[1])?))
     });
     f.add("gt", |_, a| {
-        cmp_fn(a, "gt", |o| o == std::cmp::Ordering::Greater)
+        want(a, 2, "gt")?;
+        Ok(Value::Bool(!(go_lt(&a[0], &a[1])? || go_eq(&a[0], &a[1])?)))
     });
     f.add("ge", |_, a| {
-        cmp_fn(a, "ge", |o| o != std::cmp::Ordering::Less)
+        want(a, 2, "ge")?;
+        Ok(Value::Bool(!go_lt(&a[0], &a[1])?))
     });
     f.add("html", |_, a| {
         let t: String = a.iter().map(strval).collect();
@@ -310,25 +322,126 @@ fn query_escape(t: &str) -> String {
     out
 }
 
-/// Go template `eq`: basic values compared by kind (ints and floats by value, as Go compares
-/// an int with an int and errors otherwise; kiln accepts the mixed forms).
-fn basic_eq(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Int(x), Value::Float(y)) | (Value::Float(y), Value::Int(x)) => (*x as f64) == *y,
-        _ => a.deep_eq(b),
+/// The kinds Go's template comparisons know (text/template funcs.go `basicKind`); kiln's one
+/// integer type is Go's `int`/`int64`, so the int/uint special case never arises.
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Kind {
+    Bool,
+    Int,
+    Float,
+    Str,
+    /// nil, and the kinds Go refuses to order (maps, slices, objects).
+    Other,
+}
+
+fn kind(v: &Value) -> Kind {
+    match v {
+        Value::Bool(_) => Kind::Bool,
+        Value::Int(_) => Kind::Int,
+        Value::Float(_) => Kind::Float,
+        Value::Str(_) => Kind::Str,
+        _ => Kind::Other,
     }
 }
 
-fn cmp_fn(a: Args, name: &str, ok: fn(std::cmp::Ordering) -> bool) -> Result<Value, String> {
-    want(a, 2, name)?;
-    let o = match (&a[0], &a[1]) {
-        (Value::Str(x), Value::Str(y)) => x.cmp(y),
-        (x, y) => match (x.as_f64(), y.as_f64()) {
-            (Some(p), Some(q)) => p.partial_cmp(&q).unwrap_or(std::cmp::Ordering::Equal),
-            _ => return Err("incompatible types for comparison".into()),
-        },
+/// Go template `eq` of two arguments (funcs.go `eq`): values of one basic kind by value; of
+/// two kinds an error (`eq .Values.replicas 1` fails in Helm, a values file's numbers being
+/// float64), unless one is nil, which equals only nil; maps and slices are not comparable.
+fn go_eq(a: &Value, b: &Value) -> Result<bool, String> {
+    let (ka, kb) = (kind(a), kind(b));
+    if ka != kb {
+        if !matches!(a, Value::Nil) && !matches!(b, Value::Nil) {
+            return Err(incompatible(a, b));
+        }
+        return Ok(false);
+    }
+    if ka != Kind::Other {
+        return Ok(a.deep_eq(b));
+    }
+    // Go's default branch: nil equals nil only; otherwise the kinds must agree
+    // (`canCompare`) and the type be comparable (a map or slice is not; an object, a
+    // pointer in Go, is equal to itself).
+    let nil = |v: &Value| matches!(v, Value::Nil);
+    if nil(a) || nil(b) {
+        return Ok(nil(a) && nil(b));
+    }
+    let same_kind = matches!(
+        (a, b),
+        (Value::Map(_), Value::Map(_))
+            | (Value::List(_), Value::List(_))
+            | (Value::Object(_), Value::Object(_))
+    );
+    if !same_kind {
+        return Err(format!(
+            "non-comparable types {}: {}, {}: {}",
+            a.go_string(),
+            a.type_name(),
+            b.type_name(),
+            b.go_string()
+        ));
+    }
+    if let Value::Object(_) = a {
+        return Ok(a.deep_eq(b));
+    }
+    Err(format!(
+        "non-comparable type {}: {}",
+        b.go_string(),
+        b.type_name()
+    ))
+}
+
+fn incompatible(a: &Value, b: &Value) -> String {
+    format!(
+        "incompatible types for comparison: {} and {}",
+        a.type_name(),
+        b.type_name()
+    )
+}
+
+/// Go template `lt` (funcs.go `lt`): ints, floats and strings of one kind; nil, bools and
+/// collections are "invalid type for comparison", two kinds "incompatible types".
+fn go_lt(a: &Value, b: &Value) -> Result<bool, String> {
+    let (ka, kb) = (kind(a), kind(b));
+    if ka == Kind::Other || kb == Kind::Other {
+        return Err("invalid type for comparison".into());
+    }
+    match (a, b) {
+        (Value::Int(x), Value::Int(y)) => Ok(x < y),
+        (Value::Float(x), Value::Float(y)) => Ok(x < y),
+        (Value::Str(x), Value::Str(y)) => Ok(x < y),
+        _ if ka != kb => Err(incompatible(a, b)),
+        _ => Err("invalid type for comparison".into()),
+    }
+}
+
+/// Masterminds/goutils `AbbreviateFull(str, offset, maxWidth)`, the caller having refused the
+/// widths it errs on (Sprig's `abbrev`/`abbrevboth`). Go counts and cuts bytes, so a cut
+/// inside a character leaves an invalid byte, which shows as U+FFFD.
+fn abbreviate_full(t: &str, offset: i64, width: i64) -> String {
+    let b = t.as_bytes();
+    let len = b.len() as i64;
+    if t.is_empty() || len <= width {
+        return t.to_string();
+    }
+    let cut = |from: i64, to: i64| {
+        String::from_utf8_lossy(&b[from.clamp(0, len) as usize..to.clamp(0, len) as usize])
+            .into_owned()
     };
-    Ok(Value::Bool(ok(o)))
+    let mut offset = offset.min(len);
+    if len - offset < width - 3 {
+        offset = len - (width - 3);
+    }
+    if offset <= 4 {
+        return cut(0, width - 3) + "...";
+    }
+    if width < 7 {
+        return String::new();
+    }
+    if offset + width - 3 < len {
+        let rest = String::from_utf8_lossy(&b[offset as usize..]).into_owned();
+        return format!("...{}", abbreviate_full(&rest, 0, width - 3));
+    }
+    format!("...{}", cut(len - (width - 3), len))
 }
 
 fn title_case(t: &str) -> String {
@@ -594,15 +707,18 @@ fn strings(f: &mut Funcs) {
     f.add("abbrev", |_, a| {
         want(a, 2, "abbrev")?;
         let (w, t) = (to_i64(&a[0]), s(&a[1]));
-        if w < 4 || t.chars().count() as i64 <= w {
+        if w < 4 {
             return Ok(Value::from(t));
         }
-        let keep: String = t.chars().take((w - 3) as usize).collect();
-        Ok(Value::from(keep + "..."))
+        Ok(Value::from(abbreviate_full(&t, 0, w)))
     });
     f.add("abbrevboth", |_, a| {
         want(a, 3, "abbrevboth")?;
-        Ok(Value::from(s(&a[2])))
+        let (left, right, t) = (to_i64(&a[0]), to_i64(&a[1]), s(&a[2]));
+        if right < 4 || left > 0 && right < 7 {
+            return Ok(Value::from(t));
+        }
+        Ok(Value::from(abbreviate_full(&t, left, right)))
     });
     f.add("wrap", |_, a| {
         want(a, 2, "wrap")?;
@@ -1170,26 +1286,26 @@ fn math(f: &mut Funcs) {
         want_min(a, 1, "min")?;
         Ok(Value::Int(a.iter().map(to_i64).min().unwrap_or(0)))
     });
-    f.add("addf", |_, a| Ok(Value::Float(a.iter().map(to_f64).sum())));
-    f.add("mulf", |_, a| {
-        Ok(Value::Float(a.iter().map(to_f64).product()))
-    });
+    // Decimal arithmetic, as Sprig's execDecimalOp (funcs/decimal.rs).
+    fn decimal_op(first: f64, rest: &[Value], op: decimal::Op) -> Result<Value, String> {
+        let rest: Vec<f64> = rest.iter().map(to_f64).collect();
+        decimal::exec(first, &rest, op).map(Value::Float)
+    }
+    f.add("addf", |_, a| decimal_op(0.0, a, decimal::Op::Add));
     f.add("add1f", |_, a| {
         want(a, 1, "add1f")?;
-        Ok(Value::Float(to_f64(&a[0]) + 1.0))
+        decimal_op(to_f64(&a[0]), &[Value::Int(1)], decimal::Op::Add)
     });
-    f.add("subf", |_, a| {
-        want_min(a, 1, "subf")?;
-        Ok(Value::Float(
-            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x - y),
-        ))
-    });
-    f.add("divf", |_, a| {
-        want_min(a, 1, "divf")?;
-        Ok(Value::Float(
-            a[1..].iter().map(to_f64).fold(to_f64(&a[0]), |x, y| x / y),
-        ))
-    });
+    for (name, op) in [
+        ("subf", decimal::Op::Sub),
+        ("mulf", decimal::Op::Mul),
+        ("divf", decimal::Op::Div),
+    ] {
+        f.add(name, move |_, a| {
+            want_min(a, 1, name)?;
+            decimal_op(to_f64(&a[0]), &a[1..], op)
+        });
+    }
     f.add("maxf", |_, a| {
         Ok(Value::Float(
             a.iter().map(to_f64).fold(f64::NEG_INFINITY, f64::max),
