@@ -701,10 +701,59 @@ fn write_inline_scalar(out: &mut String, v: &Value, ind: usize, enc: Encoder) {
                 goyaml::write_literal(out, s, ind);
                 out.pop();
             } else {
-                out.push_str(&scalar_string(s, false));
+                push_scalar(out, &scalar_string(s, false), ind, enc);
             }
         }
-        Value::Object(o) => out.push_str(&scalar_string(&o.display(), false)),
+        Value::Object(o) => push_scalar(out, &scalar_string(&o.display(), false), ind, enc),
+    }
+}
+
+/// go-yaml v2's line width (`best_width`); v3, `toYamlPretty`'s encoder, does not fold.
+const BEST_WIDTH: usize = 80;
+
+/// A plain or quoted value scalar, folded as go-yaml v2 folds it (emitterc.go
+/// `yaml_emitter_write_plain_scalar` and the quoted writers): at a space past column 80,
+/// not after another space, the line breaks and goes on at the scalar's indentation `ind`.
+/// A plain or single-quoted scalar folds only where no space follows (a reader would merge
+/// the run); a double-quoted one keeps a following space as `\ `; a quoted scalar never folds
+/// at its first or last character. Keys are never folded (they are simple keys).
+fn push_scalar(out: &mut String, text: &str, ind: usize, enc: Encoder) {
+    let line_start = out.rfind('\n').map_or(0, |i| i + 1);
+    // Bytes bound characters from above: most scalars are too short to fold at all.
+    if enc != Encoder::SigsYaml
+        || out.len() - line_start + text.len() <= BEST_WIDTH
+        || !text.contains(' ')
+    {
+        out.push_str(text);
+        return;
+    }
+    let mut col = out[line_start..].chars().count();
+    let style = text.as_bytes()[0];
+    let quoted = matches!(style, b'\'' | b'"');
+    let chars: Vec<char> = text.chars().collect();
+    let mut spaces = false;
+    for (i, &c) in chars.iter().enumerate() {
+        if c != ' ' {
+            out.push(c);
+            col += 1;
+            spaces = false;
+            continue;
+        }
+        let next_space = chars.get(i + 1) == Some(&' ');
+        let inside = !quoted || (i > 1 && i + 2 < chars.len());
+        if !spaces && col > BEST_WIDTH && inside && (style == b'"' || !next_space) {
+            out.push('\n');
+            pad(out, ind);
+            col = ind;
+            if next_space {
+                out.push('\\');
+                col += 1;
+            }
+        } else {
+            out.push(' ');
+            col += 1;
+        }
+        spaces = true;
     }
 }
 
