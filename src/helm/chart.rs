@@ -132,8 +132,9 @@ impl std::ops::Deref for ChartFiles {
     }
 }
 
-/// A file's bytes as text, each invalid UTF-8 sequence replaced (Go prints `string(b)` so
-/// too). std's lossy conversion walks the bytes one by one; valid text, nearly every file,
+/// A file's bytes as text, each invalid UTF-8 sequence replaced: what a CRD file prints as,
+/// and what JSON and YAML make of the bytes (templates get Go's bytes: `encode::go_text`).
+/// std's lossy conversion walks the bytes one by one; valid text, nearly every file,
 /// goes through the word-at-a-time validator instead: traefik's CRDs took a sixth of its
 /// render the other way.
 pub fn lossy_text(d: &[u8]) -> String {

@@ -114,7 +114,7 @@ impl Files {
     fn get(&self, cx: &Cx, name: &str) -> Result<String, String> {
         Ok(self
             .bytes(cx, name)?
-            .map(super::chart::lossy_text)
+            .map(super::encode::go_text)
             .unwrap_or_default())
     }
 }
@@ -205,7 +205,7 @@ impl Object for Files {
         Some(self.read_all(cx).map(|files| {
             files
                 .into_iter()
-                .map(|(k, v)| (k.to_string(), Value::from(super::chart::lossy_text(v))))
+                .map(|(k, v)| (k.to_string(), Value::from(super::encode::go_text(v))))
                 .collect()
         }))
     }

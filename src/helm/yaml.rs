@@ -446,7 +446,7 @@ fn json_round_trip(v: &Value) -> RoundTrip {
     // Every character concerned has a lead byte of 0x7F, 0xC2 or 0xEF: one byte scan per
     // string, and the tree is copied only when a NEL is in it.
     fn suspect(s: &str) -> bool {
-        s.bytes().any(|b| matches!(b, 0x7F | 0xC2 | 0xEF))
+        s.bytes().any(|b| matches!(b, 0x7F | 0xC2 | 0xEF | 0xF4))
     }
     fn refused(c: char) -> bool {
         matches!(c, '\u{7F}'..='\u{84}' | '\u{86}'..='\u{9F}' | '\u{FFFE}' | '\u{FFFF}')
@@ -456,7 +456,7 @@ fn json_round_trip(v: &Value) -> RoundTrip {
             if s.chars().any(refused) {
                 return false;
             }
-            *nel |= s.contains('\u{85}');
+            *nel |= s.contains('\u{85}') || s.chars().any(crate::helm::encode::is_byte_escape);
         }
         true
     }
@@ -474,10 +474,9 @@ fn json_round_trip(v: &Value) -> RoundTrip {
     }
     fn fold_tree(v: &Value) -> Value {
         match v {
-            Value::Str(s) if s.contains('\u{85}') => Value::from(fold_nel(s)),
-            Value::Object(o) if o.display().contains('\u{85}') => {
-                Value::from(fold_nel(&o.display()))
-            }
+            // toYaml writes an object as its text: folded as text.
+            Value::Str(s) => Value::from(fold_nel(s)),
+            Value::Object(o) => Value::from(fold_nel(&o.display())),
             Value::List(l) => Value::List(std::rc::Rc::new(l.iter().map(fold_tree).collect())),
             Value::Map(m) => Value::map(
                 m.borrow()
@@ -500,10 +499,20 @@ fn json_round_trip(v: &Value) -> RoundTrip {
 
 /// YAML's line folding in a double-quoted scalar, for NEL as the only break (JSON escapes
 /// `\n` and `\r`): blanks around a run of breaks are dropped, one break becomes a space and
-/// `n` breaks `n - 1` line feeds.
+/// `n` breaks `n - 1` line feeds. A byte that is not UTF-8 is JSON's U+FFFD.
 fn fold_nel(s: &str) -> String {
+    let s: String = s
+        .chars()
+        .map(|c| {
+            if crate::helm::encode::is_byte_escape(c) {
+                '\u{FFFD}'
+            } else {
+                c
+            }
+        })
+        .collect();
     if !s.contains('\u{85}') {
-        return s.to_string();
+        return s;
     }
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
@@ -1081,6 +1090,8 @@ fn json_string(out: &mut String, s: &str, esc: bool) {
             '\u{2028}' | '\u{2029}' => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
+            // A byte that is not UTF-8 (encode::go_text): encoding/json writes U+FFFD.
+            c if crate::helm::encode::is_byte_escape(c) => out.push_str("\\ufffd"),
             c if (c as u32) < 0x20 => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }

@@ -177,7 +177,7 @@ fn builtins(f: &mut Funcs) {
     f.add("len", |_, a| {
         want(a, 1, "len")?;
         Ok(Value::Int(match &a[0] {
-            Value::Str(s) => s.len() as i64,
+            Value::Str(s) => crate::helm::encode::go_bytes(s).len() as i64,
             Value::List(l) => l.len() as i64,
             Value::Map(m) => m.borrow().len() as i64,
             Value::Object(o) if o.entry_count().is_some() => o.entry_count().unwrap_or(0) as i64,
@@ -1358,7 +1358,7 @@ fn encoding(f: &mut Funcs) {
     use crate::helm::encode;
     f.add("b64enc", |_, a| {
         want(a, 1, "b64enc")?;
-        Ok(Value::from(encode::b64(strval(&a[0]).as_bytes())))
+        Ok(Value::from(encode::b64(&encode::go_bytes(&strval(&a[0])))))
     });
     f.add("b64dec", |_, a| {
         want(a, 1, "b64dec")?;
@@ -1370,7 +1370,7 @@ fn encoding(f: &mut Funcs) {
     });
     f.add("b32enc", |_, a| {
         want(a, 1, "b32enc")?;
-        Ok(Value::from(encode::b32(strval(&a[0]).as_bytes())))
+        Ok(Value::from(encode::b32(&encode::go_bytes(&strval(&a[0])))))
     });
     f.add("b32dec", |_, a| {
         want(a, 1, "b32dec")?;
@@ -1383,26 +1383,26 @@ fn encoding(f: &mut Funcs) {
         want(a, 1, "sha256sum")?;
         use sha2::Digest;
         Ok(Value::from(encode::hex(&sha2::Sha256::digest(
-            s_ref(&a[0]).as_bytes(),
+            encode::go_bytes(&s_ref(&a[0])),
         ))))
     });
     f.add("sha512sum", |_, a| {
         want(a, 1, "sha512sum")?;
         use sha2::Digest;
         Ok(Value::from(encode::hex(&sha2::Sha512::digest(
-            s_ref(&a[0]).as_bytes(),
+            encode::go_bytes(&s_ref(&a[0])),
         ))))
     });
     f.add("sha1sum", |_, a| {
         want(a, 1, "sha1sum")?;
-        Ok(Value::from(encode::hex(&encode::sha1(
-            s_ref(&a[0]).as_bytes(),
-        ))))
+        Ok(Value::from(encode::hex(&encode::sha1(&encode::go_bytes(
+            &s_ref(&a[0]),
+        )))))
     });
     f.add("adler32sum", |_, a| {
         want(a, 1, "adler32sum")?;
         Ok(Value::from(
-            encode::adler32(s_ref(&a[0]).as_bytes()).to_string(),
+            encode::adler32(&encode::go_bytes(&s_ref(&a[0]))).to_string(),
         ))
     });
     f.add("urlParse", |_, a| {
