@@ -475,17 +475,27 @@ impl<'a> Clipped<'a> {
     }
 }
 
-/// `text` cut to at most `max` bytes (on a character boundary), with a note of how much was
-/// left out.
+/// `text` cut to at most `max` bytes (on character boundaries), with a note of how much was
+/// left out of the middle. The end is kept too: a Go error wraps its cause last (`error
+/// calling include: … nested reference name: loop`), so that is where the cause is.
 pub fn clip_text(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
     }
-    let mut end = max;
+    let mut end = max * 3 / 4;
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}… ({} more bytes)", &text[..end], text.len() - end)
+    let mut start = text.len() - (max - end);
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    format!(
+        "{}… ({} bytes left out) …{}",
+        &text[..end],
+        start - end,
+        &text[start..]
+    )
 }
 
 /// The whole text of `src` with every line longer than [`MAX_SNIPPET_LINE`] cut around the
@@ -926,7 +936,11 @@ data:
         };
         let out = graphical(&d);
         assert!(out.contains("b: 2"), "{out}");
-        let long = clip_text(&"x".repeat(10_000), MAX_MESSAGE);
-        assert!(long.len() < MAX_MESSAGE + 40 && long.ends_with("(8000 more bytes)"));
+        let long = clip_text(&format!("{}cause", "x".repeat(10_000)), MAX_MESSAGE);
+        assert!(long.len() < MAX_MESSAGE + 40, "{long}");
+        assert!(
+            long.contains("(8005 bytes left out)") && long.ends_with("xcause"),
+            "{long}"
+        );
     }
 }

@@ -48,7 +48,7 @@ pub enum Command {
     Kustomize(KustomizeArgs),
     /// Render a Helm chart natively, like `helm template` (Helm v4), without a helm binary.
     #[command(
-        after_help = "Examples:\n  kiln helm template ./chart rel -n ns -f values.yaml --set image.tag=1.2\n  kiln helm template ./chart --name-template rel --include-crds --kube-version 1.30"
+        after_help = "Examples:\n  kiln helm template rel ./chart -n ns -f values.yaml --set image.tag=1.2\n  kiln helm template ./chart --name-template rel --include-crds --kube-version 1.30"
     )]
     Helm(HelmArgs),
     /// Validate Kargo and Argo CD objects offline against CRD and step schemas.
@@ -254,6 +254,9 @@ pub struct HelmArgs {
 #[derive(Debug, Subcommand)]
 pub enum HelmCommand {
     /// Print the rendered chart as `helm template` does.
+    #[command(
+        after_help = "Examples:\n  kiln helm template rel ./chart -n ns -f values.yaml --set image.tag=1.2\n  kiln helm template ./chart --name-template rel --include-crds --kube-version 1.30"
+    )]
     Template(HelmTemplateArgs),
 }
 
@@ -779,25 +782,38 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
 
 /// `helm template [NAME] CHART`: one argument is the chart; of two, the first is the release
 /// name, unless only the first names a chart on disk (`CHART NAME`, kiln's earlier order).
-fn helm_positionals(args: &[String]) -> (Option<String>, String) {
+/// More than two is an error, as in Helm (cobra's `RangeArgs(1, 2)`): a third word is most
+/// often a second values file after one `-f`, or a `--set` value the shell split, and
+/// dropping it would render other values than the user gave.
+fn helm_positionals(args: &[String]) -> miette::Result<(Option<String>, String)> {
     let is_chart = |a: &str| {
         let p = std::path::Path::new(a);
         p.join("Chart.yaml").is_file() || (a.ends_with(".tgz") && p.is_file())
     };
-    match args {
+    Ok(match args {
         [chart] => (None, chart.clone()),
         [first, second] if is_chart(first) && !is_chart(second) => {
             (Some(second.clone()), first.clone())
         }
-        [name, chart, ..] => (Some(name.clone()), chart.clone()),
+        [name, chart] => (Some(name.clone()), chart.clone()),
         [] => (None, String::new()),
-    }
+        more => {
+            return Err(miette::miette!(
+                code = "kiln::helm::arguments",
+                help = "give each values file its own `-f`, and quote a `--set` value with \
+                        braces or spaces (`--set 'ports={80,443}'`)",
+                "`kiln helm template` accepts between 1 and 2 arguments ([NAME] CHART), received {}: {}",
+                more.len(),
+                more.join(" ")
+            ));
+        }
+    })
 }
 
 /// `kiln helm template`: prints what `helm template` prints.
 fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     let HelmCommand::Template(t) = &args.command;
-    let (name, chart) = helm_positionals(&t.positional);
+    let (name, chart) = helm_positionals(&t.positional)?;
     // pkg/action/install.go `NameAndChart`: a name and `--name-template` together are refused.
     let release = match (&t.name_template, name) {
         (Some(_), Some(_)) => {

@@ -659,18 +659,22 @@ fn helm_funcs(f: &mut Funcs) {
                 a.len()
             ));
         }
-        // The name borrowed when it is a string (nearly always): no copy per call.
-        let owned;
-        let name = match &a[0] {
-            Value::Str(n) => &**n,
-            other => {
-                owned = s(other);
-                &owned
-            }
+        // The name shared when it is a string (nearly always): no copy per call.
+        let name: std::rc::Rc<str> = match &a[0] {
+            Value::Str(n) => n.clone(),
+            other => std::rc::Rc::from(s(other)),
         };
-        ex.execute(name, a[1].clone())
-            .map(Value::from)
-            .map_err(|e| e.to_string())
+        // Helm's includedNames: a name already running more than 1,000 deep is refused
+        // (a template that includes itself ends here, not in a stack overflow).
+        if ex.included.iter().filter(|n| ***n == *name).count() > 1000 {
+            return Err(format!(
+                "rendering template has a nested reference name: {name}: unable to execute template"
+            ));
+        }
+        ex.included.push(name.clone());
+        let r = ex.execute(&name, a[1].clone());
+        ex.included.pop();
+        r.map(Value::from).map_err(|e| e.to_string())
     });
     f.add("tpl", |ex: &mut Exec, a| {
         if a.len() != 2 {

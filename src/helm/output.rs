@@ -167,7 +167,24 @@ pub fn full_head(m: &str, path: &str) -> Result<(String, Option<String>), ParseE
             };
             (kind, ann)
         }
-        _ => (String::new(), None),
+        Value::Nil => (String::new(), None),
+        // Helm reads each document into releaseutil's SimpleHead, a struct: anything but a
+        // mapping (or null) fails the release, as encoding/json words it.
+        other => {
+            let what = match other {
+                Value::Str(_) | Value::Object(_) => "string",
+                Value::Bool(_) => "bool",
+                Value::List(_) => "array",
+                _ => "number",
+            };
+            return Err(ParseError {
+                file: path.to_string(),
+                message: format!(
+                    "YAML parse error on {path}: error unmarshaling JSON: while decoding JSON: \
+                     json: cannot unmarshal {what} into Go value of type util.SimpleHead"
+                ),
+            });
+        }
     })
 }
 

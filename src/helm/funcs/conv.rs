@@ -200,28 +200,32 @@ pub fn sprintf(format: &str, args: &[Value]) -> String {
             }
             chars.next();
         }
-        let mut width: Option<usize> = None;
-        while let Some(&d) = chars.peek() {
-            if let Some(n) = d.to_digit(10) {
-                width = Some(width.unwrap_or(0) * 10 + n as usize);
+        // fmt's parsenum: a number past a million before its next digit is too large, and
+        // the rest of the format is dropped (`%!(NOVERB)`), as Go does, not a width of
+        // billions padded out.
+        fn number(chars: &mut std::iter::Peekable<std::str::Chars>) -> Result<Option<usize>, ()> {
+            let mut n: Option<usize> = None;
+            while let Some(d) = chars.peek().and_then(|d| d.to_digit(10)) {
+                if n.unwrap_or(0) > 1_000_000 {
+                    return Err(());
+                }
+                n = Some(n.unwrap_or(0) * 10 + d as usize);
                 chars.next();
-            } else {
-                break;
             }
+            Ok(n)
         }
+        let Ok(width) = number(&mut chars) else {
+            out.push_str("%!(NOVERB)");
+            break;
+        };
         let mut prec: Option<usize> = None;
         if chars.peek() == Some(&'.') {
             chars.next();
-            let mut p = 0;
-            while let Some(&d) = chars.peek() {
-                if let Some(n) = d.to_digit(10) {
-                    p = p * 10 + n as usize;
-                    chars.next();
-                } else {
-                    break;
-                }
-            }
-            prec = Some(p);
+            let Ok(p) = number(&mut chars) else {
+                out.push_str("%!(NOVERB)");
+                break;
+            };
+            prec = Some(p.unwrap_or(0));
         }
         let Some(verb) = chars.next() else {
             out.push_str("%!(NOVERB)");

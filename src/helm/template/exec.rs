@@ -325,8 +325,17 @@ enum Flow {
     Continue,
 }
 
-/// Helm's limit on nested `include`/`template` calls.
-const MAX_DEPTH: usize = 1000;
+/// Go's limit on nested template calls (text/template exec.go `maxExecDepth`). Go counts
+/// `{{template}}` only (an `include` starts a fresh execution; Helm bounds those itself,
+/// [`Exec::included`]); kiln counts both, which only a chart nesting 100,000 calls deep sees.
+const MAX_DEPTH: usize = 100_000;
+
+/// Stack kept free below each template call, and the segment added when less is left: an
+/// execution recurses once per nested call, and 100,000 of them do not fit in a thread's
+/// stack (a self-`include` overflowed it at about 700), so deep calls continue on heap
+/// segments (`stacker`, ADR 0015).
+const STACK_RED_ZONE: usize = 256 * 1024;
+const STACK_SEGMENT: usize = 8 * 1024 * 1024;
 
 /// The state of one execution.
 pub struct Exec<'a> {
@@ -339,6 +348,9 @@ pub struct Exec<'a> {
     /// `$`, the name every template run starts with.
     dollar: Arc<str>,
     depth: usize,
+    /// The names of the `include` calls running, outermost first: Helm's `includedNames`
+    /// (pkg/engine/engine.go), which refuses a name nested more than 1,000 deep.
+    pub included: Vec<Rc<str>>,
     /// The template being executed (for errors and `tpl`'s name).
     cur: Option<Rc<Tmpl>>,
     /// Host data for functions (the chart context).
@@ -368,6 +380,7 @@ impl<'a> Exec<'a> {
             base: 0,
             dollar: Arc::from("$"),
             depth: 0,
+            included: Vec::new(),
             cur: None,
             host,
             arg_lists: Vec::new(),
@@ -422,11 +435,15 @@ impl<'a> Exec<'a> {
 
     /// Executes a template tree with a new variable scope.
     pub fn run(&mut self, t: Rc<Tmpl>, dot: Value) -> R<String> {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.run_here(t, dot))
+    }
+
+    fn run_here(&mut self, t: Rc<Tmpl>, dot: Value) -> R<String> {
         if self.depth >= MAX_DEPTH {
             return Err(self.err_at(
                 Pos::NONE,
                 "",
-                "exceeded maximum template depth (1000)".into(),
+                format!("exceeded maximum template depth ({MAX_DEPTH})"),
             ));
         }
         self.depth += 1;
