@@ -174,9 +174,6 @@ impl Object for Files {
                         (base, Value::from(val))
                     })
                     .collect();
-                if m.is_empty() {
-                    return Some(Ok(Value::from("")));
-                }
                 Value::from(
                     yaml::to_yaml_func(&Value::map(m), yaml::Encoder::SigsYaml).unwrap_or_default(),
                 )

@@ -352,10 +352,18 @@ fn resolve_number(text: &str) -> Option<Value> {
         return None;
     }
     let sign = if neg { -1.0 } else { 1.0 };
-    let int = if let Some(h) = body.strip_prefix("0x") {
+    // strconv.ParseInt(plain, 0, 64)'s prefixes, either case (`0o17` is 15), and v2's `0b`.
+    let prefixed = |p: &str| {
+        body.get(..2)
+            .filter(|h| h.eq_ignore_ascii_case(p))
+            .map(|_| &body[2..])
+    };
+    let int = if let Some(h) = prefixed("0x") {
         u64::from_str_radix(h, 16).ok()
-    } else if let Some(b) = body.strip_prefix("0b") {
+    } else if let Some(b) = prefixed("0b") {
         u64::from_str_radix(b, 2).ok()
+    } else if let Some(o) = prefixed("0o") {
+        u64::from_str_radix(o, 8).ok()
     } else if body.len() > 1 && body.starts_with('0') && body.bytes().all(|b| b.is_ascii_digit()) {
         u64::from_str_radix(&body[1..], 8).ok()
     } else if body.bytes().all(|b| b.is_ascii_digit()) {

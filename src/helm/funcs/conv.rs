@@ -117,15 +117,41 @@ pub fn go_parse_int(s: &str) -> Option<i64> {
     }
 }
 
-/// `cast.ToFloat64`: a string by `strconv.ParseFloat`, untrimmed (`" 7"` is 0).
+/// `cast.ToFloat64`: a string by `strconv.ParseFloat`, untrimmed (`" 7"` is 0), with `_`
+/// between digits (`"1_000"`), and 0 where Go errs, out of range included (`"1e400"`).
 pub fn to_f64(v: &Value) -> f64 {
     match v {
         Value::Int(n) => *n as f64,
         Value::Float(f) => *f,
         Value::Bool(b) => f64::from(u8::from(*b)),
-        Value::Str(s) => s.parse().unwrap_or(0.0),
+        Value::Str(s) => go_parse_float(s).unwrap_or(0.0),
         _ => 0.0,
     }
+}
+
+fn go_parse_float(s: &str) -> Option<f64> {
+    let digits: std::borrow::Cow<str> = if s.contains('_') {
+        // underscoreOK: each `_` between two digits.
+        let b = s.as_bytes();
+        let ok = b.iter().enumerate().all(|(i, &c)| {
+            c != b'_'
+                || (i > 0
+                    && b[i - 1].is_ascii_alphanumeric()
+                    && b.get(i + 1).is_some_and(u8::is_ascii_alphanumeric))
+        });
+        if !ok {
+            return None;
+        }
+        s.replace('_', "").into()
+    } else {
+        s.into()
+    };
+    let f: f64 = digits.parse().ok()?;
+    // An overflow is ErrRange in Go; only the words for infinity are infinite.
+    if f.is_infinite() && !digits.to_ascii_lowercase().contains("inf") {
+        return None;
+    }
+    Some(f)
 }
 
 /// Sprig's `empty`.
@@ -466,6 +492,10 @@ mod tests {
         }
         assert_eq!(to_f64(&Value::from(" 7")), 0.0);
         assert_eq!(to_f64(&Value::from("3.9")), 3.9);
+        assert_eq!(to_f64(&Value::from("1_000")), 1000.0);
+        assert_eq!(to_f64(&Value::from("1__0")), 0.0);
+        assert_eq!(to_f64(&Value::from("1e400")), 0.0);
+        assert_eq!(to_f64(&Value::from("-Inf")), f64::NEG_INFINITY);
     }
 
     #[test]

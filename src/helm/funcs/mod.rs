@@ -444,6 +444,37 @@ fn abbreviate_full(t: &str, offset: i64, width: i64) -> String {
     format!("...{}", cut(len - (width - 3), len))
 }
 
+/// huandu/xstrings `ToCamelCase` (Sprig's `camelcase`): leading connectors (`-`, `_`,
+/// blanks) kept, the letter after a connector upper-cased and the connector dropped, a run of
+/// connectors keeping all but its last, every other letter lower-cased (`FOO_BAR` is
+/// `FooBar`, `foo__bar` `Foo_Bar`).
+fn camel_case(t: &str) -> String {
+    let connector = |c: char| c == '-' || c == '_' || c.is_whitespace();
+    let mut out = String::with_capacity(t.len());
+    let mut chars = t.chars();
+    let mut cur = loop {
+        match chars.next() {
+            Some(c) if connector(c) => out.push(c),
+            Some(c) => break single(c.to_uppercase()).unwrap_or(c),
+            None => return out,
+        }
+    };
+    for next in chars {
+        let prev = cur;
+        cur = next;
+        if connector(cur) && connector(prev) {
+            out.push(prev);
+        } else if connector(prev) {
+            cur = single(cur.to_uppercase()).unwrap_or(cur);
+        } else {
+            cur = single(cur.to_lowercase()).unwrap_or(cur);
+            out.push(prev);
+        }
+    }
+    out.push(cur);
+    out
+}
+
 fn title_case(t: &str) -> String {
     let mut out = String::new();
     let mut prev_letter = false;
@@ -555,18 +586,7 @@ fn strings(f: &mut Funcs) {
     });
     s1(f, "snakecase", |t| case_words(t, '_', false));
     s1(f, "kebabcase", |t| case_words(t, '-', false));
-    s1(f, "camelcase", |t| {
-        t.split(['_', ' ', '-'])
-            .filter(|w| !w.is_empty())
-            .map(|w| {
-                let mut c = w.chars();
-                match c.next() {
-                    Some(first) => first.to_uppercase().collect::<String>() + c.as_str(),
-                    None => String::new(),
-                }
-            })
-            .collect()
-    });
+    s1(f, "camelcase", camel_case);
     f.add("toString", |_, a| {
         want(a, 1, "toString")?;
         Ok(match &a[0] {
@@ -1344,7 +1364,8 @@ fn math(f: &mut Funcs) {
     });
     f.add("atoi", |_, a| {
         want(a, 1, "atoi")?;
-        Ok(Value::Int(s(&a[0]).trim().parse().unwrap_or(0)))
+        // strconv.Atoi: no blanks around the digits (`" 12"` is 0).
+        Ok(Value::Int(s(&a[0]).parse().unwrap_or(0)))
     });
     f.add("toDecimal", |_, a| {
         want(a, 1, "toDecimal")?;
