@@ -1082,30 +1082,51 @@ fn newline(out: &mut String, ind: Option<usize>) {
 
 fn json_string(out: &mut String, s: &str, esc: bool) {
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            // Go 1.22's encoding/json (appendString): `\b` and `\f` by name.
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' if esc => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            '\u{2028}' | '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            // A byte that is not UTF-8 (encode::go_text): encoding/json writes U+FFFD.
-            c if crate::helm::encode::is_byte_escape(c) => out.push_str("\\ufffd"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+    // Runs of characters written as they are go out as one slice: only the bytes below
+    // decide where a run ends (a character per push was most of `toJson`).
+    let bytes = s.as_bytes();
+    let (mut run, mut i) = (0, 0);
+    while i < bytes.len() {
+        let b = bytes[i];
+        let special = !(0x20..0x80).contains(&b) || b == b'"' || b == b'\\';
+        if !(special || esc && matches!(b, b'<' | b'>' | b'&')) {
+            i += 1;
+            continue;
         }
+        // `i` is a character's start: runs end only at ASCII bytes and lead bytes.
+        let Some(c) = s[i..].chars().next() else {
+            break;
+        };
+        let escape: Option<&str> = match c {
+            '"' => Some("\\\""),
+            '\\' => Some("\\\\"),
+            '\n' => Some("\\n"),
+            '\r' => Some("\\r"),
+            '\t' => Some("\\t"),
+            // Go 1.22's encoding/json (appendString): `\b` and `\f` by name.
+            '\u{8}' => Some("\\b"),
+            '\u{c}' => Some("\\f"),
+            // A byte that is not UTF-8 (encode::go_text): encoding/json writes U+FFFD.
+            c if crate::helm::encode::is_byte_escape(c) => Some("\\ufffd"),
+            '<' | '>' | '&' if esc => None,
+            '\u{2028}' | '\u{2029}' => None,
+            c if (c as u32) < 0x20 => None,
+            _ => {
+                i += c.len_utf8();
+                continue;
+            }
+        };
+        out.push_str(&s[run..i]);
+        match escape {
+            Some(e) => out.push_str(e),
+            None => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+        }
+        i += c.len_utf8();
+        run = i;
     }
+    out.push_str(&s[run..]);
     out.push('"');
 }
 
@@ -1233,5 +1254,22 @@ mod tests {
             to_json(&Value::str("\t\u{b}\u{c}\u{8}\u{1}"), true, false),
             r#""\t\u000b\f\b\u0001""#
         );
+    }
+
+    /// Plain runs between escapes, non-ASCII text and HTML escaping only when asked, as
+    /// encoding/json writes them (`toJson` is HTML-escaped, `mustToRawJson` is not).
+    #[test]
+    fn json_strings_escape_only_what_go_escapes() {
+        let s = Value::str("ab\"c\\d\ne\u{1}<f>&é\u{2028}g");
+        assert_eq!(
+            to_json(&s, true, false),
+            r#""ab\"c\\d\ne\u0001\u003cf\u003e\u0026é\u2028g""#
+        );
+        assert_eq!(
+            to_json(&s, false, false),
+            r#""ab\"c\\d\ne\u0001<f>&é\u2028g""#
+        );
+        assert_eq!(to_json(&Value::str(""), true, false), r#""""#);
+        assert_eq!(to_json(&Value::str("é"), true, false), r#""é""#);
     }
 }

@@ -300,6 +300,12 @@ impl Value {
 /// A float as a JSON number: integral values without a fraction (as Go's encoding/json).
 pub fn float_to_json(f: f64) -> serde_json::Value {
     if f.is_finite() && f.fract() == 0.0 && f.abs() < 1e21 {
+        // Nearly every number of a chart's values (ports, replicas, sizes) is an integral
+        // float64 well inside i64: converted directly, not formatted and read back (-0
+        // keeps its sign, as Go writes it).
+        if f.abs() < 9.0e15 && !(f == 0.0 && f.is_sign_negative()) {
+            return serde_json::Value::from(f as i64);
+        }
         let text = format!("{f:.0}");
         if let Ok(n) = serde_json::from_str::<serde_json::Number>(&text) {
             return serde_json::Value::Number(n);
@@ -385,6 +391,23 @@ pub fn format_float(f: f64, lo: i32, eprec: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Integral floats are JSON integers, whichever way they are converted; -0 keeps its sign
+    /// and the rest keep their shortest digits.
+    #[test]
+    fn floats_convert_to_json_numbers_as_go_writes_them() {
+        for (f, text) in [
+            (8080.0, "8080"),
+            (-3.0, "-3"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (8.9e15, "8900000000000000"),
+            (1e20, "100000000000000000000"),
+            (0.5, "0.5"),
+        ] {
+            assert_eq!(float_to_json(f).to_string(), text, "{f}");
+        }
+    }
 
     #[test]
     fn floats_print_as_go() {
