@@ -384,18 +384,83 @@ fn chart_value(c: &Chart, is_root: bool) -> Value {
         );
     }
     m.insert("Name".into(), Value::from(c.name.clone()));
-    for (yk, gk) in [
-        ("sources", "Sources"),
-        ("keywords", "Keywords"),
-        ("maintainers", "Maintainers"),
-        ("dependencies", "Dependencies"),
-        ("annotations", "Annotations"),
-    ] {
-        m.insert(gk.to_string(), meta.get(yk).cloned().unwrap_or(Value::Nil));
-    }
+    // Helm v4 gives the lists as empty ones when Chart.yaml has none (`[]` when printed).
+    let list = |yk: &str| match meta.get(yk) {
+        Some(Value::List(l)) => Value::List(l.clone()),
+        _ => Value::list(Vec::new()),
+    };
+    m.insert("Sources".into(), list("sources"));
+    m.insert("Keywords".into(), list("keywords"));
+    // A maintainer is Go's `chart.Maintainer`: its three fields under their Go names.
+    let maintainers = match list("maintainers") {
+        Value::List(l) => l
+            .iter()
+            .map(|item| {
+                let Value::Map(im) = item else {
+                    return item.clone();
+                };
+                let im = im.borrow();
+                let field = |k: &str| im.get(k).cloned().unwrap_or(Value::from(""));
+                let mut mm = BTreeMap::new();
+                mm.insert("Name".into(), field("name"));
+                mm.insert("Email".into(), field("email"));
+                mm.insert("URL".into(), field("url"));
+                Value::map(mm)
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    m.insert("Maintainers".into(), Value::list(maintainers));
+    m.insert(
+        "Dependencies".into(),
+        Value::list(c.deps.iter().map(dependency_value).collect()),
+    );
+    m.insert(
+        "Annotations".into(),
+        meta.get("annotations").cloned().unwrap_or(Value::Nil),
+    );
     let deprecated = meta.get("deprecated").is_some_and(|v| s(v) == "true");
     m.insert("Deprecated".into(), Value::Bool(deprecated));
     m.insert("IsRoot".into(), Value::Bool(is_root));
+    Value::map(m)
+}
+
+/// One of `.Chart.Dependencies`: Go's `chart.Dependency` after Helm's processing
+/// (pkg/chart/v2/util/dependencies.go): the disabled ones are gone, `Name` is the alias, and
+/// `ImportValues` is each entry's `child`/`parent` pair (a string `x` is `exports.x` into `.`).
+fn dependency_value(d: &super::chart::Dependency) -> Value {
+    let imports = d
+        .import_values
+        .iter()
+        .filter_map(|iv| {
+            let (child, parent) = match iv {
+                Value::Map(im) => {
+                    let im = im.borrow();
+                    let field =
+                        |k: &str| im.get(k).map_or("<nil>".to_string(), funcs::conv::strval);
+                    (field("child"), field("parent"))
+                }
+                Value::Str(x) => (format!("exports.{x}"), ".".to_string()),
+                _ => return None,
+            };
+            let mut pair = BTreeMap::new();
+            pair.insert("child".into(), Value::from(child));
+            pair.insert("parent".into(), Value::from(parent));
+            Some(Value::map(pair))
+        })
+        .collect();
+    let mut m = BTreeMap::new();
+    m.insert("Name".into(), Value::from(d.name.clone()));
+    m.insert("Version".into(), Value::from(d.version.clone()));
+    m.insert("Repository".into(), Value::from(d.repository.clone()));
+    m.insert("Condition".into(), Value::from(d.condition.clone()));
+    m.insert(
+        "Tags".into(),
+        Value::list(d.tags.iter().map(|t| Value::from(t.clone())).collect()),
+    );
+    m.insert("Enabled".into(), Value::Bool(true));
+    m.insert("ImportValues".into(), Value::list(imports));
+    m.insert("Alias".into(), Value::from(d.alias.clone()));
     Value::map(m)
 }
 
