@@ -27,6 +27,7 @@ category!(TITLE, r"\p{Lt}");
 category!(LETTER, r"\p{L}");
 category!(PUNCT, r"\p{P}");
 category!(DIGIT, r"\p{Nd}");
+category!(PRINT, r"[\p{L}\p{M}\p{N}\p{P}\p{S}]");
 
 /// `unicode.IsUpper`.
 pub fn is_upper(c: char) -> bool {
@@ -88,6 +89,15 @@ pub fn is_number(c: char) -> bool {
     c.is_numeric()
 }
 
+/// `strconv.IsPrint`: letters, marks, numbers, punctuation, symbols and the ASCII space.
+pub fn is_print(c: char) -> bool {
+    if c.is_ascii() {
+        (' '..='~').contains(&c)
+    } else {
+        class(&PRINT, c)
+    }
+}
+
 /// The one character a case mapping gives, if it gives one.
 pub fn single(mut mapped: impl Iterator<Item = char>) -> Option<char> {
     match (mapped.next(), mapped.next()) {
@@ -139,6 +149,7 @@ mod tests {
         assert!(is_letter('中') && !is_letter('\u{301}') && !is_letter('Ⅰ'));
         assert!(is_punct('!') && is_punct('_') && !is_punct('$') && !is_punct('+'));
         assert!(is_punct('¿') && !is_punct('€'));
+        assert!(is_print('é') && !is_print('\u{a0}') && !is_print('\u{7f}'));
         assert!(is_title('ǅ') && !is_title('Ǆ'));
         assert_eq!(
             (to_title('ǆ'), to_upper('ǆ'), to_lower('İ')),
