@@ -99,7 +99,7 @@ pub fn is_print(c: char) -> bool {
 }
 
 /// The one character a case mapping gives, if it gives one.
-pub fn single(mut mapped: impl Iterator<Item = char>) -> Option<char> {
+fn single(mut mapped: impl Iterator<Item = char>) -> Option<char> {
     match (mapped.next(), mapped.next()) {
         (Some(one), None) => Some(one),
         _ => None,

@@ -445,30 +445,48 @@ fn abbreviate_full(t: &str, offset: i64, width: i64) -> String {
     format!("...{}", cut(len - (width - 3), len))
 }
 
-/// huandu/xstrings `ToCamelCase` (Sprig's `camelcase`): leading connectors (`-`, `_`,
-/// blanks) kept, the letter after a connector upper-cased and the connector dropped, a run of
-/// connectors keeping all but its last, every other letter lower-cased (`FOO_BAR` is
-/// `FooBar`, `foo__bar` `Foo_Bar`).
+/// huandu/xstrings v1.5 `ToPascalCase` (Sprig's `camelcase`): leading connectors (`-`, `_`,
+/// blanks) kept, the character after a connector upper-cased and the connector dropped, a
+/// run of connectors keeping all but its last; other letters keep their case except the
+/// capitals right after a word's capital first letter (`FOO_BAR` is `FooBar`, `fooBar`
+/// `FooBar`, `aBC dEF` `ABCDEF`, `foo__bar` `Foo_Bar`). A text of connectors only gets its
+/// last one twice (`_` is `__`), as xstrings writes it.
 fn camel_case(t: &str) -> String {
-    let connector = |c: char| c == '-' || c == '_' || c.is_whitespace();
-    let mut out = String::with_capacity(t.len());
+    use gounicode::{is_upper, to_lower, to_upper};
+    let mut out = String::with_capacity(t.len() + 1);
     let mut chars = t.chars();
-    let mut cur = loop {
-        match chars.next() {
-            Some(c) if connector(c) => out.push(c),
-            Some(c) => break single(c.to_uppercase()).unwrap_or(c),
-            None => return out,
+    let mut first_upper = false;
+    let mut cur = None;
+    for c in chars.by_ref() {
+        if !xconnector(c) {
+            first_upper = is_upper(c);
+            cur = Some(to_upper(c));
+            break;
         }
+        out.push(c);
+        cur = Some(c);
+    }
+    let Some(mut cur) = cur else {
+        return out;
     };
     for next in chars {
         let prev = cur;
         cur = next;
-        if connector(cur) && connector(prev) {
+        if xconnector(cur) && xconnector(prev) {
             out.push(prev);
-        } else if connector(prev) {
-            cur = single(cur.to_uppercase()).unwrap_or(cur);
+            continue;
+        }
+        if xconnector(prev) {
+            first_upper = is_upper(cur);
+            cur = to_upper(cur);
         } else {
-            cur = single(cur.to_lowercase()).unwrap_or(cur);
+            if first_upper {
+                if is_upper(cur) {
+                    cur = to_lower(cur);
+                } else {
+                    first_upper = false;
+                }
+            }
             out.push(prev);
         }
     }
@@ -509,8 +527,6 @@ fn title_case(t: &str) -> String {
 fn go_upper(t: &str) -> String {
     t.chars().map(gounicode::to_upper).collect()
 }
-
-use gounicode::single;
 
 /// Go's `strings.ToLower`: each character alone, so a final `Σ` is `σ` (Rust's
 /// `to_lowercase` gives `ς` there), and `İ` is `i` (its simple mapping).
@@ -2458,6 +2474,36 @@ mod tests {
                 "x_²y|a_😀_b",
             ),
             (r#"{{ kebabcase "a__b" }}|{{ snakecase "-" }}"#, "a--b|_"),
+        ] {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+    }
+
+    /// Helm 4.2.3's `camelcase` (xstrings v1.5 `ToPascalCase`): a word's case is kept but
+    /// for capitals after its capital first letter.
+    #[test]
+    fn camelcase_is_xstrings_pascal_case() {
+        for (text, want) in [
+            (
+                r#"{{ camelcase "FOO_BAR" }}|{{ camelcase "fooBar" }}"#,
+                "FooBar|FooBar",
+            ),
+            (
+                r#"{{ camelcase "aBC dEF" }}|{{ camelcase "some_Words" }}"#,
+                "ABCDEF|SomeWords",
+            ),
+            (
+                r#"{{ camelcase "_complex__case_" }}|{{ camelcase "a__" }}"#,
+                "_Complex_Case_|A__",
+            ),
+            (
+                r#"{{ camelcase "_" }}|{{ camelcase "__" }}|{{ camelcase "a" }}"#,
+                "__|___|A",
+            ),
+            (
+                r#"{{ camelcase "ǆa_ǆb" }}|{{ camelcase "ß_ß" }}|{{ camelcase "x_ⓐ" }}"#,
+                "ǄaǄb|ßß|XⒶ",
+            ),
         ] {
             assert_eq!(run(text).unwrap(), want, "{text}");
         }
