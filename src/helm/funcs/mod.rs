@@ -10,6 +10,7 @@
 pub mod conv;
 mod decimal;
 pub mod goregex;
+mod gounicode;
 pub mod semver;
 mod time;
 
@@ -444,30 +445,48 @@ fn abbreviate_full(t: &str, offset: i64, width: i64) -> String {
     format!("...{}", cut(len - (width - 3), len))
 }
 
-/// huandu/xstrings `ToCamelCase` (Sprig's `camelcase`): leading connectors (`-`, `_`,
-/// blanks) kept, the letter after a connector upper-cased and the connector dropped, a run of
-/// connectors keeping all but its last, every other letter lower-cased (`FOO_BAR` is
-/// `FooBar`, `foo__bar` `Foo_Bar`).
+/// huandu/xstrings v1.5 `ToPascalCase` (Sprig's `camelcase`): leading connectors (`-`, `_`,
+/// blanks) kept, the character after a connector upper-cased and the connector dropped, a
+/// run of connectors keeping all but its last; other letters keep their case except the
+/// capitals right after a word's capital first letter (`FOO_BAR` is `FooBar`, `fooBar`
+/// `FooBar`, `aBC dEF` `ABCDEF`, `foo__bar` `Foo_Bar`). A text of connectors only gets its
+/// last one twice (`_` is `__`), as xstrings writes it.
 fn camel_case(t: &str) -> String {
-    let connector = |c: char| c == '-' || c == '_' || c.is_whitespace();
-    let mut out = String::with_capacity(t.len());
+    use gounicode::{is_upper, to_lower, to_upper};
+    let mut out = String::with_capacity(t.len() + 1);
     let mut chars = t.chars();
-    let mut cur = loop {
-        match chars.next() {
-            Some(c) if connector(c) => out.push(c),
-            Some(c) => break single(c.to_uppercase()).unwrap_or(c),
-            None => return out,
+    let mut first_upper = false;
+    let mut cur = None;
+    for c in chars.by_ref() {
+        if !xconnector(c) {
+            first_upper = is_upper(c);
+            cur = Some(to_upper(c));
+            break;
         }
+        out.push(c);
+        cur = Some(c);
+    }
+    let Some(mut cur) = cur else {
+        return out;
     };
     for next in chars {
         let prev = cur;
         cur = next;
-        if connector(cur) && connector(prev) {
+        if xconnector(cur) && xconnector(prev) {
             out.push(prev);
-        } else if connector(prev) {
-            cur = single(cur.to_uppercase()).unwrap_or(cur);
+            continue;
+        }
+        if xconnector(prev) {
+            first_upper = is_upper(cur);
+            cur = to_upper(cur);
         } else {
-            cur = single(cur.to_lowercase()).unwrap_or(cur);
+            if first_upper {
+                if is_upper(cur) {
+                    cur = to_lower(cur);
+                } else {
+                    first_upper = false;
+                }
+            }
             out.push(prev);
         }
     }
@@ -475,53 +494,118 @@ fn camel_case(t: &str) -> String {
     out
 }
 
+/// Go's `strings.Title` (Sprig's `title`): a letter after a separator is title-cased, all
+/// else kept. Separators are ASCII characters other than letters, digits and `_` (so
+/// `o'neil` is `O'Neil`, `hello-world` `Hello-World`, `foo_bar` `Foo_bar`) and, past ASCII,
+/// spaces only (`a²b` is `A²b`).
 fn title_case(t: &str) -> String {
-    let mut out = String::new();
-    let mut prev_letter = false;
-    for c in t.chars() {
-        if !prev_letter && c.is_alphabetic() {
-            out.extend(c.to_uppercase());
-        } else {
-            out.push(c);
+    fn separator(c: char) -> bool {
+        if c.is_ascii() {
+            return !(c.is_ascii_alphanumeric() || c == '_');
         }
-        prev_letter = c.is_alphanumeric() || c == '_' || c == '\'';
+        if gounicode::is_letter(c) || gounicode::is_digit(c) {
+            return false;
+        }
+        gounicode::is_space(c)
     }
-    out
-}
-
-/// Go's `strings.ToUpper`: each character by its simple (one-character) mapping, so `ß`
-/// stays `ß` (Rust's `to_uppercase` gives `SS`). Rust has only the full mappings; where one
-/// is longer, the simple one is the Greek letters with ypogegrammeni (`ᾳ` is `ᾼ`, not
-/// `ΑΙ`), and for every other character there is none: it is kept.
-fn go_upper(t: &str) -> String {
+    let mut prev = ' ';
     t.chars()
         .map(|c| {
-            single(c.to_uppercase()).unwrap_or(match c as u32 {
-                n @ (0x1F80..=0x1F87 | 0x1F90..=0x1F97 | 0x1FA0..=0x1FA7) => {
-                    char::from_u32(n + 8).unwrap_or(c)
-                }
-                0x1FB3 => '\u{1FBC}',
-                0x1FC3 => '\u{1FCC}',
-                0x1FF3 => '\u{1FFC}',
-                _ => c,
-            })
+            let out = if separator(prev) {
+                gounicode::to_title(c)
+            } else {
+                c
+            };
+            prev = c;
+            out
         })
         .collect()
 }
 
-/// The one character a case mapping gives, if it gives one.
-fn single(mut mapped: impl Iterator<Item = char>) -> Option<char> {
-    match (mapped.next(), mapped.next()) {
-        (Some(one), None) => Some(one),
-        _ => None,
-    }
+/// Go's `strings.ToUpper`: each character by its simple (one-character) mapping, so `ß`
+/// stays `ß` (Rust's `to_uppercase` gives `SS`).
+fn go_upper(t: &str) -> String {
+    t.chars().map(gounicode::to_upper).collect()
 }
 
 /// Go's `strings.ToLower`: each character alone, so a final `Σ` is `σ` (Rust's
 /// `to_lowercase` gives `ς` there), and `İ` is `i` (its simple mapping).
 fn go_lower(t: &str) -> String {
+    t.chars().map(gounicode::to_lower).collect()
+}
+
+/// goutils `DeleteWhiteSpace` (Sprig's `nospace`) reads the text byte by byte, each byte
+/// as the character of that number (Latin-1): a byte that is a space there (`\t\n\v\f\r`,
+/// space, 0x85, 0xA0) is dropped, and when one was, every other byte is written as that
+/// character, so `é` (C3 A9) becomes `Ã©` and `a\u00a0b` (61 C2 A0 62) `aÂb`. Text without
+/// such a byte is given back as it is.
+fn delete_white_space(t: &str) -> Option<String> {
+    let space = |b: u8| matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ' | 0x85 | 0xa0);
+    if !t.bytes().any(space) {
+        return None;
+    }
+    Some(t.bytes().filter(|&b| !space(b)).map(char::from).collect())
+}
+
+/// goutils `Initials` (Sprig's `initials`), byte by byte as [`delete_white_space`]: the
+/// first byte of each word (after a Latin-1 space byte), as the Latin-1 character, so
+/// `élan vital` gives `Ãv`.
+fn initials(t: &str) -> String {
+    let space = |b: u8| matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ' | 0x85 | 0xa0);
+    let mut gap = true;
+    let mut out = String::new();
+    for b in t.bytes() {
+        if space(b) {
+            gap = true;
+        } else if gap {
+            out.push(char::from(b));
+            gap = false;
+        }
+    }
+    out
+}
+
+/// goutils `SwapCase` (Sprig's `swapcase`): upper and title case to lower, lower case to
+/// title case after a space or at the start, else to upper case.
+fn swap_case(t: &str) -> String {
+    let mut space = true;
     t.chars()
-        .map(|c| single(c.to_lowercase()).unwrap_or(if c == '\u{130}' { 'i' } else { c }))
+        .map(|c| {
+            if gounicode::is_upper(c) || gounicode::is_title(c) {
+                space = false;
+                gounicode::to_lower(c)
+            } else if gounicode::is_lower(c) {
+                let out = if space {
+                    gounicode::to_title(c)
+                } else {
+                    gounicode::to_upper(c)
+                };
+                space = false;
+                out
+            } else {
+                space = gounicode::is_space(c);
+                c
+            }
+        })
+        .collect()
+}
+
+/// goutils `Uncapitalize` (Sprig's `untitle`): the first character and each one after a
+/// space lower-cased.
+fn uncapitalize(t: &str) -> String {
+    let mut next = true;
+    t.chars()
+        .map(|c| {
+            if gounicode::is_space(c) {
+                next = true;
+                c
+            } else if next {
+                next = false;
+                gounicode::to_lower(c)
+            } else {
+                c
+            }
+        })
         .collect()
 }
 
@@ -547,45 +631,24 @@ fn strings(f: &mut Funcs) {
     case(f, "upper", u8::is_ascii_lowercase, go_upper);
     case(f, "lower", u8::is_ascii_uppercase, go_lower);
     s1(f, "title", title_case);
-    s1(f, "untitle", |t| {
-        let mut out = String::new();
-        let mut prev = false;
-        for c in t.chars() {
-            if !prev && c.is_alphabetic() {
-                out.extend(c.to_lowercase());
-            } else {
-                out.push(c);
-            }
-            prev = !c.is_whitespace();
-        }
-        out
-    });
+    s1(f, "untitle", uncapitalize);
     f.add("trim", |_, a| {
         want(a, 1, "trim")?;
         let t = s_ref(&a[0]);
         Ok(part_of(&a[0], t.trim()))
     });
-    s1(f, "nospace", |t| {
-        t.chars().filter(|c| !c.is_whitespace()).collect()
+    f.add("nospace", |_, a| {
+        want(a, 1, "nospace")?;
+        let t = s_ref(&a[0]);
+        Ok(match delete_white_space(&t) {
+            Some(out) => Value::from(out),
+            None => part_of(&a[0], &t),
+        })
     });
-    s1(f, "initials", |t| {
-        t.split_whitespace()
-            .filter_map(|w| w.chars().next())
-            .collect()
-    });
-    s1(f, "swapcase", |t| {
-        t.chars()
-            .map(|c| {
-                if c.is_uppercase() {
-                    c.to_lowercase().collect::<String>()
-                } else {
-                    c.to_uppercase().collect()
-                }
-            })
-            .collect()
-    });
-    s1(f, "snakecase", |t| case_words(t, '_', false));
-    s1(f, "kebabcase", |t| case_words(t, '-', false));
+    s1(f, "initials", initials);
+    s1(f, "swapcase", swap_case);
+    s1(f, "snakecase", |t| case_words(t, '_'));
+    s1(f, "kebabcase", |t| case_words(t, '-'));
     s1(f, "camelcase", camel_case);
     f.add("toString", |_, a| {
         want(a, 1, "toString")?;
@@ -742,18 +805,15 @@ fn strings(f: &mut Funcs) {
     });
     f.add("wrap", |_, a| {
         want(a, 2, "wrap")?;
-        Ok(Value::from(wrap_words(
-            &s(&a[1]),
-            to_i64(&a[0]) as usize,
-            "\n",
-        )))
+        Ok(Value::from(wrap_words(&s(&a[1]), to_i64(&a[0]), "", false)))
     });
     f.add("wrapWith", |_, a| {
         want(a, 3, "wrapWith")?;
         Ok(Value::from(wrap_words(
             &s(&a[2]),
-            to_i64(&a[0]) as usize,
+            to_i64(&a[0]),
             &s(&a[1]),
+            true,
         )))
     });
     f.add("plural", |_, a| {
@@ -836,49 +896,251 @@ fn go_replace_empty(src: &str, new: &str) -> String {
     out
 }
 
-fn case_words(t: &str, sep: char, _upper: bool) -> String {
-    let mut out = String::new();
-    let chars: Vec<char> = t.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        if c.is_uppercase() {
-            let prev_lower =
-                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
-            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
-            if i > 0
-                && (prev_lower || (next_lower && chars[i - 1].is_uppercase()))
-                && !out.ends_with(sep)
-            {
+/// huandu/xstrings `ToSnakeCase`/`ToKebabCase` (Sprig's `snakecase`, `kebabcase`): the text
+/// read as words (runs of connectors `-` `_` blanks, of punctuation, of digits, upper-case
+/// runs, letters, other characters), each connector written as `sep` (a run keeps its
+/// length: `a--b` is `a__b`), `sep` put between two words that touch (`fooBar` is
+/// `foo_bar`, `a+b` `a_+_b`), none next to punctuation (`foo.Bar` is `foo.bar`), and digits
+/// joined to the word before when a letter word does not follow them (`Bld4Floor3rd` is
+/// `bld4_floor_3rd`, `http2xx` `http_2xx`). Upper-case letters are lower-cased.
+fn case_words(t: &str, sep: char) -> String {
+    use XWord::*;
+    fn lower(out: &mut String, wt: XWord, word: &str, sep: char) {
+        if wt != Upper && wt != Connector {
+            out.push_str(word);
+            return;
+        }
+        for c in word.chars() {
+            if xconnector(c) {
                 out.push(sep);
+            } else if gounicode::is_upper(c) {
+                out.push(gounicode::to_lower(c));
+            } else {
+                out.push(c);
             }
-            out.extend(c.to_lowercase());
-        } else if c == ' ' || c == '_' || c == '-' {
-            if !out.ends_with(sep) {
-                out.push(sep);
-            }
-        } else {
-            out.push(c);
         }
     }
+    let mut out = String::with_capacity(t.len() + 4);
+    if t.is_empty() {
+        return out;
+    }
+    let (mut wt, mut word, mut rest) = next_xword(t);
+    while !rest.is_empty() {
+        if wt != Connector {
+            lower(&mut out, wt, word, sep);
+        }
+        let (prev, last) = (wt, word);
+        (wt, word, rest) = next_xword(rest);
+        match prev {
+            Number => {
+                while wt == Alphabet || wt == Number {
+                    lower(&mut out, wt, word, sep);
+                    (wt, word, rest) = next_xword(rest);
+                }
+                if wt != Invalid && wt != Punct && wt != Connector {
+                    out.push(sep);
+                }
+            }
+            Connector => lower(&mut out, prev, last, sep),
+            Punct => {}
+            _ => {
+                if wt != Number {
+                    if wt != Connector && wt != Punct {
+                        out.push(sep);
+                    }
+                    continue;
+                }
+                if rest.is_empty() {
+                    continue;
+                }
+                let last = word;
+                (wt, word, rest) = next_xword(rest);
+                // A number ends the word before it ("Bld4Floor" is "bld4_floor") unless
+                // lower-case letters follow it ("HTTP2xx" is "http_2xx").
+                if wt != Alphabet {
+                    lower(&mut out, Number, last, sep);
+                    if wt != Connector && wt != Punct {
+                        out.push(sep);
+                    }
+                    continue;
+                }
+                out.push(sep);
+                lower(&mut out, Number, last, sep);
+                while wt == Alphabet || wt == Number {
+                    lower(&mut out, wt, word, sep);
+                    (wt, word, rest) = next_xword(rest);
+                }
+                if wt != Invalid && wt != Connector && wt != Punct {
+                    out.push(sep);
+                }
+            }
+        }
+    }
+    lower(&mut out, wt, word, sep);
     out
 }
 
-fn wrap_words(t: &str, width: usize, nl: &str) -> String {
-    let mut out = String::new();
-    let mut line_len = 0;
-    for (i, w) in t.split(' ').enumerate() {
-        if i > 0 {
-            if line_len + 1 + w.len() > width.max(1) {
-                out.push_str(nl);
-                line_len = 0;
-            } else {
-                out.push(' ');
-                line_len += 1;
+/// xstrings' word types (`nextWord`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum XWord {
+    Invalid,
+    Number,
+    Upper,
+    Alphabet,
+    Connector,
+    Punct,
+    Other,
+}
+
+/// xstrings' `isConnector`.
+fn xconnector(c: char) -> bool {
+    c == '-' || c == '_' || gounicode::is_space(c)
+}
+
+/// xstrings' `isAlphabet`: a letter, but not a CJK ideograph.
+fn xalphabet(c: char) -> bool {
+    gounicode::is_letter(c)
+        && !matches!(c as u32, 0x4E00..=0x9FCC | 0x3400..=0x4D85 | 0x20000..=0x2B81D)
+}
+
+/// xstrings' `nextValidRune`: the next character that is not U+FFFD (Go's decoding error,
+/// which xstrings skips) and the bytes up to its end; `prev` and all of `s` if none.
+fn next_valid(s: &str, prev: char) -> (char, usize) {
+    let mut size = 0;
+    for c in s.chars() {
+        size += c.len_utf8();
+        if c != '\u{FFFD}' {
+            return (c, size);
+        }
+    }
+    (prev, size)
+}
+
+/// xstrings' `nextWord`: the type of the word `s` starts with, the word and the rest.
+fn next_xword(s: &str) -> (XWord, &str, &str) {
+    use XWord::*;
+    if s.is_empty() {
+        return (Invalid, "", "");
+    }
+    let (mut r, mut size) = next_valid(s, '\u{FFFD}');
+    let mut offset = size;
+    if r == '\u{FFFD}' {
+        return (Invalid, &s[..offset], &s[offset..]);
+    }
+    let mut rest = &s[size..];
+    // Extends the word over the characters `keep` takes.
+    let extend =
+        |rest: &mut &str, r: &mut char, offset: &mut usize, keep: &dyn Fn(char) -> bool| {
+            while !rest.is_empty() {
+                let (c, n) = next_valid(rest, *r);
+                *r = c;
+                if !keep(c) {
+                    break;
+                }
+                *offset += n;
+                *rest = &rest[n..];
+            }
+        };
+    let wt = if xconnector(r) {
+        extend(&mut rest, &mut r, &mut offset, &xconnector);
+        Connector
+    } else if gounicode::is_punct(r) {
+        extend(&mut rest, &mut r, &mut offset, &gounicode::is_punct);
+        Punct
+    } else if gounicode::is_upper(r) {
+        if !rest.is_empty() {
+            (r, size) = next_valid(rest, r);
+            if gounicode::is_upper(r) {
+                let mut prev_size = size;
+                offset += size;
+                rest = &rest[size..];
+                while !rest.is_empty() {
+                    (r, size) = next_valid(rest, r);
+                    if !gounicode::is_upper(r) {
+                        break;
+                    }
+                    prev_size = size;
+                    offset += size;
+                    rest = &rest[size..];
+                }
+                // "HTTPStatus" is "HTTP" and "Status": the last capital starts the next word.
+                if !rest.is_empty() && xalphabet(r) {
+                    offset -= prev_size;
+                    rest = &s[offset..];
+                }
+            } else if xalphabet(r) {
+                offset += size;
+                rest = &rest[size..];
+                extend(&mut rest, &mut r, &mut offset, &|c| {
+                    xalphabet(c) && !gounicode::is_upper(c)
+                });
             }
         }
-        out.push_str(w);
-        line_len += w.len();
+        Upper
+    } else if xalphabet(r) {
+        extend(&mut rest, &mut r, &mut offset, &|c| {
+            xalphabet(c) && !gounicode::is_upper(c)
+        });
+        Alphabet
+    } else if gounicode::is_number(r) {
+        extend(&mut rest, &mut r, &mut offset, &gounicode::is_number);
+        Number
+    } else {
+        extend(&mut rest, &mut r, &mut offset, &|c| {
+            !(xconnector(c) || xalphabet(c) || gounicode::is_number(c) || gounicode::is_punct(c))
+        });
+        Other
+    };
+    (wt, &s[..offset], rest)
+}
+
+/// goutils `WrapCustom` (Sprig's `wrap`, and `wrapWith` with `long` true): lines broken at
+/// the last space within `width` bytes, spaces at a line's start dropped; a word longer
+/// than the width is cut at the width when `long` (Go cuts bytes: a cut inside a character
+/// leaves U+FFFD here), else kept whole up to the next space.
+fn wrap_words(t: &str, width: i64, nl: &str, long: bool) -> String {
+    if t.is_empty() {
+        return String::new();
     }
-    out
+    let nl = if nl.is_empty() { "\n" } else { nl };
+    let width = width.max(1) as usize;
+    let b = t.as_bytes();
+    let mut out: Vec<u8> = Vec::with_capacity(b.len() + 8);
+    let mut offset = 0;
+    while b.len() - offset > width {
+        if b[offset] == b' ' {
+            offset += 1;
+            continue;
+        }
+        let end = (width + offset + 1).min(b.len());
+        if let Some(i) = b[offset..end].iter().rposition(|&c| c == b' ') {
+            out.extend_from_slice(&b[offset..offset + i]);
+            out.extend_from_slice(nl.as_bytes());
+            offset += i + 1;
+        } else if long {
+            out.extend_from_slice(&b[offset..offset + width]);
+            out.extend_from_slice(nl.as_bytes());
+            offset += width;
+        } else {
+            let end = width + offset;
+            match b[end..].iter().position(|&c| c == b' ') {
+                None => {
+                    out.extend_from_slice(&b[offset..]);
+                    offset = b.len();
+                }
+                Some(i) => {
+                    out.extend_from_slice(&b[offset..end + i]);
+                    out.extend_from_slice(nl.as_bytes());
+                    offset = end + i + 1;
+                }
+            }
+        }
+    }
+    out.extend_from_slice(&b[offset..]);
+    match String::from_utf8(out) {
+        Ok(s) => s,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    }
 }
 
 fn lists(f: &mut Funcs) {
@@ -2164,5 +2426,196 @@ mod tests {
             ex.ascii_regexes.values().next(),
             Some(goregex::AsciiSlot::Full(..))
         ));
+    }
+
+    /// Helm 4.2.3's `snakecase` and `kebabcase` (xstrings' word rules): connector runs keep
+    /// their length, punctuation takes no separator, numbers join the word before them.
+    #[test]
+    fn snakecase_and_kebabcase_are_xstrings() {
+        for (text, want) in [
+            (r#"{{ snakecase "a--b__c  d" }}"#, "a__b__c__d"),
+            (r#"{{ kebabcase "HTTPServer_ID" }}"#, "http-server-id"),
+            (r#"{{ snakecase "fooBar-Baz qux" }}"#, "foo_bar_baz_qux"),
+            (r#"{{ snakecase "_complex__case_" }}"#, "_complex__case_"),
+            (
+                r#"{{ snakecase "  lead" }}|{{ snakecase "trail  " }}"#,
+                "__lead|trail__",
+            ),
+            (
+                r#"{{ snakecase "foo.Bar" }}|{{ snakecase "ab-.cd" }}"#,
+                "foo.bar|ab_.cd",
+            ),
+            (
+                r#"{{ snakecase "a+b" }}|{{ snakecase "hello world!" }}"#,
+                "a_+_b|hello_world!",
+            ),
+            (
+                r#"{{ snakecase "HTTP20xOK" }}|{{ snakecase "Bld4Floor3rd" }}"#,
+                "http_20x_ok|bld4_floor_3rd",
+            ),
+            (
+                r#"{{ snakecase "123ABC" }}|{{ snakecase "a1b2" }}|{{ snakecase "A1B2" }}"#,
+                "123_abc|a_1b2|a1_b2",
+            ),
+            (
+                r#"{{ snakecase "FOO22bar" }}|{{ snakecase "FOO22Bar" }}"#,
+                "foo_22bar|foo22_bar",
+            ),
+            (
+                r#"{{ snakecase "XYz" }}|{{ snakecase "v1.2Beta" }}"#,
+                "x_yz|v1.2_beta",
+            ),
+            (
+                r#"{{ snakecase "ÉcoleNormale" }}|{{ snakecase "x中文" }}"#,
+                "école_normale|x_中文",
+            ),
+            (
+                r#"{{ snakecase "x²y" }}|{{ snakecase "A😀B" }}"#,
+                "x_²y|a_😀_b",
+            ),
+            (r#"{{ kebabcase "a__b" }}|{{ snakecase "-" }}"#, "a--b|_"),
+        ] {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+    }
+
+    /// Helm 4.2.3's `camelcase` (xstrings v1.5 `ToPascalCase`): a word's case is kept but
+    /// for capitals after its capital first letter.
+    #[test]
+    fn camelcase_is_xstrings_pascal_case() {
+        for (text, want) in [
+            (
+                r#"{{ camelcase "FOO_BAR" }}|{{ camelcase "fooBar" }}"#,
+                "FooBar|FooBar",
+            ),
+            (
+                r#"{{ camelcase "aBC dEF" }}|{{ camelcase "some_Words" }}"#,
+                "ABCDEF|SomeWords",
+            ),
+            (
+                r#"{{ camelcase "_complex__case_" }}|{{ camelcase "a__" }}"#,
+                "_Complex_Case_|A__",
+            ),
+            (
+                r#"{{ camelcase "_" }}|{{ camelcase "__" }}|{{ camelcase "a" }}"#,
+                "__|___|A",
+            ),
+            (
+                r#"{{ camelcase "ǆa_ǆb" }}|{{ camelcase "ß_ß" }}|{{ camelcase "x_ⓐ" }}"#,
+                "ǄaǄb|ßß|XⒶ",
+            ),
+        ] {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+    }
+
+    /// Helm 4.2.3's `title` (`strings.Title`: a letter after any ASCII character but a
+    /// letter, digit or `_`, or after a space, is title-cased), `untitle` and `swapcase`
+    /// (goutils: words are split at spaces only, a swapped word starts in title case).
+    #[test]
+    fn title_untitle_and_swapcase_are_gos() {
+        for (text, want) in [
+            (
+                r#"{{ title "o'neil" }}|{{ title "don't" }}"#,
+                "O'Neil|Don'T",
+            ),
+            (
+                r#"{{ title "hello-world foo_bar" }}"#,
+                "Hello-World Foo_bar",
+            ),
+            (
+                r#"{{ title "x.y,z" }}|{{ title "a1b c2d" }}|{{ title "1st" }}"#,
+                "X.Y,Z|A1b C2d|1st",
+            ),
+            (
+                r#"{{ title "ǆemal" }}|{{ title "ß x" }}|{{ title "a²b" }}"#,
+                "ǅemal|ß X|A²b",
+            ),
+            (
+                r#"{{ title "a\u00a0b" }}|{{ title "a\u0301b" }}|{{ title "aⅰb" }}"#,
+                "A\u{a0}B|A\u{301}b|Aⅰb",
+            ),
+            (
+                r#"{{ untitle "HELLO-WORLD" }}|{{ untitle "A.B" }}|{{ untitle "É É" }}"#,
+                "hELLO-WORLD|a.B|é é",
+            ),
+            (
+                r#"{{ swapcase "hello World" }}|{{ swapcase "1a b" }}"#,
+                "HELLO wORLD|1A B",
+            ),
+            (r#"{{ swapcase "ǆ ǅ Ǆ" }}|{{ swapcase "ß" }}"#, "ǅ ǆ ǆ|ß"),
+        ] {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+    }
+
+    /// Helm 4.2.3's `wrap` (goutils `Wrap`: a long word is kept whole) and `wrapWith`
+    /// (`WrapCustom` with long words cut at the width).
+    #[test]
+    fn wrap_keeps_long_words_and_wrap_with_cuts_them() {
+        for (text, want) in [
+            (
+                r#"{{ wrap 5 "a verylongword here" }}"#,
+                "a\nverylongword\nhere",
+            ),
+            (
+                r#"{{ wrapWith 5 "<br>" "a verylongword here" }}"#,
+                "a<br>veryl<br>ongwo<br>rd<br>here",
+            ),
+            (
+                r#"{{ wrapWith 5 "" "a verylongword here" }}"#,
+                "a\nveryl\nongwo\nrd\nhere",
+            ),
+            (
+                r#"{{ wrap 3 "  leading spaces here" }}"#,
+                "leading\nspaces\nhere",
+            ),
+            (
+                r#"{{ wrap 3 "trailing   " }}|{{ wrap 0 "a b c" }}"#,
+                "trailing\n  |a\nb\nc",
+            ),
+            (r#"{{ wrap 5 "a\nb c d e f g" }}"#, "a\nb c\nd e f\ng"),
+            (
+                r#"{{ wrapWith 3 "|" "abcdefgh ij" }}|{{ wrapWith 4 "|" "ab  cd  ef" }}"#,
+                "abc|def|gh|ij|ab |cd |ef",
+            ),
+        ] {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+    }
+
+    /// Helm 4.2.3's `nospace` and `initials` (goutils reads bytes as Latin-1 characters: a
+    /// 0xA0 or 0x85 byte inside a character is a space, and the bytes are written back as
+    /// characters when anything was dropped).
+    #[test]
+    fn nospace_and_initials_read_bytes_as_goutils() {
+        for (text, want) in [
+            (
+                r#"{{ initials "élan vital" }}|{{ initials "  a  b  " }}"#,
+                "\u{c3}v|ab",
+            ),
+            (
+                r#"{{ initials "a\u00a0b c" }}|{{ initials "a\u3000b" }}"#,
+                "abc|a",
+            ),
+            (
+                r#"{{ initials "a\u180eb" }}|{{ initials "a-b" }}"#,
+                "a\u{8e}|a",
+            ),
+            (
+                r#"{{ nospace "a\u00a0b c" }}|{{ nospace "élan  vital" }}"#,
+                "a\u{c2}bc|\u{c3}\u{a9}lanvital",
+            ),
+            (
+                r#"{{ nospace "a\u3000b\tc\nd" }}"#,
+                "a\u{e3}\u{80}\u{80}bcd",
+            ),
+            (
+                r#"{{ nospace "a\u2028b" }}|{{ nospace "a\u000bb\u000cc\rd" }}"#,
+                "a\u{2028}b|abcd",
+            ),
+        ] {
+            assert_eq!(run(text).unwrap(), want, "{text}");
+        }
     }
 }
