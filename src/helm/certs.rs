@@ -18,7 +18,7 @@ use crate::helm::encode::b64;
 use crate::helm::funcs::Seed;
 use crate::helm::funcs::conv::s;
 use crate::helm::template::exec::Funcs;
-use crate::helm::template::value::{Cx, Object, Value};
+use crate::helm::template::value::{Cx, Marshaled, Object, Value};
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
 use rcgen::{
@@ -51,6 +51,12 @@ impl Object for CertObj {
     }
     fn display(&self) -> String {
         format!("{{{} {}}}", self.cert, self.key)
+    }
+    fn marshal(&self) -> Option<Marshaled> {
+        Some(Marshaled::Fields(vec![
+            ("Cert", Value::from(self.cert.clone())),
+            ("Key", Value::from(self.key.clone())),
+        ]))
     }
 }
 

@@ -7,7 +7,7 @@ use super::chart::{Chart, ChartFiles, FileData, glob_match_double, read_deferred
 use super::funcs::{self, Seed, conv::s};
 use super::template::exec::{Exec, Funcs, TemplateSet};
 use super::template::parse;
-use super::template::value::{Cx, Map, Object, Value, new_map};
+use super::template::value::{Cx, Map, Marshaled, Object, Value, new_map};
 use super::yaml;
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
@@ -236,6 +236,24 @@ impl Object for KubeVersion {
     fn display(&self) -> String {
         self.version.clone()
     }
+    fn marshal(&self) -> Option<Marshaled> {
+        Some(Marshaled::Fields(vec![
+            ("Version", Value::from(self.version.clone())),
+            ("Major", Value::from(self.major.clone())),
+            ("Minor", Value::from(self.minor.clone())),
+        ]))
+    }
+}
+
+impl KubeVersion {
+    /// fmt's `%v` of the struct itself, as it prints inside `.Capabilities` (not through
+    /// its `String` method).
+    fn fields_text(&self) -> String {
+        format!(
+            "{{{} {} {} {}}}",
+            self.version, self.version, self.major, self.minor
+        )
+    }
 }
 
 /// `.Capabilities.APIVersions`.
@@ -268,6 +286,93 @@ impl Object for ApiVersions {
                 .map(|(i, v)| (i.to_string(), Value::from(v.clone())))
                 .collect(),
         )
+    }
+    fn marshal(&self) -> Option<Marshaled> {
+        Some(Marshaled::Value(Value::list(
+            self.0.iter().map(|v| Value::from(v.clone())).collect(),
+        )))
+    }
+}
+
+/// `.Capabilities.HelmVersion`: helm-python-sdk's `version.BuildInfo` (its JSON names are
+/// the struct's tags; the empty git fields are `omitempty`).
+struct HelmVersion;
+
+/// (Go field, JSON name, value) of [`HelmVersion`], in declaration order.
+const HELM_VERSION: [(&str, &str, &str); 5] = [
+    ("Version", "version", "v4.2"),
+    ("GitCommit", "git_commit", ""),
+    ("GitTreeState", "git_tree_state", ""),
+    ("GoVersion", "go_version", "go1.26.6"),
+    ("KubeClientVersion", "kube_client_version", "v1.36"),
+];
+
+impl Object for HelmVersion {
+    fn type_name(&self) -> &str {
+        "version.BuildInfo"
+    }
+    fn field(&self, name: &str) -> Option<Value> {
+        HELM_VERSION
+            .iter()
+            .find(|f| f.0 == name)
+            .map(|f| Value::from(f.2))
+    }
+    fn call(&self, _: &Cx, _: &str, _: &[Value]) -> Option<Result<Value, String>> {
+        None
+    }
+    fn display(&self) -> String {
+        let values: Vec<&str> = HELM_VERSION.iter().map(|f| f.2).collect();
+        format!("{{{}}}", values.join(" "))
+    }
+    fn marshal(&self) -> Option<Marshaled> {
+        Some(Marshaled::Fields(
+            HELM_VERSION
+                .iter()
+                .filter(|f| !f.2.is_empty())
+                .map(|f| (f.1, Value::from(f.2)))
+                .collect(),
+        ))
+    }
+}
+
+/// `.Capabilities`: Go's `*common.Capabilities`.
+struct Capabilities {
+    kube_version: Rc<KubeVersion>,
+    api_versions: Rc<ApiVersions>,
+}
+
+impl Object for Capabilities {
+    fn type_name(&self) -> &str {
+        "*common.Capabilities"
+    }
+    fn kind(&self) -> &'static str {
+        "ptr"
+    }
+    fn field(&self, name: &str) -> Option<Value> {
+        Some(match name {
+            "KubeVersion" => Value::Object(self.kube_version.clone()),
+            "APIVersions" => Value::Object(self.api_versions.clone()),
+            "HelmVersion" => Value::Object(Rc::new(HelmVersion)),
+            _ => return None,
+        })
+    }
+    fn call(&self, _: &Cx, _: &str, _: &[Value]) -> Option<Result<Value, String>> {
+        None
+    }
+    fn display(&self) -> String {
+        format!(
+            "{{{} {} {}}}",
+            self.kube_version.fields_text(),
+            self.api_versions.display(),
+            HelmVersion.display()
+        )
+    }
+    fn marshal(&self) -> Option<Marshaled> {
+        Some(Marshaled::Fields(vec![
+            ("KubeVersion", Value::Object(self.kube_version.clone())),
+            ("APIVersions", Value::Object(self.api_versions.clone())),
+            ("HelmVersion", Value::Object(Rc::new(HelmVersion))),
+        ]))
     }
 }
 
@@ -342,19 +447,10 @@ fn capabilities(ctx: &Context) -> Result<Value, String> {
         major: v.major.to_string(),
         minor: v.minor.to_string(),
     };
-    let mut m = BTreeMap::new();
-    m.insert("KubeVersion".into(), Value::Object(Rc::new(kv)));
-    m.insert(
-        "APIVersions".into(),
-        Value::Object(Rc::new(ApiVersions(ctx.api_versions.clone()))),
-    );
-    let mut hv = BTreeMap::new();
-    hv.insert("Version".into(), Value::from("v4.2"));
-    hv.insert("GitCommit".into(), Value::from(""));
-    hv.insert("GitTreeState".into(), Value::from(""));
-    hv.insert("GoVersion".into(), Value::from("go1.26.6"));
-    m.insert("HelmVersion".into(), Value::map(hv));
-    Ok(Value::map(m))
+    Ok(Value::Object(Rc::new(Capabilities {
+        kube_version: Rc::new(kv),
+        api_versions: Rc::new(ApiVersions(ctx.api_versions.clone())),
+    })))
 }
 
 /// `.Chart`: Chart.yaml under Go's field names.

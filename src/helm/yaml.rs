@@ -12,7 +12,7 @@
 
 mod fast;
 
-use super::template::value::{Value, format_float};
+use super::template::value::{Marshaled, Value, format_float};
 use crate::yaml::goyaml::{self, pad};
 use granit_parser::{Event, Parser, ScalarStyle};
 use std::collections::{BTreeMap, HashMap};
@@ -476,15 +476,26 @@ fn json_round_trip(v: &Value) -> RoundTrip {
                 .borrow()
                 .iter()
                 .all(|(k, x)| check(k, nel) && scan(x, nel)),
-            Value::Object(o) => check(&o.display(), nel),
+            // An object JSON writes as a structure comes back as that structure: the tree
+            // is rebuilt (`nel` here means "rebuild").
+            Value::Object(o) => match o.marshal() {
+                Some(m) => {
+                    *nel = true;
+                    scan(&m.plain(), nel)
+                }
+                None => check(&o.display(), nel),
+            },
             _ => true,
         }
     }
     fn fold_tree(v: &Value) -> Value {
         match v {
-            // toYaml writes an object as its text: folded as text.
             Value::Str(s) => Value::from(fold_nel(s)),
-            Value::Object(o) => Value::from(fold_nel(&o.display())),
+            Value::Object(o) => match o.marshal() {
+                Some(m) => fold_tree(&m.plain()),
+                // Written as its text: folded as text.
+                None => Value::from(fold_nel(&o.display())),
+            },
             Value::List(l) => Value::List(std::rc::Rc::new(l.iter().map(fold_tree).collect())),
             Value::Map(m) => Value::map(
                 m.borrow()
@@ -1029,7 +1040,29 @@ fn write_json(out: &mut String, v: &Value, esc: bool, ind: Option<usize>) {
         }
         Value::Float(f) => out.push_str(&json_float(*f)),
         Value::Str(s) => json_string(out, s, esc),
-        Value::Object(o) => json_string(out, &o.display(), esc),
+        Value::Object(o) => match o.marshal() {
+            None => json_string(out, &o.display(), esc),
+            Some(Marshaled::Value(v)) => write_json(out, &v, esc, ind),
+            Some(Marshaled::Fields(fields)) => {
+                out.push('{');
+                for (i, (k, x)) in fields.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    newline(out, ind.map(|n| n + 1));
+                    json_string(out, k, esc);
+                    out.push(':');
+                    if ind.is_some() {
+                        out.push(' ');
+                    }
+                    write_json(out, x, esc, ind.map(|n| n + 1));
+                }
+                if !fields.is_empty() {
+                    newline(out, ind);
+                }
+                out.push('}');
+            }
+        },
         Value::List(l) => {
             if l.is_empty() {
                 out.push_str("[]");

@@ -4,7 +4,7 @@
 use super::conv::{s, to_i64};
 use super::want;
 use crate::helm::template::exec::Funcs;
-use crate::helm::template::value::{Cx, Object, Value};
+use crate::helm::template::value::{Cx, Marshaled, Object, Value};
 use std::rc::Rc;
 
 /// The instant `now` returns: 2000-01-01T00:00:00Z (documented in docs/helm.md).
@@ -42,6 +42,17 @@ impl Object for Time {
     }
     fn display(&self) -> String {
         format(self.0, "2006-01-02 15:04:05.999999999 -0700 MST")
+    }
+    /// `Time.MarshalJSON`: RFC 3339 with nanoseconds (kiln's times are whole seconds);
+    /// a year outside 0..=9999 is Go's marshalling error, which leaves the text.
+    fn marshal(&self) -> Option<Marshaled> {
+        let year = civil(self.0).0;
+        (0..=9999).contains(&year).then(|| {
+            Marshaled::Value(Value::from(format(
+                self.0,
+                "2006-01-02T15:04:05.999999999Z07:00",
+            )))
+        })
     }
 }
 

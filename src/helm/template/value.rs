@@ -48,6 +48,57 @@ pub trait Object {
     fn entry_count(&self) -> Option<usize> {
         self.entries().map(|e| e.len())
     }
+    /// What encoding/json makes of the object when that is not its printed text as a JSON
+    /// string: `toJson` writes it, and `toYaml` (sigs.k8s.io/yaml: JSON first) its value.
+    fn marshal(&self) -> Option<Marshaled> {
+        None
+    }
+    /// Go's `reflect.Kind` of the object, for `kindOf` and `kindIs`.
+    fn kind(&self) -> &'static str {
+        "struct"
+    }
+}
+
+/// An object as encoding/json writes it ([`Object::marshal`]).
+pub enum Marshaled {
+    /// A struct: its exported fields under their JSON names, in declaration order (those
+    /// `omitempty` leaves out are not in the list).
+    Fields(Vec<(&'static str, Value)>),
+    /// A slice, or what a `MarshalJSON` gives.
+    Value(Value),
+}
+
+impl Marshaled {
+    /// The object as `json.Unmarshal` reads back what encoding/json wrote: a struct is a
+    /// map, and objects inside it are their own marshaled values.
+    pub fn plain(self) -> Value {
+        let plain = |v: Value| match v {
+            Value::Object(o) => match o.marshal() {
+                Some(m) => m.plain(),
+                None => Value::from(o.display()),
+            },
+            Value::List(l) => Value::list(
+                l.iter()
+                    .map(|x| match x {
+                        Value::Object(o) => o
+                            .marshal()
+                            .map_or_else(|| Value::from(o.display()), Marshaled::plain),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ),
+            other => other,
+        };
+        match self {
+            Marshaled::Fields(fields) => Value::map(
+                fields
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), plain(v)))
+                    .collect(),
+            ),
+            Marshaled::Value(v) => plain(v),
+        }
+    }
 }
 
 /// One template value.
@@ -144,7 +195,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::List(_) => "slice",
             Value::Map(_) => "map",
-            Value::Object(_) => "struct",
+            Value::Object(o) => o.kind(),
         }
     }
 
