@@ -1044,23 +1044,7 @@ fn write_json(out: &mut String, v: &Value, esc: bool, ind: Option<usize>) {
             None => json_string(out, &o.display(), esc),
             Some(Marshaled::Value(v)) => write_json(out, &v, esc, ind),
             Some(Marshaled::Fields(fields)) => {
-                out.push('{');
-                for (i, (k, x)) in fields.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    newline(out, ind.map(|n| n + 1));
-                    json_string(out, k, esc);
-                    out.push(':');
-                    if ind.is_some() {
-                        out.push(' ');
-                    }
-                    write_json(out, x, esc, ind.map(|n| n + 1));
-                }
-                if !fields.is_empty() {
-                    newline(out, ind);
-                }
-                out.push('}');
+                write_json_object(out, fields.iter().map(|(k, x)| (*k, x)), esc, ind)
             }
         },
         Value::List(l) => {
@@ -1081,27 +1065,38 @@ fn write_json(out: &mut String, v: &Value, esc: bool, ind: Option<usize>) {
         }
         Value::Map(m) => {
             let m = m.borrow();
-            if m.is_empty() {
-                out.push_str("{}");
-                return;
-            }
-            out.push('{');
-            for (i, (k, x)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                newline(out, ind.map(|n| n + 1));
-                json_string(out, k, esc);
-                out.push(':');
-                if ind.is_some() {
-                    out.push(' ');
-                }
-                write_json(out, x, esc, ind.map(|n| n + 1));
-            }
-            newline(out, ind);
-            out.push('}');
+            write_json_object(out, m.iter().map(|(k, x)| (k.as_str(), x)), esc, ind);
         }
     }
+}
+
+/// A JSON object, as encoding/json writes a map and a struct alike: `{}` when empty, else one
+/// member per line when indenting.
+fn write_json_object<'a>(
+    out: &mut String,
+    members: impl Iterator<Item = (&'a str, &'a Value)>,
+    esc: bool,
+    ind: Option<usize>,
+) {
+    out.push('{');
+    let mut any = false;
+    for (k, x) in members {
+        if any {
+            out.push(',');
+        }
+        any = true;
+        newline(out, ind.map(|n| n + 1));
+        json_string(out, k, esc);
+        out.push(':');
+        if ind.is_some() {
+            out.push(' ');
+        }
+        write_json(out, x, esc, ind.map(|n| n + 1));
+    }
+    if any {
+        newline(out, ind);
+    }
+    out.push('}');
 }
 
 fn newline(out: &mut String, ind: Option<usize>) {
