@@ -712,7 +712,14 @@ pub fn render(
             } else {
                 RenderErrorKind::Parse
             },
-            message: format!("parse error at ({}:{}): {}", e.name, e.line, e.message),
+            // Helm's cleanupParseError keeps the last part of Go's message after ": "
+            // (`bad number syntax: "1x"` prints as `"1x"`).
+            message: format!(
+                "parse error at ({}:{}): {}",
+                e.name,
+                e.line,
+                e.message.rsplit(": ").next().unwrap_or_default()
+            ),
         })?;
         set.add(k, k, parsed);
     }

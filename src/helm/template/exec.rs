@@ -312,6 +312,30 @@ impl std::fmt::Display for ExecError {
     }
 }
 
+/// The constant that starts at byte `off` of a template's text, as written: a quoted or raw
+/// string up to its closing quote, else up to the space, `)`, `|` or `}` that ends it.
+fn constant_text(src: &str, off: usize) -> &str {
+    let Some(rest) = src.get(off..) else {
+        return "";
+    };
+    let b = rest.as_bytes();
+    let end = match b.first() {
+        Some(b'`') => rest[1..].find('`').map_or(rest.len(), |i| i + 2),
+        Some(b'"') => {
+            let mut i = 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            (i + 1).min(b.len())
+        }
+        _ => b
+            .iter()
+            .position(|c| c.is_ascii_whitespace() || matches!(c, b')' | b'|' | b'}'))
+            .unwrap_or(b.len()),
+    };
+    rest.get(..end).unwrap_or(rest)
+}
+
 /// What a `range` walks.
 enum Items {
     List(Rc<Vec<Value>>),
@@ -715,9 +739,17 @@ impl<'a> Exec<'a> {
                 self.not_a_function(rest, &fin, p.pos, "pipeline")?;
                 self.pipe(dot, t, p)
             }
+            Arg::Nil(pos) => {
+                self.not_a_function(rest, &fin, *pos, "nil")?;
+                Err(self.err_at(*pos, "nil", "nil is not a command".into()))
+            }
             other => {
                 let pos = c.pos;
-                self.not_a_function(rest, &fin, pos, "constant")?;
+                if !rest.is_empty() || fin.is_some() {
+                    // Go names the constant as written (`<1>`, `<"a">`, `<.>`).
+                    let text = constant_text(&t.src, pos.0 as usize);
+                    self.not_a_function(rest, &fin, pos, text)?;
+                }
                 self.arg(dot, t, other)
             }
         }
@@ -770,6 +802,10 @@ impl<'a> Exec<'a> {
             Arg::Float(f) => Value::Float(*f),
             Arg::Bool(b) => Value::Bool(*b),
             Arg::Nil(_) => Value::Nil,
+            Arg::Overflow(text, pos) => {
+                let text = t.str(*text);
+                return Err(self.err_at(*pos, text, format!("{text} overflows int")));
+            }
         })
     }
 
@@ -1141,6 +1177,101 @@ mod tests {
         ];
         for (text, want) in cases {
             assert_eq!(render(text, dot.clone()).as_deref(), Ok(want), "{text}");
+        }
+    }
+
+    /// Number literals as Go types them: int64's edges are ints in every radix, a float is
+    /// only what is written as one, an integer past int64 but within uint64 parses and fails
+    /// when evaluated, and a larger one (or `09`, no octal and no float) does not parse.
+    #[test]
+    fn number_literals_are_typed_and_bounded_as_gos_parser_does() {
+        let dot = Value::Nil;
+        let cases = [
+            ("{{ -9223372036854775808 }}", "-9223372036854775808"),
+            ("{{ -0x8000000000000000 }}", "-9223372036854775808"),
+            ("{{ 9223372036854775807 }}", "9223372036854775807"),
+            (
+                "{{ 0o17 }} {{ 017 }} {{ 0b101 }} {{ 0x1F }} {{ 1_000 }}",
+                "15 15 5 31 1000",
+            ),
+            ("{{ 1e3 }} {{ 0x1p4 }} {{ 1.5 }}", "1000 16 1.5"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(render(text, dot.clone()).as_deref(), Ok(want), "{text}");
+        }
+        let err = render("{{ 9223372036854775808 }}", dot.clone()).unwrap_err();
+        assert!(
+            err.ends_with("at <9223372036854775808>: 9223372036854775808 overflows int"),
+            "{err}"
+        );
+        // Inside a branch that is not taken, the literal is never evaluated.
+        assert_eq!(
+            render(
+                "{{ if false }}{{ 18446744073709551615 }}{{ end }}",
+                dot.clone()
+            )
+            .as_deref(),
+            Ok("")
+        );
+        for text in [
+            "{{ 18446744073709551616 }}",
+            "{{ -9223372036854775809 }}",
+            "{{ 09 }}",
+        ] {
+            let err = render(text, dot.clone()).unwrap_err();
+            assert!(err.contains("integer overflow: \""), "{text}: {err}");
+        }
+        let err = render("{{ 1x }}", dot).unwrap_err();
+        assert!(err.contains("bad number syntax: \"1x\""), "{err}");
+    }
+
+    /// `nil` is an argument, never a command: Go refuses it at its own position wherever it
+    /// starts a command (alone, piped, as a condition, assigned).
+    #[test]
+    fn nil_is_not_a_command() {
+        for (text, col) in [
+            ("{{ nil }}", 3),
+            ("{{ nil | list }}", 3),
+            ("{{ if nil }}x{{ end }}", 6),
+            ("{{ $x := nil }}", 9),
+        ] {
+            let err = render(text, Value::Nil).unwrap_err();
+            assert_eq!(
+                err,
+                format!("template: t:1:{col}: executing \"t\" at <nil>: nil is not a command"),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            render("{{ list nil }}", Value::Nil).as_deref(),
+            Ok("[<nil>]")
+        );
+    }
+
+    /// A constant given arguments is named as written, as Go prints the node.
+    #[test]
+    fn a_constant_given_arguments_is_named_as_written() {
+        for (text, what) in [
+            ("{{ 1 2 }}", "1"),
+            ("{{ 0x10 2 }}", "0x10"),
+            ("{{ \"s\" 2 }}", "\"s\""),
+            ("{{ `r s` 2 }}", "`r s`"),
+            ("{{ . 2 }}", "."),
+            ("{{ true 2 }}", "true"),
+            ("{{ 1 | list }}", ""),
+        ] {
+            let got = render(text, Value::Nil);
+            if what.is_empty() {
+                assert_eq!(got.as_deref(), Ok("[1]"), "{text}");
+                continue;
+            }
+            let err = got.unwrap_err();
+            assert!(
+                err.ends_with(&format!(
+                    "at <{what}>: can't give argument to non-function {what}"
+                )),
+                "{text}: {err}"
+            );
         }
     }
 }

@@ -174,6 +174,9 @@ pub enum Arg {
     Float(f64),
     Bool(bool),
     Nil(Pos),
+    /// An integer literal that fits uint64 but not int64: its text. Go parses it, and its
+    /// evaluation fails (`N overflows int`).
+    Overflow(Span, Pos),
 }
 
 /// A parse error: Go's "template: NAME:LINE: MESSAGE".
@@ -1376,8 +1379,7 @@ impl<'a> Parser<'a> {
             Kind::Char => Arg::Int(self.char_value(t)),
             Kind::Num => {
                 let text = self.text(t);
-                number_arg(text)
-                    .ok_or_else(|| self.err_at(o, format!("bad number syntax: \"{text}\"")))?
+                number_arg(text, self.span_of(text), pos).map_err(|m| self.err_at(o, m))?
             }
             Kind::LParen => {
                 let p = self.pipeline_inner("parenthesized pipeline", true)?;
@@ -1398,34 +1400,50 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// A number literal as Go's parser types it: an int when it is written as one, else a float.
-fn number_arg(text: &str) -> Option<Arg> {
+/// A number literal as Go's parser types it (text/template/parse `newNumber`, and exec's
+/// `idealConstant` for what a bare constant evaluates to): an int when it is written as an
+/// integer that fits int64, a float when it has a `.`, an exponent or a `p`; an integer that
+/// fits uint64 only parses but fails when evaluated, and a larger one is Go's parse error
+/// `integer overflow` (`Err` holds the message).
+fn number_arg(text: &str, span: Span, pos: Pos) -> Result<Arg, String> {
     let t: String = text.chars().filter(|&c| c != '_').collect();
     let (neg, body) = match t.strip_prefix('-') {
         Some(b) => (true, b),
         None => (false, t.strip_prefix('+').unwrap_or(&t)),
     };
-    let int = if let Some(h) = body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        i64::from_str_radix(h, 16).ok()
+    let (digits, radix) = if let Some(h) =
+        body.strip_prefix("0x").or_else(|| body.strip_prefix("0X"))
+    {
+        (h, 16)
     } else if let Some(b) = body.strip_prefix("0b").or_else(|| body.strip_prefix("0B")) {
-        i64::from_str_radix(b, 2).ok()
+        (b, 2)
     } else if let Some(o) = body.strip_prefix("0o").or_else(|| body.strip_prefix("0O")) {
-        i64::from_str_radix(o, 8).ok()
+        (o, 8)
     } else if body.len() > 1 && body.starts_with('0') && body.bytes().all(|b| b.is_ascii_digit()) {
-        i64::from_str_radix(&body[1..], 8).ok()
-    } else if body.bytes().all(|b| b.is_ascii_digit()) {
-        body.parse::<i64>().ok()
+        (&body[1..], 8)
     } else {
-        None
+        (body, 10)
     };
-    if let Some(n) = int {
-        return Some(Arg::Int(if neg { -n } else { n }));
+    let integral = !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix));
+    if integral {
+        return match u64::from_str_radix(digits, radix) {
+            Ok(m) if neg && m <= 1 << 63 => Ok(Arg::Int((m as i64).wrapping_neg())),
+            Ok(m) if !neg && m <= i64::MAX as u64 => Ok(Arg::Int(m as i64)),
+            // Go: a uint64 but not an int64 (`IsUint` only): "N overflows int" at exec.
+            Ok(_) if !neg => Ok(Arg::Overflow(span, pos)),
+            _ => Err(format!("integer overflow: \"{text}\"")),
+        };
     }
     let f: f64 = match body.strip_prefix("0x").or_else(|| body.strip_prefix("0X")) {
-        Some(h) => hex_float(h)?,
-        None => body.parse().ok()?,
-    };
-    Some(Arg::Float(if neg { -f } else { f }))
+        Some(h) => hex_float(h),
+        None => body.parse().ok(),
+    }
+    .ok_or_else(|| format!("bad number syntax: \"{text}\""))?;
+    if !text.contains(['.', 'e', 'E', 'p', 'P']) {
+        // Go: a float that "looks like an integer" (`09`, a legacy octal that is not one).
+        return Err(format!("integer overflow: \"{text}\""));
+    }
+    Ok(Arg::Float(if neg { -f } else { f }))
 }
 
 /// A hexadecimal float (`1p60`, `1.8p1`) after its `0x`.
