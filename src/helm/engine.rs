@@ -211,11 +211,18 @@ impl Object for Files {
     }
 }
 
-/// `.Capabilities.KubeVersion`.
+/// `.Capabilities.KubeVersion`. Its `String` method has a pointer receiver
+/// (pkg/chart/common/capabilities.go), so only the field itself, reached through the
+/// `*Capabilities` (or a variable or `with` holding it), prints as `v1.36.0`: a function
+/// gets a copy in an interface, with no address, and fmt prints that copy's fields
+/// (`quote`, `toString`, `printf "%v"`, `default`, `include`'s dot: `{v1.36.0 v1.36.0 1 36}`).
+#[derive(Clone)]
 struct KubeVersion {
     version: String,
     major: String,
     minor: String,
+    /// False for the copy a function receives ([`Object::as_argument`]).
+    addressable: bool,
 }
 
 impl Object for KubeVersion {
@@ -224,7 +231,8 @@ impl Object for KubeVersion {
     }
     fn field(&self, name: &str) -> Option<Value> {
         Some(Value::from(match name {
-            "Version" | "GitVersion" | "String" => self.version.clone(),
+            "Version" | "GitVersion" => self.version.clone(),
+            "String" if self.addressable => self.version.clone(),
             "Major" => self.major.clone(),
             "Minor" => self.minor.clone(),
             _ => return None,
@@ -234,7 +242,19 @@ impl Object for KubeVersion {
         None
     }
     fn display(&self) -> String {
-        self.version.clone()
+        if self.addressable {
+            self.version.clone()
+        } else {
+            self.fields_text()
+        }
+    }
+    fn as_argument(&self) -> Option<Value> {
+        self.addressable.then(|| {
+            Value::Object(Rc::new(KubeVersion {
+                addressable: false,
+                ..self.clone()
+            }))
+        })
     }
     fn marshal(&self) -> Option<Marshaled> {
         Some(Marshaled::Fields(vec![
@@ -446,6 +466,7 @@ fn capabilities(ctx: &Context) -> Result<Value, String> {
         version: format!("v{}.{}.{}", v.major, v.minor, v.patch),
         major: v.major.to_string(),
         minor: v.minor.to_string(),
+        addressable: true,
     };
     Ok(Value::Object(Rc::new(Capabilities {
         kube_version: Rc::new(kv),

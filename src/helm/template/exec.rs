@@ -975,6 +975,14 @@ impl<'a> Exec<'a> {
         if let Some(v) = fin {
             vals.push(v);
         }
+        // What reflect's Call passes (`and`/`or` above return the operand itself).
+        for v in vals.iter_mut() {
+            if let Value::Object(o) = v
+                && let Some(copy) = o.as_argument()
+            {
+                *v = copy;
+            }
+        }
         let r = f(self, &vals);
         vals.clear();
         self.arg_lists.push(vals);

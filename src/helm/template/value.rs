@@ -53,6 +53,12 @@ pub trait Object {
     fn marshal(&self) -> Option<Marshaled> {
         None
     }
+    /// What a Go function receives when the object is passed to it, if that is not the
+    /// object itself: Go copies an addressable struct into the `interface{}` argument, and
+    /// the copy has no pointer methods (a pointer-receiver `String` no longer prints it).
+    fn as_argument(&self) -> Option<Value> {
+        None
+    }
     /// Go's `reflect.Kind` of the object, for `kindOf` and `kindIs`.
     fn kind(&self) -> &'static str {
         "struct"
