@@ -152,11 +152,9 @@ fn essentials(helm_error: &str) -> Vec<String> {
     if let Some(rest) = first.strip_prefix("YAML parse error on ") {
         return vec![rest.split(':').next().unwrap_or("").to_string()];
     }
-    // Other execution errors: the first location line, with the field or variable nodes Go
-    // names (`at <.Values.a.b>`); a call's node, `<eq .Values.a 1>`, kiln names by its
-    // function (DIVERGENCES), so Helm's line is compared with its call nodes so named.
-    let calls = regex::Regex::new(r" at <([A-Za-z_][A-Za-z0-9_]*) [^>]*>: ").unwrap();
-    vec![calls.replace_all(first, " at <$1>: ").into_owned()]
+    // Other execution errors: the first location line, with the node Go names (a field
+    // chain `<.Values.a.b>`, a failing call's command `<include "x" .>`).
+    vec![first.to_string()]
 }
 
 fn check_error(name: &str, err: &HelmError, helm_error: &str) {

@@ -336,6 +336,68 @@ fn constant_text(src: &str, off: usize) -> &str {
     rest.get(..end).unwrap_or(rest)
 }
 
+/// Go's `CommandNode.String()` for the command that starts at byte `off` of a template's
+/// text, as a failing call's error names it (`at <include "x" .>`): its operands as written,
+/// one space apart, up to the `|`, `)` or `}}` that ends it; a parenthesized pipeline inside
+/// it prints as `(a | b)`.
+fn command_text(src: &str, off: usize) -> String {
+    let Some(rest) = src.get(off..) else {
+        return String::new();
+    };
+    let b = rest.as_bytes();
+    let (mut out, mut depth, mut i, mut space) = (String::new(), 0usize, 0, false);
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            space = true;
+            i += 1;
+            continue;
+        }
+        if rest[i..].starts_with("}}")
+            || (space && rest[i..].starts_with("-}}"))
+            || (depth == 0 && matches!(c, b'|' | b')'))
+        {
+            break;
+        }
+        let start = i;
+        i = match c {
+            b'"' | b'\'' => {
+                let mut j = i + 1;
+                while j < b.len() && b[j] != c {
+                    j += if b[j] == b'\\' { 2 } else { 1 };
+                }
+                (j + 1).min(b.len())
+            }
+            b'`' => rest[i + 1..].find('`').map_or(b.len(), |j| i + j + 2),
+            b'(' | b')' | b'|' => i + 1,
+            _ => {
+                let mut j = i;
+                while j < b.len()
+                    && !b[j].is_ascii_whitespace()
+                    && !matches!(b[j], b'(' | b')' | b'|')
+                    && !rest[j..].starts_with("}}")
+                {
+                    j += 1;
+                }
+                j
+            }
+        };
+        let tok = rest.get(start..i).unwrap_or("");
+        match tok {
+            "(" => depth += 1,
+            ")" => depth -= 1,
+            _ => {}
+        }
+        let glued = out.is_empty() || out.ends_with('(') || tok == ")";
+        if !glued && (space || tok == "|" || out.ends_with('|')) {
+            out.push(' ');
+        }
+        out.push_str(tok);
+        space = false;
+    }
+    out
+}
+
 /// What a `range` walks.
 enum Items {
     List(Rc<Vec<Value>>),
@@ -988,7 +1050,14 @@ impl<'a> Exec<'a> {
         self.arg_lists.push(vals);
         r.map_err(|e| {
             let name = self.funcs.name(id).to_string();
-            self.err_at(pos, &name, format!("error calling {name}: {e}"))
+            // Go names the whole command; a function called without operands (an operand
+            // itself, or a command of one word) is that word.
+            let what = if args.is_empty() {
+                name.clone()
+            } else {
+                command_text(&t.src, pos.0 as usize)
+            };
+            self.err_at(pos, &what, format!("error calling {name}: {e}"))
         })
     }
 }
@@ -1278,6 +1347,28 @@ mod tests {
                 err.ends_with(&format!(
                     "at <{what}>: can't give argument to non-function {what}"
                 )),
+                "{text}: {err}"
+            );
+        }
+    }
+
+    /// A failing call is named by its whole command as Go's `CommandNode.String()` prints
+    /// it: operands as written, one space apart, inner pipelines as `(a | b)`, without the
+    /// value piped in; called without operands, by its name.
+    #[test]
+    fn a_failing_call_is_named_by_its_command() {
+        for (text, what) in [
+            ("{{ include \"nope\" . }}", "include \"nope\" ."),
+            ("{{ . | include   \"nope\" -}}", "include \"nope\""),
+            (
+                "{{ list (include `nope` ( list 1 |  list ) $.a) }}",
+                "include `nope` (list 1 | list) $.a",
+            ),
+            ("{{- include \"no}pe\" (.).x }}", "include \"no}pe\" (.).x"),
+        ] {
+            let err = render(text, Value::Nil).unwrap_err();
+            assert!(
+                err.contains(&format!(" at <{what}>: error calling include: ")),
                 "{text}: {err}"
             );
         }
