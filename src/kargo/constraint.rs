@@ -232,40 +232,13 @@ pub fn admits(constraint: Option<&str>, tag: &str, strict: bool) -> bool {
     let Ok(version) = Version::parse(tag) else {
         return false;
     };
-    if strict && !is_strict_semver(tag.strip_prefix('v').unwrap_or(tag)) {
+    if strict && Version::parse_strict(tag.strip_prefix('v').unwrap_or(tag)).is_err() {
         return false;
     }
     match constraint {
         None => true,
         Some(c) => satisfies(c, &version).unwrap_or(false),
     }
-}
-
-/// Masterminds `StrictNewVersion`: exactly `MAJOR.MINOR.PATCH`, no leading zeros, then an
-/// optional `-prerelease` (dot-separated, numeric identifiers without leading zeros) and
-/// `+metadata` (dot-separated alphanumerics and `-`).
-fn is_strict_semver(s: &str) -> bool {
-    let (rest, meta) = match s.split_once('+') {
-        Some((a, b)) => (a, Some(b)),
-        None => (s, None),
-    };
-    let (core, pre) = match rest.split_once('-') {
-        Some((a, b)) => (a, Some(b)),
-        None => (rest, None),
-    };
-    let numeric = |p: &str| {
-        !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) && (p == "0" || !p.starts_with('0'))
-    };
-    let ident =
-        |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
-    let parts: Vec<&str> = core.split('.').collect();
-    parts.len() == 3
-        && parts.iter().all(|p| numeric(p))
-        && pre.is_none_or(|pre| {
-            pre.split('.')
-                .all(|p| ident(p) && (!p.bytes().all(|b| b.is_ascii_digit()) || numeric(p)))
-        })
-        && meta.is_none_or(|m| m.split('.').all(ident))
 }
 
 #[cfg(test)]

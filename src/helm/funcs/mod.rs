@@ -1923,8 +1923,10 @@ fn semvers(f: &mut Funcs) {
     });
     f.add("semverCompare", |_, a| {
         want(a, 2, "semverCompare")?;
+        // Sprig reads the constraint first: a bad one is the error even with a bad version.
+        let c = semver::Constraints::parse(&s_ref(&a[0]))?;
         let v = semver::Version::parse(&s_ref(&a[1]))?;
-        Ok(Value::Bool(semver::satisfies(&s_ref(&a[0]), &v)?))
+        Ok(Value::Bool(c.check(&v)))
     });
 }
 
@@ -1972,17 +1974,7 @@ impl crate::helm::template::value::Object for SemverObj {
         }
     }
     fn display(&self) -> String {
-        let v = &self.0;
-        let mut t = format!("{}.{}.{}", v.major, v.minor, v.patch);
-        if !v.pre.is_empty() {
-            t.push('-');
-            t.push_str(&v.pre);
-        }
-        if !v.meta.is_empty() {
-            t.push('+');
-            t.push_str(&v.meta);
-        }
-        t
+        self.0.to_string()
     }
 }
 
@@ -2075,6 +2067,22 @@ mod tests {
         set.add("t", "t", parsed);
         let mut ex = Exec::new(Rc::new(set), funcs.clone(), Rc::new(()));
         Ok((ex.execute("t", Value::Nil).map_err(|e| e.to_string()), ex))
+    }
+
+    /// Sprig's `semverCompare` parses the constraint before the version, so a bad
+    /// constraint is the error even when the version is bad too.
+    #[test]
+    fn semver_compare_reads_the_constraint_first() {
+        let e = run("{{ semverCompare \"xx\" \"bad\" }}").unwrap_err();
+        assert!(
+            e.ends_with("error calling semverCompare: constraint parser error"),
+            "{e}"
+        );
+        let e = run("{{ semverCompare \">=1\" \"bad\" }}").unwrap_err();
+        assert!(
+            e.ends_with("error calling semverCompare: invalid semantic version"),
+            "{e}"
+        );
     }
 
     /// String functions that change nothing give back their argument itself (no copy of
