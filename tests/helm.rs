@@ -152,9 +152,9 @@ fn essentials(helm_error: &str) -> Vec<String> {
     if let Some(rest) = first.strip_prefix("YAML parse error on ") {
         return vec![rest.split(':').next().unwrap_or("").to_string()];
     }
-    // Other execution errors: the first location line, with the node Go names (a field
-    // chain `<.Values.a.b>`, a failing call's command `<include "x" .>`).
-    vec![first.to_string()]
+    // Other execution errors, whole: Go's one line, or Helm v4's traceable lines (location,
+    // `executing "NAME" at <NODE>:`, message, for each template error in the chain).
+    vec![helm_error.trim_end().to_string()]
 }
 
 fn check_error(name: &str, err: &HelmError, helm_error: &str) {

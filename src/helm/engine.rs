@@ -832,9 +832,92 @@ fn reformat(file: &str, e: &super::template::exec::ExecError) -> RenderError {
     RenderError {
         file: file.to_string(),
         location: Some(e.location.clone()),
-        message: text,
+        message: traceable(&text).unwrap_or(text),
         kind: RenderErrorKind::Exec,
     }
+}
+
+/// The rest of Helm v4's `reformatExecErrorMsg` (pkg/engine/engine.go): the error and each
+/// one it wraps, as `TraceableError`s (consecutive equal ones once), each on its lines:
+/// `LOCATION`, `  executing "NAME" at <NODE>:`, `    MESSAGE`. text/template wraps only a
+/// called function's error (`error calling F: %w`), so the chain is read off the text: an
+/// `include` that failed inside carries its template's error on. A link that is not a
+/// template error (a function's own) makes Helm keep Go's one-line error: `None`.
+fn traceable(text: &str) -> Option<String> {
+    let mut chain: Vec<Traceable> = Vec::new();
+    let mut cur = text;
+    loop {
+        let (tr, wrapped) = parse_traceable(cur)?;
+        if chain.last() != Some(&tr) {
+            chain.push(tr);
+        }
+        match wrapped {
+            Some(next) => cur = next,
+            None => break,
+        }
+    }
+    let mut out = String::new();
+    for t in &chain {
+        if !t.location.is_empty() {
+            out.push_str(t.location);
+            out.push_str("\n  ");
+        }
+        if !t.function.is_empty() {
+            out.push_str(&t.function);
+            out.push_str("\n    ");
+        }
+        if !t.message.is_empty() {
+            out.push_str(t.message);
+            out.push('\n');
+        }
+    }
+    Some(out.trim().to_string())
+}
+
+/// Helm's `TraceableError`.
+#[derive(PartialEq)]
+struct Traceable<'a> {
+    location: &'a str,
+    message: &'a str,
+    function: String,
+}
+
+/// Helm's `parseTemplateExecErrorString`, and the error the text's error wraps, if any.
+fn parse_traceable(s: &str) -> Option<(Traceable<'_>, Option<&str>)> {
+    let rest = s.strip_prefix("template: ")?;
+    if rest.starts_with("no template ") {
+        let t = Traceable {
+            location: "",
+            message: s,
+            function: String::new(),
+        };
+        return Some((t, None));
+    }
+    if let Some((name, after)) = rest.split_once(": executing ")
+        && let Some(after) = after.strip_prefix('"')
+        && let Some(q) = after.find('"')
+        && let Some(at) = after[q + 1..].strip_prefix(" at <")
+        && let Some((node, msg)) = at.split_once(">: ")
+    {
+        // What it wraps: a called function's error (`error calling F: ERR`).
+        let inner = msg
+            .strip_prefix("error calling ")
+            .and_then(|m| m.split_once(": "))
+            .map(|(_, e)| e);
+        let t = Traceable {
+            location: name,
+            message: msg.find(" template:").map_or(msg, |i| &msg[..i]),
+            function: format!("executing \"{}\" at <{node}>:", &after[..q]),
+        };
+        return Some((t, inner));
+    }
+    let (name, msg) = rest.rsplit_once(": ")?;
+    let t = Traceable {
+        location: name,
+        message: msg.find(" template:").map_or(msg, |i| &msg[..i]),
+        function: String::new(),
+    };
+    Some((t, None))
 }
 
 fn helm_funcs(f: &mut Funcs) {
@@ -1054,5 +1137,33 @@ mod tests {
             panic!("AsConfig");
         };
         assert_eq!(s(&cfg), "x.conf: xy");
+    }
+
+    /// Helm v4's traceable error lines: one entry per template error in the chain (the
+    /// executing error and the include's error it wraps), and Go's one line when a link is
+    /// a function's own error.
+    #[test]
+    fn execution_errors_are_reformatted_as_helm_v4_traces_them() {
+        let single = "template: c/t.yaml:4:15: executing \"c/t.yaml\" at <.Values.a.b>: nil pointer evaluating interface {}.b";
+        assert_eq!(
+            traceable(single).as_deref(),
+            Some(
+                "c/t.yaml:4:15\n  executing \"c/t.yaml\" at <.Values.a.b>:\n    nil pointer evaluating interface {}.b"
+            )
+        );
+        let nested = "template: c/t.yaml:3:8: executing \"c/t.yaml\" at <include \"x\" .>: error calling include: template: c/_h.tpl:1:20: executing \"x\" at <.a.b>: nil pointer evaluating interface {}.b";
+        assert_eq!(
+            traceable(nested).as_deref(),
+            Some(concat!(
+                "c/t.yaml:3:8\n  executing \"c/t.yaml\" at <include \"x\" .>:\n    error calling include:\n",
+                "c/_h.tpl:1:20\n  executing \"x\" at <.a.b>:\n    nil pointer evaluating interface {}.b"
+            ))
+        );
+        let missing = "template: c/t.yaml:3:8: executing \"c/t.yaml\" at <include \"nope\" .>: error calling include: template: no template \"nope\" associated with template \"gotpl\"";
+        assert!(traceable(missing).is_some_and(|t| t.ends_with(
+            "error calling include:\ntemplate: no template \"nope\" associated with template \"gotpl\""
+        )));
+        let own = "template: c/t.yaml:6:16: executing \"c/t.yaml\" at <eq .a 1>: error calling eq: incompatible types for comparison";
+        assert_eq!(traceable(own), None);
     }
 }

@@ -829,7 +829,7 @@ mod tests {
             ),
             (
                 "{{ range $n, $d := .Files }}{{ $n }}{{ end }}",
-                "at <range>: chart file \"files/big.bin\" is larger than the maximum file size",
+                "at <range>:\n    chart file \"files/big.bin\" is larger than the maximum file size",
             ),
             (
                 "{{ (.Files.Glob \"files/big.*\").AsConfig }}",

@@ -300,10 +300,16 @@ pub struct ExecError {
     pub name: String,
     pub what: String,
     pub message: String,
+    /// Raised before any node ran (`ExecuteTemplate` of an unknown name): Go's text is
+    /// `template: MSG`, with no location.
+    pub unplaced: bool,
 }
 
 impl std::fmt::Display for ExecError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.unplaced {
+            return write!(f, "template: {}", self.message);
+        }
         write!(
             f,
             "template: {}: executing \"{}\" at <{}>: {}",
@@ -514,6 +520,7 @@ impl<'a> Exec<'a> {
                 name: name.to_string(),
                 what: String::new(),
                 message: format!("no template \"{name}\" associated with template \"gotpl\""),
+                unplaced: true,
             });
         };
         self.run(t, dot)
@@ -566,6 +573,7 @@ impl<'a> Exec<'a> {
             name,
             what: what.to_string(),
             message,
+            unplaced: false,
         }
     }
 
@@ -909,6 +917,19 @@ impl<'a> Exec<'a> {
         // searcher cost more than the (short) names it skipped, for every field evaluated.
         let mut rest = Some(chain);
         let mut at_start = true;
+        // Go names a receiver by its static type: what a map of the chain gave is an
+        // `interface {}` (evalField takes the type before looking inside).
+        let mut via_map = false;
+        let type_of = |via_map: bool, v: &Value| -> String {
+            if via_map {
+                "interface {}".to_string()
+            } else {
+                match v {
+                    Value::Object(o) => o.type_name().to_string(),
+                    other => other.type_name().to_string(),
+                }
+            }
+        };
         while let Some(r) = rest {
             let (name, last) = match r.bytes().position(|c| c == b'.') {
                 Some(d) => {
@@ -935,10 +956,13 @@ impl<'a> Exec<'a> {
                             format!("{name} is not a method but has arguments"),
                         ));
                     }
+                    via_map = true;
                     m.borrow().get(name).cloned().unwrap_or(Value::Nil)
                 }
                 Value::Object(o) => {
                     let o = o.clone();
+                    // Struct fields and method results have their own types.
+                    let was_via_map = std::mem::replace(&mut via_map, false);
                     // A field is read once: `.Capabilities.KubeVersion.Version` builds its
                     // value for each read.
                     let field = if has_args { None } else { o.field(name) };
@@ -967,7 +991,7 @@ impl<'a> Exec<'a> {
                                     site(name),
                                     format!(
                                         "can't evaluate field {name} in type {}",
-                                        o.type_name()
+                                        type_of(was_via_map, &recv)
                                     ),
                                 ));
                             }
@@ -983,7 +1007,10 @@ impl<'a> Exec<'a> {
                 other => {
                     return Err(self.err_at_site(
                         site(name),
-                        format!("can't evaluate field {name} in type {}", other.type_name()),
+                        format!(
+                            "can't evaluate field {name} in type {}",
+                            type_of(via_map, other)
+                        ),
                     ));
                 }
             };
@@ -1154,6 +1181,7 @@ mod tests {
         let values = || {
             let mut v = BTreeMap::new();
             v.insert("foo".to_string(), Value::map(BTreeMap::new()));
+            v.insert("n".to_string(), Value::Int(1));
             let mut top = BTreeMap::new();
             top.insert("Values".to_string(), Value::map(v));
             Value::map(top)
@@ -1188,6 +1216,18 @@ mod tests {
                 "x: {{ .Values.foo.bar 1 }}",
                 "t:1:13",
                 "<.Values.foo.bar>: bar is not a method but has arguments",
+            ),
+            // What a map gave is an `interface {}` to Go; a pipeline's result (`with`, a
+            // variable) is the value inside.
+            (
+                "x: {{ .Values.n.z }}",
+                "t:1:13",
+                "<.Values.n.z>: can't evaluate field z in type interface {}",
+            ),
+            (
+                "x: {{ with .Values.n }}{{ .z }}{{ end }}",
+                "t:1:26",
+                "<.z>: can't evaluate field z in type int",
             ),
         ];
         for (text, at, what) in cases {
