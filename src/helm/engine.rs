@@ -123,6 +123,13 @@ impl Object for Files {
     fn type_name(&self) -> &str {
         "engine.files"
     }
+    fn arity(&self, name: &str) -> Option<usize> {
+        match name {
+            "Get" | "GetBytes" | "Glob" | "Lines" => Some(1),
+            "AsConfig" | "AsSecrets" => Some(0),
+            _ => None,
+        }
+    }
     fn field(&self, _: &str) -> Option<Value> {
         None
     }
@@ -282,6 +289,9 @@ struct ApiVersions(Vec<String>);
 impl Object for ApiVersions {
     fn type_name(&self) -> &str {
         "common.VersionSet"
+    }
+    fn arity(&self, name: &str) -> Option<usize> {
+        (name == "Has").then_some(1)
     }
     fn field(&self, _: &str) -> Option<Value> {
         None

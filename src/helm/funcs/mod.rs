@@ -1936,6 +1936,9 @@ impl crate::helm::template::value::Object for SemverObj {
     fn type_name(&self) -> &str {
         "*semver.Version"
     }
+    fn arity(&self, name: &str) -> Option<usize> {
+        (name == "Compare").then_some(1)
+    }
     fn field(&self, name: &str) -> Option<Value> {
         let v = &self.0;
         Some(match name {

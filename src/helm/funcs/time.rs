@@ -30,6 +30,13 @@ impl Object for Time {
             _ => return None,
         })
     }
+    fn arity(&self, name: &str) -> Option<usize> {
+        match name {
+            "Format" => Some(1),
+            "UTC" | "Local" => Some(0),
+            _ => None,
+        }
+    }
     fn call(&self, _: &Cx, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
         match name {
             "Format" => Some(Ok(Value::from(format(

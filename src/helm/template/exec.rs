@@ -978,6 +978,17 @@ impl<'a> Exec<'a> {
                                 vals.push(f.clone());
                             }
                         }
+                        if let Some(want) = o.arity(name)
+                            && want != vals.len()
+                        {
+                            return Err(self.err_at_site(
+                                site(name),
+                                format!(
+                                    "wrong number of args for {name}: want {want} got {}",
+                                    vals.len()
+                                ),
+                            ));
+                        }
                         match o.call(&self.cx, name, &vals) {
                             Some(Ok(v)) => v,
                             Some(Err(e)) => {

@@ -53,6 +53,11 @@ pub trait Object {
     fn marshal(&self) -> Option<Marshaled> {
         None
     }
+    /// How many arguments the method `name` takes, when the object has it: Go checks the
+    /// count before calling (`wrong number of args for Get: want 1 got 0`).
+    fn arity(&self, _name: &str) -> Option<usize> {
+        None
+    }
     /// What a Go function receives when the object is passed to it, if that is not the
     /// object itself: Go copies an addressable struct into the `interface{}` argument, and
     /// the copy has no pointer methods (a pointer-receiver `String` no longer prints it).
