@@ -326,7 +326,10 @@ fn constant_text(src: &str, off: usize) -> &str {
     };
     let b = rest.as_bytes();
     let end = match b.first() {
-        Some(b'`') => rest[1..].find('`').map_or(rest.len(), |i| i + 2),
+        Some(b'`') => b[1..]
+            .iter()
+            .position(|&c| c == b'`')
+            .map_or(b.len(), |i| i + 2),
         Some(b'"') => {
             let mut i = 1;
             while i < b.len() && b[i] != b'"' {
@@ -359,8 +362,8 @@ fn command_text(src: &str, off: usize) -> String {
             i += 1;
             continue;
         }
-        if rest[i..].starts_with("}}")
-            || (space && rest[i..].starts_with("-}}"))
+        if b[i..].starts_with(b"}}")
+            || (space && b[i..].starts_with(b"-}}"))
             || (depth == 0 && matches!(c, b'|' | b')'))
         {
             break;
@@ -374,14 +377,17 @@ fn command_text(src: &str, off: usize) -> String {
                 }
                 (j + 1).min(b.len())
             }
-            b'`' => rest[i + 1..].find('`').map_or(b.len(), |j| i + j + 2),
+            b'`' => b[i + 1..]
+                .iter()
+                .position(|&c| c == b'`')
+                .map_or(b.len(), |j| i + j + 2),
             b'(' | b')' | b'|' => i + 1,
             _ => {
                 let mut j = i;
                 while j < b.len()
                     && !b[j].is_ascii_whitespace()
                     && !matches!(b[j], b'(' | b')' | b'|')
-                    && !rest[j..].starts_with("}}")
+                    && !b[j..].starts_with(b"}}")
                 {
                     j += 1;
                 }
@@ -1416,6 +1422,8 @@ mod tests {
                 "include `nope` (list 1 | list) $.a",
             ),
             ("{{- include \"no}pe\" (.).x }}", "include \"no}pe\" (.).x"),
+            // Names may hold any letter: the text is cut at characters, never inside one.
+            ("{{ include \"é\" .é.ü }}", "include \"é\" .é.ü"),
         ] {
             let err = render(text, Value::Nil).unwrap_err();
             assert!(
