@@ -53,6 +53,31 @@ impl Seed {
 
 type Args<'a> = &'a [Value];
 
+/// The most items a function's list holds and the most bytes its text holds. Where Helm
+/// allocates without bound until the process dies (`until 100000000000`, `repeat` or
+/// `indent` by a billion), kiln stops with an error naming the function
+/// (tests/helm/DIVERGENCES.md).
+const MAX_ITEMS: u128 = 1 << 24;
+const MAX_TEXT: u128 = 1 << 28;
+
+fn bound_items(name: &str, n: u128) -> Result<(), String> {
+    if n > MAX_ITEMS {
+        return Err(format!(
+            "{name}: a list of {n} items is more than kiln builds ({MAX_ITEMS})"
+        ));
+    }
+    Ok(())
+}
+
+fn bound_text(name: &str, n: u128) -> Result<(), String> {
+    if n > MAX_TEXT {
+        return Err(format!(
+            "{name}: a text of {n} bytes is more than kiln builds ({MAX_TEXT})"
+        ));
+    }
+    Ok(())
+}
+
 fn want(a: Args, n: usize, name: &str) -> Result<(), String> {
     if a.len() != n {
         return Err(format!(
@@ -722,11 +747,15 @@ fn strings(f: &mut Funcs) {
     });
     f.add("indent", |_, a| {
         want(a, 2, "indent")?;
-        Ok(Value::from(indented("", &a[0], &s_ref(&a[1]))))
+        let text = s_ref(&a[1]);
+        bound_indent("indent", &a[0], &text)?;
+        Ok(Value::from(indented("", &a[0], &text)))
     });
     f.add("nindent", |_, a| {
         want(a, 2, "nindent")?;
-        Ok(Value::from(indented("\n", &a[0], &s_ref(&a[1]))))
+        let text = s_ref(&a[1]);
+        bound_indent("nindent", &a[0], &text)?;
+        Ok(Value::from(indented("\n", &a[0], &text)))
     });
     f.add("replace", |_, a| {
         want(a, 3, "replace")?;
@@ -742,7 +771,9 @@ fn strings(f: &mut Funcs) {
     });
     f.add("repeat", |_, a| {
         want(a, 2, "repeat")?;
-        Ok(Value::from(s(&a[1]).repeat(to_i64(&a[0]).max(0) as usize)))
+        let (n, text) = (to_i64(&a[0]).max(0), s(&a[1]));
+        bound_text("repeat", n as u128 * text.len() as u128)?;
+        Ok(Value::from(text.repeat(n as usize)))
     });
     f.add("substr", |_, a| {
         want(a, 3, "substr")?;
@@ -1293,6 +1324,7 @@ fn lists(f: &mut Funcs) {
     f.add("until", |_, a| {
         want(a, 1, "until")?;
         let n = to_i64(&a[0]);
+        bound_items("until", n.unsigned_abs() as u128)?;
         let v: Vec<Value> = if n >= 0 {
             (0..n).map(Value::Int).collect()
         } else {
@@ -1303,19 +1335,19 @@ fn lists(f: &mut Funcs) {
     f.add("untilStep", |_, a| {
         want(a, 3, "untilStep")?;
         let (start, stop, step) = (to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2]));
+        if step != 0 && (stop > start) == (step > 0) {
+            let span = (stop as i128 - start as i128).unsigned_abs();
+            bound_items("untilStep", span.div_ceil(step.unsigned_abs() as u128))?;
+        }
         let mut v = Vec::new();
-        if step > 0 {
-            let mut i = start;
-            while i < stop {
-                v.push(Value::Int(i));
-                i += step;
-            }
-        } else if step < 0 {
-            let mut i = start;
-            while i > stop {
-                v.push(Value::Int(i));
-                i += step;
-            }
+        let mut i = start;
+        while (step > 0 && i < stop) || (step < 0 && i > stop) {
+            v.push(Value::Int(i));
+            // Past i64's end there is nothing more to give (a wrap would loop forever).
+            let Some(next) = i.checked_add(step) else {
+                break;
+            };
+            i = next;
         }
         Ok(list(v))
     });
@@ -1332,10 +1364,17 @@ fn lists(f: &mut Funcs) {
         if step == 0 {
             return Ok(Value::from(""));
         }
+        if (end >= start) == (step > 0) {
+            let span = (end as i128 - start as i128).unsigned_abs();
+            bound_items("seq", span / step.unsigned_abs() as u128 + 1)?;
+        }
         let mut i = start;
         while (step > 0 && i <= end) || (step < 0 && i >= end) {
             out.push(i.to_string());
-            i += step;
+            let Some(next) = i.checked_add(step) else {
+                break;
+            };
+            i = next;
         }
         Ok(Value::from(out.join(" ")))
     });
@@ -1729,6 +1768,12 @@ fn types(f: &mut Funcs) {
     });
 }
 
+/// The size `indent` would make: a pad per line.
+fn bound_indent(name: &str, n: &Value, text: &str) -> Result<(), String> {
+    let lines = memchr::memchr_iter(b'\n', text.as_bytes()).count() as u128 + 1;
+    bound_text(name, to_i64(n).max(0) as u128 * lines + text.len() as u128)
+}
+
 /// Sprig's `indent` (`pad + strings.Replace(text, "\n", "\n"+pad, -1)`) after `lead`, written
 /// once into a string of its final size (the replace, its pattern and the final format were
 /// three strings, a visible part of charts that `nindent` every block).
@@ -1999,9 +2044,10 @@ fn random(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
         let seed = seed.clone();
         f.add(name, move |_, a| {
             want(a, 1, name)?;
+            let n = to_i64(&a[0]).max(0);
+            bound_text(name, n as u128)?;
             Ok(Value::from(
-                seed.borrow_mut()
-                    .string_from(&alphabet, to_i64(&a[0]).max(0) as usize),
+                seed.borrow_mut().string_from(&alphabet, n as usize),
             ))
         });
     }
@@ -2070,6 +2116,42 @@ mod tests {
         set.add("t", "t", parsed);
         let mut ex = Exec::new(Rc::new(set), funcs.clone(), Rc::new(()));
         Ok((ex.execute("t", Value::Nil).map_err(|e| e.to_string()), ex))
+    }
+
+    /// A list or text past kiln's bounds is an error naming the function, before anything
+    /// is allocated (Helm's process would run out of memory); a sequence at the end of
+    /// int64 stops there instead of wrapping around forever.
+    #[test]
+    fn lists_and_texts_past_the_bounds_are_errors() {
+        for (text, name) in [
+            ("{{ until 100000000000 }}", "until"),
+            ("{{ until -100000000000 }}", "until"),
+            ("{{ untilStep 0 100000000000 3 }}", "untilStep"),
+            ("{{ seq 1 1000000000 }}", "seq"),
+            ("{{ repeat 1000000000 \"ab\" }}", "repeat"),
+            ("{{ indent 100000000 \"a\\nb\\nc\" }}", "indent"),
+            ("{{ nindent 300000000 \"a\" }}", "nindent"),
+            ("{{ randAlphaNum 1000000000 }}", "randAlphaNum"),
+        ] {
+            let e = run(text).unwrap_err();
+            assert!(
+                e.contains(&format!("error calling {name}: {name}: a "))
+                    && e.contains("more than kiln builds"),
+                "{text}: {e}"
+            );
+        }
+        assert_eq!(
+            run("{{ seq 9223372036854775806 9223372036854775807 }}").as_deref(),
+            Ok("9223372036854775806 9223372036854775807")
+        );
+        assert_eq!(
+            run("{{ untilStep 9223372036854775806 9223372036854775807 5 }}").as_deref(),
+            Ok("[9223372036854775806]")
+        );
+        assert_eq!(
+            run("{{ until 3 }} {{ seq 3 1 }}").as_deref(),
+            Ok("[0 1 2] 3 2 1")
+        );
     }
 
     /// Sprig's `semverCompare` parses the constraint before the version, so a bad
