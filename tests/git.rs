@@ -477,17 +477,26 @@ fn checked_out_branch_gets_its_working_tree_updated() {
     assert_eq!(snapshot(&repo), before);
 }
 
+/// Publishers racing into one bare remote, from its very first commit: each round starts
+/// from an empty repository, where they race to create the branch (libgit2 checks for an
+/// existing ref before taking its lock, so creating it unguarded let a second creator
+/// overwrite the first: a lost commit, seen once in CI under load).
 #[test]
 fn concurrent_local_publishers_lose_nothing() {
     let fx = Fixture::new();
-    let remote = fx.bare("deploy.git");
+    for round in 0..6 {
+        let remote = fx.bare(&format!("deploy{round}.git"));
+        race_publishers(&remote, 6);
+    }
+}
+
+fn race_publishers(remote: &Path, publishers: usize) {
     let url = format!("file://{}", remote.display());
-    let publishers = 4;
     let barrier = Arc::new(Barrier::new(publishers));
     let handles: Vec<_> = (0..publishers)
         .map(|i| {
             let barrier = Arc::clone(&barrier);
-            let mut o = options(&remote, T0 + i as i64);
+            let mut o = options(remote, T0 + i as i64);
             o.repo = url.clone();
             o.path = Some(format!("team{i}"));
             std::thread::spawn(move || {
@@ -502,13 +511,13 @@ fn concurrent_local_publishers_lose_nothing() {
         assert!(outcome.commit.is_some());
     }
     assert_eq!(
-        git(&remote, &["rev-list", "--count", "main"]).trim(),
+        git(remote, &["rev-list", "--count", "main"]).trim(),
         publishers.to_string()
     );
     for i in 0..publishers {
         assert_eq!(
             git(
-                &remote,
+                remote,
                 &[
                     "show",
                     &format!("main:team{i}/shop/dev/api/kustomization.yaml")
@@ -517,7 +526,7 @@ fn concurrent_local_publishers_lose_nothing() {
             kustomization("api", "ghcr.io/acme/api", &format!("{i}.0.0"))
         );
     }
-    git(&remote, &["fsck", "--strict"]);
+    git(remote, &["fsck", "--strict"]);
 }
 
 /// Not a test: the body of one publisher process for

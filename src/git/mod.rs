@@ -248,6 +248,21 @@ pub enum GitError {
 }
 
 /// Maps a libgit2 error to [`GitError::Libgit2`], naming what kiln was doing.
+/// Creates the branch `refname` at `commit` only if it does not exist, checked under git's
+/// ref lock. `git_reference_create` without force checks for the ref before taking the lock
+/// (libgit2 src/libgit2/refdb_fs.c `refdb_fs_backend__write`: `reference_path_available`,
+/// then `loose_lock`), so two creators can both pass and the second overwrites the first; an
+/// expected old value of zero is compared after the lock is taken (`cmp_old_ref`), and a
+/// branch someone created meanwhile fails the call (`GIT_EMODIFIED`).
+pub(crate) fn create_branch_exclusively<'r>(
+    repo: &'r Repository,
+    refname: &str,
+    commit: Oid,
+    log: &str,
+) -> Result<git2::Reference<'r>, git2::Error> {
+    repo.reference_matching(refname, commit, true, Oid::ZERO_SHA1, log)
+}
+
 pub(crate) fn lg(operation: &'static str) -> impl FnOnce(git2::Error) -> GitError {
     move |e| GitError::Libgit2 {
         operation,

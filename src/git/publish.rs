@@ -656,7 +656,7 @@ fn publish_local(
         // Compare-and-swap: only move the branch if it still points where we built on.
         let moved = match &tip {
             Some(tip) => repo.reference_matching(refname, commit, true, tip.id(), &log),
-            None => repo.reference(refname, commit, false, &log),
+            None => super::create_branch_exclusively(&repo, refname, commit, &log),
         };
         if moved.is_err() && checked_out {
             clear_journal(&repo);

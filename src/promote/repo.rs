@@ -183,8 +183,13 @@ impl Git<'_> {
             Location::Local(p) => {
                 let repo = open_local(&p, url)?;
                 let commit = empty_commit(&repo, signature)?;
-                repo.reference(&refname, commit, false, "kiln promote: create branch")
-                    .map_err(lg("creating the branch"))?;
+                crate::git::create_branch_exclusively(
+                    &repo,
+                    &refname,
+                    commit,
+                    "kiln promote: create branch",
+                )
+                .map_err(lg("creating the branch"))?;
                 Ok(commit)
             }
             Location::Remote(r) => {
@@ -421,7 +426,12 @@ impl Git<'_> {
                             old,
                             "kiln promote: push",
                         ),
-                        None => target.reference(&refname, head, false, "kiln promote: push"),
+                        None => crate::git::create_branch_exclusively(
+                            &target,
+                            &refname,
+                            head,
+                            "kiln promote: push",
+                        ),
                     };
                     moved.is_ok()
                 }
