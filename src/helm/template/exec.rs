@@ -318,31 +318,43 @@ impl std::fmt::Display for ExecError {
     }
 }
 
-/// The constant that starts at byte `off` of a template's text, as written: a quoted or raw
-/// string up to its closing quote, else up to the space, `)`, `|` or `}` that ends it.
+/// The constant that starts at byte `off` of a template's text, as written (`1`, `"a"`).
 fn constant_text(src: &str, off: usize) -> &str {
-    let Some(rest) = src.get(off..) else {
-        return "";
-    };
-    let b = rest.as_bytes();
-    let end = match b.first() {
-        Some(b'`') => b[1..]
+    let rest = src.get(off..).unwrap_or("");
+    rest.get(..token_end(rest.as_bytes(), 0)).unwrap_or(rest)
+}
+
+/// Where the operand token that starts at `b[i]` ends: a quoted, raw or character constant
+/// at its closing quote, a parenthesis or `|` after itself, anything else at the space,
+/// parenthesis, `|` or `}}` after it. Byte offsets, never inside a character (every
+/// delimiter is ASCII).
+fn token_end(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        None => i,
+        Some(&q @ (b'"' | b'\'')) => {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != q {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            (j + 1).min(b.len())
+        }
+        Some(b'`') => b[i + 1..]
             .iter()
             .position(|&c| c == b'`')
-            .map_or(b.len(), |i| i + 2),
-        Some(b'"') => {
-            let mut i = 1;
-            while i < b.len() && b[i] != b'"' {
-                i += if b[i] == b'\\' { 2 } else { 1 };
+            .map_or(b.len(), |j| i + j + 2),
+        Some(b'(' | b')' | b'|') => i + 1,
+        Some(_) => {
+            let mut j = i;
+            while j < b.len()
+                && !b[j].is_ascii_whitespace()
+                && !matches!(b[j], b'(' | b')' | b'|')
+                && !b[j..].starts_with(b"}}")
+            {
+                j += 1;
             }
-            (i + 1).min(b.len())
+            j
         }
-        _ => b
-            .iter()
-            .position(|c| c.is_ascii_whitespace() || matches!(c, b')' | b'|' | b'}'))
-            .unwrap_or(b.len()),
-    };
-    rest.get(..end).unwrap_or(rest)
+    }
 }
 
 /// Go's `CommandNode.String()` for the command that starts at byte `off` of a template's
@@ -369,31 +381,7 @@ fn command_text(src: &str, off: usize) -> String {
             break;
         }
         let start = i;
-        i = match c {
-            b'"' | b'\'' => {
-                let mut j = i + 1;
-                while j < b.len() && b[j] != c {
-                    j += if b[j] == b'\\' { 2 } else { 1 };
-                }
-                (j + 1).min(b.len())
-            }
-            b'`' => b[i + 1..]
-                .iter()
-                .position(|&c| c == b'`')
-                .map_or(b.len(), |j| i + j + 2),
-            b'(' | b')' | b'|' => i + 1,
-            _ => {
-                let mut j = i;
-                while j < b.len()
-                    && !b[j].is_ascii_whitespace()
-                    && !matches!(b[j], b'(' | b')' | b'|')
-                    && !b[j..].starts_with(b"}}")
-                {
-                    j += 1;
-                }
-                j
-            }
-        };
+        i = token_end(b, i);
         let tok = rest.get(start..i).unwrap_or("");
         match tok {
             "(" => depth += 1,
@@ -930,10 +918,7 @@ impl<'a> Exec<'a> {
             if via_map {
                 "interface {}".to_string()
             } else {
-                match v {
-                    Value::Object(o) => o.type_name().to_string(),
-                    other => other.type_name().to_string(),
-                }
+                v.type_name()
             }
         };
         while let Some(r) = rest {
