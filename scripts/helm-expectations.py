@@ -15,7 +15,7 @@ the repository root). Flags are parsed by Helm's own strvals (the SDK's parse_se
 and merged in pkg/cli/values/options.go's order: -f, --set-json, --set, --set-string,
 --set-file, --set-literal. The SDK parses each line into a fresh map, so lines are merged
 as loader.MergeMaps merges: exact unless a line indexes into a list an earlier line made
-(keep such cases in the unit tests of src/helm/values.rs). Errors are written as
+(keep such cases in the unit tests of crates/kiln-helm/src/values.rs). Errors are written as
 <case>.error.txt (a flag's as Helm prints it: `failed parsing --set data: …`).
 """
 import json

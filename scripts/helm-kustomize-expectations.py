@@ -45,7 +45,7 @@ MISSING = object()
 
 
 def merge2(src, dest):
-    """kyaml merge2.Merge(src, dest) without a schema (see src/kustomize/helm_chart.rs):
+    """kyaml merge2.Merge(src, dest) without a schema (see crates/kiln-kustomize/src/helm_chart.rs):
     MISSING is an absent key, None a YAML null."""
     s = None if src is MISSING else src
     d = None if dest is MISSING else dest

@@ -805,7 +805,7 @@ pub fn run_render(opts: &RenderOptions) -> Result<RenderSummary, KilnError> {
 /// to do (see [`crate::cache::Journal`]): nothing when no recorded call changed and the
 /// tree is as written; only the BuildPlans whose render reads or whose component's load
 /// reads changed when load's calls for the platform itself all replay
-/// ([`render_incremental`]); else everything.
+/// (`render_incremental`); else everything.
 pub fn run_render_with_progress(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),

@@ -746,4 +746,28 @@ mod tests {
         assert!(errs[0].contains("environments"));
         assert!(errs[1].contains("projects"));
     }
+
+    #[test]
+    fn one_of_errors_name_the_keys_to_choose_from() {
+        let v = jsonschema::validator_for(&super::component_schema()).unwrap();
+        let doc = serde_json::json!({
+            "apiVersion": "kiln/v1alpha1", "kind": "Component", "metadata": {"name": "x"},
+            "spec": {"transformers": [{"environments": ["dev"]}], "generators": [{"files": "a.yaml"}]}
+        });
+        let mut got: Vec<(String, String)> = crate::diag::schema_violations(&v, &doc)
+            .into_iter()
+            .map(|v| (v.pointer, v.message))
+            .collect();
+        got.sort();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert_eq!(got[0].0, "/spec/generators/0/files");
+        assert!(got[0].1.contains("not of type"), "{got:?}");
+        assert_eq!(got[1].0, "/spec/transformers/0");
+        assert!(
+            got[1]
+                .1
+                .starts_with("needs exactly one of `namespace`, `labels`"),
+            "{got:?}"
+        );
+    }
 }

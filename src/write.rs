@@ -271,7 +271,7 @@ fn resolve_target(out: &Path) -> Result<PathBuf, WriteError> {
     Ok(parent.join(name))
 }
 
-/// `out` resolved as the write resolves it (see [`resolve_target`]), creating nothing; for
+/// `out` resolved as the write resolves it (see `resolve_target`), creating nothing; for
 /// naming the output (the render journal's key).
 pub fn resolved_target(out: &Path) -> Option<PathBuf> {
     let absolute = crate::fs::normalize(&std::env::current_dir().ok()?.join(out));
@@ -479,10 +479,10 @@ pub fn write(set: &ArtifactSet, out: &Path) -> Result<WriteReport, WriteError> {
     write_scoped(set, out, &|_| true)
 }
 
-/// [`write`] for a partial render (`--project`, `--environment`, …): only owned files for
+/// `write` for a partial render (`--project`, `--environment`, …): only owned files for
 /// which `in_scope` holds may be pruned; owned files outside the scope stay, and stay owned.
 ///
-/// Errors: as [`write`].
+/// Errors: as `write`.
 pub fn write_scoped(
     set: &ArtifactSet,
     out: &Path,
@@ -494,7 +494,7 @@ pub fn write_scoped(
 /// [`write_scoped`], taking a file as unchanged without reading it when `known` proves it
 /// (the same digest and an unchanged, not racily recent [`Stamp`]).
 ///
-/// Errors: as [`write`].
+/// Errors: as `write`.
 pub fn write_known(
     set: &ArtifactSet,
     out: &Path,

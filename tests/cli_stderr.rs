@@ -2,15 +2,14 @@
 //! exit code comes back, never an abort from a panic inside the panic hook (exit 134).
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 /// Runs `kiln` with stderr connected to a pipe whose read end is already closed.
 fn run_with_closed_stderr(args: &[&str]) -> std::process::ExitStatus {
     let (reader, writer) = std::io::pipe().expect("pipe");
     drop(reader);
-    Command::new(env!("CARGO_BIN_EXE_kiln"))
+    crate::support::kiln_command(&crate::support::repo_root())
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .stdout(Stdio::null())
         .stderr(writer)
         .status()
@@ -49,7 +48,7 @@ fn unknown_fix_is_a_usage_error() {
         .min()
         .expect("a kustomize case");
     let run = |fixes: &str| {
-        Command::new(env!("CARGO_BIN_EXE_kiln"))
+        crate::support::kiln_bin()
             .args(["kustomize", case.to_str().unwrap(), "--fixes", fixes])
             .output()
             .expect("kiln runs")
@@ -76,7 +75,7 @@ fn error_snippets_never_print_secret_values() {
         "secretGenerator:\n- name: db\n  literals:\n  - password=hunter2\n  behavior: [x]\n",
     )
     .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .args(["kustomize", dir.path().to_str().unwrap()])
         .output()
         .expect("kiln runs");

@@ -2,7 +2,12 @@
 //! `stage/<env>` holds that environment's slice, the base branch the shared files.
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
-use std::process::Command;
+use crate::support::copy_dir;
+
+fn kiln(args: &[&str]) -> (Option<i32>, String) {
+    let run = crate::support::kiln_in(&crate::support::repo_root(), args);
+    (run.code, run.text())
+}
 
 /// A copy of the bank platform (and its components) with Kargo switched off, in `dir`.
 fn bank_without_kargo(dir: &std::path::Path) -> String {
@@ -17,30 +22,6 @@ fn bank_without_kargo(dir: &std::path::Path) -> String {
     std::fs::create_dir_all(dir.join("platforms/bank")).unwrap();
     std::fs::write(dir.join("platforms/bank/platform.yaml"), spec).unwrap();
     dir.join("platforms/bank").display().to_string()
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
-fn kiln(args: &[&str]) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("kiln runs");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code(), text)
 }
 
 #[test]

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Barrier};
 
+use crate::support::{git, git_cmd};
 use kiln::artifact::ArtifactSet;
 use kiln::git::{
     self, Against, CommitTime, GitError, HistoryFilter, Identity, MARKER_FILE, Provenance,
@@ -18,39 +19,6 @@ use miette::Diagnostic;
 // builders
 
 const T0: i64 = 1_700_000_000; // 2023-11-14T22:13:20Z
-
-fn git_cmd(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .args([
-            "-c",
-            "user.name=Hand Editor",
-            "-c",
-            "user.email=hand@example.com",
-            "-c",
-            "init.defaultBranch=main",
-            "-c",
-            "protocol.file.allow=always",
-        ]);
-    cmd
-}
-
-/// Runs `git args` in `dir`, panicking with stderr on failure; returns stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir)
-        .args(args)
-        .output()
-        .expect("the `git` CLI is needed by these tests");
-    assert!(
-        out.status.success(),
-        "git {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn lines(s: &str) -> Vec<&str> {
     s.lines().collect()
@@ -558,7 +526,7 @@ fn concurrent_publisher_processes_lose_nothing() {
     let children: Vec<_> = (0..3)
         .map(|i| {
             Command::new(&exe)
-                .args(["--exact", "publisher_process", "--ignored", "--quiet"])
+                .args(["--exact", "git::publisher_process", "--ignored", "--quiet"])
                 .env("KILN_TEST_PUBLISH_REPO", &url)
                 .env("KILN_TEST_PUBLISH_PATH", format!("proc{i}"))
                 .env("KILN_TEST_PUBLISH_TAG", format!("{i}.0.0"))

@@ -126,9 +126,8 @@ fn home(dir: &Path, name: &str, sshd: Option<&Sshd>) -> PathBuf {
 }
 
 fn kiln(args: &[&str], home: &Path, env: &[(&str, &Path)]) -> (Option<i32>, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    let mut cmd = crate::support::kiln_command(&crate::support::repo_root());
     cmd.args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
         .env("HOME", home)
         .env_remove("SSH_AUTH_SOCK")
         .env_remove("KILN_SSH_KEY")
@@ -136,10 +135,8 @@ fn kiln(args: &[&str], home: &Path, env: &[(&str, &Path)]) -> (Option<i32>, Stri
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("kiln runs");
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.code(), text)
+    let run = crate::support::run(&mut cmd);
+    (run.code, run.text())
 }
 
 fn branch_files(repo: &Path, branch: &str) -> Vec<String> {

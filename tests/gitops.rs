@@ -7,63 +7,25 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::{copy_dir, git};
 use kiln::artifact::{ArtifactSet, Scope};
 use kiln::git::{self, CommitTime, GitError, HistoryFilter, Identity, Provenance, PublishOptions};
 use miette::Diagnostic;
 
-const T0: i64 = 1_700_000_000;
-
-fn here() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+fn here() -> std::path::PathBuf {
+    crate::support::repo_root()
 }
 
 /// Runs kiln in `dir`; returns (exit code, stdout, stderr).
 fn kiln_in(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .env("KILN_GIT_AUTHOR_NAME", "ci")
-        .env("KILN_GIT_AUTHOR_EMAIL", "ci@example.com")
-        .env_remove("KILN_GIT_PASSWORD")
-        .env_remove("GIT_PASSWORD")
-        .output()
-        .expect("kiln runs");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let run = crate::support::kiln_in(dir, args);
+    (run.code.unwrap_or(-1), run.stdout, run.stderr)
 }
+
+const T0: i64 = 1_700_000_000;
 
 fn kiln(args: &[&str]) -> (i32, String, String) {
-    kiln_in(here(), args)
-}
-
-fn git_cmd(dir: &Path) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .args([
-            "-c",
-            "user.name=Hand Editor",
-            "-c",
-            "user.email=hand@example.com",
-            "-c",
-            "init.defaultBranch=main",
-        ]);
-    cmd
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir).args(args).output().expect("the `git` CLI");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
+    kiln_in(&here(), args)
 }
 
 fn bare(dir: &Path, name: &str) -> PathBuf {
@@ -76,19 +38,6 @@ fn tree_of(repo: &Path, reference: &str) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A copy of the bank platform and its components under `dir`, its spec passed through
@@ -456,7 +405,7 @@ fn item03_credentials_in_spec_urls_are_refused_without_echoing_them() {
 #[test]
 fn item04_promote_repo_map_never_echoes_a_token() {
     let (c, out, err) = kiln_in(
-        here(),
+        &here(),
         &[
             "promote",
             "backend-dev",
@@ -474,7 +423,7 @@ fn item04_promote_repo_map_never_echoes_a_token() {
         "{out}{err}"
     );
     let (c, out, err) = kiln_in(
-        here(),
+        &here(),
         &[
             "promote",
             "backend-dev",

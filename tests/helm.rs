@@ -18,17 +18,8 @@ use kiln::helm::{HelmError, Rendered, TemplateOptions, yaml};
 fn template(o: &TemplateOptions) -> Result<Rendered, HelmError> {
     kiln::helm::template_with(&kiln::fs::RealFs, o)
 }
+use crate::support::{repo_root as crate_dir, shared_dir};
 use std::path::{Path, PathBuf};
-
-fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn shared_dir() -> PathBuf {
-    std::env::var_os("KILN_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate_dir().join("../shared"))
-}
 
 fn opts(chart: &Path, values: Option<PathBuf>) -> TemplateOptions {
     let mut o = TemplateOptions::new(chart, "rel");
@@ -237,7 +228,7 @@ const KNOWN_DIFFERENT: &[&str] = &[];
 fn shared_corpus_matches_real_helm() {
     let root = shared_dir().join("charts");
     if !root.join("index.json").exists() {
-        if std::env::var("REQUIRE_SHARED").is_ok_and(|v| v == "1") {
+        if crate::support::shared_required() {
             panic!("REQUIRE_SHARED=1 but {} is missing", root.display());
         }
         eprintln!("skipping: no chart corpus at {}", root.display());
@@ -724,7 +715,7 @@ fn helm_template_cli_takes_helms_argument_order() {
     let chart = crate_dir().join("tests/helm/charts/basic");
     let chart = chart.to_str().unwrap();
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        let out = crate::support::kiln_bin()
             .args(["helm", "template"])
             .args(args)
             .output()
@@ -743,7 +734,7 @@ fn helm_template_cli_takes_helms_argument_order() {
     // A third argument (a second values file after one -f, a --set value the shell split) is
     // refused, as Helm refuses it, not dropped.
     let values = crate_dir().join("tests/helm/variants/basic-override.yaml");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .args(["helm", "template", "rel", chart, "-f"])
         .arg(&values)
         .arg(&values)
@@ -762,7 +753,7 @@ fn helm_template_cli_renders_name_templates() {
     let chart = crate_dir().join("tests/helm/charts/basic");
     let chart = chart.to_str().unwrap();
     let run = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+        crate::support::kiln_bin()
             .args(["helm", "template"])
             .args(args)
             .output()
@@ -797,7 +788,7 @@ fn helm_template_cli_renders_name_templates() {
 fn head_scan_agrees_with_the_full_parse_on_the_corpus() {
     let root = shared_dir().join("charts");
     if !root.join("index.json").exists() {
-        if std::env::var("REQUIRE_SHARED").is_ok_and(|v| v == "1") {
+        if crate::support::shared_required() {
             panic!("REQUIRE_SHARED=1 but {} is missing", root.display());
         }
         eprintln!("skipping: no chart corpus at {}", root.display());

@@ -2,7 +2,7 @@
 //! golden trees, cases g01/g02/g04 mapped onto kiln's model, error cases, and validation of
 //! every emitted object against ../shared/schemas when it exists.
 //!
-//! `KILN_BLESS=1 cargo test --test kargo` rewrites the golden files; review the diff.
+//! `KILN_BLESS=1 cargo test --test integration kargo::` rewrites the golden files; review the diff.
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 use kiln::check::{self, Document, SchemaSet};
@@ -18,18 +18,15 @@ mod support {
 
     /// The crate root.
     pub fn root() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        crate::support::repo_root()
     }
 
     /// `../shared/schemas` (or `$KILN_SHARED_DIR/schemas`), when present.
     pub fn shared_schemas() -> Option<PathBuf> {
-        let shared = std::env::var_os("KILN_SHARED_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| root().join("../shared"));
-        let dir = shared.join("schemas");
+        let dir = crate::support::shared_dir().join("schemas");
         // CI sets REQUIRE_SHARED=1: then a missing ../shared fails instead of skipping.
         assert!(
-            dir.is_dir() || std::env::var("REQUIRE_SHARED").as_deref() != Ok("1"),
+            dir.is_dir() || !crate::support::shared_required(),
             "REQUIRE_SHARED=1 but {} does not exist (set KILN_SHARED_DIR)",
             dir.display()
         );
@@ -1201,7 +1198,7 @@ fn fixture_golden_trees() {
 #[test]
 fn cli_validate_points_at_the_removed_field_and_exits_1() {
     let schemas = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .arg("validate")
         .arg(support::root().join("tests/fixtures/kargo/check/stage-fromfreight.yaml"))
         .arg("--schema-dir")
@@ -1432,7 +1429,7 @@ fn every_application_syncs_automatically_with_prune() {
 #[test]
 fn render_warns_about_kargo_expressions_in_manifests_and_bank_has_none() {
     let out_dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .arg("render")
         .arg(support::root().join("tests/fixtures/kargo/expr/platforms/p"))
         .arg("--write-to")
@@ -1698,7 +1695,7 @@ fn validate_reports_an_application_that_does_not_track_what_its_stage_writes() {
 
 #[test]
 fn validate_without_schema_dir_checks_kiln_s_built_in_model() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .arg("validate")
         .arg(support::root().join("tests/fixtures/kargo/check/model-typos.yaml"))
         .env("NO_COLOR", "1")
@@ -1727,7 +1724,7 @@ fn validate_without_schema_dir_checks_kiln_s_built_in_model() {
 /// report on stdout, with code, file, line and column; exit 1 as in text mode.
 #[test]
 fn validate_json_reports_each_finding_with_its_location() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .args(["validate", "-o", "json"])
         .arg(support::root().join("tests/fixtures/kargo/check/model-typos.yaml"))
         .output()
@@ -1757,7 +1754,7 @@ fn validate_json_reports_each_finding_with_its_location() {
         "{report:#}"
     );
     // A clean tree: `clean: true`, no findings, exit 0.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .args(["validate", "-o", "json"])
         .arg(support::root().join("tests/fixtures/kargo/g02"))
         .output()
@@ -1775,7 +1772,7 @@ fn validate_json_reports_each_finding_with_its_location() {
 #[test]
 fn pipeline_doc_diagram_is_kiln_graph_output() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .args(["graph", "platforms/bank"])
         .current_dir(root)
         .output()

@@ -21,17 +21,14 @@
 //!   runs whenever the corpus exists; a missing corpus is a failure under `REQUIRE_SHARED=1`.
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
+use crate::support::{repo_root as crate_dir, shared_dir};
 use kiln::fs::RealFs;
-use kiln::kustomize::target::build::Fixes;
+use kiln::kustomize::krusty::build::Fixes;
 use kiln::kustomize::{BuildOptions, KustomizeError, LoadRestrictor, build};
 use kiln::yaml;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn cases_dir() -> PathBuf {
     crate_dir().join("tests/kustomize")
@@ -414,18 +411,12 @@ fn every_divergence_names_a_case() {
     }
 }
 
-fn shared_dir() -> PathBuf {
-    std::env::var_os("KILN_SHARED_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| crate_dir().join("../shared"))
-}
-
 #[test]
 fn corpus_roots_match_kubectl_kustomize() {
     let corpus = shared_dir().join("corpus");
     let Ok(index) = std::fs::read_to_string(corpus.join("roots.tsv")) else {
         assert!(
-            std::env::var("REQUIRE_SHARED").as_deref() != Ok("1"),
+            !crate::support::shared_required(),
             "REQUIRE_SHARED=1 but {} has no roots.tsv (set KILN_SHARED_DIR)",
             corpus.display()
         );
@@ -479,7 +470,7 @@ fn corpus_roots_match_kubectl_kustomize() {
 #[test]
 fn named_target_missing_is_a_warning() {
     let root = cases_dir().join("p23-target-named-object-missing/input");
-    let b = kiln::kustomize::target::build::build_report(&RealFs, &root, &BuildOptions::default())
+    let b = kiln::kustomize::krusty::build::build_report(&RealFs, &root, &BuildOptions::default())
         .expect("kustomize accepts a named target that matches nothing");
     assert_eq!(b.warnings.len(), 2, "{:?}", b.warnings);
     assert!(

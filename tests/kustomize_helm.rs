@@ -15,13 +15,10 @@
 //!   and skips without it unless `REQUIRE_KUBECTL=1`.
 #![allow(clippy::disallowed_methods)] // tests set up and read trees on disk
 
+use crate::support::repo_root as crate_dir;
 use kiln::fs::RealFs;
 use kiln::kustomize::{BuildOptions, build_yaml};
 use std::path::{Path, PathBuf};
-
-fn crate_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 fn cases() -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(crate_dir().join("tests/helm/kustomize"))

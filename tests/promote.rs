@@ -503,7 +503,7 @@ fn without_the_pin_a_shared_branch_fails_the_revision_check() {
 }
 
 fn kiln() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kiln"))
+    crate::support::kiln_command(&crate::support::repo_root())
 }
 
 /// The command: text and JSON output, exit 0 when promoted, 1 when a step fails (naming the

@@ -1,7 +1,7 @@
 //! Integration tests of the platform pipeline (`kiln render`), one binary with modules by
 //! theme:
 //! - `golden`: renders `platforms/bank` and compares every file with `tests/golden/bank/`
-//!   (an extra or missing file fails). Regenerate with `KILN_BLESS=1 cargo test --test render`.
+//!   (an extra or missing file fails). Regenerate with `KILN_BLESS=1 cargo test --test integration render::`.
 //! - `kubectl`: runs `kubectl kustomize` on every emitted kustomization directory and compares
 //!   its output structurally with our `.gen.yaml`. Skipped when `kubectl` is missing, unless
 //!   `REQUIRE_KUBECTL=1` (set by `.ci/run`), which makes a missing binary a failure.
@@ -13,23 +13,13 @@
 //!   takes them (ConfigMap data and annotations as the text written).
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
-#[path = "render/cli_errors.rs"]
 mod cli_errors;
-#[path = "render/golden.rs"]
 mod golden;
-#[path = "render/hardening.rs"]
 mod hardening;
-#[path = "render/kubectl.rs"]
 mod kubectl;
-#[path = "render/scalars.rs"]
 mod scalars;
 
-use std::path::{Path, PathBuf};
-
-/// The crate root (where `platforms/` and `components/` live).
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::support::repo_root;
 
 /// Renders `platforms/bank` into memory.
 pub fn render_bank() -> kiln::artifact::ArtifactSet {
@@ -42,25 +32,4 @@ pub fn render_bank() -> kiln::artifact::ArtifactSet {
             miette::Report::new(e)
         ),
     }
-}
-
-/// Every file under `dir`, relative, `/`-separated, sorted.
-pub fn list_files(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
-        let Ok(entries) = std::fs::read_dir(d) else {
-            return;
-        };
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(base, &p, out);
-            } else if let Ok(rel) = p.strip_prefix(base) {
-                out.push(rel.to_string_lossy().replace('\\', "/"));
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
 }

@@ -439,7 +439,7 @@ fn shard_flag_rejects_bad_values() {
 #[test]
 fn timings_name_every_stage() {
     let t = platform();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let out = crate::support::kiln_bin()
         .current_dir(t.path())
         .args([
             "render",
@@ -466,7 +466,7 @@ fn timings_name_every_stage() {
         t.path().join(".kiln/cache").is_dir(),
         "default cache directory"
     );
-    let again = std::process::Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let again = crate::support::kiln_bin()
         .current_dir(t.path())
         .args([
             "render",

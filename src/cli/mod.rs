@@ -241,8 +241,8 @@ pub struct KustomizeArgs {
     /// (strategic merge lists in Kubernetes' apimachinery order), `cluster-scope` (no
     /// namespace on cluster-scoped kinds kustomize does not know), or `all`.
     /// A wrong name is a usage error (exit 2), checked by clap.
-    #[arg(long, value_name = "FIX,...", value_parser = crate::kustomize::target::build::Fixes::parse)]
-    pub fixes: Option<crate::kustomize::target::build::Fixes>,
+    #[arg(long, value_name = "FIX,...", value_parser = crate::kustomize::krusty::build::Fixes::parse)]
+    pub fixes: Option<crate::kustomize::krusty::build::Fixes>,
 }
 
 #[derive(Debug, Args)]

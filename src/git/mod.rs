@@ -336,7 +336,7 @@ pub fn source_commit(platform_dir: &Path) -> Option<String> {
 }
 
 /// [`source_commit`] for a render: dirty when any of `inputs` (paths relative to `root`, as
-/// [`crate::pipeline::Slice::inputs`]) has uncommitted changes, not only files under the
+/// `crate::pipeline::Slice::inputs`) has uncommitted changes, not only files under the
 /// platform directory: a component edited in the working tree changes what was rendered.
 pub fn source_commit_of<'a>(
     platform_dir: &Path,

@@ -3,7 +3,7 @@
 //! is authorized to update.
 //!
 //! Where it sits: part of `emit`. Input is the validated
-//! [`Platform`](crate::validate::Platform) itself (the one model: nothing is copied out of it)
+//! `Platform` itself (the one model: nothing is copied out of it)
 //! with its BuildPlans and the [`KargoOptions`] render decided; output is a list of (relative
 //! path, resources) that the
 //! emit stage writes as YAML under the output root:

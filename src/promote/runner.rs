@@ -13,7 +13,7 @@
 //! until their error threshold or timeout; locally the same input fails the same way), except
 //! `git-push`, which retries rejected pushes itself as Kargo does. The Argo CD side of
 //! `argocd-update` is a check against kiln's own Application objects (see
-//! [`Promotion::argocd_update`]).
+//! `Promotion::argocd_update`).
 
 use super::expr::{self, Env, Functions};
 use super::freight::{FreightSet, normalize_git};

@@ -2,9 +2,9 @@
 //! stderr names the file and the line (`file:line:column`, as miette prints it), and that
 //! nothing was written (a previous output stays byte for byte).
 
-use crate::list_files;
+use crate::support::list_files;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 const PLATFORM: &str = "\
 apiVersion: kiln/v1alpha1
@@ -107,7 +107,7 @@ impl Fixture {
         self.write(rel, &text.replacen(from, to, 1));
     }
     pub fn render(&self, extra: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_kiln"))
+        crate::support::kiln_bin()
             .arg("render")
             .arg(self.path("repo/platforms/p"))
             .arg("--write-to")

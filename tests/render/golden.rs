@@ -1,8 +1,9 @@
 //! The golden tree of `platforms/bank`: `tests/golden/bank/` holds every file `kiln render`
-//! emits for it. `KILN_BLESS=1 cargo test --test render golden` rewrites it; review the diff
+//! emits for it. `KILN_BLESS=1 cargo test --test integration render::golden` rewrites it; review the diff
 //! like code.
 
-use crate::{list_files, render_bank, repo_root};
+use crate::render::render_bank;
+use crate::support::{list_files, repo_root};
 
 #[test]
 fn bank_renders_to_the_golden_tree() {
@@ -31,7 +32,7 @@ fn bank_renders_to_the_golden_tree() {
         .collect();
     assert!(
         missing.is_empty() && extra.is_empty() && differ.is_empty(),
-        "rendered platforms/bank differs from tests/golden/bank/\n  no longer rendered: {missing:?}\n  not in golden: {extra:?}\n  different bytes: {differ:?}\nif the change is intended, run `KILN_BLESS=1 cargo test --test render golden` and review the diff"
+        "rendered platforms/bank differs from tests/golden/bank/\n  no longer rendered: {missing:?}\n  not in golden: {extra:?}\n  different bytes: {differ:?}\nif the change is intended, run `KILN_BLESS=1 cargo test --test integration render::golden` and review the diff"
     );
     assert!(
         expected.len() >= 50 * 2,

@@ -25,7 +25,7 @@ fn stderr(out: &Output) -> String {
 
 /// `kiln kustomize DIR` with NO_COLOR.
 fn kustomize(dir: &std::path::Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kiln"))
+    crate::support::kiln_bin()
         .arg("kustomize")
         .arg(dir)
         .env("NO_COLOR", "1")
@@ -126,7 +126,7 @@ fn fifos_in_place_of_input_files_are_refused_at_once() {
         if !mkfifo(&f.path(file)) {
             return; // no mkfifo here
         }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        let mut child = crate::support::kiln_bin()
             .arg("render")
             .arg(f.path("repo/platforms/p"))
             .arg("--write-to")
@@ -174,7 +174,7 @@ fn a_kustomize_base_outside_the_root_is_not_read_by_render() {
         );
         assert!(!f.path("repo/deploy").exists());
         // `kiln kustomize` keeps kustomize's rule: with LoadRestrictionsNone, it reads it.
-        let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        let out = crate::support::kiln_bin()
             .args(["kustomize", "--load-restrictor", "LoadRestrictionsNone"])
             .arg(f.path("repo/components/web/base"))
             .output()
@@ -227,7 +227,7 @@ fn write_targets_over_the_sources_are_refused() {
         "repo/components/web/out",
     ] {
         let f = Fixture::new();
-        let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        let out = crate::support::kiln_bin()
             .arg("render")
             .arg(f.path("repo/platforms/p"))
             .arg("--write-to")
@@ -249,7 +249,7 @@ fn write_targets_over_the_sources_are_refused() {
     // `--write-to .` from inside the platform directory, and `/`.
     let f = Fixture::new();
     for (dir, platform, target) in [("repo/platforms/p", ".", "."), ("repo", "platforms/p", "/")] {
-        let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        let out = crate::support::kiln_bin()
             .args(["render", platform, "--write-to", target])
             .current_dir(f.path(dir))
             .env("NO_COLOR", "1")

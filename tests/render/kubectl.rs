@@ -5,8 +5,8 @@
 //! Divergences: none expected — the `.gen.yaml` is already in kustomize's legacy order and its
 //! images are already set to the values the `images:` entries name.
 
-use crate::cli_errors::Fixture;
-use crate::render_bank;
+use super::cli_errors::Fixture;
+use super::render_bank;
 use std::path::Path;
 use std::process::Command;
 
@@ -28,11 +28,11 @@ fn kubectl() -> Option<&'static str> {
 
 /// Every directory under `root` with a `kustomization.yaml` and a `.gen.yaml`, relative.
 fn kustomization_dirs(root: &Path) -> Vec<(String, String)> {
-    crate::list_files(root)
+    crate::support::list_files(root)
         .into_iter()
         .filter_map(|p| p.strip_suffix("/kustomization.yaml").map(str::to_string))
         .filter_map(|dir| {
-            let gen_yaml = crate::list_files(&root.join(&dir))
+            let gen_yaml = crate::support::list_files(&root.join(&dir))
                 .into_iter()
                 .find(|f| !f.contains('/') && f.ends_with(".gen.yaml"))?;
             Some((dir, gen_yaml))

@@ -1,0 +1,15 @@
+//! The layer every kiln crate stands on (ARCHITECTURE.md, "Layers"): nothing here knows a
+//! platform, a chart or a kustomization.
+//!
+//! - [`fs`]: the `FileSystem` trait through which everything is read, the I/O boundary;
+//! - [`yaml`]: the one YAML boundary (reader typing scalars as kubectl does, span index,
+//!   kustomize-style emitter, go-yaml's scalar rules);
+//! - [`resource`]: `Resource` and `ResId`, the unit the engines pass along;
+//! - [`diag`]: source files kept for late diagnostics, and the snippet clipping.
+// Unit tests build their trees on disk; the boundary (clippy.toml) holds for library code.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
+pub mod diag;
+pub mod fs;
+pub mod resource;
+pub mod yaml;

@@ -1,0 +1,826 @@
+//! The one YAML boundary of kiln: reading YAML into `serde_json::Value` with Kubernetes'
+//! typing, finding where a value came from (file, line, column) for diagnostics, and writing
+//! values back as YAML in `kubectl kustomize`'s style.
+//!
+//! Reading (`read`) folds the events of `granit-parser` (ADR 0001) into values, deciding
+//! each plain scalar's type from its source text as kubectl kustomize does (`scalar`, ADR
+//! 0004): `0755` is 493 and `1234e56` a float in a spec, but an object's own annotations keep
+//! the text (`"0755"`), `123e4567` stays a string, `.inf` is an error with its position.
+//! A span index, built from the same events, maps a (document, JSON Pointer) back to a line
+//! and column; it is built only when an error needs it.
+//!
+//! Writing is our own emitter, because output bytes are a contract (a second render must
+//! not change a byte, and Git diffs must read like `kubectl kustomize` output): keys sorted,
+//! block style, sequences not indented under their key, strings quoted whenever a YAML 1.1 or
+//! 1.2 reader could take them for another type.
+
+use miette::{Diagnostic, NamedSource, SourceSpan};
+pub use scalar::number_text;
+use serde_json::{Map, Value};
+use std::sync::OnceLock;
+use thiserror::Error;
+
+pub mod goyaml;
+mod read;
+mod scalar;
+
+/// A YAML text that could not be read: a syntax error, a duplicate key, an alias bomb.
+#[derive(Debug, Error, Diagnostic)]
+#[error("invalid YAML in `{file}`: {message}")]
+#[diagnostic(code(kiln::yaml::syntax), help("fix the YAML at the marked position"))]
+pub struct YamlError {
+    /// The file as shown to the user.
+    pub file: String,
+    /// The parser's message, without position (the span carries it).
+    pub message: String,
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    #[source_code]
+    pub src: NamedSource<String>,
+    #[label("here")]
+    pub span: Option<SourceSpan>,
+}
+
+/// Strips a UTF-8 byte order mark, which kustomize ignores.
+fn strip_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
+}
+
+/// Parses a multi-document YAML stream into JSON values, one per non-empty document.
+/// Empty and comment-only documents are skipped, as kustomize does (case y01).
+///
+/// Errors: [`YamlError`] naming `name`, with line and column.
+pub fn parse_stream(name: &str, text: &str) -> Result<Vec<Value>, YamlError> {
+    read::read_stream(name, text, strip_bom(text))
+}
+
+/// Parses a YAML text that must hold exactly one document (an empty text gives `Null`).
+pub fn parse_one(name: &str, text: &str) -> Result<Value, YamlError> {
+    let mut docs = parse_stream(name, text)?;
+    match docs.len() {
+        0 => Ok(Value::Null),
+        1 => Ok(docs.remove(0)),
+        n => {
+            // Point at the second document: that is where the text stops being one.
+            let second = locate(text, 1, "", false);
+            Err(YamlError {
+                file: name.to_string(),
+                message: format!("expected one YAML document, found {n}"),
+                line: second.map(|l| l.line),
+                src: NamedSource::new(name, text.to_string()),
+                span: second.map(|l| l.span()),
+            })
+        }
+    }
+}
+
+/// Byte offset of a 1-based line and column in `text`.
+pub fn offset_of(text: &str, line: usize, col: usize) -> usize {
+    let mut off = 0;
+    for (i, l) in text.split_inclusive('\n').enumerate() {
+        if i + 1 == line {
+            if let Some((b, _)) = l.char_indices().nth(col.saturating_sub(1)) {
+                return off + b;
+            }
+            return off + l.len().saturating_sub(1);
+        }
+        off += l.len();
+    }
+    text.len().saturating_sub(1)
+}
+
+/// 1-based line of a byte offset.
+pub fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
+}
+
+/// A value's position in a source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Located {
+    /// Byte offset of the node (the key, when asked for the key).
+    pub offset: usize,
+    /// Length in bytes (at least 1).
+    pub len: usize,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column.
+    pub column: usize,
+}
+
+impl Located {
+    /// As a miette span.
+    pub fn span(&self) -> SourceSpan {
+        SourceSpan::from((self.offset, self.len.max(1)))
+    }
+}
+
+#[derive(Debug)]
+struct SpanEntry {
+    doc: usize,
+    pointer: String,
+    key: Option<Located>,
+    value: Located,
+    /// Source text of a plain scalar (empty for a missing value, `key:`); `None` otherwise.
+    plain_scalar: Option<String>,
+}
+
+/// Pointer → position for every node of every non-empty document in a text.
+#[derive(Debug, Default)]
+pub struct SpanIndex {
+    entries: Vec<SpanEntry>,
+}
+
+enum Frame {
+    Map {
+        pointer: String,
+        key: Option<(String, Located)>,
+    },
+    Seq {
+        pointer: String,
+        next: usize,
+    },
+}
+
+fn escape_token(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+impl SpanIndex {
+    /// Builds the index from a YAML text; a text that does not parse gives the nodes seen
+    /// before the error.
+    pub fn build(text: &str) -> SpanIndex {
+        use granit_parser::{Event, Parser, ScalarStyle};
+        let body = strip_bom(text);
+        let shift = text.len() - body.len();
+        let mut entries = Vec::new();
+        let mut stack: Vec<Frame> = Vec::new();
+        // Document counter over non-empty documents only, to match `parse_stream`.
+        let mut doc: isize = -1;
+        let mut doc_root_seen = false;
+        // Line starts, so each lookup is O(line length), not O(text): the index is built for
+        // whole files (`bare_empty_fields`), where a scan per event is quadratic.
+        let line_starts: Vec<usize> = std::iter::once(0)
+            .chain(body.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        let offset_in = |line: usize, col: usize| -> usize {
+            let Some(&start) = line_starts.get(line.saturating_sub(1)) else {
+                return body.len().saturating_sub(1);
+            };
+            let end = line_starts.get(line).copied().unwrap_or(body.len());
+            let l = &body[start..end];
+            match l.char_indices().nth(col.saturating_sub(1)) {
+                Some((b, _)) => start + b,
+                None => start + l.len().saturating_sub(1),
+            }
+        };
+        let locate = |m: granit_parser::Marker, end: granit_parser::Marker| {
+            let line = m.line();
+            let column = m.col() + 1;
+            let offset = offset_in(line, column) + shift;
+            let end_off = offset_in(end.line(), end.col() + 1) + shift;
+            Located {
+                offset,
+                len: end_off.saturating_sub(offset).max(1),
+                line,
+                column,
+            }
+        };
+        for ev in Parser::new_from_str(body) {
+            let Ok((event, span)) = ev else { break };
+            let here = locate(span.start, span.end);
+            let is_node = matches!(
+                event,
+                Event::Scalar(..)
+                    | Event::SequenceStart(..)
+                    | Event::MappingStart(..)
+                    | Event::Alias(..)
+            );
+            match &event {
+                Event::DocumentStart(..) => {
+                    doc_root_seen = false;
+                    stack.clear();
+                }
+                Event::SequenceEnd | Event::MappingEnd => {
+                    stack.pop();
+                    // The finished collection was a value: its parent map expects a key again.
+                    if let Some(Frame::Map { key, .. }) = stack.last_mut() {
+                        *key = None;
+                    }
+                }
+                _ => {}
+            }
+            if !is_node {
+                continue;
+            }
+            if !doc_root_seen {
+                doc_root_seen = true;
+                let empty = matches!(&event, Event::Scalar(v, ScalarStyle::Plain, ..) if v.is_empty() || v == "~" || v == "null");
+                if !empty {
+                    doc += 1;
+                }
+            }
+            let scalar_text = match &event {
+                // The parser reports a missing value (`key:`) as a zero-width plain `~`; its
+                // source text is empty, which is what `bare_empty_fields` looks for.
+                Event::Scalar(_, ScalarStyle::Plain, ..) if span.start == span.end => {
+                    Some(String::new())
+                }
+                Event::Scalar(v, ScalarStyle::Plain, ..) => Some(v.to_string()),
+                _ => None,
+            };
+            // Where does this node sit?
+            let (pointer, key_loc, is_key) = match stack.last_mut() {
+                None => (String::new(), None, false),
+                Some(Frame::Seq { pointer, next }) => {
+                    let p = format!("{pointer}/{next}");
+                    *next += 1;
+                    (p, None, false)
+                }
+                Some(Frame::Map { pointer, key }) => match key.take() {
+                    None => {
+                        let k = match &event {
+                            Event::Scalar(v, ..) => v.to_string(),
+                            _ => String::new(),
+                        };
+                        *key = Some((k, here));
+                        (String::new(), None, true)
+                    }
+                    Some((k, kl)) => (format!("{pointer}/{}", escape_token(&k)), Some(kl), false),
+                },
+            };
+            if is_key {
+                // Complex keys (maps as keys) are not supported by kiln's documents; skip them.
+                if matches!(event, Event::SequenceStart(..) | Event::MappingStart(..)) {
+                    stack.push(Frame::Seq {
+                        pointer: "/\u{0}".into(),
+                        next: 0,
+                    });
+                }
+                continue;
+            }
+            if doc >= 0 {
+                entries.push(SpanEntry {
+                    doc: doc as usize,
+                    pointer: pointer.clone(),
+                    key: key_loc,
+                    value: here,
+                    plain_scalar: scalar_text,
+                });
+            }
+            match event {
+                Event::SequenceStart(..) => stack.push(Frame::Seq { pointer, next: 0 }),
+                Event::MappingStart(..) => stack.push(Frame::Map { pointer, key: None }),
+                _ => {}
+            }
+        }
+        SpanIndex { entries }
+    }
+
+    /// Position of the value at `pointer` (RFC 6901) in document `doc` (0-based, counting
+    /// non-empty documents). With `key`, the position of its key instead (for unknown-field
+    /// errors). Falls back to the nearest existing ancestor, so a missing field points at the
+    /// map that lacks it.
+    pub fn find(&self, doc: usize, pointer: &str, key: bool) -> Option<Located> {
+        let mut p = pointer.to_string();
+        loop {
+            if let Some(e) = self.entries.iter().find(|e| e.doc == doc && e.pointer == p) {
+                return Some(if key {
+                    e.key.unwrap_or(e.value)
+                } else {
+                    e.value
+                });
+            }
+            if p.is_empty() {
+                return None;
+            }
+            match p.rfind('/') {
+                Some(i) => p.truncate(i),
+                None => p.clear(),
+            }
+        }
+    }
+}
+
+/// Locates `pointer` in document `doc` of `text` (see [`SpanIndex::find`]).
+pub fn locate(text: &str, doc: usize, pointer: &str, key: bool) -> Option<Located> {
+    SpanIndex::build(text).find(doc, pointer, key)
+}
+
+/// The map fields of `text` written with an *empty* value (`key:` with nothing after it, or
+/// `key: !!null`), as (document, JSON Pointer) pairs in document order; `docs` is what
+/// [`parse_stream`] returned for `text`. Both read as `null`, like an explicit `null` or `~`,
+/// but kustomize's kyaml keeps the difference (the scalar's text is empty) and a strategic
+/// merge patch drops exactly these fields (see `kustomize::strategic_merge`).
+///
+/// Cheap for the common file: the span index is built only when a line ends in `key:` that
+/// no nested value follows (or the text holds `!!null`). Flow-style empties (`{a: }`) are not
+/// looked for; they stay ordinary nulls.
+pub fn bare_empty_fields(text: &str, docs: &[Value]) -> Vec<(usize, String)> {
+    if !may_hold_bare_empty(strip_bom(text)) {
+        return Vec::new();
+    }
+    SpanIndex::build(text)
+        .entries
+        .into_iter()
+        .filter(|e| e.plain_scalar.as_deref() == Some(""))
+        .filter(|e| {
+            // Only fields of a map whose value is still null (`key: !!str` is an empty string,
+            // and an empty sequence item is not a field).
+            let Some(doc) = docs.get(e.doc) else {
+                return false;
+            };
+            let parent = &e.pointer[..e.pointer.rfind('/').unwrap_or(0)];
+            !e.pointer.is_empty()
+                && doc.pointer(parent).is_some_and(Value::is_object)
+                && doc.pointer(&e.pointer).is_some_and(|v| {
+                    // An own annotation reads as its text, so a bare one is "" (ADR 0004).
+                    v.is_null()
+                        || (v.as_str() == Some("")
+                            && e.pointer.starts_with("/metadata/annotations/")
+                            && e.pointer.matches('/').count() == 3)
+                })
+        })
+        .map(|e| (e.doc, e.pointer))
+        .collect()
+}
+
+/// Line scan for [`bare_empty_fields`]: `true` when some line ends in `key:` (a trailing
+/// comment aside; the key without blanks, as every Kubernetes field name is) and the next
+/// significant line is neither deeper than the key nor a `- ` item at the key's column, i.e.
+/// the key has no value. Lines of block scalars (`|`, `>`) are skipped, so prose ending in a
+/// colon does not count. False positives only cost a span index; a false negative keeps an
+/// empty field as an explicit null.
+fn may_hold_bare_empty(text: &str) -> bool {
+    if text.contains("!!null") {
+        return true;
+    }
+    // Column of the key on the last line that ended in `key:`, until a significant line follows.
+    let mut pending: Option<usize> = None;
+    // Lines deeper than this column belong to the block scalar that started above.
+    let mut block: Option<usize> = None;
+    for line in text.lines() {
+        let body = line.trim_start_matches(' ');
+        let indent = line.len() - body.len();
+        if body.trim().is_empty() {
+            continue;
+        }
+        if let Some(min) = block {
+            if indent > min {
+                continue;
+            }
+            block = None;
+        }
+        if body.starts_with('#') {
+            continue;
+        }
+        if let Some(key_col) = pending.take() {
+            let item = body == "-" || body.starts_with("- ");
+            if indent < key_col || (indent == key_col && !item) {
+                return true;
+            }
+        }
+        let content = match body.find(" #") {
+            Some(i) => &body[..i],
+            None => body,
+        }
+        .trim_end();
+        // The node starts after any `- ` item markers (`- name:`, `- - key:`).
+        let mut rest = content;
+        while let Some(r) = rest.strip_prefix('-')
+            && r.starts_with(' ')
+        {
+            rest = r.trim_start_matches(' ');
+        }
+        let col = indent + content.len() - rest.len();
+        if let Some(key) = rest.strip_suffix(':')
+            && !key.is_empty()
+            && !key.contains(char::is_whitespace)
+        {
+            pending = Some(col);
+        } else if is_block_scalar_start(rest) {
+            // Content is deeper than the key (`key: |`) or than the item's dash (`- |`).
+            block = Some(if rest.contains(": ") {
+                col
+            } else {
+                col.saturating_sub(2)
+            });
+        }
+    }
+    pending.is_some()
+}
+
+/// `rest` ends in a block scalar header (`|`, `>-`, `|+2`…) as its own token.
+fn is_block_scalar_start(rest: &str) -> bool {
+    let token = rest.rsplit(' ').next().unwrap_or("");
+    let mut chars = token.chars();
+    matches!(chars.next(), Some('|' | '>'))
+        && chars.all(|c| matches!(c, '-' | '+' | '1'..='9'))
+        && (token.len() == rest.len() || rest[..rest.len() - token.len()].ends_with(' '))
+}
+
+// ---------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------
+
+/// Serializes one document in `kubectl kustomize`'s style (keys sorted bytewise, two-space
+/// indent, sequences at their key's indent, ambiguous strings quoted). Ends with a newline.
+pub fn to_yaml(value: &Value) -> String {
+    let mut out = String::new();
+    match value {
+        Value::Object(m) if !m.is_empty() => write_map(&mut out, m, 0),
+        Value::Array(a) if !a.is_empty() => write_seq(&mut out, a, 0),
+        other => {
+            out.push_str(&scalar(other));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Serializes documents separated by `---` lines, as `kubectl kustomize` prints a build.
+pub fn to_yaml_stream(values: &[Value]) -> String {
+    let mut out = String::new();
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        out.push_str(&to_yaml(v));
+    }
+    out
+}
+
+fn sorted(m: &Map<String, Value>) -> Vec<(&String, &Value)> {
+    let mut v: Vec<_> = m.iter().collect();
+    v.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+    v
+}
+
+fn indent(out: &mut String, n: usize) {
+    goyaml::pad(out, n);
+}
+
+fn write_map(out: &mut String, m: &Map<String, Value>, ind: usize) {
+    let mut first = true;
+    for (k, v) in sorted(m) {
+        // The first key of a map inside a list item shares the `- ` line.
+        if !first || ind == 0 || !out.ends_with("- ") {
+            indent(out, ind);
+        }
+        first = false;
+        out.push_str(&key_text(k));
+        out.push(':');
+        write_value_after_key(out, v, ind);
+    }
+}
+
+fn write_value_after_key(out: &mut String, v: &Value, ind: usize) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            out.push('\n');
+            write_map(out, m, ind + 2);
+        }
+        Value::Array(a) if !a.is_empty() => {
+            out.push('\n');
+            write_seq(out, a, ind);
+        }
+        Value::String(s) if is_block_candidate(s) => {
+            out.push(' ');
+            goyaml::write_literal(out, s, ind + 2);
+        }
+        other => {
+            out.push(' ');
+            out.push_str(&scalar(other));
+            out.push('\n');
+        }
+    }
+}
+
+fn write_seq(out: &mut String, a: &[Value], ind: usize) {
+    for (i, item) in a.iter().enumerate() {
+        // The first item of a list inside a list item shares the parent's `- ` line.
+        if i > 0 || !out.ends_with("- ") {
+            indent(out, ind);
+        }
+        out.push_str("- ");
+        match item {
+            Value::Object(m) if !m.is_empty() => write_map(out, m, ind + 2),
+            Value::Array(inner) if !inner.is_empty() => write_seq(out, inner, ind + 2),
+            Value::String(s) if is_block_candidate(s) => goyaml::write_literal(out, s, ind + 2),
+            other => {
+                out.push_str(&scalar(other));
+                out.push('\n');
+            }
+        }
+    }
+}
+
+/// Multi-line strings go out as literal blocks, as go-yaml writes them, unless a character
+/// only a double-quoted scalar can carry is in the way ([`goyaml::literal_allowed`]).
+fn is_block_candidate(s: &str) -> bool {
+    s.contains('\n') && goyaml::literal_allowed(s)
+}
+
+fn key_text(k: &str) -> String {
+    match string_style(k) {
+        Style::Plain => k.to_string(),
+        Style::Single => format!("'{}'", k.replace('\'', "''")),
+        Style::Double => goyaml::double_quoted(k),
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => number_text(n),
+        Value::String(s) => match string_style(s) {
+            Style::Plain => s.clone(),
+            Style::Single => format!("'{}'", s.replace('\'', "''")),
+            Style::Double => goyaml::double_quoted(s),
+        },
+        Value::Object(_) => "{}".into(),
+        Value::Array(_) => "[]".into(),
+    }
+}
+
+enum Style {
+    Plain,
+    Single,
+    Double,
+}
+
+/// Picks a quoting style that reads back as the same string under YAML 1.1 and 1.2.
+fn string_style(s: &str) -> Style {
+    if s.is_empty() {
+        return Style::Double;
+    }
+    if s.contains('\n') || goyaml::needs_escapes(s) {
+        return Style::Double;
+    }
+    if looks_like_non_string(s) {
+        return Style::Double;
+    }
+    let first = s.chars().next().expect("non-empty");
+    // A leading `-`, `?` or `:` is an indicator only when a space follows (or as `---`):
+    // `-v`, `--flag=1` and `:web` are plain scalars, as go-yaml writes them.
+    let second = s.chars().nth(1);
+    let dash_is_plain = matches!(first, '-' | '?' | ':')
+        && second.is_some_and(|c| c != ' ')
+        && !s.starts_with("---");
+    let indicator = "-?:,[]{}#&*!|>'\"%@`".contains(first);
+    let needs_quotes = (indicator && !dash_is_plain)
+        || s.starts_with(' ')
+        || s.ends_with(' ')
+        || s.contains(": ")
+        || s.contains(" #")
+        || s.ends_with(':');
+    if needs_quotes {
+        // go-yaml prefers single quotes when nothing needs escaping.
+        Style::Single
+    } else {
+        Style::Plain
+    }
+}
+
+fn looks_like_non_string(s: &str) -> bool {
+    static RE: OnceLock<regex::Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        regex::Regex::new(concat!(
+            r"^(?:",
+            // booleans and nulls, YAML 1.1 and 1.2
+            r"(?i:y|yes|n|no|true|false|on|off|null)|~",
+            // numbers: ints (dec, octal, hex, binary, 1.1 sexagesimal), floats, inf/nan
+            r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])*",
+            r"|[-+]?0[bB][01_]+|[-+]?0[oO]?[0-7_]+|[-+]?0[xX][0-9a-fA-F_]+",
+            r"|[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+]?[0-9]+)?",
+            r"|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+",
+            r"|[-+]?\.(?i:inf)|\.(?i:nan)",
+            // timestamps
+            r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?",
+            r"|=|<<",
+            r")$"
+        ))
+        .expect("valid regex")
+    });
+    re.is_match(s)
+}
+
+/// Structural equality of two documents as kiln's differential tests use it: maps compare
+/// without order, and numbers compare by value (`1000` equals `1000.0`).
+pub fn structurally_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            x.to_string() == y.to_string()
+                || match (x.as_f64(), y.as_f64()) {
+                    (Some(p), Some(q)) => p == q,
+                    _ => false,
+                }
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| structurally_equal(v, w)))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| structurally_equal(p, q))
+        }
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_document_is_an_error_at_its_start() {
+        let text = "kind: Platform\nspec: {}\n---\nkind: Extra\n";
+        let e = parse_one("platform.yaml", text).unwrap_err();
+        assert_eq!(e.message, "expected one YAML document, found 2");
+        assert_eq!(e.line, Some(4));
+        assert_eq!(
+            e.span.map(|s| s.offset()),
+            Some(text.find("kind: Extra").unwrap())
+        );
+    }
+    use serde_json::json;
+
+    #[test]
+    fn block_scalar_at_end_of_text_without_line_break_has_no_trailing_newline() {
+        let v = parse_stream("t", "a: [1]\nb: |\n  x\n  y").unwrap();
+        assert_eq!(v[0]["b"], json!("x\ny"));
+        let v = parse_stream("t", "b: |\n  x\n").unwrap();
+        assert_eq!(v[0]["b"], json!("x\n"));
+        let v = parse_stream("t", "b: plain").unwrap();
+        assert_eq!(v[0]["b"], json!("plain"));
+    }
+
+    fn bare(text: &str) -> Vec<(usize, String)> {
+        let docs = parse_stream("t", text).unwrap();
+        bare_empty_fields(text, &docs)
+    }
+
+    #[test]
+    fn bare_empty_fields_are_told_from_explicit_nulls() {
+        let text = "a:\nb: null\nc: ~\nd: ''\ne: !!null\nf: !!str\ng: # note\nh:\n  i:\n  j: ~\n---\nk:\n- x\n-\n- l:\n  m:\n";
+        assert_eq!(
+            bare(text),
+            [
+                (0, "/a".to_string()),
+                (0, "/e".to_string()),
+                (0, "/g".to_string()),
+                (0, "/h/i".to_string()),
+                (1, "/k/2/l".to_string()),
+                (1, "/k/2/m".to_string()),
+            ]
+        );
+        // A key followed by a nested value, or by a sequence at its own column, has a value.
+        assert!(bare("a:\n  b: 1\nc:\n- 1\nd:\n  # note\n  - 2\n").is_empty());
+    }
+
+    #[test]
+    fn bare_empty_scan_needs_a_key_without_value() {
+        assert!(!may_hold_bare_empty(
+            "a:\n  b: 1\nc:\n- d: 2\n  e:\n    f: x\n"
+        ));
+        assert!(!may_hold_bare_empty("a: ~\nb: null\nc: 'x:'\n"));
+        assert!(may_hold_bare_empty("a:\n  b:\nc: 1\n"));
+        assert!(may_hold_bare_empty("- a:\n- b: 1\n"));
+        assert!(may_hold_bare_empty("a: 1\nb:\n---\nc: 1\n"));
+        assert!(may_hold_bare_empty("a: 1\nb:   # why\n"));
+        assert!(may_hold_bare_empty("a: !!null\n"));
+        // Prose in block scalars, and keys with blanks, do not count.
+        assert!(!may_hold_bare_empty(
+            "d: |-\n  More info:\n  https://x\ne:\n- >\n  see:\n  here\nf: 1\n"
+        ));
+        assert!(!may_hold_bare_empty("a: 'long text, see\n  the note:'\n"));
+        assert!(may_hold_bare_empty("d: |\n  x:\ne:\nf: 1\n"));
+    }
+
+    #[test]
+    fn kubernetes_typing() {
+        let docs = parse_stream(
+            "t.yaml",
+            "mode: 0644\non: on\nyes: yes\nhex: 0x1F\nhuge: 123456789012345678901234567890\nneg: -9223372036854775809\nd: 2024-01-02\nexp: 1e3\n",
+        )
+        .unwrap();
+        let d = &docs[0];
+        assert_eq!(d["mode"], json!(420));
+        assert_eq!(d["on"], json!("on"));
+        assert_eq!(d["yes"], json!("yes"));
+        assert_eq!(d["hex"], json!(31));
+        assert_eq!(d["huge"].to_string(), "123456789012345678901234567890");
+        assert_eq!(d["neg"].to_string(), "-9223372036854775809");
+        assert_eq!(d["d"], json!("2024-01-02"));
+        assert_eq!(
+            to_yaml(d).lines().find(|l| l.starts_with("exp")),
+            Some("exp: 1000")
+        );
+    }
+
+    #[test]
+    fn empty_documents_are_skipped_and_bom_ignored() {
+        let docs = parse_stream(
+            "t.yaml",
+            "\u{feff}# c\n---\n---\na: 1\n--- # x\n# only comment\n---\nb: 2\n...\n",
+        )
+        .unwrap();
+        assert_eq!(docs, vec![json!({"a": 1}), json!({"b": 2})]);
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors_with_line() {
+        let err = parse_stream("dup.yaml", "a: 1\nb:\n  c: 1\n  c: 2\n").unwrap_err();
+        assert_eq!(err.line, Some(4));
+        assert!(err.message.contains("duplicate"), "{}", err.message);
+        assert!(
+            !err.message.contains("DuplicateKeyPolicy"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn spans_point_at_keys_and_values() {
+        let text = "a: 1\n---\nkind: X\nspec:\n  list:\n  - name: x\n    image: y\n";
+        let loc = locate(text, 1, "/spec/list/0/image", false).unwrap();
+        assert_eq!((loc.line, loc.column), (7, 12));
+        let key = locate(text, 1, "/spec/list/0/image", true).unwrap();
+        assert_eq!((key.line, key.column), (7, 5));
+        assert_eq!(&text[key.offset..key.offset + 5], "image");
+        // a missing field falls back to its parent
+        let parent = locate(text, 1, "/spec/missing", false).unwrap();
+        assert_eq!(parent.line, 5);
+    }
+
+    #[test]
+    fn quoting_round_trips() {
+        for s in [
+            "no",
+            "yes",
+            "on",
+            "off",
+            "true",
+            "~",
+            "null",
+            "0755",
+            "0o17",
+            "0x1F",
+            "1e3",
+            "1.10",
+            "1.0",
+            "",
+            "2024-01-02",
+            "a: b",
+            "*ref",
+            "12345678901234567890",
+            "- x",
+            "x #y",
+            " lead",
+            "trail ",
+            "multi\nline\n",
+            "tab\there",
+            "no-way",
+            "-v",
+            "--flag=1",
+            "1:20",
+            "=",
+            "@x",
+            "%x",
+            "http://a/b",
+            "a,b",
+            "[x]",
+            "{x}",
+            "'q'",
+            "\"d\"",
+        ] {
+            let v = json!({ "k": s, "list": [s] });
+            let text = to_yaml(&v);
+            let back = parse_one("t", &text).unwrap();
+            assert_eq!(back, v, "round trip of {s:?} via\n{text}");
+        }
+    }
+
+    #[test]
+    fn kustomize_style_output() {
+        let v = json!({"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x", "labels": {"country": "no"}},
+            "data": {"script": "echo 1\necho 2\n", "empty": "", "num": 3}, "list": [{"b": 1, "a": [1, 2]}, [1], {}]});
+        assert_eq!(
+            to_yaml(&v),
+            "apiVersion: v1\ndata:\n  empty: \"\"\n  num: 3\n  script: |\n    echo 1\n    echo 2\nkind: ConfigMap\nlist:\n- a:\n  - 1\n  - 2\n  b: 1\n- - 1\n- {}\nmetadata:\n  labels:\n    country: \"no\"\n  name: x\n"
+        );
+    }
+
+    #[test]
+    fn structural_equality_normalizes_numbers_and_order() {
+        assert!(structurally_equal(
+            &json!({"a": 1000, "b": [1.5]}),
+            &json!({"b": [1.5], "a": 1000.0})
+        ));
+        assert!(!structurally_equal(&json!({"a": "1"}), &json!({"a": 1})));
+    }
+}

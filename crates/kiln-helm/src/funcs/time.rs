@@ -1,0 +1,622 @@
+//! Sprig's date functions over a fixed clock. `now` is always [`FIXED_NOW`] (UTC), so a
+//! render never depends on when it runs; `date` formats with Go's reference layout.
+
+use super::conv::{s, to_i64};
+use super::want;
+use crate::template::exec::Funcs;
+use crate::template::value::{Cx, Marshaled, Object, Value};
+use std::rc::Rc;
+
+/// The instant `now` returns: 2000-01-01T00:00:00Z (documented in docs/helm.md).
+pub const FIXED_NOW: i64 = 946_684_800;
+
+/// A Go `time.Time` in UTC, seconds since the epoch.
+pub struct Time(pub i64);
+
+impl Object for Time {
+    fn type_name(&self) -> &str {
+        "time.Time"
+    }
+    fn field(&self, name: &str) -> Option<Value> {
+        let (y, mo, d, h, mi, se) = civil(self.0);
+        Some(match name {
+            "Year" => Value::Int(y),
+            "Month" => Value::Int(mo),
+            "Day" => Value::Int(d),
+            "Hour" => Value::Int(h),
+            "Minute" => Value::Int(mi),
+            "Second" => Value::Int(se),
+            "Unix" => Value::Int(self.0),
+            _ => return None,
+        })
+    }
+    fn arity(&self, name: &str) -> Option<usize> {
+        match name {
+            "Format" => Some(1),
+            "UTC" | "Local" => Some(0),
+            _ => None,
+        }
+    }
+    fn call(&self, _: &Cx, name: &str, args: &[Value]) -> Option<Result<Value, String>> {
+        match name {
+            "Format" => Some(Ok(Value::from(format(
+                self.0,
+                &args.first().map(s).unwrap_or_default(),
+            )))),
+            "UTC" | "Local" => Some(Ok(Value::Object(Rc::new(Time(self.0))))),
+            _ => None,
+        }
+    }
+    fn display(&self) -> String {
+        format(self.0, "2006-01-02 15:04:05.999999999 -0700 MST")
+    }
+    /// `Time.MarshalJSON`: RFC 3339 with nanoseconds (kiln's times are whole seconds);
+    /// a year outside 0..=9999 is Go's marshalling error, which leaves the text.
+    fn marshal(&self) -> Option<Marshaled> {
+        let year = civil(self.0).0;
+        (0..=9999).contains(&year).then(|| {
+            Marshaled::Value(Value::from(format(
+                self.0,
+                "2006-01-02T15:04:05.999999999Z07:00",
+            )))
+        })
+    }
+}
+
+/// (year, month, day, hour, minute, second) of a Unix time (proleptic Gregorian, UTC).
+fn civil(t: i64) -> (i64, i64, i64, i64, i64, i64) {
+    let days = t.div_euclid(86_400);
+    let secs = t.rem_euclid(86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (
+        if m <= 2 { y + 1 } else { y },
+        m,
+        d,
+        secs / 3600,
+        secs % 3600 / 60,
+        secs % 60,
+    )
+}
+
+const MONTHS: [&str; 12] = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+];
+const DAYS: [&str; 7] = [
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+];
+
+/// Go's `Time.Format` for UTC times.
+pub fn format(t: i64, layout: &str) -> String {
+    let (y, mo, d, h, mi, se) = civil(t);
+    let wd = DAYS[t.div_euclid(86_400).rem_euclid(7) as usize];
+    let month = MONTHS[(mo - 1) as usize];
+    let mut out = String::new();
+    let mut rest = layout;
+    let yday = t.div_euclid(86_400) - days_from_civil(y, 1, 1) + 1;
+    let tokens: [(&str, String); 30] = [
+        ("January", month.to_string()),
+        ("Jan", month[..3].to_string()),
+        ("Monday", wd.to_string()),
+        ("Mon", wd[..3].to_string()),
+        ("2006", format!("{y:04}")),
+        ("-0700", "+0000".into()),
+        ("-07:00", "+00:00".into()),
+        ("Z07:00", "Z".into()),
+        ("Z0700", "Z".into()),
+        ("-07", "+00".into()),
+        ("Z07", "Z".into()),
+        ("MST", "UTC".into()),
+        (".000000000", ".000000000".into()),
+        (".999999999", String::new()),
+        (".000000", ".000000".into()),
+        (".999999", String::new()),
+        (".000", ".000".into()),
+        (".999", String::new()),
+        ("01", format!("{mo:02}")),
+        ("02", format!("{d:02}")),
+        ("_2", format!("{d:>2}")),
+        ("15", format!("{h:02}")),
+        (
+            "03",
+            format!("{:02}", if h % 12 == 0 { 12 } else { h % 12 }),
+        ),
+        ("04", format!("{mi:02}")),
+        ("05", format!("{se:02}")),
+        ("06", format!("{:02}", y % 100)),
+        ("PM", if h >= 12 { "PM".into() } else { "AM".into() }),
+        ("pm", if h >= 12 { "pm".into() } else { "am".into() }),
+        ("002", format!("{yday:03}")),
+        ("__2", format!("{yday:>3}")),
+    ];
+    'outer: while !rest.is_empty() {
+        for (tok, val) in &tokens {
+            if let Some(r) = rest.strip_prefix(tok) {
+                out.push_str(val);
+                rest = r;
+                continue 'outer;
+            }
+        }
+        let single: [(&str, String); 5] = [
+            ("1", mo.to_string()),
+            ("2", d.to_string()),
+            ("3", (if h % 12 == 0 { 12 } else { h % 12 }).to_string()),
+            ("4", mi.to_string()),
+            ("5", se.to_string()),
+        ];
+        for (tok, val) in &single {
+            if let Some(r) = rest.strip_prefix(tok) {
+                out.push_str(val);
+                rest = r;
+                continue 'outer;
+            }
+        }
+        let c = rest.chars().next().unwrap_or(' ');
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// Days from 1970-01-01 to a proleptic Gregorian date (the inverse of [`civil`]'s days).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Go's zero `time.Time` (0001-01-01 00:00:00 UTC), what `toDate` gives for text it cannot
+/// read.
+const ZERO_TIME: i64 = -62_135_596_800;
+
+/// Go's `time.ParseInLocation(layout, value, UTC)` to Unix seconds (Sprig's `toDate`; the
+/// fraction of a second is read and dropped, as kiln's times are whole seconds). The
+/// layout's elements are `format`'s; a zone abbreviation reads as UTC, as Go reads one it
+/// does not know. Errors are Go's text.
+pub fn parse(layout: &str, value: &str) -> Result<i64, String> {
+    let quote = |t: &str| super::conv::go_quote(t);
+    let bad = |rest: &str, elem: &str| {
+        format!(
+            "parsing time {} as {}: cannot parse {} as {}",
+            quote(value),
+            quote(layout),
+            quote(rest),
+            quote(elem)
+        )
+    };
+    let range = |what: &str| format!("parsing time {}: {what} out of range", quote(value));
+    // Up to `max` digits (at least `min`).
+    fn digits(v: &str, min: usize, max: usize) -> Option<(i64, &str)> {
+        let n = v.bytes().take(max).take_while(u8::is_ascii_digit).count();
+        if n < min {
+            return None;
+        }
+        Some((v[..n].parse().ok()?, &v[n..]))
+    }
+    fn name<'v>(v: &'v str, names: &[&str], short: bool) -> Option<(i64, &'v str)> {
+        names.iter().enumerate().find_map(|(i, n)| {
+            let n = if short { &n[..3] } else { n };
+            let head = v.get(..n.len())?;
+            head.eq_ignore_ascii_case(n)
+                .then(|| (i as i64, &v[n.len()..]))
+        })
+    }
+    // Go: a layout without a year reads year 0.
+    let (mut y, mut mo, mut d, mut h, mut mi, mut se) = (0i64, 1i64, 1i64, 0i64, 0i64, 0i64);
+    let (mut yday, mut pm, mut offset) = (None, None, 0i64);
+    let mut rest = value;
+    let mut lay = layout;
+    const ELEMENTS: [&str; 34] = [
+        "January",
+        "Jan",
+        "Monday",
+        "Mon",
+        "2006",
+        "-07:00",
+        "-0700",
+        "-07",
+        "Z07:00",
+        "Z0700",
+        "Z07",
+        "MST",
+        ".000000000",
+        ".999999999",
+        ".000000",
+        ".999999",
+        ".000",
+        ".999",
+        "002",
+        "__2",
+        "01",
+        "02",
+        "_2",
+        "15",
+        "03",
+        "04",
+        "05",
+        "06",
+        "PM",
+        "pm",
+        "1",
+        "2",
+        "3",
+        "4",
+    ];
+    while !lay.is_empty() {
+        let elem = ELEMENTS
+            .iter()
+            .find(|e| lay.starts_with(**e))
+            .copied()
+            .or_else(|| lay.starts_with('5').then_some("5"));
+        let Some(elem) = elem else {
+            // A literal: the value must have it.
+            let c = lay.chars().next().unwrap_or(' ');
+            let Some(r) = rest.strip_prefix(c) else {
+                return Err(bad(rest, lay));
+            };
+            rest = r;
+            lay = &lay[c.len_utf8()..];
+            continue;
+        };
+        lay = &lay[elem.len()..];
+        let read = match elem {
+            "January" => name(rest, &MONTHS, false).map(|(i, r)| (i + 1, r)),
+            "Jan" => name(rest, &MONTHS, true).map(|(i, r)| (i + 1, r)),
+            "Monday" => name(rest, &DAYS, false),
+            "Mon" => name(rest, &DAYS, true),
+            "2006" => digits(rest, 4, 4),
+            "06" => digits(rest, 2, 2).map(|(n, r)| (if n >= 69 { 1900 + n } else { 2000 + n }, r)),
+            "01" | "02" | "03" | "04" | "05" => digits(rest, 2, 2),
+            "1" | "2" | "3" | "4" | "5" | "15" => digits(rest, 1, 2),
+            "_2" => digits(rest.strip_prefix(' ').unwrap_or(rest), 1, 2),
+            "002" => digits(rest, 3, 3),
+            "__2" => digits(rest.trim_start_matches(' '), 1, 3),
+            "PM" | "pm" => match rest.get(..2).map(str::to_ascii_uppercase).as_deref() {
+                Some("PM") => Some((1, &rest[2..])),
+                Some("AM") => Some((0, &rest[2..])),
+                _ => None,
+            },
+            "MST" => {
+                let n = rest.bytes().take_while(u8::is_ascii_uppercase).count();
+                (n >= 3).then(|| (0, &rest[n..]))
+            }
+            z if z.starts_with('Z') && rest.starts_with('Z') => Some((0, &rest[1..])),
+            zone if zone.starts_with(['-', 'Z']) => {
+                let sign = match rest.as_bytes().first() {
+                    Some(b'+') => 1,
+                    Some(b'-') => -1,
+                    _ => return Err(bad(rest, elem)),
+                };
+                let colon = zone.contains(':');
+                let (hh, r) = digits(&rest[1..], 2, 2).ok_or_else(|| bad(rest, elem))?;
+                let (mm, r) = if zone.ends_with("07") {
+                    (0, r)
+                } else {
+                    let r = if colon {
+                        r.strip_prefix(':').ok_or_else(|| bad(rest, elem))?
+                    } else {
+                        r
+                    };
+                    digits(r, 2, 2).ok_or_else(|| bad(rest, elem))?
+                };
+                Some((sign * (hh * 3600 + mm * 60), r))
+            }
+            // A fraction of a second: its digits, dropped.
+            frac => {
+                let r = rest.strip_prefix('.').ok_or_else(|| bad(rest, frac))?;
+                let n = r.bytes().take_while(u8::is_ascii_digit).count();
+                if frac.contains('0') && n != frac.len() - 1 {
+                    return Err(bad(rest, frac));
+                }
+                Some((0, &r[n..]))
+            }
+        };
+        let Some((n, r)) = read else {
+            return Err(bad(rest, elem));
+        };
+        match elem {
+            "January" | "Jan" | "01" | "1" => mo = n,
+            "2006" | "06" => y = n,
+            "02" | "_2" | "2" => d = n,
+            "002" | "__2" => yday = Some(n),
+            "15" | "03" | "3" => h = n,
+            "04" | "4" => mi = n,
+            "05" | "5" => {
+                se = n;
+                // Go reads a fraction after the seconds the layout does not have.
+                if !lay.starts_with('.') && r.starts_with('.') {
+                    let f = r[1..].bytes().take_while(u8::is_ascii_digit).count();
+                    if f > 0 {
+                        rest = &r[1 + f..];
+                        continue;
+                    }
+                }
+            }
+            "PM" | "pm" => pm = Some(n == 1),
+            e if e.starts_with(['-', 'Z']) => offset = n,
+            _ => {}
+        }
+        rest = r;
+    }
+    if !rest.is_empty() {
+        return Err(format!(
+            "parsing time {}: extra text: {}",
+            quote(value),
+            quote(rest)
+        ));
+    }
+    if let Some(pm) = pm {
+        if !(1..=12).contains(&h) {
+            return Err(range("hour"));
+        }
+        h = h % 12 + if pm { 12 } else { 0 };
+    }
+    if !(1..=12).contains(&mo) {
+        return Err(range("month"));
+    }
+    if h > 23 {
+        return Err(range("hour"));
+    }
+    if mi > 59 {
+        return Err(range("minute"));
+    }
+    if se > 59 {
+        return Err(range("second"));
+    }
+    let month_days = days_from_civil(y + mo / 12, mo % 12 + 1, 1) - days_from_civil(y, mo, 1);
+    let days = match yday {
+        Some(n) => days_from_civil(y, 1, 1) + n - 1,
+        None => {
+            if d < 1 || d > month_days {
+                return Err(range("day"));
+            }
+            days_from_civil(y, mo, d)
+        }
+    };
+    Ok(days * 86_400 + h * 3600 + mi * 60 + se - offset)
+}
+
+fn time_arg(v: &Value) -> i64 {
+    match v {
+        Value::Object(o) if o.type_name() == "time.Time" => {
+            o.field("Unix").map(|u| to_i64(&u)).unwrap_or(FIXED_NOW)
+        }
+        Value::Int(_) | Value::Float(_) => to_i64(v),
+        _ => FIXED_NOW,
+    }
+}
+
+fn time_value(t: i64) -> Value {
+    Value::Object(Rc::new(Time(t)))
+}
+
+pub fn register(f: &mut Funcs) {
+    f.add("now", |_, _| Ok(time_value(FIXED_NOW)));
+    f.add("date", |_, a| {
+        want(a, 2, "date")?;
+        Ok(Value::from(format(time_arg(&a[1]), &s(&a[0]))))
+    });
+    f.add("dateInZone", |_, a| {
+        want(a, 3, "dateInZone")?;
+        Ok(Value::from(format(time_arg(&a[1]), &s(&a[0]))))
+    });
+    f.add("htmlDate", |_, a| {
+        want(a, 1, "htmlDate")?;
+        Ok(Value::from(format(time_arg(&a[0]), "2006-01-02")))
+    });
+    f.add("htmlDateInZone", |_, a| {
+        want(a, 2, "htmlDateInZone")?;
+        Ok(Value::from(format(time_arg(&a[0]), "2006-01-02")))
+    });
+    f.add("unixEpoch", |_, a| {
+        want(a, 1, "unixEpoch")?;
+        Ok(Value::from(time_arg(&a[0]).to_string()))
+    });
+    f.add("dateModify", |_, a| {
+        want(a, 2, "dateModify")?;
+        Ok(time_value(
+            time_arg(&a[1]) + parse_duration(&s(&a[0])).unwrap_or(0),
+        ))
+    });
+    f.add("mustDateModify", |_, a| {
+        want(a, 2, "mustDateModify")?;
+        let d = parse_duration(&s(&a[0])).ok_or("invalid duration")?;
+        Ok(time_value(time_arg(&a[1]) + d))
+    });
+    f.add("ago", |_, a| {
+        want(a, 1, "ago")?;
+        Ok(Value::from(format!("{}s", FIXED_NOW - time_arg(&a[0]))))
+    });
+    // Sprig's duration: seconds from a decimal string or an integer (a float64, every number
+    // of a values file, is 0), printed as Go's Duration.String.
+    f.add("duration", |_, a| {
+        want(a, 1, "duration")?;
+        let n = match &a[0] {
+            Value::Str(t) => t.parse().unwrap_or(0),
+            Value::Int(n) => *n,
+            _ => 0,
+        };
+        Ok(Value::from(go_duration(n)))
+    });
+    f.add("durationRound", |_, a| {
+        want(a, 1, "durationRound")?;
+        Ok(Value::from(duration_round(&a[0])))
+    });
+    // toDate gives Go's zero time for text it cannot read; mustToDate the error.
+    f.add("toDate", |_, a| {
+        want(a, 2, "toDate")?;
+        Ok(time_value(parse(&s(&a[0]), &s(&a[1])).unwrap_or(ZERO_TIME)))
+    });
+    f.add("mustToDate", |_, a| {
+        want(a, 2, "mustToDate")?;
+        parse(&s(&a[0]), &s(&a[1])).map(time_value)
+    });
+}
+
+/// Go's `Duration.String` of whole seconds: `1m30s`, `24h0m0s`, `0s`.
+fn go_duration(secs: i64) -> String {
+    if secs == 0 {
+        return "0s".into();
+    }
+    let sign = if secs < 0 { "-" } else { "" };
+    let n = secs.unsigned_abs();
+    let (h, m, s) = (n / 3600, n % 3600 / 60, n % 60);
+    if h > 0 {
+        format!("{sign}{h}h{m}m{s}s")
+    } else if m > 0 {
+        format!("{sign}{m}m{s}s")
+    } else {
+        format!("{sign}{s}s")
+    }
+}
+
+/// Go's `time.ParseDuration` to whole seconds (`1h30m`, `-24h`, `90s`).
+fn parse_duration(t: &str) -> Option<i64> {
+    parse_duration_f64(t).map(|f| f as i64)
+}
+
+/// Go's `time.ParseDuration`, in seconds.
+fn parse_duration_f64(t: &str) -> Option<f64> {
+    let (neg, mut rest) = match t.strip_prefix('-') {
+        Some(r) => (true, r),
+        None => (false, t.strip_prefix('+').unwrap_or(t)),
+    };
+    let mut total = 0f64;
+    while !rest.is_empty() {
+        let n = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let num: f64 = rest[..n].parse().ok()?;
+        rest = &rest[n..];
+        let u = rest
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(rest.len());
+        let mult = match &rest[..u] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 0.001,
+            "us" | "µs" => 0.000_001,
+            "ns" => 0.000_000_001,
+            _ => return None,
+        };
+        total += num * mult;
+        rest = &rest[u..];
+    }
+    Some(if neg { -total } else { total })
+}
+
+/// Sprig's `durationRound`: the largest unit the duration exceeds, whole, without a sign
+/// (`2h10m5s` is `2h`, `36h` `1d`, `800h` `1mo`); a string by `time.ParseDuration`, an
+/// integer as nanoseconds, a time as the time since `now`, anything else 0.
+fn duration_round(v: &Value) -> String {
+    let nanos: u128 = match v {
+        Value::Str(t) => match parse_duration_f64(t) {
+            Some(secs) => (secs.abs() * 1e9) as u128,
+            None => 0,
+        },
+        Value::Int(n) => u128::from(n.unsigned_abs()),
+        Value::Object(o) if o.type_name() == "time.Time" => {
+            u128::from((FIXED_NOW - time_arg(v)).unsigned_abs()) * 1_000_000_000
+        }
+        _ => 0,
+    };
+    const S: u128 = 1_000_000_000;
+    for (unit, name) in [
+        (S * 3600 * 24 * 365, "y"),
+        (S * 3600 * 24 * 30, "mo"),
+        (S * 3600 * 24, "d"),
+        (S * 3600, "h"),
+        (S * 60, "m"),
+        (S, "s"),
+    ] {
+        if nanos > unit {
+            return format!("{}{name}", nanos / unit);
+        }
+    }
+    "0s".into()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dates_are_read_by_their_layout() {
+        // Helm v4.2.3's `toDate L V | unixEpoch`.
+        assert_eq!(super::parse("2006-01-02", "2021-03-04"), Ok(1_614_816_000));
+        assert_eq!(
+            super::parse("2006-01-02T15:04:05Z07:00", "2021-03-04T05:06:07+02:00"),
+            Ok(1_614_827_167)
+        );
+        assert_eq!(
+            super::parse("Jan 2, 2006 3:04 PM MST", "Mar 4, 2021 5:06 PM UTC"),
+            Ok(1_614_877_560)
+        );
+        assert_eq!(
+            super::parse("15:04:05", "10:00:00.123"),
+            Ok(-62_167_183_200)
+        );
+        assert_eq!(
+            super::parse("2006-01-02", "x"),
+            Err(r#"parsing time "x" as "2006-01-02": cannot parse "x" as "2006""#.into())
+        );
+        assert_eq!(
+            super::parse("2006-01-02", "2021-02-30"),
+            Err(r#"parsing time "2021-02-30": day out of range"#.into())
+        );
+        assert_eq!(
+            super::parse("2006-01-02", "2021-03-04x"),
+            Err(r#"parsing time "2021-03-04x": extra text: "x""#.into())
+        );
+        assert_eq!(
+            super::format(super::ZERO_TIME, "2006-01-02 15:04"),
+            "0001-01-01 00:00"
+        );
+        assert_eq!(
+            super::format(1_614_816_000, "002 __2 5 -07 Z07"),
+            "063  63 0 +00 Z"
+        );
+    }
+
+    #[test]
+    fn go_layouts() {
+        assert_eq!(
+            super::format(super::FIXED_NOW, "2006-01-02T15:04:05Z07:00"),
+            "2000-01-01T00:00:00Z"
+        );
+        assert_eq!(
+            super::format(
+                super::FIXED_NOW + 86_400 * 31 + 3661,
+                "Jan 2 Mon 03:04:05 PM"
+            ),
+            "Feb 1 Tue 01:01:01 AM"
+        );
+    }
+}

@@ -1,0 +1,1420 @@
+//! Execution of parsed templates, after Go's `text/template/exec.go`: dot and `$`,
+//! variables with Go's scoping, field chains on maps and objects, method calls with the
+//! piped value as last argument, lazy `and`/`or`, `range` over lists, maps (sorted keys)
+//! and ints, `break`/`continue`, `template` with a fresh variable scope.
+//!
+//! `missingkey=zero` as Helm sets it: a missing map key is nil, printed as `<no value>`;
+//! a field of nil is Go's "nil pointer evaluating interface {}.X" error.
+
+use super::parse::{Arg, Branch, Cmd, FuncId, Node, Pipe, Pos, Span, Tree};
+use super::value::Value;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// A function as templates call it: it may execute templates (`include`, `tpl`).
+///
+/// A `Box`, not an `Rc`: nearly every function captures nothing, and a boxed zero-sized
+/// closure allocates nothing, where an `Rc` of it was one allocation per function per
+/// render (the table is built for every render). A call borrows it through the execution's
+/// `Rc<Funcs>`.
+pub type Func = Box<dyn Fn(&mut Exec, &[Value]) -> Result<Value, String>>;
+
+/// FxHash (rustc's): names are short and not attacker-chosen, and SipHash was a visible
+/// part of every function and template lookup. Only used for lookups, never iterated into
+/// output.
+#[derive(Default, Clone, Copy)]
+pub struct FxHasher(u64);
+
+impl FxHasher {
+    #[inline]
+    fn add(&mut self, w: u64) {
+        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
+    }
+}
+
+impl Hasher for FxHasher {
+    /// Eight bytes a step, then the tail in at most three steps (4, 2, 1 bytes): a name's
+    /// tail was hashed a byte a step, and names are hashed for every function call the
+    /// parser resolves and every template looked up.
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut b = bytes;
+        while let Some((w, rest)) = b.split_first_chunk::<8>() {
+            self.add(u64::from_le_bytes(*w));
+            b = rest;
+        }
+        if let Some((w, rest)) = b.split_first_chunk::<4>() {
+            self.add(u64::from(u32::from_le_bytes(*w)));
+            b = rest;
+        }
+        if let Some((w, rest)) = b.split_first_chunk::<2>() {
+            self.add(u64::from(u16::from_le_bytes(*w)));
+            b = rest;
+        }
+        if let Some(&x) = b.first() {
+            self.add(u64::from(x));
+        }
+    }
+    /// `str`'s hash ends with one such byte.
+    #[inline]
+    fn write_u8(&mut self, i: u8) {
+        self.add(u64::from(i));
+    }
+    #[inline]
+    fn write_usize(&mut self, i: usize) {
+        self.add(i as u64);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// A `HashMap` with [`FxHasher`].
+pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+
+/// About how many functions Helm's table has (Sprig's and Helm's own): reserved up front,
+/// as growing the name map rehashed it several times for every render.
+const TABLE_SIZE: usize = 320;
+
+/// The registered functions: a table indexed by [`FuncId`] (the parser resolves each call's
+/// name once; execution indexes) and the names that resolve to it.
+///
+/// Names are `&'static str` (every function is registered under a literal): the table is
+/// built for every render, and two `String`s per name were a visible part of it.
+#[derive(Default)]
+pub struct Funcs {
+    ids: FxMap<&'static str, FuncId>,
+    table: Vec<(&'static str, Func)>,
+}
+
+impl Funcs {
+    /// Registers `name`; registering a name again replaces its function (same id). Ids
+    /// are given in registration order.
+    pub fn add(
+        &mut self,
+        name: &'static str,
+        f: impl Fn(&mut Exec, &[Value]) -> Result<Value, String> + 'static,
+    ) {
+        let f: Func = Box::new(f);
+        if self.table.is_empty() {
+            self.table.reserve(TABLE_SIZE);
+            self.ids.reserve(TABLE_SIZE);
+        }
+        match self.ids.get(name) {
+            Some(id) => self.table[id.0 as usize].1 = f,
+            None => {
+                let id = FuncId(self.table.len() as u32);
+                self.ids.insert(name, id);
+                self.table.push((name, f));
+            }
+        }
+    }
+    /// The id a template's call of `name` resolves to (`and`/`or` included).
+    pub fn id(&self, name: &str) -> Option<FuncId> {
+        self.resolver().id(name)
+    }
+    /// The name-to-id part of the table, which (unlike the functions) can be shared with
+    /// a parsing thread.
+    pub fn resolver(&self) -> FuncNames<'_> {
+        FuncNames(Names::Table(&self.ids))
+    }
+    /// The name-to-id table alone, kept where no `Funcs` lives: a chart's templates are
+    /// parsed while it loads, before any render has a table ([`FuncNames::of`]). Made
+    /// once (it is kept), so its owned names cost nothing per render.
+    pub fn into_names(self) -> FxMap<String, FuncId> {
+        // The order does not matter: the pairs go into another map.
+        #[allow(clippy::iter_over_hash_type)]
+        self.ids
+            .into_iter()
+            .map(|(name, id)| (name.to_string(), id))
+            .collect()
+    }
+    pub fn has(&self, name: &str) -> bool {
+        self.id(name).is_some()
+    }
+    pub fn get(&self, name: &str) -> Option<&Func> {
+        self.ids.get(name).map(|id| &self.table[id.0 as usize].1)
+    }
+    /// The name of a function id.
+    pub fn name(&self, id: FuncId) -> &str {
+        match id {
+            FuncId::AND => "and",
+            FuncId::OR => "or",
+            _ => self.table.get(id.0 as usize).map_or("", |(n, _)| n),
+        }
+    }
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.table.iter().map(|(n, _)| n.to_string()).collect();
+        v.push("and".into());
+        v.push("or".into());
+        v.sort();
+        v
+    }
+}
+
+/// Resolves function names to ids; `Sync`.
+#[derive(Clone, Copy)]
+pub struct FuncNames<'a>(Names<'a>);
+
+/// A render's table's names, or the ones [`Funcs::into_names`] kept.
+#[derive(Clone, Copy)]
+enum Names<'a> {
+    Table(&'a FxMap<&'static str, FuncId>),
+    Kept(&'a FxMap<String, FuncId>),
+}
+
+impl<'a> FuncNames<'a> {
+    /// The resolver of a table [`Funcs::into_names`] kept.
+    pub fn of(ids: &'a FxMap<String, FuncId>) -> Self {
+        FuncNames(Names::Kept(ids))
+    }
+    pub fn id(&self, name: &str) -> Option<FuncId> {
+        match name {
+            "and" => Some(FuncId::AND),
+            "or" => Some(FuncId::OR),
+            _ => match self.0 {
+                Names::Table(ids) => ids.get(name).copied(),
+                Names::Kept(ids) => ids.get(name).copied(),
+            },
+        }
+    }
+}
+
+/// One named template: its list in the tree of its text and the file it was parsed from
+/// (for error locations).
+pub struct Tmpl {
+    pub name: String,
+    pub file: Rc<str>,
+    /// The tree of the text it was parsed from, shared by the text's templates.
+    pub tree: Rc<Tree>,
+    pub root: Span,
+    /// The string literals of the text it was parsed from (`Arg::Str` indexes them),
+    /// shared by the text's templates.
+    pub lits: Rc<LitValues>,
+    /// The bytes of its top-level text: what its output needs at least, reserved up front
+    /// (growing a large rendered file by doubling copied it several times).
+    pub text_len: usize,
+}
+
+/// A text's string literals, each made a value when it is first evaluated (most literals of
+/// a chart are in `define`s that never run: making every one a value up front was a
+/// visible part of adding a chart's templates).
+pub struct LitValues {
+    lits: super::parse::Lits,
+    values: Box<[std::cell::OnceCell<Value>]>,
+}
+
+impl LitValues {
+    fn new(lits: super::parse::Lits) -> LitValues {
+        let values = std::iter::repeat_with(std::cell::OnceCell::new)
+            .take(lits.len())
+            .collect();
+        LitValues { lits, values }
+    }
+
+    fn get(&self, i: usize) -> Value {
+        match self.values.get(i) {
+            Some(v) => v.get_or_init(|| Value::str(self.lits.get(i))).clone(),
+            None => Value::Nil,
+        }
+    }
+}
+
+fn text_len(tree: &Tree, list: Span) -> usize {
+    tree.list(list)
+        .iter()
+        .map(|n| match n {
+            Node::Text(t) => t.range().len(),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// A set of named templates; `tpl` layers a child set over its parent.
+#[derive(Default)]
+pub struct TemplateSet {
+    pub parent: Option<Rc<TemplateSet>>,
+    pub own: FxMap<String, Rc<Tmpl>>,
+}
+
+impl TemplateSet {
+    pub fn lookup(&self, name: &str) -> Option<Rc<Tmpl>> {
+        match self.own.get(name) {
+            Some(t) => Some(t.clone()),
+            None => self.parent.as_ref().and_then(|p| p.lookup(name)),
+        }
+    }
+
+    /// Adds a text parsed as `name` (from `file`) with its `define`s; later ones win, as
+    /// Go's `AddParseTree` replaces (an empty body does not replace an existing one).
+    pub fn add(&mut self, name: &str, file: &str, parsed: super::parse::Parsed) {
+        let file: Rc<str> = Rc::from(file);
+        let lits = Rc::new(LitValues::new(parsed.lits));
+        let tree = Rc::new(parsed.tree);
+        for (dname, body) in parsed.defines {
+            self.own.insert(
+                dname.clone(),
+                Rc::new(Tmpl {
+                    name: dname,
+                    file: file.clone(),
+                    text_len: text_len(&tree, body),
+                    tree: tree.clone(),
+                    root: body,
+                    lits: lits.clone(),
+                }),
+            );
+        }
+        let keep_existing = self.own.contains_key(name) && is_empty_tree(&tree, parsed.root);
+        if !keep_existing {
+            self.own.insert(
+                name.to_string(),
+                Rc::new(Tmpl {
+                    name: name.to_string(),
+                    file,
+                    text_len: text_len(&tree, parsed.root),
+                    tree,
+                    root: parsed.root,
+                    lits,
+                }),
+            );
+        }
+    }
+}
+
+/// Go's `IsEmptyTree`: only whitespace text.
+fn is_empty_tree(tree: &Tree, list: Span) -> bool {
+    tree.list(list).iter().all(|n| match n {
+        Node::Text(t) => tree.str(*t).trim().is_empty(),
+        _ => false,
+    })
+}
+
+/// An execution error, in Go's words: `template: LOC: executing "NAME" at <WHAT>: MSG`.
+#[derive(Debug, Clone)]
+pub struct ExecError {
+    /// `file:line:col` of the node that failed.
+    pub location: String,
+    pub name: String,
+    pub what: String,
+    pub message: String,
+    /// Raised before any node ran (`ExecuteTemplate` of an unknown name): Go's text is
+    /// `template: MSG`, with no location.
+    pub unplaced: bool,
+}
+
+impl std::fmt::Display for ExecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.unplaced {
+            return write!(f, "template: {}", self.message);
+        }
+        write!(
+            f,
+            "template: {}: executing \"{}\" at <{}>: {}",
+            self.location, self.name, self.what, self.message
+        )
+    }
+}
+
+/// The constant that starts at byte `off` of a template's text, as written (`1`, `"a"`).
+fn constant_text(src: &str, off: usize) -> &str {
+    let rest = src.get(off..).unwrap_or("");
+    rest.get(..token_end(rest.as_bytes(), 0)).unwrap_or(rest)
+}
+
+/// Where the operand token that starts at `b[i]` ends: a quoted, raw or character constant
+/// at its closing quote, a parenthesis or `|` after itself, anything else at the space,
+/// parenthesis, `|` or `}}` after it. Byte offsets, never inside a character (every
+/// delimiter is ASCII).
+fn token_end(b: &[u8], i: usize) -> usize {
+    match b.get(i) {
+        None => i,
+        Some(&q @ (b'"' | b'\'')) => {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != q {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            (j + 1).min(b.len())
+        }
+        Some(b'`') => b[i + 1..]
+            .iter()
+            .position(|&c| c == b'`')
+            .map_or(b.len(), |j| i + j + 2),
+        Some(b'(' | b')' | b'|') => i + 1,
+        Some(_) => {
+            let mut j = i;
+            while j < b.len()
+                && !b[j].is_ascii_whitespace()
+                && !matches!(b[j], b'(' | b')' | b'|')
+                && !b[j..].starts_with(b"}}")
+            {
+                j += 1;
+            }
+            j
+        }
+    }
+}
+
+/// Go's `CommandNode.String()` for the command that starts at byte `off` of a template's
+/// text, as a failing call's error names it (`at <include "x" .>`): its operands as written,
+/// one space apart, up to the `|`, `)` or `}}` that ends it; a parenthesized pipeline inside
+/// it prints as `(a | b)`.
+fn command_text(src: &str, off: usize) -> String {
+    let Some(rest) = src.get(off..) else {
+        return String::new();
+    };
+    let b = rest.as_bytes();
+    let (mut out, mut depth, mut i, mut space) = (String::new(), 0usize, 0, false);
+    while i < b.len() {
+        let c = b[i];
+        if c.is_ascii_whitespace() {
+            space = true;
+            i += 1;
+            continue;
+        }
+        if b[i..].starts_with(b"}}")
+            || (space && b[i..].starts_with(b"-}}"))
+            || (depth == 0 && matches!(c, b'|' | b')'))
+        {
+            break;
+        }
+        let start = i;
+        i = token_end(b, i);
+        let tok = rest.get(start..i).unwrap_or("");
+        match tok {
+            "(" => depth += 1,
+            ")" => depth -= 1,
+            _ => {}
+        }
+        let glued = out.is_empty() || out.ends_with('(') || tok == ")";
+        if !glued && (space || tok == "|" || out.ends_with('|')) {
+            out.push(' ');
+        }
+        out.push_str(tok);
+        space = false;
+    }
+    out
+}
+
+/// What a `range` walks.
+enum Items {
+    List(Rc<Vec<Value>>),
+    Int(i64),
+    Pairs(std::vec::IntoIter<(Value, Value)>),
+}
+
+enum Flow {
+    Normal,
+    Break,
+    Continue,
+}
+
+/// Go's limit on nested template calls (text/template exec.go `maxExecDepth`). Go counts
+/// `{{template}}` only (an `include` starts a fresh execution; Helm bounds those itself,
+/// [`Exec::included`]); kiln counts both, which only a chart nesting 100,000 calls deep sees.
+const MAX_DEPTH: usize = 100_000;
+
+/// Stack kept free below each template call, and the segment added when less is left: an
+/// execution recurses once per nested call, and 100,000 of them do not fit in a thread's
+/// stack (a self-`include` overflowed it at about 700), so deep calls continue on heap
+/// segments (`stacker`, ADR 0015).
+const STACK_RED_ZONE: usize = 256 * 1024;
+const STACK_SEGMENT: usize = 8 * 1024 * 1024;
+
+/// The state of one execution.
+pub struct Exec<'a> {
+    pub set: Rc<TemplateSet>,
+    pub funcs: Rc<Funcs>,
+    /// Variables in scope, innermost last. Names are shared with the tree (`Pipe::decl`).
+    vars: Vec<(Arc<str>, Value)>,
+    /// Where the running template's variables start in `vars`.
+    base: usize,
+    /// `$`, the name every template run starts with.
+    dollar: Arc<str>,
+    depth: usize,
+    /// The names of the `include` calls running, outermost first: Helm's `includedNames`
+    /// (pkg/engine/engine.go), which refuses a name nested more than 1,000 deep.
+    pub included: Vec<Rc<str>>,
+    /// The template being executed (for errors and `tpl`'s name).
+    cur: Option<Rc<Tmpl>>,
+    /// Host data for functions (the chart context).
+    pub host: Rc<dyn std::any::Any>,
+    /// Emptied argument lists, reused by function calls (a new `Vec` per call was an
+    /// allocation per call; calls nest, so there is one per depth in use).
+    arg_lists: Vec<Vec<Value>>,
+    /// What object methods may use (`.Files` reads through its file system).
+    pub cx: super::value::Cx<'a>,
+    /// The regexps the `regex*` functions compiled in this execution, by pattern: charts
+    /// call them with the same few literal patterns for every resource. Kept for one
+    /// execution (one render) only, as every render compiles its own.
+    pub regexes: FxMap<String, Rc<regex::Regex>>,
+    /// The same for ASCII patterns on ASCII text, compiled without Unicode (regex-lite's
+    /// first, then the `regex` crate's); see `funcs::ascii_regex_of`.
+    pub ascii_regexes: FxMap<String, crate::funcs::goregex::AsciiSlot>,
+}
+
+type R<T> = Result<T, ExecError>;
+
+impl<'a> Exec<'a> {
+    pub fn new(set: Rc<TemplateSet>, funcs: Rc<Funcs>, host: Rc<dyn std::any::Any>) -> Self {
+        Exec {
+            set,
+            funcs,
+            vars: Vec::new(),
+            base: 0,
+            dollar: Arc::from("$"),
+            depth: 0,
+            included: Vec::new(),
+            cur: None,
+            host,
+            arg_lists: Vec::new(),
+            cx: Default::default(),
+            regexes: FxMap::default(),
+            ascii_regexes: FxMap::default(),
+        }
+    }
+
+    /// Ends the execution and hands back its parsed trees, for the caller to drop where it
+    /// costs nothing (they are `Send`). Trees still shared elsewhere are left to their other
+    /// holders.
+    pub fn into_trees(self) -> Vec<Tree> {
+        let Ok(set) = Rc::try_unwrap(self.set) else {
+            return Vec::new();
+        };
+        // The order does not matter: the trees are only dropped.
+        #[allow(clippy::iter_over_hash_type)]
+        let shared: Vec<Rc<Tree>> = set
+            .own
+            .into_values()
+            .filter_map(|t| Rc::try_unwrap(t).ok())
+            .map(|t| t.tree)
+            .collect();
+        // A text's templates share its tree: the last of them to be unwrapped gets it.
+        shared
+            .into_iter()
+            .filter_map(|t| Rc::try_unwrap(t).ok())
+            .collect()
+    }
+
+    /// The name of the template being executed (Helm's `tpl` parses under it).
+    pub fn current_name(&self) -> String {
+        self.cur
+            .as_ref()
+            .map(|t| t.name.clone())
+            .unwrap_or_default()
+    }
+
+    /// Executes the template `name` with `dot`, returning its output.
+    pub fn execute(&mut self, name: &str, dot: Value) -> R<String> {
+        let Some(t) = self.set.lookup(name) else {
+            return Err(ExecError {
+                location: name.to_string(),
+                name: name.to_string(),
+                what: String::new(),
+                message: format!("no template \"{name}\" associated with template \"gotpl\""),
+                unplaced: true,
+            });
+        };
+        self.run(t, dot)
+    }
+
+    /// Executes a template tree with a new variable scope.
+    pub fn run(&mut self, t: Rc<Tmpl>, dot: Value) -> R<String> {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.run_here(t, dot))
+    }
+
+    fn run_here(&mut self, t: Rc<Tmpl>, dot: Value) -> R<String> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.err_at(
+                Pos::NONE,
+                "",
+                format!("exceeded maximum template depth ({MAX_DEPTH})"),
+            ));
+        }
+        self.depth += 1;
+        // A fresh scope on the same stack: the caller's variables stay below `base`, out
+        // of sight (a new Vec for every `include` was an allocation per call).
+        let saved_base = std::mem::replace(&mut self.base, self.vars.len());
+        self.vars.push((self.dollar.clone(), dot.clone()));
+        let saved_cur = self.cur.replace(t.clone());
+        let mut out = String::with_capacity(t.text_len);
+        let r = self.walk(&dot, &t.tree, t.root, &mut out);
+        self.vars.truncate(self.base);
+        self.base = saved_base;
+        self.cur = saved_cur;
+        self.depth -= 1;
+        r.map(|_| out)
+    }
+
+    fn err_at_site(&self, (pos, what): (Pos, String), message: String) -> ExecError {
+        self.err_at(pos, &what, message)
+    }
+
+    fn err_at(&self, pos: Pos, what: &str, message: String) -> ExecError {
+        let (file, name, (line, col)) = match &self.cur {
+            Some(t) if pos != Pos::NONE => (
+                t.file.to_string(),
+                t.name.clone(),
+                super::parse::line_col(&t.tree.src, pos.0 as usize),
+            ),
+            Some(t) => (t.file.to_string(), t.name.clone(), (0, 0)),
+            None => (String::new(), String::new(), (0, 0)),
+        };
+        ExecError {
+            location: format!("{file}:{line}:{col}"),
+            name,
+            what: what.to_string(),
+            message,
+            unplaced: false,
+        }
+    }
+
+    fn walk(&mut self, dot: &Value, t: &Tree, list: Span, out: &mut String) -> R<Flow> {
+        for n in t.list(list) {
+            match n {
+                Node::Text(s) => out.push_str(t.str(*s)),
+                Node::Action(p) => {
+                    let p = &t.pipes[*p as usize];
+                    let v = self.pipe(dot, t, p)?;
+                    if p.decl.is_empty() {
+                        print_value(&v, out);
+                    }
+                }
+                Node::If(b) => {
+                    let mark = self.vars.len();
+                    let v = self.pipe(dot, t, &t.pipes[b.pipe as usize])?;
+                    let f = if v.truthy() {
+                        self.walk(dot, t, b.list, out)?
+                    } else if let Some(e) = b.else_list {
+                        self.walk(dot, t, e, out)?
+                    } else {
+                        Flow::Normal
+                    };
+                    self.vars.truncate(mark);
+                    if !matches!(f, Flow::Normal) {
+                        return Ok(f);
+                    }
+                }
+                Node::With(b) => {
+                    let mark = self.vars.len();
+                    let v = self.pipe(dot, t, &t.pipes[b.pipe as usize])?;
+                    let f = if v.truthy() {
+                        self.walk(&v, t, b.list, out)?
+                    } else if let Some(e) = b.else_list {
+                        self.walk(dot, t, e, out)?
+                    } else {
+                        Flow::Normal
+                    };
+                    self.vars.truncate(mark);
+                    if !matches!(f, Flow::Normal) {
+                        return Ok(f);
+                    }
+                }
+                Node::Range(b) => self.range(dot, t, b, out)?,
+                Node::Template { name, pipe, pos } => {
+                    let d = match pipe {
+                        Some(p) => self.pipe(dot, t, &t.pipes[*p as usize])?,
+                        None => Value::Nil,
+                    };
+                    let name = &*t.names[*name as usize];
+                    let Some(tm) = self.set.lookup(name) else {
+                        return Err(self.err_at(
+                            *pos,
+                            &format!("template \"{name}\""),
+                            format!("template \"{name}\" not defined"),
+                        ));
+                    };
+                    let s = self.run(tm, d)?;
+                    out.push_str(&s);
+                }
+                Node::Break(_) => return Ok(Flow::Break),
+                Node::Continue(_) => return Ok(Flow::Continue),
+            }
+        }
+        Ok(Flow::Normal)
+    }
+
+    fn range(&mut self, dot: &Value, t: &Tree, b: &Branch, out: &mut String) -> R<()> {
+        let mark = self.vars.len();
+        let pipe = &t.pipes[b.pipe as usize];
+        let decl = &t.decls[pipe.decl.range()];
+        let coll = self.pipe_no_decl(dot, t, pipe)?;
+        for v in decl {
+            if !pipe.is_assign {
+                self.vars.push((v.clone(), Value::Nil));
+            }
+        }
+        // Lists (immutable) and ints are walked in place; maps are read into pairs first, as
+        // the body may change the map it ranges over (Go ranges over its sorted keys). A key
+        // is made a value only for a `$k, $v :=` range: a string per entry was made and
+        // dropped unread by every other range over a map.
+        let keys = decl.len() >= 2;
+        let mut items = match &coll {
+            Value::List(l) => Items::List(l.clone()),
+            Value::Map(m) => Items::Pairs(
+                m.borrow()
+                    .iter()
+                    .map(|(k, v)| (if keys { Value::str(k) } else { Value::Nil }, v.clone()))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            ),
+            Value::Int(n) => Items::Int(*n),
+            Value::Nil => Items::Pairs(Vec::new().into_iter()),
+            Value::Object(o) if o.entry_count().is_some() => Items::Pairs(
+                o.range(&self.cx)
+                    .unwrap_or(Ok(Vec::new()))
+                    .map_err(|e| self.err_at(pipe.pos, "range", e))?
+                    .into_iter()
+                    .map(|(k, v)| (Value::from(k), v))
+                    .collect::<Vec<_>>()
+                    .into_iter(),
+            ),
+            other => {
+                return Err(self.err_at(
+                    pipe.pos,
+                    "range",
+                    format!("range can't iterate over {}", other.go_string()),
+                ));
+            }
+        };
+        let empty = match &items {
+            Items::List(l) => l.is_empty(),
+            Items::Int(n) => *n <= 0,
+            Items::Pairs(p) => p.len() == 0,
+        };
+        if empty {
+            if let Some(e) = b.else_list {
+                self.walk(dot, t, e, out)?;
+            }
+            self.vars.truncate(mark);
+            return Ok(());
+        }
+        let mut i = 0usize;
+        loop {
+            let (k, v) = match &mut items {
+                Items::List(l) => match l.get(i) {
+                    Some(v) => (Value::Int(i as i64), v.clone()),
+                    None => break,
+                },
+                Items::Int(n) => {
+                    if i as i64 >= *n {
+                        break;
+                    }
+                    (Value::Int(i as i64), Value::Int(i as i64))
+                }
+                Items::Pairs(p) => match p.next() {
+                    Some(kv) => kv,
+                    None => break,
+                },
+            };
+            i += 1;
+            match decl.len() {
+                0 => {}
+                1 => self.set_var(&decl[0], v.clone()),
+                _ => {
+                    self.set_var(&decl[0], k);
+                    self.set_var(&decl[1], v.clone());
+                }
+            }
+            let inner = self.vars.len();
+            let f = self.walk(&v, t, b.list, out)?;
+            self.vars.truncate(inner);
+            if matches!(f, Flow::Break) {
+                break;
+            }
+        }
+        self.vars.truncate(mark);
+        Ok(())
+    }
+
+    fn set_var(&mut self, name: &str, v: Value) {
+        let base = self.base;
+        if let Some(slot) = self.vars[base..]
+            .iter_mut()
+            .rev()
+            .find(|(n, _)| &**n == name)
+        {
+            slot.1 = v;
+        }
+    }
+
+    fn var(&self, name: &str) -> Value {
+        self.vars[self.base..]
+            .iter()
+            .rev()
+            .find(|(n, _)| &**n == name)
+            .map(|(_, v)| v.clone())
+            .unwrap_or(Value::Nil)
+    }
+
+    fn pipe(&mut self, dot: &Value, t: &Tree, p: &Pipe) -> R<Value> {
+        let v = self.pipe_no_decl(dot, t, p)?;
+        for name in &t.decls[p.decl.range()] {
+            if p.is_assign {
+                self.set_var(name, v.clone());
+            } else {
+                self.vars.push((name.clone(), v.clone()));
+            }
+        }
+        Ok(v)
+    }
+
+    fn pipe_no_decl(&mut self, dot: &Value, t: &Tree, p: &Pipe) -> R<Value> {
+        let mut fin: Option<Value> = None;
+        for c in &t.cmds[p.cmds.range()] {
+            fin = Some(self.cmd(dot, t, c, fin)?);
+        }
+        Ok(fin.unwrap_or(Value::Nil))
+    }
+
+    fn cmd(&mut self, dot: &Value, t: &Tree, c: &Cmd, fin: Option<Value>) -> R<Value> {
+        let args = &t.args[c.args.range()];
+        let first = &args[0];
+        let rest = &args[1..];
+        match first {
+            Arg::Field(chain, pos) => self.field_chain(
+                dot,
+                t,
+                dot.clone(),
+                Some(""),
+                t.str(*chain),
+                rest,
+                fin,
+                *pos,
+            ),
+            Arg::Chain(term, chain, pos) => {
+                let base = self.arg(dot, t, &t.args[*term as usize])?;
+                self.field_chain(dot, t, base, None, t.str(*chain), rest, fin, *pos)
+            }
+            Arg::Var(name, chain, pos) => {
+                let name = t.str(*name);
+                let base = self.var(name);
+                if chain.is_empty() {
+                    self.not_a_function(rest, &fin, *pos, name)?;
+                    return Ok(base);
+                }
+                self.field_chain(dot, t, base, Some(name), t.str(*chain), rest, fin, *pos)
+            }
+            Arg::Ident(id, pos) => self.call(dot, t, *id, rest, fin, *pos),
+            Arg::Pipe(p) => {
+                let p = &t.pipes[*p as usize];
+                self.not_a_function(rest, &fin, p.pos, "pipeline")?;
+                self.pipe(dot, t, p)
+            }
+            Arg::Nil(pos) => {
+                self.not_a_function(rest, &fin, *pos, "nil")?;
+                Err(self.err_at(*pos, "nil", "nil is not a command".into()))
+            }
+            other => {
+                let pos = c.pos;
+                if !rest.is_empty() || fin.is_some() {
+                    // Go names the constant as written (`<1>`, `<"a">`, `<.>`).
+                    let text = constant_text(&t.src, pos.0 as usize);
+                    self.not_a_function(rest, &fin, pos, text)?;
+                }
+                self.arg(dot, t, other)
+            }
+        }
+    }
+
+    fn not_a_function(&self, rest: &[Arg], fin: &Option<Value>, pos: Pos, what: &str) -> R<()> {
+        if !rest.is_empty() || fin.is_some() {
+            return Err(self.err_at(
+                pos,
+                what,
+                format!("can't give argument to non-function {what}"),
+            ));
+        }
+        Ok(())
+    }
+
+    fn arg(&mut self, dot: &Value, t: &Tree, a: &Arg) -> R<Value> {
+        Ok(match a {
+            Arg::Field(chain, pos) => self.field_chain(
+                dot,
+                t,
+                dot.clone(),
+                Some(""),
+                t.str(*chain),
+                &[],
+                None,
+                *pos,
+            )?,
+            Arg::Dot(_) => dot.clone(),
+            Arg::Var(name, chain, pos) => {
+                let name = t.str(*name);
+                let base = self.var(name);
+                if chain.is_empty() {
+                    base
+                } else {
+                    self.field_chain(dot, t, base, Some(name), t.str(*chain), &[], None, *pos)?
+                }
+            }
+            Arg::Ident(id, pos) => self.call(dot, t, *id, &[], None, *pos)?,
+            Arg::Chain(term, chain, pos) => {
+                let base = self.arg(dot, t, &t.args[*term as usize])?;
+                self.field_chain(dot, t, base, None, t.str(*chain), &[], None, *pos)?
+            }
+            Arg::Pipe(p) => self.pipe(dot, t, &t.pipes[*p as usize])?,
+            Arg::Str(i) => match &self.cur {
+                Some(t) => t.lits.get(*i as usize),
+                None => Value::Nil,
+            },
+            Arg::Int(n) => Value::Int(*n),
+            Arg::Float(f) => Value::Float(*f),
+            Arg::Bool(b) => Value::Bool(*b),
+            Arg::Nil(_) => Value::Nil,
+            Arg::Overflow(text, pos) => {
+                let text = t.str(*text);
+                return Err(self.err_at(*pos, text, format!("{text} overflows int")));
+            }
+        })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    /// `head` is what the chain hangs off as written: `""` for `.A.B`, `"$x"` for `$x.A.B`,
+    /// `None` for `(pipe).A.B`. Go's errors name the whole node (`<.Values.a.b>`) at the
+    /// node's position, which its parser puts at the chain's second part (`.a` of
+    /// `.Values.a.b`, `.A` of `$x.A`: the lexer makes `.Values` and `.a` two tokens and the
+    /// chain starts at the second); a `(pipe)` chain keeps naming the failing field.
+    #[allow(clippy::too_many_arguments)]
+    fn field_chain(
+        &mut self,
+        dot: &Value,
+        t: &Tree,
+        mut recv: Value,
+        head: Option<&str>,
+        chain: &str,
+        args: &[Arg],
+        fin: Option<Value>,
+        pos: Pos,
+    ) -> R<Value> {
+        if chain.is_empty() {
+            self.not_a_function(args, &fin, pos, ".")?;
+            return Ok(recv);
+        }
+        // Where an error is reported, and the node it names: worked out only for an error,
+        // a field chain is evaluated for nearly every action.
+        let site = |name: &str| match head {
+            Some(h) => {
+                let at = match h {
+                    "" => chain.find('.').map_or(0, |i| i + 1),
+                    var => var.len(),
+                };
+                (Pos(pos.0 + at as u32), format!("{h}.{chain}"))
+            }
+            None => (pos, format!(".{name}")),
+        };
+        // The names of the chain, cut at each `.` by a byte search: `split('.')`'s char
+        // searcher cost more than the (short) names it skipped, for every field evaluated.
+        let mut rest = Some(chain);
+        let mut at_start = true;
+        // Go names a receiver by its static type: what a map of the chain gave is an
+        // `interface {}` (evalField takes the type before looking inside).
+        let mut via_map = false;
+        let type_of = |via_map: bool, v: &Value| -> String {
+            if via_map {
+                "interface {}".to_string()
+            } else {
+                v.type_name()
+            }
+        };
+        while let Some(r) = rest {
+            let (name, last) = match r.bytes().position(|c| c == b'.') {
+                Some(d) => {
+                    rest = Some(&r[d + 1..]);
+                    (&r[..d], false)
+                }
+                None => {
+                    rest = None;
+                    (r, true)
+                }
+            };
+            let first = std::mem::replace(&mut at_start, false);
+            let has_args = last && (!args.is_empty() || fin.is_some());
+            // A nil base (dot, a variable, a pipeline result) is Go's invalid value: its
+            // fields are nil too. A nil met inside the chain (a map entry) is an error.
+            if first && recv.is_nil() {
+                return Ok(Value::Nil);
+            }
+            recv = match &recv {
+                Value::Map(m) => {
+                    if has_args {
+                        return Err(self.err_at_site(
+                            site(name),
+                            format!("{name} is not a method but has arguments"),
+                        ));
+                    }
+                    via_map = true;
+                    m.borrow().get(name).cloned().unwrap_or(Value::Nil)
+                }
+                Value::Object(o) => {
+                    let o = o.clone();
+                    // Struct fields and method results have their own types.
+                    let was_via_map = std::mem::replace(&mut via_map, false);
+                    // A field is read once: `.Capabilities.KubeVersion.Version` builds its
+                    // value for each read.
+                    let field = if has_args { None } else { o.field(name) };
+                    if let Some(v) = field {
+                        v
+                    } else {
+                        let mut vals = Vec::new();
+                        if last {
+                            for a in args {
+                                vals.push(self.arg(dot, t, a)?);
+                            }
+                            if let Some(f) = &fin {
+                                vals.push(f.clone());
+                            }
+                        }
+                        if let Some(want) = o.arity(name)
+                            && want != vals.len()
+                        {
+                            return Err(self.err_at_site(
+                                site(name),
+                                format!(
+                                    "wrong number of args for {name}: want {want} got {}",
+                                    vals.len()
+                                ),
+                            ));
+                        }
+                        match o.call(&self.cx, name, &vals) {
+                            Some(Ok(v)) => v,
+                            Some(Err(e)) => {
+                                return Err(self.err_at_site(
+                                    site(name),
+                                    format!("error calling {name}: {e}"),
+                                ));
+                            }
+                            None => {
+                                return Err(self.err_at_site(
+                                    site(name),
+                                    format!(
+                                        "can't evaluate field {name} in type {}",
+                                        type_of(was_via_map, &recv)
+                                    ),
+                                ));
+                            }
+                        }
+                    }
+                }
+                Value::Nil => {
+                    return Err(self.err_at_site(
+                        site(name),
+                        format!("nil pointer evaluating interface {{}}.{name}"),
+                    ));
+                }
+                other => {
+                    return Err(self.err_at_site(
+                        site(name),
+                        format!(
+                            "can't evaluate field {name} in type {}",
+                            type_of(via_map, other)
+                        ),
+                    ));
+                }
+            };
+        }
+        Ok(recv)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn call(
+        &mut self,
+        dot: &Value,
+        t: &Tree,
+        id: FuncId,
+        args: &[Arg],
+        fin: Option<Value>,
+        pos: Pos,
+    ) -> R<Value> {
+        // `and`/`or` evaluate their arguments lazily (Go 1.18).
+        if id == FuncId::AND || id == FuncId::OR {
+            let name = if id == FuncId::AND { "and" } else { "or" };
+            let total = args.len() + usize::from(fin.is_some());
+            if total == 0 {
+                return Err(self.err_at(
+                    pos,
+                    name,
+                    format!("wrong number of args for {name}: want at least 1 got 0"),
+                ));
+            }
+            let mut last = Value::Nil;
+            for a in args {
+                last = self.arg(dot, t, a)?;
+                if (name == "and") != last.truthy() {
+                    return Ok(last);
+                }
+            }
+            if let Some(f) = fin {
+                last = f;
+            }
+            return Ok(last);
+        }
+        // The table is borrowed through a clone of its `Rc` (one count), as the function
+        // gets the execution mutably.
+        let funcs = self.funcs.clone();
+        let Some((_, f)) = funcs.table.get(id.0 as usize) else {
+            return Err(self.err_at(pos, "", "not a defined function".into()));
+        };
+        let mut vals = self.arg_lists.pop().unwrap_or_default();
+        for a in args {
+            vals.push(self.arg(dot, t, a)?);
+        }
+        if let Some(v) = fin {
+            vals.push(v);
+        }
+        // What reflect's Call passes (`and`/`or` above return the operand itself).
+        for v in vals.iter_mut() {
+            if let Value::Object(o) = v
+                && let Some(copy) = o.as_argument()
+            {
+                *v = copy;
+            }
+        }
+        let r = f(self, &vals);
+        vals.clear();
+        self.arg_lists.push(vals);
+        r.map_err(|e| {
+            let name = self.funcs.name(id).to_string();
+            // Go names the whole command; a function called without operands (an operand
+            // itself, or a command of one word) is that word.
+            let what = if args.is_empty() {
+                name.clone()
+            } else {
+                command_text(&t.src, pos.0 as usize)
+            };
+            self.err_at(pos, &what, format!("error calling {name}: {e}"))
+        })
+    }
+}
+
+/// Go's `printValue`: nil is `<no value>`, everything else `fmt.Sprint`, written into the
+/// output (not made a string of its own first: ports and replica counts are printed so).
+fn print_value(v: &Value, out: &mut String) {
+    match v {
+        Value::Nil => out.push_str("<no value>"),
+        Value::Str(s) => out.push_str(s),
+        other => other.write_go_into(out),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::template::parse;
+    use std::collections::BTreeMap;
+
+    fn render(text: &str, dot: Value) -> Result<String, String> {
+        let mut funcs = Funcs::default();
+        funcs.add("include", |ex: &mut Exec, a| {
+            let Value::Str(name) = &a[0] else {
+                return Err("name".into());
+            };
+            ex.execute(name, a[1].clone())
+                .map(Value::from)
+                .map_err(|e| e.to_string())
+        });
+        funcs.add("list", |_, a| Ok(Value::List(Rc::new(a.to_vec()))));
+        let funcs = Rc::new(funcs);
+        let parsed = parse::parse("t", text, &|n: &str| funcs.id(n)).map_err(|e| e.to_string())?;
+        let mut set = TemplateSet::default();
+        set.add("t", "t", parsed);
+        let mut ex = Exec::new(Rc::new(set), funcs, Rc::new(()));
+        let out = ex.execute("t", dot).map_err(|e| e.to_string());
+        assert!(!ex.into_trees().is_empty());
+        out
+    }
+
+    /// Ids are given in registration order (templates may be parsed against a copy of
+    /// the names); registering a name again replaces its function under the same id.
+    #[test]
+    fn functions_keep_their_registration_ids() {
+        let mut f = Funcs::default();
+        f.add("a", |_, _| Ok(Value::Int(1)));
+        f.add("bb", |_, _| Ok(Value::Int(2)));
+        f.add("a", |_, _| Ok(Value::Int(3)));
+        let names: Vec<String> = (0..40).map(|n| "x".repeat(n + 1)).collect();
+        for n in &names {
+            f.add(n.clone().leak(), |_, _| Ok(Value::Nil));
+        }
+        assert_eq!(f.id("a").map(|i| i.0), Some(0));
+        assert_eq!(f.id("bb").map(|i| i.0), Some(1));
+        for (i, n) in names.iter().enumerate() {
+            assert_eq!(f.id(n).map(|i| i.0), Some(i as u32 + 2), "{n}");
+            assert_eq!(f.name(FuncId(i as u32 + 2)), n);
+        }
+        assert!(f.id("c").is_none() && f.id("").is_none() && f.id("xxxxxxxxx ").is_none());
+        assert!(f.id("and") == Some(FuncId::AND) && f.id("or") == Some(FuncId::OR));
+        let funcs = Rc::new(f);
+        let mut ex = Exec::new(Rc::new(TemplateSet::default()), funcs.clone(), Rc::new(()));
+        let got = (funcs.get("a").unwrap())(&mut ex, &[]).unwrap();
+        assert!(matches!(got, Value::Int(3)));
+        // The kept names resolve as the table does.
+        drop(ex);
+        let Ok(f) = Rc::try_unwrap(funcs) else {
+            panic!("shared")
+        };
+        let ids: Vec<Option<u32>> = ["a", "bb", "xxx", "and", "c"]
+            .iter()
+            .map(|n| f.id(n).map(|i| i.0))
+            .collect();
+        let kept = f.into_names();
+        let of = FuncNames::of(&kept);
+        let kept_ids: Vec<Option<u32>> = ["a", "bb", "xxx", "and", "c"]
+            .iter()
+            .map(|n| of.id(n).map(|i| i.0))
+            .collect();
+        assert_eq!(ids, kept_ids);
+    }
+
+    #[test]
+    fn a_define_shares_its_texts_tree_and_renders_the_same_every_time() {
+        let text = r#"{{define "x"}}[{{.}}{{with $y := .}}{{$y}}{{end}}]{{end}}{{template "x" 1}}{{include "x" 2}}{{template "x" 1}}{{ (include "x" 3) }}"#;
+        assert_eq!(render(text, Value::Nil).as_deref(), Ok("[11][22][11][33]"));
+    }
+
+    /// Go names the whole field node and puts it at the chain's second part (what real Helm
+    /// v4.2.3 reports for each, helm-python-sdk, the file named `t` here).
+    #[test]
+    fn field_errors_name_the_whole_chain_at_its_second_part() {
+        let values = || {
+            let mut v = BTreeMap::new();
+            v.insert("foo".to_string(), Value::map(BTreeMap::new()));
+            v.insert("n".to_string(), Value::Int(1));
+            let mut top = BTreeMap::new();
+            top.insert("Values".to_string(), Value::map(v));
+            Value::map(top)
+        };
+        let cases = [
+            (
+                "x: {{ .Values.foo.bar.baz }}",
+                "t:1:13",
+                "<.Values.foo.bar.baz>: nil pointer evaluating interface {}.baz",
+            ),
+            (
+                "x: {{ .Values.nope.baz }}",
+                "t:1:13",
+                "<.Values.nope.baz>: nil pointer evaluating interface {}.baz",
+            ),
+            (
+                "{{ $x := .Values }}x: {{ $x.foo.bar.baz }}",
+                "t:1:27",
+                "<$x.foo.bar.baz>: nil pointer evaluating interface {}.baz",
+            ),
+            (
+                "a: 1\n  x: {{ .Values.foo.bar.baz }}",
+                "t:2:15",
+                "<.Values.foo.bar.baz>: nil pointer",
+            ),
+            (
+                "{{ $x := 1 }}x: {{ $x.foo }}",
+                "t:1:21",
+                "<$x.foo>: can't evaluate field foo in type int",
+            ),
+            (
+                "x: {{ .Values.foo.bar 1 }}",
+                "t:1:13",
+                "<.Values.foo.bar>: bar is not a method but has arguments",
+            ),
+            // What a map gave is an `interface {}` to Go; a pipeline's result (`with`, a
+            // variable) is the value inside.
+            (
+                "x: {{ .Values.n.z }}",
+                "t:1:13",
+                "<.Values.n.z>: can't evaluate field z in type interface {}",
+            ),
+            (
+                "x: {{ with .Values.n }}{{ .z }}{{ end }}",
+                "t:1:26",
+                "<.z>: can't evaluate field z in type int",
+            ),
+        ];
+        for (text, at, what) in cases {
+            let err = render(text, values()).unwrap_err();
+            assert!(
+                err.starts_with(&format!("template: {at}: executing \"t\" at {what}")),
+                "{text:?}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn error_locations_are_counted_from_the_text_of_the_template() {
+        let mut m = BTreeMap::new();
+        m.insert("a".to_string(), Value::Nil);
+        let text = "a\n{{define \"x\"}}\n  {{ .a.b }}{{end}}\n{{template \"x\" .}}";
+        let err = render(text, Value::map(m)).unwrap_err();
+        assert!(
+            err.starts_with("template: t:3:7: executing \"x\" at <.a.b>: nil pointer"),
+            "{err}"
+        );
+        let err = render("{{define \"x\"}}\n\n {{ nope }}{{end}}", Value::Nil).unwrap_err();
+        assert_eq!(err, "template: t:3: function \"nope\" not defined");
+    }
+
+    #[test]
+    fn branches_ranges_and_variables_walk_the_flat_tree() {
+        let mut m = BTreeMap::new();
+        m.insert("b".to_string(), Value::Bool(true));
+        let mut inner = BTreeMap::new();
+        inner.insert("c".to_string(), Value::from("deep"));
+        m.insert("m".to_string(), Value::map(inner));
+        let dot = Value::map(m);
+        let cases = [
+            ("{{if .a}}A{{else if .b}}B{{else}}C{{end}}", "B"),
+            ("{{if .a}}A{{else if .z}}B{{else}}C{{end}}", "C"),
+            (
+                r#"{{range $i, $v := list "a" "b" "c"}}{{if $i}},{{end}}{{$i}}={{$v}}{{end}}"#,
+                "0=a,1=b,2=c",
+            ),
+            (
+                "{{range 3}}{{.}}{{end}}|{{range 0}}x{{else}}none{{end}}",
+                "012|none",
+            ),
+            (
+                "{{range list 1 2 3}}{{.}}{{if .}}{{break}}{{end}}{{end}}",
+                "1",
+            ),
+            ("{{range $k, $v := .m}}{{$k}}:{{$v}}{{end}}", "c:deep"),
+            // Without a key variable the keys are not made; the values are the same.
+            (
+                "{{range $v := .m}}{{$v}}{{end}}|{{range .m}}{{.}}{{end}}",
+                "deep|deep",
+            ),
+            (
+                "{{$x := 1}}{{with $y := 2}}{{$x}}{{$y}}{{end}}{{$x = 5}}{{$x}}",
+                "125",
+            ),
+            (
+                "{{ .m.c }} {{ $.m.c }} {{ (.m).c }} {{ with .m }}{{ .c }}{{ end }}",
+                "deep deep deep deep",
+            ),
+            ("  {{- .m.c -}}  \n{{/* c */}}{{ `raw` }}", "deepraw"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(render(text, dot.clone()).as_deref(), Ok(want), "{text}");
+        }
+    }
+
+    /// Number literals as Go types them: int64's edges are ints in every radix, a float is
+    /// only what is written as one, an integer past int64 but within uint64 parses and fails
+    /// when evaluated, and a larger one (or `09`, no octal and no float) does not parse.
+    #[test]
+    fn number_literals_are_typed_and_bounded_as_gos_parser_does() {
+        let dot = Value::Nil;
+        let cases = [
+            ("{{ -9223372036854775808 }}", "-9223372036854775808"),
+            ("{{ -0x8000000000000000 }}", "-9223372036854775808"),
+            ("{{ 9223372036854775807 }}", "9223372036854775807"),
+            (
+                "{{ 0o17 }} {{ 017 }} {{ 0b101 }} {{ 0x1F }} {{ 1_000 }}",
+                "15 15 5 31 1000",
+            ),
+            ("{{ 1e3 }} {{ 0x1p4 }} {{ 1.5 }}", "1000 16 1.5"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(render(text, dot.clone()).as_deref(), Ok(want), "{text}");
+        }
+        let err = render("{{ 9223372036854775808 }}", dot.clone()).unwrap_err();
+        assert!(
+            err.ends_with("at <9223372036854775808>: 9223372036854775808 overflows int"),
+            "{err}"
+        );
+        // Inside a branch that is not taken, the literal is never evaluated.
+        assert_eq!(
+            render(
+                "{{ if false }}{{ 18446744073709551615 }}{{ end }}",
+                dot.clone()
+            )
+            .as_deref(),
+            Ok("")
+        );
+        for text in [
+            "{{ 18446744073709551616 }}",
+            "{{ -9223372036854775809 }}",
+            "{{ 09 }}",
+        ] {
+            let err = render(text, dot.clone()).unwrap_err();
+            assert!(err.contains("integer overflow: \""), "{text}: {err}");
+        }
+        let err = render("{{ 1x }}", dot).unwrap_err();
+        assert!(err.contains("bad number syntax: \"1x\""), "{err}");
+    }
+
+    /// `nil` is an argument, never a command: Go refuses it at its own position wherever it
+    /// starts a command (alone, piped, as a condition, assigned).
+    #[test]
+    fn nil_is_not_a_command() {
+        for (text, col) in [
+            ("{{ nil }}", 3),
+            ("{{ nil | list }}", 3),
+            ("{{ if nil }}x{{ end }}", 6),
+            ("{{ $x := nil }}", 9),
+        ] {
+            let err = render(text, Value::Nil).unwrap_err();
+            assert_eq!(
+                err,
+                format!("template: t:1:{col}: executing \"t\" at <nil>: nil is not a command"),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            render("{{ list nil }}", Value::Nil).as_deref(),
+            Ok("[<nil>]")
+        );
+    }
+
+    /// A constant given arguments is named as written, as Go prints the node.
+    #[test]
+    fn a_constant_given_arguments_is_named_as_written() {
+        for (text, what) in [
+            ("{{ 1 2 }}", "1"),
+            ("{{ 0x10 2 }}", "0x10"),
+            ("{{ \"s\" 2 }}", "\"s\""),
+            ("{{ `r s` 2 }}", "`r s`"),
+            ("{{ . 2 }}", "."),
+            ("{{ true 2 }}", "true"),
+            ("{{ 1 | list }}", ""),
+        ] {
+            let got = render(text, Value::Nil);
+            if what.is_empty() {
+                assert_eq!(got.as_deref(), Ok("[1]"), "{text}");
+                continue;
+            }
+            let err = got.unwrap_err();
+            assert!(
+                err.ends_with(&format!(
+                    "at <{what}>: can't give argument to non-function {what}"
+                )),
+                "{text}: {err}"
+            );
+        }
+    }
+
+    /// A failing call is named by its whole command as Go's `CommandNode.String()` prints
+    /// it: operands as written, one space apart, inner pipelines as `(a | b)`, without the
+    /// value piped in; called without operands, by its name.
+    #[test]
+    fn a_failing_call_is_named_by_its_command() {
+        for (text, what) in [
+            ("{{ include \"nope\" . }}", "include \"nope\" ."),
+            ("{{ . | include   \"nope\" -}}", "include \"nope\""),
+            (
+                "{{ list (include `nope` ( list 1 |  list ) $.a) }}",
+                "include `nope` (list 1 | list) $.a",
+            ),
+            ("{{- include \"no}pe\" (.).x }}", "include \"no}pe\" (.).x"),
+            // Names may hold any letter: the text is cut at characters, never inside one.
+            ("{{ include \"é\" .é.ü }}", "include \"é\" .é.ü"),
+        ] {
+            let err = render(text, Value::Nil).unwrap_err();
+            assert!(
+                err.contains(&format!(" at <{what}>: error calling include: ")),
+                "{text}: {err}"
+            );
+        }
+    }
+}

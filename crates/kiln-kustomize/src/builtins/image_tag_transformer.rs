@@ -1,0 +1,28 @@
+//! `ImageTagTransformer` (kustomize `api/builtins/ImageTagTransformer.go`).
+
+use crate::filters::imagetag::{self, Image, ImagesError};
+use crate::types::fieldspec::UserFieldSpec;
+use crate::types::kustomization::nullable;
+use kiln_base::resource::Resource;
+use serde::Deserialize;
+
+/// The config: one image rule and extra fields holding images.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ImageTagTransformer {
+    #[serde(default)]
+    pub image_tag: Image,
+    #[serde(default, deserialize_with = "nullable")]
+    pub field_specs: Vec<UserFieldSpec>,
+}
+
+impl ImageTagTransformer {
+    /// Applies the image rule.
+    pub fn apply(&self, res: &mut [Resource]) -> Result<(), ImagesError> {
+        imagetag::apply_images(
+            res,
+            std::slice::from_ref(&self.image_tag),
+            &self.field_specs,
+        )
+    }
+}

@@ -1,0 +1,29 @@
+//! `LabelTransformer` (kustomize `api/builtins/LabelTransformer.go`).
+
+use crate::filters::labels::{self, Label, LabelsError};
+use crate::types::fieldspec::UserFieldSpec;
+use crate::types::kustomization::{StringMap, nullable};
+use kiln_base::resource::Resource;
+use serde::Deserialize;
+
+/// The config: labels and the fields to put them in.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LabelTransformer {
+    #[serde(default, deserialize_with = "nullable")]
+    pub labels: StringMap,
+    #[serde(default, deserialize_with = "nullable")]
+    pub field_specs: Vec<UserFieldSpec>,
+}
+
+impl LabelTransformer {
+    /// Sets the labels at the config's field specs (only those: a plugin config names them all).
+    pub fn apply(&self, res: &mut [Resource]) -> Result<(), LabelsError> {
+        let entry = Label {
+            pairs: self.labels.clone(),
+            fields: self.field_specs.clone(),
+            ..Default::default()
+        };
+        labels::apply_labels(res, &entry, &[], &[])
+    }
+}

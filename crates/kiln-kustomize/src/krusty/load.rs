@@ -1,0 +1,658 @@
+//! Loading for the kustomize engine: finding and decoding a directory's kustomization file,
+//! resolving the paths it names under kustomize's load restrictions, and reading resource
+//! files into [`Resource`]s.
+//!
+//! Where it sits: the first step of `build`; everything after works on values. The
+//! invariants, mirroring kustomize's `api/internal/loader/fileloader.go` with the default
+//! `LoadRestrictionsRootOnly`:
+//! - a file is read only if it lies in or below the root of the kustomization naming it, both
+//!   lexically and after resolving symlinks (a symlink must not escape);
+//! - a directory (base, component) may lie anywhere, but may not be, or contain, a
+//!   kustomization root already on the way from the build root (that is a cycle);
+//! - every error names the kustomization file and the entry (line) that asked for the path.
+
+use crate::error::{KustomizeError, Site};
+use crate::krusty::build::Session;
+use crate::types::kustomization::{KUSTOMIZATION_FILE_NAMES, Kustomization};
+use kiln_base::fs::{FileSystem, normalize};
+use kiln_base::resource::{Origin, Resource};
+use kiln_base::yaml;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Which files a kustomization may read (kustomize's `--load-restrictor`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LoadRestrictor {
+    /// Only files in or below the kustomization's own root (kustomize's default).
+    #[default]
+    RootOnly,
+    /// Any file (`--load-restrictor=LoadRestrictionsNone`).
+    None,
+}
+
+/// Why a path could not be used; turned into a [`KustomizeError`] by [`Loader::error`]
+/// with the site of the entry that named it.
+#[derive(Debug)]
+pub enum LoadIssue {
+    Missing,
+    OutsideRoot,
+    SymlinkEscapes { target: PathBuf },
+    Cycle { chain: Vec<PathBuf> },
+    Io(std::io::Error),
+}
+
+/// Resolves paths for one kustomization root.
+#[derive(Clone)]
+pub struct Loader<'a> {
+    fs: &'a dyn FileSystem,
+    /// The build's options and warnings.
+    session: &'a Session,
+    /// Canonical directory of this kustomization.
+    root: PathBuf,
+    restrictor: LoadRestrictor,
+    /// Canonical roots from the build root down to this one (inclusive), for cycle detection.
+    chain: Vec<PathBuf>,
+    /// Canonical build root; display paths are relative to it.
+    display_base: PathBuf,
+}
+
+/// What a `resources` entry names.
+pub enum Entry {
+    /// A file (canonical path).
+    File(PathBuf),
+    /// A directory: a kustomization root.
+    Dir(PathBuf),
+}
+
+/// `path` relative to `base`, with `..` where needed; both must be absolute and normalized.
+pub fn relative_to(path: &Path, base: &Path) -> PathBuf {
+    let p: Vec<_> = path.components().collect();
+    let b: Vec<_> = base.components().collect();
+    let common = p.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let mut out = PathBuf::new();
+    for _ in common..b.len() {
+        out.push("..");
+    }
+    for c in &p[common..] {
+        out.push(c.as_os_str());
+    }
+    if out.as_os_str().is_empty() {
+        PathBuf::from(".")
+    } else {
+        out
+    }
+}
+
+impl<'a> Loader<'a> {
+    /// A loader for the build root `dir`.
+    pub fn new_root(
+        fs: &'a dyn FileSystem,
+        dir: &Path,
+        session: &'a Session,
+    ) -> Result<Self, KustomizeError> {
+        let restrictor = session.options.load_restrictor;
+        let root = fs.canonicalize(dir).map_err(|e| KustomizeError::Io {
+            path: dir.display().to_string(),
+            source: e,
+        })?;
+        if !fs.is_dir(&root) {
+            return Err(KustomizeError::KustomizationMissing {
+                dir: dir.display().to_string(),
+            });
+        }
+        Ok(Loader {
+            fs,
+            session,
+            chain: vec![root.clone()],
+            display_base: root.clone(),
+            root,
+            restrictor,
+        })
+    }
+
+    /// The file system.
+    pub fn fs(&self) -> &'a dyn FileSystem {
+        self.fs
+    }
+
+    /// The build's options and warnings.
+    pub fn session(&self) -> &'a Session {
+        self.session
+    }
+
+    /// Canonical root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The load restrictor in force.
+    pub fn restrictor(&self) -> LoadRestrictor {
+        self.restrictor
+    }
+
+    /// A path as shown to the user: relative to the build root.
+    pub fn display(&self, path: &Path) -> String {
+        relative_to(path, &self.display_base)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    fn within(&self, path: &Path) -> bool {
+        path.starts_with(&self.root)
+    }
+
+    /// Resolves `rel` (relative to this root, or absolute) to an existing file, enforcing the
+    /// load restrictor. Returns the canonical path.
+    pub fn resolve_file(&self, rel: &str) -> Result<PathBuf, LoadIssue> {
+        let lexical = normalize(&self.root.join(rel));
+        let canonical = self
+            .fs
+            .canonicalize(&lexical)
+            .map_err(|_| LoadIssue::Missing)?;
+        if self.fs.is_dir(&canonical) {
+            return Err(LoadIssue::Missing);
+        }
+        self.restrict_file(&lexical, canonical)
+    }
+
+    /// The load restrictor's checks on a file already resolved (not a directory).
+    fn restrict_file(&self, lexical: &Path, canonical: PathBuf) -> Result<PathBuf, LoadIssue> {
+        if self.restrictor == LoadRestrictor::RootOnly {
+            if !self.within(lexical) {
+                return Err(LoadIssue::OutsideRoot);
+            }
+            if !self.within(&canonical) {
+                return Err(LoadIssue::SymlinkEscapes { target: canonical });
+            }
+        }
+        Ok(canonical)
+    }
+
+    /// Reads the file `rel` as text (see [`Loader::resolve_file`]).
+    pub fn read_file(&self, rel: &str) -> Result<(PathBuf, String), LoadIssue> {
+        let path = self.resolve_file(rel)?;
+        let text = self.fs.read_to_string(&path).map_err(LoadIssue::Io)?;
+        Ok((path, text))
+    }
+
+    /// What `rel` names: a file (under the restrictor's rules) or a directory.
+    pub fn entry(&self, rel: &str) -> Result<Entry, LoadIssue> {
+        let lexical = normalize(&self.root.join(rel));
+        let canonical = self
+            .fs
+            .canonicalize(&lexical)
+            .map_err(|_| LoadIssue::Missing)?;
+        if self.fs.is_dir(&canonical) {
+            Ok(Entry::Dir(canonical))
+        } else {
+            // Checked with the paths just resolved (not via `resolve_file`, which would
+            // resolve them again: two more syscalls per listed file).
+            self.restrict_file(&lexical, canonical).map(Entry::File)
+        }
+    }
+
+    /// A loader for the kustomization directory `dir` (canonical, from [`Loader::entry`]).
+    /// A directory equal to or above a root on the current chain is a cycle (kustomize's
+    /// "candidate root contains visited root").
+    pub fn child(&self, dir: &Path) -> Result<Loader<'a>, LoadIssue> {
+        if let Some(i) = self.chain.iter().position(|seen| seen.starts_with(dir)) {
+            let mut chain = self.chain[i..].to_vec();
+            chain.push(dir.to_path_buf());
+            return Err(LoadIssue::Cycle { chain });
+        }
+        let mut chain = self.chain.clone();
+        chain.push(dir.to_path_buf());
+        Ok(Loader {
+            fs: self.fs,
+            session: self.session,
+            root: dir.to_path_buf(),
+            restrictor: self.restrictor,
+            chain,
+            display_base: self.display_base.clone(),
+        })
+    }
+
+    /// Turns a [`LoadIssue`] for `path` into a diagnostic at `site`; `what` names the kind
+    /// of entry (`resource`, `patch`, …).
+    pub fn error(
+        &self,
+        issue: LoadIssue,
+        site: Site,
+        what: &'static str,
+        path: &str,
+    ) -> KustomizeError {
+        match issue {
+            LoadIssue::Missing => KustomizeError::file_missing(site, what, path),
+            LoadIssue::OutsideRoot => {
+                KustomizeError::outside_root(site, path, self.display(&self.root))
+            }
+            LoadIssue::SymlinkEscapes { target } => KustomizeError::symlink_escapes(
+                site,
+                path,
+                target.display().to_string(),
+                self.display(&self.root),
+            ),
+            LoadIssue::Cycle { chain } => {
+                let chain: Vec<String> = chain
+                    .iter()
+                    .map(|p| format!("`{}`", self.display(p)))
+                    .collect();
+                KustomizeError::base_cycle(site, chain.join(" → "))
+            }
+            LoadIssue::Io(source) => KustomizeError::Io {
+                path: path.to_string(),
+                source,
+            },
+        }
+    }
+}
+
+/// A decoded kustomization file with its text (for spans) and display name.
+pub struct KustFile {
+    pub kustomization: Kustomization,
+    /// The parsed document (for pointer lookups).
+    pub value: Value,
+    pub text: String,
+    /// Path relative to the build root, e.g. `overlays/prod/kustomization.yaml`.
+    pub display: String,
+    /// Positions of the file's nodes, built on first use and shared by every site, so
+    /// locating N entries costs one pass over the file, not N.
+    pub spans: std::cell::OnceCell<yaml::SpanIndex>,
+}
+
+impl KustFile {
+    fn locate(&self, pointer: &str, key: bool) -> Site {
+        let index = self
+            .spans
+            .get_or_init(|| yaml::SpanIndex::build(&self.text));
+        Site::located(
+            &self.display,
+            &self.text,
+            0,
+            pointer,
+            index.find(0, pointer, key),
+        )
+    }
+    /// A diagnostic site for the field at `pointer` (its value).
+    pub fn site(&self, pointer: &str) -> Site {
+        self.locate(pointer, false)
+    }
+    /// A diagnostic site for the key of the field at `pointer`.
+    pub fn key_site(&self, pointer: &str) -> Site {
+        self.locate(pointer, true)
+    }
+}
+
+/// Finds, reads and decodes the kustomization file of `ldr`'s root.
+///
+/// Errors: no or several kustomization files; invalid YAML; unknown fields or wrong types
+/// (located at the field); a wrong `kind`/`apiVersion`.
+/// kustomize `CheckEmpty`: the kustomization decodes to Go's zero value apart from its type
+/// metadata. Go's zero values: a missing or `null` field, `""`, `0`, `false`; an empty list or
+/// map (`resources: []`) is *not* zero.
+fn is_empty_kustomization(value: &Value) -> bool {
+    value.as_object().is_some_and(|m| {
+        m.iter().all(|(k, v)| {
+            k == "apiVersion"
+                || k == "kind"
+                || match v {
+                    Value::Null => true,
+                    Value::String(s) => s.is_empty(),
+                    Value::Bool(b) => !b,
+                    Value::Number(n) => n.as_f64() == Some(0.0),
+                    Value::Array(_) | Value::Object(_) => false,
+                }
+        })
+    })
+}
+
+pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> {
+    let fs = ldr.fs();
+    let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
+        .iter()
+        .copied()
+        .filter(|n| fs.is_file(&ldr.root().join(n)))
+        .collect();
+    let name = match found.as_slice() {
+        [] => {
+            // An unreadable directory looks empty to `is_file`: say what really failed.
+            if let Err(source) = fs.read_dir(ldr.root()) {
+                return Err(KustomizeError::Io {
+                    path: ldr.display(ldr.root()),
+                    source,
+                });
+            }
+            return Err(KustomizeError::KustomizationMissing {
+                dir: ldr.display(ldr.root()),
+            });
+        }
+        [one] => *one,
+        many => {
+            return Err(KustomizeError::KustomizationAmbiguous {
+                dir: ldr.display(ldr.root()),
+                names: many.join(", "),
+            });
+        }
+    };
+    let path = ldr.root().join(name);
+    let display = ldr.display(&path);
+    let text = fs.read_to_string(&path).map_err(|e| KustomizeError::Io {
+        path: display.clone(),
+        source: e,
+    })?;
+    let mut docs = yaml::parse_stream(&display, &text).map_err(Box::new)?;
+    let value = if docs.is_empty() {
+        Value::Object(Default::default())
+    } else {
+        docs.swap_remove(0)
+    };
+    if is_empty_kustomization(&value) {
+        return Err(KustomizeError::invalid(
+            Site::new(&display, &text, 0, "", false),
+            // kubectl's words (`Kustomization.CheckEmpty`), whatever the file is called.
+            "kustomization.yaml is empty".to_string(),
+            "list `resources`, `components`, generators or transformers; a kustomization with nothing but apiVersion and kind builds nothing, and kubectl rejects it",
+        ));
+    }
+    let kustomization = Kustomization::from_value(&value).map_err(|e| {
+        let unknown = e.message.starts_with("unknown field");
+        KustomizeError::invalid(
+            Site::new(&display, &text, 0, &e.pointer, unknown),
+            e.message,
+            "see the kustomization reference (kustomize v5.5); kiln rejects unknown fields as kustomize does",
+        )
+    })?;
+    let kf = KustFile {
+        kustomization,
+        value,
+        text,
+        display,
+        spans: std::cell::OnceCell::new(),
+    };
+    if let Err(e) = kf.kustomization.check_kind() {
+        return Err(KustomizeError::invalid(
+            kf.site(&e.pointer),
+            e.message,
+            "use `kind: Kustomization` or `kind: Component` with its apiVersion",
+        ));
+    }
+    Ok(kf)
+}
+
+/// Reads the resources of one file: every non-empty document, `kind: List` flattened into
+/// its `items` (as kustomize does). `display` names the file in errors and origins.
+///
+/// Errors: invalid YAML; a document that is not a mapping or lacks `kind` / `metadata.name`.
+pub fn parse_resources(display: &str, text: &str) -> Result<Vec<Resource>, KustomizeError> {
+    let docs = yaml::parse_stream(display, text).map_err(Box::new)?;
+    // Fields written as `key:` (gap c34): kept beside each resource for the strategic merge.
+    let bare = yaml::bare_empty_fields(text, &docs);
+    let bare_in = |doc: usize, prefix: &str| -> Vec<String> {
+        bare.iter()
+            .filter(|(d, _)| *d == doc)
+            .filter_map(|(_, p)| p.strip_prefix(prefix))
+            .filter(|p| p.starts_with('/'))
+            .map(str::to_string)
+            .collect()
+    };
+    let mut out = Vec::with_capacity(docs.len());
+    for (i, doc) in docs.into_iter().enumerate() {
+        let origin = Some(Origin {
+            file: display.to_string(),
+            document: i,
+        });
+        let invalid = |msg: &str| {
+            KustomizeError::resource_invalid(Site::new(display, text, i, "", false), msg)
+        };
+        if !doc.is_object() {
+            return Err(invalid("a resource document must be a mapping"));
+        }
+        // kustomize expands `kind: List` (and `*List` with items) into its items.
+        let is_list = doc
+            .get("kind")
+            .and_then(Value::as_str)
+            .is_some_and(|k| k.ends_with("List"))
+            && doc.get("items").is_some_and(Value::is_array);
+        if is_list {
+            if let Value::Object(mut map) = doc
+                && let Some(Value::Array(items)) = map.remove("items")
+            {
+                for (j, item) in items.into_iter().enumerate() {
+                    let mut r = checked(item, origin.clone(), &invalid)?;
+                    r.meta.bare_empty_fields = bare_in(i, &format!("/items/{j}"));
+                    out.push(r);
+                }
+            }
+            continue;
+        }
+        let mut r = checked(doc, origin, &invalid)?;
+        r.meta.bare_empty_fields = bare_in(i, "");
+        out.push(r);
+    }
+    Ok(out)
+}
+
+fn checked(
+    value: Value,
+    origin: Option<Origin>,
+    invalid: &dyn Fn(&str) -> KustomizeError,
+) -> Result<Resource, KustomizeError> {
+    if !value.is_object() {
+        return Err(invalid("a list item must be a mapping"));
+    }
+    if value
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(invalid("missing `kind`"));
+    }
+    let has_name = value
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty())
+        || value
+            .pointer("/metadata/generateName")
+            .and_then(Value::as_str)
+            .is_some();
+    if !has_name {
+        return Err(invalid("missing `metadata.name`"));
+    }
+    Ok(Resource::new(value, origin))
+}
+
+/// Whether a `resources`/`components` entry is a remote target (URL, git or GitHub
+/// shorthand), which kiln does not fetch.
+pub fn is_remote(path: &str) -> bool {
+    path.contains("://")
+        || path.starts_with("git@")
+        || path.starts_with("github.com/")
+        || path.starts_with("gitlab.com/")
+        || path.starts_with("bitbucket.org/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_base::fs::MemFs;
+
+    fn session(load_restrictor: LoadRestrictor) -> Session {
+        Session::new(crate::BuildOptions {
+            load_restrictor,
+            ..Default::default()
+        })
+    }
+
+    fn fs() -> MemFs {
+        let mut fs = MemFs::new();
+        fs.add_file("/w/app/kustomization.yaml", "resources: [cm.yaml]\n")
+            .add_file(
+                "/w/app/cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n",
+            )
+            .add_file("/w/secret.yaml", "x")
+            .add_symlink("/w/app/link.yaml", "../secret.yaml")
+            .add_symlink("/w/app/inner.yaml", "cm.yaml")
+            .add_file("/w/app/sub/kustomization.yaml", "");
+        fs
+    }
+
+    /// A directory that exists but cannot be listed or opened (mode 000 for a non-root user).
+    #[derive(Debug)]
+    struct Unreadable(MemFs);
+
+    impl FileSystem for Unreadable {
+        fn read(&self, _: &Path) -> std::io::Result<Vec<u8>> {
+            Err(std::io::ErrorKind::PermissionDenied.into())
+        }
+        fn is_dir(&self, path: &Path) -> bool {
+            self.0.is_dir(path)
+        }
+        fn is_file(&self, _: &Path) -> bool {
+            false
+        }
+        fn read_dir(&self, _: &Path) -> std::io::Result<Vec<PathBuf>> {
+            Err(std::io::ErrorKind::PermissionDenied.into())
+        }
+        fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+            self.0.canonicalize(path)
+        }
+    }
+
+    #[test]
+    fn an_unreadable_directory_is_not_reported_as_missing_a_kustomization() {
+        let fs = Unreadable(fs());
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/w/app"), &s_ldr).unwrap();
+        let Err(err) = load_kustomization(&ldr) else {
+            panic!("an unreadable directory loads");
+        };
+        assert!(matches!(err, KustomizeError::Io { .. }), "{err}");
+        assert!(err.to_string().contains("ermission denied"), "{err}");
+    }
+
+    #[test]
+    fn root_only_refuses_outside_files_and_escaping_symlinks() {
+        let fs = fs();
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/w/app"), &s_ldr).unwrap();
+        assert!(ldr.resolve_file("cm.yaml").is_ok());
+        assert_eq!(
+            ldr.resolve_file("inner.yaml").unwrap(),
+            PathBuf::from("/w/app/cm.yaml")
+        );
+        assert!(matches!(
+            ldr.resolve_file("../secret.yaml"),
+            Err(LoadIssue::OutsideRoot)
+        ));
+        assert!(matches!(
+            ldr.resolve_file("link.yaml"),
+            Err(LoadIssue::SymlinkEscapes { .. })
+        ));
+        assert!(matches!(
+            ldr.resolve_file("nope.yaml"),
+            Err(LoadIssue::Missing)
+        ));
+
+        let s_open = session(LoadRestrictor::None);
+
+        let open = Loader::new_root(&fs, Path::new("/w/app"), &s_open).unwrap();
+        assert!(open.resolve_file("../secret.yaml").is_ok());
+        assert!(open.resolve_file("link.yaml").is_ok());
+    }
+
+    #[test]
+    fn child_detects_cycles() {
+        let fs = fs();
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/w/app/sub"), &s_ldr).unwrap();
+        // The parent directory contains the current root: a cycle.
+        assert!(matches!(
+            ldr.child(Path::new("/w/app")),
+            Err(LoadIssue::Cycle { .. })
+        ));
+        let s_root = session(LoadRestrictor::RootOnly);
+        let root = Loader::new_root(&fs, Path::new("/w/app"), &s_root).unwrap();
+        let sub = root.child(Path::new("/w/app/sub")).unwrap();
+        assert_eq!(
+            sub.display(&PathBuf::from("/w/app/sub/x.yaml")),
+            "sub/x.yaml"
+        );
+        assert!(matches!(
+            sub.child(Path::new("/w/app/sub")),
+            Err(LoadIssue::Cycle { .. })
+        ));
+    }
+
+    #[test]
+    fn kustomization_errors_point_at_the_field() {
+        let mut fs = MemFs::new();
+        fs.add_file(
+            "/k/kustomization.yaml",
+            "resources:\n- a.yaml\nnamePrefx: x-\n",
+        );
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/k"), &s_ldr).unwrap();
+        let err = load_kustomization(&ldr).err().unwrap();
+        let msg = err.to_string();
+        assert!(msg.starts_with("kustomization.yaml:3:1"), "{msg}");
+        assert!(msg.contains("namePrefx"), "{msg}");
+
+        fs.add_file("/k/Kustomization", "");
+        let s_ldr = session(LoadRestrictor::RootOnly);
+        let ldr = Loader::new_root(&fs, Path::new("/k"), &s_ldr).unwrap();
+        let err = load_kustomization(&ldr).err().unwrap();
+        assert!(matches!(err, KustomizeError::KustomizationAmbiguous { .. }));
+    }
+
+    #[test]
+    fn resources_expand_lists_and_require_kind_and_name() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n";
+        let rs = parse_resources("l.yaml", text).unwrap();
+        assert_eq!(rs.iter().map(|r| r.name()).collect::<Vec<_>>(), ["a", "b"]);
+        let err = parse_resources(
+            "x.yaml",
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {}\n",
+        )
+        .err()
+        .unwrap();
+        assert!(err.to_string().contains("metadata.name"), "{err}");
+        assert!(parse_resources("x.yaml", "- a\n").is_err());
+    }
+
+    #[test]
+    fn resources_carry_their_bare_empty_fields() {
+        let text = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n  data:\n    x:\n    y: null\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: b}\n  binaryData:\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations:\n    n:\n";
+        let rs = parse_resources("l.yaml", text).unwrap();
+        let bare: Vec<&[String]> = rs.iter().map(|r| &r.meta.bare_empty_fields[..]).collect();
+        assert_eq!(
+            bare,
+            [
+                &["/data/x".to_string()][..],
+                &["/binaryData".to_string()][..],
+                &["/metadata/annotations/n".to_string()][..],
+            ]
+        );
+        let plain = parse_resources(
+            "p.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\ndata: {x: null}\n",
+        )
+        .unwrap();
+        assert!(plain[0].meta.bare_empty_fields.is_empty());
+    }
+
+    #[test]
+    fn relative_paths() {
+        assert_eq!(
+            relative_to(Path::new("/a/b/c"), Path::new("/a/d")),
+            PathBuf::from("../b/c")
+        );
+        assert_eq!(
+            relative_to(Path::new("/a"), Path::new("/a")),
+            PathBuf::from(".")
+        );
+        assert!(is_remote("https://github.com/x/y//base?ref=v1"));
+        assert!(is_remote("github.com/x/y/base"));
+        assert!(!is_remote("../base"));
+    }
+}
