@@ -302,6 +302,22 @@ pub enum ValidateError {
         span: Option<SourceSpan>,
     },
 
+    /// A `when:` selector names an environment, tier or cluster the platform lacks.
+    #[error("{at}: unknown {what} `{name}` in {context}")]
+    #[diagnostic(code(kiln::validate::unknown_selection))]
+    UnknownSelection {
+        what: &'static str,
+        name: String,
+        context: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not a {what} of the platform")]
+        span: Option<SourceSpan>,
+    },
+
     /// An environment names a cluster that is not in `spec.clusters`.
     #[error("{at}: unknown cluster `{name}` in environment `{environment}`")]
     #[diagnostic(code(kiln::validate::unknown_cluster))]
@@ -554,6 +570,13 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
             ck.known_env(name, &env_names, loc, || "`kargo.promotion`".to_string());
         }
     }
+    let tiers: Vec<&str> = s.environments.iter().map(|e| e.tier.as_str()).collect();
+    let clusters: Vec<&str> = s.environments.iter().map(|e| e.cluster.as_str()).collect();
+    let vocabulary = [
+        ("environments", "environment", env_names.as_slice()),
+        ("tiers", "tier", tiers.as_slice()),
+        ("clusters", "cluster", clusters.as_slice()),
+    ];
     for c in &components {
         for (t, tr) in c.spec.transformers.iter().enumerate() {
             for (k, name) in tr.environments.iter().flatten().enumerate() {
@@ -561,6 +584,40 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
                 ck.known_env(name, &env_names, loc, || {
                     format!("transformer {t} of component `{}`", c.name)
                 });
+            }
+            if let Some(when) = &tr.when {
+                ck.known_selection(when, &vocabulary, &Loc::new(c.file, format!("/spec/transformers/{t}/when")), &|| {
+                    format!("transformer {t} of component `{}`", c.name)
+                });
+            }
+        }
+        for (g, entry) in c.spec.generators.iter().enumerate() {
+            let gloc = format!("/spec/generators/{g}");
+            if let Some(when) = &entry.when {
+                ck.known_selection(when, &vocabulary, &Loc::new(c.file, format!("{gloc}/when")), &|| {
+                    format!("generator {g} of component `{}`", c.name)
+                });
+            }
+            let paths: Vec<(String, &spec::PathEntry)> = match &entry.generator {
+                spec::Generator::Files(list) => list
+                    .iter()
+                    .enumerate()
+                    .map(|(k, e)| (format!("{gloc}/files/{k}"), e))
+                    .collect(),
+                spec::Generator::Helm(h) => h
+                    .values_files
+                    .iter()
+                    .enumerate()
+                    .map(|(k, e)| (format!("{gloc}/helm/valuesFiles/{k}"), e))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (pointer, e) in paths {
+                if let Some(when) = e.when() {
+                    ck.known_selection(when, &vocabulary, &Loc::new(c.file, format!("{pointer}/when")), &|| {
+                        format!("generator {g} of component `{}`", c.name)
+                    });
+                }
             }
         }
     }
@@ -759,6 +816,33 @@ impl Checker<'_> {
                     help: help_for_name(name, "environment", envs.iter().copied()),
                 }
             );
+        }
+    }
+
+    /// Checks that each name of a `when:` selector (at `loc`) is an environment, tier or
+    /// cluster of the platform (`vocabulary`: field, singular, known names).
+    fn known_selection(
+        &mut self,
+        when: &spec::When,
+        vocabulary: &[(&'static str, &'static str, &[&str]); 3],
+        loc: &Loc,
+        context: &dyn Fn() -> String,
+    ) {
+        for ((field, list), (_, what, known)) in when.lists().into_iter().zip(vocabulary) {
+            for (k, name) in list.iter().flatten().enumerate() {
+                if !known.contains(&name.as_str()) {
+                    located!(
+                        self,
+                        loc.join(field).join(k),
+                        UnknownSelection {
+                            what: what,
+                            name: name.clone(),
+                            context: context(),
+                            help: help_for_name(name, what, known.iter().copied()),
+                        }
+                    );
+                }
+            }
         }
     }
 
