@@ -157,7 +157,9 @@ pub enum EvaluateError {
     #[error("{at}: reference `${{{reference}}}` in a path is {kind}, not a string")]
     #[diagnostic(
         code(kiln::evaluate::path_reference_not_string),
-        help("paths take string values: `${{env.name}}`, `${{env.tier}}`, `${{env.cluster}}`, `${{project.name}}` or a string parameter")
+        help(
+            "paths take string values: `${{env.name}}`, `${{env.tier}}`, `${{env.cluster}}`, `${{project.name}}` or a string parameter"
+        )
     )]
     PathReferenceNotString {
         reference: String,
@@ -504,7 +506,22 @@ impl Context<'_> {
             },
             _ => {
                 let Some(path) = r.strip_prefix("params.") else {
-                    return Err(KNOWN_REFS.to_string());
+                    const NAMES: [&str; 8] = [
+                        "env.name",
+                        "env.tier",
+                        "env.cluster",
+                        "env.namespace",
+                        "project.name",
+                        "component.name",
+                        "platform.name",
+                        "params.",
+                    ];
+                    return Err(match crate::diag::did_you_mean(r, NAMES) {
+                        Some(m) if m != "params." => {
+                            format!("did you mean `${{{m}}}`? {KNOWN_REFS}")
+                        }
+                        _ => KNOWN_REFS.to_string(),
+                    });
                 };
                 let Some(params) = self.params else {
                     return Err(
@@ -693,7 +710,13 @@ pub fn generator_paths(generator: &Value) -> Vec<(String, &str)> {
                 if let Some(p) = h.get("chart").and_then(Value::as_str) {
                     out.push(("/helm/chart".to_string(), p));
                 }
-                for (k, v) in h.get("valuesFiles").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                for (k, v) in h
+                    .get("valuesFiles")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
                     if let Some((tail, p)) = entry(v) {
                         out.push((format!("/helm/valuesFiles/{k}{tail}"), p));
                     }
@@ -701,7 +724,13 @@ pub fn generator_paths(generator: &Value) -> Vec<(String, &str)> {
             }
             ("configMapGenerator" | "secretGenerator", Value::Object(a)) => {
                 for field in ["files", "envs"] {
-                    for (k, v) in a.get(field).and_then(Value::as_array).into_iter().flatten().enumerate() {
+                    for (k, v) in a
+                        .get(field)
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                    {
                         if let Some(p) = v.as_str() {
                             let p = p.split_once('=').map_or(p, |(_, p)| p);
                             out.push((format!("/{key}/{field}/{k}"), p));
@@ -950,7 +979,8 @@ impl PlanEval<'_> {
             if let Some(g) = &raw_g {
                 self.check_path_references(&ctx, g, &loc, &sources);
             }
-            let generator: Option<spec::Generator> = self.typed(&ctx, raw_g.as_ref(), &loc, &sources);
+            let generator: Option<spec::Generator> =
+                self.typed(&ctx, raw_g.as_ref(), &loc, &sources);
             if let Some(generator) = generator {
                 generators.push(PlanGenerator { index, generator });
             }
@@ -1129,10 +1159,18 @@ impl PlanEval<'_> {
 
     /// Refuses a reference in a generator path whose value is not a string. Unknown
     /// references are left to the resolution, which reports them.
-    fn check_path_references(&mut self, ctx: &Context<'_>, generator: &Value, loc: &Loc, sources: &Sources) {
+    fn check_path_references(
+        &mut self,
+        ctx: &Context<'_>,
+        generator: &Value,
+        loc: &Loc,
+        sources: &Sources,
+    ) {
         for (pointer, text) in generator_paths(generator) {
             for reference in pattern_references(text) {
-                let Ok(v) = ctx.lookup(&reference) else { continue };
+                let Ok(v) = ctx.lookup(&reference) else {
+                    continue;
+                };
                 let kind = match v {
                     Value::String(_) => continue,
                     Value::Null => "null",

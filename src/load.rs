@@ -605,20 +605,33 @@ impl Loader<'_> {
                 self.display(base)
             );
         }
-        let joined = base.join(rel);
-        let (Some(parent), Some(name)) = (joined.parent(), joined.file_name()) else {
+        // The first part of the path that does not exist, and the folder that holds it.
+        let mut existing = base.to_path_buf();
+        let mut missing = None;
+        for part in Path::new(rel).components() {
+            let next = existing.join(part);
+            if self.fs.canonicalize(&next).is_err() {
+                missing = Some(part.as_os_str().to_string_lossy().into_owned());
+                break;
+            }
+            existing = next;
+        }
+        let Some(missing) = missing else {
             return "check the path".to_string();
         };
         let siblings: Vec<String> = self
             .fs
-            .read_dir(parent)
+            .read_dir(&existing)
             .unwrap_or_default()
             .iter()
             .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
             .collect();
-        match crate::diag::did_you_mean(&name.to_string_lossy(), siblings.iter().map(String::as_str)) {
-            Some(m) => format!("did you mean `{m}`?"),
-            None => format!("`{}` has no entry of that name", self.display(parent)),
+        match crate::diag::did_you_mean(&missing, siblings.iter().map(String::as_str)) {
+            Some(m) => format!(
+                "`{}` has no `{missing}`; did you mean `{m}`?",
+                self.display(&existing)
+            ),
+            None => format!("`{}` has no `{missing}`", self.display(&existing)),
         }
     }
 

@@ -404,13 +404,13 @@ pub fn render_plan(
 /// Why a per-plan path could not be read: a located error, or a message for the
 /// generator's own error.
 enum PathProblem {
-    Render(RenderError),
+    Render(Box<RenderError>),
     Read(String),
 }
 
 impl From<RenderError> for PathProblem {
     fn from(e: RenderError) -> Self {
-        PathProblem::Render(e)
+        PathProblem::Render(Box::new(e))
     }
 }
 
@@ -428,9 +428,9 @@ struct PlanPaths<'a> {
 impl PlanPaths<'_> {
     /// Whether an entry's `when:` selects this plan's environment.
     fn applies(&self, entry: &spec::PathEntry) -> bool {
-        entry.when().is_none_or(|w| {
-            w.admits(&self.plan.environment, &self.plan.tier, &self.plan.cluster)
-        })
+        entry
+            .when()
+            .is_none_or(|w| w.admits(&self.plan.environment, &self.plan.tier, &self.plan.cluster))
     }
 
     /// The path `rel` of the component as a real path; `None` when it is optional and
@@ -496,14 +496,19 @@ impl PlanPaths<'_> {
 
     /// The resources of a `files:` generator that `load` left to this plan: each entry that
     /// applies here, a file or every `*.yaml`/`*.yml` of a directory (sorted, not recursive).
-    fn read_files(&self, list: &[spec::PathEntry], gloc: &Loc) -> Result<Vec<Resource>, PathProblem> {
+    fn read_files(
+        &self,
+        list: &[spec::PathEntry],
+        gloc: &Loc,
+    ) -> Result<Vec<Resource>, PathProblem> {
         let mut out = Vec::new();
         for (k, entry) in list.iter().enumerate() {
             if !self.applies(entry) {
                 continue;
             }
             let loc = gloc.join("files").join(k);
-            let Some(path) = self.resolve(entry.path(), entry.optional(), &loc, "manifest file")? else {
+            let Some(path) = self.resolve(entry.path(), entry.optional(), &loc, "manifest file")?
+            else {
                 continue;
             };
             let files = if self.fs.is_dir(&path) {
@@ -527,7 +532,10 @@ impl PlanPaths<'_> {
                 vec![path]
             };
             for file in files {
-                let real = self.fs.canonicalize(&file).map_err(|e| PathProblem::Read(format!("`{}`: {e}", file.display())))?;
+                let real = self
+                    .fs
+                    .canonicalize(&file)
+                    .map_err(|e| PathProblem::Read(format!("`{}`: {e}", file.display())))?;
                 if !real.starts_with(&self.plan.source.dir) {
                     return Err(PathProblem::Read(format!(
                         "`{}` leaves the component `{}`",
@@ -538,13 +546,16 @@ impl PlanPaths<'_> {
                 let name = format!(
                     "{}/{}",
                     self.plan.path,
-                    real.strip_prefix(&self.plan.source.dir).unwrap_or(&real).display()
+                    real.strip_prefix(&self.plan.source.dir)
+                        .unwrap_or(&real)
+                        .display()
                 );
                 let text = self
                     .fs
                     .read_to_string(&real)
                     .map_err(|e| PathProblem::Read(format!("cannot read `{name}`: {e}")))?;
-                let docs = crate::yaml::parse_stream(&name, &text).map_err(|e| PathProblem::Read(e.to_string()))?;
+                let docs = crate::yaml::parse_stream(&name, &text)
+                    .map_err(|e| PathProblem::Read(e.to_string()))?;
                 for (document, value) in docs.into_iter().enumerate() {
                     if let Some(reason) = resource_problem(&value) {
                         return Err(PathProblem::Read(format!(
@@ -668,11 +679,7 @@ pub fn render_plan_shared(
     // 1. Generators.
     let mut resources: Vec<Resource> = Vec::new();
     let mut first_generator: BTreeMap<String, usize> = BTreeMap::new();
-    let paths = PlanPaths {
-        fs,
-        plan,
-        sources,
-    };
+    let paths = PlanPaths { fs, plan, sources };
     for pg in &plan.generators {
         let g = pg.index;
         let generator = &pg.generator;
@@ -692,7 +699,7 @@ pub fn render_plan_shared(
             Generator::Files(list) => match c.files.get(&g) {
                 Some(loaded) => loaded.clone(),
                 None => paths.read_files(list, &gloc).map_err(|e| match e {
-                    PathProblem::Render(e) => e,
+                    PathProblem::Render(e) => *e,
                     PathProblem::Read(m) => fail("files generator", boxed(Message(m))),
                 })?,
             },
@@ -736,7 +743,12 @@ pub fn render_plan_shared(
             }
             Generator::Kustomize(dir) => {
                 let kdir = paths
-                    .resolve(dir, false, &gloc.join("kustomize"), "kustomization directory")?
+                    .resolve(
+                        dir,
+                        false,
+                        &gloc.join("kustomize"),
+                        "kustomization directory",
+                    )?
                     .unwrap_or_default();
                 shared
                     .kustomize(fs, &kdir)

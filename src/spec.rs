@@ -412,7 +412,9 @@ pub struct When {
 impl When {
     /// Whether the environment `name` (of `tier`, on `cluster`) is selected.
     pub fn admits(&self, name: &str, tier: &str, cluster: &str) -> bool {
-        let ok = |list: &Option<Vec<String>>, v: &str| list.as_ref().is_none_or(|l| l.iter().any(|x| x == v));
+        let ok = |list: &Option<Vec<String>>, v: &str| {
+            list.as_ref().is_none_or(|l| l.iter().any(|x| x == v))
+        };
         ok(&self.environments, name) && ok(&self.tiers, tier) && ok(&self.clusters, cluster)
     }
 
@@ -871,7 +873,10 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         let c: ComponentFile = serde_json::from_value(doc).unwrap();
-        assert_eq!(c.spec.generators[1].generator, Generator::Kustomize("base".into()));
+        assert_eq!(
+            c.spec.generators[1].generator,
+            Generator::Kustomize("base".into())
+        );
         assert_eq!(c.spec.transformers[0].include_selectors, Some(true));
         assert_eq!(
             c.spec.transformers[1].environments.as_deref(),

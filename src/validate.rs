@@ -586,17 +586,23 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
                 });
             }
             if let Some(when) = &tr.when {
-                ck.known_selection(when, &vocabulary, &Loc::new(c.file, format!("/spec/transformers/{t}/when")), &|| {
-                    format!("transformer {t} of component `{}`", c.name)
-                });
+                ck.known_selection(
+                    when,
+                    &vocabulary,
+                    &Loc::new(c.file, format!("/spec/transformers/{t}/when")),
+                    &|| format!("transformer {t} of component `{}`", c.name),
+                );
             }
         }
         for (g, entry) in c.spec.generators.iter().enumerate() {
             let gloc = format!("/spec/generators/{g}");
             if let Some(when) = &entry.when {
-                ck.known_selection(when, &vocabulary, &Loc::new(c.file, format!("{gloc}/when")), &|| {
-                    format!("generator {g} of component `{}`", c.name)
-                });
+                ck.known_selection(
+                    when,
+                    &vocabulary,
+                    &Loc::new(c.file, format!("{gloc}/when")),
+                    &|| format!("generator {g} of component `{}`", c.name),
+                );
             }
             let paths: Vec<(String, &spec::PathEntry)> = match &entry.generator {
                 spec::Generator::Files(list) => list
@@ -614,9 +620,12 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
             };
             for (pointer, e) in paths {
                 if let Some(when) = e.when() {
-                    ck.known_selection(when, &vocabulary, &Loc::new(c.file, format!("{pointer}/when")), &|| {
-                        format!("generator {g} of component `{}`", c.name)
-                    });
+                    ck.known_selection(
+                        when,
+                        &vocabulary,
+                        &Loc::new(c.file, format!("{pointer}/when")),
+                        &|| format!("generator {g} of component `{}`", c.name),
+                    );
                 }
             }
         }
