@@ -320,6 +320,7 @@ pub fn evaluate(
                 .environments
                 .iter()
                 .filter(|e| pick(&selection.environments, &e.name))
+                .filter(|e| inst.deployed_in(e))
             {
                 let plan_labels = BTreeMap::from([
                     ("project".to_string(), project.name.clone()),

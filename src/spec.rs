@@ -284,6 +284,12 @@ pub struct ComponentInstance {
     /// Per-environment overrides of this instance, by environment name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub environments: IndexMap<String, InstanceEnvironment>,
+    /// The environments this instance is deployed to, by name, tier or cluster
+    /// (`deployTo: {tiers: [dev, test]}`); default: every environment. Elsewhere it has no
+    /// directory, no Application and no Stage; Freight skips to its next deployed
+    /// environment from the nearest deployed ancestor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_to: Option<When>,
 }
 
 /// Per-environment overrides of one component instance.

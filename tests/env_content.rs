@@ -324,3 +324,131 @@ fn paths_are_relative_help_only_when_that_is_the_cause() {
     assert!(!says(&err, "paths are relative"), "{err}");
     assert!(says(&err, "not found"), "{err}");
 }
+
+/// The fixture platform with `edit` applied to its `platform.yaml`.
+fn platform_variant(edit: impl Fn(&str) -> String) -> (tempfile::TempDir, PathBuf) {
+    let t = tempfile::tempdir().unwrap();
+    copy_dir(&fixture(), t.path());
+    let file = t.path().join("platforms/estate/platform.yaml");
+    let text = read(&file);
+    let edited = edit(&text);
+    assert_ne!(edited, text, "the edit changed nothing");
+    std::fs::write(&file, edited).unwrap();
+    let platform = t.path().join("platforms/estate");
+    (t, platform)
+}
+
+#[test]
+fn deploy_to_skips_a_stage_and_freight_comes_from_the_nearest_deployed_ancestor() {
+    let set =
+        render(&repo_root().join("platforms/bank"), &repo_root()).unwrap_or_else(|e| panic!("{e}"));
+    // No directory, Application or Stage where an instance is not deployed.
+    assert!(
+        set.files
+            .keys()
+            .any(|p| p.starts_with("ops/test/status-page/"))
+    );
+    assert!(
+        !set.files
+            .keys()
+            .any(|p| p.starts_with("ops/stage/status-page/"))
+    );
+    assert!(
+        !set.files
+            .keys()
+            .any(|p| p.starts_with("ops/prod-east/demo-data/"))
+    );
+    let objects = |path: &str| docs(path, std::str::from_utf8(&set.files[path]).unwrap());
+    let stages = objects("ops/kargo/status-page.yaml");
+    let stage = |name: &str| -> &Value {
+        stages
+            .iter()
+            .find(|s| s["kind"] == "Stage" && s["metadata"]["name"] == name)
+            .unwrap_or_else(|| panic!("no Stage {name}"))
+    };
+    assert!(
+        stages
+            .iter()
+            .all(|s| s["metadata"]["name"] != "status-page-stage")
+    );
+    for prod in ["status-page-prod-east", "status-page-prod-west"] {
+        assert_eq!(
+            stage(prod)["spec"]["requestedFreight"][0]["sources"],
+            serde_json::json!({"stages": ["status-page-test"]}),
+            "{prod} follows test, `stage` being skipped"
+        );
+    }
+    let apps = objects("ops/argocd/demo-data.yaml");
+    let envs: Vec<&str> = apps
+        .iter()
+        .map(|a| {
+            a["metadata"]["labels"]["kiln.dev/environment"]
+                .as_str()
+                .unwrap_or("")
+        })
+        .collect();
+    assert_eq!(envs.len(), 3, "{envs:?}");
+    // `kiln graph` draws the skip: an edge from the test Stage to each prod Stage.
+    let run = kiln_in(
+        &repo_root(),
+        &["graph", "platforms/bank", "--project", "ops", "-o", "dot"],
+    );
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert!(!run.stdout.contains("status-page-stage"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("status-page-prod-east"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn deploy_to_errors_name_the_rule_and_the_place() {
+    let cases: [(&str, &dyn Fn(&str) -> String, &str); 4] = [
+        (
+            "selects nothing",
+            &|t| {
+                t.replace("    - path: ../../apps/shop-jobs\n", "    - path: ../../apps/shop-jobs\n      deployTo: {tiers: [prod], environments: [dev]}\n")
+            },
+            "`deployTo` of component `shop-jobs` in project `shop` selects no environment",
+        ),
+        (
+            "unknown tier",
+            &|t| {
+                t.replace(
+                    "    - path: ../../apps/shop-jobs\n",
+                    "    - path: ../../apps/shop-jobs\n      deployTo: {tiers: [tset]}\n",
+                )
+            },
+            "unknown tier `tset` in component `shop-jobs` in project `shop`",
+        ),
+        (
+            "parameters for an environment it skips",
+            &|t| {
+                t.replace("    - path: ../../apps/shop-jobs\n", "    - path: ../../apps/shop-jobs\n      deployTo: {tiers: [dev, test]}\n      environments:\n        prod-east: {parameters: {}}\n")
+            },
+            "component `shop-jobs` in project `shop` is not deployed to environment `prod-east`, but has parameters for it",
+        ),
+        (
+            "project mode with components in different environments",
+            &|t| {
+                t.replace(
+                    "  - name: shop\n",
+                    "  - name: shop\n    promotion: project\n",
+                )
+                .replace(
+                    "    - path: ../../apps/shop-jobs\n",
+                    "    - path: ../../apps/shop-jobs\n      deployTo: {tiers: [prod]}\n",
+                )
+            },
+            "project `shop` promotes as one unit, but `shop-web` and `shop-jobs` are deployed to different environments",
+        ),
+    ];
+    for (what, edit, message) in cases {
+        let (_t, platform) = platform_variant(edit);
+        let (code, err) = render_cli(&platform);
+        assert_eq!(code, Some(1), "{what}: {err}");
+        assert!(says(&err, message), "{what}: {err}");
+        assert!(says(&err, "platform.yaml:"), "{what}: {err}");
+    }
+}
