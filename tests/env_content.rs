@@ -404,7 +404,8 @@ fn deploy_to_skips_a_stage_and_freight_comes_from_the_nearest_deployed_ancestor(
 
 #[test]
 fn deploy_to_errors_name_the_rule_and_the_place() {
-    let cases: [(&str, &dyn Fn(&str) -> String, &str); 4] = [
+    type Edit<'a> = &'a dyn Fn(&str) -> String;
+    let cases: [(&str, Edit<'_>, &str); 4] = [
         (
             "selects nothing",
             &|t| {
