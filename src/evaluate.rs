@@ -71,13 +71,23 @@ pub struct BuildPlan {
     pub parameters: Parameters,
     /// Images with references resolved.
     pub images: Vec<spec::Image>,
-    /// Generators with references resolved.
-    pub generators: Vec<spec::Generator>,
+    /// Generators that apply in this environment (`when:`), references resolved.
+    pub generators: Vec<PlanGenerator>,
     /// Transformers that apply in this environment, references resolved.
     pub transformers: Vec<PlanTransformer>,
     /// The component (loaded files, source id).
     #[serde(skip)]
     pub source: Arc<Component>,
+}
+
+/// A generator of a plan and its index in `component.yaml` (for diagnostics, and the files
+/// `load` read for it).
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanGenerator {
+    #[serde(skip)]
+    pub index: usize,
+    #[serde(flatten)]
+    pub generator: spec::Generator,
 }
 
 /// A transformer of a plan and its index in `component.yaml` (for diagnostics).
@@ -139,6 +149,25 @@ pub enum EvaluateError {
         #[source_code]
         src: NamedSource<String>,
         #[label("unknown reference")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A reference in a path whose value is not a string (a path is text: `${params.replicas}`
+    /// would name a file `3`).
+    #[error("{at}: reference `${{{reference}}}` in a path is {kind}, not a string")]
+    #[diagnostic(
+        code(kiln::evaluate::path_reference_not_string),
+        help(
+            "paths take string values: `${{env.name}}`, `${{env.tier}}`, `${{env.cluster}}`, `${{project.name}}` or a string parameter"
+        )
+    )]
+    PathReferenceNotString {
+        reference: String,
+        kind: &'static str,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not a string")]
         span: Option<SourceSpan>,
     },
 
@@ -291,6 +320,7 @@ pub fn evaluate(
                 .environments
                 .iter()
                 .filter(|e| pick(&selection.environments, &e.name))
+                .filter(|e| inst.deployed_in(e))
             {
                 let plan_labels = BTreeMap::from([
                     ("project".to_string(), project.name.clone()),
@@ -477,7 +507,22 @@ impl Context<'_> {
             },
             _ => {
                 let Some(path) = r.strip_prefix("params.") else {
-                    return Err(KNOWN_REFS.to_string());
+                    const NAMES: [&str; 8] = [
+                        "env.name",
+                        "env.tier",
+                        "env.cluster",
+                        "env.namespace",
+                        "project.name",
+                        "component.name",
+                        "platform.name",
+                        "params.",
+                    ];
+                    return Err(match crate::diag::did_you_mean(r, NAMES) {
+                        Some(m) if m != "params." => {
+                            format!("did you mean `${{{m}}}`? {KNOWN_REFS}")
+                        }
+                        _ => KNOWN_REFS.to_string(),
+                    });
                 };
                 let Some(params) = self.params else {
                     return Err(
@@ -634,6 +679,70 @@ impl Context<'_> {
         out.push_str(&text[last..]);
         Value::String(out)
     }
+}
+
+/// The paths of one generator as written in `component.yaml` (its `when` removed), with
+/// their JSON Pointers below the generator: `files` entries, `kustomize`, the chart and
+/// values files of `helm`, and the `files`/`envs` of the kustomize generators (`key=path`
+/// entries give their path).
+pub fn generator_paths(generator: &Value) -> Vec<(String, &str)> {
+    let mut out = Vec::new();
+    fn entry(v: &Value) -> Option<(&'static str, &str)> {
+        match v {
+            Value::String(p) => Some(("", p.as_str())),
+            Value::Object(o) => o.get("path").and_then(Value::as_str).map(|p| ("/path", p)),
+            _ => None,
+        }
+    }
+    let Some(obj) = generator.as_object() else {
+        return out;
+    };
+    for (key, value) in obj {
+        match (key.as_str(), value) {
+            ("files", Value::Array(items)) => {
+                for (k, v) in items.iter().enumerate() {
+                    if let Some((tail, p)) = entry(v) {
+                        out.push((format!("/files/{k}{tail}"), p));
+                    }
+                }
+            }
+            ("kustomize", Value::String(p)) => out.push(("/kustomize".to_string(), p.as_str())),
+            ("helm", Value::Object(h)) => {
+                if let Some(p) = h.get("chart").and_then(Value::as_str) {
+                    out.push(("/helm/chart".to_string(), p));
+                }
+                for (k, v) in h
+                    .get("valuesFiles")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .enumerate()
+                {
+                    if let Some((tail, p)) = entry(v) {
+                        out.push((format!("/helm/valuesFiles/{k}{tail}"), p));
+                    }
+                }
+            }
+            ("configMapGenerator" | "secretGenerator", Value::Object(a)) => {
+                for field in ["files", "envs"] {
+                    for (k, v) in a
+                        .get(field)
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .enumerate()
+                    {
+                        if let Some(p) = v.as_str() {
+                            let p = p.split_once('=').map_or(p, |(_, p)| p);
+                            out.push((format!("/{key}/{field}/{k}"), p));
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 /// The byte offset of the first `${` that no reference closes, if any. `${{` (a Kargo
@@ -855,17 +964,34 @@ impl PlanEval<'_> {
         let raw = &component.raw_spec;
         let images: Vec<spec::Image> =
             self.typed(&ctx, raw.get("images"), &spec_loc.join("images"), &sources);
-        let generators: Vec<spec::Generator> = self.typed(
-            &ctx,
-            raw.get("generators"),
-            &spec_loc.join("generators"),
-            &sources,
-        );
+        let admits = |when: Option<&spec::When>| {
+            when.is_none_or(|w| w.admits(&self.env.name, &self.env.tier, &self.env.cluster))
+        };
+        let mut generators = Vec::new();
+        for (index, entry) in component.spec.generators.iter().enumerate() {
+            if !admits(entry.when.as_ref()) {
+                continue;
+            }
+            let loc = spec_loc.join("generators").join(index);
+            let mut raw_g = raw.pointer(&format!("/generators/{index}")).cloned();
+            if let Some(Value::Object(m)) = &mut raw_g {
+                m.shift_remove("when");
+            }
+            if let Some(g) = &raw_g {
+                self.check_path_references(&ctx, g, &loc, &sources);
+            }
+            let generator: Option<spec::Generator> =
+                self.typed(&ctx, raw_g.as_ref(), &loc, &sources);
+            if let Some(generator) = generator {
+                generators.push(PlanGenerator { index, generator });
+            }
+        }
         let mut transformers = Vec::new();
         for (index, t) in component.spec.transformers.iter().enumerate() {
             if t.environments
                 .as_ref()
                 .is_some_and(|envs| !envs.contains(&self.env.name))
+                || !admits(t.when.as_ref())
             {
                 continue;
             }
@@ -1024,6 +1150,44 @@ impl PlanEval<'_> {
                     value: value.to_string(),
                     what: check.what,
                     help: check.help,
+                    at: sn.at,
+                    src: sn.src,
+                    span: sn.span,
+                });
+            }
+        }
+    }
+
+    /// Refuses a reference in a generator path whose value is not a string. Unknown
+    /// references are left to the resolution, which reports them.
+    fn check_path_references(
+        &mut self,
+        ctx: &Context<'_>,
+        generator: &Value,
+        loc: &Loc,
+        sources: &Sources,
+    ) {
+        for (pointer, text) in generator_paths(generator) {
+            for reference in pattern_references(text) {
+                let Ok(v) = ctx.lookup(&reference) else {
+                    continue;
+                };
+                let kind = match v {
+                    Value::String(_) => continue,
+                    Value::Null => "null",
+                    Value::Bool(_) => "a boolean",
+                    Value::Number(_) => "a number",
+                    Value::Array(_) => "a list",
+                    Value::Object(_) => "a map",
+                };
+                let mut at = loc.clone();
+                for token in pointer.split('/').filter(|t| !t.is_empty()) {
+                    at = at.join(token);
+                }
+                let sn = sources.snippet(&at);
+                self.errors.push(EvaluateError::PathReferenceNotString {
+                    reference,
+                    kind,
                     at: sn.at,
                     src: sn.src,
                     span: sn.span,

@@ -151,14 +151,13 @@ pub enum LoadError {
 
     /// A path in the spec does not exist.
     #[error("{at}: {what} `{path}` not found")]
-    #[diagnostic(
-        code(kiln::load::path_not_found),
-        help("paths are relative to the directory of the file that names them")
-    )]
+    #[diagnostic(code(kiln::load::path_not_found))]
     PathNotFound {
         at: String,
         what: &'static str,
         path: String,
+        #[help]
+        help: String,
         #[source_code]
         src: NamedSource<String>,
         #[label("not found")]
@@ -581,16 +580,58 @@ impl Loader<'_> {
                         span: sn.span,
                     });
                 } else {
+                    let help = self.not_found_help(base, rel);
                     self.errors.push(LoadError::PathNotFound {
                         at: sn.at,
                         what,
                         path: rel.to_string(),
+                        help,
                         src: sn.src,
                         span: sn.span,
                     });
                 }
                 None
             }
+        }
+    }
+
+    /// What to say about a path that names nothing: that paths are relative to the file's
+    /// directory only when that is the cause (the path exists from the repository root);
+    /// otherwise the closest name in its directory, if one is close.
+    fn not_found_help(&self, base: &Path, rel: &str) -> String {
+        if self.fs.canonicalize(&self.root.join(rel)).is_ok() {
+            return format!(
+                "paths are relative to the directory of the file that names them (`{}`); `{rel}` exists relative to the repository root",
+                self.display(base)
+            );
+        }
+        // The first part of the path that does not exist, and the folder that holds it.
+        let mut existing = base.to_path_buf();
+        let mut missing = None;
+        for part in Path::new(rel).components() {
+            let next = existing.join(part);
+            if self.fs.canonicalize(&next).is_err() {
+                missing = Some(part.as_os_str().to_string_lossy().into_owned());
+                break;
+            }
+            existing = next;
+        }
+        let Some(missing) = missing else {
+            return "check the path".to_string();
+        };
+        let siblings: Vec<String> = self
+            .fs
+            .read_dir(&existing)
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        match crate::diag::did_you_mean(&missing, siblings.iter().map(String::as_str)) {
+            Some(m) => format!(
+                "`{}` has no `{missing}`; did you mean `{m}`?",
+                self.display(&existing)
+            ),
+            None => format!("`{}` has no `{missing}`", self.display(&existing)),
         }
     }
 
@@ -671,19 +712,24 @@ impl Loader<'_> {
         };
         let mut files = BTreeMap::new();
         let mut assets = BTreeMap::new();
-        for (g, generator) in spec.spec.generators.iter().enumerate() {
+        for (g, entry) in spec.spec.generators.iter().enumerate() {
             let gloc = Loc::new(file, format!("/spec/generators/{g}"));
+            let generator = &entry.generator;
             match generator {
+                // A list with a reference, an optional entry or a `when:` is read per
+                // BuildPlan by the render (`render::read_files`).
+                Generator::Files(list) if list.iter().any(per_plan) => {}
                 Generator::Files(list) => {
                     let mut resources = Vec::new();
-                    for (k, rel) in list.iter().enumerate() {
+                    for (k, e) in list.iter().enumerate() {
                         let loc = gloc.join("files").join(k);
-                        if let Some(path) = self.resolve(cdir, rel, &loc, "manifest file") {
+                        if let Some(path) = self.resolve(cdir, e.path(), &loc, "manifest file") {
                             self.read_manifests(&path, &loc, &mut resources);
                         }
                     }
                     files.insert(g, resources);
                 }
+                Generator::Kustomize(rel) if has_reference(rel) => {}
                 Generator::Kustomize(rel) => {
                     let loc = gloc.join("kustomize");
                     if let Some(kdir) = self.resolve(cdir, rel, &loc, "kustomization directory") {
@@ -704,6 +750,9 @@ impl Loader<'_> {
                     for (k, (field, entry)) in entries.enumerate() {
                         // `files` entries may be `key=path`.
                         let rel = entry.split_once('=').map_or(entry.as_str(), |(_, p)| p);
+                        if has_reference(rel) {
+                            continue; // read per BuildPlan by the render
+                        }
                         let idx = if field == "files" {
                             k
                         } else {
@@ -727,9 +776,14 @@ impl Loader<'_> {
                 Generator::Resources(_) => {}
                 Generator::Helm(h) => {
                     let loc = gloc.join("helm");
-                    self.resolve(cdir, &h.chart, &loc.join("chart"), "chart directory");
+                    if !has_reference(&h.chart) {
+                        self.resolve(cdir, &h.chart, &loc.join("chart"), "chart directory");
+                    }
                     for (k, f) in h.values_files.iter().enumerate() {
-                        self.resolve(cdir, f, &loc.join("valuesFiles").join(k), "values file");
+                        if !per_plan(f) {
+                            let floc = loc.join("valuesFiles").join(k);
+                            self.resolve(cdir, f.path(), &floc, "values file");
+                        }
                     }
                 }
             }
@@ -855,6 +909,17 @@ impl Loader<'_> {
             }
         }
     }
+}
+
+/// Whether a path holds a `${…}` reference (resolved per BuildPlan at evaluate).
+pub fn has_reference(path: &str) -> bool {
+    path.contains("${")
+}
+
+/// Whether a path entry is resolved per BuildPlan instead of at load: it has a reference,
+/// is optional, or applies only in some environments.
+fn per_plan(entry: &crate::spec::PathEntry) -> bool {
+    has_reference(entry.path()) || entry.optional() || entry.when().is_some()
 }
 
 /// What makes `value` not a Kubernetes object: (JSON Pointer, reason).

@@ -230,6 +230,40 @@ pub enum RenderError {
         span: Option<SourceSpan>,
     },
 
+    /// A generator path (after its references were resolved for this BuildPlan) names
+    /// nothing.
+    #[error("{at}: {what} `{path}` not found for environment `{environment}`")]
+    #[diagnostic(code(kiln::render::path_not_found))]
+    PathNotFound {
+        what: &'static str,
+        path: String,
+        environment: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("resolves to `{path}`")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A generator path with references leaves its component's directory.
+    #[error("{at}: {what} `{path}` leaves the component `{component}`")]
+    #[diagnostic(
+        code(kiln::render::path_outside_component),
+        help("a path with references must stay inside the component's directory (`{component}`)")
+    )]
+    PathOutsideComponent {
+        what: &'static str,
+        path: String,
+        component: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("leaves the component")]
+        span: Option<SourceSpan>,
+    },
+
     /// Two resources of one component have the same id.
     #[error("{at}: `{plan}` has two resources with id `{id}`")]
     #[diagnostic(code(kiln::render::duplicate_resource))]
@@ -367,24 +401,236 @@ pub fn render_plan(
     render_plan_shared(plan, sources, fs, &Shared::default())
 }
 
+/// Why a per-plan path could not be read: a located error, or a message for the
+/// generator's own error.
+enum PathProblem {
+    Render(Box<RenderError>),
+    Read(String),
+}
+
+impl From<RenderError> for PathProblem {
+    fn from(e: RenderError) -> Self {
+        PathProblem::Render(Box::new(e))
+    }
+}
+
+/// The generator paths of one BuildPlan. A path without references was resolved and
+/// checked by `load` (inside the repository root); one with references, `optional`, or
+/// `when` is resolved here, after `evaluate` filled in the environment, and must stay inside
+/// the component's directory. The containment is checked on the text first, so a `../`
+/// path is refused the same way whether or not it exists.
+struct PlanPaths<'a> {
+    fs: &'a dyn FileSystem,
+    plan: &'a BuildPlan,
+    sources: &'a Sources,
+}
+
+impl PlanPaths<'_> {
+    /// Whether an entry's `when:` selects this plan's environment.
+    fn applies(&self, entry: &spec::PathEntry) -> bool {
+        entry
+            .when()
+            .is_none_or(|w| w.admits(&self.plan.environment, &self.plan.tier, &self.plan.cluster))
+    }
+
+    /// The path `rel` of the component as a real path; `None` when it is optional and
+    /// missing.
+    fn resolve(
+        &self,
+        rel: &str,
+        optional: bool,
+        loc: &Loc,
+        what: &'static str,
+    ) -> Result<Option<PathBuf>, RenderError> {
+        let dir = &self.plan.source.dir;
+        let joined = dir.join(rel);
+        let written = self
+            .plan
+            .source
+            .raw_spec
+            .pointer(&loc.pointer.replacen("/spec", "", 1))
+            .and_then(|v| v.as_str().or_else(|| v.get("path").and_then(Value::as_str)))
+            .unwrap_or(rel)
+            .to_string();
+        let templated = written.contains("${") || optional || rel != written;
+        let outside = || {
+            let sn = self.sources.snippet(loc);
+            RenderError::PathOutsideComponent {
+                what,
+                path: rel.to_string(),
+                component: self.plan.path.clone(),
+                at: sn.at,
+                src: sn.src,
+                span: sn.span,
+            }
+        };
+        if templated && (Path::new(rel).is_absolute() || !lexical(&joined).starts_with(dir)) {
+            return Err(outside());
+        }
+        match self.fs.canonicalize(&joined) {
+            Ok(real) if templated && !real.starts_with(dir) => Err(outside()),
+            Ok(real) => Ok(Some(real)),
+            Err(_) if optional => Ok(None),
+            Err(_) => {
+                let sn = self.sources.snippet(loc);
+                let help = if written != rel {
+                    format!(
+                        "`{written}` resolves to `{rel}` in environment `{}` (tier `{}`); add the file, or mark the entry `optional: true`",
+                        self.plan.environment, self.plan.tier
+                    )
+                } else {
+                    "paths are relative to the component's directory".to_string()
+                };
+                Err(RenderError::PathNotFound {
+                    what,
+                    path: rel.to_string(),
+                    environment: self.plan.environment.clone(),
+                    at: sn.at,
+                    help,
+                    src: sn.src,
+                    span: sn.span,
+                })
+            }
+        }
+    }
+
+    /// The resources of a `files:` generator that `load` left to this plan: each entry that
+    /// applies here, a file or every `*.yaml`/`*.yml` of a directory (sorted, not recursive).
+    fn read_files(
+        &self,
+        list: &[spec::PathEntry],
+        gloc: &Loc,
+    ) -> Result<Vec<Resource>, PathProblem> {
+        let mut out = Vec::new();
+        for (k, entry) in list.iter().enumerate() {
+            if !self.applies(entry) {
+                continue;
+            }
+            let loc = gloc.join("files").join(k);
+            let Some(path) = self.resolve(entry.path(), entry.optional(), &loc, "manifest file")?
+            else {
+                continue;
+            };
+            let files = if self.fs.is_dir(&path) {
+                let mut yaml: Vec<PathBuf> = self
+                    .fs
+                    .read_dir(&path)
+                    .map_err(|e| PathProblem::Read(format!("cannot list `{}`: {e}", entry.path())))?
+                    .into_iter()
+                    .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+                    .filter(|p| !self.fs.is_dir(p))
+                    .collect();
+                yaml.sort();
+                if yaml.is_empty() {
+                    return Err(PathProblem::Read(format!(
+                        "directory `{}` holds no *.yaml or *.yml file",
+                        entry.path()
+                    )));
+                }
+                yaml
+            } else {
+                vec![path]
+            };
+            for file in files {
+                let real = self
+                    .fs
+                    .canonicalize(&file)
+                    .map_err(|e| PathProblem::Read(format!("`{}`: {e}", file.display())))?;
+                if !real.starts_with(&self.plan.source.dir) {
+                    return Err(PathProblem::Read(format!(
+                        "`{}` leaves the component `{}`",
+                        file.display(),
+                        self.plan.path
+                    )));
+                }
+                let name = format!(
+                    "{}/{}",
+                    self.plan.path,
+                    real.strip_prefix(&self.plan.source.dir)
+                        .unwrap_or(&real)
+                        .display()
+                );
+                let text = self
+                    .fs
+                    .read_to_string(&real)
+                    .map_err(|e| PathProblem::Read(format!("cannot read `{name}`: {e}")))?;
+                let docs = crate::yaml::parse_stream(&name, &text)
+                    .map_err(|e| PathProblem::Read(e.to_string()))?;
+                for (document, value) in docs.into_iter().enumerate() {
+                    if let Some(reason) = resource_problem(&value) {
+                        return Err(PathProblem::Read(format!(
+                            "{name}: document {document} is not a Kubernetes object: {reason}"
+                        )));
+                    }
+                    out.push(Resource::new(
+                        value,
+                        Some(Origin {
+                            file: name.clone(),
+                            document,
+                        }),
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A `configMapGenerator`/`secretGenerator` file that `load` left to this plan.
+    fn read_asset(&self, rel: &str) -> Result<Vec<u8>, String> {
+        let dir = &self.plan.source.dir;
+        let joined = dir.join(rel);
+        if Path::new(rel).is_absolute() || !lexical(&joined).starts_with(dir) {
+            return Err(format!("`{rel}` leaves the component `{}`", self.plan.path));
+        }
+        let real = self.fs.canonicalize(&joined).map_err(|_| {
+            format!(
+                "`{rel}` not found for environment `{}`",
+                self.plan.environment
+            )
+        })?;
+        if !real.starts_with(dir) {
+            return Err(format!("`{rel}` leaves the component `{}`", self.plan.path));
+        }
+        self.fs
+            .read(&real)
+            .map_err(|e| format!("cannot read `{rel}`: {e}"))
+    }
+}
+
+/// Lexically removes `.` and `..` from a path (no file system access).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// The `helm` generator: renders the chart with kiln's Helm engine, one resource per
 /// rendered document (CRDs, manifests, hooks, in `helm template` order).
 fn helm_generator(
     fs: &dyn FileSystem,
     plan: &BuildPlan,
     h: &crate::spec::HelmGenerator,
-    dir: &std::path::Path,
+    chart: &Path,
+    value_files: Vec<PathBuf>,
 ) -> Result<Vec<Resource>, crate::helm::HelmError> {
     let release = h
         .release_name
         .clone()
         .unwrap_or_else(|| plan.component.clone());
-    let mut opts = crate::helm::TemplateOptions::new(dir.join(&h.chart), &release);
+    let mut opts = crate::helm::TemplateOptions::new(chart.to_path_buf(), &release);
     opts.namespace = h
         .namespace
         .clone()
         .unwrap_or_else(|| plan.namespace.clone());
-    opts.value_files = h.values_files.iter().map(|f| dir.join(f)).collect();
+    opts.value_files = value_files;
     opts.values = h.values.clone();
     opts.include_crds = h.include_crds;
     opts.skip_hooks = h.skip_hooks;
@@ -433,7 +679,10 @@ pub fn render_plan_shared(
     // 1. Generators.
     let mut resources: Vec<Resource> = Vec::new();
     let mut first_generator: BTreeMap<String, usize> = BTreeMap::new();
-    for (g, generator) in plan.generators.iter().enumerate() {
+    let paths = PlanPaths { fs, plan, sources };
+    for pg in &plan.generators {
+        let g = pg.index;
+        let generator = &pg.generator;
         let gloc = loc_of(format!("/spec/generators/{g}"));
         let fail = |what, cause| {
             let sn = sources.snippet(&gloc);
@@ -447,7 +696,13 @@ pub fn render_plan_shared(
             }
         };
         let produced: Vec<Resource> = match generator {
-            Generator::Files(_) => c.files.get(&g).cloned().unwrap_or_default(),
+            Generator::Files(list) => match c.files.get(&g) {
+                Some(loaded) => loaded.clone(),
+                None => paths.read_files(list, &gloc).map_err(|e| match e {
+                    PathProblem::Render(e) => *e,
+                    PathProblem::Read(m) => fail("files generator", boxed(Message(m))),
+                })?,
+            },
             Generator::Resources(values) => {
                 let mut out = Vec::new();
                 for (i, v) in values.iter().enumerate() {
@@ -469,17 +724,41 @@ pub fn render_plan_shared(
                 out
             }
             Generator::Helm(h) => {
-                helm_generator(fs, plan, h, &c.dir).map_err(|e| fail("helm generator", boxed(e)))?
+                let hloc = gloc.join("helm");
+                let chart = paths
+                    .resolve(&h.chart, false, &hloc.join("chart"), "chart")?
+                    .unwrap_or_default();
+                let mut values = Vec::new();
+                for (k, f) in h.values_files.iter().enumerate() {
+                    if !paths.applies(f) {
+                        continue;
+                    }
+                    let floc = hloc.join("valuesFiles").join(k);
+                    if let Some(p) = paths.resolve(f.path(), f.optional(), &floc, "values file")? {
+                        values.push(p);
+                    }
+                }
+                helm_generator(fs, plan, h, &chart, values)
+                    .map_err(|e| fail("helm generator", boxed(e)))?
             }
-            Generator::Kustomize(dir) => shared
-                .kustomize(fs, &c.dir.join(dir))
-                .map_err(|e| fail("kustomize generator", e))?,
+            Generator::Kustomize(dir) => {
+                let kdir = paths
+                    .resolve(
+                        dir,
+                        false,
+                        &gloc.join("kustomize"),
+                        "kustomization directory",
+                    )?
+                    .unwrap_or_default();
+                shared
+                    .kustomize(fs, &kdir)
+                    .map_err(|e| fail("kustomize generator", e))?
+            }
             Generator::ConfigMapGenerator(args) | Generator::SecretGenerator(args) => {
-                let read = |p: &str| {
-                    c.assets
-                        .get(p)
-                        .map(|t| t.clone().into_bytes())
-                        .ok_or_else(|| format!("`{p}` was not loaded"))
+                // Paths with references were left to this BuildPlan by `load`.
+                let read = |p: &str| match c.assets.get(p) {
+                    Some(t) => Ok(t.clone().into_bytes()),
+                    None => paths.read_asset(p),
                 };
                 let made = if matches!(generator, Generator::ConfigMapGenerator(_)) {
                     convert::<generators::ConfigMapArgs>(args)

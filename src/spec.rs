@@ -284,6 +284,12 @@ pub struct ComponentInstance {
     /// Per-environment overrides of this instance, by environment name.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub environments: IndexMap<String, InstanceEnvironment>,
+    /// The environments this instance is deployed to, by name, tier or cluster
+    /// (`deployTo: {tiers: [dev, test]}`); default: every environment. Elsewhere it has no
+    /// directory, no Application and no Stage; Freight skips to its next deployed
+    /// environment from the nearest deployed ancestor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_to: Option<When>,
 }
 
 /// Per-environment overrides of one component instance.
@@ -321,9 +327,10 @@ pub struct ComponentSpec {
     /// Container images the component ships.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub images: Vec<Image>,
-    /// Generators, applied in order; their resources are concatenated.
+    /// Generators, applied in order; their resources are concatenated. Each may carry a
+    /// `when:` selector (the environments it applies in).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub generators: Vec<Generator>,
+    pub generators: Vec<GeneratorEntry>,
     /// Transformers, applied in order after all generators.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub transformers: Vec<Transformer>,
@@ -375,7 +382,9 @@ pub enum ImageStrategy {
 pub enum Generator {
     /// Plain YAML files or directories (multi-document streams allowed), relative to the
     /// component directory. Directories are read non-recursively, `*.yaml`/`*.yml` sorted.
-    Files(Vec<String>),
+    /// A path may hold references (`manifests/${env.tier}/`); an entry may be
+    /// `{path, optional, when}`.
+    Files(Vec<PathEntry>),
     /// An existing kustomization directory, rendered by the native engine.
     Kustomize(String),
     /// Inline resources.
@@ -386,6 +395,164 @@ pub enum Generator {
     SecretGenerator(GeneratorArgs),
     /// A Helm chart vendored in the repository, rendered by kiln's Helm engine (docs/helm.md).
     Helm(HelmGenerator),
+}
+
+/// Which environments an entry applies in. Every list that is given must name the
+/// environment: by its name, its tier or its cluster (`when: {tiers: [prod]}`). Tiers and
+/// clusters are the portable vocabulary: a component in an app repository never has to name
+/// a platform's environments. Names the platform lacks are errors at evaluate.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct When {
+    /// Environment names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub environments: Option<Vec<String>>,
+    /// Environment tiers (`environments[].tier`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tiers: Option<Vec<String>>,
+    /// Cluster names (`environments[].cluster`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clusters: Option<Vec<String>>,
+}
+
+impl When {
+    /// Whether the environment `name` (of `tier`, on `cluster`) is selected.
+    pub fn admits(&self, name: &str, tier: &str, cluster: &str) -> bool {
+        let ok = |list: &Option<Vec<String>>, v: &str| {
+            list.as_ref().is_none_or(|l| l.iter().any(|x| x == v))
+        };
+        ok(&self.environments, name) && ok(&self.tiers, tier) && ok(&self.clusters, cluster)
+    }
+
+    /// The lists, with the field name each is under.
+    pub fn lists(&self) -> [(&'static str, &Option<Vec<String>>); 3] {
+        [
+            ("environments", &self.environments),
+            ("tiers", &self.tiers),
+            ("clusters", &self.clusters),
+        ]
+    }
+}
+
+/// A path in a list of paths: the path alone, or with options. The path may hold references
+/// (`values-${env.tier}.yaml`), resolved per BuildPlan; it must stay inside the component.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum PathEntry {
+    /// A path, relative to the component directory.
+    Path(String),
+    /// A path with options.
+    Options(PathOptions),
+}
+
+/// `{path, optional, when}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PathOptions {
+    /// The path, relative to the component directory; references allowed.
+    pub path: String,
+    /// A missing file is skipped instead of an error (a values file kept only for some
+    /// environments).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
+    /// Only in these environments; default: all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
+}
+
+impl PathEntry {
+    /// The path as written (references unresolved in the spec, resolved in a BuildPlan).
+    pub fn path(&self) -> &str {
+        match self {
+            PathEntry::Path(p) => p,
+            PathEntry::Options(o) => &o.path,
+        }
+    }
+
+    /// Whether a missing file is skipped.
+    pub fn optional(&self) -> bool {
+        matches!(self, PathEntry::Options(o) if o.optional)
+    }
+
+    /// The entry's `when`, if any.
+    pub fn when(&self) -> Option<&When> {
+        match self {
+            PathEntry::Path(_) => None,
+            PathEntry::Options(o) => o.when.as_ref(),
+        }
+    }
+}
+
+impl From<&str> for PathEntry {
+    fn from(p: &str) -> Self {
+        PathEntry::Path(p.to_string())
+    }
+}
+
+/// A generator with its `when:` selector: `component.yaml` writes `when` beside the
+/// generator's one key (`- kustomize: overlays/prod` / `when: {tiers: [prod]}`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratorEntry {
+    /// Only in these environments; default: all.
+    pub when: Option<When>,
+    /// The generator.
+    pub generator: Generator,
+}
+
+impl From<Generator> for GeneratorEntry {
+    fn from(generator: Generator) -> Self {
+        GeneratorEntry {
+            when: None,
+            generator,
+        }
+    }
+}
+
+impl Serialize for GeneratorEntry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let mut v = serde_json::to_value(&self.generator).map_err(S::Error::custom)?;
+        if let (Some(when), Value::Object(map)) = (&self.when, &mut v) {
+            map.insert(
+                "when".into(),
+                serde_json::to_value(when).map_err(S::Error::custom)?,
+            );
+        }
+        v.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for GeneratorEntry {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut v = Value::deserialize(deserializer)?;
+        let when = match v.as_object_mut().and_then(|m| m.shift_remove("when")) {
+            Some(w) => Some(serde_json::from_value(w).map_err(D::Error::custom)?),
+            None => None,
+        };
+        let generator = serde_json::from_value(v).map_err(D::Error::custom)?;
+        Ok(GeneratorEntry { when, generator })
+    }
+}
+
+impl JsonSchema for GeneratorEntry {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Generator".into()
+    }
+
+    /// [`Generator`]'s schema (one variant per key) with `when` allowed beside the key.
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut schema = Generator::json_schema(generator);
+        let when = generator.subschema_for::<When>().to_value();
+        if let Some(variants) = schema.get_mut("oneOf").and_then(Value::as_array_mut) {
+            for v in variants {
+                if let Some(props) = v.get_mut("properties").and_then(Value::as_object_mut) {
+                    props.insert("when".into(), when.clone());
+                }
+            }
+        }
+        schema
+    }
 }
 
 /// The `helm` generator: `helm template` of a chart directory inside the repository.
@@ -405,7 +572,7 @@ pub struct HelmGenerator {
     pub values: Option<Value>,
     /// Values files relative to the component directory, merged in order before `values`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub values_files: Vec<String>,
+    pub values_files: Vec<PathEntry>,
     /// Also emit the chart's `crds/` files (`helm template --include-crds`; spelled as
     /// kustomize's `helmCharts[].includeCRDs`).
     #[serde(default, rename = "includeCRDs")]
@@ -514,9 +681,13 @@ pub struct Transformer {
     /// A kustomize strategic merge patch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strategic_merge_patch: Option<ObjectPatch>,
-    /// Apply only in these environments; default: all.
+    /// Apply only in these environments; default: all. A shorthand for
+    /// `when: {environments: […]}`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub environments: Option<Vec<String>>,
+    /// Apply only in the environments this selects (names, tiers, clusters); default: all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
 }
 
 /// kustomize's `images:` entry.
@@ -708,7 +879,10 @@ mod tests {
                 .collect::<Vec<_>>()
         );
         let c: ComponentFile = serde_json::from_value(doc).unwrap();
-        assert_eq!(c.spec.generators[1], Generator::Kustomize("base".into()));
+        assert_eq!(
+            c.spec.generators[1].generator,
+            Generator::Kustomize("base".into())
+        );
         assert_eq!(c.spec.transformers[0].include_selectors, Some(true));
         assert_eq!(
             c.spec.transformers[1].environments.as_deref(),

@@ -155,12 +155,24 @@ pub struct ComponentInstance {
     pub parameters: Parameters,
     /// Per-environment parameters (layer 6), by environment name (all known).
     pub environments: IndexMap<String, Parameters>,
+    /// The environments it is deployed to (`deployTo`); `None`: all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deploy_to: Option<spec::When>,
     /// The component.
     #[serde(skip)]
     pub component: Arc<Component>,
     /// `/spec/projects/<p>/components/<i>` in `platform.yaml`.
     #[serde(skip)]
     pub loc: Loc,
+}
+
+impl ComponentInstance {
+    /// Whether the instance is deployed to `env` (its `deployTo` selects it).
+    pub fn deployed_in(&self, env: &Environment) -> bool {
+        self.deploy_to
+            .as_ref()
+            .is_none_or(|w| w.admits(&env.name, &env.tier, &env.cluster))
+    }
 }
 
 /// A validated component.
@@ -299,6 +311,81 @@ pub enum ValidateError {
         #[source_code]
         src: NamedSource<String>,
         #[label("not an environment")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A `when:` selector names an environment, tier or cluster the platform lacks.
+    #[error("{at}: unknown {what} `{name}` in {context}")]
+    #[diagnostic(code(kiln::validate::unknown_selection))]
+    UnknownSelection {
+        what: &'static str,
+        name: String,
+        context: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not a {what} of the platform")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A `deployTo` that selects no environment.
+    #[error("{at}: `deployTo` of {scope} selects no environment")]
+    #[diagnostic(
+        code(kiln::validate::deploy_to_selects_nothing),
+        help(
+            "every list given must name the environment (by name, tier or cluster); remove the instance instead if it runs nowhere"
+        )
+    )]
+    DeployToSelectsNothing {
+        scope: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("selects nothing")]
+        span: Option<SourceSpan>,
+    },
+
+    /// Per-environment parameters for an environment the instance is not deployed to.
+    #[error("{at}: {scope} is not deployed to environment `{env}`, but has parameters for it")]
+    #[diagnostic(
+        code(kiln::validate::parameters_for_undeployed_environment),
+        help(
+            "`deployTo` leaves `{env}` out: remove these parameters, or add `{env}` to `deployTo`"
+        )
+    )]
+    ParametersForUndeployedEnvironment {
+        scope: String,
+        env: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not deployed here")]
+        span: Option<SourceSpan>,
+    },
+
+    /// In project mode one Stage moves every component: they must run in the same
+    /// environments.
+    #[error(
+        "{at}: project `{project}` promotes as one unit, but {first} and {second} are deployed to different environments"
+    )]
+    #[diagnostic(
+        code(kiln::validate::project_deploy_mismatch),
+        help(
+            "with `promotion: Project` every component is deployed to the same environments ({first}: {first_envs}; {second}: {second_envs}); give them the same `deployTo`, or promote per component"
+        )
+    )]
+    ProjectDeployMismatch {
+        project: String,
+        first: String,
+        first_envs: String,
+        second: String,
+        second_envs: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("differs from the first component")]
         span: Option<SourceSpan>,
     },
 
@@ -554,6 +641,13 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
             ck.known_env(name, &env_names, loc, || "`kargo.promotion`".to_string());
         }
     }
+    let tiers: Vec<&str> = s.environments.iter().map(|e| e.tier.as_str()).collect();
+    let clusters: Vec<&str> = s.environments.iter().map(|e| e.cluster.as_str()).collect();
+    let vocabulary = [
+        ("environments", "environment", env_names.as_slice()),
+        ("tiers", "tier", tiers.as_slice()),
+        ("clusters", "cluster", clusters.as_slice()),
+    ];
     for c in &components {
         for (t, tr) in c.spec.transformers.iter().enumerate() {
             for (k, name) in tr.environments.iter().flatten().enumerate() {
@@ -561,6 +655,49 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
                 ck.known_env(name, &env_names, loc, || {
                     format!("transformer {t} of component `{}`", c.name)
                 });
+            }
+            if let Some(when) = &tr.when {
+                ck.known_selection(
+                    when,
+                    &vocabulary,
+                    &Loc::new(c.file, format!("/spec/transformers/{t}/when")),
+                    &|| format!("transformer {t} of component `{}`", c.name),
+                );
+            }
+        }
+        for (g, entry) in c.spec.generators.iter().enumerate() {
+            let gloc = format!("/spec/generators/{g}");
+            if let Some(when) = &entry.when {
+                ck.known_selection(
+                    when,
+                    &vocabulary,
+                    &Loc::new(c.file, format!("{gloc}/when")),
+                    &|| format!("generator {g} of component `{}`", c.name),
+                );
+            }
+            let paths: Vec<(String, &spec::PathEntry)> = match &entry.generator {
+                spec::Generator::Files(list) => list
+                    .iter()
+                    .enumerate()
+                    .map(|(k, e)| (format!("{gloc}/files/{k}"), e))
+                    .collect(),
+                spec::Generator::Helm(h) => h
+                    .values_files
+                    .iter()
+                    .enumerate()
+                    .map(|(k, e)| (format!("{gloc}/helm/valuesFiles/{k}"), e))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            for (pointer, e) in paths {
+                if let Some(when) = e.when() {
+                    ck.known_selection(
+                        when,
+                        &vocabulary,
+                        &Loc::new(c.file, format!("{pointer}/when")),
+                        &|| format!("generator {g} of component `{}`", c.name),
+                    );
+                }
             }
         }
     }
@@ -588,6 +725,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         // `load` skips instances whose component failed; then it reported errors and
         // `validate` never runs, so `ids` lines up with `project.components` here.
         let mut instances = Vec::new();
+        let mut first_deployed: Option<(String, Vec<&str>)> = None;
         for (i, (inst, &cid)) in project.components.iter().zip(ids).enumerate() {
             let component = components[cid].clone();
             let iloc = at(format!("/spec/projects/{p}/components/{i}"));
@@ -609,7 +747,64 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
                     &scope,
                 );
             }
+            let deployed: Vec<&str> = s
+                .environments
+                .iter()
+                .filter(|e| {
+                    inst.deploy_to
+                        .as_ref()
+                        .is_none_or(|w| w.admits(&e.name, &e.tier, &e.cluster))
+                })
+                .map(|e| e.name.as_str())
+                .collect();
+            if let Some(when) = &inst.deploy_to {
+                let dloc = iloc.join("deployTo");
+                let errors_before = ck.errors.len();
+                ck.known_selection(when, &vocabulary, &dloc, &|| scope.clone());
+                if ck.errors.len() == errors_before && deployed.is_empty() {
+                    located!(
+                        ck,
+                        dloc,
+                        DeployToSelectsNothing {
+                            scope: scope.clone()
+                        }
+                    );
+                }
+                for env in inst.environments.keys() {
+                    if env_names.contains(&env.as_str()) && !deployed.contains(&env.as_str()) {
+                        let eloc = iloc.join("environments").join(env).at_key();
+                        located!(
+                            ck,
+                            eloc,
+                            ParametersForUndeployedEnvironment {
+                                scope: scope.clone(),
+                                env: env.clone(),
+                            }
+                        );
+                    }
+                }
+            }
+            if project.promotion == spec::PromotionUnit::Project
+                && let Some((first, first_deployed)) = &first_deployed
+                && *first_deployed != deployed
+            {
+                located!(
+                    ck,
+                    iloc.join("deployTo"),
+                    ProjectDeployMismatch {
+                        project: project.name.clone(),
+                        first: format!("`{first}`"),
+                        first_envs: first_deployed.join(", "),
+                        second: format!("`{name}`"),
+                        second_envs: deployed.join(", "),
+                    }
+                );
+            }
+            if first_deployed.is_none() {
+                first_deployed = Some((name.clone(), deployed.clone()));
+            }
             instances.push(ComponentInstance {
+                deploy_to: inst.deploy_to.clone(),
                 name,
                 component_name: component.name.clone(),
                 path: component.path.clone(),
@@ -759,6 +954,33 @@ impl Checker<'_> {
                     help: help_for_name(name, "environment", envs.iter().copied()),
                 }
             );
+        }
+    }
+
+    /// Checks that each name of a `when:` selector (at `loc`) is an environment, tier or
+    /// cluster of the platform (`vocabulary`: field, singular, known names).
+    fn known_selection(
+        &mut self,
+        when: &spec::When,
+        vocabulary: &[(&'static str, &'static str, &[&str]); 3],
+        loc: &Loc,
+        context: &dyn Fn() -> String,
+    ) {
+        for ((field, list), (_, what, known)) in when.lists().into_iter().zip(vocabulary) {
+            for (k, name) in list.iter().flatten().enumerate() {
+                if !known.contains(&name.as_str()) {
+                    located!(
+                        self,
+                        loc.join(field).join(k),
+                        UnknownSelection {
+                            what: what,
+                            name: name.clone(),
+                            context: context(),
+                            help: help_for_name(name, what, known.iter().copied()),
+                        }
+                    );
+                }
+            }
         }
     }
 

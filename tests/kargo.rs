@@ -174,6 +174,10 @@ mod support {
     }
 }
 
+/// (component, environment) pairs of the bank: 11 components in all five environments,
+/// `ops/status-page` in four (it skips `stage`), `ops/demo-data` in the three non-prod ones.
+const BANK_PAIRS: usize = 11 * 5 + 4 + 3;
+
 fn bank() -> Input {
     support::platform_input(&support::root().join("platforms/bank"), Layout::Service)
 }
@@ -256,10 +260,11 @@ fn bank_every_application_is_authorized_for_a_generated_stage_and_every_update_n
         .iter()
         .map(|a| (a.namespace().unwrap().to_string(), a.name().to_string()))
         .collect();
+    // ops/status-page skips `stage` and ops/demo-data runs in the three non-prod ones.
     assert_eq!(
         stages.len(),
-        11 * 5,
-        "one Stage per (component, environment)"
+        BANK_PAIRS,
+        "one Stage per (component, deployed environment)"
     );
     assert_eq!(apps.len(), stages.len(), "one Application per Stage");
     for a in pair_apps(&objects) {
@@ -328,7 +333,7 @@ fn bank_objects_pass_the_kargo_and_argocd_schemas() {
             );
             // Namespaces have no CRD; every other object was checked against one.
             assert_eq!(report.objects + report.meta_only, docs.len());
-            assert_eq!(report.meta_only, if enabled { 3 } else { 0 });
+            assert_eq!(report.meta_only, if enabled { 4 } else { 0 });
         }
     }
 }
@@ -571,7 +576,7 @@ fn kargo_disabled_emits_applications_tracking_the_main_branch_only() {
         .filter(|(p, _)| !p.starts_with("bootstrap/"))
         .flat_map(|(_, r)| r)
         .collect();
-    assert_eq!(objects.len(), 55);
+    assert_eq!(objects.len(), BANK_PAIRS);
     for a in &objects {
         assert_eq!(a.kind(), "Application");
         assert!(a.annotation(kargo::AUTHORIZED_STAGE).is_none());
@@ -1032,8 +1037,9 @@ fn emitted_artifact_set_validates_in_memory() {
     let mut set = kiln::artifact::ArtifactSet::new();
     let b = bank();
     kargo::emit_into(&mut set, "deploy/", &b.platform, &b.plans, &b.opts).unwrap();
-    // backend: one pipeline file instead of eight.
-    assert_eq!(set.len(), 27 - 7);
+    // backend: one pipeline file instead of eight; ops: a project file, two pipelines and
+    // two Application files.
+    assert_eq!(set.len(), 27 - 7 + 5);
     assert!(
         set.paths()
             .all(|p| p.starts_with("deploy/") && p.ends_with(".yaml"))
@@ -1045,10 +1051,11 @@ fn emitted_artifact_set_validates_in_memory() {
     let report = check::validate_artifacts(&set, &schemas).unwrap();
     assert!(report.is_clean(), "{:#?}", report.findings);
     // Per project Namespace, Project, ProjectConfig; per component of web and security a
-    // Warehouse and 5 Stages; backend one Warehouse and 5 Stages; 55 Applications; bootstrap.
+    // Warehouse and 5 Stages; backend one Warehouse and 5 Stages; ops a Warehouse and 4 and
+    // 3 Stages; an Application per pair; bootstrap.
     assert_eq!(
         report.objects + report.meta_only,
-        3 * 3 + 3 * 6 + 6 + 55 + 2
+        4 * 3 + 3 * 6 + 6 + (1 + 4) + (1 + 3) + BANK_PAIRS + 2
     );
 }
 
@@ -1111,8 +1118,8 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
             assert_eq!(pinned, names, "{} {path}", s.name());
         }
     }
-    assert_eq!(builds, 2 * 55);
-    // `build` already holds the Kargo/Argo CD objects (18 files for bank): emitting them
+    assert_eq!(builds, 2 * BANK_PAIRS);
+    // `build` already holds the Kargo/Argo CD objects (23 files for bank, 5 of them ops'): emitting them
     // again changes nothing, and render output and those objects validate together, as
     // `kiln render --schema-dir` does.
     assert_eq!(
@@ -1120,7 +1127,7 @@ fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_na
             .keys()
             .filter(|p| p.contains("/kargo/") || p.contains("/argocd/"))
             .count(),
-        18
+        18 + 5
     );
     let b = bank();
     kargo::emit_into(&mut set, "", &b.platform, &b.plans, &b.opts).unwrap();
@@ -1359,6 +1366,7 @@ fn bootstrap_emits_the_app_project_and_one_root_application() {
         serde_json::json!([
             "https://github.com/example/bank-backend-deploy.git",
             "https://github.com/example/bank-clusters.git",
+            "https://github.com/example/bank-ops-deploy.git",
             "https://github.com/example/bank-web-deploy.git",
         ])
     );

@@ -8,6 +8,7 @@ mod support;
 mod architecture;
 mod cli_stderr;
 mod cli_verify;
+mod env_content;
 mod git;
 mod git_ssh;
 mod gitops;

@@ -819,7 +819,7 @@ fn pairs<'a>(
     let app_names = &mut seen.applications;
     let writes = &mut seen.writes;
     for component in &project.components {
-        for env in order {
+        for env in order.iter().filter(|e| component.deployed_in(e)) {
             let what = format!(
                 "component `{}` of project `{}` in environment `{}`",
                 component.name, project.name, env.name

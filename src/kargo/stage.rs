@@ -8,19 +8,44 @@ use super::{KARGO_API, Pair, SYNC_WAVE, naming, object, pair_labels, steps, wave
 use crate::resource::Resource;
 use serde_json::json;
 
+/// The environments the unit's Stage in `pair.env` takes Freight from: each upstream
+/// environment (`from`) the unit is deployed to, or, for one it skips (`deployTo`), that
+/// one's nearest deployed ancestors in turn; in promotion order, without repeats. Empty:
+/// the Stage takes Freight from the Warehouse directly. In project mode every component is
+/// deployed to the same environments (`kiln::validate::project_deploy_mismatch`).
+fn deployed_upstream<'p>(platform: &'p crate::validate::Platform, pair: &Pair<'_>) -> Vec<&'p str> {
+    let mut out: Vec<&str> = Vec::new();
+    let mut todo: Vec<&str> = pair.env.from.iter().rev().map(String::as_str).collect();
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some(name) = todo.pop() {
+        if !seen.insert(name) {
+            continue;
+        }
+        let Some(env) = platform.environments.iter().find(|e| e.name == name) else {
+            continue;
+        };
+        if pair.component.deployed_in(env) {
+            if !out.contains(&env.name.as_str()) {
+                out.push(&env.name);
+            }
+        } else {
+            todo.extend(env.from.iter().rev().map(String::as_str));
+        }
+    }
+    out
+}
+
 /// Builds the Stage of unit `unit` for `pairs` (one environment; one pair per component of
 /// the unit, at least one).
 pub(super) fn stage(input: &super::Input<'_>, unit: &str, pairs: &[&Pair<'_>]) -> Resource {
     let first = pairs[0];
-    let sources = if first.env.from.is_empty() {
+    let upstream: Vec<String> = deployed_upstream(input.platform, first)
+        .iter()
+        .map(|up| naming::stage_name(unit, up))
+        .collect();
+    let sources = if upstream.is_empty() {
         json!({ "direct": true })
     } else {
-        let upstream: Vec<String> = first
-            .env
-            .from
-            .iter()
-            .map(|up| naming::stage_name(unit, up))
-            .collect();
         json!({ "stages": upstream })
     };
     let template = steps::promotion_template(input, pairs);
