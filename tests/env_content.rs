@@ -238,6 +238,7 @@ fn a_path_with_references_may_not_leave_the_component() {
         assert_eq!(code, Some(1), "{err}");
         assert!(says(&err, "leaves the component"), "{path}: {err}");
         assert!(says(&err, "kiln::render::path_outside_component"), "{err}");
+        assert!(says(&err, "component.yaml:7"), "{err}");
     }
 }
 
@@ -446,10 +447,44 @@ fn deploy_to_errors_name_the_rule_and_the_place() {
         ),
     ];
     for (what, edit, message) in cases {
-        let (_t, platform) = platform_variant(edit);
+        let (t, platform) = platform_variant(edit);
+        // The error points at the line the edit added (`deployTo`, or the parameters key).
+        let text = read(&t.path().join("platforms/estate/platform.yaml"));
+        let needle = if what.starts_with("parameters") {
+            "prod-east: {parameters"
+        } else {
+            "deployTo"
+        };
+        let line = text.lines().position(|l| l.contains(needle)).unwrap() + 1;
         let (code, err) = render_cli(&platform);
         assert_eq!(code, Some(1), "{what}: {err}");
         assert!(says(&err, message), "{what}: {err}");
-        assert!(says(&err, "platform.yaml:"), "{what}: {err}");
+        assert!(
+            says(&err, &format!("platform.yaml:{line}:")),
+            "{what}: line {line}: {err}"
+        );
+    }
+}
+
+#[test]
+fn generator_files_take_references_per_environment() {
+    let (t, platform) = variant(
+        "shop-jobs",
+        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: shop-jobs\nspec:\n  generators:\n  - configMapGenerator:\n      name: settings\n      files: [\"settings.properties=config/${env.tier}.properties\"]\n",
+    );
+    std::fs::create_dir_all(t.path().join("apps/shop-jobs/config")).unwrap();
+    for tier in ["dev", "test", "prod"] {
+        std::fs::write(
+            t.path()
+                .join(format!("apps/shop-jobs/config/{tier}.properties")),
+            format!("tier={tier}\n"),
+        )
+        .unwrap();
+    }
+    let set = render(&platform, t.path()).unwrap_or_else(|e| panic!("{e}"));
+    for (env, tier, _) in ENVS {
+        let f = format!("shop/{env}/shop-jobs/shop-jobs.gen.yaml");
+        let text = String::from_utf8_lossy(&set.files[&f]).into_owned();
+        assert!(text.contains(&format!("tier={tier}")), "{env}: {text}");
     }
 }

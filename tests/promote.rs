@@ -277,6 +277,18 @@ fn bank_promotes_new_freight_through_every_stage() {
     promote_everything(&w, &stages);
 }
 
+/// The app teams' layouts of `tests/fixtures/app-repos` (issue 34): their Stages promote new
+/// Freight through all five environments, the overlay, values file and folder of each
+/// environment in place.
+#[test]
+fn app_repos_fixture_promotes_through_every_stage() {
+    let root = platform_dir("tests/fixtures/app-repos");
+    let w = world_in(&root.join("platforms/estate"), Some(&root));
+    let stages = w.objects.stages_in_graph_order().unwrap();
+    assert_eq!(stages.len(), 3 * 5, "three components in five environments");
+    promote_everything(&w, &stages);
+}
+
 /// Promotes new Freight through `stages` in order with one Argo CD state, then checks every
 /// Stage's health and every Application's manifests.
 fn promote_everything(w: &World, stages: &[StageDef]) {
