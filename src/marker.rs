@@ -89,22 +89,39 @@ pub fn check_rel_path(path: &str) -> Result<Vec<&str>, &'static str> {
     if path.contains('\\') || path.contains('\0') {
         return Err("backslash or NUL in path");
     }
+    if path.chars().any(char::is_control) {
+        return Err("control character (a newline, a tab) in path");
+    }
     let segments: Vec<&str> = path.split('/').collect();
     for s in &segments {
         match *s {
             "" => return Err("empty segment"),
             "." | ".." => return Err("`.` or `..` segment"),
             s if s.trim().is_empty() => return Err("blank segment"),
+            s if s.trim() != s => return Err("segment with leading or trailing spaces"),
             s if is_dotgit(s) => return Err("`.git` segment"),
+            s if is_git_metadata(s) => {
+                return Err(
+                    "`.gitmodules`, `.gitattributes` or `.gitignore` segment (git reads them)",
+                );
+            }
             _ => {}
         }
     }
     Ok(segments)
 }
 
+/// Whether `segment` is a file git itself reads (`.gitmodules`, `.gitattributes`,
+/// `.gitignore`, any case): a folder of that name would break the repository's checkout.
+fn is_git_metadata(segment: &str) -> bool {
+    [".gitmodules", ".gitattributes", ".gitignore"]
+        .iter()
+        .any(|m| segment.eq_ignore_ascii_case(m))
+}
+
 /// Whether a file system may resolve `segment` to `.git`: any case, trailing spaces or dots
 /// (Windows strips them), or the NTFS short name `git~1`.
-fn is_dotgit(segment: &str) -> bool {
+pub fn is_dotgit(segment: &str) -> bool {
     let trimmed = segment.trim_end_matches([' ', '.']);
     trimmed.eq_ignore_ascii_case(".git") || trimmed.eq_ignore_ascii_case("git~1")
 }

@@ -84,6 +84,17 @@ pub enum WriteError {
     )]
     UnownedFile { path: String },
 
+    /// The output directory is, or is inside, a Git directory: writing there would corrupt the
+    /// repository (its objects, refs and config).
+    #[error("refusing to write into the Git directory `{path}`")]
+    #[diagnostic(
+        code(kiln::write::git_directory),
+        help(
+            "--write-to names the folder for the rendered tree, e.g. `deploy`; use `kiln publish` to commit it"
+        )
+    )]
+    GitDirectory { path: String },
+
     /// A directory on the way to a file kiln writes or prunes is a symbolic link. Following
     /// it would change files outside the output directory.
     #[error("refusing to write through the symbolic link `{path}` inside the output directory")]
@@ -509,7 +520,22 @@ pub fn write_known(
         });
     }
     let shown = out;
+    // Refused before anything is created on the way, and again once symlinks are resolved.
+    let in_git = |p: &Path| {
+        p.components()
+            .any(|c| crate::marker::is_dotgit(&c.as_os_str().to_string_lossy()))
+    };
+    if in_git(shown) {
+        return Err(WriteError::GitDirectory {
+            path: shown.display().to_string(),
+        });
+    }
     let out = &resolve_target(out)?;
+    if in_git(out) {
+        return Err(WriteError::GitDirectory {
+            path: shown.display().to_string(),
+        });
+    }
     let parent = match out.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -756,6 +782,28 @@ impl Commit<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 39, item 17: `--write-to .git` (or a folder inside it, or a symlink to it) is
+    /// refused, and nothing is created there.
+    #[test]
+    fn a_git_directory_is_never_an_output() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(t.path().join("repo/.git")).unwrap();
+        std::os::unix::fs::symlink(t.path().join("repo/.git"), t.path().join("link")).unwrap();
+        let mut set = ArtifactSet::new();
+        set.insert("a.yaml".to_string(), b"x".to_vec());
+        for out in ["repo/.git", "repo/.git/deploy", "repo/.GIT", "link/deploy"] {
+            let err = write(&set, &t.path().join(out)).unwrap_err();
+            assert!(
+                matches!(err, WriteError::GitDirectory { .. }),
+                "{out}: {err:?}"
+            );
+        }
+        let entries: Vec<_> = std::fs::read_dir(t.path().join("repo/.git"))
+            .unwrap()
+            .collect();
+        assert!(entries.is_empty(), "nothing written into .git");
+    }
+
     use super::*;
 
     fn set(files: &[(&str, &str)]) -> ArtifactSet {

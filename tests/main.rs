@@ -17,5 +17,6 @@ mod kargo;
 mod kustomize;
 mod kustomize_helm;
 mod promote;
+mod refusals;
 mod render;
 mod scale;

@@ -1168,6 +1168,17 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
     let temp;
     let work_dir = match &args.work_dir {
         Some(d) => {
+            // The work directory receives clones and output folders: only an empty or new
+            // one, so `--work-dir /` or a checkout is never filled (issue 39, item 15).
+            let non_empty = std::fs::read_dir(d).map(|mut e| e.next().is_some());
+            if matches!(non_empty, Ok(true)) || d.parent().is_none() {
+                return Err(miette::miette!(
+                    code = "kiln::promote::work_dir_not_empty",
+                    help = "give a new or empty directory, or leave --work-dir out for a temporary one",
+                    "refusing the work directory `{}`: it is not empty",
+                    d.display()
+                ));
+            }
             std::fs::create_dir_all(d)
                 .map_err(|e| miette::miette!("cannot create {}: {e}", d.display()))?;
             d.clone()

@@ -937,13 +937,17 @@ pub(crate) fn validate_rel_path(path: &str) -> Result<Vec<&str>, GitError> {
     })
 }
 
-/// Normalises a `--path` value: `None`, `""`, `"."` and `"/"` mean the branch root; trailing
-/// slashes are dropped.
+/// Normalises a `--path` value: `None`, `""`, `"."` and `"/"` mean the branch root; one
+/// leading and one trailing slash are dropped. Anything else must be a clean relative path
+/// ([`validate_rel_path`]): `//`, a newline, spaces around a segment or `.gitmodules` are
+/// refused, never read as the root or written as a folder.
 pub(crate) fn normalize_managed_path(path: Option<&str>) -> Result<String, GitError> {
-    let p = path.unwrap_or("").trim_matches('/');
-    if p.is_empty() || p == "." {
+    let raw = path.unwrap_or("");
+    if matches!(raw, "" | "." | "/") {
         return Ok(String::new());
     }
+    let p = raw.strip_prefix('/').unwrap_or(raw);
+    let p = p.strip_suffix('/').unwrap_or(p);
     validate_rel_path(p)?;
     Ok(p.to_string())
 }

@@ -1267,6 +1267,43 @@ mod tests {
         assert!(matches!(err, GitError::InvalidPath { .. }), "{err:?}");
     }
 
+    /// Issue 39, item 16: a `--path` git would read as something else, or that is not a
+    /// clean relative path, is refused before anything is written.
+    #[test]
+    fn publish_path_refuses_git_files_blank_segments_and_control_characters() {
+        let dir = tempfile::tempdir().unwrap();
+        Repository::init_bare(dir.path()).unwrap();
+        for bad in [
+            ".gitmodules",
+            "x/.gitattributes",
+            ".GITIGNORE",
+            "//",
+            "a//b",
+            "a\nb",
+            " deploy",
+            "deploy ",
+            "a/ b /c",
+        ] {
+            let mut o = options(dir.path());
+            o.path = Some(bad.to_string());
+            let err = publish(&set(&[("a.yaml", "x")]), &o).unwrap_err();
+            assert!(
+                matches!(err, GitError::InvalidPath { .. }),
+                "{bad:?}: {err:?}"
+            );
+        }
+        let repo = Repository::open_bare(dir.path()).unwrap();
+        assert!(
+            repo.references().unwrap().next().is_none(),
+            "nothing was committed"
+        );
+        for good in ["deploy", "/deploy/", "envs/prod"] {
+            let mut o = options(dir.path());
+            o.path = Some(good.to_string());
+            publish(&set(&[("a.yaml", "x")]), &o).unwrap();
+        }
+    }
+
     #[test]
     fn marker_file_name_is_reserved() {
         let dir = tempfile::tempdir().unwrap();

@@ -82,9 +82,25 @@ pub fn dns_label_problem(name: &str) -> Option<String> {
     None
 }
 
-/// Why `branch` is not a branch name Kargo accepts (its git subscription pattern
-/// `^[a-zA-Z0-9]([a-zA-Z0-9._/-]*[a-zA-Z0-9_-])?$`, at most 255 characters), or `None`.
+/// Why `branch` is not a branch name both git and Kargo accept, or `None`: git's
+/// `check-ref-format --branch` (no `.lock` ending, no `@{`, …), none of the names that read as
+/// something else (`HEAD`, `@`, `refs/…`, which `refs/heads/` would nest), and Kargo's git
+/// subscription pattern `^[a-zA-Z0-9]([a-zA-Z0-9._/-]*[a-zA-Z0-9_-])?$`, at most 255
+/// characters.
 pub fn branch_problem(branch: &str) -> Option<String> {
+    if branch == "HEAD" || branch == "@" {
+        return Some(format!("`{branch}` names the current commit, not a branch"));
+    }
+    if branch.starts_with("refs/") {
+        return Some(format!(
+            "`{branch}` is a full reference name; a branch is written without `refs/heads/`"
+        ));
+    }
+    if !git2::Reference::is_valid_name(&format!("refs/heads/{branch}")) {
+        return Some(format!(
+            "`{branch}` is not a valid git branch name (see git-check-ref-format)"
+        ));
+    }
     let ok_inner = |c: char| c.is_ascii_alphanumeric() || "._/-".contains(c);
     let ok_last = |c: char| c.is_ascii_alphanumeric() || "_-".contains(c);
     let first_ok = branch
@@ -170,6 +186,18 @@ mod tests {
         assert!(dns_label_problem("-web").is_some());
         assert!(dns_label_problem(&"a".repeat(64)).is_some());
         assert_eq!(branch_problem("stage/dev"), None);
+        // Issue 39, item 18: names git or Kargo would take for something else.
+        for bad in [
+            "HEAD",
+            "@",
+            "refs/heads/x",
+            "x.lock",
+            "stage/x.lock",
+            "a@{b",
+            "a//b",
+        ] {
+            assert!(branch_problem(bad).is_some(), "{bad}");
+        }
         assert!(branch_problem("stage/dev/").is_some());
         assert!(branch_problem("-x").is_some());
     }
