@@ -15,18 +15,28 @@
 //! lookup replays it: an entry whose reads give a different result is stale and ignored, like
 //! a compiler's dependency file.
 //!
-//! **Entries.** `<dir>/<first two hex digits>/<key>.json`: a line with the SHA-256 of the
-//! body, then the body (JSON: the key, the reads, the emitted files). An entry whose digest,
-//! key or shape does not check out is a miss, never an error, so a corrupt or truncated
-//! entry cannot change the output; it is overwritten by the next store. Entries are written
-//! to a temporary file and renamed in, so concurrent renders never see half an entry.
+//! **Entries.** `<dir>/<first two hex digits>/<key>.json`: a line with the HMAC-SHA256 of the
+//! body under the [`CacheKey`], then the body (JSON: the key, the reads, the emitted files).
+//! An entry whose tag, key or shape does not check out is a miss, never an error, so a
+//! corrupt, truncated or forged entry cannot change the output; it is overwritten by the next
+//! store. Entries are written to a temporary file and renamed in, so concurrent renders never
+//! see half an entry.
 //!
-//! The directory (default `.kiln/cache` for the CLI) holds nothing else and is safe to delete
-//! at any time. It is not pruned: delete it to reclaim space.
-#![allow(clippy::disallowed_methods)] // the render cache persists entries under .kiln/cache
+//! **Trust.** Whoever can write the directory (a cache committed in a pull request, one
+//! restored from a shared CI cache) could recompute a plain digest; the tag needs the key,
+//! which lives outside the checkout (the CLI's default `$XDG_CACHE_HOME/kiln/key`, mode
+//! 0600, created on first use) and never in the cache directory. A directory any component
+//! of whose path is a symbolic link is not used at all ([`check_dir`]), so a committed
+//! `.kiln/cache` link cannot make a render write elsewhere. ADR 0017.
+//!
+//! The directory (the CLI's default `$XDG_CACHE_HOME/kiln/<digest of the checkout's path>`)
+//! holds nothing else and is safe to delete at any time. It is not pruned: delete it to
+//! reclaim space.
+#![allow(clippy::disallowed_methods)] // the render cache persists entries in its directory
 
 use crate::evaluate::BuildPlan;
 use crate::fs::FileSystem;
+use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,7 +45,186 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// Bumped whenever the entry layout or the key's inputs change.
-const FORMAT: &str = "kiln-render-cache/2";
+const FORMAT: &str = "kiln-render-cache/3";
+
+/// The secret a cache's entries and journals are authenticated under (HMAC-SHA256): 32
+/// random bytes, kept outside any checkout. Its `Debug` never shows it.
+#[derive(Clone)]
+pub struct CacheKey([u8; 32]);
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheKey(..)")
+    }
+}
+
+/// 32 bytes from the operating system's generator.
+fn random_key() -> io::Result<[u8; 32]> {
+    let mut k = [0u8; 32];
+    io::Read::read_exact(&mut std::fs::File::open("/dev/urandom")?, &mut k)?;
+    Ok(k)
+}
+
+impl CacheKey {
+    /// The key in `path` (64 hex digits), created with 32 random bytes and mode 0600 (its
+    /// directory 0700) when there is none. A link in place of the file, a file of another
+    /// shape or one that other users may read is an error: the caller renders without a
+    /// cache it could trust.
+    pub fn load_or_create(path: &Path) -> io::Result<CacheKey> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+        if let Some(dir) = path.parent() {
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)?;
+        }
+        let bad = |why: &str| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("the cache key `{}` {why}", path.display()),
+            )
+        };
+        for _ in 0..2 {
+            match std::fs::OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+                .open(path)
+            {
+                Ok(mut file) => {
+                    let meta = file.metadata()?;
+                    if !meta.is_file() {
+                        return Err(bad("is not a regular file"));
+                    }
+                    if meta.permissions().mode() & 0o077 != 0 {
+                        return Err(bad("may be read by other users (make it mode 0600)"));
+                    }
+                    let mut text = String::new();
+                    io::Read::read_to_string(&mut io::Read::take(&mut file, 100), &mut text)?;
+                    let mut k = [0u8; 32];
+                    return match base16ct::mixed::decode(text.trim(), &mut k) {
+                        Ok(d) if d.len() == 32 => Ok(CacheKey(k)),
+                        _ => Err(bad("is not 64 hexadecimal digits")),
+                    };
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    let k = random_key()?;
+                    match std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .custom_flags(libc::O_NOFOLLOW)
+                        .open(path)
+                    {
+                        Ok(mut file) => {
+                            io::Write::write_all(&mut file, format!("{}\n", hex(&k)).as_bytes())?;
+                            file.sync_all()?;
+                            return Ok(CacheKey(k));
+                        }
+                        // Another render created it first: read theirs.
+                        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ELOOP) => {
+                    return Err(bad("is a symbolic link"));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(bad("could not be read or created"))
+    }
+
+    /// A key for this process only, random: what it authenticates is a miss for any other
+    /// process (the library's default without a key file).
+    pub fn ephemeral() -> CacheKey {
+        static KEY: std::sync::OnceLock<CacheKey> = std::sync::OnceLock::new();
+        KEY.get_or_init(|| {
+            // Without the OS generator, a key from the hasher's per-process seed and the
+            // time: no other process can predict it, and it never leaves this one.
+            CacheKey(random_key().unwrap_or_else(|_| {
+                use std::hash::{BuildHasher, Hasher};
+                let mut k = [0u8; 32];
+                for (i, chunk) in k.chunks_mut(8).enumerate() {
+                    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+                    h.write_usize(i);
+                    h.write_u128(std::time::Instant::now().elapsed().as_nanos());
+                    chunk.copy_from_slice(&h.finish().to_le_bytes());
+                }
+                k
+            }))
+        })
+        .clone()
+    }
+
+    /// The key in `path`, or with `None` (or a key file that cannot be used) the
+    /// [`ephemeral`](Self::ephemeral) one: a cache without a trusted key is only slower.
+    pub fn for_file(path: Option<&Path>) -> CacheKey {
+        path.and_then(|p| CacheKey::load_or_create(p).ok())
+            .unwrap_or_else(CacheKey::ephemeral)
+    }
+
+    fn mac(&self, purpose: &[u8], body: &[u8]) -> Hmac<Sha256> {
+        // `new_from_slice` accepts any key length for HMAC; 32 bytes never fail.
+        let mut m = <Hmac<Sha256> as Mac>::new_from_slice(&self.0)
+            .unwrap_or_else(|_| <Hmac<Sha256> as Mac>::new(&Default::default()));
+        m.update(purpose);
+        m.update(b"\n");
+        m.update(body);
+        m
+    }
+
+    /// The tag (hex) of `body` stored for `purpose` (`entry`, `journal`).
+    fn tag(&self, purpose: &[u8], body: &[u8]) -> String {
+        hex(&self.mac(purpose, body).finalize().into_bytes())
+    }
+
+    /// Whether `tag` (hex) authenticates `body` for `purpose`, compared in constant time.
+    fn verify(&self, purpose: &[u8], tag: &[u8], body: &[u8]) -> bool {
+        let mut t = [0u8; 32];
+        match base16ct::lower::decode(tag, &mut t) {
+            Ok(d) if d.len() == 32 => self.mac(purpose, body).verify_slice(&t).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// `body` behind its tag line, as entries and journals are stored.
+    fn seal(&self, purpose: &[u8], body: &[u8]) -> Vec<u8> {
+        let mut bytes = self.tag(purpose, body).into_bytes();
+        bytes.push(b'\n');
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    /// The body of `bytes` when its tag line authenticates it, else `None`.
+    fn open<'b>(&self, purpose: &[u8], bytes: &'b [u8]) -> Option<&'b [u8]> {
+        let newline = bytes.iter().position(|b| *b == b'\n')?;
+        let (tag, body) = (&bytes[..newline], &bytes[newline + 1..]);
+        self.verify(purpose, tag, body).then_some(body)
+    }
+}
+
+/// Why `dir` may not hold a render cache: a component of its path (made absolute) is a
+/// symbolic link, or is not a directory. Checked component by component with `lstat`, before
+/// anything is created or read there: a committed `.kiln/cache` link to `/etc` would make a
+/// render create directories and write entries there (issue 39, item 3). `Ok` for a path
+/// whose missing tail the cache creates.
+pub fn check_dir(dir: &Path) -> Result<(), String> {
+    let abs = std::path::absolute(dir).map_err(|e| format!("`{}`: {e}", dir.display()))?;
+    let mut at = PathBuf::new();
+    for c in abs.components() {
+        at.push(c);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                return Err(format!("`{}` is a symbolic link", at.display()));
+            }
+            Ok(m) if !m.is_dir() => return Err(format!("`{}` is not a directory", at.display())),
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(format!("`{}`: {e}", at.display())),
+        }
+    }
+    Ok(())
+}
 
 /// One observed file-system call of a render and a digest of what it returned.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -321,6 +510,7 @@ pub struct CacheStats {
 /// A cache directory (see the module docs).
 pub struct Cache {
     dir: PathBuf,
+    secret: CacheKey,
     layout: String,
     /// Digest of each component's loaded inputs, by component path: computed once per
     /// component, not once per environment.
@@ -330,10 +520,12 @@ pub struct Cache {
 }
 
 impl Cache {
-    /// A cache in `dir` (created on the first store) for output in `layout` (`{:?}` of it).
-    pub fn new(dir: impl Into<PathBuf>, layout: impl std::fmt::Debug) -> Cache {
+    /// A cache in `dir` (created on the first store) for output in `layout` (`{:?}` of it),
+    /// its entries authenticated under `secret`.
+    pub fn new(dir: impl Into<PathBuf>, layout: impl std::fmt::Debug, secret: CacheKey) -> Cache {
         Cache {
             dir: dir.into(),
+            secret,
             layout: format!("{layout:?}"),
             components: Mutex::new(BTreeMap::new()),
             hits: Default::default(),
@@ -413,11 +605,7 @@ impl Cache {
 
     fn try_lookup(&self, key: &str, fs: &dyn FileSystem) -> Option<Emitted> {
         let bytes = fs.read(&self.entry_path(key)).ok()?;
-        let newline = bytes.iter().position(|b| *b == b'\n')?;
-        let (check, body) = (&bytes[..newline], &bytes[newline + 1..]);
-        if check != digest(body).as_bytes() {
-            return None;
-        }
+        let body = self.secret.open(b"entry", &bytes)?;
         let entry: Entry = serde_json::from_slice(body).ok()?;
         if entry.key != key {
             return None;
@@ -457,9 +645,7 @@ impl Cache {
             cluster_kinds: emitted.cluster_kinds.iter().cloned().collect(),
         };
         let body = serde_json::to_vec(&entry).map_err(io::Error::other)?;
-        let mut bytes = digest(&body).into_bytes();
-        bytes.push(b'\n');
-        bytes.extend_from_slice(&body);
+        let bytes = self.secret.seal(b"entry", &body);
         let path = self.entry_path(key);
         let dir = path.parent().unwrap_or(&self.dir);
         std::fs::create_dir_all(dir)?;
@@ -484,7 +670,7 @@ impl io::Write for HashWriter<'_> {
 }
 
 /// Bumped whenever the journal's layout or key inputs change.
-const JOURNAL_FORMAT: &str = "kiln-render-journal/3";
+const JOURNAL_FORMAT: &str = "kiln-render-journal/4";
 
 /// The render journal: what the last full `kiln render` into one output directory, with one
 /// set of options, read and wrote, so that the next render of unchanged input can skip
@@ -653,12 +839,13 @@ pub struct PlanRecord {
 pub struct JournalSlot {
     key: String,
     path: PathBuf,
+    secret: CacheKey,
 }
 
 impl JournalSlot {
     /// The slot for a render described by `options` (every option that can change the
-    /// output, `{:?}`-formatted by the caller) into `out`.
-    pub fn new(cache_dir: &Path, options: &str, out: &Path) -> JournalSlot {
+    /// output, `{:?}`-formatted by the caller) into `out`, authenticated under `secret`.
+    pub fn new(cache_dir: &Path, options: &str, out: &Path, secret: CacheKey) -> JournalSlot {
         let mut h = Sha256::new();
         h.update(JOURNAL_FORMAT);
         h.update(b"\nkiln ");
@@ -669,7 +856,7 @@ impl JournalSlot {
         h.update(out.to_string_lossy().as_bytes());
         let key = hex(&h.finalize());
         let path = cache_dir.join("journal").join(format!("{key}.json"));
-        JournalSlot { key, path }
+        JournalSlot { key, path, secret }
     }
 
     /// The journal and its modification time, when it is intact and of this key.
@@ -679,11 +866,7 @@ impl JournalSlot {
             .ok()?
             .modified()
             .ok()?;
-        let newline = bytes.iter().position(|b| *b == b'\n')?;
-        let (check, body) = (&bytes[..newline], &bytes[newline + 1..]);
-        if check != digest(body).as_bytes() {
-            return None;
-        }
+        let body = self.secret.open(b"journal", &bytes)?;
         let j: Journal = serde_json::from_slice(body).ok()?;
         (j.key == self.key).then_some((j, mtime))
     }
@@ -698,9 +881,7 @@ impl JournalSlot {
     pub fn store(&self, mut journal: Journal) -> io::Result<()> {
         journal.key = self.key.clone();
         let body = serde_json::to_vec(&journal).map_err(io::Error::other)?;
-        let mut bytes = digest(&body).into_bytes();
-        bytes.push(b'\n');
-        bytes.extend_from_slice(&body);
+        let bytes = self.secret.seal(b"journal", &body);
         let dir = self.path.parent().unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir)?;
         let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
@@ -711,6 +892,56 @@ impl JournalSlot {
 }
 
 impl Journal {
+    /// Whether every path this journal would have kiln look at is confined, checked before
+    /// anything is opened (issue 39, item 2): its root is `root` (the root this render
+    /// uses), its render's and components' calls lie inside it, load's own calls inside it or
+    /// at a `.git` of a directory above it (where load looks for the repository), and every
+    /// written file is a relative path below the output. A journal is authenticated, so this
+    /// holds for any journal kiln wrote; it is checked anyway, as a second wall.
+    pub fn confined_to(&self, root: &Path) -> bool {
+        let inside = |p: &str| {
+            let p = Path::new(p);
+            p.is_absolute() && crate::fs::normalize(p).starts_with(root)
+        };
+        let above_git = |p: &str| {
+            let p = crate::fs::normalize(Path::new(p));
+            p.file_name().is_some_and(|n| n == ".git")
+                && p.parent().is_some_and(|d| root.starts_with(d))
+        };
+        // Load may be handed the platform directory relative to the working directory.
+        let below_cwd = |p: &str| {
+            let p = Path::new(p);
+            p.is_relative()
+                && p.components().all(|c| {
+                    matches!(
+                        c,
+                        std::path::Component::Normal(_) | std::path::Component::CurDir
+                    )
+                })
+        };
+        let relative = |p: &str| {
+            !p.is_empty()
+                && Path::new(p)
+                    .components()
+                    .all(|c| matches!(c, std::path::Component::Normal(_)))
+        };
+        self.root == root
+            && self
+                .load_reads
+                .iter()
+                .all(|r| inside(&r.path) || above_git(&r.path) || below_cwd(&r.path))
+            && self.component_reads.iter().all(|c| {
+                c.dir.starts_with(root)
+                    && c.reads
+                        .iter()
+                        .all(|r| inside(&r.path) || above_git(&r.path))
+            })
+            && self.render_reads.iter().all(|r| inside(&r.path))
+            && self.sources.iter().all(|s| s.starts_with(root))
+            && self.records.iter().all(|r| r.dir.starts_with(root))
+            && self.files.iter().all(|w| relative(&w.path))
+    }
+
     /// Whether every recorded call still gives the same result: load's through `fs`,
     /// the render's through `fs` confined to the root.
     pub fn replays(&self, fs: &dyn FileSystem) -> bool {
@@ -827,5 +1058,38 @@ mod tests {
                 "read_dir_kinds"
             ]
         );
+    }
+
+    /// Issue 39, items 2 and 3: the key is created 0600 and read back; a link in its place
+    /// is refused; a body under a recomputed plain digest or another purpose's tag does not
+    /// open; a cache path through a link is refused.
+    #[test]
+    fn keys_tags_and_cache_paths() {
+        use std::os::unix::fs::PermissionsExt;
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("home/kiln/key");
+        let k = CacheKey::load_or_create(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let again = CacheKey::load_or_create(&path).unwrap();
+        assert_eq!(k.0, again.0);
+        assert_eq!(format!("{k:?}"), "CacheKey(..)");
+        let sealed = k.seal(b"entry", b"{}");
+        assert_eq!(k.open(b"entry", &sealed), Some(&b"{}"[..]));
+        assert_eq!(k.open(b"journal", &sealed), None);
+        let mut forged = digest(b"{}").into_bytes();
+        forged.extend_from_slice(b"\n{}");
+        assert_eq!(k.open(b"entry", &forged), None);
+        assert_eq!(CacheKey::ephemeral().open(b"entry", &sealed), None);
+
+        std::os::unix::fs::symlink(&path, t.path().join("link")).unwrap();
+        assert!(CacheKey::load_or_create(&t.path().join("link")).is_err());
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(CacheKey::load_or_create(&path).is_err());
+
+        assert!(check_dir(&t.path().join("home/kiln/x/y")).is_ok());
+        std::os::unix::fs::symlink(t.path().join("home"), t.path().join("cache")).unwrap();
+        assert!(check_dir(&t.path().join("cache")).is_err());
+        assert!(check_dir(&t.path().join("cache/kiln/deeper")).is_err());
     }
 }

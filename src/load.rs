@@ -438,6 +438,19 @@ pub fn load_scoped(
     })
 }
 
+/// The repository root a load of `platform_dir` with `root` uses (canonical; see
+/// [`LoadOptions::root`]), without loading anything: the journal's recorded root must be it.
+pub fn repository_root(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    root: Option<&Path>,
+) -> std::io::Result<PathBuf> {
+    match root {
+        Some(r) => fs.canonicalize(r),
+        None => Ok(default_root(fs, &fs.canonicalize(platform_dir)?)),
+    }
+}
+
 /// The default repository root for a canonical platform directory (see [`LoadOptions::root`]).
 fn default_root(fs: &dyn FileSystem, dir: &Path) -> PathBuf {
     for a in dir.ancestors() {

@@ -154,9 +154,15 @@ pub struct RenderOptions {
     /// Where every input is read from: the real disk, or a [`crate::fs::MemFs`] in tests
     /// and the fuzz harness. Only `write` touches the disk itself.
     pub fs: Arc<dyn FileSystem>,
-    /// The render cache directory (`--cache-dir`, CLI default `.kiln/cache`); `None`: no
-    /// cache (`--no-cache`, and the library's default).
+    /// The render cache directory (`--cache-dir`, CLI default
+    /// `$XDG_CACHE_HOME/kiln/<digest of the checkout's path>`); `None`: no cache
+    /// (`--no-cache`, and the library's default). A directory with a symbolic link in its
+    /// path is not used ([`crate::cache::check_dir`]).
     pub cache_dir: Option<PathBuf>,
+    /// The file holding the key the cache's entries and journal are authenticated under
+    /// (CLI default `$XDG_CACHE_HOME/kiln/key`, created on first use); never in the checkout.
+    /// `None`: a key for this process only (entries of other processes are misses).
+    pub cache_key: Option<PathBuf>,
     /// `--shard i/N`: render only this shard's BuildPlans.
     pub shard: Option<Shard>,
     /// Without Kargo, `kiln publish --per-environment`: the Applications track branch
@@ -260,6 +266,7 @@ impl RenderOptions {
             schema_dir: None,
             fs: Arc::new(RealFs),
             cache_dir: None,
+            cache_key: None,
             shard: None,
             environment_branches: None,
         }
@@ -585,10 +592,7 @@ pub fn build_timed(
     timings.evaluate = t.elapsed();
 
     let t = Instant::now();
-    let cache = opts
-        .cache_dir
-        .as_ref()
-        .map(|d| crate::cache::Cache::new(d, opts.layout));
+    let cache = open_cache(opts);
     // Every file the render reads (kustomize bases included) must lie inside the root.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
     let emitted = render_plans(
@@ -812,7 +816,13 @@ pub fn run_render_with_progress(
 ) -> Result<RenderSummary, KilnError> {
     let t = Instant::now();
     let slot = journal_slot(opts);
-    let last = slot.as_ref().and_then(|s| s.load());
+    // A journal is used only when every path it names lies where this render may look.
+    let root =
+        crate::load::repository_root(opts.fs.as_ref(), &opts.platform_dir, opts.root.as_deref());
+    let last = slot
+        .as_ref()
+        .and_then(|s| s.load())
+        .filter(|(j, _)| root.as_ref().is_ok_and(|r| j.confined_to(r)));
     if let (Some(slot), Some((j, recorded))) = (&slot, &last)
         && let Some(changed) = j.changes(opts.fs.as_ref())
     {
@@ -1102,10 +1112,9 @@ fn render_incremental(
     let Ok(evaluated) = evaluate(&platform, &selection) else {
         return Ok(None);
     };
-    let Some(cache_dir) = &opts.cache_dir else {
+    let Some(cache) = open_cache(opts) else {
         return Ok(None);
     };
-    let cache = crate::cache::Cache::new(cache_dir, opts.layout);
     let mut by_id: std::collections::BTreeMap<(&str, &str, &str), &BuildPlan> = Default::default();
     for p in &evaluated {
         by_id.insert((&p.project, &p.environment, &p.component), p);
@@ -1545,7 +1554,7 @@ fn incremental_records(
 /// The journal of a render with `opts` (see [`crate::cache::Journal`]): only with a cache,
 /// and not with `--schema-dir` (its schemas are read outside the recorded calls).
 fn journal_slot(opts: &RenderOptions) -> Option<crate::cache::JournalSlot> {
-    let dir = opts.cache_dir.as_ref()?;
+    let dir = cache_dir(opts)?;
     if opts.schema_dir.is_some() {
         return None;
     }
@@ -1560,7 +1569,29 @@ fn journal_slot(opts: &RenderOptions) -> Option<crate::cache::JournalSlot> {
         opts.shard,
         opts.environment_branches
     );
-    Some(crate::cache::JournalSlot::new(dir, &options, &out))
+    Some(crate::cache::JournalSlot::new(
+        dir,
+        &options,
+        &out,
+        crate::cache::CacheKey::for_file(opts.cache_key.as_deref()),
+    ))
+}
+
+/// The cache directory of `opts` when it may be used (see [`crate::cache::check_dir`]).
+fn cache_dir(opts: &RenderOptions) -> Option<&Path> {
+    let dir = opts.cache_dir.as_deref()?;
+    crate::cache::check_dir(dir).is_ok().then_some(dir)
+}
+
+/// The render cache of `opts`, if it has a usable one.
+fn open_cache(opts: &RenderOptions) -> Option<crate::cache::Cache> {
+    cache_dir(opts).map(|d| {
+        crate::cache::Cache::new(
+            d,
+            opts.layout,
+            crate::cache::CacheKey::for_file(opts.cache_key.as_deref()),
+        )
+    })
 }
 
 /// The summary of a render skipped because the journal proves it would change nothing:
@@ -1654,12 +1685,14 @@ fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInfo>), KilnEr
                 reason,
             })
         };
-        let marker = fs
-            .read(&dir.join(crate::marker::MARKER_FILE))
+        // A shard tree is input: read without following any link (issue 39, item 4).
+        let dir = &fs
+            .canonicalize(dir)
+            .map_err(|e| not_shard(format!("cannot open it: {e}")))?;
+        let marker = crate::fs::read_beneath(&fs, dir, crate::marker::MARKER_FILE)
             .map_err(|e| not_shard(format!("cannot read {}: {e}", crate::marker::MARKER_FILE)))?;
         let marker = crate::marker::OwnedMarker::parse(&marker).map_err(|e| not_shard(e.0))?;
-        let info = fs
-            .read(&dir.join(SHARD_FILE))
+        let info = crate::fs::read_beneath(&fs, dir, SHARD_FILE)
             .map_err(|e| format!("cannot read {SHARD_FILE}: {e}"))
             .and_then(|b| {
                 serde_json::from_slice::<ShardInfo>(&b)
@@ -1678,8 +1711,7 @@ fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInfo>), KilnEr
             }
             crate::marker::check_rel_path(&path)
                 .map_err(|e| not_shard(format!("its marker lists `{path}`: {e}")))?;
-            let bytes = fs
-                .read(&dir.join(&path))
+            let bytes = crate::fs::read_beneath(&fs, dir, &path)
                 .map_err(|e| not_shard(format!("cannot read `{path}`: {e}")))?;
             if let Some(&j) = from.get(&path) {
                 if set.files.get(&path) != Some(&bytes) {

@@ -625,7 +625,18 @@ fn helm_generator(
         .release_name
         .clone()
         .unwrap_or_else(|| plan.component.clone());
-    let mut opts = crate::helm::TemplateOptions::new(chart.to_path_buf(), &release);
+    // The chart is read inside its own directory only (issue 39, item 1): a link in a
+    // vendored chart to `../../.git/config`, or anywhere else in the repository, is refused
+    // (Helm's loader follows any link, `internal/sympath/walk.go`; kiln is stricter). The
+    // values files are the component's, read through the repository's rules.
+    let chart = chart.to_path_buf();
+    let chart_fs = ChartFs {
+        outer: fs,
+        confined: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory"),
+        chart: chart.clone(),
+    };
+    let fs: &dyn FileSystem = &chart_fs;
+    let mut opts = crate::helm::TemplateOptions::new(chart, &release);
     opts.namespace = h
         .namespace
         .clone()
@@ -659,6 +670,56 @@ fn helm_generator(
         }
     }
     Ok(out)
+}
+
+/// The file system a chart is loaded through: a path inside the chart directory (canonical)
+/// is read through a [`crate::fs::RootedFs`] rooted there, so no link takes the chart out of
+/// its own directory; any other path (a values file) through `outer`.
+#[derive(Debug)]
+struct ChartFs<'a> {
+    outer: &'a dyn FileSystem,
+    confined: crate::fs::RootedFs<'a>,
+    chart: std::path::PathBuf,
+}
+
+impl ChartFs<'_> {
+    fn pick(&self, path: &std::path::Path) -> &dyn FileSystem {
+        if crate::fs::normalize(path).starts_with(&self.chart) {
+            &self.confined
+        } else {
+            self.outer
+        }
+    }
+}
+
+impl FileSystem for ChartFs<'_> {
+    fn read(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        self.pick(path).read(path)
+    }
+    fn read_at_most(&self, path: &std::path::Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+        self.pick(path).read_at_most(path, max)
+    }
+    fn is_dir(&self, path: &std::path::Path) -> bool {
+        self.pick(path).is_dir(path)
+    }
+    fn is_file(&self, path: &std::path::Path) -> bool {
+        self.pick(path).is_file(path)
+    }
+    fn read_dir(&self, path: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
+        self.pick(path).read_dir(path)
+    }
+    fn canonicalize(&self, path: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+        self.pick(path).canonicalize(path)
+    }
+    fn plain_kind(&self, path: &std::path::Path) -> Option<crate::fs::PlainKind> {
+        self.pick(path).plain_kind(path)
+    }
+    fn read_dir_kinds(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Vec<(std::path::PathBuf, Option<crate::fs::PlainKind>)>> {
+        self.pick(path).read_dir_kinds(path)
+    }
 }
 
 /// [`render_plan`] with state shared between plans (see [`Shared`]).

@@ -850,6 +850,38 @@ fn item13_publish_recovers_after_a_kill_between_ref_and_worktree() {
     assert!(work.join("shop/dev/new/kustomization.yaml").exists());
 }
 
+/// Issue 39, item 12: a publish killed while writing a working-tree file left it 0 bytes long,
+/// which the next publish took for someone's change. Files are now written to a temporary
+/// file and renamed in, so a kill mid-write leaves the old file and a partial temporary one
+/// (made here by hand); the next publish finishes the update and leaves nothing behind.
+#[test]
+fn a_publish_killed_mid_write_is_finished_by_the_next_one() {
+    let t = tempfile::tempdir().unwrap();
+    git(t.path(), &["init", "-q", "work"]);
+    let work = t.path().join("work");
+    let o = options(&work);
+    git::publish(&shop(&[("dev", "api", "1")]), &o).unwrap();
+    let mut crashing = o.clone();
+    crashing.crash_after_ref_update = true;
+    let v2 = shop(&[("dev", "api", "2")]);
+    git::publish(&v2, &crashing).unwrap();
+    // The kill came while the new bytes were half written to the temporary file.
+    let tmp = work.join("shop/dev/api/.kustomization.yaml.kiln-publish-tmp");
+    std::fs::write(&tmp, "apiVersion: kustomize.config.k8s.io/v1beta1\nki").unwrap();
+    let old = std::fs::read_to_string(work.join("shop/dev/api/kustomization.yaml")).unwrap();
+    assert!(old.contains("newTag: \"1\""), "{old}");
+
+    let out = git::publish(&v2, &o).unwrap();
+    assert_eq!(out.commit, None, "nothing new to commit");
+    assert_eq!(
+        git(&work, &["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert!(!tmp.exists());
+    let k = std::fs::read_to_string(work.join("shop/dev/api/kustomization.yaml")).unwrap();
+    assert!(k.contains("newTag: \"2\""), "{k}");
+}
+
 /// Item 15: `--branch HEAD` created `refs/heads/HEAD`, `--branch refs/tags/v1` created
 /// `refs/heads/refs/tags/v1`.
 #[test]

@@ -389,11 +389,12 @@ fn app_platform(repo: &Path) -> PathBuf {
     chart
 }
 
-/// `kiln render` reads a chart only inside the repository root: a chart directory linked out
-/// of it is refused at load, and so is a symbolic link inside the chart that leads out
-/// (Helm would follow both); a link to elsewhere inside the root is followed, as Helm does.
+/// `kiln render` reads a chart only inside its own directory (issue 39, item 1): a chart
+/// directory linked out of the root is refused at load, and so is a symbolic link inside the
+/// chart that leads out of the chart, even to elsewhere in the repository (Helm would follow
+/// both, `internal/sympath/walk.go`); a link to elsewhere inside the chart is followed.
 #[test]
-fn render_reads_charts_only_inside_the_repository_root() {
+fn render_reads_charts_only_inside_their_own_directory() {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     let outside = tmp.path().join("outside");
@@ -402,14 +403,11 @@ fn render_reads_charts_only_inside_the_repository_root() {
         &chart.join("templates/cm.yaml"),
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  shared: {{ .Files.Get \"files/shared.conf\" | quote }}\n",
     );
+    write(&chart.join("data/shared.conf"), "from the chart");
     write(&repo.join("shared/shared.conf"), "from the repository");
     write(&outside.join("secret.conf"), "from outside");
     std::fs::create_dir_all(chart.join("files")).unwrap();
-    std::os::unix::fs::symlink(
-        repo.join("shared/shared.conf"),
-        chart.join("files/shared.conf"),
-    )
-    .unwrap();
+    std::os::unix::fs::symlink("../data/shared.conf", chart.join("files/shared.conf")).unwrap();
     let render = || {
         let mut o = kiln::pipeline::RenderOptions::new(repo.join("platforms/p"));
         o.root = Some(repo.clone());
@@ -426,16 +424,27 @@ fn render_reads_charts_only_inside_the_repository_root() {
         .find(|(p, _)| p.ends_with("app.gen.yaml"))
         .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
         .unwrap();
-    assert!(text.contains("shared: from the repository"), "{text}");
+    assert!(text.contains("shared: from the chart"), "{text}");
 
-    std::os::unix::fs::symlink(outside.join("secret.conf"), chart.join("files/secret.conf"))
-        .unwrap();
-    let e = render().unwrap_err();
-    assert!(
-        e.contains("files/secret.conf") && e.contains("outside the repository root"),
-        "{e}"
-    );
-    std::fs::remove_file(chart.join("files/secret.conf")).unwrap();
+    for (name, target) in [
+        ("secret.conf", outside.join("secret.conf")),
+        ("repo.conf", repo.join("shared/shared.conf")),
+    ] {
+        std::os::unix::fs::symlink(&target, chart.join("files").join(name)).unwrap();
+        let e = render().unwrap_err();
+        assert!(
+            e.contains(&format!("files/{name}")) && e.contains("lies outside"),
+            "{e}"
+        );
+        assert!(
+            !e.contains("from outside") && !e.contains("from the repository"),
+            "{e}"
+        );
+        if name == "repo.conf" {
+            assert!(e.contains("outside the chart directory"), "{e}");
+        }
+        std::fs::remove_file(chart.join("files").join(name)).unwrap();
+    }
 
     std::fs::rename(&chart, outside.join("chart")).unwrap();
     std::os::unix::fs::symlink(outside.join("chart"), &chart).unwrap();

@@ -30,7 +30,28 @@ fn opts(root: &Path, out: &str, cache: Option<&str>) -> RenderOptions {
     o.root = Some(root.to_path_buf());
     o.write_to = root.join(out);
     o.cache_dir = cache.map(|c| root.join(c));
+    // The key lives beside the tree, outside the cache directory (the CLI keeps it in the
+    // user's cache home).
+    o.cache_key = cache.map(|_| root.join("cache-key"));
     o
+}
+
+/// `body` behind the tag line the cache writes: HMAC-SHA256 under the key `opts` set up in
+/// `root`, for `purpose` (`entry`, `journal`). Tests that must get past the tag use it.
+fn seal(root: &Path, purpose: &str, body: &[u8]) -> Vec<u8> {
+    use hmac::Mac;
+    let hexkey = std::fs::read_to_string(root.join("cache-key")).unwrap();
+    let key: Vec<u8> = (0..64)
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hexkey[i..i + 2], 16).unwrap())
+        .collect();
+    let mut m = hmac::Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    m.update(purpose.as_bytes());
+    m.update(b"\n");
+    m.update(body);
+    let mut out = format!("{:x}\n", Hex(m.finalize().into_bytes().to_vec())).into_bytes();
+    out.extend_from_slice(body);
+    out
 }
 
 /// Every file under `dir` (relative path → bytes).
@@ -273,13 +294,11 @@ fn corrupt_or_stale_cache_entries_never_change_the_output() {
             3 => b"not a cache entry".to_vec(),
             // Another entry's intact bytes under this key.
             4 => other.clone(),
-            // A correct digest line over a body of the wrong shape.
+            // A correct tag over a body of the wrong shape.
             _ => {
                 let key = e.file_stem().unwrap().to_string_lossy().into_owned();
                 let body = format!("{{\"key\": \"{key}\", \"files\": 7}}");
-                let mut b = format!("{:x}\n", sha2_hex(body.as_bytes())).into_bytes();
-                b.extend_from_slice(body.as_bytes());
-                b
+                seal(t.path(), "entry", body.as_bytes())
             }
         };
         std::fs::write(e, corrupt).unwrap();
@@ -295,8 +314,129 @@ fn corrupt_or_stale_cache_entries_never_change_the_output() {
     assert_eq!(render(&o2).cache.hits, N * E);
 }
 
-/// Hex SHA-256, as the cache writes its digest line (the last corruption case needs a body
-/// with a correct digest, to prove the body is still checked).
+/// Issue 39, item 2: an entry rewritten with a plain SHA-256 digest line (all that
+/// authenticated it before) is a miss: the forged files never reach the output.
+#[test]
+fn a_forged_cache_entry_with_a_recomputed_digest_is_a_miss() {
+    let t = platform();
+    let o = opts(t.path(), "deploy", Some("cache"));
+    render(&o);
+    let expected = tree(&o.write_to);
+    let cache = t.path().join("cache");
+    std::fs::remove_dir_all(cache.join("journal")).unwrap();
+    for (k, bytes) in tree(&cache) {
+        let body = &bytes[bytes.iter().position(|b| *b == b'\n').unwrap() + 1..];
+        let mut v: serde_json::Value = serde_json::from_slice(body).unwrap();
+        for f in v["files"].as_array_mut().unwrap() {
+            f[1] =
+                serde_json::json!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged\n");
+        }
+        let body = serde_json::to_vec(&v).unwrap();
+        let mut forged = format!("{:x}\n", sha2_hex(&body)).into_bytes();
+        forged.extend_from_slice(&body);
+        std::fs::write(cache.join(k), forged).unwrap();
+    }
+    let o2 = opts(t.path(), "deploy2", Some("cache"));
+    let s = render(&o2);
+    assert_eq!(s.cache.hits, 0, "{:?}", s.cache);
+    assert_same(&tree(&o2.write_to), &expected, "after forging the cache");
+}
+
+/// Issue 39, item 2: a journal forged with a plain digest (its recorded calls dropped, so
+/// that nothing would be replayed) does not skip the render of a changed spec.
+#[test]
+fn a_forged_journal_does_not_skip_a_changed_spec() {
+    let t = platform();
+    let root = t.path();
+    let o = opts(root, "deploy", Some("cache"));
+    render(&o);
+    let journal = std::fs::read_dir(root.join("cache/journal"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let bytes = std::fs::read(&journal).unwrap();
+    let body = &bytes[bytes.iter().position(|b| *b == b'\n').unwrap() + 1..];
+    let mut v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    v["load_reads"] = serde_json::json!([]);
+    v["component_reads"] = serde_json::json!([]);
+    v["render_reads"] = serde_json::json!([]);
+    let body = serde_json::to_vec(&v).unwrap();
+    let mut forged = format!("{:x}\n", sha2_hex(&body)).into_bytes();
+    forged.extend_from_slice(&body);
+    std::fs::write(&journal, forged).unwrap();
+    edit(
+        root,
+        "components/c00001/base/deployment.yaml",
+        "memory: 128Mi",
+        "memory: 999Mi",
+    );
+    let s = render(&o);
+    assert!(!s.journal, "a forged journal skipped the render");
+    assert_same(
+        &tree(&o.write_to),
+        &no_cache(root, "fresh"),
+        "after the change",
+    );
+}
+
+/// A file system that notes every path asked of it.
+#[derive(Debug)]
+struct Watched(std::sync::Mutex<Vec<PathBuf>>);
+impl kiln::fs::FileSystem for Watched {
+    fn read(&self, p: &Path) -> std::io::Result<Vec<u8>> {
+        self.0.lock().unwrap().push(p.to_path_buf());
+        kiln::fs::RealFs.read(p)
+    }
+    fn is_dir(&self, p: &Path) -> bool {
+        self.0.lock().unwrap().push(p.to_path_buf());
+        kiln::fs::RealFs.is_dir(p)
+    }
+    fn is_file(&self, p: &Path) -> bool {
+        self.0.lock().unwrap().push(p.to_path_buf());
+        kiln::fs::RealFs.is_file(p)
+    }
+    fn read_dir(&self, p: &Path) -> std::io::Result<Vec<PathBuf>> {
+        self.0.lock().unwrap().push(p.to_path_buf());
+        kiln::fs::RealFs.read_dir(p)
+    }
+    fn canonicalize(&self, p: &Path) -> std::io::Result<PathBuf> {
+        self.0.lock().unwrap().push(p.to_path_buf());
+        kiln::fs::RealFs.canonicalize(p)
+    }
+}
+
+/// Issue 39, item 2: a journal naming a file outside the root (here with a valid tag: the
+/// confinement is a wall of its own) is dropped before any of its paths is opened.
+#[test]
+fn a_journal_naming_a_path_outside_the_root_opens_nothing() {
+    let t = platform();
+    let root = t.path();
+    let mut o = opts(root, "deploy", Some("cache"));
+    render(&o);
+    let outside = tempfile::tempdir().unwrap();
+    let shadow = outside.path().join("shadow");
+    std::fs::write(&shadow, "root:$6$FAKE:19000:0:99999:7:::\n").unwrap();
+    for part in ["load_reads", "render_reads"] {
+        let path = shadow.display().to_string();
+        rewrite_journal(&root.join("cache"), &|v| {
+            v[part].as_array_mut().unwrap().push(serde_json::json!({
+                "op": "read", "path": path, "result": "0".repeat(64)
+            }));
+        });
+        let watched = std::sync::Arc::new(Watched(Default::default()));
+        o.fs = watched.clone();
+        let s = render(&o);
+        assert!(!s.journal, "{part}");
+        let seen = watched.0.lock().unwrap();
+        assert!(
+            !seen.iter().any(|p| p.starts_with(outside.path())),
+            "{part}: {seen:?}"
+        );
+    }
+}
+
+/// Hex SHA-256, as a forger of a cache without a key would write its digest line.
 struct Hex(Vec<u8>);
 impl std::fmt::LowerHex for Hex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -398,6 +538,53 @@ fn merge_refuses_conflicting_shards_and_directories_without_a_marker() {
     assert_eq!(code.as_deref(), Some("kiln::merge::not_a_shard"));
 }
 
+/// Issue 39, item 4: a shard tree is input. A manifest that is a link to a file outside
+/// (a Secret), a linked directory, or a link in place of the marker is never followed: merge
+/// refuses the shard and writes nothing.
+#[cfg(unix)]
+#[test]
+fn merge_never_follows_links_in_shard_trees() {
+    let t = platform();
+    let outside = tempfile::tempdir().unwrap();
+    let secret =
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: stolen\ndata:\n  token: Z2hwX0ZBS0U=\n";
+    std::fs::write(outside.path().join("secret.yaml"), secret).unwrap();
+    let dirs = render_two_shards(t.path());
+    let files: Vec<String> = tree(&dirs[1])
+        .into_keys()
+        .filter(|p| p.ends_with(".gen.yaml"))
+        .collect();
+    let victim = dirs[1].join(&files[0]);
+    let saved = std::fs::read(&victim).unwrap();
+    // A manifest replaced by a link to the outside file.
+    std::fs::remove_file(&victim).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("secret.yaml"), &victim).unwrap();
+    let out = t.path().join("m");
+    let err = run_merge(&dirs, &out).unwrap_err();
+    let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
+    assert_eq!(code.as_deref(), Some("kiln::merge::not_a_shard"), "{err}");
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(!out.exists(), "nothing written");
+    std::fs::remove_file(&victim).unwrap();
+    std::fs::write(&victim, &saved).unwrap();
+    // Its directory replaced by a link to a copy of it outside.
+    let dir = victim.parent().unwrap();
+    let copy = outside.path().join("copy");
+    std::fs::rename(dir, &copy).unwrap();
+    std::fs::write(copy.join(victim.file_name().unwrap()), secret).unwrap();
+    std::os::unix::fs::symlink(&copy, dir).unwrap();
+    let err = run_merge(&dirs, &out).unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(!out.exists(), "nothing written");
+    // The marker itself a link.
+    let marker = dirs[0].join(".kiln-owned.json");
+    std::fs::rename(&marker, outside.path().join("marker.json")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("marker.json"), &marker).unwrap();
+    let err = run_merge(&dirs, &out).unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(!out.exists(), "nothing written");
+}
+
 /// Merge loads the platform again for the Kargo and Argo CD objects: from a checkout that
 /// differs from the one the shards were rendered from (here `spec.source.branch`, which every
 /// Warehouse and Stage reads) it refuses, writing nothing, instead of mixing the two.
@@ -439,7 +626,9 @@ fn shard_flag_rejects_bad_values() {
 #[test]
 fn timings_name_every_stage() {
     let t = platform();
+    let xdg = tempfile::tempdir().unwrap();
     let out = crate::support::kiln_bin()
+        .env("XDG_CACHE_HOME", xdg.path())
         .current_dir(t.path())
         .args([
             "render",
@@ -462,11 +651,26 @@ fn timings_name_every_stage() {
         err.contains(&format!("cache: 0 hits, {} misses", N * E)),
         "{err}"
     );
+    // The default cache is outside the checkout, under the user's cache home, with its key.
+    assert!(!t.path().join(".kiln").exists(), "no cache in the checkout");
+    let home = xdg.path().join("kiln");
+    let dirs: Vec<String> = std::fs::read_dir(&home)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert!(
-        t.path().join(".kiln/cache").is_dir(),
-        "default cache directory"
+        dirs.iter()
+            .any(|d| d.len() == 64 && home.join(d).join("journal").is_dir()),
+        "{dirs:?}"
     );
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(home.join("key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600, "the key is the user's alone");
     let again = crate::support::kiln_bin()
+        .env("XDG_CACHE_HOME", xdg.path())
         .current_dir(t.path())
         .args([
             "render",
@@ -721,8 +925,8 @@ fn a_param_layer_or_platform_change_invalidates_every_plan_it_reaches() {
     );
 }
 
-/// The journal's body rewritten by `change`, with a correct digest line (so that only the
-/// checks of the content can refuse it).
+/// The journal's body rewritten by `change`, with a correct tag (so that only the checks of
+/// the content can refuse it); the key is `cache`'s sibling `cache-key`.
 fn rewrite_journal(cache: &Path, change: &dyn Fn(&mut serde_json::Value)) {
     let dir = cache.join("journal");
     let path = std::fs::read_dir(&dir)
@@ -735,9 +939,7 @@ fn rewrite_journal(cache: &Path, change: &dyn Fn(&mut serde_json::Value)) {
     let mut v: serde_json::Value = serde_json::from_slice(body).unwrap();
     change(&mut v);
     let body = serde_json::to_vec(&v).unwrap();
-    let mut out = format!("{:x}\n", sha2_hex(&body)).into_bytes();
-    out.extend_from_slice(&body);
-    std::fs::write(&path, out).unwrap();
+    std::fs::write(&path, seal(cache.parent().unwrap(), "journal", &body)).unwrap();
 }
 
 #[test]

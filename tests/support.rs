@@ -39,7 +39,14 @@ impl Run {
 
 /// The built `kiln` binary, as it is (every module starts its runs here).
 pub fn kiln_bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    // The render cache and its key go to the user's cache home: the tests' own, never the
+    // caller's (a test may set another).
+    cmd.env(
+        "XDG_CACHE_HOME",
+        concat!(env!("CARGO_TARGET_TMPDIR"), "/xdg-cache"),
+    );
+    cmd
 }
 
 /// The built `kiln` binary in `dir`, with colours off, a fixed commit author and no

@@ -154,9 +154,11 @@ pub struct RenderArgs {
     #[arg(long)]
     pub schema_dir: Option<PathBuf>,
     /// The render cache: BuildPlans whose inputs are unchanged are copied from it instead of
-    /// rendered. Safe to delete at any time.
-    #[arg(long, default_value = ".kiln/cache", value_name = "DIR")]
-    pub cache_dir: PathBuf,
+    /// rendered. Safe to delete at any time. Default: `$XDG_CACHE_HOME/kiln/<digest of the
+    /// checkout's path>` (`~/.cache/kiln/…`), outside the checkout; its entries are
+    /// authenticated with the key `$XDG_CACHE_HOME/kiln/key` (created on first use).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
     /// Render without the cache (neither read nor written).
     #[arg(long)]
     pub no_cache: bool,
@@ -560,6 +562,42 @@ impl Layout {
     }
 }
 
+/// The user's cache directory: `$XDG_CACHE_HOME`, else `$HOME/.cache` (the environment is
+/// read here, in the CLI, and nowhere else).
+fn cache_home() -> Option<PathBuf> {
+    let abs = |v: std::ffi::OsString| Some(PathBuf::from(v)).filter(|p| p.is_absolute());
+    std::env::var_os("XDG_CACHE_HOME")
+        .and_then(abs)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .and_then(abs)
+                .map(|h| h.join(".cache"))
+        })
+}
+
+/// `--cache-dir`, or the default outside the checkout: `<cache home>/kiln/<SHA-256 of the
+/// canonical repository root>`. A directory with a symbolic link in its path is refused
+/// with a warning (the render goes on without a cache).
+fn cache_dir_for(args: &RenderArgs) -> Option<PathBuf> {
+    let dir = match &args.cache_dir {
+        Some(d) => d.clone(),
+        None => {
+            let root =
+                crate::load::repository_root(&crate::fs::RealFs, &args.platform, None).ok()?;
+            let digest = crate::cache::file_digest(root.as_os_str().as_encoded_bytes());
+            cache_home()?.join("kiln").join(digest)
+        }
+    };
+    if let Err(why) = crate::cache::check_dir(&dir) {
+        print_err(&format!(
+            "kiln: warning: not using the render cache `{}`: {why} (a cache path may hold no symbolic link)",
+            dir.display()
+        ));
+        return None;
+    }
+    Some(dir)
+}
+
 /// `kiln render`: a progress bar on stderr only when it is a terminal, a one-line summary.
 fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
     let opts = crate::pipeline::RenderOptions {
@@ -570,7 +608,12 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         root: None,
         schema_dir: args.schema_dir.clone(),
         fs: std::sync::Arc::new(crate::fs::RealFs),
-        cache_dir: (!args.no_cache).then(|| args.cache_dir.clone()),
+        cache_dir: if args.no_cache {
+            None
+        } else {
+            cache_dir_for(args)
+        },
+        cache_key: cache_home().map(|h| h.join("kiln/key")),
         shard: args.shard,
         environment_branches: None,
     };

@@ -475,7 +475,8 @@ pub const SECRET_HIDDEN: &str = "<secret value hidden>";
 fn concealed_lines(text: &str) -> Vec<std::borrow::Cow<'_, str>> {
     use std::borrow::Cow;
     let lines = text.split_inclusive('\n');
-    if !text.contains("Secret") && !text.contains("secretGenerator") {
+    // A Secret's kind may be written with an escape (`"Secr\u0065t"`).
+    if !text.contains("Secret") && !text.contains("secretGenerator") && !text.contains('\\') {
         return lines.map(Cow::Borrowed).collect();
     }
     let masked = crate::diag::redact_secrets(text);
@@ -485,8 +486,9 @@ fn concealed_lines(text: &str) -> Vec<std::borrow::Cow<'_, str>> {
             if line == mask {
                 return Cow::Borrowed(line);
             }
-            // redact_secrets masks whole characters from one column to the end of the line,
-            // so the common prefix ends on a character boundary.
+            // redact_secrets masks whole characters (ASCII `*` over their bytes), so the
+            // common prefix ends on a character boundary; from the first masked one, the
+            // rest of the line is hidden (a JSON line may hold several values).
             let keep = line
                 .bytes()
                 .zip(mask.bytes())

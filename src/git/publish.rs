@@ -959,6 +959,48 @@ fn check_worktree_clean(
     }
 }
 
+/// The temporary file a working-tree file is written to before it is renamed into place.
+fn temp_name(file: &Path) -> std::path::PathBuf {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.with_file_name(format!(".{name}.kiln-publish-tmp"))
+}
+
+/// Writes a working-tree file whole or not at all (issue 39, item 12): the bytes go to a
+/// temporary file beside it (a deterministic name: the one a killed publish left is replaced,
+/// never piled up), which is then renamed over it. A publish killed mid-write leaves the old
+/// file (and a temporary one), never a truncated file, so the next publish, finding the
+/// journal, sees the old content and finishes the update (`recover_interrupted`).
+fn write_by_rename(file: &Path, bytes: &[u8]) -> Result<(), GitError> {
+    use std::io::Write;
+    let tmp = temp_name(file);
+    let io = |operation: &'static str, path: &Path| {
+        let path = path.to_path_buf();
+        move |source| GitError::Io {
+            operation,
+            path,
+            source,
+        }
+    };
+    // A leftover (or a link someone put there) is removed, then the name is created anew.
+    match std::fs::remove_file(&tmp) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io("remove", &tmp)(e)),
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(io("create", &tmp))?;
+    f.write_all(bytes).map_err(io("write", &tmp))?;
+    f.sync_all().map_err(io("sync", &tmp))?;
+    drop(f);
+    std::fs::rename(&tmp, file).map_err(io("rename", file))
+}
+
 /// Brings the checked-out files and the index in line with the new commit (only the paths kiln
 /// changed; other files are not looked at).
 fn update_worktree(
@@ -982,11 +1024,7 @@ fn update_worktree(
                         source,
                     })?;
                 }
-                std::fs::write(&file, bytes).map_err(|source| GitError::Io {
-                    operation: "write",
-                    path: file.clone(),
-                    source,
-                })?;
+                write_by_rename(&file, bytes)?;
                 index
                     .add_path(Path::new(path))
                     .map_err(lg("updating the index"))?;

@@ -168,10 +168,9 @@ fn a_kustomize_base_outside_the_root_is_not_read_by_render() {
         let out = f.render(&[]);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{base}: {err}");
-        assert!(
-            err.contains("lies outside the repository root"),
-            "{base}: {err}"
-        );
+        // The same words as for a path that names nothing (issue 39, item 6).
+        assert!(err.contains("`resources[1]`"), "{base}: {err}");
+        assert!(!err.contains("stolen"), "{base}: {err}");
         assert!(!f.path("repo/deploy").exists());
         // `kiln kustomize` keeps kustomize's rule: with LoadRestrictionsNone, it reads it.
         let out = crate::support::kiln_bin()
@@ -372,4 +371,154 @@ fn invalid_names_namespaces_and_label_keys_of_emitted_objects_fail_the_render() 
     let out = f.render(&[]);
     let err = assert_fails(&f, &out, &[]);
     assert!(err.contains("invalid metadata.namespace"), "{err}");
+}
+
+/// A fake `.git/config` with a fake token, as a checkout of a pull request would have.
+const GIT_CONFIG: &str = "[remote \"origin\"]\n\turl = https://ci:ghp_FAKE0000000000000000000000000000@example.com/bank.git\n";
+
+/// Issue 39, item 1: a vendored chart whose file is a link to the repository's
+/// `.git/config` (or to anything else in the repository) is refused; the token is never
+/// rendered or printed.
+#[cfg(unix)]
+#[test]
+fn a_chart_link_to_git_config_is_never_read() {
+    for target in [
+        "../../../../.git/config",
+        "../../../../platforms/p/platform.yaml",
+        "../../../../.git",
+    ] {
+        let f = Fixture::new();
+        f.write("repo/.git/config", GIT_CONFIG);
+        f.edit(
+            "repo/components/web/component.yaml",
+            "  - files: [manifests]\n",
+            "  - files: [manifests]\n  - helm: {chart: chart}\n",
+        );
+        f.write(
+            "repo/components/web/chart/Chart.yaml",
+            "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+        );
+        f.write(
+            "repo/components/web/chart/templates/cm.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\ndata:\n  config: {{ .Files.Get \"files/config\" | quote }}\n",
+        );
+        std::fs::create_dir_all(f.path("repo/components/web/chart/files")).unwrap();
+        std::os::unix::fs::symlink(target, f.path("repo/components/web/chart/files/config"))
+            .unwrap();
+        let out = f.render(&[]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{target}: {err}");
+        assert!(err.contains("files/config"), "{target}: {err}");
+        assert!(!err.contains("ghp_FAKE"), "{target}: {err}");
+        assert!(!String::from_utf8_lossy(&out.stdout).contains("ghp_FAKE"));
+        assert!(!f.path("repo/deploy").exists(), "{target}");
+    }
+}
+
+/// Issue 39, item 6: a `../` path out of the root gets the same error whether or not
+/// something is there, so an error never tells which paths exist outside the root.
+#[test]
+fn an_outside_path_is_refused_the_same_whether_it_exists_or_not() {
+    let message = |base: &str| {
+        let f = Fixture::new();
+        with_kustomize_generator(&f);
+        f.write("outside/kustomization.yaml", "resources:\n- secret.yaml\n");
+        f.write(
+            "repo/components/web/base/kustomization.yaml",
+            &format!("resources:\n- deployment.yaml\n- {base}\n"),
+        );
+        let out = f.render(&[]);
+        assert_eq!(out.status.code(), Some(1));
+        // The message, with the path named and the temp dir left out.
+        stderr(&out)
+            .replace(base, "BASE")
+            .replace(&f.dir.path().display().to_string(), "TMP")
+            .replace("nothing-here", "outside")
+    };
+    for (present, missing) in [
+        ("../../../../outside", "../../../../nothing-here"),
+        (
+            "../../../../outside/secret.yaml",
+            "../../../../nothing-here/secret.yaml",
+        ),
+    ] {
+        let (a, b) = (message(present), message(missing));
+        assert_eq!(a, b);
+        // kustomize's loader names any path it cannot resolve so.
+        assert!(a.contains("`BASE` does not exist"), "{a}");
+    }
+}
+
+/// Issue 39, item 3: a committed `.kiln/cache` that is a link (here to a directory outside
+/// the checkout) is not used: the render goes on without a cache, says so, and writes
+/// nothing there.
+#[cfg(unix)]
+#[test]
+fn a_cache_path_through_a_symlink_is_not_written() {
+    let f = Fixture::new();
+    let victim = f.path("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::create_dir_all(f.path("repo/.kiln")).unwrap();
+    std::os::unix::fs::symlink(&victim, f.path("repo/.kiln/cache")).unwrap();
+    for dir in ["repo/.kiln/cache", "repo/.kiln/cache/deeper"] {
+        let out = f.render(&["--cache-dir", f.path(dir).to_str().unwrap()]);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(err.contains("not using the render cache"), "{err}");
+        assert!(err.contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(&victim).unwrap().count(), 0, "{dir}");
+    }
+}
+
+/// Issue 39, item 5: a Secret written as JSON on one line (the form the line rules missed)
+/// never reaches `kiln diff` or `kiln verify` output when it is removed.
+#[test]
+fn diff_and_verify_never_print_a_removed_json_secret() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/secret.yaml",
+        "{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"db\"}, \"stringData\": {\"password\": \"hunter2-json-secret\"}}\n",
+    );
+    let out = f.render(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let bare = f.path("deploy.git");
+    git2::Repository::init_bare(&bare).unwrap();
+    let platform = f.path("repo/platforms/p");
+    let run = |args: &[&str]| crate::support::kiln_in(&f.path("repo"), args);
+    let p = platform.to_str().unwrap();
+    let r = run(&[
+        "publish",
+        p,
+        "--repo",
+        bare.to_str().unwrap(),
+        "--branch",
+        "main",
+        "--path",
+        "deploy",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    std::fs::remove_file(f.path("repo/components/web/manifests/secret.yaml")).unwrap();
+    let deploy = f.path("repo/deploy");
+    for args in [
+        vec!["diff", p, "--against", deploy.to_str().unwrap()],
+        vec![
+            "verify",
+            p,
+            "--repo",
+            bare.to_str().unwrap(),
+            "--ref",
+            "main",
+            "--path",
+            "deploy",
+        ],
+    ] {
+        let r = run(&args);
+        assert_eq!(r.code, Some(1), "{args:?}: {}", r.text());
+        assert!(
+            r.text().contains("secret value hidden"),
+            "{args:?}: {}",
+            r.text()
+        );
+        assert!(!r.text().contains("hunter2"), "{args:?}: {}", r.text());
+    }
 }

@@ -589,12 +589,237 @@ fn clip_source(
 }
 
 /// `text` with every Secret value a snippet could show replaced by `*`, byte for byte, so spans
-/// and line numbers stay right: the values under `data:`/`stringData:` of a `kind: Secret`
-/// (at the same indentation, so inline patches count too) and the value after `=` of each
-/// `literals:` entry of a `secretGenerator`. Works line by line on the raw text, because the
-/// file being reported may not parse. A snippet never prints a Secret's value; the key stays
-/// visible, so the user still sees which entry is meant.
+/// and line numbers stay right. A snippet never prints a Secret's value; the key stays
+/// visible, so the user still sees which entry is meant. Three rules, each masking what it
+/// finds (issue 39, item 5):
+///
+/// - **By structure** ([`secret_value_spans`]): the text is parsed, and every value under
+///   `data`/`stringData` of a mapping whose `kind` is `Secret` is masked, in any syntax the
+///   parser reads (block or flow/JSON, quoted keys and values, tags, escapes, comments,
+///   anchors: a node an alias under `data` names is masked where it is defined).
+/// - **What does not parse**: from the document where parsing stopped, a document that could
+///   be a Secret (it says `Secret`, or holds an escape) has every value masked, keys kept.
+/// - **By line** (below): the values under `data:`/`stringData:` of a `kind: Secret` at the
+///   same indentation (inline patches count too) and the value after `=` of each `literals:`
+///   entry of a `secretGenerator`.
 pub fn redact_secrets(text: &str) -> String {
+    let lines = redact_secret_lines(text);
+    let mut out = lines.into_bytes();
+    for (a, b) in secret_value_spans(text) {
+        for byte in out.get_mut(a..b).unwrap_or_default() {
+            if *byte != b'\n' && *byte != b'\r' {
+                *byte = b'*';
+            }
+        }
+    }
+    // Only ASCII bytes were written, and only over whole characters' bytes.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Whether a document's text could be a Secret's: it names the kind, or holds an escape
+/// (`"Secr\u0065t"`) or a tab that a parse would have had to read.
+fn could_be_secret(doc: &str) -> bool {
+    doc.contains("Secret") || doc.contains('\\')
+}
+
+/// A map being read by [`secret_value_spans`].
+struct MaskFrame {
+    /// A mapping (else a sequence).
+    map: bool,
+    /// The key whose value comes next (a mapping expecting a value).
+    key: Option<String>,
+    /// Whether its `kind` is `Secret`.
+    secret: bool,
+    /// Byte ranges of the values under its `data`/`stringData`, masked if it is a Secret.
+    pending: Vec<(usize, usize)>,
+    /// Anchors aliased under its `data`/`stringData`.
+    aliases: Vec<usize>,
+    /// The frame whose `data`/`stringData` this collection lies in.
+    owner: Option<usize>,
+    /// Its anchor and start, to mask the whole node if an alias under `data` names it.
+    anchor: usize,
+    start: usize,
+}
+
+/// Byte ranges of `text` that hold a Secret's values, by parsed structure (see
+/// [`redact_secrets`]), plus, from the document where parsing stopped, every value of each
+/// document that could be a Secret.
+pub fn secret_value_spans(text: &str) -> Vec<(usize, usize)> {
+    use granit_parser::{Event, Parser};
+    // Character index → byte offset (the parser counts characters).
+    let bytes_at: Vec<usize> = text
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain(std::iter::once(text.len()))
+        .collect();
+    let at = |m: granit_parser::Marker| {
+        m.byte_offset()
+            .unwrap_or_else(|| bytes_at.get(m.index()).copied().unwrap_or(text.len()))
+    };
+    let mut masks: Vec<(usize, usize)> = Vec::new();
+    let mut anchors: std::collections::BTreeMap<usize, (usize, usize)> = Default::default();
+    let mut aliased: Vec<usize> = Vec::new();
+    let mut stack: Vec<MaskFrame> = Vec::new();
+    // Where the document being read started (after the last one finished).
+    let mut doc_start = 0usize;
+    let mut failed = false;
+    for ev in Parser::new_from_str(text) {
+        let Ok((event, span)) = ev else {
+            failed = true;
+            break;
+        };
+        let (a, b) = (at(span.start), at(span.end));
+        let frame = |map: bool, owner: Option<usize>, anchor: usize| MaskFrame {
+            map,
+            key: None,
+            secret: false,
+            pending: Vec::new(),
+            aliases: Vec::new(),
+            owner,
+            anchor,
+            start: a,
+        };
+        match event {
+            Event::DocumentEnd => {
+                doc_start = b;
+                stack.clear();
+                continue;
+            }
+            Event::MappingEnd | Event::SequenceEnd => {
+                if let Some(f) = stack.pop() {
+                    if f.secret {
+                        masks.extend(f.pending);
+                        aliased.extend(f.aliases);
+                    }
+                    if f.anchor != 0 {
+                        anchors.insert(f.anchor, (f.start, b));
+                    }
+                }
+                if let Some(MaskFrame { map: true, key, .. }) = stack.last_mut() {
+                    *key = None;
+                }
+                continue;
+            }
+            Event::Scalar(..)
+            | Event::Alias(..)
+            | Event::MappingStart(..)
+            | Event::SequenceStart(..) => {}
+            _ => continue,
+        }
+        // Where this node sits: a key, or a value (in whose `data`, if any).
+        let depth = stack.len();
+        let (is_key, parent_key, owner) = match stack.last_mut() {
+            None => (false, None, None),
+            Some(p) if p.map && p.key.is_none() => (true, None, p.owner),
+            Some(p) => {
+                let k = if p.map { p.key.take() } else { None };
+                let owner = match k.as_deref() {
+                    Some("data" | "stringData") => Some(depth - 1),
+                    _ => p.owner,
+                };
+                (false, k, owner)
+            }
+        };
+        match event {
+            Event::Scalar(v, _, anchor, _) => {
+                if anchor != 0 {
+                    anchors.insert(anchor, (a, b));
+                }
+                if is_key {
+                    if let Some(p) = stack.last_mut() {
+                        // An empty key still expects a value.
+                        p.key = Some(v.into_owned());
+                    }
+                } else {
+                    if parent_key.as_deref() == Some("kind")
+                        && v == "Secret"
+                        && let Some(p) = stack.last_mut()
+                    {
+                        p.secret = true;
+                    }
+                    if let Some(o) = owner.and_then(|o| stack.get_mut(o)) {
+                        o.pending.push((a, b));
+                    }
+                }
+            }
+            Event::Alias(id) => {
+                if is_key {
+                    if let Some(p) = stack.last_mut() {
+                        p.key = Some(String::new());
+                    }
+                } else {
+                    // A kind given by an alias may be a Secret: treat it as one.
+                    if parent_key.as_deref() == Some("kind")
+                        && let Some(p) = stack.last_mut()
+                    {
+                        p.secret = true;
+                    }
+                    if let Some(o) = owner.and_then(|o| stack.get_mut(o)) {
+                        o.aliases.push(id);
+                    }
+                }
+            }
+            Event::MappingStart(_, anchor, _) | Event::SequenceStart(_, anchor, _) => {
+                let map = matches!(event, Event::MappingStart(..));
+                if is_key {
+                    // A collection as a key (never in a manifest): its contents stay keys of
+                    // nothing; its parent's next node is its value.
+                    if let Some(p) = stack.last_mut() {
+                        p.key = Some(String::new());
+                    }
+                }
+                stack.push(frame(map, owner, anchor));
+            }
+            _ => {}
+        }
+    }
+    if failed {
+        // What was read of the open collections may be a Secret's values.
+        for f in stack.drain(..) {
+            masks.extend(f.pending);
+            aliased.extend(f.aliases);
+        }
+        let rest = text.get(doc_start..).unwrap_or("");
+        let mut offset = doc_start;
+        for doc in rest.split_inclusive('\n').collect::<Vec<_>>().split(|l| {
+            let l = l.trim_end();
+            l == "---" || l.starts_with("--- ")
+        }) {
+            let len: usize = doc.iter().map(|l| l.len()).sum();
+            if could_be_secret(&text[offset..offset + len]) {
+                let mut start = offset;
+                for line in doc {
+                    let body = line.trim_end_matches(['\n', '\r']);
+                    let t = body.trim_start_matches([' ', '\t', '-', '{', '[', ',']);
+                    let indent = body.len() - t.len();
+                    if !t.is_empty() && !t.starts_with('#') && t != "---" {
+                        // Keep a key (up to `: `), mask the rest of the line.
+                        let from = t.find(": ").map_or(indent, |k| indent + k + 2);
+                        let key = t.split(':').next().unwrap_or("").trim();
+                        if key != "kind" && key != "apiVersion" {
+                            masks.push((start + from.min(body.len()), start + body.len()));
+                        }
+                    }
+                    start += line.len();
+                }
+            }
+            offset += len;
+            // The `---` line between documents.
+            offset += text[offset..]
+                .find('\n')
+                .map_or(text.len() - offset, |k| k + 1);
+        }
+    }
+    for id in aliased {
+        if let Some(&r) = anchors.get(&id) {
+            masks.push(r);
+        }
+    }
+    masks
+}
+
+/// The line rules of [`redact_secrets`].
+fn redact_secret_lines(text: &str) -> String {
     let mut out = text.as_bytes().to_vec();
     let mut offset = 0;
     for doc in text.split_inclusive('\n').collect::<Vec<_>>().split(|l| {
@@ -918,5 +1143,76 @@ data:
             long.contains("(8005 bytes left out)") && long.ends_with("xcause"),
             "{long}"
         );
+    }
+
+    /// Issue 39, item 5: a Secret's values are masked in every syntax a manifest may be
+    /// written in; the keys and the rest of the text stay.
+    #[test]
+    fn secret_values_are_masked_in_every_syntax() {
+        let cases: &[(&str, &str)] = &[
+            (
+                "comment after the kind",
+                "apiVersion: v1\nkind: Secret # db\nmetadata: {name: db}\ndata:\n  token: SECRET1\n",
+            ),
+            (
+                "JSON",
+                "{\"apiVersion\": \"v1\", \"kind\": \"Secret\", \"metadata\": {\"name\": \"db\"}, \"data\": {\"token\": \"SECRET1\"}}\n",
+            ),
+            (
+                "JSON over lines",
+                "{\n  \"kind\": \"Secret\",\n  \"stringData\": {\n    \"token\": \"SECRET1\"\n  }\n}\n",
+            ),
+            (
+                "quoted keys",
+                "\"kind\": 'Secret'\n'data':\n  \"token\": SECRET1\n",
+            ),
+            (
+                "data before kind",
+                "data:\n  token: SECRET1\nkind: Secret\n",
+            ),
+            (
+                "escaped kind",
+                "kind: \"Secr\\u0065t\"\ndata: {token: SECRET1}\n",
+            ),
+            (
+                "tagged",
+                "kind: !!str Secret\ndata: !!map\n  token: !!str SECRET1\n",
+            ),
+            (
+                "anchor and alias",
+                "metadata:\n  annotations:\n    x: &v SECRET1\nkind: Secret\ndata:\n  token: *v\n",
+            ),
+            (
+                "anchored map merged",
+                "base: &b {token: SECRET1}\nkind: Secret\ndata:\n  <<: *b\n",
+            ),
+            (
+                "block scalar",
+                "kind: Secret\nstringData:\n  key.pem: |\n    SECRET1\n    SECRET2\n",
+            ),
+            ("tab indentation", "kind: Secret\ndata:\n\ttoken: SECRET1\n"),
+            (
+                "in a List",
+                "kind: List\nitems:\n- kind: Secret\n  data: {token: SECRET1}\n",
+            ),
+            (
+                "second document",
+                "kind: ConfigMap\ndata: {a: b}\n---\n{\"kind\":\"Secret\",\"data\":{\"token\":\"SECRET1\"}}\n",
+            ),
+            (
+                "broken after",
+                "kind: Secret\ndata:\n  token: SECRET1\n  bad: [\n",
+            ),
+        ];
+        for (what, text) in cases {
+            let r = redact_secrets(text);
+            assert!(!r.contains("SECRET"), "{what}: {r}");
+            assert_eq!(r.len(), text.len(), "{what}");
+            assert_eq!(r.lines().count(), text.lines().count(), "{what}");
+            assert!(r.contains("kind"), "{what}: {r}");
+        }
+        // A ConfigMap's data stays.
+        let cm = "{\"kind\": \"ConfigMap\", \"data\": {\"a\": \"visible\"}}\n";
+        assert_eq!(redact_secrets(cm), cm);
     }
 }

@@ -192,7 +192,12 @@ fn read_regular_at_most(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
 
 /// A [`FileSystem`] that reads nothing outside `root`: every path is resolved (symlinks
 /// followed) before it is read or listed, and one that lands outside is refused with
-/// `PermissionDenied`. `kiln render` reads through it, so a kustomize base that climbs out
+/// `PermissionDenied`, as is any path with a `.git` component below the root (a listing
+/// leaves `.git` out): a repository's own data, `.git/config` with its remote's credentials
+/// first, is never input. A path is refused on its words first (`..` climbing out, `.git`),
+/// before anything is looked at, and a missing path whose nearest existing directory lies
+/// outside is refused the same way, so an error never tells what exists outside the root
+/// (issue 39). `kiln render` reads through it, so a kustomize base that climbs out
 /// of the repository (`resources: [../../../outside]`, an absolute path) cannot bring
 /// outside files into the render; `kiln kustomize` keeps kustomize's own load restrictor.
 ///
@@ -207,6 +212,8 @@ fn read_regular_at_most(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
 pub struct RootedFs<'a> {
     inner: &'a dyn FileSystem,
     root: PathBuf,
+    /// What the root is, for errors ("the repository root", "the chart directory").
+    what: &'static str,
     /// Directory → where it really is.
     dirs: std::sync::Mutex<BTreeMap<PathBuf, PathBuf>>,
 }
@@ -217,7 +224,16 @@ impl<'a> RootedFs<'a> {
         RootedFs {
             inner,
             root: root.into(),
+            what: "the repository root",
             dirs: Default::default(),
+        }
+    }
+
+    /// The same, naming the root `what` in its errors (`"the chart directory"`).
+    pub fn named(inner: &'a dyn FileSystem, root: impl Into<PathBuf>, what: &'static str) -> Self {
+        RootedFs {
+            what,
+            ..RootedFs::new(inner, root)
         }
     }
 
@@ -238,6 +254,12 @@ impl<'a> RootedFs<'a> {
     }
 
     fn real_dir(&self, dir: &Path) -> io::Result<PathBuf> {
+        // The root is canonical, and so is each directory above it: the walk up stops at
+        // the first (an inner rooted view, the chart's inside the repository's, refuses to
+        // resolve what lies above its own root).
+        if self.root.starts_with(dir) {
+            return Ok(dir.to_path_buf());
+        }
         if let Some(r) = self.dirs.lock().ok().and_then(|d| d.get(dir).cloned()) {
             return Ok(r);
         }
@@ -253,21 +275,85 @@ impl<'a> RootedFs<'a> {
         Ok(r)
     }
 
-    fn check(&self, path: &Path) -> io::Result<()> {
-        let real = self.real(path)?;
-        if real.starts_with(&self.root) {
-            Ok(())
-        } else {
-            Err(io::Error::new(
-                io::ErrorKind::PermissionDenied,
-                format!(
-                    "`{}` lies outside the repository root `{}`; kiln render reads only inside it",
-                    real.display(),
-                    self.root.display()
-                ),
-            ))
+    /// The error for a path refused: it names the path as asked, never where it leads,
+    /// and is the same whether or not anything is there (issue 39, item 6).
+    fn refused(&self, path: &Path) -> io::Error {
+        io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "`{}` lies outside {} `{}` (or inside a `.git` directory); kiln render reads only inside it",
+                path.display(),
+                self.what,
+                self.root.display()
+            ),
+        )
+    }
+
+    /// Whether a path is refused on its words alone, before anything is looked at: it climbs
+    /// out of the root once `.`/`..` are removed, or names a `.git` entry below the root.
+    fn refused_lexically(&self, path: &Path) -> bool {
+        if !path.is_absolute() {
+            return false;
+        }
+        let n = normalize(path);
+        match n.strip_prefix(&self.root) {
+            Ok(rel) => has_git_component(rel),
+            Err(_) => true,
         }
     }
+
+    /// Whether a resolved path is inside the root and below no `.git` entry.
+    fn allowed_real(&self, real: &Path) -> bool {
+        real.strip_prefix(&self.root)
+            .is_ok_and(|rel| !has_git_component(rel))
+    }
+
+    /// Where `path` really is, when it is allowed: refused first on its words, then on
+    /// where it resolves to. A path that does not exist is refused the same way when the
+    /// nearest directory above it that does exist resolves outside the root: "not found"
+    /// is only said of paths inside it, so an error never tells what exists outside.
+    fn confined(&self, path: &Path) -> io::Result<PathBuf> {
+        if self.refused_lexically(path) {
+            return Err(self.refused(path));
+        }
+        match self.real(path) {
+            Ok(real) if self.allowed_real(&real) => Ok(real),
+            Ok(_) => Err(self.refused(path)),
+            Err(e) => {
+                let mut above = path.parent();
+                while let Some(dir) = above {
+                    if let Ok(real) = self.real_dir(dir) {
+                        if !self.allowed_real(&real) {
+                            return Err(self.refused(path));
+                        }
+                        break;
+                    }
+                    above = dir.parent();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn check(&self, path: &Path) -> io::Result<()> {
+        self.confined(path).map(|_| ())
+    }
+}
+
+/// Whether `rel` has a `.git` component (any case: a case-insensitive file system opens
+/// `.GIT` as `.git`). kiln never reads a repository's own data: `.git/config` holds remote
+/// URLs with credentials.
+fn has_git_component(rel: &Path) -> bool {
+    rel.components().any(
+        |c| matches!(c, Component::Normal(n) if n.to_str().is_some_and(|n| n.eq_ignore_ascii_case(".git"))),
+    )
+}
+
+/// A listing's `.git` entry, left out of every listing of a [`RootedFs`].
+fn is_git_entry(p: &Path) -> bool {
+    p.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.eq_ignore_ascii_case(".git"))
 }
 
 impl FileSystem for RootedFs<'_> {
@@ -279,28 +365,39 @@ impl FileSystem for RootedFs<'_> {
         self.check(path)?;
         self.inner.read_at_most(path, max)
     }
+    // What is outside the root is neither a directory nor a file, as far as a render can tell.
     fn is_dir(&self, path: &Path) -> bool {
-        self.inner.is_dir(path)
+        self.check(path).is_ok() && self.inner.is_dir(path)
     }
     fn is_file(&self, path: &Path) -> bool {
-        self.inner.is_file(path)
+        self.check(path).is_ok() && self.inner.is_file(path)
     }
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         self.check(path)?;
-        self.inner.read_dir(path)
+        let mut list = self.inner.read_dir(path)?;
+        list.retain(|p| !is_git_entry(p));
+        Ok(list)
     }
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        self.real(path)
+        self.confined(path)
     }
     // A plain entry (no link) of a directory inside the root is inside the root, so the
     // kinds of the listing may pass through; a link still gets `None` and is resolved (and
     // checked) the long way.
     fn plain_kind(&self, path: &Path) -> Option<PlainKind> {
+        if self.refused_lexically(path) {
+            return None;
+        }
         self.inner.plain_kind(path)
     }
     fn read_dir_kinds(&self, path: &Path) -> io::Result<Vec<(PathBuf, Option<PlainKind>)>> {
         self.check(path)?;
-        self.inner.read_dir_kinds(path)
+        Ok(self
+            .inner
+            .read_dir_kinds(path)?
+            .into_iter()
+            .filter(|(p, _)| !is_git_entry(p))
+            .collect())
     }
 }
 
@@ -363,6 +460,42 @@ fn plain(t: std::fs::FileType) -> Option<PlainKind> {
     } else {
         None
     }
+}
+
+/// Reads `base/rel` without following any link: every directory from `base` down and the
+/// file itself must be plain ([`FileSystem::plain_kind`]), and `rel` must be a relative path
+/// of plain names (no `..`, no root). For trees that are input to be copied (the shard trees
+/// of `kiln merge`): a link in one could bring any file of the machine into the output.
+pub fn read_beneath(fs: &dyn FileSystem, base: &Path, rel: &str) -> io::Result<Vec<u8>> {
+    let refuse = |why: String| io::Error::new(io::ErrorKind::PermissionDenied, why);
+    let names: Vec<&str> = rel.split('/').collect();
+    if names
+        .iter()
+        .any(|n| n.is_empty() || *n == "." || *n == ".." || n.contains('\\'))
+    {
+        return Err(refuse(format!("`{rel}` is not a plain relative path")));
+    }
+    let mut at = base.to_path_buf();
+    for (i, name) in names.iter().enumerate() {
+        at.push(name);
+        let want = if i + 1 == names.len() {
+            PlainKind::File
+        } else {
+            PlainKind::Dir
+        };
+        if fs.plain_kind(&at) != Some(want) {
+            return Err(refuse(format!(
+                "`{}` is a symbolic link, missing or not a plain {}; links in this tree are never followed",
+                at.display(),
+                if want == PlainKind::File {
+                    "file"
+                } else {
+                    "directory"
+                }
+            )));
+        }
+    }
+    fs.read(&at)
 }
 
 /// Removes `.` and resolves `..` lexically (no symlinks involved).
@@ -655,6 +788,65 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{bad}");
         }
         assert!(rooted.read_dir(Path::new("/outside")).is_err());
+    }
+
+    /// Issue 39, item 1: a `.git` directory below the root is never read, listed or
+    /// resolved, whichever way the path reaches it (plainly, by `..`, through a link).
+    #[test]
+    fn rooted_fs_never_reads_under_git() {
+        let mut fs = MemFs::new();
+        fs.add_file(
+            "/repo/.git/config",
+            "url = https://ghp_FAKE@example.com/x.git",
+        )
+        .add_file("/repo/chart/a.yaml", "a")
+        .add_symlink("/repo/chart/config", "../.git/config")
+        .add_symlink("/repo/chart/gitdir", "../.git");
+        let rooted = RootedFs::new(&fs, "/repo");
+        for bad in [
+            "/repo/.git/config",
+            "/repo/.GIT/config",
+            "/repo/chart/../.git/config",
+            "/repo/chart/config",
+            "/repo/chart/gitdir/config",
+        ] {
+            let e = rooted.read(Path::new(bad)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{bad}");
+            assert!(!e.to_string().contains("ghp_FAKE"), "{bad}");
+            assert!(!rooted.is_file(Path::new(bad)), "{bad}");
+        }
+        assert!(rooted.read_dir(Path::new("/repo/.git")).is_err());
+        let listed = rooted.read_dir(Path::new("/repo")).unwrap();
+        assert_eq!(listed, [PathBuf::from("/repo/chart")]);
+    }
+
+    /// Issue 39, item 6: a path outside the root gets the same error whether or not
+    /// something is there, so a render's error never tells what exists outside.
+    #[test]
+    fn rooted_fs_refuses_outside_paths_before_looking() {
+        let mut fs = MemFs::new();
+        fs.add_file("/repo/a.yaml", "a")
+            .add_file("/outside/s.yaml", "secret")
+            .add_symlink("/repo/link", "/outside");
+        let rooted = RootedFs::new(&fs, "/repo");
+        for (present, missing) in [
+            ("/repo/../outside/s.yaml", "/repo/../outside/nothing.yaml"),
+            ("/repo/link/s.yaml", "/repo/link/nothing.yaml"),
+            ("/outside", "/elsewhere"),
+        ] {
+            let show = |p: &str| {
+                let e = rooted.read(Path::new(p)).unwrap_err();
+                (e.kind(), e.to_string().replace(p, "PATH"))
+            };
+            assert_eq!(show(present), show(missing), "{present} / {missing}");
+            assert_eq!(show(missing).0, io::ErrorKind::PermissionDenied);
+            let c = |p: &str| rooted.canonicalize(Path::new(p)).unwrap_err().kind();
+            assert_eq!(c(present), c(missing));
+            assert!(!rooted.is_dir(Path::new(present)));
+        }
+        // Inside the root, a missing file is still "not found".
+        let e = rooted.read(Path::new("/repo/nothing.yaml")).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
     }
 
     /// The real disk, counting the paths resolved whole.
