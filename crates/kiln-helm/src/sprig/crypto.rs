@@ -14,10 +14,10 @@
 //! anyone with the chart inputs can re-derive the private key.
 //! `bcrypt`, `htpasswd`, `derivePassword`, `encryptAES` remain shaped placeholders.
 
-use crate::encode::b64;
-use crate::funcs::Seed;
-use crate::funcs::conv::s;
+use crate::sprig::Seed;
+use crate::sprig::encode::b64;
 use crate::template::exec::Funcs;
+use crate::template::fmt::s;
 use crate::template::value::{Cx, Marshaled, Object, Value};
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -81,7 +81,10 @@ fn pem_decode(text: &str) -> Option<(String, Vec<u8>)> {
     let body = &rest[label_end + 5..];
     let end = body.find(&format!("-----END {label}-----"))?;
     let b64: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
-    Some((label.to_string(), crate::encode::b64_decode(&b64).ok()?))
+    Some((
+        label.to_string(),
+        crate::sprig::encode::b64_decode(&b64).ok()?,
+    ))
 }
 
 /// A private key of a type Sprig generates or reads.
@@ -474,13 +477,13 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
             cert: a
                 .first()
                 .map(s)
-                .and_then(|c| crate::encode::b64_decode(&c).ok())
+                .and_then(|c| crate::sprig::encode::b64_decode(&c).ok())
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default(),
             key: a
                 .get(1)
                 .map(s)
-                .and_then(|c| crate::encode::b64_decode(&c).ok())
+                .and_then(|c| crate::sprig::encode::b64_decode(&c).ok())
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default(),
         })))

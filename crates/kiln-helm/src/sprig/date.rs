@@ -1,9 +1,9 @@
 //! Sprig's date functions over a fixed clock. `now` is always [`FIXED_NOW`] (UTC), so a
 //! render never depends on when it runs; `date` formats with Go's reference layout.
 
-use super::conv::{s, to_i64};
 use super::want;
 use crate::template::exec::Funcs;
+use crate::template::fmt::{s, to_i64};
 use crate::template::value::{Cx, Marshaled, Object, Value};
 use std::rc::Rc;
 
@@ -202,7 +202,7 @@ const ZERO_TIME: i64 = -62_135_596_800;
 /// layout's elements are `format`'s; a zone abbreviation reads as UTC, as Go reads one it
 /// does not know. Errors are Go's text.
 pub fn parse(layout: &str, value: &str) -> Result<i64, String> {
-    let quote = |t: &str| super::conv::go_quote(t);
+    let quote = |t: &str| crate::template::fmt::go_quote(t);
     let bad = |rest: &str, elem: &str| {
         format!(
             "parsing time {} as {}: cannot parse {} as {}",

@@ -3,15 +3,19 @@
 //! `required`/`fail`, the `<no value>` clean-up and error reformatting) and
 //! `pkg/engine/files.go` (`.Files`).
 
-use super::chart::{Chart, ChartFiles, FileData, glob_match_double, read_deferred};
-use super::funcs::{self, Seed, conv::s};
+use super::chart::ignore::glob_match_double;
+use super::chart::{Chart, ChartFiles, FileData, read_deferred};
 use super::template::exec::{Exec, Funcs, TemplateSet};
+use super::template::fmt::{self, s};
 use super::template::parse;
 use super::template::value::{Cx, Map, Marshaled, Object, Value, new_map};
 use super::yaml;
+use crate::sprig::{self, Seed};
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
+
+pub mod toml;
 
 const WARN_START: &str = "HELM_ERR_START";
 const WARN_END: &str = "HELM_ERR_END";
@@ -114,7 +118,7 @@ impl Files {
     fn get(&self, cx: &Cx, name: &str) -> Result<String, String> {
         Ok(self
             .bytes(cx, name)?
-            .map(super::encode::go_text)
+            .map(crate::template::fmt::go_text)
             .unwrap_or_default())
     }
 }
@@ -176,7 +180,7 @@ impl Object for Files {
                         let val = if name == "AsConfig" {
                             super::chart::lossy_text(v)
                         } else {
-                            super::encode::b64(v)
+                            crate::sprig::encode::b64(v)
                         };
                         (base, Value::from(val))
                     })
@@ -209,7 +213,7 @@ impl Object for Files {
         Some(self.read_all(cx).map(|files| {
             files
                 .into_iter()
-                .map(|(k, v)| (k.to_string(), Value::from(super::encode::go_text(v))))
+                .map(|(k, v)| (k.to_string(), Value::from(crate::template::fmt::go_text(v))))
                 .collect()
         }))
     }
@@ -470,7 +474,7 @@ pub const DEFAULT_KUBE_VERSION: &str = "v1.36.0";
 
 /// `Capabilities` for a context.
 fn capabilities(ctx: &Context) -> Result<Value, String> {
-    let v = funcs::semver::Version::parse(&ctx.kube_version)
+    let v = sprig::semver::Version::parse(&ctx.kube_version)
         .map_err(|_| format!("invalid kube version {:?}", ctx.kube_version))?;
     let kv = KubeVersion {
         version: format!("v{}.{}.{}", v.major, v.minor, v.patch),
@@ -563,8 +567,7 @@ fn dependency_value(d: &super::chart::Dependency) -> Value {
             let (child, parent) = match iv {
                 Value::Map(im) => {
                     let im = im.borrow();
-                    let field =
-                        |k: &str| im.get(k).map_or("<nil>".to_string(), funcs::conv::strval);
+                    let field = |k: &str| im.get(k).map_or("<nil>".to_string(), fmt::strval);
                     (field("child"), field("parent"))
                 }
                 Value::Str(x) => (format!("exports.{x}"), ".".to_string()),
@@ -678,7 +681,7 @@ fn sort_templates(keys: &mut [String]) {
 /// random ones, then Helm's own.
 fn chart_funcs(seed: u64) -> Funcs {
     let mut funcs = Funcs::default();
-    funcs::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
+    sprig::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
     helm_funcs(&mut funcs);
     funcs
 }
@@ -793,7 +796,7 @@ pub fn name_template(text: &str) -> Result<String, RenderError> {
     let digest = sha2::Sha256::digest(text.as_bytes());
     let seed = u64::from_le_bytes(digest[..8].try_into().unwrap_or_default());
     let mut funcs = Funcs::default();
-    funcs::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
+    sprig::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
     let funcs = Rc::new(funcs);
     let is_func = |n: &str| funcs.id(n);
     let parsed = parse::parse(NAME_TEMPLATE, text, &is_func).map_err(|e| RenderError {
@@ -965,12 +968,8 @@ fn helm_funcs(f: &mut Funcs) {
         let text = s(&a[0]);
         let funcs = ex.funcs.clone();
         let is_func = |n: &str| funcs.id(n);
-        let parsed = parse::parse("gotpl", &text, &is_func).map_err(|e| {
-            format!(
-                "cannot parse template {}: {e}",
-                funcs::conv::go_quote(&text)
-            )
-        })?;
+        let parsed = parse::parse("gotpl", &text, &is_func)
+            .map_err(|e| format!("cannot parse template {}: {e}", fmt::go_quote(&text)))?;
         let mut child = TemplateSet {
             parent: Some(ex.set.clone()),
             own: Default::default(),
@@ -983,7 +982,7 @@ fn helm_funcs(f: &mut Funcs) {
         let out = r.map_err(|e| {
             format!(
                 "error during tpl function execution for {}: {e}",
-                funcs::conv::go_quote(&text)
+                fmt::go_quote(&text)
             )
         })?;
         Ok(Value::from(strip_no_value(out)))
@@ -1087,14 +1086,14 @@ fn helm_funcs(f: &mut Funcs) {
     });
     for name in ["toToml", "mustToToml"] {
         f.add(name, |_, a| {
-            Ok(Value::from(super::toml::to_toml(
+            Ok(Value::from(toml::to_toml(
                 &a.first().cloned().unwrap_or(Value::Nil),
             )))
         });
     }
     f.add("fromToml", |_, a| {
         let text = a.first().map(s).unwrap_or_default();
-        Ok(super::toml::from_toml(&text).unwrap_or_else(|e| error_map(&e)))
+        Ok(toml::from_toml(&text).unwrap_or_else(|e| error_map(&e)))
     });
 }
 

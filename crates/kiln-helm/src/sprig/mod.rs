@@ -7,16 +7,17 @@
 //! random function (`randAlphaNum`, `uuidv4`, `genCA`, …) draws from one generator seeded
 //! by the caller (see [`Seed`] and docs in `crates/kiln-helm/src/lib.rs`).
 
-pub mod conv;
+pub mod crypto;
+pub mod date;
 mod decimal;
+pub mod encode;
 pub mod goregex;
-mod gounicode;
 pub mod semver;
-mod time;
 
-use crate::template::exec::{Exec, Funcs};
+use crate::template::exec::{Exec, Funcs, FxMap};
+use crate::template::fmt::{empty, go_quote, s, s_ref, sprintf, strval, to_f64, to_i64};
+use crate::template::unicode;
 use crate::template::value::{Map, Value, new_map};
-use conv::{empty, go_quote, s, s_ref, sprintf, strval, to_f64, to_i64};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -191,7 +192,7 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
     regex(f);
     paths(f);
     semvers(f);
-    time::register(f);
+    date::register(f);
     random(f, seed);
 }
 
@@ -203,7 +204,7 @@ fn builtins(f: &mut Funcs) {
     f.add("len", |_, a| {
         want(a, 1, "len")?;
         Ok(Value::Int(match &a[0] {
-            Value::Str(s) => crate::encode::go_bytes(s).len() as i64,
+            Value::Str(s) => crate::template::fmt::go_bytes(s).len() as i64,
             Value::List(l) => l.len() as i64,
             Value::Map(m) => m.borrow().len() as i64,
             Value::Object(o) if o.entry_count().is_some() => o.entry_count().unwrap_or(0) as i64,
@@ -477,7 +478,7 @@ fn abbreviate_full(t: &str, offset: i64, width: i64) -> String {
 /// `FooBar`, `aBC dEF` `ABCDEF`, `foo__bar` `Foo_Bar`). A text of connectors only gets its
 /// last one twice (`_` is `__`), as xstrings writes it.
 fn camel_case(t: &str) -> String {
-    use gounicode::{is_upper, to_lower, to_upper};
+    use unicode::{is_upper, to_lower, to_upper};
     let mut out = String::with_capacity(t.len() + 1);
     let mut chars = t.chars();
     let mut first_upper = false;
@@ -528,16 +529,16 @@ fn title_case(t: &str) -> String {
         if c.is_ascii() {
             return !(c.is_ascii_alphanumeric() || c == '_');
         }
-        if gounicode::is_letter(c) || gounicode::is_digit(c) {
+        if unicode::is_letter(c) || unicode::is_digit(c) {
             return false;
         }
-        gounicode::is_space(c)
+        unicode::is_space(c)
     }
     let mut prev = ' ';
     t.chars()
         .map(|c| {
             let out = if separator(prev) {
-                gounicode::to_title(c)
+                unicode::to_title(c)
             } else {
                 c
             };
@@ -550,13 +551,13 @@ fn title_case(t: &str) -> String {
 /// Go's `strings.ToUpper`: each character by its simple (one-character) mapping, so `ß`
 /// stays `ß` (Rust's `to_uppercase` gives `SS`).
 fn go_upper(t: &str) -> String {
-    t.chars().map(gounicode::to_upper).collect()
+    t.chars().map(unicode::to_upper).collect()
 }
 
 /// Go's `strings.ToLower`: each character alone, so a final `Σ` is `σ` (Rust's
 /// `to_lowercase` gives `ς` there), and `İ` is `i` (its simple mapping).
 fn go_lower(t: &str) -> String {
-    t.chars().map(gounicode::to_lower).collect()
+    t.chars().map(unicode::to_lower).collect()
 }
 
 /// goutils `DeleteWhiteSpace` (Sprig's `nospace`) reads the text byte by byte, each byte
@@ -596,19 +597,19 @@ fn swap_case(t: &str) -> String {
     let mut space = true;
     t.chars()
         .map(|c| {
-            if gounicode::is_upper(c) || gounicode::is_title(c) {
+            if unicode::is_upper(c) || unicode::is_title(c) {
                 space = false;
-                gounicode::to_lower(c)
-            } else if gounicode::is_lower(c) {
+                unicode::to_lower(c)
+            } else if unicode::is_lower(c) {
                 let out = if space {
-                    gounicode::to_title(c)
+                    unicode::to_title(c)
                 } else {
-                    gounicode::to_upper(c)
+                    unicode::to_upper(c)
                 };
                 space = false;
                 out
             } else {
-                space = gounicode::is_space(c);
+                space = unicode::is_space(c);
                 c
             }
         })
@@ -621,12 +622,12 @@ fn uncapitalize(t: &str) -> String {
     let mut next = true;
     t.chars()
         .map(|c| {
-            if gounicode::is_space(c) {
+            if unicode::is_space(c) {
                 next = true;
                 c
             } else if next {
                 next = false;
-                gounicode::to_lower(c)
+                unicode::to_lower(c)
             } else {
                 c
             }
@@ -944,8 +945,8 @@ fn case_words(t: &str, sep: char) -> String {
         for c in word.chars() {
             if xconnector(c) {
                 out.push(sep);
-            } else if gounicode::is_upper(c) {
-                out.push(gounicode::to_lower(c));
+            } else if unicode::is_upper(c) {
+                out.push(unicode::to_lower(c));
             } else {
                 out.push(c);
             }
@@ -1025,12 +1026,12 @@ enum XWord {
 
 /// xstrings' `isConnector`.
 fn xconnector(c: char) -> bool {
-    c == '-' || c == '_' || gounicode::is_space(c)
+    c == '-' || c == '_' || unicode::is_space(c)
 }
 
 /// xstrings' `isAlphabet`: a letter, but not a CJK ideograph.
 fn xalphabet(c: char) -> bool {
-    gounicode::is_letter(c)
+    unicode::is_letter(c)
         && !matches!(c as u32, 0x4E00..=0x9FCC | 0x3400..=0x4D85 | 0x20000..=0x2B81D)
 }
 
@@ -1075,19 +1076,19 @@ fn next_xword(s: &str) -> (XWord, &str, &str) {
     let wt = if xconnector(r) {
         extend(&mut rest, &mut r, &mut offset, &xconnector);
         Connector
-    } else if gounicode::is_punct(r) {
-        extend(&mut rest, &mut r, &mut offset, &gounicode::is_punct);
+    } else if unicode::is_punct(r) {
+        extend(&mut rest, &mut r, &mut offset, &unicode::is_punct);
         Punct
-    } else if gounicode::is_upper(r) {
+    } else if unicode::is_upper(r) {
         if !rest.is_empty() {
             (r, size) = next_valid(rest, r);
-            if gounicode::is_upper(r) {
+            if unicode::is_upper(r) {
                 let mut prev_size = size;
                 offset += size;
                 rest = &rest[size..];
                 while !rest.is_empty() {
                     (r, size) = next_valid(rest, r);
-                    if !gounicode::is_upper(r) {
+                    if !unicode::is_upper(r) {
                         break;
                     }
                     prev_size = size;
@@ -1103,22 +1104,22 @@ fn next_xword(s: &str) -> (XWord, &str, &str) {
                 offset += size;
                 rest = &rest[size..];
                 extend(&mut rest, &mut r, &mut offset, &|c| {
-                    xalphabet(c) && !gounicode::is_upper(c)
+                    xalphabet(c) && !unicode::is_upper(c)
                 });
             }
         }
         Upper
     } else if xalphabet(r) {
         extend(&mut rest, &mut r, &mut offset, &|c| {
-            xalphabet(c) && !gounicode::is_upper(c)
+            xalphabet(c) && !unicode::is_upper(c)
         });
         Alphabet
-    } else if gounicode::is_number(r) {
-        extend(&mut rest, &mut r, &mut offset, &gounicode::is_number);
+    } else if unicode::is_number(r) {
+        extend(&mut rest, &mut r, &mut offset, &unicode::is_number);
         Number
     } else {
         extend(&mut rest, &mut r, &mut offset, &|c| {
-            !(xconnector(c) || xalphabet(c) || gounicode::is_number(c) || gounicode::is_punct(c))
+            !(xconnector(c) || xalphabet(c) || unicode::is_number(c) || unicode::is_punct(c))
         });
         Other
     };
@@ -1677,10 +1678,12 @@ fn math(f: &mut Funcs) {
 }
 
 fn encoding(f: &mut Funcs) {
-    use crate::encode;
+    use crate::sprig::encode;
     f.add("b64enc", |_, a| {
         want(a, 1, "b64enc")?;
-        Ok(Value::from(encode::b64(&encode::go_bytes(&strval(&a[0])))))
+        Ok(Value::from(encode::b64(&crate::template::fmt::go_bytes(
+            &strval(&a[0]),
+        ))))
     });
     f.add("b64dec", |_, a| {
         want(a, 1, "b64dec")?;
@@ -1692,7 +1695,9 @@ fn encoding(f: &mut Funcs) {
     });
     f.add("b32enc", |_, a| {
         want(a, 1, "b32enc")?;
-        Ok(Value::from(encode::b32(&encode::go_bytes(&strval(&a[0])))))
+        Ok(Value::from(encode::b32(&crate::template::fmt::go_bytes(
+            &strval(&a[0]),
+        ))))
     });
     f.add("b32dec", |_, a| {
         want(a, 1, "b32dec")?;
@@ -1705,26 +1710,26 @@ fn encoding(f: &mut Funcs) {
         want(a, 1, "sha256sum")?;
         use sha2::Digest;
         Ok(Value::from(encode::hex(&sha2::Sha256::digest(
-            encode::go_bytes(&s_ref(&a[0])),
+            crate::template::fmt::go_bytes(&s_ref(&a[0])),
         ))))
     });
     f.add("sha512sum", |_, a| {
         want(a, 1, "sha512sum")?;
         use sha2::Digest;
         Ok(Value::from(encode::hex(&sha2::Sha512::digest(
-            encode::go_bytes(&s_ref(&a[0])),
+            crate::template::fmt::go_bytes(&s_ref(&a[0])),
         ))))
     });
     f.add("sha1sum", |_, a| {
         want(a, 1, "sha1sum")?;
-        Ok(Value::from(encode::hex(&encode::sha1(&encode::go_bytes(
-            &s_ref(&a[0]),
-        )))))
+        Ok(Value::from(encode::hex(&encode::sha1(
+            &crate::template::fmt::go_bytes(&s_ref(&a[0])),
+        ))))
     });
     f.add("adler32sum", |_, a| {
         want(a, 1, "adler32sum")?;
         Ok(Value::from(
-            encode::adler32(&encode::go_bytes(&s_ref(&a[0]))).to_string(),
+            encode::adler32(&crate::template::fmt::go_bytes(&s_ref(&a[0]))).to_string(),
         ))
     });
     f.add("urlParse", |_, a| {
@@ -1807,21 +1812,23 @@ fn indented(lead: &str, n: &Value, text: &str) -> String {
 /// of its own, and making the clone's search cache on every call was most of a match.
 /// Only successes are kept, so an invalid pattern fails on every call.
 fn regex_of(ex: &mut Exec, p: &str) -> Result<Rc<regex::Regex>, String> {
-    if let Some(r) = ex.regexes.get(p) {
-        return Ok(r.clone());
-    }
-    let r = Rc::new(
-        regex::Regex::new(
-            &goregex::translate(p).map_err(|e| format!("error parsing regexp: {e}"))?,
-        )
-        .map_err(|e| format!("error parsing regexp: {e}"))?,
-    );
-    // Bounded: a chart that builds patterns from data must not grow it without end.
-    if ex.regexes.len() >= 512 {
-        ex.regexes.clear();
-    }
-    ex.regexes.insert(p.to_string(), r.clone());
-    Ok(r)
+    ex.with_extension(|c: &mut RegexCache| {
+        if let Some(r) = c.unicode.get(p) {
+            return Ok(r.clone());
+        }
+        let r = Rc::new(
+            regex::Regex::new(
+                &goregex::translate(p).map_err(|e| format!("error parsing regexp: {e}"))?,
+            )
+            .map_err(|e| format!("error parsing regexp: {e}"))?,
+        );
+        // Bounded: a chart that builds patterns from data must not grow it without end.
+        if c.unicode.len() >= 512 {
+            c.unicode.clear();
+        }
+        c.unicode.insert(p.to_string(), r.clone());
+        Ok(r)
+    })
 }
 
 /// [`regex_of`] for an ASCII pattern searched in ASCII text: compiled with Unicode off. On
@@ -1837,16 +1844,29 @@ fn ascii_regex_of(ex: &mut Exec, p: &str, text: &str) -> Option<goregex::AsciiRe
     if !p.is_ascii() || !text.is_ascii() {
         return None;
     }
-    if let Some(slot) = ex.ascii_regexes.get_mut(p) {
-        return slot.search(p, text.len());
-    }
-    let mut slot = goregex::AsciiSlot::new(p, text.len());
-    let r = slot.search(p, text.len());
-    if ex.ascii_regexes.len() >= 512 {
-        ex.ascii_regexes.clear();
-    }
-    ex.ascii_regexes.insert(p.to_string(), slot);
-    r
+    ex.with_extension(|c: &mut RegexCache| {
+        if let Some(slot) = c.ascii.get_mut(p) {
+            return slot.search(p, text.len());
+        }
+        let mut slot = goregex::AsciiSlot::new(p, text.len());
+        let r = slot.search(p, text.len());
+        if c.ascii.len() >= 512 {
+            c.ascii.clear();
+        }
+        c.ascii.insert(p.to_string(), slot);
+        r
+    })
+}
+
+/// The regexps the `regex*` functions compiled in one execution, by pattern: charts call
+/// them with the same few literal patterns for every resource. Kept for one execution (one
+/// render) only ([`Exec::with_extension`]), as every render compiles its own.
+#[derive(Default)]
+pub struct RegexCache {
+    /// Compiled with Unicode, as Go reads the pattern ([`regex_of`]).
+    pub unicode: FxMap<String, Rc<regex::Regex>>,
+    /// ASCII patterns for ASCII text, compiled without Unicode ([`ascii_regex_of`]).
+    pub ascii: FxMap<String, goregex::AsciiSlot>,
 }
 
 /// Go's `Regexp.Expand` template syntax (`$1`, `${name}`) is the `regex` crate's.
@@ -1945,9 +1965,9 @@ fn paths(f: &mut Funcs) {
         ("base", "dir", "clean", "ext", "isAbs"),
         ("osBase", "osDir", "osClean", "osExt", "osIsAbs"),
     ] {
-        p1(f, b, |p| Value::from(crate::encode::path_base(p)));
-        p1(f, d, |p| Value::from(crate::encode::path_dir(p)));
-        p1(f, c, |p| Value::from(crate::encode::path_clean(p)));
+        p1(f, b, |p| Value::from(crate::sprig::encode::path_base(p)));
+        p1(f, d, |p| Value::from(crate::sprig::encode::path_dir(p)));
+        p1(f, c, |p| Value::from(crate::sprig::encode::path_clean(p)));
         p1(f, e, |p| {
             let base = p.rsplit('/').next().unwrap_or("");
             Value::from(
@@ -2063,7 +2083,7 @@ fn random(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
     f.add("randBytes", move |_, a| {
         want(a, 1, "randBytes")?;
         let b = sd.borrow_mut().bytes(to_i64(&a[0]).max(0) as usize);
-        Ok(Value::from(crate::encode::b64(&b)))
+        Ok(Value::from(crate::sprig::encode::b64(&b)))
     });
     let sd = seed.clone();
     f.add("shuffle", move |_, a| {
@@ -2081,7 +2101,7 @@ fn random(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
         let mut b = sd.borrow_mut().bytes(16);
         b[6] = (b[6] & 0x0f) | 0x40;
         b[8] = (b[8] & 0x3f) | 0x80;
-        let h = crate::encode::hex(&b);
+        let h = crate::sprig::encode::hex(&b);
         Ok(Value::from(format!(
             "{}-{}-{}-{}-{}",
             &h[..8],
@@ -2091,7 +2111,7 @@ fn random(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
             &h[20..]
         )))
     });
-    crate::certs::register(f, seed);
+    crypto::register(f, seed);
 }
 
 #[cfg(test)]
@@ -2116,6 +2136,11 @@ mod tests {
         set.add("t", "t", parsed);
         let mut ex = Exec::new(Rc::new(set), funcs.clone(), Rc::new(()));
         Ok((ex.execute("t", Value::Nil).map_err(|e| e.to_string()), ex))
+    }
+
+    /// The regexps `ex` kept, taken out of it.
+    fn cache(ex: &mut Exec) -> RegexCache {
+        ex.with_extension(std::mem::take)
     }
 
     /// A list or text past kiln's bounds is an error naming the function, before anything
@@ -2294,20 +2319,23 @@ mod tests {
         let text: String = (0..600)
             .map(|i| format!(r#"{{{{ regexMatch "^x{i}$" "x{i}" }}}}"#))
             .collect();
-        let (out, ex) = run_with(&text).unwrap();
+        let (out, mut ex) = run_with(&text).unwrap();
+        let c = cache(&mut ex);
         assert_eq!(out.unwrap(), "true".repeat(600));
-        assert!(ex.regexes.len() <= 512);
+        assert!(c.unicode.len() <= 512);
     }
 
     /// Each execution compiles its own: nothing is kept from one render to the next.
     #[test]
     fn regexes_are_kept_for_one_execution() {
-        let (out, ex) =
+        let (out, mut ex) =
             run_with(r#"{{ regexMatch "^a+$" "aaa" }}{{ regexMatch "^a+$" "b" }}"#).unwrap();
+        let c = cache(&mut ex);
         assert_eq!(out.unwrap(), "truefalse");
-        assert_eq!(ex.regexes.len() + ex.ascii_regexes.len(), 1);
-        let (_, ex) = run_with("{{ 1 }}").unwrap();
-        assert!(ex.regexes.is_empty() && ex.ascii_regexes.is_empty());
+        assert_eq!(c.unicode.len() + c.ascii.len(), 1);
+        let (_, mut ex) = run_with("{{ 1 }}").unwrap();
+        let c = cache(&mut ex);
+        assert!(c.unicode.is_empty() && c.ascii.is_empty());
     }
 
     /// ASCII patterns on ASCII text run compiled without Unicode; anything else (non-ASCII
@@ -2353,20 +2381,19 @@ mod tests {
         let e = run(r#"{{ mustRegexFind "a(" "a" }}"#).unwrap_err();
         assert!(e.contains("error parsing regexp"), "{e}");
         // Which compile each took.
-        let (_, ex) = run_with(
+        let (_, mut ex) = run_with(
             r#"{{ regexMatch "a" "a" }}{{ regexMatch "b" "é" }}{{ regexMatch `\pL` "a" }}"#,
         )
         .unwrap();
+        let c = cache(&mut ex);
         assert!(matches!(
-            ex.ascii_regexes.get("a"),
+            c.ascii.get("a"),
             Some(goregex::AsciiSlot::Lite(..))
         ));
-        assert!(!ex.ascii_regexes.contains_key("b") && ex.regexes.contains_key("b"));
+        assert!(!c.ascii.contains_key("b") && c.unicode.contains_key("b"));
         assert!(
-            matches!(
-                ex.ascii_regexes.get("\\pL"),
-                Some(goregex::AsciiSlot::Invalid)
-            ) && ex.regexes.contains_key("\\pL")
+            matches!(c.ascii.get("\\pL"), Some(goregex::AsciiSlot::Invalid))
+                && c.unicode.contains_key("\\pL")
         );
     }
 
@@ -2500,23 +2527,26 @@ mod tests {
     #[test]
     fn an_ascii_regex_moves_to_the_regex_crate_once_searched_enough() {
         let call = r#"{{ regexReplaceAll "(-?[^a-z0-9-])+-?" "My_Release.Name" "-" }},"#;
-        let (out, ex) = run_with(call).unwrap();
+        let (out, mut ex) = run_with(call).unwrap();
+        let c = cache(&mut ex);
         assert_eq!(out.unwrap(), "-y-elease-ame,");
         assert!(matches!(
-            ex.ascii_regexes.values().next(),
+            c.ascii.values().next(),
             Some(goregex::AsciiSlot::Lite(..))
         ));
-        let (out, ex) = run_with(&call.repeat(100)).unwrap();
+        let (out, mut ex) = run_with(&call.repeat(100)).unwrap();
+        let c = cache(&mut ex);
         assert_eq!(out.unwrap(), "-y-elease-ame,".repeat(100));
         assert!(matches!(
-            ex.ascii_regexes.values().next(),
+            c.ascii.values().next(),
             Some(goregex::AsciiSlot::Full(..))
         ));
         let long = "x".repeat(5000);
-        let (out, ex) = run_with(&format!(r#"{{{{ regexMatch "y$" "{long}" }}}}"#)).unwrap();
+        let (out, mut ex) = run_with(&format!(r#"{{{{ regexMatch "y$" "{long}" }}}}"#)).unwrap();
+        let c = cache(&mut ex);
         assert_eq!(out.unwrap(), "false");
         assert!(matches!(
-            ex.ascii_regexes.values().next(),
+            c.ascii.values().next(),
             Some(goregex::AsciiSlot::Full(..))
         ));
     }
