@@ -1,8 +1,8 @@
 //! A native Helm engine: renders charts as Helm v4.2.3's `helm template` does, without a
 //! helm binary (see docs/helm.md and tests/helm/DIVERGENCES.md).
 //!
-//! Stages: [`chart::load_with`] → dependency processing and values ([`values`]) → schema
-//! validation → rendering ([`engine`]) → sorting and printing ([`output`]). The steps and
+//! Stages: [`load_chart`] ([`chart`]) → dependency processing and values ([`chartutil`]) →
+//! schema validation → rendering ([`engine`]) → sorting and printing ([`releaseutil`]). The steps and
 //! their order follow Helm's `pkg/action/install.go` (`RunWithContext`: `CheckDependencies`,
 //! `ProcessDependenciesWithMerge`, `ToRenderValuesWithSchemaValidation`, `renderResources`).
 //!

@@ -1,17 +1,13 @@
-//! Loading a chart as Helm v4's `pkg/chart/v2/loader` does: a directory (walked in lexical
-//! order, `.helmignore` applied as `pkg/ignore` reads it, hidden files under `templates/`
-//! skipped) or a `.tgz` archive; `Chart.yaml`, `values.yaml`, `values.schema.json`,
-//! `requirements.yaml` (apiVersion v1), `templates/`, `charts/` (unpacked or packaged
-//! subcharts) and every other file as `.Files`.
+//! A chart as Helm v4's `pkg/chart/v2` models it (`chart.go`, `file.go`, `dependency.go`):
+//! Chart.yaml as read, values, the values.schema.json, templates, subcharts and every other
+//! file as `.Files`. Loading it is [`loader`] (a directory, as `pkg/chart/v2/loader` walks
+//! it), [`archive`] (a `.tgz`) and [`ignore`] (`.helmignore`).
 //!
 //! What only `.Files` reaches (a chart's README, changelog, tests, `files/`, `crds/`) is not
 //! read at load: a chart directory keeps each such file's path, and the render reads it
 //! through the same [`FileSystem`] on first use ([`FileData::Deferred`], [`read_deferred`]).
 //! Most of them are never used (ingress-nginx: 183 of its 230 files), and reading them was
 //! half of loading the chart. An archive is inflated whole, as before.
-//!
-//! Symbolic links are followed as Helm follows them; the file system decides where they may
-//! lead (see [`load_with`]).
 
 pub mod archive;
 pub mod ignore;

@@ -148,7 +148,7 @@ fn field<'a>(m: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a Value> {
     })
 }
 
-/// The head of a document the line scan leaves alone ([`crate::head`]): parsed in full.
+/// The head of a document the line scan leaves alone ([`crate::releaseutil::head`]): parsed in full.
 pub fn full_head(m: &str, path: &str) -> Result<(String, Option<String>), ParseError> {
     let head = yaml::parse_one(m).map_err(|e| ParseError {
         file: path.to_string(),

@@ -473,7 +473,7 @@ impl<'a> Exec<'a> {
     }
 
     /// Runs `f` on this execution's value of type `T`, made by `T::default()` on first use
-    /// and kept until the execution ends ([`Exec::extensions`]).
+    /// and kept until the execution ends (`Exec::extensions`).
     pub fn with_extension<T: Default + 'static, O>(&mut self, f: impl FnOnce(&mut T) -> O) -> O {
         if !self.extensions.iter().any(|e| e.is::<T>()) {
             self.extensions.push(Box::<T>::default());
