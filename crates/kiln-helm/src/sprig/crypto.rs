@@ -536,30 +536,26 @@ fn bcrypt_like(seed: &RefCell<Seed>) -> String {
 /// bytes of the string, in lower-case hex.
 pub(super) fn hashes(f: &mut Funcs) {
     use super::encode;
-    f.add("sha256sum", |_, a| {
-        want(a, 1, "sha256sum")?;
+    f.add1("sha256sum", |_, a0| {
         use sha2::Digest;
         Ok(Value::from(encode::hex(&sha2::Sha256::digest(
-            crate::template::fmt::go_bytes(&s_ref(&a[0])),
+            crate::template::fmt::go_bytes(&s_ref(a0)),
         ))))
     });
-    f.add("sha512sum", |_, a| {
-        want(a, 1, "sha512sum")?;
+    f.add1("sha512sum", |_, a0| {
         use sha2::Digest;
         Ok(Value::from(encode::hex(&sha2::Sha512::digest(
-            crate::template::fmt::go_bytes(&s_ref(&a[0])),
+            crate::template::fmt::go_bytes(&s_ref(a0)),
         ))))
     });
-    f.add("sha1sum", |_, a| {
-        want(a, 1, "sha1sum")?;
+    f.add1("sha1sum", |_, a0| {
         Ok(Value::from(encode::hex(&encode::sha1(
-            &crate::template::fmt::go_bytes(&s_ref(&a[0])),
+            &crate::template::fmt::go_bytes(&s_ref(a0)),
         ))))
     });
-    f.add("adler32sum", |_, a| {
-        want(a, 1, "adler32sum")?;
+    f.add1("adler32sum", |_, a0| {
         Ok(Value::from(
-            encode::adler32(&crate::template::fmt::go_bytes(&s_ref(&a[0]))).to_string(),
+            encode::adler32(&crate::template::fmt::go_bytes(&s_ref(a0))).to_string(),
         ))
     });
 }
@@ -579,9 +575,8 @@ pub(super) fn random(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
         ("randAscii", ascii),
     ] {
         let seed = seed.clone();
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let n = to_i64(&a[0]).max(0);
+        f.add1(name, move |_, a0| {
+            let n = to_i64(a0).max(0);
             bound_text(name, n as u128)?;
             Ok(Value::from(
                 seed.borrow_mut().string_from(&alphabet, n as usize),
@@ -589,23 +584,20 @@ pub(super) fn random(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
         });
     }
     let sd = seed.clone();
-    f.add("randInt", move |_, a| {
-        want(a, 2, "randInt")?;
-        let (lo, hi) = (to_i64(&a[0]), to_i64(&a[1]));
+    f.add2("randInt", move |_, a0, a1| {
+        let (lo, hi) = (to_i64(a0), to_i64(a1));
         Ok(Value::Int(
             lo + sd.borrow_mut().below((hi - lo).max(1) as u64) as i64,
         ))
     });
     let sd = seed.clone();
-    f.add("randBytes", move |_, a| {
-        want(a, 1, "randBytes")?;
-        let b = sd.borrow_mut().bytes(to_i64(&a[0]).max(0) as usize);
+    f.add1("randBytes", move |_, a0| {
+        let b = sd.borrow_mut().bytes(to_i64(a0).max(0) as usize);
         Ok(Value::from(crate::sprig::encode::b64(&b)))
     });
     let sd = seed.clone();
-    f.add("shuffle", move |_, a| {
-        want(a, 1, "shuffle")?;
-        let mut c: Vec<char> = s(&a[0]).chars().collect();
+    f.add1("shuffle", move |_, a0| {
+        let mut c: Vec<char> = s(a0).chars().collect();
         let mut r = sd.borrow_mut();
         for i in (1..c.len()).rev() {
             let j = r.below(i as u64 + 1) as usize;

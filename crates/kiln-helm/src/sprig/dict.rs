@@ -43,28 +43,24 @@ pub(super) fn register(f: &mut Funcs) {
         }
         Ok(Value::Map(m))
     });
-    f.add("get", |_, a| {
-        want(a, 2, "get")?;
-        let m = as_map(&a[0], "get")?;
-        let v = m.borrow().get(s_ref(&a[1]).as_ref()).cloned();
+    f.add2("get", |_, a0, a1| {
+        let m = as_map(a0, "get")?;
+        let v = m.borrow().get(s_ref(a1).as_ref()).cloned();
         Ok(v.unwrap_or(Value::from("")))
     });
-    f.add("set", |_, a| {
-        want(a, 3, "set")?;
-        let m = as_map(&a[0], "set")?;
-        m.borrow_mut().insert(s(&a[1]), a[2].clone());
+    f.add3("set", |_, a0, a1, a2| {
+        let m = as_map(a0, "set")?;
+        m.borrow_mut().insert(s(a1), a2.clone());
         Ok(Value::Map(m))
     });
-    f.add("unset", |_, a| {
-        want(a, 2, "unset")?;
-        let m = as_map(&a[0], "unset")?;
-        m.borrow_mut().remove(s_ref(&a[1]).as_ref());
+    f.add2("unset", |_, a0, a1| {
+        let m = as_map(a0, "unset")?;
+        m.borrow_mut().remove(s_ref(a1).as_ref());
         Ok(Value::Map(m))
     });
-    f.add("hasKey", |_, a| {
-        want(a, 2, "hasKey")?;
-        let m = as_map(&a[0], "hasKey")?;
-        let has = m.borrow().contains_key(s_ref(&a[1]).as_ref());
+    f.add2("hasKey", |_, a0, a1| {
+        let m = as_map(a0, "hasKey")?;
+        let has = m.borrow().contains_key(s_ref(a1).as_ref());
         Ok(Value::Bool(has))
     });
     f.add("pluck", |_, a| {
@@ -88,9 +84,8 @@ pub(super) fn register(f: &mut Funcs) {
         }
         Ok(str_list(out))
     });
-    f.add("values", |_, a| {
-        want(a, 1, "values")?;
-        let m = as_map(&a[0], "values")?;
+    f.add1("values", |_, a0| {
+        let m = as_map(a0, "values")?;
         let v: Vec<Value> = m.borrow().values().cloned().collect();
         Ok(list(v))
     });
@@ -138,10 +133,7 @@ pub(super) fn register(f: &mut Funcs) {
         });
     }
     for name in ["deepCopy", "mustDeepCopy"] {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            Ok(a[0].deep_copy())
-        });
+        f.add1(name, move |_, a0| Ok(a0.deep_copy()));
     }
     f.add("dig", |_, a| {
         want_min(a, 3, "dig")?;
@@ -181,21 +173,13 @@ pub(super) fn register(f: &mut Funcs) {
             given.clone()
         })
     });
-    f.add("empty", |_, a| {
-        want(a, 1, "empty")?;
-        Ok(Value::Bool(empty(&a[0])))
-    });
+    f.add1("empty", |_, a0| Ok(Value::Bool(empty(a0))));
     f.add("coalesce", |_, a| {
         Ok(a.iter().find(|v| !empty(v)).cloned().unwrap_or(Value::Nil))
     });
     f.add("all", |_, a| Ok(Value::Bool(a.iter().all(|v| !empty(v)))));
     f.add("any", |_, a| Ok(Value::Bool(a.iter().any(|v| !empty(v)))));
-    f.add("ternary", |_, a| {
-        want(a, 3, "ternary")?;
-        Ok(if a[2].truthy() {
-            a[0].clone()
-        } else {
-            a[1].clone()
-        })
+    f.add3("ternary", |_, a0, a1, a2| {
+        Ok(if a2.truthy() { a0.clone() } else { a1.clone() })
     });
 }

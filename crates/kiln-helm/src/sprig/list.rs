@@ -7,23 +7,20 @@ pub(super) fn register(f: &mut Funcs) {
     f.add("list", |_, a| Ok(list(a.to_vec())));
     f.add("tuple", |_, a| Ok(list(a.to_vec())));
     for (name, must) in [("first", false), ("mustFirst", true)] {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let l = list_arg(&a[0], name, must)?;
+        f.add1(name, move |_, a0| {
+            let l = list_arg(a0, name, must)?;
             Ok(l.first().cloned().unwrap_or(Value::Nil))
         });
     }
     for (name, must) in [("last", false), ("mustLast", true)] {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let l = list_arg(&a[0], name, must)?;
+        f.add1(name, move |_, a0| {
+            let l = list_arg(a0, name, must)?;
             Ok(l.last().cloned().unwrap_or(Value::Nil))
         });
     }
     for (name, must) in [("rest", false), ("mustRest", true)] {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let l = list_arg(&a[0], name, must)?;
+        f.add1(name, move |_, a0| {
+            let l = list_arg(a0, name, must)?;
             Ok(if l.is_empty() {
                 Value::Nil
             } else {
@@ -32,9 +29,8 @@ pub(super) fn register(f: &mut Funcs) {
         });
     }
     for (name, must) in [("initial", false), ("mustInitial", true)] {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let l = list_arg(&a[0], name, must)?;
+        f.add1(name, move |_, a0| {
+            let l = list_arg(a0, name, must)?;
             Ok(if l.is_empty() {
                 Value::Nil
             } else {
@@ -48,33 +44,29 @@ pub(super) fn register(f: &mut Funcs) {
         ("mustAppend", true),
         ("mustPush", true),
     ] {
-        f.add(name, move |_, a| {
-            want(a, 2, name)?;
-            let mut l = list_arg(&a[0], name, must)?;
-            l.push(a[1].clone());
+        f.add2(name, move |_, a0, a1| {
+            let mut l = list_arg(a0, name, must)?;
+            l.push(a1.clone());
             Ok(list(l))
         });
     }
     for (name, must) in [("prepend", false), ("mustPrepend", true)] {
-        f.add(name, move |_, a| {
-            want(a, 2, name)?;
-            let mut l = list_arg(&a[0], name, must)?;
-            l.insert(0, a[1].clone());
+        f.add2(name, move |_, a0, a1| {
+            let mut l = list_arg(a0, name, must)?;
+            l.insert(0, a1.clone());
             Ok(list(l))
         });
     }
     for (name, must) in [("reverse", false), ("mustReverse", true)] {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let mut l = list_arg(&a[0], name, must)?;
+        f.add1(name, move |_, a0| {
+            let mut l = list_arg(a0, name, must)?;
             l.reverse();
             Ok(list(l))
         });
     }
     for (name, must) in [("uniq", false), ("mustUniq", true)] {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let l = list_arg(&a[0], name, must)?;
+        f.add1(name, move |_, a0| {
+            let l = list_arg(a0, name, must)?;
             let mut out: Vec<Value> = Vec::new();
             for v in l {
                 if !out.iter().any(|o| o.deep_eq(&v)) {
@@ -85,9 +77,8 @@ pub(super) fn register(f: &mut Funcs) {
         });
     }
     for (name, must) in [("compact", false), ("mustCompact", true)] {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let l = list_arg(&a[0], name, must)?;
+        f.add1(name, move |_, a0| {
+            let l = list_arg(a0, name, must)?;
             Ok(list(l.into_iter().filter(|v| !empty(v)).collect()))
         });
     }
@@ -104,10 +95,9 @@ pub(super) fn register(f: &mut Funcs) {
         });
     }
     for (name, must) in [("has", false), ("mustHas", true)] {
-        f.add(name, move |_, a| {
-            want(a, 2, name)?;
-            let l = list_arg(&a[1], name, must)?;
-            Ok(Value::Bool(l.iter().any(|v| v.deep_eq(&a[0]))))
+        f.add2(name, move |_, a0, a1| {
+            let l = list_arg(a1, name, must)?;
+            Ok(Value::Bool(l.iter().any(|v| v.deep_eq(a0))))
         });
     }
     for (name, must) in [("slice", false), ("mustSlice", true)] {
@@ -143,16 +133,14 @@ pub(super) fn register(f: &mut Funcs) {
         Ok(list(out))
     });
     for (name, must) in [("chunk", false), ("mustChunk", true)] {
-        f.add(name, move |_, a| {
-            want(a, 2, name)?;
-            let size = to_i64(&a[0]).max(1) as usize;
-            let l = list_arg(&a[1], name, must)?;
+        f.add2(name, move |_, a0, a1| {
+            let size = to_i64(a0).max(1) as usize;
+            let l = list_arg(a1, name, must)?;
             Ok(list(l.chunks(size).map(|c| list(c.to_vec())).collect()))
         });
     }
-    f.add("until", |_, a| {
-        want(a, 1, "until")?;
-        let n = to_i64(&a[0]);
+    f.add1("until", |_, a0| {
+        let n = to_i64(a0);
         bound_items("until", n.unsigned_abs() as u128)?;
         let v: Vec<Value> = if n >= 0 {
             (0..n).map(Value::Int).collect()

@@ -175,6 +175,30 @@ mod tests {
         run_with(text).and_then(|(out, _)| out)
     }
 
+    /// The typed adapters (`Funcs::add1` to `add3`) answer a wrong argument count with Go's
+    /// message (`text/template` exec.go `evalCall`), as each function's own check did.
+    #[test]
+    fn arity_errors_are_gos() {
+        for (text, want) in [
+            ("{{ trim }}", "wrong number of args for trim: want 1 got 0"),
+            (
+                r#"{{ hasPrefix "a" "b" "c" }}"#,
+                "wrong number of args for hasPrefix: want 2 got 3",
+            ),
+            (
+                r#"{{ replace "a" "b" }}"#,
+                "wrong number of args for replace: want 3 got 2",
+            ),
+            (
+                r#"{{ not 1 2 }}"#,
+                "wrong number of args for not: want 1 got 2",
+            ),
+        ] {
+            let e = run(text).unwrap_err();
+            assert!(e.ends_with(want), "{text}: {e}");
+        }
+    }
+
     /// [`run`] after the parse, and the execution it ran in.
     fn run_with(text: &str) -> Result<(Result<String, String>, Exec<'static>), String> {
         let mut funcs = Funcs::default();

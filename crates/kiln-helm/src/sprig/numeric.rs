@@ -6,9 +6,8 @@ use super::*;
 
 pub(super) fn register(f: &mut Funcs) {
     fn int2(f: &mut Funcs, name: &'static str, op: fn(i64, i64) -> Result<i64, String>) {
-        f.add(name, move |_, a| {
-            want(a, 2, name)?;
-            Ok(Value::Int(op(to_i64(&a[0]), to_i64(&a[1]))?))
+        f.add2(name, move |_, a0, a1| {
+            Ok(Value::Int(op(to_i64(a0), to_i64(a1))?))
         });
     }
     f.add("add", |_, a| {
@@ -21,10 +20,7 @@ pub(super) fn register(f: &mut Funcs) {
             a.iter().map(to_i64).fold(1i64, i64::wrapping_mul),
         ))
     });
-    f.add("add1", |_, a| {
-        want(a, 1, "add1")?;
-        Ok(Value::Int(to_i64(&a[0]) + 1))
-    });
+    f.add1("add1", |_, a0| Ok(Value::Int(to_i64(a0) + 1)));
     int2(f, "sub", |x, y| Ok(x.wrapping_sub(y)));
     int2(f, "div", |x, y| {
         if y == 0 {
@@ -56,9 +52,8 @@ pub(super) fn register(f: &mut Funcs) {
         decimal::exec(first, &rest, op).map(Value::Float)
     }
     f.add("addf", |_, a| decimal_op(0.0, a, decimal::Op::Add));
-    f.add("add1f", |_, a| {
-        want(a, 1, "add1f")?;
-        decimal_op(to_f64(&a[0]), &[Value::Int(1)], decimal::Op::Add)
+    f.add1("add1f", |_, a0| {
+        decimal_op(to_f64(a0), &[Value::Int(1)], decimal::Op::Add)
     });
     for (name, op) in [
         ("subf", decimal::Op::Sub),
@@ -80,41 +75,22 @@ pub(super) fn register(f: &mut Funcs) {
             a.iter().map(to_f64).fold(f64::INFINITY, f64::min),
         ))
     });
-    f.add("floor", |_, a| {
-        want(a, 1, "floor")?;
-        Ok(Value::Float(to_f64(&a[0]).floor()))
-    });
-    f.add("ceil", |_, a| {
-        want(a, 1, "ceil")?;
-        Ok(Value::Float(to_f64(&a[0]).ceil()))
-    });
+    f.add1("floor", |_, a0| Ok(Value::Float(to_f64(a0).floor())));
+    f.add1("ceil", |_, a0| Ok(Value::Float(to_f64(a0).ceil())));
     f.add("round", |_, a| {
         want_min(a, 2, "round")?;
         let (x, places) = (to_f64(&a[0]), to_i64(&a[1]));
         let p = 10f64.powi(places as i32);
         Ok(Value::Float((x * p).round() / p))
     });
-    f.add("int", |_, a| {
-        want(a, 1, "int")?;
-        Ok(Value::Int(to_i64(&a[0])))
-    });
-    f.add("int64", |_, a| {
-        want(a, 1, "int64")?;
-        Ok(Value::Int(to_i64(&a[0])))
-    });
-    f.add("float64", |_, a| {
-        want(a, 1, "float64")?;
-        Ok(Value::Float(to_f64(&a[0])))
-    });
-    f.add("atoi", |_, a| {
-        want(a, 1, "atoi")?;
+    f.add1("int", |_, a0| Ok(Value::Int(to_i64(a0))));
+    f.add1("int64", |_, a0| Ok(Value::Int(to_i64(a0))));
+    f.add1("float64", |_, a0| Ok(Value::Float(to_f64(a0))));
+    f.add1("atoi", |_, a0| {
         // strconv.Atoi: no blanks around the digits (`" 12"` is 0).
-        Ok(Value::Int(s(&a[0]).parse().unwrap_or(0)))
+        Ok(Value::Int(s(a0).parse().unwrap_or(0)))
     });
-    f.add("toDecimal", |_, a| {
-        want(a, 1, "toDecimal")?;
-        Ok(Value::Int(
-            i64::from_str_radix(&strval(&a[0]), 8).unwrap_or(0),
-        ))
+    f.add1("toDecimal", |_, a0| {
+        Ok(Value::Int(i64::from_str_radix(&strval(a0), 8).unwrap_or(0)))
     });
 }

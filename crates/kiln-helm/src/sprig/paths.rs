@@ -5,10 +5,7 @@ use super::*;
 
 pub(super) fn register(f: &mut Funcs) {
     fn p1(f: &mut Funcs, name: &'static str, op: fn(&str) -> Value) {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            Ok(op(&s_ref(&a[0])))
-        });
+        f.add1(name, move |_, a0| Ok(op(&s_ref(a0))));
     }
     for (b, d, c, e, abs) in [
         ("base", "dir", "clean", "ext", "isAbs"),

@@ -4,30 +4,18 @@
 use super::*;
 
 pub(super) fn register(f: &mut Funcs) {
-    f.add("typeOf", |_, a| {
-        want(a, 1, "typeOf")?;
-        Ok(Value::from(a[0].type_name()))
+    f.add1("typeOf", |_, a0| Ok(Value::from(a0.type_name())));
+    f.add2("typeIs", |_, a0, a1| {
+        Ok(Value::Bool(s_ref(a0) == a1.type_name()))
     });
-    f.add("typeIs", |_, a| {
-        want(a, 2, "typeIs")?;
-        Ok(Value::Bool(s_ref(&a[0]) == a[1].type_name()))
-    });
-    f.add("typeIsLike", |_, a| {
-        want(a, 2, "typeIsLike")?;
-        let t = s(&a[0]);
-        let n = a[1].type_name();
+    f.add2("typeIsLike", |_, a0, a1| {
+        let t = s(a0);
+        let n = a1.type_name();
         Ok(Value::Bool(t == n || t == format!("*{n}")))
     });
-    f.add("kindOf", |_, a| {
-        want(a, 1, "kindOf")?;
-        Ok(Value::from(a[0].kind()))
+    f.add1("kindOf", |_, a0| Ok(Value::from(a0.kind())));
+    f.add2("kindIs", |_, a0, a1| {
+        Ok(Value::Bool(s_ref(a0) == a1.kind()))
     });
-    f.add("kindIs", |_, a| {
-        want(a, 2, "kindIs")?;
-        Ok(Value::Bool(s_ref(&a[0]) == a[1].kind()))
-    });
-    f.add("deepEqual", |_, a| {
-        want(a, 2, "deepEqual")?;
-        Ok(Value::Bool(a[0].deep_eq(&a[1])))
-    });
+    f.add2("deepEqual", |_, a0, a1| Ok(Value::Bool(a0.deep_eq(a1))));
 }

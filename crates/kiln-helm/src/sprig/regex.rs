@@ -74,9 +74,8 @@ pub struct RegexCache {
 /// Go's `Regexp.Expand` template syntax (`$1`, `${name}`) is the `regex` crate's.
 pub(super) fn register(f: &mut Funcs) {
     for (name, must) in [("regexMatch", false), ("mustRegexMatch", true)] {
-        f.add(name, move |ex: &mut Exec, a| {
-            want(a, 2, name)?;
-            let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
+        f.add2(name, move |ex: &mut Exec, a0, a1| {
+            let (p, t) = (s_ref(a0), s_ref(a1));
             if let Some(r) = ascii_regex_of(ex, &p, &t) {
                 return Ok(Value::Bool(r.is_match(&t)));
             }
@@ -88,9 +87,8 @@ pub(super) fn register(f: &mut Funcs) {
         });
     }
     for name in ["regexFind", "mustRegexFind"] {
-        f.add(name, move |ex: &mut Exec, a| {
-            want(a, 2, name)?;
-            let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
+        f.add2(name, move |ex: &mut Exec, a0, a1| {
+            let (p, t) = (s_ref(a0), s_ref(a1));
             if let Some(r) = ascii_regex_of(ex, &p, &t) {
                 return Ok(Value::from(r.find(&t).unwrap_or("")));
             }
@@ -99,10 +97,9 @@ pub(super) fn register(f: &mut Funcs) {
         });
     }
     for name in ["regexFindAll", "mustRegexFindAll"] {
-        f.add(name, move |ex: &mut Exec, a| {
-            want(a, 3, name)?;
-            let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
-            let n = to_i64(&a[2]);
+        f.add3(name, move |ex: &mut Exec, a0, a1, a2| {
+            let (p, t) = (s_ref(a0), s_ref(a1));
+            let n = to_i64(a2);
             let take = if n < 0 { usize::MAX } else { n as usize };
             if let Some(r) = ascii_regex_of(ex, &p, &t) {
                 return Ok(str_list(r.find_all(&t, take)));
@@ -118,9 +115,8 @@ pub(super) fn register(f: &mut Funcs) {
         ("regexReplaceAllLiteral", true),
         ("mustRegexReplaceAllLiteral", true),
     ] {
-        f.add(name, move |ex: &mut Exec, a| {
-            want(a, 3, name)?;
-            let (p, t, with) = (s_ref(&a[0]), s_ref(&a[1]), s_ref(&a[2]));
+        f.add3(name, move |ex: &mut Exec, a0, a1, a2| {
+            let (p, t, with) = (s_ref(a0), s_ref(a1), s_ref(a2));
             if let Some(r) = ascii_regex_of(ex, &p, &t) {
                 return Ok(Value::from(r.replace_all(&t, &with, literal)));
             }
@@ -134,10 +130,9 @@ pub(super) fn register(f: &mut Funcs) {
         });
     }
     for name in ["regexSplit", "mustRegexSplit"] {
-        f.add(name, move |ex: &mut Exec, a| {
-            want(a, 3, name)?;
-            let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
-            let n = to_i64(&a[2]);
+        f.add3(name, move |ex: &mut Exec, a0, a1, a2| {
+            let (p, t) = (s_ref(a0), s_ref(a1));
+            let n = to_i64(a2);
             let take = usize::try_from(n).unwrap_or(usize::MAX);
             let ranges = match ascii_regex_of(ex, &p, &t) {
                 Some(r) => r.ranges(&t, take),
@@ -150,8 +145,7 @@ pub(super) fn register(f: &mut Funcs) {
             Ok(str_list(goregex::go_split(&p, &t, ranges, n)))
         });
     }
-    f.add("regexQuoteMeta", |_, a| {
-        want(a, 1, "regexQuoteMeta")?;
-        Ok(Value::from(goregex::quote_meta(&s_ref(&a[0]))))
+    f.add1("regexQuoteMeta", |_, a0| {
+        Ok(Value::from(goregex::quote_meta(&s_ref(a0))))
     });
 }

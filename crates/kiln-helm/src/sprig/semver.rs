@@ -462,9 +462,8 @@ pub fn satisfies(constraint: &str, version: &Version) -> Result<bool, String> {
 
 /// Sprig's `semver` and `semverCompare` (semver.go) over this port.
 pub(super) fn register(f: &mut Funcs) {
-    f.add("semver", |_, a| {
-        want(a, 1, "semver")?;
-        let v = Version::parse(&s_ref(&a[0]))?;
+    f.add1("semver", |_, a0| {
+        let v = Version::parse(&s_ref(a0))?;
         Ok(semver_value(&v))
     });
     f.add("semverCompare", |_, a| {

@@ -202,19 +202,15 @@ fn uncapitalize(t: &str) -> String {
 
 pub(super) fn register(f: &mut Funcs) {
     fn s1(f: &mut Funcs, name: &'static str, op: fn(&str) -> String) {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            Ok(Value::from(op(&s_ref(&a[0]))))
-        });
+        f.add1(name, move |_, a0| Ok(Value::from(op(&s_ref(a0)))));
     }
     // ASCII text with nothing to change (no byte `changes`) is the argument itself (as
     // Go's ToUpper/ToLower give it back): most `lower` calls are on names already lower case.
     fn case(f: &mut Funcs, name: &'static str, changes: fn(&u8) -> bool, op: fn(&str) -> String) {
-        f.add(name, move |_, a| {
-            want(a, 1, name)?;
-            let t = s_ref(&a[0]);
+        f.add1(name, move |_, a0| {
+            let t = s_ref(a0);
             if t.bytes().all(|b| b.is_ascii() && !changes(&b)) {
-                return Ok(part_of(&a[0], &t));
+                return Ok(part_of(a0, &t));
             }
             Ok(Value::from(op(&t)))
         });
@@ -223,17 +219,15 @@ pub(super) fn register(f: &mut Funcs) {
     case(f, "lower", u8::is_ascii_uppercase, go_lower);
     s1(f, "title", title_case);
     s1(f, "untitle", uncapitalize);
-    f.add("trim", |_, a| {
-        want(a, 1, "trim")?;
-        let t = s_ref(&a[0]);
-        Ok(part_of(&a[0], t.trim()))
+    f.add1("trim", |_, a0| {
+        let t = s_ref(a0);
+        Ok(part_of(a0, t.trim()))
     });
-    f.add("nospace", |_, a| {
-        want(a, 1, "nospace")?;
-        let t = s_ref(&a[0]);
+    f.add1("nospace", |_, a0| {
+        let t = s_ref(a0);
         Ok(match delete_white_space(&t) {
             Some(out) => Value::from(out),
-            None => part_of(&a[0], &t),
+            None => part_of(a0, &t),
         })
     });
     s1(f, "initials", initials);
@@ -241,46 +235,38 @@ pub(super) fn register(f: &mut Funcs) {
     s1(f, "snakecase", |t| case_words(t, '_'));
     s1(f, "kebabcase", |t| case_words(t, '-'));
     s1(f, "camelcase", camel_case);
-    f.add("toString", |_, a| {
-        want(a, 1, "toString")?;
-        Ok(match &a[0] {
-            Value::Str(_) => a[0].clone(),
+    f.add1("toString", |_, a0| {
+        Ok(match a0 {
+            Value::Str(_) => a0.clone(),
             other => Value::from(strval(other)),
         })
     });
-    f.add("trimAll", |_, a| {
-        want(a, 2, "trimAll")?;
-        let cut: Vec<char> = s_ref(&a[0]).chars().collect();
-        let t = s_ref(&a[1]);
-        Ok(part_of(&a[1], t.trim_matches(cut.as_slice())))
+    f.add2("trimAll", |_, a0, a1| {
+        let cut: Vec<char> = s_ref(a0).chars().collect();
+        let t = s_ref(a1);
+        Ok(part_of(a1, t.trim_matches(cut.as_slice())))
     });
-    f.add("trimall", |_, a| {
-        want(a, 2, "trimall")?;
-        let cut: Vec<char> = s_ref(&a[0]).chars().collect();
-        let t = s_ref(&a[1]);
-        Ok(part_of(&a[1], t.trim_matches(cut.as_slice())))
+    f.add2("trimall", |_, a0, a1| {
+        let cut: Vec<char> = s_ref(a0).chars().collect();
+        let t = s_ref(a1);
+        Ok(part_of(a1, t.trim_matches(cut.as_slice())))
     });
-    f.add("trimPrefix", |_, a| {
-        want(a, 2, "trimPrefix")?;
-        let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
-        Ok(part_of(&a[1], t.strip_prefix(&*p).unwrap_or(&t)))
+    f.add2("trimPrefix", |_, a0, a1| {
+        let (p, t) = (s_ref(a0), s_ref(a1));
+        Ok(part_of(a1, t.strip_prefix(&*p).unwrap_or(&t)))
     });
-    f.add("trimSuffix", |_, a| {
-        want(a, 2, "trimSuffix")?;
-        let (p, t) = (s_ref(&a[0]), s_ref(&a[1]));
-        Ok(part_of(&a[1], t.strip_suffix(&*p).unwrap_or(&t)))
+    f.add2("trimSuffix", |_, a0, a1| {
+        let (p, t) = (s_ref(a0), s_ref(a1));
+        Ok(part_of(a1, t.strip_suffix(&*p).unwrap_or(&t)))
     });
-    f.add("contains", |_, a| {
-        want(a, 2, "contains")?;
-        Ok(Value::Bool(s_ref(&a[1]).contains(&*s_ref(&a[0]))))
+    f.add2("contains", |_, a0, a1| {
+        Ok(Value::Bool(s_ref(a1).contains(&*s_ref(a0))))
     });
-    f.add("hasPrefix", |_, a| {
-        want(a, 2, "hasPrefix")?;
-        Ok(Value::Bool(s_ref(&a[1]).starts_with(&*s_ref(&a[0]))))
+    f.add2("hasPrefix", |_, a0, a1| {
+        Ok(Value::Bool(s_ref(a1).starts_with(&*s_ref(a0))))
     });
-    f.add("hasSuffix", |_, a| {
-        want(a, 2, "hasSuffix")?;
-        Ok(Value::Bool(s_ref(&a[1]).ends_with(&*s_ref(&a[0]))))
+    f.add2("hasSuffix", |_, a0, a1| {
+        Ok(Value::Bool(s_ref(a1).ends_with(&*s_ref(a0))))
     });
     f.add("quote", |_, a| {
         // One argument (the usual `quote .x`): quoted from the borrowed text, with no list
@@ -311,33 +297,29 @@ pub(super) fn register(f: &mut Funcs) {
         let parts: Vec<String> = a.iter().filter(|v| !v.is_nil()).map(strval).collect();
         Ok(Value::from(parts.join(" ")))
     });
-    f.add("indent", |_, a| {
-        want(a, 2, "indent")?;
-        let text = s_ref(&a[1]);
-        bound_indent("indent", &a[0], &text)?;
-        Ok(Value::from(indented("", &a[0], &text)))
+    f.add2("indent", |_, a0, a1| {
+        let text = s_ref(a1);
+        bound_indent("indent", a0, &text)?;
+        Ok(Value::from(indented("", a0, &text)))
     });
-    f.add("nindent", |_, a| {
-        want(a, 2, "nindent")?;
-        let text = s_ref(&a[1]);
-        bound_indent("nindent", &a[0], &text)?;
-        Ok(Value::from(indented("\n", &a[0], &text)))
+    f.add2("nindent", |_, a0, a1| {
+        let text = s_ref(a1);
+        bound_indent("nindent", a0, &text)?;
+        Ok(Value::from(indented("\n", a0, &text)))
     });
-    f.add("replace", |_, a| {
-        want(a, 3, "replace")?;
-        let (old, new, src) = (s_ref(&a[0]), s_ref(&a[1]), s_ref(&a[2]));
+    f.add3("replace", |_, a0, a1, a2| {
+        let (old, new, src) = (s_ref(a0), s_ref(a1), s_ref(a2));
         Ok(if old.is_empty() {
             Value::from(go_replace_empty(&src, &new))
         } else if !src.contains(&*old) {
             // Nothing to replace: the text itself.
-            part_of(&a[2], &src)
+            part_of(a2, &src)
         } else {
             Value::from(src.replace(&*old, &new))
         })
     });
-    f.add("repeat", |_, a| {
-        want(a, 2, "repeat")?;
-        let (n, text) = (to_i64(&a[0]).max(0), s(&a[1]));
+    f.add2("repeat", |_, a0, a1| {
+        let (n, text) = (to_i64(a0).max(0), s(a1));
         bound_text("repeat", n as u128 * text.len() as u128)?;
         Ok(Value::from(text.repeat(n as usize)))
     });
@@ -370,9 +352,8 @@ pub(super) fn register(f: &mut Funcs) {
         };
         Ok(bytes_of(&a[2], r))
     });
-    f.add("trunc", |_, a| {
-        want(a, 2, "trunc")?;
-        let (c, t) = (to_i64(&a[0]), s_ref(&a[1]));
+    f.add2("trunc", |_, a0, a1| {
+        let (c, t) = (to_i64(a0), s_ref(a1));
         let len = t.len() as i64;
         let b = t.as_bytes();
         let r = if c < 0 && len + c > 0 {
@@ -382,48 +363,37 @@ pub(super) fn register(f: &mut Funcs) {
         } else {
             b
         };
-        Ok(bytes_of(&a[1], r))
+        Ok(bytes_of(a1, r))
     });
-    f.add("abbrev", |_, a| {
-        want(a, 2, "abbrev")?;
-        let (w, t) = (to_i64(&a[0]), s(&a[1]));
+    f.add2("abbrev", |_, a0, a1| {
+        let (w, t) = (to_i64(a0), s(a1));
         if w < 4 {
             return Ok(Value::from(t));
         }
         Ok(Value::from(abbreviate_full(&t, 0, w)))
     });
-    f.add("abbrevboth", |_, a| {
-        want(a, 3, "abbrevboth")?;
-        let (left, right, t) = (to_i64(&a[0]), to_i64(&a[1]), s(&a[2]));
+    f.add3("abbrevboth", |_, a0, a1, a2| {
+        let (left, right, t) = (to_i64(a0), to_i64(a1), s(a2));
         if right < 4 || left > 0 && right < 7 {
             return Ok(Value::from(t));
         }
         Ok(Value::from(abbreviate_full(&t, left, right)))
     });
-    f.add("wrap", |_, a| {
-        want(a, 2, "wrap")?;
-        Ok(Value::from(wrap_words(&s(&a[1]), to_i64(&a[0]), "", false)))
+    f.add2("wrap", |_, a0, a1| {
+        Ok(Value::from(wrap_words(&s(a1), to_i64(a0), "", false)))
     });
-    f.add("wrapWith", |_, a| {
-        want(a, 3, "wrapWith")?;
-        Ok(Value::from(wrap_words(
-            &s(&a[2]),
-            to_i64(&a[0]),
-            &s(&a[1]),
-            true,
-        )))
+    f.add3("wrapWith", |_, a0, a1, a2| {
+        Ok(Value::from(wrap_words(&s(a2), to_i64(a0), &s(a1), true)))
     });
-    f.add("plural", |_, a| {
-        want(a, 3, "plural")?;
-        Ok(if to_i64(&a[2]) == 1 {
-            a[0].clone()
+    f.add3("plural", |_, a0, a1, a2| {
+        Ok(if to_i64(a2) == 1 {
+            a0.clone()
         } else {
-            a[1].clone()
+            a1.clone()
         })
     });
-    f.add("split", |_, a| {
-        want(a, 2, "split")?;
-        let (sep, t) = (s(&a[0]), s(&a[1]));
+    f.add2("split", |_, a0, a1| {
+        let (sep, t) = (s(a0), s(a1));
         let m: BTreeMap<String, Value> = go_split(&t, &sep, -1)
             .into_iter()
             .enumerate()
@@ -431,9 +401,8 @@ pub(super) fn register(f: &mut Funcs) {
             .collect();
         Ok(Value::map(m))
     });
-    f.add("splitn", |_, a| {
-        want(a, 3, "splitn")?;
-        let (sep, n, t) = (s(&a[0]), to_i64(&a[1]), s(&a[2]));
+    f.add3("splitn", |_, a0, a1, a2| {
+        let (sep, n, t) = (s(a0), to_i64(a1), s(a2));
         let m: BTreeMap<String, Value> = go_split(&t, &sep, n)
             .into_iter()
             .enumerate()
@@ -441,24 +410,18 @@ pub(super) fn register(f: &mut Funcs) {
             .collect();
         Ok(Value::map(m))
     });
-    f.add("splitList", |_, a| {
-        want(a, 2, "splitList")?;
-        Ok(str_list(go_split(&s(&a[1]), &s(&a[0]), -1)))
+    f.add2("splitList", |_, a0, a1| {
+        Ok(str_list(go_split(&s(a1), &s(a0), -1)))
     });
-    f.add("join", |_, a| {
-        want(a, 2, "join")?;
-        Ok(Value::from(strslice(&a[1]).join(&s(&a[0]))))
+    f.add2("join", |_, a0, a1| {
+        Ok(Value::from(strslice(a1).join(&s(a0))))
     });
-    f.add("sortAlpha", |_, a| {
-        want(a, 1, "sortAlpha")?;
-        let mut v = strslice(&a[0]);
+    f.add1("sortAlpha", |_, a0| {
+        let mut v = strslice(a0);
         v.sort();
         Ok(str_list(v))
     });
-    f.add("toStrings", |_, a| {
-        want(a, 1, "toStrings")?;
-        Ok(str_list(strslice(&a[0])))
-    });
+    f.add1("toStrings", |_, a0| Ok(str_list(strslice(a0))));
     f.add("hello", |_, _| Ok(Value::from("Hello!")));
 }
 
@@ -743,29 +706,25 @@ fn wrap_words(t: &str, width: i64, nl: &str, long: bool) -> String {
 /// Sprig's base64 and base32 functions (strings.go: `base64encode`, `base32decode`, …),
 /// over Go's bytes of the string.
 pub(super) fn encodings(f: &mut Funcs) {
-    f.add("b64enc", |_, a| {
-        want(a, 1, "b64enc")?;
+    f.add1("b64enc", |_, a0| {
         Ok(Value::from(encode::b64(&crate::template::fmt::go_bytes(
-            &strval(&a[0]),
+            &strval(a0),
         ))))
     });
-    f.add("b64dec", |_, a| {
-        want(a, 1, "b64dec")?;
+    f.add1("b64dec", |_, a0| {
         // Sprig gives the decoding error as the result, not as an error.
-        Ok(Value::from(match encode::b64_decode(&s_ref(&a[0])) {
+        Ok(Value::from(match encode::b64_decode(&s_ref(a0)) {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
             Err(at) => format!("illegal base64 data at input byte {at}"),
         }))
     });
-    f.add("b32enc", |_, a| {
-        want(a, 1, "b32enc")?;
+    f.add1("b32enc", |_, a0| {
         Ok(Value::from(encode::b32(&crate::template::fmt::go_bytes(
-            &strval(&a[0]),
+            &strval(a0),
         ))))
     });
-    f.add("b32dec", |_, a| {
-        want(a, 1, "b32dec")?;
-        Ok(Value::from(match encode::b32_decode(&s_ref(&a[0])) {
+    f.add1("b32dec", |_, a0| {
+        Ok(Value::from(match encode::b32_decode(&s_ref(a0)) {
             Ok(b) => String::from_utf8_lossy(&b).into_owned(),
             Err(at) => format!("illegal base32 data at input byte {at}"),
         }))

@@ -4,13 +4,9 @@ use super::encode;
 use super::*;
 
 pub(super) fn register(f: &mut Funcs) {
-    f.add("urlParse", |_, a| {
-        want(a, 1, "urlParse")?;
-        Ok(encode::url_parse(&s_ref(&a[0])))
-    });
-    f.add("urlJoin", |_, a| {
-        want(a, 1, "urlJoin")?;
-        let m = as_map(&a[0], "urlJoin")?;
+    f.add1("urlParse", |_, a0| Ok(encode::url_parse(&s_ref(a0))));
+    f.add1("urlJoin", |_, a0| {
+        let m = as_map(a0, "urlJoin")?;
         Ok(Value::from(encode::url_join(&m.borrow())))
     });
 }

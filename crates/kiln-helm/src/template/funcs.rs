@@ -2,20 +2,23 @@
 //! basic kinds and their errors), and the arity check every function call meets
 //! (`exec.go` `evalCall`: "wrong number of args for NAME: want N got M").
 
-use super::exec::Funcs;
+use super::exec::{Exec, Funcs};
 use super::fmt::{s_ref, sprintf, strval, to_i64};
 use super::value::Value;
 
 /// A function's arguments, as the call evaluated them.
 pub type Args<'a> = &'a [Value];
 
+/// Go's arity error (`exec.go` `evalCall`) for a call of `name` with `got` arguments where it
+/// takes `n`.
+fn wrong_args(name: &str, n: usize, got: usize) -> String {
+    format!("wrong number of args for {name}: want {n} got {got}")
+}
+
 /// Go's arity error unless `a` holds exactly `n` arguments.
 pub fn want(a: Args, n: usize, name: &str) -> Result<(), String> {
     if a.len() != n {
-        return Err(format!(
-            "wrong number of args for {name}: want {n} got {}",
-            a.len()
-        ));
+        return Err(wrong_args(name, n, a.len()));
     }
     Ok(())
 }
@@ -31,16 +34,52 @@ pub fn want_min(a: Args, n: usize, name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The typed adapters: a function of one, two or three arguments gets them as such, after
+/// the arity check every call of it meets ([`want`]: Go's message, written once here).
+impl Funcs {
+    /// Adds `name`, a function of exactly one argument.
+    pub fn add1(
+        &mut self,
+        name: &'static str,
+        f: impl Fn(&mut Exec, &Value) -> Result<Value, String> + 'static,
+    ) {
+        self.add(name, move |ex, a| match a {
+            [a0] => f(ex, a0),
+            _ => Err(wrong_args(name, 1, a.len())),
+        });
+    }
+
+    /// Adds `name`, a function of exactly two arguments.
+    pub fn add2(
+        &mut self,
+        name: &'static str,
+        f: impl Fn(&mut Exec, &Value, &Value) -> Result<Value, String> + 'static,
+    ) {
+        self.add(name, move |ex, a| match a {
+            [a0, a1] => f(ex, a0, a1),
+            _ => Err(wrong_args(name, 2, a.len())),
+        });
+    }
+
+    /// Adds `name`, a function of exactly three arguments.
+    pub fn add3(
+        &mut self,
+        name: &'static str,
+        f: impl Fn(&mut Exec, &Value, &Value, &Value) -> Result<Value, String> + 'static,
+    ) {
+        self.add(name, move |ex, a| match a {
+            [a0, a1, a2] => f(ex, a0, a1, a2),
+            _ => Err(wrong_args(name, 3, a.len())),
+        });
+    }
+}
+
 /// Registers Go's builtins (`and`, `or`, `not`, `len`, `index`, `slice`, `print*`, `html`,
 /// `js`, `urlquery`, `eq`, `ne`, `lt`, `le`, `gt`, `ge`, `call`) on `f`.
 pub fn builtins(f: &mut Funcs) {
-    f.add("not", |_, a| {
-        want(a, 1, "not")?;
-        Ok(Value::Bool(!a[0].truthy()))
-    });
-    f.add("len", |_, a| {
-        want(a, 1, "len")?;
-        Ok(Value::Int(match &a[0] {
+    f.add1("not", |_, a0| Ok(Value::Bool(!a0.truthy())));
+    f.add1("len", |_, a0| {
+        Ok(Value::Int(match a0 {
             Value::Str(s) => crate::template::fmt::go_bytes(s).len() as i64,
             Value::List(l) => l.len() as i64,
             Value::Map(m) => m.borrow().len() as i64,
@@ -113,26 +152,15 @@ pub fn builtins(f: &mut Funcs) {
         }
         Ok(Value::Bool(false))
     });
-    f.add("ne", |_, a| {
-        want(a, 2, "ne")?;
-        Ok(Value::Bool(!go_eq(&a[0], &a[1])?))
+    f.add2("ne", |_, a0, a1| Ok(Value::Bool(!go_eq(a0, a1)?)));
+    f.add2("lt", |_, a0, a1| Ok(Value::Bool(go_lt(a0, a1)?)));
+    f.add2("le", |_, a0, a1| {
+        Ok(Value::Bool(go_lt(a0, a1)? || go_eq(a0, a1)?))
     });
-    f.add("lt", |_, a| {
-        want(a, 2, "lt")?;
-        Ok(Value::Bool(go_lt(&a[0], &a[1])?))
+    f.add2("gt", |_, a0, a1| {
+        Ok(Value::Bool(!(go_lt(a0, a1)? || go_eq(a0, a1)?)))
     });
-    f.add("le", |_, a| {
-        want(a, 2, "le")?;
-        Ok(Value::Bool(go_lt(&a[0], &a[1])? || go_eq(&a[0], &a[1])?))
-    });
-    f.add("gt", |_, a| {
-        want(a, 2, "gt")?;
-        Ok(Value::Bool(!(go_lt(&a[0], &a[1])? || go_eq(&a[0], &a[1])?)))
-    });
-    f.add("ge", |_, a| {
-        want(a, 2, "ge")?;
-        Ok(Value::Bool(!go_lt(&a[0], &a[1])?))
-    });
+    f.add2("ge", |_, a0, a1| Ok(Value::Bool(!go_lt(a0, a1)?)));
     f.add("html", |_, a| {
         let t: String = a.iter().map(strval).collect();
         Ok(Value::from(
