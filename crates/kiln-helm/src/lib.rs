@@ -326,7 +326,7 @@ pub fn render_chart(
     let kube_version = opts
         .kube_version
         .clone()
-        .unwrap_or_else(|| engine::DEFAULT_KUBE_VERSION.to_string());
+        .unwrap_or_else(|| engine::capabilities::DEFAULT_KUBE_VERSION.to_string());
     let kv = sprig::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
         message: format!("invalid kube version {kube_version:?}"),
     })?;
@@ -385,7 +385,7 @@ fn render_checked(
             });
         }
     }
-    let mut api_versions: Vec<String> = engine::DEFAULT_API_VERSIONS
+    let mut api_versions: Vec<String> = engine::capabilities::DEFAULT_API_VERSIONS
         .iter()
         .map(|s| s.to_string())
         .collect();
