@@ -1,5 +1,8 @@
-//! Conversions the function library shares: Sprig's `strval`/`cast.To*`, Sprig's `empty`,
-//! Go's `%q`, and `fmt.Sprintf` for the verbs charts use.
+//! Go's `fmt` and `strconv` as templates print and convert values (`%q` after
+//! `strconv.Quote`, `fmt.Sprintf` for the verbs charts use, `strconv.ParseInt`), Go's
+//! `string(b)` for bytes that are not UTF-8, and the conversions every layer above shares
+//! (Sprig's `strval`/`cast.To*` and `empty`): below Sprig, so the chart, values and output
+//! code print a value as Go does without naming the function library.
 
 use crate::template::value::{Value, format_float, format_float_g};
 use std::fmt::Write as _;
