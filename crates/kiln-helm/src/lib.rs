@@ -340,14 +340,15 @@ pub fn render_chart(
     // here when the render is done. Helm checks the schemas first, so their error, if any,
     // wins over whatever the render met.
     let mut jobs = Vec::new();
-    schema_jobs(&chart, &vals, &mut jobs);
+    chartutil::schema::schema_jobs(&chart, &vals, &mut jobs);
     if jobs.is_empty() {
         return render_checked(fs, &chart, &vals, opts, seed, &kv);
     }
     let checked = std::sync::Mutex::new(None);
     let rendered = rayon::in_place_scope(|scope| {
         scope.spawn(|_| {
-            let r = check_schemas(jobs);
+            let r = chartutil::schema::check_schemas(jobs)
+                .map_err(|message| HelmError::Schema { message });
             if let Ok(mut c) = checked.lock() {
                 *c = Some(r);
             }
@@ -472,53 +473,6 @@ fn check_dependencies(c: &chart::Chart) -> Result<(), HelmError> {
         message: format!(
             "an error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
             missing.join(", ")
-        ),
-    })
-}
-
-/// `ValidateAgainstSchema`'s work list: (chart name, its schema, the values it judges),
-/// the chart's own first, then each subchart's on its section, depth first.
-type SchemaJob = (String, std::sync::Arc<chart::Schema>, serde_json::Value);
-
-fn schema_jobs(c: &chart::Chart, vals: &Map, out: &mut Vec<SchemaJob>) {
-    if let Some(schema) = &c.schema {
-        out.push((
-            c.name.clone(),
-            schema.clone(),
-            Value::Map(vals.clone()).to_json(),
-        ));
-    }
-    for sub in &c.subcharts {
-        if let Some(Value::Map(sv)) = vals.borrow().get(&sub.name) {
-            schema_jobs(sub, sv, out);
-        }
-    }
-}
-
-/// Checks the values against every schema; all failures in one report, as Helm gives it.
-fn check_schemas(jobs: Vec<SchemaJob>) -> Result<(), HelmError> {
-    let mut report = String::new();
-    for (name, schema, instance) in jobs {
-        match schema.validator() {
-            Ok(v) => {
-                let errors: Vec<String> = v
-                    .iter_errors(&instance)
-                    .map(|e| format!("- at '{}': {}", e.instance_path(), e))
-                    .collect();
-                if !errors.is_empty() {
-                    report.push_str(&format!("{name}:\n{}\n", errors.join("\n")));
-                }
-            }
-            Err(e) => report.push_str(&format!("{name}:\n- invalid values.schema.json: {e}\n")),
-        }
-    }
-    if report.is_empty() {
-        return Ok(());
-    }
-    Err(HelmError::Schema {
-        message: format!(
-            "values don't meet the specifications of the schema(s) in the following chart(s):\n{}",
-            report.trim_end()
         ),
     })
 }
