@@ -48,7 +48,7 @@ fn main() {
             // On the pool, as `helm::template_with` runs.
             let t0 = Instant::now();
             let (t1, out) = rayon::scope(|_| {
-                let c = match helm::chart::load_with(&fs, &chart) {
+                let c = match helm::load_chart(&fs, &chart) {
                     Ok(c) => c,
                     Err(e) => {
                         eprintln!("{}: {}", chart.display(), e.message);

@@ -656,7 +656,7 @@ fn generated_webhook_certificates_verify() {
         let stream = template(&o).unwrap_or_else(|e| panic!("{e}")).stream;
         let docs = parse_docs(&stream);
         let b64 = |v: &serde_json::Value| -> String {
-            let bytes = kiln::helm::encode::b64_decode(v.as_str().unwrap()).unwrap();
+            let bytes = kiln::helm::sprig::encode::b64_decode(v.as_str().unwrap()).unwrap();
             String::from_utf8(bytes).unwrap()
         };
         let secret = docs.iter().find(|d| d["kind"] == "Secret").unwrap();
@@ -673,7 +673,7 @@ fn generated_webhook_certificates_verify() {
     let (ca_pem, cert_pem, key_pem) = render("rel");
     let der = |pem: &str| -> Vec<u8> {
         let body: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
-        kiln::helm::encode::b64_decode(&body).unwrap()
+        kiln::helm::sprig::encode::b64_decode(&body).unwrap()
     };
     let (ca_der, cert_der) = (der(&ca_pem), der(&cert_pem));
     let (_, ca) = X509Certificate::from_der(&ca_der).expect("the CA parses as X.509");
@@ -790,7 +790,7 @@ fn helm_template_cli_renders_name_templates() {
     assert!(out.stdout.is_empty());
 }
 
-/// The line scan that reads a manifest's head for sorting (`kiln::helm::head`) agrees with
+/// The line scan that reads a manifest's head for sorting (`kiln::helm::releaseutil::head`) agrees with
 /// the full YAML parse on every document real Helm printed for the corpus, and handles nearly
 /// all of them itself (a scan that gave up on everything would be correct but slow).
 #[test]
@@ -814,13 +814,13 @@ fn head_scan_agrees_with_the_full_parse_on_the_corpus() {
     files.sort();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for doc in kiln::helm::output::split_manifests(&text) {
+        for doc in kiln::helm::releaseutil::sorter::split_manifests(&text) {
             docs += 1;
-            let Some(h) = kiln::helm::head::scan(&doc) else {
+            let Some(h) = kiln::helm::releaseutil::head::scan(&doc) else {
                 continue;
             };
             scanned += 1;
-            let full = kiln::helm::output::full_head(&doc, "x").unwrap_or_else(|e| {
+            let full = kiln::helm::releaseutil::sorter::full_head(&doc, "x").unwrap_or_else(|e| {
                 panic!(
                     "{}: scanned, but the parse fails: {}",
                     f.display(),
@@ -830,9 +830,9 @@ fn head_scan_agrees_with_the_full_parse_on_the_corpus() {
             let mine = (
                 h.kind
                     .as_ref()
-                    .map(kiln::helm::funcs::conv::strval)
+                    .map(kiln::helm::template::fmt::strval)
                     .unwrap_or_default(),
-                h.hook.as_ref().map(kiln::helm::funcs::conv::strval),
+                h.hook.as_ref().map(kiln::helm::template::fmt::strval),
             );
             assert_eq!(mine, full, "{}:\n{doc}", f.display());
         }

@@ -873,7 +873,7 @@ fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     let mut opts = crate::helm::TemplateOptions::new(std::path::Path::new(&chart), &release);
     opts.namespace = t.namespace.clone();
     opts.value_files = t.values.clone();
-    opts.set = crate::helm::values::SetFlags {
+    opts.set = crate::helm::chartutil::strvals::SetFlags {
         set: t.set.clone(),
         string: t.set_string.clone(),
         json: t.set_json.clone(),

@@ -226,9 +226,9 @@ fn version(text: &str, offset: usize, op: &str) -> Result<Comparison, Constraint
 /// (Kargo v1.11.2 `pkg/image/semver_selector.go`) decides. The tag must parse as a semantic
 /// version (`pkg/controller/semver/parser.go`: loosely, and with `strict` also strictly once a
 /// leading `v` is dropped), and satisfy `constraint` when one is given. The check itself is
-/// Masterminds/semver v3's, the one implementation kiln has ([`crate::helm::funcs::semver`]).
+/// Masterminds/semver v3's, the one implementation kiln has ([`crate::helm::sprig::semver`]).
 pub fn admits(constraint: Option<&str>, tag: &str, strict: bool) -> bool {
-    use crate::helm::funcs::semver::{Version, satisfies};
+    use crate::helm::sprig::semver::{Version, satisfies};
     let Ok(version) = Version::parse(tag) else {
         return false;
     };

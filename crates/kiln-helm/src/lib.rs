@@ -1,8 +1,8 @@
 //! A native Helm engine: renders charts as Helm v4.2.3's `helm template` does, without a
 //! helm binary (see docs/helm.md and tests/helm/DIVERGENCES.md).
 //!
-//! Stages: [`chart::load_with`] → dependency processing and values ([`values`]) → schema
-//! validation → rendering ([`engine`]) → sorting and printing ([`output`]). The steps and
+//! Stages: [`load_chart`] ([`chart`]) → dependency processing and values ([`chartutil`]) →
+//! schema validation → rendering ([`engine`]) → sorting and printing ([`releaseutil`]). The steps and
 //! their order follow Helm's `pkg/action/install.go` (`RunWithContext`: `CheckDependencies`,
 //! `ProcessDependenciesWithMerge`, `ToRenderValuesWithSchemaValidation`, `renderResources`).
 //!
@@ -20,16 +20,12 @@
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod ahead;
-pub mod certs;
 pub mod chart;
-pub mod encode;
+pub mod chartutil;
 pub mod engine;
-pub mod funcs;
-pub mod head;
-pub mod output;
+pub mod releaseutil;
+pub mod sprig;
 pub mod template;
-pub mod toml;
-pub mod values;
 pub mod yaml;
 
 use miette::Diagnostic;
@@ -126,7 +122,7 @@ pub struct TemplateOptions {
     pub namespace: String,
     pub value_files: Vec<PathBuf>,
     /// `--set`, `--set-string`, `--set-json`, `--set-file`, `--set-literal`.
-    pub set: values::SetFlags,
+    pub set: chartutil::strvals::SetFlags,
     /// Values given inline (the kiln spec's `values:`), applied after files, before `set`.
     pub values: Option<serde_json::Value>,
     pub include_crds: bool,
@@ -145,7 +141,7 @@ impl TemplateOptions {
             release_name: release_name.to_string(),
             namespace: "default".into(),
             value_files: Vec::new(),
-            set: values::SetFlags::default(),
+            set: chartutil::strvals::SetFlags::default(),
             values: None,
             include_crds: false,
             kube_version: None,
@@ -184,24 +180,34 @@ fn user_values(
             message: e.to_string(),
         })?;
         // Every document of the file, merged (`loader.LoadValues`, as `-f` reads them).
-        let m = values::load_values(&text).map_err(|e| HelmError::Values {
+        let m = chart::loader::load_values(&text).map_err(|e| HelmError::Values {
             file: shown,
             message: e.to_string(),
         })?;
-        values::merge_user(&user, &m);
+        chart::loader::merge_user(&user, &m);
     }
     if let Some(v) = &opts.values {
-        values::merge_user(&user, &values::from_json_map(v));
+        chart::loader::merge_user(&user, &chartutil::from_json_map(v));
     }
     // `--set-file` paths are read as `-f` files are: through `fs`, inside its root rules.
     let read = |p: &str| fs.read_to_string(Path::new(p)).map_err(|e| e.to_string());
-    values::apply_set_flags(&user, &opts.set, &read).map_err(|(kind, message)| {
+    chartutil::strvals::apply_set_flags(&user, &opts.set, &read).map_err(|(kind, message)| {
         HelmError::Values {
             file: kind.flag().into(),
             message,
         }
     })?;
     Ok(user)
+}
+
+/// Loads the chart at `path` (a directory or a `.tgz`) through `fs` for [`render_chart`] or
+/// [`template_loaded`]: [`chart::loader::load_with`] with the engine's function names
+/// ([`engine::resolve`]), which the templates parsed during the load are resolved against.
+pub fn load_chart(
+    fs: &dyn kiln_base::fs::FileSystem,
+    path: &Path,
+) -> Result<chart::Chart, chart::LoadError> {
+    chart::loader::load_with(fs, path, engine::resolve)
 }
 
 /// `helm template`: loads, processes and renders a chart, reading the chart and values
@@ -217,7 +223,7 @@ pub fn template_with(
     opts: &TemplateOptions,
 ) -> Result<Rendered, HelmError> {
     rayon::scope(|_| {
-        let chart = chart::load_with(fs, &opts.chart).map_err(load_error)?;
+        let chart = load_chart(fs, &opts.chart).map_err(load_error)?;
         template_loaded(fs, chart, opts)
     })
 }
@@ -316,15 +322,15 @@ pub fn render_chart(
     check_dependencies(&chart)?;
     validate_release_name(&opts.release_name)?;
     let seed = seed(&chart, user, opts);
-    values::process_dependencies(&mut chart, user);
+    chartutil::dependencies::process_dependencies(&mut chart, user);
     let kube_version = opts
         .kube_version
         .clone()
-        .unwrap_or_else(|| engine::DEFAULT_KUBE_VERSION.to_string());
-    let kv = funcs::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
+        .unwrap_or_else(|| engine::capabilities::DEFAULT_KUBE_VERSION.to_string());
+    let kv = sprig::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
         message: format!("invalid kube version {kube_version:?}"),
     })?;
-    let vals = values::coalesce_values(&chart, user);
+    let vals = chartutil::coalesce::coalesce_values(&chart, user);
     // The schemas are checked beside the render, as a job on rayon's pool. Each was
     // compiled ahead since the load (chart::Schema), or this job compiles it: jsonschema
     // first validates a schema against its meta-schema, a tenth of rendering the charts that
@@ -334,14 +340,15 @@ pub fn render_chart(
     // here when the render is done. Helm checks the schemas first, so their error, if any,
     // wins over whatever the render met.
     let mut jobs = Vec::new();
-    schema_jobs(&chart, &vals, &mut jobs);
+    chartutil::schema::schema_jobs(&chart, &vals, &mut jobs);
     if jobs.is_empty() {
         return render_checked(fs, &chart, &vals, opts, seed, &kv);
     }
     let checked = std::sync::Mutex::new(None);
     let rendered = rayon::in_place_scope(|scope| {
         scope.spawn(|_| {
-            let r = check_schemas(jobs);
+            let r = chartutil::schema::check_schemas(jobs)
+                .map_err(|message| HelmError::Schema { message });
             if let Ok(mut c) = checked.lock() {
                 *c = Some(r);
             }
@@ -362,16 +369,16 @@ fn render_checked(
     vals: &Map,
     opts: &TemplateOptions,
     seed: u64,
-    kv: &funcs::semver::Version,
+    kv: &sprig::semver::Version,
 ) -> Result<Rendered, HelmError> {
     let kv_text = format!("v{}.{}.{}", kv.major, kv.minor, kv.patch);
     if let Value::Map(m) = &chart.meta {
         let constraint = m
             .borrow()
             .get("kubeVersion")
-            .map(funcs::conv::s)
+            .map(template::fmt::s)
             .unwrap_or_default();
-        if !constraint.is_empty() && !funcs::semver::satisfies(&constraint, kv).unwrap_or(false) {
+        if !constraint.is_empty() && !sprig::semver::satisfies(&constraint, kv).unwrap_or(false) {
             return Err(HelmError::KubeVersion {
                 message: format!(
                     "chart requires kubeVersion: {constraint} which is incompatible with Kubernetes {kv_text}"
@@ -379,7 +386,7 @@ fn render_checked(
             });
         }
     }
-    let mut api_versions: Vec<String> = engine::DEFAULT_API_VERSIONS
+    let mut api_versions: Vec<String> = engine::capabilities::DEFAULT_API_VERSIONS
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -393,7 +400,7 @@ fn render_checked(
     };
     let files = engine::render(fs, chart, vals, &ctx, seed)?;
     let (mut hooks, manifests) =
-        output::sort_manifests(&files).map_err(|e| HelmError::Manifest {
+        releaseutil::sorter::sort_manifests(&files).map_err(|e| HelmError::Manifest {
             file: e.file,
             message: e.message,
         })?;
@@ -408,7 +415,7 @@ fn render_checked(
     } else {
         Vec::new()
     };
-    let stream = output::assemble(&crds, &manifests, &hooks);
+    let stream = releaseutil::sorter::assemble(&crds, &manifests, &hooks);
     let mut documents: Vec<(String, String)> = crds;
     documents.extend(
         manifests
@@ -466,53 +473,6 @@ fn check_dependencies(c: &chart::Chart) -> Result<(), HelmError> {
         message: format!(
             "an error occurred while checking for chart dependencies. You may need to run `helm dependency build` to fetch missing dependencies: found in Chart.yaml, but missing in charts/ directory: {}",
             missing.join(", ")
-        ),
-    })
-}
-
-/// `ValidateAgainstSchema`'s work list: (chart name, its schema, the values it judges),
-/// the chart's own first, then each subchart's on its section, depth first.
-type SchemaJob = (String, std::sync::Arc<chart::Schema>, serde_json::Value);
-
-fn schema_jobs(c: &chart::Chart, vals: &Map, out: &mut Vec<SchemaJob>) {
-    if let Some(schema) = &c.schema {
-        out.push((
-            c.name.clone(),
-            schema.clone(),
-            Value::Map(vals.clone()).to_json(),
-        ));
-    }
-    for sub in &c.subcharts {
-        if let Some(Value::Map(sv)) = vals.borrow().get(&sub.name) {
-            schema_jobs(sub, sv, out);
-        }
-    }
-}
-
-/// Checks the values against every schema; all failures in one report, as Helm gives it.
-fn check_schemas(jobs: Vec<SchemaJob>) -> Result<(), HelmError> {
-    let mut report = String::new();
-    for (name, schema, instance) in jobs {
-        match schema.validator() {
-            Ok(v) => {
-                let errors: Vec<String> = v
-                    .iter_errors(&instance)
-                    .map(|e| format!("- at '{}': {}", e.instance_path(), e))
-                    .collect();
-                if !errors.is_empty() {
-                    report.push_str(&format!("{name}:\n{}\n", errors.join("\n")));
-                }
-            }
-            Err(e) => report.push_str(&format!("{name}:\n- invalid values.schema.json: {e}\n")),
-        }
-    }
-    if report.is_empty() {
-        return Ok(());
-    }
-    Err(HelmError::Schema {
-        message: format!(
-            "values don't meet the specifications of the schema(s) in the following chart(s):\n{}",
-            report.trim_end()
         ),
     })
 }
@@ -608,7 +568,7 @@ mod tests {
             "/c/charts/sub/values.schema.json",
             r#"{"type":"object","properties":{"port":{"type":"integer"}}}"#,
         );
-        chart::load_with(&fs, std::path::Path::new("/c")).unwrap()
+        load_chart(&fs, std::path::Path::new("/c")).unwrap()
     }
 
     fn user(yaml: &str) -> Map {
@@ -633,7 +593,7 @@ mod tests {
             fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
                 .add_file("/c/values.schema.json", schema)
                 .add_file("/c/templates/a.yaml", "kind: ConfigMap\n");
-            chart::load_with(&fs, std::path::Path::new("/c"))
+            load_chart(&fs, std::path::Path::new("/c"))
         };
         let Err(e) = load("{\"type\": \"object\",\n}") else {
             panic!("a schema that is not JSON loads");
@@ -772,7 +732,7 @@ mod tests {
 
     fn template_files(fs: &CountingFs) -> Result<Rendered, HelmError> {
         let opts = TemplateOptions::new("/c", "rel");
-        let c = chart::load_with(fs, &opts.chart).map_err(load_error)?;
+        let c = load_chart(fs, &opts.chart).map_err(load_error)?;
         template_loaded(fs, c, &opts)
     }
 
@@ -806,7 +766,7 @@ mod tests {
         let fs = files_chart(
             "kind: ConfigMap\ndata:\n  a: {{ .Files.Get \"files/a.conf\" | quote }}\n  again: {{ .Files.Get \"files/a.conf\" | quote }}\n  lines: {{ .Files.Lines \"files/a.conf\" | len }}\n  names: {{ len (.Files.Glob \"files/*\") }}\n",
         );
-        let c = chart::load_with(&fs, Path::new("/c")).unwrap();
+        let c = load_chart(&fs, Path::new("/c")).unwrap();
         assert_eq!(fs.reads("/c/files/a.conf"), 0, "read at load");
         assert_eq!(fs.reads("/c/templates/cm.yaml"), 1);
         let out = template_loaded(&fs, c, &TemplateOptions::new("/c", "rel")).unwrap();

@@ -446,13 +446,10 @@ pub struct Exec<'a> {
     arg_lists: Vec<Vec<Value>>,
     /// What object methods may use (`.Files` reads through its file system).
     pub cx: super::value::Cx<'a>,
-    /// The regexps the `regex*` functions compiled in this execution, by pattern: charts
-    /// call them with the same few literal patterns for every resource. Kept for one
-    /// execution (one render) only, as every render compiles its own.
-    pub regexes: FxMap<String, Rc<regex::Regex>>,
-    /// The same for ASCII patterns on ASCII text, compiled without Unicode (regex-lite's
-    /// first, then the `regex` crate's); see `funcs::ascii_regex_of`.
-    pub ascii_regexes: FxMap<String, crate::funcs::goregex::AsciiSlot>,
+    /// What functions keep for the rest of one execution (one render), one value per type:
+    /// the `regex*` functions' compiled patterns (`sprig::regex`). Go's `text/template` has
+    /// no such place; here the function layer owns what it keeps, and this layer only holds it.
+    extensions: Vec<Box<dyn std::any::Any>>,
 }
 
 type R<T> = Result<T, ExecError>;
@@ -471,8 +468,24 @@ impl<'a> Exec<'a> {
             host,
             arg_lists: Vec::new(),
             cx: Default::default(),
-            regexes: FxMap::default(),
-            ascii_regexes: FxMap::default(),
+            extensions: Vec::new(),
+        }
+    }
+
+    /// Runs `f` on this execution's value of type `T`, made by `T::default()` on first use
+    /// and kept until the execution ends (`Exec::extensions`).
+    pub fn with_extension<T: Default + 'static, O>(&mut self, f: impl FnOnce(&mut T) -> O) -> O {
+        if !self.extensions.iter().any(|e| e.is::<T>()) {
+            self.extensions.push(Box::<T>::default());
+        }
+        match self
+            .extensions
+            .iter_mut()
+            .find_map(|e| e.downcast_mut::<T>())
+        {
+            Some(t) => f(t),
+            // Not reached (pushed above); a fresh value only costs what it would have kept.
+            None => f(&mut T::default()),
         }
     }
 

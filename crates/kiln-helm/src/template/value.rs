@@ -1,4 +1,6 @@
-//! The dynamic value of Go templates as Helm uses them.
+//! The dynamic value of Go templates as Helm uses them: Go's `interface{}` values as
+//! `text/template`'s exec.go reaches them through `reflect` (maps, slices, basic kinds,
+//! objects with fields and methods).
 //!
 //! Go maps are references: Sprig's `set`/`unset`/`merge` change a dict in place and every
 //! holder of it sees the change (Helm's `.Values` is one shared map that a template such as

@@ -382,7 +382,7 @@ fn inflate(
         }
     }
     let helm_failed = |e: &kiln_helm::HelmError| KustomizeError::transformer(kf.site(pointer), e);
-    let loaded = kiln_helm::chart::load_with(fs, &dir).map_err(|e| {
+    let loaded = kiln_helm::load_chart(fs, &dir).map_err(|e| {
         helm_failed(&kiln_helm::HelmError::Load {
             file: ldr.display(&PathBuf::from(&e.file)),
             line: e.line,
@@ -485,7 +485,7 @@ fn user_values(
             },
         )
     };
-    let user = kiln_helm::values::empty();
+    let user = kiln_helm::chartutil::empty();
     if chart.values_inline.is_empty() {
         // Handed to Helm verbatim, so Helm's YAML reading applies.
         merge_helm_file(&user, &text).map_err(bad_values)?;
@@ -522,7 +522,7 @@ fn user_values(
             })?
             .unwrap_or(Value::Object(Default::default()))
         };
-        kiln_helm::values::merge_user(&user, &kiln_helm::values::from_json_map(&merged));
+        kiln_helm::chart::loader::merge_user(&user, &kiln_helm::chartutil::from_json_map(&merged));
     }
     for (i, f) in chart.additional_values_files.iter().enumerate() {
         let at = field(&format!("additionalValuesFiles/{i}"));
@@ -544,7 +544,7 @@ fn user_values(
 fn merge_helm_file(user: &Map, text: &str) -> Result<(), String> {
     match kiln_helm::yaml::parse_one(text) {
         Ok(HelmValue::Map(m)) => {
-            kiln_helm::values::merge_user(user, &m);
+            kiln_helm::chart::loader::merge_user(user, &m);
             Ok(())
         }
         Ok(HelmValue::Nil) => Ok(()),

@@ -1,5 +1,8 @@
-//! Conversions the function library shares: Sprig's `strval`/`cast.To*`, Sprig's `empty`,
-//! Go's `%q`, and `fmt.Sprintf` for the verbs charts use.
+//! Go's `fmt` and `strconv` as templates print and convert values (`%q` after
+//! `strconv.Quote`, `fmt.Sprintf` for the verbs charts use, `strconv.ParseInt`), Go's
+//! `string(b)` for bytes that are not UTF-8, and the conversions every layer above shares
+//! (Sprig's `strval`/`cast.To*` and `empty`): below Sprig, so the chart, values and output
+//! code print a value as Go does without naming the function library.
 
 use crate::template::value::{Value, format_float, format_float_g};
 use std::fmt::Write as _;
@@ -180,7 +183,7 @@ fn quote_into(out: &mut String, s: &str, delim: char, ascii: bool) {
 
 /// strconv's `appendEscapedRune`.
 fn escaped_char(out: &mut String, c: char, delim: char, ascii: bool) {
-    use super::gounicode::is_print;
+    use super::unicode::is_print;
     if c == delim || c == '\\' {
         out.push('\\');
         out.push(c);
@@ -744,7 +747,7 @@ impl Printer {
         let mut text = format!("U+{u:0prec$X}");
         if self.f.sharp
             && let Some(c) = u32::try_from(u).ok().and_then(char::from_u32)
-            && super::gounicode::is_print(c)
+            && super::unicode::is_print(c)
         {
             let _ = write!(text, " '{c}'");
         }
@@ -1015,6 +1018,64 @@ fn format_g_prec(f: f64, p: usize) -> String {
 /// Go's default float formatting is reachable for callers that want the exponent limits.
 pub fn float_text(f: f64) -> String {
     format_float(f, -4, 21)
+}
+
+/// Where a Go string holds a byte that is not UTF-8: kiln's strings are UTF-8, so such a byte
+/// stands as one character of the last private-use block, U+10FF00 + the byte (Python's
+/// surrogateescape, in a range no chart text uses), and [`go_bytes`] gives Go's bytes back.
+/// `.Files.Get` of a binary file is so `b64enc`-ed, hashed and measured as in Helm, where a
+/// lossy conversion made each bad byte three.
+const BYTE_ESCAPE: u32 = 0x10_FF00;
+
+/// Go's `string(b)`.
+pub fn go_text(d: &[u8]) -> String {
+    let mut rest = match std::str::from_utf8(d) {
+        Ok(t) => return t.to_owned(),
+        Err(_) => d,
+    };
+    let mut out = String::with_capacity(d.len() + 16);
+    while !rest.is_empty() {
+        match std::str::from_utf8(rest) {
+            Ok(t) => {
+                out.push_str(t);
+                break;
+            }
+            Err(e) => {
+                let (valid, after) = rest.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                let bad = e.error_len().unwrap_or(after.len());
+                out.extend(
+                    after[..bad]
+                        .iter()
+                        .filter_map(|&b| char::from_u32(BYTE_ESCAPE + u32::from(b))),
+                );
+                rest = &after[bad..];
+            }
+        }
+    }
+    out
+}
+
+/// A character [`go_text`] made of a byte.
+pub fn is_byte_escape(c: char) -> bool {
+    (BYTE_ESCAPE..=BYTE_ESCAPE + 0xFF).contains(&(c as u32))
+}
+
+/// The bytes of a Go string: [`go_text`]'s escapes as the bytes they stand for.
+pub fn go_bytes(s: &str) -> std::borrow::Cow<'_, [u8]> {
+    // Every escape's UTF-8 starts with 0xF4, which little text holds.
+    if !s.as_bytes().contains(&0xF4) {
+        return std::borrow::Cow::Borrowed(s.as_bytes());
+    }
+    let mut out = Vec::with_capacity(s.len());
+    for c in s.chars() {
+        if is_byte_escape(c) {
+            out.push((c as u32 - BYTE_ESCAPE) as u8);
+        } else {
+            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! Small encodings the function library needs (base64/base32, hex, SHA-1, Adler-32, URL
 //! parts, Go's `path` functions): a few lines each, not worth a dependency.
 
-use super::template::value::Value;
+use crate::template::value::Value;
 use std::collections::BTreeMap;
 
 const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -273,64 +273,6 @@ pub fn adler32(data: &[u8]) -> u32 {
     (b << 16) | a
 }
 
-/// Where a Go string holds a byte that is not UTF-8: kiln's strings are UTF-8, so such a byte
-/// stands as one character of the last private-use block, U+10FF00 + the byte (Python's
-/// surrogateescape, in a range no chart text uses), and [`go_bytes`] gives Go's bytes back.
-/// `.Files.Get` of a binary file is so `b64enc`-ed, hashed and measured as in Helm, where a
-/// lossy conversion made each bad byte three.
-const BYTE_ESCAPE: u32 = 0x10_FF00;
-
-/// Go's `string(b)`.
-pub fn go_text(d: &[u8]) -> String {
-    let mut rest = match std::str::from_utf8(d) {
-        Ok(t) => return t.to_owned(),
-        Err(_) => d,
-    };
-    let mut out = String::with_capacity(d.len() + 16);
-    while !rest.is_empty() {
-        match std::str::from_utf8(rest) {
-            Ok(t) => {
-                out.push_str(t);
-                break;
-            }
-            Err(e) => {
-                let (valid, after) = rest.split_at(e.valid_up_to());
-                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
-                let bad = e.error_len().unwrap_or(after.len());
-                out.extend(
-                    after[..bad]
-                        .iter()
-                        .filter_map(|&b| char::from_u32(BYTE_ESCAPE + u32::from(b))),
-                );
-                rest = &after[bad..];
-            }
-        }
-    }
-    out
-}
-
-/// A character [`go_text`] made of a byte.
-pub fn is_byte_escape(c: char) -> bool {
-    (BYTE_ESCAPE..=BYTE_ESCAPE + 0xFF).contains(&(c as u32))
-}
-
-/// The bytes of a Go string: [`go_text`]'s escapes as the bytes they stand for.
-pub fn go_bytes(s: &str) -> std::borrow::Cow<'_, [u8]> {
-    // Every escape's UTF-8 starts with 0xF4, which little text holds.
-    if !s.as_bytes().contains(&0xF4) {
-        return std::borrow::Cow::Borrowed(s.as_bytes());
-    }
-    let mut out = Vec::with_capacity(s.len());
-    for c in s.chars() {
-        if is_byte_escape(c) {
-            out.push((c as u32 - BYTE_ESCAPE) as u8);
-        } else {
-            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 /// Sprig's `urlParse`: scheme, host, path, query, fragment, userinfo, opaque.
 pub fn url_parse(u: &str) -> Value {
     let mut m = BTreeMap::new();
@@ -370,7 +312,7 @@ pub fn url_parse(u: &str) -> Value {
 }
 
 pub fn url_join(m: &BTreeMap<String, Value>) -> String {
-    let g = |k: &str| m.get(k).map(super::funcs::conv::s).unwrap_or_default();
+    let g = |k: &str| m.get(k).map(crate::template::fmt::s).unwrap_or_default();
     let mut out = String::new();
     if !g("scheme").is_empty() {
         out.push_str(&g("scheme"));
@@ -445,6 +387,7 @@ pub fn path_dir(p: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::template::fmt::{go_bytes, go_text, is_byte_escape};
 
     #[test]
     fn bytes_that_are_not_utf8_survive_as_go_strings() {

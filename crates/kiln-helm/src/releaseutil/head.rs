@@ -17,7 +17,7 @@
 //! structure is checked as go-yaml checks it: every line must continue an open mapping or
 //! sequence at its exact indentation.
 
-use super::template::value::Value;
+use crate::template::value::Value;
 
 /// What sorting needs of a document: `kind` and the `helm.sh/hook` annotation, each as the
 /// scalar read (`None` when absent).
@@ -447,7 +447,7 @@ impl Scan {
                 // Only a head field's value is resolved (and allocated): every other scalar
                 // of the document is only checked, and resolving each was a third of the
                 // scan of a large manifest.
-                (slot != Slot::None).then(|| super::yaml::plain_scalar(text))
+                (slot != Slot::None).then(|| crate::yaml::plain_scalar(text))
             }
         };
         let _ = ctx;
@@ -738,8 +738,8 @@ mod tests {
     use super::*;
 
     fn head_by_parse(doc: &str) -> Option<Head> {
-        use super::super::template::value::Value as V;
-        let v = super::super::yaml::parse_one(doc).ok()?;
+        use crate::template::value::Value as V;
+        let v = crate::yaml::parse_one(doc).ok()?;
         let V::Map(m) = v else {
             return Some(Head {
                 kind: None,

@@ -4,7 +4,7 @@
 //! (integers `int64`, floats `float64`, arrays `[]interface{}`, tables maps); the `toml`
 //! crate parses.
 
-use super::template::value::{Value, format_float_g, new_map};
+use crate::template::value::{Value, format_float_g, new_map};
 
 /// `toToml` after BurntSushi/toml v1 `encode.go` (`eMap`, `eTable`, `eArrayOfTables`,
 /// `writeKeyValue`): a table's plain keys first, then its tables and arrays of tables, each

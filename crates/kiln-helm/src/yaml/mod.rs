@@ -464,7 +464,7 @@ fn json_round_trip(v: &Value) -> RoundTrip {
             if s.chars().any(refused) {
                 return false;
             }
-            *nel |= s.contains('\u{85}') || s.chars().any(crate::encode::is_byte_escape);
+            *nel |= s.contains('\u{85}') || s.chars().any(crate::template::fmt::is_byte_escape);
         }
         true
     }
@@ -523,7 +523,7 @@ fn fold_nel(s: &str) -> String {
     let s: String = s
         .chars()
         .map(|c| {
-            if crate::encode::is_byte_escape(c) {
+            if crate::template::fmt::is_byte_escape(c) {
                 '\u{FFFD}'
             } else {
                 c
@@ -1135,7 +1135,7 @@ fn json_string(out: &mut String, s: &str, esc: bool) {
             '\u{8}' => Some("\\b"),
             '\u{c}' => Some("\\f"),
             // A byte that is not UTF-8 (encode::go_text): encoding/json writes U+FFFD.
-            c if crate::encode::is_byte_escape(c) => Some("\\ufffd"),
+            c if crate::template::fmt::is_byte_escape(c) => Some("\\ufffd"),
             '<' | '>' | '&' if esc => None,
             '\u{2028}' | '\u{2029}' => None,
             c if (c as u32) < 0x20 => None,

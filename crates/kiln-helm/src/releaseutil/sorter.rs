@@ -4,9 +4,9 @@
 //! (`renderResources`) and `pkg/cmd/template.go`: CRD files verbatim, then manifests in
 //! template-path order stable-sorted by kind, then hooks in the same order.
 
-use super::funcs::conv::strval;
-use super::template::value::Value;
-use super::yaml;
+use crate::template::fmt::strval;
+use crate::template::value::Value;
+use crate::yaml;
 use std::collections::BTreeMap;
 
 /// Kubernetes kinds in Helm's install order.
@@ -148,7 +148,7 @@ fn field<'a>(m: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a Value> {
     })
 }
 
-/// The head of a document the line scan leaves alone ([`super::head`]): parsed in full.
+/// The head of a document the line scan leaves alone ([`crate::releaseutil::head`]): parsed in full.
 pub fn full_head(m: &str, path: &str) -> Result<(String, Option<String>), ParseError> {
     let head = yaml::parse_one(m).map_err(|e| ParseError {
         file: path.to_string(),
@@ -247,7 +247,7 @@ fn read_heads(files: &[(&String, &String)]) -> Result<(Vec<Doc>, Vec<Doc>), Pars
             continue;
         }
         for m in split_manifests(content) {
-            let (kind, ann) = match super::head::scan(&m) {
+            let (kind, ann) = match crate::releaseutil::head::scan(&m) {
                 Some(h) => (
                     h.kind.as_ref().map(strval).unwrap_or_default(),
                     h.hook.as_ref().map(strval),

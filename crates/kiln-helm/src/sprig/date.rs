@@ -1,9 +1,8 @@
 //! Sprig's date functions over a fixed clock. `now` is always [`FIXED_NOW`] (UTC), so a
 //! render never depends on when it runs; `date` formats with Go's reference layout.
 
-use super::conv::{s, to_i64};
-use super::want;
 use crate::template::exec::Funcs;
+use crate::template::fmt::{s, to_i64};
 use crate::template::value::{Cx, Marshaled, Object, Value};
 use std::rc::Rc;
 
@@ -202,7 +201,7 @@ const ZERO_TIME: i64 = -62_135_596_800;
 /// layout's elements are `format`'s; a zone abbreviation reads as UTC, as Go reads one it
 /// does not know. Errors are Go's text.
 pub fn parse(layout: &str, value: &str) -> Result<i64, String> {
-    let quote = |t: &str| super::conv::go_quote(t);
+    let quote = |t: &str| crate::template::fmt::go_quote(t);
     let bad = |rest: &str, elem: &str| {
         format!(
             "parsing time {} as {}: cannot parse {} as {}",
@@ -420,64 +419,50 @@ fn time_value(t: i64) -> Value {
 
 pub fn register(f: &mut Funcs) {
     f.add("now", |_, _| Ok(time_value(FIXED_NOW)));
-    f.add("date", |_, a| {
-        want(a, 2, "date")?;
-        Ok(Value::from(format(time_arg(&a[1]), &s(&a[0]))))
+    f.add2("date", |_, a0, a1| {
+        Ok(Value::from(format(time_arg(a1), &s(a0))))
     });
-    f.add("dateInZone", |_, a| {
-        want(a, 3, "dateInZone")?;
-        Ok(Value::from(format(time_arg(&a[1]), &s(&a[0]))))
+    f.add3("dateInZone", |_, a0, a1, _zone| {
+        Ok(Value::from(format(time_arg(a1), &s(a0))))
     });
-    f.add("htmlDate", |_, a| {
-        want(a, 1, "htmlDate")?;
-        Ok(Value::from(format(time_arg(&a[0]), "2006-01-02")))
+    f.add1("htmlDate", |_, a0| {
+        Ok(Value::from(format(time_arg(a0), "2006-01-02")))
     });
-    f.add("htmlDateInZone", |_, a| {
-        want(a, 2, "htmlDateInZone")?;
-        Ok(Value::from(format(time_arg(&a[0]), "2006-01-02")))
+    f.add2("htmlDateInZone", |_, a0, _zone| {
+        Ok(Value::from(format(time_arg(a0), "2006-01-02")))
     });
-    f.add("unixEpoch", |_, a| {
-        want(a, 1, "unixEpoch")?;
-        Ok(Value::from(time_arg(&a[0]).to_string()))
+    f.add1("unixEpoch", |_, a0| {
+        Ok(Value::from(time_arg(a0).to_string()))
     });
-    f.add("dateModify", |_, a| {
-        want(a, 2, "dateModify")?;
+    f.add2("dateModify", |_, a0, a1| {
         Ok(time_value(
-            time_arg(&a[1]) + parse_duration(&s(&a[0])).unwrap_or(0),
+            time_arg(a1) + parse_duration(&s(a0)).unwrap_or(0),
         ))
     });
-    f.add("mustDateModify", |_, a| {
-        want(a, 2, "mustDateModify")?;
-        let d = parse_duration(&s(&a[0])).ok_or("invalid duration")?;
-        Ok(time_value(time_arg(&a[1]) + d))
+    f.add2("mustDateModify", |_, a0, a1| {
+        let d = parse_duration(&s(a0)).ok_or("invalid duration")?;
+        Ok(time_value(time_arg(a1) + d))
     });
-    f.add("ago", |_, a| {
-        want(a, 1, "ago")?;
-        Ok(Value::from(format!("{}s", FIXED_NOW - time_arg(&a[0]))))
+    f.add1("ago", |_, a0| {
+        Ok(Value::from(format!("{}s", FIXED_NOW - time_arg(a0))))
     });
     // Sprig's duration: seconds from a decimal string or an integer (a float64, every number
     // of a values file, is 0), printed as Go's Duration.String.
-    f.add("duration", |_, a| {
-        want(a, 1, "duration")?;
-        let n = match &a[0] {
+    f.add1("duration", |_, a0| {
+        let n = match a0 {
             Value::Str(t) => t.parse().unwrap_or(0),
             Value::Int(n) => *n,
             _ => 0,
         };
         Ok(Value::from(go_duration(n)))
     });
-    f.add("durationRound", |_, a| {
-        want(a, 1, "durationRound")?;
-        Ok(Value::from(duration_round(&a[0])))
-    });
+    f.add1("durationRound", |_, a0| Ok(Value::from(duration_round(a0))));
     // toDate gives Go's zero time for text it cannot read; mustToDate the error.
-    f.add("toDate", |_, a| {
-        want(a, 2, "toDate")?;
-        Ok(time_value(parse(&s(&a[0]), &s(&a[1])).unwrap_or(ZERO_TIME)))
+    f.add2("toDate", |_, a0, a1| {
+        Ok(time_value(parse(&s(a0), &s(a1)).unwrap_or(ZERO_TIME)))
     });
-    f.add("mustToDate", |_, a| {
-        want(a, 2, "mustToDate")?;
-        parse(&s(&a[0]), &s(&a[1])).map(time_value)
+    f.add2("mustToDate", |_, a0, a1| {
+        parse(&s(a0), &s(a1)).map(time_value)
     });
 }
 

@@ -14,10 +14,11 @@
 //! anyone with the chart inputs can re-derive the private key.
 //! `bcrypt`, `htpasswd`, `derivePassword`, `encryptAES` remain shaped placeholders.
 
-use crate::encode::b64;
-use crate::funcs::Seed;
-use crate::funcs::conv::s;
+use super::*;
+use crate::sprig::Seed;
+use crate::sprig::encode::b64;
 use crate::template::exec::Funcs;
+use crate::template::fmt::s;
 use crate::template::value::{Cx, Marshaled, Object, Value};
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::SeedableRng;
@@ -81,7 +82,10 @@ fn pem_decode(text: &str) -> Option<(String, Vec<u8>)> {
     let body = &rest[label_end + 5..];
     let end = body.find(&format!("-----END {label}-----"))?;
     let b64: String = body[..end].chars().filter(|c| !c.is_whitespace()).collect();
-    Some((label.to_string(), crate::encode::b64_decode(&b64).ok()?))
+    Some((
+        label.to_string(),
+        crate::sprig::encode::b64_decode(&b64).ok()?,
+    ))
 }
 
 /// A private key of a type Sprig generates or reads.
@@ -410,7 +414,7 @@ fn private_key(seed: &RefCell<Seed>, typ: &str) -> Result<Value, String> {
     key.to_pem().map(Value::from)
 }
 
-pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
+fn certs(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
     let arg = |a: &[Value], i: usize| a.get(i).cloned().unwrap_or(Value::Nil);
     let sd = seed.clone();
     f.add("genCA", move |_, a| {
@@ -474,13 +478,13 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
             cert: a
                 .first()
                 .map(s)
-                .and_then(|c| crate::encode::b64_decode(&c).ok())
+                .and_then(|c| crate::sprig::encode::b64_decode(&c).ok())
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default(),
             key: a
                 .get(1)
                 .map(s)
-                .and_then(|c| crate::encode::b64_decode(&c).ok())
+                .and_then(|c| crate::sprig::encode::b64_decode(&c).ok())
                 .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default(),
         })))
@@ -526,6 +530,97 @@ fn bcrypt_like(seed: &RefCell<Seed>) -> String {
         .map(|_| alphabet[(r.next_u64() % 64) as usize] as char)
         .collect();
     format!("$2a$10${body}")
+}
+
+/// Sprig's digests (crypto.go: `sha256sum`, `sha512sum`, `sha1sum`, `adler32sum`), over Go's
+/// bytes of the string, in lower-case hex.
+pub(super) fn hashes(f: &mut Funcs) {
+    use super::encode;
+    f.add1("sha256sum", |_, a0| {
+        use sha2::Digest;
+        Ok(Value::from(encode::hex(&sha2::Sha256::digest(
+            crate::template::fmt::go_bytes(&s_ref(a0)),
+        ))))
+    });
+    f.add1("sha512sum", |_, a0| {
+        use sha2::Digest;
+        Ok(Value::from(encode::hex(&sha2::Sha512::digest(
+            crate::template::fmt::go_bytes(&s_ref(a0)),
+        ))))
+    });
+    f.add1("sha1sum", |_, a0| {
+        Ok(Value::from(encode::hex(&encode::sha1(
+            &crate::template::fmt::go_bytes(&s_ref(a0)),
+        ))))
+    });
+    f.add1("adler32sum", |_, a0| {
+        Ok(Value::from(
+            encode::adler32(&crate::template::fmt::go_bytes(&s_ref(a0))).to_string(),
+        ))
+    });
+}
+
+/// Sprig's random functions (strings.go `randAlphaNum`, `randAlpha`, `randNumeric`, `randAscii`;
+/// crypto.go `randBytes`; functions.go `randInt`, `uuidv4`; xstrings' `shuffle`), then the key
+/// and certificate generators, all drawing from `seed`.
+pub(super) fn random(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
+    const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+    const ALPHA: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    const NUM: &[u8] = b"0123456789";
+    let ascii: Vec<u8> = (32u8..127).collect();
+    for (name, alphabet) in [
+        ("randAlphaNum", ALNUM.to_vec()),
+        ("randAlpha", ALPHA.to_vec()),
+        ("randNumeric", NUM.to_vec()),
+        ("randAscii", ascii),
+    ] {
+        let seed = seed.clone();
+        f.add1(name, move |_, a0| {
+            let n = to_i64(a0).max(0);
+            bound_text(name, n as u128)?;
+            Ok(Value::from(
+                seed.borrow_mut().string_from(&alphabet, n as usize),
+            ))
+        });
+    }
+    let sd = seed.clone();
+    f.add2("randInt", move |_, a0, a1| {
+        let (lo, hi) = (to_i64(a0), to_i64(a1));
+        Ok(Value::Int(
+            lo + sd.borrow_mut().below((hi - lo).max(1) as u64) as i64,
+        ))
+    });
+    let sd = seed.clone();
+    f.add1("randBytes", move |_, a0| {
+        let b = sd.borrow_mut().bytes(to_i64(a0).max(0) as usize);
+        Ok(Value::from(crate::sprig::encode::b64(&b)))
+    });
+    let sd = seed.clone();
+    f.add1("shuffle", move |_, a0| {
+        let mut c: Vec<char> = s(a0).chars().collect();
+        let mut r = sd.borrow_mut();
+        for i in (1..c.len()).rev() {
+            let j = r.below(i as u64 + 1) as usize;
+            c.swap(i, j);
+        }
+        Ok(Value::from(c.into_iter().collect::<String>()))
+    });
+    let sd = seed.clone();
+    f.add("uuidv4", move |_, _| {
+        let mut b = sd.borrow_mut().bytes(16);
+        b[6] = (b[6] & 0x0f) | 0x40;
+        b[8] = (b[8] & 0x3f) | 0x80;
+        let h = crate::sprig::encode::hex(&b);
+        Ok(Value::from(format!(
+            "{}-{}-{}-{}-{}",
+            &h[..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..]
+        )))
+    });
+    certs(f, seed);
 }
 
 #[cfg(test)]

@@ -10,7 +10,12 @@
 use std::cmp::Ordering;
 use std::sync::LazyLock;
 
+use super::want;
+use crate::template::exec::Funcs;
+use crate::template::fmt::{s_ref, strval};
+use crate::template::value::Value;
 use regex::Regex;
+use std::rc::Rc;
 
 const ERR_INVALID_SEMVER: &str = "invalid semantic version";
 
@@ -453,6 +458,76 @@ impl Term {
 /// Whether `version` satisfies `constraint` (`NewConstraint`, then `Check`).
 pub fn satisfies(constraint: &str, version: &Version) -> Result<bool, String> {
     Ok(Constraints::parse(constraint)?.check(version))
+}
+
+/// Sprig's `semver` and `semverCompare` (semver.go) over this port.
+pub(super) fn register(f: &mut Funcs) {
+    f.add1("semver", |_, a0| {
+        let v = Version::parse(&s_ref(a0))?;
+        Ok(semver_value(&v))
+    });
+    f.add("semverCompare", |_, a| {
+        want(a, 2, "semverCompare")?;
+        // Sprig reads the constraint first: a bad one is the error even with a bad version.
+        let c = Constraints::parse(&s_ref(&a[0]))?;
+        let v = Version::parse(&s_ref(&a[1]))?;
+        Ok(Value::Bool(c.check(&v)))
+    });
+}
+
+struct SemverObj(Version);
+
+impl crate::template::value::Object for SemverObj {
+    fn type_name(&self) -> &str {
+        "*semver.Version"
+    }
+    fn arity(&self, name: &str) -> Option<usize> {
+        (name == "Compare").then_some(1)
+    }
+    fn field(&self, name: &str) -> Option<Value> {
+        let v = &self.0;
+        Some(match name {
+            "Major" => Value::Int(v.major as i64),
+            "Minor" => Value::Int(v.minor as i64),
+            "Patch" => Value::Int(v.patch as i64),
+            "Prerelease" => Value::from(v.pre.clone()),
+            "Metadata" => Value::from(v.meta.clone()),
+            "Original" => Value::from(v.original.clone()),
+            "String" => Value::from(self.display()),
+            _ => return None,
+        })
+    }
+    fn call(
+        &self,
+        _: &crate::template::value::Cx,
+        name: &str,
+        args: &[Value],
+    ) -> Option<Result<Value, String>> {
+        match name {
+            "Compare" => {
+                let other = match args.first() {
+                    Some(Value::Object(o)) => Version::parse(&o.display()),
+                    Some(v) => Version::parse(&strval(v)),
+                    None => return Some(Err("Compare needs a version".into())),
+                };
+                Some(other.map(|o| {
+                    Value::Int(match self.0.compare(&o) {
+                        std::cmp::Ordering::Less => -1,
+                        std::cmp::Ordering::Equal => 0,
+                        std::cmp::Ordering::Greater => 1,
+                    })
+                }))
+            }
+            _ => None,
+        }
+    }
+    fn display(&self) -> String {
+        self.0.to_string()
+    }
+}
+
+fn semver_value(v: &Version) -> Value {
+    Value::Object(Rc::new(SemverObj(v.clone())))
 }
 
 #[cfg(test)]
