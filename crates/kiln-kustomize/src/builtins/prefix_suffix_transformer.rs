@@ -39,11 +39,16 @@ pub fn affix_fields(res: &mut [Resource], prefix: &str, suffix: &str, specs: &[U
                 prefix_suffix::apply_name_prefix(std::slice::from_mut(r), prefix);
                 prefix_suffix::apply_name_suffix(std::slice::from_mut(r), suffix);
             } else {
-                spec.visit_mut(&mut r.value, &mut |v| {
-                    if let Value::String(s) = v {
-                        *s = format!("{prefix}{s}{suffix}");
-                    }
-                });
+                crate::filters::fieldspec::visit_path_mut(
+                    &mut r.value,
+                    &spec.path,
+                    spec.create,
+                    &mut |v| {
+                        if let Value::String(s) = v {
+                            *s = format!("{prefix}{s}{suffix}");
+                        }
+                    },
+                );
             }
         }
     }

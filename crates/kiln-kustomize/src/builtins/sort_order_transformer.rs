@@ -11,7 +11,7 @@
 //!
 //! Invariant: the sort is total and stable, so output is byte-stable for equal input.
 
-use crate::types::kustomization::nullable;
+pub use crate::types::sortoptions::LegacySortOptions;
 use kiln_base::resource::Resource;
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -69,16 +69,6 @@ pub enum SortOrder {
     Fifo,
     /// Rank by kind (see the module docs).
     Legacy,
-}
-
-/// `sortOptions.legacySortOptions`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LegacySortOptions {
-    #[serde(default, deserialize_with = "nullable")]
-    pub order_first: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub order_last: Vec<String>,
 }
 
 /// Errors of `sortOptions`.

@@ -21,11 +21,10 @@
 
 pub use crate::konfig::field_specs::IMAGES_FIELD_SPECS;
 use crate::types::fieldspec::UserFieldSpec;
+pub use crate::types::image::Image;
 use crate::types::image_ref::ImageRef;
-use crate::types::kustomization::nullable;
 use kiln_base::resource::Resource;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Errors of the images transformer.
@@ -56,61 +55,6 @@ fn shape(v: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "a map",
-    }
-}
-
-/// One `images:` (or legacy `imageTags:`) entry (kustomize `types.Image`), as
-/// [`Kustomization`](crate::types::kustomization::Kustomization) holds it; an explicit `null` reads as
-/// empty, as in kustomize.
-///
-/// `name` selects images; `newName` replaces the name (registry and path); `newTag` and
-/// `digest` replace both the old tag and digest (both given: `name:tag@digest`); `tagSuffix`
-/// (only when neither `newTag` nor `digest` is set) appends to the existing tag and drops the
-/// digest.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Image {
-    #[serde(default, deserialize_with = "nullable")]
-    pub name: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub new_name: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub new_tag: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub digest: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub tag_suffix: String,
-}
-
-impl Image {
-    /// The `images:` entry that pins `image` (for an emitted kustomization.yaml, e.g. the one
-    /// Kargo's `kustomize-set-image` updates): `name` is the reference without tag and digest,
-    /// `newTag` and `digest` are its tag and digest when present. Applying the entry to a
-    /// manifest that uses the same name renders exactly `image` again.
-    pub fn pin(image: &ImageRef) -> Image {
-        Image {
-            name: image.name.clone(),
-            new_name: String::new(),
-            new_tag: image.tag.clone().unwrap_or_default(),
-            digest: image.digest.clone().unwrap_or_default(),
-            tag_suffix: String::new(),
-        }
     }
 }
 
@@ -191,7 +135,12 @@ pub fn apply_images(
                             expected,
                         }
                     })?;
-                    fs.visit_mut(&mut res.value, &mut |v| update_image(v, image, &matcher));
+                    crate::filters::fieldspec::visit_path_mut(
+                        &mut res.value,
+                        &fs.path,
+                        fs.create,
+                        &mut |v| update_image(v, image, &matcher),
+                    );
                 }
             }
         }

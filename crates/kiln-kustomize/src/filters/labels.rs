@@ -165,19 +165,24 @@ fn set_pairs(
                 continue;
             }
             let mut not_a_map = false;
-            spec.visit_mut(&mut res.value, &mut |field| {
-                if field.is_null() {
-                    *field = Value::Object(Map::new());
-                }
-                match field {
-                    Value::Object(map) => {
-                        for (k, v) in pairs {
-                            map.insert(k.clone(), Value::String(v.clone()));
-                        }
+            crate::filters::fieldspec::visit_path_mut(
+                &mut res.value,
+                &spec.path,
+                spec.create,
+                &mut |field| {
+                    if field.is_null() {
+                        *field = Value::Object(Map::new());
                     }
-                    _ => not_a_map = true,
-                }
-            });
+                    match field {
+                        Value::Object(map) => {
+                            for (k, v) in pairs {
+                                map.insert(k.clone(), Value::String(v.clone()));
+                            }
+                        }
+                        _ => not_a_map = true,
+                    }
+                },
+            );
             if not_a_map {
                 return Err(LabelsError::FieldNotAMap {
                     what,

@@ -213,7 +213,7 @@ fn set_field_specs(res: &mut Resource, opts: &NamespaceOptions) {
         .filter(|fs| !(is_binding && fs.path.trim_matches('/') == "subjects"))
         .collect();
     for fs in specs {
-        fs.visit_mut(&mut res.value, &mut |v| {
+        crate::filters::fieldspec::visit_path_mut(&mut res.value, &fs.path, fs.create, &mut |v| {
             let unset = match v {
                 Value::Null => true,
                 Value::String(s) => s.is_empty(),

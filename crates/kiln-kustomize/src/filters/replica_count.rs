@@ -64,7 +64,12 @@ pub fn apply_replicas(
                     continue;
                 }
                 found = true;
-                spec.visit_mut(&mut res.value, &mut |v| *v = Value::from(replica.count));
+                crate::filters::fieldspec::visit_path_mut(
+                    &mut res.value,
+                    spec.path,
+                    spec.create,
+                    &mut |v| *v = Value::from(replica.count),
+                );
             }
         }
         if !found {

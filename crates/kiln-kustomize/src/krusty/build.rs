@@ -29,6 +29,7 @@ use crate::builtins::sort_order_transformer;
 use crate::error::{KustomizeError, Site};
 use crate::filters::namespace::Scope;
 use crate::filters::patch_strategic_merge::ListOrder;
+use crate::filters::refvar::VarDecl;
 use crate::hash;
 use crate::konfig::openapi::{CustomSchema, OpenApi};
 pub use crate::konfig::transformer_config::{NameBackReference, TransformerConfig};
@@ -36,6 +37,7 @@ use crate::krusty::load::{
     Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
 };
 use crate::types::kustomization::Kustomization;
+use crate::utils::{ORIGIN_ANNOTATION, TRANSFORMATIONS_ANNOTATION, set_annotation};
 use kiln_base::fs::FileSystem;
 use kiln_base::resource::{ResId, Resource};
 use kiln_base::yaml;
@@ -319,28 +321,6 @@ pub fn annotate_origin(session: &Session, r: &mut Resource) {
     set_annotation(r, ORIGIN_ANNOTATION, text);
 }
 
-/// kustomize's origin annotation (`api/internal/utils/annotations.go`).
-pub const ORIGIN_ANNOTATION: &str = "config.kubernetes.io/origin";
-/// kustomize's list of the transformers that ran over an object (`api/resource/origin.go`
-/// `Transformations`, `resmap/reswrangler.go` `AddTransformerAnnotation`).
-pub const TRANSFORMATIONS_ANNOTATION: &str = "alpha.config.kubernetes.io/transformations";
-
-/// Sets one annotation, creating the map (or replacing a null one).
-pub fn set_annotation(r: &mut Resource, key: &str, text: String) {
-    let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let annotations = md
-        .entry("annotations")
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    if annotations.is_null() {
-        *annotations = Value::Object(serde_json::Map::new());
-    }
-    if let Some(a) = annotations.as_object_mut() {
-        a.insert(key.into(), Value::String(text));
-    }
-}
-
 fn is_manifest_file(file: &str) -> bool {
     [".yaml", ".yml", ".json"].iter().any(|e| file.ends_with(e))
 }
@@ -402,12 +382,6 @@ pub fn convert<T: DeserializeOwned>(from: &impl Serialize) -> Result<T, String> 
     let mut v = serde_json::to_value(from).map_err(|e| e.to_string())?;
     prune(&mut v);
     crate::types::kustomization::from_value_case_insensitive(v).map_err(|e| e.to_string())
-}
-
-/// A var with the site of its declaration.
-pub struct VarDecl {
-    pub var: crate::types::kustomization::Var,
-    pub site: Site,
 }
 
 /// What a kustomization (with its bases and components) has built so far

@@ -19,13 +19,11 @@ use crate::builtins::prefix_suffix_transformer::affix_fields;
 use crate::error::{KustomizeError, Site};
 use crate::filters::nameref::{self, NameReference, Referrer};
 use crate::filters::{imagetag, labels, namespace, prefix_suffix, replacement, replica_count};
-use crate::krusty::build::{
-    Accumulator, ORIGIN_ANNOTATION, TRANSFORMATIONS_ANNOTATION, TransformerConfig, convert,
-    set_annotation,
-};
+use crate::krusty::build::{Accumulator, TransformerConfig, convert};
 use crate::krusty::load::{KustFile, Loader};
 use crate::types::fieldspec::UserFieldSpec;
 use crate::types::selector;
+use crate::utils::{ORIGIN_ANNOTATION, TRANSFORMATIONS_ANNOTATION, set_annotation};
 use kiln_base::resource::Resource;
 use kiln_base::yaml;
 use serde_json::Value;

@@ -11,12 +11,14 @@
 //! down to the JSON pointer of the offending entry (e.g. `/patches/1/target`) so the caller can
 //! underline the right line.
 
+use super::configmapargs::ConfigMapArgs;
+use super::generatoroptions::GeneratorOptions;
+use super::helmchartargs::{HelmChart, HelmChartArgs, HelmGlobals};
+use super::image::Image;
 use super::patch::Patch;
 use super::replacement::ReplacementField;
-use crate::builtins::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
-use crate::builtins::helm_chart_inflation_generator::{HelmChart, HelmChartArgs, HelmGlobals};
-use crate::builtins::sort_order_transformer::LegacySortOptions;
-use crate::filters::imagetag::Image;
+use super::secretargs::SecretArgs;
+use super::sortoptions::SortOptions;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -495,23 +497,6 @@ pub struct Var {
     pub objref: VarTarget,
     #[serde(default)]
     pub fieldref: FieldSelector,
-}
-
-/// `sortOptions`. Not `order::SortOptions`: `order` stays a string here because kustomize
-/// only checks it on the root kustomization (`build` converts it there); a typed order would
-/// reject a bad value in a base too.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SortOptions {
-    /// `legacy` (default) or `fifo`.
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub order: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub legacy_sort_options: Option<LegacySortOptions>,
 }
 
 /// Why a kustomization value was rejected: a message and the JSON pointer of the offending

@@ -4,7 +4,6 @@
 
 use super::kustomization::nullable;
 use super::selector::Selector;
-use crate::filters::patch_strategic_merge::ListOrder;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -100,4 +99,16 @@ impl PatchStrategicMerge {
             PatchSource::Path(&self.0)
         }
     }
+}
+
+/// The order of a merged list's items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    /// kustomize's (kyaml `merge2` with `ListIncreaseDirection: Prepend`): the items the patch
+    /// names first, in patch order, then the others in their original order (case k09).
+    #[default]
+    Kustomize,
+    /// Kubernetes apimachinery's (`normalizeElementOrder` + `mergeSortedSlice`): the opt-in
+    /// `--fix apimachinery-merge-order` (ADR 0003).
+    Apimachinery,
 }
