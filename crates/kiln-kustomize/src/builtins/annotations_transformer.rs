@@ -1,7 +1,7 @@
 //! `AnnotationsTransformer` (kustomize `api/builtins/AnnotationsTransformer.go`).
 
 use crate::filters::labels::{self, LabelsError};
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use crate::types::kustomization::{StringMap, nullable};
 use kiln_base::resource::Resource;
 use serde::Deserialize;
@@ -13,7 +13,7 @@ pub struct AnnotationsTransformer {
     #[serde(default, deserialize_with = "nullable")]
     pub annotations: StringMap,
     #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+    pub field_specs: Vec<FieldSpec>,
 }
 
 impl AnnotationsTransformer {

@@ -1,7 +1,7 @@
 //! `ImageTagTransformer` (kustomize `api/builtins/ImageTagTransformer.go`).
 
 use crate::filters::imagetag::{self, Image, ImagesError};
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use crate::types::kustomization::nullable;
 use kiln_base::resource::Resource;
 use serde::Deserialize;
@@ -13,7 +13,7 @@ pub struct ImageTagTransformer {
     #[serde(default)]
     pub image_tag: Image,
     #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+    pub field_specs: Vec<FieldSpec>,
 }
 
 impl ImageTagTransformer {

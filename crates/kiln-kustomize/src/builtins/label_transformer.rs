@@ -1,7 +1,7 @@
 //! `LabelTransformer` (kustomize `api/builtins/LabelTransformer.go`).
 
 use crate::filters::labels::{self, Label, LabelsError};
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use crate::types::kustomization::{StringMap, nullable};
 use kiln_base::resource::Resource;
 use serde::Deserialize;
@@ -13,7 +13,7 @@ pub struct LabelTransformer {
     #[serde(default, deserialize_with = "nullable")]
     pub labels: StringMap,
     #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+    pub field_specs: Vec<FieldSpec>,
 }
 
 impl LabelTransformer {

@@ -4,7 +4,7 @@
 use crate::filters::namespace::{
     self, NamespaceError, NamespaceOptions, RoleBindingSubjects, Scope,
 };
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use crate::types::kustomization::nullable;
 use kiln_base::resource::Resource;
 use serde::Deserialize;
@@ -22,7 +22,7 @@ pub struct NamespaceTransformer {
     #[serde(default, deserialize_with = "nullable")]
     pub set_role_binding_subjects: String,
     #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+    pub field_specs: Vec<FieldSpec>,
 }
 
 impl NamespaceTransformer {

@@ -2,7 +2,7 @@
 //! `api/builtins/PrefixSuffixTransformer.go`, `PrefixTransformer.go`, `SuffixTransformer.go`).
 
 use crate::filters::prefix_suffix;
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use crate::types::kustomization::nullable;
 use kiln_base::resource::Resource;
 use serde::Deserialize;
@@ -17,7 +17,7 @@ pub struct PrefixSuffixTransformer {
     #[serde(default, deserialize_with = "nullable")]
     pub suffix: String,
     #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+    pub field_specs: Vec<FieldSpec>,
 }
 
 impl PrefixSuffixTransformer {
@@ -29,7 +29,7 @@ impl PrefixSuffixTransformer {
 
 /// Affixes at explicit field specs: `metadata/name` renames (with history) the objects a spec
 /// selects; any other path gets the affixes on its string.
-pub fn affix_fields(res: &mut [Resource], prefix: &str, suffix: &str, specs: &[UserFieldSpec]) {
+pub fn affix_fields(res: &mut [Resource], prefix: &str, suffix: &str, specs: &[FieldSpec]) {
     for spec in specs {
         for r in res.iter_mut().filter(|r| spec.applies_to(r)) {
             if spec.path == "metadata/name" {

@@ -1,7 +1,7 @@
 //! `ReplicaCountTransformer` (kustomize `api/builtins/ReplicaCountTransformer.go`).
 
 use crate::filters::replica_count::{self, Replica, ReplicasError};
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use crate::types::kustomization::nullable;
 use kiln_base::resource::Resource;
 use serde::Deserialize;
@@ -14,7 +14,7 @@ pub struct ReplicaCountTransformer {
     #[serde(default)]
     pub replica: Option<Replica>,
     #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+    pub field_specs: Vec<FieldSpec>,
 }
 
 impl ReplicaCountTransformer {

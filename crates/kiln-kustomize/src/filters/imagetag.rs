@@ -20,7 +20,7 @@
 //! Invariant: only string `image` values that match an entry's `name` change.
 
 pub use crate::konfig::field_specs::IMAGES_FIELD_SPECS;
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 pub use crate::types::image::Image;
 use crate::types::image_ref::ImageRef;
 use kiln_base::resource::Resource;
@@ -86,10 +86,9 @@ fn nulls_become_lists(value: &mut Value) {
 pub fn apply_images(
     resources: &mut [Resource],
     images: &[Image],
-    extra_field_specs: &[UserFieldSpec],
+    extra_field_specs: &[FieldSpec],
 ) -> Result<(), ImagesError> {
-    let mut specs: Vec<UserFieldSpec> =
-        IMAGES_FIELD_SPECS.iter().map(UserFieldSpec::from).collect();
+    let mut specs: Vec<FieldSpec> = IMAGES_FIELD_SPECS.to_vec();
     for fs in extra_field_specs {
         // kustomize merges field specs without duplicates (types.FsSlice.MergeAll).
         if !specs.iter().any(|s| {
@@ -129,7 +128,7 @@ pub fn apply_images(
                     let segs: Vec<&str> = fs.path.split('/').filter(|s| !s.is_empty()).collect();
                     check_shape(&res.value, &segs).map_err(|(found, expected)| {
                         ImagesError::FieldShapeMismatch {
-                            path: fs.path.clone(),
+                            path: fs.path.to_string(),
                             resource: res.id().to_string(),
                             found,
                             expected,
@@ -472,10 +471,10 @@ mod tests {
             json!({"apiVersion": "x.io/v1", "kind": "Foo", "metadata": {"name": "f"},
             "spec": {"runner": {"image": "busybox"}}}),
         )];
-        let extra = UserFieldSpec {
+        let extra = FieldSpec {
             kind: "Foo".into(),
             path: "spec/runner/image".into(),
-            ..UserFieldSpec::default()
+            ..FieldSpec::default()
         };
         apply_images(&mut rs, &[entry("busybox", "", "2", "")], &[extra]).unwrap();
         assert_eq!(rs[0].value["spec"]["runner"]["image"], "busybox:2");

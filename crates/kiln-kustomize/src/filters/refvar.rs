@@ -12,7 +12,7 @@
 use crate::error::{KustomizeError, Site};
 use crate::konfig::transformer_config::TransformerConfig;
 pub use crate::konfig::var_reference::default_var_reference;
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use crate::types::kustomization::Var;
 use kiln_base::resource::Resource;
 use serde_json::Value;
@@ -252,7 +252,7 @@ pub fn resolve_vars(
         };
         values.insert(name, value);
     }
-    let mut specs: Vec<UserFieldSpec> = default_var_reference().to_vec();
+    let mut specs: Vec<FieldSpec> = default_var_reference().to_vec();
     for fs in &config.var_reference {
         if !specs.iter().any(|s| {
             s.kind == fs.kind && s.group == fs.group && s.version == fs.version && s.path == fs.path

@@ -2,43 +2,60 @@
 //! object (`spec/template/metadata/labels`) plus an optional group/version/kind filter and a
 //! `create` flag. The walk along the path is the engine's one field-spec walker,
 //! `filters::fieldspec::visit_path_mut`.
+//!
+//! One type for every field spec: the builtin tables of `konfig` (borrowed `'static` text,
+//! built by `const fn`s) and the ones users write (kustomization `labels[].fields`,
+//! `configurations:` files, builtin transformer configs; owned text).
 
+use super::kustomization::nullable;
 use kiln_base::resource::Resource;
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
+use std::borrow::Cow;
 
 /// One field spec: where a transformer applies (`path`) and to which kinds (`group`,
-/// `version`, `kind`; empty means any).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// `version`, `kind`; empty means any). Decoded strictly: unknown fields are rejected and
+/// `path` is required (a kustomization's `labels[].fields` entry, which kustomize lets go
+/// without a path, is read by `types::kustomization` and checked where it is used).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FieldSpec {
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    pub group: Cow<'static, str>,
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    pub version: Cow<'static, str>,
+    #[serde(default, skip_serializing_if = "str::is_empty")]
+    pub kind: Cow<'static, str>,
     /// Slash-separated path; `\/` is a slash inside a key (kustomize's `PathSplitter`).
-    pub path: &'static str,
+    pub path: Cow<'static, str>,
     /// Create missing maps along the path (kustomize's `create: true`).
+    #[serde(default)]
     pub create: bool,
 }
 
 impl FieldSpec {
-    /// A field spec for any kind.
-    pub const fn any(path: &'static str, create: bool) -> Self {
+    /// A field spec of a builtin table.
+    pub const fn new(
+        group: &'static str,
+        version: &'static str,
+        kind: &'static str,
+        path: &'static str,
+        create: bool,
+    ) -> Self {
         FieldSpec {
-            group: "",
-            version: "",
-            kind: "",
-            path,
+            group: Cow::Borrowed(group),
+            version: Cow::Borrowed(version),
+            kind: Cow::Borrowed(kind),
+            path: Cow::Borrowed(path),
             create,
         }
     }
+    /// A field spec for any kind.
+    pub const fn any(path: &'static str, create: bool) -> Self {
+        FieldSpec::new("", "", "", path, create)
+    }
     /// A field spec for one kind (any group and version).
     pub const fn kind(kind: &'static str, path: &'static str, create: bool) -> Self {
-        FieldSpec {
-            group: "",
-            version: "",
-            kind,
-            path,
-            create,
-        }
+        FieldSpec::new("", "", kind, path, create)
     }
     /// A field spec for one group and kind.
     pub const fn group_kind(
@@ -47,43 +64,9 @@ impl FieldSpec {
         path: &'static str,
         create: bool,
     ) -> Self {
-        FieldSpec {
-            group,
-            version: "",
-            kind,
-            path,
-            create,
-        }
+        FieldSpec::new(group, "", kind, path, create)
     }
 
-    /// Whether this spec applies to `res` (kind, group and version filters).
-    pub fn applies_to(&self, res: &Resource) -> bool {
-        (self.kind.is_empty() || self.kind == res.kind())
-            && (self.group.is_empty() || self.group == res.group())
-            && (self.version.is_empty() || self.version == res.version())
-    }
-}
-
-/// A field spec with owned strings, as written by users: kustomization `labels[].fields`,
-/// `configurations:` files (kustomize `types.FieldSpec`: `group`, `version`, `kind`, `path`,
-/// `create`). Built-in tables convert to it with `From<&FieldSpec>`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct UserFieldSpec {
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub group: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub version: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub kind: String,
-    /// Slash-separated path, as in [`FieldSpec::path`].
-    pub path: String,
-    /// Create missing maps along the path.
-    #[serde(default)]
-    pub create: bool,
-}
-
-impl UserFieldSpec {
     /// Whether this spec applies to `res` (kind, group and version filters; empty = any).
     pub fn applies_to(&self, res: &Resource) -> bool {
         (self.kind.is_empty() || self.kind == res.kind())
@@ -92,14 +75,35 @@ impl UserFieldSpec {
     }
 }
 
-impl From<&FieldSpec> for UserFieldSpec {
-    fn from(fs: &FieldSpec) -> Self {
-        UserFieldSpec {
-            group: fs.group.to_string(),
-            version: fs.version.to_string(),
-            kind: fs.kind.to_string(),
-            path: fs.path.to_string(),
-            create: fs.create,
-        }
+/// Reads a list of field specs as a kustomization's `labels[].fields` holds them: every field
+/// optional (`path` too) and an explicit `null` read as empty, as kustomize's decoding of
+/// `types.FieldSpec` does; unknown fields are still rejected, with the same message as
+/// [`FieldSpec`]'s.
+pub fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<FieldSpec>, D::Error> {
+    /// The decoding shape only: the same fields as [`FieldSpec`], each optional.
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Written {
+        #[serde(default, deserialize_with = "nullable")]
+        group: String,
+        #[serde(default, deserialize_with = "nullable")]
+        version: String,
+        #[serde(default, deserialize_with = "nullable")]
+        kind: String,
+        #[serde(default, deserialize_with = "nullable")]
+        path: String,
+        #[serde(default)]
+        create: bool,
     }
+    let written: Vec<Written> = nullable(d)?;
+    Ok(written
+        .into_iter()
+        .map(|w| FieldSpec {
+            group: w.group.into(),
+            version: w.version.into(),
+            kind: w.kind.into(),
+            path: w.path.into(),
+            create: w.create,
+        })
+        .collect())
 }

@@ -15,8 +15,10 @@ use super::configmapargs::ConfigMapArgs;
 use super::generatoroptions::GeneratorOptions;
 use super::helmchartargs::{HelmChart, HelmChartArgs, HelmGlobals};
 use super::image::Image;
+use super::labels::Label;
 use super::patch::Patch;
 use super::replacement::ReplacementField;
+use super::replica::{self, Replica};
 use super::secretargs::SecretArgs;
 use super::sortoptions::SortOptions;
 use indexmap::IndexMap;
@@ -217,10 +219,12 @@ pub struct Kustomization {
         deserialize_with = "nullable"
     )]
     pub replacements: Vec<ReplacementField>,
+    /// Read as kustomize writes them ([`replica::lenient`]): a missing `name` is refused where
+    /// the entry is applied (`krusty::transform`), a missing `count` is 0.
     #[serde(
         skip_serializing_if = "Vec::is_empty",
         default,
-        deserialize_with = "nullable"
+        deserialize_with = "replica::lenient"
     )]
     pub replicas: Vec<Replica>,
     /// Legacy: `$(VAR)` substitution.
@@ -352,78 +356,6 @@ pub struct ObjectMeta {
         deserialize_with = "nullable"
     )]
     pub annotations: StringMap,
-}
-
-/// A field spec as written in a kustomization or a `configurations` file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FieldSpecArgs {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub group: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub version: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub kind: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub path: String,
-    #[serde(default)]
-    pub create: bool,
-}
-
-/// One `labels` entry. Not `labels::Label`: its `UserFieldSpec` requires `path` while
-/// decoding, which would move the error for a path-less field spec from the entry to
-/// `fields` and change how builtin transformer configs decode their `fieldSpecs`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Label {
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub pairs: StringMap,
-    #[serde(default)]
-    pub include_selectors: bool,
-    #[serde(default)]
-    pub include_templates: bool,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub fields: Vec<FieldSpecArgs>,
-}
-
-/// One `replicas` entry. Not `replicas::Replica`, which requires both fields (as a
-/// `ReplicaCountTransformer` config does): here `count` defaults to 0 and a missing `name` is
-/// reported by `transform` at the entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Replica {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    #[serde(default)]
-    pub count: i64,
 }
 
 /// The object a var points at (kustomize's `types.Target`).

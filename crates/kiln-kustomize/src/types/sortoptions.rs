@@ -4,9 +4,9 @@
 use super::kustomization::nullable;
 use serde::{Deserialize, Serialize};
 
-/// `sortOptions`. Not `order::SortOptions`: `order` stays a string here because kustomize
-/// only checks it on the root kustomization (`build` converts it there); a typed order would
-/// reject a bad value in a base too.
+/// `sortOptions` (kustomize `types.SortOptions`). `order` stays a string because kustomize
+/// only checks it on the root kustomization ([`SortOptions::sort_order`], called by the
+/// build); a typed order would reject a bad value in a base too.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct SortOptions {
@@ -29,4 +29,26 @@ pub struct LegacySortOptions {
     pub order_first: Vec<String>,
     #[serde(default, deserialize_with = "nullable")]
     pub order_last: Vec<String>,
+}
+
+/// `sortOptions.order` (kustomize `types.SortOrder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SortOrder {
+    /// Keep the order resources were read and generated in.
+    Fifo,
+    /// Rank by kind (see `builtins::sort_order_transformer`).
+    Legacy,
+}
+
+impl SortOptions {
+    /// The order, checked: `Err` holds serde's message for a missing (`missing field
+    /// `order``) or unknown value (`unknown variant …, expected `fifo` or `legacy``).
+    pub fn sort_order(&self) -> Result<SortOrder, String> {
+        if self.order.is_empty() {
+            return Err("missing field `order`".into());
+        }
+        serde_json::from_value(serde_json::Value::String(self.order.clone()))
+            .map_err(|e| e.to_string())
+    }
 }
