@@ -18,6 +18,9 @@
 
 // Unit tests build their trees on disk; the boundary (clippy.toml) holds for library code.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
+// `types::kustomization::nullable_fields!` takes one step per field attribute, and the
+// `Kustomization` struct has well over a hundred.
+#![recursion_limit = "256"]
 
 pub use error::KustomizeError;
 pub use krusty::build::{BuildOptions, build, build_yaml, run_kustomize};

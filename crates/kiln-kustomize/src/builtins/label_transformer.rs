@@ -2,18 +2,20 @@
 
 use crate::filters::labels::{self, Label, LabelsError};
 use crate::types::fieldspec::FieldSpec;
-use crate::types::kustomization::{StringMap, nullable};
+use crate::types::kustomization::{StringMap, nullable_fields};
 use kiln_base::resource::Resource;
 use serde::Deserialize;
 
-/// The config: labels and the fields to put them in.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LabelTransformer {
-    #[serde(default, deserialize_with = "nullable")]
-    pub labels: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<FieldSpec>,
+nullable_fields! {
+    /// The config: labels and the fields to put them in.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct LabelTransformer {
+        #[nullable]
+        pub labels: StringMap,
+        #[nullable]
+        pub field_specs: Vec<FieldSpec>,
+    }
 }
 
 impl LabelTransformer {

@@ -3,21 +3,23 @@
 
 use crate::filters::prefix_suffix;
 use crate::types::fieldspec::FieldSpec;
-use crate::types::kustomization::nullable;
+use crate::types::kustomization::nullable_fields;
 use kiln_base::resource::Resource;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The config: the affixes and the fields that get them.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PrefixSuffixTransformer {
-    #[serde(default, deserialize_with = "nullable")]
-    pub prefix: String,
-    #[serde(default, deserialize_with = "nullable")]
-    pub suffix: String,
-    #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<FieldSpec>,
+nullable_fields! {
+    /// The config: the affixes and the fields that get them.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct PrefixSuffixTransformer {
+        #[nullable]
+        pub prefix: String,
+        #[nullable]
+        pub suffix: String,
+        #[nullable]
+        pub field_specs: Vec<FieldSpec>,
+    }
 }
 
 impl PrefixSuffixTransformer {

@@ -7,7 +7,7 @@
 //! built by `const fn`s) and the ones users write (kustomization `labels[].fields`,
 //! `configurations:` files, builtin transformer configs; owned text).
 
-use super::kustomization::nullable;
+use super::kustomization::{nullable, nullable_fields};
 use kiln_base::resource::Resource;
 use serde::{Deserialize, Deserializer, Serialize};
 use std::borrow::Cow;
@@ -80,20 +80,22 @@ impl FieldSpec {
 /// `types.FieldSpec` does; unknown fields are still rejected, with the same message as
 /// [`FieldSpec`]'s.
 pub fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<FieldSpec>, D::Error> {
-    /// The decoding shape only: the same fields as [`FieldSpec`], each optional.
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Written {
-        #[serde(default, deserialize_with = "nullable")]
-        group: String,
-        #[serde(default, deserialize_with = "nullable")]
-        version: String,
-        #[serde(default, deserialize_with = "nullable")]
-        kind: String,
-        #[serde(default, deserialize_with = "nullable")]
-        path: String,
-        #[serde(default)]
-        create: bool,
+    nullable_fields! {
+        /// The decoding shape only: the same fields as [`FieldSpec`], each optional.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Written {
+            #[nullable]
+            group: String,
+            #[nullable]
+            version: String,
+            #[nullable]
+            kind: String,
+            #[nullable]
+            path: String,
+            #[serde(default)]
+            create: bool,
+        }
     }
     let written: Vec<Written> = nullable(d)?;
     Ok(written

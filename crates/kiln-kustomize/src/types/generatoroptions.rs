@@ -2,38 +2,32 @@
 //! `api/types/generatoroptions.go`): labels, annotations, the hash suffix and `immutable`,
 //! with `MergeGlobalOptionsIntoLocal`.
 
-use super::kustomization::nullable;
+use super::kustomization::nullable_fields;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// `generatorOptions` (kustomization-wide) and the per-entry `options` block.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct GeneratorOptions {
-    /// Labels added to generated objects.
-    #[serde(
-        skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub labels: BTreeMap<String, String>,
-    /// Annotations added to generated objects.
-    #[serde(
-        skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub annotations: BTreeMap<String, String>,
-    /// Do not append the content hash to the name.
-    #[serde(
-        skip_serializing_if = "std::ops::Not::not",
-        deserialize_with = "nullable"
-    )]
-    pub disable_name_suffix_hash: bool,
-    /// Set `immutable: true`.
-    #[serde(
-        skip_serializing_if = "std::ops::Not::not",
-        deserialize_with = "nullable"
-    )]
-    pub immutable: bool,
+nullable_fields! {
+    /// `generatorOptions` (kustomization-wide) and the per-entry `options` block.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+    pub struct GeneratorOptions {
+        /// Labels added to generated objects.
+        #[nullable]
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        pub labels: BTreeMap<String, String>,
+        /// Annotations added to generated objects.
+        #[nullable]
+        #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+        pub annotations: BTreeMap<String, String>,
+        /// Do not append the content hash to the name.
+        #[nullable]
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub disable_name_suffix_hash: bool,
+        /// Set `immutable: true`.
+        #[nullable]
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        pub immutable: bool,
+    }
 }
 
 impl GeneratorOptions {

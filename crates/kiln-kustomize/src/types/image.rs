@@ -2,46 +2,36 @@
 //! it is `filters::imagetag`.
 
 use super::image_ref::ImageRef;
-use super::kustomization::nullable;
+use super::kustomization::nullable_fields;
 use serde::{Deserialize, Serialize};
 
-/// One `images:` (or legacy `imageTags:`) entry (kustomize `types.Image`), as
-/// [`Kustomization`](super::kustomization::Kustomization) holds it; an explicit `null` reads as
-/// empty, as in kustomize.
-///
-/// `name` selects images; `newName` replaces the name (registry and path); `newTag` and
-/// `digest` replace both the old tag and digest (both given: `name:tag@digest`); `tagSuffix`
-/// (only when neither `newTag` nor `digest` is set) appends to the existing tag and drops the
-/// digest.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Image {
-    #[serde(default, deserialize_with = "nullable")]
-    pub name: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub new_name: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub new_tag: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub digest: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub tag_suffix: String,
+nullable_fields! {
+    /// One `images:` (or legacy `imageTags:`) entry (kustomize `types.Image`), as
+    /// [`Kustomization`](super::kustomization::Kustomization) holds it; an explicit `null` reads as
+    /// empty, as in kustomize.
+    ///
+    /// `name` selects images; `newName` replaces the name (registry and path); `newTag` and
+    /// `digest` replace both the old tag and digest (both given: `name:tag@digest`); `tagSuffix`
+    /// (only when neither `newTag` nor `digest` is set) appends to the existing tag and drops the
+    /// digest.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    pub struct Image {
+        #[nullable]
+        pub name: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub new_name: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub new_tag: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub digest: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub tag_suffix: String,
+    }
 }
 
 impl Image {

@@ -1,7 +1,7 @@
 //! One `replicas:` entry (kustomize `api/types/replica.go`): a workload name and the replica
 //! count to set. Applying it is `filters::replica_count`.
 
-use super::kustomization::nullable;
+use super::kustomization::{nullable, nullable_fields};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// One `replicas:` entry (kustomize `types.Replica`). Decoded strictly, both fields required,
@@ -20,14 +20,16 @@ pub struct Replica {
 /// (empty and 0), an explicit `null` name read as empty; unknown fields are still rejected,
 /// with the same message as [`Replica`]'s.
 pub fn lenient<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Replica>, D::Error> {
-    /// The decoding shape only: the fields of [`Replica`], each optional.
-    #[derive(Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Written {
-        #[serde(default, deserialize_with = "nullable")]
-        name: String,
-        #[serde(default)]
-        count: i64,
+    nullable_fields! {
+        /// The decoding shape only: the fields of [`Replica`], each optional.
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Written {
+            #[nullable]
+            name: String,
+            #[serde(default)]
+            count: i64,
+        }
     }
     let written: Vec<Written> = nullable(d)?;
     Ok(written
