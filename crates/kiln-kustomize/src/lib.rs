@@ -13,10 +13,14 @@
 //!   name references, merge keys, cluster-scoped kinds);
 //! - [`krusty`] (`api/krusty`, `api/internal/target`): the build orchestration (load,
 //!   accumulate, generate, transform, finish);
-//! - [`hash`] (`api/hasher`) and [`error`] (kiln's diagnostics).
+//! - [`hash`] (`api/hasher`), [`memo`], [`utils`] (`api/internal/utils`) and [`error`]
+//!   (kiln's diagnostics): utilities under every other module.
 
 // Unit tests build their trees on disk; the boundary (clippy.toml) holds for library code.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
+// `types::kustomization::nullable_fields!` takes one step per field attribute, and the
+// `Kustomization` struct has well over a hundred.
+#![recursion_limit = "256"]
 
 pub use error::KustomizeError;
 pub use krusty::build::{BuildOptions, build, build_yaml, run_kustomize};
@@ -30,3 +34,4 @@ pub mod konfig;
 pub mod krusty;
 pub mod memo;
 pub mod types;
+pub mod utils;

@@ -1,19 +1,21 @@
 //! `AnnotationsTransformer` (kustomize `api/builtins/AnnotationsTransformer.go`).
 
 use crate::filters::labels::{self, LabelsError};
-use crate::types::fieldspec::UserFieldSpec;
-use crate::types::kustomization::{StringMap, nullable};
+use crate::types::fieldspec::FieldSpec;
+use crate::types::kustomization::{StringMap, nullable_fields};
 use kiln_base::resource::Resource;
 use serde::Deserialize;
 
-/// The config: annotations and the fields to put them in.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct AnnotationsTransformer {
-    #[serde(default, deserialize_with = "nullable")]
-    pub annotations: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+nullable_fields! {
+    /// The config: annotations and the fields to put them in.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct AnnotationsTransformer {
+        #[nullable]
+        pub annotations: StringMap,
+        #[nullable]
+        pub field_specs: Vec<FieldSpec>,
+    }
 }
 
 impl AnnotationsTransformer {

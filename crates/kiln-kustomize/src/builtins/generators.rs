@@ -19,176 +19,16 @@
 //! bare `KEY` line in an env file yields `KEY: ""`, and the merged object keeps its hash
 //! suffix only when both the base and the overlay generator want one.
 
-use crate::types::kustomization::nullable;
+pub use crate::types::configmapargs::ConfigMapArgs;
+pub use crate::types::generatoroptions::GeneratorOptions;
+pub use crate::types::secretargs::SecretArgs;
 use kiln_base::resource::{BuildMeta, Resource};
-use serde::de::Error as _;
-use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// Reads a file named in a generator (`files`, `envs`, `env`), relative to the kustomization
 /// directory; the engine enforces load restrictions. `Err` carries a human-readable reason.
 pub type FileReader<'a> = &'a dyn Fn(&str) -> Result<Vec<u8>, String>;
-
-/// `generatorOptions` (kustomization-wide) and the per-entry `options` block.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct GeneratorOptions {
-    /// Labels added to generated objects.
-    #[serde(
-        skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub labels: BTreeMap<String, String>,
-    /// Annotations added to generated objects.
-    #[serde(
-        skip_serializing_if = "BTreeMap::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub annotations: BTreeMap<String, String>,
-    /// Do not append the content hash to the name.
-    #[serde(
-        skip_serializing_if = "std::ops::Not::not",
-        deserialize_with = "nullable"
-    )]
-    pub disable_name_suffix_hash: bool,
-    /// Set `immutable: true`.
-    #[serde(
-        skip_serializing_if = "std::ops::Not::not",
-        deserialize_with = "nullable"
-    )]
-    pub immutable: bool,
-}
-
-impl GeneratorOptions {
-    /// kustomize's `MergeGlobalOptionsIntoLocal`: local labels/annotations win over global
-    /// ones with the same key; `disableNameSuffixHash` and `immutable` are or-ed.
-    pub fn merged_with_global(
-        local: Option<&GeneratorOptions>,
-        global: Option<&GeneratorOptions>,
-    ) -> GeneratorOptions {
-        let mut out = local.cloned().unwrap_or_default();
-        if let Some(g) = global {
-            for (k, v) in &g.labels {
-                out.labels.entry(k.clone()).or_insert_with(|| v.clone());
-            }
-            for (k, v) in &g.annotations {
-                out.annotations
-                    .entry(k.clone())
-                    .or_insert_with(|| v.clone());
-            }
-            out.disable_name_suffix_hash |= g.disable_name_suffix_hash;
-            out.immutable |= g.immutable;
-        }
-        out
-    }
-}
-
-/// One `configMapGenerator` entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct ConfigMapArgs {
-    /// Object name before prefix, suffix and hash (required).
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    /// `metadata.namespace` of the generated object (also narrows merge/replace targets).
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub namespace: String,
-    /// `create` (default), `merge` or `replace`.
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub behavior: String,
-    /// `KEY=VALUE`; a value wrapped in matching `"` or `'` loses them.
-    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
-    pub literals: Vec<String>,
-    /// `path` (key = file name) or `key=path`.
-    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
-    pub files: Vec<String>,
-    /// Env files (`KEY=VALUE` lines).
-    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
-    pub envs: Vec<String>,
-    /// Legacy single env file, read after `envs`.
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub env: String,
-    /// Per-entry options; `generatorOptions` fills in what they leave out.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub options: Option<GeneratorOptions>,
-    /// Not a config map field: kustomize has `type` on `SecretArgs` only and rejects it here.
-    /// An empty or null `type` is let through, as kiln always has; never serialized.
-    #[serde(rename = "type", skip_serializing, deserialize_with = "no_type")]
-    pub no_type: (),
-}
-
-/// Rejects a non-empty `type` on a `configMapGenerator` entry, with a message that says
-/// where `type` belongs.
-fn no_type<'de, D: Deserializer<'de>>(d: D) -> Result<(), D::Error> {
-    match Option::<String>::deserialize(d)? {
-        Some(t) if !t.is_empty() => Err(D::Error::custom(
-            "unknown field `type` (only `secretGenerator` entries have a type)",
-        )),
-        _ => Ok(()),
-    }
-}
-
-/// One `secretGenerator` entry: the ConfigMap fields plus `type` (default `Opaque`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
-pub struct SecretArgs {
-    /// Object name before prefix, suffix and hash (required).
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    /// `metadata.namespace` of the generated object (also narrows merge/replace targets).
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub namespace: String,
-    /// As [`ConfigMapArgs::behavior`].
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub behavior: String,
-    /// As [`ConfigMapArgs::literals`].
-    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
-    pub literals: Vec<String>,
-    /// As [`ConfigMapArgs::files`].
-    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
-    pub files: Vec<String>,
-    /// As [`ConfigMapArgs::envs`].
-    #[serde(skip_serializing_if = "Vec::is_empty", deserialize_with = "nullable")]
-    pub envs: Vec<String>,
-    /// As [`ConfigMapArgs::env`].
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub env: String,
-    /// Secret `type`; empty means `Opaque`.
-    #[serde(rename = "type")]
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub secret_type: String,
-    /// Per-entry options; `generatorOptions` fills in what they leave out.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub options: Option<GeneratorOptions>,
-}
 
 /// Generator `behavior`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -779,17 +619,13 @@ pub fn absorb_one(
             // `reswrangler.go` `appendReplaceOrMerge`: "ensure the origin annotation doesn't get
             // overwritten"); a replace takes the generator's.
             let old_origin = old
-                .annotation(crate::krusty::build::ORIGIN_ANNOTATION)
+                .annotation(crate::utils::ORIGIN_ANNOTATION)
                 .map(str::to_string);
             let mut merged = merge_into(old, generated, b == Behavior::Merge);
             if b == Behavior::Merge
                 && let Some(origin) = old_origin
             {
-                crate::krusty::build::set_annotation(
-                    &mut merged,
-                    crate::krusty::build::ORIGIN_ANNOTATION,
-                    origin,
-                );
+                crate::utils::set_annotation(&mut merged, crate::utils::ORIGIN_ANNOTATION, origin);
             }
             resources[*i] = merged;
             Ok(())

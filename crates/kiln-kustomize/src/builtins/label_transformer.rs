@@ -1,19 +1,21 @@
 //! `LabelTransformer` (kustomize `api/builtins/LabelTransformer.go`).
 
 use crate::filters::labels::{self, Label, LabelsError};
-use crate::types::fieldspec::UserFieldSpec;
-use crate::types::kustomization::{StringMap, nullable};
+use crate::types::fieldspec::FieldSpec;
+use crate::types::kustomization::{StringMap, nullable_fields};
 use kiln_base::resource::Resource;
 use serde::Deserialize;
 
-/// The config: labels and the fields to put them in.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LabelTransformer {
-    #[serde(default, deserialize_with = "nullable")]
-    pub labels: StringMap,
-    #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+nullable_fields! {
+    /// The config: labels and the fields to put them in.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct LabelTransformer {
+        #[nullable]
+        pub labels: StringMap,
+        #[nullable]
+        pub field_specs: Vec<FieldSpec>,
+    }
 }
 
 impl LabelTransformer {

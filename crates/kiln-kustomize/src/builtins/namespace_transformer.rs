@@ -4,25 +4,27 @@
 use crate::filters::namespace::{
     self, NamespaceError, NamespaceOptions, RoleBindingSubjects, Scope,
 };
-use crate::types::fieldspec::UserFieldSpec;
-use crate::types::kustomization::nullable;
+use crate::types::fieldspec::FieldSpec;
+use crate::types::kustomization::nullable_fields;
 use kiln_base::resource::Resource;
 use serde::Deserialize;
 
-/// The config.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct NamespaceTransformer {
-    /// From `metadata.namespace` (set by `Builtin::from_config`).
-    #[serde(skip)]
-    pub namespace: String,
-    #[serde(default)]
-    pub unset_only: bool,
-    /// `defaultOnly` (default), `allServiceAccounts`, `none`.
-    #[serde(default, deserialize_with = "nullable")]
-    pub set_role_binding_subjects: String,
-    #[serde(default, deserialize_with = "nullable")]
-    pub field_specs: Vec<UserFieldSpec>,
+nullable_fields! {
+    /// The config.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct NamespaceTransformer {
+        /// From `metadata.namespace` (set by `Builtin::from_config`).
+        #[serde(skip)]
+        pub namespace: String,
+        #[serde(default)]
+        pub unset_only: bool,
+        /// `defaultOnly` (default), `allServiceAccounts`, `none`.
+        #[nullable]
+        pub set_role_binding_subjects: String,
+        #[nullable]
+        pub field_specs: Vec<FieldSpec>,
+    }
 }
 
 impl NamespaceTransformer {

@@ -1,21 +1,23 @@
 //! `PatchJson6902Transformer` (kustomize `api/builtins/PatchJson6902Transformer.go`): a JSON
 //! patch (`path:` or inline `jsonOp:`) with a target. Applied as a `patches:` entry.
 
-use crate::types::kustomization::nullable;
+use crate::types::kustomization::nullable_fields;
 use crate::types::patch::Patch;
 use crate::types::selector::Selector;
 use serde::Deserialize;
 
-/// The config.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct PatchJson6902Transformer {
-    #[serde(default)]
-    pub target: Option<Selector>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub path: String,
-    #[serde(default, deserialize_with = "nullable")]
-    pub json_op: String,
+nullable_fields! {
+    /// The config.
+    #[derive(Debug, Clone, Default, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct PatchJson6902Transformer {
+        #[serde(default)]
+        pub target: Option<Selector>,
+        #[nullable]
+        pub path: String,
+        #[nullable]
+        pub json_op: String,
+    }
 }
 
 impl PatchJson6902Transformer {

@@ -38,10 +38,11 @@
 #![warn(missing_docs)]
 use crate::filters::patch_json6902::{Json6902Error, JsonPatch};
 use crate::filters::patch_strategic_merge::{self, SmpError};
+use crate::filters::select::{SelectorError, effective_namespace};
 use crate::konfig::merge_keys::PatchSchema;
 use crate::konfig::openapi::OpenApi;
 pub use crate::types::patch::{Patch, PatchOptions, PatchSource, PatchStrategicMerge};
-use crate::types::selector::{Selector, SelectorError, effective_namespace};
+use crate::types::selector::Selector;
 use kiln_base::resource::Resource;
 use miette::Diagnostic;
 use serde_json::{Map, Value};

@@ -11,9 +11,8 @@
 //!
 //! Invariant: the sort is total and stable, so output is byte-stable for equal input.
 
-use crate::types::kustomization::nullable;
+pub use crate::types::sortoptions::{LegacySortOptions, SortOptions, SortOrder};
 use kiln_base::resource::Resource;
-use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
@@ -49,38 +48,6 @@ pub const DEFAULT_ORDER_LAST: &[&str] = &[
     "ValidatingWebhookConfiguration",
 ];
 
-/// The kustomization's `sortOptions` (kustomize `types.SortOptions`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct SortOptions {
-    /// `fifo` or `legacy`; required when `sortOptions` is given.
-    pub order: SortOrder,
-    /// Only with `order: legacy`. When given, its lists *replace* the defaults (an absent list
-    /// is empty, not defaulted), as in kustomize.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub legacy_sort_options: Option<LegacySortOptions>,
-}
-
-/// `sortOptions.order`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SortOrder {
-    /// Keep the order resources were read and generated in.
-    Fifo,
-    /// Rank by kind (see the module docs).
-    Legacy,
-}
-
-/// `sortOptions.legacySortOptions`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct LegacySortOptions {
-    #[serde(default, deserialize_with = "nullable")]
-    pub order_first: Vec<String>,
-    #[serde(default, deserialize_with = "nullable")]
-    pub order_last: Vec<String>,
-}
-
 /// Errors of `sortOptions`.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 pub enum OrderError {
@@ -91,36 +58,36 @@ pub enum OrderError {
         help("remove `legacySortOptions`, or set `order: legacy`")
     )]
     LegacyOptionsWithFifo,
+    /// `sortOptions.order` is neither `fifo` nor `legacy` (the build reports it at the
+    /// kustomization before sorting).
+    #[error("{0}")]
+    #[diagnostic(
+        code(kiln::kustomize::sort_order_invalid),
+        help("use `order: legacy` or `order: fifo`")
+    )]
+    InvalidOrder(String),
 }
 
 /// Sorts `resources` as the root kustomization's `sortOptions` say (`None`: legacy order with
 /// the default lists).
 ///
-/// Errors: [`OrderError::LegacyOptionsWithFifo`].
+/// Errors: [`OrderError::LegacyOptionsWithFifo`], [`OrderError::InvalidOrder`].
 pub fn sort_resources(
     resources: &mut [Resource],
     options: Option<&SortOptions>,
 ) -> Result<(), OrderError> {
-    match options {
-        None => sort_legacy(resources, DEFAULT_ORDER_FIRST, DEFAULT_ORDER_LAST),
-        Some(SortOptions {
-            order: SortOrder::Fifo,
-            legacy_sort_options: Some(_),
-        }) => {
-            return Err(OrderError::LegacyOptionsWithFifo);
+    let Some(options) = options else {
+        sort_legacy(resources, DEFAULT_ORDER_FIRST, DEFAULT_ORDER_LAST);
+        return Ok(());
+    };
+    let order = options.sort_order().map_err(OrderError::InvalidOrder)?;
+    match (order, &options.legacy_sort_options) {
+        (SortOrder::Fifo, Some(_)) => return Err(OrderError::LegacyOptionsWithFifo),
+        (SortOrder::Fifo, None) => {}
+        (SortOrder::Legacy, None) => {
+            sort_legacy(resources, DEFAULT_ORDER_FIRST, DEFAULT_ORDER_LAST)
         }
-        Some(SortOptions {
-            order: SortOrder::Fifo,
-            legacy_sort_options: None,
-        }) => {}
-        Some(SortOptions {
-            order: SortOrder::Legacy,
-            legacy_sort_options: None,
-        }) => sort_legacy(resources, DEFAULT_ORDER_FIRST, DEFAULT_ORDER_LAST),
-        Some(SortOptions {
-            order: SortOrder::Legacy,
-            legacy_sort_options: Some(l),
-        }) => {
+        (SortOrder::Legacy, Some(l)) => {
             let first: Vec<&str> = l.order_first.iter().map(String::as_str).collect();
             let last: Vec<&str> = l.order_last.iter().map(String::as_str).collect();
             sort_legacy(resources, &first, &last)
@@ -318,7 +285,7 @@ mod tests {
         ];
         let mut rs = base.clone();
         let opts = SortOptions {
-            order: SortOrder::Legacy,
+            order: "legacy".into(),
             legacy_sort_options: Some(LegacySortOptions {
                 order_first: vec!["Service".into()],
                 order_last: vec![],
@@ -329,7 +296,7 @@ mod tests {
 
         let mut rs = base.clone();
         let opts = SortOptions {
-            order: SortOrder::Legacy,
+            order: "legacy".into(),
             legacy_sort_options: Some(LegacySortOptions::default()),
         };
         sort_resources(&mut rs, Some(&opts)).unwrap();
@@ -339,7 +306,7 @@ mod tests {
         sort_resources(
             &mut rs,
             Some(&SortOptions {
-                order: SortOrder::Fifo,
+                order: "fifo".into(),
                 legacy_sort_options: None,
             }),
         )
@@ -350,14 +317,24 @@ mod tests {
     #[test]
     fn fifo_with_legacy_options_is_an_error() {
         let opts = SortOptions {
-            order: SortOrder::Fifo,
+            order: "fifo".into(),
             legacy_sort_options: Some(LegacySortOptions::default()),
         };
         assert!(matches!(
             sort_resources(&mut [], Some(&opts)),
             Err(OrderError::LegacyOptionsWithFifo)
         ));
-        assert!(serde_json::from_value::<SortOptions>(json!({"order": "bogus"})).is_err());
-        assert!(serde_json::from_value::<SortOptions>(json!({})).is_err());
+        let order = |o: &str| {
+            SortOptions {
+                order: o.into(),
+                legacy_sort_options: None,
+            }
+            .sort_order()
+        };
+        assert_eq!(
+            order("bogus").unwrap_err(),
+            "unknown variant `bogus`, expected `fifo` or `legacy`"
+        );
+        assert_eq!(order("").unwrap_err(), "missing field `order`");
     }
 }

@@ -111,4 +111,39 @@ mod tests {
             (1, &json!("y"))
         );
     }
+
+    #[test]
+    fn walks_lists_and_creates_maps() {
+        let mut v = json!({"spec": {"template": {"spec": {"containers": [{"image": "a"}, {"image": "b"}]}}}});
+        let mut seen = vec![];
+        let n = visit_path_mut(
+            &mut v,
+            "spec/template/spec/containers/image",
+            false,
+            &mut |x| seen.push(x.as_str().unwrap().to_string()),
+        );
+        assert_eq!(n, 2);
+        assert_eq!(seen, ["a", "b"]);
+
+        let mut v = json!({"metadata": {}});
+        visit_path_mut(&mut v, "spec/selector/matchLabels", true, &mut |x| {
+            *x = json!({"a": "b"})
+        });
+        assert_eq!(v["spec"]["selector"]["matchLabels"]["a"], "b");
+
+        let mut v = json!({"spec": {}});
+        let n = visit_path_mut(
+            &mut v,
+            "spec/volumeClaimTemplates[]/metadata/labels",
+            true,
+            &mut |_| {},
+        );
+        assert_eq!(n, 0);
+        assert_eq!(v, json!({"spec": {}}));
+
+        let mut v = json!({"metadata": {}});
+        let n = visit_path_mut(&mut v, "spec/selector", false, &mut |_| {});
+        assert_eq!(n, 0);
+        assert!(v.get("spec").is_none());
+    }
 }

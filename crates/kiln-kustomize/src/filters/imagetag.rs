@@ -20,12 +20,11 @@
 //! Invariant: only string `image` values that match an entry's `name` change.
 
 pub use crate::konfig::field_specs::IMAGES_FIELD_SPECS;
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
+pub use crate::types::image::Image;
 use crate::types::image_ref::ImageRef;
-use crate::types::kustomization::nullable;
 use kiln_base::resource::Resource;
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// Errors of the images transformer.
@@ -59,61 +58,6 @@ fn shape(v: &Value) -> &'static str {
     }
 }
 
-/// One `images:` (or legacy `imageTags:`) entry (kustomize `types.Image`), as
-/// [`Kustomization`](crate::types::kustomization::Kustomization) holds it; an explicit `null` reads as
-/// empty, as in kustomize.
-///
-/// `name` selects images; `newName` replaces the name (registry and path); `newTag` and
-/// `digest` replace both the old tag and digest (both given: `name:tag@digest`); `tagSuffix`
-/// (only when neither `newTag` nor `digest` is set) appends to the existing tag and drops the
-/// digest.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Image {
-    #[serde(default, deserialize_with = "nullable")]
-    pub name: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub new_name: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub new_tag: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub digest: String,
-    #[serde(
-        default,
-        skip_serializing_if = "String::is_empty",
-        deserialize_with = "nullable"
-    )]
-    pub tag_suffix: String,
-}
-
-impl Image {
-    /// The `images:` entry that pins `image` (for an emitted kustomization.yaml, e.g. the one
-    /// Kargo's `kustomize-set-image` updates): `name` is the reference without tag and digest,
-    /// `newTag` and `digest` are its tag and digest when present. Applying the entry to a
-    /// manifest that uses the same name renders exactly `image` again.
-    pub fn pin(image: &ImageRef) -> Image {
-        Image {
-            name: image.name.clone(),
-            new_name: String::new(),
-            new_tag: image.tag.clone().unwrap_or_default(),
-            digest: image.digest.clone().unwrap_or_default(),
-            tag_suffix: String::new(),
-        }
-    }
-}
-
 /// kustomize quirk (case kf30): its default field specs are `create: true`, and kyaml's path
 /// walk turns an explicit `null` where a `[]` list is expected into an empty list (a missing
 /// field stays missing). Only the four default paths do this: a CronJob's or an ephemeral
@@ -142,10 +86,9 @@ fn nulls_become_lists(value: &mut Value) {
 pub fn apply_images(
     resources: &mut [Resource],
     images: &[Image],
-    extra_field_specs: &[UserFieldSpec],
+    extra_field_specs: &[FieldSpec],
 ) -> Result<(), ImagesError> {
-    let mut specs: Vec<UserFieldSpec> =
-        IMAGES_FIELD_SPECS.iter().map(UserFieldSpec::from).collect();
+    let mut specs: Vec<FieldSpec> = IMAGES_FIELD_SPECS.to_vec();
     for fs in extra_field_specs {
         // kustomize merges field specs without duplicates (types.FsSlice.MergeAll).
         if !specs.iter().any(|s| {
@@ -185,13 +128,18 @@ pub fn apply_images(
                     let segs: Vec<&str> = fs.path.split('/').filter(|s| !s.is_empty()).collect();
                     check_shape(&res.value, &segs).map_err(|(found, expected)| {
                         ImagesError::FieldShapeMismatch {
-                            path: fs.path.clone(),
+                            path: fs.path.to_string(),
                             resource: res.id().to_string(),
                             found,
                             expected,
                         }
                     })?;
-                    fs.visit_mut(&mut res.value, &mut |v| update_image(v, image, &matcher));
+                    crate::filters::fieldspec::visit_path_mut(
+                        &mut res.value,
+                        &fs.path,
+                        fs.create,
+                        &mut |v| update_image(v, image, &matcher),
+                    );
                 }
             }
         }
@@ -523,10 +471,10 @@ mod tests {
             json!({"apiVersion": "x.io/v1", "kind": "Foo", "metadata": {"name": "f"},
             "spec": {"runner": {"image": "busybox"}}}),
         )];
-        let extra = UserFieldSpec {
+        let extra = FieldSpec {
             kind: "Foo".into(),
             path: "spec/runner/image".into(),
-            ..UserFieldSpec::default()
+            ..FieldSpec::default()
         };
         apply_images(&mut rs, &[entry("busybox", "", "2", "")], &[extra]).unwrap();
         assert_eq!(rs[0].value["spec"]["runner"]["image"], "busybox:2");

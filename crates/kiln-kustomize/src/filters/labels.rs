@@ -18,10 +18,10 @@
 pub use crate::konfig::field_specs::{
     COMMON_ANNOTATIONS_FIELD_SPECS, TEMPLATE_LABELS_FIELD_SPECS, common_label_field_specs,
 };
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
+pub use crate::types::labels::Label;
 use indexmap::IndexMap;
 use kiln_base::resource::Resource;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// Errors of the label and annotation transformers.
@@ -42,25 +42,6 @@ pub enum LabelsError {
     },
 }
 
-/// One `labels:` entry (kustomize `types.Label`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct Label {
-    /// The labels to set.
-    #[serde(default)]
-    pub pairs: IndexMap<String, String>,
-    /// Also set them in selectors (and templates): the whole `commonLabels` table.
-    #[serde(default)]
-    pub include_selectors: bool,
-    /// Also set them in pod templates (ignored when `include_selectors` is set, which already
-    /// covers templates).
-    #[serde(default)]
-    pub include_templates: bool,
-    /// Extra field specs for these labels.
-    #[serde(default)]
-    pub fields: Vec<UserFieldSpec>,
-}
-
 /// `commonLabels`: sets `labels` everywhere the `commonLabels` table (plus
 /// `extra_field_specs`, from `configurations:`) reaches.
 ///
@@ -68,7 +49,7 @@ pub struct Label {
 pub fn apply_common_labels(
     resources: &mut [Resource],
     labels: &IndexMap<String, String>,
-    extra_field_specs: &[UserFieldSpec],
+    extra_field_specs: &[FieldSpec],
 ) -> Result<(), LabelsError> {
     let mut specs = common_label_field_specs();
     merge(&mut specs, extra_field_specs);
@@ -85,8 +66,8 @@ pub fn apply_common_labels(
 pub fn apply_labels(
     resources: &mut [Resource],
     entry: &Label,
-    extra_common_labels: &[UserFieldSpec],
-    extra_template_labels: &[UserFieldSpec],
+    extra_common_labels: &[FieldSpec],
+    extra_template_labels: &[FieldSpec],
 ) -> Result<(), LabelsError> {
     let mut specs = if entry.include_selectors {
         let mut specs = common_label_field_specs();
@@ -95,15 +76,15 @@ pub fn apply_labels(
     } else {
         let mut specs = Vec::new();
         if entry.include_templates {
-            specs.extend(TEMPLATE_LABELS_FIELD_SPECS.iter().map(UserFieldSpec::from));
+            specs.extend(TEMPLATE_LABELS_FIELD_SPECS.iter().cloned());
             merge(&mut specs, extra_template_labels);
         }
         merge(
             &mut specs,
-            &[UserFieldSpec {
+            &[FieldSpec {
                 path: "metadata/labels".into(),
                 create: true,
-                ..UserFieldSpec::default()
+                ..FieldSpec::default()
             }],
         );
         specs
@@ -118,12 +99,9 @@ pub fn apply_labels(
 pub fn apply_common_annotations(
     resources: &mut [Resource],
     annotations: &IndexMap<String, String>,
-    extra_field_specs: &[UserFieldSpec],
+    extra_field_specs: &[FieldSpec],
 ) -> Result<(), LabelsError> {
-    let mut specs: Vec<UserFieldSpec> = COMMON_ANNOTATIONS_FIELD_SPECS
-        .iter()
-        .map(UserFieldSpec::from)
-        .collect();
+    let mut specs: Vec<FieldSpec> = COMMON_ANNOTATIONS_FIELD_SPECS.to_vec();
     merge(&mut specs, extra_field_specs);
     set_pairs(resources, annotations, &specs, "annotations")
 }
@@ -133,14 +111,14 @@ pub fn apply_common_annotations(
 pub fn apply_annotations_at(
     resources: &mut [Resource],
     annotations: &IndexMap<String, String>,
-    field_specs: &[UserFieldSpec],
+    field_specs: &[FieldSpec],
 ) -> Result<(), LabelsError> {
     set_pairs(resources, annotations, field_specs, "annotations")
 }
 
 /// Appends the specs of `extra` not yet in `specs` (same group, version, kind and path), as
 /// kustomize's `FsSlice.MergeAll`.
-fn merge(specs: &mut Vec<UserFieldSpec>, extra: &[UserFieldSpec]) {
+fn merge(specs: &mut Vec<FieldSpec>, extra: &[FieldSpec]) {
     for fs in extra {
         if !specs.iter().any(|s| {
             s.group == fs.group && s.version == fs.version && s.kind == fs.kind && s.path == fs.path
@@ -153,7 +131,7 @@ fn merge(specs: &mut Vec<UserFieldSpec>, extra: &[UserFieldSpec]) {
 fn set_pairs(
     resources: &mut [Resource],
     pairs: &IndexMap<String, String>,
-    specs: &[UserFieldSpec],
+    specs: &[FieldSpec],
     what: &'static str,
 ) -> Result<(), LabelsError> {
     if pairs.is_empty() {
@@ -165,23 +143,28 @@ fn set_pairs(
                 continue;
             }
             let mut not_a_map = false;
-            spec.visit_mut(&mut res.value, &mut |field| {
-                if field.is_null() {
-                    *field = Value::Object(Map::new());
-                }
-                match field {
-                    Value::Object(map) => {
-                        for (k, v) in pairs {
-                            map.insert(k.clone(), Value::String(v.clone()));
-                        }
+            crate::filters::fieldspec::visit_path_mut(
+                &mut res.value,
+                &spec.path,
+                spec.create,
+                &mut |field| {
+                    if field.is_null() {
+                        *field = Value::Object(Map::new());
                     }
-                    _ => not_a_map = true,
-                }
-            });
+                    match field {
+                        Value::Object(map) => {
+                            for (k, v) in pairs {
+                                map.insert(k.clone(), Value::String(v.clone()));
+                            }
+                        }
+                        _ => not_a_map = true,
+                    }
+                },
+            );
             if not_a_map {
                 return Err(LabelsError::FieldNotAMap {
                     what,
-                    path: spec.path.clone(),
+                    path: spec.path.to_string(),
                     resource: res.id().to_string(),
                 });
             }
@@ -268,7 +251,7 @@ mod tests {
 
         let entry = Label {
             pairs: pairs(&[("x", "1")]),
-            fields: vec![UserFieldSpec {
+            fields: vec![FieldSpec {
                 kind: "Deployment".into(),
                 path: "spec/extra/labels".into(),
                 create: true,

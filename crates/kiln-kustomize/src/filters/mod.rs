@@ -12,3 +12,4 @@ pub mod prefix_suffix;
 pub mod refvar;
 pub mod replacement;
 pub mod replica_count;
+pub mod select;

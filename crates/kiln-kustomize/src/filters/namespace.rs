@@ -31,7 +31,7 @@ pub use crate::konfig::cluster_scoped::{
     WELL_KNOWN_CLUSTER_SCOPED_CUSTOM, is_cluster_scoped, kustomize_cluster_scoped,
     resource_is_cluster_scoped,
 };
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use kiln_base::resource::Resource;
 use serde_json::{Map, Value};
 
@@ -88,7 +88,7 @@ pub struct NamespaceOptions {
     /// files, or a `NamespaceTransformer`'s `fieldSpecs` (kustomize's `fsslice` step of the
     /// namespace filter). They apply to cluster-scoped objects too, as in kustomize, where a
     /// webhook configuration's `clientConfig.service.namespace` is the common case.
-    pub field_specs: Vec<UserFieldSpec>,
+    pub field_specs: Vec<FieldSpec>,
 }
 
 /// Which table decides that an object is cluster-scoped.
@@ -205,7 +205,7 @@ pub fn apply_namespace_with(
 fn set_field_specs(res: &mut Resource, opts: &NamespaceOptions) {
     let is_binding = res.group() == "rbac.authorization.k8s.io"
         && matches!(res.kind(), "RoleBinding" | "ClusterRoleBinding");
-    let specs: Vec<&UserFieldSpec> = opts
+    let specs: Vec<&FieldSpec> = opts
         .field_specs
         .iter()
         .filter(|fs| fs.applies_to(res))
@@ -213,7 +213,7 @@ fn set_field_specs(res: &mut Resource, opts: &NamespaceOptions) {
         .filter(|fs| !(is_binding && fs.path.trim_matches('/') == "subjects"))
         .collect();
     for fs in specs {
-        fs.visit_mut(&mut res.value, &mut |v| {
+        crate::filters::fieldspec::visit_path_mut(&mut res.value, &fs.path, fs.create, &mut |v| {
             let unset = match v {
                 Value::Null => true,
                 Value::String(s) => s.is_empty(),

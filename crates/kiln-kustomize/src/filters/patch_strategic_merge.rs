@@ -41,6 +41,7 @@
 #![warn(missing_docs)]
 use crate::filters::patch_json6902::json_equal;
 use crate::konfig::merge_keys::{ListMeta, PatchSchema};
+pub use crate::types::patch::ListOrder;
 use miette::Diagnostic;
 use serde_json::{Map, Value};
 use thiserror::Error;
@@ -265,18 +266,6 @@ fn reached<'v>(
         };
     }
     Some(value)
-}
-
-/// The order of a merged list's items.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ListOrder {
-    /// kustomize's (kyaml `merge2` with `ListIncreaseDirection: Prepend`): the items the patch
-    /// names first, in patch order, then the others in their original order (case k09).
-    #[default]
-    Kustomize,
-    /// Kubernetes apimachinery's (`normalizeElementOrder` + `mergeSortedSlice`): the opt-in
-    /// `--fix apimachinery-merge-order` (ADR 0003).
-    Apimachinery,
 }
 
 struct Ctx<'a> {

@@ -9,13 +9,20 @@
 //! (kustomize's defaults plus `configurations`) change; `$$` escapes a `$`; a var that is
 //! never used is not an error (kustomize only logs it).
 
-use crate::error::KustomizeError;
+use crate::error::{KustomizeError, Site};
+use crate::konfig::transformer_config::TransformerConfig;
 pub use crate::konfig::var_reference::default_var_reference;
-use crate::krusty::build::{TransformerConfig, VarDecl};
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
+use crate::types::kustomization::Var;
 use kiln_base::resource::Resource;
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// A var with the site of its declaration.
+pub struct VarDecl {
+    pub var: Var,
+    pub site: Site,
+}
 
 /// The original (namespace, name) of an object: before any prefix, suffix, namespace or
 /// hash renamed it.
@@ -245,7 +252,7 @@ pub fn resolve_vars(
         };
         values.insert(name, value);
     }
-    let mut specs: Vec<UserFieldSpec> = default_var_reference().to_vec();
+    let mut specs: Vec<FieldSpec> = default_var_reference().to_vec();
     for fs in &config.var_reference {
         if !specs.iter().any(|s| {
             s.kind == fs.kind && s.group == fs.group && s.version == fs.version && s.path == fs.path
@@ -257,7 +264,12 @@ pub fn resolve_vars(
     for res in resources.iter_mut() {
         for spec in specs.iter() {
             if spec.applies_to(res) {
-                spec.visit_mut(&mut res.value, &mut |v| replace_in(v, &values, &mut used));
+                crate::filters::fieldspec::visit_path_mut(
+                    &mut res.value,
+                    &spec.path,
+                    spec.create,
+                    &mut |v| replace_in(v, &values, &mut used),
+                );
             }
         }
     }

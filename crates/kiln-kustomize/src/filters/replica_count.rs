@@ -10,19 +10,9 @@
 //! Invariant: an entry that matches nothing is an error, as in kustomize.
 
 pub use crate::konfig::field_specs::REPLICAS_FIELD_SPECS;
+pub use crate::types::replica::Replica;
 use kiln_base::resource::Resource;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// One `replicas:` entry (kustomize `types.Replica`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Replica {
-    /// Name of the workload (current or original name).
-    pub name: String,
-    /// The replica count to set.
-    pub count: i64,
-}
 
 /// Errors of the replicas transformer.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -64,7 +54,12 @@ pub fn apply_replicas(
                     continue;
                 }
                 found = true;
-                spec.visit_mut(&mut res.value, &mut |v| *v = Value::from(replica.count));
+                crate::filters::fieldspec::visit_path_mut(
+                    &mut res.value,
+                    &spec.path,
+                    spec.create,
+                    &mut |v| *v = Value::from(replica.count),
+                );
             }
         }
         if !found {

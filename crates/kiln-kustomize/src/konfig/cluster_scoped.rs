@@ -5,7 +5,8 @@
 //! - [`is_cluster_scoped`]: kiln's, by group and kind, with newer kinds and well-known
 //!   cluster-scoped custom resources (`--fixes cluster-scope`, and what `emit` checks);
 //! - [`SELECTION_CLUSTER_SCOPED`]: the kinds whose objects compare as namespace-less when a
-//!   patch target selects by namespace (kustomize's `resid` scope).
+//!   patch target selects by namespace (kustomize's `resid` scope), read by
+//!   [`effective_namespace`] (kustomize `kyaml/resid/resid.go` `EffectiveNamespace`).
 
 use kiln_base::resource::Resource;
 
@@ -244,3 +245,16 @@ pub const SELECTION_CLUSTER_SCOPED: &[(&str, &str)] = &[
     ("flowcontrol.apiserver.k8s.io", "FlowSchema"),
     ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration"),
 ];
+
+/// kustomize's `resid.TotallyNotANamespace`: the namespace cluster-scoped objects compare as.
+pub const NOT_A_NAMESPACE: &str = "_non_namespaceable_";
+
+/// The namespace an object compares as (kustomize `ResId.EffectiveNamespace`):
+/// [`NOT_A_NAMESPACE`] for built-in cluster-scoped kinds, `default` when absent or empty,
+/// otherwise the namespace itself.
+pub fn effective_namespace<'a>(group: &str, kind: &str, namespace: Option<&'a str>) -> &'a str {
+    if SELECTION_CLUSTER_SCOPED.contains(&(group, kind)) {
+        return NOT_A_NAMESPACE;
+    }
+    namespace.filter(|s| !s.is_empty()).unwrap_or("default")
+}

@@ -3,7 +3,7 @@
 //! `replicas.go`): where each builtin transformer writes unless `configurations:` add more.
 //! Checked field by field against `kubectl kustomize`.
 
-use crate::types::fieldspec::{FieldSpec, UserFieldSpec};
+use crate::types::fieldspec::FieldSpec;
 
 const fn fs(
     group: &'static str,
@@ -12,13 +12,7 @@ const fn fs(
     path: &'static str,
     create: bool,
 ) -> FieldSpec {
-    FieldSpec {
-        group,
-        version,
-        kind,
-        path,
-        create,
-    }
+    FieldSpec::new(group, version, kind, path, create)
 }
 
 /// Pod (anti-)affinity and topology-spread label selectors; kustomize lists them for `apps`
@@ -97,12 +91,12 @@ pub const COMMON_ANNOTATIONS_FIELD_SPECS: &[FieldSpec] = &[
 ];
 
 /// The full `commonLabels` table: metadata, selectors, templates and affinity selectors.
-pub fn common_label_field_specs() -> Vec<UserFieldSpec> {
+pub fn common_label_field_specs() -> Vec<FieldSpec> {
     COMMON_LABELS_BASE
         .iter()
         .chain(DEPLOYMENT_AFFINITY.iter())
         .chain(STATEFULSET_AFFINITY.iter())
-        .map(UserFieldSpec::from)
+        .cloned()
         .collect()
 }
 

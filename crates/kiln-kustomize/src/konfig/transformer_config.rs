@@ -3,22 +3,22 @@
 //! added to the builtin tables of each transformer ([`super::field_specs`],
 //! [`super::name_references`]).
 
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use serde_json::Value;
 
 /// Custom field specs from `configurations` files (kustomize's `builtinconfig.TransformerConfig`),
 /// added to the builtin tables of each transformer.
 #[derive(Debug, Clone, Default)]
 pub struct TransformerConfig {
-    pub name_prefix: Vec<UserFieldSpec>,
-    pub name_suffix: Vec<UserFieldSpec>,
-    pub namespace: Vec<UserFieldSpec>,
-    pub common_labels: Vec<UserFieldSpec>,
-    pub template_labels: Vec<UserFieldSpec>,
-    pub common_annotations: Vec<UserFieldSpec>,
-    pub images: Vec<UserFieldSpec>,
-    pub replicas: Vec<UserFieldSpec>,
-    pub var_reference: Vec<UserFieldSpec>,
+    pub name_prefix: Vec<FieldSpec>,
+    pub name_suffix: Vec<FieldSpec>,
+    pub namespace: Vec<FieldSpec>,
+    pub common_labels: Vec<FieldSpec>,
+    pub template_labels: Vec<FieldSpec>,
+    pub common_annotations: Vec<FieldSpec>,
+    pub images: Vec<FieldSpec>,
+    pub replicas: Vec<FieldSpec>,
+    pub var_reference: Vec<FieldSpec>,
     /// `nameReference`: a referenced kind and the fields that refer to it.
     pub name_reference: Vec<NameBackReference>,
 }
@@ -29,10 +29,10 @@ pub struct NameBackReference {
     pub group: String,
     pub version: String,
     pub kind: String,
-    pub field_specs: Vec<UserFieldSpec>,
+    pub field_specs: Vec<FieldSpec>,
 }
 
-fn push_unique(list: &mut Vec<UserFieldSpec>, fs: UserFieldSpec) {
+fn push_unique(list: &mut Vec<FieldSpec>, fs: FieldSpec) {
     if !list.iter().any(|s| {
         s.group == fs.group && s.version == fs.version && s.kind == fs.kind && s.path == fs.path
     }) {
@@ -44,7 +44,7 @@ impl TransformerConfig {
     /// Merges `other` in (kustomize's `TransformerConfig.Merge`: union without duplicates;
     /// name references of the same kind are merged by field spec).
     pub fn merge(&mut self, other: &TransformerConfig) {
-        let pairs: [(&mut Vec<UserFieldSpec>, &Vec<UserFieldSpec>); 9] = [
+        let pairs: [(&mut Vec<FieldSpec>, &Vec<FieldSpec>); 9] = [
             (&mut self.name_prefix, &other.name_prefix),
             (&mut self.name_suffix, &other.name_suffix),
             (&mut self.namespace, &other.namespace),
@@ -144,7 +144,7 @@ pub(crate) fn lookup_ci<'v>(v: &'v Value, key: &str) -> Option<&'v Value> {
         .map(|(_, v)| v)
 }
 
-fn field_specs(v: &Value) -> Result<Vec<UserFieldSpec>, String> {
+fn field_specs(v: &Value) -> Result<Vec<FieldSpec>, String> {
     let mut out = Vec::new();
     for item in v.as_array().map(Vec::as_slice).unwrap_or_default() {
         let s = |k: &str| {
@@ -159,11 +159,11 @@ fn field_specs(v: &Value) -> Result<Vec<UserFieldSpec>, String> {
         if s("path").is_empty() {
             return Err(format!("field spec without a `path`: {item}"));
         }
-        out.push(UserFieldSpec {
-            group: s("group"),
-            version: s("version"),
-            kind: s("kind"),
-            path: s("path"),
+        out.push(FieldSpec {
+            group: s("group").into(),
+            version: s("version").into(),
+            kind: s("kind").into(),
+            path: s("path").into(),
             create,
         });
     }

@@ -1,6 +1,6 @@
 //! kustomize's default `varReference` table (legacy `vars`), used by `filters::refvar`.
 
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use std::sync::OnceLock;
 
 /// kustomize's default `varReference` field specs
@@ -80,20 +80,16 @@ PersistentVolume spec/nfs/server
 ";
 
 /// The default `varReference` table.
-pub fn default_var_reference() -> &'static [UserFieldSpec] {
-    static TABLE: OnceLock<Vec<UserFieldSpec>> = OnceLock::new();
+pub fn default_var_reference() -> &'static [FieldSpec] {
+    static TABLE: OnceLock<Vec<FieldSpec>> = OnceLock::new();
     TABLE.get_or_init(|| {
         DEFAULT_VAR_REFERENCE
             .lines()
             .filter_map(|l| l.split_once(' '))
-            .map(|(kind, path)| UserFieldSpec {
-                kind: if kind == "-" {
-                    String::new()
-                } else {
-                    kind.to_string()
-                },
-                path: path.to_string(),
-                ..UserFieldSpec::default()
+            .map(|(kind, path)| FieldSpec {
+                kind: if kind == "-" { "".into() } else { kind.into() },
+                path: path.into(),
+                ..FieldSpec::default()
             })
             .collect()
     })

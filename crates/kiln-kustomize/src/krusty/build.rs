@@ -29,6 +29,7 @@ use crate::builtins::sort_order_transformer;
 use crate::error::{KustomizeError, Site};
 use crate::filters::namespace::Scope;
 use crate::filters::patch_strategic_merge::ListOrder;
+use crate::filters::refvar::VarDecl;
 use crate::hash;
 use crate::konfig::openapi::{CustomSchema, OpenApi};
 pub use crate::konfig::transformer_config::{NameBackReference, TransformerConfig};
@@ -36,11 +37,10 @@ use crate::krusty::load::{
     Entry, KustFile, LoadRestrictor, Loader, is_remote, load_kustomization, parse_resources,
 };
 use crate::types::kustomization::Kustomization;
+use crate::utils::{ORIGIN_ANNOTATION, TRANSFORMATIONS_ANNOTATION, set_annotation};
 use kiln_base::fs::FileSystem;
 use kiln_base::resource::{ResId, Resource};
 use kiln_base::yaml;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
@@ -255,18 +255,17 @@ fn build_in(
     // IgnoreLocal: objects annotated `config.kubernetes.io/local-config: "true"` are dropped.
     resources.retain(|r| r.annotation("config.kubernetes.io/local-config") != Some("true"));
 
-    let sort_options: Option<sort_order_transformer::SortOptions> =
-        match &kf.kustomization.sort_options {
-            Some(s) => Some(convert(s).map_err(|m| {
-                KustomizeError::invalid(
-                    kf.site("/sortOptions"),
-                    m,
-                    "use `order: legacy` or `order: fifo`",
-                )
-            })?),
-            None => None,
-        };
-    sort_order_transformer::sort_resources(&mut resources, sort_options.as_ref())
+    let sort_options = kf.kustomization.sort_options.as_ref();
+    if let Some(s) = sort_options {
+        s.sort_order().map_err(|m| {
+            KustomizeError::invalid(
+                kf.site("/sortOptions"),
+                m,
+                "use `order: legacy` or `order: fifo`",
+            )
+        })?;
+    }
+    sort_order_transformer::sort_resources(&mut resources, sort_options)
         .map_err(|e| KustomizeError::transformer(kf.site("/sortOptions"), &e))?;
     strip_internal(&mut resources);
     Ok(resources)
@@ -319,28 +318,6 @@ pub fn annotate_origin(session: &Session, r: &mut Resource) {
     set_annotation(r, ORIGIN_ANNOTATION, text);
 }
 
-/// kustomize's origin annotation (`api/internal/utils/annotations.go`).
-pub const ORIGIN_ANNOTATION: &str = "config.kubernetes.io/origin";
-/// kustomize's list of the transformers that ran over an object (`api/resource/origin.go`
-/// `Transformations`, `resmap/reswrangler.go` `AddTransformerAnnotation`).
-pub const TRANSFORMATIONS_ANNOTATION: &str = "alpha.config.kubernetes.io/transformations";
-
-/// Sets one annotation, creating the map (or replacing a null one).
-pub fn set_annotation(r: &mut Resource, key: &str, text: String) {
-    let Some(md) = r.value.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let annotations = md
-        .entry("annotations")
-        .or_insert_with(|| Value::Object(serde_json::Map::new()));
-    if annotations.is_null() {
-        *annotations = Value::Object(serde_json::Map::new());
-    }
-    if let Some(a) = annotations.as_object_mut() {
-        a.insert(key.into(), Value::String(text));
-    }
-}
-
 fn is_manifest_file(file: &str) -> bool {
     [".yaml", ".yml", ".json"].iter().any(|e| file.ends_with(e))
 }
@@ -385,29 +362,6 @@ fn node_text(v: &Value) -> String {
         Value::Null => "null".into(),
         Value::Array(_) | Value::Object(_) => String::new(),
     }
-}
-
-/// Converts between two serde shapes of the same YAML (our kustomization types → a
-/// transformer's own config type). Our types skip empty fields when serializing (kustomize's
-/// `omitempty`) and nulls are dropped, so defaulted fields read as absent.
-pub fn convert<T: DeserializeOwned>(from: &impl Serialize) -> Result<T, String> {
-    fn prune(v: &mut Value) {
-        if let Value::Object(m) = v {
-            m.retain(|_, x| !x.is_null());
-            m.values_mut().for_each(prune);
-        } else if let Value::Array(a) = v {
-            a.iter_mut().for_each(prune);
-        }
-    }
-    let mut v = serde_json::to_value(from).map_err(|e| e.to_string())?;
-    prune(&mut v);
-    crate::types::kustomization::from_value_case_insensitive(v).map_err(|e| e.to_string())
-}
-
-/// A var with the site of its declaration.
-pub struct VarDecl {
-    pub var: crate::types::kustomization::Var,
-    pub site: Site,
 }
 
 /// What a kustomization (with its bases and components) has built so far
@@ -766,7 +720,6 @@ fn reject_unsupported(kf: &KustFile) -> Result<(), KustomizeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use indexmap::IndexMap;
     use serde_json::json;
 
     #[test]
@@ -787,33 +740,58 @@ mod tests {
         assert!(TransformerConfig::from_value(&json!({"images": [{"kind": "X"}]})).is_err());
     }
 
+    /// A kustomization's `labels[].fields`, `replicas` and `sortOptions` are read leniently
+    /// and checked where they are used; builtin configs read the same types strictly. The
+    /// messages are the ones the former twin types gave (checked against them).
     #[test]
-    fn convert_drops_nulls_but_keeps_empty_strings() {
-        #[derive(Serialize)]
-        struct A {
-            name: String,
-            opt: Option<bool>,
-            labels: IndexMap<String, String>,
+    fn lenient_entries_are_refused_where_used_with_the_strict_messages() {
+        use kiln_base::fs::MemFs;
+        let app = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n";
+        let cases = [
+            (
+                "labels:\n- pairs: {a: b}\n  fields:\n  - kind: Deployment\n",
+                "missing field `path`",
+            ),
+            (
+                "labels:\n- fields:\n  - {paht: x}\n",
+                "unknown field `paht`, expected one of `group`, `version`, `kind`, `path`, `create`",
+            ),
+            (
+                "replicas:\n- {name: null, count: 2}\n",
+                "missing field `name`",
+            ),
+            (
+                "replicas:\n- {name: web, cnt: 3}\n",
+                "unknown field `cnt`, expected `name` or `count`",
+            ),
+            (
+                "sortOptions: {order: bogus}\n",
+                "unknown variant `bogus`, expected `fifo` or `legacy`",
+            ),
+            ("sortOptions: {}\n", "missing field `order`"),
+            (
+                "transformers:\n- |\n  apiVersion: builtin\n  kind: LabelTransformer\n  metadata: {name: x}\n  fieldSpecs:\n  - {group: null, path: metadata/labels}\n",
+                "LabelTransformer: invalid type: null, expected a string",
+            ),
+            (
+                "transformers:\n- |\n  apiVersion: builtin\n  kind: ReplicaCountTransformer\n  metadata: {name: x}\n  replica: {name: web}\n",
+                "ReplicaCountTransformer: missing field `count`",
+            ),
+        ];
+        for (k, message) in cases {
+            let mut fs = MemFs::new();
+            fs.add_file(
+                "/t/kustomization.yaml",
+                format!("resources: [app.yaml]\n{k}"),
+            )
+            .add_file("/t/app.yaml", app);
+            let err = build(&fs, Path::new("/t"), &BuildOptions::default()).unwrap_err();
+            let text = format!("{err:?}");
+            assert!(
+                text.contains(&format!("message: {message:?}")),
+                "{k}: {text}"
+            );
         }
-        #[derive(serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        struct B {
-            name: String,
-            #[serde(default)]
-            opt: bool,
-            labels: IndexMap<String, String>,
-        }
-        let mut labels = IndexMap::new();
-        labels.insert("empty".to_string(), String::new());
-        let b: B = convert(&A {
-            name: "x".into(),
-            opt: None,
-            labels,
-        })
-        .unwrap();
-        assert_eq!(b.name, "x");
-        assert!(!b.opt);
-        assert_eq!(b.labels["empty"], "");
     }
 
     #[test]

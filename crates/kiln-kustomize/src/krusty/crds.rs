@@ -26,7 +26,7 @@
 
 use crate::builtins::patch_transformer::shape;
 use crate::konfig::transformer_config::{NameBackReference, TransformerConfig, lookup_ci};
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use serde_json::Value;
 
 /// Reads one `crds:` file (`text`, named `display` in errors) into the field specs it declares.
@@ -130,9 +130,9 @@ fn walk<'a>(
         };
         let ext = |key: &str| p.get(key).and_then(Value::as_str);
         path.push(prop_name.clone());
-        let spec = |path: &[String]| UserFieldSpec {
-            kind: kind.to_string(),
-            path: path.join("/"),
+        let spec = |path: &[String]| FieldSpec {
+            kind: kind.to_string().into(),
+            path: path.join("/").into(),
             ..Default::default()
         };
         if ext("x-kubernetes-annotation").is_some() {
@@ -176,7 +176,7 @@ fn walk<'a>(
     Ok(())
 }
 
-fn push(list: &mut Vec<UserFieldSpec>, fs: UserFieldSpec) {
+fn push(list: &mut Vec<FieldSpec>, fs: FieldSpec) {
     if !list.contains(&fs) {
         list.push(fs);
     }
@@ -205,7 +205,7 @@ mod tests {
     #[test]
     fn extensions_become_field_specs_of_the_kind() {
         let tc = config_from_openapi("gate.json", DEFS).unwrap();
-        let paths = |l: &[UserFieldSpec]| {
+        let paths = |l: &[FieldSpec]| {
             l.iter()
                 .map(|f| format!("{}:{}", f.kind, f.path))
                 .collect::<Vec<_>>()

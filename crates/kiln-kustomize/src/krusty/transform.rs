@@ -19,13 +19,11 @@ use crate::builtins::prefix_suffix_transformer::affix_fields;
 use crate::error::{KustomizeError, Site};
 use crate::filters::nameref::{self, NameReference, Referrer};
 use crate::filters::{imagetag, labels, namespace, prefix_suffix, replacement, replica_count};
-use crate::krusty::build::{
-    Accumulator, ORIGIN_ANNOTATION, TRANSFORMATIONS_ANNOTATION, TransformerConfig, convert,
-    set_annotation,
-};
+use crate::krusty::build::{Accumulator, TransformerConfig};
 use crate::krusty::load::{KustFile, Loader};
-use crate::types::fieldspec::UserFieldSpec;
+use crate::types::fieldspec::FieldSpec;
 use crate::types::selector;
+use crate::utils::{ORIGIN_ANNOTATION, TRANSFORMATIONS_ANNOTATION, set_annotation};
 use kiln_base::resource::Resource;
 use kiln_base::yaml;
 use serde_json::Value;
@@ -227,10 +225,15 @@ pub fn run_transformers(
 
     for (i, label) in k.labels.iter().enumerate() {
         let pointer = format!("/labels/{i}");
-        let entry: labels::Label = convert(label).map_err(|m| {
-            KustomizeError::invalid(kf.site(&pointer), m, "see kustomize's `labels` reference")
-        })?;
-        labels::apply_labels(res, &entry, &config.common_labels, &config.template_labels)
+        // kustomize lets a field spec go without `path`; kiln refuses it at the entry.
+        if label.fields.iter().any(|fs| fs.path.is_empty()) {
+            return Err(KustomizeError::invalid(
+                kf.site(&pointer),
+                "missing field `path`",
+                "see kustomize's `labels` reference",
+            ));
+        }
+        labels::apply_labels(res, label, &config.common_labels, &config.template_labels)
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
         ran(res, "LabelTransformer");
     }
@@ -258,14 +261,14 @@ pub fn run_transformers(
 
     for (i, r) in k.replicas.iter().enumerate() {
         let pointer = format!("/replicas/{i}");
-        let entry: replica_count::Replica = convert(r).map_err(|m| {
-            KustomizeError::invalid(
+        if r.name.is_empty() {
+            return Err(KustomizeError::invalid(
                 kf.site(&pointer),
-                m,
+                "missing field `name`",
                 "a replicas entry has `name` and `count`",
-            )
-        })?;
-        replica_count::apply_replicas(res, std::slice::from_ref(&entry))
+            ));
+        }
+        replica_count::apply_replicas(res, std::slice::from_ref(r))
             .map_err(|e| KustomizeError::transformer(kf.site(&pointer), &e))?;
         ran(res, "ReplicaCountTransformer");
     }
@@ -546,13 +549,13 @@ fn run_builtin(
 /// `namePrefix`/`nameSuffix`: the name itself through the prefix/suffix module (which keeps
 /// the rename history), plus any custom `namePrefix`/`nameSuffix` field specs of
 /// `configurations` (plain string edits, as kustomize's PrefixSuffixTransformer does there).
-fn affix(res: &mut [Resource], prefix: &str, suffix: &str, extra: &[UserFieldSpec]) {
+fn affix(res: &mut [Resource], prefix: &str, suffix: &str, extra: &[FieldSpec]) {
     if prefix.is_empty() && suffix.is_empty() {
         return;
     }
     prefix_suffix::apply_name_prefix(res, prefix);
     prefix_suffix::apply_name_suffix(res, suffix);
-    let extra: Vec<UserFieldSpec> = extra
+    let extra: Vec<FieldSpec> = extra
         .iter()
         .filter(|fs| fs.path != "metadata/name")
         .cloned()

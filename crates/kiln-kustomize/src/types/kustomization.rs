@@ -11,12 +11,16 @@
 //! down to the JSON pointer of the offending entry (e.g. `/patches/1/target`) so the caller can
 //! underline the right line.
 
+use super::configmapargs::ConfigMapArgs;
+use super::generatoroptions::GeneratorOptions;
+use super::helmchartargs::{HelmChart, HelmChartArgs, HelmGlobals};
+use super::image::Image;
+use super::labels::Label;
 use super::patch::Patch;
 use super::replacement::ReplacementField;
-use crate::builtins::generators::{ConfigMapArgs, GeneratorOptions, SecretArgs};
-use crate::builtins::helm_chart_inflation_generator::{HelmChart, HelmChartArgs, HelmGlobals};
-use crate::builtins::sort_order_transformer::LegacySortOptions;
-use crate::filters::imagetag::Image;
+use super::replica::{self, Replica};
+use super::secretargs::SecretArgs;
+use super::sortoptions::SortOptions;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
@@ -34,8 +38,8 @@ pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
 pub type StringMap = IndexMap<String, String>;
 
 /// Treats an explicit YAML `null` like an absent field, as Go's `encoding/json` does for
-/// slices, maps, strings and booleans. Shared with the transformer modules whose entry types
-/// [`Kustomization`] embeds (`generators`), so a field decodes the same wherever it is used.
+/// slices, maps, strings and booleans. Fields use it through [`nullable_fields!`]'s
+/// `#[nullable]`, so a field decodes the same wherever it is used.
 pub(crate) fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
@@ -43,6 +47,68 @@ where
 {
     Ok(Option::<T>::deserialize(d)?.unwrap_or_default())
 }
+
+/// Declares a serde struct whose fields marked `#[nullable]` read an explicit `null` as their
+/// default ([`nullable`]), as Go's `encoding/json` decodes kustomize's strings, slices, maps
+/// and booleans: the one way the engine reads kustomize's nullable fields. `#[nullable]` may
+/// stand anywhere among a field's attributes and means
+/// `#[serde(default, deserialize_with = "nullable")]`; a field without it decodes as serde
+/// does (an explicit `null` is then an error, as for `create` of a field spec). Everything
+/// else (strict unknown fields, renames, case-insensitive names through
+/// [`from_value_case_insensitive`], every error message) is the struct's own serde.
+///
+/// ```text
+/// nullable_fields! {
+///     #[derive(Deserialize)]
+///     #[serde(deny_unknown_fields)]
+///     pub struct Entry {
+///         #[nullable]
+///         pub name: String,
+///     }
+/// }
+/// ```
+macro_rules! nullable_fields {
+    ($(#[$m:meta])* $v:vis struct $name:ident { $($body:tt)* }) => {
+        $crate::types::kustomization::nullable_fields!(
+            @next [$(#[$m])* $v struct $name] [] [] [] $($body)*
+        );
+    };
+    // `#[nullable]`: noted for the field it precedes.
+    (@next $head:tt $done:tt $attrs:tt $flag:tt #[nullable] $($rest:tt)*) => {
+        $crate::types::kustomization::nullable_fields!(
+            @next $head $done $attrs [nullable] $($rest)*
+        );
+    };
+    // Any other attribute, doc comments included: kept in place.
+    (@next $head:tt $done:tt [$($attrs:tt)*] $flag:tt #[$a:meta] $($rest:tt)*) => {
+        $crate::types::kustomization::nullable_fields!(
+            @next $head $done [$($attrs)* #[$a]] $flag $($rest)*
+        );
+    };
+    // A field marked `#[nullable]`.
+    (@next $head:tt [$($done:tt)*] [$($attrs:tt)*] [nullable]
+        $fv:vis $f:ident : $t:ty $(, $($rest:tt)*)?) => {
+        $crate::types::kustomization::nullable_fields!(
+            @next $head [
+                $($done)*
+                $($attrs)*
+                #[serde(default, deserialize_with = "crate::types::kustomization::nullable")]
+                $fv $f: $t,
+            ] [] [] $($($rest)*)?
+        );
+    };
+    // Any other field.
+    (@next $head:tt [$($done:tt)*] [$($attrs:tt)*] []
+        $fv:vis $f:ident : $t:ty $(, $($rest:tt)*)?) => {
+        $crate::types::kustomization::nullable_fields!(
+            @next $head [$($done)* $($attrs)* $fv $f: $t,] [] [] $($($rest)*)?
+        );
+    };
+    (@next [$($head:tt)*] [$($done:tt)*] [] []) => {
+        $($head)* { $($done)* }
+    };
+}
+pub(crate) use nullable_fields;
 
 /// A kustomization file (`kind: Kustomization`, the default) or a component
 /// (`kind: Component`). Field names and types follow kustomize's `types.Kustomization`.
@@ -115,403 +181,201 @@ fn rename_key(v: &mut Value, from: &str, to: &str) -> bool {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Kustomization {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub api_version: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub kind: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub metadata: Option<ObjectMeta>,
-    /// `openapi: {path: schema.json}` or `{version: …}`; only affects merge keys of custom
-    /// kinds in strategic merge patches.
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub openapi: StringMap,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name_prefix: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name_suffix: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub namespace: String,
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub common_labels: StringMap,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub labels: Vec<Label>,
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub common_annotations: StringMap,
-    /// Legacy: file paths or inline strategic merge patches.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub patches_strategic_merge: Vec<String>,
-    /// Legacy: JSON 6902 patches with a target.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub patches_json6902: Vec<Patch>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub patches: Vec<Patch>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub images: Vec<Image>,
-    /// Legacy spelling of `images`.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub image_tags: Vec<Image>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub replacements: Vec<ReplacementField>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub replicas: Vec<Replica>,
-    /// Legacy: `$(VAR)` substitution.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub vars: Vec<Var>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub sort_options: Option<SortOptions>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub resources: Vec<String>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub components: Vec<String>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub crds: Vec<String>,
-    /// Legacy spelling of directory `resources`.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub bases: Vec<String>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub config_map_generator: Vec<ConfigMapArgs>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub secret_generator: Vec<SecretArgs>,
-    /// `helmGlobals`, `helmCharts` and the deprecated `helmChartInflationGenerator`: charts
-    /// rendered by kiln's Helm engine (`builtins::helm_chart_inflation_generator`).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub helm_globals: Option<HelmGlobals>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub helm_charts: Vec<HelmChart>,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub helm_chart_inflation_generator: Vec<HelmChartArgs>,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub generator_options: Option<GeneratorOptions>,
-    /// Transformer configuration files (custom field specs).
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub configurations: Vec<String>,
-    /// Generator plugin configs (files or inline YAML).
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub generators: Vec<String>,
-    /// Transformer plugin configs (files or inline YAML); builtin kinds are supported.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub transformers: Vec<String>,
-    /// Validator plugin configs; not supported.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub validators: Vec<String>,
-    /// `originAnnotations`, `transformerAnnotations`, `managedByLabel`.
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub build_metadata: Vec<String>,
+nullable_fields! {
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct Kustomization {
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub api_version: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub kind: String,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        pub metadata: Option<ObjectMeta>,
+        /// `openapi: {path: schema.json}` or `{version: …}`; only affects merge keys of custom
+        /// kinds in strategic merge patches.
+        #[nullable]
+        #[serde(skip_serializing_if = "IndexMap::is_empty")]
+        pub openapi: StringMap,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub name_prefix: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub name_suffix: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub namespace: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "IndexMap::is_empty")]
+        pub common_labels: StringMap,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub labels: Vec<Label>,
+        #[nullable]
+        #[serde(skip_serializing_if = "IndexMap::is_empty")]
+        pub common_annotations: StringMap,
+        /// Legacy: file paths or inline strategic merge patches.
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub patches_strategic_merge: Vec<String>,
+        /// Legacy: JSON 6902 patches with a target.
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub patches_json6902: Vec<Patch>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub patches: Vec<Patch>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub images: Vec<Image>,
+        /// Legacy spelling of `images`.
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub image_tags: Vec<Image>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub replacements: Vec<ReplacementField>,
+        /// Read as kustomize writes them ([`replica::lenient`]): a missing `name` is refused where
+        /// the entry is applied (`krusty::transform`), a missing `count` is 0.
+        #[serde(
+            skip_serializing_if = "Vec::is_empty",
+            default,
+            deserialize_with = "replica::lenient"
+        )]
+        pub replicas: Vec<Replica>,
+        /// Legacy: `$(VAR)` substitution.
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub vars: Vec<Var>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        pub sort_options: Option<SortOptions>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub resources: Vec<String>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub components: Vec<String>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub crds: Vec<String>,
+        /// Legacy spelling of directory `resources`.
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub bases: Vec<String>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub config_map_generator: Vec<ConfigMapArgs>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub secret_generator: Vec<SecretArgs>,
+        /// `helmGlobals`, `helmCharts` and the deprecated `helmChartInflationGenerator`: charts
+        /// rendered by kiln's Helm engine (`builtins::helm_chart_inflation_generator`).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        pub helm_globals: Option<HelmGlobals>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub helm_charts: Vec<HelmChart>,
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub helm_chart_inflation_generator: Vec<HelmChartArgs>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        pub generator_options: Option<GeneratorOptions>,
+        /// Transformer configuration files (custom field specs).
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub configurations: Vec<String>,
+        /// Generator plugin configs (files or inline YAML).
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub generators: Vec<String>,
+        /// Transformer plugin configs (files or inline YAML); builtin kinds are supported.
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub transformers: Vec<String>,
+        /// Validator plugin configs; not supported.
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub validators: Vec<String>,
+        /// `originAnnotations`, `transformerAnnotations`, `managedByLabel`.
+        #[nullable]
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        pub build_metadata: Vec<String>,
+    }
 }
 
-/// The `metadata` of a kustomization (ignored by the build).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ObjectMeta {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub namespace: String,
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub labels: StringMap,
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub annotations: StringMap,
+nullable_fields! {
+    /// The `metadata` of a kustomization (ignored by the build).
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct ObjectMeta {
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub name: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub namespace: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "IndexMap::is_empty")]
+        pub labels: StringMap,
+        #[nullable]
+        #[serde(skip_serializing_if = "IndexMap::is_empty")]
+        pub annotations: StringMap,
+    }
 }
 
-/// A field spec as written in a kustomization or a `configurations` file.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FieldSpecArgs {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub group: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub version: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub kind: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub path: String,
-    #[serde(default)]
-    pub create: bool,
+nullable_fields! {
+    /// The object a var points at (kustomize's `types.Target`).
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct VarTarget {
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub api_version: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub group: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub version: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub kind: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub name: String,
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub namespace: String,
+    }
 }
 
-/// One `labels` entry. Not `labels::Label`: its `UserFieldSpec` requires `path` while
-/// decoding, which would move the error for a path-less field spec from the entry to
-/// `fields` and change how builtin transformer configs decode their `fieldSpecs`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Label {
-    #[serde(
-        skip_serializing_if = "IndexMap::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub pairs: StringMap,
-    #[serde(default)]
-    pub include_selectors: bool,
-    #[serde(default)]
-    pub include_templates: bool,
-    #[serde(
-        skip_serializing_if = "Vec::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub fields: Vec<FieldSpecArgs>,
+nullable_fields! {
+    /// `fieldref` of a var.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct FieldSelector {
+        /// Go's JSON decoding matches keys case-insensitively, and real trees write `fieldpath`.
+        #[nullable]
+        #[serde(alias = "fieldpath", alias = "FieldPath", skip_serializing_if = "String::is_empty")]
+        pub field_path: String,
+    }
 }
 
-/// One `replicas` entry. Not `replicas::Replica`, which requires both fields (as a
-/// `ReplicaCountTransformer` config does): here `count` defaults to 0 and a missing `name` is
-/// reported by `transform` at the entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Replica {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    #[serde(default)]
-    pub count: i64,
-}
-
-/// The object a var points at (kustomize's `types.Target`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct VarTarget {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub api_version: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub group: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub version: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub kind: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub namespace: String,
-}
-
-/// `fieldref` of a var.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct FieldSelector {
-    /// Go's JSON decoding matches keys case-insensitively, and real trees write `fieldpath`.
-    #[serde(
-        alias = "fieldpath",
-        alias = "FieldPath",
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub field_path: String,
-}
-
-/// One legacy `vars` entry.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Var {
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub name: String,
-    #[serde(default)]
-    pub objref: VarTarget,
-    #[serde(default)]
-    pub fieldref: FieldSelector,
-}
-
-/// `sortOptions`. Not `order::SortOptions`: `order` stays a string here because kustomize
-/// only checks it on the root kustomization (`build` converts it there); a typed order would
-/// reject a bad value in a base too.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SortOptions {
-    /// `legacy` (default) or `fifo`.
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub order: String,
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub legacy_sort_options: Option<LegacySortOptions>,
+nullable_fields! {
+    /// One legacy `vars` entry.
+    #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Var {
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub name: String,
+        #[serde(default)]
+        pub objref: VarTarget,
+        #[serde(default)]
+        pub fieldref: FieldSelector,
+    }
 }
 
 /// Why a kustomization value was rejected: a message and the JSON pointer of the offending

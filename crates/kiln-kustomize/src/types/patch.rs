@@ -2,9 +2,8 @@
 //! [`Patch`] for `patches:` and legacy `patchesJson6902:` entries and for builtin
 //! `PatchTransformer` configs. Parsing and applying are in `builtins::patch_transformer`.
 
-use super::kustomization::nullable;
+use super::kustomization::{nullable, nullable_fields};
 use super::selector::Selector;
-use crate::filters::patch_strategic_merge::ListOrder;
 use indexmap::IndexMap;
 use serde::{Deserialize, Deserializer, Serialize};
 
@@ -37,33 +36,29 @@ impl<'de> Deserialize<'de> for PatchOptions {
     }
 }
 
-/// One `patches:` entry (also the shape of a legacy `patchesJson6902:` entry, where `target`
-/// holds group/version/kind/name/namespace and the patch must be JSON 6902): a file (`path`)
-/// or inline text (`patch`), and an optional `target`. Empty strings are absent, as with
-/// kustomize's `omitempty` fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Patch {
-    /// A file with the patch, relative to the kustomization directory.
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub path: String,
-    /// The patch inline.
-    #[serde(
-        skip_serializing_if = "String::is_empty",
-        default,
-        deserialize_with = "nullable"
-    )]
-    pub patch: String,
-    /// The resources to patch; required for JSON 6902, optional for strategic merge.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub target: Option<Selector>,
-    /// `allowNameChange`, `allowKindChange`.
-    #[serde(skip_serializing_if = "is_default_options", default)]
-    pub options: PatchOptions,
+nullable_fields! {
+    /// One `patches:` entry (also the shape of a legacy `patchesJson6902:` entry, where `target`
+    /// holds group/version/kind/name/namespace and the patch must be JSON 6902): a file (`path`)
+    /// or inline text (`patch`), and an optional `target`. Empty strings are absent, as with
+    /// kustomize's `omitempty` fields.
+    #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, rename_all = "camelCase")]
+    pub struct Patch {
+        /// A file with the patch, relative to the kustomization directory.
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub path: String,
+        /// The patch inline.
+        #[nullable]
+        #[serde(skip_serializing_if = "String::is_empty")]
+        pub patch: String,
+        /// The resources to patch; required for JSON 6902, optional for strategic merge.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        pub target: Option<Selector>,
+        /// `allowNameChange`, `allowKindChange`.
+        #[serde(skip_serializing_if = "is_default_options", default)]
+        pub options: PatchOptions,
+    }
 }
 
 fn is_default_options(o: &PatchOptions) -> bool {
@@ -100,4 +95,16 @@ impl PatchStrategicMerge {
             PatchSource::Path(&self.0)
         }
     }
+}
+
+/// The order of a merged list's items.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    /// kustomize's (kyaml `merge2` with `ListIncreaseDirection: Prepend`): the items the patch
+    /// names first, in patch order, then the others in their original order (case k09).
+    #[default]
+    Kustomize,
+    /// Kubernetes apimachinery's (`normalizeElementOrder` + `mergeSortedSlice`): the opt-in
+    /// `--fix apimachinery-merge-order` (ADR 0003).
+    Apimachinery,
 }
