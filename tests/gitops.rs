@@ -1094,6 +1094,8 @@ fn ci_recipe_publishes_where_the_warehouses_look() {
                 ),
             )
             .env("SOURCE_REPO", &remote)
+            // The render cache and its key in the test's own cache home, not the caller's.
+            .env("XDG_CACHE_HOME", t.path().join("xdg-cache"))
             .env("KILN_GIT_USERNAME", "x-access-token")
             .env_remove("KILN_GIT_PASSWORD")
             .output()
