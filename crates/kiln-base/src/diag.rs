@@ -94,7 +94,7 @@ impl Loc {
 
     /// A child location: `pointer` + `/` + the escaped `token`.
     pub fn join(&self, token: impl fmt::Display) -> Loc {
-        let token = token.to_string().replace('~', "~0").replace('/', "~1");
+        let token = crate::pointer::escape(&token.to_string());
         Loc {
             file: self.file,
             doc: self.doc,
@@ -322,18 +322,7 @@ pub struct Violation {
 /// A JSON Pointer as a field path for messages: `/spec/images/0/tag` → `spec.images[0].tag`;
 /// the root is `(document)`.
 pub fn field_path(pointer: &str) -> String {
-    let mut out = String::new();
-    for token in pointer.split('/').skip(1) {
-        let token = token.replace("~1", "/").replace("~0", "~");
-        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
-            out.push_str(&format!("[{token}]"));
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(&token);
-        }
-    }
+    let out = crate::pointer::field_path(pointer);
     if out.is_empty() {
         "(document)".into()
     } else {
@@ -361,7 +350,7 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
     match e.kind() {
         K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
             for name in unexpected {
-                let token = name.replace('~', "~0").replace('/', "~1");
+                let token = crate::pointer::escape(name);
                 out.push(Violation {
                     pointer: format!("{pointer}/{token}"),
                     key: true,

@@ -1703,10 +1703,9 @@ fn encoding(f: &mut Funcs) {
     });
     f.add("sha256sum", |_, a| {
         want(a, 1, "sha256sum")?;
-        use sha2::Digest;
-        Ok(Value::from(encode::hex(&sha2::Sha256::digest(
-            encode::go_bytes(&s_ref(&a[0])),
-        ))))
+        Ok(Value::from(kiln_base::digest::sha256_hex(
+            &encode::go_bytes(&s_ref(&a[0])),
+        )))
     });
     f.add("sha512sum", |_, a| {
         want(a, 1, "sha512sum")?;
