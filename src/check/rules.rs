@@ -840,27 +840,7 @@ pub(crate) fn did_you_mean<'a>(
     word: &str,
     candidates: impl Iterator<Item = &'a str>,
 ) -> Option<String> {
-    let limit = (word.chars().count() / 3).max(2);
-    candidates
-        .map(|c| (levenshtein(word, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min()
-        .map(|(_, c)| format!("did you mean `{c}`?"))
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
+    kiln_base::diag::closest(word, candidates, 2).map(|c| format!("did you mean `{c}`?"))
 }
 
 /// `true` when `pattern` (with `*` wildcards) matches `text`.

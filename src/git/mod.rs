@@ -250,19 +250,52 @@ pub enum GitError {
 }
 
 /// Maps a libgit2 error to [`GitError::Libgit2`], naming what kiln was doing.
-/// Creates the branch `refname` at `commit` only if it does not exist, checked under git's
-/// ref lock. `git_reference_create` without force checks for the ref before taking the lock
+/// Moves the branch `refname` to `commit` only if it still points at `expected`, or creates
+/// it only if it does not exist (`expected` is `None`), checked under git's ref lock: the one
+/// compare-and-swap of every push into a local repository (publish, promote). For a new
+/// branch, `git_reference_create` without force checks for the ref before taking the lock
 /// (libgit2 src/libgit2/refdb_fs.c `refdb_fs_backend__write`: `reference_path_available`,
 /// then `loose_lock`), so two creators can both pass and the second overwrites the first; an
 /// expected old value of zero is compared after the lock is taken (`cmp_old_ref`), and a
 /// branch someone created meanwhile fails the call (`GIT_EMODIFIED`).
-pub(crate) fn create_branch_exclusively<'r>(
+pub(crate) fn move_branch<'r>(
     repo: &'r Repository,
     refname: &str,
     commit: Oid,
+    expected: Option<Oid>,
     log: &str,
 ) -> Result<git2::Reference<'r>, git2::Error> {
-    repo.reference_matching(refname, commit, true, Oid::ZERO_SHA1, log)
+    repo.reference_matching(
+        refname,
+        commit,
+        true,
+        expected.unwrap_or(Oid::ZERO_SHA1),
+        log,
+    )
+}
+
+/// Pushes `refspec` to `remote` (never forced unless the refspec says `+`): `Ok(None)` when
+/// the remote took it, `Ok(Some(status))` when the remote refused the update (a
+/// non-fast-forward, a hook), `Err` when the push itself failed. The one push of publish and
+/// promote; each decides what a refusal means for its retries.
+pub(crate) fn push_ref(
+    remote: &mut git2::Remote<'_>,
+    auth: &RemoteAuth,
+    refspec: &str,
+) -> Result<Option<String>, git2::Error> {
+    let rejected = std::cell::RefCell::new(None);
+    let mut callbacks = remote_callbacks(auth);
+    callbacks.push_update_reference(|_, status| {
+        if let Some(s) = status {
+            *rejected.borrow_mut() = Some(s.to_string());
+        }
+        Ok(())
+    });
+    let mut options = git2::PushOptions::new();
+    options.remote_callbacks(callbacks);
+    remote.push(&[refspec], Some(&mut options))?;
+    drop(options);
+    Ok(rejected.into_inner())
 }
 
 pub(crate) fn lg(operation: &'static str) -> impl FnOnce(git2::Error) -> GitError {
