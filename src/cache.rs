@@ -237,13 +237,7 @@ pub struct Read {
     pub result: String,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    base16ct::lower::encode_string(bytes)
-}
-
-fn digest(bytes: &[u8]) -> String {
-    hex(&Sha256::digest(bytes))
-}
+use kiln_base::digest::{hex, sha256_hex as digest};
 
 fn result_digest<T: AsRef<[u8]>>(r: &io::Result<T>) -> String {
     match r {
@@ -995,11 +989,6 @@ impl Journal {
             .map(|(i, _)| i)
             .collect()
     }
-}
-
-/// SHA-256 (hex) of `bytes`, as the journal records written files.
-pub fn file_digest(bytes: &[u8]) -> String {
-    digest(bytes)
 }
 
 #[cfg(test)]

@@ -1064,11 +1064,7 @@ impl PlanEval<'_> {
         if pass.done.contains(key) {
             return;
         }
-        let loc = self.param_loc(
-            &format!("/{}", key.replace('~', "~0").replace('/', "~1")),
-            resolved_layers,
-            layers,
-        );
+        let loc = self.param_loc(&kiln_base::pointer::join("", key), resolved_layers, layers);
         if let Some(start) = pass.stack.iter().position(|k| k == key) {
             let mut cycle: Vec<&str> = pass.stack[start..].iter().map(String::as_str).collect();
             cycle.push(key);
@@ -1235,11 +1231,7 @@ impl PlanEval<'_> {
             for (i, layer) in resolved.iter().enumerate().rev() {
                 if layer.pointer(&p).is_some() {
                     let mut parts = p[1..].splitn(2, '/');
-                    let key = parts
-                        .next()
-                        .unwrap_or("")
-                        .replace("~1", "/")
-                        .replace("~0", "~");
+                    let key = kiln_base::pointer::unescape(parts.next().unwrap_or(""));
                     let rest = parts.next().map(|r| format!("/{r}")).unwrap_or_default();
                     return layers[i].1.at(&key, &rest);
                 }

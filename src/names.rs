@@ -6,10 +6,30 @@
 
 use serde_json::Value;
 
-/// Why `s` is not a DNS-1123 label (lower-case alphanumerics and `-`, alphanumeric at both
+/// Why `name` is not a DNS-1123 label (lower-case alphanumerics and `-`, alphanumeric at both
 /// ends, at most 63 characters).
-pub fn dns1123_label(s: &str) -> Option<String> {
-    crate::kargo::naming::dns_label_problem(s)
+pub fn dns1123_label(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("it is empty".into());
+    }
+    if name.len() > 63 {
+        return Some(format!(
+            "it has {} characters, at most 63 are allowed",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
+    {
+        return Some(format!(
+            "`{c}` is not allowed (only lower-case letters, digits and `-`)"
+        ));
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        return Some("it must start and end with a letter or digit".into());
+    }
+    None
 }
 
 /// Why `s` is not a DNS-1123 subdomain (DNS-1123 labels joined by `.`, at most 253).
@@ -223,6 +243,15 @@ pub fn object_problems(object: &Value) -> Vec<(String, String)> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn dns_labels() {
+        assert_eq!(dns1123_label("web"), None);
+        assert!(dns1123_label("Web").is_some());
+        assert!(dns1123_label("web_app").is_some());
+        assert!(dns1123_label("-web").is_some());
+        assert!(dns1123_label(&"a".repeat(64)).is_some());
+    }
 
     #[test]
     fn names_namespaces_and_label_keys_follow_the_api_server() {

@@ -859,7 +859,7 @@ pub fn run_render_with_progress(
         use rayon::prelude::*;
         set.files
             .par_iter()
-            .map(|(p, b)| (p.clone(), crate::cache::file_digest(b)))
+            .map(|(p, b)| (p.clone(), kiln_base::digest::sha256_hex(b)))
             .collect()
     };
     let mut known = crate::write::Known {
@@ -1000,7 +1000,7 @@ fn write_journal(
         plans: parts.plans,
         records,
         files: parts.files,
-        marker: crate::cache::file_digest(&marker),
+        marker: kiln_base::digest::sha256_hex(&marker),
         expressions: parts
             .expressions
             .iter()
@@ -1282,7 +1282,7 @@ fn render_incremental(
         digests.insert(w.path.clone(), w.digest.clone());
     }
     for (path, bytes) in &fresh.files {
-        digests.insert(path.clone(), crate::cache::file_digest(bytes));
+        digests.insert(path.clone(), kiln_base::digest::sha256_hex(bytes));
         set.insert(path.clone(), bytes.clone());
     }
     let new_secrets = secrets_by_file(&fresh);

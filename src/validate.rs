@@ -17,6 +17,7 @@ use crate::load::{LoadedComponent, LoadedPlatform};
 use crate::resource::Resource;
 use crate::spec::{self, Parameters};
 use indexmap::IndexMap;
+use kiln_base::pointer::escape;
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use serde::Serialize;
 use serde_json::Value;
@@ -580,11 +581,11 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
             )
         }));
     for (field, pointer, url) in urls {
-        if crate::git::has_credentials(url) {
+        if kiln_base::url::has_credentials(url) {
             let at = ck.sources.snippet(&Loc::new(file, pointer)).at;
             ck.errors.push(ValidateError::CredentialsInUrl {
                 field,
-                url: crate::git::redact(url),
+                url: kiln_base::url::redact(url),
                 at,
             });
         }
@@ -913,10 +914,6 @@ fn serialize_arcs<S: serde::Serializer>(v: &[Arc<Component>], s: S) -> Result<S:
     s.collect_seq(v.iter().map(Arc::as_ref))
 }
 
-fn escape(token: &str) -> String {
-    token.replace('~', "~0").replace('/', "~1")
-}
-
 impl Checker<'_> {
     fn unique<'n>(
         &mut self,
@@ -1225,7 +1222,7 @@ pub struct ImageRefCheck {
 }
 
 pub const OCI_TAG: ImageRefCheck = ImageRefCheck {
-    ok: crate::kargo::naming::is_oci_tag,
+    ok: is_oci_tag,
     what: "is not a valid OCI tag",
     help: "a tag is 1 to 128 of `A-Z a-z 0-9 _ . -`, not starting with `.` or `-` (`[A-Za-z0-9_][A-Za-z0-9._-]{0,127}`)",
 };
@@ -1235,6 +1232,17 @@ pub const OCI_DIGEST: ImageRefCheck = ImageRefCheck {
     what: "is not a digest",
     help: "a digest is `algorithm:hex`, e.g. `sha256:` and 64 hex digits (OCI image-spec descriptor.md)",
 };
+
+/// Whether `s` is a valid OCI tag: `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}` (OCI distribution
+/// spec, "Pulling manifests"). A semver range such as `~1.4` or `>=1.0` is not one.
+pub fn is_oci_tag(s: &str) -> bool {
+    let mut chars = s.chars();
+    s.len() <= 128
+        && chars
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
+}
 
 /// The OCI digest grammar (image-spec `descriptor.md`): `algorithm ":" encoded`, algorithm
 /// `[a-z0-9]+([+._-][a-z0-9]+)*`, encoded `[a-zA-Z0-9=_-]+`; a `sha256`/`sha512` digest must

@@ -458,7 +458,7 @@ pub fn verify_unchanged(
         return false;
     };
     let same_marker = crate::fs::read_regular(&out.join(MANIFEST))
-        .is_ok_and(|b| crate::cache::file_digest(&b) == marker);
+        .is_ok_and(|b| kiln_base::digest::sha256_hex(&b) == marker);
     if !same_marker {
         return false;
     }
@@ -479,7 +479,7 @@ pub fn verify_unchanged(
         let target = out.join(&w.path);
         known.unchanged(&w.path, &target, &w.digest)
             || crate::fs::read_regular(&target)
-                .is_ok_and(|b| crate::cache::file_digest(&b) == w.digest)
+                .is_ok_and(|b| kiln_base::digest::sha256_hex(&b) == w.digest)
     })
 }
 

@@ -98,59 +98,10 @@ fn parse(name: &str, text: &str) -> Result<Vec<Value>, String> {
     yaml::parse_stream(name, text).map_err(|e| format!("{e}"))
 }
 
-/// A line diff (longest common subsequence) of two texts, `-` expected, `+` actual, with a
-/// little context; enough to read a failing case.
+/// A unified diff of two texts (kiln's own, `git::diff::unified`), `-` expected, `+` actual;
+/// enough to read a failing case.
 fn diff(expected: &str, actual: &str) -> String {
-    let a: Vec<&str> = expected.lines().collect();
-    let b: Vec<&str> = actual.lines().collect();
-    if a.len() * b.len() > 25_000_000 {
-        return format!(
-            "(outputs too large to diff: {} vs {} lines)",
-            a.len(),
-            b.len()
-        );
-    }
-    let mut lcs = vec![vec![0u32; b.len() + 1]; a.len() + 1];
-    for i in (0..a.len()).rev() {
-        for j in (0..b.len()).rev() {
-            lcs[i][j] = if a[i] == b[j] {
-                lcs[i + 1][j + 1] + 1
-            } else {
-                lcs[i + 1][j].max(lcs[i][j + 1])
-            };
-        }
-    }
-    let mut ops: Vec<(char, &str)> = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() || j < b.len() {
-        if i < a.len() && j < b.len() && a[i] == b[j] {
-            ops.push((' ', a[i]));
-            i += 1;
-            j += 1;
-        } else if j < b.len() && (i == a.len() || lcs[i][j + 1] >= lcs[i + 1][j]) {
-            ops.push(('+', b[j]));
-            j += 1;
-        } else {
-            ops.push(('-', a[i]));
-            i += 1;
-        }
-    }
-    let mut out = String::new();
-    let mut shown = 0;
-    for (k, (op, line)) in ops.iter().enumerate() {
-        let near = ops[k.saturating_sub(3)..(k + 4).min(ops.len())]
-            .iter()
-            .any(|(o, _)| *o != ' ');
-        if near {
-            out.push_str(&format!("{op} {line}\n"));
-            shown += 1;
-            if shown > 120 {
-                out.push_str("… (diff truncated)\n");
-                break;
-            }
-        }
-    }
-    out
+    kiln::git::diff::unified(expected, actual)
 }
 
 /// Compares produced documents with expected ones; `Err` holds a readable report.

@@ -7,8 +7,11 @@
 
 use super::schemas::{Gvk, SchemaSet, builtin_validator, is_expression};
 use super::{CheckError, Document, RawFinding, Rule};
+use crate::kargo::AUTHORIZED_STAGE;
+use crate::promote::steps::DEFAULT_ARGOCD_NAMESPACE;
 use jsonschema::Validator;
 use jsonschema::error::{TypeKind, ValidationErrorKind};
+use kiln_base::pointer::escape as esc;
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -18,10 +21,6 @@ use std::sync::LazyLock;
 pub const KARGO_GROUP: &str = "kargo.akuity.io";
 /// Argo CD's API group.
 pub const ARGOCD_GROUP: &str = "argoproj.io";
-/// Annotation that lets a Kargo Stage update an Argo CD Application (`<project>:<stage>`).
-pub const AUTHORIZED_STAGE: &str = "kargo.akuity.io/authorized-stage";
-/// Namespace `argocd-update` assumes when an app entry names none (the controller default).
-const DEFAULT_ARGOCD_NAMESPACE: &str = "argocd";
 
 /// Step aliases Kargo reserves for generated ones (pkg/promotion `ReservedStepAliasRegex`).
 static RESERVED_ALIAS: LazyLock<Regex> =
@@ -175,11 +174,6 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
     references(&objects, docs, &mut out.raw);
     super::semantics::run(docs, &mut out.raw);
     Ok(out)
-}
-
-/// Escapes one JSON Pointer segment (RFC 6901).
-fn esc(s: &str) -> String {
-    s.replace('~', "~0").replace('/', "~1")
 }
 
 /// A value shortened for messages.
@@ -846,27 +840,7 @@ pub(crate) fn did_you_mean<'a>(
     word: &str,
     candidates: impl Iterator<Item = &'a str>,
 ) -> Option<String> {
-    let limit = (word.chars().count() / 3).max(2);
-    candidates
-        .map(|c| (levenshtein(word, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min()
-        .map(|(_, c)| format!("did you mean `{c}`?"))
-}
-
-fn levenshtein(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut prev = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let cur = row[j + 1];
-            row[j + 1] = (prev + usize::from(ca != *cb)).min(row[j] + 1).min(cur + 1);
-            prev = cur;
-        }
-    }
-    row[b.len()]
+    kiln_base::diag::closest(word, candidates, 2).map(|c| format!("did you mean `{c}`?"))
 }
 
 /// `true` when `pattern` (with `*` wildcards) matches `text`.

@@ -257,7 +257,7 @@ fn digest_constraints(doc: usize, warehouse: &Value, out: &mut Vec<RawFinding>) 
         let Some(c) = image["constraint"].as_str() else {
             continue;
         };
-        if !crate::kargo::naming::is_oci_tag(c) {
+        if !crate::validate::is_oci_tag(c) {
             out.push(RawFinding {
                 rule: Rule::DigestConstraintNotTag,
                 doc,
@@ -304,7 +304,7 @@ fn container_images(v: &Value, at: String, out: &mut Vec<(String, String)>) {
     match v {
         Value::Object(map) => {
             for (k, child) in map {
-                let here = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                let here = kiln_base::pointer::join(&at, k);
                 if matches!(
                     k.as_str(),
                     "containers" | "initContainers" | "ephemeralContainers"

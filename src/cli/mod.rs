@@ -584,7 +584,7 @@ fn cache_dir_for(args: &RenderArgs) -> Option<PathBuf> {
         None => {
             let root =
                 crate::load::repository_root(&crate::fs::RealFs, &args.platform, None).ok()?;
-            let digest = crate::cache::file_digest(root.as_os_str().as_encoded_bytes());
+            let digest = kiln_base::digest::sha256_hex(root.as_os_str().as_encoded_bytes());
             cache_home()?.join("kiln").join(digest)
         }
     };

@@ -654,10 +654,7 @@ fn publish_local(
         }
         let log = format!("kiln publish: {}", first_line(&plan.message));
         // Compare-and-swap: only move the branch if it still points where we built on.
-        let moved = match &tip {
-            Some(tip) => repo.reference_matching(refname, commit, true, tip.id(), &log),
-            None => super::create_branch_exclusively(&repo, refname, commit, &log),
-        };
+        let moved = super::move_branch(&repo, refname, commit, tip.as_ref().map(|t| t.id()), &log);
         if moved.is_err() && checked_out {
             clear_journal(&repo);
         }
@@ -1109,27 +1106,14 @@ fn publish_remote(
         repo.reference(local, commit, true, "kiln publish")
             .map_err(lg("recording the commit"))?;
 
-        let rejection = std::cell::RefCell::new(None::<String>);
-        let result = {
-            let mut callbacks = remote_callbacks(&options.auth);
-            callbacks.push_update_reference(|_, status| {
-                if let Some(status) = status {
-                    *rejection.borrow_mut() = Some(status.to_string());
-                }
-                Ok(())
-            });
-            let mut push = git2::PushOptions::new();
-            push.remote_callbacks(callbacks);
-            // No leading `+`: a non-fast-forward is refused, never forced.
-            remote.push(&[format!("{local}:{refname}")], Some(&mut push))
-        };
-        match (result, rejection.into_inner()) {
-            (Ok(()), None) => return Ok(outcome(Some(commit), Some(&plan))),
-            (Ok(()), Some(status)) => last_reason = status,
-            (Err(e), _) if e.code() == git2::ErrorCode::NotFastForward => {
+        // No leading `+`: a non-fast-forward is refused, never forced.
+        match super::push_ref(&mut remote, &options.auth, &format!("{local}:{refname}")) {
+            Ok(None) => return Ok(outcome(Some(commit), Some(&plan))),
+            Ok(Some(status)) => last_reason = status,
+            Err(e) if e.code() == git2::ErrorCode::NotFastForward => {
                 last_reason = e.message().to_string();
             }
-            (Err(e), _) => return Err(network_error(url, &e)),
+            Err(e) => return Err(network_error(url, &e)),
         }
         back_off(attempt);
     }

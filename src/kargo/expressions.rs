@@ -45,8 +45,7 @@ fn walk(v: &Value, at: &mut String, out: &mut Vec<(String, String)>) {
         Value::Object(m) => {
             for (k, child) in m {
                 let len = at.len();
-                at.push('/');
-                at.push_str(&k.replace('~', "~0").replace('/', "~1"));
+                kiln_base::pointer::push(at, k);
                 if k.contains("${{") {
                     out.push((at.clone(), k.clone()));
                 }

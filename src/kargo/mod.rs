@@ -603,7 +603,9 @@ pub fn image_strategy(i: &crate::spec::Image) -> Strategy {
         Some(crate::spec::ImageStrategy::SemVer) => Strategy::SemVer,
         None if i.digest.is_some()
             && i.tag.is_none()
-            && i.constraint.as_deref().is_none_or(naming::is_oci_tag) =>
+            && i.constraint
+                .as_deref()
+                .is_none_or(crate::validate::is_oci_tag) =>
         {
             Strategy::Digest
         }
@@ -684,7 +686,7 @@ pub fn emit_kargo_each(
     let mut seen = Seen::default();
     let mut resolved: Vec<(&Project, Vec<Pair<'_>>)> = Vec::new();
     for project in input.projects() {
-        if let Some(reason) = naming::dns_label_problem(&project.name) {
+        if let Some(reason) = crate::names::dns1123_label(&project.name) {
             let (at, src, span) = snippet(input.sources(), &project.loc.join("name"));
             errors.push(KargoError::InvalidProjectName {
                 name: project.name.clone(),
@@ -840,7 +842,7 @@ fn pairs<'a>(
                     // One Stage per (project, environment): checked with the first component.
                     continue;
                 }
-                if let Some(reason) = naming::dns_label_problem(name) {
+                if let Some(reason) = crate::names::dns1123_label(name) {
                     let (at, src, span) = here();
                     errors.push(KargoError::InvalidGeneratedName {
                         kind,

@@ -33,17 +33,6 @@ pub fn application_name(project: &str, component: &str, environment: &str) -> St
     format!("{project}-{component}-{environment}")
 }
 
-/// Whether `s` is a valid OCI tag: `[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}` (OCI distribution
-/// spec, "Pulling manifests"). A semver range such as `~1.4` or `>=1.0` is not one.
-pub fn is_oci_tag(s: &str) -> bool {
-    let mut chars = s.chars();
-    s.len() <= 128
-        && chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-'))
-}
-
 /// Step aliases of the generated promotion template, in step order.
 pub const ALIASES: [&str; 8] = [
     "clone-source",
@@ -55,32 +44,6 @@ pub const ALIASES: [&str; 8] = [
     "push",
     "sync",
 ];
-
-/// Why `name` is not a DNS-1123 label (`[a-z0-9]([-a-z0-9]*[a-z0-9])?`, at most 63
-/// characters), or `None` when it is one.
-pub fn dns_label_problem(name: &str) -> Option<String> {
-    if name.is_empty() {
-        return Some("it is empty".into());
-    }
-    if name.len() > 63 {
-        return Some(format!(
-            "it has {} characters, at most 63 are allowed",
-            name.len()
-        ));
-    }
-    if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_lowercase() || c.is_ascii_digit() || *c == '-'))
-    {
-        return Some(format!(
-            "`{c}` is not allowed (only lower-case letters, digits and `-`)"
-        ));
-    }
-    if name.starts_with('-') || name.ends_with('-') {
-        return Some("it must start and end with a letter or digit".into());
-    }
-    None
-}
 
 /// Why `branch` is not a branch name both git and Kargo accept, or `None`: git's
 /// `check-ref-format --branch` (no `.lock` ending, no `@{`, …), none of the names that read as
@@ -179,12 +142,7 @@ mod tests {
     }
 
     #[test]
-    fn dns_labels_and_branches() {
-        assert_eq!(dns_label_problem("web"), None);
-        assert!(dns_label_problem("Web").is_some());
-        assert!(dns_label_problem("web_app").is_some());
-        assert!(dns_label_problem("-web").is_some());
-        assert!(dns_label_problem(&"a".repeat(64)).is_some());
+    fn branches() {
         assert_eq!(branch_problem("stage/dev"), None);
         // Issue 39, item 18: names git or Kargo would take for something else.
         for bad in [

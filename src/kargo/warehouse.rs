@@ -127,7 +127,7 @@ fn image_subscriptions(
             Strategy::Digest => {
                 // The mutable tag to follow: the constraint, else the base tag.
                 match img.constraint.as_ref().or(img.tag.as_ref()) {
-                    Some(tag) if !naming::is_oci_tag(tag) => {
+                    Some(tag) if !crate::validate::is_oci_tag(tag) => {
                         let (at, src, span) = snippet(input.sources(), &at_image("constraint"));
                         errors.push(KargoError::DigestConstraintNotTag {
                             component: component.name.clone(),

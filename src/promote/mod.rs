@@ -712,7 +712,6 @@ pub fn assemble_freight(
 /// A stable Freight name: the first 40 hex digits of the SHA-256 of its artifacts (Kargo
 /// uses SHA-1 of the same kind of list; the exact value only labels the promotion).
 pub fn freight_name(freight: &FreightSet) -> String {
-    use sha2::{Digest, Sha256};
     let mut artifacts: Vec<String> = Vec::new();
     for r in &freight.references {
         for c in &r.commits {
@@ -723,8 +722,9 @@ pub fn freight_name(freight: &FreightSet) -> String {
         }
     }
     artifacts.sort();
-    let digest = Sha256::digest(artifacts.join("|").as_bytes());
-    base16ct::lower::encode_string(&digest[..20])
+    let mut name = kiln_base::digest::sha256_hex(artifacts.join("|").as_bytes());
+    name.truncate(40);
+    name
 }
 
 /// What `kiln promote` runs with.

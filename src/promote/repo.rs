@@ -183,10 +183,11 @@ impl Git<'_> {
             Location::Local(p) => {
                 let repo = open_local(&p, url)?;
                 let commit = empty_commit(&repo, signature)?;
-                crate::git::create_branch_exclusively(
+                crate::git::move_branch(
                     &repo,
                     &refname,
                     commit,
+                    None,
                     "kiln promote: create branch",
                 )
                 .map_err(lg("creating the branch"))?;
@@ -418,22 +419,14 @@ impl Git<'_> {
                         )));
                     }
                     copy_objects(&repo, &target, head, remote_tip).map_err(other)?;
-                    let moved = match remote_tip {
-                        Some(old) => target.reference_matching(
-                            &refname,
-                            head,
-                            true,
-                            old,
-                            "kiln promote: push",
-                        ),
-                        None => crate::git::create_branch_exclusively(
-                            &target,
-                            &refname,
-                            head,
-                            "kiln promote: push",
-                        ),
-                    };
-                    moved.is_ok()
+                    crate::git::move_branch(
+                        &target,
+                        &refname,
+                        head,
+                        remote_tip,
+                        "kiln promote: push",
+                    )
+                    .is_ok()
                 }
                 Location::Remote(_) => {
                     repo.reference("refs/kiln/push", head, true, "")
@@ -542,28 +535,16 @@ fn empty_commit(repo: &Repository, signature: &git2::Signature<'_>) -> Result<Oi
         .map_err(lg("making the initial commit"))
 }
 
+/// [`crate::git::push_ref`], a refusal or failure as promote reports it.
 fn push_refspec(
     remote: &mut git2::Remote<'_>,
     auth: &crate::git::RemoteAuth,
     refspec: &str,
 ) -> Result<(), String> {
-    let rejected = std::cell::RefCell::new(None);
-    let mut callbacks = crate::git::remote_callbacks(auth);
-    callbacks.push_update_reference(|_, status| {
-        if let Some(s) = status {
-            *rejected.borrow_mut() = Some(s.to_string());
-        }
-        Ok(())
-    });
-    let mut po = git2::PushOptions::new();
-    po.remote_callbacks(callbacks);
-    remote
-        .push(&[refspec], Some(&mut po))
-        .map_err(|e| e.message().to_string())?;
-    drop(po);
-    match rejected.into_inner() {
-        Some(s) => Err(format!("rejected ({s})")),
-        None => Ok(()),
+    match crate::git::push_ref(remote, auth, refspec) {
+        Ok(None) => Ok(()),
+        Ok(Some(s)) => Err(format!("rejected ({s})")),
+        Err(e) => Err(e.message().to_string()),
     }
 }
 

@@ -94,7 +94,7 @@ impl Loc {
 
     /// A child location: `pointer` + `/` + the escaped `token`.
     pub fn join(&self, token: impl fmt::Display) -> Loc {
-        let token = token.to_string().replace('~', "~0").replace('/', "~1");
+        let token = crate::pointer::escape(&token.to_string());
         Loc {
             file: self.file,
             doc: self.doc,
@@ -186,13 +186,25 @@ pub fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<String> {
-    let limit = (name.chars().count() / 3).max(1);
+    closest(name, candidates, 1).map(str::to_string)
+}
+
+/// The candidate closest to `name` by edit distance (optimal string alignment: a swap of two
+/// neighbouring characters is one edit, so `dve` is one edit from `dev`), the first by name
+/// among equals, within a third of the name's length and at least `reach` edits; the one
+/// rule behind every "did you mean" help.
+pub fn closest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+    reach: usize,
+) -> Option<&'a str> {
+    let limit = (name.chars().count() / 3).max(reach);
     candidates
         .into_iter()
-        .map(|c| (edit_distance(name, c), c))
+        .map(|c| (strsim::osa_distance(name, c), c))
         .filter(|(d, _)| *d <= limit)
-        .min_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(b.1)))
-        .map(|(_, c)| c.to_string())
+        .min()
+        .map(|(_, c)| c)
 }
 
 /// "did you mean `x`?" or a fallback help text listing the known names.
@@ -212,33 +224,6 @@ pub fn help_for_name<'a>(
             }
         }
     }
-}
-
-/// Edit distance counting a swap of two neighbouring characters as one edit (optimal string
-/// alignment), so `dve` is one edit from `dev`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
-    for (i, row) in d.iter_mut().enumerate() {
-        row[0] = i;
-    }
-    for (j, cell) in d[0].iter_mut().enumerate() {
-        *cell = j;
-    }
-    for i in 1..=a.len() {
-        for j in 1..=b.len() {
-            let cost = usize::from(a[i - 1] != b[j - 1]);
-            let mut best = (d[i - 1][j] + 1)
-                .min(d[i][j - 1] + 1)
-                .min(d[i - 1][j - 1] + cost);
-            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
-                best = best.min(d[i - 2][j - 2] + 1);
-            }
-            d[i][j] = best;
-        }
-    }
-    d[a.len()][b.len()]
 }
 
 /// Every error one stage found, reported together. Renders as a summary line with each error
@@ -322,18 +307,7 @@ pub struct Violation {
 /// A JSON Pointer as a field path for messages: `/spec/images/0/tag` → `spec.images[0].tag`;
 /// the root is `(document)`.
 pub fn field_path(pointer: &str) -> String {
-    let mut out = String::new();
-    for token in pointer.split('/').skip(1) {
-        let token = token.replace("~1", "/").replace("~0", "~");
-        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
-            out.push_str(&format!("[{token}]"));
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(&token);
-        }
-    }
+    let out = crate::pointer::field_path(pointer);
     if out.is_empty() {
         "(document)".into()
     } else {
@@ -361,7 +335,7 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
     match e.kind() {
         K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
             for name in unexpected {
-                let token = name.replace('~', "~0").replace('/', "~1");
+                let token = crate::pointer::escape(name);
                 out.push(Violation {
                     pointer: format!("{pointer}/{token}"),
                     key: true,

@@ -5,11 +5,17 @@
 //! - [`yaml`]: the one YAML boundary (reader typing scalars as kubectl does, span index,
 //!   kustomize-style emitter, go-yaml's scalar rules);
 //! - [`resource`]: `Resource` and `ResId`, the unit the engines pass along;
-//! - [`diag`]: source files kept for late diagnostics, and the snippet clipping.
+//! - [`diag`]: source files kept for late diagnostics, and the snippet clipping;
+//! - [`pointer`](mod@pointer): JSON Pointer escaping (RFC 6901) and field paths;
+//! - [`digest`]: SHA-256 in hex;
+//! - [`url`]: credentials removed from URLs before they are shown.
 // Unit tests build their trees on disk; the boundary (clippy.toml) holds for library code.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
 pub mod diag;
+pub mod digest;
 pub mod fs;
+pub mod pointer;
 pub mod resource;
+pub mod url;
 pub mod yaml;

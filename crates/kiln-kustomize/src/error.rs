@@ -42,19 +42,7 @@ impl fmt::Display for Location {
 
 /// `/patches/1/target` → `patches[1].target`, the way a user reads a field path.
 pub fn pointer_to_field(pointer: &str) -> String {
-    let mut out = String::new();
-    for token in pointer.split('/').skip(1) {
-        let token = token.replace("~1", "/").replace("~0", "~");
-        if !token.is_empty() && token.bytes().all(|b| b.is_ascii_digit()) {
-            out.push_str(&format!("[{token}]"));
-        } else {
-            if !out.is_empty() {
-                out.push('.');
-            }
-            out.push_str(&token);
-        }
-    }
-    out
+    kiln_base::pointer::field_path(pointer)
 }
 
 /// A location plus the source text, ready to be put into a diagnostic. Built with

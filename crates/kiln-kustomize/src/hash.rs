@@ -18,9 +18,9 @@
 //! the empty string `""`, not `null` or `{}`. SHA-256 of those bytes, first 10 hex digits,
 //! then kustomize's (kubectl's) vowel-avoiding substitution `0→g 1→h 3→k a→m e→t`.
 
+use kiln_base::digest::sha256_hex as hex_sha256;
 use kiln_base::resource::Resource;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::fmt::Write as _;
 
 /// Errors of the hash suffix transformer.
@@ -110,10 +110,6 @@ pub fn apply_hash_suffixes(resources: &mut [Resource]) -> Result<(), HashError> 
         res.meta.needs_hash_suffix = false;
     }
     Ok(())
-}
-
-fn hex_sha256(data: &[u8]) -> String {
-    base16ct::lower::encode_string(&Sha256::digest(data))
 }
 
 /// kubectl's `hash.encode`: first 10 hex digits, with `0 1 3 a e` replaced so the result

@@ -145,9 +145,7 @@ enum Frame {
     },
 }
 
-fn escape_token(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
+use crate::pointer::escape as escape_token;
 
 impl SpanIndex {
     /// Builds the index from a YAML text; a text that does not parse gives the nodes seen

@@ -537,10 +537,9 @@ fn bcrypt_like(seed: &RefCell<Seed>) -> String {
 pub(super) fn hashes(f: &mut Funcs) {
     use super::encode;
     f.add1("sha256sum", |_, a0| {
-        use sha2::Digest;
-        Ok(Value::from(encode::hex(&sha2::Sha256::digest(
-            crate::template::fmt::go_bytes(&s_ref(a0)),
-        ))))
+        Ok(Value::from(kiln_base::digest::sha256_hex(
+            &crate::template::fmt::go_bytes(&s_ref(a0)),
+        )))
     });
     f.add1("sha512sum", |_, a0| {
         use sha2::Digest;

@@ -8,8 +8,6 @@
 
 use super::parse::{Arg, Branch, Cmd, FuncId, Node, Pipe, Pos, Span, Tree};
 use super::value::Value;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -21,59 +19,10 @@ use std::sync::Arc;
 /// `Rc<Funcs>`.
 pub type Func = Box<dyn Fn(&mut Exec, &[Value]) -> Result<Value, String>>;
 
-/// FxHash (rustc's): names are short and not attacker-chosen, and SipHash was a visible
-/// part of every function and template lookup. Only used for lookups, never iterated into
-/// output.
-#[derive(Default, Clone, Copy)]
-pub struct FxHasher(u64);
-
-impl FxHasher {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(K);
-    }
-}
-
-impl Hasher for FxHasher {
-    /// Eight bytes a step, then the tail in at most three steps (4, 2, 1 bytes): a name's
-    /// tail was hashed a byte a step, and names are hashed for every function call the
-    /// parser resolves and every template looked up.
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut b = bytes;
-        while let Some((w, rest)) = b.split_first_chunk::<8>() {
-            self.add(u64::from_le_bytes(*w));
-            b = rest;
-        }
-        if let Some((w, rest)) = b.split_first_chunk::<4>() {
-            self.add(u64::from(u32::from_le_bytes(*w)));
-            b = rest;
-        }
-        if let Some((w, rest)) = b.split_first_chunk::<2>() {
-            self.add(u64::from(u16::from_le_bytes(*w)));
-            b = rest;
-        }
-        if let Some(&x) = b.first() {
-            self.add(u64::from(x));
-        }
-    }
-    /// `str`'s hash ends with one such byte.
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(u64::from(i));
-    }
-    #[inline]
-    fn write_usize(&mut self, i: usize) {
-        self.add(i as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// A `HashMap` with [`FxHasher`].
-pub type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// A `HashMap` with FxHash (rustc's, the `rustc-hash` crate): names are short and not
+/// attacker-chosen, and SipHash was a visible part of every function and template lookup.
+/// Only used for lookups, never iterated into output.
+pub type FxMap<K, V> = rustc_hash::FxHashMap<K, V>;
 
 /// About how many functions Helm's table has (Sprig's and Helm's own): reserved up front,
 /// as growing the name map rehashed it several times for every render.

@@ -509,23 +509,8 @@ fn go_path_base(p: &str) -> String {
 /// it is cut into 70-character lines, each ending in `\n` (so the YAML emitter prints a
 /// literal block). The line breaks are part of the value and of the hash.
 pub fn encode_base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut enc = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                enc.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                enc.push('=');
-            }
-        }
-    }
+    use base64::Engine;
+    let enc = base64::engine::general_purpose::STANDARD.encode(data);
     const LINE: usize = 70;
     // kyaml computes `lines := encLen/70 + 1` and breaks only when `lines > 1`.
     if enc.len() < LINE {

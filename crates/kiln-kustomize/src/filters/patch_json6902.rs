@@ -50,10 +50,7 @@ impl Pointer {
             ));
         };
         // RFC 6901 §4: `~1` first, then `~0`, so `~01` decodes to `~1`, not `/`.
-        let tokens = rest
-            .split('/')
-            .map(|t| t.replace("~1", "/").replace("~0", "~"))
-            .collect();
+        let tokens = rest.split('/').map(kiln_base::pointer::unescape).collect();
         Ok(Pointer {
             raw: raw.to_string(),
             tokens,

@@ -220,11 +220,7 @@ pub fn drop_bare_empty_fields(
     schema: Option<&PatchSchema>,
 ) {
     for pointer in pointers {
-        let tokens: Vec<String> = pointer
-            .split('/')
-            .skip(1)
-            .map(|t| t.replace("~1", "/").replace("~0", "~"))
-            .collect();
+        let tokens: Vec<String> = kiln_base::pointer::tokens(pointer).collect();
         let Some((field, parents)) = tokens.split_last() else {
             continue;
         };

@@ -386,9 +386,7 @@ pub struct FieldError {
     pub message: String,
 }
 
-fn escape_pointer(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
+use kiln_base::pointer::escape as escape_pointer;
 
 impl Kustomization {
     /// Decodes a parsed kustomization document. On failure, narrows the error down to the
