@@ -1,0 +1,971 @@
+//! The pipeline end to end, as the CLI (and tests) call it: load → validate → evaluate →
+//! render → emit → write, each stage's errors wrapped in one [`KilnError`].
+//!
+//! `kiln render` is [`run_render`], `kiln show platform|buildplans` are [`show_platform`] and
+//! [`show_buildplans`], `kiln schema` is [`schema`]. [`build`] stops before `write` and returns
+//! the [`ArtifactSet`], for `diff`, `verify`, `publish` and the golden tests.
+//!
+//! This file is the stage chain, the page to read first. Beside it: `incremental` (the
+//! render journal, and the incremental render that re-renders only what changed), `shard`
+//! (`--shard I/N` and `kiln merge`) and `show` (`kiln show`, `kiln schema`); the render cache
+//! itself is [`crate::cache`].
+//!
+//! Invariant: only [`run_render`] writes, and only after every earlier stage succeeded, so on
+//! any error the previous output is left exactly as it was.
+
+use crate::artifact::{ArtifactSet, Scope};
+use crate::diag::Errors;
+use crate::emit::{Layout, emit_plan};
+use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
+use crate::load::{FileSystem, LoadError, LoadOptions, RealFs, load};
+use crate::render::RenderError;
+use crate::validate::{Platform, ValidateError, validate};
+use crate::write::{WriteError, WriteReport, write_scoped};
+use miette::Diagnostic;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+mod incremental;
+mod shard;
+mod show;
+
+use incremental::*;
+pub use shard::*;
+pub use show::*;
+
+/// Any error of the pipeline: the stage that stopped it, with every error that stage found.
+/// Renders through miette with each error's file, line and help.
+#[derive(Debug, Error, Diagnostic)]
+pub enum KilnError {
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Load(Errors<LoadError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Validate(Errors<ValidateError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Evaluate(Errors<EvaluateError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Render(Errors<RenderError>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Kargo(Errors<crate::kargo::KargoError>),
+    /// The schema directory given to `--schema-dir` could not be read.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Schemas(crate::check::CheckError),
+    /// `--schema-dir` checks found problems in the generated Kargo/Argo CD objects.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Check(Errors<crate::check::Finding>),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Write(WriteError),
+    /// `spec.secrets: forbid` and the rendered tree would hold Secrets.
+    #[error("the rendered tree would hold {} Secret{}: {}", names.len(), if names.len() == 1 { "" } else { "s" }, secret_list(names))]
+    #[diagnostic(
+        code(kiln::emit::secret_forbidden),
+        help(
+            "platform.yaml sets `spec.secrets: forbid`; deliver these Secrets another way (External Secrets, Sealed Secrets), or drop the setting to render them with a warning"
+        )
+    )]
+    SecretsForbidden { names: Vec<String> },
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Merge(MergeError),
+}
+
+impl KilnError {
+    /// Each individual error, for printers that report them one by one.
+    pub fn diagnostics(&self) -> Vec<&dyn Diagnostic> {
+        fn all<E: Diagnostic>(e: &Errors<E>) -> Vec<&dyn Diagnostic> {
+            e.errors.iter().map(|e| e as &dyn Diagnostic).collect()
+        }
+        match self {
+            KilnError::Load(e) => all(e),
+            KilnError::Validate(e) => all(e),
+            KilnError::Evaluate(e) => all(e),
+            KilnError::Render(e) => all(e),
+            KilnError::Kargo(e) => all(e),
+            KilnError::Schemas(e) => vec![e],
+            KilnError::Check(e) => all(e),
+            KilnError::Write(e) => vec![e],
+            KilnError::Merge(e) => vec![e],
+            KilnError::SecretsForbidden { .. } => vec![self],
+        }
+    }
+}
+
+/// What `kiln render` does.
+#[derive(Debug, Clone)]
+pub struct RenderOptions {
+    /// The platform directory (holds `platform.yaml`).
+    pub platform_dir: PathBuf,
+    /// The output directory (`--write-to`, default `deploy`).
+    pub write_to: PathBuf,
+    /// `--layout`.
+    pub layout: Layout,
+    /// `--project`, `--environment`, `--component`, `-l`.
+    pub selection: Selection,
+    /// The repository root; `None` for the default (see [`LoadOptions::root`]).
+    pub root: Option<PathBuf>,
+    /// `--schema-dir`: check the generated Kargo and Argo CD objects against these schemas
+    /// before anything is written.
+    pub schema_dir: Option<PathBuf>,
+    /// Where every input is read from: the real disk, or a [`crate::fs::MemFs`] in tests
+    /// and the fuzz harness. Only `write` touches the disk itself.
+    pub fs: Arc<dyn FileSystem>,
+    /// The render cache directory (`--cache-dir`, CLI default
+    /// `$XDG_CACHE_HOME/kiln/<digest of the checkout's path>`); `None`: no cache
+    /// (`--no-cache`, and the library's default). A directory with a symbolic link in its
+    /// path is not used ([`crate::cache::check_dir`]).
+    pub cache_dir: Option<PathBuf>,
+    /// The file holding the key the cache's entries and journal are authenticated under
+    /// (CLI default `$XDG_CACHE_HOME/kiln/key`, created on first use); never in the checkout.
+    /// `None`: a key for this process only (entries of other processes are misses).
+    pub cache_key: Option<PathBuf>,
+    /// `--shard i/N`: render only this shard's BuildPlans.
+    pub shard: Option<Shard>,
+    /// Without Kargo, `kiln publish --per-environment`: the Applications track branch
+    /// `<prefix><env>` (see [`crate::kargo::KargoOptions::environment_branches`]).
+    pub environment_branches: Option<String>,
+}
+
+/// Wall time of each stage of one render (`kiln render --timings`). `render` is the parallel
+/// phase (each BuildPlan rendered, then emitted on the same worker); `render_cpu` and
+/// `emit_cpu` split it, summed over worker threads. `emit` is the rest of emit: Kargo and
+/// Argo CD objects, the tree assembled, `--schema-dir` checks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timings {
+    pub load: Duration,
+    pub evaluate: Duration,
+    pub render: Duration,
+    pub render_cpu: Duration,
+    pub emit_cpu: Duration,
+    pub emit: Duration,
+    pub write: Duration,
+}
+
+impl Timings {
+    /// The stages' wall times added up.
+    pub fn total(&self) -> Duration {
+        self.load + self.evaluate + self.render + self.emit + self.write
+    }
+}
+
+impl RenderOptions {
+    /// Defaults: write to `deploy`, service layout, everything selected.
+    pub fn new(platform_dir: impl Into<PathBuf>) -> Self {
+        RenderOptions {
+            platform_dir: platform_dir.into(),
+            write_to: PathBuf::from("deploy"),
+            layout: Layout::Service,
+            selection: Selection::default(),
+            root: None,
+            schema_dir: None,
+            fs: Arc::new(RealFs),
+            cache_dir: None,
+            cache_key: None,
+            shard: None,
+            environment_branches: None,
+        }
+    }
+}
+
+/// What `kiln render` did.
+#[derive(Debug, Clone)]
+pub struct RenderSummary {
+    /// Number of BuildPlans rendered.
+    pub plans: usize,
+    /// Number of files in the rendered tree.
+    pub files: usize,
+    /// What the write changed.
+    pub report: WriteReport,
+    /// Where the time went.
+    pub timings: Timings,
+    /// Cache hits and misses (zero without a cache).
+    pub cache: crate::cache::CacheStats,
+    /// Kargo expressions (`${{ … }}`) left in rendered manifests, which reach the cluster
+    /// as text ([`crate::kargo::expressions`]); printed as warnings.
+    pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
+    /// The Secrets in the rendered tree (see [`secrets_in`]), for the CLI's warning.
+    pub secrets: Vec<String>,
+    /// `true` when the journal proved the render would change nothing and every stage was
+    /// skipped ([`crate::cache::Journal`]).
+    pub journal: bool,
+    /// `Some(n)` when only the `n` BuildPlans whose render reads changed were rendered
+    /// again, the rest of the tree reused (see [`crate::cache::Journal`]).
+    pub incremental: Option<usize>,
+}
+
+/// Every `kind: Secret` document in `set`, as `file (namespace/name)`, in path order. kiln
+/// never prints their values; the names are what `spec.secrets` and the warning report.
+pub fn secrets_in(set: &ArtifactSet) -> Vec<String> {
+    secrets_by_file(set).into_iter().map(|(_, s)| s).collect()
+}
+
+/// [`secrets_in`], each with its file.
+fn secrets_by_file(set: &ArtifactSet) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (path, bytes) in &set.files {
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        // kiln's emitter writes `kind:` at the start of a line; skip files without Secrets
+        // rather than parse every file.
+        if !text.starts_with("kind: Secret") && !text.contains("\nkind: Secret") {
+            continue;
+        }
+        let Ok(docs) = crate::yaml::parse_stream(path, text) else {
+            continue;
+        };
+        for doc in docs {
+            if doc.get("kind").and_then(serde_json::Value::as_str) != Some("Secret") {
+                continue;
+            }
+            let meta = |k: &str| {
+                doc.pointer(&format!("/metadata/{k}"))
+                    .and_then(serde_json::Value::as_str)
+                    .map(str::to_string)
+            };
+            let name = meta("name").unwrap_or_default();
+            let id = match meta("namespace") {
+                Some(ns) => format!("{ns}/{name}"),
+                None => name,
+            };
+            out.push((path.clone(), format!("{path} ({id})")));
+        }
+    }
+    out
+}
+
+/// How many Secrets a message names before it only counts the rest.
+pub const SECRETS_NAMED: usize = 5;
+
+/// The first [`SECRETS_NAMED`] of `names`, then how many more: a platform of 10,000
+/// components must not print thousands of lines (`kiln render`'s warning and
+/// `kiln::emit::secret_forbidden`).
+pub fn secret_list(names: &[String]) -> String {
+    let shown = names[..names.len().min(SECRETS_NAMED)].join(", ");
+    match names.len().saturating_sub(SECRETS_NAMED) {
+        0 => shown,
+        more => format!("{shown} and {more} more"),
+    }
+}
+
+/// load + validate.
+pub fn load_platform(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    root: Option<&Path>,
+) -> Result<Platform, KilnError> {
+    let opts = LoadOptions {
+        root: root.map(Path::to_path_buf),
+    };
+    let loaded = load(fs, platform_dir, &opts).map_err(KilnError::Load)?;
+    validate(loaded).map_err(KilnError::Validate)
+}
+
+/// load + validate + evaluate.
+pub fn plan(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    root: Option<&Path>,
+    selection: &Selection,
+) -> Result<(Platform, Vec<BuildPlan>), KilnError> {
+    let platform = load_platform(fs, platform_dir, root)?;
+    let plans = evaluate(&platform, selection).map_err(KilnError::Evaluate)?;
+    Ok((platform, plans))
+}
+
+/// What [`build_timed`] produced.
+pub struct Built {
+    pub platform: Platform,
+    /// The BuildPlans rendered (this shard's, with `--shard`), their render inputs released
+    /// ([`BuildPlan::release_render_inputs`]): names, namespace, images and labels only.
+    pub plans: Vec<BuildPlan>,
+    pub set: ArtifactSet,
+    /// Where the selection may prune and compare (see [`Scope`] for the rule): `render`,
+    /// `publish`, `diff` and `verify` all use it.
+    pub scope: Scope,
+    /// Every file load and render read: path relative to the repository root (`/`-separated;
+    /// absolute when outside it) → `sha256:` of its bytes. The spec digest is taken over it.
+    pub inputs: std::collections::BTreeMap<String, String>,
+    pub timings: Timings,
+    pub cache: crate::cache::CacheStats,
+    /// Every file-system call of load made for the platform itself, and of the render
+    /// (cache hits included), for the journal ([`crate::cache::Journal`]).
+    pub reads: (Vec<crate::cache::Read>, Vec<crate::cache::Read>),
+    /// The calls of load made while loading each component directory, for the journal.
+    pub component_reads: Vec<crate::cache::ComponentReads>,
+    /// Each BuildPlan's reads and files, in plan order, for the journal.
+    pub outputs: Vec<PlanOutput>,
+}
+
+/// A file system remembering a digest of every file read through it, so provenance can name
+/// exactly the inputs of a render (not a guess at which files matter).
+#[derive(Debug)]
+struct RecordingFs<'a> {
+    inner: &'a dyn FileSystem,
+    read: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>>,
+}
+
+impl<'a> RecordingFs<'a> {
+    fn new(inner: &'a dyn FileSystem) -> Self {
+        RecordingFs {
+            inner,
+            read: Default::default(),
+        }
+    }
+
+    fn inputs(&self, root: &Path) -> std::collections::BTreeMap<String, String> {
+        let read = self.read.lock().map(|r| r.clone()).unwrap_or_default();
+        let root = self
+            .inner
+            .canonicalize(root)
+            .unwrap_or_else(|_| root.to_path_buf());
+        // Resolved as the render's reads were checked: each directory once.
+        let resolve = crate::fs::RootedFs::new(self.inner, root.clone());
+        read.into_iter()
+            .map(|(path, digest)| {
+                let abs = resolve.canonicalize(&path).unwrap_or(path);
+                let shown = match abs.strip_prefix(&root) {
+                    Ok(rel) => rel
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/"),
+                    Err(_) => abs.display().to_string(),
+                };
+                (shown, digest)
+            })
+            .collect()
+    }
+}
+
+impl FileSystem for RecordingFs<'_> {
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let bytes = self.inner.read(path)?;
+        if let Ok(mut read) = self.read.lock() {
+            read.insert(path.to_path_buf(), crate::git::spec_digest(&bytes));
+        }
+        Ok(bytes)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.inner.is_dir(path)
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        self.inner.is_file(path)
+    }
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
+        self.inner.read_dir(path)
+    }
+    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
+        self.inner.canonicalize(path)
+    }
+    // The chart loader's fast walk and bounded reads pass through (a bounded read that
+    // returns the file is a read of it).
+    fn plain_kind(&self, path: &Path) -> Option<crate::fs::PlainKind> {
+        self.inner.plain_kind(path)
+    }
+    fn read_dir_kinds(
+        &self,
+        path: &Path,
+    ) -> std::io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
+        self.inner.read_dir_kinds(path)
+    }
+    fn read_at_most(&self, path: &Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+        let bytes = self.inner.read_at_most(path, max)?;
+        if let (Some(b), Ok(mut read)) = (&bytes, self.read.lock()) {
+            read.insert(path.to_path_buf(), crate::git::spec_digest(b));
+        }
+        Ok(bytes)
+    }
+}
+
+/// Everything up to emit: the rendered tree in memory. `progress(done, total)` is called as
+/// plans finish (from worker threads).
+pub fn build_with_progress(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<(Platform, Vec<BuildPlan>, ArtifactSet), KilnError> {
+    build_timed(opts, progress).map(|b| (b.platform, b.plans, b.set))
+}
+
+/// Renders `plans` in parallel, each looked up in `cache` first and stored there when
+/// rendered, and emits each on the worker that rendered it; results in plan order. Sets
+/// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
+/// ([`crate::render::render_map_releasing`]): what is kept is its bytes.
+fn render_plans(
+    plans: &mut [BuildPlan],
+    sources: &crate::diag::Sources,
+    fs: &dyn FileSystem,
+    cache: Option<&crate::cache::Cache>,
+    layout: Layout,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    timings: &mut Timings,
+) -> Result<Vec<crate::cache::Emitted>, Errors<RenderError>> {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+    let done = AtomicUsize::new(0);
+    let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
+    let total = plans.len();
+    let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+    let per_plan = |plan: &BuildPlan,
+                    render: &crate::render::RenderThunk|
+     -> Result<crate::cache::Emitted, RenderError> {
+        let key = cache.map(|c| c.key(plan));
+        let hit = cache.zip(key.as_deref()).and_then(|(c, k)| c.lookup(k, fs));
+        let out = match hit {
+            Some(out) => out,
+            None => {
+                let t = Instant::now();
+                let rendered = render()?;
+                render_ns.fetch_add(nanos(t), Relaxed);
+                let t = Instant::now();
+                let out = crate::cache::Emitted {
+                    key: key.clone().unwrap_or_default(),
+                    files: emit_plan(&rendered, layout),
+                    cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
+                    reads: rendered.reads,
+                };
+                emit_ns.fetch_add(nanos(t), Relaxed);
+                if let (Some(c), Some(k)) = (cache, &key) {
+                    // A cache that cannot be written only costs time on the next run.
+                    let _ = c.store(k, out.reads.clone(), &out);
+                }
+                out
+            }
+        };
+        progress(done.fetch_add(1, Relaxed) + 1, total);
+        Ok(out)
+    };
+    let emitted = crate::render::render_map_releasing(plans, sources, fs, &per_plan)?;
+    timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
+    timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
+    Ok(emitted)
+}
+
+/// [`build_with_progress`], with timings and cache figures.
+///
+/// Each plan is rendered and emitted on its worker thread and only its bytes are kept, so
+/// memory follows the size of the output, not of the resources behind it.
+pub fn build_timed(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<Built, KilnError> {
+    let mut timings = Timings::default();
+    let t = Instant::now();
+    let fs = RecordingFs::new(opts.fs.as_ref());
+    let load_opts = LoadOptions {
+        root: opts.root.clone(),
+    };
+    // Every call of load, for the journal (see `crate::cache::Journal`).
+    let load_fs = crate::cache::Recorder::new(&fs);
+    let loaded = crate::load::load_scoped(&load_fs, &opts.platform_dir, &load_opts, None, &|d| {
+        load_fs.enter(d)
+    })
+    .map_err(KilnError::Load)?;
+    let load_reads = load_fs.reads();
+    let component_reads = load_fs.scoped_reads();
+    let platform = validate(loaded).map_err(KilnError::Validate)?;
+    timings.load = t.elapsed();
+    let t = Instant::now();
+    let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
+    let pipeline_inputs = opts
+        .shard
+        .map(|_| crate::cache::pipeline_inputs(SHARD_FORMAT, &platform, &all_plans));
+    let mut plans = match &opts.shard {
+        // Moved, not copied: the BuildPlans are the largest part of a render's memory
+        // (about 20 KB each; two copies were 4 GB at 100,000 BuildPlans).
+        Some(shard) => shard.select(all_plans),
+        None => all_plans,
+    };
+    timings.evaluate = t.elapsed();
+
+    let t = Instant::now();
+    let cache = open_cache(opts);
+    // Every file the render reads (kustomize bases included) must lie inside the root.
+    let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
+    let emitted = render_plans(
+        &mut plans,
+        &platform.sources,
+        &rooted,
+        cache.as_ref(),
+        opts.layout,
+        progress,
+        &mut timings,
+    )
+    .map_err(KilnError::Render)?;
+    timings.render = t.elapsed();
+
+    let t = Instant::now();
+    let mut set = ArtifactSet::new();
+    let mut cluster_kinds = BTreeSet::new();
+    let mut render_reads = BTreeSet::new();
+    let mut outputs = Vec::with_capacity(emitted.len());
+    for (plan, e) in plans.iter().zip(emitted) {
+        outputs.push(PlanOutput {
+            project: plan.project.clone(),
+            environment: plan.environment.clone(),
+            component: plan.component.clone(),
+            dir: plan.source.dir.clone(),
+            key: e.key,
+            facts: crate::cache::plan_facts(plan),
+            images: crate::cache::plan_images(plan),
+            files: e.files.iter().map(|(p, _)| p.clone()).collect(),
+            cluster_kinds: e.cluster_kinds.iter().cloned().collect(),
+            reads: e.reads.clone(),
+        });
+        cluster_kinds.extend(e.cluster_kinds);
+        render_reads.extend(e.reads);
+        for (path, bytes) in e.files {
+            set.insert(path, bytes);
+        }
+    }
+    // Kargo and Argo CD objects are per project and always complete for the projects
+    // rendered, even when the selection narrows environments or components: a Stage graph
+    // cut in half would not apply. Shards carry none: `kiln merge` adds them, from the
+    // cluster-scoped kinds of every shard (the Argo CD AppProject lists them).
+    match opts.shard {
+        None => emit_pipeline(&mut set, &platform, &plans, opts, cluster_kinds)?,
+        Some(shard) => {
+            let sidecar = ShardInfo {
+                format: SHARD_FORMAT.into(),
+                index: shard.index,
+                count: shard.count,
+                platform_dir: opts.platform_dir.clone(),
+                root: opts.root.clone(),
+                layout: opts.layout == Layout::Cluster,
+                selection: opts.selection.clone().into(),
+                cluster_kinds,
+                pipeline_inputs: pipeline_inputs.unwrap_or_default(),
+            };
+            set.insert(SHARD_FILE, sidecar.to_bytes());
+        }
+    }
+    if platform.secrets == crate::spec::SecretPolicy::Forbid {
+        let names = secrets_in(&set);
+        if !names.is_empty() {
+            return Err(KilnError::SecretsForbidden { names });
+        }
+    }
+    if let Some(dir) = &opts.schema_dir {
+        let schemas =
+            crate::check::SchemaSet::load(opts.fs.clone(), dir).map_err(KilnError::Schemas)?;
+        let report =
+            crate::check::validate_artifacts(&set, &schemas).map_err(KilnError::Schemas)?;
+        if !report.is_clean() {
+            return Err(KilnError::Check(Errors::new(report.findings)));
+        }
+    }
+    timings.emit = t.elapsed();
+    let cache = cache.map(|c| c.stats()).unwrap_or_default();
+    let scope = slice_scope(&set, &opts.selection);
+    let inputs = fs.inputs(&platform.root);
+    Ok(Built {
+        platform,
+        plans,
+        set,
+        scope,
+        inputs,
+        timings,
+        cache,
+        reads: (load_reads, render_reads.into_iter().collect()),
+        component_reads,
+        outputs,
+    })
+}
+
+/// What one BuildPlan of a render read and wrote, for the journal
+/// ([`crate::cache::PlanRecord`]).
+pub struct PlanOutput {
+    pub project: String,
+    pub environment: String,
+    pub component: String,
+    pub dir: PathBuf,
+    pub key: String,
+    /// [`crate::cache::plan_facts`] of the BuildPlan.
+    pub facts: String,
+    /// [`crate::cache::plan_images`] of the BuildPlan.
+    pub images: String,
+    pub files: Vec<String>,
+    pub cluster_kinds: Vec<(String, String)>,
+    pub reads: Vec<crate::cache::Read>,
+}
+
+/// Adds the Kargo and Argo CD objects of the projects `opts` selects to `set`; the Argo CD
+/// AppProject allows `cluster_kinds` (the cluster-scoped kinds the render produced).
+fn emit_pipeline(
+    set: &mut ArtifactSet,
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &RenderOptions,
+    cluster_kinds: BTreeSet<(String, String)>,
+) -> Result<(), KilnError> {
+    // A filtered render covers exactly the projects with at least one selected plan
+    // (`-c frontend` only frontend's project, `-l tier=nope` none), and then not the
+    // platform-wide bootstrap objects.
+    let filtered = opts.selection != Selection::default();
+    if filtered && plans.is_empty() {
+        return Ok(());
+    }
+    let projects: BTreeSet<String> = plans.iter().map(|b| b.project.clone()).collect();
+    let kargo = crate::kargo::KargoOptions {
+        layout: opts.layout,
+        projects: if filtered {
+            projects.into_iter().collect()
+        } else {
+            Vec::new()
+        },
+        cluster_kinds,
+        environment_branches: opts.environment_branches.clone(),
+    };
+    crate::kargo::emit_into(set, "", platform, plans, &kargo).map_err(KilnError::Kargo)
+}
+
+/// The file a shard's tree carries for `kiln merge` (listed in its ownership marker, left
+/// out of the merged tree).
+pub const SHARD_FILE: &str = ".kiln-shard.json";
+
+impl From<SelectionInfo> for Selection {
+    fn from(s: SelectionInfo) -> Self {
+        Selection {
+            projects: s.projects,
+            environments: s.environments,
+            components: s.components,
+            labels: s.labels,
+        }
+    }
+}
+
+/// Everything up to emit, without progress reporting.
+pub fn build(opts: &RenderOptions) -> Result<ArtifactSet, KilnError> {
+    build_with_progress(opts, &|_, _| {}).map(|(_, _, set)| set)
+}
+
+/// `kiln render`: build, then write into `opts.write_to`.
+pub fn run_render(opts: &RenderOptions) -> Result<RenderSummary, KilnError> {
+    run_render_with_progress(opts, &|_, _| {})
+}
+
+/// [`run_render`] with a progress callback (see [`build_with_progress`]).
+///
+/// With a cache, the journal of the last render into the same directory decides how much
+/// to do (see [`crate::cache::Journal`]): nothing when no recorded call changed and the
+/// tree is as written; only the BuildPlans whose render reads or whose component's load
+/// reads changed when load's calls for the platform itself all replay
+/// (`render_incremental`); else everything.
+pub fn run_render_with_progress(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+) -> Result<RenderSummary, KilnError> {
+    let t = Instant::now();
+    let slot = journal_slot(opts);
+    // A journal is used only when every path it names lies where this render may look.
+    let root =
+        crate::load::repository_root(opts.fs.as_ref(), &opts.platform_dir, opts.root.as_deref());
+    let last = slot
+        .as_ref()
+        .and_then(|s| s.load())
+        .filter(|(j, _)| root.as_ref().is_ok_and(|r| j.confined_to(r)));
+    if let (Some(slot), Some((j, recorded))) = (&slot, &last)
+        && let Some(changed) = j.changes(opts.fs.as_ref())
+    {
+        let done = if changed.is_empty() {
+            replay_journal(opts, j, *recorded)?
+        } else {
+            render_incremental(opts, slot, j, *recorded, &changed, progress)?
+        };
+        if let Some(mut summary) = done {
+            summary.timings.load += t.elapsed().saturating_sub(summary.timings.total());
+            return Ok(summary);
+        }
+    }
+    let Built {
+        platform,
+        plans,
+        set,
+        scope,
+        mut timings,
+        cache,
+        reads: (load_reads, _),
+        component_reads,
+        outputs,
+        ..
+    } = build_timed(opts, progress)?;
+    let t = Instant::now();
+    // Pruning a directory that holds the sources would delete them; refuse such targets.
+    let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())
+        .chain(platform.components.iter().map(|c| c.dir.clone()))
+        .collect();
+    crate::write::check_target(&opts.write_to, &platform.root, &sources)
+        .map_err(KilnError::Write)?;
+    let digests: std::collections::BTreeMap<String, String> = {
+        use rayon::prelude::*;
+        set.files
+            .par_iter()
+            .map(|(p, b)| (p.clone(), kiln_base::digest::sha256_hex(b)))
+            .collect()
+    };
+    let mut known = crate::write::Known {
+        digests: Some(&digests),
+        ..Default::default()
+    };
+    if let Some((j, recorded)) = &last {
+        known.files = j.files.iter().map(|w| (w.path.as_str(), w)).collect();
+        known.recorded = Some(*recorded);
+    }
+    // The journal describes the tree before this write; drop it first, so that a write
+    // that fails half-way never leaves a journal the tree does not match.
+    if let Some(s) = &slot {
+        s.forget();
+    }
+    let report = if scope.is_empty() {
+        WriteReport::default()
+    } else {
+        crate::write::write_known(&set, &opts.write_to, &|p| scope.contains(p), &known)
+            .map_err(KilnError::Write)?
+    };
+    let secrets = secrets_by_file(&set);
+    let summary = RenderSummary {
+        plans: plans.len(),
+        files: set.len(),
+        report,
+        timings,
+        cache,
+        expressions: crate::kargo::expressions::scan(&set),
+        secrets: secrets.iter().map(|(_, s)| s.clone()).collect(),
+        journal: false,
+        incremental: None,
+    };
+    if let Some(slot) = &slot
+        && let Ok(files) = crate::write::written(&set, &opts.write_to, &digests)
+    {
+        // Best effort: without a journal the next render only costs more.
+        store_journal(
+            slot,
+            opts,
+            JournalParts {
+                load_reads,
+                component_reads,
+                root: platform.root.clone(),
+                sources,
+                plans: summary.plans,
+                files,
+                expressions: &summary.expressions,
+                secrets,
+            },
+            outputs,
+        );
+    }
+    timings.write = t.elapsed();
+    Ok(RenderSummary { timings, ..summary })
+}
+
+/// The cache directory of `opts` when it may be used (see [`crate::cache::check_dir`]).
+fn cache_dir(opts: &RenderOptions) -> Option<&Path> {
+    let dir = opts.cache_dir.as_deref()?;
+    crate::cache::check_dir(dir).is_ok().then_some(dir)
+}
+
+/// The render cache of `opts`, if it has a usable one.
+fn open_cache(opts: &RenderOptions) -> Option<crate::cache::Cache> {
+    cache_dir(opts).map(|d| {
+        crate::cache::Cache::new(
+            d,
+            opts.layout,
+            crate::cache::CacheKey::for_file(opts.cache_key.as_deref()),
+        )
+    })
+}
+
+/// The slice a selection covers (see [`Scope`]): everything without a filter, else the
+/// directories the filtered render produced files in (its component directories and its
+/// projects' Kargo and Argo CD directories).
+fn slice_scope(set: &ArtifactSet, selection: &Selection) -> Scope {
+    if selection == &Selection::default() {
+        return Scope::All;
+    }
+    Scope::Dirs(
+        set.paths()
+            .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
+            .collect(),
+    )
+}
+
+/// Writes a render's tree. A partial render prunes only inside its slice, so `--project web`
+/// never deletes the other projects' files, and a selection that matches nothing writes
+/// nothing.
+fn write_render(set: &ArtifactSet, out: &Path, scope: &Scope) -> Result<WriteReport, KilnError> {
+    if scope.is_empty() {
+        return Ok(WriteReport::default());
+    }
+    write_scoped(set, out, &|p| scope.contains(p)).map_err(KilnError::Write)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::validate::tests::{COMPONENT, ENVS, PROJECTS, platform_yaml, tree};
+
+    /// Provenance's recording file system passes the chart loader's fast walk and bounded
+    /// reads through to the disk (a chart inside `kiln render` was walked the long way), and
+    /// a bounded read that returns the file records it as read.
+    #[test]
+    fn provenance_passes_the_fast_walk_and_bounded_reads_through() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("d")).unwrap();
+        std::fs::write(t.path().join("a"), "abc").unwrap();
+        std::fs::write(t.path().join("big"), "0123456789").unwrap();
+        let fs = RecordingFs::new(&crate::fs::RealFs);
+        let kinds: Vec<_> = fs
+            .read_dir_kinds(t.path())
+            .unwrap()
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect();
+        use crate::fs::PlainKind::{Dir, File};
+        assert_eq!(kinds, [Some(File), Some(File), Some(Dir)]);
+        assert_eq!(fs.plain_kind(&t.path().join("d")), Some(Dir));
+        assert_eq!(
+            fs.read_at_most(&t.path().join("a"), 5).unwrap().unwrap(),
+            b"abc"
+        );
+        assert_eq!(fs.read_at_most(&t.path().join("big"), 5).unwrap(), None);
+        let inputs: Vec<String> = fs.inputs(t.path()).into_keys().collect();
+        assert_eq!(inputs, ["a"]);
+    }
+
+    /// The fixture in memory: the pipeline reads only through the `FileSystem` it is given.
+    fn mem_fixture() -> crate::fs::MemFs {
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file(
+            "/r/platforms/p/platform.yaml",
+            platform_yaml(ENVS, PROJECTS),
+        )
+        .add_file("/r/components/a/component.yaml", COMPONENT)
+        .add_dir("/r/.git");
+        fs
+    }
+
+    fn fixture() -> tempfile::TempDir {
+        tree(&[
+            ("platforms/p/platform.yaml", &platform_yaml(ENVS, PROJECTS)),
+            ("components/a/component.yaml", COMPONENT),
+        ])
+    }
+
+    #[test]
+    fn show_buildplans_lists_selected_plans_as_yaml_or_json() {
+        let fs = mem_fixture();
+        let dir = Path::new("/r/platforms/p");
+        let sel = Selection {
+            environments: vec!["prod".into()],
+            ..Default::default()
+        };
+        let json = show_buildplans(&fs, dir, None, &sel, ShowFormat::Json).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v.as_array().map(Vec::len), Some(1));
+        assert_eq!(v[0]["parameters"]["replicas"], 4);
+        let yaml =
+            show_buildplans(&fs, dir, None, &Selection::default(), ShowFormat::Yaml).unwrap();
+        let docs = crate::yaml::parse_one("plans", &yaml).unwrap();
+        assert_eq!(docs.as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn show_platform_fills_defaults() {
+        let fs = mem_fixture();
+        let yaml = show_platform(&fs, Path::new("/r/platforms/p"), None, ShowFormat::Yaml).unwrap();
+        let v = crate::yaml::parse_one("platform", &yaml).unwrap();
+        assert_eq!(
+            v["environments"][0]["namespace"],
+            "${project.name}-${env.name}"
+        );
+        assert_eq!(v["projects"][0]["components"][0]["component"], "a");
+    }
+
+    #[test]
+    fn run_render_writes_and_errors_write_nothing() {
+        let t = fixture();
+        let mut opts = RenderOptions::new(t.path().join("platforms/p"));
+        opts.root = Some(t.path().to_path_buf());
+        opts.write_to = t.path().join("out");
+        let s = run_render(&opts).unwrap();
+        assert_eq!((s.plans, s.files), (2, 4));
+        assert!(run_render(&opts).unwrap().report.is_noop());
+
+        opts.selection.projects = vec!["nope".into()];
+        opts.write_to = t.path().join("out2");
+        let err = run_render(&opts).unwrap_err();
+        assert!(matches!(err, KilnError::Evaluate(_)), "{err}");
+        assert_eq!(err.diagnostics().len(), 1);
+        assert!(!opts.write_to.exists());
+    }
+
+    #[test]
+    fn a_build_keeps_no_render_inputs_of_the_plans_it_rendered() {
+        // At 100,000 BuildPlans their parameters, generators and transformers were 2 GB,
+        // kept until the end of the write.
+        let fs = mem_fixture();
+        let mut opts = RenderOptions::new("/r/platforms/p");
+        opts.fs = Arc::new(fs.clone());
+        let (_, evaluated) = plan(&fs, &opts.platform_dir, None, &Selection::default()).unwrap();
+        assert!(
+            evaluated
+                .iter()
+                .all(|p| !p.generators.is_empty() && !p.parameters.is_empty())
+        );
+        let b = build_timed(&opts, &|_, _| {}).unwrap();
+        assert_eq!(b.plans.len(), 2);
+        for (p, e) in b.plans.iter().zip(&evaluated) {
+            assert!(
+                p.generators.is_empty() && p.transformers.is_empty(),
+                "{}",
+                p.key()
+            );
+            assert!(p.parameters.is_empty(), "{}", p.key());
+            // What emit and the journal read afterwards stays.
+            assert_eq!(
+                (p.key(), &p.namespace, &p.images),
+                (e.key(), &e.namespace, &e.images)
+            );
+        }
+        assert_eq!(b.set, build(&opts).unwrap());
+        let cm = b
+            .set
+            .files
+            .iter()
+            .find(|(p, _)| p.ends_with("web/dev/a/a.gen.yaml"))
+            .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
+            .unwrap();
+        assert!(cm.contains("kind: ConfigMap"), "{cm}");
+    }
+
+    #[test]
+    fn secret_lists_name_the_first_few_then_count() {
+        let names: Vec<String> = (1..=7).map(|i| format!("s{i}")).collect();
+        assert_eq!(secret_list(&names[..1]), "s1");
+        assert_eq!(secret_list(&names[..5]), "s1, s2, s3, s4, s5");
+        assert_eq!(secret_list(&names), "s1, s2, s3, s4, s5 and 2 more");
+        let err = KilnError::SecretsForbidden { names };
+        assert_eq!(
+            err.to_string(),
+            "the rendered tree would hold 7 Secrets: s1, s2, s3, s4, s5 and 2 more"
+        );
+    }
+
+    #[test]
+    fn schema_prints_one_or_both_kinds() {
+        let p: serde_json::Value =
+            serde_json::from_str(&schema(Some(SchemaKind::Platform))).unwrap();
+        assert_eq!(p["title"], "kiln Platform");
+        let both: serde_json::Value = serde_json::from_str(&schema(None)).unwrap();
+        assert_eq!(both["component"]["title"], "kiln Component");
+    }
+}
