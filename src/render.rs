@@ -464,7 +464,9 @@ impl PlanPaths<'_> {
                 span: sn.span,
             }
         };
-        if templated && (Path::new(rel).is_absolute() || !lexical(&joined).starts_with(dir)) {
+        if templated
+            && (Path::new(rel).is_absolute() || !crate::fs::normalize(&joined).starts_with(dir))
+        {
             return Err(outside());
         }
         match self.fs.canonicalize(&joined) {
@@ -579,7 +581,7 @@ impl PlanPaths<'_> {
     fn read_asset(&self, rel: &str) -> Result<Vec<u8>, String> {
         let dir = &self.plan.source.dir;
         let joined = dir.join(rel);
-        if Path::new(rel).is_absolute() || !lexical(&joined).starts_with(dir) {
+        if Path::new(rel).is_absolute() || !crate::fs::normalize(&joined).starts_with(dir) {
             return Err(format!("`{rel}` leaves the component `{}`", self.plan.path));
         }
         let real = self.fs.canonicalize(&joined).map_err(|_| {
@@ -595,21 +597,6 @@ impl PlanPaths<'_> {
             .read(&real)
             .map_err(|e| format!("cannot read `{rel}`: {e}"))
     }
-}
-
-/// Lexically removes `.` and `..` from a path (no file system access).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// The `helm` generator: renders the chart with kiln's Helm engine, one resource per
