@@ -322,9 +322,14 @@ pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> 
                     source,
                 });
             }
-            return Err(KustomizeError::KustomizationMissing {
-                dir: ldr.display(ldr.root()),
-            });
+            // The build root shows as `.` relative to itself: name it in full instead.
+            let shown = ldr.display(ldr.root());
+            let dir = if shown.is_empty() || shown == "." {
+                ldr.root().display().to_string()
+            } else {
+                shown
+            };
+            return Err(KustomizeError::KustomizationMissing { dir });
         }
         [one] => *one,
         many => {
@@ -473,6 +478,16 @@ pub fn is_remote(path: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    /// A build root without a kustomization names the directory, not `.`.
+    #[test]
+    fn a_missing_root_kustomization_names_the_directory() {
+        let mut fs = kiln_base::fs::MemFs::new();
+        fs.add_file("/work/app/base/kustomization.yaml", "resources: []\n");
+        let err =
+            crate::build(&fs, Path::new("/work/app"), &crate::BuildOptions::default()).unwrap_err();
+        assert_eq!(err.to_string(), "no kustomization file in `/work/app`");
+    }
+
     use super::*;
     use kiln_base::fs::MemFs;
 
