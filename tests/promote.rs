@@ -103,12 +103,7 @@ fn world_in(platform: &Path, root: Option<&Path>) -> World {
 
 /// A digest that names the image (what a registry would answer for the new tag).
 fn new_digest(repo: &str) -> String {
-    use sha2::{Digest, Sha256};
-    let d = Sha256::digest(format!("{repo}:new").as_bytes());
-    format!(
-        "sha256:{}",
-        d.iter().map(|b| format!("{b:02x}")).collect::<String>()
-    )
+    kiln_base::digest::sha256_tagged(format!("{repo}:new").as_bytes())
 }
 
 /// The new tag of an image subscription: the first of [`NEW_TAGS`] it admits.

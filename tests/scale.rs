@@ -49,7 +49,7 @@ fn seal(root: &Path, purpose: &str, body: &[u8]) -> Vec<u8> {
     m.update(purpose.as_bytes());
     m.update(b"\n");
     m.update(body);
-    let mut out = format!("{:x}\n", Hex(m.finalize().into_bytes().to_vec())).into_bytes();
+    let mut out = format!("{}\n", kiln_base::digest::hex(&m.finalize().into_bytes())).into_bytes();
     out.extend_from_slice(body);
     out
 }
@@ -332,7 +332,7 @@ fn a_forged_cache_entry_with_a_recomputed_digest_is_a_miss() {
                 serde_json::json!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: forged\n");
         }
         let body = serde_json::to_vec(&v).unwrap();
-        let mut forged = format!("{:x}\n", sha2_hex(&body)).into_bytes();
+        let mut forged = format!("{}\n", sha2_hex(&body)).into_bytes();
         forged.extend_from_slice(&body);
         std::fs::write(cache.join(k), forged).unwrap();
     }
@@ -362,7 +362,7 @@ fn a_forged_journal_does_not_skip_a_changed_spec() {
     v["component_reads"] = serde_json::json!([]);
     v["render_reads"] = serde_json::json!([]);
     let body = serde_json::to_vec(&v).unwrap();
-    let mut forged = format!("{:x}\n", sha2_hex(&body)).into_bytes();
+    let mut forged = format!("{}\n", sha2_hex(&body)).into_bytes();
     forged.extend_from_slice(&body);
     std::fs::write(&journal, forged).unwrap();
     edit(
@@ -437,15 +437,8 @@ fn a_journal_naming_a_path_outside_the_root_opens_nothing() {
 }
 
 /// Hex SHA-256, as a forger of a cache without a key would write its digest line.
-struct Hex(Vec<u8>);
-impl std::fmt::LowerHex for Hex {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
-    }
-}
-fn sha2_hex(bytes: &[u8]) -> Hex {
-    use sha2::Digest;
-    Hex(sha2::Sha256::digest(bytes).to_vec())
+fn sha2_hex(bytes: &[u8]) -> String {
+    kiln_base::digest::sha256_hex(bytes)
 }
 
 #[test]
