@@ -544,6 +544,7 @@ pub fn build_timed(
                 selection: opts.selection.clone().into(),
                 cluster_kinds,
                 pipeline_inputs: pipeline_inputs.unwrap_or_default(),
+                inputs: fs.inputs(&platform.root),
             };
             set.insert(SHARD_FILE, sidecar.to_bytes());
         }
