@@ -26,7 +26,7 @@
 //! removed beside the target are staging directories holding kiln's stage marker.
 #![allow(clippy::disallowed_methods)] // the write stage: the only one that changes the disk
 
-use crate::artifact::ArtifactSet;
+use crate::artifact::{ArtifactSet, Scope};
 use miette::Diagnostic;
 use std::collections::BTreeSet;
 use std::io;
@@ -458,7 +458,7 @@ pub struct Written {
     pub stamp: Option<Stamp>,
 }
 
-/// What a previous write left, for a cheaper comparison (see [`write_known`]): its files,
+/// What a previous write left, for a cheaper comparison (see [`WriteOptions::known`]): its files,
 /// recorded at `recorded` (a file modified at or after that instant is racily clean, as
 /// git calls it, and is read), and the digest of each file about to be written.
 #[derive(Debug, Default)]
@@ -557,35 +557,31 @@ pub fn verify_unchanged(
     })
 }
 
-/// Writes `set` into `out` (see the module docs); every owned file not in `set` is pruned.
+/// How to write: the variants of the write stage.
+#[derive(Debug, Default)]
+pub struct WriteOptions<'a> {
+    /// The slice this write is responsible for ([`Scope`]; a partial render: `--project`,
+    /// `--environment`, …): only owned files inside it may be pruned; owned files outside it
+    /// stay, and stay owned. An empty slice writes nothing.
+    pub scope: Scope,
+    /// What the previous write left: a file is taken as unchanged without reading it when
+    /// `known` proves it (the same digest and an unchanged, not racily recent [`Stamp`]).
+    pub known: Known<'a>,
+}
+
+/// Stage 6, the one entry: writes `set` into `out` (see the module docs); every owned file
+/// of `opts.scope` not in `set` is pruned.
 ///
 /// Errors: [`WriteError`]; on any error before the commit step nothing in `out` has changed.
-pub fn write(set: &ArtifactSet, out: &Path) -> Result<WriteReport, WriteError> {
-    write_scoped(set, out, &|_| true)
-}
-
-/// `write` for a partial render (`--project`, `--environment`, …): only owned files for
-/// which `in_scope` holds may be pruned; owned files outside the scope stay, and stay owned.
-///
-/// Errors: as `write`.
-pub fn write_scoped(
+pub fn write(
     set: &ArtifactSet,
     out: &Path,
-    in_scope: &dyn Fn(&str) -> bool,
+    opts: &WriteOptions,
 ) -> Result<WriteReport, WriteError> {
-    write_known(set, out, in_scope, &Known::default())
-}
-
-/// [`write_scoped`], taking a file as unchanged without reading it when `known` proves it
-/// (the same digest and an unchanged, not racily recent [`Stamp`]).
-///
-/// Errors: as `write`.
-pub fn write_known(
-    set: &ArtifactSet,
-    out: &Path,
-    in_scope: &dyn Fn(&str) -> bool,
-    known: &Known,
-) -> Result<WriteReport, WriteError> {
+    if opts.scope.is_empty() {
+        return Ok(WriteReport::default());
+    }
+    let (in_scope, known) = (|p: &str| opts.scope.contains(p), &opts.known);
     if let Some(bad) = set.paths().find(|p| !is_safe(p) || *p == MANIFEST) {
         // Emit builds every path itself; this is a bug, not user input.
         return Err(WriteError::ManifestInvalid {
@@ -967,6 +963,14 @@ impl Commit<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// Options of a write responsible for the directories `dirs` only.
+    fn scoped(dirs: &[&str]) -> WriteOptions<'static> {
+        WriteOptions {
+            scope: Scope::Dirs(dirs.iter().map(|d| d.to_string()).collect()),
+            ..Default::default()
+        }
+    }
+
     /// Issue 39, item 17: `--write-to .git` (or a folder inside it, or a symlink to it) is
     /// refused, and nothing is created there.
     #[test]
@@ -977,7 +981,7 @@ mod tests {
         let mut set = ArtifactSet::new();
         set.insert("a.yaml".to_string(), b"x".to_vec());
         for out in ["repo/.git", "repo/.git/deploy", "repo/.GIT", "link/deploy"] {
-            let err = write(&set, &t.path().join(out)).unwrap_err();
+            let err = write(&set, &t.path().join(out), &WriteOptions::default()).unwrap_err();
             assert!(
                 matches!(err, WriteError::GitDirectory { .. }),
                 "{out}: {err:?}"
@@ -1028,6 +1032,7 @@ mod tests {
         let r = write(
             &set(&[("web/dev/a/a.gen.yaml", "a"), ("web/dev/b/b.gen.yaml", "b")]),
             &out,
+            &WriteOptions::default(),
         )
         .unwrap();
         assert_eq!(r.written.len(), 2);
@@ -1042,7 +1047,12 @@ mod tests {
         std::fs::write(out.join("README.md"), "mine").unwrap();
         std::fs::write(out.join("web/dev/b/notes.txt"), "mine too").unwrap();
 
-        let r = write(&set(&[("web/dev/a/a.gen.yaml", "a2")]), &out).unwrap();
+        let r = write(
+            &set(&[("web/dev/a/a.gen.yaml", "a2")]),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap();
         assert_eq!(r.written, ["web/dev/a/a.gen.yaml"]);
         assert_eq!(r.removed, ["web/dev/b/b.gen.yaml"]);
         assert_eq!(
@@ -1069,12 +1079,15 @@ mod tests {
         write(
             &set(&[("web/dev/a/a.gen.yaml", "a"), ("api/dev/b/b.gen.yaml", "b")]),
             &out,
+            &WriteOptions::default(),
         )
         .unwrap();
         // A render of project `web` only, in which `a` changed.
-        let r = write_scoped(&set(&[("web/dev/a/a.gen.yaml", "a2")]), &out, &|p| {
-            p.starts_with("web/")
-        })
+        let r = write(
+            &set(&[("web/dev/a/a.gen.yaml", "a2")]),
+            &out,
+            &scoped(&["web/"]),
+        )
         .unwrap();
         assert_eq!(r.removed, Vec::<String>::new());
         assert_eq!(
@@ -1086,7 +1099,12 @@ mod tests {
             ]
         );
         // `api/dev/b` is still owned: a full render without it prunes it.
-        let r = write(&set(&[("web/dev/a/a.gen.yaml", "a2")]), &out).unwrap();
+        let r = write(
+            &set(&[("web/dev/a/a.gen.yaml", "a2")]),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap();
         assert_eq!(r.removed, ["api/dev/b/b.gen.yaml"]);
     }
 
@@ -1095,12 +1113,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let out = t.path().join("deploy");
         let s = set(&[("p/e/c/c.gen.yaml", "x"), ("p/e/c/kustomization.yaml", "y")]);
-        write(&s, &out).unwrap();
+        write(&s, &out, &WriteOptions::default()).unwrap();
         let before = std::fs::metadata(out.join("p/e/c/c.gen.yaml"))
             .unwrap()
             .modified()
             .unwrap();
-        let r = write(&s, &out).unwrap();
+        let r = write(&s, &out, &WriteOptions::default()).unwrap();
         assert!(r.is_noop());
         assert_eq!(r.unchanged.len(), 2);
         let after = std::fs::metadata(out.join("p/e/c/c.gen.yaml"))
@@ -1119,6 +1137,7 @@ mod tests {
         let err = write(
             &set(&[("a/new.yaml", "n"), ("p/e/c/c.gen.yaml", "x")]),
             &out,
+            &WriteOptions::default(),
         )
         .unwrap_err();
         assert!(matches!(err, WriteError::UnownedFile { .. }), "{err}");
@@ -1129,13 +1148,18 @@ mod tests {
     fn a_foreign_file_with_generated_bytes_is_not_adopted() {
         let t = tempfile::tempdir().unwrap();
         let out = t.path().join("deploy");
-        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
         std::fs::write(out.join("b.yaml"), "same").unwrap();
         // Adopting it would make the next prune delete a file kiln never wrote.
-        let err = write(&set(&[("a.yaml", "a"), ("b.yaml", "same")]), &out).unwrap_err();
+        let err = write(
+            &set(&[("a.yaml", "a"), ("b.yaml", "same")]),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap_err();
         assert!(matches!(err, WriteError::UnownedFile { .. }), "{err}");
         assert_eq!(read_manifest(&out).unwrap().len(), 1);
-        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
         assert_eq!(std::fs::read_to_string(out.join("b.yaml")).unwrap(), "same");
     }
 
@@ -1150,7 +1174,7 @@ mod tests {
             r#"{"generatedBy": "kiln", "files": ["../victim"]}"#,
         )
         .unwrap();
-        let err = write(&set(&[("a.yaml", "a")]), &out).unwrap_err();
+        let err = write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap_err();
         assert!(matches!(err, WriteError::ManifestInvalid { .. }), "{err}");
         assert!(t.path().join("victim").exists());
     }
@@ -1164,7 +1188,7 @@ mod tests {
             ("web/dev/a/a.gen.yaml", "new"),
             ("web/prod/a/a.gen.yaml", "new"),
         ];
-        write(&set(&files), &out).unwrap();
+        write(&set(&files), &out, &WriteOptions::default()).unwrap();
         // Someone replaces `web/dev` with a link to a directory outside the output.
         let elsewhere = t.path().join("elsewhere");
         std::fs::create_dir_all(elsewhere.join("a")).unwrap();
@@ -1176,7 +1200,7 @@ mod tests {
             ("web/dev/a/a.gen.yaml", "v2"),
             ("web/prod/a/a.gen.yaml", "v2"),
         ];
-        let err = write(&set(&changed), &out).unwrap_err();
+        let err = write(&set(&changed), &out, &WriteOptions::default()).unwrap_err();
         assert!(matches!(err, WriteError::SymlinkInPath { .. }), "{err}");
         assert_eq!(
             std::fs::read_to_string(elsewhere.join("a/a.gen.yaml")).unwrap(),
@@ -1189,7 +1213,12 @@ mod tests {
         );
 
         // Pruning through the link is refused too.
-        let err = write(&set(&[("web/prod/a/a.gen.yaml", "new")]), &out).unwrap_err();
+        let err = write(
+            &set(&[("web/prod/a/a.gen.yaml", "new")]),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap_err();
         assert!(matches!(err, WriteError::SymlinkInPath { .. }), "{err}");
         assert!(elsewhere.join("a/a.gen.yaml").exists());
     }
@@ -1212,7 +1241,7 @@ mod tests {
                         set.insert(path.as_str(), text.as_str());
                     }
                     let prefix = format!("{p}/");
-                    write_scoped(&set, out, &|f| f.starts_with(&prefix)).unwrap();
+                    write(&set, out, &scoped(&[&prefix])).unwrap();
                 });
             }
         });
@@ -1247,7 +1276,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(t.path().join("notes.txt"), "mine").unwrap();
-        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
         assert!(!stale.exists());
         assert!(foreign.join("data").exists());
         assert!(other.exists());
@@ -1262,7 +1291,7 @@ mod tests {
         std::fs::create_dir_all(t.path().join("elsewhere")).unwrap();
         let link = t.path().join("elsewhere/link");
         std::os::unix::fs::symlink(&out, &link).unwrap();
-        write(&set(&[("seed.yaml", "s")]), &out).unwrap();
+        write(&set(&[("seed.yaml", "s")]), &out, &WriteOptions::default()).unwrap();
         std::thread::scope(|s| {
             for i in 0..8 {
                 let target = if i % 2 == 0 {
@@ -1276,7 +1305,7 @@ mod tests {
                         set.insert(format!("p{i}/c{c}.yaml"), format!("{i}-{c}"));
                     }
                     let prefix = format!("p{i}/");
-                    write_scoped(&set, &target, &|f| f.starts_with(&prefix)).unwrap();
+                    write(&set, &target, &scoped(&[&prefix])).unwrap();
                 });
             }
         });
@@ -1301,12 +1330,13 @@ mod tests {
             write(
                 &set(&[("a.yaml", "a"), ("b/b.yaml", "b"), ("c.yaml", "c")]),
                 &out,
+                &WriteOptions::default(),
             )
             .unwrap();
             let before = snapshot(&out);
             FAULT.with(|f| f.set(Some((n, false))));
             let next = set(&[("a.yaml", "a2"), ("d/d.yaml", "d"), ("c.yaml", "c2")]);
-            let err = write(&next, &out);
+            let err = write(&next, &out, &WriteOptions::default());
             FAULT.with(|f| f.set(None));
             assert!(err.is_err(), "fault {n} was not hit");
             assert_eq!(snapshot(&out), before, "after a fault at step {n}");
@@ -1326,16 +1356,20 @@ mod tests {
             write(
                 &set(&[("a.yaml", "a"), ("b/b.yaml", "b"), ("c.yaml", "c")]),
                 &out,
+                &WriteOptions::default(),
             )
             .unwrap();
             FAULT.with(|f| f.set(Some((n, true))));
             let killed = set(&[("a.yaml", "a2"), ("d/d.yaml", "d"), ("e.yaml", "e")]);
-            assert!(write(&killed, &out).is_err(), "fault {n} was not hit");
+            assert!(
+                write(&killed, &out, &WriteOptions::default()).is_err(),
+                "fault {n} was not hit"
+            );
             FAULT.with(|f| f.set(None));
             // The next run renders different input: it owns every file the killed run
             // placed, so it prunes them instead of leaving orphans or refusing them.
             let next = set(&[("a.yaml", "a3"), ("f.yaml", "f")]);
-            write(&next, &out).unwrap();
+            write(&next, &out, &WriteOptions::default()).unwrap();
             assert_eq!(
                 snapshot(&out),
                 [
@@ -1428,7 +1462,7 @@ mod tests {
         for name in [MANIFEST, "a.yaml"] {
             let t = tempfile::tempdir().unwrap();
             let out = t.path().join("deploy");
-            write(&set(&[("a.yaml", "a")]), &out).unwrap();
+            write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
             std::fs::remove_file(out.join(name)).unwrap();
             let made = std::process::Command::new("mkfifo")
                 .arg(out.join(name))
@@ -1439,7 +1473,9 @@ mod tests {
             let (tx, rx) = std::sync::mpsc::channel();
             let o = out.clone();
             std::thread::spawn(move || {
-                let _ = tx.send(write(&set(&[("a.yaml", "a2")]), &o).map(|_| ()));
+                let _ = tx.send(
+                    write(&set(&[("a.yaml", "a2")]), &o, &WriteOptions::default()).map(|_| ()),
+                );
             });
             let got = rx
                 .recv_timeout(std::time::Duration::from_secs(20))
@@ -1469,8 +1505,13 @@ mod tests {
         let link = t.path().join("deploy");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         // A first write into the (empty, existing) target, then an update.
-        write(&set(&[("a.yaml", "a")]), &link).unwrap();
-        write(&set(&[("a.yaml", "a2"), ("b/b.yaml", "b")]), &link).unwrap();
+        write(&set(&[("a.yaml", "a")]), &link, &WriteOptions::default()).unwrap();
+        write(
+            &set(&[("a.yaml", "a2"), ("b/b.yaml", "b")]),
+            &link,
+            &WriteOptions::default(),
+        )
+        .unwrap();
         assert_eq!(std::fs::read_to_string(real.join("a.yaml")).unwrap(), "a2");
         // The link stays a link, and no staging directory is left on either side.
         assert!(
@@ -1511,7 +1552,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let out = t.path().join("deploy");
         std::fs::write(&out, "a file").unwrap();
-        let err = write(&set(&[("a.yaml", "a")]), &out).unwrap_err();
+        let err = write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap_err();
         assert!(err.to_string().contains("not a directory"), "{err}");
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "a file");
     }

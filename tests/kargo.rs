@@ -70,7 +70,8 @@ mod support {
     pub fn platform_input_in(dir: &Path, root: Option<&Path>, layout: Layout) -> Input {
         let fs = kiln::load::RealFs;
         let opts = kiln::load::LoadOptions {
-            root: root.map(Path::to_path_buf),
+            root,
+            ..Default::default()
         };
         let loaded = kiln::load::load(&fs, dir, &opts)
             .unwrap_or_else(|e| panic!("load {}: {e:?}", dir.display()));
@@ -1062,7 +1063,9 @@ fn emitted_artifact_set_validates_in_memory() {
 #[test]
 fn promotions_read_folders_the_render_emits_and_pin_images_its_kustomizations_name() {
     let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
-    let mut set = kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{e:?}"));
+    let mut set = kiln::pipeline::build(&opts, &|_, _| {})
+        .map(|b| b.set)
+        .unwrap_or_else(|e| panic!("{e:?}"));
     let rendered_files = set.len();
     // Both promotion units: backend promotes per project in the bank, per component here.
     let mut objects = support::objects(&bank());
@@ -1353,7 +1356,9 @@ fn project_config_selects_stages_with_stage_selector() {
 #[test]
 fn bootstrap_emits_the_app_project_and_one_root_application() {
     let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
-    let set = kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{e:?}"));
+    let set = kiln::pipeline::build(&opts, &|_, _| {})
+        .map(|b| b.set)
+        .unwrap_or_else(|e| panic!("{e:?}"));
     let project = kiln::yaml::parse_one(
         "appproject.yaml",
         &String::from_utf8_lossy(&set.files["bootstrap/appproject.yaml"]),
@@ -1417,7 +1422,9 @@ fn bootstrap_emits_the_app_project_and_one_root_application() {
     // A render of one project leaves the bootstrap objects alone.
     let mut one = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
     one.selection.projects = vec!["web".into()];
-    let set = kiln::pipeline::build(&one).unwrap();
+    let set = kiln::pipeline::build(&one, &|_, _| {})
+        .map(|b| b.set)
+        .unwrap();
     assert!(!set.files.keys().any(|p| p.starts_with("bootstrap/")));
 }
 
@@ -1456,7 +1463,9 @@ fn render_warns_about_kargo_expressions_in_manifests_and_bank_has_none() {
     assert_eq!(stderr.matches("warning:").count(), 1, "{stderr}");
     // The bank example injects no Kargo expression into its manifests.
     let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
-    let set = kiln::pipeline::build(&opts).unwrap();
+    let set = kiln::pipeline::build(&opts, &|_, _| {})
+        .map(|b| b.set)
+        .unwrap();
     assert_eq!(kargo::expressions::scan(&set), vec![]);
 }
 
@@ -1661,7 +1670,9 @@ fn validate_reports_the_pre_issue_defects_of_the_bank_pipeline() {
     assert_eq!(by_rule.len(), 4, "{:#?}", by_rule.keys());
     // Today's output is clean.
     let opts = kiln::pipeline::RenderOptions::new(support::root().join("platforms/bank"));
-    let set = kiln::pipeline::build(&opts).unwrap();
+    let set = kiln::pipeline::build(&opts, &|_, _| {})
+        .map(|b| b.set)
+        .unwrap();
     let report = check::validate_artifacts(&set, &SchemaSet::empty()).unwrap();
     assert!(report.is_clean(), "{:#?}", findings_by_rule(&report));
 }

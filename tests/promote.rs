@@ -62,7 +62,8 @@ fn world(platform: &Path) -> World {
 fn world_in(platform: &Path, root: Option<&Path>) -> World {
     let mut opts = kiln::pipeline::RenderOptions::new(platform);
     opts.root = root.map(Path::to_path_buf);
-    let (platform, _, set) = kiln::pipeline::build_with_progress(&opts, &|_, _| {}).unwrap();
+    let kiln::pipeline::Built { platform, set, .. } =
+        kiln::pipeline::build(&opts, &|_, _| {}).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let mut map = RepoMap::default();
     let mut map_args = Vec::new();

@@ -634,7 +634,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
             b.set_position(done as u64);
         }
     };
-    let result = crate::pipeline::run_render_with_progress(&opts, &progress);
+    let result = crate::pipeline::run_render(&opts, &progress);
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -905,7 +905,7 @@ fn build_set(
     // `--per-environment` publishes each environment to `stage/<env>`: the Applications
     // must track that branch, so the render says so (issue 9 item 6).
     opts.environment_branches = per_environment.then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
-    Ok(crate::pipeline::build_timed(&opts, &|_, _| {})?)
+    Ok(crate::pipeline::build(&opts, &|_, _| {})?)
 }
 
 /// Provenance trailers of a publish: the platform's own commit (when it sits in Git, dirty
@@ -1119,7 +1119,7 @@ fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
     let layout = match &args.platform {
         Some(platform) => {
             let opts = crate::pipeline::RenderOptions::new(platform);
-            let (_, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+            let set = crate::pipeline::build(&opts, &|_, _| {})?.set;
             crate::promote::Objects::from_artifacts(&set)?.write_layout()
         }
         None => crate::git::WriteLayout::default(),
@@ -1189,7 +1189,7 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
 /// `kiln graph`: render in memory, draw the emitted Kargo objects.
 fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
     let opts = crate::pipeline::RenderOptions::new(&args.platform);
-    let (_, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+    let set = crate::pipeline::build(&opts, &|_, _| {})?.set;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
     let format = match args.output {
         GraphOutput::Mermaid => crate::kargo::graph::GraphFormat::Mermaid,
@@ -1207,7 +1207,7 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
 fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
     let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
     opts.layout = args.layout.to_lib();
-    let (platform, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+    let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let temp;
     let work_dir = match &args.work_dir {
         Some(d) => {

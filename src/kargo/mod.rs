@@ -69,7 +69,7 @@ pub mod wave {
 /// Where `kiln render` puts a component's rendered files inside the source repository (under
 /// `spec.source.renderedPath`): the emit stage's layout, `Service`
 /// (`<project>/<env>/<component>/`) or `Cluster` (`clusters/<cluster>/<project>/<env>/<component>/`).
-pub use crate::emit::Layout;
+pub use crate::artifact::Layout;
 
 /// Image selection strategy of a Warehouse image subscription.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -106,20 +106,12 @@ pub struct KargoOptions {
     /// bootstrap objects, whose AppProject would miss the other projects.
     pub projects: Vec<String>,
     /// Cluster-scoped (group, kind)s of the rendered manifests, allowed by the AppProject
-    /// ([`cluster_kinds`]).
+    /// (`crate::emit::cluster_kinds`, per rendered plan).
     pub cluster_kinds: BTreeSet<(String, String)>,
     /// Without Kargo: each environment's folders live on their own branch `<prefix><env>`,
     /// without the environment segment (`kiln publish --per-environment`), and the
     /// Applications track them there. `None`: everything on `spec.source.branch`.
     pub environment_branches: Option<String>,
-}
-
-/// The cluster-scoped (group, kind)s of `rendered`, which the AppProject must allow.
-pub fn cluster_kinds(rendered: &[crate::render::Rendered]) -> BTreeSet<(String, String)> {
-    rendered
-        .iter()
-        .flat_map(|r| crate::emit::cluster_kinds(&r.resources))
-        .collect()
 }
 
 /// One generation run: the validated platform (the one model; nothing is copied out of

@@ -293,7 +293,7 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
             have: "none".into(),
         }));
     }
-    let (mut set, infos) = read_shards(dirs)?;
+    let (set, infos) = read_shards(dirs)?;
     let first = &infos[0];
     let mut opts = RenderOptions::new(&first.platform_dir);
     opts.root = first.root.clone();
@@ -318,8 +318,23 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
         }));
     }
     let kinds = infos.iter().flat_map(|s| s.cluster_kinds.clone()).collect();
-    emit_pipeline(&mut set, &platform, &plans, &opts, kinds)?;
-    let report = write_render(&set, out, &slice_scope(&set, &opts.selection))?;
+    let set = emit(
+        set,
+        &platform,
+        &plans,
+        kargo_options(&plans, &opts, kinds).as_ref(),
+    )
+    .map_err(KilnError::Kargo)?;
+    let scope = slice_scope(&set, &opts.selection);
+    let report = write(
+        &set,
+        out,
+        &WriteOptions {
+            scope,
+            ..Default::default()
+        },
+    )
+    .map_err(KilnError::Write)?;
     Ok(MergeSummary {
         files: set.len(),
         report,

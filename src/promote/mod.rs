@@ -2,7 +2,7 @@
 //! against local stand-ins for the remote repositories — so a platform team can try a
 //! promotion before applying anything.
 //!
-//! The platform is rendered in memory ([`crate::pipeline::build_with_progress`]); the Stage,
+//! The platform is rendered in memory ([`crate::pipeline::build`]); the Stage,
 //! its Warehouses and the Argo CD Applications are read back from the emitted objects
 //! ([`Objects`]), so whatever Stage kiln emits is what runs. Freight comes from `--freight`
 //! ([`assemble_freight`]); then [`runner::Promotion`] runs `promotionTemplate.spec.steps`.
