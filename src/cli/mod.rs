@@ -315,6 +315,38 @@ pub struct HelmTemplateArgs {
     /// Print no `test` hooks.
     #[arg(long)]
     pub skip_tests: bool,
+    /// The instant Sprig's `now` returns: seconds since the epoch or an RFC 3339 time
+    /// (`2024-05-01T00:00:00Z`). Default: `SOURCE_DATE_EPOCH` if set, else
+    /// 2000-01-01T00:00:00Z; never the clock (docs/helm.md, Determinism).
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<i64>,
+}
+
+/// `--now`: seconds since the epoch, or an RFC 3339 time.
+fn parse_now(text: &str) -> Result<i64, String> {
+    text.parse::<i64>()
+        .or_else(|_| crate::helm::sprig::date::parse("2006-01-02T15:04:05Z07:00", text))
+        .map_err(|_| format!("`{text}` is neither seconds since the epoch nor an RFC 3339 time"))
+}
+
+/// The instant of `now` for a render: `--now`, else `SOURCE_DATE_EPOCH` (the
+/// reproducible-builds variable: a decimal count of seconds since the epoch), else none (the
+/// engine's fixed instant). Read here, the engine never reads the environment.
+fn render_now(flag: Option<i64>) -> Result<Option<i64>, miette::Report> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.is_empty() => v.trim().parse::<i64>().map(Some).map_err(|_| {
+            miette::miette!(
+                code = "kiln::cli::source_date_epoch",
+                help =
+                    "set it to a decimal count of seconds since 1970-01-01T00:00:00Z, or unset it",
+                "SOURCE_DATE_EPOCH is `{v}`, not a number of seconds"
+            )
+        }),
+        _ => Ok(None),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -911,6 +943,7 @@ fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     opts.api_versions = t.api_versions.clone();
     opts.skip_hooks = t.no_hooks;
     opts.skip_tests = t.skip_tests;
+    opts.now = render_now(t.now)?;
     let out = crate::helm::template_with(&crate::fs::RealFs, &opts)?;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.stream.as_bytes());

@@ -733,6 +733,20 @@ pub fn emit_kargo_each(
     pin_shared_branches(&mut resolved);
     for (project, pairs) in &resolved {
         let (project, pairs) = (*project, pairs.as_slice());
+        // Each instance's pairs, looked up once: scanning every pair of the project for each
+        // instance was quadratic in the instances of one project (issue 39, item 11).
+        let mut by_instance: BTreeMap<*const Component, Vec<&Pair<'_>>> = BTreeMap::new();
+        let mut by_name: BTreeMap<&str, Vec<&Pair<'_>>> = BTreeMap::new();
+        for p in pairs {
+            by_instance
+                .entry(std::ptr::from_ref(p.component))
+                .or_default()
+                .push(p);
+            by_name
+                .entry(p.component.name.as_str())
+                .or_default()
+                .push(p);
+        }
         if input.enabled() {
             each(
                 format!("{}/kargo/project.yaml", project.name),
@@ -750,9 +764,11 @@ pub fn emit_kargo_each(
                 }
             };
             for (unit, components) in units {
-                let mine: Vec<&Pair<'_>> = pairs
+                let mine: Vec<&Pair<'_>> = components
                     .iter()
-                    .filter(|p| components.iter().any(|c| std::ptr::eq(*c, p.component)))
+                    .flat_map(|c| by_instance.get(&std::ptr::from_ref(*c)))
+                    .flatten()
+                    .copied()
                     .collect();
                 let mut objects = Vec::new();
                 match warehouse::warehouse(input, project, unit, &components, &mine) {
@@ -773,9 +789,10 @@ pub fn emit_kargo_each(
             }
         }
         for c in &project.components {
-            let apps: Vec<Resource> = pairs
-                .iter()
-                .filter(|p| p.component.name == c.name)
+            let apps: Vec<Resource> = by_name
+                .get(c.name.as_str())
+                .into_iter()
+                .flatten()
                 .map(|p| argocd::application(input, p))
                 .collect();
             each(format!("{}/argocd/{}.yaml", project.name, c.name), apps);
