@@ -332,7 +332,7 @@ fn helm_generator_renders_charts_in_a_platform() {
     let root = crate_dir().join("tests/helm");
     let mut opts = kiln::pipeline::RenderOptions::new(root.join("platform/platforms/demo"));
     opts.root = Some(root);
-    let set = match kiln::pipeline::build(&opts) {
+    let set = match kiln::pipeline::build(&opts, &|_, _| {}).map(|b| b.set) {
         Ok(s) => s,
         Err(e) => panic!("{:?}", miette::Report::new(e)),
     };
@@ -411,11 +411,13 @@ fn render_reads_charts_only_inside_their_own_directory() {
     let render = || {
         let mut o = kiln::pipeline::RenderOptions::new(repo.join("platforms/p"));
         o.root = Some(repo.clone());
-        kiln::pipeline::build(&o).map_err(|e| {
-            use miette::Diagnostic;
-            let code = e.code().map(|c| c.to_string()).unwrap_or_default();
-            format!("{code}: {e}")
-        })
+        kiln::pipeline::build(&o, &|_, _| {})
+            .map(|b| b.set)
+            .map_err(|e| {
+                use miette::Diagnostic;
+                let code = e.code().map(|c| c.to_string()).unwrap_or_default();
+                format!("{code}: {e}")
+            })
     };
     let set = render().unwrap();
     let text = set
@@ -472,7 +474,8 @@ fn render_cache_notes_the_chart_files_templates_read_and_only_those() {
     o.write_to = repo.join("deploy");
     o.cache_dir = Some(repo.join("cache"));
     let render = || {
-        kiln::pipeline::run_render(&o).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)))
+        kiln::pipeline::run_render(&o, &|_, _| {})
+            .unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)))
     };
     let rendered = || {
         let out = repo.join("deploy/web/dev/app/app.gen.yaml");
@@ -541,7 +544,9 @@ fn helm_generator_include_crds_skip_tests_and_skip_hooks() {
         );
         let mut o = kiln::pipeline::RenderOptions::new(repo.join("platforms/p"));
         o.root = Some(repo.clone());
-        let set = kiln::pipeline::build(&o).map_err(|e| format!("{:?}", miette::Report::new(e)))?;
+        let set = kiln::pipeline::build(&o, &|_, _| {})
+            .map(|b| b.set)
+            .map_err(|e| format!("{:?}", miette::Report::new(e)))?;
         let text = set
             .files
             .iter()
@@ -596,8 +601,9 @@ fn helm_generator_include_crds_skip_tests_and_skip_hooks() {
 #[test]
 fn bank_notifications_render_from_their_chart_in_every_environment() {
     let opts = kiln::pipeline::RenderOptions::new(crate_dir().join("platforms/bank"));
-    let set =
-        kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
+    let set = kiln::pipeline::build(&opts, &|_, _| {})
+        .map(|b| b.set)
+        .unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
     let gen_of = |env: &str| -> String {
         let path = format!("backend/{env}/notifications/notifications.gen.yaml");
         String::from_utf8_lossy(set.files.get(&path).unwrap_or_else(|| panic!("no {path}")))

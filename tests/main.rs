@@ -6,6 +6,7 @@
 mod support;
 
 mod architecture;
+mod ci;
 mod cli_stderr;
 mod cli_verify;
 mod env_content;
@@ -16,6 +17,7 @@ mod helm;
 mod kargo;
 mod kustomize;
 mod kustomize_helm;
+mod leftovers;
 mod promote;
 mod refusals;
 mod render;

@@ -81,6 +81,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln promote frontend-dev platforms/bank --freight image=us-docker.pkg.dev/example-bank/bank/frontend:1.5.0 \\\n      --repo-map https://github.com/example/bank-platform.git=../bank-platform \\\n      --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy.git\n  kiln promote contacts-test --project backend --freight latest --repo-map URL=PATH -o json"
     )]
     Promote(PromoteArgs),
+    /// Create every write branch the Stages push to (one empty commit each) before Kargo runs.
+    #[command(
+        after_help = "Examples:\n  kiln bootstrap platforms/bank\n  kiln bootstrap platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=/srv/git/web.git"
+    )]
+    Bootstrap(BootstrapArgs),
     /// Draw the promotion pipeline (Warehouses, Stages, what each writes) as Mermaid or DOT.
     #[command(
         after_help = "Examples:\n  kiln graph platforms/bank\n  kiln graph platforms/bank --project backend -o dot | dot -Tsvg > backend.svg"
@@ -493,12 +498,32 @@ pub struct PromoteArgs {
     /// Work in this empty directory and keep it (default: a temporary one, removed).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// The live Applications (`kubectl get applications -o yaml`): promote against them as
+    /// the root Application's next sync leaves them, not against Git's.
+    #[arg(long, value_name = "FILE")]
+    pub live: Option<PathBuf>,
+    /// Do not warn that Kargo offers this Stage only Freight verified upstream.
+    #[arg(long)]
+    pub assume_verified: bool,
     /// Output layout of the render.
     #[arg(long, value_enum, default_value = "service")]
     pub layout: Layout,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "text")]
     pub output: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct BootstrapArgs {
+    /// The platform directory.
+    #[arg(default_value = "platforms/bank")]
+    pub platform: PathBuf,
+    /// A local path (or file:// URL) standing in for a remote repository (repeatable).
+    #[arg(long, value_name = "URL=PATH")]
+    pub repo_map: Vec<String>,
+    /// Output layout of the render.
+    #[arg(long, value_enum, default_value = "service")]
+    pub layout: Layout,
 }
 
 #[derive(Debug, Args)]
@@ -673,7 +698,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
             b.set_position(done as u64);
         }
     };
-    let result = crate::pipeline::run_render_with_progress(&opts, &progress);
+    let result = crate::pipeline::run_render(&opts, &progress);
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
@@ -858,6 +883,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::Verify(args) => verify(args),
         Command::History(args) => history(args),
         Command::Promote(args) => promote(args),
+        Command::Bootstrap(args) => bootstrap(args),
         Command::Graph(args) => graph(args),
     }
 }
@@ -949,7 +975,7 @@ fn build_set(
     // `--per-environment` publishes each environment to `stage/<env>`: the Applications
     // must track that branch, so the render says so (issue 9 item 6).
     opts.environment_branches = per_environment.then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
-    Ok(crate::pipeline::build_timed(&opts, &|_, _| {})?)
+    Ok(crate::pipeline::build(&opts, &|_, _| {})?)
 }
 
 /// Provenance trailers of a publish: the platform's own commit (when it sits in Git, dirty
@@ -1163,7 +1189,7 @@ fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
     let layout = match &args.platform {
         Some(platform) => {
             let opts = crate::pipeline::RenderOptions::new(platform);
-            let (_, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+            let set = crate::pipeline::build(&opts, &|_, _| {})?.set;
             crate::promote::Objects::from_artifacts(&set)?.write_layout()
         }
         None => crate::git::WriteLayout::default(),
@@ -1233,7 +1259,7 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
 /// `kiln graph`: render in memory, draw the emitted Kargo objects.
 fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
     let opts = crate::pipeline::RenderOptions::new(&args.platform);
-    let (_, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+    let set = crate::pipeline::build(&opts, &|_, _| {})?.set;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
     let format = match args.output {
         GraphOutput::Mermaid => crate::kargo::graph::GraphFormat::Mermaid,
@@ -1247,11 +1273,68 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `kiln bootstrap`: render in memory, create the missing write branches.
+fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
+    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    opts.layout = args.layout.to_lib();
+    let crate::pipeline::Built { set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
+    let objects = crate::promote::Objects::from_artifacts(&set)?;
+    let map = crate::promote::repo::RepoMap::parse(&args.repo_map).map_err(|e| {
+        miette::miette!(
+            code = "kiln::promote::bad_repo_map",
+            help = "--repo-map URL=PATH, PATH a local repository standing in for URL",
+            "{e}"
+        )
+    })?;
+    // The clock, the identity and the credentials enter here, at the edge.
+    let auth = crate::git::RemoteAuth::from_env();
+    let signature = crate::git::Identity::from_env_or_git_config()
+        .signature(crate::git::CommitTime::now())
+        .map_err(|e| miette::miette!("{e}"))?;
+    let scratch =
+        tempfile::tempdir().map_err(|e| miette::miette!("cannot create a work directory: {e}"))?;
+    let git = crate::promote::repo::Git {
+        map: &map,
+        auth: &auth,
+    };
+    let branches =
+        crate::promote::bootstrap::bootstrap(&objects, &git, &signature, scratch.path())?;
+    let mut out = String::new();
+    for b in &branches {
+        out.push_str(&format!(
+            "{:<8} {} {} {}\n",
+            if b.created { "created" } else { "exists" },
+            crate::git::redact_url(&b.repo_url),
+            b.branch,
+            &b.commit[..b.commit.len().min(7)]
+        ));
+    }
+    print_out(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `kiln promote`: render in memory, run the Stage's steps; exit 1 when a step failed.
 fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
     let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
     opts.layout = args.layout.to_lib();
-    let (platform, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+    let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
+    let live = match &args.live {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                miette::miette!(
+                    code = "kiln::promote::live_applications",
+                    help = "give the output of `kubectl get applications -n <argocd namespace> -o yaml`",
+                    "cannot read {}: {e}",
+                    file.display()
+                )
+            })?;
+            Some(crate::promote::parse_live_applications(
+                &file.display().to_string(),
+                &text,
+            )?)
+        }
+        None => None,
+    };
     let temp;
     let work_dir = match &args.work_dir {
         Some(d) => {
@@ -1292,8 +1375,13 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
         time: crate::git::CommitTime::now(),
         auth: crate::git::RemoteAuth::from_env(),
         work_dir,
+        live,
+        assume_verified: args.assume_verified,
     };
     let report = crate::promote::promote(&set, &platform, &options)?;
+    for w in &report.warnings {
+        print_err(&format!("kiln: warning: {w}"));
+    }
     match args.output {
         Format::Json => print_out(
             &(serde_json::to_string_pretty(&report).map_err(|e| miette::miette!("{e}"))? + "\n"),
