@@ -346,6 +346,29 @@ pub fn bare_empty_fields(text: &str, docs: &[Value]) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// An object's own annotations (`metadata.annotations.<key>` of a document's root) written as
+/// a plain `null` or `~`, as (document, JSON Pointer) pairs in document order. The reader
+/// keeps an own annotation's text (`"~"`), as kubectl prints a resource's; in a strategic
+/// merge patch kyaml reads the same node as `!!null`, which removes the annotation (kyaml
+/// `yaml/merge2`; case p48). The span index is built only when such a token is in the text.
+pub fn plain_null_annotations(text: &str) -> Vec<(usize, String)> {
+    if !text.contains("annotations") || !text.contains(['~', 'n', 'N']) {
+        return Vec::new();
+    }
+    SpanIndex::build(text)
+        .entries
+        .into_iter()
+        .filter(|e| {
+            matches!(
+                e.plain_scalar.as_deref(),
+                Some("~" | "null" | "Null" | "NULL")
+            ) && e.pointer.starts_with("/metadata/annotations/")
+                && e.pointer.matches('/').count() == 3
+        })
+        .map(|e| (e.doc, e.pointer))
+        .collect()
+}
+
 /// Line scan for [`bare_empty_fields`]: `true` when some line ends in `key:` (a trailing
 /// comment aside; the key without blanks, as every Kubernetes field name is) and the next
 /// significant line is neither deeper than the key nor a `- ` item at the key's column, i.e.
