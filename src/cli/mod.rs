@@ -1405,7 +1405,7 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
 fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
     let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
     opts.layout = args.layout.to_lib();
-    let set = crate::pipeline::build(&opts, &|_, _| {})?.set;
+    let crate::pipeline::Built { set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
     let map = repo_map(&args.repo_map)?;
     // The clock, the identity and the credentials enter here, at the edge.
