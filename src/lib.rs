@@ -27,5 +27,6 @@ pub mod pipeline;
 pub mod promote;
 pub mod render;
 pub mod spec;
+pub mod status;
 pub mod validate;
 pub mod write;

@@ -22,3 +22,4 @@ mod promote;
 mod refusals;
 mod render;
 mod scale;
+mod status;

@@ -24,17 +24,17 @@ use std::process::Command;
 const NEW_TAGS: [&str; 4] = ["1.99.0", "1.4.99", "2.99.0", "0.99.0"];
 
 /// A rendered platform published into local repositories.
-struct World {
-    tmp: tempfile::TempDir,
-    platform: kiln::validate::Platform,
-    map: RepoMap,
+pub(crate) struct World {
+    pub(crate) tmp: tempfile::TempDir,
+    pub(crate) platform: kiln::validate::Platform,
+    pub(crate) map: RepoMap,
     /// `--repo-map` arguments for the CLI.
-    map_args: Vec<String>,
-    objects: Objects,
-    auth: kiln::git::RemoteAuth,
+    pub(crate) map_args: Vec<String>,
+    pub(crate) objects: Objects,
+    pub(crate) auth: kiln::git::RemoteAuth,
 }
 
-fn identity() -> Identity {
+pub(crate) fn identity() -> Identity {
     Identity {
         name: "kiln test".into(),
         email: "test@kiln.invalid".into(),
@@ -48,18 +48,18 @@ fn time() -> CommitTime {
     }
 }
 
-fn platform_dir(name: &str) -> PathBuf {
+pub(crate) fn platform_dir(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(name)
 }
 
 /// Renders `platform`, publishes it under its `renderedPath` into a bare source repository,
 /// and makes an empty bare repository for every write repository.
-fn world(platform: &Path) -> World {
+pub(crate) fn world(platform: &Path) -> World {
     world_in(platform, None)
 }
 
 /// [`world`] for a platform copied under `root` (its own repository root).
-fn world_in(platform: &Path, root: Option<&Path>) -> World {
+pub(crate) fn world_in(platform: &Path, root: Option<&Path>) -> World {
     let mut opts = kiln::pipeline::RenderOptions::new(platform);
     opts.root = root.map(Path::to_path_buf);
     let kiln::pipeline::Built { platform, set, .. } =
@@ -103,7 +103,7 @@ fn world_in(platform: &Path, root: Option<&Path>) -> World {
 }
 
 /// A digest that names the image (what a registry would answer for the new tag).
-fn new_digest(repo: &str) -> String {
+pub(crate) fn new_digest(repo: &str) -> String {
     kiln_base::digest::sha256_tagged(format!("{repo}:new").as_bytes())
 }
 
@@ -123,7 +123,7 @@ fn new_tag(sub: &ImageSubscription) -> String {
 
 /// `--freight image=<repo>:<new tag>@<digest>` for every image the Stage's Warehouses
 /// subscribe to.
-fn new_freight(w: &World, stage: &StageDef) -> Vec<FreightArg> {
+pub(crate) fn new_freight(w: &World, stage: &StageDef) -> Vec<FreightArg> {
     let subs = w.objects.subscriptions(&stage.project);
     let mut out = Vec::new();
     for wh in &stage.requested {
@@ -140,7 +140,7 @@ fn new_freight(w: &World, stage: &StageDef) -> Vec<FreightArg> {
 
 impl World {
     /// The new tag of `repo`, from whichever project's Warehouse subscribes to it.
-    fn new_tag_of(&self, repo: &str) -> String {
+    pub(crate) fn new_tag_of(&self, repo: &str) -> String {
         self.platform
             .projects
             .iter()
@@ -151,20 +151,20 @@ impl World {
             .unwrap_or_else(|| panic!("no Warehouse subscribes to {repo}"))
     }
 
-    fn git(&self) -> Git<'_> {
+    pub(crate) fn git(&self) -> Git<'_> {
         Git {
             map: &self.map,
             auth: &self.auth,
         }
     }
 
-    fn work(&self, name: &str) -> WorkDir {
+    pub(crate) fn work(&self, name: &str) -> WorkDir {
         let dir = self.tmp.path().join("work").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         WorkDir::new(&dir).unwrap()
     }
 
-    fn promotion(&self, stage: &StageDef) -> Promotion {
+    pub(crate) fn promotion(&self, stage: &StageDef) -> Promotion {
         let scratch = self.tmp.path().join("scratch").join(&stage.name);
         let freight = assemble_freight(
             stage,
@@ -179,7 +179,7 @@ impl World {
         Promotion::new(stage.clone(), freight, name)
     }
 
-    fn context<'a>(&'a self, work: &'a WorkDir) -> Context<'a> {
+    pub(crate) fn context<'a>(&'a self, work: &'a WorkDir) -> Context<'a> {
         Context {
             git: self.git(),
             work,
@@ -214,7 +214,7 @@ impl World {
     }
 
     /// The images of the component an Application deploys.
-    fn component_images(&self, app: &Value) -> Vec<String> {
+    pub(crate) fn component_images(&self, app: &Value) -> Vec<String> {
         let component = app["metadata"]["labels"]["kiln.dev/component"]
             .as_str()
             .unwrap();
@@ -236,7 +236,7 @@ impl World {
     }
 }
 
-fn assert_succeeded(p: &Promotion) {
+pub(crate) fn assert_succeeded(p: &Promotion) {
     for r in p.reports() {
         assert!(
             matches!(r.status, StepStatus::Succeeded | StepStatus::Skipped),
@@ -681,7 +681,7 @@ fn cli_promotes_one_stage_and_reports_failures() {
 
 /// Copies the bank (platform and components) into a scratch repository root with its
 /// `platform.yaml` edited.
-fn bank_variant(edit: impl Fn(&str) -> String) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn bank_variant(edit: impl Fn(&str) -> String) -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     fn copy(from: &Path, to: &Path) {
         std::fs::create_dir_all(to).unwrap();
@@ -752,7 +752,7 @@ fn both_promotion_modes_work_with_every_write_mode() {
 }
 
 /// A promotion of `stage` whose images all have `tag`.
-fn promotion_with_tag(w: &World, stage: &StageDef, tag: &str) -> Promotion {
+pub(crate) fn promotion_with_tag(w: &World, stage: &StageDef, tag: &str) -> Promotion {
     let args: Vec<FreightArg> = new_freight(w, stage)
         .into_iter()
         .map(|f| match f {

@@ -86,11 +86,17 @@ pub enum Command {
         after_help = "Examples:\n  kiln bootstrap platforms/bank\n  kiln bootstrap platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=/srv/git/web.git"
     )]
     Bootstrap(BootstrapArgs),
-    /// Draw the promotion pipeline (Warehouses, Stages, what each writes) as Mermaid or DOT.
+    /// Draw the promotion pipeline (Warehouses, Stages, what each writes) as Mermaid, DOT or SVG.
     #[command(
-        after_help = "Examples:\n  kiln graph platforms/bank\n  kiln graph platforms/bank --project backend -o dot | dot -Tsvg > backend.svg"
+        after_help = "Examples:\n  kiln graph platforms/bank\n  kiln graph platforms/bank --project backend -o svg > backend.svg\n  kiln graph platforms/bank -o svg --repo-map URL=PATH > runs.svg"
     )]
     Graph(GraphArgs),
+    /// What runs in every component and environment, from Git alone (exit 1 when a cell lags
+    /// its upstream or drifted).
+    #[command(
+        after_help = "Examples:\n  kiln status platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy\n  kiln status platforms/bank -e prod-east -o json\n  kiln status platforms/bank -o html > status.html\n\nExit codes: 0 in sync, 1 lagging or drifted, 3 error (as kubectl diff)."
+    )]
+    Status(StatusArgs),
 }
 
 /// Output format for `show` and `history`.
@@ -461,10 +467,10 @@ pub struct HistoryArgs {
     /// Only changes touching this environment.
     #[arg(long)]
     pub environment: Option<String>,
-    /// Only changes at or after this date (RFC 3339 or YYYY-MM-DD).
+    /// Only changes at or after this date (RFC 3339, YYYY-MM-DD, `yesterday`, `2d`, `36h`).
     #[arg(long)]
     pub since: Option<String>,
-    /// What was deployed at this date.
+    /// What was deployed at this date (the same forms as `--since`).
     #[arg(long)]
     pub at: Option<String>,
     /// The platform directory whose Stages write this repository: Kargo's promotions are then
@@ -537,6 +543,10 @@ pub struct GraphArgs {
     /// Drawing language.
     #[arg(short = 'o', long, value_enum, default_value = "mermaid")]
     pub output: GraphOutput,
+    /// Local stand-ins for the write repositories (`URL=PATH`, repeatable): each Stage then
+    /// shows what it runs, read from what it wrote.
+    #[arg(long, value_name = "URL=PATH")]
+    pub repo_map: Vec<String>,
 }
 
 /// Output language of `kiln graph`.
@@ -544,6 +554,47 @@ pub struct GraphArgs {
 pub enum GraphOutput {
     Mermaid,
     Dot,
+    /// An SVG picture, laid out by kiln (no Graphviz needed).
+    Svg,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The platform directory.
+    #[arg(default_value = "platforms/bank")]
+    pub platform: PathBuf,
+    /// A local path (or file:// URL) standing in for a repository URL (repeatable).
+    #[arg(long, value_name = "URL=PATH")]
+    pub repo_map: Vec<String>,
+    /// Only this project (repeatable).
+    #[arg(long = "project", short = 'p')]
+    pub projects: Vec<String>,
+    /// Only this environment (repeatable).
+    #[arg(long = "environment", short = 'e')]
+    pub environments: Vec<String>,
+    /// Only this component instance (repeatable).
+    #[arg(long = "component", short = 'c')]
+    pub components: Vec<String>,
+    /// Output: a text matrix, JSON for tools, or one self-contained HTML page.
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: StatusOutput,
+    /// The layout the tree was published in.
+    #[arg(long, value_enum, default_value = "service")]
+    pub layout: Layout,
+    /// The tree was published with `kiln publish --per-environment` (`stage/<env>` branches).
+    #[arg(long)]
+    pub per_environment: bool,
+    /// Past writes to read per cell (default: 2 for text, 10 for JSON and HTML).
+    #[arg(long)]
+    pub past: Option<usize>,
+}
+
+/// Output of `kiln status`.
+#[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum StatusOutput {
+    Text,
+    Json,
+    Html,
 }
 
 fn parse_freight(s: &str) -> Result<crate::promote::freight::FreightArg, String> {
@@ -803,7 +854,7 @@ impl Command {
     /// The exit code when the command fails with an error (not a difference).
     pub fn error_exit_code(&self) -> u8 {
         match self {
-            Command::Diff(_) | Command::Verify(_) => EXIT_COMPARE_ERROR,
+            Command::Diff(_) | Command::Verify(_) | Command::Status(_) => EXIT_COMPARE_ERROR,
             _ => 1,
         }
     }
@@ -885,6 +936,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::Promote(args) => promote(args),
         Command::Bootstrap(args) => bootstrap(args),
         Command::Graph(args) => graph(args),
+        Command::Status(args) => status(args),
     }
 }
 
@@ -1051,6 +1103,9 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
         ));
     }
     options.adopt = args.adopt;
+    // An older render never lands on a newer one: the platform's checkout tells which
+    // source commit contains which.
+    options.source_repo = Some(args.platform.clone());
     options.auth = crate::git::RemoteAuth::from_env();
     options.scope = slice.scope.clone();
     let set = &slice.set;
@@ -1176,13 +1231,15 @@ fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
 /// `kiln history`: the write repository's changes, or (with `--at`) what was deployed then.
 fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
     let auth = crate::git::RemoteAuth::from_env();
+    // The clock enters here, at the edge: relative dates count back from it.
+    let now = crate::git::CommitTime::now().seconds;
     let filter = crate::git::HistoryFilter {
         component: args.component.clone(),
         environment: args.environment.clone(),
         since: args
             .since
             .as_deref()
-            .map(crate::git::parse_date)
+            .map(|s| crate::git::parse_when(s, now))
             .transpose()?,
     };
     // The Stages' write folders come from the spec, rendered in memory as `kiln graph` does.
@@ -1199,7 +1256,7 @@ fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
         let state = crate::git::deployed_at(
             &args.repo,
             &args.branch,
-            crate::git::parse_date(at)?,
+            crate::git::parse_when(at, now)?,
             &filter,
             &layout,
             &auth,
@@ -1256,21 +1313,103 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
     })
 }
 
-/// `kiln graph`: render in memory, draw the emitted Kargo objects.
+/// `kiln graph`: render in memory, draw the emitted Kargo objects (with `--repo-map`, what
+/// each Stage runs, read as `kiln status` reads it).
 fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
     let opts = crate::pipeline::RenderOptions::new(&args.platform);
-    let set = crate::pipeline::build(&opts, &|_, _| {})?.set;
+    let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
     let format = match args.output {
         GraphOutput::Mermaid => crate::kargo::graph::GraphFormat::Mermaid,
         GraphOutput::Dot => crate::kargo::graph::GraphFormat::Dot,
+        GraphOutput::Svg => crate::kargo::graph::GraphFormat::Svg,
     };
-    print_out(&crate::kargo::graph::graph(
+    let runs = if args.repo_map.is_empty() {
+        Default::default()
+    } else {
+        let options = crate::status::StatusOptions {
+            repo_map: repo_map(&args.repo_map)?,
+            auth: crate::git::RemoteAuth::from_env(),
+            past: 1,
+            filter: crate::status::StatusFilter {
+                projects: args.project.iter().cloned().collect(),
+                ..Default::default()
+            },
+        };
+        crate::status::status(&set, &platform, &options)?.stage_runs()
+    };
+    print_out(&crate::kargo::graph::graph_with_runs(
         &objects,
         args.project.as_deref(),
         format,
+        &runs,
     )?)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--repo-map URL=PATH` values, checked here rather than by clap (whose errors would echo a
+/// token in the value).
+fn repo_map(args: &[String]) -> miette::Result<crate::promote::repo::RepoMap> {
+    crate::promote::repo::RepoMap::parse(args).map_err(|e| {
+        miette::miette!(
+            code = "kiln::promote::bad_repo_map",
+            help = "--repo-map URL=PATH, PATH a local repository standing in for URL",
+            "{e}"
+        )
+    })
+}
+
+/// `kiln status`: render in memory, read what every Application syncs; exit 1 when a cell
+/// lags or drifted, as `kubectl diff` exits 1 on a difference.
+fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
+    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    opts.layout = args.layout.to_lib();
+    opts.environment_branches = args
+        .per_environment
+        .then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
+    let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
+    let options = crate::status::StatusOptions {
+        filter: crate::status::StatusFilter {
+            projects: args.projects.clone(),
+            environments: args.environments.clone(),
+            components: args.components.clone(),
+        },
+        repo_map: repo_map(&args.repo_map)?,
+        auth: crate::git::RemoteAuth::from_env(),
+        past: args.past.unwrap_or(match args.output {
+            // Two: lag compares with what upstream ran before.
+            StatusOutput::Text => 2,
+            _ => 10,
+        }),
+    };
+    let report = crate::status::status(&set, &platform, &options)?;
+    match args.output {
+        StatusOutput::Json => print_out(&json(&report)?)?,
+        StatusOutput::Text => {
+            let color = std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal();
+            print_out(&report.to_text(color))?
+        }
+        StatusOutput::Html => {
+            let objects = crate::promote::Objects::from_artifacts(&set)?;
+            let picture = if objects.stages.is_empty() {
+                String::new()
+            } else {
+                crate::kargo::graph::graph_with_runs(
+                    &objects,
+                    None,
+                    crate::kargo::graph::GraphFormat::Svg,
+                    &report.stage_runs(),
+                )?
+            };
+            print_out(&crate::status::html::page(
+                &report,
+                &picture,
+                &platform.name,
+            ))?
+        }
+    }
+    Ok(ExitCode::from(u8::from(!report.in_sync())))
 }
 
 /// `kiln bootstrap`: render in memory, create the missing write branches.
@@ -1279,13 +1418,7 @@ fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
     opts.layout = args.layout.to_lib();
     let crate::pipeline::Built { set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
-    let map = crate::promote::repo::RepoMap::parse(&args.repo_map).map_err(|e| {
-        miette::miette!(
-            code = "kiln::promote::bad_repo_map",
-            help = "--repo-map URL=PATH, PATH a local repository standing in for URL",
-            "{e}"
-        )
-    })?;
+    let map = repo_map(&args.repo_map)?;
     // The clock, the identity and the credentials enter here, at the edge.
     let auth = crate::git::RemoteAuth::from_env();
     let signature = crate::git::Identity::from_env_or_git_config()
@@ -1363,13 +1496,7 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
         stage: args.stage.clone(),
         project: args.project.clone(),
         freight: args.freight.clone(),
-        repo_map: crate::promote::repo::RepoMap::parse(&args.repo_map).map_err(|e| {
-            miette::miette!(
-                code = "kiln::promote::bad_repo_map",
-                help = "--repo-map URL=PATH, PATH a local repository standing in for URL",
-                "{e}"
-            )
-        })?,
+        repo_map: repo_map(&args.repo_map)?,
         // The clock, the identity and the credentials enter here, at the edge.
         identity: crate::git::Identity::from_env_or_git_config(),
         time: crate::git::CommitTime::now(),

@@ -83,6 +83,7 @@ impl Status {
 
 /// A resource's identity in a YAML stream.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ResourceKey {
     pub kind: String,
     pub namespace: Option<String>,
@@ -105,6 +106,7 @@ impl fmt::Display for ResourceKey {
 
 /// One resource that differs inside a YAML file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ResourceDiff {
     pub status: Status,
     pub resource: ResourceKey,
@@ -114,6 +116,7 @@ pub struct ResourceDiff {
 
 /// One file that differs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FileDiff {
     pub path: String,
     pub status: Status,
@@ -127,6 +130,7 @@ pub struct FileDiff {
 
 /// The difference between two artifact sets.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DiffReport {
     pub files: Vec<FileDiff>,
 }

@@ -70,6 +70,43 @@ pub fn parse_date(input: &str) -> Result<i64, GitError> {
     })
 }
 
+/// [`parse_date`], or a time relative to `now` (Unix seconds, passed in by the CLI: nothing
+/// here reads the clock): `now`, `today` and `yesterday` (midnight UTC), or `<N><unit>` with
+/// an optional ` ago` (`2d`, `36h`, `1w`, `90m`, `30s`, `2d ago`).
+///
+/// Errors: [`GitError::InvalidDate`].
+pub fn parse_when(input: &str, now: i64) -> Result<i64, GitError> {
+    let s = input.trim();
+    let midnight = now.div_euclid(86_400) * 86_400;
+    let relative = match s {
+        "now" => Some(now),
+        "today" => Some(midnight),
+        "yesterday" => Some(midnight - 86_400),
+        _ => {
+            let s = s.strip_suffix(" ago").unwrap_or(s).trim();
+            let digits = s.bytes().take_while(u8::is_ascii_digit).count();
+            let unit = match s[digits..].trim() {
+                "s" => Some(1),
+                "m" | "min" => Some(60),
+                "h" => Some(3600),
+                "d" => Some(86_400),
+                "w" => Some(7 * 86_400),
+                _ => None,
+            };
+            match (s[..digits].parse::<i64>().ok(), unit) {
+                (Some(n), Some(unit)) => n.checked_mul(unit).and_then(|d| now.checked_sub(d)),
+                _ => None,
+            }
+        }
+    };
+    match relative {
+        Some(t) => Ok(t),
+        None => parse_date(input).map_err(|_| GitError::InvalidDate {
+            input: input.to_string(),
+        }),
+    }
+}
+
 fn parse_date_inner(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let num = |range: std::ops::Range<usize>| -> Option<i64> {
@@ -192,6 +229,7 @@ impl HistoryFilter {
 
 /// Image references of one component in one environment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ComponentImages {
     pub project: String,
     pub environment: String,
@@ -201,6 +239,7 @@ pub struct ComponentImages {
 
 /// One kiln commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
     pub commit: String,
     pub time: Timestamp,
@@ -258,6 +297,7 @@ impl fmt::Display for HistoryEntry {
 
 /// kiln's commits on a branch, newest first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct History {
     pub repo: String,
     pub branch: String,
@@ -281,6 +321,7 @@ impl fmt::Display for History {
 
 /// What was deployed at a point in time: the newest kiln commit at or before it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DeployedState {
     pub repo: String,
     pub branch: String,
@@ -365,13 +406,26 @@ fn kiln_commits(
         let message = String::from_utf8_lossy(commit.message_bytes());
         let (trailers, made_by_kiln) = match parse_message(&message) {
             Some(trailers) => (trailers, true),
-            None => (
-                KilnTrailers {
-                    changes: touched_units(repo, &commit, branch, &known)?,
-                    ..KilnTrailers::default()
-                },
-                false,
-            ),
+            None => {
+                // What a promotion (or a hand edit) deployed is in the tree it left: the
+                // images of the folders it changed, read from the manifests there.
+                let changes = touched_units(repo, &commit, branch, &known)?;
+                let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
+                let files = read_all_files(repo, &tree, "")?;
+                let touched: BTreeSet<&Unit> = changes.iter().map(|c| &c.unit).collect();
+                let images = images_from_tree(&files, branch.strip_prefix("stage/"), &known)
+                    .into_iter()
+                    .filter(|(unit, _)| touched.contains(unit))
+                    .collect();
+                (
+                    KilnTrailers {
+                        changes,
+                        images,
+                        ..KilnTrailers::default()
+                    },
+                    false,
+                )
+            }
         };
         let author = commit.author();
         out.push(KilnCommit {
@@ -611,22 +665,59 @@ pub fn deployed_at(
         email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
     });
     state.summary = Some(message.lines().next().unwrap_or_default().to_string());
-    match parse_message(&message) {
-        Some(trailers) => {
-            state.made_by_kiln = true;
+    let trailers = parse_message(&message);
+    state.made_by_kiln = trailers.is_some();
+    let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
+    let files = read_all_files(&opened.repo, &tree, "")?;
+    let known = layout.for_branch(branch);
+    // With Kargo, the rendered tree is what Stages read, not what runs: only the folders a
+    // Stage writes count (and, without the layout, nothing of the rendered tree).
+    let kargo = !layout.is_empty() || holds_stages(&files);
+    match trailers {
+        Some(trailers) if !kargo => {
             state.source = Some(StateSource::Trailers);
             state.images = component_images(trailers.images.iter(), filter);
         }
-        None => {
-            let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
-            let files = read_all_files(&opened.repo, &tree, "")?;
+        _ if kargo => {
+            state.source = Some(StateSource::Tree);
+            let mut images: BTreeMap<Unit, Vec<String>> = BTreeMap::new();
+            for (dir, unit) in &known {
+                let prefix = if dir.is_empty() || dir == "." {
+                    String::new()
+                } else {
+                    format!("{}/", dir.trim_end_matches('/'))
+                };
+                let mut folder = ArtifactSet::new();
+                for (path, bytes) in &files.files {
+                    if let Some(rel) = path.strip_prefix(&prefix) {
+                        folder.insert(rel.to_string(), bytes.clone());
+                    }
+                }
+                let refs = folder_images(&folder);
+                if !refs.is_empty() {
+                    images.insert(unit.clone(), refs);
+                }
+            }
+            state.images = component_images(images.iter(), filter);
+        }
+        _ => {
             let environment = branch.strip_prefix("stage/");
-            let images = images_from_tree(&files, environment, &layout.for_branch(branch));
+            let images = images_from_tree(&files, environment, &known);
             state.source = Some(StateSource::Tree);
             state.images = component_images(images.iter(), filter);
         }
     }
     Ok(state)
+}
+
+/// Whether a tree holds Kargo Stages (kiln's `<project>/kargo/` files): its rendered
+/// component folders are then what Stages read, never what runs.
+fn holds_stages(files: &ArtifactSet) -> bool {
+    files.files.iter().any(|(path, bytes)| {
+        path.contains("kargo/")
+            && (path.ends_with(".yaml") || path.ends_with(".yml"))
+            && bytes.windows(12).any(|w| w == b"\nkind: Stage")
+    })
 }
 
 /// Image references in a tree (see [`deployed_at`]).
@@ -674,6 +765,37 @@ fn images_from_tree(
             if !refs.contains(&image) {
                 refs.push(image);
             }
+        }
+    }
+    out
+}
+
+/// The images a deployed folder runs: its kustomization's `images:` when it has one (kiln's
+/// rendered component folders: the manifests beside it still hold the base tags), else the
+/// container images of its YAML files (what a Stage's `kustomize-build` wrote), in file and
+/// document order, each once.
+pub fn folder_images(files: &ArtifactSet) -> Vec<String> {
+    for name in ["kustomization.yaml", "kustomization.yml", "Kustomization"] {
+        if let Some(bytes) = files.files.get(name) {
+            let refs = super::trailers::kustomization_images(name, bytes);
+            if !refs.is_empty() {
+                return refs;
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (path, bytes) in &files.files {
+        if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
+            continue;
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else {
+            continue;
+        };
+        let Ok(docs) = crate::yaml::parse_stream(path, text) else {
+            continue;
+        };
+        for doc in &docs {
+            container_images(doc, &mut out);
         }
     }
     out
@@ -740,6 +862,29 @@ mod tests {
             assert!(parse_date(bad).is_err(), "{bad}");
         }
         assert!(parse_date("2024-02-29").is_ok());
+    }
+
+    #[test]
+    fn relative_dates_count_back_from_the_given_clock() {
+        let now = 1_700_000_000; // 2023-11-14T22:13:20Z
+        assert_eq!(parse_when("2d", now).unwrap(), now - 2 * 86_400);
+        assert_eq!(parse_when("36h ago", now).unwrap(), now - 36 * 3600);
+        assert_eq!(parse_when("1w", now).unwrap(), now - 7 * 86_400);
+        assert_eq!(
+            parse_when("yesterday", now).unwrap(),
+            parse_date("2023-11-13").unwrap()
+        );
+        assert_eq!(
+            parse_when("today", now).unwrap(),
+            parse_date("2023-11-14").unwrap()
+        );
+        assert_eq!(
+            parse_when("2023-11-01", now).unwrap(),
+            parse_date("2023-11-01").unwrap()
+        );
+        for bad in ["2x", "d", "tomorrow", "-2d", "99999999999999999999d"] {
+            assert!(parse_when(bad, now).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -24,6 +24,7 @@
 pub mod diff;
 pub mod history;
 pub mod publish;
+pub mod state;
 pub mod trailers;
 pub mod verify;
 
@@ -43,12 +44,13 @@ pub use diff::{
 };
 pub use history::{
     ComponentImages, DeployedState, History, HistoryEntry, HistoryFilter, StateSource, Timestamp,
-    deployed_at, history, parse_date,
+    deployed_at, folder_images, history, parse_date, parse_when,
 };
 pub use publish::{
     EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, is_valid_branch_name,
     publish, publish_per_environment, split_by_environment,
 };
+pub use state::{BranchState, FolderState, WriteCommit, normalize_folder, read_branch};
 pub use trailers::{ChangeAction, Unit, UnitChange, WriteLayout};
 pub use verify::{VerifyReport, verify, verify_scoped};
 
@@ -193,6 +195,24 @@ pub enum GitError {
         )
     )]
     AuthenticationFailed { url: String },
+
+    #[error(
+        "refusing to publish source commit {publishing} to `{branch}`: its tip {kiln_commit} was published from source commit {published}, which is not an ancestor of {publishing}{reason}"
+    )]
+    #[diagnostic(
+        code(kiln::git::older_source),
+        help(
+            "publishing would put an older render over a newer one (a silent revert). Publish a commit that contains {published} (merge or rebase onto it); in CI, check out the source with its history (actions/checkout fetch-depth: 0) so kiln can tell"
+        )
+    )]
+    OlderSource {
+        branch: String,
+        kiln_commit: String,
+        published: String,
+        publishing: String,
+        /// Empty, or why the ancestry could not be told.
+        reason: String,
+    },
 
     #[error("branch `{branch}` of `{url}` kept moving: push rejected {attempts} times ({message})")]
     #[diagnostic(

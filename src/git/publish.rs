@@ -65,6 +65,11 @@ pub struct PublishOptions {
     /// outside it are neither pruned nor disowned, so a filtered publish touches only its
     /// slice, as a filtered `render` does.
     pub scope: Scope,
+    /// The source repository's checkout (the platform directory, or any path inside it):
+    /// with it, a publish refuses when the branch was last published from a source commit
+    /// that is not an ancestor of `provenance.source_commit` ([`GitError::OlderSource`]), so
+    /// an older render never lands on a newer one. `None`: no check.
+    pub source_repo: Option<std::path::PathBuf>,
     /// Fault injection for tests: stop right after the branch moved, before the checked-out
     /// working tree follows, leaving the state a `kill -9` at that moment leaves.
     #[doc(hidden)]
@@ -92,6 +97,7 @@ impl PublishOptions {
             max_attempts: DEFAULT_MAX_ATTEMPTS,
             environment: None,
             scope: Scope::All,
+            source_repo: None,
             crash_after_ref_update: false,
         }
     }
@@ -99,6 +105,7 @@ impl PublishOptions {
 
 /// File counts of a publish, relative to the files kiln owned before.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FileCounts {
     pub added: usize,
     pub changed: usize,
@@ -107,6 +114,7 @@ pub struct FileCounts {
 
 /// What a publish did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PublishOutcome {
     /// The repository, with any password redacted.
     pub repo: String,
@@ -599,6 +607,102 @@ fn make_commit(
         .map_err(lg("writing the commit"))
 }
 
+/// How far back [`last_published_source`] looks for kiln's last publish into the path.
+const SOURCE_WALK_LIMIT: usize = 100_000;
+
+/// The newest kiln commit on the first-parent chain from `tip` that changed `managed` (the
+/// root: anything), with the source commit it recorded (`-dirty` dropped). Commits others
+/// made (Kargo's promotions, hand edits, another platform's publish into another path) are
+/// passed over.
+fn last_published_source(
+    tip: &git2::Commit<'_>,
+    managed: &str,
+) -> Result<Option<(Oid, Option<String>)>, GitError> {
+    let mut commit = Some(tip.clone());
+    let mut seen = 0;
+    while let Some(c) = commit {
+        seen += 1;
+        if seen > SOURCE_WALK_LIMIT {
+            break;
+        }
+        let parent = c.parent(0).ok();
+        if let Some(trailers) = trailers::parse_message(&String::from_utf8_lossy(c.message_bytes()))
+        {
+            let tree = c.tree().map_err(lg("reading a commit's tree"))?;
+            let at = |t: &git2::Tree<'_>| -> Option<Oid> {
+                if managed.is_empty() {
+                    Some(t.id())
+                } else {
+                    t.get_path(Path::new(managed)).ok().map(|e| e.id())
+                }
+            };
+            let before = match &parent {
+                Some(p) => at(&p.tree().map_err(lg("reading a commit's tree"))?),
+                None => None,
+            };
+            if at(&tree) != before {
+                let source = trailers
+                    .source_commit
+                    .map(|s| s.trim_end_matches("-dirty").to_string());
+                return Ok(Some((c.id(), source)));
+            }
+        }
+        commit = parent;
+    }
+    Ok(None)
+}
+
+/// Refuses a publish whose source commit does not contain the one the branch was last
+/// published from ([`GitError::OlderSource`]): the same commit again (a no-op, or a new kiln
+/// version) and any descendant pass. Runs on every attempt, against the tip it builds on, so
+/// of two concurrent publishers of different commits the older one fails once the newer one
+/// landed, whichever started first. A source commit the checkout does not hold (a shallow
+/// clone, another repository) is refused too: kiln cannot tell it is older, and guessing
+/// wrong is a revert.
+fn check_source_order(
+    tip: Option<&git2::Commit<'_>>,
+    managed: &str,
+    options: &PublishOptions,
+) -> Result<(), GitError> {
+    let (Some(tip), Some(source_dir), Some(publishing)) = (
+        tip,
+        options.source_repo.as_deref(),
+        options.provenance.source_commit.as_deref(),
+    ) else {
+        return Ok(());
+    };
+    let publishing = publishing.trim_end_matches("-dirty");
+    let Some((kiln_commit, Some(published))) = last_published_source(tip, managed)? else {
+        return Ok(());
+    };
+    if published == publishing {
+        return Ok(());
+    }
+    let refuse = |reason: &str| GitError::OlderSource {
+        branch: options.branch.clone(),
+        kiln_commit: kiln_commit.to_string(),
+        published: published.clone(),
+        publishing: publishing.to_string(),
+        reason: reason.to_string(),
+    };
+    let Ok(source) = Repository::discover(source_dir) else {
+        return Ok(());
+    };
+    let (Ok(new), Ok(old)) = (Oid::from_str(publishing), Oid::from_str(&published)) else {
+        return Err(refuse(" (not commit ids)"));
+    };
+    if source.find_commit(old).is_err() {
+        return Err(refuse(&format!(
+            " ({published} is not in the source repository at `{}`; a shallow clone?)",
+            source_dir.display()
+        )));
+    }
+    match source.graph_descendant_of(new, old) {
+        Ok(true) => Ok(()),
+        _ => Err(refuse("")),
+    }
+}
+
 /// Short pause between attempts, growing with the attempt number, so two publishers racing
 /// for the ref lock do not collide again in lockstep.
 fn back_off(attempt: u32) {
@@ -640,6 +744,7 @@ fn publish_local(
             files: plan.map(|p| p.files).unwrap_or_default(),
             attempts: attempt,
         };
+        check_source_order(tip.as_ref(), managed, options)?;
         let Some(plan) = plan_commit(&repo, tip.as_ref(), set, managed, options)? else {
             return Ok(outcome(None, None));
         };
@@ -1146,6 +1251,7 @@ fn publish_remote(
             files: plan.map(|p| p.files).unwrap_or_default(),
             attempts: attempt,
         };
+        check_source_order(tip.as_ref(), managed, options)?;
         let Some(plan) = plan_commit(&repo, tip.as_ref(), set, managed, options)? else {
             return Ok(outcome(None, None));
         };

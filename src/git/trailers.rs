@@ -414,32 +414,38 @@ pub fn images_by_unit(set: &ArtifactSet, classifier: &Classifier) -> BTreeMap<Un
         if !matches!(unit, Unit::Component { .. }) {
             continue;
         }
-        let Ok(text) = std::str::from_utf8(bytes) else {
-            continue;
-        };
-        let Ok(kustomization) = crate::yaml::parse_one(path, text) else {
-            continue;
-        };
-        let Some(entries) = kustomization.get("images").and_then(|i| i.as_array()) else {
-            continue;
-        };
-        let field = |entry: &serde_json::Value, key: &str| entry.get(key).and_then(scalar_string);
-        let refs: Vec<String> = entries
-            .iter()
-            .map(|entry| ImageEntry {
-                name: field(entry, "name").unwrap_or_default(),
-                new_name: field(entry, "newName"),
-                new_tag: field(entry, "newTag"),
-                digest: field(entry, "digest"),
-            })
-            .filter(|i| !i.name.is_empty() || i.new_name.is_some())
-            .map(|i| i.reference())
-            .collect();
+        let refs = kustomization_images(path, bytes);
         if !refs.is_empty() {
             out.entry(unit).or_default().extend(refs);
         }
     }
     out
+}
+
+/// The image references a kustomization's `images:` sets (`name:tag@digest`, as kustomize
+/// writes them), in its order; none when it does not parse.
+pub fn kustomization_images(path: &str, bytes: &[u8]) -> Vec<String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    let Ok(kustomization) = crate::yaml::parse_one(path, text) else {
+        return Vec::new();
+    };
+    let Some(entries) = kustomization.get("images").and_then(|i| i.as_array()) else {
+        return Vec::new();
+    };
+    let field = |entry: &serde_json::Value, key: &str| entry.get(key).and_then(scalar_string);
+    entries
+        .iter()
+        .map(|entry| ImageEntry {
+            name: field(entry, "name").unwrap_or_default(),
+            new_name: field(entry, "newName"),
+            new_tag: field(entry, "newTag"),
+            digest: field(entry, "digest"),
+        })
+        .filter(|i| !i.name.is_empty() || i.new_name.is_some())
+        .map(|i| i.reference())
+        .collect()
 }
 
 /// A scalar as kustomize reads it into a string field: a tag written `1.20` or `42` is the

@@ -21,6 +21,7 @@ use crate::artifact::{ArtifactSet, Scope};
 
 /// Result of a verification.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct VerifyReport {
     /// The repository (password redacted).
     pub repo: String,

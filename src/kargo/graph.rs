@@ -1,4 +1,6 @@
-//! `kiln graph`: the promotion pipeline as a Mermaid or Graphviz picture.
+//! `kiln graph`: the promotion pipeline as a Mermaid or Graphviz text, or an SVG picture laid
+//! out natively by `layout-rs` (a layered, Sugiyama-style layout; no Graphviz binary, ADR
+//! 0030).
 //!
 //! Drawn from the Kargo objects kiln emits (read by [`crate::promote::Objects`], the same
 //! reading `kiln promote` runs on), so the picture cannot drift from what Kargo gets. Edges
@@ -21,6 +23,8 @@ use crate::promote::{Objects, StageDef};
 pub enum GraphFormat {
     Mermaid,
     Dot,
+    /// A standalone SVG document (`layout-rs`).
+    Svg,
 }
 
 #[derive(Debug, Error, Diagnostic, Clone, PartialEq)]
@@ -58,6 +62,17 @@ pub fn graph(
     objects: &Objects,
     project: Option<&str>,
     format: GraphFormat,
+) -> Result<String, GraphError> {
+    graph_with_runs(objects, project, format, &BTreeMap::new())
+}
+
+/// [`graph`], each Stage's box with one more line when `runs` has its `<project>/<stage>`:
+/// what it runs (read from its write repository by `kiln status`).
+pub fn graph_with_runs(
+    objects: &Objects,
+    project: Option<&str>,
+    format: GraphFormat,
+    runs: &BTreeMap<String, String>,
 ) -> Result<String, GraphError> {
     let mut projects: BTreeMap<String, (Vec<String>, Vec<StageNode>)> = BTreeMap::new();
     for w in &objects.warehouses {
@@ -132,7 +147,108 @@ pub fn graph(
             ))
         });
     }
-    Ok(draw(&projects, format))
+    Ok(match format {
+        GraphFormat::Svg => draw_svg(&projects, runs),
+        _ => draw(&projects, format, runs),
+    })
+}
+
+/// The lines of a Stage's box: its name, what it writes, and what it runs.
+fn stage_lines(n: &StageNode, runs: &BTreeMap<String, String>) -> Vec<String> {
+    let target = format!(
+        "{}@{}",
+        var(&n.def, "writeRepo"),
+        var(&n.def, "writeBranch")
+    );
+    let mut lines = vec![n.def.name.clone()];
+    if target != "@" {
+        lines.push(target);
+    }
+    lines.extend(n.def.written().into_iter().map(|w| w.dir));
+    if let Some(r) = runs.get(&format!("{}/{}", n.def.project, n.def.name)) {
+        lines.push(format!("runs {r}"));
+    }
+    lines
+}
+
+/// The SVG picture: one node per Warehouse (rounded) and Stage (box, its lines as in the text
+/// forms), edges as Freight flows, laid out left to right by `layout-rs`. Its text is escaped
+/// by the SVG writer; the XML declaration is left out so the picture embeds in a page as is.
+fn draw_svg(projects: &Projects, runs: &BTreeMap<String, String>) -> String {
+    use layout::backends::svg::SVGWriter;
+    use layout::core::base::Orientation;
+    use layout::core::color::Color;
+    use layout::core::geometry::{Point, get_size_for_str, pad_shape_scalar};
+    use layout::core::style::StyleAttr;
+    use layout::std_shapes::shapes::{Arrow, Element, ShapeKind};
+    use layout::topo::layout::VisualGraph;
+
+    // One font size for boxes and edges (`Arrow::simple` draws at 15): the SVG writer keeps
+    // its font classes in a HashMap, and with one entry its output order cannot vary.
+    const FONT: usize = 15;
+    let mut graph = VisualGraph::new(Orientation::LeftToRight);
+    let mut node = |text: &str, fill: &str, rounded: usize| {
+        let look = StyleAttr::new(
+            Color::fast("black"),
+            1,
+            Some(Color::fast(fill)),
+            rounded,
+            FONT,
+        );
+        let size = pad_shape_scalar(get_size_for_str(text, FONT), 12.0);
+        let size = Point::new(size.x * 0.62 + 12.0, size.y);
+        let shape = ShapeKind::new_box(text);
+        graph.add_node(Element::create(shape, look, Orientation::LeftToRight, size))
+    };
+    let mut edges = Vec::new();
+    let mut handles = Vec::new();
+    for (project, (warehouses, stages)) in projects {
+        let mut ids = BTreeMap::new();
+        for w in warehouses {
+            let h = node(
+                &format!("Warehouse {w}\nproject {project}"),
+                "lightyellow",
+                12,
+            );
+            ids.insert(("w", w.as_str()), h);
+            handles.push(h);
+        }
+        for n in stages {
+            let text = stage_lines(n, runs).join("\n");
+            let fill = if runs.contains_key(&format!("{}/{}", n.def.project, n.def.name)) {
+                "honeydew"
+            } else {
+                "white"
+            };
+            let h = node(&text, fill, 0);
+            ids.insert(("s", n.def.name.as_str()), h);
+        }
+        for n in stages {
+            let to = ids[&("s", n.def.name.as_str())];
+            for w in &n.direct {
+                if let Some(f) = ids.get(&("w", w.as_str())) {
+                    edges.push((*f, to));
+                }
+            }
+            for u in &n.def.upstream {
+                if let Some(f) = ids.get(&("s", u.as_str())) {
+                    edges.push((*f, to));
+                }
+            }
+        }
+    }
+    for (from, to) in edges {
+        graph.add_edge(Arrow::simple(""), from, to);
+    }
+    let mut svg = SVGWriter::new();
+    if graph.num_nodes() > 0 {
+        graph.do_it(false, false, false, &mut svg);
+    }
+    let out = svg.finalize();
+    match out.split_once("?>") {
+        Some((_, rest)) => rest.trim_start().to_string(),
+        None => out,
+    }
 }
 
 fn var<'a>(def: &'a StageDef, name: &str) -> &'a str {
@@ -176,10 +292,10 @@ fn dot_escape(text: &str) -> String {
 
 type Projects = BTreeMap<String, (Vec<String>, Vec<StageNode>)>;
 
-fn draw(projects: &Projects, format: GraphFormat) -> String {
+fn draw(projects: &Projects, format: GraphFormat, runs: &BTreeMap<String, String>) -> String {
     let (esc, br): (fn(&str) -> String, &str) = match format {
         GraphFormat::Mermaid => (mermaid_escape, "<br/>"),
-        GraphFormat::Dot => (dot_escape, "\\n"),
+        _ => (dot_escape, "\\n"),
     };
     let label = |lines: &[&str]| {
         lines
@@ -193,7 +309,7 @@ fn draw(projects: &Projects, format: GraphFormat) -> String {
     let mut edges = Vec::new();
     match format {
         GraphFormat::Mermaid => out.push_str("flowchart LR\n"),
-        GraphFormat::Dot => out.push_str("digraph kiln {\n  rankdir=LR;\n"),
+        _ => out.push_str("digraph kiln {\n  rankdir=LR;\n"),
     }
     let (mut wn, mut sn, mut gn) = (0usize, 0usize, 0usize);
     for (project, (warehouses, stages)) in projects {
@@ -204,7 +320,7 @@ fn draw(projects: &Projects, format: GraphFormat) -> String {
                 GraphFormat::Mermaid => {
                     out.push_str(&format!("{pad}subgraph g{gn}[\"{}\"]\n", esc(title)))
                 }
-                GraphFormat::Dot => out.push_str(&format!(
+                _ => out.push_str(&format!(
                     "{pad}subgraph cluster_{gn} {{\n{pad}  label=\"{}\";\n",
                     esc(title)
                 )),
@@ -216,7 +332,7 @@ fn draw(projects: &Projects, format: GraphFormat) -> String {
             out.push_str(&pad);
             out.push_str(match format {
                 GraphFormat::Mermaid => "end\n",
-                GraphFormat::Dot => "}\n",
+                _ => "}\n",
             });
         };
         open(&mut out, 1, &format!("project {project}"));
@@ -226,9 +342,7 @@ fn draw(projects: &Projects, format: GraphFormat) -> String {
             let l = label(&["Warehouse", w]);
             match format {
                 GraphFormat::Mermaid => out.push_str(&format!("    {id}[(\"{l}\")]\n")),
-                GraphFormat::Dot => {
-                    out.push_str(&format!("    {id} [label=\"{l}\", shape=cylinder];\n"))
-                }
+                _ => out.push_str(&format!("    {id} [label=\"{l}\", shape=cylinder];\n")),
             }
             ids.insert(("w", w), id);
         }
@@ -248,23 +362,12 @@ fn draw(projects: &Projects, format: GraphFormat) -> String {
             for n in stages.iter().filter(|n| n.environment == env) {
                 let id = format!("s{sn}");
                 sn += 1;
-                let target = format!(
-                    "{}@{}",
-                    var(&n.def, "writeRepo"),
-                    var(&n.def, "writeBranch")
-                );
-                let mut lines = vec![n.def.name.clone()];
-                if target != "@" {
-                    lines.push(target);
-                }
-                lines.extend(n.def.written().into_iter().map(|w| w.dir));
+                let lines = stage_lines(n, runs);
                 let l = label(&lines.iter().map(String::as_str).collect::<Vec<_>>());
                 let pad = "  ".repeat(depth);
                 match format {
                     GraphFormat::Mermaid => out.push_str(&format!("{pad}{id}[\"{l}\"]\n")),
-                    GraphFormat::Dot => {
-                        out.push_str(&format!("{pad}{id} [label=\"{l}\", shape=box];\n"))
-                    }
+                    _ => out.push_str(&format!("{pad}{id} [label=\"{l}\", shape=box];\n")),
                 }
                 ids.insert(("s", &n.def.name), id);
             }
@@ -291,7 +394,7 @@ fn draw(projects: &Projects, format: GraphFormat) -> String {
     for e in edges {
         match format {
             GraphFormat::Mermaid => out.push_str(&format!("  {e}\n")),
-            GraphFormat::Dot => out.push_str(&format!("  {};\n", e.replace("-->", "->"))),
+            _ => out.push_str(&format!("  {};\n", e.replace("-->", "->"))),
         }
     }
     if format == GraphFormat::Dot {
@@ -399,6 +502,29 @@ mod tests {
         );
         assert_eq!(mermaid_escape("a<b>&#\"c"), "a#lt;b#gt;#amp;#35;#quot;c");
         assert_eq!(dot_escape("a\\b\"c"), "a\\\\b\\\"c");
+    }
+
+    /// The SVG is drawn in process (no Graphviz), escapes labels, holds every Stage and
+    /// Warehouse and what a Stage runs, and is the same bytes for the same objects.
+    #[test]
+    fn svg_is_drawn_natively_and_deterministically() {
+        let mut shuffled = objects();
+        shuffled.stages.reverse();
+        let runs: BTreeMap<String, String> =
+            [("web/fe-dev".to_string(), "fe 1.2.0".to_string())].into();
+        let a = graph_with_runs(&objects(), None, GraphFormat::Svg, &runs).unwrap();
+        assert_eq!(
+            a,
+            graph_with_runs(&shuffled, None, GraphFormat::Svg, &runs).unwrap()
+        );
+        assert!(a.starts_with("<svg"), "{a}");
+        assert!(a.contains("runs fe 1.2.0"), "{a}");
+        assert!(
+            a.contains("a&quot;b.git") || a.contains("a&#34;b.git"),
+            "{a}"
+        );
+        assert!(a.contains("Warehouse fe"), "{a}");
+        assert!(!a.contains("<script"), "{a}");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 //! clean         delete               ./out/<writePath>   (this component's folder only)
 //! set-image     kustomize-set-image  ./src/<srcPath>     tag (or digest) from the Freight
 //! build         kustomize-build      ./src/<srcPath>   → ./out/<writePath>/manifests.yaml
-//! commit        git-commit           ./out, message naming images and source commit
+//! commit        git-commit           ./out, message naming images, source commit and Freight
 //! push          git-push             ./out → branch
 //! sync          argocd-update        Application, desiredRevision: outputs.push.commit
 //! ```
@@ -122,8 +122,11 @@ pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) 
                 ("tag", format!("${{{{ imageFrom(vars.{var}).Tag }}}}"))
             };
             set_images.push(json!({ "image": format!("${{{{ vars.{var} }}}}"), field: expr }));
-            let sep = if field == "digest" { "@" } else { ":" };
-            let line = format!("{repo}{sep}{expr}");
+            // The message names tag and digest whichever one is set: the Freight holds both,
+            // and `kiln status` names the Freight from them (Kargo's `GenerateFreightID`).
+            let line = format!(
+                "{repo}:${{{{ imageFrom(vars.{var}).Tag }}}}@${{{{ imageFrom(vars.{var}).Digest }}}}"
+            );
             if !pinned.contains(&line) {
                 pinned.push(line);
             }
@@ -159,6 +162,7 @@ pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) 
         message.push_str(&format!("image: {line}\n"));
     }
     message.push_str("source: ${{ vars.srcRepo }}@${{ commitFrom(vars.srcRepo).ID }}\n");
+    message.push_str("freight: ${{ ctx.targetFreight.name }}\n");
     message.push_str(&format!("stage: {}/{}\n", p.project.name, p.stage));
     steps.push(json!({
         "uses": "git-commit",

@@ -6,6 +6,7 @@
 //!   ambiguous, an error); none gives `nil`. Git URLs compare normalized, image repositories
 //!   literally.
 //! - `pkg/urls/git.go` (`NormalizeGit`) for the http(s) forms kiln emits.
+//! - `pkg/api/freight.go` (`GenerateFreightID`): the Freight's name, [`generate_freight_id`].
 //! - `api/v1alpha1/freight_types.go`: field names of `Image` (`RepoURL`, `Tag`, `Digest`) and
 //!   `GitCommit` (`RepoURL`, `ID`, `Branch`, …) as expressions see them.
 
@@ -258,6 +259,31 @@ pub fn normalize_git(url: &str) -> String {
     }
 }
 
+/// Kargo's name for one Freight: `GenerateFreightID` of `pkg/api/freight.go` at v1.11.2.
+/// Each artifact becomes one part — a commit `NormalizeGit(repoURL):id`, an image
+/// `repoURL:tag@digest` (both fields always, so a re-tagged digest or a moved tag is new
+/// Freight) — the parts are sorted, joined with `|`, prefixed with the origin (`Warehouse/<name>`,
+/// `FreightOrigin.String` in `api/v1alpha1/stage_types.go`) and a colon, and the SHA-1 of
+/// that text in lower-case hex is the name (40 characters). kiln's Freight has no tags on
+/// commits, charts or other artifacts, so those parts never occur here.
+pub fn generate_freight_id(reference: &FreightReference) -> String {
+    use sha1::Digest;
+    let mut parts: Vec<String> = reference
+        .commits
+        .iter()
+        .map(|c| format!("{}:{}", normalize_git(&c.repo_url), c.id))
+        .chain(
+            reference
+                .images
+                .iter()
+                .map(|i| format!("{}:{}@{}", i.repo_url, i.tag, i.digest)),
+        )
+        .collect();
+    parts.sort();
+    let text = format!("Warehouse/{}:{}", reference.origin, parts.join("|"));
+    kiln_base::digest::hex(&sha1::Sha1::digest(text.as_bytes()))
+}
+
 impl FreightSet {
     /// The origin that supplies `repo` (FindCommit/FindImage without an explicit origin).
     fn origin_for(
@@ -392,6 +418,30 @@ impl FreightArg {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The expected value is SHA-1 over the text `GenerateFreightID` builds, computed apart
+    /// (Python's hashlib): the origin, the normalized Git URL (`.git` and case dropped), the
+    /// image with both tag and digest, the parts sorted and joined.
+    #[test]
+    fn freight_ids_are_kargos() {
+        let reference = FreightReference {
+            origin: "frontend".into(),
+            images: vec![FreightImage {
+                repo_url: "us-docker.pkg.dev/example-bank/bank/frontend".into(),
+                tag: "1.4.2".into(),
+                digest: "sha256:aa".into(),
+            }],
+            commits: vec![FreightCommit {
+                repo_url: "https://GitHub.com/example/bank-platform.git".into(),
+                id: "0123456789abcdef0123456789abcdef01234567".into(),
+                branch: "main".into(),
+            }],
+        };
+        assert_eq!(
+            generate_freight_id(&reference),
+            "1bf70825394fd21ff60ddf3a3c3edfb39695c3b8"
+        );
+    }
 
     #[test]
     fn freight_arguments_parse_tags_digests_and_ports() {

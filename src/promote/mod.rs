@@ -875,22 +875,14 @@ pub fn assemble_freight(
     })
 }
 
-/// A stable Freight name: the first 40 hex digits of the SHA-256 of its artifacts (Kargo
-/// uses SHA-1 of the same kind of list; the exact value only labels the promotion).
+/// The name of the promotion's target Freight (its first requested Warehouse's), as Kargo
+/// names it: [`freight::generate_freight_id`]. Empty without Freight.
 pub fn freight_name(freight: &FreightSet) -> String {
-    let mut artifacts: Vec<String> = Vec::new();
-    for r in &freight.references {
-        for c in &r.commits {
-            artifacts.push(format!("{}:{}", freight::normalize_git(&c.repo_url), c.id));
-        }
-        for i in &r.images {
-            artifacts.push(format!("{}:{}@{}", i.repo_url, i.tag, i.digest));
-        }
-    }
-    artifacts.sort();
-    let mut name = kiln_base::digest::sha256_hex(artifacts.join("|").as_bytes());
-    name.truncate(40);
-    name
+    freight
+        .references
+        .first()
+        .map(freight::generate_freight_id)
+        .unwrap_or_default()
 }
 
 /// What `kiln promote` runs with.

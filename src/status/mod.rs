@@ -1,0 +1,917 @@
+//! `kiln status`: what runs in every (project, component, environment), audited from Git
+//! alone — the write repositories and the source repository, no cluster.
+//!
+//! The render (in memory) says where each cell is deployed from: its Argo CD Application's
+//! `repoURL`, `targetRevision` and `path`, whatever the write mode (Kargo's three, the
+//! one-repo layout, `publish`, `publish --per-environment`), and which Stage writes there (the
+//! Application's `kargo.akuity.io/authorized-stage`). [`crate::git::read_branch`] reads those
+//! folders at each branch tip and walks back only for their past. From the folder and the
+//! commits that wrote it, a [`Cell`] gets:
+//! - the images it runs: the folder's kustomization `images:`, else its manifests' containers
+//!   ([`crate::git::folder_images`]);
+//! - the Freight, as Kargo names it ([`crate::promote::freight::generate_freight_id`]): the
+//!   `freight:` line the Stage's `git-commit` wrote (`ctx.targetFreight.name`) when the Stage
+//!   requests one Warehouse, else computed from the promotion's `image:` and `source:` lines;
+//! - the source commit (`source:` line, or the `Kiln-Source-Commit` trailer of a publish) and
+//!   the application repositories' commits (further `source:` lines, `Kiln-App-Commit`);
+//! - the write commit, when and by whom;
+//! - lag: an upstream environment (`environments[].from`) runs other images and was written
+//!   later, or ran this cell's images before (Kargo cells only: without Kargo each
+//!   environment runs what its spec says);
+//! - drift: the newest commit that changed the folder is not its writer's (a promotion by its
+//!   Stage, or a kiln publish), so the folder no longer holds what that writer built from its
+//!   Freight (a hand edit).
+//!
+//! Sits after `promote` (it reads the emitted objects as `kiln promote` does) and before the
+//! CLI; reads Git through `crate::git` only. [`html`] writes the page.
+//!
+//! Invariant: cells are ordered by project, component, then environment in the platform's
+//! order; nothing reads the clock.
+
+pub mod html;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::artifact::ArtifactSet;
+use crate::git::{GitError, Identity, RemoteAuth, Timestamp};
+use crate::promote::freight::{FreightCommit, FreightImage, FreightReference, normalize_git};
+use crate::promote::repo::{Location, RepoMap};
+use crate::promote::{Objects, PromoteError, StageDef};
+
+/// Errors of `kiln status`. Codes are `kiln::status::<condition>`.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+pub enum StatusError {
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Git(#[from] GitError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Objects(#[from] PromoteError),
+    #[error("the render emits no Argo CD Application{filter}: nothing is deployed to report")]
+    #[diagnostic(
+        code(kiln::status::no_applications),
+        help(
+            "`kiln status` reads what the generated Applications sync; check the platform and the -p/-e/-c filters"
+        )
+    )]
+    NoApplications { filter: String },
+}
+
+/// Which cells to report (`-p`, `-e`, `-c`; empty: all).
+#[derive(Debug, Clone, Default)]
+pub struct StatusFilter {
+    pub projects: Vec<String>,
+    pub environments: Vec<String>,
+    pub components: Vec<String>,
+}
+
+/// What [`status`] reads with.
+#[derive(Debug, Clone, Default)]
+pub struct StatusOptions {
+    pub filter: StatusFilter,
+    /// Local stand-ins for repository URLs (`--repo-map`).
+    pub repo_map: RepoMap,
+    pub auth: RemoteAuth,
+    /// How many past writes to keep per cell (at least 1; the page shows them).
+    pub past: usize,
+}
+
+/// One image reference, split.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Image {
+    /// As written (`repo:tag@digest`).
+    pub reference: String,
+    pub repository: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tag: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
+}
+
+impl Image {
+    /// Splits `repo[:tag][@digest]` (a `:` after the last `/` is a tag, not a port).
+    pub fn parse(reference: &str) -> Self {
+        let (rest, digest) = match reference.split_once('@') {
+            Some((r, d)) if !d.is_empty() => (r, Some(d.to_string())),
+            Some((r, _)) => (r, None),
+            None => (reference, None),
+        };
+        let slash = rest.rfind('/').map_or(0, |i| i + 1);
+        let (repository, tag) = match rest[slash..].rfind(':') {
+            Some(i) if i + slash + 1 < rest.len() => (
+                rest[..slash + i].to_string(),
+                Some(rest[slash + i + 1..].to_string()),
+            ),
+            Some(i) => (rest[..slash + i].to_string(), None),
+            None => (rest.to_string(), None),
+        };
+        Image {
+            reference: reference.trim_end_matches('@').to_string(),
+            repository,
+            tag,
+            digest,
+        }
+    }
+
+    /// Fills the tag and digest this image's reference leaves out from what the promotion
+    /// that wrote it says (`image: repo:tag@digest`): a Stage that promotes digests writes
+    /// `repo@digest` into the manifests, and the tag lives only in its commit. A field the
+    /// reference has is never replaced; `reference` stays as written.
+    fn complete_from(&mut self, said: &[String]) {
+        let Some(m) = said
+            .iter()
+            .map(|m| Image::parse(m))
+            .find(|m| m.repository == self.repository)
+        else {
+            return;
+        };
+        let agrees = |a: &Option<String>, b: &Option<String>| a.is_none() || b.is_none() || a == b;
+        if agrees(&self.tag, &m.tag) && agrees(&self.digest, &m.digest) {
+            self.tag = self.tag.take().or(m.tag);
+            self.digest = self.digest.take().or(m.digest);
+        }
+    }
+
+    /// The tag, else the digest's first 12 hex digits.
+    pub fn short(&self) -> String {
+        match (&self.tag, &self.digest) {
+            (Some(t), _) => t.clone(),
+            (None, Some(d)) => d.rsplit(':').next().unwrap_or(d).chars().take(12).collect(),
+            (None, None) => "latest".into(),
+        }
+    }
+}
+
+/// A commit of another repository named by a write (`source:` lines, app-repo trailers).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RepoCommit {
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    pub commit: String,
+}
+
+/// Who wrote a folder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Writer {
+    /// A promotion by a Stage (kiln's promotion template: `kiln: promote …`, `stage: …`).
+    Promotion,
+    /// `kiln publish` (its trailers).
+    Publish,
+    /// Anyone else: a hand edit.
+    Other,
+}
+
+/// One commit that changed a cell's folder.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Write {
+    pub commit: String,
+    pub time: Timestamp,
+    pub author: Identity,
+    pub summary: String,
+    pub writer: Writer,
+    /// `<project>/<stage>` of a promotion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    /// The images the folder ran after this commit.
+    pub images: Vec<Image>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freight: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_commit: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub app_commits: Vec<RepoCommit>,
+}
+
+/// How a cell stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CellState {
+    InSync,
+    NotDeployed,
+    Lagging,
+    Drifted,
+}
+
+impl CellState {
+    pub fn word(self) -> &'static str {
+        match self {
+            CellState::InSync => "in sync",
+            CellState::NotDeployed => "not deployed",
+            CellState::Lagging => "lagging",
+            CellState::Drifted => "drifted",
+        }
+    }
+}
+
+/// An upstream environment that runs something newer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lag {
+    pub upstream: String,
+    pub upstream_images: Vec<Image>,
+    /// "stage runs 1.9.0, prod-east 1.8.1".
+    pub message: String,
+}
+
+/// One (project, component, environment).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Cell {
+    pub project: String,
+    pub component: String,
+    pub environment: String,
+    /// The Argo CD Application that deploys it, and what it syncs.
+    pub application: String,
+    #[serde(rename = "repoURL")]
+    pub repo_url: String,
+    pub branch: String,
+    pub path: String,
+    /// `<project>/<stage>` of the Stage that writes it (Kargo).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
+    pub state: CellState,
+    pub images: Vec<Image>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub freight: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_commit: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub app_commits: Vec<RepoCommit>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub write_commit: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub author: Option<Identity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lag: Option<Lag>,
+    /// Why the folder is not what its writer wrote.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drift: Option<String>,
+    /// The commits that changed the folder, newest first (the first is `writeCommit`).
+    pub history: Vec<Write>,
+}
+
+impl Cell {
+    /// `project/component`.
+    pub fn row(&self) -> String {
+        format!("{}/{}", self.project, self.component)
+    }
+
+    /// The matrix text: short tags, `-` when nothing is deployed.
+    pub fn label(&self) -> String {
+        if self.state == CellState::NotDeployed {
+            return "-".into();
+        }
+        let tags: Vec<String> = self.images.iter().map(Image::short).collect();
+        let mut label = if tags.is_empty() {
+            "?".to_string()
+        } else {
+            tags.join(",")
+        };
+        match self.state {
+            CellState::Drifted => label.push_str(" !drift"),
+            CellState::Lagging => label.push_str(" <lag"),
+            _ => {}
+        }
+        label
+    }
+}
+
+/// Every cell, and the platform's environment order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusReport {
+    pub environments: Vec<String>,
+    pub cells: Vec<Cell>,
+}
+
+impl StatusReport {
+    /// `true` when every deployed cell is in sync (the exit code 0 of `kiln status`).
+    pub fn in_sync(&self) -> bool {
+        self.cells
+            .iter()
+            .all(|c| matches!(c.state, CellState::InSync | CellState::NotDeployed))
+    }
+
+    /// What each Stage runs, for `kiln graph`: `<project>/<stage>` → `<component> <tags>`
+    /// of every cell it writes (`drifted` or `lagging` added when so).
+    pub fn stage_runs(&self) -> BTreeMap<String, String> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for c in &self.cells {
+            let Some(stage) = &c.stage else { continue };
+            let mut text = format!("{} {}", c.component, c.label());
+            if c.state == CellState::NotDeployed {
+                text = format!("{} nothing yet", c.component);
+            }
+            out.entry(stage.clone()).or_default().push(text);
+        }
+        out.into_iter().map(|(k, v)| (k, v.join(", "))).collect()
+    }
+
+    /// The rows (`project/component`) in order.
+    pub fn rows(&self) -> Vec<String> {
+        let mut rows: Vec<String> = Vec::new();
+        for c in &self.cells {
+            let r = c.row();
+            if rows.last() != Some(&r) {
+                rows.push(r);
+            }
+        }
+        rows
+    }
+
+    /// The cell of `row` in `environment`.
+    pub fn cell(&self, row: &str, environment: &str) -> Option<&Cell> {
+        self.cells
+            .iter()
+            .find(|c| c.environment == environment && c.row() == row)
+    }
+
+    /// The text matrix (components × environments), then one line per lagging or drifted
+    /// cell. `color`: ANSI colours (the CLI passes `true` only for a terminal).
+    pub fn to_text(&self, color: bool) -> String {
+        let rows = self.rows();
+        let envs: Vec<&String> = self
+            .environments
+            .iter()
+            .filter(|e| self.cells.iter().any(|c| &c.environment == *e))
+            .collect();
+        let width = |s: &str| s.chars().count();
+        let first = rows
+            .iter()
+            .map(|r| width(r))
+            .chain([width("component")])
+            .max()
+            .unwrap_or(0);
+        let col: Vec<usize> = envs
+            .iter()
+            .map(|e| {
+                rows.iter()
+                    .filter_map(|r| self.cell(r, e))
+                    .map(|c| width(&c.label()))
+                    .chain([width(e)])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = format!("{:first$}", "component");
+        for (e, w) in envs.iter().zip(&col) {
+            let _ = write!(out, "  {e:w$}");
+        }
+        out = out.trim_end().to_string();
+        out.push('\n');
+        for r in &rows {
+            let mut line = format!("{r:first$}");
+            for (e, w) in envs.iter().zip(&col) {
+                let (label, state) = match self.cell(r, e) {
+                    Some(c) => (c.label(), Some(c.state)),
+                    None => (String::new(), None),
+                };
+                let padded = format!("{label:w$}");
+                let paint = match state {
+                    _ if !color => None,
+                    Some(CellState::InSync) => Some("32"),
+                    Some(CellState::Lagging) => Some("33"),
+                    Some(CellState::Drifted) => Some("31"),
+                    _ => None,
+                };
+                match paint {
+                    Some(code) => {
+                        let _ = write!(line, "  \u{1b}[{code}m{padded}\u{1b}[0m");
+                    }
+                    None => {
+                        let _ = write!(line, "  {padded}");
+                    }
+                }
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        for c in &self.cells {
+            if let Some(lag) = &c.lag {
+                let _ = writeln!(
+                    out,
+                    "lagging {} in {}: {}",
+                    c.row(),
+                    c.environment,
+                    lag.message
+                );
+            }
+            if let Some(drift) = &c.drift {
+                let _ = writeln!(out, "drifted {} in {}: {drift}", c.row(), c.environment);
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for StatusReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_text(false))
+    }
+}
+
+fn s<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Where one cell is deployed from (its Application).
+struct Target {
+    project: String,
+    component: String,
+    environment: String,
+    application: String,
+    repo_url: String,
+    branch: String,
+    folder: String,
+    stage: Option<StageDef>,
+}
+
+/// What a commit message says about the write it made.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Said {
+    writer: Option<Writer>,
+    stage: Option<String>,
+    images: Vec<String>,
+    freight: Option<String>,
+    sources: Vec<RepoCommit>,
+    app_commits: Vec<RepoCommit>,
+    source_commit: Option<String>,
+}
+
+/// Reads kiln's promotion message (`src/kargo/steps.rs`: `kiln: promote …`, then `image:`,
+/// `source:`, `freight:`, `stage:` lines) or a publish's trailers.
+fn read_message(message: &str) -> Said {
+    if let Some(trailers) = crate::git::trailers::parse_message(message) {
+        let app_commits = git2::message_trailers_strs(message)
+            .map(|t| {
+                t.iter()
+                    .filter(|(k, _)| *k == APP_COMMIT_TRAILER)
+                    .filter_map(|(_, v)| repo_commit(v.trim()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Said {
+            writer: Some(Writer::Publish),
+            source_commit: trailers.source_commit,
+            app_commits,
+            ..Said::default()
+        };
+    }
+    let mut said = Said::default();
+    if !message.starts_with("kiln: promote ") {
+        said.writer = Some(Writer::Other);
+        return said;
+    }
+    said.writer = Some(Writer::Promotion);
+    for line in message.lines() {
+        if let Some(v) = line.strip_prefix("image: ") {
+            said.images.push(v.trim().to_string());
+        } else if let Some(v) = line.strip_prefix("source: ") {
+            if let Some(c) = repo_commit(v.trim()) {
+                said.sources.push(c);
+            }
+        } else if let Some(v) = line.strip_prefix("freight: ") {
+            said.freight = Some(v.trim().to_string()).filter(|f| !f.is_empty());
+        } else if let Some(v) = line.strip_prefix("stage: ") {
+            said.stage = Some(v.trim().to_string());
+        }
+    }
+    if let Some(first) = said.sources.first() {
+        said.source_commit = Some(first.commit.clone());
+        said.app_commits = said.sources[1..].to_vec();
+    }
+    said
+}
+
+/// The trailer a publish records an application repository's commit in (`<url>@<commit>`).
+pub const APP_COMMIT_TRAILER: &str = "Kiln-App-Commit";
+
+/// `<url>@<commit>`, the commit the last `@`-separated part.
+fn repo_commit(text: &str) -> Option<RepoCommit> {
+    let (url, commit) = text.rsplit_once('@')?;
+    (!commit.is_empty()).then(|| RepoCommit {
+        repo_url: crate::git::redact(url),
+        commit: commit.to_string(),
+    })
+}
+
+/// The Freight of `warehouse` that a promotion deployed, as Kargo names it.
+fn freight_of(
+    stage: &StageDef,
+    objects: &Objects,
+    said: &Said,
+    deployed: &[String],
+) -> Option<String> {
+    let subs = objects.subscriptions(&stage.project);
+    // The Stage's own record, `ctx.targetFreight.name`, when it names one Freight only.
+    if stage.requested.len() == 1
+        && let Some(f) = &said.freight
+    {
+        return Some(f.clone());
+    }
+    let warehouse = stage
+        .requested
+        .iter()
+        .find(|w| {
+            subs.get(*w).is_some_and(|s| {
+                s.images.iter().any(|i| {
+                    deployed
+                        .iter()
+                        .any(|d| Image::parse(d).repository == i.repo_url)
+                })
+            })
+        })
+        .or(stage.requested.first())?;
+    let sub = subs.get(warehouse)?;
+    let images = sub
+        .images
+        .iter()
+        .filter_map(|i| {
+            let from_message = said
+                .images
+                .iter()
+                .map(|m| Image::parse(m))
+                .find(|m| m.repository == i.repo_url);
+            let from_tree = deployed
+                .iter()
+                .map(|d| Image::parse(d))
+                .find(|d| d.repository == i.repo_url);
+            let image = from_message.or(from_tree)?;
+            Some(FreightImage {
+                repo_url: i.repo_url.clone(),
+                tag: image.tag.unwrap_or_default(),
+                digest: image.digest.unwrap_or_default(),
+            })
+        })
+        .collect();
+    let commits = sub
+        .git
+        .iter()
+        .filter_map(|(url, branch)| {
+            said.sources
+                .iter()
+                .find(|c| normalize_git(&c.repo_url) == normalize_git(url))
+                .map(|c| FreightCommit {
+                    repo_url: url.clone(),
+                    id: c.commit.clone(),
+                    branch: branch.clone(),
+                })
+        })
+        .collect();
+    Some(crate::promote::freight::generate_freight_id(
+        &FreightReference {
+            origin: warehouse.clone(),
+            images,
+            commits,
+        },
+    ))
+}
+
+/// The Applications of the render as status targets, filtered.
+fn targets(objects: &Objects, filter: &StatusFilter) -> Result<Vec<Target>, StatusError> {
+    let mut stages: BTreeMap<(String, String), StageDef> = BTreeMap::new();
+    for st in &objects.stages {
+        let def = StageDef::from_object(st)?;
+        stages.insert((def.project.clone(), def.name.clone()), def);
+    }
+    let keep = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
+    let mut out = Vec::new();
+    for app in &objects.applications {
+        let label = |k: &str| s(app, &format!("/metadata/labels/kiln.dev~1{k}")).to_string();
+        let (project, component, environment) =
+            (label("project"), label("component"), label("environment"));
+        if component.is_empty()
+            || !keep(&filter.projects, &project)
+            || !keep(&filter.environments, &environment)
+            || !keep(&filter.components, &component)
+        {
+            continue;
+        }
+        let source = app
+            .pointer("/spec/source")
+            .or_else(|| app.pointer("/spec/sources/0"))
+            .cloned()
+            .unwrap_or(Value::Null);
+        let revision = match s(&source, "/targetRevision") {
+            "" => "HEAD",
+            r => r,
+        };
+        let stage = s(
+            app,
+            "/metadata/annotations/kargo.akuity.io~1authorized-stage",
+        )
+        .split_once(':')
+        .and_then(|(p, st)| stages.get(&(p.to_string(), st.to_string())).cloned());
+        out.push(Target {
+            project,
+            component,
+            environment,
+            application: s(app, "/metadata/name").to_string(),
+            repo_url: s(&source, "/repoURL").to_string(),
+            branch: revision.to_string(),
+            folder: crate::git::normalize_folder(s(&source, "/path")),
+            stage,
+        });
+    }
+    Ok(out)
+}
+
+/// The status of every cell the render's Applications deploy (see the module docs). `set` is
+/// the in-memory render, `platform` its validated spec (for the environment order and
+/// upstreams).
+///
+/// Errors: [`StatusError::NoApplications`]; a repository that cannot be opened or fetched.
+pub fn status(
+    set: &ArtifactSet,
+    platform: &crate::validate::Platform,
+    options: &StatusOptions,
+) -> Result<StatusReport, StatusError> {
+    let objects = Objects::from_artifacts(set)?;
+    let targets = targets(&objects, &options.filter)?;
+    if targets.is_empty() {
+        let f = &options.filter;
+        let parts: Vec<String> = [
+            ("project", &f.projects),
+            ("environment", &f.environments),
+            ("component", &f.components),
+        ]
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k} {}", v.join(",")))
+        .collect();
+        return Err(StatusError::NoApplications {
+            filter: if parts.is_empty() {
+                String::new()
+            } else {
+                format!(" for {}", parts.join(", "))
+            },
+        });
+    }
+    // One read per (repository, branch), every folder of it at once.
+    let mut wanted: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    let location = |url: &str| match options.repo_map.locate(url) {
+        Location::Local(p) => p.display().to_string(),
+        Location::Remote(u) => u,
+    };
+    for t in &targets {
+        wanted
+            .entry((location(&t.repo_url), t.branch.clone()))
+            .or_default()
+            .insert(t.folder.clone());
+    }
+    let mut read = BTreeMap::new();
+    for ((repo, branch), folders) in &wanted {
+        let state =
+            crate::git::read_branch(repo, branch, folders, options.past.max(1), &options.auth)?;
+        read.insert((repo.clone(), branch.clone()), state);
+    }
+    let env_order: Vec<String> = platform
+        .environments
+        .iter()
+        .map(|e| e.name.clone())
+        .collect();
+    let mut cells = Vec::new();
+    for t in &targets {
+        let folder = read
+            .get(&(location(&t.repo_url), t.branch.clone()))
+            .and_then(|b| b.folders.get(&t.folder))
+            .cloned()
+            .unwrap_or_default();
+        let history: Vec<Write> = folder
+            .writes
+            .iter()
+            .map(|w| {
+                let said = read_message(&w.message);
+                let deployed = crate::git::folder_images(&w.files);
+                let freight = match (&t.stage, said.writer) {
+                    (Some(stage), Some(Writer::Promotion)) => {
+                        freight_of(stage, &objects, &said, &deployed)
+                    }
+                    _ => None,
+                };
+                let mut images: Vec<Image> = deployed.iter().map(|d| Image::parse(d)).collect();
+                for i in &mut images {
+                    i.complete_from(&said.images);
+                }
+                Write {
+                    commit: w.id.clone(),
+                    time: w.time,
+                    author: w.author.clone(),
+                    summary: w.message.lines().next().unwrap_or_default().to_string(),
+                    writer: said.writer.unwrap_or(Writer::Other),
+                    stage: said.stage.clone(),
+                    images,
+                    freight,
+                    source_commit: said.source_commit.clone(),
+                    app_commits: said.app_commits.clone(),
+                }
+            })
+            .collect();
+        let deployed = !folder.files.is_empty();
+        let mut images: Vec<Image> = crate::git::folder_images(&folder.files)
+            .iter()
+            .map(|d| Image::parse(d))
+            .collect();
+        // The tip is what the last write left: its message completes tags and digests.
+        if let Some(w) = folder.writes.first() {
+            let said = read_message(&w.message);
+            if said.writer == Some(Writer::Promotion) {
+                for i in &mut images {
+                    i.complete_from(&said.images);
+                }
+            }
+        }
+        let stage_name = t
+            .stage
+            .as_ref()
+            .map(|s| format!("{}/{}", s.project, s.name));
+        let last = history.first();
+        let drift = match (deployed, last) {
+            (false, _) | (true, None) => None,
+            (true, Some(w)) => {
+                let by_writer = match &stage_name {
+                    Some(name) => {
+                        w.writer == Writer::Promotion && w.stage.as_deref() == Some(name.as_str())
+                    }
+                    None => w.writer == Writer::Publish,
+                };
+                (!by_writer).then(|| {
+                    let writer = match &stage_name {
+                        Some(name) => format!("Stage {name}'s last promotion"),
+                        None => "kiln's last publish".to_string(),
+                    };
+                    format!(
+                        "{} by {} <{}> ({}) changed it after {writer}",
+                        &w.commit[..w.commit.len().min(12)],
+                        w.author.name,
+                        w.author.email,
+                        w.summary
+                    )
+                })
+            }
+        };
+        // The last write by the folder's writer: what the Freight and commits come from.
+        let written = history.iter().find(|w| w.writer != Writer::Other);
+        cells.push(Cell {
+            project: t.project.clone(),
+            component: t.component.clone(),
+            environment: t.environment.clone(),
+            application: t.application.clone(),
+            repo_url: crate::git::redact(&t.repo_url),
+            branch: t.branch.clone(),
+            path: t.folder.clone(),
+            stage: stage_name,
+            state: if !deployed {
+                CellState::NotDeployed
+            } else if drift.is_some() {
+                CellState::Drifted
+            } else {
+                CellState::InSync
+            },
+            images,
+            freight: written.and_then(|w| w.freight.clone()),
+            source_commit: written.and_then(|w| w.source_commit.clone()),
+            app_commits: written.map(|w| w.app_commits.clone()).unwrap_or_default(),
+            write_commit: last.map(|w| w.commit.clone()),
+            time: last.map(|w| w.time),
+            author: last.map(|w| w.author.clone()),
+            lag: None,
+            drift,
+            history,
+        });
+    }
+    // Lag: a Kargo cell whose upstream environment was written later with other images.
+    let upstreams: BTreeMap<&str, &Vec<String>> = platform
+        .environments
+        .iter()
+        .map(|e| (e.name.as_str(), &e.from))
+        .collect();
+    let snapshot = cells.clone();
+    for c in cells.iter_mut().filter(|c| c.stage.is_some()) {
+        let refs = |x: &Cell| {
+            x.images
+                .iter()
+                .map(|i| i.reference.clone())
+                .collect::<Vec<_>>()
+        };
+        for up in upstreams
+            .get(c.environment.as_str())
+            .map(|v| v.iter())
+            .into_iter()
+            .flatten()
+        {
+            let Some(u) = snapshot.iter().find(|u| {
+                &u.environment == up && u.project == c.project && u.component == c.component
+            }) else {
+                continue;
+            };
+            if u.state == CellState::NotDeployed || refs(u) == refs(c) {
+                continue;
+            }
+            // Upstream moved on: it was written later, or what this cell runs is what
+            // upstream ran before (the clock alone cannot tell commits of one second apart).
+            let ran_before = u.history.iter().skip(1).any(|w| {
+                w.images
+                    .iter()
+                    .map(|i| i.reference.clone())
+                    .collect::<Vec<_>>()
+                    == refs(c)
+            });
+            if c.state != CellState::NotDeployed && u.time <= c.time && !ran_before {
+                continue;
+            }
+            let tags = |x: &Cell| {
+                if x.state == CellState::NotDeployed {
+                    "nothing".to_string()
+                } else {
+                    x.images
+                        .iter()
+                        .map(Image::short)
+                        .collect::<Vec<_>>()
+                        .join(",")
+                }
+            };
+            c.lag = Some(Lag {
+                upstream: up.clone(),
+                upstream_images: u.images.clone(),
+                message: format!("{up} runs {}, {} {}", tags(u), c.environment, tags(c)),
+            });
+            if c.state == CellState::InSync {
+                c.state = CellState::Lagging;
+            }
+            break;
+        }
+    }
+    cells.sort_by_key(|c| {
+        (
+            c.project.clone(),
+            c.component.clone(),
+            env_order
+                .iter()
+                .position(|e| *e == c.environment)
+                .unwrap_or(usize::MAX),
+        )
+    });
+    Ok(StatusReport {
+        environments: env_order,
+        cells,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_references_split_into_repository_tag_and_digest() {
+        let i = Image::parse("registry:5000/acme/api:1.2.0@sha256:abc");
+        assert_eq!(i.repository, "registry:5000/acme/api");
+        assert_eq!(i.tag.as_deref(), Some("1.2.0"));
+        assert_eq!(i.digest.as_deref(), Some("sha256:abc"));
+        let i = Image::parse("registry:5000/acme/api");
+        assert_eq!(
+            (i.repository.as_str(), i.tag),
+            ("registry:5000/acme/api", None)
+        );
+        let i = Image::parse("ghcr.io/acme/api:1.2.0@");
+        assert_eq!(i.reference, "ghcr.io/acme/api:1.2.0");
+        assert_eq!(i.digest, None);
+        assert_eq!(
+            Image::parse("a/b@sha256:0123456789abcdef").short(),
+            "0123456789ab"
+        );
+    }
+
+    #[test]
+    fn promotion_messages_and_publish_trailers_are_read_back() {
+        let said = read_message(
+            "kiln: promote api to prod\n\nimage: ghcr.io/acme/api:1.2.0@sha256:aa\nsource: https://github.com/acme/platform.git@0123abcd\nsource: https://github.com/acme/api.git@77aa\nfreight: f00d\nstage: shop/api-prod\n",
+        );
+        assert_eq!(said.writer, Some(Writer::Promotion));
+        assert_eq!(said.stage.as_deref(), Some("shop/api-prod"));
+        assert_eq!(said.freight.as_deref(), Some("f00d"));
+        assert_eq!(said.source_commit.as_deref(), Some("0123abcd"));
+        assert_eq!(
+            said.app_commits[0].repo_url,
+            "https://github.com/acme/api.git"
+        );
+        assert_eq!(said.images, ["ghcr.io/acme/api:1.2.0@sha256:aa"]);
+        let said = read_message(
+            "kiln: update api (dev)\n\nKiln-Source-Commit: abc\nKiln-Version: 0.1.0\nKiln-App-Commit: https://x.example/app.git@def\n",
+        );
+        assert_eq!(said.writer, Some(Writer::Publish));
+        assert_eq!(said.source_commit.as_deref(), Some("abc"));
+        assert_eq!(said.app_commits[0].commit, "def");
+        assert_eq!(read_message("fix by hand\n").writer, Some(Writer::Other));
+    }
+}
