@@ -1369,6 +1369,7 @@ mod tests {
             &t.path().join("platforms/p"),
             &LoadOptions {
                 root: Some(t.path().to_path_buf()),
+                ..Default::default()
             },
         )
         .unwrap();

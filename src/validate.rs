@@ -1310,6 +1310,7 @@ pub(crate) mod tests {
         ]);
         let opts = LoadOptions {
             root: Some(t.path().to_path_buf()),
+            ..Default::default()
         };
         let lp = load(&RealFs, &t.path().join("platforms/p"), &opts)
             .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;

@@ -71,6 +71,7 @@ mod support {
         let fs = kiln::load::RealFs;
         let opts = kiln::load::LoadOptions {
             root: root.map(Path::to_path_buf),
+            ..Default::default()
         };
         let loaded = kiln::load::load(&fs, dir, &opts)
             .unwrap_or_else(|e| panic!("load {}: {e:?}", dir.display()));

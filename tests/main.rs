@@ -20,3 +20,4 @@ mod promote;
 mod refusals;
 mod render;
 mod scale;
+mod sources;

@@ -174,6 +174,7 @@ pub(super) fn render_incremental(
         .collect();
     let load_opts = LoadOptions {
         root: opts.root.clone(),
+        ..LoadOptions::default()
     };
     let load_fs = crate::cache::Recorder::new(fs);
     let Ok(loaded) = crate::load::load_scoped(
