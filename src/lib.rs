@@ -26,6 +26,7 @@ pub mod names;
 pub mod pipeline;
 pub mod promote;
 pub mod render;
+pub mod source;
 pub mod spec;
 pub mod status;
 pub mod validate;

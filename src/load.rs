@@ -44,6 +44,10 @@ pub struct LoadOptions<'a> {
     /// ([`crate::cache::Journal::component_reads`]), so that a changed file names the
     /// components whose load it reaches.
     pub enter: Option<&'a EnterComponent<'a>>,
+    /// The fetched tree of each instance with a `source` (by project and instance index),
+    /// from the source stage (`crate::source`). A component read from a tree is confined
+    /// to it: its paths are checked against the tree, not the repository.
+    pub sources: Option<&'a BTreeMap<(usize, usize), SourceTree>>,
 }
 
 /// See [`LoadOptions::enter`].
@@ -57,6 +61,17 @@ impl std::fmt::Debug for LoadOptions<'_> {
             .field("enter", &self.enter.is_some())
             .finish()
     }
+}
+
+/// A component instance's fetched source tree (`components[].source`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SourceTree {
+    /// The tree's root in the source cache (canonical).
+    pub root: PathBuf,
+    /// The component directory inside it (`source.path`).
+    pub dir: PathBuf,
+    /// How errors name it: `<repository>@<commit>/<path>`.
+    pub label: String,
 }
 
 /// Everything read for one platform, unvalidated beyond the JSON Schemas.
@@ -334,6 +349,11 @@ pub fn load(
         return Err(Errors::new(ld.errors));
     };
 
+    // The lock pins the fetched trees: read through the same file system, so that the render
+    // journal sees a change of it (`kiln update`) as a change of the platform.
+    if opts.sources.is_some_and(|s| !s.is_empty()) {
+        let _ = ld.fs.read(&dir.join("kiln.lock"));
+    }
     // Components are found in the raw document, so that even when `platform.yaml` has schema
     // violations the components are still read and their own errors reported in the same run.
     let mut components: Vec<LoadedComponent> = Vec::new();
@@ -345,12 +365,44 @@ pub fn load(
         let mut ids = Vec::new();
         let list = project.get("components").and_then(Value::as_array);
         for (i, inst) in list.into_iter().flatten().enumerate() {
-            let Some(rel) = inst.get("path").and_then(Value::as_str) else {
-                continue;
-            };
-            let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/path"));
-            let Some(cdir) = ld.resolve_component(&dir, rel, &loc) else {
-                continue;
+            // A component from another repository: its fetched tree, which becomes the
+            // root every path of the component is checked against.
+            let tree = opts.sources.and_then(|s| s.get(&(p, i)));
+            let cdir = match (tree, inst.get("path").and_then(Value::as_str)) {
+                (Some(tree), _) => {
+                    let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/source"));
+                    match ld.resolve_in_tree(tree, &loc) {
+                        Some(d) => d,
+                        None => continue,
+                    }
+                }
+                (None, Some(rel)) if !rel.is_empty() => {
+                    let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/path"));
+                    match ld.resolve_component(&dir, rel, &loc) {
+                        Some(d) => d,
+                        None => continue,
+                    }
+                }
+                _ => {
+                    // Neither a path nor a fetched source (a caller that ran no source
+                    // stage): the instance cannot be read.
+                    let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}"));
+                    let sn = ld.sources.snippet(&loc);
+                    let remote = inst.get("source").is_some();
+                    ld.errors.push(LoadError::UnknownComponent {
+                        path: String::new(),
+                        reason: if remote {
+                            "its `source` was not fetched (this command runs no source stage)".into()
+                        } else {
+                            "it names neither `path` nor `source`".into()
+                        },
+                        help: "give the component's folder in `path`, or its repository in `source: {git, ref, path}`; `kiln render`, `diff`, `publish`, `verify` and `promote` fetch sources".into(),
+                        at: sn.at,
+                        src: sn.src,
+                        span: sn.span,
+                    });
+                    continue;
+                }
             };
             if only.is_some_and(|only| !only.contains(&cdir)) {
                 dropped.push((p, i));
@@ -360,7 +412,15 @@ pub fn load(
                 Some(known) => *known,
                 None => {
                     (ld.enter)(Some(&cdir));
-                    let loaded = ld.load_component(&cdir);
+                    let repository = tree.map(|t| std::mem::replace(&mut ld.root, t.root.clone()));
+                    let mut loaded = ld.load_component(&cdir);
+                    if let Some(r) = repository {
+                        ld.root = r;
+                    }
+                    // Named by where it came from: the repository, the commit, the folder.
+                    if let (Some(tree), Some(c)) = (tree, loaded.as_mut()) {
+                        c.display_dir = tree.label.clone();
+                    }
                     (ld.enter)(None);
                     let idx = loaded.map(|c| {
                         components.push(c);
@@ -644,6 +704,35 @@ impl Loader<'_> {
             ),
             None => format!("`{}` has no `{missing}`", self.display(&existing)),
         }
+    }
+
+    /// A fetched tree's component directory: inside the tree, holding `component.yaml`.
+    fn resolve_in_tree(&mut self, tree: &SourceTree, loc: &Loc) -> Option<PathBuf> {
+        let outer = std::mem::replace(&mut self.root, tree.root.clone());
+        let rel = tree
+            .dir
+            .strip_prefix(&tree.root)
+            .unwrap_or(Path::new(""))
+            .display()
+            .to_string();
+        let rel = if rel.is_empty() { ".".to_string() } else { rel };
+        let found = self.resolve(&tree.root, &rel, loc, "component directory");
+        self.root = outer;
+        let cdir = found?;
+        if !self.fs.is_file(&cdir.join("component.yaml")) {
+            let sn = self.sources.snippet(loc);
+            self.errors.push(LoadError::UnknownComponent {
+                path: tree.label.clone(),
+                reason: "the fetched directory has no component.yaml".to_string(),
+                help: "`source.path` names the folder of the repository holding component.yaml"
+                    .into(),
+                at: sn.at,
+                src: sn.src,
+                span: sn.span,
+            });
+            return None;
+        }
+        Some(cdir)
     }
 
     /// Resolves a component instance's `path`: inside the root, a directory holding

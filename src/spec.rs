@@ -276,8 +276,13 @@ pub struct ComponentInstance {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Component directory, relative to the platform directory; must stay inside the
-    /// repository root.
+    /// repository root. Exactly one of `path` and `source`.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
+    /// The component kept in another Git repository (issue 33): fetched, pinned in
+    /// `kiln.lock` and read from the source cache. Exactly one of `path` and `source`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ComponentSource>,
     /// Instance parameter values (layer 5 of 6).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub parameters: Parameters,
@@ -290,6 +295,26 @@ pub struct ComponentInstance {
     /// environment from the nearest deployed ancestor.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deploy_to: Option<When>,
+}
+
+/// `components[].source`: a component in another Git repository.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ComponentSource {
+    /// The repository: `https://`, `ssh://` or `git@host:org/repo.git`, `git://`, `file://`.
+    /// No credentials in it (they come from the environment, as for `kiln publish`).
+    #[schemars(length(min = 1))]
+    pub git: String,
+    /// A branch, a tag or a full commit id (default: the repository's HEAD). May hold
+    /// `${env.name}`, `${env.tier}`, `${project.name}` and `${params.*}` (the platform's,
+    /// environment's, project's and instance's parameters), so that one environment can
+    /// follow a tag while another follows a branch.
+    #[serde(default, rename = "ref", skip_serializing_if = "String::is_empty")]
+    pub reference: String,
+    /// The folder holding `component.yaml`, relative to the repository's root (default:
+    /// the root); it may not leave the repository.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub path: String,
 }
 
 /// Per-environment overrides of one component instance.

@@ -22,4 +22,5 @@ mod promote;
 mod refusals;
 mod render;
 mod scale;
+mod sources;
 mod status;

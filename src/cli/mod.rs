@@ -81,6 +81,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln promote frontend-dev platforms/bank --freight image=us-docker.pkg.dev/example-bank/bank/frontend:1.5.0 \\\n      --repo-map https://github.com/example/bank-platform.git=../bank-platform \\\n      --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy.git\n  kiln promote contacts-test --project backend --freight latest --repo-map URL=PATH -o json"
     )]
     Promote(PromoteArgs),
+    /// Resolve the remote sources again and rewrite kiln.lock (as `cargo update`).
+    #[command(
+        after_help = "Examples:\n  kiln update platforms/shop\n  kiln update platforms/shop cart"
+    )]
+    Update(UpdateArgs),
     /// Create every write branch the Stages push to (one empty commit each) before Kargo runs.
     #[command(
         after_help = "Examples:\n  kiln bootstrap platforms/bank\n  kiln bootstrap platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=/srv/git/web.git"
@@ -149,6 +154,27 @@ pub struct Selection {
     pub labels: Vec<String>,
 }
 
+/// How the commands that render use `kiln.lock` and the network (issue 33).
+#[derive(Debug, Clone, Args, Default)]
+pub struct SourceFlags {
+    /// Refuse to change kiln.lock: every remote source must already be locked (CI).
+    #[arg(long)]
+    pub locked: bool,
+    /// Use only the source cache: no network; a source missing from it is an error.
+    #[arg(long)]
+    pub offline: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The platform directory (holds platform.yaml and kiln.lock).
+    #[arg(default_value = "platforms/bank")]
+    pub platform: PathBuf,
+    /// Sources to update: component instance names, repository URLs or chart names
+    /// (default: every source).
+    pub sources: Vec<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct RenderArgs {
     /// The platform directory (holds platform.yaml).
@@ -182,6 +208,8 @@ pub struct RenderArgs {
     pub timings: bool,
     #[command(flatten)]
     pub selection: Selection,
+    #[command(flatten)]
+    pub sources: SourceFlags,
 }
 
 /// `kiln merge`: the trees of `kiln render --shard` jobs, written as one.
@@ -404,6 +432,8 @@ pub struct PublishArgs {
     pub output: OutputFormat,
     #[command(flatten)]
     pub selection: Selection,
+    #[command(flatten)]
+    pub sources: SourceFlags,
 }
 
 #[derive(Debug, Args)]
@@ -424,6 +454,8 @@ pub struct DiffArgs {
     pub report: ReportFlags,
     #[command(flatten)]
     pub selection: Selection,
+    #[command(flatten)]
+    pub sources: SourceFlags,
 }
 
 #[derive(Debug, Args)]
@@ -451,6 +483,8 @@ pub struct VerifyArgs {
     pub report: ReportFlags,
     #[command(flatten)]
     pub selection: Selection,
+    #[command(flatten)]
+    pub sources: SourceFlags,
 }
 
 #[derive(Debug, Args)]
@@ -517,6 +551,8 @@ pub struct PromoteArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "text")]
     pub output: Format,
+    #[command(flatten)]
+    pub sources: SourceFlags,
 }
 
 #[derive(Debug, Args)]
@@ -713,6 +749,81 @@ fn cache_dir_for(args: &RenderArgs) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// The source stage's options from the flags and the environment (read here, in the CLI):
+/// the cache under `KILN_CACHE_DIR` or `$XDG_CACHE_HOME/kiln`, registry credentials from
+/// `KILN_REGISTRY_*` and Docker's `config.json`, the `KILN_SOURCE_MAX_*` limits.
+fn source_options(flags: &SourceFlags, update: Option<&[String]>) -> crate::source::SourceOptions {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    let cache_dir = var("KILN_CACHE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| cache_home().map(|h| h.join("kiln")));
+    let docker_config = var("DOCKER_CONFIG")
+        .map(PathBuf::from)
+        .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".docker")))
+        .and_then(|d| std::fs::read_to_string(d.join("config.json")).ok());
+    let vars: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("KILN_REGISTRY_"))
+        .collect();
+    let credentials = crate::source::Credentials::new(
+        docker_config.as_deref(),
+        vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    let mut limits = crate::source::Limits::default();
+    let num = |name: &str| var(name).and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = num("KILN_SOURCE_MAX_BYTES") {
+        limits.max_bytes = n;
+    }
+    if let Some(n) = num("KILN_SOURCE_MAX_FILE_BYTES") {
+        limits.max_file_bytes = n;
+    }
+    if let Some(n) = num("KILN_SOURCE_MAX_ENTRIES") {
+        limits.max_entries = n;
+    }
+    crate::source::SourceOptions {
+        cache_dir,
+        credentials,
+        limits,
+        mode: crate::source::Mode {
+            locked: flags.locked,
+            offline: flags.offline,
+            update: update.map(|names| names.iter().cloned().collect()),
+        },
+    }
+}
+
+/// `opts` with the source options of `flags` and the Git credentials of the environment.
+fn with_sources(
+    mut opts: crate::pipeline::RenderOptions,
+    flags: &SourceFlags,
+) -> crate::pipeline::RenderOptions {
+    opts.sources = source_options(flags, None);
+    opts.source_auth = crate::git::RemoteAuth::from_env();
+    opts
+}
+
+/// `kiln update`: resolve the named sources (all by default) again and write kiln.lock.
+fn update(args: &UpdateArgs) -> miette::Result<ExitCode> {
+    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    opts.sources = source_options(&SourceFlags::default(), Some(&args.sources));
+    opts.source_auth = crate::git::RemoteAuth::from_env();
+    let resolved = opts.resolve_sources()?;
+    resolved
+        .store_lock()
+        .map_err(crate::pipeline::KilnError::Source)?;
+    let verb = if resolved.lock_changed {
+        "updated"
+    } else {
+        "up to date:"
+    };
+    print_err(&format!(
+        "kiln: {verb} {} ({} source{})",
+        resolved.lock_path.display(),
+        resolved.used.len(),
+        if resolved.used.len() == 1 { "" } else { "s" }
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `kiln render`: a progress bar on stderr only when it is a terminal, a one-line summary.
 fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
     let opts = crate::pipeline::RenderOptions {
@@ -731,6 +842,8 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         cache_key: cache_home().map(|h| h.join("kiln/key")),
         shard: args.shard,
         environment_branches: None,
+        sources: source_options(&args.sources, None),
+        source_auth: crate::git::RemoteAuth::from_env(),
     };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
@@ -930,6 +1043,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::Helm(args) => helm(args),
         Command::Validate(args) => validate(args),
         Command::Publish(args) => publish(args),
+        Command::Update(args) => update(args),
         Command::Diff(args) => diff(args),
         Command::Verify(args) => verify(args),
         Command::History(args) => history(args),
@@ -1020,8 +1134,9 @@ fn build_set(
     layout: Layout,
     selection: &Selection,
     per_environment: bool,
+    sources: &SourceFlags,
 ) -> miette::Result<crate::pipeline::Built> {
-    let mut opts = crate::pipeline::RenderOptions::new(platform);
+    let mut opts = with_sources(crate::pipeline::RenderOptions::new(platform), sources);
     opts.layout = layout.to_lib();
     opts.selection = selection.to_lib();
     // `--per-environment` publishes each environment to `stage/<env>`: the Applications
@@ -1058,6 +1173,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
         args.layout,
         &args.selection,
         args.per_environment,
+        &args.sources,
     )?;
     let source = &slice.platform.source;
     let kargo = slice.platform.kargo.enabled;
@@ -1149,7 +1265,13 @@ fn json<T: serde::Serialize>(value: &T) -> miette::Result<String> {
 
 /// `kiln diff`: exit 1 when the render would change anything, as `kubectl diff`.
 fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
-    let slice = build_set(&args.platform, args.layout, &args.selection, false)?;
+    let slice = build_set(
+        &args.platform,
+        args.layout,
+        &args.selection,
+        false,
+        &args.sources,
+    )?;
     let against = match &args.against {
         Some(spec) => crate::git::Against::parse(spec)?,
         None => crate::git::Against::default_dir(),
@@ -1189,6 +1311,7 @@ fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
         args.layout,
         &args.selection,
         args.per_environment,
+        &args.sources,
     )?;
     let path = repo_path(args.path.as_deref(), &slice);
     let mut set = slice.set;
@@ -1245,7 +1368,10 @@ fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
     // The Stages' write folders come from the spec, rendered in memory as `kiln graph` does.
     let layout = match &args.platform {
         Some(platform) => {
-            let opts = crate::pipeline::RenderOptions::new(platform);
+            let opts = with_sources(
+                crate::pipeline::RenderOptions::new(platform),
+                &SourceFlags::default(),
+            );
             let set = crate::pipeline::build(&opts, &|_, _| {})?.set;
             crate::promote::Objects::from_artifacts(&set)?.write_layout()
         }
@@ -1316,7 +1442,10 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
 /// `kiln graph`: render in memory, draw the emitted Kargo objects (with `--repo-map`, what
 /// each Stage runs, read as `kiln status` reads it).
 fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
-    let opts = crate::pipeline::RenderOptions::new(&args.platform);
+    let opts = with_sources(
+        crate::pipeline::RenderOptions::new(&args.platform),
+        &SourceFlags::default(),
+    );
     let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
     let format = match args.output {
@@ -1362,7 +1491,10 @@ fn repo_map(args: &[String]) -> miette::Result<crate::promote::repo::RepoMap> {
 /// `kiln status`: render in memory, read what every Application syncs; exit 1 when a cell
 /// lags or drifted, as `kubectl diff` exits 1 on a difference.
 fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
-    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    let mut opts = with_sources(
+        crate::pipeline::RenderOptions::new(&args.platform),
+        &SourceFlags::default(),
+    );
     opts.layout = args.layout.to_lib();
     opts.environment_branches = args
         .per_environment
@@ -1448,7 +1580,10 @@ fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
 
 /// `kiln promote`: render in memory, run the Stage's steps; exit 1 when a step failed.
 fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
-    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    let mut opts = with_sources(
+        crate::pipeline::RenderOptions::new(&args.platform),
+        &args.sources,
+    );
     opts.layout = args.layout.to_lib();
     let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let live = match &args.live {

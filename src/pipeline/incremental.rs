@@ -177,6 +177,7 @@ pub(super) fn render_incremental(
         root: opts.root.as_deref(),
         only: Some(&only),
         enter: Some(&|d| load_fs.enter(d)),
+        sources: None,
     };
     let Ok(loaded) = load(&load_fs, &opts.platform_dir, &load_opts) else {
         return Ok(None);

@@ -49,6 +49,9 @@ pub use show::*;
 pub enum KilnError {
     #[error(transparent)]
     #[diagnostic(transparent)]
+    Source(crate::source::SourceStageError),
+    #[error(transparent)]
+    #[diagnostic(transparent)]
     Load(Errors<LoadError>),
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -94,6 +97,7 @@ impl KilnError {
             e.errors.iter().map(|e| e as &dyn Diagnostic).collect()
         }
         match self {
+            KilnError::Source(e) => vec![e],
             KilnError::Load(e) => all(e),
             KilnError::Validate(e) => all(e),
             KilnError::Evaluate(e) => all(e),
@@ -141,6 +145,11 @@ pub struct RenderOptions {
     /// Without Kargo, `kiln publish --per-environment`: the Applications track branch
     /// `<prefix><env>` (see [`crate::kargo::KargoOptions::environment_branches`]).
     pub environment_branches: Option<String>,
+    /// Components in other repositories (`components[].source`): the cache, credentials,
+    /// limits and `--locked`/`--offline` (issue 33, [`crate::source`]).
+    pub sources: crate::source::SourceOptions,
+    /// How Git sources authenticate (the CLI: `RemoteAuth::from_env`, as `kiln publish`).
+    pub source_auth: crate::git::RemoteAuth,
 }
 
 /// Wall time of each stage of one render (`kiln render --timings`). `render` is the parallel
@@ -180,7 +189,21 @@ impl RenderOptions {
             cache_key: None,
             shard: None,
             environment_branches: None,
+            sources: Default::default(),
+            source_auth: Default::default(),
         }
+    }
+
+    /// The source stage for this render ([`crate::source::resolve`]).
+    pub fn resolve_sources(&self) -> Result<crate::source::Resolved, KilnError> {
+        let callbacks = || crate::git::remote_callbacks(&self.source_auth);
+        crate::source::resolve(
+            self.fs.as_ref(),
+            &self.platform_dir,
+            &self.sources,
+            &callbacks,
+        )
+        .map_err(KilnError::Source)
     }
 }
 
@@ -313,6 +336,8 @@ pub struct Built {
     pub component_reads: Vec<crate::cache::ComponentReads>,
     /// Each BuildPlan's reads and files, in plan order, for the journal.
     pub outputs: Vec<PlanOutput>,
+    /// The source stage's output: the remote sources used, as locked (publish's trailers).
+    pub sources: crate::source::Resolved,
 }
 
 /// A file system remembering a digest of every file read through it, so provenance can name
@@ -331,17 +356,43 @@ impl<'a> RecordingFs<'a> {
         }
     }
 
+    #[cfg(test)]
     fn inputs(&self, root: &Path) -> std::collections::BTreeMap<String, String> {
+        self.inputs_with_trees(root, &[])
+    }
+
+    /// [`inputs`](Self::inputs), a file of a fetched source tree named `source:<tree's
+    /// content digest>/<path>`: the same on every machine, wherever its cache lies.
+    fn inputs_with_trees(
+        &self,
+        root: &Path,
+        trees: &[PathBuf],
+    ) -> std::collections::BTreeMap<String, String> {
         let read = self.read.lock().map(|r| r.clone()).unwrap_or_default();
         let root = self
             .inner
             .canonicalize(root)
             .unwrap_or_else(|_| root.to_path_buf());
         // Resolved as the render's reads were checked: each directory once.
-        let resolve = crate::fs::RootedFs::new(self.inner, root.clone());
+        let resolve = crate::fs::RootedFs::new(self.inner, root.clone()).with_trees(trees.to_vec());
         read.into_iter()
             .map(|(path, digest)| {
                 let abs = resolve.canonicalize(&path).unwrap_or(path);
+                let tree = trees.iter().find(|t| abs.starts_with(t));
+                if let Some(t) = tree {
+                    let name = t
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let rel = abs
+                        .strip_prefix(t)
+                        .unwrap_or(&abs)
+                        .components()
+                        .map(|c| c.as_os_str().to_string_lossy())
+                        .collect::<Vec<_>>()
+                        .join("/");
+                    return (format!("source:{name}/{rel}"), digest);
+                }
                 let shown = match abs.strip_prefix(&root) {
                     Ok(rel) => rel
                         .components()
@@ -459,8 +510,19 @@ pub fn build(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Built, KilnError> {
-    let mut timings = Timings::default();
     let t = Instant::now();
+    let fetched = opts.resolve_sources()?;
+    build_fetched(opts, progress, fetched, t)
+}
+
+/// [`build_timed`] after the source stage.
+fn build_fetched(
+    opts: &RenderOptions,
+    progress: &(dyn Fn(usize, usize) + Sync),
+    fetched: crate::source::Resolved,
+    t: Instant,
+) -> Result<Built, KilnError> {
+    let mut timings = Timings::default();
     let fs = RecordingFs::new(opts.fs.as_ref());
     // Every call of load, for the journal (see `crate::cache::Journal`).
     let load_fs = crate::cache::Recorder::new(&fs);
@@ -468,6 +530,7 @@ pub fn build(
         root: opts.root.as_deref(),
         only: None,
         enter: Some(&|d| load_fs.enter(d)),
+        sources: Some(&fetched.trees),
     };
     let loaded = load(&load_fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
     let load_reads = load_fs.reads();
@@ -489,8 +552,9 @@ pub fn build(
 
     let t = Instant::now();
     let cache = open_cache(opts);
-    // Every file the render reads (kustomize bases included) must lie inside the root.
-    let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone());
+    // Every file the render reads (kustomize bases included) must lie inside the root, or
+    // inside the one fetched tree it names.
+    let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone()).with_trees(fetched.roots());
     let emitted = render_plans(
         &mut plans,
         &platform.sources,
@@ -550,7 +614,7 @@ pub fn build(
                 selection: opts.selection.clone().into(),
                 cluster_kinds,
                 pipeline_inputs: pipeline_inputs.unwrap_or_default(),
-                inputs: fs.inputs(&platform.root),
+                inputs: fs.inputs_with_trees(&platform.root, &fetched.roots()),
             };
             let mut set = emit(components, &platform, &plans, None).map_err(KilnError::Kargo)?;
             set.insert(SHARD_FILE, sidecar.to_bytes());
@@ -575,7 +639,10 @@ pub fn build(
     timings.emit = t.elapsed();
     let cache = cache.map(|c| c.stats()).unwrap_or_default();
     let scope = slice_scope(&set, &opts.selection);
-    let inputs = fs.inputs(&platform.root);
+    let inputs = fs.inputs_with_trees(&platform.root, &fetched.roots());
+    // Everything built: the lock may now say what this run used (never under `--locked`,
+    // where it already does).
+    fetched.store_lock().map_err(KilnError::Source)?;
     Ok(Built {
         platform,
         plans,
@@ -587,6 +654,7 @@ pub fn build(
         reads: (load_reads, render_reads.into_iter().collect()),
         component_reads,
         outputs,
+        sources: fetched,
     })
 }
 
@@ -662,7 +730,10 @@ pub fn run_render(
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
     let t = Instant::now();
-    let slot = journal_slot(opts);
+    let fetched = opts.resolve_sources()?;
+    // The journal replays and the incremental render know nothing of fetched trees: a
+    // platform with remote sources renders in full (its lock, cache and trees verified).
+    let slot = journal_slot(opts).filter(|_| fetched.trees.is_empty());
     // A journal is used only when every path it names lies where this render may look.
     let root =
         crate::load::repository_root(opts.fs.as_ref(), &opts.platform_dir, opts.root.as_deref());
@@ -694,7 +765,7 @@ pub fn run_render(
         component_reads,
         outputs,
         ..
-    } = build(opts, progress)?;
+    } = build_fetched(opts, progress, fetched, Instant::now())?;
     let t = Instant::now();
     // Pruning a directory that holds the sources would delete them; refuse such targets.
     let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())

@@ -212,6 +212,9 @@ fn read_regular_at_most(path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
 pub struct RootedFs<'a> {
     inner: &'a dyn FileSystem,
     root: PathBuf,
+    /// More roots beside it (canonical): the fetched source trees of a render (issue 33). A
+    /// path under one of them must resolve inside that same tree.
+    trees: Vec<PathBuf>,
     /// What the root is, for errors ("the repository root", "the chart directory").
     what: &'static str,
     /// Directory → where it really is.
@@ -224,6 +227,7 @@ impl<'a> RootedFs<'a> {
         RootedFs {
             inner,
             root: root.into(),
+            trees: Vec::new(),
             what: "the repository root",
             dirs: Default::default(),
         }
@@ -235,6 +239,22 @@ impl<'a> RootedFs<'a> {
             what,
             ..RootedFs::new(inner, root)
         }
+    }
+
+    /// The same view, also reading inside each of `trees` (canonical directories: the source
+    /// trees a render fetched), each confined to itself.
+    pub fn with_trees(mut self, trees: impl IntoIterator<Item = PathBuf>) -> Self {
+        self.trees.extend(trees);
+        self
+    }
+
+    /// The root or tree a normalized path lies under (the deepest).
+    fn home(&self, n: &Path) -> Option<&Path> {
+        std::iter::once(&self.root)
+            .chain(&self.trees)
+            .filter(|r| n.starts_with(r))
+            .max_by_key(|r| r.as_os_str().len())
+            .map(PathBuf::as_path)
     }
 
     /// Where `path` really is: the same answer as `canonicalize`, from the resolved
@@ -257,7 +277,7 @@ impl<'a> RootedFs<'a> {
         // The root is canonical, and so is each directory above it: the walk up stops at
         // the first (an inner rooted view, the chart's inside the repository's, refuses to
         // resolve what lies above its own root).
-        if self.root.starts_with(dir) {
+        if self.root.starts_with(dir) || self.trees.iter().any(|t| t.starts_with(dir)) {
             return Ok(dir.to_path_buf());
         }
         if let Some(r) = self.dirs.lock().ok().and_then(|d| d.get(dir).cloned()) {
@@ -296,16 +316,17 @@ impl<'a> RootedFs<'a> {
             return false;
         }
         let n = normalize(path);
-        match n.strip_prefix(&self.root) {
-            Ok(rel) => has_git_component(rel),
-            Err(_) => true,
+        match self.home(&n).map(|home| n.strip_prefix(home)) {
+            Some(Ok(rel)) => has_git_component(rel),
+            _ => true,
         }
     }
 
-    /// Whether a resolved path is inside the root and below no `.git` entry.
+    /// Whether a resolved path is inside the root (or a tree) and below no `.git` entry.
     fn allowed_real(&self, real: &Path) -> bool {
-        real.strip_prefix(&self.root)
-            .is_ok_and(|rel| !has_git_component(rel))
+        self.home(real)
+            .and_then(|home| real.strip_prefix(home).ok())
+            .is_some_and(|rel| !has_git_component(rel))
     }
 
     /// Where `path` really is, when it is allowed: refused first on its words, then on
@@ -317,7 +338,13 @@ impl<'a> RootedFs<'a> {
             return Err(self.refused(path));
         }
         match self.real(path) {
-            Ok(real) if self.allowed_real(&real) => Ok(real),
+            // A path stays in the root or tree it names: a link in one fetched tree does not
+            // lead into another, nor into the repository.
+            Ok(real)
+                if self.allowed_real(&real) && self.home(&real) == self.home(&normalize(path)) =>
+            {
+                Ok(real)
+            }
             Ok(_) => Err(self.refused(path)),
             Err(e) => {
                 let mut above = path.parent();
@@ -788,6 +815,45 @@ mod tests {
             assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{bad}");
         }
         assert!(rooted.read_dir(Path::new("/outside")).is_err());
+    }
+
+    /// Issue 33, item 1: a fetched source tree is readable beside the root, and confined
+    /// to itself: no path or link from it reaches the repository or another tree.
+    #[test]
+    fn rooted_fs_reads_source_trees_each_confined_to_itself() {
+        let mut fs = MemFs::new();
+        fs.add_file("/repo/a.yaml", "a")
+            .add_file("/cache/t1/deploy/c.yaml", "c")
+            .add_file("/cache/t2/x.yaml", "other tree")
+            .add_file("/cache/loose.yaml", "cache")
+            .add_symlink("/cache/t1/deploy/to-repo", "/repo")
+            .add_symlink("/cache/t1/deploy/to-t2", "/cache/t2")
+            .add_symlink("/cache/t1/deploy/inside", "/cache/t1/deploy");
+        let rooted = RootedFs::new(&fs, "/repo")
+            .with_trees([PathBuf::from("/cache/t1"), PathBuf::from("/cache/t2")]);
+        assert_eq!(rooted.read(Path::new("/repo/a.yaml")).unwrap(), b"a");
+        assert_eq!(
+            rooted.read(Path::new("/cache/t1/deploy/c.yaml")).unwrap(),
+            b"c"
+        );
+        assert_eq!(
+            rooted
+                .read(Path::new("/cache/t1/deploy/inside/c.yaml"))
+                .unwrap(),
+            b"c"
+        );
+        for bad in [
+            "/cache/loose.yaml",
+            "/cache/t1/deploy/to-repo/a.yaml",
+            "/cache/t1/deploy/to-t2/x.yaml",
+            "/cache/t1/../loose.yaml",
+        ] {
+            let e = rooted.read(Path::new(bad)).unwrap_err();
+            assert_eq!(e.kind(), io::ErrorKind::PermissionDenied, "{bad}");
+        }
+        // Without the trees, the same view refuses them.
+        let plain = RootedFs::new(&fs, "/repo");
+        assert!(plain.read(Path::new("/cache/t1/deploy/c.yaml")).is_err());
     }
 
     /// Issue 39, item 1: a `.git` directory below the root is never read, listed or

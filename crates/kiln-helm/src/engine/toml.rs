@@ -30,8 +30,9 @@ fn key(k: &str) -> String {
     }
 }
 
-/// BurntSushi's `writeQuoted`: TOML basic-string escapes, `\uXXXX` for other controls.
-fn quoted(s: &str) -> String {
+/// BurntSushi's `writeQuoted`: TOML basic-string escapes, `\uXXXX` for other controls
+/// (also how `kiln.lock`'s strings are written, kiln-source).
+pub fn quoted(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

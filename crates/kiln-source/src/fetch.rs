@@ -1,0 +1,915 @@
+//! The [`Fetcher`]: one run's sources, under the lock's rules (Cargo's, applied to a
+//! platform's sources):
+//!
+//! - a source the lock pins is taken from the cache when its tree is there and its digest
+//!   holds; otherwise fetched at the pinned commit or digest and checked against the lock;
+//! - a source the lock does not list is resolved and added, unless `--locked` (then it is an
+//!   error) or `--offline` (which never touches the network);
+//! - `kiln update` re-resolves the sources it names (all by default);
+//! - each distinct source is fetched once per run, however many components use it.
+
+use crate::archive::{Limits, extract_tgz};
+use crate::cache::Cache;
+use crate::error::{Origin, SourceError};
+use crate::git::{self, Callbacks};
+use crate::helm_repo;
+use crate::http::Http;
+use crate::lock::{LockEntry, LockFile, LockKey};
+use crate::oci;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// What kind of source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kind {
+    /// A Git repository at a ref.
+    Git,
+    /// A chart in a Helm HTTP repository.
+    Helm,
+    /// A chart in an OCI registry.
+    Oci,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Git => "git",
+            Kind::Helm => "helm",
+            Kind::Oci => "oci",
+        }
+    }
+}
+
+/// One source a platform needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    pub kind: Kind,
+    /// The repository, chart repository or `oci://` reference.
+    pub url: String,
+    /// The chart's name (Helm repositories; empty otherwise).
+    pub chart: String,
+    /// The ref (Git), or the version or constraint (charts).
+    pub requested: String,
+    /// What needs it, for errors (`component cart (project shop)`).
+    pub needed_by: String,
+    /// Names `kiln update NAME` selects it by (component instances); its URL and chart name
+    /// select it too.
+    pub names: Vec<String>,
+}
+
+impl Request {
+    pub fn key(&self) -> LockKey {
+        LockKey {
+            kind: self.kind.as_str().to_string(),
+            url: self.url.clone(),
+            chart: self.chart.clone(),
+            requested: self.requested.clone(),
+        }
+    }
+
+    fn origin(&self) -> Origin {
+        let requested = if self.chart.is_empty() {
+            self.requested.clone()
+        } else {
+            format!("{} {}", self.chart, self.requested)
+        };
+        let mut o = Origin::new(self.kind.as_str(), &self.url, requested.trim());
+        o.needed_by = (!self.needed_by.is_empty()).then(|| self.needed_by.clone());
+        o
+    }
+}
+
+/// A source on disk: its lock entry and its verified tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fetched {
+    pub entry: LockEntry,
+    /// The tree's root in the cache.
+    pub root: PathBuf,
+    /// For a chart, the chart's directory (the archive's one top-level directory).
+    pub chart_dir: Option<PathBuf>,
+}
+
+/// How a run may use the lock and the network.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mode {
+    /// `--locked`: the lock must already hold every source.
+    pub locked: bool,
+    /// `--offline`: only the cache.
+    pub offline: bool,
+    /// `kiln update`: re-resolve these sources (`Some(empty)`: all of them).
+    pub update: Option<BTreeSet<String>>,
+}
+
+/// One run's fetcher.
+pub struct Fetcher<'a> {
+    cache: Cache,
+    http: Http,
+    callbacks: Callbacks<'a>,
+    limits: Limits,
+    mode: Mode,
+    old: LockFile,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    lock: LockFile,
+    done: BTreeMap<LockKey, Fetched>,
+}
+
+impl std::fmt::Debug for Fetcher<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher")
+            .field("cache", &self.cache)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+impl<'a> Fetcher<'a> {
+    pub fn new(
+        cache: Cache,
+        http: Http,
+        callbacks: Callbacks<'a>,
+        mode: Mode,
+        lock: LockFile,
+    ) -> Fetcher<'a> {
+        let limits = *http.limits();
+        Fetcher {
+            cache,
+            http,
+            callbacks,
+            limits,
+            mode,
+            old: lock,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The lock as this run leaves it: every source fetched, and (when `keep_unused`, for a
+    /// run over part of the platform) the old entries no fetch replaced.
+    pub fn lock_file(&self, keep_unused: bool) -> LockFile {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut lock = if keep_unused {
+            self.old.clone()
+        } else {
+            LockFile::default()
+        };
+        for e in state.lock.entries.values() {
+            lock.insert(e.clone());
+        }
+        lock
+    }
+
+    fn selected_for_update(&self, req: &Request) -> bool {
+        match &self.mode.update {
+            None => false,
+            Some(names) if names.is_empty() => true,
+            Some(names) => {
+                names.contains(&req.url)
+                    || (!req.chart.is_empty() && names.contains(&req.chart))
+                    || req.names.iter().any(|n| names.contains(n))
+            }
+        }
+    }
+
+    /// The source `req`, on disk and verified.
+    pub fn fetch(&self, req: &Request) -> Result<Fetched, SourceError> {
+        let key = req.key();
+        if let Some(done) = self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .done
+            .get(&key)
+        {
+            return Ok(done.clone());
+        }
+        let origin = req.origin();
+        let pinned = self
+            .old
+            .get(&key)
+            .filter(|_| !self.selected_for_update(req))
+            .cloned();
+        let fetched = match pinned {
+            Some(entry) => self.pinned(req, entry, &origin)?,
+            None => {
+                if self.mode.offline {
+                    return Err(SourceError::NotCached {
+                        origin: Box::new(origin),
+                    });
+                }
+                if self.mode.locked {
+                    return Err(SourceError::LockOutOfDate {
+                        origin: Box::new(origin),
+                        problem: if self.mode.update.is_some() {
+                            "would change".into()
+                        } else {
+                            "does not list it".into()
+                        },
+                    });
+                }
+                self.resolve(req, &origin)?
+            }
+        };
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.lock.insert(fetched.entry.clone());
+        state.done.insert(key, fetched.clone());
+        Ok(fetched)
+    }
+
+    /// A source the lock pins: from the cache, else fetched at the pinned point and checked.
+    fn pinned(
+        &self,
+        req: &Request,
+        entry: LockEntry,
+        origin: &Origin,
+    ) -> Result<Fetched, SourceError> {
+        if let Some(root) = self.cache.verified_tree(&entry.digest, origin)? {
+            return self.done(req, entry, root, origin);
+        }
+        if self.mode.offline {
+            return Err(SourceError::NotCached {
+                origin: Box::new(origin.clone()),
+            });
+        }
+        let staged = match req.kind {
+            Kind::Git => {
+                let refs = git::list_refs(&self.cache, &req.url, self.callbacks, origin)?;
+                let via = refs
+                    .iter()
+                    .find(|r| r.commit == entry.resolved)
+                    .map(|r| r.name.clone());
+                git::fetch_tree(
+                    &self.cache,
+                    &req.url,
+                    &entry.resolved,
+                    via.as_deref(),
+                    self.callbacks,
+                    &self.limits,
+                    origin,
+                )?
+            }
+            Kind::Helm => {
+                let versions = helm_repo::versions(&self.http, &req.url, &req.chart, origin)?;
+                let v = helm_repo::select(&versions, &entry.version, origin)?;
+                let data = helm_repo::download(&self.http, v, origin)?;
+                self.check_archive(&data, &entry, origin)?;
+                self.extract(&data, origin)?
+            }
+            Kind::Oci => {
+                let r = oci::Reference::parse(&req.url, origin)?;
+                let (manifest, _) = oci::manifest(&self.http, &r, &entry.resolved, origin)?;
+                let data = oci::chart_layer(&self.http, &r, &manifest, origin)?;
+                self.extract(&data, origin)?
+            }
+        };
+        let (digest, root) = self.cache.store_tree(staged, origin)?;
+        if digest != entry.digest {
+            return Err(SourceError::DigestMismatch {
+                origin: Box::new(origin.clone()),
+                what: "the fetched content".into(),
+                expected: entry.digest.clone(),
+                actual: digest,
+                by: "kiln.lock",
+                help: "the server's content at the pinned commit or digest differs from what was locked; it was not used. If the change is expected, `kiln update` the source".into(),
+            });
+        }
+        self.done(req, entry, root, origin)
+    }
+
+    fn check_archive(
+        &self,
+        data: &[u8],
+        entry: &LockEntry,
+        origin: &Origin,
+    ) -> Result<(), SourceError> {
+        let actual = kiln_base::digest::sha256_tagged(data);
+        if actual != entry.resolved {
+            return Err(SourceError::DigestMismatch {
+                origin: Box::new(origin.clone()),
+                what: format!("the archive of version {}", entry.version),
+                expected: entry.resolved.clone(),
+                actual,
+                by: "kiln.lock",
+                help: "the repository now serves another archive under the locked version; it was not used. If the change is expected, `kiln update` the source".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// A source resolved anew (not locked, or `kiln update`).
+    fn resolve(&self, req: &Request, origin: &Origin) -> Result<Fetched, SourceError> {
+        let (version, resolved, staged) = match req.kind {
+            Kind::Git => {
+                let refs = git::list_refs(&self.cache, &req.url, self.callbacks, origin)?;
+                let (commit, via) = git::resolve(&refs, &req.requested, origin)?;
+                let staged = git::fetch_tree(
+                    &self.cache,
+                    &req.url,
+                    &commit,
+                    via.as_deref(),
+                    self.callbacks,
+                    &self.limits,
+                    origin,
+                )?;
+                (String::new(), commit, staged)
+            }
+            Kind::Helm => {
+                let versions = helm_repo::versions(&self.http, &req.url, &req.chart, origin)?;
+                let v = helm_repo::select(&versions, &req.requested, origin)?;
+                let data = helm_repo::download(&self.http, v, origin)?;
+                let staged = self.extract(&data, origin)?;
+                (
+                    v.version.clone(),
+                    kiln_base::digest::sha256_tagged(&data),
+                    staged,
+                )
+            }
+            Kind::Oci => {
+                let r = oci::Reference::parse(&req.url, origin)?;
+                let tags = oci::tags(&self.http, &r, origin)?;
+                let tag =
+                    helm_repo::select_by(&tags, |t| t.as_str(), &req.requested, origin)?.clone();
+                let (manifest, digest) = oci::manifest(&self.http, &r, &tag, origin)?;
+                let data = oci::chart_layer(&self.http, &r, &manifest, origin)?;
+                (tag, digest, self.extract(&data, origin)?)
+            }
+        };
+        let (digest, root) = self.cache.store_tree(staged, origin)?;
+        let entry = LockEntry {
+            kind: req.kind.as_str().to_string(),
+            url: req.url.clone(),
+            chart: req.chart.clone(),
+            requested: req.requested.clone(),
+            version,
+            resolved,
+            digest,
+        };
+        self.done(req, entry, root, origin)
+    }
+
+    fn extract(&self, data: &[u8], origin: &Origin) -> Result<tempfile::TempDir, SourceError> {
+        let staged = self.cache.staging()?;
+        extract_tgz(data, staged.path(), &self.limits, origin)?;
+        Ok(staged)
+    }
+
+    fn done(
+        &self,
+        req: &Request,
+        entry: LockEntry,
+        root: PathBuf,
+        origin: &Origin,
+    ) -> Result<Fetched, SourceError> {
+        let chart_dir = match req.kind {
+            Kind::Git => None,
+            Kind::Helm | Kind::Oci => Some(crate::cache::chart_dir(&root, origin)?),
+        };
+        Ok(Fetched {
+            entry,
+            root,
+            chart_dir,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Every fetch path against a real server on 127.0.0.1 (crate::testing).
+    use super::*;
+    use crate::http::Credentials;
+    use crate::testing;
+    use std::path::Path;
+
+    fn no_callbacks() -> git2::RemoteCallbacks<'static> {
+        git2::RemoteCallbacks::new()
+    }
+
+    struct Env {
+        cache: tempfile::TempDir,
+    }
+
+    impl Env {
+        fn new() -> Env {
+            Env {
+                cache: tempfile::tempdir().unwrap(),
+            }
+        }
+
+        fn fetcher(&self, mode: Mode, lock: LockFile) -> Fetcher<'static> {
+            self.fetcher_with(mode, lock, Credentials::default(), Limits::default())
+        }
+
+        fn fetcher_with(
+            &self,
+            mode: Mode,
+            lock: LockFile,
+            creds: Credentials,
+            limits: Limits,
+        ) -> Fetcher<'static> {
+            Fetcher::new(
+                Cache::new(self.cache.path()),
+                Http::new(creds, limits),
+                &no_callbacks,
+                mode,
+                lock,
+            )
+        }
+    }
+
+    fn git_req(url: &str, requested: &str) -> Request {
+        Request {
+            kind: Kind::Git,
+            url: url.into(),
+            chart: String::new(),
+            requested: requested.into(),
+            needed_by: "component cart (project shop)".into(),
+            names: vec!["cart".into()],
+        }
+    }
+
+    fn chart_req(kind: Kind, url: &str, chart: &str, requested: &str) -> Request {
+        Request {
+            kind,
+            url: url.into(),
+            chart: chart.into(),
+            requested: requested.into(),
+            needed_by: "component web (project shop)".into(),
+            names: vec!["web".into()],
+        }
+    }
+
+    fn read(p: &Path) -> String {
+        std::fs::read_to_string(p).unwrap()
+    }
+
+    fn app(base: &Path) -> Vec<String> {
+        testing::app_repo(
+            base,
+            "cart.git",
+            &[
+                (
+                    &[("deploy/component.yaml", "v: 1\n"), ("deploy/link", "")],
+                    Some("v1.0.0"),
+                ),
+                (&[("deploy/component.yaml", "v: 2\n")], None),
+            ],
+        )
+    }
+
+    /// The app repository behind `git daemon`: the directory, the server, the URL, the commits.
+    fn served_app() -> (tempfile::TempDir, testing::Server, String, Vec<String>) {
+        let repos = tempfile::tempdir().unwrap();
+        let ids = app(repos.path());
+        let daemon = testing::git_daemon(repos.path());
+        let url = format!("git://127.0.0.1:{}/cart.git", daemon.port);
+        (repos, daemon, url, ids)
+    }
+
+    #[test]
+    fn git_daemon_and_smart_http_fetch_a_ref_once_then_serve_from_the_lock_and_cache() {
+        let repos = tempfile::tempdir().unwrap();
+        let ids = app(repos.path());
+        let daemon = testing::git_daemon(repos.path());
+        let http = testing::git_http(repos.path());
+        for url in [
+            format!("git://127.0.0.1:{}/cart.git", daemon.port),
+            format!("{}/cart.git", http.http()),
+        ] {
+            let env = Env::new();
+            let f = env.fetcher(Mode::default(), LockFile::default());
+            let main = f.fetch(&git_req(&url, "main")).unwrap();
+            assert_eq!(main.entry.resolved, ids[1], "{url}");
+            assert_eq!(read(&main.root.join("deploy/component.yaml")), "v: 2\n");
+            assert!(!main.root.join(".git").exists());
+            // An annotated tag is peeled to its commit; a commit id stands for itself.
+            let tag = f.fetch(&git_req(&url, "v1.0.0")).unwrap();
+            assert_eq!(tag.entry.resolved, ids[0]);
+            assert_eq!(read(&tag.root.join("deploy/component.yaml")), "v: 1\n");
+            let by_id = f.fetch(&git_req(&url, &ids[0])).unwrap();
+            assert_eq!(by_id.entry.digest, tag.entry.digest);
+            let lock = f.lock_file(false);
+            assert_eq!(lock.entries.len(), 3);
+            // Locked and offline: the same trees, without a server.
+            let locked = env.fetcher(
+                Mode {
+                    locked: true,
+                    offline: true,
+                    update: None,
+                },
+                lock.clone(),
+            );
+            assert_eq!(locked.fetch(&git_req(&url, "main")).unwrap(), main);
+            assert_eq!(locked.lock_file(true), lock);
+        }
+    }
+
+    #[test]
+    fn a_pinned_commit_is_fetched_even_after_the_branch_moved() {
+        let (_repos, _daemon, url, ids) = served_app();
+        let env = Env::new();
+        let first = env.fetcher(Mode::default(), LockFile::default());
+        let got = first.fetch(&git_req(&url, "main")).unwrap();
+        let mut lock = first.lock_file(false);
+        // Pin `main` to the older commit, as a lock written before the push would.
+        let mut entry = lock.entries.values().next().unwrap().clone();
+        let old = env
+            .fetcher(Mode::default(), LockFile::default())
+            .fetch(&git_req(&url, &ids[0]))
+            .unwrap();
+        entry.resolved = ids[0].clone();
+        entry.digest = old.entry.digest.clone();
+        lock.insert(entry);
+        std::fs::remove_dir_all(Cache::new(env.cache.path()).root()).unwrap();
+        let again = env.fetcher(
+            Mode {
+                locked: true,
+                ..Mode::default()
+            },
+            lock.clone(),
+        );
+        let pinned = again.fetch(&git_req(&url, "main")).unwrap();
+        assert_eq!(pinned.entry.resolved, ids[0]);
+        assert_eq!(read(&pinned.root.join("deploy/component.yaml")), "v: 1\n");
+        // `kiln update cart` moves it to the branch's head.
+        let update = env.fetcher(
+            Mode {
+                update: Some(["cart".to_string()].into()),
+                ..Mode::default()
+            },
+            lock,
+        );
+        assert_eq!(
+            update.fetch(&git_req(&url, "main")).unwrap().entry,
+            got.entry
+        );
+    }
+
+    #[test]
+    fn git_bad_input_is_named_clearly() {
+        let (_repos, _daemon, url, _) = served_app();
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        // A missing ref lists the nearest.
+        let err = f.fetch(&git_req(&url, "v1.0.1")).unwrap_err();
+        let help = miette::Diagnostic::help(&err).unwrap().to_string();
+        assert!(matches!(err, SourceError::NotFound { .. }), "{err}");
+        assert!(
+            help.contains("`v1.0.0`") && err.to_string().contains("component cart"),
+            "{err}: {help}"
+        );
+        // An unreachable host names the source, the component and the URL, no credentials.
+        let dead = format!("http://kiln:s3cret@127.0.0.1:{}/cart.git", free_port());
+        let err = f.fetch(&git_req(&dead, "main")).unwrap_err();
+        let shown = err.to_string();
+        assert!(matches!(err, SourceError::Unreachable { .. }), "{shown}");
+        assert!(
+            shown.contains("127.0.0.1")
+                && shown.contains("component cart")
+                && !shown.contains("s3cret"),
+            "{shown}"
+        );
+        // --locked with a source the lock lacks; --offline with nothing cached.
+        let locked = env.fetcher(
+            Mode {
+                locked: true,
+                ..Mode::default()
+            },
+            LockFile::default(),
+        );
+        assert!(matches!(
+            locked.fetch(&git_req(&url, "main")),
+            Err(SourceError::LockOutOfDate { .. })
+        ));
+        let offline = env.fetcher(
+            Mode {
+                offline: true,
+                ..Mode::default()
+            },
+            LockFile::default(),
+        );
+        assert!(matches!(
+            offline.fetch(&git_req(&url, "main")),
+            Err(SourceError::NotCached { .. })
+        ));
+    }
+
+    fn free_port() -> u16 {
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port()
+    }
+
+    #[test]
+    fn a_tampered_cache_or_a_changed_server_is_refused() {
+        let (_repos, _daemon, url, _) = served_app();
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let got = f.fetch(&git_req(&url, "main")).unwrap();
+        let lock = f.lock_file(false);
+        std::fs::write(got.root.join("deploy/component.yaml"), "evil: 1\n").unwrap();
+        let again = env.fetcher(Mode::default(), lock.clone());
+        let err = again.fetch(&git_req(&url, "main")).unwrap_err();
+        assert!(matches!(err, SourceError::CacheTampered { .. }), "{err}");
+        // The lock's digest disagreeing with what the server sends for the commit.
+        std::fs::remove_dir_all(Cache::new(env.cache.path()).root()).unwrap();
+        let mut bad = lock.clone();
+        let mut e = bad.entries.values().next().unwrap().clone();
+        e.digest = format!("sha256:{}", "0".repeat(64));
+        bad.insert(e);
+        let err = env
+            .fetcher(Mode::default(), bad)
+            .fetch(&git_req(&url, "main"))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SourceError::DigestMismatch {
+                    by: "kiln.lock",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn links_out_of_a_repository_and_size_limits_refuse_it() {
+        let repos = tempfile::tempdir().unwrap();
+        let work = tempfile::tempdir().unwrap();
+        testing::git(work.path(), &["init", "-q"]);
+        std::fs::create_dir(work.path().join("deploy")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../../etc/passwd",
+            work.path().join("deploy/values.yaml"),
+        )
+        .unwrap();
+        testing::git(work.path(), &["add", "-A"]);
+        testing::git(work.path(), &["commit", "-q", "-m", "evil"]);
+        testing::git(
+            repos.path(),
+            &[
+                "clone",
+                "-q",
+                "--bare",
+                &work.path().display().to_string(),
+                "evil.git",
+            ],
+        );
+        testing::app_repo(
+            repos.path(),
+            "big.git",
+            &[(
+                &[("a", &"x".repeat(200_000)), ("b", &"y".repeat(200_000))],
+                None,
+            )],
+        );
+        let daemon = testing::git_daemon(repos.path());
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let evil = format!("git://127.0.0.1:{}/evil.git", daemon.port);
+        let err = f.fetch(&git_req(&evil, "main")).unwrap_err();
+        assert!(
+            matches!(err, SourceError::UnsafeArchive { .. })
+                && err.to_string().contains("out of the repository"),
+            "{err}"
+        );
+        let big = format!("git://127.0.0.1:{}/big.git", daemon.port);
+        let small = Limits {
+            max_bytes: 100_000,
+            ..Limits::default()
+        };
+        let err = env
+            .fetcher_with(
+                Mode::default(),
+                LockFile::default(),
+                Credentials::default(),
+                small,
+            )
+            .fetch(&git_req(&big, "main"))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::TooLarge { .. }), "{err}");
+    }
+
+    fn charts() -> Vec<(&'static str, &'static str, Vec<u8>)> {
+        ["1.0.0", "1.2.0", "1.2.5", "2.0.0"]
+            .into_iter()
+            .map(|v| {
+                (
+                    "web",
+                    v,
+                    testing::chart_tgz("web", v, &[("templates/cm.yaml", "kind: ConfigMap\n")]),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_helm_repository_resolves_constraints_with_and_without_basic_auth() {
+        let root = tempfile::tempdir().unwrap();
+        testing::helm_repo(root.path(), &charts());
+        let open = testing::static_http(root.path(), None);
+        let closed = testing::static_http(root.path(), Some("alice:pw"));
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let got = f
+            .fetch(&chart_req(Kind::Helm, &open.http(), "web", "^1.2"))
+            .unwrap();
+        assert_eq!(got.entry.version, "1.2.5");
+        assert_eq!(
+            got.entry.resolved,
+            kiln_base::digest::sha256_tagged(&charts()[2].2)
+        );
+        assert!(read(&got.chart_dir.unwrap().join("Chart.yaml")).contains("version: 1.2.5"));
+        // Behind basic auth: refused without credentials, naming the host, never a password.
+        let err = f
+            .fetch(&chart_req(Kind::Helm, &closed.http(), "web", "1.x"))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::Auth { .. }), "{err}");
+        assert!(err.to_string().contains("component web"), "{err}");
+        let host = crate::http::host_of(&closed.http()).to_string();
+        let var = crate::http::variable_for(&host);
+        let creds = Credentials::new(None, [(var.as_str(), "alice:pw")]);
+        let f = env.fetcher_with(
+            Mode::default(),
+            LockFile::default(),
+            creds,
+            Limits::default(),
+        );
+        assert_eq!(
+            f.fetch(&chart_req(Kind::Helm, &closed.http(), "web", "1.x"))
+                .unwrap()
+                .entry
+                .version,
+            "1.2.5"
+        );
+        let wrong = Credentials::new(None, [(var.as_str(), "alice:nope")]);
+        let f = env.fetcher_with(
+            Mode::default(),
+            LockFile::default(),
+            wrong,
+            Limits::default(),
+        );
+        let err = f
+            .fetch(&chart_req(Kind::Helm, &closed.http(), "web", "1.x"))
+            .unwrap_err();
+        assert!(
+            matches!(err, SourceError::Auth { .. }) && !err.to_string().contains("nope"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_helm_repository_s_bad_answers_are_refused() {
+        let root = tempfile::tempdir().unwrap();
+        testing::helm_repo(root.path(), &charts());
+        let server = testing::static_http(root.path(), None);
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let err = f
+            .fetch(&chart_req(Kind::Helm, &server.http(), "web", "^3"))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::NoMatch { .. }), "{err}");
+        let err = f
+            .fetch(&chart_req(Kind::Helm, &server.http(), "web", "1.2.4"))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::NotFound { .. }), "{err}");
+        let err = f
+            .fetch(&chart_req(Kind::Helm, &server.http(), "wbe", "1.0.0"))
+            .unwrap_err();
+        assert!(
+            miette::Diagnostic::help(&err)
+                .unwrap()
+                .to_string()
+                .contains("`web`"),
+            "{err}"
+        );
+        // Locked at 1.2.5; the server then serves other bytes under that name.
+        let got = f
+            .fetch(&chart_req(Kind::Helm, &server.http(), "web", "~1.2"))
+            .unwrap();
+        let lock = f.lock_file(false);
+        let evil = testing::chart_tgz("web", "1.2.5", &[("templates/cm.yaml", "kind: Secret\n")]);
+        std::fs::write(root.path().join("web-1.2.5.tgz"), &evil).unwrap();
+        std::fs::remove_dir_all(got.root).unwrap();
+        let err = env
+            .fetcher(Mode::default(), lock)
+            .fetch(&chart_req(Kind::Helm, &server.http(), "web", "~1.2"))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::DigestMismatch { .. }), "{err}");
+        // The index's own digest disagreeing with the archive.
+        let env2 = Env::new();
+        let err = env2
+            .fetcher(Mode::default(), LockFile::default())
+            .fetch(&chart_req(Kind::Helm, &server.http(), "web", "1.2.5"))
+            .unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SourceError::DigestMismatch {
+                    by: "the repository's index.yaml",
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // A hostile archive.
+        let hostile =
+            crate::archive::tests::tgz(&[("web/../../evil", tar::EntryType::Regular, b"x", "")]);
+        testing::helm_repo(root.path(), &[("web", "9.0.0", hostile)]);
+        let err = env2
+            .fetcher(Mode::default(), LockFile::default())
+            .fetch(&chart_req(Kind::Helm, &server.http(), "web", "9.0.0"))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::UnsafeArchive { .. }), "{err}");
+    }
+
+    fn push_all(server: &testing::Server, creds: Credentials) {
+        let http = Http::new(creds, Limits::default());
+        let url = format!("oci://127.0.0.1:{}/charts/web", server.port);
+        let origin = Origin::new("oci", &url, "push");
+        let r = oci::Reference::parse(&url, &origin).unwrap();
+        for (_, version, data) in charts() {
+            let config = format!("{{\"name\":\"web\",\"version\":\"{version}\"}}");
+            oci::push(&http, &r, version, &data, config.as_bytes(), &origin).unwrap();
+        }
+    }
+
+    #[test]
+    fn an_oci_registry_serves_charts_anonymously_and_with_htpasswd() {
+        let Some(open) = testing::registry(None) else {
+            return;
+        };
+        let Some(closed) = testing::registry(Some(("bob", "pw"))) else {
+            return;
+        };
+        push_all(&open, Credentials::default());
+        let host = format!("127.0.0.1:{}", closed.port);
+        let docker = format!(
+            "{{\"auths\": {{\"{host}\": {{\"auth\": \"{}\"}}}}}}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "bob:pw")
+        );
+        let creds = Credentials::new(Some(&docker), []);
+        push_all(&closed, creds.clone());
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let url = format!("oci://127.0.0.1:{}/charts/web", open.port);
+        let got = f.fetch(&chart_req(Kind::Oci, &url, "", "1.x")).unwrap();
+        assert_eq!(got.entry.version, "1.2.5");
+        assert!(got.entry.resolved.starts_with("sha256:"));
+        assert!(read(&got.chart_dir.unwrap().join("Chart.yaml")).contains("version: 1.2.5"));
+        let closed_url = format!("oci://{host}/charts/web");
+        let err = f
+            .fetch(&chart_req(Kind::Oci, &closed_url, "", "2.0.0"))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::Auth { .. }), "{err}");
+        let f = env.fetcher_with(
+            Mode::default(),
+            LockFile::default(),
+            creds,
+            Limits::default(),
+        );
+        let got = f
+            .fetch(&chart_req(Kind::Oci, &closed_url, "", "2.0.0"))
+            .unwrap();
+        assert_eq!(got.entry.version, "2.0.0");
+        // Missing tag lists the nearest; a constraint matching nothing says so.
+        let err = f
+            .fetch(&chart_req(Kind::Oci, &url, "", "1.2.6"))
+            .unwrap_err();
+        assert!(
+            miette::Diagnostic::help(&err)
+                .unwrap()
+                .to_string()
+                .contains("`1.2.5`"),
+            "{err}"
+        );
+        assert!(matches!(
+            f.fetch(&chart_req(Kind::Oci, &url, "", ">5")),
+            Err(SourceError::NoMatch { .. })
+        ));
+        // Locked: fetched again by the manifest's digest, which the registry checks.
+        f.fetch(&chart_req(Kind::Oci, &url, "", "1.x")).unwrap();
+        let lock = f.lock_file(false);
+        std::fs::remove_dir_all(Cache::new(env.cache.path()).root()).unwrap();
+        let again = env.fetcher(
+            Mode {
+                locked: true,
+                ..Mode::default()
+            },
+            lock,
+        );
+        assert_eq!(
+            again
+                .fetch(&chart_req(Kind::Oci, &url, "", "1.x"))
+                .unwrap()
+                .entry
+                .version,
+            "1.2.5"
+        );
+    }
+}

@@ -1,0 +1,256 @@
+//! `kiln.lock`: every remote source of a platform, what was asked for and what it resolved
+//! to, in the shape of `Cargo.lock` (TOML, one `[[source]]` table per source). Sorted by
+//! kind, URL, chart name and what was asked for, one key a line, so a change is a small diff.
+//!
+//! ```toml
+//! # kiln.lock: the remote sources of this platform, resolved. Written by kiln; `kiln update` changes it.
+//! version = 1
+//!
+//! [[source]]
+//! kind = "git"
+//! url = "https://git.example/shop/cart.git"
+//! requested = "main"
+//! resolved = "4f3c…"          # the commit
+//! digest = "sha256:…"         # the fetched tree (cache::tree_digest)
+//!
+//! [[source]]
+//! kind = "helm"
+//! url = "https://charts.example.com"
+//! chart = "redis"
+//! requested = "18.x"
+//! version = "18.2.1"
+//! resolved = "sha256:…"       # the archive (or, for oci, the manifest)
+//! digest = "sha256:…"
+//! ```
+//!
+//! The pipeline decides when the lock is read and written; this module parses, prints and
+//! stores it (a temporary file beside it, renamed over it: never half-written).
+#![allow(clippy::disallowed_methods)] // the source fetcher's I/O boundary (clippy.toml)
+
+use crate::error::SourceError;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The file's name, beside `platform.yaml`.
+pub const FILE_NAME: &str = "kiln.lock";
+
+/// What identifies a source in the lock: its kind, URL, chart name (empty for Git) and what
+/// was asked for. Two uses asking the same thing share one entry.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct LockKey {
+    pub kind: String,
+    pub url: String,
+    pub chart: String,
+    pub requested: String,
+}
+
+/// One resolved source.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LockEntry {
+    pub kind: String,
+    pub url: String,
+    #[serde(default)]
+    pub chart: String,
+    pub requested: String,
+    /// A chart's version (empty for Git).
+    #[serde(default)]
+    pub version: String,
+    /// The commit id (Git), or the archive's or OCI manifest's `sha256:` digest (charts).
+    pub resolved: String,
+    /// The fetched tree's content digest.
+    pub digest: String,
+}
+
+impl LockEntry {
+    pub fn key(&self) -> LockKey {
+        LockKey {
+            kind: self.kind.clone(),
+            url: self.url.clone(),
+            chart: self.chart.clone(),
+            requested: self.requested.clone(),
+        }
+    }
+}
+
+/// `kiln.lock`, as a sorted map.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LockFile {
+    pub entries: BTreeMap<LockKey, LockEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    version: u32,
+    #[serde(default)]
+    source: Vec<LockEntry>,
+}
+
+impl LockFile {
+    /// Parses `text` (read from `path`, named in errors).
+    pub fn parse(path: &str, text: &str) -> Result<LockFile, SourceError> {
+        let bad = |detail: String| SourceError::BadLock {
+            path: path.to_string(),
+            detail,
+        };
+        let raw: Raw = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
+        if raw.version != 1 {
+            return Err(bad(format!(
+                "version {} is not one this kiln reads (1)",
+                raw.version
+            )));
+        }
+        let mut entries = BTreeMap::new();
+        for e in raw.source {
+            if e.url.contains('@') && kiln_base::url::has_credentials(&e.url) {
+                return Err(bad(format!(
+                    "`{}` holds credentials",
+                    kiln_base::url::redact(&e.url)
+                )));
+            }
+            if let Some(old) = entries.insert(e.key(), e) {
+                return Err(bad(format!(
+                    "`{}` ({}) is listed twice",
+                    old.url, old.requested
+                )));
+            }
+        }
+        Ok(LockFile { entries })
+    }
+
+    /// The lock at `path`; `Ok(None)` when there is none.
+    pub fn read(path: &Path) -> Result<Option<LockFile>, SourceError> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => LockFile::parse(&path.display().to_string(), &text).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(SourceError::io("read", path, e)),
+        }
+    }
+
+    /// Writes the lock to `path` when its text differs from what is there; whether it wrote.
+    pub fn store(&self, path: &Path) -> Result<bool, SourceError> {
+        let text = self.to_text();
+        if std::fs::read_to_string(path).is_ok_and(|old| old == text) {
+            return Ok(false);
+        }
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut tmp =
+            tempfile::NamedTempFile::new_in(dir).map_err(|e| SourceError::io("write", path, e))?;
+        std::io::Write::write_all(&mut tmp, text.as_bytes())
+            .map_err(|e| SourceError::io("write", path, e))?;
+        tmp.persist(path)
+            .map_err(|e| SourceError::io("write", path, e.error))?;
+        Ok(true)
+    }
+
+    pub fn get(&self, key: &LockKey) -> Option<&LockEntry> {
+        self.entries.get(key)
+    }
+
+    pub fn insert(&mut self, entry: LockEntry) {
+        self.entries.insert(entry.key(), entry);
+    }
+
+    /// The file's text: stable, sorted, one key a line.
+    pub fn to_text(&self) -> String {
+        let mut out = String::from(
+            "# kiln.lock: the remote sources of this platform, resolved. Written by kiln; `kiln update` changes it.\nversion = 1\n",
+        );
+        for e in self.entries.values() {
+            out.push_str("\n[[source]]\n");
+            let mut field = |k: &str, v: &str| {
+                out.push_str(&format!("{k} = {}\n", kiln_helm::engine::toml::quoted(v)));
+            };
+            field("kind", &e.kind);
+            field("url", &e.url);
+            if !e.chart.is_empty() {
+                field("chart", &e.chart);
+            }
+            field("requested", &e.requested);
+            if !e.version.is_empty() {
+                field("version", &e.version);
+            }
+            field("resolved", &e.resolved);
+            field("digest", &e.digest);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: &str, url: &str, chart: &str, requested: &str) -> LockEntry {
+        LockEntry {
+            kind: kind.into(),
+            url: url.into(),
+            chart: chart.into(),
+            requested: requested.into(),
+            version: if chart.is_empty() {
+                String::new()
+            } else {
+                "1.2.3".into()
+            },
+            resolved: "abc".into(),
+            digest: "sha256:00".into(),
+        }
+    }
+
+    #[test]
+    fn written_sorted_and_read_back() {
+        let mut lock = LockFile::default();
+        lock.insert(entry("oci", "oci://r/charts/web", "web", "^1"));
+        lock.insert(entry("git", "https://g/b.git", "", "v1"));
+        lock.insert(entry("git", "https://g/a.git", "", "main \"x\"\\"));
+        let text = lock.to_text();
+        let a = text.find("g/a.git").unwrap();
+        let b = text.find("g/b.git").unwrap();
+        let o = text.find("oci://").unwrap();
+        assert!(a < b && b < o, "{text}");
+        assert_eq!(LockFile::parse("kiln.lock", &text).unwrap(), lock);
+        // The same entries in another order: the same bytes.
+        let mut again = LockFile::default();
+        for e in lock.entries.values().rev() {
+            again.insert(e.clone());
+        }
+        assert_eq!(again.to_text(), text);
+    }
+
+    #[test]
+    fn stored_only_when_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        assert_eq!(LockFile::read(&path).unwrap(), None);
+        let mut lock = LockFile::default();
+        lock.insert(entry("git", "https://g/a.git", "", "main"));
+        assert!(lock.store(&path).unwrap());
+        assert!(!lock.store(&path).unwrap());
+        assert_eq!(LockFile::read(&path).unwrap(), Some(lock));
+    }
+
+    #[test]
+    fn a_bad_lock_is_refused() {
+        for (text, want) in [
+            ("version = 2\n", "version 2"),
+            ("version = 1\n[[source]]\nkind = \"git\"\n", "missing field"),
+            ("version = 1\nextra = 1\n", "unknown field"),
+        ] {
+            let err = LockFile::parse("kiln.lock", text).unwrap_err();
+            assert!(err.to_string().contains(want), "{text}: {err}");
+        }
+        let e = entry("git", "https://g/a.git", "", "main");
+        let mut lock = LockFile::default();
+        lock.insert(e);
+        let text = lock.to_text();
+        let twice = format!("{text}{}", &text[text.find("[[source]]").unwrap() - 1..]);
+        assert!(
+            LockFile::parse("kiln.lock", &twice)
+                .unwrap_err()
+                .to_string()
+                .contains("twice")
+        );
+    }
+}

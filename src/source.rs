@@ -1,0 +1,351 @@
+//! The source stage (issue 33): before load, every component instance with a `source:` is
+//! resolved, fetched and verified through the source fetcher (`kiln_source`, ADR 0018), under
+//! `kiln.lock` beside `platform.yaml`. Its output is the tree of each such instance
+//! ([`crate::load::SourceTree`]), which load reads as it reads a local component, confined
+//! to the tree; and the lock as the run leaves it, which the pipeline stores when the run
+//! succeeds (never under `--locked`).
+//!
+//! A `ref` may hold `${env.name}`, `${env.tier}`, `${env.cluster}`, `${project.name}` and
+//! `${params.*}` (the platform's, environment's, project's, instance's and instance-per-
+//! environment parameters, in that order): it is expanded for each environment the instance
+//! is deployed to, and each distinct (repository, commit) is fetched once.
+//!
+//! No I/O of its own: platform.yaml is read through the caller's `FileSystem`; the network,
+//! the cache and the lock file are the fetcher's.
+
+use crate::fs::FileSystem;
+use crate::load::SourceTree;
+use crate::spec::{Parameters, PlatformFile};
+use kiln_source::fetch::Kind;
+use kiln_source::{Fetcher, LockEntry, LockFile, Request, SourceError};
+use miette::Diagnostic;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+pub use kiln_source::Mode;
+pub use kiln_source::archive::Limits;
+pub use kiln_source::git::Callbacks;
+pub use kiln_source::http::Credentials;
+
+/// How the source stage runs (the CLI builds it from its flags and the environment).
+#[derive(Debug, Clone, Default)]
+pub struct SourceOptions {
+    /// The cache's base directory (`KILN_CACHE_DIR`, else `$XDG_CACHE_HOME/kiln`); `None`:
+    /// a platform with remote sources is refused.
+    pub cache_dir: Option<PathBuf>,
+    /// Registry and chart repository credentials.
+    pub credentials: Credentials,
+    /// Size limits.
+    pub limits: Limits,
+    /// `--locked`, `--offline`, `kiln update`.
+    pub mode: Mode,
+}
+
+/// Why the source stage failed. Codes `kiln::source::*` (the fetcher's) and these.
+#[derive(Debug, Error, Diagnostic)]
+pub enum SourceStageError {
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Fetch(#[from] SourceError),
+
+    #[error("{at}: `{field}` {problem}")]
+    #[diagnostic(code(kiln::source::invalid), help("{help}"))]
+    Invalid {
+        at: String,
+        field: String,
+        problem: String,
+        help: String,
+    },
+
+    #[error("{at}: a component comes from `{url}`, but no source cache is configured")]
+    #[diagnostic(
+        code(kiln::source::no_cache),
+        help(
+            "the CLI uses $XDG_CACHE_HOME/kiln (or KILN_CACHE_DIR); a library caller sets SourceOptions::cache_dir"
+        )
+    )]
+    NoCache { at: String, url: String },
+}
+
+/// What the source stage produced.
+#[derive(Debug, Clone, Default)]
+pub struct Resolved {
+    /// Each instance's tree, by (project index, instance index).
+    pub trees: BTreeMap<(usize, usize), SourceTree>,
+    /// Every remote source used, as locked (for the publish trailers).
+    pub used: Vec<LockEntry>,
+    /// The lock as this run leaves it; `None` when the platform has no remote source.
+    pub lock: Option<LockFile>,
+    /// Where the lock lives.
+    pub lock_path: PathBuf,
+    /// Whether the lock must be written (it differs from the file).
+    pub lock_changed: bool,
+}
+
+impl Resolved {
+    /// The tree roots, for the render's rooted file system.
+    pub fn roots(&self) -> Vec<PathBuf> {
+        let set: BTreeSet<PathBuf> = self.trees.values().map(|t| t.root.clone()).collect();
+        set.into_iter().collect()
+    }
+
+    /// Writes the lock when it changed (the pipeline calls this once the run succeeded).
+    pub fn store_lock(&self) -> Result<(), SourceStageError> {
+        if let (Some(lock), true) = (&self.lock, self.lock_changed) {
+            lock.store(&self.lock_path)?;
+        }
+        Ok(())
+    }
+}
+
+/// One instance's source, as written.
+struct Wanted {
+    project: usize,
+    instance: usize,
+    name: String,
+    project_name: String,
+    git: String,
+    reference: String,
+    path: String,
+}
+
+/// Runs the stage for the platform in `platform_dir`.
+pub fn resolve(
+    fs: &dyn FileSystem,
+    platform_dir: &Path,
+    opts: &SourceOptions,
+    callbacks: Callbacks<'_>,
+) -> Result<Resolved, SourceStageError> {
+    let lock_path = platform_dir.join(kiln_source::lock::FILE_NAME);
+    let mut out = Resolved {
+        lock_path: lock_path.clone(),
+        ..Resolved::default()
+    };
+    // A platform.yaml that does not parse is load's to report.
+    let Some(platform) = fs
+        .read_to_string(&platform_dir.join("platform.yaml"))
+        .ok()
+        .and_then(|t| crate::yaml::parse_one("platform.yaml", &t).ok())
+        .and_then(|v| serde_json::from_value::<PlatformFile>(v).ok())
+    else {
+        return Ok(out);
+    };
+    let wanted = wanted(&platform)?;
+    if wanted.is_empty() {
+        return Ok(out);
+    }
+    let Some(cache_dir) = &opts.cache_dir else {
+        let w = &wanted[0];
+        return Err(SourceStageError::NoCache {
+            at: format!("project {} component {}", w.project_name, w.name),
+            url: kiln_base::url::redact(&w.git),
+        });
+    };
+    let old = kiln_source::LockFile::read(&lock_path)?;
+    let fetcher = Fetcher::new(
+        kiln_source::cache::Cache::new(cache_dir),
+        kiln_source::http::Http::new(opts.credentials.clone(), opts.limits),
+        callbacks,
+        opts.mode.clone(),
+        old.clone().unwrap_or_default(),
+    );
+    for w in &wanted {
+        let refs = expand_refs(&platform, w)?;
+        if refs.len() > 1 {
+            return Err(SourceStageError::Invalid {
+                at: format!("platform.yaml, project {} component {}", w.project_name, w.name),
+                field: "source.ref".into(),
+                problem: format!("names different refs in different environments ({})", refs.iter().cloned().collect::<Vec<_>>().join(", ")),
+                help: "one instance follows one ref in this version of kiln; declare one instance per ref, each with its `deployTo:`".into(),
+            });
+        }
+        let reference = refs.into_iter().next().unwrap_or_default();
+        let req = Request {
+            kind: Kind::Git,
+            url: w.git.clone(),
+            chart: String::new(),
+            requested: reference,
+            needed_by: format!("component {} (project {})", w.name, w.project_name),
+            // `kiln update NAME`: the instance's name, else the repository's.
+            names: vec![w.name.clone(), repo_name(&w.git)],
+        };
+        let got = fetcher.fetch(&req)?;
+        let root = got.root.clone();
+        let dir = if w.path.is_empty() {
+            root.clone()
+        } else {
+            root.join(&w.path)
+        };
+        let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
+        out.trees.insert(
+            (w.project, w.instance),
+            SourceTree {
+                root,
+                dir,
+                label: format!("{}@{short}/{}", kiln_base::url::redact(&w.git), w.path),
+            },
+        );
+        if !out.used.contains(&got.entry) {
+            out.used.push(got.entry);
+        }
+    }
+    // A run over the whole platform leaves only what it used; the lock shrinks with it.
+    let lock = fetcher.lock_file(false);
+    out.lock_changed = old.as_ref() != Some(&lock);
+    if out.lock_changed && opts.mode.locked {
+        let e = lock
+            .entries
+            .values()
+            .find(|e| old.as_ref().and_then(|o| o.get(&e.key())) != Some(e))
+            .or_else(|| old.as_ref().and_then(|o| o.entries.values().next()));
+        let origin = kiln_source::Origin::new(
+            "git",
+            e.map_or("", |e| e.url.as_str()),
+            e.map_or("", |e| e.requested.as_str()),
+        );
+        return Err(SourceError::LockOutOfDate {
+            origin: Box::new(origin),
+            problem: "would change (an entry no component uses any more)".into(),
+        }
+        .into());
+    }
+    out.used.sort_by_key(LockEntry::key);
+    out.lock = Some(lock);
+    Ok(out)
+}
+
+/// Every instance with a `source:`, checked.
+fn wanted(platform: &PlatformFile) -> Result<Vec<Wanted>, SourceStageError> {
+    let mut out = Vec::new();
+    for (p, project) in platform.spec.projects.iter().enumerate() {
+        for (i, inst) in project.components.iter().enumerate() {
+            let Some(src) = &inst.source else { continue };
+            let name = inst.name.clone().unwrap_or_else(|| repo_name(&src.git));
+            let at = format!("platform.yaml, project {} component {name}", project.name);
+            let invalid = |field: &str, problem: String, help: &str| SourceStageError::Invalid {
+                at: at.clone(),
+                field: field.into(),
+                problem,
+                help: help.into(),
+            };
+            if !inst.path.is_empty() {
+                return Err(invalid(
+                    "path",
+                    "is set beside `source`".into(),
+                    "a component is either local (`path`) or in another repository (`source`); keep one",
+                ));
+            }
+            if kiln_base::url::has_credentials(&src.git) {
+                return Err(invalid(
+                    "source.git",
+                    format!("`{}` holds credentials", kiln_base::url::redact(&src.git)),
+                    "keep credentials out of platform.yaml: KILN_GIT_USERNAME/KILN_GIT_PASSWORD, a credential helper or an ssh agent",
+                ));
+            }
+            let path = src.path.trim_matches('/').to_string();
+            if !path.is_empty() && kiln_source::archive::safe_relative(Path::new(&path)).is_none() {
+                return Err(invalid(
+                    "source.path",
+                    format!("`{path}` leaves the repository"),
+                    "`source.path` is a folder inside the repository, relative to its root",
+                ));
+            }
+            out.push(Wanted {
+                project: p,
+                instance: i,
+                name,
+                project_name: project.name.clone(),
+                git: src.git.clone(),
+                reference: src.reference.clone(),
+                path,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The refs `w.reference` names in each environment the instance is deployed to.
+fn expand_refs(platform: &PlatformFile, w: &Wanted) -> Result<BTreeSet<String>, SourceStageError> {
+    if !w.reference.contains("${") {
+        return Ok(BTreeSet::from([w.reference.clone()]));
+    }
+    let project = &platform.spec.projects[w.project];
+    let inst = &project.components[w.instance];
+    let mut refs = BTreeSet::new();
+    for env in &platform.spec.environments {
+        if inst
+            .deploy_to
+            .as_ref()
+            .is_some_and(|d| !d.admits(&env.name, &env.tier, &env.cluster))
+        {
+            continue;
+        }
+        let mut params: Parameters = platform.spec.parameters.clone();
+        for layer in [&env.parameters, &project.parameters, &inst.parameters] {
+            params.extend(layer.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        if let Some(e) = inst.environments.get(&env.name) {
+            params.extend(e.parameters.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        let lookup = |name: &str| -> Option<String> {
+            let v = match name.split_once('.') {
+                Some(("env", "name")) => Value::String(env.name.clone()),
+                Some(("env", "tier")) => Value::String(env.tier.clone()),
+                Some(("env", "cluster")) => Value::String(env.cluster.clone()),
+                Some(("project", "name")) => Value::String(project.name.clone()),
+                Some(("params", key)) => params.get(key)?.clone(),
+                _ => return None,
+            };
+            match v {
+                Value::String(s) => Some(s),
+                Value::Number(n) => Some(n.to_string()),
+                Value::Bool(b) => Some(b.to_string()),
+                _ => None,
+            }
+        };
+        let mut out = String::new();
+        let mut rest = w.reference.as_str();
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let Some(end) = rest[start..].find('}') else {
+                return Err(bad_ref(w, "has an unclosed `${`"));
+            };
+            let name = &rest[start + 2..start + end];
+            let Some(v) = lookup(name) else {
+                return Err(bad_ref(
+                    w,
+                    &format!(
+                        "names `${{{name}}}`, which is not a string in environment {}",
+                        env.name
+                    ),
+                ));
+            };
+            out.push_str(&v);
+            rest = &rest[start + end + 1..];
+        }
+        out.push_str(rest);
+        refs.insert(out);
+    }
+    Ok(refs)
+}
+
+fn bad_ref(w: &Wanted, problem: &str) -> SourceStageError {
+    SourceStageError::Invalid {
+        at: format!("platform.yaml, project {} component {}", w.project_name, w.name),
+        field: "source.ref".into(),
+        problem: problem.into(),
+        help: "a ref may hold ${env.name}, ${env.tier}, ${env.cluster}, ${project.name} and ${params.<name>} (a string parameter)".into(),
+    }
+}
+
+/// A repository's name: the last part of its URL, without `.git` (`shop/cart.git` → `cart`).
+fn repo_name(url: &str) -> String {
+    let last = url
+        .trim_end_matches('/')
+        .rsplit(['/', ':'])
+        .next()
+        .unwrap_or(url);
+    last.trim_end_matches(".git").to_string()
+}

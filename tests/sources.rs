@@ -1,0 +1,279 @@
+//! Components in other repositories (issue 33), end to end through the binary, against
+//! servers the test starts on 127.0.0.1 (`kiln_source::testing`): the fixture's three app
+//! repositories (`tests/fixtures/app-repos/apps`) each made a Git repository, two served by
+//! `git daemon` and one by git's smart HTTP. The platform names them by `source:`; its render
+//! must equal the render of the same platform naming them by local `path:`.
+
+use crate::support::{kiln_command, list_files, repo_root, run};
+use kiln_source::testing;
+use std::path::{Path, PathBuf};
+
+struct Scenario {
+    _repos: tempfile::TempDir,
+    daemon: Option<testing::Server>,
+    http: Option<testing::Server>,
+    work: tempfile::TempDir,
+    cache: PathBuf,
+    ids: Vec<Vec<String>>,
+}
+
+const APPS: [&str; 3] = ["shop-web", "shop-api", "shop-jobs"];
+
+fn fixture() -> PathBuf {
+    repo_root().join("tests/fixtures/app-repos")
+}
+
+/// Every file under `dir` as (path, content), for a commit.
+fn files_of(dir: &Path) -> Vec<(String, String)> {
+    list_files(dir)
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(dir.join(&p)).unwrap();
+            (p, text)
+        })
+        .collect()
+}
+
+fn scenario() -> Scenario {
+    let repos = tempfile::tempdir().unwrap();
+    let mut ids = Vec::new();
+    for app in APPS {
+        let files = files_of(&fixture().join("apps").join(app));
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        // The component sits in `deploy/` of the app repository, beside the app's code.
+        let mut moved: Vec<(String, &str)> = files
+            .iter()
+            .map(|(p, t)| (format!("deploy/{p}"), *t))
+            .collect();
+        moved.push(("src/main.go".into(), "package main\n"));
+        let moved: Vec<(&str, &str)> = moved.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        ids.push(testing::app_repo(
+            repos.path(),
+            &format!("{app}.git"),
+            &[(&moved, Some("v1.0.0"))],
+        ));
+    }
+    let daemon = testing::git_daemon(repos.path());
+    let http = testing::git_http(repos.path());
+    let work = tempfile::tempdir().unwrap();
+    let cache = work.path().join("cache");
+    let s = Scenario {
+        _repos: repos,
+        daemon: Some(daemon),
+        http: Some(http),
+        work,
+        cache,
+        ids,
+    };
+    s.write_platforms();
+    s
+}
+
+impl Scenario {
+    fn url(&self, app: &str) -> String {
+        match app {
+            "shop-jobs" => format!("{}/{app}.git", self.http.as_ref().unwrap().http()),
+            _ => format!(
+                "git://127.0.0.1:{}/{app}.git",
+                self.daemon.as_ref().unwrap().port
+            ),
+        }
+    }
+
+    /// `platforms/local` (components by path, as the fixture has them) and
+    /// `platforms/remote` (the same by `source:`).
+    fn write_platforms(&self) {
+        let text =
+            std::fs::read_to_string(fixture().join("platforms/estate/platform.yaml")).unwrap();
+        let root = self.work.path();
+        crate::support::copy_dir(&fixture().join("apps"), &root.join("apps"));
+        std::fs::create_dir_all(root.join("platforms/local")).unwrap();
+        std::fs::write(root.join("platforms/local/platform.yaml"), &text).unwrap();
+        let mut remote = text.clone();
+        for app in APPS {
+            let reference = if app == "shop-api" { "v1.0.0" } else { "main" };
+            remote = remote.replace(
+                &format!("- path: ../../apps/{app}\n"),
+                &format!(
+                    "- source:\n        git: {}\n        ref: {reference}\n        path: deploy\n",
+                    self.url(app)
+                ),
+            );
+        }
+        assert!(!remote.contains("path: ../../apps"), "{remote}");
+        std::fs::create_dir_all(root.join("platforms/remote")).unwrap();
+        std::fs::write(root.join("platforms/remote/platform.yaml"), remote).unwrap();
+        // The platform's own repository (its root for load).
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+    }
+
+    fn kiln(&self, args: &[&str]) -> crate::support::Run {
+        run(kiln_command(self.work.path())
+            .env("KILN_CACHE_DIR", &self.cache)
+            .args(args))
+    }
+
+    fn render(&self, platform: &str, out: &str, extra: &[&str]) -> crate::support::Run {
+        let mut args = vec!["render", platform, "--write-to", out, "--no-cache"];
+        args.extend(extra);
+        self.kiln(&args)
+    }
+
+    /// The rendered files, each `.gen.yaml`'s first line (which names where the component
+    /// came from: a folder, or a repository at a commit) apart.
+    fn tree(&self, out: &str) -> Vec<(String, String)> {
+        files_of(&self.work.path().join(out))
+            .into_iter()
+            .filter(|(p, _)| p != ".kiln-owned.json")
+            .map(|(p, t)| match t.strip_prefix("# Generated by kiln from ") {
+                Some(rest) => (
+                    p,
+                    rest.split_once(" for project ")
+                        .map_or(rest, |(_, r)| r)
+                        .to_string(),
+                ),
+                None => (p, t),
+            })
+            .collect()
+    }
+
+    fn header(&self, out: &str, file: &str) -> String {
+        let t = std::fs::read_to_string(self.work.path().join(out).join(file)).unwrap();
+        t.lines().next().unwrap_or_default().to_string()
+    }
+
+    fn lock(&self) -> String {
+        std::fs::read_to_string(self.work.path().join("platforms/remote/kiln.lock"))
+            .unwrap_or_default()
+    }
+}
+
+fn ok(r: &crate::support::Run) {
+    assert_eq!(r.code, Some(0), "{}", r.text());
+}
+
+/// Item 1 and 4: sources render as the local components do, the lock records each commit,
+/// `--locked` and then `--locked --offline` with every server stopped write the same bytes.
+#[test]
+fn git_sources_render_lock_and_render_again_offline() {
+    let mut s = scenario();
+    ok(&s.render("platforms/local", "out-local", &[]));
+    ok(&s.render("platforms/remote", "out-remote", &[]));
+    let local = s.tree("out-local");
+    assert!(!local.is_empty());
+    assert_eq!(
+        s.tree("out-remote"),
+        local,
+        "a component from a repository renders as the same component on disk"
+    );
+    // The header names the repository and the commit.
+    let header = s.header("out-remote", "shop/dev/shop-web/shop-web.gen.yaml");
+    assert!(
+        header.contains(&format!(
+            "{}@{}/deploy",
+            s.url("shop-web"),
+            &s.ids[0][0][..12]
+        )),
+        "{header}"
+    );
+    let lock = s.lock();
+    for (app, ids) in APPS.iter().zip(&s.ids) {
+        assert!(lock.contains(&s.url(app)), "{lock}");
+        assert!(
+            lock.contains(&format!("resolved = \"{}\"", ids[0])),
+            "{lock}"
+        );
+    }
+    ok(&s.render("platforms/remote", "out-locked", &["--locked"]));
+    assert_eq!(s.tree("out-locked"), local);
+    // Every server stopped: the cache alone.
+    s.daemon = None;
+    s.http = None;
+    ok(&s.render(
+        "platforms/remote",
+        "out-offline",
+        &["--locked", "--offline"],
+    ));
+    assert_eq!(s.tree("out-offline"), local);
+    assert_eq!(s.lock(), lock, "a locked render leaves the lock as it was");
+}
+
+/// The bad-input cases of the lock and the cache, through the CLI: nothing written.
+#[test]
+fn locked_offline_and_tampered_runs_are_refused_naming_the_source() {
+    let s = scenario();
+    // `--locked` without a lock: every source is missing from it.
+    let r = s.render("platforms/remote", "out", &["--locked"]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("kiln::source::lock_out_of_date"),
+        "{}",
+        r.text()
+    );
+    assert!(r.text().contains("needed by"), "{}", r.text());
+    assert!(!s.work.path().join("out").exists() && s.lock().is_empty());
+    // `--offline` with an empty cache names the source.
+    let r = s.render("platforms/remote", "out", &["--offline"]);
+    assert!(
+        r.text().contains("kiln::source::not_cached") && r.text().contains(".git"),
+        "{}",
+        r.text()
+    );
+    assert!(!s.work.path().join("out").exists());
+    // `kiln update` writes the lock; a tampered cache entry is then refused.
+    ok(&s.kiln(&["update", "platforms/remote"]));
+    assert!(s.lock().contains("[[source]]"));
+    let trees = s.cache.join("sources/trees");
+    let first = std::fs::read_dir(&trees)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(first.join("deploy/component.yaml"), "tampered: true\n").unwrap();
+    let r = s.render("platforms/remote", "out", &["--locked"]);
+    assert!(
+        r.text().contains("kiln::source::cache_tampered"),
+        "{}",
+        r.text()
+    );
+    assert!(!s.work.path().join("out").exists());
+}
+
+/// `kiln update NAME` moves one source to its ref's new commit; the others stay.
+#[test]
+fn update_moves_only_the_named_source() {
+    let s = scenario();
+    ok(&s.kiln(&["update", "platforms/remote"]));
+    let before = s.lock();
+    // A new commit on shop-web's main.
+    let clone = s.work.path().join("clone");
+    testing::git(
+        s.work.path(),
+        &[
+            "clone",
+            "-q",
+            &s.url("shop-web"),
+            &clone.display().to_string(),
+        ],
+    );
+    std::fs::write(clone.join("src/main.go"), "package main // 2\n").unwrap();
+    testing::git(&clone, &["commit", "-qam", "two"]);
+    let new = testing::git(&clone, &["rev-parse", "HEAD"]);
+    let bare = s._repos.path().join("shop-web.git");
+    testing::git(&clone, &["push", "-q", &bare.display().to_string(), "main"]);
+    // The lock holds: a render keeps the old commit.
+    ok(&s.render("platforms/remote", "out", &["--locked"]));
+    assert_eq!(s.lock(), before);
+    ok(&s.kiln(&["update", "platforms/remote", "shop-jobs"]));
+    assert_eq!(s.lock(), before, "updating another source leaves shop-web");
+    ok(&s.kiln(&["update", "platforms/remote", "shop-web"]));
+    let after = s.lock();
+    assert!(
+        after.contains(&new) && !after.contains(&s.ids[0][0]),
+        "{after}"
+    );
+}
