@@ -317,7 +317,7 @@ fn run(c: &Corpus) {
         Kind::Render => {
             let mut opts = kiln::pipeline::RenderOptions::new(&entry);
             opts.fs = Arc::new(fs);
-            if let Err(e) = kiln::pipeline::build(&opts) {
+            if let Err(e) = kiln::pipeline::build(&opts, &|_, _| {}).map(|b| b.set) {
                 // Errors must render without panicking, too.
                 let _ = format!("{:?}", miette::Report::new(e));
             }

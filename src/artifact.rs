@@ -7,6 +7,17 @@
 
 use std::collections::BTreeMap;
 
+/// The directory layout of the rendered tree (`--layout`): where emit puts each component
+/// directory, and where Kargo's promotions and Argo CD's Applications find it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// `<project>/<env>/<component>/…` (a service repository).
+    #[default]
+    Service,
+    /// `clusters/<cluster>/<project>/<env>/<component>/…` (a cluster repository).
+    Cluster,
+}
+
 /// Rendered output, path → bytes. Paths are relative to the output root (`--write-to`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ArtifactSet {
@@ -49,9 +60,10 @@ impl ArtifactSet {
 /// BuildPlans (values of one flag are alternatives, flags combine with and); the slice is the
 /// component directory of every chosen plan plus the Kargo and Argo CD directories of every
 /// project with at least one chosen plan. No chosen plan: an empty slice, nothing written.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Scope {
     /// No filter: the whole tree.
+    #[default]
     All,
     /// Directory prefixes, each ending in `/`.
     Dirs(std::collections::BTreeSet<String>),

@@ -1,4 +1,5 @@
-//! Stage 5, emit: `[`[`Rendered`]`]` → [`ArtifactSet`], the rendered tree as bytes in memory.
+//! Stage 5, emit: the rendered plans and the platform → [`ArtifactSet`], the rendered tree as
+//! bytes in memory: the component directories, and the Kargo and Argo CD objects (`crate::kargo`).
 //!
 //! Each component instance in each environment gets one directory holding
 //! `<component>.gen.yaml` (all its resources, `---`-separated, in kustomize's legacy order:
@@ -17,18 +18,13 @@
 //! Invariant: pure; the same input gives the same bytes.
 
 use crate::artifact::ArtifactSet;
+pub use crate::artifact::Layout;
+use crate::diag::Errors;
+use crate::evaluate::BuildPlan;
+use crate::kargo::{KargoError, KargoOptions};
 use crate::render::Rendered;
+use crate::validate::Platform;
 use serde_json::{Map, Value, json};
-
-/// The directory layout of the rendered tree.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Layout {
-    /// `<project>/<env>/<component>/…` (a service repository).
-    #[default]
-    Service,
-    /// `clusters/<cluster>/<project>/<env>/<component>/…` (a cluster repository).
-    Cluster,
-}
 
 /// The output directory of one rendered plan, relative to the output root.
 pub fn component_dir(r: &Rendered, layout: Layout) -> String {
@@ -75,15 +71,24 @@ pub fn kustomization(r: &Rendered) -> Value {
     Value::Object(k)
 }
 
-/// Emits every rendered plan into one artifact set.
-pub fn emit(rendered: &[Rendered], layout: Layout) -> ArtifactSet {
-    let mut set = ArtifactSet::new();
-    for r in rendered {
-        for (path, bytes) in emit_plan(r, layout) {
-            set.insert(path, bytes);
-        }
+/// Stage 5, the one entry: the rendered tree. `components` holds the component directories,
+/// each rendered plan's files from [`emit_plan`] (run by the render on the worker that
+/// rendered the plan, so that its resources are dropped there); the Kargo and Argo CD
+/// objects of `plans` are added to them under `kargo` (each file serialized as soon as its
+/// objects are generated, [`crate::kargo::emit_into`]). `None`: no Kargo or Argo CD objects
+/// (a shard's tree, which `kiln merge` completes).
+///
+/// Errors: every [`KargoError`], together; nothing is returned then.
+pub fn emit(
+    mut components: ArtifactSet,
+    platform: &Platform,
+    plans: &[BuildPlan],
+    kargo: Option<&KargoOptions>,
+) -> Result<ArtifactSet, Errors<KargoError>> {
+    if let Some(opts) = kargo {
+        crate::kargo::emit_into(&mut components, "", platform, plans, opts)?;
     }
-    set
+    Ok(components)
 }
 
 /// The cluster-scoped kinds (group, kind) among `resources`: the Argo CD AppProject must
@@ -150,9 +155,18 @@ mod tests {
             )
         );
         let p = run(&platform_yaml(ENVS, PROJECTS), &comp).unwrap();
-        let plans = evaluate(&p, &Selection::default()).unwrap();
-        let out = render(&plans, &p.sources, &RealFs).unwrap();
-        let set = emit(&out, Layout::Service);
+        let emit_all = |layout| {
+            let mut plans = evaluate(&p, &Selection::default()).unwrap();
+            let files = render(&mut plans, &p.sources, &RealFs, &|_, r| {
+                Ok(emit_plan(&r()?, layout))
+            })
+            .unwrap();
+            let components = ArtifactSet {
+                files: files.into_iter().flatten().collect(),
+            };
+            emit(components, &p, &plans, None).unwrap()
+        };
+        let set = emit_all(Layout::Service);
         let paths: Vec<&str> = set.paths().collect();
         assert_eq!(
             paths,
@@ -179,8 +193,8 @@ mod tests {
                 "spec": {"containers": [{"name": "c", "image": "ghcr.io/x/app:1.0"}]}})
             ]
         );
-        let cluster = emit(&out, Layout::Cluster);
+        let cluster = emit_all(Layout::Cluster);
         assert!(cluster.paths().all(|p| p.starts_with("clusters/c/web/")));
-        assert_eq!(emit(&out, Layout::Service), set, "deterministic");
+        assert_eq!(emit_all(Layout::Service), set, "deterministic");
     }
 }

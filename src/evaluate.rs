@@ -108,7 +108,7 @@ impl BuildPlan {
     /// Drops what only the render reads: the parameters, generators and transformers (at
     /// 100,000 BuildPlans about 2 GB of resolved patches). What the later stages read (names,
     /// namespace, images, labels, the component) stays. Called on each plan once it is
-    /// rendered ([`crate::render::render_map_releasing`]); such a plan cannot be rendered
+    /// rendered ([`crate::render::render`]); such a plan cannot be rendered
     /// again, nor shown (`kiln show buildplans` evaluates its own).
     pub fn release_render_inputs(&mut self) {
         self.parameters = Parameters::new();

@@ -24,13 +24,39 @@ use thiserror::Error;
 
 pub use crate::fs::{FileSystem, RealFs};
 
-/// How to load.
-#[derive(Debug, Clone, Default)]
-pub struct LoadOptions {
+/// How to load: the variants of the load stage.
+#[derive(Clone, Copy, Default)]
+pub struct LoadOptions<'a> {
     /// The platform repository root: no file outside it is read. `None`: the nearest ancestor
     /// of the platform directory holding `.git`; failing that, the parent of a `platforms/`
     /// directory holding the platform; failing that, the platform directory itself.
-    pub root: Option<PathBuf>,
+    pub root: Option<&'a Path>,
+    /// Keep only the component instances whose directory (canonical) is in the set: the
+    /// others are dropped from the platform, as if `platform.yaml` did not list them, and
+    /// their components are not read. For the incremental render (`crate::pipeline`), which
+    /// evaluates again only the components whose plans it renders again; `platform.yaml` is
+    /// still read and checked in full. `None`: everything.
+    pub only: Option<&'a BTreeSet<PathBuf>>,
+    /// Called with `Some(dir)` before each component directory is loaded and `None` after
+    /// it: every file-system call in between is that component's (its `component.yaml`, its
+    /// `files:` manifests, its generator files, its kustomize tree's checks), every other
+    /// call the platform's. The render journal records them apart
+    /// ([`crate::cache::Journal::component_reads`]), so that a changed file names the
+    /// components whose load it reaches.
+    pub enter: Option<&'a EnterComponent<'a>>,
+}
+
+/// See [`LoadOptions::enter`].
+pub type EnterComponent<'a> = dyn Fn(Option<&Path>) + 'a;
+
+impl std::fmt::Debug for LoadOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LoadOptions")
+            .field("root", &self.root)
+            .field("only", &self.only)
+            .field("enter", &self.enter.is_some())
+            .finish()
+    }
 }
 
 /// Everything read for one platform, unvalidated beyond the JSON Schemas.
@@ -256,7 +282,7 @@ fn component_validator() -> &'static jsonschema::Validator {
 struct Loader<'a> {
     fs: &'a dyn FileSystem,
     /// Told each component directory before its load, and `None` after (see
-    /// [`load_scoped`]).
+    /// [`LoadOptions::enter`]).
     enter: &'a dyn Fn(Option<&Path>),
     root: PathBuf,
     sources: Sources,
@@ -275,36 +301,8 @@ pub fn load(
     platform_dir: &Path,
     opts: &LoadOptions,
 ) -> Result<LoadedPlatform, Errors<LoadError>> {
-    load_some(fs, platform_dir, opts, None)
-}
-
-/// [`load`], keeping only the component instances whose directory (canonical) is in `only`:
-/// the others are dropped from the platform, as if `platform.yaml` did not list them, and
-/// their components are not read. For the incremental render (`crate::pipeline`), which
-/// evaluates again only the components whose plans it renders again; `platform.yaml` is
-/// still read and checked in full. `None`: everything, as [`load`].
-pub fn load_some(
-    fs: &dyn FileSystem,
-    platform_dir: &Path,
-    opts: &LoadOptions,
-    only: Option<&BTreeSet<PathBuf>>,
-) -> Result<LoadedPlatform, Errors<LoadError>> {
-    load_scoped(fs, platform_dir, opts, only, &|_| {})
-}
-
-/// [`load_some`], calling `enter(Some(dir))` before each component directory is loaded and
-/// `enter(None)` after it: every file-system call in between is that component's (its
-/// `component.yaml`, its `files:` manifests, its generator files, its kustomize tree's
-/// checks), every other call the platform's. The render journal records them apart
-/// ([`crate::cache::Journal::component_reads`]), so that a changed file names the
-/// components whose load it reaches.
-pub fn load_scoped(
-    fs: &dyn FileSystem,
-    platform_dir: &Path,
-    opts: &LoadOptions,
-    only: Option<&BTreeSet<PathBuf>>,
-    enter: &dyn Fn(Option<&Path>),
-) -> Result<LoadedPlatform, Errors<LoadError>> {
+    let only = opts.only;
+    let enter = opts.enter.unwrap_or(&|_| {});
     let io_err = |op, path: &Path, source| {
         Errors::new(vec![LoadError::Io {
             op,
@@ -990,9 +988,10 @@ mod tests {
     const COMPONENT: &str = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: a\nspec:\n  generators:\n  - files: [manifests]\n";
     const DEPLOY: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: a\n";
 
-    fn opts(t: &tempfile::TempDir) -> LoadOptions {
+    fn opts(t: &tempfile::TempDir) -> LoadOptions<'_> {
         LoadOptions {
-            root: Some(t.path().to_path_buf()),
+            root: Some(t.path()),
+            ..Default::default()
         }
     }
 
@@ -1022,7 +1021,7 @@ mod tests {
     }
 
     #[test]
-    fn load_some_keeps_only_the_named_components_and_their_projects() {
+    fn load_only_keeps_only_the_named_components_and_their_projects() {
         let platform = "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/a\n    - path: ../../components/b\n  - name: ops\n    components:\n    - path: ../../components/a\n  - name: data\n    components:\n    - path: ../../components/b\n";
         let b = COMPONENT.replace("name: a", "name: b");
         let t = tree(&[
@@ -1035,7 +1034,15 @@ mod tests {
         let dir = t.path().join("platforms/p");
         let b_dir = std::fs::canonicalize(t.path().join("components/b")).unwrap();
         let only = BTreeSet::from([b_dir.clone()]);
-        let lp = load_some(&RealFs, &dir, &opts(&t), Some(&only)).unwrap();
+        let lp = load(
+            &RealFs,
+            &dir,
+            &LoadOptions {
+                only: Some(&only),
+                ..opts(&t)
+            },
+        )
+        .unwrap();
         assert_eq!(lp.components.len(), 1);
         assert_eq!(lp.components[0].dir, b_dir);
         // `ops` had only `a`: gone; `web` and `data` keep their `b`, lined up with `instances`.

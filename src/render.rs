@@ -290,59 +290,19 @@ fn boxed<E: Diagnostic + Send + Sync + 'static>(e: E) -> Box<dyn Diagnostic + Se
 #[error("{0}")]
 struct Message(String);
 
-/// Renders every plan, in parallel; results in plan order.
-///
-/// Errors: every plan's [`RenderError`] (the first per plan), together.
-pub fn render(
-    plans: &[BuildPlan],
-    sources: &Sources,
-    fs: &dyn FileSystem,
-) -> Result<Vec<Rendered>, Errors<RenderError>> {
-    render_with(plans, sources, fs, &|| {})
-}
-
-/// [`render`], calling `done` (from worker threads) as each plan finishes.
-pub fn render_with(
-    plans: &[BuildPlan],
-    sources: &Sources,
-    fs: &dyn FileSystem,
-    done: &(dyn Fn() + Sync),
-) -> Result<Vec<Rendered>, Errors<RenderError>> {
-    render_map(plans, sources, fs, &|_, render| {
-        let r = render();
-        done();
-        r
-    })
-}
-
-/// Renders a plan, for [`render_map`]'s callback.
+/// Renders a plan, for [`render`]'s callback.
 pub type RenderThunk<'a> = dyn Fn() -> Result<Rendered, RenderError> + 'a;
 
-/// Renders every plan in parallel and maps each result with `each`, on the worker thread
-/// that rendered it, so that what is kept is `T` (say, emitted bytes), not the resources.
-/// `each` gets the plan and a function that renders it; it may not call it (a cache hit).
-/// Results in plan order.
+/// Stage 4, the one entry: renders every plan in parallel (rayon) and maps each result with
+/// `each`, on the worker thread that rendered it, so that what is kept is `T` (the pipeline
+/// keeps emitted bytes, [`crate::emit::emit_plan`], not the resources). `each` gets the plan
+/// and a function that renders it; it may not call it (a render cache hit). Each plan's
+/// render inputs are dropped ([`BuildPlan::release_render_inputs`]) on its worker as soon as
+/// `each` returns, so the memory of the plans rendered goes to their output instead of
+/// adding to it; names, namespace and images stay. Results in plan order.
 ///
 /// Errors: every plan's [`RenderError`] (the first per plan), together.
-pub fn render_map<T: Send>(
-    plans: &[BuildPlan],
-    sources: &Sources,
-    fs: &dyn FileSystem,
-    each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
-) -> Result<Vec<T>, Errors<RenderError>> {
-    let shared = Shared::default();
-    let results: Vec<Result<T, RenderError>> = plans
-        .par_iter()
-        .map(|p| each(p, &|| render_plan_shared(p, sources, fs, &shared)))
-        .collect();
-    in_plan_order(results)
-}
-
-/// [`render_map`] for a caller that needs only the names, namespace and images of a plan
-/// once it is rendered (the pipeline): each plan's render inputs are dropped
-/// ([`BuildPlan::release_render_inputs`]) on its worker as soon as `each` returns, so the
-/// memory of the plans rendered goes to their output instead of adding to it.
-pub fn render_map_releasing<T: Send>(
+pub fn render<T: Send>(
     plans: &mut [BuildPlan],
     sources: &Sources,
     fs: &dyn FileSystem,
@@ -353,7 +313,7 @@ pub fn render_map_releasing<T: Send>(
         .par_iter_mut()
         .map(|p| {
             let plan: &BuildPlan = p;
-            let r = each(plan, &|| render_plan_shared(plan, sources, fs, &shared));
+            let r = each(plan, &|| render_plan(plan, sources, fs, &shared));
             p.release_render_inputs();
             r
         })
@@ -390,15 +350,6 @@ fn dedupe_key(e: &RenderError) -> String {
         RenderError::PatchTargetMissing { at, target, .. } => format!("{at}\u{0}{target}"),
         other => other.to_string(),
     }
-}
-
-/// Renders one plan (see the module docs for the steps).
-pub fn render_plan(
-    plan: &BuildPlan,
-    sources: &Sources,
-    fs: &dyn FileSystem,
-) -> Result<Rendered, RenderError> {
-    render_plan_shared(plan, sources, fs, &Shared::default())
 }
 
 /// Why a per-plan path could not be read: a located error, or a message for the
@@ -709,8 +660,9 @@ impl FileSystem for ChartFs<'_> {
     }
 }
 
-/// [`render_plan`] with state shared between plans (see [`Shared`]).
-pub fn render_plan_shared(
+/// Renders one plan (see the module docs for the steps), with state shared between the
+/// plans of one [`render`] (see [`Shared`]).
+fn render_plan(
     plan: &BuildPlan,
     sources: &Sources,
     fs: &dyn FileSystem,
@@ -1240,9 +1192,9 @@ mod tests {
 
     fn rendered(component: &str) -> Result<Vec<Rendered>, Vec<String>> {
         let p = run(&platform_yaml(ENVS, PROJECTS), component)?;
-        let plans = evaluate(&p, &Selection::default())
+        let mut plans = evaluate(&p, &Selection::default())
             .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;
-        render(&plans, &p.sources, &RealFs)
+        render(&mut plans, &p.sources, &RealFs, &|_, r| r())
             .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect())
     }
 
@@ -1368,13 +1320,14 @@ mod tests {
             &RealFs,
             &t.path().join("platforms/p"),
             &LoadOptions {
-                root: Some(t.path().to_path_buf()),
+                root: Some(t.path()),
+                ..Default::default()
             },
         )
         .unwrap();
         let p = crate::validate::validate(lp).unwrap();
-        let plans = evaluate(&p, &Selection::default()).unwrap();
-        let out = render(&plans, &p.sources, &RealFs).unwrap();
+        let mut plans = evaluate(&p, &Selection::default()).unwrap();
+        let out = render(&mut plans, &p.sources, &RealFs, &|_, r| r()).unwrap();
         let cm = out[0]
             .resources
             .iter()

@@ -1309,7 +1309,8 @@ pub(crate) mod tests {
             ("components/a/component.yaml", component),
         ]);
         let opts = LoadOptions {
-            root: Some(t.path().to_path_buf()),
+            root: Some(t.path()),
+            ..Default::default()
         };
         let lp = load(&RealFs, &t.path().join("platforms/p"), &opts)
             .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;

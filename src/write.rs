@@ -26,7 +26,7 @@
 //! removed beside the target are staging directories holding kiln's stage marker.
 #![allow(clippy::disallowed_methods)] // the write stage: the only one that changes the disk
 
-use crate::artifact::ArtifactSet;
+use crate::artifact::{ArtifactSet, Scope};
 use miette::Diagnostic;
 use std::collections::BTreeSet;
 use std::io;
@@ -125,6 +125,15 @@ pub enum WriteError {
         )
     )]
     ManifestInvalid { path: String, reason: String },
+
+    /// SIGINT or SIGTERM arrived while the output was being written: the write either
+    /// finished its renames or undid them before stopping, as the message says.
+    #[error("interrupted: {outcome}")]
+    #[diagnostic(
+        code(kiln::write::interrupted),
+        help("the output is whole; run the render again to bring it up to date")
+    )]
+    Interrupted { outcome: String },
 
     /// An incremental render reuses a file of the previous write without its bytes, and the
     /// file is no longer the one written then (edited while kiln ran). Nothing was written;
@@ -253,7 +262,72 @@ fn remove_stale_stages(parent: &Path, out: &Path) {
         }
         let marker = crate::fs::read_regular(&e.path().join(STAGE_MARKER));
         if marker.is_ok_and(|m| m == expected.as_bytes()) {
-            let _ = std::fs::remove_dir_all(e.path());
+            remove_stage(&e.path());
+        } else {
+            // A run killed between removing the marker and the directory (or between
+            // creating the directory and its marker) left it empty: `rmdir` removes only an
+            // empty directory, so nothing of anyone's is lost (issue 39, item 13).
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Removes a staging directory in an order that keeps it recognisable until the end: every
+/// entry but the marker, then the marker, then the (empty) directory. A kill at any point
+/// leaves either a marked directory or an empty one, both of which the next run removes
+/// (`remove_stale_stages`); `remove_dir_all` removes in directory order and could leave a
+/// half-removed directory without its marker, beside the output forever.
+fn remove_stage(stage: &Path) {
+    if let Ok(entries) = std::fs::read_dir(stage) {
+        for e in entries.flatten() {
+            if e.file_name() == STAGE_MARKER {
+                continue;
+            }
+            #[cfg(test)]
+            if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) && fault().is_err() {
+                return; // a simulated kill
+            }
+            let path = e.path();
+            let _ = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    }
+    let _ = std::fs::remove_file(stage.join(STAGE_MARKER));
+    let _ = std::fs::remove_dir(stage);
+}
+
+/// A staging directory of this run, removed with [`remove_stage`] when dropped unless kept.
+struct Stage {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Stage {
+    /// A new staging directory for `out` in `parent`, its marker written at once.
+    fn create(parent: &Path, out: &Path) -> Result<Stage, WriteError> {
+        let path = tempfile::Builder::new()
+            .prefix(&stage_prefix(out))
+            .tempdir_in(parent)
+            .map_err(io_err("create a staging directory in", parent))?
+            .keep();
+        let stage = Stage { path, keep: false };
+        let marker = stage.path.join(STAGE_MARKER);
+        std::fs::write(&marker, stage_marker_text(out)).map_err(io_err("write", &marker))?;
+        Ok(stage)
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        if !self.keep {
+            remove_stage(&self.path);
         }
     }
 }
@@ -384,7 +458,7 @@ pub struct Written {
     pub stamp: Option<Stamp>,
 }
 
-/// What a previous write left, for a cheaper comparison (see [`write_known`]): its files,
+/// What a previous write left, for a cheaper comparison (see [`WriteOptions::known`]): its files,
 /// recorded at `recorded` (a file modified at or after that instant is racily clean, as
 /// git calls it, and is read), and the digest of each file about to be written.
 #[derive(Debug, Default)]
@@ -483,35 +557,31 @@ pub fn verify_unchanged(
     })
 }
 
-/// Writes `set` into `out` (see the module docs); every owned file not in `set` is pruned.
+/// How to write: the variants of the write stage.
+#[derive(Debug, Default)]
+pub struct WriteOptions<'a> {
+    /// The slice this write is responsible for ([`Scope`]; a partial render: `--project`,
+    /// `--environment`, …): only owned files inside it may be pruned; owned files outside it
+    /// stay, and stay owned. An empty slice writes nothing.
+    pub scope: Scope,
+    /// What the previous write left: a file is taken as unchanged without reading it when
+    /// `known` proves it (the same digest and an unchanged, not racily recent [`Stamp`]).
+    pub known: Known<'a>,
+}
+
+/// Stage 6, the one entry: writes `set` into `out` (see the module docs); every owned file
+/// of `opts.scope` not in `set` is pruned.
 ///
 /// Errors: [`WriteError`]; on any error before the commit step nothing in `out` has changed.
-pub fn write(set: &ArtifactSet, out: &Path) -> Result<WriteReport, WriteError> {
-    write_scoped(set, out, &|_| true)
-}
-
-/// `write` for a partial render (`--project`, `--environment`, …): only owned files for
-/// which `in_scope` holds may be pruned; owned files outside the scope stay, and stay owned.
-///
-/// Errors: as `write`.
-pub fn write_scoped(
+pub fn write(
     set: &ArtifactSet,
     out: &Path,
-    in_scope: &dyn Fn(&str) -> bool,
+    opts: &WriteOptions,
 ) -> Result<WriteReport, WriteError> {
-    write_known(set, out, in_scope, &Known::default())
-}
-
-/// [`write_scoped`], taking a file as unchanged without reading it when `known` proves it
-/// (the same digest and an unchanged, not racily recent [`Stamp`]).
-///
-/// Errors: as `write`.
-pub fn write_known(
-    set: &ArtifactSet,
-    out: &Path,
-    in_scope: &dyn Fn(&str) -> bool,
-    known: &Known,
-) -> Result<WriteReport, WriteError> {
+    if opts.scope.is_empty() {
+        return Ok(WriteReport::default());
+    }
+    let (in_scope, known) = (|p: &str| opts.scope.contains(p), &opts.known);
     if let Some(bad) = set.paths().find(|p| !is_safe(p) || *p == MANIFEST) {
         // Emit builds every path itself; this is a bug, not user input.
         return Err(WriteError::ManifestInvalid {
@@ -590,12 +660,17 @@ pub fn write_known(
         }
     }
     let mut kept = Vec::new();
+    // Owned files already gone (a run killed during its prune moved them away, issue 39,
+    // item 13): their directories, where empty, are removed as the prune would have.
+    let mut vacated = Vec::new();
     for path in owned.iter().filter(|p| !set.files.contains_key(*p)) {
         if !in_scope(path) {
             kept.push(path.clone());
         } else if out.join(path).is_file() {
             check_no_symlinked_dir(out, path, &mut checked)?;
             report.removed.push(path.clone());
+        } else if check_no_symlinked_dir(out, path, &mut checked).is_ok() {
+            vacated.push(path.clone());
         }
     }
     let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
@@ -606,14 +681,15 @@ pub fn write_known(
         return Ok(report);
     }
 
-    // 2. Stage beside the real target (same file system, so renames are atomic).
-    let stage = tempfile::Builder::new()
-        .prefix(&stage_prefix(out))
-        .tempdir_in(&parent)
-        .map_err(io_err("create a staging directory in", &parent))?;
+    // 2. Stage beside the real target (same file system, so renames are atomic). From here
+    // on SIGINT and SIGTERM are held (issue 38, item 6): before the commit the staged files
+    // are dropped and nothing changes; once it starts, it finishes.
+    let held = interrupt::Held::hold();
+    let stopped = || WriteError::Interrupted {
+        outcome: "the output was left as it was (the staged files were removed)".into(),
+    };
+    let stage = Stage::create(&parent, out)?;
     let in_stage = |p: &str| stage.path().join("new").join(p);
-    let marker = stage.path().join(STAGE_MARKER);
-    std::fs::write(&marker, stage_marker_text(out)).map_err(io_err("write", &marker))?;
     for path in report.written.iter().map(String::as_str).chain([MANIFEST]) {
         let dest = in_stage(path);
         if let Some(dir) = dest.parent() {
@@ -625,14 +701,29 @@ pub fn write_known(
             &set.files[path]
         };
         std::fs::write(&dest, bytes).map_err(io_err("write", &dest))?;
+        if held.pending() {
+            return Err(stopped());
+        }
     }
 
     // 3. Commit.
+    let finished = |report: WriteReport| {
+        if !held.pending() {
+            return Ok(report);
+        }
+        Err(WriteError::Interrupted {
+            outcome: format!(
+                "the update was finished first ({} files written, {} removed)",
+                report.written.len(),
+                report.removed.len()
+            ),
+        })
+    };
     if !exists {
         // One rename; on failure the staging directory is dropped (removed).
         std::fs::rename(stage.path().join("new"), out)
             .map_err(io_err("move the staged tree to", out))?;
-        return Ok(report);
+        return finished(report);
     }
     // The journal: old and new files owned at once, so a kill from here on leaves nothing
     // unowned, and the next run (whatever its input) completes the update.
@@ -647,17 +738,99 @@ pub fn write_known(
         placed: Vec::new(),
         old_manifest,
     };
-    match commit.run(&report, &in_stage, &journal_path) {
-        Ok(()) => Ok(report),
+    match commit.run(&report, &vacated, &in_stage, &journal_path) {
+        Ok(()) => finished(report),
         #[cfg(test)]
         Err(e) if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) => {
             // A simulated SIGKILL: no roll-back, no clean-up.
-            let _ = stage.keep();
+            let mut stage = stage;
+            stage.keep = true;
             Err(e)
         }
         Err(e) => {
             commit.roll_back();
             Err(e)
+        }
+    }
+}
+
+/// SIGINT and SIGTERM held off while a write stages and commits (issue 38, item 6): a
+/// handler only notes the signal, and the write looks at the note where stopping is safe (see
+/// `write_known`). The first writer of the process installs the handler and the last one
+/// restores what was there, so concurrent writes share one.
+#[cfg(unix)]
+mod interrupt {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static PENDING: AtomicBool = AtomicBool::new(false);
+    /// How many writes hold the signals, and the actions they replaced.
+    static HELD: Mutex<(usize, Vec<(libc::c_int, libc::sigaction)>)> = Mutex::new((0, Vec::new()));
+    const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+    extern "C" fn note(_: libc::c_int) {
+        PENDING.store(true, Ordering::SeqCst);
+    }
+
+    /// Signals held until dropped.
+    pub(super) struct Held;
+
+    impl Held {
+        pub(super) fn hold() -> Held {
+            let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+            if held.0 == 0 {
+                PENDING.store(false, Ordering::SeqCst);
+                for signal in SIGNALS {
+                    // SAFETY: plain sigaction calls with zeroed, then filled, structures; the
+                    // handler only stores to an atomic (async-signal-safe).
+                    unsafe {
+                        let mut action: libc::sigaction = std::mem::zeroed();
+                        action.sa_sigaction = note as extern "C" fn(libc::c_int) as usize;
+                        action.sa_flags = libc::SA_RESTART;
+                        libc::sigemptyset(&mut action.sa_mask);
+                        let mut old: libc::sigaction = std::mem::zeroed();
+                        if libc::sigaction(signal, &action, &mut old) == 0 {
+                            held.1.push((signal, old));
+                        }
+                    }
+                }
+            }
+            held.0 += 1;
+            Held
+        }
+
+        /// `true` once SIGINT or SIGTERM arrived while held.
+        pub(super) fn pending(&self) -> bool {
+            PENDING.load(Ordering::SeqCst)
+        }
+    }
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+            held.0 -= 1;
+            if held.0 == 0 {
+                for (signal, old) in std::mem::take(&mut held.1) {
+                    // SAFETY: restores the action `hold` replaced.
+                    unsafe {
+                        libc::sigaction(signal, &old, std::ptr::null_mut());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod interrupt {
+    /// Without POSIX signals nothing is held.
+    pub(super) struct Held;
+    impl Held {
+        pub(super) fn hold() -> Held {
+            Held
+        }
+        pub(super) fn pending(&self) -> bool {
+            false
         }
     }
 }
@@ -706,6 +879,7 @@ impl Commit<'_> {
     fn run(
         &mut self,
         report: &WriteReport,
+        vacated: &[String],
         in_stage: &dyn Fn(&str) -> PathBuf,
         journal: &Path,
     ) -> Result<(), WriteError> {
@@ -727,13 +901,20 @@ impl Commit<'_> {
         for path in &report.removed {
             self.move_to_backup(path)?;
         }
-        for path in &report.removed {
+        for path in report.removed.iter().chain(vacated) {
             // Remove directories the prune left empty, up to (not including) `out`; a
             // directory holding anything else, owned or not, stays.
             let mut dir = self.out.join(path).parent().map(Path::to_path_buf);
             while let Some(d) = dir {
-                if d == self.out || std::fs::remove_dir(&d).is_err() {
+                fault()?;
+                if d == self.out {
                     break;
+                }
+                match std::fs::remove_dir(&d) {
+                    // Gone already: a killed run removed it, its parents may remain.
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(_) => break,
                 }
                 dir = d.parent().map(Path::to_path_buf);
             }
@@ -782,6 +963,14 @@ impl Commit<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// Options of a write responsible for the directories `dirs` only.
+    fn scoped(dirs: &[&str]) -> WriteOptions<'static> {
+        WriteOptions {
+            scope: Scope::Dirs(dirs.iter().map(|d| d.to_string()).collect()),
+            ..Default::default()
+        }
+    }
+
     /// Issue 39, item 17: `--write-to .git` (or a folder inside it, or a symlink to it) is
     /// refused, and nothing is created there.
     #[test]
@@ -792,7 +981,7 @@ mod tests {
         let mut set = ArtifactSet::new();
         set.insert("a.yaml".to_string(), b"x".to_vec());
         for out in ["repo/.git", "repo/.git/deploy", "repo/.GIT", "link/deploy"] {
-            let err = write(&set, &t.path().join(out)).unwrap_err();
+            let err = write(&set, &t.path().join(out), &WriteOptions::default()).unwrap_err();
             assert!(
                 matches!(err, WriteError::GitDirectory { .. }),
                 "{out}: {err:?}"
@@ -843,6 +1032,7 @@ mod tests {
         let r = write(
             &set(&[("web/dev/a/a.gen.yaml", "a"), ("web/dev/b/b.gen.yaml", "b")]),
             &out,
+            &WriteOptions::default(),
         )
         .unwrap();
         assert_eq!(r.written.len(), 2);
@@ -857,7 +1047,12 @@ mod tests {
         std::fs::write(out.join("README.md"), "mine").unwrap();
         std::fs::write(out.join("web/dev/b/notes.txt"), "mine too").unwrap();
 
-        let r = write(&set(&[("web/dev/a/a.gen.yaml", "a2")]), &out).unwrap();
+        let r = write(
+            &set(&[("web/dev/a/a.gen.yaml", "a2")]),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap();
         assert_eq!(r.written, ["web/dev/a/a.gen.yaml"]);
         assert_eq!(r.removed, ["web/dev/b/b.gen.yaml"]);
         assert_eq!(
@@ -884,12 +1079,15 @@ mod tests {
         write(
             &set(&[("web/dev/a/a.gen.yaml", "a"), ("api/dev/b/b.gen.yaml", "b")]),
             &out,
+            &WriteOptions::default(),
         )
         .unwrap();
         // A render of project `web` only, in which `a` changed.
-        let r = write_scoped(&set(&[("web/dev/a/a.gen.yaml", "a2")]), &out, &|p| {
-            p.starts_with("web/")
-        })
+        let r = write(
+            &set(&[("web/dev/a/a.gen.yaml", "a2")]),
+            &out,
+            &scoped(&["web/"]),
+        )
         .unwrap();
         assert_eq!(r.removed, Vec::<String>::new());
         assert_eq!(
@@ -901,7 +1099,12 @@ mod tests {
             ]
         );
         // `api/dev/b` is still owned: a full render without it prunes it.
-        let r = write(&set(&[("web/dev/a/a.gen.yaml", "a2")]), &out).unwrap();
+        let r = write(
+            &set(&[("web/dev/a/a.gen.yaml", "a2")]),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap();
         assert_eq!(r.removed, ["api/dev/b/b.gen.yaml"]);
     }
 
@@ -910,12 +1113,12 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let out = t.path().join("deploy");
         let s = set(&[("p/e/c/c.gen.yaml", "x"), ("p/e/c/kustomization.yaml", "y")]);
-        write(&s, &out).unwrap();
+        write(&s, &out, &WriteOptions::default()).unwrap();
         let before = std::fs::metadata(out.join("p/e/c/c.gen.yaml"))
             .unwrap()
             .modified()
             .unwrap();
-        let r = write(&s, &out).unwrap();
+        let r = write(&s, &out, &WriteOptions::default()).unwrap();
         assert!(r.is_noop());
         assert_eq!(r.unchanged.len(), 2);
         let after = std::fs::metadata(out.join("p/e/c/c.gen.yaml"))
@@ -934,6 +1137,7 @@ mod tests {
         let err = write(
             &set(&[("a/new.yaml", "n"), ("p/e/c/c.gen.yaml", "x")]),
             &out,
+            &WriteOptions::default(),
         )
         .unwrap_err();
         assert!(matches!(err, WriteError::UnownedFile { .. }), "{err}");
@@ -944,13 +1148,18 @@ mod tests {
     fn a_foreign_file_with_generated_bytes_is_not_adopted() {
         let t = tempfile::tempdir().unwrap();
         let out = t.path().join("deploy");
-        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
         std::fs::write(out.join("b.yaml"), "same").unwrap();
         // Adopting it would make the next prune delete a file kiln never wrote.
-        let err = write(&set(&[("a.yaml", "a"), ("b.yaml", "same")]), &out).unwrap_err();
+        let err = write(
+            &set(&[("a.yaml", "a"), ("b.yaml", "same")]),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap_err();
         assert!(matches!(err, WriteError::UnownedFile { .. }), "{err}");
         assert_eq!(read_manifest(&out).unwrap().len(), 1);
-        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
         assert_eq!(std::fs::read_to_string(out.join("b.yaml")).unwrap(), "same");
     }
 
@@ -965,7 +1174,7 @@ mod tests {
             r#"{"generatedBy": "kiln", "files": ["../victim"]}"#,
         )
         .unwrap();
-        let err = write(&set(&[("a.yaml", "a")]), &out).unwrap_err();
+        let err = write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap_err();
         assert!(matches!(err, WriteError::ManifestInvalid { .. }), "{err}");
         assert!(t.path().join("victim").exists());
     }
@@ -979,7 +1188,7 @@ mod tests {
             ("web/dev/a/a.gen.yaml", "new"),
             ("web/prod/a/a.gen.yaml", "new"),
         ];
-        write(&set(&files), &out).unwrap();
+        write(&set(&files), &out, &WriteOptions::default()).unwrap();
         // Someone replaces `web/dev` with a link to a directory outside the output.
         let elsewhere = t.path().join("elsewhere");
         std::fs::create_dir_all(elsewhere.join("a")).unwrap();
@@ -991,7 +1200,7 @@ mod tests {
             ("web/dev/a/a.gen.yaml", "v2"),
             ("web/prod/a/a.gen.yaml", "v2"),
         ];
-        let err = write(&set(&changed), &out).unwrap_err();
+        let err = write(&set(&changed), &out, &WriteOptions::default()).unwrap_err();
         assert!(matches!(err, WriteError::SymlinkInPath { .. }), "{err}");
         assert_eq!(
             std::fs::read_to_string(elsewhere.join("a/a.gen.yaml")).unwrap(),
@@ -1004,7 +1213,12 @@ mod tests {
         );
 
         // Pruning through the link is refused too.
-        let err = write(&set(&[("web/prod/a/a.gen.yaml", "new")]), &out).unwrap_err();
+        let err = write(
+            &set(&[("web/prod/a/a.gen.yaml", "new")]),
+            &out,
+            &WriteOptions::default(),
+        )
+        .unwrap_err();
         assert!(matches!(err, WriteError::SymlinkInPath { .. }), "{err}");
         assert!(elsewhere.join("a/a.gen.yaml").exists());
     }
@@ -1027,7 +1241,7 @@ mod tests {
                         set.insert(path.as_str(), text.as_str());
                     }
                     let prefix = format!("{p}/");
-                    write_scoped(&set, out, &|f| f.starts_with(&prefix)).unwrap();
+                    write(&set, out, &scoped(&[&prefix])).unwrap();
                 });
             }
         });
@@ -1062,7 +1276,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(t.path().join("notes.txt"), "mine").unwrap();
-        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
         assert!(!stale.exists());
         assert!(foreign.join("data").exists());
         assert!(other.exists());
@@ -1077,7 +1291,7 @@ mod tests {
         std::fs::create_dir_all(t.path().join("elsewhere")).unwrap();
         let link = t.path().join("elsewhere/link");
         std::os::unix::fs::symlink(&out, &link).unwrap();
-        write(&set(&[("seed.yaml", "s")]), &out).unwrap();
+        write(&set(&[("seed.yaml", "s")]), &out, &WriteOptions::default()).unwrap();
         std::thread::scope(|s| {
             for i in 0..8 {
                 let target = if i % 2 == 0 {
@@ -1091,7 +1305,7 @@ mod tests {
                         set.insert(format!("p{i}/c{c}.yaml"), format!("{i}-{c}"));
                     }
                     let prefix = format!("p{i}/");
-                    write_scoped(&set, &target, &|f| f.starts_with(&prefix)).unwrap();
+                    write(&set, &target, &scoped(&[&prefix])).unwrap();
                 });
             }
         });
@@ -1116,12 +1330,13 @@ mod tests {
             write(
                 &set(&[("a.yaml", "a"), ("b/b.yaml", "b"), ("c.yaml", "c")]),
                 &out,
+                &WriteOptions::default(),
             )
             .unwrap();
             let before = snapshot(&out);
             FAULT.with(|f| f.set(Some((n, false))));
             let next = set(&[("a.yaml", "a2"), ("d/d.yaml", "d"), ("c.yaml", "c2")]);
-            let err = write(&next, &out);
+            let err = write(&next, &out, &WriteOptions::default());
             FAULT.with(|f| f.set(None));
             assert!(err.is_err(), "fault {n} was not hit");
             assert_eq!(snapshot(&out), before, "after a fault at step {n}");
@@ -1141,16 +1356,20 @@ mod tests {
             write(
                 &set(&[("a.yaml", "a"), ("b/b.yaml", "b"), ("c.yaml", "c")]),
                 &out,
+                &WriteOptions::default(),
             )
             .unwrap();
             FAULT.with(|f| f.set(Some((n, true))));
             let killed = set(&[("a.yaml", "a2"), ("d/d.yaml", "d"), ("e.yaml", "e")]);
-            assert!(write(&killed, &out).is_err(), "fault {n} was not hit");
+            assert!(
+                write(&killed, &out, &WriteOptions::default()).is_err(),
+                "fault {n} was not hit"
+            );
             FAULT.with(|f| f.set(None));
             // The next run renders different input: it owns every file the killed run
             // placed, so it prunes them instead of leaving orphans or refusing them.
             let next = set(&[("a.yaml", "a3"), ("f.yaml", "f")]);
-            write(&next, &out).unwrap();
+            write(&next, &out, &WriteOptions::default()).unwrap();
             assert_eq!(
                 snapshot(&out),
                 [
@@ -1172,13 +1391,78 @@ mod tests {
         }
     }
 
+    fn stages_beside(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".kiln-stage-"))
+            .collect()
+    }
+
+    /// Issue 39, item 13: a run killed while it removes a staging directory (at each of its
+    /// entries, and between the marker and the directory itself) leaves a directory the next
+    /// run recognises and removes.
+    #[test]
+    fn a_kill_while_a_stage_is_removed_is_cleaned_by_the_next_run() {
+        for n in 0..4 {
+            let t = tempfile::tempdir().unwrap();
+            let out = t.path().join("deploy");
+            let real = resolve_target(&out).unwrap();
+            let stale = t.path().join(format!("{}killed", stage_prefix(&real)));
+            std::fs::create_dir_all(stale.join("new/web")).unwrap();
+            std::fs::create_dir_all(stale.join("old")).unwrap();
+            std::fs::write(stale.join("new/web/a.yaml"), "half").unwrap();
+            std::fs::write(stale.join("old/b.yaml"), "backup").unwrap();
+            std::fs::write(stale.join("journal.json"), "{}").unwrap();
+            std::fs::write(stale.join(STAGE_MARKER), stage_marker_text(&real)).unwrap();
+            FAULT.with(|f| f.set(Some((n, true))));
+            remove_stage(&stale);
+            FAULT.with(|f| f.set(None));
+            write(&set(&[("a.yaml", "a")]), &out).unwrap();
+            assert_eq!(stages_beside(t.path()), Vec::<String>::new(), "kill at {n}");
+        }
+        // Killed after the marker went, before the directory did: empty, and removed.
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        let real = resolve_target(&out).unwrap();
+        std::fs::create_dir(t.path().join(format!("{}empty", stage_prefix(&real)))).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        assert_eq!(stages_beside(t.path()), Vec::<String>::new());
+    }
+
+    /// Issue 39, item 13: a run killed at the prune's first `rmdir` has moved the removed
+    /// component's files away but left its directories; the next run, which still owns the
+    /// files by the journal manifest, removes the empty directories.
+    #[test]
+    fn a_kill_at_the_prunes_first_rmdir_is_finished_by_the_next_run() {
+        let mut hit = false;
+        for n in 0..10 {
+            let t = tempfile::tempdir().unwrap();
+            let out = t.path().join("deploy");
+            let v1 = set(&[("a.yaml", "a"), ("web/dev/b/b.gen.yaml", "b")]);
+            write(&v1, &out).unwrap();
+            FAULT.with(|f| f.set(Some((n, true))));
+            let killed = write(&set(&[("a.yaml", "a2")]), &out);
+            FAULT.with(|f| f.set(None));
+            if killed.is_ok() {
+                break;
+            }
+            hit |= !out.join("web/dev/b/b.gen.yaml").exists() && out.join("web/dev/b").is_dir();
+            write(&set(&[("a.yaml", "a3")]), &out).unwrap();
+            assert!(!out.join("web").exists(), "kill at {n}: directories left");
+            assert_eq!(listing(&out), [".kiln-owned.json", "a.yaml"]);
+            assert_eq!(stages_beside(t.path()), Vec::<String>::new());
+        }
+        assert!(hit, "no kill fell between the move and the rmdir");
+    }
+
     #[cfg(unix)]
     #[test]
     fn fifos_in_the_output_are_refused_without_blocking() {
         for name in [MANIFEST, "a.yaml"] {
             let t = tempfile::tempdir().unwrap();
             let out = t.path().join("deploy");
-            write(&set(&[("a.yaml", "a")]), &out).unwrap();
+            write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
             std::fs::remove_file(out.join(name)).unwrap();
             let made = std::process::Command::new("mkfifo")
                 .arg(out.join(name))
@@ -1189,7 +1473,9 @@ mod tests {
             let (tx, rx) = std::sync::mpsc::channel();
             let o = out.clone();
             std::thread::spawn(move || {
-                let _ = tx.send(write(&set(&[("a.yaml", "a2")]), &o).map(|_| ()));
+                let _ = tx.send(
+                    write(&set(&[("a.yaml", "a2")]), &o, &WriteOptions::default()).map(|_| ()),
+                );
             });
             let got = rx
                 .recv_timeout(std::time::Duration::from_secs(20))
@@ -1219,8 +1505,13 @@ mod tests {
         let link = t.path().join("deploy");
         std::os::unix::fs::symlink(&real, &link).unwrap();
         // A first write into the (empty, existing) target, then an update.
-        write(&set(&[("a.yaml", "a")]), &link).unwrap();
-        write(&set(&[("a.yaml", "a2"), ("b/b.yaml", "b")]), &link).unwrap();
+        write(&set(&[("a.yaml", "a")]), &link, &WriteOptions::default()).unwrap();
+        write(
+            &set(&[("a.yaml", "a2"), ("b/b.yaml", "b")]),
+            &link,
+            &WriteOptions::default(),
+        )
+        .unwrap();
         assert_eq!(std::fs::read_to_string(real.join("a.yaml")).unwrap(), "a2");
         // The link stays a link, and no staging directory is left on either side.
         assert!(
@@ -1261,7 +1552,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let out = t.path().join("deploy");
         std::fs::write(&out, "a file").unwrap();
-        let err = write(&set(&[("a.yaml", "a")]), &out).unwrap_err();
+        let err = write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap_err();
         assert!(err.to_string().contains("not a directory"), "{err}");
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "a file");
     }

@@ -40,7 +40,9 @@ fn read(path: &Path) -> String {
 fn render(platform: &Path, root: &Path) -> Result<kiln::artifact::ArtifactSet, String> {
     let mut opts = kiln::pipeline::RenderOptions::new(platform);
     opts.root = Some(root.to_path_buf());
-    kiln::pipeline::build(&opts).map_err(|e| format!("{:?}", miette::Report::new(e)))
+    kiln::pipeline::build(&opts, &|_, _| {})
+        .map(|b| b.set)
+        .map_err(|e| format!("{:?}", miette::Report::new(e)))
 }
 
 const ENVS: [(&str, &str, &str); 5] = [

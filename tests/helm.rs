@@ -173,7 +173,7 @@ fn errors_name_file_and_line() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 21, "one case per error kind");
+    assert_eq!(checked, 30, "one case per error kind");
 }
 
 /// Splits at `---` lines and reads each document as Kubernetes does; empty ones dropped.
@@ -332,7 +332,7 @@ fn helm_generator_renders_charts_in_a_platform() {
     let root = crate_dir().join("tests/helm");
     let mut opts = kiln::pipeline::RenderOptions::new(root.join("platform/platforms/demo"));
     opts.root = Some(root);
-    let set = match kiln::pipeline::build(&opts) {
+    let set = match kiln::pipeline::build(&opts, &|_, _| {}).map(|b| b.set) {
         Ok(s) => s,
         Err(e) => panic!("{:?}", miette::Report::new(e)),
     };
@@ -411,11 +411,13 @@ fn render_reads_charts_only_inside_their_own_directory() {
     let render = || {
         let mut o = kiln::pipeline::RenderOptions::new(repo.join("platforms/p"));
         o.root = Some(repo.clone());
-        kiln::pipeline::build(&o).map_err(|e| {
-            use miette::Diagnostic;
-            let code = e.code().map(|c| c.to_string()).unwrap_or_default();
-            format!("{code}: {e}")
-        })
+        kiln::pipeline::build(&o, &|_, _| {})
+            .map(|b| b.set)
+            .map_err(|e| {
+                use miette::Diagnostic;
+                let code = e.code().map(|c| c.to_string()).unwrap_or_default();
+                format!("{code}: {e}")
+            })
     };
     let set = render().unwrap();
     let text = set
@@ -472,7 +474,8 @@ fn render_cache_notes_the_chart_files_templates_read_and_only_those() {
     o.write_to = repo.join("deploy");
     o.cache_dir = Some(repo.join("cache"));
     let render = || {
-        kiln::pipeline::run_render(&o).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)))
+        kiln::pipeline::run_render(&o, &|_, _| {})
+            .unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)))
     };
     let rendered = || {
         let out = repo.join("deploy/web/dev/app/app.gen.yaml");
@@ -541,7 +544,9 @@ fn helm_generator_include_crds_skip_tests_and_skip_hooks() {
         );
         let mut o = kiln::pipeline::RenderOptions::new(repo.join("platforms/p"));
         o.root = Some(repo.clone());
-        let set = kiln::pipeline::build(&o).map_err(|e| format!("{:?}", miette::Report::new(e)))?;
+        let set = kiln::pipeline::build(&o, &|_, _| {})
+            .map(|b| b.set)
+            .map_err(|e| format!("{:?}", miette::Report::new(e)))?;
         let text = set
             .files
             .iter()
@@ -596,8 +601,9 @@ fn helm_generator_include_crds_skip_tests_and_skip_hooks() {
 #[test]
 fn bank_notifications_render_from_their_chart_in_every_environment() {
     let opts = kiln::pipeline::RenderOptions::new(crate_dir().join("platforms/bank"));
-    let set =
-        kiln::pipeline::build(&opts).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
+    let set = kiln::pipeline::build(&opts, &|_, _| {})
+        .map(|b| b.set)
+        .unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)));
     let gen_of = |env: &str| -> String {
         let path = format!("backend/{env}/notifications/notifications.gen.yaml");
         String::from_utf8_lossy(set.files.get(&path).unwrap_or_else(|| panic!("no {path}")))
@@ -884,4 +890,57 @@ fn deep_include_recursion_renders_and_stops_at_helms_limit() {
             .contains("rendering template has a nested reference name: count"),
         "{err}"
     );
+}
+
+/// `now` stays fixed unless the render is given an instant (issue 37, Helm class 4):
+/// `--now` (seconds or RFC 3339), else `SOURCE_DATE_EPOCH`, both read by the CLI only.
+#[test]
+fn helm_template_now_is_fixed_and_settable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chart = one_template_chart(
+        tmp.path(),
+        "clock",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: clock\ndata:\n  now: {{ now | date \"2006-01-02T15:04:05Z07:00\" | quote }}\n  schedule: \"{{ now | date \"4 15\" }} * * *\"\n",
+    );
+    let chart = chart.to_str().unwrap();
+    let run = |args: &[&str], epoch: Option<&str>| {
+        let mut c = crate::support::kiln_bin();
+        c.args(["helm", "template", "rel", chart]).args(args);
+        match epoch {
+            Some(e) => c.env("SOURCE_DATE_EPOCH", e),
+            None => c.env_remove("SOURCE_DATE_EPOCH"),
+        };
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&[], None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("now: \"2000-01-01T00:00:00Z\""), "{out}");
+    let (_, out, _) = run(&["--now", "2024-05-01T06:30:00Z"], None);
+    assert!(out.contains("now: \"2024-05-01T06:30:00Z\""), "{out}");
+    assert!(out.contains("schedule: \"30 06 * * *\""), "{out}");
+    let (_, out, _) = run(&[], Some("1714545000"));
+    assert!(out.contains("now: \"2024-05-01T06:30:00Z\""), "{out}");
+    // The flag wins over the environment.
+    let (_, out, _) = run(&["--now", "0"], Some("1714545000"));
+    assert!(out.contains("now: \"1970-01-01T00:00:00Z\""), "{out}");
+    let (code, out, err) = run(&[], Some("yesterday"));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(err.contains("SOURCE_DATE_EPOCH"), "{err}");
+    assert!(out.is_empty());
+}
+
+/// A chart `name` under `dir` with the one template `templates/t.yaml`; returns its directory.
+fn one_template_chart(dir: &Path, name: &str, template: &str) -> PathBuf {
+    let chart = dir.join(name);
+    write(
+        &chart.join("Chart.yaml"),
+        &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+    );
+    write(&chart.join("templates/t.yaml"), template);
+    chart
 }

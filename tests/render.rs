@@ -25,7 +25,7 @@ use crate::support::repo_root;
 pub fn render_bank() -> kiln::artifact::ArtifactSet {
     let mut opts = kiln::pipeline::RenderOptions::new(repo_root().join("platforms/bank"));
     opts.root = Some(repo_root());
-    match kiln::pipeline::build(&opts) {
+    match kiln::pipeline::build(&opts, &|_, _| {}).map(|b| b.set) {
         Ok(set) => set,
         Err(e) => panic!(
             "platforms/bank does not render:\n{:?}",

@@ -6,9 +6,9 @@
 
 #[path = "../examples/synth.rs"]
 #[allow(dead_code)]
-mod synth;
+pub(crate) mod synth;
 
-use kiln::pipeline::{RenderOptions, Shard, build_timed, run_merge, run_render};
+use kiln::pipeline::{RenderOptions, Shard, build, run_merge, run_render};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -91,7 +91,7 @@ fn assert_same(a: &BTreeMap<String, Vec<u8>>, b: &BTreeMap<String, Vec<u8>>, wha
 }
 
 fn render(o: &RenderOptions) -> kiln::pipeline::RenderSummary {
-    run_render(o).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)))
+    run_render(o, &|_, _| {}).unwrap_or_else(|e| panic!("{:?}", miette::Report::new(e)))
 }
 
 #[test]
@@ -192,7 +192,7 @@ impl kiln::fs::FileSystem for Counting {
 #[test]
 fn a_kustomize_base_is_built_once_for_all_environments() {
     let t = platform();
-    let (platform, plans) = kiln::pipeline::plan(
+    let (platform, mut plans) = kiln::pipeline::plan(
         &kiln::fs::RealFs,
         &t.path().join("platforms/synth"),
         Some(t.path()),
@@ -202,7 +202,7 @@ fn a_kustomize_base_is_built_once_for_all_environments() {
     let fs = Counting {
         reads: Default::default(),
     };
-    let out = kiln::render::render_map(&plans, &platform.sources, &fs, &|p, render| {
+    let out = kiln::render::render(&mut plans, &platform.sources, &fs, &|p, render| {
         render().map(|r| (p.key(), r.resources.len()))
     })
     .unwrap();
@@ -453,7 +453,7 @@ fn shards_are_balanced_and_merge_byte_identical_to_a_full_render() {
     for index in 1..=count {
         let mut o = opts(t.path(), &format!("shard-{index}"), None);
         o.shard = Some(Shard { index, count });
-        let b = build_timed(&o, &|_, _| {}).unwrap();
+        let b = build(&o, &|_, _| {}).unwrap();
         seen.extend(b.plans.iter().map(|p| p.key()));
         // 11 instances of 3 environments over 3 shards: 4, 4, 3 instances.
         assert!(
@@ -1147,7 +1147,7 @@ fn a_component_change_that_fails_writes_nothing_and_keeps_the_journal() {
     ];
     for (from, to, stage) in breaks {
         edit(root, cy, from, to);
-        let err = run_render(&o).expect_err(to);
+        let err = run_render(&o, &|_, _| {}).expect_err(to);
         let got = match err {
             KilnError::Load(_) => "load",
             KilnError::Evaluate(_) => "evaluate",

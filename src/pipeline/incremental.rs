@@ -119,7 +119,7 @@ pub(super) fn write_journal(
 ///   project's BuildPlans (its other components are loaded and evaluated for that, each
 ///   BuildPlan checked to have the recorded key), and must be the files it had.
 ///
-/// Only the components of those BuildPlans are loaded ([`crate::load::load_scoped`]) and
+/// Only the components of those BuildPlans are loaded ([`crate::load::LoadOptions::only`]) and
 /// only their BuildPlans rendered, their files replacing the ones they wrote before; the
 /// rest of the tree is reused from the previous write without reading it (the write checks
 /// each reused file's `stat`).
@@ -172,17 +172,13 @@ pub(super) fn render_incremental(
                 .map(|r| r.dir.clone()),
         )
         .collect();
-    let load_opts = LoadOptions {
-        root: opts.root.clone(),
-    };
     let load_fs = crate::cache::Recorder::new(fs);
-    let Ok(loaded) = crate::load::load_scoped(
-        &load_fs,
-        &opts.platform_dir,
-        &load_opts,
-        Some(&only),
-        &|d| load_fs.enter(d),
-    ) else {
+    let load_opts = LoadOptions {
+        root: opts.root.as_deref(),
+        only: Some(&only),
+        enter: Some(&|d| load_fs.enter(d)),
+    };
+    let Ok(loaded) = load(&load_fs, &opts.platform_dir, &load_opts) else {
         return Ok(None);
     };
     let Ok(platform) = validate(loaded) else {
@@ -414,14 +410,10 @@ pub(super) fn render_incremental(
         reused: Some(&reused),
     };
     slot.forget();
-    let report = if scope.is_empty() {
-        WriteReport::default()
-    } else {
-        match crate::write::write_known(&set, &opts.write_to, &|p| scope.contains(p), &known) {
-            Ok(r) => r,
-            Err(crate::write::WriteError::ChangedDuringRender { .. }) => return Ok(None),
-            Err(e) => return Err(KilnError::Write(e)),
-        }
+    let report = match write(&set, &opts.write_to, &WriteOptions { scope, known }) {
+        Ok(r) => r,
+        Err(crate::write::WriteError::ChangedDuringRender { .. }) => return Ok(None),
+        Err(e) => return Err(KilnError::Write(e)),
     };
     // The journal of the new tree: the reused files' records, the new files' stamps.
     if let Ok(new_files) = crate::write::written(&fresh, &opts.write_to, &digests) {
@@ -495,9 +487,8 @@ pub(super) fn regenerate_kargo(
     reloaded: &BTreeSet<PathBuf>,
     cache: &crate::cache::Cache,
 ) -> Option<ArtifactSet> {
-    let mut set = ArtifactSet::new();
     if projects.is_empty() {
-        return Some(set);
+        return Some(ArtifactSet::new());
     }
     let recorded: std::collections::BTreeMap<(&str, &str, &str), &crate::cache::PlanRecord> = j
         .records
@@ -542,8 +533,7 @@ pub(super) fn regenerate_kargo(
             .collect(),
         environment_branches: opts.environment_branches.clone(),
     };
-    crate::kargo::emit_into(&mut set, "", platform, &plans, &kargo).ok()?;
-    Some(set)
+    emit(ArtifactSet::new(), platform, &plans, Some(&kargo)).ok()
 }
 
 /// The render reads and plan records of the journal after an incremental render: the

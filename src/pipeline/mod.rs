@@ -5,6 +5,13 @@
 //! [`show_buildplans`], `kiln schema` is [`schema`]. [`build`] stops before `write` and returns
 //! the [`ArtifactSet`], for `diff`, `verify`, `publish` and the golden tests.
 //!
+//! Each stage has one entry, its variants in its options: [`load`] (`LoadOptions`: a subset
+//! of components, the journal's per-component recording), [`crate::render::render`] (each
+//! plan through the render cache and emitted on its worker), [`emit`] (component
+//! directories, Kargo and Argo CD together) and [`write`] (`WriteOptions`: the slice, what
+//! the last write left). The full render, the incremental one and `kiln merge` all call
+//! them.
+//!
 //! This file is the stage chain, the page to read first. Beside it: `incremental` (the
 //! render journal, and the incremental render that re-renders only what changed), `shard`
 //! (`--shard I/N` and `kiln merge`) and `show` (`kiln show`, `kiln schema`); the render cache
@@ -15,12 +22,12 @@
 
 use crate::artifact::{ArtifactSet, Scope};
 use crate::diag::Errors;
-use crate::emit::{Layout, emit_plan};
+use crate::emit::{Layout, emit, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::load::{FileSystem, LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
 use crate::validate::{Platform, ValidateError, validate};
-use crate::write::{WriteError, WriteReport, write_scoped};
+use crate::write::{WriteError, WriteOptions, WriteReport, write};
 use miette::Diagnostic;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -265,7 +272,8 @@ pub fn load_platform(
     root: Option<&Path>,
 ) -> Result<Platform, KilnError> {
     let opts = LoadOptions {
-        root: root.map(Path::to_path_buf),
+        root,
+        ..Default::default()
     };
     let loaded = load(fs, platform_dir, &opts).map_err(KilnError::Load)?;
     validate(loaded).map_err(KilnError::Validate)
@@ -283,7 +291,7 @@ pub fn plan(
     Ok((platform, plans))
 }
 
-/// What [`build_timed`] produced.
+/// What [`build`] produced.
 pub struct Built {
     pub platform: Platform,
     /// The BuildPlans rendered (this shard's, with `--shard`), their render inputs released
@@ -388,19 +396,10 @@ impl FileSystem for RecordingFs<'_> {
     }
 }
 
-/// Everything up to emit: the rendered tree in memory. `progress(done, total)` is called as
-/// plans finish (from worker threads).
-pub fn build_with_progress(
-    opts: &RenderOptions,
-    progress: &(dyn Fn(usize, usize) + Sync),
-) -> Result<(Platform, Vec<BuildPlan>, ArtifactSet), KilnError> {
-    build_timed(opts, progress).map(|b| (b.platform, b.plans, b.set))
-}
-
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
 /// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
-/// ([`crate::render::render_map_releasing`]): what is kept is its bytes.
+/// ([`crate::render::render`]): what is kept is its bytes.
 fn render_plans(
     plans: &mut [BuildPlan],
     sources: &crate::diag::Sources,
@@ -444,32 +443,33 @@ fn render_plans(
         progress(done.fetch_add(1, Relaxed) + 1, total);
         Ok(out)
     };
-    let emitted = crate::render::render_map_releasing(plans, sources, fs, &per_plan)?;
+    let emitted = crate::render::render(plans, sources, fs, &per_plan)?;
     timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
     timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
     Ok(emitted)
 }
 
-/// [`build_with_progress`], with timings and cache figures.
+/// Everything up to write: the rendered tree in memory, with timings and cache figures
+/// (`diff`, `verify`, `publish`, and [`run_render`] before it writes). `progress(done,
+/// total)` is called as plans finish (from worker threads).
 ///
 /// Each plan is rendered and emitted on its worker thread and only its bytes are kept, so
 /// memory follows the size of the output, not of the resources behind it.
-pub fn build_timed(
+pub fn build(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<Built, KilnError> {
     let mut timings = Timings::default();
     let t = Instant::now();
     let fs = RecordingFs::new(opts.fs.as_ref());
-    let load_opts = LoadOptions {
-        root: opts.root.clone(),
-    };
     // Every call of load, for the journal (see `crate::cache::Journal`).
     let load_fs = crate::cache::Recorder::new(&fs);
-    let loaded = crate::load::load_scoped(&load_fs, &opts.platform_dir, &load_opts, None, &|d| {
-        load_fs.enter(d)
-    })
-    .map_err(KilnError::Load)?;
+    let load_opts = LoadOptions {
+        root: opts.root.as_deref(),
+        only: None,
+        enter: Some(&|d| load_fs.enter(d)),
+    };
+    let loaded = load(&load_fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
     let load_reads = load_fs.reads();
     let component_reads = load_fs.scoped_reads();
     let platform = validate(loaded).map_err(KilnError::Validate)?;
@@ -504,7 +504,7 @@ pub fn build_timed(
     timings.render = t.elapsed();
 
     let t = Instant::now();
-    let mut set = ArtifactSet::new();
+    let mut components = ArtifactSet::new();
     let mut cluster_kinds = BTreeSet::new();
     let mut render_reads = BTreeSet::new();
     let mut outputs = Vec::with_capacity(emitted.len());
@@ -524,15 +524,21 @@ pub fn build_timed(
         cluster_kinds.extend(e.cluster_kinds);
         render_reads.extend(e.reads);
         for (path, bytes) in e.files {
-            set.insert(path, bytes);
+            components.insert(path, bytes);
         }
     }
     // Kargo and Argo CD objects are per project and always complete for the projects
     // rendered, even when the selection narrows environments or components: a Stage graph
     // cut in half would not apply. Shards carry none: `kiln merge` adds them, from the
     // cluster-scoped kinds of every shard (the Argo CD AppProject lists them).
-    match opts.shard {
-        None => emit_pipeline(&mut set, &platform, &plans, opts, cluster_kinds)?,
+    let set = match opts.shard {
+        None => emit(
+            components,
+            &platform,
+            &plans,
+            kargo_options(&plans, opts, cluster_kinds).as_ref(),
+        )
+        .map_err(KilnError::Kargo)?,
         Some(shard) => {
             let sidecar = ShardInfo {
                 format: SHARD_FORMAT.into(),
@@ -544,10 +550,13 @@ pub fn build_timed(
                 selection: opts.selection.clone().into(),
                 cluster_kinds,
                 pipeline_inputs: pipeline_inputs.unwrap_or_default(),
+                inputs: fs.inputs(&platform.root),
             };
+            let mut set = emit(components, &platform, &plans, None).map_err(KilnError::Kargo)?;
             set.insert(SHARD_FILE, sidecar.to_bytes());
+            set
         }
-    }
+    };
     if platform.secrets == crate::spec::SecretPolicy::Forbid {
         let names = secrets_in(&set);
         if !names.is_empty() {
@@ -598,24 +607,23 @@ pub struct PlanOutput {
     pub reads: Vec<crate::cache::Read>,
 }
 
-/// Adds the Kargo and Argo CD objects of the projects `opts` selects to `set`; the Argo CD
-/// AppProject allows `cluster_kinds` (the cluster-scoped kinds the render produced).
-fn emit_pipeline(
-    set: &mut ArtifactSet,
-    platform: &Platform,
+/// The Kargo and Argo CD options of a render with `opts` whose selected BuildPlans are
+/// `plans`; the Argo CD AppProject allows `cluster_kinds` (the cluster-scoped kinds the
+/// render produced). `None`: no such objects (a filtered render that selected nothing).
+fn kargo_options(
     plans: &[BuildPlan],
     opts: &RenderOptions,
     cluster_kinds: BTreeSet<(String, String)>,
-) -> Result<(), KilnError> {
+) -> Option<crate::kargo::KargoOptions> {
     // A filtered render covers exactly the projects with at least one selected plan
     // (`-c frontend` only frontend's project, `-l tier=nope` none), and then not the
     // platform-wide bootstrap objects.
     let filtered = opts.selection != Selection::default();
     if filtered && plans.is_empty() {
-        return Ok(());
+        return None;
     }
     let projects: BTreeSet<String> = plans.iter().map(|b| b.project.clone()).collect();
-    let kargo = crate::kargo::KargoOptions {
+    Some(crate::kargo::KargoOptions {
         layout: opts.layout,
         projects: if filtered {
             projects.into_iter().collect()
@@ -624,8 +632,7 @@ fn emit_pipeline(
         },
         cluster_kinds,
         environment_branches: opts.environment_branches.clone(),
-    };
-    crate::kargo::emit_into(set, "", platform, plans, &kargo).map_err(KilnError::Kargo)
+    })
 }
 
 /// The file a shard's tree carries for `kiln merge` (listed in its ownership marker, left
@@ -643,24 +650,14 @@ impl From<SelectionInfo> for Selection {
     }
 }
 
-/// Everything up to emit, without progress reporting.
-pub fn build(opts: &RenderOptions) -> Result<ArtifactSet, KilnError> {
-    build_with_progress(opts, &|_, _| {}).map(|(_, _, set)| set)
-}
-
-/// `kiln render`: build, then write into `opts.write_to`.
-pub fn run_render(opts: &RenderOptions) -> Result<RenderSummary, KilnError> {
-    run_render_with_progress(opts, &|_, _| {})
-}
-
-/// [`run_render`] with a progress callback (see [`build_with_progress`]).
+/// `kiln render`: [`build`], then write into `opts.write_to`. `progress` as for [`build`].
 ///
 /// With a cache, the journal of the last render into the same directory decides how much
 /// to do (see [`crate::cache::Journal`]): nothing when no recorded call changed and the
 /// tree is as written; only the BuildPlans whose render reads or whose component's load
 /// reads changed when load's calls for the platform itself all replay
 /// (`render_incremental`); else everything.
-pub fn run_render_with_progress(
+pub fn run_render(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
 ) -> Result<RenderSummary, KilnError> {
@@ -697,7 +694,7 @@ pub fn run_render_with_progress(
         component_reads,
         outputs,
         ..
-    } = build_timed(opts, progress)?;
+    } = build(opts, progress)?;
     let t = Instant::now();
     // Pruning a directory that holds the sources would delete them; refuse such targets.
     let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())
@@ -725,12 +722,8 @@ pub fn run_render_with_progress(
     if let Some(s) = &slot {
         s.forget();
     }
-    let report = if scope.is_empty() {
-        WriteReport::default()
-    } else {
-        crate::write::write_known(&set, &opts.write_to, &|p| scope.contains(p), &known)
-            .map_err(KilnError::Write)?
-    };
+    let report =
+        write(&set, &opts.write_to, &WriteOptions { scope, known }).map_err(KilnError::Write)?;
     let secrets = secrets_by_file(&set);
     let summary = RenderSummary {
         plans: plans.len(),
@@ -796,16 +789,6 @@ fn slice_scope(set: &ArtifactSet, selection: &Selection) -> Scope {
             .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
             .collect(),
     )
-}
-
-/// Writes a render's tree. A partial render prunes only inside its slice, so `--project web`
-/// never deletes the other projects' files, and a selection that matches nothing writes
-/// nothing.
-fn write_render(set: &ArtifactSet, out: &Path, scope: &Scope) -> Result<WriteReport, KilnError> {
-    if scope.is_empty() {
-        return Ok(WriteReport::default());
-    }
-    write_scoped(set, out, &|p| scope.contains(p)).map_err(KilnError::Write)
 }
 
 #[cfg(test)]
@@ -896,13 +879,13 @@ mod tests {
         let mut opts = RenderOptions::new(t.path().join("platforms/p"));
         opts.root = Some(t.path().to_path_buf());
         opts.write_to = t.path().join("out");
-        let s = run_render(&opts).unwrap();
+        let s = run_render(&opts, &|_, _| {}).unwrap();
         assert_eq!((s.plans, s.files), (2, 4));
-        assert!(run_render(&opts).unwrap().report.is_noop());
+        assert!(run_render(&opts, &|_, _| {}).unwrap().report.is_noop());
 
         opts.selection.projects = vec!["nope".into()];
         opts.write_to = t.path().join("out2");
-        let err = run_render(&opts).unwrap_err();
+        let err = run_render(&opts, &|_, _| {}).unwrap_err();
         assert!(matches!(err, KilnError::Evaluate(_)), "{err}");
         assert_eq!(err.diagnostics().len(), 1);
         assert!(!opts.write_to.exists());
@@ -921,7 +904,7 @@ mod tests {
                 .iter()
                 .all(|p| !p.generators.is_empty() && !p.parameters.is_empty())
         );
-        let b = build_timed(&opts, &|_, _| {}).unwrap();
+        let b = build(&opts, &|_, _| {}).unwrap();
         assert_eq!(b.plans.len(), 2);
         for (p, e) in b.plans.iter().zip(&evaluated) {
             assert!(
@@ -936,7 +919,7 @@ mod tests {
                 (e.key(), &e.namespace, &e.images)
             );
         }
-        assert_eq!(b.set, build(&opts).unwrap());
+        assert_eq!(b.set, build(&opts, &|_, _| {}).unwrap().set);
         let cm = b
             .set
             .files

@@ -118,7 +118,7 @@ fn every_kustomization_builds_to_its_gen_yaml() {
     }
     let set = render_bank();
     let out = tempfile::tempdir().unwrap();
-    kiln::write::write(&set, out.path()).unwrap();
+    kiln::write::write(&set, out.path(), &Default::default()).unwrap();
     let failures = tree_reproduces_itself(out.path(), kubectl);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
