@@ -1418,7 +1418,7 @@ mod tests {
             FAULT.with(|f| f.set(Some((n, true))));
             remove_stage(&stale);
             FAULT.with(|f| f.set(None));
-            write(&set(&[("a.yaml", "a")]), &out).unwrap();
+            write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
             assert_eq!(stages_beside(t.path()), Vec::<String>::new(), "kill at {n}");
         }
         // Killed after the marker went, before the directory did: empty, and removed.
@@ -1426,7 +1426,7 @@ mod tests {
         let out = t.path().join("deploy");
         let real = resolve_target(&out).unwrap();
         std::fs::create_dir(t.path().join(format!("{}empty", stage_prefix(&real)))).unwrap();
-        write(&set(&[("a.yaml", "a")]), &out).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
         assert_eq!(stages_beside(t.path()), Vec::<String>::new());
     }
 
@@ -1440,15 +1440,15 @@ mod tests {
             let t = tempfile::tempdir().unwrap();
             let out = t.path().join("deploy");
             let v1 = set(&[("a.yaml", "a"), ("web/dev/b/b.gen.yaml", "b")]);
-            write(&v1, &out).unwrap();
+            write(&v1, &out, &WriteOptions::default()).unwrap();
             FAULT.with(|f| f.set(Some((n, true))));
-            let killed = write(&set(&[("a.yaml", "a2")]), &out);
+            let killed = write(&set(&[("a.yaml", "a2")]), &out, &WriteOptions::default());
             FAULT.with(|f| f.set(None));
             if killed.is_ok() {
                 break;
             }
             hit |= !out.join("web/dev/b/b.gen.yaml").exists() && out.join("web/dev/b").is_dir();
-            write(&set(&[("a.yaml", "a3")]), &out).unwrap();
+            write(&set(&[("a.yaml", "a3")]), &out, &WriteOptions::default()).unwrap();
             assert!(!out.join("web").exists(), "kill at {n}: directories left");
             assert_eq!(listing(&out), [".kiln-owned.json", "a.yaml"]);
             assert_eq!(stages_beside(t.path()), Vec::<String>::new());

@@ -1266,7 +1266,7 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
 fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
     let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
     opts.layout = args.layout.to_lib();
-    let (_, _, set) = crate::pipeline::build_with_progress(&opts, &|_, _| {})?;
+    let crate::pipeline::Built { set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
     let map = crate::promote::repo::RepoMap::parse(&args.repo_map).map_err(|e| {
         miette::miette!(
