@@ -70,6 +70,18 @@ pub enum KilnError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Check(Errors<crate::check::Finding>),
+    /// Rendered objects the Kubernetes API server would refuse (`crate::conform`).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Conform(Errors<crate::conform::Finding>),
+    /// `spec.validation` cannot be used (an unknown rule, an unreadable CRD file, an
+    /// unknown Kubernetes version).
+    #[error("{0}")]
+    #[diagnostic(
+        code(kiln::k8s::validation),
+        help("see `spec.validation` and `clusters[].kubeVersion` in the README")
+    )]
+    ConformSetup(String),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Write(WriteError),
@@ -101,6 +113,8 @@ impl KilnError {
             KilnError::Kargo(e) => all(e),
             KilnError::Schemas(e) => vec![e],
             KilnError::Check(e) => all(e),
+            KilnError::Conform(e) => all(e),
+            KilnError::ConformSetup(_) => vec![self],
             KilnError::Write(e) => vec![e],
             KilnError::Merge(e) => vec![e],
             KilnError::SecretsForbidden { .. } => vec![self],
@@ -141,6 +155,11 @@ pub struct RenderOptions {
     /// Without Kargo, `kiln publish --per-environment`: the Applications track branch
     /// `<prefix><env>` (see [`crate::kargo::KargoOptions::environment_branches`]).
     pub environment_branches: Option<String>,
+    /// Validate the rendered objects against the Kubernetes API (`crate::conform`); on by
+    /// default, `--no-validate` turns it off.
+    pub validate: bool,
+    /// `--strict`: a kind with no schema is an error, not a warning.
+    pub strict_kinds: bool,
 }
 
 /// Wall time of each stage of one render (`kiln render --timings`). `render` is the parallel
@@ -155,6 +174,8 @@ pub struct Timings {
     pub render_cpu: Duration,
     pub emit_cpu: Duration,
     pub emit: Duration,
+    /// Validation of the rendered objects (`crate::conform`), part of `emit`.
+    pub validate: Duration,
     pub write: Duration,
 }
 
@@ -180,6 +201,8 @@ impl RenderOptions {
             cache_key: None,
             shard: None,
             environment_branches: None,
+            validate: true,
+            strict_kinds: false,
         }
     }
 }
@@ -202,6 +225,8 @@ pub struct RenderSummary {
     pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
     /// The Secrets in the rendered tree (see [`secrets_in`]), for the CLI's warning.
     pub secrets: Vec<String>,
+    /// Warnings of the Kubernetes validation (`crate::conform`), one line each.
+    pub validation_warnings: Vec<String>,
     /// `true` when the journal proved the render would change nothing and every stage was
     /// skipped ([`crate::cache::Journal`]).
     pub journal: bool,
@@ -313,6 +338,8 @@ pub struct Built {
     pub component_reads: Vec<crate::cache::ComponentReads>,
     /// Each BuildPlan's reads and files, in plan order, for the journal.
     pub outputs: Vec<PlanOutput>,
+    /// Warnings of the Kubernetes validation (`crate::conform`).
+    pub validation_warnings: Vec<String>,
 }
 
 /// A file system remembering a digest of every file read through it, so provenance can name
@@ -572,6 +599,26 @@ pub fn build(
             return Err(KilnError::Check(Errors::new(report.findings)));
         }
     }
+    let mut validation_warnings = Vec::new();
+    if opts.validate && opts.shard.is_none() {
+        let v = Instant::now();
+        let files: Vec<Vec<String>> = outputs.iter().map(|o| o.files.clone()).collect();
+        let report = crate::conform::validate_render(
+            &set,
+            &platform,
+            &plans,
+            &files,
+            opts.fs.as_ref(),
+            opts.strict_kinds,
+        )
+        .map_err(KilnError::ConformSetup)?;
+        let errors = report.errors();
+        if !errors.is_empty() {
+            return Err(KilnError::Conform(Errors::new(errors)));
+        }
+        validation_warnings = report.warning_lines();
+        timings.validate = v.elapsed();
+    }
     timings.emit = t.elapsed();
     let cache = cache.map(|c| c.stats()).unwrap_or_default();
     let scope = slice_scope(&set, &opts.selection);
@@ -587,6 +634,7 @@ pub fn build(
         reads: (load_reads, render_reads.into_iter().collect()),
         component_reads,
         outputs,
+        validation_warnings,
     })
 }
 
@@ -693,6 +741,7 @@ pub fn run_render(
         reads: (load_reads, _),
         component_reads,
         outputs,
+        validation_warnings,
         ..
     } = build(opts, progress)?;
     let t = Instant::now();
@@ -733,6 +782,7 @@ pub fn run_render(
         cache,
         expressions: crate::kargo::expressions::scan(&set),
         secrets: secrets.iter().map(|(_, s)| s.clone()).collect(),
+        validation_warnings,
         journal: false,
         incremental: None,
     };

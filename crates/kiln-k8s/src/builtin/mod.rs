@@ -17,9 +17,9 @@ mod resources;
 pub const VERSIONS: [&str; 5] = ["1.33", "1.34", "1.35", "1.36", "1.37"];
 
 /// The version used when a cluster names none (`clusters[].kubeVersion`, `--kube-version`):
-/// the oldest kiln knows, so output valid for it is valid for the newer ones in all but
-/// removed beta APIs.
-pub const DEFAULT_VERSION: &str = "1.33";
+/// the one kiln's Helm engine reports as `.Capabilities.KubeVersion` by default, so charts
+/// choose their APIs for the version they are validated against.
+pub const DEFAULT_VERSION: &str = "1.36";
 
 const TEXTS: [&str; 5] = [
     include_str!("../../tables/v1.33.json"),

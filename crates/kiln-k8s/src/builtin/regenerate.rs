@@ -51,12 +51,20 @@ fn enabled_version() -> &'static str {
     v
 }
 
-/// Drops `description` keys (the largest part, and never checked).
+/// Drops schemas' `description`s (the largest part, and never checked), keeping properties
+/// that happen to be named `description` (JSONSchemaProps has one).
 fn strip(value: &mut Value) {
     match value {
         Value::Object(map) => {
             map.remove("description");
-            map.values_mut().for_each(strip);
+            for (key, sub) in map.iter_mut() {
+                match (key.as_str(), sub) {
+                    ("properties" | "$defs" | "definitions", Value::Object(props)) => {
+                        props.values_mut().for_each(strip)
+                    }
+                    (_, sub) => strip(sub),
+                }
+            }
         }
         Value::Array(items) => items.iter_mut().for_each(strip),
         _ => {}
