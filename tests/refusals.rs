@@ -177,3 +177,40 @@ fn merge_refuses_a_checkout_where_only_a_component_file_differs() {
     assert_eq!(run.code, Some(0), "{}", run.text());
     assert!(list_files(&t.path().join("merged")).len() > 6);
 }
+
+/// Issue 39, item 9 (the spec): values nested 30,000 deep in `platform.yaml` or a
+/// `component.yaml` are refused at the reader's documented depth
+/// (`kiln_base::yaml::read::MAX_NESTING`, 255) with the file named; no stack overflow, under a
+/// 2 GiB address space and a minute.
+#[cfg(unix)]
+#[test]
+fn a_spec_nested_30000_deep_is_refused_naming_the_file() {
+    let deep = format!("{}{}", "[".repeat(30_000), "]".repeat(30_000));
+    for file in [
+        "platforms/synth/platform.yaml",
+        "components/c00000/component.yaml",
+    ] {
+        let t = tempfile::tempdir().unwrap();
+        crate::scale::synth::generate(&crate::scale::synth::Args::new(2, 2, t.path()));
+        let path = t.path().join(file);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(
+            &path,
+            text.replacen("spec:\n", &format!("spec:\n  x: {deep}\n"), 1),
+        )
+        .unwrap();
+        let mut cmd = crate::support::kiln_command(t.path());
+        cmd.args([
+            "render",
+            "platforms/synth",
+            "--no-cache",
+            "--write-to",
+            "out",
+        ]);
+        let run = run_bounded(&mut cmd, 2 << 30, 60, file);
+        assert_eq!(run.code, Some(1), "{file}: {}", run.text());
+        assert!(run.stderr.contains("kiln::yaml::syntax"), "{}", run.stderr);
+        assert!(run.stderr.contains(file), "{file}: {}", run.stderr);
+        assert!(!t.path().join("out").exists());
+    }
+}
