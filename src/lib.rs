@@ -16,6 +16,7 @@ pub mod artifact;
 pub mod cache;
 pub mod check;
 pub mod cli;
+pub mod conform;
 pub mod emit;
 pub mod evaluate;
 pub mod git;

@@ -76,6 +76,9 @@ pub struct PlatformSpec {
     /// `forbid` fails the render, so no Secret reaches the Git repository.
     #[serde(default, skip_serializing_if = "SecretPolicy::is_default")]
     pub secrets: SecretPolicy,
+    /// Validation of the rendered objects against the Kubernetes API (issue 36).
+    #[serde(default, skip_serializing_if = "Validation::is_default")]
+    pub validation: Validation,
 }
 
 /// `spec.secrets`: whether Secrets may be emitted into the rendered tree.
@@ -110,6 +113,27 @@ pub struct SourceRepo {
     pub rendered_path: Option<String>,
 }
 
+/// How rendered objects are validated against the Kubernetes API (built-in schemas of each
+/// cluster's `kubeVersion`, CRDs, CEL rules, conflicts between Applications).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Validation {
+    /// CRD files (YAML, relative to the platform directory) whose custom resources are
+    /// validated, beside the CRDs the platform renders itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub crds: Vec<String>,
+    /// Rules reported as warnings instead of errors: `unknown_field`, `wrong_type`,
+    /// `shared_resource`, … (the last part of the `kiln::k8s::` code).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warn: Vec<String>,
+}
+
+impl Validation {
+    fn is_default(&self) -> bool {
+        self == &Validation::default()
+    }
+}
+
 /// A cluster environments deploy to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -118,6 +142,10 @@ pub struct Cluster {
     pub name: String,
     /// API server URL (Argo CD `destination.server`).
     pub server: String,
+    /// The cluster's Kubernetes version (`1.33` to `1.37`): rendered objects are validated
+    /// against its API schemas. Default 1.36.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_version: Option<String>,
 }
 
 /// One environment: a stage of the promotion graph on one cluster.

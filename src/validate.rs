@@ -59,6 +59,8 @@ pub struct Platform {
     /// `spec.secrets`: whether the render may emit Secrets.
     #[serde(skip_serializing_if = "is_warn")]
     pub secrets: spec::SecretPolicy,
+    /// `spec.validation`: how rendered objects are validated (`crate::conform`).
+    pub validation: spec::Validation,
     /// Projects, in declared order.
     pub projects: Vec<Project>,
     /// Each distinct component, in the order first referenced.
@@ -897,6 +899,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         },
         kargo: s.kargo.clone().unwrap_or_default(),
         secrets: s.secrets,
+        validation: s.validation.clone(),
         projects,
         components,
         root,

@@ -14,6 +14,7 @@ mod git;
 mod git_ssh;
 mod gitops;
 mod helm;
+mod k8s;
 mod kargo;
 mod kustomize;
 mod kustomize_helm;

@@ -206,6 +206,13 @@ pub struct RenderArgs {
     /// Print the time spent in each stage (load, evaluate, render, emit, write).
     #[arg(long)]
     pub timings: bool,
+    /// Skip the validation of the rendered objects against the Kubernetes API (on by
+    /// default: built-in schemas of each cluster's `kubeVersion`, CRDs, conflicts).
+    #[arg(long)]
+    pub no_validate: bool,
+    /// A kind with no schema (no built-in, no CRD) is an error, not a warning.
+    #[arg(long)]
+    pub strict: bool,
     #[command(flatten)]
     pub selection: Selection,
     #[command(flatten)]
@@ -402,6 +409,13 @@ pub struct ValidateArgs {
     /// Output format: text diagnostics on stderr, or one JSON report on stdout.
     #[arg(short = 'o', long, value_enum, default_value = "text")]
     pub output: OutputFormat,
+    /// The Kubernetes version whose API schemas built-in kinds are checked against
+    /// (`1.33` to `1.37`; default 1.36).
+    #[arg(long, value_name = "VERSION")]
+    pub kube_version: Option<String>,
+    /// A kind with no schema (no built-in, no CRD among the paths) is an error.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Debug, Args)]
@@ -844,6 +858,8 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         environment_branches: None,
         sources: source_options(&args.sources, None),
         source_auth: crate::git::RemoteAuth::from_env(),
+        validate: !args.no_validate,
+        strict_kinds: args.strict,
     };
     let bar = std::io::stderr().is_terminal().then(|| {
         let bar = indicatif::ProgressBar::new(0);
@@ -870,6 +886,9 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
     warn_secrets(&summary.secrets);
     for e in &summary.expressions {
         print_err(&format!("warning: {e}"));
+    }
+    for w in &summary.validation_warnings {
+        print_err(w);
     }
     let r = &summary.report;
     print_err(&format!(
@@ -1424,19 +1443,67 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
             &crate::check::SchemaSet::empty(),
         )?,
     };
+    let k8s = validate_k8s(args)?;
+    let k8s_errors = k8s.errors();
     if args.output == OutputFormat::Json {
-        print_out(&json(&report)?)?;
+        let mut value = serde_json::to_value(&report).map_err(|e| miette::miette!("{e}"))?;
+        value["kubernetes"] = serde_json::json!({
+            "findings": k8s.findings.iter().map(|f| serde_json::json!({
+                "code": format!("kiln::k8s::{}", f.code.as_str()),
+                "severity": if f.warning { "warning" } else { "error" },
+                "file": f.file, "document": f.document, "object": f.object,
+                "pointer": f.pointer, "message": f.message,
+            })).collect::<Vec<_>>(),
+            "unvalidated": k8s.unvalidated,
+        });
+        print_out(&json(&value)?)?;
     } else {
         for f in &report.findings {
             print_err(&format!("{:?}", miette::Report::new(f.clone())));
         }
+        for f in &k8s_errors {
+            print_err(&format!("{:?}", miette::Report::new(f.clone())));
+        }
+        for w in k8s.warning_lines() {
+            print_err(&w);
+        }
         print_err(&format!("kiln: {}", report.summary()));
     }
-    Ok(if report.is_clean() {
+    Ok(if report.is_clean() && k8s_errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The Kubernetes validation of `kiln validate`'s paths (files, or directories walked in
+/// name order), as kubeconform does it.
+fn validate_k8s(args: &ValidateArgs) -> miette::Result<crate::conform::Report> {
+    let mut files = Vec::new();
+    let mut stack: Vec<PathBuf> = args.paths.iter().rev().cloned().collect();
+    while let Some(path) = stack.pop() {
+        if path.is_dir() {
+            let mut entries: Vec<PathBuf> = std::fs::read_dir(&path)
+                .map_err(|e| miette::miette!("cannot list `{}`: {e}", path.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .collect();
+            entries.sort();
+            stack.extend(entries.into_iter().rev());
+        } else if path.is_file() && crate::conform::is_manifest(&path) {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| miette::miette!("cannot read `{}`: {e}", path.display()))?;
+            files.push((path.display().to_string(), bytes));
+        }
+    }
+    let version = args
+        .kube_version
+        .as_deref()
+        .unwrap_or(kiln_k8s::builtin::DEFAULT_VERSION);
+    let options = crate::conform::Options {
+        warn: Vec::new(),
+        strict: args.strict,
+    };
+    crate::conform::validate_files(&files, version, &options).map_err(|e| miette::miette!("{e}"))
 }
 
 /// `kiln graph`: render in memory, draw the emitted Kargo objects (with `--repo-map`, what

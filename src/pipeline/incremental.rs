@@ -461,6 +461,7 @@ pub(super) fn render_incremental(
     }
     timings.write = t.elapsed();
     Ok(Some(RenderSummary {
+        validation_warnings: Vec::new(),
         plans: j.plans,
         files: set.len(),
         report,
@@ -669,6 +670,7 @@ pub(super) fn replay_journal(
         return Ok(None);
     }
     Ok(Some(RenderSummary {
+        validation_warnings: Vec::new(),
         plans: j.plans,
         files: j.files.len(),
         report: WriteReport {

@@ -73,6 +73,18 @@ pub enum KilnError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Check(Errors<crate::check::Finding>),
+    /// Rendered objects the Kubernetes API server would refuse (`crate::conform`).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Conform(Errors<crate::conform::Finding>),
+    /// `spec.validation` cannot be used (an unknown rule, an unreadable CRD file, an
+    /// unknown Kubernetes version).
+    #[error("{0}")]
+    #[diagnostic(
+        code(kiln::k8s::validation),
+        help("see `spec.validation` and `clusters[].kubeVersion` in the README")
+    )]
+    ConformSetup(String),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Write(WriteError),
@@ -105,6 +117,8 @@ impl KilnError {
             KilnError::Kargo(e) => all(e),
             KilnError::Schemas(e) => vec![e],
             KilnError::Check(e) => all(e),
+            KilnError::Conform(e) => all(e),
+            KilnError::ConformSetup(_) => vec![self],
             KilnError::Write(e) => vec![e],
             KilnError::Merge(e) => vec![e],
             KilnError::SecretsForbidden { .. } => vec![self],
@@ -150,6 +164,11 @@ pub struct RenderOptions {
     pub sources: crate::source::SourceOptions,
     /// How Git sources authenticate (the CLI: `RemoteAuth::from_env`, as `kiln publish`).
     pub source_auth: crate::git::RemoteAuth,
+    /// Validate the rendered objects against the Kubernetes API (`crate::conform`); on by
+    /// default, `--no-validate` turns it off.
+    pub validate: bool,
+    /// `--strict`: a kind with no schema is an error, not a warning.
+    pub strict_kinds: bool,
 }
 
 /// Wall time of each stage of one render (`kiln render --timings`). `render` is the parallel
@@ -164,6 +183,8 @@ pub struct Timings {
     pub render_cpu: Duration,
     pub emit_cpu: Duration,
     pub emit: Duration,
+    /// Validation of the rendered objects (`crate::conform`), part of `emit`.
+    pub validate: Duration,
     pub write: Duration,
 }
 
@@ -191,6 +212,8 @@ impl RenderOptions {
             environment_branches: None,
             sources: Default::default(),
             source_auth: Default::default(),
+            validate: true,
+            strict_kinds: false,
         }
     }
 
@@ -225,6 +248,8 @@ pub struct RenderSummary {
     pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
     /// The Secrets in the rendered tree (see [`secrets_in`]), for the CLI's warning.
     pub secrets: Vec<String>,
+    /// Warnings of the Kubernetes validation (`crate::conform`), one line each.
+    pub validation_warnings: Vec<String>,
     /// `true` when the journal proved the render would change nothing and every stage was
     /// skipped ([`crate::cache::Journal`]).
     pub journal: bool,
@@ -338,6 +363,8 @@ pub struct Built {
     pub outputs: Vec<PlanOutput>,
     /// The source stage's output: the remote sources used, as locked (publish's trailers).
     pub sources: crate::source::Resolved,
+    /// Warnings of the Kubernetes validation (`crate::conform`).
+    pub validation_warnings: Vec<String>,
 }
 
 /// A file system remembering a digest of every file read through it, so provenance can name
@@ -636,6 +663,26 @@ fn build_fetched(
             return Err(KilnError::Check(Errors::new(report.findings)));
         }
     }
+    let mut validation_warnings = Vec::new();
+    if opts.validate && opts.shard.is_none() {
+        let v = Instant::now();
+        let files: Vec<Vec<String>> = outputs.iter().map(|o| o.files.clone()).collect();
+        let report = crate::conform::validate_render(
+            &set,
+            &platform,
+            &plans,
+            &files,
+            opts.fs.as_ref(),
+            opts.strict_kinds,
+        )
+        .map_err(KilnError::ConformSetup)?;
+        let errors = report.errors();
+        if !errors.is_empty() {
+            return Err(KilnError::Conform(Errors::new(errors)));
+        }
+        validation_warnings = report.warning_lines();
+        timings.validate = v.elapsed();
+    }
     timings.emit = t.elapsed();
     let cache = cache.map(|c| c.stats()).unwrap_or_default();
     let scope = slice_scope(&set, &opts.selection);
@@ -655,6 +702,7 @@ fn build_fetched(
         component_reads,
         outputs,
         sources: fetched,
+        validation_warnings,
     })
 }
 
@@ -764,6 +812,7 @@ pub fn run_render(
         reads: (load_reads, _),
         component_reads,
         outputs,
+        validation_warnings,
         ..
     } = build_fetched(opts, progress, fetched, Instant::now())?;
     let t = Instant::now();
@@ -804,6 +853,7 @@ pub fn run_render(
         cache,
         expressions: crate::kargo::expressions::scan(&set),
         secrets: secrets.iter().map(|(_, s)| s.clone()).collect(),
+        validation_warnings,
         journal: false,
         incremental: None,
     };

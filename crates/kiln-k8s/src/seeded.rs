@@ -1,0 +1,648 @@
+//! The seeded-defect suite (issue 36): one invalid object per rule, each with the finding
+//! it must give, and a valid twin that differs only in the defect and must give none.
+
+use crate::conflict::{Placement, conflicts};
+use crate::{Code, Crds, Finding, Validator};
+use serde_json::{Value, json};
+
+/// A CRD exercising every value validation a structural schema has.
+fn widget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "names": {"kind": "Widget", "plural": "widgets"},
+            "scope": "Namespaced",
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {
+                            "type": "object",
+                            "required": ["size"],
+                            "x-kubernetes-validations": [
+                                {"rule": "!has(self.low) || !has(self.high) || self.low <= self.high", "message": "low must not exceed high"},
+                                {"rule": "!has(self.mode) || self.mode != 'off' || !has(self.tags)", "messageExpression": "'tags are unused when mode is ' + self.mode"},
+                                {"rule": "!has(self.ratio) || self.ratio / self.zero > 0"},
+                                {"rule": "!has(self.size) || [self.size].isSorted()"},
+                                {"rule": "self == oldSelf"}
+                            ],
+                            "properties": {
+                                "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                                "low": {"type": "integer", "exclusiveMinimum": true, "minimum": 0},
+                                "high": {"type": "integer"},
+                                "ratio": {"type": "integer"},
+                                "zero": {"type": "integer"},
+                                "mode": {"type": "string", "enum": ["on", "off"]},
+                                "name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "maxLength": 8},
+                                "tags": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2, "x-kubernetes-list-type": "set"},
+                                "ports": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["port"],
+                                          "items": {"type": "object", "properties": {"port": {"type": "integer"}, "name": {"type": "string"}}}},
+                                "labels": {"type": "object", "additionalProperties": {"type": "string"}, "minProperties": 1, "maxProperties": 2},
+                                "since": {"type": "string", "format": "date"},
+                                "at": {"type": "string", "format": "date-time"},
+                                "blob": {"type": "string", "format": "byte"},
+                                "count": {"type": "integer", "format": "int32"},
+                                "port": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string", "pattern": "^[a-z]+$"}]},
+                                "target": {"type": "object", "oneOf": [{"required": ["ref"]}, {"required": ["selector"]}],
+                                           "properties": {"ref": {"type": "string"}, "selector": {"type": "string"}}},
+                                "policy": {"type": "string", "not": {"enum": ["forbidden"]}},
+                                "template": {"type": "object", "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true},
+                                "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                            }
+                        }
+                    }
+                }}},
+                {"name": "v0", "served": false, "storage": false, "schema": {"openAPIV3Schema": {"type": "object"}}}
+            ]
+        }
+    })
+}
+
+fn validator() -> Validator {
+    let mut v = Validator::new("1.33").unwrap();
+    assert_eq!(v.crds.add(&widget_crd()), Vec::<Finding>::new());
+    v
+}
+
+fn widget(spec: Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": "ns"}, "spec": spec})
+}
+
+fn deployment(container: Value) -> Value {
+    json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"}},
+        "spec": {
+            "replicas": 2,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [container]}}
+        }
+    })
+}
+
+fn container(extra: Value) -> Value {
+    let mut c = json!({"name": "web", "image": "nginx:1.27"});
+    for (k, v) in extra.as_object().unwrap() {
+        c[k] = v.clone();
+    }
+    c
+}
+
+/// A seeded defect: the rule, the invalid object, the pointer and a piece of the message
+/// it must give, and its valid twin.
+struct Case {
+    code: Code,
+    invalid: Value,
+    pointer: &'static str,
+    message: &'static str,
+    valid: Value,
+}
+
+fn case(
+    code: Code,
+    invalid: Value,
+    pointer: &'static str,
+    message: &'static str,
+    valid: Value,
+) -> Case {
+    Case {
+        code,
+        invalid,
+        pointer,
+        message,
+        valid,
+    }
+}
+
+fn with_spec(spec: Value) -> Value {
+    let mut base = json!({"size": 3});
+    for (k, v) in spec.as_object().unwrap() {
+        base[k] = v.clone();
+    }
+    widget(base)
+}
+
+fn secret(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"}, "data": data})
+}
+
+fn cases() -> Vec<Case> {
+    let cm = |data: Value| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"}, "data": data});
+    vec![
+        // Built-in kinds: the API server's strict decoding.
+        case(
+            Code::WrongType,
+            deployment(container(
+                json!({"env": [{"name": "DEBUG", "value": true}]}),
+            )),
+            "/spec/template/spec/containers/0/env/0/value",
+            "must be a string, not boolean `true`",
+            deployment(container(
+                json!({"env": [{"name": "DEBUG", "value": "true"}]}),
+            )),
+        ),
+        case(
+            Code::WrongType,
+            cm(json!({"port": 8080})),
+            "/data/port",
+            "must be a string, not integer",
+            cm(json!({"port": "8080"})),
+        ),
+        case(
+            Code::WrongType,
+            deployment(container(json!({"ports": [{"containerPort": "80"}]}))),
+            "/spec/template/spec/containers/0/ports/0/containerPort",
+            "must be an integer, not string",
+            deployment(container(json!({"ports": [{"containerPort": 80}]}))),
+        ),
+        case(
+            Code::WrongType,
+            deployment(container(json!({"stdin": "yes"}))),
+            "/spec/template/spec/containers/0/stdin",
+            "must be a boolean",
+            deployment(container(json!({"stdin": true}))),
+        ),
+        case(
+            Code::WrongType,
+            deployment(container(json!({"args": "--verbose"}))),
+            "/spec/template/spec/containers/0/args",
+            "must be an array",
+            deployment(container(json!({"args": ["--verbose"]}))),
+        ),
+        case(
+            Code::WrongType,
+            deployment(container(json!({"securityContext": "privileged"}))),
+            "/spec/template/spec/containers/0/securityContext",
+            "must be an object",
+            deployment(container(json!({"securityContext": {"privileged": false}}))),
+        ),
+        case(
+            Code::WrongType,
+            deployment(container(
+                json!({"livenessProbe": {"httpGet": {"port": true}}}),
+            )),
+            "/spec/template/spec/containers/0/livenessProbe/httpGet/port",
+            "an integer or a string",
+            deployment(container(
+                json!({"livenessProbe": {"httpGet": {"port": "http"}}}),
+            )),
+        ),
+        case(
+            Code::UnknownField,
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                                        "spec": {"replicas": 1, "replica": 4, "selector": {}, "template": {}}}),
+            "/spec/replica",
+            "unknown field `replica`; did you mean `replicas`?",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                    "spec": {"replicas": 4, "selector": {}, "template": {}}}),
+        ),
+        case(
+            Code::IntegerRange,
+            deployment(container(
+                json!({"ports": [{"containerPort": 4_294_967_296_u64}]}),
+            )),
+            "/spec/template/spec/containers/0/ports/0/containerPort",
+            "out of range for int32",
+            deployment(container(json!({"ports": [{"containerPort": 65535}]}))),
+        ),
+        case(
+            Code::InvalidQuantity,
+            deployment(container(
+                json!({"resources": {"limits": {"memory": "1 GB"}}}),
+            )),
+            "/spec/template/spec/containers/0/resources/limits/memory",
+            "`1 GB` is not a quantity",
+            deployment(container(
+                json!({"resources": {"limits": {"memory": "1G", "cpu": 0.5}}}),
+            )),
+        ),
+        case(
+            Code::InvalidBase64,
+            secret(json!({"token": "not base64!"})),
+            "/data/token",
+            "not valid base64",
+            secret(json!({"token": "bm90IGJhc2U2NCE="})),
+        ),
+        case(
+            Code::InvalidDateTime,
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "creationTimestamp": "yesterday"}, "spec": {"template": {}}}),
+            "/metadata/creationTimestamp",
+            "not an RFC 3339 date-time",
+            json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "creationTimestamp": "2026-01-02T03:04:05Z"}, "spec": {"template": {}}}),
+        ),
+        case(
+            Code::RequiredField,
+            deployment(json!({"image": "nginx"})),
+            "/spec/template/spec/containers/0/name",
+            "required field `name` is missing",
+            deployment(container(json!({}))),
+        ),
+        case(
+            Code::MissingKind,
+            json!({"apiVersion": "v1", "metadata": {"name": "x"}}),
+            "",
+            "no `kind`",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "x"}}),
+        ),
+        case(
+            Code::MissingName,
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {}}),
+            "/metadata",
+            "no `metadata.name`",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"generateName": "sa-"}}),
+        ),
+        case(
+            Code::UnservedVersion,
+            json!({"apiVersion": "extensions/v1beta1", "kind": "Ingress", "metadata": {"name": "i"}}),
+            "/apiVersion",
+            "serves no kind `Ingress` in `extensions`",
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "i"}}),
+        ),
+        case(
+            Code::UnservedVersion,
+            json!({"apiVersion": "apps/v1beta2", "kind": "Deployment", "metadata": {"name": "d"}}),
+            "/apiVersion",
+            "does not serve `apps/v1beta2` Deployment; it serves `apps/v1`",
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"}}),
+        ),
+        // Custom resources: structural schemas, value validations and CEL.
+        case(
+            Code::UnknownField,
+            with_spec(json!({"colour": "red"})),
+            "/spec/colour",
+            "unknown field `colour`",
+            with_spec(json!({"extra": {"colour": "red"}})),
+        ),
+        case(
+            Code::RequiredField,
+            widget(json!({"mode": "on"})),
+            "/spec/size",
+            "required field `size` is missing",
+            with_spec(json!({"mode": "on"})),
+        ),
+        case(
+            Code::WrongType,
+            with_spec(json!({"high": "9"})),
+            "/spec/high",
+            "must be an integer",
+            with_spec(json!({"high": 9})),
+        ),
+        case(
+            Code::Enum,
+            with_spec(json!({"mode": "auto"})),
+            "/spec/mode",
+            "\"auto\" is not one of \"on\", \"off\"",
+            with_spec(json!({"mode": "off"})),
+        ),
+        case(
+            Code::Pattern,
+            with_spec(json!({"name": "Web1"})),
+            "/spec/name",
+            "does not match `^[a-z]+$`",
+            with_spec(json!({"name": "web"})),
+        ),
+        case(
+            Code::Minimum,
+            widget(json!({"size": 0})),
+            "/spec/size",
+            "0 must be >= 1",
+            widget(json!({"size": 1})),
+        ),
+        case(
+            Code::Maximum,
+            widget(json!({"size": 11})),
+            "/spec/size",
+            "11 must be <= 10",
+            widget(json!({"size": 10})),
+        ),
+        case(
+            Code::Minimum,
+            with_spec(json!({"low": 0})),
+            "/spec/low",
+            "0 must be > 0",
+            with_spec(json!({"low": 1})),
+        ),
+        case(
+            Code::MinLength,
+            with_spec(json!({"name": "a"})),
+            "/spec/name",
+            "has 1 characters, fewer than 2",
+            with_spec(json!({"name": "ab"})),
+        ),
+        case(
+            Code::MaxLength,
+            with_spec(json!({"name": "abcdefghi"})),
+            "/spec/name",
+            "more than 8",
+            with_spec(json!({"name": "abcdefgh"})),
+        ),
+        case(
+            Code::MinItems,
+            with_spec(json!({"tags": []})),
+            "/spec/tags",
+            "fewer than 1",
+            with_spec(json!({"tags": ["a"]})),
+        ),
+        case(
+            Code::MaxItems,
+            with_spec(json!({"tags": ["a", "b", "c"]})),
+            "/spec/tags",
+            "more than 2",
+            with_spec(json!({"tags": ["a", "b"]})),
+        ),
+        case(
+            Code::MinProperties,
+            with_spec(json!({"labels": {}})),
+            "/spec/labels",
+            "fewer than 1",
+            with_spec(json!({"labels": {"a": "b"}})),
+        ),
+        case(
+            Code::MaxProperties,
+            with_spec(json!({"labels": {"a": "1", "b": "2", "c": "3"}})),
+            "/spec/labels",
+            "more than 2",
+            with_spec(json!({"labels": {"a": "1", "b": "2"}})),
+        ),
+        case(
+            Code::DuplicateSetItem,
+            with_spec(json!({"tags": ["a", "a"]})),
+            "/spec/tags/1",
+            "duplicate value \"a\"",
+            with_spec(json!({"tags": ["a", "b"]})),
+        ),
+        case(
+            Code::DuplicateMapKey,
+            with_spec(json!({"ports": [{"port": 80, "name": "a"}, {"port": 80, "name": "b"}]})),
+            "/spec/ports/1",
+            "duplicate entry for key port=80",
+            with_spec(json!({"ports": [{"port": 80, "name": "a"}, {"port": 81, "name": "b"}]})),
+        ),
+        case(
+            Code::InvalidDate,
+            with_spec(json!({"since": "2026-13"})),
+            "/spec/since",
+            "not a full-date",
+            with_spec(json!({"since": "2026-12-01"})),
+        ),
+        case(
+            Code::InvalidDateTime,
+            with_spec(json!({"at": "2026-12-01 10:00"})),
+            "/spec/at",
+            "not an RFC 3339",
+            with_spec(json!({"at": "2026-12-01T10:00:00+01:00"})),
+        ),
+        case(
+            Code::InvalidBase64,
+            with_spec(json!({"blob": "%%%"})),
+            "/spec/blob",
+            "not valid base64",
+            with_spec(json!({"blob": "AAEC"})),
+        ),
+        case(
+            Code::IntegerRange,
+            with_spec(json!({"count": 3_000_000_000_u64})),
+            "/spec/count",
+            "out of range for int32",
+            with_spec(json!({"count": 3})),
+        ),
+        case(
+            Code::AnyOf,
+            with_spec(json!({"port": "HTTP"})),
+            "/spec/port",
+            "matches none of the schemas of `anyOf`",
+            with_spec(json!({"port": "http"})),
+        ),
+        case(
+            Code::WrongType,
+            with_spec(json!({"port": 1.5})),
+            "/spec/port",
+            "an integer or a string",
+            with_spec(json!({"port": 8080})),
+        ),
+        case(
+            Code::OneOf,
+            with_spec(json!({"target": {"ref": "a", "selector": "b"}})),
+            "/spec/target",
+            "matches 2",
+            with_spec(json!({"target": {"ref": "a"}})),
+        ),
+        case(
+            Code::Not,
+            with_spec(json!({"policy": "forbidden"})),
+            "/spec/policy",
+            "must not match",
+            with_spec(json!({"policy": "allowed"})),
+        ),
+        case(
+            Code::EmbeddedResource,
+            with_spec(json!({"template": {"kind": "Pod", "metadata": {}}})),
+            "/spec/template",
+            "needs `apiVersion`",
+            with_spec(json!({"template": {"apiVersion": "v1", "kind": "Pod", "metadata": {}}})),
+        ),
+        case(
+            Code::CelRule,
+            with_spec(json!({"low": 5, "high": 2})),
+            "/spec",
+            "low must not exceed high",
+            with_spec(json!({"low": 2, "high": 5})),
+        ),
+        case(
+            Code::CelRule,
+            with_spec(json!({"mode": "off", "tags": ["a"]})),
+            "/spec",
+            "tags are unused when mode is off",
+            with_spec(json!({"mode": "on", "tags": ["a"]})),
+        ),
+        case(
+            Code::CelError,
+            with_spec(json!({"ratio": 1, "zero": 0})),
+            "/spec",
+            "rule `!has(self.ratio) || self.ratio / self.zero > 0`",
+            with_spec(json!({"ratio": 1, "zero": 1})),
+        ),
+        case(
+            Code::UnservedVersion,
+            json!({"apiVersion": "example.com/v0", "kind": "Widget", "metadata": {"name": "w"}}),
+            "/apiVersion",
+            "does not serve `example.com/v0`; it serves `example.com/v1`",
+            widget(json!({"size": 2})),
+        ),
+        case(
+            Code::UnknownField,
+            json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w", "labelz": {}}, "spec": {"size": 2}}),
+            "/metadata/labelz",
+            "did you mean `labels`?",
+            widget(json!({"size": 2})),
+        ),
+    ]
+}
+
+#[test]
+fn every_seeded_defect_is_found_and_its_twin_is_clean() {
+    let v = validator();
+    let mut failures = Vec::new();
+    for (i, c) in cases().iter().enumerate() {
+        let bad = v.validate(&c.invalid).findings;
+        let hit = bad
+            .iter()
+            .any(|f| f.code == c.code && f.pointer == c.pointer && f.message.contains(c.message));
+        if !hit || bad.len() != 1 {
+            failures.push(format!(
+                "case {i} ({}): expected one `{}` at `{}`, got {bad:#?}",
+                c.code.as_str(),
+                c.message,
+                c.pointer
+            ));
+        }
+        let twin = v.validate(&c.valid);
+        if !twin.findings.is_empty() || twin.unvalidated.is_some() {
+            failures.push(format!(
+                "case {i} ({}): the valid twin gave {twin:#?}",
+                c.code.as_str()
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(cases().len() >= 40);
+}
+
+#[test]
+fn every_object_rule_has_a_seeded_defect() {
+    let seeded: Vec<Code> = cases().iter().map(|c| c.code).collect();
+    // The rest are covered below (CRDs, kinds with no schema, conflicts).
+    let elsewhere = [
+        Code::InvalidCrd,
+        Code::NoSchema,
+        Code::SharedResource,
+        Code::MissingNamespace,
+        Code::ClusterScopedConflict,
+    ];
+    for code in Code::ALL {
+        assert!(
+            seeded.contains(&code) || elsewhere.contains(&code),
+            "no seeded defect for `{}`",
+            code.as_str()
+        );
+    }
+}
+
+#[test]
+fn cel_rules_outside_cel_rust_and_transition_rules_are_counted_not_failed() {
+    // `isSorted` (Kubernetes' list library) and `oldSelf` are on every Widget.
+    assert_eq!(
+        validator()
+            .validate(&widget(json!({"size": 3})))
+            .skipped_rules,
+        2
+    );
+}
+
+#[test]
+fn invalid_crd_is_reported_and_defines_nothing() {
+    let mut crd = widget_crd();
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["name"]
+        ["pattern"] = json!("([");
+    let mut crds = Crds::default();
+    let found = crds.add(&crd);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].code, Code::InvalidCrd);
+    assert!(
+        found[0].pointer.ends_with("/properties/name"),
+        "{}",
+        found[0].pointer
+    );
+    assert!(crds.add(&widget_crd()).is_empty());
+}
+
+#[test]
+fn kinds_with_no_schema_are_counted_not_passed() {
+    let v = validator();
+    let out = v.validate(&json!({"apiVersion": "monitoring.coreos.com/v1", "kind": "ServiceMonitor", "metadata": {"name": "m"}}));
+    assert!(out.findings.is_empty());
+    assert_eq!(
+        out.unvalidated.as_deref(),
+        Some("monitoring.coreos.com/v1 ServiceMonitor")
+    );
+    let out = v.validate(&widget(json!({"size": 2})));
+    assert_eq!(out.unvalidated, None);
+}
+
+fn placement<'a>(
+    app: &'a str,
+    ns: Option<&'a str>,
+    object: &'a Value,
+    namespaced: bool,
+) -> Placement<'a> {
+    Placement {
+        application: app,
+        cluster: "prod",
+        destination_namespace: ns,
+        object,
+        namespaced: Some(namespaced),
+    }
+}
+
+#[test]
+fn one_deployment_owned_by_two_applications_is_a_shared_resource() {
+    // Two instances of one component rendering the same Deployment into one namespace.
+    let d = deployment(container(json!({})));
+    let found = conflicts(&[
+        placement("web-a-prod", Some("shop"), &d, true),
+        placement("web-b-prod", Some("shop"), &d, true),
+    ]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].at, 1);
+    assert_eq!(found[0].finding.code, Code::SharedResource);
+    assert!(
+        found[0]
+            .finding
+            .message
+            .contains("Applications `web-a-prod` and `web-b-prod`"),
+        "{}",
+        found[0].finding.message
+    );
+    // Twin: another namespace, or one Application emitting it once.
+    let mut other = d.clone();
+    other["metadata"]["namespace"] = json!("shop-b");
+    assert!(
+        conflicts(&[
+            placement("web-a-prod", Some("shop"), &d, true),
+            placement("web-b-prod", Some("shop"), &other, true)
+        ])
+        .is_empty()
+    );
+}
+
+#[test]
+fn a_namespaced_object_without_any_namespace_is_reported() {
+    let sa = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "x"}});
+    let found = conflicts(&[placement("app", None, &sa, true)]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].finding.code, Code::MissingNamespace);
+    assert!(conflicts(&[placement("app", Some("ns"), &sa, true)]).is_empty());
+}
+
+#[test]
+fn a_cluster_scoped_object_differing_between_environments_is_reported() {
+    let a = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "r"}, "rules": []});
+    let mut b = a.clone();
+    b["rules"] = json!([{"verbs": ["get"], "apiGroups": [""], "resources": ["pods"]}]);
+    let found = conflicts(&[
+        placement("web-staging", Some("a"), &a, false),
+        placement("web-prod", Some("b"), &b, false),
+    ]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].finding.code, Code::ClusterScopedConflict);
+    assert!(
+        conflicts(&[
+            placement("web-staging", Some("a"), &a, false),
+            placement("web-prod", Some("b"), &a, false)
+        ])
+        .is_empty()
+    );
+}
