@@ -19,6 +19,7 @@ pub mod cli;
 pub mod emit;
 pub mod evaluate;
 pub mod git;
+pub mod graph;
 pub mod kargo;
 pub mod load;
 pub mod marker;

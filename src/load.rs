@@ -829,11 +829,7 @@ impl Loader<'_> {
             }
         };
         let mut found = false;
-        for entry in entries {
-            let is_yaml = entry.extension().is_some_and(|e| e == "yaml" || e == "yml");
-            if !is_yaml || self.fs.is_dir(&entry) {
-                continue;
-            }
+        for entry in yaml_entries(self.fs, entries) {
             found = true;
             let name = entry
                 .file_name()
@@ -865,36 +861,31 @@ impl Loader<'_> {
             }
         };
         let file = self.sources.add(display.clone(), text.as_str());
-        let docs = match crate::yaml::parse_stream(&display, &text) {
-            Ok(d) => d,
+        let (resources, problems) = match manifest_resources(&display, &text) {
+            Ok(r) => r,
             Err(e) => {
                 self.errors.push(e.into());
                 return;
             }
         };
-        for (doc, value) in docs.into_iter().enumerate() {
-            let reason = resource_problem(&value);
-            if let Some((pointer, reason)) = reason {
-                let mut loc = Loc::new(file, pointer);
-                loc.doc = doc;
-                let sn = self.sources.snippet(&loc);
-                self.errors.push(LoadError::InvalidResource {
-                    at: sn.at,
-                    doc,
-                    reason,
-                    src: sn.src,
-                    span: sn.span,
-                });
-                continue;
-            }
-            out.push(Resource::new(
-                value,
-                Some(Origin {
-                    file: display.clone(),
-                    document: doc,
-                }),
-            ));
+        for NotAnObject {
+            doc,
+            pointer,
+            reason,
+        } in problems
+        {
+            let mut loc = Loc::new(file, pointer);
+            loc.doc = doc;
+            let sn = self.sources.snippet(&loc);
+            self.errors.push(LoadError::InvalidResource {
+                at: sn.at,
+                doc,
+                reason,
+                src: sn.src,
+                span: sn.span,
+            });
         }
+        out.extend(resources);
     }
 
     /// Checks that every file under a kustomization directory stays inside the root (the
@@ -934,7 +925,61 @@ fn per_plan(entry: &crate::spec::PathEntry) -> bool {
 }
 
 /// What makes `value` not a Kubernetes object: (JSON Pointer, reason).
-fn resource_problem(value: &Value) -> Option<(&'static str, String)> {
+/// The `*.yaml`/`*.yml` files among a directory's `entries` (its sorted listing), not
+/// directories themselves: what a `files:` entry naming a directory reads, not recursive.
+/// Load and render (for a path resolved per BuildPlan) both list directories through it.
+pub fn yaml_entries(fs: &dyn FileSystem, entries: Vec<PathBuf>) -> Vec<PathBuf> {
+    entries
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .filter(|p| !fs.is_dir(p))
+        .collect()
+}
+
+/// A document of a manifest file that is not a Kubernetes object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAnObject {
+    /// The document's index in the file.
+    pub doc: usize,
+    /// Where in it the problem is (empty: the document).
+    pub pointer: &'static str,
+    pub reason: String,
+}
+
+/// The documents of the manifest file `name` (text `text`) as resources, and the documents
+/// that are not Kubernetes objects. Load and render read every manifest through it.
+///
+/// Errors: the YAML does not parse.
+pub fn manifest_resources(
+    name: &str,
+    text: &str,
+) -> Result<(Vec<Resource>, Vec<NotAnObject>), crate::yaml::YamlError> {
+    let (mut resources, mut problems) = (Vec::new(), Vec::new());
+    for (doc, value) in crate::yaml::parse_stream(name, text)?
+        .into_iter()
+        .enumerate()
+    {
+        match resource_problem(&value) {
+            Some((pointer, reason)) => problems.push(NotAnObject {
+                doc,
+                pointer,
+                reason,
+            }),
+            None => resources.push(Resource::new(
+                value,
+                Some(Origin {
+                    file: name.to_string(),
+                    document: doc,
+                }),
+            )),
+        }
+    }
+    Ok((resources, problems))
+}
+
+/// Why `value` is not a Kubernetes object (the pointer to underline, and the reason), if it
+/// is not one: the one rule for manifest files and inline resources.
+pub fn resource_problem(value: &Value) -> Option<(&'static str, String)> {
     let Some(obj) = value.as_object() else {
         return Some(("", "not a mapping".into()));
     };

@@ -1192,10 +1192,10 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
     let set = crate::pipeline::build(&opts, &|_, _| {})?.set;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
     let format = match args.output {
-        GraphOutput::Mermaid => crate::kargo::graph::GraphFormat::Mermaid,
-        GraphOutput::Dot => crate::kargo::graph::GraphFormat::Dot,
+        GraphOutput::Mermaid => crate::graph::GraphFormat::Mermaid,
+        GraphOutput::Dot => crate::graph::GraphFormat::Dot,
     };
-    print_out(&crate::kargo::graph::graph(
+    print_out(&crate::graph::graph(
         &objects,
         args.project.as_deref(),
         format,
