@@ -24,6 +24,9 @@ use thiserror::Error;
 
 pub use crate::fs::{FileSystem, RealFs};
 
+/// The file that makes a directory a platform.
+pub const PLATFORM_FILE: &str = "platform.yaml";
+
 /// How to load: the variants of the load stage.
 #[derive(Clone, Copy, Default)]
 pub struct LoadOptions<'a> {
@@ -313,6 +316,7 @@ pub fn load(
     let dir = fs
         .canonicalize(platform_dir)
         .map_err(|e| io_err("open platform directory", platform_dir, e))?;
+    let dir = platform_dir_of(fs, dir);
     let root = match &opts.root {
         Some(r) => fs
             .canonicalize(r)
@@ -327,7 +331,7 @@ pub fn load(
         errors: Vec::new(),
     };
 
-    let pf_path = dir.join("platform.yaml");
+    let pf_path = dir.join(PLATFORM_FILE);
     let Some((file, raw, valid)) =
         ld.read_doc(&pf_path, platform_validator(), "platform.schema.json")
     else {
@@ -445,7 +449,22 @@ pub fn repository_root(
 ) -> std::io::Result<PathBuf> {
     match root {
         Some(r) => fs.canonicalize(r),
-        None => Ok(default_root(fs, &fs.canonicalize(platform_dir)?)),
+        None => Ok(default_root(
+            fs,
+            &platform_dir_of(fs, fs.canonicalize(platform_dir)?),
+        )),
+    }
+}
+
+/// The platform directory of a canonical `path` given for it: the path itself, or the
+/// directory holding it when it names the `platform.yaml` file (`kiln render
+/// platforms/bank/platform.yaml` is `kiln render platforms/bank`).
+fn platform_dir_of(fs: &dyn FileSystem, path: PathBuf) -> PathBuf {
+    match path.parent() {
+        Some(parent) if path.file_name() == Some(PLATFORM_FILE.as_ref()) && fs.is_file(&path) => {
+            parent.to_path_buf()
+        }
+        _ => path,
     }
 }
 
@@ -1038,6 +1057,26 @@ mod tests {
             root: Some(t.path()),
             ..Default::default()
         }
+    }
+
+    /// Issue 38 item 9: the platform may be named by its `platform.yaml` as well as by its
+    /// directory.
+    #[test]
+    fn a_platform_yaml_path_loads_its_platform() {
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+        ]);
+        let dir = t.path().join("platforms/p");
+        let by_dir = load(&RealFs, &dir, &LoadOptions::default()).unwrap();
+        let by_file = load(&RealFs, &dir.join("platform.yaml"), &LoadOptions::default()).unwrap();
+        assert_eq!((&by_file.dir, &by_file.root), (&by_dir.dir, &by_dir.root));
+        assert_eq!(by_file.components.len(), 1);
+        assert_eq!(
+            repository_root(&RealFs, &dir.join("platform.yaml"), None).unwrap(),
+            by_dir.root
+        );
     }
 
     #[test]
