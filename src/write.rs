@@ -126,6 +126,15 @@ pub enum WriteError {
     )]
     ManifestInvalid { path: String, reason: String },
 
+    /// SIGINT or SIGTERM arrived while the output was being written: the write either
+    /// finished its renames or undid them before stopping, as the message says.
+    #[error("interrupted: {outcome}")]
+    #[diagnostic(
+        code(kiln::write::interrupted),
+        help("the output is whole; run the render again to bring it up to date")
+    )]
+    Interrupted { outcome: String },
+
     /// An incremental render reuses a file of the previous write without its bytes, and the
     /// file is no longer the one written then (edited while kiln ran). Nothing was written;
     /// the caller renders in full instead.
@@ -253,7 +262,72 @@ fn remove_stale_stages(parent: &Path, out: &Path) {
         }
         let marker = crate::fs::read_regular(&e.path().join(STAGE_MARKER));
         if marker.is_ok_and(|m| m == expected.as_bytes()) {
-            let _ = std::fs::remove_dir_all(e.path());
+            remove_stage(&e.path());
+        } else {
+            // A run killed between removing the marker and the directory (or between
+            // creating the directory and its marker) left it empty: `rmdir` removes only an
+            // empty directory, so nothing of anyone's is lost (issue 39, item 13).
+            let _ = std::fs::remove_dir(e.path());
+        }
+    }
+}
+
+/// Removes a staging directory in an order that keeps it recognisable until the end: every
+/// entry but the marker, then the marker, then the (empty) directory. A kill at any point
+/// leaves either a marked directory or an empty one, both of which the next run removes
+/// (`remove_stale_stages`); `remove_dir_all` removes in directory order and could leave a
+/// half-removed directory without its marker, beside the output forever.
+fn remove_stage(stage: &Path) {
+    if let Ok(entries) = std::fs::read_dir(stage) {
+        for e in entries.flatten() {
+            if e.file_name() == STAGE_MARKER {
+                continue;
+            }
+            #[cfg(test)]
+            if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) && fault().is_err() {
+                return; // a simulated kill
+            }
+            let path = e.path();
+            let _ = if e.file_type().is_ok_and(|t| t.is_dir()) {
+                std::fs::remove_dir_all(&path)
+            } else {
+                std::fs::remove_file(&path)
+            };
+        }
+    }
+    let _ = std::fs::remove_file(stage.join(STAGE_MARKER));
+    let _ = std::fs::remove_dir(stage);
+}
+
+/// A staging directory of this run, removed with [`remove_stage`] when dropped unless kept.
+struct Stage {
+    path: PathBuf,
+    keep: bool,
+}
+
+impl Stage {
+    /// A new staging directory for `out` in `parent`, its marker written at once.
+    fn create(parent: &Path, out: &Path) -> Result<Stage, WriteError> {
+        let path = tempfile::Builder::new()
+            .prefix(&stage_prefix(out))
+            .tempdir_in(parent)
+            .map_err(io_err("create a staging directory in", parent))?
+            .keep();
+        let stage = Stage { path, keep: false };
+        let marker = stage.path.join(STAGE_MARKER);
+        std::fs::write(&marker, stage_marker_text(out)).map_err(io_err("write", &marker))?;
+        Ok(stage)
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        if !self.keep {
+            remove_stage(&self.path);
         }
     }
 }
@@ -586,12 +660,17 @@ pub fn write(
         }
     }
     let mut kept = Vec::new();
+    // Owned files already gone (a run killed during its prune moved them away, issue 39,
+    // item 13): their directories, where empty, are removed as the prune would have.
+    let mut vacated = Vec::new();
     for path in owned.iter().filter(|p| !set.files.contains_key(*p)) {
         if !in_scope(path) {
             kept.push(path.clone());
         } else if out.join(path).is_file() {
             check_no_symlinked_dir(out, path, &mut checked)?;
             report.removed.push(path.clone());
+        } else if check_no_symlinked_dir(out, path, &mut checked).is_ok() {
+            vacated.push(path.clone());
         }
     }
     let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
@@ -602,14 +681,15 @@ pub fn write(
         return Ok(report);
     }
 
-    // 2. Stage beside the real target (same file system, so renames are atomic).
-    let stage = tempfile::Builder::new()
-        .prefix(&stage_prefix(out))
-        .tempdir_in(&parent)
-        .map_err(io_err("create a staging directory in", &parent))?;
+    // 2. Stage beside the real target (same file system, so renames are atomic). From here
+    // on SIGINT and SIGTERM are held (issue 38, item 6): before the commit the staged files
+    // are dropped and nothing changes; once it starts, it finishes.
+    let held = interrupt::Held::hold();
+    let stopped = || WriteError::Interrupted {
+        outcome: "the output was left as it was (the staged files were removed)".into(),
+    };
+    let stage = Stage::create(&parent, out)?;
     let in_stage = |p: &str| stage.path().join("new").join(p);
-    let marker = stage.path().join(STAGE_MARKER);
-    std::fs::write(&marker, stage_marker_text(out)).map_err(io_err("write", &marker))?;
     for path in report.written.iter().map(String::as_str).chain([MANIFEST]) {
         let dest = in_stage(path);
         if let Some(dir) = dest.parent() {
@@ -621,14 +701,29 @@ pub fn write(
             &set.files[path]
         };
         std::fs::write(&dest, bytes).map_err(io_err("write", &dest))?;
+        if held.pending() {
+            return Err(stopped());
+        }
     }
 
     // 3. Commit.
+    let finished = |report: WriteReport| {
+        if !held.pending() {
+            return Ok(report);
+        }
+        Err(WriteError::Interrupted {
+            outcome: format!(
+                "the update was finished first ({} files written, {} removed)",
+                report.written.len(),
+                report.removed.len()
+            ),
+        })
+    };
     if !exists {
         // One rename; on failure the staging directory is dropped (removed).
         std::fs::rename(stage.path().join("new"), out)
             .map_err(io_err("move the staged tree to", out))?;
-        return Ok(report);
+        return finished(report);
     }
     // The journal: old and new files owned at once, so a kill from here on leaves nothing
     // unowned, and the next run (whatever its input) completes the update.
@@ -643,17 +738,99 @@ pub fn write(
         placed: Vec::new(),
         old_manifest,
     };
-    match commit.run(&report, &in_stage, &journal_path) {
-        Ok(()) => Ok(report),
+    match commit.run(&report, &vacated, &in_stage, &journal_path) {
+        Ok(()) => finished(report),
         #[cfg(test)]
         Err(e) if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) => {
             // A simulated SIGKILL: no roll-back, no clean-up.
-            let _ = stage.keep();
+            let mut stage = stage;
+            stage.keep = true;
             Err(e)
         }
         Err(e) => {
             commit.roll_back();
             Err(e)
+        }
+    }
+}
+
+/// SIGINT and SIGTERM held off while a write stages and commits (issue 38, item 6): a
+/// handler only notes the signal, and the write looks at the note where stopping is safe (see
+/// `write_known`). The first writer of the process installs the handler and the last one
+/// restores what was there, so concurrent writes share one.
+#[cfg(unix)]
+mod interrupt {
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    static PENDING: AtomicBool = AtomicBool::new(false);
+    /// How many writes hold the signals, and the actions they replaced.
+    static HELD: Mutex<(usize, Vec<(libc::c_int, libc::sigaction)>)> = Mutex::new((0, Vec::new()));
+    const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+    extern "C" fn note(_: libc::c_int) {
+        PENDING.store(true, Ordering::SeqCst);
+    }
+
+    /// Signals held until dropped.
+    pub(super) struct Held;
+
+    impl Held {
+        pub(super) fn hold() -> Held {
+            let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+            if held.0 == 0 {
+                PENDING.store(false, Ordering::SeqCst);
+                for signal in SIGNALS {
+                    // SAFETY: plain sigaction calls with zeroed, then filled, structures; the
+                    // handler only stores to an atomic (async-signal-safe).
+                    unsafe {
+                        let mut action: libc::sigaction = std::mem::zeroed();
+                        action.sa_sigaction = note as extern "C" fn(libc::c_int) as usize;
+                        action.sa_flags = libc::SA_RESTART;
+                        libc::sigemptyset(&mut action.sa_mask);
+                        let mut old: libc::sigaction = std::mem::zeroed();
+                        if libc::sigaction(signal, &action, &mut old) == 0 {
+                            held.1.push((signal, old));
+                        }
+                    }
+                }
+            }
+            held.0 += 1;
+            Held
+        }
+
+        /// `true` once SIGINT or SIGTERM arrived while held.
+        pub(super) fn pending(&self) -> bool {
+            PENDING.load(Ordering::SeqCst)
+        }
+    }
+
+    impl Drop for Held {
+        fn drop(&mut self) {
+            let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+            held.0 -= 1;
+            if held.0 == 0 {
+                for (signal, old) in std::mem::take(&mut held.1) {
+                    // SAFETY: restores the action `hold` replaced.
+                    unsafe {
+                        libc::sigaction(signal, &old, std::ptr::null_mut());
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(not(unix))]
+mod interrupt {
+    /// Without POSIX signals nothing is held.
+    pub(super) struct Held;
+    impl Held {
+        pub(super) fn hold() -> Held {
+            Held
+        }
+        pub(super) fn pending(&self) -> bool {
+            false
         }
     }
 }
@@ -702,6 +879,7 @@ impl Commit<'_> {
     fn run(
         &mut self,
         report: &WriteReport,
+        vacated: &[String],
         in_stage: &dyn Fn(&str) -> PathBuf,
         journal: &Path,
     ) -> Result<(), WriteError> {
@@ -723,13 +901,20 @@ impl Commit<'_> {
         for path in &report.removed {
             self.move_to_backup(path)?;
         }
-        for path in &report.removed {
+        for path in report.removed.iter().chain(vacated) {
             // Remove directories the prune left empty, up to (not including) `out`; a
             // directory holding anything else, owned or not, stays.
             let mut dir = self.out.join(path).parent().map(Path::to_path_buf);
             while let Some(d) = dir {
-                if d == self.out || std::fs::remove_dir(&d).is_err() {
+                fault()?;
+                if d == self.out {
                     break;
+                }
+                match std::fs::remove_dir(&d) {
+                    // Gone already: a killed run removed it, its parents may remain.
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(_) => break,
                 }
                 dir = d.parent().map(Path::to_path_buf);
             }
@@ -1204,6 +1389,71 @@ mod tests {
                 "stage left"
             );
         }
+    }
+
+    fn stages_beside(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".kiln-stage-"))
+            .collect()
+    }
+
+    /// Issue 39, item 13: a run killed while it removes a staging directory (at each of its
+    /// entries, and between the marker and the directory itself) leaves a directory the next
+    /// run recognises and removes.
+    #[test]
+    fn a_kill_while_a_stage_is_removed_is_cleaned_by_the_next_run() {
+        for n in 0..4 {
+            let t = tempfile::tempdir().unwrap();
+            let out = t.path().join("deploy");
+            let real = resolve_target(&out).unwrap();
+            let stale = t.path().join(format!("{}killed", stage_prefix(&real)));
+            std::fs::create_dir_all(stale.join("new/web")).unwrap();
+            std::fs::create_dir_all(stale.join("old")).unwrap();
+            std::fs::write(stale.join("new/web/a.yaml"), "half").unwrap();
+            std::fs::write(stale.join("old/b.yaml"), "backup").unwrap();
+            std::fs::write(stale.join("journal.json"), "{}").unwrap();
+            std::fs::write(stale.join(STAGE_MARKER), stage_marker_text(&real)).unwrap();
+            FAULT.with(|f| f.set(Some((n, true))));
+            remove_stage(&stale);
+            FAULT.with(|f| f.set(None));
+            write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
+            assert_eq!(stages_beside(t.path()), Vec::<String>::new(), "kill at {n}");
+        }
+        // Killed after the marker went, before the directory did: empty, and removed.
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        let real = resolve_target(&out).unwrap();
+        std::fs::create_dir(t.path().join(format!("{}empty", stage_prefix(&real)))).unwrap();
+        write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
+        assert_eq!(stages_beside(t.path()), Vec::<String>::new());
+    }
+
+    /// Issue 39, item 13: a run killed at the prune's first `rmdir` has moved the removed
+    /// component's files away but left its directories; the next run, which still owns the
+    /// files by the journal manifest, removes the empty directories.
+    #[test]
+    fn a_kill_at_the_prunes_first_rmdir_is_finished_by_the_next_run() {
+        let mut hit = false;
+        for n in 0..10 {
+            let t = tempfile::tempdir().unwrap();
+            let out = t.path().join("deploy");
+            let v1 = set(&[("a.yaml", "a"), ("web/dev/b/b.gen.yaml", "b")]);
+            write(&v1, &out, &WriteOptions::default()).unwrap();
+            FAULT.with(|f| f.set(Some((n, true))));
+            let killed = write(&set(&[("a.yaml", "a2")]), &out, &WriteOptions::default());
+            FAULT.with(|f| f.set(None));
+            if killed.is_ok() {
+                break;
+            }
+            hit |= !out.join("web/dev/b/b.gen.yaml").exists() && out.join("web/dev/b").is_dir();
+            write(&set(&[("a.yaml", "a3")]), &out, &WriteOptions::default()).unwrap();
+            assert!(!out.join("web").exists(), "kill at {n}: directories left");
+            assert_eq!(listing(&out), [".kiln-owned.json", "a.yaml"]);
+            assert_eq!(stages_beside(t.path()), Vec::<String>::new());
+        }
+        assert!(hit, "no kill fell between the move and the rmdir");
     }
 
     #[cfg(unix)]

@@ -54,7 +54,7 @@ fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
-fn options(repo: &Path) -> PublishOptions {
+pub(crate) fn options(repo: &Path) -> PublishOptions {
     PublishOptions::new(
         repo.display().to_string(),
         "main",
@@ -92,7 +92,7 @@ fn component(env: &str, name: &str, tag: &str) -> [(String, String); 2] {
     ]
 }
 
-fn shop(components: &[(&str, &str, &str)]) -> ArtifactSet {
+pub(crate) fn shop(components: &[(&str, &str, &str)]) -> ArtifactSet {
     let mut out = ArtifactSet::new();
     for (env, name, tag) in components {
         for (p, b) in component(env, name, tag) {
@@ -850,6 +850,23 @@ fn item13_publish_recovers_after_a_kill_between_ref_and_worktree() {
     assert!(work.join("shop/dev/new/kustomization.yaml").exists());
 }
 
+/// A checked-out repository `work` in `dir` with `api` 1 published, then `api` 2 published
+/// by a run killed after the branch moved (its working tree still at 1): the repository, the
+/// options and the second set.
+pub(crate) fn publish_killed_after_ref_update(
+    dir: &Path,
+) -> (PathBuf, PublishOptions, ArtifactSet) {
+    git(dir, &["init", "-q", "work"]);
+    let work = dir.join("work");
+    let o = options(&work);
+    git::publish(&shop(&[("dev", "api", "1")]), &o).unwrap();
+    let mut crashing = o.clone();
+    crashing.crash_after_ref_update = true;
+    let v2 = shop(&[("dev", "api", "2")]);
+    git::publish(&v2, &crashing).unwrap();
+    (work, o, v2)
+}
+
 /// Issue 39, item 12: a publish killed while writing a working-tree file left it 0 bytes long,
 /// which the next publish took for someone's change. Files are now written to a temporary
 /// file and renamed in, so a kill mid-write leaves the old file and a partial temporary one
@@ -857,14 +874,7 @@ fn item13_publish_recovers_after_a_kill_between_ref_and_worktree() {
 #[test]
 fn a_publish_killed_mid_write_is_finished_by_the_next_one() {
     let t = tempfile::tempdir().unwrap();
-    git(t.path(), &["init", "-q", "work"]);
-    let work = t.path().join("work");
-    let o = options(&work);
-    git::publish(&shop(&[("dev", "api", "1")]), &o).unwrap();
-    let mut crashing = o.clone();
-    crashing.crash_after_ref_update = true;
-    let v2 = shop(&[("dev", "api", "2")]);
-    git::publish(&v2, &crashing).unwrap();
+    let (work, o, v2) = publish_killed_after_ref_update(t.path());
     // The kill came while the new bytes were half written to the temporary file.
     let tmp = work.join("shop/dev/api/.kustomization.yaml.kiln-publish-tmp");
     std::fs::write(&tmp, "apiVersion: kustomize.config.k8s.io/v1beta1\nki").unwrap();

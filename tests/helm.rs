@@ -173,7 +173,7 @@ fn errors_name_file_and_line() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 21, "one case per error kind");
+    assert_eq!(checked, 30, "one case per error kind");
 }
 
 /// Splits at `---` lines and reads each document as Kubernetes does; empty ones dropped.
@@ -890,4 +890,57 @@ fn deep_include_recursion_renders_and_stops_at_helms_limit() {
             .contains("rendering template has a nested reference name: count"),
         "{err}"
     );
+}
+
+/// `now` stays fixed unless the render is given an instant (issue 37, Helm class 4):
+/// `--now` (seconds or RFC 3339), else `SOURCE_DATE_EPOCH`, both read by the CLI only.
+#[test]
+fn helm_template_now_is_fixed_and_settable() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chart = one_template_chart(
+        tmp.path(),
+        "clock",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: clock\ndata:\n  now: {{ now | date \"2006-01-02T15:04:05Z07:00\" | quote }}\n  schedule: \"{{ now | date \"4 15\" }} * * *\"\n",
+    );
+    let chart = chart.to_str().unwrap();
+    let run = |args: &[&str], epoch: Option<&str>| {
+        let mut c = crate::support::kiln_bin();
+        c.args(["helm", "template", "rel", chart]).args(args);
+        match epoch {
+            Some(e) => c.env("SOURCE_DATE_EPOCH", e),
+            None => c.env_remove("SOURCE_DATE_EPOCH"),
+        };
+        let out = c.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, err) = run(&[], None);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("now: \"2000-01-01T00:00:00Z\""), "{out}");
+    let (_, out, _) = run(&["--now", "2024-05-01T06:30:00Z"], None);
+    assert!(out.contains("now: \"2024-05-01T06:30:00Z\""), "{out}");
+    assert!(out.contains("schedule: \"30 06 * * *\""), "{out}");
+    let (_, out, _) = run(&[], Some("1714545000"));
+    assert!(out.contains("now: \"2024-05-01T06:30:00Z\""), "{out}");
+    // The flag wins over the environment.
+    let (_, out, _) = run(&["--now", "0"], Some("1714545000"));
+    assert!(out.contains("now: \"1970-01-01T00:00:00Z\""), "{out}");
+    let (code, out, err) = run(&[], Some("yesterday"));
+    assert_eq!(code, Some(1), "{out}");
+    assert!(err.contains("SOURCE_DATE_EPOCH"), "{err}");
+    assert!(out.is_empty());
+}
+
+/// A chart `name` under `dir` with the one template `templates/t.yaml`; returns its directory.
+fn one_template_chart(dir: &Path, name: &str, template: &str) -> PathBuf {
+    let chart = dir.join(name);
+    write(
+        &chart.join("Chart.yaml"),
+        &format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n"),
+    );
+    write(&chart.join("templates/t.yaml"), template);
+    chart
 }

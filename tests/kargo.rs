@@ -201,6 +201,17 @@ fn fixture(case: &str, platform: &str) -> Input {
     )
 }
 
+/// The `output` of project `name` of `input`, to edit.
+fn output_mut<'a>(input: &'a mut Input, name: &str) -> &'a mut kiln::spec::ProjectOutput {
+    input
+        .platform
+        .projects
+        .iter_mut()
+        .find(|p| p.name == name)
+        .and_then(|p| p.output.as_mut())
+        .unwrap_or_else(|| panic!("project {name} with an output"))
+}
+
 fn kind<'a>(objects: &'a [Resource], kind: &str) -> Vec<&'a Resource> {
     objects.iter().filter(|r| r.kind() == kind).collect()
 }
@@ -539,13 +550,7 @@ fn bank_warehouse_watches_only_its_component_and_never_a_write_path() {
 fn write_paths_in_the_source_repository_are_excluded_from_the_warehouse() {
     let mut input = bank_per_component();
     // backend writes into the platform repository itself, on the watched branch.
-    let backend = input
-        .platform
-        .projects
-        .iter_mut()
-        .find(|p| p.name == "backend")
-        .unwrap();
-    backend.output.as_mut().unwrap().repo_url = "https://github.com/example/bank-platform".into();
+    output_mut(&mut input, "backend").repo_url = "https://github.com/example/bank-platform".into();
     let objects = support::objects(&input);
     let w = kind(&objects, "Warehouse")
         .into_iter()
@@ -586,7 +591,7 @@ fn kargo_disabled_emits_applications_tracking_the_main_branch_only() {
             "https://github.com/example/bank-platform.git"
         );
         assert_eq!(str_at(&a.value, "/spec/source/targetRevision"), "main");
-        assert_eq!(a.value["spec"]["syncPolicy"]["automated"]["enabled"], true);
+        assert_eq!(a.value["spec"]["syncPolicy"]["automated"]["prune"], true);
     }
     let web = objects
         .iter()
@@ -740,7 +745,11 @@ fn g02_subscriptions_drop_tag_and_digest_but_keep_port_and_path() {
     assert!(
         set[1]["digest"].as_str().unwrap().ends_with(".Digest }}") && set[1].get("tag").is_none()
     );
-    assert!(set[2]["tag"].as_str().unwrap().ends_with(".Tag }}") && set[2].get("digest").is_none());
+    // Pinned by tag and digest: the digest (issue 38, item 4).
+    assert!(
+        set[2]["digest"].as_str().unwrap().ends_with(".Digest }}") && set[2].get("tag").is_none()
+    );
+    assert!(set[3]["tag"].as_str().unwrap().ends_with(".Tag }}") && set[3].get("digest").is_none());
     let repos: Vec<&str> = [
         "image_registry_local_5000_team_api",
         "image_localhost_5000_worker",
@@ -1254,19 +1263,12 @@ fn shared_write_branches_pin_each_application_to_its_pushed_commit() {
     // web: one component per `stage/<env>` branch, nothing shared: tracking the branch works.
     let web_dev = stage_named(&objects, "frontend-dev");
     assert_eq!(var(web_dev, "writeBranch"), "stage/dev");
-    // The root Application, which syncs the Applications from Git, never reverts a pin.
+    // The root Application, which syncs the Applications from Git, never reverts a pin
+    // (the entries themselves: `root_ignores_the_revision_of_pinned_applications_only`).
     let root = kind(&objects, "Application")
         .into_iter()
         .find(|a| a.name() == "bank-root")
         .expect("root Application");
-    assert_eq!(
-        root.value["spec"]["ignoreDifferences"],
-        serde_json::json!([{
-            "group": "argoproj.io",
-            "kind": "Application",
-            "jsonPointers": ["/spec/source/targetRevision"],
-        }])
-    );
     assert!(
         root.value["spec"]["syncPolicy"]["syncOptions"]
             .as_array()
@@ -1434,7 +1436,7 @@ fn every_application_syncs_automatically_with_prune() {
     for a in kind(&objects, "Application") {
         assert_eq!(
             a.value["spec"]["syncPolicy"]["automated"],
-            serde_json::json!({ "enabled": true, "prune": true, "selfHeal": true }),
+            serde_json::json!({ "prune": true, "selfHeal": true }),
             "{}",
             a.name()
         );
@@ -1868,4 +1870,144 @@ fn emit_into_serializes_each_file_as_it_is_generated_and_keeps_the_set_on_error(
     set.insert("keep.yaml", "x");
     assert!(kargo::emit_into(&mut set, "", &broken.platform, &broken.plans, &broken.opts).is_err());
     assert_eq!(set.paths().collect::<Vec<_>>(), ["keep.yaml"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Issue 38: the pipeline's edge cases
+// ---------------------------------------------------------------------------------------
+
+/// The Application objects of `objects` whose Stage's `argocd-update` pins them
+/// (`updateTargetRevision`), by name.
+fn pinned_by_stages(objects: &[Resource]) -> std::collections::BTreeSet<String> {
+    kind(objects, "Stage")
+        .into_iter()
+        .flat_map(|s| {
+            step(s, "sync")["config"]["apps"]
+                .as_array()
+                .unwrap()
+                .clone()
+        })
+        .filter(|a| a["sources"][0]["updateTargetRevision"] == true)
+        .map(|a| a["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// Item 1: one `ignoreDifferences` entry per pinned Application, by name and namespace;
+/// none for an Application that tracks its branch (web's), so a layout change reaches it.
+#[test]
+fn root_ignores_the_revision_of_pinned_applications_only() {
+    for input in [bank(), bank_per_component()] {
+        let objects = support::objects(&input);
+        let root = kind(&objects, "Application")
+            .into_iter()
+            .find(|a| a.name() == "bank-root")
+            .unwrap();
+        let entries = root.value["spec"]["ignoreDifferences"].as_array().unwrap();
+        let named: std::collections::BTreeSet<String> = entries
+            .iter()
+            .map(|e| {
+                assert_eq!(e["group"], "argoproj.io");
+                assert_eq!(e["kind"], "Application");
+                assert_eq!(e["namespace"], "argocd");
+                assert_eq!(
+                    e["jsonPointers"],
+                    serde_json::json!(["/spec/source/targetRevision"])
+                );
+                e["name"]
+                    .as_str()
+                    .expect("every entry names its Application")
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(named.len(), entries.len(), "one entry per Application");
+        assert_eq!(named, pinned_by_stages(&objects));
+        assert!(!named.iter().any(|n| n.starts_with("web-")), "{named:?}");
+        assert!(named.contains("backend-contacts-dev"), "{named:?}");
+    }
+    // Nothing pinned (web alone writes one branch per environment): no entry at all.
+    let mut input = bank();
+    input.platform.projects.retain(|p| p.name == "web");
+    let objects = support::objects(&input);
+    let root = kind(&objects, "Application")
+        .into_iter()
+        .find(|a| a.name() == "bank-root")
+        .unwrap();
+    assert!(root.value["spec"].get("ignoreDifferences").is_none());
+}
+
+/// Item 4: `automated.enabled` (Argo CD v3.1+) is never written, and the root syncs with
+/// server-side apply (a project-mode Stage outgrows client-side apply's 256 KiB annotation).
+#[test]
+fn applications_omit_automated_enabled_and_the_root_applies_server_side() {
+    let objects = support::objects(&bank());
+    for a in kind(&objects, "Application") {
+        assert!(
+            a.value["spec"]["syncPolicy"]["automated"]
+                .get("enabled")
+                .is_none(),
+            "{}",
+            a.name()
+        );
+    }
+    let root = kind(&objects, "Application")
+        .into_iter()
+        .find(|a| a.name() == "bank-root")
+        .unwrap();
+    assert_eq!(
+        root.value["spec"]["syncPolicy"]["syncOptions"],
+        serde_json::json!(["RespectIgnoreDifferences=true", "ServerSideApply=true"])
+    );
+}
+
+/// Item 4: an image pinned by tag and digest (g02's `ghcr.io/example-org/web`) keeps its
+/// digest pin at every promotion: set-image writes the Freight's digest, not its tag.
+#[test]
+fn image_pinned_by_tag_and_digest_is_promoted_by_digest() {
+    let objects = support::objects(&fixture("g02", "shop"));
+    let stage = kind(&objects, "Stage")
+        .into_iter()
+        .find(|s| s.name() == "shop-dev")
+        .unwrap();
+    let images = step(stage, "set-image")["config"]["images"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let web = images
+        .iter()
+        .find(|i| i["image"] == "${{ vars.image_ghcr_io_example_org_web }}")
+        .unwrap();
+    assert!(web.get("tag").is_none(), "{web}");
+    assert!(
+        web["digest"].as_str().unwrap().ends_with(").Digest }}"),
+        "{web}"
+    );
+    // A tag without a digest still promotes the tag.
+    let api = images
+        .iter()
+        .find(|i| i["image"] == "${{ vars.image_registry_local_5000_team_api }}")
+        .unwrap();
+    assert!(api["tag"].as_str().unwrap().ends_with(").Tag }}"), "{api}");
+}
+
+/// Item 2: a write path inside kiln's own rendered folders of the source repository's
+/// watched branch is refused, at the `pathPattern`, with nothing written.
+#[test]
+fn write_path_inside_the_rendered_tree_is_refused() {
+    let mut input = bank_per_component();
+    let output = output_mut(&mut input, "web");
+    output.repo_url = "https://github.com/example/bank-platform.git".into();
+    output.mode = kiln::spec::OutputMode::PathPerEnvironment;
+    output.branch_pattern = Some("main".into());
+    output.path_pattern = Some("deploy/web/${env.name}".into());
+    assert_eq!(
+        codes(&input),
+        vec!["kiln::kargo::write_path_in_rendered_tree"]
+    );
+    // Outside `deploy/web/`, or on another branch, it is fine.
+    output_mut(&mut input, "web").path_pattern = Some("promoted/${env.name}".into());
+    assert!(codes(&input).is_empty(), "{:?}", codes(&input));
+    let output = output_mut(&mut input, "web");
+    output.path_pattern = Some("deploy/web/${env.name}".into());
+    output.branch_pattern = Some("deployed".into());
+    assert!(codes(&input).is_empty(), "{:?}", codes(&input));
 }

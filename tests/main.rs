@@ -16,6 +16,7 @@ mod helm;
 mod kargo;
 mod kustomize;
 mod kustomize_helm;
+mod leftovers;
 mod promote;
 mod refusals;
 mod render;

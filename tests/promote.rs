@@ -1029,3 +1029,316 @@ fn history_reports_kargo_promotions_against_their_components() {
         assert!(h.entries.is_empty(), "{name}: {h}");
     }
 }
+
+/// Issue 38, item 2: `kiln render` refuses a project writing into kiln's own rendered folders
+/// of the source repository's watched branch, naming the file, line and field, and writes
+/// nothing.
+#[test]
+fn render_refuses_a_write_path_inside_the_rendered_tree() {
+    let (_tmp, dir) = bank_variant(|t| {
+        t.replace(
+            "      repoURL: https://github.com/example/bank-ops-deploy.git\n      mode: path-per-environment\n      branchPattern: main\n      pathPattern: \"envs/${env.name}\"",
+            "      repoURL: https://github.com/example/bank-platform.git\n      mode: path-per-environment\n      branchPattern: main\n      pathPattern: \"deploy/ops/${env.name}\"",
+        )
+    });
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = kiln()
+        .arg("render")
+        .arg(&dir)
+        .arg("--write-to")
+        .arg(out_dir.path().join("deploy"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("kiln::kargo::write_path_in_rendered_tree"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("platform.yaml:316:"), "{stderr}");
+    assert!(stderr.contains("`deploy/ops/`"), "{stderr}");
+    assert!(stderr.contains("help:"), "{stderr}");
+    assert!(!out_dir.path().join("deploy").exists());
+}
+
+/// `kiln promote STAGE DIR` with the world's `--repo-map`s, new images for the Stage (tag
+/// only: `digest` false) and `extra` arguments.
+fn cli_promote(
+    w: &World,
+    dir: &Path,
+    stage: &StageDef,
+    digest: bool,
+    extra: &[&str],
+) -> std::process::Output {
+    let mut cmd = kiln();
+    cmd.args(["promote", &stage.name])
+        .arg(dir)
+        .args(["--project", &stage.project]);
+    for f in new_freight(w, stage) {
+        let FreightArg::Image(i) = f else { continue };
+        let image = match digest {
+            true => format!("image={}:{}@{}", i.repo_url, i.tag, i.digest),
+            false => format!("image={}:{}", i.repo_url, i.tag),
+        };
+        cmd.args(["--freight", &image]);
+    }
+    for m in &w.map_args {
+        cmd.args(["--repo-map", m]);
+    }
+    cmd.args(extra).env("NO_COLOR", "1").output().unwrap()
+}
+
+/// Issue 38, item 1: after a layout change (`branchPattern` `stage/<env>` → `env/<env>`),
+/// `kiln promote --live` promotes against the live Applications as the root's next sync leaves
+/// them. The root kiln emits now names only pinned Applications, so web's (branch-tracking)
+/// Application moves to the new branch and the promotion passes; the root emitted before,
+/// one entry for every Application, keeps it on `stage/dev`, and `argocd-update` fails as it
+/// did in the cluster.
+#[test]
+fn live_applications_show_the_old_revision_after_a_layout_change() {
+    let (tmp, dir) = bank_variant(|t| t.to_string());
+    let w = world_in(&dir, Some(tmp.path()));
+    let stage = w.objects.stage("frontend-dev", Some("web")).unwrap();
+    let out = cli_promote(&w, &dir, &stage, false, &["--assume-verified"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The live Applications: what the first layout put into the cluster.
+    let live_apps: Vec<Value> = w.objects.applications.clone();
+    let root_of = |apps: &[Value]| {
+        apps.iter()
+            .position(|a| a["metadata"]["name"] == "bank-root")
+            .unwrap()
+    };
+    let mut old_root = live_apps.clone();
+    let k = root_of(&old_root);
+    old_root[k]["spec"]["ignoreDifferences"] = serde_json::json!([{
+        "group": "argoproj.io", "kind": "Application",
+        "jsonPointers": ["/spec/source/targetRevision"],
+    }]);
+    let mut no_root = live_apps.clone();
+    no_root.remove(root_of(&no_root));
+    let file = |name: &str, items: Vec<Value>| {
+        let path = tmp.path().join(name);
+        let list = serde_json::json!({ "apiVersion": "v1", "kind": "List", "items": items });
+        std::fs::write(&path, kiln::yaml::to_yaml_stream(&[list])).unwrap();
+        path.display().to_string()
+    };
+    let (live_new, live_old, live_none) = (
+        file("live-new.yaml", live_apps),
+        file("live-old.yaml", old_root),
+        file("live-none.yaml", no_root),
+    );
+    // The layout change.
+    let platform_yaml = dir.join("platform.yaml");
+    let text = std::fs::read_to_string(&platform_yaml).unwrap();
+    std::fs::write(
+        &platform_yaml,
+        text.replace(
+            "branchPattern: \"stage/${env.name}\"",
+            "branchPattern: \"env/${env.name}\"",
+        ),
+    )
+    .unwrap();
+    for live in [&live_new, &live_none] {
+        let out = cli_promote(
+            &w,
+            &dir,
+            &stage,
+            false,
+            &["--assume-verified", "--live", live],
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{live}: {stderr}");
+    }
+    let out = cli_promote(
+        &w,
+        &dir,
+        &stage,
+        false,
+        &["--assume-verified", "--live", &live_old],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("failed at step `sync`"), "{stderr}");
+    assert!(stderr.contains("\"stage/dev\""), "{stderr}");
+    // Not Applications: a clear error.
+    let bad = file(
+        "bad.yaml",
+        vec![serde_json::json!({"apiVersion": "v1", "kind": "Pod"})],
+    );
+    let out = cli_promote(&w, &dir, &stage, false, &["--live", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("kiln::promote::live_applications"));
+}
+
+/// Issue 38, item 4: with default Freight the commit is the newest one that changes a path
+/// the Warehouse selects (Kargo's NewestFromBranch), not the branch head; a Stage fed by
+/// upstream Stages warns that Kargo needs the Freight verified there (`--assume-verified`
+/// silences it); an image the Stage pins by digest, given by tag only, is refused before any
+/// step.
+#[test]
+fn default_freight_verification_warning_and_digest_images() {
+    let w = world(&platform_dir("platforms/bank"));
+    let bank = platform_dir("platforms/bank");
+    // A later commit on the source branch that touches no rendered folder.
+    let source = w.tmp.path().join("source.git");
+    let repo = Repository::open_bare(&source).unwrap();
+    let published = repo.refname_to_id("refs/heads/main").unwrap();
+    let parent = repo.find_commit(published).unwrap();
+    let mut tree = repo.treebuilder(Some(&parent.tree().unwrap())).unwrap();
+    let blob = repo.blob(b"notes\n").unwrap();
+    tree.insert("NOTES.md", blob, 0o100644).unwrap();
+    let tree = repo.find_tree(tree.write().unwrap()).unwrap();
+    let sig = git2::Signature::now("t", "t@example.invalid").unwrap();
+    let head = repo
+        .commit(
+            Some("refs/heads/main"),
+            &sig,
+            &sig,
+            "notes",
+            &tree,
+            &[&parent],
+        )
+        .unwrap();
+    assert_ne!(head, published);
+
+    let dev = w.objects.stage("frontend-dev", Some("web")).unwrap();
+    let out = cli_promote(&w, &bank, &dev, false, &["-o", "json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["freight"][0]["commits"][0]["id"],
+        published.to_string(),
+        "the publish commit, not the head {head}"
+    );
+
+    let test = w.objects.stage("frontend-test", Some("web")).unwrap();
+    let out = cli_promote(&w, &bank, &test, false, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("warning: Kargo offers Stage frontend-test only Freight verified in upstream Stage frontend-dev"),
+        "{stderr}"
+    );
+    let out = cli_promote(&w, &bank, &test, false, &["--assume-verified"]);
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+
+    // backend pins transactionhistory by digest: a tag alone is refused, naming the fix.
+    let backend = w.objects.stage("backend-dev", Some("backend")).unwrap();
+    let out = cli_promote(&w, &bank, &backend, false, &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("kiln::promote::freight"), "{stderr}");
+    let flat = stderr.replace("\n  | ", " ");
+    assert!(flat.contains("transactionhistory by digest"), "{stderr}");
+    assert!(flat.contains("asks no registry"), "{stderr}");
+    let out = cli_promote(&w, &bank, &backend, true, &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Issue 38, item 3: `kiln bootstrap` creates every write branch of every Stage in real bare
+/// repositories, each with Kargo's empty initial commit, moves none that exists, and a
+/// promotion afterwards builds on that commit instead of creating the branch itself.
+#[test]
+fn bootstrap_creates_every_write_branch_once() {
+    let w = world(&platform_dir("platforms/bank"));
+    let bank = platform_dir("platforms/bank");
+    let run = || {
+        let mut cmd = kiln();
+        cmd.arg("bootstrap").arg(&bank);
+        for m in &w.map_args {
+            cmd.args(["--repo-map", m]);
+        }
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let first = run();
+    let lines: Vec<&str> = first.lines().collect();
+    // web: stage/<env> for five environments; backend, ops and security: main.
+    assert_eq!(lines.len(), 8, "{first}");
+    assert!(lines.iter().all(|l| l.starts_with("created ")), "{first}");
+    for env in ["dev", "test", "stage", "prod-east", "prod-west"] {
+        assert!(
+            first.contains(&format!("bank-web-deploy.git stage/{env} ")),
+            "{first}"
+        );
+    }
+    for (i, p) in w.platform.projects.iter().enumerate() {
+        let repo = Repository::open_bare(w.tmp.path().join(format!("write-{i}.git"))).unwrap();
+        let branches: Vec<String> = repo
+            .branches(Some(git2::BranchType::Local))
+            .unwrap()
+            .map(|b| b.unwrap().0.name().unwrap().unwrap().to_string())
+            .collect();
+        assert!(!branches.is_empty(), "{}", p.name);
+        for b in branches {
+            let c = repo
+                .find_reference(&format!("refs/heads/{b}"))
+                .unwrap()
+                .peel_to_commit()
+                .unwrap();
+            assert_eq!(c.message().unwrap(), "Initial commit");
+            assert_eq!(c.parent_count(), 0);
+            assert_eq!(c.tree().unwrap().len(), 0);
+        }
+    }
+    // Again: everything exists, nothing moves.
+    let second = run();
+    let fields = |s: &str| -> Vec<String> {
+        s.lines()
+            .map(|l| l.split_whitespace().skip(1).collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    assert_eq!(fields(&second), fields(&first));
+    assert!(second.lines().all(|l| l.starts_with("exists ")), "{second}");
+    // A promotion now pushes on top of the initial commit.
+    let dev = w.objects.stage("frontend-dev", Some("web")).unwrap();
+    let out = cli_promote(&w, &bank, &dev, false, &["-o", "json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let web = w
+        .platform
+        .projects
+        .iter()
+        .position(|p| p.name == "web")
+        .unwrap();
+    let repo = Repository::open_bare(w.tmp.path().join(format!("write-{web}.git"))).unwrap();
+    let tip = repo
+        .find_reference("refs/heads/stage/dev")
+        .unwrap()
+        .peel_to_commit()
+        .unwrap();
+    let initial = first
+        .lines()
+        .find(|l| l.contains("stage/dev "))
+        .unwrap()
+        .rsplit(' ')
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(
+        tip.parent(0)
+            .unwrap()
+            .id()
+            .to_string()
+            .starts_with(&initial)
+    );
+}

@@ -6,7 +6,7 @@
 
 #[path = "../examples/synth.rs"]
 #[allow(dead_code)]
-mod synth;
+pub(crate) mod synth;
 
 use kiln::pipeline::{RenderOptions, Shard, build, run_merge, run_render};
 use std::collections::BTreeMap;

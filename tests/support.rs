@@ -145,3 +145,62 @@ pub fn list_files(dir: &Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// Runs a prepared `kiln` command with its address space capped at `memory` bytes and its
+/// time at `seconds`: a crash (an abort when the cap is hit, a panic, a stack overflow) shows
+/// as an exit code other than kiln's own, and a hang as a panic naming `what`, instead of the
+/// machine swapping or the test run stalling.
+#[cfg(unix)]
+pub fn run_bounded(cmd: &mut Command, memory: u64, seconds: u64, what: &str) -> Run {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    // SAFETY: setrlimit is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: memory,
+                rlim_max: memory,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kiln runs");
+    // Read both pipes on threads, so a chatty child never blocks on a full pipe.
+    let mut out = child.stdout.take().expect("piped");
+    let mut err = child.stderr.take().expect("piped");
+    let stdout = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut out, &mut s);
+        s
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut err, &mut s);
+        s
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("wait for kiln") {
+            break s;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: kiln ran past {seconds} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Run {
+        code: status.code(),
+        stdout: String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned(),
+    }
+}

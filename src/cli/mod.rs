@@ -81,6 +81,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln promote frontend-dev platforms/bank --freight image=us-docker.pkg.dev/example-bank/bank/frontend:1.5.0 \\\n      --repo-map https://github.com/example/bank-platform.git=../bank-platform \\\n      --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy.git\n  kiln promote contacts-test --project backend --freight latest --repo-map URL=PATH -o json"
     )]
     Promote(PromoteArgs),
+    /// Create every write branch the Stages push to (one empty commit each) before Kargo runs.
+    #[command(
+        after_help = "Examples:\n  kiln bootstrap platforms/bank\n  kiln bootstrap platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=/srv/git/web.git"
+    )]
+    Bootstrap(BootstrapArgs),
     /// Draw the promotion pipeline (Warehouses, Stages, what each writes) as Mermaid or DOT.
     #[command(
         after_help = "Examples:\n  kiln graph platforms/bank\n  kiln graph platforms/bank --project backend -o dot | dot -Tsvg > backend.svg"
@@ -310,6 +315,38 @@ pub struct HelmTemplateArgs {
     /// Print no `test` hooks.
     #[arg(long)]
     pub skip_tests: bool,
+    /// The instant Sprig's `now` returns: seconds since the epoch or an RFC 3339 time
+    /// (`2024-05-01T00:00:00Z`). Default: `SOURCE_DATE_EPOCH` if set, else
+    /// 2000-01-01T00:00:00Z; never the clock (docs/helm.md, Determinism).
+    #[arg(long, value_parser = parse_now)]
+    pub now: Option<i64>,
+}
+
+/// `--now`: seconds since the epoch, or an RFC 3339 time.
+fn parse_now(text: &str) -> Result<i64, String> {
+    text.parse::<i64>()
+        .or_else(|_| crate::helm::sprig::date::parse("2006-01-02T15:04:05Z07:00", text))
+        .map_err(|_| format!("`{text}` is neither seconds since the epoch nor an RFC 3339 time"))
+}
+
+/// The instant of `now` for a render: `--now`, else `SOURCE_DATE_EPOCH` (the
+/// reproducible-builds variable: a decimal count of seconds since the epoch), else none (the
+/// engine's fixed instant). Read here, the engine never reads the environment.
+fn render_now(flag: Option<i64>) -> Result<Option<i64>, miette::Report> {
+    if flag.is_some() {
+        return Ok(flag);
+    }
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.is_empty() => v.trim().parse::<i64>().map(Some).map_err(|_| {
+            miette::miette!(
+                code = "kiln::cli::source_date_epoch",
+                help =
+                    "set it to a decimal count of seconds since 1970-01-01T00:00:00Z, or unset it",
+                "SOURCE_DATE_EPOCH is `{v}`, not a number of seconds"
+            )
+        }),
+        _ => Ok(None),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -454,12 +491,32 @@ pub struct PromoteArgs {
     /// Work in this empty directory and keep it (default: a temporary one, removed).
     #[arg(long)]
     pub work_dir: Option<PathBuf>,
+    /// The live Applications (`kubectl get applications -o yaml`): promote against them as
+    /// the root Application's next sync leaves them, not against Git's.
+    #[arg(long, value_name = "FILE")]
+    pub live: Option<PathBuf>,
+    /// Do not warn that Kargo offers this Stage only Freight verified upstream.
+    #[arg(long)]
+    pub assume_verified: bool,
     /// Output layout of the render.
     #[arg(long, value_enum, default_value = "service")]
     pub layout: Layout,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "text")]
     pub output: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct BootstrapArgs {
+    /// The platform directory.
+    #[arg(default_value = "platforms/bank")]
+    pub platform: PathBuf,
+    /// A local path (or file:// URL) standing in for a remote repository (repeatable).
+    #[arg(long, value_name = "URL=PATH")]
+    pub repo_map: Vec<String>,
+    /// Output layout of the render.
+    #[arg(long, value_enum, default_value = "service")]
+    pub layout: Layout,
 }
 
 #[derive(Debug, Args)]
@@ -819,6 +876,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::Verify(args) => verify(args),
         Command::History(args) => history(args),
         Command::Promote(args) => promote(args),
+        Command::Bootstrap(args) => bootstrap(args),
         Command::Graph(args) => graph(args),
     }
 }
@@ -885,6 +943,7 @@ fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     opts.api_versions = t.api_versions.clone();
     opts.skip_hooks = t.no_hooks;
     opts.skip_tests = t.skip_tests;
+    opts.now = render_now(t.now)?;
     let out = crate::helm::template_with(&crate::fs::RealFs, &opts)?;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.stream.as_bytes());
@@ -1203,11 +1262,68 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `kiln bootstrap`: render in memory, create the missing write branches.
+fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
+    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    opts.layout = args.layout.to_lib();
+    let crate::pipeline::Built { set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
+    let objects = crate::promote::Objects::from_artifacts(&set)?;
+    let map = crate::promote::repo::RepoMap::parse(&args.repo_map).map_err(|e| {
+        miette::miette!(
+            code = "kiln::promote::bad_repo_map",
+            help = "--repo-map URL=PATH, PATH a local repository standing in for URL",
+            "{e}"
+        )
+    })?;
+    // The clock, the identity and the credentials enter here, at the edge.
+    let auth = crate::git::RemoteAuth::from_env();
+    let signature = crate::git::Identity::from_env_or_git_config()
+        .signature(crate::git::CommitTime::now())
+        .map_err(|e| miette::miette!("{e}"))?;
+    let scratch =
+        tempfile::tempdir().map_err(|e| miette::miette!("cannot create a work directory: {e}"))?;
+    let git = crate::promote::repo::Git {
+        map: &map,
+        auth: &auth,
+    };
+    let branches =
+        crate::promote::bootstrap::bootstrap(&objects, &git, &signature, scratch.path())?;
+    let mut out = String::new();
+    for b in &branches {
+        out.push_str(&format!(
+            "{:<8} {} {} {}\n",
+            if b.created { "created" } else { "exists" },
+            crate::git::redact_url(&b.repo_url),
+            b.branch,
+            &b.commit[..b.commit.len().min(7)]
+        ));
+    }
+    print_out(&out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// `kiln promote`: render in memory, run the Stage's steps; exit 1 when a step failed.
 fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
     let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
     opts.layout = args.layout.to_lib();
     let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
+    let live = match &args.live {
+        Some(file) => {
+            let text = std::fs::read_to_string(file).map_err(|e| {
+                miette::miette!(
+                    code = "kiln::promote::live_applications",
+                    help = "give the output of `kubectl get applications -n <argocd namespace> -o yaml`",
+                    "cannot read {}: {e}",
+                    file.display()
+                )
+            })?;
+            Some(crate::promote::parse_live_applications(
+                &file.display().to_string(),
+                &text,
+            )?)
+        }
+        None => None,
+    };
     let temp;
     let work_dir = match &args.work_dir {
         Some(d) => {
@@ -1248,8 +1364,13 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
         time: crate::git::CommitTime::now(),
         auth: crate::git::RemoteAuth::from_env(),
         work_dir,
+        live,
+        assume_verified: args.assume_verified,
     };
     let report = crate::promote::promote(&set, &platform, &options)?;
+    for w in &report.warnings {
+        print_err(&format!("kiln: warning: {w}"));
+    }
     match args.output {
         Format::Json => print_out(
             &(serde_json::to_string_pretty(&report).map_err(|e| miette::miette!("{e}"))? + "\n"),

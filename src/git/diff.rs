@@ -25,6 +25,43 @@ const CONTEXT: usize = 3;
 /// grows with the square of the edit distance.
 const MAX_EDIT_DISTANCE: usize = 2000;
 
+/// At most this many diff lines are printed per file (`kiln diff`, `kiln verify`): a stale
+/// or new file of thousands of lines is summed up in one line after them (issue 39, item 20).
+/// `-o json` keeps every line.
+pub const SHOWN_LINES_PER_FILE: usize = 40;
+
+/// Prints a file's diff lines, each after `indent`, up to [`SHOWN_LINES_PER_FILE`] of them
+/// over every call for one file (`shown` counts them); the rest are counted in `hidden`.
+pub(crate) fn write_bounded(
+    f: &mut fmt::Formatter<'_>,
+    text: &str,
+    indent: &str,
+    shown: &mut usize,
+    hidden: &mut usize,
+) -> fmt::Result {
+    for line in text.lines() {
+        if *shown < SHOWN_LINES_PER_FILE {
+            *shown += 1;
+            writeln!(f, "{indent}{line}")?;
+        } else {
+            *hidden += 1;
+        }
+    }
+    Ok(())
+}
+
+/// The line after a file whose diff was cut: how much is not shown, and where it is.
+pub(crate) fn write_hidden(f: &mut fmt::Formatter<'_>, indent: &str, hidden: usize) -> fmt::Result {
+    if hidden > 0 {
+        let s = if hidden == 1 { "" } else { "s" };
+        writeln!(
+            f,
+            "{indent}… {hidden} more line{s} (`-o json` shows every line)"
+        )?;
+    }
+    Ok(())
+}
+
 /// How a file or resource differs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -108,17 +145,15 @@ impl fmt::Display for DiffReport {
         }
         for file in &self.files {
             writeln!(f, "{} {}", file.status.word(), file.path)?;
+            let (mut shown, mut hidden) = (0, 0);
             for resource in &file.resources {
                 writeln!(f, "  {} {}", resource.status.word(), resource.resource)?;
-                for line in resource.diff.lines() {
-                    writeln!(f, "    {line}")?;
-                }
+                write_bounded(f, &resource.diff, "    ", &mut shown, &mut hidden)?;
             }
             if let Some(text) = &file.text_diff {
-                for line in text.lines() {
-                    writeln!(f, "    {line}")?;
-                }
+                write_bounded(f, text, "    ", &mut shown, &mut hidden)?;
             }
+            write_hidden(f, "    ", hidden)?;
             if file.binary && file.status == Status::Changed {
                 writeln!(f, "    binary content differs")?;
             }
@@ -685,6 +720,47 @@ impl DiffReport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 39, item 20: a stale file (here a 5,000-line ConfigMap, and a 5,000-line text
+    /// file) is printed as a bounded diff, the rest counted in one line; the JSON form keeps
+    /// every line. `kiln verify` prints the same way.
+    #[test]
+    fn a_stale_file_prints_a_bounded_diff() {
+        let big: String = (0..5000).map(|i| format!("  k{i}: v{i}\n")).collect();
+        let mut old = ArtifactSet::new();
+        old.insert(
+            "p/e/c/c.gen.yaml",
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n{big}"),
+        );
+        old.insert("notes.txt", big.clone());
+        let report = diff_sets(&old, &ArtifactSet::new());
+        let text = report.to_string();
+        assert!(
+            text.lines().count() < 2 * (SHOWN_LINES_PER_FILE + 5),
+            "{text}"
+        );
+        // 5,000 and 5,005 removed lines, each after its hunk header.
+        assert!(text.contains("… 4961 more lines"), "{text}");
+        assert!(text.contains("… 4966 more lines"), "{text}");
+        let json = serde_json::to_string(&report).unwrap();
+        assert!(json.contains("k4999: v4999"));
+        let verify = super::super::verify::VerifyReport {
+            repo: "r".into(),
+            reference: "main".into(),
+            commit: "0".repeat(40),
+            path: String::new(),
+            drift: report,
+        };
+        let text = verify.to_string();
+        assert!(
+            text.lines().count() < 2 * (SHOWN_LINES_PER_FILE + 5),
+            "{text}"
+        );
+        assert!(
+            text.contains("more lines (`-o json` shows every line)"),
+            "{text}"
+        );
+    }
 
     fn apply(a: &[&str], b: &[&str], script: &[Edit]) -> Vec<String> {
         // Rebuild b from a via the script, checking every Equal really is equal.

@@ -149,6 +149,17 @@ pub enum GitError {
         age_seconds: u64,
     },
 
+    /// The index of a checked-out repository is locked by someone else (a running git, or
+    /// one that was killed): kiln cannot stage its files, and changes nothing.
+    #[error("the index is locked: `{path}` exists ({age_seconds} s old)")]
+    #[diagnostic(
+        code(kiln::git::index_locked),
+        help(
+            "another git process is using the repository, or one was killed; if none is running, delete the lock file and publish again (a lock a killed kiln publish left is removed by the next publish)"
+        )
+    )]
+    IndexLocked { path: PathBuf, age_seconds: u64 },
+
     #[error("refusing to write through the symbolic link `{path}` in the checked-out working tree")]
     #[diagnostic(
         code(kiln::git::symlink_in_worktree),

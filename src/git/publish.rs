@@ -648,6 +648,7 @@ fn publish_local(
         if checked_out {
             check_worktree_clean(&repo, &display, options, &plan)?;
             check_no_symlinks(&repo, dir, &plan)?;
+            check_index_unlocked(&repo)?;
             // Written before the branch moves: if kiln dies before the working tree follows,
             // the next publish finds this and finishes the update (see `recover_interrupted`).
             write_journal(&repo, refname, tip.as_ref().map(|t| t.id()), commit)?;
@@ -879,9 +880,55 @@ fn recover_interrupted(
     for rel in &plan_paths {
         check_path_has_no_symlink(&workdir, rel)?;
     }
+    remove_own_index_lock(repo, &path);
+    check_index_unlocked(repo)?;
     update_worktree(repo, &workdir, &touched)?;
     clear_journal(repo);
     Ok(())
+}
+
+/// git's and libgit2's lock on the index of `repo`.
+fn index_lock(repo: &Repository) -> std::path::PathBuf {
+    repo.path().join("index.lock")
+}
+
+/// A lock younger than this may belong to a git process at work (git holds the index lock
+/// for the length of one command); an older one, made during kiln's interrupted update, was
+/// left by the kill.
+const INDEX_LOCK_SETTLED: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Removes `index.lock` when it is the one a killed kiln publish left (issue 39, item 13): the
+/// publish journal `journal` (kiln's marker of its own unfinished update, read under the
+/// publish lock) is there, the lock was made after it (during that update's index write) and
+/// has not changed for [`INDEX_LOCK_SETTLED`]. Any other lock is left to
+/// [`check_index_unlocked`] to report.
+fn remove_own_index_lock(repo: &Repository, journal: &Path) {
+    let lock = index_lock(repo);
+    let modified = |p: &Path| std::fs::symlink_metadata(p).and_then(|m| m.modified()).ok();
+    let (Some(started), Some(locked)) = (modified(journal), modified(&lock)) else {
+        return;
+    };
+    let settled = std::time::SystemTime::now()
+        .duration_since(locked)
+        .is_ok_and(|age| age >= INDEX_LOCK_SETTLED);
+    if locked >= started && settled {
+        let _ = std::fs::remove_file(&lock);
+    }
+}
+
+/// Refuses, before anything changes, when the index is locked: libgit2 would otherwise fail
+/// at the end of the update with a generic "failed to create locked file".
+fn check_index_unlocked(repo: &Repository) -> Result<(), GitError> {
+    let path = index_lock(repo);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return Ok(());
+    };
+    let age_seconds = meta
+        .modified()
+        .ok()
+        .and_then(|m| std::time::SystemTime::now().duration_since(m).ok())
+        .map_or(0, |d| d.as_secs());
+    Err(GitError::IndexLocked { path, age_seconds })
 }
 
 /// Refuses when a file kiln is about to write or remove in a checked-out working tree lies

@@ -12,7 +12,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::diff::{DiffReport, Status, diff_sets};
+use super::diff::{DiffReport, Status, diff_sets, write_bounded, write_hidden};
 use super::{
     GitError, RemoteAuth, lg, normalize_managed_path, open_for_reading, read_owned_files,
     resolve_commit,
@@ -83,6 +83,7 @@ impl fmt::Display for VerifyReport {
                 Status::Changed => "differs (hand edit or stale render)",
             };
             writeln!(f, "  {}: {what}", file.path)?;
+            let (mut shown, mut hidden) = (0, 0);
             for resource in &file.resources {
                 let what = match resource.status {
                     Status::Added => "missing in Git",
@@ -90,15 +91,12 @@ impl fmt::Display for VerifyReport {
                     Status::Changed => "differs",
                 };
                 writeln!(f, "    {}: {what}", resource.resource)?;
-                for line in resource.diff.lines() {
-                    writeln!(f, "      {line}")?;
-                }
+                write_bounded(f, &resource.diff, "      ", &mut shown, &mut hidden)?;
             }
             if let Some(text) = &file.text_diff {
-                for line in text.lines() {
-                    writeln!(f, "      {line}")?;
-                }
+                write_bounded(f, text, "      ", &mut shown, &mut hidden)?;
             }
+            write_hidden(f, "      ", hidden)?;
         }
         Ok(())
     }

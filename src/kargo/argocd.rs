@@ -6,7 +6,11 @@
 //! project, not the Argo CD AppProject; case g01) so the Stage's `argocd-update` may sync it.
 //! Without Kargo: it tracks the rendered folder on the source repository's branch.
 //!
-//! Prune policy: every Application has `syncPolicy.automated` with `prune` and `selfHeal`.
+//! Prune policy: every Application has `syncPolicy.automated` with `prune` and `selfHeal`,
+//! and no `enabled`: that field exists only from Argo CD v3.1, an older API server drops it
+//! (or rejects it under strict validation), and an absent `enabled` already means enabled
+//! (`pkg/apis/application/v1alpha1/types.go` `IsAutomatedSyncEnabled`, Argo CD v3.5.1), so
+//! the Applications read the same on v3.0 and later.
 //! Kargo's own syncs never prune (`argocd-update` starts an operation with no `prune`,
 //! `pkg/promotion/runner/builtin/argocd_updater.go` `syncApplication`, Kargo v1.11.2), so a
 //! resource removed from a render would stay in the cluster. With automated prune and
@@ -22,9 +26,18 @@
 //! cluster-scoped kinds the render holds plus `Namespace` (for `CreateNamespace=true`). The
 //! root Application, in Argo CD's `default` project so it can create that AppProject, syncs
 //! every `*/kargo/*.yaml`, `*/argocd/*.yaml` and `bootstrap/*.yaml` of the rendered tree on
-//! the source branch. It ignores `/spec/source/targetRevision` of the Applications it
-//! manages and syncs with `RespectIgnoreDifferences=true`, so it never reverts a commit that
-//! Kargo pinned (Argo CD "Diffing customization" and "Sync options"). Argo CD matches
+//! the source branch. It ignores `/spec/source/targetRevision` of each *pinned* Application,
+//! one `ignoreDifferences` entry per Application by name, and syncs with
+//! `RespectIgnoreDifferences=true`, so it never reverts a commit that Kargo pinned
+//! (`updateTargetRevision`, `pkg/promotion/runner/builtin/argocd_updater.go`
+//! `applyArgoCDSourceUpdate`, Kargo v1.11.2) but does set the branch of every Application that
+//! tracks one: with RespectIgnoreDifferences the sync copies the live value of an ignored
+//! field into what it applies (`controller/sync.go` `normalizeTargetResources`, Argo CD
+//! v3.5.1), so one entry matching every Application would keep a branch-tracking Application
+//! on its old branch forever after a `branchPattern` or `pathPattern` change. The root also
+//! syncs with `ServerSideApply=true`: a project-mode Stage passes the 256 KiB
+//! `kubectl.kubernetes.io/last-applied-configuration` annotation of client-side apply at about
+//! 360 components. Argo CD matches
 //! `directory.include` against the path relative to `path`, with a glob that has no
 //! separators, so `*` spans directories (`reposerver/repository/repository.go`
 //! `getPotentiallyValidManifests`, `util/glob/glob.go`).
@@ -41,7 +54,7 @@ pub const IN_CLUSTER: &str = "https://kubernetes.default.svc";
 
 /// `syncPolicy.automated` of every generated Application (see the module docs).
 fn automated() -> Value {
-    json!({ "enabled": true, "prune": true, "selfHeal": true })
+    json!({ "prune": true, "selfHeal": true })
 }
 
 /// Builds the Application of `p`.
@@ -143,11 +156,34 @@ pub(super) fn app_project(
 }
 
 /// The root Application: applies kiln's Kargo and Argo CD objects from the source
-/// repository (see the module docs).
-pub(super) fn root_application(input: &Input<'_>) -> Resource {
+/// repository, ignoring the `targetRevision` of the pinned Applications among `resolved`
+/// (see the module docs).
+pub(super) fn root_application(
+    input: &Input<'_>,
+    resolved: &[(&Project, Vec<Pair<'_>>)],
+) -> Resource {
     let repo = input.platform.source.repo_url.clone().unwrap_or_default();
     let path = super::join_path(&[&input.platform.source.rendered_path]);
-    object(
+    // By name, in name order: a branch-tracking Application must follow its branch in Git.
+    let pinned: BTreeSet<&str> = resolved
+        .iter()
+        .flat_map(|(_, pairs)| pairs)
+        .filter(|p| p.pin)
+        .map(|p| p.app.as_str())
+        .collect();
+    let pinned: Vec<Value> = pinned
+        .into_iter()
+        .map(|name| {
+            json!({
+                "group": "argoproj.io",
+                "kind": "Application",
+                "name": name,
+                "namespace": input.platform.argocd.namespace,
+                "jsonPointers": ["/spec/source/targetRevision"],
+            })
+        })
+        .collect();
+    let mut root = object(
         ARGOCD_API,
         "Application",
         json!({
@@ -167,15 +203,20 @@ pub(super) fn root_application(input: &Input<'_>) -> Resource {
                 },
             },
             "destination": { "server": IN_CLUSTER, "namespace": input.platform.argocd.namespace },
-            "ignoreDifferences": [{
-                "group": "argoproj.io",
-                "kind": "Application",
-                "jsonPointers": ["/spec/source/targetRevision"],
-            }],
+            "ignoreDifferences": pinned,
             "syncPolicy": {
                 "automated": automated(),
-                "syncOptions": ["RespectIgnoreDifferences=true"],
+                "syncOptions": ["RespectIgnoreDifferences=true", "ServerSideApply=true"],
             },
         })),
-    )
+    );
+    if let Some(spec) = root.value.get_mut("spec").and_then(Value::as_object_mut)
+        && spec["ignoreDifferences"]
+            .as_array()
+            .is_some_and(Vec::is_empty)
+    {
+        // Nothing pinned: no entry, as Argo CD would store the field (omitempty).
+        spec.remove("ignoreDifferences");
+    }
+    root
 }

@@ -436,6 +436,28 @@ pub enum KargoError {
         #[label("this output")]
         span: Option<SourceSpan>,
     },
+
+    /// A project writes into kiln's own rendered folders on the watched branch.
+    #[error(
+        "{at}project `{project}` writes `{path}/` on branch `{branch}` of the source repository, inside kiln's rendered folders `{rendered}/`: its Warehouse excludes what it includes and never makes Freight, and each promotion would delete kiln's rendered input"
+    )]
+    #[diagnostic(
+        code(kiln::kargo::write_path_in_rendered_tree),
+        help(
+            "write elsewhere: another repository or branch (`output.repoURL`, `output.branchPattern`), or a `pathPattern` outside `spec.source.renderedPath`/{project}/ (Kargo's MatchesPaths skips a path matched by excludePaths, pkg/controller/git/commit/base_selector.go)"
+        )
+    )]
+    WritePathInRenderedTree {
+        project: String,
+        path: String,
+        branch: String,
+        rendered: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("writes into the rendered tree")]
+        span: Option<SourceSpan>,
+    },
 }
 
 /// A source snippet for an error: `(at-prefix, source, span)`. Built only when an error is
@@ -568,11 +590,17 @@ fn pin_shared_branches(resolved: &mut [(&Project, Vec<Pair<'_>>)]) {
 }
 
 /// Whether `kustomize-set-image` pins `img` by digest (`imageFrom(...).Digest`) rather than
-/// by tag: Digest selection always; SemVer selection when the image is pinned by `digest`
-/// and has no `tag` ("pinned by digest, following versions"). Each Freight image records
-/// both (`api/v1alpha1/stage_types.go` `Image`, Kargo v1.11.2).
+/// by tag: Digest selection always; SemVer selection whenever the image is pinned by
+/// `digest` ("pinned by digest, following versions"), with or without a `tag`. Each Freight
+/// image records both (`api/v1alpha1/stage_types.go` `Image`, Kargo v1.11.2).
+///
+/// An image pinned by tag *and* digest keeps its digest pin: Kargo's `kustomize-set-image`
+/// writes the digest when one is given and the tag only otherwise, never both
+/// (`pkg/promotion/runner/builtin/kustomize_image_setter.go` `buildTargetImagesFromConfig`),
+/// so promoting the tag would drop the digest at the first promotion. After it the manifest
+/// reads `<repo>@<digest>`; the tag stays in the Freight (`imageFrom(...).Tag`).
 pub fn promotes_digest(img: &crate::spec::Image) -> bool {
-    (img.digest.is_some() && img.tag.is_none()) || image_strategy(img) == Strategy::Digest
+    img.digest.is_some() || image_strategy(img) == Strategy::Digest
 }
 
 /// The selection strategy of a component image. Explicit `strategy` wins. Otherwise an image
@@ -697,6 +725,20 @@ pub fn emit_kargo_each(
     pin_shared_branches(&mut resolved);
     for (project, pairs) in &resolved {
         let (project, pairs) = (*project, pairs.as_slice());
+        // Each instance's pairs, looked up once: scanning every pair of the project for each
+        // instance was quadratic in the instances of one project (issue 39, item 11).
+        let mut by_instance: BTreeMap<*const Component, Vec<&Pair<'_>>> = BTreeMap::new();
+        let mut by_name: BTreeMap<&str, Vec<&Pair<'_>>> = BTreeMap::new();
+        for p in pairs {
+            by_instance
+                .entry(std::ptr::from_ref(p.component))
+                .or_default()
+                .push(p);
+            by_name
+                .entry(p.component.name.as_str())
+                .or_default()
+                .push(p);
+        }
         if input.enabled() {
             each(
                 format!("{}/kargo/project.yaml", project.name),
@@ -714,9 +756,11 @@ pub fn emit_kargo_each(
                 }
             };
             for (unit, components) in units {
-                let mine: Vec<&Pair<'_>> = pairs
+                let mine: Vec<&Pair<'_>> = components
                     .iter()
-                    .filter(|p| components.iter().any(|c| std::ptr::eq(*c, p.component)))
+                    .flat_map(|c| by_instance.get(&std::ptr::from_ref(*c)))
+                    .flatten()
+                    .copied()
                     .collect();
                 let mut objects = Vec::new();
                 match warehouse::warehouse(input, project, unit, &components, &mine) {
@@ -737,9 +781,10 @@ pub fn emit_kargo_each(
             }
         }
         for c in &project.components {
-            let apps: Vec<Resource> = pairs
-                .iter()
-                .filter(|p| p.component.name == c.name)
+            let apps: Vec<Resource> = by_name
+                .get(c.name.as_str())
+                .into_iter()
+                .flatten()
                 .map(|p| argocd::application(input, p))
                 .collect();
             each(format!("{}/argocd/{}.yaml", project.name, c.name), apps);
@@ -752,7 +797,7 @@ pub fn emit_kargo_each(
         }
         each(
             format!("{dir}/root.yaml"),
-            vec![argocd::root_application(input)],
+            vec![argocd::root_application(input, &resolved)],
         );
     }
     Errors::check(errors, || ())
@@ -901,6 +946,29 @@ fn pairs<'a>(
             } else {
                 None
             };
+            if let Some(t) = &target
+                && rendered_overlap(input, &src_path, t)
+                && !errors.iter().any(|e| {
+                    matches!(e, KargoError::WritePathInRenderedTree { project: p, .. } if *p == project.name)
+                })
+            {
+                let field = if project.output.as_ref().is_some_and(|o| o.path_pattern.is_some()) {
+                    project.loc.join("output").join("pathPattern")
+                } else {
+                    project.loc.join("output")
+                };
+                let (at, src, span) = snippet(input.sources(), &field);
+                let rendered = src_path.rsplitn(3, '/').nth(2).unwrap_or_default().to_string();
+                errors.push(KargoError::WritePathInRenderedTree {
+                    project: project.name.clone(),
+                    path: t.path.clone(),
+                    branch: t.branch.clone(),
+                    rendered,
+                    at,
+                    src,
+                    span,
+                });
+            }
             out.push(Pair {
                 project,
                 component,
@@ -917,6 +985,33 @@ fn pairs<'a>(
         }
     }
     out
+}
+
+/// Whether the write folder `t` overlaps the project's rendered folders in the environment
+/// of `src_path` (`<renderedPath>/<project>/<env>/<component>`, or its cluster form): the
+/// source repository's watched branch, and one folder inside the other. The Warehouse's
+/// `excludePaths` (the write folders) then cancel its `includePaths` (the rendered folders):
+/// Kargo's `MatchesPaths` skips every included path that is also excluded
+/// (`pkg/controller/git/commit/base_selector.go`, Kargo v1.11.2), so no commit makes Freight,
+/// and each promotion's `delete` removes kiln's rendered input.
+fn rendered_overlap(input: &Input<'_>, src_path: &str, t: &Target) -> bool {
+    let source = input
+        .platform
+        .source
+        .repo_url
+        .as_deref()
+        .unwrap_or_default();
+    if normalize_repo(&t.repo_url) != normalize_repo(source)
+        || t.branch != input.platform.source.branch
+    {
+        return false;
+    }
+    // The project's area: `src_path` without its environment and component segments.
+    let area = src_path.rsplitn(3, '/').nth(2).unwrap_or_default();
+    let inside = |inner: &str, outer: &str| {
+        outer.is_empty() || inner == outer || inner.starts_with(&format!("{outer}/"))
+    };
+    inside(&t.path, area) || inside(area, &t.path)
 }
 
 /// A repository URL for comparisons: no trailing `/` or `.git`, lower-case host part.

@@ -470,6 +470,7 @@ pub fn build(
                 selection: opts.selection.clone().into(),
                 cluster_kinds,
                 pipeline_inputs: pipeline_inputs.unwrap_or_default(),
+                inputs: fs.inputs(&platform.root),
             };
             let mut set = emit(components, &platform, &plans, None).map_err(KilnError::Kargo)?;
             set.insert(SHARD_FILE, sidecar.to_bytes());

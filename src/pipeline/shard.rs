@@ -84,7 +84,10 @@ impl std::str::FromStr for Shard {
 impl Shard {
     /// Which of `plans` belong to this shard (see [`Shard`]).
     pub fn select(&self, plans: Vec<BuildPlan>) -> Vec<BuildPlan> {
-        let mut load = vec![0usize; self.count];
+        // At most one shard per instance group gets any: a count beyond that (`--shard
+        // 1/4294967296`) must not allocate a slot per shard.
+        let groups = plans.len().max(1);
+        let mut load = vec![0usize; self.count.min(groups)];
         let mut owner: std::collections::BTreeMap<(String, String), usize> = Default::default();
         let mut sizes: Vec<((String, String), usize)> = Vec::new();
         for p in &plans {
@@ -112,7 +115,7 @@ impl Shard {
     }
 }
 
-pub(super) const SHARD_FORMAT: &str = "kiln.shard/v2";
+pub(super) const SHARD_FORMAT: &str = "kiln.shard/v3";
 
 /// What `kiln merge` needs from each shard to finish the render: which shard it is, the
 /// options it was rendered with, and the cluster-scoped kinds it produced.
@@ -130,6 +133,10 @@ pub(super) struct ShardInfo {
     pub(super) cluster_kinds: BTreeSet<(String, String)>,
     /// [`crate::cache::pipeline_inputs`] of the render the shard belongs to.
     pub(super) pipeline_inputs: String,
+    /// Every file the shard's load and render read (path relative to the repository root →
+    /// `sha256:` of its bytes, as [`Built::inputs`]): `kiln merge` reads each again, so a
+    /// checkout where only a component's file differs is refused (issue 39, item 14).
+    pub(super) inputs: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -228,10 +235,14 @@ pub(super) fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInf
             set.insert(path, bytes);
         }
     }
-    // Every shard of one render, each once.
+    // Every shard of one render, each once. The count is checked against the shards
+    // actually given before anything is sized by it (issue 39, item 7: a recorded count of
+    // 2^64 - 1 or 2^32 must not allocate).
     let first = &infos[0];
     let mut indexes: Vec<usize> = infos.iter().map(|s| s.index).collect();
     indexes.sort_unstable();
+    let every_index = first.count == indexes.len()
+        && indexes.iter().enumerate().all(|(i, &index)| index == i + 1);
     let same_render = infos.iter().all(|s| {
         (
             &s.platform_dir,
@@ -249,7 +260,7 @@ pub(super) fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInf
             &first.pipeline_inputs,
         )
     });
-    if !same_render || indexes != (1..=first.count).collect::<Vec<_>>() {
+    if !same_render || !every_index {
         let have: Vec<String> = infos
             .iter()
             .map(|s| format!("{}/{}", s.index, s.count))
@@ -259,6 +270,17 @@ pub(super) fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInf
         }));
     }
     Ok((set, infos))
+}
+
+/// `true` when every file any shard read has, in the checkout at `root`, the digest the shard
+/// recorded: the platform and plans alone miss a component's manifest, chart or base.
+fn inputs_unchanged(root: &Path, infos: &[ShardInfo]) -> bool {
+    let fs = crate::fs::RootedFs::new(&RealFs, root.to_path_buf());
+    infos.iter().flat_map(|s| &s.inputs).all(|(path, digest)| {
+        use crate::fs::FileSystem;
+        fs.read(&root.join(path))
+            .is_ok_and(|b| &crate::git::spec_digest(&b) == digest)
+    })
 }
 
 /// `kiln merge`: the shards' trees written into `out` as one, with the Kargo and Argo CD
@@ -288,7 +310,9 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
         opts.root.as_deref(),
         &opts.selection,
     )?;
-    if crate::cache::pipeline_inputs(SHARD_FORMAT, &platform, &plans) != first.pipeline_inputs {
+    if crate::cache::pipeline_inputs(SHARD_FORMAT, &platform, &plans) != first.pipeline_inputs
+        || !inputs_unchanged(&platform.root, &infos)
+    {
         return Err(KilnError::Merge(MergeError::InputsChanged {
             platform_dir: first.platform_dir.display().to_string(),
         }));

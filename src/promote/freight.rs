@@ -107,6 +107,119 @@ pub struct Subscriptions {
     pub images: Vec<ImageSubscription>,
     /// Git repositories with their branch.
     pub git: Vec<(String, String)>,
+    /// The `includePaths`/`excludePaths` of each of `git`, in the same order.
+    pub git_paths: Vec<PathFilter>,
+}
+
+/// A Git subscription's path selectors: which commits make Freight.
+///
+/// Kargo v1.11.2 `pkg/controller/git/commit/base_selector.go` `MatchesPaths`: a commit
+/// qualifies when one of the paths it changes is included (every path, without
+/// `includePaths`) and not excluded. Selectors (`pkg/pattern/matcher.go`
+/// `ParsePathPattern`): `glob:` (doublestar), `regex:`/`regexp:` (unanchored), anything else a
+/// base directory (the path is that directory or under it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathFilter {
+    pub include: Vec<String>,
+    pub exclude: Vec<String>,
+}
+
+impl PathFilter {
+    /// Whether no selector limits the commits.
+    pub fn is_empty(&self) -> bool {
+        self.include.is_empty() && self.exclude.is_empty()
+    }
+
+    /// `MatchesPaths`: some path of `changed` included and not excluded. An unparsable
+    /// selector is an error, as Kargo's Warehouse reports it.
+    pub fn matches(&self, changed: &[String]) -> Result<bool, String> {
+        let include = selectors(&self.include)?;
+        let exclude = selectors(&self.exclude)?;
+        Ok(changed.iter().any(|p| {
+            (include.is_empty() || include.iter().any(|m| m.matches(p)))
+                && !exclude.iter().any(|m| m.matches(p))
+        }))
+    }
+}
+
+/// One parsed path selector.
+enum PathSelector {
+    Regex(regex::Regex),
+    BaseDir(String),
+}
+
+impl PathSelector {
+    fn matches(&self, path: &str) -> bool {
+        match self {
+            PathSelector::Regex(r) => r.is_match(path),
+            // `filepath.Rel(base, path)` without `..`: the base itself or below it.
+            PathSelector::BaseDir(base) => {
+                let base = base.trim_end_matches('/');
+                base.is_empty()
+                    || base == "."
+                    || path == base
+                    || path.starts_with(&format!("{base}/"))
+            }
+        }
+    }
+}
+
+fn selectors(patterns: &[String]) -> Result<Vec<PathSelector>, String> {
+    patterns
+        .iter()
+        .map(|p| {
+            let regex = if let Some(g) = p.strip_prefix("glob:") {
+                glob_regex(g)
+            } else if let Some(r) = p
+                .strip_prefix("regexp:")
+                .or_else(|| p.strip_prefix("regex:"))
+            {
+                r.to_string()
+            } else {
+                return Ok(PathSelector::BaseDir(p.clone()));
+            };
+            regex::Regex::new(&regex)
+                .map(PathSelector::Regex)
+                .map_err(|e| format!("parse error path selector {p:?}: {e}"))
+        })
+        .collect()
+}
+
+/// A doublestar glob as an anchored regular expression: `**` any number of path segments,
+/// `*` and `?` within one segment, `[...]` a class, `{a,b}` alternatives.
+fn glob_regex(glob: &str) -> String {
+    let mut out = String::from("^");
+    let mut chars = glob.chars().peekable();
+    let mut braces = 0;
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    out.push_str("(?:.*/)?");
+                } else {
+                    out.push_str(".*");
+                }
+            }
+            '*' => out.push_str("[^/]*"),
+            '?' => out.push_str("[^/]"),
+            '[' => out.push('['),
+            ']' => out.push(']'),
+            '{' => {
+                braces += 1;
+                out.push_str("(?:");
+            }
+            '}' if braces > 0 => {
+                braces -= 1;
+                out.push(')');
+            }
+            ',' if braces > 0 => out.push('|'),
+            c => out.push_str(&regex::escape(&c.to_string())),
+        }
+    }
+    out.push('$');
+    out
 }
 
 /// The Freight of one promotion with the Stage's requested origins: what `commitFrom` and
@@ -316,6 +429,64 @@ mod tests {
         assert_eq!(normalize_git("file:///tmp/x.git"), "file:///tmp/x");
     }
 
+    #[test]
+    fn path_filters_match_like_kargo_s_matches_paths() {
+        let f = PathFilter {
+            include: vec!["regexp:^deploy/web/[^/]+/frontend/".into()],
+            exclude: vec!["deploy/web/prod/frontend".into()],
+        };
+        let paths = |p: &[&str]| p.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(
+            f.matches(&paths(&["README.md", "deploy/web/dev/frontend/k.yaml"]))
+                .unwrap()
+        );
+        assert!(
+            !f.matches(&paths(&["deploy/web/prod/frontend/k.yaml"]))
+                .unwrap()
+        );
+        assert!(
+            !f.matches(&paths(&["deploy/web/dev/backend/k.yaml"]))
+                .unwrap()
+        );
+        // A base directory is a whole segment, not a string prefix.
+        let wide = PathFilter {
+            include: vec!["regexp:^deploy/".into()],
+            exclude: f.exclude.clone(),
+        };
+        assert!(
+            wide.matches(&paths(&["deploy/web/prod/frontend2/k.yaml"]))
+                .unwrap()
+        );
+        assert!(
+            !wide
+                .matches(&paths(&["deploy/web/prod/frontend/k.yaml"]))
+                .unwrap()
+        );
+        let base = PathFilter {
+            include: vec!["deploy/web".into()],
+            exclude: vec![],
+        };
+        assert!(base.matches(&paths(&["deploy/web/a.yaml"])).unwrap());
+        assert!(!base.matches(&paths(&["deploy/webx/a.yaml"])).unwrap());
+        let glob = PathFilter {
+            include: vec!["glob:deploy/**/*.yaml".into()],
+            exclude: vec!["glob:deploy/*/prod/**".into()],
+        };
+        assert!(glob.matches(&paths(&["deploy/web/dev/a.yaml"])).unwrap());
+        assert!(!glob.matches(&paths(&["deploy/web/prod/a.yaml"])).unwrap());
+        assert!(!glob.matches(&paths(&["deploy/a.txt"])).unwrap());
+        assert!(
+            PathFilter::default()
+                .matches(&paths(&["anything"]))
+                .unwrap()
+        );
+        let bad = PathFilter {
+            include: vec!["regexp:(".into()],
+            exclude: vec![],
+        };
+        assert!(bad.matches(&paths(&["a"])).is_err());
+    }
+
     fn set() -> FreightSet {
         let mut warehouses = BTreeMap::new();
         for w in ["a", "b"] {
@@ -329,6 +500,7 @@ mod tests {
                         strict_semvers: true,
                     }],
                     git: vec![("https://git/src.git".into(), "main".into())],
+                    git_paths: vec![PathFilter::default()],
                 },
             );
         }

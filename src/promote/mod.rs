@@ -23,6 +23,7 @@
 //! Invariant: nothing outside the work directory and the mapped repositories is written; a
 //! push only ever moves a branch forward (compare-and-swap, never forced).
 
+pub mod bootstrap;
 pub mod expr;
 pub mod freight;
 pub mod repo;
@@ -83,6 +84,14 @@ pub enum PromoteError {
     )]
     RepositoryUnavailable { stage: String, message: String },
 
+    /// `--live FILE` does not hold Applications.
+    #[error("cannot read the live Applications in {file}: {message}")]
+    #[diagnostic(
+        code(kiln::promote::live_applications),
+        help("give the output of `kubectl get applications -n <argocd namespace> -o yaml`")
+    )]
+    Live { file: String, message: String },
+
     #[error("{message}")]
     #[diagnostic(
         code(kiln::promote::io),
@@ -109,6 +118,9 @@ pub struct PromotionReport {
     pub freight: Vec<FreightReference>,
     pub phase: Phase,
     pub steps: Vec<StepReport>,
+    /// What kiln could not check and Kargo would (the CLI prints them on stderr).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 impl PromotionReport {
@@ -517,6 +529,19 @@ impl Objects {
                         s(git, "/repoURL").to_string(),
                         s(git, "/branch").to_string(),
                     ));
+                    let list = |k: &str| -> Vec<String> {
+                        git[k]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .map(str::to_string)
+                            .collect()
+                    };
+                    subs.git_paths.push(freight::PathFilter {
+                        include: list("includePaths"),
+                        exclude: list("excludePaths"),
+                    });
                 }
             }
             out.insert(s(w, "/metadata/name").to_string(), subs);
@@ -565,6 +590,114 @@ impl Objects {
                 ((ns, s(a, "/metadata/name").to_string()), a.clone())
             })
             .collect()
+    }
+}
+
+/// Live Applications (`kubectl get applications -o yaml`: a `List` with `items`, or a stream
+/// of Application documents) from `text`, read from `file`.
+pub fn parse_live_applications(file: &str, text: &str) -> Result<Vec<Value>, PromoteError> {
+    let docs = crate::yaml::parse_stream(file, text).map_err(|e| PromoteError::Live {
+        file: file.to_string(),
+        message: e.to_string(),
+    })?;
+    let mut out = Vec::new();
+    for d in docs {
+        match s(&d, "/kind") {
+            "List" | "ApplicationList" => {
+                out.extend(d["items"].as_array().into_iter().flatten().cloned());
+            }
+            "Application" => out.push(d),
+            other => {
+                return Err(PromoteError::Live {
+                    file: file.to_string(),
+                    message: format!(
+                        "a document of kind {other:?}: expected Applications or a List of them"
+                    ),
+                });
+            }
+        }
+    }
+    if let Some(a) = out.iter().find(|a| s(a, "/kind") != "Application") {
+        return Err(PromoteError::Live {
+            file: file.to_string(),
+            message: format!("a List item of kind {:?}", s(a, "/kind")),
+        });
+    }
+    Ok(out)
+}
+
+/// Whether the `ignoreDifferences` entry `e` names the Application `app`: group and kind, and
+/// the name and namespace when the entry gives them (argo-cd `util/argo/normalizers`
+/// `ignoreNormalizer`, Argo CD v3.5.1).
+fn ignores(e: &Value, app: &Value) -> bool {
+    let given = |k: &str, actual: &str| {
+        e.get(k)
+            .and_then(Value::as_str)
+            .is_none_or(|v| v.is_empty() || v == actual)
+    };
+    given("group", "argoproj.io")
+        && given("kind", "Application")
+        && given("name", s(app, "/metadata/name"))
+        && given("namespace", s(app, "/metadata/namespace"))
+}
+
+impl Objects {
+    /// The Applications as Argo CD holds them after the root Application's next sync over the
+    /// `live` ones: each emitted Application as Git has it, except that where an
+    /// `ignoreDifferences` entry of the root (syncing with `RespectIgnoreDifferences=true`)
+    /// names it, the live value stays (argo-cd `controller/sync.go`
+    /// `normalizeTargetResources`, Argo CD v3.5.1: the ignored fields of the live object are
+    /// copied into what is applied). The sync runs with the root as it is live, when `live`
+    /// holds it (the root manages itself: its new spec counts from the sync after), else as
+    /// Git has it. An Application that is not live yet is created as Git has it.
+    pub fn applications_after_root_sync(&self, live: &[Value]) -> Applications {
+        let key = |a: &Value| {
+            let ns = match s(a, "/metadata/namespace") {
+                "" => steps::DEFAULT_ARGOCD_NAMESPACE.to_string(),
+                n => n.to_string(),
+            };
+            (ns, s(a, "/metadata/name").to_string())
+        };
+        let live: BTreeMap<(String, String), &Value> = live.iter().map(|a| (key(a), a)).collect();
+        let respects = |root: &Value| {
+            root["spec"]["syncPolicy"]["syncOptions"]
+                .as_array()
+                .is_some_and(|o| o.iter().any(|o| o == "RespectIgnoreDifferences=true"))
+        };
+        // kiln's roots: the Applications that sync the others from a directory in Git.
+        let entries: Vec<&Value> = self
+            .applications
+            .iter()
+            .filter(|root| root["spec"]["source"].get("directory").is_some())
+            .map(|root| live.get(&key(root)).copied().unwrap_or(root))
+            .filter(|root| respects(root))
+            .flat_map(|root| {
+                root["spec"]["ignoreDifferences"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+            })
+            .collect();
+        let mut apps = self.applications();
+        for (k, app) in apps.iter_mut() {
+            let Some(current) = live.get(k) else {
+                continue;
+            };
+            let matching: Vec<&&Value> = entries.iter().filter(|e| ignores(e, app)).collect();
+            for e in matching {
+                for pointer in e["jsonPointers"].as_array().into_iter().flatten() {
+                    let Some(pointer) = pointer.as_str() else {
+                        continue;
+                    };
+                    if let (Some(value), Some(target)) =
+                        (current.pointer(pointer), app.pointer_mut(pointer))
+                    {
+                        *target = value.clone();
+                    }
+                }
+            }
+        }
+        apps
     }
 }
 
@@ -653,6 +786,19 @@ pub fn assemble_freight(
         }
         images_of.push(images);
     }
+    // Kargo records each image's digest from the registry; kiln asks no registry, so an
+    // image the Stage pins by digest needs one on the command line (or in the spec).
+    let by_digest = digest_promoted(stage);
+    if let Some(i) = images_of
+        .iter()
+        .flatten()
+        .find(|i| i.digest.is_empty() && by_digest.contains(&i.repo_url))
+    {
+        return Err(err(format!(
+            "Stage {} pins {} by digest, and the Freight's {}:{} has none: kiln asks no registry for it (Kargo's Warehouse would), so give `--freight image={}:{}@sha256:<digest>`",
+            stage.name, i.repo_url, i.repo_url, i.tag, i.repo_url, i.tag
+        )));
+    }
     if let Some(k) = used.iter().position(|u| !u) {
         return Err(err(format!(
             "no requested Warehouse ({}) subscribes to image {}",
@@ -665,7 +811,7 @@ pub fn assemble_freight(
     for (w, images) in stage.requested.iter().zip(images_of) {
         let subs = &warehouses[w];
         let mut commits = Vec::new();
-        for (repo_url, branch) in &subs.git {
+        for (k, (repo_url, branch)) in subs.git.iter().enumerate() {
             n += 1;
             let repo = git
                 .open_for_read(repo_url, &scratch.join(n.to_string()))
@@ -680,8 +826,27 @@ pub fn assemble_freight(
                     .map_err(|_| err(format!("commit {c} not found in {repo_url}")))?
                     .id(),
                 None => {
-                    repo::resolve_revision(&repo, if branch.is_empty() { "HEAD" } else { branch })
-                        .ok_or_else(|| err(format!("branch {branch:?} not found in {repo_url}")))?
+                    let head = repo::resolve_revision(
+                        &repo,
+                        if branch.is_empty() { "HEAD" } else { branch },
+                    )
+                    .ok_or_else(|| err(format!("branch {branch:?} not found in {repo_url}")))?;
+                    // Kargo's NewestFromBranch takes the newest commit that changes a path
+                    // the subscription selects, not the head (`newest_from_branch_selector.go`
+                    // `selectCommits`).
+                    let paths = subs.git_paths.get(k).cloned().unwrap_or_default();
+                    if paths.is_empty() {
+                        head
+                    } else {
+                        repo::newest_commit_changing(&repo, head, &|changed| paths.matches(changed))
+                            .map_err(|message| err(format!("{repo_url}: {message}")))?
+                            .ok_or_else(|| {
+                                err(format!(
+                                    "no commit on branch {branch:?} of {repo_url} changes a path Warehouse {w} selects (includePaths {:?}, excludePaths {:?}): it would make no Freight",
+                                    paths.include, paths.exclude
+                                ))
+                            })?
+                    }
                 }
             };
             commits.push(FreightCommit {
@@ -738,6 +903,48 @@ pub struct PromoteOptions {
     pub auth: crate::git::RemoteAuth,
     /// An empty directory to work in (the CLI makes a temporary one).
     pub work_dir: std::path::PathBuf,
+    /// The live Applications (`--live`): the promotion runs against them after the root
+    /// Application's sync ([`Objects::applications_after_root_sync`]) instead of against
+    /// Git's. `None`: Git's, as if just applied.
+    pub live: Option<Vec<Value>>,
+    /// The Freight was verified in the upstream Stages (`--assume-verified`): no warning.
+    pub assume_verified: bool,
+}
+
+/// The warning for a Stage that takes Freight from upstream Stages: Kargo offers it only
+/// Freight verified in one of them (`requestedFreight[].sources.stages`,
+/// `pkg/controller/freight/finder.go`), and a local promotion cannot see verification.
+pub fn unverified_warning(stage: &StageDef) -> Option<String> {
+    (!stage.upstream.is_empty()).then(|| {
+        format!(
+            "Kargo offers Stage {} only Freight verified in upstream Stage {}; kiln cannot see whether this Freight was: promote and verify it there first, or pass --assume-verified",
+            stage.name,
+            stage.upstream.join(" or ")
+        )
+    })
+}
+
+/// The repositories whose images the Stage's `kustomize-set-image` steps pin by digest
+/// (`digest: ${{ imageFrom(vars.x).Digest }}`), through the Stage's `vars`.
+fn digest_promoted(stage: &StageDef) -> std::collections::BTreeSet<String> {
+    static IMAGE_FROM: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"imageFrom\(\s*vars\.([A-Za-z_][A-Za-z0-9_]*)").expect("valid regex")
+    });
+    stage
+        .steps
+        .iter()
+        .filter(|st| st.uses == "kustomize-set-image")
+        .flat_map(|st| st.config["images"].as_array().into_iter().flatten())
+        .filter_map(|i| i.get("digest").and_then(Value::as_str))
+        .filter_map(|d| IMAGE_FROM.captures(d))
+        .filter_map(|c| {
+            stage
+                .vars
+                .iter()
+                .find(|(n, _)| *n == c[1])
+                .map(|(_, v)| v.clone())
+        })
+        .collect()
 }
 
 /// `kiln promote`: finds the Stage in the rendered objects, assembles the Freight and runs
@@ -770,7 +977,13 @@ pub fn promote(
             message: e.to_string(),
         })?;
     let name = format!("{}.local.{}", stage.name, &freight_name(&freight)[..7]);
-    let mut apps = objects.applications();
+    let mut apps = match &options.live {
+        Some(live) => objects.applications_after_root_sync(live),
+        None => objects.applications(),
+    };
+    let warning = (!options.assume_verified)
+        .then(|| unverified_warning(&stage))
+        .flatten();
     let mut promotion = Promotion::new(stage, freight, name);
     let cx = Context {
         git,
@@ -778,5 +991,7 @@ pub fn promote(
         signature,
     };
     promotion.run(&cx, &mut apps);
-    Ok(promotion.report())
+    let mut report = promotion.report();
+    report.warnings.extend(warning);
+    Ok(report)
 }

@@ -674,6 +674,47 @@ fn copy_objects(
     Ok(())
 }
 
+/// The newest commit reachable from `head` (newest first by commit time, as `git log`) whose
+/// changes against its first parent (every file, for a root commit) `select` accepts: Kargo's
+/// `GetDiffPathsForCommitID` (`git show --name-status --no-renames --first-parent`,
+/// `pkg/controller/git/work_tree.go`, Kargo v1.11.2) lists both sides of a move.
+pub fn newest_commit_changing(
+    repo: &Repository,
+    head: Oid,
+    select: &dyn Fn(&[String]) -> Result<bool, String>,
+) -> Result<Option<Oid>, String> {
+    let mut walk = repo.revwalk().map_err(lg("walking the history"))?;
+    walk.set_sorting(git2::Sort::TIME)
+        .map_err(lg("walking the history"))?;
+    walk.push(head).map_err(lg("walking the history"))?;
+    for id in walk {
+        let id = id.map_err(lg("walking the history"))?;
+        let commit = repo.find_commit(id).map_err(lg("reading a commit"))?;
+        let tree = commit.tree().map_err(lg("reading a tree"))?;
+        let parent = match commit.parent(0) {
+            Ok(p) => Some(p.tree().map_err(lg("reading a tree"))?),
+            Err(_) => None,
+        };
+        let diff = repo
+            .diff_tree_to_tree(parent.as_ref(), Some(&tree), None)
+            .map_err(lg("comparing trees"))?;
+        let mut changed = Vec::new();
+        for d in diff.deltas() {
+            for f in [d.old_file(), d.new_file()] {
+                if let Some(p) = f.path().and_then(|p| p.to_str())
+                    && !changed.iter().any(|c: &String| c == p)
+                {
+                    changed.push(p.to_string());
+                }
+            }
+        }
+        if select(&changed)? {
+            return Ok(Some(id));
+        }
+    }
+    Ok(None)
+}
+
 /// What Argo CD would check out for `targetRevision`: `HEAD`/empty is the default branch, a
 /// full commit id that commit, else a branch, else a tag.
 pub fn resolve_revision(repo: &Repository, revision: &str) -> Option<Oid> {

@@ -781,6 +781,7 @@ impl Promotion {
                 super::Phase::Running
             },
             steps: self.reports.clone(),
+            warnings: Vec::new(),
         }
     }
 }

@@ -394,24 +394,63 @@ fn a_chart_link_to_git_config_is_never_read() {
             "  - files: [manifests]\n",
             "  - files: [manifests]\n  - helm: {chart: chart}\n",
         );
+        chart_with_link(&f, "repo/components/web/chart", target);
+        assert_link_refused(&f, target);
+    }
+}
+
+/// A chart `app` in `chart` (a fixture path) whose template renders `files/config`, a link to
+/// `target`.
+#[cfg(unix)]
+fn chart_with_link(f: &Fixture, chart: &str, target: &str) {
+    f.write(
+        &format!("{chart}/Chart.yaml"),
+        "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+    );
+    f.write(
+        &format!("{chart}/templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\ndata:\n  config: {{ .Files.Get \"files/config\" | quote }}\n",
+    );
+    std::fs::create_dir_all(f.path(&format!("{chart}/files"))).unwrap();
+    std::os::unix::fs::symlink(target, f.path(&format!("{chart}/files/config"))).unwrap();
+    assert!(
+        std::fs::metadata(f.path(&format!("{chart}/files/config"))).is_ok(),
+        "{target}: the link resolves"
+    );
+}
+
+/// The render fails naming the linked file; the token is nowhere, nothing is written.
+fn assert_link_refused(f: &Fixture, target: &str) {
+    let out = f.render(&[]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{target}: {err}");
+    assert!(err.contains("files/config"), "{target}: {err}");
+    assert!(!err.contains("ghp_FAKE"), "{target}: {err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("ghp_FAKE"));
+    assert!(!f.path("repo/deploy").exists(), "{target}");
+}
+
+/// Issue 39, item 1, for kustomize's `helmCharts:` (HelmChartInflationGenerator): its
+/// vendored chart is confined to its own directory as the `helm` generator's is. A link to
+/// the repository's `.git/config`, to another file of the repository or to `.git` itself is
+/// refused, and the token is never rendered or printed.
+#[cfg(unix)]
+#[test]
+fn a_helm_charts_link_to_git_config_is_never_read() {
+    for target in [
+        "../../../../../../.git/config",
+        "../../../../../../platforms/p/platform.yaml",
+        "../../../../../../.git",
+    ] {
+        let f = Fixture::new();
+        f.write("repo/.git/config", GIT_CONFIG);
+        with_kustomize_generator(&f);
         f.write(
-            "repo/components/web/chart/Chart.yaml",
-            "apiVersion: v2\nname: app\nversion: 0.1.0\n",
+            "repo/components/web/base/kustomization.yaml",
+            "resources:\n- deployment.yaml\nhelmCharts:\n- name: app\n  releaseName: app\n",
         );
-        f.write(
-            "repo/components/web/chart/templates/cm.yaml",
-            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leak\ndata:\n  config: {{ .Files.Get \"files/config\" | quote }}\n",
-        );
-        std::fs::create_dir_all(f.path("repo/components/web/chart/files")).unwrap();
-        std::os::unix::fs::symlink(target, f.path("repo/components/web/chart/files/config"))
-            .unwrap();
-        let out = f.render(&[]);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(1), "{target}: {err}");
-        assert!(err.contains("files/config"), "{target}: {err}");
-        assert!(!err.contains("ghp_FAKE"), "{target}: {err}");
-        assert!(!String::from_utf8_lossy(&out.stdout).contains("ghp_FAKE"));
-        assert!(!f.path("repo/deploy").exists(), "{target}");
+        chart_with_link(&f, "repo/components/web/base/charts/app", target);
+        assert_link_refused(&f, target);
     }
 }
 

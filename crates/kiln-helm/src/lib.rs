@@ -132,6 +132,9 @@ pub struct TemplateOptions {
     pub skip_hooks: bool,
     /// `--skip-tests`: hooks for the `test` event are not printed.
     pub skip_tests: bool,
+    /// The instant `now` returns, in seconds since the epoch (`--now`,
+    /// `SOURCE_DATE_EPOCH`); `None` is kiln's fixed 2000-01-01T00:00:00Z.
+    pub now: Option<i64>,
 }
 
 impl TemplateOptions {
@@ -148,6 +151,7 @@ impl TemplateOptions {
             api_versions: Vec::new(),
             skip_hooks: false,
             skip_tests: false,
+            now: None,
         }
     }
 }
@@ -397,6 +401,7 @@ fn render_checked(
         kube_version: kv_text,
         api_versions,
         is_upgrade: false,
+        now: opts.now.unwrap_or(sprig::date::FIXED_NOW),
     };
     let files = engine::render(fs, chart, vals, &ctx, seed)?;
     let (mut hooks, manifests) =

@@ -3,6 +3,39 @@
 //! `pkg/engine/engine.go`'s `initFunMap` (`include`, `tpl`, `required`, `fail`, `lookup`).
 
 use super::*;
+use crate::template::params::{Param, Sig};
+
+/// The Go signatures of Helm's own functions where a parameter is typed (funcs.go,
+/// engine.go `initFunMap`), for the typed-argument checks (`template::params`).
+const SIGNATURES: &[(&str, Sig)] = {
+    use Param::{Any, Str};
+    const S: Sig = Sig {
+        fixed: &[Str],
+        variadic: None,
+    };
+    const S_ANY: Sig = Sig {
+        fixed: &[Str, Any],
+        variadic: None,
+    };
+    &[
+        ("include", S_ANY),
+        ("tpl", S_ANY),
+        ("required", S_ANY),
+        ("fail", S),
+        ("fromYaml", S),
+        ("fromYamlArray", S),
+        ("fromJson", S),
+        ("fromJsonArray", S),
+        ("fromToml", S),
+        (
+            "lookup",
+            Sig {
+                fixed: &[Str, Str, Str, Str],
+                variadic: None,
+            },
+        ),
+    ]
+};
 
 pub(super) fn helm_funcs(f: &mut Funcs) {
     f.add2("include", |ex: &mut Exec, a0, a1| {
@@ -146,6 +179,7 @@ pub(super) fn helm_funcs(f: &mut Funcs) {
         let text = a.first().map(s).unwrap_or_default();
         Ok(toml::from_toml(&text).unwrap_or_else(|e| error_map(&e)))
     });
+    f.sign(SIGNATURES);
 }
 
 pub(super) fn json_kind(v: &Value) -> &'static str {

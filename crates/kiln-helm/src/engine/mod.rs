@@ -54,6 +54,9 @@ pub struct Context {
     pub kube_version: String,
     pub api_versions: Vec<String>,
     pub is_upgrade: bool,
+    /// The instant Sprig's `now` (and `ago`, `date` of a non-date, …) reads, in seconds
+    /// since the epoch: a parameter, never the clock.
+    pub now: i64,
 }
 
 /// `.Chart`: Chart.yaml under Go's field names.
@@ -169,7 +172,8 @@ struct Renderable<'a> {
     base_path: String,
 }
 
-/// Collects every template of `c` and its subcharts (`recAllTpls`), keyed by full path.
+/// Collects every template of `c` and its subcharts (`recAllTpls`), keyed by full path;
+/// returns the scope `c`'s templates see, which is its parent's `.Subcharts.<name>`.
 fn collect<'a>(
     c: &'a Chart,
     parent_path: Option<&str>,
@@ -178,7 +182,7 @@ fn collect<'a>(
     caps: &Value,
     release: &Value,
     out: &mut BTreeMap<String, Renderable<'a>>,
-) {
+) -> Map {
     let full = match parent_path {
         None => c.name.clone(),
         Some(p) => format!("{p}/charts/{}", c.name),
@@ -210,9 +214,12 @@ fn collect<'a>(
         Some(Value::Map(m)) => m.clone(),
         _ => new_map(),
     };
+    // Helm v4 gives each subchart's whole scope (`.Subcharts.<name>.Values`, `.Chart`, …),
+    // the same maps that subchart's templates see.
     for sub in &c.subcharts {
-        collect(sub, Some(&full), Some(&my_values), top, caps, release, out);
-        subs.borrow_mut().insert(sub.name.clone(), Value::Nil);
+        let scope = collect(sub, Some(&full), Some(&my_values), top, caps, release, out);
+        subs.borrow_mut()
+            .insert(sub.name.clone(), Value::Map(scope));
     }
     next.borrow_mut()
         .insert("Subcharts".into(), Value::Map(subs));
@@ -230,6 +237,7 @@ fn collect<'a>(
             },
         );
     }
+    next
 }
 
 /// Helm's parse/execution order: deeper paths first, then reverse lexicographic.
@@ -247,9 +255,9 @@ fn sort_templates(keys: &mut [String]) {
 
 /// The functions a chart's templates have: Sprig's as Helm has them, with `seed` for the
 /// random ones, then Helm's own.
-fn chart_funcs(seed: u64) -> Funcs {
+fn chart_funcs(seed: u64, now: i64) -> Funcs {
     let mut funcs = Funcs::default();
-    sprig::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
+    sprig::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))), now);
     helm_funcs(&mut funcs);
     funcs
 }
@@ -260,7 +268,10 @@ fn chart_funcs(seed: u64) -> Funcs {
 pub fn resolve(name: &str) -> Option<parse::FuncId> {
     static NAMES: std::sync::OnceLock<super::template::exec::FxMap<String, parse::FuncId>> =
         std::sync::OnceLock::new();
-    super::template::exec::FuncNames::of(NAMES.get_or_init(|| chart_funcs(0).into_names())).id(name)
+    super::template::exec::FuncNames::of(
+        NAMES.get_or_init(|| chart_funcs(0, sprig::date::FIXED_NOW).into_names()),
+    )
+    .id(name)
 }
 
 /// Renders every template; returns path → output (partials skipped, NOTES included).
@@ -298,7 +309,7 @@ pub fn render(
         &mut tpls,
     );
 
-    let funcs = Rc::new(chart_funcs(seed));
+    let funcs = Rc::new(chart_funcs(seed, ctx.now));
 
     let mut keys: Vec<String> = tpls.keys().cloned().collect();
     sort_templates(&mut keys);
@@ -364,7 +375,11 @@ pub fn name_template(text: &str) -> Result<String, RenderError> {
     let digest = sha2::Sha256::digest(text.as_bytes());
     let seed = u64::from_le_bytes(digest[..8].try_into().unwrap_or_default());
     let mut funcs = Funcs::default();
-    sprig::register(&mut funcs, Rc::new(RefCell::new(Seed::new(seed))));
+    sprig::register(
+        &mut funcs,
+        Rc::new(RefCell::new(Seed::new(seed))),
+        sprig::date::FIXED_NOW,
+    );
     let funcs = Rc::new(funcs);
     let is_func = |n: &str| funcs.id(n);
     let parsed = parse::parse(NAME_TEMPLATE, text, &is_func).map_err(|e| RenderError {

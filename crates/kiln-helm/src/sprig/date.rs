@@ -1,12 +1,15 @@
-//! Sprig's date functions over a fixed clock. `now` is always [`FIXED_NOW`] (UTC), so a
-//! render never depends on when it runs; `date` formats with Go's reference layout.
+//! Sprig's date functions over a fixed clock. `now` is the instant the render is given
+//! (default [`FIXED_NOW`], UTC; `kiln helm template --now`, or `SOURCE_DATE_EPOCH`, read by
+//! the CLI), never the machine's clock, so a render never depends on when it runs; `date`
+//! formats with Go's reference layout.
 
 use crate::template::exec::Funcs;
 use crate::template::fmt::{s, to_i64};
 use crate::template::value::{Cx, Marshaled, Object, Value};
 use std::rc::Rc;
 
-/// The instant `now` returns: 2000-01-01T00:00:00Z (documented in docs/helm.md).
+/// The instant `now` returns unless the render is given another: 2000-01-01T00:00:00Z
+/// (documented in docs/helm.md).
 pub const FIXED_NOW: i64 = 946_684_800;
 
 /// A Go `time.Time` in UTC, seconds since the epoch.
@@ -403,13 +406,14 @@ pub fn parse(layout: &str, value: &str) -> Result<i64, String> {
     Ok(days * 86_400 + h * 3600 + mi * 60 + se - offset)
 }
 
-fn time_arg(v: &Value) -> i64 {
+/// A date argument in seconds; anything else is `time.Now()` in Sprig, `now` here.
+fn time_arg(v: &Value, now: i64) -> i64 {
     match v {
         Value::Object(o) if o.type_name() == "time.Time" => {
-            o.field("Unix").map(|u| to_i64(&u)).unwrap_or(FIXED_NOW)
+            o.field("Unix").map(|u| to_i64(&u)).unwrap_or(now)
         }
         Value::Int(_) | Value::Float(_) => to_i64(v),
-        _ => FIXED_NOW,
+        _ => now,
     }
 }
 
@@ -417,38 +421,39 @@ fn time_value(t: i64) -> Value {
     Value::Object(Rc::new(Time(t)))
 }
 
-pub fn register(f: &mut Funcs) {
-    f.add("now", |_, _| Ok(time_value(FIXED_NOW)));
-    f.add2("date", |_, a0, a1| {
-        Ok(Value::from(format(time_arg(a1), &s(a0))))
+/// Registers the date functions on `f`, with `now` (seconds since the epoch) as the clock.
+pub fn register(f: &mut Funcs, now: i64) {
+    f.add("now", move |_, _| Ok(time_value(now)));
+    f.add2("date", move |_, a0, a1| {
+        Ok(Value::from(format(time_arg(a1, now), &s(a0))))
     });
-    f.add3("dateInZone", |_, a0, a1, _zone| {
-        Ok(Value::from(format(time_arg(a1), &s(a0))))
+    f.add3("dateInZone", move |_, a0, a1, _zone| {
+        Ok(Value::from(format(time_arg(a1, now), &s(a0))))
     });
-    f.add1("htmlDate", |_, a0| {
-        Ok(Value::from(format(time_arg(a0), "2006-01-02")))
+    f.add1("htmlDate", move |_, a0| {
+        Ok(Value::from(format(time_arg(a0, now), "2006-01-02")))
     });
-    f.add2("htmlDateInZone", |_, a0, _zone| {
-        Ok(Value::from(format(time_arg(a0), "2006-01-02")))
+    f.add2("htmlDateInZone", move |_, a0, _zone| {
+        Ok(Value::from(format(time_arg(a0, now), "2006-01-02")))
     });
-    f.add1("unixEpoch", |_, a0| {
-        Ok(Value::from(time_arg(a0).to_string()))
+    f.add1("unixEpoch", move |_, a0| {
+        Ok(Value::from(time_arg(a0, now).to_string()))
     });
-    f.add2("dateModify", |_, a0, a1| {
+    f.add2("dateModify", move |_, a0, a1| {
         Ok(time_value(
-            time_arg(a1) + parse_duration(&s(a0)).unwrap_or(0),
+            time_arg(a1, now) + parse_duration(&s(a0)).unwrap_or(0),
         ))
     });
-    f.add2("mustDateModify", |_, a0, a1| {
+    f.add2("mustDateModify", move |_, a0, a1| {
         let d = parse_duration(&s(a0)).ok_or("invalid duration")?;
-        Ok(time_value(time_arg(a1) + d))
+        Ok(time_value(time_arg(a1, now) + d))
     });
-    f.add1("ago", |_, a0| {
-        Ok(Value::from(format!("{}s", FIXED_NOW - time_arg(a0))))
+    f.add1("ago", move |_, a0| {
+        Ok(Value::from(format!("{}s", now - time_arg(a0, now))))
     });
     // Sprig's duration: seconds from a decimal string or an integer (a float64, every number
     // of a values file, is 0), printed as Go's Duration.String.
-    f.add1("duration", |_, a0| {
+    f.add1("duration", move |_, a0| {
         let n = match a0 {
             Value::Str(t) => t.parse().unwrap_or(0),
             Value::Int(n) => *n,
@@ -456,12 +461,14 @@ pub fn register(f: &mut Funcs) {
         };
         Ok(Value::from(go_duration(n)))
     });
-    f.add1("durationRound", |_, a0| Ok(Value::from(duration_round(a0))));
+    f.add1("durationRound", move |_, a0| {
+        Ok(Value::from(duration_round(a0, now)))
+    });
     // toDate gives Go's zero time for text it cannot read; mustToDate the error.
-    f.add2("toDate", |_, a0, a1| {
+    f.add2("toDate", move |_, a0, a1| {
         Ok(time_value(parse(&s(a0), &s(a1)).unwrap_or(ZERO_TIME)))
     });
-    f.add2("mustToDate", |_, a0, a1| {
+    f.add2("mustToDate", move |_, a0, a1| {
         parse(&s(a0), &s(a1)).map(time_value)
     });
 }
@@ -522,7 +529,7 @@ fn parse_duration_f64(t: &str) -> Option<f64> {
 /// Sprig's `durationRound`: the largest unit the duration exceeds, whole, without a sign
 /// (`2h10m5s` is `2h`, `36h` `1d`, `800h` `1mo`); a string by `time.ParseDuration`, an
 /// integer as nanoseconds, a time as the time since `now`, anything else 0.
-fn duration_round(v: &Value) -> String {
+fn duration_round(v: &Value, now: i64) -> String {
     let nanos: u128 = match v {
         Value::Str(t) => match parse_duration_f64(t) {
             Some(secs) => (secs.abs() * 1e9) as u128,
@@ -530,7 +537,7 @@ fn duration_round(v: &Value) -> String {
         },
         Value::Int(n) => u128::from(n.unsigned_abs()),
         Value::Object(o) if o.type_name() == "time.Time" => {
-            u128::from((FIXED_NOW - time_arg(v)).unsigned_abs()) * 1_000_000_000
+            u128::from((now - time_arg(v, now)).unsigned_abs()) * 1_000_000_000
         }
         _ => 0,
     };

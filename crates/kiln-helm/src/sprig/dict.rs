@@ -49,6 +49,10 @@ pub(super) fn register(f: &mut Funcs) {
         Ok(v.unwrap_or(Value::from("")))
     });
     f.add3("set", |_, a0, a1, a2| {
+        if a0.is_nil() {
+            // Go's runtime panic, which text/template reports as the call's error.
+            return Err("assignment to entry in nil map".into());
+        }
         let m = as_map(a0, "set")?;
         m.borrow_mut().insert(s(a1), a2.clone());
         Ok(Value::Map(m))
@@ -137,9 +141,28 @@ pub(super) fn register(f: &mut Funcs) {
     }
     f.add("dig", |_, a| {
         want_min(a, 3, "dig")?;
-        let d = as_map(&a[a.len() - 1], "dig")?;
+        // dig's parameters are `...interface{}`: Sprig asserts their types itself, and a
+        // failed assertion is Go's runtime panic (`interface conversion`), nil included.
+        let assertion = |v: &Value, want: &str| {
+            let got = if v.is_nil() {
+                "nil".into()
+            } else {
+                v.type_name()
+            };
+            format!("interface conversion: interface {{}} is {got}, not {want}")
+        };
+        let d = match &a[a.len() - 1] {
+            Value::Map(m) => m.clone(),
+            other => return Err(assertion(other, "map[string]interface {}")),
+        };
         let def = a[a.len() - 2].clone();
-        let keys: Vec<String> = a[..a.len() - 2].iter().map(s).collect();
+        let mut keys: Vec<String> = Vec::with_capacity(a.len() - 2);
+        for k in &a[..a.len() - 2] {
+            match k {
+                Value::Str(k) => keys.push(k.to_string()),
+                other => return Err(assertion(other, "string")),
+            }
+        }
         let mut cur = Value::Map(d);
         for (i, k) in keys.iter().enumerate() {
             let m = match &cur {

@@ -25,6 +25,7 @@ pub mod paths;
 pub mod reflect;
 pub mod regex;
 pub mod semver;
+pub mod signatures;
 pub mod strings;
 pub mod url;
 
@@ -92,9 +93,13 @@ fn bound_text(name: &str, n: u128) -> Result<(), String> {
     Ok(())
 }
 
+/// A `map[string]interface {}` parameter. The executor lets only a map or a nil through
+/// (`template::params`); a nil is Go's nil map, which reads as an empty one (`hasKey $none
+/// "k"` is false), so it is a new empty map here.
 fn as_map(v: &Value, name: &str) -> Result<Map, String> {
     match v {
         Value::Map(m) => Ok(m.clone()),
+        Value::Nil => Ok(new_map()),
         other => Err(format!(
             "wrong type for value; expected map[string]interface {{}}; got {} (in {name})",
             other.type_name()
@@ -145,7 +150,7 @@ fn bytes_of(v: &Value, r: &[u8]) -> Value {
 
 /// Registers Go's builtins and every Sprig function on `f`, in one fixed order; `seed`
 /// drives the random ones.
-pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
+pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>, now: i64) {
     crate::template::funcs::builtins(f);
     strings::register(f);
     list::register(f);
@@ -159,8 +164,10 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>) {
     regex::register(f);
     paths::register(f);
     semver::register(f);
-    date::register(f);
+    date::register(f, now);
     crypto::random(f, seed);
+    f.sign(crate::template::funcs::SIGNATURES);
+    f.sign(signatures::SIGNATURES);
 }
 
 #[cfg(test)]
@@ -202,7 +209,11 @@ mod tests {
     /// [`run`] after the parse, and the execution it ran in.
     fn run_with(text: &str) -> Result<(Result<String, String>, Exec<'static>), String> {
         let mut funcs = Funcs::default();
-        register(&mut funcs, Rc::new(RefCell::new(Seed::new(1))));
+        register(
+            &mut funcs,
+            Rc::new(RefCell::new(Seed::new(1))),
+            date::FIXED_NOW,
+        );
         let funcs = Rc::new(funcs);
         let is_func = |n: &str| funcs.id(n);
         let parsed = parse::parse("t", text, &is_func).map_err(|e| e.to_string())?;
@@ -274,7 +285,11 @@ mod tests {
     #[test]
     fn string_functions_that_change_nothing_give_their_argument() {
         let mut funcs = Funcs::default();
-        register(&mut funcs, Rc::new(RefCell::new(Seed::new(1))));
+        register(
+            &mut funcs,
+            Rc::new(RefCell::new(Seed::new(1))),
+            date::FIXED_NOW,
+        );
         let funcs = Rc::new(funcs);
         let mut ex = Exec::new(Rc::new(TemplateSet::default()), funcs.clone(), Rc::new(()));
         let arg = Value::from("name-x");
@@ -308,15 +323,15 @@ mod tests {
                 "AB|AB|àb",
             ),
             (
-                r#"{{ lower 12 }}|{{ toString 1.5 }}|{{ trim nil }}"#,
-                "12|1.5|",
+                r#"{{ lower "12" }}|{{ toString 1.5 }}|{{ toString nil }}"#,
+                "12|1.5|<nil>",
             ),
             (
                 r#"{{ replace "x" "y" "abc" }}|{{ replace "" "-" "ab" }}"#,
                 "abc|-a-b-",
             ),
             (
-                r#"{{ trunc 3 "abcd" }}|{{ trunc -2 "abcd" }}|{{ trunc 2 12345 }}"#,
+                r#"{{ trunc 3 "abcd" }}|{{ trunc -2 "abcd" }}|{{ trunc 2 "12345" }}"#,
                 "abc|cd|12",
             ),
             (
@@ -344,7 +359,7 @@ mod tests {
     }
 
     /// `indent`/`nindent` as Sprig's replace gives them: every line padded, empty ones and
-    /// a trailing newline's too, non-strings printed, negative widths none.
+    /// a trailing newline's too, negative widths none; a non-string is Go's type error.
     #[test]
     fn indent_pads_every_line() {
         let cases = [
@@ -353,11 +368,18 @@ mod tests {
             (r#"{{ indent 0 "a\nb" }}"#, "a\nb"),
             (r#"{{ nindent -3 "x" }}"#, "\nx"),
             (r#"{{ indent 1 "" }}|{{ nindent 1 "" }}"#, " |\n "),
-            (r#"{{ indent 3 12 }}|{{ nindent 1 nil }}"#, "   12|\n "),
-            (r#"{{ indent "2" "é\nü" }}"#, "  é\n  ü"),
+            (r#"{{ indent 2 "é\nü" }}"#, "  é\n  ü"),
         ];
         for (text, want) in cases {
             assert_eq!(run(text).unwrap(), want, "{text}");
+        }
+        for (text, want) in [
+            ("{{ indent 3 12 }}", "expected string; found 12"),
+            ("{{ nindent 1 nil }}", "cannot assign nil to string"),
+            (r#"{{ indent "2" "x" }}"#, r#"expected integer; found "2""#),
+        ] {
+            let err = run(text).unwrap_err();
+            assert!(err.ends_with(want), "{text}: {err}");
         }
     }
 

@@ -6,6 +6,7 @@
 //! `missingkey=zero` as Helm sets it: a missing map key is nil, printed as `<no value>`;
 //! a field of nil is Go's "nil pointer evaluating interface {}.X" error.
 
+use super::params::{Origin, Sig};
 use super::parse::{Arg, Branch, Cmd, FuncId, Node, Pipe, Pos, Span, Tree};
 use super::value::Value;
 use std::rc::Rc;
@@ -37,6 +38,9 @@ const TABLE_SIZE: usize = 320;
 pub struct Funcs {
     ids: FxMap<&'static str, FuncId>,
     table: Vec<(&'static str, Func)>,
+    /// The Go signature of each id that has one ([`Funcs::sign`]); a call checks its
+    /// arguments against it as Go's `evalCall` does (`super::params`).
+    sigs: Vec<Option<Sig>>,
 }
 
 impl Funcs {
@@ -61,6 +65,16 @@ impl Funcs {
             }
         }
     }
+    /// Gives the functions of `table` that are registered their Go signatures.
+    pub fn sign(&mut self, table: &[(&str, Sig)]) {
+        self.sigs.resize(self.table.len(), None);
+        for (name, sig) in table {
+            if let Some(id) = self.ids.get(name) {
+                self.sigs[id.0 as usize] = Some(*sig);
+            }
+        }
+    }
+
     /// The id a template's call of `name` resolves to (`and`/`or` included).
     pub fn id(&self, name: &str) -> Option<FuncId> {
         self.resolver().id(name)
@@ -345,6 +359,60 @@ fn command_text(src: &str, off: usize) -> String {
         space = false;
     }
     out
+}
+
+/// Where Go reports an error about the field chain `head.chain` written at `pos`, and how
+/// it prints the node: `""` for `.A.B`, `"$x"` for `$x.A.B`. Go's parser puts the node at
+/// the chain's second part (`.a` of `.Values.a.b`, `.A` of `$x.A`: the lexer makes
+/// `.Values` and `.a` two tokens and the chain starts at the second).
+fn chain_site(head: Option<&str>, chain: &str, pos: Pos) -> (Pos, String) {
+    let h = head.unwrap_or("");
+    let at = match h {
+        "" => chain.find('.').map_or(0, |i| i + 1),
+        var => var.len(),
+    };
+    (Pos(pos.0 + at as u32), format!("{h}.{chain}"))
+}
+
+/// The byte offset of operand `i` of the command whose function name starts at byte `off`
+/// of a template's text: the name and `i` operands skipped (a parenthesized operand whole).
+fn operand_offset(src: &str, off: usize, i: usize) -> usize {
+    let b = src.as_bytes();
+    let skip_space = |mut j: usize| {
+        while j < b.len() && b[j].is_ascii_whitespace() {
+            j += 1;
+        }
+        j
+    };
+    let skip_operand = |j: usize| {
+        if b.get(j) != Some(&b'(') {
+            return token_end(b, j);
+        }
+        let (mut depth, mut k) = (0usize, j);
+        while k < b.len() {
+            match b[k] {
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return k + 1;
+                    }
+                }
+                b'"' | b'\'' | b'`' => {
+                    k = token_end(b, k);
+                    continue;
+                }
+                _ => {}
+            }
+            k += 1;
+        }
+        k
+    };
+    let mut j = skip_space(token_end(b, off));
+    for _ in 0..i {
+        j = skip_space(skip_operand(j));
+    }
+    j
 }
 
 /// What a `range` walks.
@@ -672,13 +740,16 @@ impl<'a> Exec<'a> {
                 },
             };
             i += 1;
-            match decl.len() {
-                0 => {}
+            let assigned = match decl.len() {
+                0 => true,
                 1 => self.set_var(&decl[0], v.clone()),
-                _ => {
-                    self.set_var(&decl[0], k);
-                    self.set_var(&decl[1], v.clone());
-                }
+                _ => self.set_var(&decl[0], k) && self.set_var(&decl[1], v.clone()),
+            };
+            if !assigned {
+                let name = decl
+                    .iter()
+                    .find(|n| !self.vars[self.base..].iter().any(|(m, _)| m == *n));
+                return Err(self.undefined_assignment(t, pipe, name.map_or("", |n| n)));
             }
             let inner = self.vars.len();
             let f = self.walk(&v, t, b.list, out)?;
@@ -691,31 +762,50 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    fn set_var(&mut self, name: &str, v: Value) {
+    /// Go's `setVar`: false when no variable `name` is in scope (an `=` to a variable never
+    /// declared, which Go's parser accepts: the caller fails with Go's message).
+    fn set_var(&mut self, name: &str, v: Value) -> bool {
         let base = self.base;
-        if let Some(slot) = self.vars[base..]
+        match self.vars[base..]
             .iter_mut()
             .rev()
             .find(|(n, _)| &**n == name)
         {
-            slot.1 = v;
+            Some(slot) => {
+                slot.1 = v;
+                true
+            }
+            None => false,
         }
     }
 
-    fn var(&self, name: &str) -> Value {
-        self.vars[self.base..]
+    /// Go's `varValue`: the value of `$name`, or its "undefined variable" error.
+    fn var(&self, name: &str, pos: Pos) -> R<Value> {
+        match self.vars[self.base..]
             .iter()
             .rev()
             .find(|(n, _)| &**n == name)
-            .map(|(_, v)| v.clone())
-            .unwrap_or(Value::Nil)
+        {
+            Some((_, v)) => Ok(v.clone()),
+            None => Err(self.err_at(pos, name, format!("undefined variable: {name}"))),
+        }
+    }
+
+    /// The error of an `=` to `name`, never declared: Go names the last node it evaluated,
+    /// the pipeline's last command.
+    fn undefined_assignment(&self, t: &Tree, p: &Pipe, name: &str) -> ExecError {
+        let pos = t.cmds[p.cmds.range()].last().map_or(p.pos, |c| c.pos);
+        let what = command_text(&t.src, pos.0 as usize);
+        self.err_at(pos, &what, format!("undefined variable: {name}"))
     }
 
     fn pipe(&mut self, dot: &Value, t: &Tree, p: &Pipe) -> R<Value> {
         let v = self.pipe_no_decl(dot, t, p)?;
         for name in &t.decls[p.decl.range()] {
             if p.is_assign {
-                self.set_var(name, v.clone());
+                if !self.set_var(name, v.clone()) {
+                    return Err(self.undefined_assignment(t, p, name));
+                }
             } else {
                 self.vars.push((name.clone(), v.clone()));
             }
@@ -752,7 +842,7 @@ impl<'a> Exec<'a> {
             }
             Arg::Var(name, chain, pos) => {
                 let name = t.str(*name);
-                let base = self.var(name);
+                let base = self.var(name, *pos)?;
                 if chain.is_empty() {
                     self.not_a_function(rest, &fin, *pos, name)?;
                     return Ok(base);
@@ -807,7 +897,7 @@ impl<'a> Exec<'a> {
             Arg::Dot(_) => dot.clone(),
             Arg::Var(name, chain, pos) => {
                 let name = t.str(*name);
-                let base = self.var(name);
+                let base = self.var(name, *pos)?;
                 if chain.is_empty() {
                     base
                 } else {
@@ -860,13 +950,7 @@ impl<'a> Exec<'a> {
         // Where an error is reported, and the node it names: worked out only for an error,
         // a field chain is evaluated for nearly every action.
         let site = |name: &str| match head {
-            Some(h) => {
-                let at = match h {
-                    "" => chain.find('.').map_or(0, |i| i + 1),
-                    var => var.len(),
-                };
-                (Pos(pos.0 + at as u32), format!("{h}.{chain}"))
-            }
+            Some(_) => chain_site(head, chain, pos),
             None => (pos, format!(".{name}")),
         };
         // The names of the chain, cut at each `.` by a byte search: `split('.')`'s char
@@ -982,6 +1066,55 @@ impl<'a> Exec<'a> {
         Ok(recv)
     }
 
+    /// Operand `i` of the call of the function at `call`, as Go's typed-argument checks see
+    /// it: what its nil is, where Go reports it and how it prints.
+    fn operand(&self, t: &Tree, a: &Arg, call: Pos, i: usize) -> (Origin, Pos, String) {
+        let written = || {
+            let off = operand_offset(&t.src, call.0 as usize, i);
+            (Pos(off as u32), constant_text(&t.src, off).to_string())
+        };
+        let constant = |origin| {
+            let (at, what) = written();
+            (origin, at, what)
+        };
+        match a {
+            Arg::Str(_) => constant(Origin::Str),
+            Arg::Int(n) => constant(Origin::Number {
+                int: true,
+                unsigned: *n >= 0,
+            }),
+            Arg::Float(f) => constant(Origin::Number {
+                int: f.fract() == 0.0 && f.abs() < 9.2e18,
+                unsigned: *f >= 0.0 && f.fract() == 0.0,
+            }),
+            Arg::Bool(_) => constant(Origin::Bool),
+            Arg::Nil(p) => (Origin::Nil, *p, "nil".into()),
+            Arg::Dot(p) => (Origin::Typed, *p, ".".into()),
+            Arg::Ident(id, p) => (Origin::Typed, *p, self.funcs.name(*id).to_string()),
+            Arg::Field(chain, p) => {
+                let (at, what) = chain_site(Some(""), t.str(*chain), *p);
+                (Origin::Typed, at, what)
+            }
+            Arg::Var(name, chain, p) if chain.is_empty() => {
+                (Origin::Untyped, *p, t.str(*name).to_string())
+            }
+            Arg::Var(name, chain, p) => {
+                let (at, what) = chain_site(Some(t.str(*name)), t.str(*chain), *p);
+                (Origin::Typed, at, what)
+            }
+            Arg::Chain(_, chain, p) => (Origin::Typed, *p, format!(".{}", t.str(*chain))),
+            Arg::Pipe(p) => {
+                let p = &t.pipes[*p as usize];
+                (
+                    Origin::Untyped,
+                    p.pos,
+                    command_text(&t.src, p.pos.0 as usize),
+                )
+            }
+            Arg::Overflow(text, p) => (Origin::Typed, *p, t.str(*text).to_string()),
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn call(
         &mut self,
@@ -1021,11 +1154,31 @@ impl<'a> Exec<'a> {
         let Some((_, f)) = funcs.table.get(id.0 as usize) else {
             return Err(self.err_at(pos, "", "not a defined function".into()));
         };
+        let sig = funcs.sigs.get(id.0 as usize).copied().flatten();
+        let n = args.len() + usize::from(fin.is_some());
         let mut vals = self.arg_lists.pop().unwrap_or_default();
-        for a in args {
-            vals.push(self.arg(dot, t, a)?);
+        for (i, a) in args.iter().enumerate() {
+            let v = self.arg(dot, t, a)?;
+            if let Some(param) = sig.and_then(|s| s.param(i, n)) {
+                let (origin, at, what) = self.operand(t, a, pos, i);
+                super::params::check(param, &v, origin, &what)
+                    .map_err(|m| self.err_at(at, &what, m))?;
+            }
+            vals.push(v);
         }
         if let Some(v) = fin {
+            if let Some(param) = sig.and_then(|s| s.param(n - 1, n)) {
+                // Go names the node it evaluated last: the last operand, or the function.
+                let (at, what) = match args.len() {
+                    0 => (pos, self.funcs.name(id).to_string()),
+                    k => {
+                        let (_, at, what) = self.operand(t, &args[k - 1], pos, k - 1);
+                        (at, what)
+                    }
+                };
+                super::params::check(param, &v, Origin::Untyped, &what)
+                    .map_err(|m| self.err_at(at, &what, m))?;
+            }
             vals.push(v);
         }
         // What reflect's Call passes (`and`/`or` above return the operand itself).
@@ -1326,6 +1479,26 @@ mod tests {
         assert_eq!(
             render("{{ list nil }}", Value::Nil).as_deref(),
             Ok("[<nil>]")
+        );
+    }
+
+    /// `=` to a variable never declared parses (Go's parser puts it in scope) and fails only
+    /// when it runs, with exec.go `setVar`'s message (issue 37, Helm class 3).
+    #[test]
+    fn assignment_to_an_undeclared_variable_fails_only_when_it_runs() {
+        assert_eq!(
+            render("{{ if false }}{{ $x = 1 }}{{ $x }}{{ end }}ok", Value::Nil).as_deref(),
+            Ok("ok")
+        );
+        assert_eq!(
+            render("a{{ $x = 1 }}", Value::Nil).unwrap_err(),
+            "template: t:1:9: executing \"t\" at <1>: undefined variable: $x"
+        );
+        // Still a parse error where no `=` or `:=` ever named it.
+        assert!(
+            render("{{ $y }}", Value::Nil)
+                .unwrap_err()
+                .contains("undefined variable \"$y\"")
         );
     }
 

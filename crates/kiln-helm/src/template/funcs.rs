@@ -4,6 +4,7 @@
 
 use super::exec::{Exec, Funcs};
 use super::fmt::{s_ref, sprintf, strval, to_i64};
+use super::params::{Param, Sig};
 use super::value::Value;
 
 /// A function's arguments, as the call evaluated them.
@@ -73,6 +74,16 @@ impl Funcs {
         });
     }
 }
+
+/// The builtins' Go signatures (funcs.go) where a parameter is typed: `printf`'s format is
+/// a `string`; the others take `reflect.Value` or `any`.
+pub const SIGNATURES: &[(&str, Sig)] = &[(
+    "printf",
+    Sig {
+        fixed: &[Param::Str],
+        variadic: Some(Param::Any),
+    },
+)];
 
 /// Registers Go's builtins (`and`, `or`, `not`, `len`, `index`, `slice`, `print*`, `html`,
 /// `js`, `urlquery`, `eq`, `ne`, `lt`, `le`, `gt`, `ge`, `call`) on `f`.

@@ -7,6 +7,7 @@
 pub mod exec;
 pub mod fmt;
 pub mod funcs;
+pub mod params;
 pub mod parse;
 pub mod unicode;
 pub mod value;

@@ -1227,14 +1227,12 @@ impl<'a> Parser<'a> {
                     self.trim_next = save_trim;
                 }
             }
+            // Go's parser (parse.go `pipeline`) takes `$x = …` as it takes `$x := …`: the
+            // name is in scope from here on, and assigning to a variable never declared
+            // fails only when the action runs (exec.go `setVar`), so a branch never taken
+            // renders.
             for v in names.into_iter().flatten() {
-                if pipe.is_assign {
-                    if !self.vars.contains(&v) {
-                        return Err(self.err_at(start, format!("undefined variable \"{v}\"")));
-                    }
-                } else {
-                    self.vars.push(v);
-                }
+                self.vars.push(v);
                 self.tree.decls.push(Arc::from(v));
             }
         }

@@ -196,6 +196,12 @@ fn inflate(
         }
     }
     let helm_failed = |e: &kiln_helm::HelmError| KustomizeError::transformer(kf.site(pointer), e);
+    // The chart is read inside its own directory only, as the `helm` generator's charts are
+    // (issue 39, item 1): a link in a vendored chart to `../../.git/config`, or anywhere else
+    // outside the chart, is refused, and nothing under a `.git` directory is read (Helm's
+    // loader refuses links that leave the chart, `internal/sympath/walk.go`).
+    let confined = kiln_base::fs::RootedFs::named(fs, dir.clone(), "the chart directory");
+    let fs: &dyn kiln_base::fs::FileSystem = &confined;
     let loaded = kiln_helm::load_chart(fs, &dir).map_err(|e| {
         helm_failed(&kiln_helm::HelmError::Load {
             file: ldr.display(&PathBuf::from(&e.file)),

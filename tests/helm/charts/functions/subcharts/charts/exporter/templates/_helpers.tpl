@@ -1,0 +1,3 @@
+{{- define "exporter.fullname" -}}
+{{ .Release.Name }}-{{ default .Chart.Name .Values.nameOverride | trunc 63 }}
+{{- end }}
