@@ -1,5 +1,7 @@
 //! The fuzz harness, on stable Rust: mutates the project's own inputs with a fixed seed and
-//! runs `render`, `kustomize` and `validate` in process on each mutant, in memory
+//! runs `render`, `kustomize`, `validate` and `helm template` in process on each mutant
+//! (the Helm target adds random templates to the charts of `tests/helm/charts/`; the deep
+//! target generates kustomize base chains and charts nested hundreds deep), in memory
 //! (`kiln::fs::MemFs`). It fails on any panic, and on any case that takes longer than the
 //! per-case time limit (a hang). A stack overflow aborts the process, which fails too.
 //!
@@ -7,6 +9,7 @@
 //! cargo run --release --example fuzz -- --seconds 600          # on demand
 //! cargo run --release --example fuzz -- --seconds 30           # .ci/run
 //! cargo run --release --example fuzz -- --case 1234            # replay one case
+//! cargo run --release --example fuzz -- --seconds 3600 --only helm   # one target, an hour
 //! ```
 //!
 //! Inputs: `platforms/` + `components/` and every platform under `tests/fixtures/` (render),
@@ -39,7 +42,16 @@ enum Kind {
     Render,
     Kustomize,
     Validate,
+    /// A chart of `tests/helm/charts/` with a random template and random values, through
+    /// `helm template` (under a small budget: a case never runs for long).
+    Helm,
+    /// Deep structure: a chain of kustomize bases, values and templates nested hundreds
+    /// deep (generated, not mutated).
+    Deep,
 }
+
+/// How many kinds there are (each gets an equal share of the cases).
+const KINDS: usize = 5;
 
 /// xorshift64*: small, deterministic, no dependency.
 struct Rng(u64);
@@ -266,11 +278,177 @@ fn mutate_structure(rng: &mut Rng, bytes: &mut Vec<u8>) {
     *bytes = out.join("---\n").into_bytes();
 }
 
+/// Words a random template is made of: operands and functions of every group, with the
+/// arguments a chart would give them and ones it should not.
+const OPERANDS: &[&str] = &[
+    ".Values.a",
+    ".Values.b.c",
+    ".Values.missing",
+    "$",
+    ".",
+    "$x",
+    "\"s\"",
+    "\"%.70000f\"",
+    "1",
+    "-3",
+    "1.5",
+    "1e3",
+    "nil",
+    "true",
+    ".Release.Name",
+    ".Chart",
+    ".Subcharts",
+    ".Capabilities.KubeVersion.Version",
+    ".Files",
+    "(list 1 \"a\" nil)",
+    "(dict \"a\" 1)",
+    "\"{{ .Values.a }}\"",
+    "\"{{ tpl .t . }}\"",
+    "100000000000",
+];
+const FUNCS: &[&str] = &[
+    "upper",
+    "trunc",
+    "printf",
+    "include \"t\"",
+    "tpl",
+    "default",
+    "hasKey",
+    "dig \"a\"",
+    "toYaml",
+    "fromYaml",
+    "toJson",
+    "fromJson",
+    "index",
+    "slice",
+    "until",
+    "repeat",
+    "indent",
+    "nindent",
+    "quote",
+    "keys",
+    "pluck \"a\"",
+    "set",
+    "get",
+    "merge",
+    "list",
+    "dict",
+    "add",
+    "mul",
+    "div",
+    "mod",
+    "len",
+    "eq",
+    "lt",
+    "and",
+    "or",
+    "not",
+    "required \"r\"",
+    "b64enc",
+    "sha256sum",
+    "regexReplaceAll \"a+\"",
+    "semverCompare \">1\"",
+    "date \"2006\"",
+    "dateInZone \"15:04\"",
+    "duration",
+    "toDate \"2006\"",
+    "genPrivateKey",
+    "uuidv4",
+    "randAlphaNum",
+    "splitList \",\"",
+    "join \",\"",
+    "deepCopy",
+    "print",
+    "fail",
+    "tuple",
+];
+
+/// A random pipeline, nested up to `depth` parentheses deep.
+fn random_pipeline(rng: &mut Rng, depth: usize) -> String {
+    let mut cmds = Vec::new();
+    for _ in 0..1 + rng.below(3) {
+        let mut words = vec![rng.pick(FUNCS).to_string()];
+        for _ in 0..rng.below(4) {
+            words.push(if depth > 0 && rng.below(4) == 0 {
+                format!("({})", random_pipeline(rng, depth - 1))
+            } else {
+                rng.pick(OPERANDS).to_string()
+            });
+        }
+        cmds.push(words.join(" "));
+    }
+    cmds.join(" | ")
+}
+
+/// A random template: actions, branches, ranges, defines and variables around pipelines.
+fn random_template(rng: &mut Rng) -> Vec<u8> {
+    let mut t = String::from("{{- $x := .Values.a }}\n");
+    for _ in 0..1 + rng.below(6) {
+        let p = random_pipeline(rng, 3);
+        t.push_str(&match rng.below(8) {
+            0 => format!("{{{{ if {p} }}}}a{{{{ else }}}}b{{{{ end }}}}\n"),
+            1 => format!("{{{{ range $i, $v := {p} }}}}{{{{ $v }}}}{{{{ break }}}}{{{{ end }}}}\n"),
+            2 => format!("{{{{ with {p} }}}}{{{{ . }}}}{{{{ end }}}}\n"),
+            3 => format!("{{{{ define \"t\" }}}}{{{{ {p} }}}}{{{{ end }}}}\n"),
+            4 => format!("{{{{ $x = {p} }}}}{{{{ $y = 1 }}}}\n"),
+            _ => format!("k: {{{{ {p} }}}}\n"),
+        });
+    }
+    t.into_bytes()
+}
+
+/// A generated case of deep structure: a chain of kustomize bases, or a chart whose values
+/// and template nest hundreds deep.
+fn deep(rng: &mut Rng) -> Corpus {
+    let n = 1 + rng.below(600);
+    let mut files = Vec::new();
+    if rng.below(2) == 0 {
+        for i in 0..n {
+            let body = if i + 1 == n {
+                "resources: [cm.yaml]\n".to_string()
+            } else {
+                format!("resources: [../k{}]\nnamePrefix: p{i}-\n", i + 1)
+            };
+            files.push((format!("k{i}/kustomization.yaml"), body.into_bytes()));
+        }
+        files.push((
+            format!("k{}/cm.yaml", n - 1),
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n".to_vec(),
+        ));
+        return Corpus {
+            kind: Kind::Kustomize,
+            files,
+            entry: "k0".into(),
+        };
+    }
+    let values = format!("a: {}1{}\n", "{x: ".repeat(n), "}".repeat(n));
+    let template = match rng.below(3) {
+        0 => format!("{{{{ {}1{} }}}}", "(".repeat(n), ")".repeat(n)),
+        1 => format!("{}x{}", "{{ if true }}".repeat(n), "{{ end }}".repeat(n)),
+        _ => "{{ toYaml .Values }}{{ toJson .Values | fromJson | deepCopy | len }}".into(),
+    };
+    files.push((
+        "c/Chart.yaml".into(),
+        b"apiVersion: v2\nname: c\nversion: 0.1.0\n".to_vec(),
+    ));
+    files.push(("c/values.yaml".into(), values.into_bytes()));
+    files.push(("c/templates/t.yaml".into(), template.into_bytes()));
+    Corpus {
+        kind: Kind::Helm,
+        files,
+        entry: "c".into(),
+    }
+}
+
 /// The mutant of `corpus` for case `n` of `seed`.
-fn mutant(corpora: &[Corpus], seed: u64, n: u64) -> Corpus {
+fn mutant(corpora: &[Corpus], seed: u64, n: u64, only: Option<usize>) -> Corpus {
     let mut rng = Rng::new(seed ^ n.wrapping_mul(0xD1B5_4A32_D192_ED03));
-    // Each kind gets a third of the cases, however many inputs it has.
-    let kind = rng.below(3);
+    // Each kind gets an equal share of the cases, however many inputs it has.
+    let kind = rng.below(KINDS);
+    let kind = only.unwrap_or(kind);
+    if kind == Kind::Deep as usize {
+        return deep(&mut rng);
+    }
     let of_kind: Vec<&Corpus> = corpora.iter().filter(|c| c.kind as usize == kind).collect();
     let mut c = if of_kind.is_empty() {
         rng.pick(corpora).clone()
@@ -289,6 +467,13 @@ fn mutant(corpora: &[Corpus], seed: u64, n: u64) -> Corpus {
         };
         let donor = c.files[rng.below(c.files.len())].1.clone();
         let bytes = &mut c.files[target].1;
+        if matches!(c.kind, Kind::Helm) && rng.below(2) == 0 {
+            c.files.push((
+                format!("{}/templates/fuzz.yaml", c.entry),
+                random_template(&mut rng),
+            ));
+            continue;
+        }
         match rng.below(3) {
             0 => mutate_bytes(&mut rng, bytes),
             1 => mutate_lines(&mut rng, bytes, &donor),
@@ -328,6 +513,19 @@ fn run(c: &Corpus) {
                 let _ = format!("{:?}", miette::Report::new(e));
             }
         }
+        Kind::Helm => {
+            let mut opts = kiln::helm::TemplateOptions::new(&entry, "rel");
+            opts.include_crds = true;
+            // A small budget: a random template may loop for ever within Helm's semantics.
+            opts.budget = kiln::helm::template::exec::Budget {
+                steps: 2_000_000,
+                output_bytes: 16 << 20,
+            };
+            if let Err(e) = kiln::helm::template_with(&fs, &opts) {
+                let _ = format!("{:?}", miette::Report::new(e));
+            }
+        }
+        Kind::Deep => unreachable!("deep cases are generated as Kustomize or Helm cases"),
         Kind::Validate => {
             let mut set = kiln::artifact::ArtifactSet::new();
             for (p, b) in &c.files {
@@ -415,6 +613,39 @@ fn corpora(repo: &Path) -> Vec<Corpus> {
             });
         }
     }
+    // Helm: every chart written here, with its subcharts.
+    let charts = repo.join("tests/helm/charts");
+    let mut dirs = Vec::new();
+    for top in std::fs::read_dir(&charts).into_iter().flatten().flatten() {
+        if top.path().join("Chart.yaml").exists() {
+            dirs.push(top.path());
+        } else {
+            for inner in std::fs::read_dir(top.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
+                if inner.path().join("Chart.yaml").exists() {
+                    dirs.push(inner.path());
+                }
+            }
+        }
+    }
+    dirs.sort();
+    for d in dirs {
+        let mut files = Vec::new();
+        let rel = d
+            .strip_prefix(&charts)
+            .unwrap_or(&d)
+            .to_string_lossy()
+            .into_owned();
+        read_tree(&charts, &rel, &mut files);
+        out.push(Corpus {
+            kind: Kind::Helm,
+            files,
+            entry: rel,
+        });
+    }
     out
 }
 
@@ -423,8 +654,20 @@ fn main() {
     let mut seed = 0x6b69_6c6e_u64; // "kiln"
     let mut only: Option<u64> = None;
     let mut limit = 20u64;
+    let mut target: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
+        if a == "--only" {
+            let names = ["render", "kustomize", "validate", "helm", "deep"];
+            let name = args.next().unwrap_or_default();
+            target = Some(
+                names
+                    .iter()
+                    .position(|n| *n == name)
+                    .unwrap_or_else(|| panic!("--only takes one of {names:?}")),
+            );
+            continue;
+        }
         let mut val = || {
             args.next()
                 .and_then(|v| v.parse::<u64>().ok())
@@ -436,7 +679,7 @@ fn main() {
             "--case" => only = Some(val()),
             "--case-timeout" => limit = val(),
             other => panic!(
-                "unknown argument {other} (--seconds N, --seed N, --case N, --case-timeout S)"
+                "unknown argument {other} (--seconds N, --seed N, --case N, --case-timeout S, --only KIND)"
             ),
         }
     }
@@ -453,9 +696,9 @@ fn main() {
     std::panic::set_hook(Box::new(|_| {}));
     let start = Instant::now();
     let mut n = only.unwrap_or(0);
-    let mut counts = [0u64; 3];
+    let mut counts = [0u64; KINDS];
     loop {
-        let case = mutant(&corpora, seed, n);
+        let case = mutant(&corpora, seed, n, target);
         counts[case.kind as usize] += 1;
         let (tx, rx) = std::sync::mpsc::channel();
         let job = case.clone();
@@ -502,12 +745,13 @@ fn main() {
         }
     }
     println!(
-        "fuzz: {} cases clean in {:.0?} (render {}, kustomize {}, validate {}; seed {seed})",
+        "fuzz: {} cases clean in {:.0?} (render {}, kustomize {}, validate {}, helm {}; seed {seed})",
         counts.iter().sum::<u64>(),
         start.elapsed(),
         counts[0],
         counts[1],
-        counts[2]
+        counts[2],
+        counts[3]
     );
     // The plain closing line CI reads.
     println!("fuzz: {} passed, 0 failed", counts.iter().sum::<u64>());

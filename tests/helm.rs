@@ -944,3 +944,58 @@ fn one_template_chart(dir: &Path, name: &str, template: &str) -> PathBuf {
     write(&chart.join("templates/t.yaml"), template);
     chart
 }
+
+/// A render stops within its budget of steps and output bytes, with an error naming the
+/// template and line (issue 39, item 10): `range` over 10^11, an `include` that doubles,
+/// `genCA` in a loop and `tpl` of itself. Small budgets keep each case short.
+#[test]
+fn renders_stop_within_their_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    // (name, template, steps of the budget, what runs out)
+    let cases = [
+        (
+            "range",
+            "a: 1\n{{- range 100000000000 }}x{{ end }}\n",
+            250_000,
+            "steps",
+        ),
+        (
+            "doubling",
+            "{{- define \"d0\" }}xxxxxxxx{{ end }}\n{{- range $i := until 40 }}{{ $d := printf \"d%d\" (add1 $i) }}{{ end }}\n{{- define \"d1\" }}{{ include \"d0\" . }}{{ include \"d0\" . }}{{ end }}\n{{- $s := \"xxxxxxxx\" }}{{- range until 60 }}{{ $s = print $s $s }}{{ end }}\n",
+            250_000,
+            "bytes",
+        ),
+        (
+            "gen-ca",
+            "{{- range until 1000 }}{{ $ca := genCA \"x\" 365 }}{{ end }}\n",
+            250_000,
+            "steps",
+        ),
+        (
+            "tpl-self",
+            "{{- $t := \"{{ tpl .t . }}{{ tpl .t . }}\" }}{{ tpl $t (dict \"t\" $t) }}\n",
+            2_000,
+            "steps",
+        ),
+    ];
+    for (name, text, steps, what) in cases {
+        let chart = one_template_chart(tmp.path(), name, text);
+        let mut o = TemplateOptions::new(&chart, "rel");
+        o.budget = kiln::helm::template::exec::Budget {
+            steps,
+            output_bytes: 1 << 20,
+        };
+        let err = match template(&o) {
+            Ok(_) => panic!("{name}: rendered past its budget"),
+            Err(e) => e.to_string(),
+        };
+        assert!(
+            err.contains(&format!("{name}/templates/t.yaml:")),
+            "{name}: {err}"
+        );
+        assert!(
+            err.contains("budget") && err.contains(what),
+            "{name}: {err}"
+        );
+    }
+}

@@ -6,6 +6,7 @@
 mod support;
 
 mod architecture;
+mod ci;
 mod cli_stderr;
 mod cli_verify;
 mod env_content;

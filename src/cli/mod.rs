@@ -320,6 +320,13 @@ pub struct HelmTemplateArgs {
     /// 2000-01-01T00:00:00Z; never the clock (docs/helm.md, Determinism).
     #[arg(long, value_parser = parse_now)]
     pub now: Option<i64>,
+    /// The most template steps the render may take (nodes, `range` iterations, function
+    /// calls; a key generation costs 100,000) before it stops with an error.
+    #[arg(long, default_value_t = crate::helm::template::exec::Budget::DEFAULT.steps)]
+    pub max_steps: u64,
+    /// The most bytes the templates may produce (printed text and function results).
+    #[arg(long, default_value_t = crate::helm::template::exec::Budget::DEFAULT.output_bytes)]
+    pub max_output_bytes: u64,
 }
 
 /// `--now`: seconds since the epoch, or an RFC 3339 time.
@@ -944,6 +951,10 @@ fn helm(args: &HelmArgs) -> miette::Result<ExitCode> {
     opts.skip_hooks = t.no_hooks;
     opts.skip_tests = t.skip_tests;
     opts.now = render_now(t.now)?;
+    opts.budget = crate::helm::template::exec::Budget {
+        steps: t.max_steps,
+        output_bytes: t.max_output_bytes,
+    };
     let out = crate::helm::template_with(&crate::fs::RealFs, &opts)?;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(out.stream.as_bytes());

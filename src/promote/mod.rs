@@ -626,9 +626,10 @@ pub fn parse_live_applications(file: &str, text: &str) -> Result<Vec<Value>, Pro
     Ok(out)
 }
 
-/// Whether the `ignoreDifferences` entry `e` names the Application `app`: group and kind, and
-/// the name and namespace when the entry gives them (argo-cd `util/argo/normalizers`
-/// `ignoreNormalizer`, Argo CD v3.5.1).
+/// Whether the `ignoreDifferences` entry `e` names the Application `app`: group and kind
+/// (Argo CD matches them as globs; kiln's entries are literal), and the name and namespace
+/// when the entry gives them (argo-cd `util/argo/normalizers/diff_normalizer.go`
+/// `ignoreNormalizer.Normalize`, Argo CD v3.5.1).
 fn ignores(e: &Value, app: &Value) -> bool {
     let given = |k: &str, actual: &str| {
         e.get(k)

@@ -7,9 +7,6 @@
 //! brace), and is left as written. A `${` that no reference closes is an error wherever
 //! references are resolved ([`unterminated`]).
 
-use regex::Regex;
-use std::sync::OnceLock;
-
 /// One reference in a text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reference<'t> {
@@ -29,23 +26,29 @@ impl<'t> Reference<'t> {
     }
 }
 
-fn grammar() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // `${` followed by anything but braces: `${{ ... }}` (Kargo) never matches because its
-    // third character is `{`.
-    RE.get_or_init(|| Regex::new(r"\$\{([^{}]*)\}").expect("valid regex"))
-}
-
-/// Every reference of `text`, leftmost first, none overlapping.
+/// Every reference of `text`, leftmost first, none overlapping: the matches of the regular
+/// expression `\$\{([^{}]*)\}`, scanned by hand (a `${` whose braces do not close before
+/// another brace opens is no reference; the search goes on from the next character).
 pub fn find(text: &str) -> impl Iterator<Item = Reference<'_>> {
-    grammar().captures_iter(text).filter_map(|c| {
-        let (all, raw) = (c.get(0)?, c.get(1)?);
-        Some(Reference {
-            start: all.start(),
-            end: all.end(),
-            text: all.as_str(),
-            raw: raw.as_str(),
-        })
+    let mut from = 0;
+    std::iter::from_fn(move || {
+        while let Some(i) = text[from..].find("${").map(|i| from + i) {
+            let body = &text[i + 2..];
+            match body.find(['{', '}']) {
+                Some(k) if body.as_bytes()[k] == b'}' => {
+                    let end = i + 2 + k + 1;
+                    from = end;
+                    return Some(Reference {
+                        start: i,
+                        end,
+                        text: &text[i..end],
+                        raw: &body[..k],
+                    });
+                }
+                _ => from = i + 1,
+            }
+        }
+        None
     })
 }
 
@@ -110,6 +113,16 @@ mod tests {
         assert_eq!(unterminated(text), Some(text.find("${a").unwrap()));
         assert_eq!(unterminated("x/${{ a }}/${b}"), None);
         assert_eq!(unterminated("x/${b"), Some(2));
+    }
+
+    #[test]
+    fn the_scan_is_the_grammar_s_leftmost_matches() {
+        // `$${a}`: the first `${` opens no reference, the second does; `${a{${b}`: the
+        // first is cut by a brace, the search goes on.
+        assert_eq!(names("$${a}"), ["a"]);
+        assert_eq!(names("${a{${b}"), ["b"]);
+        assert_eq!(names("${}${ }"), ["", ""]);
+        assert_eq!(names("${x}}"), ["x"]);
     }
 
     #[test]

@@ -135,6 +135,9 @@ pub struct TemplateOptions {
     /// The instant `now` returns, in seconds since the epoch (`--now`,
     /// `SOURCE_DATE_EPOCH`); `None` is kiln's fixed 2000-01-01T00:00:00Z.
     pub now: Option<i64>,
+    /// The render's budget of template steps and output bytes (`--max-steps`,
+    /// `--max-output-bytes`; docs/helm.md, "Budgets").
+    pub budget: template::exec::Budget,
 }
 
 impl TemplateOptions {
@@ -152,6 +155,7 @@ impl TemplateOptions {
             skip_hooks: false,
             skip_tests: false,
             now: None,
+            budget: template::exec::Budget::DEFAULT,
         }
     }
 }
@@ -402,6 +406,7 @@ fn render_checked(
         api_versions,
         is_upgrade: false,
         now: opts.now.unwrap_or(sprig::date::FIXED_NOW),
+        budget: opts.budget,
     };
     let files = engine::render(fs, chart, vals, &ctx, seed)?;
     let (mut hooks, manifests) =

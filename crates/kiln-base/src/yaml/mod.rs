@@ -10,14 +10,14 @@
 //! and column; it is built only when an error needs it.
 //!
 //! Writing is our own emitter, because output bytes are a contract (a second render must
-//! not change a byte, and Git diffs must read like `kubectl kustomize` output): keys sorted,
-//! block style, sequences not indented under their key, strings quoted whenever a YAML 1.1 or
-//! 1.2 reader could take them for another type.
+//! not change a byte, and Git diffs must read like `kubectl kustomize` output, byte for
+//! byte): go-yaml v2's key order, block style, sequences not indented under their key,
+//! strings styled and folded past column 80 by go-yaml v2's rules ([`goyaml`], the same
+//! rules Helm's `toYaml` writes with).
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
 pub use scalar::number_text;
 use serde_json::{Map, Value};
-use std::sync::OnceLock;
 use thiserror::Error;
 
 pub mod goyaml;
@@ -346,6 +346,29 @@ pub fn bare_empty_fields(text: &str, docs: &[Value]) -> Vec<(usize, String)> {
         .collect()
 }
 
+/// An object's own annotations (`metadata.annotations.<key>` of a document's root) written as
+/// a plain `null` or `~`, as (document, JSON Pointer) pairs in document order. The reader
+/// keeps an own annotation's text (`"~"`), as kubectl prints a resource's; in a strategic
+/// merge patch kyaml reads the same node as `!!null`, which removes the annotation (kyaml
+/// `yaml/merge2`; case p48). The span index is built only when such a token is in the text.
+pub fn plain_null_annotations(text: &str) -> Vec<(usize, String)> {
+    if !text.contains("annotations") || !text.contains(['~', 'n', 'N']) {
+        return Vec::new();
+    }
+    SpanIndex::build(text)
+        .entries
+        .into_iter()
+        .filter(|e| {
+            matches!(
+                e.plain_scalar.as_deref(),
+                Some("~" | "null" | "Null" | "NULL")
+            ) && e.pointer.starts_with("/metadata/annotations/")
+                && e.pointer.matches('/').count() == 3
+        })
+        .map(|e| (e.doc, e.pointer))
+        .collect()
+}
+
 /// Line scan for [`bare_empty_fields`]: `true` when some line ends in `key:` (a trailing
 /// comment aside; the key without blanks, as every Kubernetes field name is) and the next
 /// significant line is neither deeper than the key nor a `- ` item at the key's column, i.e.
@@ -424,16 +447,21 @@ fn is_block_scalar_start(rest: &str) -> bool {
 // Output
 // ---------------------------------------------------------------------------------------
 
-/// Serializes one document in `kubectl kustomize`'s style (keys sorted bytewise, two-space
-/// indent, sequences at their key's indent, ambiguous strings quoted). Ends with a newline.
+/// Serializes one document as `kubectl kustomize` prints it (`sigs.k8s.io/yaml`, i.e.
+/// go-yaml v2 over the JSON form, [`goyaml`]): keys in go-yaml's order, two-space indent,
+/// sequences at their key's indent, strings in go-yaml's style, folded past column 80.
+/// Ends with a newline.
 pub fn to_yaml(value: &Value) -> String {
     let mut out = String::new();
     match value {
         Value::Object(m) if !m.is_empty() => write_map(&mut out, m, 0),
         Value::Array(a) if !a.is_empty() => write_seq(&mut out, a, 0),
         other => {
-            out.push_str(&scalar(other));
-            out.push('\n');
+            // go-yaml indents a top-level block scalar by two.
+            write_scalar(&mut out, other, 2);
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
         }
     }
     out
@@ -451,48 +479,31 @@ pub fn to_yaml_stream(values: &[Value]) -> String {
     out
 }
 
-fn sorted(m: &Map<String, Value>) -> Vec<(&String, &Value)> {
-    let mut v: Vec<_> = m.iter().collect();
-    v.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-    v
-}
-
-fn indent(out: &mut String, n: usize) {
-    goyaml::pad(out, n);
-}
-
 fn write_map(out: &mut String, m: &Map<String, Value>, ind: usize) {
+    let mut entries: Vec<_> = m.iter().collect();
+    entries.sort_by(|a, b| goyaml::key_order(a.0, b.0));
     let mut first = true;
-    for (k, v) in sorted(m) {
+    for (k, v) in entries {
         // The first key of a map inside a list item shares the `- ` line.
         if !first || ind == 0 || !out.ends_with("- ") {
-            indent(out, ind);
+            goyaml::pad(out, ind);
         }
         first = false;
-        out.push_str(&key_text(k));
+        goyaml::write_string(out, k, ind, true);
         out.push(':');
-        write_value_after_key(out, v, ind);
-    }
-}
-
-fn write_value_after_key(out: &mut String, v: &Value, ind: usize) {
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            out.push('\n');
-            write_map(out, m, ind + 2);
-        }
-        Value::Array(a) if !a.is_empty() => {
-            out.push('\n');
-            write_seq(out, a, ind);
-        }
-        Value::String(s) if is_block_candidate(s) => {
-            out.push(' ');
-            goyaml::write_literal(out, s, ind + 2);
-        }
-        other => {
-            out.push(' ');
-            out.push_str(&scalar(other));
-            out.push('\n');
+        match v {
+            Value::Object(m) if !m.is_empty() => {
+                out.push('\n');
+                write_map(out, m, ind + 2);
+            }
+            Value::Array(a) if !a.is_empty() => {
+                out.push('\n');
+                write_seq(out, a, ind);
+            }
+            other => {
+                out.push(' ');
+                write_scalar(out, other, ind + 2);
+            }
         }
     }
 }
@@ -501,110 +512,32 @@ fn write_seq(out: &mut String, a: &[Value], ind: usize) {
     for (i, item) in a.iter().enumerate() {
         // The first item of a list inside a list item shares the parent's `- ` line.
         if i > 0 || !out.ends_with("- ") {
-            indent(out, ind);
+            goyaml::pad(out, ind);
         }
         out.push_str("- ");
         match item {
             Value::Object(m) if !m.is_empty() => write_map(out, m, ind + 2),
             Value::Array(inner) if !inner.is_empty() => write_seq(out, inner, ind + 2),
-            Value::String(s) if is_block_candidate(s) => goyaml::write_literal(out, s, ind + 2),
-            other => {
-                out.push_str(&scalar(other));
-                out.push('\n');
-            }
+            other => write_scalar(out, other, ind + 2),
         }
     }
 }
 
-/// Multi-line strings go out as literal blocks, as go-yaml writes them, unless a character
-/// only a double-quoted scalar can carry is in the way ([`goyaml::literal_allowed`]).
-fn is_block_candidate(s: &str) -> bool {
-    s.contains('\n') && goyaml::literal_allowed(s)
-}
-
-fn key_text(k: &str) -> String {
-    match string_style(k) {
-        Style::Plain => k.to_string(),
-        Style::Single => format!("'{}'", k.replace('\'', "''")),
-        Style::Double => goyaml::double_quoted(k),
-    }
-}
-
-fn scalar(v: &Value) -> String {
+/// A scalar (or empty collection) after `key: ` or `- `, ending its line; `ind` is the
+/// indentation of a block scalar's content or a folded line's continuation.
+fn write_scalar(out: &mut String, v: &Value, ind: usize) {
     match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => number_text(n),
-        Value::String(s) => match string_style(s) {
-            Style::Plain => s.clone(),
-            Style::Single => format!("'{}'", s.replace('\'', "''")),
-            Style::Double => goyaml::double_quoted(s),
-        },
-        Value::Object(_) => "{}".into(),
-        Value::Array(_) => "[]".into(),
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&number_text(n)),
+        Value::String(s) => goyaml::write_string(out, s, ind, false),
+        Value::Object(_) => out.push_str("{}"),
+        Value::Array(_) => out.push_str("[]"),
     }
-}
-
-enum Style {
-    Plain,
-    Single,
-    Double,
-}
-
-/// Picks a quoting style that reads back as the same string under YAML 1.1 and 1.2.
-fn string_style(s: &str) -> Style {
-    if s.is_empty() {
-        return Style::Double;
+    // A literal block ends its own line.
+    if !out.ends_with('\n') {
+        out.push('\n');
     }
-    if s.contains('\n') || goyaml::needs_escapes(s) {
-        return Style::Double;
-    }
-    if looks_like_non_string(s) {
-        return Style::Double;
-    }
-    let first = s.chars().next().expect("non-empty");
-    // A leading `-`, `?` or `:` is an indicator only when a space follows (or as `---`):
-    // `-v`, `--flag=1` and `:web` are plain scalars, as go-yaml writes them.
-    let second = s.chars().nth(1);
-    let dash_is_plain = matches!(first, '-' | '?' | ':')
-        && second.is_some_and(|c| c != ' ')
-        && !s.starts_with("---");
-    let indicator = "-?:,[]{}#&*!|>'\"%@`".contains(first);
-    let needs_quotes = (indicator && !dash_is_plain)
-        || s.starts_with(' ')
-        || s.ends_with(' ')
-        || s.contains(": ")
-        || s.contains(" #")
-        || s.ends_with(':');
-    if needs_quotes {
-        // go-yaml prefers single quotes when nothing needs escaping.
-        Style::Single
-    } else {
-        Style::Plain
-    }
-}
-
-fn looks_like_non_string(s: &str) -> bool {
-    static RE: OnceLock<regex::Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        regex::Regex::new(concat!(
-            r"^(?:",
-            // booleans and nulls, YAML 1.1 and 1.2
-            r"(?i:y|yes|n|no|true|false|on|off|null)|~",
-            // numbers: ints (dec, octal, hex, binary, 1.1 sexagesimal), floats, inf/nan
-            r"|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])*",
-            r"|[-+]?0[bB][01_]+|[-+]?0[oO]?[0-7_]+|[-+]?0[xX][0-9a-fA-F_]+",
-            r"|[-+]?(?:[0-9][0-9_]*)?\.[0-9_]*(?:[eE][-+]?[0-9]+)?",
-            r"|[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+",
-            r"|[-+]?\.(?i:inf)|\.(?i:nan)",
-            // timestamps
-            r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt ].*)?",
-            r"|=|<<",
-            r")$"
-        ))
-        .expect("valid regex")
-    });
-    re.is_match(s)
 }
 
 /// Structural equality of two documents as kiln's differential tests use it: maps compare

@@ -91,7 +91,7 @@ fn resolve_number(text: &str) -> Resolved {
 
 /// Go's `strconv.ParseInt(s, 0, 64)`, then `ParseUint(s, 0, 64)`: optional sign (signed
 /// only), then `0x`/`0X`, `0o`/`0O`, `0b`/`0B`, a bare leading `0` (octal) or decimal.
-fn go_parse_int(s: &str) -> Option<Resolved> {
+pub(super) fn go_parse_int(s: &str) -> Option<Resolved> {
     let (neg, signed, body) = match s.as_bytes().first()? {
         b'-' => (true, true, &s[1..]),
         b'+' => (false, true, &s[1..]),
@@ -127,7 +127,7 @@ fn go_parse_int(s: &str) -> Option<Resolved> {
 }
 
 /// go-yaml v3's `yamlStyleFloat`: `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`.
-fn is_yaml_float(s: &str) -> bool {
+pub(super) fn is_yaml_float(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = 0;
     if matches!(b.first(), Some(b'+' | b'-')) {
@@ -168,7 +168,7 @@ fn is_yaml_float(s: &str) -> bool {
 
 /// Go's `strconv.ParseFloat(s, 64)` for the decimal forms YAML reaches it with; `None` for a
 /// syntax error or a value out of range (Go's `ErrRange`).
-fn go_parse_float(s: &str) -> Option<f64> {
+pub(super) fn go_parse_float(s: &str) -> Option<f64> {
     // Rust also reads `inf`, `nan` and `infinity`; YAML's `.inf` spellings never get here.
     if !s
         .bytes()

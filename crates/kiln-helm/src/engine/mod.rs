@@ -57,6 +57,8 @@ pub struct Context {
     /// The instant Sprig's `now` (and `ago`, `date` of a non-date, …) reads, in seconds
     /// since the epoch: a parameter, never the clock.
     pub now: i64,
+    /// The render's budget of template steps and output bytes.
+    pub budget: super::template::exec::Budget,
 }
 
 /// `.Chart`: Chart.yaml under Go's field names.
@@ -339,6 +341,7 @@ pub fn render(
     let set = Rc::new(set);
     let mut exec = Exec::new(set, funcs, Rc::new(()));
     exec.cx = Cx { fs: Some(fs) };
+    exec.set_budget(ctx.budget);
     let mut out = BTreeMap::new();
     for k in &keys {
         if k.rsplit('/').next().unwrap_or("").starts_with('_') {

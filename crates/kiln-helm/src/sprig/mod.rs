@@ -75,6 +75,9 @@ impl Seed {
 const MAX_ITEMS: u128 = 1 << 24;
 const MAX_TEXT: u128 = 1 << 28;
 
+/// The steps of the render's budget one key generation (or bcrypt hash) costs.
+pub const KEY_STEPS: u64 = 100_000;
+
 fn bound_items(name: &str, n: u128) -> Result<(), String> {
     if n > MAX_ITEMS {
         return Err(format!(
@@ -166,6 +169,18 @@ pub fn register(f: &mut Funcs, seed: Rc<RefCell<Seed>>, now: i64) {
     semver::register(f);
     date::register(f, now);
     crypto::random(f, seed);
+    // What a key or a bcrypt hash costs of the render's budget: milliseconds, where a
+    // step is nanoseconds (`genCA` in a `range` stops within the budget).
+    for name in [
+        "genCA",
+        "genSelfSignedCert",
+        "genSignedCert",
+        "genPrivateKey",
+        "bcrypt",
+        "htpasswd",
+    ] {
+        f.weigh(name, KEY_STEPS);
+    }
     f.sign(crate::template::funcs::SIGNATURES);
     f.sign(signatures::SIGNATURES);
 }

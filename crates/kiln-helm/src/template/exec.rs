@@ -41,6 +41,8 @@ pub struct Funcs {
     /// The Go signature of each id that has one ([`Funcs::sign`]); a call checks its
     /// arguments against it as Go's `evalCall` does (`super::params`).
     sigs: Vec<Option<Sig>>,
+    /// The steps a call of each id costs where it is more than one ([`Funcs::weigh`]).
+    weights: Vec<u64>,
 }
 
 impl Funcs {
@@ -72,6 +74,16 @@ impl Funcs {
             if let Some(id) = self.ids.get(name) {
                 self.sigs[id.0 as usize] = Some(*sig);
             }
+        }
+    }
+
+    /// Makes a call of `name` cost `steps` of the render's budget ([`Budget`]): key
+    /// generation takes milliseconds where a step takes nanoseconds.
+    pub fn weigh(&mut self, name: &str, steps: u64) {
+        if let Some(id) = self.ids.get(name) {
+            self.weights
+                .resize(self.table.len().max(self.weights.len()), 1);
+            self.weights[id.0 as usize] = steps;
         }
     }
 
@@ -439,6 +451,35 @@ const MAX_DEPTH: usize = 100_000;
 /// segments (`stacker`, ADR 0015).
 const STACK_RED_ZONE: usize = 256 * 1024;
 const STACK_SEGMENT: usize = 8 * 1024 * 1024;
+/// The same for each nested list or parenthesized pipeline (a smaller frame than a call's).
+const WALK_RED_ZONE: usize = 128 * 1024;
+
+/// A render's budget (issue 39, item 10): the template steps it may take (a node walked,
+/// a `range` iteration, a function call; key generation costs [`Funcs::weigh`]'s weight)
+/// and the bytes its templates may produce (text printed, and every string a function
+/// returns, so a doubling `include` or `print $s $s` is counted as it grows). Helm has no
+/// such bound and runs until the machine gives out; kiln stops with an error naming the
+/// template and line (docs/helm.md, "Budgets").
+#[derive(Debug, Clone, Copy)]
+pub struct Budget {
+    pub steps: u64,
+    pub output_bytes: u64,
+}
+
+impl Budget {
+    /// The defaults: far above what the largest public charts take (kube-prometheus-stack
+    /// takes about 2 million steps and 10 MB), far below what exhausts a CI machine.
+    pub const DEFAULT: Budget = Budget {
+        steps: 50_000_000,
+        output_bytes: 512 << 20,
+    };
+}
+
+impl Default for Budget {
+    fn default() -> Budget {
+        Budget::DEFAULT
+    }
+}
 
 /// The state of one execution.
 pub struct Exec<'a> {
@@ -463,6 +504,9 @@ pub struct Exec<'a> {
     arg_lists: Vec<Vec<Value>>,
     /// What object methods may use (`.Files` reads through its file system).
     pub cx: super::value::Cx<'a>,
+    /// What is left of the render's budget ([`Budget`]); `limit` is what it started with.
+    pub budget: Budget,
+    limit: Budget,
     /// What functions keep for the rest of one execution (one render), one value per type:
     /// the `regex*` functions' compiled patterns (`sprig::regex`). Go's `text/template` has
     /// no such place; here the function layer owns what it keeps, and this layer only holds it.
@@ -485,7 +529,58 @@ impl<'a> Exec<'a> {
             host,
             arg_lists: Vec::new(),
             cx: Default::default(),
+            budget: Budget::DEFAULT,
+            limit: Budget::DEFAULT,
             extensions: Vec::new(),
+        }
+    }
+
+    /// Sets the render's budget.
+    pub fn set_budget(&mut self, b: Budget) {
+        self.budget = b;
+        self.limit = b;
+    }
+
+    /// Takes `n` steps from the budget, or fails at `pos` once it is spent (and every time
+    /// after: a function that swallows an error cannot carry on past it).
+    fn step(&mut self, n: u64, pos: Pos) -> R<()> {
+        match self.budget.steps.checked_sub(n) {
+            Some(left) => {
+                self.budget.steps = left;
+                Ok(())
+            }
+            None => {
+                self.budget.steps = 0;
+                Err(self.err_at(
+                    pos,
+                    "",
+                    format!(
+                        "the render took more than its budget of {} template steps (`--max-steps`)",
+                        self.limit.steps
+                    ),
+                ))
+            }
+        }
+    }
+
+    /// Takes `n` bytes of output from the budget, or fails at `pos` once it is spent.
+    fn produce(&mut self, n: usize, pos: Pos) -> R<()> {
+        match self.budget.output_bytes.checked_sub(n as u64) {
+            Some(left) => {
+                self.budget.output_bytes = left;
+                Ok(())
+            }
+            None => {
+                self.budget.output_bytes = 0;
+                Err(self.err_at(
+                    pos,
+                    "",
+                    format!(
+                        "the templates produced more than the render's budget of {} bytes (`--max-output-bytes`)",
+                        self.limit.output_bytes
+                    ),
+                ))
+            }
         }
     }
 
@@ -601,15 +696,31 @@ impl<'a> Exec<'a> {
         }
     }
 
+    /// Walks a list; an `if`, `with` or `range` in it walks its own, so a deep nest
+    /// continues on heap-grown stack segments (ADR 0015).
     fn walk(&mut self, dot: &Value, t: &Tree, list: Span, out: &mut String) -> R<Flow> {
+        stacker::maybe_grow(WALK_RED_ZONE, STACK_SEGMENT, || {
+            self.walk_here(dot, t, list, out)
+        })
+    }
+
+    fn walk_here(&mut self, dot: &Value, t: &Tree, list: Span, out: &mut String) -> R<Flow> {
         for n in t.list(list) {
             match n {
-                Node::Text(s) => out.push_str(t.str(*s)),
+                Node::Text(s) => {
+                    let at = Pos(s.start);
+                    self.step(1, at)?;
+                    self.produce(s.range().len(), at)?;
+                    out.push_str(t.str(*s));
+                }
                 Node::Action(p) => {
                     let p = &t.pipes[*p as usize];
+                    self.step(1, p.pos)?;
                     let v = self.pipe(dot, t, p)?;
                     if p.decl.is_empty() {
+                        let before = out.len();
                         print_value(&v, out);
+                        self.produce(out.len() - before, p.pos)?;
                     }
                 }
                 Node::If(b) => {
@@ -740,6 +851,7 @@ impl<'a> Exec<'a> {
                 },
             };
             i += 1;
+            self.step(1, pipe.pos)?;
             let assigned = match decl.len() {
                 0 => true,
                 1 => self.set_var(&decl[0], v.clone()),
@@ -853,7 +965,7 @@ impl<'a> Exec<'a> {
             Arg::Pipe(p) => {
                 let p = &t.pipes[*p as usize];
                 self.not_a_function(rest, &fin, p.pos, "pipeline")?;
-                self.pipe(dot, t, p)
+                stacker::maybe_grow(WALK_RED_ZONE, STACK_SEGMENT, || self.pipe(dot, t, p))
             }
             Arg::Nil(pos) => {
                 self.not_a_function(rest, &fin, *pos, "nil")?;
@@ -909,7 +1021,10 @@ impl<'a> Exec<'a> {
                 let base = self.arg(dot, t, &t.args[*term as usize])?;
                 self.field_chain(dot, t, base, None, t.str(*chain), &[], None, *pos)?
             }
-            Arg::Pipe(p) => self.pipe(dot, t, &t.pipes[*p as usize])?,
+            // A parenthesized pipeline nests: deep ones continue on heap-grown segments.
+            Arg::Pipe(p) => stacker::maybe_grow(WALK_RED_ZONE, STACK_SEGMENT, || {
+                self.pipe(dot, t, &t.pipes[*p as usize])
+            })?,
             Arg::Str(i) => match &self.cur {
                 Some(t) => t.lits.get(*i as usize),
                 None => Value::Nil,
@@ -1189,9 +1304,13 @@ impl<'a> Exec<'a> {
                 *v = copy;
             }
         }
+        self.step(funcs.weights.get(id.0 as usize).copied().unwrap_or(1), pos)?;
         let r = f(self, &vals);
         vals.clear();
         self.arg_lists.push(vals);
+        if let Ok(Value::Str(text)) = &r {
+            self.produce(text.len(), pos)?;
+        }
         r.map_err(|e| {
             let name = self.funcs.name(id).to_string();
             // Go names the whole command; a function called without operands (an operand
@@ -1480,6 +1599,17 @@ mod tests {
             render("{{ list nil }}", Value::Nil).as_deref(),
             Ok("[<nil>]")
         );
+    }
+
+    /// 5,000 nested parentheses or `if`s parse and run, on heap-grown stacks, where they
+    /// overflowed the thread's stack (issue 39, item 9); Go's stacks grow too.
+    #[test]
+    fn deep_nests_parse_and_run_on_grown_stacks() {
+        let n = 5000;
+        let parens = format!("{{{{ {}1{} }}}}", "(".repeat(n), ")".repeat(n));
+        assert_eq!(render(&parens, Value::Nil).as_deref(), Ok("1"));
+        let ifs = format!("{}x{}", "{{ if true }}".repeat(n), "{{ end }}".repeat(n));
+        assert_eq!(render(&ifs, Value::Nil).as_deref(), Ok("x"));
     }
 
     /// `=` to a variable never declared parses (Go's parser puts it in scope) and fails only

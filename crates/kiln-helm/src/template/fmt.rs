@@ -744,7 +744,10 @@ impl Printer {
         if self.f.prec_present && self.f.prec > 4 {
             prec = self.f.prec;
         }
-        let mut text = format!("U+{u:0prec$X}");
+        // Zeros padded by hand: Rust's width stops at 65,535 (a panic past it), Go's
+        // precision at 10^6.
+        let hex = format!("{u:X}");
+        let mut text = format!("U+{}{hex}", "0".repeat(prec.saturating_sub(hex.len())));
         if self.f.sharp
             && let Some(c) = u32::try_from(u).ok().and_then(char::from_u32)
             && super::unicode::is_print(c)
@@ -863,6 +866,9 @@ fn char_of(n: i64) -> char {
         .unwrap_or('\u{FFFD}')
 }
 
+/// More decimal digits than any float64 has after its point (2^-1074 has 1,074).
+const EXACT_DIGITS: usize = 1100;
+
 /// `strconv.FormatFloat(x, verb, prec, 64)` for `e E f g G b x X`; `None` the shortest.
 fn format_float_verb(x: f64, verb: char, prec: Option<usize>) -> String {
     if x.is_nan() {
@@ -871,16 +877,30 @@ fn format_float_verb(x: f64, verb: char, prec: Option<usize>) -> String {
     if x.is_infinite() {
         return if x > 0.0 { "+Inf" } else { "-Inf" }.into();
     }
+    // Rust's precision stops at 65,535 (a panic past it, `printf "%.65536f"`); Go's goes to
+    // about 10^7. No float64 has a nonzero decimal digit past the 1,074th, so the digits
+    // are computed up to there and the rest are zeros.
+    let (prec, zeros) = match prec {
+        Some(p) if p > EXACT_DIGITS && matches!(verb, 'e' | 'E' | 'f') => {
+            (Some(EXACT_DIGITS), p - EXACT_DIGITS)
+        }
+        Some(p) if matches!(verb, 'g' | 'G') => (Some(p.min(EXACT_DIGITS)), 0),
+        p => (p, 0),
+    };
     match verb {
         'e' | 'E' => {
             let s = match prec {
                 Some(p) => go_exp(format!("{x:.p$e}")),
                 None => go_exp(format!("{x:e}")),
             };
+            let s = match s.split_once('e') {
+                Some((m, e)) if zeros > 0 => format!("{m}{}e{e}", "0".repeat(zeros)),
+                _ => s,
+            };
             if verb == 'E' { s.to_uppercase() } else { s }
         }
         'f' => match prec {
-            Some(p) => format!("{x:.p$}"),
+            Some(p) => format!("{x:.p$}{}", "0".repeat(zeros)),
             None => format!("{x}"),
         },
         'g' | 'G' => {
@@ -1081,6 +1101,23 @@ pub fn go_bytes(s: &str) -> std::borrow::Cow<'_, [u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Widths and precisions as large as Go's fmt takes (up to about 10^7) print, where
+    /// Rust's formatter panicked past 65,535 (issue 39, item 8); lengths from Helm v4.2.3.
+    #[test]
+    fn huge_precisions_and_widths_print_as_go_prints_them() {
+        let len = |f: &str, v: Value| sprintf(f, &[v]).len();
+        assert_eq!(len("%.65536f", Value::Float(1.5)), 65538);
+        assert_eq!(len("%65536d", Value::Int(1)), 65536);
+        assert_eq!(len("%.70000e", Value::Float(1.5)), 70006);
+        assert_eq!(len("%.70000g", Value::Float(1.5)), 3);
+        assert_eq!(len("%.1000001f", Value::Float(1.5)), 1_000_003);
+        assert_eq!(len("%.70000U", Value::Int(65)), 70002);
+        assert!(
+            sprintf("%.2000f", &[Value::Float(0.1)])
+                .starts_with("0.1000000000000000055511151231257827")
+        );
+    }
 
     #[test]
     fn strings_become_ints_as_cast_parses_them() {

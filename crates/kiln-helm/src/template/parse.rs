@@ -179,6 +179,11 @@ pub enum Arg {
     Overflow(Span, Pos),
 }
 
+/// Stack kept free at each nesting step of the parser, and the segment added when less is
+/// left (`stacker`, ADR 0015).
+const STACK_RED_ZONE: usize = 128 * 1024;
+const STACK_SEGMENT: usize = 4 * 1024 * 1024;
+
 /// A parse error: Go's "template: NAME:LINE: MESSAGE".
 #[derive(Debug, Clone)]
 pub struct ParseError {
@@ -891,7 +896,14 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A control structure (`if`, `with`, `range`, …); its body may nest another, so a deep
+    /// nest continues on heap-grown stack segments (ADR 0015), as Go's parser's goroutine
+    /// stack grows: 5,000 nested `if`s parse as in Helm.
     fn control(&mut self, kw: &str, off: usize) -> PResult<Node> {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || self.control_here(kw, off))
+    }
+
+    fn control_here(&mut self, kw: &str, off: usize) -> PResult<Node> {
         let mark = self.vars.len();
         let pipe = self.pipeline(kw)?;
         if kw == "range" {
@@ -1173,7 +1185,14 @@ impl<'a> Parser<'a> {
         self.pipeline_inner(ctx, false)
     }
 
+    /// A pipeline; a parenthesized one nests, on heap-grown stack segments when deep.
     fn pipeline_inner(&mut self, ctx: &str, paren: bool) -> PResult<u32> {
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            self.pipeline_here(ctx, paren)
+        })
+    }
+
+    fn pipeline_here(&mut self, ctx: &str, paren: bool) -> PResult<u32> {
         self.skip_space();
         let first = self.peek()?;
         let start = first.start();

@@ -578,92 +578,16 @@ fn encode(v: &Value, enc: Encoder) -> String {
 fn write_map(out: &mut String, m: &BTreeMap<String, Value>, ind: usize, enc: Encoder) {
     let mut first = true;
     let mut entries: Vec<(&String, &Value)> = m.iter().collect();
-    entries.sort_by(|a, b| go_yaml_key_order(a.0, b.0));
+    entries.sort_by(|a, b| goyaml::key_order(a.0, b.0));
     for (k, v) in entries {
         if !first || !out.ends_with("- ") {
             pad(out, ind);
         }
         first = false;
-        out.push_str(&scalar_string(k, true));
+        out.push_str(&goyaml::scalar_text(k, goyaml::string_style(k, true)));
         out.push(':');
         write_after_key(out, v, ind, enc);
     }
-}
-
-/// go-yaml v2's key order (`sorter.go` `keyList.Less`), not byte order: letters sort after
-/// non-letters at the first differing rune (`GIT_PUSH` before `GITCLIENT`), and digit runs
-/// compare as numbers (`a2` before `a10`).
-fn go_yaml_key_order(a: &str, b: &str) -> std::cmp::Ordering {
-    use std::cmp::Ordering;
-    if go_yaml_key_less(a, b) {
-        Ordering::Less
-    } else if go_yaml_key_less(b, a) {
-        Ordering::Greater
-    } else {
-        Ordering::Equal
-    }
-}
-
-fn go_yaml_key_less(a: &str, b: &str) -> bool {
-    // An ASCII key's bytes are its runes: compared in place. Collecting both keys' chars
-    // into vectors for every comparison was most of the sort of a map's keys.
-    if a.is_ascii() && b.is_ascii() {
-        key_less(a.as_bytes(), b.as_bytes(), |c: u8| c.is_ascii_alphabetic())
-    } else {
-        let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-        key_less(&ar, &br, char::is_alphabetic)
-    }
-}
-
-/// `keyList.Less` over runes (`u8` for ASCII keys, `char` otherwise).
-fn key_less<T: Copy + Ord + Into<u32>>(ar: &[T], br: &[T], alphabetic: impl Fn(T) -> bool) -> bool {
-    // Go's unicode.IsDigit is Unicode Nd; ASCII digits are what keys hold in practice.
-    let digit = |c: T| (u32::from(b'0')..=u32::from(b'9')).contains(&c.into());
-    let value = |c: T| i64::from(c.into()) - i64::from(b'0');
-    let zero = |c: T| c.into() == u32::from(b'0');
-    for i in 0..ar.len().min(br.len()) {
-        if ar[i] == br[i] {
-            continue;
-        }
-        let (al, bl) = (alphabetic(ar[i]), alphabetic(br[i]));
-        if al && bl {
-            return ar[i] < br[i];
-        }
-        if al || bl {
-            return bl;
-        }
-        let (mut an, mut bn) = (0i64, 0i64);
-        if zero(ar[i]) || zero(br[i]) {
-            // A run with a non-zero digit before it: leading zeros count as significant.
-            let mut j = i;
-            while j > 0 && digit(ar[j - 1]) {
-                j -= 1;
-                if !zero(ar[j]) {
-                    an = 1;
-                    bn = 1;
-                    break;
-                }
-            }
-        }
-        let mut ai = i;
-        while ai < ar.len() && digit(ar[ai]) {
-            an = an.wrapping_mul(10).wrapping_add(value(ar[ai]));
-            ai += 1;
-        }
-        let mut bi = i;
-        while bi < br.len() && digit(br[bi]) {
-            bn = bn.wrapping_mul(10).wrapping_add(value(br[bi]));
-            bi += 1;
-        }
-        if an != bn {
-            return an < bn;
-        }
-        if ai != bi {
-            return ai < bi;
-        }
-        return ar[i] < br[i];
-    }
-    ar.len() < br.len()
 }
 
 fn write_after_key(out: &mut String, v: &Value, ind: usize, enc: Encoder) {
@@ -723,65 +647,29 @@ fn write_inline_scalar(out: &mut String, v: &Value, ind: usize, enc: Encoder) {
         Value::Float(f) => out.push_str(&yaml_float(*f)),
         Value::Map(_) => out.push_str("{}"),
         Value::List(_) => out.push_str("[]"),
-        Value::Str(s) => {
-            if s.contains('\n') && goyaml::literal_allowed(s) {
+        Value::Str(s) => match goyaml::string_style(s, false) {
+            goyaml::Style::Literal => {
                 // The block ends its own line; the caller's line break is the block's.
                 goyaml::write_literal(out, s, ind);
                 out.pop();
-            } else {
-                push_scalar(out, &scalar_string(s, false), ind, enc);
             }
+            style => push_scalar(out, &goyaml::scalar_text(s, style), ind, enc),
+        },
+        Value::Object(o) => {
+            let text = o.display();
+            let style = goyaml::string_style(&text, false);
+            push_scalar(out, &goyaml::scalar_text(&text, style), ind, enc)
         }
-        Value::Object(o) => push_scalar(out, &scalar_string(&o.display(), false), ind, enc),
     }
 }
 
-/// go-yaml v2's line width (`best_width`); v3, `toYamlPretty`'s encoder, does not fold.
-const BEST_WIDTH: usize = 80;
-
-/// A plain or quoted value scalar, folded as go-yaml v2 folds it (emitterc.go
-/// `yaml_emitter_write_plain_scalar` and the quoted writers): at a space past column 80,
-/// not after another space, the line breaks and goes on at the scalar's indentation `ind`.
-/// A plain or single-quoted scalar folds only where no space follows (a reader would merge
-/// the run); a double-quoted one keeps a following space as `\ `; a quoted scalar never folds
-/// at its first or last character. Keys are never folded (they are simple keys).
+/// A plain or quoted value scalar: folded as go-yaml v2 folds it ([`goyaml::push_folded`])
+/// for `toYaml`; v3, `toYamlPretty`'s encoder, does not fold.
 fn push_scalar(out: &mut String, text: &str, ind: usize, enc: Encoder) {
-    let line_start = out.rfind('\n').map_or(0, |i| i + 1);
-    // Bytes bound characters from above: most scalars are too short to fold at all.
-    if enc != Encoder::SigsYaml
-        || out.len() - line_start + text.len() <= BEST_WIDTH
-        || !text.contains(' ')
-    {
+    if enc == Encoder::SigsYaml {
+        goyaml::push_folded(out, text, ind);
+    } else {
         out.push_str(text);
-        return;
-    }
-    let mut col = out[line_start..].chars().count();
-    let style = text.as_bytes()[0];
-    let quoted = matches!(style, b'\'' | b'"');
-    let chars: Vec<char> = text.chars().collect();
-    let mut spaces = false;
-    for (i, &c) in chars.iter().enumerate() {
-        if c != ' ' {
-            out.push(c);
-            col += 1;
-            spaces = false;
-            continue;
-        }
-        let next_space = chars.get(i + 1) == Some(&' ');
-        let inside = !quoted || (i > 1 && i + 2 < chars.len());
-        if !spaces && col > BEST_WIDTH && inside && (style == b'"' || !next_space) {
-            out.push('\n');
-            pad(out, ind);
-            col = ind;
-            if next_space {
-                out.push('\\');
-                col += 1;
-            }
-        } else {
-            out.push(' ');
-            col += 1;
-        }
-        spaces = true;
     }
 }
 
@@ -809,194 +697,6 @@ fn yaml_float(f: f64) -> String {
         json
     } else {
         crate::template::value::format_float_g(f)
-    }
-}
-
-/// A string as a plain scalar when a YAML 1.1 reader reads it back as the same string,
-/// else double-quoted.
-/// Borrowed when the scalar is written plain (most keys and values): a copy of each was a
-/// visible part of `toYaml`.
-fn scalar_string(s: &str, _key: bool) -> std::borrow::Cow<'_, str> {
-    if plain_ok(s) {
-        return std::borrow::Cow::Borrowed(s);
-    }
-    // go-yaml double-quotes a string that would read back as another type, and falls back
-    // from plain to single quotes when only the syntax is in the way (`tpl` re-reads such
-    // text, so the style matters).
-    // The empty string reads back as null, so it is double-quoted too.
-    let other_type = !plain_is_str(s) || is_base60_float(s) || is_timestamp(s);
-    std::borrow::Cow::Owned(
-        if other_type || s.contains('\n') || goyaml::needs_escapes(s) {
-            goyaml::double_quoted(s)
-        } else {
-            format!("'{}'", s.replace('\'', "''"))
-        },
-    )
-}
-
-fn plain_ok(s: &str) -> bool {
-    // go-yaml's leading and trailing blanks are spaces and breaks only (a no-break space
-    // stays plain; a tab needs escapes, below).
-    if s.is_empty() || s.starts_with([' ', '\n']) || s.ends_with([' ', '\n']) {
-        return false;
-    }
-    if !plain_is_str(s) {
-        return false;
-    }
-    // go-yaml's emitter (`yaml_emitter_analyze_scalar`): most indicators may not start a
-    // plain scalar, but `-`, `?` and `:` may when no blank follows (`:9090`, `-x`).
-    let first = s.chars().next().unwrap_or(' ');
-    if ",[]{}#&*!|>'\"%@`".contains(first) {
-        return false;
-    }
-    if "-?:".contains(first) && s[1..].chars().next().is_none_or(|c| c == ' ' || c == '\t') {
-        return false;
-    }
-    if s.starts_with("---") || s.starts_with("...") {
-        return false;
-    }
-    // Both pairs in one byte pass: `str::contains` with a two-byte pattern set up a searcher
-    // for every scalar written.
-    if s.as_bytes().windows(2).any(|w| w == b": " || w == b" #") || s.ends_with(':') {
-        return false;
-    }
-    if s.contains('\n') || goyaml::needs_escapes(s) {
-        return false;
-    }
-    !is_base60_float(s) && !is_timestamp(s)
-}
-
-/// go-yaml v2's `isBase60Float`: `^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$`
-/// (`1:20`), which it double-quotes because YAML 1.1 readers take it as a number.
-fn is_base60_float(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i = usize::from(matches!(b.first(), Some(b'-' | b'+')));
-    if !b.get(i).is_some_and(u8::is_ascii_digit) {
-        return false;
-    }
-    while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
-        i += 1;
-    }
-    let mut groups = 0;
-    while b.get(i) == Some(&b':') {
-        i += 1;
-        let start = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) && i - start < 2 {
-            i += 1;
-        }
-        let group = &b[start..i];
-        let ok = match group {
-            [d] => d.is_ascii_digit(),
-            [t, _] => (b'0'..=b'5').contains(t),
-            _ => false,
-        };
-        if !ok {
-            return false;
-        }
-        groups += 1;
-    }
-    if groups == 0 {
-        return false;
-    }
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
-            i += 1;
-        }
-    }
-    i == b.len()
-}
-
-/// go-yaml v2's `parseTimestamp`: `2006-1-2`, optionally with `T15:4:5[.9…][Z|±07:00]` or
-/// ` 15:4:5[.9…]` (Go's `time.Parse` with those layouts). Such strings resolve to
-/// `!!timestamp`, so go-yaml double-quotes them.
-fn is_timestamp(s: &str) -> bool {
-    let b = s.as_bytes();
-    let mut i;
-    // Go's getnum: one or two digits for the short fields.
-    let num = |i: &mut usize, max_len: usize| -> Option<u32> {
-        let start = *i;
-        while *i < b.len() && b[*i].is_ascii_digit() && *i - start < max_len {
-            *i += 1;
-        }
-        (*i > start).then(|| s[start..*i].parse().unwrap_or(0))
-    };
-    let expect = |i: &mut usize, c: u8| -> bool {
-        let ok = b.get(*i) == Some(&c);
-        *i += usize::from(ok);
-        ok
-    };
-    let year_len = b.iter().take_while(|c| c.is_ascii_digit()).count();
-    if year_len != 4 {
-        return false;
-    }
-    let year: u32 = s[..4].parse().unwrap_or(0);
-    i = 4;
-    if !expect(&mut i, b'-') {
-        return false;
-    }
-    let Some(month) = num(&mut i, 2) else {
-        return false;
-    };
-    if !expect(&mut i, b'-') {
-        return false;
-    }
-    let Some(day) = num(&mut i, 2) else {
-        return false;
-    };
-    let leap = year.is_multiple_of(4) && (!year.is_multiple_of(100) || year.is_multiple_of(400));
-    let days = match month {
-        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
-        4 | 6 | 9 | 11 => 30,
-        2 if leap => 29,
-        2 => 28,
-        _ => return false,
-    };
-    if day == 0 || day > days {
-        return false;
-    }
-    if i == b.len() {
-        return true;
-    }
-    let zoned = match b[i] {
-        b'T' | b't' => true,
-        b' ' => false,
-        _ => return false,
-    };
-    i += 1;
-    let (Some(h), true, Some(m), true, Some(sec)) = (
-        num(&mut i, 2),
-        expect(&mut i, b':'),
-        num(&mut i, 2),
-        expect(&mut i, b':'),
-        num(&mut i, 2),
-    ) else {
-        return false;
-    };
-    if h > 23 || m > 59 || sec > 59 {
-        return false;
-    }
-    if b.get(i) == Some(&b'.') && b.get(i + 1).is_some_and(u8::is_ascii_digit) {
-        i += 1;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-    }
-    if !zoned {
-        return i == b.len();
-    }
-    match b.get(i) {
-        Some(b'Z') => i + 1 == b.len(),
-        Some(b'+' | b'-') => {
-            let z = &b[i + 1..];
-            z.len() == 5
-                && z[0].is_ascii_digit()
-                && z[1].is_ascii_digit()
-                && z[2] == b':'
-                && z[3].is_ascii_digit()
-                && z[4].is_ascii_digit()
-        }
-        _ => false,
     }
 }
 
@@ -1167,34 +867,6 @@ pub fn from_json(text: &str) -> Result<Value, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The in-place ASCII comparison orders every pair of keys as the rune vectors did.
-    #[test]
-    fn ascii_keys_order_as_their_runes_do() {
-        let alphabet = [
-            "", "a", "b", "Z", "_", "-", ".", "0", "1", "2", "9", "00", "10", "a0",
-        ];
-        let mut keys = Vec::new();
-        for x in alphabet {
-            for y in alphabet {
-                for z in ["", "0", "7", "x", "09", "_"] {
-                    keys.push(format!("{x}{y}{z}"));
-                }
-            }
-        }
-        for a in &keys {
-            for b in &keys {
-                let (ar, br): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
-                assert_eq!(
-                    go_yaml_key_less(a, b),
-                    key_less(&ar, &br, char::is_alphabetic),
-                    "{a:?} < {b:?}"
-                );
-            }
-        }
-        assert!(go_yaml_key_less("a2", "a10") && go_yaml_key_less("GIT_PUSH", "GITCLIENT"));
-        assert!(go_yaml_key_less("é1", "é2") && !go_yaml_key_less("éb", "éa"));
-    }
 
     #[test]
     fn yaml_1_1_scalars() {

@@ -23,6 +23,6 @@ impl AnnotationsTransformer {
     /// `api/builtins/AnnotationsTransformer.go` filters with `p.FieldSpecs`; checked with
     /// kubectl kustomize v5.5.0: no pod template annotations unless the config names them).
     pub fn apply(&self, res: &mut [Resource]) -> Result<(), LabelsError> {
-        labels::apply_annotations_at(res, &self.annotations, &self.field_specs)
+        labels::apply_at(res, &self.annotations, &self.field_specs, "annotations")
     }
 }

@@ -1,6 +1,6 @@
 //! `LabelTransformer` (kustomize `api/builtins/LabelTransformer.go`).
 
-use crate::filters::labels::{self, Label, LabelsError};
+use crate::filters::labels::{self, LabelsError};
 use crate::types::fieldspec::FieldSpec;
 use crate::types::kustomization::{StringMap, nullable_fields};
 use kiln_base::resource::Resource;
@@ -19,13 +19,9 @@ nullable_fields! {
 }
 
 impl LabelTransformer {
-    /// Sets the labels at the config's field specs (only those: a plugin config names them all).
+    /// Sets the labels at the config's field specs, only those (a plugin config names them
+    /// all; a spec's `kind` limits it to that kind, case kf41).
     pub fn apply(&self, res: &mut [Resource]) -> Result<(), LabelsError> {
-        let entry = Label {
-            pairs: self.labels.clone(),
-            fields: self.field_specs.clone(),
-            ..Default::default()
-        };
-        labels::apply_labels(res, &entry, &[], &[])
+        labels::apply_at(res, &self.labels, &self.field_specs, "labels")
     }
 }

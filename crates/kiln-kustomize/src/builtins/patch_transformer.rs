@@ -283,8 +283,14 @@ pub fn parse_patch(name: &str, text: &str) -> Result<ParsedPatch, PatchError> {
     if text.trim().is_empty() {
         return Err(PatchError::PatchEmpty);
     }
-    let docs = kiln_base::yaml::parse_stream(name, text)
+    let mut docs = kiln_base::yaml::parse_stream(name, text)
         .map_err(|e| PatchError::PatchInvalidYaml(Box::new(e)))?;
+    // `annotations: {x: null}` removes `x` (case p48), where a resource keeps the text `"null"`.
+    for (doc, pointer) in kiln_base::yaml::plain_null_annotations(text) {
+        if let Some(v) = docs.get_mut(doc).and_then(|d| d.pointer_mut(&pointer)) {
+            *v = Value::Null;
+        }
+    }
     parse_patch_docs(docs)
 }
 

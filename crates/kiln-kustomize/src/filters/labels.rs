@@ -106,14 +106,17 @@ pub fn apply_common_annotations(
     set_pairs(resources, annotations, &specs, "annotations")
 }
 
-/// Sets `annotations` at exactly `field_specs` (a builtin `AnnotationsTransformer` config:
-/// kustomize's plugin uses the config's field specs alone, no default table).
-pub fn apply_annotations_at(
+/// Sets `pairs` at exactly `field_specs`, kinds and all, in the field `what` (`"labels"` or
+/// `"annotations"`): a builtin `LabelTransformer` or `AnnotationsTransformer` config, whose
+/// plugin (`api/builtins/LabelTransformer.go`, `AnnotationsTransformer.go`) filters with
+/// `p.FieldSpecs` alone, no default table.
+pub fn apply_at(
     resources: &mut [Resource],
-    annotations: &IndexMap<String, String>,
+    pairs: &IndexMap<String, String>,
     field_specs: &[FieldSpec],
+    what: &'static str,
 ) -> Result<(), LabelsError> {
-    set_pairs(resources, annotations, field_specs, "annotations")
+    set_pairs(resources, pairs, field_specs, what)
 }
 
 /// Appends the specs of `extra` not yet in `specs` (same group, version, kind and path), as
