@@ -303,7 +303,11 @@ fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
     }
 }
 
-/// A [`FileSystem`] that passes every call through and remembers it (see the module docs).
+/// The recording file system, kiln's one: a [`FileSystem`] that passes every call through
+/// and remembers it (see the module docs) — every call and its result's digest
+/// ([`Recorder::new`], for the cache and the journal), or the digest of every file read
+/// ([`Recorder::contents`], for provenance: exactly the inputs of a render, not a guess at
+/// which files matter).
 ///
 /// Calls made while a scope is entered ([`Recorder::enter`]: load enters each component
 /// directory while it loads that component) are kept apart, by scope, so that the journal
@@ -311,18 +315,89 @@ fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
 #[derive(Debug)]
 pub struct Recorder<'a> {
     inner: &'a dyn FileSystem,
+    /// Whether calls are recorded.
+    calls: bool,
     reads: Mutex<Vec<Read>>,
     scope: Mutex<Option<PathBuf>>,
     scoped: Mutex<BTreeMap<PathBuf, Vec<Read>>>,
+    /// Path → `sha256:` of its bytes, of every file read whole or within a bound; `None`:
+    /// not recorded.
+    contents: Option<Mutex<BTreeMap<PathBuf, String>>>,
 }
 
 impl<'a> Recorder<'a> {
+    /// A recorder of every call.
     pub fn new(inner: &'a dyn FileSystem) -> Self {
         Recorder {
             inner,
+            calls: true,
             reads: Mutex::new(Vec::new()),
             scope: Mutex::new(None),
             scoped: Mutex::new(BTreeMap::new()),
+            contents: None,
+        }
+    }
+
+    /// A recorder of the contents of the files read, and of nothing else (see
+    /// [`Recorder::inputs`]).
+    pub fn contents(inner: &'a dyn FileSystem) -> Self {
+        Recorder {
+            calls: false,
+            contents: Some(Mutex::new(BTreeMap::new())),
+            ..Recorder::new(inner)
+        }
+    }
+
+    /// Every file read so far ([`Recorder::contents`]): its path relative to `root`
+    /// (`/`-separated; absolute when outside it) → `sha256:` of its bytes.
+    pub fn inputs(&self, root: &Path) -> BTreeMap<String, String> {
+        self.inputs_with_trees(root, &[])
+    }
+
+    /// [`inputs`](Self::inputs), a file of a fetched source tree named `source:<tree's
+    /// content digest>/<path>`: the same on every machine, wherever its cache lies.
+    pub fn inputs_with_trees(&self, root: &Path, trees: &[PathBuf]) -> BTreeMap<String, String> {
+        let read = self
+            .contents
+            .as_ref()
+            .and_then(|c| c.lock().ok().map(|r| r.clone()))
+            .unwrap_or_default();
+        let root = self
+            .inner
+            .canonicalize(root)
+            .unwrap_or_else(|_| root.to_path_buf());
+        // Resolved as the render's reads were checked: each directory once.
+        let resolve = crate::fs::RootedFs::new(self.inner, root.clone()).with_trees(trees.to_vec());
+        let slashed = |p: &Path| {
+            p.components()
+                .map(|c| c.as_os_str().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join("/")
+        };
+        read.into_iter()
+            .map(|(path, digest)| {
+                let abs = resolve.canonicalize(&path).unwrap_or(path);
+                if let Some(t) = trees.iter().find(|t| abs.starts_with(t)) {
+                    let name = t
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_default();
+                    let rel = abs.strip_prefix(t).unwrap_or(&abs);
+                    return (format!("source:{name}/{}", slashed(rel)), digest);
+                }
+                let shown = match abs.strip_prefix(&root) {
+                    Ok(rel) => slashed(rel),
+                    Err(_) => abs.display().to_string(),
+                };
+                (shown, digest)
+            })
+            .collect()
+    }
+
+    /// Notes that `path` read as `digest` (`sha256:…`), when contents are recorded.
+    fn note_contents(&self, path: &Path, digest: impl FnOnce() -> String) {
+        if let Some(Ok(mut c)) = self.contents.as_ref().map(|c| c.lock()) {
+            c.insert(path.to_path_buf(), digest());
         }
     }
 
@@ -369,7 +444,11 @@ impl<'a> Recorder<'a> {
         r
     }
 
-    fn note(&self, op: &str, path: &Path, result: String) {
+    fn note(&self, op: &str, path: &Path, result: impl FnOnce() -> String) {
+        if !self.calls {
+            return;
+        }
+        let result = result();
         let read = Read {
             op: op.to_string(),
             // A path that is not UTF-8 cannot be replayed exactly; the empty op never
@@ -399,30 +478,35 @@ impl<'a> Recorder<'a> {
 impl FileSystem for Recorder<'_> {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
         let r = self.inner.read(path);
-        self.note("read", path, result_digest(&r));
+        if let Ok(bytes) = &r {
+            // One digest for both records when both are kept.
+            let d = digest(bytes);
+            self.note_contents(path, || format!("sha256:{d}"));
+            self.note("read", path, || d);
+        } else {
+            self.note("read", path, || result_digest(&r));
+        }
         r
     }
     fn is_dir(&self, path: &Path) -> bool {
         let r = self.inner.is_dir(path);
-        self.note("is_dir", path, digest(if r { b"1" } else { b"0" }));
+        self.note("is_dir", path, || digest(if r { b"1" } else { b"0" }));
         r
     }
     fn is_file(&self, path: &Path) -> bool {
         let r = self.inner.is_file(path);
-        self.note("is_file", path, digest(if r { b"1" } else { b"0" }));
+        self.note("is_file", path, || digest(if r { b"1" } else { b"0" }));
         r
     }
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
         let r = self.inner.read_dir(path);
-        self.note(
-            "read_dir",
-            path,
+        self.note("read_dir", path, || {
             result_digest(
                 &r.as_ref()
                     .map(|l| paths_text(l))
                     .map_err(|e| e.kind().into()),
-            ),
-        );
+            )
+        });
         r
     }
     // The chart loader's fast walk and bounded reads go through too: without them a chart
@@ -430,7 +514,7 @@ impl FileSystem for Recorder<'_> {
     // and every file read whole before its size was checked.
     fn plain_kind(&self, path: &Path) -> Option<crate::fs::PlainKind> {
         let r = self.inner.plain_kind(path);
-        self.note("plain_kind", path, digest(kind_name(r).as_bytes()));
+        self.note("plain_kind", path, || digest(kind_name(r).as_bytes()));
         r
     }
     fn read_dir_kinds(
@@ -438,34 +522,35 @@ impl FileSystem for Recorder<'_> {
         path: &Path,
     ) -> io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
         let r = self.inner.read_dir_kinds(path);
-        self.note(
-            "read_dir_kinds",
-            path,
+        self.note("read_dir_kinds", path, || {
             result_digest(
                 &r.as_ref()
                     .map(|l| kinds_text(l))
                     .map_err(|e| e.kind().into()),
-            ),
-        );
+            )
+        });
         r
     }
     fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
         let r = self.inner.read_at_most(path, max);
-        let d = at_most_digest(&r);
-        self.note(&format!("read_at_most:{max}"), path, d);
+        // A bounded read that returns the file is a read of it.
+        if let Ok(Some(b)) = &r {
+            self.note_contents(path, || kiln_base::digest::sha256_tagged(b));
+        }
+        if self.calls {
+            self.note(&format!("read_at_most:{max}"), path, || at_most_digest(&r));
+        }
         r
     }
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         let r = self.inner.canonicalize(path);
-        self.note(
-            "canonicalize",
-            path,
+        self.note("canonicalize", path, || {
             result_digest(
                 &r.as_ref()
                     .map(|p| p.to_string_lossy().into_owned())
                     .map_err(|e| e.kind().into()),
-            ),
-        );
+            )
+        });
         r
     }
 }
@@ -994,6 +1079,35 @@ impl Journal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Provenance's recording file system passes the chart loader's fast walk and bounded
+    /// reads through to the disk (a chart inside `kiln render` was walked the long way), and
+    /// a bounded read that returns the file records it as read.
+    #[test]
+    fn provenance_passes_the_fast_walk_and_bounded_reads_through() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("d")).unwrap();
+        std::fs::write(t.path().join("a"), "abc").unwrap();
+        std::fs::write(t.path().join("big"), "0123456789").unwrap();
+        let fs = Recorder::contents(&crate::fs::RealFs);
+        let kinds: Vec<_> = fs
+            .read_dir_kinds(t.path())
+            .unwrap()
+            .into_iter()
+            .map(|(_, k)| k)
+            .collect();
+        use crate::fs::PlainKind::{Dir, File};
+        assert_eq!(kinds, [Some(File), Some(File), Some(Dir)]);
+        assert_eq!(fs.plain_kind(&t.path().join("d")), Some(Dir));
+        assert_eq!(
+            fs.read_at_most(&t.path().join("a"), 5).unwrap().unwrap(),
+            b"abc"
+        );
+        assert_eq!(fs.read_at_most(&t.path().join("big"), 5).unwrap(), None);
+        let inputs: Vec<String> = fs.inputs(t.path()).into_keys().collect();
+        assert_eq!(inputs, ["a"]);
+    }
+
     use crate::fs::RealFs;
 
     /// The chart loader's fast walk (listing kinds, an entry's kind) and its bounded reads

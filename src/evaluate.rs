@@ -28,12 +28,12 @@
 use crate::diag::{Errors, Loc, Sources, help_for_name, schema_violations};
 use crate::spec::{self, Parameters};
 use crate::validate::{Component, ComponentInstance, Environment, Platform, Project};
+use kiln_base::reference;
 use miette::{Diagnostic, NamedSource, SourceSpan};
-use regex::Regex;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Which BuildPlans to evaluate. Empty lists select everything; several values of one list
@@ -477,13 +477,6 @@ fn value_size(v: &Value, limit: usize) -> usize {
     }
 }
 
-fn reference_re() -> &'static Regex {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    // `${` followed by anything but braces: `${{ ... }}` (Kargo) never matches because its
-    // third character is `{`.
-    RE.get_or_init(|| Regex::new(r"\$\{([^{}]*)\}").expect("valid regex"))
-}
-
 impl Context<'_> {
     /// Whether `reference` is a parameter reference left for the second pass.
     fn deferred(&self, reference: &str) -> bool {
@@ -590,7 +583,6 @@ impl Context<'_> {
         sources: &Sources,
         errors: &mut Vec<EvaluateError>,
     ) -> Value {
-        let re = reference_re();
         if !text.contains("${") {
             return Value::String(text.to_string());
         }
@@ -626,7 +618,7 @@ impl Context<'_> {
                 span: sn.span,
             });
         };
-        if let Some(start) = unterminated_reference(text) {
+        if let Some(start) = reference::unterminated(text) {
             let sn = sources.snippet(loc);
             errors.push(EvaluateError::UnterminatedReference {
                 text: text[start..].to_string(),
@@ -637,44 +629,40 @@ impl Context<'_> {
             return Value::String(text.to_string());
         }
         // A whole-string reference keeps the referenced value's type.
-        if let Some(c) = re.captures(text)
-            && c.get(0)
-                .is_some_and(|m| m.start() == 0 && m.end() == text.len())
-        {
-            if self.deferred(&c[1]) {
+        if let Some(r) = reference::whole(text) {
+            if self.deferred(r.raw) {
                 return Value::String(text.to_string());
             }
-            return match self.lookup(&c[1]) {
+            return match self.lookup(r.raw) {
                 Ok(v) if over_budget(&v) => too_large(errors),
                 Ok(v) => v,
                 Err(help) => {
-                    report(&c[1], help);
+                    report(r.raw, help);
                     Value::String(text.to_string())
                 }
             };
         }
         let mut out = String::new();
         let mut last = 0;
-        for c in re.captures_iter(text) {
-            let m = c.get(0).expect("group 0 always matches");
-            out.push_str(&text[last..m.start()]);
-            if self.deferred(&c[1]) {
-                out.push_str(m.as_str());
-                last = m.end();
+        for r in reference::find(text) {
+            out.push_str(&text[last..r.start]);
+            if self.deferred(r.raw) {
+                out.push_str(r.text);
+                last = r.end;
                 continue;
             }
-            match self.lookup(&c[1]) {
+            match self.lookup(r.raw) {
                 Ok(v) if over_budget(&v) => return too_large(errors),
                 Ok(Value::String(s)) => out.push_str(&s),
                 Ok(Value::Null) => {}
                 Ok(other @ (Value::Number(_) | Value::Bool(_))) => out.push_str(&other.to_string()),
                 Ok(other) => out.push_str(&serde_json::to_string(&other).unwrap_or_default()),
                 Err(help) => {
-                    report(&c[1], help);
-                    out.push_str(m.as_str());
+                    report(r.raw, help);
+                    out.push_str(r.text);
                 }
             }
-            last = m.end();
+            last = r.end;
         }
         out.push_str(&text[last..]);
         Value::String(out)
@@ -745,32 +733,6 @@ pub fn generator_paths(generator: &Value) -> Vec<(String, &str)> {
     out
 }
 
-/// The byte offset of the first `${` that no reference closes, if any. `${{` (a Kargo
-/// expression) is not a reference and is skipped.
-fn unterminated_reference(text: &str) -> Option<usize> {
-    let mut last = 0;
-    let mut gaps = Vec::new();
-    for m in reference_re().find_iter(text) {
-        gaps.push((last, m.start()));
-        last = m.end();
-    }
-    gaps.push((last, text.len()));
-    gaps.into_iter().find_map(|(from, to)| {
-        let gap = &text[from..to];
-        gap.match_indices("${")
-            .find(|(i, _)| !gap[i + 2..].starts_with('{'))
-            .map(|(i, _)| from + i)
-    })
-}
-
-/// The references (text between `${` and `}`, trimmed) a string uses, in order.
-pub fn pattern_references(text: &str) -> Vec<String> {
-    reference_re()
-        .captures_iter(text)
-        .map(|c| c[1].trim().to_string())
-        .collect()
-}
-
 /// Expands a project output pattern (`branchPattern`, `pathPattern`; validated to use only
 /// [`crate::validate::PATTERN_REFERENCES`]) for one environment, e.g. `stage/${env.name}` →
 /// `stage/prod-east`. Unknown references are left as written (validation rejected them).
@@ -780,16 +742,14 @@ pub fn expand_pattern(
     project: &Project,
     env: &Environment,
 ) -> String {
-    reference_re()
-        .replace_all(pattern, |c: &regex::Captures<'_>| match c[1].trim() {
-            "env.name" => env.name.clone(),
-            "env.tier" => env.tier.clone(),
-            "env.cluster" => env.cluster.clone(),
-            "project.name" => project.name.clone(),
-            "platform.name" => platform.name.clone(),
-            _ => c[0].to_string(),
-        })
-        .into_owned()
+    reference::replace(pattern, |r| match r.name() {
+        "env.name" => Some(env.name.clone()),
+        "env.tier" => Some(env.tier.clone()),
+        "env.cluster" => Some(env.cluster.clone()),
+        "project.name" => Some(project.name.clone()),
+        "platform.name" => Some(platform.name.clone()),
+        _ => None,
+    })
 }
 
 const KNOWN_REFS: &str = "known references: ${params.<name>}, ${env.name}, ${env.tier}, ${env.cluster}, ${env.namespace}, ${project.name}, ${component.name}, ${platform.name}";
@@ -805,8 +765,8 @@ struct ParamPass<'m> {
 fn collect_param_refs(value: &Value, out: &mut BTreeSet<String>) {
     match value {
         Value::String(s) if s.contains("${") => {
-            for c in reference_re().captures_iter(s) {
-                if let Some(path) = c[1].trim().strip_prefix("params.") {
+            for r in reference::find(s) {
+                if let Some(path) = r.name().strip_prefix("params.") {
                     out.insert(path.split('.').next().unwrap_or("").to_string());
                 }
             }
@@ -1164,7 +1124,7 @@ impl PlanEval<'_> {
         sources: &Sources,
     ) {
         for (pointer, text) in generator_paths(generator) {
-            for reference in pattern_references(text) {
+            for reference in reference::names(text) {
                 let Ok(v) = ctx.lookup(&reference) else {
                     continue;
                 };
@@ -1399,9 +1359,9 @@ mod tests {
                 && errs[1].contains("`${params.x`"),
             "{errs:?}"
         );
-        assert_eq!(unterminated_reference("${{ a }}-${env.name}"), None);
-        assert_eq!(unterminated_reference("a-${b"), Some(2));
-        assert_eq!(unterminated_reference("${a{b}"), Some(0));
+        assert_eq!(reference::unterminated("${{ a }}-${env.name}"), None);
+        assert_eq!(reference::unterminated("a-${b"), Some(2));
+        assert_eq!(reference::unterminated("${a{b}"), Some(0));
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod conform;
 pub mod emit;
 pub mod evaluate;
 pub mod git;
+pub mod graph;
 pub mod kargo;
 pub mod load;
 pub mod marker;

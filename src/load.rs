@@ -24,6 +24,9 @@ use thiserror::Error;
 
 pub use crate::fs::{FileSystem, RealFs};
 
+/// The file that makes a directory a platform.
+pub const PLATFORM_FILE: &str = "platform.yaml";
+
 /// How to load: the variants of the load stage.
 #[derive(Clone, Copy, Default)]
 pub struct LoadOptions<'a> {
@@ -328,6 +331,7 @@ pub fn load(
     let dir = fs
         .canonicalize(platform_dir)
         .map_err(|e| io_err("open platform directory", platform_dir, e))?;
+    let dir = platform_dir_of(fs, dir);
     let root = match &opts.root {
         Some(r) => fs
             .canonicalize(r)
@@ -342,7 +346,7 @@ pub fn load(
         errors: Vec::new(),
     };
 
-    let pf_path = dir.join("platform.yaml");
+    let pf_path = dir.join(PLATFORM_FILE);
     let Some((file, raw, valid)) =
         ld.read_doc(&pf_path, platform_validator(), "platform.schema.json")
     else {
@@ -505,7 +509,22 @@ pub fn repository_root(
 ) -> std::io::Result<PathBuf> {
     match root {
         Some(r) => fs.canonicalize(r),
-        None => Ok(default_root(fs, &fs.canonicalize(platform_dir)?)),
+        None => Ok(default_root(
+            fs,
+            &platform_dir_of(fs, fs.canonicalize(platform_dir)?),
+        )),
+    }
+}
+
+/// The platform directory of a canonical `path` given for it: the path itself, or the
+/// directory holding it when it names the `platform.yaml` file (`kiln render
+/// platforms/bank/platform.yaml` is `kiln render platforms/bank`).
+fn platform_dir_of(fs: &dyn FileSystem, path: PathBuf) -> PathBuf {
+    match path.parent() {
+        Some(parent) if path.file_name() == Some(PLATFORM_FILE.as_ref()) && fs.is_file(&path) => {
+            parent.to_path_buf()
+        }
+        _ => path,
     }
 }
 
@@ -918,11 +937,7 @@ impl Loader<'_> {
             }
         };
         let mut found = false;
-        for entry in entries {
-            let is_yaml = entry.extension().is_some_and(|e| e == "yaml" || e == "yml");
-            if !is_yaml || self.fs.is_dir(&entry) {
-                continue;
-            }
+        for entry in yaml_entries(self.fs, entries) {
             found = true;
             let name = entry
                 .file_name()
@@ -954,36 +969,31 @@ impl Loader<'_> {
             }
         };
         let file = self.sources.add(display.clone(), text.as_str());
-        let docs = match crate::yaml::parse_stream(&display, &text) {
-            Ok(d) => d,
+        let (resources, problems) = match manifest_resources(&display, &text) {
+            Ok(r) => r,
             Err(e) => {
                 self.errors.push(e.into());
                 return;
             }
         };
-        for (doc, value) in docs.into_iter().enumerate() {
-            let reason = resource_problem(&value);
-            if let Some((pointer, reason)) = reason {
-                let mut loc = Loc::new(file, pointer);
-                loc.doc = doc;
-                let sn = self.sources.snippet(&loc);
-                self.errors.push(LoadError::InvalidResource {
-                    at: sn.at,
-                    doc,
-                    reason,
-                    src: sn.src,
-                    span: sn.span,
-                });
-                continue;
-            }
-            out.push(Resource::new(
-                value,
-                Some(Origin {
-                    file: display.clone(),
-                    document: doc,
-                }),
-            ));
+        for NotAnObject {
+            doc,
+            pointer,
+            reason,
+        } in problems
+        {
+            let mut loc = Loc::new(file, pointer);
+            loc.doc = doc;
+            let sn = self.sources.snippet(&loc);
+            self.errors.push(LoadError::InvalidResource {
+                at: sn.at,
+                doc,
+                reason,
+                src: sn.src,
+                span: sn.span,
+            });
         }
+        out.extend(resources);
     }
 
     /// Checks that every file under a kustomization directory stays inside the root (the
@@ -1023,7 +1033,61 @@ fn per_plan(entry: &crate::spec::PathEntry) -> bool {
 }
 
 /// What makes `value` not a Kubernetes object: (JSON Pointer, reason).
-fn resource_problem(value: &Value) -> Option<(&'static str, String)> {
+/// The `*.yaml`/`*.yml` files among a directory's `entries` (its sorted listing), not
+/// directories themselves: what a `files:` entry naming a directory reads, not recursive.
+/// Load and render (for a path resolved per BuildPlan) both list directories through it.
+pub fn yaml_entries(fs: &dyn FileSystem, entries: Vec<PathBuf>) -> Vec<PathBuf> {
+    entries
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .filter(|p| !fs.is_dir(p))
+        .collect()
+}
+
+/// A document of a manifest file that is not a Kubernetes object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotAnObject {
+    /// The document's index in the file.
+    pub doc: usize,
+    /// Where in it the problem is (empty: the document).
+    pub pointer: &'static str,
+    pub reason: String,
+}
+
+/// The documents of the manifest file `name` (text `text`) as resources, and the documents
+/// that are not Kubernetes objects. Load and render read every manifest through it.
+///
+/// Errors: the YAML does not parse.
+pub fn manifest_resources(
+    name: &str,
+    text: &str,
+) -> Result<(Vec<Resource>, Vec<NotAnObject>), crate::yaml::YamlError> {
+    let (mut resources, mut problems) = (Vec::new(), Vec::new());
+    for (doc, value) in crate::yaml::parse_stream(name, text)?
+        .into_iter()
+        .enumerate()
+    {
+        match resource_problem(&value) {
+            Some((pointer, reason)) => problems.push(NotAnObject {
+                doc,
+                pointer,
+                reason,
+            }),
+            None => resources.push(Resource::new(
+                value,
+                Some(Origin {
+                    file: name.to_string(),
+                    document: doc,
+                }),
+            )),
+        }
+    }
+    Ok((resources, problems))
+}
+
+/// Why `value` is not a Kubernetes object (the pointer to underline, and the reason), if it
+/// is not one: the one rule for manifest files and inline resources.
+pub fn resource_problem(value: &Value) -> Option<(&'static str, String)> {
     let Some(obj) = value.as_object() else {
         return Some(("", "not a mapping".into()));
     };
@@ -1082,6 +1146,26 @@ mod tests {
             root: Some(t.path()),
             ..Default::default()
         }
+    }
+
+    /// Issue 38 item 9: the platform may be named by its `platform.yaml` as well as by its
+    /// directory.
+    #[test]
+    fn a_platform_yaml_path_loads_its_platform() {
+        let t = tree(&[
+            ("platforms/p/platform.yaml", PLATFORM),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+        ]);
+        let dir = t.path().join("platforms/p");
+        let by_dir = load(&RealFs, &dir, &LoadOptions::default()).unwrap();
+        let by_file = load(&RealFs, &dir.join("platform.yaml"), &LoadOptions::default()).unwrap();
+        assert_eq!((&by_file.dir, &by_file.root), (&by_dir.dir, &by_dir.root));
+        assert_eq!(by_file.components.len(), 1);
+        assert_eq!(
+            repository_root(&RealFs, &dir.join("platform.yaml"), None).unwrap(),
+            by_dir.root
+        );
     }
 
     #[test]

@@ -465,15 +465,10 @@ impl PlanPaths<'_> {
                 continue;
             };
             let files = if self.fs.is_dir(&path) {
-                let mut yaml: Vec<PathBuf> = self
-                    .fs
-                    .read_dir(&path)
-                    .map_err(|e| PathProblem::Read(format!("cannot list `{}`: {e}", entry.path())))?
-                    .into_iter()
-                    .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
-                    .filter(|p| !self.fs.is_dir(p))
-                    .collect();
-                yaml.sort();
+                let listing = self.fs.read_dir(&path).map_err(|e| {
+                    PathProblem::Read(format!("cannot list `{}`: {e}", entry.path()))
+                })?;
+                let yaml = crate::load::yaml_entries(self.fs, listing);
                 if yaml.is_empty() {
                     return Err(PathProblem::Read(format!(
                         "directory `{}` holds no *.yaml or *.yml file",
@@ -507,22 +502,15 @@ impl PlanPaths<'_> {
                     .fs
                     .read_to_string(&real)
                     .map_err(|e| PathProblem::Read(format!("cannot read `{name}`: {e}")))?;
-                let docs = crate::yaml::parse_stream(&name, &text)
+                let (resources, problems) = crate::load::manifest_resources(&name, &text)
                     .map_err(|e| PathProblem::Read(e.to_string()))?;
-                for (document, value) in docs.into_iter().enumerate() {
-                    if let Some(reason) = resource_problem(&value) {
-                        return Err(PathProblem::Read(format!(
-                            "{name}: document {document} is not a Kubernetes object: {reason}"
-                        )));
-                    }
-                    out.push(Resource::new(
-                        value,
-                        Some(Origin {
-                            file: name.clone(),
-                            document,
-                        }),
-                    ));
+                if let Some(p) = problems.first() {
+                    return Err(PathProblem::Read(format!(
+                        "{name}: document {} is not a Kubernetes object: {}",
+                        p.doc, p.reason
+                    )));
                 }
+                out.extend(resources);
             }
         }
         Ok(out)
@@ -706,7 +694,7 @@ fn render_plan(
             Generator::Resources(values) => {
                 let mut out = Vec::new();
                 for (i, v) in values.iter().enumerate() {
-                    if let Some(reason) = resource_problem(v) {
+                    if let Some((_, reason)) = crate::load::resource_problem(v) {
                         let sn = sources.snippet(&gloc.join("resources").join(i));
                         return Err(RenderError::InvalidResource {
                             reason,
@@ -911,27 +899,6 @@ fn convert<T: serde::de::DeserializeOwned>(from: &impl serde::Serialize) -> Resu
     serde_json::to_value(from)
         .and_then(serde_json::from_value)
         .map_err(|e| e.to_string())
-}
-
-fn resource_problem(v: &Value) -> Option<String> {
-    let s = |p: &str| {
-        v.pointer(p)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-    };
-    if !v.is_object() {
-        return Some("not a mapping".into());
-    }
-    for (p, f) in [
-        ("/apiVersion", "apiVersion"),
-        ("/kind", "kind"),
-        ("/metadata/name", "metadata.name"),
-    ] {
-        if s(p).is_none() {
-            return Some(format!("missing `{f}`"));
-        }
-    }
-    None
 }
 
 fn apply_transformer(

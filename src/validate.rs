@@ -624,7 +624,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         ];
         for (field, pattern) in patterns {
             let Some(pattern) = pattern else { continue };
-            for reference in crate::evaluate::pattern_references(pattern) {
+            for reference in kiln_base::reference::names(pattern) {
                 if !PATTERN_REFERENCES.contains(&reference.as_str()) {
                     located!(
                         ck,

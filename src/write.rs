@@ -756,7 +756,7 @@ pub fn write(
 
 /// SIGINT and SIGTERM held off while a write stages and commits (issue 38, item 6): a
 /// handler only notes the signal, and the write looks at the note where stopping is safe (see
-/// `write_known`). The first writer of the process installs the handler and the last one
+/// `write`). The first writer of the process installs the handler and the last one
 /// restores what was there, so concurrent writes share one.
 #[cfg(unix)]
 mod interrupt {

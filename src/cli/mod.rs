@@ -1516,9 +1516,9 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
     let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
     let format = match args.output {
-        GraphOutput::Mermaid => crate::kargo::graph::GraphFormat::Mermaid,
-        GraphOutput::Dot => crate::kargo::graph::GraphFormat::Dot,
-        GraphOutput::Svg => crate::kargo::graph::GraphFormat::Svg,
+        GraphOutput::Mermaid => crate::graph::GraphFormat::Mermaid,
+        GraphOutput::Dot => crate::graph::GraphFormat::Dot,
+        GraphOutput::Svg => crate::graph::GraphFormat::Svg,
     };
     let runs = if args.repo_map.is_empty() {
         Default::default()
@@ -1534,7 +1534,7 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
         };
         crate::status::status(&set, &platform, &options)?.stage_runs()
     };
-    print_out(&crate::kargo::graph::graph_with_runs(
+    print_out(&crate::graph::graph_with_runs(
         &objects,
         args.project.as_deref(),
         format,
@@ -1594,10 +1594,10 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
             let picture = if objects.stages.is_empty() {
                 String::new()
             } else {
-                crate::kargo::graph::graph_with_runs(
+                crate::graph::graph_with_runs(
                     &objects,
                     None,
-                    crate::kargo::graph::GraphFormat::Svg,
+                    crate::graph::GraphFormat::Svg,
                     &report.stage_runs(),
                 )?
             };

@@ -28,7 +28,6 @@
 mod argocd;
 pub mod constraint;
 pub mod expressions;
-pub mod graph;
 pub mod naming;
 mod stage;
 mod steps;
@@ -482,28 +481,21 @@ fn snippet(
 ///
 /// Errors: the first unknown reference, as `Err(reference)`.
 pub fn resolve_pattern(pattern: &str, values: &[(&str, &str)]) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = pattern;
-    while let Some(i) = rest.find("${") {
-        out.push_str(&rest[..i]);
-        let tail = &rest[i..];
-        if let Some(after) = tail.strip_prefix("${{") {
-            out.push_str("${{");
-            rest = after;
-            continue;
+    // The first problem from the left: an unknown reference, or a `${` nothing closes.
+    let mut unknown: Option<(usize, String)> = None;
+    let out = kiln_base::reference::replace(pattern, |r| {
+        let found = values.iter().find(|(k, _)| *k == r.name());
+        if found.is_none() && unknown.is_none() {
+            unknown = Some((r.start, r.name().to_string()));
         }
-        let Some(end) = tail.find('}') else {
-            return Err(tail.to_string());
-        };
-        let reference = &tail[2..end];
-        match values.iter().find(|(k, _)| *k == reference) {
-            Some((_, v)) => out.push_str(v),
-            None => return Err(reference.to_string()),
-        }
-        rest = &tail[end + 1..];
+        found.map(|(_, v)| v.to_string())
+    });
+    let unterminated = kiln_base::reference::unterminated(pattern);
+    match (unknown, unterminated) {
+        (Some((at, name)), open) if open.is_none_or(|o| at < o) => Err(name),
+        (_, Some(open)) => Err(pattern[open..].to_string()),
+        _ => Ok(out),
     }
-    out.push_str(rest);
-    Ok(out)
 }
 
 /// A JSON object with `apiVersion`, `kind` and `metadata` filled in.

@@ -367,113 +367,6 @@ pub struct Built {
     pub validation_warnings: Vec<String>,
 }
 
-/// A file system remembering a digest of every file read through it, so provenance can name
-/// exactly the inputs of a render (not a guess at which files matter).
-#[derive(Debug)]
-struct RecordingFs<'a> {
-    inner: &'a dyn FileSystem,
-    read: std::sync::Mutex<std::collections::BTreeMap<PathBuf, String>>,
-}
-
-impl<'a> RecordingFs<'a> {
-    fn new(inner: &'a dyn FileSystem) -> Self {
-        RecordingFs {
-            inner,
-            read: Default::default(),
-        }
-    }
-
-    #[cfg(test)]
-    fn inputs(&self, root: &Path) -> std::collections::BTreeMap<String, String> {
-        self.inputs_with_trees(root, &[])
-    }
-
-    /// [`inputs`](Self::inputs), a file of a fetched source tree named `source:<tree's
-    /// content digest>/<path>`: the same on every machine, wherever its cache lies.
-    fn inputs_with_trees(
-        &self,
-        root: &Path,
-        trees: &[PathBuf],
-    ) -> std::collections::BTreeMap<String, String> {
-        let read = self.read.lock().map(|r| r.clone()).unwrap_or_default();
-        let root = self
-            .inner
-            .canonicalize(root)
-            .unwrap_or_else(|_| root.to_path_buf());
-        // Resolved as the render's reads were checked: each directory once.
-        let resolve = crate::fs::RootedFs::new(self.inner, root.clone()).with_trees(trees.to_vec());
-        read.into_iter()
-            .map(|(path, digest)| {
-                let abs = resolve.canonicalize(&path).unwrap_or(path);
-                let tree = trees.iter().find(|t| abs.starts_with(t));
-                if let Some(t) = tree {
-                    let name = t
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    let rel = abs
-                        .strip_prefix(t)
-                        .unwrap_or(&abs)
-                        .components()
-                        .map(|c| c.as_os_str().to_string_lossy())
-                        .collect::<Vec<_>>()
-                        .join("/");
-                    return (format!("source:{name}/{rel}"), digest);
-                }
-                let shown = match abs.strip_prefix(&root) {
-                    Ok(rel) => rel
-                        .components()
-                        .map(|c| c.as_os_str().to_string_lossy())
-                        .collect::<Vec<_>>()
-                        .join("/"),
-                    Err(_) => abs.display().to_string(),
-                };
-                (shown, digest)
-            })
-            .collect()
-    }
-}
-
-impl FileSystem for RecordingFs<'_> {
-    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
-        let bytes = self.inner.read(path)?;
-        if let Ok(mut read) = self.read.lock() {
-            read.insert(path.to_path_buf(), crate::git::spec_digest(&bytes));
-        }
-        Ok(bytes)
-    }
-    fn is_dir(&self, path: &Path) -> bool {
-        self.inner.is_dir(path)
-    }
-    fn is_file(&self, path: &Path) -> bool {
-        self.inner.is_file(path)
-    }
-    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
-        self.inner.read_dir(path)
-    }
-    fn canonicalize(&self, path: &Path) -> std::io::Result<PathBuf> {
-        self.inner.canonicalize(path)
-    }
-    // The chart loader's fast walk and bounded reads pass through (a bounded read that
-    // returns the file is a read of it).
-    fn plain_kind(&self, path: &Path) -> Option<crate::fs::PlainKind> {
-        self.inner.plain_kind(path)
-    }
-    fn read_dir_kinds(
-        &self,
-        path: &Path,
-    ) -> std::io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
-        self.inner.read_dir_kinds(path)
-    }
-    fn read_at_most(&self, path: &Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
-        let bytes = self.inner.read_at_most(path, max)?;
-        if let (Some(b), Ok(mut read)) = (&bytes, self.read.lock()) {
-            read.insert(path.to_path_buf(), crate::git::spec_digest(b));
-        }
-        Ok(bytes)
-    }
-}
-
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
 /// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
@@ -542,7 +435,7 @@ pub fn build(
     build_fetched(opts, progress, fetched, t)
 }
 
-/// [`build_timed`] after the source stage.
+/// [`build`] after the source stage.
 fn build_fetched(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -550,7 +443,8 @@ fn build_fetched(
     t: Instant,
 ) -> Result<Built, KilnError> {
     let mut timings = Timings::default();
-    let fs = RecordingFs::new(opts.fs.as_ref());
+    // Every file read, for provenance (`Built::inputs`).
+    let fs = crate::cache::Recorder::contents(opts.fs.as_ref());
     // Every call of load, for the journal (see `crate::cache::Journal`).
     let load_fs = crate::cache::Recorder::new(&fs);
     let load_opts = LoadOptions {
@@ -916,34 +810,6 @@ fn slice_scope(set: &ArtifactSet, selection: &Selection) -> Scope {
 mod tests {
     use super::*;
     use crate::validate::tests::{COMPONENT, ENVS, PROJECTS, platform_yaml, tree};
-
-    /// Provenance's recording file system passes the chart loader's fast walk and bounded
-    /// reads through to the disk (a chart inside `kiln render` was walked the long way), and
-    /// a bounded read that returns the file records it as read.
-    #[test]
-    fn provenance_passes_the_fast_walk_and_bounded_reads_through() {
-        let t = tempfile::tempdir().unwrap();
-        std::fs::create_dir(t.path().join("d")).unwrap();
-        std::fs::write(t.path().join("a"), "abc").unwrap();
-        std::fs::write(t.path().join("big"), "0123456789").unwrap();
-        let fs = RecordingFs::new(&crate::fs::RealFs);
-        let kinds: Vec<_> = fs
-            .read_dir_kinds(t.path())
-            .unwrap()
-            .into_iter()
-            .map(|(_, k)| k)
-            .collect();
-        use crate::fs::PlainKind::{Dir, File};
-        assert_eq!(kinds, [Some(File), Some(File), Some(Dir)]);
-        assert_eq!(fs.plain_kind(&t.path().join("d")), Some(Dir));
-        assert_eq!(
-            fs.read_at_most(&t.path().join("a"), 5).unwrap().unwrap(),
-            b"abc"
-        );
-        assert_eq!(fs.read_at_most(&t.path().join("big"), 5).unwrap(), None);
-        let inputs: Vec<String> = fs.inputs(t.path()).into_keys().collect();
-        assert_eq!(inputs, ["a"]);
-    }
 
     /// The fixture in memory: the pipeline reads only through the `FileSystem` it is given.
     fn mem_fixture() -> crate::fs::MemFs {

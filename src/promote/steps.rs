@@ -605,7 +605,10 @@ pub fn authorize(app: &Value, project: &str, stage: &str) -> Result<(), String> 
         )
     };
     let Some(value) = app
-        .pointer("/metadata/annotations/kargo.akuity.io~1authorized-stage")
+        .pointer(&format!(
+            "/metadata/annotations/{}",
+            kiln_base::pointer::escape(crate::kargo::AUTHORIZED_STAGE)
+        ))
         .and_then(Value::as_str)
     else {
         return Err(denied());

@@ -8,7 +8,8 @@
 //! - [`diag`]: source files kept for late diagnostics, and the snippet clipping;
 //! - [`pointer`](mod@pointer): JSON Pointer escaping (RFC 6901) and field paths;
 //! - [`digest`]: SHA-256 in hex;
-//! - [`url`]: credentials removed from URLs before they are shown.
+//! - [`url`]: credentials removed from URLs before they are shown;
+//! - [`reference`]: the `${…}` reference language of kiln's spec.
 // Unit tests build their trees on disk; the boundary (clippy.toml) holds for library code.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
@@ -16,6 +17,7 @@ pub mod diag;
 pub mod digest;
 pub mod fs;
 pub mod pointer;
+pub mod reference;
 pub mod resource;
 pub mod url;
 pub mod yaml;
