@@ -8,7 +8,7 @@
 //! Each stage has one entry, its variants in its options: [`load`] (`LoadOptions`: a subset
 //! of components, the journal's per-component recording), [`crate::render::render`] (each
 //! plan through the render cache and emitted on its worker), [`emit`] (component
-//! directories, Kargo and Argo CD together) and [`write`] (`WriteOptions`: the slice, what
+//! directories, Kargo and Argo CD together) and [`write()`] (`WriteOptions`: the slice, what
 //! the last write left). The full render, the incremental one and `kiln merge` all call
 //! them.
 //!

@@ -9,7 +9,7 @@
 //! - [`pointer`](mod@pointer): JSON Pointer escaping (RFC 6901) and field paths;
 //! - [`digest`]: SHA-256 in hex;
 //! - [`url`]: credentials removed from URLs before they are shown;
-//! - [`reference`]: the `${…}` reference language of kiln's spec.
+//! - [`mod@reference`]: the `${…}` reference language of kiln's spec.
 // Unit tests build their trees on disk; the boundary (clippy.toml) holds for library code.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
