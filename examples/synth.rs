@@ -462,12 +462,16 @@ patches:
           app: {name}
         ports:
         - {{name: http, port: 80, targetPort: http}}
+  # Cluster-scoped objects once per cluster: two environments' Applications owning one
+  # ClusterRole with different labels would overwrite each other (kiln::k8s::cluster_scoped_conflict).
+  - resources:
     - apiVersion: rbac.authorization.k8s.io/v1
       kind: ClusterRole
       metadata:
         name: {name}-reader
       rules:
       - {{apiGroups: [""], resources: [configmaps], verbs: [get]}}
+    when: {{environments: [dev]}}
   - secretGenerator:
       name: {name}-token
       literals: [TOKEN=synthetic-{i}]
@@ -477,7 +481,7 @@ patches:
             if i % 8 == 7 {
                 writeln!(
                     c,
-                    "  - resources:\n    - {{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {{name: {name}-high}}, value: 1000}}"
+                    "  - resources:\n    - {{apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {{name: {name}-high}}, value: 1000}}\n    when: {{environments: [dev]}}"
                 )
                 .unwrap();
             }

@@ -44,8 +44,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// Bumped whenever the entry layout or the key's inputs change.
-const FORMAT: &str = "kiln-render-cache/3";
+/// Bumped whenever the entry layout or the key's inputs change, and whenever the engines
+/// print other bytes for the same input (4: go-yaml v2's folding and key order, issue 37),
+/// or an entry of an older kiln of the same version would be replayed.
+const FORMAT: &str = "kiln-render-cache/4";
 
 /// The secret a cache's entries and journals are authenticated under (HMAC-SHA256): 32
 /// random bytes, kept outside any checkout. Its `Debug` never shows it.
@@ -749,7 +751,7 @@ impl io::Write for HashWriter<'_> {
 }
 
 /// Bumped whenever the journal's layout or key inputs change.
-const JOURNAL_FORMAT: &str = "kiln-render-journal/4";
+const JOURNAL_FORMAT: &str = "kiln-render-journal/5";
 
 /// The render journal: what the last full `kiln render` into one output directory, with one
 /// set of options, read and wrote, so that the next render of unchanged input can skip

@@ -260,6 +260,10 @@ fn run(
     for (si, (s, owner)) in streams.iter().enumerate() {
         let validator = validators.get(&owner.kube_version)?;
         for (i, doc) in s.docs.iter().enumerate() {
+            // An empty document, or one `kiln validate` found not to be a Kubernetes object.
+            if doc.is_null() {
+                continue;
+            }
             let outcome = validator.validate(doc);
             for f in outcome.findings {
                 push(
@@ -415,7 +419,15 @@ pub fn validate_files(
     let streams: Vec<(Stream, Owner)> = files
         .iter()
         .filter_map(|(name, bytes)| parse(name, bytes))
-        .map(|s| {
+        .map(|mut s| {
+            // Any YAML in the paths given: a document with neither `apiVersion` nor `kind`
+            // (a values file, a test expectation) is no Kubernetes object and is not checked,
+            // as the Kargo and Argo CD half of `kiln validate` skips it. Its index is kept.
+            for d in &mut s.docs {
+                if d.get("apiVersion").is_none() && d.get("kind").is_none() {
+                    *d = Value::Null;
+                }
+            }
             (
                 s,
                 Owner {
