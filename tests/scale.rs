@@ -1105,14 +1105,14 @@ fn a_component_load_change_renders_only_that_component_and_equals_a_no_cache_ren
         root,
         pf,
         "    - path: ../../components/c00003\n",
-        "    - path: ../../components/c00007\n      name: extra\n    - path: ../../components/c00003\n",
+        "    - path: ../../components/c00004\n      name: extra\n    - path: ../../components/c00003\n",
     );
     expect_after(&o, None, "component added", 7);
     assert!(o.write_to.join("p0000/dev/extra").is_dir());
     edit(
         root,
         pf,
-        "    - path: ../../components/c00007\n      name: extra\n",
+        "    - path: ../../components/c00004\n      name: extra\n",
         "",
     );
     expect_after(&o, None, "component removed", 8);
