@@ -1101,6 +1101,11 @@ fn a_component_load_change_renders_only_that_component_and_equals_a_no_cache_ren
 
     // A component added to a project and removed again (platform.yaml): a full render.
     let pf = "platforms/synth/platform.yaml";
+    // A second instance of a component in one namespace owns the same objects as the first
+    // (kiln::k8s::shared_resource, a real conflict): this step is about the journal, so the
+    // platform turns the rule into a warning while the instance is there.
+    let warn = "  validation:\n    warn: [shared_resource, cluster_scoped_conflict]\n  clusters:\n";
+    edit(root, pf, "  clusters:\n", warn);
     edit(
         root,
         pf,
@@ -1115,6 +1120,7 @@ fn a_component_load_change_renders_only_that_component_and_equals_a_no_cache_ren
         "    - path: ../../components/c00004\n      name: extra\n",
         "",
     );
+    edit(root, pf, warn, "  clusters:\n");
     expect_after(&o, None, "component removed", 8);
     assert!(!o.write_to.join("p0000/dev/extra").exists());
 
