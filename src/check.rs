@@ -21,6 +21,8 @@
 
 mod model;
 mod rules;
+/// The API groups whose objects this module checks (Kargo's and Argo CD's).
+pub use rules::{ARGOCD_GROUP, KARGO_GROUP};
 mod schemas;
 mod semantics;
 

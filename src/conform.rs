@@ -415,6 +415,7 @@ pub fn validate_files(
     files: &[(String, Vec<u8>)],
     kube_version: &str,
     options: &Options,
+    checked_elsewhere: &[&str],
 ) -> Result<Report, String> {
     let streams: Vec<(Stream, Owner)> = files
         .iter()
@@ -423,8 +424,17 @@ pub fn validate_files(
             // Any YAML in the paths given: a document with neither `apiVersion` nor `kind`
             // (a values file, a test expectation) is no Kubernetes object and is not checked,
             // as the Kargo and Argo CD half of `kiln validate` skips it. Its index is kept.
+            // Objects of `checked_elsewhere` (API groups) are left to the check that owns them
+            // (Kargo's and Argo CD's, `crate::check`), not counted as unvalidated here.
             for d in &mut s.docs {
-                if d.get("apiVersion").is_none() && d.get("kind").is_none() {
+                let group = d
+                    .get("apiVersion")
+                    .and_then(Value::as_str)
+                    .and_then(|v| v.split_once('/'))
+                    .map(|(g, _)| g);
+                if d.get("apiVersion").is_none() && d.get("kind").is_none()
+                    || group.is_some_and(|g| checked_elsewhere.contains(&g))
+                {
                     *d = Value::Null;
                 }
             }

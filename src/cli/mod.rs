@@ -1503,7 +1503,13 @@ fn validate_k8s(args: &ValidateArgs) -> miette::Result<crate::conform::Report> {
         warn: Vec::new(),
         strict: args.strict,
     };
-    crate::conform::validate_files(&files, version, &options).map_err(|e| miette::miette!("{e}"))
+    crate::conform::validate_files(
+        &files,
+        version,
+        &options,
+        &[crate::check::KARGO_GROUP, crate::check::ARGOCD_GROUP],
+    )
+    .map_err(|e| miette::miette!("{e}"))
 }
 
 /// `kiln graph`: render in memory, draw the emitted Kargo objects (with `--repo-map`, what
