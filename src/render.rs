@@ -886,12 +886,17 @@ fn render_plan(
 }
 
 /// Builds a kustomization directory with the native engine (`crate::kustomize::build`, the
-/// same code as `kiln kustomize`), with kustomize's default load restrictions.
+/// same code as `kiln kustomize --enable-helm`), with kustomize's default load restrictions;
+/// a component's `helmCharts:` render with the native Helm engine.
 fn kustomize_build(
     fs: &dyn FileSystem,
     dir: &Path,
 ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
-    crate::kustomize::build(fs, dir, &crate::kustomize::BuildOptions::default()).map_err(boxed)
+    let options = crate::kustomize::BuildOptions {
+        enable_helm: true,
+        ..Default::default()
+    };
+    crate::kustomize::build(fs, dir, &options).map_err(boxed)
 }
 
 /// Converts between two serde shapes (kiln's spec → the engine's kustomize types).

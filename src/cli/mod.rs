@@ -291,6 +291,10 @@ pub struct KustomizeArgs {
     /// A wrong name is a usage error (exit 2), checked by clap.
     #[arg(long, value_name = "FIX,...", value_parser = crate::kustomize::krusty::build::Fixes::parse)]
     pub fixes: Option<crate::kustomize::krusty::build::Fixes>,
+    /// Render `helmCharts:` (with kiln's own Helm engine; no helm binary is run). Without it
+    /// a kustomization with charts fails, as `kubectl kustomize` does.
+    #[arg(long)]
+    pub enable_helm: bool,
 }
 
 #[derive(Debug, Args)]
@@ -1016,6 +1020,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 options.load_restrictor = crate::kustomize::LoadRestrictor::None;
             }
             options.strict = args.strict;
+            options.enable_helm = args.enable_helm;
             if let Some(fixes) = args.fixes {
                 options.fixes = fixes;
             }

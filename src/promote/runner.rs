@@ -502,6 +502,7 @@ impl Promotion {
         let fs = cx.work.rooted_fs();
         let options = crate::kustomize::BuildOptions {
             load_restrictor: crate::kustomize::LoadRestrictor::None,
+            enable_helm: true,
             ..Default::default()
         };
         let resources = crate::kustomize::build(&fs, &cx.work.join(&src), &options)

@@ -60,6 +60,10 @@ pub struct BuildOptions {
     pub strict: bool,
     /// `--fixes`: kiln's fixes of kustomize behaviour, all off by default (ADR 0003).
     pub fixes: Fixes,
+    /// `--enable-helm`: `helmCharts:` may be rendered (kiln's own Helm engine, no helm
+    /// binary). Off, a kustomization with charts fails as kubectl's does, before any of its
+    /// generators runs; `kiln render` turns it on for the kustomizations it writes.
+    pub enable_helm: bool,
 }
 
 /// Where kiln may deliberately print something other than kubectl (ADR 0003, `--fixes`).

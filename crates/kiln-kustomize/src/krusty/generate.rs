@@ -46,6 +46,20 @@ pub fn run_generators(
     acc: &mut Accumulator,
 ) -> Result<(), KustomizeError> {
     let k = &kf.kustomization;
+    // kustomize configures every builtin generator before running one
+    // (`kusttarget_configplugin.go` `configureBuiltinGenerators`), and the
+    // HelmChartInflationGenerator's `Config` refuses first of all a build without
+    // `--enable-helm`: that error comes before any generator's own.
+    let (charts, _) = helm::charts_of(k);
+    if let Some((pointer, _)) = charts.first()
+        && !ldr.session().options.enable_helm
+    {
+        return Err(KustomizeError::invalid(
+            kf.site(pointer),
+            "trouble configuring builtin HelmChartInflationGenerator: must specify --enable-helm",
+            "pass `--enable-helm` to render `helmCharts` (kiln renders them itself; no helm binary is needed), as `kubectl kustomize` requires",
+        ));
+    }
     let global = k.generator_options.as_ref();
     let read = |path: &str| -> Result<Vec<u8>, String> {
         let file = ldr.resolve_file(path).map_err(|i| issue_text(&i))?;
