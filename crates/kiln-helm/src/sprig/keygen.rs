@@ -3,8 +3,10 @@
 //!
 //! Mirrors Go's `crypto/internal/fips140/rsa/keygen.go` (Go 1.24+, what Helm v4 calls through
 //! `rsa.GenerateKey`): two random primes of half the modulus size with their top two bits set,
-//! each checked by trial division and then by Miller-Rabin with FIPS 186-5 Table B.1's number
-//! of rounds, the key rebuilt from p and q. `rsa::RsaPrivateKey::new` (`num-bigint-dig`'s
+//! each checked by trial division and then by Miller-Rabin with Go's number of rounds for the
+//! size (`isPrime`: 5 for 1024-bit primes, 4 for 2048-bit ones), the key rebuilt from p and q.
+//! Go draws a fresh number per candidate and trial-divides by 74 primes; here one draw is
+//! followed by a sieved search upwards (as OpenSSL does), which is cheaper for the same result. `rsa::RsaPrivateKey::new` (`num-bigint-dig`'s
 //! `gen_prime`) is Go's older algorithm: trial division by the primes up to 53 only, then 20
 //! Miller-Rabin rounds and a Lucas test on every prime, which made kiln's key generation about
 //! 2.5 times Go's CPU (issue 37). The work here is what is left: a sieve over the odd numbers
@@ -68,8 +70,8 @@ fn rem_small(words: &[u64], p: u32) -> u32 {
     r as u32
 }
 
-/// Miller-Rabin rounds for a prime of `bits` bits, FIPS 186-5 Table B.1 (error below 2^-100
-/// for random candidates); Go's `millerRabinIterations`.
+/// Miller-Rabin rounds for a random candidate of `bits` bits: Go's table in `isPrime`
+/// (after BoringSSL's, for randomly chosen candidates).
 fn rounds(bits: usize) -> usize {
     match bits {
         3747.. => 3,
@@ -83,7 +85,7 @@ fn rounds(bits: usize) -> usize {
     }
 }
 
-/// One Miller-Rabin round of `n` (odd, `n - 1 = d * 2^s`) to `base`: false when `base`
+/// One Miller-Rabin round (Go's `millerRabinIteration`) of `n` (odd, `n - 1 = d * 2^s`) to `base`: false when `base`
 /// witnesses that `n` is composite.
 fn strong_probable_prime(
     n: &BigUint,
@@ -134,7 +136,7 @@ fn probable_prime(rng: &mut ChaCha20Rng, n: &BigUint, bits: usize) -> bool {
         // Rejection sampling keeps the base uniform in [2, n - 2].
         let base = loop {
             let b = random_bits(rng, bits);
-            if b <= n_minus_3 {
+            if b < n_minus_3 {
                 break b + &two;
             }
         };
