@@ -247,6 +247,27 @@ pub enum RenderError {
         span: Option<SourceSpan>,
     },
 
+    /// A generator path (for this BuildPlan) goes through a symbolic link whose target does
+    /// not exist.
+    #[error(
+        "{at}: {what} `{path}`: `{link}` is a symbolic link to `{target}`, which does not exist"
+    )]
+    #[diagnostic(
+        code(kiln::render::dangling_link),
+        help("point the link at an existing file, or remove it and the entry naming it")
+    )]
+    DanglingLink {
+        what: &'static str,
+        path: String,
+        link: String,
+        target: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("through a dangling link")]
+        span: Option<SourceSpan>,
+    },
+
     /// A generator path with references leaves its component's directory.
     #[error("{at}: {what} `{path}` leaves the component `{component}`")]
     #[diagnostic(
@@ -426,6 +447,17 @@ impl PlanPaths<'_> {
             Err(_) if optional => Ok(None),
             Err(_) => {
                 let sn = self.sources.snippet(loc);
+                if let Some((link, target)) = crate::fs::dangling_link(self.fs, &joined) {
+                    return Err(RenderError::DanglingLink {
+                        what,
+                        path: rel.to_string(),
+                        link: self.shown(&link),
+                        target: target.display().to_string(),
+                        at: sn.at,
+                        src: sn.src,
+                        span: sn.span,
+                    });
+                }
                 let help = if written != rel {
                     format!(
                         "`{written}` resolves to `{rel}` in environment `{}` (tier `{}`); add the file, or mark the entry `optional: true`",
@@ -480,10 +512,12 @@ impl PlanPaths<'_> {
                 vec![path]
             };
             for file in files {
-                let real = self
-                    .fs
-                    .canonicalize(&file)
-                    .map_err(|e| PathProblem::Read(format!("`{}`: {e}", file.display())))?;
+                let real = self.fs.canonicalize(&file).map_err(|e| {
+                    PathProblem::Read(match crate::fs::dangling_link(self.fs, &file) {
+                        Some((link, target)) => self.dangling(&link, &target),
+                        None => format!("`{}`: {e}", file.display()),
+                    })
+                })?;
                 if !real.starts_with(&self.plan.source.dir) {
                     return Err(PathProblem::Read(format!(
                         "`{}` leaves the component `{}`",
@@ -516,6 +550,23 @@ impl PlanPaths<'_> {
         Ok(out)
     }
 
+    /// A path of the component as the user knows it: relative to the component directory.
+    fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(&self.plan.source.dir)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+
+    /// What to say of a path through the link `link` (to `target`) that leads nowhere.
+    fn dangling(&self, link: &Path, target: &Path) -> String {
+        format!(
+            "`{}` is a symbolic link to `{}`, which does not exist",
+            self.shown(link),
+            target.display()
+        )
+    }
+
     /// A `configMapGenerator`/`secretGenerator` file that `load` left to this plan.
     fn read_asset(&self, rel: &str) -> Result<Vec<u8>, String> {
         let dir = &self.plan.source.dir;
@@ -524,10 +575,13 @@ impl PlanPaths<'_> {
             return Err(format!("`{rel}` leaves the component `{}`", self.plan.path));
         }
         let real = self.fs.canonicalize(&joined).map_err(|_| {
-            format!(
-                "`{rel}` not found for environment `{}`",
-                self.plan.environment
-            )
+            match crate::fs::dangling_link(self.fs, &joined) {
+                Some((link, target)) => self.dangling(&link, &target),
+                None => format!(
+                    "`{rel}` not found for environment `{}`",
+                    self.plan.environment
+                ),
+            }
         })?;
         if !real.starts_with(dir) {
             return Err(format!("`{rel}` leaves the component `{}`", self.plan.path));
@@ -639,6 +693,9 @@ impl FileSystem for ChartFs<'_> {
     }
     fn plain_kind(&self, path: &std::path::Path) -> Option<crate::fs::PlainKind> {
         self.pick(path).plain_kind(path)
+    }
+    fn read_link(&self, path: &std::path::Path) -> Option<std::path::PathBuf> {
+        self.pick(path).read_link(path)
     }
     fn read_dir_kinds(
         &self,
