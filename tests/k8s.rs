@@ -139,3 +139,159 @@ fn corpus_and_charts_outputs_validate_clean() {
         unexpected.join("\n")
     );
 }
+
+// Validation inside `kiln render` (issue 36): the four newcomer findings, each platform-wide
+// conflict and `spec.validation.crds`, on the render fixture of `render::cli_errors`.
+
+use crate::render::cli_errors::{Fixture, assert_fails, line_of};
+
+const PLATFORM: &str = "repo/platforms/p/platform.yaml";
+const COMPONENT: &str = "repo/components/web/component.yaml";
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).to_string()
+}
+
+/// Newcomer 1: a boolean parameter placed whole in `EnvVar.value` renders `value: true`,
+/// which the API server refuses.
+#[test]
+fn render_refuses_a_boolean_in_an_env_var() {
+    let f = Fixture::new();
+    f.edit(
+        COMPONENT,
+        "      replicas:",
+        "      debug: {type: boolean, default: true}\n      replicas:",
+    );
+    f.edit(
+        COMPONENT,
+        "      - {op: replace",
+        "      - {op: add, path: /spec/template/spec/containers/0/env, value: [{name: DEBUG, value: \"${params.debug}\"}]}\n      - {op: replace",
+    );
+    let err = assert_fails(&f, &f.render(&[]), &[]);
+    assert!(err.contains("kiln::k8s::wrong_type"), "{err}");
+    assert!(
+        err.contains("web/dev/web/web.gen.yaml:20: Deployment/web-dev/web")
+            && err.contains("must be a string, not boolean `true`"),
+        "{err}"
+    );
+    // Quoted inside a longer string it is a string, and the render passes.
+    f.edit(
+        COMPONENT,
+        "\"${params.debug}\"",
+        "\"debug=${params.debug}\"",
+    );
+    let out = f.render(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// Newcomer 2: a JSON Patch `replace` on a mistyped path no longer adds a field.
+#[test]
+fn render_refuses_a_json_patch_replace_of_a_missing_path() {
+    let f = Fixture::new();
+    f.edit(COMPONENT, "path: /spec/replicas,", "path: /spec/replica,");
+    let err = assert_fails(
+        &f,
+        &f.render(&[]),
+        &[(
+            "components/web/component.yaml",
+            line_of(&f, COMPONENT, "/spec/replica,"),
+        )],
+    );
+    assert!(
+        err.contains("kiln::render::json_patch_path_missing")
+            && err.contains("did you mean `/spec/replicas`?"),
+        "{err}"
+    );
+}
+
+/// Newcomer 3: two instances of one component render the same Deployment into one
+/// namespace, owned by two Argo CD Applications; a rule named in `spec.validation.warn`
+/// prints instead.
+#[test]
+fn render_refuses_one_object_owned_by_two_applications() {
+    let f = Fixture::new();
+    f.edit(
+        PLATFORM,
+        "    - path: ../../components/web\n",
+        "    - path: ../../components/web\n      name: web2\n      parameters: {replicas: 2}\n    - path: ../../components/web\n",
+    );
+    let err = assert_fails(&f, &f.render(&[]), &[]);
+    assert!(
+        err.contains("kiln::k8s::shared_resource") && err.contains("web-web2-dev"),
+        "{err}"
+    );
+    f.edit(
+        PLATFORM,
+        "  clusters:\n",
+        "  validation:\n    warn: [shared_resource]\n  clusters:\n",
+    );
+    let out = f.render(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning[kiln::k8s::shared_resource]"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A cluster-scoped object rendered into two environments of one cluster, differently.
+#[test]
+fn render_refuses_a_cluster_scoped_object_that_differs_between_environments() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/role.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: web-reader\nrules: []\n",
+    );
+    f.edit(
+        COMPONENT,
+        "  - jsonPatch:",
+        "  - labels: {env: \"${env.name}\"}\n  - jsonPatch:",
+    );
+    let err = assert_fails(&f, &f.render(&[]), &[]);
+    assert!(
+        err.contains("kiln::k8s::cluster_scoped_conflict") && err.contains("web-reader"),
+        "{err}"
+    );
+    // The same content in both environments is one object, applied twice: no conflict.
+    f.edit(COMPONENT, "\"${env.name}\"", "web");
+    let out = f.render(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+/// `spec.validation.crds`: a custom resource is validated against a CRD file the platform
+/// names; without it the kind is counted as not validated, and `--strict` refuses it.
+#[test]
+fn render_validates_custom_resources_against_spec_validation_crds() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/widget.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 20\n",
+    );
+    let out = f.render(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not validated: 1 kinds with no schema: example.com/v1 Widget"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_dir_all(f.path("repo/deploy")).unwrap();
+    let err = assert_fails(&f, &f.render(&["--strict"]), &[]);
+    assert!(err.contains("kiln::k8s::no_schema"), "{err}");
+    f.write(
+        "repo/platforms/p/crds/widget.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer, maximum: 10}\n",
+    );
+    f.edit(
+        PLATFORM,
+        "  clusters:\n",
+        "  validation:\n    crds: [crds/widget.yaml]\n  clusters:\n",
+    );
+    let err = assert_fails(&f, &f.render(&[]), &[]);
+    assert!(
+        err.contains("kiln::k8s::maximum") && err.contains("/spec/size"),
+        "{err}"
+    );
+    f.edit("repo/components/web/manifests/widget.yaml", "20", "5");
+    let out = f.render(&["--strict"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
