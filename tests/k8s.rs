@@ -148,8 +148,22 @@ use crate::render::cli_errors::{Fixture, assert_fails, line_of};
 const PLATFORM: &str = "repo/platforms/p/platform.yaml";
 const COMPONENT: &str = "repo/components/web/component.yaml";
 
-fn stderr(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).to_string()
+/// Renders with `args`, asserts success, returns stderr.
+fn renders(f: &Fixture, args: &[&str]) -> String {
+    let out = f.render(args);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    stderr
+}
+
+/// Renders with `args`, asserts the render failed with nothing written, and that stderr
+/// holds every one of `needles`; returns stderr.
+fn refused(f: &Fixture, args: &[&str], needles: &[&str]) -> String {
+    let err = assert_fails(f, &f.render(args), &[]);
+    for n in needles {
+        assert!(err.contains(n), "no `{n}` in:\n{err}");
+    }
+    err
 }
 
 /// Newcomer 1: a boolean parameter placed whole in `EnvVar.value` renders `value: true`,
@@ -167,12 +181,14 @@ fn render_refuses_a_boolean_in_an_env_var() {
         "      - {op: replace",
         "      - {op: add, path: /spec/template/spec/containers/0/env, value: [{name: DEBUG, value: \"${params.debug}\"}]}\n      - {op: replace",
     );
-    let err = assert_fails(&f, &f.render(&[]), &[]);
-    assert!(err.contains("kiln::k8s::wrong_type"), "{err}");
-    assert!(
-        err.contains("web/dev/web/web.gen.yaml:20: Deployment/web-dev/web")
-            && err.contains("must be a string, not boolean `true`"),
-        "{err}"
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::k8s::wrong_type",
+            "web/dev/web/web.gen.yaml:20: Deployment/web-dev/web",
+            "must be a string, not boolean `true`",
+        ],
     );
     // Quoted inside a longer string it is a string, and the render passes.
     f.edit(
@@ -180,8 +196,7 @@ fn render_refuses_a_boolean_in_an_env_var() {
         "\"${params.debug}\"",
         "\"debug=${params.debug}\"",
     );
-    let out = f.render(&[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    renders(&f, &[]);
 }
 
 /// Newcomer 2: a JSON Patch `replace` on a mistyped path no longer adds a field.
@@ -215,23 +230,14 @@ fn render_refuses_one_object_owned_by_two_applications() {
         "    - path: ../../components/web\n",
         "    - path: ../../components/web\n      name: web2\n      parameters: {replicas: 2}\n    - path: ../../components/web\n",
     );
-    let err = assert_fails(&f, &f.render(&[]), &[]);
-    assert!(
-        err.contains("kiln::k8s::shared_resource") && err.contains("web-web2-dev"),
-        "{err}"
-    );
+    refused(&f, &[], &["kiln::k8s::shared_resource", "web-web2-dev"]);
     f.edit(
         PLATFORM,
         "  clusters:\n",
         "  validation:\n    warn: [shared_resource]\n  clusters:\n",
     );
-    let out = f.render(&[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("warning[kiln::k8s::shared_resource]"),
-        "{}",
-        stderr(&out)
-    );
+    let out = renders(&f, &[]);
+    assert!(out.contains("warning[kiln::k8s::shared_resource]"), "{out}");
 }
 
 /// A cluster-scoped object rendered into two environments of one cluster, differently.
@@ -247,15 +253,14 @@ fn render_refuses_a_cluster_scoped_object_that_differs_between_environments() {
         "  - jsonPatch:",
         "  - labels: {env: \"${env.name}\"}\n  - jsonPatch:",
     );
-    let err = assert_fails(&f, &f.render(&[]), &[]);
-    assert!(
-        err.contains("kiln::k8s::cluster_scoped_conflict") && err.contains("web-reader"),
-        "{err}"
+    refused(
+        &f,
+        &[],
+        &["kiln::k8s::cluster_scoped_conflict", "web-reader"],
     );
     // The same content in both environments is one object, applied twice: no conflict.
     f.edit(COMPONENT, "\"${env.name}\"", "web");
-    let out = f.render(&[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    renders(&f, &[]);
 }
 
 /// `spec.validation.crds`: a custom resource is validated against a CRD file the platform
@@ -267,16 +272,13 @@ fn render_validates_custom_resources_against_spec_validation_crds() {
         "repo/components/web/manifests/widget.yaml",
         "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  size: 20\n",
     );
-    let out = f.render(&[]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = renders(&f, &[]);
     assert!(
-        stderr(&out).contains("not validated: 1 kinds with no schema: example.com/v1 Widget"),
-        "{}",
-        stderr(&out)
+        out.contains("not validated: 1 kinds with no schema: example.com/v1 Widget"),
+        "{out}"
     );
     std::fs::remove_dir_all(f.path("repo/deploy")).unwrap();
-    let err = assert_fails(&f, &f.render(&["--strict"]), &[]);
-    assert!(err.contains("kiln::k8s::no_schema"), "{err}");
+    refused(&f, &["--strict"], &["kiln::k8s::no_schema"]);
     f.write(
         "repo/platforms/p/crds/widget.yaml",
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer, maximum: 10}\n",
@@ -286,12 +288,7 @@ fn render_validates_custom_resources_against_spec_validation_crds() {
         "  clusters:\n",
         "  validation:\n    crds: [crds/widget.yaml]\n  clusters:\n",
     );
-    let err = assert_fails(&f, &f.render(&[]), &[]);
-    assert!(
-        err.contains("kiln::k8s::maximum") && err.contains("/spec/size"),
-        "{err}"
-    );
+    refused(&f, &[], &["kiln::k8s::maximum", "/spec/size"]);
     f.edit("repo/components/web/manifests/widget.yaml", "20", "5");
-    let out = f.render(&["--strict"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    renders(&f, &["--strict"]);
 }
