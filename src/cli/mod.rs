@@ -955,6 +955,10 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
             "  emit      {}  (Kargo, Argo CD, tree assembly, checks)",
             secs(t.emit)
         ),
+        format!(
+            "  validate  {}  (Kubernetes validation of the objects, part of emit)",
+            secs(t.validate)
+        ),
         format!("  write     {}  (compare, stage, rename)", secs(t.write)),
         format!("  total     {}", secs(total)),
     ]
