@@ -542,7 +542,9 @@ pub struct PromoteArgs {
     #[arg(long)]
     pub project: Option<String>,
     /// Freight: `image=<repo>:<tag>`, `image=<repo>@<digest>`, `commit=<sha>` or `latest`
-    /// (repeatable). Artifacts not given: the spec's image, the branch head.
+    /// (repeatable). Artifacts not given: the spec's image, the branch head. A Stage that
+    /// requests Freight from several Warehouses (`promotion: environment-stage`) promotes one
+    /// Warehouse's: `warehouse=<name>`, unless the images given name it.
     #[arg(long, required = true, value_name = "ARTIFACT", value_parser = parse_freight)]
     pub freight: Vec<crate::promote::freight::FreightArg>,
     /// A local path (or file:// URL) standing in for a remote repository (repeatable).
@@ -556,7 +558,8 @@ pub struct PromoteArgs {
     /// the root Application's next sync leaves them, not against Git's.
     #[arg(long, value_name = "FILE")]
     pub live: Option<PathBuf>,
-    /// Do not warn that Kargo offers this Stage only Freight verified upstream.
+    /// Do not warn when no promotion of this Freight is on an upstream Stage's write branch
+    /// (Kargo offers a Stage only Freight verified upstream).
     #[arg(long)]
     pub assume_verified: bool,
     /// Output layout of the render.
