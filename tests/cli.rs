@@ -271,3 +271,57 @@ fn validate_counts_the_kubernetes_objects_it_checked() {
         "the rendered Deployments and Services are counted: {line}"
     );
 }
+
+/// `kiln init` outside kiln's repository: a platform and a first component whose schema
+/// modelines resolve to the schemas written beside them (the same as `kiln schema --write`
+/// and `schema/`), rendering as they are; a second init overwrites nothing.
+#[test]
+fn init_scaffolds_a_platform_that_renders_with_working_schema_modelines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = kiln_in(
+        tmp.path(),
+        &["init", "shop", "--name", "shop", "--component", "cart"],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let root = tmp.path().join("shop");
+    for (file, schema) in [
+        ("platforms/shop/platform.yaml", "platform.schema.json"),
+        ("components/cart/component.yaml", "component.schema.json"),
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let first = text.lines().next().unwrap();
+        let target = first
+            .strip_prefix("# yaml-language-server: $schema=")
+            .unwrap_or_else(|| panic!("{file}: {first}"));
+        let resolved = root.join(file).parent().unwrap().join(target);
+        let written = std::fs::read_to_string(&resolved).unwrap();
+        let committed = std::fs::read_to_string(repo_root().join("schema").join(schema)).unwrap();
+        assert_eq!(written, committed, "{file} → {target}");
+        assert!(written.contains("\"$id\": \"https://kiln.dev/schema/"));
+    }
+    let r = kiln_in(&root, &["render", "platforms/shop", "--no-cache"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        root.join("deploy/shop/dev/cart/kustomization.yaml")
+            .is_file()
+    );
+    // Nothing is overwritten.
+    let before = std::fs::read(root.join("platforms/shop/platform.yaml")).unwrap();
+    let r = kiln_in(tmp.path(), &["init", "shop", "--name", "shop"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("kiln::cli::init_exists"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read(root.join("platforms/shop/platform.yaml")).unwrap(),
+        before
+    );
+    // `kiln schema --write DIR` writes the same two files.
+    let dir = tmp.path().join("schemas");
+    let r = kiln_in(tmp.path(), &["schema", "--write", dir.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    for schema in ["platform.schema.json", "component.schema.json"] {
+        assert_eq!(
+            std::fs::read(dir.join(schema)).unwrap(),
+            std::fs::read(root.join("schema").join(schema)).unwrap()
+        );
+    }
+}

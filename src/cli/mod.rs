@@ -41,6 +41,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln schema\n  kiln schema component > component.schema.json"
     )]
     Schema(SchemaArgs),
+    /// Scaffold a platform and a first component, with the schemas their editor modelines use.
+    #[command(
+        after_help = "Examples:\n  kiln init shop --name shop --component cart\n  cd shop && kiln render platforms/shop"
+    )]
+    Init(InitArgs),
     /// Build a kustomization directory natively, like `kubectl kustomize DIR`.
     #[command(
         after_help = "Examples:\n  kiln kustomize overlays/prod\n  kiln kustomize overlays/prod > out.yaml"
@@ -312,6 +317,24 @@ pub struct SchemaArgs {
     /// Which kind; both when omitted.
     #[arg(value_enum)]
     pub kind: Option<SchemaKind>,
+    /// Write `platform.schema.json` and `component.schema.json` into DIR instead of printing
+    /// (what a `# yaml-language-server: $schema=…` modeline outside kiln's repository points
+    /// at; each schema's `$id` is stable).
+    #[arg(long, value_name = "DIR")]
+    pub write: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The directory to scaffold (created if missing; nothing in it is overwritten).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The platform's name (and its first project's).
+    #[arg(long, default_value = "platform")]
+    pub name: String,
+    /// The first component's name.
+    #[arg(long, default_value = "hello")]
+    pub component: String,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -920,6 +943,127 @@ fn default_write_to(platform: &std::path::Path, doc: Option<&serde_json::Value>)
     }
 }
 
+/// `kiln schema --write DIR`: both schemas, as `schema/` in kiln's repository holds them.
+fn write_schemas(dir: &std::path::Path) -> miette::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| miette::miette!("cannot create `{}`: {e}", dir.display()))?;
+    for (name, text) in crate::spec::schemas() {
+        let path = dir.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| miette::miette!("cannot write `{}`: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `kiln init`: a platform with one environment on one cluster, one project and one
+/// component (a Deployment and a Service from `manifests/`), each file with a schema
+/// modeline pointing at `schema/` (written beside them), ready for `kiln render`. Nothing
+/// that exists is overwritten: an existing file is an error and nothing is written.
+fn init(args: &InitArgs) -> miette::Result<ExitCode> {
+    for (what, name) in [("platform", &args.name), ("component", &args.component)] {
+        if let Some(reason) = crate::names::dns1123_label(name) {
+            return Err(miette::miette!(
+                code = "kiln::cli::init_name",
+                help = "use lower-case letters, digits and `-`",
+                "`{name}` is not a valid {what} name: {reason}"
+            ));
+        }
+    }
+    let (name, c) = (&args.name, &args.component);
+    let platform = r#"# yaml-language-server: $schema=../../schema/platform.schema.json
+apiVersion: kiln/v1alpha1
+kind: Platform
+metadata:
+  name: NAME
+spec:
+  source:
+    repoURL: https://git.example.com/NAME/platform.git
+    branch: main
+    renderedPath: deploy
+  clusters:
+  - name: dev
+    server: https://kubernetes.default.svc
+  environments:
+  - name: dev
+    tier: nonprod
+    cluster: dev
+  projects:
+  - name: NAME
+    components:
+    - path: ../../components/COMPONENT
+"#
+    .replace("NAME", name)
+    .replace("COMPONENT", c);
+    let component = r#"# yaml-language-server: $schema=../../schema/component.schema.json
+apiVersion: kiln/v1alpha1
+kind: Component
+metadata:
+  name: COMPONENT
+spec:
+  parameters:
+    type: object
+    additionalProperties: false
+    properties:
+      replicas:
+        type: integer
+        minimum: 1
+        default: 1
+  generators:
+  - files: [manifests]
+  transformers:
+  - namespace: "${env.namespace}"
+  - jsonPatch:
+      target: { kind: Deployment, name: COMPONENT }
+      patch:
+      - { op: replace, path: /spec/replicas, value: "${params.replicas}" }
+"#
+    .replace("COMPONENT", c);
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {c}\n  labels:\n    app.kubernetes.io/name: {c}\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: {c}\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: {c}\n    spec:\n      containers:\n      - name: {c}\n        image: nginx:1.27\n        ports:\n        - name: http\n          containerPort: 80\n"
+    );
+    let service = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {c}\nspec:\n  selector:\n    app.kubernetes.io/name: {c}\n  ports:\n  - name: http\n    port: 80\n    targetPort: http\n"
+    );
+    let mut files: Vec<(PathBuf, String)> = vec![
+        (format!("platforms/{name}/platform.yaml").into(), platform),
+        (format!("components/{c}/component.yaml").into(), component),
+        (
+            format!("components/{c}/manifests/deployment.yaml").into(),
+            deployment,
+        ),
+        (
+            format!("components/{c}/manifests/service.yaml").into(),
+            service,
+        ),
+    ];
+    for (file, text) in crate::spec::schemas() {
+        files.push((PathBuf::from("schema").join(file), text));
+    }
+    if let Some((path, _)) = files.iter().find(|(p, _)| args.dir.join(p).exists()) {
+        return Err(miette::miette!(
+            code = "kiln::cli::init_exists",
+            help = "kiln init never overwrites: choose another directory or names (--name, --component)",
+            "`{}` exists",
+            args.dir.join(path).display()
+        ));
+    }
+    for (path, text) in &files {
+        let path = args.dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| miette::miette!("cannot create `{}`: {e}", parent.display()))?;
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| miette::miette!("cannot write `{}`: {e}", path.display()))?;
+    }
+    print_err(&format!(
+        "kiln: scaffolded platform `{name}` and component `{c}` in {}; next: kiln render {}",
+        args.dir.display(),
+        args.dir.join("platforms").join(name).display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
 /// The progress bar's rate: whole BuildPlans per second (`1234/s`), not indicatif's
 /// fractional `{per_sec}`.
 fn rate_text(per_sec: f64) -> String {
@@ -1243,9 +1387,13 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 SchemaKind::Platform => crate::pipeline::SchemaKind::Platform,
                 SchemaKind::Component => crate::pipeline::SchemaKind::Component,
             });
-            print_out(&crate::pipeline::schema(kind))?;
+            match &args.write {
+                Some(dir) => write_schemas(dir)?,
+                None => print_out(&crate::pipeline::schema(kind))?,
+            }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Init(args) => init(args),
         Command::Helm(args) => helm(args),
         Command::Validate(args) => validate(args),
         Command::Publish(args) => publish(args),
