@@ -352,17 +352,55 @@ pub fn render<T: Send>(
     fs: &dyn FileSystem,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
 ) -> Result<Vec<T>, Errors<RenderError>> {
-    let shared = Shared::default();
-    let results: Vec<Result<T, RenderError>> = plans
-        .par_iter_mut()
-        .map(|p| {
-            let plan: &BuildPlan = p;
-            let r = each(plan, &|| render_plan(plan, sources, fs, &shared));
-            p.release_render_inputs();
-            r
-        })
-        .collect();
-    in_plan_order(results)
+    let mut rendering = Rendering::default();
+    rendering.feed(plans, sources, fs, each);
+    rendering.finish()
+}
+
+/// [`render`] fed in pieces (issue 38, item 8): the pipeline evaluates a piece of the
+/// BuildPlans, renders it with [`Rendering::feed`] and releases its render inputs before the
+/// next piece is evaluated, so the plans of a large platform are never all held at once.
+/// [`Rendering::finish`] gives what [`render`] gives for all the pieces together, in the
+/// same order and with the same errors. A kustomize directory is built once per piece
+/// ([`Shared`]); the pieces are whole component instances, so its environments share it.
+pub struct Rendering<T> {
+    results: Vec<Result<T, RenderError>>,
+}
+
+impl<T> Default for Rendering<T> {
+    fn default() -> Self {
+        Rendering {
+            results: Vec::new(),
+        }
+    }
+}
+
+impl<T: Send> Rendering<T> {
+    /// Renders one piece in parallel, as [`render`] renders all plans.
+    pub fn feed(
+        &mut self,
+        plans: &mut [BuildPlan],
+        sources: &Sources,
+        fs: &dyn FileSystem,
+        each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
+    ) {
+        let shared = Shared::default();
+        let mut piece: Vec<Result<T, RenderError>> = plans
+            .par_iter_mut()
+            .map(|p| {
+                let plan: &BuildPlan = p;
+                let r = each(plan, &|| render_plan(plan, sources, fs, &shared));
+                p.release_render_inputs();
+                r
+            })
+            .collect();
+        self.results.append(&mut piece);
+    }
+
+    /// Every piece's results in plan order, or every error (the same one once).
+    pub fn finish(self) -> Result<Vec<T>, Errors<RenderError>> {
+        in_plan_order(self.results)
+    }
 }
 
 /// The results of every plan, in plan order; or every error, the same one once.
