@@ -369,12 +369,13 @@ pub struct Built {
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
-/// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
+/// the CPU figures of `timings`. Files are read through `fs`, pulled charts found in
+/// `charts` (`crate::source`). Each plan's render inputs are released once it is emitted
 /// ([`crate::render::render`]): what is kept is its bytes.
 fn render_plans(
     plans: &mut [BuildPlan],
     sources: &crate::diag::Sources,
-    fs: &dyn FileSystem,
+    (fs, charts): (&dyn FileSystem, Arc<crate::kustomize::PulledCharts>),
     cache: Option<&crate::cache::Cache>,
     layout: Layout,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -414,7 +415,7 @@ fn render_plans(
         progress(done.fetch_add(1, Relaxed) + 1, total);
         Ok(out)
     };
-    let emitted = crate::render::render(plans, sources, fs, &per_plan)?;
+    let emitted = crate::render::render_with(plans, sources, fs, charts, &per_plan)?;
     timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
     timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
     Ok(emitted)
@@ -472,14 +473,15 @@ fn build_fetched(
     timings.evaluate = t.elapsed();
 
     let t = Instant::now();
-    let cache = open_cache(opts);
+    // A chart resolved anew renders anew: the pulled charts are part of every key.
+    let cache = open_cache(opts).map(|c| c.with_sources(fetched.charts_digest()));
     // Every file the render reads (kustomize bases included) must lie inside the root, or
     // inside the one fetched tree it names.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone()).with_trees(fetched.roots());
     let emitted = render_plans(
         &mut plans,
         &platform.sources,
-        &rooted,
+        (&rooted, Arc::new(fetched.pulled_charts())),
         cache.as_ref(),
         opts.layout,
         progress,
@@ -675,7 +677,7 @@ pub fn run_render(
     let fetched = opts.resolve_sources()?;
     // The journal replays and the incremental render know nothing of fetched trees: a
     // platform with remote sources renders in full (its lock, cache and trees verified).
-    let slot = journal_slot(opts).filter(|_| fetched.trees.is_empty());
+    let slot = journal_slot(opts).filter(|_| fetched.is_local());
     // A journal is used only when every path it names lies where this render may look.
     let root =
         crate::load::repository_root(opts.fs.as_ref(), &opts.platform_dir, opts.root.as_deref());

@@ -60,6 +60,9 @@ pub struct BuildOptions {
     pub strict: bool,
     /// `--fixes`: kiln's fixes of kustomize behaviour, all off by default (ADR 0003).
     pub fixes: Fixes,
+    /// The charts `helmCharts[].repo` names, already pulled by the caller (kiln's source
+    /// stage); a chart with `repo` and no vendored copy that is missing here is refused.
+    pub pulled_charts: std::sync::Arc<crate::types::helmchartargs::PulledCharts>,
 }
 
 /// Where kiln may deliberately print something other than kubectl (ADR 0003, `--fixes`).
