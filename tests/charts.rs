@@ -439,3 +439,180 @@ fn chart_dependencies_are_pulled_at_chart_lock_s_versions() {
     assert!(w.text("out").contains("version: 0.0.1"));
     assert!(!w.repo().join("platforms/p/kiln.lock").exists());
 }
+
+/// Item 2's bad input, each through the CLI with nothing written: authentication (the error
+/// names the source, the component and the URL, never the password), a missing version
+/// with the nearest listed, a constraint matching nothing, `--offline` with nothing cached,
+/// a server and a cache whose bytes differ from the lock, a hostile archive, and chart
+/// fields kiln cannot lock.
+#[test]
+fn bad_chart_sources_are_refused_naming_the_source() {
+    let w = Work::new(false);
+    let closed = testing::static_http(w.repo_root.path(), Some("alice:s3cret"));
+    let helm =
+        |url: &str, v: &str| format!("helm: {{chart: web, repository: '{url}', version: '{v}'}}");
+    w.platform(&["web"]);
+    let nothing_written = |w: &Work| {
+        assert!(!w.repo().join("out").exists());
+        assert!(!w.repo().join("platforms/p/kiln.lock").exists());
+    };
+    // Authentication: refused without credentials, and with wrong ones.
+    w.component("web", &helm(&closed.http(), "1.x"));
+    let text = fails_with(&w.render("out", &[]), "kiln::source::auth");
+    assert!(
+        text.contains("component web") && text.contains(&closed.http()),
+        "{text}"
+    );
+    nothing_written(&w);
+    let var = kiln_source::http::variable_for(&format!("127.0.0.1:{}", closed.port));
+    let r = w.kiln(
+        &["render", "platforms/p", "--write-to", "out", "--no-cache"],
+        &[(var.as_str(), "alice:wrong")],
+    );
+    let text = fails_with(&r, "kiln::source::auth");
+    assert!(
+        !text.contains("wrong") && !text.contains("s3cret"),
+        "{text}"
+    );
+    nothing_written(&w);
+    // The host's variable opens it.
+    ok(&w.kiln(
+        &["render", "platforms/p", "--write-to", "out", "--no-cache"],
+        &[(var.as_str(), "alice:s3cret")],
+    ));
+    std::fs::remove_dir_all(w.repo().join("out")).unwrap();
+    std::fs::remove_file(w.repo().join("platforms/p/kiln.lock")).unwrap();
+    // An unreachable host.
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    w.component("web", &helm(&dead, "1.x"));
+    let text = fails_with(&w.render("out", &[]), "kiln::source::unreachable");
+    assert!(
+        text.contains("component web") && text.contains(&dead),
+        "{text}"
+    );
+    // A version that does not exist lists the nearest; a constraint matching nothing says so.
+    w.component("web", &helm(&w.http_url(), "1.2.4"));
+    let text = fails_with(&w.render("out", &[]), "kiln::source::not_found");
+    assert!(
+        text.contains("`1.2.5`") && text.contains("`1.2.0`"),
+        "{text}"
+    );
+    w.component("web", &helm(&w.http_url(), "^3"));
+    let text = fails_with(&w.render("out", &[]), "kiln::source::no_match");
+    assert!(text.contains("^3") && text.contains("`2.0.0`"), "{text}");
+    nothing_written(&w);
+    // `--offline` with nothing cached names the chart.
+    w.component("web", &helm(&w.http_url(), "~1.2"));
+    let text = fails_with(&w.render("out", &["--offline"]), "kiln::source::not_cached");
+    assert!(
+        text.contains("web") && text.contains(&w.http_url()),
+        "{text}"
+    );
+    nothing_written(&w);
+    // Locked, then the cached tree is tampered with: refused, never used.
+    ok(&w.kiln(&["update", "platforms/p"], &[]));
+    let lock = w.lock();
+    let trees = w.dir.path().join("cache/sources/trees");
+    let tree = std::fs::read_dir(&trees)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    std::fs::write(tree.join("web/templates/cm.yaml"), "kind: Secret\n").unwrap();
+    fails_with(
+        &w.render("out", &["--locked"]),
+        "kiln::source::cache_tampered",
+    );
+    assert!(!w.repo().join("out").exists());
+    // The server now sends other bytes under the locked version (its index agreeing).
+    std::fs::remove_dir_all(w.dir.path().join("cache")).unwrap();
+    let mut other = web_charts(&["1.0.0", "1.2.0", "2.0.0"]);
+    other.push((
+        "web",
+        "1.2.5".into(),
+        testing::chart_tgz("web", "1.2.5", &[("templates/cm.yaml", "kind: Secret\n")]),
+    ));
+    serve_repo(w.repo_root.path(), &other);
+    let text = fails_with(&w.render("out", &[]), "kiln::source::digest_mismatch");
+    assert!(text.contains("kiln.lock"), "{text}");
+    assert!(!w.repo().join("out").exists());
+    assert_eq!(w.lock(), lock, "nothing lost");
+    // A hostile archive: an entry climbing out of the chart.
+    std::fs::remove_file(w.repo().join("platforms/p/kiln.lock")).unwrap();
+    let mut b = tar::Builder::new(Vec::new());
+    let mut h = tar::Header::new_gnu();
+    let evil = b"kind: Secret\n";
+    h.set_size(evil.len() as u64);
+    h.set_mode(0o644);
+    h.set_cksum();
+    b.append_data(&mut h, "web/Chart.yaml", &evil[..]).unwrap();
+    let mut h = tar::Header::new_gnu();
+    h.set_size(evil.len() as u64);
+    h.set_mode(0o644);
+    // `append_data` refuses `..`; the name is written into the header by hand.
+    h.as_gnu_mut().unwrap().name[..14].copy_from_slice(b"web/../../evil");
+    h.set_cksum();
+    b.append(&h, &evil[..]).unwrap();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut gz, &b.into_inner().unwrap()).unwrap();
+    serve_repo(
+        w.repo_root.path(),
+        &[("web", "9.0.0".into(), gz.finish().unwrap())],
+    );
+    w.component("web", &helm(&w.http_url(), "9.0.0"));
+    fails_with(&w.render("out", &[]), "kiln::source::unsafe_archive");
+    nothing_written(&w);
+    // Fields kiln cannot lock, and a version on a vendored chart.
+    w.component("web", &helm(&w.http_url(), "${params.webVersion}"));
+    let text = fails_with(&w.render("out", &[]), "kiln::source::invalid");
+    assert!(
+        text.contains("helm.version") && text.contains("reference"),
+        "{text}"
+    );
+    w.component("web", "helm: {chart: chart, version: 1.0.0}");
+    let text = fails_with(&w.render("out", &[]), "kiln::source::invalid");
+    assert!(text.contains("chart directory"), "{text}");
+    w.component("web", "helm: {chart: web, repository: '@stable'}");
+    let text = fails_with(&w.render("out", &[]), "kiln::source::invalid");
+    assert!(text.contains("@stable"), "{text}");
+    nothing_written(&w);
+}
+
+/// An OCI registry behind htpasswd: refused anonymously (the error names the component and
+/// the reference), pulled with Docker's `config.json` credentials.
+#[test]
+fn an_oci_registry_with_htpasswd_reads_docker_s_config() {
+    let Some(registry) = testing::registry(Some(("bob", "pw"))) else {
+        return;
+    };
+    push(&registry, "cache", &["1.0.0"], Some("bob:pw"));
+    let w = Work::new(false);
+    let host = format!("127.0.0.1:{}", registry.port);
+    w.component(
+        "cache",
+        &format!("helm: {{chart: 'oci://{host}/charts/cache', version: 1.0.0}}"),
+    );
+    w.platform(&["cache"]);
+    let text = fails_with(&w.render("out", &[]), "kiln::source::auth");
+    assert!(
+        text.contains("component cache") && text.contains(&host),
+        "{text}"
+    );
+    assert!(!w.repo().join("out").exists());
+    let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "bob:pw");
+    write(
+        &w.dir.path().join("docker/config.json"),
+        &format!("{{\"auths\": {{\"{host}\": {{\"auth\": \"{auth}\"}}}}}}"),
+    );
+    ok(&w.render("out", &[]));
+    assert!(w.text("out").contains("name: cache-cache"));
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
