@@ -616,3 +616,93 @@ fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// The one ConfigMap of `text` (a rendered file or a Helm manifest), without the namespace
+/// kiln sets on every namespaced object (the environment's; Helm leaves it to the client).
+fn config_map(name: &str, text: &str) -> serde_json::Value {
+    let docs = kiln::yaml::parse_stream(name, text).unwrap();
+    let mut cm = docs
+        .into_iter()
+        .find(|d| d["kind"] == "ConfigMap")
+        .unwrap_or_else(|| panic!("no ConfigMap in {name}:\n{text}"));
+    if let Some(meta) = cm["metadata"].as_object_mut() {
+        meta.remove("namespace");
+    }
+    cm
+}
+
+/// Item 2 against real Helm (live mode, `KILN_LIVE_HELM` naming a Python with
+/// helm-python-sdk): Helm pulls the same charts from the same servers with the same
+/// `version:` constraint and picks the same version and archive; its render of the chart
+/// equals kiln's.
+#[test]
+fn live_helm_pulls_and_renders_what_kiln_does() {
+    let Some(python) = std::env::var_os("KILN_LIVE_HELM") else {
+        eprintln!("skipping: set KILN_LIVE_HELM to a Python with helm-python-sdk");
+        return;
+    };
+    let w = Work::new(true);
+    let Some(oci) = w.oci_url() else { return };
+    w.component(
+        "web",
+        &format!(
+            "helm: {{chart: web, repository: '{}', version: ^1.2, values: {{greeting: hi}}}}",
+            w.http_url()
+        ),
+    );
+    w.component(
+        "cache",
+        &format!("helm: {{chart: '{oci}/cache', version: 1.x}}"),
+    );
+    w.platform(&["web", "cache"]);
+    ok(&w.render("out", &[]));
+    let lock = kiln_source::LockFile::parse("kiln.lock", &w.lock()).unwrap();
+    let cases = [
+        (
+            "web",
+            "web".to_string(),
+            w.http_url(),
+            "^1.2",
+            "{\"greeting\": \"hi\"}",
+        ),
+        (
+            "cache",
+            format!("{oci}/cache"),
+            "-".to_string(),
+            "1.x",
+            "{}",
+        ),
+    ];
+    for (component, reference, repo, version, values) in cases {
+        let out = std::process::Command::new(&python)
+            .arg(crate::support::repo_root().join("scripts/helm-pull.py"))
+            .args([&reference, &repo, version, component, "default", values])
+            .output()
+            .expect("run scripts/helm-pull.py");
+        assert!(
+            out.status.success(),
+            "helm: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let helm: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let entry = lock
+            .entries
+            .values()
+            .find(|e| e.requested == version)
+            .unwrap();
+        assert_eq!(helm["version"], entry.version.as_str(), "{component}");
+        if entry.kind == "helm" {
+            assert_eq!(helm["sha256"], entry.resolved.as_str(), "{component}");
+        }
+        let manifest = helm["manifests"][format!("{component}/templates/cm.yaml")]
+            .as_str()
+            .unwrap_or_else(|| panic!("{helm}"));
+        let kiln_file = format!("shop/dev/{component}/{component}.gen.yaml");
+        let rendered = std::fs::read_to_string(w.repo().join("out").join(&kiln_file)).unwrap();
+        assert_eq!(
+            config_map(&kiln_file, &rendered),
+            config_map("helm", manifest),
+            "{component}"
+        );
+    }
+}
