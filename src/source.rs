@@ -285,7 +285,11 @@ pub fn resolve(
             .find(|e| old.as_ref().and_then(|o| o.get(&e.key())) != Some(e))
             .or_else(|| old.as_ref().and_then(|o| o.entries.values().next()));
         let origin = kiln_source::Origin::new(
-            "git",
+            match e.map(|e| e.kind.as_str()) {
+                Some("helm") => "helm",
+                Some("oci") => "oci",
+                _ => "git",
+            },
             e.map_or("", |e| e.url.as_str()),
             e.map_or("", |e| e.requested.as_str()),
         );
