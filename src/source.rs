@@ -135,8 +135,13 @@ impl Resolved {
     }
 
     /// A digest of every pulled chart (its source and content digest), part of the render
-    /// cache's keys: a chart resolved to another version renders anew.
+    /// cache's keys: a chart resolved to another version renders anew. Empty without pulled
+    /// charts, so that the keys of a local platform's renders (full and incremental) stay as
+    /// they were.
     pub fn charts_digest(&self) -> String {
+        if self.charts.pulled.is_empty() && self.charts.dependencies.is_empty() {
+            return String::new();
+        }
         let mut text = String::new();
         for (k, v) in &self.charts.pulled {
             text.push_str(&format!(
