@@ -8,6 +8,7 @@ mod support;
 mod architecture;
 mod charts;
 mod ci;
+mod cli;
 mod cli_stderr;
 mod cli_verify;
 mod env_content;
