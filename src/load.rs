@@ -927,7 +927,8 @@ impl Loader<'_> {
                 Generator::Resources(_) => {}
                 Generator::Helm(h) => {
                     let loc = gloc.join("helm");
-                    if !has_reference(&h.chart) {
+                    // A pulled chart is the source stage's (`crate::source::charts`).
+                    if !has_reference(&h.chart) && !h.is_remote() {
                         self.resolve(cdir, &h.chart, &loc.join("chart"), "chart directory");
                     }
                     for (k, f) in h.values_files.iter().enumerate() {

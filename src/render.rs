@@ -51,6 +51,9 @@ pub struct Rendered {
 #[derive(Default)]
 pub struct Shared {
     kustomize: Mutex<BTreeMap<PathBuf, Arc<OnceLock<Option<Built>>>>>,
+    /// The charts the source stage pulled (`crate::source`): the `helm` generator's pulled
+    /// charts, kustomize's `helmCharts[].repo`, and chart dependencies.
+    charts: Arc<crate::kustomize::PulledCharts>,
 }
 
 /// A successful kustomize build and what it read. Failed builds are not kept: each plan then
@@ -72,17 +75,19 @@ impl Shared {
         };
         let built = slot.get_or_init(|| {
             let rec = crate::cache::Recorder::new(fs.inner());
-            kustomize_build(&rec, dir).ok().map(|resources| Built {
-                resources,
-                reads: rec.reads(),
-            })
+            kustomize_build(&rec, dir, &self.charts)
+                .ok()
+                .map(|resources| Built {
+                    resources,
+                    reads: rec.reads(),
+                })
         });
         match built {
             Some(b) => {
                 fs.extend(&b.reads);
                 Ok(b.resources.clone())
             }
-            None => kustomize_build(fs, dir),
+            None => kustomize_build(fs, dir, &self.charts),
         }
     }
 }
@@ -352,7 +357,18 @@ pub fn render<T: Send>(
     fs: &dyn FileSystem,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
 ) -> Result<Vec<T>, Errors<RenderError>> {
-    let mut rendering = Rendering::default();
+    render_with(plans, sources, fs, Default::default(), each)
+}
+
+/// [`render`] with the charts the source stage pulled (`crate::source::Resolved`).
+pub fn render_with<T: Send>(
+    plans: &mut [BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    charts: Arc<crate::kustomize::PulledCharts>,
+    each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
+) -> Result<Vec<T>, Errors<RenderError>> {
+    let mut rendering = Rendering::with_charts(charts);
     rendering.feed(plans, sources, fs, each);
     rendering.finish()
 }
@@ -365,12 +381,22 @@ pub fn render<T: Send>(
 /// ([`Shared`]); the pieces are whole component instances, so its environments share it.
 pub struct Rendering<T> {
     results: Vec<Result<T, RenderError>>,
+    /// The charts the source stage pulled, for every piece.
+    charts: Arc<crate::kustomize::PulledCharts>,
 }
 
 impl<T> Default for Rendering<T> {
     fn default() -> Self {
+        Rendering::with_charts(Default::default())
+    }
+}
+
+impl<T> Rendering<T> {
+    /// A render whose plans may use `charts` (the source stage's pulled charts).
+    pub fn with_charts(charts: Arc<crate::kustomize::PulledCharts>) -> Self {
         Rendering {
             results: Vec::new(),
+            charts,
         }
     }
 }
@@ -384,7 +410,10 @@ impl<T: Send> Rendering<T> {
         fs: &dyn FileSystem,
         each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
     ) {
-        let shared = Shared::default();
+        let shared = Shared {
+            charts: self.charts.clone(),
+            ..Shared::default()
+        };
         let mut piece: Vec<Result<T, RenderError>> = plans
             .par_iter_mut()
             .map(|p| {
@@ -668,6 +697,7 @@ fn helm_generator(
     h: &crate::spec::HelmGenerator,
     chart: &Path,
     value_files: Vec<PathBuf>,
+    dependencies: Vec<PathBuf>,
 ) -> Result<Vec<Resource>, crate::helm::HelmError> {
     let release = h
         .release_name
@@ -678,10 +708,13 @@ fn helm_generator(
     // (Helm's loader follows any link, `internal/sympath/walk.go`; kiln is stricter). The
     // values files are the component's, read through the repository's rules.
     let chart = chart.to_path_buf();
+    // Pulled dependencies are read the same way, each inside its own directory.
     let chart_fs = ChartFs {
         outer: fs,
-        confined: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory"),
+        confined: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory")
+            .with_trees(dependencies.iter().cloned()),
         chart: chart.clone(),
+        dependencies: dependencies.clone(),
     };
     let fs: &dyn FileSystem = &chart_fs;
     let mut opts = crate::helm::TemplateOptions::new(chart, &release);
@@ -696,6 +729,7 @@ fn helm_generator(
     opts.skip_tests = h.skip_tests;
     opts.kube_version = h.kube_version.clone();
     opts.api_versions = h.api_versions.clone();
+    opts.dependencies = dependencies;
     let rendered = crate::helm::template_with(fs, &opts)?;
     let mut out = Vec::new();
     for (source, text) in &rendered.documents {
@@ -728,11 +762,13 @@ struct ChartFs<'a> {
     outer: &'a dyn FileSystem,
     confined: crate::fs::RootedFs<'a>,
     chart: std::path::PathBuf,
+    dependencies: Vec<std::path::PathBuf>,
 }
 
 impl ChartFs<'_> {
     fn pick(&self, path: &std::path::Path) -> &dyn FileSystem {
-        if crate::fs::normalize(path).starts_with(&self.chart) {
+        let n = crate::fs::normalize(path);
+        if n.starts_with(&self.chart) || self.dependencies.iter().any(|d| n.starts_with(d)) {
             &self.confined
         } else {
             self.outer
@@ -838,9 +874,22 @@ fn render_plan(
             }
             Generator::Helm(h) => {
                 let hloc = gloc.join("helm");
-                let chart = paths
-                    .resolve(&h.chart, false, &hloc.join("chart"), "chart")?
-                    .unwrap_or_default();
+                let chart = match h.remote() {
+                    // Pulled by the source stage; missing only when the stage did not run
+                    // (a library caller rendering without it).
+                    Some(source) => shared.charts.charts.get(&source).cloned().ok_or_else(|| {
+                        fail(
+                            "helm generator",
+                            boxed(Message(format!(
+                                "chart `{}` from `{}` was not pulled (the source stage resolves it through kiln.lock)",
+                                source.name, source.repo
+                            ))),
+                        )
+                    })?,
+                    None => paths
+                        .resolve(&h.chart, false, &hloc.join("chart"), "chart")?
+                        .unwrap_or_default(),
+                };
                 let mut values = Vec::new();
                 for (k, f) in h.values_files.iter().enumerate() {
                     if !paths.applies(f) {
@@ -851,7 +900,8 @@ fn render_plan(
                         values.push(p);
                     }
                 }
-                helm_generator(fs, plan, h, &chart, values)
+                let deps = shared.charts.dependencies_of(&chart).to_vec();
+                helm_generator(fs, plan, h, &chart, values, deps)
                     .map_err(|e| fail("helm generator", boxed(e)))?
             }
             Generator::Kustomize(dir) => {
@@ -1016,9 +1066,11 @@ fn render_plan(
 fn kustomize_build(
     fs: &dyn FileSystem,
     dir: &Path,
+    charts: &Arc<crate::kustomize::PulledCharts>,
 ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
     let options = crate::kustomize::BuildOptions {
         enable_helm: true,
+        pulled_charts: charts.clone(),
         ..Default::default()
     };
     crate::kustomize::build(fs, dir, &options).map_err(boxed)

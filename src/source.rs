@@ -24,6 +24,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
+pub mod charts;
+
 pub use kiln_source::Mode;
 pub use kiln_source::archive::Limits;
 pub use kiln_source::git::Callbacks;
@@ -82,13 +84,78 @@ pub struct Resolved {
     pub lock_path: PathBuf,
     /// Whether the lock must be written (it differs from the file).
     pub lock_changed: bool,
+    /// Every chart pulled from a repository or registry (the `helm` generator's and
+    /// kustomize's `helmCharts[].repo`), by source, with its chart dependencies.
+    pub charts: charts::Charts,
 }
 
 impl Resolved {
     /// The tree roots, for the render's rooted file system.
     pub fn roots(&self) -> Vec<PathBuf> {
-        let set: BTreeSet<PathBuf> = self.trees.values().map(|t| t.root.clone()).collect();
+        let set: BTreeSet<PathBuf> = self
+            .trees
+            .values()
+            .map(|t| t.root.clone())
+            .chain(self.charts.pulled.values().map(|c| c.root.clone()))
+            .chain(
+                self.charts
+                    .dependencies
+                    .values()
+                    .flatten()
+                    .map(|c| c.root.clone()),
+            )
+            .collect();
         set.into_iter().collect()
+    }
+
+    /// Whether the platform names no remote source (the render journal applies only then).
+    pub fn is_local(&self) -> bool {
+        self.trees.is_empty()
+            && self.charts.pulled.is_empty()
+            && self.charts.dependencies.is_empty()
+    }
+
+    /// The pulled charts as the kustomize engine takes them (`helmCharts[].repo`) and the
+    /// `helm` generator looks them up.
+    pub fn pulled_charts(&self) -> kiln_kustomize::PulledCharts {
+        kiln_kustomize::PulledCharts {
+            charts: self
+                .charts
+                .pulled
+                .iter()
+                .map(|(k, v)| (k.clone(), v.dir.clone()))
+                .collect(),
+            dependencies: self
+                .charts
+                .dependencies
+                .iter()
+                .map(|(k, v)| (k.clone(), v.iter().map(|c| c.dir.clone()).collect()))
+                .collect(),
+        }
+    }
+
+    /// A digest of every pulled chart (its source and content digest), part of the render
+    /// cache's keys: a chart resolved to another version renders anew. Empty without pulled
+    /// charts, so that the keys of a local platform's renders (full and incremental) stay as
+    /// they were.
+    pub fn charts_digest(&self) -> String {
+        if self.charts.pulled.is_empty() && self.charts.dependencies.is_empty() {
+            return String::new();
+        }
+        let mut text = String::new();
+        for (k, v) in &self.charts.pulled {
+            text.push_str(&format!(
+                "{}\t{}\t{}\t{}\n",
+                k.repo, k.name, k.version, v.entry.digest
+            ));
+        }
+        for (dir, deps) in &self.charts.dependencies {
+            text.push_str(&format!("{}\n", dir.display()));
+            for d in deps {
+                text.push_str(&format!("\t{}\n", d.entry.digest));
+            }
+        }
+        kiln_base::digest::sha256_tagged(text.as_bytes())
     }
 
     /// Writes the lock when it changed (the pipeline calls this once the run succeeded).
@@ -133,14 +200,24 @@ pub fn resolve(
         return Ok(out);
     };
     let wanted = wanted(&platform)?;
-    if wanted.is_empty() {
+    // Charts of local components are known before any fetch; those of fetched components
+    // once their trees are there.
+    let mut charts = charts::ChartScan::default();
+    charts.scan_local(fs, platform_dir, &platform)?;
+    if wanted.is_empty() && charts.is_empty() {
         return Ok(out);
     }
     let Some(cache_dir) = &opts.cache_dir else {
-        let w = &wanted[0];
+        let (at, url) = match wanted.first() {
+            Some(w) => (
+                format!("project {} component {}", w.project_name, w.name),
+                w.git.clone(),
+            ),
+            None => charts.first_use(),
+        };
         return Err(SourceStageError::NoCache {
-            at: format!("project {} component {}", w.project_name, w.name),
-            url: kiln_base::url::redact(&w.git),
+            at,
+            url: kiln_base::url::redact(&url),
         });
     };
     let old = kiln_source::LockFile::read(&lock_path)?;
@@ -191,6 +268,18 @@ pub fn resolve(
             out.used.push(got.entry);
         }
     }
+    for ((p, i), tree) in &out.trees {
+        let project = &platform.spec.projects[*p];
+        let name = project.components[*i].name.clone().unwrap_or_default();
+        charts.scan_component(fs, &tree.dir, &project.name, &name)?;
+    }
+    out.charts = charts.fetch(fs, &fetcher)?;
+    let pulled = out.charts.pulled.values();
+    for got in pulled.chain(out.charts.dependencies.values().flatten()) {
+        if !out.used.contains(&got.entry) {
+            out.used.push(got.entry.clone());
+        }
+    }
     // A run over the whole platform leaves only what it used; the lock shrinks with it.
     let lock = fetcher.lock_file(false);
     out.lock_changed = old.as_ref() != Some(&lock);
@@ -201,7 +290,11 @@ pub fn resolve(
             .find(|e| old.as_ref().and_then(|o| o.get(&e.key())) != Some(e))
             .or_else(|| old.as_ref().and_then(|o| o.entries.values().next()));
         let origin = kiln_source::Origin::new(
-            "git",
+            match e.map(|e| e.kind.as_str()) {
+                Some("helm") => "helm",
+                Some("oci") => "oci",
+                _ => "git",
+            },
             e.map_or("", |e| e.url.as_str()),
             e.map_or("", |e| e.requested.as_str()),
         );

@@ -6,6 +6,7 @@
 mod support;
 
 mod architecture;
+mod charts;
 mod ci;
 mod cli;
 mod cli_stderr;

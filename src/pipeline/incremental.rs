@@ -261,7 +261,8 @@ pub(super) fn render_incremental(
     let Ok(emitted) = render_plans(
         &mut plans,
         &platform.sources,
-        &rooted,
+        // Only a platform without remote sources renders incrementally.
+        (&rooted, Default::default()),
         Some(&cache),
         opts.layout,
         progress,

@@ -369,18 +369,19 @@ pub struct Built {
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
-/// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
+/// the CPU figures of `timings`. Files are read through `fs`, pulled charts found in
+/// `charts` (`crate::source`). Each plan's render inputs are released once it is emitted
 /// ([`crate::render::render`]): what is kept is its bytes.
 fn render_plans(
     plans: &mut [BuildPlan],
     sources: &crate::diag::Sources,
-    fs: &dyn FileSystem,
+    (fs, charts): (&dyn FileSystem, Arc<crate::kustomize::PulledCharts>),
     cache: Option<&crate::cache::Cache>,
     layout: Layout,
     progress: &(dyn Fn(usize, usize) + Sync),
     timings: &mut Timings,
 ) -> Result<Vec<crate::cache::Emitted>, Errors<RenderError>> {
-    let mut pieces = PlanRenderer::new(sources, fs, cache, layout, progress, plans.len());
+    let mut pieces = PlanRenderer::new(sources, (fs, charts), cache, layout, progress, plans.len());
     pieces.feed(plans);
     pieces.finish(timings)
 }
@@ -411,7 +412,7 @@ struct PlanRenderer<'a> {
 impl<'a> PlanRenderer<'a> {
     fn new(
         sources: &'a crate::diag::Sources,
-        fs: &'a dyn FileSystem,
+        (fs, charts): (&'a dyn FileSystem, Arc<crate::kustomize::PulledCharts>),
         cache: Option<&'a crate::cache::Cache>,
         layout: Layout,
         progress: &'a (dyn Fn(usize, usize) + Sync),
@@ -427,7 +428,7 @@ impl<'a> PlanRenderer<'a> {
             done: Default::default(),
             render_ns: Default::default(),
             emit_ns: Default::default(),
-            rendering: Default::default(),
+            rendering: crate::render::Rendering::with_charts(charts),
             pieces: Vec::new(),
         }
     }
@@ -560,7 +561,9 @@ fn build_fetched(
     let component_reads = load_fs.scoped_reads();
     let platform = validate(loaded).map_err(KilnError::Validate)?;
     timings.load = t.elapsed();
-    let cache = open_cache(opts);
+    // A chart resolved anew renders anew: the pulled charts are part of every key.
+    let cache = open_cache(opts).map(|c| c.with_sources(fetched.charts_digest()));
+    let charts = Arc::new(fetched.pulled_charts());
     // Every file the render reads (kustomize bases included) must lie inside the root, or
     // inside the one fetched tree it names.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone()).with_trees(fetched.roots());
@@ -584,7 +587,7 @@ fn build_fetched(
             let emitted = render_plans(
                 &mut plans,
                 &platform.sources,
-                &rooted,
+                (&rooted, charts),
                 cache.as_ref(),
                 opts.layout,
                 progress,
@@ -598,7 +601,7 @@ fn build_fetched(
             let total = crate::evaluate::count(&platform, &opts.selection);
             let mut renderer = PlanRenderer::new(
                 &platform.sources,
-                &rooted,
+                (&rooted, charts),
                 cache.as_ref(),
                 opts.layout,
                 progress,
@@ -803,7 +806,7 @@ pub fn run_render(
     let fetched = opts.resolve_sources()?;
     // The journal replays and the incremental render know nothing of fetched trees: a
     // platform with remote sources renders in full (its lock, cache and trees verified).
-    let slot = journal_slot(opts).filter(|_| fetched.trees.is_empty());
+    let slot = journal_slot(opts).filter(|_| fetched.is_local());
     // A journal is used only when every path it names lies where this render may look.
     let root =
         crate::load::repository_root(opts.fs.as_ref(), &opts.platform_dir, opts.root.as_deref());
@@ -1066,7 +1069,7 @@ mod tests {
         let mut timings = Timings::default();
         let mut renderer = PlanRenderer::new(
             &platform.sources,
-            &fs,
+            (&fs, Default::default()),
             None,
             Layout::Service,
             &|_, _| {},
@@ -1087,7 +1090,7 @@ mod tests {
         let whole = render_plans(
             &mut evaluated,
             &platform.sources,
-            &fs,
+            (&fs, Default::default()),
             None,
             Layout::Service,
             &|_, _| {},

@@ -25,6 +25,7 @@
 pub use error::KustomizeError;
 pub use krusty::build::{BuildOptions, build, build_yaml, run_kustomize};
 pub use krusty::load::LoadRestrictor;
+pub use types::helmchartargs::{ChartSource, PulledCharts};
 
 pub mod builtins;
 pub mod error;

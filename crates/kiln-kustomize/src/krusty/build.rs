@@ -64,6 +64,9 @@ pub struct BuildOptions {
     /// binary). Off, a kustomization with charts fails as kubectl's does, before any of its
     /// generators runs; `kiln render` turns it on for the kustomizations it writes.
     pub enable_helm: bool,
+    /// The charts `helmCharts[].repo` names, already pulled by the caller (kiln's source
+    /// stage); a chart with `repo` and no vendored copy that is missing here is refused.
+    pub pulled_charts: std::sync::Arc<crate::types::helmchartargs::PulledCharts>,
 }
 
 /// Where kiln may deliberately print something other than kubectl (ADR 0003, `--fixes`).

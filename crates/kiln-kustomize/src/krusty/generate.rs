@@ -20,6 +20,7 @@ use crate::krusty::build::{Accumulator, annotate_origin};
 use crate::krusty::load::{
     KustFile, LoadIssue, LoadRestrictor, Loader, is_remote, parse_resources,
 };
+use crate::types::helmchartargs::ChartSource;
 use kiln_base::fs::normalize;
 use kiln_base::resource::Resource;
 use kiln_helm::template::value::Map;
@@ -164,18 +165,30 @@ fn inflate(
     }
     let lexical = normalize(&abs_home.join(&chart.name));
     let fs = ldr.fs();
-    let dir = match fs.canonicalize(&lexical) {
-        Ok(real) if fs.is_dir(&real) => real,
+    // kustomize pulls only when `<chartHome>[/<name>-<version>]/<name>` is missing
+    // (`Generate`: `if _, err := os.Stat(p.absChartHome()...)`); kiln's caller has pulled
+    // it already (`BuildOptions::pulled_charts`), the engine does no network I/O.
+    let source = ChartSource {
+        repo: chart.repo.clone(),
+        name: chart.name.clone(),
+        version: chart.version.clone(),
+    };
+    let pulled_charts = &ldr.session().options.pulled_charts;
+    let (dir, pulled) = match fs.canonicalize(&lexical) {
+        Ok(real) if fs.is_dir(&real) => (real, false),
+        _ if !chart.repo.is_empty() && pulled_charts.charts.contains_key(&source) => {
+            (pulled_charts.charts[&source].clone(), true)
+        }
         _ if !chart.repo.is_empty() => {
             return Err(KustomizeError::unsupported(
                 kf.site(&field("repo")),
                 format!("{}.repo", crate::error::pointer_to_field(pointer)),
                 format!(
-                    "kiln does not pull remote charts, and `{}` holds no vendored copy",
+                    "no chart was pulled for it, and `{}` holds no vendored copy",
                     ldr.display(&lexical)
                 ),
                 format!(
-                    "vendor the chart into the repository (`helm pull {} --repo {} --version {} --untar --untardir {}`), or point `name`/`chartHome` at a chart directory and remove `repo`",
+                    "`kiln render` pulls it through kiln.lock; `kiln kustomize`, like `kubectl kustomize` without `--enable-helm`, pulls nothing: vendor the chart into the repository (`helm pull {} --repo {} --version {} --untar --untardir {}`), or point `name`/`chartHome` at a chart directory and remove `repo`",
                     chart.name,
                     chart.repo,
                     if chart.version.is_empty() {
@@ -198,7 +211,7 @@ fn inflate(
             ));
         }
     };
-    if ldr.restrictor() == LoadRestrictor::RootOnly {
+    if ldr.restrictor() == LoadRestrictor::RootOnly && !pulled {
         if !lexical.starts_with(ldr.root()) {
             return Err(KustomizeError::outside_root(
                 kf.site(&field("name")),
@@ -220,16 +233,21 @@ fn inflate(
     // (issue 39, item 1): a link in a vendored chart to `../../.git/config`, or anywhere else
     // outside the chart, is refused, and nothing under a `.git` directory is read (Helm's
     // loader refuses links that leave the chart, `internal/sympath/walk.go`).
-    let confined = kiln_base::fs::RootedFs::named(fs, dir.clone(), "the chart directory");
+    // Pulled dependencies are read the same way, each inside its own directory.
+    let deps = pulled_charts.dependencies_of(&dir);
+    let confined = kiln_base::fs::RootedFs::named(fs, dir.clone(), "the chart directory")
+        .with_trees(deps.iter().cloned());
     let fs: &dyn kiln_base::fs::FileSystem = &confined;
-    let loaded = kiln_helm::load_chart(fs, &dir).map_err(|e| {
+    let mut loaded = kiln_helm::load_chart(fs, &dir).map_err(|e| {
         helm_failed(&kiln_helm::HelmError::Load {
             file: ldr.display(&PathBuf::from(&e.file)),
             line: e.line,
             message: e.message,
         })
     })?;
-    if !chart.version.is_empty() && chart.version != loaded.version {
+    kiln_helm::add_dependencies(fs, &mut loaded, deps).map_err(|e| helm_failed(&e))?;
+    // A pulled chart's `version` may be a constraint (`helm pull --version` takes one).
+    if !pulled && !chart.version.is_empty() && chart.version != loaded.version {
         return Err(KustomizeError::invalid(
             kf.site(&field("version")),
             format!(
@@ -243,7 +261,11 @@ fn inflate(
         ));
     }
 
-    let user = user_values(ldr, kf, pointer, chart, &lexical)?;
+    let user = if pulled {
+        user_values(ldr, kf, pointer, chart, &dir, Some(fs))?
+    } else {
+        user_values(ldr, kf, pointer, chart, &lexical, None)?
+    };
 
     let release = if !chart.release_name.is_empty() {
         chart.release_name.clone()
@@ -289,6 +311,7 @@ fn user_values(
     pointer: &str,
     chart: &HelmChart,
     chart_dir: &Path,
+    pulled: Option<&dyn kiln_base::fs::FileSystem>,
 ) -> Result<Map, KustomizeError> {
     let field = |f: &str| format!("{pointer}/{f}");
     let read = |path: &str, at: &str, what: &str| -> Result<(String, String), KustomizeError> {
@@ -318,7 +341,18 @@ fn user_values(
     } else {
         (field("valuesFile"), chart.values_file.clone())
     };
-    let (shown, text) = read(&values_path, &values_at, "valuesFile")?;
+    let (shown, text) = match pulled {
+        // A pulled chart lies outside the kustomization root: its own values.yaml is read
+        // inside the chart (through the chart's confined file system), not by the loader;
+        // a chart without one has no defaults.
+        Some(fs) if chart.values_file.is_empty() => (
+            format!("{}/values.yaml", chart.name),
+            fs.read(&chart_dir.join("values.yaml"))
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default(),
+        ),
+        _ => read(&values_path, &values_at, "valuesFile")?,
+    };
     let bad_values = |message: String| {
         KustomizeError::transformer(
             kf.site(&values_at),
