@@ -51,6 +51,8 @@ pub struct Rendered {
 #[derive(Default)]
 pub struct Shared {
     kustomize: Mutex<BTreeMap<PathBuf, Arc<OnceLock<Option<Built>>>>>,
+    /// The fetched trees of remote kustomize bases (the source stage's, ADR 0023).
+    remotes: Arc<crate::kustomize::git::RemoteTrees>,
 }
 
 /// A successful kustomize build and what it read. Failed builds are not kept: each plan then
@@ -72,17 +74,19 @@ impl Shared {
         };
         let built = slot.get_or_init(|| {
             let rec = crate::cache::Recorder::new(fs.inner());
-            kustomize_build(&rec, dir).ok().map(|resources| Built {
-                resources,
-                reads: rec.reads(),
-            })
+            kustomize_build(&rec, dir, &self.remotes)
+                .ok()
+                .map(|resources| Built {
+                    resources,
+                    reads: rec.reads(),
+                })
         });
         match built {
             Some(b) => {
                 fs.extend(&b.reads);
                 Ok(b.resources.clone())
             }
-            None => kustomize_build(fs, dir),
+            None => kustomize_build(fs, dir, &self.remotes),
         }
     }
 }
@@ -308,7 +312,22 @@ pub fn render<T: Send>(
     fs: &dyn FileSystem,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
 ) -> Result<Vec<T>, Errors<RenderError>> {
-    let shared = Shared::default();
+    render_with(plans, sources, fs, Arc::default(), each)
+}
+
+/// [`render`], with the fetched trees of the remote kustomize bases the plans' kustomizations
+/// name (`crate::source::Resolved::bases`).
+pub fn render_with<T: Send>(
+    plans: &mut [BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    remotes: Arc<crate::kustomize::git::RemoteTrees>,
+    each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
+) -> Result<Vec<T>, Errors<RenderError>> {
+    let shared = Shared {
+        remotes,
+        ..Shared::default()
+    };
     let results: Vec<Result<T, RenderError>> = plans
         .par_iter_mut()
         .map(|p| {
@@ -886,12 +905,18 @@ fn render_plan(
 }
 
 /// Builds a kustomization directory with the native engine (`crate::kustomize::build`, the
-/// same code as `kiln kustomize`), with kustomize's default load restrictions.
+/// same code as `kiln kustomize`), with kustomize's default load restrictions; remote bases
+/// are read from `remotes`, fetched by the source stage.
 fn kustomize_build(
     fs: &dyn FileSystem,
     dir: &Path,
+    remotes: &Arc<crate::kustomize::git::RemoteTrees>,
 ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
-    crate::kustomize::build(fs, dir, &crate::kustomize::BuildOptions::default()).map_err(boxed)
+    let options = crate::kustomize::BuildOptions {
+        remotes: remotes.clone(),
+        ..Default::default()
+    };
+    crate::kustomize::build(fs, dir, &options).map_err(boxed)
 }
 
 /// Converts between two serde shapes (kiln's spec → the engine's kustomize types).

@@ -277,3 +277,300 @@ fn update_moves_only_the_named_source() {
         "{after}"
     );
 }
+
+/// A platform repository written from `files` (path → text) under a fresh directory, with
+/// its own `.git` marker, rendered with a cache of its own.
+struct Platform {
+    work: tempfile::TempDir,
+    cache: PathBuf,
+}
+
+impl Platform {
+    fn new(files: &[(&str, String)]) -> Platform {
+        let work = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = work.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::create_dir_all(work.path().join(".git")).unwrap();
+        let cache = work.path().join("cache");
+        Platform { work, cache }
+    }
+
+    fn kiln(&self, args: &[&str], env: &[(&str, &str)]) -> crate::support::Run {
+        let mut cmd = kiln_command(self.work.path());
+        cmd.env("KILN_CACHE_DIR", &self.cache);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        run(cmd.args(args))
+    }
+
+    fn render(&self, out: &str, extra: &[&str]) -> crate::support::Run {
+        let mut args = vec!["render", "platform", "--write-to", out, "--no-cache"];
+        args.extend(extra);
+        self.kiln(&args, &[])
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.work.path().join(path))
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+}
+
+/// A platform of environments `dev` (tier dev) and `prod` (tier prod), one project `shop`
+/// with `components` (YAML list items, indented for `components:`).
+fn two_env_platform(env_params: (&str, &str), components: &str) -> String {
+    format!(
+        "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters:\n  - name: c\n    server: https://c.example.com\n  environments:\n  - name: dev\n    tier: dev\n    cluster: c\n    parameters: {{{}}}\n  - name: prod\n    tier: prod\n    cluster: c\n    from: [dev]\n    parameters: {{{}}}\n  projects:\n  - name: shop\n    components:\n{components}",
+        env_params.0, env_params.1
+    )
+}
+
+/// A component holding one ConfigMap whose `data.version` is `version`.
+fn versioned_component(name: &str, version: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            "deploy/component.yaml".into(),
+            format!(
+                "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  generators:\n  - files: [cm.yaml]\n"
+            ),
+        ),
+        (
+            "deploy/cm.yaml".into(),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: \"{version}\"\n"
+            ),
+        ),
+    ]
+}
+
+fn as_refs(files: &[(String, String)]) -> Vec<(&str, &str)> {
+    files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect()
+}
+
+/// Issue 33 item 1: `ref: ${params.appRef}` follows a tag in prod and `main` in dev, each
+/// environment rendering its own commit; the lock holds one entry per ref; and each
+/// distinct (repository, commit) is fetched once, however many instances use it (item 6:
+/// the fetches counted at the smart-HTTP server).
+#[test]
+fn per_environment_refs_render_each_commit_and_fetch_it_once() {
+    let repos = tempfile::tempdir().unwrap();
+    let v1 = versioned_component("cart", "1");
+    let v2 = versioned_component("cart", "2");
+    testing::app_repo(
+        repos.path(),
+        "cart.git",
+        &[(&as_refs(&v1), Some("v1.0.0")), (&as_refs(&v2), None)],
+    );
+    let log = repos.path().join("requests.log");
+    let http = testing::git_http_logged(repos.path(), &log);
+    let url = format!("{}/cart.git", http.http());
+    let item = |name: &str, reference: &str| {
+        format!(
+            "    - name: {name}\n      source:\n        git: {url}\n        ref: \"{reference}\"\n        path: deploy\n"
+        )
+    };
+    let components = [
+        item("cart", "${params.appRef}"),
+        item("cart-a", "main"),
+        item("cart-b", "main"),
+    ]
+    .concat();
+    let p = Platform::new(&[(
+        "platform/platform.yaml",
+        two_env_platform(("appRef: main", "appRef: v1.0.0"), &components),
+    )]);
+    // Three instances of one component in one namespace: Argo CD would call the ConfigMap
+    // shared; the point here is the sources.
+    let r = p.render("out", &["--no-validate"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(
+        p.read("out/shop/dev/cart/cart.gen.yaml")
+            .contains("version: \"2\"")
+    );
+    assert!(
+        p.read("out/shop/prod/cart/cart.gen.yaml")
+            .contains("version: \"1\"")
+    );
+    assert!(
+        p.read("out/shop/prod/cart-a/cart-a.gen.yaml")
+            .contains("version: \"2\"")
+    );
+    let lock = p.read("platform/kiln.lock");
+    assert_eq!(lock.matches("[[source]]").count(), 2, "{lock}");
+    assert!(
+        lock.contains("requested = \"main\"") && lock.contains("requested = \"v1.0.0\""),
+        "{lock}"
+    );
+    // Two commits, two fetches: three instances and two environments share them.
+    assert_eq!(testing::fetches_in(&log), 2);
+    // Warm: everything locked and cached, no fetch at all.
+    let r = p.render("out2", &["--locked", "--no-validate"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(testing::fetches_in(&log), 2);
+}
+
+/// A local component whose kustomization names `resources` (the remote bases).
+fn kustomize_component(resources: &[String]) -> Vec<(&'static str, String)> {
+    let list: String = resources.iter().map(|r| format!("- {r}\n")).collect();
+    vec![
+        (
+            "components/web/component.yaml",
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: web\nspec:\n  generators:\n  - kustomize: kust\n".into(),
+        ),
+        (
+            "components/web/kust/kustomization.yaml",
+            format!("namePrefix: shop-\nresources:\n{list}"),
+        ),
+    ]
+}
+
+fn remote_base_platform(resources: &[String]) -> Platform {
+    let mut files = kustomize_component(resources);
+    files.push((
+        "platform/platform.yaml",
+        two_env_platform(("", ""), "    - path: ../components/web\n"),
+    ));
+    Platform::new(&files)
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n";
+
+/// Issue 33 item 3: a remote base in kustomize's URL form, over git daemon (`git://`) and
+/// over smart HTTP (`http://…//path?ref=`), rendered, locked and rendered again offline
+/// with every server stopped; load restrictions hold inside the fetched tree.
+#[test]
+fn remote_kustomize_bases_over_git_daemon_and_smart_http() {
+    let repos = tempfile::tempdir().unwrap();
+    testing::app_repo(
+        repos.path(),
+        "bases.git",
+        &[(
+            &[
+                (
+                    "web/kustomization.yaml",
+                    "resources: [deployment.yaml]\ncommonLabels: {team: shop}\n",
+                ),
+                ("web/deployment.yaml", DEPLOYMENT),
+                ("svc/kustomization.yaml", "resources: [service.yaml]\n"),
+                (
+                    "svc/service.yaml",
+                    "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n",
+                ),
+                (
+                    "leaky/kustomization.yaml",
+                    "resources: [../web/deployment.yaml]\n",
+                ),
+            ],
+            Some("v1"),
+        )],
+    );
+    let mut daemon = Some(testing::git_daemon(repos.path()));
+    let mut http = Some(testing::git_http(repos.path()));
+    let by_daemon = format!(
+        "git://127.0.0.1:{}/bases.git//web?ref=v1",
+        daemon.as_ref().unwrap().port
+    );
+    let by_http = format!(
+        "{}/bases.git//svc?ref=v1&timeout=30",
+        http.as_ref().unwrap().http()
+    );
+    let p = remote_base_platform(&[by_daemon.clone(), by_http.clone()]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let dev = p.read("out/shop/dev/web/web.gen.yaml");
+    assert!(
+        dev.contains("name: shop-web")
+            && dev.contains("kind: Service")
+            && dev.contains("team: shop"),
+        "{dev}"
+    );
+    let lock = p.read("platform/kiln.lock");
+    assert_eq!(lock.matches("requested = \"v1\"").count(), 2, "{lock}");
+    // Every server stopped: the lock and the cache alone, the same bytes.
+    daemon.take();
+    http.take();
+    let r = p.render("out-offline", &["--locked", "--offline"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(p.read("out-offline/shop/dev/web/web.gen.yaml"), dev);
+
+    // Root-only loading inside the fetched tree: `leaky` reads its sibling's file.
+    let daemon = testing::git_daemon(repos.path());
+    let leaky = format!("git://127.0.0.1:{}/bases.git//leaky?ref=v1", daemon.port);
+    let p = remote_base_platform(&[leaky]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("outside the kustomization root") && r.text().contains("bases.git@"),
+        "{}",
+        r.text()
+    );
+    assert!(!p.work.path().join("out").exists());
+}
+
+/// Issue 33, bad input: a cycle of remote bases is named with its URLs; a repository over
+/// the size limit is refused naming the base; neither writes anything.
+#[test]
+fn a_remote_base_cycle_and_a_repository_too_large_are_refused() {
+    let repos = tempfile::tempdir().unwrap();
+    let http = testing::git_http(repos.path());
+    let at = |path: &str| format!("{}/loop.git//{path}?ref=main", http.http());
+    testing::app_repo(
+        repos.path(),
+        "loop.git",
+        &[(
+            &[
+                (
+                    "a/kustomization.yaml",
+                    &format!("resources:\n- {}\n", at("b")),
+                ),
+                (
+                    "b/kustomization.yaml",
+                    &format!("resources:\n- {}\n", at("a")),
+                ),
+            ],
+            None,
+        )],
+    );
+    let p = remote_base_platform(&[at("a")]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("cycle of bases: remote") && r.text().contains("loop.git//a?ref=main"),
+        "{}",
+        r.text()
+    );
+    assert!(!p.work.path().join("out").exists());
+
+    let big: String = (0..40_000).map(|i| format!("{i:x}\n")).collect();
+    testing::app_repo(
+        repos.path(),
+        "big.git",
+        &[(
+            &[
+                ("web/kustomization.yaml", "resources: [deployment.yaml]\n"),
+                ("web/deployment.yaml", DEPLOYMENT),
+                ("blob.txt", &big),
+            ],
+            None,
+        )],
+    );
+    let url = format!("{}/big.git//web?ref=main", http.http());
+    let p = remote_base_platform(std::slice::from_ref(&url));
+    let r = p.kiln(
+        &["render", "platform", "--write-to", "out", "--no-cache"],
+        &[("KILN_SOURCE_MAX_BYTES", "20000")],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("kiln::source::too_large") && r.text().contains("big.git"),
+        "{}",
+        r.text()
+    );
+    assert!(!p.work.path().join("out").exists());
+}

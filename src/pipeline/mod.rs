@@ -371,10 +371,12 @@ pub struct Built {
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
 /// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
 /// ([`crate::render::render`]): what is kept is its bytes.
+#[allow(clippy::too_many_arguments)]
 fn render_plans(
     plans: &mut [BuildPlan],
     sources: &crate::diag::Sources,
     fs: &dyn FileSystem,
+    remotes: Arc<crate::kustomize::git::RemoteTrees>,
     cache: Option<&crate::cache::Cache>,
     layout: Layout,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -414,7 +416,7 @@ fn render_plans(
         progress(done.fetch_add(1, Relaxed) + 1, total);
         Ok(out)
     };
-    let emitted = crate::render::render(plans, sources, fs, &per_plan)?;
+    let emitted = crate::render::render_with(plans, sources, fs, remotes, &per_plan)?;
     timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
     timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
     Ok(emitted)
@@ -480,6 +482,7 @@ fn build_fetched(
         &mut plans,
         &platform.sources,
         &rooted,
+        fetched.bases.clone(),
         cache.as_ref(),
         opts.layout,
         progress,
@@ -675,7 +678,7 @@ pub fn run_render(
     let fetched = opts.resolve_sources()?;
     // The journal replays and the incremental render know nothing of fetched trees: a
     // platform with remote sources renders in full (its lock, cache and trees verified).
-    let slot = journal_slot(opts).filter(|_| fetched.trees.is_empty());
+    let slot = journal_slot(opts).filter(|_| fetched.trees.is_empty() && fetched.bases.is_empty());
     // A journal is used only when every path it names lies where this render may look.
     let root =
         crate::load::repository_root(opts.fs.as_ref(), &opts.platform_dir, opts.root.as_deref());

@@ -29,6 +29,7 @@ pub use krusty::load::LoadRestrictor;
 pub mod builtins;
 pub mod error;
 pub mod filters;
+pub mod git;
 pub mod hash;
 pub mod konfig;
 pub mod krusty;

@@ -60,6 +60,9 @@ pub struct BuildOptions {
     pub strict: bool,
     /// `--fixes`: kiln's fixes of kustomize behaviour, all off by default (ADR 0003).
     pub fixes: Fixes,
+    /// The fetched trees of the remote targets the build may meet (`resources:` and
+    /// `components:` URLs); the engine never fetches (ADR 0023).
+    pub remotes: std::sync::Arc<crate::git::RemoteTrees>,
 }
 
 /// Where kiln may deliberately print something other than kubectl (ADR 0003, `--fixes`).
@@ -516,15 +519,21 @@ fn accumulate_target(
         // Located lazily: locating parses the kustomization file, which is hot when it lists
         // thousands of files (see `append_indexed`).
         let site = || kf.site(&pointer);
-        if is_remote(path) {
-            return Err(KustomizeError::unsupported(
-                site(),
-                "resources",
-                format!("remote target `{path}`"),
-                "kiln builds offline: vendor the remote base into the repository and reference it by path",
-            ));
+        // kustomize's accumulateResources: a file first, then `ldr.New`, which takes a
+        // Git-like URL (`git.NewRepoSpecFromURL`) before a local directory.
+        let entry = ldr.entry(path);
+        let remote = match &entry {
+            Ok(Entry::File(_)) => None,
+            _ => crate::git::RepoSpec::parse(path).ok(),
+        };
+        if let Some(spec) = remote {
+            let child = ldr
+                .remote_child(&spec)
+                .map_err(|issue| ldr.error(issue, site(), "resource", path))?;
+            accumulate_base(&child, path, site, acc, &mut index)?;
+            continue;
         }
-        match ldr.entry(path) {
+        match entry {
             Ok(Entry::File(file)) => {
                 let display = ldr.display(&file);
                 let text = ldr
@@ -550,20 +559,7 @@ fn accumulate_target(
                 let child = ldr
                     .child(&dir)
                     .map_err(|issue| ldr.error(issue, site(), "resource", path))?;
-                let ckf = load_kustomization(&child)?;
-                if ckf.kustomization.is_component() {
-                    return Err(KustomizeError::kind_mismatch(
-                        site(),
-                        path,
-                        "a Component",
-                        "a Kustomization (components go under `components`)",
-                    ));
-                }
-                let mut sub = Accumulator::default();
-                accumulate_target(&child, &ckf, &mut sub)?;
-                acc.append_indexed(&mut index, sub.resources, site)?;
-                acc.config.merge(&sub.config);
-                acc.vars.extend(sub.vars);
+                accumulate_base(&child, path, site, acc, &mut index)?;
             }
             Err(issue) => return Err(ldr.error(issue, site(), "resource", path)),
         }
@@ -602,29 +598,13 @@ fn accumulate_target(
     // 4. components, on the same accumulator.
     for (i, path) in k.components.iter().enumerate() {
         let site = kf.site(&format!("/components/{i}"));
-        if is_remote(path) {
-            return Err(KustomizeError::unsupported(
-                site,
-                "components",
-                format!("remote target `{path}`"),
-                "vendor the component into the repository",
-            ));
-        }
-        let dir = match ldr.entry(path) {
-            Ok(Entry::Dir(dir)) => dir,
-            Ok(Entry::File(_)) => {
-                return Err(KustomizeError::kind_mismatch(
-                    site,
-                    path,
-                    "a file",
-                    "a directory with a `kind: Component` kustomization",
-                ));
-            }
-            Err(issue) => return Err(ldr.error(issue, site, "component", path)),
+        // kustomize's accumulateComponents: `ldr.New`, a Git-like URL first.
+        let child = if let Ok(spec) = crate::git::RepoSpec::parse(path) {
+            ldr.remote_child(&spec)
+                .map_err(|issue| ldr.error(issue, site.clone(), "component", path))?
+        } else {
+            local_component(ldr, path, &site)?
         };
-        let child = ldr
-            .child(&dir)
-            .map_err(|issue| ldr.error(issue, site.clone(), "component", path))?;
         let ckf = load_kustomization(&child)?;
         if !ckf.kustomization.is_component() {
             return Err(KustomizeError::kind_mismatch(
@@ -673,6 +653,54 @@ fn accumulate_target(
     }
     crate::filters::refvar::bind_vars(&mut acc.resources, &fresh)?;
     acc.vars.extend(fresh);
+    Ok(())
+}
+
+/// A local `components` entry's loader: a directory.
+fn local_component<'a>(
+    ldr: &Loader<'a>,
+    path: &str,
+    site: &crate::error::Site,
+) -> Result<Loader<'a>, KustomizeError> {
+    let dir = match ldr.entry(path) {
+        Ok(Entry::Dir(dir)) => dir,
+        Ok(Entry::File(_)) => {
+            return Err(KustomizeError::kind_mismatch(
+                site.clone(),
+                path,
+                "a file",
+                "a directory with a `kind: Component` kustomization",
+            ));
+        }
+        Err(issue) => return Err(ldr.error(issue, site.clone(), "component", path)),
+    };
+    ldr.child(&dir)
+        .map_err(|issue| ldr.error(issue, site.clone(), "component", path))
+}
+
+/// A `resources` entry naming a kustomization (a local directory or a remote target),
+/// accumulated into `acc` (kustomize's `accumulateDirectory`).
+fn accumulate_base(
+    child: &Loader<'_>,
+    path: &str,
+    site: impl Fn() -> crate::error::Site,
+    acc: &mut Accumulator,
+    index: &mut IdIndex,
+) -> Result<(), KustomizeError> {
+    let ckf = load_kustomization(child)?;
+    if ckf.kustomization.is_component() {
+        return Err(KustomizeError::kind_mismatch(
+            site(),
+            path,
+            "a Component",
+            "a Kustomization (components go under `components`)",
+        ));
+    }
+    let mut sub = Accumulator::default();
+    accumulate_target(child, &ckf, &mut sub)?;
+    acc.append_indexed(index, sub.resources, site)?;
+    acc.config.merge(&sub.config);
+    acc.vars.extend(sub.vars);
     Ok(())
 }
 

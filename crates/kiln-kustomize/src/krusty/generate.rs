@@ -34,8 +34,11 @@ fn issue_text(issue: &LoadIssue) -> String {
             "a symlink to `{}`, outside the kustomization root",
             target.display()
         ),
-        LoadIssue::Cycle { .. } => "a directory cycle".into(),
+        LoadIssue::Cycle { .. } | LoadIssue::RepoCycle { .. } => "a directory cycle".into(),
         LoadIssue::Io(e) => e.to_string(),
+        LoadIssue::OutsideRepo { repo } => format!("outside the fetched repository `{repo}`"),
+        LoadIssue::NotFetched => "a remote target that was not fetched".into(),
+        LoadIssue::RemoteNotDir { reason } => reason.clone(),
     }
 }
 

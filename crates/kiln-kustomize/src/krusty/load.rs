@@ -10,6 +10,12 @@
 //! - a directory (base, component) may lie anywhere, but may not be, or contain, a
 //!   kustomization root already on the way from the build root (that is a cycle);
 //! - every error names the kustomization file and the entry (line) that asked for the path.
+//!
+//! A remote target (`crate::git::RepoSpec`) is read from the tree the caller fetched
+//! ([`crate::git::RemoteTrees`]) as kustomize reads a clone (`newLoaderAtGitClone`): loading
+//! is root-only inside it whatever `--load-restrictor` says, a base inside it may not lie
+//! outside the repository (`errIfGitContainmentViolation`), and a target whose URL prefixes
+//! one already on the way is a cycle (`errIfRepoCycle`).
 
 use crate::error::{KustomizeError, Site};
 use crate::krusty::build::Session;
@@ -36,9 +42,39 @@ pub enum LoadRestrictor {
 pub enum LoadIssue {
     Missing,
     OutsideRoot,
-    SymlinkEscapes { target: PathBuf },
-    Cycle { chain: Vec<PathBuf> },
+    SymlinkEscapes {
+        target: PathBuf,
+    },
+    Cycle {
+        chain: Vec<PathBuf>,
+    },
     Io(std::io::Error),
+    /// A remote target whose URL prefixes one already on the way (kustomize's
+    /// `errIfRepoCycle`): the URLs from the first such one down to the new one.
+    RepoCycle {
+        chain: Vec<String>,
+    },
+    /// A base of a fetched repository lying outside it (`errIfGitContainmentViolation`).
+    OutsideRepo {
+        repo: String,
+    },
+    /// A remote target the caller did not fetch.
+    NotFetched,
+    /// A remote target naming a file, or a directory outside its repository.
+    RemoteNotDir {
+        reason: String,
+    },
+}
+
+/// A fetched repository on the way from the build root (kustomize's `repoSpec` of a loader).
+#[derive(Clone)]
+struct RepoFrame {
+    /// The entry as written.
+    raw: String,
+    /// The tree's root (canonical).
+    root: PathBuf,
+    /// `<repository>@<commit>`.
+    label: String,
 }
 
 /// Resolves paths for one kustomization root.
@@ -54,6 +90,8 @@ pub struct Loader<'a> {
     chain: Vec<PathBuf>,
     /// Canonical build root; display paths are relative to it.
     display_base: PathBuf,
+    /// The fetched repositories on the way from the build root, outermost first.
+    repos: Vec<RepoFrame>,
 }
 
 /// What a `resources` entry names.
@@ -107,6 +145,7 @@ impl<'a> Loader<'a> {
             display_base: root.clone(),
             root,
             restrictor,
+            repos: Vec::new(),
         })
     }
 
@@ -130,8 +169,13 @@ impl<'a> Loader<'a> {
         self.restrictor
     }
 
-    /// A path as shown to the user: relative to the build root.
+    /// A path as shown to the user: relative to the build root; inside a fetched
+    /// repository, `<repository>@<commit>//<path in it>`.
     pub fn display(&self, path: &Path) -> String {
+        if let Some(repo) = self.repos.iter().rev().find(|r| path.starts_with(&r.root)) {
+            let rel = path.strip_prefix(&repo.root).unwrap_or(path);
+            return format!("{}//{}", repo.label, rel.display());
+        }
         relative_to(path, &self.display_base)
             .to_string_lossy()
             .into_owned()
@@ -195,6 +239,66 @@ impl<'a> Loader<'a> {
     /// A directory equal to or above a root on the current chain is a cycle (kustomize's
     /// "candidate root contains visited root").
     pub fn child(&self, dir: &Path) -> Result<Loader<'a>, LoadIssue> {
+        if let Some(repo) = self.repos.last()
+            && !dir.starts_with(&repo.root)
+        {
+            return Err(LoadIssue::OutsideRepo {
+                repo: repo.label.clone(),
+            });
+        }
+        self.enter(dir, self.restrictor, None)
+    }
+
+    /// A loader for the remote target `spec` (kustomize's `newLoaderAtGitClone`), read from
+    /// the tree the caller fetched for it.
+    pub fn remote_child(&self, spec: &crate::git::RepoSpec) -> Result<Loader<'a>, LoadIssue> {
+        if let Some(i) = self.repos.iter().position(|r| r.raw.starts_with(&spec.raw)) {
+            let mut chain: Vec<String> = self.repos[i..].iter().map(|r| r.raw.clone()).collect();
+            chain.push(spec.raw.clone());
+            return Err(LoadIssue::RepoCycle { chain });
+        }
+        let tree = self
+            .session
+            .options
+            .remotes
+            .get(&spec.raw)
+            .ok_or(LoadIssue::NotFetched)?;
+        let lexical = normalize(&tree.root.join(&spec.kust_root_path));
+        let dir = self
+            .fs
+            .canonicalize(&lexical)
+            .map_err(|_| LoadIssue::Missing)?;
+        if !dir.starts_with(&tree.root) {
+            return Err(LoadIssue::RemoteNotDir {
+                reason: format!(
+                    "refers to a directory outside the repository `{}`",
+                    tree.label
+                ),
+            });
+        }
+        if !self.fs.is_dir(&dir) {
+            return Err(LoadIssue::RemoteNotDir {
+                reason: format!(
+                    "refers to the file `{}`; expecting a directory",
+                    spec.kust_root_path
+                ),
+            });
+        }
+        let frame = RepoFrame {
+            raw: spec.raw.clone(),
+            root: tree.root.clone(),
+            label: tree.label.clone(),
+        };
+        // A clone is always loaded root-only (kustomize's `RestrictionRootOnly` there).
+        self.enter(&dir, LoadRestrictor::RootOnly, Some(frame))
+    }
+
+    fn enter(
+        &self,
+        dir: &Path,
+        restrictor: LoadRestrictor,
+        repo: Option<RepoFrame>,
+    ) -> Result<Loader<'a>, LoadIssue> {
         if let Some(i) = self.chain.iter().position(|seen| seen.starts_with(dir)) {
             let mut chain = self.chain[i..].to_vec();
             chain.push(dir.to_path_buf());
@@ -202,13 +306,16 @@ impl<'a> Loader<'a> {
         }
         let mut chain = self.chain.clone();
         chain.push(dir.to_path_buf());
+        let mut repos = self.repos.clone();
+        repos.extend(repo);
         Ok(Loader {
             fs: self.fs,
             session: self.session,
             root: dir.to_path_buf(),
-            restrictor: self.restrictor,
+            restrictor,
             chain,
             display_base: self.display_base.clone(),
+            repos,
         })
     }
 
@@ -243,6 +350,26 @@ impl<'a> Loader<'a> {
                 path: path.to_string(),
                 source,
             },
+            LoadIssue::RepoCycle { chain } => {
+                let chain: Vec<String> = chain.iter().map(|u| format!("`{u}`")).collect();
+                KustomizeError::base_cycle(site, format!("remote {}", chain.join(" → ")))
+            }
+            LoadIssue::OutsideRepo { repo } => KustomizeError::invalid(
+                site,
+                format!("{what} `{path}` lies outside the fetched repository `{repo}`"),
+                "bases in kustomizations found in fetched repositories must be within the repository (kustomize's rule)",
+            ),
+            LoadIssue::NotFetched => KustomizeError::unsupported(
+                site,
+                what,
+                format!("remote target `{path}` was not fetched"),
+                "kiln render fetches remote bases (and pins them in kiln.lock); `kiln kustomize` builds offline: vendor the base and reference it by path",
+            ),
+            LoadIssue::RemoteNotDir { reason } => KustomizeError::invalid(
+                site,
+                format!("remote target `{path}` {reason}"),
+                "the part after `//` names the kustomization's folder in the repository",
+            ),
         }
     }
 }
@@ -466,8 +593,8 @@ fn checked(
     Ok(Resource::new(value, origin))
 }
 
-/// Whether a `resources`/`components` entry is a remote target (URL, git or GitHub
-/// shorthand), which kiln does not fetch.
+/// Whether an entry of a field that takes no remote target (`transformers`, values files,
+/// `openapi`) looks like one (a URL, a git or GitHub shorthand), which is refused.
 pub fn is_remote(path: &str) -> bool {
     path.contains("://")
         || path.starts_with("git@")
