@@ -389,6 +389,17 @@ fn repo_name(url: &str) -> String {
     last.trim_end_matches(".git").to_string()
 }
 
+/// A source as publish records it (`Kiln-App-Commit`, read by `kiln status` and `kiln
+/// history`): `<url>[#<chart>]@<commit or digest>`, the URL without credentials.
+pub fn trailer_value(e: &LockEntry) -> String {
+    let chart = if e.chart.is_empty() {
+        String::new()
+    } else {
+        format!("#{}", e.chart)
+    };
+    format!("{}{chart}@{}", kiln_base::url::redact(&e.url), e.resolved)
+}
+
 /// Fetches `w`'s repository at `reference`: its tree, and its lock entry.
 fn fetch_component(
     fetcher: &Fetcher<'_>,

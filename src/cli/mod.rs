@@ -1179,6 +1179,12 @@ fn provenance(
         ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
+        sources: slice
+            .sources
+            .used
+            .iter()
+            .map(crate::source::trailer_value)
+            .collect(),
     }
 }
 

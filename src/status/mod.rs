@@ -493,8 +493,9 @@ fn read_message(message: &str) -> Said {
     said
 }
 
-/// The trailer a publish records an application repository's commit in (`<url>@<commit>`).
-pub const APP_COMMIT_TRAILER: &str = "Kiln-App-Commit";
+/// The trailer a publish records an application repository's commit in (`<url>@<commit>`),
+/// written by `crate::git::trailers::commit_message`.
+pub const APP_COMMIT_TRAILER: &str = crate::git::trailers::APP_COMMIT;
 
 /// `<url>@<commit>`, the commit the last `@`-separated part.
 fn repo_commit(text: &str) -> Option<RepoCommit> {
