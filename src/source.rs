@@ -53,6 +53,9 @@ pub struct SourceOptions {
     pub limits: Limits,
     /// `--locked`, `--offline`, `kiln update`.
     pub mode: Mode,
+    /// `--source-ref NAME=REF`: the ref a component instance (by its name, or its
+    /// repository's) is previewed at, in every environment; the lock is then never stored.
+    pub refs: BTreeMap<String, String>,
 }
 
 /// Why the source stage failed. Codes `kiln::source::*` (the fetcher's) and these.
@@ -94,6 +97,8 @@ pub struct Resolved {
     pub lock_path: PathBuf,
     /// Whether the lock must be written (it differs from the file).
     pub lock_changed: bool,
+    /// A preview (`--source-ref`): the lock is not stored.
+    pub preview: bool,
     /// The fetched tree of every remote kustomize base, by the entry as written (for the
     /// engine's `BuildOptions::remotes`).
     pub bases: Arc<RemoteTrees>,
@@ -114,7 +119,7 @@ impl Resolved {
 
     /// Writes the lock when it changed (the pipeline calls this once the run succeeded).
     pub fn store_lock(&self) -> Result<(), SourceStageError> {
-        if let (Some(lock), true) = (&self.lock, self.lock_changed) {
+        if let (Some(lock), true, false) = (&self.lock, self.lock_changed, self.preview) {
             lock.store(&self.lock_path)?;
         }
         Ok(())
@@ -181,8 +186,16 @@ pub fn resolve(
         opts.mode.clone(),
         old.clone().unwrap_or_default(),
     );
+    out.preview = !opts.refs.is_empty();
     for w in &wanted {
-        let refs = expand_refs(&platform, w)?;
+        let mut refs = expand_refs(&platform, w)?;
+        if let Some(r) = opts
+            .refs
+            .get(&w.name)
+            .or_else(|| opts.refs.get(&repo_name(&w.git)))
+        {
+            refs.values_mut().for_each(|v| v.clone_from(r));
+        }
         let distinct: BTreeSet<&String> = refs.values().collect();
         // One tree per distinct ref; the fetcher fetches each (repository, commit) once.
         let mut by_ref: BTreeMap<&String, SourceTree> = BTreeMap::new();

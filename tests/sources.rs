@@ -492,6 +492,18 @@ fn remote_kustomize_bases_over_git_daemon_and_smart_http() {
     );
     let lock = p.read("platform/kiln.lock");
     assert_eq!(lock.matches("requested = \"v1\"").count(), 2, "{lock}");
+    // Item 6: `kiln show platform` names each source with what it resolved to.
+    let r = p.kiln(&["show", "platform", "platform", "-o", "json"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let shown: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let sources = shown["sources"].as_array().unwrap();
+    assert!(
+        sources.iter().any(
+            |s| s["url"].as_str().is_some_and(|u| u.ends_with("/bases.git"))
+                && s["resolved"].as_str().is_some_and(|c| c.len() == 40)
+        ),
+        "{sources:?}"
+    );
     // Every server stopped: the lock and the cache alone, the same bytes.
     daemon.take();
     http.take();
