@@ -1096,7 +1096,7 @@ fn ci_recipe_publishes_where_the_warehouses_look() {
         let out = Command::new("sh")
             .args(["-c", command])
             .current_dir(&clone)
-            .env("PATH", crate::support::path_with(&bin))
+            .env("PATH", crate::support::path_with(bin))
             .env("SOURCE_REPO", &remote)
             // The render cache and its key in the test's own cache home, not the caller's.
             .env("XDG_CACHE_HOME", t.path().join("xdg-cache"))
