@@ -510,6 +510,10 @@ fn remote_kustomize_bases_over_git_daemon_and_smart_http() {
     let r = p.render("out-offline", &["--locked", "--offline"]);
     assert_eq!(r.code, Some(0), "{}", r.text());
     assert_eq!(p.read("out-offline/shop/dev/web/web.gen.yaml"), dev);
+    // Item 6: locked and cached, a render does no network I/O even without `--offline`.
+    let r = p.render("out-warm", &["--locked"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(p.read("out-warm/shop/dev/web/web.gen.yaml"), dev);
 
     // Root-only loading inside the fetched tree: `leaky` reads its sibling's file.
     let daemon = testing::git_daemon(repos.path());
