@@ -590,3 +590,205 @@ fn a_remote_base_cycle_and_a_repository_too_large_are_refused() {
     );
     assert!(!p.work.path().join("out").exists());
 }
+
+/// A component in an app repository: a Deployment of `ghcr.io/acme/<name>:1.0.0`, from its
+/// own file or (`base`: a kustomization naming that remote base) from a remote base.
+fn app_component(name: &str, base: Option<&str>) -> Vec<(String, String)> {
+    let generator = match base {
+        Some(_) => "  - kustomize: kust\n",
+        None => "  - files: [deployment.yaml]\n",
+    };
+    let mut files = vec![(
+        "deploy/component.yaml".to_string(),
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  images:\n  - name: ghcr.io/acme/{name}\n    repository: ghcr.io/acme/{name}\n    tag: \"1.0.0\"\n  generators:\n{generator}"
+        ),
+    )];
+    match base {
+        Some(url) => files.push((
+            "deploy/kust/kustomization.yaml".to_string(),
+            format!("resources:\n- {url}\n"),
+        )),
+        None => files.push((
+            "deploy/deployment.yaml".to_string(),
+            DEPLOYMENT
+                .replace("web", name)
+                .replace("nginx:1.27", &format!("ghcr.io/acme/{name}:1.0.0")),
+        )),
+    }
+    files
+}
+
+/// Issue 33, "Done when": six app repositories over git daemon and smart HTTP, one of them
+/// built from a remote kustomize base; `kiln update` → `kiln render --locked` → `publish`
+/// (its trailers name every source) → `kiln promote` through dev and test; then, with every
+/// server stopped, `kiln render --locked --offline` writes the same bytes.
+#[test]
+fn app_repos_to_one_service_repo_end_to_end() {
+    const APPS: [&str; 6] = ["cart", "checkout", "catalog", "payments", "search", "users"];
+    let repos = tempfile::tempdir().unwrap();
+    let mut daemon = Some(testing::git_daemon(repos.path()));
+    let mut http = Some(testing::git_http(repos.path()));
+    let daemon_url = format!("git://127.0.0.1:{}", daemon.as_ref().unwrap().port);
+    let http_url = http.as_ref().unwrap().http();
+    let base_url = format!("{daemon_url}/bases.git//catalog?ref=v1");
+    testing::app_repo(
+        repos.path(),
+        "bases.git",
+        &[(
+            &[
+                (
+                    "catalog/kustomization.yaml",
+                    "resources: [deployment.yaml]\n",
+                ),
+                (
+                    "catalog/deployment.yaml",
+                    &DEPLOYMENT
+                        .replace("web", "catalog")
+                        .replace("nginx:1.27", "ghcr.io/acme/catalog:1.0.0"),
+                ),
+            ],
+            Some("v1"),
+        )],
+    );
+    let mut urls = Vec::new();
+    let mut commits = Vec::new();
+    for (i, app) in APPS.iter().enumerate() {
+        let files = app_component(app, (*app == "catalog").then_some(base_url.as_str()));
+        let ids = testing::app_repo(
+            repos.path(),
+            &format!("{app}.git"),
+            &[(&as_refs(&files), None)],
+        );
+        commits.push(ids[0].clone());
+        urls.push(if i < 3 {
+            format!("{daemon_url}/{app}.git")
+        } else {
+            format!("{http_url}/{app}.git")
+        });
+    }
+    let components: String = urls
+        .iter()
+        .map(|u| format!("    - source: {{git: \"{u}\", ref: main, path: deploy}}\n"))
+        .collect();
+    let source_url = "https://git.example.com/platform/shop.git";
+    let output_url = "https://git.example.com/shop/deploy.git";
+    let p = Platform::new(&[(
+        "platform/platform.yaml",
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: shop\nspec:\n  source:\n    repoURL: {source_url}\n    branch: main\n    renderedPath: deploy\n  clusters:\n  - name: c\n    server: https://c.example.com\n  environments:\n  - name: dev\n    tier: dev\n    cluster: c\n  - name: test\n    tier: test\n    cluster: c\n    from: [dev]\n  kargo:\n    enabled: true\n  projects:\n  - name: shop\n    promotion: project\n    output:\n      repoURL: {output_url}\n    components:\n{components}"
+        ),
+    )]);
+    let ok = |r: crate::support::Run| {
+        assert_eq!(r.code, Some(0), "{}", r.text());
+        r
+    };
+    ok(p.kiln(&["update", "platform"], &[]));
+    let lock = p.read("platform/kiln.lock");
+    assert_eq!(lock.matches("[[source]]").count(), 7, "{lock}");
+    ok(p.render("out", &["--locked"]));
+    let rendered = files_of(&p.work.path().join("out"));
+    assert!(
+        rendered
+            .iter()
+            .any(|(f, t)| f.ends_with("catalog/catalog.gen.yaml")
+                && t.contains("ghcr.io/acme/catalog")),
+        "the remote base is rendered"
+    );
+
+    // Publish into the source repository's rendered path: the trailers name every source.
+    let source = p.work.path().join("source.git");
+    let output = p.work.path().join("deploy.git");
+    testing::git(p.work.path(), &["init", "-q", "--bare", "source.git"]);
+    testing::git(p.work.path(), &["init", "-q", "--bare", "deploy.git"]);
+    ok(p.kiln(
+        &[
+            "publish",
+            "platform",
+            "--locked",
+            "--repo",
+            &source.display().to_string(),
+        ],
+        &[],
+    ));
+    let message = testing::git(&source, &["log", "-1", "--format=%B", "main"]);
+    for (url, commit) in urls.iter().zip(&commits) {
+        assert!(
+            message.contains(&format!("Kiln-App-Commit: {url}@{commit}")),
+            "{message}"
+        );
+    }
+    assert!(
+        message.contains(&format!("Kiln-App-Commit: {daemon_url}/bases.git@")),
+        "{message}"
+    );
+
+    // Kargo's pipeline, run locally: dev, then test.
+    let maps = [
+        format!("{source_url}={}", source.display()),
+        format!("{output_url}=file://{}", output.display()),
+    ];
+    for stage in ["shop-dev", "shop-test"] {
+        ok(p.kiln(
+            &[
+                "promote",
+                stage,
+                "platform",
+                "--freight",
+                "latest",
+                "--locked",
+                "--repo-map",
+                &maps[0],
+                "--repo-map",
+                &maps[1],
+            ],
+            &[],
+        ));
+    }
+    let promoted = testing::git(&output, &["ls-tree", "-r", "--name-only", "stage/test"]);
+    assert!(promoted.contains("catalog"), "{promoted}");
+    // `kiln history` shows the sources of the publish.
+    let history = ok(p.kiln(&["history", "--repo", &source.display().to_string()], &[]));
+    assert!(
+        history
+            .stdout
+            .contains(&format!("from {}@{}", urls[0], commits[0])),
+        "{}",
+        history.text()
+    );
+
+    // `kiln status` shows the app-repo commits each deployed folder was rendered from.
+    let status = p.kiln(
+        &[
+            "status",
+            "platform",
+            "-o",
+            "json",
+            "--repo-map",
+            &maps[0],
+            "--repo-map",
+            &maps[1],
+        ],
+        &[],
+    );
+    assert!(status.code.is_some_and(|c| c <= 1), "{}", status.text());
+    let report: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let cell = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["component"] == "cart" && c["environment"] == "test")
+        .unwrap();
+    assert!(
+        cell["appCommits"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|c| c["commit"] == commits[0].as_str())),
+        "{cell}"
+    );
+
+    // Every server stopped: the lock and the cache alone write the same bytes.
+    daemon.take();
+    http.take();
+    ok(p.render("out-offline", &["--locked", "--offline"]));
+    assert_eq!(files_of(&p.work.path().join("out-offline")), rendered);
+}

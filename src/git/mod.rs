@@ -51,7 +51,9 @@ pub use publish::{
     EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, is_valid_branch_name,
     publish, publish_per_environment, split_by_environment,
 };
-pub use state::{BranchState, FolderState, WriteCommit, normalize_folder, read_branch};
+pub use state::{
+    BranchState, FolderState, WriteCommit, commit_message, normalize_folder, read_branch,
+};
 pub use trailers::{ChangeAction, Unit, UnitChange, WriteLayout};
 pub use verify::{VerifyReport, verify, verify_scoped};
 
