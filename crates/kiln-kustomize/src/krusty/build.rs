@@ -823,6 +823,69 @@ mod tests {
     }
 
     #[test]
+    fn remote_targets_are_read_from_the_trees_the_caller_fetched() {
+        use crate::git::{RemoteTree, RemoteTrees};
+        use kiln_base::fs::MemFs;
+        let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n";
+        let url = "https://git.example/org/bases//web?ref=v1";
+        let leaky = "https://git.example/org/bases//leaky?ref=v1";
+        let up = "https://git.example/org/bases//up?ref=v1";
+        let again = "https://git.example/org/bases//again?ref=v1";
+        let mut fs = MemFs::new();
+        fs.add_file(
+            "/cache/t1/web/kustomization.yaml",
+            "resources: [dep.yaml]\n",
+        )
+        .add_file("/cache/t1/web/dep.yaml", dep)
+        .add_file(
+            "/cache/t1/leaky/kustomization.yaml",
+            "resources: [../web/dep.yaml]\n",
+        )
+        .add_file(
+            "/cache/t1/up/kustomization.yaml",
+            "resources: [../../outside]\n",
+        )
+        .add_file("/cache/outside/kustomization.yaml", "resources: []\n")
+        .add_file(
+            "/cache/t1/again/kustomization.yaml",
+            &format!("resources: [\"{again}\"]\n"),
+        );
+        let tree = RemoteTree {
+            root: "/cache/t1".into(),
+            label: "https://git.example/org/bases@abc".into(),
+        };
+        let remotes: RemoteTrees = [url, leaky, up, again]
+            .iter()
+            .map(|u| (u.to_string(), tree.clone()))
+            .collect();
+        let options = BuildOptions {
+            remotes: std::sync::Arc::new(remotes),
+            ..BuildOptions::default()
+        };
+        let with = |entry: &str| {
+            let mut fs = fs.clone();
+            fs.add_file(
+                "/repo/app/kustomization.yaml",
+                &format!("namePrefix: p-\nresources: [\"{entry}\"]\n"),
+            );
+            build(&fs, Path::new("/repo/app"), &options)
+        };
+        let out = with(url).unwrap();
+        assert_eq!(out[0].name(), "p-web");
+        // Root-only inside the clone, whatever the restrictor; bases stay in the repository;
+        // a URL already on the way is a cycle; an unfetched URL is named, never fetched.
+        for (entry, want) in [
+            (leaky, "outside the kustomization root"),
+            (up, "outside the fetched repository"),
+            (again, "cycle of bases: remote"),
+            ("https://git.example/org/other//x", "was not fetched"),
+        ] {
+            let err = with(entry).unwrap_err().to_string();
+            assert!(err.contains(want), "{entry}: {err}");
+        }
+    }
+
+    #[test]
     fn builds_an_overlay_from_an_in_memory_tree() {
         use kiln_base::fs::MemFs;
         let mut fs = MemFs::new();
