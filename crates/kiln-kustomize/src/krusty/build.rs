@@ -848,7 +848,7 @@ mod tests {
         .add_file("/cache/outside/kustomization.yaml", "resources: []\n")
         .add_file(
             "/cache/t1/again/kustomization.yaml",
-            &format!("resources: [\"{again}\"]\n"),
+            format!("resources: [\"{again}\"]\n"),
         );
         let tree = RemoteTree {
             root: "/cache/t1".into(),
@@ -866,7 +866,7 @@ mod tests {
             let mut fs = fs.clone();
             fs.add_file(
                 "/repo/app/kustomization.yaml",
-                &format!("namePrefix: p-\nresources: [\"{entry}\"]\n"),
+                format!("namePrefix: p-\nresources: [\"{entry}\"]\n"),
             );
             build(&fs, Path::new("/repo/app"), &options)
         };
