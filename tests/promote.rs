@@ -1096,7 +1096,6 @@ fn cli_promote(
 /// one entry for every Application, keeps it on `stage/dev`, and `argocd-update` fails as it
 /// did in the cluster.
 #[test]
-#[ignore = "regressed in the merge of issues 35/38 (the old root's promotion now passes): open, see the closing note"]
 fn live_applications_show_the_old_revision_after_a_layout_change() {
     let (tmp, dir) = bank_variant(|t| t.to_string());
     let w = world_in(&dir, Some(tmp.path()));
