@@ -284,6 +284,14 @@ fn at_most_digest(r: &io::Result<Option<Vec<u8>>>) -> String {
     }
 }
 
+/// A link's target, or that `path` is no link.
+fn link_digest(target: Option<&Path>) -> String {
+    match target {
+        Some(t) => digest(format!("+{}", t.to_string_lossy()).as_bytes()),
+        None => digest(b"-"),
+    }
+}
+
 /// Performs `op` on `path` through `fs` and digests the result: the one definition of a read,
 /// used both to record and to replay.
 fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
@@ -298,6 +306,7 @@ fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
             &fs.canonicalize(path)
                 .map(|p| p.to_string_lossy().into_owned()),
         ),
+        "read_link" => link_digest(fs.read_link(path).as_deref()),
         _ => match op.strip_prefix("read_at_most:").map(str::parse::<u64>) {
             Some(Ok(max)) => at_most_digest(&fs.read_at_most(path, max)),
             _ => String::new(),
@@ -542,6 +551,12 @@ impl FileSystem for Recorder<'_> {
         if self.calls {
             self.note(&format!("read_at_most:{max}"), path, || at_most_digest(&r));
         }
+        r
+    }
+    // Only asked to explain a path that does not resolve (`fs::dangling_link`).
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        let r = self.inner.read_link(path);
+        self.note("read_link", path, || link_digest(r.as_deref()));
         r
     }
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {

@@ -216,6 +216,26 @@ pub enum LoadError {
         span: Option<SourceSpan>,
     },
 
+    /// A path in the spec goes through a symbolic link whose target does not exist.
+    #[error(
+        "{at}: {what} `{path}`: `{link}` is a symbolic link to `{target}`, which does not exist"
+    )]
+    #[diagnostic(
+        code(kiln::load::dangling_link),
+        help("point the link at an existing file, or remove it and the entry naming it")
+    )]
+    DanglingLink {
+        at: String,
+        what: &'static str,
+        path: String,
+        link: String,
+        target: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("through a dangling link")]
+        span: Option<SourceSpan>,
+    },
+
     /// A directory named in `files:` holds no `*.yaml`/`*.yml` file: a listed entry that
     /// contributes nothing is a mistake (a misnamed file, files renamed to `.yml.tmpl`).
     #[error("{at}: directory `{path}` holds no *.yaml or *.yml file")]
@@ -671,6 +691,18 @@ impl Loader<'_> {
                         src: sn.src,
                         span: sn.span,
                     });
+                } else if let Some((link, target)) = crate::fs::dangling_link(self.fs, &joined) {
+                    // Not "not found": the name is there, the link leads nowhere (issue 39,
+                    // item 19).
+                    self.errors.push(LoadError::DanglingLink {
+                        at: sn.at,
+                        what,
+                        path: rel.to_string(),
+                        link: self.display(&link),
+                        target: target.display().to_string(),
+                        src: sn.src,
+                        span: sn.span,
+                    });
                 } else {
                     let help = self.not_found_help(base, rel);
                     self.errors.push(LoadError::PathNotFound {
@@ -1045,6 +1077,15 @@ impl Loader<'_> {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
+            // A link that leads nowhere reads nothing, so it cannot leave the root: kubectl
+            // builds the directory unless the kustomization names the link, and then the
+            // engine's error names it (issue 39, item 19; it was "kustomization file not
+            // found").
+            if self.fs.canonicalize(&entry).is_err()
+                && crate::fs::dangling_link(self.fs, &entry).is_some()
+            {
+                continue;
+            }
             if let Some(real) = self.resolve(dir, &name, loc, "kustomization file")
                 && self.fs.is_dir(&real)
             {

@@ -183,6 +183,29 @@ pub enum RenderError {
         span: Option<SourceSpan>,
     },
 
+    /// A JSON Patch `replace` or `test` of kiln's own spec names a location that does not
+    /// exist: RFC 6902 §4.3 and §4.6 ("the target location MUST exist"). kustomize (and
+    /// `kiln kustomize`) adds a missing object member on `replace` instead.
+    #[error(
+        "{at}: jsonPatch operation {index} (`{op}`) of `{plan}`: `{kind}/{name}` has no `{path}`"
+    )]
+    #[diagnostic(code(kiln::render::json_patch_path_missing))]
+    JsonPatchPathMissing {
+        plan: String,
+        index: usize,
+        op: &'static str,
+        kind: String,
+        name: String,
+        path: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("no such location")]
+        span: Option<SourceSpan>,
+    },
+
     /// A generator failed.
     #[error("{at}: {what} failed for `{plan}`: {cause}")]
     #[diagnostic(code(kiln::render::generator_failed))]
@@ -248,6 +271,27 @@ pub enum RenderError {
         #[source_code]
         src: NamedSource<String>,
         #[label("resolves to `{path}`")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A generator path (for this BuildPlan) goes through a symbolic link whose target does
+    /// not exist.
+    #[error(
+        "{at}: {what} `{path}`: `{link}` is a symbolic link to `{target}`, which does not exist"
+    )]
+    #[diagnostic(
+        code(kiln::render::dangling_link),
+        help("point the link at an existing file, or remove it and the entry naming it")
+    )]
+    DanglingLink {
+        what: &'static str,
+        path: String,
+        link: String,
+        target: String,
+        at: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("through a dangling link")]
         span: Option<SourceSpan>,
     },
 
@@ -367,6 +411,13 @@ fn dedupe_key(e: &RenderError) -> String {
             format!("{at}\u{0}{cause}")
         }
         RenderError::PatchTargetMissing { at, target, .. } => format!("{at}\u{0}{target}"),
+        RenderError::JsonPatchPathMissing {
+            at,
+            kind,
+            name,
+            path,
+            ..
+        } => format!("{at}\u{0}{kind}/{name}\u{0}{path}"),
         other => other.to_string(),
     }
 }
@@ -445,6 +496,17 @@ impl PlanPaths<'_> {
             Err(_) if optional => Ok(None),
             Err(_) => {
                 let sn = self.sources.snippet(loc);
+                if let Some((link, target)) = crate::fs::dangling_link(self.fs, &joined) {
+                    return Err(RenderError::DanglingLink {
+                        what,
+                        path: rel.to_string(),
+                        link: self.shown(&link),
+                        target: target.display().to_string(),
+                        at: sn.at,
+                        src: sn.src,
+                        span: sn.span,
+                    });
+                }
                 let help = if written != rel {
                     format!(
                         "`{written}` resolves to `{rel}` in environment `{}` (tier `{}`); add the file, or mark the entry `optional: true`",
@@ -499,10 +561,12 @@ impl PlanPaths<'_> {
                 vec![path]
             };
             for file in files {
-                let real = self
-                    .fs
-                    .canonicalize(&file)
-                    .map_err(|e| PathProblem::Read(format!("`{}`: {e}", file.display())))?;
+                let real = self.fs.canonicalize(&file).map_err(|e| {
+                    PathProblem::Read(match crate::fs::dangling_link(self.fs, &file) {
+                        Some((link, target)) => self.dangling(&link, &target),
+                        None => format!("`{}`: {e}", file.display()),
+                    })
+                })?;
                 if !real.starts_with(&self.plan.source.dir) {
                     return Err(PathProblem::Read(format!(
                         "`{}` leaves the component `{}`",
@@ -535,6 +599,23 @@ impl PlanPaths<'_> {
         Ok(out)
     }
 
+    /// A path of the component as the user knows it: relative to the component directory.
+    fn shown(&self, path: &Path) -> String {
+        path.strip_prefix(&self.plan.source.dir)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+
+    /// What to say of a path through the link `link` (to `target`) that leads nowhere.
+    fn dangling(&self, link: &Path, target: &Path) -> String {
+        format!(
+            "`{}` is a symbolic link to `{}`, which does not exist",
+            self.shown(link),
+            target.display()
+        )
+    }
+
     /// A `configMapGenerator`/`secretGenerator` file that `load` left to this plan.
     fn read_asset(&self, rel: &str) -> Result<Vec<u8>, String> {
         let dir = &self.plan.source.dir;
@@ -543,10 +624,13 @@ impl PlanPaths<'_> {
             return Err(format!("`{rel}` leaves the component `{}`", self.plan.path));
         }
         let real = self.fs.canonicalize(&joined).map_err(|_| {
-            format!(
-                "`{rel}` not found for environment `{}`",
-                self.plan.environment
-            )
+            match crate::fs::dangling_link(self.fs, &joined) {
+                Some((link, target)) => self.dangling(&link, &target),
+                None => format!(
+                    "`{rel}` not found for environment `{}`",
+                    self.plan.environment
+                ),
+            }
         })?;
         if !real.starts_with(dir) {
             return Err(format!("`{rel}` leaves the component `{}`", self.plan.path));
@@ -658,6 +742,9 @@ impl FileSystem for ChartFs<'_> {
     }
     fn plain_kind(&self, path: &std::path::Path) -> Option<crate::fs::PlainKind> {
         self.pick(path).plain_kind(path)
+    }
+    fn read_link(&self, path: &std::path::Path) -> Option<std::path::PathBuf> {
+        self.pick(path).read_link(path)
     }
     fn read_dir_kinds(
         &self,
@@ -1014,6 +1101,43 @@ fn apply_transformer(
             jp.patch.clone(),
         ))
         .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        let compiled = jp
+            .target
+            .compile()
+            .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        for r in resources.iter().filter(|r| compiled.matches(r)) {
+            if let Some(m) = missing_location(&r.value, &ops) {
+                let sn = sources.snippet(
+                    &tloc
+                        .join("jsonPatch")
+                        .join("patch")
+                        .join(m.index)
+                        .join("path"),
+                );
+                let help = match m.suggestion {
+                    Some(s) => format!(
+                        "did you mean `{s}`? `{}` needs an existing location (RFC 6902); use `add` to create one",
+                        m.op
+                    ),
+                    None => format!(
+                        "`{}` needs an existing location (RFC 6902); use `add` to create one",
+                        m.op
+                    ),
+                };
+                return Err(RenderError::JsonPatchPathMissing {
+                    plan: plan.key(),
+                    index: m.index,
+                    op: m.op,
+                    kind: r.kind().to_string(),
+                    name: r.name().to_string(),
+                    path: m.path,
+                    at: sn.at,
+                    help,
+                    src: sn.src,
+                    span: sn.span,
+                });
+            }
+        }
         let n = patch_transformer::apply_patch(
             resources,
             &patch_transformer::ParsedPatch::Json6902(ops),
@@ -1072,6 +1196,78 @@ fn apply_transformer(
         }
     }
     Ok(())
+}
+
+/// A `replace` or `test` whose location is missing, found by [`missing_location`].
+struct MissingLocation {
+    index: usize,
+    op: &'static str,
+    path: String,
+    /// The nearest existing path: the first missing token corrected to the closest key.
+    suggestion: Option<String>,
+}
+
+/// The first `replace` or `test` of `ops` whose location does not exist in `doc` once the
+/// operations before it are applied (RFC 6902 §4.3, §4.6). Works on a copy: the engine applies
+/// the patch afterwards, with kustomize's semantics for everything else (an operation that
+/// fails here for another reason stops the check and fails there, with the engine's error).
+fn missing_location(
+    doc: &Value,
+    ops: &crate::kustomize::filters::patch_json6902::JsonPatch,
+) -> Option<MissingLocation> {
+    use crate::kustomize::filters::patch_json6902::{JsonPatch, PatchOp};
+    let mut doc = doc.clone();
+    for (index, op) in ops.0.iter().enumerate() {
+        if let PatchOp::Replace { path, .. } | PatchOp::Test { path, .. } = op {
+            let tokens = path.tokens();
+            if let Some(depth) = (0..tokens.len()).find(|&d| locate(&doc, &tokens[..=d]).is_none())
+            {
+                return Some(MissingLocation {
+                    index,
+                    op: op.name(),
+                    path: path.as_str().to_string(),
+                    suggestion: nearest_path(&doc, tokens, depth),
+                });
+            }
+        }
+        if JsonPatch(vec![op.clone()]).apply(&mut doc).is_err() {
+            return None;
+        }
+    }
+    None
+}
+
+/// The value at `tokens`, with kustomize's negative array indices (`-1` is the last item).
+fn locate<'v>(doc: &'v Value, tokens: &[String]) -> Option<&'v Value> {
+    tokens.iter().try_fold(doc, |v, t| match v {
+        Value::Object(m) => m.get(t),
+        Value::Array(a) => {
+            let i: i64 = t.parse().ok()?;
+            let i = if i < 0 { a.len() as i64 + i } else { i };
+            a.get(usize::try_from(i).ok()?)
+        }
+        _ => None,
+    })
+}
+
+/// `tokens` with the missing one at `depth` replaced by the closest key of its parent, when
+/// one is close: the whole path when that exists, else the path up to the corrected token.
+fn nearest_path(doc: &Value, tokens: &[String], depth: usize) -> Option<String> {
+    let Value::Object(parent) = locate(doc, &tokens[..depth])? else {
+        return None;
+    };
+    let fix = crate::diag::did_you_mean(&tokens[depth], parent.keys().map(String::as_str))?;
+    let mut fixed = tokens.to_vec();
+    fixed[depth] = fix;
+    let keep = if locate(doc, &fixed).is_some() {
+        fixed.len()
+    } else {
+        depth + 1
+    };
+    Some(fixed[..keep].iter().fold(String::new(), |mut out, t| {
+        kiln_base::pointer::push(&mut out, t);
+        out
+    }))
 }
 
 /// Why the component images could not be applied.
@@ -1274,6 +1470,52 @@ mod tests {
         );
         let errs = rendered(&comp).unwrap_err();
         assert!(errs[0].contains("matches no resource"), "{errs:?}");
+    }
+
+    /// Issue 36 item 5: in kiln's own spec a JSON Patch is RFC 6902's, so `replace` and `test`
+    /// need their location, and the help names the nearest existing path. (kustomize adds
+    /// the member on `replace`; `kiln kustomize` keeps that, see patch_json6902's tests.)
+    #[test]
+    fn json_patch_replace_or_test_of_a_missing_path_is_an_error_with_the_nearest_path() {
+        let patch = |ops: &str| {
+            format!(
+                "{HEAD}  transformers:\n  - jsonPatch:\n      target: {{kind: Deployment}}\n      patch: {ops}\n"
+            )
+        };
+        let err = |ops: &str| match rendered(&patch(ops)) {
+            Err(errs) => errs,
+            Ok(_) => panic!("{ops} rendered"),
+        };
+        let errs = err("[{op: replace, path: /spec/replica, value: 4}]");
+        assert!(
+            errs[0].starts_with("components/a/component.yaml:30:35:")
+                && errs[0].contains("jsonPatch operation 0 (`replace`) of `web/dev/a`")
+                && errs[0].contains("`Deployment/a` has no `/spec/replica`"),
+            "{errs:?}"
+        );
+        let p = run(
+            &platform_yaml(ENVS, PROJECTS),
+            &patch("[{op: test, path: /spec/template/spex/containers, value: 1}]"),
+        )
+        .unwrap();
+        let mut plans = evaluate(&p, &Selection::default()).unwrap();
+        let e = render(&mut plans, &p.sources, &RealFs, &|_, r| r()).unwrap_err();
+        let RenderError::JsonPatchPathMissing { help, op, .. } = &e.errors[0] else {
+            panic!("{:?}", e.errors[0]);
+        };
+        assert_eq!(*op, "test");
+        assert!(
+            help.starts_with("did you mean `/spec/template/spec/containers`?"),
+            "{help}"
+        );
+        // The location may be made by an earlier operation; an existing one is replaced.
+        let out = rendered(&patch(
+            "[{op: add, path: /spec/paused, value: false}, {op: replace, path: /spec/paused, value: true}, {op: test, path: /spec/selector/matchLabels/app, value: a}, {op: replace, path: /spec/template/spec/containers/-1/name, value: b}]",
+        ))
+        .unwrap();
+        let d = &out[0].resources[2].value;
+        assert_eq!(d["spec"]["paused"], true);
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["name"], "b");
     }
 
     #[test]

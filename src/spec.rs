@@ -246,9 +246,20 @@ pub enum PromotionUnit {
     /// Stage per (project, environment): every component in one commit, one push and one
     /// `argocd-update`.
     Project,
+    /// One Warehouse per component, as with `component`, and one Stage per (project,
+    /// environment) requesting Freight from each of them (Kargo's `requestedFreight` with
+    /// several origins): each component's Freight is promoted on its own, into the one Stage
+    /// of each environment, whose steps select it by its origin
+    /// (`commitFrom(vars.srcRepo, warehouse("<component>"))`).
+    EnvironmentStage,
 }
 
 impl PromotionUnit {
+    /// One Stage per (project, environment) rather than per (component, environment).
+    pub fn stage_per_environment(self) -> bool {
+        self != PromotionUnit::Component
+    }
+
     fn is_default(&self) -> bool {
         *self == PromotionUnit::Component
     }

@@ -67,11 +67,20 @@ fn release_archive_installs_and_renders_and_verifies_in_ci() {
             "{listing}"
         );
     }
-    // Completions when the binary has the command, else a note saying so.
-    assert!(
-        listing.contains("/completions/kiln.bash") || stderr.contains("no `completions` command"),
-        "{listing}{stderr}"
-    );
+    // The completions of every shell and the manual pages, from the binary (issue 38,
+    // item 9).
+    for f in [
+        "completions/kiln.bash",
+        "completions/_kiln",
+        "completions/kiln.fish",
+        "man/man1/kiln.1",
+        "man/man1/kiln-render.1",
+    ] {
+        assert!(
+            listing.lines().any(|l| l == format!("{name}/{f}")),
+            "{f}: {listing}{stderr}"
+        );
+    }
     let sum = std::fs::read_to_string(format!("{}.sha256", archive.display())).unwrap();
     assert_eq!(
         sum.split_whitespace().next().unwrap(),

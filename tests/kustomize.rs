@@ -436,3 +436,109 @@ fn named_target_missing_is_a_warning() {
     let err = build(&RealFs, &root, &strict).unwrap_err();
     assert!(err.to_string().contains("name=chekout"), "{err}");
 }
+
+/// Issue 39, item 9: a chain of 3,000 bases builds (it overflowed the stack from about 1,500:
+/// exit 134) on a thread with a 2 MiB stack, as kubectl builds it, byte for byte when kubectl
+/// is here. The limit past which kiln refuses (`krusty::load::MAX_DEPTH`) is tested beside
+/// the loader.
+#[test]
+fn a_3000_deep_chain_of_bases_builds_as_kubectl_builds_it() {
+    let n = 3000;
+    let t = tempfile::tempdir().unwrap();
+    for i in 0..n {
+        let dir = t.path().join(format!("b{i}"));
+        std::fs::create_dir(&dir).unwrap();
+        let text = if i + 1 < n {
+            // Every tenth level transforms what its bases built.
+            let label = if i % 10 == 0 {
+                format!("commonLabels:\n  level-{i}: \"{i}\"\n")
+            } else {
+                String::new()
+            };
+            format!("resources:\n- ../b{}\n{label}", i + 1)
+        } else {
+            std::fs::write(
+                dir.join("cm.yaml"),
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: leaf\ndata:\n  a: b\n",
+            )
+            .unwrap();
+            "resources:\n- cm.yaml\nnamePrefix: deep-\n".to_string()
+        };
+        std::fs::write(dir.join("kustomization.yaml"), text).unwrap();
+    }
+    let root = t.path().join("b0");
+    let built = root.clone();
+    let out = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            kiln::kustomize::krusty::build::build_yaml(&RealFs, &built, &BuildOptions::default())
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow")
+        .expect("a 3,000-deep chain builds");
+    assert!(out.contains("name: deep-leaf\n"), "{out}");
+    assert!(out.contains("level-2990: \"2990\"\n") && out.contains("level-0: \"0\"\n"));
+    if !kubectl_available() {
+        assert!(
+            std::env::var("REQUIRE_KUBECTL").as_deref() != Ok("1"),
+            "REQUIRE_KUBECTL=1 but kubectl is not available"
+        );
+        return;
+    }
+    let expected = kubectl_kustomize(&root, &[]).expect("kubectl builds the chain");
+    compare_texts(&expected, &out).unwrap();
+}
+
+/// Issue 39, item 19: a dangling symlink among a kustomization's files is named as one, not
+/// reported as a missing kustomization (the kustomization file itself), a missing resource, or
+/// an unreadable generator file; kubectl fails on each too.
+#[cfg(unix)]
+#[test]
+fn a_dangling_symlink_is_named_as_one() {
+    let t = tempfile::tempdir().unwrap();
+    let p = t.path();
+    let write = |rel: &str, text: &str| {
+        let f = p.join(rel);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, text).unwrap();
+    };
+    let link = |rel: &str, target: &str| {
+        let f = p.join(rel);
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, f).unwrap();
+    };
+    link("root/kustomization.yaml", "nowhere.yaml");
+    write("base/kustomization.yaml", "resources:\n- sub\n");
+    link("base/sub/kustomization.yaml", "gone.yaml");
+    write(
+        "gen/kustomization.yaml",
+        "configMapGenerator:\n- name: c\n  files:\n  - conf/a.txt\n  - conf/gone.txt\n",
+    );
+    write("gen/conf/a.txt", "a\n");
+    link("gen/conf/gone.txt", "nowhere.txt");
+    for (dir, says) in [
+        (
+            "root",
+            "`kustomization.yaml` is a symbolic link to `nowhere.yaml`, which does not exist",
+        ),
+        (
+            "base",
+            "`sub/kustomization.yaml` is a symbolic link to `gone.yaml`, which does not exist",
+        ),
+        (
+            "gen",
+            "`conf/gone.txt` is a symbolic link to `nowhere.txt`, which does not exist",
+        ),
+    ] {
+        let err = build(&RealFs, &p.join(dir), &BuildOptions::default()).unwrap_err();
+        assert!(err.to_string().contains(says), "{dir}: {err}");
+        assert!(
+            !err.to_string().contains("no kustomization file"),
+            "{dir}: {err}"
+        );
+        if kubectl_available() {
+            assert!(kubectl_kustomize(&p.join(dir), &[]).is_err(), "{dir}");
+        }
+    }
+}

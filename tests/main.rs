@@ -7,6 +7,7 @@ mod support;
 
 mod architecture;
 mod ci;
+mod cli;
 mod cli_stderr;
 mod cli_verify;
 mod env_content;

@@ -634,7 +634,9 @@ fn timings_name_every_stage() {
         .unwrap();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    for stage in ["load", "evaluate", "render", "emit", "write", "total"] {
+    for stage in [
+        "load", "evaluate", "render", "emit", "validate", "write", "total",
+    ] {
         assert!(
             err.lines().any(|l| l.trim_start().starts_with(stage)),
             "no `{stage}` line in:\n{err}"

@@ -212,7 +212,7 @@ impl Promotion {
             "targetFreight": {
                 "name": self.freight_name(),
                 "alias": "",
-                "origin": { "name": self.freight.requested.first().cloned().unwrap_or_default() },
+                "origin": { "name": self.freight.target_origin() },
             },
             "meta": {
                 "promotion": { "actor": "", "rollback": false },

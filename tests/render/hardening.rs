@@ -561,3 +561,110 @@ fn diff_and_verify_never_print_a_removed_json_secret() {
         assert!(!r.text().contains("hunter2"), "{args:?}: {}", r.text());
     }
 }
+
+/// Issue 39, item 19: a dangling symlink in a component is named as one, where it was "not
+/// found" (a `files:` directory, a `configMapGenerator` file, a path resolved per
+/// environment) or, anywhere under a `kustomize:` directory, "kustomization file `…` not
+/// found". Under a kustomize directory an unused dangling link is no error, as in kubectl;
+/// one the kustomization names is the engine's error, naming it.
+#[cfg(unix)]
+#[test]
+fn a_dangling_symlink_is_named_as_one() {
+    let link = |f: &Fixture, rel: &str, target: &str| {
+        let p = f.path(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(target, p).unwrap();
+    };
+    let kustomization = |f: &Fixture, dir: &str, extra: &str| {
+        let deployment =
+            std::fs::read_to_string(f.path("repo/components/web/manifests/deployment.yaml"))
+                .unwrap();
+        f.write(
+            &format!("repo/components/web/{dir}/deployment.yaml"),
+            &deployment,
+        );
+        f.write(
+            &format!("repo/components/web/{dir}/kustomization.yaml"),
+            &format!("resources:\n- deployment.yaml\n{extra}"),
+        );
+    };
+    let files = "  - files: [manifests]\n";
+    type Setup<'a> = &'a dyn Fn(&Fixture);
+    let cases: [(&str, Setup, &str); 5] = [
+        (
+            "a file of a `files:` directory",
+            &|f| link(f, "repo/components/web/manifests/gone.yaml", "nowhere.yaml"),
+            "`components/web/manifests/gone.yaml` is a symbolic link to `nowhere.yaml`, which does not exist",
+        ),
+        (
+            "a `configMapGenerator` file",
+            &|f| {
+                link(f, "repo/components/web/conf/gone.txt", "nowhere.txt");
+                f.edit(
+                    "repo/components/web/component.yaml",
+                    files,
+                    &format!("{files}  - configMapGenerator:\n      name: c\n      files: [conf/gone.txt]\n"),
+                );
+            },
+            "`components/web/conf/gone.txt` is a symbolic link to `nowhere.txt`, which does not exist",
+        ),
+        (
+            "a kustomize directory resolved per environment",
+            &|f| {
+                kustomization(f, "k/dev", "");
+                link(f, "repo/components/web/k/prod", "missing");
+                f.edit(
+                    "repo/components/web/component.yaml",
+                    files,
+                    "  - kustomize: k/${env.name}\n",
+                );
+            },
+            "`k/prod` is a symbolic link to `missing`, which does not exist",
+        ),
+        (
+            "a file a kustomization names",
+            &|f| {
+                kustomization(
+                    f,
+                    "k",
+                    "configMapGenerator:\n- name: c\n  files: [gone.txt]\n",
+                );
+                link(f, "repo/components/web/k/gone.txt", "nowhere.txt");
+                f.edit(
+                    "repo/components/web/component.yaml",
+                    files,
+                    "  - kustomize: k\n",
+                );
+            },
+            "`gone.txt` is a symbolic link to `nowhere.txt`, which does not exist",
+        ),
+        (
+            "an unused link under a kustomize directory",
+            &|f| {
+                kustomization(f, "k", "");
+                link(f, "repo/components/web/k/notes.txt", "nowhere.txt");
+                f.edit(
+                    "repo/components/web/component.yaml",
+                    files,
+                    "  - kustomize: k\n",
+                );
+            },
+            "",
+        ),
+    ];
+    for (what, setup, says) in cases {
+        let f = Fixture::new();
+        setup(&f);
+        let out = f.render(&[]);
+        if says.is_empty() {
+            assert_eq!(out.status.code(), Some(0), "{what}: {}", stderr(&out));
+            continue;
+        }
+        assert_fails(&f, &out, &[]);
+        let err = stderr(&out);
+        // miette wraps at `/` too: compare without the spaces it leaves.
+        let squeeze = |t: &str| t.split_whitespace().collect::<String>();
+        assert!(squeeze(&err).contains(&squeeze(says)), "{what}: {err}");
+        assert!(!err.contains("not found"), "{what}: {err}");
+    }
+}

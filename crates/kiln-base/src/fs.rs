@@ -65,6 +65,36 @@ pub trait FileSystem: Send + Sync + std::fmt::Debug {
     fn read_to_string(&self, path: &Path) -> io::Result<String> {
         decode_utf8(self.read(path)?)
     }
+
+    /// The target `path` names when `path` itself is a symbolic link (the last link not
+    /// followed), as written in the link; `None` for anything else, and by default. Asked
+    /// only to explain a failure: see [`dangling_link`].
+    fn read_link(&self, _path: &Path) -> Option<PathBuf> {
+        None
+    }
+}
+
+/// The first symbolic link on the way to `path` that leads nowhere (its target does not
+/// exist, or the links loop), with the target it names: what to say instead of "not found"
+/// when `path` cannot be resolved (issue 39, item 19: a dangling `kustomization.yaml` read
+/// as a missing one). `None` when the path is missing for another reason. Only called on
+/// the error path: it resolves each prefix of `path` once more.
+pub fn dangling_link(fs: &dyn FileSystem, path: &Path) -> Option<(PathBuf, PathBuf)> {
+    let mut prefix = PathBuf::new();
+    for part in normalize(path).components() {
+        prefix.push(part);
+        if matches!(part, Component::RootDir | Component::Prefix(_)) {
+            continue;
+        }
+        // A prefix that does not resolve and is no link may still lie on the way to one: a
+        // rooted view resolves nothing above its root.
+        if fs.canonicalize(&prefix).is_err()
+            && let Some(target) = fs.read_link(&prefix)
+        {
+            return Some((prefix, target));
+        }
+    }
+    None
 }
 
 /// A directory entry that is not a symbolic link ([`FileSystem::plain_kind`]).
@@ -408,6 +438,15 @@ impl FileSystem for RootedFs<'_> {
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         self.confined(path)
     }
+    // A link's own text is inside the root when its directory is: refused first on its
+    // words, as every other call (issue 39, item 6).
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        let parent = path.parent()?;
+        if self.refused_lexically(path) || !self.allowed_real(&self.real_dir(parent).ok()?) {
+            return None;
+        }
+        self.inner.read_link(path)
+    }
     // A plain entry (no link) of a directory inside the root is inside the root, so the
     // kinds of the listing may pass through; a link still gets `None` and is resolved (and
     // checked) the long way.
@@ -454,6 +493,9 @@ impl FileSystem for RealFs {
     }
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
         std::fs::canonicalize(path)
+    }
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        std::fs::read_link(path).ok()
     }
     fn plain_kind(&self, path: &Path) -> Option<PlainKind> {
         plain(std::fs::symlink_metadata(path).ok()?.file_type())
@@ -694,6 +736,14 @@ impl FileSystem for MemFs {
             Err(not_found(path))
         }
     }
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        let path = normalize(path);
+        let dir = self.resolve(path.parent()?)?;
+        match self.nodes.get(&dir.join(path.file_name()?))? {
+            Node::Symlink(target) => Some(target.clone()),
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -770,6 +820,43 @@ mod tests {
             io::ErrorKind::NotFound
         );
         assert!(fs.read(Path::new("/a/b")).is_err());
+    }
+
+    /// A path through a link that leads nowhere names that link and its target (issue 39,
+    /// item 19), on every file system; a plainly missing path names none.
+    #[cfg(unix)]
+    #[test]
+    fn dangling_links_are_found_on_the_way_to_a_path() {
+        let mut mem = MemFs::new();
+        mem.add_file("/r/a/ok.yaml", "x")
+            .add_symlink("/r/a/gone.yaml", "nowhere.yaml")
+            .add_symlink("/r/dir", "missing-dir");
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap().join("r");
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::write(root.join("a/ok.yaml"), "x").unwrap();
+        std::os::unix::fs::symlink("nowhere.yaml", root.join("a/gone.yaml")).unwrap();
+        std::os::unix::fs::symlink("missing-dir", root.join("dir")).unwrap();
+        let rooted = RootedFs::new(&RealFs, &root);
+        let cases: [(&dyn FileSystem, PathBuf); 3] = [
+            (&mem, PathBuf::from("/r")),
+            (&RealFs, root.clone()),
+            (&rooted, root.clone()),
+        ];
+        for (fs, r) in cases {
+            assert_eq!(
+                dangling_link(fs, &r.join("a/gone.yaml")),
+                Some((r.join("a/gone.yaml"), PathBuf::from("nowhere.yaml")))
+            );
+            assert_eq!(
+                dangling_link(fs, &r.join("dir/kustomization.yaml")),
+                Some((r.join("dir"), PathBuf::from("missing-dir")))
+            );
+            assert_eq!(dangling_link(fs, &r.join("a/missing.yaml")), None);
+            assert_eq!(dangling_link(fs, &r.join("a/ok.yaml")), None);
+        }
+        // Outside the root, a rooted view looks at nothing.
+        assert_eq!(dangling_link(&rooted, &root.join("../r2/x")), None);
     }
 
     #[test]

@@ -118,6 +118,14 @@ pub enum KustomizeError {
     )]
     KustomizationMissing { dir: String },
 
+    /// The directory's kustomization file is a symbolic link whose target does not exist.
+    #[error("`{link}` is a symbolic link to `{target}`, which does not exist")]
+    #[diagnostic(
+        code(kiln::kustomize::dangling_link),
+        help("point the link at an existing kustomization file, or replace it with the file")
+    )]
+    KustomizationDangling { link: String, target: String },
+
     /// More than one recognised kustomization file name in one directory.
     #[error("several kustomization files in `{dir}`: {names}")]
     #[diagnostic(
@@ -193,6 +201,43 @@ pub enum KustomizeError {
         #[source_code]
         src: NamedSource<String>,
         #[label("loaded here")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A path that goes through a symbolic link whose target does not exist.
+    #[error("{}: {what} `{path}`: `{link}` is a symbolic link to `{target}`, which does not exist", site.at)]
+    #[diagnostic(
+        code(kiln::kustomize::dangling_link),
+        help("point the link at an existing file, or remove it and the entry naming it")
+    )]
+    DanglingLink {
+        what: &'static str,
+        path: String,
+        link: String,
+        target: String,
+        site: Site,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("named here")]
+        span: Option<SourceSpan>,
+    },
+
+    /// Bases and components nested past `krusty::load::MAX_DEPTH`.
+    #[error("{}: {what} `{path}` nests kustomizations more than {limit} deep", site.at)]
+    #[diagnostic(
+        code(kiln::kustomize::too_deep),
+        help(
+            "kiln builds chains of bases and components up to {limit} deep (ADR 0029); flatten the chain"
+        )
+    )]
+    TooDeep {
+        what: &'static str,
+        path: String,
+        limit: usize,
+        site: Site,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("one level too deep")]
         span: Option<SourceSpan>,
     },
 
@@ -350,6 +395,37 @@ impl KustomizeError {
         }
     }
 
+    /// See [`KustomizeError::DanglingLink`].
+    pub fn dangling_link(
+        site: Site,
+        what: &'static str,
+        path: impl Into<String>,
+        link: impl Into<String>,
+        target: impl Into<String>,
+    ) -> Self {
+        KustomizeError::DanglingLink {
+            what,
+            path: path.into(),
+            link: link.into(),
+            target: target.into(),
+            src: site.src.clone(),
+            span: site.span,
+            site,
+        }
+    }
+
+    /// See [`KustomizeError::TooDeep`].
+    pub fn too_deep(site: Site, what: &'static str, path: impl Into<String>, limit: usize) -> Self {
+        KustomizeError::TooDeep {
+            what,
+            path: path.into(),
+            limit,
+            src: site.src.clone(),
+            span: site.span,
+            site,
+        }
+    }
+
     /// See [`KustomizeError::BaseCycle`].
     pub fn base_cycle(site: Site, chain: impl Into<String>) -> Self {
         KustomizeError::BaseCycle {
@@ -465,14 +541,18 @@ impl KustomizeError {
             | FileOutsideRoot { site, .. }
             | SymlinkEscapes { site, .. }
             | BaseCycle { site, .. }
+            | DanglingLink { site, .. }
+            | TooDeep { site, .. }
             | ComponentKindMismatch { site, .. }
             | DuplicateResourceId { site, .. }
             | FieldUnsupported { site, .. }
             | ResourceInvalid { site, .. }
             | TransformerFailed { site, .. } => Some(&site.at),
-            KustomizationMissing { .. } | KustomizationAmbiguous { .. } | Yaml(_) | Io { .. } => {
-                None
-            }
+            KustomizationMissing { .. }
+            | KustomizationDangling { .. }
+            | KustomizationAmbiguous { .. }
+            | Yaml(_)
+            | Io { .. } => None,
         }
     }
 }

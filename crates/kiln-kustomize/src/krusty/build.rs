@@ -448,8 +448,27 @@ impl Accumulator {
     }
 }
 
-/// Accumulates one kustomization (or component) into `acc`.
+/// Stack kept free at each level of bases and components, and the heap segment added when
+/// less is left (`stacker`, ADR 0015 and ADR 0029). A level's own frames are small, but below
+/// them a level runs every transformer, YAML reads (up to 255 nestings deep) and Helm charts,
+/// so the red zone is large: a chain of 1,500 bases overflowed the main thread's 8 MiB.
+const STACK_RED_ZONE: usize = 1024 * 1024;
+const STACK_SEGMENT: usize = 8 * 1024 * 1024;
+
+/// Accumulates one kustomization (or component) into `acc`. Bases and components recurse
+/// here, at most `load::MAX_DEPTH` deep, each level on the stack left or a fresh heap segment.
 fn accumulate_target(
+    ldr: &Loader<'_>,
+    kf: &KustFile,
+    acc: &mut Accumulator,
+) -> Result<(), KustomizeError> {
+    stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+        accumulate_here(ldr, kf, acc)
+    })
+}
+
+/// [`accumulate_target`] on the stack it was given.
+fn accumulate_here(
     ldr: &Loader<'_>,
     kf: &KustFile,
     acc: &mut Accumulator,

@@ -26,7 +26,7 @@ use kiln_helm::template::value::Map;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
-fn issue_text(issue: &LoadIssue) -> String {
+fn issue_text(ldr: &Loader<'_>, issue: &LoadIssue) -> String {
     match issue {
         LoadIssue::Missing => "no such file".into(),
         LoadIssue::OutsideRoot => "outside the kustomization root".into(),
@@ -35,6 +35,12 @@ fn issue_text(issue: &LoadIssue) -> String {
             target.display()
         ),
         LoadIssue::Cycle { .. } | LoadIssue::RepoCycle { .. } => "a directory cycle".into(),
+        LoadIssue::Dangling { link, target } => format!(
+            "`{}` is a symbolic link to `{}`, which does not exist",
+            ldr.display(link),
+            target.display()
+        ),
+        LoadIssue::TooDeep => "nested too deep".into(),
         LoadIssue::Io(e) => e.to_string(),
         LoadIssue::OutsideRepo { repo } => format!("outside the fetched repository `{repo}`"),
         LoadIssue::NotFetched => "a remote target that was not fetched".into(),
@@ -51,7 +57,7 @@ pub fn run_generators(
     let k = &kf.kustomization;
     let global = k.generator_options.as_ref();
     let read = |path: &str| -> Result<Vec<u8>, String> {
-        let file = ldr.resolve_file(path).map_err(|i| issue_text(&i))?;
+        let file = ldr.resolve_file(path).map_err(|i| issue_text(ldr, &i))?;
         ldr.fs().read(&file).map_err(|e| e.to_string())
     };
     for (i, g) in k.config_map_generator.iter().enumerate() {
@@ -286,7 +292,10 @@ fn user_values(
         let (file, text) = ldr.read_file(path).map_err(|issue| {
             KustomizeError::invalid(
                 kf.site(at),
-                format!("could not load {what} `{path}`: {}", issue_text(&issue)),
+                format!(
+                    "could not load {what} `{path}`: {}",
+                    issue_text(ldr, &issue)
+                ),
                 "values files are read relative to the kustomization root, inside it",
             )
         })?;

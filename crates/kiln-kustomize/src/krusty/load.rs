@@ -9,6 +9,7 @@
 //!   lexically and after resolving symlinks (a symlink must not escape);
 //! - a directory (base, component) may lie anywhere, but may not be, or contain, a
 //!   kustomization root already on the way from the build root (that is a cycle);
+//! - bases and components nest at most [`MAX_DEPTH`] deep;
 //! - every error names the kustomization file and the entry (line) that asked for the path.
 //!
 //! A remote target (`crate::git::RepoSpec`) is read from the tree the caller fetched
@@ -20,11 +21,20 @@
 use crate::error::{KustomizeError, Site};
 use crate::krusty::build::Session;
 use crate::types::kustomization::{KUSTOMIZATION_FILE_NAMES, Kustomization};
-use kiln_base::fs::{FileSystem, normalize};
+use kiln_base::fs::{FileSystem, dangling_link, normalize};
 use kiln_base::resource::{Origin, Resource};
 use kiln_base::yaml;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+
+/// How deep kustomizations may nest through `resources` (bases) and `components`, the build
+/// root being depth 1. kustomize has no limit of its own: Go's stack grows to 1 GB, and
+/// kubectl builds a chain of 5,000 bases (in minutes). kiln builds on heap-grown stacks
+/// (`build::accumulate_target`, `stacker` as in ADR 0015) and stops here, past any real
+/// layout, with an error naming the kustomization file and entry (issue 39, item 9;
+/// ADR 0029).
+pub const MAX_DEPTH: usize = 10_000;
 
 /// Which files a kustomization may read (kustomize's `--load-restrictor`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -48,6 +58,14 @@ pub enum LoadIssue {
     Cycle {
         chain: Vec<PathBuf>,
     },
+    /// The path goes through a symbolic link (`link`) whose target (`target`, as the link
+    /// names it) does not exist.
+    Dangling {
+        link: PathBuf,
+        target: PathBuf,
+    },
+    /// A base or component one level past [`MAX_DEPTH`].
+    TooDeep,
     Io(std::io::Error),
     /// A remote target whose URL prefixes one already on the way (kustomize's
     /// `errIfRepoCycle`): the URLs from the first such one down to the new one.
@@ -77,6 +95,32 @@ struct RepoFrame {
     label: String,
 }
 
+/// The kustomization roots from the build root down to one (inclusive), shared between a
+/// loader and its children: a chain of thousands of bases costs one link per level, not a
+/// copy of the chain per level.
+struct Chain {
+    root: PathBuf,
+    depth: usize,
+    parent: Option<Rc<Chain>>,
+}
+
+impl Chain {
+    /// The roots from this one up to the build root.
+    fn iter(self: &Rc<Self>) -> impl Iterator<Item = &Path> {
+        std::iter::successors(Some(&**self), |c| c.parent.as_deref()).map(|c| c.root.as_path())
+    }
+}
+
+/// Whether `path` is `dir` or lies below it. `Path::starts_with` splits both into
+/// components; the cycle check asks this once per level of the chain for every base.
+fn is_within(path: &Path, dir: &Path) -> bool {
+    let (p, d) = (
+        path.as_os_str().as_encoded_bytes(),
+        dir.as_os_str().as_encoded_bytes(),
+    );
+    p.starts_with(d) && (p.len() == d.len() || p[d.len()] == b'/' || d.last() == Some(&b'/'))
+}
+
 /// Resolves paths for one kustomization root.
 #[derive(Clone)]
 pub struct Loader<'a> {
@@ -86,8 +130,8 @@ pub struct Loader<'a> {
     /// Canonical directory of this kustomization.
     root: PathBuf,
     restrictor: LoadRestrictor,
-    /// Canonical roots from the build root down to this one (inclusive), for cycle detection.
-    chain: Vec<PathBuf>,
+    /// Canonical roots from the build root down to this one, for cycle detection.
+    chain: Rc<Chain>,
     /// Canonical build root; display paths are relative to it.
     display_base: PathBuf,
     /// The fetched repositories on the way from the build root, outermost first.
@@ -141,7 +185,11 @@ impl<'a> Loader<'a> {
         Ok(Loader {
             fs,
             session,
-            chain: vec![root.clone()],
+            chain: Rc::new(Chain {
+                root: root.clone(),
+                depth: 1,
+                parent: None,
+            }),
             display_base: root.clone(),
             root,
             restrictor,
@@ -189,10 +237,7 @@ impl<'a> Loader<'a> {
     /// load restrictor. Returns the canonical path.
     pub fn resolve_file(&self, rel: &str) -> Result<PathBuf, LoadIssue> {
         let lexical = normalize(&self.root.join(rel));
-        let canonical = self
-            .fs
-            .canonicalize(&lexical)
-            .map_err(|_| LoadIssue::Missing)?;
+        let canonical = self.canonicalize(&lexical)?;
         if self.fs.is_dir(&canonical) {
             return Err(LoadIssue::Missing);
         }
@@ -212,6 +257,17 @@ impl<'a> Loader<'a> {
         Ok(canonical)
     }
 
+    /// The canonical path of `lexical`; a path that names nothing is [`LoadIssue::Missing`],
+    /// or [`LoadIssue::Dangling`] when a symbolic link on the way leads nowhere.
+    fn canonicalize(&self, lexical: &Path) -> Result<PathBuf, LoadIssue> {
+        self.fs
+            .canonicalize(lexical)
+            .map_err(|_| match dangling_link(self.fs, lexical) {
+                Some((link, target)) => LoadIssue::Dangling { link, target },
+                None => LoadIssue::Missing,
+            })
+    }
+
     /// Reads the file `rel` as text (see [`Loader::resolve_file`]).
     pub fn read_file(&self, rel: &str) -> Result<(PathBuf, String), LoadIssue> {
         let path = self.resolve_file(rel)?;
@@ -222,10 +278,7 @@ impl<'a> Loader<'a> {
     /// What `rel` names: a file (under the restrictor's rules) or a directory.
     pub fn entry(&self, rel: &str) -> Result<Entry, LoadIssue> {
         let lexical = normalize(&self.root.join(rel));
-        let canonical = self
-            .fs
-            .canonicalize(&lexical)
-            .map_err(|_| LoadIssue::Missing)?;
+        let canonical = self.canonicalize(&lexical)?;
         if self.fs.is_dir(&canonical) {
             Ok(Entry::Dir(canonical))
         } else {
@@ -237,7 +290,8 @@ impl<'a> Loader<'a> {
 
     /// A loader for the kustomization directory `dir` (canonical, from [`Loader::entry`]).
     /// A directory equal to or above a root on the current chain is a cycle (kustomize's
-    /// "candidate root contains visited root").
+    /// "candidate root contains visited root"). One past [`MAX_DEPTH`] is
+    /// [`LoadIssue::TooDeep`].
     pub fn child(&self, dir: &Path) -> Result<Loader<'a>, LoadIssue> {
         if let Some(repo) = self.repos.last()
             && !dir.starts_with(&repo.root)
@@ -299,13 +353,18 @@ impl<'a> Loader<'a> {
         restrictor: LoadRestrictor,
         repo: Option<RepoFrame>,
     ) -> Result<Loader<'a>, LoadIssue> {
-        if let Some(i) = self.chain.iter().position(|seen| seen.starts_with(dir)) {
-            let mut chain = self.chain[i..].to_vec();
+        if self.chain.iter().any(|seen| is_within(seen, dir)) {
+            // From the outermost root inside `dir` down, as kustomize names the cycle.
+            let mut chain: Vec<PathBuf> = self.chain.iter().map(Path::to_path_buf).collect();
+            chain.reverse();
+            let first = chain.iter().position(|seen| is_within(seen, dir));
+            chain.drain(..first.unwrap_or(0));
             chain.push(dir.to_path_buf());
             return Err(LoadIssue::Cycle { chain });
         }
-        let mut chain = self.chain.clone();
-        chain.push(dir.to_path_buf());
+        if self.chain.depth >= MAX_DEPTH {
+            return Err(LoadIssue::TooDeep);
+        }
         let mut repos = self.repos.clone();
         repos.extend(repo);
         Ok(Loader {
@@ -313,7 +372,11 @@ impl<'a> Loader<'a> {
             session: self.session,
             root: dir.to_path_buf(),
             restrictor,
-            chain,
+            chain: Rc::new(Chain {
+                root: dir.to_path_buf(),
+                depth: self.chain.depth + 1,
+                parent: Some(self.chain.clone()),
+            }),
             display_base: self.display_base.clone(),
             repos,
         })
@@ -346,6 +409,14 @@ impl<'a> Loader<'a> {
                     .collect();
                 KustomizeError::base_cycle(site, chain.join(" → "))
             }
+            LoadIssue::Dangling { link, target } => KustomizeError::dangling_link(
+                site,
+                what,
+                path,
+                self.display(&link),
+                target.display().to_string(),
+            ),
+            LoadIssue::TooDeep => KustomizeError::too_deep(site, what, path, MAX_DEPTH),
             LoadIssue::Io(source) => KustomizeError::Io {
                 path: path.to_string(),
                 source,
@@ -442,6 +513,17 @@ pub fn load_kustomization(ldr: &Loader<'_>) -> Result<KustFile, KustomizeError> 
         .collect();
     let name = match found.as_slice() {
         [] => {
+            // A kustomization file that is a link leading nowhere is not "missing": name it
+            // (issue 39, item 19).
+            for name in KUSTOMIZATION_FILE_NAMES {
+                let path = ldr.root().join(name);
+                if let Some((link, target)) = dangling_link(fs, &path) {
+                    return Err(KustomizeError::KustomizationDangling {
+                        link: ldr.display(&link),
+                        target: target.display().to_string(),
+                    });
+                }
+            }
             // An unreadable directory looks empty to `is_file`: say what really failed.
             if let Err(source) = fs.read_dir(ldr.root()) {
                 return Err(KustomizeError::Io {
@@ -617,6 +699,103 @@ mod tests {
 
     use super::*;
     use kiln_base::fs::MemFs;
+
+    /// One base past [`MAX_DEPTH`] is refused at the entry that names it, in the file that
+    /// holds it, on a test thread's 2 MiB stack (issue 39, item 9; a chain of 1,500 bases
+    /// overflowed the stack before). The 3,000-deep chain against kubectl is in
+    /// `tests/kustomize.rs`.
+    #[test]
+    fn a_chain_one_past_the_depth_limit_is_refused_naming_the_file() {
+        let mut fs = MemFs::new();
+        for i in 0..=MAX_DEPTH {
+            fs.add_file(
+                format!("/c/b{i}/kustomization.yaml"),
+                format!("resources:\n- ../b{}\n", i + 1),
+            );
+        }
+        fs.add_file(
+            format!("/c/b{}/kustomization.yaml", MAX_DEPTH + 1),
+            "resources: []\n",
+        );
+        let err = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                crate::build(&fs, Path::new("/c/b0"), &crate::BuildOptions::default())
+                    .map(|_| ())
+                    .unwrap_err()
+            })
+            .unwrap()
+            .join()
+            .expect("no stack overflow");
+        assert!(matches!(err, KustomizeError::TooDeep { .. }), "{err}");
+        let last = MAX_DEPTH - 1;
+        assert!(
+            err.to_string().starts_with(&format!(
+                "../b{last}/kustomization.yaml:2:3 (field `resources[0]`): resource `../b{MAX_DEPTH}` nests kustomizations more than {MAX_DEPTH} deep"
+            )),
+            "{err}"
+        );
+    }
+
+    /// A link that leads nowhere is named as such (issue 39, item 19): as the kustomization
+    /// file of the root or of a base, as a `resources` entry, as a generator's file, and on
+    /// the way to one.
+    #[test]
+    fn dangling_links_are_named_not_missing() {
+        let mut fs = MemFs::new();
+        fs.add_symlink("/d/root/kustomization.yaml", "nowhere.yaml")
+            .add_file(
+                "/d/base/kustomization.yaml",
+                "resources: [sub, gone.yaml]\n",
+            )
+            .add_symlink("/d/base/sub/kustomization.yaml", "../k.yaml")
+            .add_file("/d/res/kustomization.yaml", "resources: [gone.yaml]\n")
+            .add_symlink("/d/res/gone.yaml", "nowhere.yaml")
+            .add_file(
+                "/d/gen/kustomization.yaml",
+                "configMapGenerator:\n- name: c\n  files: [conf/a.txt, conf/gone.txt]\n",
+            )
+            .add_file("/d/gen/conf/a.txt", "a")
+            .add_symlink("/d/gen/conf/gone.txt", "../../away/gone.txt")
+            .add_file(
+                "/d/via/kustomization.yaml",
+                "configMapGenerator:\n- name: c\n  files: [conf/a.txt]\n",
+            )
+            .add_symlink("/d/via/conf", "missing-dir");
+        for (root, code, text) in [
+            (
+                "root",
+                "kiln::kustomize::dangling_link",
+                "`kustomization.yaml` is a symbolic link to `nowhere.yaml`, which does not exist",
+            ),
+            (
+                "base",
+                "kiln::kustomize::dangling_link",
+                "`sub/kustomization.yaml` is a symbolic link to `../k.yaml`, which does not exist",
+            ),
+            (
+                "res",
+                "kiln::kustomize::dangling_link",
+                "kustomization.yaml:1:13 (field `resources[0]`): resource `gone.yaml`: `gone.yaml` is a symbolic link to `nowhere.yaml`, which does not exist",
+            ),
+            (
+                "gen",
+                "kiln::kustomize::transformer_failed",
+                "`conf/gone.txt` is a symbolic link to `../../away/gone.txt`, which does not exist",
+            ),
+            (
+                "via",
+                "kiln::kustomize::transformer_failed",
+                "`conf` is a symbolic link to `missing-dir`, which does not exist",
+            ),
+        ] {
+            let dir = Path::new("/d").join(root);
+            let err = crate::build(&fs, &dir, &crate::BuildOptions::default()).unwrap_err();
+            let code_of = miette::Diagnostic::code(&err).map(|c| c.to_string());
+            assert_eq!(code_of.as_deref(), Some(code), "{root}: {err}");
+            assert!(err.to_string().contains(text), "{root}: {err}");
+        }
+    }
 
     fn session(load_restrictor: LoadRestrictor) -> Session {
         Session::new(crate::BuildOptions {
