@@ -860,7 +860,7 @@ impl PlanEval<'_> {
     fn plan(&mut self, labels: BTreeMap<String, String>) -> Option<BuildPlan> {
         let before = self.errors.len();
         let sources = self.platform.sources.clone();
-        let component = self.inst.component.clone();
+        let component = self.inst.component_in(&self.env.name).clone();
         let mut ctx = Context {
             platform: &self.platform.name,
             project: &self.project.name,

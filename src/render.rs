@@ -51,9 +51,8 @@ pub struct Rendered {
 #[derive(Default)]
 pub struct Shared {
     kustomize: Mutex<BTreeMap<PathBuf, Arc<OnceLock<Option<Built>>>>>,
-    /// The charts the source stage pulled (`crate::source`): the `helm` generator's pulled
-    /// charts, kustomize's `helmCharts[].repo`, and chart dependencies.
-    charts: Arc<crate::kustomize::PulledCharts>,
+    /// What the source stage fetched for the engines: pulled charts and remote bases.
+    fetched: Fetched,
 }
 
 /// A successful kustomize build and what it read. Failed builds are not kept: each plan then
@@ -75,7 +74,7 @@ impl Shared {
         };
         let built = slot.get_or_init(|| {
             let rec = crate::cache::Recorder::new(fs.inner());
-            kustomize_build(&rec, dir, &self.charts)
+            kustomize_build(&rec, dir, &self.fetched)
                 .ok()
                 .map(|resources| Built {
                     resources,
@@ -87,7 +86,7 @@ impl Shared {
                 fs.extend(&b.reads);
                 Ok(b.resources.clone())
             }
-            None => kustomize_build(fs, dir, &self.charts),
+            None => kustomize_build(fs, dir, &self.fetched),
         }
     }
 }
@@ -357,18 +356,27 @@ pub fn render<T: Send>(
     fs: &dyn FileSystem,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
 ) -> Result<Vec<T>, Errors<RenderError>> {
-    render_with(plans, sources, fs, Default::default(), each)
+    render_with(plans, sources, fs, Fetched::default(), each)
 }
 
-/// [`render`] with the charts the source stage pulled (`crate::source::Resolved`).
+/// What the source stage fetched (`crate::source::Resolved`) for the engines: the charts it
+/// pulled (the `helm` generator's, kustomize's `helmCharts[].repo`, chart dependencies) and
+/// the trees of the remote kustomize bases the plans' kustomizations name (ADR 0023).
+#[derive(Clone, Default)]
+pub struct Fetched {
+    pub charts: Arc<crate::kustomize::PulledCharts>,
+    pub remotes: Arc<crate::kustomize::git::RemoteTrees>,
+}
+
+/// [`render`] with what the source stage fetched.
 pub fn render_with<T: Send>(
     plans: &mut [BuildPlan],
     sources: &Sources,
     fs: &dyn FileSystem,
-    charts: Arc<crate::kustomize::PulledCharts>,
+    fetched: Fetched,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
 ) -> Result<Vec<T>, Errors<RenderError>> {
-    let mut rendering = Rendering::with_charts(charts);
+    let mut rendering = Rendering::with_fetched(fetched);
     rendering.feed(plans, sources, fs, each);
     rendering.finish()
 }
@@ -381,22 +389,22 @@ pub fn render_with<T: Send>(
 /// ([`Shared`]); the pieces are whole component instances, so its environments share it.
 pub struct Rendering<T> {
     results: Vec<Result<T, RenderError>>,
-    /// The charts the source stage pulled, for every piece.
-    charts: Arc<crate::kustomize::PulledCharts>,
+    /// What the source stage fetched, for every piece.
+    fetched: Fetched,
 }
 
 impl<T> Default for Rendering<T> {
     fn default() -> Self {
-        Rendering::with_charts(Default::default())
+        Rendering::with_fetched(Fetched::default())
     }
 }
 
 impl<T> Rendering<T> {
-    /// A render whose plans may use `charts` (the source stage's pulled charts).
-    pub fn with_charts(charts: Arc<crate::kustomize::PulledCharts>) -> Self {
+    /// A render whose plans may use what the source stage fetched.
+    pub fn with_fetched(fetched: Fetched) -> Self {
         Rendering {
             results: Vec::new(),
-            charts,
+            fetched,
         }
     }
 }
@@ -411,7 +419,7 @@ impl<T: Send> Rendering<T> {
         each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
     ) {
         let shared = Shared {
-            charts: self.charts.clone(),
+            fetched: self.fetched.clone(),
             ..Shared::default()
         };
         let mut piece: Vec<Result<T, RenderError>> = plans
@@ -877,7 +885,7 @@ fn render_plan(
                 let chart = match h.remote() {
                     // Pulled by the source stage; missing only when the stage did not run
                     // (a library caller rendering without it).
-                    Some(source) => shared.charts.charts.get(&source).cloned().ok_or_else(|| {
+                    Some(source) => shared.fetched.charts.charts.get(&source).cloned().ok_or_else(|| {
                         fail(
                             "helm generator",
                             boxed(Message(format!(
@@ -900,7 +908,7 @@ fn render_plan(
                         values.push(p);
                     }
                 }
-                let deps = shared.charts.dependencies_of(&chart).to_vec();
+                let deps = shared.fetched.charts.dependencies_of(&chart).to_vec();
                 helm_generator(fs, plan, h, &chart, values, deps)
                     .map_err(|e| fail("helm generator", boxed(e)))?
             }
@@ -1062,15 +1070,17 @@ fn render_plan(
 
 /// Builds a kustomization directory with the native engine (`crate::kustomize::build`, the
 /// same code as `kiln kustomize --enable-helm`), with kustomize's default load restrictions;
-/// a component's `helmCharts:` render with the native Helm engine.
+/// a component's `helmCharts:` render with the native Helm engine, pulled charts and remote
+/// bases come from `fetched` (the source stage's).
 fn kustomize_build(
     fs: &dyn FileSystem,
     dir: &Path,
-    charts: &Arc<crate::kustomize::PulledCharts>,
+    fetched: &Fetched,
 ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
     let options = crate::kustomize::BuildOptions {
         enable_helm: true,
-        pulled_charts: charts.clone(),
+        pulled_charts: fetched.charts.clone(),
+        remotes: fetched.remotes.clone(),
         ..Default::default()
     };
     crate::kustomize::build(fs, dir, &options).map_err(boxed)

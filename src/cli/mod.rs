@@ -207,6 +207,10 @@ pub struct SourceFlags {
     /// Use only the source cache: no network; a source missing from it is an error.
     #[arg(long)]
     pub offline: bool,
+    /// Preview another ref of a component's repository: `NAME=REF` (the instance's name or
+    /// the repository's), e.g. `--source-ref cart=my-branch`. kiln.lock is left as it is.
+    #[arg(long = "source-ref", value_name = "NAME=REF")]
+    pub source_ref: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -874,6 +878,12 @@ fn source_options(flags: &SourceFlags, update: Option<&[String]>) -> crate::sour
         limits.max_entries = n;
     }
     crate::source::SourceOptions {
+        refs: flags
+            .source_ref
+            .iter()
+            .filter_map(|r| r.split_once('='))
+            .map(|(n, r)| (n.to_string(), r.to_string()))
+            .collect(),
         cache_dir,
         credentials,
         limits,
@@ -1374,10 +1384,11 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 _ => crate::pipeline::ShowFormat::Yaml,
             };
             let text = match args.what {
-                ShowWhat::Platform => crate::pipeline::show_platform(
-                    &crate::fs::RealFs,
-                    &args.platform,
-                    None,
+                ShowWhat::Platform => crate::pipeline::show_platform_sources(
+                    &with_sources(
+                        crate::pipeline::RenderOptions::new(&args.platform),
+                        &SourceFlags::default(),
+                    ),
                     format,
                 )?,
                 ShowWhat::Buildplans => crate::pipeline::show_buildplans(
@@ -1542,6 +1553,12 @@ fn provenance(
         ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
+        sources: slice
+            .sources
+            .used
+            .iter()
+            .map(crate::source::trailer_value)
+            .collect(),
     }
 }
 

@@ -62,6 +62,15 @@ pub fn normalize_folder(folder: &str) -> String {
 ///
 /// Errors: [`GitError::RepositoryNotFound`], [`GitError::RemoteUnreachable`]; a missing
 /// branch is an empty state, not an error (a Stage that never promoted has no branch yet).
+/// The message of `commit` in the repository `repo` (a path, or a URL: fetched); `None`
+/// when it cannot be read (a squashed or unknown commit: the caller then says nothing).
+pub fn commit_message(repo: &str, commit: &str, auth: &RemoteAuth) -> Option<String> {
+    let opened = open_for_reading(repo, auth).ok()?;
+    let oid = git2::Oid::from_str(commit.trim_end_matches("-dirty")).ok()?;
+    let found = opened.repo.find_commit(oid).ok()?;
+    found.message().map(str::to_string).ok()
+}
+
 pub fn read_branch(
     repo: &str,
     branch: &str,

@@ -369,19 +369,20 @@ pub struct Built {
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
-/// the CPU figures of `timings`. Files are read through `fs`, pulled charts found in
-/// `charts` (`crate::source`). Each plan's render inputs are released once it is emitted
+/// the CPU figures of `timings`. Files are read through `fs`, pulled charts and remote
+/// bases found in `fetched` (`crate::source`). Each plan's render inputs are released once it is emitted
 /// ([`crate::render::render`]): what is kept is its bytes.
 fn render_plans(
     plans: &mut [BuildPlan],
     sources: &crate::diag::Sources,
-    (fs, charts): (&dyn FileSystem, Arc<crate::kustomize::PulledCharts>),
+    (fs, fetched): (&dyn FileSystem, crate::render::Fetched),
     cache: Option<&crate::cache::Cache>,
     layout: Layout,
     progress: &(dyn Fn(usize, usize) + Sync),
     timings: &mut Timings,
 ) -> Result<Vec<crate::cache::Emitted>, Errors<RenderError>> {
-    let mut pieces = PlanRenderer::new(sources, (fs, charts), cache, layout, progress, plans.len());
+    let mut pieces =
+        PlanRenderer::new(sources, (fs, fetched), cache, layout, progress, plans.len());
     pieces.feed(plans);
     pieces.finish(timings)
 }
@@ -412,7 +413,7 @@ struct PlanRenderer<'a> {
 impl<'a> PlanRenderer<'a> {
     fn new(
         sources: &'a crate::diag::Sources,
-        (fs, charts): (&'a dyn FileSystem, Arc<crate::kustomize::PulledCharts>),
+        (fs, fetched): (&'a dyn FileSystem, crate::render::Fetched),
         cache: Option<&'a crate::cache::Cache>,
         layout: Layout,
         progress: &'a (dyn Fn(usize, usize) + Sync),
@@ -428,7 +429,7 @@ impl<'a> PlanRenderer<'a> {
             done: Default::default(),
             render_ns: Default::default(),
             emit_ns: Default::default(),
-            rendering: crate::render::Rendering::with_charts(charts),
+            rendering: crate::render::Rendering::with_fetched(fetched),
             pieces: Vec::new(),
         }
     }
@@ -563,7 +564,10 @@ fn build_fetched(
     timings.load = t.elapsed();
     // A chart resolved anew renders anew: the pulled charts are part of every key.
     let cache = open_cache(opts).map(|c| c.with_sources(fetched.charts_digest()));
-    let charts = Arc::new(fetched.pulled_charts());
+    let engines = crate::render::Fetched {
+        charts: Arc::new(fetched.pulled_charts()),
+        remotes: fetched.bases.clone(),
+    };
     // Every file the render reads (kustomize bases included) must lie inside the root, or
     // inside the one fetched tree it names.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone()).with_trees(fetched.roots());
@@ -587,7 +591,7 @@ fn build_fetched(
             let emitted = render_plans(
                 &mut plans,
                 &platform.sources,
-                (&rooted, charts),
+                (&rooted, engines),
                 cache.as_ref(),
                 opts.layout,
                 progress,
@@ -601,7 +605,7 @@ fn build_fetched(
             let total = crate::evaluate::count(&platform, &opts.selection);
             let mut renderer = PlanRenderer::new(
                 &platform.sources,
-                (&rooted, charts),
+                (&rooted, engines),
                 cache.as_ref(),
                 opts.layout,
                 progress,

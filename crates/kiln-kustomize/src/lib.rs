@@ -30,6 +30,7 @@ pub use types::helmchartargs::{ChartSource, PulledCharts};
 pub mod builtins;
 pub mod error;
 pub mod filters;
+pub mod git;
 pub mod hash;
 pub mod konfig;
 pub mod krusty;

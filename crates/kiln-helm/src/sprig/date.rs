@@ -574,7 +574,7 @@ fn parse_duration(t: &str) -> Option<i64> {
 }
 
 /// Go's `time.ParseDuration`, in seconds.
-fn parse_duration_f64(t: &str) -> Option<f64> {
+pub fn parse_duration_f64(t: &str) -> Option<f64> {
     let (neg, mut rest) = match t.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, t.strip_prefix('+').unwrap_or(t)),

@@ -35,7 +35,7 @@ fn issue_text(ldr: &Loader<'_>, issue: &LoadIssue) -> String {
             "a symlink to `{}`, outside the kustomization root",
             target.display()
         ),
-        LoadIssue::Cycle { .. } => "a directory cycle".into(),
+        LoadIssue::Cycle { .. } | LoadIssue::RepoCycle { .. } => "a directory cycle".into(),
         LoadIssue::Dangling { link, target } => format!(
             "`{}` is a symbolic link to `{}`, which does not exist",
             ldr.display(link),
@@ -43,6 +43,9 @@ fn issue_text(ldr: &Loader<'_>, issue: &LoadIssue) -> String {
         ),
         LoadIssue::TooDeep => "nested too deep".into(),
         LoadIssue::Io(e) => e.to_string(),
+        LoadIssue::OutsideRepo { repo } => format!("outside the fetched repository `{repo}`"),
+        LoadIssue::NotFetched => "a remote target that was not fetched".into(),
+        LoadIssue::RemoteNotDir { reason } => reason.clone(),
     }
 }
 
