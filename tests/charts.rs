@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 const CM: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-{{ .Chart.Name }}\ndata:\n  version: {{ .Chart.Version | quote }}\n  greeting: {{ .Values.greeting | quote }}\n";
 
 /// The chart `name` at `version`: one ConfigMap naming its version and `greeting`.
-fn chart(name: &str, version: &str) -> Vec<u8> {
+pub(crate) fn chart(name: &str, version: &str) -> Vec<u8> {
     testing::chart_tgz(
         name,
         version,
@@ -160,7 +160,7 @@ impl Work {
 }
 
 /// Pushes `name` at each of `versions` to the registry under `charts/`, as `helm push` does.
-fn push(r: &testing::Server, name: &str, versions: &[&str], login: Option<&str>) {
+pub(crate) fn push(r: &testing::Server, name: &str, versions: &[&str], login: Option<&str>) {
     use kiln_source::http::{Credentials, Http, variable_for};
     let host = format!("127.0.0.1:{}", r.port);
     let var = variable_for(&host);

@@ -594,9 +594,14 @@ fn a_remote_base_cycle_and_a_repository_too_large_are_refused() {
 /// A component in an app repository: a Deployment of `ghcr.io/acme/<name>:1.0.0`, from its
 /// own file or (`base`: a kustomization naming that remote base) from a remote base.
 fn app_component(name: &str, base: Option<&str>) -> Vec<(String, String)> {
+    app_component_with(name, base, "")
+}
+
+/// [`app_component`] with `more` generators (lines of the `generators:` list).
+fn app_component_with(name: &str, base: Option<&str>, more: &str) -> Vec<(String, String)> {
     let generator = match base {
-        Some(_) => "  - kustomize: kust\n",
-        None => "  - files: [deployment.yaml]\n",
+        Some(_) => format!("  - kustomize: kust\n{more}"),
+        None => format!("  - files: [deployment.yaml]\n{more}"),
     };
     let mut files = vec![(
         "deploy/component.yaml".to_string(),
@@ -620,7 +625,9 @@ fn app_component(name: &str, base: Option<&str>) -> Vec<(String, String)> {
 }
 
 /// Issue 33, "Done when": six app repositories over git daemon and smart HTTP, one of them
-/// built from a remote kustomize base; `kiln update` → `kiln render --locked` → `publish`
+/// built from a remote kustomize base, one with a chart from a Helm repository and one with a
+/// chart from the OCI registry (when Debian's docker-registry is installed; required under
+/// `REQUIRE_REGISTRY=1`); `kiln update` → `kiln render --locked` → `publish`
 /// (its trailers name every source) → `kiln promote` through dev and test; then, with every
 /// server stopped, `kiln render --locked --offline` writes the same bytes.
 #[test]
@@ -651,10 +658,34 @@ fn app_repos_to_one_service_repo_end_to_end() {
             Some("v1"),
         )],
     );
+    // A chart repository serving `ledger`, and the registry holding `index`.
+    let charts_root = tempfile::tempdir().unwrap();
+    testing::helm_repo(
+        charts_root.path(),
+        &[
+            ("ledger", "1.0.0", crate::charts::chart("ledger", "1.0.0")),
+            ("ledger", "1.1.0", crate::charts::chart("ledger", "1.1.0")),
+        ],
+    );
+    let mut chart_http = Some(testing::static_http(charts_root.path(), None));
+    let chart_url = chart_http.as_ref().unwrap().http();
+    let mut registry = testing::registry(None);
+    let oci_url = registry.as_ref().map(|r| {
+        crate::charts::push(r, "index", &["2.0.0", "2.1.0"], None);
+        format!("oci://127.0.0.1:{}/charts/index", r.port)
+    });
     let mut urls = Vec::new();
     let mut commits = Vec::new();
     for (i, app) in APPS.iter().enumerate() {
-        let files = app_component(app, (*app == "catalog").then_some(base_url.as_str()));
+        let more = match (*app, &oci_url) {
+            ("payments", _) => {
+                format!("  - helm: {{chart: ledger, repository: '{chart_url}', version: ^1.0}}\n")
+            }
+            ("search", Some(oci)) => format!("  - helm: {{chart: '{oci}', version: 2.x}}\n"),
+            _ => String::new(),
+        };
+        let files =
+            app_component_with(app, (*app == "catalog").then_some(base_url.as_str()), &more);
         let ids = testing::app_repo(
             repos.path(),
             &format!("{app}.git"),
@@ -685,9 +716,29 @@ fn app_repos_to_one_service_repo_end_to_end() {
     };
     ok(p.kiln(&["update", "platform"], &[]));
     let lock = p.read("platform/kiln.lock");
-    assert_eq!(lock.matches("[[source]]").count(), 7, "{lock}");
+    let sources = 8 + usize::from(oci_url.is_some());
+    assert_eq!(lock.matches("[[source]]").count(), sources, "{lock}");
     ok(p.render("out", &["--locked"]));
     let rendered = files_of(&p.work.path().join("out"));
+    let chart_text = |component: &str| {
+        rendered
+            .iter()
+            .filter(|(f, _)| f.contains(&format!("/{component}/")))
+            .map(|(_, t)| t.as_str())
+            .collect::<String>()
+    };
+    assert!(
+        chart_text("payments").contains("version: 1.1.0"),
+        "the HTTP chart at the newest 1.x:\n{}",
+        chart_text("payments")
+    );
+    if oci_url.is_some() {
+        assert!(
+            chart_text("search").contains("version: 2.1.0"),
+            "the OCI chart at the newest 2.x:\n{}",
+            chart_text("search")
+        );
+    }
     assert!(
         rendered
             .iter()
@@ -722,6 +773,16 @@ fn app_repos_to_one_service_repo_end_to_end() {
         message.contains(&format!("Kiln-App-Commit: {daemon_url}/bases.git@")),
         "{message}"
     );
+    assert!(
+        message.contains(&format!("Kiln-App-Commit: {chart_url}#ledger@sha256:")),
+        "{message}"
+    );
+    if let Some(oci) = &oci_url {
+        assert!(
+            message.contains(&format!("Kiln-App-Commit: {oci}")),
+            "{message}"
+        );
+    }
 
     // Kargo's pipeline, run locally: dev, then test.
     let maps = [
@@ -789,6 +850,8 @@ fn app_repos_to_one_service_repo_end_to_end() {
     // Every server stopped: the lock and the cache alone write the same bytes.
     daemon.take();
     http.take();
+    chart_http.take();
+    registry.take();
     ok(p.render("out-offline", &["--locked", "--offline"]));
     assert_eq!(files_of(&p.work.path().join("out-offline")), rendered);
 }
