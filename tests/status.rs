@@ -34,6 +34,16 @@ fn promote(w: &World, stages: &[StageDef]) -> BTreeMap<String, Promoted> {
     out
 }
 
+/// The Stages `keep` selects, in graph order.
+fn stages_where(w: &World, keep: impl Fn(&StageDef) -> bool) -> Vec<StageDef> {
+    w.objects
+        .stages_in_graph_order()
+        .unwrap()
+        .into_iter()
+        .filter(|s| keep(s))
+        .collect()
+}
+
 fn promoted(p: &kiln::promote::Promotion) -> Promoted {
     let report = p.report();
     let commit = report
@@ -384,13 +394,7 @@ fn status_history_and_at_match_every_promotion() {
 fn drift_is_a_folder_its_stage_would_not_build() {
     let platform = platform_dir("platforms/bank");
     let w = world(&platform);
-    let stages: Vec<StageDef> = w
-        .objects
-        .stages_in_graph_order()
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.project == "web" && s.name.ends_with("-dev"))
-        .collect();
+    let stages = stages_where(&w, |s| s.project == "web" && s.name.ends_with("-dev"));
     assert!(!stages.is_empty());
     promote(&w, &stages);
     let status_web = || status_json(&w, &platform, &["-p", "web", "-e", "dev"]);
@@ -606,13 +610,7 @@ fn chromium() -> Option<PathBuf> {
 fn status_page_renders_every_cell_in_chromium() {
     let platform = platform_dir("platforms/bank");
     let w = world(&platform);
-    let stages: Vec<StageDef> = w
-        .objects
-        .stages_in_graph_order()
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.name.ends_with("-dev"))
-        .collect();
+    let stages = stages_where(&w, |s| s.name.ends_with("-dev"));
     promote(&w, &stages);
     let page = status(&w, &platform, "html", &[]);
     assert_eq!(page.code, Some(0), "{}", page.stderr);
