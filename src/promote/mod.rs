@@ -944,7 +944,8 @@ fn digest_promoted(stage: &StageDef) -> std::collections::BTreeSet<String> {
 pub type Built = BTreeMap<(String, String), Vec<u8>>;
 
 /// What `stage`'s promotion of `freight` writes, without committing it (`kiln status`'s drift
-/// check): runs its steps in `work_dir` up to its first `git-commit`, as [`promote`] would, and
+/// check): runs its steps in a temporary directory up to its first `git-commit`, as
+/// [`promote`] would, and
 /// returns the files its `kustomize-build` steps wrote, by (repository URL, path in the
 /// repository). A step that fails is an error naming it.
 pub fn rebuild(
@@ -952,9 +953,8 @@ pub fn rebuild(
     freight: FreightSet,
     objects: &Objects,
     git: repo::Git<'_>,
-    work_dir: &std::path::Path,
 ) -> Result<Built, String> {
-    let work = repo::WorkDir::new(work_dir)?;
+    let (_guard, work) = repo::WorkDir::temporary()?;
     // Nothing is committed: the signature is never written.
     let signature = git2::Signature::new("kiln", "kiln@localhost", &git2::Time::new(0, 0))
         .map_err(|e| e.to_string())?;

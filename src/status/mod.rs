@@ -18,9 +18,14 @@
 //! - lag: an upstream environment (`environments[].from`) runs other images and was written
 //!   later, or ran this cell's images before (Kargo cells only: without Kargo each
 //!   environment runs what its spec says);
-//! - drift: the newest commit that changed the folder is not its writer's (a promotion by its
-//!   Stage, or a kiln publish), so the folder no longer holds what that writer built from its
-//!   Freight (a hand edit).
+//! - drift: the folder is not what its Stage builds from the Freight its last promotion of
+//!   the folder recorded. [`crate::promote::rebuild`] reruns the Stage's steps up to its
+//!   `git-commit` (kiln promote's runner, in a temporary directory) and the files its
+//!   `kustomize-build` steps wrote are compared with the tip's, so a hand edit is drift even
+//!   under the Stage's own message, and a hand edit put back is in sync. Each (Stage,
+//!   promotion) is rebuilt once. Without such a promotion in the last `past` writes, and for a
+//!   publish's cells, drift is by author: the newest commit that changed the folder is not its
+//!   writer's (a promotion by its Stage, or a kiln publish).
 //!
 //! Sits after `promote` (it reads the emitted objects as `kiln promote` does) and before the
 //! CLI; reads Git through `crate::git` only. [`html`] writes the page.
@@ -624,12 +629,11 @@ fn rebuild_from(
         warehouses,
         references,
     };
-    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
     let git = crate::promote::repo::Git {
         map: &options.repo_map,
         auth: &options.auth,
     };
-    crate::promote::rebuild(stage.clone(), freight, objects, git, work.path())
+    crate::promote::rebuild(stage.clone(), freight, objects, git)
 }
 
 /// `commit by name <email> (summary)`.
