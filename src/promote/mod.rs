@@ -945,9 +945,8 @@ pub type Built = BTreeMap<(String, String), Vec<u8>>;
 
 /// What `stage`'s promotion of `freight` writes, without committing it (`kiln status`'s drift
 /// check): runs its steps in a temporary directory up to its first `git-commit`, as
-/// [`promote`] would, and
-/// returns the files its `kustomize-build` steps wrote, by (repository URL, path in the
-/// repository). A step that fails is an error naming it.
+/// [`promote`] would, and returns the files its `kustomize-build` steps wrote, by (repository
+/// URL, path in the repository). A step that fails is an error naming it.
 pub fn rebuild(
     stage: StageDef,
     freight: FreightSet,
