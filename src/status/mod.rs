@@ -1038,4 +1038,35 @@ mod tests {
         assert_eq!(said.app_commits[0].commit, "def");
         assert_eq!(read_message("fix by hand\n").writer, Some(Writer::Other));
     }
+
+    #[test]
+    fn differing_files_are_changed_added_or_removed_in_the_folder_of_that_repository() {
+        let url = "https://github.com/example/deploy.git";
+        let built: Built = [
+            ((url, "envs/dev/a.yaml"), "a"),
+            ((url, "envs/dev/b.yaml"), "b"),
+            ((url, "envs/prod/a.yaml"), "x"),
+            (
+                ("https://github.com/example/other.git", "envs/dev/c.yaml"),
+                "c",
+            ),
+        ]
+        .into_iter()
+        .map(|((u, p), b)| ((u.to_string(), p.to_string()), b.as_bytes().to_vec()))
+        .collect();
+        let mut tip = ArtifactSet::new();
+        tip.insert("a.yaml", "a");
+        tip.insert("b.yaml", "b");
+        let same = "https://GitHub.com/example/deploy/";
+        assert!(differing(&built, same, "envs/dev", &tip).is_empty());
+        tip.insert("a.yaml", "a, by hand");
+        tip.insert("z.yaml", "z");
+        assert_eq!(
+            differing(&built, url, "envs/dev", &tip),
+            ["a.yaml", "z.yaml"]
+        );
+        let mut tip = ArtifactSet::new();
+        tip.insert("a.yaml", "a");
+        assert_eq!(differing(&built, url, "envs/dev", &tip), ["b.yaml"]);
+    }
 }
