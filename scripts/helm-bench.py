@@ -82,7 +82,7 @@ def kiln_in_process(bench, chart_dir, vfile, runs):
     return float(line[1]) / 1000
 
 
-def bench_charts(kiln, bench, root, runs, rounds, only):
+def bench_charts(kiln, bench, root, runs, rounds, only, all_variants=False):
     print("### Charts (default values, `--include-crds`)\n")
     print("| chart | templates | objects | kiln in process (ms) | Helm in process (ms) | speed-up | "
           "lowest round | kiln process (ms) | speed-up, kiln as a process | equal |")
@@ -91,19 +91,24 @@ def bench_charts(kiln, bench, root, runs, rounds, only):
     index = json.loads((root / "index.json").read_text())
     variants = {c["id"]: c["variants"] for c in index["charts"]}
     try:
-        for c in only or CHARTS:
+        # `--only all`: every chart of the corpus (index.json), as issue 37 asks.
+        charts = [c["id"] for c in index["charts"]] if only == ["all"] else (only or CHARTS)
+        cases = [(c, v["name"]) for c in charts for v in variants.get(c, []) if not v["fails"]]
+        if not all_variants:
+            # Default values, unless the chart refuses them (kargo): then its first variant
+            # that renders.
+            cases = [(c, next(v for cc, v in cases if cc == c)) for c in charts
+                     if any(cc == c for cc, _ in cases)]
+        for c, variant in cases:
             d = root / c / "chart"
             if not d.is_dir():
                 continue
-            # Default values, unless the chart refuses them (kargo): then its first variant
-            # that renders.
-            variant = next(v["name"] for v in variants[c] if not v["fails"])
             vfile = root / c / f"values-{variant}.yaml" if variant != "default" else None
             extra = ["-f", str(vfile)] if vfile else []
             vals = helm.values_from_yaml(vfile.read_text()) if vfile else None
             cmd = [kiln, "helm", "template", "rel", str(d), "-n", "ns", "--include-crds"] + extra
             stream = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-            (out_dir / c).mkdir()
+            (out_dir / c).mkdir(exist_ok=True)
             (out_dir / c / f"{variant}.yaml").write_text(stream)
             # In rounds, each kiln and Helm in turns (KILN_RUNS), then kiln as a process:
             # the speed-up is the median of the rounds' ratios, and the lowest round's is
@@ -112,9 +117,11 @@ def bench_charts(kiln, bench, root, runs, rounds, only):
             for _ in range(rounds):
                 ki_batches, h_runs = [], []
                 for _ in range(runs):
-                    ki_batches.append(kiln_in_process(bench, d, vfile, KILN_RUNS))
+                    # Without examples/helm_bench (`--kiln-bench ""`), kiln only as a process.
+                    if bench:
+                        ki_batches.append(kiln_in_process(bench, d, vfile, KILN_RUNS))
                     h_runs.append(timed(lambda: helm_template(d, vals, "rel", "ns"), 1))
-                kis.append(statistics.median(ki_batches))
+                kis.append(statistics.median(ki_batches) if ki_batches else float("nan"))
                 hs.append(statistics.median(h_runs))
                 kps.append(timed(lambda: subprocess.run(cmd, check=True,
                                                         stdout=subprocess.DEVNULL), runs))
@@ -126,9 +133,13 @@ def bench_charts(kiln, bench, root, runs, rounds, only):
             templates = sum(1 for p in d.rglob("templates/*") if p.is_file())
             objects = stream.count("\n# Source: ")
             label = c if variant == "default" else f"{c} ({variant})"
-            print(f"| {label} | {templates} | {objects} | {ki*1000:.2f} | {h*1000:.1f} | "
-                  f"{statistics.median(ratios):.1f}x | {min(ratios):.1f}x | {kp*1000:.1f} | "
-                  f"{statistics.median(p_ratios):.1f}x | {'yes' if cmp.returncode == 0 else 'NO'} |")
+            cmp_ok = cmp.returncode == 0
+            inproc = (f"{ki*1000:.2f} | {h*1000:.1f} | {statistics.median(ratios):.1f}x | "
+                      f"{min(ratios):.1f}x" if bench else f"– | {h*1000:.1f} | – | –")
+            print(f"| {label} | {templates} | {objects} | {inproc} | {kp*1000:.1f} | "
+                  f"{statistics.median(p_ratios):.1f}x (lowest {min(p_ratios):.1f}x) | "
+                  f"{'yes' if cmp_ok else 'NO'} |")
+            (out_dir / c / f"{variant}.yaml").unlink()
     finally:
         shutil.rmtree(out_dir)
     print()
@@ -280,14 +291,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--components", type=int, default=50)
     ap.add_argument("--skip-charts", action="store_true")
+    ap.add_argument("--all-variants", action="store_true",
+                    help="every variant of each chart that Helm renders, not only the first")
     ap.add_argument("--skip-platform", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated charts of the list (default: all)")
+    ap.add_argument("--only", default="", help="comma-separated charts (default: the eight largest; `all`: every chart of index.json)")
     a = ap.parse_args()
     print(f"helm-python-sdk {helm.helm_sdk_version()} (Helm), kiln {a.kiln}, "
           f"median of {a.runs} runs\n")
     if not a.skip_charts:
         bench_charts(a.kiln, a.kiln_bench, Path(a.charts), a.runs, a.rounds,
-                     [c for c in a.only.split(",") if c])
+                     [c for c in a.only.split(",") if c], a.all_variants)
     if not a.skip_platform:
         bench_platform(a.kiln, a.components, a.runs)
 

@@ -608,6 +608,9 @@ pub struct Cache {
     dir: PathBuf,
     secret: CacheKey,
     layout: String,
+    /// What the source stage pulled (`crate::source::Resolved::charts_digest`), part of
+    /// every key; empty without remote charts.
+    sources: String,
     /// Digest of each component's loaded inputs, by component path: computed once per
     /// component, not once per environment.
     components: Mutex<BTreeMap<String, String>>,
@@ -623,6 +626,7 @@ impl Cache {
             dir: dir.into(),
             secret,
             layout: format!("{layout:?}"),
+            sources: String::new(),
             components: Mutex::new(BTreeMap::new()),
             hits: Default::default(),
             misses: Default::default(),
@@ -675,11 +679,21 @@ impl Cache {
         h.update(env!("CARGO_PKG_VERSION"));
         h.update(b"\nlayout ");
         h.update(&self.layout);
+        if !self.sources.is_empty() {
+            h.update(b"\nsources ");
+            h.update(&self.sources);
+        }
         h.update(b"\ncomponent ");
         h.update(self.component_digest(plan));
         h.update(b"\nplan ");
         let _ = serde_json::to_writer(&mut HashWriter(&mut h), plan);
         hex(&h.finalize())
+    }
+
+    /// The same cache, its keys also over `sources` (the pulled charts' digest).
+    pub fn with_sources(mut self, sources: String) -> Cache {
+        self.sources = sources;
+        self
     }
 
     fn entry_path(&self, key: &str) -> PathBuf {

@@ -110,6 +110,9 @@ pub struct Report {
     pub unvalidated: BTreeMap<String, usize>,
     /// CEL rules not evaluated (transition rules, functions cel-rust lacks).
     pub skipped_rules: usize,
+    /// Kubernetes objects looked at ([`validate_files`]; `kiln validate`'s summary counts
+    /// them), the unvalidated ones included.
+    pub objects: usize,
 }
 
 impl Report {
@@ -449,7 +452,13 @@ pub fn validate_files(
             )
         })
         .collect();
-    run(&streams, Vec::new(), options)
+    let objects = streams
+        .iter()
+        .map(|(s, _)| s.docs.iter().filter(|d| !d.is_null()).count())
+        .sum();
+    let mut report = run(&streams, Vec::new(), options)?;
+    report.objects = objects;
+    Ok(report)
 }
 
 /// `true` for a path conform reads as manifests.

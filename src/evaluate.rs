@@ -298,14 +298,73 @@ pub fn evaluate(
     platform: &Platform,
     selection: &Selection,
 ) -> Result<Vec<BuildPlan>, Errors<EvaluateError>> {
+    let mut plans = Vec::new();
+    evaluate_each(platform, selection, &mut |mut instance| {
+        plans.append(&mut instance)
+    })?;
+    Ok(plans)
+}
+
+/// [`evaluate`] a component instance at a time (issue 38, item 8): `each` gets the selected
+/// BuildPlans of one instance (its environments, in order), in the order [`evaluate`] returns
+/// them, so a caller can render and release them before the next are made. Once an error is
+/// found, no more plans are handed out (the result is the errors, as [`evaluate`]'s), but
+/// every plan is still evaluated, so every error is reported.
+///
+/// Errors: as [`evaluate`].
+pub fn evaluate_each(
+    platform: &Platform,
+    selection: &Selection,
+    each: &mut dyn FnMut(Vec<BuildPlan>),
+) -> Result<(), Errors<EvaluateError>> {
     let mut errors = check_selection(platform, selection);
     let labels = parse_labels(&selection.labels, &mut errors);
     if !errors.is_empty() {
         return Err(Errors::new(errors));
     }
-    let pick = |list: &[String], name: &str| list.is_empty() || list.iter().any(|n| n == name);
+    for (project, inst, envs) in selected(platform, selection, &labels) {
+        let mut plans = Vec::with_capacity(envs.len());
+        for env in envs {
+            let mut ev = PlanEval {
+                platform,
+                project,
+                inst,
+                env,
+                errors: &mut errors,
+            };
+            if let Some(plan) = ev.plan(plan_labels(project, inst, env)) {
+                plans.push(plan);
+            }
+        }
+        if errors.is_empty() && !plans.is_empty() {
+            each(plans);
+        }
+    }
+    // The same bad value reaches many plans (a platform parameter, a component used in five
+    // environments); report it once.
+    let mut seen = BTreeSet::new();
+    errors.retain(|e| seen.insert(e.to_string()));
+    Errors::check(errors, || ())
+}
 
-    let mut plans = Vec::new();
+/// How many BuildPlans [`evaluate`] makes for `selection` when it succeeds (for progress).
+pub fn count(platform: &Platform, selection: &Selection) -> usize {
+    let mut errors = Vec::new();
+    let labels = parse_labels(&selection.labels, &mut errors);
+    selected(platform, selection, &labels)
+        .iter()
+        .map(|(_, _, envs)| envs.len())
+        .sum()
+}
+
+/// The selected (project, component instance, environments) in evaluation order.
+fn selected<'p>(
+    platform: &'p Platform,
+    selection: &Selection,
+    labels: &[(String, String)],
+) -> Vec<(&'p Project, &'p ComponentInstance, Vec<&'p Environment>)> {
+    let pick = |list: &[String], name: &str| list.is_empty() || list.iter().any(|n| n == name);
+    let mut out = Vec::new();
     for project in platform
         .projects
         .iter()
@@ -316,40 +375,35 @@ pub fn evaluate(
             .iter()
             .filter(|c| pick(&selection.components, &c.name))
         {
-            for env in platform
+            let envs = platform
                 .environments
                 .iter()
                 .filter(|e| pick(&selection.environments, &e.name))
                 .filter(|e| inst.deployed_in(e))
-            {
-                let plan_labels = BTreeMap::from([
-                    ("project".to_string(), project.name.clone()),
-                    ("environment".to_string(), env.name.clone()),
-                    ("component".to_string(), inst.name.clone()),
-                    ("tier".to_string(), env.tier.clone()),
-                    ("cluster".to_string(), env.cluster.clone()),
-                ]);
-                if !labels.iter().all(|(k, v)| plan_labels.get(k) == Some(v)) {
-                    continue;
-                }
-                let mut ev = PlanEval {
-                    platform,
-                    project,
-                    inst,
-                    env,
-                    errors: &mut errors,
-                };
-                if let Some(plan) = ev.plan(plan_labels) {
-                    plans.push(plan);
-                }
-            }
+                .filter(|e| {
+                    let plan_labels = plan_labels(project, inst, e);
+                    labels.iter().all(|(k, v)| plan_labels.get(k) == Some(v))
+                })
+                .collect();
+            out.push((project, inst, envs));
         }
     }
-    // The same bad value reaches many plans (a platform parameter, a component used in five
-    // environments); report it once.
-    let mut seen = BTreeSet::new();
-    errors.retain(|e| seen.insert(e.to_string()));
-    Errors::check(errors, || plans)
+    out
+}
+
+/// The labels `-l` selects a plan on.
+fn plan_labels(
+    project: &Project,
+    inst: &ComponentInstance,
+    env: &Environment,
+) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("project".to_string(), project.name.clone()),
+        ("environment".to_string(), env.name.clone()),
+        ("component".to_string(), inst.name.clone()),
+        ("tier".to_string(), env.tier.clone()),
+        ("cluster".to_string(), env.cluster.clone()),
+    ])
 }
 
 fn check_selection(platform: &Platform, sel: &Selection) -> Vec<EvaluateError> {
@@ -806,7 +860,7 @@ impl PlanEval<'_> {
     fn plan(&mut self, labels: BTreeMap<String, String>) -> Option<BuildPlan> {
         let before = self.errors.len();
         let sources = self.platform.sources.clone();
-        let component = self.inst.component.clone();
+        let component = self.inst.component_in(&self.env.name).clone();
         let mut ctx = Context {
             platform: &self.platform.name,
             project: &self.project.name,

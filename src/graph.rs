@@ -25,6 +25,9 @@ pub enum GraphFormat {
     Dot,
     /// A standalone SVG document (`layout-rs`).
     Svg,
+    /// The same graph as data for tools: one top-level object (`{"projects": [...]}`), so
+    /// keys can be added without breaking readers.
+    Json,
 }
 
 #[derive(Debug, Error, Diagnostic, Clone, PartialEq)]
@@ -149,8 +152,55 @@ pub fn graph_with_runs(
     }
     Ok(match format {
         GraphFormat::Svg => draw_svg(&projects, runs),
+        GraphFormat::Json => to_json(&projects, runs),
         _ => draw(&projects, format, runs),
     })
+}
+
+/// [`GraphFormat::Json`]: per project its Warehouses and Stages (in drawing order), each
+/// Stage with its requested Freight (origin and sources, Kargo's `requestedFreight`), the
+/// repository, branch and folders it writes, and what it runs when known.
+fn to_json(projects: &Projects, runs: &BTreeMap<String, String>) -> String {
+    let projects: Vec<Value> = projects
+        .iter()
+        .map(|(name, (warehouses, stages))| {
+            let stages: Vec<Value> = stages
+                .iter()
+                .map(|n| {
+                    let requested: Vec<Value> = n
+                        .def
+                        .upstream_of
+                        .iter()
+                        .map(|(origin, up)| {
+                            let sources = if up.is_empty() {
+                                serde_json::json!({ "direct": true })
+                            } else {
+                                serde_json::json!({ "stages": up })
+                            };
+                            serde_json::json!({ "origin": origin, "sources": sources })
+                        })
+                        .collect();
+                    let mut stage = serde_json::json!({
+                        "name": n.def.name,
+                        "environment": n.environment,
+                        "requestedFreight": requested,
+                        "writeRepo": var(&n.def, "writeRepo"),
+                        "writeBranch": var(&n.def, "writeBranch"),
+                        "writes": n.def.written().into_iter().map(|w| w.dir).collect::<Vec<_>>(),
+                    });
+                    if let Some(r) = runs.get(&format!("{}/{}", n.def.project, n.def.name)) {
+                        stage["runs"] = Value::String(r.clone());
+                    }
+                    stage
+                })
+                .collect();
+            serde_json::json!({ "name": name, "warehouses": warehouses, "stages": stages })
+        })
+        .collect();
+    let mut out = serde_json::to_string_pretty(&serde_json::json!({ "projects": projects }))
+        .unwrap_or_default();
+    out.push('\n');
+    out
 }
 
 /// The lines of a Stage's box: its name, what it writes, and what it runs.

@@ -75,6 +75,10 @@ pub struct SourceTree {
     pub dir: PathBuf,
     /// How errors name it: `<repository>@<commit>/<path>`.
     pub label: String,
+    /// When the instance's `ref` names different commits in different environments
+    /// (`ref: ${env.tier}`): the tree of each environment it is deployed to, by name; this
+    /// tree is then the first environment's. Empty: one tree for every environment.
+    pub environments: BTreeMap<String, SourceTree>,
 }
 
 /// Everything read for one platform, unvalidated beyond the JSON Schemas.
@@ -96,6 +100,10 @@ pub struct LoadedPlatform {
     pub components: Vec<LoadedComponent>,
     /// `instances[p][i]`: the index in `components` of project `p`'s instance `i`.
     pub instances: Vec<Vec<usize>>,
+    /// For an instance whose source follows a different commit per environment
+    /// ([`SourceTree::environments`]): by (project, instance), the index in `components` of
+    /// each environment's component.
+    pub environment_components: BTreeMap<(usize, usize), BTreeMap<String, usize>>,
 }
 
 /// One component directory.
@@ -383,6 +391,7 @@ pub fn load(
     let mut components: Vec<LoadedComponent> = Vec::new();
     let mut by_dir: BTreeMap<PathBuf, Option<usize>> = BTreeMap::new();
     let mut instances = Vec::new();
+    let mut environment_components = BTreeMap::new();
     let mut dropped: Vec<(usize, usize)> = Vec::new();
     let projects = raw.pointer("/spec/projects").and_then(Value::as_array);
     for (p, project) in projects.into_iter().flatten().enumerate() {
@@ -432,30 +441,22 @@ pub fn load(
                 dropped.push((p, i));
                 continue;
             }
-            let idx = match by_dir.get(&cdir) {
-                Some(known) => *known,
-                None => {
-                    (ld.enter)(Some(&cdir));
-                    let repository = tree.map(|t| std::mem::replace(&mut ld.root, t.root.clone()));
-                    let mut loaded = ld.load_component(&cdir);
-                    if let Some(r) = repository {
-                        ld.root = r;
-                    }
-                    // Named by where it came from: the repository, the commit, the folder.
-                    if let (Some(tree), Some(c)) = (tree, loaded.as_mut()) {
-                        c.display_dir = tree.label.clone();
-                    }
-                    (ld.enter)(None);
-                    let idx = loaded.map(|c| {
-                        components.push(c);
-                        components.len() - 1
-                    });
-                    by_dir.insert(cdir, idx);
-                    idx
-                }
-            };
+            let idx = ld.component_once(&cdir, tree, &mut components, &mut by_dir);
             if let Some(idx) = idx {
                 ids.push(idx);
+            }
+            // Each environment's own commit of the instance's repository.
+            for (env, t) in tree.map(|t| &t.environments).into_iter().flatten() {
+                let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/source"));
+                let Some(edir) = ld.resolve_in_tree(t, &loc) else {
+                    continue;
+                };
+                if let Some(e) = ld.component_once(&edir, Some(t), &mut components, &mut by_dir) {
+                    environment_components
+                        .entry((p, i))
+                        .or_insert_with(BTreeMap::new)
+                        .insert(env.clone(), e);
+                }
             }
         }
         instances.push(ids);
@@ -517,6 +518,7 @@ pub fn load(
         spec,
         components,
         instances,
+        environment_components,
     })
 }
 
@@ -757,6 +759,37 @@ impl Loader<'_> {
         }
     }
 
+    /// The index in `components` of the component in `cdir`, loading it on first sight (from
+    /// `tree`, confined to it, when it was fetched); `None` when it failed to load.
+    fn component_once(
+        &mut self,
+        cdir: &Path,
+        tree: Option<&SourceTree>,
+        components: &mut Vec<LoadedComponent>,
+        by_dir: &mut BTreeMap<PathBuf, Option<usize>>,
+    ) -> Option<usize> {
+        if let Some(known) = by_dir.get(cdir) {
+            return *known;
+        }
+        (self.enter)(Some(cdir));
+        let repository = tree.map(|t| std::mem::replace(&mut self.root, t.root.clone()));
+        let mut loaded = self.load_component(cdir);
+        if let Some(r) = repository {
+            self.root = r;
+        }
+        // Named by where it came from: the repository, the commit, the folder.
+        if let (Some(tree), Some(c)) = (tree, loaded.as_mut()) {
+            c.display_dir = tree.label.clone();
+        }
+        (self.enter)(None);
+        let idx = loaded.map(|c| {
+            components.push(c);
+            components.len() - 1
+        });
+        by_dir.insert(cdir.to_path_buf(), idx);
+        idx
+    }
+
     /// A fetched tree's component directory: inside the tree, holding `component.yaml`.
     fn resolve_in_tree(&mut self, tree: &SourceTree, loc: &Loc) -> Option<PathBuf> {
         let outer = std::mem::replace(&mut self.root, tree.root.clone());
@@ -927,7 +960,8 @@ impl Loader<'_> {
                 Generator::Resources(_) => {}
                 Generator::Helm(h) => {
                     let loc = gloc.join("helm");
-                    if !has_reference(&h.chart) {
+                    // A pulled chart is the source stage's (`crate::source::charts`).
+                    if !has_reference(&h.chart) && !h.is_remote() {
                         self.resolve(cdir, &h.chart, &loc.join("chart"), "chart directory");
                     }
                     for (k, f) in h.values_files.iter().enumerate() {

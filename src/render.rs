@@ -51,6 +51,8 @@ pub struct Rendered {
 #[derive(Default)]
 pub struct Shared {
     kustomize: Mutex<BTreeMap<PathBuf, Arc<OnceLock<Option<Built>>>>>,
+    /// What the source stage fetched for the engines: pulled charts and remote bases.
+    fetched: Fetched,
 }
 
 /// A successful kustomize build and what it read. Failed builds are not kept: each plan then
@@ -72,17 +74,19 @@ impl Shared {
         };
         let built = slot.get_or_init(|| {
             let rec = crate::cache::Recorder::new(fs.inner());
-            kustomize_build(&rec, dir).ok().map(|resources| Built {
-                resources,
-                reads: rec.reads(),
-            })
+            kustomize_build(&rec, dir, &self.fetched)
+                .ok()
+                .map(|resources| Built {
+                    resources,
+                    reads: rec.reads(),
+                })
         });
         match built {
             Some(b) => {
                 fs.extend(&b.reads);
                 Ok(b.resources.clone())
             }
-            None => kustomize_build(fs, dir),
+            None => kustomize_build(fs, dir, &self.fetched),
         }
     }
 }
@@ -176,6 +180,29 @@ pub enum RenderError {
         #[source_code]
         src: NamedSource<String>,
         #[label("this transformer")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A JSON Patch `replace` or `test` of kiln's own spec names a location that does not
+    /// exist: RFC 6902 §4.3 and §4.6 ("the target location MUST exist"). kustomize (and
+    /// `kiln kustomize`) adds a missing object member on `replace` instead.
+    #[error(
+        "{at}: jsonPatch operation {index} (`{op}`) of `{plan}`: `{kind}/{name}` has no `{path}`"
+    )]
+    #[diagnostic(code(kiln::render::json_patch_path_missing))]
+    JsonPatchPathMissing {
+        plan: String,
+        index: usize,
+        op: &'static str,
+        kind: String,
+        name: String,
+        path: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("no such location")]
         span: Option<SourceSpan>,
     },
 
@@ -329,17 +356,88 @@ pub fn render<T: Send>(
     fs: &dyn FileSystem,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
 ) -> Result<Vec<T>, Errors<RenderError>> {
-    let shared = Shared::default();
-    let results: Vec<Result<T, RenderError>> = plans
-        .par_iter_mut()
-        .map(|p| {
-            let plan: &BuildPlan = p;
-            let r = each(plan, &|| render_plan(plan, sources, fs, &shared));
-            p.release_render_inputs();
-            r
-        })
-        .collect();
-    in_plan_order(results)
+    render_with(plans, sources, fs, Fetched::default(), each)
+}
+
+/// What the source stage fetched (`crate::source::Resolved`) for the engines: the charts it
+/// pulled (the `helm` generator's, kustomize's `helmCharts[].repo`, chart dependencies) and
+/// the trees of the remote kustomize bases the plans' kustomizations name (ADR 0023).
+#[derive(Clone, Default)]
+pub struct Fetched {
+    pub charts: Arc<crate::kustomize::PulledCharts>,
+    pub remotes: Arc<crate::kustomize::git::RemoteTrees>,
+}
+
+/// [`render`] with what the source stage fetched.
+pub fn render_with<T: Send>(
+    plans: &mut [BuildPlan],
+    sources: &Sources,
+    fs: &dyn FileSystem,
+    fetched: Fetched,
+    each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
+) -> Result<Vec<T>, Errors<RenderError>> {
+    let mut rendering = Rendering::with_fetched(fetched);
+    rendering.feed(plans, sources, fs, each);
+    rendering.finish()
+}
+
+/// [`render`] fed in pieces (issue 38, item 8): the pipeline evaluates a piece of the
+/// BuildPlans, renders it with [`Rendering::feed`] and releases its render inputs before the
+/// next piece is evaluated, so the plans of a large platform are never all held at once.
+/// [`Rendering::finish`] gives what [`render`] gives for all the pieces together, in the
+/// same order and with the same errors. A kustomize directory is built once per piece
+/// ([`Shared`]); the pieces are whole component instances, so its environments share it.
+pub struct Rendering<T> {
+    results: Vec<Result<T, RenderError>>,
+    /// What the source stage fetched, for every piece.
+    fetched: Fetched,
+}
+
+impl<T> Default for Rendering<T> {
+    fn default() -> Self {
+        Rendering::with_fetched(Fetched::default())
+    }
+}
+
+impl<T> Rendering<T> {
+    /// A render whose plans may use what the source stage fetched.
+    pub fn with_fetched(fetched: Fetched) -> Self {
+        Rendering {
+            results: Vec::new(),
+            fetched,
+        }
+    }
+}
+
+impl<T: Send> Rendering<T> {
+    /// Renders one piece in parallel, as [`render`] renders all plans.
+    pub fn feed(
+        &mut self,
+        plans: &mut [BuildPlan],
+        sources: &Sources,
+        fs: &dyn FileSystem,
+        each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
+    ) {
+        let shared = Shared {
+            fetched: self.fetched.clone(),
+            ..Shared::default()
+        };
+        let mut piece: Vec<Result<T, RenderError>> = plans
+            .par_iter_mut()
+            .map(|p| {
+                let plan: &BuildPlan = p;
+                let r = each(plan, &|| render_plan(plan, sources, fs, &shared));
+                p.release_render_inputs();
+                r
+            })
+            .collect();
+        self.results.append(&mut piece);
+    }
+
+    /// Every piece's results in plan order, or every error (the same one once).
+    pub fn finish(self) -> Result<Vec<T>, Errors<RenderError>> {
+        in_plan_order(self.results)
+    }
 }
 
 /// The results of every plan, in plan order; or every error, the same one once.
@@ -369,6 +467,13 @@ fn dedupe_key(e: &RenderError) -> String {
             format!("{at}\u{0}{cause}")
         }
         RenderError::PatchTargetMissing { at, target, .. } => format!("{at}\u{0}{target}"),
+        RenderError::JsonPatchPathMissing {
+            at,
+            kind,
+            name,
+            path,
+            ..
+        } => format!("{at}\u{0}{kind}/{name}\u{0}{path}"),
         other => other.to_string(),
     }
 }
@@ -600,6 +705,7 @@ fn helm_generator(
     h: &crate::spec::HelmGenerator,
     chart: &Path,
     value_files: Vec<PathBuf>,
+    dependencies: Vec<PathBuf>,
 ) -> Result<Vec<Resource>, crate::helm::HelmError> {
     let release = h
         .release_name
@@ -610,10 +716,13 @@ fn helm_generator(
     // (Helm's loader follows any link, `internal/sympath/walk.go`; kiln is stricter). The
     // values files are the component's, read through the repository's rules.
     let chart = chart.to_path_buf();
+    // Pulled dependencies are read the same way, each inside its own directory.
     let chart_fs = ChartFs {
         outer: fs,
-        confined: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory"),
+        confined: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory")
+            .with_trees(dependencies.iter().cloned()),
         chart: chart.clone(),
+        dependencies: dependencies.clone(),
     };
     let fs: &dyn FileSystem = &chart_fs;
     let mut opts = crate::helm::TemplateOptions::new(chart, &release);
@@ -628,6 +737,7 @@ fn helm_generator(
     opts.skip_tests = h.skip_tests;
     opts.kube_version = h.kube_version.clone();
     opts.api_versions = h.api_versions.clone();
+    opts.dependencies = dependencies;
     let rendered = crate::helm::template_with(fs, &opts)?;
     let mut out = Vec::new();
     for (source, text) in &rendered.documents {
@@ -660,11 +770,13 @@ struct ChartFs<'a> {
     outer: &'a dyn FileSystem,
     confined: crate::fs::RootedFs<'a>,
     chart: std::path::PathBuf,
+    dependencies: Vec<std::path::PathBuf>,
 }
 
 impl ChartFs<'_> {
     fn pick(&self, path: &std::path::Path) -> &dyn FileSystem {
-        if crate::fs::normalize(path).starts_with(&self.chart) {
+        let n = crate::fs::normalize(path);
+        if n.starts_with(&self.chart) || self.dependencies.iter().any(|d| n.starts_with(d)) {
             &self.confined
         } else {
             self.outer
@@ -770,9 +882,22 @@ fn render_plan(
             }
             Generator::Helm(h) => {
                 let hloc = gloc.join("helm");
-                let chart = paths
-                    .resolve(&h.chart, false, &hloc.join("chart"), "chart")?
-                    .unwrap_or_default();
+                let chart = match h.remote() {
+                    // Pulled by the source stage; missing only when the stage did not run
+                    // (a library caller rendering without it).
+                    Some(source) => shared.fetched.charts.charts.get(&source).cloned().ok_or_else(|| {
+                        fail(
+                            "helm generator",
+                            boxed(Message(format!(
+                                "chart `{}` from `{}` was not pulled (the source stage resolves it through kiln.lock)",
+                                source.name, source.repo
+                            ))),
+                        )
+                    })?,
+                    None => paths
+                        .resolve(&h.chart, false, &hloc.join("chart"), "chart")?
+                        .unwrap_or_default(),
+                };
                 let mut values = Vec::new();
                 for (k, f) in h.values_files.iter().enumerate() {
                     if !paths.applies(f) {
@@ -783,7 +908,8 @@ fn render_plan(
                         values.push(p);
                     }
                 }
-                helm_generator(fs, plan, h, &chart, values)
+                let deps = shared.fetched.charts.dependencies_of(&chart).to_vec();
+                helm_generator(fs, plan, h, &chart, values, deps)
                     .map_err(|e| fail("helm generator", boxed(e)))?
             }
             Generator::Kustomize(dir) => {
@@ -943,12 +1069,21 @@ fn render_plan(
 }
 
 /// Builds a kustomization directory with the native engine (`crate::kustomize::build`, the
-/// same code as `kiln kustomize`), with kustomize's default load restrictions.
+/// same code as `kiln kustomize --enable-helm`), with kustomize's default load restrictions;
+/// a component's `helmCharts:` render with the native Helm engine, pulled charts and remote
+/// bases come from `fetched` (the source stage's).
 fn kustomize_build(
     fs: &dyn FileSystem,
     dir: &Path,
+    fetched: &Fetched,
 ) -> Result<Vec<Resource>, Box<dyn Diagnostic + Send + Sync>> {
-    crate::kustomize::build(fs, dir, &crate::kustomize::BuildOptions::default()).map_err(boxed)
+    let options = crate::kustomize::BuildOptions {
+        enable_helm: true,
+        pulled_charts: fetched.charts.clone(),
+        remotes: fetched.remotes.clone(),
+        ..Default::default()
+    };
+    crate::kustomize::build(fs, dir, &options).map_err(boxed)
 }
 
 /// Converts between two serde shapes (kiln's spec → the engine's kustomize types).
@@ -1046,6 +1181,43 @@ fn apply_transformer(
             jp.patch.clone(),
         ))
         .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        let compiled = jp
+            .target
+            .compile()
+            .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        for r in resources.iter().filter(|r| compiled.matches(r)) {
+            if let Some(m) = missing_location(&r.value, &ops) {
+                let sn = sources.snippet(
+                    &tloc
+                        .join("jsonPatch")
+                        .join("patch")
+                        .join(m.index)
+                        .join("path"),
+                );
+                let help = match m.suggestion {
+                    Some(s) => format!(
+                        "did you mean `{s}`? `{}` needs an existing location (RFC 6902); use `add` to create one",
+                        m.op
+                    ),
+                    None => format!(
+                        "`{}` needs an existing location (RFC 6902); use `add` to create one",
+                        m.op
+                    ),
+                };
+                return Err(RenderError::JsonPatchPathMissing {
+                    plan: plan.key(),
+                    index: m.index,
+                    op: m.op,
+                    kind: r.kind().to_string(),
+                    name: r.name().to_string(),
+                    path: m.path,
+                    at: sn.at,
+                    help,
+                    src: sn.src,
+                    span: sn.span,
+                });
+            }
+        }
         let n = patch_transformer::apply_patch(
             resources,
             &patch_transformer::ParsedPatch::Json6902(ops),
@@ -1104,6 +1276,78 @@ fn apply_transformer(
         }
     }
     Ok(())
+}
+
+/// A `replace` or `test` whose location is missing, found by [`missing_location`].
+struct MissingLocation {
+    index: usize,
+    op: &'static str,
+    path: String,
+    /// The nearest existing path: the first missing token corrected to the closest key.
+    suggestion: Option<String>,
+}
+
+/// The first `replace` or `test` of `ops` whose location does not exist in `doc` once the
+/// operations before it are applied (RFC 6902 §4.3, §4.6). Works on a copy: the engine applies
+/// the patch afterwards, with kustomize's semantics for everything else (an operation that
+/// fails here for another reason stops the check and fails there, with the engine's error).
+fn missing_location(
+    doc: &Value,
+    ops: &crate::kustomize::filters::patch_json6902::JsonPatch,
+) -> Option<MissingLocation> {
+    use crate::kustomize::filters::patch_json6902::{JsonPatch, PatchOp};
+    let mut doc = doc.clone();
+    for (index, op) in ops.0.iter().enumerate() {
+        if let PatchOp::Replace { path, .. } | PatchOp::Test { path, .. } = op {
+            let tokens = path.tokens();
+            if let Some(depth) = (0..tokens.len()).find(|&d| locate(&doc, &tokens[..=d]).is_none())
+            {
+                return Some(MissingLocation {
+                    index,
+                    op: op.name(),
+                    path: path.as_str().to_string(),
+                    suggestion: nearest_path(&doc, tokens, depth),
+                });
+            }
+        }
+        if JsonPatch(vec![op.clone()]).apply(&mut doc).is_err() {
+            return None;
+        }
+    }
+    None
+}
+
+/// The value at `tokens`, with kustomize's negative array indices (`-1` is the last item).
+fn locate<'v>(doc: &'v Value, tokens: &[String]) -> Option<&'v Value> {
+    tokens.iter().try_fold(doc, |v, t| match v {
+        Value::Object(m) => m.get(t),
+        Value::Array(a) => {
+            let i: i64 = t.parse().ok()?;
+            let i = if i < 0 { a.len() as i64 + i } else { i };
+            a.get(usize::try_from(i).ok()?)
+        }
+        _ => None,
+    })
+}
+
+/// `tokens` with the missing one at `depth` replaced by the closest key of its parent, when
+/// one is close: the whole path when that exists, else the path up to the corrected token.
+fn nearest_path(doc: &Value, tokens: &[String], depth: usize) -> Option<String> {
+    let Value::Object(parent) = locate(doc, &tokens[..depth])? else {
+        return None;
+    };
+    let fix = crate::diag::did_you_mean(&tokens[depth], parent.keys().map(String::as_str))?;
+    let mut fixed = tokens.to_vec();
+    fixed[depth] = fix;
+    let keep = if locate(doc, &fixed).is_some() {
+        fixed.len()
+    } else {
+        depth + 1
+    };
+    Some(fixed[..keep].iter().fold(String::new(), |mut out, t| {
+        kiln_base::pointer::push(&mut out, t);
+        out
+    }))
 }
 
 /// Why the component images could not be applied.
@@ -1306,6 +1550,52 @@ mod tests {
         );
         let errs = rendered(&comp).unwrap_err();
         assert!(errs[0].contains("matches no resource"), "{errs:?}");
+    }
+
+    /// Issue 36 item 5: in kiln's own spec a JSON Patch is RFC 6902's, so `replace` and `test`
+    /// need their location, and the help names the nearest existing path. (kustomize adds
+    /// the member on `replace`; `kiln kustomize` keeps that, see patch_json6902's tests.)
+    #[test]
+    fn json_patch_replace_or_test_of_a_missing_path_is_an_error_with_the_nearest_path() {
+        let patch = |ops: &str| {
+            format!(
+                "{HEAD}  transformers:\n  - jsonPatch:\n      target: {{kind: Deployment}}\n      patch: {ops}\n"
+            )
+        };
+        let err = |ops: &str| match rendered(&patch(ops)) {
+            Err(errs) => errs,
+            Ok(_) => panic!("{ops} rendered"),
+        };
+        let errs = err("[{op: replace, path: /spec/replica, value: 4}]");
+        assert!(
+            errs[0].starts_with("components/a/component.yaml:30:35:")
+                && errs[0].contains("jsonPatch operation 0 (`replace`) of `web/dev/a`")
+                && errs[0].contains("`Deployment/a` has no `/spec/replica`"),
+            "{errs:?}"
+        );
+        let p = run(
+            &platform_yaml(ENVS, PROJECTS),
+            &patch("[{op: test, path: /spec/template/spex/containers, value: 1}]"),
+        )
+        .unwrap();
+        let mut plans = evaluate(&p, &Selection::default()).unwrap();
+        let e = render(&mut plans, &p.sources, &RealFs, &|_, r| r()).unwrap_err();
+        let RenderError::JsonPatchPathMissing { help, op, .. } = &e.errors[0] else {
+            panic!("{:?}", e.errors[0]);
+        };
+        assert_eq!(*op, "test");
+        assert!(
+            help.starts_with("did you mean `/spec/template/spec/containers`?"),
+            "{help}"
+        );
+        // The location may be made by an earlier operation; an existing one is replaced.
+        let out = rendered(&patch(
+            "[{op: add, path: /spec/paused, value: false}, {op: replace, path: /spec/paused, value: true}, {op: test, path: /spec/selector/matchLabels/app, value: a}, {op: replace, path: /spec/template/spec/containers/-1/name, value: b}]",
+        ))
+        .unwrap();
+        let d = &out[0].resources[2].value;
+        assert_eq!(d["spec"]["paused"], true);
+        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["name"], "b");
     }
 
     #[test]

@@ -8,12 +8,23 @@
 //! A `ref` may hold `${env.name}`, `${env.tier}`, `${env.cluster}`, `${project.name}` and
 //! `${params.*}` (the platform's, environment's, project's, instance's and instance-per-
 //! environment parameters, in that order): it is expanded for each environment the instance
-//! is deployed to, and each distinct (repository, commit) is fetched once.
+//! is deployed to, and each distinct (repository, commit) is fetched once. When the refs
+//! differ between environments (prod follows a tag, dev `main`), each environment's tree is
+//! loaded as its own component ([`SourceTree::environments`]), and the lock holds one entry
+//! per ref.
+//!
+//! Remote kustomize bases (`resources:` and `components:` URLs in kustomize's forms, ADR
+//! 0023) are found here too: every kustomization a component's `kustomize:` generator names
+//! is read (local bases and fetched ones, recursively), each URL parsed as kustomize parses
+//! it (`kiln_kustomize::git::RepoSpec`) and its repository fetched at its `?ref=` through the
+//! same fetcher and lock. The engine then reads the fetched trees ([`Resolved::bases`]); it
+//! never fetches.
 //!
 //! No I/O of its own: platform.yaml is read through the caller's `FileSystem`; the network,
 //! the cache and the lock file are the fetcher's.
 
 use crate::fs::FileSystem;
+use crate::kustomize::git::{RemoteTree, RemoteTrees, RepoSpec};
 use crate::load::SourceTree;
 use crate::spec::{Parameters, PlatformFile};
 use kiln_source::fetch::Kind;
@@ -22,7 +33,10 @@ use miette::Diagnostic;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use thiserror::Error;
+
+pub mod charts;
 
 pub use kiln_source::Mode;
 pub use kiln_source::archive::Limits;
@@ -41,6 +55,9 @@ pub struct SourceOptions {
     pub limits: Limits,
     /// `--locked`, `--offline`, `kiln update`.
     pub mode: Mode,
+    /// `--source-ref NAME=REF`: the ref a component instance (by its name, or its
+    /// repository's) is previewed at, in every environment; the lock is then never stored.
+    pub refs: BTreeMap<String, String>,
 }
 
 /// Why the source stage failed. Codes `kiln::source::*` (the fetcher's) and these.
@@ -82,18 +99,91 @@ pub struct Resolved {
     pub lock_path: PathBuf,
     /// Whether the lock must be written (it differs from the file).
     pub lock_changed: bool,
+    /// Every chart pulled from a repository or registry (the `helm` generator's and
+    /// kustomize's `helmCharts[].repo`), by source, with its chart dependencies.
+    pub charts: charts::Charts,
+    /// A preview (`--source-ref`): the lock is not stored.
+    pub preview: bool,
+    /// The fetched tree of every remote kustomize base, by the entry as written (for the
+    /// engine's `BuildOptions::remotes`).
+    pub bases: Arc<RemoteTrees>,
 }
 
 impl Resolved {
     /// The tree roots, for the render's rooted file system.
     pub fn roots(&self) -> Vec<PathBuf> {
-        let set: BTreeSet<PathBuf> = self.trees.values().map(|t| t.root.clone()).collect();
+        let set: BTreeSet<PathBuf> = self
+            .trees
+            .values()
+            .flat_map(|t| std::iter::once(t).chain(t.environments.values()))
+            .map(|t| t.root.clone())
+            .chain(self.bases.values().map(|b| b.root.clone()))
+            .chain(self.charts.pulled.values().map(|c| c.root.clone()))
+            .chain(
+                self.charts
+                    .dependencies
+                    .values()
+                    .flatten()
+                    .map(|c| c.root.clone()),
+            )
+            .collect();
         set.into_iter().collect()
+    }
+
+    /// Whether the platform names no remote source (the render journal applies only then).
+    pub fn is_local(&self) -> bool {
+        self.trees.is_empty()
+            && self.bases.is_empty()
+            && self.charts.pulled.is_empty()
+            && self.charts.dependencies.is_empty()
+    }
+
+    /// The pulled charts as the kustomize engine takes them (`helmCharts[].repo`) and the
+    /// `helm` generator looks them up.
+    pub fn pulled_charts(&self) -> kiln_kustomize::PulledCharts {
+        kiln_kustomize::PulledCharts {
+            charts: self
+                .charts
+                .pulled
+                .iter()
+                .map(|(k, v)| (k.clone(), v.dir.clone()))
+                .collect(),
+            dependencies: self
+                .charts
+                .dependencies
+                .iter()
+                .map(|(k, v)| (k.clone(), v.iter().map(|c| c.dir.clone()).collect()))
+                .collect(),
+        }
+    }
+
+    /// A digest of every pulled chart (its source and content digest), part of the render
+    /// cache's keys: a chart resolved to another version renders anew. Empty without pulled
+    /// charts, so that the keys of a local platform's renders (full and incremental) stay as
+    /// they were.
+    pub fn charts_digest(&self) -> String {
+        if self.charts.pulled.is_empty() && self.charts.dependencies.is_empty() {
+            return String::new();
+        }
+        let mut text = String::new();
+        for (k, v) in &self.charts.pulled {
+            text.push_str(&format!(
+                "{}\t{}\t{}\t{}\n",
+                k.repo, k.name, k.version, v.entry.digest
+            ));
+        }
+        for (dir, deps) in &self.charts.dependencies {
+            text.push_str(&format!("{}\n", dir.display()));
+            for d in deps {
+                text.push_str(&format!("\t{}\n", d.entry.digest));
+            }
+        }
+        kiln_base::digest::sha256_tagged(text.as_bytes())
     }
 
     /// Writes the lock when it changed (the pipeline calls this once the run succeeded).
     pub fn store_lock(&self) -> Result<(), SourceStageError> {
-        if let (Some(lock), true) = (&self.lock, self.lock_changed) {
+        if let (Some(lock), true, false) = (&self.lock, self.lock_changed, self.preview) {
             lock.store(&self.lock_path)?;
         }
         Ok(())
@@ -133,14 +223,29 @@ pub fn resolve(
         return Ok(out);
     };
     let wanted = wanted(&platform)?;
-    if wanted.is_empty() {
+    // Charts of local components are known before any fetch; those of fetched components
+    // once their trees are there.
+    let mut charts = charts::ChartScan::default();
+    charts.scan_local(fs, platform_dir, &platform)?;
+    let root = crate::load::repository_root(fs, platform_dir, None)
+        .unwrap_or_else(|_| platform_dir.to_path_buf());
+    let local = kustomizations(fs, &root, platform_dir, &platform, &BTreeMap::new());
+    let remote_bases = has_remote_bases(fs, &root, &local);
+    if wanted.is_empty() && charts.is_empty() && !remote_bases {
         return Ok(out);
     }
     let Some(cache_dir) = &opts.cache_dir else {
-        let w = &wanted[0];
+        let (at, url) = match wanted.first() {
+            Some(w) => (
+                format!("project {} component {}", w.project_name, w.name),
+                w.git.clone(),
+            ),
+            None if !charts.is_empty() => charts.first_use(),
+            None => ("a kustomization".to_string(), "a remote base".to_string()),
+        };
         return Err(SourceStageError::NoCache {
-            at: format!("project {} component {}", w.project_name, w.name),
-            url: kiln_base::url::redact(&w.git),
+            at,
+            url: kiln_base::url::redact(&url),
         });
     };
     let old = kiln_source::LockFile::read(&lock_path)?;
@@ -151,46 +256,75 @@ pub fn resolve(
         opts.mode.clone(),
         old.clone().unwrap_or_default(),
     );
+    out.preview = !opts.refs.is_empty();
     for w in &wanted {
-        let refs = expand_refs(&platform, w)?;
-        if refs.len() > 1 {
-            return Err(SourceStageError::Invalid {
-                at: format!("platform.yaml, project {} component {}", w.project_name, w.name),
-                field: "source.ref".into(),
-                problem: format!("names different refs in different environments ({})", refs.iter().cloned().collect::<Vec<_>>().join(", ")),
-                help: "one instance follows one ref in this version of kiln; declare one instance per ref, each with its `deployTo:`".into(),
-            });
+        let mut refs = expand_refs(&platform, w)?;
+        if let Some(r) = opts
+            .refs
+            .get(&w.name)
+            .or_else(|| opts.refs.get(&repo_name(&w.git)))
+        {
+            refs.values_mut().for_each(|v| v.clone_from(r));
         }
-        let reference = refs.into_iter().next().unwrap_or_default();
-        let req = Request {
-            kind: Kind::Git,
-            url: w.git.clone(),
-            chart: String::new(),
-            requested: reference,
-            needed_by: format!("component {} (project {})", w.name, w.project_name),
-            // `kiln update NAME`: the instance's name, else the repository's.
-            names: vec![w.name.clone(), repo_name(&w.git)],
+        let distinct: BTreeSet<&String> = refs.values().collect();
+        // One tree per distinct ref; the fetcher fetches each (repository, commit) once.
+        let mut by_ref: BTreeMap<&String, SourceTree> = BTreeMap::new();
+        for reference in distinct {
+            let tree = fetch_component(&fetcher, w, reference)?;
+            if !out.used.contains(&tree.1) {
+                out.used.push(tree.1);
+            }
+            by_ref.insert(reference, tree.0);
+        }
+        let mut tree = match refs.values().next().and_then(|r| by_ref.get(r)) {
+            Some(t) => t.clone(),
+            // Deployed nowhere: its own ref, as written.
+            None => {
+                let t = fetch_component(&fetcher, w, &w.reference)?;
+                if !out.used.contains(&t.1) {
+                    out.used.push(t.1);
+                }
+                t.0
+            }
         };
-        let got = fetcher.fetch(&req)?;
-        let root = got.root.clone();
-        let dir = if w.path.is_empty() {
-            root.clone()
-        } else {
-            root.join(&w.path)
-        };
-        let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
-        out.trees.insert(
-            (w.project, w.instance),
-            SourceTree {
-                root,
-                dir,
-                label: format!("{}@{short}/{}", kiln_base::url::redact(&w.git), w.path),
-            },
-        );
-        if !out.used.contains(&got.entry) {
-            out.used.push(got.entry);
+        if by_ref.len() > 1 {
+            tree.environments = refs
+                .iter()
+                .filter_map(|(env, r)| Some((env.clone(), by_ref.get(r)?.clone())))
+                .collect();
+        }
+        out.trees.insert((w.project, w.instance), tree);
+    }
+    for ((p, i), tree) in &out.trees {
+        let project = &platform.spec.projects[*p];
+        let name = project.components[*i].name.clone().unwrap_or_default();
+        let mut dirs: BTreeSet<&PathBuf> = BTreeSet::new();
+        dirs.insert(&tree.dir);
+        dirs.extend(tree.environments.values().map(|t| &t.dir));
+        for dir in dirs {
+            charts.scan_component(fs, dir, &project.name, &name)?;
         }
     }
+    out.charts = charts.fetch(fs, &fetcher)?;
+    let pulled = out.charts.pulled.values();
+    for got in pulled.chain(out.charts.dependencies.values().flatten()) {
+        if !out.used.contains(&got.entry) {
+            out.used.push(got.entry.clone());
+        }
+    }
+    // The kustomizations of the fetched components too, then every remote base they name.
+    let more = kustomizations(fs, &root, platform_dir, &platform, &out.trees);
+    let mut bases = RemoteTrees::new();
+    scan_bases(
+        fs,
+        &root,
+        &out.roots(),
+        &more,
+        &fetcher,
+        &mut bases,
+        &mut out.used,
+    )?;
+    out.bases = Arc::new(bases);
     // A run over the whole platform leaves only what it used; the lock shrinks with it.
     let lock = fetcher.lock_file(false);
     out.lock_changed = old.as_ref() != Some(&lock);
@@ -201,7 +335,11 @@ pub fn resolve(
             .find(|e| old.as_ref().and_then(|o| o.get(&e.key())) != Some(e))
             .or_else(|| old.as_ref().and_then(|o| o.entries.values().next()));
         let origin = kiln_source::Origin::new(
-            "git",
+            match e.map(|e| e.kind.as_str()) {
+                Some("helm") => "helm",
+                Some("oci") => "oci",
+                _ => "git",
+            },
             e.map_or("", |e| e.url.as_str()),
             e.map_or("", |e| e.requested.as_str()),
         );
@@ -266,20 +404,25 @@ fn wanted(platform: &PlatformFile) -> Result<Vec<Wanted>, SourceStageError> {
     Ok(out)
 }
 
-/// The refs `w.reference` names in each environment the instance is deployed to.
-fn expand_refs(platform: &PlatformFile, w: &Wanted) -> Result<BTreeSet<String>, SourceStageError> {
-    if !w.reference.contains("${") {
-        return Ok(BTreeSet::from([w.reference.clone()]));
-    }
+/// The ref `w.reference` names in each environment the instance is deployed to, by
+/// environment name, in the platform's order of environments.
+fn expand_refs(
+    platform: &PlatformFile,
+    w: &Wanted,
+) -> Result<indexmap::IndexMap<String, String>, SourceStageError> {
     let project = &platform.spec.projects[w.project];
     let inst = &project.components[w.instance];
-    let mut refs = BTreeSet::new();
+    let mut refs = indexmap::IndexMap::new();
     for env in &platform.spec.environments {
         if inst
             .deploy_to
             .as_ref()
             .is_some_and(|d| !d.admits(&env.name, &env.tier, &env.cluster))
         {
+            continue;
+        }
+        if !w.reference.contains("${") {
+            refs.insert(env.name.clone(), w.reference.clone());
             continue;
         }
         let mut params: Parameters = platform.spec.parameters.clone();
@@ -326,7 +469,7 @@ fn expand_refs(platform: &PlatformFile, w: &Wanted) -> Result<BTreeSet<String>, 
             rest = &rest[start + end + 1..];
         }
         out.push_str(rest);
-        refs.insert(out);
+        refs.insert(env.name.clone(), out);
     }
     Ok(refs)
 }
@@ -348,4 +491,233 @@ fn repo_name(url: &str) -> String {
         .next()
         .unwrap_or(url);
     last.trim_end_matches(".git").to_string()
+}
+
+/// A source as publish records it (`Kiln-App-Commit`, read by `kiln status` and `kiln
+/// history`): `<url>[#<chart>]@<commit or digest>`, the URL without credentials.
+pub fn trailer_value(e: &LockEntry) -> String {
+    let chart = if e.chart.is_empty() {
+        String::new()
+    } else {
+        format!("#{}", e.chart)
+    };
+    format!("{}{chart}@{}", kiln_base::url::redact(&e.url), e.resolved)
+}
+
+/// Fetches `w`'s repository at `reference`: its tree, and its lock entry.
+fn fetch_component(
+    fetcher: &Fetcher<'_>,
+    w: &Wanted,
+    reference: &str,
+) -> Result<(SourceTree, LockEntry), SourceStageError> {
+    let req = Request {
+        kind: Kind::Git,
+        url: w.git.clone(),
+        chart: String::new(),
+        requested: reference.to_string(),
+        needed_by: format!("component {} (project {})", w.name, w.project_name),
+        // `kiln update NAME`: the instance's name, else the repository's.
+        names: vec![w.name.clone(), repo_name(&w.git)],
+    };
+    let got = fetcher.fetch(&req)?;
+    let root = got.root.clone();
+    let dir = if w.path.is_empty() {
+        root.clone()
+    } else {
+        root.join(&w.path)
+    };
+    let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
+    let tree = SourceTree {
+        root,
+        dir,
+        label: format!("{}@{short}/{}", kiln_base::url::redact(&w.git), w.path),
+        environments: BTreeMap::new(),
+    };
+    Ok((tree, got.entry))
+}
+
+/// The kustomization directories the components' `kustomize:` generators name (paths
+/// without references): local components' (inside `root`) and, from `trees`, fetched ones'.
+fn kustomizations(
+    fs: &dyn FileSystem,
+    root: &Path,
+    platform_dir: &Path,
+    platform: &PlatformFile,
+    trees: &BTreeMap<(usize, usize), SourceTree>,
+) -> Vec<PathBuf> {
+    let mut dirs = BTreeSet::new();
+    let mut component_dirs = Vec::new();
+    let platform_dir = fs
+        .canonicalize(platform_dir)
+        .unwrap_or_else(|_| platform_dir.to_path_buf());
+    for (p, project) in platform.spec.projects.iter().enumerate() {
+        for (i, inst) in project.components.iter().enumerate() {
+            match trees.get(&(p, i)) {
+                Some(t) => {
+                    component_dirs.push((t.root.clone(), t.dir.clone()));
+                    for e in t.environments.values() {
+                        component_dirs.push((e.root.clone(), e.dir.clone()));
+                    }
+                }
+                None if !inst.path.is_empty() => {
+                    component_dirs.push((root.to_path_buf(), platform_dir.join(&inst.path)));
+                }
+                None => {}
+            }
+        }
+    }
+    for (home, dir) in component_dirs {
+        let rooted = crate::fs::RootedFs::new(fs, home);
+        let Some(doc) = rooted
+            .read_to_string(&dir.join("component.yaml"))
+            .ok()
+            .and_then(|t| crate::yaml::parse_one("component.yaml", &t).ok())
+        else {
+            continue;
+        };
+        let generators = doc.pointer("/spec/generators").and_then(Value::as_array);
+        for g in generators.into_iter().flatten() {
+            let Some(k) = g.get("kustomize").and_then(Value::as_str) else {
+                continue;
+            };
+            // `overlays/${env.tier}`: each environment's folder. A path with other references
+            // is left to the render (an unfetched remote base there is an error naming it).
+            for env in &platform.spec.environments {
+                let path = k
+                    .replace("${env.name}", &env.name)
+                    .replace("${env.tier}", &env.tier)
+                    .replace("${env.cluster}", &env.cluster);
+                if !path.contains("${") {
+                    dirs.insert(dir.join(path));
+                }
+            }
+        }
+    }
+    dirs.into_iter().collect()
+}
+
+/// The entries of the kustomization in `dir` that may name a base (`resources`, `bases`,
+/// `components`), and its file's name; `None` when `dir` holds none (the engine reports it).
+fn base_entries(fs: &dyn FileSystem, dir: &Path) -> Option<(String, Vec<String>)> {
+    let name = crate::kustomize::types::kustomization::KUSTOMIZATION_FILE_NAMES
+        .iter()
+        .find(|n| fs.is_file(&dir.join(n)))?;
+    let text = fs.read_to_string(&dir.join(name)).ok()?;
+    let doc = crate::yaml::parse_one(name, &text).ok()?;
+    let entries = ["resources", "bases", "components"]
+        .iter()
+        .filter_map(|k| doc.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    Some((name.to_string(), entries))
+}
+
+/// Whether any of `dirs` (or a local base below them) names a remote base.
+fn has_remote_bases(fs: &dyn FileSystem, root: &Path, dirs: &[PathBuf]) -> bool {
+    let rooted = crate::fs::RootedFs::new(fs, root.to_path_buf());
+    let mut seen = BTreeSet::new();
+    let mut todo: Vec<PathBuf> = dirs.to_vec();
+    while let Some(dir) = todo.pop() {
+        let Ok(real) = rooted.canonicalize(&dir) else {
+            continue;
+        };
+        if !seen.insert(real.clone()) {
+            continue;
+        }
+        for e in base_entries(&rooted, &real)
+            .map(|(_, e)| e)
+            .unwrap_or_default()
+        {
+            if !rooted.is_file(&real.join(&e)) && RepoSpec::parse(&e).is_ok() {
+                return true;
+            }
+            todo.push(real.join(e));
+        }
+    }
+    false
+}
+
+/// Walks the kustomizations in `dirs` and every base below them, fetching each remote base
+/// (kustomize's URL forms) into `bases`; each kustomization is read once, so a cycle of
+/// remote bases ends here and the engine reports it (with its chain) at render.
+fn scan_bases(
+    fs: &dyn FileSystem,
+    root: &Path,
+    trees: &[PathBuf],
+    dirs: &[PathBuf],
+    fetcher: &Fetcher<'_>,
+    bases: &mut RemoteTrees,
+    used: &mut Vec<LockEntry>,
+) -> Result<(), SourceStageError> {
+    let mut homes: Vec<PathBuf> = trees.to_vec();
+    let mut seen = BTreeSet::new();
+    let mut todo: Vec<(PathBuf, String)> = dirs
+        .iter()
+        .map(|d| (d.clone(), d.display().to_string()))
+        .collect();
+    while let Some((dir, shown)) = todo.pop() {
+        let rooted = crate::fs::RootedFs::new(fs, root.to_path_buf()).with_trees(homes.clone());
+        let Ok(real) = rooted.canonicalize(&dir) else {
+            continue;
+        };
+        if !seen.insert(real.clone()) {
+            continue;
+        }
+        let Some((file, entries)) = base_entries(&rooted, &real) else {
+            continue;
+        };
+        for e in entries {
+            if rooted.is_file(&real.join(&e)) {
+                continue;
+            }
+            let Ok(spec) = RepoSpec::parse(&e) else {
+                todo.push((real.join(&e), format!("{shown}/{e}")));
+                continue;
+            };
+            let url = spec.clone_spec();
+            if kiln_base::url::has_credentials(&url) {
+                return Err(SourceStageError::Invalid {
+                    at: format!("{shown}/{file}"),
+                    field: "resources".into(),
+                    problem: format!("`{}` holds credentials", kiln_base::url::redact(&e)),
+                    help: "keep credentials out of kustomizations: KILN_GIT_USERNAME/KILN_GIT_PASSWORD, a credential helper or an ssh agent".into(),
+                });
+            }
+            let req = Request {
+                kind: Kind::Git,
+                url: url.clone(),
+                chart: String::new(),
+                requested: spec.git_ref.clone(),
+                needed_by: format!(
+                    "remote base `{}` (in {shown}/{file})",
+                    kiln_base::url::redact(&e)
+                ),
+                names: vec![repo_name(&url)],
+            };
+            let got = fetcher.fetch(&req)?;
+            let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
+            bases.insert(
+                e.clone(),
+                RemoteTree {
+                    root: got.root.clone(),
+                    label: format!("{}@{short}", kiln_base::url::redact(&url)),
+                },
+            );
+            homes.push(got.root.clone());
+            todo.push((
+                got.root.join(&spec.kust_root_path),
+                format!(
+                    "{}@{short}//{}",
+                    kiln_base::url::redact(&url),
+                    spec.kust_root_path
+                ),
+            ));
+            if !used.contains(&got.entry) {
+                used.push(got.entry);
+            }
+        }
+    }
+    Ok(())
 }

@@ -246,9 +246,20 @@ pub enum PromotionUnit {
     /// Stage per (project, environment): every component in one commit, one push and one
     /// `argocd-update`.
     Project,
+    /// One Warehouse per component, as with `component`, and one Stage per (project,
+    /// environment) requesting Freight from each of them (Kargo's `requestedFreight` with
+    /// several origins): each component's Freight is promoted on its own, into the one Stage
+    /// of each environment, whose steps select it by its origin
+    /// (`commitFrom(vars.srcRepo, warehouse("<component>"))`).
+    EnvironmentStage,
 }
 
 impl PromotionUnit {
+    /// One Stage per (project, environment) rather than per (component, environment).
+    pub fn stage_per_environment(self) -> bool {
+        self != PromotionUnit::Component
+    }
+
     fn is_default(&self) -> bool {
         *self == PromotionUnit::Component
     }
@@ -446,7 +457,8 @@ pub enum Generator {
     ConfigMapGenerator(GeneratorArgs),
     /// One kustomize `secretGenerator` entry.
     SecretGenerator(GeneratorArgs),
-    /// A Helm chart vendored in the repository, rendered by kiln's Helm engine (docs/helm.md).
+    /// A Helm chart, vendored in the repository or pulled from a chart repository or an
+    /// OCI registry, rendered by kiln's Helm engine (docs/helm.md, docs/sources.md).
     Helm(HelmGenerator),
 }
 
@@ -608,12 +620,26 @@ impl JsonSchema for GeneratorEntry {
     }
 }
 
-/// The `helm` generator: `helm template` of a chart directory inside the repository.
+/// The `helm` generator: `helm template` of a chart directory inside the repository, or of
+/// a chart pulled from a Helm repository or an OCI registry and pinned in `kiln.lock`
+/// (docs/sources.md, "Charts").
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct HelmGenerator {
-    /// The chart directory (or `.tgz`), relative to the component directory.
+    /// The chart directory (or `.tgz`), relative to the component directory; with
+    /// `repository`, the chart's name in that repository (`redis`); or an OCI reference
+    /// (`oci://registry.example.com/charts/redis`, as `helm pull` takes it).
     pub chart: String,
+    /// A Helm chart repository (`https://charts.example.com`, serving `index.yaml`) or an
+    /// OCI registry path (`oci://registry.example.com/charts`) to pull `chart` from, as
+    /// `helm template --repo`. Credentials come from the environment, never from here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repository: Option<String>,
+    /// For a pulled chart: an exact version or a semver constraint (`18.x`, `^1.2`),
+    /// resolved as Helm resolves `--version` (the newest version it admits; none: the newest
+    /// stable one) and pinned in `kiln.lock`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
     /// The release name (default: the component instance name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub release_name: Option<String>,
@@ -644,6 +670,41 @@ pub struct HelmGenerator {
     /// Extra `.Capabilities.APIVersions` entries.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub api_versions: Vec<String>,
+}
+
+impl HelmGenerator {
+    /// Whether the chart is pulled (`repository:` set, or `chart: oci://…`) rather than a
+    /// directory of the repository.
+    pub fn is_remote(&self) -> bool {
+        self.repository.as_deref().is_some_and(|r| !r.is_empty())
+            || self.chart.starts_with("oci://")
+    }
+
+    /// The pulled chart, in kustomize's terms (`repo`, `name`, `version`, which the source
+    /// stage pulls and the render looks up): `chart: oci://r/charts/redis` is repo
+    /// `oci://r/charts`, name `redis`. `None` for a local chart.
+    pub fn remote(&self) -> Option<kiln_kustomize::ChartSource> {
+        if !self.is_remote() {
+            return None;
+        }
+        let version = self.version.clone().unwrap_or_default();
+        let chart = self.chart.trim_end_matches('/');
+        match self.repository.as_deref().filter(|r| !r.is_empty()) {
+            Some(repo) => Some(kiln_kustomize::ChartSource {
+                repo: repo.trim_end_matches('/').to_string(),
+                name: chart.to_string(),
+                version,
+            }),
+            None => {
+                let (repo, name) = chart.rsplit_once('/')?;
+                Some(kiln_kustomize::ChartSource {
+                    repo: repo.to_string(),
+                    name: name.to_string(),
+                    version,
+                })
+            }
+        }
+    }
 }
 
 /// A `configMapGenerator`/`secretGenerator` entry, kustomize's `GeneratorArgs` syntax.

@@ -164,12 +164,22 @@ pub struct ComponentInstance {
     /// The component.
     #[serde(skip)]
     pub component: Arc<Component>,
+    /// Where the instance's source follows another commit in some environments
+    /// (`source.ref: ${env.tier}`): the component as that commit has it, by environment.
+    #[serde(skip)]
+    pub per_environment: BTreeMap<String, Arc<Component>>,
     /// `/spec/projects/<p>/components/<i>` in `platform.yaml`.
     #[serde(skip)]
     pub loc: Loc,
 }
 
 impl ComponentInstance {
+    /// The component rendered in environment `env` (its own commit's, see
+    /// [`ComponentInstance::per_environment`]).
+    pub fn component_in(&self, env: &str) -> &Arc<Component> {
+        self.per_environment.get(env).unwrap_or(&self.component)
+    }
+
     /// Whether the instance is deployed to `env` (its `deployTo` selects it).
     pub fn deployed_in(&self, env: &Environment) -> bool {
         self.deploy_to
@@ -529,6 +539,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         spec: pf,
         components: loaded_components,
         instances,
+        environment_components,
         ..
     } = loaded;
     let mut ck = Checker {
@@ -818,6 +829,12 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
                     .map(|(k, v)| (k.clone(), v.parameters.clone()))
                     .collect(),
                 component,
+                per_environment: environment_components
+                    .get(&(p, i))
+                    .into_iter()
+                    .flatten()
+                    .map(|(env, &c)| (env.clone(), components[c].clone()))
+                    .collect(),
                 loc: iloc,
             });
         }

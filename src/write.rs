@@ -30,6 +30,7 @@ use crate::artifact::{ArtifactSet, Scope};
 use miette::Diagnostic;
 use std::collections::BTreeSet;
 use std::io;
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -37,6 +38,8 @@ use thiserror::Error;
 /// [`crate::marker`], shared with `kiln publish`, so a rendered directory committed by hand is
 /// recognised by `publish`, `diff` and `verify`.
 pub const MANIFEST: &str = crate::marker::MARKER_FILE;
+
+mod at;
 
 /// What a write did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -486,6 +489,25 @@ impl Known<'_> {
     }
 }
 
+impl Known<'_> {
+    /// [`Known::unchanged`] for the file `name` in the directory `dir`.
+    fn unchanged_at(
+        &self,
+        path: &str,
+        dir: std::os::fd::BorrowedFd,
+        name: &str,
+        digest: &str,
+    ) -> bool {
+        let (Some(w), Some(recorded)) = (self.files.get(path), self.recorded) else {
+            return false;
+        };
+        let Some(old) = w.stamp else {
+            return false;
+        };
+        w.digest == digest && before(old.mtime, recorded) && at::stamp(dir, name) == Some(old)
+    }
+}
+
 /// Whether `mtime` (seconds, nanoseconds since the epoch) lies strictly before `t`.
 fn before(mtime: (i64, i64), t: std::time::SystemTime) -> bool {
     let Ok(d) = t.duration_since(std::time::UNIX_EPOCH) else {
@@ -631,46 +653,89 @@ pub fn write(
         BTreeSet::new()
     };
 
-    // 1. Plan.
+    // 1. Plan, through directory handles (`at`): each directory of the output is opened
+    // once, without following a link, and a file under a directory that does not exist is
+    // new without a look.
+    let root_fd = if exists {
+        Some(at::open_root(out)?)
+    } else {
+        None
+    };
     let mut report = WriteReport::default();
-    let mut checked = BTreeSet::new();
-    for (path, bytes) in &set.files {
-        check_no_symlinked_dir(out, path, &mut checked)?;
-        let target = out.join(path);
-        let unowned = || WriteError::UnownedFile {
-            path: target.display().to_string(),
-        };
-        let digest = known.digests.and_then(|d| d.get(path));
-        if owned.contains(path) && digest.is_some_and(|d| known.unchanged(path, &target, d)) {
-            report.unchanged.push(path.clone());
-            continue;
-        }
-        if known.reused.is_some_and(|r| r.contains(path)) {
-            return Err(WriteError::ChangedDuringRender { path: path.clone() });
-        }
-        match crate::fs::read_regular(&target) {
-            // Same bytes, but not kiln's: adopting it would let a later prune delete it.
-            Ok(_) if !owned.contains(path) => return Err(unowned()),
-            Ok(old) if &old == bytes => report.unchanged.push(path.clone()),
-            Ok(_) => report.written.push(path.clone()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => report.written.push(path.clone()),
-            // A directory where kiln wants a file is never kiln's to replace.
-            Err(_) if target.is_dir() => return Err(unowned()),
-            Err(e) => return Err(io_err("read", &target)(e)),
+    // Written files that replace a file (backed up in the commit).
+    let mut replaced = BTreeSet::new();
+    // The outermost directories of written files that do not exist yet: the commit renames
+    // each in whole from the staging directory.
+    let mut new_dirs: BTreeSet<String> = BTreeSet::new();
+    {
+        let mut dirs = root_fd
+            .as_ref()
+            .map(|fd| at::Dirs::new(fd.as_fd(), out, at::Missing::Absent));
+        for (path, bytes) in &set.files {
+            let (dir, name) = at::split(path);
+            let handle = match &mut dirs {
+                Some(d) => d.open(dir)?,
+                None => None,
+            };
+            let target = || out.join(path);
+            let unowned = || WriteError::UnownedFile {
+                path: target().display().to_string(),
+            };
+            let digest = known.digests.and_then(|d| d.get(path));
+            if let Some(fd) = handle
+                && owned.contains(path)
+                && digest.is_some_and(|d| known.unchanged_at(path, fd, name, d))
+            {
+                report.unchanged.push(path.clone());
+                continue;
+            }
+            if known.reused.is_some_and(|r| r.contains(path)) {
+                return Err(WriteError::ChangedDuringRender { path: path.clone() });
+            }
+            let Some(fd) = handle else {
+                if exists && let Some(d) = &mut dirs {
+                    new_dirs.insert(d.first_missing(dir));
+                }
+                report.written.push(path.clone());
+                continue;
+            };
+            match at::read(fd, name).map_err(io_err("read", &target()))? {
+                // Same bytes, but not kiln's: adopting it would let a later prune delete it.
+                at::Found::File(_) | at::Found::Link if !owned.contains(path) => {
+                    return Err(unowned());
+                }
+                at::Found::File(old) if &old == bytes => report.unchanged.push(path.clone()),
+                // An owned file, or a link in its place (replaced, never followed).
+                at::Found::File(_) | at::Found::Link => {
+                    replaced.insert(path.clone());
+                    report.written.push(path.clone());
+                }
+                at::Found::Missing => report.written.push(path.clone()),
+                // A directory where kiln wants a file is never kiln's to replace.
+                at::Found::Directory => return Err(unowned()),
+            }
         }
     }
     let mut kept = Vec::new();
     // Owned files already gone (a run killed during its prune moved them away, issue 39,
     // item 13): their directories, where empty, are removed as the prune would have.
     let mut vacated = Vec::new();
-    for path in owned.iter().filter(|p| !set.files.contains_key(*p)) {
-        if !in_scope(path) {
-            kept.push(path.clone());
-        } else if out.join(path).is_file() {
-            check_no_symlinked_dir(out, path, &mut checked)?;
-            report.removed.push(path.clone());
-        } else if check_no_symlinked_dir(out, path, &mut checked).is_ok() {
-            vacated.push(path.clone());
+    if let Some(fd) = &root_fd {
+        let mut dirs = at::Dirs::new(fd.as_fd(), out, at::Missing::Absent);
+        for path in owned.iter().filter(|p| !set.files.contains_key(*p)) {
+            if !in_scope(path) {
+                kept.push(path.clone());
+                continue;
+            }
+            let (dir, name) = at::split(path);
+            match dirs.open(dir) {
+                Ok(Some(fd)) if at::is_file_or_link(fd, name) => report.removed.push(path.clone()),
+                Ok(_) => vacated.push(path.clone()),
+                // Pruning through a link is refused; an owned file that is gone anyway
+                // needs nothing.
+                Err(e) if out.join(path).is_file() => return Err(e),
+                Err(_) => {}
+            }
         }
     }
     let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
@@ -689,20 +754,25 @@ pub fn write(
         outcome: "the output was left as it was (the staged files were removed)".into(),
     };
     let stage = Stage::create(&parent, out)?;
-    let in_stage = |p: &str| stage.path().join("new").join(p);
-    for path in report.written.iter().map(String::as_str).chain([MANIFEST]) {
-        let dest = in_stage(path);
-        if let Some(dir) = dest.parent() {
-            std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
-        }
-        let bytes = if path == MANIFEST {
-            &manifest
-        } else {
-            &set.files[path]
-        };
-        std::fs::write(&dest, bytes).map_err(io_err("write", &dest))?;
-        if held.pending() {
-            return Err(stopped());
+    let new_root = stage.path().join("new");
+    let new_fd = at::create_root(&new_root)?;
+    {
+        // Every directory of the staged tree is new: one `mkdirat` each, in path order.
+        let mut dirs = at::Dirs::new(new_fd.as_fd(), &new_root, at::Missing::Build);
+        for path in report.written.iter().map(String::as_str).chain([MANIFEST]) {
+            let (dir, name) = at::split(path);
+            let bytes = if path == MANIFEST {
+                &manifest
+            } else {
+                &set.files[path]
+            };
+            let Some(fd) = dirs.open(dir)? else {
+                unreachable!("Missing::Build creates every directory")
+            };
+            at::create(fd, name, bytes).map_err(io_err("write", &new_root.join(path)))?;
+            if held.pending() {
+                return Err(stopped());
+            }
         }
     }
 
@@ -719,26 +789,40 @@ pub fn write(
             ),
         })
     };
-    if !exists {
+    let Some(root_fd) = root_fd else {
         // One rename; on failure the staging directory is dropped (removed).
-        std::fs::rename(stage.path().join("new"), out)
-            .map_err(io_err("move the staged tree to", out))?;
+        drop(new_fd);
+        std::fs::rename(&new_root, out).map_err(io_err("move the staged tree to", out))?;
         return finished(report);
-    }
+    };
     // The journal: old and new files owned at once, so a kill from here on leaves nothing
     // unowned, and the next run (whatever its input) completes the update.
     let journal: BTreeSet<String> = owned.iter().cloned().chain(listed).collect();
     let journal_path = stage.path().join("journal.json");
     std::fs::write(&journal_path, manifest_bytes(journal.into_iter().collect()))
         .map_err(io_err("write", &journal_path))?;
+    let backup = stage.path().join("old");
     let mut commit = Commit {
         out,
-        backup: stage.path().join("old"),
+        backup: backup.clone(),
+        new_root: new_root.clone(),
         moved: Vec::new(),
         placed: Vec::new(),
+        placed_dirs: Vec::new(),
         old_manifest,
     };
-    match commit.run(&report, &vacated, &in_stage, &journal_path) {
+    let handles = Handles {
+        out: root_fd.as_fd(),
+        new: new_fd.as_fd(),
+        backup: &backup,
+    };
+    let plan = Plan {
+        report: &report,
+        replaced: &replaced,
+        new_dirs: &new_dirs,
+        vacated: &vacated,
+    };
+    match commit.run(&plan, &handles, &journal_path) {
         Ok(()) => finished(report),
         #[cfg(test)]
         Err(e) if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) => {
@@ -863,45 +947,117 @@ fn fault() -> Result<(), WriteError> {
     Ok(())
 }
 
+/// What the commit step does: the plan's files, by what is at their place.
+struct Plan<'a> {
+    report: &'a WriteReport,
+    /// Written files that replace one (moved into the backup first).
+    replaced: &'a BTreeSet<String>,
+    /// The outermost new directories, each renamed in whole from the staged tree.
+    new_dirs: &'a BTreeSet<String>,
+    vacated: &'a [String],
+}
+
+/// The directories the commit works in: the output, the staged tree, the backup (created
+/// on first use).
+struct Handles<'a> {
+    out: std::os::fd::BorrowedFd<'a>,
+    new: std::os::fd::BorrowedFd<'a>,
+    backup: &'a Path,
+}
+
 /// The commit step's undo log: every old file moved into the backup, every new file placed.
 struct Commit<'a> {
     out: &'a Path,
     backup: PathBuf,
+    /// The staged tree (`new/` in the staging directory).
+    new_root: PathBuf,
     /// Old files moved into the backup (relative paths), in order.
     moved: Vec<String>,
     /// New files placed where no file was (relative paths), in order.
     placed: Vec<String>,
+    /// New directories placed in whole (relative paths), in order.
+    placed_dirs: Vec<String>,
     /// The manifest before this run, restored on roll-back.
     old_manifest: Option<Vec<u8>>,
 }
 
 impl Commit<'_> {
-    fn run(
-        &mut self,
-        report: &WriteReport,
-        vacated: &[String],
-        in_stage: &dyn Fn(&str) -> PathBuf,
-        journal: &Path,
-    ) -> Result<(), WriteError> {
+    fn run(&mut self, plan: &Plan, at_: &Handles, journal: &Path) -> Result<(), WriteError> {
         let manifest = self.out.join(MANIFEST);
         std::fs::rename(journal, &manifest).map_err(io_err("replace", &manifest))?;
-        for path in &report.written {
-            let dest = self.out.join(path);
-            if let Some(dir) = dest.parent() {
-                std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+        let (out_path, new_root) = (self.out, self.new_root.clone());
+        let mut out = at::Dirs::new(at_.out, out_path, at::Missing::Create);
+        let mut new = at::Dirs::new(at_.new, &new_root, at::Missing::Absent);
+        // The backup's directories are made as old files move in (two passes in path
+        // order: a directory of the first may be met again in the second).
+        let backup_fd = if plan.replaced.is_empty() && plan.report.removed.is_empty() {
+            None
+        } else {
+            Some(at::create_root(at_.backup)?)
+        };
+        let mut backup = backup_fd
+            .as_ref()
+            .map(|fd| at::Dirs::new(fd.as_fd(), at_.backup, at::Missing::Build));
+        let mut to_backup = |from: std::os::fd::BorrowedFd, path: &str, moved: &mut Vec<String>| {
+            let Some(backup) = &mut backup else {
+                unreachable!("the backup exists when a file is replaced or removed")
+            };
+            let (dir, name) = at::split(path);
+            let to = backup.open(dir)?.expect("Missing::Build creates");
+            fault()?;
+            at::rename(from, to, name).map_err(io_err("move aside", &out_path.join(path)))?;
+            moved.push(path.to_string());
+            Ok::<(), WriteError>(())
+        };
+        let within = |path: &str, dir: &str| {
+            path.len() > dir.len() && path.starts_with(dir) && path.as_bytes()[dir.len()] == b'/'
+        };
+        let mut placed_dir: Option<&str> = None;
+        for path in &plan.report.written {
+            if placed_dir.is_some_and(|d| within(path, d)) {
+                continue; // renamed with its directory
             }
-            if dest.exists() {
-                self.move_to_backup(path)?;
+            let new_dir = plan
+                .new_dirs
+                .range::<str, _>((
+                    std::ops::Bound::Unbounded,
+                    std::ops::Bound::Included(path.as_str()),
+                ))
+                .next_back()
+                .filter(|d| within(path, d));
+            if let Some(d) = new_dir {
+                // A directory the output does not have: renamed in whole, one call.
+                let (parent, name) = at::split(d);
+                fault()?;
+                let to = out.open(parent)?.expect("Missing::Create opens or creates");
+                let from = new
+                    .open(parent)?
+                    .ok_or_else(|| missing_staged(&new_root, d))?;
+                at::rename(from, to, name).map_err(io_err("replace", &out_path.join(d)))?;
+                self.placed_dirs.push(d.clone());
+                placed_dir = Some(d);
+                continue;
+            }
+            let (dir, name) = at::split(path);
+            let to = out.open(dir)?.expect("Missing::Create opens or creates");
+            if plan.replaced.contains(path) {
+                to_backup(to, path, &mut self.moved)?;
             } else {
                 self.placed.push(path.clone());
             }
             fault()?;
-            std::fs::rename(in_stage(path), &dest).map_err(io_err("replace", &dest))?;
+            let from = new
+                .open(dir)?
+                .ok_or_else(|| missing_staged(&new_root, path))?;
+            at::rename(from, to, name).map_err(io_err("replace", &out_path.join(path)))?;
         }
-        for path in &report.removed {
-            self.move_to_backup(path)?;
+        for path in &plan.report.removed {
+            let (dir, _) = at::split(path);
+            let from = out.open(dir)?.expect("Missing::Create opens or creates");
+            to_backup(from, path, &mut self.moved)?;
         }
-        for path in report.removed.iter().chain(vacated) {
+        drop(out);
+        for path in plan.report.removed.iter().chain(plan.vacated) {
             // Remove directories the prune left empty, up to (not including) `out`; a
             // directory holding anything else, owned or not, stays.
             let mut dir = self.out.join(path).parent().map(Path::to_path_buf);
@@ -920,27 +1076,18 @@ impl Commit<'_> {
             }
         }
         fault()?;
-        std::fs::rename(in_stage(MANIFEST), &manifest).map_err(io_err("replace", &manifest))?;
+        at::rename(at_.new, at_.out, MANIFEST).map_err(io_err("replace", &manifest))?;
         Ok(())
     }
 
-    fn move_to_backup(&mut self, path: &str) -> Result<(), WriteError> {
-        let from = self.out.join(path);
-        let to = self.backup.join(path);
-        if let Some(dir) = to.parent() {
-            std::fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
-        }
-        fault()?;
-        std::fs::rename(&from, &to).map_err(io_err("move aside", &from))?;
-        self.moved.push(path.to_string());
-        Ok(())
-    }
-
-    /// Undoes what [`Commit::run`] did, best effort: new files removed, old files moved back,
-    /// the old manifest restored.
+    /// Undoes what [`Commit::run`] did, best effort: new files removed, new directories
+    /// moved back into the staged tree, old files moved back, the old manifest restored.
     fn roll_back(&mut self) {
         for path in self.placed.iter().rev() {
             let _ = std::fs::remove_file(self.out.join(path));
+        }
+        for dir in self.placed_dirs.iter().rev() {
+            let _ = std::fs::rename(self.out.join(dir), self.new_root.join(dir));
         }
         for path in self.moved.iter().rev() {
             let dest = self.out.join(path);
@@ -958,6 +1105,16 @@ impl Commit<'_> {
                 let _ = std::fs::remove_file(&manifest);
             }
         }
+    }
+}
+
+/// A staged file or directory that is not where staging put it: a bug, or someone else
+/// changed the staging directory.
+fn missing_staged(new_root: &Path, path: &str) -> WriteError {
+    WriteError::Io {
+        op: "move the staged file",
+        path: new_root.join(path).display().to_string(),
+        source: io::Error::from(io::ErrorKind::NotFound),
     }
 }
 

@@ -67,11 +67,20 @@ fn release_archive_installs_and_renders_and_verifies_in_ci() {
             "{listing}"
         );
     }
-    // Completions when the binary has the command, else a note saying so.
-    assert!(
-        listing.contains("/completions/kiln.bash") || stderr.contains("no `completions` command"),
-        "{listing}{stderr}"
-    );
+    // The completions of every shell and the manual pages, from the binary (issue 38,
+    // item 9).
+    for f in [
+        "completions/kiln.bash",
+        "completions/_kiln",
+        "completions/kiln.fish",
+        "man/man1/kiln.1",
+        "man/man1/kiln-render.1",
+    ] {
+        assert!(
+            listing.lines().any(|l| l == format!("{name}/{f}")),
+            "{f}: {listing}{stderr}"
+        );
+    }
     let sum = std::fs::read_to_string(format!("{}.sha256", archive.display())).unwrap();
     assert_eq!(
         sum.split_whitespace().next().unwrap(),
@@ -125,4 +134,143 @@ fn release_archive_installs_and_renders_and_verifies_in_ci() {
     ok(&run("main"));
     assert!(tmp.path().join("out-main/bootstrap/root.yaml").is_file());
     assert!(!run("no-such-branch").status.success());
+}
+
+/// The blocks of docs/sources.md marked `<!-- tested: NAME -->`, by name.
+fn guide_recipe(name: &str) -> String {
+    let text =
+        std::fs::read_to_string(crate::support::repo_root().join("docs/sources.md")).unwrap();
+    let marker = format!("<!-- tested: {name} -->\n```sh\n");
+    let start = text
+        .find(&marker)
+        .unwrap_or_else(|| panic!("no recipe `{name}`"))
+        + marker.len();
+    let end = start + text[start..].find("```").unwrap();
+    text[start..end].to_string()
+}
+
+/// Issue 33 item 7: the guide's recipes, run as written (bash, `kiln` and `ci-kiln` on the
+/// PATH) against a git daemon serving the cart repository and a local write repository:
+/// lock the sources; a push to the cart repository, then the CI step moves the lock and
+/// publishes naming the new commit; an app team's branch previewed with `kiln diff`.
+#[test]
+fn app_repo_guide_recipes_run() {
+    use kiln_source::testing;
+    let t = tempfile::tempdir().unwrap();
+    let repos = t.path().join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    let component = |v: &str| {
+        vec![
+            ("deploy/component.yaml".to_string(), "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: cart\nspec:\n  generators:\n  - files: [cm.yaml]\n".to_string()),
+            ("deploy/cm.yaml".to_string(), format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cart\ndata:\n  version: \"{v}\"\n")),
+        ]
+    };
+    let files = component("1");
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect();
+    testing::app_repo(&repos, "cart.git", &[(&files, None)]);
+    let daemon = testing::git_daemon(&repos);
+    let cart = format!("git://127.0.0.1:{}/cart.git", daemon.port);
+    // The platform repository, a Git checkout.
+    let platform = t.path().join("platform");
+    std::fs::create_dir_all(platform.join("platforms/shop")).unwrap();
+    std::fs::write(
+        platform.join("platforms/shop/platform.yaml"),
+        format!("apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: shop\nspec:\n  clusters:\n  - name: c\n    server: https://c.example.com\n  environments:\n  - name: dev\n    tier: dev\n    cluster: c\n  projects:\n  - name: shop\n    components:\n    - name: cart\n      source:\n        git: {cart}\n        ref: main\n        path: deploy\n"),
+    )
+    .unwrap();
+    testing::git(&platform, &["init", "-q"]);
+    testing::git(&platform, &["add", "-A"]);
+    testing::git(&platform, &["commit", "-q", "-m", "platform"]);
+    let deploy = t.path().join("deploy.git");
+    git2::Repository::init_bare(&deploy).unwrap();
+    // `kiln` and `ci-kiln` on the PATH, as CI installs them.
+    let bin = t.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kiln"), bin.join("kiln")).unwrap();
+    std::os::unix::fs::symlink(
+        crate::support::repo_root().join("scripts/ci-kiln"),
+        bin.join("ci-kiln"),
+    )
+    .unwrap();
+    let recipe = |name: &str| {
+        Command::new("bash")
+            .args(["-euo", "pipefail", "-c", &guide_recipe(name)])
+            .current_dir(&platform)
+            .env("PATH", crate::support::path_with(&bin))
+            .env("KILN_INSTALL_DIR", &bin)
+            .env("KILN_CACHE_DIR", t.path().join("cache"))
+            .env("XDG_CACHE_HOME", t.path().join("xdg"))
+            .env("HOME", t.path())
+            .env("NO_COLOR", "1")
+            .env("GIT_AUTHOR_NAME", "ci")
+            .env("GIT_AUTHOR_EMAIL", "ci@example.com")
+            .env("GIT_COMMITTER_NAME", "ci")
+            .env("GIT_COMMITTER_EMAIL", "ci@example.com")
+            .env("KILN_GIT_AUTHOR_NAME", "ci")
+            .env("KILN_GIT_AUTHOR_EMAIL", "ci@example.com")
+            .env("DEPLOY_REPO", &deploy)
+            .output()
+            .unwrap()
+    };
+    ok(&recipe("lock"));
+    let lock = std::fs::read_to_string(platform.join("platforms/shop/kiln.lock")).unwrap();
+    assert!(lock.contains(&cart), "{lock}");
+
+    // The cart team pushes version 2, and a branch `my-change` with version 3.
+    let clone = t.path().join("cart");
+    testing::git(
+        t.path(),
+        &[
+            "clone",
+            "-q",
+            &repos.join("cart.git").display().to_string(),
+            "cart",
+        ],
+    );
+    std::fs::write(clone.join("deploy/cm.yaml"), &component("2")[1].1).unwrap();
+    testing::git(&clone, &["commit", "-qam", "two"]);
+    let pushed = testing::git(&clone, &["rev-parse", "HEAD"]);
+    testing::git(&clone, &["push", "-q", "origin", "main"]);
+    ok(&recipe("ci"));
+    let message = testing::git(&deploy, &["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.contains(&format!("Kiln-App-Commit: {cart}@{pushed}")),
+        "{message}"
+    );
+    let files = testing::git(&deploy, &["ls-tree", "-r", "--name-only", "main"]);
+    let file = files
+        .lines()
+        .find(|f| f.ends_with("shop/dev/cart/cart.gen.yaml"))
+        .unwrap_or_else(|| panic!("{files}"));
+    let published = testing::git(&deploy, &["show", &format!("main:{file}")]);
+    assert!(published.contains("version: \"2\""), "{published}");
+    let head = testing::git(&platform, &["log", "-1", "--format=%s"]);
+    assert_eq!(head, "kiln: update cart");
+    assert!(testing::git(&platform, &["status", "--porcelain"]).is_empty());
+
+    testing::git(&clone, &["checkout", "-q", "-b", "my-change"]);
+    std::fs::write(clone.join("deploy/cm.yaml"), &component("3")[1].1).unwrap();
+    testing::git(&clone, &["commit", "-qam", "three"]);
+    testing::git(&clone, &["push", "-q", "origin", "my-change"]);
+    let lock = std::fs::read_to_string(platform.join("platforms/shop/kiln.lock")).unwrap();
+    let out = recipe("preview");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        diff.contains("-  version: \"2\"") && diff.contains("+  version: \"3\""),
+        "{diff}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(platform.join("platforms/shop/kiln.lock")).unwrap(),
+        lock,
+        "a preview leaves the lock"
+    );
 }

@@ -70,6 +70,7 @@ fn options(repo: &Path, seconds: i64) -> PublishOptions {
             source_commit: Some("0123456789abcdef0123456789abcdef01234567".into()),
             kiln_version: "0.1.0".into(),
             spec_digest: Some(git::spec_digest(b"platform: bank")),
+            sources: Vec::new(),
         },
     );
     o.auth = RemoteAuth::default();

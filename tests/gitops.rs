@@ -70,6 +70,7 @@ pub(crate) fn options(repo: &Path) -> PublishOptions {
             source_commit: None,
             kiln_version: "0.1.0".into(),
             spec_digest: None,
+            sources: Vec::new(),
         },
     )
 }
@@ -1095,14 +1096,7 @@ fn ci_recipe_publishes_where_the_warehouses_look() {
         let out = Command::new("sh")
             .args(["-c", command])
             .current_dir(&clone)
-            .env(
-                "PATH",
-                format!(
-                    "{}:{}",
-                    bin.display(),
-                    std::env::var("PATH").unwrap_or_default()
-                ),
-            )
+            .env("PATH", crate::support::path_with(bin))
             .env("SOURCE_REPO", &remote)
             // The render cache and its key in the test's own cache home, not the caller's.
             .env("XDG_CACHE_HOME", t.path().join("xdg-cache"))
@@ -1190,5 +1184,70 @@ fn ci_recipe_publishes_where_the_warehouses_look() {
     assert!(
         warehouses >= 4 && stages >= 20,
         "{warehouses} warehouses, {stages} stages"
+    );
+}
+
+/// Issue 33 item 6: a component in a submodule was "clean" whatever its checkout held. A
+/// submodule with an uncommitted edit, or checked out at another commit than its gitlink
+/// records, makes the source commit `-dirty`; a clean one does not.
+#[test]
+fn a_dirty_submodule_marks_the_source_commit_dirty() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    let platform = bank_copy(&src, |spec| spec);
+    // `components/frontend` becomes its own repository, a submodule of the platform's.
+    let app = t.path().join("frontend");
+    copy_dir(&src.join("components/frontend"), &app);
+    std::fs::remove_dir_all(src.join("components/frontend")).unwrap();
+    git(t.path(), &["init", "-q", "frontend"]);
+    git(&app, &["add", "-A"]);
+    git(&app, &["commit", "-q", "-m", "frontend"]);
+    git(t.path(), &["init", "-q", "src"]);
+    git(
+        &src,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            s(&app),
+            "components/frontend",
+        ],
+    );
+    git(&src, &["add", "-A"]);
+    git(&src, &["commit", "-q", "-m", "platform"]);
+    let repo = bare(t.path(), "r.git");
+    let source_commit = || {
+        let msg = git(&repo, &["log", "-1", "--format=%B", "main"]);
+        msg.lines()
+            .find_map(|l| l.strip_prefix("Kiln-Source-Commit: ").map(str::to_string))
+            .unwrap_or_default()
+    };
+    let publish = || {
+        let (c, _, err) = kiln_in(&src, &["publish", s(&platform), "--repo", s(&repo)]);
+        assert_eq!(c, 0, "{err}");
+    };
+    publish();
+    assert!(!source_commit().ends_with("-dirty"), "{}", source_commit());
+
+    let sub = src.join("components/frontend");
+    let file = sub.join("component.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, text.replace("tag: \"1.4.2\"", "tag: \"1.4.3\"")).unwrap();
+    publish();
+    assert!(
+        source_commit().ends_with("-dirty"),
+        "an edit in the submodule"
+    );
+
+    // Committed inside the submodule, the gitlink left at the old commit: still dirty.
+    git(&sub, &["commit", "-qam", "bump"]);
+    std::fs::write(&file, text.replace("tag: \"1.4.2\"", "tag: \"1.4.4\"")).unwrap();
+    git(&sub, &["commit", "-qam", "bump again"]);
+    publish();
+    assert!(
+        source_commit().ends_with("-dirty"),
+        "a submodule ahead of its gitlink"
     );
 }

@@ -52,6 +52,9 @@ fn options_for(flags: &[String]) -> BuildOptions {
         if f == "--strict" {
             opts.strict = true;
         }
+        if f == "--enable-helm" {
+            opts.enable_helm = true;
+        }
         if let Some(list) = f.strip_prefix("--fixes=") {
             opts.fixes = Fixes::parse(list).expect("valid --fixes in a case's flags");
         }
@@ -266,6 +269,18 @@ fn kubectl_kustomize(root: &Path, flags: &[String]) -> Result<String, String> {
     }
 }
 
+/// Where kubectl fails, kiln must fail with kubectl's cause (issue 37, class 9): a case's
+/// `kubectl-error.txt` holds the cause as kubectl words it, and the live check holds kubectl's
+/// stderr to it (whitespace collapsed: kubectl indents the config it quotes), so a case stays
+/// an audit of which error each tool reports first.
+fn kubectl_cause_missing(dir: &Path, stderr: &str) -> Option<String> {
+    let cause = std::fs::read_to_string(dir.join("kubectl-error.txt")).ok()?;
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cause = squash(&cause);
+    (!squash(stderr).contains(&cause))
+        .then(|| format!("kubectl fails, but not with `{cause}`:\n{stderr}"))
+}
+
 #[test]
 fn live_cases_still_match_kubectl() {
     if std::env::var("KILN_LIVE_KUSTOMIZE").as_deref() != Ok("1") {
@@ -304,7 +319,7 @@ fn live_cases_still_match_kubectl() {
         let expects_error = case.dir.join("expected-error.txt").exists();
         let problem = match (live, expects_error) {
             (Ok(_), true) => Some("kubectl succeeds, but the case expects an error".to_string()),
-            (Err(_), true) => None,
+            (Err(e), true) => kubectl_cause_missing(&case.dir, &e),
             (Err(e), false) => Some(format!("kubectl failed: {e}")),
             (Ok(out), false) => {
                 let stored =

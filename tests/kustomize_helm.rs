@@ -36,7 +36,12 @@ fn run_case(dir: &Path) -> Result<(), String> {
         Ok(r) => dir.join("input").join(r.trim()),
         Err(_) => dir.join("input"),
     };
-    let result = build_yaml(&RealFs, &root, &BuildOptions::default());
+    // As kubectl, kiln renders `helmCharts` only with `--enable-helm`.
+    let options = BuildOptions {
+        enable_helm: true,
+        ..BuildOptions::default()
+    };
+    let result = build_yaml(&RealFs, &root, &options);
     if let Ok(expected) = std::fs::read_to_string(dir.join("expected-error.txt")) {
         let mut lines = expected.lines();
         let needle = lines.next().unwrap_or("").trim();

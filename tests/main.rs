@@ -6,7 +6,9 @@
 mod support;
 
 mod architecture;
+mod charts;
 mod ci;
+mod cli;
 mod cli_stderr;
 mod cli_verify;
 mod env_content;

@@ -1219,15 +1219,29 @@ fn default_freight_verification_warning_and_digest_images() {
         "the publish commit, not the head {head}"
     );
 
+    // Issue 38, item 4: the Freight promoted into frontend-dev passes into frontend-test
+    // without a warning; other Freight (the later source commit), never promoted into
+    // frontend-dev, warns, naming the upstream Stage; --assume-verified silences it.
     let test = w.objects.stage("frontend-test", Some("web")).unwrap();
     let out = cli_promote(&w, &bank, &test, false, &[]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let other = format!("commit={head}");
+    let out = cli_promote(&w, &bank, &test, false, &["--freight", &other]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(
-        stderr.contains("warning: Kargo offers Stage frontend-test only Freight verified in upstream Stage frontend-dev"),
+        stderr.replace("\n  | ", " ").contains("warning: Kargo offers Stage frontend-test only Freight verified in upstream Stage frontend-dev"),
         "{stderr}"
     );
-    let out = cli_promote(&w, &bank, &test, false, &["--assume-verified"]);
+    let out = cli_promote(
+        &w,
+        &bank,
+        &test,
+        false,
+        &["--freight", &other, "--assume-verified"],
+    );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 
     // backend pins transactionhistory by digest: a tag alone is refused, naming the fix.
@@ -1341,4 +1355,164 @@ fn bootstrap_creates_every_write_branch_once() {
             .to_string()
             .starts_with(&initial)
     );
+}
+
+/// `--freight` for the Freight of Warehouse `origin` of `stage`: that Warehouse's images at
+/// their new tags (with digests), and its name.
+fn origin_freight(w: &World, stage: &StageDef, origin: &str) -> Vec<FreightArg> {
+    let subs = w.objects.subscriptions(&stage.project);
+    let mut out: Vec<FreightArg> = subs[origin]
+        .images
+        .iter()
+        .map(|sub| {
+            FreightArg::Image(FreightImage {
+                repo_url: sub.repo_url.clone(),
+                tag: new_tag(sub),
+                digest: new_digest(&sub.repo_url),
+            })
+        })
+        .collect();
+    out.push(FreightArg::Warehouse(origin.to_string()));
+    out
+}
+
+/// The files under `path` on branch `branch` of the bare repository `repo`.
+fn branch_files(repo: &Path, branch: &str, path: &str) -> BTreeMap<String, Vec<u8>> {
+    let repo = Repository::open_bare(repo).unwrap();
+    let head = repo.refname_to_id(&format!("refs/heads/{branch}")).unwrap();
+    kiln::promote::repo::tree_files(&repo, head, path).unwrap()
+}
+
+/// Issue 38, item 5: `promotion: environment-stage` makes one Stage per environment that
+/// requests one Warehouse per component (Kargo's `requestedFreight` with several origins),
+/// and `kiln validate`'s model accepts it. Each component's Freight is promoted on its own
+/// through dev and test: only its steps run (each reads its Freight by origin,
+/// `commitFrom(vars.srcRepo, warehouse("<c>"))`), its folder moves, and every other
+/// component's folder stays as its own promotion left it.
+#[test]
+fn environment_stages_promote_each_components_freight_on_its_own() {
+    let (tmp, dir) = bank_variant(|t: &str| {
+        t.replace(
+            "    promotion: project\n",
+            "    promotion: environment-stage\n",
+        )
+    });
+    let w = world_in(&dir, Some(tmp.path()));
+    let dev = w.objects.stage("backend-dev", Some("backend")).unwrap();
+    let test = w.objects.stage("backend-test", Some("backend")).unwrap();
+    let components: Vec<String> = w
+        .platform
+        .projects
+        .iter()
+        .find(|p| p.name == "backend")
+        .unwrap()
+        .components
+        .iter()
+        .map(|c| c.name.clone())
+        .collect();
+    assert!(components.len() >= 3, "{components:?}");
+    // One Warehouse per component, each requested by the dev Stage directly and by the test
+    // Stage from the dev Stage.
+    assert_eq!(dev.requested, components);
+    assert_eq!(test.requested, components);
+    for (origin, up) in &dev.upstream_of {
+        assert!(up.is_empty(), "{origin}: {up:?}");
+    }
+    for (_, up) in &test.upstream_of {
+        assert_eq!(up, &["backend-dev".to_string()]);
+    }
+    let subs = w.objects.subscriptions("backend");
+    assert_eq!(subs.len(), components.len(), "{:?}", subs.keys());
+    // Kargo's and Argo CD's model accepts the objects (requestedFreight with several origins,
+    // `warehouse()` origins, `if` conditions).
+    let mut opts = kiln::pipeline::RenderOptions::new(&dir);
+    opts.root = Some(tmp.path().to_path_buf());
+    let kiln::pipeline::Built { set, .. } = kiln::pipeline::build(&opts, &|_, _| {}).unwrap();
+    let report = kiln::check::validate_artifacts(&set, &kiln::check::SchemaSet::empty()).unwrap();
+    assert!(
+        report.findings.is_empty(),
+        "{:?}",
+        report
+            .findings
+            .iter()
+            .map(|f| f.to_string())
+            .collect::<Vec<_>>()
+    );
+
+    let write = w.tmp.path().join("write-1.git");
+    let folder = |env: &str, c: &str| format!("envs/{env}/{c}");
+    let mut apps = w.objects.applications();
+    let mut run = |stage: &StageDef, origin: &str| {
+        let scratch = w.tmp.path().join("scratch").join(&stage.name).join(origin);
+        let freight = assemble_freight(
+            stage,
+            &w.objects,
+            &spec_images(&w.platform),
+            &origin_freight(&w, stage, origin),
+            &w.git(),
+            &scratch,
+        )
+        .unwrap();
+        let name = format!("{}.{origin}", stage.name);
+        let mut p = Promotion::new(stage.clone(), freight, name);
+        p.run(
+            &w.context(&w.work(&format!("{}-{origin}", stage.name))),
+            &mut apps,
+        );
+        assert_succeeded(&p);
+        // Only the promoted component's steps ran; the other components' were skipped.
+        for r in p.reports() {
+            let own = r.alias.ends_with(&format!("-{origin}"));
+            let shared = r.uses == "git-push" || r.alias == "clone-target";
+            assert_eq!(
+                r.status == StepStatus::Succeeded,
+                own || shared,
+                "{}: {} {:?}",
+                stage.name,
+                r.alias,
+                r.status
+            );
+        }
+    };
+    let (first, second) = (&components[0], &components[1]);
+    run(&dev, first);
+    let dev_first = branch_files(&write, "main", &folder("dev", first));
+    assert!(!dev_first.is_empty());
+    assert!(branch_files(&write, "main", &folder("dev", second)).is_empty());
+    // The second component's Freight moves into dev on its own; the first's folder stays.
+    run(&dev, second);
+    assert!(!branch_files(&write, "main", &folder("dev", second)).is_empty());
+    assert_eq!(
+        branch_files(&write, "main", &folder("dev", first)),
+        dev_first
+    );
+    // Into test, only the first: the second stays in dev.
+    run(&test, first);
+    let test_first = branch_files(&write, "main", &folder("test", first));
+    for files in [&dev_first, &test_first] {
+        let text: String = files
+            .values()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect();
+        for sub in &subs[first.as_str()].images {
+            assert!(
+                text.contains(&format!("{}:{}", sub.repo_url, new_tag(sub)))
+                    || text.contains(&new_digest(&sub.repo_url)),
+                "{} is not at the new version",
+                sub.repo_url
+            );
+        }
+    }
+    assert!(branch_files(&write, "main", &folder("test", second)).is_empty());
+    // One promotion moves one Warehouse's Freight: without an origin the Stage cannot tell.
+    let err = assemble_freight(
+        &dev,
+        &w.objects,
+        &spec_images(&w.platform),
+        &[],
+        &w.git(),
+        &w.tmp.path().join("scratch/none"),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("--freight warehouse="), "{err}");
 }

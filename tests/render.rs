@@ -13,7 +13,7 @@
 //!   takes them (ConfigMap data and annotations as the text written).
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
-mod cli_errors;
+pub(crate) mod cli_errors;
 mod golden;
 mod hardening;
 mod kubectl;

@@ -634,7 +634,9 @@ fn timings_name_every_stage() {
         .unwrap();
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    for stage in ["load", "evaluate", "render", "emit", "write", "total"] {
+    for stage in [
+        "load", "evaluate", "render", "emit", "validate", "write", "total",
+    ] {
         assert!(
             err.lines().any(|l| l.trim_start().starts_with(stage)),
             "no `{stage}` line in:\n{err}"
@@ -1221,4 +1223,38 @@ fn journal_component_records_that_do_not_check_out_never_change_the_output() {
             what,
         );
     }
+}
+
+/// Issue 38, item 8: the streamed render (each piece of BuildPlans rendered and released as
+/// it is evaluated) writes the component files that evaluating every BuildPlan first and then
+/// rendering them writes, byte for byte, on a platform of more than one piece (540 plans).
+#[test]
+fn a_streamed_render_equals_evaluating_every_plan_first() {
+    let t = tempfile::tempdir().unwrap();
+    generate(t.path(), 180, 3);
+    let o = opts(t.path(), "deploy", None);
+    let streamed = build(&o, &|_, _| {}).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(streamed.plans.len(), 540);
+    let fs = kiln::fs::RealFs;
+    let (platform, mut plans) = kiln::pipeline::plan(
+        &fs,
+        &o.platform_dir,
+        Some(t.path()),
+        &kiln::evaluate::Selection::default(),
+    )
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let whole = kiln::render::render(&mut plans, &platform.sources, &fs, &|_, r| {
+        Ok(kiln::emit::emit_plan(&r()?, o.layout))
+    })
+    .unwrap_or_else(|e| panic!("{e:?}"));
+    let whole: BTreeMap<String, Vec<u8>> = whole.into_iter().flatten().collect();
+    assert!(whole.len() > 1000);
+    for (path, bytes) in &whole {
+        assert!(
+            streamed.set.files.get(path) == Some(bytes),
+            "{path} differs"
+        );
+    }
+    let keys = |p: &[kiln::evaluate::BuildPlan]| p.iter().map(|p| p.key()).collect::<Vec<_>>();
+    assert_eq!(keys(&streamed.plans), keys(&plans));
 }

@@ -41,6 +41,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.handle_any("POST")
 
     def handle_any(self, method):
+        # KILN_TEST_REQUEST_LOG: every request, one `METHOD path` line (tests count fetches).
+        log = os.environ.get("KILN_TEST_REQUEST_LOG")
+        if log:
+            with open(log, "a") as f:
+                f.write("%s %s\n" % (method, self.path))
         if not self.authorized():
             return
         if self.mode == "git-http":

@@ -277,3 +277,518 @@ fn update_moves_only_the_named_source() {
         "{after}"
     );
 }
+
+/// A platform repository written from `files` (path → text) under a fresh directory, with
+/// its own `.git` marker, rendered with a cache of its own.
+struct Platform {
+    work: tempfile::TempDir,
+    cache: PathBuf,
+}
+
+impl Platform {
+    fn new(files: &[(&str, String)]) -> Platform {
+        let work = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = work.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        std::fs::create_dir_all(work.path().join(".git")).unwrap();
+        let cache = work.path().join("cache");
+        Platform { work, cache }
+    }
+
+    fn kiln(&self, args: &[&str], env: &[(&str, &str)]) -> crate::support::Run {
+        let mut cmd = kiln_command(self.work.path());
+        cmd.env("KILN_CACHE_DIR", &self.cache);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        run(cmd.args(args))
+    }
+
+    fn render(&self, out: &str, extra: &[&str]) -> crate::support::Run {
+        let mut args = vec!["render", "platform", "--write-to", out, "--no-cache"];
+        args.extend(extra);
+        self.kiln(&args, &[])
+    }
+
+    fn read(&self, path: &str) -> String {
+        std::fs::read_to_string(self.work.path().join(path))
+            .unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+}
+
+/// A platform of environments `dev` (tier dev) and `prod` (tier prod), one project `shop`
+/// with `components` (YAML list items, indented for `components:`).
+fn two_env_platform(env_params: (&str, &str), components: &str) -> String {
+    format!(
+        "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters:\n  - name: c\n    server: https://c.example.com\n  environments:\n  - name: dev\n    tier: dev\n    cluster: c\n    parameters: {{{}}}\n  - name: prod\n    tier: prod\n    cluster: c\n    from: [dev]\n    parameters: {{{}}}\n  projects:\n  - name: shop\n    components:\n{components}",
+        env_params.0, env_params.1
+    )
+}
+
+/// A component holding one ConfigMap whose `data.version` is `version`.
+fn versioned_component(name: &str, version: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            "deploy/component.yaml".into(),
+            format!(
+                "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  generators:\n  - files: [cm.yaml]\n"
+            ),
+        ),
+        (
+            "deploy/cm.yaml".into(),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  version: \"{version}\"\n"
+            ),
+        ),
+    ]
+}
+
+fn as_refs(files: &[(String, String)]) -> Vec<(&str, &str)> {
+    files
+        .iter()
+        .map(|(p, t)| (p.as_str(), t.as_str()))
+        .collect()
+}
+
+/// Issue 33 item 1: `ref: ${params.appRef}` follows a tag in prod and `main` in dev, each
+/// environment rendering its own commit; the lock holds one entry per ref; and each
+/// distinct (repository, commit) is fetched once, however many instances use it (item 6:
+/// the fetches counted at the smart-HTTP server).
+#[test]
+fn per_environment_refs_render_each_commit_and_fetch_it_once() {
+    let repos = tempfile::tempdir().unwrap();
+    let v1 = versioned_component("cart", "1");
+    let v2 = versioned_component("cart", "2");
+    testing::app_repo(
+        repos.path(),
+        "cart.git",
+        &[(&as_refs(&v1), Some("v1.0.0")), (&as_refs(&v2), None)],
+    );
+    let log = repos.path().join("requests.log");
+    let http = testing::git_http_logged(repos.path(), &log);
+    let url = format!("{}/cart.git", http.http());
+    let item = |name: &str, reference: &str| {
+        format!(
+            "    - name: {name}\n      source:\n        git: {url}\n        ref: \"{reference}\"\n        path: deploy\n"
+        )
+    };
+    let components = [
+        item("cart", "${params.appRef}"),
+        item("cart-a", "main"),
+        item("cart-b", "main"),
+    ]
+    .concat();
+    let p = Platform::new(&[(
+        "platform/platform.yaml",
+        two_env_platform(("appRef: main", "appRef: v1.0.0"), &components),
+    )]);
+    // Three instances of one component in one namespace: Argo CD would call the ConfigMap
+    // shared; the point here is the sources.
+    let r = p.render("out", &["--no-validate"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(
+        p.read("out/shop/dev/cart/cart.gen.yaml")
+            .contains("version: \"2\"")
+    );
+    assert!(
+        p.read("out/shop/prod/cart/cart.gen.yaml")
+            .contains("version: \"1\"")
+    );
+    assert!(
+        p.read("out/shop/prod/cart-a/cart-a.gen.yaml")
+            .contains("version: \"2\"")
+    );
+    let lock = p.read("platform/kiln.lock");
+    assert_eq!(lock.matches("[[source]]").count(), 2, "{lock}");
+    assert!(
+        lock.contains("requested = \"main\"") && lock.contains("requested = \"v1.0.0\""),
+        "{lock}"
+    );
+    // Two commits, two fetches: three instances and two environments share them.
+    assert_eq!(testing::fetches_in(&log), 2);
+    // Warm: everything locked and cached, no fetch at all.
+    let r = p.render("out2", &["--locked", "--no-validate"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(testing::fetches_in(&log), 2);
+}
+
+/// A local component whose kustomization names `resources` (the remote bases).
+fn kustomize_component(resources: &[String]) -> Vec<(&'static str, String)> {
+    let list: String = resources.iter().map(|r| format!("- {r}\n")).collect();
+    vec![
+        (
+            "components/web/component.yaml",
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: web\nspec:\n  generators:\n  - kustomize: kust\n".into(),
+        ),
+        (
+            "components/web/kust/kustomization.yaml",
+            format!("namePrefix: shop-\nresources:\n{list}"),
+        ),
+    ]
+}
+
+fn remote_base_platform(resources: &[String]) -> Platform {
+    let mut files = kustomize_component(resources);
+    files.push((
+        "platform/platform.yaml",
+        two_env_platform(("", ""), "    - path: ../components/web\n"),
+    ));
+    Platform::new(&files)
+}
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n";
+
+/// Issue 33 item 3: a remote base in kustomize's URL form, over git daemon (`git://`) and
+/// over smart HTTP (`http://…//path?ref=`), rendered, locked and rendered again offline
+/// with every server stopped; load restrictions hold inside the fetched tree.
+#[test]
+fn remote_kustomize_bases_over_git_daemon_and_smart_http() {
+    let repos = tempfile::tempdir().unwrap();
+    testing::app_repo(
+        repos.path(),
+        "bases.git",
+        &[(
+            &[
+                (
+                    "web/kustomization.yaml",
+                    "resources: [deployment.yaml]\ncommonLabels: {team: shop}\n",
+                ),
+                ("web/deployment.yaml", DEPLOYMENT),
+                ("svc/kustomization.yaml", "resources: [service.yaml]\n"),
+                (
+                    "svc/service.yaml",
+                    "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\nspec:\n  ports:\n  - port: 80\n",
+                ),
+                (
+                    "leaky/kustomization.yaml",
+                    "resources: [../web/deployment.yaml]\n",
+                ),
+            ],
+            Some("v1"),
+        )],
+    );
+    let mut daemon = Some(testing::git_daemon(repos.path()));
+    let mut http = Some(testing::git_http(repos.path()));
+    let by_daemon = format!(
+        "git://127.0.0.1:{}/bases.git//web?ref=v1",
+        daemon.as_ref().unwrap().port
+    );
+    let by_http = format!(
+        "{}/bases.git//svc?ref=v1&timeout=30",
+        http.as_ref().unwrap().http()
+    );
+    let p = remote_base_platform(&[by_daemon.clone(), by_http.clone()]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let dev = p.read("out/shop/dev/web/web.gen.yaml");
+    assert!(
+        dev.contains("name: shop-web")
+            && dev.contains("kind: Service")
+            && dev.contains("team: shop"),
+        "{dev}"
+    );
+    let lock = p.read("platform/kiln.lock");
+    assert_eq!(lock.matches("requested = \"v1\"").count(), 2, "{lock}");
+    // Item 6: `kiln show platform` names each source with what it resolved to.
+    let r = p.kiln(&["show", "platform", "platform", "-o", "json"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let shown: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    let sources = shown["sources"].as_array().unwrap();
+    assert!(
+        sources.iter().any(
+            |s| s["url"].as_str().is_some_and(|u| u.ends_with("/bases.git"))
+                && s["resolved"].as_str().is_some_and(|c| c.len() == 40)
+        ),
+        "{sources:?}"
+    );
+    // Every server stopped: the lock and the cache alone, the same bytes.
+    daemon.take();
+    http.take();
+    let r = p.render("out-offline", &["--locked", "--offline"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(p.read("out-offline/shop/dev/web/web.gen.yaml"), dev);
+    // Item 6: locked and cached, a render does no network I/O even without `--offline`.
+    let r = p.render("out-warm", &["--locked"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(p.read("out-warm/shop/dev/web/web.gen.yaml"), dev);
+
+    // Root-only loading inside the fetched tree: `leaky` reads its sibling's file.
+    let daemon = testing::git_daemon(repos.path());
+    let leaky = format!("git://127.0.0.1:{}/bases.git//leaky?ref=v1", daemon.port);
+    let p = remote_base_platform(&[leaky]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("outside the kustomization root") && r.text().contains("bases.git@"),
+        "{}",
+        r.text()
+    );
+    assert!(!p.work.path().join("out").exists());
+}
+
+/// Issue 33, bad input: a cycle of remote bases is named with its URLs; a repository over
+/// the size limit is refused naming the base; neither writes anything.
+#[test]
+fn a_remote_base_cycle_and_a_repository_too_large_are_refused() {
+    let repos = tempfile::tempdir().unwrap();
+    let http = testing::git_http(repos.path());
+    let at = |path: &str| format!("{}/loop.git//{path}?ref=main", http.http());
+    testing::app_repo(
+        repos.path(),
+        "loop.git",
+        &[(
+            &[
+                (
+                    "a/kustomization.yaml",
+                    &format!("resources:\n- {}\n", at("b")),
+                ),
+                (
+                    "b/kustomization.yaml",
+                    &format!("resources:\n- {}\n", at("a")),
+                ),
+            ],
+            None,
+        )],
+    );
+    let p = remote_base_platform(&[at("a")]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("cycle of bases: remote") && r.text().contains("loop.git//a?ref=main"),
+        "{}",
+        r.text()
+    );
+    assert!(!p.work.path().join("out").exists());
+
+    let big: String = (0..40_000).map(|i| format!("{i:x}\n")).collect();
+    testing::app_repo(
+        repos.path(),
+        "big.git",
+        &[(
+            &[
+                ("web/kustomization.yaml", "resources: [deployment.yaml]\n"),
+                ("web/deployment.yaml", DEPLOYMENT),
+                ("blob.txt", &big),
+            ],
+            None,
+        )],
+    );
+    let url = format!("{}/big.git//web?ref=main", http.http());
+    let p = remote_base_platform(std::slice::from_ref(&url));
+    let r = p.kiln(
+        &["render", "platform", "--write-to", "out", "--no-cache"],
+        &[("KILN_SOURCE_MAX_BYTES", "20000")],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("kiln::source::too_large") && r.text().contains("big.git"),
+        "{}",
+        r.text()
+    );
+    assert!(!p.work.path().join("out").exists());
+}
+
+/// A component in an app repository: a Deployment of `ghcr.io/acme/<name>:1.0.0`, from its
+/// own file or (`base`: a kustomization naming that remote base) from a remote base.
+fn app_component(name: &str, base: Option<&str>) -> Vec<(String, String)> {
+    let generator = match base {
+        Some(_) => "  - kustomize: kust\n",
+        None => "  - files: [deployment.yaml]\n",
+    };
+    let mut files = vec![(
+        "deploy/component.yaml".to_string(),
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  images:\n  - name: ghcr.io/acme/{name}\n    repository: ghcr.io/acme/{name}\n    tag: \"1.0.0\"\n  generators:\n{generator}"
+        ),
+    )];
+    match base {
+        Some(url) => files.push((
+            "deploy/kust/kustomization.yaml".to_string(),
+            format!("resources:\n- {url}\n"),
+        )),
+        None => files.push((
+            "deploy/deployment.yaml".to_string(),
+            DEPLOYMENT
+                .replace("web", name)
+                .replace("nginx:1.27", &format!("ghcr.io/acme/{name}:1.0.0")),
+        )),
+    }
+    files
+}
+
+/// Issue 33, "Done when": six app repositories over git daemon and smart HTTP, one of them
+/// built from a remote kustomize base; `kiln update` → `kiln render --locked` → `publish`
+/// (its trailers name every source) → `kiln promote` through dev and test; then, with every
+/// server stopped, `kiln render --locked --offline` writes the same bytes.
+#[test]
+fn app_repos_to_one_service_repo_end_to_end() {
+    const APPS: [&str; 6] = ["cart", "checkout", "catalog", "payments", "search", "users"];
+    let repos = tempfile::tempdir().unwrap();
+    let mut daemon = Some(testing::git_daemon(repos.path()));
+    let mut http = Some(testing::git_http(repos.path()));
+    let daemon_url = format!("git://127.0.0.1:{}", daemon.as_ref().unwrap().port);
+    let http_url = http.as_ref().unwrap().http();
+    let base_url = format!("{daemon_url}/bases.git//catalog?ref=v1");
+    testing::app_repo(
+        repos.path(),
+        "bases.git",
+        &[(
+            &[
+                (
+                    "catalog/kustomization.yaml",
+                    "resources: [deployment.yaml]\n",
+                ),
+                (
+                    "catalog/deployment.yaml",
+                    &DEPLOYMENT
+                        .replace("web", "catalog")
+                        .replace("nginx:1.27", "ghcr.io/acme/catalog:1.0.0"),
+                ),
+            ],
+            Some("v1"),
+        )],
+    );
+    let mut urls = Vec::new();
+    let mut commits = Vec::new();
+    for (i, app) in APPS.iter().enumerate() {
+        let files = app_component(app, (*app == "catalog").then_some(base_url.as_str()));
+        let ids = testing::app_repo(
+            repos.path(),
+            &format!("{app}.git"),
+            &[(&as_refs(&files), None)],
+        );
+        commits.push(ids[0].clone());
+        urls.push(if i < 3 {
+            format!("{daemon_url}/{app}.git")
+        } else {
+            format!("{http_url}/{app}.git")
+        });
+    }
+    let components: String = urls
+        .iter()
+        .map(|u| format!("    - source: {{git: \"{u}\", ref: main, path: deploy}}\n"))
+        .collect();
+    let source_url = "https://git.example.com/platform/shop.git";
+    let output_url = "https://git.example.com/shop/deploy.git";
+    let p = Platform::new(&[(
+        "platform/platform.yaml",
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: shop\nspec:\n  source:\n    repoURL: {source_url}\n    branch: main\n    renderedPath: deploy\n  clusters:\n  - name: c\n    server: https://c.example.com\n  environments:\n  - name: dev\n    tier: dev\n    cluster: c\n  - name: test\n    tier: test\n    cluster: c\n    from: [dev]\n  kargo:\n    enabled: true\n  projects:\n  - name: shop\n    promotion: project\n    output:\n      repoURL: {output_url}\n    components:\n{components}"
+        ),
+    )]);
+    let ok = |r: crate::support::Run| {
+        assert_eq!(r.code, Some(0), "{}", r.text());
+        r
+    };
+    ok(p.kiln(&["update", "platform"], &[]));
+    let lock = p.read("platform/kiln.lock");
+    assert_eq!(lock.matches("[[source]]").count(), 7, "{lock}");
+    ok(p.render("out", &["--locked"]));
+    let rendered = files_of(&p.work.path().join("out"));
+    assert!(
+        rendered
+            .iter()
+            .any(|(f, t)| f.ends_with("catalog/catalog.gen.yaml")
+                && t.contains("ghcr.io/acme/catalog")),
+        "the remote base is rendered"
+    );
+
+    // Publish into the source repository's rendered path: the trailers name every source.
+    let source = p.work.path().join("source.git");
+    let output = p.work.path().join("deploy.git");
+    testing::git(p.work.path(), &["init", "-q", "--bare", "source.git"]);
+    testing::git(p.work.path(), &["init", "-q", "--bare", "deploy.git"]);
+    ok(p.kiln(
+        &[
+            "publish",
+            "platform",
+            "--locked",
+            "--repo",
+            &source.display().to_string(),
+        ],
+        &[],
+    ));
+    let message = testing::git(&source, &["log", "-1", "--format=%B", "main"]);
+    for (url, commit) in urls.iter().zip(&commits) {
+        assert!(
+            message.contains(&format!("Kiln-App-Commit: {url}@{commit}")),
+            "{message}"
+        );
+    }
+    assert!(
+        message.contains(&format!("Kiln-App-Commit: {daemon_url}/bases.git@")),
+        "{message}"
+    );
+
+    // Kargo's pipeline, run locally: dev, then test.
+    let maps = [
+        format!("{source_url}={}", source.display()),
+        format!("{output_url}=file://{}", output.display()),
+    ];
+    for stage in ["shop-dev", "shop-test"] {
+        ok(p.kiln(
+            &[
+                "promote",
+                stage,
+                "platform",
+                "--freight",
+                "latest",
+                "--locked",
+                "--repo-map",
+                &maps[0],
+                "--repo-map",
+                &maps[1],
+            ],
+            &[],
+        ));
+    }
+    let promoted = testing::git(&output, &["ls-tree", "-r", "--name-only", "stage/test"]);
+    assert!(promoted.contains("catalog"), "{promoted}");
+    // `kiln history` shows the sources of the publish.
+    let history = ok(p.kiln(&["history", "--repo", &source.display().to_string()], &[]));
+    assert!(
+        history
+            .stdout
+            .contains(&format!("from {}@{}", urls[0], commits[0])),
+        "{}",
+        history.text()
+    );
+
+    // `kiln status` shows the app-repo commits each deployed folder was rendered from.
+    let status = p.kiln(
+        &[
+            "status",
+            "platform",
+            "-o",
+            "json",
+            "--repo-map",
+            &maps[0],
+            "--repo-map",
+            &maps[1],
+        ],
+        &[],
+    );
+    assert!(status.code.is_some_and(|c| c <= 1), "{}", status.text());
+    let report: serde_json::Value = serde_json::from_str(&status.stdout).unwrap();
+    let cell = report["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["component"] == "cart" && c["environment"] == "test")
+        .unwrap();
+    assert!(
+        cell["appCommits"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|c| c["commit"] == commits[0].as_str())),
+        "{cell}"
+    );
+
+    // Every server stopped: the lock and the cache alone write the same bytes.
+    daemon.take();
+    http.take();
+    ok(p.render("out-offline", &["--locked", "--offline"]));
+    assert_eq!(files_of(&p.work.path().join("out-offline")), rendered);
+}

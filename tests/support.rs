@@ -204,3 +204,12 @@ pub fn run_bounded(cmd: &mut Command, memory: u64, seconds: u64, what: &str) -> 
         stderr: String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned(),
     }
 }
+
+/// `$PATH` with `dir` first (a test's `kiln` and scripts, as CI installs them).
+pub fn path_with(dir: &Path) -> String {
+    format!(
+        "{}:{}",
+        dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}

@@ -41,6 +41,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln schema\n  kiln schema component > component.schema.json"
     )]
     Schema(SchemaArgs),
+    /// Scaffold a platform and a first component, with the schemas their editor modelines use.
+    #[command(
+        after_help = "Examples:\n  kiln init shop --name shop --component cart\n  cd shop && kiln render platforms/shop"
+    )]
+    Init(InitArgs),
     /// Build a kustomization directory natively, like `kubectl kustomize DIR`.
     #[command(
         after_help = "Examples:\n  kiln kustomize overlays/prod\n  kiln kustomize overlays/prod > out.yaml"
@@ -103,6 +108,29 @@ pub enum Command {
         after_help = "Examples:\n  kiln status platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy\n  kiln status platforms/bank -e prod-east -o json\n  kiln status platforms/bank -o html > status.html\n\nDrift: the Stage's steps are rerun up to git-commit from the Freight its last promotion\nrecorded, and the folder compared with what they build (the source repository must be\nreachable: --repo-map).\n\nExit codes: 0 in sync, 1 lagging or drifted, 3 error (as kubectl diff)."
     )]
     Status(StatusArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Examples:\n  kiln completions bash > /etc/bash_completion.d/kiln\n  kiln completions zsh > \"${fpath[1]}/_kiln\"\n  kiln completions fish > ~/.config/fish/completions/kiln.fish"
+    )]
+    Completions(CompletionsArgs),
+    /// Write the manual pages (`kiln.1` and one `kiln-<command>.1` per command) into DIR.
+    #[command(
+        after_help = "Examples:\n  kiln man /usr/local/share/man/man1\n  kiln man target/man && man -l target/man/kiln-render.1"
+    )]
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The directory to write the pages into (created if missing).
+    pub dir: PathBuf,
 }
 
 /// Output format for `show` and `history`.
@@ -155,6 +183,22 @@ pub struct Selection {
     pub labels: Vec<String>,
 }
 
+impl Selection {
+    /// The filters as flags (`-p web -l tier=prod`), for messages.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        for (flag, values) in [
+            ("-p", &self.projects),
+            ("-e", &self.environments),
+            ("-c", &self.components),
+            ("-l", &self.labels),
+        ] {
+            parts.extend(values.iter().map(|v| format!("{flag} {v}")));
+        }
+        parts.join(" ")
+    }
+}
+
 /// How the commands that render use `kiln.lock` and the network (issue 33).
 #[derive(Debug, Clone, Args, Default)]
 pub struct SourceFlags {
@@ -164,6 +208,10 @@ pub struct SourceFlags {
     /// Use only the source cache: no network; a source missing from it is an error.
     #[arg(long)]
     pub offline: bool,
+    /// Preview another ref of a component's repository: `NAME=REF` (the instance's name or
+    /// the repository's), e.g. `--source-ref cart=my-branch`. kiln.lock is left as it is.
+    #[arg(long = "source-ref", value_name = "NAME=REF")]
+    pub source_ref: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -181,14 +229,21 @@ pub struct RenderArgs {
     /// The platform directory (holds platform.yaml).
     #[arg(default_value = "platforms/bank")]
     pub platform: PathBuf,
-    /// Where to write the rendered tree.
-    #[arg(long, default_value = "deploy")]
-    pub write_to: PathBuf,
+    /// Where to write the rendered tree. Default: the platform's `spec.source.renderedPath`
+    /// (default `deploy`) in its repository (the nearest directory above it holding `.git`),
+    /// where `kiln publish`, the Warehouses and the Applications look for it.
+    #[arg(long)]
+    pub write_to: Option<PathBuf>,
     /// Output layout: service repo (default) or cluster repo.
     #[arg(long, value_enum, default_value = "service")]
     pub layout: Layout,
+    /// The summary: a line on stderr, or one JSON object on stdout (`plans`, `writeTo`,
+    /// `files`, `written`, `unchanged`, `removed`).
+    #[arg(short = 'o', long, value_enum, default_value = "text")]
+    pub output: OutputFormat,
     /// Check the generated Kargo and Argo CD objects against the schemas in this directory
-    /// before writing.
+    /// before writing. The CRDs come from the Kargo and Argo CD releases you deploy (Kargo's
+    /// `charts/kargo/resources/crds/`, Argo CD's `manifests/crds/`), as YAML files.
     #[arg(long)]
     pub schema_dir: Option<PathBuf>,
     /// The render cache: BuildPlans whose inputs are unchanged are copied from it instead of
@@ -267,6 +322,24 @@ pub struct SchemaArgs {
     /// Which kind; both when omitted.
     #[arg(value_enum)]
     pub kind: Option<SchemaKind>,
+    /// Write `platform.schema.json` and `component.schema.json` into DIR instead of printing
+    /// (what a `# yaml-language-server: $schema=…` modeline outside kiln's repository points
+    /// at; each schema's `$id` is stable).
+    #[arg(long, value_name = "DIR")]
+    pub write: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// The directory to scaffold (created if missing; nothing in it is overwritten).
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The platform's name (and its first project's).
+    #[arg(long, default_value = "platform")]
+    pub name: String,
+    /// The first component's name.
+    #[arg(long, default_value = "hello")]
+    pub component: String,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -292,6 +365,10 @@ pub struct KustomizeArgs {
     /// A wrong name is a usage error (exit 2), checked by clap.
     #[arg(long, value_name = "FIX,...", value_parser = crate::kustomize::krusty::build::Fixes::parse)]
     pub fixes: Option<crate::kustomize::krusty::build::Fixes>,
+    /// Render `helmCharts:` (with kiln's own Helm engine; no helm binary is run). Without it
+    /// a kustomization with charts fails, as `kubectl kustomize` does.
+    #[arg(long)]
+    pub enable_helm: bool,
 }
 
 #[derive(Debug, Args)]
@@ -404,7 +481,9 @@ pub struct ValidateArgs {
     #[arg(required = true)]
     pub paths: Vec<PathBuf>,
     /// CRD YAMLs or JSON Schemas (as kubeconform takes them), plus Kargo step and
-    /// subscription schemas, checked as well as kiln's built-in model.
+    /// subscription schemas, checked as well as kiln's built-in model. The CRDs come from
+    /// the releases you deploy: Kargo's `charts/kargo/resources/crds/`, Argo CD's
+    /// `manifests/crds/`.
     #[arg(long)]
     pub schema_dir: Option<PathBuf>,
     /// Output format: text diagnostics on stderr, or one JSON report on stdout.
@@ -543,7 +622,9 @@ pub struct PromoteArgs {
     #[arg(long)]
     pub project: Option<String>,
     /// Freight: `image=<repo>:<tag>`, `image=<repo>@<digest>`, `commit=<sha>` or `latest`
-    /// (repeatable). Artifacts not given: the spec's image, the branch head.
+    /// (repeatable). Artifacts not given: the spec's image, the branch head. A Stage that
+    /// requests Freight from several Warehouses (`promotion: environment-stage`) promotes one
+    /// Warehouse's: `warehouse=<name>`, unless the images given name it.
     #[arg(long, required = true, value_name = "ARTIFACT", value_parser = parse_freight)]
     pub freight: Vec<crate::promote::freight::FreightArg>,
     /// A local path (or file:// URL) standing in for a remote repository (repeatable).
@@ -557,7 +638,8 @@ pub struct PromoteArgs {
     /// the root Application's next sync leaves them, not against Git's.
     #[arg(long, value_name = "FILE")]
     pub live: Option<PathBuf>,
-    /// Do not warn that Kargo offers this Stage only Freight verified upstream.
+    /// Do not warn when no promotion of this Freight is on an upstream Stage's write branch
+    /// (Kargo offers a Stage only Freight verified upstream).
     #[arg(long)]
     pub assume_verified: bool,
     /// Output layout of the render.
@@ -607,6 +689,8 @@ pub enum GraphOutput {
     Dot,
     /// An SVG picture, laid out by kiln (no Graphviz needed).
     Svg,
+    /// The graph as data: `{"projects": [{"name", "warehouses", "stages": [...]}]}`.
+    Json,
 }
 
 #[derive(Debug, Args)]
@@ -795,6 +879,12 @@ fn source_options(flags: &SourceFlags, update: Option<&[String]>) -> crate::sour
         limits.max_entries = n;
     }
     crate::source::SourceOptions {
+        refs: flags
+            .source_ref
+            .iter()
+            .filter_map(|r| r.split_once('='))
+            .map(|(n, r)| (n.to_string(), r.to_string()))
+            .collect(),
         cache_dir,
         credentials,
         limits,
@@ -840,10 +930,229 @@ fn update(args: &UpdateArgs) -> miette::Result<ExitCode> {
 }
 
 /// `kiln render`: a progress bar on stderr only when it is a terminal, a one-line summary.
+/// `kiln render`'s default `--write-to`: `spec.source.renderedPath` (default `deploy`) under
+/// the platform's repository root ([`crate::load::repository_root`]), shown relative to the
+/// working directory when inside it. A platform that cannot be read gets `deploy`; the render
+/// then reports why it cannot be read.
+fn default_write_to(platform: &std::path::Path, doc: Option<&serde_json::Value>) -> PathBuf {
+    let fs = crate::fs::RealFs;
+    let rendered = doc
+        .and_then(|d| d.pointer("/spec/source/renderedPath"))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_string)
+        .filter(|r| !r.trim_matches('/').is_empty())
+        .unwrap_or_else(|| "deploy".to_string());
+    let Ok(root) = crate::load::repository_root(&fs, platform, None) else {
+        return PathBuf::from("deploy");
+    };
+    let out = root.join(rendered.trim_matches('/'));
+    match std::env::current_dir()
+        .ok()
+        .and_then(|d| d.canonicalize().ok())
+    {
+        Some(cwd) => match out.strip_prefix(&cwd) {
+            Ok(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
+            _ => out,
+        },
+        None => out,
+    }
+}
+
+/// `kiln schema --write DIR`: both schemas, as `schema/` in kiln's repository holds them.
+fn write_schemas(dir: &std::path::Path) -> miette::Result<()> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| miette::miette!("cannot create `{}`: {e}", dir.display()))?;
+    for (name, text) in crate::spec::schemas() {
+        let path = dir.join(name);
+        std::fs::write(&path, text)
+            .map_err(|e| miette::miette!("cannot write `{}`: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// `kiln init`: a platform with one environment on one cluster, one project and one
+/// component (a Deployment and a Service from `manifests/`), each file with a schema
+/// modeline pointing at `schema/` (written beside them), ready for `kiln render`. Nothing
+/// that exists is overwritten: an existing file is an error and nothing is written.
+fn init(args: &InitArgs) -> miette::Result<ExitCode> {
+    for (what, name) in [("platform", &args.name), ("component", &args.component)] {
+        if let Some(reason) = crate::names::dns1123_label(name) {
+            return Err(miette::miette!(
+                code = "kiln::cli::init_name",
+                help = "use lower-case letters, digits and `-`",
+                "`{name}` is not a valid {what} name: {reason}"
+            ));
+        }
+    }
+    let (name, c) = (&args.name, &args.component);
+    let platform = r#"# yaml-language-server: $schema=../../schema/platform.schema.json
+apiVersion: kiln/v1alpha1
+kind: Platform
+metadata:
+  name: NAME
+spec:
+  source:
+    repoURL: https://git.example.com/NAME/platform.git
+    branch: main
+    renderedPath: deploy
+  clusters:
+  - name: dev
+    server: https://kubernetes.default.svc
+  environments:
+  - name: dev
+    tier: nonprod
+    cluster: dev
+  projects:
+  - name: NAME
+    components:
+    - path: ../../components/COMPONENT
+"#
+    .replace("NAME", name)
+    .replace("COMPONENT", c);
+    let component = r#"# yaml-language-server: $schema=../../schema/component.schema.json
+apiVersion: kiln/v1alpha1
+kind: Component
+metadata:
+  name: COMPONENT
+spec:
+  parameters:
+    type: object
+    additionalProperties: false
+    properties:
+      replicas:
+        type: integer
+        minimum: 1
+        default: 1
+  generators:
+  - files: [manifests]
+  transformers:
+  - namespace: "${env.namespace}"
+  - jsonPatch:
+      target: { kind: Deployment, name: COMPONENT }
+      patch:
+      - { op: replace, path: /spec/replicas, value: "${params.replicas}" }
+"#
+    .replace("COMPONENT", c);
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {c}\n  labels:\n    app.kubernetes.io/name: {c}\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: {c}\n  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: {c}\n    spec:\n      containers:\n      - name: {c}\n        image: nginx:1.27\n        ports:\n        - name: http\n          containerPort: 80\n"
+    );
+    let service = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {c}\nspec:\n  selector:\n    app.kubernetes.io/name: {c}\n  ports:\n  - name: http\n    port: 80\n    targetPort: http\n"
+    );
+    let mut files: Vec<(PathBuf, String)> = vec![
+        (format!("platforms/{name}/platform.yaml").into(), platform),
+        (format!("components/{c}/component.yaml").into(), component),
+        (
+            format!("components/{c}/manifests/deployment.yaml").into(),
+            deployment,
+        ),
+        (
+            format!("components/{c}/manifests/service.yaml").into(),
+            service,
+        ),
+    ];
+    for (file, text) in crate::spec::schemas() {
+        files.push((PathBuf::from("schema").join(file), text));
+    }
+    if let Some((path, _)) = files.iter().find(|(p, _)| args.dir.join(p).exists()) {
+        return Err(miette::miette!(
+            code = "kiln::cli::init_exists",
+            help = "kiln init never overwrites: choose another directory or names (--name, --component)",
+            "`{}` exists",
+            args.dir.join(path).display()
+        ));
+    }
+    for (path, text) in &files {
+        let path = args.dir.join(path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| miette::miette!("cannot create `{}`: {e}", parent.display()))?;
+        }
+        std::fs::write(&path, text)
+            .map_err(|e| miette::miette!("cannot write `{}`: {e}", path.display()))?;
+    }
+    print_err(&format!(
+        "kiln: scaffolded platform `{name}` and component `{c}` in {}; next: kiln render {}",
+        args.dir.display(),
+        args.dir.join("platforms").join(name).display()
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The progress bar's rate: whole BuildPlans per second (`1234/s`), not indicatif's
+/// fractional `{per_sec}`.
+fn rate_text(per_sec: f64) -> String {
+    let rate = if per_sec.is_finite() && per_sec > 0.0 {
+        per_sec.round() as u64
+    } else {
+        0
+    };
+    format!("{rate}/s")
+}
+
+/// The bar's next position: `done`, unless a report that arrived earlier was further.
+fn monotonic(shown: u64, done: usize) -> u64 {
+    shown.max(done as u64)
+}
+
+/// `platform.yaml` of the platform `kiln render` was given (its directory or the file), as
+/// YAML, for what the CLI decides before the render: `None` when it cannot be read (the
+/// render then says why).
+fn platform_doc(platform: &std::path::Path) -> Option<serde_json::Value> {
+    let file = if platform.is_dir() {
+        platform.join("platform.yaml")
+    } else {
+        platform.to_path_buf()
+    };
+    let text = std::fs::read_to_string(&file).ok()?;
+    crate::yaml::parse_stream(&file.display().to_string(), &text)
+        .ok()?
+        .into_iter()
+        .next()
+}
+
+/// Settings of `platform.yaml` that nothing reads in the platform's configuration, as
+/// warnings: each would otherwise be ignored without a word.
+fn ignored_settings(doc: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let kargo_on = doc.pointer("/spec/kargo/enabled") == Some(&serde_json::Value::Bool(true));
+    if !kargo_on {
+        if doc
+            .pointer("/spec/kargo/promotion")
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|m| !m.is_empty())
+        {
+            out.push(
+                "warning: `spec.kargo.promotion` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)"
+                    .to_string(),
+            );
+        }
+        for p in doc
+            .pointer("/spec/projects")
+            .and_then(serde_json::Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(mode) = p.get("promotion").and_then(serde_json::Value::as_str) {
+                out.push(format!(
+                    "warning: `promotion: {mode}` of project `{}` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)",
+                    p.get("name").and_then(serde_json::Value::as_str).unwrap_or("")
+                ));
+            }
+        }
+    }
+    out
+}
+
 fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
+    let doc = platform_doc(&args.platform);
+    let write_to = args
+        .write_to
+        .clone()
+        .unwrap_or_else(|| default_write_to(&args.platform, doc.as_ref()));
     let opts = crate::pipeline::RenderOptions {
         platform_dir: args.platform.clone(),
-        write_to: args.write_to.clone(),
+        write_to: write_to.clone(),
         layout: args.layout.to_lib(),
         selection: args.selection.to_lib(),
         root: None,
@@ -866,17 +1175,25 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         let bar = indicatif::ProgressBar::new(0);
         bar.set_style(
             indicatif::ProgressStyle::with_template(
-                "{spinner} rendering [{bar:30}] {pos}/{len} BuildPlans, {per_sec}, {eta} left",
+                "{spinner} rendering [{bar:30}] {pos}/{len} BuildPlans, {rate}, {eta} left",
             )
             .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+            .with_key(
+                "rate",
+                |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&rate_text(state.per_sec()));
+                },
+            )
             .progress_chars("=> "),
         );
         bar
     });
+    // Workers report as they finish, so a report may arrive after a later one: the bar
+    // only moves forward.
     let progress = |done: usize, total: usize| {
         if let Some(b) = &bar {
             b.set_length(total as u64);
-            b.set_position(done as u64);
+            b.set_position(monotonic(b.position(), done));
         }
     };
     let result = crate::pipeline::run_render(&opts, &progress);
@@ -884,6 +1201,9 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         b.finish_and_clear();
     }
     let summary = result?;
+    for w in doc.as_ref().map(ignored_settings).unwrap_or_default() {
+        print_err(&w);
+    }
     warn_secrets(&summary.secrets);
     for e in &summary.expressions {
         print_err(&format!("warning: {e}"));
@@ -892,16 +1212,41 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         print_err(w);
     }
     let r = &summary.report;
-    print_err(&format!(
-        "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",
-        summary.plans,
-        if summary.plans == 1 { "" } else { "s" },
-        args.write_to.display(),
-        summary.files,
-        r.written.len(),
-        r.unchanged.len(),
-        r.removed.len()
-    ));
+    let selection = &args.selection;
+    if summary.plans == 0
+        && !(selection.projects.is_empty()
+            && selection.environments.is_empty()
+            && selection.components.is_empty()
+            && selection.labels.is_empty())
+    {
+        print_err(&format!(
+            "warning: the selection ({}) chooses no BuildPlan: nothing was rendered, written or removed",
+            selection.describe()
+        ));
+    }
+    if args.output == OutputFormat::Json {
+        // One object, so that keys can be added (validation findings, timings) without
+        // breaking a reader.
+        print_out(&json(&serde_json::json!({
+            "plans": summary.plans,
+            "writeTo": write_to.display().to_string(),
+            "files": summary.files,
+            "written": r.written,
+            "unchanged": r.unchanged,
+            "removed": r.removed,
+        }))?)?;
+    } else {
+        print_err(&format!(
+            "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",
+            summary.plans,
+            if summary.plans == 1 { "" } else { "s" },
+            write_to.display(),
+            summary.files,
+            r.written.len(),
+            r.unchanged.len(),
+            r.removed.len()
+        ));
+    }
     if args.timings {
         print_err(&timings_text(&summary));
     }
@@ -955,6 +1300,10 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
         format!(
             "  emit      {}  (Kargo, Argo CD, tree assembly, checks)",
             secs(t.emit)
+        ),
+        format!(
+            "  validate  {}  (Kubernetes validation of the objects, part of emit)",
+            secs(t.validate)
         ),
         format!("  write     {}  (compare, stage, rename)", secs(t.write)),
         format!("  total     {}", secs(total)),
@@ -1017,6 +1366,7 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 options.load_restrictor = crate::kustomize::LoadRestrictor::None;
             }
             options.strict = args.strict;
+            options.enable_helm = args.enable_helm;
             if let Some(fixes) = args.fixes {
                 options.fixes = fixes;
             }
@@ -1035,10 +1385,11 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 _ => crate::pipeline::ShowFormat::Yaml,
             };
             let text = match args.what {
-                ShowWhat::Platform => crate::pipeline::show_platform(
-                    &crate::fs::RealFs,
-                    &args.platform,
-                    None,
+                ShowWhat::Platform => crate::pipeline::show_platform_sources(
+                    &with_sources(
+                        crate::pipeline::RenderOptions::new(&args.platform),
+                        &SourceFlags::default(),
+                    ),
                     format,
                 )?,
                 ShowWhat::Buildplans => crate::pipeline::show_buildplans(
@@ -1057,9 +1408,13 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                 SchemaKind::Platform => crate::pipeline::SchemaKind::Platform,
                 SchemaKind::Component => crate::pipeline::SchemaKind::Component,
             });
-            print_out(&crate::pipeline::schema(kind))?;
+            match &args.write {
+                Some(dir) => write_schemas(dir)?,
+                None => print_out(&crate::pipeline::schema(kind))?,
+            }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Init(args) => init(args),
         Command::Helm(args) => helm(args),
         Command::Validate(args) => validate(args),
         Command::Publish(args) => publish(args),
@@ -1071,6 +1426,25 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
         Command::Bootstrap(args) => bootstrap(args),
         Command::Graph(args) => graph(args),
         Command::Status(args) => status(args),
+        Command::Completions(args) => {
+            use clap::CommandFactory;
+            let mut out = Vec::new();
+            clap_complete::generate(args.shell, &mut Cli::command(), "kiln", &mut out);
+            print_out(&String::from_utf8_lossy(&out))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man(args) => {
+            use clap::CommandFactory;
+            std::fs::create_dir_all(&args.dir)
+                .map_err(|e| miette::miette!("cannot create `{}`: {e}", args.dir.display()))?;
+            clap_mangen::generate_to(Cli::command(), &args.dir).map_err(|e| {
+                miette::miette!(
+                    "cannot write the manual pages into `{}`: {e}",
+                    args.dir.display()
+                )
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 
@@ -1180,6 +1554,12 @@ fn provenance(
         ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
+        sources: slice
+            .sources
+            .used
+            .iter()
+            .map(crate::source::trailer_value)
+            .collect(),
     }
 }
 
@@ -1468,13 +1848,37 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
         for w in k8s.warning_lines() {
             print_err(&w);
         }
-        print_err(&format!("kiln: {}", report.summary()));
+        print_err(&format!(
+            "kiln: Kargo and Argo CD: {}; Kubernetes: {}",
+            report.summary(),
+            k8s_summary(&k8s, k8s_errors.len())
+        ));
     }
     Ok(if report.is_clean() && k8s_errors.is_empty() {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The Kubernetes half of `kiln validate`'s summary: objects checked against their API
+/// schema, problems, and objects of kinds with no schema.
+fn k8s_summary(k8s: &crate::conform::Report, errors: usize) -> String {
+    let unvalidated: usize = k8s.unvalidated.values().sum();
+    let checked = k8s.objects.saturating_sub(unvalidated);
+    let problems = match errors {
+        0 => "no problems".to_string(),
+        1 => "1 problem".to_string(),
+        n => format!("{n} problems"),
+    };
+    let mut text = format!(
+        "{problems} in {checked} object{} checked against the API schemas",
+        if checked == 1 { "" } else { "s" }
+    );
+    if unvalidated > 0 {
+        text.push_str(&format!(" ({unvalidated} of kinds with no schema)"));
+    }
+    text
 }
 
 /// The Kubernetes validation of `kiln validate`'s paths (files, or directories walked in
@@ -1526,6 +1930,7 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
         GraphOutput::Mermaid => crate::graph::GraphFormat::Mermaid,
         GraphOutput::Dot => crate::graph::GraphFormat::Dot,
         GraphOutput::Svg => crate::graph::GraphFormat::Svg,
+        GraphOutput::Json => crate::graph::GraphFormat::Json,
     };
     let runs = if args.repo_map.is_empty() {
         Default::default()
@@ -1745,5 +2150,32 @@ mod tests {
         // SAFETY: PR_GET_THP_DISABLE takes integer arguments only and changes no memory.
         let off = unsafe { libc::prctl(libc::PR_GET_THP_DISABLE, 0, 0, 0, 0) };
         assert_eq!(off, 1);
+    }
+
+    /// Issue 38, item 9: the progress bar's rate is a whole number, and a late report from a
+    /// worker never moves the bar back.
+    #[test]
+    fn progress_rate_is_an_integer_and_the_position_never_goes_back() {
+        assert_eq!(super::rate_text(1234.567), "1235/s");
+        assert_eq!(super::rate_text(0.4), "0/s");
+        assert_eq!(super::rate_text(f64::NAN), "0/s");
+        assert_eq!(super::monotonic(10, 7), 10);
+        assert_eq!(super::monotonic(10, 12), 12);
+    }
+
+    /// Issue 38, item 9: `kargo.promotion` and a project's `promotion` with Kargo off warn.
+    #[test]
+    fn settings_kargo_ignores_while_off_warn() {
+        let doc = serde_json::json!({"spec": {
+            "kargo": {"promotion": {"dev": {"auto": true}}},
+            "projects": [{"name": "web", "promotion": "project"}, {"name": "api"}],
+        }});
+        let w = super::ignored_settings(&doc);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("`spec.kargo.promotion` is ignored"), "{w:?}");
+        assert!(w[1].contains("project `web`"), "{w:?}");
+        let mut on = doc.clone();
+        on["spec"]["kargo"]["enabled"] = serde_json::json!(true);
+        assert!(super::ignored_settings(&on).is_empty());
     }
 }

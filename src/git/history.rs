@@ -255,6 +255,8 @@ pub struct HistoryEntry {
     pub source_commit: Option<String>,
     pub kiln_version: String,
     pub spec_digest: Option<String>,
+    /// The remote sources it was rendered from (`Kiln-App-Commit`: `<url>@<commit>`).
+    pub sources: Vec<String>,
     /// `false` for a commit kiln did not make (a Kargo promotion, a hand edit): its changes
     /// are the units its paths touch, compared with its first parent.
     pub made_by_kiln: bool,
@@ -290,6 +292,9 @@ impl fmt::Display for HistoryEntry {
         }
         if let Some(source) = &self.source_commit {
             writeln!(f, "    source {source}")?;
+        }
+        for source in &self.sources {
+            writeln!(f, "    from {source}")?;
         }
         Ok(())
     }
@@ -578,6 +583,7 @@ pub fn history(
             source_commit: commit.trailers.source_commit,
             kiln_version: commit.trailers.kiln_version,
             spec_digest: commit.trailers.spec_digest,
+            sources: commit.trailers.app_commits,
             made_by_kiln: commit.made_by_kiln,
         });
     }

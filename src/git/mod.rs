@@ -28,6 +28,7 @@ pub mod state;
 pub mod trailers;
 pub mod verify;
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -50,7 +51,9 @@ pub use publish::{
     EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, is_valid_branch_name,
     publish, publish_per_environment, split_by_environment,
 };
-pub use state::{BranchState, FolderState, WriteCommit, normalize_folder, read_branch};
+pub use state::{
+    BranchState, FolderState, WriteCommit, commit_message, normalize_folder, read_branch,
+};
 pub use trailers::{ChangeAction, Unit, UnitChange, WriteLayout};
 pub use verify::{VerifyReport, verify, verify_scoped};
 
@@ -428,8 +431,18 @@ pub fn source_commit_of<'a>(
         if under_platform.iter().any(|s| !s.status().is_ignored()) {
             return Some(true);
         }
+        // Submodules and plain gitlinks: a file inside one is the nested repository's, whose
+        // own state decides (the parent's status of such a path says nothing).
+        let links = gitlinks(&repo);
+        let mut checked = BTreeSet::new();
         for input in inputs {
             let rel = base.join(input);
+            if let Some((path, oid)) = links.iter().find(|(p, _)| rel.starts_with(p)) {
+                if checked.insert(path.clone()) && nested_dirty(&workdir.join(path), *oid) {
+                    return Some(true);
+                }
+                continue;
+            }
             match repo.status_file(&rel) {
                 Ok(status) if status.is_empty() || status.is_ignored() => {}
                 Err(e) if e.code() == git2::ErrorCode::NotFound => {}
@@ -442,6 +455,42 @@ pub fn source_commit_of<'a>(
         id.push_str("-dirty");
     }
     Some(id)
+}
+
+/// Every gitlink of `repo`'s index (a submodule, or a repository committed inside another
+/// without one): its path and the commit it records.
+fn gitlinks(repo: &Repository) -> Vec<(PathBuf, git2::Oid)> {
+    let Ok(index) = repo.index() else {
+        return Vec::new();
+    };
+    index
+        .iter()
+        .filter(|e| e.mode == 0o160000)
+        .map(|e| {
+            (
+                PathBuf::from(String::from_utf8_lossy(&e.path).into_owned()),
+                e.id,
+            )
+        })
+        .collect()
+}
+
+/// Whether the repository checked out at `dir` differs from the commit its gitlink records:
+/// another HEAD, or uncommitted changes (its own submodules' included). One that cannot be
+/// opened is dirty (what was read cannot be named by a commit).
+fn nested_dirty(dir: &Path, recorded: git2::Oid) -> bool {
+    let Ok(nested) = Repository::open(dir) else {
+        return true;
+    };
+    let head = nested.head().ok().and_then(|h| h.target());
+    if head != Some(recorded) {
+        return true;
+    }
+    let mut options = git2::StatusOptions::new();
+    options.include_untracked(true).recurse_untracked_dirs(true);
+    nested
+        .statuses(Some(&mut options))
+        .map_or(true, |s| s.iter().any(|e| !e.status().is_ignored()))
 }
 
 /// `Kiln-Spec-Digest` of a render: `sha256:` over every input file (path and content digest,
@@ -465,6 +514,10 @@ pub struct Provenance {
     pub source_commit: Option<String>,
     pub kiln_version: String,
     pub spec_digest: Option<String>,
+    /// Every remote source the render used, as `<url>[#<chart>]@<commit or digest>`
+    /// (`crate::source::trailer_value`), one `Kiln-App-Commit` trailer each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 /// `sha256:<hex>` of the given spec bytes (the CLI feeds the concatenated spec files in a

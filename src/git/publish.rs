@@ -1383,6 +1383,7 @@ mod tests {
                 source_commit: None,
                 kiln_version: "0.1.0".into(),
                 spec_digest: None,
+                sources: Vec::new(),
             },
         )
     }

@@ -11,12 +11,10 @@
 //!
 //! Invariant: output is ordered by folder path (a `BTreeMap`) and, per folder, newest first.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-
 use super::history::Timestamp;
 use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, read_all_files};
 use crate::artifact::ArtifactSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// One commit that changed a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,6 +62,15 @@ pub fn normalize_folder(folder: &str) -> String {
 ///
 /// Errors: [`GitError::RepositoryNotFound`], [`GitError::RemoteUnreachable`]; a missing
 /// branch is an empty state, not an error (a Stage that never promoted has no branch yet).
+/// The message of `commit` in the repository `repo` (a path, or a URL: fetched); `None`
+/// when it cannot be read (a squashed or unknown commit: the caller then says nothing).
+pub fn commit_message(repo: &str, commit: &str, auth: &RemoteAuth) -> Option<String> {
+    let opened = open_for_reading(repo, auth).ok()?;
+    let oid = git2::Oid::from_str(commit.trim_end_matches("-dirty")).ok()?;
+    let found = opened.repo.find_commit(oid).ok()?;
+    found.message().map(str::to_string).ok()
+}
+
 pub fn read_branch(
     repo: &str,
     branch: &str,
@@ -86,8 +93,11 @@ pub fn read_branch(
     };
     state.tip = Some(tip.id().to_string());
     let tip_tree = tip.tree().map_err(lg("reading a commit's tree"))?;
+    // Trees over libgit2's cache limit (4 KiB) are read and hashed anew on each lookup: the
+    // memo keeps the ones on the way to each folder, read once for all of them.
+    let mut tip_memo = TreeMemo::default();
     for f in folders {
-        let files = read_all_files(repo, &tip_tree, f)?;
+        let files = tip_memo.files(repo, &tip_tree, f)?;
         state.folders.insert(
             f.clone(),
             FolderState {
@@ -98,32 +108,37 @@ pub fn read_branch(
     }
     let past = past.max(1);
     let mut open: BTreeSet<&String> = folders.iter().collect();
+    let watch = Watch::new(folders);
     let mut commit = Some(tip);
-    let mut diff_options = git2::DiffOptions::new();
-    diff_options.skip_binary_check(true);
+    // The previous commit's parent tree is this commit's tree: carried over, with the
+    // subtrees read below it, so each tree object is read from the object database once.
+    let mut carried: Option<(git2::Tree<'_>, TreeMemo<'_>)> = Some((tip_tree, tip_memo));
     while let Some(c) = commit {
         if open.is_empty() {
             break;
         }
         let parent = c.parent(0).ok();
-        let tree = c.tree().map_err(lg("reading a commit's tree"))?;
+        let (tree, mut memo) = match carried.take() {
+            Some(t) => t,
+            None => (
+                c.tree().map_err(lg("reading a commit's tree"))?,
+                TreeMemo::default(),
+            ),
+        };
         let parent_tree = match &parent {
             Some(p) => Some(p.tree().map_err(lg("reading a commit's tree"))?),
             None => None,
         };
-        let diff = repo
-            .diff_tree_to_tree(parent_tree.as_ref(), Some(&tree), Some(&mut diff_options))
-            .map_err(lg("comparing a commit with its parent"))?;
+        let mut parent_memo = TreeMemo::default();
         let mut touched: BTreeSet<&String> = BTreeSet::new();
-        for delta in diff.deltas() {
-            for file in [delta.old_file(), delta.new_file()] {
-                if let Some(path) = file.path().and_then(Path::to_str)
-                    && let Some(folder) = owning_folder(folders, path)
-                {
-                    touched.insert(folder);
-                }
-            }
-        }
+        diff_watched(
+            repo,
+            parent_tree.as_ref().map(|t| (t.id(), &mut parent_memo)),
+            Some((tree.id(), &mut memo)),
+            "",
+            &watch,
+            &mut touched,
+        )?;
         for folder in touched {
             if !open.contains(folder) {
                 continue;
@@ -141,15 +156,212 @@ pub fn read_branch(
                     email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
                 },
                 message: String::from_utf8_lossy(c.message_bytes()).into_owned(),
-                files: read_all_files(repo, &tree, folder)?,
+                files: memo.files(repo, &tree, folder)?,
             });
             if state_of.writes.len() >= past {
                 open.remove(folder);
             }
         }
+        if let Some(pt) = parent_tree {
+            parent_memo.trees.insert(pt.id(), pt.clone());
+            carried = Some((pt, parent_memo));
+        }
         commit = parent;
     }
     Ok(state)
+}
+
+/// The watched folders, and every directory on the way to one.
+struct Watch<'f> {
+    folders: &'f BTreeSet<String>,
+    /// Directories strictly above some watched folder (`""` when any folder is watched).
+    above: BTreeSet<String>,
+}
+
+impl<'f> Watch<'f> {
+    fn new(folders: &'f BTreeSet<String>) -> Self {
+        let mut above = BTreeSet::new();
+        for f in folders.iter().filter(|f| !f.is_empty()) {
+            above.insert(String::new());
+            let mut dir = f.as_str();
+            while let Some((parent, _)) = dir.rsplit_once('/') {
+                above.insert(parent.to_string());
+                dir = parent;
+            }
+        }
+        Watch { folders, above }
+    }
+}
+
+/// The trees read while comparing one commit with its parent, by id: each is needed again
+/// when that parent is compared with its own parent.
+#[derive(Default)]
+struct TreeMemo<'r> {
+    trees: std::collections::HashMap<git2::Oid, git2::Tree<'r>>,
+}
+
+impl<'r> TreeMemo<'r> {
+    fn get(
+        &mut self,
+        repo: &'r git2::Repository,
+        id: git2::Oid,
+    ) -> Result<git2::Tree<'r>, GitError> {
+        if let Some(t) = self.trees.get(&id) {
+            return Ok(t.clone());
+        }
+        let t = repo.find_tree(id).map_err(lg("reading a tree"))?;
+        self.trees.insert(id, t.clone());
+        Ok(t)
+    }
+
+    /// The files of `folder` of `root` (empty when it is no directory there).
+    fn files(
+        &mut self,
+        repo: &'r git2::Repository,
+        root: &git2::Tree<'r>,
+        folder: &str,
+    ) -> Result<ArtifactSet, GitError> {
+        let mut tree = root.clone();
+        for part in folder.split('/').filter(|p| !p.is_empty()) {
+            let id = match tree.get_name(part) {
+                Some(e) if e.kind() == Some(git2::ObjectType::Tree) => e.id(),
+                _ => return Ok(ArtifactSet::new()),
+            };
+            tree = self.get(repo, id)?;
+        }
+        read_all_files(repo, &tree, "")
+    }
+}
+
+/// One side of a comparison: a tree's id and the memo it is read through.
+type Side<'a, 'r> = Option<(git2::Oid, &'a mut TreeMemo<'r>)>;
+
+/// Adds to `touched` the deepest watched folder holding each path that differs between the
+/// trees `old` and `new` at `dir`. Unlike a full tree diff (libgit2's iterates every entry
+/// of every differing tree and reads each subtree), this descends only into directories
+/// that lead to or lie in a watched folder, and stops at the first difference once nothing
+/// deeper is watched: the walk reads one path of trees per commit, not the whole branch.
+fn diff_watched<'f, 'r>(
+    repo: &'r git2::Repository,
+    old: Side<'_, 'r>,
+    new: Side<'_, 'r>,
+    dir: &str,
+    watch: &Watch<'f>,
+    touched: &mut BTreeSet<&'f String>,
+) -> Result<(), GitError> {
+    if old.as_ref().map(|o| o.0) == new.as_ref().map(|n| n.0) {
+        return Ok(());
+    }
+    let owner = owning_dir(watch.folders, dir);
+    if !watch.above.contains(dir) {
+        // Nothing deeper is watched: any difference here belongs to `owner`.
+        if let Some(f) = owner {
+            touched.insert(f);
+        }
+        return Ok(());
+    }
+    let (old_tree, old_memo) = match old {
+        Some((id, memo)) => (Some(memo.get(repo, id)?), Some(memo)),
+        None => (None, None),
+    };
+    let (new_tree, new_memo) = match new {
+        Some((id, memo)) => (Some(memo.get(repo, id)?), Some(memo)),
+        None => (None, None),
+    };
+    // Both trees are sorted in Git's order; walk them side by side.
+    // Each differing name: its entry on either side, as (id, is a tree).
+    type Entry = Option<(git2::Oid, bool)>;
+    let mut changed: Vec<(String, Entry, Entry)> = Vec::new();
+    let len = |t: &Option<git2::Tree<'r>>| t.as_ref().map_or(0, git2::Tree::len);
+    fn entry<'t>(t: &'t Option<git2::Tree<'_>>, i: usize) -> Option<(git2::TreeEntry<'t>, bool)> {
+        let e = t.as_ref()?.get(i)?;
+        let is_tree = e.kind() == Some(git2::ObjectType::Tree);
+        Some((e, is_tree))
+    }
+    let name = |e: &git2::TreeEntry<'_>| String::from_utf8_lossy(e.name_bytes()).into_owned();
+    // Both trees are sorted in Git's order; walk them side by side, without copying names.
+    let (mut i, mut j) = (0, 0);
+    while i < len(&old_tree) || j < len(&new_tree) {
+        let (x, y) = (entry(&old_tree, i), entry(&new_tree, j));
+        let order = match (&x, &y) {
+            (Some(x), Some(y)) => git_order(x.0.name_bytes(), x.1, y.0.name_bytes(), y.1),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match (order, x, y) {
+            (std::cmp::Ordering::Equal, Some((x, xt)), Some((y, yt))) => {
+                if x.id() != y.id() {
+                    changed.push((name(&x), Some((x.id(), xt)), Some((y.id(), yt))));
+                }
+                i += 1;
+                j += 1;
+            }
+            (std::cmp::Ordering::Less, Some((x, xt)), _) => {
+                changed.push((name(&x), Some((x.id(), xt)), None));
+                i += 1;
+            }
+            (_, _, Some((y, yt))) => {
+                changed.push((name(&y), None, Some((y.id(), yt))));
+                j += 1;
+            }
+            // An entry that cannot be read: step past it on both sides.
+            _ => {
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let (mut old_memo, mut new_memo) = (old_memo, new_memo);
+    let tree_of = |e: Entry| e.filter(|e| e.1).map(|e| e.0);
+    for (entry, old_entry, new_entry) in changed {
+        let path = match dir {
+            "" => entry,
+            _ => format!("{dir}/{entry}"),
+        };
+        let is_file = |e: Entry| e.is_some_and(|e| !e.1);
+        if is_file(old_entry) || is_file(new_entry) {
+            // A file of this directory changed (or replaced a directory, or was replaced).
+            if let Some(f) = owner {
+                touched.insert(f);
+            }
+        }
+        let (old_sub, new_sub) = (tree_of(old_entry), tree_of(new_entry));
+        if old_sub.is_none() && new_sub.is_none() {
+            continue;
+        }
+        if watch.above.contains(&path) || watch.folders.contains(&path) {
+            let o = old_sub.and_then(|id| old_memo.as_deref_mut().map(|m| (id, m)));
+            let n = new_sub.and_then(|id| new_memo.as_deref_mut().map(|m| (id, m)));
+            diff_watched(repo, o, n, &path, watch, touched)?;
+        } else if let Some(f) = owner {
+            // Nothing at or below `path` is watched: its change is its owner's.
+            touched.insert(f);
+        }
+    }
+    Ok(())
+}
+
+/// Git's order of tree entries: by name, a tree's name read as if it ended in `/`.
+fn git_order(a: &[u8], a_tree: bool, b: &[u8], b_tree: bool) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    match a[..n].cmp(&b[..n]) {
+        std::cmp::Ordering::Equal => {}
+        other => return other,
+    }
+    let next = |name: &[u8], tree: bool| match (name.get(n), tree) {
+        (Some(c), _) => Some(*c),
+        (None, true) => Some(b'/'),
+        (None, false) => None,
+    };
+    next(a, a_tree).cmp(&next(b, b_tree))
+}
+
+/// The deepest watched folder holding the directory `dir` (itself included).
+fn owning_dir<'f>(folders: &'f BTreeSet<String>, dir: &str) -> Option<&'f String> {
+    if let Some(f) = folders.get(dir) {
+        return Some(f);
+    }
+    owning_folder(folders, dir)
 }
 
 /// The deepest watched folder holding `path` (`""`, the root, holds everything).
@@ -178,5 +390,16 @@ mod tests {
         assert!(owning_folder(&only, "a/bb/c.yaml").is_none());
         assert_eq!(normalize_folder("./out/x/"), "out/x");
         assert_eq!(normalize_folder("."), "");
+    }
+
+    #[test]
+    fn tree_entries_compare_in_gits_order() {
+        use std::cmp::Ordering::*;
+        // A tree sorts as if its name ended in `/`: `a.b` < `a/` but `a` (a file) < `a.b`.
+        assert_eq!(git_order(b"a", true, b"a.b", false), Greater);
+        assert_eq!(git_order(b"a", false, b"a.b", false), Less);
+        assert_eq!(git_order(b"a", true, b"a0", true), Less);
+        assert_eq!(git_order(b"c10", true, b"c9", true), Less);
+        assert_eq!(git_order(b"x", true, b"x", true), Equal);
     }
 }

@@ -26,6 +26,9 @@ pub const SPEC_DIGEST: &str = "Kiln-Spec-Digest";
 pub const ENVIRONMENT: &str = "Kiln-Environment";
 pub const CHANGE: &str = "Kiln-Change";
 pub const IMAGES: &str = "Kiln-Images";
+/// A remote source of the render (an app repository, a chart, a remote base), as
+/// `<url>[#<chart>]@<commit or sha256 digest>`; `kiln status` and `kiln history` read it.
+pub const APP_COMMIT: &str = "Kiln-App-Commit";
 
 /// File names kustomize accepts for a kustomization (api/konfig/general.go
 /// `RecognizedKustomizationFileNames`).
@@ -501,6 +504,9 @@ pub fn commit_message(
     if let Some(digest) = &provenance.spec_digest {
         msg.push_str(&format!("{SPEC_DIGEST}: {digest}\n"));
     }
+    for source in &provenance.sources {
+        msg.push_str(&format!("{APP_COMMIT}: {source}\n"));
+    }
     if let Some(environment) = environment {
         msg.push_str(&format!("{ENVIRONMENT}: {environment}\n"));
     }
@@ -592,6 +598,9 @@ pub struct KilnTrailers {
     pub changes: Vec<UnitChange>,
     /// Image references per component unit (the whole published state).
     pub images: BTreeMap<Unit, Vec<String>>,
+    /// The remote sources rendered (`Kiln-App-Commit`), as written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub app_commits: Vec<String>,
 }
 
 /// Parses kiln's trailers; `None` when the message has no `Kiln-Version` trailer (not a kiln
@@ -610,6 +619,7 @@ pub fn parse_message(message: &str) -> Option<KilnTrailers> {
             }
             SOURCE_COMMIT => out.source_commit = Some(value.to_string()),
             SPEC_DIGEST => out.spec_digest = Some(value.to_string()),
+            APP_COMMIT => out.app_commits.push(value.to_string()),
             ENVIRONMENT => out.environment = Some(value.to_string()),
             CHANGE => {
                 let mut words = value.split_whitespace();
@@ -771,6 +781,7 @@ mod tests {
             source_commit: Some("abc123".into()),
             kiln_version: "0.1.0".into(),
             spec_digest: Some("sha256:00".into()),
+            sources: vec!["https://git.example/shop/cart.git@4f3c".into()],
         };
         let msg = commit_message(&changes, &images, &provenance, None);
         assert!(
@@ -783,6 +794,12 @@ mod tests {
         assert_eq!(parsed.source_commit.as_deref(), Some("abc123"));
         assert_eq!(parsed.spec_digest.as_deref(), Some("sha256:00"));
         assert_eq!(parsed.kiln_version, "0.1.0");
+        // Issue 33 item 6: each remote source rendered, in the trailer `kiln status` reads.
+        assert!(msg.contains("\nKiln-App-Commit: https://git.example/shop/cart.git@4f3c\n"));
+        assert_eq!(
+            parsed.app_commits,
+            ["https://git.example/shop/cart.git@4f3c"]
+        );
         assert!(parse_message("fix typo\n\nSigned-off-by: a <a@b>\n").is_none());
     }
 

@@ -543,13 +543,14 @@ struct Pair<'a> {
     pin: bool,
 }
 
-/// The promotion unit's name for `component` of `project`: the component (Warehouse
-/// `<component>`, Stages `<component>-<env>`), or the project in project mode (Warehouse
-/// `<project>`, Stages `<project>-<env>`).
+/// The name the Stages of `component` of `project` are built from: the component (Stages
+/// `<component>-<env>`), or the project when one Stage serves every component of an
+/// environment (`project` and `environment-stage` modes: Stages `<project>-<env>`).
 pub fn unit<'a>(project: &'a Project, component: &'a Component) -> &'a str {
-    match project.promotion {
-        PromotionUnit::Component => &component.name,
-        PromotionUnit::Project => &project.name,
+    if project.promotion.stage_per_environment() {
+        &project.name
+    } else {
+        &component.name
     }
 }
 
@@ -744,28 +745,44 @@ pub fn emit_kargo_each(
                 format!("{}/kargo/project.yaml", project.name),
                 project_objects(input, project, pairs),
             );
-            // The promotion units: each component, or the whole project.
+            // The promotion units, each with its file: each component, or the whole
+            // project (one Warehouse, or one per component in `environment-stage` mode).
             let units: Vec<(&str, Vec<&Component>)> = match project.promotion {
                 PromotionUnit::Component => project
                     .components
                     .iter()
                     .map(|c| (c.name.as_str(), vec![c]))
                     .collect(),
-                PromotionUnit::Project => {
+                PromotionUnit::Project | PromotionUnit::EnvironmentStage => {
                     vec![(project.name.as_str(), project.components.iter().collect())]
                 }
             };
             for (unit, components) in units {
-                let mine: Vec<&Pair<'_>> = components
-                    .iter()
-                    .flat_map(|c| by_instance.get(&std::ptr::from_ref(*c)))
-                    .flatten()
-                    .copied()
-                    .collect();
+                let pairs_of = |c: &Component| -> Vec<&Pair<'_>> {
+                    by_instance
+                        .get(&std::ptr::from_ref(c))
+                        .into_iter()
+                        .flatten()
+                        .copied()
+                        .collect()
+                };
+                let mine: Vec<&Pair<'_>> = components.iter().flat_map(|c| pairs_of(c)).collect();
                 let mut objects = Vec::new();
-                match warehouse::warehouse(input, project, unit, &components, &mine) {
-                    Ok(w) => objects.push(w),
-                    Err(mut e) => errors.append(&mut e),
+                // The Warehouses: the unit's own, or one per component.
+                let warehouses: Vec<(&str, Vec<&Component>, Vec<&Pair<'_>>)> =
+                    if project.promotion == PromotionUnit::EnvironmentStage {
+                        components
+                            .iter()
+                            .map(|c| (c.name.as_str(), vec![*c], pairs_of(c)))
+                            .collect()
+                    } else {
+                        vec![(unit, components.clone(), mine.clone())]
+                    };
+                for (name, of, pairs) in warehouses {
+                    match warehouse::warehouse(input, project, name, &of, &pairs) {
+                        Ok(w) => objects.push(w),
+                        Err(mut e) => errors.append(&mut e),
+                    }
                 }
                 for env in &order {
                     let at_env: Vec<&Pair<'_>> = mine
@@ -865,10 +882,10 @@ fn pairs<'a>(
             ] {
                 if kind == "Stage"
                     && (!input.enabled()
-                        || (project.promotion == PromotionUnit::Project
-                            && !std::ptr::eq(component, &project.components[0])))
+                        || (project.promotion.stage_per_environment() && seen.contains_key(name)))
                 {
-                    // One Stage per (project, environment): checked with the first component.
+                    // One Stage per (project, environment): checked with the first component
+                    // deployed there.
                     continue;
                 }
                 if let Some(reason) = crate::names::dns1123_label(name) {

@@ -2,7 +2,8 @@
 //! Warehouse — `direct: true` for a root environment, `stages: [...]` (the unit's Stages of
 //! the upstream environments) otherwise — and the promotion template of [`super::steps`].
 //! The unit is a component, or the whole project in project mode (then the Stage moves every
-//! component of the project at once).
+//! component of the project at once), or the project's environment in `environment-stage`
+//! mode (then the Stage requests one Freight per component, each from its own Warehouse).
 
 use super::{KARGO_API, Pair, SYNC_WAVE, naming, object, pair_labels, steps, wave};
 use crate::resource::Resource;
@@ -35,11 +36,16 @@ fn deployed_upstream<'p>(platform: &'p crate::validate::Platform, pair: &Pair<'_
     out
 }
 
-/// Builds the Stage of unit `unit` for `pairs` (one environment; one pair per component of
-/// the unit, at least one).
-pub(super) fn stage(input: &super::Input<'_>, unit: &str, pairs: &[&Pair<'_>]) -> Resource {
-    let first = pairs[0];
-    let upstream: Vec<String> = deployed_upstream(input.platform, first)
+/// `requestedFreight[]` entry of the Freight from Warehouse `warehouse` for the unit `unit`'s
+/// Stage of `pair`: `sources.direct` for a root environment, else the unit's Stages of the
+/// environments upstream of the pair's component.
+fn request(
+    input: &super::Input<'_>,
+    unit: &str,
+    warehouse: &str,
+    pair: &Pair<'_>,
+) -> serde_json::Value {
+    let upstream: Vec<String> = deployed_upstream(input.platform, pair)
         .iter()
         .map(|up| naming::stage_name(unit, up))
         .collect();
@@ -48,9 +54,30 @@ pub(super) fn stage(input: &super::Input<'_>, unit: &str, pairs: &[&Pair<'_>]) -
     } else {
         json!({ "stages": upstream })
     };
+    json!({
+        "origin": { "kind": "Warehouse", "name": naming::warehouse_name(warehouse) },
+        "sources": sources,
+    })
+}
+
+/// Builds the Stage of unit `unit` for `pairs` (one environment; one pair per component of
+/// the unit, at least one). In `environment-stage` mode it requests Freight from each
+/// component's own Warehouse, each from the Stages upstream of that component; otherwise
+/// from the unit's one Warehouse.
+pub(super) fn stage(input: &super::Input<'_>, unit: &str, pairs: &[&Pair<'_>]) -> Resource {
+    let first = pairs[0];
+    let requested: Vec<serde_json::Value> =
+        if first.project.promotion == crate::spec::PromotionUnit::EnvironmentStage {
+            pairs
+                .iter()
+                .map(|p| request(input, unit, &p.component.name, p))
+                .collect()
+        } else {
+            vec![request(input, unit, unit, first)]
+        };
     let template = steps::promotion_template(input, pairs);
     let mut labels = pair_labels(first);
-    if pairs.len() > 1 || first.project.promotion == crate::spec::PromotionUnit::Project {
+    if pairs.len() > 1 || first.project.promotion.stage_per_environment() {
         // A project Stage belongs to no single component.
         if let Some(m) = labels.as_object_mut() {
             m.remove("kiln.dev/component");
@@ -66,10 +93,7 @@ pub(super) fn stage(input: &super::Input<'_>, unit: &str, pairs: &[&Pair<'_>]) -
             "annotations": { SYNC_WAVE: wave::STAGE },
         }),
         Some(json!({
-            "requestedFreight": [{
-                "origin": { "kind": "Warehouse", "name": naming::warehouse_name(unit) },
-                "sources": sources,
-            }],
+            "requestedFreight": requested,
             "promotionTemplate": { "spec": template },
         })),
     )

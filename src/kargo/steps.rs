@@ -17,6 +17,10 @@
 //! would wipe the others. `kustomize-set-image` always gets an explicit `tag` or `digest`
 //! (required since Kargo v1.3). Every value that differs per Stage is a variable, so the steps
 //! read the same in every Stage.
+//!
+//! In `environment-stage` mode (one Stage per environment, one Warehouse per component) each
+//! component has its own `clone-source-<c>` … `commit-<c>` and `sync-<c>`, run only when the
+//! promoted Freight comes from its Warehouse (see [`promotion_template`]).
 
 use super::{Pair, naming, warehouse};
 use serde_json::{Value, json};
@@ -27,9 +31,20 @@ use std::collections::BTreeSet;
 /// share the clones, commit, push and one `argocd-update` naming every Application, with a
 /// `clean-<c>`, `set-image-<c>` and `build-<c>` step per component `c` (its paths written
 /// out, since they differ per component).
+///
+/// In `environment-stage` mode each promotion moves one component's Freight (Kargo's
+/// `ctx.targetFreight`, of origin `Warehouse/<c>`): every step of component `c` but the
+/// write repository's clone and the push carries `if: ${{ ctx.targetFreight.origin.name ==
+/// "<c>" }}`, and reads its Freight by origin (`commitFrom(vars.srcRepo, warehouse("<c>"))`,
+/// `imageFrom(vars.<image>, warehouse("<c>"))`), since every Warehouse subscribes to the
+/// source repository and an origin-less `commitFrom` would be ambiguous
+/// (`pkg/controller/freight/finder.go` `FindCommit`, Kargo v1.11.2). The other components'
+/// folders stay as their own promotions left them, and so do their Applications: one of
+/// them may have no Freight in this Stage yet, and `commitFrom` then finds nothing.
 pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) -> Value {
     let p = pairs[0];
-    let project_mode = p.project.promotion == crate::spec::PromotionUnit::Project;
+    let per_origin = p.project.promotion == crate::spec::PromotionUnit::EnvironmentStage;
+    let project_mode = p.project.promotion.stage_per_environment();
     let source = input.platform.source.repo_url.clone().unwrap_or_default();
     let target = p.target.clone().unwrap_or(super::Target {
         repo_url: String::new(),
@@ -68,24 +83,30 @@ pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) 
         push,
         sync,
     ] = naming::ALIASES;
-    let mut steps = vec![
+    let clone_source_step = |alias: String, origin: &str, path: &str| {
         json!({
             "uses": "git-clone",
-            "as": clone_source,
+            "as": alias,
             "config": {
                 "repoURL": "${{ vars.srcRepo }}",
-                "checkout": [{ "commit": "${{ commitFrom(vars.srcRepo).ID }}", "path": "./src" }],
+                "checkout": [{ "commit": format!("${{{{ commitFrom(vars.srcRepo{origin}).ID }}}}"), "path": path }],
             },
-        }),
-        json!({
-            "uses": "git-clone",
-            "as": clone_target,
-            "config": {
-                "repoURL": "${{ vars.writeRepo }}",
-                "checkout": [{ "branch": "${{ vars.writeBranch }}", "create": true, "path": "./out" }],
-            },
-        }),
-    ];
+        })
+    };
+    let mut steps = Vec::new();
+    if !per_origin {
+        steps.push(clone_source_step(clone_source.to_string(), "", "./src"));
+    }
+    steps.push(json!({
+        "uses": "git-clone",
+        "as": clone_target,
+        "config": {
+            "repoURL": "${{ vars.writeRepo }}",
+            "checkout": [{ "branch": "${{ vars.writeBranch }}", "create": true, "path": "./out" }],
+        },
+    }));
+    // In `environment-stage` mode: each component's steps, its commit and its Application.
+    let mut own_syncs = Vec::new();
     for q in pairs {
         let t = q.target.clone().unwrap_or(target.clone());
         let (src_path, write_path, suffix) = if project_mode {
@@ -101,7 +122,28 @@ pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) 
                 String::new(),
             )
         };
+        let warehouse = naming::warehouse_name(&q.component.name);
+        // `, warehouse("<c>")` inside `commitFrom`/`imageFrom`, in `environment-stage` mode.
+        let origin = if per_origin {
+            format!(", warehouse(\"{warehouse}\")")
+        } else {
+            String::new()
+        };
+        let src_root = if per_origin {
+            format!("./src-{}", q.component.name)
+        } else {
+            "./src".to_string()
+        };
+        let mut own = Vec::new();
+        if per_origin {
+            own.push(clone_source_step(
+                format!("{clone_source}{suffix}"),
+                &origin,
+                &src_root,
+            ));
+        }
         let mut set_images = Vec::new();
+        let mut own_pinned = Vec::new();
         for img in q.images {
             let repo = warehouse::repo_url(&img.repository);
             let var = match image_vars.iter().find(|(r, _)| *r == repo) {
@@ -116,64 +158,108 @@ pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) 
             // Digest selection always promotes a digest; SemVer selection of an image pinned
             // by digest too (each Freight image records both, `api/v1alpha1/stage_types.go`
             // `Image`).
+            let from = format!("imageFrom(vars.{var}{origin})");
             let (field, expr) = if super::promotes_digest(img) {
-                ("digest", format!("${{{{ imageFrom(vars.{var}).Digest }}}}"))
+                ("digest", format!("${{{{ {from}.Digest }}}}"))
             } else {
-                ("tag", format!("${{{{ imageFrom(vars.{var}).Tag }}}}"))
+                ("tag", format!("${{{{ {from}.Tag }}}}"))
             };
             set_images.push(json!({ "image": format!("${{{{ vars.{var} }}}}"), field: expr }));
             // The message names tag and digest whichever one is set: the Freight holds both,
             // and `kiln status` names the Freight from them (Kargo's `GenerateFreightID`).
-            let line = format!(
-                "{repo}:${{{{ imageFrom(vars.{var}).Tag }}}}@${{{{ imageFrom(vars.{var}).Digest }}}}"
-            );
-            if !pinned.contains(&line) {
-                pinned.push(line);
+            let line = format!("{repo}:${{{{ {from}.Tag }}}}@${{{{ {from}.Digest }}}}");
+            let list = if per_origin {
+                &mut own_pinned
+            } else {
+                &mut pinned
+            };
+            if !list.contains(&line) {
+                list.push(line);
             }
         }
-        steps.push(json!({
+        own.push(json!({
             "uses": "delete",
             "as": format!("{clean}{suffix}"),
             "config": { "path": format!("./out/{write_path}") },
         }));
         if !set_images.is_empty() {
-            steps.push(json!({
+            own.push(json!({
                 "uses": "kustomize-set-image",
                 "as": format!("{set_image}{suffix}"),
-                "config": { "path": format!("./src/{src_path}"), "images": set_images },
+                "config": { "path": format!("{src_root}/{src_path}"), "images": set_images },
             }));
         }
-        steps.push(json!({
+        own.push(json!({
             "uses": "kustomize-build",
             "as": format!("{build}{suffix}"),
             "config": {
-                "path": format!("./src/{src_path}"),
+                "path": format!("{src_root}/{src_path}"),
                 "outPath": format!("./out/{write_path}/manifests.yaml"),
             },
         }));
+        if per_origin {
+            let message = commit_message(&q.component.name, q, &own_pinned, &origin);
+            own.push(json!({
+                "uses": "git-commit",
+                "as": format!("{commit}{suffix}"),
+                "config": { "path": "./out", "message": message },
+            }));
+            // One condition on every step of the component: the target Freight is its own.
+            let condition = format!("${{{{ ctx.targetFreight.origin.name == \"{warehouse}\" }}}}");
+            for step in &mut own {
+                step["if"] = json!(condition);
+            }
+            let mut update = argocd_update(input, &[q], &format!("{sync}{suffix}"));
+            update["if"] = json!(condition);
+            own_syncs.push(update);
+        }
+        steps.extend(own);
     }
-    let what = if project_mode {
-        &p.project.name
-    } else {
-        &p.component.name
-    };
-    let mut message = format!("kiln: promote {what} to {}\n\n", p.env.name);
-    for line in &pinned {
-        message.push_str(&format!("image: {line}\n"));
+    if !per_origin {
+        let what = if project_mode {
+            &p.project.name
+        } else {
+            &p.component.name
+        };
+        steps.push(json!({
+            "uses": "git-commit",
+            "as": commit,
+            "config": { "path": "./out", "message": commit_message(what, p, &pinned, "") },
+        }));
     }
-    message.push_str("source: ${{ vars.srcRepo }}@${{ commitFrom(vars.srcRepo).ID }}\n");
-    message.push_str("freight: ${{ ctx.targetFreight.name }}\n");
-    message.push_str(&format!("stage: {}/{}\n", p.project.name, p.stage));
-    steps.push(json!({
-        "uses": "git-commit",
-        "as": commit,
-        "config": { "path": "./out", "message": message },
-    }));
     steps.push(json!({
         "uses": "git-push",
         "as": push,
         "config": { "path": "./out", "targetBranch": "${{ vars.writeBranch }}" },
     }));
+    if per_origin {
+        steps.extend(own_syncs);
+    } else {
+        steps.push(argocd_update(input, pairs, sync));
+    }
+    json!({ "vars": vars, "steps": steps })
+}
+
+/// The `git-commit` message of a promotion of `what` (a component or the project) into the
+/// environment of `p`: the images (`image: <repo>:<tag>@<digest>` lines), the source commit
+/// (of origin `origin`, `, warehouse("<c>")` or empty), the Freight and the Stage — the
+/// lines `kiln status` and `kiln history` read back.
+fn commit_message(what: &str, p: &Pair<'_>, pinned: &[String], origin: &str) -> String {
+    let mut message = format!("kiln: promote {what} to {}\n\n", p.env.name);
+    for line in pinned {
+        message.push_str(&format!("image: {line}\n"));
+    }
+    message.push_str(&format!(
+        "source: ${{{{ vars.srcRepo }}}}@${{{{ commitFrom(vars.srcRepo{origin}).ID }}}}\n"
+    ));
+    message.push_str("freight: ${{ ctx.targetFreight.name }}\n");
+    message.push_str(&format!("stage: {}/{}\n", p.project.name, p.stage));
+    message
+}
+
+/// The `argocd-update` step `alias` syncing the Applications of `pairs` to the pushed commit.
+fn argocd_update(input: &super::Input<'_>, pairs: &[&Pair<'_>], alias: &str) -> Value {
+    let push = naming::ALIASES[6];
     let apps: Vec<Value> = pairs
         .iter()
         .map(|q| {
@@ -189,10 +275,9 @@ pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) 
             json!({ "name": q.app, "namespace": input.platform.argocd.namespace, "sources": [source] })
         })
         .collect();
-    steps.push(json!({
+    json!({
         "uses": "argocd-update",
-        "as": sync,
+        "as": alias,
         "config": { "apps": apps },
-    }));
-    json!({ "vars": vars, "steps": steps })
+    })
 }

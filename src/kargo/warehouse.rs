@@ -58,7 +58,7 @@ pub(super) fn warehouse(
         return Err(errors);
     }
     let mut labels = json!({ "app.kubernetes.io/managed-by": "kiln" });
-    if project.promotion == crate::spec::PromotionUnit::Component {
+    if project.promotion != crate::spec::PromotionUnit::Project {
         labels["kiln.dev/component"] = json!(unit);
     }
     Ok(object(

@@ -258,10 +258,12 @@ pub(super) fn render_incremental(
 
     let t = Instant::now();
     let rooted = crate::fs::RootedFs::new(fs, platform.root.clone());
+    // The journal is used only by platforms without remote sources or bases.
     let Ok(emitted) = render_plans(
         &mut plans,
         &platform.sources,
-        &rooted,
+        // Only a platform without remote sources renders incrementally.
+        (&rooted, Default::default()),
         Some(&cache),
         opts.layout,
         progress,

@@ -369,55 +369,159 @@ pub struct Built {
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
 /// rendered, and emits each on the worker that rendered it; results in plan order. Sets
-/// the CPU figures of `timings`. Each plan's render inputs are released once it is emitted
+/// the CPU figures of `timings`. Files are read through `fs`, pulled charts and remote
+/// bases found in `fetched` (`crate::source`). Each plan's render inputs are released once it is emitted
 /// ([`crate::render::render`]): what is kept is its bytes.
 fn render_plans(
     plans: &mut [BuildPlan],
     sources: &crate::diag::Sources,
-    fs: &dyn FileSystem,
+    (fs, fetched): (&dyn FileSystem, crate::render::Fetched),
     cache: Option<&crate::cache::Cache>,
     layout: Layout,
     progress: &(dyn Fn(usize, usize) + Sync),
     timings: &mut Timings,
 ) -> Result<Vec<crate::cache::Emitted>, Errors<RenderError>> {
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
-    let done = AtomicUsize::new(0);
-    let (render_ns, emit_ns) = (AtomicU64::new(0), AtomicU64::new(0));
-    let total = plans.len();
-    let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
-    let per_plan = |plan: &BuildPlan,
-                    render: &crate::render::RenderThunk|
-     -> Result<crate::cache::Emitted, RenderError> {
-        let key = cache.map(|c| c.key(plan));
-        let hit = cache.zip(key.as_deref()).and_then(|(c, k)| c.lookup(k, fs));
-        let out = match hit {
-            Some(out) => out,
-            None => {
-                let t = Instant::now();
-                let rendered = render()?;
-                render_ns.fetch_add(nanos(t), Relaxed);
-                let t = Instant::now();
-                let out = crate::cache::Emitted {
-                    key: key.clone().unwrap_or_default(),
-                    files: emit_plan(&rendered, layout),
-                    cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
-                    reads: rendered.reads,
-                };
-                emit_ns.fetch_add(nanos(t), Relaxed);
-                if let (Some(c), Some(k)) = (cache, &key) {
-                    // A cache that cannot be written only costs time on the next run.
-                    let _ = c.store(k, out.reads.clone(), &out);
+    let mut pieces =
+        PlanRenderer::new(sources, (fs, fetched), cache, layout, progress, plans.len());
+    pieces.feed(plans);
+    pieces.finish(timings)
+}
+
+/// How many BuildPlans the streamed render evaluates before it renders them
+/// ([`build_fetched`], issue 38, item 8): enough for both cores to share a piece's work, few
+/// enough that their unreleased render inputs (about 20 KB each) stay a few tens of MB.
+const PIECE: usize = 512;
+
+/// [`render_plans`] a piece at a time, for the streamed render: the render cache, the emit
+/// on each worker, the progress and the CPU figures across every piece.
+struct PlanRenderer<'a> {
+    sources: &'a crate::diag::Sources,
+    fs: &'a dyn FileSystem,
+    cache: Option<&'a crate::cache::Cache>,
+    layout: Layout,
+    progress: &'a (dyn Fn(usize, usize) + Sync),
+    total: usize,
+    done: std::sync::atomic::AtomicUsize,
+    render_ns: std::sync::atomic::AtomicU64,
+    emit_ns: std::sync::atomic::AtomicU64,
+    rendering: crate::render::Rendering<crate::cache::Emitted>,
+    /// Each piece fed, as (first plan, plans evaluated by then): a piece is rendered, and
+    /// its plans released, before the next plan is evaluated.
+    pieces: Vec<(usize, usize)>,
+}
+
+impl<'a> PlanRenderer<'a> {
+    fn new(
+        sources: &'a crate::diag::Sources,
+        (fs, fetched): (&'a dyn FileSystem, crate::render::Fetched),
+        cache: Option<&'a crate::cache::Cache>,
+        layout: Layout,
+        progress: &'a (dyn Fn(usize, usize) + Sync),
+        total: usize,
+    ) -> Self {
+        PlanRenderer {
+            sources,
+            fs,
+            cache,
+            layout,
+            progress,
+            total,
+            done: Default::default(),
+            render_ns: Default::default(),
+            emit_ns: Default::default(),
+            rendering: crate::render::Rendering::with_fetched(fetched),
+            pieces: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, plans: &mut [BuildPlan]) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let first = self.pieces.last().map_or(0, |(_, end)| *end);
+        self.pieces.push((first, first + plans.len()));
+        let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let (cache, fs, layout) = (self.cache, self.fs, self.layout);
+        let (done, render_ns, emit_ns) = (&self.done, &self.render_ns, &self.emit_ns);
+        let (progress, total) = (self.progress, self.total);
+        let per_plan = |plan: &BuildPlan,
+                        render: &crate::render::RenderThunk|
+         -> Result<crate::cache::Emitted, RenderError> {
+            let key = cache.map(|c| c.key(plan));
+            let hit = cache.zip(key.as_deref()).and_then(|(c, k)| c.lookup(k, fs));
+            let out = match hit {
+                Some(out) => out,
+                None => {
+                    let t = Instant::now();
+                    let rendered = render()?;
+                    render_ns.fetch_add(nanos(t), Relaxed);
+                    let t = Instant::now();
+                    let out = crate::cache::Emitted {
+                        key: key.clone().unwrap_or_default(),
+                        files: emit_plan(&rendered, layout),
+                        cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
+                        reads: rendered.reads,
+                    };
+                    emit_ns.fetch_add(nanos(t), Relaxed);
+                    if let (Some(c), Some(k)) = (cache, &key) {
+                        // A cache that cannot be written only costs time on the next run.
+                        let _ = c.store(k, out.reads.clone(), &out);
+                    }
+                    out
                 }
-                out
-            }
+            };
+            progress(done.fetch_add(1, Relaxed) + 1, total);
+            Ok(out)
         };
-        progress(done.fetch_add(1, Relaxed) + 1, total);
-        Ok(out)
+        self.rendering.feed(plans, self.sources, fs, &per_plan);
+    }
+
+    fn finish(
+        self,
+        timings: &mut Timings,
+    ) -> Result<Vec<crate::cache::Emitted>, Errors<RenderError>> {
+        timings.render_cpu = Duration::from_nanos(self.render_ns.into_inner());
+        timings.emit_cpu = Duration::from_nanos(self.emit_ns.into_inner());
+        self.rendering.finish()
+    }
+}
+
+/// Stages 3 and 4 streamed (issue 38, item 8): the BuildPlans are evaluated a component
+/// instance at a time ([`crate::evaluate::evaluate_each`]) and rendered [`PIECE`] at a time,
+/// each piece's render inputs released before the next piece is evaluated, so at 100,000
+/// BuildPlans their 2 GB of resolved parameters and patches are never held together. The
+/// result is [`evaluate`] then [`render_plans`]: the same plans (released), the same files,
+/// the same errors (evaluate's first: then nothing more is rendered). Sets `timings`'
+/// evaluate and render figures.
+fn evaluate_and_render(
+    platform: &Platform,
+    selection: &Selection,
+    renderer: &mut PlanRenderer,
+    timings: &mut Timings,
+    piece: usize,
+) -> Result<Vec<BuildPlan>, KilnError> {
+    let t = Instant::now();
+    let mut rendering = Duration::ZERO;
+    let mut plans: Vec<BuildPlan> = Vec::new();
+    // Where the piece not rendered yet starts in `plans`.
+    let mut start = 0;
+    let mut render_piece = |plans: &mut Vec<BuildPlan>, start: &mut usize| {
+        let r = Instant::now();
+        renderer.feed(&mut plans[*start..]);
+        *start = plans.len();
+        rendering += r.elapsed();
     };
-    let emitted = crate::render::render(plans, sources, fs, &per_plan)?;
-    timings.render_cpu = Duration::from_nanos(render_ns.load(Relaxed));
-    timings.emit_cpu = Duration::from_nanos(emit_ns.load(Relaxed));
-    Ok(emitted)
+    crate::evaluate::evaluate_each(platform, selection, &mut |mut instance| {
+        plans.append(&mut instance);
+        if plans.len() - start >= piece {
+            render_piece(&mut plans, &mut start);
+        }
+    })
+    .map_err(KilnError::Evaluate)?;
+    if start < plans.len() {
+        render_piece(&mut plans, &mut start);
+    }
+    timings.evaluate = t.elapsed().saturating_sub(rendering);
+    timings.render = rendering;
+    Ok(plans)
 }
 
 /// Everything up to write: the rendered tree in memory, with timings and cache figures
@@ -458,35 +562,66 @@ fn build_fetched(
     let component_reads = load_fs.scoped_reads();
     let platform = validate(loaded).map_err(KilnError::Validate)?;
     timings.load = t.elapsed();
-    let t = Instant::now();
-    let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
-    let pipeline_inputs = opts
-        .shard
-        .map(|_| crate::cache::pipeline_inputs(SHARD_FORMAT, &platform, &all_plans));
-    let mut plans = match &opts.shard {
-        // Moved, not copied: the BuildPlans are the largest part of a render's memory
-        // (about 20 KB each; two copies were 4 GB at 100,000 BuildPlans).
-        Some(shard) => shard.select(all_plans),
-        None => all_plans,
+    // A chart resolved anew renders anew: the pulled charts are part of every key.
+    let cache = open_cache(opts).map(|c| c.with_sources(fetched.charts_digest()));
+    let engines = crate::render::Fetched {
+        charts: Arc::new(fetched.pulled_charts()),
+        remotes: fetched.bases.clone(),
     };
-    timings.evaluate = t.elapsed();
-
-    let t = Instant::now();
-    let cache = open_cache(opts);
     // Every file the render reads (kustomize bases included) must lie inside the root, or
     // inside the one fetched tree it names.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone()).with_trees(fetched.roots());
-    let emitted = render_plans(
-        &mut plans,
-        &platform.sources,
-        &rooted,
-        cache.as_ref(),
-        opts.layout,
-        progress,
-        &mut timings,
-    )
-    .map_err(KilnError::Render)?;
-    timings.render = t.elapsed();
+    let mut pipeline_inputs = None;
+    let (plans, emitted) = match &opts.shard {
+        // A shard needs every BuildPlan first: its split and the digest `kiln merge` checks
+        // are taken over all of them.
+        Some(shard) => {
+            let t = Instant::now();
+            let all_plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
+            pipeline_inputs = Some(crate::cache::pipeline_inputs(
+                SHARD_FORMAT,
+                &platform,
+                &all_plans,
+            ));
+            // Moved, not copied: the BuildPlans are the largest part of a render's memory
+            // (about 20 KB each; two copies were 4 GB at 100,000 BuildPlans).
+            let mut plans = shard.select(all_plans);
+            timings.evaluate = t.elapsed();
+            let t = Instant::now();
+            let emitted = render_plans(
+                &mut plans,
+                &platform.sources,
+                (&rooted, engines),
+                cache.as_ref(),
+                opts.layout,
+                progress,
+                &mut timings,
+            )
+            .map_err(KilnError::Render)?;
+            timings.render = t.elapsed();
+            (plans, emitted)
+        }
+        None => {
+            let total = crate::evaluate::count(&platform, &opts.selection);
+            let mut renderer = PlanRenderer::new(
+                &platform.sources,
+                (&rooted, engines),
+                cache.as_ref(),
+                opts.layout,
+                progress,
+                total,
+            );
+            let plans = evaluate_and_render(
+                &platform,
+                &opts.selection,
+                &mut renderer,
+                &mut timings,
+                PIECE,
+            )?;
+            let emitted = renderer.finish(&mut timings).map_err(KilnError::Render)?;
+            (plans, emitted)
+        }
+    };
 
     let t = Instant::now();
     let mut components = ArtifactSet::new();
@@ -675,7 +810,7 @@ pub fn run_render(
     let fetched = opts.resolve_sources()?;
     // The journal replays and the incremental render know nothing of fetched trees: a
     // platform with remote sources renders in full (its lock, cache and trees verified).
-    let slot = journal_slot(opts).filter(|_| fetched.trees.is_empty());
+    let slot = journal_slot(opts).filter(|_| fetched.is_local());
     // A journal is used only when every path it names lies where this render may look.
     let root =
         crate::load::repository_root(opts.fs.as_ref(), &opts.platform_dir, opts.root.as_deref());
@@ -915,6 +1050,63 @@ mod tests {
             .map(|(_, bytes)| String::from_utf8_lossy(bytes).into_owned())
             .unwrap();
         assert!(cm.contains("kind: ConfigMap"), "{cm}");
+    }
+
+    /// Issue 38, item 8: the BuildPlans are rendered, and their render inputs released, a
+    /// piece at a time as they are evaluated, never all held at once; the result is the
+    /// plans and files of evaluating every plan first, then rendering them.
+    #[test]
+    fn evaluation_streams_into_the_render_a_piece_at_a_time() {
+        let projects =
+            format!("{PROJECTS}  - name: api\n    components:\n    - path: ../../components/a\n");
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_file(
+            "/r/platforms/p/platform.yaml",
+            platform_yaml(ENVS, &projects),
+        )
+        .add_file("/r/components/a/component.yaml", COMPONENT)
+        .add_dir("/r/.git");
+        let platform = load_platform(&fs, Path::new("/r/platforms/p"), None).unwrap();
+        let all = Selection::default();
+        let total = crate::evaluate::count(&platform, &all);
+        assert_eq!(total, 4);
+        let mut timings = Timings::default();
+        let mut renderer = PlanRenderer::new(
+            &platform.sources,
+            (&fs, Default::default()),
+            None,
+            Layout::Service,
+            &|_, _| {},
+            total,
+        );
+        let plans = evaluate_and_render(&platform, &all, &mut renderer, &mut timings, 1).unwrap();
+        // One piece per component instance (two environments each), each rendered before
+        // the next instance was evaluated.
+        assert_eq!(renderer.pieces, [(0, 2), (2, 4)]);
+        assert!(
+            plans
+                .iter()
+                .all(|p| p.parameters.is_empty() && p.generators.is_empty())
+        );
+        let streamed = renderer.finish(&mut timings).unwrap();
+
+        let mut evaluated = evaluate(&platform, &all).unwrap();
+        let whole = render_plans(
+            &mut evaluated,
+            &platform.sources,
+            (&fs, Default::default()),
+            None,
+            Layout::Service,
+            &|_, _| {},
+            &mut timings,
+        )
+        .unwrap();
+        let keys = |p: &[BuildPlan]| p.iter().map(BuildPlan::key).collect::<Vec<_>>();
+        assert_eq!(keys(&plans), keys(&evaluated));
+        let files = |e: &[crate::cache::Emitted]| {
+            e.iter().flat_map(|e| e.files.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(files(&streamed), files(&whole));
     }
 
     #[test]

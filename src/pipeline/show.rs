@@ -35,6 +35,52 @@ pub fn show_platform(
     Ok(format_value(&value, format))
 }
 
+/// `kiln show platform` through the source stage: components in other repositories are
+/// fetched (or taken from the lock and the cache), and the model gets a `sources` list: each
+/// remote source used, as locked (`kind`, `url`, `chart`, `requested`, `version`,
+/// `resolved`: the commit or digest).
+pub fn show_platform_sources(
+    opts: &RenderOptions,
+    format: ShowFormat,
+) -> Result<String, KilnError> {
+    let fetched = opts.resolve_sources()?;
+    let load_opts = LoadOptions {
+        root: opts.root.as_deref(),
+        sources: Some(&fetched.trees),
+        ..Default::default()
+    };
+    let loaded = load(opts.fs.as_ref(), &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
+    let platform = validate(loaded).map_err(KilnError::Validate)?;
+    let mut value = serde_json::to_value(&platform).expect("the model always serializes");
+    if let Some(m) = value.as_object_mut()
+        && !fetched.used.is_empty()
+    {
+        let sources = fetched
+            .used
+            .iter()
+            .map(|e| {
+                let mut s = serde_json::Map::new();
+                for (k, v) in [
+                    ("kind", &e.kind),
+                    ("url", &kiln_base::url::redact(&e.url)),
+                    ("chart", &e.chart),
+                    ("requested", &e.requested),
+                    ("version", &e.version),
+                    ("resolved", &e.resolved),
+                ] {
+                    if !v.is_empty() {
+                        s.insert(k.into(), serde_json::Value::String(v.clone()));
+                    }
+                }
+                serde_json::Value::Object(s)
+            })
+            .collect();
+        m.insert("sources".into(), serde_json::Value::Array(sources));
+    }
+    fetched.store_lock().map_err(KilnError::Source)?;
+    Ok(format_value(&value, format))
+}
+
 /// `kiln show buildplans`: the selected BuildPlans as a YAML or JSON list.
 pub fn show_buildplans(
     fs: &dyn FileSystem,

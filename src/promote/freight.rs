@@ -231,8 +231,14 @@ pub struct FreightSet {
     pub requested: Vec<String>,
     /// Subscriptions by Warehouse.
     pub warehouses: BTreeMap<String, Subscriptions>,
-    /// One reference per requested Warehouse.
+    /// The Freight this Stage holds: the promoted one, and for a Stage requesting one
+    /// Warehouse only that one. A Stage requesting several Warehouses holds each one's
+    /// current Freight too (Kargo's FreightCollection); kiln cannot see those, so only the
+    /// promoted one is here, as in a Stage that holds no other Freight yet.
     pub references: Vec<FreightReference>,
+    /// The Warehouse of the promoted Freight (`ctx.targetFreight.origin.name`); empty: the
+    /// first requested one.
+    pub target: String,
 }
 
 /// `NormalizeGit` for http(s) URLs: lower case, no user info, no trailing `/` or `.git`.
@@ -285,6 +291,23 @@ pub fn generate_freight_id(reference: &FreightReference) -> String {
 }
 
 impl FreightSet {
+    /// The origin of the promoted Freight (Kargo's `ctx.targetFreight.origin`).
+    pub fn target_origin(&self) -> &str {
+        match self.target.as_str() {
+            "" => self.requested.first().map_or("", String::as_str),
+            t => t,
+        }
+    }
+
+    /// The promoted Freight (Kargo's `ctx.targetFreight`), if assembled.
+    pub fn target_reference(&self) -> Option<&FreightReference> {
+        let origin = self.target_origin();
+        self.references
+            .iter()
+            .find(|r| r.origin == origin)
+            .or(self.references.first())
+    }
+
     /// The origin that supplies `repo` (FindCommit/FindImage without an explicit origin).
     fn origin_for(
         &self,
@@ -367,6 +390,9 @@ pub enum FreightArg {
     Image(FreightImage),
     Commit(String),
     Latest,
+    /// `warehouse=<name>`: the promoted Freight's origin, for a Stage that requests Freight
+    /// from several Warehouses.
+    Warehouse(String),
 }
 
 impl FreightArg {
@@ -381,9 +407,15 @@ impl FreightArg {
             }
             return Ok(FreightArg::Commit(sha.to_lowercase()));
         }
+        if let Some(name) = s.strip_prefix("warehouse=") {
+            if let Some(reason) = crate::names::dns1123_label(name) {
+                return Err(format!("`{s}`: a Warehouse name is a DNS label: {reason}"));
+            }
+            return Ok(FreightArg::Warehouse(name.to_string()));
+        }
         let Some(image) = s.strip_prefix("image=") else {
             return Err(format!(
-                "`{s}`: expected `image=<repo>:<tag>`, `image=<repo>@<digest>`, `commit=<sha>` or `latest`"
+                "`{s}`: expected `image=<repo>:<tag>`, `image=<repo>@<digest>`, `commit=<sha>`, `warehouse=<name>` or `latest`"
             ));
         };
         let (rest, digest) = match image.split_once('@') {
@@ -468,6 +500,11 @@ mod tests {
             FreightArg::Commit("abcd12".into())
         );
         assert_eq!(FreightArg::parse("latest").unwrap(), FreightArg::Latest);
+        assert_eq!(
+            FreightArg::parse("warehouse=cart").unwrap(),
+            FreightArg::Warehouse("cart".into())
+        );
+        assert!(FreightArg::parse("warehouse=Cart_1").is_err());
     }
 
     #[test]
@@ -570,6 +607,7 @@ mod tests {
                     branch: "main".into(),
                 }],
             }],
+            target: String::new(),
         }
     }
 

@@ -203,8 +203,10 @@ pub struct StageDef {
     pub steps: Vec<StepDef>,
     /// Warehouses of `requestedFreight[].origin`.
     pub requested: Vec<String>,
-    /// `requestedFreight[].sources.stages`: upstream Stages.
+    /// `requestedFreight[].sources.stages`: upstream Stages, of every origin.
     pub upstream: Vec<String>,
+    /// `requestedFreight[]`: each origin's upstream Stages (empty: `direct`).
+    pub upstream_of: Vec<(String, Vec<String>)>,
 }
 
 fn s<'v>(v: &'v Value, pointer: &str) -> &'v str {
@@ -250,6 +252,39 @@ impl StageDef {
         })
     }
 
+    /// The repository and branch the Stage pushes: the `git-clone` checkout that `git-push`
+    /// pushes (its `path`), and the clone's `repoURL` (vars substituted); empty strings when
+    /// the Stage has no such pair.
+    pub fn pushed(&self) -> (String, String) {
+        let root = self
+            .steps
+            .iter()
+            .find(|st| st.uses == "git-push")
+            .map(|st| self.substitute(s(&st.config, "/path")))
+            .unwrap_or_default();
+        let root = root.trim_end_matches('/');
+        self.steps
+            .iter()
+            .filter(|st| st.uses == "git-clone")
+            .flat_map(|st| {
+                st.config
+                    .get("checkout")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(move |c| (st, c))
+            })
+            .find(|(_, c)| self.substitute(s(c, "/path")).trim_end_matches('/') == root)
+            .map(|(st, c)| {
+                (
+                    self.substitute(s(&st.config, "/repoURL")),
+                    self.substitute(s(&c, "/branch")),
+                )
+            })
+            .unwrap_or_default()
+    }
+
     /// The folders the Stage's `kustomize-build` steps write into the write repository, in
     /// step order, each once.
     pub fn written(&self) -> Vec<Written> {
@@ -260,20 +295,7 @@ impl StageDef {
             .map(|st| self.substitute(s(&st.config, "/path")))
             .unwrap_or_default();
         let root = root.trim_end_matches('/');
-        let branch = self
-            .steps
-            .iter()
-            .filter(|st| st.uses == "git-clone")
-            .flat_map(|st| {
-                st.config
-                    .get("checkout")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .find(|c| self.substitute(s(c, "/path")).trim_end_matches('/') == root)
-            .map(|c| self.substitute(s(&c, "/branch")))
-            .unwrap_or_default();
+        let branch = self.pushed().1;
         let mut out: Vec<Written> = Vec::new();
         for st in self.steps.iter().filter(|st| st.uses == "kustomize-build") {
             let out_path = self.substitute(s(&st.config, "/outPath"));
@@ -347,6 +369,7 @@ impl StageDef {
         }
         let mut requested = Vec::new();
         let mut upstream = Vec::new();
+        let mut upstream_of = Vec::new();
         for r in stage
             .pointer("/spec/requestedFreight")
             .and_then(Value::as_array)
@@ -360,16 +383,20 @@ impl StageDef {
                 )));
             }
             requested.push(s(r, "/origin/name").to_string());
-            for st in r
+            let mine: Vec<String> = r
                 .pointer("/sources/stages")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
-            {
-                if let Some(n) = st.as_str() {
-                    upstream.push(n.to_string());
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect();
+            for n in &mine {
+                if !upstream.contains(n) {
+                    upstream.push(n.clone());
                 }
             }
+            upstream_of.push((s(r, "/origin/name").to_string(), mine));
         }
         Ok(StageDef {
             project: s(stage, "/metadata/namespace").to_string(),
@@ -378,6 +405,7 @@ impl StageDef {
             steps,
             requested,
             upstream,
+            upstream_of,
         })
     }
 }
@@ -746,11 +774,15 @@ pub fn assemble_freight(
         FreightArg::Commit(c) => Some(c.clone()),
         _ => None,
     });
+    let target = target_origin(stage, &warehouses, &explicit, args).map_err(err)?;
     // Every image is checked before any repository is opened: a Freight the Warehouses
     // would never produce fails without touching the network.
     let mut used = vec![false; explicit.len()];
     let mut images_of = Vec::new();
-    for w in &stage.requested {
+    // The promoted Freight comes from one Warehouse (its origin); the Stage's Freight from
+    // its other Warehouses is what earlier promotions left, which kiln cannot see.
+    let origins: Vec<&String> = stage.requested.iter().filter(|w| **w == target).collect();
+    for w in origins.iter().copied() {
         let Some(subs) = warehouses.get(w) else {
             return Err(err(format!(
                 "requested Warehouse {w:?} is not among the emitted objects"
@@ -803,13 +835,17 @@ pub fn assemble_freight(
     if let Some(k) = used.iter().position(|u| !u) {
         return Err(err(format!(
             "no requested Warehouse ({}) subscribes to image {}",
-            stage.requested.join(", "),
+            origins
+                .iter()
+                .map(|w| w.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
             explicit[k].repo_url
         )));
     }
     let mut references = Vec::new();
     let mut n = 0;
-    for (w, images) in stage.requested.iter().zip(images_of) {
+    for (w, images) in origins.iter().copied().zip(images_of) {
         let subs = &warehouses[w];
         let mut commits = Vec::new();
         for (k, (repo_url, branch)) in subs.git.iter().enumerate() {
@@ -872,15 +908,72 @@ pub fn assemble_freight(
         requested: stage.requested.clone(),
         warehouses,
         references,
+        target,
     })
 }
 
-/// The name of the promotion's target Freight (its first requested Warehouse's), as Kargo
-/// names it: [`freight::generate_freight_id`]. Empty without Freight.
+/// The Warehouse the promoted Freight comes from: `--freight warehouse=<name>`, else the
+/// Stage's only requested Warehouse, else the one requested Warehouse that subscribes to
+/// every `--freight image` given.
+fn target_origin(
+    stage: &StageDef,
+    warehouses: &BTreeMap<String, Subscriptions>,
+    images: &[&FreightImage],
+    args: &[FreightArg],
+) -> Result<String, String> {
+    let named: Vec<&String> = args
+        .iter()
+        .filter_map(|a| match a {
+            FreightArg::Warehouse(w) => Some(w),
+            _ => None,
+        })
+        .collect();
+    match (named.as_slice(), stage.requested.as_slice()) {
+        ([w], _) if stage.requested.contains(w) => return Ok((*w).clone()),
+        ([w], _) => {
+            return Err(format!(
+                "Stage {} requests no Freight from Warehouse {w} (it requests {})",
+                stage.name,
+                stage.requested.join(", ")
+            ));
+        }
+        ([_, _, ..], _) => {
+            return Err("one promotion moves one Freight: give `--freight warehouse=` once".into());
+        }
+        ([], [one]) => return Ok(one.clone()),
+        ([], _) => {}
+    }
+    let subscribes = |w: &&String| {
+        !images.is_empty()
+            && images.iter().all(|i| {
+                warehouses.get(*w).is_some_and(|s| {
+                    s.images.iter().any(|sub| {
+                        sub.repo_url == i.repo_url
+                            || crate::kargo::repo_url(&i.repo_url) == sub.repo_url
+                    })
+                })
+            })
+    };
+    match stage
+        .requested
+        .iter()
+        .filter(subscribes)
+        .collect::<Vec<_>>()[..]
+    {
+        [one] => Ok(one.clone()),
+        _ => Err(format!(
+            "Stage {} requests Freight from several Warehouses ({}), and one promotion moves the Freight of one: name it with `--freight warehouse=<name>`",
+            stage.name,
+            stage.requested.join(", ")
+        )),
+    }
+}
+
+/// The name of the promotion's target Freight, as Kargo names it:
+/// [`freight::generate_freight_id`]. Empty without Freight.
 pub fn freight_name(freight: &FreightSet) -> String {
     freight
-        .references
-        .first()
+        .target_reference()
         .map(freight::generate_freight_id)
         .unwrap_or_default()
 }
@@ -904,16 +997,88 @@ pub struct PromoteOptions {
     pub assume_verified: bool,
 }
 
-/// The warning for a Stage that takes Freight from upstream Stages: Kargo offers it only
-/// Freight verified in one of them (`requestedFreight[].sources.stages`,
-/// `pkg/controller/freight/finder.go`), and a local promotion cannot see verification.
-pub fn unverified_warning(stage: &StageDef) -> Option<String> {
-    (!stage.upstream.is_empty()).then(|| {
-        format!(
-            "Kargo offers Stage {} only Freight verified in upstream Stage {}; kiln cannot see whether this Freight was: promote and verify it there first, or pass --assume-verified",
-            stage.name,
-            stage.upstream.join(" or ")
-        )
+/// The warning for a Stage that takes the promoted Freight from upstream Stages when that
+/// Freight was not verified in any of them: Kargo offers a Stage only Freight whose
+/// `status.verifiedIn` names one of its `requestedFreight[].sources.stages` for the Freight's
+/// origin (`api/v1alpha1/freight_types.go` `IsVerifiedIn`, Kargo v1.11.2). kiln's Stages
+/// define no verification, so Kargo records Freight as verified in a Stage once a promotion
+/// of it there has succeeded and the Stage is healthy; kiln sees the promotion in Git: a
+/// commit on the upstream Stage's write branch whose message names the Freight and the Stage
+/// (`freight: <name>`, `stage: <project>/<stage>`, written by kiln's `git-commit` step).
+/// `None`: a root Stage for this origin, or a promotion found upstream.
+pub fn unverified_warning(
+    stage: &StageDef,
+    objects: &Objects,
+    freight: &FreightSet,
+    git: &repo::Git<'_>,
+    scratch: &std::path::Path,
+) -> Option<String> {
+    let origin = freight.target_origin();
+    let upstream: &[String] = stage
+        .upstream_of
+        .iter()
+        .find(|(o, _)| o == origin)
+        .map_or(&[], |(_, up)| up.as_slice());
+    if upstream.is_empty() {
+        return None;
+    }
+    let name = freight_name(freight);
+    let mut unreadable = Vec::new();
+    for (i, up) in upstream.iter().enumerate() {
+        match promoted_in(
+            objects,
+            &stage.project,
+            up,
+            &name,
+            git,
+            &scratch.join(i.to_string()),
+        ) {
+            Ok(true) => return None,
+            Ok(false) => {}
+            Err(e) => unreadable.push(format!("{up}: {e}")),
+        }
+    }
+    let short = &name[..name.len().min(7)];
+    let mut text = format!(
+        "Kargo offers Stage {} only Freight verified in upstream Stage {}, and no promotion of Freight {short} is on {} write branch",
+        stage.name,
+        upstream.join(" or "),
+        if upstream.len() > 1 { "their" } else { "its" },
+    );
+    if !unreadable.is_empty() {
+        text.push_str(&format!(" (unreadable: {})", unreadable.join("; ")));
+    }
+    text.push_str(": promote and verify it there first, or pass --assume-verified");
+    Some(text)
+}
+
+/// Whether the write branch of Stage `upstream` of `project` holds a promotion of Freight
+/// `freight` into it (see [`unverified_warning`]). A branch that does not exist holds none.
+fn promoted_in(
+    objects: &Objects,
+    project: &str,
+    upstream: &str,
+    freight: &str,
+    git: &repo::Git<'_>,
+    scratch: &std::path::Path,
+) -> Result<bool, String> {
+    let def = objects
+        .stage(upstream, Some(project))
+        .map_err(|e| e.to_string())?;
+    let (url, branch) = def.pushed();
+    if url.is_empty() {
+        return Err("it pushes no write branch kiln can read".into());
+    }
+    let repo = git.open_for_read(&url, scratch)?;
+    let Some(head) = repo::resolve_revision(&repo, &branch) else {
+        return Ok(false);
+    };
+    let (freight_line, stage_line) = (
+        format!("\nfreight: {freight}\n"),
+        format!("\nstage: {project}/{upstream}\n"),
+    );
+    repo::any_commit_message(&repo, head, &|m| {
+        m.contains(&freight_line) && m.contains(&stage_line)
     })
 }
 
@@ -1018,7 +1183,15 @@ pub fn promote(
         None => objects.applications(),
     };
     let warning = (!options.assume_verified)
-        .then(|| unverified_warning(&stage))
+        .then(|| {
+            unverified_warning(
+                &stage,
+                &objects,
+                &freight,
+                &git,
+                &work.join(".kiln-scratch/upstream"),
+            )
+        })
         .flatten();
     let mut promotion = Promotion::new(stage, freight, name);
     let cx = Context {

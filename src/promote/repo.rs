@@ -715,6 +715,25 @@ pub fn newest_commit_changing(
     Ok(None)
 }
 
+/// Whether a commit reachable from `head` has a message `accept` accepts (`git log
+/// --format=%B`, newest first).
+pub fn any_commit_message(
+    repo: &Repository,
+    head: Oid,
+    accept: &dyn Fn(&str) -> bool,
+) -> Result<bool, String> {
+    let mut walk = repo.revwalk().map_err(lg("walking the history"))?;
+    walk.push(head).map_err(lg("walking the history"))?;
+    for id in walk {
+        let id = id.map_err(lg("walking the history"))?;
+        let commit = repo.find_commit(id).map_err(lg("reading a commit"))?;
+        if accept(&String::from_utf8_lossy(commit.message_bytes())) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// What Argo CD would check out for `targetRevision`: `HEAD`/empty is the default branch, a
 /// full commit id that commit, else a branch, else a tag.
 pub fn resolve_revision(repo: &Repository, revision: &str) -> Option<Oid> {

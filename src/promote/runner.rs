@@ -220,7 +220,7 @@ impl Promotion {
             "targetFreight": {
                 "name": self.freight_name(),
                 "alias": "",
-                "origin": { "name": self.freight.requested.first().cloned().unwrap_or_default() },
+                "origin": { "name": self.freight.target_origin() },
             },
             "meta": {
                 "promotion": { "actor": "", "rollback": false },
@@ -510,6 +510,7 @@ impl Promotion {
         let fs = cx.work.rooted_fs();
         let options = crate::kustomize::BuildOptions {
             load_restrictor: crate::kustomize::LoadRestrictor::None,
+            enable_helm: true,
             ..Default::default()
         };
         let resources = crate::kustomize::build(&fs, &cx.work.join(&src), &options)

@@ -514,8 +514,9 @@ fn read_message(message: &str) -> Said {
     said
 }
 
-/// The trailer a publish records an application repository's commit in (`<url>@<commit>`).
-pub const APP_COMMIT_TRAILER: &str = "Kiln-App-Commit";
+/// The trailer a publish records an application repository's commit in (`<url>@<commit>`),
+/// written by `crate::git::trailers::commit_message`.
+pub const APP_COMMIT_TRAILER: &str = crate::git::trailers::APP_COMMIT;
 
 /// `<url>@<commit>`, the commit the last `@`-separated part.
 fn repo_commit(text: &str) -> Option<RepoCommit> {
@@ -913,6 +914,26 @@ pub fn status(
             drift,
             history,
         });
+    }
+    // A promotion names the source repository's commit it deployed, which a publish made:
+    // that commit's `Kiln-App-Commit` trailers name the app-repo commits it was rendered
+    // from (one trailer format for publish, history and status).
+    if let Some(url) = &platform.source.repo_url {
+        let source = location(url);
+        let mut said: BTreeMap<String, Vec<RepoCommit>> = BTreeMap::new();
+        for c in cells.iter_mut().filter(|c| c.app_commits.is_empty()) {
+            let Some(commit) = c.source_commit.clone() else {
+                continue;
+            };
+            c.app_commits = said
+                .entry(commit.clone())
+                .or_insert_with(|| {
+                    crate::git::commit_message(&source, &commit, &options.auth)
+                        .map(|m| read_message(&m).app_commits)
+                        .unwrap_or_default()
+                })
+                .clone();
+        }
     }
     // Lag: a Kargo cell whose upstream environment was written later with other images.
     let upstreams: BTreeMap<&str, &Vec<String>> = platform

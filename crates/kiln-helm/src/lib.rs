@@ -138,6 +138,9 @@ pub struct TemplateOptions {
     /// The render's budget of template steps and output bytes (`--max-steps`,
     /// `--max-output-bytes`; docs/helm.md, "Budgets").
     pub budget: template::exec::Budget,
+    /// Chart directories added as subcharts ([`add_dependencies`]): the dependencies the
+    /// caller pulled for a chart whose `charts/` lacks them.
+    pub dependencies: Vec<PathBuf>,
 }
 
 impl TemplateOptions {
@@ -156,6 +159,7 @@ impl TemplateOptions {
             skip_tests: false,
             now: None,
             budget: template::exec::Budget::DEFAULT,
+            dependencies: Vec::new(),
         }
     }
 }
@@ -218,6 +222,24 @@ pub fn load_chart(
     chart::loader::load_with(fs, path, engine::resolve)
 }
 
+/// Adds the charts in `dirs` to `chart` as subcharts, as if they lay under its `charts/`:
+/// the dependencies its `Chart.yaml` lists and `charts/` lacks, which kiln's source stage
+/// pulled (what `helm dependency build` does, `pkg/downloader/manager.go` `Build`, before
+/// `helm template` loads the chart). A dependency `charts/` already holds is kept.
+pub fn add_dependencies(
+    fs: &dyn kiln_base::fs::FileSystem,
+    chart: &mut chart::Chart,
+    dirs: &[PathBuf],
+) -> Result<(), HelmError> {
+    for dir in dirs {
+        let sub = load_chart(fs, dir).map_err(load_error)?;
+        if !chart.subcharts.iter().any(|s| s.name == sub.name) {
+            chart.subcharts.push(sub);
+        }
+    }
+    Ok(())
+}
+
 /// `helm template`: loads, processes and renders a chart, reading the chart and values
 /// files through `fs`.
 ///
@@ -231,7 +253,8 @@ pub fn template_with(
     opts: &TemplateOptions,
 ) -> Result<Rendered, HelmError> {
     rayon::scope(|_| {
-        let chart = load_chart(fs, &opts.chart).map_err(load_error)?;
+        let mut chart = load_chart(fs, &opts.chart).map_err(load_error)?;
+        add_dependencies(fs, &mut chart, &opts.dependencies)?;
         template_loaded(fs, chart, opts)
     })
 }

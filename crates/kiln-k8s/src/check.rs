@@ -9,7 +9,7 @@
 //! it to the zero value, and CRD pruning drops it before validation.
 
 use crate::cel::Outcome;
-use crate::schema::{Extra, Format, ListType, Node, NodeId, Schemas, Ty};
+use crate::schema::{Decode, Extra, Format, ListType, Node, NodeId, Schemas, Ty};
 use crate::{Code, Finding};
 use base64::Engine as _;
 use serde_json::Value;
@@ -115,6 +115,9 @@ impl Walk<'_> {
         if value.is_null() {
             return;
         }
+        if let Some(decode) = node.decode {
+            return self.decode(decode, value, pointer);
+        }
         if !self.check_type(node, value, pointer) {
             return;
         }
@@ -218,6 +221,45 @@ impl Walk<'_> {
             );
         }
         self.check_rules(id, value, pointer);
+    }
+
+    /// A Go type with its own `UnmarshalJSON` ([`Decode`]): the shape is chosen by the value,
+    /// and what is below is decoded without strictness (unknown fields are dropped).
+    fn decode(&mut self, decode: Decode, value: &Value, pointer: &str) {
+        match (decode, value) {
+            (Decode::Raw, _) => {}
+            (
+                Decode::SchemaOrBool(props)
+                | Decode::SchemaOrArray(props)
+                | Decode::SchemaOrStringArray(props),
+                Value::Object(_),
+            ) => self.check(props, value, pointer, false),
+            (Decode::SchemaOrBool(_), Value::Bool(_)) => {}
+            (Decode::SchemaOrBool(_), other) => self.push(
+                Code::WrongType,
+                pointer,
+                format!(
+                    "must be a boolean or a schema object, not {}",
+                    json_type(other)
+                ),
+            ),
+            (Decode::SchemaOrArray(props), Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    self.check(props, item, &format!("{pointer}/{i}"), false);
+                }
+            }
+            (Decode::SchemaOrStringArray(_), Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate().filter(|(_, v)| !v.is_string()) {
+                    self.push(
+                        Code::WrongType,
+                        &format!("{pointer}/{i}"),
+                        format!("must be a string, not {}", json_type(item)),
+                    );
+                }
+            }
+            // `JSONSchemaPropsOrArray` and `…OrStringArray` drop any other value.
+            (Decode::SchemaOrArray(_) | Decode::SchemaOrStringArray(_), _) => {}
+        }
     }
 
     /// `true` when `value` passes `id` with no finding (for `anyOf`, `oneOf`, `not`).

@@ -95,6 +95,28 @@ pub struct Node {
     pub rules: Vec<Rule>,
     /// A `$ref`: the node is its target.
     pub target: Option<NodeId>,
+    /// A Go type with its own `UnmarshalJSON` that picks its shape by the value's first
+    /// byte (apiextensions' `JSONSchemaPropsOr*`): checked by [`Decode`], not by `oneOf`.
+    pub decode: Option<Decode>,
+}
+
+/// How a Go type with its own `UnmarshalJSON` reads a value (k8s.io/apiextensions-apiserver
+/// `pkg/apis/apiextensions/v1/marshal.go`). k8s-openapi describes them as `oneOf`s (and
+/// `JSON` as `type: object`), which the server never checks; it decodes. Inside such a type
+/// the decode is Go's plain `json.Unmarshal`, not the strict one, so unknown fields below it
+/// are dropped, not refused: the schemas under it are walked without strictness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decode {
+    /// `JSON`: any value, kept raw (`default`, `example`, `enum` items).
+    Raw,
+    /// `JSONSchemaPropsOrBool`: a schema object or a boolean; anything else is an error
+    /// ("boolean or JSON schema expected").
+    SchemaOrBool(NodeId),
+    /// `JSONSchemaPropsOrArray`: a schema object or a list of them; anything else is dropped.
+    SchemaOrArray(NodeId),
+    /// `JSONSchemaPropsOrStringArray`: a schema object or a list of strings; anything else is
+    /// dropped.
+    SchemaOrStringArray(NodeId),
 }
 
 impl Node {
@@ -124,6 +146,7 @@ impl Node {
             not: None,
             rules: Vec::new(),
             target: None,
+            decode: None,
         }
     }
 }
@@ -154,6 +177,20 @@ pub enum Dialect {
 }
 
 const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+const APIEXTENSIONS: &str = "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.";
+
+/// The [`Decode`] of a built-in definition with its own `UnmarshalJSON`, if it is one.
+fn decode_of(name: &str, by_name: &BTreeMap<String, NodeId>) -> Option<Decode> {
+    let short = name.strip_prefix(APIEXTENSIONS)?;
+    let props = *by_name.get(&format!("{APIEXTENSIONS}JSONSchemaProps"))?;
+    Some(match short {
+        "JSON" => Decode::Raw,
+        "JSONSchemaPropsOrBool" => Decode::SchemaOrBool(props),
+        "JSONSchemaPropsOrArray" => Decode::SchemaOrArray(props),
+        "JSONSchemaPropsOrStringArray" => Decode::SchemaOrStringArray(props),
+        _ => return None,
+    })
+}
 
 impl Schemas {
     /// Compiles every definition of a built-in table; returns the arena.
@@ -169,6 +206,11 @@ impl Schemas {
             let id = s.by_name[name];
             let node = if name == QUANTITY {
                 Node::new(Ty::Quantity)
+            } else if let Some(decode) = decode_of(name, &s.by_name) {
+                let mut node = Node::new(Ty::Any);
+                node.extra = Extra::Preserved;
+                node.decode = Some(decode);
+                node
             } else {
                 s.compile_node(schema, Dialect::Builtin, &format!("/definitions/{name}"))?
             };

@@ -646,3 +646,54 @@ fn a_cluster_scoped_object_differing_between_environments_is_reported() {
         .is_empty()
     );
 }
+
+/// A CRD body is what apiextensions' own `UnmarshalJSON`s read (marshal.go): `enum`,
+/// `default` and `example` hold any JSON, `items` a schema or a list of schemas,
+/// `additionalProperties` a schema or a boolean. k8s-openapi's `oneOf`s and `JSON` typed as
+/// an object gave thousands of findings on real CRDs before.
+#[test]
+fn crd_bodies_are_decoded_as_apiextensions_does() {
+    let v = Validator::new("1.36").unwrap();
+    let crd = |schema: Value| {
+        let mut c = widget_crd();
+        c["spec"]["versions"][0]["schema"]["openAPIV3Schema"] = schema;
+        c["spec"]["versions"].as_array_mut().unwrap().truncate(1);
+        c
+    };
+    let clean = crd(json!({"type": "object", "properties": {
+        "phase": {"type": "string", "enum": ["Ready", "Failed"], "default": "Ready", "example": "Ready"},
+        "size": {"type": "integer", "default": 3},
+        "on": {"type": "boolean", "default": true},
+        "list": {"type": "array", "default": [], "items": {"type": "object", "properties": {"a": {"type": "string"}}}},
+        "tuple": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "open": {"type": "object", "additionalProperties": true},
+        "deps": {"type": "object", "dependencies": {"a": ["b"], "c": {"required": ["d"]}}}
+    }}));
+    assert_eq!(v.validate(&clean).findings, Vec::<Finding>::new());
+    // What the decode refuses is still found: `additionalProperties` of another type, a
+    // `type` that is not a string, a dependency list of numbers.
+    let bad = crd(json!({"type": "object", "properties": {
+        "labels": {"type": "object", "additionalProperties": "string"},
+        "size": {"type": 5},
+        "deps": {"type": "object", "dependencies": {"a": [1]}}
+    }}));
+    let found: Vec<(Code, String)> = v
+        .validate(&bad)
+        .findings
+        .into_iter()
+        .map(|f| (f.code, f.pointer))
+        .collect();
+    let root = "/spec/versions/0/schema/openAPIV3Schema/properties";
+    assert_eq!(
+        found,
+        vec![
+            (
+                Code::WrongType,
+                format!("{root}/labels/additionalProperties")
+            ),
+            (Code::WrongType, format!("{root}/size/type")),
+            (Code::WrongType, format!("{root}/deps/dependencies/a/0")),
+        ]
+    );
+}

@@ -25,10 +25,12 @@
 pub use error::KustomizeError;
 pub use krusty::build::{BuildOptions, build, build_yaml, run_kustomize};
 pub use krusty::load::LoadRestrictor;
+pub use types::helmchartargs::{ChartSource, PulledCharts};
 
 pub mod builtins;
 pub mod error;
 pub mod filters;
+pub mod git;
 pub mod hash;
 pub mod konfig;
 pub mod krusty;

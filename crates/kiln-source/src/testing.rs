@@ -85,7 +85,15 @@ pub fn git_daemon(base: &Path) -> Server {
 }
 
 fn python_server(args: &[&str]) -> Server {
-    let mut child = Command::new("python3")
+    python_server_logged(args, None)
+}
+
+fn python_server_logged(args: &[&str], log: Option<&Path>) -> Server {
+    let mut cmd = Command::new("python3");
+    if let Some(log) = log {
+        cmd.env("KILN_TEST_REQUEST_LOG", log);
+    }
+    let mut child = cmd
         .arg(servers_py())
         .args(args)
         .stdin(Stdio::piped())
@@ -108,6 +116,30 @@ fn python_server(args: &[&str]) -> Server {
 /// git's smart HTTP over every repository under `base` (`http://127.0.0.1:<port>/<name>`).
 pub fn git_http(base: &Path) -> Server {
     python_server(&["git-http", &base.display().to_string()])
+}
+
+/// [`git_http`], appending each request as `METHOD path` to `log`, so that tests count
+/// fetches ([`fetches_in`]).
+pub fn git_http_logged(base: &Path, log: &Path) -> Server {
+    python_server_logged(&["git-http", &base.display().to_string()], Some(log))
+}
+
+/// How many fetches `log` (of [`git_http_logged`]) records. Listing the refs is a lone
+/// `GET …/info/refs`; a fetch is that `GET` followed by one or more `POST
+/// …/git-upload-pack` (a shallow fetch negotiates in two), so a fetch is counted at its
+/// first `POST`.
+pub fn fetches_in(log: &Path) -> usize {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut fetches = 0;
+    let mut last_was_post = false;
+    for line in text.lines() {
+        let post = line.starts_with("POST ") && line.contains("git-upload-pack");
+        if post && !last_was_post {
+            fetches += 1;
+        }
+        last_was_post = post;
+    }
+    fetches
 }
 
 /// Static files under `root`, behind basic auth when `login` (`user:password`) is given.

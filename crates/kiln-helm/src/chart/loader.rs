@@ -502,11 +502,9 @@ pub(super) fn chart_from_files(
             .unwrap_or_default()
     };
     let name = get("name");
-    if name.is_empty() {
-        return Err(err(
-            &format!("{shown}/Chart.yaml"),
-            "validation: chart.metadata.name is required",
-        ));
+    let version = get("version");
+    if let Err(e) = validate_metadata(&name, &version, &get("type")) {
+        return Err(err(&format!("{shown}/Chart.yaml"), &e));
     }
     // A chart without apiVersion is a v1 chart (Helm 2 accepted those).
     let api_version = get("apiVersion");
@@ -514,7 +512,6 @@ pub(super) fn chart_from_files(
         other.extend(v1_files);
     }
     let kind_library = get("type") == "library";
-    let version = get("version");
     // Dependencies: Chart.yaml (v2) or requirements.yaml (v1).
     let dep_source = if api_version == "v1" || mm.borrow().get("dependencies").is_none() {
         requirements.as_ref().and_then(|r| match r {
@@ -704,4 +701,41 @@ pub fn load_values(text: &str) -> Result<Map, ValuesError> {
     }
     read(&text[doc_start..], doc_line)?;
     Ok(out)
+}
+
+/// Helm's `Metadata.Validate` (pkg/chart/v2/metadata.go, v4.2.3), in its order, for the fields
+/// kiln reads: the name (required, not `.`/`..`, no path), the version (required, and
+/// `semver.NewVersion` must read it) and the type (`application`, `library` or none). The
+/// loader has already given an empty `apiVersion` the value `v1`.
+fn validate_metadata(name: &str, version: &str, kind: &str) -> Result<(), String> {
+    use crate::template::fmt::go_quote;
+    if name.is_empty() {
+        return Err("validation: chart.metadata.name is required".into());
+    }
+    if name == "." || name == ".." {
+        return Err(format!(
+            "validation: chart.metadata.name {} is not allowed",
+            go_quote(name)
+        ));
+    }
+    // `filepath.Base(name) != name`: a separator or a trailing slash.
+    if name.contains('/') {
+        return Err(format!(
+            "validation: chart.metadata.name {} is invalid",
+            go_quote(name)
+        ));
+    }
+    if version.is_empty() {
+        return Err("validation: chart.metadata.version is required".into());
+    }
+    if crate::sprig::semver::Version::parse(version).is_err() {
+        return Err(format!(
+            "validation: chart.metadata.version {} is invalid",
+            go_quote(version)
+        ));
+    }
+    if !matches!(kind, "" | "application" | "library") {
+        return Err("validation: chart.metadata.type must be application or library".into());
+    }
+    Ok(())
 }

@@ -111,7 +111,7 @@ pub(super) fn helm_funcs(f: &mut Funcs) {
         Ok(match yaml::parse_one_as_json(&t) {
             Ok(Value::Map(m)) => Value::Map(m),
             Ok(Value::Nil) => Value::Map(new_map()),
-            Ok(other) => error_map(&format!("error unmarshaling JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&other))),
+            Ok(other) => error_map(&format!("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type map[string]interface {{}}", json_kind(&other))),
             Err(e) => error_map(&format!("error converting YAML to JSON: {e}")),
         })
     });
@@ -120,7 +120,7 @@ pub(super) fn helm_funcs(f: &mut Funcs) {
         Ok(match yaml::parse_one_as_json(&t) {
             Ok(Value::List(l)) => Value::List(l),
             Ok(Value::Nil) => Value::list(Vec::new()),
-            Ok(other) => Value::list(vec![Value::from(format!("error unmarshaling JSON: json: cannot unmarshal {} into Go value of type []interface {{}}", json_kind(&other)))]),
+            Ok(other) => Value::list(vec![Value::from(format!("error unmarshaling JSON: while decoding JSON: json: cannot unmarshal {} into Go value of type []interface {{}}", json_kind(&other)))]),
             Err(e) => Value::list(vec![Value::from(format!("error converting YAML to JSON: {e}"))]),
         })
     });

@@ -107,9 +107,7 @@ fn rng(seed: &RefCell<Seed>) -> ChaCha20Rng {
 
 impl Key {
     fn rsa(seed: &RefCell<Seed>, bits: usize) -> Result<Key, String> {
-        rsa::RsaPrivateKey::new(&mut rng(seed), bits)
-            .map(|k| Key::Rsa(Box::new(k)))
-            .map_err(|e| format!("error generating rsa key: {e}"))
+        crate::sprig::keygen::rsa_key(&mut rng(seed), bits).map(|k| Key::Rsa(Box::new(k)))
     }
 
     fn ecdsa(seed: &RefCell<Seed>) -> Key {

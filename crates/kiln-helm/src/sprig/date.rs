@@ -114,6 +114,68 @@ const DAYS: [&str; 7] = [
 
 /// Go's `Time.Format` for UTC times.
 pub fn format(t: i64, layout: &str) -> String {
+    format_in(t, layout, &Zone::utc())
+}
+
+/// A time zone at one instant: its offset east of UTC in seconds and its abbreviation, as
+/// Go's `Time.Zone` gives them.
+pub struct Zone {
+    offset: i64,
+    abbreviation: String,
+}
+
+impl Zone {
+    fn utc() -> Zone {
+        Zone {
+            offset: 0,
+            abbreviation: "UTC".into(),
+        }
+    }
+
+    /// Sprig's `dateInZone` zone (date.go): `time.LoadLocation(name)`, UTC when that fails.
+    /// Zones come from the IANA database bundled in kiln (jiff's), never the machine's, so
+    /// a render does not depend on where it runs; `Local` is therefore UTC. Go reads the
+    /// name case-sensitively, as from the file system: `asia/tokyo` is no zone.
+    fn at(name: &str, t: i64) -> Zone {
+        use std::sync::OnceLock;
+        static DB: OnceLock<jiff::tz::TimeZoneDatabase> = OnceLock::new();
+        if matches!(name, "" | "UTC" | "Local") {
+            return Zone::utc();
+        }
+        let db = DB.get_or_init(jiff::tz::TimeZoneDatabase::bundled);
+        let (Ok(tz), Ok(ts)) = (db.get(name), jiff::Timestamp::from_second(t)) else {
+            return Zone::utc();
+        };
+        if tz.iana_name() != Some(name) {
+            return Zone::utc();
+        }
+        let info = tz.to_offset_info(ts);
+        Zone {
+            offset: i64::from(info.offset().seconds()),
+            abbreviation: info.abbreviation().to_string(),
+        }
+    }
+
+    /// Go's numeric zone forms: `-0700`/`-07:00`/`-07` (`colon`, `minutes`), and `Z` for
+    /// UTC in the `Z07…` forms (`z`).
+    fn numeric(&self, z: bool, colon: bool, minutes: bool) -> String {
+        if z && self.offset == 0 {
+            return "Z".into();
+        }
+        let sign = if self.offset < 0 { '-' } else { '+' };
+        let m = self.offset.abs() / 60;
+        let (hh, mm) = (m / 60, m % 60);
+        match (minutes, colon) {
+            (false, _) => format!("{sign}{hh:02}"),
+            (true, true) => format!("{sign}{hh:02}:{mm:02}"),
+            (true, false) => format!("{sign}{hh:02}{mm:02}"),
+        }
+    }
+}
+
+/// Go's `Time.Format` in `zone`.
+fn format_in(utc: i64, layout: &str, zone: &Zone) -> String {
+    let t = utc + zone.offset;
     let (y, mo, d, h, mi, se) = civil(t);
     let wd = DAYS[t.div_euclid(86_400).rem_euclid(7) as usize];
     let month = MONTHS[(mo - 1) as usize];
@@ -126,13 +188,21 @@ pub fn format(t: i64, layout: &str) -> String {
         ("Monday", wd.to_string()),
         ("Mon", wd[..3].to_string()),
         ("2006", format!("{y:04}")),
-        ("-0700", "+0000".into()),
-        ("-07:00", "+00:00".into()),
-        ("Z07:00", "Z".into()),
-        ("Z0700", "Z".into()),
-        ("-07", "+00".into()),
-        ("Z07", "Z".into()),
-        ("MST", "UTC".into()),
+        ("-0700", zone.numeric(false, false, true)),
+        ("-07:00", zone.numeric(false, true, true)),
+        ("Z07:00", zone.numeric(true, true, true)),
+        ("Z0700", zone.numeric(true, false, true)),
+        ("-07", zone.numeric(false, false, false)),
+        ("Z07", zone.numeric(true, false, false)),
+        // Go prints the numeric offset for a zone without an abbreviation.
+        (
+            "MST",
+            if zone.abbreviation.is_empty() {
+                zone.numeric(false, false, true)
+            } else {
+                zone.abbreviation.clone()
+            },
+        ),
         (".000000000", ".000000000".into()),
         (".999999999", String::new()),
         (".000000", ".000000".into()),
@@ -427,14 +497,22 @@ pub fn register(f: &mut Funcs, now: i64) {
     f.add2("date", move |_, a0, a1| {
         Ok(Value::from(format(time_arg(a1, now), &s(a0))))
     });
-    f.add3("dateInZone", move |_, a0, a1, _zone| {
-        Ok(Value::from(format(time_arg(a1, now), &s(a0))))
-    });
+    for name in ["dateInZone", "date_in_zone"] {
+        f.add3(name, move |_, a0, a1, zone| {
+            let t = time_arg(a1, now);
+            Ok(Value::from(format_in(t, &s(a0), &Zone::at(&s(zone), t))))
+        });
+    }
     f.add1("htmlDate", move |_, a0| {
         Ok(Value::from(format(time_arg(a0, now), "2006-01-02")))
     });
-    f.add2("htmlDateInZone", move |_, a0, _zone| {
-        Ok(Value::from(format(time_arg(a0, now), "2006-01-02")))
+    f.add2("htmlDateInZone", move |_, a0, zone| {
+        let t = time_arg(a0, now);
+        Ok(Value::from(format_in(
+            t,
+            "2006-01-02",
+            &Zone::at(&s(zone), t),
+        )))
     });
     f.add1("unixEpoch", move |_, a0| {
         Ok(Value::from(time_arg(a0, now).to_string()))
@@ -496,7 +574,7 @@ fn parse_duration(t: &str) -> Option<i64> {
 }
 
 /// Go's `time.ParseDuration`, in seconds.
-fn parse_duration_f64(t: &str) -> Option<f64> {
+pub fn parse_duration_f64(t: &str) -> Option<f64> {
     let (neg, mut rest) = match t.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, t.strip_prefix('+').unwrap_or(t)),

@@ -100,25 +100,33 @@ pub(super) fn register(f: &mut Funcs) {
             Ok(Value::Bool(l.iter().any(|v| v.deep_eq(a0))))
         });
     }
+    // Sprig's `mustSlice` (list.go) takes lists only, by reflection: a string is refused
+    // (Go's builtin `slice`, which cuts strings, is shadowed by Sprig's), an empty list gives
+    // nil, and indices out of range are reflect's panic.
     for (name, must) in [("slice", false), ("mustSlice", true)] {
         f.add(name, move |_, a| {
             want_min(a, 1, name)?;
-            if let Value::Str(st) = &a[0] {
-                let b = st.as_bytes();
-                let i = a.get(1).map_or(0, to_i64) as usize;
-                let j = a.get(2).map_or(b.len() as i64, to_i64) as usize;
-                if i > j || j > b.len() {
-                    return Err(format!("error calling slice: index out of range: {j}"));
-                }
-                return Ok(Value::from(String::from_utf8_lossy(&b[i..j]).into_owned()));
+            let kind = match &a[0] {
+                Value::Str(_) => Some("string"),
+                Value::Map(_) => Some("map"),
+                Value::Int(_) => Some("int"),
+                Value::Float(_) => Some("float64"),
+                Value::Bool(_) => Some("bool"),
+                _ => None,
+            };
+            if let Some(kind) = kind {
+                return Err(format!("list should be type of slice or array but {kind}"));
             }
             let l = list_arg(&a[0], name, must)?;
-            let i = a.get(1).map_or(0, to_i64).max(0) as usize;
-            let j = a.get(2).map_or(l.len() as i64, to_i64).max(0) as usize;
-            if i > j || j > l.len() {
-                return Err(format!("error calling slice: index out of range: {j}"));
+            if l.is_empty() {
+                return Ok(Value::Nil);
             }
-            Ok(list(l[i..j].to_vec()))
+            let i = a.get(1).map_or(0, to_i64);
+            let j = a.get(2).map_or(l.len() as i64, to_i64);
+            if i < 0 || i > j || j > l.len() as i64 {
+                return Err("reflect.Value.Slice: slice index out of range".into());
+            }
+            Ok(list(l[i as usize..j as usize].to_vec()))
         });
     }
     f.add("concat", |_, a| {

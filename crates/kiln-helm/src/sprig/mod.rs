@@ -18,6 +18,7 @@ mod decimal;
 pub mod dict;
 pub mod encode;
 pub mod goregex;
+mod keygen;
 pub mod list;
 pub mod network;
 pub mod numeric;

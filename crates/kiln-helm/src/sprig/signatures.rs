@@ -5,7 +5,7 @@
 //! are signed in `engine::funcs`; Go's builtins in `template::funcs`.
 
 use crate::template::params::{Param, Sig};
-use Param::{Any, Bool, Cert, Float, Int, List, Map, Str, Time, Uint32};
+use Param::{Any, Bool, Cert, Float, Int, Int64Switch, List, Map, Str, Time, Uint32};
 
 const fn fixed(fixed: &'static [Param]) -> Sig {
     Sig {
@@ -37,6 +37,9 @@ pub const SIGNATURES: &[(&str, Sig)] = &[
     ("date_modify", fixed(&[Str, Time])),
     ("dateInZone", fixed(&[Str, Any, Str])),
     ("dateModify", fixed(&[Str, Time])),
+    // `duration`/`durationRound` switch on `int64`: a literal integer (Go's `int`) is 0s.
+    ("duration", fixed(&[Int64Switch])),
+    ("durationRound", fixed(&[Int64Switch])),
     ("htmlDateInZone", fixed(&[Any, Str])),
     ("must_date_modify", fixed(&[Str, Time])),
     ("mustDateModify", fixed(&[Str, Time])),

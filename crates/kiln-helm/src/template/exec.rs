@@ -1273,11 +1273,12 @@ impl<'a> Exec<'a> {
         let n = args.len() + usize::from(fin.is_some());
         let mut vals = self.arg_lists.pop().unwrap_or_default();
         for (i, a) in args.iter().enumerate() {
-            let v = self.arg(dot, t, a)?;
+            let mut v = self.arg(dot, t, a)?;
             if let Some(param) = sig.and_then(|s| s.param(i, n)) {
                 let (origin, at, what) = self.operand(t, a, pos, i);
                 super::params::check(param, &v, origin, &what)
                     .map_err(|m| self.err_at(at, &what, m))?;
+                v = param.as_passed(v, origin);
             }
             vals.push(v);
         }

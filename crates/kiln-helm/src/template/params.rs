@@ -19,6 +19,10 @@ use super::value::Value;
 pub enum Param {
     /// `interface {}` (and `reflect.Value`): anything.
     Any,
+    /// `interface {}` read by a type switch whose only integer case is `int64` (Sprig's
+    /// `duration`, `durationRound`): anything, but an integer constant arrives as Go's `int`
+    /// and takes the switch's default case ([`Param::as_passed`]).
+    Int64Switch,
     Str,
     Int,
     Uint32,
@@ -38,7 +42,7 @@ impl Param {
     /// Go's name of the type, as its messages print it.
     pub fn go_name(self) -> &'static str {
         match self {
-            Param::Any => "interface {}",
+            Param::Any | Param::Int64Switch => "interface {}",
             Param::Str => "string",
             Param::Int => "int",
             Param::Uint32 => "uint32",
@@ -53,13 +57,16 @@ impl Param {
 
     /// reflect's `canBeNil`: maps and slices (and interfaces) take a nil.
     fn can_be_nil(self) -> bool {
-        matches!(self, Param::Any | Param::Map | Param::List)
+        matches!(
+            self,
+            Param::Any | Param::Int64Switch | Param::Map | Param::List
+        )
     }
 
     /// Whether a value of `v`'s dynamic type is assignable to this type.
     fn accepts(self, v: &Value) -> bool {
         match (self, v) {
-            (Param::Any, _) => true,
+            (Param::Any | Param::Int64Switch, _) => true,
             (Param::Str, Value::Str(_))
             | (Param::Int, Value::Int(_))
             | (Param::Float, Value::Float(_))
@@ -69,6 +76,22 @@ impl Param {
             (Param::Time, Value::Object(o)) => o.type_name() == "time.Time",
             (Param::Cert, Value::Object(o)) => o.type_name() == "sprig.certificate",
             _ => false,
+        }
+    }
+}
+
+impl Param {
+    /// The value the function sees for an argument written as `origin`. kiln has one integer
+    /// type; for an [`Param::Int64Switch`] parameter an integer constant (Go's `int`, not the
+    /// `int64` the switch knows) is passed as a float, which those functions also read as the
+    /// default case: `duration 3700` is `0s` in Go and here, `duration (add 3700 0)` is
+    /// `1h1m40s` in both.
+    pub fn as_passed(self, v: Value, origin: Origin) -> Value {
+        match (self, origin, v) {
+            (Param::Int64Switch, Origin::Number { int: true, .. }, Value::Int(n)) => {
+                Value::Float(n as f64)
+            }
+            (_, _, v) => v,
         }
     }
 }
@@ -120,7 +143,7 @@ pub enum Origin {
 /// message (the caller places it at the argument, as `s.at(node)` does). `node` is the
 /// argument as written, for the constants' messages.
 pub fn check(param: Param, v: &Value, origin: Origin, node: &str) -> Result<(), String> {
-    if param == Param::Any {
+    if matches!(param, Param::Any | Param::Int64Switch) {
         return Ok(());
     }
     // Constants meet exec.go's `evalArg` switch on the parameter's kind.

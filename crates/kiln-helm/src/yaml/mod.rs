@@ -11,6 +11,7 @@
 //! `encoding/json` for `toJson` (sorted keys, `<`, `>`, `&` escaped as `\u003c`…).
 
 mod fast;
+pub mod gojson;
 
 use super::template::value::{Marshaled, Value, format_float};
 use granit_parser::{Event, Parser, ScalarStyle};
@@ -860,6 +861,10 @@ fn json_string(out: &mut String, s: &str, esc: bool) {
 
 /// Reads JSON as Go's encoding/json into interface{}: numbers are float64.
 pub fn from_json(text: &str) -> Result<Value, String> {
+    // Go's `json.Unmarshal` checks the whole text first; its error is the one Helm shows.
+    if let Some(e) = gojson::syntax_error(text) {
+        return Err(e);
+    }
     let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Ok(Value::from_json(&v))
 }

@@ -60,6 +60,16 @@ pub struct BuildOptions {
     pub strict: bool,
     /// `--fixes`: kiln's fixes of kustomize behaviour, all off by default (ADR 0003).
     pub fixes: Fixes,
+    /// `--enable-helm`: `helmCharts:` may be rendered (kiln's own Helm engine, no helm
+    /// binary). Off, a kustomization with charts fails as kubectl's does, before any of its
+    /// generators runs; `kiln render` turns it on for the kustomizations it writes.
+    pub enable_helm: bool,
+    /// The charts `helmCharts[].repo` names, already pulled by the caller (kiln's source
+    /// stage); a chart with `repo` and no vendored copy that is missing here is refused.
+    pub pulled_charts: std::sync::Arc<crate::types::helmchartargs::PulledCharts>,
+    /// The fetched trees of the remote targets the build may meet (`resources:` and
+    /// `components:` URLs); the engine never fetches (ADR 0023).
+    pub remotes: std::sync::Arc<crate::git::RemoteTrees>,
 }
 
 /// Where kiln may deliberately print something other than kubectl (ADR 0003, `--fixes`).
@@ -535,15 +545,21 @@ fn accumulate_here(
         // Located lazily: locating parses the kustomization file, which is hot when it lists
         // thousands of files (see `append_indexed`).
         let site = || kf.site(&pointer);
-        if is_remote(path) {
-            return Err(KustomizeError::unsupported(
-                site(),
-                "resources",
-                format!("remote target `{path}`"),
-                "kiln builds offline: vendor the remote base into the repository and reference it by path",
-            ));
+        // kustomize's accumulateResources: a file first, then `ldr.New`, which takes a
+        // Git-like URL (`git.NewRepoSpecFromURL`) before a local directory.
+        let entry = ldr.entry(path);
+        let remote = match &entry {
+            Ok(Entry::File(_)) => None,
+            _ => crate::git::RepoSpec::parse(path).ok(),
+        };
+        if let Some(spec) = remote {
+            let child = ldr
+                .remote_child(&spec)
+                .map_err(|issue| ldr.error(issue, site(), "resource", path))?;
+            accumulate_base(&child, path, site, acc, &mut index)?;
+            continue;
         }
-        match ldr.entry(path) {
+        match entry {
             Ok(Entry::File(file)) => {
                 let display = ldr.display(&file);
                 let text = ldr
@@ -569,20 +585,7 @@ fn accumulate_here(
                 let child = ldr
                     .child(&dir)
                     .map_err(|issue| ldr.error(issue, site(), "resource", path))?;
-                let ckf = load_kustomization(&child)?;
-                if ckf.kustomization.is_component() {
-                    return Err(KustomizeError::kind_mismatch(
-                        site(),
-                        path,
-                        "a Component",
-                        "a Kustomization (components go under `components`)",
-                    ));
-                }
-                let mut sub = Accumulator::default();
-                accumulate_target(&child, &ckf, &mut sub)?;
-                acc.append_indexed(&mut index, sub.resources, site)?;
-                acc.config.merge(&sub.config);
-                acc.vars.extend(sub.vars);
+                accumulate_base(&child, path, site, acc, &mut index)?;
             }
             Err(issue) => return Err(ldr.error(issue, site(), "resource", path)),
         }
@@ -621,29 +624,13 @@ fn accumulate_here(
     // 4. components, on the same accumulator.
     for (i, path) in k.components.iter().enumerate() {
         let site = kf.site(&format!("/components/{i}"));
-        if is_remote(path) {
-            return Err(KustomizeError::unsupported(
-                site,
-                "components",
-                format!("remote target `{path}`"),
-                "vendor the component into the repository",
-            ));
-        }
-        let dir = match ldr.entry(path) {
-            Ok(Entry::Dir(dir)) => dir,
-            Ok(Entry::File(_)) => {
-                return Err(KustomizeError::kind_mismatch(
-                    site,
-                    path,
-                    "a file",
-                    "a directory with a `kind: Component` kustomization",
-                ));
-            }
-            Err(issue) => return Err(ldr.error(issue, site, "component", path)),
+        // kustomize's accumulateComponents: `ldr.New`, a Git-like URL first.
+        let child = if let Ok(spec) = crate::git::RepoSpec::parse(path) {
+            ldr.remote_child(&spec)
+                .map_err(|issue| ldr.error(issue, site.clone(), "component", path))?
+        } else {
+            local_component(ldr, path, &site)?
         };
-        let child = ldr
-            .child(&dir)
-            .map_err(|issue| ldr.error(issue, site.clone(), "component", path))?;
         let ckf = load_kustomization(&child)?;
         if !ckf.kustomization.is_component() {
             return Err(KustomizeError::kind_mismatch(
@@ -692,6 +679,54 @@ fn accumulate_here(
     }
     crate::filters::refvar::bind_vars(&mut acc.resources, &fresh)?;
     acc.vars.extend(fresh);
+    Ok(())
+}
+
+/// A local `components` entry's loader: a directory.
+fn local_component<'a>(
+    ldr: &Loader<'a>,
+    path: &str,
+    site: &crate::error::Site,
+) -> Result<Loader<'a>, KustomizeError> {
+    let dir = match ldr.entry(path) {
+        Ok(Entry::Dir(dir)) => dir,
+        Ok(Entry::File(_)) => {
+            return Err(KustomizeError::kind_mismatch(
+                site.clone(),
+                path,
+                "a file",
+                "a directory with a `kind: Component` kustomization",
+            ));
+        }
+        Err(issue) => return Err(ldr.error(issue, site.clone(), "component", path)),
+    };
+    ldr.child(&dir)
+        .map_err(|issue| ldr.error(issue, site.clone(), "component", path))
+}
+
+/// A `resources` entry naming a kustomization (a local directory or a remote target),
+/// accumulated into `acc` (kustomize's `accumulateDirectory`).
+fn accumulate_base(
+    child: &Loader<'_>,
+    path: &str,
+    site: impl Fn() -> crate::error::Site,
+    acc: &mut Accumulator,
+    index: &mut IdIndex,
+) -> Result<(), KustomizeError> {
+    let ckf = load_kustomization(child)?;
+    if ckf.kustomization.is_component() {
+        return Err(KustomizeError::kind_mismatch(
+            site(),
+            path,
+            "a Component",
+            "a Kustomization (components go under `components`)",
+        ));
+    }
+    let mut sub = Accumulator::default();
+    accumulate_target(child, &ckf, &mut sub)?;
+    acc.append_indexed(index, sub.resources, site)?;
+    acc.config.merge(&sub.config);
+    acc.vars.extend(sub.vars);
     Ok(())
 }
 
@@ -810,6 +845,69 @@ mod tests {
                 text.contains(&format!("message: {message:?}")),
                 "{k}: {text}"
             );
+        }
+    }
+
+    #[test]
+    fn remote_targets_are_read_from_the_trees_the_caller_fetched() {
+        use crate::git::{RemoteTree, RemoteTrees};
+        use kiln_base::fs::MemFs;
+        let dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n";
+        let url = "https://git.example/org/bases//web?ref=v1";
+        let leaky = "https://git.example/org/bases//leaky?ref=v1";
+        let up = "https://git.example/org/bases//up?ref=v1";
+        let again = "https://git.example/org/bases//again?ref=v1";
+        let mut fs = MemFs::new();
+        fs.add_file(
+            "/cache/t1/web/kustomization.yaml",
+            "resources: [dep.yaml]\n",
+        )
+        .add_file("/cache/t1/web/dep.yaml", dep)
+        .add_file(
+            "/cache/t1/leaky/kustomization.yaml",
+            "resources: [../web/dep.yaml]\n",
+        )
+        .add_file(
+            "/cache/t1/up/kustomization.yaml",
+            "resources: [../../outside]\n",
+        )
+        .add_file("/cache/outside/kustomization.yaml", "resources: []\n")
+        .add_file(
+            "/cache/t1/again/kustomization.yaml",
+            format!("resources: [\"{again}\"]\n"),
+        );
+        let tree = RemoteTree {
+            root: "/cache/t1".into(),
+            label: "https://git.example/org/bases@abc".into(),
+        };
+        let remotes: RemoteTrees = [url, leaky, up, again]
+            .iter()
+            .map(|u| (u.to_string(), tree.clone()))
+            .collect();
+        let options = BuildOptions {
+            remotes: std::sync::Arc::new(remotes),
+            ..BuildOptions::default()
+        };
+        let with = |entry: &str| {
+            let mut fs = fs.clone();
+            fs.add_file(
+                "/repo/app/kustomization.yaml",
+                format!("namePrefix: p-\nresources: [\"{entry}\"]\n"),
+            );
+            build(&fs, Path::new("/repo/app"), &options)
+        };
+        let out = with(url).unwrap();
+        assert_eq!(out[0].name(), "p-web");
+        // Root-only inside the clone, whatever the restrictor; bases stay in the repository;
+        // a URL already on the way is a cycle; an unfetched URL is named, never fetched.
+        for (entry, want) in [
+            (leaky, "outside the kustomization root"),
+            (up, "outside the fetched repository"),
+            (again, "cycle of bases: remote"),
+            ("https://git.example/org/other//x", "was not fetched"),
+        ] {
+            let err = with(entry).unwrap_err().to_string();
+            assert!(err.contains(want), "{entry}: {err}");
         }
     }
 

@@ -20,6 +20,7 @@ use crate::krusty::build::{Accumulator, annotate_origin};
 use crate::krusty::load::{
     KustFile, LoadIssue, LoadRestrictor, Loader, is_remote, parse_resources,
 };
+use crate::types::helmchartargs::ChartSource;
 use kiln_base::fs::normalize;
 use kiln_base::resource::Resource;
 use kiln_helm::template::value::Map;
@@ -34,7 +35,7 @@ fn issue_text(ldr: &Loader<'_>, issue: &LoadIssue) -> String {
             "a symlink to `{}`, outside the kustomization root",
             target.display()
         ),
-        LoadIssue::Cycle { .. } => "a directory cycle".into(),
+        LoadIssue::Cycle { .. } | LoadIssue::RepoCycle { .. } => "a directory cycle".into(),
         LoadIssue::Dangling { link, target } => format!(
             "`{}` is a symbolic link to `{}`, which does not exist",
             ldr.display(link),
@@ -42,6 +43,9 @@ fn issue_text(ldr: &Loader<'_>, issue: &LoadIssue) -> String {
         ),
         LoadIssue::TooDeep => "nested too deep".into(),
         LoadIssue::Io(e) => e.to_string(),
+        LoadIssue::OutsideRepo { repo } => format!("outside the fetched repository `{repo}`"),
+        LoadIssue::NotFetched => "a remote target that was not fetched".into(),
+        LoadIssue::RemoteNotDir { reason } => reason.clone(),
     }
 }
 
@@ -52,6 +56,20 @@ pub fn run_generators(
     acc: &mut Accumulator,
 ) -> Result<(), KustomizeError> {
     let k = &kf.kustomization;
+    // kustomize configures every builtin generator before running one
+    // (`kusttarget_configplugin.go` `configureBuiltinGenerators`), and the
+    // HelmChartInflationGenerator's `Config` refuses first of all a build without
+    // `--enable-helm`: that error comes before any generator's own.
+    let (charts, _) = helm::charts_of(k);
+    if let Some((pointer, _)) = charts.first()
+        && !ldr.session().options.enable_helm
+    {
+        return Err(KustomizeError::invalid(
+            kf.site(pointer),
+            "trouble configuring builtin HelmChartInflationGenerator: must specify --enable-helm",
+            "pass `--enable-helm` to render `helmCharts` (kiln renders them itself; no helm binary is needed), as `kubectl kustomize` requires",
+        ));
+    }
     let global = k.generator_options.as_ref();
     let read = |path: &str| -> Result<Vec<u8>, String> {
         let file = ldr.resolve_file(path).map_err(|i| issue_text(ldr, &i))?;
@@ -150,18 +168,30 @@ fn inflate(
     }
     let lexical = normalize(&abs_home.join(&chart.name));
     let fs = ldr.fs();
-    let dir = match fs.canonicalize(&lexical) {
-        Ok(real) if fs.is_dir(&real) => real,
+    // kustomize pulls only when `<chartHome>[/<name>-<version>]/<name>` is missing
+    // (`Generate`: `if _, err := os.Stat(p.absChartHome()...)`); kiln's caller has pulled
+    // it already (`BuildOptions::pulled_charts`), the engine does no network I/O.
+    let source = ChartSource {
+        repo: chart.repo.clone(),
+        name: chart.name.clone(),
+        version: chart.version.clone(),
+    };
+    let pulled_charts = &ldr.session().options.pulled_charts;
+    let (dir, pulled) = match fs.canonicalize(&lexical) {
+        Ok(real) if fs.is_dir(&real) => (real, false),
+        _ if !chart.repo.is_empty() && pulled_charts.charts.contains_key(&source) => {
+            (pulled_charts.charts[&source].clone(), true)
+        }
         _ if !chart.repo.is_empty() => {
             return Err(KustomizeError::unsupported(
                 kf.site(&field("repo")),
                 format!("{}.repo", crate::error::pointer_to_field(pointer)),
                 format!(
-                    "kiln does not pull remote charts, and `{}` holds no vendored copy",
+                    "no chart was pulled for it, and `{}` holds no vendored copy",
                     ldr.display(&lexical)
                 ),
                 format!(
-                    "vendor the chart into the repository (`helm pull {} --repo {} --version {} --untar --untardir {}`), or point `name`/`chartHome` at a chart directory and remove `repo`",
+                    "`kiln render` pulls it through kiln.lock; `kiln kustomize`, like `kubectl kustomize` without `--enable-helm`, pulls nothing: vendor the chart into the repository (`helm pull {} --repo {} --version {} --untar --untardir {}`), or point `name`/`chartHome` at a chart directory and remove `repo`",
                     chart.name,
                     chart.repo,
                     if chart.version.is_empty() {
@@ -184,7 +214,7 @@ fn inflate(
             ));
         }
     };
-    if ldr.restrictor() == LoadRestrictor::RootOnly {
+    if ldr.restrictor() == LoadRestrictor::RootOnly && !pulled {
         if !lexical.starts_with(ldr.root()) {
             return Err(KustomizeError::outside_root(
                 kf.site(&field("name")),
@@ -206,16 +236,21 @@ fn inflate(
     // (issue 39, item 1): a link in a vendored chart to `../../.git/config`, or anywhere else
     // outside the chart, is refused, and nothing under a `.git` directory is read (Helm's
     // loader refuses links that leave the chart, `internal/sympath/walk.go`).
-    let confined = kiln_base::fs::RootedFs::named(fs, dir.clone(), "the chart directory");
+    // Pulled dependencies are read the same way, each inside its own directory.
+    let deps = pulled_charts.dependencies_of(&dir);
+    let confined = kiln_base::fs::RootedFs::named(fs, dir.clone(), "the chart directory")
+        .with_trees(deps.iter().cloned());
     let fs: &dyn kiln_base::fs::FileSystem = &confined;
-    let loaded = kiln_helm::load_chart(fs, &dir).map_err(|e| {
+    let mut loaded = kiln_helm::load_chart(fs, &dir).map_err(|e| {
         helm_failed(&kiln_helm::HelmError::Load {
             file: ldr.display(&PathBuf::from(&e.file)),
             line: e.line,
             message: e.message,
         })
     })?;
-    if !chart.version.is_empty() && chart.version != loaded.version {
+    kiln_helm::add_dependencies(fs, &mut loaded, deps).map_err(|e| helm_failed(&e))?;
+    // A pulled chart's `version` may be a constraint (`helm pull --version` takes one).
+    if !pulled && !chart.version.is_empty() && chart.version != loaded.version {
         return Err(KustomizeError::invalid(
             kf.site(&field("version")),
             format!(
@@ -229,7 +264,11 @@ fn inflate(
         ));
     }
 
-    let user = user_values(ldr, kf, pointer, chart, &lexical)?;
+    let user = if pulled {
+        user_values(ldr, kf, pointer, chart, &dir, Some(fs))?
+    } else {
+        user_values(ldr, kf, pointer, chart, &lexical, None)?
+    };
 
     let release = if !chart.release_name.is_empty() {
         chart.release_name.clone()
@@ -275,6 +314,7 @@ fn user_values(
     pointer: &str,
     chart: &HelmChart,
     chart_dir: &Path,
+    pulled: Option<&dyn kiln_base::fs::FileSystem>,
 ) -> Result<Map, KustomizeError> {
     let field = |f: &str| format!("{pointer}/{f}");
     let read = |path: &str, at: &str, what: &str| -> Result<(String, String), KustomizeError> {
@@ -304,7 +344,18 @@ fn user_values(
     } else {
         (field("valuesFile"), chart.values_file.clone())
     };
-    let (shown, text) = read(&values_path, &values_at, "valuesFile")?;
+    let (shown, text) = match pulled {
+        // A pulled chart lies outside the kustomization root: its own values.yaml is read
+        // inside the chart (through the chart's confined file system), not by the loader;
+        // a chart without one has no defaults.
+        Some(fs) if chart.values_file.is_empty() => (
+            format!("{}/values.yaml", chart.name),
+            fs.read(&chart_dir.join("values.yaml"))
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default(),
+        ),
+        _ => read(&values_path, &values_at, "valuesFile")?,
+    };
     let bad_values = |message: String| {
         KustomizeError::transformer(
             kf.site(&values_at),

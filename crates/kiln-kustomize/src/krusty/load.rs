@@ -11,6 +11,12 @@
 //!   kustomization root already on the way from the build root (that is a cycle);
 //! - bases and components nest at most [`MAX_DEPTH`] deep;
 //! - every error names the kustomization file and the entry (line) that asked for the path.
+//!
+//! A remote target (`crate::git::RepoSpec`) is read from the tree the caller fetched
+//! ([`crate::git::RemoteTrees`]) as kustomize reads a clone (`newLoaderAtGitClone`): loading
+//! is root-only inside it whatever `--load-restrictor` says, a base inside it may not lie
+//! outside the repository (`errIfGitContainmentViolation`), and a target whose URL prefixes
+//! one already on the way is a cycle (`errIfRepoCycle`).
 
 use crate::error::{KustomizeError, Site};
 use crate::krusty::build::Session;
@@ -61,6 +67,32 @@ pub enum LoadIssue {
     /// A base or component one level past [`MAX_DEPTH`].
     TooDeep,
     Io(std::io::Error),
+    /// A remote target whose URL prefixes one already on the way (kustomize's
+    /// `errIfRepoCycle`): the URLs from the first such one down to the new one.
+    RepoCycle {
+        chain: Vec<String>,
+    },
+    /// A base of a fetched repository lying outside it (`errIfGitContainmentViolation`).
+    OutsideRepo {
+        repo: String,
+    },
+    /// A remote target the caller did not fetch.
+    NotFetched,
+    /// A remote target naming a file, or a directory outside its repository.
+    RemoteNotDir {
+        reason: String,
+    },
+}
+
+/// A fetched repository on the way from the build root (kustomize's `repoSpec` of a loader).
+#[derive(Clone)]
+struct RepoFrame {
+    /// The entry as written.
+    raw: String,
+    /// The tree's root (canonical).
+    root: PathBuf,
+    /// `<repository>@<commit>`.
+    label: String,
 }
 
 /// The kustomization roots from the build root down to one (inclusive), shared between a
@@ -102,6 +134,8 @@ pub struct Loader<'a> {
     chain: Rc<Chain>,
     /// Canonical build root; display paths are relative to it.
     display_base: PathBuf,
+    /// The fetched repositories on the way from the build root, outermost first.
+    repos: Vec<RepoFrame>,
 }
 
 /// What a `resources` entry names.
@@ -159,6 +193,7 @@ impl<'a> Loader<'a> {
             display_base: root.clone(),
             root,
             restrictor,
+            repos: Vec::new(),
         })
     }
 
@@ -182,8 +217,13 @@ impl<'a> Loader<'a> {
         self.restrictor
     }
 
-    /// A path as shown to the user: relative to the build root.
+    /// A path as shown to the user: relative to the build root; inside a fetched
+    /// repository, `<repository>@<commit>//<path in it>`.
     pub fn display(&self, path: &Path) -> String {
+        if let Some(repo) = self.repos.iter().rev().find(|r| path.starts_with(&r.root)) {
+            let rel = path.strip_prefix(&repo.root).unwrap_or(path);
+            return format!("{}//{}", repo.label, rel.display());
+        }
         relative_to(path, &self.display_base)
             .to_string_lossy()
             .into_owned()
@@ -253,6 +293,66 @@ impl<'a> Loader<'a> {
     /// "candidate root contains visited root"). One past [`MAX_DEPTH`] is
     /// [`LoadIssue::TooDeep`].
     pub fn child(&self, dir: &Path) -> Result<Loader<'a>, LoadIssue> {
+        if let Some(repo) = self.repos.last()
+            && !dir.starts_with(&repo.root)
+        {
+            return Err(LoadIssue::OutsideRepo {
+                repo: repo.label.clone(),
+            });
+        }
+        self.enter(dir, self.restrictor, None)
+    }
+
+    /// A loader for the remote target `spec` (kustomize's `newLoaderAtGitClone`), read from
+    /// the tree the caller fetched for it.
+    pub fn remote_child(&self, spec: &crate::git::RepoSpec) -> Result<Loader<'a>, LoadIssue> {
+        if let Some(i) = self.repos.iter().position(|r| r.raw.starts_with(&spec.raw)) {
+            let mut chain: Vec<String> = self.repos[i..].iter().map(|r| r.raw.clone()).collect();
+            chain.push(spec.raw.clone());
+            return Err(LoadIssue::RepoCycle { chain });
+        }
+        let tree = self
+            .session
+            .options
+            .remotes
+            .get(&spec.raw)
+            .ok_or(LoadIssue::NotFetched)?;
+        let lexical = normalize(&tree.root.join(&spec.kust_root_path));
+        let dir = self
+            .fs
+            .canonicalize(&lexical)
+            .map_err(|_| LoadIssue::Missing)?;
+        if !dir.starts_with(&tree.root) {
+            return Err(LoadIssue::RemoteNotDir {
+                reason: format!(
+                    "refers to a directory outside the repository `{}`",
+                    tree.label
+                ),
+            });
+        }
+        if !self.fs.is_dir(&dir) {
+            return Err(LoadIssue::RemoteNotDir {
+                reason: format!(
+                    "refers to the file `{}`; expecting a directory",
+                    spec.kust_root_path
+                ),
+            });
+        }
+        let frame = RepoFrame {
+            raw: spec.raw.clone(),
+            root: tree.root.clone(),
+            label: tree.label.clone(),
+        };
+        // A clone is always loaded root-only (kustomize's `RestrictionRootOnly` there).
+        self.enter(&dir, LoadRestrictor::RootOnly, Some(frame))
+    }
+
+    fn enter(
+        &self,
+        dir: &Path,
+        restrictor: LoadRestrictor,
+        repo: Option<RepoFrame>,
+    ) -> Result<Loader<'a>, LoadIssue> {
         if self.chain.iter().any(|seen| is_within(seen, dir)) {
             // From the outermost root inside `dir` down, as kustomize names the cycle.
             let mut chain: Vec<PathBuf> = self.chain.iter().map(Path::to_path_buf).collect();
@@ -265,17 +365,20 @@ impl<'a> Loader<'a> {
         if self.chain.depth >= MAX_DEPTH {
             return Err(LoadIssue::TooDeep);
         }
+        let mut repos = self.repos.clone();
+        repos.extend(repo);
         Ok(Loader {
             fs: self.fs,
             session: self.session,
             root: dir.to_path_buf(),
-            restrictor: self.restrictor,
+            restrictor,
             chain: Rc::new(Chain {
                 root: dir.to_path_buf(),
                 depth: self.chain.depth + 1,
                 parent: Some(self.chain.clone()),
             }),
             display_base: self.display_base.clone(),
+            repos,
         })
     }
 
@@ -318,6 +421,26 @@ impl<'a> Loader<'a> {
                 path: path.to_string(),
                 source,
             },
+            LoadIssue::RepoCycle { chain } => {
+                let chain: Vec<String> = chain.iter().map(|u| format!("`{u}`")).collect();
+                KustomizeError::base_cycle(site, format!("remote {}", chain.join(" → ")))
+            }
+            LoadIssue::OutsideRepo { repo } => KustomizeError::invalid(
+                site,
+                format!("{what} `{path}` lies outside the fetched repository `{repo}`"),
+                "bases in kustomizations found in fetched repositories must be within the repository (kustomize's rule)",
+            ),
+            LoadIssue::NotFetched => KustomizeError::unsupported(
+                site,
+                what,
+                format!("remote target `{path}` was not fetched"),
+                "kiln render fetches remote bases (and pins them in kiln.lock); `kiln kustomize` builds offline: vendor the base and reference it by path",
+            ),
+            LoadIssue::RemoteNotDir { reason } => KustomizeError::invalid(
+                site,
+                format!("remote target `{path}` {reason}"),
+                "the part after `//` names the kustomization's folder in the repository",
+            ),
         }
     }
 }
@@ -552,8 +675,8 @@ fn checked(
     Ok(Resource::new(value, origin))
 }
 
-/// Whether a `resources`/`components` entry is a remote target (URL, git or GitHub
-/// shorthand), which kiln does not fetch.
+/// Whether an entry of a field that takes no remote target (`transformers`, values files,
+/// `openapi`) looks like one (a URL, a git or GitHub shorthand), which is refused.
 pub fn is_remote(path: &str) -> bool {
     path.contains("://")
         || path.starts_with("git@")

@@ -11,6 +11,48 @@ use serde_json::Value;
 /// kustomize's `types.HelmDefaultHome`.
 pub const DEFAULT_CHART_HOME: &str = "charts";
 
+/// A chart to pull from a repository, in kustomize's terms (`helmCharts[].repo`, `name`,
+/// `version`): what `helm pull` is given by kustomize's `pullCommand`
+/// (`api/internal/builtins/HelmChartInflationGenerator.go`): `--repo <repo> <name>` for a
+/// Helm HTTP repository, `<repo>/<name>` for an `oci://` one, `--version <version>`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ChartSource {
+    pub repo: String,
+    pub name: String,
+    pub version: String,
+}
+
+impl ChartSource {
+    /// Whether `repo` is an OCI registry (`oci://`).
+    pub fn is_oci(&self) -> bool {
+        self.repo.starts_with("oci://")
+    }
+
+    /// The OCI reference `helm pull` is given: `<repo>/<name>`.
+    pub fn oci_reference(&self) -> String {
+        format!("{}/{}", self.repo.trim_end_matches('/'), self.name)
+    }
+}
+
+/// Charts already pulled: the engine never pulls (it does no network I/O); its caller
+/// fetches what a build names and hands the chart directories in
+/// ([`crate::BuildOptions::pulled_charts`]), as `helm pull --untar` would have left them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PulledCharts {
+    /// Each chart's directory, by source.
+    pub charts: std::collections::BTreeMap<ChartSource, std::path::PathBuf>,
+    /// For a chart directory (canonical), the directories of the dependencies its
+    /// `Chart.yaml` lists and `charts/` lacks, pulled as `helm dependency build` would.
+    pub dependencies: std::collections::BTreeMap<std::path::PathBuf, Vec<std::path::PathBuf>>,
+}
+
+impl PulledCharts {
+    /// The pulled dependencies of the chart in `dir` (none when it has none).
+    pub fn dependencies_of(&self, dir: &std::path::Path) -> &[std::path::PathBuf] {
+        self.dependencies.get(dir).map_or(&[], Vec::as_slice)
+    }
+}
+
 nullable_fields! {
     /// `helmGlobals:` (kustomize's `types.HelmGlobals`).
     #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,344 @@
+//! The syntax check of Go's `encoding/json` (`scanner.go`: `checkValid` and its state
+//! machine), for the error texts Helm's `fromJson`/`fromJsonArray` put under `Error` (issue
+//! 37): `json.Unmarshal` scans the whole input with this machine before it decodes, and its
+//! first complaint is the error, e.g. `invalid character '}' in literal true (expecting 'e')`
+//! or `unexpected end of JSON input`. serde_json, which reads the value afterwards, words its
+//! errors otherwise.
+
+/// What the scanner expects next: one state of `scanner.go` each.
+#[derive(Clone, Copy, PartialEq)]
+enum State {
+    BeginValue,
+    BeginValueOrEmpty,
+    BeginStringOrEmpty,
+    BeginString,
+    EndValue,
+    EndTop,
+    InString,
+    InStringEsc,
+    InStringEscU(u8),
+    Neg,
+    One,
+    Zero,
+    Dot,
+    Dot0,
+    E,
+    ESign,
+    E0,
+    /// Inside `true`, `false` or `null`: the literal and how many bytes are read.
+    Literal(&'static str, usize),
+}
+
+/// `parseObjectKey`, `parseObjectValue`, `parseArrayValue`.
+#[derive(Clone, Copy, PartialEq)]
+enum Parse {
+    ObjectKey,
+    ObjectValue,
+    ArrayValue,
+}
+
+/// Go's `quoteChar`: the byte in single quotes, escaped as `strconv.Quote` escapes it.
+fn quote_char(c: u8) -> String {
+    match c {
+        b'\'' => r"'\''".into(),
+        b'"' => "'\"'".into(),
+        _ => {
+            let ch = char::from(c);
+            let q = crate::template::fmt::go_quote(&ch.to_string());
+            format!("'{}'", &q[1..q.len() - 1])
+        }
+    }
+}
+
+fn invalid(c: u8, context: &str) -> String {
+    format!("invalid character {} {context}", quote_char(c))
+}
+
+fn is_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+struct Scanner {
+    state: State,
+    stack: Vec<Parse>,
+}
+
+impl Scanner {
+    /// `stateEndValue` after a value ends, with `c` the byte that ended it (or the space
+    /// `eof` feeds).
+    fn end_value(&mut self, c: u8) -> Result<(), String> {
+        let Some(&top) = self.stack.last() else {
+            self.state = State::EndTop;
+            return self.step(c);
+        };
+        if is_space(c) {
+            self.state = State::EndValue;
+            return Ok(());
+        }
+        match (top, c) {
+            (Parse::ObjectKey, b':') => {
+                *self.stack.last_mut().expect("non-empty") = Parse::ObjectValue;
+                self.state = State::BeginValue;
+            }
+            (Parse::ObjectKey, _) => return Err(invalid(c, "after object key")),
+            (Parse::ObjectValue, b',') => {
+                *self.stack.last_mut().expect("non-empty") = Parse::ObjectKey;
+                self.state = State::BeginString;
+            }
+            (Parse::ObjectValue, b'}') | (Parse::ArrayValue, b']') => {
+                self.stack.pop();
+                self.state = State::EndValue;
+                if self.stack.is_empty() {
+                    self.state = State::EndTop;
+                }
+            }
+            (Parse::ObjectValue, _) => return Err(invalid(c, "after object key:value pair")),
+            (Parse::ArrayValue, b',') => self.state = State::BeginValue,
+            (Parse::ArrayValue, _) => return Err(invalid(c, "after array element")),
+        }
+        Ok(())
+    }
+
+    fn begin_value(&mut self, c: u8) -> Result<(), String> {
+        if is_space(c) {
+            return Ok(());
+        }
+        self.state = match c {
+            b'{' => {
+                self.stack.push(Parse::ObjectKey);
+                State::BeginStringOrEmpty
+            }
+            b'[' => {
+                self.stack.push(Parse::ArrayValue);
+                State::BeginValueOrEmpty
+            }
+            b'"' => State::InString,
+            b'-' => State::Neg,
+            b'0' => State::Zero,
+            b'1'..=b'9' => State::One,
+            b't' => State::Literal("true", 1),
+            b'f' => State::Literal("false", 1),
+            b'n' => State::Literal("null", 1),
+            _ => return Err(invalid(c, "looking for beginning of value")),
+        };
+        Ok(())
+    }
+
+    fn step(&mut self, c: u8) -> Result<(), String> {
+        match self.state {
+            State::BeginValue => self.begin_value(c),
+            State::BeginValueOrEmpty => {
+                if is_space(c) {
+                    Ok(())
+                } else if c == b']' {
+                    self.end_value(c)
+                } else {
+                    self.begin_value(c)
+                }
+            }
+            State::BeginStringOrEmpty => {
+                if is_space(c) {
+                    Ok(())
+                } else if c == b'}' {
+                    *self.stack.last_mut().expect("an object") = Parse::ObjectValue;
+                    self.end_value(c)
+                } else {
+                    self.state = State::BeginString;
+                    self.step(c)
+                }
+            }
+            State::BeginString => match c {
+                _ if is_space(c) => Ok(()),
+                b'"' => {
+                    self.state = State::InString;
+                    Ok(())
+                }
+                _ => Err(invalid(c, "looking for beginning of object key string")),
+            },
+            State::EndValue => self.end_value(c),
+            State::EndTop => {
+                if is_space(c) {
+                    Ok(())
+                } else {
+                    Err(invalid(c, "after top-level value"))
+                }
+            }
+            State::InString => {
+                match c {
+                    b'"' => self.state = State::EndValue,
+                    b'\\' => self.state = State::InStringEsc,
+                    0..0x20 => return Err(invalid(c, "in string literal")),
+                    _ => {}
+                }
+                Ok(())
+            }
+            State::InStringEsc => {
+                self.state = match c {
+                    b'b' | b'f' | b'n' | b'r' | b't' | b'\\' | b'/' | b'"' => State::InString,
+                    b'u' => State::InStringEscU(0),
+                    _ => return Err(invalid(c, "in string escape code")),
+                };
+                Ok(())
+            }
+            State::InStringEscU(n) => {
+                if !c.is_ascii_hexdigit() {
+                    return Err(invalid(c, "in \\u hexadecimal character escape"));
+                }
+                self.state = if n == 3 {
+                    State::InString
+                } else {
+                    State::InStringEscU(n + 1)
+                };
+                Ok(())
+            }
+            State::Neg => {
+                self.state = match c {
+                    b'0' => State::Zero,
+                    b'1'..=b'9' => State::One,
+                    _ => return Err(invalid(c, "in numeric literal")),
+                };
+                Ok(())
+            }
+            State::One if c.is_ascii_digit() => Ok(()),
+            State::One | State::Zero => match c {
+                b'.' => {
+                    self.state = State::Dot;
+                    Ok(())
+                }
+                b'e' | b'E' => {
+                    self.state = State::E;
+                    Ok(())
+                }
+                _ => self.end_value(c),
+            },
+            State::Dot => {
+                if !c.is_ascii_digit() {
+                    return Err(invalid(c, "after decimal point in numeric literal"));
+                }
+                self.state = State::Dot0;
+                Ok(())
+            }
+            State::Dot0 => match c {
+                b'0'..=b'9' => Ok(()),
+                b'e' | b'E' => {
+                    self.state = State::E;
+                    Ok(())
+                }
+                _ => self.end_value(c),
+            },
+            State::E if matches!(c, b'+' | b'-') => {
+                self.state = State::ESign;
+                Ok(())
+            }
+            State::E | State::ESign => {
+                if !c.is_ascii_digit() {
+                    return Err(invalid(c, "in exponent of numeric literal"));
+                }
+                self.state = State::E0;
+                Ok(())
+            }
+            State::E0 if c.is_ascii_digit() => Ok(()),
+            State::E0 => self.end_value(c),
+            State::Literal(word, i) => {
+                let want = word.as_bytes()[i];
+                if c != want {
+                    return Err(invalid(
+                        c,
+                        &format!("in literal {word} (expecting {})", quote_char(want)),
+                    ));
+                }
+                self.state = if i + 1 == word.len() {
+                    State::EndValue
+                } else {
+                    State::Literal(word, i + 1)
+                };
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Go's `checkValid`: `None` when `text` is one JSON value, else the `SyntaxError` text
+/// `json.Unmarshal` returns.
+pub fn syntax_error(text: &str) -> Option<String> {
+    let mut s = Scanner {
+        state: State::BeginValue,
+        stack: Vec::new(),
+    };
+    for &c in text.as_bytes() {
+        if let Err(e) = s.step(c) {
+            return Some(e);
+        }
+    }
+    // `eof`: done at the top level, or one space to end a trailing number.
+    if s.state == State::EndTop {
+        return None;
+    }
+    if let Err(e) = s.step(b' ') {
+        return Some(e);
+    }
+    (s.state != State::EndTop).then(|| "unexpected end of JSON input".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::syntax_error;
+
+    #[test]
+    fn go_texts() {
+        // Each right-hand side is Go 1.26's `json.Unmarshal` error for the left-hand side.
+        for (text, want) in [
+            ("", "unexpected end of JSON input"),
+            ("{", "unexpected end of JSON input"),
+            ("[1,", "unexpected end of JSON input"),
+            (
+                r#"{"a": tru}"#,
+                "invalid character '}' in literal true (expecting 'e')",
+            ),
+            (
+                r#"{"a":1} x"#,
+                "invalid character 'x' after top-level value",
+            ),
+            (
+                "{a:1}",
+                "invalid character 'a' looking for beginning of object key string",
+            ),
+            (r#"{"a" 1}"#, "invalid character '1' after object key"),
+            (
+                r#"{"a":1 "b":2}"#,
+                "invalid character '\"' after object key:value pair",
+            ),
+            ("[1 2]", "invalid character '2' after array element"),
+            (
+                "1.",
+                "invalid character ' ' after decimal point in numeric literal",
+            ),
+            ("01", "invalid character '1' after top-level value"),
+            ("-x", "invalid character 'x' in numeric literal"),
+            (
+                "1e+",
+                "invalid character ' ' in exponent of numeric literal",
+            ),
+            (
+                "'a'",
+                "invalid character '\\'' looking for beginning of value",
+            ),
+            ("\"a\tb\"", "invalid character '\\t' in string literal"),
+            (r#""\x""#, "invalid character 'x' in string escape code"),
+            (
+                r#""\u12g4""#,
+                "invalid character 'g' in \\u hexadecimal character escape",
+            ),
+        ] {
+            assert_eq!(syntax_error(text).as_deref(), Some(want), "{text:?}");
+        }
+        for ok in [
+            "{}",
+            "[]",
+            " [1, 2.5e3, -0, true, false, null, \"\\u00e9\"] ",
+            r#"{"a":{"b":[]}}"#,
+        ] {
+            assert_eq!(syntax_error(ok), None, "{ok:?}");
+        }
+    }
+}

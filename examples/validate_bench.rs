@@ -1,0 +1,41 @@
+//! Validation against kiln's own parse of the same bytes (issue 36): reads one manifest
+//! stream and times, in one process, `kiln::yaml::parse_stream` alone and
+//! `kiln::conform::validate_files` (the same parse, then every object checked as `kiln
+//! validate` checks it). `scripts/bench-validate.sh` runs it on a 50 MB stream; see
+//! docs/BENCHMARKS.md.
+//!
+//!   cargo run --release --example validate_bench -- FILE [RUNS]
+#![allow(clippy::disallowed_methods)] // a dev tool: reads its file and the clock
+use std::time::Instant;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let path = args.next().expect("usage: validate_bench FILE [RUNS]");
+    let runs: u32 = args.next().map_or(3, |r| r.parse().expect("RUNS"));
+    let bytes = std::fs::read(&path).expect("read FILE");
+    let text = std::str::from_utf8(&bytes).expect("UTF-8");
+    let options = kiln::conform::Options::default();
+    let version = kiln_k8s::builtin::DEFAULT_VERSION;
+    // The schemas of the version compile on first use: once, outside the timed runs.
+    kiln_k8s::Validator::new(version).expect("version");
+    let (mut parse, mut validate) = (f64::MAX, f64::MAX);
+    let mut objects = 0;
+    let mut findings = 0;
+    for _ in 0..runs {
+        let t = Instant::now();
+        objects = kiln::yaml::parse_stream(&path, text).expect("YAML").len();
+        parse = parse.min(t.elapsed().as_secs_f64());
+        let t = Instant::now();
+        let files = [(path.clone(), bytes.clone())];
+        let report = kiln::conform::validate_files(&files, version, &options, &[]).expect("run");
+        validate = validate.min(t.elapsed().as_secs_f64());
+        findings = report.findings.len();
+    }
+    let mb = bytes.len() as f64 / 1e6;
+    println!("| stream | objects | parse s | parse + validate s | validate / parse | findings |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| {mb:.1} MB | {objects} | {parse:.3} | {validate:.3} | {:.2}x | {findings} |",
+        validate / parse
+    );
+}

@@ -1,0 +1,559 @@
+//! The charts a platform pulls (issue 33, item 2), found before load and fetched through the
+//! source fetcher like the Git sources:
+//!
+//! - the `helm` generator's `chart:` with `repository:` (a Helm HTTP repository) or an
+//!   `oci://` reference, with `version:` (exact or a constraint);
+//! - kustomize's `helmCharts:` entries with `repo:` that have no vendored copy where
+//!   kustomize would have pulled them (`<chartHome>[/<name>-<version>]/<name>`,
+//!   `HelmChartInflationGenerator.go` `absChartHome`), in every kustomization a component's
+//!   `kustomize:` generator reaches through local `resources:`/`components:`;
+//! - the dependencies a chart's `Chart.yaml` lists and its `charts/` lacks, as `helm
+//!   dependency build` fetches them (`pkg/downloader/manager.go` `Build`): at the versions
+//!   `Chart.lock` pins when there is one and it agrees with `Chart.yaml`, else resolved from
+//!   the constraints. Only a chart's own dependencies are pulled, as Helm does; a pulled
+//!   dependency brings its own `charts/`.
+//!
+//! The chart's fields are literal (no `${…}`): a chart is resolved and locked before the
+//! platform is evaluated, as a `source.ref` is. Files are read through the caller's
+//! `FileSystem`; a file that does not parse is left to load to report.
+
+use super::SourceStageError;
+use crate::fs::FileSystem;
+use kiln_kustomize::ChartSource;
+use kiln_source::fetch::Kind;
+use kiln_source::{Fetcher, LockEntry, Request};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// One pulled chart: its lock entry and where it lies in the source cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PulledChart {
+    pub entry: LockEntry,
+    /// The fetched tree's root.
+    pub root: PathBuf,
+    /// The chart's directory inside it.
+    pub dir: PathBuf,
+}
+
+/// What needs a chart: for errors, and the names `kiln update NAME` selects it by.
+#[derive(Debug, Clone, Default)]
+struct Use {
+    needed_by: String,
+    names: BTreeSet<String>,
+}
+
+/// The charts found so far.
+#[derive(Debug, Default)]
+pub struct ChartScan {
+    wanted: BTreeMap<ChartSource, Use>,
+    /// Chart directories in the repository or a fetched tree (vendored charts), whose
+    /// `Chart.yaml` dependencies may need pulling, with what uses them.
+    local: BTreeMap<PathBuf, Use>,
+    /// Component directories scanned, with the charts each names (a component shared by
+    /// instances is read once).
+    scanned: BTreeMap<PathBuf, Vec<Found>>,
+}
+
+#[derive(Debug, Clone)]
+enum Found {
+    Pulled(ChartSource),
+    Local(PathBuf),
+}
+
+/// What the stage hands on: every pulled chart by source, and each chart directory's pulled
+/// dependencies.
+#[derive(Debug, Clone, Default)]
+pub struct Charts {
+    pub pulled: BTreeMap<ChartSource, PulledChart>,
+    pub dependencies: BTreeMap<PathBuf, Vec<PulledChart>>,
+}
+
+const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+impl ChartScan {
+    pub fn is_empty(&self) -> bool {
+        self.wanted.is_empty() && self.local.is_empty()
+    }
+
+    /// The first use and URL, for the error when there is no cache.
+    pub fn first_use(&self) -> (String, String) {
+        self.wanted
+            .iter()
+            .next()
+            .map(|(s, u)| (u.needed_by.clone(), s.repo.clone()))
+            .unwrap_or_default()
+    }
+
+    /// Every local component instance (`path:`) of the platform.
+    pub fn scan_local(
+        &mut self,
+        fs: &dyn FileSystem,
+        platform_dir: &Path,
+        platform: &crate::spec::PlatformFile,
+    ) -> Result<(), SourceStageError> {
+        for project in &platform.spec.projects {
+            for inst in &project.components {
+                if inst.source.is_some() || inst.path.is_empty() {
+                    continue;
+                }
+                let name = inst.name.clone().unwrap_or_else(|| {
+                    inst.path
+                        .trim_end_matches('/')
+                        .rsplit('/')
+                        .next()
+                        .unwrap_or_default()
+                        .to_string()
+                });
+                let dir = crate::fs::normalize(&platform_dir.join(&inst.path));
+                self.scan_component(fs, &dir, &project.name, &name)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The component in `dir`, used by instance `instance` of project `project`.
+    pub fn scan_component(
+        &mut self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        project: &str,
+        instance: &str,
+    ) -> Result<(), SourceStageError> {
+        let needed_by = format!("component {instance} (project {project})");
+        let found = match self.scanned.get(dir) {
+            Some(found) => found.clone(),
+            None => {
+                let found = self.read_component(fs, dir, &needed_by)?;
+                self.scanned.insert(dir.to_path_buf(), found.clone());
+                found
+            }
+        };
+        for f in found {
+            let u = match f {
+                Found::Pulled(source) => self.wanted.entry(source).or_default(),
+                Found::Local(chart) => self.local.entry(chart).or_default(),
+            };
+            if u.needed_by.is_empty() {
+                u.needed_by = needed_by.clone();
+            }
+            u.names.insert(instance.to_string());
+        }
+        Ok(())
+    }
+
+    fn read_component(
+        &self,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        needed_by: &str,
+    ) -> Result<Vec<Found>, SourceStageError> {
+        let file = dir.join("component.yaml");
+        let Some(doc) = read_yaml(fs, &file) else {
+            return Ok(Vec::new());
+        };
+        let mut found = Vec::new();
+        let generators = doc.pointer("/spec/generators").and_then(Value::as_array);
+        for (g, generator) in generators.into_iter().flatten().enumerate() {
+            let at = format!("{}, spec.generators[{g}]", file.display());
+            if let Some(h) = generator.get("helm") {
+                let Ok(h) = serde_json::from_value::<crate::spec::HelmGenerator>(h.clone()) else {
+                    continue;
+                };
+                found.extend(helm_generator(fs, dir, &h, &at, needed_by)?);
+            } else if let Some(k) = generator.get("kustomize").and_then(Value::as_str)
+                && !k.contains("${")
+            {
+                let mut seen = BTreeSet::new();
+                kustomization(
+                    fs,
+                    &crate::fs::normalize(&dir.join(k)),
+                    &mut seen,
+                    &mut found,
+                );
+            }
+        }
+        Ok(found)
+    }
+
+    /// Fetches every chart found, then the dependencies of every chart (pulled or local).
+    pub fn fetch(
+        &self,
+        fs: &dyn FileSystem,
+        fetcher: &Fetcher<'_>,
+    ) -> Result<Charts, SourceStageError> {
+        let mut out = Charts::default();
+        let mut with_deps: BTreeMap<PathBuf, Use> = self.local.clone();
+        for (source, u) in &self.wanted {
+            let pulled = pull(fetcher, source, u)?;
+            with_deps
+                .entry(pulled.dir.clone())
+                .or_insert_with(|| u.clone());
+            out.pulled.insert(source.clone(), pulled);
+        }
+        for (dir, u) in &with_deps {
+            let deps = dependencies(fs, dir, u)?;
+            let mut pulled = Vec::new();
+            for source in deps {
+                pulled.push(pull(fetcher, &source, u)?);
+            }
+            if !pulled.is_empty() {
+                let dir = fs.canonicalize(dir).unwrap_or_else(|_| dir.clone());
+                out.dependencies.insert(dir, pulled);
+            }
+        }
+        Ok(out)
+    }
+}
+
+fn read_yaml(fs: &dyn FileSystem, path: &Path) -> Option<Value> {
+    let text = fs.read_to_string(path).ok()?;
+    crate::yaml::parse_one(&path.display().to_string(), &text).ok()
+}
+
+fn invalid(at: &str, field: &str, problem: String, help: &str) -> SourceStageError {
+    SourceStageError::Invalid {
+        at: at.to_string(),
+        field: field.to_string(),
+        problem,
+        help: help.to_string(),
+    }
+}
+
+/// The chart a `helm` generator pulls, checked; or its local chart directory.
+fn helm_generator(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    h: &crate::spec::HelmGenerator,
+    at: &str,
+    needed_by: &str,
+) -> Result<Option<Found>, SourceStageError> {
+    let Some(source) = h.remote() else {
+        if h.version.as_deref().is_some_and(|v| !v.is_empty()) {
+            return Err(invalid(
+                at,
+                "helm.version",
+                format!("is set, but `{}` is a chart directory", h.chart),
+                "a vendored chart's version is its Chart.yaml's; set `repository:` (or write `chart: oci://…`) to pull a chart at a version",
+            ));
+        }
+        if h.chart.contains("${") {
+            return Ok(None);
+        }
+        // Only a chart with dependencies to pull is a source (and needs the cache).
+        let chart = crate::fs::normalize(&dir.join(&h.chart));
+        let u = Use {
+            needed_by: needed_by.to_string(),
+            names: BTreeSet::new(),
+        };
+        let pulls = fs.is_dir(&chart) && !dependencies(fs, &chart, &u)?.is_empty();
+        return Ok(pulls.then_some(Found::Local(chart)));
+    };
+    for (field, value) in [
+        ("helm.chart", h.chart.as_str()),
+        (
+            "helm.repository",
+            h.repository.as_deref().unwrap_or_default(),
+        ),
+        ("helm.version", h.version.as_deref().unwrap_or_default()),
+    ] {
+        if value.contains("${") {
+            return Err(invalid(
+                at,
+                field,
+                format!("`{value}` holds a reference"),
+                "a pulled chart's `chart`, `repository` and `version` are literal: they are resolved and locked in kiln.lock before the platform is evaluated",
+            ));
+        }
+        if kiln_base::url::has_credentials(value) {
+            return Err(invalid(
+                at,
+                field,
+                format!("`{}` holds credentials", kiln_base::url::redact(value)),
+                "keep credentials out of component.yaml: KILN_REGISTRY_<HOST> or Docker's config.json (docs/sources.md)",
+            ));
+        }
+    }
+    if h.chart.starts_with("oci://") && h.repository.as_deref().is_some_and(|r| !r.is_empty()) {
+        return Err(invalid(
+            at,
+            "helm.repository",
+            "is set beside an `oci://` chart".into(),
+            "write either `chart: oci://registry/path/name`, or `repository: oci://registry/path` with `chart: name`",
+        ));
+    }
+    check_source(&source, at, "helm.repository")?;
+    Ok(Some(Found::Pulled(source)))
+}
+
+/// A chart source's repository must be one kiln can pull from.
+fn check_source(source: &ChartSource, at: &str, field: &str) -> Result<(), SourceStageError> {
+    let ok = source.repo.starts_with("https://")
+        || source.repo.starts_with("http://")
+        || (source.is_oci() && source.repo.len() > "oci://".len());
+    if !ok || source.name.is_empty() || source.name.contains('/') {
+        return Err(invalid(
+            at,
+            field,
+            format!(
+                "`{}` with chart `{}` is not a chart kiln can pull",
+                source.repo, source.name
+            ),
+            "name a Helm repository by its URL (https://charts.example.com, serving index.yaml) or an OCI registry path (oci://registry.example.com/charts); repository aliases (`@name`, `helm repo add`) are not read",
+        ));
+    }
+    Ok(())
+}
+
+/// The `helmCharts:` with `repo:` of the kustomization in `dir` and of every local
+/// kustomization it reaches, skipping those vendored where kustomize would pull them.
+fn kustomization(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    seen: &mut BTreeSet<PathBuf>,
+    found: &mut Vec<Found>,
+) {
+    if !seen.insert(dir.to_path_buf()) {
+        return;
+    }
+    let Some(k) = KUSTOMIZATION_FILES
+        .iter()
+        .find_map(|f| read_yaml(fs, &dir.join(f)))
+    else {
+        return;
+    };
+    let home = k
+        .pointer("/helmGlobals/chartHome")
+        .and_then(Value::as_str)
+        .filter(|h| !h.is_empty())
+        .unwrap_or(kiln_kustomize::types::helmchartargs::DEFAULT_CHART_HOME);
+    for chart in k
+        .get("helmCharts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let field = |f: &str| {
+            chart
+                .get(f)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string()
+        };
+        let source = ChartSource {
+            repo: field("repo"),
+            name: field("name"),
+            version: field("version"),
+        };
+        if source.repo.is_empty() || source.name.is_empty() {
+            continue;
+        }
+        let mut home = dir.join(home);
+        if !source.version.is_empty() {
+            home = home.join(format!("{}-{}", source.name, source.version));
+        }
+        if fs.is_dir(&home.join(&source.name)) {
+            continue;
+        }
+        found.push(Found::Pulled(source));
+    }
+    for list in ["resources", "components", "bases"] {
+        for entry in k.get(list).and_then(Value::as_array).into_iter().flatten() {
+            let Some(entry) = entry.as_str() else {
+                continue;
+            };
+            if entry.contains("://") || entry.contains('?') {
+                continue;
+            }
+            let sub = crate::fs::normalize(&dir.join(entry));
+            if fs.is_dir(&sub) {
+                kustomization(fs, &sub, seen, found);
+            }
+        }
+    }
+}
+
+/// The request that fetches `source`.
+fn request(source: &ChartSource, u: &Use) -> Request {
+    let mut names: Vec<String> = u.names.iter().cloned().collect();
+    names.push(source.name.clone());
+    if source.is_oci() {
+        Request {
+            kind: Kind::Oci,
+            url: source.oci_reference(),
+            chart: String::new(),
+            requested: source.version.clone(),
+            needed_by: u.needed_by.clone(),
+            names,
+        }
+    } else {
+        Request {
+            kind: Kind::Helm,
+            url: source.repo.clone(),
+            chart: source.name.clone(),
+            requested: source.version.clone(),
+            needed_by: u.needed_by.clone(),
+            names,
+        }
+    }
+}
+
+fn pull(
+    fetcher: &Fetcher<'_>,
+    source: &ChartSource,
+    u: &Use,
+) -> Result<PulledChart, SourceStageError> {
+    let got = fetcher.fetch(&request(source, u))?;
+    let dir = got.chart_dir.clone().unwrap_or_else(|| got.root.clone());
+    Ok(PulledChart {
+        entry: got.entry,
+        root: got.root,
+        dir,
+    })
+}
+
+/// The dependencies of the chart in `dir` to pull: those `Chart.yaml` (or a v1 chart's
+/// `requirements.yaml`) lists from an `https://`, `http://` or `oci://` repository that
+/// `charts/` does not hold, at `Chart.lock`'s versions (`requirements.lock` for v1).
+fn dependencies(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    u: &Use,
+) -> Result<Vec<ChartSource>, SourceStageError> {
+    let Some(meta) = read_yaml(fs, &dir.join("Chart.yaml")) else {
+        return Ok(Vec::new());
+    };
+    let v1 = meta.get("apiVersion").and_then(Value::as_str) == Some("v1");
+    let (deps, lock_file) = if v1 {
+        (
+            read_yaml(fs, &dir.join("requirements.yaml"))
+                .and_then(|r| r.get("dependencies").cloned()),
+            "requirements.lock",
+        )
+    } else {
+        (meta.get("dependencies").cloned(), "Chart.lock")
+    };
+    let deps: Vec<Value> = deps.and_then(|d| d.as_array().cloned()).unwrap_or_default();
+    if deps.is_empty() {
+        return Ok(Vec::new());
+    }
+    let lock = read_yaml(fs, &dir.join(lock_file));
+    let locked: Vec<Value> = lock
+        .as_ref()
+        .and_then(|l| l.get("dependencies"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let at = format!(
+        "{} (chart of {})",
+        dir.join("Chart.yaml").display(),
+        u.needed_by
+    );
+    let str_of = |v: &Value, k: &str| {
+        v.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let mut out = Vec::new();
+    for (i, d) in deps.iter().enumerate() {
+        let name = str_of(d, "name");
+        let repo = str_of(d, "repository");
+        let constraint = str_of(d, "version");
+        if name.is_empty() || repo.is_empty() || repo.starts_with("file://") {
+            continue;
+        }
+        if vendored(fs, dir, &name) {
+            continue;
+        }
+        let field = format!("dependencies[{i}].repository");
+        if repo.starts_with('@') || repo.starts_with("alias:") {
+            return Err(invalid(
+                &at,
+                &field,
+                format!("`{repo}` names a repository by its `helm repo add` alias"),
+                "kiln reads no Helm repository configuration: write the repository's URL, or vendor the dependency under charts/",
+            ));
+        }
+        // `Chart.lock` pins the version when it lists this dependency from this repository
+        // and the version still satisfies `Chart.yaml` (else Helm calls the lock out of sync).
+        let pinned = locked
+            .iter()
+            .find(|l| str_of(l, "name") == name && str_of(l, "repository") == repo)
+            .map(|l| str_of(l, "version"));
+        let version = match pinned {
+            Some(v) if satisfies(&constraint, &v) => v,
+            _ if lock.is_some() => {
+                return Err(invalid(
+                    &at,
+                    &format!("dependencies[{i}]"),
+                    format!(
+                        "`{name}` {constraint} from {repo}: {lock_file} is out of sync with {}",
+                        if v1 {
+                            "requirements.yaml"
+                        } else {
+                            "Chart.yaml"
+                        }
+                    ),
+                    "Helm refuses such a chart too: run `helm dependency update` in the chart, or remove its lock to resolve the constraints",
+                ));
+            }
+            _ => constraint,
+        };
+        let source = ChartSource {
+            repo: repo.trim_end_matches('/').to_string(),
+            name,
+            version,
+        };
+        check_source(&source, &at, &field)?;
+        out.push(source);
+    }
+    Ok(out)
+}
+
+/// Whether `version` satisfies `constraint` (Masterminds semver, as Helm's resolver checks
+/// `Chart.lock` against `Chart.yaml`); an empty constraint admits everything.
+fn satisfies(constraint: &str, version: &str) -> bool {
+    use kiln_helm::sprig::semver::{Constraints, Version};
+    if constraint.is_empty() || constraint == version {
+        return true;
+    }
+    match (Constraints::parse(constraint), Version::parse(version)) {
+        (Ok(c), Ok(v)) => c.check(&v),
+        _ => false,
+    }
+}
+
+/// Whether `charts/` holds `name`: a directory of that name, or an archive `name-*.tgz`
+/// (what `helm dependency build` writes).
+fn vendored(fs: &dyn FileSystem, dir: &Path, name: &str) -> bool {
+    let charts = dir.join("charts");
+    if fs.is_dir(&charts.join(name)) {
+        return true;
+    }
+    fs.read_dir(&charts).is_ok_and(|entries| {
+        entries.iter().any(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".tgz"))
+                .and_then(|n| n.strip_prefix(name))
+                .is_some_and(|rest| {
+                    rest.strip_prefix('-')
+                        .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+                })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chart_lock_versions_must_satisfy_chart_yaml() {
+        assert!(satisfies("^1.2", "1.2.5"));
+        assert!(satisfies("", "1.2.5"));
+        assert!(satisfies("1.2.5", "1.2.5"));
+        assert!(!satisfies("^2", "1.2.5"));
+    }
+}

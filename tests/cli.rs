@@ -1,0 +1,327 @@
+//! The command line people expect (issue 38, items 9 and 10): shell completions and manual
+//! pages, `-o json` for `render` and `graph`, `render`'s default output directory, warnings
+//! for a selection that chooses nothing and for settings nothing reads, and `kiln validate`'s
+//! count of what it checked.
+
+use crate::support::{copy_dir, kiln_bin, kiln_in, repo_root};
+use serde_json::Value;
+
+/// The bank platform and its components copied into a fresh directory (the repository
+/// root of the copy: `platforms/` sits in it), with `edit` applied to `platform.yaml`.
+fn bank_copy(edit: impl Fn(&str) -> String) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    copy_dir(
+        &repo_root().join("platforms/bank"),
+        &tmp.path().join("platforms/bank"),
+    );
+    copy_dir(
+        &repo_root().join("components"),
+        &tmp.path().join("components"),
+    );
+    let file = tmp.path().join("platforms/bank/platform.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, edit(&text)).unwrap();
+    tmp
+}
+
+#[test]
+fn completions_for_each_shell_and_a_manual_page_per_command() {
+    let out = |shell: &str| {
+        let out = kiln_bin().args(["completions", shell]).output().unwrap();
+        assert!(out.status.success(), "{shell}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let bash = out("bash");
+    assert!(
+        bash.contains("_kiln()") && bash.contains("promote"),
+        "{bash}"
+    );
+    assert!(out("zsh").starts_with("#compdef kiln"));
+    let fish = out("fish");
+    assert!(fish.contains("complete -c kiln") && fish.contains("render"));
+    let bad = kiln_bin().args(["completions", "tcsh"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("man1");
+    let out = kiln_bin().arg("man").arg(&dir).output().unwrap();
+    assert!(out.status.success());
+    for page in [
+        "kiln.1",
+        "kiln-render.1",
+        "kiln-promote.1",
+        "kiln-helm-template.1",
+    ] {
+        let text = std::fs::read_to_string(dir.join(page)).unwrap();
+        assert!(text.contains(".TH kiln"), "{page}");
+    }
+    let render = std::fs::read_to_string(dir.join("kiln-render.1")).unwrap();
+    assert!(render.contains("write\\-to"), "the flags are in the page");
+}
+
+#[test]
+fn render_json_lists_the_files_written_unchanged_and_removed() {
+    let tmp = bank_copy(str::to_string);
+    let json = |args: &[&str]| -> Value {
+        let r = kiln_in(tmp.path(), args);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        serde_json::from_str(&r.stdout).unwrap()
+    };
+    let first = json(&[
+        "render",
+        "platforms/bank",
+        "-p",
+        "web",
+        "-o",
+        "json",
+        "--no-cache",
+    ]);
+    assert!(first.is_object());
+    let written = first["written"].as_array().unwrap();
+    assert!(!written.is_empty());
+    assert!(
+        written
+            .iter()
+            .any(|p| p == "web/dev/frontend/kustomization.yaml"),
+        "{first}"
+    );
+    assert!(first["unchanged"].as_array().unwrap().is_empty());
+    assert_eq!(first["files"].as_u64().unwrap(), written.len() as u64);
+    // The same again: everything unchanged. Then one environment fewer for web's component:
+    // its folders are removed.
+    let again = json(&[
+        "render",
+        "platforms/bank",
+        "-p",
+        "web",
+        "-o",
+        "json",
+        "--no-cache",
+    ]);
+    assert!(again["written"].as_array().unwrap().is_empty(), "{again}");
+    assert_eq!(again["unchanged"].as_array().unwrap().len(), written.len());
+    let file = tmp.path().join("platforms/bank/platform.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        text.replacen(
+            "        prod-west:\n          parameters:\n            replicas: 3\n            cpu: 500m\n            memory: 512Mi\n            memoryLimit: 1Gi\n",
+            "",
+            1,
+        )
+        .replacen(
+            "    - path: ../../components/frontend\n",
+            "    - path: ../../components/frontend\n      deployTo: {environments: [dev, test, stage, prod-east]}\n",
+            1,
+        ),
+    )
+    .unwrap();
+    // A full render: a selection leaves the folders of plans it does not choose alone.
+    let fewer = json(&["render", "platforms/bank", "-o", "json", "--no-cache"]);
+    let removed = fewer["removed"].as_array().unwrap();
+    assert!(
+        removed
+            .iter()
+            .any(|p| p == "web/prod-west/frontend/kustomization.yaml"),
+        "{fewer}"
+    );
+}
+
+#[test]
+fn render_writes_to_the_rendered_path_by_default() {
+    let tmp = bank_copy(|t| t.replace("renderedPath: deploy", "renderedPath: gitops/rendered"));
+    // From the repository root and from inside the platform: the same place.
+    for cwd in [tmp.path().to_path_buf(), tmp.path().join("platforms")] {
+        let platform = tmp.path().join("platforms/bank");
+        let r = kiln_in(
+            &cwd,
+            &[
+                "render",
+                platform.to_str().unwrap(),
+                "-p",
+                "web",
+                "-e",
+                "dev",
+                "--no-cache",
+            ],
+        );
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert!(
+            tmp.path()
+                .join("gitops/rendered/web/dev/frontend/kustomization.yaml")
+                .is_file(),
+            "{}",
+            r.stderr
+        );
+        assert!(!cwd.join("deploy").exists());
+    }
+}
+
+#[test]
+fn a_selection_that_chooses_nothing_and_settings_kargo_ignores_warn() {
+    let tmp = bank_copy(|t| {
+        t.replace(
+            "  kargo:\n    enabled: true\n",
+            "  kargo:\n    enabled: false\n",
+        )
+    });
+    let out = tmp.path().join("out");
+    let out = out.to_str().unwrap();
+    let r = kiln_in(
+        tmp.path(),
+        &[
+            "render",
+            "platforms/bank",
+            "--write-to",
+            out,
+            "-l",
+            "tier=nope",
+            "--no-cache",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("warning: the selection (-l tier=nope) chooses no BuildPlan"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("`spec.kargo.promotion` is ignored: Kargo is off"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        r.stderr
+            .contains("`promotion: project` of project `backend` is ignored"),
+        "{}",
+        r.stderr
+    );
+    let r = kiln_in(
+        tmp.path(),
+        &[
+            "render",
+            "platforms/bank",
+            "--write-to",
+            out,
+            "-p",
+            "web",
+            "-e",
+            "dev",
+            "--no-cache",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(!r.stderr.contains("chooses no BuildPlan"), "{}", r.stderr);
+}
+
+#[test]
+fn graph_json_has_every_stage_with_its_requested_freight() {
+    let r = kiln_in(&repo_root(), &["graph", "platforms/bank", "-o", "json"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap();
+    let web = v["projects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "web")
+        .unwrap();
+    assert_eq!(web["warehouses"], serde_json::json!(["frontend"]));
+    let stages = web["stages"].as_array().unwrap();
+    assert_eq!(stages.len(), 5);
+    let test = stages
+        .iter()
+        .find(|s| s["name"] == "frontend-test")
+        .unwrap();
+    assert_eq!(
+        test["requestedFreight"],
+        serde_json::json!([{"origin": "frontend", "sources": {"stages": ["frontend-dev"]}}])
+    );
+    assert_eq!(test["writeBranch"], "stage/test");
+}
+
+#[test]
+fn validate_counts_the_kubernetes_objects_it_checked() {
+    let tmp = bank_copy(str::to_string);
+    let out = tmp.path().join("out");
+    let r = kiln_in(
+        tmp.path(),
+        &[
+            "render",
+            "platforms/bank",
+            "--write-to",
+            out.to_str().unwrap(),
+            "-p",
+            "web",
+            "--no-cache",
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let r = kiln_in(tmp.path(), &["validate", out.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let line = r.stderr.lines().last().unwrap_or_default();
+    let counted = |after: &str| -> usize {
+        let rest = &line[line.find(after).unwrap_or_else(|| panic!("{line}")) + after.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    assert!(line.contains("Kargo and Argo CD: no problems in"), "{line}");
+    assert!(
+        counted("Kubernetes: no problems in ") > 0,
+        "the rendered Deployments and Services are counted: {line}"
+    );
+}
+
+/// `kiln init` outside kiln's repository: a platform and a first component whose schema
+/// modelines resolve to the schemas written beside them (the same as `kiln schema --write`
+/// and `schema/`), rendering as they are; a second init overwrites nothing.
+#[test]
+fn init_scaffolds_a_platform_that_renders_with_working_schema_modelines() {
+    let tmp = tempfile::tempdir().unwrap();
+    let r = kiln_in(
+        tmp.path(),
+        &["init", "shop", "--name", "shop", "--component", "cart"],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let root = tmp.path().join("shop");
+    for (file, schema) in [
+        ("platforms/shop/platform.yaml", "platform.schema.json"),
+        ("components/cart/component.yaml", "component.schema.json"),
+    ] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        let first = text.lines().next().unwrap();
+        let target = first
+            .strip_prefix("# yaml-language-server: $schema=")
+            .unwrap_or_else(|| panic!("{file}: {first}"));
+        let resolved = root.join(file).parent().unwrap().join(target);
+        let written = std::fs::read_to_string(&resolved).unwrap();
+        let committed = std::fs::read_to_string(repo_root().join("schema").join(schema)).unwrap();
+        assert_eq!(written, committed, "{file} → {target}");
+        assert!(written.contains("\"$id\": \"https://kiln.dev/schema/"));
+    }
+    let r = kiln_in(&root, &["render", "platforms/shop", "--no-cache"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        root.join("deploy/shop/dev/cart/kustomization.yaml")
+            .is_file()
+    );
+    // Nothing is overwritten.
+    let before = std::fs::read(root.join("platforms/shop/platform.yaml")).unwrap();
+    let r = kiln_in(tmp.path(), &["init", "shop", "--name", "shop"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("kiln::cli::init_exists"), "{}", r.stderr);
+    assert_eq!(
+        std::fs::read(root.join("platforms/shop/platform.yaml")).unwrap(),
+        before
+    );
+    // `kiln schema --write DIR` writes the same two files.
+    let dir = tmp.path().join("schemas");
+    let r = kiln_in(tmp.path(), &["schema", "--write", dir.to_str().unwrap()]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    for schema in ["platform.schema.json", "component.schema.json"] {
+        assert_eq!(
+            std::fs::read(dir.join(schema)).unwrap(),
+            std::fs::read(root.join("schema").join(schema)).unwrap()
+        );
+    }
+}
