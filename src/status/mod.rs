@@ -541,7 +541,21 @@ fn freight_of(
     {
         return Some(f.clone());
     }
-    let warehouse = stage
+    let warehouse = promoted_warehouse(stage, &subs, deployed)?;
+    let sub = subs.get(warehouse)?;
+    Some(crate::promote::freight::generate_freight_id(&reference_of(
+        warehouse, sub, said, deployed,
+    )))
+}
+
+/// The Warehouse whose Freight a promotion of `stage` deployed: the first requested one that
+/// subscribes to an image the folder runs, else the first requested.
+fn promoted_warehouse<'s>(
+    stage: &'s StageDef,
+    subs: &BTreeMap<String, Subscriptions>,
+    deployed: &[String],
+) -> Option<&'s String> {
+    stage
         .requested
         .iter()
         .find(|w| {
@@ -553,11 +567,7 @@ fn freight_of(
                 })
             })
         })
-        .or(stage.requested.first())?;
-    let sub = subs.get(warehouse)?;
-    Some(crate::promote::freight::generate_freight_id(&reference_of(
-        warehouse, sub, said, deployed,
-    )))
+        .or(stage.requested.first())
 }
 
 /// The Freight of `warehouse` a promotion recorded: each subscribed image from its `image:`
@@ -620,15 +630,20 @@ fn rebuild_from(
     options: &StatusOptions,
 ) -> Result<Built, String> {
     let warehouses = objects.subscriptions(&stage.project);
-    let references = stage
-        .requested
-        .iter()
-        .filter_map(|w| Some(reference_of(w, warehouses.get(w)?, said, deployed)))
+    // Only the promoted Freight, as `kiln promote` holds it (see `FreightSet::references`).
+    let target = promoted_warehouse(stage, &warehouses, deployed)
+        .cloned()
+        .unwrap_or_default();
+    let references = warehouses
+        .get(&target)
+        .map(|sub| reference_of(&target, sub, said, deployed))
+        .into_iter()
         .collect();
     let freight = FreightSet {
         requested: stage.requested.clone(),
         warehouses,
         references,
+        target,
     };
     let git = crate::promote::repo::Git {
         map: &options.repo_map,
