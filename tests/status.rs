@@ -34,6 +34,16 @@ fn promote(w: &World, stages: &[StageDef]) -> BTreeMap<String, Promoted> {
     out
 }
 
+/// The Stages `keep` selects, in graph order.
+fn stages_where(w: &World, keep: impl Fn(&StageDef) -> bool) -> Vec<StageDef> {
+    w.objects
+        .stages_in_graph_order()
+        .unwrap()
+        .into_iter()
+        .filter(|s| keep(s))
+        .collect()
+}
+
 fn promoted(p: &kiln::promote::Promotion) -> Promoted {
     let report = p.report();
     let commit = report
@@ -377,6 +387,95 @@ fn status_history_and_at_match_every_promotion() {
     );
 }
 
+/// Drift is content (issue 35, item 1): a promoted folder is drifted when it is not what its
+/// Stage builds from the Freight its promotion recorded, whoever committed on top and whatever
+/// the commit says, and in sync when it is. Only the edited cell drifts.
+#[test]
+fn drift_is_a_folder_its_stage_would_not_build() {
+    let platform = platform_dir("platforms/bank");
+    let w = world(&platform);
+    let stages = stages_where(&w, |s| s.project == "web" && s.name.ends_with("-dev"));
+    assert!(!stages.is_empty());
+    promote(&w, &stages);
+    let status_web = || status_json(&w, &platform, &["-p", "web", "-e", "dev"]);
+    let (code, cells) = status_web();
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
+    let target = cell(&cells, "web", "frontend", "dev").clone();
+    let kiln::promote::repo::Location::Local(repo) =
+        w.map.locate(target["repoURL"].as_str().unwrap())
+    else {
+        panic!("{target:#?}")
+    };
+    let branch = target["branch"].as_str().unwrap();
+    let clone = w.tmp.path().join("drift");
+    git(
+        w.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "-b",
+            branch,
+            repo.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let folder = clone.join(target["path"].as_str().unwrap());
+    let name = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".yaml"))
+        .min()
+        .unwrap();
+    let file = folder.join(&name);
+    let built = std::fs::read_to_string(&file).unwrap();
+    let only_frontend_drifts = |cells: &[Value]| {
+        for c in cells {
+            let drifted = c["component"] == "frontend";
+            assert_eq!(c["state"] == "drifted", drifted, "{c:#?}");
+        }
+    };
+
+    // A hand edit by someone else, on top: drift, naming the file and the commit.
+    std::fs::write(&file, format!("{built}# scaled up by hand\n")).unwrap();
+    git(&clone, &["commit", "-qam", "hot fix by hand"]);
+    git(&clone, &["push", "-q", "origin", branch]);
+    let hand = git(&clone, &["rev-parse", "HEAD"]).trim().to_string();
+    let (code, cells) = status_web();
+    assert_eq!(code, Some(1));
+    only_frontend_drifts(&cells);
+    let drift = cell(&cells, "web", "frontend", "dev")["drift"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(drift.contains(&name), "{drift}");
+    assert!(drift.contains(&hand[..12]), "{drift}");
+
+    // Put back by hand: the folder is what the Stage builds again, so in sync.
+    std::fs::write(&file, &built).unwrap();
+    git(&clone, &["commit", "-qam", "undo the hot fix"]);
+    git(&clone, &["push", "-q", "origin", branch]);
+    let (code, cells) = status_web();
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
+
+    // A commit that mimics the Stage's: the promotion amended with a hand edit, keeping its
+    // message and author. Still drift.
+    git(&clone, &["reset", "-q", "--hard", "HEAD~2"]);
+    std::fs::write(&file, format!("{built}# scaled up by hand\n")).unwrap();
+    git(&clone, &["commit", "-qa", "--amend", "--no-edit"]);
+    let message = git(&clone, &["log", "-1", "--format=%s"]);
+    assert!(message.starts_with("kiln: promote "), "{message}");
+    git(&clone, &["push", "-q", "-f", "origin", branch]);
+    let (code, cells) = status_web();
+    assert_eq!(code, Some(1));
+    only_frontend_drifts(&cells);
+    let drift = cell(&cells, "web", "frontend", "dev")["drift"]
+        .as_str()
+        .unwrap();
+    assert!(drift.contains(&name), "{drift}");
+}
+
 /// The newcomer's layout: one service repository holds kiln's rendered tree and every
 /// Stage's promoted folders. After three promotions, `status` reports exactly those three,
 /// with images and Freight, and `history --at` counts what the Stages wrote, never the
@@ -511,13 +610,7 @@ fn chromium() -> Option<PathBuf> {
 fn status_page_renders_every_cell_in_chromium() {
     let platform = platform_dir("platforms/bank");
     let w = world(&platform);
-    let stages: Vec<StageDef> = w
-        .objects
-        .stages_in_graph_order()
-        .unwrap()
-        .into_iter()
-        .filter(|s| s.name.ends_with("-dev"))
-        .collect();
+    let stages = stages_where(&w, |s| s.name.ends_with("-dev"));
     promote(&w, &stages);
     let page = status(&w, &platform, "html", &[]);
     assert_eq!(page.code, Some(0), "{}", page.stderr);

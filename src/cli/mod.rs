@@ -102,9 +102,10 @@ pub enum Command {
     )]
     Graph(GraphArgs),
     /// What runs in every component and environment, from Git alone (exit 1 when a cell lags
-    /// its upstream or drifted).
+    /// its upstream or drifted: its folder is not what its Stage builds from the Freight it
+    /// promoted).
     #[command(
-        after_help = "Examples:\n  kiln status platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy\n  kiln status platforms/bank -e prod-east -o json\n  kiln status platforms/bank -o html > status.html\n\nExit codes: 0 in sync, 1 lagging or drifted, 3 error (as kubectl diff)."
+        after_help = "Examples:\n  kiln status platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy\n  kiln status platforms/bank -e prod-east -o json\n  kiln status platforms/bank -o html > status.html\n\nDrift: the Stage's steps are rerun up to git-commit from the Freight its last promotion\nrecorded, and the folder compared with what they build (the source repository must be\nreachable: --repo-map).\n\nExit codes: 0 in sync, 1 lagging or drifted, 3 error (as kubectl diff)."
     )]
     Status(StatusArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).

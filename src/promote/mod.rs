@@ -1105,6 +1105,49 @@ fn digest_promoted(stage: &StageDef) -> std::collections::BTreeSet<String> {
         .collect()
 }
 
+/// Files written by a promotion, by (repository URL, path in the repository).
+pub type Built = BTreeMap<(String, String), Vec<u8>>;
+
+/// What `stage`'s promotion of `freight` writes, without committing it (`kiln status`'s drift
+/// check): runs its steps in a temporary directory up to its first `git-commit`, as
+/// [`promote`] would, and returns the files its `kustomize-build` steps wrote, by (repository
+/// URL, path in the repository). A step that fails is an error naming it.
+pub fn rebuild(
+    stage: StageDef,
+    freight: FreightSet,
+    objects: &Objects,
+    git: repo::Git<'_>,
+) -> Result<Built, String> {
+    let (_guard, work) = repo::WorkDir::temporary()?;
+    // Nothing is committed: the signature is never written.
+    let signature = git2::Signature::new("kiln", "kiln@localhost", &git2::Time::new(0, 0))
+        .map_err(|e| e.to_string())?;
+    let commit = stage
+        .steps
+        .iter()
+        .find(|st| st.uses == "git-commit")
+        .map(|st| st.alias.clone());
+    let name = format!("{}.rebuild", stage.name);
+    let mut promotion = Promotion::new(stage, freight, name);
+    let cx = Context {
+        git,
+        work: &work,
+        signature,
+    };
+    let mut apps = objects.applications();
+    match &commit {
+        Some(alias) => promotion.run_until(alias, &cx, &mut apps),
+        None => promotion.run(&cx, &mut apps),
+    }
+    if let Some((alias, message)) = promotion.report().failure() {
+        return Err(format!("step {alias}: {message}"));
+    }
+    Ok(promotion
+        .built()
+        .map(|(url, path, bytes)| ((url.to_string(), path.to_string()), bytes.to_vec()))
+        .collect())
+}
+
 /// `kiln promote`: finds the Stage in the rendered objects, assembles the Freight and runs
 /// every step. A failed step is a report with [`Phase::Failed`], not an error.
 pub fn promote(

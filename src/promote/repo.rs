@@ -823,6 +823,14 @@ impl WorkDir {
         })
     }
 
+    /// A fresh temporary work directory, removed when the returned guard drops (`kiln
+    /// status` rebuilding a promotion).
+    pub fn temporary() -> Result<(tempfile::TempDir, Self), String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("temporary directory: {e}"))?;
+        let work = WorkDir::new(dir.path())?;
+        Ok((dir, work))
+    }
+
     /// The absolute path of a step path (already checked by `steps::work_path`).
     pub fn join(&self, rel: &str) -> PathBuf {
         if rel.is_empty() {

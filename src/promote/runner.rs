@@ -179,6 +179,14 @@ impl Promotion {
         &self.reports
     }
 
+    /// What the `kustomize-build` steps wrote into clones so far: (repository URL, path in the
+    /// repository, bytes), in step order.
+    pub fn built(&self) -> impl Iterator<Item = (&str, &str, &[u8])> {
+        self.builds
+            .iter()
+            .map(|b| (b.repo_url.as_str(), b.path.as_str(), b.bytes.as_slice()))
+    }
+
     /// Health checks left by the `argocd-update` steps that succeeded.
     pub fn health_checks(&self) -> &[HealthCheck] {
         &self.health

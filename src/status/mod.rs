@@ -18,9 +18,14 @@
 //! - lag: an upstream environment (`environments[].from`) runs other images and was written
 //!   later, or ran this cell's images before (Kargo cells only: without Kargo each
 //!   environment runs what its spec says);
-//! - drift: the newest commit that changed the folder is not its writer's (a promotion by its
-//!   Stage, or a kiln publish), so the folder no longer holds what that writer built from its
-//!   Freight (a hand edit).
+//! - drift: the folder is not what its Stage builds from the Freight its last promotion of
+//!   the folder recorded. [`crate::promote::rebuild`] reruns the Stage's steps up to its
+//!   `git-commit` (kiln promote's runner, in a temporary directory) and the files its
+//!   `kustomize-build` steps wrote are compared with the tip's, so a hand edit is drift even
+//!   under the Stage's own message, and a hand edit put back is in sync. Each (Stage,
+//!   promotion) is rebuilt once. Without such a promotion in the last `past` writes, and for a
+//!   publish's cells, drift is by author: the newest commit that changed the folder is not its
+//!   writer's (a promotion by its Stage, or a kiln publish).
 //!
 //! Sits after `promote` (it reads the emitted objects as `kiln promote` does) and before the
 //! CLI; reads Git through `crate::git` only. [`html`] writes the page.
@@ -38,9 +43,11 @@ use serde_json::Value;
 
 use crate::artifact::ArtifactSet;
 use crate::git::{GitError, Identity, RemoteAuth, Timestamp};
-use crate::promote::freight::{FreightCommit, FreightImage, FreightReference, normalize_git};
+use crate::promote::freight::{
+    FreightCommit, FreightImage, FreightReference, FreightSet, Subscriptions, normalize_git,
+};
 use crate::promote::repo::{Location, RepoMap};
-use crate::promote::{Objects, PromoteError, StageDef};
+use crate::promote::{Built, Objects, PromoteError, StageDef};
 
 /// Errors of `kiln status`. Codes are `kiln::status::<condition>`.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
@@ -59,6 +66,20 @@ pub enum StatusError {
         )
     )]
     NoApplications { filter: String },
+    #[error(
+        "cannot rebuild what Stage {stage} promoted in {commit} to check it for drift: {message}"
+    )]
+    #[diagnostic(
+        code(kiln::status::rebuild),
+        help(
+            "`kiln status` reruns the Stage's steps up to its git-commit from the Freight the promotion commit records; pass --repo-map for repositories it cannot reach"
+        )
+    )]
+    Rebuild {
+        stage: String,
+        commit: String,
+        message: String,
+    },
 }
 
 /// Which cells to report (`-p`, `-e`, `-c`; empty: all).
@@ -520,7 +541,21 @@ fn freight_of(
     {
         return Some(f.clone());
     }
-    let warehouse = stage
+    let warehouse = promoted_warehouse(stage, &subs, deployed)?;
+    let sub = subs.get(warehouse)?;
+    Some(crate::promote::freight::generate_freight_id(&reference_of(
+        warehouse, sub, said, deployed,
+    )))
+}
+
+/// The Warehouse whose Freight a promotion of `stage` deployed: the first requested one that
+/// subscribes to an image the folder runs, else the first requested.
+fn promoted_warehouse<'s>(
+    stage: &'s StageDef,
+    subs: &BTreeMap<String, Subscriptions>,
+    deployed: &[String],
+) -> Option<&'s String> {
+    stage
         .requested
         .iter()
         .find(|w| {
@@ -532,8 +567,17 @@ fn freight_of(
                 })
             })
         })
-        .or(stage.requested.first())?;
-    let sub = subs.get(warehouse)?;
+        .or(stage.requested.first())
+}
+
+/// The Freight of `warehouse` a promotion recorded: each subscribed image from its `image:`
+/// lines (else the deployed folder), each subscribed repository at its `source:` commit.
+fn reference_of(
+    warehouse: &str,
+    sub: &Subscriptions,
+    said: &Said,
+    deployed: &[String],
+) -> FreightReference {
     let images = sub
         .images
         .iter()
@@ -569,13 +613,79 @@ fn freight_of(
                 })
         })
         .collect();
-    Some(crate::promote::freight::generate_freight_id(
-        &FreightReference {
-            origin: warehouse.clone(),
-            images,
-            commits,
-        },
-    ))
+    FreightReference {
+        origin: warehouse.to_string(),
+        images,
+        commits,
+    }
+}
+
+/// What `stage` would write from the Freight `said` records ([`crate::promote::rebuild`]),
+/// by (repository URL, path).
+fn rebuild_from(
+    stage: &StageDef,
+    objects: &Objects,
+    said: &Said,
+    deployed: &[String],
+    options: &StatusOptions,
+) -> Result<Built, String> {
+    let warehouses = objects.subscriptions(&stage.project);
+    // Only the promoted Freight, as `kiln promote` holds it (see `FreightSet::references`).
+    let target = promoted_warehouse(stage, &warehouses, deployed)
+        .cloned()
+        .unwrap_or_default();
+    let references = warehouses
+        .get(&target)
+        .map(|sub| reference_of(&target, sub, said, deployed))
+        .into_iter()
+        .collect();
+    let freight = FreightSet {
+        requested: stage.requested.clone(),
+        warehouses,
+        references,
+        target,
+    };
+    let git = crate::promote::repo::Git {
+        map: &options.repo_map,
+        auth: &options.auth,
+    };
+    crate::promote::rebuild(stage.clone(), freight, objects, git)
+}
+
+/// `commit by name <email> (summary)`.
+fn described(w: &Write) -> String {
+    format!(
+        "{} by {} <{}> ({})",
+        &w.commit[..w.commit.len().min(12)],
+        w.author.name,
+        w.author.email,
+        w.summary
+    )
+}
+
+/// The files of `folder` (relative to it) that differ between what was rebuilt into the
+/// repository at `repo_url` and what its tip holds: changed, added or removed, sorted.
+fn differing(built: &Built, repo_url: &str, folder: &str, tip: &ArtifactSet) -> Vec<String> {
+    let repo = normalize_git(repo_url);
+    let expected: BTreeMap<&str, &Vec<u8>> = built
+        .iter()
+        .filter(|((url, _), _)| normalize_git(url) == repo)
+        .filter_map(|((_, path), bytes)| {
+            let rel = if folder.is_empty() {
+                Some(path.as_str())
+            } else {
+                path.strip_prefix(folder).and_then(|r| r.strip_prefix('/'))
+            };
+            rel.map(|r| (r, bytes))
+        })
+        .collect();
+    let mut paths: BTreeSet<&str> = expected.keys().copied().collect();
+    paths.extend(tip.paths());
+    paths
+        .into_iter()
+        .filter(|p| expected.get(p).copied() != tip.files.get(*p))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The Applications of the render as status targets, filtered.
@@ -682,6 +792,8 @@ pub fn status(
         .map(|e| e.name.clone())
         .collect();
     let mut cells = Vec::new();
+    // What each (Stage, promotion commit) builds, rebuilt once for all the folders it writes.
+    let mut rebuilt: BTreeMap<(String, String), Built> = BTreeMap::new();
     for t in &targets {
         let folder = read
             .get(&(location(&t.repo_url), t.branch.clone()))
@@ -737,9 +849,42 @@ pub fn status(
             .as_ref()
             .map(|s| format!("{}/{}", s.project, s.name));
         let last = history.first();
-        let drift = match (deployed, last) {
-            (false, _) | (true, None) => None,
-            (true, Some(w)) => {
+        let promoted = folder.writes.iter().zip(&history).find(|(_, w)| {
+            w.writer == Writer::Promotion && w.stage.is_some() && w.stage == stage_name
+        });
+        let drift = match (deployed, last, &t.stage, promoted) {
+            (false, ..) | (true, None, ..) => None,
+            // A Stage's cell: the folder against what the Stage builds from the Freight its
+            // last promotion recorded, whoever committed since (or mimicked its message).
+            (true, Some(w), Some(stage), Some((raw, p))) => {
+                let key = (stage_name.clone().unwrap_or_default(), p.commit.clone());
+                if !rebuilt.contains_key(&key) {
+                    let built = rebuild_from(
+                        stage,
+                        &objects,
+                        &read_message(&raw.message),
+                        &crate::git::folder_images(&raw.files),
+                        options,
+                    )
+                    .map_err(|message| StatusError::Rebuild {
+                        stage: key.0.clone(),
+                        commit: p.commit.clone(),
+                        message,
+                    })?;
+                    rebuilt.insert(key.clone(), built);
+                }
+                let differ = differing(&rebuilt[&key], &t.repo_url, &t.folder, &folder.files);
+                (!differ.is_empty()).then(|| {
+                    format!(
+                        "{} differ from what Stage {} builds from Freight {} (last changed by {})",
+                        differ.join(", "),
+                        key.0,
+                        p.freight.as_deref().unwrap_or("?"),
+                        described(w)
+                    )
+                })
+            }
+            (true, Some(w), ..) => {
                 let by_writer = match &stage_name {
                     Some(name) => {
                         w.writer == Writer::Promotion && w.stage.as_deref() == Some(name.as_str())
@@ -751,13 +896,7 @@ pub fn status(
                         Some(name) => format!("Stage {name}'s last promotion"),
                         None => "kiln's last publish".to_string(),
                     };
-                    format!(
-                        "{} by {} <{}> ({}) changed it after {writer}",
-                        &w.commit[..w.commit.len().min(12)],
-                        w.author.name,
-                        w.author.email,
-                        w.summary
-                    )
+                    format!("{} changed it after {writer}", described(w))
                 })
             }
         };
@@ -934,5 +1073,36 @@ mod tests {
         assert_eq!(said.source_commit.as_deref(), Some("abc"));
         assert_eq!(said.app_commits[0].commit, "def");
         assert_eq!(read_message("fix by hand\n").writer, Some(Writer::Other));
+    }
+
+    #[test]
+    fn differing_files_are_changed_added_or_removed_in_the_folder_of_that_repository() {
+        let url = "https://github.com/example/deploy.git";
+        let built: Built = [
+            ((url, "envs/dev/a.yaml"), "a"),
+            ((url, "envs/dev/b.yaml"), "b"),
+            ((url, "envs/prod/a.yaml"), "x"),
+            (
+                ("https://github.com/example/other.git", "envs/dev/c.yaml"),
+                "c",
+            ),
+        ]
+        .into_iter()
+        .map(|((u, p), b)| ((u.to_string(), p.to_string()), b.as_bytes().to_vec()))
+        .collect();
+        let mut tip = ArtifactSet::new();
+        tip.insert("a.yaml", "a");
+        tip.insert("b.yaml", "b");
+        let same = "https://GitHub.com/example/deploy/";
+        assert!(differing(&built, same, "envs/dev", &tip).is_empty());
+        tip.insert("a.yaml", "a, by hand");
+        tip.insert("z.yaml", "z");
+        assert_eq!(
+            differing(&built, url, "envs/dev", &tip),
+            ["a.yaml", "z.yaml"]
+        );
+        let mut tip = ArtifactSet::new();
+        tip.insert("a.yaml", "a");
+        assert_eq!(differing(&built, url, "envs/dev", &tip), ["b.yaml"]);
     }
 }
