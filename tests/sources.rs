@@ -593,12 +593,8 @@ fn a_remote_base_cycle_and_a_repository_too_large_are_refused() {
 
 /// A component in an app repository: a Deployment of `ghcr.io/acme/<name>:1.0.0`, from its
 /// own file or (`base`: a kustomization naming that remote base) from a remote base.
-fn app_component(name: &str, base: Option<&str>) -> Vec<(String, String)> {
-    app_component_with(name, base, "")
-}
-
-/// [`app_component`] with `more` generators (lines of the `generators:` list).
-fn app_component_with(name: &str, base: Option<&str>, more: &str) -> Vec<(String, String)> {
+/// `more`: further generators (lines of the `generators:` list).
+fn app_component(name: &str, base: Option<&str>, more: &str) -> Vec<(String, String)> {
     let generator = match base {
         Some(_) => format!("  - kustomize: kust\n{more}"),
         None => format!("  - files: [deployment.yaml]\n{more}"),
@@ -684,8 +680,7 @@ fn app_repos_to_one_service_repo_end_to_end() {
             ("search", Some(oci)) => format!("  - helm: {{chart: '{oci}', version: 2.x}}\n"),
             _ => String::new(),
         };
-        let files =
-            app_component_with(app, (*app == "catalog").then_some(base_url.as_str()), &more);
+        let files = app_component(app, (*app == "catalog").then_some(base_url.as_str()), &more);
         let ids = testing::app_repo(
             repos.path(),
             &format!("{app}.git"),
