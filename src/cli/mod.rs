@@ -1104,7 +1104,9 @@ fn platform_doc(platform: &std::path::Path) -> Option<serde_json::Value> {
     } else {
         platform.to_path_buf()
     };
-    let text = std::fs::read_to_string(&file).ok()?;
+    // Never a FIFO or device (kiln's one rule for reading inputs): the render reports it.
+    let bytes = crate::fs::read_regular(&file).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     crate::yaml::parse_stream(&file.display().to_string(), &text)
         .ok()?
         .into_iter()
