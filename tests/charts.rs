@@ -490,7 +490,7 @@ fn bad_chart_sources_are_refused_naming_the_source() {
     std::fs::remove_dir_all(w.repo().join("out")).unwrap();
     std::fs::remove_file(w.repo().join("platforms/p/kiln.lock")).unwrap();
     // An unreachable host.
-    let dead = format!("http://127.0.0.1:{}", free_port());
+    let dead = format!("http://127.0.0.1:{}", testing::free_port());
     w.component("web", &helm(&dead, "1.x"));
     let text = fails_with(&w.render("out", &[]), "kiln::source::unreachable");
     assert!(
@@ -614,14 +614,6 @@ fn an_oci_registry_with_htpasswd_reads_docker_s_config() {
     );
     ok(&w.render("out", &[]));
     assert!(w.text("out").contains("name: cache-cache"));
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// The one ConfigMap of `text` (a rendered file or a Helm manifest), without the namespace

@@ -36,7 +36,9 @@ impl Server {
     }
 }
 
-fn free_port() -> u16 {
+/// A TCP port on 127.0.0.1 that nothing listens on now (the servers below, and tests that need
+/// an address where nothing answers).
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
