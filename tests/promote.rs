@@ -1144,12 +1144,17 @@ fn live_applications_show_the_old_revision_after_a_layout_change() {
         ),
     )
     .unwrap();
+    // From here on the Freight's image carries its digest: the new branch's commit then
+    // always differs from the old branch's head. With the first promotion's Freight the two
+    // commits are one whenever both promotions fall in one second (same tree, parent and
+    // time), and an Application synced at `stage/dev` would rightly count as synced at the
+    // desired revision.
     for live in [&live_new, &live_none] {
         let out = cli_promote(
             &w,
             &dir,
             &stage,
-            false,
+            true,
             &["--assume-verified", "--live", live],
         );
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -1159,7 +1164,7 @@ fn live_applications_show_the_old_revision_after_a_layout_change() {
         &w,
         &dir,
         &stage,
-        false,
+        true,
         &["--assume-verified", "--live", &live_old],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
