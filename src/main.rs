@@ -13,6 +13,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     kiln::cli::disable_transparent_huge_pages();
+    kiln::cli::set_network_timeouts();
     kiln::cli::install_reporter();
     // clap exits with 2 on usage errors, as documented.
     let args = <kiln::cli::Cli as clap::Parser>::parse();

@@ -39,7 +39,7 @@ use thiserror::Error;
 pub mod charts;
 
 pub use kiln_source::Mode;
-pub use kiln_source::archive::Limits;
+pub use kiln_source::archive::{DEFAULT_TIMEOUT, Limits};
 pub use kiln_source::git::Callbacks;
 pub use kiln_source::http::Credentials;
 

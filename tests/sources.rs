@@ -850,3 +850,87 @@ fn app_repos_to_one_service_repo_end_to_end() {
     ok(p.render("out-offline", &["--locked", "--offline"]));
     assert_eq!(files_of(&p.work.path().join("out-offline")), rendered);
 }
+
+/// A server that takes connections and never answers (the newcomer's hang): over `git://`,
+/// an HTTP chart repository and an OCI registry, the fetch fails after `KILN_SOURCE_TIMEOUT`
+/// with `kiln::source::timeout` naming the source, and writes nothing.
+#[test]
+fn a_server_that_never_answers_times_out_for_git_helm_and_oci() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Holds every connection open and silent until the test ends.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming() {
+            held.push(conn);
+        }
+    });
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let component = |name: &str, generator: &str| {
+        let dir = root.join("components").join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("component.yaml"),
+            format!(
+                "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: {name}}}\nspec:\n  generators:\n  - {generator}\n"
+            ),
+        )
+        .unwrap();
+    };
+    component(
+        "repo-chart",
+        &format!(
+            "helm: {{chart: web, repository: 'http://127.0.0.1:{port}/charts', version: 1.0.0}}"
+        ),
+    );
+    component(
+        "oci-chart",
+        &format!("helm: {{chart: 'oci://127.0.0.1:{port}/charts/web', version: 1.0.0}}"),
+    );
+    let cases = [
+        (
+            "git",
+            format!("source: {{git: 'git://127.0.0.1:{port}/app.git', ref: main}}"),
+            format!("git://127.0.0.1:{port}/app.git"),
+        ),
+        (
+            "helm",
+            "path: ../../components/repo-chart".to_string(),
+            format!("http://127.0.0.1:{port}/charts"),
+        ),
+        (
+            "oci",
+            "path: ../../components/oci-chart".to_string(),
+            format!("oci://127.0.0.1:{port}/charts/web"),
+        ),
+    ];
+    for (what, instance, url) in cases {
+        let dir = root.join("platforms").join(what);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("platform.yaml"),
+            format!(
+                "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {{name: p}}\nspec:\n  clusters: [{{name: c, server: https://kubernetes.default.svc}}]\n  environments: [{{name: dev, tier: nonprod, cluster: c}}]\n  projects:\n  - name: p\n    components:\n    - {instance}\n"
+            ),
+        )
+        .unwrap();
+        let platform = format!("platforms/{what}");
+        let r = crate::support::run_bounded(
+            kiln_command(root)
+                .env("KILN_CACHE_DIR", root.join("cache"))
+                .env("KILN_SOURCE_TIMEOUT", "2")
+                .args(["render", &platform, "--write-to", "out", "--no-cache"]),
+            4 << 30,
+            120,
+            what,
+        );
+        assert_eq!(r.code, Some(1), "{what}: {}", r.text());
+        let text = r.text();
+        assert!(text.contains("kiln::source::timeout"), "{what}: {text}");
+        assert!(text.contains(&url), "{what}: {text}");
+        assert!(text.contains("within 2 s"), "{what}: {text}");
+        assert!(!root.join("out").exists(), "{what}: wrote output");
+    }
+}

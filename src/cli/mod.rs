@@ -848,6 +848,26 @@ fn cache_dir_for(args: &RenderArgs) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// How long a server may stay silent before a fetch or push fails: `KILN_SOURCE_TIMEOUT`
+/// (whole seconds, at least 1), else 30 s.
+pub fn source_timeout() -> std::time::Duration {
+    std::env::var("KILN_SOURCE_TIMEOUT")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|&s| s > 0)
+        .map_or(
+            crate::source::DEFAULT_TIMEOUT,
+            std::time::Duration::from_secs,
+        )
+}
+
+/// Gives libgit2 kiln's network timeout (`source_timeout`). Process-wide: the binary calls
+/// it first thing in `main`, while it has one thread, as libgit2's options require.
+pub fn set_network_timeouts() {
+    // SAFETY: called from `main` before any other thread exists.
+    unsafe { kiln_source::git::set_timeouts(source_timeout()) }
+}
+
 /// The source stage's options from the flags and the environment (read here, in the CLI):
 /// the cache under `KILN_CACHE_DIR` or `$XDG_CACHE_HOME/kiln`, registry credentials from
 /// `KILN_REGISTRY_*` and Docker's `config.json`, the `KILN_SOURCE_MAX_*` limits.
@@ -878,6 +898,7 @@ fn source_options(flags: &SourceFlags, update: Option<&[String]>) -> crate::sour
     if let Some(n) = num("KILN_SOURCE_MAX_ENTRIES") {
         limits.max_entries = n;
     }
+    limits.timeout = source_timeout();
     crate::source::SourceOptions {
         refs: flags
             .source_ref

@@ -13,7 +13,9 @@ use std::path::{Component, Path, PathBuf};
 /// Size limits on what one source may bring in. The defaults are Helm's for a chart (100 MiB
 /// decompressed, 5 MiB per file: `pkg/chart/v2/loader/archive.go`) and the same total for a
 /// Git fetch; `KILN_SOURCE_MAX_BYTES`, `KILN_SOURCE_MAX_FILE_BYTES` and
-/// `KILN_SOURCE_MAX_ENTRIES` change them (read by the CLI, docs/sources.md).
+/// `KILN_SOURCE_MAX_ENTRIES` change them (read by the CLI, docs/sources.md). `timeout` bounds
+/// how long a server may stay silent (`KILN_SOURCE_TIMEOUT`, seconds): a server that accepts
+/// a connection and never answers must fail the run, never hang it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Bytes one source may bring: the download (archive, pack) and the extracted tree.
@@ -22,7 +24,13 @@ pub struct Limits {
     pub max_file_bytes: u64,
     /// Entries (files, directories, links) of one extracted tree.
     pub max_entries: u64,
+    /// The longest a server may take to accept a connection, or to answer once asked.
+    pub timeout: std::time::Duration,
 }
+
+/// A server's silence that fails a fetch: git's own `http.lowSpeedTime` idea with a bound
+/// a slow registry on a bad day still meets.
+pub const DEFAULT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
 impl Default for Limits {
     fn default() -> Self {
@@ -30,6 +38,7 @@ impl Default for Limits {
             max_bytes: 100 << 20,
             max_file_bytes: 5 << 20,
             max_entries: 20_000,
+            timeout: DEFAULT_TIMEOUT,
         }
     }
 }

@@ -56,6 +56,19 @@ pub enum SourceError {
     )]
     Unreachable { origin: Box<Origin>, detail: String },
 
+    #[error("{origin}: the server did not answer within {seconds} s: {detail}")]
+    #[diagnostic(
+        code(kiln::source::timeout),
+        help(
+            "the server took the connection (or never took it) and sent nothing back; check that it serves this URL, or give it longer with `KILN_SOURCE_TIMEOUT=<seconds>` (default 30)"
+        )
+    )]
+    Timeout {
+        origin: Box<Origin>,
+        seconds: u64,
+        detail: String,
+    },
+
     #[error("{origin}: authentication failed: {detail}")]
     #[diagnostic(
         code(kiln::source::auth_failed),
@@ -183,6 +196,7 @@ impl SourceError {
         use SourceError::*;
         match self {
             Unreachable { origin, .. }
+            | Timeout { origin, .. }
             | Auth { origin, .. }
             | NotFound { origin, .. }
             | NoMatch { origin, .. }

@@ -25,6 +25,32 @@ pub struct RemoteRef {
     pub commit: String,
 }
 
+/// Bounds how long libgit2 waits on a server, to connect and then on each read or write:
+/// its `GIT_OPT_SET_SERVER_CONNECT_TIMEOUT` and `GIT_OPT_SET_SERVER_TIMEOUT` (libgit2
+/// `src/libgit2/streams/socket.c`), which every fetch and push over `git://` and HTTP(S)
+/// honours. Without them a server that accepts and never answers hangs the run for good.
+///
+/// # Safety
+/// The options are process-wide C globals written without synchronisation: call this once,
+/// at the start of the process, before any thread that may use libgit2 exists (the binary's
+/// `main` does).
+pub unsafe fn set_timeouts(timeout: std::time::Duration) {
+    let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
+    // SAFETY: the caller guarantees no other thread touches libgit2 yet; both calls only
+    // store an integer.
+    unsafe {
+        let _ = git2::opts::set_server_connect_timeout_in_milliseconds(ms);
+        let _ = git2::opts::set_server_timeout_in_milliseconds(ms);
+    }
+}
+
+/// The server timeout libgit2 runs with, for the error that reports it.
+fn server_timeout_ms() -> i32 {
+    // SAFETY: a read of an integer option; the only writer is `set_timeouts`, which runs
+    // before any thread exists.
+    unsafe { git2::opts::get_server_timeout_in_milliseconds() }.unwrap_or(0)
+}
+
 /// What went wrong talking to the remote, in kiln's terms.
 fn remote_error(origin: &Origin, e: &git2::Error) -> SourceError {
     let detail = kiln_base::url::redact(e.message());
@@ -33,7 +59,17 @@ fn remote_error(origin: &Origin, e: &git2::Error) -> SourceError {
         || detail.contains("401")
         || detail.contains("403")
         || detail.contains("authentication");
-    if auth {
+    // libgit2 reports its socket timeouts with `GIT_TIMEOUT` only sometimes: the smart
+    // protocol passes them up as a generic network error with the socket's message.
+    let timed_out = e.code() == git2::ErrorCode::Timeout
+        || e.class() == git2::ErrorClass::Net && detail.contains("timed out");
+    if timed_out {
+        SourceError::Timeout {
+            origin: Box::new(origin.clone()),
+            seconds: u64::try_from(server_timeout_ms()).unwrap_or(0) / 1000,
+            detail,
+        }
+    } else if auth {
         SourceError::Auth {
             origin: Box::new(origin.clone()),
             detail,

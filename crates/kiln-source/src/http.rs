@@ -156,8 +156,12 @@ impl Http {
     pub fn new(creds: Credentials, limits: Limits) -> Http {
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
-            .timeout_connect(Some(Duration::from_secs(15)))
-            .timeout_global(Some(Duration::from_secs(300)))
+            // A silent server fails the fetch after `limits.timeout`, at every step that waits
+            // on it; the global bound stays for a server that answers, slowly, forever.
+            .timeout_connect(Some(limits.timeout))
+            .timeout_send_request(Some(limits.timeout))
+            .timeout_recv_response(Some(limits.timeout))
+            .timeout_global(Some(Duration::from_secs(300).max(limits.timeout)))
             .user_agent(concat!("kiln/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
@@ -288,9 +292,16 @@ impl Http {
         auth: Option<&str>,
         origin: &Origin,
     ) -> Result<Raw, SourceError> {
-        let unreachable = |e: ureq::Error| SourceError::Unreachable {
-            origin: Box::new(origin.clone()),
-            detail: kiln_base::url::redact(&e.to_string()),
+        let unreachable = |e: ureq::Error| match e {
+            ureq::Error::Timeout(_) => SourceError::Timeout {
+                origin: Box::new(origin.clone()),
+                seconds: self.limits.timeout.as_secs(),
+                detail: format!("no answer from {}", kiln_base::url::redact(url)),
+            },
+            e => SourceError::Unreachable {
+                origin: Box::new(origin.clone()),
+                detail: kiln_base::url::redact(&e.to_string()),
+            },
         };
         let mut req = ureq::http::Request::builder()
             .method(method)
@@ -330,9 +341,16 @@ impl Http {
             .as_reader()
             .take(max + 1)
             .read_to_end(&mut body)
-            .map_err(|e| SourceError::Unreachable {
-                origin: Box::new(origin.clone()),
-                detail: format!("the answer broke off: {e}"),
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::TimedOut => SourceError::Timeout {
+                    origin: Box::new(origin.clone()),
+                    seconds: self.limits.timeout.as_secs(),
+                    detail: format!("the answer from {} stalled", kiln_base::url::redact(url)),
+                },
+                _ => SourceError::Unreachable {
+                    origin: Box::new(origin.clone()),
+                    detail: format!("the answer broke off: {e}"),
+                },
             })?;
         if body.len() as u64 > max {
             return Err(self.limits.too_large(
