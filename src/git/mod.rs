@@ -193,9 +193,7 @@ pub enum GitError {
     #[error("authentication to `{url}` failed")]
     #[diagnostic(
         code(kiln::git::authentication_failed),
-        help(
-            "https: set KILN_GIT_USERNAME and KILN_GIT_PASSWORD (a token), or configure a git credential helper for this host; ssh: load the key into ssh-agent (SSH_AUTH_SOCK) or set KILN_SSH_KEY to a private key file"
-        )
+        help("{}", kiln_source::error::GIT_CREDENTIALS)
     )]
     AuthenticationFailed { url: String },
 

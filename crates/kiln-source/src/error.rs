@@ -44,6 +44,12 @@ impl fmt::Display for Origin {
     }
 }
 
+/// Where a Git source's credentials come from (the ones `kiln publish` pushes with).
+pub const GIT_CREDENTIALS: &str = "https: set KILN_GIT_USERNAME and KILN_GIT_PASSWORD (a token), or configure a git credential helper for this host; ssh: load the key into ssh-agent (SSH_AUTH_SOCK) or set KILN_SSH_KEY to a private key file";
+
+/// Where a chart repository's or registry's credentials come from.
+pub const REGISTRY_CREDENTIALS: &str = "give credentials for this host: `KILN_REGISTRY_<HOST>=user:password` (HOST upper-cased, every other character `_`) or Docker's `~/.docker/config.json`";
+
 /// Why a source could not be had.
 #[derive(Debug, Error, Diagnostic)]
 pub enum SourceError {
@@ -70,13 +76,14 @@ pub enum SourceError {
     },
 
     #[error("{origin}: authentication failed: {detail}")]
-    #[diagnostic(
-        code(kiln::source::auth_failed),
-        help(
-            "give credentials for this host: `KILN_REGISTRY_<HOST>=user:password` (HOST upper-cased, every other character `_`), `~/.docker/config.json`, or for Git an ssh agent"
-        )
-    )]
-    Auth { origin: Box<Origin>, detail: String },
+    #[diagnostic(code(kiln::source::auth_failed), help("{help}"))]
+    Auth {
+        origin: Box<Origin>,
+        detail: String,
+        /// Where credentials come from for this kind of source: `GIT_CREDENTIALS` or
+        /// `REGISTRY_CREDENTIALS`.
+        help: &'static str,
+    },
 
     #[error("{origin}: `{wanted}` does not exist")]
     #[diagnostic(code(kiln::source::not_found), help("{help}"))]

@@ -468,6 +468,26 @@ mod tests {
         (repos, daemon, url, ids)
     }
 
+    /// A Git server that refuses kiln's (absent) credentials: the help names Git's
+    /// credentials, never the registries' variables (the newcomer was told to set
+    /// `KILN_REGISTRY_<HOST>` for a Git repository).
+    #[test]
+    fn a_git_login_failure_names_gits_credentials() {
+        let repos = tempfile::tempdir().unwrap();
+        app(repos.path());
+        let http = testing::git_http_with_login(repos.path(), "alice:pw");
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let err = f
+            .fetch(&git_req(&format!("{}/cart.git", http.http()), "main"))
+            .unwrap_err();
+        let help = miette::Diagnostic::help(&err).map(|h| h.to_string());
+        assert!(matches!(err, SourceError::Auth { .. }), "{err}");
+        let help = help.unwrap_or_default();
+        assert!(help.contains("KILN_GIT_USERNAME"), "{help}");
+        assert!(!help.contains("KILN_REGISTRY_"), "{help}");
+    }
+
     #[test]
     fn git_daemon_and_smart_http_fetch_a_ref_once_then_serve_from_the_lock_and_cache() {
         let repos = tempfile::tempdir().unwrap();

@@ -73,6 +73,7 @@ fn remote_error(origin: &Origin, e: &git2::Error) -> SourceError {
         SourceError::Auth {
             origin: Box::new(origin.clone()),
             detail,
+            help: crate::error::GIT_CREDENTIALS,
         }
     } else {
         SourceError::Unreachable {

@@ -120,6 +120,11 @@ pub fn git_http(base: &Path) -> Server {
     python_server(&["git-http", &base.display().to_string()])
 }
 
+/// [`git_http`] behind basic auth for `login` (`user:password`).
+pub fn git_http_with_login(base: &Path, login: &str) -> Server {
+    python_server(&["git-http", &base.display().to_string(), login])
+}
+
 /// [`git_http`], appending each request as `METHOD path` to `log`, so that tests count
 /// fetches ([`fetches_in`]).
 pub fn git_http_logged(base: &Path, log: &Path) -> Server {
