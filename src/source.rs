@@ -84,6 +84,11 @@ pub enum SourceStageError {
         )
     )]
     NoCache { at: String, url: String },
+
+    /// Several sources failed: each is reported, not only the first.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Many(kiln_base::diag::Errors<SourceStageError>),
 }
 
 /// What the source stage produced.
@@ -199,6 +204,8 @@ struct Wanted {
     git: String,
     reference: String,
     path: String,
+    /// Where the source is written: `platforms/p/platform.yaml:14:14 (source.ref)`.
+    at: String,
 }
 
 /// Runs the stage for the platform in `platform_dir`.
@@ -214,15 +221,14 @@ pub fn resolve(
         ..Resolved::default()
     };
     // A platform.yaml that does not parse is load's to report.
-    let Some(platform) = fs
-        .read_to_string(&platform_dir.join("platform.yaml"))
-        .ok()
-        .and_then(|t| crate::yaml::parse_one("platform.yaml", &t).ok())
-        .and_then(|v| serde_json::from_value::<PlatformFile>(v).ok())
-    else {
+    let file = platform_dir.join("platform.yaml");
+    let Some((text, platform)) = fs.read_to_string(&file).ok().and_then(|t| {
+        let v = crate::yaml::parse_one("platform.yaml", &t).ok()?;
+        Some((t, serde_json::from_value::<PlatformFile>(v).ok()?))
+    }) else {
         return Ok(out);
     };
-    let wanted = wanted(&platform)?;
+    let wanted = wanted(&platform, &file.display().to_string(), &text)?;
     // Charts of local components are known before any fetch; those of fetched components
     // once their trees are there.
     let mut charts = charts::ChartScan::default();
@@ -257,43 +263,22 @@ pub fn resolve(
         old.clone().unwrap_or_default(),
     );
     out.preview = !opts.refs.is_empty();
+    // Every failing source is reported, not only the first.
+    let mut failed = Vec::new();
     for w in &wanted {
-        let mut refs = expand_refs(&platform, w)?;
-        if let Some(r) = opts
-            .refs
-            .get(&w.name)
-            .or_else(|| opts.refs.get(&repo_name(&w.git)))
-        {
-            refs.values_mut().for_each(|v| v.clone_from(r));
-        }
-        let distinct: BTreeSet<&String> = refs.values().collect();
-        // One tree per distinct ref; the fetcher fetches each (repository, commit) once.
-        let mut by_ref: BTreeMap<&String, SourceTree> = BTreeMap::new();
-        for reference in distinct {
-            let tree = fetch_component(&fetcher, w, reference)?;
-            if !out.used.contains(&tree.1) {
-                out.used.push(tree.1);
+        match component_tree(&fetcher, &platform, opts, w, &mut out.used) {
+            Ok(tree) => {
+                out.trees.insert((w.project, w.instance), tree);
             }
-            by_ref.insert(reference, tree.0);
+            Err(e) => failed.push(e),
         }
-        let mut tree = match refs.values().next().and_then(|r| by_ref.get(r)) {
-            Some(t) => t.clone(),
-            // Deployed nowhere: its own ref, as written.
-            None => {
-                let t = fetch_component(&fetcher, w, &w.reference)?;
-                if !out.used.contains(&t.1) {
-                    out.used.push(t.1);
-                }
-                t.0
-            }
-        };
-        if by_ref.len() > 1 {
-            tree.environments = refs
-                .iter()
-                .filter_map(|(env, r)| Some((env.clone(), by_ref.get(r)?.clone())))
-                .collect();
+    }
+    match failed.len() {
+        0 => {}
+        1 => return Err(failed.remove(0)),
+        _ => {
+            return Err(SourceStageError::Many(kiln_base::diag::Errors::new(failed)));
         }
-        out.trees.insert((w.project, w.instance), tree);
     }
     for ((p, i), tree) in &out.trees {
         let project = &platform.spec.projects[*p];
@@ -354,8 +339,60 @@ pub fn resolve(
     Ok(out)
 }
 
+/// One instance's tree (and one per environment when its refs differ), each distinct ref
+/// fetched once; what it used is added to `used`.
+fn component_tree(
+    fetcher: &Fetcher<'_>,
+    platform: &PlatformFile,
+    opts: &SourceOptions,
+    w: &Wanted,
+    used: &mut Vec<LockEntry>,
+) -> Result<SourceTree, SourceStageError> {
+    let mut refs = expand_refs(platform, w)?;
+    if let Some(r) = opts
+        .refs
+        .get(&w.name)
+        .or_else(|| opts.refs.get(&repo_name(&w.git)))
+    {
+        refs.values_mut().for_each(|v| v.clone_from(r));
+    }
+    let distinct: BTreeSet<&String> = refs.values().collect();
+    // One tree per distinct ref; the fetcher fetches each (repository, commit) once.
+    let mut by_ref: BTreeMap<&String, SourceTree> = BTreeMap::new();
+    for reference in distinct {
+        let tree = fetch_component(fetcher, w, reference)?;
+        if !used.contains(&tree.1) {
+            used.push(tree.1);
+        }
+        by_ref.insert(reference, tree.0);
+    }
+    let mut tree = match refs.values().next().and_then(|r| by_ref.get(r)) {
+        Some(t) => t.clone(),
+        // Deployed nowhere: its own ref, as written.
+        None => {
+            let t = fetch_component(fetcher, w, &w.reference)?;
+            if !used.contains(&t.1) {
+                used.push(t.1);
+            }
+            t.0
+        }
+    };
+    if by_ref.len() > 1 {
+        tree.environments = refs
+            .iter()
+            .filter_map(|(env, r)| Some((env.clone(), by_ref.get(r)?.clone())))
+            .collect();
+    }
+    Ok(tree)
+}
+
 /// Every instance with a `source:`, checked.
-fn wanted(platform: &PlatformFile) -> Result<Vec<Wanted>, SourceStageError> {
+fn wanted(
+    platform: &PlatformFile,
+    file: &str,
+    text: &str,
+) -> Result<Vec<Wanted>, SourceStageError> {
+    let spans = kiln_base::yaml::SpanIndex::build(text);
     let mut out = Vec::new();
     for (p, project) in platform.spec.projects.iter().enumerate() {
         for (i, inst) in project.components.iter().enumerate() {
@@ -390,7 +427,23 @@ fn wanted(platform: &PlatformFile) -> Result<Vec<Wanted>, SourceStageError> {
                     "`source.path` is a folder inside the repository, relative to its root",
                 ));
             }
+            // The field a fetch failure is about: the ref (or the URL when no ref is given).
+            let (field, pointer) = match src.reference.is_empty() {
+                true => (
+                    "source.git",
+                    format!("/spec/projects/{p}/components/{i}/source/git"),
+                ),
+                false => (
+                    "source.ref",
+                    format!("/spec/projects/{p}/components/{i}/source/ref"),
+                ),
+            };
+            let at = match spans.find(0, &pointer, false) {
+                Some(l) => format!("{file}:{}:{} (`{field}`)", l.line, l.column),
+                None => format!("{file} (`{field}`)"),
+            };
             out.push(Wanted {
+                at,
                 project: p,
                 instance: i,
                 name,
@@ -515,7 +568,10 @@ fn fetch_component(
         url: w.git.clone(),
         chart: String::new(),
         requested: reference.to_string(),
-        needed_by: format!("component {} (project {})", w.name, w.project_name),
+        needed_by: format!(
+            "component {} (project {}) at {}",
+            w.name, w.project_name, w.at
+        ),
         // `kiln update NAME`: the instance's name, else the repository's.
         names: vec![w.name.clone(), repo_name(&w.git)],
     };

@@ -934,3 +934,61 @@ fn a_server_that_never_answers_times_out_for_git_helm_and_oci() {
         assert!(!root.join("out").exists(), "{what}: wrote output");
     }
 }
+
+/// Two sources at refs their repositories lack: both are reported (not only the first), each
+/// naming platform.yaml's line and column and the field (`source.ref`).
+#[test]
+fn every_failing_source_is_reported_at_its_line() {
+    let repos = tempfile::tempdir().unwrap();
+    for app in ["cart", "shop"] {
+        testing::app_repo(
+            repos.path(),
+            &format!("{app}.git"),
+            &[(
+                &[(
+                    "deploy/component.yaml",
+                    "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: x}\nspec: {}\n",
+                )],
+                Some("v1.0.0"),
+            )],
+        );
+    }
+    let daemon = testing::git_daemon(repos.path());
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("platforms/p")).unwrap();
+    let url = |app: &str| format!("git://127.0.0.1:{}/{app}.git", daemon.port);
+    std::fs::write(
+        root.join("platforms/p/platform.yaml"),
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {{name: p}}\nspec:\n  clusters: [{{name: c, server: https://kubernetes.default.svc}}]\n  environments: [{{name: dev, tier: nonprod, cluster: c}}]\n  projects:\n  - name: p\n    components:\n    - source:\n        git: {}\n        ref: v9.9.9\n        path: deploy\n    - source:\n        git: {}\n        ref: nope\n        path: deploy\n",
+            url("cart"),
+            url("shop")
+        ),
+    )
+    .unwrap();
+    let r = run(kiln_command(root)
+        .env("KILN_CACHE_DIR", root.join("cache"))
+        .args(["render", "platforms/p", "--write-to", "out", "--no-cache"]));
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    // miette wraps lines: compare with the wrapping undone.
+    let text: String = r
+        .text()
+        .lines()
+        .map(|l| l.trim_start().trim_start_matches("| ").trim_start_matches('|'))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(text.contains("2 errors"), "{text}");
+    assert!(
+        text.contains("platforms/p/platform.yaml:12:14 (`source.ref`)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("platforms/p/platform.yaml:16:14 (`source.ref`)"),
+        "{text}"
+    );
+    assert!(text.contains("`v9.9.9` does not exist"), "{text}");
+    assert!(text.contains("`nope` does not exist"), "{text}");
+    assert!(!root.join("out").exists());
+}
