@@ -32,7 +32,7 @@ pub use schemas::{
 };
 
 use crate::artifact::ArtifactSet;
-use crate::diag::SourceFile;
+use crate::diag::{Loc, SourceFile};
 use miette::{Diagnostic, LabeledSpan, NamedSource, SourceSpan};
 use serde_json::Value;
 use std::fmt;
@@ -218,16 +218,10 @@ pub struct Finding {
     pub message: String,
     /// The fix, when there is one.
     pub help: Option<String>,
-    /// File as shown to the user (or the artifact path).
-    pub file: String,
-    /// 0-based index of the YAML document in the file.
-    pub document: usize,
-    /// JSON Pointer of the node inside the document (`/spec/requestedFreight/0`).
-    pub pointer: String,
-    /// 1-based line, when the source text is known and the node was found in it.
-    pub line: Option<usize>,
-    /// 1-based column, with `line`.
-    pub column: Option<usize>,
+    /// Where: the file as shown to the user (or the artifact path), the 0-based YAML document
+    /// in it, the JSON Pointer of the node (`/spec/requestedFreight/0`), and its 1-based line
+    /// and column when the source text is known and the node was found in it (0 otherwise).
+    pub at: Loc<String>,
     source: Option<NamedSource<Arc<str>>>,
     span: Option<SourceSpan>,
 }
@@ -270,11 +264,12 @@ impl serde::Serialize for Finding {
         f.serialize_field("code", self.rule.code())?;
         f.serialize_field("message", &self.message)?;
         f.serialize_field("help", &self.help)?;
-        f.serialize_field("file", &self.file)?;
-        f.serialize_field("document", &self.document)?;
-        f.serialize_field("pointer", &self.pointer)?;
-        f.serialize_field("line", &self.line)?;
-        f.serialize_field("column", &self.column)?;
+        let known = |n: usize| (self.at.line > 0).then_some(n);
+        f.serialize_field("file", &self.at.file)?;
+        f.serialize_field("document", &self.at.doc)?;
+        f.serialize_field("pointer", &self.at.pointer)?;
+        f.serialize_field("line", &known(self.at.line))?;
+        f.serialize_field("column", &known(self.at.column))?;
         f.serialize_field("location", &self.location())?;
         f.end()
     }
@@ -283,9 +278,10 @@ impl serde::Serialize for Finding {
 impl Finding {
     /// `file:line:column` (or `file` plus the JSON pointer when the line is unknown).
     pub fn location(&self) -> String {
-        match (self.line, self.column) {
-            (Some(l), Some(c)) => format!("{}:{l}:{c}", self.file),
-            _ => format!("{}#{}{}", self.file, self.document, self.pointer),
+        if self.at.line > 0 {
+            self.at.position()
+        } else {
+            format!("{}#{}{}", self.at.file, self.at.doc, self.at.pointer)
         }
     }
 }
@@ -441,8 +437,13 @@ pub fn validate_documents(docs: &[Document], schemas: &SchemaSet) -> Result<Repo
     let outcome = rules::run(docs, schemas)?;
     let mut findings: Vec<Finding> = outcome.raw.into_iter().map(|r| resolve(docs, r)).collect();
     findings.sort_by(|a, b| {
-        (&a.file, a.document, a.line, &a.pointer, a.rule)
-            .cmp(&(&b.file, b.document, b.line, &b.pointer, b.rule))
+        (&a.at.file, a.at.doc, a.at.line, &a.at.pointer, a.rule).cmp(&(
+            &b.at.file,
+            b.at.doc,
+            b.at.line,
+            &b.at.pointer,
+            b.rule,
+        ))
     });
     Ok(Report {
         findings,
@@ -470,19 +471,18 @@ fn resolve(docs: &[Document], raw: RawFinding) -> Finding {
         rule: raw.rule,
         message: raw.message,
         help: raw.help,
-        file: doc.file.clone(),
-        document: doc.index,
-        pointer: raw.pointer,
-        line: None,
-        column: None,
+        at: Loc {
+            doc: doc.index,
+            key: raw.at_key,
+            ..Loc::new(doc.file.clone(), raw.pointer)
+        },
         source: None,
         span: None,
     };
     if let Some(source) = &doc.source
-        && let Some(pos) = source.locate(doc.index, &finding.pointer, raw.at_key)
+        && let Some(pos) = source.locate(doc.index, &finding.at.pointer, raw.at_key)
     {
-        finding.line = Some(pos.line);
-        finding.column = Some(pos.column);
+        finding.at = finding.at.found_at(Some(pos));
         finding.span = Some(pos.span());
         finding.source =
             Some(NamedSource::new(doc.file.clone(), source.text.clone()).with_language("yaml"));
@@ -541,10 +541,10 @@ mod tests {
             .collect();
         assert_eq!(bad.len(), 1, "{f:?}");
         assert_eq!(
-            bad[0].pointer,
+            bad[0].at.pointer,
             "/spec/jobTemplate/spec/template/spec/containers/0/image"
         );
-        assert_eq!(bad[0].line, Some(12));
+        assert_eq!(bad[0].at.line, 12);
         assert!(bad[0].message.contains("1.0.0 bad"), "{}", bad[0].message);
     }
 
@@ -573,7 +573,7 @@ mod tests {
                 .findings
                 .into_iter()
                 .filter(|f| f.rule == Rule::DuplicateObject)
-                .map(|f| f.file)
+                .map(|f| f.at.file)
                 .collect()
         };
         assert_eq!(dups(&docs), ["shop/kargo/project.yaml"]);
@@ -656,7 +656,7 @@ spec: {}
             );
         }
         let unknown = f.iter().find(|f| f.rule == Rule::UnknownWarehouse).unwrap();
-        assert_eq!(unknown.line, Some(21));
+        assert_eq!(unknown.at.line, 21);
         assert_eq!(unknown.help.as_deref(), Some("did you mean `api`?"));
         let cycle = f.iter().find(|f| f.rule == Rule::StageCycle).unwrap();
         assert!(
@@ -678,7 +678,7 @@ spec: {}
             report
                 .findings
                 .iter()
-                .all(|f| f.file == "shop/kargo/x.yaml")
+                .all(|f| f.at.file == "shop/kargo/x.yaml")
         );
         // A clean set of one valid object.
         let mut ok = ArtifactSet::new();
@@ -727,7 +727,7 @@ spec:
         assert!(help("`semverConstraint`").contains("`constraint`"));
         assert!(help("`allowTags`").contains("allowTagsRegexes"));
         assert!(help("`prNumberFromStep`").contains("`prNumber`"));
-        let lines: Vec<usize> = f.iter().filter_map(|f| f.line).collect();
+        let lines: Vec<usize> = f.iter().map(|f| f.at.line).filter(|&l| l > 0).collect();
         assert_eq!(lines, [4, 12, 12, 20], "{f:#?}");
     }
 
@@ -737,7 +737,7 @@ spec:
             "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    kargo.akuity.io/project: true\n",
         );
         assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(f[0].line, Some(6));
+        assert_eq!(f[0].at.line, 6);
         assert_eq!(f[0].help.as_deref(), Some("quote the value: \"true\""));
     }
 }

@@ -3,7 +3,9 @@
 //! - the layer table of `ARCHITECTURE.md`: inside each crate, a module imports only modules
 //!   of its own layer or below (Cargo already refuses an arrow from a crate to one above it);
 //! - the I/O boundary of `clippy.toml`: the files that may touch the disk, the environment
-//!   or the clock are exactly the ones it names.
+//!   or the clock are exactly the ones it names;
+//! - the "each concept once" table of `ARCHITECTURE.md`: a concept's tell-tale text appears
+//!   only in its home.
 
 use crate::support::repo_root;
 use std::collections::BTreeMap;
@@ -276,5 +278,68 @@ fn every_dependency_is_used() {
         unused.is_empty(),
         "unused dependencies:\n{}",
         unused.join("\n")
+    );
+}
+
+/// The "each concept once" table: (concept, home, the text a copy shows as).
+fn once_table() -> Vec<(String, String, String)> {
+    let doc = std::fs::read_to_string(repo_root().join("ARCHITECTURE.md")).unwrap();
+    let start = doc
+        .find("<!-- once -->")
+        .expect("ARCHITECTURE.md has its concept table after <!-- once -->");
+    let unquote = |c: &str| c.trim().trim_matches('`').to_string();
+    doc[start..]
+        .lines()
+        .skip(3)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.trim_matches('|').split(" | ").collect();
+            assert_eq!(cells.len(), 3, "a row of three cells: {l}");
+            (
+                cells[0].trim().to_string(),
+                unquote(cells[1]),
+                unquote(cells[2]),
+            )
+        })
+        .collect()
+}
+
+/// Every concept of the table is written in its home only (issue 32: one source location,
+/// one JSON Pointer escape, one diff, …): its tell-tale text appears in no other source file
+/// of the workspace, tests included.
+#[test]
+fn each_concept_is_written_once() {
+    let root = repo_root();
+    let table = once_table();
+    assert!(!table.is_empty());
+    let mut files: Vec<PathBuf> = source_dirs()
+        .into_iter()
+        .flat_map(|(_, d)| rust_files(&d))
+        .collect();
+    files.extend(rust_files(&root.join("tests")));
+    let this = root.join("tests/architecture.rs");
+    let mut copies = Vec::new();
+    for file in files.iter().filter(|f| **f != this) {
+        let rel = file
+            .strip_prefix(&root)
+            .unwrap()
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(file).unwrap();
+        for (concept, home, tell) in &table {
+            let at_home = if home.ends_with('/') {
+                rel.starts_with(home.as_str())
+            } else {
+                rel == *home
+            };
+            if !at_home && text.contains(tell.as_str()) {
+                copies.push(format!("{rel}: {concept} (`{tell}`; its home is {home})"));
+            }
+        }
+    }
+    assert!(
+        copies.is_empty(),
+        "concepts written twice:\n{}",
+        copies.join("\n")
     );
 }

@@ -966,8 +966,8 @@ fn validate_catches_a_removed_from_freight_and_points_at_its_line() {
         .collect();
     assert_eq!(removed.len(), 1, "{:#?}", report.findings);
     let f = removed[0];
-    assert_eq!(f.line, Some(32), "{}", f.location());
-    assert_eq!(f.column, Some(13));
+    assert_eq!(f.at.line, 32, "{}", f.location());
+    assert_eq!(f.at.column, 13);
     assert!(f.message.contains("`fromFreight`"), "{}", f.message);
     assert!(
         f.help.as_deref().unwrap().contains("commitFrom("),
@@ -987,7 +987,7 @@ fn validate_catches_a_removed_from_freight_and_points_at_its_line() {
         .iter()
         .find(|f| f.rule == check::Rule::RemovedField)
         .unwrap();
-    assert_eq!(f.line, Some(7));
+    assert_eq!(f.at.line, 7);
     assert!(f.help.as_deref().unwrap().contains("requestedFreight"));
 }
 
@@ -1001,11 +1001,7 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
     let report =
         check::validate_paths(std::sync::Arc::new(kiln::fs::RealFs), &[path], &dir).unwrap();
     // The removed field is also unknown to the step schema: one finding, with help.
-    let at_line_32: Vec<_> = report
-        .findings
-        .iter()
-        .filter(|f| f.line == Some(32))
-        .collect();
+    let at_line_32: Vec<_> = report.findings.iter().filter(|f| f.at.line == 32).collect();
     assert_eq!(at_line_32.len(), 1, "{:#?}", report.findings);
     assert_eq!(at_line_32[0].rule, check::Rule::RemovedField);
     // The case outputs validate clean.
@@ -1034,11 +1030,10 @@ fn validate_with_the_shared_schemas_reports_each_problem_once() {
         .partition(|f| f.rule == check::Rule::SharedBranchRevision);
     assert!(other.is_empty(), "{other:#?}");
     assert_eq!(shared.len(), 3, "{shared:#?}");
-    assert!(
-        shared
-            .iter()
-            .all(|f| f.file.ends_with("g01-kargo-authorized-stage/expected.yaml"))
-    );
+    assert!(shared.iter().all(|f| {
+        f.at.file
+            .ends_with("g01-kargo-authorized-stage/expected.yaml")
+    }));
     assert_eq!(report.objects, 10);
 }
 
@@ -1641,7 +1636,7 @@ fn findings_by_rule(report: &check::Report) -> BTreeMap<String, Vec<String>> {
     for f in &report.findings {
         out.entry(f.rule.code().to_string())
             .or_default()
-            .push(format!("{}#{}", f.file, f.pointer));
+            .push(format!("{}#{}", f.at.file, f.at.pointer));
     }
     out
 }

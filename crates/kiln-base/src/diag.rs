@@ -4,7 +4,8 @@
 //!
 //! Beside it, the pipeline's shared diagnostics vocabulary: [`Sources`] (every text one run
 //! read, indexed by [`SourceId`]), [`Loc`] (file + document + JSON Pointer, what model nodes
-//! carry so a late stage can point at the value's line), [`Errors`] (every error one stage
+//! carry so a late stage can point at the value's line; the one source location, also the
+//! kustomize engine's), [`Errors`] (every error one stage
 //! found, reported together), [`schema_violations`] (JSON Schema errors walked back to
 //! pointers) and [`did_you_mean`]. Invariant: resolving a location never fails; an unknown
 //! pointer falls back to its nearest ancestor, and finally to the whole file.
@@ -71,52 +72,105 @@ pub struct Sources {
 }
 
 /// Where a value came from: document `doc` (0-based, empty documents not counted) of file
-/// `file`, at JSON Pointer `pointer`. With `key`, diagnostics underline the mapping key
-/// instead of the value (used for unknown fields).
+/// `file`, at JSON Pointer `pointer`, and, once found in the text, its 1-based `line` and
+/// `column` (0 until then). With `key`, diagnostics underline the mapping key instead of the
+/// value (used for unknown fields). The one source location of every stage and engine.
+///
+/// `F` names the file. The pipeline uses a [`SourceId`]: the text stays in [`Sources`], and
+/// the line is looked up only when a diagnostic needs it ([`Sources::resolve`]). An engine
+/// that keeps no table (kustomize) uses the display name and resolves the line at once.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Loc {
-    pub file: SourceId,
+pub struct Loc<F = SourceId> {
+    pub file: F,
     pub doc: usize,
     pub pointer: String,
     pub key: bool,
+    pub line: usize,
+    pub column: usize,
 }
 
-impl Loc {
+impl<F: Clone> Loc<F> {
     /// The value at `pointer` in document 0 of `file`.
-    pub fn new(file: SourceId, pointer: impl Into<String>) -> Loc {
+    pub fn new(file: F, pointer: impl Into<String>) -> Loc<F> {
         Loc {
             file,
             doc: 0,
             pointer: pointer.into(),
             key: false,
+            line: 0,
+            column: 0,
         }
     }
 
     /// A child location: `pointer` + `/` + the escaped `token`.
-    pub fn join(&self, token: impl fmt::Display) -> Loc {
+    pub fn join(&self, token: impl fmt::Display) -> Loc<F> {
         let token = crate::pointer::escape(&token.to_string());
-        Loc {
-            file: self.file,
-            doc: self.doc,
-            pointer: format!("{}/{token}", self.pointer),
-            key: false,
-        }
+        self.extend(&format!("/{token}"))
     }
 
     /// A child location given as a JSON Pointer suffix (already escaped, starting with `/`).
-    pub fn extend(&self, suffix: &str) -> Loc {
+    pub fn extend(&self, suffix: &str) -> Loc<F> {
         Loc {
-            file: self.file,
+            file: self.file.clone(),
             doc: self.doc,
             pointer: format!("{}{suffix}", self.pointer),
             key: false,
+            line: 0,
+            column: 0,
         }
     }
 
     /// The same location, underlining the key.
-    pub fn at_key(mut self) -> Loc {
+    pub fn at_key(mut self) -> Loc<F> {
         self.key = true;
         self
+    }
+}
+
+impl<F> Loc<F> {
+    /// The same location, its file named `file` (a [`SourceId`]'s display name, say).
+    pub fn in_file<G>(&self, file: G) -> Loc<G> {
+        Loc {
+            file,
+            doc: self.doc,
+            pointer: self.pointer.clone(),
+            key: self.key,
+            line: self.line,
+            column: self.column,
+        }
+    }
+
+    /// The same location with the line and column it was `found` at (0 when not found).
+    pub fn found_at(mut self, found: Option<Located>) -> Loc<F> {
+        (self.line, self.column) = found.map_or((0, 0), |l| (l.line, l.column));
+        self
+    }
+}
+
+impl Loc<String> {
+    /// `file:line:column`, or `file` alone when the line is unknown.
+    pub fn position(&self) -> String {
+        if self.line > 0 {
+            format!("{}:{}:{}", self.file, self.line, self.column)
+        } else {
+            self.file.clone()
+        }
+    }
+}
+
+impl fmt::Display for Loc<String> {
+    /// `file:line:column` (`file` alone when the line is unknown), plus `(field a[0].b)` when
+    /// the location is inside the document.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.position())?;
+        if !self.pointer.is_empty() {
+            write!(
+                f,
+                " (field `{}`)",
+                crate::pointer::field_path(&self.pointer)
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -162,11 +216,16 @@ impl Sources {
         Snippet {
             src: f.named_source(),
             span: found.map(|l| l.span()),
-            at: match found {
-                Some(l) => format!("{}:{}:{}", f.name, l.line, l.column),
-                None => f.name.clone(),
-            },
+            at: loc.in_file(f.name.clone()).found_at(found).position(),
         }
+    }
+
+    /// `loc` with the file's display name, and the line and column it was found at (0 when
+    /// the pointer is not in the text, see [`Sources::snippet`]).
+    pub fn resolve(&self, loc: &Loc) -> Loc<String> {
+        let f = self.get(loc.file);
+        let found = f.locate(loc.doc, &loc.pointer, loc.key);
+        loc.in_file(f.name.clone()).found_at(found)
     }
 
     /// A snippet for the whole of file `id` (no span).

@@ -9,47 +9,16 @@
 //! Invariant: every variant's message names the file (relative to the build root) and, when
 //! the source text is known, the 1-based line.
 
+use kiln_base::diag::Loc;
 use kiln_base::yaml;
 use miette::{Diagnostic, NamedSource, SourceSpan};
-use std::fmt;
 use thiserror::Error;
-
-/// A place in a source file: the file as shown to the user, the JSON pointer of the field
-/// inside document `doc`, and the resolved line/column (0 when the text was not available).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Location {
-    pub file: String,
-    pub doc: usize,
-    pub pointer: String,
-    pub line: usize,
-    pub column: usize,
-}
-
-impl fmt::Display for Location {
-    /// `file:line:column` (`file` alone when the line is unknown), plus `(field /a/0/b)` when the
-    /// location is inside the document.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.file)?;
-        if self.line > 0 {
-            write!(f, ":{}:{}", self.line, self.column)?;
-        }
-        if !self.pointer.is_empty() {
-            write!(f, " (field `{}`)", pointer_to_field(&self.pointer))?;
-        }
-        Ok(())
-    }
-}
-
-/// `/patches/1/target` → `patches[1].target`, the way a user reads a field path.
-pub fn pointer_to_field(pointer: &str) -> String {
-    kiln_base::pointer::field_path(pointer)
-}
 
 /// A location plus the source text, ready to be put into a diagnostic. Built with
 /// [`Site::new`] from a file's text, or [`Site::file`] when only the name is known.
 #[derive(Debug, Clone)]
 pub struct Site {
-    pub at: Location,
+    pub at: Loc<String>,
     pub src: NamedSource<String>,
     pub span: Option<SourceSpan>,
 }
@@ -63,6 +32,7 @@ impl Site {
             text,
             doc,
             pointer,
+            key,
             yaml::locate(text, doc, pointer, key),
         )
     }
@@ -73,17 +43,16 @@ impl Site {
         text: &str,
         doc: usize,
         pointer: &str,
+        key: bool,
         found: Option<yaml::Located>,
     ) -> Site {
-        let (line, column) = found.map(|l| (l.line, l.column)).unwrap_or((0, 0));
+        let at = Loc {
+            doc,
+            key,
+            ..Loc::new(file.to_string(), pointer)
+        };
         Site {
-            at: Location {
-                file: file.to_string(),
-                doc,
-                pointer: pointer.to_string(),
-                line,
-                column,
-            },
+            at: at.found_at(found),
             src: NamedSource::new(file, text.to_string()),
             span: found.map(|l| l.span()),
         }
@@ -92,13 +61,7 @@ impl Site {
     /// A site naming only a file (no text, no line).
     pub fn file(file: &str) -> Site {
         Site {
-            at: Location {
-                file: file.to_string(),
-                doc: 0,
-                pointer: String::new(),
-                line: 0,
-                column: 0,
-            },
+            at: Loc::new(file.to_string(), ""),
             src: NamedSource::new(file, String::new()),
             span: None,
         }
@@ -533,7 +496,7 @@ impl KustomizeError {
     }
 
     /// The location the error points at, when it has one.
-    pub fn location(&self) -> Option<&Location> {
+    pub fn location(&self) -> Option<&Loc<String>> {
         use KustomizeError::*;
         match self {
             KustomizationInvalid { site, .. }
@@ -571,12 +534,5 @@ mod tests {
         assert!(msg.starts_with("overlay/kustomization.yaml:3:3"), "{msg}");
         assert!(msg.contains("resources[1]"), "{msg}");
         assert_eq!(err.location().unwrap().line, 3);
-    }
-
-    #[test]
-    fn pointer_reads_as_field_path() {
-        assert_eq!(pointer_to_field("/patches/1/target"), "patches[1].target");
-        assert_eq!(pointer_to_field("/commonLabels/a~1b"), "commonLabels.a/b");
-        assert_eq!(pointer_to_field(""), "");
     }
 }

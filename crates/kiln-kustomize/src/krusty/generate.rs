@@ -185,7 +185,7 @@ fn inflate(
         _ if !chart.repo.is_empty() => {
             return Err(KustomizeError::unsupported(
                 kf.site(&field("repo")),
-                format!("{}.repo", crate::error::pointer_to_field(pointer)),
+                format!("{}.repo", kiln_base::pointer::field_path(pointer)),
                 format!(
                     "no chart was pulled for it, and `{}` holds no vendored copy",
                     ldr.display(&lexical)

@@ -468,6 +468,7 @@ impl KustFile {
             &self.text,
             0,
             pointer,
+            key,
             index.find(0, pointer, key),
         )
     }

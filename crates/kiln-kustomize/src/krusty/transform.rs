@@ -38,12 +38,10 @@ fn patch_error(site: Site, e: PatchError) -> KustomizeError {
     {
         let line = y.line.unwrap_or(0);
         let inner = Site {
-            at: crate::error::Location {
-                file: y.file.clone(),
-                doc: 0,
-                pointer: String::new(),
+            at: kiln_base::diag::Loc {
                 line,
                 column: 1,
+                ..kiln_base::diag::Loc::new(y.file.clone(), "")
             },
             src: y.src.clone(),
             span: y.span,
@@ -80,7 +78,7 @@ fn patch_text(
             format!(
                 "{}: {}.patch",
                 kf.display,
-                crate::error::pointer_to_field(pointer)
+                kiln_base::pointer::field_path(pointer)
             ),
         )),
     }
@@ -434,7 +432,7 @@ fn transformer_configs(
         let display = format!(
             "{}: {}",
             kf.display,
-            crate::error::pointer_to_field(pointer)
+            kiln_base::pointer::field_path(pointer)
         );
         return Ok(docs(display, entry.to_string(), values));
     }
@@ -489,7 +487,7 @@ fn run_builtin(
                     format!(
                         "{}: {}.patches",
                         kf.display,
-                        crate::error::pointer_to_field(pointer)
+                        kiln_base::pointer::field_path(pointer)
                     ),
                 ));
             }
