@@ -517,15 +517,20 @@ pub fn register(f: &mut Funcs, now: i64) {
     f.add1("unixEpoch", move |_, a0| {
         Ok(Value::from(time_arg(a0, now).to_string()))
     });
-    f.add2("dateModify", move |_, a0, a1| {
-        Ok(time_value(
-            time_arg(a1, now) + parse_duration(&s(a0)).unwrap_or(0),
-        ))
-    });
-    f.add2("mustDateModify", move |_, a0, a1| {
-        let d = parse_duration(&s(a0)).ok_or("invalid duration")?;
-        Ok(time_value(time_arg(a1, now) + d))
-    });
+    // Sprig registers these under their snake_case names too (functions.go `genericMap`).
+    for name in ["dateModify", "date_modify"] {
+        f.add2(name, move |_, a0, a1| {
+            Ok(time_value(
+                time_arg(a1, now) + parse_duration(&s(a0)).unwrap_or(0),
+            ))
+        });
+    }
+    for name in ["mustDateModify", "must_date_modify"] {
+        f.add2(name, move |_, a0, a1| {
+            let d = parse_duration(&s(a0)).ok_or("invalid duration")?;
+            Ok(time_value(time_arg(a1, now) + d))
+        });
+    }
     f.add1("ago", move |_, a0| {
         Ok(Value::from(format!("{}s", now - time_arg(a0, now))))
     });

@@ -6,14 +6,15 @@
 //! each checked by trial division and then by Miller-Rabin with Go's number of rounds for the
 //! size (`isPrime`: 5 for 1024-bit primes, 4 for 2048-bit ones), the key rebuilt from p and q.
 //! Go draws a fresh number per candidate and trial-divides by 74 primes; here one draw is
-//! followed by a sieved search upwards (as OpenSSL does), which is cheaper for the same result. `rsa::RsaPrivateKey::new` (`num-bigint-dig`'s
-//! `gen_prime`) is Go's older algorithm: trial division by the primes up to 53 only, then 20
-//! Miller-Rabin rounds and a Lucas test on every prime, which made kiln's key generation about
-//! 2.5 times Go's CPU (issue 37). The work here is what is left: a sieve over the odd numbers
-//! after one random start with every prime below 2^14 (about 9 in 10 odd candidates never
-//! reach an exponentiation), one base-2 round that rejects nearly every composite, and the
-//! remaining rounds only on the prime found.
+//! followed by a sieved search upwards (as OpenSSL does), which is cheaper for the same result:
+//! a sieve over the odd numbers after one random start with every prime below 2^14 (about 9 in
+//! 10 odd candidates never reach an exponentiation), one base-2 round that rejects nearly every
+//! composite, and the remaining rounds only on the prime found. The exponentiations, nearly all
+//! of the time, run on fixed-width Montgomery arithmetic ([`crate::sprig::bigmod`], Go's
+//! `bigmod`); `rsa::RsaPrivateKey::new` (`num-bigint-dig`'s `gen_prime`) is Go's older
+//! algorithm, 20 Miller-Rabin rounds and a Lucas test on every prime (issue 37, ADR 0026).
 
+use crate::sprig::bigmod::Modulus;
 use rand_chacha::ChaCha20Rng;
 use rand_chacha::rand_core::RngCore;
 use rsa::BigUint;
@@ -49,7 +50,7 @@ fn small_primes() -> &'static [u32] {
 }
 
 /// `x`'s little-endian 64-bit words.
-fn words(x: &BigUint) -> Vec<u64> {
+pub(crate) fn words(x: &BigUint) -> Vec<u64> {
     x.to_bytes_le()
         .chunks(8)
         .map(|c| {
@@ -60,12 +61,14 @@ fn words(x: &BigUint) -> Vec<u64> {
         .collect()
 }
 
-/// `x mod p` for a small `p`, from `x`'s little-endian 64-bit words.
+/// `x mod p` for a small `p` (below 2^32), from `x`'s little-endian 64-bit words: 32 bits at a
+/// time, so every step is one 64-bit division (a 128-bit remainder is a library call).
 fn rem_small(words: &[u64], p: u32) -> u32 {
-    let p = u128::from(p);
-    let mut r: u128 = 0;
+    let p = u64::from(p);
+    let mut r = 0u64;
     for &w in words.iter().rev() {
-        r = ((r << 64) | u128::from(w)) % p;
+        r = ((r << 32) | (w >> 32)) % p;
+        r = ((r << 32) | (w & 0xffff_ffff)) % p;
     }
     r as u32
 }
@@ -85,26 +88,19 @@ fn rounds(bits: usize) -> usize {
     }
 }
 
-/// One Miller-Rabin round (Go's `millerRabinIteration`) of `n` (odd, `n - 1 = d * 2^s`) to `base`: false when `base`
-/// witnesses that `n` is composite.
-fn strong_probable_prime(
-    n: &BigUint,
-    n_minus_1: &BigUint,
-    d: &BigUint,
-    s: u64,
-    base: &BigUint,
-) -> bool {
-    let one = BigUint::from(1u32);
-    let mut y = base.modpow(d, n);
-    if y == one || y == *n_minus_1 {
+/// The end of one Miller-Rabin round (Go's `millerRabinIteration`) of `n` (odd,
+/// `n - 1 = d * 2^s`), given `y = base^d` in Montgomery form: false when the base witnesses
+/// that `n` is composite.
+fn strong_probable_prime<const N: usize>(m: &Modulus<N>, mut y: [u64; N], s: u64) -> bool {
+    if y == *m.one() || y == *m.minus_one() {
         return true;
     }
     for _ in 1..s {
-        y = (&y * &y) % n;
-        if y == *n_minus_1 {
+        y = m.square(&y);
+        if y == *m.minus_one() {
             return true;
         }
-        if y == one {
+        if y == *m.one() {
             return false;
         }
     }
@@ -120,17 +116,19 @@ fn random_bits(rng: &mut ChaCha20Rng, bits: usize) -> BigUint {
     BigUint::from_bytes_be(&bytes)
 }
 
-/// Whether `n` (odd, past trial division) is a probable prime: base 2, then Table B.1's
-/// rounds with random bases in [2, n - 2].
-fn probable_prime(rng: &mut ChaCha20Rng, n: &BigUint, bits: usize) -> bool {
-    let one = BigUint::from(1u32);
-    let two = BigUint::from(2u32);
-    let n_minus_1 = n - &one;
+/// Whether `n` (odd, past trial division, at most N limbs) is a probable prime: base 2, then
+/// Table B.1's rounds with random bases in [2, n - 2].
+fn probable_prime<const N: usize>(rng: &mut ChaCha20Rng, n: &BigUint, bits: usize) -> bool {
+    let Some(m) = Modulus::<N>::new(&words(n)) else {
+        return false;
+    };
+    let n_minus_1 = n - 1u32;
     let s = n_minus_1.trailing_zeros().unwrap_or(0) as u64;
-    let d = &n_minus_1 >> s as usize;
-    if !strong_probable_prime(n, &n_minus_1, &d, s, &two) {
+    let d = words(&(&n_minus_1 >> s as usize));
+    if !strong_probable_prime(&m, m.exp2(&d), s) {
         return false;
     }
+    let two = BigUint::from(2u32);
     let n_minus_3 = n - 3u32;
     for _ in 1..rounds(bits) {
         // Rejection sampling keeps the base uniform in [2, n - 2].
@@ -140,7 +138,11 @@ fn probable_prime(rng: &mut ChaCha20Rng, n: &BigUint, bits: usize) -> bool {
                 break b + &two;
             }
         };
-        if !strong_probable_prime(n, &n_minus_1, &d, s, &base) {
+        let mut limbs = [0u64; N];
+        for (l, w) in limbs.iter_mut().zip(words(&base)) {
+            *l = w;
+        }
+        if !strong_probable_prime(&m, m.exp(&m.to_montgomery(&limbs), &d), s) {
             return false;
         }
     }
@@ -148,8 +150,8 @@ fn probable_prime(rng: &mut ChaCha20Rng, n: &BigUint, bits: usize) -> bool {
 }
 
 /// A random prime of exactly `bits` bits (`bits` ≥ 16) whose top two bits are set (so two of
-/// them multiply to a full-size modulus) and with `p - 1` prime to [`E`].
-pub(crate) fn prime(rng: &mut ChaCha20Rng, bits: usize) -> BigUint {
+/// them multiply to a full-size modulus) and with `p - 1` prime to [`E`]; `bits` ≤ 64·N.
+fn prime<const N: usize>(rng: &mut ChaCha20Rng, bits: usize) -> BigUint {
     let primes = small_primes();
     // `sieve[i]` is `start + 2i`; true once a small prime divides it.
     let slots = (WINDOW / 2) as usize;
@@ -182,7 +184,7 @@ pub(crate) fn prime(rng: &mut ChaCha20Rng, bits: usize) -> BigUint {
             if candidate.bits() != bits {
                 break;
             }
-            if probable_prime(rng, &candidate, bits) {
+            if probable_prime::<N>(rng, &candidate, bits) {
                 return candidate;
             }
         }
@@ -191,11 +193,21 @@ pub(crate) fn prime(rng: &mut ChaCha20Rng, bits: usize) -> BigUint {
 
 /// An RSA key of `bits` bits (a multiple of 2, ≥ 512) with e = 65537, as Go's
 /// `rsa.GenerateKey`: primes p and q of half the size, distinct, the key rebuilt from them
-/// (`d` modulo λ(n), the CRT values precomputed).
-pub(crate) fn rsa_key(rng: &mut ChaCha20Rng, bits: usize) -> Result<rsa::RsaPrivateKey, String> {
+/// (`d` modulo λ(n), the CRT values precomputed). Sprig asks for 2048 and 4096 bits; the
+/// Montgomery arithmetic is compiled for primes of up to 1024 and 2048 bits.
+pub fn rsa_key(rng: &mut ChaCha20Rng, bits: usize) -> Result<rsa::RsaPrivateKey, String> {
+    let find: fn(&mut ChaCha20Rng, usize) -> BigUint = match bits {
+        64..=2048 => prime::<16>,
+        2049..=4096 => prime::<32>,
+        _ => {
+            return Err(format!(
+                "kiln generates RSA keys of 64 to 4096 bits, not {bits}"
+            ));
+        }
+    };
     loop {
-        let p = prime(rng, bits / 2);
-        let q = prime(rng, bits - bits / 2);
+        let p = find(rng, bits / 2);
+        let q = find(rng, bits - bits / 2);
         if p == q {
             continue;
         }
@@ -224,11 +236,11 @@ mod tests {
         let mut rng = ChaCha20Rng::from_seed([9; 32]);
         // 2^127 - 1 (a Mersenne prime), and a Carmichael number that fools Fermat's test.
         let m127 = (BigUint::from(1u32) << 127) - 1u32;
-        assert!(probable_prime(&mut rng, &m127, 127));
+        assert!(probable_prime::<16>(&mut rng, &m127, 127));
         let carmichael = BigUint::from(41_041u32);
-        assert!(!probable_prime(&mut rng, &carmichael, 16));
+        assert!(!probable_prime::<16>(&mut rng, &carmichael, 16));
         let composite = &m127 * &m127;
-        assert!(!probable_prime(&mut rng, &composite, 254));
+        assert!(!probable_prime::<16>(&mut rng, &composite, 254));
     }
 
     #[test]

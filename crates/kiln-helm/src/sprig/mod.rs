@@ -12,13 +12,14 @@
 //! random function (`randAlphaNum`, `uuidv4`, `genCA`, …) draws from one generator seeded
 //! by the caller (see [`Seed`] and docs in `crates/kiln-helm/src/lib.rs`).
 
+mod bigmod;
 pub mod crypto;
 pub mod date;
 mod decimal;
 pub mod dict;
 pub mod encode;
 pub mod goregex;
-mod keygen;
+pub mod keygen;
 pub mod list;
 pub mod network;
 pub mod numeric;

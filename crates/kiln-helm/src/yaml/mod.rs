@@ -11,6 +11,7 @@
 //! `encoding/json` for `toJson` (sorted keys, `<`, `>`, `&` escaped as `\u003c`…).
 
 mod fast;
+mod goerror;
 pub mod gojson;
 
 use super::template::value::{Marshaled, Value, format_float};
@@ -24,6 +25,8 @@ use std::fmt::Write as _;
 pub struct YamlError {
     pub line: usize,
     pub message: String,
+    /// go-yaml v2's text for the error where kiln knows it (`fromYaml`'s `.Error`).
+    pub go_yaml: Option<String>,
 }
 
 impl std::fmt::Display for YamlError {
@@ -89,6 +92,7 @@ fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> 
         let (event, span) = ev.map_err(|e| YamlError {
             line: e.marker().line(),
             message: e.to_string(),
+            go_yaml: goerror::go_yaml_text(text, &e),
         })?;
         let line = span.start.line();
         let node = match event {
@@ -118,6 +122,7 @@ fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> 
             Event::Alias(id) => anchors.get(&id).cloned().ok_or_else(|| YamlError {
                 line,
                 message: "unknown anchor".into(),
+                go_yaml: None,
             })?,
             Event::SequenceStart(_, anchor, _) => {
                 stack.push(Frame::Seq(Vec::new(), anchor));
@@ -139,6 +144,7 @@ fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> 
                     return Err(YamlError {
                         line,
                         message: "unbalanced sequence".into(),
+                        go_yaml: None,
                     });
                 }
             },
@@ -168,6 +174,7 @@ fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> 
                     return Err(YamlError {
                         line,
                         message: "unbalanced mapping".into(),
+                        go_yaml: None,
                     });
                 }
             },
@@ -257,9 +264,10 @@ fn first_non_finite(v: &Value) -> Option<f64> {
     }
 }
 
-/// `fromYaml`'s read: [`parse_one`], then refused where JSON could not carry the value.
+/// `fromYaml`'s read: [`parse_one`], then refused where JSON could not carry the value. A
+/// read error is worded as go-yaml v2 words it where kiln knows how.
 pub fn parse_one_as_json(text: &str) -> Result<Value, String> {
-    let v = parse_one(text).map_err(|e| e.to_string())?;
+    let v = parse_one(text).map_err(|e| e.go_yaml.clone().unwrap_or_else(|| e.to_string()))?;
     match json_unsupported(&v) {
         Some(e) => Err(e),
         None => Ok(v),
