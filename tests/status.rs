@@ -933,18 +933,24 @@ fn json_is_camel_case_and_dates_may_be_relative() {
 }
 
 /// The bank without Kargo, committed in its own repository, published with
-/// `kiln publish --per-environment` into a bare write repository.
-struct PerEnvironment {
+/// `kiln publish FLAGS` into a bare write repository.
+struct PublishedBank {
     tmp: tempfile::TempDir,
     root: PathBuf,
     platform: String,
     deploy: PathBuf,
+    /// `--per-environment`, `--layout cluster`: given to publish and status alike.
+    flags: &'static [&'static str],
 }
 
 /// The repository the bank's Applications sync without Kargo (`spec.source.repoURL`).
 const BANK_SOURCE: &str = "https://github.com/example/bank-platform.git";
 
-fn published_per_environment() -> PerEnvironment {
+fn published_per_environment() -> PublishedBank {
+    published_bank(&["--per-environment"])
+}
+
+fn published_bank(flags: &'static [&'static str]) -> PublishedBank {
     let tmp = tempfile::tempdir().unwrap();
     let root = tmp.path().join("platform");
     let platform = crate::cli_verify::bank_without_kargo(&root);
@@ -956,26 +962,28 @@ fn published_per_environment() -> PerEnvironment {
         tmp.path(),
         &["init", "-q", "--bare", deploy.to_str().unwrap()],
     );
-    let p = PerEnvironment {
+    let p = PublishedBank {
         tmp,
         root,
         platform,
         deploy,
+        flags,
     };
     p.publish();
     p
 }
 
-impl PerEnvironment {
+impl PublishedBank {
     fn publish(&self) {
         let mut cmd = kiln_command(&repo_root());
-        cmd.args(["publish", &self.platform, "--per-environment", "--repo"])
-            .arg(&self.deploy);
+        cmd.args(["publish", &self.platform, "--repo"])
+            .arg(&self.deploy)
+            .args(self.flags);
         let r = run(&mut cmd);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
     }
 
-    /// `kiln status --per-environment -o json ARGS`: exit code and cells.
+    /// `kiln status FLAGS -o json ARGS`: exit code and cells.
     fn status(&self, args: &[&str]) -> (Option<i32>, Vec<Value>) {
         let r = self.status_run(args);
         let v: Value = serde_json::from_str(&r.stdout)
@@ -985,7 +993,8 @@ impl PerEnvironment {
 
     fn status_run(&self, args: &[&str]) -> crate::support::Run {
         let mut cmd = kiln_command(&repo_root());
-        cmd.args(["status", &self.platform, "--per-environment", "-o", "json"])
+        cmd.args(["status", &self.platform, "-o", "json"])
+            .args(self.flags)
             .arg("--repo-map")
             .arg(format!("{BANK_SOURCE}={}", self.deploy.display()))
             .args(args);
@@ -1273,4 +1282,143 @@ fn readme_states_status_exit_codes_as_kubectl_diff() {
     assert_eq!(r.code, Some(3), "{}", r.stderr);
     let in_sync = p.status_run(&[]);
     assert_eq!(in_sync.code, Some(0), "{}", in_sync.stderr);
+}
+
+/// The newcomer's layout, as the "Done when" puts it: one service repository (the
+/// source repository, which also holds kiln's rendered tree) for six components; three
+/// promotions (two components to dev, one of them on to test). `status` reports exactly
+/// those three cells deployed, each with the promoted images and its Freight as Kargo names
+/// it, and the promotion commit; `history` lists exactly three promotions with images, and
+/// `--at` counts exactly three deployments.
+#[test]
+fn newcomers_layout_reports_exactly_its_three_promotions() {
+    let source = "https://github.com/example/bank-platform.git";
+    let (tmp, platform) = bank_variant(|t| {
+        let header = &t[..t.find("\n  projects:\n").unwrap()];
+        let mut spec = format!(
+            "{header}\n  projects:\n  - name: shop\n    output:\n      repoURL: {source}\n      mode: path-per-environment\n      branchPattern: main\n      pathPattern: \"envs/${{env.name}}\"\n    components:\n"
+        );
+        for c in [
+            "frontend",
+            "userservice",
+            "contacts",
+            "balancereader",
+            "ledgerwriter",
+            "transactionhistory",
+        ] {
+            spec.push_str(&format!("    - path: ../../components/{c}\n"));
+        }
+        spec
+    });
+    let w = world_in(&platform, Some(tmp.path()));
+    let chosen = ["frontend-dev", "contacts-dev", "frontend-test"];
+    let stages = stages_where(&w, |s| chosen.contains(&s.name.as_str()));
+    assert_eq!(stages.len(), 3, "{stages:?}");
+    let done = promote(&w, &stages);
+    let (code, cells) = status_json(&w, &platform, &[]);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert_eq!(cells.len(), 6 * 5, "six components in five environments");
+    let deployed: Vec<&Value> = cells
+        .iter()
+        .filter(|c| c["state"] != "notDeployed")
+        .collect();
+    let mut found: Vec<String> = deployed
+        .iter()
+        .map(|c| {
+            format!(
+                "{}-{}",
+                c["component"].as_str().unwrap(),
+                c["environment"].as_str().unwrap()
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found, ["contacts-dev", "frontend-dev", "frontend-test"]);
+    for c in &deployed {
+        assert_eq!(c["repoURL"], source);
+        let p = &done[c["stage"].as_str().unwrap()];
+        assert_eq!(c["writeCommit"], p.commit.as_str(), "{c:#?}");
+        let images = c["images"].as_array().unwrap();
+        assert_eq!(images.len(), 1, "{c:#?}");
+        let repo = images[0]["repository"].as_str().unwrap();
+        assert_eq!(images[0]["tag"], w.new_tag_of(repo).as_str(), "{c:#?}");
+        assert_eq!(
+            images[0]["digest"],
+            crate::promote::new_digest(repo).as_str()
+        );
+        let reference = p
+            .freight
+            .iter()
+            .find(|r| r.images.iter().any(|i| i.repo_url == repo))
+            .unwrap();
+        assert_eq!(
+            c["freight"],
+            generate_freight_id(reference).as_str(),
+            "{c:#?}"
+        );
+    }
+    let source_repo = w.tmp.path().join("source.git");
+    let history = |args: &[&str]| {
+        let mut cmd = kiln_command(&repo_root());
+        cmd.args(["history", "--repo"])
+            .arg(&source_repo)
+            .arg("--platform")
+            .arg(&platform)
+            .args(["-o", "json"])
+            .args(args);
+        let r = run(&mut cmd);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        serde_json::from_str::<Value>(&r.stdout).unwrap()
+    };
+    let h = history(&[]);
+    let promotions: Vec<&Value> = h["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["madeByKiln"] == false)
+        .collect();
+    assert_eq!(promotions.len(), 3, "{h:#?}");
+    for e in promotions {
+        assert_eq!(e["images"].as_array().unwrap().len(), 1, "{e:#?}");
+    }
+    let at = history(&["--at", "2100-01-01"]);
+    assert_eq!(at["images"].as_array().unwrap().len(), 3, "{at:#?}");
+}
+
+/// Item 1 in the other render layout: `kiln publish --layout cluster` (one branch, folders
+/// per cluster) is judged by content too: a hand edit is drift naming the file, the edit put
+/// back by hand is in sync.
+#[test]
+fn cluster_layout_publish_drift_is_content() {
+    let p = published_bank(&["--layout", "cluster"]);
+    let (code, cells) = p.status(&[]);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    let c = cell(&cells, "web", "frontend", "prod-west").clone();
+    assert_eq!(c["branch"], "main");
+    let path = c["path"].as_str().unwrap();
+    assert!(path.contains("clusters/prod-west/"), "{path}");
+    let clone = p.clone("main");
+    let file = clone.join(path).join("kustomization.yaml");
+    let published = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{published}# by hand\n")).unwrap();
+    git(&clone, &["commit", "-qam", "hot fix by hand"]);
+    git(&clone, &["push", "-q", "origin", "main"]);
+    let (code, cells) = p.status(&["-c", "frontend"]);
+    assert_eq!(code, Some(1));
+    for c in &cells {
+        assert_eq!(
+            c["state"] == "drifted",
+            c["environment"] == "prod-west",
+            "{c:#?}"
+        );
+    }
+    let drift = cell(&cells, "web", "frontend", "prod-west")["drift"]
+        .as_str()
+        .unwrap();
+    assert!(drift.starts_with("kustomization.yaml differ"), "{drift}");
+    std::fs::write(&file, &published).unwrap();
+    git(&clone, &["commit", "-qam", "undo the hot fix"]);
+    git(&clone, &["push", "-q", "origin", "main"]);
+    let (code, cells) = p.status(&["-c", "frontend"]);
+    assert_eq!(code, Some(0), "{cells:#?}");
 }
