@@ -507,6 +507,79 @@ mod tests {
         assert_eq!(normalize_folder("."), "");
     }
 
+    /// Commits `files` (path → content; `None` removes) on top of HEAD of `repo`.
+    fn commit(repo: &git2::Repository, message: &str, files: &[(&str, Option<&str>)]) {
+        let mut index = repo.index().unwrap();
+        for (path, content) in files {
+            match content {
+                Some(c) => {
+                    let id = repo.blob(c.as_bytes()).unwrap();
+                    let mut entry = git2::IndexEntry {
+                        ctime: git2::IndexTime::new(0, 0),
+                        mtime: git2::IndexTime::new(0, 0),
+                        dev: 0,
+                        ino: 0,
+                        mode: 0o100644,
+                        uid: 0,
+                        gid: 0,
+                        file_size: 0,
+                        id,
+                        flags: 0,
+                        flags_extended: 0,
+                        path: path.as_bytes().to_vec(),
+                    };
+                    entry.flags = (path.len() as u16) & 0xfff;
+                    index.add(&entry).unwrap();
+                }
+                None => index.remove_path(std::path::Path::new(path)).unwrap(),
+            }
+        }
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let who = git2::Signature::new("t", "t@example.com", &git2::Time::new(1, 0)).unwrap();
+        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        repo.commit(Some("HEAD"), &who, &who, message, &tree, &parents)
+            .unwrap();
+    }
+
+    #[test]
+    fn the_walk_goes_past_the_window_only_for_folders_without_their_writers_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init_bare(dir.path()).unwrap();
+        commit(&repo, "kiln: promote a", &[("a/x.yaml", Some("1"))]);
+        commit(&repo, "kiln: promote b", &[("b/x.yaml", Some("1"))]);
+        commit(&repo, "by hand", &[("a/x.yaml", Some("2"))]);
+        commit(&repo, "by hand again", &[("a/x.yaml", Some("3"))]);
+        commit(&repo, "only by hand", &[("c/x.yaml", Some("1"))]);
+        let folders: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let promotion = |_: &str, message: &str| message.starts_with("kiln: promote");
+        let path = dir.path().display().to_string();
+        let state = read_branch(
+            &path,
+            "HEAD",
+            &folders,
+            1,
+            &promotion,
+            &RemoteAuth::default(),
+        )
+        .unwrap();
+        let a = &state.folders["a"];
+        // The window holds the newest write only; the promotion two writes back is found.
+        assert_eq!(a.writes.len(), 1);
+        assert_eq!(a.writes[0].message, "by hand again");
+        assert_eq!(a.files.files["x.yaml"], b"3");
+        let by = a.by_writer.as_ref().unwrap();
+        assert_eq!(by.message, "kiln: promote a");
+        assert_eq!(by.files.files["x.yaml"], b"1");
+        // b's newest write is its promotion: it is both.
+        let b = &state.folders["b"];
+        assert_eq!(b.writes, b.by_writer.iter().cloned().collect::<Vec<_>>());
+        // c's writer never wrote it.
+        let c = &state.folders["c"];
+        assert_eq!(c.writes.len(), 1);
+        assert!(c.by_writer.is_none());
+    }
+
     #[test]
     fn tree_entries_compare_in_gits_order() {
         use std::cmp::Ordering::*;
