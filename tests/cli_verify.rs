@@ -10,7 +10,7 @@ fn kiln(args: &[&str]) -> (Option<i32>, String) {
 }
 
 /// A copy of the bank platform (and its components) with Kargo switched off, in `dir`.
-fn bank_without_kargo(dir: &std::path::Path) -> String {
+pub(crate) fn bank_without_kargo(dir: &std::path::Path) -> String {
     let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     copy_dir(&here.join("components"), &dir.join("components"));
     let spec = std::fs::read_to_string(here.join("platforms/bank/platform.yaml")).unwrap();

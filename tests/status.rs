@@ -387,6 +387,28 @@ fn status_history_and_at_match_every_promotion() {
     );
 }
 
+/// A clone of the branch `c`'s Application syncs, and the cell's folder in it.
+fn clone_of_cell(w: &World, c: &Value, name: &str) -> (PathBuf, PathBuf) {
+    let kiln::promote::repo::Location::Local(repo) = w.map.locate(c["repoURL"].as_str().unwrap())
+    else {
+        panic!("{c:#?}")
+    };
+    let clone = w.tmp.path().join(name);
+    git(
+        w.tmp.path(),
+        &[
+            "clone",
+            "-q",
+            "-b",
+            c["branch"].as_str().unwrap(),
+            repo.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    let folder = clone.join(c["path"].as_str().unwrap());
+    (clone, folder)
+}
+
 /// Drift is content (issue 35, item 1): a promoted folder is drifted when it is not what its
 /// Stage builds from the Freight its promotion recorded, whoever committed on top and whatever
 /// the commit says, and in sync when it is. Only the edited cell drifts.
@@ -402,25 +424,8 @@ fn drift_is_a_folder_its_stage_would_not_build() {
     assert_eq!(code, Some(0), "{cells:#?}");
     assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
     let target = cell(&cells, "web", "frontend", "dev").clone();
-    let kiln::promote::repo::Location::Local(repo) =
-        w.map.locate(target["repoURL"].as_str().unwrap())
-    else {
-        panic!("{target:#?}")
-    };
     let branch = target["branch"].as_str().unwrap();
-    let clone = w.tmp.path().join("drift");
-    git(
-        w.tmp.path(),
-        &[
-            "clone",
-            "-q",
-            "-b",
-            branch,
-            repo.to_str().unwrap(),
-            clone.to_str().unwrap(),
-        ],
-    );
-    let folder = clone.join(target["path"].as_str().unwrap());
+    let (clone, folder) = clone_of_cell(&w, &target, "drift");
     let name = std::fs::read_dir(&folder)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -925,4 +930,495 @@ fn json_is_camel_case_and_dates_may_be_relative() {
     ]));
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(r.stdout.starts_with("nothing on"), "{}", r.stdout);
+}
+
+/// The bank without Kargo, committed in its own repository, published with
+/// `kiln publish FLAGS` into a bare write repository.
+struct PublishedBank {
+    tmp: tempfile::TempDir,
+    root: PathBuf,
+    platform: String,
+    deploy: PathBuf,
+    /// `--per-environment`, `--layout cluster`: given to publish and status alike.
+    flags: &'static [&'static str],
+}
+
+/// The repository the bank's Applications sync without Kargo (`spec.source.repoURL`).
+const BANK_SOURCE: &str = "https://github.com/example/bank-platform.git";
+
+fn published_per_environment() -> PublishedBank {
+    published_bank(&["--per-environment"])
+}
+
+fn published_bank(flags: &'static [&'static str]) -> PublishedBank {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("platform");
+    let platform = crate::cli_verify::bank_without_kargo(&root);
+    git(tmp.path(), &["init", "-q", root.to_str().unwrap()]);
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "the bank, without Kargo"]);
+    let deploy = tmp.path().join("deploy.git");
+    git(
+        tmp.path(),
+        &["init", "-q", "--bare", deploy.to_str().unwrap()],
+    );
+    let p = PublishedBank {
+        tmp,
+        root,
+        platform,
+        deploy,
+        flags,
+    };
+    p.publish();
+    p
+}
+
+impl PublishedBank {
+    fn publish(&self) {
+        let mut cmd = kiln_command(&repo_root());
+        cmd.args(["publish", &self.platform, "--repo"])
+            .arg(&self.deploy)
+            .args(self.flags);
+        let r = run(&mut cmd);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+    }
+
+    /// `kiln status FLAGS -o json ARGS`: exit code and cells.
+    fn status(&self, args: &[&str]) -> (Option<i32>, Vec<Value>) {
+        let r = self.status_run(args);
+        let v: Value = serde_json::from_str(&r.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", r.stdout, r.stderr));
+        (r.code, v["cells"].as_array().unwrap().clone())
+    }
+
+    fn status_run(&self, args: &[&str]) -> crate::support::Run {
+        let mut cmd = kiln_command(&repo_root());
+        cmd.args(["status", &self.platform, "-o", "json"])
+            .args(self.flags)
+            .arg("--repo-map")
+            .arg(format!("{BANK_SOURCE}={}", self.deploy.display()))
+            .args(args);
+        run(&mut cmd)
+    }
+
+    /// A clone of `branch` of the write repository, to edit by hand.
+    fn clone(&self, branch: &str) -> PathBuf {
+        let clone = self
+            .tmp
+            .path()
+            .join(format!("hand-{}", branch.replace('/', "-")));
+        if !clone.exists() {
+            git(
+                self.tmp.path(),
+                &[
+                    "clone",
+                    "-q",
+                    "-b",
+                    branch,
+                    self.deploy.to_str().unwrap(),
+                    clone.to_str().unwrap(),
+                ],
+            );
+        }
+        git(&clone, &["pull", "-q", "origin", branch]);
+        clone
+    }
+}
+
+/// Item 1, for `kiln publish --per-environment` (no Stage): a folder is drifted when it is
+/// not what publish renders from the source commit it recorded — a hand edit, even one that
+/// amends the publish keeping its message and trailers — and in sync when it is, whoever
+/// committed last (an edit put back by hand, a re-publish of the same commit). The spec moving
+/// on without a publish is not drift: the recorded commit is what is rendered again.
+#[test]
+fn per_environment_publish_drift_is_the_folder_against_its_source_commit() {
+    let p = published_per_environment();
+    let head = git(&p.root, &["rev-parse", "HEAD"]).trim().to_string();
+    let (code, cells) = p.status(&[]);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert!(cells.len() > 10);
+    for c in &cells {
+        assert_eq!(c["state"], "inSync", "{c:#?}");
+        assert_eq!(c["sourceCommit"], head.as_str(), "{c:#?}");
+        assert_eq!(
+            c["branch"],
+            format!("stage/{}", c["environment"].as_str().unwrap())
+        );
+    }
+    let frontend = cell(&cells, "web", "frontend", "dev").clone();
+    let clone = p.clone("stage/dev");
+    let folder = clone.join(frontend["path"].as_str().unwrap());
+    let file = folder.join("kustomization.yaml");
+    let published = std::fs::read_to_string(&file).unwrap();
+    let only_dev_frontend_drifts = |cells: &[Value]| {
+        for c in cells {
+            let drifted = c["component"] == "frontend" && c["environment"] == "dev";
+            assert_eq!(c["state"] == "drifted", drifted, "{c:#?}");
+        }
+    };
+
+    // A hand edit: drift, naming the file, the source commit and the commit.
+    std::fs::write(&file, format!("{published}# scaled up by hand\n")).unwrap();
+    git(&clone, &["commit", "-qam", "hot fix by hand"]);
+    git(&clone, &["push", "-q", "origin", "stage/dev"]);
+    let hand = git(&clone, &["rev-parse", "HEAD"]).trim().to_string();
+    let (code, cells) = p.status(&[]);
+    assert_eq!(code, Some(1));
+    only_dev_frontend_drifts(&cells);
+    let drift = cell(&cells, "web", "frontend", "dev")["drift"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for said in ["kustomization.yaml", &head[..12], &hand[..12]] {
+        assert!(drift.contains(said), "{said} not in {drift}");
+    }
+
+    // Put back by hand: what publish wrote, so in sync, though a hand made the last commit.
+    std::fs::write(&file, &published).unwrap();
+    git(&clone, &["commit", "-qam", "undo the hot fix"]);
+    git(&clone, &["push", "-q", "origin", "stage/dev"]);
+    let (code, cells) = p.status(&[]);
+    assert_eq!(code, Some(0), "{cells:#?}");
+
+    // The publish amended by hand, keeping its message, trailers and author: drift.
+    git(&clone, &["reset", "-q", "--hard", "HEAD~2"]);
+    std::fs::write(&file, format!("{published}# scaled up by hand\n")).unwrap();
+    git(&clone, &["commit", "-qa", "--amend", "--no-edit"]);
+    let message = git(&clone, &["log", "-1", "--format=%B"]);
+    assert!(message.contains("Kiln-Source-Commit"), "{message}");
+    git(&clone, &["push", "-q", "-f", "origin", "stage/dev"]);
+    let (code, cells) = p.status(&[]);
+    assert_eq!(code, Some(1));
+    only_dev_frontend_drifts(&cells);
+
+    // A re-publish of the same commit writes the render back: in sync; once more: no commit.
+    p.publish();
+    let (code, cells) = p.status(&[]);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    let tip = git(&p.deploy, &["rev-parse", "stage/dev"]);
+    p.publish();
+    assert_eq!(git(&p.deploy, &["rev-parse", "stage/dev"]), tip);
+
+    // The spec moves on and nobody publishes: still what the recorded commit renders.
+    let spec = Path::new(&p.platform).join("platform.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let changed = text.replacen("        replicas: 1\n", "        replicas: 3\n", 1);
+    assert_ne!(changed, text);
+    std::fs::write(&spec, changed).unwrap();
+    git(&p.root, &["commit", "-qam", "three replicas"]);
+    let (code, cells) = p.status(&[]);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert!(cells.iter().all(|c| c["sourceCommit"] == head.as_str()));
+}
+
+/// Item 2: a cell whose last promotion is older than the `--past` writes read still names
+/// that promotion's Freight, source commit, commit, author and time, and is judged by
+/// content: the walk goes on, for that folder only, until its Stage's promotion is found.
+#[test]
+fn a_promotion_older_than_the_past_window_still_names_its_freight() {
+    let platform = platform_dir("platforms/bank");
+    let w = world(&platform);
+    let stages = stages_where(&w, |s| s.project == "web" && s.name == "frontend-dev");
+    assert_eq!(stages.len(), 1);
+    let done = promote(&w, &stages);
+    let promoted = &done["web/frontend-dev"];
+    let (_, cells) = status_json(&w, &platform, &["-c", "frontend", "-e", "dev"]);
+    let before = cell(&cells, "web", "frontend", "dev").clone();
+    assert_eq!(before["state"], "inSync", "{before:#?}");
+    let freight = before["freight"].as_str().unwrap().to_string();
+
+    // Two hand commits on top (an edit, then the edit put back): the promotion is the third
+    // newest write of the folder.
+    let branch = before["branch"].as_str().unwrap();
+    let (clone, folder) = clone_of_cell(&w, &before, "window");
+    let file = folder.join("manifests.yaml");
+    let built = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{built}# by hand\n")).unwrap();
+    git(&clone, &["commit", "-qam", "hot fix by hand"]);
+    std::fs::write(&file, &built).unwrap();
+    git(&clone, &["commit", "-qam", "undo the hot fix"]);
+    git(&clone, &["push", "-q", "origin", branch]);
+    let undo = git(&clone, &["rev-parse", "HEAD"]).trim().to_string();
+
+    for past in ["1", "2"] {
+        let (code, cells) = status_json(
+            &w,
+            &platform,
+            &["-c", "frontend", "-e", "dev", "--past", past],
+        );
+        let c = cell(&cells, "web", "frontend", "dev");
+        assert_eq!(code, Some(0), "--past {past}: {c:#?}");
+        assert_eq!(c["state"], "inSync", "--past {past}: {c:#?}");
+        assert_eq!(c["history"].as_array().unwrap().len().to_string(), past);
+        // The folder's newest write is the hand's; what runs is the promotion's.
+        assert_eq!(c["writeCommit"], undo.as_str());
+        assert_eq!(c["author"]["name"], "Hand Editor");
+        assert_eq!(c["freight"], freight.as_str(), "--past {past}: {c:#?}");
+        assert_eq!(c["sourceCommit"], source_head(&w).as_str());
+        let p = &c["promotion"];
+        assert_eq!(p["commit"], promoted.commit.as_str(), "{c:#?}");
+        assert_eq!(p["author"]["name"], "kiln test");
+        assert_eq!(p["time"], before["time"]);
+        assert_eq!(p["freight"], freight.as_str());
+        assert_eq!(c["images"], before["images"]);
+    }
+}
+
+/// Item 3 (speed, ADR 0034): `kiln status` and `kiln history` read without libgit2's
+/// re-hashing of every object (40 % of the walk), which `git` itself never does on read; every
+/// other command keeps it. Shown with a loose object whose bytes no longer hash to its name:
+/// status reads it (and reports the folder as drifted), verify refuses the repository.
+#[test]
+fn only_status_and_history_skip_rehashing_objects() {
+    let p = published_per_environment();
+    let clone = p.clone("stage/dev");
+    let file = clone.join("deploy/web/frontend/kustomization.yaml");
+    let published = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{published}# by hand\n")).unwrap();
+    git(&clone, &["commit", "-qam", "hot fix by hand"]);
+    // A push this small is unpacked: the new blob is a loose object of the write repository.
+    git(&clone, &["push", "-q", "origin", "stage/dev"]);
+    let blob = git(
+        &p.deploy,
+        &[
+            "rev-parse",
+            "stage/dev:deploy/web/frontend/kustomization.yaml",
+        ],
+    )
+    .trim()
+    .to_string();
+    let loose = |id: &str| p.deploy.join("objects").join(&id[..2]).join(&id[2..]);
+    assert!(loose(&blob).is_file(), "{blob} is packed");
+    // Another blob's bytes under this blob's name.
+    let other = {
+        let mut cmd = crate::support::git_cmd(&p.deploy);
+        cmd.args(["hash-object", "-w", "--stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped());
+        let mut child = cmd.spawn().unwrap();
+        use std::io::Write as _;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(format!("{published}# tampered\n").as_bytes())
+            .unwrap();
+        String::from_utf8(child.wait_with_output().unwrap().stdout)
+            .unwrap()
+            .trim()
+            .to_string()
+    };
+    std::fs::remove_file(loose(&blob)).unwrap();
+    std::fs::copy(loose(&other), loose(&blob)).unwrap();
+
+    let r = p.status_run(&["-e", "dev", "-c", "frontend"]);
+    assert_eq!(r.code, Some(1), "{}{}", r.stdout, r.stderr);
+    assert!(
+        r.stdout.contains("kustomization.yaml differ"),
+        "{}",
+        r.stdout
+    );
+    let mut cmd = kiln_command(&repo_root());
+    cmd.args(["history", "--repo"])
+        .arg(&p.deploy)
+        .args(["--branch", "stage/dev", "-o", "json"]);
+    let r = run(&mut cmd);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let mut cmd = kiln_command(&repo_root());
+    cmd.args([
+        "verify",
+        &p.platform,
+        "--per-environment",
+        "--ref",
+        "stage/dev",
+        "--repo",
+    ])
+    .arg(&p.deploy);
+    let r = run(&mut cmd);
+    assert_eq!(r.code, Some(3), "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("hash mismatch"), "{}", r.stderr);
+}
+
+/// Item 4: the README lists `kiln status` among the commands and in the `kubectl diff`
+/// column of the exit codes (0 in sync, 1 lagging or drifted, >1 error), and status exits so:
+/// 3 when a repository cannot be read.
+#[test]
+fn readme_states_status_exit_codes_as_kubectl_diff() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let help = run(kiln_command(&repo_root()).arg("--help")).stdout;
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .collect();
+    assert!(commands.contains(&"status"), "{help}");
+    for c in &commands {
+        assert!(
+            readme.contains(&format!("| `kiln {c}")),
+            "the README's command table has no row for `kiln {c}`"
+        );
+    }
+    let exits = readme
+        .split("### Exit codes")
+        .nth(1)
+        .expect("an exit-code section");
+    let header = exits.lines().find(|l| l.starts_with("| code")).unwrap();
+    assert!(
+        header.contains("`status`") && header.contains("kubectl diff"),
+        "{header}"
+    );
+    let p = published_per_environment();
+    let mut cmd = kiln_command(&repo_root());
+    cmd.args(["status", &p.platform, "--per-environment", "--repo-map"])
+        .arg(format!(
+            "{BANK_SOURCE}={}",
+            p.tmp.path().join("nowhere").display()
+        ));
+    let r = run(&mut cmd);
+    assert_eq!(r.code, Some(3), "{}", r.stderr);
+    let in_sync = p.status_run(&[]);
+    assert_eq!(in_sync.code, Some(0), "{}", in_sync.stderr);
+}
+
+/// The newcomer's layout, as the issue's "Done when" puts it: one service repository (the
+/// source repository, which also holds kiln's rendered tree) for six components; three
+/// promotions (two components to dev, one of them on to test). `status` reports exactly
+/// those three cells deployed, each with the promoted images and its Freight as Kargo names
+/// it, and the promotion commit; `history` lists exactly three promotions with images, and
+/// `--at` counts exactly three deployments.
+#[test]
+fn newcomers_layout_reports_exactly_its_three_promotions() {
+    let source = "https://github.com/example/bank-platform.git";
+    let (tmp, platform) = bank_variant(|t| {
+        let header = &t[..t.find("\n  projects:\n").unwrap()];
+        let mut spec = format!(
+            "{header}\n  projects:\n  - name: shop\n    output:\n      repoURL: {source}\n      mode: path-per-environment\n      branchPattern: main\n      pathPattern: \"envs/${{env.name}}\"\n    components:\n"
+        );
+        for c in [
+            "frontend",
+            "userservice",
+            "contacts",
+            "balancereader",
+            "ledgerwriter",
+            "transactionhistory",
+        ] {
+            spec.push_str(&format!("    - path: ../../components/{c}\n"));
+        }
+        spec
+    });
+    let w = world_in(&platform, Some(tmp.path()));
+    let chosen = ["frontend-dev", "contacts-dev", "frontend-test"];
+    let stages = stages_where(&w, |s| chosen.contains(&s.name.as_str()));
+    assert_eq!(stages.len(), 3, "{stages:?}");
+    let done = promote(&w, &stages);
+    let (code, cells) = status_json(&w, &platform, &[]);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert_eq!(cells.len(), 6 * 5, "six components in five environments");
+    let deployed: Vec<&Value> = cells
+        .iter()
+        .filter(|c| c["state"] != "notDeployed")
+        .collect();
+    let mut found: Vec<String> = deployed
+        .iter()
+        .map(|c| {
+            format!(
+                "{}-{}",
+                c["component"].as_str().unwrap(),
+                c["environment"].as_str().unwrap()
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(found, ["contacts-dev", "frontend-dev", "frontend-test"]);
+    for c in &deployed {
+        assert_eq!(c["repoURL"], source);
+        let p = &done[c["stage"].as_str().unwrap()];
+        assert_eq!(c["writeCommit"], p.commit.as_str(), "{c:#?}");
+        let images = c["images"].as_array().unwrap();
+        assert_eq!(images.len(), 1, "{c:#?}");
+        let repo = images[0]["repository"].as_str().unwrap();
+        assert_eq!(images[0]["tag"], w.new_tag_of(repo).as_str(), "{c:#?}");
+        assert_eq!(
+            images[0]["digest"],
+            crate::promote::new_digest(repo).as_str()
+        );
+        let reference = p
+            .freight
+            .iter()
+            .find(|r| r.images.iter().any(|i| i.repo_url == repo))
+            .unwrap();
+        assert_eq!(
+            c["freight"],
+            generate_freight_id(reference).as_str(),
+            "{c:#?}"
+        );
+    }
+    let source_repo = w.tmp.path().join("source.git");
+    let history = |args: &[&str]| {
+        let mut cmd = kiln_command(&repo_root());
+        cmd.args(["history", "--repo"])
+            .arg(&source_repo)
+            .arg("--platform")
+            .arg(&platform)
+            .args(["-o", "json"])
+            .args(args);
+        let r = run(&mut cmd);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        serde_json::from_str::<Value>(&r.stdout).unwrap()
+    };
+    let h = history(&[]);
+    let promotions: Vec<&Value> = h["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["madeByKiln"] == false)
+        .collect();
+    assert_eq!(promotions.len(), 3, "{h:#?}");
+    for e in promotions {
+        assert_eq!(e["images"].as_array().unwrap().len(), 1, "{e:#?}");
+    }
+    let at = history(&["--at", "2100-01-01"]);
+    assert_eq!(at["images"].as_array().unwrap().len(), 3, "{at:#?}");
+}
+
+/// Item 1 in the other render layout: `kiln publish --layout cluster` (one branch, folders
+/// per cluster) is judged by content too: a hand edit is drift naming the file, the edit put
+/// back by hand is in sync.
+#[test]
+fn cluster_layout_publish_drift_is_content() {
+    let p = published_bank(&["--layout", "cluster"]);
+    let (code, cells) = p.status(&[]);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    let c = cell(&cells, "web", "frontend", "prod-west").clone();
+    assert_eq!(c["branch"], "main");
+    let path = c["path"].as_str().unwrap();
+    assert!(path.contains("clusters/prod-west/"), "{path}");
+    let clone = p.clone("main");
+    let file = clone.join(path).join("kustomization.yaml");
+    let published = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{published}# by hand\n")).unwrap();
+    git(&clone, &["commit", "-qam", "hot fix by hand"]);
+    git(&clone, &["push", "-q", "origin", "main"]);
+    let (code, cells) = p.status(&["-c", "frontend"]);
+    assert_eq!(code, Some(1));
+    for c in &cells {
+        assert_eq!(
+            c["state"] == "drifted",
+            c["environment"] == "prod-west",
+            "{c:#?}"
+        );
+    }
+    let drift = cell(&cells, "web", "frontend", "prod-west")["drift"]
+        .as_str()
+        .unwrap();
+    assert!(drift.starts_with("kustomization.yaml differ"), "{drift}");
+    std::fs::write(&file, &published).unwrap();
+    git(&clone, &["commit", "-qam", "undo the hot fix"]);
+    git(&clone, &["push", "-q", "origin", "main"]);
+    let (code, cells) = p.status(&["-c", "frontend"]);
+    assert_eq!(code, Some(0), "{cells:#?}");
 }

@@ -103,9 +103,9 @@ pub enum Command {
     Graph(GraphArgs),
     /// What runs in every component and environment, from Git alone (exit 1 when a cell lags
     /// its upstream or drifted: its folder is not what its Stage builds from the Freight it
-    /// promoted).
+    /// promoted, or what kiln publish renders from the source commit it recorded).
     #[command(
-        after_help = "Examples:\n  kiln status platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy\n  kiln status platforms/bank -e prod-east -o json\n  kiln status platforms/bank -o html > status.html\n\nDrift: the Stage's steps are rerun up to git-commit from the Freight its last promotion\nrecorded, and the folder compared with what they build (the source repository must be\nreachable: --repo-map).\n\nExit codes: 0 in sync, 1 lagging or drifted, 3 error (as kubectl diff)."
+        after_help = "Examples:\n  kiln status platforms/bank --repo-map https://github.com/example/bank-web-deploy.git=../bank-web-deploy\n  kiln status platforms/bank -e prod-east -o json\n  kiln status platforms/bank -o html > status.html\n  kiln status platforms/shop --per-environment --repo-map URL=PATH   # after publish --per-environment\n\nDrift: the Stage's steps are rerun up to git-commit from the Freight its last promotion\nrecorded, and the folder compared with what they build (the source repository must be\nreachable: --repo-map). Without Kargo, the platform is rendered at the source commit the\nlast publish recorded (from this checkout's history) and compared the same way.\n\nExit codes: 0 in sync, 1 lagging or drifted, 3 error (as kubectl diff)."
     )]
     Status(StatusArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -1800,6 +1800,7 @@ fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
         }
         None => crate::git::WriteLayout::default(),
     };
+    crate::git::read_only_walks();
     let json = args.output == Format::Json;
     let text = if let Some(at) = &args.at {
         let state = crate::git::deployed_at(
@@ -1966,8 +1967,11 @@ fn graph(args: &GraphArgs) -> miette::Result<ExitCode> {
                 projects: args.project.iter().cloned().collect(),
                 ..Default::default()
             },
+            per_environment: false,
         };
-        crate::status::status(&set, &platform, &options)?.stage_runs()
+        crate::git::read_only_walks();
+        let current = |_: &str| Ok(set.clone());
+        crate::status::status(&set, &platform, &options, &current)?.stage_runs()
     };
     print_out(&crate::graph::graph_with_runs(
         &objects,
@@ -2001,7 +2005,7 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
     opts.environment_branches = args
         .per_environment
         .then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
-    let crate::pipeline::Built { platform, set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
+    let built = crate::pipeline::build(&opts, &|_, _| {})?;
     let options = crate::status::StatusOptions {
         filter: crate::status::StatusFilter {
             projects: args.projects.clone(),
@@ -2015,8 +2019,16 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
             StatusOutput::Text => 2,
             _ => 10,
         }),
+        per_environment: args.per_environment,
     };
-    let report = crate::status::status(&set, &platform, &options)?;
+    crate::git::read_only_walks();
+    let report = crate::status::status(
+        &built.set,
+        &built.platform,
+        &options,
+        &rerender(&opts, &args.platform, &built),
+    )?;
+    let crate::pipeline::Built { platform, set, .. } = built;
     match args.output {
         StatusOutput::Json => print_out(&json(&report)?)?,
         StatusOutput::Text => {
@@ -2044,6 +2056,48 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
         }
     }
     Ok(ExitCode::from(u8::from(!report.in_sync())))
+}
+
+/// For `kiln status`: the platform rendered as `kiln publish` rendered it at `commit` of the
+/// checkout's repository. That is `built` when the checkout is at that commit with no local
+/// change to what the render read; else the commit's tree under the repository root, read
+/// into memory and rendered with the same options (no render cache, no validation: neither
+/// changes the bytes).
+fn rerender<'a>(
+    opts: &'a crate::pipeline::RenderOptions,
+    platform_dir: &'a std::path::Path,
+    built: &'a crate::pipeline::Built,
+) -> impl Fn(&str) -> Result<crate::artifact::ArtifactSet, String> + 'a {
+    move |commit: &str| {
+        let root = &built.platform.root;
+        let here = crate::git::source_commit_of(platform_dir, root, built.inputs.keys());
+        if here.as_deref() == Some(commit) {
+            return Ok(built.set.clone());
+        }
+        let files = crate::git::files_at_commit(root, commit).map_err(|e| e.to_string())?;
+        let mut fs = crate::fs::MemFs::new();
+        fs.add_dir(root);
+        for (path, file) in files {
+            match file {
+                crate::git::TreeFile::File(bytes) => fs.add_file(root.join(path), bytes),
+                crate::git::TreeFile::Link(target) => fs.add_symlink(root.join(path), target),
+            };
+        }
+        let platform = platform_dir
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.strip_prefix(root).ok().map(|r| root.join(r)))
+            .ok_or_else(|| format!("{} is outside {}", platform_dir.display(), root.display()))?;
+        let mut at = opts.clone();
+        at.platform_dir = platform;
+        at.root = Some(root.clone());
+        at.fs = std::sync::Arc::new(fs);
+        at.cache_dir = None;
+        at.validate = false;
+        crate::pipeline::build(&at, &|_, _| {})
+            .map(|b| b.set)
+            .map_err(|e| e.to_string())
+    }
 }
 
 /// `kiln bootstrap`: render in memory, create the missing write branches.

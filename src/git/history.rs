@@ -432,17 +432,11 @@ fn kiln_commits(
                 )
             }
         };
-        let author = commit.author();
+        let (time, author) = super::state::when_and_who(&commit);
         out.push(KilnCommit {
             id: id.to_string(),
-            time: Timestamp {
-                seconds: commit.time().seconds(),
-                offset_minutes: commit.time().offset_minutes(),
-            },
-            author: Identity {
-                name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
-                email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
-            },
+            time,
+            author,
             summary: message.lines().next().unwrap_or_default().to_string(),
             trailers,
             made_by_kiln,

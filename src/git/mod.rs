@@ -52,7 +52,8 @@ pub use publish::{
     publish, publish_per_environment, split_by_environment,
 };
 pub use state::{
-    BranchState, FolderState, WriteCommit, commit_message, normalize_folder, read_branch,
+    BranchState, FolderState, TreeFile, WriteCommit, commit_message, files_at_commit,
+    normalize_folder, read_branch, read_only_walks,
 };
 pub use trailers::{ChangeAction, Unit, UnitChange, WriteLayout};
 pub use verify::{VerifyReport, verify, verify_scoped};

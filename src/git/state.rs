@@ -6,7 +6,7 @@
 //! for the per-folder past: each commit is compared with its first parent once (a tree diff,
 //! which skips unchanged subtrees by id), its changed paths are attributed to the deepest
 //! watched folder holding them, and the walk stops as soon as every folder has `past` writes
-//! (or the root commit is reached). Publishes and Kargo's `git-push` (rebase, never a merge)
+//! and its writer's newest write (or the root commit is reached). Publishes and Kargo's `git-push` (rebase, never a merge)
 //! keep these branches linear, so the first-parent chain is the whole story.
 //!
 //! Invariant: output is ordered by folder path (a `BTreeMap`) and, per folder, newest first.
@@ -36,6 +36,10 @@ pub struct FolderState {
     pub files: ArtifactSet,
     /// The commits that changed it, newest first, at most `past` of them.
     pub writes: Vec<WriteCommit>,
+    /// The newest commit that changed it and that its writer made (the caller's `is_writers`),
+    /// found however far back it lies: it may be one of `writes` or older than all of them.
+    /// `None` when no commit of the first-parent chain is its writer's.
+    pub by_writer: Option<WriteCommit>,
 }
 
 /// A branch of one repository, as [`read_branch`] found it.
@@ -45,6 +49,93 @@ pub struct BranchState {
     pub tip: Option<String>,
     /// Every watched folder (`""` is the branch root), by path.
     pub folders: BTreeMap<String, FolderState>,
+}
+
+/// Turns off libgit2's check that each object read hashes to its id, for the rest of the
+/// process (a libgit2-global setting): only `kiln status` and `kiln history` call it, before
+/// their read-only walks, which read every tree and commit of a branch once and spent 40 % of
+/// their time hashing them (docs/BENCHMARKS.md). The objects were checked when they were
+/// fetched or cloned (indexing a pack computes every id), nothing is written from what these
+/// walks read, and Git itself does not hash objects on read; ADR 0034.
+pub fn read_only_walks() {
+    git2::opts::strict_hash_verification(false);
+}
+
+/// A file of a commit's tree: its bytes, or the target of a symbolic link.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TreeFile {
+    File(Vec<u8>),
+    Link(String),
+}
+
+/// The files under the directory `root` (inside a Git work tree) as commit `commit` of that
+/// repository holds them, by path relative to `root`; submodules skipped. For rendering a
+/// publish's recorded source commit again (`kiln status`).
+///
+/// Errors: [`GitError::RepositoryNotFound`] when `root` is in no repository,
+/// [`GitError::RefNotFound`] when the commit is not in it (a shallow clone).
+pub fn files_at_commit(
+    root: &std::path::Path,
+    commit: &str,
+) -> Result<BTreeMap<String, TreeFile>, GitError> {
+    let not_found = || GitError::RepositoryNotFound {
+        repo: root.display().to_string(),
+    };
+    let repo = git2::Repository::discover(root).map_err(|_| not_found())?;
+    let display = repo.path().display().to_string();
+    let workdir = repo
+        .workdir()
+        .and_then(|w| w.canonicalize().ok())
+        .ok_or_else(not_found)?;
+    let base = root
+        .canonicalize()
+        .ok()
+        .and_then(|r| {
+            r.strip_prefix(&workdir)
+                .ok()
+                .map(std::path::Path::to_path_buf)
+        })
+        .ok_or_else(not_found)?;
+    let found = git2::Oid::from_str(commit)
+        .and_then(|oid| repo.find_commit(oid))
+        .map_err(|_| GitError::RefNotFound {
+            repo: display,
+            reference: commit.to_string(),
+        })?;
+    let mut tree = found.tree().map_err(lg("reading a commit's tree"))?;
+    if !base.as_os_str().is_empty() {
+        let Ok(entry) = tree.get_path(&base) else {
+            return Ok(BTreeMap::new());
+        };
+        tree = repo.find_tree(entry.id()).map_err(lg("reading a tree"))?;
+    }
+    let mut files = BTreeMap::new();
+    let mut failure = None;
+    tree.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+        if entry.kind() != Some(git2::ObjectType::Blob) {
+            return git2::TreeWalkResult::Ok;
+        }
+        let path = format!("{dir}{}", String::from_utf8_lossy(entry.name_bytes()));
+        match repo.find_blob(entry.id()) {
+            Ok(blob) if entry.filemode() == 0o120000 => {
+                let target = String::from_utf8_lossy(blob.content()).into_owned();
+                files.insert(path, TreeFile::Link(target));
+            }
+            Ok(blob) => {
+                files.insert(path, TreeFile::File(blob.content().to_vec()));
+            }
+            Err(e) => {
+                failure = Some(e);
+                return git2::TreeWalkResult::Abort;
+            }
+        }
+        git2::TreeWalkResult::Ok
+    })
+    .ok();
+    match failure {
+        Some(e) => Err(lg("reading a file")(e)),
+        None => Ok(files),
+    }
 }
 
 /// `folder` without `./`, leading or trailing slashes; `.` is the root (`""`).
@@ -57,11 +148,6 @@ pub fn normalize_folder(folder: &str) -> String {
     }
 }
 
-/// Reads `folders` of `branch` in `repo` (a local path or URL): their files at the tip and
-/// their last `past` writes (`past` ≥ 1).
-///
-/// Errors: [`GitError::RepositoryNotFound`], [`GitError::RemoteUnreachable`]; a missing
-/// branch is an empty state, not an error (a Stage that never promoted has no branch yet).
 /// The message of `commit` in the repository `repo` (a path, or a URL: fetched); `None`
 /// when it cannot be read (a squashed or unknown commit: the caller then says nothing).
 pub fn commit_message(repo: &str, commit: &str, auth: &RemoteAuth) -> Option<String> {
@@ -71,11 +157,20 @@ pub fn commit_message(repo: &str, commit: &str, auth: &RemoteAuth) -> Option<Str
     found.message().map(str::to_string).ok()
 }
 
+/// Reads `folders` of `branch` in `repo` (a local path or URL): their files at the tip and
+/// their last `past` writes (`past` ≥ 1),
+/// and the newest write `is_writers(folder, message)` accepts ([`FolderState::by_writer`]):
+/// the walk goes past `past` writes only for folders whose writer's write is not found yet,
+/// so a hand edit on top of a promotion still names the promotion's Freight and commit.
+///
+/// Errors: [`GitError::RepositoryNotFound`], [`GitError::RemoteUnreachable`]; a missing
+/// branch is an empty state, not an error (a Stage that never promoted has no branch yet).
 pub fn read_branch(
     repo: &str,
     branch: &str,
     folders: &BTreeSet<String>,
     past: usize,
+    is_writers: &dyn Fn(&str, &str) -> bool,
     auth: &RemoteAuth,
 ) -> Result<BranchState, GitError> {
     let opened = open_for_reading(repo, auth)?;
@@ -102,7 +197,7 @@ pub fn read_branch(
             f.clone(),
             FolderState {
                 files,
-                writes: Vec::new(),
+                ..FolderState::default()
             },
         );
     }
@@ -143,22 +238,27 @@ pub fn read_branch(
             if !open.contains(folder) {
                 continue;
             }
-            let author = c.author();
+            let message = String::from_utf8_lossy(c.message_bytes()).into_owned();
+            let by_writer = is_writers(folder, &message);
             let state_of = state.folders.entry(folder.clone()).or_default();
-            state_of.writes.push(WriteCommit {
-                id: c.id().to_string(),
-                time: Timestamp {
-                    seconds: c.time().seconds(),
-                    offset_minutes: c.time().offset_minutes(),
-                },
-                author: Identity {
-                    name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
-                    email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
-                },
-                message: String::from_utf8_lossy(c.message_bytes()).into_owned(),
-                files: memo.files(repo, &tree, folder)?,
-            });
-            if state_of.writes.len() >= past {
+            let in_window = state_of.writes.len() < past;
+            if in_window || (by_writer && state_of.by_writer.is_none()) {
+                let (time, author) = when_and_who(&c);
+                let write = WriteCommit {
+                    id: c.id().to_string(),
+                    time,
+                    author,
+                    message,
+                    files: memo.files(repo, &tree, folder)?,
+                };
+                if by_writer && state_of.by_writer.is_none() {
+                    state_of.by_writer = Some(write.clone());
+                }
+                if in_window {
+                    state_of.writes.push(write);
+                }
+            }
+            if state_of.writes.len() >= past && state_of.by_writer.is_some() {
                 open.remove(folder);
             }
         }
@@ -169,6 +269,21 @@ pub fn read_branch(
         commit = parent;
     }
     Ok(state)
+}
+
+/// When a commit was made and by whom (its author).
+pub(crate) fn when_and_who(c: &git2::Commit<'_>) -> (Timestamp, Identity) {
+    let author = c.author();
+    (
+        Timestamp {
+            seconds: c.time().seconds(),
+            offset_minutes: c.time().offset_minutes(),
+        },
+        Identity {
+            name: String::from_utf8_lossy(author.name_bytes()).into_owned(),
+            email: String::from_utf8_lossy(author.email_bytes()).into_owned(),
+        },
+    )
 }
 
 /// The watched folders, and every directory on the way to one.
@@ -390,6 +505,79 @@ mod tests {
         assert!(owning_folder(&only, "a/bb/c.yaml").is_none());
         assert_eq!(normalize_folder("./out/x/"), "out/x");
         assert_eq!(normalize_folder("."), "");
+    }
+
+    /// Commits `files` (path → content; `None` removes) on top of HEAD of `repo`.
+    fn commit(repo: &git2::Repository, message: &str, files: &[(&str, Option<&str>)]) {
+        let mut index = repo.index().unwrap();
+        for (path, content) in files {
+            match content {
+                Some(c) => {
+                    let id = repo.blob(c.as_bytes()).unwrap();
+                    let mut entry = git2::IndexEntry {
+                        ctime: git2::IndexTime::new(0, 0),
+                        mtime: git2::IndexTime::new(0, 0),
+                        dev: 0,
+                        ino: 0,
+                        mode: 0o100644,
+                        uid: 0,
+                        gid: 0,
+                        file_size: 0,
+                        id,
+                        flags: 0,
+                        flags_extended: 0,
+                        path: path.as_bytes().to_vec(),
+                    };
+                    entry.flags = (path.len() as u16) & 0xfff;
+                    index.add(&entry).unwrap();
+                }
+                None => index.remove_path(std::path::Path::new(path)).unwrap(),
+            }
+        }
+        let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+        let who = git2::Signature::new("t", "t@example.com", &git2::Time::new(1, 0)).unwrap();
+        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        repo.commit(Some("HEAD"), &who, &who, message, &tree, &parents)
+            .unwrap();
+    }
+
+    #[test]
+    fn the_walk_goes_past_the_window_only_for_folders_without_their_writers_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init_bare(dir.path()).unwrap();
+        commit(&repo, "kiln: promote a", &[("a/x.yaml", Some("1"))]);
+        commit(&repo, "kiln: promote b", &[("b/x.yaml", Some("1"))]);
+        commit(&repo, "by hand", &[("a/x.yaml", Some("2"))]);
+        commit(&repo, "by hand again", &[("a/x.yaml", Some("3"))]);
+        commit(&repo, "only by hand", &[("c/x.yaml", Some("1"))]);
+        let folders: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let promotion = |_: &str, message: &str| message.starts_with("kiln: promote");
+        let path = dir.path().display().to_string();
+        let state = read_branch(
+            &path,
+            "HEAD",
+            &folders,
+            1,
+            &promotion,
+            &RemoteAuth::default(),
+        )
+        .unwrap();
+        let a = &state.folders["a"];
+        // The window holds the newest write only; the promotion two writes back is found.
+        assert_eq!(a.writes.len(), 1);
+        assert_eq!(a.writes[0].message, "by hand again");
+        assert_eq!(a.files.files["x.yaml"], b"3");
+        let by = a.by_writer.as_ref().unwrap();
+        assert_eq!(by.message, "kiln: promote a");
+        assert_eq!(by.files.files["x.yaml"], b"1");
+        // b's newest write is its promotion: it is both.
+        let b = &state.folders["b"];
+        assert_eq!(b.writes, b.by_writer.iter().cloned().collect::<Vec<_>>());
+        // c's writer never wrote it.
+        let c = &state.folders["c"];
+        assert_eq!(c.writes.len(), 1);
+        assert!(c.by_writer.is_none());
     }
 
     #[test]

@@ -102,6 +102,12 @@ pub fn page(report: &StatusReport, pipeline: &str, title: &str) -> String {
                     escape(&time.to_string())
                 );
             }
+            // The window of past writes, then the writer's last write when it lies further back
+            // (hand edits came after it): what the cell's Freight and source commit are from.
+            let older = c
+                .promotion
+                .as_ref()
+                .filter(|p| c.history.iter().all(|w| w.commit != p.commit));
             if !c.history.is_empty() {
                 let _ = write!(
                     out,
@@ -109,21 +115,10 @@ pub fn page(report: &StatusReport, pipeline: &str, title: &str) -> String {
                     c.history.len()
                 );
                 for w in &c.history {
-                    let images: Vec<String> =
-                        w.images.iter().map(|i| i.reference.clone()).collect();
-                    let _ = write!(
-                        out,
-                        "<li><code>{}</code> {} by {}: {}<br><small>{}{}</small></li>",
-                        escape(&w.commit[..w.commit.len().min(12)]),
-                        escape(&w.time.to_string()),
-                        escape(&w.author.name),
-                        escape(&w.summary),
-                        escape(&images.join(" ")),
-                        w.source_commit
-                            .as_ref()
-                            .map(|s| format!(" from {}", escape(&s[..s.len().min(12)])))
-                            .unwrap_or_default()
-                    );
+                    out.push_str(&write_item(w, ""));
+                }
+                if let Some(p) = older {
+                    out.push_str(&write_item(p, "last promotion, earlier: "));
                 }
                 out.push_str("</ol></details>");
             }
@@ -164,6 +159,24 @@ pub fn page(report: &StatusReport, pipeline: &str, title: &str) -> String {
     out
 }
 
+/// One write as a list item: commit, time, author, summary, images and source commit.
+fn write_item(w: &super::Write, lead: &str) -> String {
+    let images: Vec<String> = w.images.iter().map(|i| i.reference.clone()).collect();
+    format!(
+        "<li>{}<code>{}</code> {} by {}: {}<br><small>{}{}</small></li>",
+        escape(lead),
+        escape(&w.commit[..w.commit.len().min(12)]),
+        escape(&w.time.to_string()),
+        escape(&w.author.name),
+        escape(&w.summary),
+        escape(&images.join(" ")),
+        w.source_commit
+            .as_ref()
+            .map(|s| format!(" from {}", escape(&s[..s.len().min(12)])))
+            .unwrap_or_default()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -172,5 +185,69 @@ mod tests {
             super::escape("<a href=\"x\">&'"),
             "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
         );
+    }
+
+    #[test]
+    fn a_promotion_older_than_the_listed_writes_is_shown_after_them() {
+        use super::super::{Cell, CellState, StatusReport, Write, Writer};
+        let write = |commit: &str, writer: Writer, summary: &str| Write {
+            commit: commit.repeat(40),
+            time: crate::git::Timestamp {
+                seconds: 1_790_000_000,
+                offset_minutes: 0,
+            },
+            author: crate::git::Identity {
+                name: "someone".into(),
+                email: "someone@example.com".into(),
+            },
+            summary: summary.into(),
+            writer,
+            stage: None,
+            images: Vec::new(),
+            freight: None,
+            source_commit: None,
+            app_commits: Vec::new(),
+        };
+        let hand = write("b", Writer::Other, "by hand");
+        let mut cell = Cell {
+            project: "p".into(),
+            component: "c".into(),
+            environment: "dev".into(),
+            application: "p-c-dev".into(),
+            repo_url: "https://example.com/deploy.git".into(),
+            branch: "main".into(),
+            path: "envs/dev/c".into(),
+            stage: Some("p/c-dev".into()),
+            state: CellState::InSync,
+            images: Vec::new(),
+            freight: None,
+            source_commit: None,
+            app_commits: Vec::new(),
+            write_commit: Some(hand.commit.clone()),
+            time: Some(hand.time),
+            author: Some(hand.author.clone()),
+            lag: None,
+            drift: None,
+            history: vec![hand],
+            promotion: Some(write("a", Writer::Promotion, "kiln: promote c to dev")),
+        };
+        let page = |cell: &Cell| {
+            super::page(
+                &StatusReport {
+                    environments: vec!["dev".into()],
+                    cells: vec![cell.clone()],
+                },
+                "",
+                "t",
+            )
+        };
+        let shown = page(&cell);
+        assert!(
+            shown.contains("last promotion, earlier: <code>aaaaaaaaaaaa</code>"),
+            "{shown}"
+        );
+        // In the listed writes already: not repeated.
+        cell.history.push(cell.promotion.clone().unwrap());
+        assert!(!page(&cell).contains("last promotion, earlier"));
     }
 }

@@ -23,9 +23,16 @@
 //!   `git-commit` (kiln promote's runner, in a temporary directory) and the files its
 //!   `kustomize-build` steps wrote are compared with the tip's, so a hand edit is drift even
 //!   under the Stage's own message, and a hand edit put back is in sync. Each (Stage,
-//!   promotion) is rebuilt once. Without such a promotion in the last `past` writes, and for a
-//!   publish's cells, drift is by author: the newest commit that changed the folder is not its
-//!   writer's (a promotion by its Stage, or a kiln publish).
+//!   promotion) is rebuilt once. A publish's cell (no Stage) is compared the same way with
+//!   what `kiln publish` wrote from the source commit it recorded: the caller's [`Rerender`]
+//!   renders that commit (once per commit), split per environment for
+//!   `publish --per-environment` as `kiln verify` splits it. Only a folder its writer never
+//!   wrote, a publish from a dirty checkout or a folder outside `spec.source.renderedPath` is
+//!   judged by author: the newest commit that changed it is not its writer's.
+//!
+//! The Freight and commits come from the writer's last write however old it is:
+//! [`crate::git::read_branch`] walks on past the `past` writes, for that folder only, until it
+//! finds it ([`Cell::promotion`]).
 //!
 //! Sits after `promote` (it reads the emitted objects as `kiln promote` does) and before the
 //! CLI; reads Git through `crate::git` only. [`html`] writes the page.
@@ -80,6 +87,16 @@ pub enum StatusError {
         commit: String,
         message: String,
     },
+    #[error(
+        "cannot render source commit {commit} again, which kiln publish recorded, to check its folders for drift: {message}"
+    )]
+    #[diagnostic(
+        code(kiln::status::rerender),
+        help(
+            "`kiln status` renders the platform at the publish's Kiln-Source-Commit from this checkout's repository; fetch its history (CI: fetch-depth: 0)"
+        )
+    )]
+    Rerender { commit: String, message: String },
 }
 
 /// Which cells to report (`-p`, `-e`, `-c`; empty: all).
@@ -99,7 +116,15 @@ pub struct StatusOptions {
     pub auth: RemoteAuth,
     /// How many past writes to keep per cell (at least 1; the page shows them).
     pub past: usize,
+    /// The cells without a Stage were published with `kiln publish --per-environment`: their
+    /// branch holds their environment's slice of the render.
+    pub per_environment: bool,
 }
+
+/// The render of the platform at a source commit (what `kiln publish` rendered when it
+/// recorded that commit), or why it cannot be had. The CLI renders the commit's tree; status
+/// sits below the pipeline and only compares.
+pub type Rerender<'a> = &'a dyn Fn(&str) -> Result<ArtifactSet, String>;
 
 /// One image reference, split.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -279,6 +304,11 @@ pub struct Cell {
     pub drift: Option<String>,
     /// The commits that changed the folder, newest first (the first is `writeCommit`).
     pub history: Vec<Write>,
+    /// The last write by the cell's writer (its Stage's promotion; without Kargo, kiln's
+    /// publish), however far back it lies: `freight`, `sourceCommit` and `appCommits` are
+    /// its. It is in `history` unless hand edits came after it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub promotion: Option<Write>,
 }
 
 impl Cell {
@@ -457,6 +487,41 @@ struct Target {
     stage: Option<StageDef>,
 }
 
+impl Target {
+    /// `<project>/<stage>` of the Stage that writes it.
+    fn stage_name(&self) -> Option<String> {
+        self.stage
+            .as_ref()
+            .map(|s| format!("{}/{}", s.project, s.name))
+    }
+}
+
+/// One raw write of `t`'s folder, read: who wrote it, what it deployed, from what.
+fn write_of(t: &Target, objects: &Objects, w: &crate::git::WriteCommit) -> Write {
+    let said = read_message(&w.message);
+    let deployed = crate::git::folder_images(&w.files);
+    let freight = match (&t.stage, said.writer) {
+        (Some(stage), Some(Writer::Promotion)) => freight_of(stage, objects, &said, &deployed),
+        _ => None,
+    };
+    let mut images: Vec<Image> = deployed.iter().map(|d| Image::parse(d)).collect();
+    for i in &mut images {
+        i.complete_from(&said.images);
+    }
+    Write {
+        commit: w.id.clone(),
+        time: w.time,
+        author: w.author.clone(),
+        summary: w.message.lines().next().unwrap_or_default().to_string(),
+        writer: said.writer.unwrap_or(Writer::Other),
+        stage: said.stage,
+        images,
+        freight,
+        source_commit: said.source_commit,
+        app_commits: said.app_commits,
+    }
+}
+
 /// What a commit message says about the write it made.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct Said {
@@ -467,6 +532,19 @@ struct Said {
     sources: Vec<RepoCommit>,
     app_commits: Vec<RepoCommit>,
     source_commit: Option<String>,
+}
+
+impl Said {
+    /// Whether the writer of a folder made this write: a promotion by `stage`
+    /// (`<project>/<stage>`), or without one a kiln publish.
+    fn is_by(&self, stage: Option<&str>) -> bool {
+        match stage {
+            Some(name) => {
+                self.writer == Some(Writer::Promotion) && self.stage.as_deref() == Some(name)
+            }
+            None => self.writer == Some(Writer::Publish),
+        }
+    }
 }
 
 /// Reads kiln's promotion message (`src/kargo/steps.rs`: `kiln: promote …`, then `image:`,
@@ -663,22 +741,39 @@ fn described(w: &Write) -> String {
     )
 }
 
-/// The files of `folder` (relative to it) that differ between what was rebuilt into the
-/// repository at `repo_url` and what its tip holds: changed, added or removed, sorted.
-fn differing(built: &Built, repo_url: &str, folder: &str, tip: &ArtifactSet) -> Vec<String> {
+/// The files of `folder` (relative to it) that `built` wrote into the repository at
+/// `repo_url`.
+fn expected_in<'b>(
+    built: &'b Built,
+    repo_url: &str,
+    folder: &str,
+) -> BTreeMap<&'b str, &'b Vec<u8>> {
     let repo = normalize_git(repo_url);
-    let expected: BTreeMap<&str, &Vec<u8>> = built
+    built
         .iter()
         .filter(|((url, _), _)| normalize_git(url) == repo)
-        .filter_map(|((_, path), bytes)| {
-            let rel = if folder.is_empty() {
-                Some(path.as_str())
-            } else {
-                path.strip_prefix(folder).and_then(|r| r.strip_prefix('/'))
-            };
-            rel.map(|r| (r, bytes))
-        })
-        .collect();
+        .filter_map(|((_, path), bytes)| under(folder, path).map(|r| (r, bytes)))
+        .collect()
+}
+
+/// `path` relative to `folder` (`""`: the root), `None` when outside it.
+fn under<'p>(folder: &str, path: &'p str) -> Option<&'p str> {
+    if folder.is_empty() {
+        Some(path)
+    } else {
+        path.strip_prefix(folder).and_then(|r| r.strip_prefix('/'))
+    }
+}
+
+/// A source commit recorded from a checkout with local changes (`<id>-dirty`): no tree holds
+/// what was rendered.
+fn is_dirty(commit: &str) -> bool {
+    commit.ends_with("-dirty")
+}
+
+/// The files that differ between what `expected` holds and the folder at the tip: changed,
+/// added or removed, sorted.
+fn differing_files(expected: &BTreeMap<&str, &Vec<u8>>, tip: &ArtifactSet) -> Vec<String> {
     let mut paths: BTreeSet<&str> = expected.keys().copied().collect();
     paths.extend(tip.paths());
     paths
@@ -686,6 +781,38 @@ fn differing(built: &Built, repo_url: &str, folder: &str, tip: &ArtifactSet) -> 
         .filter(|p| expected.get(p).copied() != tip.files.get(*p))
         .map(str::to_string)
         .collect()
+}
+
+/// What one `kiln publish` wrote, from the render of its source commit: the whole tree under
+/// `spec.source.renderedPath`, or with `--per-environment` each environment's slice on its
+/// own branch ([`crate::git::split_by_environment`], as `kiln verify --per-environment`
+/// compares).
+struct Published {
+    whole: ArtifactSet,
+    split: Option<crate::git::EnvironmentSplit>,
+}
+
+impl Published {
+    fn new(set: ArtifactSet, per_environment: bool) -> Self {
+        let split = per_environment.then(|| crate::git::split_by_environment(&set));
+        Published { whole: set, split }
+    }
+
+    /// The files of `folder` (relative to the rendered path) that publish wrote for
+    /// `environment`, relative to the folder.
+    fn folder(&self, environment: &str, folder: &str) -> BTreeMap<&str, &Vec<u8>> {
+        let set = match &self.split {
+            Some(split) => match split.environments.get(environment) {
+                Some(s) => s,
+                None => return BTreeMap::new(),
+            },
+            None => &self.whole,
+        };
+        set.files
+            .iter()
+            .filter_map(|(path, bytes)| under(folder, path).map(|r| (r, bytes)))
+            .collect()
+    }
 }
 
 /// The Applications of the render as status targets, filtered.
@@ -739,13 +866,15 @@ fn targets(objects: &Objects, filter: &StatusFilter) -> Result<Vec<Target>, Stat
 
 /// The status of every cell the render's Applications deploy (see the module docs). `set` is
 /// the in-memory render, `platform` its validated spec (for the environment order and
-/// upstreams).
+/// upstreams); `rerender` renders the source commits publishes recorded.
 ///
-/// Errors: [`StatusError::NoApplications`]; a repository that cannot be opened or fetched.
+/// Errors: [`StatusError::NoApplications`]; a repository that cannot be opened or fetched;
+/// [`StatusError::Rebuild`], [`StatusError::Rerender`] when a drift check cannot be made.
 pub fn status(
     set: &ArtifactSet,
     platform: &crate::validate::Platform,
     options: &StatusOptions,
+    rerender: Rerender<'_>,
 ) -> Result<StatusReport, StatusError> {
     let objects = Objects::from_artifacts(set)?;
     let targets = targets(&objects, &options.filter)?;
@@ -768,8 +897,9 @@ pub fn status(
             },
         });
     }
-    // One read per (repository, branch), every folder of it at once.
-    let mut wanted: BTreeMap<(String, String), BTreeSet<String>> = BTreeMap::new();
+    // One read per (repository, branch), every folder of it at once, each folder with the
+    // Stage that writes it (`None`: kiln's publish).
+    let mut wanted: BTreeMap<(String, String), BTreeMap<String, Option<String>>> = BTreeMap::new();
     let location = |url: &str| match options.repo_map.locate(url) {
         Location::Local(p) => p.display().to_string(),
         Location::Remote(u) => u,
@@ -778,12 +908,25 @@ pub fn status(
         wanted
             .entry((location(&t.repo_url), t.branch.clone()))
             .or_default()
-            .insert(t.folder.clone());
+            .entry(t.folder.clone())
+            .or_insert_with(|| t.stage_name());
     }
     let mut read = BTreeMap::new();
-    for ((repo, branch), folders) in &wanted {
-        let state =
-            crate::git::read_branch(repo, branch, folders, options.past.max(1), &options.auth)?;
+    for ((repo, branch), writers) in &wanted {
+        let folders: BTreeSet<String> = writers.keys().cloned().collect();
+        let is_writers = |folder: &str, message: &str| {
+            writers
+                .get(folder)
+                .is_some_and(|stage| read_message(message).is_by(stage.as_deref()))
+        };
+        let state = crate::git::read_branch(
+            repo,
+            branch,
+            &folders,
+            options.past.max(1),
+            &is_writers,
+            &options.auth,
+        )?;
         read.insert((repo.clone(), branch.clone()), state);
     }
     let env_order: Vec<String> = platform
@@ -794,6 +937,9 @@ pub fn status(
     let mut cells = Vec::new();
     // What each (Stage, promotion commit) builds, rebuilt once for all the folders it writes.
     let mut rebuilt: BTreeMap<(String, String), Built> = BTreeMap::new();
+    // What kiln publish wrote from each source commit, rendered again once.
+    let mut published: BTreeMap<String, Published> = BTreeMap::new();
+    let rendered_path = crate::git::normalize_folder(&platform.source.rendered_path);
     for t in &targets {
         let folder = read
             .get(&(location(&t.repo_url), t.branch.clone()))
@@ -803,40 +949,17 @@ pub fn status(
         let history: Vec<Write> = folder
             .writes
             .iter()
-            .map(|w| {
-                let said = read_message(&w.message);
-                let deployed = crate::git::folder_images(&w.files);
-                let freight = match (&t.stage, said.writer) {
-                    (Some(stage), Some(Writer::Promotion)) => {
-                        freight_of(stage, &objects, &said, &deployed)
-                    }
-                    _ => None,
-                };
-                let mut images: Vec<Image> = deployed.iter().map(|d| Image::parse(d)).collect();
-                for i in &mut images {
-                    i.complete_from(&said.images);
-                }
-                Write {
-                    commit: w.id.clone(),
-                    time: w.time,
-                    author: w.author.clone(),
-                    summary: w.message.lines().next().unwrap_or_default().to_string(),
-                    writer: said.writer.unwrap_or(Writer::Other),
-                    stage: said.stage.clone(),
-                    images,
-                    freight,
-                    source_commit: said.source_commit.clone(),
-                    app_commits: said.app_commits.clone(),
-                }
-            })
+            .map(|w| write_of(t, &objects, w))
             .collect();
+        let promotion = folder.by_writer.as_ref().map(|w| write_of(t, &objects, w));
         let deployed = !folder.files.is_empty();
         let mut images: Vec<Image> = crate::git::folder_images(&folder.files)
             .iter()
             .map(|d| Image::parse(d))
             .collect();
-        // The tip is what the last write left: its message completes tags and digests.
-        if let Some(w) = folder.writes.first() {
+        // The tip is what the last write left: its message completes tags and digests, then
+        // the writer's last promotion (under a hand edit), where they agree.
+        for w in folder.writes.first().into_iter().chain(&folder.by_writer) {
             let said = read_message(&w.message);
             if said.writer == Some(Writer::Promotion) {
                 for i in &mut images {
@@ -844,19 +967,21 @@ pub fn status(
                 }
             }
         }
-        let stage_name = t
-            .stage
-            .as_ref()
-            .map(|s| format!("{}/{}", s.project, s.name));
+        let stage_name = t.stage_name();
         let last = history.first();
-        let promoted = folder.writes.iter().zip(&history).find(|(_, w)| {
-            w.writer == Writer::Promotion && w.stage.is_some() && w.stage == stage_name
-        });
-        let drift = match (deployed, last, &t.stage, promoted) {
+        // A publish's folder, relative to what publish writes (spec.source.renderedPath),
+        // when its source commit can be rendered again.
+        let publish_rel = match (&t.stage, &promotion) {
+            (None, Some(p)) if !p.source_commit.as_deref().is_some_and(is_dirty) => {
+                under(&rendered_path, &t.folder)
+            }
+            _ => None,
+        };
+        let drift = match (deployed, last, &t.stage, &folder.by_writer, &promotion) {
             (false, ..) | (true, None, ..) => None,
             // A Stage's cell: the folder against what the Stage builds from the Freight its
             // last promotion recorded, whoever committed since (or mimicked its message).
-            (true, Some(w), Some(stage), Some((raw, p))) => {
+            (true, Some(w), Some(stage), Some(raw), Some(p)) => {
                 let key = (stage_name.clone().unwrap_or_default(), p.commit.clone());
                 if !rebuilt.contains_key(&key) {
                     let built = rebuild_from(
@@ -873,7 +998,8 @@ pub fn status(
                     })?;
                     rebuilt.insert(key.clone(), built);
                 }
-                let differ = differing(&rebuilt[&key], &t.repo_url, &t.folder, &folder.files);
+                let expected = expected_in(&rebuilt[&key], &t.repo_url, &t.folder);
+                let differ = differing_files(&expected, &folder.files);
                 (!differ.is_empty()).then(|| {
                     format!(
                         "{} differ from what Stage {} builds from Freight {} (last changed by {})",
@@ -884,24 +1010,63 @@ pub fn status(
                     )
                 })
             }
-            (true, Some(w), ..) => {
-                let by_writer = match &stage_name {
-                    Some(name) => {
-                        w.writer == Writer::Promotion && w.stage.as_deref() == Some(name.as_str())
-                    }
-                    None => w.writer == Writer::Publish,
-                };
-                (!by_writer).then(|| {
-                    let writer = match &stage_name {
-                        Some(name) => format!("Stage {name}'s last promotion"),
-                        None => "kiln's last publish".to_string(),
+            // A publish's cell: the folder against what kiln publish writes from the source
+            // commit it recorded (rendered again, as `kiln verify` renders), whoever
+            // committed since.
+            (true, Some(w), None, _, Some(p)) if publish_rel.is_some() => {
+                let rel = publish_rel.unwrap_or_default();
+                let commit = p.source_commit.clone().unwrap_or_default();
+                if !published.contains_key(&commit) {
+                    let rendered = match &p.source_commit {
+                        Some(c) => rerender(c).map_err(|message| StatusError::Rerender {
+                            commit: c.clone(),
+                            message,
+                        })?,
+                        None => set.clone(),
                     };
-                    format!("{} changed it after {writer}", described(w))
+                    published.insert(
+                        commit.clone(),
+                        Published::new(rendered, options.per_environment),
+                    );
+                }
+                let expected = published[&commit].folder(&t.environment, rel);
+                let differ = differing_files(&expected, &folder.files);
+                (!differ.is_empty()).then(|| {
+                    let from = match &p.source_commit {
+                        Some(c) => format!("source commit {}", &c[..c.len().min(12)]),
+                        None => "this checkout (the publish recorded no source commit)".into(),
+                    };
+                    format!(
+                        "{} differ from what kiln publish writes from {from} (last changed by {})",
+                        differ.join(", "),
+                        described(w)
+                    )
                 })
             }
+            // Nothing to rebuild from (no write by its writer in the branch's history, or a
+            // publish from a dirty checkout): judged by who last changed it.
+            (true, Some(w), ..) => {
+                let by_writer =
+                    read_message(&folder.writes[0].message).is_by(stage_name.as_deref());
+                let writer = match &stage_name {
+                    Some(name) => format!("Stage {name}"),
+                    None => "kiln publish".to_string(),
+                };
+                match &promotion {
+                    _ if by_writer => None,
+                    Some(_) => Some(format!(
+                        "{} changed it after {writer}'s last write, which cannot be rebuilt (a dirty source commit, or a folder outside spec.source.renderedPath)",
+                        described(w)
+                    )),
+                    None => Some(format!("{} wrote it, and {writer} never did", described(w))),
+                }
+            }
         };
-        // The last write by the folder's writer: what the Freight and commits come from.
-        let written = history.iter().find(|w| w.writer != Writer::Other);
+        // The last write by the folder's writer, however old: what the Freight and commits
+        // come from (a hand edit on top names none).
+        let written = promotion
+            .as_ref()
+            .or_else(|| history.iter().find(|w| w.writer != Writer::Other));
         cells.push(Cell {
             project: t.project.clone(),
             component: t.component.clone(),
@@ -928,6 +1093,7 @@ pub fn status(
             lag: None,
             drift,
             history,
+            promotion,
         });
     }
     // A promotion names the source repository's commit it deployed, which a publish made:
@@ -1093,6 +1259,9 @@ mod tests {
         let mut tip = ArtifactSet::new();
         tip.insert("a.yaml", "a");
         tip.insert("b.yaml", "b");
+        let differing = |built: &Built, url: &str, folder: &str, tip: &ArtifactSet| {
+            differing_files(&expected_in(built, url, folder), tip)
+        };
         let same = "https://GitHub.com/example/deploy/";
         assert!(differing(&built, same, "envs/dev", &tip).is_empty());
         tip.insert("a.yaml", "a, by hand");
