@@ -946,9 +946,12 @@ fn hand_written_stage_follows_kargo_step_semantics() {
     );
     let repo = Repository::open(work.join("out")).unwrap();
     let head = repo.head().unwrap().peel_to_commit().unwrap();
-    assert_eq!(head.message().ok(), Some("web"));
+    // The Stage's message, stamped as kiln's (`Kiln-Promote`, what `kiln history` checks).
+    assert_eq!(head.summary().ok().flatten(), Some("web"));
+    assert!(kiln::git::trailers::promote_stamp(head.message().unwrap()).is_some());
     let root = head.parent(0).unwrap();
-    assert_eq!(root.message().ok(), Some("Initial commit"));
+    assert_eq!(root.summary().ok().flatten(), Some("Initial commit"));
+    assert!(kiln::git::trailers::promote_stamp(root.message().unwrap()).is_some());
     assert_eq!(
         root.tree().unwrap().len(),
         0,
@@ -994,7 +997,8 @@ fn history_reports_kargo_promotions_against_their_components() {
         let h = kiln::git::history(&repo, &branch, &filter, &layout, &w.auth).unwrap();
         assert_eq!(h.entries.len(), 1, "{name}: {h}");
         let e = &h.entries[0];
-        assert!(!e.made_by_kiln);
+        // kiln promote's runner made it (its `Kiln-Promote` stamp matches its change).
+        assert!(e.made_by_kiln);
         assert!(
             e.changes
                 .iter()
@@ -1310,7 +1314,8 @@ fn bootstrap_creates_every_write_branch_once() {
                 .unwrap()
                 .peel_to_commit()
                 .unwrap();
-            assert_eq!(c.message().unwrap(), "Initial commit");
+            assert_eq!(c.summary().ok().flatten(), Some("Initial commit"));
+            assert!(kiln::git::trailers::promote_stamp(c.message().unwrap()).is_some());
             assert_eq!(c.parent_count(), 0);
             assert_eq!(c.tree().unwrap().len(), 0);
         }

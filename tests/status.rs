@@ -230,7 +230,8 @@ fn status_history_and_at_match_every_promotion() {
         assert_eq!(entries.len(), writes.len(), "{url}@{branch}: {entries:#?}");
         for e in entries {
             assert!(writes.contains(e["commit"].as_str().unwrap()));
-            assert_eq!(e["madeByKiln"], false);
+            // kiln promote's runner made it: stamped, so kiln's.
+            assert_eq!(e["madeByKiln"], true);
             assert!(
                 !e["images"].as_array().unwrap().is_empty(),
                 "{url}@{branch}: a promotion lists no image: {e:#?}"
@@ -389,24 +390,209 @@ fn status_history_and_at_match_every_promotion() {
 
 /// A clone of the branch `c`'s Application syncs, and the cell's folder in it.
 fn clone_of_cell(w: &World, c: &Value, name: &str) -> (PathBuf, PathBuf) {
-    let kiln::promote::repo::Location::Local(repo) = w.map.locate(c["repoURL"].as_str().unwrap())
+    let co = checkout(w, c, name);
+    let folder = co.file.parent().unwrap().to_path_buf();
+    (co.clone, folder)
+}
+
+/// A cell's write repository (mapped locally), a clone of its branch in `dir` of the test's
+/// directory, and the first manifest of its folder there (name and path).
+struct Checkout {
+    repo: PathBuf,
+    branch: String,
+    clone: PathBuf,
+    name: String,
+    file: PathBuf,
+}
+
+fn checkout(w: &World, cell: &Value, dir: &str) -> Checkout {
+    let kiln::promote::repo::Location::Local(repo) =
+        w.map.locate(cell["repoURL"].as_str().unwrap())
     else {
-        panic!("{c:#?}")
+        panic!("{cell:#?}")
     };
-    let clone = w.tmp.path().join(name);
+    let branch = cell["branch"].as_str().unwrap().to_string();
+    let clone = w.tmp.path().join(dir);
     git(
         w.tmp.path(),
         &[
             "clone",
             "-q",
             "-b",
-            c["branch"].as_str().unwrap(),
+            &branch,
             repo.to_str().unwrap(),
             clone.to_str().unwrap(),
         ],
     );
-    let folder = clone.join(c["path"].as_str().unwrap());
-    (clone, folder)
+    let folder = clone.join(cell["path"].as_str().unwrap());
+    let name = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with(".yaml"))
+        .min()
+        .unwrap();
+    Checkout {
+        repo,
+        branch,
+        file: folder.join(&name),
+        clone,
+        name,
+    }
+}
+
+/// Lag includes running nothing (issue 35, newcomer's item 1): with only frontend-dev
+/// promoted, web/frontend in test runs nothing while dev runs something. It lags in every
+/// output: `lagging` with its message in JSON, `- <lag` in the matrix, the page's summary and
+/// problem list, and exit 1 (kubectl diff's convention). Stage, after a test that runs
+/// nothing, does not lag (its upstream runs nothing either). It said `prod nothing`, then
+/// exit 0 and "every deployed cell is in sync".
+#[test]
+fn a_cell_that_runs_nothing_behind_its_upstream_lags_in_every_output() {
+    let platform = platform_dir("platforms/bank");
+    let w = world(&platform);
+    let dev = w.objects.stage("frontend-dev", Some("web")).unwrap();
+    promote(&w, &[dev]);
+    let args = ["-p", "web", "-c", "frontend"];
+    let (code, cells) = status_json(&w, &platform, &args);
+    assert_eq!(code, Some(1), "{cells:#?}");
+    // What dev runs, as the matrix and the lag message write it.
+    let tag = cell(&cells, "web", "frontend", "dev")["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["tag"].as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join(",");
+    assert!(!tag.is_empty());
+    let test = cell(&cells, "web", "frontend", "test");
+    assert_eq!(test["state"], "lagging", "{test:#?}");
+    assert_eq!(test["images"], Value::Array(vec![]));
+    assert!(test.get("writeCommit").is_none(), "{test:#?}");
+    assert_eq!(test["lag"]["upstream"], "dev");
+    assert_eq!(
+        test["lag"]["message"],
+        format!("dev runs {tag}, test nothing").as_str()
+    );
+    assert_eq!(
+        cell(&cells, "web", "frontend", "stage")["state"],
+        "notDeployed"
+    );
+
+    let text = status(&w, &platform, "text", &args);
+    assert_eq!(text.code, Some(1), "{}{}", text.stdout, text.stderr);
+    let row = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("web/frontend "))
+        .unwrap_or_else(|| panic!("{}", text.stdout));
+    let marks: Vec<&str> = row
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(marks[1], tag, "dev: {row}");
+    assert_eq!(marks[2], "- <lag", "test: {row}");
+    assert_eq!(marks[3], "-", "stage: {row}");
+    assert!(
+        text.stdout.contains(&format!(
+            "lagging web/frontend in test: dev runs {tag}, test nothing"
+        )),
+        "{}",
+        text.stdout
+    );
+
+    let page = status(&w, &platform, "html", &args);
+    assert_eq!(page.code, Some(1), "{}", page.stderr);
+    assert!(!page.stdout.contains("every deployed cell is in sync"));
+    assert!(page.stdout.contains("data-in-sync=\"false\""));
+    let id = kiln::status::html::cell_id("web", "frontend", "test");
+    let td = page
+        .stdout
+        .split_once(&format!("<td id=\"{id}\""))
+        .map(|(_, rest)| rest.split_once("</td>").unwrap().0)
+        .unwrap_or_else(|| panic!("no {id}"));
+    assert!(td.contains("data-state=\"lagging\""), "{td}");
+    assert!(td.contains("- &lt;lag"), "{td}");
+    assert!(
+        page.stdout.contains(&format!(
+            "<li>lagging web/frontend in test: dev runs {tag}, test nothing</li>"
+        )),
+        "{}",
+        page.stdout
+    );
+}
+
+/// History knows kiln's own commits (issue 35, newcomer's item 2): `kiln promote`'s commit
+/// (`kiln: promote frontend to dev`) and the `Initial commit` it made creating the branch
+/// carry a `Kiln-Promote` stamp that matches what they change, so `kiln history` and `--at`
+/// count them as kiln's. A hand commit that copies the promotion's whole message (stamp
+/// included) onto another change is not kiln's. Both were `(not made by kiln)`.
+#[test]
+fn history_knows_kiln_promote_commits_and_not_a_copy_of_their_message() {
+    let platform = platform_dir("platforms/bank");
+    let w = world(&platform);
+    let dev = w.objects.stage("frontend-dev", Some("web")).unwrap();
+    let done = promote(&w, &[dev]);
+    let promoted = &done["web/frontend-dev"].commit;
+    let (_, cells) = status_json(&w, &platform, &["-p", "web", "-c", "frontend", "-e", "dev"]);
+    let Checkout {
+        repo,
+        branch,
+        clone,
+        file,
+        ..
+    } = checkout(&w, cell(&cells, "web", "frontend", "dev"), "copy");
+    let history = |format: &str| {
+        let mut cmd = kiln_command(&repo_root());
+        cmd.args(["history", "--repo"])
+            .arg(&repo)
+            .args(["--branch", &branch, "-o", format]);
+        let r = run(&mut cmd);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        r.stdout
+    };
+    let text = history("text");
+    assert!(!text.contains("not made by kiln"), "{text}");
+    let h: Value = serde_json::from_str(&history("json")).unwrap();
+    let entries = h["entries"].as_array().unwrap();
+    let summaries: Vec<&str> = entries
+        .iter()
+        .map(|e| e["summary"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        summaries,
+        ["kiln: promote frontend to dev", "Initial commit"],
+        "{h:#}"
+    );
+    assert_eq!(entries[0]["commit"], promoted.as_str());
+    assert!(entries.iter().all(|e| e["madeByKiln"] == true), "{h:#}");
+
+    // A hand edit committed with the promotion's message, stamp and all.
+    let message = git(&clone, &["log", "-1", "--format=%B"]);
+    assert!(message.contains("Kiln-Promote: sha256:"), "{message}");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("# hand edit\n");
+    std::fs::write(&file, text).unwrap();
+    git(&clone, &["commit", "-q", "-a", "-m", message.trim_end()]);
+    git(&clone, &["push", "-q", "origin", &branch]);
+    let h: Value = serde_json::from_str(&history("json")).unwrap();
+    let entries = h["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 3, "{h:#}");
+    assert_eq!(entries[0]["summary"], "kiln: promote frontend to dev");
+    assert_eq!(entries[0]["madeByKiln"], false, "the copy: {h:#}");
+    assert_eq!(entries[1]["madeByKiln"], true, "kiln's promotion: {h:#}");
+    assert!(history("text").contains("(not made by kiln) kiln: promote frontend to dev"));
+    // --at: what runs now is the copy, not kiln's.
+    let at = |when: &str| {
+        let mut cmd = kiln_command(&repo_root());
+        cmd.args(["history", "--repo"])
+            .arg(&repo)
+            .args(["--branch", &branch, "--at", when, "-o", "json"]);
+        let r = run(&mut cmd);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        serde_json::from_str::<Value>(&r.stdout).unwrap()
+    };
+    assert_eq!(at("2100-01-01")["madeByKiln"], false);
 }
 
 /// Drift is content (issue 35, item 1): a promoted folder is drifted when it is not what its
@@ -423,16 +609,14 @@ fn drift_is_a_folder_its_stage_would_not_build() {
     let (code, cells) = status_web();
     assert_eq!(code, Some(0), "{cells:#?}");
     assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
-    let target = cell(&cells, "web", "frontend", "dev").clone();
-    let branch = target["branch"].as_str().unwrap();
-    let (clone, folder) = clone_of_cell(&w, &target, "drift");
-    let name = std::fs::read_dir(&folder)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n.ends_with(".yaml"))
-        .min()
-        .unwrap();
-    let file = folder.join(&name);
+    let Checkout {
+        branch,
+        clone,
+        name,
+        file,
+        ..
+    } = checkout(&w, cell(&cells, "web", "frontend", "dev"), "drift");
+    let branch = branch.as_str();
     let built = std::fs::read_to_string(&file).unwrap();
     let only_frontend_drifts = |cells: &[Value]| {
         for c in cells {
@@ -536,12 +720,13 @@ fn one_repo_layout_reports_exactly_the_promotions() {
         .collect();
     assert_eq!(stages.len(), 3, "{stages:?}");
     let done = promote(&w, &stages);
+    // The test cells after those dev cells run nothing yet: they lag (exit 1).
     let (code, cells) = status_json(&w, &platform, &[]);
-    assert_eq!(code, Some(0));
+    assert_eq!(code, Some(1));
     let chosen: BTreeSet<String> = done.keys().cloned().collect();
     let deployed: Vec<&Value> = cells
         .iter()
-        .filter(|c| c["state"] != "notDeployed")
+        .filter(|c| c["writeCommit"].is_string())
         .collect();
     let expected = cells
         .iter()
@@ -584,7 +769,11 @@ fn one_repo_layout_reports_exactly_the_promotions() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|e| e["madeByKiln"] == false)
+        .filter(|e| {
+            e["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("kiln: promote "))
+        })
         .collect();
     assert_eq!(promotions.len(), 3);
     for e in promotions {
@@ -610,7 +799,8 @@ fn chromium() -> Option<PathBuf> {
 
 /// Item 3: `kiln status -o html` is one page with no network (inline CSS and SVG, a CSP of
 /// `default-src 'none'`), loaded in headless Chromium: the DOM holds every cell, the
-/// console logs nothing, and a screenshot is kept in `target/status-page/`.
+/// console logs nothing, the pipeline picture fits a 1280 px wide window (it was cut off at
+/// the right: issue 35, newcomer's item 3), and a screenshot is kept in `target/status-page/`.
 #[test]
 fn status_page_renders_every_cell_in_chromium() {
     let platform = platform_dir("platforms/bank");
@@ -618,7 +808,8 @@ fn status_page_renders_every_cell_in_chromium() {
     let stages = stages_where(&w, |s| s.name.ends_with("-dev"));
     promote(&w, &stages);
     let page = status(&w, &platform, "html", &[]);
-    assert_eq!(page.code, Some(0), "{}", page.stderr);
+    // Only dev promoted: the test cells run nothing while dev runs something, they lag.
+    assert_eq!(page.code, Some(1), "{}", page.stderr);
     let (_, cells) = status_json(&w, &platform, &[]);
     let ids: Vec<String> = cells
         .iter()
@@ -650,7 +841,7 @@ fn status_page_renders_every_cell_in_chromium() {
     std::fs::write(&file, &page.stdout).unwrap();
     let Some(chromium) = chromium() else { return };
     let profile = tempfile::tempdir().unwrap();
-    let browse = |extra: &[&str]| {
+    let browse_file = |extra: &[&str], file: &Path| {
         let out = std::process::Command::new(&chromium)
             .args([
                 "--headless",
@@ -675,6 +866,7 @@ fn status_page_renders_every_cell_in_chromium() {
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
     };
+    let browse = |extra: &[&str]| browse_file(extra, &file);
     let (ok, dom, log) = browse(&["--dump-dom"]);
     assert!(ok, "{log}");
     std::fs::write(dir.join("dom.html"), &dom).unwrap();
@@ -693,6 +885,74 @@ fn status_page_renders_every_cell_in_chromium() {
         &format!("--screenshot={}", shot.display()),
     ]);
     assert!(ok && shot.exists(), "no screenshot: {log}");
+
+    // The page, unchanged, in a 1280 px wide frame of a measuring page (the page itself runs
+    // no script): the pipeline SVG's box ends inside its box and inside the frame's window.
+    let measure = dir.join("measure.html");
+    std::fs::write(
+        &measure,
+        r#"<!DOCTYPE html><html><body style="margin:0">
+<iframe id="f" src="status.html" width="1280" height="900" style="border:0"></iframe>
+<script>
+window.addEventListener('load', function () {
+  var d = document.getElementById('f').contentDocument, out = document.createElement('pre');
+  out.id = 'fit';
+  if (d && d.querySelector('#pipeline svg')) {
+    var pipeline = d.getElementById('pipeline');
+    var svg = d.querySelector('#pipeline svg').getBoundingClientRect();
+    var box = pipeline.getBoundingClientRect();
+    var fit = {svgRight: svg.right, svgWidth: svg.width,
+      boxRight: box.right, window: d.documentElement.clientWidth,
+      pageWidth: d.documentElement.scrollWidth};
+    // "full size": the drawing's own width, scrolling inside its box, not the page.
+    d.getElementById('pipeline-full').checked = true;
+    fit.fullWidth = d.querySelector('#pipeline svg').getBoundingClientRect().width;
+    fit.fullScrolls = pipeline.scrollWidth > pipeline.clientWidth;
+    fit.fullPageWidth = d.documentElement.scrollWidth;
+    out.textContent = JSON.stringify(fit);
+  } else {
+    out.textContent = '{"error": "no access to the frame or no #pipeline svg"}';
+  }
+  document.body.appendChild(out);
+});
+</script></body></html>
+"#,
+    )
+    .unwrap();
+    let (ok, dom, log) = browse_file(&["--allow-file-access-from-files", "--dump-dom"], &measure);
+    assert!(ok, "{log}");
+    let fit = dom
+        .split_once("<pre id=\"fit\">")
+        .and_then(|(_, rest)| rest.split_once("</pre>"))
+        .map(|(json, _)| json.replace("&quot;", "\""))
+        .unwrap_or_else(|| panic!("the measuring page wrote nothing: {dom}"));
+    let fit: Value = serde_json::from_str(&fit).unwrap_or_else(|e| panic!("{e}: {fit}"));
+    let n = |k: &str| {
+        fit[k]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{k} not measured: {fit}"))
+    };
+    assert!(n("svgWidth") > 0.0, "{fit}");
+    assert!(
+        n("svgRight") <= n("boxRight") + 0.5 && n("svgRight") <= n("window") + 0.5,
+        "the pipeline picture is cut off at the right in a 1280 px window: {fit}"
+    );
+    assert!(
+        n("pageWidth") <= n("window") + 0.5,
+        "the page scrolls sideways: {fit}"
+    );
+    // At full size (the checkbox), the drawing keeps its width and scrolls in its box.
+    let drawn: f64 = page
+        .stdout
+        .split_once("<svg width=\"")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .and_then(|(w, _)| w.parse().ok())
+        .expect("the SVG's width");
+    if drawn > n("window") {
+        assert!((n("fullWidth") - drawn).abs() < 1.0, "{fit}");
+        assert_eq!(fit["fullScrolls"], true, "{fit}");
+        assert!(n("fullPageWidth") <= n("window") + 0.5, "{fit}");
+    }
 }
 
 /// A platform checkout in its own Git repository, with two commits whose renders differ

@@ -4,9 +4,11 @@
 //! deployed at time T": the newest kiln commit at or before T and its full image state (every
 //! kiln commit records all components' images, not only the changed ones).
 //!
-//! Sits beside `publish`, reads Git only. Commits without kiln's trailers (Kargo promotions,
-//! hand edits, merges) are listed as not made by kiln, with the units their paths touch
-//! against their first parent. Dates are parsed here ([`parse_date`]: RFC 3339 or
+//! Sits beside `publish`, reads Git only. Commits without kiln's trailers (promotions, hand
+//! edits, merges) are listed with the units their paths touch against their first parent;
+//! those `kiln promote` or `kiln bootstrap` made carry a `Kiln-Promote` stamp that matches
+//! what they change, every other one (Kargo's, a hand edit, a copy of kiln's message) is
+//! listed as not made by kiln. Dates are parsed here ([`parse_date`]: RFC 3339 or
 //! `YYYY-MM-DD`), without a date crate.
 //!
 //! Invariant: output order is the revwalk's (topological, then time: newest first, also for
@@ -18,7 +20,8 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use super::trailers::{
-    Classifier, KilnTrailers, Unit, UnitChange, WriteLayout, images_by_unit, parse_message,
+    Classifier, KilnTrailers, Unit, UnitChange, WriteLayout, change_digest, images_by_unit,
+    parse_message, promote_stamp,
 };
 use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, read_all_files, resolve_commit};
 use crate::artifact::ArtifactSet;
@@ -257,8 +260,9 @@ pub struct HistoryEntry {
     pub spec_digest: Option<String>,
     /// The remote sources it was rendered from (`Kiln-App-Commit`: `<url>@<commit>`).
     pub sources: Vec<String>,
-    /// `false` for a commit kiln did not make (a Kargo promotion, a hand edit): its changes
-    /// are the units its paths touch, compared with its first parent.
+    /// `false` for a commit kiln did not make (a Kargo promotion, a hand edit). For it, and
+    /// for `kiln promote`'s commits, the changes are the units its paths touch, compared
+    /// with its first parent.
     pub made_by_kiln: bool,
 }
 
@@ -428,7 +432,7 @@ fn kiln_commits(
                         images,
                         ..KilnTrailers::default()
                     },
-                    false,
+                    stamped_by_kiln(repo, &commit, &message)?,
                 )
             }
         };
@@ -443,6 +447,27 @@ fn kiln_commits(
         });
     }
     Ok(out)
+}
+
+/// Whether `kiln promote` or `kiln bootstrap` made `commit`: its `Kiln-Promote` stamp is the
+/// digest of what it changes against its first parent. A hand commit that copies the message
+/// (or amends kiln's commit) changes something else, so its stamp does not match.
+fn stamped_by_kiln(
+    repo: &git2::Repository,
+    commit: &git2::Commit<'_>,
+    message: &str,
+) -> Result<bool, GitError> {
+    let Some(stamp) = promote_stamp(message) else {
+        return Ok(false);
+    };
+    let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
+    let parent = match commit.parent(0) {
+        Ok(parent) => Some(parent.tree().map_err(lg("reading a commit's tree"))?),
+        Err(_) => None,
+    };
+    let digest = change_digest(repo, parent.as_ref(), &tree)
+        .map_err(lg("comparing a commit with its parent"))?;
+    Ok(digest == stamp)
 }
 
 /// The units a commit kiln did not make touches, against its first parent: its changed
@@ -666,7 +691,7 @@ pub fn deployed_at(
     });
     state.summary = Some(message.lines().next().unwrap_or_default().to_string());
     let trailers = parse_message(&message);
-    state.made_by_kiln = trailers.is_some();
+    state.made_by_kiln = trailers.is_some() || stamped_by_kiln(&opened.repo, &commit, &message)?;
     let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
     let files = read_all_files(&opened.repo, &tree, "")?;
     let known = layout.for_branch(branch);

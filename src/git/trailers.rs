@@ -30,6 +30,13 @@ pub const IMAGES: &str = "Kiln-Images";
 /// `<url>[#<chart>]@<commit or sha256 digest>`; `kiln status` and `kiln history` read it.
 pub const APP_COMMIT: &str = "Kiln-App-Commit";
 
+/// Stamped by `kiln promote`'s runner and `kiln bootstrap` on every commit they make (the
+/// Stage's `git-commit`, the `Initial commit` of a branch they create): `sha256:<hex>` of what
+/// the commit changes against its first parent ([`change_digest`]). `history` counts such a
+/// commit as kiln's only when the digest matches, so a hand commit that copies the message (or
+/// amends kiln's commit) is not kiln's. Kargo's own commits carry no such trailer.
+pub const PROMOTE: &str = "Kiln-Promote";
+
 /// File names kustomize accepts for a kustomization (api/konfig/general.go
 /// `RecognizedKustomizationFileNames`).
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -646,6 +653,53 @@ pub fn parse_message(message: &str) -> Option<KilnTrailers> {
     is_kiln.then_some(out)
 }
 
+/// `sha256:<hex>` of what `tree` changes against `parent` (`None`: the empty tree): one
+/// `<new blob id> <path>` line per changed path (a deleted path's id is zero), sorted, so it
+/// depends on the change only, not on the rest of the tree (a rebase that replays the change
+/// elsewhere keeps it). Deterministic: no rename detection, byte order.
+pub fn change_digest(
+    repo: &git2::Repository,
+    parent: Option<&git2::Tree<'_>>,
+    tree: &git2::Tree<'_>,
+) -> Result<String, git2::Error> {
+    let diff = repo.diff_tree_to_tree(parent, Some(tree), None)?;
+    let mut lines: Vec<String> = diff
+        .deltas()
+        .map(|d| {
+            let path = d.new_file().path().or_else(|| d.old_file().path());
+            let path = path.map(|p| p.to_string_lossy()).unwrap_or_default();
+            format!("{} {path}\n", d.new_file().id())
+        })
+        .collect();
+    lines.sort();
+    Ok(kiln_base::digest::sha256_tagged(lines.concat().as_bytes()))
+}
+
+/// `message` with one [`PROMOTE`] trailer, `digest`, replacing any it had (a rebased commit is
+/// stamped again). Joins the message's trailer block when it ends in one (kiln's promotion
+/// message ends in `stage: …`), else starts one.
+pub fn stamp_promote(message: &str, digest: &str) -> String {
+    let prefix = format!("{PROMOTE}:");
+    let kept: Vec<&str> = message
+        .lines()
+        .filter(|l| !l.starts_with(&prefix))
+        .collect();
+    let base = kept.join("\n");
+    let base = base.trim_end();
+    let in_block = git2::message_trailers_strs(base).is_ok_and(|t| t.len() > 0);
+    let gap = if in_block { "\n" } else { "\n\n" };
+    format!("{base}{gap}{PROMOTE}: {digest}\n")
+}
+
+/// The [`PROMOTE`] trailer of `message`, when it has one.
+pub fn promote_stamp(message: &str) -> Option<String> {
+    let trailers = git2::message_trailers_strs(message).ok()?;
+    trailers
+        .iter()
+        .find(|(k, _)| *k == PROMOTE)
+        .map(|(_, v)| v.trim().to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -660,6 +714,25 @@ mod tests {
 
     fn classifier(paths: &[&str]) -> Classifier {
         Classifier::new(paths.iter().copied(), None)
+    }
+
+    #[test]
+    fn the_promote_stamp_joins_the_trailer_block_and_replaces_an_old_one() {
+        let promotion = "kiln: promote cart to dev\n\nimage: r/cart:1.2.0\nstage: shop/cart-dev\n";
+        let once = stamp_promote(promotion, "sha256:aa");
+        assert_eq!(
+            once,
+            "kiln: promote cart to dev\n\nimage: r/cart:1.2.0\nstage: shop/cart-dev\nKiln-Promote: sha256:aa\n"
+        );
+        assert_eq!(promote_stamp(&once).as_deref(), Some("sha256:aa"));
+        let again = stamp_promote(&once, "sha256:bb");
+        assert_eq!(again, once.replace("sha256:aa", "sha256:bb"));
+        let initial = stamp_promote("Initial commit", "sha256:cc");
+        assert_eq!(initial, "Initial commit\n\nKiln-Promote: sha256:cc\n");
+        assert_eq!(promote_stamp(&initial).as_deref(), Some("sha256:cc"));
+        assert_eq!(promote_stamp(promotion), None);
+        // Not a kiln publish commit: publish's trailers stay the only `Kiln-Version`.
+        assert!(parse_message(&once).is_none());
     }
 
     #[test]

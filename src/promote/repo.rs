@@ -361,8 +361,17 @@ impl Git<'_> {
             return Ok((false, head.id()));
         }
         let tree = repo.find_tree(tree_id).map_err(lg("reading the tree"))?;
+        let parent = head.tree().map_err(lg("reading HEAD's tree"))?;
+        let message = stamped(&repo, message, Some(&parent), &tree)?;
         let id = repo
-            .commit(Some("HEAD"), signature, signature, message, &tree, &[&head])
+            .commit(
+                Some("HEAD"),
+                signature,
+                signature,
+                &message,
+                &tree,
+                &[&head],
+            )
             .map_err(lg("committing"))?;
         Ok((true, id))
     }
@@ -531,8 +540,23 @@ fn empty_commit(repo: &Repository, signature: &git2::Signature<'_>) -> Result<Oi
     let tree = repo
         .find_tree(tree_id)
         .map_err(lg("reading the empty tree"))?;
-    repo.commit(None, signature, signature, "Initial commit", &tree, &[])
+    let message = stamped(repo, "Initial commit", None, &tree)?;
+    repo.commit(None, signature, signature, &message, &tree, &[])
         .map_err(lg("making the initial commit"))
+}
+
+/// `message` stamped as kiln's (`Kiln-Promote`, see [`crate::git::trailers::PROMOTE`]) for a
+/// commit of `tree` onto `parent`: `kiln history` tells kiln's commits from Kargo's and from
+/// hand commits that copy the message.
+fn stamped(
+    repo: &Repository,
+    message: &str,
+    parent: Option<&git2::Tree<'_>>,
+    tree: &git2::Tree<'_>,
+) -> Result<String, String> {
+    let digest = crate::git::trailers::change_digest(repo, parent, tree)
+        .map_err(lg("comparing the commit with its parent"))?;
+    Ok(crate::git::trailers::stamp_promote(message, &digest))
 }
 
 /// [`crate::git::push_ref`], a refusal or failure as promote reports it.
@@ -589,15 +613,15 @@ fn rebase_onto(repo: &Repository, head: Oid, onto: Oid) -> Result<Oid, PushError
             continue;
         }
         let tree = repo.find_tree(tree_id).map_err(other)?;
+        // Replayed, the change may differ (merged into a file upstream changed too): kiln's
+        // stamp is made again for it.
+        let mut message = c.message().unwrap_or("").to_string();
+        if crate::git::trailers::promote_stamp(&message).is_some() {
+            let parent = base.tree().map_err(other)?;
+            message = stamped(repo, &message, Some(&parent), &tree).map_err(PushError::Other)?;
+        }
         let id = repo
-            .commit(
-                None,
-                &c.author(),
-                &c.committer(),
-                c.message().unwrap_or(""),
-                &tree,
-                &[&base],
-            )
+            .commit(None, &c.author(), &c.committer(), &message, &tree, &[&base])
             .map_err(other)?;
         base = repo.find_commit(id).map_err(other)?;
     }

@@ -35,10 +35,14 @@ const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#2
 table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #ccc;padding:.3em .6em;text-align:left;vertical-align:top}\
 td.inSync{background:#e8f6e8}td.lagging{background:#fff4d6}td.drifted{background:#fde2e2}td.notDeployed{color:#999}\
 code{font-size:12px}details{margin:.2em 0}.pipeline{overflow:auto;border:1px solid #ddd;padding:.5em}\
+.pipeline svg{max-width:100%;height:auto}#pipeline-full:checked~.pipeline svg{max-width:none}\
 .problems li{margin:.2em 0}";
 
 /// The page. `pipeline` is the SVG of `kiln graph` with what each Stage runs (empty without
-/// Kargo); `title` names the platform.
+/// Kargo); `title` names the platform. The SVG (with its `width`, `height` and `viewBox`)
+/// scales down to the page's width (`max-width:100%`, `height:auto`): a wide platform is
+/// drawn smaller, never cut off at the right. A checkbox (CSS only, the page runs no script)
+/// shows it at full size instead, scrolling inside its box.
 pub fn page(report: &StatusReport, pipeline: &str, title: &str) -> String {
     let mut out = String::new();
     let _ = write!(
@@ -152,7 +156,7 @@ pub fn page(report: &StatusReport, pipeline: &str, title: &str) -> String {
     if !pipeline.is_empty() {
         let _ = writeln!(
             out,
-            "<h2>Pipeline</h2>\n<div class=\"pipeline\" id=\"pipeline\">{pipeline}</div>"
+            "<h2>Pipeline</h2>\n<input type=\"checkbox\" id=\"pipeline-full\"><label for=\"pipeline-full\">full size</label>\n<div class=\"pipeline\" id=\"pipeline\">{pipeline}</div>"
         );
     }
     out.push_str("</body></html>\n");

@@ -16,8 +16,10 @@
 //!   the application repositories' commits (further `source:` lines, `Kiln-App-Commit`);
 //! - the write commit, when and by whom;
 //! - lag: an upstream environment (`environments[].from`) runs other images and was written
-//!   later, or ran this cell's images before (Kargo cells only: without Kargo each
-//!   environment runs what its spec says);
+//!   later, or ran this cell's images before, or the cell runs nothing while upstream runs
+//!   something (Kargo cells only: without Kargo each environment runs what its spec says).
+//!   A lagging cell is `lagging` in every output (`<lag` in the matrix, exit 1) unless it
+//!   drifted, which outranks it;
 //! - drift: the folder is not what its Stage builds from the Freight its last promotion of
 //!   the folder recorded. [`crate::promote::rebuild`] reruns the Stage's steps up to its
 //!   `git-commit` (kiln promote's runner, in a temporary directory) and the files its
@@ -309,6 +311,10 @@ pub struct Cell {
     /// its. It is in `history` unless hand edits came after it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub promotion: Option<Write>,
+    /// Whether the folder holds anything. A lagging cell may run nothing yet; `state` then
+    /// says `lagging` and `images` is empty.
+    #[serde(skip)]
+    deployed: bool,
 }
 
 impl Cell {
@@ -317,13 +323,12 @@ impl Cell {
         format!("{}/{}", self.project, self.component)
     }
 
-    /// The matrix text: short tags, `-` when nothing is deployed.
+    /// The matrix text: short tags, `-` when nothing is deployed, then `!drift` or `<lag`.
     pub fn label(&self) -> String {
-        if self.state == CellState::NotDeployed {
-            return "-".into();
-        }
         let tags: Vec<String> = self.images.iter().map(Image::short).collect();
-        let mut label = if tags.is_empty() {
+        let mut label = if !self.deployed {
+            "-".to_string()
+        } else if tags.is_empty() {
             "?".to_string()
         } else {
             tags.join(",")
@@ -360,8 +365,11 @@ impl StatusReport {
         for c in &self.cells {
             let Some(stage) = &c.stage else { continue };
             let mut text = format!("{} {}", c.component, c.label());
-            if c.state == CellState::NotDeployed {
+            if !c.deployed {
                 text = format!("{} nothing yet", c.component);
+                if c.state == CellState::Lagging {
+                    text.push_str(" <lag");
+                }
             }
             out.entry(stage.clone()).or_default().push(text);
         }
@@ -1094,6 +1102,7 @@ pub fn status(
             drift,
             history,
             promotion,
+            deployed,
         });
     }
     // A promotion names the source repository's commit it deployed, which a publish made:
@@ -1172,7 +1181,8 @@ pub fn status(
                 upstream_images: u.images.clone(),
                 message: format!("{up} runs {}, {} {}", tags(u), c.environment, tags(c)),
             });
-            if c.state == CellState::InSync {
+            // Running nothing while upstream runs something is lagging too: exit 1, `<lag`.
+            if matches!(c.state, CellState::InSync | CellState::NotDeployed) {
                 c.state = CellState::Lagging;
             }
             break;
