@@ -228,9 +228,13 @@ pub enum EvaluateError {
     #[error("{at}: invalid parameter `{field}` for component `{component}`: {message}")]
     #[diagnostic(
         code(kiln::evaluate::parameter_invalid),
-        help("{schema_file} declares the parameters of `{component}` under `spec.parameters`")
+        help(
+            "{guess}{schema_file} declares the parameters of `{component}` under `spec.parameters`"
+        )
     )]
     ParameterInvalid {
+        /// `did you mean `x`? ` for an unknown field close to a declared one, else empty.
+        guess: String,
         component: String,
         /// The parameter, as a path (`resources.limits`).
         field: String,
@@ -954,10 +958,12 @@ impl PlanEval<'_> {
             }
         }
         if let Some(v) = &component.validator {
-            for violation in schema_violations(v, &merged) {
+            let schema = component.raw_spec.get("parameters");
+            for violation in schema_violations(v, schema, &merged) {
                 let loc = self.param_loc(&violation.pointer, &resolved_layers, &layers);
                 let sn = sources.snippet(&if violation.key { loc.at_key() } else { loc });
                 self.errors.push(EvaluateError::ParameterInvalid {
+                    guess: violation.help.map(|h| h + " ").unwrap_or_default(),
                     component: component.name.clone(),
                     field: crate::diag::field_path(&violation.pointer),
                     message: violation.message,

@@ -189,15 +189,24 @@ pub fn did_you_mean<'a>(
     closest(name, candidates, 1).map(str::to_string)
 }
 
-/// The candidate closest to `name` by edit distance (optimal string alignment: a swap of two
-/// neighbouring characters is one edit, so `dve` is one edit from `dev`), the first by name
-/// among equals, within a third of the name's length and at least `reach` edits; the one
-/// rule behind every "did you mean" help.
+/// The candidate equal to `name` but for case, else the one closest to `name` by edit
+/// distance (optimal string alignment: a swap of two neighbouring characters is one edit, so
+/// `dve` is one edit from `dev`), the first by name among equals, within a third of the
+/// name's length and at least `reach` edits; the one rule behind every "did you mean" help.
 pub fn closest<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
     reach: usize,
 ) -> Option<&'a str> {
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    // A difference of case only (`jsonpatch`, `JSONPATCH` for `jsonPatch`) is the likeliest
+    // slip of all, however many letters it changes.
+    if let Some(same) = candidates
+        .iter()
+        .find(|c| c.to_lowercase() == name.to_lowercase())
+    {
+        return Some(same);
+    }
     let limit = (name.chars().count() / 3).max(reach);
     candidates
         .into_iter()
@@ -296,12 +305,14 @@ impl<E: Diagnostic> Diagnostic for Errors<E> {
 }
 
 /// One JSON Schema violation, ready to be located: the instance's JSON Pointer, whether to
-/// underline the key (unknown fields) and a lower-case message.
+/// underline the key (unknown fields), a lower-case message and, for an unknown field close
+/// to a known one, a `did you mean` help.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
     pub pointer: String,
     pub key: bool,
     pub message: String,
+    pub help: Option<String>,
 }
 
 /// A JSON Pointer as a field path for messages: `/spec/images/0/tag` → `spec.images[0].tag`;
@@ -318,28 +329,53 @@ pub fn field_path(pointer: &str) -> String {
 /// Every violation of `value` against `validator`, in the validator's order. `oneOf` failures
 /// are replaced by the errors of the closest branch (fewest errors), so `files: a.yaml` reports
 /// "not of type array" rather than "matches no shape" (taplo does the same walk).
+///
+/// `schema` is the schema `validator` was compiled from: an unknown field then gets a `did
+/// you mean` help naming the known field it is closest to (case first: `jsonpatch` →
+/// `jsonPatch`). An unknown field that is a slip for one of the keys a `oneOf` asks for is one
+/// error, not two: the "needs exactly one of" it causes is left out.
 pub fn schema_violations(
     validator: &jsonschema::Validator,
+    schema: Option<&serde_json::Value>,
     value: &serde_json::Value,
 ) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in validator.iter_errors(value) {
-        push_violation(&e, &mut out);
+        push_violation(&e, schema, &mut out);
     }
     out
 }
 
-fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>) {
+/// The `properties` names of the schema object holding the keyword at `keyword_path` (a
+/// canonical schema location, `/$defs/Transformer/additionalProperties`).
+fn known_fields<'s>(schema: Option<&'s serde_json::Value>, keyword_path: &str) -> Vec<&'s str> {
+    let parent = keyword_path.rsplit_once('/').map_or("", |(p, _)| p);
+    schema
+        .and_then(|s| s.pointer(parent))
+        .and_then(|s| s.get("properties"))
+        .and_then(serde_json::Value::as_object)
+        .map(|props| props.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+fn push_violation(
+    e: &jsonschema::ValidationError<'_>,
+    schema: Option<&serde_json::Value>,
+    out: &mut Vec<Violation>,
+) {
     use jsonschema::error::ValidationErrorKind as K;
     let pointer = e.instance_path().as_str().to_string();
     match e.kind() {
         K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
+            let known = known_fields(schema, e.schema_path().as_str());
             for name in unexpected {
                 let token = crate::pointer::escape(name);
                 out.push(Violation {
                     pointer: format!("{pointer}/{token}"),
                     key: true,
                     message: format!("unknown field `{name}`"),
+                    help: did_you_mean(name, known.iter().copied())
+                        .map(|s| format!("did you mean `{s}`?")),
                 });
             }
         }
@@ -351,7 +387,7 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
                         && branch.iter().all(|b| b.instance_path().as_str() != pointer) =>
                 {
                     for b in branch {
-                        push_violation(b, out);
+                        push_violation(b, schema, out);
                     }
                 }
                 _ => {
@@ -361,13 +397,21 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
                         for b in branch {
                             if let K::Required { property } = b.kind()
                                 && b.instance_path().as_str() == pointer
+                                && let Some(property) = property.as_str()
                             {
-                                keys.push(format!("`{}`", property.as_str().unwrap_or_default()));
+                                keys.push(property);
                             }
                         }
                     }
+                    if keys.len() == context.len()
+                        && !keys.is_empty()
+                        && slip_for_a_key(&pointer, &keys, out)
+                    {
+                        return;
+                    }
                     let message = if keys.len() == context.len() && !keys.is_empty() {
-                        format!("needs exactly one of {}", keys.join(", "))
+                        let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+                        format!("needs exactly one of {}", quoted.join(", "))
                     } else {
                         "matches none of the allowed shapes".into()
                     };
@@ -375,6 +419,7 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
                         pointer,
                         key: false,
                         message,
+                        help: None,
                     });
                 }
             }
@@ -384,18 +429,42 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
             key: false,
             message: "matches more than one of the allowed shapes (set exactly one kind of entry)"
                 .into(),
+            help: None,
         }),
         K::Required { property } => out.push(Violation {
             pointer,
             key: false,
             message: format!("missing required field {property}"),
+            help: None,
         }),
         _ => out.push(Violation {
             pointer,
             key: false,
             message: e.to_string(),
+            help: None,
         }),
     }
+}
+
+/// Whether an unknown field already reported under the object at `pointer` is a slip for
+/// one of `keys`, the keys of a failed `oneOf` there (`jsonpatch` for `jsonPatch`): then that
+/// field is the one error, its help says which key was meant, and the `oneOf` says nothing.
+fn slip_for_a_key(pointer: &str, keys: &[&str], out: &mut [Violation]) -> bool {
+    let mut found = false;
+    for v in out.iter_mut() {
+        let Some((parent, token)) = v.pointer.rsplit_once('/') else {
+            continue;
+        };
+        if !v.key || parent != pointer {
+            continue;
+        }
+        let name = crate::pointer::unescape(token);
+        if let Some(key) = did_you_mean(&name, keys.iter().copied()) {
+            v.help = Some(format!("did you mean `{key}`?"));
+            found = true;
+        }
+    }
+    found
 }
 
 /// The longest source line (in bytes) a snippet shows; longer lines are cut around their
@@ -1040,6 +1109,62 @@ data:
         assert_eq!(did_you_mean("stag", envs).as_deref(), Some("stage"));
         assert_eq!(did_you_mean("qa", envs), None);
         assert_eq!(did_you_mean("tset", envs).as_deref(), Some("test"));
+    }
+
+    /// Issue 38, item 10: `jsonpatch` for `jsonPatch` was two errors (the unknown field and
+    /// the `oneOf` it broke) and no did-you-mean; a case slip too far by edit distance
+    /// (`JSONPATCH`) was not matched at all.
+    #[test]
+    fn an_unknown_field_that_is_a_case_slip_is_one_error_with_a_did_you_mean() {
+        let schema = serde_json::json!({
+            "$defs": {"T": {
+                "type": "object", "additionalProperties": false,
+                "properties": {"jsonPatch": {}, "labels": {}, "environments": {}},
+                "oneOf": [{"required": ["jsonPatch"]}, {"required": ["labels"]}]
+            }},
+            "type": "object", "additionalProperties": false,
+            "properties": {"transformers": {"type": "array", "items": {"$ref": "#/$defs/T"}}}
+        });
+        let v = jsonschema::validator_for(&schema).unwrap();
+        let doc = serde_json::json!({
+            "transformers": [{"jsonpatch": {}}, {"JSONPATCH": {}}, {"colour": 1}],
+            "Transformers": []
+        });
+        let got = schema_violations(&v, Some(&schema), &doc);
+        let shown: Vec<(&str, &str, Option<&str>)> = got
+            .iter()
+            .map(|v| (v.pointer.as_str(), v.message.as_str(), v.help.as_deref()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    "/transformers/0/jsonpatch",
+                    "unknown field `jsonpatch`",
+                    Some("did you mean `jsonPatch`?")
+                ),
+                (
+                    "/transformers/1/JSONPATCH",
+                    "unknown field `JSONPATCH`",
+                    Some("did you mean `jsonPatch`?")
+                ),
+                ("/transformers/2/colour", "unknown field `colour`", None),
+                (
+                    "/transformers/2",
+                    "needs exactly one of `jsonPatch`, `labels`",
+                    None
+                ),
+                (
+                    "/Transformers",
+                    "unknown field `Transformers`",
+                    Some("did you mean `transformers`?")
+                ),
+            ]
+        );
+        // Without the schema, the `oneOf`'s keys still name what was meant.
+        let bare = schema_violations(&v, None, &doc);
+        assert_eq!(bare[0].help.as_deref(), Some("did you mean `jsonPatch`?"));
+        assert_eq!(bare.len(), got.len());
     }
 
     #[test]
