@@ -25,7 +25,7 @@
 //! Invariant: pure and deterministic; a plan holds everything `render` needs except file
 //! contents already loaded into the component.
 
-use crate::diag::{Errors, Loc, Sources, help_for_name, schema_violations};
+use crate::diag::{Errors, Loc, Repeated, Sources, help_for_name, schema_violations};
 use crate::spec::{self, Parameters};
 use crate::validate::{Component, ComponentInstance, Environment, Platform, Project};
 use kiln_base::reference;
@@ -99,10 +99,51 @@ pub struct PlanTransformer {
     pub transformer: spec::Transformer,
 }
 
+/// The BuildPlan an error of evaluate or render arose in: its project, environment and
+/// component instance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanPlace {
+    pub project: String,
+    pub environment: String,
+    pub component: String,
+}
+
+impl PlanPlace {
+    /// How a [`Repeated`] error names the plans it arose in (issue 38, item 10): `in
+    /// environments: dev, test, prod` (in the order of the spec) when they are one component
+    /// instance's, else `in BuildPlans: web/dev/cart, shop/dev/cart` (as [`BuildPlan::key`]).
+    pub fn line(places: &[PlanPlace]) -> String {
+        let first = &places[0];
+        if places
+            .iter()
+            .all(|p| p.project == first.project && p.component == first.component)
+        {
+            let names: Vec<&str> = places.iter().map(|p| p.environment.as_str()).collect();
+            crate::diag::places_line("in environments", &names)
+        } else {
+            let keys: Vec<String> = places
+                .iter()
+                .map(|p| format!("{}/{}/{}", p.project, p.environment, p.component))
+                .collect();
+            let names: Vec<&str> = keys.iter().map(String::as_str).collect();
+            crate::diag::places_line("in BuildPlans", &names)
+        }
+    }
+}
+
 impl BuildPlan {
     /// `<project>/<environment>/<component>`, how messages name a plan.
     pub fn key(&self) -> String {
         format!("{}/{}/{}", self.project, self.environment, self.component)
+    }
+
+    /// Where an error of this plan arose.
+    pub fn place(&self) -> PlanPlace {
+        PlanPlace {
+            project: self.project.clone(),
+            environment: self.environment.clone(),
+            component: self.component.clone(),
+        }
     }
 
     /// Drops what only the render reads: the parameters, generators and transformers (at
@@ -228,9 +269,13 @@ pub enum EvaluateError {
     #[error("{at}: invalid parameter `{field}` for component `{component}`: {message}")]
     #[diagnostic(
         code(kiln::evaluate::parameter_invalid),
-        help("{schema_file} declares the parameters of `{component}` under `spec.parameters`")
+        help(
+            "{guess}{schema_file} declares the parameters of `{component}` under `spec.parameters`"
+        )
     )]
     ParameterInvalid {
+        /// `did you mean `x`? ` for an unknown field close to a declared one, else empty.
+        guess: String,
         component: String,
         /// The parameter, as a path (`resources.limits`).
         field: String,
@@ -293,11 +338,12 @@ type ImageRefAt<'r> = (
 
 /// Evaluates the selected BuildPlans.
 ///
-/// Errors: every [`EvaluateError`], together, each reported once even when several plans hit it.
+/// Errors: every [`EvaluateError`], together, each reported once even when several plans hit
+/// it, with the environments (or plans) it arose in.
 pub fn evaluate(
     platform: &Platform,
     selection: &Selection,
-) -> Result<Vec<BuildPlan>, Errors<EvaluateError>> {
+) -> Result<Vec<BuildPlan>, Errors<Repeated<EvaluateError>>> {
     let mut plans = Vec::new();
     evaluate_each(platform, selection, &mut |mut instance| {
         plans.append(&mut instance)
@@ -316,12 +362,15 @@ pub fn evaluate_each(
     platform: &Platform,
     selection: &Selection,
     each: &mut dyn FnMut(Vec<BuildPlan>),
-) -> Result<(), Errors<EvaluateError>> {
+) -> Result<(), Errors<Repeated<EvaluateError>>> {
     let mut errors = check_selection(platform, selection);
     let labels = parse_labels(&selection.labels, &mut errors);
     if !errors.is_empty() {
-        return Err(Errors::new(errors));
+        return Err(Errors::new(
+            errors.into_iter().map(Repeated::once).collect(),
+        ));
     }
+    let mut found: Vec<(EvaluateError, Option<PlanPlace>)> = Vec::new();
     for (project, inst, envs) in selected(platform, selection, &labels) {
         let mut plans = Vec::with_capacity(envs.len());
         for env in envs {
@@ -335,16 +384,21 @@ pub fn evaluate_each(
             if let Some(plan) = ev.plan(plan_labels(project, inst, env)) {
                 plans.push(plan);
             }
+            let place = PlanPlace {
+                project: project.name.clone(),
+                environment: env.name.clone(),
+                component: inst.name.clone(),
+            };
+            found.extend(errors.drain(..).map(|e| (e, Some(place.clone()))));
         }
-        if errors.is_empty() && !plans.is_empty() {
+        if found.is_empty() && !plans.is_empty() {
             each(plans);
         }
     }
     // The same bad value reaches many plans (a platform parameter, a component used in five
-    // environments); report it once.
-    let mut seen = BTreeSet::new();
-    errors.retain(|e| seen.insert(e.to_string()));
-    Errors::check(errors, || ())
+    // environments); report it once, with where.
+    let grouped = Repeated::group(found, ToString::to_string, PlanPlace::line);
+    Errors::check(grouped, || ())
 }
 
 /// How many BuildPlans [`evaluate`] makes for `selection` when it succeeds (for progress).
@@ -954,10 +1008,12 @@ impl PlanEval<'_> {
             }
         }
         if let Some(v) = &component.validator {
-            for violation in schema_violations(v, &merged) {
+            let schema = component.raw_spec.get("parameters");
+            for violation in schema_violations(v, schema, &merged) {
                 let loc = self.param_loc(&violation.pointer, &resolved_layers, &layers);
                 let sn = sources.snippet(&if violation.key { loc.at_key() } else { loc });
                 self.errors.push(EvaluateError::ParameterInvalid {
+                    guess: violation.help.map(|h| h + " ").unwrap_or_default(),
                     component: component.name.clone(),
                     field: crate::diag::field_path(&violation.pointer),
                     message: violation.message,

@@ -160,14 +160,12 @@ pub enum LoadError {
     /// A kiln document does not match its JSON Schema (an unknown field, a missing field, a
     /// value of the wrong type).
     #[error("{at}: {summary}")]
-    #[diagnostic(
-        code(kiln::load::schema_violation),
-        help(
-            "see schema/{schema} for the allowed fields; editors check it through the `# yaml-language-server` line"
-        )
-    )]
+    #[diagnostic(code(kiln::load::schema_violation))]
     SchemaViolation {
         at: String,
+        /// `did you mean …?` (an unknown field close to a known one), then where the schema is.
+        #[help]
+        help: String,
         /// The field, as a path (`spec.images[0].tag`).
         field: String,
         /// The validator's message, for the label.
@@ -309,20 +307,23 @@ impl LoadError {
     }
 }
 
-fn platform_validator() -> &'static jsonschema::Validator {
-    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    V.get_or_init(|| {
-        jsonschema::validator_for(&crate::spec::platform_schema())
-            .expect("generated schema is valid")
-    })
+/// A kiln file's generated schema and its validator (the schema names the known fields of an
+/// unknown field's did-you-mean).
+type Checked = (Value, jsonschema::Validator);
+
+fn checked(schema: Value) -> Checked {
+    let validator = jsonschema::validator_for(&schema).expect("generated schema is valid");
+    (schema, validator)
 }
 
-fn component_validator() -> &'static jsonschema::Validator {
-    static V: OnceLock<jsonschema::Validator> = OnceLock::new();
-    V.get_or_init(|| {
-        jsonschema::validator_for(&crate::spec::component_schema())
-            .expect("generated schema is valid")
-    })
+fn platform_validator() -> &'static Checked {
+    static V: OnceLock<Checked> = OnceLock::new();
+    V.get_or_init(|| checked(crate::spec::platform_schema()))
+}
+
+fn component_validator() -> &'static Checked {
+    static V: OnceLock<Checked> = OnceLock::new();
+    V.get_or_init(|| checked(crate::spec::component_schema()))
 }
 
 struct Loader<'a> {
@@ -595,6 +596,7 @@ impl Loader<'_> {
             pointer: pointer.to_string(),
             key: false,
             message,
+            help: None,
         };
         self.push_violation(file, v, schema);
     }
@@ -610,7 +612,14 @@ impl Loader<'_> {
         let mut loc = Loc::new(file, v.pointer);
         loc.key = v.key;
         let sn = self.sources.snippet(&loc);
+        let see = format!(
+            "see schema/{schema} for the allowed fields; editors check it through the `# yaml-language-server` line"
+        );
         self.errors.push(LoadError::SchemaViolation {
+            help: match v.help {
+                Some(guess) => format!("{guess} {see}"),
+                None => see,
+            },
             at: sn.at,
             field,
             summary,
@@ -626,7 +635,7 @@ impl Loader<'_> {
     fn read_doc(
         &mut self,
         path: &Path,
-        validator: &jsonschema::Validator,
+        (schema_value, validator): &Checked,
         schema: &'static str,
     ) -> Option<(SourceId, Value, bool)> {
         let display = self.display(path);
@@ -645,7 +654,7 @@ impl Loader<'_> {
                 return None;
             }
         };
-        let violations = schema_violations(validator, &value);
+        let violations = schema_violations(validator, Some(schema_value), &value);
         let valid = violations.is_empty();
         for v in violations {
             self.push_violation(file, v, schema);

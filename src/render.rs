@@ -17,8 +17,8 @@
 //! not depend on scheduling. Nothing here touches the disk except kustomization directories,
 //! read through the [`FileSystem`] trait.
 
-use crate::diag::{Errors, Loc, Sources};
-use crate::evaluate::{BuildPlan, PlanTransformer};
+use crate::diag::{Errors, Loc, Repeated, Sources};
+use crate::evaluate::{BuildPlan, PlanPlace, PlanTransformer};
 use crate::kustomize::builtins::{generators, patch_transformer, sort_order_transformer};
 use crate::kustomize::filters::{imagetag, labels, nameref, namespace, prefix_suffix};
 use crate::kustomize::hash;
@@ -355,7 +355,7 @@ pub fn render<T: Send>(
     sources: &Sources,
     fs: &dyn FileSystem,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
-) -> Result<Vec<T>, Errors<RenderError>> {
+) -> Result<Vec<T>, Errors<Repeated<RenderError>>> {
     render_with(plans, sources, fs, Fetched::default(), each)
 }
 
@@ -375,7 +375,7 @@ pub fn render_with<T: Send>(
     fs: &dyn FileSystem,
     fetched: Fetched,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
-) -> Result<Vec<T>, Errors<RenderError>> {
+) -> Result<Vec<T>, Errors<Repeated<RenderError>>> {
     let mut rendering = Rendering::with_fetched(fetched);
     rendering.feed(plans, sources, fs, each);
     rendering.finish()
@@ -388,7 +388,8 @@ pub fn render_with<T: Send>(
 /// same order and with the same errors. A kustomize directory is built once per piece
 /// ([`Shared`]); the pieces are whole component instances, so its environments share it.
 pub struct Rendering<T> {
-    results: Vec<Result<T, RenderError>>,
+    /// Each plan's result; an error with the plan it arose in.
+    results: Vec<Result<T, (RenderError, PlanPlace)>>,
     /// What the source stage fetched, for every piece.
     fetched: Fetched,
 }
@@ -422,11 +423,12 @@ impl<T: Send> Rendering<T> {
             fetched: self.fetched.clone(),
             ..Shared::default()
         };
-        let mut piece: Vec<Result<T, RenderError>> = plans
+        let mut piece: Vec<Result<T, (RenderError, PlanPlace)>> = plans
             .par_iter_mut()
             .map(|p| {
                 let plan: &BuildPlan = p;
-                let r = each(plan, &|| render_plan(plan, sources, fs, &shared));
+                let r = each(plan, &|| render_plan(plan, sources, fs, &shared))
+                    .map_err(|e| (e, plan.place()));
                 p.release_render_inputs();
                 r
             })
@@ -434,47 +436,59 @@ impl<T: Send> Rendering<T> {
         self.results.append(&mut piece);
     }
 
-    /// Every piece's results in plan order, or every error (the same one once).
-    pub fn finish(self) -> Result<Vec<T>, Errors<RenderError>> {
+    /// Every piece's results in plan order, or every error (the same one once, with the
+    /// plans it arose in).
+    pub fn finish(self) -> Result<Vec<T>, Errors<Repeated<RenderError>>> {
         in_plan_order(self.results)
     }
 }
 
-/// The results of every plan, in plan order; or every error, the same one once.
-fn in_plan_order<T>(results: Vec<Result<T, RenderError>>) -> Result<Vec<T>, Errors<RenderError>> {
+/// The results of every plan, in plan order; or every error, the same one once, naming every
+/// plan it arose in (issue 38, item 10: a chart failing in two environments named only the
+/// first).
+fn in_plan_order<T>(
+    results: Vec<Result<T, (RenderError, PlanPlace)>>,
+) -> Result<Vec<T>, Errors<Repeated<RenderError>>> {
     let mut ok = Vec::with_capacity(results.len());
     let mut errors = Vec::new();
-    // The same broken generator or transformer fails in every environment; report it once.
-    let mut seen = std::collections::BTreeSet::new();
     for r in results {
         match r {
             Ok(x) => ok.push(x),
-            Err(e) => {
-                if seen.insert(dedupe_key(&e)) {
-                    errors.push(e);
-                }
-            }
+            Err((e, place)) => errors.push((e, Some(place))),
         }
     }
-    Errors::check(errors, || ok)
+    // The same broken generator or transformer fails in every environment; report it once.
+    let grouped = Repeated::group(errors, RenderError::without_plan, PlanPlace::line);
+    Errors::check(grouped, || ok)
 }
 
-/// Errors at the same place for the same reason are one error, whatever the plan.
-fn dedupe_key(e: &RenderError) -> String {
-    match e {
-        RenderError::TransformerFailed { at, cause, .. }
-        | RenderError::GeneratorFailed { at, cause, .. } => {
-            format!("{at}\u{0}{cause}")
+impl RenderError {
+    /// The BuildPlan the message names (`web/dev/cart`), if it names one.
+    fn plan(&self) -> Option<&str> {
+        match self {
+            RenderError::PatchTargetMissing { plan, .. }
+            | RenderError::ImageMatchesNothing { plan, .. }
+            | RenderError::ImageNotReproducible { plan, .. }
+            | RenderError::TransformerFailed { plan, .. }
+            | RenderError::JsonPatchPathMissing { plan, .. }
+            | RenderError::GeneratorFailed { plan, .. }
+            | RenderError::InvalidObjectMeta { plan, .. }
+            | RenderError::DuplicateResource { plan, .. } => Some(plan),
+            RenderError::InvalidResource { .. }
+            | RenderError::PathNotFound { .. }
+            | RenderError::DanglingLink { .. }
+            | RenderError::PathOutsideComponent { .. } => None,
         }
-        RenderError::PatchTargetMissing { at, target, .. } => format!("{at}\u{0}{target}"),
-        RenderError::JsonPatchPathMissing {
-            at,
-            kind,
-            name,
-            path,
-            ..
-        } => format!("{at}\u{0}{kind}/{name}\u{0}{path}"),
-        other => other.to_string(),
+    }
+
+    /// The message without the plan it names: errors at the same place for the same reason
+    /// are one error, whatever the plan.
+    fn without_plan(&self) -> String {
+        let message = self.to_string();
+        match self.plan() {
+            Some(plan) => message.replace(&format!("`{plan}`"), "`…`"),
+            None => message,
+        }
     }
 }
 
@@ -921,9 +935,11 @@ fn render_plan(
                         "kustomization directory",
                     )?
                     .unwrap_or_default();
-                shared
-                    .kustomize(fs, &kdir)
-                    .map_err(|e| fail("kustomize generator", e))?
+                shared.kustomize(fs, &kdir).map_err(|e| {
+                    let named =
+                        crate::diag::Renamed::new(e.as_ref(), &|n| shown_from_root(plan, &kdir, n));
+                    fail("kustomize generator", boxed(named))
+                })?
             }
             Generator::ConfigMapGenerator(args) | Generator::SecretGenerator(args) => {
                 // Paths with references were left to this BuildPlan by `load`.
@@ -1084,6 +1100,36 @@ fn kustomize_build(
         ..Default::default()
     };
     crate::kustomize::build(fs, dir, &options).map_err(boxed)
+}
+
+/// A file name of the kustomize engine (relative to the build root `kdir`, as `kubectl
+/// kustomize` names it: `../../base/kustomization.yaml`) as the rest of the render names
+/// files: from the repository root (`components/cart/base/kustomization.yaml`), or, for a
+/// component from another repository, from its label. `None` for a name that is not a path
+/// under the component's repository (a remote base's `repo@commit//path`).
+fn shown_from_root(plan: &BuildPlan, kdir: &Path, name: &str) -> Option<String> {
+    if name.contains("//") || Path::new(name).is_absolute() {
+        return None;
+    }
+    let path = crate::fs::normalize(&kdir.join(name));
+    let dir = &plan.source.dir;
+    let label = Path::new(&plan.path);
+    let slashed = |p: &Path| {
+        let parts: Vec<String> = p
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        parts.join("/")
+    };
+    if let Ok(rel) = path.strip_prefix(dir) {
+        return Some(slashed(&label.join(rel)));
+    }
+    // A local component: its directory is the root joined with its label.
+    let depth = label.components().count();
+    let root = dir.ancestors().nth(depth)?;
+    (label.is_relative() && dir.ends_with(label))
+        .then(|| path.strip_prefix(root).ok().map(slashed))
+        .flatten()
 }
 
 /// Converts between two serde shapes (kiln's spec → the engine's kustomize types).
@@ -1580,7 +1626,7 @@ mod tests {
         .unwrap();
         let mut plans = evaluate(&p, &Selection::default()).unwrap();
         let e = render(&mut plans, &p.sources, &RealFs, &|_, r| r()).unwrap_err();
-        let RenderError::JsonPatchPathMissing { help, op, .. } = &e.errors[0] else {
+        let RenderError::JsonPatchPathMissing { help, op, .. } = &e.errors[0].error else {
             panic!("{:?}", e.errors[0]);
         };
         assert_eq!(*op, "test");

@@ -1042,7 +1042,7 @@ mod tests {
             "apiVersion": "kiln/v1alpha1", "kind": "Component", "metadata": {"name": "x"},
             "spec": {"transformers": [{"environments": ["dev"]}], "generators": [{"files": "a.yaml"}]}
         });
-        let mut got: Vec<(String, String)> = crate::diag::schema_violations(&v, &doc)
+        let mut got: Vec<(String, String)> = crate::diag::schema_violations(&v, None, &doc)
             .into_iter()
             .map(|v| (v.pointer, v.message))
             .collect();

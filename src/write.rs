@@ -40,6 +40,7 @@ use thiserror::Error;
 pub const MANIFEST: &str = crate::marker::MARKER_FILE;
 
 mod at;
+mod summary;
 
 /// What a write did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -50,6 +51,9 @@ pub struct WriteReport {
     pub unchanged: Vec<String>,
     /// Owned files removed because they are no longer generated.
     pub removed: Vec<String>,
+    /// What the removals and renames mean, one line per kind and environment (`removes 6
+    /// Applications in prod-us`, `renames cart → shop-cart in dev`; `summary`).
+    pub changes: Vec<String>,
 }
 
 impl WriteReport {
@@ -667,6 +671,9 @@ pub fn write(
     // The outermost directories of written files that do not exist yet: the commit renames
     // each in whole from the staging directory.
     let mut new_dirs: BTreeSet<String> = BTreeSet::new();
+    // The old bytes of the `.gen.yaml` and Argo CD files replaced or removed, for the
+    // summary of what the write removes and renames.
+    let mut old_bytes: Vec<(String, Vec<u8>)> = Vec::new();
     {
         let mut dirs = root_fd
             .as_ref()
@@ -706,7 +713,14 @@ pub fn write(
                 }
                 at::Found::File(old) if &old == bytes => report.unchanged.push(path.clone()),
                 // An owned file, or a link in its place (replaced, never followed).
-                at::Found::File(_) | at::Found::Link => {
+                at::Found::File(old) => {
+                    if summary::summarized(path) {
+                        old_bytes.push((path.clone(), old));
+                    }
+                    replaced.insert(path.clone());
+                    report.written.push(path.clone());
+                }
+                at::Found::Link => {
                     replaced.insert(path.clone());
                     report.written.push(path.clone());
                 }
@@ -729,7 +743,14 @@ pub fn write(
             }
             let (dir, name) = at::split(path);
             match dirs.open(dir) {
-                Ok(Some(fd)) if at::is_file_or_link(fd, name) => report.removed.push(path.clone()),
+                Ok(Some(fd)) if at::is_file_or_link(fd, name) => {
+                    if summary::summarized(path)
+                        && let Ok(at::Found::File(old)) = at::read(fd, name)
+                    {
+                        old_bytes.push((path.clone(), old));
+                    }
+                    report.removed.push(path.clone());
+                }
                 Ok(_) => vacated.push(path.clone()),
                 // Pruning through a link is refused; an owned file that is gone anyway
                 // needs nothing.
@@ -737,6 +758,16 @@ pub fn write(
                 Err(_) => {}
             }
         }
+    }
+    if !old_bytes.is_empty() {
+        let new: Vec<(&str, &[u8], bool)> = report
+            .written
+            .iter()
+            .filter(|p| summary::summarized(p))
+            .map(|p| (p.as_str(), set.files[p].as_slice(), !replaced.contains(p)))
+            .collect();
+        let envs = kept.is_empty().then(|| summary::environments(set));
+        report.changes = summary::changes(&old_bytes, &new, envs.as_ref());
     }
     let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
     listed.sort();

@@ -325,3 +325,130 @@ fn init_scaffolds_a_platform_that_renders_with_working_schema_modelines() {
         );
     }
 }
+
+/// Issue 38, item 10: a render that renames or removes output says what, one line per kind
+/// and environment, instead of only "24 removed".
+#[test]
+fn render_summarizes_the_environments_components_and_applications_it_renames_or_removes() {
+    let tmp = bank_copy(|t| t.to_string());
+    let platform = tmp.path().join("platforms/bank");
+    let out_dir = tmp.path().join("deploy");
+    let render = || {
+        let out = kiln_bin()
+            .arg("render")
+            .arg(&platform)
+            .arg("--write-to")
+            .arg(&out_dir)
+            .arg("--no-cache")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        stderr
+    };
+    let edit_all = |edit: &dyn Fn(String) -> String| {
+        let mut files = vec![platform.join("platform.yaml")];
+        for c in std::fs::read_dir(tmp.path().join("components")).unwrap() {
+            files.push(c.unwrap().path().join("component.yaml"));
+        }
+        for f in files {
+            let text = std::fs::read_to_string(&f).unwrap();
+            std::fs::write(&f, edit(text)).unwrap();
+        }
+    };
+    let first = render();
+    assert!(
+        !first.contains("removes") && !first.contains("renames"),
+        "{first}"
+    );
+
+    // The environment prod-west (not its cluster) becomes prod-us.
+    edit_all(&|t| {
+        t.replace(
+            "  - name: prod-west\n    tier: prod",
+            "  - name: prod-us\n    tier: prod",
+        )
+        .replace("        prod-west:\n", "        prod-us:\n")
+        .replace(", prod-west]", ", prod-us]")
+    });
+    let renamed = render();
+    assert!(
+        renamed.contains("kiln: renames environment prod-west → prod-us\n"),
+        "{renamed}"
+    );
+    assert!(
+        renamed.contains("kiln: renames 12 Applications in prod-west: "),
+        "{renamed}"
+    );
+    assert!(!renamed.contains("kiln: removes"), "{renamed}");
+
+    // The instance status-page becomes status-board.
+    edit_all(&|t| t.replace("  name: status-page\n", "  name: status-board\n"));
+    let renamed = render();
+    for env in ["dev", "test", "prod-east", "prod-us"] {
+        assert!(
+            renamed.contains(&format!(
+                "kiln: renames status-page → status-board in {env}\n"
+            )),
+            "{renamed}"
+        );
+    }
+    assert!(
+        renamed.contains(
+            "kiln: renames 1 Application in dev: ops-status-page-dev → ops-status-board-dev\n"
+        ),
+        "{renamed}"
+    );
+    assert!(!renamed.contains("kiln: removes"), "{renamed}");
+
+    // prod-us goes.
+    edit_all(&|t| {
+        t.replace(
+            "  - name: prod-us\n    tier: prod\n    cluster: prod-west\n    from: [stage]\n    parameters:\n      domain: west.bank.example.com\n      logLevel: warn\n",
+            "",
+        )
+        .replace(", prod-us]", "]")
+    });
+    std::fs::write(
+        platform.join("platform.yaml"),
+        without_prod_us_parameters(
+            &std::fs::read_to_string(platform.join("platform.yaml")).unwrap(),
+        ),
+    )
+    .unwrap();
+    let removed = render();
+    assert!(
+        removed.contains("kiln: removes environment prod-us\n"),
+        "{removed}"
+    );
+    assert!(
+        removed.contains("kiln: removes 12 Applications in prod-us\n"),
+        "{removed}"
+    );
+    assert!(
+        removed.contains("kiln: removes 12 components in prod-us: accounts-db, "),
+        "{removed}"
+    );
+}
+
+/// `platform.yaml` without its `prod-us:` parameter blocks (the key and its deeper lines).
+fn without_prod_us_parameters(text: &str) -> String {
+    let mut out = Vec::new();
+    let mut skip_deeper_than = None;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(d) = skip_deeper_than {
+            if indent > d {
+                continue;
+            }
+            skip_deeper_than = None;
+        }
+        if line.trim() == "prod-us:" {
+            skip_deeper_than = Some(indent);
+            continue;
+        }
+        out.push(line);
+    }
+    out.join("\n") + "\n"
+}

@@ -7,6 +7,9 @@
 //!   `REQUIRE_KUBECTL=1` (set by `.ci/run`), which makes a missing binary a failure.
 //! - `cli_errors`: one test per error class of `kiln render`, checking exit code 1, that stderr
 //!   names the file and line, and that nothing is written.
+//! - `diagnostics`: the errors of issue 38, item 10: one per cause with the environments
+//!   it arose in, every failing BuildPlan named, did-you-mean for unknown fields, kustomize
+//!   errors in a base named from the repository root.
 //! - `hardening`: the promises of issue 12 (no panic, no hang, no read outside the root, no
 //!   lost ownership, no leaked Secret value), each from the input that once broke it.
 //! - `scalars`: unquoted scalars of a component's files reach the tree as the API server
@@ -14,6 +17,7 @@
 #![allow(clippy::disallowed_methods)] // tests and dev tools set up trees on disk
 
 pub(crate) mod cli_errors;
+mod diagnostics;
 mod golden;
 mod hardening;
 mod kubectl;

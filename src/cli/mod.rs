@@ -1257,8 +1257,12 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
             "written": r.written,
             "unchanged": r.unchanged,
             "removed": r.removed,
+            "changes": r.changes,
         }))?)?;
     } else {
+        for change in &r.changes {
+            print_err(&format!("kiln: {change}"));
+        }
         print_err(&format!(
             "kiln: rendered {} BuildPlan{} into {} ({} files: {} written, {} unchanged, {} removed)",
             summary.plans,

@@ -21,7 +21,7 @@
 //! any error the previous output is left exactly as it was.
 
 use crate::artifact::{ArtifactSet, Scope};
-use crate::diag::Errors;
+use crate::diag::{Errors, Repeated};
 use crate::emit::{Layout, emit, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::load::{FileSystem, LoadError, LoadOptions, RealFs, load};
@@ -58,10 +58,10 @@ pub enum KilnError {
     Validate(Errors<ValidateError>),
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Evaluate(Errors<EvaluateError>),
+    Evaluate(Errors<Repeated<EvaluateError>>),
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Render(Errors<RenderError>),
+    Render(Errors<Repeated<RenderError>>),
     #[error(transparent)]
     #[diagnostic(transparent)]
     Kargo(Errors<crate::kargo::KargoError>),
@@ -380,7 +380,7 @@ fn render_plans(
     layout: Layout,
     progress: &(dyn Fn(usize, usize) + Sync),
     timings: &mut Timings,
-) -> Result<Vec<crate::cache::Emitted>, Errors<RenderError>> {
+) -> Result<Vec<crate::cache::Emitted>, Errors<Repeated<RenderError>>> {
     let mut pieces =
         PlanRenderer::new(sources, (fs, fetched), cache, layout, progress, plans.len());
     pieces.feed(plans);
@@ -477,7 +477,7 @@ impl<'a> PlanRenderer<'a> {
     fn finish(
         self,
         timings: &mut Timings,
-    ) -> Result<Vec<crate::cache::Emitted>, Errors<RenderError>> {
+    ) -> Result<Vec<crate::cache::Emitted>, Errors<Repeated<RenderError>>> {
         timings.render_cpu = Duration::from_nanos(self.render_ns.into_inner());
         timings.emit_cpu = Duration::from_nanos(self.emit_ns.into_inner());
         self.rendering.finish()

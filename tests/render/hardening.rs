@@ -468,17 +468,18 @@ fn an_outside_path_is_refused_the_same_whether_it_exists_or_not() {
         );
         let out = f.render(&[]);
         assert_eq!(out.status.code(), Some(1));
-        // The message, with the path named and the temp dir left out.
+        // The message, with the path named and the temp dir left out (the names have one
+        // length: the snippet underlines the entry).
         stderr(&out)
             .replace(base, "BASE")
             .replace(&f.dir.path().display().to_string(), "TMP")
-            .replace("nothing-here", "outside")
+            .replace("nowhere", "outside")
     };
     for (present, missing) in [
-        ("../../../../outside", "../../../../nothing-here"),
+        ("../../../../outside", "../../../../nowhere"),
         (
             "../../../../outside/secret.yaml",
-            "../../../../nothing-here/secret.yaml",
+            "../../../../nowhere/secret.yaml",
         ),
     ] {
         let (a, b) = (message(present), message(missing));

@@ -248,15 +248,24 @@ pub fn did_you_mean<'a>(
     closest(name, candidates, 1).map(str::to_string)
 }
 
-/// The candidate closest to `name` by edit distance (optimal string alignment: a swap of two
-/// neighbouring characters is one edit, so `dve` is one edit from `dev`), the first by name
-/// among equals, within a third of the name's length and at least `reach` edits; the one
-/// rule behind every "did you mean" help.
+/// The candidate equal to `name` but for case, else the one closest to `name` by edit
+/// distance (optimal string alignment: a swap of two neighbouring characters is one edit, so
+/// `dve` is one edit from `dev`), the first by name among equals, within a third of the
+/// name's length and at least `reach` edits; the one rule behind every "did you mean" help.
 pub fn closest<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
     reach: usize,
 ) -> Option<&'a str> {
+    let candidates: Vec<&'a str> = candidates.into_iter().collect();
+    // A difference of case only (`jsonpatch`, `JSONPATCH` for `jsonPatch`) is the likeliest
+    // slip of all, however many letters it changes.
+    if let Some(same) = candidates
+        .iter()
+        .find(|c| c.to_lowercase() == name.to_lowercase())
+    {
+        return Some(same);
+    }
     let limit = (name.chars().count() / 3).max(reach);
     candidates
         .into_iter()
@@ -352,15 +361,303 @@ impl<E: Diagnostic> Diagnostic for Errors<E> {
             many => Some(Box::new(many.iter().map(|e| e as &dyn Diagnostic))),
         }
     }
+    fn diagnostic_source(&self) -> Option<&dyn Diagnostic> {
+        match self.errors.as_slice() {
+            [one] => one.diagnostic_source(),
+            _ => None,
+        }
+    }
+}
+
+/// An error that several places hit alike (the same code, file, line, field and message: a
+/// component's mistake in each environment it is deployed to), reported once, with every
+/// place on a second line of its message (`in environments: dev, test, prod`). Everything
+/// else is the error's own.
+#[derive(Debug)]
+pub struct Repeated<E> {
+    pub error: E,
+    /// The places as a line (`in environments: dev, test, prod`); `None` for one place.
+    pub places: Option<String>,
+}
+
+impl<E> Repeated<E> {
+    /// An error met in one place only.
+    pub fn once(error: E) -> Repeated<E> {
+        Repeated {
+            error,
+            places: None,
+        }
+    }
+}
+
+impl<E: Diagnostic> Repeated<E> {
+    /// Groups `errors`, each with the place it arose in (if any), into one error per cause,
+    /// in the order the causes first came, each with the places of all of them in the order
+    /// they came (a place once). Errors are the same cause when their code and
+    /// `message` (the message without what names the place) are equal. `places` turns two or
+    /// more places into the line shown.
+    pub fn group<P: PartialEq>(
+        errors: Vec<(E, Option<P>)>,
+        message: impl Fn(&E) -> String,
+        places: impl Fn(&[P]) -> String,
+    ) -> Vec<Repeated<E>> {
+        let mut keys: Vec<String> = Vec::new();
+        let mut groups: Vec<(E, Vec<P>)> = Vec::new();
+        for (error, place) in errors {
+            let code = error.code().map(|c| c.to_string()).unwrap_or_default();
+            let key = format!("{code}\u{0}{}", message(&error));
+            let i = match keys.iter().position(|k| *k == key) {
+                Some(i) => i,
+                None => {
+                    keys.push(key);
+                    groups.push((error, Vec::new()));
+                    groups.len() - 1
+                }
+            };
+            if let Some(p) = place
+                && !groups[i].1.contains(&p)
+            {
+                groups[i].1.push(p);
+            }
+        }
+        groups
+            .into_iter()
+            .map(|(error, ps)| Repeated {
+                error,
+                places: (ps.len() > 1).then(|| places(&ps)),
+            })
+            .collect()
+    }
+}
+
+impl<E: fmt::Display> fmt::Display for Repeated<E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.places {
+            Some(places) => write!(f, "{}\n{places}", self.error),
+            None => write!(f, "{}", self.error),
+        }
+    }
+}
+
+impl<E: std::error::Error> std::error::Error for Repeated<E> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.error.source()
+    }
+}
+
+impl<E: Diagnostic> Diagnostic for Repeated<E> {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.error.code()
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        self.error.severity()
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.error.help()
+    }
+    fn url<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.error.url()
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.error.source_code()
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        self.error.labels()
+    }
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn Diagnostic> + 'a>> {
+        self.error.related()
+    }
+    fn diagnostic_source(&self) -> Option<&dyn Diagnostic> {
+        self.error.diagnostic_source()
+    }
+}
+
+/// A diagnostic (and its causes and related ones) copied with its files shown under other
+/// names: each snippet's source and every mention of its name in the messages and helps. An
+/// engine names files from where it started (the kustomize engine from its build root, as
+/// kubectl does: `../../base/kustomization.yaml`); a caller that started it elsewhere names
+/// them from the user's root (`components/cart/base/kustomization.yaml`).
+#[derive(Debug)]
+pub struct Renamed {
+    message: String,
+    code: Option<String>,
+    help: Option<String>,
+    severity: Option<miette::Severity>,
+    source: Option<NamedSource<String>>,
+    labels: Option<Vec<miette::LabeledSpan>>,
+    related: Vec<Renamed>,
+    cause: Option<Box<Renamed>>,
+}
+
+impl Renamed {
+    /// Copies `d`, showing each file name `rename` maps under its new name (`None`: as it is).
+    pub fn new(d: &dyn Diagnostic, rename: &dyn Fn(&str) -> Option<String>) -> Renamed {
+        let mut names = Vec::new();
+        collect_source_names(d, &mut names);
+        let pairs: Vec<(String, String)> = names
+            .into_iter()
+            .filter_map(|n| rename(&n).filter(|m| *m != n).map(|m| (n, m)))
+            .collect();
+        Renamed::copy(d, &pairs)
+    }
+
+    fn copy(d: &dyn Diagnostic, pairs: &[(String, String)]) -> Renamed {
+        let text = |t: String| {
+            pairs
+                .iter()
+                .fold(t, |t, (from, to)| replace_name(&t, from, to))
+        };
+        let source = d.source_code().and_then(|src| {
+            let all = src
+                .read_span(&SourceSpan::from((0, 0)), 0, usize::MAX)
+                .ok()?;
+            let name = all.name().unwrap_or("input");
+            let name = pairs
+                .iter()
+                .find(|(from, _)| from == name)
+                .map_or(name, |(_, to)| to.as_str());
+            let mut named =
+                NamedSource::new(name, String::from_utf8_lossy(all.data()).into_owned());
+            if let Some(lang) = all.language() {
+                named = named.with_language(lang);
+            }
+            Some(named)
+        });
+        Renamed {
+            message: text(d.to_string()),
+            code: d.code().map(|c| c.to_string()),
+            help: d.help().map(|h| text(h.to_string())),
+            severity: d.severity(),
+            labels: source.as_ref().and(d.labels()).map(|l| {
+                l.map(|l| {
+                    miette::LabeledSpan::new(
+                        l.label().map(|t| text(t.to_string())),
+                        l.offset(),
+                        l.len(),
+                    )
+                })
+                .collect()
+            }),
+            source,
+            related: d
+                .related()
+                .map(|r| r.map(|r| Renamed::copy(r, pairs)).collect())
+                .unwrap_or_default(),
+            cause: d
+                .diagnostic_source()
+                .map(|c| Box::new(Renamed::copy(c, pairs))),
+        }
+    }
+}
+
+/// The names of the sources `d`, its related diagnostics and its causes show.
+fn collect_source_names(d: &dyn Diagnostic, out: &mut Vec<String>) {
+    if let Some(src) = d.source_code()
+        && let Ok(all) = src.read_span(&SourceSpan::from((0, 0)), 0, 0)
+        && let Some(name) = all.name()
+        && !out.iter().any(|n| n == name)
+    {
+        out.push(name.to_string());
+    }
+    for r in d.related().into_iter().flatten() {
+        collect_source_names(r, out);
+    }
+    if let Some(c) = d.diagnostic_source() {
+        collect_source_names(c, out);
+    }
+}
+
+/// `text` with every mention of the file name `from` as a whole word (not inside a longer
+/// name: `cm.yaml` in `xcm.yaml` or `base/cm.yaml` is left alone) replaced by `to`.
+fn replace_name(text: &str, from: &str, to: &str) -> String {
+    let part_of_name = |c: char| c.is_alphanumeric() || matches!(c, '.' | '/' | '-' | '_');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(from) {
+        let before = rest[..i].chars().next_back().or(out.chars().next_back());
+        let after = rest[i + from.len()..].chars().next();
+        out.push_str(&rest[..i]);
+        // A name ends before `:line`, a space, a quote or the end; `.` ends a sentence.
+        let ends = after.is_none_or(|c| {
+            !part_of_name(c)
+                || c == '.'
+                    && !rest[i + from.len() + 1..].starts_with(|c: char| c.is_alphanumeric())
+        });
+        if before.is_none_or(|c| !part_of_name(c)) && ends {
+            out.push_str(to);
+        } else {
+            out.push_str(from);
+        }
+        rest = &rest[i + from.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+impl fmt::Display for Renamed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Renamed {}
+
+impl Diagnostic for Renamed {
+    fn code<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.code
+            .as_ref()
+            .map(|c| Box::new(c) as Box<dyn fmt::Display>)
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        self.severity
+    }
+    fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
+        self.help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.source.as_ref().map(|s| s as &dyn miette::SourceCode)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        self.labels
+            .as_ref()
+            .map(|l| Box::new(l.iter().cloned()) as Box<dyn Iterator<Item = _>>)
+    }
+    fn related<'b>(&'b self) -> Option<Box<dyn Iterator<Item = &'b dyn Diagnostic> + 'b>> {
+        if self.related.is_empty() {
+            return None;
+        }
+        Some(Box::new(self.related.iter().map(|r| r as &dyn Diagnostic)))
+    }
+    fn diagnostic_source(&self) -> Option<&dyn Diagnostic> {
+        self.cause.as_deref().map(|c| c as &dyn Diagnostic)
+    }
+}
+
+/// At most this many places are listed; the rest are counted (`and 95 more`).
+pub const MAX_PLACES: usize = 10;
+
+/// `what: a, b, c` for a [`Repeated`] error's places, the first [`MAX_PLACES`] named and the
+/// rest counted.
+pub fn places_line(what: &str, names: &[&str]) -> String {
+    let shown = names.len().min(MAX_PLACES);
+    let mut line = format!("{what}: {}", names[..shown].join(", "));
+    if names.len() > shown {
+        line.push_str(&format!(", and {} more", names.len() - shown));
+    }
+    line
 }
 
 /// One JSON Schema violation, ready to be located: the instance's JSON Pointer, whether to
-/// underline the key (unknown fields) and a lower-case message.
+/// underline the key (unknown fields), a lower-case message and, for an unknown field close
+/// to a known one, a `did you mean` help.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Violation {
     pub pointer: String,
     pub key: bool,
     pub message: String,
+    pub help: Option<String>,
 }
 
 /// A JSON Pointer as a field path for messages: `/spec/images/0/tag` → `spec.images[0].tag`;
@@ -377,28 +674,53 @@ pub fn field_path(pointer: &str) -> String {
 /// Every violation of `value` against `validator`, in the validator's order. `oneOf` failures
 /// are replaced by the errors of the closest branch (fewest errors), so `files: a.yaml` reports
 /// "not of type array" rather than "matches no shape" (taplo does the same walk).
+///
+/// `schema` is the schema `validator` was compiled from: an unknown field then gets a `did
+/// you mean` help naming the known field it is closest to (case first: `jsonpatch` →
+/// `jsonPatch`). An unknown field that is a slip for one of the keys a `oneOf` asks for is one
+/// error, not two: the "needs exactly one of" it causes is left out.
 pub fn schema_violations(
     validator: &jsonschema::Validator,
+    schema: Option<&serde_json::Value>,
     value: &serde_json::Value,
 ) -> Vec<Violation> {
     let mut out = Vec::new();
     for e in validator.iter_errors(value) {
-        push_violation(&e, &mut out);
+        push_violation(&e, schema, &mut out);
     }
     out
 }
 
-fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>) {
+/// The `properties` names of the schema object holding the keyword at `keyword_path` (a
+/// canonical schema location, `/$defs/Transformer/additionalProperties`).
+fn known_fields<'s>(schema: Option<&'s serde_json::Value>, keyword_path: &str) -> Vec<&'s str> {
+    let parent = keyword_path.rsplit_once('/').map_or("", |(p, _)| p);
+    schema
+        .and_then(|s| s.pointer(parent))
+        .and_then(|s| s.get("properties"))
+        .and_then(serde_json::Value::as_object)
+        .map(|props| props.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+fn push_violation(
+    e: &jsonschema::ValidationError<'_>,
+    schema: Option<&serde_json::Value>,
+    out: &mut Vec<Violation>,
+) {
     use jsonschema::error::ValidationErrorKind as K;
     let pointer = e.instance_path().as_str().to_string();
     match e.kind() {
         K::AdditionalProperties { unexpected } | K::UnevaluatedProperties { unexpected } => {
+            let known = known_fields(schema, e.schema_path().as_str());
             for name in unexpected {
                 let token = crate::pointer::escape(name);
                 out.push(Violation {
                     pointer: format!("{pointer}/{token}"),
                     key: true,
                     message: format!("unknown field `{name}`"),
+                    help: did_you_mean(name, known.iter().copied())
+                        .map(|s| format!("did you mean `{s}`?")),
                 });
             }
         }
@@ -410,7 +732,7 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
                         && branch.iter().all(|b| b.instance_path().as_str() != pointer) =>
                 {
                     for b in branch {
-                        push_violation(b, out);
+                        push_violation(b, schema, out);
                     }
                 }
                 _ => {
@@ -420,13 +742,21 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
                         for b in branch {
                             if let K::Required { property } = b.kind()
                                 && b.instance_path().as_str() == pointer
+                                && let Some(property) = property.as_str()
                             {
-                                keys.push(format!("`{}`", property.as_str().unwrap_or_default()));
+                                keys.push(property);
                             }
                         }
                     }
+                    if keys.len() == context.len()
+                        && !keys.is_empty()
+                        && slip_for_a_key(&pointer, &keys, out)
+                    {
+                        return;
+                    }
                     let message = if keys.len() == context.len() && !keys.is_empty() {
-                        format!("needs exactly one of {}", keys.join(", "))
+                        let quoted: Vec<String> = keys.iter().map(|k| format!("`{k}`")).collect();
+                        format!("needs exactly one of {}", quoted.join(", "))
                     } else {
                         "matches none of the allowed shapes".into()
                     };
@@ -434,6 +764,7 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
                         pointer,
                         key: false,
                         message,
+                        help: None,
                     });
                 }
             }
@@ -443,18 +774,42 @@ fn push_violation(e: &jsonschema::ValidationError<'_>, out: &mut Vec<Violation>)
             key: false,
             message: "matches more than one of the allowed shapes (set exactly one kind of entry)"
                 .into(),
+            help: None,
         }),
         K::Required { property } => out.push(Violation {
             pointer,
             key: false,
             message: format!("missing required field {property}"),
+            help: None,
         }),
         _ => out.push(Violation {
             pointer,
             key: false,
             message: e.to_string(),
+            help: None,
         }),
     }
+}
+
+/// Whether an unknown field already reported under the object at `pointer` is a slip for
+/// one of `keys`, the keys of a failed `oneOf` there (`jsonpatch` for `jsonPatch`): then that
+/// field is the one error, its help says which key was meant, and the `oneOf` says nothing.
+fn slip_for_a_key(pointer: &str, keys: &[&str], out: &mut [Violation]) -> bool {
+    let mut found = false;
+    for v in out.iter_mut() {
+        let Some((parent, token)) = v.pointer.rsplit_once('/') else {
+            continue;
+        };
+        if !v.key || parent != pointer {
+            continue;
+        }
+        let name = crate::pointer::unescape(token);
+        if let Some(key) = did_you_mean(&name, keys.iter().copied()) {
+            v.help = Some(format!("did you mean `{key}`?"));
+            found = true;
+        }
+    }
+    found
 }
 
 /// The longest source line (in bytes) a snippet shows; longer lines are cut around their
@@ -1099,6 +1454,103 @@ data:
         assert_eq!(did_you_mean("stag", envs).as_deref(), Some("stage"));
         assert_eq!(did_you_mean("qa", envs), None);
         assert_eq!(did_you_mean("tset", envs).as_deref(), Some("test"));
+    }
+
+    /// Issue 38, item 10: `jsonpatch` for `jsonPatch` was two errors (the unknown field and
+    /// the `oneOf` it broke) and no did-you-mean; a case slip too far by edit distance
+    /// (`JSONPATCH`) was not matched at all.
+    #[test]
+    fn an_unknown_field_that_is_a_case_slip_is_one_error_with_a_did_you_mean() {
+        let schema = serde_json::json!({
+            "$defs": {"T": {
+                "type": "object", "additionalProperties": false,
+                "properties": {"jsonPatch": {}, "labels": {}, "environments": {}},
+                "oneOf": [{"required": ["jsonPatch"]}, {"required": ["labels"]}]
+            }},
+            "type": "object", "additionalProperties": false,
+            "properties": {"transformers": {"type": "array", "items": {"$ref": "#/$defs/T"}}}
+        });
+        let v = jsonschema::validator_for(&schema).unwrap();
+        let doc = serde_json::json!({
+            "transformers": [{"jsonpatch": {}}, {"JSONPATCH": {}}, {"colour": 1}],
+            "Transformers": []
+        });
+        let got = schema_violations(&v, Some(&schema), &doc);
+        let shown: Vec<(&str, &str, Option<&str>)> = got
+            .iter()
+            .map(|v| (v.pointer.as_str(), v.message.as_str(), v.help.as_deref()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                (
+                    "/transformers/0/jsonpatch",
+                    "unknown field `jsonpatch`",
+                    Some("did you mean `jsonPatch`?")
+                ),
+                (
+                    "/transformers/1/JSONPATCH",
+                    "unknown field `JSONPATCH`",
+                    Some("did you mean `jsonPatch`?")
+                ),
+                ("/transformers/2/colour", "unknown field `colour`", None),
+                (
+                    "/transformers/2",
+                    "needs exactly one of `jsonPatch`, `labels`",
+                    None
+                ),
+                (
+                    "/Transformers",
+                    "unknown field `Transformers`",
+                    Some("did you mean `transformers`?")
+                ),
+            ]
+        );
+        // Without the schema, the `oneOf`'s keys still name what was meant.
+        let bare = schema_violations(&v, None, &doc);
+        assert_eq!(bare[0].help.as_deref(), Some("did you mean `jsonPatch`?"));
+        assert_eq!(bare.len(), got.len());
+    }
+
+    #[test]
+    fn renamed_files_are_renamed_as_whole_names_in_messages_and_snippets() {
+        assert_eq!(
+            replace_name(
+                "../b/k.yaml:4:9 (field `x`): see `../b/k.yaml`.",
+                "../b/k.yaml",
+                "c/b/k.yaml"
+            ),
+            "c/b/k.yaml:4:9 (field `x`): see `c/b/k.yaml`."
+        );
+        assert_eq!(
+            replace_name("a/cm.yaml xcm.yaml cm.yaml.bak", "cm.yaml", "z"),
+            "a/cm.yaml xcm.yaml cm.yaml.bak"
+        );
+        let src = SourceFile::new("../b/k.yaml", "resources:\n- x\n");
+        #[derive(Debug, thiserror::Error, Diagnostic)]
+        #[error("../b/k.yaml:2:3: bad")]
+        #[diagnostic(code(t::bad), help("fix ../b/k.yaml"))]
+        struct Bad {
+            #[source_code]
+            src: NamedSource<String>,
+            #[label("here")]
+            span: Option<SourceSpan>,
+        }
+        let bad = Bad {
+            src: src.named_source(),
+            span: src.span(0, "/resources/0", false),
+        };
+        let r = Renamed::new(&bad, &|n| {
+            Some(format!("c/{}", n.trim_start_matches("../")))
+        });
+        assert_eq!(r.to_string(), "c/b/k.yaml:2:3: bad");
+        assert_eq!(r.help().unwrap().to_string(), "fix c/b/k.yaml");
+        assert_eq!(r.code().unwrap().to_string(), "t::bad");
+        let shown = graphical(&r);
+        assert!(
+            shown.contains("[c/b/k.yaml:2:3]") && shown.contains("here"),
+            "{shown}"
+        );
     }
 
     #[test]
