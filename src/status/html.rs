@@ -234,6 +234,7 @@ mod tests {
             drift: None,
             history: vec![hand],
             promotion: Some(write("a", Writer::Promotion, "kiln: promote c to dev")),
+            deployed: true,
         };
         let page = |cell: &Cell| {
             super::page(
