@@ -47,7 +47,7 @@ use std::sync::Mutex;
 /// Bumped whenever the entry layout or the key's inputs change, and whenever the engines
 /// print other bytes for the same input (4: go-yaml v2's folding and key order, issue 37),
 /// or an entry of an older kiln of the same version would be replayed.
-const FORMAT: &str = "kiln-render-cache/4";
+const FORMAT: &str = "kiln-render-cache/5";
 
 /// The secret a cache's entries and journals are authenticated under (HMAC-SHA256): 32
 /// random bytes, kept outside any checkout. Its `Debug` never shows it.
@@ -586,6 +586,11 @@ pub struct Emitted {
     /// What producing them read (the render's reads, or the cache entry's), for the
     /// [`Journal`].
     pub reads: Vec<Read>,
+    /// Where each document of the plan's `.gen.yaml` came from (issue 36, item 7), for
+    /// validation's findings; `None` where nothing is known.
+    pub provenance: Vec<Option<crate::resource::Provenance>>,
+    /// The render's warnings ([`crate::render::Rendered::warnings`]).
+    pub warnings: Vec<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -594,6 +599,8 @@ struct Entry {
     reads: Vec<Read>,
     files: Vec<(String, String)>,
     cluster_kinds: Vec<(String, String)>,
+    provenance: Vec<Option<crate::resource::Provenance>>,
+    warnings: Vec<String>,
 }
 
 /// Hit/miss counts of one render.
@@ -733,6 +740,8 @@ impl Cache {
                 .map(|(p, t)| (p, t.into_bytes()))
                 .collect(),
             cluster_kinds: entry.cluster_kinds.into_iter().collect(),
+            provenance: entry.provenance,
+            warnings: entry.warnings,
         })
     }
 
@@ -753,6 +762,8 @@ impl Cache {
             reads,
             files,
             cluster_kinds: emitted.cluster_kinds.iter().cloned().collect(),
+            provenance: emitted.provenance.clone(),
+            warnings: emitted.warnings.clone(),
         };
         let body = serde_json::to_vec(&entry).map_err(io::Error::other)?;
         let bytes = self.secret.seal(b"entry", &body);

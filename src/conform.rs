@@ -7,20 +7,70 @@
 //! with no schema, unless `--strict`) are warnings.
 //!
 //! Each finding names the rendered file, the object and the field, with the file's line
-//! (the span index of `kiln_base::diag`).
+//! (the span index of `kiln_base::diag`), and the source that produced the field (issue 36,
+//! item 7), from the [`Provenance`] render kept for each object: the spec value that set it
+//! (a patch, a label, an inline resource in `component.yaml`), else the manifest's line, else
+//! the chart template's line (found by following the field's keys through the template's
+//! text, which is not YAML until rendered). A wrong type where a spec value was one whole
+//! `${params.x}` names that parameter (item 4).
 
 use crate::artifact::ArtifactSet;
-use crate::diag::SourceFile;
+use crate::diag::{SourceFile, Sources};
 use crate::evaluate::BuildPlan;
 use crate::fs::FileSystem;
+use crate::resource::Provenance;
 use crate::validate::Platform;
 use kiln_k8s::conflict::{Placement, conflicts};
 use kiln_k8s::{Code, Crds, Validator};
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A text, a document in it and a JSON Pointer: what a finding's snippet underlines.
+type Snippet = (SourceFile, usize, String);
+
+/// The source of a finding's field (issue 36, item 7).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct SourceAt {
+    /// `manifest`, `template` (a chart template), or the spec field that set the value
+    /// (`jsonPatch`, `strategicMergePatch`, `mergePatch`, `labels`, `annotations`,
+    /// `resources`).
+    pub kind: String,
+    /// The file, relative to the repository root (absolute for a chart in the source cache).
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    /// For a spec value: its JSON Pointer in `file`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pointer: Option<String>,
+}
+
+impl fmt::Display for SourceAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        write!(f, " ({})", self.kind)
+    }
+}
+
+/// A parameter that a spec value placed whole (`"${params.debug}"`), keeping its type, in a
+/// field whose type differs (issue 36, item 4).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ParameterAt {
+    /// `debug` (or `a.b` for a field of an object parameter).
+    pub name: String,
+    /// Its JSON type: `boolean`, `integer`, `number`, `object`, `array`, `null`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `file:line` of its definition (`spec.parameters.properties.<name>` of
+    /// component.yaml), or of the value that placed it when it has none.
+    pub defined: String,
+}
 
 /// One finding on one rendered object.
 #[derive(Debug, Clone)]
@@ -36,13 +86,43 @@ pub struct Finding {
     pub message: String,
     /// `true` when a platform turned the rule into a warning.
     pub warning: bool,
-    source: Option<SourceFile>,
+    /// Where the field came from, when render kept it.
+    pub origin: Option<SourceAt>,
+    /// The parameter a `wrong_type` finding's value is.
+    pub parameter: Option<ParameterAt>,
+    /// The rendered file's text, for its line.
+    rendered: Option<SourceFile>,
+    /// What the snippet shows: the source's text when it is YAML kiln can point into (a spec
+    /// file, a manifest), else the rendered file's; the document and pointer in it.
+    snippet: Option<Snippet>,
     named: Option<miette::NamedSource<String>>,
+}
+
+impl Finding {
+    /// The finding as `-o json` gives it.
+    pub fn to_json(&self) -> Value {
+        let line = self
+            .rendered
+            .as_ref()
+            .and_then(|s| s.locate(self.document, &self.pointer, false))
+            .map(|l| l.line);
+        serde_json::json!({
+            "code": format!("kiln::k8s::{}", self.code.as_str()),
+            "severity": if self.warning { "warning" } else { "error" },
+            "file": self.file,
+            "line": line,
+            "object": self.object,
+            "pointer": self.pointer,
+            "message": self.message,
+            "source": self.origin,
+            "parameter": self.parameter,
+        })
+    }
 }
 
 impl fmt::Display for Finding {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = match &self.source {
+        let at = match &self.rendered {
             Some(s) => s.position(self.document, &self.pointer),
             None => self.file.clone(),
         };
@@ -51,7 +131,18 @@ impl fmt::Display for Finding {
         } else {
             format!(" at `{}`", self.pointer)
         };
-        write!(f, "{at}: {}{field}: {}", self.object, self.message)
+        write!(f, "{at}: {}{field}: {}", self.object, self.message)?;
+        if let Some(p) = &self.parameter {
+            write!(
+                f,
+                "; it is parameter `{}` ({}, defined at {}), placed whole by `${{params.{}}}`",
+                p.name, p.kind, p.defined, p.name
+            )?;
+        }
+        if let Some(o) = &self.origin {
+            write!(f, "; from {o}")?;
+        }
+        Ok(())
     }
 }
 
@@ -69,6 +160,12 @@ impl Diagnostic for Finding {
         })
     }
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        if let Some(p) = &self.parameter {
+            return Some(Box::new(format!(
+                "a whole `${{params.{0}}}` keeps the parameter's type: write `\"${{params.{0}}}\"` inside a longer string (`\"{0}=${{params.{0}}}\"`), or make `{0}` a string parameter",
+                p.name
+            )));
+        }
         let text = match self.code {
             Code::WrongType => {
                 "quote the value (`\"true\"`) where the field is a string; a `${params.x}` of another type inside a longer string, or a string parameter, gives one"
@@ -92,9 +189,9 @@ impl Diagnostic for Finding {
         self.named.as_ref().map(|s| s as &dyn SourceCode)
     }
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        let source = self.source.as_ref()?;
+        let (source, document, pointer) = self.snippet.as_ref()?;
         let key = self.code == Code::UnknownField;
-        let span = source.span(self.document, &self.pointer, key)?;
+        let span = source.span(*document, pointer, key)?;
         Some(Box::new(std::iter::once(LabeledSpan::new_with_span(
             Some("here".to_string()),
             span,
@@ -171,11 +268,12 @@ fn object_name(o: &Value) -> String {
     }
 }
 
-/// A parsed rendered file: its text kept for spans.
+/// A parsed rendered file: its text kept for spans, and where each document came from.
 struct Stream {
     file: String,
     source: SourceFile,
     docs: Vec<Value>,
+    provenance: Vec<Option<Provenance>>,
 }
 
 fn parse(file: &str, bytes: &[u8]) -> Option<Stream> {
@@ -185,7 +283,172 @@ fn parse(file: &str, bytes: &[u8]) -> Option<Stream> {
         file: file.to_string(),
         source: SourceFile::new(file, text),
         docs,
+        provenance: Vec::new(),
     })
+}
+
+/// Finds the sources of findings: the spec's texts, and the manifests and templates read
+/// again through the file system (only for findings, which are few).
+struct Sourcing<'a> {
+    sources: Option<&'a Sources>,
+    fs: Option<&'a dyn FileSystem>,
+    root: PathBuf,
+    read: RefCell<BTreeMap<String, Option<SourceFile>>>,
+}
+
+impl Sourcing<'_> {
+    fn none() -> Sourcing<'static> {
+        Sourcing {
+            sources: None,
+            fs: None,
+            root: PathBuf::new(),
+            read: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// The text of `file`: a spec file kiln loaded, else read below the root.
+    fn text(&self, file: &str) -> Option<SourceFile> {
+        if let Some(f) = self
+            .sources
+            .and_then(|s| s.files().iter().find(|f| f.name == file))
+        {
+            return Some(f.clone());
+        }
+        let fs = self.fs?;
+        self.read
+            .borrow_mut()
+            .entry(file.to_string())
+            .or_insert_with(|| {
+                let path = self.root.join(file);
+                let text = fs.read_to_string(&path).ok()?;
+                Some(SourceFile::new(file, text))
+            })
+            .clone()
+    }
+
+    /// Where the field at `pointer` of an object with provenance `p` came from; with the
+    /// spec file's text, document 0, and the pointer in it, for the snippet.
+    fn origin(&self, p: &Provenance, pointer: &str) -> Option<(SourceAt, Option<Snippet>)> {
+        if let Some((set, rest)) = p.setter(pointer) {
+            let at = format!("{}{rest}", set.at);
+            let text = self.text(&set.file);
+            let line = text
+                .as_ref()
+                .and_then(|t| t.locate(0, &at, false))
+                .map(|l| l.line);
+            return Some((
+                SourceAt {
+                    kind: set.by.clone(),
+                    file: set.file.clone(),
+                    line,
+                    pointer: Some(at.clone()),
+                },
+                text.map(|t| (t, 0, at)),
+            ));
+        }
+        let file = p.file.as_ref()?;
+        let text = self.text(file);
+        if p.template {
+            let line = text
+                .as_ref()
+                .and_then(|t| template_line(&t.text, p.document, pointer));
+            return Some((
+                SourceAt {
+                    kind: "template".into(),
+                    file: file.clone(),
+                    line,
+                    pointer: None,
+                },
+                None,
+            ));
+        }
+        let line = text
+            .as_ref()
+            .and_then(|t| t.locate(p.document, pointer, false))
+            .map(|l| l.line);
+        Some((
+            SourceAt {
+                kind: "manifest".into(),
+                file: file.clone(),
+                line,
+                pointer: None,
+            },
+            text.map(|t| (t, p.document, pointer.to_string())),
+        ))
+    }
+
+    /// The parameter a spec value placed whole at `origin`, whose value `value` has the wrong
+    /// type.
+    fn parameter(&self, origin: &SourceAt, value: Option<&Value>) -> Option<ParameterAt> {
+        let at = origin.pointer.as_ref()?;
+        let text = self.text(&origin.file)?;
+        let spec = crate::yaml::parse_stream(&origin.file, &text.text).ok()?;
+        let written = spec.first()?.pointer(at)?.as_str()?;
+        let name = kiln_base::reference::whole(written)?
+            .name()
+            .strip_prefix("params.")?
+            .to_string();
+        let kind = match value? {
+            Value::Null => "null",
+            Value::Bool(_) => "boolean",
+            Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+            Value::Number(_) => "number",
+            Value::String(_) => return None,
+            Value::Array(_) => "array",
+            Value::Object(_) => "object",
+        };
+        let first = name.split('.').next().unwrap_or_default();
+        let declared = format!(
+            "/spec/parameters/properties/{}",
+            kiln_base::pointer::escape(first)
+        );
+        let defined = match spec.first()?.pointer(&declared) {
+            Some(_) => text.position(0, &declared),
+            None => text.position(0, at),
+        };
+        Some(ParameterAt {
+            name,
+            kind: kind.into(),
+            defined,
+        })
+    }
+}
+
+/// The line (1-based) of the field at `pointer` in a chart template: the template's
+/// `document`th document (split at `---` lines; the whole text when it has fewer), then
+/// each key of the pointer in turn, on a later line than the one before. Where a key is not
+/// written (a `toYaml` of a value wrote it) the last key found is the line.
+fn template_line(text: &str, document: usize, pointer: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.trim_end() == "---" || l.starts_with("--- "))
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let mut at = starts.get(document).copied().unwrap_or(0);
+    let mut found = None;
+    for token in kiln_base::pointer::tokens(pointer) {
+        if token.parse::<usize>().is_ok() {
+            continue;
+        }
+        let key = format!("{token}:");
+        let hit = lines.iter().enumerate().skip(at).find(|(_, l)| {
+            let t = l.trim_start().trim_start_matches("- ").trim_start();
+            t.starts_with(&key) || t.starts_with(&format!("\"{token}\":"))
+        });
+        match hit {
+            Some((i, _)) => {
+                found = Some(i + 1);
+                at = i + 1;
+            }
+            None => break,
+        }
+    }
+    found.or(Some(starts.get(document).copied().unwrap_or(0) + 1))
 }
 
 /// Validators per Kubernetes version, each with every CRD.
@@ -216,6 +479,7 @@ fn run(
     streams: &[(Stream, Owner)],
     extra_crds: Vec<Value>,
     options: &Options,
+    sourcing: &Sourcing,
 ) -> Result<Report, String> {
     let mut report = Report::default();
     let mut crds = extra_crds;
@@ -227,6 +491,19 @@ fn run(
                 pointer: String,
                 message: String| {
         let warning = options.is_warning(code) || code == Code::NoSchema && !options.strict;
+        let found = s
+            .provenance
+            .get(doc)
+            .and_then(Option::as_ref)
+            .and_then(|p| sourcing.origin(p, &pointer));
+        let (origin, snippet) = found.map_or((None, None), |(o, s)| (Some(o), s));
+        let parameter = origin
+            .as_ref()
+            .filter(|_| code == Code::WrongType)
+            .and_then(|o| sourcing.parameter(o, s.docs.get(doc).and_then(|d| d.pointer(&pointer))));
+        // The snippet shows the source when it is YAML kiln can point into, else the
+        // rendered file.
+        let snippet = snippet.unwrap_or_else(|| (s.source.clone(), doc, pointer.clone()));
         report.findings.push(Finding {
             code,
             file: s.file.clone(),
@@ -235,8 +512,11 @@ fn run(
             pointer,
             message,
             warning,
-            source: Some(s.source.clone()),
-            named: Some(s.source.named_source()),
+            origin,
+            parameter,
+            named: Some(snippet.0.named_source()),
+            snippet: Some(snippet),
+            rendered: Some(s.source.clone()),
         });
     };
     for (s, _) in streams {
@@ -345,13 +625,14 @@ struct Owner {
     kube_version: String,
 }
 
-/// Validates the files each BuildPlan rendered (`files[i]` are plan `i`'s artifact paths),
-/// with the CRDs of the whole set and of `spec.validation.crds` (read through `fs`).
+/// Validates the files each BuildPlan rendered (`files[i]` are plan `i`'s artifact paths,
+/// `provenance[i]` where each document of its `.gen.yaml` came from), with the CRDs of the
+/// whole set and of `spec.validation.crds` (read through `fs`, as the sources of findings).
 pub fn validate_render(
     set: &ArtifactSet,
     platform: &Platform,
     plans: &[BuildPlan],
-    files: &[Vec<String>],
+    (files, provenance): (&[Vec<String>], &[&[Option<Provenance>]]),
     fs: &dyn FileSystem,
     strict: bool,
 ) -> Result<Report, String> {
@@ -386,7 +667,7 @@ pub fn validate_render(
         extra.extend(stream.docs.into_iter().filter(Crds::is_crd));
     }
     let mut streams = Vec::new();
-    for (plan, paths) in plans.iter().zip(files) {
+    for (i, (plan, paths)) in plans.iter().zip(files).enumerate() {
         let cluster = platform.clusters.iter().find(|c| c.name == plan.cluster);
         let kube_version = cluster
             .and_then(|c| c.kube_version.clone())
@@ -394,9 +675,12 @@ pub fn validate_render(
         // kiln's own kustomization.yaml beside each plan's manifests is for Kargo and Argo
         // CD to build, never applied itself.
         for path in paths.iter().filter(|p| !p.ends_with("kustomization.yaml")) {
-            let Some(stream) = set.files.get(path).and_then(|b| parse(path, b)) else {
+            let Some(mut stream) = set.files.get(path).and_then(|b| parse(path, b)) else {
                 continue;
             };
+            if path.ends_with(".gen.yaml") {
+                stream.provenance = provenance.get(i).map(|p| p.to_vec()).unwrap_or_default();
+            }
             let owner = Owner {
                 application: Some(crate::kargo::naming::application_name(
                     &plan.project,
@@ -410,7 +694,13 @@ pub fn validate_render(
             streams.push((stream, owner));
         }
     }
-    run(&streams, extra, &options)
+    let sourcing = Sourcing {
+        sources: Some(&platform.sources),
+        fs: Some(fs),
+        root: platform.root.clone(),
+        read: RefCell::new(BTreeMap::new()),
+    };
+    run(&streams, extra, &options, &sourcing)
 }
 
 /// `kiln validate PATHS…`: any manifests, as kubeconform takes them, for `kube_version`.
@@ -456,7 +746,7 @@ pub fn validate_files(
         .iter()
         .map(|(s, _)| s.docs.iter().filter(|d| !d.is_null()).count())
         .sum();
-    let mut report = run(&streams, Vec::new(), options)?;
+    let mut report = run(&streams, Vec::new(), options, &Sourcing::none())?;
     report.objects = objects;
     Ok(report)
 }

@@ -91,6 +91,17 @@ pub fn emit(
     Ok(components)
 }
 
+/// Where each resource (each document of the plan's `.gen.yaml`, in order) came from, for
+/// validation's findings (issue 36, item 7).
+pub fn provenance(
+    resources: &[crate::resource::Resource],
+) -> Vec<Option<crate::resource::Provenance>> {
+    resources
+        .iter()
+        .map(|r| r.meta.provenance.as_deref().cloned())
+        .collect()
+}
+
 /// The cluster-scoped kinds (group, kind) among `resources`: the Argo CD AppProject must
 /// allow them. Collected per plan on the render's workers, since resources are not kept.
 pub fn cluster_kinds(

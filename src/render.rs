@@ -23,8 +23,9 @@ use crate::kustomize::builtins::{generators, patch_transformer, sort_order_trans
 use crate::kustomize::filters::{imagetag, labels, nameref, namespace, prefix_suffix};
 use crate::kustomize::hash;
 use crate::load::FileSystem;
-use crate::resource::{Origin, Resource};
+use crate::resource::{FieldSet, Origin, Provenance, Resource};
 use crate::spec::{self, Generator};
+use kiln_base::pointer;
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use rayon::prelude::*;
 use serde_json::Value;
@@ -42,6 +43,8 @@ pub struct Rendered {
     pub images: Vec<ImageRef>,
     /// What the render read through the file system (kustomization trees), for the cache.
     pub reads: Vec<crate::cache::Read>,
+    /// Lines for stderr: the chart values no template read (issue 36, item 6).
+    pub warnings: Vec<String>,
 }
 
 /// State shared by the plans of one render. A kustomization directory named by a
@@ -720,7 +723,13 @@ fn helm_generator(
     chart: &Path,
     value_files: Vec<PathBuf>,
     dependencies: Vec<PathBuf>,
-) -> Result<Vec<Resource>, crate::helm::HelmError> {
+) -> Result<(Vec<Resource>, Vec<crate::helm::UnusedValue>), crate::helm::HelmError> {
+    // A template's source as findings name it: the chart's directory as the component
+    // names it (or as it lies in the source cache), then the template's path in the chart.
+    let chart_dir = match chart.strip_prefix(&plan.source.dir) {
+        Ok(rel) => format!("{}/{}", plan.path, rel.display()),
+        Err(_) => chart.display().to_string(),
+    };
     let release = h
         .release_name
         .clone()
@@ -752,6 +761,7 @@ fn helm_generator(
     opts.kube_version = h.kube_version.clone();
     opts.api_versions = h.api_versions.clone();
     opts.dependencies = dependencies;
+    opts.record_reads = true;
     let rendered = crate::helm::template_with(fs, &opts)?;
     let mut out = Vec::new();
     for (source, text) in &rendered.documents {
@@ -761,19 +771,29 @@ fn helm_generator(
                 message: e.to_string(),
             }
         })?;
+        let in_chart = source
+            .split_once('/')
+            .map_or(source.as_str(), |(_, rest)| rest);
         for (i, v) in docs.into_iter().enumerate() {
             if v.is_object() {
-                out.push(Resource::new(
+                let mut r = Resource::new(
                     v,
                     Some(Origin {
                         file: source.clone(),
                         document: i,
                     }),
-                ));
+                );
+                r.meta.provenance = Some(Box::new(Provenance {
+                    file: Some(format!("{chart_dir}/{in_chart}")),
+                    document: i,
+                    template: true,
+                    set: Vec::new(),
+                }));
+                out.push(r);
             }
         }
     }
-    Ok(out)
+    Ok((out, rendered.unused_values))
 }
 
 /// The file system a chart is loaded through: a path inside the chart directory (canonical)
@@ -849,6 +869,7 @@ fn render_plan(
 
     // 1. Generators.
     let mut resources: Vec<Resource> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
     let mut first_generator: BTreeMap<String, usize> = BTreeMap::new();
     let paths = PlanPaths { fs, plan, sources };
     for pg in &plan.generators {
@@ -923,8 +944,30 @@ fn render_plan(
                     }
                 }
                 let deps = shared.fetched.charts.dependencies_of(&chart).to_vec();
-                helm_generator(fs, plan, h, &chart, values, deps)
-                    .map_err(|e| fail("helm generator", boxed(e)))?
+                let (out, unused) = helm_generator(fs, plan, h, &chart, values, deps)
+                    .map_err(|e| fail("helm generator", boxed(e)))?;
+                for u in unused {
+                    // At the value when the component gives it inline, else at the generator.
+                    let tail: String = u
+                        .keys
+                        .iter()
+                        .map(|k| format!("/{}", pointer::escape(k)))
+                        .collect();
+                    let given = h
+                        .values
+                        .as_ref()
+                        .is_some_and(|v| v.pointer(&tail).is_some());
+                    let loc = if given {
+                        hloc.join("values").extend(&tail).at_key()
+                    } else {
+                        hloc.clone()
+                    };
+                    warnings.push(format!(
+                        "warning[kiln::render::unused_value]: {}: {u}",
+                        sources.snippet(&loc).at
+                    ));
+                }
+                out
             }
             Generator::Kustomize(dir) => {
                 let kdir = paths
@@ -969,6 +1012,25 @@ fn render_plan(
                 continue;
             }
         };
+        let mut produced = produced;
+        for (i, r) in produced.iter_mut().enumerate() {
+            match generator {
+                Generator::Files(_) => {
+                    if let Some(o) = &r.origin {
+                        r.meta.provenance = Some(Box::new(Provenance {
+                            file: Some(o.file.clone()),
+                            document: o.document,
+                            ..Default::default()
+                        }));
+                    }
+                }
+                Generator::Resources(_) => {
+                    let at = gloc.join("resources").join(i).pointer;
+                    mark_set(r, String::new(), &sources.get(file).name, at, "resources");
+                }
+                _ => {}
+            }
+        }
         for r in produced {
             let id = r.id().to_string();
             if let Some(&first) = first_generator.get(&id) {
@@ -991,6 +1053,9 @@ fn render_plan(
             resources.push(r);
         }
     }
+
+    warnings.sort();
+    warnings.dedup();
 
     // 2. Transformers, in the order written.
     let mut user_images: BTreeMap<String, spec::ImageOverride> = BTreeMap::new();
@@ -1081,6 +1146,7 @@ fn render_plan(
         resources,
         images: image_refs,
         reads: recorder.reads(),
+        warnings,
     })
 }
 
@@ -1180,6 +1246,10 @@ fn apply_transformer(
         }
     };
     let everything = patch_transformer::PatchOptions::default();
+    let file = &sources.get(plan.source.file).name;
+    let set_by = |r: &mut Resource, pointer: String, at: String, by: &str| {
+        mark_set(r, pointer, file, at, by);
+    };
 
     if let Some(ns) = &tr.namespace {
         namespace::apply_namespace(resources, ns)
@@ -1194,10 +1264,27 @@ fn apply_transformer(
         };
         labels::apply_labels(resources, &entry, &[], &[])
             .map_err(|e| fail("labels", "labels", boxed(e)))?;
+        for r in resources.iter_mut() {
+            for k in pairs.keys() {
+                let at = tloc.join("labels").join(k).pointer;
+                set_by(r, pointer::join("/metadata/labels", k), at, "labels");
+            }
+        }
     }
     if let Some(annotations) = &tr.annotations {
         labels::apply_common_annotations(resources, annotations, &[])
             .map_err(|e| fail("annotations", "annotations", boxed(e)))?;
+        for r in resources.iter_mut() {
+            for k in annotations.keys() {
+                let at = tloc.join("annotations").join(k).pointer;
+                set_by(
+                    r,
+                    pointer::join("/metadata/annotations", k),
+                    at,
+                    "annotations",
+                );
+            }
+        }
     }
     if let Some(list) = &tr.images {
         let entries: Vec<imagetag::Image> = list
@@ -1264,6 +1351,40 @@ fn apply_transformer(
                 });
             }
         }
+        for r in resources.iter_mut().filter(|r| compiled.matches(r)) {
+            for (k, op) in jp.patch.iter().enumerate() {
+                let (Some(kind), Some(path)) = (
+                    op.get("op").and_then(Value::as_str),
+                    op.get("path").and_then(Value::as_str),
+                ) else {
+                    continue;
+                };
+                let field = match kind {
+                    "add" | "replace" => "value",
+                    "copy" | "move" => "from",
+                    _ => continue,
+                };
+                // `-` appends: the new item's index is the list's length before.
+                let path = match path.strip_suffix("/-") {
+                    Some(list) => {
+                        let len = r
+                            .value
+                            .pointer(list)
+                            .and_then(Value::as_array)
+                            .map_or(0, Vec::len);
+                        format!("{list}/{len}")
+                    }
+                    None => path.to_string(),
+                };
+                let at = tloc
+                    .join("jsonPatch")
+                    .join("patch")
+                    .join(k)
+                    .join(field)
+                    .pointer;
+                set_by(r, path, at, "jsonPatch");
+            }
+        }
         let n = patch_transformer::apply_patch(
             resources,
             &patch_transformer::ParsedPatch::Json6902(ops),
@@ -1281,8 +1402,12 @@ fn apply_transformer(
             .compile()
             .map_err(|e| fail("mergePatch", "mergePatch", boxed(e)))?;
         let mut n = 0;
+        let at = tloc.join("mergePatch").join("patch");
         for r in resources.iter_mut().filter(|r| compiled.matches(r)) {
             crate::kustomize::filters::patch_json6902::merge_patch_7386(&mut r.value, &mp.patch);
+            for_each_leaf(&mp.patch, &mut String::new(), &mut |p| {
+                set_by(r, p.to_string(), at.extend(p).pointer, "mergePatch");
+            });
             n += 1;
         }
         if n == 0 {
@@ -1293,6 +1418,34 @@ fn apply_transformer(
         let parsed = patch_transformer::parse_patch_docs(vec![sp.patch.clone()])
             .map_err(|e| fail("strategicMergePatch", "strategicMergePatch", boxed(e)))?;
         let sel = sp.target.as_ref();
+        let implied = spec::Target {
+            kind: sp
+                .patch
+                .get("kind")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            name: sp
+                .patch
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            ..Default::default()
+        };
+        if let Ok(compiled) = sel.unwrap_or(&implied).compile() {
+            let at = tloc.join("strategicMergePatch").join("patch");
+            for r in resources.iter_mut().filter(|r| compiled.matches(r)) {
+                for_each_leaf(&sp.patch, &mut String::new(), &mut |p| {
+                    if !matches!(p, "/apiVersion" | "/kind" | "/metadata/name") {
+                        set_by(
+                            r,
+                            p.to_string(),
+                            at.extend(p).pointer,
+                            "strategicMergePatch",
+                        );
+                    }
+                });
+            }
+        }
         let n = match patch_transformer::apply_patch(resources, &parsed, sel, &everything) {
             Ok(n) => n,
             // Without a target the patch's own id selects; "matches nothing" is the same
@@ -1301,19 +1454,6 @@ fn apply_transformer(
             Err(e) => return Err(fail("strategicMergePatch", "strategicMergePatch", boxed(e))),
         };
         if n == 0 {
-            let implied = spec::Target {
-                kind: sp
-                    .patch
-                    .get("kind")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                name: sp
-                    .patch
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                ..Default::default()
-            };
             return Err(missing(
                 "strategicMergePatch",
                 sp.target.as_ref().unwrap_or(&implied),
@@ -1322,6 +1462,38 @@ fn apply_transformer(
         }
     }
     Ok(())
+}
+
+/// Records on `r` that the value at `at` in the spec file `file` set `pointer` and what is
+/// below it (issue 36, item 7: a finding there names that value).
+fn mark_set(r: &mut Resource, pointer: String, file: &str, at: String, by: &str) {
+    r.meta
+        .provenance
+        .get_or_insert_with(Default::default)
+        .set
+        .push(FieldSet {
+            pointer,
+            file: file.to_string(),
+            at,
+            by: by.to_string(),
+        });
+}
+
+/// Calls `f` with the JSON Pointer of each leaf of a patch document: a scalar, an empty
+/// object, or a list (a strategic merge matches list items by key, so their indices in the
+/// patch are not the object's).
+fn for_each_leaf(v: &Value, at: &mut String, f: &mut dyn FnMut(&str)) {
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            for (k, child) in m {
+                let len = at.len();
+                pointer::push(at, k);
+                for_each_leaf(child, at, f);
+                at.truncate(len);
+            }
+        }
+        _ => f(at),
+    }
 }
 
 /// A `replace` or `test` whose location is missing, found by [`missing_location`].

@@ -160,17 +160,21 @@ fn renders(f: &Fixture, args: &[&str]) -> String {
 /// holds every one of `needles`; returns stderr.
 fn refused(f: &Fixture, args: &[&str], needles: &[&str]) -> String {
     let err = assert_fails(f, &f.render(args), &[]);
+    // miette wraps long lines at any width, behind a `|` border: compare without either.
+    let squash = |t: &str| {
+        t.chars()
+            .filter(|c| !c.is_whitespace() && *c != '|')
+            .collect::<String>()
+    };
     for n in needles {
-        assert!(err.contains(n), "no `{n}` in:\n{err}");
+        assert!(squash(&err).contains(&squash(n)), "no `{n}` in:\n{err}");
     }
     err
 }
 
-/// Newcomer 1: a boolean parameter placed whole in `EnvVar.value` renders `value: true`,
-/// which the API server refuses.
-#[test]
-fn render_refuses_a_boolean_in_an_env_var() {
-    let f = Fixture::new();
+/// Declares a boolean parameter `debug` and adds an env var `DEBUG` with `value` (as
+/// written in the patch) to the Deployment.
+fn debug_env(f: &Fixture, value: &str) {
     f.edit(
         COMPONENT,
         "      replicas:",
@@ -179,8 +183,16 @@ fn render_refuses_a_boolean_in_an_env_var() {
     f.edit(
         COMPONENT,
         "      - {op: replace",
-        "      - {op: add, path: /spec/template/spec/containers/0/env, value: [{name: DEBUG, value: \"${params.debug}\"}]}\n      - {op: replace",
+        &format!("      - {{op: add, path: /spec/template/spec/containers/0/env, value: [{{name: DEBUG, value: {value}}}]}}\n      - {{op: replace"),
     );
+}
+
+/// Newcomer 1: a boolean parameter placed whole in `EnvVar.value` renders `value: true`,
+/// which the API server refuses.
+#[test]
+fn render_refuses_a_boolean_in_an_env_var() {
+    let f = Fixture::new();
+    debug_env(&f, "\"${params.debug}\"");
     refused(
         &f,
         &[],
@@ -291,4 +303,148 @@ fn render_validates_custom_resources_against_spec_validation_crds() {
     refused(&f, &[], &["kiln::k8s::maximum", "/spec/size"]);
     f.edit("repo/components/web/manifests/widget.yaml", "20", "5");
     renders(&f, &["--strict"]);
+}
+
+/// A chart `ledger` in the web component, rendered by a `helm` generator with `values`.
+fn with_ledger_chart(f: &Fixture, values: &str) {
+    f.write(
+        "repo/components/web/chart/Chart.yaml",
+        "apiVersion: v2\nname: ledger\nversion: 1.0.0\n",
+    );
+    f.write(
+        "repo/components/web/chart/values.yaml",
+        "replicaCount: 1\ningress:\n  enabled: false\n  host: \"\"\n",
+    );
+    f.write(
+        "repo/components/web/chart/templates/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ledger\ndata:\n  replicas: \"{{ .Values.replicaCount }}\"\n{{- if .Values.ingress.enabled }}\n  host: {{ .Values.ingress.host | quote }}\n{{- end }}\n",
+    );
+    f.edit(
+        COMPONENT,
+        "  - files: [manifests]\n",
+        &format!("  - files: [manifests]\n  - helm:\n      chart: chart\n      values:\n{values}"),
+    );
+}
+
+/// Newcomer 4 (item 6): a typo in a Helm value is a warning naming the value, the chart and
+/// the value the templates read; a value read only under a disabled `if` is reported, and
+/// not once the branch is enabled.
+#[test]
+fn render_warns_of_helm_values_no_template_reads() {
+    let f = Fixture::new();
+    with_ledger_chart(
+        &f,
+        "        replicaCont: 3\n        ingress:\n          host: web.example.com\n",
+    );
+    let out = renders(&f, &[]);
+    let typo = format!(
+        "warning[kiln::render::unused_value]: components/web/component.yaml:{}:9: value replicaCont is not used by chart ledger; did you mean replicaCount?",
+        line_of(&f, COMPONENT, "replicaCont:")
+    );
+    assert!(out.contains(&typo), "no `{typo}` in:\n{out}");
+    assert!(
+        out.contains("value ingress.host is not used by chart ledger"),
+        "{out}"
+    );
+    // Every environment renders the chart; the warning is said once.
+    assert_eq!(out.matches("value replicaCont").count(), 1, "{out}");
+    f.edit(
+        COMPONENT,
+        "        ingress:\n",
+        "        ingress:\n          enabled: true\n",
+    );
+    let out = renders(&f, &[]);
+    assert!(out.contains("value replicaCont is not used"), "{out}");
+    assert!(!out.contains("ingress.host"), "{out}");
+}
+
+/// Item 4: a non-string parameter placed whole in a string field names the parameter, its
+/// type and its definition, and the help shows both ways out.
+#[test]
+fn render_names_the_parameter_a_wrong_type_came_from() {
+    let f = Fixture::new();
+    debug_env(&f, "\"${params.debug}\"");
+    let defined = line_of(&f, COMPONENT, "debug: {type");
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::k8s::wrong_type",
+            &format!(
+                "it is parameter `debug` (boolean, defined at components/web/component.yaml:{defined}), placed whole by `${{params.debug}}`"
+            ),
+            "\"${params.debug}\"",
+            "string parameter",
+        ],
+    );
+}
+
+/// Item 7: each finding names its source: the manifest's line, the patch in
+/// component.yaml, the chart template's line; `-o json` gives them as `source`.
+#[test]
+fn render_findings_point_at_the_manifest_the_patch_and_the_template() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: settings\nspec:\n  ports:\n  - port: \"80\"\n",
+    );
+    debug_env(&f, "true");
+    with_ledger_chart(&f, "        replicaCount: 2\n");
+    f.write(
+        "repo/components/web/chart/templates/bad.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: bad\nspec:\n  ports:\n  - port: \"{{ .Values.replicaCount }}\"\n",
+    );
+    let patch = line_of(&f, COMPONENT, "name: DEBUG");
+    refused(
+        &f,
+        &[],
+        &[
+            "Service/web-dev/settings at `/spec/ports/0/port`: must be an integer, not string; from components/web/manifests/svc.yaml:7 (manifest)",
+            &format!(
+                "Deployment/web-dev/web at `/spec/template/spec/containers/0/env/0/value`: must be a string, not boolean `true`; from components/web/component.yaml:{patch} (jsonPatch)"
+            ),
+            "Service/web-dev/bad at `/spec/ports/0/port`: must be an integer, not string; from components/web/chart/templates/bad.yaml:7 (template)",
+        ],
+    );
+    let out = f.render(&["-o", "json"]);
+    assert_ne!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let source_of = |object: &str| {
+        report["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["object"] == object)
+            .unwrap_or_else(|| panic!("no finding on {object}: {report}"))["source"]
+            .clone()
+    };
+    assert_eq!(
+        source_of("Service/web-dev/settings"),
+        serde_json::json!({"kind": "manifest", "file": "components/web/manifests/svc.yaml", "line": 7})
+    );
+    assert_eq!(
+        source_of("Deployment/web-dev/web"),
+        serde_json::json!({"kind": "jsonPatch", "file": "components/web/component.yaml", "line": patch,
+            "pointer": "/spec/transformers/1/jsonPatch/patch/0/value/0/value"})
+    );
+    assert_eq!(
+        source_of("Service/web-dev/bad"),
+        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/bad.yaml", "line": 7})
+    );
+}
+
+/// A render after an edit renders only the changed plans (the journal): those are validated
+/// too, so an invalid edit is refused and nothing is written (it was written unchecked).
+#[test]
+fn an_incremental_render_validates_what_it_renders_again() {
+    let f = Fixture::new();
+    renders(&f, &[]);
+    let gen_yaml = f.path("repo/deploy/web/dev/web/web.gen.yaml");
+    let before = std::fs::read(&gen_yaml).unwrap();
+    debug_env(&f, "true");
+    let out = f.render(&[]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("kiln::k8s::wrong_type"), "{err}");
+    assert_eq!(std::fs::read(&gen_yaml).unwrap(), before, "nothing written");
 }

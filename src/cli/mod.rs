@@ -1223,6 +1223,17 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
     if let Some(b) = &bar {
         b.finish_and_clear();
     }
+    // The findings that stopped the render, on stdout too for a reader of `-o json`.
+    if args.output == OutputFormat::Json
+        && let Err(crate::pipeline::KilnError::Conform(e)) = &result
+    {
+        let findings: Vec<serde_json::Value> = e
+            .errors
+            .iter()
+            .map(crate::conform::Finding::to_json)
+            .collect();
+        print_out(&json(&serde_json::json!({ "findings": findings }))?)?;
+    }
     let summary = result?;
     for w in doc.as_ref().map(ignored_settings).unwrap_or_default() {
         print_err(&w);
@@ -1258,6 +1269,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
             "unchanged": r.unchanged,
             "removed": r.removed,
             "changes": r.changes,
+            "findings": summary.validation_findings,
         }))?)?;
     } else {
         for change in &r.changes {

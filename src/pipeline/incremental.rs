@@ -318,11 +318,16 @@ pub(super) fn render_incremental(
     if kinds_before != kinds_after {
         return Ok(None);
     }
+    // The re-rendered plans' warnings (the others' were printed when they rendered).
+    let mut warnings: BTreeSet<String> = emitted.iter().flat_map(|e| e.warnings.clone()).collect();
     let mut fresh = ArtifactSet::new();
     for e in &emitted {
         for (path, bytes) in &e.files {
             fresh.insert(path.clone(), bytes.clone());
         }
+    }
+    if opts.validate {
+        warnings.extend(validate_fresh(&fresh, &platform, &plans, &emitted, opts)?);
     }
     // The regenerated Kargo and Argo CD files replace exactly the ones their projects had:
     // files no plan wrote, under the project's directory.
@@ -463,7 +468,8 @@ pub(super) fn render_incremental(
     }
     timings.write = t.elapsed();
     Ok(Some(RenderSummary {
-        validation_warnings: Vec::new(),
+        validation_warnings: warnings.into_iter().collect(),
+        validation_findings: Vec::new(),
         plans: j.plans,
         files: set.len(),
         report,
@@ -673,6 +679,7 @@ pub(super) fn replay_journal(
     }
     Ok(Some(RenderSummary {
         validation_warnings: Vec::new(),
+        validation_findings: Vec::new(),
         plans: j.plans,
         files: j.files.len(),
         report: WriteReport {
@@ -697,4 +704,43 @@ pub(super) fn replay_journal(
         journal: true,
         incremental: None,
     }))
+}
+
+/// The Kubernetes validation of an incremental render: the objects of the re-rendered plans,
+/// each against its schema (a render that skipped it wrote what the API server refuses). The
+/// platform-wide conflicts are seen only among these plans, and a custom resource whose CRD
+/// another component renders is left unvalidated, not refused: the full render
+/// (`--no-cache`) checks those. Returns the warning lines.
+fn validate_fresh(
+    fresh: &ArtifactSet,
+    platform: &crate::validate::Platform,
+    plans: &[BuildPlan],
+    emitted: &[crate::cache::Emitted],
+    opts: &RenderOptions,
+) -> Result<Vec<String>, KilnError> {
+    let files: Vec<Vec<String>> = emitted
+        .iter()
+        .map(|e| e.files.iter().map(|(p, _)| p.clone()).collect())
+        .collect();
+    let provenance: Vec<&[Option<crate::resource::Provenance>]> =
+        emitted.iter().map(|e| e.provenance.as_slice()).collect();
+    let report = crate::conform::validate_render(
+        fresh,
+        platform,
+        plans,
+        (&files, &provenance),
+        opts.fs.as_ref(),
+        false,
+    )
+    .map_err(KilnError::ConformSetup)?;
+    let errors = report.errors();
+    if !errors.is_empty() {
+        return Err(KilnError::Conform(Errors::new(errors)));
+    }
+    Ok(report
+        .findings
+        .iter()
+        .filter(|f| f.warning && f.code != kiln_k8s::Code::NoSchema)
+        .map(|f| format!("warning[kiln::k8s::{}]: {f}", f.code.as_str()))
+        .collect())
 }

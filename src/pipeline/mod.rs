@@ -248,8 +248,11 @@ pub struct RenderSummary {
     pub expressions: Vec<crate::kargo::expressions::ExpressionInManifest>,
     /// The Secrets in the rendered tree (see [`secrets_in`]), for the CLI's warning.
     pub secrets: Vec<String>,
-    /// Warnings of the Kubernetes validation (`crate::conform`), one line each.
+    /// Warnings of the Kubernetes validation (`crate::conform`) and the render's (chart
+    /// values no template read), one line each.
     pub validation_warnings: Vec<String>,
+    /// The validation's warnings as `-o json` gives them ([`crate::conform::Finding::to_json`]).
+    pub validation_findings: Vec<serde_json::Value>,
     /// `true` when the journal proved the render would change nothing and every stage was
     /// skipped ([`crate::cache::Journal`]).
     pub journal: bool,
@@ -365,6 +368,8 @@ pub struct Built {
     pub sources: crate::source::Resolved,
     /// Warnings of the Kubernetes validation (`crate::conform`).
     pub validation_warnings: Vec<String>,
+    /// The same, as `-o json` gives them.
+    pub validation_findings: Vec<serde_json::Value>,
 }
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
@@ -458,7 +463,9 @@ impl<'a> PlanRenderer<'a> {
                         key: key.clone().unwrap_or_default(),
                         files: emit_plan(&rendered, layout),
                         cluster_kinds: crate::emit::cluster_kinds(&rendered.resources),
+                        provenance: crate::emit::provenance(&rendered.resources),
                         reads: rendered.reads,
+                        warnings: rendered.warnings,
                     };
                     emit_ns.fetch_add(nanos(t), Relaxed);
                     if let (Some(c), Some(k)) = (cache, &key) {
@@ -628,6 +635,8 @@ fn build_fetched(
     let mut cluster_kinds = BTreeSet::new();
     let mut render_reads = BTreeSet::new();
     let mut outputs = Vec::with_capacity(emitted.len());
+    // One line per value and place: every environment of a component says the same.
+    let mut render_warnings = BTreeSet::new();
     for (plan, e) in plans.iter().zip(emitted) {
         outputs.push(PlanOutput {
             project: plan.project.clone(),
@@ -640,7 +649,9 @@ fn build_fetched(
             files: e.files.iter().map(|(p, _)| p.clone()).collect(),
             cluster_kinds: e.cluster_kinds.iter().cloned().collect(),
             reads: e.reads.clone(),
+            provenance: e.provenance,
         });
+        render_warnings.extend(e.warnings);
         cluster_kinds.extend(e.cluster_kinds);
         render_reads.extend(e.reads);
         for (path, bytes) in e.files {
@@ -692,15 +703,18 @@ fn build_fetched(
             return Err(KilnError::Check(Errors::new(report.findings)));
         }
     }
-    let mut validation_warnings = Vec::new();
+    let mut validation_warnings: Vec<String> = render_warnings.into_iter().collect();
+    let mut validation_findings = Vec::new();
     if opts.validate && opts.shard.is_none() {
         let v = Instant::now();
         let files: Vec<Vec<String>> = outputs.iter().map(|o| o.files.clone()).collect();
+        let provenance: Vec<&[Option<crate::resource::Provenance>]> =
+            outputs.iter().map(|o| o.provenance.as_slice()).collect();
         let report = crate::conform::validate_render(
             &set,
             &platform,
             &plans,
-            &files,
+            (&files, &provenance),
             opts.fs.as_ref(),
             opts.strict_kinds,
         )
@@ -709,7 +723,13 @@ fn build_fetched(
         if !errors.is_empty() {
             return Err(KilnError::Conform(Errors::new(errors)));
         }
-        validation_warnings = report.warning_lines();
+        validation_warnings.extend(report.warning_lines());
+        validation_findings = report
+            .findings
+            .iter()
+            .filter(|f| f.warning)
+            .map(crate::conform::Finding::to_json)
+            .collect();
         timings.validate = v.elapsed();
     }
     timings.emit = t.elapsed();
@@ -732,6 +752,7 @@ fn build_fetched(
         outputs,
         sources: fetched,
         validation_warnings,
+        validation_findings,
     })
 }
 
@@ -750,6 +771,8 @@ pub struct PlanOutput {
     pub files: Vec<String>,
     pub cluster_kinds: Vec<(String, String)>,
     pub reads: Vec<crate::cache::Read>,
+    /// Where each document of the plan's `.gen.yaml` came from (for validation).
+    pub provenance: Vec<Option<crate::resource::Provenance>>,
 }
 
 /// The Kargo and Argo CD options of a render with `opts` whose selected BuildPlans are
@@ -842,6 +865,7 @@ pub fn run_render(
         component_reads,
         outputs,
         validation_warnings,
+        validation_findings,
         ..
     } = build_fetched(opts, progress, fetched, Instant::now())?;
     let t = Instant::now();
@@ -883,6 +907,7 @@ pub fn run_render(
         expressions: crate::kargo::expressions::scan(&set),
         secrets: secrets.iter().map(|(_, s)| s.clone()).collect(),
         validation_warnings,
+        validation_findings,
         journal: false,
         incremental: None,
     };

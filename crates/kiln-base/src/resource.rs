@@ -108,6 +108,54 @@ pub struct BuildMeta {
     /// relative to the build root) and the generator kind, for `buildMetadata:
     /// [originAnnotations]` (kustomize's `configuredIn` / `configuredBy`).
     pub generated_in: Option<(String, &'static str)>,
+    /// Where kiln's own spec says the object and its fields came from, for validation's
+    /// findings (issue 36, item 7); kustomize never reads it. `None` costs nothing.
+    pub provenance: Option<Box<Provenance>>,
+}
+
+/// Where a rendered object came from, kept from render to validation (and in the render
+/// cache) so that a finding names the source line, not only the rendered one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Provenance {
+    /// The file the object was read or rendered from, relative to the repository root (or
+    /// absolute, for a chart in the source cache): a manifest or a chart template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The object's document in `file` (for a template: among the documents it rendered).
+    #[serde(default)]
+    pub document: usize,
+    /// `file` is a Helm chart template: not YAML until rendered, so a field's line is found
+    /// by following its keys.
+    #[serde(default)]
+    pub template: bool,
+    /// Fields kiln's spec set, in the order applied (later ones win).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<FieldSet>,
+}
+
+/// A field (and everything below it) that a spec value set: a transformer's patch, an
+/// inline resource (`pointer` empty: the whole object).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FieldSet {
+    /// JSON Pointer in the object.
+    pub pointer: String,
+    /// The spec file (`components/web/component.yaml`, as diagnostics name it).
+    pub file: String,
+    /// JSON Pointer of the value in that file (document 0).
+    pub at: String,
+    /// What set it: `jsonPatch`, `labels`, `resources`, …
+    pub by: String,
+}
+
+impl Provenance {
+    /// The last spec value that set `pointer` or a field above it, with the rest of the
+    /// pointer below that field.
+    pub fn setter<'a>(&self, pointer: &'a str) -> Option<(&FieldSet, &'a str)> {
+        self.set.iter().rev().find_map(|f| {
+            let rest = pointer.strip_prefix(f.pointer.as_str())?;
+            (rest.is_empty() || rest.starts_with('/')).then_some((f, rest))
+        })
+    }
 }
 
 /// One Kubernetes object.

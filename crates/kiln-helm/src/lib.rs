@@ -141,6 +141,9 @@ pub struct TemplateOptions {
     /// Chart directories added as subcharts ([`add_dependencies`]): the dependencies the
     /// caller pulled for a chart whose `charts/` lacks them.
     pub dependencies: Vec<PathBuf>,
+    /// Record which values the templates read and report the user's values none read
+    /// ([`Rendered::unused_values`]); off for `helm template`, where nothing reads them.
+    pub record_reads: bool,
 }
 
 impl TemplateOptions {
@@ -160,6 +163,7 @@ impl TemplateOptions {
             now: None,
             budget: template::exec::Budget::DEFAULT,
             dependencies: Vec::new(),
+            record_reads: false,
         }
     }
 }
@@ -169,6 +173,57 @@ pub struct Rendered {
     pub stream: String,
     /// CRDs, manifests and hooks, each `(source, text)`, in printed order.
     pub documents: Vec<(String, String)>,
+    /// With [`TemplateOptions::record_reads`]: the user's values no template read.
+    pub unused_values: Vec<UnusedValue>,
+}
+
+/// A value given to a chart (values files, inline values, `--set`) that no template read,
+/// nor a dependency's `condition` or `tags`: the shallowest such path. A value read only
+/// inside a branch the values disable is not read, so it is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnusedValue {
+    pub chart: String,
+    /// The dotted path (`replicaCont`, `image.tg`).
+    pub path: String,
+    /// Its keys.
+    pub keys: Vec<String>,
+    /// The key read beside it closest to its own (`replicaCount`).
+    pub suggestion: Option<String>,
+}
+
+impl std::fmt::Display for UnusedValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "value {} is not used by chart {}", self.path, self.chart)?;
+        match &self.suggestion {
+            Some(s) => write!(f, "; did you mean {s}?"),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The values paths Helm itself reads for `c`'s dependencies: each `condition` and `tags`
+/// (`pkg/chart/v2/util/dependencies.go`), below `prefix`.
+fn dependency_paths(c: &chart::Chart, prefix: &[String], out: &mut Vec<Vec<String>>) {
+    for r in &c.deps {
+        for cond in r
+            .condition
+            .split(',')
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+        {
+            let mut p = prefix.to_vec();
+            p.extend(cond.split('.').map(str::to_string));
+            out.push(p);
+        }
+        for tag in &r.tags {
+            out.push(vec!["tags".to_string(), tag.clone()]);
+        }
+    }
+    for sub in &c.subcharts {
+        let mut p = prefix.to_vec();
+        p.push(sub.name.clone());
+        dependency_paths(sub, &p, out);
+    }
 }
 
 fn load_error(e: chart::LoadError) -> HelmError {
@@ -353,6 +408,10 @@ pub fn render_chart(
     check_dependencies(&chart)?;
     validate_release_name(&opts.release_name)?;
     let seed = seed(&chart, user, opts);
+    let mut helm_reads = Vec::new();
+    if opts.record_reads {
+        dependency_paths(&chart, &[], &mut helm_reads);
+    }
     chartutil::dependencies::process_dependencies(&mut chart, user);
     let kube_version = opts
         .kube_version
@@ -373,7 +432,7 @@ pub fn render_chart(
     let mut jobs = Vec::new();
     chartutil::schema::schema_jobs(&chart, &vals, &mut jobs);
     if jobs.is_empty() {
-        return render_checked(fs, &chart, &vals, opts, seed, &kv);
+        return render_checked(fs, &chart, (&vals, user, helm_reads), opts, seed, &kv);
     }
     let checked = std::sync::Mutex::new(None);
     let rendered = rayon::in_place_scope(|scope| {
@@ -384,7 +443,7 @@ pub fn render_chart(
                 *c = Some(r);
             }
         });
-        render_checked(fs, &chart, &vals, opts, seed, &kv)
+        render_checked(fs, &chart, (&vals, user, helm_reads), opts, seed, &kv)
     });
     // A panic in the job was re-raised by the scope, so the check ran to its end.
     if let Some(r) = checked.into_inner().ok().flatten() {
@@ -393,11 +452,12 @@ pub fn render_chart(
     rendered
 }
 
-/// What follows the schema check: kubeVersion, render, sort, assembly.
+/// What follows the schema check: kubeVersion, render, sort, assembly. `values` are the
+/// coalesced values, the user's, and the paths Helm reads itself ([`dependency_paths`]).
 fn render_checked(
     fs: &dyn kiln_base::fs::FileSystem,
     chart: &chart::Chart,
-    vals: &Map,
+    (vals, user, helm_reads): (&Map, &Map, Vec<Vec<String>>),
     opts: &TemplateOptions,
     seed: u64,
     kv: &sprig::semver::Version,
@@ -430,8 +490,29 @@ fn render_checked(
         is_upgrade: false,
         now: opts.now.unwrap_or(sprig::date::FIXED_NOW),
         budget: opts.budget,
+        record_reads: opts.record_reads,
     };
-    let files = engine::render(fs, chart, vals, &ctx, seed)?;
+    let engine::Output { files, reads } = engine::render(fs, chart, vals, &ctx, seed)?;
+    let unused_values = match reads {
+        Some(mut reads) => {
+            for p in helm_reads {
+                reads.path(p);
+            }
+            reads
+                .unused(user)
+                .into_iter()
+                .map(|(path, siblings)| UnusedValue {
+                    chart: chart.name.clone(),
+                    suggestion: path.last().and_then(|last| {
+                        kiln_base::diag::did_you_mean(last, siblings.iter().map(String::as_str))
+                    }),
+                    path: path.join("."),
+                    keys: path,
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
     let (mut hooks, manifests) =
         releaseutil::sorter::sort_manifests(&files).map_err(|e| HelmError::Manifest {
             file: e.file,
@@ -456,7 +537,11 @@ fn render_checked(
             .chain(hooks)
             .map(|d| (d.source, d.text)),
     );
-    Ok(Rendered { stream, documents })
+    Ok(Rendered {
+        stream,
+        documents,
+        unused_values,
+    })
 }
 
 /// `CRDObjects()`: the chart's `crds/` files, then each enabled subchart's. A chart
@@ -843,5 +928,101 @@ mod tests {
                 other => panic!("{template}: {:?}", other.err()),
             }
         }
+    }
+
+    /// Issue 36, item 6: with `record_reads`, the user's values no template read are
+    /// reported (with the read key closest to a typo); every way a template reads a value
+    /// counts: field chains, `index`, `pluck`, `dig`, `hasKey`, `toYaml` of a subtree,
+    /// `range`/`with` over one, a subchart's own `.Values` and its copy of `global`, and a
+    /// dependency's `condition`. The output is the same with the record on.
+    #[test]
+    fn values_no_template_reads_are_reported() {
+        let mut fs = kiln_base::fs::MemFs::new();
+        fs.add_file(
+            "/ledger/Chart.yaml",
+            "apiVersion: v2\nname: ledger\nversion: 1.0.0\ndependencies:\n- {name: db, version: 1.0.0, condition: db.enabled}\n- {name: cache, version: 1.0.0, condition: cache.enabled}\n",
+        )
+        .add_file(
+            "/ledger/values.yaml",
+            "replicaCount: 1\nimage: {repository: x, tag: \"1\"}\nresources: {}\nservice: {port: 80}\ndeep: {a: {b: 0}}\ndb: {enabled: true}\ncache: {enabled: false}\n",
+        )
+        .add_file(
+            "/ledger/templates/deploy.yaml",
+            concat!(
+                "replicas: {{ .Values.replicaCount }}\n",
+                "image: {{ .Values.image.repository }}:{{ index .Values \"image\" \"tag\" }}\n",
+                "{{- with .Values.podLabels }}\nlabels: {{ toYaml . | nindent 2 }}{{ end }}\n",
+                "resources: {{ toYaml .Values.resources | nindent 2 }}\n",
+                "env:{{- range .Values.env }}\n- {{ .name }}{{ end }}\n",
+                "p: {{ pluck \"port\" .Values.service | first }}\n",
+                "d: {{ dig \"a\" \"b\" 0 .Values.deep }}\n",
+                "h: {{ hasKey .Values \"flag\" }}\n",
+                "{{- if .Values.ingress.enabled }}\nhost: {{ .Values.ingress.host }}{{ end }}\n",
+            ),
+        )
+        .add_file(
+            "/ledger/charts/db/Chart.yaml",
+            "apiVersion: v2\nname: db\nversion: 1.0.0\n",
+        )
+        .add_file(
+            "/ledger/charts/db/templates/s.yaml",
+            "port: {{ .Values.port }}\nregion: {{ .Values.global.region }}\n",
+        )
+        .add_file(
+            "/ledger/charts/cache/Chart.yaml",
+            "apiVersion: v2\nname: cache\nversion: 1.0.0\n",
+        )
+        .add_file(
+            "/ledger/charts/cache/templates/s.yaml",
+            "size: {{ .Values.size }}\n",
+        );
+        let values = concat!(
+            "replicaCont: 3\n",
+            "image: {repository: y, tag: \"2\", tg: \"3\"}\n",
+            "podLabels: {a: b}\n",
+            "resources: {limits: {cpu: 1}}\n",
+            "env: [{name: A}]\n",
+            "service: {port: 80, prt: 81}\n",
+            "deep: {a: {b: 1, other: 2}}\n",
+            "flag: true\n",
+            "ingress: {enabled: false, host: h}\n",
+            "db: {port: 5432, prot: 1}\n",
+            "global: {region: eu, zone: a}\n",
+            "cache: {size: 3}\n",
+            "unknown: {x: 1}\n",
+        );
+        let run = |record: bool| {
+            let c = load_chart(&fs, Path::new("/ledger")).unwrap();
+            let mut opts = TemplateOptions::new("/ledger", "rel");
+            opts.record_reads = record;
+            render_chart(&fs, c, &user(values), &opts).unwrap()
+        };
+        let off = run(false);
+        assert!(off.unused_values.is_empty());
+        let on = run(true);
+        assert_eq!(on.stream, off.stream, "recording changes no output byte");
+        let found: Vec<String> = on.unused_values.iter().map(|u| u.to_string()).collect();
+        assert_eq!(
+            found,
+            [
+                // The cache subchart is disabled: its templates read nothing.
+                "value cache.size is not used by chart ledger",
+                "value db.prot is not used by chart ledger; did you mean port?",
+                "value deep.a.other is not used by chart ledger",
+                "value global.zone is not used by chart ledger",
+                "value image.tg is not used by chart ledger; did you mean tag?",
+                // Read only inside `if .Values.ingress.enabled`, which is false.
+                "value ingress.host is not used by chart ledger",
+                "value replicaCont is not used by chart ledger; did you mean replicaCount?",
+                "value service.prt is not used by chart ledger; did you mean port?",
+                "value unknown is not used by chart ledger",
+            ]
+        );
+        // Under an enabled branch the same value is read.
+        let c = load_chart(&fs, Path::new("/ledger")).unwrap();
+        let mut opts = TemplateOptions::new("/ledger", "rel");
+        opts.record_reads = true;
+        let on = render_chart(&fs, c, &user("ingress: {enabled: true, host: h}\n"), &opts).unwrap();
+        assert!(on.unused_values.is_empty(), "{:?}", on.unused_values);
     }
 }

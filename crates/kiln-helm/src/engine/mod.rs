@@ -59,6 +59,15 @@ pub struct Context {
     pub now: i64,
     /// The render's budget of template steps and output bytes.
     pub budget: super::template::exec::Budget,
+    /// Record which values paths the templates read ([`Output::reads`]).
+    pub record_reads: bool,
+}
+
+/// What [`render`] gives: path → output, and the values paths read when
+/// [`Context::record_reads`] asked for them.
+pub struct Output {
+    pub files: BTreeMap<String, String>,
+    pub reads: Option<Box<super::template::reads::ValueReads>>,
 }
 
 /// `.Chart`: Chart.yaml under Go's field names.
@@ -285,7 +294,7 @@ pub fn render(
     values: &Map,
     ctx: &Context,
     seed: u64,
-) -> Result<BTreeMap<String, String>, RenderError> {
+) -> Result<Output, RenderError> {
     let caps = capabilities(ctx).map_err(|m| RenderError {
         file: String::new(),
         location: None,
@@ -342,6 +351,9 @@ pub fn render(
     let mut exec = Exec::new(set, funcs, Rc::new(()));
     exec.cx = Cx { fs: Some(fs) };
     exec.set_budget(ctx.budget);
+    if ctx.record_reads {
+        exec.reads = Some(Box::new(super::template::reads::ValueReads::new(values)));
+    }
     let mut out = BTreeMap::new();
     for k in &keys {
         if k.rsplit('/').next().unwrap_or("").starts_with('_') {
@@ -359,11 +371,12 @@ pub fn render(
     }
     // Freeing the trees is off the render's path: a pool thread drops them while this one
     // sorts and prints (inside `kiln render` it is one more small job for the pool).
+    let reads = exec.reads.take();
     let trees = exec.into_trees();
     if !trees.is_empty() {
         rayon::spawn(move || drop(trees));
     }
-    Ok(out)
+    Ok(Output { files: out, reads })
 }
 
 /// The name of a parsed `--name-template` in Helm's messages (`template.New("name-template")`).

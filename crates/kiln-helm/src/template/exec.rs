@@ -511,6 +511,9 @@ pub struct Exec<'a> {
     /// the `regex*` functions' compiled patterns (`sprig::regex`). Go's `text/template` has
     /// no such place; here the function layer owns what it keeps, and this layer only holds it.
     extensions: Vec<Box<dyn std::any::Any>>,
+    /// Which values paths the templates read, when a caller asks (`None`: not recorded, and
+    /// nothing is spent on it).
+    pub reads: Option<Box<super::reads::ValueReads>>,
 }
 
 type R<T> = Result<T, ExecError>;
@@ -532,6 +535,7 @@ impl<'a> Exec<'a> {
             budget: Budget::DEFAULT,
             limit: Budget::DEFAULT,
             extensions: Vec::new(),
+            reads: None,
         }
     }
 
@@ -718,6 +722,9 @@ impl<'a> Exec<'a> {
                     self.step(1, p.pos)?;
                     let v = self.pipe(dot, t, p)?;
                     if p.decl.is_empty() {
+                        if let Some(r) = self.reads.as_mut() {
+                            r.whole(&v);
+                        }
                         let before = out.len();
                         print_value(&v, out);
                         self.produce(out.len() - before, p.pos)?;
@@ -741,6 +748,9 @@ impl<'a> Exec<'a> {
                 Node::With(b) => {
                     let mark = self.vars.len();
                     let v = self.pipe(dot, t, &t.pipes[b.pipe as usize])?;
+                    if let Some(r) = self.reads.as_mut() {
+                        r.whole(&v);
+                    }
                     let f = if v.truthy() {
                         self.walk(&v, t, b.list, out)?
                     } else if let Some(e) = b.else_list {
@@ -782,6 +792,9 @@ impl<'a> Exec<'a> {
         let pipe = &t.pipes[b.pipe as usize];
         let decl = &t.decls[pipe.decl.range()];
         let coll = self.pipe_no_decl(dot, t, pipe)?;
+        if let Some(r) = self.reads.as_mut() {
+            r.whole(&coll);
+        }
         for v in decl {
             if !pipe.is_assign {
                 self.vars.push((v.clone(), Value::Nil));
@@ -1109,6 +1122,9 @@ impl<'a> Exec<'a> {
                         ));
                     }
                     via_map = true;
+                    if let Some(r) = self.reads.as_mut() {
+                        r.key(m, name);
+                    }
                     m.borrow().get(name).cloned().unwrap_or(Value::Nil)
                 }
                 Value::Object(o) => {
@@ -1306,6 +1322,9 @@ impl<'a> Exec<'a> {
             }
         }
         self.step(funcs.weights.get(id.0 as usize).copied().unwrap_or(1), pos)?;
+        if let Some(r) = self.reads.as_mut() {
+            r.call(funcs.name(id), &vals);
+        }
         let r = f(self, &vals);
         vals.clear();
         self.arg_lists.push(vals);

@@ -9,5 +9,6 @@ pub mod fmt;
 pub mod funcs;
 pub mod params;
 pub mod parse;
+pub mod reads;
 pub mod unicode;
 pub mod value;
