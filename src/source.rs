@@ -518,6 +518,8 @@ fn fetch_component(
         needed_by: format!("component {} (project {})", w.name, w.project_name),
         // `kiln update NAME`: the instance's name, else the repository's.
         names: vec![w.name.clone(), repo_name(&w.git)],
+        // A component's tree leaves its submodules out, and its fetch is not bounded.
+        git: Default::default(),
     };
     let got = fetcher.fetch(&req)?;
     let root = got.root.clone();
@@ -695,6 +697,12 @@ fn scan_bases(
                     kiln_base::url::redact(&e)
                 ),
                 names: vec![repo_name(&url)],
+                // kustomize's clone options: the submodules (unless `?submodules=false`), and
+                // `?timeout=` on the fetch (27 s when absent).
+                git: kiln_source::git::Options {
+                    submodules: spec.submodules,
+                    timeout: Some(spec.timeout),
+                },
             };
             let got = fetcher.fetch(&req)?;
             let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];

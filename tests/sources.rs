@@ -591,6 +591,85 @@ fn a_remote_base_cycle_and_a_repository_too_large_are_refused() {
     assert!(!p.work.path().join("out").exists());
 }
 
+/// Issue 33 item 3: kustomize's `?submodules=` and `?timeout=` on a remote base, through the
+/// binary. The base's kustomization reads its Deployment from a submodule (a relative URL in
+/// `.gitmodules`): built and locked with it, and again offline; `submodules=false` leaves it
+/// out. A server that accepts and never answers fails at `timeout=2`, naming the base, and
+/// nothing is written: no output, no lock, nothing in the cache.
+#[test]
+fn remote_base_submodules_and_timeout_as_kustomize_applies_them() {
+    let repos = tempfile::tempdir().unwrap();
+    let lib = testing::app_repo(
+        repos.path(),
+        "lib.git",
+        &[(&[("deployment.yaml", DEPLOYMENT)], None)],
+    );
+    testing::repo_with_submodules(
+        repos.path(),
+        "app.git",
+        &[(
+            &[(
+                "deploy/kustomization.yaml",
+                "resources: [lib/deployment.yaml]\n",
+            )],
+            &[("deploy/lib", "../lib.git", &lib[0])],
+        )],
+    );
+    let mut daemon = Some(testing::git_daemon(repos.path()));
+    let base = format!(
+        "git://127.0.0.1:{}/app.git//deploy?ref=main",
+        daemon.as_ref().unwrap().port
+    );
+    let p = remote_base_platform(std::slice::from_ref(&base));
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let dev = p.read("out/shop/dev/web/web.gen.yaml");
+    assert!(dev.contains("name: shop-web"), "{dev}");
+    let lock = p.read("platform/kiln.lock");
+    assert!(lock.contains("submodules = true"), "{lock}");
+    daemon.take();
+    let r = p.render("out-offline", &["--locked", "--offline"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(p.read("out-offline/shop/dev/web/web.gen.yaml"), dev);
+
+    let daemon = testing::git_daemon(repos.path());
+    let without = format!(
+        "git://127.0.0.1:{}/app.git//deploy?ref=main&submodules=false",
+        daemon.port
+    );
+    let p = remote_base_platform(&[without]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("deployment.yaml") && r.text().contains("does not exist"),
+        "{}",
+        r.text()
+    );
+    assert!(!p.work.path().join("out").exists());
+
+    let silent = testing::silent();
+    let stalled = format!(
+        "git://127.0.0.1:{}/app.git//deploy?ref=main&timeout=2",
+        silent.port
+    );
+    let p = remote_base_platform(std::slice::from_ref(&stalled));
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    let text = r.text().replace("\n  | ", " ");
+    assert!(
+        text.contains("kiln::source::timeout")
+            && text.contains("did not finish within 2s")
+            && text.contains(&format!("`git://127.0.0.1:{}/app.git`", silent.port)),
+        "{text}"
+    );
+    assert!(!p.work.path().join("out").exists());
+    assert!(!p.work.path().join("platform/kiln.lock").exists());
+    let trees = p.cache.join("sources/trees");
+    assert!(std::fs::read_dir(&trees).map_or(true, |mut d| d.next().is_none()));
+    let git = p.cache.join("sources/git");
+    assert!(std::fs::read_dir(&git).map_or(true, |mut d| d.next().is_none()));
+}
+
 /// A component in an app repository: a Deployment of `ghcr.io/acme/<name>:1.0.0`, from its
 /// own file or (`base`: a kustomization naming that remote base) from a remote base.
 /// `more`: further generators (lines of the `generators:` list).

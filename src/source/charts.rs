@@ -385,6 +385,7 @@ fn request(source: &ChartSource, u: &Use) -> Request {
             requested: source.version.clone(),
             needed_by: u.needed_by.clone(),
             names,
+            git: Default::default(),
         }
     } else {
         Request {
@@ -394,6 +395,7 @@ fn request(source: &ChartSource, u: &Use) -> Request {
             requested: source.version.clone(),
             needed_by: u.needed_by.clone(),
             names,
+            git: Default::default(),
         }
     }
 }

@@ -150,6 +150,19 @@ pub enum SourceError {
         variable: &'static str,
     },
 
+    #[error("{origin}: {what} did not finish within {timeout}")]
+    #[diagnostic(
+        code(kiln::source::timeout),
+        help(
+            "the server did not answer in time, and nothing was stored; a remote base's `?timeout=` (kustomize's, 27s when absent) sets the limit: raise it for a slow server"
+        )
+    )]
+    Timeout {
+        origin: Box<Origin>,
+        what: String,
+        timeout: String,
+    },
+
     #[error("{origin}: {detail}")]
     #[diagnostic(code(kiln::source::bad_response), help("{help}"))]
     BadResponse {
@@ -192,6 +205,7 @@ impl SourceError {
             | LockOutOfDate { origin, .. }
             | UnsafeArchive { origin, .. }
             | TooLarge { origin, .. }
+            | Timeout { origin, .. }
             | BadResponse { origin, .. } => Some(origin),
             BadLock { .. } | Io { .. } => None,
         }

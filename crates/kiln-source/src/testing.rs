@@ -91,10 +91,15 @@ fn python_server(args: &[&str]) -> Server {
 }
 
 fn python_server_logged(args: &[&str], log: Option<&Path>) -> Server {
-    let mut cmd = Command::new("python3");
-    if let Some(log) = log {
-        cmd.env("KILN_TEST_REQUEST_LOG", log);
+    match log {
+        Some(log) => python_server_env(args, &[("KILN_TEST_REQUEST_LOG", log.as_os_str())]),
+        None => python_server_env(args, &[]),
     }
+}
+
+fn python_server_env(args: &[&str], env: &[(&str, &std::ffi::OsStr)]) -> Server {
+    let mut cmd = Command::new("python3");
+    cmd.envs(env.iter().copied());
     let mut child = cmd
         .arg(servers_py())
         .args(args)
@@ -124,6 +129,16 @@ pub fn git_http(base: &Path) -> Server {
 /// fetches ([`fetches_in`]).
 pub fn git_http_logged(base: &Path, log: &Path) -> Server {
     python_server_logged(&["git-http", &base.display().to_string()], Some(log))
+}
+
+/// [`git_http`] answering each fetch (each `POST …/git-upload-pack`) only after `seconds`:
+/// a server that lists its refs at once and then stalls.
+pub fn git_http_slow(base: &Path, seconds: u32) -> Server {
+    let secs = seconds.to_string();
+    python_server_env(
+        &["git-http", &base.display().to_string()],
+        &[("KILN_TEST_SLOW_POST", secs.as_ref())],
+    )
 }
 
 /// How many fetches `log` (of [`git_http_logged`]) records. Listing the refs is a lone
@@ -245,11 +260,7 @@ pub fn app_repo(base: &Path, name: &str, commits: &[Commit<'_>]) -> Vec<String> 
     git(work.path(), &["init", "-q"]);
     let mut ids = Vec::new();
     for (files, tag) in commits {
-        for (path, text) in *files {
-            let p = work.path().join(path);
-            std::fs::create_dir_all(p.parent().expect("a parent")).expect("dirs");
-            std::fs::write(&p, text).expect("write");
-        }
+        write_files(work.path(), files);
         git(work.path(), &["add", "-A"]);
         git(work.path(), &["commit", "-q", "-m", "change"]);
         if let Some(t) = tag {
@@ -257,20 +268,109 @@ pub fn app_repo(base: &Path, name: &str, commits: &[Commit<'_>]) -> Vec<String> 
         }
         ids.push(git(work.path(), &["rev-parse", "HEAD"]));
     }
+    bare_clone(base, name, work.path());
+    ids
+}
+
+/// Writes `files` (path → content) under `dir`.
+fn write_files(dir: &Path, files: &[(&str, &str)]) {
+    for (path, text) in files {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().expect("a parent")).expect("dirs");
+        std::fs::write(&p, text).expect("write");
+    }
+}
+
+/// `<base>/<name>`: a bare clone of the repository in `work`, replacing any before it.
+fn bare_clone(base: &Path, name: &str, work: &Path) {
     let bare = base.join(name);
-    git(
-        base,
-        &[
-            "clone",
-            "-q",
-            "--bare",
-            &work.path().display().to_string(),
-            &bare.display().to_string(),
-        ],
-    );
+    if bare.exists() {
+        std::fs::remove_dir_all(&bare).expect("remove");
+    }
+    let (work, bare_dir) = (work.display().to_string(), bare.display().to_string());
+    git(base, &["clone", "-q", "--bare", &work, &bare_dir]);
     // Smart HTTP needs the server-side hooks' info; git daemon serves as is.
     git(&bare, &["update-server-info"]);
+}
+
+/// One commit of [`repo_with_submodules`]: its files (path → content) and its submodules
+/// (path, URL as `.gitmodules` writes it, commit).
+pub type SuperCommit<'a> = (&'a [(&'a str, &'a str)], &'a [(&'a str, &'a str, &'a str)]);
+
+/// A bare repository `<base>/<name>` of one commit per entry of `commits`, each with its
+/// files and its submodules as `git submodule add` leaves them (a `.gitmodules` entry and a
+/// gitlink), without cloning them; returns the commit ids.
+pub fn repo_with_submodules(base: &Path, name: &str, commits: &[SuperCommit<'_>]) -> Vec<String> {
+    let work = tempfile::tempdir().expect("a directory");
+    git(work.path(), &["init", "-q"]);
+    let mut ids = Vec::new();
+    for (files, links) in commits {
+        write_files(work.path(), files);
+        let mut modules = String::new();
+        for (path, url, _) in *links {
+            modules.push_str(&format!(
+                "[submodule \"{path}\"]\n\tpath = {path}\n\turl = {url}\n"
+            ));
+        }
+        std::fs::write(work.path().join(".gitmodules"), modules).expect("write");
+        git(work.path(), &["add", "-A"]);
+        for (path, _, commit) in *links {
+            let info = format!("160000,{commit},{path}");
+            git(
+                work.path(),
+                &["update-index", "--add", "--cacheinfo", info.as_str()],
+            );
+        }
+        git(work.path(), &["commit", "-q", "-m", "change"]);
+        ids.push(git(work.path(), &["rev-parse", "HEAD"]));
+    }
+    bare_clone(base, name, work.path());
     ids
+}
+
+/// A TCP server on 127.0.0.1 that accepts every connection and never answers (a server
+/// that hangs); the connections close when it is dropped.
+#[derive(Debug)]
+pub struct Silent {
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts a [`Silent`] server.
+pub fn silent() -> Silent {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("a loopback port");
+    let port = listener.local_addr().expect("an address").port();
+    listener.set_nonblocking(true).expect("non-blocking");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let mut held = Vec::new();
+        // Bounded: it stops when dropped, and after ten minutes whatever happens.
+        let start = Instant::now();
+        while !flag.load(std::sync::atomic::Ordering::Relaxed)
+            && start.elapsed() < Duration::from_secs(600)
+        {
+            match listener.accept() {
+                Ok((conn, _)) => held.push(conn),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    });
+    Silent {
+        port,
+        stop,
+        thread: Some(thread),
+    }
 }
 
 /// A packaged chart: `<name>/Chart.yaml` with `version`, and `files` (path → content) under
