@@ -1100,4 +1100,99 @@ mod tests {
             "1.2.5"
         );
     }
+
+    /// Every file under `dir`, read as text.
+    fn all_text(dir: &Path) -> String {
+        let mut out = String::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if let Ok(bytes) = std::fs::read(&p) {
+                    out.push_str(&String::from_utf8_lossy(&bytes));
+                }
+            }
+        }
+        out
+    }
+
+    /// Issue 33 item 2: Docker's bearer-token exchange against Debian's docker-registry with
+    /// `auth: token:` and a token server started here (its key made now): charts pushed and
+    /// pulled with credentials from Docker's config.json and from `KILN_REGISTRY_*`; wrong or
+    /// missing credentials are refused naming the host, never the password; no token is
+    /// ever shown, cached or locked.
+    #[test]
+    fn an_oci_registry_behind_a_token_server() {
+        let Some(reg) = testing::token_registry("carol", "t0ken-pw") else {
+            return;
+        };
+        let host = format!("127.0.0.1:{}", reg.registry.port);
+        let docker = format!(
+            "{{\"auths\": {{\"{host}\": {{\"auth\": \"{}\"}}}}}}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "carol:t0ken-pw")
+        );
+        push_all(&reg.registry, Credentials::new(Some(&docker), []));
+        let url = format!("oci://{host}/charts/web");
+        let var = crate::http::variable_for(&host);
+        for creds in [
+            Credentials::new(Some(&docker), []),
+            Credentials::new(None, [(var.as_str(), "carol:t0ken-pw")]),
+        ] {
+            let env = Env::new();
+            let f = env.fetcher_with(
+                Mode::default(),
+                LockFile::default(),
+                creds,
+                Limits::default(),
+            );
+            let got = f.fetch(&chart_req(Kind::Oci, &url, "", "^1.2")).unwrap();
+            assert_eq!(got.entry.version, "1.2.5");
+            assert!(read(&got.chart_dir.unwrap().join("Chart.yaml")).contains("version: 1.2.5"));
+            // Locked: fetched again by the manifest's digest, with a token again.
+            let lock = f.lock_file(false);
+            std::fs::remove_dir_all(Cache::new(env.cache.path()).root()).unwrap();
+            let again = env.fetcher_with(
+                Mode::default(),
+                lock.clone(),
+                Credentials::new(Some(&docker), []),
+                Limits::default(),
+            );
+            again
+                .fetch(&chart_req(Kind::Oci, &url, "", "^1.2"))
+                .unwrap();
+            let issued = reg.tokens.issued.lock().unwrap().clone();
+            assert!(!issued.is_empty());
+            let kept = format!("{}{}", lock.to_text(), all_text(env.cache.path()));
+            for t in &issued {
+                assert!(!kept.contains(t.as_str()), "a token was kept");
+            }
+        }
+        let env = Env::new();
+        let wrong = Credentials::new(None, [(var.as_str(), "carol:wrong-pw")]);
+        for creds in [wrong, Credentials::default()] {
+            let f = env.fetcher_with(
+                Mode::default(),
+                LockFile::default(),
+                creds,
+                Limits::default(),
+            );
+            let err = f
+                .fetch(&chart_req(Kind::Oci, &url, "", "2.0.0"))
+                .unwrap_err();
+            let shown = format!("{err} {}", miette::Diagnostic::help(&err).unwrap());
+            assert!(matches!(err, SourceError::Auth { .. }), "{shown}");
+            assert!(
+                shown.contains("127.0.0.1")
+                    && shown.contains("component web")
+                    && !shown.contains("wrong-pw")
+                    && !shown.contains("t0ken-pw"),
+                "{shown}"
+            );
+            for t in reg.tokens.issued.lock().unwrap().iter() {
+                assert!(!shown.contains(t.as_str()));
+            }
+        }
+    }
 }
