@@ -586,14 +586,11 @@ fn bad_chart_sources_are_refused_naming_the_source() {
     nothing_written(&w);
 }
 
-/// An OCI registry behind htpasswd: refused anonymously (the error names the component and
-/// the reference), pulled with Docker's `config.json` credentials.
-#[test]
-fn an_oci_registry_with_htpasswd_reads_docker_s_config() {
-    let Some(registry) = testing::registry(Some(("bob", "pw"))) else {
-        return;
-    };
-    push(&registry, "cache", &["1.0.0"], Some("bob:pw"));
+/// A platform whose component `cache` pulls `cache` 1.0.0 (pushed with `login`) from
+/// `registry`, which needs credentials: refused without them, naming the component and the
+/// host, nothing written. The work and the registry's host.
+fn closed_registry(registry: &testing::Server, login: &str) -> (Work, String) {
+    push(registry, "cache", &["1.0.0"], Some(login));
     let w = Work::new(false);
     let host = format!("127.0.0.1:{}", registry.port);
     w.component(
@@ -607,11 +604,27 @@ fn an_oci_registry_with_htpasswd_reads_docker_s_config() {
         "{text}"
     );
     assert!(!w.repo().join("out").exists());
-    let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "bob:pw");
+    (w, host)
+}
+
+/// Docker's `config.json` holding `login` (`user:password`) for `host`.
+fn docker_login(w: &Work, host: &str, login: &str) {
+    let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, login);
     write(
         &w.dir.path().join("docker/config.json"),
         &format!("{{\"auths\": {{\"{host}\": {{\"auth\": \"{auth}\"}}}}}}"),
     );
+}
+
+/// An OCI registry behind htpasswd: refused anonymously (the error names the component and
+/// the reference), pulled with Docker's `config.json` credentials.
+#[test]
+fn an_oci_registry_with_htpasswd_reads_docker_s_config() {
+    let Some(registry) = testing::registry(Some(("bob", "pw"))) else {
+        return;
+    };
+    let (w, host) = closed_registry(&registry, "bob:pw");
+    docker_login(&w, &host, "bob:pw");
     ok(&w.render("out", &[]));
     assert!(w.text("out").contains("name: cache-cache"));
 }
@@ -635,19 +648,7 @@ fn an_oci_registry_behind_a_token_server_through_the_cli() {
     let Some(reg) = testing::token_registry("dave", "t0k-pw") else {
         return;
     };
-    push(&reg.registry, "cache", &["1.0.0"], Some("dave:t0k-pw"));
-    let w = Work::new(false);
-    let host = format!("127.0.0.1:{}", reg.registry.port);
-    w.component(
-        "cache",
-        &format!("helm: {{chart: 'oci://{host}/charts/cache', version: 1.0.0}}"),
-    );
-    w.platform(&["cache"]);
-    let text = fails_with(&w.render("out", &[]), "kiln::source::auth");
-    assert!(
-        text.contains("component cache") && text.contains(&host),
-        "{text}"
-    );
+    let (w, host) = closed_registry(&reg.registry, "dave:t0k-pw");
     let var = kiln_source::http::variable_for(&host);
     let r = w.kiln(
         &["render", "platforms/p", "--write-to", "out", "--no-cache"],
@@ -659,11 +660,7 @@ fn an_oci_registry_behind_a_token_server_through_the_cli() {
         "{text}"
     );
     assert!(!w.repo().join("out").exists());
-    let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "dave:t0k-pw");
-    write(
-        &w.dir.path().join("docker/config.json"),
-        &format!("{{\"auths\": {{\"{host}\": {{\"auth\": \"{auth}\"}}}}}}"),
-    );
+    docker_login(&w, &host, "dave:t0k-pw");
     let by_config = w.render("out", &[]);
     ok(&by_config);
     assert!(w.text("out").contains("name: cache-cache"));
