@@ -415,6 +415,74 @@ fn per_environment_refs_render_each_commit_and_fetch_it_once() {
     assert_eq!(testing::fetches_in(&log), 2);
 }
 
+/// Issue 33 item 1: a `file://` source renders like any other; a fetched component reads
+/// nothing outside its own tree, neither a file beside it in the cache nor (through its
+/// kustomization) one in the platform repository, and nothing is written.
+#[test]
+fn a_file_source_renders_and_a_fetched_component_stays_in_its_tree() {
+    let repos = tempfile::tempdir().unwrap();
+    testing::app_repo(
+        repos.path(),
+        "cart.git",
+        &[(&as_refs(&versioned_component("cart", "1")), None)],
+    );
+    let url = format!("file://{}/cart.git", repos.path().display());
+    let item =
+        format!("    - name: cart\n      source: {{git: \"{url}\", ref: main, path: deploy}}\n");
+    let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(
+        p.read("out/shop/dev/cart/cart.gen.yaml")
+            .contains("version: \"1\"")
+    );
+
+    // Reads out of the tree: a file of the cache, and one of the platform repository.
+    let leak = |name: &str, file: &str| {
+        vec![
+            (
+                "deploy/component.yaml".to_string(),
+                format!(
+                    "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  generators:\n  - files: [\"{file}\"]\n"
+                ),
+            ),
+            (
+                "deploy/cm.yaml".to_string(),
+                "kind: ConfigMap\n".to_string(),
+            ),
+        ]
+    };
+    let secret =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\ndata:\n  k: SECRET-VALUE\n";
+    for (name, file) in [
+        ("by-cache", "../../outside.yaml"),
+        ("by-repo", "../../../../../platform/secret.yaml"),
+    ] {
+        testing::app_repo(
+            repos.path(),
+            &format!("{name}.git"),
+            &[(&as_refs(&leak(name, file)), None)],
+        );
+        let url = format!("file://{}/{name}.git", repos.path().display());
+        let item = format!(
+            "    - name: {name}\n      source: {{git: \"{url}\", ref: main, path: deploy}}\n"
+        );
+        let p = Platform::new(&[
+            ("platform/platform.yaml", two_env_platform(("", ""), &item)),
+            ("platform/secret.yaml", secret.to_string()),
+            ("cache/sources/trees/outside.yaml", secret.to_string()),
+        ]);
+        let r = p.render("out", &[]);
+        let text = r.text().replace("\n  | ", " ");
+        assert_eq!(r.code, Some(1), "{name}: {text}");
+        assert!(
+            text.contains(" outside ") && !text.contains("SECRET-VALUE"),
+            "{name}: {text}"
+        );
+        assert!(!p.work.path().join("out").exists());
+    }
+}
+
 /// A local component whose kustomization names `resources` (the remote bases).
 fn kustomize_component(resources: &[String]) -> Vec<(&'static str, String)> {
     let list: String = resources.iter().map(|r| format!("- {r}\n")).collect();
