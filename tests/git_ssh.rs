@@ -108,6 +108,15 @@ fn start_sshd(dir: &Path, authorized: &Path) -> Sshd {
     Sshd { child, port }
 }
 
+/// An sshd under `dir` admitting one key made for it: the daemon and the key's file.
+fn keyed_sshd(dir: &Path) -> (Sshd, PathBuf) {
+    let key = dir.join("id_ed25519");
+    keygen(&key);
+    let authorized = dir.join("authorized_keys");
+    std::fs::copy(key.with_extension("pub"), &authorized).unwrap();
+    (start_sshd(dir, &authorized), key)
+}
+
 /// A home directory whose `known_hosts` knows the daemon's host key (or not).
 fn home(dir: &Path, name: &str, sshd: Option<&Sshd>) -> PathBuf {
     let home = dir.join(name);
@@ -155,11 +164,7 @@ fn publish_and_verify_over_ssh_with_key_file_and_agent() {
     }
     let t = tempfile::tempdir().unwrap();
     let dir = t.path();
-    let key = dir.join("id_ed25519");
-    keygen(&key);
-    let authorized = dir.join("authorized_keys");
-    std::fs::copy(key.with_extension("pub"), &authorized).unwrap();
-    let sshd = start_sshd(dir, &authorized);
+    let (sshd, key) = keyed_sshd(dir);
     let remote = dir.join("remote.git");
     git2::Repository::init_bare(&remote).unwrap();
     let url = format!(
@@ -299,11 +304,7 @@ fn a_component_source_over_ssh() {
     }
     let t = tempfile::tempdir().unwrap();
     let dir = t.path();
-    let key = dir.join("id_ed25519");
-    keygen(&key);
-    let authorized = dir.join("authorized_keys");
-    std::fs::copy(key.with_extension("pub"), &authorized).unwrap();
-    let sshd = start_sshd(dir, &authorized);
+    let (sshd, key) = keyed_sshd(dir);
     let component = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: cart\nspec:\n  generators:\n  - files: [cm.yaml]\n";
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cart\ndata:\n  via: ssh\n";
     kiln_source::testing::app_repo(
