@@ -84,6 +84,13 @@ pub enum SourceStageError {
         )
     )]
     NoCache { at: String, url: String },
+
+    #[error("{count} sources are not in the cache, and `--offline` forbids fetching them:{list}")]
+    #[diagnostic(
+        code(kiln::source::not_cached),
+        help("run once without `--offline` (or `kiln update`) to fill the cache")
+    )]
+    NotCached { count: usize, list: String },
 }
 
 /// What the source stage produced.
@@ -257,43 +264,13 @@ pub fn resolve(
         old.clone().unwrap_or_default(),
     );
     out.preview = !opts.refs.is_empty();
+    let misses = Misses::new(opts.mode.offline);
     for w in &wanted {
-        let mut refs = expand_refs(&platform, w)?;
-        if let Some(r) = opts
-            .refs
-            .get(&w.name)
-            .or_else(|| opts.refs.get(&repo_name(&w.git)))
+        if let Some(tree) =
+            misses.note(instance_tree(&fetcher, &platform, w, opts, &mut out.used))?
         {
-            refs.values_mut().for_each(|v| v.clone_from(r));
+            out.trees.insert((w.project, w.instance), tree);
         }
-        let distinct: BTreeSet<&String> = refs.values().collect();
-        // One tree per distinct ref; the fetcher fetches each (repository, commit) once.
-        let mut by_ref: BTreeMap<&String, SourceTree> = BTreeMap::new();
-        for reference in distinct {
-            let tree = fetch_component(&fetcher, w, reference)?;
-            if !out.used.contains(&tree.1) {
-                out.used.push(tree.1);
-            }
-            by_ref.insert(reference, tree.0);
-        }
-        let mut tree = match refs.values().next().and_then(|r| by_ref.get(r)) {
-            Some(t) => t.clone(),
-            // Deployed nowhere: its own ref, as written.
-            None => {
-                let t = fetch_component(&fetcher, w, &w.reference)?;
-                if !out.used.contains(&t.1) {
-                    out.used.push(t.1);
-                }
-                t.0
-            }
-        };
-        if by_ref.len() > 1 {
-            tree.environments = refs
-                .iter()
-                .filter_map(|(env, r)| Some((env.clone(), by_ref.get(r)?.clone())))
-                .collect();
-        }
-        out.trees.insert((w.project, w.instance), tree);
     }
     for ((p, i), tree) in &out.trees {
         let project = &platform.spec.projects[*p];
@@ -305,7 +282,7 @@ pub fn resolve(
             charts.scan_component(fs, dir, &project.name, &name)?;
         }
     }
-    out.charts = charts.fetch(fs, &fetcher)?;
+    out.charts = charts.fetch(fs, &fetcher, &misses)?;
     let pulled = out.charts.pulled.values();
     for got in pulled.chain(out.charts.dependencies.values().flatten()) {
         if !out.used.contains(&got.entry) {
@@ -320,11 +297,12 @@ pub fn resolve(
         &root,
         &out.roots(),
         &more,
-        &fetcher,
+        (&fetcher, &misses),
         &mut bases,
         &mut out.used,
     )?;
     out.bases = Arc::new(bases);
+    misses.finish()?;
     // A run over the whole platform leaves only what it used; the lock shrinks with it.
     let lock = fetcher.lock_file(false);
     out.lock_changed = old.as_ref() != Some(&lock);
@@ -352,6 +330,99 @@ pub fn resolve(
     out.used.sort_by_key(LockEntry::key);
     out.lock = Some(lock);
     Ok(out)
+}
+
+/// The tree (or trees, one per environment's ref) of instance `w`, its sources noted in
+/// `used`.
+fn instance_tree(
+    fetcher: &Fetcher<'_>,
+    platform: &PlatformFile,
+    w: &Wanted,
+    opts: &SourceOptions,
+    used: &mut Vec<LockEntry>,
+) -> Result<SourceTree, SourceStageError> {
+    let mut refs = expand_refs(platform, w)?;
+    if let Some(r) = opts
+        .refs
+        .get(&w.name)
+        .or_else(|| opts.refs.get(&repo_name(&w.git)))
+    {
+        refs.values_mut().for_each(|v| v.clone_from(r));
+    }
+    let distinct: BTreeSet<&String> = refs.values().collect();
+    // One tree per distinct ref; the fetcher fetches each (repository, commit) once.
+    let mut by_ref: BTreeMap<&String, SourceTree> = BTreeMap::new();
+    for reference in distinct {
+        let tree = fetch_component(fetcher, w, reference)?;
+        if !used.contains(&tree.1) {
+            used.push(tree.1);
+        }
+        by_ref.insert(reference, tree.0);
+    }
+    let mut tree = match refs.values().next().and_then(|r| by_ref.get(r)) {
+        Some(t) => t.clone(),
+        // Deployed nowhere: its own ref, as written.
+        None => {
+            let t = fetch_component(fetcher, w, &w.reference)?;
+            if !used.contains(&t.1) {
+                used.push(t.1);
+            }
+            t.0
+        }
+    };
+    if by_ref.len() > 1 {
+        tree.environments = refs
+            .iter()
+            .filter_map(|(env, r)| Some((env.clone(), by_ref.get(r)?.clone())))
+            .collect();
+    }
+    Ok(tree)
+}
+
+/// Under `--offline`, every source missing from the cache is named at once (issue 33, item
+/// 4): a miss is noted and the stage goes on without that source (nothing is rendered from
+/// it), then fails naming them all ([`Misses::finish`]).
+pub(crate) struct Misses {
+    offline: bool,
+    missing: std::cell::RefCell<Vec<SourceError>>,
+}
+
+impl Misses {
+    fn new(offline: bool) -> Misses {
+        Misses {
+            offline,
+            missing: Default::default(),
+        }
+    }
+
+    /// `Ok(None)` for a source missing from the cache under `--offline` (noted); the result
+    /// otherwise.
+    fn note<T>(&self, r: Result<T, SourceStageError>) -> Result<Option<T>, SourceStageError> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(SourceStageError::Fetch(e @ SourceError::NotCached { .. })) if self.offline => {
+                self.missing.borrow_mut().push(e);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The error naming every missing source: the source's own when it is the only one.
+    fn finish(self) -> Result<(), SourceStageError> {
+        let mut missing = self.missing.into_inner();
+        match missing.len() {
+            0 => Ok(()),
+            1 => Err(missing.remove(0).into()),
+            count => Err(SourceStageError::NotCached {
+                count,
+                list: missing
+                    .iter_mut()
+                    .filter_map(|e| e.origin_mut().map(|o| format!("\n- {o}")))
+                    .collect(),
+            }),
+        }
+    }
 }
 
 /// Every instance with a `source:`, checked.
@@ -649,7 +720,7 @@ fn scan_bases(
     root: &Path,
     trees: &[PathBuf],
     dirs: &[PathBuf],
-    fetcher: &Fetcher<'_>,
+    (fetcher, misses): (&Fetcher<'_>, &Misses),
     bases: &mut RemoteTrees,
     used: &mut Vec<LockEntry>,
 ) -> Result<(), SourceStageError> {
@@ -704,7 +775,9 @@ fn scan_bases(
                     timeout: Some(spec.timeout),
                 },
             };
-            let got = fetcher.fetch(&req)?;
+            let Some(got) = misses.note(fetcher.fetch(&req).map_err(Into::into))? else {
+                continue;
+            };
             let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
             bases.insert(
                 e.clone(),

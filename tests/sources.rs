@@ -215,12 +215,16 @@ fn locked_offline_and_tampered_runs_are_refused_naming_the_source() {
     );
     assert!(r.text().contains("needed by"), "{}", r.text());
     assert!(!s.work.path().join("out").exists() && s.lock().is_empty());
-    // `--offline` with an empty cache names the source.
+    // `--offline` with an empty cache names each missing source (issue 33, item 4).
     let r = s.render("platforms/remote", "out", &["--offline"]);
+    let text = r.text().replace("\n  | ", " ");
     assert!(
-        r.text().contains("kiln::source::not_cached") && r.text().contains(".git"),
-        "{}",
-        r.text()
+        text.contains("kiln::source::not_cached")
+            && text.contains("3 sources are not in the cache")
+            && APPS
+                .iter()
+                .all(|app| text.contains(&format!("/{app}.git`"))),
+        "{text}"
     );
     assert!(!s.work.path().join("out").exists());
     // `kiln update` writes the lock; a tampered cache entry is then refused.
