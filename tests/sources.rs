@@ -908,6 +908,17 @@ fn app_repos_to_one_service_repo_end_to_end() {
         ],
         &[],
     ));
+    // `verify` renders from the lock too, and finds the published tree current.
+    ok(p.kiln(
+        &[
+            "verify",
+            "platform",
+            "--locked",
+            "--repo",
+            &source.display().to_string(),
+        ],
+        &[],
+    ));
     let message = testing::git(&source, &["log", "-1", "--format=%B", "main"]);
     for (url, commit) in urls.iter().zip(&commits) {
         assert!(
