@@ -89,6 +89,13 @@ pub enum SourceStageError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Many(kiln_base::diag::Errors<SourceStageError>),
+
+    #[error("{count} sources are not in the cache, and `--offline` forbids fetching them:{list}")]
+    #[diagnostic(
+        code(kiln::source::not_cached),
+        help("run once without `--offline` (or `kiln update`) to fill the cache")
+    )]
+    NotCached { count: usize, list: String },
 }
 
 /// What the source stage produced.
@@ -263,13 +270,15 @@ pub fn resolve(
         old.clone().unwrap_or_default(),
     );
     out.preview = !opts.refs.is_empty();
+    let misses = Misses::new(opts.mode.offline);
     // Every failing source is reported, not only the first.
     let mut failed = Vec::new();
     for w in &wanted {
-        match component_tree(&fetcher, &platform, opts, w, &mut out.used) {
-            Ok(tree) => {
+        match misses.note(instance_tree(&fetcher, &platform, w, opts, &mut out.used)) {
+            Ok(Some(tree)) => {
                 out.trees.insert((w.project, w.instance), tree);
             }
+            Ok(None) => {}
             Err(e) => failed.push(e),
         }
     }
@@ -290,7 +299,7 @@ pub fn resolve(
             charts.scan_component(fs, dir, &project.name, &name)?;
         }
     }
-    out.charts = charts.fetch(fs, &fetcher)?;
+    out.charts = charts.fetch(fs, &fetcher, &misses)?;
     let pulled = out.charts.pulled.values();
     for got in pulled.chain(out.charts.dependencies.values().flatten()) {
         if !out.used.contains(&got.entry) {
@@ -305,11 +314,12 @@ pub fn resolve(
         &root,
         &out.roots(),
         &more,
-        &fetcher,
+        (&fetcher, &misses),
         &mut bases,
         &mut out.used,
     )?;
     out.bases = Arc::new(bases);
+    misses.finish()?;
     // A run over the whole platform leaves only what it used; the lock shrinks with it.
     let lock = fetcher.lock_file(false);
     out.lock_changed = old.as_ref() != Some(&lock);
@@ -339,13 +349,13 @@ pub fn resolve(
     Ok(out)
 }
 
-/// One instance's tree (and one per environment when its refs differ), each distinct ref
-/// fetched once; what it used is added to `used`.
-fn component_tree(
+/// The tree (or trees, one per environment's ref) of instance `w`, its sources noted in
+/// `used`.
+fn instance_tree(
     fetcher: &Fetcher<'_>,
     platform: &PlatformFile,
-    opts: &SourceOptions,
     w: &Wanted,
+    opts: &SourceOptions,
     used: &mut Vec<LockEntry>,
 ) -> Result<SourceTree, SourceStageError> {
     let mut refs = expand_refs(platform, w)?;
@@ -384,6 +394,52 @@ fn component_tree(
             .collect();
     }
     Ok(tree)
+}
+
+/// Under `--offline`, every source missing from the cache is named at once (issue 33, item
+/// 4): a miss is noted and the stage goes on without that source (nothing is rendered from
+/// it), then fails naming them all ([`Misses::finish`]).
+pub(crate) struct Misses {
+    offline: bool,
+    missing: std::cell::RefCell<Vec<SourceError>>,
+}
+
+impl Misses {
+    fn new(offline: bool) -> Misses {
+        Misses {
+            offline,
+            missing: Default::default(),
+        }
+    }
+
+    /// `Ok(None)` for a source missing from the cache under `--offline` (noted); the result
+    /// otherwise.
+    fn note<T>(&self, r: Result<T, SourceStageError>) -> Result<Option<T>, SourceStageError> {
+        match r {
+            Ok(v) => Ok(Some(v)),
+            Err(SourceStageError::Fetch(e @ SourceError::NotCached { .. })) if self.offline => {
+                self.missing.borrow_mut().push(e);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The error naming every missing source: the source's own when it is the only one.
+    fn finish(self) -> Result<(), SourceStageError> {
+        let mut missing = self.missing.into_inner();
+        match missing.len() {
+            0 => Ok(()),
+            1 => Err(missing.remove(0).into()),
+            count => Err(SourceStageError::NotCached {
+                count,
+                list: missing
+                    .iter_mut()
+                    .filter_map(|e| e.origin_mut().map(|o| format!("\n- {o}")))
+                    .collect(),
+            }),
+        }
+    }
 }
 
 /// Every instance with a `source:`, checked.
@@ -574,6 +630,8 @@ fn fetch_component(
         ),
         // `kiln update NAME`: the instance's name, else the repository's.
         names: vec![w.name.clone(), repo_name(&w.git)],
+        // A component's tree leaves its submodules out, and its fetch is not bounded.
+        git: Default::default(),
     };
     let got = fetcher.fetch(&req)?;
     let root = got.root.clone();
@@ -703,7 +761,7 @@ fn scan_bases(
     root: &Path,
     trees: &[PathBuf],
     dirs: &[PathBuf],
-    fetcher: &Fetcher<'_>,
+    (fetcher, misses): (&Fetcher<'_>, &Misses),
     bases: &mut RemoteTrees,
     used: &mut Vec<LockEntry>,
 ) -> Result<(), SourceStageError> {
@@ -751,8 +809,16 @@ fn scan_bases(
                     kiln_base::url::redact(&e)
                 ),
                 names: vec![repo_name(&url)],
+                // kustomize's clone options: the submodules (unless `?submodules=false`), and
+                // `?timeout=` on the fetch (27 s when absent).
+                git: kiln_source::git::Options {
+                    submodules: spec.submodules,
+                    timeout: Some(spec.timeout),
+                },
             };
-            let got = fetcher.fetch(&req)?;
+            let Some(got) = misses.note(fetcher.fetch(&req).map_err(Into::into))? else {
+                continue;
+            };
             let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
             bases.insert(
                 e.clone(),

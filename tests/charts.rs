@@ -586,14 +586,11 @@ fn bad_chart_sources_are_refused_naming_the_source() {
     nothing_written(&w);
 }
 
-/// An OCI registry behind htpasswd: refused anonymously (the error names the component and
-/// the reference), pulled with Docker's `config.json` credentials.
-#[test]
-fn an_oci_registry_with_htpasswd_reads_docker_s_config() {
-    let Some(registry) = testing::registry(Some(("bob", "pw"))) else {
-        return;
-    };
-    push(&registry, "cache", &["1.0.0"], Some("bob:pw"));
+/// A platform whose component `cache` pulls `cache` 1.0.0 (pushed with `login`) from
+/// `registry`, which needs credentials: refused without them, naming the component and the
+/// host, nothing written. The work and the registry's host.
+fn closed_registry(registry: &testing::Server, login: &str) -> (Work, String) {
+    push(registry, "cache", &["1.0.0"], Some(login));
     let w = Work::new(false);
     let host = format!("127.0.0.1:{}", registry.port);
     w.component(
@@ -607,13 +604,94 @@ fn an_oci_registry_with_htpasswd_reads_docker_s_config() {
         "{text}"
     );
     assert!(!w.repo().join("out").exists());
-    let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "bob:pw");
+    (w, host)
+}
+
+/// Docker's `config.json` holding `login` (`user:password`) for `host`.
+fn docker_login(w: &Work, host: &str, login: &str) {
+    let auth = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, login);
     write(
         &w.dir.path().join("docker/config.json"),
         &format!("{{\"auths\": {{\"{host}\": {{\"auth\": \"{auth}\"}}}}}}"),
     );
+}
+
+/// An OCI registry behind htpasswd: refused anonymously (the error names the component and
+/// the reference), pulled with Docker's `config.json` credentials.
+#[test]
+fn an_oci_registry_with_htpasswd_reads_docker_s_config() {
+    let Some(registry) = testing::registry(Some(("bob", "pw"))) else {
+        return;
+    };
+    let (w, host) = closed_registry(&registry, "bob:pw");
+    docker_login(&w, &host, "bob:pw");
     ok(&w.render("out", &[]));
     assert!(w.text("out").contains("name: cache-cache"));
+}
+
+/// Every file under `dir`, read as text (to look for what must not be there).
+fn all_text(dir: &Path) -> String {
+    list_files(dir)
+        .iter()
+        .filter_map(|p| std::fs::read(dir.join(p)).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .collect()
+}
+
+/// Issue 33 item 2, through the binary: an OCI registry behind Docker's bearer-token
+/// exchange (Debian's docker-registry with `auth: token:`, a token server the test starts).
+/// Refused without credentials and with a wrong password (neither shown); pulled with
+/// Docker's `config.json`, and again with `KILN_REGISTRY_*`; no token in the output, the
+/// lock, the cache or what kiln prints.
+#[test]
+fn an_oci_registry_behind_a_token_server_through_the_cli() {
+    let Some(reg) = testing::token_registry("dave", "t0k-pw") else {
+        return;
+    };
+    let (w, host) = closed_registry(&reg.registry, "dave:t0k-pw");
+    let var = kiln_source::http::variable_for(&host);
+    let r = w.kiln(
+        &["render", "platforms/p", "--write-to", "out", "--no-cache"],
+        &[(var.as_str(), "dave:wrong-pw")],
+    );
+    let text = fails_with(&r, "kiln::source::auth");
+    assert!(
+        !text.contains("wrong-pw") && text.contains("dave"),
+        "{text}"
+    );
+    assert!(!w.repo().join("out").exists());
+    docker_login(&w, &host, "dave:t0k-pw");
+    let by_config = w.render("out", &[]);
+    ok(&by_config);
+    assert!(w.text("out").contains("name: cache-cache"));
+    std::fs::remove_file(w.dir.path().join("docker/config.json")).unwrap();
+    std::fs::remove_dir_all(w.dir.path().join("cache")).unwrap();
+    let by_var = w.kiln(
+        &[
+            "render",
+            "platforms/p",
+            "--write-to",
+            "out2",
+            "--no-cache",
+            "--locked",
+        ],
+        &[(var.as_str(), "dave:t0k-pw")],
+    );
+    ok(&by_var);
+    assert_eq!(w.text("out2"), w.text("out"));
+    let issued = reg.tokens.issued.lock().unwrap().clone();
+    assert!(issued.len() >= 2, "a token for each run");
+    let kept = format!(
+        "{}{}{}{}",
+        all_text(&w.repo()),
+        all_text(&w.dir.path().join("cache")),
+        by_config.text(),
+        by_var.text()
+    );
+    assert!(
+        issued.iter().all(|t| !kept.contains(t.as_str())),
+        "a token was kept"
+    );
 }
 
 /// The one ConfigMap of `text` (a rendered file or a Helm manifest), without the namespace

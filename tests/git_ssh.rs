@@ -108,6 +108,15 @@ fn start_sshd(dir: &Path, authorized: &Path) -> Sshd {
     Sshd { child, port }
 }
 
+/// An sshd under `dir` admitting one key made for it: the daemon and the key's file.
+fn keyed_sshd(dir: &Path) -> (Sshd, PathBuf) {
+    let key = dir.join("id_ed25519");
+    keygen(&key);
+    let authorized = dir.join("authorized_keys");
+    std::fs::copy(key.with_extension("pub"), &authorized).unwrap();
+    (start_sshd(dir, &authorized), key)
+}
+
 /// A home directory whose `known_hosts` knows the daemon's host key (or not).
 fn home(dir: &Path, name: &str, sshd: Option<&Sshd>) -> PathBuf {
     let home = dir.join(name);
@@ -155,11 +164,7 @@ fn publish_and_verify_over_ssh_with_key_file_and_agent() {
     }
     let t = tempfile::tempdir().unwrap();
     let dir = t.path();
-    let key = dir.join("id_ed25519");
-    keygen(&key);
-    let authorized = dir.join("authorized_keys");
-    std::fs::copy(key.with_extension("pub"), &authorized).unwrap();
-    let sshd = start_sshd(dir, &authorized);
+    let (sshd, key) = keyed_sshd(dir);
     let remote = dir.join("remote.git");
     git2::Repository::init_bare(&remote).unwrap();
     let url = format!(
@@ -286,4 +291,71 @@ fn publish_and_verify_over_ssh_with_key_file_and_agent() {
         refs.lines().collect::<Vec<_>>(),
         ["refs/heads/agent", "refs/heads/main"]
     );
+}
+
+/// Issue 33 item 1 over ssh: a component whose `source.git` is an `ssh://` URL is fetched
+/// with the credentials `kiln publish` uses (`KILN_SSH_KEY`, the host in `known_hosts`) and
+/// rendered; a key the server refuses is an authentication error naming the source and the
+/// component, and nothing is written.
+#[test]
+fn a_component_source_over_ssh() {
+    if !tools_present() {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let dir = t.path();
+    let (sshd, key) = keyed_sshd(dir);
+    let component = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: cart\nspec:\n  generators:\n  - files: [cm.yaml]\n";
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cart\ndata:\n  via: ssh\n";
+    kiln_source::testing::app_repo(
+        dir,
+        "cart.git",
+        &[(
+            &[("deploy/component.yaml", component), ("deploy/cm.yaml", cm)],
+            None,
+        )],
+    );
+    let url = format!(
+        "ssh://{}@127.0.0.1:{}{}",
+        user(),
+        sshd.port,
+        dir.join("cart.git").display()
+    );
+    let work = dir.join("work");
+    std::fs::create_dir_all(work.join(".git")).unwrap();
+    std::fs::create_dir_all(work.join("platform")).unwrap();
+    std::fs::write(
+        work.join("platform/platform.yaml"),
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {{name: p}}\nspec:\n  clusters: [{{name: c, server: https://c.example.com}}]\n  environments: [{{name: dev, tier: dev, cluster: c}}]\n  projects:\n  - name: shop\n    components:\n    - name: cart\n      source: {{git: \"{url}\", ref: main, path: deploy}}\n"
+        ),
+    )
+    .unwrap();
+    let known = home(dir, "home", Some(&sshd));
+    let render = |out: &str, key: &Path| {
+        let mut cmd = crate::support::kiln_command(&work);
+        cmd.args(["render", "platform", "--write-to", out, "--no-cache"])
+            .env("HOME", &known)
+            .env_remove("SSH_AUTH_SOCK")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("KILN_CACHE_DIR", dir.join("cache"))
+            .env("KILN_SSH_KEY", key);
+        crate::support::run(&mut cmd)
+    };
+    let stranger = dir.join("stranger");
+    keygen(&stranger);
+    let r = render("out", &stranger);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("kiln::source::auth_failed") && r.text().contains("component cart"),
+        "{}",
+        r.text()
+    );
+    assert!(!work.join("out").exists() && !work.join("platform/kiln.lock").exists());
+    let r = render("out", &key);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let rendered = std::fs::read_to_string(work.join("out/shop/dev/cart/cart.gen.yaml")).unwrap();
+    assert!(rendered.contains("via: ssh"), "{rendered}");
+    let lock = std::fs::read_to_string(work.join("platform/kiln.lock")).unwrap();
+    assert!(lock.contains(&format!("url = \"{url}\"")), "{lock}");
 }

@@ -2,6 +2,8 @@
 """HTTP servers for kiln's source tests, on 127.0.0.1, started by the tests themselves.
 
     servers.py git-http ROOT            git's smart HTTP: `git http-backend` as a CGI over ROOT
+                                        (KILN_TEST_SLOW_POST=SECONDS: each POST, the fetch
+                                        itself, waits that long before it is answered)
     servers.py static ROOT [USER:PASS]  static files (a Helm chart repository), with basic auth
 
 Prints the port it listens on, then serves until killed. Standard library only.
@@ -12,6 +14,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -65,6 +68,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def cgi(self, method):
+        slow = os.environ.get("KILN_TEST_SLOW_POST")
+        if slow and method == "POST":
+            time.sleep(float(slow))
         path, _, query = self.path.partition("?")
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""

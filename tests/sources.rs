@@ -215,12 +215,16 @@ fn locked_offline_and_tampered_runs_are_refused_naming_the_source() {
     );
     assert!(r.text().contains("needed by"), "{}", r.text());
     assert!(!s.work.path().join("out").exists() && s.lock().is_empty());
-    // `--offline` with an empty cache names the source.
+    // `--offline` with an empty cache names each missing source (issue 33, item 4).
     let r = s.render("platforms/remote", "out", &["--offline"]);
+    let text = r.text().replace("\n  | ", " ");
     assert!(
-        r.text().contains("kiln::source::not_cached") && r.text().contains(".git"),
-        "{}",
-        r.text()
+        text.contains("kiln::source::not_cached")
+            && text.contains("3 sources are not in the cache")
+            && APPS
+                .iter()
+                .all(|app| text.contains(&format!("/{app}.git`"))),
+        "{text}"
     );
     assert!(!s.work.path().join("out").exists());
     // `kiln update` writes the lock; a tampered cache entry is then refused.
@@ -415,6 +419,74 @@ fn per_environment_refs_render_each_commit_and_fetch_it_once() {
     assert_eq!(testing::fetches_in(&log), 2);
 }
 
+/// Issue 33 item 1: a `file://` source renders like any other; a fetched component reads
+/// nothing outside its own tree, neither a file beside it in the cache nor (through its
+/// kustomization) one in the platform repository, and nothing is written.
+#[test]
+fn a_file_source_renders_and_a_fetched_component_stays_in_its_tree() {
+    let repos = tempfile::tempdir().unwrap();
+    testing::app_repo(
+        repos.path(),
+        "cart.git",
+        &[(&as_refs(&versioned_component("cart", "1")), None)],
+    );
+    let url = format!("file://{}/cart.git", repos.path().display());
+    let item =
+        format!("    - name: cart\n      source: {{git: \"{url}\", ref: main, path: deploy}}\n");
+    let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(
+        p.read("out/shop/dev/cart/cart.gen.yaml")
+            .contains("version: \"1\"")
+    );
+
+    // Reads out of the tree: a file of the cache, and one of the platform repository.
+    let leak = |name: &str, file: &str| {
+        vec![
+            (
+                "deploy/component.yaml".to_string(),
+                format!(
+                    "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  generators:\n  - files: [\"{file}\"]\n"
+                ),
+            ),
+            (
+                "deploy/cm.yaml".to_string(),
+                "kind: ConfigMap\n".to_string(),
+            ),
+        ]
+    };
+    let secret =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\ndata:\n  k: SECRET-VALUE\n";
+    for (name, file) in [
+        ("by-cache", "../../outside.yaml"),
+        ("by-repo", "../../../../../platform/secret.yaml"),
+    ] {
+        testing::app_repo(
+            repos.path(),
+            &format!("{name}.git"),
+            &[(&as_refs(&leak(name, file)), None)],
+        );
+        let url = format!("file://{}/{name}.git", repos.path().display());
+        let item = format!(
+            "    - name: {name}\n      source: {{git: \"{url}\", ref: main, path: deploy}}\n"
+        );
+        let p = Platform::new(&[
+            ("platform/platform.yaml", two_env_platform(("", ""), &item)),
+            ("platform/secret.yaml", secret.to_string()),
+            ("cache/sources/trees/outside.yaml", secret.to_string()),
+        ]);
+        let r = p.render("out", &[]);
+        let text = r.text().replace("\n  | ", " ");
+        assert_eq!(r.code, Some(1), "{name}: {text}");
+        assert!(
+            text.contains(" outside ") && !text.contains("SECRET-VALUE"),
+            "{name}: {text}"
+        );
+        assert!(!p.work.path().join("out").exists());
+    }
+}
+
 /// A local component whose kustomization names `resources` (the remote bases).
 fn kustomize_component(resources: &[String]) -> Vec<(&'static str, String)> {
     let list: String = resources.iter().map(|r| format!("- {r}\n")).collect();
@@ -591,6 +663,85 @@ fn a_remote_base_cycle_and_a_repository_too_large_are_refused() {
     assert!(!p.work.path().join("out").exists());
 }
 
+/// Issue 33 item 3: kustomize's `?submodules=` and `?timeout=` on a remote base, through the
+/// binary. The base's kustomization reads its Deployment from a submodule (a relative URL in
+/// `.gitmodules`): built and locked with it, and again offline; `submodules=false` leaves it
+/// out. A server that accepts and never answers fails at `timeout=2`, naming the base, and
+/// nothing is written: no output, no lock, nothing in the cache.
+#[test]
+fn remote_base_submodules_and_timeout_as_kustomize_applies_them() {
+    let repos = tempfile::tempdir().unwrap();
+    let lib = testing::app_repo(
+        repos.path(),
+        "lib.git",
+        &[(&[("deployment.yaml", DEPLOYMENT)], None)],
+    );
+    testing::repo_with_submodules(
+        repos.path(),
+        "app.git",
+        &[(
+            &[(
+                "deploy/kustomization.yaml",
+                "resources: [lib/deployment.yaml]\n",
+            )],
+            &[("deploy/lib", "../lib.git", &lib[0])],
+        )],
+    );
+    let mut daemon = Some(testing::git_daemon(repos.path()));
+    let base = format!(
+        "git://127.0.0.1:{}/app.git//deploy?ref=main",
+        daemon.as_ref().unwrap().port
+    );
+    let p = remote_base_platform(std::slice::from_ref(&base));
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let dev = p.read("out/shop/dev/web/web.gen.yaml");
+    assert!(dev.contains("name: shop-web"), "{dev}");
+    let lock = p.read("platform/kiln.lock");
+    assert!(lock.contains("submodules = true"), "{lock}");
+    daemon.take();
+    let r = p.render("out-offline", &["--locked", "--offline"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(p.read("out-offline/shop/dev/web/web.gen.yaml"), dev);
+
+    let daemon = testing::git_daemon(repos.path());
+    let without = format!(
+        "git://127.0.0.1:{}/app.git//deploy?ref=main&submodules=false",
+        daemon.port
+    );
+    let p = remote_base_platform(&[without]);
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.text().contains("deployment.yaml") && r.text().contains("does not exist"),
+        "{}",
+        r.text()
+    );
+    assert!(!p.work.path().join("out").exists());
+
+    let silent = testing::silent();
+    let stalled = format!(
+        "git://127.0.0.1:{}/app.git//deploy?ref=main&timeout=2",
+        silent.port
+    );
+    let p = remote_base_platform(std::slice::from_ref(&stalled));
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    let text = r.text().replace("\n  | ", " ");
+    assert!(
+        text.contains("kiln::source::timeout")
+            && text.contains("did not finish within 2s")
+            && text.contains(&format!("`git://127.0.0.1:{}/app.git`", silent.port)),
+        "{text}"
+    );
+    assert!(!p.work.path().join("out").exists());
+    assert!(!p.work.path().join("platform/kiln.lock").exists());
+    let trees = p.cache.join("sources/trees");
+    assert!(std::fs::read_dir(&trees).map_or(true, |mut d| d.next().is_none()));
+    let git = p.cache.join("sources/git");
+    assert!(std::fs::read_dir(&git).map_or(true, |mut d| d.next().is_none()));
+}
+
 /// A component in an app repository: a Deployment of `ghcr.io/acme/<name>:1.0.0`, from its
 /// own file or (`base`: a kustomization naming that remote base) from a remote base.
 /// `more`: further generators (lines of the `generators:` list).
@@ -750,6 +901,17 @@ fn app_repos_to_one_service_repo_end_to_end() {
     ok(p.kiln(
         &[
             "publish",
+            "platform",
+            "--locked",
+            "--repo",
+            &source.display().to_string(),
+        ],
+        &[],
+    ));
+    // `verify` renders from the lock too, and finds the published tree current.
+    ok(p.kiln(
+        &[
+            "verify",
             "platform",
             "--locked",
             "--repo",
@@ -930,7 +1092,7 @@ fn a_server_that_never_answers_times_out_for_git_helm_and_oci() {
         let text = r.text();
         assert!(text.contains("kiln::source::timeout"), "{what}: {text}");
         assert!(text.contains(&url), "{what}: {text}");
-        assert!(text.contains("within 2 s"), "{what}: {text}");
+        assert!(text.contains("within 2s"), "{what}: {text}");
         assert!(!root.join("out").exists(), "{what}: wrote output");
     }
 }
@@ -976,7 +1138,11 @@ fn every_failing_source_is_reported_at_its_line() {
     let text: String = r
         .text()
         .lines()
-        .map(|l| l.trim_start().trim_start_matches("| ").trim_start_matches('|'))
+        .map(|l| {
+            l.trim_start()
+                .trim_start_matches("| ")
+                .trim_start_matches('|')
+        })
         .collect::<Vec<_>>()
         .join(" ");
     assert!(text.contains("2 errors"), "{text}");

@@ -865,7 +865,7 @@ pub fn source_timeout() -> std::time::Duration {
 /// it first thing in `main`, while it has one thread, as libgit2's options require.
 pub fn set_network_timeouts() {
     // SAFETY: called from `main` before any other thread exists.
-    unsafe { kiln_source::git::set_timeouts(source_timeout()) }
+    unsafe { kiln_source::git::set_default_timeout(source_timeout()) }
 }
 
 /// The source stage's options from the flags and the environment (read here, in the CLI):

@@ -177,15 +177,18 @@ impl ChartScan {
     }
 
     /// Fetches every chart found, then the dependencies of every chart (pulled or local).
-    pub fn fetch(
+    pub(crate) fn fetch(
         &self,
         fs: &dyn FileSystem,
         fetcher: &Fetcher<'_>,
+        misses: &super::Misses,
     ) -> Result<Charts, SourceStageError> {
         let mut out = Charts::default();
         let mut with_deps: BTreeMap<PathBuf, Use> = self.local.clone();
         for (source, u) in &self.wanted {
-            let pulled = pull(fetcher, source, u)?;
+            let Some(pulled) = misses.note(pull(fetcher, source, u))? else {
+                continue;
+            };
             with_deps
                 .entry(pulled.dir.clone())
                 .or_insert_with(|| u.clone());
@@ -195,7 +198,7 @@ impl ChartScan {
             let deps = dependencies(fs, dir, u)?;
             let mut pulled = Vec::new();
             for source in deps {
-                pulled.push(pull(fetcher, &source, u)?);
+                pulled.extend(misses.note(pull(fetcher, &source, u))?);
             }
             if !pulled.is_empty() {
                 let dir = fs.canonicalize(dir).unwrap_or_else(|_| dir.clone());
@@ -385,6 +388,7 @@ fn request(source: &ChartSource, u: &Use) -> Request {
             requested: source.version.clone(),
             needed_by: u.needed_by.clone(),
             names,
+            git: Default::default(),
         }
     } else {
         Request {
@@ -394,6 +398,7 @@ fn request(source: &ChartSource, u: &Use) -> Request {
             requested: source.version.clone(),
             needed_by: u.needed_by.clone(),
             names,
+            git: Default::default(),
         }
     }
 }

@@ -50,6 +50,12 @@ pub const GIT_CREDENTIALS: &str = "https: set KILN_GIT_USERNAME and KILN_GIT_PAS
 /// Where a chart repository's or registry's credentials come from.
 pub const REGISTRY_CREDENTIALS: &str = "give credentials for this host: `KILN_REGISTRY_<HOST>=user:password` (HOST upper-cased, every other character `_`) or Docker's `~/.docker/config.json`";
 
+/// A server silent for longer than `KILN_SOURCE_TIMEOUT` allows.
+pub const SILENCE_TIMEOUT: &str = "the server took the connection (or never took it) and sent nothing back; nothing was stored. Check that it serves this URL, or give it longer with `KILN_SOURCE_TIMEOUT=<seconds>` (default 30)";
+
+/// A remote kustomize base fetched for longer than its `?timeout=`.
+pub const BASE_TIMEOUT: &str = "the server did not answer in time, and nothing was stored; a remote base's `?timeout=` (kustomize's, 27s when absent) sets the limit: raise it for a slow server";
+
 /// Why a source could not be had.
 #[derive(Debug, Error, Diagnostic)]
 pub enum SourceError {
@@ -61,19 +67,6 @@ pub enum SourceError {
         )
     )]
     Unreachable { origin: Box<Origin>, detail: String },
-
-    #[error("{origin}: the server did not answer within {seconds} s: {detail}")]
-    #[diagnostic(
-        code(kiln::source::timeout),
-        help(
-            "the server took the connection (or never took it) and sent nothing back; check that it serves this URL, or give it longer with `KILN_SOURCE_TIMEOUT=<seconds>` (default 30)"
-        )
-    )]
-    Timeout {
-        origin: Box<Origin>,
-        seconds: u64,
-        detail: String,
-    },
 
     #[error("{origin}: authentication failed: {detail}")]
     #[diagnostic(code(kiln::source::auth_failed), help("{help}"))]
@@ -168,6 +161,17 @@ pub enum SourceError {
         limit: u64,
         unit: &'static str,
         variable: &'static str,
+    },
+
+    #[error("{origin}: {what} did not finish within {timeout}")]
+    #[diagnostic(code(kiln::source::timeout), help("{help}"))]
+    Timeout {
+        origin: Box<Origin>,
+        what: String,
+        /// The limit, as Go prints a duration (`27s`), as kustomize's message shows it.
+        timeout: String,
+        /// Which limit it was: `SILENCE_TIMEOUT` or `BASE_TIMEOUT`.
+        help: &'static str,
     },
 
     #[error("{origin}: {detail}")]

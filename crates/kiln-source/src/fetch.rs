@@ -56,6 +56,8 @@ pub struct Request {
     /// Names `kiln update NAME` selects it by (component instances); its URL and chart name
     /// select it too.
     pub names: Vec<String>,
+    /// Git: kustomize's clone options (a remote base's `?submodules=` and `?timeout=`).
+    pub git: git::Options,
 }
 
 impl Request {
@@ -65,6 +67,7 @@ impl Request {
             url: self.url.clone(),
             chart: self.chart.clone(),
             requested: self.requested.clone(),
+            submodules: self.git.submodules,
         }
     }
 
@@ -236,18 +239,18 @@ impl<'a> Fetcher<'a> {
         }
         let staged = match req.kind {
             Kind::Git => {
-                let refs = git::list_refs(&self.cache, &req.url, self.callbacks, origin)?;
+                let deadline = git::Deadline::start(req.git.timeout);
+                let refs = git::list_refs(&req.url, self.callbacks, deadline.as_ref(), origin)?;
                 let via = refs
                     .iter()
                     .find(|r| r.commit == entry.resolved)
                     .map(|r| r.name.clone());
                 git::fetch_tree(
-                    &self.cache,
+                    &self.session(req),
                     &req.url,
                     &entry.resolved,
                     via.as_deref(),
-                    self.callbacks,
-                    &self.limits,
+                    deadline.as_ref(),
                     origin,
                 )?
             }
@@ -303,15 +306,15 @@ impl<'a> Fetcher<'a> {
     fn resolve(&self, req: &Request, origin: &Origin) -> Result<Fetched, SourceError> {
         let (version, resolved, staged) = match req.kind {
             Kind::Git => {
-                let refs = git::list_refs(&self.cache, &req.url, self.callbacks, origin)?;
+                let deadline = git::Deadline::start(req.git.timeout);
+                let refs = git::list_refs(&req.url, self.callbacks, deadline.as_ref(), origin)?;
                 let (commit, via) = git::resolve(&refs, &req.requested, origin)?;
                 let staged = git::fetch_tree(
-                    &self.cache,
+                    &self.session(req),
                     &req.url,
                     &commit,
                     via.as_deref(),
-                    self.callbacks,
-                    &self.limits,
+                    deadline.as_ref(),
                     origin,
                 )?;
                 (String::new(), commit, staged)
@@ -343,11 +346,21 @@ impl<'a> Fetcher<'a> {
             url: req.url.clone(),
             chart: req.chart.clone(),
             requested: req.requested.clone(),
+            submodules: req.git.submodules,
             version,
             resolved,
             digest,
         };
         self.done(req, entry, root, origin)
+    }
+
+    fn session(&self, req: &Request) -> git::Session<'_, 'a> {
+        git::Session {
+            cache: &self.cache,
+            callbacks: self.callbacks,
+            limits: &self.limits,
+            options: req.git,
+        }
     }
 
     fn extract(&self, data: &[u8], origin: &Origin) -> Result<tempfile::TempDir, SourceError> {
@@ -382,6 +395,7 @@ mod tests {
     use crate::http::Credentials;
     use crate::testing;
     use std::path::Path;
+    use std::time::Duration;
 
     fn no_callbacks() -> git2::RemoteCallbacks<'static> {
         git2::RemoteCallbacks::new()
@@ -427,6 +441,7 @@ mod tests {
             requested: requested.into(),
             needed_by: "component cart (project shop)".into(),
             names: vec!["cart".into()],
+            git: git::Options::default(),
         }
     }
 
@@ -438,6 +453,7 @@ mod tests {
             requested: requested.into(),
             needed_by: "component web (project shop)".into(),
             names: vec!["web".into()],
+            git: git::Options::default(),
         }
     }
 
@@ -715,6 +731,178 @@ mod tests {
         assert!(matches!(err, SourceError::TooLarge { .. }), "{err}");
     }
 
+    /// A remote base's request: kustomize's clone options.
+    fn base_req(url: &str, submodules: bool, timeout: Option<Duration>) -> Request {
+        Request {
+            needed_by: "remote base `app` (in kust/kustomization.yaml)".into(),
+            git: git::Options {
+                submodules,
+                timeout,
+            },
+            ..git_req(url, "main")
+        }
+    }
+
+    /// Issue 33 item 3, `?submodules=`: each gitlink's commit is fetched (relative URL,
+    /// commit at no branch's tip) and written in its place; `submodules=false` leaves it out
+    /// (another lock entry, another digest); the submodule's commit is pinned through the
+    /// superproject's, and its files are verified with the rest.
+    #[test]
+    fn a_remote_base_s_submodules_are_fetched_pinned_and_verified() {
+        let repos = tempfile::tempdir().unwrap();
+        let lib = testing::app_repo(
+            repos.path(),
+            "lib.git",
+            &[
+                (&[("lib.yaml", "v: 1\n")], None),
+                (&[("lib.yaml", "v: 2\n")], None),
+            ],
+        );
+        testing::repo_with_submodules(
+            repos.path(),
+            "app.git",
+            &[(
+                &[("deploy/k.yaml", "k: 1\n")],
+                &[("deploy/lib", "../lib.git", &lib[0])],
+            )],
+        );
+        let daemon = testing::git_daemon(repos.path());
+        let url = format!("git://127.0.0.1:{}/app.git", daemon.port);
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let with = f.fetch(&base_req(&url, true, None)).unwrap();
+        assert_eq!(read(&with.root.join("deploy/lib/lib.yaml")), "v: 1\n");
+        assert!(with.entry.submodules);
+        let without = f.fetch(&base_req(&url, false, None)).unwrap();
+        assert!(!without.root.join("deploy/lib/lib.yaml").exists());
+        assert_eq!(read(&without.root.join("deploy/k.yaml")), "k: 1\n");
+        assert_ne!(with.entry.digest, without.entry.digest);
+        let lock = f.lock_file(false);
+        assert_eq!(lock.entries.len(), 2);
+        assert_eq!(lock.to_text().matches("submodules = true").count(), 1);
+        assert_eq!(LockFile::parse("kiln.lock", &lock.to_text()).unwrap(), lock);
+
+        // The superproject moves its submodule to the library's next commit.
+        let work = tempfile::tempdir().unwrap();
+        let bare = repos.path().join("app.git").display().to_string();
+        testing::git(work.path(), &["clone", "-q", &bare, "."]);
+        let link = format!("160000,{},deploy/lib", lib[1]);
+        testing::git(work.path(), &["update-index", "--cacheinfo", &link]);
+        testing::git(work.path(), &["commit", "-q", "-m", "bump"]);
+        testing::git(work.path(), &["push", "-q", "origin", "HEAD:main"]);
+        // Locked: the old commit's submodule, from the cache and then fetched anew.
+        let pinned = env.fetcher(Mode::default(), lock.clone());
+        let got = pinned.fetch(&base_req(&url, true, None)).unwrap();
+        assert_eq!(got.entry, with.entry);
+        assert_eq!(read(&got.root.join("deploy/lib/lib.yaml")), "v: 1\n");
+        std::fs::remove_dir_all(Cache::new(env.cache.path()).root().join("trees")).unwrap();
+        let got = env
+            .fetcher(Mode::default(), lock.clone())
+            .fetch(&base_req(&url, true, None))
+            .unwrap();
+        assert_eq!(got.entry, with.entry);
+        assert_eq!(read(&got.root.join("deploy/lib/lib.yaml")), "v: 1\n");
+        // Updated: the new commit, and its submodule's new files (never the cached old ones).
+        let update = env.fetcher(
+            Mode {
+                update: Some(BTreeSet::new()),
+                ..Mode::default()
+            },
+            lock,
+        );
+        let moved = update.fetch(&base_req(&url, true, None)).unwrap();
+        assert_ne!(moved.entry.resolved, with.entry.resolved);
+        assert_ne!(moved.entry.digest, with.entry.digest);
+        assert_eq!(read(&moved.root.join("deploy/lib/lib.yaml")), "v: 2\n");
+        // A submodule's file changed in the cache is refused with the rest of the tree.
+        std::fs::write(moved.root.join("deploy/lib/lib.yaml"), "v: 1\n").unwrap();
+        let err = env
+            .fetcher(Mode::default(), update.lock_file(false))
+            .fetch(&base_req(&url, true, None))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::CacheTampered { .. }), "{err}");
+
+        // A submodule kiln does not fetch (a local path, as git refuses by default), and one
+        // .gitmodules does not name: clear errors naming the submodule and the base.
+        testing::repo_with_submodules(
+            repos.path(),
+            "local.git",
+            &[(&[("a", "a\n")], &[("lib", "/srv/lib.git", &lib[0])])],
+        );
+        let local = format!("git://127.0.0.1:{}/local.git", daemon.port);
+        let err = f.fetch(&base_req(&local, true, None)).unwrap_err();
+        let help = miette::Diagnostic::help(&err).unwrap().to_string();
+        assert!(
+            err.to_string()
+                .contains("submodule at `lib` names `/srv/lib.git`")
+                && err.to_string().contains("local.git")
+                && help.contains("protocol.file.allow"),
+            "{err}: {help}"
+        );
+        assert!(f.fetch(&base_req(&local, false, None)).is_ok());
+    }
+
+    /// Runs `f` on a thread, failing the test when it has not finished within a minute (a
+    /// fetch that hangs).
+    fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(f());
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("the fetch did not end: it hung")
+    }
+
+    /// What the cache holds: its trees and its repositories.
+    fn cached(env: &Env) -> Vec<String> {
+        let root = Cache::new(env.cache.path()).root().to_path_buf();
+        ["trees", "git"]
+            .iter()
+            .flat_map(|d| std::fs::read_dir(root.join(d)).into_iter().flatten())
+            .map(|e| e.unwrap().path().display().to_string())
+            .collect()
+    }
+
+    /// Issue 33 item 3, `?timeout=`: a server that accepts and never answers (git daemon's
+    /// protocol and smart HTTP), and one that lists its refs and then stalls the fetch: each
+    /// fails at the timeout, naming the URL without its credentials, and stores nothing.
+    #[test]
+    fn a_stalled_server_times_out_naming_the_base_and_storing_nothing() {
+        let silent = testing::silent();
+        let repos = tempfile::tempdir().unwrap();
+        testing::app_repo(repos.path(), "app.git", &[(&[("a.yaml", "a: 1\n")], None)]);
+        let slow = testing::git_http_slow(repos.path(), 30);
+        for (url, what) in [
+            (
+                format!("git://127.0.0.1:{}/app.git", silent.port),
+                "listing its refs",
+            ),
+            (
+                format!("http://kiln:s3cret@127.0.0.1:{}/app.git", silent.port),
+                "listing its refs",
+            ),
+            (
+                format!("http://kiln:s3cret@127.0.0.1:{}/app.git", slow.port),
+                "the fetch",
+            ),
+        ] {
+            let env = Env::new();
+            let f = env.fetcher(Mode::default(), LockFile::default());
+            let req = base_req(&url, true, Some(Duration::from_secs(2)));
+            let err = bounded(move || f.fetch(&req).map(|_| ()).unwrap_err());
+            let shown = err.to_string();
+            assert!(matches!(err, SourceError::Timeout { .. }), "{shown}");
+            assert!(
+                shown.contains(&format!("{what} did not finish within 2s"))
+                    && shown.contains("/app.git")
+                    && shown.contains("remote base `app`")
+                    && !shown.contains("s3cret"),
+                "{shown}"
+            );
+            assert_eq!(cached(&env), Vec::<String>::new(), "{url}");
+        }
+    }
+
     fn charts() -> Vec<(&'static str, &'static str, Vec<u8>)> {
         ["1.0.0", "1.2.0", "1.2.5", "2.0.0"]
             .into_iter()
@@ -931,5 +1119,100 @@ mod tests {
                 .version,
             "1.2.5"
         );
+    }
+
+    /// Every file under `dir`, read as text.
+    fn all_text(dir: &Path) -> String {
+        let mut out = String::new();
+        let mut todo = vec![dir.to_path_buf()];
+        while let Some(d) = todo.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    todo.push(p);
+                } else if let Ok(bytes) = std::fs::read(&p) {
+                    out.push_str(&String::from_utf8_lossy(&bytes));
+                }
+            }
+        }
+        out
+    }
+
+    /// Issue 33 item 2: Docker's bearer-token exchange against Debian's docker-registry with
+    /// `auth: token:` and a token server started here (its key made now): charts pushed and
+    /// pulled with credentials from Docker's config.json and from `KILN_REGISTRY_*`; wrong or
+    /// missing credentials are refused naming the host, never the password; no token is
+    /// ever shown, cached or locked.
+    #[test]
+    fn an_oci_registry_behind_a_token_server() {
+        let Some(reg) = testing::token_registry("carol", "t0ken-pw") else {
+            return;
+        };
+        let host = format!("127.0.0.1:{}", reg.registry.port);
+        let docker = format!(
+            "{{\"auths\": {{\"{host}\": {{\"auth\": \"{}\"}}}}}}",
+            base64::Engine::encode(&base64::engine::general_purpose::STANDARD, "carol:t0ken-pw")
+        );
+        push_all(&reg.registry, Credentials::new(Some(&docker), []));
+        let url = format!("oci://{host}/charts/web");
+        let var = crate::http::variable_for(&host);
+        for creds in [
+            Credentials::new(Some(&docker), []),
+            Credentials::new(None, [(var.as_str(), "carol:t0ken-pw")]),
+        ] {
+            let env = Env::new();
+            let f = env.fetcher_with(
+                Mode::default(),
+                LockFile::default(),
+                creds,
+                Limits::default(),
+            );
+            let got = f.fetch(&chart_req(Kind::Oci, &url, "", "^1.2")).unwrap();
+            assert_eq!(got.entry.version, "1.2.5");
+            assert!(read(&got.chart_dir.unwrap().join("Chart.yaml")).contains("version: 1.2.5"));
+            // Locked: fetched again by the manifest's digest, with a token again.
+            let lock = f.lock_file(false);
+            std::fs::remove_dir_all(Cache::new(env.cache.path()).root()).unwrap();
+            let again = env.fetcher_with(
+                Mode::default(),
+                lock.clone(),
+                Credentials::new(Some(&docker), []),
+                Limits::default(),
+            );
+            again
+                .fetch(&chart_req(Kind::Oci, &url, "", "^1.2"))
+                .unwrap();
+            let issued = reg.tokens.issued.lock().unwrap().clone();
+            assert!(!issued.is_empty());
+            let kept = format!("{}{}", lock.to_text(), all_text(env.cache.path()));
+            for t in &issued {
+                assert!(!kept.contains(t.as_str()), "a token was kept");
+            }
+        }
+        let env = Env::new();
+        let wrong = Credentials::new(None, [(var.as_str(), "carol:wrong-pw")]);
+        for creds in [wrong, Credentials::default()] {
+            let f = env.fetcher_with(
+                Mode::default(),
+                LockFile::default(),
+                creds,
+                Limits::default(),
+            );
+            let err = f
+                .fetch(&chart_req(Kind::Oci, &url, "", "2.0.0"))
+                .unwrap_err();
+            let shown = format!("{err} {}", miette::Diagnostic::help(&err).unwrap());
+            assert!(matches!(err, SourceError::Auth { .. }), "{shown}");
+            assert!(
+                shown.contains("127.0.0.1")
+                    && shown.contains("component web")
+                    && !shown.contains("wrong-pw")
+                    && !shown.contains("t0ken-pw"),
+                "{shown}"
+            );
+            for t in reg.tokens.issued.lock().unwrap().iter() {
+                assert!(!shown.contains(t.as_str()));
+            }
+        }
     }
 }

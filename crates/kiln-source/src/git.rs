@@ -3,20 +3,139 @@
 //! to a commit (a branch, a tag — annotated tags peeled — a full ref name, or a commit id),
 //! and only that commit fetched, at depth 1 where the server allows it, into a bare
 //! repository per URL in the cache. Its tree is then written out as a plain directory
-//! (what `git archive` would give): no `.git`, submodules (gitlinks) left out, and a symbolic
-//! link refused when it points out of the tree.
+//! (what `git archive` would give): no `.git`, and a symbolic link refused when it points out
+//! of the tree.
+//!
+//! Two of kustomize's clone options ([`Options`]; kustomize v5.5.0
+//! `api/internal/git/cloner.go` `ClonerUsingGitExec`, `gitrunner.go`, `utils/timedcall.go`):
+//! - `?timeout=`: kustomize runs each git command under `TimedCall`; here the fetch of the
+//!   repository (listing its refs and fetching the commit, kustomize's `git fetch`) and then
+//!   the fetch of its submodules (kustomize's `git submodule update`) each get the timeout,
+//!   and one running past it fails, naming the URL, with nothing stored;
+//! - `?submodules=`: kustomize runs `git submodule update --init --recursive`; here each
+//!   gitlink's commit is fetched from the URL `.gitmodules` gives it (relative URLs resolved
+//!   against the repository's, as git resolves them) and its tree written in its place,
+//!   recursively. Without it (and for component sources) gitlinks are left out.
 #![allow(clippy::disallowed_methods)] // the source fetcher's I/O boundary (clippy.toml)
 
 use crate::archive::{Limits, Which, link_stays_inside};
 use crate::cache::Cache;
 use crate::error::{Origin, SourceError, nearest};
-use git2::{AutotagOption, Direction, FetchOptions, ObjectType, Oid, RemoteCallbacks, Repository};
-use std::path::Path;
+use git2::{
+    AutotagOption, Direction, FetchOptions, ObjectType, Oid, Remote, RemoteCallbacks, Repository,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 /// Makes the remote callbacks for one connection: the caller's credential policy (the
 /// pipeline hands `kiln::git::remote_callbacks`, the one kiln publishes with).
 pub type Callbacks<'a> = &'a (dyn Fn() -> RemoteCallbacks<'a> + Sync);
+
+/// How a repository is fetched: kustomize's clone options, for a remote base.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Write each submodule's tree in place of its gitlink (`?submodules=`).
+    pub submodules: bool,
+    /// Bound the fetch, and then the submodules' fetch (`?timeout=`); `None`: unbounded.
+    pub timeout: Option<Duration>,
+}
+
+/// When a timed step must be over.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    at: Instant,
+    timeout: Duration,
+}
+
+impl Deadline {
+    /// A step bounded by `timeout`, starting now.
+    pub fn start(timeout: Option<Duration>) -> Option<Deadline> {
+        timeout.map(|timeout| Deadline {
+            at: Instant::now() + timeout,
+            timeout,
+        })
+    }
+
+    fn passed(&self) -> bool {
+        Instant::now() >= self.at
+    }
+
+    /// What is left, in libgit2's milliseconds (at least 1: 0 would mean no timeout).
+    fn remaining_ms(&self) -> i32 {
+        let left = self
+            .at
+            .saturating_duration_since(Instant::now())
+            .as_millis();
+        i32::try_from(left).unwrap_or(i32::MAX).max(1)
+    }
+
+    fn error(&self, origin: &Origin, what: &str) -> SourceError {
+        SourceError::Timeout {
+            origin: Box::new(origin.clone()),
+            what: what.to_string(),
+            timeout: go_duration(self.timeout),
+            help: crate::error::BASE_TIMEOUT,
+        }
+    }
+}
+
+/// A duration as Go prints one (`27s`, `1.5s`, `1m30s`), as kustomize's message shows it.
+pub(crate) fn go_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let (m, rest) = (ms / 60_000, ms % 60_000);
+    let secs = if rest % 1000 == 0 {
+        format!("{}s", rest / 1000)
+    } else {
+        format!("{}s", rest as f64 / 1000.0)
+    };
+    if m == 0 { secs } else { format!("{m}m{secs}") }
+}
+
+/// libgit2's connect and read/write timeouts are process-wide options (`git_libgit2_opts`,
+/// read by its socket stream when it connects and each time it waits for the server). Every
+/// network step of this module holds this lock; a timed one sets them to the time it has
+/// left, so a server that accepts and never answers ends the step there, and sets them back
+/// to the process's default ([`set_default_timeout`]) when it is over.
+static NETWORK: Mutex<()> = Mutex::new(());
+
+/// Runs one network step, bounded by `deadline` when there is one.
+fn network<T>(deadline: Option<&Deadline>, step: impl FnOnce() -> T) -> T {
+    let _one = NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(d) = deadline else {
+        return step();
+    };
+    let base = BASE_MS.load(std::sync::atomic::Ordering::Relaxed);
+    set_timeouts(match base {
+        0 => d.remaining_ms(),
+        base => d.remaining_ms().min(base),
+    });
+    let out = step();
+    set_timeouts(base);
+    out
+}
+
+/// The wait libgit2 allows outside a deadline: kiln's `KILN_SOURCE_TIMEOUT`, once the binary
+/// set it ([`set_default_timeout`]); 0 (none, libgit2's default) in a library caller that
+/// did not.
+static BASE_MS: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+fn set_timeouts(ms: i32) {
+    // SAFETY: the two options are plain `int`s that libgit2 only reads; kiln writes them
+    // nowhere else, and here only under NETWORK, so no two of kiln's fetches race on them.
+    // Another thread's libgit2 call outside this module (a publish in the same process) may
+    // read either value: a bounded wait for its server, never a memory error. Both calls
+    // cannot fail (git2 documents it).
+    unsafe {
+        let _ = git2::opts::set_server_connect_timeout_in_milliseconds(ms);
+        let _ = git2::opts::set_server_timeout_in_milliseconds(ms);
+    }
+}
 
 /// A ref the server advertises: its full name and the commit it names (tags peeled).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -28,27 +147,17 @@ pub struct RemoteRef {
 /// Bounds how long libgit2 waits on a server, to connect and then on each read or write:
 /// its `GIT_OPT_SET_SERVER_CONNECT_TIMEOUT` and `GIT_OPT_SET_SERVER_TIMEOUT` (libgit2
 /// `src/libgit2/streams/socket.c`), which every fetch and push over `git://` and HTTP(S)
-/// honours. Without them a server that accepts and never answers hangs the run for good.
+/// honours. Without them a server that accepts and never answers hangs the run for good. A
+/// remote base's own deadline narrows it while that base is fetched ([`network`]).
 ///
 /// # Safety
 /// The options are process-wide C globals written without synchronisation: call this once,
 /// at the start of the process, before any thread that may use libgit2 exists (the binary's
 /// `main` does).
-pub unsafe fn set_timeouts(timeout: std::time::Duration) {
+pub unsafe fn set_default_timeout(timeout: Duration) {
     let ms = i32::try_from(timeout.as_millis()).unwrap_or(i32::MAX);
-    // SAFETY: the caller guarantees no other thread touches libgit2 yet; both calls only
-    // store an integer.
-    unsafe {
-        let _ = git2::opts::set_server_connect_timeout_in_milliseconds(ms);
-        let _ = git2::opts::set_server_timeout_in_milliseconds(ms);
-    }
-}
-
-/// The server timeout libgit2 runs with, for the error that reports it.
-fn server_timeout_ms() -> i32 {
-    // SAFETY: a read of an integer option; the only writer is `set_timeouts`, which runs
-    // before any thread exists.
-    unsafe { git2::opts::get_server_timeout_in_milliseconds() }.unwrap_or(0)
+    BASE_MS.store(ms, std::sync::atomic::Ordering::Relaxed);
+    set_timeouts(ms);
 }
 
 /// What went wrong talking to the remote, in kiln's terms.
@@ -64,10 +173,12 @@ fn remote_error(origin: &Origin, e: &git2::Error) -> SourceError {
     let timed_out = e.code() == git2::ErrorCode::Timeout
         || e.class() == git2::ErrorClass::Net && detail.contains("timed out");
     if timed_out {
+        let ms = BASE_MS.load(std::sync::atomic::Ordering::Relaxed);
         SourceError::Timeout {
             origin: Box::new(origin.clone()),
-            seconds: u64::try_from(server_timeout_ms()).unwrap_or(0) / 1000,
-            detail,
+            what: format!("the conversation with the server ({detail})"),
+            timeout: go_duration(Duration::from_millis(u64::try_from(ms).unwrap_or(0))),
+            help: crate::error::SILENCE_TIMEOUT,
         }
     } else if auth {
         SourceError::Auth {
@@ -100,25 +211,31 @@ fn open(cache: &Cache, url: &str, origin: &Origin) -> Result<Repository, SourceE
         .map_err(|e| local_error(origin, "cannot open the cache's repository", &e))
 }
 
-/// The refs `url` advertises, peeled (`git ls-remote`).
+/// The refs `url` advertises, peeled (`git ls-remote`); nothing is written.
 pub fn list_refs(
-    cache: &Cache,
     url: &str,
     callbacks: Callbacks<'_>,
+    deadline: Option<&Deadline>,
     origin: &Origin,
 ) -> Result<Vec<RemoteRef>, SourceError> {
-    let repo = open(cache, url, origin)?;
-    let mut remote = repo
-        .remote_anonymous(url)
-        .map_err(|e| remote_error(origin, &e))?;
-    let conn = remote
-        .connect_auth(Direction::Fetch, Some(callbacks()), None)
-        .map_err(|e| remote_error(origin, &e))?;
-    let heads = conn.list().map_err(|e| remote_error(origin, &e))?;
+    let heads = network(
+        deadline,
+        || -> Result<Vec<(String, String)>, git2::Error> {
+            let mut remote = Remote::create_detached(url)?;
+            let conn = remote.connect_auth(Direction::Fetch, Some(callbacks()), None)?;
+            let heads = conn.list()?;
+            Ok(heads
+                .iter()
+                .map(|h| (h.name().to_string(), h.oid().to_string()))
+                .collect())
+        },
+    );
+    if let Some(d) = deadline.filter(|d| d.passed()) {
+        return Err(d.error(origin, "listing its refs"));
+    }
+    let heads = heads.map_err(|e| remote_error(origin, &e))?;
     let mut refs: Vec<RemoteRef> = Vec::new();
-    for h in heads {
-        let name = h.name().to_string();
-        let commit = h.oid().to_string();
+    for (name, commit) in heads {
         // `refs/tags/v1^{}` is the commit an annotated tag points at: it replaces the tag's
         // own object.
         if let Some(tag) = name.strip_suffix("^{}") {
@@ -175,24 +292,100 @@ pub fn resolve(
     })
 }
 
+/// What every step of one source's fetch shares.
+pub struct Session<'s, 'a> {
+    pub cache: &'s Cache,
+    pub callbacks: Callbacks<'a>,
+    pub limits: &'s Limits,
+    pub options: Options,
+}
+
 /// Fetches `commit` (advertised as `via`, when it is) into the cache's repository for `url`,
-/// unless it is there already, and writes its tree into a staging directory.
+/// unless it is there already, and writes its tree into a staging directory; with
+/// [`Options::submodules`], each submodule's tree too. `deadline` bounds the fetch of the
+/// repository (begun by the caller, who listed its refs under it).
 pub fn fetch_tree(
-    cache: &Cache,
+    s: &Session<'_, '_>,
     url: &str,
     commit: &str,
     via: Option<&str>,
-    callbacks: Callbacks<'_>,
-    limits: &Limits,
+    deadline: Option<&Deadline>,
     origin: &Origin,
 ) -> Result<tempfile::TempDir, SourceError> {
+    let staged = s.cache.staging()?;
+    let mut budget = Budget::default();
+    let root = staged.path();
+    let top = checkout(
+        s,
+        url,
+        commit,
+        via,
+        deadline,
+        root,
+        Path::new(""),
+        &mut budget,
+        origin,
+    )?;
+    if s.options.submodules && !top.links.is_empty() {
+        // kustomize's `git submodule update --init --recursive`: a command of its own, under
+        // a timeout of its own.
+        let deadline = Deadline::start(s.options.timeout);
+        let at = Where {
+            url,
+            dir: Path::new(""),
+            root,
+        };
+        submodules(s, &at, top, deadline.as_ref(), &mut budget, origin, 0)?;
+    }
+    check_links(root, origin)?;
+    Ok(staged)
+}
+
+/// A repository's place in the written tree: its URL, its directory (relative to the root)
+/// and the root.
+struct Where<'w> {
+    url: &'w str,
+    dir: &'w Path,
+    root: &'w Path,
+}
+
+/// A written tree's submodules: its `.gitmodules` and its gitlinks (path from the root,
+/// commit).
+struct Gitlinks {
+    gitmodules: String,
+    links: Vec<(PathBuf, Oid)>,
+}
+
+/// Fetches `commit` of `url` when the cache's repository lacks it and writes its tree at
+/// `root/rel`; its gitlinks, for [`submodules`].
+#[allow(clippy::too_many_arguments)]
+fn checkout(
+    s: &Session<'_, '_>,
+    url: &str,
+    commit: &str,
+    via: Option<&str>,
+    deadline: Option<&Deadline>,
+    root: &Path,
+    rel: &Path,
+    budget: &mut Budget,
+    origin: &Origin,
+) -> Result<Gitlinks, SourceError> {
     let oid = Oid::from_str(commit).map_err(|e| local_error(origin, "not a commit id", &e))?;
     let repo = {
         // One fetch into a repository at a time (other processes wait on the cache lock).
-        let _lock = cache.lock()?;
-        let repo = open(cache, url, origin)?;
-        if repo.find_commit(oid).is_err() {
-            fetch(&repo, url, oid, via, callbacks, limits, origin)?;
+        let _lock = s.cache.lock()?;
+        let dir = s.cache.git_dir(url);
+        let fresh = !dir.exists();
+        let repo = open(s.cache, url, origin)?;
+        if repo.find_commit(oid).is_err()
+            && let Err(e) = fetch(&repo, url, oid, via, s, deadline, origin)
+        {
+            // A fetch that failed leaves nothing behind: not even the repository it made.
+            drop(repo);
+            if fresh {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            return Err(e);
         }
         repo
     };
@@ -204,19 +397,199 @@ pub fn fetch_tree(
     let tree = commit
         .tree()
         .map_err(|e| local_error(origin, "cannot read the commit's tree", &e))?;
-    let staged = cache.staging()?;
-    let mut budget = Budget::default();
+    let mut links = Vec::new();
     write_tree(
-        &repo,
-        &tree,
-        staged.path(),
-        Path::new(""),
-        limits,
-        &mut budget,
-        origin,
+        &repo, &tree, root, rel, s.limits, budget, &mut links, origin,
     )?;
-    check_links(staged.path(), origin)?;
-    Ok(staged)
+    // `.gitmodules` as committed (a regular file; git reads no other).
+    let gitmodules = tree
+        .get_name(".gitmodules")
+        .filter(|e| matches!(e.filemode(), 0o100644 | 0o100755))
+        .and_then(|e| repo.find_blob(e.id()).ok())
+        .map(|b| String::from_utf8_lossy(b.content()).into_owned())
+        .unwrap_or_default();
+    Ok(Gitlinks { gitmodules, links })
+}
+
+/// How deep submodules may nest (each level is another repository's fetch).
+const MAX_SUBMODULE_DEPTH: usize = 16;
+
+/// kustomize's `git submodule update --init --recursive`: each gitlink of the repository at
+/// `at` gets its commit, fetched from the URL `.gitmodules` gives its path, written in its
+/// place; then that repository's own submodules.
+fn submodules(
+    s: &Session<'_, '_>,
+    at: &Where<'_>,
+    got: Gitlinks,
+    deadline: Option<&Deadline>,
+    budget: &mut Budget,
+    origin: &Origin,
+    depth: usize,
+) -> Result<(), SourceError> {
+    let urls = gitmodules_urls(&got.gitmodules);
+    for (path, oid) in got.links {
+        let inner = path.strip_prefix(at.dir).unwrap_or(&path);
+        let inner = inner.to_string_lossy();
+        let bad = |detail: String, help: &str| SourceError::BadResponse {
+            origin: Box::new(origin.clone()),
+            detail,
+            help: help.into(),
+        };
+        if depth >= MAX_SUBMODULE_DEPTH {
+            return Err(bad(
+                format!("submodules nest deeper than {MAX_SUBMODULE_DEPTH} (at `{inner}`)"),
+                "set `?submodules=false` on the remote base to leave them out",
+            ));
+        }
+        let Some(written) = urls.get(inner.as_ref()) else {
+            return Err(bad(
+                format!("the submodule at `{inner}` has no `url` in .gitmodules"),
+                "git cannot fetch it either (`git submodule update` fails the same way); fix .gitmodules, or set `?submodules=false`",
+            ));
+        };
+        let url = submodule_url(at.url, written).ok_or_else(|| {
+            bad(
+                format!(
+                    "the submodule at `{inner}` names `{}`, which kiln does not fetch",
+                    kiln_base::url::redact(written)
+                ),
+                "a submodule is fetched over https, http, ssh or git://; a local path or file:// is refused, as git refuses it by default (protocol.file.allow=user)",
+            )
+        })?;
+        let commit = oid.to_string();
+        let mut sub = Origin::new("git", &url, &commit);
+        sub.needed_by = Some(match &origin.needed_by {
+            Some(by) => format!("submodule `{inner}` of `{}`, {by}", origin.url),
+            None => format!("submodule `{inner}` of `{}`", origin.url),
+        });
+        let refs = list_refs(&url, s.callbacks, deadline, &sub)?;
+        let via = refs
+            .iter()
+            .find(|r| r.commit == commit)
+            .map(|r| r.name.clone());
+        let got = checkout(
+            s,
+            &url,
+            &commit,
+            via.as_deref(),
+            deadline,
+            at.root,
+            &path,
+            budget,
+            &sub,
+        )?;
+        let below = Where {
+            url: &url,
+            dir: &path,
+            root: at.root,
+        };
+        submodules(s, &below, got, deadline, budget, &sub, depth + 1)?;
+    }
+    Ok(())
+}
+
+/// Each submodule's `path` → `url` in a `.gitmodules` file (git's config syntax:
+/// `[submodule "name"]` sections with `path = ` and `url = `; the last value of a key wins,
+/// as `git config` reads it). Include directives are not followed: git reads `.gitmodules`
+/// without them.
+fn gitmodules_urls(text: &str) -> BTreeMap<String, String> {
+    let mut by_name: BTreeMap<String, (String, String)> = BTreeMap::new();
+    let mut section: Option<String> = None;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(head) = line.strip_prefix('[') {
+            let head = head.split(']').next().unwrap_or_default().trim();
+            section = head
+                .strip_prefix("submodule")
+                .map(str::trim)
+                .and_then(|q| q.strip_prefix('"'))
+                .and_then(|q| q.strip_suffix('"'))
+                .map(str::to_string);
+            continue;
+        }
+        let Some(name) = &section else { continue };
+        let (key, value) = line.split_once('=').unwrap_or((line, ""));
+        let value = config_value(value);
+        let entry = by_name.entry(name.clone()).or_default();
+        match key.trim().to_ascii_lowercase().as_str() {
+            "path" => entry.0 = value,
+            "url" => entry.1 = value,
+            _ => {}
+        }
+    }
+    by_name
+        .into_values()
+        .filter(|(path, url)| !path.is_empty() && !url.is_empty())
+        .map(|(path, url)| (path.trim_end_matches('/').to_string(), url))
+        .collect()
+}
+
+/// A git config value: quotes removed, `\"`, `\\`, `\t`, `\n` unescaped, a comment (`#`,
+/// `;` outside quotes) cut off, the ends trimmed.
+fn config_value(raw: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut chars = raw.trim().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '\\' => match chars.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some(o) => out.push(o),
+                None => {}
+            },
+            '#' | ';' if !quoted => break,
+            c => out.push(c),
+        }
+    }
+    out.trim().to_string()
+}
+
+/// A submodule's URL as `git submodule` resolves it (git's remote.c `relative_url` and
+/// `chop_last_dir`): `./x` and `../x` relative to the repository's own URL, each `../`
+/// taking off one directory (or an scp-style `host:` part); any other URL as written. `None`
+/// for what kiln does not fetch for a submodule: a local path or `file://` (git's
+/// `protocol.file.allow=user`), a transport helper (`ext::`).
+fn submodule_url(base: &str, url: &str) -> Option<String> {
+    let resolved = if url.starts_with("./") || url.starts_with("../") {
+        let mut base = base.trim_end_matches('/').to_string();
+        let mut rest = url;
+        let mut colon = false;
+        loop {
+            if let Some(r) = rest.strip_prefix("../") {
+                rest = r;
+                if let Some(i) = base.rfind('/') {
+                    base.truncate(i);
+                } else if let Some(i) = base.rfind(':') {
+                    base.truncate(i);
+                    colon = true;
+                } else {
+                    return None;
+                }
+            } else if let Some(r) = rest.strip_prefix("./") {
+                rest = r;
+            } else {
+                break;
+            }
+        }
+        format!("{base}{}{rest}", if colon { ":" } else { "/" })
+    } else {
+        url.to_string()
+    };
+    let lower = resolved.to_ascii_lowercase();
+    let remote = ["https://", "http://", "ssh://", "git://"]
+        .iter()
+        .any(|p| lower.starts_with(p));
+    // scp-style `[user@]host:path`: a colon before any slash, and no `::` transport helper.
+    let scp = !lower.contains("::")
+        && resolved
+            .find(':')
+            .is_some_and(|c| c > 0 && !resolved[..c].contains('/'));
+    (remote || scp).then_some(resolved)
 }
 
 fn fetch(
@@ -224,41 +597,54 @@ fn fetch(
     url: &str,
     oid: Oid,
     via: Option<&str>,
-    callbacks: Callbacks<'_>,
-    limits: &Limits,
+    s: &Session<'_, '_>,
+    deadline: Option<&Deadline>,
     origin: &Origin,
 ) -> Result<(), SourceError> {
     let over = AtomicBool::new(false);
-    let run = |refspecs: &[String], depth: i32| -> Result<(), git2::Error> {
-        let mut remote = repo.remote_anonymous(url)?;
-        let mut cb = callbacks();
-        let max = limits.max_bytes;
-        let over = &over;
-        cb.transfer_progress(move |p| {
-            // Returning false cancels the fetch: a repository over the limit is never
-            // downloaded whole.
-            let ok = (p.received_bytes() as u64) <= max;
-            if !ok {
-                over.store(true, Ordering::Relaxed);
+    let timed = deadline.copied();
+    let run = |refspecs: &[String], depth: i32| {
+        network(deadline, || -> Result<(), git2::Error> {
+            let mut remote = repo.remote_anonymous(url)?;
+            let mut cb = (s.callbacks)();
+            let max = s.limits.max_bytes;
+            let over = &over;
+            cb.transfer_progress(move |p| {
+                // Returning false cancels the fetch: a repository over the limit is never
+                // downloaded whole, and one arriving too slowly stops at the deadline.
+                let ok = (p.received_bytes() as u64) <= max;
+                if !ok {
+                    over.store(true, Ordering::Relaxed);
+                }
+                ok && !timed.is_some_and(|d| d.passed())
+            });
+            let mut fo = FetchOptions::new();
+            fo.remote_callbacks(cb);
+            fo.download_tags(AutotagOption::None);
+            if depth > 0 {
+                fo.depth(depth);
             }
-            ok
-        });
-        let mut fo = FetchOptions::new();
-        fo.remote_callbacks(cb);
-        fo.download_tags(AutotagOption::None);
-        if depth > 0 {
-            fo.depth(depth);
-        }
-        remote.fetch(refspecs, Some(&mut fo), None)
+            remote.fetch(refspecs, Some(&mut fo), None)
+        })
     };
     let refspec = match via {
         Some(name) => format!("+{name}:refs/kiln/fetched"),
         None => format!("+{oid}:refs/kiln/fetched"),
     };
+    let stopped = || {
+        if over.load(Ordering::Relaxed) {
+            return Some(
+                s.limits
+                    .too_large(origin, "the fetched repository".into(), Which::Bytes),
+            );
+        }
+        timed
+            .filter(|d| d.passed())
+            .map(|d| d.error(origin, "the fetch"))
+    };
     let shallow = run(std::slice::from_ref(&refspec), 1);
-    let too_large = || limits.too_large(origin, "the fetched repository".into(), Which::Bytes);
-    if over.load(Ordering::Relaxed) {
-        return Err(too_large());
+    if let Some(e) = stopped() {
+        return Err(e);
     }
     let fetched = shallow.is_ok() && repo.find_commit(oid).is_ok();
     if !fetched {
@@ -269,8 +655,8 @@ fn fetch(
             "+refs/tags/*:refs/kiln/tags/*".to_string(),
         ];
         let full = run(&all, 0);
-        if over.load(Ordering::Relaxed) {
-            return Err(too_large());
+        if let Some(e) = stopped() {
+            return Err(e);
         }
         if let Err(e) = full {
             return Err(match shallow {
@@ -289,6 +675,7 @@ struct Budget {
     entries: u64,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn write_tree(
     repo: &Repository,
     tree: &git2::Tree<'_>,
@@ -296,6 +683,7 @@ fn write_tree(
     rel: &Path,
     limits: &Limits,
     budget: &mut Budget,
+    links: &mut Vec<(PathBuf, Oid)>,
     origin: &Origin,
 ) -> Result<(), SourceError> {
     let dir = root.join(rel);
@@ -325,7 +713,7 @@ fn write_tree(
                 let sub = repo
                     .find_tree(entry.id())
                     .map_err(|e| local_error(origin, "cannot read a tree", &e))?;
-                write_tree(repo, &sub, root, &entry_rel, limits, budget, origin)?;
+                write_tree(repo, &sub, root, &entry_rel, limits, budget, links, origin)?;
             }
             (Some(ObjectType::Blob), mode) => {
                 let blob = repo
@@ -365,7 +753,9 @@ fn write_tree(
                         .map_err(|e| SourceError::io("write", &path, e))?;
                 }
             }
-            // A gitlink (submodule): its commit is another repository's, not fetched.
+            // A gitlink (submodule): its commit is another repository's, fetched (or not)
+            // by the caller.
+            (Some(ObjectType::Commit), _) => links.push((entry_rel, entry.id())),
             _ => {}
         }
     }

@@ -136,13 +136,24 @@ pub struct Response {
 }
 
 /// The HTTP client of one run.
-#[derive(Debug)]
 pub struct Http {
     agent: ureq::Agent,
     creds: Credentials,
     limits: Limits,
     /// Bearer tokens by (realm, service, scope).
     tokens: Mutex<BTreeMap<String, String>>,
+}
+
+impl std::fmt::Debug for Http {
+    // The tokens are credentials: only how many there are is shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tokens = self.tokens.lock().map_or(0, |t| t.len());
+        f.debug_struct("Http")
+            .field("creds", &self.creds)
+            .field("limits", &self.limits)
+            .field("tokens", &format_args!("{tokens} (not shown)"))
+            .finish()
+    }
 }
 
 /// The host (`host[:port]`) of an `http(s)://` URL.
@@ -295,8 +306,9 @@ impl Http {
         let unreachable = |e: ureq::Error| match e {
             ureq::Error::Timeout(_) => SourceError::Timeout {
                 origin: Box::new(origin.clone()),
-                seconds: self.limits.timeout.as_secs(),
-                detail: format!("no answer from {}", kiln_base::url::redact(url)),
+                what: format!("the request to {}", kiln_base::url::redact(url)),
+                timeout: crate::git::go_duration(self.limits.timeout),
+                help: crate::error::SILENCE_TIMEOUT,
             },
             e => SourceError::Unreachable {
                 origin: Box::new(origin.clone()),
@@ -344,8 +356,9 @@ impl Http {
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::TimedOut => SourceError::Timeout {
                     origin: Box::new(origin.clone()),
-                    seconds: self.limits.timeout.as_secs(),
-                    detail: format!("the answer from {} stalled", kiln_base::url::redact(url)),
+                    what: format!("the answer from {}", kiln_base::url::redact(url)),
+                    timeout: crate::git::go_duration(self.limits.timeout),
+                    help: crate::error::SILENCE_TIMEOUT,
                 },
                 _ => SourceError::Unreachable {
                     origin: Box::new(origin.clone()),
@@ -507,6 +520,20 @@ mod tests {
         assert_eq!(c.for_host("127.0.0.1:5000").unwrap().password, "s3cret");
         assert!(c.for_host("other.example").is_none());
         assert!(!format!("{c:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_token_is_never_shown() {
+        let http = Http::new(Credentials::default(), Limits::default());
+        http.tokens
+            .lock()
+            .unwrap()
+            .insert("https://auth.example/token".into(), "eyJ.s3cret.sig".into());
+        let shown = format!("{http:?}");
+        assert!(
+            !shown.contains("s3cret") && shown.contains("1 (not shown)"),
+            "{shown}"
+        );
     }
 
     #[test]

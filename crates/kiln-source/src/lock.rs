@@ -10,6 +10,7 @@
 //! kind = "git"
 //! url = "https://git.example/shop/cart.git"
 //! requested = "main"
+//! submodules = true           # a remote base's submodules are in the tree (only when so)
 //! resolved = "4f3c…"          # the commit
 //! digest = "sha256:…"         # the fetched tree (cache::tree_digest)
 //!
@@ -43,6 +44,9 @@ pub struct LockKey {
     pub url: String,
     pub chart: String,
     pub requested: String,
+    /// A Git source fetched with its submodules (a remote base's `?submodules=`, true when
+    /// absent): another tree than the same commit without them.
+    pub submodules: bool,
 }
 
 /// One resolved source.
@@ -54,6 +58,10 @@ pub struct LockEntry {
     #[serde(default)]
     pub chart: String,
     pub requested: String,
+    /// Git: the submodules' trees are part of the tree (`submodules = true`; written only
+    /// then). Their commits are the gitlinks of `resolved`, and their files are in `digest`.
+    #[serde(default)]
+    pub submodules: bool,
     /// A chart's version (empty for Git).
     #[serde(default)]
     pub version: String,
@@ -70,6 +78,7 @@ impl LockEntry {
             url: self.url.clone(),
             chart: self.chart.clone(),
             requested: self.requested.clone(),
+            submodules: self.submodules,
         }
     }
 }
@@ -160,20 +169,22 @@ impl LockFile {
         );
         for e in self.entries.values() {
             out.push_str("\n[[source]]\n");
-            let mut field = |k: &str, v: &str| {
-                out.push_str(&format!("{k} = {}\n", kiln_helm::engine::toml::quoted(v)));
-            };
-            field("kind", &e.kind);
-            field("url", &e.url);
+            let field =
+                |k: &str, v: &str| format!("{k} = {}\n", kiln_helm::engine::toml::quoted(v));
+            out.push_str(&field("kind", &e.kind));
+            out.push_str(&field("url", &e.url));
             if !e.chart.is_empty() {
-                field("chart", &e.chart);
+                out.push_str(&field("chart", &e.chart));
             }
-            field("requested", &e.requested);
+            out.push_str(&field("requested", &e.requested));
+            if e.submodules {
+                out.push_str("submodules = true\n");
+            }
             if !e.version.is_empty() {
-                field("version", &e.version);
+                out.push_str(&field("version", &e.version));
             }
-            field("resolved", &e.resolved);
-            field("digest", &e.digest);
+            out.push_str(&field("resolved", &e.resolved));
+            out.push_str(&field("digest", &e.digest));
         }
         out
     }
@@ -189,6 +200,7 @@ mod tests {
             url: url.into(),
             chart: chart.into(),
             requested: requested.into(),
+            submodules: false,
             version: if chart.is_empty() {
                 String::new()
             } else {
