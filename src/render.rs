@@ -359,7 +359,9 @@ pub fn render<T: Send>(
     fs: &dyn FileSystem,
     each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
 ) -> Result<Vec<T>, Errors<Repeated<RenderError>>> {
-    render_with(plans, sources, fs, Fetched::default(), each)
+    let mut rendering = Rendering::default();
+    rendering.feed(plans, sources, fs, each);
+    rendering.finish()
 }
 
 /// What the source stage fetched (`crate::source::Resolved`) for the engines: the charts it
@@ -369,19 +371,6 @@ pub fn render<T: Send>(
 pub struct Fetched {
     pub charts: Arc<crate::kustomize::PulledCharts>,
     pub remotes: Arc<crate::kustomize::git::RemoteTrees>,
-}
-
-/// [`render`] with what the source stage fetched.
-pub fn render_with<T: Send>(
-    plans: &mut [BuildPlan],
-    sources: &Sources,
-    fs: &dyn FileSystem,
-    fetched: Fetched,
-    each: &(dyn Fn(&BuildPlan, &RenderThunk) -> Result<T, RenderError> + Sync),
-) -> Result<Vec<T>, Errors<Repeated<RenderError>>> {
-    let mut rendering = Rendering::with_fetched(fetched);
-    rendering.feed(plans, sources, fs, each);
-    rendering.finish()
 }
 
 /// [`render`] fed in pieces (issue 38, item 8): the pipeline evaluates a piece of the

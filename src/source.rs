@@ -557,27 +557,26 @@ fn expand_refs(
                 _ => None,
             }
         };
-        let mut out = String::new();
-        let mut rest = w.reference.as_str();
-        while let Some(start) = rest.find("${") {
-            out.push_str(&rest[..start]);
-            let Some(end) = rest[start..].find('}') else {
-                return Err(bad_ref(w, "has an unclosed `${`"));
-            };
-            let name = &rest[start + 2..start + end];
-            let Some(v) = lookup(name) else {
-                return Err(bad_ref(
-                    w,
-                    &format!(
-                        "names `${{{name}}}`, which is not a string in environment {}",
-                        env.name
-                    ),
-                ));
-            };
-            out.push_str(&v);
-            rest = &rest[start + end + 1..];
+        if kiln_base::reference::unterminated(&w.reference).is_some() {
+            return Err(bad_ref(w, "has an unclosed `${`"));
         }
-        out.push_str(rest);
+        let mut unknown = None;
+        let out = kiln_base::reference::replace(&w.reference, |r| {
+            let v = lookup(r.name());
+            if v.is_none() {
+                unknown.get_or_insert_with(|| r.raw.to_string());
+            }
+            v
+        });
+        if let Some(name) = unknown {
+            return Err(bad_ref(
+                w,
+                &format!(
+                    "names `${{{name}}}`, which is not a string in environment {}",
+                    env.name
+                ),
+            ));
+        }
         refs.insert(env.name.clone(), out);
     }
     Ok(refs)

@@ -2141,7 +2141,7 @@ fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
         out.push_str(&format!(
             "{:<8} {} {} {}\n",
             if b.created { "created" } else { "exists" },
-            crate::git::redact_url(&b.repo_url),
+            crate::git::redact(&b.repo_url),
             b.branch,
             &b.commit[..b.commit.len().min(7)]
         ));

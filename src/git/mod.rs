@@ -331,6 +331,49 @@ pub(crate) fn push_ref(
     Ok(rejected.into_inner())
 }
 
+/// How one attempt to move a branch ended, for [`push_with_retry`].
+pub(crate) enum Attempt<T> {
+    /// Done: the branch moved, or there was nothing to move it for.
+    Done(T),
+    /// The branch moved under this writer (a refused non-fast-forward, a lost compare-and-swap),
+    /// for the reason given: build again on its new tip, after a pause.
+    Moved(String),
+    /// Another writer holds the ref lock right now: try again shortly, without spending an
+    /// attempt (the branch has not moved yet).
+    Busy,
+}
+
+/// The one push-with-retry loop of publish (local and remote) and promote's `git-push`: runs
+/// `attempt(n)`, n counting from 1, until it is done; a [`Attempt::Moved`] is tried again after
+/// [`back_off`], up to `max_attempts` (at least 1) in all, then `kept_moving(attempts, last
+/// reason)` is the error; a [`Attempt::Busy`] is tried again after 10 ms under the same
+/// number. Each attempt decides for itself how many times it may be busy.
+pub(crate) fn push_with_retry<T, E>(
+    max_attempts: u32,
+    mut attempt: impl FnMut(u32) -> Result<Attempt<T>, E>,
+    kept_moving: impl FnOnce(u32, String) -> E,
+) -> Result<T, E> {
+    let attempts = max_attempts.max(1);
+    let mut n = 1;
+    loop {
+        match attempt(n)? {
+            Attempt::Done(done) => return Ok(done),
+            Attempt::Busy => std::thread::sleep(std::time::Duration::from_millis(10)),
+            Attempt::Moved(reason) if n >= attempts => return Err(kept_moving(attempts, reason)),
+            Attempt::Moved(_) => {
+                back_off(n);
+                n += 1;
+            }
+        }
+    }
+}
+
+/// Short pause between attempts, growing with the attempt number, so two writers racing for
+/// one branch do not collide again in lockstep.
+fn back_off(attempt: u32) {
+    std::thread::sleep(std::time::Duration::from_millis(20 * u64::from(attempt)));
+}
+
 pub(crate) fn lg(operation: &'static str) -> impl FnOnce(git2::Error) -> GitError {
     move |e| GitError::Libgit2 {
         operation,
@@ -646,11 +689,6 @@ fn hex(b: u8) -> Option<u8> {
     (b as char).to_digit(16).map(|d| d as u8)
 }
 
-/// Kept for callers that name what they redact; the same as [`redact`].
-pub fn redact_url(url: &str) -> String {
-    redact(url)
-}
-
 /// `true` when two repository locations name the same repository, ignoring credentials, a
 /// trailing `/` or `.git`, and the case of the host. Local paths compare canonically.
 pub fn same_repo(a: &str, b: &str) -> bool {
@@ -818,12 +856,10 @@ pub(crate) fn remote_callbacks(auth: &RemoteAuth) -> RemoteCallbacks<'_> {
 /// Maps a fetch/connect error to the user-facing condition.
 pub(crate) fn network_error(url: &str, e: &git2::Error) -> GitError {
     if e.code() == git2::ErrorCode::Auth {
-        GitError::AuthenticationFailed {
-            url: redact_url(url),
-        }
+        GitError::AuthenticationFailed { url: redact(url) }
     } else {
         GitError::RemoteUnreachable {
-            url: redact_url(url),
+            url: redact(url),
             message: redact_message(e.message(), url),
         }
     }
@@ -890,7 +926,7 @@ pub(crate) fn open_for_reading(spec: &str, auth: &RemoteAuth) -> Result<ReadRepo
             }
             Ok(ReadRepo {
                 repo,
-                display: redact_url(&url),
+                display: redact(&url),
                 _temp: Some(temp),
             })
         }
@@ -1045,6 +1081,56 @@ pub(crate) fn blob_id(bytes: &[u8]) -> Result<Oid, GitError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The one retry loop: a moved branch is tried again up to the limit (then the last reason
+    /// is the error), a busy lock does not spend an attempt, and at least one attempt is made.
+    #[test]
+    fn push_with_retry_counts_moves_not_busy_locks() {
+        let kept_moving = |n: u32, why: String| format!("kept moving after {n}: {why}");
+        let mut seen = Vec::new();
+        let busy_then_moved = push_with_retry(
+            3,
+            |n| {
+                seen.push(n);
+                Ok::<_, String>(match seen.len() {
+                    1 | 2 => Attempt::Busy,
+                    _ => Attempt::<()>::Moved(format!("tip {}", seen.len())),
+                })
+            },
+            kept_moving,
+        );
+        assert_eq!(
+            busy_then_moved,
+            Err("kept moving after 3: tip 5".to_string())
+        );
+        assert_eq!(seen, [1, 1, 1, 2, 3]);
+        let mut tries = 0;
+        let second = push_with_retry(
+            5,
+            |n| {
+                tries += 1;
+                Ok::<_, String>(if n == 2 {
+                    Attempt::Done(n)
+                } else {
+                    Attempt::Moved(String::new())
+                })
+            },
+            kept_moving,
+        );
+        assert_eq!((second, tries), (Ok(2), 2));
+        let once = push_with_retry(
+            0,
+            |n| Ok::<_, String>(Attempt::<u32>::Moved(format!("{n}"))),
+            kept_moving,
+        );
+        assert_eq!(once, Err("kept moving after 1: 1".to_string()));
+        let failed = push_with_retry(
+            3,
+            |_| Err::<Attempt<()>, _>("no network".to_string()),
+            kept_moving,
+        );
+        assert_eq!(failed, Err("no network".to_string()));
+    }
 
     #[test]
     fn repo_location_distinguishes_paths_and_urls() {

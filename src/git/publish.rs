@@ -31,9 +31,9 @@ use serde::Serialize;
 
 use super::trailers::{self, Classifier, UnitChange};
 use super::{
-    CommitTime, DEFAULT_MAX_ATTEMPTS, GitError, Identity, MARKER_FILE, OwnedMarker, Provenance,
-    RemoteAuth, RepoLocation, join_path, lg, network_error, normalize_managed_path, open_local,
-    redact_url, remote_callbacks, validate_rel_path,
+    Attempt, CommitTime, DEFAULT_MAX_ATTEMPTS, GitError, Identity, MARKER_FILE, OwnedMarker,
+    Provenance, RemoteAuth, RepoLocation, join_path, lg, network_error, normalize_managed_path,
+    open_local, redact, remote_callbacks, validate_rel_path,
 };
 use crate::artifact::{ArtifactSet, Scope};
 
@@ -130,6 +130,31 @@ pub struct PublishOutcome {
     pub files: FileCounts,
     /// Attempts used (more than 1 when the branch moved concurrently).
     pub attempts: u32,
+}
+
+impl PublishOutcome {
+    /// What publishing `managed` into `options.branch` of the repository shown as `display`
+    /// did on attempt `attempt`, building on `parent`: the commit `made` (and its plan), or
+    /// none when the branch already had this content.
+    fn new(
+        display: &str,
+        managed: &str,
+        options: &PublishOptions,
+        parent: Option<Oid>,
+        attempt: u32,
+        made: Option<(Oid, &Plan)>,
+    ) -> PublishOutcome {
+        PublishOutcome {
+            repo: display.to_string(),
+            branch: options.branch.clone(),
+            path: managed.to_string(),
+            commit: made.map(|(c, _)| c.to_string()),
+            parent: parent.map(|p| p.to_string()),
+            changes: made.map(|(_, p)| p.changes.clone()).unwrap_or_default(),
+            files: made.map(|(_, p)| p.files).unwrap_or_default(),
+            attempts: attempt,
+        }
+    }
 }
 
 impl fmt::Display for PublishOutcome {
@@ -703,10 +728,21 @@ fn check_source_order(
     }
 }
 
-/// Short pause between attempts, growing with the attempt number, so two publishers racing
-/// for the ref lock do not collide again in lockstep.
-fn back_off(attempt: u32) {
-    std::thread::sleep(std::time::Duration::from_millis(20 * u64::from(attempt)));
+/// [`super::push_with_retry`] for a publish into the repository shown as `display`: a branch
+/// that kept moving is [`GitError::PushRejected`].
+fn retried(
+    display: &str,
+    options: &PublishOptions,
+    attempt: impl FnMut(u32) -> Result<Attempt<PublishOutcome>, GitError>,
+) -> Result<PublishOutcome, GitError> {
+    super::push_with_retry(options.max_attempts, attempt, |attempts, message| {
+        GitError::PushRejected {
+            url: display.to_string(),
+            branch: options.branch.clone(),
+            attempts,
+            message,
+        }
+    })
 }
 
 fn publish_local(
@@ -717,7 +753,7 @@ fn publish_local(
     options: &PublishOptions,
 ) -> Result<PublishOutcome, GitError> {
     let repo = open_local(dir)?;
-    let display = redact_url(&dir.display().to_string());
+    let display = redact(&dir.display().to_string());
     // kiln publishers into one non-bare repository take turns: the working tree update is part
     // of a publish, and a second publisher would otherwise take the first one's half-written
     // files for local changes. The lock is an OS file lock: a killed publisher releases it.
@@ -729,24 +765,14 @@ fn publish_local(
     if !repo.is_bare() {
         recover_interrupted(&repo, &display, options)?;
     }
-    let attempts = options.max_attempts.max(1);
-    let mut attempt = 1;
     let mut lock_waits = 0;
-    loop {
+    retried(&display, options, |attempt| {
         let tip = branch_tip(&repo, refname)?;
-        let outcome = |commit: Option<Oid>, plan: Option<&Plan>| PublishOutcome {
-            repo: display.clone(),
-            branch: options.branch.clone(),
-            path: managed.to_string(),
-            commit: commit.map(|c| c.to_string()),
-            parent: tip.as_ref().map(|t| t.id().to_string()),
-            changes: plan.map(|p| p.changes.clone()).unwrap_or_default(),
-            files: plan.map(|p| p.files).unwrap_or_default(),
-            attempts: attempt,
-        };
+        let parent = tip.as_ref().map(|t| t.id());
+        let outcome = |made| PublishOutcome::new(&display, managed, options, parent, attempt, made);
         check_source_order(tip.as_ref(), managed, options)?;
         let Some(plan) = plan_commit(&repo, tip.as_ref(), set, managed, options)? else {
-            return Ok(outcome(None, None));
+            return Ok(Attempt::Done(outcome(None)));
         };
         let commit = make_commit(&repo, tip.as_ref(), &plan, options)?;
         let checked_out = is_checked_out(&repo, refname)?;
@@ -754,8 +780,9 @@ fn publish_local(
             check_worktree_clean(&repo, &display, options, &plan)?;
             check_no_symlinks(&repo, dir, &plan)?;
             check_index_unlocked(&repo)?;
-            // Written before the branch moves: if kiln dies before the working tree follows,
-            // the next publish finds this and finishes the update (see `recover_interrupted`).
+            // Written before the branch moves: if kiln dies before the working tree
+            // follows, the next publish finds this and finishes the update (see
+            // `recover_interrupted`).
             write_journal(&repo, refname, tip.as_ref().map(|t| t.id()), commit)?;
         }
         let log = format!("kiln publish: {}", first_line(&plan.message));
@@ -770,31 +797,30 @@ fn publish_local(
                     point_head_at_first_branch(&repo, refname)?;
                 }
                 if options.crash_after_ref_update {
-                    return Ok(outcome(Some(commit), Some(&plan)));
+                    return Ok(Attempt::Done(outcome(Some((commit, &plan)))));
                 }
                 if checked_out {
                     update_worktree(&repo, dir, &plan.touched)?;
                     clear_journal(&repo);
                 }
-                return Ok(outcome(Some(commit), Some(&plan)));
+                Ok(Attempt::Done(outcome(Some((commit, &plan)))))
             }
-            // Another writer holds the ref lock right now: wait for it without spending an
-            // attempt (the branch has not moved yet), but not forever: a `.lock` file left by a
-            // killed git or kiln would block every writer. After the wait it is reported as
-            // what it is.
+            // Another writer holds the ref lock right now: wait for it, but not forever: a
+            // `.lock` file left by a killed git or kiln would block every writer. After the
+            // wait it is reported as what it is.
             Err(e) if e.code() == git2::ErrorCode::Locked && lock_waits < MAX_LOCK_WAITS => {
                 lock_waits += 1;
-                std::thread::sleep(std::time::Duration::from_millis(10));
+                Ok(Attempt::Busy)
             }
             Err(e)
                 if e.code() == git2::ErrorCode::Locked && stale_lock(&repo, refname).is_some() =>
             {
                 let (path, age_seconds) = stale_lock(&repo, refname).unwrap_or_default();
-                return Err(GitError::StaleLock {
+                Err(GitError::StaleLock {
                     path,
                     branch: options.branch.clone(),
                     age_seconds,
-                });
+                })
             }
             Err(e)
                 if matches!(
@@ -802,20 +828,11 @@ fn publish_local(
                     git2::ErrorCode::Modified | git2::ErrorCode::Exists | git2::ErrorCode::Locked
                 ) =>
             {
-                if attempt >= attempts {
-                    return Err(GitError::PushRejected {
-                        url: display,
-                        branch: options.branch.clone(),
-                        attempts,
-                        message: e.message().to_string(),
-                    });
-                }
-                back_off(attempt);
-                attempt += 1;
+                Ok(Attempt::Moved(e.message().to_string()))
             }
-            Err(e) => return Err(lg("moving the branch")(e)),
+            Err(e) => Err(lg("moving the branch")(e)),
         }
-    }
+    })
 }
 
 /// The lock file of `refname` and its age in seconds, when it exists.
@@ -1214,7 +1231,7 @@ fn publish_remote(
     set: &ArtifactSet,
     options: &PublishOptions,
 ) -> Result<PublishOutcome, GitError> {
-    let display = redact_url(url);
+    let display = redact(url);
     let temp = tempfile::tempdir().map_err(|source| GitError::Io {
         operation: "create a temporary directory in",
         path: std::env::temp_dir(),
@@ -1226,9 +1243,7 @@ fn publish_remote(
         .map_err(|e| network_error(url, &e))?;
     let tracking = format!("refs/remotes/origin/{}", options.branch);
     let local = "refs/heads/kiln-publish";
-    let attempts = options.max_attempts.max(1);
-    let mut last_reason = String::new();
-    for attempt in 1..=attempts {
+    retried(&display, options, |attempt| {
         // Forget the previous view, so a branch deleted remotely is seen as deleted.
         if let Ok(mut old) = repo.find_reference(&tracking) {
             old.delete().map_err(lg("resetting the fetched branch"))?;
@@ -1241,19 +1256,11 @@ fn publish_remote(
             .fetch(&[format!("+{refname}:{tracking}")], Some(&mut fetch), None)
             .map_err(|e| network_error(url, &e))?;
         let tip = branch_tip(&repo, &tracking)?;
-        let outcome = |commit: Option<Oid>, plan: Option<&Plan>| PublishOutcome {
-            repo: display.clone(),
-            branch: options.branch.clone(),
-            path: managed.to_string(),
-            commit: commit.map(|c| c.to_string()),
-            parent: tip.as_ref().map(|t| t.id().to_string()),
-            changes: plan.map(|p| p.changes.clone()).unwrap_or_default(),
-            files: plan.map(|p| p.files).unwrap_or_default(),
-            attempts: attempt,
-        };
+        let parent = tip.as_ref().map(|t| t.id());
+        let outcome = |made| PublishOutcome::new(&display, managed, options, parent, attempt, made);
         check_source_order(tip.as_ref(), managed, options)?;
         let Some(plan) = plan_commit(&repo, tip.as_ref(), set, managed, options)? else {
-            return Ok(outcome(None, None));
+            return Ok(Attempt::Done(outcome(None)));
         };
         let commit = make_commit(&repo, tip.as_ref(), &plan, options)?;
         repo.reference(local, commit, true, "kiln publish")
@@ -1261,20 +1268,13 @@ fn publish_remote(
 
         // No leading `+`: a non-fast-forward is refused, never forced.
         match super::push_ref(&mut remote, &options.auth, &format!("{local}:{refname}")) {
-            Ok(None) => return Ok(outcome(Some(commit), Some(&plan))),
-            Ok(Some(status)) => last_reason = status,
+            Ok(None) => Ok(Attempt::Done(outcome(Some((commit, &plan))))),
+            Ok(Some(status)) => Ok(Attempt::Moved(status)),
             Err(e) if e.code() == git2::ErrorCode::NotFastForward => {
-                last_reason = e.message().to_string();
+                Ok(Attempt::Moved(e.message().to_string()))
             }
-            Err(e) => return Err(network_error(url, &e)),
+            Err(e) => Err(network_error(url, &e)),
         }
-        back_off(attempt);
-    }
-    Err(GitError::PushRejected {
-        url: display,
-        branch: options.branch.clone(),
-        attempts,
-        message: last_reason,
     })
 }
 

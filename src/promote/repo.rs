@@ -17,6 +17,7 @@
 //! A moved branch is then a rejected (non-fast-forward) push, as a Git server reports it.
 #![allow(clippy::disallowed_methods)] // promote's one door to the outside world (see above)
 
+use crate::git::Attempt;
 use git2::{Oid, Repository};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -158,11 +159,7 @@ impl Git<'_> {
                         None,
                     )
                     .map_err(|e| {
-                        format!(
-                            "cannot reach {}: {}",
-                            crate::git::redact_url(&r),
-                            e.message()
-                        )
+                        format!("cannot reach {}: {}", crate::git::redact(&r), e.message())
                     })?;
                 let heads = conn.list().map_err(lg("listing remote refs"))?;
                 Ok(heads.iter().find(|h| h.name() == refname).map(|h| h.oid()))
@@ -245,13 +242,7 @@ impl Git<'_> {
                 Some(&mut self.fetch_options()),
                 None,
             )
-            .map_err(|e| {
-                format!(
-                    "error cloning {}: {}",
-                    crate::git::redact_url(url),
-                    e.message()
-                )
-            })?;
+            .map_err(|e| format!("error cloning {}: {}", crate::git::redact(url), e.message()))?;
         let (commit, branch) = match what {
             Ref::Branch(b) => {
                 let id = repo
@@ -390,74 +381,74 @@ impl Git<'_> {
             .map_err(|e| other(format!("error loading working tree: {}", e.message())))?;
         let refname = format!("refs/heads/{branch}");
         let mut rebased = false;
-        for attempt in 1..=max_attempts.max(1) {
-            // Integrate: `git pull --rebase origin <branch>` when the branch exists remotely.
-            let remote_tip = self.fetch_branch(&repo, branch).map_err(other)?;
-            let mut head = repo
-                .head()
-                .and_then(|h| h.peel_to_commit())
-                .map_err(|e| other(format!("reading HEAD: {}", e.message())))?
-                .id();
-            if let Some(tip) = remote_tip
-                && tip != head
-                && !repo.graph_descendant_of(head, tip).unwrap_or(false)
-            {
-                head = rebase_onto(&repo, head, tip)?;
-                rebased = true;
-            }
-            if remote_tip == Some(head) {
-                return Ok(Pushed {
+        crate::git::push_with_retry(
+            max_attempts,
+            |attempt| {
+                // Integrate: `git pull --rebase origin <branch>` when the branch exists remotely.
+                let remote_tip = self.fetch_branch(&repo, branch).map_err(other)?;
+                let mut head = repo
+                    .head()
+                    .and_then(|h| h.peel_to_commit())
+                    .map_err(|e| other(format!("reading HEAD: {}", e.message())))?
+                    .id();
+                if let Some(tip) = remote_tip
+                    && tip != head
+                    && !repo.graph_descendant_of(head, tip).unwrap_or(false)
+                {
+                    head = rebase_onto(&repo, head, tip)?;
+                    rebased = true;
+                }
+                let pushed = Attempt::Done(Pushed {
                     commit: head,
                     attempts: attempt,
                     rebased,
                 });
-            }
-            let accepted = match self.map.locate(url) {
-                Location::Local(p) => {
-                    let target = open_local(&p, url).map_err(other)?;
-                    if !target.is_bare()
-                        && target
-                            .head()
-                            .ok()
-                            .and_then(|h| h.name().ok().map(str::to_string))
-                            == Some(refname.clone())
-                    {
-                        return Err(other(format!(
-                            "branch {branch:?} is checked out in the non-bare repository {}; push into a bare repository",
-                            p.display()
-                        )));
-                    }
-                    copy_objects(&repo, &target, head, remote_tip).map_err(other)?;
-                    crate::git::move_branch(
-                        &target,
-                        &refname,
-                        head,
-                        remote_tip,
-                        "kiln promote: push",
-                    )
-                    .is_ok()
+                if remote_tip == Some(head) {
+                    return Ok(pushed);
                 }
-                Location::Remote(_) => {
-                    repo.reference("refs/kiln/push", head, true, "")
-                        .map_err(|e| other(e.message().to_string()))?;
-                    let mut remote = repo
-                        .find_remote("origin")
-                        .map_err(|e| other(e.message().to_string()))?;
-                    push_refspec(&mut remote, self.auth, &format!("refs/kiln/push:{refname}"))
+                let accepted = match self.map.locate(url) {
+                    Location::Local(p) => {
+                        let target = open_local(&p, url).map_err(other)?;
+                        if !target.is_bare()
+                            && target
+                                .head()
+                                .ok()
+                                .and_then(|h| h.name().ok().map(str::to_string))
+                                == Some(refname.clone())
+                        {
+                            return Err(other(format!(
+                                "branch {branch:?} is checked out in the non-bare repository {}; push into a bare repository",
+                                p.display()
+                            )));
+                        }
+                        copy_objects(&repo, &target, head, remote_tip).map_err(other)?;
+                        crate::git::move_branch(
+                            &target,
+                            &refname,
+                            head,
+                            remote_tip,
+                            "kiln promote: push",
+                        )
                         .is_ok()
-                }
-            };
-            if accepted {
-                return Ok(Pushed {
-                    commit: head,
-                    attempts: attempt,
-                    rebased,
-                });
-            }
-        }
-        Err(PushError::Rejected {
-            attempts: max_attempts.max(1),
-        })
+                    }
+                    Location::Remote(_) => {
+                        repo.reference("refs/kiln/push", head, true, "")
+                            .map_err(|e| other(e.message().to_string()))?;
+                        let mut remote = repo
+                            .find_remote("origin")
+                            .map_err(|e| other(e.message().to_string()))?;
+                        push_refspec(&mut remote, self.auth, &format!("refs/kiln/push:{refname}"))
+                            .is_ok()
+                    }
+                };
+                Ok(if accepted {
+                    pushed
+                } else {
+                    Attempt::Moved(String::new())
+                })
+            },
+            |attempts, _| PushError::Rejected { attempts },
+        )
     }
 
     /// Fetches `branch` into `refs/remotes/origin/<branch>`; its tip, `None` when absent.
@@ -505,11 +496,7 @@ impl Git<'_> {
                             None,
                         )
                         .map_err(|e| {
-                            format!(
-                                "cannot fetch {}: {}",
-                                crate::git::redact_url(url),
-                                e.message()
-                            )
+                            format!("cannot fetch {}: {}", crate::git::redact(url), e.message())
                         })?;
                 }
                 Ok(repo)
@@ -527,7 +514,7 @@ fn open_local(p: &Path, url: &str) -> Result<Repository, String> {
         format!(
             "repository {} (for {}) does not exist or is not a Git repository",
             crate::git::redact(&p.display().to_string()),
-            crate::git::redact_url(url)
+            crate::git::redact(url)
         )
     })
 }

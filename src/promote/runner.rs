@@ -238,20 +238,11 @@ impl Promotion {
     fn vars(&self, step: &StepDef, lookups: &Lookups<'_>) -> Result<Map<String, Value>, String> {
         let mut vars = Map::new();
         let ctx = self.ctx(&step.alias);
-        for (name, template) in &self.stage.vars {
-            let names = env_names(&ctx, &vars, None);
-            let v = expr::evaluate_template(
-                template,
-                &Env {
-                    names: &names,
-                    functions: lookups,
-                },
-            )
-            .map_err(|e| format!("error pre-processing promotion variable {name:?}: {e}"))?;
-            vars.insert(name.clone(), v);
-        }
-        for (name, template) in &step.vars {
-            let names = env_names(&ctx, &vars, Some(&self.outputs));
+        // The Stage's variables first, without the steps' outputs; then the step's, with them.
+        let stage_vars = self.stage.vars.iter().map(|(n, t)| (n, t, None));
+        let step_vars = step.vars.iter().map(|(n, t)| (n, t, Some(&self.outputs)));
+        for (name, template, outputs) in stage_vars.chain(step_vars) {
+            let names = env_names(&ctx, &vars, outputs);
             let v = expr::evaluate_template(
                 template,
                 &Env {

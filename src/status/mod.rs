@@ -854,7 +854,7 @@ fn targets(objects: &Objects, filter: &StatusFilter) -> Result<Vec<Target>, Stat
         };
         let stage = s(
             app,
-            "/metadata/annotations/kargo.akuity.io~1authorized-stage",
+            &kiln_base::pointer::join("/metadata/annotations", crate::kargo::AUTHORIZED_STAGE),
         )
         .split_once(':')
         .and_then(|(p, st)| stages.get(&(p.to_string(), st.to_string())).cloned());

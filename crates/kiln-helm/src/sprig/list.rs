@@ -157,9 +157,8 @@ pub(super) fn register(f: &mut Funcs) {
         };
         Ok(list(v))
     });
-    f.add("untilStep", |_, a| {
-        want(a, 3, "untilStep")?;
-        let (start, stop, step) = (to_i64(&a[0]), to_i64(&a[1]), to_i64(&a[2]));
+    f.add3("untilStep", |_, a0, a1, a2| {
+        let (start, stop, step) = (to_i64(a0), to_i64(a1), to_i64(a2));
         if step != 0 && (stop > start) == (step > 0) {
             let span = (stop as i128 - start as i128).unsigned_abs();
             bound_items("untilStep", span.div_ceil(step.unsigned_abs() as u128))?;

@@ -33,7 +33,7 @@ pub mod url;
 
 use crate::template::exec::{Exec, Funcs, FxMap};
 use crate::template::fmt::{empty, go_quote, s, s_ref, strval, to_f64, to_i64};
-use crate::template::funcs::{want, want_min};
+use crate::template::funcs::want_min;
 use crate::template::unicode;
 use crate::template::value::{Map, Value, new_map};
 use std::cell::RefCell;

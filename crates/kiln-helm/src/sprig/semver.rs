@@ -10,7 +10,6 @@
 use std::cmp::Ordering;
 use std::sync::LazyLock;
 
-use super::want;
 use crate::template::exec::Funcs;
 use crate::template::fmt::{s_ref, strval};
 use crate::template::value::Value;
@@ -466,11 +465,10 @@ pub(super) fn register(f: &mut Funcs) {
         let v = Version::parse(&s_ref(a0))?;
         Ok(semver_value(&v))
     });
-    f.add("semverCompare", |_, a| {
-        want(a, 2, "semverCompare")?;
+    f.add2("semverCompare", |_, a0, a1| {
         // Sprig reads the constraint first: a bad one is the error even with a bad version.
-        let c = Constraints::parse(&s_ref(&a[0]))?;
-        let v = Version::parse(&s_ref(&a[1]))?;
+        let c = Constraints::parse(&s_ref(a0))?;
+        let v = Version::parse(&s_ref(a1))?;
         Ok(Value::Bool(c.check(&v)))
     });
 }

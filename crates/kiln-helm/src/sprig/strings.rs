@@ -323,9 +323,8 @@ pub(super) fn register(f: &mut Funcs) {
         bound_text("repeat", n as u128 * text.len() as u128)?;
         Ok(Value::from(text.repeat(n as usize)))
     });
-    f.add("substr", |_, a| {
-        want(a, 3, "substr")?;
-        let (start, end, t) = (to_i64(&a[0]), to_i64(&a[1]), s_ref(&a[2]));
+    f.add3("substr", |_, a0, a1, a2| {
+        let (start, end, t) = (to_i64(a0), to_i64(a1), s_ref(a2));
         let b = t.as_bytes();
         let len = b.len() as i64;
         // Sprig's `substring` slices the bytes; a slice out of range is Go's panic, which
@@ -350,7 +349,7 @@ pub(super) fn register(f: &mut Funcs) {
             }
             &b[start as usize..end as usize]
         };
-        Ok(bytes_of(&a[2], r))
+        Ok(bytes_of(a2, r))
     });
     f.add2("trunc", |_, a0, a1| {
         let (c, t) = (to_i64(a0), s_ref(a1));

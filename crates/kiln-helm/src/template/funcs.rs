@@ -16,14 +16,6 @@ fn wrong_args(name: &str, n: usize, got: usize) -> String {
     format!("wrong number of args for {name}: want {n} got {got}")
 }
 
-/// Go's arity error unless `a` holds exactly `n` arguments.
-pub fn want(a: Args, n: usize, name: &str) -> Result<(), String> {
-    if a.len() != n {
-        return Err(wrong_args(name, n, a.len()));
-    }
-    Ok(())
-}
-
 /// Go's arity error for a variadic function unless `a` holds at least `n` arguments.
 pub fn want_min(a: Args, n: usize, name: &str) -> Result<(), String> {
     if a.len() < n {
@@ -36,7 +28,7 @@ pub fn want_min(a: Args, n: usize, name: &str) -> Result<(), String> {
 }
 
 /// The typed adapters: a function of one, two or three arguments gets them as such, after
-/// the arity check every call of it meets ([`want`]: Go's message, written once here).
+/// the arity check every call of it meets (`wrong_args`: Go's message, written once here).
 impl Funcs {
     /// Adds `name`, a function of exactly one argument.
     pub fn add1(
