@@ -148,7 +148,7 @@ pub struct RemoteRef {
 /// its `GIT_OPT_SET_SERVER_CONNECT_TIMEOUT` and `GIT_OPT_SET_SERVER_TIMEOUT` (libgit2
 /// `src/libgit2/streams/socket.c`), which every fetch and push over `git://` and HTTP(S)
 /// honours. Without them a server that accepts and never answers hangs the run for good. A
-/// remote base's own deadline narrows it while that base is fetched ([`network`]).
+/// remote base's own deadline narrows it while that base is fetched (`network`).
 ///
 /// # Safety
 /// The options are process-wide C globals written without synchronisation: call this once,

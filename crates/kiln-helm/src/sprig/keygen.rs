@@ -10,7 +10,7 @@
 //! a sieve over the odd numbers after one random start with every prime below 2^14 (about 9 in
 //! 10 odd candidates never reach an exponentiation), one base-2 round that rejects nearly every
 //! composite, and the remaining rounds only on the prime found. The exponentiations, nearly all
-//! of the time, run on fixed-width Montgomery arithmetic ([`crate::sprig::bigmod`], Go's
+//! of the time, run on fixed-width Montgomery arithmetic (`sprig::bigmod`, Go's
 //! `bigmod`); `rsa::RsaPrivateKey::new` (`num-bigint-dig`'s `gen_prime`) is Go's older
 //! algorithm, 20 Miller-Rabin rounds and a Lucas test on every prime (issue 37, ADR 0026).
 
