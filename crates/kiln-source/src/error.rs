@@ -261,6 +261,21 @@ pub(crate) fn nearest(wanted: &str, candidates: &[String], what: &str) -> String
     format!("the nearest {what}: {}", list.join(", "))
 }
 
+/// A duration as Go prints one (`27s`, `1.5s`, `1m30s`), as kustomize's message shows it.
+pub(crate) fn go_duration(d: std::time::Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let (m, rest) = (ms / 60_000, ms % 60_000);
+    let secs = if rest % 1000 == 0 {
+        format!("{}s", rest / 1000)
+    } else {
+        format!("{}s", rest as f64 / 1000.0)
+    };
+    if m == 0 { secs } else { format!("{m}m{secs}") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

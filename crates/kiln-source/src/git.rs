@@ -20,7 +20,7 @@
 
 use crate::archive::{Limits, Which, link_stays_inside};
 use crate::cache::Cache;
-use crate::error::{Origin, SourceError, nearest};
+use crate::error::{Origin, SourceError, go_duration, nearest};
 use git2::{
     AutotagOption, Direction, FetchOptions, ObjectType, Oid, Remote, RemoteCallbacks, Repository,
 };
@@ -80,21 +80,6 @@ impl Deadline {
             help: crate::error::BASE_TIMEOUT,
         }
     }
-}
-
-/// A duration as Go prints one (`27s`, `1.5s`, `1m30s`), as kustomize's message shows it.
-pub(crate) fn go_duration(d: Duration) -> String {
-    let ms = d.as_millis();
-    if ms < 1000 {
-        return format!("{ms}ms");
-    }
-    let (m, rest) = (ms / 60_000, ms % 60_000);
-    let secs = if rest % 1000 == 0 {
-        format!("{}s", rest / 1000)
-    } else {
-        format!("{}s", rest as f64 / 1000.0)
-    };
-    if m == 0 { secs } else { format!("{m}m{secs}") }
 }
 
 /// libgit2's connect and read/write timeouts are process-wide options (`git_libgit2_opts`,

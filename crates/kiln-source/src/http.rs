@@ -307,7 +307,7 @@ impl Http {
             ureq::Error::Timeout(_) => SourceError::Timeout {
                 origin: Box::new(origin.clone()),
                 what: format!("the request to {}", kiln_base::url::redact(url)),
-                timeout: crate::git::go_duration(self.limits.timeout),
+                timeout: crate::error::go_duration(self.limits.timeout),
                 help: crate::error::SILENCE_TIMEOUT,
             },
             e => SourceError::Unreachable {
@@ -357,7 +357,7 @@ impl Http {
                 std::io::ErrorKind::TimedOut => SourceError::Timeout {
                     origin: Box::new(origin.clone()),
                     what: format!("the answer from {}", kiln_base::url::redact(url)),
-                    timeout: crate::git::go_duration(self.limits.timeout),
+                    timeout: crate::error::go_duration(self.limits.timeout),
                     help: crate::error::SILENCE_TIMEOUT,
                 },
                 _ => SourceError::Unreachable {
