@@ -1653,7 +1653,7 @@ fn newcomers_layout_reports_exactly_its_three_promotions() {
         // The promotions: kiln promote's commits (kiln's own since they carry `Kiln-Promote`),
         // not the publishes (which carry `Kiln-Version`).
         .filter(|e| {
-            e["summary"].as_str().unwrap_or("") != ""
+            !e["summary"].as_str().unwrap_or("").is_empty()
                 && e["kilnVersion"].as_str().unwrap_or("").is_empty()
         })
         .collect();
