@@ -1,6 +1,6 @@
 //! The `kiln` binary: installs the error reporter, parses arguments, calls the library and
 //! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage, 101 internal error;
-//! `diff`/`verify`: 0 same, 1 different, 3 error). Everything else lives in `kiln::cli` and the pipeline modules.
+//! `diff`/`verify`: 0 same, 1 different, 3 error; `status`: 0 in sync, 1 lagging or drifted, 3 error). Everything else lives in `kiln::cli` and the pipeline modules.
 #![allow(clippy::disallowed_methods)] // the edge
 
 use std::process::ExitCode;

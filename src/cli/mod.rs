@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "kiln", version, about, long_about = None, propagate_version = true)]
 #[command(
-    after_help = "Exit codes: 0 ok, 1 input errors, 2 usage, 101 internal error; diff and verify: 0 same, 1 different, 3 error.\nSet NO_COLOR=1 to disable colours."
+    after_help = "Exit codes: 0 ok, 1 input errors, 2 usage, 101 internal error; diff and verify: 0 same, 1 different, 3 error; status: 0 in sync, 1 lagging or drifted, 3 error.\nSet NO_COLOR=1 to disable colours."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -88,7 +88,7 @@ pub enum Command {
     Promote(PromoteArgs),
     /// Resolve the remote sources again and rewrite kiln.lock (as `cargo update`).
     #[command(
-        after_help = "Examples:\n  kiln update platforms/shop\n  kiln update platforms/shop cart"
+        after_help = "Examples:\n  kiln update platforms/shop\n  kiln update platforms/shop cart\n\nEnvironment (docs/sources.md):\n  KILN_CACHE_DIR              the source cache (default $XDG_CACHE_HOME/kiln)\n  KILN_GIT_USERNAME, KILN_GIT_PASSWORD   Git over HTTPS (or a credential helper; ssh: ssh-agent, KILN_SSH_KEY)\n  KILN_REGISTRY_<HOST>        user:password for a chart repository or registry (or ~/.docker/config.json)\n  KILN_SOURCE_TIMEOUT         seconds a server may stay silent (default 30)\n  KILN_SOURCE_MAX_BYTES, KILN_SOURCE_MAX_FILE_BYTES, KILN_SOURCE_MAX_ENTRIES   size limits per source"
     )]
     Update(UpdateArgs),
     /// Create every write branch the Stages push to (one empty commit each) before Kargo runs.
