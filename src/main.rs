@@ -13,10 +13,10 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     kiln::cli::disable_transparent_huge_pages();
-    kiln::cli::set_network_timeouts();
     kiln::cli::install_reporter();
     // clap exits with 2 on usage errors, as documented.
     let args = <kiln::cli::Cli as clap::Parser>::parse();
+    kiln::cli::set_network_timeouts(&args.command);
     let error_code = args.command.error_exit_code();
     match kiln::cli::run(args) {
         Ok(code) => code,

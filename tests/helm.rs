@@ -999,3 +999,67 @@ fn renders_stop_within_their_budget() {
         );
     }
 }
+
+/// `kiln --version` and `kiln helm template` never initialise libgit2, and with it OpenSSL,
+/// whose load of the whole CA bundle was about 35 ms of every kiln process (issue 37: ten
+/// times what a small chart's render takes). `SSL_CERT_FILE` names a FIFO, so a process that
+/// loads the bundle is seen opening it; a command that reads a repository is the control.
+#[test]
+fn version_and_helm_template_never_load_the_ca_bundle() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chart = crate_dir().join("tests/helm/charts/basic");
+    let reads = |args: &[&std::ffi::OsStr]| reads_ca_bundle(tmp.path(), args);
+    assert!(!reads(&["--version".as_ref()]), "kiln --version");
+    assert!(!reads(&["--help".as_ref()]), "kiln --help");
+    let template = [
+        "helm".as_ref(),
+        "template".as_ref(),
+        "rel".as_ref(),
+        chart.as_os_str(),
+    ];
+    assert!(!reads(&template), "kiln helm template");
+    let repo = tmp.path().join("repo");
+    crate::support::git(tmp.path(), &["init", "-q", repo.to_str().unwrap()]);
+    assert!(
+        reads(&["history".as_ref(), "--repo".as_ref(), repo.as_os_str()]),
+        "kiln history opens a repository through libgit2: the FIFO must see OpenSSL's read"
+    );
+}
+
+/// Whether `kiln args` opens `SSL_CERT_FILE`: a FIFO, which a reader opens only once a writer
+/// comes. The test is that writer: opening the FIFO without waiting succeeds only while a
+/// reader is there (else `ENXIO`); it then closes it at once, the reader sees an empty bundle
+/// and goes on.
+fn reads_ca_bundle(dir: &Path, args: &[&std::ffi::OsStr]) -> bool {
+    use std::os::unix::fs::OpenOptionsExt;
+    let fifo = dir.join("ca-certificates.crt");
+    let _ = std::fs::remove_file(&fifo);
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+    let mut child = crate::support::kiln_bin()
+        .args(args)
+        .env("SSL_CERT_FILE", &fifo)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut read = false;
+    loop {
+        let done = child.try_wait().unwrap().is_some();
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+        {
+            Ok(_) => read = true,
+            Err(e) => assert_eq!(e.raw_os_error(), Some(libc::ENXIO), "{e}"),
+        }
+        if done {
+            return read;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}

@@ -861,9 +861,18 @@ pub fn source_timeout() -> std::time::Duration {
         )
 }
 
-/// Gives libgit2 kiln's network timeout (`source_timeout`). Process-wide: the binary calls
-/// it first thing in `main`, while it has one thread, as libgit2's options require.
-pub fn set_network_timeouts() {
+/// Gives libgit2 kiln's network timeout (`source_timeout`), for a command that may talk to a
+/// Git server. Process-wide: the binary calls it in `main` right after parsing the arguments,
+/// while it has one thread, as libgit2's options require.
+///
+/// Setting an option initialises libgit2, and with it OpenSSL, which reads and parses the whole
+/// CA bundle (`/etc/ssl/certs/ca-certificates.crt`): about 35 ms, ten times what
+/// `kiln helm template` of a small chart takes. A command that never reaches libgit2 skips it
+/// ([`Command::uses_libgit2`]); `--version` and `--help` end inside the parser, before it.
+pub fn set_network_timeouts(command: &Command) {
+    if !command.uses_libgit2() {
+        return;
+    }
     // SAFETY: called from `main` before any other thread exists.
     unsafe { kiln_source::git::set_default_timeout(source_timeout()) }
 }
@@ -1378,6 +1387,21 @@ impl Command {
             Command::Diff(_) | Command::Verify(_) | Command::Status(_) => EXIT_COMPARE_ERROR,
             _ => 1,
         }
+    }
+
+    /// Whether the command may call libgit2 (a fetch, a push, a repository read): every
+    /// command but the engines on a directory (`helm template`, `kustomize`) and those that
+    /// only print what kiln holds. Listed by what is left out, so a new command gets the
+    /// network timeout unless it is added here.
+    pub fn uses_libgit2(&self) -> bool {
+        !matches!(
+            self,
+            Command::Helm(_)
+                | Command::Kustomize(_)
+                | Command::Schema(_)
+                | Command::Completions(_)
+                | Command::Man(_)
+        )
     }
 }
 
