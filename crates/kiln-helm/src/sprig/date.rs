@@ -518,17 +518,21 @@ pub fn register(f: &mut Funcs, now: i64) {
         Ok(Value::from(time_arg(a0, now).to_string()))
     });
     // Sprig registers these under their snake_case names too (functions.go `genericMap`).
+    // `dateModify` keeps the date when `time.ParseDuration` fails; `mustDateModify` fails
+    // with its error (`time: unknown unit "x" in duration "1x"`).
     for name in ["dateModify", "date_modify"] {
         f.add2(name, move |_, a0, a1| {
-            Ok(time_value(
-                time_arg(a1, now) + parse_duration(&s(a0)).unwrap_or(0),
-            ))
+            let t = time_arg(a1, now);
+            Ok(time_value(match parse_go_duration(&s(a0)) {
+                Ok(ns) => add_seconds(t, ns),
+                Err(_) => t,
+            }))
         });
     }
     for name in ["mustDateModify", "must_date_modify"] {
         f.add2(name, move |_, a0, a1| {
-            let d = parse_duration(&s(a0)).ok_or("invalid duration")?;
-            Ok(time_value(time_arg(a1, now) + d))
+            let ns = parse_go_duration(&s(a0))?;
+            Ok(time_value(add_seconds(time_arg(a1, now), ns)))
         });
     }
     f.add1("ago", move |_, a0| {
@@ -573,40 +577,159 @@ fn go_duration(secs: i64) -> String {
     }
 }
 
-/// Go's `time.ParseDuration` to whole seconds (`1h30m`, `-24h`, `90s`).
-fn parse_duration(t: &str) -> Option<i64> {
-    parse_duration_f64(t).map(|f| f as i64)
+/// `t + d` for a duration in nanoseconds: kiln's times are whole seconds (DIVERGENCES.md), so
+/// the sub-second part is dropped (toward zero); a sum past kiln's range stays at its end.
+fn add_seconds(t: i64, ns: i64) -> i64 {
+    t.saturating_add(ns / 1_000_000_000)
 }
 
-/// Go's `time.ParseDuration`, in seconds.
+/// Go's `time.ParseDuration` (go/src/time/format.go), in seconds; `None` where Go fails.
 pub fn parse_duration_f64(t: &str) -> Option<f64> {
-    let (neg, mut rest) = match t.strip_prefix('-') {
-        Some(r) => (true, r),
-        None => (false, t.strip_prefix('+').unwrap_or(t)),
-    };
-    let mut total = 0f64;
-    while !rest.is_empty() {
-        let n = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let num: f64 = rest[..n].parse().ok()?;
-        rest = &rest[n..];
-        let u = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let mult = match &rest[..u] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 0.001,
-            "us" | "µs" => 0.000_001,
-            "ns" => 0.000_000_001,
-            _ => return None,
-        };
-        total += num * mult;
-        rest = &rest[u..];
+    parse_go_duration(t).ok().map(|ns| ns as f64 / 1e9)
+}
+
+/// Go's `time.ParseDuration` (go/src/time/format.go `ParseDuration`), step for step: a
+/// duration in nanoseconds, or Go's error text (`time: invalid duration "x"`, `time: missing
+/// unit in duration "1"`, `time: unknown unit "x" in duration "1x"`), overflow included.
+pub fn parse_go_duration(orig: &str) -> Result<i64, String> {
+    const MAX: u64 = 1 << 63;
+    let invalid = || format!("time: invalid duration {}", go_time_quote(orig));
+    let mut s = orig.as_bytes();
+    let mut neg = false;
+    if let Some(&c) = s.first()
+        && (c == b'-' || c == b'+')
+    {
+        neg = c == b'-';
+        s = &s[1..];
     }
-    Some(if neg { -total } else { total })
+    // Special case: if all that is left is "0", this is zero.
+    if s == b"0" {
+        return Ok(0);
+    }
+    if s.is_empty() {
+        return Err(invalid());
+    }
+    let mut d: u64 = 0;
+    while !s.is_empty() {
+        // The next character must be [0-9.].
+        if !(s[0] == b'.' || s[0].is_ascii_digit()) {
+            return Err(invalid());
+        }
+        // Consume [0-9]* (`leadingInt`, which fails past 1<<63).
+        let before = s.len();
+        let mut v: u64 = 0;
+        while let Some(&c) = s.first().filter(|c| c.is_ascii_digit()) {
+            if v > MAX / 10 {
+                return Err(invalid());
+            }
+            v = v * 10 + u64::from(c - b'0');
+            if v > MAX {
+                return Err(invalid());
+            }
+            s = &s[1..];
+        }
+        let pre = before != s.len();
+        // Consume (\.[0-9]*)? (`leadingFraction`: past 1<<63 it stops adding precision).
+        let (mut f, mut scale, mut post) = (0u64, 1f64, false);
+        if s.first() == Some(&b'.') {
+            s = &s[1..];
+            let before = s.len();
+            let mut overflow = false;
+            while let Some(&c) = s.first().filter(|c| c.is_ascii_digit()) {
+                s = &s[1..];
+                if overflow {
+                    continue;
+                }
+                if f > (MAX - 1) / 10 {
+                    overflow = true;
+                    continue;
+                }
+                let y = f * 10 + u64::from(c - b'0');
+                if y > MAX {
+                    overflow = true;
+                    continue;
+                }
+                f = y;
+                scale *= 10.0;
+            }
+            post = before != s.len();
+        }
+        if !pre && !post {
+            // No digits (".s", "-.s").
+            return Err(invalid());
+        }
+        // Consume the unit: everything up to the next [0-9.].
+        let i = s
+            .iter()
+            .position(|&c| c == b'.' || c.is_ascii_digit())
+            .unwrap_or(s.len());
+        if i == 0 {
+            return Err(format!(
+                "time: missing unit in duration {}",
+                go_time_quote(orig)
+            ));
+        }
+        let (u, rest) = s.split_at(i);
+        s = rest;
+        let unit: u64 = match u {
+            b"ns" => 1,
+            // "µs" (U+00B5, the micro sign) and "μs" (U+03BC, Greek mu) too.
+            b"us" | b"\xc2\xb5s" | b"\xce\xbcs" => 1_000,
+            b"ms" => 1_000_000,
+            b"s" => 1_000_000_000,
+            b"m" => 60_000_000_000,
+            b"h" => 3_600_000_000_000,
+            _ => {
+                return Err(format!(
+                    "time: unknown unit {} in duration {}",
+                    go_time_quote(&String::from_utf8_lossy(u)),
+                    go_time_quote(orig)
+                ));
+            }
+        };
+        if v > MAX / unit {
+            return Err(invalid());
+        }
+        v *= unit;
+        if f > 0 {
+            // float64 is needed to be nanosecond accurate for fractions of hours.
+            v += (f as f64 * (unit as f64 / scale)) as u64;
+            if v > MAX {
+                return Err(invalid());
+            }
+        }
+        d += v;
+        if d > MAX {
+            return Err(invalid());
+        }
+    }
+    if neg {
+        // -(1<<63) is i64::MIN, which Go accepts.
+        return Ok((d as i64).wrapping_neg());
+    }
+    i64::try_from(d).map_err(|_| invalid())
+}
+
+/// The `time` package's own `quote` (go/src/time/format.go): `strconv.Quote`'s quotes and
+/// backslashes, but every byte of a control or non-ASCII character as `\xNN`.
+fn go_time_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        if c < ' ' || !c.is_ascii() {
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                out.push_str(&format!("\\x{b:02x}"));
+            }
+        } else {
+            if c == '"' || c == '\\' {
+                out.push('\\');
+            }
+            out.push(c);
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// Sprig's `durationRound`: the largest unit the duration exceeds, whole, without a sign
@@ -614,10 +737,7 @@ pub fn parse_duration_f64(t: &str) -> Option<f64> {
 /// integer as nanoseconds, a time as the time since `now`, anything else 0.
 fn duration_round(v: &Value, now: i64) -> String {
     let nanos: u128 = match v {
-        Value::Str(t) => match parse_duration_f64(t) {
-            Some(secs) => (secs.abs() * 1e9) as u128,
-            None => 0,
-        },
+        Value::Str(t) => parse_go_duration(t).map_or(0, |ns| u128::from(ns.unsigned_abs())),
         Value::Int(n) => u128::from(n.unsigned_abs()),
         Value::Object(o) if o.type_name() == "time.Time" => {
             u128::from((now - time_arg(v, now)).unsigned_abs()) * 1_000_000_000
@@ -642,6 +762,53 @@ fn duration_round(v: &Value, now: i64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Go's `time.ParseDuration`, as Helm v4.2.3's `mustDateModify` gives it (each checked
+    /// live: the date it moves, or the error after `error calling mustDateModify: `).
+    #[test]
+    fn durations_parse_and_fail_as_go_parses_them() {
+        let ok = |t: &str, ns: i64| assert_eq!(super::parse_go_duration(t), Ok(ns), "{t:?}");
+        ok("0", 0);
+        ok("-0", 0);
+        ok("+0", 0);
+        ok("-.5h", -1_800_000_000_000);
+        ok("1.h", 3_600_000_000_000);
+        ok("5m30.5s", 330_500_000_000);
+        ok("-1.5h", -5_400_000_000_000);
+        ok("1µs", 1_000);
+        ok("1μs", 1_000);
+        ok("0.0000000001s", 0);
+        ok("1.00000000000000000000001h", 3_600_000_000_000);
+        ok("9223372036854775807ns", i64::MAX);
+        ok("2562047h47m16.854775807s", i64::MAX);
+        ok("-9223372036854775808ns", i64::MIN);
+        let err = |t: &str, want: &str| {
+            assert_eq!(super::parse_go_duration(t), Err(want.to_string()), "{t:?}")
+        };
+        err("1.5x", r#"time: unknown unit "x" in duration "1.5x""#);
+        err("x", r#"time: invalid duration "x""#);
+        err("", r#"time: invalid duration """#);
+        err("-", r#"time: invalid duration "-""#);
+        err("+", r#"time: invalid duration "+""#);
+        err(".s", r#"time: invalid duration ".s""#);
+        err("1", r#"time: missing unit in duration "1""#);
+        err("00", r#"time: missing unit in duration "00""#);
+        err("1h1", r#"time: missing unit in duration "1h1""#);
+        err("1d", r#"time: unknown unit "d" in duration "1d""#);
+        err("1h-1m", r#"time: unknown unit "h-" in duration "1h-1m""#);
+        err("1 h", r#"time: unknown unit " h" in duration "1 h""#);
+        err("1h\t", r#"time: unknown unit "h\x09" in duration "1h\x09""#);
+        err(
+            "3é",
+            r#"time: unknown unit "\xc3\xa9" in duration "3\xc3\xa9""#,
+        );
+        err("1\"x", r#"time: unknown unit "\"x" in duration "1\"x""#);
+        err("a\\b", r#"time: invalid duration "a\\b""#);
+        let overflow = ["99999999999999999999h", "9223372036854775808ns", "2562048h"];
+        for t in overflow {
+            err(t, &format!("time: invalid duration \"{t}\""));
+        }
+    }
+
     #[test]
     fn dates_are_read_by_their_layout() {
         // Helm v4.2.3's `toDate L V | unixEpoch`.

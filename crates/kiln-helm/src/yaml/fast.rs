@@ -879,7 +879,7 @@ mod tests {
                 continue;
             };
             took |= !strings;
-            match parse_all_granit(text, strings) {
+            match parse_all_granit(text, strings, false) {
                 Ok(g) => assert!(
                     same_docs(&fast, &g),
                     "strings={strings} {text:?}\nfast:   {fast:?}\ngranit: {g:?}"

@@ -15,7 +15,7 @@ mod goerror;
 pub mod gojson;
 
 use super::template::value::{Marshaled, Value, format_float};
-use granit_parser::{Event, Parser, ScalarStyle};
+use granit_parser::{ErrorKind, Event, Parser, ScalarStyle};
 use kiln_base::yaml::goyaml::{self, pad};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
@@ -60,40 +60,76 @@ pub(crate) fn find_newline(b: &[u8], from: usize) -> usize {
 
 /// Reads every document of a stream (empty documents become `Nil`).
 pub fn parse_all(text: &str) -> Result<Vec<Value>, YamlError> {
-    parse_all_mode(text, false)
+    parse_all_mode(text, false, false)
 }
 
 /// Reads one document with every non-null scalar as its text, as `sigs.k8s.io/yaml` fills
 /// string fields (`version: 1.0` in Chart.yaml is the string "1.0").
 pub fn parse_one_strings(text: &str) -> Result<Value, YamlError> {
-    Ok(parse_all_mode(text, true)?
+    Ok(parse_all_mode(text, true, true)?
         .into_iter()
         .next()
         .unwrap_or(Value::Nil))
 }
 
-fn parse_all_mode(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> {
+/// `first`: only the first document, as sigs.k8s.io/yaml's `Unmarshal` (go-yaml v2's, whose
+/// parser stops at the end of the first document): nothing after it is read, so an error
+/// there is none.
+fn parse_all_mode(text: &str, strings: bool, first: bool) -> Result<Vec<Value>, YamlError> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     // Most values.yaml and Chart.yaml files are in the subset the line reader takes; the rest
     // (and every error) is granit's.
     match fast::parse_all(text, strings) {
         Some(docs) => Ok(docs),
-        None => parse_all_granit(text, strings),
+        None => parse_all_granit(text, strings, first),
     }
 }
 
-/// The stream read from granit-parser's events.
-fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> {
+/// The stream read from granit-parser's events (with `first`, up to the end of the first
+/// document's root node, or the first document's end when it has none).
+fn parse_all_granit(text: &str, strings: bool, first: bool) -> Result<Vec<Value>, YamlError> {
+    granit_docs(text, strings, first).map(|(docs, _)| docs)
+}
+
+/// [`parse_all_granit`], and the byte offset where the read stopped: with `first`, where the
+/// first document's root or the document ended; else the text's end.
+fn granit_docs(text: &str, strings: bool, first: bool) -> Result<(Vec<Value>, usize), YamlError> {
     let mut docs = Vec::new();
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: HashMap<usize, Value> = HashMap::new();
     let mut cur_doc: Option<Value> = None;
+    // With `first`: where the first document's root ended.
+    let mut root_end = None;
     for ev in Parser::new_from_str(text) {
-        let (event, span) = ev.map_err(|e| YamlError {
-            line: e.marker().line(),
-            message: e.to_string(),
-            go_yaml: goerror::go_yaml_text(text, &e),
-        })?;
+        let (event, span) = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                // A closing bracket outside any flow collection (`{a: 1}}`, or in a later
+                // document): go-yaml v2's scanner takes it as a token like any other, and
+                // where the first document ended before it, sigs.k8s.io/yaml reads that
+                // document (`{a: 1}`). granit refuses it as it looks ahead, before any event:
+                // read the text before it, and keep its first document if it ended there
+                // and not at the cut (`a: }` stays an error).
+                if first
+                    && *e.kind() == ErrorKind::MisplacedFlowCollectionEnd
+                    && let Some(before) = e.marker().byte_offset().and_then(|at| text.get(..at))
+                    && let Ok((docs, end)) = granit_docs(before, strings, true)
+                    && end < before.trim_end().len()
+                {
+                    return Ok((docs, end));
+                }
+                return Err(YamlError {
+                    line: e.marker().line(),
+                    message: e.to_string(),
+                    go_yaml: goerror::go_yaml_text(text, &e),
+                });
+            }
+        };
+        // go-yaml's parser reads one token past the root (its document end), so an error there
+        // is one (`x` then `y: 1`); then it stops.
+        if let Some(end) = root_end {
+            return Ok((docs, end));
+        }
         let line = span.start.line();
         let node = match event {
             Event::DocumentStart(..) => {
@@ -102,6 +138,9 @@ fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> 
             }
             Event::DocumentEnd => {
                 docs.push(cur_doc.take().unwrap_or(Value::Nil));
+                if first {
+                    return Ok((docs, span.start.byte_offset().unwrap_or(text.len())));
+                }
                 continue;
             }
             Event::StreamStart | Event::StreamEnd => continue,
@@ -182,6 +221,10 @@ fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> 
         };
         // Attach the node to its parent.
         match stack.last_mut() {
+            None if first => {
+                docs.push(node);
+                root_end = Some(span.start.byte_offset().unwrap_or(text.len()));
+            }
             None => cur_doc = Some(node),
             Some(Frame::Seq(items, _)) => items.push(node),
             Some(Frame::Map(m, key, _, merges)) => match key.take() {
@@ -199,7 +242,7 @@ fn parse_all_granit(text: &str, strings: bool) -> Result<Vec<Value>, YamlError> 
             },
         }
     }
-    Ok(docs)
+    Ok((docs, root_end.unwrap_or(text.len())))
 }
 
 /// A scalar read into a Go string field by sigs.k8s.io/yaml: the YAML value, formatted
@@ -236,9 +279,13 @@ fn key_string(k: &Value) -> String {
     }
 }
 
-/// Reads one document (the first; none gives `Nil`).
+/// Reads the first document (none gives `Nil`) and nothing after it, as sigs.k8s.io/yaml's
+/// `Unmarshal` does.
 pub fn parse_one(text: &str) -> Result<Value, YamlError> {
-    Ok(parse_all(text)?.into_iter().next().unwrap_or(Value::Nil))
+    Ok(parse_all_mode(text, false, true)?
+        .into_iter()
+        .next()
+        .unwrap_or(Value::Nil))
 }
 
 /// What a YAML-to-JSON read (sigs.k8s.io/yaml) cannot carry: JSON has no infinities or NaN,
