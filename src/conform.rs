@@ -477,3 +477,152 @@ pub fn is_manifest(path: &Path) -> bool {
             .extension()
             .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::fs::MemFs;
+    use crate::pipeline::{KilnError, RenderOptions, build};
+    use std::sync::Arc;
+
+    const PLATFORM: &str = "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  - {name: prod, tier: prod, cluster: c, from: [dev]}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/cr\n    - path: ../../components/crd\n    - path: ../../components/bad\n    - path: ../../components/role\n    - {path: ../../components/shared, name: s1}\n    - {path: ../../components/shared, name: s2}\n";
+
+    fn component(name: &str, resources: &str) -> String {
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  generators:\n  - resources:\n{resources}"
+        )
+    }
+
+    /// A platform whose findings cover every kind of rule and every order the driver keeps:
+    /// custom resources rendered before their CRD (component `cr` before `crd`), an invalid
+    /// CRD, built-in objects, a kind with no schema, and both platform-wide conflicts.
+    fn fixture(validation: &str) -> MemFs {
+        let mut fs = MemFs::new();
+        let ns = "metadata: {name: N, namespace: \"${env.namespace}\"}";
+        fs.add_file(
+            "/r/platforms/p/platform.yaml",
+            PLATFORM.replace("  clusters:", &format!("{validation}  clusters:")),
+        )
+        .add_file(
+            "/r/components/cr/component.yaml",
+            component(
+                "cr",
+                &[
+                    format!("    - {{apiVersion: example.com/v1, kind: Widget, {}, spec: {{size: 20}}}}\n", ns.replace('N', "w")),
+                    format!("    - {{apiVersion: example.com/v2, kind: Widget, {}, spec: {{size: 1}}}}\n", ns.replace('N', "w2")),
+                    format!("    - {{apiVersion: v1, kind: ConfigMap, {}, data: {{k: 1}}}}\n", ns.replace('N', "c")),
+                ]
+                .concat(),
+            ),
+        )
+        .add_file(
+            "/r/components/crd/component.yaml",
+            component(
+                "crd",
+                &[
+                    "    - apiVersion: apiextensions.k8s.io/v1\n      kind: CustomResourceDefinition\n      metadata: {name: widgets.example.com}\n      spec:\n        group: example.com\n        names: {kind: Widget, plural: widgets}\n        scope: Namespaced\n        versions:\n        - name: v1\n          served: true\n          storage: true\n          schema:\n            openAPIV3Schema:\n              type: object\n              properties:\n                spec:\n                  type: object\n                  properties:\n                    size: {type: integer, maximum: 10}\n",
+                    "    - apiVersion: apiextensions.k8s.io/v1\n      kind: CustomResourceDefinition\n      metadata: {name: bolts.example.com}\n      spec:\n        group: example.com\n        names: {kind: Bolt, plural: bolts}\n        scope: Cluster\n        versions:\n        - name: v1\n          served: true\n          storage: true\n          schema:\n            openAPIV3Schema: {type: object, properties: {spec: {type: string, pattern: \"[\"}}}\n",
+                    &format!("    - {{apiVersion: example.com/v1, kind: Gadget, {}, spec: {{size: 20}}}}\n", ns.replace('N', "g")),
+                    &format!("    - {{apiVersion: example.com/v1, kind: Widget, {}, spec: {{size: 30}}}}\n", ns.replace('N', "w3")),
+                ]
+                .concat(),
+            ),
+        )
+        .add_file(
+            "/r/components/bad/component.yaml",
+            component(
+                "bad",
+                &[
+                    format!("    - {{apiVersion: v1, kind: ConfigMap, {}, spec: {{}}, data: {{n: 5}}}}\n", ns.replace('N', "bad")),
+                    format!("    - {{apiVersion: policy/v1beta1, kind: PodDisruptionBudget, {}}}\n", ns.replace('N', "pdb")),
+                    "    - {apiVersion: v1, kind: Service, metadata: {name: svc, namespace: \"${env.namespace}\"}, spec: {ports: [{port: 99999}]}}\n".to_string(),
+                ]
+                .concat(),
+            ),
+        )
+        .add_file(
+            "/r/components/role/component.yaml",
+            component(
+                "role",
+                "    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: reader, labels: {env: \"${env.name}\"}}, rules: []}\n    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: same}, rules: []}\n",
+            ),
+        )
+        .add_file(
+            "/r/components/shared/component.yaml",
+            component(
+                "shared",
+                "    - {apiVersion: v1, kind: ConfigMap, metadata: {name: shared, namespace: common}}\n",
+            ),
+        )
+        .add_dir("/r/.git");
+        fs
+    }
+
+    /// The findings of a render of [`fixture`], as `code file:line: object at pointer:
+    /// message`, and its warning lines.
+    fn findings(validation: &str, strict: bool) -> (Vec<String>, Vec<String>) {
+        let mut opts = RenderOptions::new("/r/platforms/p");
+        opts.fs = Arc::new(fixture(validation));
+        opts.strict_kinds = strict;
+        match build(&opts, &|_, _| {}) {
+            Ok(b) => (Vec::new(), b.validation_warnings),
+            Err(KilnError::Conform(e)) => (
+                e.errors
+                    .iter()
+                    .map(|f| format!("{} {f}", f.code.as_str()))
+                    .collect(),
+                Vec::new(),
+            ),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    /// Every finding of the render, byte for byte and in order: first every invalid CRD, then
+    /// each object's findings in plan, file and document order (a custom resource rendered
+    /// before its CRD, `cr` before `crd`, is validated against it all the same), then the
+    /// conflicts between Applications in the same order.
+    const EXPECTED: &[&str] = &[
+        "invalid_crd web/dev/crd/crd.gen.yaml:18: CustomResourceDefinition/bolts.example.com at `/spec/versions/0/schema/openAPIV3Schema/properties/spec`: invalid pattern `[`: regex parse error:\n    [\n    ^\nerror: unclosed character class",
+        "invalid_crd web/prod/crd/crd.gen.yaml:18: CustomResourceDefinition/bolts.example.com at `/spec/versions/0/schema/openAPIV3Schema/properties/spec`: invalid pattern `[`: regex parse error:\n    [\n    ^\nerror: unclosed character class",
+        "maximum web/dev/cr/cr.gen.yaml:16: Widget/web-dev/w at `/spec/size`: 20 must be <= 10",
+        "unserved_version web/dev/cr/cr.gen.yaml:18: Widget/web-dev/w2 at `/apiVersion`: the CRD of Widget does not serve `example.com/v2`; it serves `example.com/v1`",
+        "maximum web/prod/cr/cr.gen.yaml:16: Widget/web-prod/w at `/spec/size`: 20 must be <= 10",
+        "unserved_version web/prod/cr/cr.gen.yaml:18: Widget/web-prod/w2 at `/apiVersion`: the CRD of Widget does not serve `example.com/v2`; it serves `example.com/v1`",
+        "no_schema web/dev/crd/crd.gen.yaml:49: Gadget/web-dev/g: no schema for example.com/v1 Gadget",
+        "maximum web/dev/crd/crd.gen.yaml:63: Widget/web-dev/w3 at `/spec/size`: 30 must be <= 10",
+        "no_schema web/prod/crd/crd.gen.yaml:49: Gadget/web-prod/g: no schema for example.com/v1 Gadget",
+        "maximum web/prod/crd/crd.gen.yaml:63: Widget/web-prod/w3 at `/spec/size`: 30 must be <= 10",
+        "unknown_field web/dev/bad/bad.gen.yaml:9: ConfigMap/web-dev/bad at `/spec`: unknown field `spec`",
+        "unserved_version web/dev/bad/bad.gen.yaml:20: PodDisruptionBudget/web-dev/pdb at `/apiVersion`: Kubernetes 1.36 does not serve `policy/v1beta1` PodDisruptionBudget; it serves `policy/v1`",
+        "unknown_field web/prod/bad/bad.gen.yaml:9: ConfigMap/web-prod/bad at `/spec`: unknown field `spec`",
+        "unserved_version web/prod/bad/bad.gen.yaml:20: PodDisruptionBudget/web-prod/pdb at `/apiVersion`: Kubernetes 1.36 does not serve `policy/v1beta1` PodDisruptionBudget; it serves `policy/v1`",
+        "cluster_scoped_conflict web/prod/role/role.gen.yaml:2: ClusterRole/reader: cluster-scoped ClusterRole `reader` is emitted into cluster `c` by Applications `web-role-dev` and `web-role-prod` with different content",
+        "shared_resource web/prod/s1/s1.gen.yaml:2: ConfigMap/common/shared: ConfigMap `shared` in namespace `common` of cluster `c` is owned by Applications `web-s1-dev` and `web-s1-prod`; they would overwrite each other (Argo CD's SharedResourceWarning)",
+        "shared_resource web/dev/s2/s2.gen.yaml:2: ConfigMap/common/shared: ConfigMap `shared` in namespace `common` of cluster `c` is owned by Applications `web-s1-dev` and `web-s2-dev`; they would overwrite each other (Argo CD's SharedResourceWarning)",
+        "shared_resource web/prod/s2/s2.gen.yaml:2: ConfigMap/common/shared: ConfigMap `shared` in namespace `common` of cluster `c` is owned by Applications `web-s1-dev` and `web-s2-prod`; they would overwrite each other (Argo CD's SharedResourceWarning)",
+    ];
+
+    #[test]
+    fn findings_come_in_document_order_then_conflicts() {
+        let (errors, _) = findings("", true);
+        assert_eq!(errors, EXPECTED);
+        // As warnings, in the same order, after the count of objects with no schema (the
+        // `no_schema` findings are errors only under `--strict`).
+        let every: Vec<&str> = kiln_k8s::Code::ALL.iter().map(|c| c.as_str()).collect();
+        let warn = format!("  validation: {{warn: [{}]}}\n", every.join(", "));
+        let (errors, warnings) = findings(&warn, false);
+        assert!(errors.is_empty(), "{errors:?}");
+        let mut expected = vec![
+            "warning: not validated: 1 kinds with no schema: example.com/v1 Gadget (2)".to_string(),
+        ];
+        expected.extend(
+            EXPECTED
+                .iter()
+                .filter(|e| !e.starts_with("no_schema "))
+                .map(|e| {
+                    let (code, rest) = e.split_once(' ').unwrap();
+                    format!("warning[kiln::k8s::{code}]: {rest}")
+                }),
+        );
+        assert_eq!(warnings, expected);
+    }
+}
