@@ -9,13 +9,12 @@
 //! Each finding names the rendered file, the object and the field, with the file's line
 //! (the span index of `kiln_base::diag`).
 
-use crate::artifact::ArtifactSet;
 use crate::diag::SourceFile;
 use crate::evaluate::BuildPlan;
 use crate::fs::FileSystem;
 use crate::validate::Platform;
-use kiln_k8s::conflict::{Placement, conflicts};
-use kiln_k8s::{Code, Crds, Validator};
+use kiln_k8s::conflict::{Identity, Placement, conflicts};
+use kiln_k8s::{Code, Crds, Outcome, Validator};
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -171,21 +170,12 @@ fn object_name(o: &Value) -> String {
     }
 }
 
-/// A parsed rendered file: its text kept for spans.
-struct Stream {
-    file: String,
-    source: SourceFile,
-    docs: Vec<Value>,
-}
-
-fn parse(file: &str, bytes: &[u8]) -> Option<Stream> {
+/// A rendered file's text and documents, or `None` when it is no UTF-8 YAML stream (not
+/// validated, as before the render wrote it).
+fn parse<'b>(file: &str, bytes: &'b [u8]) -> Option<(&'b str, Vec<Value>)> {
     let text = std::str::from_utf8(bytes).ok()?;
     let docs = crate::yaml::parse_stream(file, text).ok()?;
-    Some(Stream {
-        file: file.to_string(),
-        source: SourceFile::new(file, text),
-        docs,
-    })
+    Some((text, docs))
 }
 
 /// Validators per Kubernetes version, each with every CRD.
@@ -210,160 +200,420 @@ impl Validators {
     }
 }
 
-/// Validates `streams` (each owned by a placement: Application, cluster, namespace and
-/// Kubernetes version) into `report`.
-fn run(
-    streams: &[(Stream, Owner)],
-    extra_crds: Vec<Value>,
+/// Who deploys a rendered file: its Argo CD Application, cluster and destination namespace.
+#[derive(Debug, Clone)]
+struct Owner {
+    application: String,
+    cluster: String,
+    namespace: Option<String>,
+}
+
+/// One object, once validated where it was rendered: what the end of the validation reads.
+#[derive(Debug)]
+struct Object {
+    /// Its file (index into [`Checked::files`]) and document.
+    file: usize,
+    doc: usize,
+    /// Its keys for the conflicts between Applications (`None` with no owner).
+    identity: Option<Identity>,
+    namespaced: Option<bool>,
+    /// Set for an object a CRD may concern ([`Validator::custom_kinds`]).
+    custom: Option<Box<Custom>>,
+}
+
+/// An object of kinds a CRD may define, rendered anywhere in the platform: its validation
+/// with no CRD stands unless one of the platform's CRDs defines one of `kinds`, in which
+/// case its file is parsed again at the end and the object validated with them.
+#[derive(Debug)]
+struct Custom {
+    kinds: Vec<(String, String)>,
+    api_version: String,
+    kind: String,
+    outcome: Outcome,
+}
+
+/// What validating one BuildPlan's files (or one file of `kiln validate`) keeps for the
+/// platform-wide end of the validation ([`Validation::finish`]): the CRDs, the findings,
+/// and per object only its conflict keys. The parsed documents are dropped, so a render's
+/// validation holds a few hundred bytes per object, not the objects (issue 38, item 8).
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// The cluster's Kubernetes version has no schema table (the validation's error).
+    error: Option<String>,
+    version: String,
+    owner: Option<Owner>,
+    /// The files validated, in order.
+    files: Vec<String>,
+    /// The CRDs rendered, in order, and their own findings.
+    crds: Vec<Value>,
+    crd_findings: Vec<Finding>,
+    /// The findings of the objects validated at once, each with its index in `objects`.
+    findings: Vec<(usize, Finding)>,
+    objects: Vec<Object>,
+    unvalidated: BTreeMap<String, usize>,
+    skipped_rules: usize,
+}
+
+/// A finding on document `doc` of `source`.
+fn finding(
     options: &Options,
-) -> Result<Report, String> {
-    let mut report = Report::default();
-    let mut crds = extra_crds;
-    let push = |report: &mut Report,
-                code: Code,
-                s: &Stream,
-                doc: usize,
-                object: String,
-                pointer: String,
-                message: String| {
-        let warning = options.is_warning(code) || code == Code::NoSchema && !options.strict;
-        report.findings.push(Finding {
-            code,
-            file: s.file.clone(),
-            document: doc,
-            object,
-            pointer,
-            message,
-            warning,
-            source: Some(s.source.clone()),
-            named: Some(s.source.named_source()),
-        });
-    };
-    for (s, _) in streams {
-        for (i, doc) in s.docs.iter().enumerate().filter(|(_, d)| Crds::is_crd(d)) {
-            for f in Crds::default().add(doc) {
-                push(
-                    &mut report,
-                    f.code,
-                    s,
-                    i,
-                    object_name(doc),
-                    f.pointer,
-                    f.message,
-                );
-            }
-            crds.push(doc.clone());
-        }
+    source: &SourceFile,
+    doc: usize,
+    object: String,
+    (code, pointer, message): (Code, String, String),
+) -> Finding {
+    let warning = options.is_warning(code) || code == Code::NoSchema && !options.strict;
+    Finding {
+        code,
+        file: source.name.clone(),
+        document: doc,
+        object,
+        pointer,
+        message,
+        warning,
+        source: Some(source.clone()),
+        named: Some(source.named_source()),
     }
-    let mut validators = Validators {
-        by_version: BTreeMap::new(),
-        crds,
-    };
-    let mut placements_src = Vec::new();
-    for (si, (s, owner)) in streams.iter().enumerate() {
-        let validator = validators.get(&owner.kube_version)?;
-        for (i, doc) in s.docs.iter().enumerate() {
+}
+
+impl Checked {
+    /// The findings of `outcome` on object `doc` of `source` (with `--strict`, its kind
+    /// with no schema), its counts added.
+    fn outcome(
+        &mut self,
+        options: &Options,
+        (source, doc, object): (&SourceFile, usize, &Value),
+        outcome: Outcome,
+        out: &mut Vec<Finding>,
+    ) {
+        for f in outcome.findings {
+            let at = (f.code, f.pointer, f.message);
+            out.push(finding(options, source, doc, object_name(object), at));
+        }
+        if let Some(kind) = &outcome.unvalidated
+            && options.strict
+        {
+            let at = (
+                Code::NoSchema,
+                String::new(),
+                format!("no schema for {kind}"),
+            );
+            out.push(finding(options, source, doc, object_name(object), at));
+        }
+        self.count(outcome.unvalidated, outcome.skipped_rules);
+    }
+
+    /// Counts an object's kind with no schema and its CEL rules not evaluated.
+    fn count(&mut self, unvalidated: Option<String>, skipped_rules: usize) {
+        if let Some(kind) = unvalidated {
+            *self.unvalidated.entry(kind).or_default() += 1;
+        }
+        self.skipped_rules += skipped_rules;
+    }
+
+    /// Validates the documents of `file` (`None` ones skipped) with `validator`, which holds
+    /// no CRD: every object of a built-in kind is final; the others wait for the CRDs.
+    fn stream(
+        &mut self,
+        validator: &Validator,
+        options: &Options,
+        file: &str,
+        (text, docs): (&str, Vec<Value>),
+    ) {
+        let index = self.files.len();
+        self.files.push(file.to_string());
+        // The text is copied only for a file with findings.
+        let source = std::cell::OnceCell::new();
+        let source = || source.get_or_init(|| SourceFile::new(file, text));
+        for (i, doc) in docs.iter().enumerate().filter(|(_, d)| Crds::is_crd(d)) {
+            for f in Crds::default().add(doc) {
+                let at = (f.code, f.pointer, f.message);
+                let found = finding(options, source(), i, object_name(doc), at);
+                self.crd_findings.push(found);
+            }
+            self.crds.push(doc.clone());
+        }
+        for (i, doc) in docs.iter().enumerate() {
             // An empty document, or one `kiln validate` found not to be a Kubernetes object.
             if doc.is_null() {
                 continue;
             }
+            let api_version = doc["apiVersion"].as_str().unwrap_or_default();
+            let kind = doc["kind"].as_str().unwrap_or_default();
+            let namespaced = validator.namespaced(api_version, kind);
             let outcome = validator.validate(doc);
-            for f in outcome.findings {
-                push(
-                    &mut report,
-                    f.code,
-                    s,
-                    i,
-                    object_name(doc),
-                    f.pointer,
-                    f.message,
-                );
-            }
-            if let Some(kind) = outcome.unvalidated {
-                if options.strict {
-                    push(
-                        &mut report,
-                        Code::NoSchema,
-                        s,
-                        i,
-                        object_name(doc),
-                        String::new(),
-                        format!("no schema for {kind}"),
-                    );
+            let kinds = validator.custom_kinds(doc);
+            let at = self.objects.len();
+            let custom = if kinds.is_empty() {
+                let mut found = Vec::new();
+                if outcome.findings.is_empty() && outcome.unvalidated.is_none() {
+                    self.count(None, outcome.skipped_rules);
+                } else {
+                    self.outcome(options, (source(), i, doc), outcome, &mut found);
                 }
-                *report.unvalidated.entry(kind).or_default() += 1;
-            }
-            report.skipped_rules += outcome.skipped_rules;
-            let namespaced = validator.namespaced(
-                doc["apiVersion"].as_str().unwrap_or_default(),
-                doc["kind"].as_str().unwrap_or_default(),
-            );
-            placements_src.push((si, i, namespaced));
+                self.findings.extend(found.into_iter().map(|f| (at, f)));
+                None
+            } else {
+                Some(Box::new(Custom {
+                    kinds,
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                    outcome,
+                }))
+            };
+            self.objects.push(Object {
+                file: index,
+                doc: i,
+                identity: self.owner.is_some().then(|| Identity::of(doc, namespaced)),
+                namespaced,
+                custom,
+            });
         }
     }
-    if streams.iter().any(|(_, o)| o.application.is_some()) {
-        let placements: Vec<Placement> = placements_src
+}
+
+/// The Kubernetes validation of one render (or one `kiln validate`), fed a BuildPlan at a
+/// time as the render produces them ([`Validation::check_plan`], on the render's workers),
+/// then ended once for the whole platform ([`Validation::finish`]): the CRDs rendered
+/// anywhere, the custom resources they define, and the conflicts between Applications.
+/// The findings, and their order, are those of validating every file at once.
+pub struct Validation {
+    options: Options,
+    /// The CRDs of `spec.validation.crds`, or why `spec.validation` cannot be used (reported
+    /// by [`Validation::finish`], after the render's own errors).
+    crds: Result<Vec<Value>, String>,
+    /// Each cluster's Kubernetes version.
+    versions: BTreeMap<String, String>,
+    /// A validator with no CRD per Kubernetes version named, or why there is none.
+    builtin: BTreeMap<String, Result<Validator, String>>,
+}
+
+impl Validation {
+    /// The validation of a render of `platform` (`spec.validation`, each cluster's
+    /// `kubeVersion`); `spec.validation.crds` is read through `fs`.
+    pub fn new(platform: &Platform, fs: &dyn FileSystem, strict: bool) -> Validation {
+        let options = Options {
+            warn: platform
+                .validation
+                .warn
+                .iter()
+                .filter_map(|w| Code::parse(w))
+                .collect(),
+            strict,
+        };
+        let versions: BTreeMap<String, String> = platform
+            .clusters
             .iter()
-            .filter_map(|&(si, i, namespaced)| {
-                let (s, owner) = &streams[si];
-                Some(Placement {
-                    application: owner.application.as_deref()?,
-                    cluster: &owner.cluster,
-                    destination_namespace: owner.namespace.as_deref(),
-                    object: &s.docs[i],
-                    namespaced,
-                })
+            .map(|c| {
+                let version = c.kube_version.clone();
+                let version =
+                    version.unwrap_or_else(|| kiln_k8s::builtin::DEFAULT_VERSION.to_string());
+                (c.name.clone(), version)
             })
             .collect();
-        let index: Vec<(usize, usize)> = placements_src
-            .iter()
-            .filter(|(si, _, _)| streams[*si].1.application.is_some())
-            .map(|&(si, i, _)| (si, i))
-            .collect();
-        for c in conflicts(&placements) {
-            let (si, i) = index[c.at];
-            let s = &streams[si].0;
-            push(
-                &mut report,
-                c.finding.code,
-                s,
-                i,
-                object_name(&s.docs[i]),
-                c.finding.pointer,
-                c.finding.message,
-            );
+        let mut named: Vec<&str> = versions.values().map(String::as_str).collect();
+        named.push(kiln_k8s::builtin::DEFAULT_VERSION);
+        Validation {
+            crds: spec_crds(platform, fs),
+            builtin: named
+                .into_iter()
+                .map(|v| (v.to_string(), Validator::new(v)))
+                .collect(),
+            versions,
+            options,
         }
     }
-    Ok(report)
-}
 
-/// Who deploys a rendered file.
-struct Owner {
-    application: Option<String>,
-    cluster: String,
-    namespace: Option<String>,
-    kube_version: String,
-}
-
-/// Validates the files each BuildPlan rendered (`files[i]` are plan `i`'s artifact paths),
-/// with the CRDs of the whole set and of `spec.validation.crds` (read through `fs`).
-pub fn validate_render(
-    set: &ArtifactSet,
-    platform: &Platform,
-    plans: &[BuildPlan],
-    files: &[Vec<String>],
-    fs: &dyn FileSystem,
-    strict: bool,
-) -> Result<Report, String> {
-    let options = Options {
-        warn: platform
-            .validation
-            .warn
+    /// Validates the files BuildPlan `plan` rendered, keeping what [`Validation::finish`]
+    /// needs. kiln's own kustomization.yaml beside each plan's manifests is for Kargo and
+    /// Argo CD to build, never applied itself.
+    pub fn check_plan(&self, plan: &BuildPlan, files: &[(String, Vec<u8>)]) -> Checked {
+        let version = self
+            .versions
+            .get(&plan.cluster)
+            .map_or(kiln_k8s::builtin::DEFAULT_VERSION, String::as_str);
+        let owner = Owner {
+            application: crate::kargo::naming::application_name(
+                &plan.project,
+                &plan.component,
+                &plan.environment,
+            ),
+            cluster: plan.cluster.clone(),
+            namespace: Some(plan.namespace.clone()).filter(|n| !n.is_empty()),
+        };
+        let streams = files
             .iter()
-            .filter_map(|w| Code::parse(w))
-            .collect(),
-        strict,
-    };
+            .filter(|(p, _)| !p.ends_with("kustomization.yaml"))
+            .filter_map(|(p, b)| Some((p.as_str(), parse(p, b)?)));
+        self.check(Some(owner), version, streams)
+    }
+
+    /// Validates `streams` (file, parsed text) of `owner` for Kubernetes `version`.
+    fn check<'s>(
+        &self,
+        owner: Option<Owner>,
+        version: &str,
+        streams: impl Iterator<Item = (&'s str, (&'s str, Vec<Value>))>,
+    ) -> Checked {
+        let mut checked = Checked {
+            version: version.to_string(),
+            owner,
+            ..Default::default()
+        };
+        if self.crds.is_err() {
+            return checked;
+        }
+        for (file, parsed) in streams {
+            // Every version a cluster names has its entry, made by `new`.
+            let validator = match self.builtin.get(version) {
+                Some(Ok(v)) => v,
+                Some(Err(e)) => {
+                    checked.error = Some(e.clone());
+                    return checked;
+                }
+                None => {
+                    checked.error = Some(format!("no validator for Kubernetes {version}"));
+                    return checked;
+                }
+            };
+            checked.stream(validator, &self.options, file, parsed);
+        }
+        checked
+    }
+
+    /// Ends the validation of `checked` (in plan order; `text` gives each file's bytes
+    /// again): the custom resources validated against every CRD the platform rendered or
+    /// named, then the conflicts between Applications.
+    pub fn finish<'t>(
+        self,
+        checked: Vec<Checked>,
+        text: &dyn Fn(&str) -> Option<&'t [u8]>,
+    ) -> Result<Report, String> {
+        let mut crds = self.crds?;
+        if let Some(e) = checked.iter().find_map(|c| c.error.clone()) {
+            return Err(e);
+        }
+        let mut report = Report::default();
+        let mut checked = checked;
+        for c in &mut checked {
+            report.findings.append(&mut c.crd_findings);
+            crds.append(&mut c.crds);
+        }
+        let mut validators = Validators {
+            by_version: BTreeMap::new(),
+            crds,
+        };
+        // The file parsed again last: a plan's custom resources come file by file.
+        let mut parsed: Option<(String, SourceFile, Vec<Value>)> = None;
+        for c in &mut checked {
+            let mut found = std::mem::take(&mut c.findings).into_iter().peekable();
+            for i in 0..c.objects.len() {
+                while let Some((_, f)) = found.next_if(|(at, _)| *at == i) {
+                    report.findings.push(f);
+                }
+                let Some(custom) = c.objects[i].custom.take() else {
+                    continue;
+                };
+                let (file, doc) = (c.files[c.objects[i].file].clone(), c.objects[i].doc);
+                let validator = validators.get(&c.version)?;
+                let defined = custom
+                    .kinds
+                    .iter()
+                    .any(|(g, k)| validator.crds.defines(g, k));
+                let mut outcome = custom.outcome;
+                let strict = self.options.strict && outcome.unvalidated.is_some();
+                if !defined && outcome.findings.is_empty() && !strict {
+                    // As validated where rendered, and nothing to point at.
+                    c.count(outcome.unvalidated, outcome.skipped_rules);
+                    continue;
+                }
+                {
+                    if parsed.as_ref().is_none_or(|(f, _, _)| *f != file) {
+                        parsed = reparse(&file, text).map(|(s, d)| (file.clone(), s, d));
+                    }
+                    let Some((_, source, docs)) = &parsed else {
+                        return Err(format!(
+                            "the rendered file `{file}` changed under the validation"
+                        ));
+                    };
+                    let object = &docs[doc];
+                    if defined {
+                        outcome = validator.validate(object);
+                        c.objects[i].namespaced =
+                            validator.namespaced(&custom.api_version, &custom.kind);
+                    }
+                    let mut out = Vec::new();
+                    c.outcome(&self.options, (source, doc, object), outcome, &mut out);
+                    report.findings.append(&mut out);
+                }
+            }
+            report.findings.extend(found.map(|(_, f)| f));
+            for (kind, n) in std::mem::take(&mut c.unvalidated) {
+                *report.unvalidated.entry(kind).or_default() += n;
+            }
+            report.skipped_rules += c.skipped_rules;
+            report.objects += c.objects.len();
+        }
+        report
+            .findings
+            .extend(conflict_findings(&self.options, &checked, text)?);
+        Ok(report)
+    }
+}
+
+/// `file`'s text (from `text`) parsed again, with its source for findings.
+fn reparse<'t>(
+    file: &str,
+    text: &dyn Fn(&str) -> Option<&'t [u8]>,
+) -> Option<(SourceFile, Vec<Value>)> {
+    let (text, docs) = parse(file, text(file)?)?;
+    Some((SourceFile::new(file, text), docs))
+}
+
+/// The conflicts between the Applications of `checked`, in object order.
+fn conflict_findings<'t>(
+    options: &Options,
+    checked: &[Checked],
+    text: &dyn Fn(&str) -> Option<&'t [u8]>,
+) -> Result<Vec<Finding>, String> {
+    let mut placements = Vec::new();
+    let mut index = Vec::new();
+    for c in checked {
+        let Some(owner) = &c.owner else { continue };
+        for o in &c.objects {
+            let Some(identity) = &o.identity else {
+                continue;
+            };
+            placements.push(Placement {
+                application: &owner.application,
+                cluster: &owner.cluster,
+                destination_namespace: owner.namespace.as_deref(),
+                object: identity,
+                namespaced: o.namespaced,
+            });
+            index.push((&c.files[o.file], o.doc));
+        }
+    }
+    let mut sources: BTreeMap<&str, (SourceFile, Vec<Value>)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for c in conflicts(&placements) {
+        let (file, doc) = index[c.at];
+        if !sources.contains_key(file.as_str()) {
+            let parsed = reparse(file, text).ok_or_else(|| {
+                format!("the rendered file `{file}` changed under the validation")
+            })?;
+            sources.insert(file, parsed);
+        }
+        let (source, docs) = &sources[file.as_str()];
+        let at = (c.finding.code, c.finding.pointer, c.finding.message);
+        out.push(finding(options, source, doc, object_name(&docs[doc]), at));
+    }
+    Ok(out)
+}
+
+/// The CRDs of `spec.validation.crds` (read through `fs`), or why `spec.validation` cannot
+/// be used: a rule it names does not exist, a CRD file cannot be read.
+fn spec_crds(platform: &Platform, fs: &dyn FileSystem) -> Result<Vec<Value>, String> {
     if let Some(bad) = platform
         .validation
         .warn
@@ -382,35 +632,11 @@ pub fn validate_render(
         let bytes = fs
             .read(&full)
             .map_err(|e| format!("cannot read CRD file `{path}` (spec.validation.crds): {e}"))?;
-        let stream = parse(path, &bytes).ok_or_else(|| format!("CRD file `{path}` is not YAML"))?;
-        extra.extend(stream.docs.into_iter().filter(Crds::is_crd));
+        let (_, docs) =
+            parse(path, &bytes).ok_or_else(|| format!("CRD file `{path}` is not YAML"))?;
+        extra.extend(docs.into_iter().filter(Crds::is_crd));
     }
-    let mut streams = Vec::new();
-    for (plan, paths) in plans.iter().zip(files) {
-        let cluster = platform.clusters.iter().find(|c| c.name == plan.cluster);
-        let kube_version = cluster
-            .and_then(|c| c.kube_version.clone())
-            .unwrap_or_else(|| kiln_k8s::builtin::DEFAULT_VERSION.to_string());
-        // kiln's own kustomization.yaml beside each plan's manifests is for Kargo and Argo
-        // CD to build, never applied itself.
-        for path in paths.iter().filter(|p| !p.ends_with("kustomization.yaml")) {
-            let Some(stream) = set.files.get(path).and_then(|b| parse(path, b)) else {
-                continue;
-            };
-            let owner = Owner {
-                application: Some(crate::kargo::naming::application_name(
-                    &plan.project,
-                    &plan.component,
-                    &plan.environment,
-                )),
-                cluster: plan.cluster.clone(),
-                namespace: Some(plan.namespace.clone()).filter(|n| !n.is_empty()),
-                kube_version: kube_version.clone(),
-            };
-            streams.push((stream, owner));
-        }
-    }
-    run(&streams, extra, &options)
+    Ok(extra)
 }
 
 /// `kiln validate PATHS…`: any manifests, as kubeconform takes them, for `kube_version`.
@@ -420,16 +646,22 @@ pub fn validate_files(
     options: &Options,
     checked_elsewhere: &[&str],
 ) -> Result<Report, String> {
-    let streams: Vec<(Stream, Owner)> = files
+    let validation = Validation {
+        options: options.clone(),
+        crds: Ok(Vec::new()),
+        versions: BTreeMap::new(),
+        builtin: BTreeMap::from([(kube_version.to_string(), Validator::new(kube_version))]),
+    };
+    let checked = files
         .iter()
-        .filter_map(|(name, bytes)| parse(name, bytes))
-        .map(|mut s| {
+        .filter_map(|(name, bytes)| Some((name.as_str(), parse(name, bytes)?)))
+        .map(|(name, (text, mut docs))| {
             // Any YAML in the paths given: a document with neither `apiVersion` nor `kind`
             // (a values file, a test expectation) is no Kubernetes object and is not checked,
             // as the Kargo and Argo CD half of `kiln validate` skips it. Its index is kept.
             // Objects of `checked_elsewhere` (API groups) are left to the check that owns them
             // (Kargo's and Argo CD's, `crate::check`), not counted as unvalidated here.
-            for d in &mut s.docs {
+            for d in &mut docs {
                 let group = d
                     .get("apiVersion")
                     .and_then(Value::as_str)
@@ -441,24 +673,16 @@ pub fn validate_files(
                     *d = Value::Null;
                 }
             }
-            (
-                s,
-                Owner {
-                    application: None,
-                    cluster: String::new(),
-                    namespace: None,
-                    kube_version: kube_version.to_string(),
-                },
-            )
+            validation.check(None, kube_version, std::iter::once((name, (text, docs))))
         })
         .collect();
-    let objects = streams
-        .iter()
-        .map(|(s, _)| s.docs.iter().filter(|d| !d.is_null()).count())
-        .sum();
-    let mut report = run(&streams, Vec::new(), options)?;
-    report.objects = objects;
-    Ok(report)
+    let lookup = |name: &str| {
+        files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.as_slice())
+    };
+    validation.finish(checked, &lookup)
 }
 
 /// `true` for a path conform reads as manifests.
@@ -624,5 +848,88 @@ mod tests {
                 }),
         );
         assert_eq!(warnings, expected);
+    }
+
+    const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Cluster\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer, maximum: 10}}}}}\n";
+
+    /// A validation of Kubernetes 1.33 with no platform.
+    fn validation() -> super::Validation {
+        super::Validation {
+            options: super::Options::default(),
+            crds: Ok(Vec::new()),
+            versions: Default::default(),
+            builtin: [("1.33".to_string(), kiln_k8s::Validator::new("1.33"))].into(),
+        }
+    }
+
+    /// Issue 38, item 8: each plan's objects are validated as it is rendered and dropped;
+    /// only an object of a kind no built-in schema covers waits for the platform's CRDs,
+    /// and a custom resource rendered before its CRD is validated against it all the same.
+    #[test]
+    fn a_custom_resource_rendered_before_its_crd_is_validated_the_same() {
+        let cr = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 20}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n";
+        let files = [
+            ("cr.yaml".to_string(), cr.as_bytes().to_vec()),
+            ("crd.yaml".to_string(), WIDGET_CRD.as_bytes().to_vec()),
+        ];
+        let owner = |app: &str| super::Owner {
+            application: app.to_string(),
+            cluster: "c".to_string(),
+            namespace: None,
+        };
+        let run = |order: [usize; 2]| {
+            let v = validation();
+            let checked: Vec<super::Checked> = order
+                .iter()
+                .map(|&i| {
+                    let (name, bytes) = &files[i];
+                    let parsed = super::parse(name, bytes).unwrap();
+                    v.check(
+                        Some(owner(name)),
+                        "1.33",
+                        std::iter::once((name.as_str(), parsed)),
+                    )
+                })
+                .collect();
+            let cr = &checked[order.iter().position(|&i| i == 0).unwrap()];
+            // The ConfigMap and the ClusterRole were final where rendered: only their
+            // conflict keys are kept, the ClusterRole's with a digest of its content.
+            let kept: Vec<bool> = cr.objects.iter().map(|o| o.custom.is_some()).collect();
+            assert_eq!(kept, [true, false, false]);
+            let digests: Vec<bool> = cr
+                .objects
+                .iter()
+                .map(|o| o.identity.as_ref().unwrap().content.is_some())
+                .collect();
+            assert_eq!(digests, [true, false, true]);
+            let text = |name: &str| {
+                files
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, b)| b.as_slice())
+            };
+            let report = v.finish(checked, &text).unwrap();
+            let found: Vec<String> = report.findings.iter().map(|f| f.to_string()).collect();
+            (found, report.unvalidated)
+        };
+        let (before, unvalidated) = run([0, 1]);
+        assert_eq!(
+            before,
+            ["cr.yaml:4: Widget/w at `/spec/size`: 20 must be <= 10"]
+        );
+        assert!(unvalidated.is_empty(), "{unvalidated:?}");
+        assert_eq!(run([1, 0]), (before, unvalidated));
+        // With no CRD the Widget stays as validated where rendered: counted, not checked.
+        let v = validation();
+        let (name, bytes) = &files[0];
+        let parsed = super::parse(name, bytes).unwrap();
+        let checked = v.check(
+            Some(owner(name)),
+            "1.33",
+            std::iter::once((name.as_str(), parsed)),
+        );
+        let report = v.finish(vec![checked], &|_| None).unwrap();
+        assert!(report.findings.is_empty());
+        assert_eq!(report.unvalidated.get("example.com/v1 Widget"), Some(&1));
     }
 }
