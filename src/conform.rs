@@ -527,25 +527,22 @@ impl Validation {
                     c.count(outcome.unvalidated, outcome.skipped_rules);
                     continue;
                 }
-                {
-                    if parsed.as_ref().is_none_or(|(f, _, _)| *f != file) {
-                        parsed = reparse(&file, text).map(|(s, d)| (file.clone(), s, d));
-                    }
-                    let Some((_, source, docs)) = &parsed else {
-                        return Err(format!(
-                            "the rendered file `{file}` changed under the validation"
-                        ));
-                    };
-                    let object = &docs[doc];
-                    if defined {
-                        outcome = validator.validate(object);
-                        c.objects[i].namespaced =
-                            validator.namespaced(&custom.api_version, &custom.kind);
-                    }
-                    let mut out = Vec::new();
-                    c.outcome(&self.options, (source, doc, object), outcome, &mut out);
-                    report.findings.append(&mut out);
+                if parsed.as_ref().is_none_or(|(f, _, _)| *f != file) {
+                    parsed = reparse(&file, text).map(|(s, d)| (file.clone(), s, d));
                 }
+                let changed = || format!("the rendered file `{file}` changed under the validation");
+                let (source, object) = match &parsed {
+                    Some((_, source, docs)) => (source, docs.get(doc).ok_or_else(changed)?),
+                    None => return Err(changed()),
+                };
+                if defined {
+                    outcome = validator.validate(object);
+                    c.objects[i].namespaced =
+                        validator.namespaced(&custom.api_version, &custom.kind);
+                }
+                let mut out = Vec::new();
+                c.outcome(&self.options, (source, doc, object), outcome, &mut out);
+                report.findings.append(&mut out);
             }
             report.findings.extend(found.map(|(_, f)| f));
             for (kind, n) in std::mem::take(&mut c.unvalidated) {
@@ -605,8 +602,11 @@ fn conflict_findings<'t>(
             sources.insert(file, parsed);
         }
         let (source, docs) = &sources[file.as_str()];
+        let object = docs
+            .get(doc)
+            .ok_or_else(|| format!("the rendered file `{file}` changed under the validation"))?;
         let at = (c.finding.code, c.finding.pointer, c.finding.message);
-        out.push(finding(options, source, doc, object_name(&docs[doc]), at));
+        out.push(finding(options, source, doc, object_name(object), at));
     }
     Ok(out)
 }
