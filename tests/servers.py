@@ -3,7 +3,10 @@
 
     servers.py git-http ROOT            git's smart HTTP: `git http-backend` as a CGI over ROOT
                                         (KILN_TEST_SLOW_POST=SECONDS: each POST, the fetch
-                                        itself, waits that long before it is answered)
+                                        itself, waits that long before it is answered;
+                                        KILN_TEST_CLOSE_DELIMITED=1: no Content-Length, the
+                                        HTTP/1.0 answer ends when the connection closes, as
+                                        `python3 -m http.server --cgi` sends it)
     servers.py static ROOT [USER:PASS]  static files (a Helm chart repository), with basic auth
 
 Prints the port it listens on, then serves until killed. Standard library only.
@@ -103,7 +106,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         for name, value in headers:
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
+        if not os.environ.get("KILN_TEST_CLOSE_DELIMITED"):
+            self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
 

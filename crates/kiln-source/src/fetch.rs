@@ -240,7 +240,7 @@ impl<'a> Fetcher<'a> {
         let staged = match req.kind {
             Kind::Git => {
                 let deadline = git::Deadline::start(req.git.timeout);
-                let refs = git::list_refs(&req.url, self.callbacks, deadline.as_ref(), origin)?;
+                let refs = self.list_refs(req, deadline.as_ref(), origin)?;
                 let via = refs
                     .iter()
                     .find(|r| r.commit == entry.resolved)
@@ -307,7 +307,7 @@ impl<'a> Fetcher<'a> {
         let (version, resolved, staged) = match req.kind {
             Kind::Git => {
                 let deadline = git::Deadline::start(req.git.timeout);
-                let refs = git::list_refs(&req.url, self.callbacks, deadline.as_ref(), origin)?;
+                let refs = self.list_refs(req, deadline.as_ref(), origin)?;
                 let (commit, via) = git::resolve(&refs, &req.requested, origin)?;
                 let staged = git::fetch_tree(
                     &self.session(req),
@@ -352,6 +352,18 @@ impl<'a> Fetcher<'a> {
             digest,
         };
         self.done(req, entry, root, origin)
+    }
+
+    /// The refs `req`'s repository advertises; a failure over smart HTTP explained when kiln
+    /// can say more than libgit2 ([`git::explain_unreadable_refs`]).
+    fn list_refs(
+        &self,
+        req: &Request,
+        deadline: Option<&git::Deadline>,
+        origin: &Origin,
+    ) -> Result<Vec<git::RemoteRef>, SourceError> {
+        git::list_refs(&req.url, self.callbacks, deadline, origin)
+            .map_err(|e| git::explain_unreadable_refs(&self.http, &req.url, e, origin))
     }
 
     fn session(&self, req: &Request) -> git::Session<'_, 'a> {
@@ -502,6 +514,36 @@ mod tests {
         let help = help.unwrap_or_default();
         assert!(help.contains("KILN_GIT_USERNAME"), "{help}");
         assert!(!help.contains("KILN_REGISTRY_"), "{help}");
+    }
+
+    /// Smart HTTP from a server that ends each answer by closing the connection (HTTP/1.0,
+    /// no Content-Length: `python3 -m http.server --cgi` running `git http-backend`):
+    /// libgit2 reads the refs as empty, and kiln says why instead of "cannot be reached"
+    /// (ADR 0040).
+    #[test]
+    fn smart_http_ended_by_closing_the_connection_is_named() {
+        let repos = tempfile::tempdir().unwrap();
+        app(repos.path());
+        let http = testing::git_http_close_delimited(repos.path());
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let url = format!("{}/cart.git", http.http());
+        let err = f.fetch(&git_req(&url, "main")).unwrap_err();
+        let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
+        let help = miette::Diagnostic::help(&err).map(|h| h.to_string());
+        assert_eq!(
+            code.as_deref(),
+            Some("kiln::source::close_delimited"),
+            "{err}"
+        );
+        assert!(
+            err.to_string().contains("/cart.git/info/refs")
+                && err.to_string().contains("component cart"),
+            "{err}"
+        );
+        assert!(help.unwrap_or_default().contains("git://"));
+        // Nothing was stored.
+        assert!(f.lock_file(false).entries.is_empty());
     }
 
     #[test]

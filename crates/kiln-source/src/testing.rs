@@ -148,6 +148,15 @@ pub fn git_http_slow(base: &Path, seconds: u32) -> Server {
     )
 }
 
+/// [`git_http`] as `python3 -m http.server --cgi` serves it: HTTP/1.0 answers without a
+/// `Content-Length`, each ended by closing the connection.
+pub fn git_http_close_delimited(base: &Path) -> Server {
+    python_server_env(
+        &["git-http", &base.display().to_string()],
+        &[("KILN_TEST_CLOSE_DELIMITED", "1".as_ref())],
+    )
+}
+
 /// How many fetches `log` (of [`git_http_logged`]) records. Listing the refs is a lone
 /// `GET …/info/refs`; a fetch is that `GET` followed by one or more `POST
 /// …/git-upload-pack` (a shallow fetch negotiates in two), so a fetch is counted at its
