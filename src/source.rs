@@ -111,6 +111,9 @@ pub struct Resolved {
     pub lock_path: PathBuf,
     /// Whether the lock must be written (it differs from the file).
     pub lock_changed: bool,
+    /// How the lock differs from the file, per source (moved, added, removed; a moved tag
+    /// marked), for `kiln update`'s report.
+    pub changes: Vec<kiln_source::lock::Change>,
     /// Every chart pulled from a repository or registry (the `helm` generator's and
     /// kustomize's `helmCharts[].repo`), by source, with its chart dependencies.
     pub charts: charts::Charts,
@@ -323,6 +326,7 @@ pub fn resolve(
     // A run over the whole platform leaves only what it used; the lock shrinks with it.
     let lock = fetcher.lock_file(false);
     out.lock_changed = old.as_ref() != Some(&lock);
+    out.changes = fetcher.changes(&lock);
     if out.lock_changed && opts.mode.locked {
         let e = lock
             .entries

@@ -282,6 +282,60 @@ fn update_moves_only_the_named_source() {
     );
 }
 
+/// `kiln update` names each source that moved (old → new commit) and warns when a tag moved:
+/// shop-web's `main` gains a commit (a move), shop-api's `v1.0.0` is force-moved upstream to
+/// another commit (a supply-chain warning, with both commits). A second update says nothing
+/// moved.
+#[test]
+fn update_names_moved_sources_and_warns_of_a_moved_tag() {
+    let s = scenario();
+    ok(&s.kiln(&["update", "platforms/remote"]));
+    let mut new = Vec::new();
+    for app in ["shop-web", "shop-api"] {
+        let clone = s.work.path().join(format!("clone-{app}"));
+        let dir = clone.display().to_string();
+        testing::git(s.work.path(), &["clone", "-q", &s.url(app), &dir]);
+        std::fs::write(clone.join("src/main.go"), "package main // 2\n").unwrap();
+        testing::git(&clone, &["commit", "-qam", "two"]);
+        new.push(testing::git(&clone, &["rev-parse", "HEAD"]));
+        let bare = s._repos.path().join(format!("{app}.git"));
+        let bare = bare.display().to_string();
+        if app == "shop-api" {
+            testing::git(&clone, &["tag", "-f", "v1.0.0"]);
+            testing::git(&clone, &["push", "-qf", &bare, "v1.0.0"]);
+        } else {
+            testing::git(&clone, &["push", "-q", &bare, "main"]);
+        }
+    }
+    let r = s.kiln(&["update", "platforms/remote"]);
+    ok(&r);
+    let text = r.stderr.replace("\n", " ");
+    let web = format!(
+        "moved git {} (main): {} → {}",
+        s.url("shop-web"),
+        &s.ids[0][0][..12],
+        &new[0][..12]
+    );
+    assert!(text.contains(&web), "{text}");
+    let api = format!(
+        "the tag `v1.0.0` of git `{}` moved: kiln.lock had {}, the server now has {}",
+        s.url("shop-api"),
+        s.ids[1][0],
+        new[1]
+    );
+    assert!(text.contains(&format!("kiln: warning: {api}")), "{text}");
+    // Only the tag warns; shop-jobs did not move.
+    assert_eq!(text.matches("warning").count(), 1, "{text}");
+    assert!(!text.contains("shop-jobs"), "{text}");
+    let r = s.kiln(&["update", "platforms/remote"]);
+    ok(&r);
+    assert!(
+        r.stderr.contains("up to date") && !r.stderr.contains("moved"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// A platform repository written from `files` (path → text) under a fresh directory, with
 /// its own `.git` marker, rendered with a cache of its own.
 struct Platform {

@@ -119,6 +119,8 @@ pub struct Fetcher<'a> {
 struct State {
     lock: LockFile,
     done: BTreeMap<LockKey, Fetched>,
+    /// The Git sources resolved through a tag (`refs/tags/*`) in this run.
+    git_tags: BTreeSet<LockKey>,
 }
 
 impl std::fmt::Debug for Fetcher<'_> {
@@ -163,6 +165,13 @@ impl<'a> Fetcher<'a> {
             lock.insert(e.clone());
         }
         lock
+    }
+
+    /// How the lock this run leaves differs from the one it read, per source, with the tags
+    /// that moved (`kiln update`'s report).
+    pub fn changes(&self, new: &LockFile) -> Vec<crate::lock::Change> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.old.changes(new, &state.git_tags)
     }
 
     fn selected_for_update(&self, req: &Request) -> bool {
@@ -309,6 +318,10 @@ impl<'a> Fetcher<'a> {
                 let deadline = git::Deadline::start(req.git.timeout);
                 let refs = self.list_refs(req, deadline.as_ref(), origin)?;
                 let (commit, via) = git::resolve(&refs, &req.requested, origin)?;
+                if via.as_deref().is_some_and(|v| v.starts_with("refs/tags/")) {
+                    let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                    state.git_tags.insert(req.key());
+                }
                 let staged = git::fetch_tree(
                     &self.session(req),
                     &req.url,
