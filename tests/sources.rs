@@ -473,6 +473,83 @@ fn per_environment_refs_render_each_commit_and_fetch_it_once() {
     assert_eq!(testing::fetches_in(&log), 2);
 }
 
+/// A Git login refused over smart HTTP names the user it tried and where the credential came
+/// from (the variables, then a credential helper), never the password or token; nothing is
+/// written.
+#[test]
+fn a_refused_git_login_names_the_user_and_where_it_came_from() {
+    let repos = tempfile::tempdir().unwrap();
+    let v1 = versioned_component("cart", "1");
+    testing::app_repo(repos.path(), "cart.git", &[(&as_refs(&v1), None)]);
+    let http = testing::git_http_with_login(repos.path(), "alice:right");
+    let url = format!("{}/cart.git", http.http());
+    let components = format!(
+        "    - name: cart\n      source:\n        git: {url}\n        ref: main\n        path: deploy\n"
+    );
+    let p = Platform::new(&[(
+        "platform/platform.yaml",
+        two_env_platform(("", ""), &components),
+    )]);
+    // A home whose git config names a credential helper answering `bob`.
+    let home = p.work.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[credential]\n\thelper = \"!f() { echo username=bob; echo password=helper-s3cret; }; f\"\n",
+    )
+    .unwrap();
+    let home = home.display().to_string();
+    let args = ["render", "platform", "--write-to", "out", "--no-cache"];
+    let r = p.kiln(
+        &args,
+        &[
+            ("HOME", &home),
+            ("KILN_GIT_USERNAME", "alice"),
+            ("KILN_GIT_PASSWORD", "wrong-s3cret"),
+        ],
+    );
+    let text = r.text().replace("\n        ", " ");
+    assert_eq!(r.code, Some(1), "{text}");
+    assert!(text.contains("kiln::source::auth_failed"), "{text}");
+    assert!(
+        text.contains("the server refused user `alice` from KILN_GIT_USERNAME and KILN_GIT_PASSWORD, then user `alice` from a git credential helper"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cret"), "{text}");
+    assert!(!p.work.path().join("out").exists());
+    // The helper alone: the user it answered.
+    let r = p.kiln(&args, &[("HOME", &home)]);
+    let text = r.text().replace("\n        ", " ");
+    assert!(
+        text.contains("the server refused user `bob` from a git credential helper")
+            && !text.contains("s3cret"),
+        "{text}"
+    );
+    // The fallback variables are named as set; the right password renders.
+    let r = p.kiln(
+        &args,
+        &[
+            ("HOME", "/nonexistent"),
+            ("GIT_USERNAME", "alice"),
+            ("GIT_PASSWORD", "wrong-s3cret"),
+        ],
+    );
+    let text = r.text().replace("\n        ", " ");
+    assert!(
+        text.contains("refused user `alice` from GIT_USERNAME and GIT_PASSWORD")
+            && !text.contains("s3cret"),
+        "{text}"
+    );
+    let r = p.kiln(
+        &args,
+        &[
+            ("KILN_GIT_USERNAME", "alice"),
+            ("KILN_GIT_PASSWORD", "right"),
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.text());
+}
+
 /// Issue 33 item 1: a `file://` source renders like any other; a fetched component reads
 /// nothing outside its own tree, neither a file beside it in the cache nor (through its
 /// kustomization) one in the platform repository, and nothing is written.

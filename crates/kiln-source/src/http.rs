@@ -433,7 +433,7 @@ fn auth_error(origin: &Origin, host: &str, login: Option<&Login>, what: &str) ->
     SourceError::Auth {
         origin: Box::new(origin.clone()),
         detail: format!("{what}{who}"),
-        help: crate::error::REGISTRY_CREDENTIALS,
+        help: crate::error::REGISTRY_CREDENTIALS.into(),
     }
 }
 
