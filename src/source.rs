@@ -285,13 +285,7 @@ pub fn resolve(
             Err(e) => failed.push(e),
         }
     }
-    match failed.len() {
-        0 => {}
-        1 => return Err(failed.remove(0)),
-        _ => {
-            return Err(SourceStageError::Many(kiln_base::diag::Errors::new(failed)));
-        }
-    }
+    all_or_failures(failed)?;
     for ((p, i), tree) in &out.trees {
         let project = &platform.spec.projects[*p];
         let name = project.components[*i].name.clone().unwrap_or_default();
@@ -443,6 +437,15 @@ impl Misses {
                     .collect(),
             }),
         }
+    }
+}
+
+/// `Ok` when nothing failed; else every failure (the one error itself when it is alone).
+fn all_or_failures(mut failed: Vec<SourceStageError>) -> Result<(), SourceStageError> {
+    match failed.len() {
+        0 => Ok(()),
+        1 => Err(failed.remove(0)),
+        _ => Err(SourceStageError::Many(kiln_base::diag::Errors::new(failed))),
     }
 }
 
