@@ -68,20 +68,6 @@ pub enum SourceError {
     )]
     Unreachable { origin: Box<Origin>, detail: String },
 
-    #[error(
-        "{origin}: the server ends its answer to `{request}` by closing the connection (no Content-Length, not chunked), and libgit2, which kiln fetches Git with, reads such an answer as empty"
-    )]
-    #[diagnostic(
-        code(kiln::source::close_delimited),
-        help(
-            "`git clone` reads to the close and works; libgit2 does not (ADR 0040). Serve the repository from a server that frames its answers (any HTTP/1.1 server running `git http-backend`: Apache, nginx with fcgiwrap, lighttpd), or name it over `git://` (`git daemon`) or ssh"
-        )
-    )]
-    CloseDelimited {
-        origin: Box<Origin>,
-        request: String,
-    },
-
     #[error("{origin}: authentication failed: {detail}")]
     #[diagnostic(code(kiln::source::auth_failed), help("{help}"))]
     Auth {
@@ -221,7 +207,6 @@ impl SourceError {
         use SourceError::*;
         match self {
             Unreachable { origin, .. }
-            | CloseDelimited { origin, .. }
             | Timeout { origin, .. }
             | Auth { origin, .. }
             | NotFound { origin, .. }

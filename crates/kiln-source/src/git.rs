@@ -277,39 +277,6 @@ pub fn list_refs(
     Ok(refs)
 }
 
-/// Why listing the refs of an `http(s)://` repository failed, when libgit2 only says it
-/// "could not read refs": kiln asks for them itself (`GET …/info/refs`, as git's smart
-/// HTTP client does first) and, when the server answered with a body that ends at the
-/// connection's close (HTTP/1.0 without `Content-Length`, as `python3 -m http.server --cgi`
-/// sends), says so. libgit2 reads a body only when it has a length or is chunked (its
-/// `src/libgit2/transports/httpclient.c`, `on_headers_complete`: no length and not chunked
-/// is a response that is done), so it saw no refs. Any other failure is `err` as it was.
-pub fn explain_unreadable_refs(
-    http: &crate::http::Http,
-    url: &str,
-    err: SourceError,
-    origin: &Origin,
-) -> SourceError {
-    let lower = url.to_ascii_lowercase();
-    let smart_http = lower.starts_with("http://") || lower.starts_with("https://");
-    if !smart_http || !matches!(err, SourceError::Unreachable { .. }) {
-        return err;
-    }
-    let request = format!(
-        "{}/info/refs?service=git-upload-pack",
-        url.trim_end_matches('/')
-    );
-    match http.get(&request, "*/*", origin) {
-        Ok(r) if r.status == 200 && r.close_delimited && !r.body.is_empty() => {
-            SourceError::CloseDelimited {
-                origin: Box::new(origin.clone()),
-                request: format!("GET {}", kiln_base::url::redact(&request)),
-            }
-        }
-        _ => err,
-    }
-}
-
 /// Resolves `requested` against the advertised refs, as `git fetch <url> <ref>` does: a full
 /// ref name, then `refs/heads/<ref>`, then `refs/tags/<ref>`; `HEAD` (or empty) the remote's
 /// HEAD; a full commit id stands for itself. The error lists the nearest refs.

@@ -187,6 +187,17 @@ impl Http {
         }
     }
 
+    /// A client with this one's agent, credentials and limits, and no tokens yet (for a
+    /// transport that must own its client).
+    pub fn with_same_config(&self) -> Http {
+        Http {
+            agent: self.agent.clone(),
+            creds: self.creds.clone(),
+            limits: self.limits,
+            tokens: Mutex::new(BTreeMap::new()),
+        }
+    }
+
     pub fn limits(&self) -> &Limits {
         &self.limits
     }
