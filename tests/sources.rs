@@ -543,6 +543,17 @@ fn a_refused_git_login_names_the_user_and_where_it_came_from() {
         ],
     );
     assert_eq!(r.code, Some(0), "{}", r.text());
+    // A server denying the credentials with 403 (not asking again with 401).
+    let denying = testing::git_http_denying(repos.path(), "alice:right");
+    let text = p
+        .read("platform/platform.yaml")
+        .replace(&http.http(), &denying.http());
+    std::fs::write(p.work.path().join("platform/platform.yaml"), text).unwrap();
+    std::fs::remove_dir_all(p.work.path().join("out")).unwrap();
+    refused(
+        &[("HOME", "/nonexistent"), wrong[0], wrong[1]],
+        "user `alice` from KILN_GIT_USERNAME and KILN_GIT_PASSWORD.",
+    );
 }
 
 /// Issue 33 item 1: a `file://` source renders like any other; a fetched component reads
