@@ -665,6 +665,68 @@ fn drift_is_a_folder_its_stage_would_not_build() {
     assert!(drift.contains(&name), "{drift}");
 }
 
+/// Item 1, speed with drift: a Stage's folder that is, to the tree, what `kiln promote`'s
+/// runner wrote (its `Kiln-Promote` stamp matches its change) is not rebuilt; a folder changed
+/// since is. Shown without a clock: with the source repository out of reach no Stage can be
+/// rebuilt, yet the untouched promoted folders are in sync, also after a commit elsewhere in
+/// the branch; a hand edit in a folder needs its rebuild, which then cannot be made (exit 3,
+/// `kiln::status::rebuild`); with the source back, the edit is drift. Before, every cell was
+/// rebuilt, and status failed with the source out of reach.
+#[test]
+fn an_untouched_promoted_folder_is_not_rebuilt() {
+    let platform = platform_dir("platforms/bank");
+    let w = world(&platform);
+    let stages = stages_where(&w, |s| s.project == "security" && s.name.ends_with("-dev"));
+    assert!(stages.len() > 1, "{stages:?}");
+    promote(&w, &stages);
+    let args = ["-p", "security", "-e", "dev"];
+    let source = w.tmp.path().join("source.git");
+    let away = w.tmp.path().join("source-away.git");
+    std::fs::rename(&source, &away).unwrap();
+    let (code, cells) = status_json(&w, &platform, &args);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert_eq!(cells.len(), stages.len(), "{cells:#?}");
+    assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
+
+    // A commit beside the folders changes none of them: still nothing to rebuild.
+    let co = checkout(
+        &w,
+        cell(&cells, "security", "auth-gateway", "dev"),
+        "untouched",
+    );
+    std::fs::write(co.clone.join("NOTES.md"), "written by hand\n").unwrap();
+    git(&co.clone, &["add", "NOTES.md"]);
+    git(&co.clone, &["commit", "-qm", "notes by hand"]);
+    git(&co.clone, &["push", "-q", "origin", &co.branch]);
+    let (code, cells) = status_json(&w, &platform, &args);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
+
+    // A hand edit in auth-gateway's folder: that folder, and only it, is rebuilt.
+    let built = std::fs::read_to_string(&co.file).unwrap();
+    std::fs::write(&co.file, format!("{built}# by hand\n")).unwrap();
+    git(&co.clone, &["commit", "-qam", "hot fix by hand"]);
+    git(&co.clone, &["push", "-q", "origin", &co.branch]);
+    let r = status(&w, &platform, "json", &args);
+    assert_eq!(r.code, Some(3), "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("kiln::status::rebuild"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("security/auth-gateway-dev"),
+        "{}",
+        r.stderr
+    );
+    std::fs::rename(&away, &source).unwrap();
+    let (code, cells) = status_json(&w, &platform, &args);
+    assert_eq!(code, Some(1), "{cells:#?}");
+    for c in &cells {
+        assert_eq!(
+            c["state"] == "drifted",
+            c["component"] == "auth-gateway",
+            "{c:#?}"
+        );
+    }
+}
+
 /// The newcomer's layout: one service repository holds kiln's rendered tree and every
 /// Stage's promoted folders. After three promotions, `status` reports exactly those three,
 /// with images and Freight, and `history --at` counts what the Stages wrote, never the

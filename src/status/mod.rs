@@ -25,7 +25,12 @@
 //!   `git-commit` (kiln promote's runner, in a temporary directory) and the files its
 //!   `kustomize-build` steps wrote are compared with the tip's, so a hand edit is drift even
 //!   under the Stage's own message, and a hand edit put back is in sync. Each (Stage,
-//!   promotion) is rebuilt once. A publish's cell (no Stage) is compared the same way with
+//!   promotion) is rebuilt once, and only when needed: a folder whose tree at the tip is the
+//!   tree a promotion by `kiln promote`'s runner wrote, alone in its commit
+//!   ([`crate::git::WriteCommit::stamped`]: its `Kiln-Promote` stamp is the digest of that
+//!   change, which a copied message or an amended commit does not match), is what the runner
+//!   built from that Freight, and is not rebuilt (10,000 rebuilds were most of a status at
+//!   1,000 × 10; docs/BENCHMARKS.md). A publish's cell (no Stage) is compared the same way with
 //!   what `kiln publish` wrote from the source commit it recorded: the caller's [`Rerender`]
 //!   renders that commit (once per commit), split per environment for
 //!   `publish --per-environment` as `kiln verify` splits it. Only a folder its writer never
@@ -987,6 +992,15 @@ pub fn status(
         };
         let drift = match (deployed, last, &t.stage, &folder.by_writer, &promotion) {
             (false, ..) | (true, None, ..) => None,
+            // A Stage's cell whose folder is, to the tree, what a promotion by `kiln promote`'s
+            // runner wrote (its stamp matches its change, which was this folder alone): that
+            // runner wrote what the Stage builds from the Freight it recorded, and nothing
+            // changed the folder since. No rebuild.
+            (true, Some(_), Some(_), Some(raw), Some(_))
+                if raw.stamped && raw.tree.is_some() && raw.tree == folder.tree =>
+            {
+                None
+            }
             // A Stage's cell: the folder against what the Stage builds from the Freight its
             // last promotion recorded, whoever committed since (or mimicked its message).
             (true, Some(w), Some(stage), Some(raw), Some(p)) => {
