@@ -509,12 +509,18 @@ impl Target {
     }
 }
 
+/// Each project's Warehouse subscriptions ([`Objects::subscriptions`]), by project.
+type Subscribed = BTreeMap<String, BTreeMap<String, Subscriptions>>;
+
 /// One raw write of `t`'s folder, read: who wrote it, what it deployed, from what.
-fn write_of(t: &Target, objects: &Objects, w: &crate::git::WriteCommit) -> Write {
+fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) -> Write {
     let said = read_message(&w.message);
     let deployed = crate::git::folder_images(&w.files);
     let freight = match (&t.stage, said.writer) {
-        (Some(stage), Some(Writer::Promotion)) => freight_of(stage, objects, &said, &deployed),
+        (Some(stage), Some(Writer::Promotion)) => {
+            let subs = subscribed.get(&stage.project).cloned().unwrap_or_default();
+            freight_of(stage, &subs, &said, &deployed)
+        }
         _ => None,
     };
     let mut images: Vec<Image> = deployed.iter().map(|d| Image::parse(d)).collect();
@@ -621,18 +627,17 @@ fn repo_commit(text: &str) -> Option<RepoCommit> {
 /// The Freight of `warehouse` that a promotion deployed, as Kargo names it.
 fn freight_of(
     stage: &StageDef,
-    objects: &Objects,
+    subs: &BTreeMap<String, Subscriptions>,
     said: &Said,
     deployed: &[String],
 ) -> Option<String> {
-    let subs = objects.subscriptions(&stage.project);
     // The Stage's own record, `ctx.targetFreight.name`, when it names one Freight only.
     if stage.requested.len() == 1
         && let Some(f) = &said.freight
     {
         return Some(f.clone());
     }
-    let warehouse = promoted_warehouse(stage, &subs, deployed)?;
+    let warehouse = promoted_warehouse(stage, subs, deployed)?;
     let sub = subs.get(warehouse)?;
     Some(crate::promote::freight::generate_freight_id(&reference_of(
         warehouse, sub, said, deployed,
@@ -948,6 +953,18 @@ pub fn status(
         .map(|e| e.name.clone())
         .collect();
     let mut cells = Vec::new();
+    // Each project's Warehouse subscriptions, read once (not once per write).
+    let subscribed: Subscribed = targets
+        .iter()
+        .filter_map(|t| t.stage.as_ref())
+        .map(|st| st.project.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|p| {
+            let subs = objects.subscriptions(&p);
+            (p, subs)
+        })
+        .collect();
     // What each (Stage, promotion commit) builds, rebuilt once for all the folders it writes.
     let mut rebuilt: BTreeMap<(String, String), Built> = BTreeMap::new();
     // What kiln publish wrote from each source commit, rendered again once.
@@ -962,9 +979,12 @@ pub fn status(
         let history: Vec<Write> = folder
             .writes
             .iter()
-            .map(|w| write_of(t, &objects, w))
+            .map(|w| write_of(t, &subscribed, w))
             .collect();
-        let promotion = folder.by_writer.as_ref().map(|w| write_of(t, &objects, w));
+        let promotion = folder
+            .by_writer
+            .as_ref()
+            .map(|w| write_of(t, &subscribed, w));
         let deployed = !folder.files.is_empty();
         let mut images: Vec<Image> = crate::git::folder_images(&folder.files)
             .iter()
@@ -1146,6 +1166,12 @@ pub fn status(
         .map(|e| (e.name.as_str(), &e.from))
         .collect();
     let snapshot = cells.clone();
+    // Each cell by (project, component, environment), the first of each.
+    let mut at: BTreeMap<(&str, &str, &str), &Cell> = BTreeMap::new();
+    for u in &snapshot {
+        at.entry((&u.project, &u.component, &u.environment))
+            .or_insert(u);
+    }
     for c in cells.iter_mut().filter(|c| c.stage.is_some()) {
         let refs = |x: &Cell| {
             x.images
@@ -1159,9 +1185,7 @@ pub fn status(
             .into_iter()
             .flatten()
         {
-            let Some(u) = snapshot.iter().find(|u| {
-                &u.environment == up && u.project == c.project && u.component == c.component
-            }) else {
+            let Some(&u) = at.get(&(c.project.as_str(), c.component.as_str(), up.as_str())) else {
                 continue;
             };
             if u.state == CellState::NotDeployed || refs(u) == refs(c) {
