@@ -727,6 +727,81 @@ fn an_untouched_promoted_folder_is_not_rebuilt() {
     }
 }
 
+/// Item 3, the picture is compact: `kiln graph -o svg`'s picture of the bank (27 Stages, 6
+/// Warehouses), alone and with what every Stage runs (as the status page draws it), is as
+/// large as its drawing, not larger (layout-rs's writer sized its canvas as 10 px of height per
+/// character of a box's text: 2744 × 4293 px for a 2744 × 1409 drawing, 9 % of it boxes), and
+/// its boxes fill at least a fifth of it. Every Stage and Warehouse is still drawn.
+#[test]
+fn the_bank_pipeline_picture_is_as_large_as_its_drawing() {
+    let platform = platform_dir("platforms/bank");
+    let built =
+        kiln::pipeline::build(&kiln::pipeline::RenderOptions::new(&platform), &|_, _| {}).unwrap();
+    let objects = kiln::promote::Objects::from_artifacts(&built.set).unwrap();
+    let stages = objects.stages_in_graph_order().unwrap();
+    // What `kiln status` passes: `<component> <tag>` of every folder a Stage writes.
+    let runs: BTreeMap<String, String> = stages
+        .iter()
+        .map(|s| {
+            let each: Vec<String> = s
+                .written()
+                .iter()
+                .map(|w| format!("{} 1.2.3", w.dir.rsplit('/').next().unwrap_or_default()))
+                .collect();
+            (format!("{}/{}", s.project, s.name), each.join(", "))
+        })
+        .collect();
+    for runs in [BTreeMap::new(), runs] {
+        let svg =
+            kiln::graph::graph_with_runs(&objects, None, kiln::graph::GraphFormat::Svg, &runs)
+                .unwrap();
+        let attr = |tag: &str, name: &str| -> f64 {
+            let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            let end = at + tag[at..].find('"').unwrap();
+            tag[at..end].parse().unwrap()
+        };
+        let head = &svg[..svg.find('>').unwrap()];
+        let (width, height) = (attr(head, "width"), attr(head, "height"));
+        let (mut right, mut bottom, mut boxes) = (0f64, 0f64, 0f64);
+        let rects: Vec<&str> = svg.split("<rect").skip(1).collect();
+        for r in &rects {
+            let (x, y, w, h) = (
+                attr(r, "x"),
+                attr(r, "y"),
+                attr(r, "width"),
+                attr(r, "height"),
+            );
+            right = right.max(x + w);
+            bottom = bottom.max(y + h);
+            boxes += w * h;
+        }
+        for d in svg.split(" d=\"").skip(1) {
+            let numbers: Vec<f64> = d[..d.find('"').unwrap()]
+                .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            for xy in numbers.chunks(2) {
+                right = right.max(xy[0]);
+                bottom = bottom.max(xy[1]);
+            }
+        }
+        assert_eq!(rects.len(), stages.len() + objects.warehouses.len());
+        for st in &stages {
+            assert!(
+                svg.contains(&format!(">{}<", st.name)),
+                "{} not drawn",
+                st.name
+            );
+        }
+        // Nothing cut off, and no band wider than the writer's margin (5 px, and the stroke).
+        let within = |canvas: f64, drawn: f64| canvas >= drawn && canvas <= drawn + 10.0;
+        assert!(within(width, right), "{width} wide for {right} drawn");
+        assert!(within(height, bottom), "{height} high for {bottom} drawn");
+        let fill = boxes / (width * height);
+        assert!(fill >= 0.2, "{width} × {height}: boxes fill {fill:.2}");
+    }
+}
+
 /// The newcomer's layout: one service repository holds kiln's rendered tree and every
 /// Stage's promoted folders. After three promotions, `status` reports exactly those three,
 /// with images and Freight, and `history --at` counts what the Stages wrote, never the
