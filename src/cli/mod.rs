@@ -1331,17 +1331,18 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
             secs(t.evaluate)
         ),
         format!(
-            "  render    {}  (parallel; CPU summed over threads: render {:.3} s, emit {:.3} s)",
+            "  render    {}  (parallel; CPU summed over threads: render {:.3} s, emit {:.3} s, validate {:.3} s)",
             secs(t.render),
             t.render_cpu.as_secs_f64(),
-            t.emit_cpu.as_secs_f64()
+            t.emit_cpu.as_secs_f64(),
+            t.validate_cpu.as_secs_f64()
         ),
         format!(
             "  emit      {}  (Kargo, Argo CD, tree assembly, checks)",
             secs(t.emit)
         ),
         format!(
-            "  validate  {}  (Kubernetes validation of the objects, part of emit)",
+            "  validate  {}  (Kubernetes validation: CRDs, custom resources and conflicts, part of emit)",
             secs(t.validate)
         ),
         format!("  write     {}  (compare, stage, rename)", secs(t.write)),
