@@ -20,8 +20,8 @@ use crate::evaluate::BuildPlan;
 use crate::fs::FileSystem;
 use crate::resource::Provenance;
 use crate::validate::Platform;
-use kiln_k8s::conflict::{Placement, conflicts};
-use kiln_k8s::{Code, Crds, Validator};
+use kiln_k8s::conflict::{Identity, Placement, conflicts};
+use kiln_k8s::{Code, Crds, Outcome, Validator};
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 use serde_json::Value;
 use std::cell::RefCell;
@@ -96,6 +96,29 @@ pub struct Finding {
     /// file, a manifest), else the rendered file's; the document and pointer in it.
     snippet: Option<Snippet>,
     named: Option<miette::NamedSource<String>>,
+    /// For a `wrong_type`: the value found, kept until [`Finding::resolve`] names the
+    /// parameter that placed it (the validated objects are dropped before).
+    value: Option<Value>,
+}
+
+impl Finding {
+    /// Sets where the field came from, given the object's provenance (`None`: render kept
+    /// none), and the snippet on that source when kiln can point into it.
+    fn resolve(&mut self, provenance: Option<&Provenance>, sourcing: &Sourcing) {
+        let value = self.value.take();
+        let Some((origin, snippet)) = provenance.and_then(|p| sourcing.origin(p, &self.pointer))
+        else {
+            return;
+        };
+        if self.code == Code::WrongType {
+            self.parameter = sourcing.parameter(&origin, value.as_ref());
+        }
+        if let Some(snippet) = snippet {
+            self.named = Some(snippet.0.named_source());
+            self.snippet = Some(snippet);
+        }
+        self.origin = Some(origin);
+    }
 }
 
 impl Finding {
@@ -268,42 +291,61 @@ fn object_name(o: &Value) -> String {
     }
 }
 
-/// A parsed rendered file: its text kept for spans, and where each document came from.
-struct Stream {
-    file: String,
-    source: SourceFile,
-    docs: Vec<Value>,
-    provenance: Vec<Option<Provenance>>,
-}
-
-fn parse(file: &str, bytes: &[u8]) -> Option<Stream> {
+/// A rendered file's text and documents, or `None` when it is no UTF-8 YAML stream (not
+/// validated, as before the render wrote it).
+fn parse<'b>(file: &str, bytes: &'b [u8]) -> Option<(&'b str, Vec<Value>)> {
     let text = std::str::from_utf8(bytes).ok()?;
     let docs = crate::yaml::parse_stream(file, text).ok()?;
-    Some(Stream {
-        file: file.to_string(),
-        source: SourceFile::new(file, text),
-        docs,
-        provenance: Vec::new(),
-    })
+    Some((text, docs))
 }
 
-/// Finds the sources of findings: the spec's texts, and the manifests and templates read
-/// again through the file system (only for findings, which are few).
-struct Sourcing<'a> {
+/// Finds the sources of findings: where render said each object came from, the spec's
+/// texts, and the manifests and templates read again through the file system (only for
+/// findings, which are few).
+pub struct Sourcing<'a> {
+    /// Per BuildPlan (in the order of [`Validation::finish`]'s `checked`), where each
+    /// document of its `.gen.yaml` came from.
+    provenance: Vec<&'a [Option<Provenance>]>,
     sources: Option<&'a Sources>,
     fs: Option<&'a dyn FileSystem>,
     root: PathBuf,
     read: RefCell<BTreeMap<String, Option<SourceFile>>>,
 }
 
-impl Sourcing<'_> {
-    fn none() -> Sourcing<'static> {
+impl<'a> Sourcing<'a> {
+    /// No source known: `kiln validate`'s manifests are their own source.
+    pub fn none() -> Sourcing<'static> {
         Sourcing {
+            provenance: Vec::new(),
             sources: None,
             fs: None,
             root: PathBuf::new(),
             read: RefCell::new(BTreeMap::new()),
         }
+    }
+
+    /// The sources of a render of `platform`: `provenance[i]` is where each document of
+    /// BuildPlan `i`'s `.gen.yaml` came from; spec files and manifests are read through `fs`.
+    pub fn render(
+        platform: &'a Platform,
+        fs: &'a dyn FileSystem,
+        provenance: Vec<&'a [Option<Provenance>]>,
+    ) -> Sourcing<'a> {
+        Sourcing {
+            provenance,
+            sources: Some(&platform.sources),
+            fs: Some(fs),
+            root: platform.root.clone(),
+            read: RefCell::new(BTreeMap::new()),
+        }
+    }
+
+    /// Where document `doc` of BuildPlan `plan`'s `file` came from.
+    fn of(&self, plan: usize, file: &str, doc: usize) -> Option<&'a Provenance> {
+        if !file.ends_with(".gen.yaml") {
+            return None;
+        }
+        self.provenance.get(plan)?.get(doc)?.as_ref()
     }
 
     /// The text of `file`: a spec file kiln loaded, else read below the root.
@@ -473,178 +515,445 @@ impl Validators {
     }
 }
 
-/// Validates `streams` (each owned by a placement: Application, cluster, namespace and
-/// Kubernetes version) into `report`.
-fn run(
-    streams: &[(Stream, Owner)],
-    extra_crds: Vec<Value>,
+/// Who deploys a rendered file: its Argo CD Application, cluster and destination namespace.
+#[derive(Debug, Clone)]
+struct Owner {
+    application: String,
+    cluster: String,
+    namespace: Option<String>,
+}
+
+/// One object, once validated where it was rendered: what the end of the validation reads.
+#[derive(Debug)]
+struct Object {
+    /// Its file (index into [`Checked::files`]) and document.
+    file: usize,
+    doc: usize,
+    /// Its keys for the conflicts between Applications (`None` with no owner).
+    identity: Option<Identity>,
+    namespaced: Option<bool>,
+    /// Set for an object a CRD may concern ([`Validator::custom_kinds`]).
+    custom: Option<Box<Custom>>,
+}
+
+/// An object of kinds a CRD may define, rendered anywhere in the platform: its validation
+/// with no CRD stands unless one of the platform's CRDs defines one of `kinds`, in which
+/// case its file is parsed again at the end and the object validated with them.
+#[derive(Debug)]
+struct Custom {
+    kinds: Vec<(String, String)>,
+    api_version: String,
+    kind: String,
+    outcome: Outcome,
+}
+
+/// What validating one BuildPlan's files (or one file of `kiln validate`) keeps for the
+/// platform-wide end of the validation ([`Validation::finish`]): the CRDs, the findings,
+/// and per object only its conflict keys. The parsed documents are dropped, so a render's
+/// validation holds a few hundred bytes per object, not the objects (issue 38, item 8).
+#[derive(Debug, Default)]
+pub struct Checked {
+    /// The cluster's Kubernetes version has no schema table (the validation's error).
+    error: Option<String>,
+    version: String,
+    owner: Option<Owner>,
+    /// The files validated, in order.
+    files: Vec<String>,
+    /// The CRDs rendered, in order, and their own findings.
+    crds: Vec<Value>,
+    crd_findings: Vec<Finding>,
+    /// The findings of the objects validated at once, each with its index in `objects`.
+    findings: Vec<(usize, Finding)>,
+    objects: Vec<Object>,
+    unvalidated: BTreeMap<String, usize>,
+    skipped_rules: usize,
+}
+
+/// A finding on document `doc` (`object`) of `source`; where its field came from is set
+/// at the end of the validation ([`Finding::resolve`]).
+fn finding(
     options: &Options,
-    sourcing: &Sourcing,
-) -> Result<Report, String> {
-    let mut report = Report::default();
-    let mut crds = extra_crds;
-    let push = |report: &mut Report,
-                code: Code,
-                s: &Stream,
-                doc: usize,
-                object: String,
-                pointer: String,
-                message: String| {
-        let warning = options.is_warning(code) || code == Code::NoSchema && !options.strict;
-        let found = s
-            .provenance
-            .get(doc)
-            .and_then(Option::as_ref)
-            .and_then(|p| sourcing.origin(p, &pointer));
-        let (origin, snippet) = found.map_or((None, None), |(o, s)| (Some(o), s));
-        let parameter = origin
-            .as_ref()
-            .filter(|_| code == Code::WrongType)
-            .and_then(|o| sourcing.parameter(o, s.docs.get(doc).and_then(|d| d.pointer(&pointer))));
-        // The snippet shows the source when it is YAML kiln can point into, else the
-        // rendered file.
-        let snippet = snippet.unwrap_or_else(|| (s.source.clone(), doc, pointer.clone()));
-        report.findings.push(Finding {
-            code,
-            file: s.file.clone(),
-            document: doc,
-            object,
-            pointer,
-            message,
-            warning,
-            origin,
-            parameter,
-            named: Some(snippet.0.named_source()),
-            snippet: Some(snippet),
-            rendered: Some(s.source.clone()),
-        });
-    };
-    for (s, _) in streams {
-        for (i, doc) in s.docs.iter().enumerate().filter(|(_, d)| Crds::is_crd(d)) {
-            for f in Crds::default().add(doc) {
-                push(
-                    &mut report,
-                    f.code,
-                    s,
-                    i,
-                    object_name(doc),
-                    f.pointer,
-                    f.message,
-                );
-            }
-            crds.push(doc.clone());
-        }
+    source: &SourceFile,
+    doc: usize,
+    object: &Value,
+    (code, pointer, message): (Code, String, String),
+) -> Finding {
+    let warning = options.is_warning(code) || code == Code::NoSchema && !options.strict;
+    let value = (code == Code::WrongType)
+        .then(|| object.pointer(&pointer).cloned())
+        .flatten();
+    Finding {
+        code,
+        file: source.name.clone(),
+        document: doc,
+        object: object_name(object),
+        snippet: Some((source.clone(), doc, pointer.clone())),
+        pointer,
+        message,
+        warning,
+        origin: None,
+        parameter: None,
+        named: Some(source.named_source()),
+        rendered: Some(source.clone()),
+        value,
     }
-    let mut validators = Validators {
-        by_version: BTreeMap::new(),
-        crds,
-    };
-    let mut placements_src = Vec::new();
-    for (si, (s, owner)) in streams.iter().enumerate() {
-        let validator = validators.get(&owner.kube_version)?;
-        for (i, doc) in s.docs.iter().enumerate() {
+}
+
+impl Checked {
+    /// The findings of `outcome` on object `doc` of `source` (with `--strict`, its kind
+    /// with no schema), its counts added.
+    fn outcome(
+        &mut self,
+        options: &Options,
+        (source, doc, object): (&SourceFile, usize, &Value),
+        outcome: Outcome,
+        out: &mut Vec<Finding>,
+    ) {
+        for f in outcome.findings {
+            let at = (f.code, f.pointer, f.message);
+            out.push(finding(options, source, doc, object, at));
+        }
+        if let Some(kind) = &outcome.unvalidated
+            && options.strict
+        {
+            let at = (
+                Code::NoSchema,
+                String::new(),
+                format!("no schema for {kind}"),
+            );
+            out.push(finding(options, source, doc, object, at));
+        }
+        self.count(outcome.unvalidated, outcome.skipped_rules);
+    }
+
+    /// Counts an object's kind with no schema and its CEL rules not evaluated.
+    fn count(&mut self, unvalidated: Option<String>, skipped_rules: usize) {
+        if let Some(kind) = unvalidated {
+            *self.unvalidated.entry(kind).or_default() += 1;
+        }
+        self.skipped_rules += skipped_rules;
+    }
+
+    /// Validates the documents of `file` (`None` ones skipped) with `validator`, which holds
+    /// no CRD: every object of a built-in kind is final; the others wait for the CRDs.
+    fn stream(
+        &mut self,
+        validator: &Validator,
+        options: &Options,
+        file: &str,
+        (text, docs): (&str, Vec<Value>),
+    ) {
+        let index = self.files.len();
+        self.files.push(file.to_string());
+        // The text is copied only for a file with findings.
+        let source = std::cell::OnceCell::new();
+        let source = || source.get_or_init(|| SourceFile::new(file, text));
+        for (i, doc) in docs.iter().enumerate().filter(|(_, d)| Crds::is_crd(d)) {
+            for f in Crds::default().add(doc) {
+                let at = (f.code, f.pointer, f.message);
+                let found = finding(options, source(), i, doc, at);
+                self.crd_findings.push(found);
+            }
+            self.crds.push(doc.clone());
+        }
+        for (i, doc) in docs.iter().enumerate() {
             // An empty document, or one `kiln validate` found not to be a Kubernetes object.
             if doc.is_null() {
                 continue;
             }
+            let api_version = doc["apiVersion"].as_str().unwrap_or_default();
+            let kind = doc["kind"].as_str().unwrap_or_default();
+            let namespaced = validator.namespaced(api_version, kind);
             let outcome = validator.validate(doc);
-            for f in outcome.findings {
-                push(
-                    &mut report,
-                    f.code,
-                    s,
-                    i,
-                    object_name(doc),
-                    f.pointer,
-                    f.message,
-                );
-            }
-            if let Some(kind) = outcome.unvalidated {
-                if options.strict {
-                    push(
-                        &mut report,
-                        Code::NoSchema,
-                        s,
-                        i,
-                        object_name(doc),
-                        String::new(),
-                        format!("no schema for {kind}"),
-                    );
+            let kinds = validator.custom_kinds(doc);
+            let at = self.objects.len();
+            let custom = if kinds.is_empty() {
+                let mut found = Vec::new();
+                if outcome.findings.is_empty() && outcome.unvalidated.is_none() {
+                    self.count(None, outcome.skipped_rules);
+                } else {
+                    self.outcome(options, (source(), i, doc), outcome, &mut found);
                 }
-                *report.unvalidated.entry(kind).or_default() += 1;
-            }
-            report.skipped_rules += outcome.skipped_rules;
-            let namespaced = validator.namespaced(
-                doc["apiVersion"].as_str().unwrap_or_default(),
-                doc["kind"].as_str().unwrap_or_default(),
-            );
-            placements_src.push((si, i, namespaced));
+                self.findings.extend(found.into_iter().map(|f| (at, f)));
+                None
+            } else {
+                Some(Box::new(Custom {
+                    kinds,
+                    api_version: api_version.to_string(),
+                    kind: kind.to_string(),
+                    outcome,
+                }))
+            };
+            self.objects.push(Object {
+                file: index,
+                doc: i,
+                identity: self.owner.is_some().then(|| Identity::of(doc, namespaced)),
+                namespaced,
+                custom,
+            });
         }
     }
-    if streams.iter().any(|(_, o)| o.application.is_some()) {
-        let placements: Vec<Placement> = placements_src
+}
+
+/// The Kubernetes validation of one render (or one `kiln validate`), fed a BuildPlan at a
+/// time as the render produces them ([`Validation::check_plan`], on the render's workers),
+/// then ended once for the whole platform ([`Validation::finish`]): the CRDs rendered
+/// anywhere, the custom resources they define, and the conflicts between Applications.
+/// The findings, and their order, are those of validating every file at once.
+pub struct Validation {
+    options: Options,
+    /// The CRDs of `spec.validation.crds`, or why `spec.validation` cannot be used (reported
+    /// by [`Validation::finish`], after the render's own errors).
+    crds: Result<Vec<Value>, String>,
+    /// Each cluster's Kubernetes version.
+    versions: BTreeMap<String, String>,
+    /// A validator with no CRD per Kubernetes version named, or why there is none.
+    builtin: BTreeMap<String, Result<Validator, String>>,
+}
+
+impl Validation {
+    /// The validation of a render of `platform` (`spec.validation`, each cluster's
+    /// `kubeVersion`); `spec.validation.crds` is read through `fs`.
+    pub fn new(platform: &Platform, fs: &dyn FileSystem, strict: bool) -> Validation {
+        let options = Options {
+            warn: platform
+                .validation
+                .warn
+                .iter()
+                .filter_map(|w| Code::parse(w))
+                .collect(),
+            strict,
+        };
+        let versions: BTreeMap<String, String> = platform
+            .clusters
             .iter()
-            .filter_map(|&(si, i, namespaced)| {
-                let (s, owner) = &streams[si];
-                Some(Placement {
-                    application: owner.application.as_deref()?,
-                    cluster: &owner.cluster,
-                    destination_namespace: owner.namespace.as_deref(),
-                    object: &s.docs[i],
-                    namespaced,
-                })
+            .map(|c| {
+                let version = c.kube_version.clone();
+                let version =
+                    version.unwrap_or_else(|| kiln_k8s::builtin::DEFAULT_VERSION.to_string());
+                (c.name.clone(), version)
             })
             .collect();
-        let index: Vec<(usize, usize)> = placements_src
-            .iter()
-            .filter(|(si, _, _)| streams[*si].1.application.is_some())
-            .map(|&(si, i, _)| (si, i))
-            .collect();
-        for c in conflicts(&placements) {
-            let (si, i) = index[c.at];
-            let s = &streams[si].0;
-            push(
-                &mut report,
-                c.finding.code,
-                s,
-                i,
-                object_name(&s.docs[i]),
-                c.finding.pointer,
-                c.finding.message,
-            );
+        let mut named: Vec<&str> = versions.values().map(String::as_str).collect();
+        named.push(kiln_k8s::builtin::DEFAULT_VERSION);
+        Validation {
+            crds: spec_crds(platform, fs),
+            builtin: named
+                .into_iter()
+                .map(|v| (v.to_string(), Validator::new(v)))
+                .collect(),
+            versions,
+            options,
         }
     }
-    Ok(report)
-}
 
-/// Who deploys a rendered file.
-struct Owner {
-    application: Option<String>,
-    cluster: String,
-    namespace: Option<String>,
-    kube_version: String,
-}
+    /// Validates the files BuildPlan `plan` rendered, keeping what [`Validation::finish`]
+    /// needs. kiln's own kustomization.yaml beside each plan's manifests is for Kargo and
+    /// Argo CD to build, never applied itself.
+    pub fn check_plan<'f>(
+        &self,
+        plan: &BuildPlan,
+        files: impl IntoIterator<Item = (&'f str, &'f [u8])>,
+    ) -> Checked {
+        let version = self
+            .versions
+            .get(&plan.cluster)
+            .map_or(kiln_k8s::builtin::DEFAULT_VERSION, String::as_str);
+        let owner = Owner {
+            application: crate::kargo::naming::application_name(
+                &plan.project,
+                &plan.component,
+                &plan.environment,
+            ),
+            cluster: plan.cluster.clone(),
+            namespace: Some(plan.namespace.clone()).filter(|n| !n.is_empty()),
+        };
+        let streams = files
+            .into_iter()
+            .filter(|(p, _)| !p.ends_with("kustomization.yaml"))
+            .filter_map(|(p, b)| Some((p, parse(p, b)?)));
+        self.check(Some(owner), version, streams)
+    }
 
-/// Validates the files each BuildPlan rendered (`files[i]` are plan `i`'s artifact paths,
-/// `provenance[i]` where each document of its `.gen.yaml` came from), with the CRDs of the
-/// whole set and of `spec.validation.crds` (read through `fs`, as the sources of findings).
-pub fn validate_render(
-    set: &ArtifactSet,
-    platform: &Platform,
-    plans: &[BuildPlan],
-    (files, provenance): (&[Vec<String>], &[&[Option<Provenance>]]),
-    fs: &dyn FileSystem,
-    strict: bool,
-) -> Result<Report, String> {
-    let options = Options {
-        warn: platform
-            .validation
-            .warn
+    /// Validates `streams` (file, parsed text) of `owner` for Kubernetes `version`.
+    fn check<'s>(
+        &self,
+        owner: Option<Owner>,
+        version: &str,
+        streams: impl Iterator<Item = (&'s str, (&'s str, Vec<Value>))>,
+    ) -> Checked {
+        let mut checked = Checked {
+            version: version.to_string(),
+            owner,
+            ..Default::default()
+        };
+        if self.crds.is_err() {
+            return checked;
+        }
+        for (file, parsed) in streams {
+            // Every version a cluster names has its entry, made by `new`.
+            let validator = match self.builtin.get(version) {
+                Some(Ok(v)) => v,
+                Some(Err(e)) => {
+                    checked.error = Some(e.clone());
+                    return checked;
+                }
+                None => {
+                    checked.error = Some(format!("no validator for Kubernetes {version}"));
+                    return checked;
+                }
+            };
+            checked.stream(validator, &self.options, file, parsed);
+        }
+        checked
+    }
+
+    /// Ends the validation of `checked` (in plan order; `text` gives each file's bytes
+    /// again): the custom resources validated against every CRD the platform rendered or
+    /// named, then the conflicts between Applications.
+    pub fn finish<'t>(
+        self,
+        checked: Vec<Checked>,
+        text: &dyn Fn(&str) -> Option<&'t [u8]>,
+        sourcing: &Sourcing,
+    ) -> Result<Report, String> {
+        let mut crds = self.crds?;
+        if let Some(e) = checked.iter().find_map(|c| c.error.clone()) {
+            return Err(e);
+        }
+        let mut report = Report::default();
+        let mut checked = checked;
+        for c in &mut checked {
+            report.findings.append(&mut c.crd_findings);
+            crds.append(&mut c.crds);
+        }
+        let mut validators = Validators {
+            by_version: BTreeMap::new(),
+            crds,
+        };
+        // The file parsed again last: a plan's custom resources come file by file.
+        let mut parsed: Option<(String, SourceFile, Vec<Value>)> = None;
+        for c in &mut checked {
+            let mut found = std::mem::take(&mut c.findings).into_iter().peekable();
+            for i in 0..c.objects.len() {
+                while let Some((_, f)) = found.next_if(|(at, _)| *at == i) {
+                    report.findings.push(f);
+                }
+                let Some(custom) = c.objects[i].custom.take() else {
+                    continue;
+                };
+                let (file, doc) = (c.files[c.objects[i].file].clone(), c.objects[i].doc);
+                let validator = validators.get(&c.version)?;
+                let defined = custom
+                    .kinds
+                    .iter()
+                    .any(|(g, k)| validator.crds.defines(g, k));
+                let mut outcome = custom.outcome;
+                let strict = self.options.strict && outcome.unvalidated.is_some();
+                if !defined && outcome.findings.is_empty() && !strict {
+                    // As validated where rendered, and nothing to point at.
+                    c.count(outcome.unvalidated, outcome.skipped_rules);
+                    continue;
+                }
+                if parsed.as_ref().is_none_or(|(f, _, _)| *f != file) {
+                    parsed = reparse(&file, text).map(|(s, d)| (file.clone(), s, d));
+                }
+                let changed = || format!("the rendered file `{file}` changed under the validation");
+                let (source, object) = match &parsed {
+                    Some((_, source, docs)) => (source, docs.get(doc).ok_or_else(changed)?),
+                    None => return Err(changed()),
+                };
+                if defined {
+                    outcome = validator.validate(object);
+                    c.objects[i].namespaced =
+                        validator.namespaced(&custom.api_version, &custom.kind);
+                }
+                let mut out = Vec::new();
+                c.outcome(&self.options, (source, doc, object), outcome, &mut out);
+                report.findings.append(&mut out);
+            }
+            report.findings.extend(found.map(|(_, f)| f));
+            for (kind, n) in std::mem::take(&mut c.unvalidated) {
+                *report.unvalidated.entry(kind).or_default() += n;
+            }
+            report.skipped_rules += c.skipped_rules;
+            report.objects += c.objects.len();
+        }
+        report
+            .findings
+            .extend(conflict_findings(&self.options, &checked, text)?);
+        // Each rendered file is one BuildPlan's.
+        let plan_of: BTreeMap<&str, usize> = checked
             .iter()
-            .filter_map(|w| Code::parse(w))
-            .collect(),
-        strict,
-    };
+            .enumerate()
+            .flat_map(|(i, c)| c.files.iter().map(move |f| (f.as_str(), i)))
+            .collect();
+        for f in &mut report.findings {
+            let provenance = plan_of
+                .get(f.file.as_str())
+                .and_then(|&plan| sourcing.of(plan, &f.file, f.document));
+            f.resolve(provenance, sourcing);
+        }
+        Ok(report)
+    }
+}
+
+/// `file`'s text (from `text`) parsed again, with its source for findings.
+fn reparse<'t>(
+    file: &str,
+    text: &dyn Fn(&str) -> Option<&'t [u8]>,
+) -> Option<(SourceFile, Vec<Value>)> {
+    let (text, docs) = parse(file, text(file)?)?;
+    Some((SourceFile::new(file, text), docs))
+}
+
+/// The conflicts between the Applications of `checked`, in object order.
+fn conflict_findings<'t>(
+    options: &Options,
+    checked: &[Checked],
+    text: &dyn Fn(&str) -> Option<&'t [u8]>,
+) -> Result<Vec<Finding>, String> {
+    let mut placements = Vec::new();
+    let mut index = Vec::new();
+    for c in checked {
+        let Some(owner) = &c.owner else { continue };
+        for o in &c.objects {
+            let Some(identity) = &o.identity else {
+                continue;
+            };
+            placements.push(Placement {
+                application: &owner.application,
+                cluster: &owner.cluster,
+                destination_namespace: owner.namespace.as_deref(),
+                object: identity,
+                namespaced: o.namespaced,
+            });
+            index.push((&c.files[o.file], o.doc));
+        }
+    }
+    let mut sources: BTreeMap<&str, (SourceFile, Vec<Value>)> = BTreeMap::new();
+    let mut out = Vec::new();
+    for c in conflicts(&placements) {
+        let (file, doc) = index[c.at];
+        if !sources.contains_key(file.as_str()) {
+            let parsed = reparse(file, text).ok_or_else(|| {
+                format!("the rendered file `{file}` changed under the validation")
+            })?;
+            sources.insert(file, parsed);
+        }
+        let (source, docs) = &sources[file.as_str()];
+        let object = docs
+            .get(doc)
+            .ok_or_else(|| format!("the rendered file `{file}` changed under the validation"))?;
+        let at = (c.finding.code, c.finding.pointer, c.finding.message);
+        out.push(finding(options, source, doc, object, at));
+    }
+    Ok(out)
+}
+
+/// The CRDs of `spec.validation.crds` (read through `fs`), or why `spec.validation` cannot
+/// be used: a rule it names does not exist, a CRD file cannot be read.
+fn spec_crds(platform: &Platform, fs: &dyn FileSystem) -> Result<Vec<Value>, String> {
     if let Some(bad) = platform
         .validation
         .warn
@@ -663,44 +972,39 @@ pub fn validate_render(
         let bytes = fs
             .read(&full)
             .map_err(|e| format!("cannot read CRD file `{path}` (spec.validation.crds): {e}"))?;
-        let stream = parse(path, &bytes).ok_or_else(|| format!("CRD file `{path}` is not YAML"))?;
-        extra.extend(stream.docs.into_iter().filter(Crds::is_crd));
+        let (_, docs) =
+            parse(path, &bytes).ok_or_else(|| format!("CRD file `{path}` is not YAML"))?;
+        extra.extend(docs.into_iter().filter(Crds::is_crd));
     }
-    let mut streams = Vec::new();
-    for (i, (plan, paths)) in plans.iter().zip(files).enumerate() {
-        let cluster = platform.clusters.iter().find(|c| c.name == plan.cluster);
-        let kube_version = cluster
-            .and_then(|c| c.kube_version.clone())
-            .unwrap_or_else(|| kiln_k8s::builtin::DEFAULT_VERSION.to_string());
-        // kiln's own kustomization.yaml beside each plan's manifests is for Kargo and Argo
-        // CD to build, never applied itself.
-        for path in paths.iter().filter(|p| !p.ends_with("kustomization.yaml")) {
-            let Some(mut stream) = set.files.get(path).and_then(|b| parse(path, b)) else {
-                continue;
-            };
-            if path.ends_with(".gen.yaml") {
-                stream.provenance = provenance.get(i).map(|p| p.to_vec()).unwrap_or_default();
-            }
-            let owner = Owner {
-                application: Some(crate::kargo::naming::application_name(
-                    &plan.project,
-                    &plan.component,
-                    &plan.environment,
-                )),
-                cluster: plan.cluster.clone(),
-                namespace: Some(plan.namespace.clone()).filter(|n| !n.is_empty()),
-                kube_version: kube_version.clone(),
-            };
-            streams.push((stream, owner));
-        }
-    }
-    let sourcing = Sourcing {
-        sources: Some(&platform.sources),
-        fs: Some(fs),
-        root: platform.root.clone(),
-        read: RefCell::new(BTreeMap::new()),
-    };
-    run(&streams, extra, &options, &sourcing)
+    Ok(extra)
+}
+
+/// Validates the files each BuildPlan rendered, all at once (an incremental render's):
+/// `files[i]` are plan `i`'s artifact paths in `set`, `provenance[i]` where each document of
+/// its `.gen.yaml` came from; `spec.validation.crds` and the sources of findings are read
+/// through `fs`.
+pub fn validate_render(
+    set: &ArtifactSet,
+    platform: &Platform,
+    plans: &[BuildPlan],
+    (files, provenance): (&[Vec<String>], &[&[Option<Provenance>]]),
+    fs: &dyn FileSystem,
+    strict: bool,
+) -> Result<Report, String> {
+    let validation = Validation::new(platform, fs, strict);
+    let checked = plans
+        .iter()
+        .zip(files)
+        .map(|(plan, paths)| {
+            let files = paths
+                .iter()
+                .filter_map(|p| Some((p.as_str(), set.files.get(p)?.as_slice())));
+            validation.check_plan(plan, files)
+        })
+        .collect();
+    let sourcing = Sourcing::render(platform, fs, provenance.to_vec());
+    let text = |path: &str| set.files.get(path).map(Vec::as_slice);
+    validation.finish(checked, &text, &sourcing)
 }
 
 /// `kiln validate PATHS…`: any manifests, as kubeconform takes them, for `kube_version`.
@@ -710,16 +1014,22 @@ pub fn validate_files(
     options: &Options,
     checked_elsewhere: &[&str],
 ) -> Result<Report, String> {
-    let streams: Vec<(Stream, Owner)> = files
+    let validation = Validation {
+        options: options.clone(),
+        crds: Ok(Vec::new()),
+        versions: BTreeMap::new(),
+        builtin: BTreeMap::from([(kube_version.to_string(), Validator::new(kube_version))]),
+    };
+    let checked = files
         .iter()
-        .filter_map(|(name, bytes)| parse(name, bytes))
-        .map(|mut s| {
+        .filter_map(|(name, bytes)| Some((name.as_str(), parse(name, bytes)?)))
+        .map(|(name, (text, mut docs))| {
             // Any YAML in the paths given: a document with neither `apiVersion` nor `kind`
             // (a values file, a test expectation) is no Kubernetes object and is not checked,
             // as the Kargo and Argo CD half of `kiln validate` skips it. Its index is kept.
             // Objects of `checked_elsewhere` (API groups) are left to the check that owns them
             // (Kargo's and Argo CD's, `crate::check`), not counted as unvalidated here.
-            for d in &mut s.docs {
+            for d in &mut docs {
                 let group = d
                     .get("apiVersion")
                     .and_then(Value::as_str)
@@ -731,24 +1041,16 @@ pub fn validate_files(
                     *d = Value::Null;
                 }
             }
-            (
-                s,
-                Owner {
-                    application: None,
-                    cluster: String::new(),
-                    namespace: None,
-                    kube_version: kube_version.to_string(),
-                },
-            )
+            validation.check(None, kube_version, std::iter::once((name, (text, docs))))
         })
         .collect();
-    let objects = streams
-        .iter()
-        .map(|(s, _)| s.docs.iter().filter(|d| !d.is_null()).count())
-        .sum();
-    let mut report = run(&streams, Vec::new(), options, &Sourcing::none())?;
-    report.objects = objects;
-    Ok(report)
+    let lookup = |name: &str| {
+        files
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, b)| b.as_slice())
+    };
+    validation.finish(checked, &lookup, &Sourcing::none())
 }
 
 /// `true` for a path conform reads as manifests.
@@ -766,4 +1068,238 @@ pub fn is_manifest(path: &Path) -> bool {
         && path
             .extension()
             .is_some_and(|e| e == "yaml" || e == "yml" || e == "json")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fs::MemFs;
+    use crate::pipeline::{KilnError, RenderOptions, build};
+    use std::sync::Arc;
+
+    const PLATFORM: &str = "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  - {name: prod, tier: prod, cluster: c, from: [dev]}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/cr\n    - path: ../../components/crd\n    - path: ../../components/bad\n    - path: ../../components/role\n    - {path: ../../components/shared, name: s1}\n    - {path: ../../components/shared, name: s2}\n";
+
+    fn component(name: &str, resources: &str) -> String {
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  generators:\n  - resources:\n{resources}"
+        )
+    }
+
+    /// A platform whose findings cover every kind of rule and every order the driver keeps:
+    /// custom resources rendered before their CRD (component `cr` before `crd`), an invalid
+    /// CRD, built-in objects, a kind with no schema, and both platform-wide conflicts.
+    fn fixture(validation: &str) -> MemFs {
+        let mut fs = MemFs::new();
+        let ns = "metadata: {name: N, namespace: \"${env.namespace}\"}";
+        fs.add_file(
+            "/r/platforms/p/platform.yaml",
+            PLATFORM.replace("  clusters:", &format!("{validation}  clusters:")),
+        )
+        .add_file(
+            "/r/components/cr/component.yaml",
+            component(
+                "cr",
+                &[
+                    format!("    - {{apiVersion: example.com/v1, kind: Widget, {}, spec: {{size: 20}}}}\n", ns.replace('N', "w")),
+                    format!("    - {{apiVersion: example.com/v2, kind: Widget, {}, spec: {{size: 1}}}}\n", ns.replace('N', "w2")),
+                    format!("    - {{apiVersion: v1, kind: ConfigMap, {}, data: {{k: 1}}}}\n", ns.replace('N', "c")),
+                ]
+                .concat(),
+            ),
+        )
+        .add_file(
+            "/r/components/crd/component.yaml",
+            component(
+                "crd",
+                &[
+                    "    - apiVersion: apiextensions.k8s.io/v1\n      kind: CustomResourceDefinition\n      metadata: {name: widgets.example.com}\n      spec:\n        group: example.com\n        names: {kind: Widget, plural: widgets}\n        scope: Namespaced\n        versions:\n        - name: v1\n          served: true\n          storage: true\n          schema:\n            openAPIV3Schema:\n              type: object\n              properties:\n                spec:\n                  type: object\n                  properties:\n                    size: {type: integer, maximum: 10}\n",
+                    "    - apiVersion: apiextensions.k8s.io/v1\n      kind: CustomResourceDefinition\n      metadata: {name: bolts.example.com}\n      spec:\n        group: example.com\n        names: {kind: Bolt, plural: bolts}\n        scope: Cluster\n        versions:\n        - name: v1\n          served: true\n          storage: true\n          schema:\n            openAPIV3Schema: {type: object, properties: {spec: {type: string, pattern: \"[\"}}}\n",
+                    &format!("    - {{apiVersion: example.com/v1, kind: Gadget, {}, spec: {{size: 20}}}}\n", ns.replace('N', "g")),
+                    &format!("    - {{apiVersion: example.com/v1, kind: Widget, {}, spec: {{size: 30}}}}\n", ns.replace('N', "w3")),
+                ]
+                .concat(),
+            ),
+        )
+        .add_file(
+            "/r/components/bad/component.yaml",
+            component(
+                "bad",
+                &[
+                    format!("    - {{apiVersion: v1, kind: ConfigMap, {}, spec: {{}}, data: {{n: 5}}}}\n", ns.replace('N', "bad")),
+                    format!("    - {{apiVersion: policy/v1beta1, kind: PodDisruptionBudget, {}}}\n", ns.replace('N', "pdb")),
+                    "    - {apiVersion: v1, kind: Service, metadata: {name: svc, namespace: \"${env.namespace}\"}, spec: {ports: [{port: 99999}]}}\n".to_string(),
+                ]
+                .concat(),
+            ),
+        )
+        .add_file(
+            "/r/components/role/component.yaml",
+            component(
+                "role",
+                "    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: reader, labels: {env: \"${env.name}\"}}, rules: []}\n    - {apiVersion: rbac.authorization.k8s.io/v1, kind: ClusterRole, metadata: {name: same}, rules: []}\n",
+            ),
+        )
+        .add_file(
+            "/r/components/shared/component.yaml",
+            component(
+                "shared",
+                "    - {apiVersion: v1, kind: ConfigMap, metadata: {name: shared, namespace: common}}\n",
+            ),
+        )
+        .add_dir("/r/.git");
+        fs
+    }
+
+    /// The findings of a render of [`fixture`], as `code file:line: object at pointer:
+    /// message`, and its warning lines.
+    fn findings(validation: &str, strict: bool) -> (Vec<String>, Vec<String>) {
+        let mut opts = RenderOptions::new("/r/platforms/p");
+        opts.fs = Arc::new(fixture(validation));
+        opts.strict_kinds = strict;
+        match build(&opts, &|_, _| {}) {
+            Ok(b) => (Vec::new(), b.validation_warnings),
+            Err(KilnError::Conform(e)) => (
+                e.errors
+                    .iter()
+                    .map(|f| format!("{} {f}", f.code.as_str()))
+                    .collect(),
+                Vec::new(),
+            ),
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+
+    /// Every finding of the render, byte for byte and in order: first every invalid CRD, then
+    /// each object's findings in plan, file and document order (a custom resource rendered
+    /// before its CRD, `cr` before `crd`, is validated against it all the same), then the
+    /// conflicts between Applications in the same order.
+    const EXPECTED: &[&str] = &[
+        "invalid_crd web/dev/crd/crd.gen.yaml:18: CustomResourceDefinition/bolts.example.com at `/spec/versions/0/schema/openAPIV3Schema/properties/spec`: invalid pattern `[`: regex parse error:\n    [\n    ^\nerror: unclosed character class; from components/crd/component.yaml:39 (resources)",
+        "invalid_crd web/prod/crd/crd.gen.yaml:18: CustomResourceDefinition/bolts.example.com at `/spec/versions/0/schema/openAPIV3Schema/properties/spec`: invalid pattern `[`: regex parse error:\n    [\n    ^\nerror: unclosed character class; from components/crd/component.yaml:39 (resources)",
+        "maximum web/dev/cr/cr.gen.yaml:16: Widget/web-dev/w at `/spec/size`: 20 must be <= 10; from components/cr/component.yaml:8 (resources)",
+        "unserved_version web/dev/cr/cr.gen.yaml:18: Widget/web-dev/w2 at `/apiVersion`: the CRD of Widget does not serve `example.com/v2`; it serves `example.com/v1`; from components/cr/component.yaml:9 (resources)",
+        "maximum web/prod/cr/cr.gen.yaml:16: Widget/web-prod/w at `/spec/size`: 20 must be <= 10; from components/cr/component.yaml:8 (resources)",
+        "unserved_version web/prod/cr/cr.gen.yaml:18: Widget/web-prod/w2 at `/apiVersion`: the CRD of Widget does not serve `example.com/v2`; it serves `example.com/v1`; from components/cr/component.yaml:9 (resources)",
+        "no_schema web/dev/crd/crd.gen.yaml:49: Gadget/web-dev/g: no schema for example.com/v1 Gadget; from components/crd/component.yaml:40 (resources)",
+        "maximum web/dev/crd/crd.gen.yaml:63: Widget/web-dev/w3 at `/spec/size`: 30 must be <= 10; from components/crd/component.yaml:41 (resources)",
+        "no_schema web/prod/crd/crd.gen.yaml:49: Gadget/web-prod/g: no schema for example.com/v1 Gadget; from components/crd/component.yaml:40 (resources)",
+        "maximum web/prod/crd/crd.gen.yaml:63: Widget/web-prod/w3 at `/spec/size`: 30 must be <= 10; from components/crd/component.yaml:41 (resources)",
+        "unknown_field web/dev/bad/bad.gen.yaml:9: ConfigMap/web-dev/bad at `/spec`: unknown field `spec`; from components/bad/component.yaml:8 (resources)",
+        "unserved_version web/dev/bad/bad.gen.yaml:20: PodDisruptionBudget/web-dev/pdb at `/apiVersion`: Kubernetes 1.36 does not serve `policy/v1beta1` PodDisruptionBudget; it serves `policy/v1`; from components/bad/component.yaml:9 (resources)",
+        "unknown_field web/prod/bad/bad.gen.yaml:9: ConfigMap/web-prod/bad at `/spec`: unknown field `spec`; from components/bad/component.yaml:8 (resources)",
+        "unserved_version web/prod/bad/bad.gen.yaml:20: PodDisruptionBudget/web-prod/pdb at `/apiVersion`: Kubernetes 1.36 does not serve `policy/v1beta1` PodDisruptionBudget; it serves `policy/v1`; from components/bad/component.yaml:9 (resources)",
+        "cluster_scoped_conflict web/prod/role/role.gen.yaml:2: ClusterRole/reader: cluster-scoped ClusterRole `reader` is emitted into cluster `c` by Applications `web-role-dev` and `web-role-prod` with different content; from components/role/component.yaml:8 (resources)",
+        "shared_resource web/prod/s1/s1.gen.yaml:2: ConfigMap/common/shared: ConfigMap `shared` in namespace `common` of cluster `c` is owned by Applications `web-s1-dev` and `web-s1-prod`; they would overwrite each other (Argo CD's SharedResourceWarning); from components/shared/component.yaml:8 (resources)",
+        "shared_resource web/dev/s2/s2.gen.yaml:2: ConfigMap/common/shared: ConfigMap `shared` in namespace `common` of cluster `c` is owned by Applications `web-s1-dev` and `web-s2-dev`; they would overwrite each other (Argo CD's SharedResourceWarning); from components/shared/component.yaml:8 (resources)",
+        "shared_resource web/prod/s2/s2.gen.yaml:2: ConfigMap/common/shared: ConfigMap `shared` in namespace `common` of cluster `c` is owned by Applications `web-s1-dev` and `web-s2-prod`; they would overwrite each other (Argo CD's SharedResourceWarning); from components/shared/component.yaml:8 (resources)",
+    ];
+
+    #[test]
+    fn findings_come_in_document_order_then_conflicts() {
+        let (errors, _) = findings("", true);
+        assert_eq!(errors, EXPECTED);
+        // As warnings, in the same order, after the count of objects with no schema (the
+        // `no_schema` findings are errors only under `--strict`).
+        let every: Vec<&str> = kiln_k8s::Code::ALL.iter().map(|c| c.as_str()).collect();
+        let warn = format!("  validation: {{warn: [{}]}}\n", every.join(", "));
+        let (errors, warnings) = findings(&warn, false);
+        assert!(errors.is_empty(), "{errors:?}");
+        let mut expected = vec![
+            "warning: not validated: 1 kinds with no schema: example.com/v1 Gadget (2)".to_string(),
+        ];
+        expected.extend(
+            EXPECTED
+                .iter()
+                .filter(|e| !e.starts_with("no_schema "))
+                .map(|e| {
+                    let (code, rest) = e.split_once(' ').unwrap();
+                    format!("warning[kiln::k8s::{code}]: {rest}")
+                }),
+        );
+        assert_eq!(warnings, expected);
+    }
+
+    const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Cluster\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer, maximum: 10}}}}}\n";
+
+    /// A validation of Kubernetes 1.33 with no platform.
+    fn validation() -> super::Validation {
+        super::Validation {
+            options: super::Options::default(),
+            crds: Ok(Vec::new()),
+            versions: Default::default(),
+            builtin: [("1.33".to_string(), kiln_k8s::Validator::new("1.33"))].into(),
+        }
+    }
+
+    /// Issue 38, item 8: each plan's objects are validated as it is rendered and dropped;
+    /// only an object of a kind no built-in schema covers waits for the platform's CRDs,
+    /// and a custom resource rendered before its CRD is validated against it all the same.
+    #[test]
+    fn a_custom_resource_rendered_before_its_crd_is_validated_the_same() {
+        let cr = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 20}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: n}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: r}\n";
+        let files = [
+            ("cr.yaml".to_string(), cr.as_bytes().to_vec()),
+            ("crd.yaml".to_string(), WIDGET_CRD.as_bytes().to_vec()),
+        ];
+        let owner = |app: &str| super::Owner {
+            application: app.to_string(),
+            cluster: "c".to_string(),
+            namespace: None,
+        };
+        let run = |order: [usize; 2]| {
+            let v = validation();
+            let checked: Vec<super::Checked> = order
+                .iter()
+                .map(|&i| {
+                    let (name, bytes) = &files[i];
+                    let parsed = super::parse(name, bytes).unwrap();
+                    v.check(
+                        Some(owner(name)),
+                        "1.33",
+                        std::iter::once((name.as_str(), parsed)),
+                    )
+                })
+                .collect();
+            let cr = &checked[order.iter().position(|&i| i == 0).unwrap()];
+            // The ConfigMap and the ClusterRole were final where rendered: only their
+            // conflict keys are kept, the ClusterRole's with a digest of its content.
+            let kept: Vec<bool> = cr.objects.iter().map(|o| o.custom.is_some()).collect();
+            assert_eq!(kept, [true, false, false]);
+            let digests: Vec<bool> = cr
+                .objects
+                .iter()
+                .map(|o| o.identity.as_ref().unwrap().content.is_some())
+                .collect();
+            assert_eq!(digests, [true, false, true]);
+            let text = |name: &str| {
+                files
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map(|(_, b)| b.as_slice())
+            };
+            let report = v.finish(checked, &text, &super::Sourcing::none()).unwrap();
+            let found: Vec<String> = report.findings.iter().map(|f| f.to_string()).collect();
+            (found, report.unvalidated)
+        };
+        let (before, unvalidated) = run([0, 1]);
+        assert_eq!(
+            before,
+            ["cr.yaml:4: Widget/w at `/spec/size`: 20 must be <= 10"]
+        );
+        assert!(unvalidated.is_empty(), "{unvalidated:?}");
+        assert_eq!(run([1, 0]), (before, unvalidated));
+        // With no CRD the Widget stays as validated where rendered: counted, not checked.
+        let v = validation();
+        let (name, bytes) = &files[0];
+        let parsed = super::parse(name, bytes).unwrap();
+        let checked = v.check(
+            Some(owner(name)),
+            "1.33",
+            std::iter::once((name.as_str(), parsed)),
+        );
+        let report = v
+            .finish(vec![checked], &|_| None, &super::Sourcing::none())
+            .unwrap();
+        assert!(report.findings.is_empty());
+        assert_eq!(report.unvalidated.get("example.com/v1 Widget"), Some(&1));
+    }
 }

@@ -956,6 +956,14 @@ fn update(args: &UpdateArgs) -> miette::Result<ExitCode> {
         resolved.used.len(),
         if resolved.used.len() == 1 { "" } else { "s" }
     ));
+    // Which sources moved, and from where to where; a tag that moved is a supply-chain
+    // warning (a tag is expected to name one commit or archive for good).
+    for change in &resolved.changes {
+        print_err(&format!("  {change}"));
+    }
+    for warning in resolved.changes.iter().filter_map(|c| c.tag_warning()) {
+        print_err(&format!("kiln: warning: {warning}"));
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -1340,17 +1348,18 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
             secs(t.evaluate)
         ),
         format!(
-            "  render    {}  (parallel; CPU summed over threads: render {:.3} s, emit {:.3} s)",
+            "  render    {}  (parallel; CPU summed over threads: render {:.3} s, emit {:.3} s, validate {:.3} s)",
             secs(t.render),
             t.render_cpu.as_secs_f64(),
-            t.emit_cpu.as_secs_f64()
+            t.emit_cpu.as_secs_f64(),
+            t.validate_cpu.as_secs_f64()
         ),
         format!(
             "  emit      {}  (Kargo, Argo CD, tree assembly, checks)",
             secs(t.emit)
         ),
         format!(
-            "  validate  {}  (Kubernetes validation of the objects, part of emit)",
+            "  validate  {}  (Kubernetes validation: CRDs, custom resources and conflicts, part of emit)",
             secs(t.validate)
         ),
         format!("  write     {}  (compare, stage, rename)", secs(t.write)),

@@ -25,12 +25,10 @@ pub(super) fn store_journal(
     parts: JournalParts,
     outputs: Vec<PlanOutput>,
 ) {
-    let mut render_reads: Vec<crate::cache::Read> = outputs
-        .iter()
-        .flat_map(|o| o.reads.iter().cloned())
-        .collect();
-    render_reads.sort();
-    render_reads.dedup();
+    // Each distinct read cloned once (every environment of a component reads the same).
+    let distinct: std::collections::BTreeSet<&crate::cache::Read> =
+        outputs.iter().flat_map(|o| &o.reads).collect();
+    let render_reads: Vec<crate::cache::Read> = distinct.into_iter().cloned().collect();
     let index = |v: Result<usize, usize>| v.ok().and_then(|i| u32::try_from(i).ok());
     let mut records = Vec::with_capacity(outputs.len());
     for o in outputs {

@@ -182,8 +182,13 @@ pub struct Timings {
     pub render: Duration,
     pub render_cpu: Duration,
     pub emit_cpu: Duration,
+    /// The Kubernetes validation of each BuildPlan's objects on the worker that rendered
+    /// it (`crate::conform::Validation::check_plan`), summed over worker threads: part of
+    /// `render`.
+    pub validate_cpu: Duration,
     pub emit: Duration,
-    /// Validation of the rendered objects (`crate::conform`), part of `emit`.
+    /// The end of the Kubernetes validation (`crate::conform::Validation::finish`: custom
+    /// resources against every CRD, conflicts between Applications), part of `emit`.
     pub validate: Duration,
     pub write: Duration,
 }
@@ -219,7 +224,8 @@ impl RenderOptions {
 
     /// The source stage for this render ([`crate::source::resolve`]).
     pub fn resolve_sources(&self) -> Result<crate::source::Resolved, KilnError> {
-        let callbacks = || crate::git::remote_callbacks(&self.source_auth);
+        let note = kiln_source::git::note_offered;
+        let callbacks = || crate::git::remote_callbacks_noting(&self.source_auth, &note);
         crate::source::resolve(
             self.fs.as_ref(),
             &self.platform_dir,
@@ -357,9 +363,9 @@ pub struct Built {
     pub inputs: std::collections::BTreeMap<String, String>,
     pub timings: Timings,
     pub cache: crate::cache::CacheStats,
-    /// Every file-system call of load made for the platform itself, and of the render
-    /// (cache hits included), for the journal ([`crate::cache::Journal`]).
-    pub reads: (Vec<crate::cache::Read>, Vec<crate::cache::Read>),
+    /// Every file-system call of load made for the platform itself, for the journal
+    /// ([`crate::cache::Journal`]); the render's are each plan's, in `outputs`.
+    pub load_reads: Vec<crate::cache::Read>,
     /// The calls of load made while loading each component directory, for the journal.
     pub component_reads: Vec<crate::cache::ComponentReads>,
     /// Each BuildPlan's reads and files, in plan order, for the journal.
@@ -389,7 +395,15 @@ fn render_plans(
     let mut pieces =
         PlanRenderer::new(sources, (fs, fetched), cache, layout, progress, plans.len());
     pieces.feed(plans);
-    pieces.finish(timings)
+    let done = pieces.finish(timings)?;
+    Ok(done.into_iter().map(|p| p.emitted).collect())
+}
+
+/// One BuildPlan rendered and emitted: its bytes, and with validation on what validating
+/// its objects kept (`crate::conform::Checked`).
+struct PlanDone {
+    emitted: crate::cache::Emitted,
+    checked: Option<crate::conform::Checked>,
 }
 
 /// How many BuildPlans the streamed render evaluates before it renders them
@@ -406,10 +420,14 @@ struct PlanRenderer<'a> {
     layout: Layout,
     progress: &'a (dyn Fn(usize, usize) + Sync),
     total: usize,
+    /// The Kubernetes validation, fed each plan's files on its worker (issue 38, item 8: no
+    /// parsed object outlives its plan's validation).
+    validation: Option<&'a crate::conform::Validation>,
     done: std::sync::atomic::AtomicUsize,
     render_ns: std::sync::atomic::AtomicU64,
     emit_ns: std::sync::atomic::AtomicU64,
-    rendering: crate::render::Rendering<crate::cache::Emitted>,
+    validate_ns: std::sync::atomic::AtomicU64,
+    rendering: crate::render::Rendering<PlanDone>,
     /// Each piece fed, as (first plan, plans evaluated by then): a piece is rendered, and
     /// its plans released, before the next plan is evaluated.
     pieces: Vec<(usize, usize)>,
@@ -431,9 +449,11 @@ impl<'a> PlanRenderer<'a> {
             layout,
             progress,
             total,
+            validation: None,
             done: Default::default(),
             render_ns: Default::default(),
             emit_ns: Default::default(),
+            validate_ns: Default::default(),
             rendering: crate::render::Rendering::with_fetched(fetched),
             pieces: Vec::new(),
         }
@@ -444,12 +464,13 @@ impl<'a> PlanRenderer<'a> {
         let first = self.pieces.last().map_or(0, |(_, end)| *end);
         self.pieces.push((first, first + plans.len()));
         let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
-        let (cache, fs, layout) = (self.cache, self.fs, self.layout);
+        let (cache, fs, layout, validation) = (self.cache, self.fs, self.layout, self.validation);
         let (done, render_ns, emit_ns) = (&self.done, &self.render_ns, &self.emit_ns);
+        let validate_ns = &self.validate_ns;
         let (progress, total) = (self.progress, self.total);
         let per_plan = |plan: &BuildPlan,
                         render: &crate::render::RenderThunk|
-         -> Result<crate::cache::Emitted, RenderError> {
+         -> Result<PlanDone, RenderError> {
             let key = cache.map(|c| c.key(plan));
             let hit = cache.zip(key.as_deref()).and_then(|(c, k)| c.lookup(k, fs));
             let out = match hit {
@@ -475,18 +496,27 @@ impl<'a> PlanRenderer<'a> {
                     out
                 }
             };
+            let t = Instant::now();
+            let checked = validation.map(|v| {
+                v.check_plan(
+                    plan,
+                    out.files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
+                )
+            });
+            validate_ns.fetch_add(nanos(t), Relaxed);
             progress(done.fetch_add(1, Relaxed) + 1, total);
-            Ok(out)
+            Ok(PlanDone {
+                emitted: out,
+                checked,
+            })
         };
         self.rendering.feed(plans, self.sources, fs, &per_plan);
     }
 
-    fn finish(
-        self,
-        timings: &mut Timings,
-    ) -> Result<Vec<crate::cache::Emitted>, Errors<Repeated<RenderError>>> {
+    fn finish(self, timings: &mut Timings) -> Result<Vec<PlanDone>, Errors<Repeated<RenderError>>> {
         timings.render_cpu = Duration::from_nanos(self.render_ns.into_inner());
         timings.emit_cpu = Duration::from_nanos(self.emit_ns.into_inner());
+        timings.validate_cpu = Duration::from_nanos(self.validate_ns.into_inner());
         self.rendering.finish()
     }
 }
@@ -579,6 +609,10 @@ fn build_fetched(
     // inside the one fetched tree it names.
     let rooted = crate::fs::RootedFs::new(&fs, platform.root.clone()).with_trees(fetched.roots());
     let mut pipeline_inputs = None;
+    // Shards are validated by `kiln merge`'s render of the whole, not one by one.
+    let validation = (opts.validate && opts.shard.is_none())
+        .then(|| crate::conform::Validation::new(&platform, opts.fs.as_ref(), opts.strict_kinds));
+    let mut checked = Vec::new();
     let (plans, emitted) = match &opts.shard {
         // A shard needs every BuildPlan first: its split and the digest `kiln merge` checks
         // are taken over all of them.
@@ -618,6 +652,7 @@ fn build_fetched(
                 progress,
                 total,
             );
+            renderer.validation = validation.as_ref();
             let plans = evaluate_and_render(
                 &platform,
                 &opts.selection,
@@ -625,7 +660,12 @@ fn build_fetched(
                 &mut timings,
                 PIECE,
             )?;
-            let emitted = renderer.finish(&mut timings).map_err(KilnError::Render)?;
+            let done = renderer.finish(&mut timings).map_err(KilnError::Render)?;
+            let mut emitted = Vec::with_capacity(done.len());
+            for d in done {
+                emitted.push(d.emitted);
+                checked.extend(d.checked);
+            }
             (plans, emitted)
         }
     };
@@ -633,7 +673,6 @@ fn build_fetched(
     let t = Instant::now();
     let mut components = ArtifactSet::new();
     let mut cluster_kinds = BTreeSet::new();
-    let mut render_reads = BTreeSet::new();
     let mut outputs = Vec::with_capacity(emitted.len());
     // One line per value and place: every environment of a component says the same.
     let mut render_warnings = BTreeSet::new();
@@ -648,12 +687,13 @@ fn build_fetched(
             images: crate::cache::plan_images(plan),
             files: e.files.iter().map(|(p, _)| p.clone()).collect(),
             cluster_kinds: e.cluster_kinds.iter().cloned().collect(),
-            reads: e.reads.clone(),
+            // Moved, not copied: a plan's reads are held until the journal is stored (at
+            // 100,000 BuildPlans a second copy, and their union, were a few hundred MB).
+            reads: e.reads,
             provenance: e.provenance,
         });
         render_warnings.extend(e.warnings);
         cluster_kinds.extend(e.cluster_kinds);
-        render_reads.extend(e.reads);
         for (path, bytes) in e.files {
             components.insert(path, bytes);
         }
@@ -705,20 +745,17 @@ fn build_fetched(
     }
     let mut validation_warnings: Vec<String> = render_warnings.into_iter().collect();
     let mut validation_findings = Vec::new();
-    if opts.validate && opts.shard.is_none() {
+    if let Some(validation) = validation {
         let v = Instant::now();
-        let files: Vec<Vec<String>> = outputs.iter().map(|o| o.files.clone()).collect();
-        let provenance: Vec<&[Option<crate::resource::Provenance>]> =
-            outputs.iter().map(|o| o.provenance.as_slice()).collect();
-        let report = crate::conform::validate_render(
-            &set,
-            &platform,
-            &plans,
-            (&files, &provenance),
-            opts.fs.as_ref(),
-            opts.strict_kinds,
-        )
-        .map_err(KilnError::ConformSetup)?;
+        let provenance = outputs.iter().map(|o| o.provenance.as_slice()).collect();
+        let sourcing = crate::conform::Sourcing::render(&platform, opts.fs.as_ref(), provenance);
+        let report = validation
+            .finish(
+                checked,
+                &|path| set.files.get(path).map(Vec::as_slice),
+                &sourcing,
+            )
+            .map_err(KilnError::ConformSetup)?;
         let errors = report.errors();
         if !errors.is_empty() {
             return Err(KilnError::Conform(Errors::new(errors)));
@@ -747,7 +784,7 @@ fn build_fetched(
         inputs,
         timings,
         cache,
-        reads: (load_reads, render_reads.into_iter().collect()),
+        load_reads,
         component_reads,
         outputs,
         sources: fetched,
@@ -861,7 +898,7 @@ pub fn run_render(
         scope,
         mut timings,
         cache,
-        reads: (load_reads, _),
+        load_reads,
         component_reads,
         outputs,
         validation_warnings,
@@ -1113,7 +1150,12 @@ mod tests {
                 .iter()
                 .all(|p| p.parameters.is_empty() && p.generators.is_empty())
         );
-        let streamed = renderer.finish(&mut timings).unwrap();
+        let streamed: Vec<crate::cache::Emitted> = renderer
+            .finish(&mut timings)
+            .unwrap()
+            .into_iter()
+            .map(|d| d.emitted)
+            .collect();
 
         let mut evaluated = evaluate(&platform, &all).unwrap();
         let whole = render_plans(

@@ -8,10 +8,91 @@
 //!   namespace (Argo CD then applies it into `default`, rarely what was meant);
 //! - a cluster-scoped object emitted into two environments of one cluster with different
 //!   content (the same content twice is one object, applied twice to the same effect).
+//!
+//! The rules read an object's [`Identity`] only, never the object: a render validates each
+//! BuildPlan's objects as they are rendered and drops them (issue 38, item 8), keeping these
+//! few strings and, where content is compared, a digest.
 
 use crate::{Code, Finding};
 use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// What the conflict rules read of one object: its API group, kind, name and own
+/// namespace, and a digest of its content where two copies may be compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Identity {
+    /// The group of `apiVersion` (`""` for the core group).
+    pub group: Box<str>,
+    pub kind: Box<str>,
+    pub name: Box<str>,
+    /// `metadata.namespace`, when not empty.
+    pub namespace: Option<Box<str>>,
+    /// SHA-256 of the object's canonical JSON (keys sorted), when it may be cluster-scoped:
+    /// when `namespaced` is not `Some(true)` or it names no namespace (the only objects the
+    /// rules compare by content).
+    pub content: Option<[u8; 32]>,
+}
+
+impl Identity {
+    /// The identity of `object`, whose scope is `namespaced` (as [`Placement::namespaced`]).
+    pub fn of(object: &Value, namespaced: Option<bool>) -> Identity {
+        let text = |v: &Value| v.as_str().unwrap_or_default().into();
+        let group = object["apiVersion"]
+            .as_str()
+            .unwrap_or_default()
+            .rsplit_once('/')
+            .map(|(g, _)| g)
+            .unwrap_or_default();
+        let namespace: Option<Box<str>> = object["metadata"]["namespace"]
+            .as_str()
+            .filter(|n| !n.is_empty())
+            .map(Into::into);
+        let content = (namespaced != Some(true) || namespace.is_none()).then(|| {
+            let mut json = Vec::new();
+            canonical(object, &mut json);
+            kiln_base::digest::sha256(&json)
+        });
+        Identity {
+            group: group.into(),
+            kind: text(&object["kind"]),
+            name: text(&object["metadata"]["name"]),
+            namespace,
+            content,
+        }
+    }
+}
+
+/// `v` as JSON with every object's keys sorted: equal values (`Value`'s equality ignores key
+/// order) give equal bytes, and unequal ones unequal bytes.
+fn canonical(v: &Value, out: &mut Vec<u8>) {
+    match v {
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                out.extend_from_slice(Value::String(k.clone()).to_string().as_bytes());
+                out.push(b':');
+                canonical(&map[k], out);
+            }
+            out.push(b'}');
+        }
+        scalar => out.extend_from_slice(scalar.to_string().as_bytes()),
+    }
+}
 
 /// One rendered object where it is deployed.
 #[derive(Debug, Clone)]
@@ -22,7 +103,7 @@ pub struct Placement<'a> {
     pub cluster: &'a str,
     /// The Application's `spec.destination.namespace`, when it names one.
     pub destination_namespace: Option<&'a str>,
-    pub object: &'a Value,
+    pub object: &'a Identity,
     /// `Some(true)` namespaced, `Some(false)` cluster-scoped, `None` unknown (a kind with no
     /// schema: only its own namespace counts).
     pub namespaced: Option<bool>,
@@ -37,27 +118,20 @@ pub struct Conflict {
 }
 
 /// The platform-wide conflicts among `placements`, in placement order.
-pub fn conflicts(placements: &[Placement]) -> Vec<Conflict> {
+pub fn conflicts<'a>(placements: &[Placement<'a>]) -> Vec<Conflict> {
     let mut out = Vec::new();
     // (cluster, namespace, group, kind, name) → first placement seen.
-    let mut owners: BTreeMap<(String, String, String, String, String), usize> = BTreeMap::new();
+    let mut owners: BTreeMap<(&str, &str, &str, &str, &str), usize> = BTreeMap::new();
     for (i, p) in placements.iter().enumerate() {
-        let api_version = p.object["apiVersion"].as_str().unwrap_or_default();
-        let group = api_version
-            .rsplit_once('/')
-            .map(|(g, _)| g)
-            .unwrap_or_default();
-        let kind = p.object["kind"].as_str().unwrap_or_default();
-        let name = p.object["metadata"]["name"].as_str().unwrap_or_default();
-        let own_namespace = p.object["metadata"]["namespace"]
-            .as_str()
-            .filter(|n| !n.is_empty());
-        let namespace = match p.namespaced {
-            Some(false) => String::new(),
+        let Identity {
+            group, kind, name, ..
+        } = p.object;
+        let own_namespace = p.object.namespace.as_deref();
+        let namespace: &'a str = match p.namespaced {
+            Some(false) => "",
             _ => own_namespace
                 .or(p.destination_namespace)
-                .unwrap_or_default()
-                .to_string(),
+                .unwrap_or_default(),
         };
         if p.namespaced == Some(true)
             && own_namespace.is_none()
@@ -75,13 +149,7 @@ pub fn conflicts(placements: &[Placement]) -> Vec<Conflict> {
                 },
             });
         }
-        let key = (
-            p.cluster.to_string(),
-            namespace.clone(),
-            group.to_string(),
-            kind.to_string(),
-            name.to_string(),
-        );
+        let key = (p.cluster, namespace, &**group, &**kind, &**name);
         let Some(&first) = owners.get(&key) else {
             owners.insert(key, i);
             continue;
@@ -91,7 +159,9 @@ pub fn conflicts(placements: &[Placement]) -> Vec<Conflict> {
             continue;
         }
         let finding = if p.namespaced == Some(false) {
-            if other.object == p.object {
+            // Both have a digest (see `Identity::content`): `p` is cluster-scoped, and
+            // `other` shares its key, so it is cluster-scoped or names no namespace.
+            if other.object.content.is_some() && other.object.content == p.object.content {
                 continue;
             }
             Finding {

@@ -216,6 +216,12 @@ impl Crds {
                 .is_some_and(|v| v.starts_with("apiextensions.k8s.io/"))
     }
 
+    /// `true` when a CRD added defines `kind` of `group`.
+    pub fn defines(&self, group: &str, kind: &str) -> bool {
+        self.kinds
+            .contains_key(&(group.to_string(), kind.to_string()))
+    }
+
     /// Adds a CRD (`apiextensions.k8s.io/v1`; `v1beta1`'s top-level `validation` too). A CRD
     /// that does not compile gives [`Code::InvalidCrd`] findings and defines nothing; a
     /// second CRD for one group and kind replaces the first (the server keeps one).
@@ -329,6 +335,33 @@ impl Validator {
             .kinds
             .get(&(group.to_string(), kind.to_string()))
             .map(|k| k.namespaced)
+    }
+
+    /// The (group, kind)s whose CRDs [`Validator::validate`] and [`Validator::namespaced`]
+    /// consult for `object` (itself, or a `v1 List` and its items): every kind not built in
+    /// at its version. An object naming none validates the same whatever CRDs are added, so a
+    /// render validates it as soon as it is rendered, before the CRDs of the whole platform
+    /// are known.
+    pub fn custom_kinds(&self, object: &Value) -> Vec<(String, String)> {
+        let (Some(api_version), Some(kind)) =
+            (object["apiVersion"].as_str(), object["kind"].as_str())
+        else {
+            return Vec::new();
+        };
+        let (group, version) = split_api_version(api_version);
+        let mut out = Vec::new();
+        if self.builtin.kind(group, version, kind).is_none() {
+            out.push((group.to_string(), kind.to_string()));
+        }
+        if api_version == "v1"
+            && kind == "List"
+            && let Some(items) = object["items"].as_array()
+        {
+            for item in items {
+                out.extend(self.custom_kinds(item));
+            }
+        }
+        out
     }
 
     /// Validates one object (a `v1 List` item by item).

@@ -1,7 +1,7 @@
 //! The seeded-defect suite (issue 36): one invalid object per rule, each with the finding
 //! it must give, and a valid twin that differs only in the defect and must give none.
 
-use crate::conflict::{Placement, conflicts};
+use crate::conflict::{Identity, Placement, conflicts};
 use crate::{Code, Crds, Finding, Validator};
 use serde_json::{Value, json};
 
@@ -572,17 +572,18 @@ fn kinds_with_no_schema_are_counted_not_passed() {
     assert_eq!(out.unvalidated, None);
 }
 
+/// `object` placed by Application `app`: its identity is leaked, as a test's few are.
 fn placement<'a>(
     app: &'a str,
     ns: Option<&'a str>,
-    object: &'a Value,
+    object: &Value,
     namespaced: bool,
 ) -> Placement<'a> {
     Placement {
         application: app,
         cluster: "prod",
         destination_namespace: ns,
-        object,
+        object: Box::leak(Box::new(Identity::of(object, Some(namespaced)))),
         namespaced: Some(namespaced),
     }
 }
@@ -645,6 +646,29 @@ fn a_cluster_scoped_object_differing_between_environments_is_reported() {
         ])
         .is_empty()
     );
+    // Content is compared by digest, as values: the order of keys is no difference, a
+    // number written otherwise (`1.0` for `1`) is one, as it was between the values.
+    let reordered = json!({"rules": [], "metadata": {"name": "r"}, "kind": "ClusterRole", "apiVersion": "rbac.authorization.k8s.io/v1"});
+    assert_eq!(reordered, a);
+    assert!(
+        conflicts(&[
+            placement("web-staging", Some("a"), &a, false),
+            placement("web-prod", Some("b"), &reordered, false)
+        ])
+        .is_empty()
+    );
+    let number = |n: &str| {
+        let mut r = a.clone();
+        r["metadata"]["labels"] = json!({"n": serde_json::from_str::<Value>(n).unwrap()});
+        r
+    };
+    let (one, one_point_oh) = (number("1"), number("1.0"));
+    let clean = conflicts(&[
+        placement("web-staging", Some("a"), &one, false),
+        placement("web-prod", Some("b"), &one_point_oh, false),
+    ])
+    .is_empty();
+    assert_eq!(clean, one == one_point_oh);
 }
 
 /// A CRD body is what apiextensions' own `UnmarshalJSON`s read (marshal.go): `enum`,
@@ -695,5 +719,29 @@ fn crd_bodies_are_decoded_as_apiextensions_does() {
             (Code::WrongType, format!("{root}/size/type")),
             (Code::WrongType, format!("{root}/deps/dependencies/a/0")),
         ]
+    );
+}
+
+/// What a CRD could change: nothing for a built-in kind, the kind itself for any other, and
+/// for a `v1 List` the List and each item's.
+#[test]
+fn custom_kinds_are_every_kind_not_built_in() {
+    let v = validator();
+    let d = deployment(container(json!({})));
+    assert!(v.custom_kinds(&d).is_empty());
+    let w = widget(json!({"size": 2}));
+    let kind = |g: &str, k: &str| (g.to_string(), k.to_string());
+    assert_eq!(v.custom_kinds(&w), [kind("example.com", "Widget")]);
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [d, w]});
+    assert_eq!(
+        v.custom_kinds(&list),
+        [kind("", "List"), kind("example.com", "Widget")]
+    );
+    assert!(v.custom_kinds(&json!({"kind": "Widget"})).is_empty());
+    // An unserved version of a built-in group is not built in at that version.
+    let pdb = json!({"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget"});
+    assert_eq!(
+        v.custom_kinds(&pdb),
+        [kind("policy", "PodDisruptionBudget")]
     );
 }
