@@ -869,22 +869,6 @@ struct ParamPass<'m> {
     stack: Vec<String>,
 }
 
-/// The parameter names (first path segment) that `${params.…}` references in `value` use.
-fn collect_param_refs(value: &Value, out: &mut BTreeSet<String>) {
-    match value {
-        Value::String(s) if s.contains("${") => {
-            for r in reference::find(s) {
-                if let Some(path) = r.name().strip_prefix("params.") {
-                    out.insert(path.split('.').next().unwrap_or("").to_string());
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_param_refs(v, out)),
-        Value::Object(map) => map.values().for_each(|v| collect_param_refs(v, out)),
-        _ => {}
-    }
-}
-
 struct PlanEval<'a> {
     platform: &'a Platform,
     project: &'a Project,
@@ -1152,7 +1136,7 @@ impl PlanEval<'_> {
             return;
         };
         let mut deps = BTreeSet::new();
-        collect_param_refs(&value, &mut deps);
+        crate::validate::collect_param_refs(&value, &mut deps);
         if deps.is_empty() {
             pass.done.insert(key.to_string());
             return;

@@ -1,5 +1,5 @@
 //! The `kiln` binary: installs the error reporter, parses arguments, calls the library and
-//! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage, 101 internal error;
+//! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage (clap's, and a source name no source has), 101 internal error;
 //! `diff`/`verify`: 0 same, 1 different, 3 error; `status`: 0 in sync, 1 lagging or drifted, 3 error). Everything else lives in `kiln::cli` and the pipeline modules.
 #![allow(clippy::disallowed_methods)] // the edge
 
@@ -22,7 +22,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(report) => {
             kiln::cli::print_err(&format!("{report:?}"));
-            ExitCode::from(error_code)
+            ExitCode::from(kiln::cli::failure_exit_code(error_code, &report))
         }
     }
 }

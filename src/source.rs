@@ -90,6 +90,31 @@ pub enum SourceStageError {
     #[diagnostic(transparent)]
     Many(kiln_base::diag::Errors<SourceStageError>),
 
+    /// `kiln update NAME` or `--source-ref NAME=REF` names no source of the platform.
+    #[error("no source of {platform} is named `{name}`")]
+    #[diagnostic(code(kiln::source::unknown_name))]
+    UnknownName {
+        platform: String,
+        name: String,
+        #[help]
+        help: String,
+    },
+
+    /// A repository's name (`cart` for `…/cart.git`) that several repositories share.
+    #[error("`{name}` is the name of {count} repositories of {platform}:{list}")]
+    #[diagnostic(
+        code(kiln::source::ambiguous_name),
+        help(
+            "name the component instead (its `name:`, else its `metadata.name`), or the repository's URL"
+        )
+    )]
+    AmbiguousName {
+        platform: String,
+        name: String,
+        count: usize,
+        list: String,
+    },
+
     #[error("{count} sources are not in the cache, and `--offline` forbids fetching them:{list}")]
     #[diagnostic(
         code(kiln::source::not_cached),
@@ -209,13 +234,26 @@ impl Resolved {
 struct Wanted {
     project: usize,
     instance: usize,
-    name: String,
+    /// The instance's name, the one rule render uses too: `components[].name`, else the
+    /// component's `metadata.name` (known once its tree is there, see [`name_instances`]).
+    name: Option<String>,
     project_name: String,
     git: String,
     reference: String,
     path: String,
     /// Where the source is written: `platforms/p/platform.yaml:14:14 (source.ref)`.
     at: String,
+}
+
+impl Wanted {
+    /// The instance as messages name it: `component cart`, or, while its `metadata.name`
+    /// is unknown (not fetched yet), `the component from <url>`.
+    fn describe(&self) -> String {
+        match &self.name {
+            Some(n) => format!("component {n}"),
+            None => format!("the component from `{}`", kiln_base::url::redact(&self.git)),
+        }
+    }
 }
 
 /// Runs the stage for the platform in `platform_dir`.
@@ -238,7 +276,7 @@ pub fn resolve(
     }) else {
         return Ok(out);
     };
-    let wanted = wanted(&platform, &file.display().to_string(), &text)?;
+    let mut wanted = wanted(&platform, &file.display().to_string(), &text)?;
     // Charts of local components are known before any fetch; those of fetched components
     // once their trees are there.
     let mut charts = charts::ChartScan::default();
@@ -253,7 +291,7 @@ pub fn resolve(
     let Some(cache_dir) = &opts.cache_dir else {
         let (at, url) = match wanted.first() {
             Some(w) => (
-                format!("project {} component {}", w.project_name, w.name),
+                format!("project {} {}", w.project_name, w.describe()),
                 w.git.clone(),
             ),
             None if !charts.is_empty() => charts.first_use(),
@@ -265,19 +303,42 @@ pub fn resolve(
         });
     };
     let old = kiln_source::LockFile::read(&lock_path)?;
-    let fetcher = Fetcher::new(
-        kiln_source::cache::Cache::new(cache_dir),
-        kiln_source::http::Http::new(opts.credentials.clone(), opts.limits),
-        callbacks,
-        opts.mode.clone(),
-        old.clone().unwrap_or_default(),
-    );
+    let fetcher_with = |mode: Mode| {
+        Fetcher::new(
+            kiln_source::cache::Cache::new(cache_dir),
+            kiln_source::http::Http::new(opts.credentials.clone(), opts.limits),
+            callbacks,
+            mode,
+            old.clone().unwrap_or_default(),
+        )
+    };
+    let naming = !opts.refs.is_empty() || opts.mode.update.as_ref().is_some_and(|u| !u.is_empty());
+    if naming && wanted.iter().any(|w| w.name.is_none()) {
+        let probe = fetcher_with(Mode {
+            update: None,
+            ..opts.mode.clone()
+        });
+        name_instances(fs, &platform, &probe, &mut wanted);
+    }
+    let shown = platform_dir.display().to_string();
+    let selection = Selection::new(&shown, &wanted, opts)?;
+    let fetcher = fetcher_with(Mode {
+        update: selection.update.clone(),
+        ..opts.mode.clone()
+    });
     out.preview = !opts.refs.is_empty();
     let misses = Misses::new(opts.mode.offline);
     // Every failing source is reported, not only the first.
     let mut failed = Vec::new();
     for w in &wanted {
-        match misses.note(instance_tree(&fetcher, &platform, w, opts, &mut out.used)) {
+        let preview = selection.refs.get(&(w.project, w.instance));
+        match misses.note(instance_tree(
+            &fetcher,
+            &platform,
+            w,
+            preview,
+            &mut out.used,
+        )) {
             Ok(Some(tree)) => {
                 out.trees.insert((w.project, w.instance), tree);
             }
@@ -286,9 +347,18 @@ pub fn resolve(
         }
     }
     all_or_failures(failed)?;
-    for ((p, i), tree) in &out.trees {
-        let project = &platform.spec.projects[*p];
-        let name = project.components[*i].name.clone().unwrap_or_default();
+    for w in wanted.iter_mut().filter(|w| w.name.is_none()) {
+        w.name = out
+            .trees
+            .get(&(w.project, w.instance))
+            .and_then(|t| component_name(fs, t));
+    }
+    for w in &wanted {
+        let Some(tree) = out.trees.get(&(w.project, w.instance)) else {
+            continue;
+        };
+        let project = &platform.spec.projects[w.project];
+        let name = w.name.clone().unwrap_or_default();
         let mut dirs: BTreeSet<&PathBuf> = BTreeSet::new();
         dirs.insert(&tree.dir);
         dirs.extend(tree.environments.values().map(|t| &t.dir));
@@ -296,6 +366,7 @@ pub fn resolve(
             charts.scan_component(fs, dir, &project.name, &name)?;
         }
     }
+    let chart_users = charts.instance_names();
     out.charts = charts.fetch(fs, &fetcher, &misses)?;
     let pulled = out.charts.pulled.values();
     for got in pulled.chain(out.charts.dependencies.values().flatten()) {
@@ -317,6 +388,7 @@ pub fn resolve(
     )?;
     out.bases = Arc::new(bases);
     misses.finish()?;
+    selection.check_pending(&shown, &wanted, &out.used, &chart_users)?;
     // A run over the whole platform leaves only what it used; the lock shrinks with it.
     let lock = fetcher.lock_file(false);
     out.lock_changed = old.as_ref() != Some(&lock);
@@ -353,15 +425,11 @@ fn instance_tree(
     fetcher: &Fetcher<'_>,
     platform: &PlatformFile,
     w: &Wanted,
-    opts: &SourceOptions,
+    preview: Option<&String>,
     used: &mut Vec<LockEntry>,
 ) -> Result<SourceTree, SourceStageError> {
     let mut refs = expand_refs(platform, w)?;
-    if let Some(r) = opts
-        .refs
-        .get(&w.name)
-        .or_else(|| opts.refs.get(&repo_name(&w.git)))
-    {
+    if let Some(r) = preview {
         refs.values_mut().for_each(|v| v.clone_from(r));
     }
     let distinct: BTreeSet<&String> = refs.values().collect();
@@ -392,6 +460,200 @@ fn instance_tree(
             .collect();
     }
     Ok(tree)
+}
+
+/// Gives each instance without `name:` its component's `metadata.name`, read from its tree at
+/// the ref the lock (or platform.yaml) gives it, fetched by `probe` (a fetcher that updates
+/// nothing): `kiln update NAME` and `--source-ref NAME=REF` must know the names before the
+/// run's own fetches. A source that cannot be fetched stays unnamed here; the run's fetch
+/// reports why.
+fn name_instances(
+    fs: &dyn FileSystem,
+    platform: &PlatformFile,
+    probe: &Fetcher<'_>,
+    wanted: &mut [Wanted],
+) {
+    for w in wanted.iter_mut().filter(|w| w.name.is_none()) {
+        let reference = expand_refs(platform, w)
+            .ok()
+            .and_then(|refs| refs.values().next().cloned())
+            .unwrap_or_else(|| w.reference.clone());
+        w.name = fetch_component(probe, w, &reference)
+            .ok()
+            .and_then(|(tree, _)| component_name(fs, &tree));
+    }
+}
+
+/// The `metadata.name` of the component in `tree`.
+fn component_name(fs: &dyn FileSystem, tree: &SourceTree) -> Option<String> {
+    let rooted = crate::fs::RootedFs::new(fs, tree.root.clone());
+    component_name_in(&rooted, &tree.dir)
+}
+
+/// The `metadata.name` of the component in `dir` (`None` when it cannot be read: load
+/// reports why).
+pub(crate) fn component_name_in(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
+    let text = fs.read_to_string(&dir.join("component.yaml")).ok()?;
+    let doc = crate::yaml::parse_one("component.yaml", &text).ok()?;
+    Some(doc.pointer("/metadata/name")?.as_str()?.to_string())
+}
+
+/// What `kiln update NAME…` and `--source-ref NAME=REF` name, resolved against the
+/// platform's sources by one rule (docs/sources.md): a component instance by its name (as
+/// render names it: `name:`, else the component's `metadata.name`), else a repository by its
+/// URL, else by its name (`cart` for `…/shop/cart.git`) when only one repository has it; for
+/// `kiln update`, also a chart by its name or URL, and a remote kustomize base by its
+/// repository's URL or name. A name that matches nothing is an error, never a silent no-op.
+struct Selection {
+    /// The fetcher's `Mode::update`: the instance names as given, plus the URL of each
+    /// repository named by its name.
+    update: Option<BTreeSet<String>>,
+    /// `--source-ref`: the ref of each instance, by (project, instance).
+    refs: BTreeMap<(usize, usize), String>,
+    /// `kiln update` names that name no component instance or repository of one: charts and
+    /// remote bases, known once fetched ([`Selection::check_pending`]).
+    pending: Vec<String>,
+}
+
+impl Selection {
+    fn new(
+        platform: &str,
+        wanted: &[Wanted],
+        opts: &SourceOptions,
+    ) -> Result<Selection, SourceStageError> {
+        let mut selection = Selection {
+            update: None,
+            refs: BTreeMap::new(),
+            pending: Vec::new(),
+        };
+        for (name, reference) in &opts.refs {
+            let found = instances_named(platform, wanted, name)?;
+            if found.is_empty() {
+                return Err(unknown_name(platform, name, wanted, &[]));
+            }
+            for w in found {
+                selection
+                    .refs
+                    .insert((w.project, w.instance), reference.clone());
+            }
+        }
+        if let Some(names) = &opts.mode.update {
+            let mut update = BTreeSet::new();
+            for name in names {
+                update.insert(name.clone());
+                let found = instances_named(platform, wanted, name)?;
+                if found.is_empty() {
+                    selection.pending.push(name.clone());
+                } else if found
+                    .iter()
+                    .all(|w| w.name.as_deref() != Some(name.as_str()))
+                {
+                    // A repository (by its name or URL): every instance from it, by URL.
+                    update.extend(found.iter().map(|w| w.git.clone()));
+                }
+            }
+            selection.update = Some(update);
+        }
+        Ok(selection)
+    }
+
+    /// Fails for a `kiln update` name that matched no source once every source is known.
+    fn check_pending(
+        &self,
+        platform: &str,
+        wanted: &[Wanted],
+        used: &[LockEntry],
+        chart_users: &BTreeSet<String>,
+    ) -> Result<(), SourceStageError> {
+        for name in &self.pending {
+            let known = used.iter().any(|e| {
+                &e.url == name
+                    || &e.chart == name
+                    || (e.kind == "git" && &repo_name(&e.url) == name)
+            }) || chart_users.contains(name)
+                || wanted.iter().any(|w| w.name.as_ref() == Some(name));
+            if !known {
+                return Err(unknown_name(platform, name, wanted, used));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The instances `name` names: by instance name, else by repository URL, else by repository
+/// name when one repository has it (several: [`SourceStageError::AmbiguousName`]).
+fn instances_named<'w>(
+    platform: &str,
+    wanted: &'w [Wanted],
+    name: &str,
+) -> Result<Vec<&'w Wanted>, SourceStageError> {
+    let by_name: Vec<&Wanted> = wanted
+        .iter()
+        .filter(|w| w.name.as_deref() == Some(name))
+        .collect();
+    if !by_name.is_empty() {
+        return Ok(by_name);
+    }
+    let urls: BTreeSet<&str> = wanted
+        .iter()
+        .filter(|w| w.git == name || repo_name(&w.git) == name)
+        .map(|w| w.git.as_str())
+        .collect();
+    if urls.len() > 1 {
+        return Err(SourceStageError::AmbiguousName {
+            platform: platform.to_string(),
+            name: name.to_string(),
+            count: urls.len(),
+            list: urls
+                .iter()
+                .map(|u| format!("\n- {}", kiln_base::url::redact(u)))
+                .collect(),
+        });
+    }
+    Ok(wanted
+        .iter()
+        .filter(|w| urls.contains(w.git.as_str()))
+        .collect())
+}
+
+/// The error for a name no source has: a did-you-mean, and every source by name.
+fn unknown_name(
+    platform: &str,
+    name: &str,
+    wanted: &[Wanted],
+    used: &[LockEntry],
+) -> SourceStageError {
+    let mut known: BTreeMap<String, String> = BTreeMap::new();
+    for w in wanted {
+        let url = kiln_base::url::redact(&w.git);
+        match &w.name {
+            Some(n) => known.insert(n.clone(), url),
+            None => known.insert(repo_name(&w.git), url),
+        };
+    }
+    for e in used.iter().filter(|e| !e.chart.is_empty()) {
+        known
+            .entry(e.chart.clone())
+            .or_insert_with(|| format!("chart from {}", kiln_base::url::redact(&e.url)));
+    }
+    let candidates = known
+        .keys()
+        .map(String::as_str)
+        .chain(wanted.iter().map(|w| w.git.as_str()));
+    let list: Vec<String> = known.iter().map(|(n, u)| format!("`{n}` ({u})")).collect();
+    let help = match (
+        kiln_base::diag::did_you_mean(name, candidates),
+        list.is_empty(),
+    ) {
+        (_, true) => "the platform has no remote source".to_string(),
+        (Some(m), false) => format!("did you mean `{m}`? sources: {}", list.join(", ")),
+        (None, false) => format!("sources: {}", list.join(", ")),
+    };
+    SourceStageError::UnknownName {
+        platform: platform.to_string(),
+        name: name.to_string(),
+        help,
+    }
 }
 
 /// Under `--offline`, every source missing from the cache is named at once (issue 33, item
@@ -460,8 +722,15 @@ fn wanted(
     for (p, project) in platform.spec.projects.iter().enumerate() {
         for (i, inst) in project.components.iter().enumerate() {
             let Some(src) = &inst.source else { continue };
-            let name = inst.name.clone().unwrap_or_else(|| repo_name(&src.git));
-            let at = format!("platform.yaml, project {} component {name}", project.name);
+            let name = inst.name.clone();
+            let at = format!(
+                "platform.yaml, project {} {}",
+                project.name,
+                match &name {
+                    Some(n) => format!("component {n}"),
+                    None => format!("the component from `{}`", kiln_base::url::redact(&src.git)),
+                }
+            );
             let invalid = |field: &str, problem: String, help: &str| SourceStageError::Invalid {
                 at: at.clone(),
                 field: field.into(),
@@ -591,7 +860,7 @@ fn expand_refs(
 
 fn bad_ref(w: &Wanted, problem: &str) -> SourceStageError {
     SourceStageError::Invalid {
-        at: format!("platform.yaml, project {} component {}", w.project_name, w.name),
+        at: format!("platform.yaml, project {} {}", w.project_name, w.describe()),
         field: "source.ref".into(),
         problem: problem.into(),
         help: "a ref may hold ${env.name}, ${env.tier}, ${env.cluster}, ${project.name} and ${params.<name>} (a string parameter)".into(),
@@ -630,12 +899,10 @@ fn fetch_component(
         url: w.git.clone(),
         chart: String::new(),
         requested: reference.to_string(),
-        needed_by: format!(
-            "component {} (project {}) at {}",
-            w.name, w.project_name, w.at
-        ),
-        // `kiln update NAME`: the instance's name, else the repository's.
-        names: vec![w.name.clone(), repo_name(&w.git)],
+        needed_by: format!("{} (project {}) at {}", w.describe(), w.project_name, w.at),
+        // `kiln update NAME`: the instance's name ([`Selection`] turns the repository's name
+        // into its URL, which selects it too).
+        names: w.name.iter().cloned().collect(),
         // A component's tree leaves its submodules out, and its fetch is not bounded.
         git: Default::default(),
     };

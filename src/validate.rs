@@ -548,6 +548,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
     };
     let s = pf.spec;
     let at = |p: String| Loc::new(file, p);
+    let platform_refs = platform_param_refs(&s);
 
     // Components first: instances need their names and declared parameters.
     let components: Vec<Arc<Component>> = loaded_components
@@ -854,11 +855,15 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         // Project parameters must be declared by one of the project's components.
         let project_scope: Vec<&Component> =
             instances.iter().map(|c| c.component.as_ref()).collect();
+        let project_consumed = consumed(&project_scope, &platform_refs);
         ck.shared(
             &project.parameters,
             &project_scope,
-            &at(format!("/spec/projects/{p}/parameters")),
-            &format!("any component of project `{}`", project.name),
+            &project_consumed,
+            (
+                &at(format!("/spec/projects/{p}/parameters")),
+                &format!("any component of project `{}`", project.name),
+            ),
         );
         projects.push(Project {
             name: project.name.clone(),
@@ -871,19 +876,17 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         });
     }
     let all: Vec<&Component> = components.iter().map(Arc::as_ref).collect();
+    let all_consumed = consumed(&all, &platform_refs);
+    let scope = "any component of the platform";
     ck.shared(
         &s.parameters,
         &all,
-        &at("/spec/parameters".into()),
-        "any component of the platform",
+        &all_consumed,
+        (&at("/spec/parameters".into()), scope),
     );
     for (i, e) in s.environments.iter().enumerate() {
-        ck.shared(
-            &e.parameters,
-            &all,
-            &at(format!("/spec/environments/{i}/parameters")),
-            "any component of the platform",
-        );
+        let loc = at(format!("/spec/environments/{i}/parameters"));
+        ck.shared(&e.parameters, &all, &all_consumed, (&loc, scope));
     }
 
     let errors = ck.errors;
@@ -924,6 +927,56 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         sources: sources.clone(),
         file,
     })
+}
+
+/// The parameter names (first path segment) that `${params.…}` references in `value` use.
+pub(crate) fn collect_param_refs(value: &Value, out: &mut BTreeSet<String>) {
+    match value {
+        Value::String(s) if s.contains("${") => {
+            for r in kiln_base::reference::find(s) {
+                if let Some(path) = r.name().strip_prefix("params.") {
+                    out.insert(path.split('.').next().unwrap_or("").to_string());
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_param_refs(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_param_refs(v, out)),
+        _ => {}
+    }
+}
+
+/// The parameters platform.yaml itself uses: those its `source.ref`s and its parameter values
+/// (every layer) refer to with `${params.…}`.
+fn platform_param_refs(s: &spec::PlatformSpec) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut values = |p: &Parameters| p.values().for_each(|v| collect_param_refs(v, &mut out));
+    values(&s.parameters);
+    s.environments.iter().for_each(|e| values(&e.parameters));
+    for project in &s.projects {
+        values(&project.parameters);
+        for inst in &project.components {
+            values(&inst.parameters);
+            inst.environments
+                .values()
+                .for_each(|e| values(&e.parameters));
+        }
+    }
+    for inst in s.projects.iter().flat_map(|p| &p.components) {
+        if let Some(src) = &inst.source {
+            collect_param_refs(&Value::String(src.reference.clone()), &mut out);
+        }
+    }
+    out
+}
+
+/// The parameters consumed in a scope: `platform`'s, and those the components of `scope`
+/// without a parameter schema name in their spec.
+fn consumed(scope: &[&Component], platform: &BTreeSet<String>) -> BTreeSet<String> {
+    let mut out = platform.clone();
+    for c in scope.iter().filter(|c| c.declared.is_none()) {
+        collect_param_refs(&c.raw_spec, &mut out);
+    }
+    out
 }
 
 fn is_warn(p: &spec::SecretPolicy) -> bool {
@@ -1094,25 +1147,41 @@ impl Checker<'_> {
         }
     }
 
-    /// Shared-layer parameters must be declared by at least one component in scope.
-    fn shared(&mut self, params: &Parameters, scope: &[&Component], loc: &Loc, what: &str) {
+    /// Shared-layer parameters must be used: declared by a component in scope that declares
+    /// its parameters, or consumed (`consumed`: named by a `${params.…}` reference of a
+    /// component in scope without a parameter schema, of a `source.ref` or of a parameter's
+    /// value). A component without a schema accepts every key, but only the ones it names are
+    /// used, so it no longer makes every key "declared" (a typo such as `logLevle` rendered
+    /// silently).
+    fn shared(
+        &mut self,
+        params: &Parameters,
+        scope: &[&Component],
+        consumed: &BTreeSet<String>,
+        (loc, what): (&Loc, &str),
+    ) {
+        let declaring = || scope.iter().filter_map(|c| c.declared.as_ref());
         for name in params.keys() {
-            if !scope.iter().any(|c| c.declares(name)) {
-                let known: BTreeSet<&str> = scope
-                    .iter()
-                    .flat_map(|c| c.declared.iter().flatten())
-                    .map(String::as_str)
-                    .collect();
-                located!(
-                    self,
-                    loc.join(name).at_key(),
-                    UnknownParameter {
-                        name: name.clone(),
-                        scope: what.to_string(),
-                        help: help_for_name(name, "parameter", known.iter().copied()),
-                    }
-                );
+            if declaring().any(|d| d.contains(name)) || consumed.contains(name) {
+                continue;
             }
+            let known: BTreeSet<&str> = declaring()
+                .flatten()
+                .chain(consumed)
+                .map(String::as_str)
+                .collect();
+            located!(
+                self,
+                loc.join(name).at_key(),
+                UnknownParameter {
+                    name: name.clone(),
+                    scope: what.to_string(),
+                    help: format!(
+                        "{} (a shared parameter must be declared under `spec.parameters.properties` of a component, or used by a `${{params.{name}}}` reference in a component without a parameter schema, a `source.ref` or another parameter)",
+                        help_for_name(name, "parameter", known.iter().copied())
+                    ),
+                }
+            );
         }
     }
 
@@ -1324,10 +1393,15 @@ pub(crate) mod tests {
     pub(crate) const PROJECTS: &str = "  - name: web\n    components:\n    - path: ../../components/a\n      parameters: {replicas: 2}\n      environments:\n        prod: {parameters: {replicas: 4}}\n";
 
     pub(crate) fn run(platform: &str, component: &str) -> Result<Platform, Vec<String>> {
-        let t = tree(&[
+        run_files(&[
             ("platforms/p/platform.yaml", platform),
             ("components/a/component.yaml", component),
-        ]);
+        ])
+    }
+
+    /// Loads and validates `platforms/p` of a tree of `files`.
+    fn run_files(files: &[(&str, &str)]) -> Result<Platform, Vec<String>> {
+        let t = tree(files);
         let opts = LoadOptions {
             root: Some(t.path()),
             ..Default::default()
@@ -1455,5 +1529,49 @@ pub(crate) mod tests {
         let errs = run(&p, COMPONENT).unwrap_err();
         assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(errs[0].contains("unknown parameter `colour`"), "{errs:?}");
+    }
+
+    /// Loads and validates the platform `platform` with components `a` ([`COMPONENT`]) and
+    /// `plain` (`plain`, a component without a parameter schema).
+    fn run_with_plain(platform: &str, plain: &str) -> Result<Platform, Vec<String>> {
+        run_files(&[
+            ("platforms/p/platform.yaml", platform),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/plain/component.yaml", plain),
+        ])
+    }
+
+    const PLAIN: &str = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: plain}\nspec:\n  generators:\n  - resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: plain}, data: {t: \"TEAM\"}}]\n";
+
+    /// Repro 04 of the newcomer's estate: a component without `spec.parameters` made every
+    /// platform and environment key "declared", so a typo rendered silently.
+    #[test]
+    fn a_schemaless_component_does_not_declare_every_shared_parameter() {
+        let projects = "  - name: web\n    components:\n    - path: ../../components/a\n    - path: ../../components/plain\n";
+        let envs = "  - {name: dev, tier: nonprod, cluster: c, parameters: {domian: x}}\n";
+        let p = platform_yaml(envs, projects);
+        let errs = run_with_plain(&p, &PLAIN.replace("TEAM", "none")).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("platform.yaml:")
+                && errs[0].contains("unknown parameter `domian` for any component of the platform"),
+            "{errs:?}"
+        );
+        // Consumed by the schema-less component, by a `source.ref` or by another parameter:
+        // a key no schema declares is still used.
+        let p = platform_yaml(envs, projects).replace("domian: x", "team: x");
+        run_with_plain(&p, &PLAIN.replace("TEAM", "${params.team}")).unwrap();
+        let p = platform_yaml(envs, projects)
+            .replace("domian: x", "team: x, domain: \"${params.team}.example\"");
+        run_with_plain(&p, &PLAIN.replace("TEAM", "none")).unwrap();
+        // A `source.ref` consumes the parameters it names.
+        let remote = "  - name: web\n    components:\n    - source: {git: \"https://git.example/app.git\", ref: \"${params.appRef}\"}\n";
+        let text = platform_yaml(envs, remote);
+        let value = crate::yaml::parse_one("platform.yaml", &text).unwrap();
+        let pf: spec::PlatformFile = serde_json::from_value(value).unwrap();
+        assert_eq!(
+            platform_param_refs(&pf.spec),
+            BTreeSet::from(["appRef".to_string()])
+        );
     }
 }

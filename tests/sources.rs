@@ -282,6 +282,96 @@ fn update_moves_only_the_named_source() {
     );
 }
 
+/// Repro 01 of the newcomer's estate: a source without `name:` renders under its component's
+/// `metadata.name` (`web`, from `app-web.git`), and `kiln update` and `--source-ref` know it
+/// by that name too (before, only by `app-web`, and an unknown name was "up to date", exit
+/// 0). The repository's name still works while one repository has it; a name no source has
+/// is a usage error (exit 2) with a did-you-mean, and nothing is written.
+#[test]
+fn update_and_source_ref_name_a_source_as_render_does() {
+    let repos = tempfile::tempdir().unwrap();
+    let (v1, v3) = (
+        versioned_component("web", "1"),
+        versioned_component("web", "3"),
+    );
+    testing::app_repo(
+        repos.path(),
+        "app-web.git",
+        &[(&as_refs(&v3), Some("my-change")), (&as_refs(&v1), None)],
+    );
+    let daemon = testing::git_daemon(repos.path());
+    let url = format!("git://127.0.0.1:{}/app-web.git", daemon.port);
+    let item = format!("    - source: {{git: \"{url}\", ref: main, path: deploy}}\n");
+    let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+    let r = p.kiln(&["render", "platform", "--no-cache"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(
+        p.read("deploy/shop/dev/web/web.gen.yaml")
+            .contains("version: \"1\"")
+    );
+    // main moves on.
+    let clone = p.work.path().join("clone");
+    testing::git(
+        p.work.path(),
+        &["clone", "-q", &url, &clone.display().to_string()],
+    );
+    std::fs::write(
+        clone.join("deploy/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  version: \"2\"\n",
+    )
+    .unwrap();
+    testing::git(&clone, &["commit", "-qam", "two"]);
+    let new = testing::git(&clone, &["rev-parse", "HEAD"]);
+    let bare = repos.path().join("app-web.git");
+    testing::git(&clone, &["push", "-q", &bare.display().to_string(), "main"]);
+    let before = p.read("platform/kiln.lock");
+    for typo in [
+        &["update", "platform", "wbe"][..],
+        &["diff", "platform", "--source-ref", "wbe=my-change"],
+    ] {
+        let r = p.kiln(typo, &[]);
+        assert_eq!(r.code, Some(2), "{typo:?}: {}", r.text());
+        assert!(
+            r.text().contains("kiln::source::unknown_name")
+                && r.text().contains("no source of platform is named `wbe`")
+                && r.text().contains("did you mean `web`?")
+                && r.text().contains(&format!("`web` ({url})")),
+            "{}",
+            r.text()
+        );
+        assert_eq!(p.read("platform/kiln.lock"), before);
+    }
+    // The preview of a branch, by the instance's name and by the repository's.
+    for name in ["web", "app-web"] {
+        let r = p.kiln(
+            &[
+                "diff",
+                "platform",
+                "--source-ref",
+                &format!("{name}=my-change"),
+                "--stat",
+            ],
+            &[],
+        );
+        assert_eq!(r.code, Some(1), "{name}: {}", r.text());
+        assert!(
+            r.text().contains("shop/dev/web/web.gen.yaml"),
+            "{}",
+            r.text()
+        );
+        assert_eq!(p.read("platform/kiln.lock"), before);
+    }
+    let r = p.kiln(&["update", "platform", "web"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let after = p.read("platform/kiln.lock");
+    assert!(after.contains(&new) && after != before, "{after}");
+    // The repository's name, the one repository of that name: the same source.
+    std::fs::write(p.work.path().join("platform/kiln.lock"), &before).unwrap();
+    let r = p.kiln(&["update", "platform", "app-web"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert_eq!(p.read("platform/kiln.lock"), after);
+}
+
 /// `kiln update` names each source that moved (old → new commit) and warns when a tag moved:
 /// shop-web's `main` gains a commit (a move), shop-api's `v1.0.0` is force-moved upstream to
 /// another commit (a supply-chain warning, with both commits). A second update says nothing
@@ -1283,12 +1373,14 @@ fn every_failing_source_is_reported_at_its_line() {
         .collect::<Vec<_>>()
         .join(" ");
     assert!(text.contains("2 errors"), "{text}");
+    // miette wraps long lines, at a `/` too.
+    let flat = text.replace("/ ", "/");
     assert!(
-        text.contains("platforms/p/platform.yaml:12:14 (`source.ref`)"),
+        flat.contains("platforms/p/platform.yaml:12:14 (`source.ref`)"),
         "{text}"
     );
     assert!(
-        text.contains("platforms/p/platform.yaml:16:14 (`source.ref`)"),
+        flat.contains("platforms/p/platform.yaml:16:14 (`source.ref`)"),
         "{text}"
     );
     assert!(text.contains("`v9.9.9` does not exist"), "{text}");

@@ -208,10 +208,24 @@ pub struct SourceFlags {
     /// Use only the source cache: no network; a source missing from it is an error.
     #[arg(long)]
     pub offline: bool,
-    /// Preview another ref of a component's repository: `NAME=REF` (the instance's name or
-    /// the repository's), e.g. `--source-ref cart=my-branch`. kiln.lock is left as it is.
-    #[arg(long = "source-ref", value_name = "NAME=REF")]
+    /// Preview another ref of a component's repository: `NAME=REF` (the instance's name as
+    /// render shows it, its repository's URL, or the repository's name when unambiguous;
+    /// docs/sources.md), e.g. `--source-ref cart=my-branch`. kiln.lock is left as it is. An
+    /// unknown NAME is a usage error (exit 2).
+    #[arg(long = "source-ref", value_name = "NAME=REF", value_parser = parse_source_ref)]
     pub source_ref: Vec<String>,
+}
+
+/// `--source-ref`'s value: `NAME=REF`, both non-empty (a usage error otherwise, exit 2).
+fn parse_source_ref(value: &str) -> Result<String, String> {
+    match value.split_once('=') {
+        Some((name, reference)) if !name.is_empty() && !reference.is_empty() => {
+            Ok(value.to_string())
+        }
+        _ => Err(format!(
+            "`{value}` is not NAME=REF (a component's name, then the ref to preview: `cart=my-branch`)"
+        )),
+    }
 }
 
 #[derive(Debug, Args)]
@@ -219,8 +233,10 @@ pub struct UpdateArgs {
     /// The platform directory (holds platform.yaml and kiln.lock).
     #[arg(default_value = "platforms/bank")]
     pub platform: PathBuf,
-    /// Sources to update: component instance names, repository URLs or chart names
-    /// (default: every source).
+    /// Sources to update (default: every source): component instance names (as render
+    /// shows them: `name:`, else the component's `metadata.name`), repository URLs, a
+    /// repository's name when unambiguous, chart names. An unknown name is a usage error
+    /// (exit 2).
     pub sources: Vec<String>,
 }
 
@@ -1389,6 +1405,14 @@ fn merge(args: &MergeArgs) -> miette::Result<ExitCode> {
 /// `kubectl diff` (0 same, 1 different, >1 error); 2 stays kiln's usage error.
 pub const EXIT_COMPARE_ERROR: u8 = 3;
 
+/// Exit code of a usage error: clap's, and kiln's own for a command line that names what
+/// the platform lacks.
+pub const EXIT_USAGE: u8 = 2;
+
+/// The error codes that are usage errors (exit 2 under every command): a source name that
+/// `kiln update NAME` or `--source-ref NAME=REF` gives and no source has.
+const USAGE_CODES: &[&str] = &["kiln::source::unknown_name", "kiln::source::ambiguous_name"];
+
 impl Command {
     /// The exit code when the command fails with an error (not a difference).
     pub fn error_exit_code(&self) -> u8 {
@@ -1412,6 +1436,15 @@ impl Command {
                 | Command::Man(_)
         )
     }
+}
+
+/// The exit code for `report`, the error a command with error exit code `command_code`
+/// failed with: [`EXIT_USAGE`] for a usage error, else `command_code`.
+pub fn failure_exit_code(command_code: u8, report: &miette::Report) -> u8 {
+    let usage = report
+        .code()
+        .is_some_and(|c| USAGE_CODES.contains(&c.to_string().as_str()));
+    if usage { EXIT_USAGE } else { command_code }
 }
 
 /// Names the Secrets a render emitted, once, on stderr (their values are never printed).

@@ -85,6 +85,16 @@ impl ChartScan {
             .unwrap_or_default()
     }
 
+    /// The names of the component instances that use a chart (`kiln update NAME` selects
+    /// their charts).
+    pub fn instance_names(&self) -> BTreeSet<String> {
+        self.wanted
+            .values()
+            .chain(self.local.values())
+            .flat_map(|u| u.names.iter().cloned())
+            .collect()
+    }
+
     /// Every local component instance (`path:`) of the platform.
     pub fn scan_local(
         &mut self,
@@ -97,15 +107,13 @@ impl ChartScan {
                 if inst.source.is_some() || inst.path.is_empty() {
                     continue;
                 }
-                let name = inst.name.clone().unwrap_or_else(|| {
-                    inst.path
-                        .trim_end_matches('/')
-                        .rsplit('/')
-                        .next()
-                        .unwrap_or_default()
-                        .to_string()
-                });
                 let dir = crate::fs::normalize(&platform_dir.join(&inst.path));
+                // The instance's name as render gives it: `name:`, else `metadata.name`.
+                let name = inst
+                    .name
+                    .clone()
+                    .or_else(|| super::component_name_in(fs, &dir))
+                    .unwrap_or_default();
                 self.scan_component(fs, &dir, &project.name, &name)?;
             }
         }
