@@ -105,6 +105,9 @@ pub struct Resolved {
     pub trees: BTreeMap<(usize, usize), SourceTree>,
     /// Every remote source used, as locked (for the publish trailers).
     pub used: Vec<LockEntry>,
+    /// The app repository commit each (project, environment, component) is rendered from,
+    /// so publish records it per cell (`Kiln-App-Commit: <project>/<env>/<component> …`).
+    pub cells: BTreeMap<(String, String, String), LockEntry>,
     /// The lock as this run leaves it; `None` when the platform has no remote source.
     pub lock: Option<LockFile>,
     /// Where the lock lives.
@@ -274,7 +277,14 @@ pub fn resolve(
     // Every failing source is reported, not only the first.
     let mut failed = Vec::new();
     for w in &wanted {
-        match misses.note(instance_tree(&fetcher, &platform, w, opts, &mut out.used)) {
+        let found = instance_tree(&fetcher, &platform, w, opts, &mut out.used);
+        match misses.note(found.map(|(tree, cells)| {
+            for (env, entry) in cells {
+                let cell = (w.project_name.clone(), env, w.name.clone());
+                out.cells.insert(cell, entry);
+            }
+            tree
+        })) {
             Ok(Some(tree)) => {
                 out.trees.insert((w.project, w.instance), tree);
             }
@@ -350,14 +360,14 @@ pub fn resolve(
 }
 
 /// The tree (or trees, one per environment's ref) of instance `w`, its sources noted in
-/// `used`.
+/// `used`, with the lock entry each environment it is deployed to renders from.
 fn instance_tree(
     fetcher: &Fetcher<'_>,
     platform: &PlatformFile,
     w: &Wanted,
     opts: &SourceOptions,
     used: &mut Vec<LockEntry>,
-) -> Result<SourceTree, SourceStageError> {
+) -> Result<(SourceTree, BTreeMap<String, LockEntry>), SourceStageError> {
     let mut refs = expand_refs(platform, w)?;
     if let Some(r) = opts
         .refs
@@ -369,13 +379,19 @@ fn instance_tree(
     let distinct: BTreeSet<&String> = refs.values().collect();
     // One tree per distinct ref; the fetcher fetches each (repository, commit) once.
     let mut by_ref: BTreeMap<&String, SourceTree> = BTreeMap::new();
+    let mut entries: BTreeMap<&String, LockEntry> = BTreeMap::new();
     for reference in distinct {
         let tree = fetch_component(fetcher, w, reference)?;
         if !used.contains(&tree.1) {
-            used.push(tree.1);
+            used.push(tree.1.clone());
         }
+        entries.insert(reference, tree.1);
         by_ref.insert(reference, tree.0);
     }
+    let cells = refs
+        .iter()
+        .filter_map(|(env, r)| Some((env.clone(), entries.get(r)?.clone())))
+        .collect();
     let mut tree = match refs.values().next().and_then(|r| by_ref.get(r)) {
         Some(t) => t.clone(),
         // Deployed nowhere: its own ref, as written.
@@ -393,7 +409,7 @@ fn instance_tree(
             .filter_map(|(env, r)| Some((env.clone(), by_ref.get(r)?.clone())))
             .collect();
     }
-    Ok(tree)
+    Ok((tree, cells))
 }
 
 /// Under `--offline`, every source missing from the cache is named at once (issue 33, item

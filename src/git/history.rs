@@ -20,8 +20,8 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use super::trailers::{
-    Classifier, KilnTrailers, Unit, UnitChange, WriteLayout, change_digest, images_by_unit,
-    parse_message, promote_stamp,
+    AppCommit, Classifier, KilnTrailers, Unit, UnitChange, WriteLayout, change_digest,
+    images_by_unit, parse_message, promote_stamp,
 };
 use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, read_all_files, resolve_commit};
 use crate::artifact::ArtifactSet;
@@ -258,7 +258,9 @@ pub struct HistoryEntry {
     pub source_commit: Option<String>,
     pub kiln_version: String,
     pub spec_digest: Option<String>,
-    /// The remote sources it was rendered from (`Kiln-App-Commit`: `<url>@<commit>`).
+    /// The remote sources it was rendered from (`Kiln-App-Commit`:
+    /// `[<project>/<env>/<component> ]<url>@<commit>`); with a component or environment
+    /// filter, only the kept cells' own and those of the whole publish.
     pub sources: Vec<String>,
     /// `false` for a commit kiln did not make (a Kargo promotion, a hand edit). For it, and
     /// for `kiln promote`'s commits, the changes are the units its paths touch, compared
@@ -602,7 +604,15 @@ pub fn history(
             source_commit: commit.trailers.source_commit,
             kiln_version: commit.trailers.kiln_version,
             spec_digest: commit.trailers.spec_digest,
-            sources: commit.trailers.app_commits,
+            // A cell's own app commits (and the publish's unattributed sources) only.
+            sources: commit
+                .trailers
+                .app_commits
+                .iter()
+                .map(|v| AppCommit::parse(v))
+                .filter(|a| !filtered || a.concerns(|u| filter.keeps_unit(u)))
+                .map(|a| a.to_string())
+                .collect(),
             made_by_kiln: commit.made_by_kiln,
         });
     }
