@@ -1838,3 +1838,110 @@ fn a_cell_names_only_the_app_commit_it_was_rendered_from() {
         assert!(!commits.iter().any(|c| c.ends_with(&other)));
     }
 }
+
+/// Issue (image-less status), item 2: a component without images, promoted through Kargo. In
+/// sync, its cells show a short Freight ID, not `?`; a manifest change promoted to dev but
+/// not test is lag (exit 1, `<lag`, the Freight told apart); `history --at` lists the cell.
+#[test]
+fn a_component_without_images_shows_its_freight_and_lags() {
+    let t = tempfile::tempdir().unwrap();
+    let plat = t.path().join("plat");
+    std::fs::create_dir_all(plat.join("platforms/p")).unwrap();
+    std::fs::create_dir_all(plat.join("components/cfg")).unwrap();
+    let component = |v: &str| {
+        std::fs::write(
+            plat.join("components/cfg/component.yaml"),
+            format!("apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: cfg}}\nspec:\n  generators:\n  - resources: [{{apiVersion: v1, kind: ConfigMap, metadata: {{name: cfg}}, data: {{v: \"{v}\"}}}}]\n"),
+        )
+        .unwrap();
+    };
+    component("1");
+    std::fs::write(
+        plat.join("platforms/p/platform.yaml"),
+        "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {name: p}\nspec:\n  source: {repoURL: \"http://git.example/plat.git\"}\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  - {name: test, tier: nonprod, cluster: c, from: [dev]}\n  kargo: {enabled: true}\n  projects:\n  - name: shop\n    output: {repoURL: \"http://git.example/shop-deploy.git\"}\n    components: [{path: ../../components/cfg}]\n",
+    )
+    .unwrap();
+    git(&plat, &["init", "-q"]);
+    let (source, out) = (t.path().join("plat.git"), t.path().join("out.git"));
+    git2::Repository::init_bare(&source).unwrap();
+    git2::Repository::init_bare(&out).unwrap();
+    let maps = [
+        format!("http://git.example/plat.git={}", source.display()),
+        format!("http://git.example/shop-deploy.git={}", out.display()),
+    ];
+    let kiln = |args: &[&str]| {
+        let mut cmd = kiln_command(&plat);
+        cmd.args(args);
+        if matches!(args[0], "promote" | "status") {
+            for m in &maps {
+                cmd.arg("--repo-map").arg(m);
+            }
+        }
+        run(&mut cmd)
+    };
+    let publish = |v: &str| {
+        assert_eq!(kiln(&["render", "platforms/p"]).code, Some(0));
+        git(&plat, &["add", "-A"]);
+        git(&plat, &["commit", "-q", "-m", v]);
+        let r = run(publish_cmd(Path::new("platforms/p"), &source).current_dir(&plat));
+        assert_eq!(r.code, Some(0), "{}", r.text());
+    };
+    let promote = |stage: &str| {
+        let r = kiln(&["promote", stage, "platforms/p", "--freight", "latest"]);
+        assert_eq!(r.code, Some(0), "{}", r.text());
+    };
+    publish("v1");
+    promote("cfg-dev");
+    promote("cfg-test");
+    let r = kiln(&["status", "platforms/p"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(!r.stdout.contains('?'), "{}", r.stdout);
+    component("2");
+    publish("v2");
+    promote("cfg-dev");
+    let r = kiln(&["status", "platforms/p", "-o", "json"]);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    let cells = v["cells"].as_array().unwrap();
+    let freight = |env: &str| {
+        cell(cells, "shop", "cfg", env)["freight"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{env} names its Freight: {}", r.stdout))
+            .to_string()
+    };
+    let (dev, test) = (freight("dev"), freight("test"));
+    assert_ne!(dev, test);
+    let r = kiln(&["status", "platforms/p"]);
+    assert_eq!(r.code, Some(1), "lag is exit 1: {}", r.text());
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("shop/cfg"))
+        .unwrap();
+    assert!(
+        row.contains(&dev[..7]) && row.contains(&format!("{} <lag", &test[..7])),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "lagging shop/cfg in test: dev runs {}, test {}",
+            &dev[..7],
+            &test[..7]
+        )),
+        "{}",
+        r.stdout
+    );
+    let at = kiln(&[
+        "history",
+        "--repo",
+        &out.display().to_string(),
+        "--branch",
+        "stage/test",
+        "--platform",
+        "platforms/p",
+        "--at",
+        "2100-01-01T00:00:00Z",
+    ]);
+    assert_eq!(at.code, Some(0), "{}", at.text());
+    assert!(at.stdout.contains("/cfg: (no image)"), "{}", at.stdout);
+}

@@ -373,13 +373,14 @@ impl fmt::Display for DeployedState {
             )?;
         }
         for c in &self.images {
+            let images = match c.images.is_empty() {
+                true => "(no image)".to_string(),
+                false => c.images.join(" "),
+            };
             writeln!(
                 f,
-                "  {}/{}/{}: {}",
-                c.project,
-                c.environment,
-                c.component,
-                c.images.join(" ")
+                "  {}/{}/{}: {images}",
+                c.project, c.environment, c.component
             )?;
         }
         Ok(())
@@ -711,7 +712,16 @@ pub fn deployed_at(
     match trailers {
         Some(trailers) if !kargo => {
             state.source = Some(StateSource::Trailers);
-            state.images = component_images(trailers.images.iter(), filter);
+            // `Kiln-Images` names components with images only: the others from the tree.
+            let mut images = trailers.images.clone();
+            let classifier = Classifier::new(files.paths(), branch.strip_prefix("stage/"))
+                .with_known(known.clone());
+            for path in files.files.keys() {
+                if let unit @ Unit::Component { .. } = classifier.classify(path) {
+                    images.entry(unit).or_default();
+                }
+            }
+            state.images = component_images(images.iter(), filter);
         }
         _ if kargo => {
             state.source = Some(StateSource::Tree);
@@ -728,9 +738,9 @@ pub fn deployed_at(
                         folder.insert(rel.to_string(), bytes.clone());
                     }
                 }
-                let refs = folder_images(&folder);
-                if !refs.is_empty() {
-                    images.insert(unit.clone(), refs);
+                // A component without images is deployed all the same.
+                if !folder.files.is_empty() {
+                    images.insert(unit.clone(), folder_images(&folder));
                 }
             }
             state.images = component_images(images.iter(), filter);

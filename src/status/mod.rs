@@ -318,7 +318,50 @@ pub struct Cell {
     deployed: bool,
 }
 
+/// What a cell (or one write of it) runs: its images, then its Freight, else the app or
+/// source commit it was rendered from. A component without images is told apart by the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Version {
+    images: Vec<String>,
+    rendered: Option<String>,
+}
+
+impl Version {
+    fn of(
+        images: &[Image],
+        freight: Option<&String>,
+        app_commits: &[RepoCommit],
+        source_commit: Option<&String>,
+    ) -> Version {
+        Version {
+            images: images.iter().map(|i| i.reference.clone()).collect(),
+            rendered: freight
+                .or(app_commits.first().map(|c| &c.commit))
+                .or(source_commit)
+                .cloned(),
+        }
+    }
+
+    /// The matrix text of an image-less cell: the short Freight ID or commit (`?` when
+    /// neither is known).
+    fn short(&self) -> String {
+        match &self.rendered {
+            Some(r) => r.chars().take(7).collect(),
+            None => "?".to_string(),
+        }
+    }
+}
+
 impl Cell {
+    fn version(&self) -> Version {
+        Version::of(
+            &self.images,
+            self.freight.as_ref(),
+            &self.app_commits,
+            self.source_commit.as_ref(),
+        )
+    }
+
     /// `project/component`.
     pub fn row(&self) -> String {
         format!("{}/{}", self.project, self.component)
@@ -330,7 +373,7 @@ impl Cell {
         let mut label = if !self.deployed {
             "-".to_string()
         } else if tags.is_empty() {
-            "?".to_string()
+            self.version().short()
         } else {
             tags.join(",")
         };
@@ -1151,12 +1194,6 @@ pub fn status(
         .collect();
     let snapshot = cells.clone();
     for c in cells.iter_mut().filter(|c| c.stage.is_some()) {
-        let refs = |x: &Cell| {
-            x.images
-                .iter()
-                .map(|i| i.reference.clone())
-                .collect::<Vec<_>>()
-        };
         for up in upstreams
             .get(c.environment.as_str())
             .map(|v| v.iter())
@@ -1168,24 +1205,36 @@ pub fn status(
             }) else {
                 continue;
             };
-            if u.state == CellState::NotDeployed || refs(u) == refs(c) {
+            // Equal images (or none) still differ by Freight or commit.
+            if u.state == CellState::NotDeployed || u.version() == c.version() {
                 continue;
             }
             // Upstream moved on: it was written later, or what this cell runs is what
             // upstream ran before (the clock alone cannot tell commits of one second apart).
             let ran_before = u.history.iter().skip(1).any(|w| {
-                w.images
-                    .iter()
-                    .map(|i| i.reference.clone())
-                    .collect::<Vec<_>>()
-                    == refs(c)
+                Version::of(
+                    &w.images,
+                    w.freight.as_ref(),
+                    &w.app_commits,
+                    w.source_commit.as_ref(),
+                ) == c.version()
             });
             if c.state != CellState::NotDeployed && u.time <= c.time && !ran_before {
                 continue;
             }
+            let same_images = u.version().images == c.version().images;
             let tags = |x: &Cell| {
                 if x.state == CellState::NotDeployed {
                     "nothing".to_string()
+                } else if same_images {
+                    // What tells them apart: the Freight or commit, after any images.
+                    let v = x.version();
+                    let tags: Vec<String> = x.images.iter().map(Image::short).collect();
+                    [tags.join(","), v.short()]
+                        .into_iter()
+                        .filter(|t| !t.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 } else {
                     x.images
                         .iter()
