@@ -264,7 +264,16 @@ fn draw_svg(projects: &Projects, runs: &BTreeMap<String, String>) -> String {
             handles.push(h);
         }
         for n in stages {
-            let text = stage_lines(n, runs).join("\n");
+            // What a Stage runs, one component a line: a project-mode Stage runs many, and
+            // one line of them all widened its box and, with it, its whole rank.
+            let text = stage_lines(n, runs)
+                .iter()
+                .flat_map(|l| match l.strip_prefix("runs ") {
+                    Some(all) => all.split(", ").map(|r| format!("runs {r}")).collect(),
+                    None => vec![l.clone()],
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
             let fill = if runs.contains_key(&format!("{}/{}", n.def.project, n.def.name)) {
                 "honeydew"
             } else {
@@ -290,14 +299,128 @@ fn draw_svg(projects: &Projects, runs: &BTreeMap<String, String>) -> String {
     for (from, to) in edges {
         graph.add_edge(Arrow::simple(""), from, to);
     }
-    let mut svg = SVGWriter::new();
+    let mut svg = Bounded {
+        svg: SVGWriter::new(),
+        size: Point::new(0.0, 0.0),
+    };
     if graph.num_nodes() > 0 {
         graph.do_it(false, false, false, &mut svg);
     }
-    let out = svg.finalize();
-    match out.split_once("?>") {
-        Some((_, rest)) => rest.trim_start().to_string(),
-        None => out,
+    svg.finalize()
+}
+
+/// `layout-rs`'s SVG writer, with the picture's size taken from what is drawn. The writer
+/// sizes its canvas as if every text were a column of 10 px per character
+/// (`backends/svg.rs`, `draw_text`: `grow_window(xy, (10, len × 10))`), so a Stage box of
+/// a few lines of 300 characters made the bank's picture three times taller than its
+/// drawing, and the rest of it empty. Here boxes, ellipses and edges grow the canvas by their
+/// extent, and a text by its lines (it is drawn inside its box); every drawing call goes to
+/// the writer unchanged.
+struct Bounded {
+    svg: layout::backends::svg::SVGWriter,
+    size: layout::core::geometry::Point,
+}
+
+/// The margin the writer keeps past the farthest drawing (`grow_window`'s 5 px).
+const SVG_MARGIN: f64 = 5.0;
+
+impl Bounded {
+    fn grow(&mut self, x: f64, y: f64) {
+        self.size.x = self.size.x.max(x + SVG_MARGIN);
+        self.size.y = self.size.y.max(y + SVG_MARGIN);
+    }
+
+    /// The document: the writer's, its `<svg>` element's size and view box replaced with the
+    /// drawing's, and without the XML declaration so the picture embeds in a page as is.
+    fn finalize(&self) -> String {
+        let out = self.svg.finalize();
+        let out = match out.split_once("?>") {
+            Some((_, rest)) => rest.trim_start().to_string(),
+            None => out,
+        };
+        let (w, h) = (self.size.x, self.size.y);
+        match (out.find("<svg "), out.find(" xmlns=")) {
+            (Some(start), Some(end)) if start < end => format!(
+                "{}<svg width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\"{}",
+                &out[..start],
+                &out[end..]
+            ),
+            _ => out,
+        }
+    }
+}
+
+impl layout::core::format::RenderBackend for Bounded {
+    fn draw_rect(
+        &mut self,
+        xy: layout::core::geometry::Point,
+        size: layout::core::geometry::Point,
+        look: &layout::core::style::StyleAttr,
+        properties: Option<String>,
+        clip: Option<layout::core::format::ClipHandle>,
+    ) {
+        self.grow(xy.x + size.x, xy.y + size.y);
+        self.svg.draw_rect(xy, size, look, properties, clip);
+    }
+
+    fn draw_line(
+        &mut self,
+        start: layout::core::geometry::Point,
+        stop: layout::core::geometry::Point,
+        look: &layout::core::style::StyleAttr,
+        properties: Option<String>,
+    ) {
+        self.grow(start.x.max(stop.x), start.y.max(stop.y));
+        self.svg.draw_line(start, stop, look, properties);
+    }
+
+    fn draw_circle(
+        &mut self,
+        xy: layout::core::geometry::Point,
+        size: layout::core::geometry::Point,
+        look: &layout::core::style::StyleAttr,
+        properties: Option<String>,
+    ) {
+        self.grow(xy.x + size.x, xy.y + size.y);
+        self.svg.draw_circle(xy, size, look, properties);
+    }
+
+    fn draw_text(
+        &mut self,
+        xy: layout::core::geometry::Point,
+        text: &str,
+        look: &layout::core::style::StyleAttr,
+    ) {
+        // Centred on `xy`, one line per `font_size` below `xy.y - (lines + 1) × size / 2`.
+        let lines = text.lines().count() as f64;
+        let font = look.font_size as f64;
+        self.grow(xy.x, xy.y + (lines - 1.0) * font / 2.0 + font);
+        self.svg.draw_text(xy, text, look);
+    }
+
+    fn draw_arrow(
+        &mut self,
+        path: &[(layout::core::geometry::Point, layout::core::geometry::Point)],
+        dashed: bool,
+        head: (bool, bool),
+        look: &layout::core::style::StyleAttr,
+        properties: Option<String>,
+        text: &str,
+    ) {
+        for (a, b) in path {
+            self.grow(a.x.max(b.x), a.y.max(b.y));
+        }
+        self.svg
+            .draw_arrow(path, dashed, head, look, properties, text);
+    }
+
+    fn create_clip(
+        &mut self,
+        xy: layout::core::geometry::Point,
+        size: layout::core::geometry::Point,
+        rounded_px: usize,
+    ) -> layout::core::format::ClipHandle {
+        self.svg.create_clip(xy, size, rounded_px)
     }
 }
 

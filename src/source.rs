@@ -114,6 +114,9 @@ pub struct Resolved {
     pub lock_path: PathBuf,
     /// Whether the lock must be written (it differs from the file).
     pub lock_changed: bool,
+    /// How the lock differs from the file, per source (moved, added, removed; a moved tag
+    /// marked), for `kiln update`'s report.
+    pub changes: Vec<kiln_source::lock::Change>,
     /// Every chart pulled from a repository or registry (the `helm` generator's and
     /// kustomize's `helmCharts[].repo`), by source, with its chart dependencies.
     pub charts: charts::Charts,
@@ -292,13 +295,7 @@ pub fn resolve(
             Err(e) => failed.push(e),
         }
     }
-    match failed.len() {
-        0 => {}
-        1 => return Err(failed.remove(0)),
-        _ => {
-            return Err(SourceStageError::Many(kiln_base::diag::Errors::new(failed)));
-        }
-    }
+    all_or_failures(failed)?;
     for ((p, i), tree) in &out.trees {
         let project = &platform.spec.projects[*p];
         let name = project.components[*i].name.clone().unwrap_or_default();
@@ -333,6 +330,7 @@ pub fn resolve(
     // A run over the whole platform leaves only what it used; the lock shrinks with it.
     let lock = fetcher.lock_file(false);
     out.lock_changed = old.as_ref() != Some(&lock);
+    out.changes = fetcher.changes(&lock);
     if out.lock_changed && opts.mode.locked {
         let e = lock
             .entries
@@ -455,6 +453,15 @@ impl Misses {
                     .collect(),
             }),
         }
+    }
+}
+
+/// `Ok` when nothing failed; else every failure (the one error itself when it is alone).
+fn all_or_failures(mut failed: Vec<SourceStageError>) -> Result<(), SourceStageError> {
+    match failed.len() {
+        0 => Ok(()),
+        1 => Err(failed.remove(0)),
+        _ => Err(SourceStageError::Many(kiln_base::diag::Errors::new(failed))),
     }
 }
 

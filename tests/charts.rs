@@ -589,6 +589,38 @@ fn bad_chart_sources_are_refused_naming_the_source() {
 /// A platform whose component `cache` pulls `cache` 1.0.0 (pushed with `login`) from
 /// `registry`, which needs credentials: refused without them, naming the component and the
 /// host, nothing written. The work and the registry's host.
+/// Several charts failing in one run: each is reported (its name, repository, version and
+/// cause), not only the first; the run exits 1 and writes nothing, not even the lock of the
+/// chart that was fetched.
+#[test]
+fn every_failing_chart_is_reported() {
+    let w = Work::new(false);
+    let dead = format!("http://127.0.0.1:{}", testing::free_port());
+    let helm = |chart: &str, url: &str, v: &str| {
+        format!("helm: {{chart: {chart}, repository: '{url}', version: '{v}'}}")
+    };
+    w.component("web", &helm("web", &w.http_url(), "9.9.9"));
+    w.component("api", &helm("api", &dead, "1.0.0"));
+    w.component("admin", &helm("admin", &w.http_url(), "1.x"));
+    w.component("ok", &helm("web", &w.http_url(), "1.2.5"));
+    w.platform(&["web", "api", "admin", "ok"]);
+    let r = w.render("out", &[]);
+    let text = fails_with(&r, "kiln::source::not_found").replace("\n  | ", " ");
+    for (chart, url, version, code) in [
+        ("web", w.http_url(), "9.9.9", "kiln::source::not_found"),
+        ("api", dead.clone(), "1.0.0", "kiln::source::unreachable"),
+        ("admin", w.http_url(), "1.x", "kiln::source::not_found"),
+    ] {
+        let origin =
+            format!("helm source `{url}` ({chart} {version}), needed by component {chart}");
+        assert!(text.contains(&origin), "{origin}:\n{text}");
+        assert!(text.contains(code), "{code}:\n{text}");
+    }
+    assert!(text.contains("3 errors"), "{text}");
+    assert!(!w.repo().join("out").exists());
+    assert!(!w.repo().join("platforms/p/kiln.lock").exists());
+}
+
 fn closed_registry(registry: &testing::Server, login: &str) -> (Work, String) {
     push(registry, "cache", &["1.0.0"], Some(login));
     let w = Work::new(false);

@@ -3,8 +3,13 @@
 
     servers.py git-http ROOT            git's smart HTTP: `git http-backend` as a CGI over ROOT
                                         (KILN_TEST_SLOW_POST=SECONDS: each POST, the fetch
-                                        itself, waits that long before it is answered)
+                                        itself, waits that long before it is answered;
+                                        KILN_TEST_CLOSE_DELIMITED=1: no Content-Length, the
+                                        HTTP/1.0 answer ends when the connection closes, as
+                                        `python3 -m http.server --cgi` sends it)
     servers.py static ROOT [USER:PASS]  static files (a Helm chart repository), with basic auth
+                                        (both: KILN_TEST_DENIED_STATUS=403 answers wrong
+                                        credentials with 403 instead of 401)
 
 Prints the port it listens on, then serves until killed. Standard library only.
 """
@@ -29,8 +34,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if not self.login:
             return True
         want = "Basic " + base64.b64encode(self.login.encode()).decode()
-        if self.headers.get("Authorization") == want:
+        got = self.headers.get("Authorization")
+        if got == want:
             return True
+        # KILN_TEST_DENIED_STATUS=403: wrong credentials are denied with 403 (as GitHub
+        # answers a token without access to the repository), none asked for with 401.
+        denied = os.environ.get("KILN_TEST_DENIED_STATUS")
+        if got and denied:
+            self.send_response(int(denied))
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return False
         self.send_response(401)
         self.send_header("WWW-Authenticate", 'Basic realm="kiln-test"')
         self.send_header("Content-Length", "0")
@@ -103,7 +117,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(status)
         for name, value in headers:
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
+        if not os.environ.get("KILN_TEST_CLOSE_DELIMITED"):
+            self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
         self.wfile.write(payload)
 

@@ -282,6 +282,60 @@ fn update_moves_only_the_named_source() {
     );
 }
 
+/// `kiln update` names each source that moved (old → new commit) and warns when a tag moved:
+/// shop-web's `main` gains a commit (a move), shop-api's `v1.0.0` is force-moved upstream to
+/// another commit (a supply-chain warning, with both commits). A second update says nothing
+/// moved.
+#[test]
+fn update_names_moved_sources_and_warns_of_a_moved_tag() {
+    let s = scenario();
+    ok(&s.kiln(&["update", "platforms/remote"]));
+    let mut new = Vec::new();
+    for app in ["shop-web", "shop-api"] {
+        let clone = s.work.path().join(format!("clone-{app}"));
+        let dir = clone.display().to_string();
+        testing::git(s.work.path(), &["clone", "-q", &s.url(app), &dir]);
+        std::fs::write(clone.join("src/main.go"), "package main // 2\n").unwrap();
+        testing::git(&clone, &["commit", "-qam", "two"]);
+        new.push(testing::git(&clone, &["rev-parse", "HEAD"]));
+        let bare = s._repos.path().join(format!("{app}.git"));
+        let bare = bare.display().to_string();
+        if app == "shop-api" {
+            testing::git(&clone, &["tag", "-f", "v1.0.0"]);
+            testing::git(&clone, &["push", "-qf", &bare, "v1.0.0"]);
+        } else {
+            testing::git(&clone, &["push", "-q", &bare, "main"]);
+        }
+    }
+    let r = s.kiln(&["update", "platforms/remote"]);
+    ok(&r);
+    let text = r.stderr.replace("\n", " ");
+    let web = format!(
+        "moved git {} (main): {} → {}",
+        s.url("shop-web"),
+        &s.ids[0][0][..12],
+        &new[0][..12]
+    );
+    assert!(text.contains(&web), "{text}");
+    let api = format!(
+        "the tag `v1.0.0` of git `{}` moved: kiln.lock had {}, the server now has {}",
+        s.url("shop-api"),
+        s.ids[1][0],
+        new[1]
+    );
+    assert!(text.contains(&format!("kiln: warning: {api}")), "{text}");
+    // Only the tag warns; shop-jobs did not move.
+    assert_eq!(text.matches("warning").count(), 1, "{text}");
+    assert!(!text.contains("shop-jobs"), "{text}");
+    let r = s.kiln(&["update", "platforms/remote"]);
+    ok(&r);
+    assert!(
+        r.stderr.contains("up to date") && !r.stderr.contains("moved"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// A platform repository written from `files` (path → text) under a fresh directory, with
 /// its own `.git` marker, rendered with a cache of its own.
 struct Platform {
@@ -417,6 +471,89 @@ fn per_environment_refs_render_each_commit_and_fetch_it_once() {
     let r = p.render("out2", &["--locked", "--no-validate"]);
     assert_eq!(r.code, Some(0), "{}", r.text());
     assert_eq!(testing::fetches_in(&log), 2);
+}
+
+/// A Git login refused over smart HTTP names the user it tried and where the credential came
+/// from (the variables, then a credential helper), never the password or token; nothing is
+/// written.
+#[test]
+fn a_refused_git_login_names_the_user_and_where_it_came_from() {
+    let repos = tempfile::tempdir().unwrap();
+    let v1 = versioned_component("cart", "1");
+    testing::app_repo(repos.path(), "cart.git", &[(&as_refs(&v1), None)]);
+    let http = testing::git_http_with_login(repos.path(), "alice:right");
+    let url = format!("{}/cart.git", http.http());
+    let components = format!(
+        "    - name: cart\n      source:\n        git: {url}\n        ref: main\n        path: deploy\n"
+    );
+    let p = Platform::new(&[(
+        "platform/platform.yaml",
+        two_env_platform(("", ""), &components),
+    )]);
+    // A home whose git config names a credential helper answering `bob`.
+    let home = p.work.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join(".gitconfig"),
+        "[credential]\n\thelper = \"!f() { echo username=bob; echo password=helper-s3cret; }; f\"\n",
+    )
+    .unwrap();
+    let home = home.display().to_string();
+    let args = ["render", "platform", "--write-to", "out", "--no-cache"];
+    // Each refused run: exit 1, the help naming `tried`, no secret, nothing written.
+    let refused = |env: &[(&str, &str)], tried: &str| {
+        let r = p.kiln(&args, env);
+        let text = r.text().replace("\n        ", " ");
+        assert_eq!(r.code, Some(1), "{text}");
+        assert!(text.contains("kiln::source::auth_failed"), "{text}");
+        assert!(
+            text.contains(&format!("the server refused {tried}")),
+            "{text}"
+        );
+        assert!(!text.contains("s3cret"), "{text}");
+        assert!(!p.work.path().join("out").exists());
+    };
+    let wrong = [
+        ("KILN_GIT_USERNAME", "alice"),
+        ("KILN_GIT_PASSWORD", "wrong-s3cret"),
+    ];
+    refused(
+        &[("HOME", &home), wrong[0], wrong[1]],
+        "user `alice` from KILN_GIT_USERNAME and KILN_GIT_PASSWORD, then user `alice` from a git credential helper",
+    );
+    // The helper alone: the user it answered.
+    refused(
+        &[("HOME", &home)],
+        "user `bob` from a git credential helper",
+    );
+    // The fallback variables are named as set; the right password renders.
+    refused(
+        &[
+            ("HOME", "/nonexistent"),
+            ("GIT_USERNAME", "alice"),
+            ("GIT_PASSWORD", "wrong-s3cret"),
+        ],
+        "user `alice` from GIT_USERNAME and GIT_PASSWORD.",
+    );
+    let r = p.kiln(
+        &args,
+        &[
+            ("KILN_GIT_USERNAME", "alice"),
+            ("KILN_GIT_PASSWORD", "right"),
+        ],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    // A server denying the credentials with 403 (not asking again with 401).
+    let denying = testing::git_http_denying(repos.path(), "alice:right");
+    let text = p
+        .read("platform/platform.yaml")
+        .replace(&http.http(), &denying.http());
+    std::fs::write(p.work.path().join("platform/platform.yaml"), text).unwrap();
+    std::fs::remove_dir_all(p.work.path().join("out")).unwrap();
+    refused(
+        &[("HOME", "/nonexistent"), wrong[0], wrong[1]],
+        "user `alice` from KILN_GIT_USERNAME and KILN_GIT_PASSWORD.",
+    );
 }
 
 /// Issue 33 item 1: a `file://` source renders like any other; a fetched component reads

@@ -665,6 +665,143 @@ fn drift_is_a_folder_its_stage_would_not_build() {
     assert!(drift.contains(&name), "{drift}");
 }
 
+/// Item 1, speed with drift: a Stage's folder that is, to the tree, what `kiln promote`'s
+/// runner wrote (its `Kiln-Promote` stamp matches its change) is not rebuilt; a folder changed
+/// since is. Shown without a clock: with the source repository out of reach no Stage can be
+/// rebuilt, yet the untouched promoted folders are in sync, also after a commit elsewhere in
+/// the branch; a hand edit in a folder needs its rebuild, which then cannot be made (exit 3,
+/// `kiln::status::rebuild`); with the source back, the edit is drift. Before, every cell was
+/// rebuilt, and status failed with the source out of reach.
+#[test]
+fn an_untouched_promoted_folder_is_not_rebuilt() {
+    let platform = platform_dir("platforms/bank");
+    let w = world(&platform);
+    let stages = stages_where(&w, |s| s.project == "security" && s.name.ends_with("-dev"));
+    assert!(stages.len() > 1, "{stages:?}");
+    promote(&w, &stages);
+    let args = ["-p", "security", "-e", "dev"];
+    let source = w.tmp.path().join("source.git");
+    let away = w.tmp.path().join("source-away.git");
+    std::fs::rename(&source, &away).unwrap();
+    let (code, cells) = status_json(&w, &platform, &args);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert_eq!(cells.len(), stages.len(), "{cells:#?}");
+    assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
+
+    // A commit beside the folders changes none of them: still nothing to rebuild.
+    let co = checkout(
+        &w,
+        cell(&cells, "security", "auth-gateway", "dev"),
+        "untouched",
+    );
+    std::fs::write(co.clone.join("NOTES.md"), "written by hand\n").unwrap();
+    git(&co.clone, &["add", "NOTES.md"]);
+    git(&co.clone, &["commit", "-qm", "notes by hand"]);
+    git(&co.clone, &["push", "-q", "origin", &co.branch]);
+    let (code, cells) = status_json(&w, &platform, &args);
+    assert_eq!(code, Some(0), "{cells:#?}");
+    assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
+
+    // A hand edit in auth-gateway's folder: that folder, and only it, is rebuilt.
+    let built = std::fs::read_to_string(&co.file).unwrap();
+    std::fs::write(&co.file, format!("{built}# by hand\n")).unwrap();
+    git(&co.clone, &["commit", "-qam", "hot fix by hand"]);
+    git(&co.clone, &["push", "-q", "origin", &co.branch]);
+    let r = status(&w, &platform, "json", &args);
+    assert_eq!(r.code, Some(3), "{}{}", r.stdout, r.stderr);
+    assert!(r.stderr.contains("kiln::status::rebuild"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("security/auth-gateway-dev"),
+        "{}",
+        r.stderr
+    );
+    std::fs::rename(&away, &source).unwrap();
+    let (code, cells) = status_json(&w, &platform, &args);
+    assert_eq!(code, Some(1), "{cells:#?}");
+    for c in &cells {
+        assert_eq!(
+            c["state"] == "drifted",
+            c["component"] == "auth-gateway",
+            "{c:#?}"
+        );
+    }
+}
+
+/// Item 3, the picture is compact: `kiln graph -o svg`'s picture of the bank (27 Stages, 6
+/// Warehouses), alone and with what every Stage runs (as the status page draws it), is as
+/// large as its drawing, not larger (layout-rs's writer sized its canvas as 10 px of height per
+/// character of a box's text: 2744 × 4293 px for a 2744 × 1409 drawing, 9 % of it boxes), and
+/// its boxes fill at least a fifth of it. Every Stage and Warehouse is still drawn.
+#[test]
+fn the_bank_pipeline_picture_is_as_large_as_its_drawing() {
+    let platform = platform_dir("platforms/bank");
+    let built =
+        kiln::pipeline::build(&kiln::pipeline::RenderOptions::new(&platform), &|_, _| {}).unwrap();
+    let objects = kiln::promote::Objects::from_artifacts(&built.set).unwrap();
+    let stages = objects.stages_in_graph_order().unwrap();
+    // What `kiln status` passes: `<component> <tag>` of every folder a Stage writes.
+    let runs: BTreeMap<String, String> = stages
+        .iter()
+        .map(|s| {
+            let each: Vec<String> = s
+                .written()
+                .iter()
+                .map(|w| format!("{} 1.2.3", w.dir.rsplit('/').next().unwrap_or_default()))
+                .collect();
+            (format!("{}/{}", s.project, s.name), each.join(", "))
+        })
+        .collect();
+    for runs in [BTreeMap::new(), runs] {
+        let svg =
+            kiln::graph::graph_with_runs(&objects, None, kiln::graph::GraphFormat::Svg, &runs)
+                .unwrap();
+        let attr = |tag: &str, name: &str| -> f64 {
+            let at = tag.find(&format!(" {name}=\"")).unwrap() + name.len() + 3;
+            let end = at + tag[at..].find('"').unwrap();
+            tag[at..end].parse().unwrap()
+        };
+        let head = &svg[..svg.find('>').unwrap()];
+        let (width, height) = (attr(head, "width"), attr(head, "height"));
+        let (mut right, mut bottom, mut boxes) = (0f64, 0f64, 0f64);
+        let rects: Vec<&str> = svg.split("<rect").skip(1).collect();
+        for r in &rects {
+            let (x, y, w, h) = (
+                attr(r, "x"),
+                attr(r, "y"),
+                attr(r, "width"),
+                attr(r, "height"),
+            );
+            right = right.max(x + w);
+            bottom = bottom.max(y + h);
+            boxes += w * h;
+        }
+        for d in svg.split(" d=\"").skip(1) {
+            let numbers: Vec<f64> = d[..d.find('"').unwrap()]
+                .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-'))
+                .filter_map(|n| n.parse().ok())
+                .collect();
+            for xy in numbers.chunks(2) {
+                right = right.max(xy[0]);
+                bottom = bottom.max(xy[1]);
+            }
+        }
+        assert_eq!(rects.len(), stages.len() + objects.warehouses.len());
+        for st in &stages {
+            assert!(
+                svg.contains(&format!(">{}<", st.name)),
+                "{} not drawn",
+                st.name
+            );
+        }
+        // Nothing cut off, and no band wider than the writer's margin (5 px, and the stroke).
+        let within = |canvas: f64, drawn: f64| canvas >= drawn && canvas <= drawn + 10.0;
+        assert!(within(width, right), "{width} wide for {right} drawn");
+        assert!(within(height, bottom), "{height} high for {bottom} drawn");
+        let fill = boxes / (width * height);
+        assert!(fill >= 0.2, "{width} × {height}: boxes fill {fill:.2}");
+    }
+}
+
 /// The newcomer's layout: one service repository holds kiln's rendered tree and every
 /// Stage's promoted folders. After three promotions, `status` reports exactly those three,
 /// with images and Freight, and `history --at` counts what the Stages wrote, never the

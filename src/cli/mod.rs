@@ -947,6 +947,14 @@ fn update(args: &UpdateArgs) -> miette::Result<ExitCode> {
         resolved.used.len(),
         if resolved.used.len() == 1 { "" } else { "s" }
     ));
+    // Which sources moved, and from where to where; a tag that moved is a supply-chain
+    // warning (a tag is expected to name one commit or archive for good).
+    for change in &resolved.changes {
+        print_err(&format!("  {change}"));
+    }
+    for warning in resolved.changes.iter().filter_map(|c| c.tag_warning()) {
+        print_err(&format!("kiln: warning: {warning}"));
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -608,6 +608,10 @@ pub struct RemoteAuth {
     pub ssh_key: Option<PathBuf>,
     /// ssh: the passphrase of `ssh_key`.
     pub ssh_key_passphrase: Option<Secret>,
+    /// The variables `username` and `password` were read from (`KILN_GIT_USERNAME`, or
+    /// `GIT_USERNAME`), for an error naming where a refused credential came from.
+    pub username_variable: Option<&'static str>,
+    pub password_variable: Option<&'static str>,
 }
 
 impl RemoteAuth {
@@ -616,10 +620,19 @@ impl RemoteAuth {
     /// helpers and the ssh agent (when `SSH_AUTH_SOCK` is set). The one place in this module
     /// that reads the environment; the CLI calls it, tests build `RemoteAuth` directly.
     pub fn from_env() -> Self {
-        let var = |a: &str, b: &str| std::env::var(a).or_else(|_| std::env::var(b)).ok();
+        let var = |a: &'static str, b: &'static str| {
+            std::env::var(a)
+                .map(|v| (v, a))
+                .or_else(|_| std::env::var(b).map(|v| (v, b)))
+                .ok()
+        };
+        let username = var("KILN_GIT_USERNAME", "GIT_USERNAME");
+        let password = var("KILN_GIT_PASSWORD", "GIT_PASSWORD");
         Self {
-            username: var("KILN_GIT_USERNAME", "GIT_USERNAME"),
-            password: var("KILN_GIT_PASSWORD", "GIT_PASSWORD").map(Secret),
+            username_variable: username.as_ref().map(|u| u.1),
+            password_variable: password.as_ref().map(|p| p.1),
+            username: username.map(|u| u.0),
+            password: password.map(|p| Secret(p.0)),
             credential_helper: true,
             ssh_agent: std::env::var_os("SSH_AUTH_SOCK").is_some(),
             ssh_key: std::env::var_os("KILN_SSH_KEY").map(PathBuf::from),
@@ -805,6 +818,16 @@ impl<'a> CredentialPolicy<'a> {
 
 /// Remote callbacks applying [`CredentialPolicy`]. Secrets go from memory to libgit2 only.
 pub(crate) fn remote_callbacks(auth: &RemoteAuth) -> RemoteCallbacks<'_> {
+    remote_callbacks_noting(auth, &|_, _| {})
+}
+
+/// [`remote_callbacks`], telling `note` the user name of each credential handed to
+/// libgit2 and where it came from (never the secret): the source fetcher names them when
+/// the server refuses them (`kiln_source::git::note_offered`).
+pub(crate) fn remote_callbacks_noting<'a>(
+    auth: &'a RemoteAuth,
+    note: &'a (dyn Fn(&str, &str) + 'a),
+) -> RemoteCallbacks<'a> {
     let mut callbacks = RemoteCallbacks::new();
     let policy = std::cell::RefCell::new(CredentialPolicy::new(auth));
     callbacks.credentials(move |url, username_from_url, allowed| {
@@ -813,23 +836,35 @@ pub(crate) fn remote_callbacks(auth: &RemoteAuth) -> RemoteCallbacks<'_> {
             match choice {
                 CredentialChoice::Explicit { username } => {
                     let password = auth.password.as_ref().map(Secret::expose).unwrap_or("");
+                    note(&username, &explicit_source(auth, username_from_url));
                     return Cred::userpass_plaintext(&username, password);
                 }
                 CredentialChoice::Helper { username } => {
                     let config = git2::Config::open_default()?;
-                    if let Ok(cred) = Cred::credential_helper(&config, url, username.as_deref()) {
-                        return Ok(cred);
+                    // What `Cred::credential_helper` does, keeping the user name it got.
+                    if let Some((user, password)) = git2::CredentialHelper::new(url)
+                        .config(&config)
+                        .username(username.as_deref())
+                        .execute()
+                    {
+                        note(
+                            &user,
+                            "a git credential helper (git config credential.helper)",
+                        );
+                        return Cred::userpass_plaintext(&user, &password);
                     }
                     // No helper answered: fall through to the next choice.
                 }
                 CredentialChoice::SshUsername { username } => return Cred::username(&username),
                 CredentialChoice::SshAgent { username } => {
                     if let Ok(cred) = Cred::ssh_key_from_agent(&username) {
+                        note(&username, "the ssh agent (SSH_AUTH_SOCK)");
                         return Ok(cred);
                     }
                 }
                 CredentialChoice::SshKeyFile { username } => {
                     if let Some(key) = &auth.ssh_key {
+                        note(&username, "the key file of KILN_SSH_KEY");
                         let public = key.with_extension("pub");
                         return Cred::ssh_key(
                             &username,
@@ -839,7 +874,13 @@ pub(crate) fn remote_callbacks(auth: &RemoteAuth) -> RemoteCallbacks<'_> {
                         );
                     }
                 }
-                CredentialChoice::Default => return Cred::default(),
+                CredentialChoice::Default => {
+                    note(
+                        "(the system's login)",
+                        "libgit2's default credentials (Negotiate/NTLM)",
+                    );
+                    return Cred::default();
+                }
                 CredentialChoice::GiveUp => {
                     return Err(git2::Error::new(
                         git2::ErrorCode::Auth,
@@ -851,6 +892,17 @@ pub(crate) fn remote_callbacks(auth: &RemoteAuth) -> RemoteCallbacks<'_> {
         }
     });
     callbacks
+}
+
+/// Where [`CredentialChoice::Explicit`]'s user name and password came from, in the terms the
+/// user set them in.
+fn explicit_source(auth: &RemoteAuth, username_from_url: Option<&str>) -> String {
+    let password = auth.password_variable.unwrap_or("the configured password");
+    match (auth.username_variable, username_from_url) {
+        (Some(user), _) => format!("{user} and {password}"),
+        (None, Some(_)) => format!("the URL's user name and {password}"),
+        (None, None) => format!("{password}, with the default user name"),
+    }
 }
 
 /// Maps a fetch/connect error to the user-facing condition.

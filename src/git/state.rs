@@ -27,6 +27,13 @@ pub struct WriteCommit {
     /// The folder's files at this commit (relative to the folder); read only for the newest
     /// `past` writes.
     pub files: ArtifactSet,
+    /// The folder's tree id at this commit (`None`: no folder there).
+    pub tree: Option<String>,
+    /// Whether the commit's `Kiln-Promote` stamp ([`crate::git::trailers::PROMOTE`]) is the
+    /// digest of its change to this folder: `kiln promote`'s runner made it, and it changed
+    /// nothing else. A hand commit that copies the message or amends kiln's commit changes
+    /// other bytes, so its stamp does not match; Kargo's commits carry none.
+    pub stamped: bool,
 }
 
 /// A watched folder at the branch tip.
@@ -34,6 +41,9 @@ pub struct WriteCommit {
 pub struct FolderState {
     /// Its files at the tip, relative to the folder (empty when it does not exist there).
     pub files: ArtifactSet,
+    /// Its tree id at the tip (`None` when it does not exist there): equal to a write's
+    /// [`WriteCommit::tree`] when no commit changed it since.
+    pub tree: Option<String>,
     /// The commits that changed it, newest first, at most `past` of them.
     pub writes: Vec<WriteCommit>,
     /// The newest commit that changed it and that its writer made (the caller's `is_writers`),
@@ -192,11 +202,13 @@ pub fn read_branch(
     // memo keeps the ones on the way to each folder, read once for all of them.
     let mut tip_memo = TreeMemo::default();
     for f in folders {
-        let files = tip_memo.files(repo, &tip_tree, f)?;
+        let tree = tip_memo.folder(repo, &tip_tree, f)?;
+        let files = tip_memo.files(repo, tree.as_ref())?;
         state.folders.insert(
             f.clone(),
             FolderState {
                 files,
+                tree: tree.map(|t| t.id().to_string()),
                 ..FolderState::default()
             },
         );
@@ -244,12 +256,26 @@ pub fn read_branch(
             let in_window = state_of.writes.len() < past;
             if in_window || (by_writer && state_of.by_writer.is_none()) {
                 let (time, author) = when_and_who(&c);
+                let folder_tree = memo.folder(repo, &tree, folder)?;
+                let stamped = match crate::git::trailers::promote_stamp(&message) {
+                    Some(stamp) => {
+                        let before = match &parent_tree {
+                            Some(pt) => parent_memo.folder(repo, pt, folder)?,
+                            None => None,
+                        };
+                        folder_change_digest(folder, before.as_ref(), folder_tree.as_ref())?
+                            == stamp
+                    }
+                    None => false,
+                };
                 let write = WriteCommit {
                     id: c.id().to_string(),
                     time,
                     author,
                     message,
-                    files: memo.files(repo, &tree, folder)?,
+                    files: memo.files(repo, folder_tree.as_ref())?,
+                    tree: folder_tree.map(|t| t.id().to_string()),
+                    stamped,
                 };
                 if by_writer && state_of.by_writer.is_none() {
                     state_of.by_writer = Some(write.clone());
@@ -329,23 +355,81 @@ impl<'r> TreeMemo<'r> {
         Ok(t)
     }
 
-    /// The files of `folder` of `root` (empty when it is no directory there).
-    fn files(
+    /// The tree of `folder` of `root` (`None` when it is no directory there).
+    fn folder(
         &mut self,
         repo: &'r git2::Repository,
         root: &git2::Tree<'r>,
         folder: &str,
-    ) -> Result<ArtifactSet, GitError> {
+    ) -> Result<Option<git2::Tree<'r>>, GitError> {
         let mut tree = root.clone();
         for part in folder.split('/').filter(|p| !p.is_empty()) {
             let id = match tree.get_name(part) {
                 Some(e) if e.kind() == Some(git2::ObjectType::Tree) => e.id(),
-                _ => return Ok(ArtifactSet::new()),
+                _ => return Ok(None),
             };
             tree = self.get(repo, id)?;
         }
-        read_all_files(repo, &tree, "")
+        Ok(Some(tree))
     }
+
+    /// The files of a folder's tree (empty for none).
+    fn files(
+        &mut self,
+        repo: &'r git2::Repository,
+        tree: Option<&git2::Tree<'r>>,
+    ) -> Result<ArtifactSet, GitError> {
+        match tree {
+            Some(t) => read_all_files(repo, t, ""),
+            None => Ok(ArtifactSet::new()),
+        }
+    }
+}
+
+/// The blobs under a tree, by path below it (`prefix/` before each), ids only.
+fn blob_ids(
+    tree: Option<&git2::Tree<'_>>,
+    prefix: &str,
+) -> Result<BTreeMap<String, git2::Oid>, GitError> {
+    let mut out = BTreeMap::new();
+    if let Some(t) = tree {
+        t.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
+            if entry.kind() == Some(git2::ObjectType::Blob) {
+                let name = String::from_utf8_lossy(entry.name_bytes());
+                out.insert(format!("{prefix}{dir}{name}"), entry.id());
+            }
+            git2::TreeWalkResult::Ok
+        })
+        .map_err(lg("reading a tree"))?;
+    }
+    Ok(out)
+}
+
+/// [`crate::git::trailers::change_digest`] of a commit whose whole change lies in `folder`,
+/// computed from the folder's trees before and after only: equal to the commit's stamp only
+/// when the commit changed nothing outside the folder (any other path adds a line).
+fn folder_change_digest(
+    folder: &str,
+    before: Option<&git2::Tree<'_>>,
+    after: Option<&git2::Tree<'_>>,
+) -> Result<String, GitError> {
+    let prefix = match folder {
+        "" => String::new(),
+        f => format!("{f}/"),
+    };
+    let (old, new) = (blob_ids(before, &prefix)?, blob_ids(after, &prefix)?);
+    let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    let lines: Vec<String> = paths
+        .into_iter()
+        .filter(|p| old.get(*p) != new.get(*p))
+        .map(|p| {
+            format!(
+                "{} {p}\n",
+                new.get(p).copied().unwrap_or(git2::Oid::ZERO_SHA1)
+            )
+        })
+        .collect();
+    Ok(crate::git::trailers::digest_of_lines(lines))
 }
 
 /// One side of a comparison: a tree's id and the memo it is read through.
@@ -509,6 +593,24 @@ mod tests {
 
     /// Commits `files` (path → content; `None` removes) on top of HEAD of `repo`.
     fn commit(repo: &git2::Repository, message: &str, files: &[(&str, Option<&str>)]) {
+        commit_with(repo, &|_, _| message.to_string(), files);
+    }
+
+    /// [`commit`] stamped as `kiln promote` stamps its commits.
+    fn commit_stamped(repo: &git2::Repository, message: &str, files: &[(&str, Option<&str>)]) {
+        let stamp = |parent: Option<&git2::Tree<'_>>, tree: &git2::Tree<'_>| {
+            let digest = crate::git::trailers::change_digest(repo, parent, tree).unwrap();
+            crate::git::trailers::stamp_promote(message, &digest)
+        };
+        commit_with(repo, &stamp, files);
+    }
+
+    /// [`commit`] with the message made from the parent's tree and the new one.
+    fn commit_with(
+        repo: &git2::Repository,
+        message: &dyn Fn(Option<&git2::Tree<'_>>, &git2::Tree<'_>) -> String,
+        files: &[(&str, Option<&str>)],
+    ) {
         let mut index = repo.index().unwrap();
         for (path, content) in files {
             match content {
@@ -537,9 +639,60 @@ mod tests {
         let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
         let who = git2::Signature::new("t", "t@example.com", &git2::Time::new(1, 0)).unwrap();
         let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let parent_tree = parent.as_ref().map(|p| p.tree().unwrap());
+        let message = message(parent_tree.as_ref(), &tree);
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-        repo.commit(Some("HEAD"), &who, &who, message, &tree, &parents)
+        repo.commit(Some("HEAD"), &who, &who, &message, &tree, &parents)
             .unwrap();
+    }
+
+    /// [`read_branch`] of HEAD in the repository at `dir`, one write per folder, promotions
+    /// (`kiln: promote …`) as every folder's writer.
+    fn read_promotions(dir: &std::path::Path, folders: &[&str]) -> BranchState {
+        let folders: BTreeSet<String> = folders.iter().map(|s| s.to_string()).collect();
+        let promotion = |_: &str, message: &str| message.starts_with("kiln: promote");
+        let path = dir.display().to_string();
+        read_branch(
+            &path,
+            "HEAD",
+            &folders,
+            1,
+            &promotion,
+            &RemoteAuth::default(),
+        )
+        .unwrap()
+    }
+
+    /// A folder is stamped by a write only when the commit's `Kiln-Promote` digest is its
+    /// change to that folder alone: a stamped commit that also changed another folder, or a
+    /// stamp copied onto other bytes, is not; and the tip's tree is the write's tree until
+    /// another commit changes the folder.
+    #[test]
+    fn a_write_is_stamped_only_when_its_stamp_is_its_change_to_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init_bare(dir.path()).unwrap();
+        commit_stamped(&repo, "kiln: promote a", &[("a/x.yaml", Some("1"))]);
+        commit_stamped(
+            &repo,
+            "kiln: promote b and c",
+            &[("b/x.yaml", Some("1")), ("c/x.yaml", Some("1"))],
+        );
+        // d's stamped promotion, then a hand commit that copies its message and stamp.
+        commit_stamped(&repo, "kiln: promote d", &[("d/x.yaml", Some("1"))]);
+        let head = repo.head().unwrap().peel_to_commit().unwrap();
+        let copied = head.message().unwrap().to_string();
+        commit(&repo, &copied, &[("d/x.yaml", Some("by hand"))]);
+        commit(&repo, "beside", &[("e/x.yaml", Some("1"))]);
+        let state = read_promotions(dir.path(), &["a", "b", "c", "d"]);
+        let a = &state.folders["a"];
+        let w = a.by_writer.as_ref().unwrap();
+        assert!(w.stamped);
+        assert!(w.tree.is_some());
+        assert_eq!(a.tree, w.tree, "nothing changed a since");
+        for f in ["b", "c", "d"] {
+            let w = state.folders[f].by_writer.as_ref().unwrap();
+            assert!(!w.stamped, "{f}");
+        }
     }
 
     #[test]
@@ -551,18 +704,7 @@ mod tests {
         commit(&repo, "by hand", &[("a/x.yaml", Some("2"))]);
         commit(&repo, "by hand again", &[("a/x.yaml", Some("3"))]);
         commit(&repo, "only by hand", &[("c/x.yaml", Some("1"))]);
-        let folders: BTreeSet<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
-        let promotion = |_: &str, message: &str| message.starts_with("kiln: promote");
-        let path = dir.path().display().to_string();
-        let state = read_branch(
-            &path,
-            "HEAD",
-            &folders,
-            1,
-            &promotion,
-            &RemoteAuth::default(),
-        )
-        .unwrap();
+        let state = read_promotions(dir.path(), &["a", "b", "c"]);
         let a = &state.folders["a"];
         // The window holds the newest write only; the promotion two writes back is found.
         assert_eq!(a.writes.len(), 1);

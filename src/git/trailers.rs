@@ -709,7 +709,7 @@ pub fn change_digest(
     tree: &git2::Tree<'_>,
 ) -> Result<String, git2::Error> {
     let diff = repo.diff_tree_to_tree(parent, Some(tree), None)?;
-    let mut lines: Vec<String> = diff
+    let lines: Vec<String> = diff
         .deltas()
         .map(|d| {
             let path = d.new_file().path().or_else(|| d.old_file().path());
@@ -717,8 +717,14 @@ pub fn change_digest(
             format!("{} {path}\n", d.new_file().id())
         })
         .collect();
+    Ok(digest_of_lines(lines))
+}
+
+/// The digest [`change_digest`] makes of its `<new blob id> <path>` lines: sorted, joined,
+/// SHA-256. `kiln status` makes the same lines from one folder's trees.
+pub fn digest_of_lines(mut lines: Vec<String>) -> String {
     lines.sort();
-    Ok(kiln_base::digest::sha256_tagged(lines.concat().as_bytes()))
+    kiln_base::digest::sha256_tagged(lines.concat().as_bytes())
 }
 
 /// `message` with one [`PROMOTE`] trailer, `digest`, replacing any it had (a rebased commit is

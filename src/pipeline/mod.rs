@@ -224,7 +224,8 @@ impl RenderOptions {
 
     /// The source stage for this render ([`crate::source::resolve`]).
     pub fn resolve_sources(&self) -> Result<crate::source::Resolved, KilnError> {
-        let callbacks = || crate::git::remote_callbacks(&self.source_auth);
+        let note = kiln_source::git::note_offered;
+        let callbacks = || crate::git::remote_callbacks_noting(&self.source_auth, &note);
         crate::source::resolve(
             self.fs.as_ref(),
             &self.platform_dir,

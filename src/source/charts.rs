@@ -177,6 +177,8 @@ impl ChartScan {
     }
 
     /// Fetches every chart found, then the dependencies of every chart (pulled or local).
+    /// Every chart that fails is reported (each error names the chart, its repository, the
+    /// version asked for and the cause), not only the first; nothing is returned then.
     pub(crate) fn fetch(
         &self,
         fs: &dyn FileSystem,
@@ -184,27 +186,41 @@ impl ChartScan {
         misses: &super::Misses,
     ) -> Result<Charts, SourceStageError> {
         let mut out = Charts::default();
+        let mut failed = Vec::new();
         let mut with_deps: BTreeMap<PathBuf, Use> = self.local.clone();
         for (source, u) in &self.wanted {
-            let Some(pulled) = misses.note(pull(fetcher, source, u))? else {
-                continue;
-            };
-            with_deps
-                .entry(pulled.dir.clone())
-                .or_insert_with(|| u.clone());
-            out.pulled.insert(source.clone(), pulled);
+            match misses.note(pull(fetcher, source, u)) {
+                Ok(Some(pulled)) => {
+                    with_deps
+                        .entry(pulled.dir.clone())
+                        .or_insert_with(|| u.clone());
+                    out.pulled.insert(source.clone(), pulled);
+                }
+                Ok(None) => {}
+                Err(e) => failed.push(e),
+            }
         }
         for (dir, u) in &with_deps {
-            let deps = dependencies(fs, dir, u)?;
+            let deps = match dependencies(fs, dir, u) {
+                Ok(deps) => deps,
+                Err(e) => {
+                    failed.push(e);
+                    continue;
+                }
+            };
             let mut pulled = Vec::new();
             for source in deps {
-                pulled.extend(misses.note(pull(fetcher, &source, u))?);
+                match misses.note(pull(fetcher, &source, u)) {
+                    Ok(got) => pulled.extend(got),
+                    Err(e) => failed.push(e),
+                }
             }
             if !pulled.is_empty() {
                 let dir = fs.canonicalize(dir).unwrap_or_else(|_| dir.clone());
                 out.dependencies.insert(dir, pulled);
             }
         }
+        super::all_or_failures(failed)?;
         Ok(out)
     }
 }

@@ -25,7 +25,12 @@
 //!   `git-commit` (kiln promote's runner, in a temporary directory) and the files its
 //!   `kustomize-build` steps wrote are compared with the tip's, so a hand edit is drift even
 //!   under the Stage's own message, and a hand edit put back is in sync. Each (Stage,
-//!   promotion) is rebuilt once. A publish's cell (no Stage) is compared the same way with
+//!   promotion) is rebuilt once, and only when needed: a folder whose tree at the tip is the
+//!   tree a promotion by `kiln promote`'s runner wrote, alone in its commit
+//!   ([`crate::git::WriteCommit::stamped`]: its `Kiln-Promote` stamp is the digest of that
+//!   change, which a copied message or an amended commit does not match), is what the runner
+//!   built from that Freight, and is not rebuilt (10,000 rebuilds were most of a status at
+//!   1,000 × 10; docs/BENCHMARKS.md). A publish's cell (no Stage) is compared the same way with
 //!   what `kiln publish` wrote from the source commit it recorded: the caller's [`Rerender`]
 //!   renders that commit (once per commit), split per environment for
 //!   `publish --per-environment` as `kiln verify` splits it. Only a folder its writer never
@@ -548,12 +553,18 @@ impl Target {
     }
 }
 
+/// Each project's Warehouse subscriptions ([`Objects::subscriptions`]), by project.
+type Subscribed = BTreeMap<String, BTreeMap<String, Subscriptions>>;
+
 /// One raw write of `t`'s folder, read: who wrote it, what it deployed, from what.
-fn write_of(t: &Target, objects: &Objects, w: &crate::git::WriteCommit) -> Write {
+fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) -> Write {
     let said = read_message(&w.message);
     let deployed = crate::git::folder_images(&w.files);
     let freight = match (&t.stage, said.writer) {
-        (Some(stage), Some(Writer::Promotion)) => freight_of(stage, objects, &said, &deployed),
+        (Some(stage), Some(Writer::Promotion)) => {
+            let subs = subscribed.get(&stage.project).cloned().unwrap_or_default();
+            freight_of(stage, &subs, &said, &deployed)
+        }
         _ => None,
     };
     let mut images: Vec<Image> = deployed.iter().map(|d| Image::parse(d)).collect();
@@ -677,18 +688,17 @@ fn repo_commit(text: &str) -> Option<RepoCommit> {
 /// The Freight of `warehouse` that a promotion deployed, as Kargo names it.
 fn freight_of(
     stage: &StageDef,
-    objects: &Objects,
+    subs: &BTreeMap<String, Subscriptions>,
     said: &Said,
     deployed: &[String],
 ) -> Option<String> {
-    let subs = objects.subscriptions(&stage.project);
     // The Stage's own record, `ctx.targetFreight.name`, when it names one Freight only.
     if stage.requested.len() == 1
         && let Some(f) = &said.freight
     {
         return Some(f.clone());
     }
-    let warehouse = promoted_warehouse(stage, &subs, deployed)?;
+    let warehouse = promoted_warehouse(stage, subs, deployed)?;
     let sub = subs.get(warehouse)?;
     Some(crate::promote::freight::generate_freight_id(&reference_of(
         warehouse, sub, said, deployed,
@@ -1004,6 +1014,18 @@ pub fn status(
         .map(|e| e.name.clone())
         .collect();
     let mut cells = Vec::new();
+    // Each project's Warehouse subscriptions, read once (not once per write).
+    let subscribed: Subscribed = targets
+        .iter()
+        .filter_map(|t| t.stage.as_ref())
+        .map(|st| st.project.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .map(|p| {
+            let subs = objects.subscriptions(&p);
+            (p, subs)
+        })
+        .collect();
     // What each (Stage, promotion commit) builds, rebuilt once for all the folders it writes.
     let mut rebuilt: BTreeMap<(String, String), Built> = BTreeMap::new();
     // What kiln publish wrote from each source commit, rendered again once.
@@ -1018,9 +1040,12 @@ pub fn status(
         let history: Vec<Write> = folder
             .writes
             .iter()
-            .map(|w| write_of(t, &objects, w))
+            .map(|w| write_of(t, &subscribed, w))
             .collect();
-        let promotion = folder.by_writer.as_ref().map(|w| write_of(t, &objects, w));
+        let promotion = folder
+            .by_writer
+            .as_ref()
+            .map(|w| write_of(t, &subscribed, w));
         let deployed = !folder.files.is_empty();
         let mut images: Vec<Image> = crate::git::folder_images(&folder.files)
             .iter()
@@ -1048,6 +1073,15 @@ pub fn status(
         };
         let drift = match (deployed, last, &t.stage, &folder.by_writer, &promotion) {
             (false, ..) | (true, None, ..) => None,
+            // A Stage's cell whose folder is, to the tree, what a promotion by `kiln promote`'s
+            // runner wrote (its stamp matches its change, which was this folder alone): that
+            // runner wrote what the Stage builds from the Freight it recorded, and nothing
+            // changed the folder since. No rebuild.
+            (true, Some(_), Some(_), Some(raw), Some(_))
+                if raw.stamped && raw.tree.is_some() && raw.tree == folder.tree =>
+            {
+                None
+            }
             // A Stage's cell: the folder against what the Stage builds from the Freight its
             // last promotion recorded, whoever committed since (or mimicked its message).
             (true, Some(w), Some(stage), Some(raw), Some(p)) => {
@@ -1193,6 +1227,12 @@ pub fn status(
         .map(|e| (e.name.as_str(), &e.from))
         .collect();
     let snapshot = cells.clone();
+    // Each cell by (project, component, environment), the first of each.
+    let mut at: BTreeMap<(&str, &str, &str), &Cell> = BTreeMap::new();
+    for u in &snapshot {
+        at.entry((&u.project, &u.component, &u.environment))
+            .or_insert(u);
+    }
     for c in cells.iter_mut().filter(|c| c.stage.is_some()) {
         for up in upstreams
             .get(c.environment.as_str())
@@ -1200,9 +1240,7 @@ pub fn status(
             .into_iter()
             .flatten()
         {
-            let Some(u) = snapshot.iter().find(|u| {
-                &u.environment == up && u.project == c.project && u.component == c.component
-            }) else {
+            let Some(&u) = at.get(&(c.project.as_str(), c.component.as_str(), up.as_str())) else {
                 continue;
             };
             // Equal images (or none) still differ by Freight or commit.

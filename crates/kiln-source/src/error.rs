@@ -73,9 +73,9 @@ pub enum SourceError {
     Auth {
         origin: Box<Origin>,
         detail: String,
-        /// Where credentials come from for this kind of source: `GIT_CREDENTIALS` or
-        /// `REGISTRY_CREDENTIALS`.
-        help: &'static str,
+        /// Where credentials come from for this kind of source (`GIT_CREDENTIALS` or
+        /// `REGISTRY_CREDENTIALS`), after what was tried, when known.
+        help: String,
     },
 
     #[error("{origin}: `{wanted}` does not exist")]

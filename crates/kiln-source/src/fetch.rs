@@ -12,6 +12,7 @@ use crate::archive::{Limits, extract_tgz};
 use crate::cache::Cache;
 use crate::error::{Origin, SourceError};
 use crate::git::{self, Callbacks};
+use crate::git_http;
 use crate::helm_repo;
 use crate::http::Http;
 use crate::lock::{LockEntry, LockFile, LockKey};
@@ -119,6 +120,8 @@ pub struct Fetcher<'a> {
 struct State {
     lock: LockFile,
     done: BTreeMap<LockKey, Fetched>,
+    /// The Git sources resolved through a tag (`refs/tags/*`) in this run.
+    git_tags: BTreeSet<LockKey>,
 }
 
 impl std::fmt::Debug for Fetcher<'_> {
@@ -163,6 +166,13 @@ impl<'a> Fetcher<'a> {
             lock.insert(e.clone());
         }
         lock
+    }
+
+    /// How the lock this run leaves differs from the one it read, per source, with the tags
+    /// that moved (`kiln update`'s report).
+    pub fn changes(&self, new: &LockFile) -> Vec<crate::lock::Change> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.old.changes(new, &state.git_tags)
     }
 
     fn selected_for_update(&self, req: &Request) -> bool {
@@ -239,20 +249,14 @@ impl<'a> Fetcher<'a> {
         }
         let staged = match req.kind {
             Kind::Git => {
-                let deadline = git::Deadline::start(req.git.timeout);
-                let refs = git::list_refs(&req.url, self.callbacks, deadline.as_ref(), origin)?;
-                let via = refs
-                    .iter()
-                    .find(|r| r.commit == entry.resolved)
-                    .map(|r| r.name.clone());
-                git::fetch_tree(
-                    &self.session(req),
-                    &req.url,
-                    &entry.resolved,
-                    via.as_deref(),
-                    deadline.as_ref(),
-                    origin,
-                )?
+                let pinned = |refs: &[git::RemoteRef]| {
+                    let via = refs
+                        .iter()
+                        .find(|r| r.commit == entry.resolved)
+                        .map(|r| r.name.clone());
+                    Ok((entry.resolved.clone(), via))
+                };
+                self.git(req, origin, pinned)?.1
             }
             Kind::Helm => {
                 let versions = helm_repo::versions(&self.http, &req.url, &req.chart, origin)?;
@@ -306,17 +310,15 @@ impl<'a> Fetcher<'a> {
     fn resolve(&self, req: &Request, origin: &Origin) -> Result<Fetched, SourceError> {
         let (version, resolved, staged) = match req.kind {
             Kind::Git => {
-                let deadline = git::Deadline::start(req.git.timeout);
-                let refs = git::list_refs(&req.url, self.callbacks, deadline.as_ref(), origin)?;
-                let (commit, via) = git::resolve(&refs, &req.requested, origin)?;
-                let staged = git::fetch_tree(
-                    &self.session(req),
-                    &req.url,
-                    &commit,
-                    via.as_deref(),
-                    deadline.as_ref(),
-                    origin,
-                )?;
+                let resolve = |refs: &[git::RemoteRef]| {
+                    let (commit, via) = git::resolve(refs, &req.requested, origin)?;
+                    if via.as_deref().is_some_and(|v| v.starts_with("refs/tags/")) {
+                        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+                        state.git_tags.insert(req.key());
+                    }
+                    Ok((commit, via))
+                };
+                let (commit, staged) = self.git(req, origin, resolve)?;
                 (String::new(), commit, staged)
             }
             Kind::Helm => {
@@ -352,6 +354,42 @@ impl<'a> Fetcher<'a> {
             digest,
         };
         self.done(req, entry, root, origin)
+    }
+
+    /// One Git source: its refs listed, the commit `pick` chooses among them fetched, its
+    /// tree staged; under the source's `?timeout=`. Over smart HTTP, a server whose answers
+    /// libgit2 cannot read (ended by closing the connection) is spoken to through kiln's
+    /// own HTTP client instead ([`git_http`], ADR 0040).
+    fn git(
+        &self,
+        req: &Request,
+        origin: &Origin,
+        pick: impl FnOnce(&[git::RemoteRef]) -> Result<(String, Option<String>), SourceError>,
+    ) -> Result<(String, tempfile::TempDir), SourceError> {
+        let deadline = git::Deadline::start(req.git.timeout);
+        let d = deadline.as_ref();
+        let (refs, carried) = match git::list_refs(&req.url, self.callbacks, d, origin) {
+            Ok(refs) => (refs, None),
+            Err(e @ SourceError::Unreachable { .. }) => {
+                if !git_http::needed(&self.http, &req.url, origin) {
+                    return Err(e);
+                }
+                let url = git_http::carried(&req.url);
+                let refs = git_http::with_client(&self.http, || {
+                    git::list_refs(&url, self.callbacks, d, origin)
+                })?;
+                (refs, Some(url))
+            }
+            Err(e) => return Err(e),
+        };
+        let (commit, via) = pick(&refs)?;
+        let url = carried.as_deref().unwrap_or(&req.url);
+        let fetch = || git::fetch_tree(&self.session(req), url, &commit, via.as_deref(), d, origin);
+        let staged = match carried {
+            Some(_) => git_http::with_client(&self.http, fetch)?,
+            None => fetch()?,
+        };
+        Ok((commit, staged))
     }
 
     fn session(&self, req: &Request) -> git::Session<'_, 'a> {
@@ -502,6 +540,33 @@ mod tests {
         let help = help.unwrap_or_default();
         assert!(help.contains("KILN_GIT_USERNAME"), "{help}");
         assert!(!help.contains("KILN_REGISTRY_"), "{help}");
+    }
+
+    /// Smart HTTP from a server that ends each answer by closing the connection (HTTP/1.0,
+    /// no Content-Length: `python3 -m http.server --cgi` running `git http-backend`), which
+    /// libgit2 reads as empty: fetched through kiln's own HTTP client (ADR 0040), a branch
+    /// and a tag, shallow, then the pinned commit again from a fresh cache.
+    #[test]
+    fn smart_http_ended_by_closing_the_connection_is_fetched() {
+        let repos = tempfile::tempdir().unwrap();
+        let ids = app(repos.path());
+        let http = testing::git_http_close_delimited(repos.path());
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let url = format!("{}/cart.git", http.http());
+        let main = f.fetch(&git_req(&url, "main")).unwrap();
+        assert_eq!(main.entry.resolved, ids[1]);
+        assert_eq!(read(&main.root.join("deploy/component.yaml")), "v: 2\n");
+        let tag = f.fetch(&git_req(&url, "v1.0.0")).unwrap();
+        assert_eq!(tag.entry.resolved, ids[0]);
+        assert_eq!(read(&tag.root.join("deploy/component.yaml")), "v: 1\n");
+        let lock = f.lock_file(false);
+        std::fs::remove_dir_all(Cache::new(env.cache.path()).root()).unwrap();
+        let again = env.fetcher(Mode::default(), lock);
+        assert_eq!(again.fetch(&git_req(&url, "main")).unwrap(), main);
+        // A missing ref is named as over any other transport.
+        let err = f.fetch(&git_req(&url, "v9.9.9")).unwrap_err();
+        assert!(matches!(err, SourceError::NotFound { .. }), "{err}");
     }
 
     #[test]

@@ -63,12 +63,16 @@ impl Deadline {
         Instant::now() >= self.at
     }
 
-    /// What is left, in libgit2's milliseconds (at least 1: 0 would mean no timeout).
+    /// What is left, in libgit2's milliseconds (at least 1: 0 would mean no timeout),
+    /// rounded up and one more: a wait libgit2 ends a fraction of a millisecond before the
+    /// deadline would otherwise be reported as the server's silence, not the deadline.
     fn remaining_ms(&self) -> i32 {
         let left = self
             .at
             .saturating_duration_since(Instant::now())
-            .as_millis();
+            .as_micros()
+            .div_ceil(1000)
+            + 1;
         i32::try_from(left).unwrap_or(i32::MAX).max(1)
     }
 
@@ -92,6 +96,7 @@ static NETWORK: Mutex<()> = Mutex::new(());
 /// Runs one network step, bounded by `deadline` when there is one.
 fn network<T>(deadline: Option<&Deadline>, step: impl FnOnce() -> T) -> T {
     let _one = NETWORK.lock().unwrap_or_else(|e| e.into_inner());
+    OFFERED.with(|o| o.borrow_mut().clear());
     let Some(d) = deadline else {
         return step();
     };
@@ -103,6 +108,44 @@ fn network<T>(deadline: Option<&Deadline>, step: impl FnOnce() -> T) -> T {
     let out = step();
     set_timeouts(base);
     out
+}
+
+thread_local! {
+    /// The credentials the caller's callbacks handed libgit2 during this thread's last
+    /// network step: (user name, where it came from). libgit2 runs the callbacks on the
+    /// thread that called it, inside [`network`], which starts the list anew.
+    static OFFERED: std::cell::RefCell<Vec<(String, String)>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Called by the caller's credential callback for each credential it hands libgit2: the
+/// user name and where it came from (`KILN_GIT_USERNAME and KILN_GIT_PASSWORD`, a
+/// credential helper), never the secret. A refused login then names them
+/// ([`SourceError::Auth`]'s help).
+pub fn note_offered(username: &str, from: &str) {
+    OFFERED.with(|o| {
+        let mut o = o.borrow_mut();
+        let entry = (username.to_string(), from.to_string());
+        if !o.contains(&entry) {
+            o.push(entry);
+        }
+    });
+}
+
+/// A Git login failure's help: what was offered and refused (the user and its source), then
+/// where Git credentials come from.
+fn tried_help() -> String {
+    let offered = OFFERED.with(|o| o.borrow().clone());
+    let tried = if offered.is_empty() {
+        "kiln offered no credential (none is configured for this host)".to_string()
+    } else {
+        let each: Vec<String> = offered
+            .iter()
+            .map(|(user, from)| format!("user `{user}` from {from}"))
+            .collect();
+        format!("the server refused {}", each.join(", then "))
+    };
+    format!("{tried}. {}", crate::error::GIT_CREDENTIALS)
 }
 
 /// The wait libgit2 allows outside a deadline: kiln's `KILN_SOURCE_TIMEOUT`, once the binary
@@ -169,7 +212,7 @@ fn remote_error(origin: &Origin, e: &git2::Error) -> SourceError {
         SourceError::Auth {
             origin: Box::new(origin.clone()),
             detail,
-            help: crate::error::GIT_CREDENTIALS,
+            help: tried_help(),
         }
     } else {
         SourceError::Unreachable {

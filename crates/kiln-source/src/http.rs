@@ -133,6 +133,9 @@ pub struct Response {
     pub docker_digest: Option<String>,
     pub location: Option<String>,
     pub body: Vec<u8>,
+    /// The body had neither a `Content-Length` nor a chunked `Transfer-Encoding`: it ended
+    /// when the server closed the connection (HTTP/1.0's way; RFC 9112 section 6.3, rule 8).
+    pub close_delimited: bool,
 }
 
 /// The HTTP client of one run.
@@ -180,6 +183,17 @@ impl Http {
             agent,
             creds,
             limits,
+            tokens: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// A client with this one's agent, credentials and limits, and no tokens yet (for a
+    /// transport that must own its client).
+    pub fn with_same_config(&self) -> Http {
+        Http {
+            agent: self.agent.clone(),
+            creds: self.creds.clone(),
+            limits: self.limits,
             tokens: Mutex::new(BTreeMap::new()),
         }
     }
@@ -347,6 +361,8 @@ impl Http {
         let docker_digest = header("docker-content-digest");
         let location = header("location");
         let www_authenticate = header("www-authenticate");
+        let close_delimited =
+            header("content-length").is_none() && header("transfer-encoding").is_none();
         let max = self.limits.max_bytes;
         let mut body = Vec::new();
         resp.body_mut()
@@ -379,6 +395,7 @@ impl Http {
                 docker_digest,
                 location,
                 body,
+                close_delimited,
             },
             www_authenticate,
         })
@@ -427,7 +444,7 @@ fn auth_error(origin: &Origin, host: &str, login: Option<&Login>, what: &str) ->
     SourceError::Auth {
         origin: Box::new(origin.clone()),
         detail: format!("{what}{who}"),
-        help: crate::error::REGISTRY_CREDENTIALS,
+        help: crate::error::REGISTRY_CREDENTIALS.into(),
     }
 }
 

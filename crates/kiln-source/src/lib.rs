@@ -3,6 +3,8 @@
 //!
 //! - [`git`]: one commit of a Git repository (a component's `source.git`, a remote kustomize
 //!   base), shallow where the server allows it;
+//! - [`git_http`]: git's smart HTTP through kiln's own client, for the servers libgit2 cannot
+//!   read (answers ended by closing the connection; ADR 0040);
 //! - [`helm_repo`]: a chart from a Helm HTTP repository (`index.yaml`), its `version:`
 //!   resolved as Helm's `repo.IndexFile.Get` resolves it;
 //! - [`oci`]: a chart from an OCI registry (the distribution API with Helm's media types,
@@ -26,6 +28,7 @@ pub mod cache;
 pub mod error;
 pub mod fetch;
 pub mod git;
+pub mod git_http;
 pub mod helm_repo;
 pub mod http;
 pub mod lock;

@@ -190,6 +190,141 @@ impl LockFile {
     }
 }
 
+/// How one source differs between the lock a run read and the lock it leaves (`kiln
+/// update`'s report).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// A source the old lock did not list.
+    Added(LockEntry),
+    /// A source the old lock listed and this run no longer uses.
+    Removed(LockEntry),
+    /// The same source (kind, URL, chart, what was asked for) resolved to another commit,
+    /// version or digest.
+    Moved {
+        old: LockEntry,
+        new: LockEntry,
+        /// What was asked for is a tag that now names something else: a Git tag resolved to
+        /// another commit, or a chart version (a Helm repository's version, an OCI tag) now
+        /// served with another archive or manifest. Tags are expected never to move; one that
+        /// does is a supply-chain warning.
+        tag_moved: bool,
+    },
+}
+
+impl LockFile {
+    /// Every source that differs between `self` (the old lock) and `new`, in the lock's
+    /// order. `git_tags` are the Git sources this run resolved through a tag
+    /// (`refs/tags/*`); a chart's version is its tag.
+    pub fn changes(
+        &self,
+        new: &LockFile,
+        git_tags: &std::collections::BTreeSet<LockKey>,
+    ) -> Vec<Change> {
+        let mut out = Vec::new();
+        for (key, n) in &new.entries {
+            match self.entries.get(key) {
+                None => out.push(Change::Added(n.clone())),
+                Some(o) if o.resolved != n.resolved || o.digest != n.digest => {
+                    let tag_moved = match n.kind.as_str() {
+                        "git" => git_tags.contains(key),
+                        _ => o.version == n.version,
+                    };
+                    out.push(Change::Moved {
+                        old: o.clone(),
+                        new: n.clone(),
+                        tag_moved,
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        for (key, o) in &self.entries {
+            if !new.entries.contains_key(key) {
+                out.push(Change::Removed(o.clone()));
+            }
+        }
+        out
+    }
+}
+
+/// A commit id or digest, short enough for a line (`4f3c2a1b9e0d`, `sha256:9a0b…` to 12).
+fn short(id: &str) -> &str {
+    let (prefix, hex) = id
+        .split_once(':')
+        .map_or((0, id), |(p, h)| (p.len() + 1, h));
+    &id[..prefix + hex.len().min(12)]
+}
+
+impl LockEntry {
+    /// `git <url> (<requested>)`, `helm <url> <chart> (<requested>)`.
+    fn label(&self) -> String {
+        let chart = if self.chart.is_empty() {
+            String::new()
+        } else {
+            format!(" {}", self.chart)
+        };
+        format!(
+            "{} {}{chart} ({})",
+            self.kind,
+            kiln_base::url::redact(&self.url),
+            self.requested
+        )
+    }
+
+    /// What it resolved to: the commit, or the chart's version and digest.
+    fn point(&self) -> String {
+        if self.version.is_empty() {
+            short(&self.resolved).to_string()
+        } else {
+            format!("{} {}", self.version, short(&self.resolved))
+        }
+    }
+}
+
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Change::Added(e) => write!(f, "added {}: {}", e.label(), e.point()),
+            Change::Removed(e) => write!(f, "removed {}: was {}", e.label(), e.point()),
+            Change::Moved { old, new, .. } => {
+                write!(
+                    f,
+                    "moved {}: {} → {}",
+                    new.label(),
+                    old.point(),
+                    new.point()
+                )
+            }
+        }
+    }
+}
+
+impl Change {
+    /// The supply-chain warning of a moved tag, with the full ids to check; `None` otherwise.
+    pub fn tag_warning(&self) -> Option<String> {
+        let Change::Moved {
+            old,
+            new,
+            tag_moved: true,
+        } = self
+        else {
+            return None;
+        };
+        let what = if new.kind == "git" {
+            format!("the tag `{}`", new.requested)
+        } else {
+            format!("the version `{}` of chart `{}`", new.version, new.chart)
+        };
+        Some(format!(
+            "{what} of {} `{}` moved: kiln.lock had {}, the server now has {}. A tag is expected never to change; check what it now points at before committing kiln.lock",
+            new.kind,
+            kiln_base::url::redact(&new.url),
+            old.resolved,
+            new.resolved
+        ))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -241,6 +376,54 @@ mod tests {
         assert!(lock.store(&path).unwrap());
         assert!(!lock.store(&path).unwrap());
         assert_eq!(LockFile::read(&path).unwrap(), Some(lock));
+    }
+
+    #[test]
+    fn changes_name_each_moved_source_and_moved_tags() {
+        let mut old = LockFile::default();
+        let branch = entry("git", "https://g/a.git", "", "main");
+        let tag = entry("git", "https://g/b.git", "", "v1");
+        let chart = entry("helm", "https://c", "web", "^1");
+        let gone = entry("git", "https://g/c.git", "", "main");
+        for e in [&branch, &tag, &chart, &gone] {
+            old.insert(e.clone());
+        }
+        let mut new = LockFile::default();
+        let moved = |e: &LockEntry, resolved: &str, version: &str| LockEntry {
+            resolved: resolved.into(),
+            version: version.into(),
+            ..e.clone()
+        };
+        new.insert(moved(&branch, "def", ""));
+        new.insert(moved(&tag, "0123456789abcdef0123", ""));
+        // The same chart version with another archive: a moved tag.
+        new.insert(moved(&chart, "sha256:ffff", "1.2.3"));
+        new.insert(entry("git", "https://g/d.git", "", "main"));
+        let tags: std::collections::BTreeSet<LockKey> = [tag.key()].into();
+        let changes = old.changes(&new, &tags);
+        let shown: Vec<String> = changes.iter().map(|c| c.to_string()).collect();
+        assert_eq!(
+            shown,
+            [
+                "moved git https://g/a.git (main): abc → def",
+                "moved git https://g/b.git (v1): abc → 0123456789ab",
+                "added git https://g/d.git (main): abc",
+                "moved helm https://c web (^1): 1.2.3 abc → 1.2.3 sha256:ffff",
+                "removed git https://g/c.git (main): was abc",
+            ]
+        );
+        let warned: Vec<String> = changes.iter().filter_map(Change::tag_warning).collect();
+        assert_eq!(warned.len(), 2, "{warned:?}");
+        assert!(
+            warned[0].contains("the tag `v1`") && warned[0].contains("0123456789abcdef0123"),
+            "{warned:?}"
+        );
+        assert!(warned[1].contains("version `1.2.3` of chart `web`"));
+        // A chart resolved to a newer version is a move, not a moved tag.
+        let mut newer = LockFile::default();
+        newer.insert(moved(&chart, "sha256:eeee", "1.3.0"));
+        let c = old.changes(&newer, &tags);
+        assert!(c.iter().all(|c| c.tag_warning().is_none()), "{c:?}");
     }
 
     #[test]

@@ -132,6 +132,15 @@ pub fn git_http_with_login(base: &Path, login: &str) -> Server {
     python_server(&["git-http", &base.display().to_string(), login])
 }
 
+/// [`git_http_with_login`] answering wrong credentials with `403` (none with `401`), as a
+/// forge answers a token without access to the repository.
+pub fn git_http_denying(base: &Path, login: &str) -> Server {
+    python_server_env(
+        &["git-http", &base.display().to_string(), login],
+        &[("KILN_TEST_DENIED_STATUS", "403".as_ref())],
+    )
+}
+
 /// [`git_http`], appending each request as `METHOD path` to `log`, so that tests count
 /// fetches ([`fetches_in`]).
 pub fn git_http_logged(base: &Path, log: &Path) -> Server {
@@ -145,6 +154,15 @@ pub fn git_http_slow(base: &Path, seconds: u32) -> Server {
     python_server_env(
         &["git-http", &base.display().to_string()],
         &[("KILN_TEST_SLOW_POST", secs.as_ref())],
+    )
+}
+
+/// [`git_http`] as `python3 -m http.server --cgi` serves it: HTTP/1.0 answers without a
+/// `Content-Length`, each ended by closing the connection.
+pub fn git_http_close_delimited(base: &Path) -> Server {
+    python_server_env(
+        &["git-http", &base.display().to_string()],
+        &[("KILN_TEST_CLOSE_DELIMITED", "1".as_ref())],
     )
 }
 

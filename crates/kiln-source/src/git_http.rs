@@ -1,0 +1,188 @@
+//! git's smart HTTP through kiln's own HTTP client ([`crate::http::Http`], ureq), for the
+//! servers libgit2 cannot read (ADR 0040): those that end each answer by closing the
+//! connection (HTTP/1.0 without `Content-Length`, as `python3 -m http.server --cgi` runs
+//! `git http-backend`). libgit2 reads a body only when it has a length or is chunked
+//! (`src/libgit2/transports/httpclient.c`, `on_headers_complete`), so it sees no refs there.
+//!
+//! libgit2 keeps its smart protocol (the negotiation, shallow fetches, the pack); only the
+//! requests go through ureq, as git2-curl carries them through libcurl: a smart
+//! subtransport (`git2::transport::register`) under kiln's own schemes, `kiln+http://` and
+//! `kiln+https://`, so that no other libgit2 user in the process (`kiln publish`) is moved
+//! off libgit2's own HTTP. The requests are git's (`Documentation/gitprotocol-http.txt`):
+//! `GET <repo>/info/refs?service=git-upload-pack`, then `POST <repo>/git-upload-pack` with
+//! each round of the negotiation. Only fetching is carried; a push is refused.
+
+use crate::error::Origin;
+use crate::http::Http;
+use git2::transport::{Service, SmartSubtransport, SmartSubtransportStream, Transport};
+use std::cell::RefCell;
+use std::io::{self, Read, Write};
+use std::sync::{Arc, Once};
+
+/// kiln's scheme prefix for a smart HTTP URL carried by its own client.
+const PREFIX: &str = "kiln+";
+
+thread_local! {
+    /// The client of the step running on this thread ([`with_client`]); libgit2 makes the
+    /// transport on the thread that connects, inside that step.
+    static CLIENT: RefCell<Option<Arc<Http>>> = const { RefCell::new(None) };
+}
+
+/// Whether `url`'s server needs kiln's client: libgit2 could not read its refs, and kiln
+/// asks for them itself (`GET …/info/refs`, the request libgit2 made) and gets a non-empty
+/// `200` ended by the connection's close. Any other answer (or a URL not `http(s)://`):
+/// libgit2's failure stands.
+pub fn needed(http: &Http, url: &str, origin: &Origin) -> bool {
+    let lower = url.to_ascii_lowercase();
+    if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+        return false;
+    }
+    let request = format!(
+        "{}/info/refs?service=git-upload-pack",
+        url.trim_end_matches('/')
+    );
+    http.get(&request, "*/*", origin)
+        .is_ok_and(|r| r.status == 200 && r.close_delimited && !r.body.is_empty())
+}
+
+/// `url` (`http(s)://…`) in the scheme that routes it through kiln's client.
+pub fn carried(url: &str) -> String {
+    format!("{PREFIX}{url}")
+}
+
+/// Runs `step` (libgit2 calls on [`carried`] URLs) with `http` carrying their requests.
+pub fn with_client<T>(http: &Http, step: impl FnOnce() -> T) -> T {
+    register();
+    CLIENT.with(|c| *c.borrow_mut() = Some(Arc::new(http.with_same_config())));
+    let out = step();
+    CLIENT.with(|c| *c.borrow_mut() = None);
+    out
+}
+
+fn register() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        for scheme in ["kiln+http", "kiln+https"] {
+            // SAFETY: libgit2's transport registry is written here once (under `Once`),
+            // before any libgit2 call uses these schemes; nothing unregisters them.
+            let _ = unsafe {
+                git2::transport::register(scheme, |remote| {
+                    let http = CLIENT.with(|c| c.borrow().clone()).ok_or_else(|| {
+                        git2::Error::from_str("kiln's HTTP transport used outside a fetch")
+                    })?;
+                    Transport::smart(remote, true, Carrier { http })
+                })
+            };
+        }
+    });
+}
+
+/// The subtransport: one stream per request.
+struct Carrier {
+    http: Arc<Http>,
+}
+
+impl SmartSubtransport for Carrier {
+    fn action(
+        &self,
+        url: &str,
+        action: Service,
+    ) -> Result<Box<dyn SmartSubtransportStream>, git2::Error> {
+        let base = url
+            .strip_prefix(PREFIX)
+            .unwrap_or(url)
+            .trim_end_matches('/')
+            .to_string();
+        let post = match action {
+            Service::UploadPackLs => false,
+            Service::UploadPack => true,
+            Service::ReceivePackLs | Service::ReceivePack => {
+                return Err(git2::Error::from_str(
+                    "kiln's HTTP transport only fetches; it never pushes",
+                ));
+            }
+        };
+        Ok(Box::new(Request {
+            http: self.http.clone(),
+            base,
+            post,
+            sent: Vec::new(),
+            answer: None,
+        }))
+    }
+
+    fn close(&self) -> Result<(), git2::Error> {
+        Ok(())
+    }
+}
+
+/// One request: what libgit2 writes is its body; the first read sends it and reads the
+/// answer (bounded by the client's limits).
+struct Request {
+    http: Arc<Http>,
+    base: String,
+    post: bool,
+    sent: Vec<u8>,
+    answer: Option<io::Cursor<Vec<u8>>>,
+}
+
+impl Request {
+    fn send(&self) -> io::Result<Vec<u8>> {
+        let (method, url, accept, body, want) = if self.post {
+            (
+                "POST",
+                format!("{}/git-upload-pack", self.base),
+                "application/x-git-upload-pack-result",
+                Some((
+                    "application/x-git-upload-pack-request",
+                    self.sent.as_slice(),
+                )),
+                "application/x-git-upload-pack-result",
+            )
+        } else {
+            (
+                "GET",
+                format!("{}/info/refs?service=git-upload-pack", self.base),
+                "*/*",
+                None,
+                "application/x-git-upload-pack-advertisement",
+            )
+        };
+        let origin = Origin::new("git", &self.base, "");
+        let fail = |what: String| io::Error::other(kiln_base::url::redact(&what));
+        let r = self
+            .http
+            .send(method, &url, accept, body, &origin)
+            .map_err(|e| fail(e.to_string()))?;
+        if r.status != 200 {
+            return Err(fail(format!("{method} {url} answered {}", r.status)));
+        }
+        if !r.content_type.starts_with(want) {
+            return Err(fail(format!(
+                "{method} {url} answered `{}`, not git's smart HTTP (`{want}`)",
+                r.content_type
+            )));
+        }
+        Ok(r.body)
+    }
+}
+
+impl Read for Request {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.answer.is_none() {
+            self.answer = Some(io::Cursor::new(self.send()?));
+        }
+        self.answer.as_mut().map_or(Ok(0), |a| a.read(buf))
+    }
+}
+
+impl Write for Request {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.sent.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
