@@ -130,6 +130,9 @@ pub struct Resolved {
     pub trees: BTreeMap<(usize, usize), SourceTree>,
     /// Every remote source used, as locked (for the publish trailers).
     pub used: Vec<LockEntry>,
+    /// The app repository commit each (project, environment, component) is rendered from,
+    /// so publish records it per cell (`Kiln-App-Commit: <project>/<env>/<component> …`).
+    pub cells: BTreeMap<(String, String, String), LockEntry>,
     /// The lock as this run leaves it; `None` when the platform has no remote source.
     pub lock: Option<LockFile>,
     /// Where the lock lives.
@@ -330,15 +333,17 @@ pub fn resolve(
     let misses = Misses::new(opts.mode.offline);
     // Every failing source is reported, not only the first.
     let mut failed = Vec::new();
+    let mut fetched_cells = Vec::new();
     for w in &wanted {
         let preview = selection.refs.get(&(w.project, w.instance));
-        match misses.note(instance_tree(
-            &fetcher,
-            &platform,
-            w,
-            preview,
-            &mut out.used,
-        )) {
+        let found = instance_tree(&fetcher, &platform, w, preview, &mut out.used);
+        match misses.note(found.map(|(tree, cells)| {
+            // Keyed by the instance's name once every name is known (below).
+            for (env, entry) in cells {
+                fetched_cells.push((w.project, w.instance, env, entry));
+            }
+            tree
+        })) {
             Ok(Some(tree)) => {
                 out.trees.insert((w.project, w.instance), tree);
             }
@@ -352,6 +357,16 @@ pub fn resolve(
             .trees
             .get(&(w.project, w.instance))
             .and_then(|t| component_name(fs, t));
+    }
+    for (project, instance, env, entry) in fetched_cells {
+        let Some(w) = wanted
+            .iter()
+            .find(|w| (w.project, w.instance) == (project, instance))
+        else {
+            continue;
+        };
+        let name = w.name.clone().unwrap_or_default();
+        out.cells.insert((w.project_name.clone(), env, name), entry);
     }
     for w in &wanted {
         let Some(tree) = out.trees.get(&(w.project, w.instance)) else {
@@ -420,14 +435,14 @@ pub fn resolve(
 }
 
 /// The tree (or trees, one per environment's ref) of instance `w`, its sources noted in
-/// `used`.
+/// `used`, with the lock entry each environment it is deployed to renders from.
 fn instance_tree(
     fetcher: &Fetcher<'_>,
     platform: &PlatformFile,
     w: &Wanted,
     preview: Option<&String>,
     used: &mut Vec<LockEntry>,
-) -> Result<SourceTree, SourceStageError> {
+) -> Result<(SourceTree, BTreeMap<String, LockEntry>), SourceStageError> {
     let mut refs = expand_refs(platform, w)?;
     if let Some(r) = preview {
         refs.values_mut().for_each(|v| v.clone_from(r));
@@ -435,13 +450,19 @@ fn instance_tree(
     let distinct: BTreeSet<&String> = refs.values().collect();
     // One tree per distinct ref; the fetcher fetches each (repository, commit) once.
     let mut by_ref: BTreeMap<&String, SourceTree> = BTreeMap::new();
+    let mut entries: BTreeMap<&String, LockEntry> = BTreeMap::new();
     for reference in distinct {
         let tree = fetch_component(fetcher, w, reference)?;
         if !used.contains(&tree.1) {
-            used.push(tree.1);
+            used.push(tree.1.clone());
         }
+        entries.insert(reference, tree.1);
         by_ref.insert(reference, tree.0);
     }
+    let cells = refs
+        .iter()
+        .filter_map(|(env, r)| Some((env.clone(), entries.get(r)?.clone())))
+        .collect();
     let mut tree = match refs.values().next().and_then(|r| by_ref.get(r)) {
         Some(t) => t.clone(),
         // Deployed nowhere: its own ref, as written.
@@ -459,7 +480,7 @@ fn instance_tree(
             .filter_map(|(env, r)| Some((env.clone(), by_ref.get(r)?.clone())))
             .collect();
     }
-    Ok(tree)
+    Ok((tree, cells))
 }
 
 /// Gives each instance without `name:` its component's `metadata.name`, read from its tree at

@@ -237,7 +237,7 @@ fn app_repo_guide_recipes_run() {
     ok(&recipe("ci"));
     let message = testing::git(&deploy, &["log", "-1", "--format=%B", "main"]);
     assert!(
-        message.contains(&format!("Kiln-App-Commit: {cart}@{pushed}")),
+        message.contains(&format!("Kiln-App-Commit: shop/dev/cart {cart}@{pushed}")),
         "{message}"
     );
     let files = testing::git(&deploy, &["ls-tree", "-r", "--name-only", "main"]);

@@ -1149,7 +1149,11 @@ fn app_repos_to_one_service_repo_end_to_end() {
     let message = testing::git(&source, &["log", "-1", "--format=%B", "main"]);
     for (url, commit) in urls.iter().zip(&commits) {
         assert!(
-            message.contains(&format!("Kiln-App-Commit: {url}@{commit}")),
+            // Each cell's own (`Kiln-App-Commit: <project>/<env>/<component> <url>@<commit>`).
+            message
+                .lines()
+                .any(|l| l.starts_with("Kiln-App-Commit: ")
+                    && l.ends_with(&format!(" {url}@{commit}"))),
             "{message}"
         );
     }

@@ -1839,3 +1839,246 @@ fn cluster_layout_publish_drift_is_content() {
     let (code, cells) = p.status(&["-c", "frontend"]);
     assert_eq!(code, Some(0), "{cells:#?}");
 }
+
+/// A platform in a Git checkout whose components come from app repositories served by a git
+/// daemon: `worker` follows a tag per environment (`dev-ref`: its second commit, `prod-ref`:
+/// its first), `other` its main branch. Returns (tempdir, platform dir, deploy.git, worker
+/// URL, worker's commits, other's commit).
+fn app_repo_platform() -> (
+    tempfile::TempDir,
+    kiln_source::testing::Server,
+    PathBuf,
+    PathBuf,
+    String,
+    Vec<String>,
+    String,
+) {
+    use kiln_source::testing;
+    let t = tempfile::tempdir().unwrap();
+    let repos = t.path().join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    let component = |name: &str, v: &str| {
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: {name}}}\nspec:\n  generators:\n  - resources: [{{apiVersion: v1, kind: ConfigMap, metadata: {{name: {name}}}, data: {{v: \"{v}\"}}}}]\n"
+        )
+    };
+    let (w1, w2, o1) = (
+        component("worker", "1"),
+        component("worker", "2"),
+        component("other", "1"),
+    );
+    let worker = testing::app_repo(
+        &repos,
+        "worker.git",
+        &[
+            (&[("deploy/component.yaml", w1.as_str())], Some("prod-ref")),
+            (&[("deploy/component.yaml", w2.as_str())], Some("dev-ref")),
+        ],
+    );
+    let other = testing::app_repo(
+        &repos,
+        "other.git",
+        &[(&[("deploy/component.yaml", o1.as_str())], None)],
+    );
+    let daemon = testing::git_daemon(&repos);
+    let url = |name: &str| format!("git://127.0.0.1:{}/{name}.git", daemon.port);
+    let platform = t.path().join("plat");
+    std::fs::create_dir_all(platform.join("platforms/p")).unwrap();
+    std::fs::write(
+        platform.join("platforms/p/platform.yaml"),
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {{name: p}}\nspec:\n  source: {{repoURL: \"http://git.example/plat.git\"}}\n  clusters: [{{name: c, server: https://c}}]\n  environments:\n  - {{name: dev, tier: nonprod, cluster: c}}\n  - {{name: prod, tier: prod, cluster: c, from: [dev]}}\n  projects:\n  - name: shop\n    components:\n    - name: worker\n      source: {{git: \"{}\", ref: \"${{env.name}}-ref\", path: deploy}}\n    - name: other\n      source: {{git: \"{}\", ref: main, path: deploy}}\n",
+            url("worker"),
+            url("other")
+        ),
+    )
+    .unwrap();
+    testing::git(&platform, &["init", "-q"]);
+    testing::git(&platform, &["add", "-A"]);
+    testing::git(&platform, &["commit", "-q", "-m", "platform"]);
+    let deploy = t.path().join("deploy.git");
+    git2::Repository::init_bare(&deploy).unwrap();
+    let worker_url = url("worker");
+    (
+        t,
+        daemon,
+        platform,
+        deploy,
+        worker_url,
+        worker,
+        other[0].clone(),
+    )
+}
+
+/// Issue (app commits per cell), item 1: a publish records each cell's own app commit, so
+/// `history --component worker --environment prod` and status' `appCommits` of worker/prod
+/// name worker's prod commit only: not its dev commit, not the other app repository.
+#[test]
+fn a_cell_names_only_the_app_commit_it_was_rendered_from() {
+    let (_t, _daemon, platform, deploy, worker_url, worker, other) = app_repo_platform();
+    let published = run(publish_cmd(Path::new("platforms/p"), &deploy).current_dir(&platform));
+    assert_eq!(published.code, Some(0), "{}", published.text());
+    let message = git(&deploy, &["log", "-1", "--format=%B", "main"]);
+    assert!(
+        message.contains(&format!(
+            "Kiln-App-Commit: shop/prod/worker {worker_url}@{}\n",
+            worker[0]
+        )),
+        "{message}"
+    );
+    let history = run(kiln_command(&platform).args([
+        "history",
+        "--repo",
+        &deploy.display().to_string(),
+        "--component",
+        "worker",
+        "--environment",
+        "prod",
+    ]));
+    assert_eq!(history.code, Some(0), "{}", history.text());
+    let from: Vec<&str> = history
+        .stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("from "))
+        .collect();
+    assert_eq!(
+        from,
+        [format!(
+            "    from shop/prod/worker {worker_url}@{}",
+            worker[0]
+        )],
+        "{}",
+        history.stdout
+    );
+    let mut cmd = kiln_command(&platform);
+    cmd.args(["status", "platforms/p", "-o", "json", "-c", "worker"])
+        .arg("--repo-map")
+        .arg(format!("http://git.example/plat.git={}", deploy.display()));
+    let status = run(&mut cmd);
+    let v: Value =
+        serde_json::from_str(&status.stdout).unwrap_or_else(|e| panic!("{e}: {}", status.text()));
+    let cells = v["cells"].as_array().unwrap();
+    for (env, commit) in [("prod", &worker[0]), ("dev", &worker[1])] {
+        let commits: Vec<String> = cell(cells, "shop", "worker", env)["appCommits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}@{}",
+                    c["repoURL"].as_str().unwrap(),
+                    c["commit"].as_str().unwrap()
+                )
+            })
+            .collect();
+        assert_eq!(commits, [format!("{worker_url}@{commit}")], "{env}");
+        assert!(!commits.iter().any(|c| c.ends_with(&other)));
+    }
+}
+
+/// Issue (image-less status), item 2: a component without images, promoted through Kargo. In
+/// sync, its cells show a short Freight ID, not `?`; a manifest change promoted to dev but
+/// not test is lag (exit 1, `<lag`, the Freight told apart); `history --at` lists the cell.
+#[test]
+fn a_component_without_images_shows_its_freight_and_lags() {
+    let t = tempfile::tempdir().unwrap();
+    let plat = t.path().join("plat");
+    std::fs::create_dir_all(plat.join("platforms/p")).unwrap();
+    std::fs::create_dir_all(plat.join("components/cfg")).unwrap();
+    let component = |v: &str| {
+        std::fs::write(
+            plat.join("components/cfg/component.yaml"),
+            format!("apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: cfg}}\nspec:\n  generators:\n  - resources: [{{apiVersion: v1, kind: ConfigMap, metadata: {{name: cfg}}, data: {{v: \"{v}\"}}}}]\n"),
+        )
+        .unwrap();
+    };
+    component("1");
+    std::fs::write(
+        plat.join("platforms/p/platform.yaml"),
+        "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {name: p}\nspec:\n  source: {repoURL: \"http://git.example/plat.git\"}\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  - {name: test, tier: nonprod, cluster: c, from: [dev]}\n  kargo: {enabled: true}\n  projects:\n  - name: shop\n    output: {repoURL: \"http://git.example/shop-deploy.git\"}\n    components: [{path: ../../components/cfg}]\n",
+    )
+    .unwrap();
+    git(&plat, &["init", "-q"]);
+    let (source, out) = (t.path().join("plat.git"), t.path().join("out.git"));
+    git2::Repository::init_bare(&source).unwrap();
+    git2::Repository::init_bare(&out).unwrap();
+    let maps = [
+        format!("http://git.example/plat.git={}", source.display()),
+        format!("http://git.example/shop-deploy.git={}", out.display()),
+    ];
+    let kiln = |args: &[&str]| {
+        let mut cmd = kiln_command(&plat);
+        cmd.args(args);
+        if matches!(args[0], "promote" | "status") {
+            for m in &maps {
+                cmd.arg("--repo-map").arg(m);
+            }
+        }
+        run(&mut cmd)
+    };
+    let publish = |v: &str| {
+        assert_eq!(kiln(&["render", "platforms/p"]).code, Some(0));
+        git(&plat, &["add", "-A"]);
+        git(&plat, &["commit", "-q", "-m", v]);
+        let r = run(publish_cmd(Path::new("platforms/p"), &source).current_dir(&plat));
+        assert_eq!(r.code, Some(0), "{}", r.text());
+    };
+    let promote = |stage: &str| {
+        let r = kiln(&["promote", stage, "platforms/p", "--freight", "latest"]);
+        assert_eq!(r.code, Some(0), "{}", r.text());
+    };
+    publish("v1");
+    promote("cfg-dev");
+    promote("cfg-test");
+    let r = kiln(&["status", "platforms/p"]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(!r.stdout.contains('?'), "{}", r.stdout);
+    component("2");
+    publish("v2");
+    promote("cfg-dev");
+    let r = kiln(&["status", "platforms/p", "-o", "json"]);
+    let v: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    let cells = v["cells"].as_array().unwrap();
+    let freight = |env: &str| {
+        cell(cells, "shop", "cfg", env)["freight"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{env} names its Freight: {}", r.stdout))
+            .to_string()
+    };
+    let (dev, test) = (freight("dev"), freight("test"));
+    assert_ne!(dev, test);
+    let r = kiln(&["status", "platforms/p"]);
+    assert_eq!(r.code, Some(1), "lag is exit 1: {}", r.text());
+    let row = r
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("shop/cfg"))
+        .unwrap();
+    assert!(
+        row.contains(&dev[..7]) && row.contains(&format!("{} <lag", &test[..7])),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout.contains(&format!(
+            "lagging shop/cfg in test: dev runs {}, test {}",
+            &dev[..7],
+            &test[..7]
+        )),
+        "{}",
+        r.stdout
+    );
+    let at = kiln(&[
+        "history",
+        "--repo",
+        &out.display().to_string(),
+        "--branch",
+        "stage/test",
+        "--platform",
+        "platforms/p",
+        "--at",
+        "2100-01-01T00:00:00Z",
+    ]);
+    assert_eq!(at.code, Some(0), "{}", at.text());
+    assert!(at.stdout.contains("/cfg: (no image)"), "{}", at.stdout);
+}

@@ -1659,13 +1659,35 @@ fn provenance(
         ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
-        sources: slice
-            .sources
-            .used
-            .iter()
-            .map(crate::source::trailer_value)
-            .collect(),
+        sources: app_commits(&slice.sources),
     }
+}
+
+/// The `Kiln-App-Commit` values of a render: each component's app repository commit per
+/// cell it renders, then every other remote source (charts, remote bases) for the whole
+/// publish.
+fn app_commits(sources: &crate::source::Resolved) -> Vec<String> {
+    use crate::git::trailers::{AppCommit, Unit};
+    let per_cell = sources
+        .cells
+        .iter()
+        .map(|((project, environment, component), e)| AppCommit {
+            cell: Some(Unit::Component {
+                project: project.clone(),
+                environment: environment.clone(),
+                component: component.clone(),
+            }),
+            source: crate::source::trailer_value(e),
+        });
+    let rest = sources
+        .used
+        .iter()
+        .filter(|e| !sources.cells.values().any(|c| c == *e))
+        .map(|e| AppCommit {
+            cell: None,
+            source: crate::source::trailer_value(e),
+        });
+    per_cell.chain(rest).map(|a| a.to_string()).collect()
 }
 
 /// Branch prefix of `--per-environment` publishes (Kargo's own convention is `stage/<env>`).

@@ -20,8 +20,8 @@ use std::fmt;
 use serde::{Serialize, Serializer};
 
 use super::trailers::{
-    Classifier, KilnTrailers, Unit, UnitChange, WriteLayout, change_digest, images_by_unit,
-    parse_message, promote_stamp,
+    AppCommit, Classifier, KilnTrailers, Unit, UnitChange, WriteLayout, change_digest,
+    images_by_unit, parse_message, promote_stamp,
 };
 use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, read_all_files, resolve_commit};
 use crate::artifact::ArtifactSet;
@@ -258,7 +258,9 @@ pub struct HistoryEntry {
     pub source_commit: Option<String>,
     pub kiln_version: String,
     pub spec_digest: Option<String>,
-    /// The remote sources it was rendered from (`Kiln-App-Commit`: `<url>@<commit>`).
+    /// The remote sources it was rendered from (`Kiln-App-Commit`:
+    /// `[<project>/<env>/<component> ]<url>@<commit>`); with a component or environment
+    /// filter, only the kept cells' own and those of the whole publish.
     pub sources: Vec<String>,
     /// `false` for a commit kiln did not make (a Kargo promotion, a hand edit). For it, and
     /// for `kiln promote`'s commits, the changes are the units its paths touch, compared
@@ -371,13 +373,14 @@ impl fmt::Display for DeployedState {
             )?;
         }
         for c in &self.images {
+            let images = match c.images.is_empty() {
+                true => "(no image)".to_string(),
+                false => c.images.join(" "),
+            };
             writeln!(
                 f,
-                "  {}/{}/{}: {}",
-                c.project,
-                c.environment,
-                c.component,
-                c.images.join(" ")
+                "  {}/{}/{}: {images}",
+                c.project, c.environment, c.component
             )?;
         }
         Ok(())
@@ -602,7 +605,15 @@ pub fn history(
             source_commit: commit.trailers.source_commit,
             kiln_version: commit.trailers.kiln_version,
             spec_digest: commit.trailers.spec_digest,
-            sources: commit.trailers.app_commits,
+            // A cell's own app commits (and the publish's unattributed sources) only.
+            sources: commit
+                .trailers
+                .app_commits
+                .iter()
+                .map(|v| AppCommit::parse(v))
+                .filter(|a| !filtered || a.concerns(|u| filter.keeps_unit(u)))
+                .map(|a| a.to_string())
+                .collect(),
             made_by_kiln: commit.made_by_kiln,
         });
     }
@@ -701,7 +712,16 @@ pub fn deployed_at(
     match trailers {
         Some(trailers) if !kargo => {
             state.source = Some(StateSource::Trailers);
-            state.images = component_images(trailers.images.iter(), filter);
+            // `Kiln-Images` names components with images only: the others from the tree.
+            let mut images = trailers.images.clone();
+            let classifier = Classifier::new(files.paths(), branch.strip_prefix("stage/"))
+                .with_known(known.clone());
+            for path in files.files.keys() {
+                if let unit @ Unit::Component { .. } = classifier.classify(path) {
+                    images.entry(unit).or_default();
+                }
+            }
+            state.images = component_images(images.iter(), filter);
         }
         _ if kargo => {
             state.source = Some(StateSource::Tree);
@@ -718,9 +738,9 @@ pub fn deployed_at(
                         folder.insert(rel.to_string(), bytes.clone());
                     }
                 }
-                let refs = folder_images(&folder);
-                if !refs.is_empty() {
-                    images.insert(unit.clone(), refs);
+                // A component without images is deployed all the same.
+                if !folder.files.is_empty() {
+                    images.insert(unit.clone(), folder_images(&folder));
                 }
             }
             state.images = component_images(images.iter(), filter);

@@ -27,7 +27,8 @@ pub const ENVIRONMENT: &str = "Kiln-Environment";
 pub const CHANGE: &str = "Kiln-Change";
 pub const IMAGES: &str = "Kiln-Images";
 /// A remote source of the render (an app repository, a chart, a remote base), as
-/// `<url>[#<chart>]@<commit or sha256 digest>`; `kiln status` and `kiln history` read it.
+/// `[<project>/<environment>/<component> ]<url>[#<chart>]@<commit or sha256 digest>`
+/// ([`AppCommit`]); `kiln status` and `kiln history` read it.
 pub const APP_COMMIT: &str = "Kiln-App-Commit";
 
 /// Stamped by `kiln promote`'s runner and `kiln bootstrap` on every commit they make (the
@@ -115,6 +116,51 @@ impl Unit {
 impl fmt::Display for Unit {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.token())
+    }
+}
+
+/// One [`APP_COMMIT`] value. A component's app repository is recorded for each cell it
+/// renders (its `ref` may name another commit in each environment), so a cell's audit names
+/// only its own commit; sources kiln cannot tie to one cell (charts, remote bases) and every
+/// source of commits made before cells were recorded name none.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct AppCommit {
+    /// The (project, environment, component) rendered from it.
+    pub cell: Option<Unit>,
+    /// `<url>[#<chart>]@<commit or digest>`.
+    pub source: String,
+}
+
+impl AppCommit {
+    /// Reads a value as written; one without a leading cell is the whole publish's.
+    pub fn parse(value: &str) -> AppCommit {
+        let value = value.trim();
+        if let Some((id, source)) = value.split_once(' ')
+            && let Some(unit) = parse_component_id(id)
+        {
+            return AppCommit {
+                cell: Some(unit),
+                source: source.trim().to_string(),
+            };
+        }
+        AppCommit {
+            cell: None,
+            source: value.to_string(),
+        }
+    }
+
+    /// Whether it tells about a cell `keeps` keeps: the cell's own, or the whole publish's.
+    pub fn concerns(&self, keeps: impl Fn(&Unit) -> bool) -> bool {
+        self.cell.as_ref().is_none_or(keeps)
+    }
+}
+
+impl fmt::Display for AppCommit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.cell.as_ref().and_then(component_id) {
+            Some(id) => write!(f, "{id} {}", self.source),
+            None => f.write_str(&self.source),
+        }
     }
 }
 

@@ -56,6 +56,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::artifact::ArtifactSet;
+use crate::git::trailers::{AppCommit, Unit};
 use crate::git::{GitError, Identity, RemoteAuth, Timestamp};
 use crate::promote::freight::{
     FreightCommit, FreightImage, FreightReference, FreightSet, Subscriptions, normalize_git,
@@ -322,7 +323,50 @@ pub struct Cell {
     deployed: bool,
 }
 
+/// What a cell (or one write of it) runs: its images, then its Freight, else the app or
+/// source commit it was rendered from. A component without images is told apart by the rest.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Version {
+    images: Vec<String>,
+    rendered: Option<String>,
+}
+
+impl Version {
+    fn of(
+        images: &[Image],
+        freight: Option<&String>,
+        app_commits: &[RepoCommit],
+        source_commit: Option<&String>,
+    ) -> Version {
+        Version {
+            images: images.iter().map(|i| i.reference.clone()).collect(),
+            rendered: freight
+                .or(app_commits.first().map(|c| &c.commit))
+                .or(source_commit)
+                .cloned(),
+        }
+    }
+
+    /// The matrix text of an image-less cell: the short Freight ID or commit (`?` when
+    /// neither is known).
+    fn short(&self) -> String {
+        match &self.rendered {
+            Some(r) => r.chars().take(7).collect(),
+            None => "?".to_string(),
+        }
+    }
+}
+
 impl Cell {
+    fn version(&self) -> Version {
+        Version::of(
+            &self.images,
+            self.freight.as_ref(),
+            &self.app_commits,
+            self.source_commit.as_ref(),
+        )
+    }
+
     /// `project/component`.
     pub fn row(&self) -> String {
         format!("{}/{}", self.project, self.component)
@@ -334,7 +378,7 @@ impl Cell {
         let mut label = if !self.deployed {
             "-".to_string()
         } else if tags.is_empty() {
-            "?".to_string()
+            self.version().short()
         } else {
             tags.join(",")
         };
@@ -527,6 +571,7 @@ fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) ->
     for i in &mut images {
         i.complete_from(&said.images);
     }
+    let app_commits = said.app_commits_of(&t.project, &t.environment, &t.component);
     Write {
         commit: w.id.clone(),
         time: w.time,
@@ -536,8 +581,8 @@ fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) ->
         stage: said.stage,
         images,
         freight,
+        app_commits,
         source_commit: said.source_commit,
-        app_commits: said.app_commits,
     }
 }
 
@@ -549,11 +594,26 @@ struct Said {
     images: Vec<String>,
     freight: Option<String>,
     sources: Vec<RepoCommit>,
-    app_commits: Vec<RepoCommit>,
+    /// With the cell each was rendered for (a publish's `Kiln-App-Commit`), `None` for the
+    /// whole write's (a promotion's `source:` lines, a publish's unattributed sources).
+    app_commits: Vec<(Option<Unit>, RepoCommit)>,
     source_commit: Option<String>,
 }
 
 impl Said {
+    /// The app commits a cell was rendered from: its own, and those of the whole write.
+    fn app_commits_of(&self, project: &str, environment: &str, component: &str) -> Vec<RepoCommit> {
+        let own = |u: &Unit| {
+            matches!(u, Unit::Component { project: p, environment: e, component: c }
+                if p == project && e == environment && c == component)
+        };
+        self.app_commits
+            .iter()
+            .filter(|(cell, _)| cell.as_ref().is_none_or(own))
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+
     /// Whether the writer of a folder made this write: a promotion by `stage`
     /// (`<project>/<stage>`), or without one a kiln publish.
     fn is_by(&self, stage: Option<&str>) -> bool {
@@ -570,14 +630,12 @@ impl Said {
 /// `source:`, `freight:`, `stage:` lines) or a publish's trailers.
 fn read_message(message: &str) -> Said {
     if let Some(trailers) = crate::git::trailers::parse_message(message) {
-        let app_commits = git2::message_trailers_strs(message)
-            .map(|t| {
-                t.iter()
-                    .filter(|(k, _)| *k == APP_COMMIT_TRAILER)
-                    .filter_map(|(_, v)| repo_commit(v.trim()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let app_commits = trailers
+            .app_commits
+            .iter()
+            .map(|v| AppCommit::parse(v))
+            .filter_map(|a| Some((a.cell, repo_commit(&a.source)?)))
+            .collect();
         return Said {
             writer: Some(Writer::Publish),
             source_commit: trailers.source_commit,
@@ -606,7 +664,10 @@ fn read_message(message: &str) -> Said {
     }
     if let Some(first) = said.sources.first() {
         said.source_commit = Some(first.commit.clone());
-        said.app_commits = said.sources[1..].to_vec();
+        said.app_commits = said.sources[1..]
+            .iter()
+            .map(|c| (None, c.clone()))
+            .collect();
     }
     said
 }
@@ -1144,7 +1205,7 @@ pub fn status(
     // from (one trailer format for publish, history and status).
     if let Some(url) = &platform.source.repo_url {
         let source = location(url);
-        let mut said: BTreeMap<String, Vec<RepoCommit>> = BTreeMap::new();
+        let mut said: BTreeMap<String, Said> = BTreeMap::new();
         for c in cells.iter_mut().filter(|c| c.app_commits.is_empty()) {
             let Some(commit) = c.source_commit.clone() else {
                 continue;
@@ -1153,10 +1214,10 @@ pub fn status(
                 .entry(commit.clone())
                 .or_insert_with(|| {
                     crate::git::commit_message(&source, &commit, &options.auth)
-                        .map(|m| read_message(&m).app_commits)
+                        .map(|m| read_message(&m))
                         .unwrap_or_default()
                 })
-                .clone();
+                .app_commits_of(&c.project, &c.environment, &c.component);
         }
     }
     // Lag: a Kargo cell whose upstream environment was written later with other images.
@@ -1173,12 +1234,6 @@ pub fn status(
             .or_insert(u);
     }
     for c in cells.iter_mut().filter(|c| c.stage.is_some()) {
-        let refs = |x: &Cell| {
-            x.images
-                .iter()
-                .map(|i| i.reference.clone())
-                .collect::<Vec<_>>()
-        };
         for up in upstreams
             .get(c.environment.as_str())
             .map(|v| v.iter())
@@ -1188,24 +1243,36 @@ pub fn status(
             let Some(&u) = at.get(&(c.project.as_str(), c.component.as_str(), up.as_str())) else {
                 continue;
             };
-            if u.state == CellState::NotDeployed || refs(u) == refs(c) {
+            // Equal images (or none) still differ by Freight or commit.
+            if u.state == CellState::NotDeployed || u.version() == c.version() {
                 continue;
             }
             // Upstream moved on: it was written later, or what this cell runs is what
             // upstream ran before (the clock alone cannot tell commits of one second apart).
             let ran_before = u.history.iter().skip(1).any(|w| {
-                w.images
-                    .iter()
-                    .map(|i| i.reference.clone())
-                    .collect::<Vec<_>>()
-                    == refs(c)
+                Version::of(
+                    &w.images,
+                    w.freight.as_ref(),
+                    &w.app_commits,
+                    w.source_commit.as_ref(),
+                ) == c.version()
             });
             if c.state != CellState::NotDeployed && u.time <= c.time && !ran_before {
                 continue;
             }
+            let same_images = u.version().images == c.version().images;
             let tags = |x: &Cell| {
                 if x.state == CellState::NotDeployed {
                     "nothing".to_string()
+                } else if same_images {
+                    // What tells them apart: the Freight or commit, after any images.
+                    let v = x.version();
+                    let tags: Vec<String> = x.images.iter().map(Image::short).collect();
+                    [tags.join(","), v.short()]
+                        .into_iter()
+                        .filter(|t| !t.is_empty())
+                        .collect::<Vec<_>>()
+                        .join(" ")
                 } else {
                     x.images
                         .iter()
@@ -1276,7 +1343,7 @@ mod tests {
         assert_eq!(said.freight.as_deref(), Some("f00d"));
         assert_eq!(said.source_commit.as_deref(), Some("0123abcd"));
         assert_eq!(
-            said.app_commits[0].repo_url,
+            said.app_commits[0].1.repo_url,
             "https://github.com/acme/api.git"
         );
         assert_eq!(said.images, ["ghcr.io/acme/api:1.2.0@sha256:aa"]);
@@ -1285,8 +1352,27 @@ mod tests {
         );
         assert_eq!(said.writer, Some(Writer::Publish));
         assert_eq!(said.source_commit.as_deref(), Some("abc"));
-        assert_eq!(said.app_commits[0].commit, "def");
+        assert_eq!(said.app_commits[0].1.commit, "def");
         assert_eq!(read_message("fix by hand\n").writer, Some(Writer::Other));
+        // Each cell's own app commit (issue: app commits per cell), the unattributed chart
+        // for every cell.
+        let said = read_message(
+            "kiln: update worker (dev, prod)\n\nKiln-Version: 0.1.0\nKiln-App-Commit: shop/dev/worker https://x.example/worker.git@d1\nKiln-App-Commit: shop/prod/worker https://x.example/worker.git@p1\nKiln-App-Commit: shop/prod/other https://x.example/other.git@o1\nKiln-App-Commit: https://charts.example#db@sha256:c\n",
+        );
+        let of = |e: &str| -> Vec<String> {
+            said.app_commits_of("shop", e, "worker")
+                .iter()
+                .map(|c| format!("{}@{}", c.repo_url, c.commit))
+                .collect()
+        };
+        assert_eq!(
+            of("prod"),
+            [
+                "https://x.example/worker.git@p1",
+                "https://charts.example#db@sha256:c"
+            ]
+        );
+        assert_eq!(of("dev")[0], "https://x.example/worker.git@d1");
     }
 
     #[test]
