@@ -433,6 +433,42 @@ fn render_findings_point_at_the_manifest_the_patch_and_the_template() {
     );
 }
 
+/// Item 7: an object a `kustomize:` generator builds names the manifest of the
+/// kustomization tree that declared it, a base's included, from the repository root.
+#[test]
+fn render_findings_on_kustomize_objects_point_at_their_manifest() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/kust/base/kustomization.yaml",
+        "resources: [svc.yaml]\n",
+    );
+    f.write(
+        "repo/components/web/kust/base/svc.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: settings\nspec:\n  ports:\n  - port: \"80\"\n",
+    );
+    f.write(
+        "repo/components/web/kust/kustomization.yaml",
+        "resources: [base, cm.yaml]\nnamePrefix: k-\n",
+    );
+    f.write(
+        "repo/components/web/kust/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\nspec: {}\n",
+    );
+    f.edit(
+        COMPONENT,
+        "  - files: [manifests]\n",
+        "  - files: [manifests]\n  - kustomize: kust\n",
+    );
+    refused(
+        &f,
+        &[],
+        &[
+            "Service/web-dev/k-settings at `/spec/ports/0/port`: must be an integer, not string; from components/web/kust/base/svc.yaml:12 (manifest)",
+            "ConfigMap/web-dev/k-conf at `/spec`: unknown field `spec`; from components/web/kust/cm.yaml:5 (manifest)",
+        ],
+    );
+}
+
 /// A render after an edit renders only the changed plans (the journal): those are validated
 /// too, so an invalid edit is refused and nothing is written (it was written unchecked).
 #[test]
