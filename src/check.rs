@@ -33,11 +33,10 @@ pub use schemas::{
 
 use crate::artifact::ArtifactSet;
 use crate::diag::{Loc, SourceFile};
-use miette::{Diagnostic, LabeledSpan, NamedSource, SourceSpan};
+use miette::{Diagnostic, LabeledSpan, SourceSpan};
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Failures that stop validation before any object is checked (the findings about objects
 /// are data in [`Report`], not errors).
@@ -222,7 +221,7 @@ pub struct Finding {
     /// in it, the JSON Pointer of the node (`/spec/requestedFreight/0`), and its 1-based line
     /// and column when the source text is known and the node was found in it (0 otherwise).
     pub at: Loc<String>,
-    source: Option<NamedSource<Arc<str>>>,
+    source: Option<kiln_base::diag::Excerpt>,
     span: Option<SourceSpan>,
 }
 
@@ -501,8 +500,9 @@ fn resolve(docs: &[Document], raw: RawFinding) -> Finding {
     {
         finding.at = finding.at.found_at(Some(pos));
         finding.span = Some(pos.span());
-        finding.source =
-            Some(NamedSource::new(doc.file.clone(), source.text.clone()).with_language("yaml"));
+        // The lines around the node, not the whole file: miette scans a source from its
+        // start, once per finding (issue 36, a 50 MB stream).
+        finding.source = Some(source.excerpt(&pos));
     }
     finding
 }
