@@ -33,11 +33,10 @@ pub use schemas::{
 
 use crate::artifact::ArtifactSet;
 use crate::diag::{Loc, SourceFile};
-use miette::{Diagnostic, LabeledSpan, NamedSource, SourceSpan};
+use miette::{Diagnostic, LabeledSpan, SourceSpan};
 use serde_json::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 /// Failures that stop validation before any object is checked (the findings about objects
 /// are data in [`Report`], not errors).
@@ -222,7 +221,7 @@ pub struct Finding {
     /// in it, the JSON Pointer of the node (`/spec/requestedFreight/0`), and its 1-based line
     /// and column when the source text is known and the node was found in it (0 otherwise).
     pub at: Loc<String>,
-    source: Option<NamedSource<Arc<str>>>,
+    source: Option<kiln_base::diag::Excerpt>,
     span: Option<SourceSpan>,
 }
 
@@ -291,11 +290,16 @@ impl Finding {
 pub struct Report {
     /// Every finding, in document order.
     pub findings: Vec<Finding>,
-    /// Number of objects checked against a schema or a rule.
+    /// Kargo and Argo CD objects checked against a schema: a CRD of the schema directory,
+    /// else kiln's typed model of the kind (a kind the directory lacks is a finding).
     pub objects: usize,
-    /// Objects of kinds kiln has no schema for and that are not Kargo or Argo CD kinds
-    /// (`apps/v1/Deployment`…): checked for ObjectMeta only.
+    /// Kargo and Argo CD objects of kinds with no schema at all (no CRD given, not in kiln's
+    /// model): checked for ObjectMeta only.
     pub meta_only: usize,
+    /// Objects of other API groups (`apps/v1` Deployment, `v1` Namespace…): this check
+    /// reads only their ObjectMeta; the Kubernetes validation ([`crate::conform`]) checks
+    /// them against the API schemas. Not in [`Report::summary`].
+    pub others: usize,
 }
 
 /// `kiln validate -o json`: `clean`, the summary line, the counts and every finding.
@@ -318,18 +322,29 @@ impl Report {
         self.findings.is_empty()
     }
 
-    /// One line for the end of a run, e.g. `2 problems in 116 objects (3 checked for
-    /// metadata only)`.
+    /// One line for the end of a run, counting the Kargo and Argo CD objects this check
+    /// owns, e.g. `2 problems in 116 objects checked against their Kargo and Argo CD schemas
+    /// (3 of kinds with no schema, checked for metadata only)`.
     pub fn summary(&self) -> String {
-        let total = self.objects + self.meta_only;
-        let objects = if total == 1 { "object" } else { "objects" };
         let head = match self.findings.len() {
-            0 => format!("no problems in {total} {objects}"),
-            1 => format!("1 problem in {total} {objects}"),
-            n => format!("{n} problems in {total} {objects}"),
+            0 => "no problems".to_string(),
+            1 => "1 problem".to_string(),
+            n => format!("{n} problems"),
         };
+        let objects = if self.objects == 1 {
+            "object"
+        } else {
+            "objects"
+        };
+        let head = format!(
+            "{head} in {} {objects} checked against their Kargo and Argo CD schemas",
+            self.objects
+        );
         if self.meta_only > 0 {
-            format!("{head} ({} checked for metadata only)", self.meta_only)
+            format!(
+                "{head} ({} of kinds with no schema, checked for metadata only)",
+                self.meta_only
+            )
         } else {
             head
         }
@@ -449,6 +464,7 @@ pub fn validate_documents(docs: &[Document], schemas: &SchemaSet) -> Result<Repo
         findings,
         objects: outcome.objects,
         meta_only: outcome.meta_only,
+        others: outcome.others,
     })
 }
 
@@ -484,8 +500,9 @@ fn resolve(docs: &[Document], raw: RawFinding) -> Finding {
     {
         finding.at = finding.at.found_at(Some(pos));
         finding.span = Some(pos.span());
-        finding.source =
-            Some(NamedSource::new(doc.file.clone(), source.text.clone()).with_language("yaml"));
+        // The lines around the node, not the whole file: miette scans a source from its
+        // start, once per finding (issue 36, a 50 MB stream).
+        finding.source = Some(source.excerpt(&pos));
     }
     finding
 }
@@ -685,10 +702,27 @@ spec: {}
         ok.insert("ns.yaml", b"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n  labels:\n    kargo.akuity.io/project: \"true\"\n".to_vec());
         let report = validate_artifacts(&ok, &SchemaSet::empty()).unwrap();
         assert!(report.is_clean(), "{:?}", report.findings);
-        assert_eq!(report.meta_only, 1);
+        // A Namespace is the Kubernetes validation's to check, not counted here.
+        assert_eq!((report.objects, report.meta_only, report.others), (0, 0, 1));
         assert_eq!(
             report.summary(),
-            "no problems in 1 object (1 checked for metadata only)"
+            "no problems in 0 objects checked against their Kargo and Argo CD schemas"
+        );
+    }
+
+    /// Issue 36: Kargo and Argo CD objects checked against kiln's model count as checked,
+    /// not as "metadata only"; a kind of their groups with no schema does; other kinds are
+    /// the Kubernetes validation's.
+    #[test]
+    fn objects_are_counted_by_what_checked_them() {
+        let text = "apiVersion: kargo.akuity.io/v1alpha1\nkind: Warehouse\nmetadata: {name: w, namespace: n}\nspec:\n  subscriptions:\n  - image: {repoURL: nginx}\n---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\nspec:\n  project: default\n  source: {repoURL: 'https://x', path: p, targetRevision: HEAD}\n  destination: {server: 'https://kubernetes.default.svc', namespace: n}\n---\napiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r, namespace: n}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\n";
+        let docs = parse_documents("t.yaml", text).unwrap();
+        let report = validate_documents(&docs, &SchemaSet::empty()).unwrap();
+        assert!(report.is_clean(), "{:?}", report.findings);
+        assert_eq!((report.objects, report.meta_only, report.others), (2, 1, 1));
+        assert_eq!(
+            report.summary(),
+            "no problems in 2 objects checked against their Kargo and Argo CD schemas (1 of kinds with no schema, checked for metadata only)"
         );
     }
 

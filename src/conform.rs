@@ -93,9 +93,13 @@ pub struct Finding {
     /// The rendered file's text, for its line.
     rendered: Option<SourceFile>,
     /// What the snippet shows: the source's text when it is YAML kiln can point into (a spec
-    /// file, a manifest), else the rendered file's; the document and pointer in it.
+    /// file, a manifest), else the rendered file's; the document and pointer in it. The
+    /// text is shared by every finding on it (an `Arc`), never copied.
     snippet: Option<Snippet>,
-    named: Option<miette::NamedSource<String>>,
+    /// The lines around the snippet's label, cut from its text when miette first asks
+    /// ([`SourceFile::excerpt`]): miette scans a source from its start to find the label's
+    /// line, which made printing N findings of one large stream cost N times its size.
+    excerpt: std::sync::OnceLock<Option<kiln_base::diag::Excerpt>>,
     /// For a `wrong_type`: the value found, kept until [`Finding::resolve`] names the
     /// parameter that placed it (the validated objects are dropped before).
     value: Option<Value>,
@@ -114,7 +118,7 @@ impl Finding {
             self.parameter = sourcing.parameter(&origin, value.as_ref());
         }
         if let Some(snippet) = snippet {
-            self.named = Some(snippet.0.named_source());
+            self.excerpt = std::sync::OnceLock::new();
             self.snippet = Some(snippet);
         }
         self.origin = Some(origin);
@@ -209,7 +213,14 @@ impl Diagnostic for Finding {
         Some(Box::new(text))
     }
     fn source_code(&self) -> Option<&dyn SourceCode> {
-        self.named.as_ref().map(|s| s as &dyn SourceCode)
+        self.excerpt
+            .get_or_init(|| {
+                let (source, document, pointer) = self.snippet.as_ref()?;
+                let key = self.code == Code::UnknownField;
+                Some(source.excerpt(&source.locate(*document, pointer, key)?))
+            })
+            .as_ref()
+            .map(|s| s as &dyn SourceCode)
     }
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
         let (source, document, pointer) = self.snippet.as_ref()?;
@@ -593,7 +604,7 @@ fn finding(
         warning,
         origin: None,
         parameter: None,
-        named: Some(source.named_source()),
+        excerpt: std::sync::OnceLock::new(),
         rendered: Some(source.clone()),
         value,
     }
@@ -1301,5 +1312,53 @@ mod tests {
             .unwrap();
         assert!(report.findings.is_empty());
         assert_eq!(report.unvalidated.get("example.com/v1 Widget"), Some(&1));
+    }
+}
+
+#[cfg(test)]
+mod snippets {
+    use miette::{Diagnostic, SourceSpan};
+
+    /// Issue 36: the findings of one large stream share its text, and miette gets only the
+    /// lines around each label, with the whole file's line numbers: printing N findings
+    /// no longer reads (nor copies) the whole stream N times.
+    #[test]
+    fn findings_share_their_file_and_give_miette_the_lines_around_the_label() {
+        let doc = |i: usize| {
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c{i}\n  namespace: n\ndata:\n  a: \"x\"\nreplicas: {i}\n"
+            )
+        };
+        let text: String = (0..2000).map(|i| format!("---\n{}", doc(i))).collect();
+        let files = [("big.yaml".to_string(), text.clone().into_bytes())];
+        let report =
+            super::validate_files(&files, "1.33", &super::Options::default(), &[]).unwrap();
+        assert_eq!(report.findings.len(), 2000);
+        let first = report.findings[0].rendered.as_ref().unwrap();
+        for f in &report.findings {
+            let rendered = f.rendered.as_ref().unwrap();
+            assert!(std::sync::Arc::ptr_eq(&first.text, &rendered.text));
+            let (snippet, _, _) = f.snippet.as_ref().unwrap();
+            assert!(std::sync::Arc::ptr_eq(&first.text, &snippet.text));
+        }
+        let last = report.findings.last().unwrap();
+        let source = last.source_code().unwrap();
+        let all = source
+            .read_span(&SourceSpan::from((0, 0)), 0, usize::MAX)
+            .unwrap();
+        // One document of 8 lines (from line 17,993), where the file has 18,000.
+        assert_eq!(std::str::from_utf8(all.data()).unwrap(), doc(1999));
+        assert_eq!(all.line() + 1, 17_993);
+        // The label reads where the whole file has it: the key on line 18,000, the last.
+        let label = last.labels().unwrap().next().unwrap();
+        let at = source.read_span(label.inner(), 0, 0).unwrap();
+        assert_eq!((at.line() + 1, at.data()), (18_000, b"replicas".as_slice()));
+        assert_eq!(last.to_json()["line"], 18_000);
+        let mut shown = String::new();
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .render_report(&mut shown, last)
+            .unwrap();
+        assert!(shown.contains("[big.yaml:18000:1]"), "{shown}");
+        assert!(shown.contains("18000 │ replicas: 1999"), "{shown}");
     }
 }

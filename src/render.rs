@@ -967,11 +967,15 @@ fn render_plan(
                         "kustomization directory",
                     )?
                     .unwrap_or_default();
-                shared.kustomize(fs, &kdir).map_err(|e| {
+                let mut built = shared.kustomize(fs, &kdir).map_err(|e| {
                     let named =
                         crate::diag::Renamed::new(e.as_ref(), &|n| shown_from_root(plan, &kdir, n));
                     fail("kustomize generator", boxed(named))
-                })?
+                })?;
+                for r in &mut built {
+                    r.meta.provenance = kustomize_provenance(plan, &kdir, r);
+                }
+                built
             }
             Generator::ConfigMapGenerator(args) | Generator::SecretGenerator(args) => {
                 // Paths with references were left to this BuildPlan by `load`.
@@ -1185,6 +1189,23 @@ fn shown_from_root(plan: &BuildPlan, kdir: &Path, name: &str) -> Option<String> 
     (label.is_relative() && dir.ends_with(label))
         .then(|| path.strip_prefix(root).ok().map(slashed))
         .flatten()
+}
+
+/// Where an object a `kustomize:` generator built came from, for validation's findings
+/// (issue 36, item 7): the manifest file of the kustomization tree that declared it (its
+/// `resources:` entry, as the engine's loader read it) and its document there, named from
+/// the repository root. `None` for what no local file holds: an object a generator of the
+/// kustomization made, one of a remote base, or one rendered by `helmCharts:`.
+fn kustomize_provenance(plan: &BuildPlan, kdir: &Path, r: &Resource) -> Option<Box<Provenance>> {
+    let origin = r.origin.as_ref()?;
+    if origin.file.ends_with(" (helm template)") {
+        return None;
+    }
+    Some(Box::new(Provenance {
+        file: Some(shown_from_root(plan, kdir, &origin.file)?),
+        document: origin.document,
+        ..Default::default()
+    }))
 }
 
 /// Converts between two serde shapes (kiln's spec → the engine's kustomize types).

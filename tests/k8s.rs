@@ -433,6 +433,42 @@ fn render_findings_point_at_the_manifest_the_patch_and_the_template() {
     );
 }
 
+/// Item 7: an object a `kustomize:` generator builds names the manifest of the
+/// kustomization tree that declared it, a base's included, from the repository root.
+#[test]
+fn render_findings_on_kustomize_objects_point_at_their_manifest() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/kust/base/kustomization.yaml",
+        "resources: [svc.yaml]\n",
+    );
+    f.write(
+        "repo/components/web/kust/base/svc.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: other\n---\napiVersion: v1\nkind: Service\nmetadata:\n  name: settings\nspec:\n  ports:\n  - port: \"80\"\n",
+    );
+    f.write(
+        "repo/components/web/kust/kustomization.yaml",
+        "resources: [base, cm.yaml]\nnamePrefix: k-\n",
+    );
+    f.write(
+        "repo/components/web/kust/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\nspec: {}\n",
+    );
+    f.edit(
+        COMPONENT,
+        "  - files: [manifests]\n",
+        "  - files: [manifests]\n  - kustomize: kust\n",
+    );
+    refused(
+        &f,
+        &[],
+        &[
+            "Service/web-dev/k-settings at `/spec/ports/0/port`: must be an integer, not string; from components/web/kust/base/svc.yaml:12 (manifest)",
+            "ConfigMap/web-dev/k-conf at `/spec`: unknown field `spec`; from components/web/kust/cm.yaml:5 (manifest)",
+        ],
+    );
+}
+
 /// A render after an edit renders only the changed plans (the journal): those are validated
 /// too, so an invalid edit is refused and nothing is written (it was written unchecked).
 #[test]
@@ -447,4 +483,64 @@ fn an_incremental_render_validates_what_it_renders_again() {
     assert_ne!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("kiln::k8s::wrong_type"), "{err}");
     assert_eq!(std::fs::read(&gen_yaml).unwrap(), before, "nothing written");
+}
+
+/// `kiln validate`'s summary (issue 36): each half counts what it checked, in text and in
+/// JSON; the Kargo and Argo CD objects checked against kiln's model are counted as checked,
+/// not as "metadata only", and a Deployment is the Kubernetes half's.
+#[test]
+fn validate_counts_what_each_check_checked() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("all.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\nspec:\n  selector: {matchLabels: {a: b}}\n  template:\n    metadata: {labels: {a: b}}\n    spec:\n      containers: [{name: c, image: x}]\n---\napiVersion: kargo.akuity.io/v1alpha1\nkind: Warehouse\nmetadata: {name: w, namespace: n}\nspec:\n  subscriptions:\n  - image: {repoURL: nginx}\n---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\nspec:\n  project: default\n  source: {repoURL: 'https://x', path: p, targetRevision: HEAD}\n  destination: {server: 'https://kubernetes.default.svc', namespace: n}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: n}\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let out = crate::support::run(crate::support::kiln_bin().args(["validate", path]));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(
+        out.stderr.lines().last(),
+        Some(
+            "kiln: Kargo and Argo CD: no problems in 2 objects checked against their Kargo and Argo CD schemas; Kubernetes: no problems in 1 object checked against the Kubernetes 1.36 API schemas (1 of kinds with no schema)"
+        ),
+        "{}",
+        out.stderr
+    );
+    let out = crate::support::run(crate::support::kiln_bin().args([
+        "validate",
+        path,
+        "-o",
+        "json",
+        "--kube-version",
+        "1.33",
+    ]));
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            &report["clean"],
+            &report["objects"],
+            &report["metaOnly"],
+            &report["kubernetes"]["objects"],
+            &report["kubernetes"]["noSchema"],
+            &report["kubernetes"]["version"],
+        ),
+        (
+            &true.into(),
+            &2.into(),
+            &0.into(),
+            &1.into(),
+            &1.into(),
+            &"1.33".into()
+        ),
+        "{report:#}"
+    );
+    assert!(
+        report["summary"].as_str().unwrap().ends_with(
+            "1 object checked against the Kubernetes 1.33 API schemas (1 of kinds with no schema)"
+        ),
+        "{report:#}"
+    );
 }

@@ -42,8 +42,12 @@ static OUTPUT_REF: LazyLock<Regex> = LazyLock::new(|| {
 /// What [`run`] returns.
 pub(super) struct Outcome {
     pub raw: Vec<RawFinding>,
+    /// Kargo and Argo CD objects checked against a schema (a CRD, else kiln's model).
     pub objects: usize,
+    /// Kargo and Argo CD objects of kinds with neither: checked for ObjectMeta only.
     pub meta_only: usize,
+    /// Objects of other API groups, checked here for ObjectMeta only.
+    pub others: usize,
 }
 
 /// One Kubernetes object among the documents.
@@ -71,6 +75,7 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
         raw: Vec::new(),
         objects: 0,
         meta_only: 0,
+        others: 0,
     };
     let mut objects = Vec::new();
     for (doc, d) in docs.iter().enumerate() {
@@ -136,6 +141,11 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
                                 .into(),
                         ),
                     });
+                } else if !ours {
+                    out.others += 1;
+                } else if super::model::object_schema(&o.gvk.group, &o.gvk.kind).is_some() {
+                    // Checked below against kiln's typed model of the kind.
+                    out.objects += 1;
                 } else {
                     out.meta_only += 1;
                 }

@@ -1952,11 +1952,30 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
             &crate::check::SchemaSet::empty(),
         )?,
     };
-    let k8s = validate_k8s(args)?;
+    let version = args
+        .kube_version
+        .as_deref()
+        .unwrap_or(kiln_k8s::builtin::DEFAULT_VERSION);
+    let k8s = validate_k8s(args, version)?;
     let k8s_errors = k8s.errors();
+    let clean = report.is_clean() && k8s_errors.is_empty();
+    let k8s_count = K8sCount::of(&k8s, k8s_errors.len(), version);
+    let summary = format!(
+        "Kargo and Argo CD: {}; Kubernetes: {}",
+        report.summary(),
+        k8s_count.summary()
+    );
     if args.output == OutputFormat::Json {
+        // Each half counts the objects it checked: `objects` and `metaOnly` the Kargo and
+        // Argo CD ones, `kubernetes.objects` those checked against the API schemas.
         let mut value = serde_json::to_value(&report).map_err(|e| miette::miette!("{e}"))?;
+        value["clean"] = clean.into();
+        value["summary"] = summary.into();
         value["kubernetes"] = serde_json::json!({
+            "version": k8s_count.version,
+            "objects": k8s_count.checked,
+            "noSchema": k8s_count.unvalidated,
+            "summary": k8s_count.summary(),
             "findings": k8s.findings.iter().map(|f| serde_json::json!({
                 "code": format!("kiln::k8s::{}", f.code.as_str()),
                 "severity": if f.warning { "warning" } else { "error" },
@@ -1976,42 +1995,57 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
         for w in k8s.warning_lines() {
             print_err(&w);
         }
-        print_err(&format!(
-            "kiln: Kargo and Argo CD: {}; Kubernetes: {}",
-            report.summary(),
-            k8s_summary(&k8s, k8s_errors.len())
-        ));
+        print_err(&format!("kiln: {summary}"));
     }
-    Ok(if report.is_clean() && k8s_errors.is_empty() {
+    Ok(if clean {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
 }
 
-/// The Kubernetes half of `kiln validate`'s summary: objects checked against their API
-/// schema, problems, and objects of kinds with no schema.
-fn k8s_summary(k8s: &crate::conform::Report, errors: usize) -> String {
-    let unvalidated: usize = k8s.unvalidated.values().sum();
-    let checked = k8s.objects.saturating_sub(unvalidated);
-    let problems = match errors {
-        0 => "no problems".to_string(),
-        1 => "1 problem".to_string(),
-        n => format!("{n} problems"),
-    };
-    let mut text = format!(
-        "{problems} in {checked} object{} checked against the API schemas",
-        if checked == 1 { "" } else { "s" }
-    );
-    if unvalidated > 0 {
-        text.push_str(&format!(" ({unvalidated} of kinds with no schema)"));
+/// The Kubernetes half of `kiln validate`'s counts: the objects checked against the API
+/// schemas of `version`, the problems, and the objects of kinds with no schema.
+struct K8sCount<'v> {
+    version: &'v str,
+    checked: usize,
+    unvalidated: usize,
+    errors: usize,
+}
+
+impl<'v> K8sCount<'v> {
+    fn of(k8s: &crate::conform::Report, errors: usize, version: &'v str) -> K8sCount<'v> {
+        let unvalidated: usize = k8s.unvalidated.values().sum();
+        K8sCount {
+            version,
+            checked: k8s.objects.saturating_sub(unvalidated),
+            unvalidated,
+            errors,
+        }
     }
-    text
+
+    fn summary(&self) -> String {
+        let problems = match self.errors {
+            0 => "no problems".to_string(),
+            1 => "1 problem".to_string(),
+            n => format!("{n} problems"),
+        };
+        let mut text = format!(
+            "{problems} in {} object{} checked against the Kubernetes {} API schemas",
+            self.checked,
+            if self.checked == 1 { "" } else { "s" },
+            self.version
+        );
+        if self.unvalidated > 0 {
+            text.push_str(&format!(" ({} of kinds with no schema)", self.unvalidated));
+        }
+        text
+    }
 }
 
 /// The Kubernetes validation of `kiln validate`'s paths (files, or directories walked in
-/// name order), as kubeconform does it.
-fn validate_k8s(args: &ValidateArgs) -> miette::Result<crate::conform::Report> {
+/// name order), as kubeconform does it, for Kubernetes `version`.
+fn validate_k8s(args: &ValidateArgs, version: &str) -> miette::Result<crate::conform::Report> {
     let mut files = Vec::new();
     let mut stack: Vec<PathBuf> = args.paths.iter().rev().cloned().collect();
     while let Some(path) = stack.pop() {
@@ -2028,10 +2062,6 @@ fn validate_k8s(args: &ValidateArgs) -> miette::Result<crate::conform::Report> {
             files.push((path.display().to_string(), bytes));
         }
     }
-    let version = args
-        .kube_version
-        .as_deref()
-        .unwrap_or(kiln_k8s::builtin::DEFAULT_VERSION);
     let options = crate::conform::Options {
         warn: Vec::new(),
         strict: args.strict,

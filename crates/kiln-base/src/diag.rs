@@ -62,6 +62,143 @@ impl SourceFile {
     }
 }
 
+/// The lines of a document kept around a diagnostic's label (at most [`EXCERPT_LINES`]
+/// before and after it), to give miette in place of a whole file.
+pub const EXCERPT_LINES: usize = 20;
+
+impl SourceFile {
+    /// The part of the text a snippet of `at` (found by [`SourceFile::locate`], which knows
+    /// its line) shows: the YAML document holding it, cut to
+    /// [`EXCERPT_LINES`] lines either side, with the offset and line where it starts so spans
+    /// and line numbers stay those of the whole file. miette reads a snippet's source from
+    /// its start to find the span's line, and each diagnostic held its own copy of the text,
+    /// so N diagnostics on one large stream cost N times its size (issue 36, `kiln validate`
+    /// on a 50 MB stream); an excerpt costs the document around the label.
+    ///
+    /// A Secret's values are masked ([`redact_secrets`]) over the whole document before it is
+    /// cut, as the lines that say `kind: Secret` may fall outside the cut.
+    pub fn excerpt(&self, at: &Located) -> Excerpt {
+        let text: &str = &self.text;
+        let bytes = text.as_bytes();
+        // Every cut is just after a line break (or at an end): always a character boundary.
+        let line_start = |at: usize| {
+            bytes[..at]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |i| i + 1)
+        };
+        let next_line = |at: usize| {
+            bytes[at..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |i| at + i + 1)
+        };
+        let starts_doc = |from: usize, to: usize| {
+            let l = bytes[from..to].trim_ascii_end();
+            l == b"---" || l.starts_with(b"--- ")
+        };
+        let offset = at.offset.min(bytes.len());
+        // The document: from the line after the last `---` before the label to the line
+        // before the next one.
+        let mut start = line_start(offset);
+        while start > 0 {
+            let prev = line_start(start - 1);
+            if starts_doc(prev, start) {
+                break;
+            }
+            start = prev;
+        }
+        let mut end = next_line(offset);
+        while end < bytes.len() {
+            let next = next_line(end);
+            if starts_doc(end, next) {
+                break;
+            }
+            end = next;
+        }
+        // The lines around the label, inside the document.
+        let mut from = line_start(offset).max(start);
+        for _ in 0..EXCERPT_LINES {
+            if from <= start {
+                break;
+            }
+            from = line_start(from - 1).max(start);
+        }
+        let mut to = next_line((offset + at.len).min(bytes.len())).min(end);
+        for _ in 0..EXCERPT_LINES {
+            if to >= end {
+                break;
+            }
+            to = next_line(to).min(end);
+        }
+        let doc = &text[start..end];
+        // Masked over the whole document, which says whether it is a Secret.
+        let part = if could_be_secret(doc) {
+            // Masking keeps every byte's place.
+            let masked = redact_secrets(doc);
+            masked
+                .get(from - start..to - start)
+                .unwrap_or_default()
+                .to_string()
+        } else {
+            text[from..to].to_string()
+        };
+        // The label's line, less the lines above it in the excerpt (0-based).
+        let above = bytes[from..offset].iter().filter(|&&b| b == b'\n').count();
+        Excerpt {
+            name: self.name.clone(),
+            language: Some("yaml".to_string()),
+            text: part,
+            offset: from,
+            line: at.line.saturating_sub(1 + above),
+        }
+    }
+}
+
+/// A part of a source text, whole lines, with the byte offset and the 0-based line where it
+/// starts in the whole text: a miette source whose spans and line numbers are the whole
+/// text's ([`SourceFile::excerpt`]). A span outside it reads as its nearest end.
+#[derive(Debug, Clone)]
+pub struct Excerpt {
+    pub name: String,
+    pub language: Option<String>,
+    pub text: String,
+    pub offset: usize,
+    pub line: usize,
+}
+
+impl miette::SourceCode for Excerpt {
+    fn read_span<'a>(
+        &'a self,
+        span: &SourceSpan,
+        context_lines_before: usize,
+        context_lines_after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let local = span
+            .offset()
+            .saturating_sub(self.offset)
+            .min(self.text.len());
+        let len = span.len().min(self.text.len() - local);
+        let inner = self.text.as_str().read_span(
+            &SourceSpan::from((local, len)),
+            context_lines_before,
+            context_lines_after,
+        )?;
+        let mut contents = miette::MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            SourceSpan::from((inner.span().offset() + self.offset, inner.span().len())),
+            inner.line() + self.line,
+            inner.column(),
+            inner.line_count(),
+        );
+        if let Some(language) = &self.language {
+            contents = contents.with_language(language.clone());
+        }
+        Ok(Box::new(contents))
+    }
+}
+
 /// Index of a file in [`Sources`].
 pub type SourceId = usize;
 
@@ -836,7 +973,7 @@ impl miette::ReportHandler for ClippingHandler {
 pub struct Clipped<'a> {
     inner: &'a dyn Diagnostic,
     message: String,
-    source: Option<NamedSource<String>>,
+    source: Option<Excerpt>,
     labels: Option<Vec<miette::LabeledSpan>>,
     related: Vec<Clipped<'a>>,
     cause: Option<Box<Clipped<'a>>>,
@@ -918,23 +1055,31 @@ fn redacted(data: &[u8]) -> String {
 fn clip_source(
     src: &dyn miette::SourceCode,
     labels: Vec<miette::LabeledSpan>,
-) -> (
-    Option<NamedSource<String>>,
-    Option<Vec<miette::LabeledSpan>>,
-) {
+) -> (Option<Excerpt>, Option<Vec<miette::LabeledSpan>>) {
     let Ok(all) = src.read_span(&SourceSpan::from((0, 0)), 0, usize::MAX) else {
         return (None, None);
     };
     let text = redacted(all.data());
-    let name = all.name().unwrap_or("input").to_string();
-    let language = all.language().map(str::to_string);
+    // A source may be an excerpt of a larger text ([`SourceFile::excerpt`]): its offset
+    // and first line are kept, and the labels are read relative to it meanwhile.
+    let (base, line) = (all.span().offset(), all.line());
+    let excerpt = |text: String| Excerpt {
+        name: all.name().unwrap_or("input").to_string(),
+        language: all.language().map(str::to_string),
+        text,
+        offset: base,
+        line,
+    };
     if text.split('\n').all(|l| l.len() <= MAX_SNIPPET_LINE) {
-        let mut named = NamedSource::new(name, text);
-        if let Some(lang) = language {
-            named = named.with_language(lang);
-        }
-        return (Some(named), Some(labels));
+        return (Some(excerpt(text)), Some(labels));
     }
+    let labels: Vec<miette::LabeledSpan> = labels
+        .into_iter()
+        .map(|l| {
+            let start = l.offset().saturating_sub(base);
+            miette::LabeledSpan::new(l.label().map(str::to_string), start, l.len())
+        })
+        .collect();
     // Kept pieces: (old start, old end, new start).
     let mut pieces: Vec<(usize, usize, usize)> = Vec::new();
     let mut out = String::new();
@@ -992,14 +1137,10 @@ fn clip_source(
         .map(|l| {
             let start = map(l.offset());
             let end = map(l.offset() + l.len()).max(start);
-            miette::LabeledSpan::new(l.label().map(str::to_string), start, end - start)
+            miette::LabeledSpan::new(l.label().map(str::to_string), base + start, end - start)
         })
         .collect();
-    let mut named = NamedSource::new(name, out);
-    if let Some(lang) = language {
-        named = named.with_language(lang);
-    }
-    (Some(named), Some(labels))
+    (Some(excerpt(out)), Some(labels))
 }
 
 /// `text` with every Secret value a snippet could show replaced by `*`, byte for byte, so spans
@@ -1397,6 +1538,68 @@ impl Diagnostic for Clipped<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A diagnostic on an excerpt: what the CLI's handler prints.
+    #[derive(Debug)]
+    struct OnExcerpt(Excerpt, SourceSpan);
+
+    impl fmt::Display for OnExcerpt {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("bad")
+        }
+    }
+
+    impl std::error::Error for OnExcerpt {}
+
+    impl Diagnostic for OnExcerpt {
+        fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+            Some(&self.0)
+        }
+        fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+            Some(Box::new(std::iter::once(
+                miette::LabeledSpan::new_with_span(Some("here".into()), self.1),
+            )))
+        }
+    }
+
+    /// Issue 36: an excerpt is the label's document cut to [`EXCERPT_LINES`] lines either
+    /// side, keeps the whole file's line numbers through the clipping handler (long lines
+    /// cut too), and masks a Secret's values whose `kind: Secret` lies outside the cut.
+    #[test]
+    fn excerpts_keep_line_numbers_and_mask_secrets_from_the_whole_document() {
+        let filler: String = (0..30).map(|i| format!("  k{i}: dmFsdWU=\n")).collect();
+        let long = "x".repeat(400);
+        let text = format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: a}}\n---\napiVersion: v1\nkind: Secret\nmetadata: {{name: s}}\ndata:\n{filler}  bad: {long}\n{filler}---\nkind: ConfigMap\n"
+        );
+        let file = SourceFile::new("s.yaml", text.as_str());
+        let at = file.locate(1, "/data/bad", false).unwrap();
+        assert_eq!(at.line, 39);
+        let excerpt = file.excerpt(&at);
+        // Lines 19 to 59: 20 either side of line 39, inside the Secret's document.
+        assert_eq!(excerpt.line, 18);
+        assert_eq!(excerpt.text.lines().count(), 41);
+        assert_eq!(&text[excerpt.offset..excerpt.offset + 6], "  k10:");
+        assert!(!excerpt.text.contains("Secret") && !excerpt.text.contains("dmFsdWU="));
+        assert!(!excerpt.text.contains(&long), "the value is masked");
+        let diagnostic = OnExcerpt(excerpt, at.span());
+        let mut shown = String::new();
+        miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+            .with_context_lines(2)
+            .render_report(&mut shown, &Clipped::new(&diagnostic))
+            .unwrap();
+        assert!(shown.contains("[s.yaml:39:8]"), "{shown}");
+        assert!(shown.contains("39 │   bad: ****"), "{shown}");
+        assert!(shown.contains("37 │   k28: ********"), "{shown}");
+        assert!(!shown.contains("xxxx"), "{shown}");
+        // The lines kept are cut to the longest snippet line.
+        assert!(
+            shown
+                .lines()
+                .all(|l| l.chars().count() < MAX_SNIPPET_LINE + 40),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn snippets_never_show_secret_values() {

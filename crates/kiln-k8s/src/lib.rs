@@ -85,11 +85,13 @@ pub enum Code {
     MissingNamespace,
     /// A cluster-scoped object emitted into two environments of one cluster, differently.
     ClusterScopedConflict,
+    /// A ConfigMap or Secret whose data is over 1 MiB ([`data_too_long`]).
+    DataTooLong,
 }
 
 impl Code {
     /// Every rule, in the order of this enum.
-    pub const ALL: [Code; 34] = [
+    pub const ALL: [Code; 35] = [
         Code::UnknownField,
         Code::WrongType,
         Code::IntegerRange,
@@ -124,6 +126,7 @@ impl Code {
         Code::SharedResource,
         Code::MissingNamespace,
         Code::ClusterScopedConflict,
+        Code::DataTooLong,
     ];
 
     /// The rule's name: `unknown_field`, `wrong_type`, …
@@ -163,6 +166,7 @@ impl Code {
             Code::SharedResource => "shared_resource",
             Code::MissingNamespace => "missing_namespace",
             Code::ClusterScopedConflict => "cluster_scoped_conflict",
+            Code::DataTooLong => "data_too_long",
         }
     }
 
@@ -420,6 +424,9 @@ impl Validator {
         };
         if let Some(k) = self.builtin.kind(group, version, kind) {
             walk.check(k.root, object, "", true);
+            outcome
+                .findings
+                .extend(data_too_long(api_version, kind, object));
         } else if self.builtin.has_group(group)
             && !self
                 .crds
@@ -503,6 +510,78 @@ impl Validator {
         outcome.skipped_rules += walk.skipped.cel_rules;
         outcome
     }
+}
+
+/// `MaxSecretSize` (k8s.io/kubernetes `pkg/apis/core/types.go`): what the data of one
+/// ConfigMap or Secret may total, in bytes.
+pub const MAX_DATA_SIZE: usize = 1024 * 1024;
+
+/// The bytes a base64 string of a `[]byte` field decodes to (Go's `encoding/json` decodes
+/// with `base64.StdEncoding`, which skips `\r` and `\n`); an invalid one is
+/// [`Code::InvalidBase64`] already and counts as what it would decode to at most.
+fn decoded_len(s: &str) -> usize {
+    let n = s.bytes().filter(|b| !matches!(b, b'\n' | b'\r')).count();
+    let padding = s
+        .trim_end_matches(['\n', '\r'])
+        .bytes()
+        .rev()
+        .take_while(|&b| b == b'=')
+        .count();
+    (n / 4 * 3).saturating_sub(padding.min(2))
+}
+
+/// The API server's size check of a `v1` ConfigMap or Secret, beyond its schema
+/// (k8s.io/kubernetes `pkg/apis/core/validation/validation.go`): `ValidateConfigMap` sums
+/// the values of `data` (their UTF-8 bytes) and `binaryData` (decoded), `ValidateSecret` the
+/// decoded values of `data`, into which `stringData` was merged before (a `stringData` key
+/// replacing the same key of `data`, `pkg/apis/core/v1/conversion.go`), and each refuses a
+/// total over [`MAX_DATA_SIZE`] (`field.TooLong`). Keys and metadata are not counted. The
+/// server reports a ConfigMap's at the object's root; kiln points at `/data` (else
+/// `/binaryData` or `/stringData`), where the bytes are. The message gives sizes only, never a value.
+fn data_too_long(api_version: &str, kind: &str, object: &Value) -> Option<Finding> {
+    if api_version != "v1" {
+        return None;
+    }
+    let strings = |field: &str| {
+        object[field]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str(), v.as_str()?)))
+    };
+    let (total, fields) = match kind {
+        "ConfigMap" => {
+            let data: usize = strings("data").map(|(_, v)| v.len()).sum();
+            let binary: usize = strings("binaryData").map(|(_, v)| decoded_len(v)).sum();
+            (data + binary, "`data` and `binaryData`")
+        }
+        "Secret" => {
+            let given = object["stringData"].as_object();
+            let replaced = |k: &str| given.is_some_and(|s| s.contains_key(k));
+            let data: usize = strings("data")
+                .filter(|(k, _)| !replaced(k))
+                .map(|(_, v)| decoded_len(v))
+                .sum();
+            let string: usize = strings("stringData").map(|(_, v)| v.len()).sum();
+            (data + string, "`data` and `stringData` (decoded)")
+        }
+        _ => return None,
+    };
+    if total <= MAX_DATA_SIZE {
+        return None;
+    }
+    let pointer = match (object.get("data"), kind) {
+        (Some(_), _) => "/data",
+        (None, "ConfigMap") => "/binaryData",
+        (None, _) => "/stringData",
+    };
+    Some(Finding {
+        code: Code::DataTooLong,
+        pointer: pointer.to_string(),
+        message: format!(
+            "the {kind}'s {fields} total {total} bytes; the API server refuses more than {MAX_DATA_SIZE} bytes (1 MiB, MaxSecretSize)"
+        ),
+    })
 }
 
 fn display_group(group: &str) -> &str {

@@ -2,7 +2,7 @@
 //! it must give, and a valid twin that differs only in the defect and must give none.
 
 use crate::conflict::{Identity, Placement, conflicts};
-use crate::{Code, Crds, Finding, Validator};
+use crate::{Code, Crds, Finding, MAX_DATA_SIZE, Validator};
 use serde_json::{Value, json};
 
 /// A CRD exercising every value validation a structural schema has.
@@ -225,6 +225,27 @@ fn cases() -> Vec<Case> {
             "/data/token",
             "not valid base64",
             secret(json!({"token": "bm90IGJhc2U2NCE="})),
+        ),
+        // ValidateConfigMap's and ValidateSecret's 1 MiB (values only, decoded).
+        case(
+            Code::DataTooLong,
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                   "data": {"a": "x".repeat(MAX_DATA_SIZE - 2)}, "binaryData": {"b": "eHh4"}}),
+            "/data",
+            "ConfigMap's `data` and `binaryData` total 1048577 bytes; the API server refuses more than 1048576 bytes",
+            // Exactly 1 MiB passes: the server refuses only more.
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                   "data": {"a": "x".repeat(MAX_DATA_SIZE - 2)}, "binaryData": {"b": "eHg="}}),
+        ),
+        case(
+            Code::DataTooLong,
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                   "data": {"a": "eHh4eA==", "b": "AAAA"}, "stringData": {"c": "y".repeat(MAX_DATA_SIZE - 6)}}),
+            "/data",
+            "Secret's `data` and `stringData` (decoded) total 1048577 bytes",
+            // `stringData.b` replaces `data.b`: one byte less.
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                   "data": {"a": "eHh4eA==", "b": "AAAA"}, "stringData": {"b": "zz", "c": "y".repeat(MAX_DATA_SIZE - 6)}}),
         ),
         case(
             Code::InvalidDateTime,
