@@ -1,5 +1,6 @@
 //! The `kiln` binary: installs the error reporter, parses arguments, calls the library and
-//! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage, 101 internal error;
+//! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage, 101 internal error, 130 or
+//! 143 when SIGINT or SIGTERM stopped it (in every phase, the write's included);
 //! `diff`/`verify`: 0 same, 1 different, 3 error; `status`: 0 in sync, 1 lagging or drifted, 3 error). Everything else lives in `kiln::cli` and the pipeline modules.
 #![allow(clippy::disallowed_methods)] // the edge
 
@@ -22,7 +23,8 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(report) => {
             kiln::cli::print_err(&format!("{report:?}"));
-            ExitCode::from(error_code)
+            // Ctrl-C or a kill in the write step: ended by the signal, as in any other phase.
+            kiln::cli::interrupted_exit(&report).unwrap_or(ExitCode::from(error_code))
         }
     }
 }

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "kiln", version, about, long_about = None, propagate_version = true)]
 #[command(
-    after_help = "Exit codes: 0 ok, 1 input errors, 2 usage, 101 internal error; diff and verify: 0 same, 1 different, 3 error; status: 0 in sync, 1 lagging or drifted, 3 error.\nSet NO_COLOR=1 to disable colours."
+    after_help = "Exit codes: 0 ok, 1 input errors, 2 usage, 101 internal error, 130 SIGINT (Ctrl-C), 143 SIGTERM; diff and verify: 0 same, 1 different, 3 error; status: 0 in sync, 1 lagging or drifted, 3 error.\nSet NO_COLOR=1 to disable colours."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -771,6 +771,29 @@ pub fn install_reporter() {
             "kiln: internal error (this is a bug, please report it): {info}"
         ));
     }));
+}
+
+/// How a command ends that SIGINT or SIGTERM stopped in its write step, once its error
+/// (which says whether the renames finished or were rolled back) is printed: by the same
+/// signal, restored to its default action, as the process ends when the signal comes in any
+/// other phase. The shell then reports 130 (SIGINT) or 143 (SIGTERM), and a script's loop
+/// stops as it does for any program killed by Ctrl-C. `None` for every other error; the
+/// returned code (128 + the signal) only where the signal could not be raised.
+pub fn interrupted_exit(report: &miette::Report) -> Option<ExitCode> {
+    let signal = match report.downcast_ref::<crate::pipeline::KilnError>() {
+        Some(crate::pipeline::KilnError::Write(e)) => e.signal(),
+        _ => report
+            .downcast_ref::<crate::write::WriteError>()
+            .and_then(crate::write::WriteError::signal),
+    }?;
+    #[cfg(unix)]
+    // SAFETY: resets one signal's action to the default and raises it in this thread; no
+    // Rust state is touched.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+    Some(ExitCode::from(128u8.saturating_add(signal as u8)))
 }
 
 /// Writes one line to stderr, ignoring failures. `eprintln!` panics when stderr is a closed
