@@ -16,8 +16,14 @@ fn main() -> ExitCode {
     kiln::cli::disable_transparent_huge_pages();
     kiln::cli::set_network_timeouts();
     kiln::cli::install_reporter();
-    // clap exits with 2 on usage errors, as documented.
-    let args = <kiln::cli::Cli as clap::Parser>::parse();
+    // clap exits with 2 on usage errors, as documented; so does a missing default platform.
+    let args = match kiln::cli::parse() {
+        Ok(args) => args,
+        Err(e) => {
+            kiln::cli::print_err(&format!("{:?}", miette::Report::new(e)));
+            return ExitCode::from(2);
+        }
+    };
     let error_code = args.command.error_exit_code();
     match kiln::cli::run(args) {
         Ok(code) => code,

@@ -326,6 +326,46 @@ fn init_scaffolds_a_platform_that_renders_with_working_schema_modelines() {
     }
 }
 
+/// `kiln render` with no argument outside kiln's repository said "cannot open platform
+/// directory `platforms/bank`", a directory the user never named. The default left in place
+/// and missing is now a usage error (exit 2) saying that no platform was given and how to
+/// give one; a `platforms/bank` the user typed is still reported as a path that cannot be
+/// opened, and inside kiln's repository the default still works.
+#[test]
+fn a_command_without_a_platform_outside_kilns_repository_says_how_to_give_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    for command in [&["render"][..], &["status"], &["show", "platform"]] {
+        let r = kiln_in(tmp.path(), command);
+        let name = command[0];
+        assert_eq!(r.code, Some(2), "{name}: {}", r.stderr);
+        // miette wraps lines, at any space: compared without whitespace.
+        let bare = |s: &str| s.split_whitespace().collect::<String>();
+        for said in [
+            "kiln::cli::no_platform",
+            "no platform given",
+            &format!("`kiln {name} path/to/platform`"),
+            &format!("`kiln {name} path/to/platform/platform.yaml`"),
+            "`kiln init`",
+        ] {
+            assert!(
+                bare(&r.stderr).contains(&bare(said)),
+                "{name}: {said}\n{}",
+                r.stderr
+            );
+        }
+        assert!(!r.stderr.contains("cannot open"), "{}", r.stderr);
+    }
+    assert!(!tmp.path().join("deploy").exists(), "nothing written");
+    let r = kiln_in(tmp.path(), &["render", "platforms/bank"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("cannot open platform directory `platforms/bank`")
+    );
+    let r = kiln_in(&repo_root(), &["show", "platform"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
 /// Issue 38, item 10: a render that renames or removes output says what, one line per kind
 /// and environment, instead of only "24 removed".
 #[test]

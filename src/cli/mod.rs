@@ -217,7 +217,7 @@ pub struct SourceFlags {
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// The platform directory (holds platform.yaml and kiln.lock).
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// Sources to update: component instance names, repository URLs or chart names
     /// (default: every source).
@@ -226,8 +226,8 @@ pub struct UpdateArgs {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The platform directory (holds platform.yaml).
-    #[arg(default_value = "platforms/bank")]
+    /// The platform directory (holds platform.yaml), or its platform.yaml.
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// Where to write the rendered tree. Default: the platform's `spec.source.renderedPath`
     /// (default `deploy`) in its repository (the nearest directory above it holding `.git`),
@@ -302,7 +302,7 @@ pub struct ShowArgs {
     #[arg(value_enum)]
     pub what: ShowWhat,
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "yaml")]
@@ -501,7 +501,7 @@ pub struct ValidateArgs {
 #[derive(Debug, Args)]
 pub struct PublishArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// The write repository: a local path, file://, https:// or ssh URL.
     #[arg(long)]
@@ -533,7 +533,7 @@ pub struct PublishArgs {
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// A directory, or `REPO@REF`; defaults to `deploy/`.
     #[arg(long)]
@@ -555,7 +555,7 @@ pub struct DiffArgs {
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// The repository holding the committed tree.
     #[arg(long)]
@@ -616,7 +616,7 @@ pub struct PromoteArgs {
     /// The Stage to promote (its `metadata.name`).
     pub stage: String,
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// The Kargo project of the Stage, when the name is not unique.
     #[arg(long)]
@@ -655,7 +655,7 @@ pub struct PromoteArgs {
 #[derive(Debug, Args)]
 pub struct BootstrapArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// A local path (or file:// URL) standing in for a remote repository (repeatable).
     #[arg(long, value_name = "URL=PATH")]
@@ -668,7 +668,7 @@ pub struct BootstrapArgs {
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// Draw only this Kargo project.
     #[arg(long)]
@@ -696,7 +696,7 @@ pub enum GraphOutput {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// A local path (or file:// URL) standing in for a repository URL (repeatable).
     #[arg(long, value_name = "URL=PATH")]
@@ -1403,6 +1403,46 @@ impl Command {
             _ => 1,
         }
     }
+}
+
+/// The platform every command that takes one defaults to: kiln's own example, so that
+/// `kiln render` works as is in kiln's repository.
+const DEFAULT_PLATFORM: &str = "platforms/bank";
+
+/// A command run without a platform outside kiln's repository, where the default
+/// [`DEFAULT_PLATFORM`] is not: a usage error (exit 2), as a missing argument is.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error(
+    "no platform given: `kiln {command}` needs one (its default, `{DEFAULT_PLATFORM}`, is kiln's own example and is not here)"
+)]
+#[diagnostic(
+    code(kiln::cli::no_platform),
+    help(
+        "give the platform's directory or its platform.yaml: `kiln {command} path/to/platform` or `kiln {command} path/to/platform/platform.yaml`; `kiln init` scaffolds a new one here, in `platforms/platform`"
+    )
+)]
+pub struct NoPlatform {
+    command: String,
+}
+
+/// Parses the command line as clap does (printing help or a usage error and exiting 2 on
+/// its own). A command whose platform argument was left to its default, where that default
+/// does not exist, is refused with [`NoPlatform`]: opening it would fail with "cannot open
+/// `platforms/bank`", which names a directory the user never mentioned.
+pub fn parse() -> Result<Cli, NoPlatform> {
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli =
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some((command, sub)) = matches.subcommand()
+        && sub.ids().any(|id| id == "platform")
+        && sub.value_source("platform") == Some(clap::parser::ValueSource::DefaultValue)
+        && !std::path::Path::new(DEFAULT_PLATFORM).exists()
+    {
+        return Err(NoPlatform {
+            command: command.to_string(),
+        });
+    }
+    Ok(cli)
 }
 
 /// Names the Secrets a render emitted, once, on stderr (their values are never printed).
