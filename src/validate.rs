@@ -518,6 +518,9 @@ pub enum ValidateError {
 struct Checker<'a> {
     sources: &'a Sources,
     errors: Vec<ValidateError>,
+    /// The parameters some instance's `source.ref` uses (`${params.NAME}`): an undeclared one
+    /// is often given for the ref alone, and its error says how.
+    ref_params: BTreeSet<String>,
 }
 
 macro_rules! located {
@@ -545,8 +548,17 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
     let mut ck = Checker {
         sources: &sources,
         errors: Vec::new(),
+        ref_params: BTreeSet::new(),
     };
     let s = pf.spec;
+    ck.ref_params = s
+        .projects
+        .iter()
+        .flat_map(|p| &p.components)
+        .filter_map(|i| i.source.as_ref())
+        .flat_map(|src| kiln_base::reference::names(&src.reference))
+        .filter_map(|n| n.strip_prefix("params.").map(str::to_string))
+        .collect();
     let at = |p: String| Loc::new(file, p);
 
     // Components first: instances need their names and declared parameters.
@@ -1084,14 +1096,27 @@ impl Checker<'_> {
                         name: name.clone(),
                         scope: scope.to_string(),
                         help: format!(
-                            "{} (declared in {}/component.yaml under `spec.parameters.properties`)",
+                            "{} (declared in {}/component.yaml under `spec.parameters.properties`){}",
                             help_for_name(name, "parameter", known),
-                            c.path
+                            c.path,
+                            self.for_ref(name, &format!("{}/component.yaml", c.path))
                         ),
                     }
                 );
             }
         }
+    }
+
+    /// The end of an unknown parameter's help when a `source.ref` uses the parameter: a
+    /// parameter given for a ref alone is still checked against the components' schemas, so
+    /// it must be declared (a component without `spec.parameters` accepts every name).
+    fn for_ref(&self, name: &str, component_yaml: &str) -> String {
+        if !self.ref_params.contains(name) {
+            return String::new();
+        }
+        format!(
+            "; `{name}` is used in `source.ref`: a parameter given for the ref alone must still be declared, as `{name}: {{type: string}}` under `spec.parameters.properties` in {component_yaml} (see \"A parameter for `source.ref` only\" in docs/spec.md)"
+        )
     }
 
     /// Shared-layer parameters must be declared by at least one component in scope.
@@ -1109,7 +1134,11 @@ impl Checker<'_> {
                     UnknownParameter {
                         name: name.clone(),
                         scope: what.to_string(),
-                        help: help_for_name(name, "parameter", known.iter().copied()),
+                        help: format!(
+                            "{}{}",
+                            help_for_name(name, "parameter", known.iter().copied()),
+                            self.for_ref(name, "the component.yaml of one component in scope")
+                        ),
                     }
                 );
             }
