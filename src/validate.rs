@@ -238,6 +238,11 @@ impl Component {
 }
 
 impl Platform {
+    /// The environments' names, in the spec's order.
+    pub fn environment_names(&self) -> Vec<String> {
+        self.environments.iter().map(|e| e.name.clone()).collect()
+    }
+
     /// The environment named `name`.
     pub fn environment(&self, name: &str) -> Option<&Environment> {
         self.environments.iter().find(|e| e.name == name)

@@ -615,6 +615,9 @@ pub struct WriteOptions<'a> {
     /// What the previous write left: a file is taken as unchanged without reading it when
     /// `known` proves it (the same digest and an unchanged, not racily recent [`Stamp`]).
     pub known: Known<'a>,
+    /// The platform's environments in the spec's order: the summary of what the write
+    /// renames and removes lists them so (environment names sorted when empty).
+    pub environments: &'a [String],
 }
 
 /// Stage 6, the one entry: writes `set` into `out` (see the module docs); every owned file
@@ -789,7 +792,7 @@ pub fn write(
             .map(|p| (p.as_str(), set.files[p].as_slice(), !replaced.contains(p)))
             .collect();
         let envs = kept.is_empty().then(|| summary::environments(set));
-        report.changes = summary::changes(&old_bytes, &new, envs.as_ref());
+        report.changes = summary::changes(&old_bytes, &new, envs.as_ref(), opts.environments);
     }
     let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
     listed.sort();

@@ -367,7 +367,7 @@ fn a_command_without_a_platform_outside_kilns_repository_says_how_to_give_one() 
 }
 
 /// Issue 38, item 10: a render that renames or removes output says what, one line per kind
-/// and environment, instead of only "24 removed".
+/// and environment (in the spec's order of environments), instead of only "24 removed".
 #[test]
 fn render_summarizes_the_environments_components_and_applications_it_renames_or_removes() {
     let tmp = bank_copy(|t| t.to_string());
@@ -426,14 +426,18 @@ fn render_summarizes_the_environments_components_and_applications_it_renames_or_
     // The instance status-page becomes status-board.
     edit_all(&|t| t.replace("  name: status-page\n", "  name: status-board\n"));
     let renamed = render();
-    for env in ["dev", "test", "prod-east", "prod-us"] {
-        assert!(
-            renamed.contains(&format!(
-                "kiln: renames status-page → status-board in {env}\n"
-            )),
-            "{renamed}"
-        );
-    }
+    // One line per environment, in the spec's order (not the names' order: prod-* < test).
+    let at: Vec<usize> = ["dev", "test", "prod-east", "prod-us"]
+        .iter()
+        .map(|env| {
+            renamed
+                .find(&format!(
+                    "kiln: renames status-page → status-board in {env}\n"
+                ))
+                .unwrap_or_else(|| panic!("{env}: {renamed}"))
+        })
+        .collect();
+    assert!(at.is_sorted(), "{renamed}");
     assert!(
         renamed.contains(
             "kiln: renames 1 Application in dev: ops-status-page-dev → ops-status-board-dev\n"
