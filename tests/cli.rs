@@ -496,3 +496,50 @@ fn without_prod_us_parameters(text: &str) -> String {
     }
     out.join("\n") + "\n"
 }
+
+/// Issue 38's documentation items, each where a reader looks for it: the README tour makes
+/// the write repository (`git init --bare`) before it publishes (item 10); `--help` says
+/// where `--schema-dir`'s schemas come from (item 10); docs/pipeline.md's prerequisites list
+/// Kargo's image-registry credentials and Argo CD's repository and cluster Secrets (item 4),
+/// and say that write branches are made before Kargo runs and what a layout change needs
+/// (items 1 and 3); the README states the cold build time and how CI caches it (item 11).
+#[test]
+fn the_docs_hold_what_issue_38_asks_of_them() {
+    let read = |f: &str| std::fs::read_to_string(repo_root().join(f)).unwrap();
+    let readme = read("README.md");
+    let init = readme
+        .find("git init --bare")
+        .expect("the tour makes a bare repository");
+    let publish = readme.find("kiln publish ").unwrap();
+    assert!(
+        init < publish,
+        "the tour publishes before `git init --bare`"
+    );
+    assert!(
+        readme.contains("A cold build from source") && readme.contains("caches"),
+        "the README states the cold build and its cache"
+    );
+    let help = kiln_bin().args(["render", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let bare = |s: &str| s.split_whitespace().collect::<String>();
+    for source in ["charts/kargo/resources/crds/", "manifests/crds/"] {
+        assert!(
+            bare(&help).contains(source),
+            "--schema-dir: {source}\n{help}"
+        );
+    }
+    let pipeline = read("docs/pipeline.md");
+    let prerequisites = pipeline
+        .split("### Prerequisites kiln does not generate")
+        .nth(1)
+        .expect("a prerequisites section");
+    for secret in [
+        "kargo.akuity.io/cred-type: image",
+        "argocd.argoproj.io/secret-type: repository",
+        "argocd.argoproj.io/secret-type: cluster",
+    ] {
+        assert!(prerequisites.contains(secret), "prerequisites: {secret}");
+    }
+    assert!(pipeline.contains("**Write branches must exist before Kargo runs.**"));
+    assert!(pipeline.contains("after every layout change"));
+}
