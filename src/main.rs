@@ -1,5 +1,7 @@
 //! The `kiln` binary: installs the error reporter, parses arguments, calls the library and
-//! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage (clap's, and a source name no source has), 101 internal error;
+//! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage (clap's, a missing default
+//! platform, and a source name no source has), 101 internal error, 130 or 143 when SIGINT or
+//! SIGTERM stopped it (in every phase, the write's included);
 //! `diff`/`verify`: 0 same, 1 different, 3 error; `status`: 0 in sync, 1 lagging or drifted, 3 error). Everything else lives in `kiln::cli` and the pipeline modules.
 #![allow(clippy::disallowed_methods)] // the edge
 
@@ -14,15 +16,24 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     kiln::cli::disable_transparent_huge_pages();
     kiln::cli::install_reporter();
-    // clap exits with 2 on usage errors, as documented.
-    let args = <kiln::cli::Cli as clap::Parser>::parse();
+    // clap exits with 2 on usage errors, as documented; so does a missing default platform.
+    let args = match kiln::cli::parse() {
+        Ok(args) => args,
+        Err(e) => {
+            kiln::cli::print_err(&format!("{:?}", miette::Report::new(e)));
+            return ExitCode::from(2);
+        }
+    };
     kiln::cli::set_network_timeouts(&args.command);
     let error_code = args.command.error_exit_code();
     match kiln::cli::run(args) {
         Ok(code) => code,
         Err(report) => {
             kiln::cli::print_err(&format!("{report:?}"));
-            ExitCode::from(kiln::cli::failure_exit_code(error_code, &report))
+            // Ctrl-C or a kill in the write step: ended by the signal, as in any other phase.
+            kiln::cli::interrupted_exit(&report).unwrap_or_else(|| {
+                ExitCode::from(kiln::cli::failure_exit_code(error_code, &report))
+            })
         }
     }
 }

@@ -238,6 +238,11 @@ impl Component {
 }
 
 impl Platform {
+    /// The environments' names, in the spec's order.
+    pub fn environment_names(&self) -> Vec<String> {
+        self.environments.iter().map(|e| e.name.clone()).collect()
+    }
+
     /// The environment named `name`.
     pub fn environment(&self, name: &str) -> Option<&Environment> {
         self.environments.iter().find(|e| e.name == name)
@@ -518,6 +523,9 @@ pub enum ValidateError {
 struct Checker<'a> {
     sources: &'a Sources,
     errors: Vec<ValidateError>,
+    /// The parameters some instance's `source.ref` uses (`${params.NAME}`): an undeclared one
+    /// is often given for the ref alone, and its error says how.
+    ref_params: BTreeSet<String>,
 }
 
 macro_rules! located {
@@ -545,8 +553,17 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
     let mut ck = Checker {
         sources: &sources,
         errors: Vec::new(),
+        ref_params: BTreeSet::new(),
     };
     let s = pf.spec;
+    ck.ref_params = s
+        .projects
+        .iter()
+        .flat_map(|p| &p.components)
+        .filter_map(|i| i.source.as_ref())
+        .flat_map(|src| kiln_base::reference::names(&src.reference))
+        .filter_map(|n| n.strip_prefix("params.").map(str::to_string))
+        .collect();
     let at = |p: String| Loc::new(file, p);
     let platform_refs = platform_param_refs(&s);
 
@@ -1137,14 +1154,28 @@ impl Checker<'_> {
                         name: name.clone(),
                         scope: scope.to_string(),
                         help: format!(
-                            "{} (declared in {}/component.yaml under `spec.parameters.properties`)",
+                            "{} (declared in {}/component.yaml under `spec.parameters.properties`){}",
                             help_for_name(name, "parameter", known),
-                            c.path
+                            c.path,
+                            self.for_ref(name, &format!("{}/component.yaml", c.path))
                         ),
                     }
                 );
             }
         }
+    }
+
+    /// The end of an unknown instance parameter's help when a `source.ref` uses the
+    /// parameter: given on the instance for the ref alone, it is still checked against the
+    /// component's schema, so it must be declared there (on a shared layer, the `source.ref`
+    /// use is enough: [`Checker::shared`]).
+    fn for_ref(&self, name: &str, component_yaml: &str) -> String {
+        if !self.ref_params.contains(name) {
+            return String::new();
+        }
+        format!(
+            "; `{name}` is used in `source.ref`: a parameter given on the instance for the ref alone must still be declared, as `{name}: {{type: string}}` under `spec.parameters.properties` in {component_yaml} (see \"A parameter for `source.ref` only\" in docs/spec.md)"
+        )
     }
 
     /// Shared-layer parameters must be used: declared by a component in scope that declares

@@ -134,13 +134,15 @@ pub enum WriteError {
     ManifestInvalid { path: String, reason: String },
 
     /// SIGINT or SIGTERM arrived while the output was being written: the write either
-    /// finished its renames or undid them before stopping, as the message says.
-    #[error("interrupted: {outcome}")]
+    /// finished its renames or undid them before stopping, as the message says. `signal` is
+    /// the signal's number: the binary ends by it, as it would have in any other phase
+    /// ([`WriteError::signal`]).
+    #[error("interrupted by {}: {outcome}", signal_name(*signal))]
     #[diagnostic(
         code(kiln::write::interrupted),
         help("the output is whole; run the render again to bring it up to date")
     )]
-    Interrupted { outcome: String },
+    Interrupted { outcome: String, signal: i32 },
 
     /// An incremental render reuses a file of the previous write without its bytes, and the
     /// file is no longer the one written then (edited while kiln ran). Nothing was written;
@@ -151,6 +153,26 @@ pub enum WriteError {
         help("run the render again; kiln rewrites the whole tree when its output was edited")
     )]
     ChangedDuringRender { path: String },
+}
+
+impl WriteError {
+    /// The signal that stopped the write (SIGINT or SIGTERM), for a caller that ends the
+    /// process by it once it has said what the write did.
+    pub fn signal(&self) -> Option<i32> {
+        match self {
+            WriteError::Interrupted { signal, .. } => Some(*signal),
+            _ => None,
+        }
+    }
+}
+
+/// The name of the signals the write holds, as `kill -l` prints them.
+fn signal_name(signal: i32) -> String {
+    match signal {
+        2 => "SIGINT".into(),
+        15 => "SIGTERM".into(),
+        n => format!("signal {n}"),
+    }
 }
 
 fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> WriteError + 'a {
@@ -593,6 +615,9 @@ pub struct WriteOptions<'a> {
     /// What the previous write left: a file is taken as unchanged without reading it when
     /// `known` proves it (the same digest and an unchanged, not racily recent [`Stamp`]).
     pub known: Known<'a>,
+    /// The platform's environments in the spec's order: the summary of what the write
+    /// renames and removes lists them so (environment names sorted when empty).
+    pub environments: &'a [String],
 }
 
 /// Stage 6, the one entry: writes `set` into `out` (see the module docs); every owned file
@@ -767,7 +792,7 @@ pub fn write(
             .map(|p| (p.as_str(), set.files[p].as_slice(), !replaced.contains(p)))
             .collect();
         let envs = kept.is_empty().then(|| summary::environments(set));
-        report.changes = summary::changes(&old_bytes, &new, envs.as_ref());
+        report.changes = summary::changes(&old_bytes, &new, envs.as_ref(), opts.environments);
     }
     let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
     listed.sort();
@@ -781,8 +806,9 @@ pub fn write(
     // on SIGINT and SIGTERM are held (issue 38, item 6): before the commit the staged files
     // are dropped and nothing changes; once it starts, it finishes.
     let held = interrupt::Held::hold();
-    let stopped = || WriteError::Interrupted {
+    let stopped = |signal| WriteError::Interrupted {
         outcome: "the output was left as it was (the staged files were removed)".into(),
+        signal,
     };
     let stage = Stage::create(&parent, out)?;
     let new_root = stage.path().join("new");
@@ -801,23 +827,24 @@ pub fn write(
                 unreachable!("Missing::Build creates every directory")
             };
             at::create(fd, name, bytes).map_err(io_err("write", &new_root.join(path)))?;
-            if held.pending() {
-                return Err(stopped());
+            if let Some(signal) = held.pending() {
+                return Err(stopped(signal));
             }
         }
     }
 
     // 3. Commit.
     let finished = |report: WriteReport| {
-        if !held.pending() {
+        let Some(signal) = held.pending() else {
             return Ok(report);
-        }
+        };
         Err(WriteError::Interrupted {
             outcome: format!(
                 "the update was finished first ({} files written, {} removed)",
                 report.written.len(),
                 report.removed.len()
             ),
+            signal,
         })
     };
     let Some(root_fd) = root_fd else {
@@ -872,19 +899,22 @@ pub fn write(
 /// SIGINT and SIGTERM held off while a write stages and commits (issue 38, item 6): a
 /// handler only notes the signal, and the write looks at the note where stopping is safe (see
 /// `write`). The first writer of the process installs the handler and the last one
-/// restores what was there, so concurrent writes share one.
+/// restores what was there, so concurrent writes share one. A signal the process ignores
+/// (`nohup`, a shell's background job) stays ignored: holding it would make it stop the
+/// write.
 #[cfg(unix)]
 mod interrupt {
     use std::sync::Mutex;
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::{AtomicI32, Ordering};
 
-    static PENDING: AtomicBool = AtomicBool::new(false);
+    /// The signal noted while held, 0 for none.
+    static PENDING: AtomicI32 = AtomicI32::new(0);
     /// How many writes hold the signals, and the actions they replaced.
     static HELD: Mutex<(usize, Vec<(libc::c_int, libc::sigaction)>)> = Mutex::new((0, Vec::new()));
     const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
 
-    extern "C" fn note(_: libc::c_int) {
-        PENDING.store(true, Ordering::SeqCst);
+    extern "C" fn note(signal: libc::c_int) {
+        PENDING.store(signal, Ordering::SeqCst);
     }
 
     /// Signals held until dropped.
@@ -894,16 +924,21 @@ mod interrupt {
         pub(super) fn hold() -> Held {
             let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
             if held.0 == 0 {
-                PENDING.store(false, Ordering::SeqCst);
+                PENDING.store(0, Ordering::SeqCst);
                 for signal in SIGNALS {
                     // SAFETY: plain sigaction calls with zeroed, then filled, structures; the
                     // handler only stores to an atomic (async-signal-safe).
                     unsafe {
+                        let mut old: libc::sigaction = std::mem::zeroed();
+                        if libc::sigaction(signal, std::ptr::null(), &mut old) != 0
+                            || old.sa_sigaction == libc::SIG_IGN
+                        {
+                            continue;
+                        }
                         let mut action: libc::sigaction = std::mem::zeroed();
                         action.sa_sigaction = note as extern "C" fn(libc::c_int) as usize;
                         action.sa_flags = libc::SA_RESTART;
                         libc::sigemptyset(&mut action.sa_mask);
-                        let mut old: libc::sigaction = std::mem::zeroed();
                         if libc::sigaction(signal, &action, &mut old) == 0 {
                             held.1.push((signal, old));
                         }
@@ -914,9 +949,12 @@ mod interrupt {
             Held
         }
 
-        /// `true` once SIGINT or SIGTERM arrived while held.
-        pub(super) fn pending(&self) -> bool {
-            PENDING.load(Ordering::SeqCst)
+        /// The signal (SIGINT or SIGTERM) that arrived while held, if one did.
+        pub(super) fn pending(&self) -> Option<i32> {
+            match PENDING.load(Ordering::SeqCst) {
+                0 => None,
+                signal => Some(signal),
+            }
         }
     }
 
@@ -944,8 +982,8 @@ mod interrupt {
         pub(super) fn hold() -> Held {
             Held
         }
-        pub(super) fn pending(&self) -> bool {
-            false
+        pub(super) fn pending(&self) -> Option<i32> {
+            None
         }
     }
 }

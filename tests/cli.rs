@@ -326,8 +326,48 @@ fn init_scaffolds_a_platform_that_renders_with_working_schema_modelines() {
     }
 }
 
+/// `kiln render` with no argument outside kiln's repository said "cannot open platform
+/// directory `platforms/bank`", a directory the user never named. The default left in place
+/// and missing is now a usage error (exit 2) saying that no platform was given and how to
+/// give one; a `platforms/bank` the user typed is still reported as a path that cannot be
+/// opened, and inside kiln's repository the default still works.
+#[test]
+fn a_command_without_a_platform_outside_kilns_repository_says_how_to_give_one() {
+    let tmp = tempfile::tempdir().unwrap();
+    for command in [&["render"][..], &["status"], &["show", "platform"]] {
+        let r = kiln_in(tmp.path(), command);
+        let name = command[0];
+        assert_eq!(r.code, Some(2), "{name}: {}", r.stderr);
+        // miette wraps lines, at any space: compared without whitespace.
+        let bare = |s: &str| s.split_whitespace().collect::<String>();
+        for said in [
+            "kiln::cli::no_platform",
+            "no platform given",
+            &format!("`kiln {name} path/to/platform`"),
+            &format!("`kiln {name} path/to/platform/platform.yaml`"),
+            "`kiln init`",
+        ] {
+            assert!(
+                bare(&r.stderr).contains(&bare(said)),
+                "{name}: {said}\n{}",
+                r.stderr
+            );
+        }
+        assert!(!r.stderr.contains("cannot open"), "{}", r.stderr);
+    }
+    assert!(!tmp.path().join("deploy").exists(), "nothing written");
+    let r = kiln_in(tmp.path(), &["render", "platforms/bank"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("cannot open platform directory `platforms/bank`")
+    );
+    let r = kiln_in(&repo_root(), &["show", "platform"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+}
+
 /// Issue 38, item 10: a render that renames or removes output says what, one line per kind
-/// and environment, instead of only "24 removed".
+/// and environment (in the spec's order of environments), instead of only "24 removed".
 #[test]
 fn render_summarizes_the_environments_components_and_applications_it_renames_or_removes() {
     let tmp = bank_copy(|t| t.to_string());
@@ -386,14 +426,18 @@ fn render_summarizes_the_environments_components_and_applications_it_renames_or_
     // The instance status-page becomes status-board.
     edit_all(&|t| t.replace("  name: status-page\n", "  name: status-board\n"));
     let renamed = render();
-    for env in ["dev", "test", "prod-east", "prod-us"] {
-        assert!(
-            renamed.contains(&format!(
-                "kiln: renames status-page → status-board in {env}\n"
-            )),
-            "{renamed}"
-        );
-    }
+    // One line per environment, in the spec's order (not the names' order: prod-* < test).
+    let at: Vec<usize> = ["dev", "test", "prod-east", "prod-us"]
+        .iter()
+        .map(|env| {
+            renamed
+                .find(&format!(
+                    "kiln: renames status-page → status-board in {env}\n"
+                ))
+                .unwrap_or_else(|| panic!("{env}: {renamed}"))
+        })
+        .collect();
+    assert!(at.is_sorted(), "{renamed}");
     assert!(
         renamed.contains(
             "kiln: renames 1 Application in dev: ops-status-page-dev → ops-status-board-dev\n"
@@ -451,4 +495,51 @@ fn without_prod_us_parameters(text: &str) -> String {
         out.push(line);
     }
     out.join("\n") + "\n"
+}
+
+/// Issue 38's documentation items, each where a reader looks for it: the README tour makes
+/// the write repository (`git init --bare`) before it publishes (item 10); `--help` says
+/// where `--schema-dir`'s schemas come from (item 10); docs/pipeline.md's prerequisites list
+/// Kargo's image-registry credentials and Argo CD's repository and cluster Secrets (item 4),
+/// and say that write branches are made before Kargo runs and what a layout change needs
+/// (items 1 and 3); the README states the cold build time and how CI caches it (item 11).
+#[test]
+fn the_docs_hold_what_issue_38_asks_of_them() {
+    let read = |f: &str| std::fs::read_to_string(repo_root().join(f)).unwrap();
+    let readme = read("README.md");
+    let init = readme
+        .find("git init --bare")
+        .expect("the tour makes a bare repository");
+    let publish = readme.find("kiln publish ").unwrap();
+    assert!(
+        init < publish,
+        "the tour publishes before `git init --bare`"
+    );
+    assert!(
+        readme.contains("A cold build from source") && readme.contains("caches"),
+        "the README states the cold build and its cache"
+    );
+    let help = kiln_bin().args(["render", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let bare = |s: &str| s.split_whitespace().collect::<String>();
+    for source in ["charts/kargo/resources/crds/", "manifests/crds/"] {
+        assert!(
+            bare(&help).contains(source),
+            "--schema-dir: {source}\n{help}"
+        );
+    }
+    let pipeline = read("docs/pipeline.md");
+    let prerequisites = pipeline
+        .split("### Prerequisites kiln does not generate")
+        .nth(1)
+        .expect("a prerequisites section");
+    for secret in [
+        "kargo.akuity.io/cred-type: image",
+        "argocd.argoproj.io/secret-type: repository",
+        "argocd.argoproj.io/secret-type: cluster",
+    ] {
+        assert!(prerequisites.contains(secret), "prerequisites: {secret}");
+    }
+    assert!(pipeline.contains("**Write branches must exist before Kargo runs.**"));
+    assert!(pipeline.contains("after every layout change"));
 }

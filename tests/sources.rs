@@ -646,6 +646,90 @@ fn a_refused_git_login_names_the_user_and_where_it_came_from() {
     );
 }
 
+/// A parameter given only for `source.ref` (`ref: ${params.appRef}`) failed as
+/// `kiln::validate::unknown_parameter`, with no word of the ref, once the fetched component
+/// declared some parameters. On a shared layer (the environments) the ref is now its use and it
+/// renders; on the instance (per environment) the component must declare it, and the help says
+/// that the ref uses it and how to declare it; declared, it renders (docs/spec.md, "A
+/// parameter for `source.ref` only").
+#[test]
+fn a_parameter_only_for_source_ref_is_used_on_shared_layers_and_declared_on_instances() {
+    let repos = tempfile::tempdir().unwrap();
+    let with_schema = |version: &str, properties: &str| {
+        let mut files = versioned_component("cart", version);
+        files[0].1 = files[0].1.replace(
+            "spec:\n",
+            &format!("spec:\n  parameters:\n    type: object\n    properties: {{{properties}}}\n"),
+        );
+        files
+    };
+    let undeclared = with_schema("1", "replicas: {type: integer}");
+    let declared = with_schema("2", "replicas: {type: integer}, appRef: {type: string}");
+    testing::app_repo(
+        repos.path(),
+        "cart.git",
+        &[
+            (&as_refs(&undeclared), Some("v1")),
+            (&as_refs(&declared), Some("v2")),
+        ],
+    );
+    let url = format!("file://{}/cart.git", repos.path().display());
+    let item = |extra: &str| {
+        format!(
+            "    - name: cart\n      source: {{git: \"{url}\", ref: \"${{params.appRef}}\", path: deploy}}\n{extra}"
+        )
+    };
+    let bare = |s: &str| s.split_whitespace().collect::<String>();
+    let says_declare = |r: &crate::support::Run, component_yaml: &str| {
+        assert_eq!(r.code, Some(1), "{}", r.text());
+        let text = bare(&r.text());
+        for said in [
+            "kiln::validate::unknown_parameter",
+            "unknown parameter `appRef`",
+            "`appRef` is used in `source.ref`",
+            "must still be declared, as `appRef: {type: string}` under `spec.parameters.properties`",
+            component_yaml,
+        ] {
+            assert!(text.contains(&bare(said)), "{said}\n{}", r.text());
+        }
+    };
+    // On the environments (a shared layer), the `source.ref` is the parameter's use: it
+    // renders though the component at that commit does not declare it.
+    let on_envs = |tag: &str| {
+        let params = format!("appRef: {tag}");
+        Platform::new(&[(
+            "platform/platform.yaml",
+            two_env_platform((&params, &params), &item("")),
+        )])
+    };
+    let p = on_envs("v1");
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(
+        p.read("out/shop/prod/cart/cart.gen.yaml")
+            .contains("version: \"1\"")
+    );
+    // On the instance, per environment.
+    let p = Platform::new(&[(
+        "platform/platform.yaml",
+        two_env_platform(
+            ("", ""),
+            &item(
+                "      environments:\n        dev: {parameters: {appRef: v1}}\n        prod: {parameters: {appRef: v1}}\n",
+            ),
+        ),
+    )]);
+    says_declare(&p.render("out", &[]), "/component.yaml");
+    // Declared by the component, the same parameter renders.
+    let p = on_envs("v2");
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    assert!(
+        p.read("out/shop/prod/cart/cart.gen.yaml")
+            .contains("version: \"2\"")
+    );
+}
+
 /// Issue 33 item 1: a `file://` source renders like any other; a fetched component reads
 /// nothing outside its own tree, neither a file beside it in the cache nor (through its
 /// kustomization) one in the platform repository, and nothing is written.

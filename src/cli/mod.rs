@@ -12,7 +12,7 @@ use std::process::ExitCode;
 #[derive(Debug, Parser)]
 #[command(name = "kiln", version, about, long_about = None, propagate_version = true)]
 #[command(
-    after_help = "Exit codes: 0 ok, 1 input errors, 2 usage, 101 internal error; diff and verify: 0 same, 1 different, 3 error; status: 0 in sync, 1 lagging or drifted, 3 error.\nSet NO_COLOR=1 to disable colours."
+    after_help = "Exit codes: 0 ok, 1 input errors, 2 usage, 101 internal error, 130 SIGINT (Ctrl-C), 143 SIGTERM; diff and verify: 0 same, 1 different, 3 error; status: 0 in sync, 1 lagging or drifted, 3 error.\nSet NO_COLOR=1 to disable colours."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -231,7 +231,7 @@ fn parse_source_ref(value: &str) -> Result<String, String> {
 #[derive(Debug, Args)]
 pub struct UpdateArgs {
     /// The platform directory (holds platform.yaml and kiln.lock).
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// Sources to update (default: every source): component instance names (as render
     /// shows them: `name:`, else the component's `metadata.name`), repository URLs, a
@@ -242,8 +242,8 @@ pub struct UpdateArgs {
 
 #[derive(Debug, Args)]
 pub struct RenderArgs {
-    /// The platform directory (holds platform.yaml).
-    #[arg(default_value = "platforms/bank")]
+    /// The platform directory (holds platform.yaml), or its platform.yaml.
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// Where to write the rendered tree. Default: the platform's `spec.source.renderedPath`
     /// (default `deploy`) in its repository (the nearest directory above it holding `.git`),
@@ -318,7 +318,7 @@ pub struct ShowArgs {
     #[arg(value_enum)]
     pub what: ShowWhat,
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value = "yaml")]
@@ -517,7 +517,7 @@ pub struct ValidateArgs {
 #[derive(Debug, Args)]
 pub struct PublishArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// The write repository: a local path, file://, https:// or ssh URL.
     #[arg(long)]
@@ -549,7 +549,7 @@ pub struct PublishArgs {
 #[derive(Debug, Args)]
 pub struct DiffArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// A directory, or `REPO@REF`; defaults to `deploy/`.
     #[arg(long)]
@@ -571,7 +571,7 @@ pub struct DiffArgs {
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// The repository holding the committed tree.
     #[arg(long)]
@@ -632,7 +632,7 @@ pub struct PromoteArgs {
     /// The Stage to promote (its `metadata.name`).
     pub stage: String,
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// The Kargo project of the Stage, when the name is not unique.
     #[arg(long)]
@@ -671,7 +671,7 @@ pub struct PromoteArgs {
 #[derive(Debug, Args)]
 pub struct BootstrapArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// A local path (or file:// URL) standing in for a remote repository (repeatable).
     #[arg(long, value_name = "URL=PATH")]
@@ -684,7 +684,7 @@ pub struct BootstrapArgs {
 #[derive(Debug, Args)]
 pub struct GraphArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// Draw only this Kargo project.
     #[arg(long)]
@@ -712,7 +712,7 @@ pub enum GraphOutput {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The platform directory.
-    #[arg(default_value = "platforms/bank")]
+    #[arg(default_value = DEFAULT_PLATFORM)]
     pub platform: PathBuf,
     /// A local path (or file:// URL) standing in for a repository URL (repeatable).
     #[arg(long, value_name = "URL=PATH")]
@@ -787,6 +787,29 @@ pub fn install_reporter() {
             "kiln: internal error (this is a bug, please report it): {info}"
         ));
     }));
+}
+
+/// How a command ends that SIGINT or SIGTERM stopped in its write step, once its error
+/// (which says whether the renames finished or were rolled back) is printed: by the same
+/// signal, restored to its default action, as the process ends when the signal comes in any
+/// other phase. The shell then reports 130 (SIGINT) or 143 (SIGTERM), and a script's loop
+/// stops as it does for any program killed by Ctrl-C. `None` for every other error; the
+/// returned code (128 + the signal) only where the signal could not be raised.
+pub fn interrupted_exit(report: &miette::Report) -> Option<ExitCode> {
+    let signal = match report.downcast_ref::<crate::pipeline::KilnError>() {
+        Some(crate::pipeline::KilnError::Write(e)) => e.signal(),
+        _ => report
+            .downcast_ref::<crate::write::WriteError>()
+            .and_then(crate::write::WriteError::signal),
+    }?;
+    #[cfg(unix)]
+    // SAFETY: resets one signal's action to the default and raises it in this thread; no
+    // Rust state is touched.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+    Some(ExitCode::from(128u8.saturating_add(signal as u8)))
 }
 
 /// Writes one line to stderr, ignoring failures. `eprintln!` panics when stderr is a closed
@@ -1445,6 +1468,46 @@ pub fn failure_exit_code(command_code: u8, report: &miette::Report) -> u8 {
         .code()
         .is_some_and(|c| USAGE_CODES.contains(&c.to_string().as_str()));
     if usage { EXIT_USAGE } else { command_code }
+}
+
+/// The platform every command that takes one defaults to: kiln's own example, so that
+/// `kiln render` works as is in kiln's repository.
+const DEFAULT_PLATFORM: &str = "platforms/bank";
+
+/// A command run without a platform outside kiln's repository, where the default
+/// [`DEFAULT_PLATFORM`] is not: a usage error (exit 2), as a missing argument is.
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error(
+    "no platform given: `kiln {command}` needs one (its default, `{DEFAULT_PLATFORM}`, is kiln's own example and is not here)"
+)]
+#[diagnostic(
+    code(kiln::cli::no_platform),
+    help(
+        "give the platform's directory or its platform.yaml: `kiln {command} path/to/platform` or `kiln {command} path/to/platform/platform.yaml`; `kiln init` scaffolds a new one here, in `platforms/platform`"
+    )
+)]
+pub struct NoPlatform {
+    command: String,
+}
+
+/// Parses the command line as clap does (printing help or a usage error and exiting 2 on
+/// its own). A command whose platform argument was left to its default, where that default
+/// does not exist, is refused with [`NoPlatform`]: opening it would fail with "cannot open
+/// `platforms/bank`", which names a directory the user never mentioned.
+pub fn parse() -> Result<Cli, NoPlatform> {
+    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let cli =
+        <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    if let Some((command, sub)) = matches.subcommand()
+        && sub.ids().any(|id| id == "platform")
+        && sub.value_source("platform") == Some(clap::parser::ValueSource::DefaultValue)
+        && !std::path::Path::new(DEFAULT_PLATFORM).exists()
+    {
+        return Err(NoPlatform {
+            command: command.to_string(),
+        });
+    }
+    Ok(cli)
 }
 
 /// Names the Secrets a render emitted, once, on stderr (their values are never printed).

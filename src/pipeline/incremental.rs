@@ -416,7 +416,13 @@ pub(super) fn render_incremental(
         reused: Some(&reused),
     };
     slot.forget();
-    let report = match write(&set, &opts.write_to, &WriteOptions { scope, known }) {
+    let environments = platform.environment_names();
+    let write_opts = WriteOptions {
+        scope,
+        known,
+        environments: &environments,
+    };
+    let report = match write(&set, &opts.write_to, &write_opts) {
         Ok(r) => r,
         Err(crate::write::WriteError::ChangedDuringRender { .. }) => return Ok(None),
         Err(e) => return Err(KilnError::Write(e)),

@@ -932,8 +932,13 @@ pub fn run_render(
     if let Some(s) = &slot {
         s.forget();
     }
-    let report =
-        write(&set, &opts.write_to, &WriteOptions { scope, known }).map_err(KilnError::Write)?;
+    let environments = platform.environment_names();
+    let write_opts = WriteOptions {
+        scope,
+        known,
+        environments: &environments,
+    };
+    let report = write(&set, &opts.write_to, &write_opts).map_err(KilnError::Write)?;
     let secrets = secrets_by_file(&set);
     let summary = RenderSummary {
         plans: plans.len(),

@@ -326,11 +326,13 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
     )
     .map_err(KilnError::Kargo)?;
     let scope = slice_scope(&set, &opts.selection);
+    let environments = platform.environment_names();
     let report = write(
         &set,
         out,
         &WriteOptions {
             scope,
+            environments: &environments,
             ..Default::default()
         },
     )

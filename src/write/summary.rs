@@ -105,11 +105,16 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 /// The summary lines of a write: `old` holds the files it removes or replaces, with their
 /// old bytes; `new` the files it writes, with whether each is at a new path; `envs` the
 /// environments of every component directory the output holds afterwards, or `None` when
-/// that is not known (a filtered render keeps files it did not read).
+/// that is not known (a filtered render keeps files it did not read); `order` the
+/// platform's environments in the spec's order. The lines come by kind (environments,
+/// component renames, component removals, Application renames, Application removals), and
+/// within a kind in `order`, as the errors list environments: an environment renamed takes
+/// its new name's place, one removed comes last.
 pub(super) fn changes(
     old: &[(String, Vec<u8>)],
     new: &[(&str, &[u8], bool)],
     envs: Option<&BTreeSet<String>>,
+    order: &[String],
 ) -> Vec<String> {
     let replaced: BTreeSet<&str> = new
         .iter()
@@ -127,52 +132,70 @@ pub(super) fn changes(
         .filter(|(_, _, fresh)| *fresh)
         .filter_map(|(p, b, _)| instance(p, b).map(|i| (i, body(b))))
         .collect();
+    let env_renamed = envs
+        .map(|e| renamed_environments(&gone, &came, e))
+        .unwrap_or_default();
+    let rank = |env: &str| {
+        let to = env_renamed.get(env).map_or(env, String::as_str);
+        match order.iter().position(|o| o == to) {
+            Some(i) => (i, String::new()),
+            None => (order.len(), env.to_string()),
+        }
+    };
+    let in_order = |mut lines: Vec<(&str, String)>| -> Vec<String> {
+        lines.sort_by_key(|(env, _)| rank(env));
+        lines.into_iter().map(|(_, line)| line).collect()
+    };
     let mut out = Vec::new();
-    // Environments gone whole, and renamed: one gone whose instances all came in one new
-    // environment (by project, source and name).
-    let mut env_renamed: BTreeMap<String, String> = BTreeMap::new();
-    if let Some(envs) = envs {
-        let by_env = |list: &[(Instance, &[u8])]| {
-            let mut m: BTreeMap<String, Vec<(String, String, String)>> = BTreeMap::new();
-            for (i, _) in list {
-                m.entry(i.environment.clone()).or_default().push((
-                    i.project.clone(),
-                    i.source.clone(),
-                    i.name.clone(),
-                ));
-            }
-            for v in m.values_mut() {
-                v.sort();
-            }
-            m
-        };
-        let (gone_by_env, came_by_env) = (by_env(&gone), by_env(&came));
-        let old_envs: BTreeSet<&String> = gone_by_env.keys().collect();
-        for (env, list) in &gone_by_env {
-            if envs.contains(env) {
-                continue;
-            }
-            let to = came_by_env.iter().find(|(e, l)| {
-                !old_envs.contains(e) && *l == list && !env_renamed.values().any(|v| v == *e)
+    // Environments gone whole: renamed, or removed.
+    if envs.is_some() {
+        let gone_envs: BTreeSet<&str> = gone
+            .iter()
+            .map(|(i, _)| i.environment.as_str())
+            .filter(|e| !envs.is_some_and(|envs| envs.contains(*e)))
+            .collect();
+        out.extend(in_order(
+            gone_envs
+                .into_iter()
+                .map(|env| match env_renamed.get(env) {
+                    Some(to) => (env, format!("renames environment {env} → {to}")),
+                    None => (env, format!("removes environment {env}")),
+                })
+                .collect(),
+        ));
+    }
+    // Instances: renamed within one project and environment (a renamed one's instances in
+    // the environment it became), else removed.
+    let mut taken = vec![false; came.len()];
+    let mut renamed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut removed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut instance_renamed: BTreeMap<(String, String, String), String> = BTreeMap::new();
+    let (in_renamed, in_place): (Vec<_>, Vec<_>) = gone
+        .iter()
+        .partition(|(g, _)| env_renamed.contains_key(&g.environment));
+    // In a renamed environment, by project and source: the same name first, so that only
+    // the instances whose names changed are renames.
+    let mut paired = vec![false; in_renamed.len()];
+    for same_name in [true, false] {
+        for (j, (g, _)) in in_renamed.iter().enumerate() {
+            let to_env = &env_renamed[&g.environment];
+            let m = came.iter().enumerate().position(|(k, (c, _))| {
+                !paired[j]
+                    && !taken[k]
+                    && c.project == g.project
+                    && &c.environment == to_env
+                    && c.source == g.source
+                    && (!same_name || c.name == g.name)
             });
-            match to {
-                Some((to, _)) => {
-                    out.push(format!("renames environment {env} → {to}"));
-                    env_renamed.insert(env.clone(), to.clone());
+            if let Some(k) = m {
+                (paired[j], taken[k]) = (true, true);
+                if !same_name {
+                    note_rename(g, &came[k].0.name, &mut renamed, &mut instance_renamed);
                 }
-                None => out.push(format!("removes environment {env}")),
             }
         }
     }
-    // Instances: renamed within one project and environment, else removed.
-    let mut taken = vec![false; came.len()];
-    let mut renamed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut removed: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let mut instance_renamed: BTreeMap<(String, String, String), String> = BTreeMap::new();
-    for (g, g_body) in &gone {
-        if env_renamed.contains_key(&g.environment) {
-            continue;
-        }
+    for (g, g_body) in &in_place {
         let m = came.iter().enumerate().position(|(k, (c, c_body))| {
             !taken[k]
                 && c.project == g.project
@@ -182,33 +205,35 @@ pub(super) fn changes(
         match m {
             Some(k) => {
                 taken[k] = true;
-                let to = &came[k].0.name;
-                renamed
-                    .entry(g.environment.clone())
-                    .or_default()
-                    .push(format!("{} → {to}", g.name));
-                instance_renamed.insert(
-                    (g.project.clone(), g.environment.clone(), g.name.clone()),
-                    to.clone(),
-                );
+                note_rename(g, &came[k].0.name, &mut renamed, &mut instance_renamed);
             }
             None => removed
-                .entry(g.environment.clone())
+                .entry(g.environment.as_str())
                 .or_default()
                 .push(g.name.clone()),
         }
     }
-    for (env, names) in &renamed {
-        out.push(format!("renames {} in {env}", names.join(", ")));
-    }
-    let listed = |what: String, names: &[String]| {
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        crate::diag::places_line(&what, &names)
+    out.extend(in_order(
+        renamed
+            .iter()
+            .map(|(env, names)| (*env, format!("renames {} in {env}", names.join(", "))))
+            .collect(),
+    ));
+    // `removes 2 components in dev: cart, db`, one line per environment.
+    let listed = |by_env: &BTreeMap<&str, Vec<String>>, verb: &str, one: &str, many: &str| {
+        in_order(
+            by_env
+                .iter()
+                .map(|(env, names)| {
+                    let what = plural(names.len(), one, many);
+                    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                    let line = crate::diag::places_line(&format!("{verb} {what} in {env}"), &names);
+                    (*env, line)
+                })
+                .collect(),
+        )
     };
-    for (env, names) in &removed {
-        let what = plural(names.len(), "component", "components");
-        out.push(listed(format!("removes {what} in {env}"), names));
-    }
+    out.extend(listed(&removed, "removes", "component", "components"));
     // Applications: gone from the files rewritten or removed, and not in any written one.
     let mut old_apps = BTreeMap::new();
     for (p, b) in old.iter().filter(|(p, _)| is_argocd(p)) {
@@ -218,8 +243,8 @@ pub(super) fn changes(
     for (p, b, _) in new.iter().filter(|(p, _, _)| is_argocd(p)) {
         new_apps.append(&mut applications(p, b));
     }
-    let mut apps_removed: BTreeMap<String, usize> = BTreeMap::new();
-    let mut apps_renamed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut apps_removed: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut apps_renamed: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for (name, (project, env, component)) in &old_apps {
         if new_apps.contains_key(name) {
             continue;
@@ -233,21 +258,80 @@ pub(super) fn changes(
         });
         match successor {
             Some((to, _)) if to_env != env || to_component != component => apps_renamed
-                .entry(env.clone())
+                .entry(env)
                 .or_default()
                 .push(format!("{name} → {to}")),
-            _ => *apps_removed.entry(env.clone()).or_default() += 1,
+            _ => *apps_removed.entry(env).or_default() += 1,
         }
     }
-    for (env, names) in &apps_renamed {
-        let what = plural(names.len(), "Application", "Applications");
-        out.push(listed(format!("renames {what} in {env}"), names));
+    out.extend(listed(
+        &apps_renamed,
+        "renames",
+        "Application",
+        "Applications",
+    ));
+    out.extend(in_order(
+        apps_removed
+            .iter()
+            .map(|(env, n)| {
+                let what = plural(*n, "Application", "Applications");
+                (*env, format!("removes {what} in {env}"))
+            })
+            .collect(),
+    ));
+    out
+}
+
+/// Records the rename of instance `g` to `to`, by the environment it was in.
+fn note_rename<'g>(
+    g: &'g Instance,
+    to: &str,
+    renamed: &mut BTreeMap<&'g str, Vec<String>>,
+    instance_renamed: &mut BTreeMap<(String, String, String), String>,
+) {
+    renamed
+        .entry(g.environment.as_str())
+        .or_default()
+        .push(format!("{} → {to}", g.name));
+    instance_renamed.insert(
+        (g.project.clone(), g.environment.clone(), g.name.clone()),
+        to.to_string(),
+    );
+}
+
+/// Environments gone whole and renamed: old name → new. One gone (not in `envs`) is renamed
+/// to an environment that lost nothing when every instance it had came there, by project and
+/// component source: their names may change in the same render (a component renamed too).
+fn renamed_environments(
+    gone: &[(Instance, &[u8])],
+    came: &[(Instance, &[u8])],
+    envs: &BTreeSet<String>,
+) -> BTreeMap<String, String> {
+    /// (project, source) of every instance, by environment, sorted.
+    fn by_env<'i>(list: &'i [(Instance, &[u8])]) -> BTreeMap<&'i str, Vec<(&'i str, &'i str)>> {
+        let mut m: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+        for (i, _) in list {
+            m.entry(i.environment.as_str())
+                .or_default()
+                .push((i.project.as_str(), i.source.as_str()));
+        }
+        for v in m.values_mut() {
+            v.sort_unstable();
+        }
+        m
     }
-    for (env, n) in &apps_removed {
-        out.push(format!(
-            "removes {} in {env}",
-            plural(*n, "Application", "Applications")
-        ));
+    let (gone_by_env, came_by_env) = (by_env(gone), by_env(came));
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for (env, list) in &gone_by_env {
+        if envs.contains(*env) {
+            continue;
+        }
+        let to = came_by_env.iter().find(|(e, l)| {
+            !gone_by_env.contains_key(*e) && *l == list && !out.values().any(|v| v == *e)
+        });
+        if let Some((to, _)) = to {
+            out.insert(env.to_string(), to.to_string());
+        }
     }
     out
 }
@@ -299,7 +383,7 @@ mod tests {
         ];
         let envs = BTreeSet::from(["dev".to_string()]);
         assert_eq!(
-            changes(&old, &new, Some(&envs)),
+            changes(&old, &new, Some(&envs), &[]),
             [
                 "removes environment prod-us",
                 "renames cart → shop-cart in dev",
@@ -307,6 +391,108 @@ mod tests {
                 "removes 1 component in prod-us: cart",
                 "renames 1 Application in dev: web-cart-dev → web-shop-cart-dev",
                 "removes 1 Application in prod-us",
+            ]
+        );
+    }
+
+    fn component_dir(env: &str, name: &str, body: &str) -> (String, Vec<u8>) {
+        (
+            format!("web/{env}/{name}/{name}.gen.yaml"),
+            gen_file(&format!("components/{name}"), env, body),
+        )
+    }
+
+    fn apps(component: &str, envs: &[(&str, &str)]) -> (String, Vec<u8>) {
+        let docs: Vec<String> = envs
+            .iter()
+            .map(|(env, name)| app(&format!("web-{name}-{env}"), env, name))
+            .collect();
+        (
+            format!("web/argocd/{component}.yaml"),
+            docs.join("---\n").into_bytes(),
+        )
+    }
+
+    fn fresh(files: &[(String, Vec<u8>)]) -> Vec<(&str, &[u8], bool)> {
+        files
+            .iter()
+            .map(|(p, b)| (p.as_str(), b.as_slice(), true))
+            .collect()
+    }
+
+    /// The lines of each kind came in the environments' name order (`prod-us` before
+    /// `test`); they follow the spec's order, as errors list environments, with a renamed
+    /// environment at its new name's place and a removed one last.
+    #[test]
+    fn lines_follow_the_specs_environment_order() {
+        let order: Vec<String> = ["dev", "test", "prod-us", "prod-eu"]
+            .map(String::from)
+            .to_vec();
+        let old = vec![
+            component_dir("prod-us", "db", "a: 1\n"),
+            component_dir("dev", "db", "a: 1\n"),
+            component_dir("test", "db", "a: 1\n"),
+            component_dir("ci", "lint", "c: 1\n"),
+            component_dir("prod-west", "cart", "c: 1\n"),
+        ];
+        let new_files = vec![component_dir("prod-eu", "cart", "c: 2\n")];
+        let envs = BTreeSet::from(["dev", "test", "prod-us", "prod-eu"].map(String::from));
+        assert_eq!(
+            changes(&old, &fresh(&new_files), Some(&envs), &order),
+            [
+                "renames environment prod-west → prod-eu",
+                "removes environment ci",
+                "removes 1 component in dev: db",
+                "removes 1 component in test: db",
+                "removes 1 component in prod-us: db",
+                "removes 1 component in ci: lint",
+            ]
+        );
+    }
+
+    /// An environment renamed in the render that renames a component: the environment's
+    /// instances came under other names, so it was taken as removed ("removes environment
+    /// prod-west", its components and Applications removed). Both renames are told, and
+    /// nothing as removed.
+    #[test]
+    fn an_environment_and_a_component_renamed_together_are_two_renames() {
+        // What the write removes or replaces: dev's db is unchanged.
+        let old = vec![
+            component_dir("dev", "cart", "a: 1\n"),
+            component_dir("prod-west", "cart", "c: 1\n"),
+            component_dir("prod-west", "db", "d: 1\n"),
+            apps("cart", &[("dev", "cart"), ("prod-west", "cart")]),
+            apps("db", &[("dev", "db"), ("prod-west", "db")]),
+        ];
+        let shop = |env: &str, body: &str| {
+            (
+                format!("web/{env}/shop-cart/shop-cart.gen.yaml"),
+                gen_file("components/cart", env, body),
+            )
+        };
+        let new_files = vec![
+            shop("dev", "a: 2\n"),
+            shop("prod-us", "c: 2\n"),
+            component_dir("prod-us", "db", "d: 2\n"),
+            apps(
+                "shop-cart",
+                &[("dev", "shop-cart"), ("prod-us", "shop-cart")],
+            ),
+            apps("db", &[("dev", "db"), ("prod-us", "db")]),
+        ];
+        let mut new = fresh(&new_files);
+        // The db Applications' file is rewritten in place.
+        new.last_mut().unwrap().2 = false;
+        let envs = BTreeSet::from(["dev", "prod-us"].map(String::from));
+        let order: Vec<String> = ["dev", "prod-us"].map(String::from).to_vec();
+        assert_eq!(
+            changes(&old, &new, Some(&envs), &order),
+            [
+                "renames environment prod-west → prod-us",
+                "renames cart → shop-cart in dev",
+                "renames cart → shop-cart in prod-west",
+                "renames 1 Application in dev: web-cart-dev → web-shop-cart-dev",
+                "renames 2 Applications in prod-west: web-cart-prod-west → web-shop-cart-prod-us, web-db-prod-west → web-db-prod-us",
             ]
         );
     }
