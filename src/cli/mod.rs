@@ -1475,7 +1475,7 @@ pub fn failure_exit_code(command_code: u8, report: &miette::Report) -> u8 {
 const DEFAULT_PLATFORM: &str = "platforms/bank";
 
 /// A command run without a platform outside kiln's repository, where the default
-/// [`DEFAULT_PLATFORM`] is not: a usage error (exit 2), as a missing argument is.
+/// `DEFAULT_PLATFORM` is not: a usage error (exit 2), as a missing argument is.
 #[derive(Debug, thiserror::Error, miette::Diagnostic)]
 #[error(
     "no platform given: `kiln {command}` needs one (its default, `{DEFAULT_PLATFORM}`, is kiln's own example and is not here)"

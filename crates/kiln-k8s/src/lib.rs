@@ -85,7 +85,7 @@ pub enum Code {
     MissingNamespace,
     /// A cluster-scoped object emitted into two environments of one cluster, differently.
     ClusterScopedConflict,
-    /// A ConfigMap or Secret whose data is over 1 MiB ([`data_too_long`]).
+    /// A ConfigMap or Secret whose data is over 1 MiB (`data_too_long`).
     DataTooLong,
 }
 
