@@ -1280,12 +1280,14 @@ fn app_repos_to_one_service_repo_end_to_end() {
     }
     let promoted = testing::git(&output, &["ls-tree", "-r", "--name-only", "stage/test"]);
     assert!(promoted.contains("catalog"), "{promoted}");
-    // `kiln history` shows the sources of the publish.
+    // `kiln history` shows the sources of the publish, each app commit with its cell.
     let history = ok(p.kiln(&["history", "--repo", &source.display().to_string()], &[]));
+    let app_commit = format!(" {}@{}", urls[0], commits[0]);
     assert!(
         history
             .stdout
-            .contains(&format!("from {}@{}", urls[0], commits[0])),
+            .lines()
+            .any(|l| { l.trim_start().starts_with("from shop/") && l.ends_with(&app_commit) }),
         "{}",
         history.text()
     );
