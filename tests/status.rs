@@ -1717,16 +1717,17 @@ fn newcomers_layout_reports_exactly_its_three_promotions() {
     // something: they lag, and status says so with exit 1 (kubectl diff's convention).
     assert_eq!(code, Some(1), "{cells:#?}");
     assert_eq!(cells.len(), 6 * 5, "six components in five environments");
+    let cell = |c: &Value| {
+        format!(
+            "{}-{}",
+            c["component"].as_str().unwrap(),
+            c["environment"].as_str().unwrap()
+        )
+    };
     let mut lagging: Vec<String> = cells
         .iter()
         .filter(|c| c["state"] == "lagging")
-        .map(|c| {
-            format!(
-                "{}-{}",
-                c["component"].as_str().unwrap(),
-                c["environment"].as_str().unwrap()
-            )
-        })
+        .map(cell)
         .collect();
     lagging.sort();
     assert_eq!(lagging, ["contacts-test", "frontend-stage"], "{cells:#?}");
@@ -1734,16 +1735,7 @@ fn newcomers_layout_reports_exactly_its_three_promotions() {
         .iter()
         .filter(|c| c.get("writeCommit").is_some())
         .collect();
-    let mut found: Vec<String> = deployed
-        .iter()
-        .map(|c| {
-            format!(
-                "{}-{}",
-                c["component"].as_str().unwrap(),
-                c["environment"].as_str().unwrap()
-            )
-        })
-        .collect();
+    let mut found: Vec<String> = deployed.iter().copied().map(cell).collect();
     found.sort();
     assert_eq!(found, ["contacts-dev", "frontend-dev", "frontend-test"]);
     for c in &deployed {

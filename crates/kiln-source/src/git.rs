@@ -612,8 +612,10 @@ fn submodule_url(base: &str, url: &str) -> Option<String> {
     let remote = ["https://", "http://", "ssh://", "git://"]
         .iter()
         .any(|p| lower.starts_with(p));
-    // scp-style `[user@]host:path`: a colon before any slash, and no `::` transport helper.
+    // scp-style `[user@]host:path`: a colon before any slash, no `::` transport helper, and
+    // no `scheme://` (`file://`, or a scheme kiln does not fetch, would pass the colon test).
     let scp = !lower.contains("::")
+        && !lower.contains("://")
         && resolved
             .find(':')
             .is_some_and(|c| c > 0 && !resolved[..c].contains('/'));
@@ -817,4 +819,39 @@ fn check_links(root: &Path, origin: &Origin) -> Result<(), SourceError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::submodule_url;
+
+    /// A remote base's `.gitmodules` may name only network repositories: a local path,
+    /// `file://` (git's `protocol.file.allow=user`), a transport helper or another scheme is
+    /// refused; relative URLs resolve against the base's own URL, as git resolves them.
+    #[test]
+    fn a_submodule_url_is_a_network_repository_or_refused() {
+        let base = "https://example.com/org/app.git";
+        for refused in [
+            "file:///etc/repo",
+            "FILE:///etc/repo",
+            "/srv/repo",
+            "ext::sh -c evil",
+            "kiln+http://example.com/x.git",
+            "ftp://example.com/x.git",
+        ] {
+            assert_eq!(submodule_url(base, refused), None, "{refused}");
+        }
+        assert_eq!(
+            submodule_url(base, "../lib.git").as_deref(),
+            Some("https://example.com/org/lib.git")
+        );
+        assert_eq!(
+            submodule_url("git@example.com:org/app.git", "../lib.git").as_deref(),
+            Some("git@example.com:org/lib.git")
+        );
+        assert_eq!(
+            submodule_url(base, "git@example.com:org/lib.git").as_deref(),
+            Some("git@example.com:org/lib.git")
+        );
+    }
 }

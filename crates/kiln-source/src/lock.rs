@@ -226,7 +226,8 @@ impl LockFile {
                 None => out.push(Change::Added(n.clone())),
                 Some(o) if o.resolved != n.resolved || o.digest != n.digest => {
                     let tag_moved = match n.kind.as_str() {
-                        "git" => git_tags.contains(key),
+                        // The same commit stored anew is no tag moving.
+                        "git" => git_tags.contains(key) && o.resolved != n.resolved,
                         _ => o.version == n.version,
                     };
                     out.push(Change::Moved {
@@ -423,6 +424,19 @@ mod tests {
         let mut newer = LockFile::default();
         newer.insert(moved(&chart, "sha256:eeee", "1.3.0"));
         let c = old.changes(&newer, &tags);
+        assert!(c.iter().all(|c| c.tag_warning().is_none()), "{c:?}");
+        // A tag at the same commit whose tree digest was stored anew did not move.
+        let mut same = LockFile::default();
+        same.insert(LockEntry {
+            digest: "sha256:other".into(),
+            ..tag.clone()
+        });
+        let c = old.changes(&same, &tags);
+        assert!(
+            c.iter()
+                .any(|c| c.to_string().starts_with("moved git https://g/b.git")),
+            "{c:?}"
+        );
         assert!(c.iter().all(|c| c.tag_warning().is_none()), "{c:?}");
     }
 
