@@ -1495,7 +1495,11 @@ pub struct NoPlatform {
 /// does not exist, is refused with [`NoPlatform`]: opening it would fail with "cannot open
 /// `platforms/bank`", which names a directory the user never mentioned.
 pub fn parse() -> Result<Cli, NoPlatform> {
-    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(cli) = parse_engine(&args) {
+        return Ok(cli);
+    }
+    let matches = <Cli as clap::CommandFactory>::command().get_matches_from(&args);
     let cli =
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Some((command, sub)) = matches.subcommand()
@@ -1508,6 +1512,26 @@ pub fn parse() -> Result<Cli, NoPlatform> {
         });
     }
     Ok(cli)
+}
+
+/// `kiln helm …` and `kiln kustomize …`, the engines a script runs once per chart or
+/// kustomization, parsed by a `kiln` command that holds only that subcommand: building clap's
+/// whole tree (every command, every flag, every help text) was a tenth of what a process
+/// spends beyond a small chart's render (issue 37, ADR 0043). Their flags are the same
+/// `Args`, so what parses here parses the same in the whole tree. `None` for every other
+/// command and whenever this parse fails or asks for help or the version: the whole tree then
+/// parses again and prints its own help, version or usage error.
+fn parse_engine(args: &[std::ffi::OsString]) -> Option<Cli> {
+    let sub = match args.get(1)?.to_str()? {
+        "helm" => <HelmArgs as Args>::augment_args(clap::Command::new("helm")),
+        "kustomize" => <KustomizeArgs as Args>::augment_args(clap::Command::new("kustomize")),
+        _ => return None,
+    };
+    let matches = clap::Command::new("kiln")
+        .subcommand(sub)
+        .try_get_matches_from(args)
+        .ok()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches).ok()
 }
 
 /// Names the Secrets a render emitted, once, on stderr (their values are never printed).
@@ -2417,6 +2441,66 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 37 (ADR 0043): `kiln helm` and `kiln kustomize` are parsed by a tree holding only
+    /// their own command, to the same `Cli` as the whole tree parses them to; help, the version
+    /// and usage errors are left to the whole tree, as is every other command.
+    #[test]
+    fn engines_parse_alone_as_the_whole_tree_parses_them() {
+        use clap::{CommandFactory, FromArgMatches};
+        let whole = |args: &[&str]| {
+            let m = super::Cli::command().try_get_matches_from(args).unwrap();
+            format!("{:?}", super::Cli::from_arg_matches(&m).unwrap())
+        };
+        let alone = |args: &[&str]| {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            super::parse_engine(&args).map(|cli| format!("{cli:?}"))
+        };
+        for args in [
+            &[
+                "kiln",
+                "helm",
+                "template",
+                "rel",
+                "./chart",
+                "-n",
+                "ns",
+                "--include-crds",
+            ][..],
+            &[
+                "kiln",
+                "helm",
+                "template",
+                "c",
+                "--set",
+                "a=1",
+                "-f",
+                "v.yaml",
+                "--kube-version",
+                "1.30",
+            ],
+            &[
+                "kiln",
+                "kustomize",
+                "dir",
+                "--enable-helm",
+                "--fixes",
+                "all",
+            ],
+        ] {
+            assert_eq!(alone(args), Some(whole(args)), "{args:?}");
+        }
+        for args in [
+            &["kiln", "helm", "template", "--help"][..],
+            &["kiln", "helm", "--version"],
+            &["kiln", "helm", "template", "c", "--no-such-flag"],
+            &["kiln", "kustomize"],
+            &["kiln", "render", "platforms/bank"],
+            &["kiln", "--version"],
+        ] {
+            assert_eq!(alone(args), None, "{args:?}");
+        }
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn huge_pages_are_turned_off_for_the_process() {
