@@ -96,16 +96,7 @@ impl Mini {
     /// `kiln publish` of the checkout into the service repository; the source commit it
     /// wrote.
     fn publish(&mut self) {
-        let repo = self.service.display().to_string();
-        let r = self.kiln(&[
-            "publish",
-            "platforms/shop",
-            "--repo",
-            &repo,
-            "--branch",
-            "main",
-        ]);
-        assert_eq!(r.code, Some(0), "{}", r.text());
+        publish(&self.root, &self.service);
         self.published = git(&self.service, &["rev-parse", "main"])
             .trim()
             .to_string();
@@ -184,6 +175,15 @@ impl Mini {
     }
 }
 
+/// `kiln publish platforms/shop --repo REPO --branch main` in `root`, which must succeed.
+fn publish(root: &Path, repo: &Path) {
+    let r = run(kiln_command(root)
+        .args(["publish", "platforms/shop", "--repo"])
+        .arg(repo)
+        .args(["--branch", "main"]));
+    assert_eq!(r.code, Some(0), "{}", r.text());
+}
+
 fn json(r: &Run) -> Value {
     serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}: {}", r.text()))
 }
@@ -257,4 +257,121 @@ fn text_output_escapes_control_characters_from_commits() {
         "{}",
         status.stdout
     );
+}
+
+/// A platform (`platforms/shop`, committed) whose component `api` comes from an app
+/// repository served by `git daemon` on 127.0.0.1; dev → prod on one cluster. With `kargo`,
+/// Kargo is on and the project writes `http://git.shop.test/shop-deploy.git`.
+struct AppRepoPlatform {
+    _tmp: tempfile::TempDir,
+    _daemon: kiln_source::testing::Server,
+    root: PathBuf,
+    /// A bare repository for publish, or the Stages' write repository.
+    deploy: PathBuf,
+}
+
+fn app_repo_platform(kargo: bool) -> AppRepoPlatform {
+    use kiln_source::testing;
+    let tmp = tempfile::tempdir().unwrap();
+    let repos = tmp.path().join("repos");
+    std::fs::create_dir_all(&repos).unwrap();
+    let api = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: api}\nspec:\n  generators:\n  - resources: [{apiVersion: v1, kind: ConfigMap, metadata: {name: api}, data: {a: b}}]\n";
+    testing::app_repo(
+        &repos,
+        "api.git",
+        &[(&[("deploy/component.yaml", api)], None)],
+    );
+    let daemon = testing::git_daemon(&repos);
+    let root = tmp.path().join("p");
+    let kargo = match kargo {
+        true => "  kargo: {enabled: true}\n",
+        false => "",
+    };
+    let output = match kargo.is_empty() {
+        false => "    output: {repoURL: \"http://git.shop.test/shop-deploy.git\"}\n",
+        true => "",
+    };
+    write(
+        &root.join("platforms/shop/platform.yaml"),
+        &format!(
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {{name: shop}}\nspec:\n  source: {{repoURL: \"{SERVICE_URL}\"}}\n  clusters: [{{name: c, server: https://c.example}}]\n  environments: [{{name: dev, tier: dev, cluster: c}}, {{name: prod, tier: prod, cluster: c, from: [dev]}}]\n{kargo}  projects:\n  - name: shop\n{output}    components:\n    - {{name: api, source: {{git: \"git://127.0.0.1:{}/api.git\", ref: main, path: deploy}}}}\n",
+            daemon.port
+        ),
+    );
+    write(&root.join(".gitignore"), "deploy/\n");
+    git(&root, &["init", "-q"]);
+    // The lock the first render writes is committed with the platform, as a user would.
+    let r = run(kiln_command(&root).args(["render", "platforms/shop"]));
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    git(&root, &["add", "-A"]);
+    git(&root, &["commit", "-qm", "one"]);
+    let deploy = tmp.path().join("deploy.git");
+    git(tmp.path(), &["init", "-q", "--bare", "deploy.git"]);
+    AppRepoPlatform {
+        _tmp: tmp,
+        _daemon: daemon,
+        root,
+        deploy,
+    }
+}
+
+/// Item 2: without Kargo, `kiln status` renders the platform again at the source commit the
+/// publish recorded. With components from app repositories that render needs the source
+/// stage: one commit after the publish, status still checks the folders (exit 0), instead
+/// of failing with "component directory `deploy` not found" (exit 3).
+#[test]
+fn status_rerenders_a_published_commit_with_remote_sources() {
+    let p = app_repo_platform(false);
+    let repo = p.deploy.display().to_string();
+    publish(&p.root, &p.deploy);
+    let file = p.root.join("platforms/shop/platform.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}# a comment\n")).unwrap();
+    git(&p.root, &["commit", "-qam", "two"]);
+    let status = run(kiln_command(&p.root).args([
+        "status",
+        "platforms/shop",
+        "--repo-map",
+        &format!("{SERVICE_URL}={repo}"),
+        "-o",
+        "json",
+    ]));
+    assert_eq!(status.code, Some(0), "{}", status.text());
+    let cells = json(&status)["cells"].as_array().unwrap().clone();
+    assert_eq!(cells.len(), 2, "{cells:#?}");
+    assert!(cells.iter().all(|c| c["state"] == "inSync"), "{cells:#?}");
+}
+
+/// Item 4: with `components[].source`, `kiln bootstrap` renders through the source stage
+/// (as `promote` does) and creates the write branch, and `kiln show buildplans` lists the
+/// remote component's BuildPlans instead of one "unknown component ``" per instance.
+#[test]
+fn bootstrap_and_show_buildplans_fetch_remote_sources() {
+    let p = app_repo_platform(true);
+    let map = format!(
+        "http://git.shop.test/shop-deploy.git={}",
+        p.deploy.display()
+    );
+    let bootstrap =
+        run(kiln_command(&p.root).args(["bootstrap", "platforms/shop", "--repo-map", &map]));
+    assert_eq!(bootstrap.code, Some(0), "{}", bootstrap.text());
+    assert!(
+        bootstrap.stdout.starts_with("created"),
+        "{}",
+        bootstrap.stdout
+    );
+    let branches = git(&p.deploy, &["for-each-ref", "--format=%(refname)"]);
+    assert_eq!(
+        branches.lines().count(),
+        bootstrap.stdout.lines().count(),
+        "{branches}"
+    );
+    let show =
+        run(kiln_command(&p.root).args(["show", "buildplans", "platforms/shop", "-o", "json"]));
+    assert_eq!(show.code, Some(0), "{}", show.text());
+    let plans = json(&show);
+    let plans = plans.as_array().unwrap();
+    assert_eq!(plans.len(), 2, "{plans:#?}");
+    let text = show.stdout;
+    assert!(text.contains("\"api\""), "{text}");
 }
