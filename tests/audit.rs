@@ -375,3 +375,37 @@ fn bootstrap_and_show_buildplans_fetch_remote_sources() {
     let text = show.stdout;
     assert!(text.contains("\"api\""), "{text}");
 }
+
+/// Item 5: a promoted folder deleted by hand is drift (exit 1), named as a deletion with the
+/// commit that made it, and the cell keeps no Freight of the promotion it undid; prod below
+/// it, which runs nothing either, does not lag.
+#[test]
+fn a_promoted_folder_deleted_by_hand_is_drift() {
+    let m = Mini::new();
+    m.promote("cart-dev", "3.1.0");
+    m.promote("cart-test", "3.1.0");
+    m.hand_commit("mallory", "remove test cart", |clone| {
+        std::fs::remove_dir_all(clone.join("envs/test/cart")).unwrap();
+    });
+    let r = m.status(&["-o", "json"]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    let v = json(&r);
+    let cells = v["cells"].as_array().unwrap();
+    let at = |env: &str| cells.iter().find(|c| c["environment"] == env).unwrap();
+    let test = at("test");
+    assert_eq!(test["state"], "drifted", "{test:#}");
+    let drift = test["drift"].as_str().unwrap();
+    assert!(
+        drift.contains("mallory") && drift.contains("deleted the folder envs/test/cart"),
+        "{drift}"
+    );
+    assert!(test.get("freight").is_none(), "{test:#}");
+    assert!(test["promotion"]["freight"].is_string(), "{test:#}");
+    assert_eq!(at("prod")["state"], "notDeployed", "{cells:#?}");
+    let text = m.status(&[]);
+    assert!(
+        text.stdout.contains("drifted shop/cart in test: "),
+        "{}",
+        text.stdout
+    );
+}

@@ -1082,6 +1082,26 @@ pub fn status(
             _ => None,
         };
         let drift = match (deployed, last, &t.stage, &folder.by_writer, &promotion) {
+            // Its writer wrote the folder, someone else removed it: the Application now
+            // syncs a missing path. Drift, not a cell never deployed.
+            (false, Some(w), _, _, Some(p))
+                if !read_message(&folder.writes[0].message).is_by(stage_name.as_deref()) =>
+            {
+                Some(format!(
+                    "{} deleted the folder {} after {}'s write {}{}, which Application {} syncs",
+                    described(w),
+                    t.folder,
+                    stage_name
+                        .as_ref()
+                        .map_or("kiln publish".to_string(), |n| format!("Stage {n}")),
+                    &p.commit[..p.commit.len().min(12)],
+                    p.freight
+                        .as_ref()
+                        .map(|f| format!(" of Freight {f}"))
+                        .unwrap_or_default(),
+                    t.application
+                ))
+            }
             (false, ..) | (true, None, ..) => None,
             // A Stage's cell whose folder is, to the tree, what a promotion by `kiln promote`'s
             // runner wrote (its stamp matches its change, which was this folder alone): that
@@ -1176,10 +1196,11 @@ pub fn status(
             }
         };
         // The last write by the folder's writer, however old: what the Freight and commits
-        // come from (a hand edit on top names none).
+        // come from (a hand edit on top names none; a folder deleted since runs none).
         let written = promotion
             .as_ref()
-            .or_else(|| history.iter().find(|w| w.writer != Writer::Other));
+            .or_else(|| history.iter().find(|w| w.writer != Writer::Other))
+            .filter(|_| deployed);
         cells.push(Cell {
             project: t.project.clone(),
             component: t.component.clone(),
@@ -1189,10 +1210,10 @@ pub fn status(
             branch: t.branch.clone(),
             path: t.folder.clone(),
             stage: stage_name,
-            state: if !deployed {
-                CellState::NotDeployed
-            } else if drift.is_some() {
+            state: if drift.is_some() {
                 CellState::Drifted
+            } else if !deployed {
+                CellState::NotDeployed
             } else {
                 CellState::InSync
             },
@@ -1254,7 +1275,8 @@ pub fn status(
                 continue;
             };
             // Equal images (or none) still differ by Freight or commit.
-            if u.state == CellState::NotDeployed || u.version() == c.version() {
+            // `deployed`, not the state: a folder deleted by hand is drifted and runs nothing.
+            if !u.deployed || u.version() == c.version() {
                 continue;
             }
             // Upstream moved on: it was written later, or what this cell runs is what
@@ -1267,12 +1289,12 @@ pub fn status(
                     w.source_commit.as_ref(),
                 ) == c.version()
             });
-            if c.state != CellState::NotDeployed && u.time <= c.time && !ran_before {
+            if c.deployed && u.time <= c.time && !ran_before {
                 continue;
             }
             let same_images = u.version().images == c.version().images;
             let tags = |x: &Cell| {
-                if x.state == CellState::NotDeployed {
+                if !x.deployed {
                     "nothing".to_string()
                 } else if same_images {
                     // What tells them apart: the Freight or commit, after any images.
