@@ -1477,3 +1477,66 @@ fn every_failing_source_is_reported_at_its_line() {
     assert!(text.contains("`nope` does not exist"), "{text}");
     assert!(!root.join("out").exists());
 }
+
+/// A `KILN_SOURCE_*` variable that is not a number (`KILN_SOURCE_TIMEOUT=abc`) is refused
+/// naming the variable, its value and what it takes, exit 2, before anything is fetched or
+/// written; it is never read as its default.
+#[test]
+fn a_source_setting_that_is_not_a_number_is_refused() {
+    let repos = tempfile::tempdir().unwrap();
+    let v1 = versioned_component("web", "1");
+    testing::app_repo(repos.path(), "web.git", &[(&as_refs(&v1), None)]);
+    let daemon = testing::git_daemon(repos.path());
+    let item = format!(
+        "    - source: {{git: \"git://127.0.0.1:{}/web.git\", ref: main, path: deploy}}\n",
+        daemon.port
+    );
+    let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+    for (variable, expected) in [
+        (
+            "KILN_SOURCE_TIMEOUT",
+            "a whole number of seconds, at least 1",
+        ),
+        (
+            "KILN_SOURCE_MAX_BYTES",
+            "a whole number of bytes, at least 1",
+        ),
+        (
+            "KILN_SOURCE_MAX_FILE_BYTES",
+            "a whole number of bytes, at least 1",
+        ),
+        (
+            "KILN_SOURCE_MAX_ENTRIES",
+            "a whole number of entries, at least 1",
+        ),
+    ] {
+        for args in [
+            &["render", "platform", "--write-to", "out", "--no-cache"][..],
+            &["update", "platform"],
+        ] {
+            let r = p.kiln(args, &[(variable, "abc")]);
+            assert_eq!(r.code, Some(2), "{variable} {args:?}: {}", r.text());
+            // miette wraps lines: compare with the wrapping undone.
+            let text = r
+                .text()
+                .lines()
+                .map(|l| l.trim().trim_start_matches("| ").to_string())
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(
+                text.contains("kiln::source::bad_setting")
+                    && text.contains(&format!("{variable}=`abc` is not {expected}")),
+                "{variable}: {text}"
+            );
+            assert!(!p.work.path().join("out").exists(), "{variable}: wrote");
+            assert!(
+                !p.work.path().join("platform/kiln.lock").exists(),
+                "{variable}: wrote the lock"
+            );
+            assert!(!p.cache.exists(), "{variable}: fetched");
+        }
+    }
+    // The same platform renders with the variables unset.
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+}
