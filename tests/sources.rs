@@ -1540,3 +1540,66 @@ fn a_source_setting_that_is_not_a_number_is_refused() {
     let r = p.render("out", &[]);
     assert_eq!(r.code, Some(0), "{}", r.text());
 }
+
+/// An unnamed source (no `name:`: it is known by its component's `metadata.name`) is
+/// probed for that name before `kiln update NAME` or `--source-ref NAME=REF` can select it;
+/// the probe and the run share one fetcher, so the run asks the server for it once: an
+/// unnamed source costs the requests a named one does (counted at the smart-HTTP server),
+/// and a probe never stands in for the fetch `kiln update` asks for.
+#[test]
+fn an_unnamed_source_is_fetched_once_per_run() {
+    let repos = tempfile::tempdir().unwrap();
+    let (v1, v2) = (
+        versioned_component("web", "1"),
+        versioned_component("web", "2"),
+    );
+    testing::app_repo(repos.path(), "app-web.git", &[(&as_refs(&v1), None)]);
+    let log = repos.path().join("requests.log");
+    let http = testing::git_http_logged(repos.path(), &log);
+    let url = format!("{}/app-web.git", http.http());
+    let requests = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // The requests of `args`, run on a fresh platform (no lock, an empty cache) whose
+    // instance has `name:` as given.
+    let cost = |name: &str, args: &[&str]| {
+        let item = format!("    - {{{name}source: {{git: \"{url}\", ref: main, path: deploy}}}}\n");
+        let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+        let before = requests();
+        let r = p.kiln(args, &[]);
+        assert!(matches!(r.code, Some(0 | 1)), "{args:?}: {}", r.text());
+        (requests() - before, p)
+    };
+    for args in [
+        &["update", "platform", "web"][..],
+        &["diff", "platform", "--source-ref", "web=main", "--stat"],
+    ] {
+        let (named, _) = cost("name: web, ", args);
+        let (unnamed, _) = cost("", args);
+        assert!(named > 0);
+        assert_eq!(
+            unnamed, named,
+            "{args:?}: the unnamed source was asked for again"
+        );
+    }
+    // Locked and cached, then `main` moves: the probe reads the pinned commit from the
+    // cache, and `kiln update web` still resolves `main` anew.
+    let (_, p) = cost("", &["update", "platform", "web"]);
+    let clone = p.work.path().join("clone");
+    testing::git(
+        p.work.path(),
+        &["clone", "-q", &url, &clone.display().to_string()],
+    );
+    std::fs::write(clone.join("deploy/cm.yaml"), &v2[1].1).unwrap();
+    testing::git(&clone, &["commit", "-qam", "two"]);
+    let new = testing::git(&clone, &["rev-parse", "HEAD"]);
+    let bare = repos.path().join("app-web.git").display().to_string();
+    testing::git(&clone, &["push", "-q", &bare, "main"]);
+    let r = p.kiln(&["update", "platform", "web"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let lock = p.read("platform/kiln.lock");
+    assert!(lock.contains(&new), "{lock}");
+}
