@@ -151,6 +151,15 @@ impl Scenario {
     }
 }
 
+/// A run's output with miette's wrapping undone (each line trimmed, joined by spaces).
+fn unwrapped(r: &crate::support::Run) -> String {
+    r.text()
+        .lines()
+        .map(|l| l.trim().trim_start_matches("| "))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn ok(r: &crate::support::Run) {
     assert_eq!(r.code, Some(0), "{}", r.text());
 }
@@ -1516,13 +1525,7 @@ fn a_source_setting_that_is_not_a_number_is_refused() {
         ] {
             let r = p.kiln(args, &[(variable, "abc")]);
             assert_eq!(r.code, Some(2), "{variable} {args:?}: {}", r.text());
-            // miette wraps lines: compare with the wrapping undone.
-            let text = r
-                .text()
-                .lines()
-                .map(|l| l.trim().trim_start_matches("| ").to_string())
-                .collect::<Vec<_>>()
-                .join(" ");
+            let text = unwrapped(&r);
             assert!(
                 text.contains("kiln::source::bad_setting")
                     && text.contains(&format!("{variable}=`abc` is not {expected}")),
@@ -1602,4 +1605,44 @@ fn an_unnamed_source_is_fetched_once_per_run() {
     assert_eq!(r.code, Some(0), "{}", r.text());
     let lock = p.read("platform/kiln.lock");
     assert!(lock.contains(&new), "{lock}");
+}
+
+/// A typo in `source.path` (`deplyo`, `deploy/wbe`) is `kiln::load::unknown_component` (as
+/// docs/spec.md lists it), at platform.yaml's line, with the nearest folder of the fetched
+/// tree that holds a component.yaml as a did-you-mean; nothing is written.
+#[test]
+fn a_source_path_typo_suggests_the_nearest_component_folder() {
+    let repos = tempfile::tempdir().unwrap();
+    let mut files = versioned_component("web", "1");
+    files.extend(
+        versioned_component("api", "1")
+            .into_iter()
+            .map(|(p, t)| (p.replace("deploy/", "deploy/api/"), t)),
+    );
+    files.push(("src/main.go".into(), "package main\n".into()));
+    testing::app_repo(repos.path(), "app.git", &[(&as_refs(&files), None)]);
+    let daemon = testing::git_daemon(repos.path());
+    let url = format!("git://127.0.0.1:{}/app.git", daemon.port);
+    for (typo, nearest) in [
+        ("deplyo", "deploy"),
+        ("deploy/apj", "deploy/api"),
+        ("Deploy", "deploy"),
+    ] {
+        let item =
+            format!("    - source:\n        git: {url}\n        ref: main\n        path: {typo}\n");
+        let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+        let r = p.render("out", &[]);
+        assert_eq!(r.code, Some(1), "{typo}: {}", r.text());
+        let text = unwrapped(&r);
+        assert!(
+            text.contains("kiln::load::unknown_component"),
+            "{typo}: {text}"
+        );
+        assert!(
+            text.contains(&format!("did you mean `{nearest}`?")),
+            "{typo}: {text}"
+        );
+        assert!(text.contains("platform.yaml:"), "{typo}: {text}");
+        assert!(!p.work.path().join("out").exists(), "{typo}: wrote");
+    }
 }
