@@ -887,20 +887,13 @@ fn cache_dir_for(args: &RenderArgs) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// How long a server may stay silent before a fetch or push fails: `KILN_SOURCE_TIMEOUT`
-/// (whole seconds, at least 1), else 30 s.
-pub fn source_timeout() -> std::time::Duration {
-    std::env::var("KILN_SOURCE_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&s| s > 0)
-        .map_or(
-            crate::source::DEFAULT_TIMEOUT,
-            std::time::Duration::from_secs,
-        )
+/// The source fetcher's limits from the environment (`KILN_SOURCE_TIMEOUT`,
+/// `KILN_SOURCE_MAX_*`): a value that is not a number is refused, never taken for the default.
+pub fn source_limits() -> Result<crate::source::Limits, kiln_source::SourceError> {
+    crate::source::Limits::from_vars(|name| std::env::var(name).ok())
 }
 
-/// Gives libgit2 kiln's network timeout (`source_timeout`), for a command that may talk to a
+/// Gives libgit2 kiln's network timeout (`KILN_SOURCE_TIMEOUT`, [`source_limits`]), for a command that may talk to a
 /// Git server. Process-wide: the binary calls it in `main` right after parsing the arguments,
 /// while it has one thread, as libgit2's options require.
 ///
@@ -908,12 +901,15 @@ pub fn source_timeout() -> std::time::Duration {
 /// CA bundle (`/etc/ssl/certs/ca-certificates.crt`): about 35 ms, ten times what
 /// `kiln helm template` of a small chart takes. A command that never reaches libgit2 skips it
 /// ([`Command::uses_libgit2`]); `--version` and `--help` end inside the parser, before it.
-pub fn set_network_timeouts(command: &Command) {
+/// A bad `KILN_SOURCE_*` value fails here, before the command runs.
+pub fn set_network_timeouts(command: &Command) -> miette::Result<()> {
     if !command.uses_libgit2() {
-        return;
+        return Ok(());
     }
+    let timeout = source_limits()?.timeout;
     // SAFETY: called from `main` before any other thread exists.
-    unsafe { kiln_source::git::set_default_timeout(source_timeout()) }
+    unsafe { kiln_source::git::set_default_timeout(timeout) }
+    Ok(())
 }
 
 /// The source stage's options from the flags and the environment (read here, in the CLI):
@@ -935,18 +931,8 @@ fn source_options(flags: &SourceFlags, update: Option<&[String]>) -> crate::sour
         docker_config.as_deref(),
         vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
-    let mut limits = crate::source::Limits::default();
-    let num = |name: &str| var(name).and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = num("KILN_SOURCE_MAX_BYTES") {
-        limits.max_bytes = n;
-    }
-    if let Some(n) = num("KILN_SOURCE_MAX_FILE_BYTES") {
-        limits.max_file_bytes = n;
-    }
-    if let Some(n) = num("KILN_SOURCE_MAX_ENTRIES") {
-        limits.max_entries = n;
-    }
-    limits.timeout = source_timeout();
+    // A bad value was refused in `main` (`set_network_timeouts`), before any command ran.
+    let limits = source_limits().unwrap_or_default();
     crate::source::SourceOptions {
         refs: flags
             .source_ref
@@ -1434,7 +1420,11 @@ pub const EXIT_USAGE: u8 = 2;
 
 /// The error codes that are usage errors (exit 2 under every command): a source name that
 /// `kiln update NAME` or `--source-ref NAME=REF` gives and no source has.
-const USAGE_CODES: &[&str] = &["kiln::source::unknown_name", "kiln::source::ambiguous_name"];
+const USAGE_CODES: &[&str] = &[
+    "kiln::source::unknown_name",
+    "kiln::source::ambiguous_name",
+    "kiln::source::bad_setting",
+];
 
 impl Command {
     /// The exit code when the command fails with an error (not a difference).
