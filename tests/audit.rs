@@ -409,3 +409,37 @@ fn a_promoted_folder_deleted_by_hand_is_drift() {
         text.stdout
     );
 }
+
+/// Item 8: prod runs Freight that test never ran (promoted with `kiln promote`'s warning
+/// ignored): status says test never ran it, as lag (exit 1, `<lag`) in text and JSON,
+/// instead of calling prod in sync.
+#[test]
+fn a_cell_promoted_past_its_upstream_is_reported() {
+    let m = Mini::new();
+    m.promote("cart-dev", "3.1.0");
+    m.promote("cart-test", "3.1.0");
+    m.promote("cart-dev", "3.2.0");
+    let skipped = m.promote("cart-prod", "3.2.0");
+    assert!(skipped.stderr.contains("warning"), "{}", skipped.text());
+    let r = m.status(&["-o", "json"]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    let v = json(&r);
+    let prod = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["environment"] == "prod")
+        .unwrap()
+        .clone();
+    assert_eq!(prod["state"], "lagging", "{prod:#}");
+    assert_eq!(prod["lag"]["upstream"], "test", "{prod:#}");
+    assert_eq!(prod["lag"]["skipped"], true, "{prod:#}");
+    let text = m.status(&[]);
+    assert_eq!(text.code, Some(1));
+    assert!(
+        text.stdout
+            .contains("lagging shop/cart in prod: test never ran 3.2.0 (Freight "),
+        "{}",
+        text.stdout
+    );
+}

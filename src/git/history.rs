@@ -602,6 +602,44 @@ fn component_images<'a>(
         .collect()
 }
 
+/// Whether a promotion of Freight `freight` by Stage `stage` (`<project>/<stage>`) is on
+/// `branch` of `repo`: a commit whose message has kiln's `freight: …` and `stage: …` lines
+/// (what Kargo's `git-commit` step writes from kiln's template, and `kiln promote` too; the
+/// check `kiln promote` makes before it warns, `crate::promote::unverified_warning`). A
+/// branch that does not exist holds none.
+///
+/// Errors: as [`history`], but a missing branch.
+pub fn promoted_on(
+    repo: &str,
+    branch: &str,
+    freight: &str,
+    stage: &str,
+    auth: &RemoteAuth,
+) -> Result<bool, GitError> {
+    let opened = open_for_reading(repo, auth)?;
+    let Ok(tip) = resolve_commit(&opened.repo, &opened.display, branch) else {
+        return Ok(false);
+    };
+    let (freight_line, stage_line) = (
+        format!("\nfreight: {freight}\n"),
+        format!("\nstage: {stage}\n"),
+    );
+    let mut walk = opened.repo.revwalk().map_err(lg("walking history"))?;
+    walk.push(tip.id()).map_err(lg("walking history"))?;
+    for id in walk {
+        let id = id.map_err(lg("walking history"))?;
+        let commit = opened
+            .repo
+            .find_commit(id)
+            .map_err(lg("reading a commit"))?;
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        if message.contains(&freight_line) && message.contains(&stage_line) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// kiln's commits on `branch` of `repo` (local path or URL), newest first, filtered.
 /// A commit is kept when it is at or after `since` and one of its changes matches the
 /// component and environment filters. Commits kiln did not make are classified with `layout`

@@ -273,6 +273,10 @@ pub struct Lag {
     pub upstream_images: Vec<Image>,
     /// "stage runs 1.9.0, prod-east 1.8.1".
     pub message: String,
+    /// The cell runs Freight its upstream never ran: it was promoted past it (with
+    /// `kiln promote`'s warning ignored, or `--assume-verified`), which Kargo would not offer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
 }
 
 /// One (project, component, environment).
@@ -819,6 +823,43 @@ fn rebuild_from(
     crate::promote::rebuild(stage.clone(), freight, objects, git)
 }
 
+/// Why Kargo cell `c` runs Freight its upstream cell `u` never ran, or `None`: `c`'s
+/// Freight is in none of `u`'s writes read, nor in any promotion by `u`'s Stage on its
+/// branch ([`crate::git::promoted_on`], the check behind `kiln promote`'s warning).
+fn skipped_upstream(
+    c: &Cell,
+    u: &Cell,
+    repo_map: &RepoMap,
+    auth: &RemoteAuth,
+) -> Result<Option<String>, StatusError> {
+    let (true, Some(freight), Some(stage)) = (c.deployed, &c.freight, &u.stage) else {
+        return Ok(None);
+    };
+    if u.history
+        .iter()
+        .any(|w| w.freight.as_ref() == Some(freight))
+    {
+        return Ok(None);
+    }
+    let repo = match repo_map.locate(&u.repo_url) {
+        Location::Local(p) => p.display().to_string(),
+        Location::Remote(r) => r,
+    };
+    if crate::git::promoted_on(&repo, &u.branch, freight, stage, auth)? {
+        return Ok(None);
+    }
+    let tags: Vec<String> = c.images.iter().map(Image::short).collect();
+    let short: String = freight.chars().take(7).collect();
+    let what = match tags.is_empty() {
+        true => format!("Freight {short}"),
+        false => format!("{} (Freight {short})", tags.join(",")),
+    };
+    Ok(Some(format!(
+        "{} never ran {what}: {} was promoted past it",
+        u.environment, c.environment
+    )))
+}
+
 /// `commit by name <email> (summary)`.
 fn described(w: &Write) -> String {
     format!(
@@ -1276,7 +1317,7 @@ pub fn status(
             };
             // Equal images (or none) still differ by Freight or commit.
             // `deployed`, not the state: a folder deleted by hand is drifted and runs nothing.
-            if !u.deployed || u.version() == c.version() {
+            if u.deployed && u.version() == c.version() {
                 continue;
             }
             // Upstream moved on: it was written later, or what this cell runs is what
@@ -1289,7 +1330,20 @@ pub fn status(
                     w.source_commit.as_ref(),
                 ) == c.version()
             });
-            if c.deployed && u.time <= c.time && !ran_before {
+            if !u.deployed || (c.deployed && u.time <= c.time && !ran_before) {
+                // Not behind: but did the upstream ever run what this cell runs?
+                if let Some(message) = skipped_upstream(c, u, &options.repo_map, &options.auth)? {
+                    c.lag = Some(Lag {
+                        upstream: up.clone(),
+                        upstream_images: u.images.clone(),
+                        message,
+                        skipped: true,
+                    });
+                    if c.state == CellState::InSync {
+                        c.state = CellState::Lagging;
+                    }
+                    break;
+                }
                 continue;
             }
             let same_images = u.version().images == c.version().images;
@@ -1317,6 +1371,7 @@ pub fn status(
                 upstream: up.clone(),
                 upstream_images: u.images.clone(),
                 message: format!("{up} runs {}, {} {}", tags(u), c.environment, tags(c)),
+                skipped: false,
             });
             // Running nothing while upstream runs something is lagging too: exit 1, `<lag`.
             if matches!(c.state, CellState::InSync | CellState::NotDeployed) {
