@@ -443,3 +443,29 @@ fn a_cell_promoted_past_its_upstream_is_reported() {
         text.stdout
     );
 }
+
+/// Item 7: `history --at` without `--platform` on a branch holding Kargo Stages says that
+/// the platform is needed (text and JSON) instead of an empty list; `status
+/// --per-environment` on a Kargo platform is refused, as `publish --per-environment` is.
+#[test]
+fn history_at_without_platform_and_status_per_environment_with_kargo_say_so() {
+    let m = Mini::new();
+    m.promote("cart-dev", "3.1.0");
+    let at = m.history(&["--at", "now"]);
+    assert_eq!(at.code, Some(0), "{}", at.text());
+    assert!(at.stdout.contains("pass --platform DIR"), "{}", at.stdout);
+    let at = json(&m.history(&["--at", "now", "-o", "json"]));
+    assert_eq!(at["needsPlatform"], true, "{at:#}");
+    let with = json(&m.history(&["--at", "now", "--platform", "platforms/shop", "-o", "json"]));
+    assert!(with.get("needsPlatform").is_none(), "{with:#}");
+    assert_eq!(with["images"].as_array().unwrap().len(), 1, "{with:#}");
+    let r = m.status(&["--per-environment"]);
+    assert_ne!(r.code, Some(0), "{}", r.text());
+    assert_ne!(r.code, Some(1), "{}", r.text());
+    assert!(
+        r.stderr
+            .contains("kiln::status::per_environment_with_kargo"),
+        "{}",
+        r.stderr
+    );
+}

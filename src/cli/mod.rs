@@ -2194,6 +2194,14 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
         .per_environment
         .then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
     let built = crate::pipeline::build(&opts, &|_, _| {})?;
+    if args.per_environment && built.platform.kargo.enabled {
+        // As `kiln publish --per-environment` refuses: with Kargo, Stages write the branches.
+        return Err(miette::miette!(
+            code = "kiln::status::per_environment_with_kargo",
+            help = "with Kargo, its promotions write the branches the Applications track; run `kiln status` without --per-environment",
+            "`--per-environment` reads branches `kiln publish --per-environment` wrote, which a Kargo platform (spec.kargo.enabled: true) never has"
+        ));
+    }
     let options = crate::status::StatusOptions {
         filter: crate::status::StatusFilter {
             projects: args.projects.clone(),

@@ -388,6 +388,10 @@ pub struct DeployedState {
     pub author: Option<Identity>,
     pub summary: Option<String>,
     pub made_by_kiln: bool,
+    /// The tree holds Kargo Stages but no platform was given: which folders they write (and
+    /// so what runs) is not known, and nothing is listed (`--platform`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub needs_platform: bool,
 }
 
 impl fmt::Display for DeployedState {
@@ -419,6 +423,12 @@ impl DeployedState {
                 "deployed at {} ({short}, committed {time} by {who}, not made by kiln: {}):",
                 self.at,
                 self.summary.as_deref().unwrap_or_default()
+            )?;
+        }
+        if self.needs_platform {
+            writeln!(
+                f,
+                "  (the branch holds Kargo Stages: which folders they write, and so what runs, comes from the platform; pass --platform DIR)"
             )?;
         }
         for c in &self.images {
@@ -783,6 +793,7 @@ pub fn deployed_at(
         author: None,
         summary: None,
         made_by_kiln: false,
+        needs_platform: false,
     };
     let Some(commit) = found else {
         return Ok(state);
@@ -823,6 +834,7 @@ pub fn deployed_at(
         }
         _ if kargo => {
             state.source = Some(StateSource::Tree);
+            state.needs_platform = layout.is_empty();
             let images = stage_folder_images(&files, &known);
             state.images = component_images(images.iter(), filter);
         }
