@@ -469,3 +469,59 @@ fn history_at_without_platform_and_status_per_environment_with_kargo_say_so() {
         r.stderr
     );
 }
+
+/// Item 6: a chart pulled from a Helm repository by one component (`cache`, prod only) is
+/// recorded by the publish for that component's cells, and status credits it to no other
+/// cell (`cart` uses no chart).
+#[test]
+fn a_pulled_chart_is_credited_only_to_the_cells_that_use_it() {
+    use kiln_source::testing;
+    let mut m = Mini::new();
+    let charts = m.tmp.path().join("charts");
+    std::fs::create_dir_all(&charts).unwrap();
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cache}\ndata: {a: b}\n";
+    let tgz = testing::chart_tgz("cache", "1.0.0", &[("templates/cm.yaml", cm)]);
+    testing::helm_repo(&charts, &[("cache", "1.0.0", tgz)]);
+    let server = testing::static_http(&charts, None);
+    write(
+        &m.root.join("components/cache/component.yaml"),
+        &format!(
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: cache}}\nspec:\n  generators:\n  - helm: {{chart: cache, repository: \"{}\", version: 1.0.0}}\n",
+            server.http()
+        ),
+    );
+    let file = m.root.join("platforms/shop/platform.yaml");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "    - path: ../../components/cart\n",
+        "    - path: ../../components/cart\n    - {path: ../../components/cache, deployTo: {tiers: [prod]}}\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    git(&m.root, &["add", "-A"]);
+    git(&m.root, &["commit", "-qm", "add cache"]);
+    m.publish();
+    let message = git(&m.service, &["log", "-1", "--format=%B", "main"]);
+    let chart_trailers: Vec<&str> = message
+        .lines()
+        .filter(|l| l.starts_with("Kiln-App-Commit:") && l.contains("#cache"))
+        .collect();
+    assert_eq!(chart_trailers.len(), 1, "{message}");
+    assert!(
+        chart_trailers[0].starts_with("Kiln-App-Commit: shop/prod/cache "),
+        "{message}"
+    );
+    m.promote("cart-dev", "3.1.0");
+    let v = json(&m.status(&["-e", "dev", "-o", "json"]));
+    let cart = v["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["component"] == "cart")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        cart["writeCommit"].as_str().map(str::len),
+        Some(40),
+        "{cart:#}"
+    );
+    assert!(cart.get("appCommits").is_none(), "{cart:#}");
+}

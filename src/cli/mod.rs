@@ -1713,33 +1713,57 @@ fn provenance(
         ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
-        sources: app_commits(&slice.sources),
+        sources: app_commits(&slice.sources, &slice.plans),
     }
 }
 
 /// The `Kiln-App-Commit` values of a render: each component's app repository commit per
-/// cell it renders, then every other remote source (charts, remote bases) for the whole
-/// publish.
-fn app_commits(sources: &crate::source::Resolved) -> Vec<String> {
+/// cell it renders, each pulled chart per cell of the instances that use it (`plans`: the
+/// cells rendered), then every other remote source (remote bases) for the whole publish.
+fn app_commits(
+    sources: &crate::source::Resolved,
+    plans: &[crate::evaluate::BuildPlan],
+) -> Vec<String> {
     use crate::git::trailers::{AppCommit, Unit};
+    let cell = |project: &str, environment: &str, component: &str| {
+        Some(Unit::Component {
+            project: project.to_string(),
+            environment: environment.to_string(),
+            component: component.to_string(),
+        })
+    };
     let per_cell = sources
         .cells
         .iter()
         .map(|((project, environment, component), e)| AppCommit {
-            cell: Some(Unit::Component {
-                project: project.clone(),
-                environment: environment.clone(),
-                component: component.clone(),
-            }),
+            cell: cell(project, environment, component),
             source: crate::source::trailer_value(e),
         });
     let rest = sources
         .used
         .iter()
         .filter(|e| !sources.cells.values().any(|c| c == *e))
-        .map(|e| AppCommit {
-            cell: None,
-            source: crate::source::trailer_value(e),
+        .flat_map(|e| {
+            let source = crate::source::trailer_value(e);
+            let users: std::collections::BTreeSet<&(String, String)> = sources
+                .charts
+                .used_by
+                .iter()
+                .filter(|(chart, _)| chart == e)
+                .flat_map(|(_, users)| users)
+                .collect();
+            let cells: Vec<AppCommit> = plans
+                .iter()
+                .filter(|p| users.contains(&(p.project.clone(), p.component.clone())))
+                .map(|p| AppCommit {
+                    cell: cell(&p.project, &p.environment, &p.component),
+                    source: source.clone(),
+                })
+                .collect();
+            match cells.is_empty() {
+                true => vec![AppCommit { cell: None, source }],
+                false => cells,
+            }
         });
     per_cell.chain(rest).map(|a| a.to_string()).collect()
 }
