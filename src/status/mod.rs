@@ -57,7 +57,7 @@ use serde_json::Value;
 
 use crate::artifact::ArtifactSet;
 use crate::git::trailers::{AppCommit, Unit};
-use crate::git::{GitError, Identity, RemoteAuth, Timestamp};
+use crate::git::{GitError, Identity, RemoteAuth, Timestamp, printable};
 use crate::promote::freight::{
     FreightCommit, FreightImage, FreightReference, FreightSet, Subscriptions, normalize_git,
 };
@@ -413,7 +413,7 @@ impl StatusReport {
         let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for c in &self.cells {
             let Some(stage) = &c.stage else { continue };
-            let mut text = format!("{} {}", c.component, c.label());
+            let mut text = format!("{} {}", c.component, printable(&c.label()));
             if !c.deployed {
                 text = format!("{} nothing yet", c.component);
                 if c.state == CellState::Lagging {
@@ -445,9 +445,13 @@ impl StatusReport {
     }
 
     /// The text matrix (components × environments), then one line per lagging or drifted
-    /// cell. `color`: ANSI colours (the CLI passes `true` only for a terminal).
+    /// cell. `color`: ANSI colours (the CLI passes `true` only for a terminal). What Git said
+    /// (tags, subjects, authors, paths) is [`printable`]: only kiln's colours reach the
+    /// terminal.
     pub fn to_text(&self, color: bool) -> String {
+        // Rows and environments are the spec's names (DNS labels): only cells carry Git's data.
         let rows = self.rows();
+        let label = |c: &Cell| printable(&c.label()).into_owned();
         let envs: Vec<&String> = self
             .environments
             .iter()
@@ -465,7 +469,7 @@ impl StatusReport {
             .map(|e| {
                 rows.iter()
                     .filter_map(|r| self.cell(r, e))
-                    .map(|c| width(&c.label()))
+                    .map(|c| width(&label(c)))
                     .chain([width(e)])
                     .max()
                     .unwrap_or(0)
@@ -481,7 +485,7 @@ impl StatusReport {
             let mut line = format!("{r:first$}");
             for (e, w) in envs.iter().zip(&col) {
                 let (label, state) = match self.cell(r, e) {
-                    Some(c) => (c.label(), Some(c.state)),
+                    Some(c) => (label(c), Some(c.state)),
                     None => (String::new(), None),
                 };
                 let padded = format!("{label:w$}");
@@ -511,11 +515,17 @@ impl StatusReport {
                     "lagging {} in {}: {}",
                     c.row(),
                     c.environment,
-                    lag.message
+                    printable(&lag.message)
                 );
             }
             if let Some(drift) = &c.drift {
-                let _ = writeln!(out, "drifted {} in {}: {drift}", c.row(), c.environment);
+                let _ = writeln!(
+                    out,
+                    "drifted {} in {}: {}",
+                    c.row(),
+                    c.environment,
+                    printable(drift)
+                );
             }
         }
         out
