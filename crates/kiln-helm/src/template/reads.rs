@@ -122,7 +122,9 @@ impl ValueReads {
         self.paths.insert(path);
     }
 
-    /// The record as paths (in key order: the hash sets' order goes no further).
+    /// The record as paths (in key order: the hash sets' order goes no further than the
+    /// BTreeSets they are collected into).
+    #[allow(clippy::iter_over_hash_type)]
     fn paths(&self) -> Paths {
         let mut read = self.paths.clone();
         for (at, keys) in &self.keys {
