@@ -404,7 +404,7 @@ pub fn load(
             let tree = opts.sources.and_then(|s| s.get(&(p, i)));
             let cdir = match (tree, inst.get("path").and_then(Value::as_str)) {
                 (Some(tree), _) => {
-                    let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/source"));
+                    let loc = Loc::new(file, source_pointer(inst, p, i));
                     match ld.resolve_in_tree(tree, &loc) {
                         Some(d) => d,
                         None => continue,
@@ -454,7 +454,7 @@ pub fn load(
             }
             // Each environment's own commit of the instance's repository.
             for (env, t) in tree.map(|t| &t.environments).into_iter().flatten() {
-                let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/source"));
+                let loc = Loc::new(file, source_pointer(inst, p, i));
                 let Some(edir) = ld.resolve_in_tree(t, &loc) else {
                     continue;
                 };
@@ -805,9 +805,10 @@ impl Loader<'_> {
         idx
     }
 
-    /// A fetched tree's component directory: inside the tree, holding `component.yaml`.
+    /// A fetched tree's component directory: inside the tree, holding `component.yaml`. A
+    /// `source.path` the tree lacks, or one without `component.yaml`, is an unknown
+    /// component, with the nearest folder of the tree that holds one as its help.
     fn resolve_in_tree(&mut self, tree: &SourceTree, loc: &Loc) -> Option<PathBuf> {
-        let outer = std::mem::replace(&mut self.root, tree.root.clone());
         let rel = tree
             .dir
             .strip_prefix(&tree.root)
@@ -815,23 +816,54 @@ impl Loader<'_> {
             .display()
             .to_string();
         let rel = if rel.is_empty() { ".".to_string() } else { rel };
-        let found = self.resolve(&tree.root, &rel, loc, "component directory");
-        self.root = outer;
-        let cdir = found?;
-        if !self.fs.is_file(&cdir.join("component.yaml")) {
-            let sn = self.sources.snippet(loc);
-            self.errors.push(LoadError::UnknownComponent {
-                path: tree.label.clone(),
-                reason: "the fetched directory has no component.yaml".to_string(),
-                help: "`source.path` names the folder of the repository holding component.yaml"
-                    .into(),
-                at: sn.at,
-                src: sn.src,
-                span: sn.span,
-            });
-            return None;
+        let missing = self.fs.canonicalize(&tree.dir).is_err()
+            && normalize(&tree.dir).starts_with(&tree.root)
+            && crate::fs::dangling_link(self.fs, &tree.dir).is_none();
+        let reason = if missing {
+            "the fetched repository has no such folder"
+        } else {
+            let outer = std::mem::replace(&mut self.root, tree.root.clone());
+            let found = self.resolve(&tree.root, &rel, loc, "component directory");
+            self.root = outer;
+            let cdir = found?;
+            if self.fs.is_file(&cdir.join("component.yaml")) {
+                return Some(cdir);
+            }
+            "the fetched folder has no component.yaml"
+        };
+        let help = self.nearest_in_tree(&tree.root, &rel);
+        let sn = self.sources.snippet(loc);
+        self.errors.push(LoadError::UnknownComponent {
+            path: tree.label.clone(),
+            reason: reason.to_string(),
+            help,
+            at: sn.at,
+            src: sn.src,
+            span: sn.span,
+        });
+        None
+    }
+
+    /// The help for a `source.path` (`rel`) that names no component in the fetched tree at
+    /// `root`: the folder holding a `component.yaml` nearest to it, else those there are.
+    fn nearest_in_tree(&self, root: &Path, rel: &str) -> String {
+        let folders = component_folders(self.fs, root);
+        let names = folders.iter().map(String::as_str);
+        match crate::diag::did_you_mean(rel, names) {
+            Some(m) => format!(
+                "did you mean `{m}`? (`source.path` is the folder of the repository holding component.yaml)"
+            ),
+            None if folders.is_empty() => {
+                "the repository holds no component.yaml at this ref; `source.path` names the folder that does".into()
+            }
+            None => {
+                let shown: Vec<String> = folders.iter().take(5).map(|f| format!("`{f}`")).collect();
+                format!(
+                    "`source.path` names the folder of the repository holding component.yaml; the repository has: {}",
+                    shown.join(", ")
+                )
+            }
         }
-        Some(cdir)
     }
 
     /// Resolves a component instance's `path`: inside the root, a directory holding
@@ -1211,6 +1243,55 @@ fn normalize(path: &Path) -> PathBuf {
     }
     out
 }
+
+/// Where an instance's `source` errors point: its `source.path` when it has one, else the
+/// `source` mapping.
+fn source_pointer(inst: &Value, p: usize, i: usize) -> String {
+    let base = format!("/spec/projects/{p}/components/{i}/source");
+    match inst.pointer("/source/path").and_then(Value::as_str) {
+        Some(path) if !path.is_empty() => format!("{base}/path"),
+        _ => base,
+    }
+}
+
+/// The folders of the fetched tree at `root` that hold a `component.yaml`, relative to it
+/// (`.` for the root), in sorted order; at most [`MAX_COMPONENT_FOLDERS`] folders are looked
+/// into, `.git` and other hidden folders never.
+fn component_folders(fs: &dyn FileSystem, root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    let mut seen = 0;
+    while let Some(dir) = todo.pop() {
+        seen += 1;
+        if seen > MAX_COMPONENT_FOLDERS {
+            break;
+        }
+        if fs.is_file(&dir.join("component.yaml")) {
+            let rel = dir.strip_prefix(root).unwrap_or(&dir).display().to_string();
+            found.push(if rel.is_empty() { ".".to_string() } else { rel });
+        }
+        let entries = fs.read_dir_kinds(&dir).unwrap_or_default();
+        for (e, kind) in entries.into_iter().rev() {
+            let hidden = e
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            // A link is followed only while it stays in the tree.
+            let dir = match kind {
+                Some(k) => k == crate::fs::PlainKind::Dir,
+                None => fs.canonicalize(&e).is_ok_and(|c| c.starts_with(root)) && fs.is_dir(&e),
+            };
+            if !hidden && dir {
+                todo.push(e);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// How many folders of a fetched tree [`component_folders`] looks into: a did-you-mean is
+/// not worth walking a monorepo for.
+const MAX_COMPONENT_FOLDERS: usize = 2_000;
 
 #[cfg(test)]
 mod tests {

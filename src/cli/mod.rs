@@ -887,20 +887,13 @@ fn cache_dir_for(args: &RenderArgs) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// How long a server may stay silent before a fetch or push fails: `KILN_SOURCE_TIMEOUT`
-/// (whole seconds, at least 1), else 30 s.
-pub fn source_timeout() -> std::time::Duration {
-    std::env::var("KILN_SOURCE_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&s| s > 0)
-        .map_or(
-            crate::source::DEFAULT_TIMEOUT,
-            std::time::Duration::from_secs,
-        )
+/// The source fetcher's limits from the environment (`KILN_SOURCE_TIMEOUT`,
+/// `KILN_SOURCE_MAX_*`): a value that is not a number is refused, never taken for the default.
+pub fn source_limits() -> Result<crate::source::Limits, kiln_source::SourceError> {
+    crate::source::Limits::from_vars(|name| std::env::var(name).ok())
 }
 
-/// Gives libgit2 kiln's network timeout (`source_timeout`), for a command that may talk to a
+/// Gives libgit2 kiln's network timeout (`KILN_SOURCE_TIMEOUT`, [`source_limits`]), for a command that may talk to a
 /// Git server. Process-wide: the binary calls it in `main` right after parsing the arguments,
 /// while it has one thread, as libgit2's options require.
 ///
@@ -908,12 +901,15 @@ pub fn source_timeout() -> std::time::Duration {
 /// CA bundle (`/etc/ssl/certs/ca-certificates.crt`): about 35 ms, ten times what
 /// `kiln helm template` of a small chart takes. A command that never reaches libgit2 skips it
 /// ([`Command::uses_libgit2`]); `--version` and `--help` end inside the parser, before it.
-pub fn set_network_timeouts(command: &Command) {
+/// A bad `KILN_SOURCE_*` value fails here, before the command runs.
+pub fn set_network_timeouts(command: &Command) -> miette::Result<()> {
     if !command.uses_libgit2() {
-        return;
+        return Ok(());
     }
+    let timeout = source_limits()?.timeout;
     // SAFETY: called from `main` before any other thread exists.
-    unsafe { kiln_source::git::set_default_timeout(source_timeout()) }
+    unsafe { kiln_source::git::set_default_timeout(timeout) }
+    Ok(())
 }
 
 /// The source stage's options from the flags and the environment (read here, in the CLI):
@@ -935,18 +931,8 @@ fn source_options(flags: &SourceFlags, update: Option<&[String]>) -> crate::sour
         docker_config.as_deref(),
         vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
-    let mut limits = crate::source::Limits::default();
-    let num = |name: &str| var(name).and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = num("KILN_SOURCE_MAX_BYTES") {
-        limits.max_bytes = n;
-    }
-    if let Some(n) = num("KILN_SOURCE_MAX_FILE_BYTES") {
-        limits.max_file_bytes = n;
-    }
-    if let Some(n) = num("KILN_SOURCE_MAX_ENTRIES") {
-        limits.max_entries = n;
-    }
-    limits.timeout = source_timeout();
+    // A bad value was refused in `main` (`set_network_timeouts`), before any command ran.
+    let limits = source_limits().unwrap_or_default();
     crate::source::SourceOptions {
         refs: flags
             .source_ref
@@ -1434,7 +1420,11 @@ pub const EXIT_USAGE: u8 = 2;
 
 /// The error codes that are usage errors (exit 2 under every command): a source name that
 /// `kiln update NAME` or `--source-ref NAME=REF` gives and no source has.
-const USAGE_CODES: &[&str] = &["kiln::source::unknown_name", "kiln::source::ambiguous_name"];
+const USAGE_CODES: &[&str] = &[
+    "kiln::source::unknown_name",
+    "kiln::source::ambiguous_name",
+    "kiln::source::bad_setting",
+];
 
 impl Command {
     /// The exit code when the command fails with an error (not a difference).
@@ -1560,13 +1550,14 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                     ),
                     format,
                 )?,
-                ShowWhat::Buildplans => crate::pipeline::show_buildplans(
-                    &crate::fs::RealFs,
-                    &args.platform,
-                    None,
-                    &args.selection.to_lib(),
-                    format,
-                )?,
+                ShowWhat::Buildplans => {
+                    let mut opts = with_sources(
+                        crate::pipeline::RenderOptions::new(&args.platform),
+                        &SourceFlags::default(),
+                    );
+                    opts.selection = args.selection.to_lib();
+                    crate::pipeline::show_buildplans_sources(&opts, format)?
+                }
             };
             print_out(&text)?;
             Ok(ExitCode::SUCCESS)
@@ -1722,33 +1713,57 @@ fn provenance(
         ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
-        sources: app_commits(&slice.sources),
+        sources: app_commits(&slice.sources, &slice.plans),
     }
 }
 
 /// The `Kiln-App-Commit` values of a render: each component's app repository commit per
-/// cell it renders, then every other remote source (charts, remote bases) for the whole
-/// publish.
-fn app_commits(sources: &crate::source::Resolved) -> Vec<String> {
+/// cell it renders, each pulled chart per cell of the instances that use it (`plans`: the
+/// cells rendered), then every other remote source (remote bases) for the whole publish.
+fn app_commits(
+    sources: &crate::source::Resolved,
+    plans: &[crate::evaluate::BuildPlan],
+) -> Vec<String> {
     use crate::git::trailers::{AppCommit, Unit};
+    let cell = |project: &str, environment: &str, component: &str| {
+        Some(Unit::Component {
+            project: project.to_string(),
+            environment: environment.to_string(),
+            component: component.to_string(),
+        })
+    };
     let per_cell = sources
         .cells
         .iter()
         .map(|((project, environment, component), e)| AppCommit {
-            cell: Some(Unit::Component {
-                project: project.clone(),
-                environment: environment.clone(),
-                component: component.clone(),
-            }),
+            cell: cell(project, environment, component),
             source: crate::source::trailer_value(e),
         });
     let rest = sources
         .used
         .iter()
         .filter(|e| !sources.cells.values().any(|c| c == *e))
-        .map(|e| AppCommit {
-            cell: None,
-            source: crate::source::trailer_value(e),
+        .flat_map(|e| {
+            let source = crate::source::trailer_value(e);
+            let users: std::collections::BTreeSet<&(String, String)> = sources
+                .charts
+                .used_by
+                .iter()
+                .filter(|(chart, _)| chart == e)
+                .flat_map(|(_, users)| users)
+                .collect();
+            let cells: Vec<AppCommit> = plans
+                .iter()
+                .filter(|p| users.contains(&(p.project.clone(), p.component.clone())))
+                .map(|p| AppCommit {
+                    cell: cell(&p.project, &p.environment, &p.component),
+                    source: source.clone(),
+                })
+                .collect();
+            match cells.is_empty() {
+                true => vec![AppCommit { cell: None, source }],
+                false => cells,
+            }
         });
     per_cell.chain(rest).map(|a| a.to_string()).collect()
 }
@@ -2203,6 +2218,14 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
         .per_environment
         .then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
     let built = crate::pipeline::build(&opts, &|_, _| {})?;
+    if args.per_environment && built.platform.kargo.enabled {
+        // As `kiln publish --per-environment` refuses: with Kargo, Stages write the branches.
+        return Err(miette::miette!(
+            code = "kiln::status::per_environment_with_kargo",
+            help = "with Kargo, its promotions write the branches the Applications track; run `kiln status` without --per-environment",
+            "`--per-environment` reads branches `kiln publish --per-environment` wrote, which a Kargo platform (spec.kargo.enabled: true) never has"
+        ));
+    }
     let options = crate::status::StatusOptions {
         filter: crate::status::StatusFilter {
             projects: args.projects.clone(),
@@ -2258,8 +2281,9 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
 /// For `kiln status`: the platform rendered as `kiln publish` rendered it at `commit` of the
 /// checkout's repository. That is `built` when the checkout is at that commit with no local
 /// change to what the render read; else the commit's tree under the repository root, read
-/// into memory and rendered with the same options (no render cache, no validation: neither
-/// changes the bytes).
+/// into memory, and the source cache ([`CommitWithSources`]), rendered with the same options
+/// (the source stage as any render's; no render cache, no validation: neither changes the
+/// bytes).
 fn rerender<'a>(
     opts: &'a crate::pipeline::RenderOptions,
     platform_dir: &'a std::path::Path,
@@ -2280,6 +2304,9 @@ fn rerender<'a>(
                 crate::git::TreeFile::Link(target) => fs.add_symlink(root.join(path), target),
             };
         }
+        // Components from other repositories are fetched into the source cache on disk, as
+        // for any render: the commit's checkout alone does not hold them.
+        let fs = CommitWithSources::new(fs, opts.sources.cache_dir.as_deref());
         let platform = platform_dir
             .canonicalize()
             .ok()
@@ -2297,9 +2324,74 @@ fn rerender<'a>(
     }
 }
 
+/// What [`rerender`] renders from: the checkout at a commit, in memory, and the source
+/// cache on disk (where the source stage puts the trees of `components[].source`, the
+/// pulled charts and remote bases). Nothing else of the disk is seen.
+#[derive(Debug)]
+struct CommitWithSources {
+    commit: crate::fs::MemFs,
+    /// The source cache as configured and as resolved (a cache under a symbolic link).
+    sources: Vec<PathBuf>,
+}
+
+impl CommitWithSources {
+    fn new(commit: crate::fs::MemFs, sources: Option<&std::path::Path>) -> Self {
+        let sources = sources
+            .into_iter()
+            .flat_map(|d| [Some(d.to_path_buf()), std::fs::canonicalize(d).ok()])
+            .flatten()
+            .collect();
+        CommitWithSources { commit, sources }
+    }
+
+    fn at(&self, path: &std::path::Path) -> &dyn crate::fs::FileSystem {
+        match self.sources.iter().any(|d| path.starts_with(d)) {
+            true => &crate::fs::RealFs,
+            false => &self.commit,
+        }
+    }
+}
+
+impl crate::fs::FileSystem for CommitWithSources {
+    fn read(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        self.at(path).read(path)
+    }
+    fn is_dir(&self, path: &std::path::Path) -> bool {
+        self.at(path).is_dir(path)
+    }
+    fn is_file(&self, path: &std::path::Path) -> bool {
+        self.at(path).is_file(path)
+    }
+    fn read_dir(&self, path: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
+        self.at(path).read_dir(path)
+    }
+    fn canonicalize(&self, path: &std::path::Path) -> std::io::Result<PathBuf> {
+        self.at(path).canonicalize(path)
+    }
+    fn plain_kind(&self, path: &std::path::Path) -> Option<crate::fs::PlainKind> {
+        self.at(path).plain_kind(path)
+    }
+    fn read_dir_kinds(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
+        self.at(path).read_dir_kinds(path)
+    }
+    fn read_at_most(&self, path: &std::path::Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+        self.at(path).read_at_most(path, max)
+    }
+    fn read_link(&self, path: &std::path::Path) -> Option<PathBuf> {
+        self.at(path).read_link(path)
+    }
+}
+
 /// `kiln bootstrap`: render in memory, create the missing write branches.
 fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
-    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    // Components from other repositories render from the source cache, as for `promote`.
+    let mut opts = with_sources(
+        crate::pipeline::RenderOptions::new(&args.platform),
+        &SourceFlags::default(),
+    );
     opts.layout = args.layout.to_lib();
     let crate::pipeline::Built { set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;

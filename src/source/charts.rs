@@ -41,6 +41,8 @@ pub struct PulledChart {
 struct Use {
     needed_by: String,
     names: BTreeSet<String>,
+    /// (project, instance) of every instance that uses it, for the publish trailers.
+    instances: BTreeSet<(String, String)>,
 }
 
 /// The charts found so far.
@@ -68,6 +70,9 @@ enum Found {
 pub struct Charts {
     pub pulled: BTreeMap<ChartSource, PulledChart>,
     pub dependencies: BTreeMap<PathBuf, Vec<PulledChart>>,
+    /// Each chart pulled (a dependency too) with the (project, instance) pairs whose
+    /// component uses it, so a publish credits it to their cells only.
+    pub used_by: Vec<(LockEntry, BTreeSet<(String, String)>)>,
 }
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -155,6 +160,8 @@ impl ChartScan {
                 u.needed_by = needed_by.clone();
             }
             u.names.insert(instance.to_string());
+            u.instances
+                .insert((project.to_string(), instance.to_string()));
         }
         Ok(())
     }
@@ -213,6 +220,8 @@ impl ChartScan {
         for (source, u) in &self.wanted {
             match misses.note(pull(fetcher, source, u)) {
                 Ok(Some(pulled)) => {
+                    out.used_by
+                        .push((pulled.entry.clone(), u.instances.clone()));
                     with_deps
                         .entry(pulled.dir.clone())
                         .or_insert_with(|| u.clone());
@@ -233,7 +242,11 @@ impl ChartScan {
             let mut pulled = Vec::new();
             for source in deps {
                 match misses.note(pull(fetcher, &source, u)) {
-                    Ok(got) => pulled.extend(got),
+                    Ok(got) => {
+                        out.used_by
+                            .extend(got.iter().map(|p| (p.entry.clone(), u.instances.clone())));
+                        pulled.extend(got)
+                    }
                     Err(e) => failed.push(e),
                 }
             }
@@ -299,7 +312,7 @@ fn helm_generator(
         let chart = crate::fs::normalize(&dir.join(&h.chart));
         let u = Use {
             needed_by: needed_by.to_string(),
-            names: BTreeSet::new(),
+            ..Use::default()
         };
         let pulls = fs.is_dir(&chart) && !dependencies(fs, &chart, &u)?.is_empty();
         return Ok(pulls.then_some(Found::Local(chart)));
