@@ -748,11 +748,21 @@ fn wanted(
                     None => format!("the component from `{}`", kiln_base::url::redact(&src.git)),
                 }
             );
-            let invalid = |field: &str, problem: String, help: &str| SourceStageError::Invalid {
-                at: at.clone(),
-                field: field.into(),
-                problem,
-                help: help.into(),
+            // Each error names the line of its field, as a fetch error does (below).
+            let invalid = |field: &str, problem: String, help: &str| {
+                let pointer = format!(
+                    "/spec/projects/{p}/components/{i}/{}",
+                    field.replace('.', "/")
+                );
+                SourceStageError::Invalid {
+                    at: match spans.find(0, &pointer, false) {
+                        Some(l) => format!("{file}:{}:{}, {at}", l.line, l.column),
+                        None => at.clone(),
+                    },
+                    field: field.into(),
+                    problem,
+                    help: help.into(),
+                }
             };
             if !inst.path.is_empty() {
                 return Err(invalid(

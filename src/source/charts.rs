@@ -59,7 +59,8 @@ pub struct ChartScan {
 
 #[derive(Debug, Clone)]
 enum Found {
-    Pulled(ChartSource),
+    /// A chart to pull, with where it is declared (`file:line:column, field`).
+    Pulled(ChartSource, String),
     Local(PathBuf),
 }
 
@@ -144,7 +145,15 @@ impl ChartScan {
         };
         for f in found {
             let u = match f {
-                Found::Pulled(source) => self.wanted.entry(source).or_default(),
+                Found::Pulled(source, at) => {
+                    let u = self.wanted.entry(source).or_default();
+                    // A fetch error names the line that declared the chart, as a Git
+                    // source's names its `source.ref`.
+                    if u.needed_by.is_empty() {
+                        u.needed_by = format!("{needed_by} at {at}");
+                    }
+                    u
+                }
                 Found::Local(chart) => self.local.entry(chart).or_default(),
             };
             if u.needed_by.is_empty() {
@@ -164,13 +173,18 @@ impl ChartScan {
         needed_by: &str,
     ) -> Result<Vec<Found>, SourceStageError> {
         let file = dir.join("component.yaml");
-        let Some(doc) = read_yaml(fs, &file) else {
+        let Some((doc, spans)) = read_located(fs, &file) else {
             return Ok(Vec::new());
         };
         let mut found = Vec::new();
         let generators = doc.pointer("/spec/generators").and_then(Value::as_array);
         for (g, generator) in generators.into_iter().flatten().enumerate() {
-            let at = format!("{}, spec.generators[{g}]", file.display());
+            let at = position(
+                &file,
+                &spans,
+                &format!("/spec/generators/{g}/helm"),
+                &format!("spec.generators[{g}]"),
+            );
             if let Some(h) = generator.get("helm") {
                 let Ok(h) = serde_json::from_value::<crate::spec::HelmGenerator>(h.clone()) else {
                     continue;
@@ -247,8 +261,22 @@ impl ChartScan {
 }
 
 fn read_yaml(fs: &dyn FileSystem, path: &Path) -> Option<Value> {
+    read_located(fs, path).map(|(v, _)| v)
+}
+
+/// [`read_yaml`], with the lines of its nodes.
+fn read_located(fs: &dyn FileSystem, path: &Path) -> Option<(Value, kiln_base::yaml::SpanIndex)> {
     let text = fs.read_to_string(path).ok()?;
-    crate::yaml::parse_one(&path.display().to_string(), &text).ok()
+    let value = crate::yaml::parse_one(&path.display().to_string(), &text).ok()?;
+    Some((value, kiln_base::yaml::SpanIndex::build(&text)))
+}
+
+/// `file:line:column, field` of the node at `pointer` (`file, field` when it is not found).
+fn position(file: &Path, spans: &kiln_base::yaml::SpanIndex, pointer: &str, field: &str) -> String {
+    match spans.find(0, pointer, false) {
+        Some(l) => format!("{}:{}:{}, {field}", file.display(), l.line, l.column),
+        None => format!("{}, {field}", file.display()),
+    }
 }
 
 fn invalid(at: &str, field: &str, problem: String, help: &str) -> SourceStageError {
@@ -323,7 +351,7 @@ fn helm_generator(
         ));
     }
     check_source(&source, at, "helm.repository")?;
-    Ok(Some(Found::Pulled(source)))
+    Ok(Some(Found::Pulled(source, at.to_string())))
 }
 
 /// A chart source's repository must be one kiln can pull from.
@@ -356,10 +384,10 @@ fn kustomization(
     if !seen.insert(dir.to_path_buf()) {
         return;
     }
-    let Some(k) = KUSTOMIZATION_FILES
-        .iter()
-        .find_map(|f| read_yaml(fs, &dir.join(f)))
-    else {
+    let Some((file, (k, spans))) = KUSTOMIZATION_FILES.iter().find_map(|f| {
+        let file = dir.join(f);
+        read_located(fs, &file).map(|doc| (file, doc))
+    }) else {
         return;
     };
     let home = k
@@ -367,11 +395,12 @@ fn kustomization(
         .and_then(Value::as_str)
         .filter(|h| !h.is_empty())
         .unwrap_or(kiln_kustomize::types::helmchartargs::DEFAULT_CHART_HOME);
-    for chart in k
+    for (c, chart) in k
         .get("helmCharts")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        .enumerate()
     {
         let field = |f: &str| {
             chart
@@ -395,7 +424,13 @@ fn kustomization(
         if fs.is_dir(&home.join(&source.name)) {
             continue;
         }
-        found.push(Found::Pulled(source));
+        let at = position(
+            &file,
+            &spans,
+            &format!("/helmCharts/{c}"),
+            &format!("helmCharts[{c}]"),
+        );
+        found.push(Found::Pulled(source, at));
     }
     for list in ["resources", "components", "bases"] {
         for entry in k.get(list).and_then(Value::as_array).into_iter().flatten() {
@@ -597,5 +632,47 @@ mod tests {
         assert!(satisfies("", "1.2.5"));
         assert!(satisfies("1.2.5", "1.2.5"));
         assert!(!satisfies("^2", "1.2.5"));
+    }
+
+    /// newcomer3's repro 10 (a): a chart that could not be fetched, or whose URL holds
+    /// credentials, named its component but no file:line, where a Git source's error does.
+    #[test]
+    fn chart_sources_name_the_line_that_declares_them() {
+        let mut fs = crate::fs::MemFs::new();
+        let component = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: cache}\nspec:\n  generators:\n  - helm: {chart: cache, repository: \"http://127.0.0.1:1\", version: 1.0.0}\n";
+        fs.add_file("/r/c/component.yaml", component);
+        fs.add_file(
+            "/r/k/component.yaml",
+            "kind: Component\nspec:\n  generators:\n  - kustomize: base\n",
+        );
+        fs.add_file(
+            "/r/k/base/kustomization.yaml",
+            "helmCharts:\n- {name: queue, repo: \"https://charts.test\", version: 2.0.0}\n",
+        );
+        let mut scan = ChartScan::default();
+        scan.scan_component(&fs, Path::new("/r/c"), "shop", "cache")
+            .unwrap();
+        scan.scan_component(&fs, Path::new("/r/k"), "shop", "k")
+            .unwrap();
+        let needed: Vec<&str> = scan.wanted.values().map(|u| u.needed_by.as_str()).collect();
+        assert_eq!(
+            needed,
+            [
+                "component cache (project shop) at /r/c/component.yaml:6:11, spec.generators[0]",
+                "component k (project shop) at /r/k/base/kustomization.yaml:2:3, helmCharts[0]",
+            ]
+        );
+        fs.add_file(
+            "/r/d/component.yaml",
+            component.replace("http://127", "http://u:p@127"),
+        );
+        let err = ChartScan::default()
+            .scan_component(&fs, Path::new("/r/d"), "shop", "d")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/r/d/component.yaml:6:11, spec.generators[0]: `helm.repository`"),
+            "{err}"
+        );
     }
 }
