@@ -420,9 +420,15 @@ pub fn load(
                 _ => {
                     // Neither a path nor a fetched source (a caller that ran no source
                     // stage): the instance cannot be read.
+                    let remote = inst.get("source").is_some();
+                    // The source stage fetches nothing for a platform.yaml that breaks the
+                    // schema (`source::resolve`); that violation is reported already, and
+                    // this error would only repeat it once per remote instance.
+                    if remote && !valid {
+                        continue;
+                    }
                     let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}"));
                     let sn = ld.sources.snippet(&loc);
-                    let remote = inst.get("source").is_some();
                     ld.errors.push(LoadError::UnknownComponent {
                         path: String::new(),
                         reason: if remote {
@@ -1585,6 +1591,40 @@ mod tests {
             .unwrap_err()
             .errors;
         assert!(matches!(&errs[..], [LoadError::Yaml(_)]), "{errs:?}");
+    }
+
+    /// newcomer3's repro 08: one typo in a platform.yaml whose instances come from other
+    /// repositories (so the source stage fetched nothing) gave one error for the typo and one
+    /// "unknown component ``: its `source` was not fetched" per remote instance.
+    #[test]
+    fn a_schema_violation_is_not_repeated_for_each_unfetched_source() {
+        let remote = "    - {name: a1, source: {git: \"https://git.test/a.git\", path: deploy}}\n    - {name: a2, source: {git: \"https://git.test/a.git\", path: deploy}, deployto: {tiers: [prod]}}\n";
+        let platform = format!("{PLATFORM}{remote}");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", platform.as_str()),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::SchemaViolation { .. }]),
+            "{errs:#?}"
+        );
+        assert!(errs[0].to_string().contains("deployto"), "{}", errs[0]);
+        // Without the typo, an instance nobody fetched is still an error of its own.
+        let fixed = platform.replace("deployto", "deployTo");
+        std::fs::write(t.path().join("platforms/p/platform.yaml"), fixed).unwrap();
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert!(
+            errs.iter()
+                .all(|e| matches!(e, LoadError::UnknownComponent { .. })),
+            "{errs:#?}"
+        );
     }
 
     #[test]

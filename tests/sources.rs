@@ -1268,15 +1268,20 @@ fn app_repos_to_one_service_repo_end_to_end() {
         message.contains(&format!("Kiln-App-Commit: {daemon_url}/bases.git@")),
         "{message}"
     );
+    // A chart, once per cell of the instances that use it (`<project>/<env>/<component> …`).
+    let per_cell = |source: &str| {
+        message.lines().any(|l| {
+            l.strip_prefix("Kiln-App-Commit: ")
+                .and_then(|v| v.split_once(' '))
+                .is_some_and(|(cell, v)| cell.split('/').count() == 3 && v.starts_with(source))
+        })
+    };
     assert!(
-        message.contains(&format!("Kiln-App-Commit: {chart_url}#ledger@sha256:")),
+        per_cell(&format!("{chart_url}#ledger@sha256:")),
         "{message}"
     );
     if let Some(oci) = &oci_url {
-        assert!(
-            message.contains(&format!("Kiln-App-Commit: {oci}")),
-            "{message}"
-        );
+        assert!(per_cell(oci), "{message}");
     }
 
     // Kargo's pipeline, run locally: dev, then test.

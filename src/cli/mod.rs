@@ -1550,13 +1550,14 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                     ),
                     format,
                 )?,
-                ShowWhat::Buildplans => crate::pipeline::show_buildplans(
-                    &crate::fs::RealFs,
-                    &args.platform,
-                    None,
-                    &args.selection.to_lib(),
-                    format,
-                )?,
+                ShowWhat::Buildplans => {
+                    let mut opts = with_sources(
+                        crate::pipeline::RenderOptions::new(&args.platform),
+                        &SourceFlags::default(),
+                    );
+                    opts.selection = args.selection.to_lib();
+                    crate::pipeline::show_buildplans_sources(&opts, format)?
+                }
             };
             print_out(&text)?;
             Ok(ExitCode::SUCCESS)
@@ -1712,33 +1713,57 @@ fn provenance(
         ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
-        sources: app_commits(&slice.sources),
+        sources: app_commits(&slice.sources, &slice.plans),
     }
 }
 
 /// The `Kiln-App-Commit` values of a render: each component's app repository commit per
-/// cell it renders, then every other remote source (charts, remote bases) for the whole
-/// publish.
-fn app_commits(sources: &crate::source::Resolved) -> Vec<String> {
+/// cell it renders, each pulled chart per cell of the instances that use it (`plans`: the
+/// cells rendered), then every other remote source (remote bases) for the whole publish.
+fn app_commits(
+    sources: &crate::source::Resolved,
+    plans: &[crate::evaluate::BuildPlan],
+) -> Vec<String> {
     use crate::git::trailers::{AppCommit, Unit};
+    let cell = |project: &str, environment: &str, component: &str| {
+        Some(Unit::Component {
+            project: project.to_string(),
+            environment: environment.to_string(),
+            component: component.to_string(),
+        })
+    };
     let per_cell = sources
         .cells
         .iter()
         .map(|((project, environment, component), e)| AppCommit {
-            cell: Some(Unit::Component {
-                project: project.clone(),
-                environment: environment.clone(),
-                component: component.clone(),
-            }),
+            cell: cell(project, environment, component),
             source: crate::source::trailer_value(e),
         });
     let rest = sources
         .used
         .iter()
         .filter(|e| !sources.cells.values().any(|c| c == *e))
-        .map(|e| AppCommit {
-            cell: None,
-            source: crate::source::trailer_value(e),
+        .flat_map(|e| {
+            let source = crate::source::trailer_value(e);
+            let users: std::collections::BTreeSet<&(String, String)> = sources
+                .charts
+                .used_by
+                .iter()
+                .filter(|(chart, _)| chart == e)
+                .flat_map(|(_, users)| users)
+                .collect();
+            let cells: Vec<AppCommit> = plans
+                .iter()
+                .filter(|p| users.contains(&(p.project.clone(), p.component.clone())))
+                .map(|p| AppCommit {
+                    cell: cell(&p.project, &p.environment, &p.component),
+                    source: source.clone(),
+                })
+                .collect();
+            match cells.is_empty() {
+                true => vec![AppCommit { cell: None, source }],
+                false => cells,
+            }
         });
     per_cell.chain(rest).map(|a| a.to_string()).collect()
 }
@@ -2193,6 +2218,14 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
         .per_environment
         .then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
     let built = crate::pipeline::build(&opts, &|_, _| {})?;
+    if args.per_environment && built.platform.kargo.enabled {
+        // As `kiln publish --per-environment` refuses: with Kargo, Stages write the branches.
+        return Err(miette::miette!(
+            code = "kiln::status::per_environment_with_kargo",
+            help = "with Kargo, its promotions write the branches the Applications track; run `kiln status` without --per-environment",
+            "`--per-environment` reads branches `kiln publish --per-environment` wrote, which a Kargo platform (spec.kargo.enabled: true) never has"
+        ));
+    }
     let options = crate::status::StatusOptions {
         filter: crate::status::StatusFilter {
             projects: args.projects.clone(),
@@ -2248,8 +2281,9 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
 /// For `kiln status`: the platform rendered as `kiln publish` rendered it at `commit` of the
 /// checkout's repository. That is `built` when the checkout is at that commit with no local
 /// change to what the render read; else the commit's tree under the repository root, read
-/// into memory and rendered with the same options (no render cache, no validation: neither
-/// changes the bytes).
+/// into memory, and the source cache ([`CommitWithSources`]), rendered with the same options
+/// (the source stage as any render's; no render cache, no validation: neither changes the
+/// bytes).
 fn rerender<'a>(
     opts: &'a crate::pipeline::RenderOptions,
     platform_dir: &'a std::path::Path,
@@ -2270,6 +2304,9 @@ fn rerender<'a>(
                 crate::git::TreeFile::Link(target) => fs.add_symlink(root.join(path), target),
             };
         }
+        // Components from other repositories are fetched into the source cache on disk, as
+        // for any render: the commit's checkout alone does not hold them.
+        let fs = CommitWithSources::new(fs, opts.sources.cache_dir.as_deref());
         let platform = platform_dir
             .canonicalize()
             .ok()
@@ -2287,9 +2324,74 @@ fn rerender<'a>(
     }
 }
 
+/// What [`rerender`] renders from: the checkout at a commit, in memory, and the source
+/// cache on disk (where the source stage puts the trees of `components[].source`, the
+/// pulled charts and remote bases). Nothing else of the disk is seen.
+#[derive(Debug)]
+struct CommitWithSources {
+    commit: crate::fs::MemFs,
+    /// The source cache as configured and as resolved (a cache under a symbolic link).
+    sources: Vec<PathBuf>,
+}
+
+impl CommitWithSources {
+    fn new(commit: crate::fs::MemFs, sources: Option<&std::path::Path>) -> Self {
+        let sources = sources
+            .into_iter()
+            .flat_map(|d| [Some(d.to_path_buf()), std::fs::canonicalize(d).ok()])
+            .flatten()
+            .collect();
+        CommitWithSources { commit, sources }
+    }
+
+    fn at(&self, path: &std::path::Path) -> &dyn crate::fs::FileSystem {
+        match self.sources.iter().any(|d| path.starts_with(d)) {
+            true => &crate::fs::RealFs,
+            false => &self.commit,
+        }
+    }
+}
+
+impl crate::fs::FileSystem for CommitWithSources {
+    fn read(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        self.at(path).read(path)
+    }
+    fn is_dir(&self, path: &std::path::Path) -> bool {
+        self.at(path).is_dir(path)
+    }
+    fn is_file(&self, path: &std::path::Path) -> bool {
+        self.at(path).is_file(path)
+    }
+    fn read_dir(&self, path: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
+        self.at(path).read_dir(path)
+    }
+    fn canonicalize(&self, path: &std::path::Path) -> std::io::Result<PathBuf> {
+        self.at(path).canonicalize(path)
+    }
+    fn plain_kind(&self, path: &std::path::Path) -> Option<crate::fs::PlainKind> {
+        self.at(path).plain_kind(path)
+    }
+    fn read_dir_kinds(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
+        self.at(path).read_dir_kinds(path)
+    }
+    fn read_at_most(&self, path: &std::path::Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+        self.at(path).read_at_most(path, max)
+    }
+    fn read_link(&self, path: &std::path::Path) -> Option<PathBuf> {
+        self.at(path).read_link(path)
+    }
+}
+
 /// `kiln bootstrap`: render in memory, create the missing write branches.
 fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
-    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    // Components from other repositories render from the source cache, as for `promote`.
+    let mut opts = with_sources(
+        crate::pipeline::RenderOptions::new(&args.platform),
+        &SourceFlags::default(),
+    );
     opts.layout = args.layout.to_lib();
     let crate::pipeline::Built { set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;

@@ -43,19 +43,24 @@ struct Use {
     /// components/web/component.yaml:9:7`.
     needed_by: String,
     names: BTreeSet<String>,
+    /// (project, instance) of every instance that uses it, for the publish trailers.
+    instances: BTreeSet<(String, String)>,
     /// Where the first use stands in the spec ([`super::Order`]): its failure is reported
     /// there, among the other sources'.
     order: super::Order,
 }
 
 impl Use {
-    /// Notes a use at `order`; the first in the spec's order names the chart in errors.
-    fn add(&mut self, order: &super::Order, needed_by: &str, name: &str) {
+    /// Notes a use at `order` by instance `name` of project `project`; the first in the
+    /// spec's order names the chart in errors.
+    fn add(&mut self, order: &super::Order, needed_by: &str, project: &str, name: &str) {
         if self.needed_by.is_empty() || *order < self.order {
             self.order = order.clone();
             self.needed_by = needed_by.to_string();
         }
         self.names.insert(name.to_string());
+        self.instances
+            .insert((project.to_string(), name.to_string()));
     }
 }
 
@@ -92,6 +97,9 @@ struct Finding {
 pub struct Charts {
     pub pulled: BTreeMap<ChartSource, PulledChart>,
     pub dependencies: BTreeMap<PathBuf, Vec<PulledChart>>,
+    /// Each chart pulled (a dependency too) with the (project, instance) pairs whose
+    /// component uses it, so a publish credits it to their cells only.
+    pub used_by: Vec<(LockEntry, BTreeSet<(String, String)>)>,
 }
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -173,7 +181,7 @@ impl ChartScan {
                 Found::Local(chart) => self.local.entry(chart).or_default(),
             };
             let order: super::Order = [p, i, 1].into_iter().chain(f.within).collect();
-            u.add(&order, &format!("{user} at {}", f.at), instance);
+            u.add(&order, &format!("{user} at {}", f.at), project, instance);
         }
         Ok(())
     }
@@ -244,6 +252,8 @@ impl ChartScan {
         for (source, u) in &self.wanted {
             match misses.note(pull(fetcher, source, u)) {
                 Ok(Some(pulled)) => {
+                    out.used_by
+                        .push((pulled.entry.clone(), u.instances.clone()));
                     with_deps
                         .entry(pulled.dir.clone())
                         .or_insert_with(|| u.clone());
@@ -270,7 +280,11 @@ impl ChartScan {
                     ..u.clone()
                 };
                 match misses.note(pull(fetcher, &source, &dep)) {
-                    Ok(got) => pulled.extend(got),
+                    Ok(got) => {
+                        out.used_by
+                            .extend(got.iter().map(|p| (p.entry.clone(), u.instances.clone())));
+                        pulled.extend(got)
+                    }
                     Err(e) => failed.push(order, e),
                 }
             }
