@@ -287,6 +287,7 @@ pub fn resolve(
     let root = crate::load::repository_root(fs, platform_dir, None)
         .unwrap_or_else(|_| platform_dir.to_path_buf());
     let local = kustomizations(fs, &root, platform_dir, &platform, &BTreeMap::new());
+    let local: Vec<PathBuf> = local.into_keys().collect();
     let remote_bases = has_remote_bases(fs, &root, &local);
     if wanted.is_empty() && charts.is_empty() && !remote_bases {
         return Ok(out);
@@ -326,8 +327,9 @@ pub fn resolve(
     fetcher.set_update(selection.update.clone());
     out.preview = !opts.refs.is_empty();
     let misses = Misses::new(opts.mode.offline);
-    // Every failing source is reported, not only the first.
-    let mut failed = Vec::new();
+    // Every failing source is reported, not only the first: Git sources, charts and remote
+    // bases alike, in the spec's order, once the stage has tried them all.
+    let mut failed = Failures::default();
     let mut fetched_cells = Vec::new();
     for w in &wanted {
         let preview = selection.refs.get(&(w.project, w.instance));
@@ -343,10 +345,9 @@ pub fn resolve(
                 out.trees.insert((w.project, w.instance), tree);
             }
             Ok(None) => {}
-            Err(e) => failed.push(e),
+            Err(e) => failed.push(vec![w.project, w.instance, 0], e),
         }
     }
-    all_or_failures(failed)?;
     for w in wanted.iter_mut().filter(|w| w.name.is_none()) {
         w.name = out
             .trees
@@ -369,15 +370,17 @@ pub fn resolve(
         };
         let project = &platform.spec.projects[w.project];
         let name = w.name.clone().unwrap_or_default();
-        let mut dirs: BTreeSet<&PathBuf> = BTreeSet::new();
-        dirs.insert(&tree.dir);
-        dirs.extend(tree.environments.values().map(|t| &t.dir));
-        for dir in dirs {
-            charts.scan_component(fs, dir, &project.name, &name)?;
+        let mut dirs: BTreeMap<&PathBuf, &str> = BTreeMap::new();
+        for t in std::iter::once(tree).chain(tree.environments.values()) {
+            dirs.entry(&t.dir).or_insert(&t.label);
+        }
+        for (dir, label) in dirs {
+            let at = (w.project, w.instance);
+            charts.scan_component(fs, dir, label, at, &project.name, &name)?;
         }
     }
     let chart_users = charts.instance_names();
-    out.charts = charts.fetch(fs, &fetcher, &misses)?;
+    out.charts = charts.fetch(fs, &fetcher, &misses, &mut failed);
     let pulled = out.charts.pulled.values();
     for got in pulled.chain(out.charts.dependencies.values().flatten()) {
         if !out.used.contains(&got.entry) {
@@ -392,11 +395,12 @@ pub fn resolve(
         &root,
         &out.roots(),
         &more,
-        (&fetcher, &misses),
+        (&fetcher, &misses, &mut failed),
         &mut bases,
         &mut out.used,
     )?;
     out.bases = Arc::new(bases);
+    failed.finish()?;
     misses.finish()?;
     selection.check_pending(&shown, &wanted, &out.used, &chart_users)?;
     // A run over the whole platform leaves only what it used; the lock shrinks with it.
@@ -719,12 +723,44 @@ impl Misses {
     }
 }
 
-/// `Ok` when nothing failed; else every failure (the one error itself when it is alone).
-fn all_or_failures(mut failed: Vec<SourceStageError>) -> Result<(), SourceStageError> {
-    match failed.len() {
-        0 => Ok(()),
-        1 => Err(failed.remove(0)),
-        _ => Err(SourceStageError::Many(kiln_base::diag::Errors::new(failed))),
+/// Where a source stands in the spec, the order its failure is reported in: the project's
+/// and the instance's indexes, then `0` for the instance's own `source:`, or `1`, the
+/// generator's index and the chart's (or remote base's) among those it reaches.
+pub(crate) type Order = Vec<usize>;
+
+/// The sources that failed, each at its place in the spec ([`Order`]).
+#[derive(Default)]
+pub(crate) struct Failures(Vec<(Order, SourceStageError)>);
+
+impl Failures {
+    pub(crate) fn push(&mut self, order: Order, e: SourceStageError) {
+        self.0.push((order, e));
+    }
+
+    /// `Ok` when nothing failed; else every failure in the spec's order, one per cause (a
+    /// source several components need is reported at the first), the one error itself when
+    /// it is alone.
+    fn finish(self) -> Result<(), SourceStageError> {
+        let mut all = self.0;
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut causes = BTreeSet::new();
+        let mut failed: Vec<SourceStageError> = Vec::new();
+        for (_, mut e) in all {
+            let cause = match &mut e {
+                SourceStageError::Fetch(f) => f
+                    .origin_mut()
+                    .map(|o| (o.kind, o.url.clone(), o.requested.clone())),
+                _ => None,
+            };
+            if cause.is_none_or(|c| causes.insert(c)) {
+                failed.push(e);
+            }
+        }
+        match failed.len() {
+            0 => Ok(()),
+            1 => Err(failed.remove(0)),
+            _ => Err(SourceStageError::Many(kiln_base::diag::Errors::new(failed))),
+        }
     }
 }
 
@@ -961,15 +997,16 @@ fn fetch_component_with<'f, 'a>(
 }
 
 /// The kustomization directories the components' `kustomize:` generators name (paths
-/// without references): local components' (inside `root`) and, from `trees`, fetched ones'.
+/// without references): local components' (inside `root`) and, from `trees`, fetched ones';
+/// each with where its first use stands in the spec.
 fn kustomizations(
     fs: &dyn FileSystem,
     root: &Path,
     platform_dir: &Path,
     platform: &PlatformFile,
     trees: &BTreeMap<(usize, usize), SourceTree>,
-) -> Vec<PathBuf> {
-    let mut dirs = BTreeSet::new();
+) -> BTreeMap<PathBuf, Order> {
+    let mut dirs: BTreeMap<PathBuf, Order> = BTreeMap::new();
     let mut component_dirs = Vec::new();
     let platform_dir = fs
         .canonicalize(platform_dir)
@@ -978,19 +1015,20 @@ fn kustomizations(
         for (i, inst) in project.components.iter().enumerate() {
             match trees.get(&(p, i)) {
                 Some(t) => {
-                    component_dirs.push((t.root.clone(), t.dir.clone()));
+                    component_dirs.push(((p, i), t.root.clone(), t.dir.clone()));
                     for e in t.environments.values() {
-                        component_dirs.push((e.root.clone(), e.dir.clone()));
+                        component_dirs.push(((p, i), e.root.clone(), e.dir.clone()));
                     }
                 }
                 None if !inst.path.is_empty() => {
-                    component_dirs.push((root.to_path_buf(), platform_dir.join(&inst.path)));
+                    let dir = platform_dir.join(&inst.path);
+                    component_dirs.push(((p, i), root.to_path_buf(), dir));
                 }
                 None => {}
             }
         }
     }
-    for (home, dir) in component_dirs {
+    for ((p, i), home, dir) in component_dirs {
         let rooted = crate::fs::RootedFs::new(fs, home);
         let Some(doc) = rooted
             .read_to_string(&dir.join("component.yaml"))
@@ -1000,7 +1038,7 @@ fn kustomizations(
             continue;
         };
         let generators = doc.pointer("/spec/generators").and_then(Value::as_array);
-        for g in generators.into_iter().flatten() {
+        for (n, g) in generators.into_iter().flatten().enumerate() {
             let Some(k) = g.get("kustomize").and_then(Value::as_str) else {
                 continue;
             };
@@ -1012,12 +1050,16 @@ fn kustomizations(
                     .replace("${env.tier}", &env.tier)
                     .replace("${env.cluster}", &env.cluster);
                 if !path.contains("${") {
-                    dirs.insert(dir.join(path));
+                    let order = vec![p, i, 1, n];
+                    let first = dirs.entry(dir.join(path)).or_insert_with(|| order.clone());
+                    if order < *first {
+                        *first = order;
+                    }
                 }
             }
         }
     }
-    dirs.into_iter().collect()
+    dirs
 }
 
 /// The entries of the kustomization in `dir` that may name a base (`resources`, `bases`,
@@ -1065,23 +1107,27 @@ fn has_remote_bases(fs: &dyn FileSystem, root: &Path, dirs: &[PathBuf]) -> bool 
 
 /// Walks the kustomizations in `dirs` and every base below them, fetching each remote base
 /// (kustomize's URL forms) into `bases`; each kustomization is read once, so a cycle of
-/// remote bases ends here and the engine reports it (with its chain) at render.
+/// remote bases ends here and the engine reports it (with its chain) at render. A base that
+/// cannot be fetched is noted in `failed`, at the place in the spec of the first component
+/// that reaches it.
 fn scan_bases(
     fs: &dyn FileSystem,
     root: &Path,
     trees: &[PathBuf],
-    dirs: &[PathBuf],
-    (fetcher, misses): (&Fetcher<'_>, &Misses),
+    dirs: &BTreeMap<PathBuf, Order>,
+    (fetcher, misses, failed): (&Fetcher<'_>, &Misses, &mut Failures),
     bases: &mut RemoteTrees,
     used: &mut Vec<LockEntry>,
 ) -> Result<(), SourceStageError> {
     let mut homes: Vec<PathBuf> = trees.to_vec();
     let mut seen = BTreeSet::new();
-    let mut todo: Vec<(PathBuf, String)> = dirs
+    // Popped in the spec's order: the first component to reach a base names it.
+    let mut todo: Vec<(PathBuf, String, Order)> = dirs
         .iter()
-        .map(|d| (d.clone(), d.display().to_string()))
+        .map(|(d, o)| (d.clone(), d.display().to_string(), o.clone()))
         .collect();
-    while let Some((dir, shown)) = todo.pop() {
+    todo.sort_by(|a, b| b.2.cmp(&a.2));
+    while let Some((dir, shown, order)) = todo.pop() {
         let rooted = crate::fs::RootedFs::new(fs, root.to_path_buf()).with_trees(homes.clone());
         let Ok(real) = rooted.canonicalize(&dir) else {
             continue;
@@ -1097,7 +1143,7 @@ fn scan_bases(
                 continue;
             }
             let Ok(spec) = RepoSpec::parse(&e) else {
-                todo.push((real.join(&e), format!("{shown}/{e}")));
+                todo.push((real.join(&e), format!("{shown}/{e}"), order.clone()));
                 continue;
             };
             let url = spec.clone_spec();
@@ -1126,8 +1172,13 @@ fn scan_bases(
                     timeout: Some(spec.timeout),
                 },
             };
-            let Some(got) = misses.note(fetcher.fetch(&req).map_err(Into::into))? else {
-                continue;
+            let got = match misses.note(fetcher.fetch(&req).map_err(Into::into)) {
+                Ok(Some(got)) => got,
+                Ok(None) => continue,
+                Err(e) => {
+                    failed.push(order.clone(), e);
+                    continue;
+                }
             };
             let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
             bases.insert(
@@ -1145,6 +1196,7 @@ fn scan_bases(
                     kiln_base::url::redact(&url),
                     spec.kust_root_path
                 ),
+                order.clone(),
             ));
             if !used.contains(&got.entry) {
                 used.push(got.entry);

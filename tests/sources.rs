@@ -151,6 +151,20 @@ impl Scenario {
     }
 }
 
+/// `components/<name>/component.yaml` under `root`, with the one generator `generator`
+/// (on line 7).
+fn local_component(root: &Path, name: &str, generator: &str) {
+    let dir = root.join("components").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("component.yaml"),
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  generators:\n  - {generator}\n"
+        ),
+    )
+    .unwrap();
+}
+
 /// A run's output with miette's wrapping undone (each line trimmed, joined by spaces).
 fn unwrapped(r: &crate::support::Run) -> String {
     r.text()
@@ -1361,17 +1375,7 @@ fn a_server_that_never_answers_times_out_for_git_helm_and_oci() {
     let work = tempfile::tempdir().unwrap();
     let root = work.path();
     std::fs::create_dir_all(root.join(".git")).unwrap();
-    let component = |name: &str, generator: &str| {
-        let dir = root.join("components").join(name);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(
-            dir.join("component.yaml"),
-            format!(
-                "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: {name}}}\nspec:\n  generators:\n  - {generator}\n"
-            ),
-        )
-        .unwrap();
-    };
+    let component = |name: &str, generator: &str| local_component(root, name, generator);
     component(
         "repo-chart",
         &format!(
@@ -1650,4 +1654,85 @@ fn a_source_path_typo_suggests_the_nearest_component_folder() {
         assert!(text.contains("platform.yaml:"), "{typo}: {text}");
         assert!(!p.work.path().join("out").exists(), "{typo}: wrote");
     }
+}
+
+/// Every server down (dead ports on 127.0.0.1): a chart from a Helm repository, a Git
+/// source, a chart from an OCI registry, a Git source over HTTP and a remote kustomize base,
+/// in that order in the spec, each fail; all five are reported in the spec's order, each at
+/// the file and line that asks for it, and the Git source two instances share is reported
+/// once. Nothing is written.
+#[test]
+fn with_every_server_down_failures_come_in_the_spec_order() {
+    // Ports below 10 (tcpmux, echo, discard…): nothing serves them here, and unlike a free
+    // port of the ephemeral range, no server another test starts meanwhile can take one.
+    let dead: Vec<u16> = vec![1, 3, 5, 7, 9];
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    let component = |name: &str, generator: &str| local_component(root, name, generator);
+    let helm = format!("http://127.0.0.1:{}/charts", dead[0]);
+    let oci = format!("oci://127.0.0.1:{}/charts/web", dead[2]);
+    let base = format!("http://127.0.0.1:{}/base.git", dead[4]);
+    component(
+        "repo-chart",
+        &format!("helm: {{chart: web, repository: '{helm}', version: 1.0.0}}"),
+    );
+    component(
+        "oci-chart",
+        &format!("helm: {{chart: '{oci}', version: 1.0.0}}"),
+    );
+    component("with-base", "kustomize: k");
+    std::fs::create_dir_all(root.join("components/with-base/k")).unwrap();
+    std::fs::write(
+        root.join("components/with-base/k/kustomization.yaml"),
+        format!("resources:\n- {base}//deploy?ref=main\n"),
+    )
+    .unwrap();
+    let git = format!("git://127.0.0.1:{}/app.git", dead[1]);
+    let http = format!("http://127.0.0.1:{}/api.git", dead[3]);
+    std::fs::create_dir_all(root.join("platforms/p")).unwrap();
+    std::fs::write(
+        root.join("platforms/p/platform.yaml"),
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {{name: p}}\nspec:\n  clusters: [{{name: c, server: https://kubernetes.default.svc}}]\n  environments: [{{name: dev, tier: nonprod, cluster: c}}]\n  projects:\n  - name: p\n    components:\n    - path: ../../components/repo-chart\n    - name: app\n      source: {{git: '{git}', ref: main}}\n    - path: ../../components/oci-chart\n    - name: api\n      source: {{git: '{http}', ref: main}}\n    - name: app-again\n      source: {{git: '{git}', ref: main}}\n    - path: ../../components/with-base\n"
+        ),
+    )
+    .unwrap();
+    let r = run(kiln_command(root)
+        .env("KILN_CACHE_DIR", root.join("cache"))
+        .args(["render", "platforms/p", "--write-to", "out", "--no-cache"]));
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    let text = unwrapped(&r).replace("/ ", "/");
+    assert!(text.contains("5 errors"), "{text}");
+    let at = |what: &str| {
+        text.find(what)
+            .unwrap_or_else(|| panic!("`{what}` is not reported: {text}"))
+    };
+    let order = [
+        at(&format!("helm source `{helm}`")),
+        at(&format!("git source `{git}`")),
+        at(&format!("oci source `{oci}`")),
+        at(&format!("git source `{http}`")),
+        at(&format!("git source `{base}`")),
+    ];
+    assert!(
+        order.is_sorted(),
+        "not in the spec's order: {order:?}: {text}"
+    );
+    // Each names the file and line asking for it.
+    for line in [
+        "components/repo-chart/component.yaml:7:",
+        "platforms/p/platform.yaml:12:",
+        "components/oci-chart/component.yaml:7:",
+        "platforms/p/platform.yaml:15:",
+    ] {
+        assert!(text.contains(line), "`{line}` is not named: {text}");
+    }
+    // The source `app` and `app-again` share is one cause, reported once.
+    assert_eq!(
+        text.matches(&format!("git source `{git}`")).count(),
+        1,
+        "{text}"
+    );
+    assert!(!root.join("out").exists());
 }

@@ -39,10 +39,29 @@ pub struct PulledChart {
 /// What needs a chart: for errors, and the names `kiln update NAME` selects it by.
 #[derive(Debug, Clone, Default)]
 struct Use {
+    /// The first use in the spec's order: `component web (project shop) at
+    /// components/web/component.yaml:9:7`.
     needed_by: String,
     names: BTreeSet<String>,
     /// (project, instance) of every instance that uses it, for the publish trailers.
     instances: BTreeSet<(String, String)>,
+    /// Where the first use stands in the spec ([`super::Order`]): its failure is reported
+    /// there, among the other sources'.
+    order: super::Order,
+}
+
+impl Use {
+    /// Notes a use at `order` by instance `name` of project `project`; the first in the
+    /// spec's order names the chart in errors.
+    fn add(&mut self, order: &super::Order, needed_by: &str, project: &str, name: &str) {
+        if self.needed_by.is_empty() || *order < self.order {
+            self.order = order.clone();
+            self.needed_by = needed_by.to_string();
+        }
+        self.names.insert(name.to_string());
+        self.instances
+            .insert((project.to_string(), name.to_string()));
+    }
 }
 
 /// The charts found so far.
@@ -54,14 +73,22 @@ pub struct ChartScan {
     local: BTreeMap<PathBuf, Use>,
     /// Component directories scanned, with the charts each names (a component shared by
     /// instances is read once).
-    scanned: BTreeMap<PathBuf, Vec<Found>>,
+    scanned: BTreeMap<PathBuf, Vec<Finding>>,
 }
 
 #[derive(Debug, Clone)]
 enum Found {
-    /// A chart to pull, with where it is declared (`file:line:column, field`).
-    Pulled(ChartSource, String),
+    Pulled(ChartSource),
     Local(PathBuf),
+}
+
+/// A chart a component names: where in the component (its generator's index, then the
+/// chart's among those the generator reaches), and the file and line that name it.
+#[derive(Debug, Clone)]
+struct Finding {
+    found: Found,
+    within: Vec<usize>,
+    at: String,
 }
 
 /// What the stage hands on: every pulled chart by source, and each chart directory's pulled
@@ -108,8 +135,8 @@ impl ChartScan {
         platform_dir: &Path,
         platform: &crate::spec::PlatformFile,
     ) -> Result<(), SourceStageError> {
-        for project in &platform.spec.projects {
-            for inst in &project.components {
+        for (p, project) in platform.spec.projects.iter().enumerate() {
+            for (i, inst) in project.components.iter().enumerate() {
                 if inst.source.is_some() || inst.path.is_empty() {
                     continue;
                 }
@@ -120,48 +147,41 @@ impl ChartScan {
                     .clone()
                     .or_else(|| super::component_name_in(fs, &dir))
                     .unwrap_or_default();
-                self.scan_component(fs, &dir, &project.name, &name)?;
+                let shown = dir.display().to_string();
+                self.scan_component(fs, &dir, &shown, (p, i), &project.name, &name)?;
             }
         }
         Ok(())
     }
 
-    /// The component in `dir`, used by instance `instance` of project `project`.
+    /// The component in `dir` (shown as `shown`: a path, or a fetched tree's label), used
+    /// by instance `instance` (at `(project index, instance index)` in the spec) of project
+    /// `project`.
     pub fn scan_component(
         &mut self,
         fs: &dyn FileSystem,
         dir: &Path,
+        shown: &str,
+        (p, i): (usize, usize),
         project: &str,
         instance: &str,
     ) -> Result<(), SourceStageError> {
-        let needed_by = format!("component {instance} (project {project})");
+        let user = format!("component {instance} (project {project})");
         let found = match self.scanned.get(dir) {
             Some(found) => found.clone(),
             None => {
-                let found = self.read_component(fs, dir, &needed_by)?;
+                let found = self.read_component(fs, dir, shown, &user)?;
                 self.scanned.insert(dir.to_path_buf(), found.clone());
                 found
             }
         };
         for f in found {
-            let u = match f {
-                Found::Pulled(source, at) => {
-                    let u = self.wanted.entry(source).or_default();
-                    // A fetch error names the line that declared the chart, as a Git
-                    // source's names its `source.ref`.
-                    if u.needed_by.is_empty() {
-                        u.needed_by = format!("{needed_by} at {at}");
-                    }
-                    u
-                }
+            let u = match f.found {
+                Found::Pulled(source) => self.wanted.entry(source).or_default(),
                 Found::Local(chart) => self.local.entry(chart).or_default(),
             };
-            if u.needed_by.is_empty() {
-                u.needed_by = needed_by.clone();
-            }
-            u.names.insert(instance.to_string());
-            u.instances
-                .insert((project.to_string(), instance.to_string()));
+            let order: super::Order = [p, i, 1].into_iter().chain(f.within).collect();
+            u.add(&order, &format!("{user} at {}", f.at), project, instance);
         }
         Ok(())
     }
@@ -170,52 +190,73 @@ impl ChartScan {
         &self,
         fs: &dyn FileSystem,
         dir: &Path,
+        shown: &str,
         needed_by: &str,
-    ) -> Result<Vec<Found>, SourceStageError> {
+    ) -> Result<Vec<Finding>, SourceStageError> {
         let file = dir.join("component.yaml");
-        let Some((doc, spans)) = read_located(fs, &file) else {
+        let Some((doc, spans)) = read_yaml_spans(fs, &file) else {
             return Ok(Vec::new());
         };
+        let shown_file = format!("{}/component.yaml", shown.trim_end_matches('/'));
         let mut found = Vec::new();
         let generators = doc.pointer("/spec/generators").and_then(Value::as_array);
         for (g, generator) in generators.into_iter().flatten().enumerate() {
-            let at = position(
-                &file,
-                &spans,
-                &format!("/spec/generators/{g}/helm"),
-                &format!("spec.generators[{g}]"),
+            let line = |pointer: &str| line_of(&shown_file, &spans, pointer);
+            // A field error names the line of its generator, as a Git source's names its
+            // `source.ref`.
+            let at = format!(
+                "{}, spec.generators[{g}]",
+                line_of(
+                    &file.display().to_string(),
+                    &spans,
+                    &format!("/spec/generators/{g}/helm")
+                )
             );
             if let Some(h) = generator.get("helm") {
                 let Ok(h) = serde_json::from_value::<crate::spec::HelmGenerator>(h.clone()) else {
                     continue;
                 };
-                found.extend(helm_generator(fs, dir, &h, &at, needed_by)?);
+                found.extend(
+                    helm_generator(fs, dir, &h, &at, needed_by)?.map(|f| Finding {
+                        found: f,
+                        within: vec![g],
+                        at: line(&format!("/spec/generators/{g}/helm/chart")),
+                    }),
+                );
             } else if let Some(k) = generator.get("kustomize").and_then(Value::as_str)
                 && !k.contains("${")
             {
                 let mut seen = BTreeSet::new();
+                let mut charts = Vec::new();
                 kustomization(
                     fs,
                     &crate::fs::normalize(&dir.join(k)),
                     &mut seen,
-                    &mut found,
+                    &mut charts,
                 );
+                let kustomize = line(&format!("/spec/generators/{g}/kustomize"));
+                found.extend(charts.into_iter().enumerate().map(|(n, f)| Finding {
+                    found: f,
+                    within: vec![g, n],
+                    at: kustomize.clone(),
+                }));
             }
         }
         Ok(found)
     }
 
     /// Fetches every chart found, then the dependencies of every chart (pulled or local).
-    /// Every chart that fails is reported (each error names the chart, its repository, the
-    /// version asked for and the cause), not only the first; nothing is returned then.
+    /// Every chart that fails is noted in `failed` at its first use in the spec (each error
+    /// names the chart, its repository, the version asked for, the file and line that
+    /// asks for it, and the cause), not only the first.
     pub(crate) fn fetch(
         &self,
         fs: &dyn FileSystem,
         fetcher: &Fetcher<'_>,
         misses: &super::Misses,
-    ) -> Result<Charts, SourceStageError> {
+        failed: &mut super::Failures,
+    ) -> Charts {
         let mut out = Charts::default();
-        let mut failed = Vec::new();
         let mut with_deps: BTreeMap<PathBuf, Use> = self.local.clone();
         for (source, u) in &self.wanted {
             match misses.note(pull(fetcher, source, u)) {
@@ -228,26 +269,32 @@ impl ChartScan {
                     out.pulled.insert(source.clone(), pulled);
                 }
                 Ok(None) => {}
-                Err(e) => failed.push(e),
+                Err(e) => failed.push(u.order.clone(), e),
             }
         }
         for (dir, u) in &with_deps {
             let deps = match dependencies(fs, dir, u) {
                 Ok(deps) => deps,
                 Err(e) => {
-                    failed.push(e);
+                    failed.push(u.order.clone(), e);
                     continue;
                 }
             };
             let mut pulled = Vec::new();
-            for source in deps {
-                match misses.note(pull(fetcher, &source, u)) {
+            for (d, (source, at)) in deps.into_iter().enumerate() {
+                // Reported after the chart that depends on it.
+                let order: super::Order = u.order.iter().copied().chain([usize::MAX, d]).collect();
+                let dep = Use {
+                    needed_by: format!("{} at {at}", u.needed_by),
+                    ..u.clone()
+                };
+                match misses.note(pull(fetcher, &source, &dep)) {
                     Ok(got) => {
                         out.used_by
                             .extend(got.iter().map(|p| (p.entry.clone(), u.instances.clone())));
                         pulled.extend(got)
                     }
-                    Err(e) => failed.push(e),
+                    Err(e) => failed.push(order, e),
                 }
             }
             if !pulled.is_empty() {
@@ -255,27 +302,30 @@ impl ChartScan {
                 out.dependencies.insert(dir, pulled);
             }
         }
-        super::all_or_failures(failed)?;
-        Ok(out)
+        out
     }
 }
 
 fn read_yaml(fs: &dyn FileSystem, path: &Path) -> Option<Value> {
-    read_located(fs, path).map(|(v, _)| v)
+    read_yaml_spans(fs, path).map(|(v, _)| v)
 }
 
-/// [`read_yaml`], with the lines of its nodes.
-fn read_located(fs: &dyn FileSystem, path: &Path) -> Option<(Value, kiln_base::yaml::SpanIndex)> {
+/// The document at `path`, with its spans (for the lines errors name).
+fn read_yaml_spans(
+    fs: &dyn FileSystem,
+    path: &Path,
+) -> Option<(Value, kiln_base::yaml::SpanIndex)> {
     let text = fs.read_to_string(path).ok()?;
     let value = crate::yaml::parse_one(&path.display().to_string(), &text).ok()?;
     Some((value, kiln_base::yaml::SpanIndex::build(&text)))
 }
 
-/// `file:line:column, field` of the node at `pointer` (`file, field` when it is not found).
-fn position(file: &Path, spans: &kiln_base::yaml::SpanIndex, pointer: &str, field: &str) -> String {
+/// `file:line:column` of the node at `pointer` (or its nearest parent), `file` alone when
+/// it has no span.
+fn line_of(file: &str, spans: &kiln_base::yaml::SpanIndex, pointer: &str) -> String {
     match spans.find(0, pointer, false) {
-        Some(l) => format!("{}:{}:{}, {field}", file.display(), l.line, l.column),
-        None => format!("{}, {field}", file.display()),
+        Some(l) => format!("{file}:{}:{}", l.line, l.column),
+        None => file.to_string(),
     }
 }
 
@@ -351,7 +401,7 @@ fn helm_generator(
         ));
     }
     check_source(&source, at, "helm.repository")?;
-    Ok(Some(Found::Pulled(source, at.to_string())))
+    Ok(Some(Found::Pulled(source)))
 }
 
 /// A chart source's repository must be one kiln can pull from.
@@ -384,10 +434,10 @@ fn kustomization(
     if !seen.insert(dir.to_path_buf()) {
         return;
     }
-    let Some((file, (k, spans))) = KUSTOMIZATION_FILES.iter().find_map(|f| {
-        let file = dir.join(f);
-        read_located(fs, &file).map(|doc| (file, doc))
-    }) else {
+    let Some(k) = KUSTOMIZATION_FILES
+        .iter()
+        .find_map(|f| read_yaml(fs, &dir.join(f)))
+    else {
         return;
     };
     let home = k
@@ -395,12 +445,11 @@ fn kustomization(
         .and_then(Value::as_str)
         .filter(|h| !h.is_empty())
         .unwrap_or(kiln_kustomize::types::helmchartargs::DEFAULT_CHART_HOME);
-    for (c, chart) in k
+    for chart in k
         .get("helmCharts")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .enumerate()
     {
         let field = |f: &str| {
             chart
@@ -424,13 +473,7 @@ fn kustomization(
         if fs.is_dir(&home.join(&source.name)) {
             continue;
         }
-        let at = position(
-            &file,
-            &spans,
-            &format!("/helmCharts/{c}"),
-            &format!("helmCharts[{c}]"),
-        );
-        found.push(Found::Pulled(source, at));
+        found.push(Found::Pulled(source));
     }
     for list in ["resources", "components", "bases"] {
         for entry in k.get(list).and_then(Value::as_array).into_iter().flatten() {
@@ -491,25 +534,33 @@ fn pull(
 
 /// The dependencies of the chart in `dir` to pull: those `Chart.yaml` (or a v1 chart's
 /// `requirements.yaml`) lists from an `https://`, `http://` or `oci://` repository that
-/// `charts/` does not hold, at `Chart.lock`'s versions (`requirements.lock` for v1).
+/// `charts/` does not hold, at `Chart.lock`'s versions (`requirements.lock` for v1); each
+/// with the `file:line:column` that lists it.
 fn dependencies(
     fs: &dyn FileSystem,
     dir: &Path,
     u: &Use,
-) -> Result<Vec<ChartSource>, SourceStageError> {
-    let Some(meta) = read_yaml(fs, &dir.join("Chart.yaml")) else {
+) -> Result<Vec<(ChartSource, String)>, SourceStageError> {
+    let Some((meta, meta_spans)) = read_yaml_spans(fs, &dir.join("Chart.yaml")) else {
         return Ok(Vec::new());
     };
     let v1 = meta.get("apiVersion").and_then(Value::as_str) == Some("v1");
-    let (deps, lock_file) = if v1 {
+    let (deps, lock_file, (listed, spans)) = if v1 {
+        let file = dir.join("requirements.yaml");
+        let (r, spans) = read_yaml_spans(fs, &file).unzip();
         (
-            read_yaml(fs, &dir.join("requirements.yaml"))
-                .and_then(|r| r.get("dependencies").cloned()),
+            r.and_then(|r| r.get("dependencies").cloned()),
             "requirements.lock",
+            (file, spans),
         )
     } else {
-        (meta.get("dependencies").cloned(), "Chart.lock")
+        (
+            meta.get("dependencies").cloned(),
+            "Chart.lock",
+            (dir.join("Chart.yaml"), Some(meta_spans)),
+        )
     };
+    let listed = listed.display().to_string();
     let deps: Vec<Value> = deps.and_then(|d| d.as_array().cloned()).unwrap_or_default();
     if deps.is_empty() {
         return Ok(Vec::new());
@@ -583,7 +634,11 @@ fn dependencies(
             version,
         };
         check_source(&source, &at, &field)?;
-        out.push(source);
+        let line = match &spans {
+            Some(spans) => line_of(&listed, spans, &format!("/dependencies/{i}")),
+            None => listed.clone(),
+        };
+        out.push((source, line));
     }
     Ok(out)
 }
@@ -634,40 +689,15 @@ mod tests {
         assert!(!satisfies("^2", "1.2.5"));
     }
 
-    /// newcomer3's repro 10 (a): a chart that could not be fetched, or whose URL holds
-    /// credentials, named its component but no file:line, where a Git source's error does.
+    /// newcomer3's repro 10 (a): a chart whose URL holds credentials named its component but
+    /// no line, where a Git source's error does.
     #[test]
-    fn chart_sources_name_the_line_that_declares_them() {
+    fn a_chart_field_error_names_the_line_that_declares_it() {
         let mut fs = crate::fs::MemFs::new();
-        let component = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: cache}\nspec:\n  generators:\n  - helm: {chart: cache, repository: \"http://127.0.0.1:1\", version: 1.0.0}\n";
-        fs.add_file("/r/c/component.yaml", component);
-        fs.add_file(
-            "/r/k/component.yaml",
-            "kind: Component\nspec:\n  generators:\n  - kustomize: base\n",
-        );
-        fs.add_file(
-            "/r/k/base/kustomization.yaml",
-            "helmCharts:\n- {name: queue, repo: \"https://charts.test\", version: 2.0.0}\n",
-        );
-        let mut scan = ChartScan::default();
-        scan.scan_component(&fs, Path::new("/r/c"), "shop", "cache")
-            .unwrap();
-        scan.scan_component(&fs, Path::new("/r/k"), "shop", "k")
-            .unwrap();
-        let needed: Vec<&str> = scan.wanted.values().map(|u| u.needed_by.as_str()).collect();
-        assert_eq!(
-            needed,
-            [
-                "component cache (project shop) at /r/c/component.yaml:6:11, spec.generators[0]",
-                "component k (project shop) at /r/k/base/kustomization.yaml:2:3, helmCharts[0]",
-            ]
-        );
-        fs.add_file(
-            "/r/d/component.yaml",
-            component.replace("http://127", "http://u:p@127"),
-        );
+        let component = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: cache}\nspec:\n  generators:\n  - helm: {chart: cache, repository: \"http://u:p@127.0.0.1:1\", version: 1.0.0}\n";
+        fs.add_file("/r/d/component.yaml", component);
         let err = ChartScan::default()
-            .scan_component(&fs, Path::new("/r/d"), "shop", "d")
+            .scan_component(&fs, Path::new("/r/d"), "/r/d", (0, 0), "shop", "d")
             .unwrap_err()
             .to_string();
         assert!(
