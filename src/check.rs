@@ -723,6 +723,18 @@ spec: {}
         assert_eq!(report.meta_only, 1);
     }
 
+    /// A mistyped kind read as the kind it meant never replaces a real object of that kind
+    /// and name: the real Stage's `requestedFreight` is the one checked.
+    #[test]
+    fn a_mistyped_kind_does_not_shadow_the_real_object() {
+        let text = "apiVersion: kargo.akuity.io/v1alpha1\nkind: Warehouse\nmetadata: {name: w, namespace: shop}\nspec:\n  subscriptions:\n  - image: {repoURL: nginx}\n---\napiVersion: kargo.akuity.io/v1alpha1\nkind: Stage\nmetadata: {name: dev, namespace: shop}\nspec:\n  requestedFreight:\n  - origin: {kind: Warehouse, name: w}\n    sources: {direct: true}\n---\napiVersion: kargo.akuity.io/v1alpha1\nkind: Stgae\nmetadata: {name: dev, namespace: shop}\nspec:\n  requestedFreight:\n  - origin: {kind: Warehouse, name: w}\n    sources: {stages: [dev]}\n";
+        let docs = parse_documents("t.yaml", text).unwrap();
+        let report = validate_documents(&docs, &SchemaSet::empty()).unwrap();
+        let rules: Vec<Rule> = report.findings.iter().map(|f| f.rule).collect();
+        // The typo's body (a Stage fed by itself) would be a cycle had it replaced the real one.
+        assert_eq!(rules, [Rule::UnknownKind], "{:#?}", report.findings);
+    }
+
     #[test]
     fn artifact_sets_are_validated_like_files() {
         let mut set = ArtifactSet::new();

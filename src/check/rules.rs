@@ -946,8 +946,15 @@ fn references(objects: &[Object<'_>], docs: &[Document], out: &mut Vec<RawFindin
     };
     let warehouses: BTreeSet<(&str, &str)> =
         kargo("Warehouse").map(|o| (o.namespace, o.name)).collect();
-    let stages: BTreeMap<(&str, &str), &Object<'_>> =
-        kargo("Stage").map(|o| ((o.namespace, o.name), o)).collect();
+    // A real Stage wins over a mistyped kind read as one (`Stgae` beside a `Stage` of the
+    // same name): the typo is reported on its own, and must not replace the real body.
+    let mut stages: BTreeMap<(&str, &str), &Object<'_>> = BTreeMap::new();
+    for o in kargo("Stage") {
+        let entry = stages.entry((o.namespace, o.name)).or_insert(o);
+        if entry.gvk.kind != "Stage" && o.gvk.kind == "Stage" {
+            *entry = o;
+        }
+    }
     let origins = |stage: &Object<'_>| -> BTreeSet<(String, String)> {
         stage
             .value

@@ -432,7 +432,9 @@ impl FreightArg {
             ),
             None => (rest, String::new()),
         };
-        if repo.is_empty() || (tag.is_empty() && digest.is_empty()) {
+        // A `:` or `@` with nothing after it is a typo, not "no tag" or "no digest".
+        let dangling = image.ends_with('@') || rest.ends_with(':');
+        if repo.is_empty() || (tag.is_empty() && digest.is_empty()) || dangling {
             return Err(format!(
                 "`{s}`: an image needs a repository and a tag or digest"
             ));
@@ -539,6 +541,14 @@ mod tests {
             ("image=a/b@sha256", "`sha256` is not a digest"),
             ("image=a/b:-1", "`-1` is not a valid OCI tag"),
             ("image=a/b:a b", "`a b` is not a valid OCI tag"),
+            (
+                "image=a/b:1.0@",
+                "an image needs a repository and a tag or digest",
+            ),
+            (
+                "image=a/b:@sha256:0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f",
+                "an image needs a repository and a tag or digest",
+            ),
         ] {
             let err = FreightArg::parse(arg).unwrap_err();
             assert!(err.contains(named), "{arg}: {err}");
