@@ -48,12 +48,12 @@
 //! order; nothing reads the clock.
 
 pub mod html;
+mod objects;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::artifact::ArtifactSet;
 use crate::git::trailers::{AppCommit, Unit};
@@ -528,10 +528,6 @@ impl fmt::Display for StatusReport {
     }
 }
 
-fn s<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 /// Where one cell is deployed from (its Application).
 struct Target {
     project: String,
@@ -541,7 +537,7 @@ struct Target {
     repo_url: String,
     branch: String,
     folder: String,
-    stage: Option<StageDef>,
+    stage: Option<objects::Stage>,
 }
 
 impl Target {
@@ -562,8 +558,9 @@ fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) ->
     let deployed = crate::git::folder_images(&w.files);
     let freight = match (&t.stage, said.writer) {
         (Some(stage), Some(Writer::Promotion)) => {
-            let subs = subscribed.get(&stage.project).cloned().unwrap_or_default();
-            freight_of(stage, &subs, &said, &deployed)
+            let none = BTreeMap::new();
+            let subs = subscribed.get(&stage.project).unwrap_or(&none);
+            freight_of(&stage.requested, subs, &said, &deployed)
         }
         _ => None,
     };
@@ -685,35 +682,35 @@ fn repo_commit(text: &str) -> Option<RepoCommit> {
     })
 }
 
-/// The Freight of `warehouse` that a promotion deployed, as Kargo names it.
+/// The Freight that a promotion by a Stage requesting Freight from the Warehouses
+/// `requested` deployed, as Kargo names it.
 fn freight_of(
-    stage: &StageDef,
+    requested: &[String],
     subs: &BTreeMap<String, Subscriptions>,
     said: &Said,
     deployed: &[String],
 ) -> Option<String> {
     // The Stage's own record, `ctx.targetFreight.name`, when it names one Freight only.
-    if stage.requested.len() == 1
+    if requested.len() == 1
         && let Some(f) = &said.freight
     {
         return Some(f.clone());
     }
-    let warehouse = promoted_warehouse(stage, subs, deployed)?;
+    let warehouse = promoted_warehouse(requested, subs, deployed)?;
     let sub = subs.get(warehouse)?;
     Some(crate::promote::freight::generate_freight_id(&reference_of(
         warehouse, sub, said, deployed,
     )))
 }
 
-/// The Warehouse whose Freight a promotion of `stage` deployed: the first requested one that
-/// subscribes to an image the folder runs, else the first requested.
+/// The Warehouse whose Freight a promotion of a Stage deployed: the first of those it
+/// requests that subscribes to an image the folder runs, else the first requested.
 fn promoted_warehouse<'s>(
-    stage: &'s StageDef,
+    requested: &'s [String],
     subs: &BTreeMap<String, Subscriptions>,
     deployed: &[String],
 ) -> Option<&'s String> {
-    stage
-        .requested
+    requested
         .iter()
         .find(|w| {
             subs.get(*w).is_some_and(|s| {
@@ -724,7 +721,7 @@ fn promoted_warehouse<'s>(
                 })
             })
         })
-        .or(stage.requested.first())
+        .or(requested.first())
 }
 
 /// The Freight of `warehouse` a promotion recorded: each subscribed image from its `image:`
@@ -788,7 +785,7 @@ fn rebuild_from(
 ) -> Result<Built, String> {
     let warehouses = objects.subscriptions(&stage.project);
     // Only the promoted Freight, as `kiln promote` holds it (see `FreightSet::references`).
-    let target = promoted_warehouse(stage, &warehouses, deployed)
+    let target = promoted_warehouse(&stage.requested, &warehouses, deployed)
         .cloned()
         .unwrap_or_default();
     let references = warehouses
@@ -895,52 +892,36 @@ impl Published {
 }
 
 /// The Applications of the render as status targets, filtered.
-fn targets(objects: &Objects, filter: &StatusFilter) -> Result<Vec<Target>, StatusError> {
-    let mut stages: BTreeMap<(String, String), StageDef> = BTreeMap::new();
-    for st in &objects.stages {
-        let def = StageDef::from_object(st)?;
-        stages.insert((def.project.clone(), def.name.clone()), def);
-    }
+fn targets(render: &objects::RenderObjects, filter: &StatusFilter) -> Vec<Target> {
     let keep = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
-    let mut out = Vec::new();
-    for app in &objects.applications {
-        let label = |k: &str| s(app, &format!("/metadata/labels/kiln.dev~1{k}")).to_string();
-        let (project, component, environment) =
-            (label("project"), label("component"), label("environment"));
-        if component.is_empty()
-            || !keep(&filter.projects, &project)
-            || !keep(&filter.environments, &environment)
-            || !keep(&filter.components, &component)
-        {
-            continue;
-        }
-        let source = app
-            .pointer("/spec/source")
-            .or_else(|| app.pointer("/spec/sources/0"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        let revision = match s(&source, "/targetRevision") {
-            "" => "HEAD",
-            r => r,
-        };
-        let stage = s(
-            app,
-            &kiln_base::pointer::join("/metadata/annotations", crate::kargo::AUTHORIZED_STAGE),
-        )
-        .split_once(':')
-        .and_then(|(p, st)| stages.get(&(p.to_string(), st.to_string())).cloned());
-        out.push(Target {
-            project,
-            component,
-            environment,
-            application: s(app, "/metadata/name").to_string(),
-            repo_url: s(&source, "/repoURL").to_string(),
-            branch: revision.to_string(),
-            folder: crate::git::normalize_folder(s(&source, "/path")),
-            stage,
-        });
-    }
-    Ok(out)
+    render
+        .applications
+        .iter()
+        .filter(|app| {
+            !app.component.is_empty()
+                && keep(&filter.projects, &app.project)
+                && keep(&filter.environments, &app.environment)
+                && keep(&filter.components, &app.component)
+        })
+        .map(|app| Target {
+            project: app.project.clone(),
+            component: app.component.clone(),
+            environment: app.environment.clone(),
+            application: app.name.clone(),
+            repo_url: app.repo_url.clone(),
+            branch: match app.target_revision.as_str() {
+                "" => "HEAD",
+                r => r,
+            }
+            .to_string(),
+            folder: crate::git::normalize_folder(&app.path),
+            stage: app
+                .authorized_stage
+                .split_once(':')
+                .and_then(|(p, st)| render.stages.get(&(p.to_string(), st.to_string())))
+                .cloned(),
+        })
+        .collect()
 }
 
 /// The status of every cell the render's Applications deploy (see the module docs). `set` is
@@ -955,8 +936,8 @@ pub fn status(
     options: &StatusOptions,
     rerender: Rerender<'_>,
 ) -> Result<StatusReport, StatusError> {
-    let objects = Objects::from_artifacts(set)?;
-    let targets = targets(&objects, &options.filter)?;
+    let render = objects::RenderObjects::read(set)?;
+    let targets = targets(&render, &options.filter);
     if targets.is_empty() {
         let f = &options.filter;
         let parts: Vec<String> = [
@@ -1022,10 +1003,12 @@ pub fn status(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .map(|p| {
-            let subs = objects.subscriptions(&p);
+            let subs = render.warehouses.subscriptions(&p);
             (p, subs)
         })
         .collect();
+    // Every Stage and Application whole, parsed only for a rebuild (see `objects`).
+    let mut parsed: Option<Objects> = None;
     // What each (Stage, promotion commit) builds, rebuilt once for all the folders it writes.
     let mut rebuilt: BTreeMap<(String, String), Built> = BTreeMap::new();
     // What kiln publish wrote from each source commit, rendered again once.
@@ -1087,9 +1070,14 @@ pub fn status(
             (true, Some(w), Some(stage), Some(raw), Some(p)) => {
                 let key = (stage_name.clone().unwrap_or_default(), p.commit.clone());
                 if !rebuilt.contains_key(&key) {
+                    let objects = match parsed {
+                        Some(ref o) => o,
+                        None => parsed.insert(Objects::from_artifacts(set)?),
+                    };
+                    let stage = objects.stage(&stage.name, Some(&stage.project))?;
                     let built = rebuild_from(
-                        stage,
-                        &objects,
+                        &stage,
+                        objects,
                         &read_message(&raw.message),
                         &crate::git::folder_images(&raw.files),
                         options,
