@@ -105,6 +105,26 @@ pub enum StatusError {
         )
     )]
     Rerender { commit: String, message: String },
+    #[error("cannot read the write repository `{url}`: {message}")]
+    #[diagnostic(
+        code(kiln::status::unreachable),
+        help(
+            "`kiln status` reads the repository each Application syncs from; pass --repo-map URL=PATH with a local clone of it standing in for URL, or check the URL and the network"
+        )
+    )]
+    Unreachable { url: String, message: String },
+}
+
+impl StatusError {
+    /// A write repository's read error; an unreachable one says how to stand in for it.
+    fn from_read(e: GitError) -> Self {
+        match e {
+            GitError::RemoteUnreachable { url, message } => {
+                StatusError::Unreachable { url, message }
+            }
+            e => StatusError::Git(e),
+        }
+    }
 }
 
 /// Which cells to report (`-p`, `-e`, `-c`; empty: all).
@@ -552,15 +572,20 @@ impl Target {
 /// Each project's Warehouse subscriptions ([`Objects::subscriptions`]), by project.
 type Subscribed = BTreeMap<String, BTreeMap<String, Subscriptions>>;
 
-/// One raw write of `t`'s folder, read: who wrote it, what it deployed, from what.
-fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) -> Write {
-    let said = read_message(&w.message);
-    let deployed = crate::git::folder_images(&w.files);
+/// One raw write of `t`'s folder, read: who wrote it, what it deployed (`deployed`, its
+/// folder's images), from what (`said`, its message read).
+fn write_of(
+    t: &Target,
+    subscribed: &Subscribed,
+    w: &crate::git::WriteCommit,
+    said: Said,
+    deployed: &[String],
+) -> Write {
     let freight = match (&t.stage, said.writer) {
         (Some(stage), Some(Writer::Promotion)) => {
             let none = BTreeMap::new();
             let subs = subscribed.get(&stage.project).unwrap_or(&none);
-            freight_of(&stage.requested, subs, &said, &deployed)
+            freight_of(&stage.requested, subs, &said, deployed)
         }
         _ => None,
     };
@@ -584,7 +609,7 @@ fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) ->
 }
 
 /// What a commit message says about the write it made.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Said {
     writer: Option<Writer>,
     stage: Option<String>,
@@ -863,13 +888,14 @@ fn differing_files(expected: &BTreeMap<&str, &Vec<u8>>, tip: &ArtifactSet) -> Ve
 /// `spec.source.renderedPath`, or with `--per-environment` each environment's slice on its
 /// own branch ([`crate::git::split_by_environment`], as `kiln verify --per-environment`
 /// compares).
-struct Published {
-    whole: ArtifactSet,
+struct Published<'s> {
+    /// The render of the source commit, or this checkout's (borrowed).
+    whole: std::borrow::Cow<'s, ArtifactSet>,
     split: Option<crate::git::EnvironmentSplit>,
 }
 
-impl Published {
-    fn new(set: ArtifactSet, per_environment: bool) -> Self {
+impl<'s> Published<'s> {
+    fn new(set: std::borrow::Cow<'s, ArtifactSet>, per_environment: bool) -> Self {
         let split = per_environment.then(|| crate::git::split_by_environment(&set));
         Published { whole: set, split }
     }
@@ -888,6 +914,86 @@ impl Published {
             .iter()
             .filter_map(|(path, bytes)| under(folder, path).map(|r| (r, bytes)))
             .collect()
+    }
+}
+
+/// What a cell's folder holds and the writes that made it, read (the per-cell work that needs
+/// nothing from the other cells, done in parallel).
+struct CellRead<'f> {
+    folder: &'f crate::git::FolderState,
+    history: Vec<Write>,
+    promotion: Option<Write>,
+    /// The message of the writer's last write, read.
+    promotion_said: Option<Said>,
+    images: Vec<Image>,
+}
+
+impl<'f> CellRead<'f> {
+    fn new(t: &Target, folder: &'f crate::git::FolderState, subscribed: &Subscribed) -> Self {
+        // Each folder tree's images, read once: the tip's tree is usually its last write's.
+        let mut images_of: Vec<(Option<&String>, Vec<String>)> = Vec::new();
+        let mut deployed = |tree: &'f Option<String>, files: &crate::artifact::ArtifactSet| {
+            let at = match images_of
+                .iter()
+                .position(|(t, _)| t.is_some() && *t == tree.as_ref())
+            {
+                Some(i) => i,
+                None => {
+                    images_of.push((tree.as_ref(), crate::git::folder_images(files)));
+                    images_of.len() - 1
+                }
+            };
+            images_of[at].1.clone()
+        };
+        let tip = deployed(&folder.tree, &folder.files);
+        let saids: Vec<Said> = folder
+            .writes
+            .iter()
+            .map(|w| read_message(&w.message))
+            .collect();
+        let history: Vec<Write> = folder
+            .writes
+            .iter()
+            .zip(&saids)
+            .map(|(w, said)| write_of(t, subscribed, w, said.clone(), &deployed(&w.tree, &w.files)))
+            .collect();
+        // The writer's last write is often the newest one: read once.
+        let newest = folder
+            .writes
+            .iter()
+            .position(|w| Some(&w.id) == folder.by_writer.as_ref().map(|b| &b.id));
+        let promotion_said = match newest {
+            Some(i) => saids.get(i).cloned(),
+            None => folder.by_writer.as_ref().map(|w| read_message(&w.message)),
+        };
+        let promotion = match (newest, &folder.by_writer, &promotion_said) {
+            (Some(i), ..) => history.get(i).cloned(),
+            (None, Some(w), Some(said)) => Some(write_of(
+                t,
+                subscribed,
+                w,
+                said.clone(),
+                &deployed(&w.tree, &w.files),
+            )),
+            _ => None,
+        };
+        let mut images: Vec<Image> = tip.iter().map(|d| Image::parse(d)).collect();
+        // The tip is what the last write left: its message completes tags and digests, then
+        // the writer's last promotion (under a hand edit), where they agree.
+        for said in saids.first().into_iter().chain(&promotion_said) {
+            if said.writer == Some(Writer::Promotion) {
+                for i in &mut images {
+                    i.complete_from(&said.images);
+                }
+            }
+        }
+        CellRead {
+            folder,
+            history,
+            promotion,
+            promotion_said,
+            images,
+        }
     }
 }
 
@@ -971,23 +1077,35 @@ pub fn status(
             .entry(t.folder.clone())
             .or_insert_with(|| t.stage_name());
     }
+    // The branches are read in parallel, each on its own handle of its repository; the
+    // first error in branch order is reported.
+    let branches: Vec<Result<crate::git::BranchState, StatusError>> = {
+        use rayon::prelude::*;
+        let wanted: Vec<_> = wanted.iter().collect();
+        wanted
+            .par_iter()
+            .map(|((repo, branch), writers)| {
+                let folders: BTreeSet<String> = writers.keys().cloned().collect();
+                let is_writers = |folder: &str, message: &str| {
+                    writers
+                        .get(folder)
+                        .is_some_and(|stage| read_message(message).is_by(stage.as_deref()))
+                };
+                crate::git::read_branch(
+                    repo,
+                    branch,
+                    &folders,
+                    options.past.max(1),
+                    &is_writers,
+                    &options.auth,
+                )
+                .map_err(StatusError::from_read)
+            })
+            .collect()
+    };
     let mut read = BTreeMap::new();
-    for ((repo, branch), writers) in &wanted {
-        let folders: BTreeSet<String> = writers.keys().cloned().collect();
-        let is_writers = |folder: &str, message: &str| {
-            writers
-                .get(folder)
-                .is_some_and(|stage| read_message(message).is_by(stage.as_deref()))
-        };
-        let state = crate::git::read_branch(
-            repo,
-            branch,
-            &folders,
-            options.past.max(1),
-            &is_writers,
-            &options.auth,
-        )?;
-        read.insert((repo.clone(), branch.clone()), state);
+    for (key, state) in wanted.keys().zip(branches) {
+        read.insert(key.clone(), state?);
     }
     let env_order: Vec<String> = platform
         .environments
@@ -1014,36 +1132,29 @@ pub fn status(
     // What kiln publish wrote from each source commit, rendered again once.
     let mut published: BTreeMap<String, Published> = BTreeMap::new();
     let rendered_path = crate::git::normalize_folder(&platform.source.rendered_path);
-    for t in &targets {
-        let folder = read
-            .get(&(location(&t.repo_url), t.branch.clone()))
-            .and_then(|b| b.folders.get(&t.folder))
-            .cloned()
-            .unwrap_or_default();
-        let history: Vec<Write> = folder
-            .writes
-            .iter()
-            .map(|w| write_of(t, &subscribed, w))
-            .collect();
-        let promotion = folder
-            .by_writer
-            .as_ref()
-            .map(|w| write_of(t, &subscribed, w));
+    let none = crate::git::FolderState::default();
+    let reads: Vec<CellRead<'_>> = {
+        use rayon::prelude::*;
+        targets
+            .par_iter()
+            .map(|t| {
+                let folder = read
+                    .get(&(location(&t.repo_url), t.branch.clone()))
+                    .and_then(|b| b.folders.get(&t.folder))
+                    .unwrap_or(&none);
+                CellRead::new(t, folder, &subscribed)
+            })
+            .collect()
+    };
+    for (t, cell) in targets.iter().zip(reads) {
+        let CellRead {
+            folder,
+            history,
+            promotion,
+            promotion_said,
+            images,
+        } = cell;
         let deployed = !folder.files.is_empty();
-        let mut images: Vec<Image> = crate::git::folder_images(&folder.files)
-            .iter()
-            .map(|d| Image::parse(d))
-            .collect();
-        // The tip is what the last write left: its message completes tags and digests, then
-        // the writer's last promotion (under a hand edit), where they agree.
-        for w in folder.writes.first().into_iter().chain(&folder.by_writer) {
-            let said = read_message(&w.message);
-            if said.writer == Some(Writer::Promotion) {
-                for i in &mut images {
-                    i.complete_from(&said.images);
-                }
-            }
-        }
         let stage_name = t.stage_name();
         let last = history.first();
         // A publish's folder, relative to what publish writes (spec.source.renderedPath),
@@ -1054,20 +1165,28 @@ pub fn status(
             }
             _ => None,
         };
-        let drift = match (deployed, last, &t.stage, &folder.by_writer, &promotion) {
+        let drift = match (
+            deployed,
+            last,
+            &t.stage,
+            &folder.by_writer,
+            &promotion,
+            &promotion_said,
+            publish_rel,
+        ) {
             (false, ..) | (true, None, ..) => None,
             // A Stage's cell whose folder is, to the tree, what a promotion by `kiln promote`'s
             // runner wrote (its stamp matches its change, which was this folder alone): that
             // runner wrote what the Stage builds from the Freight it recorded, and nothing
             // changed the folder since. No rebuild.
-            (true, Some(_), Some(_), Some(raw), Some(_))
+            (true, Some(_), Some(_), Some(raw), Some(_), _, _)
                 if raw.stamped && raw.tree.is_some() && raw.tree == folder.tree =>
             {
                 None
             }
             // A Stage's cell: the folder against what the Stage builds from the Freight its
             // last promotion recorded, whoever committed since (or mimicked its message).
-            (true, Some(w), Some(stage), Some(raw), Some(p)) => {
+            (true, Some(w), Some(stage), Some(raw), Some(p), Some(said), _) => {
                 let key = (stage_name.clone().unwrap_or_default(), p.commit.clone());
                 if !rebuilt.contains_key(&key) {
                     let objects = match parsed {
@@ -1078,7 +1197,7 @@ pub fn status(
                     let built = rebuild_from(
                         &stage,
                         objects,
-                        &read_message(&raw.message),
+                        said,
                         &crate::git::folder_images(&raw.files),
                         options,
                     )
@@ -1104,16 +1223,17 @@ pub fn status(
             // A publish's cell: the folder against what kiln publish writes from the source
             // commit it recorded (rendered again, as `kiln verify` renders), whoever
             // committed since.
-            (true, Some(w), None, _, Some(p)) if publish_rel.is_some() => {
-                let rel = publish_rel.unwrap_or_default();
+            (true, Some(w), None, _, Some(p), _, Some(rel)) => {
                 let commit = p.source_commit.clone().unwrap_or_default();
                 if !published.contains_key(&commit) {
                     let rendered = match &p.source_commit {
-                        Some(c) => rerender(c).map_err(|message| StatusError::Rerender {
-                            commit: c.clone(),
-                            message,
-                        })?,
-                        None => set.clone(),
+                        Some(c) => std::borrow::Cow::Owned(rerender(c).map_err(|message| {
+                            StatusError::Rerender {
+                                commit: c.clone(),
+                                message,
+                            }
+                        })?),
+                        None => std::borrow::Cow::Borrowed(set),
                     };
                     published.insert(
                         commit.clone(),
@@ -1214,14 +1334,15 @@ pub fn status(
         .iter()
         .map(|e| (e.name.as_str(), &e.from))
         .collect();
-    let snapshot = cells.clone();
     // Each cell by (project, component, environment), the first of each.
     let mut at: BTreeMap<(&str, &str, &str), &Cell> = BTreeMap::new();
-    for u in &snapshot {
+    for u in &cells {
         at.entry((&u.project, &u.component, &u.environment))
             .or_insert(u);
     }
-    for c in cells.iter_mut().filter(|c| c.stage.is_some()) {
+    // Every lag is judged on the cells as they stand before any is marked lagging.
+    let mut lags: Vec<(usize, Lag)> = Vec::new();
+    for (index, c) in cells.iter().enumerate().filter(|(_, c)| c.stage.is_some()) {
         for up in upstreams
             .get(c.environment.as_str())
             .map(|v| v.iter())
@@ -1269,19 +1390,26 @@ pub fn status(
                         .join(",")
                 }
             };
-            c.lag = Some(Lag {
-                upstream: up.clone(),
-                upstream_images: u.images.clone(),
-                message: format!("{up} runs {}, {} {}", tags(u), c.environment, tags(c)),
-            });
-            // Running nothing while upstream runs something is lagging too: exit 1, `<lag`.
-            if matches!(c.state, CellState::InSync | CellState::NotDeployed) {
-                c.state = CellState::Lagging;
-            }
+            lags.push((
+                index,
+                Lag {
+                    upstream: up.clone(),
+                    upstream_images: u.images.clone(),
+                    message: format!("{up} runs {}, {} {}", tags(u), c.environment, tags(c)),
+                },
+            ));
             break;
         }
     }
-    cells.sort_by_key(|c| {
+    for (index, lag) in lags {
+        let c = &mut cells[index];
+        c.lag = Some(lag);
+        // Running nothing while upstream runs something is lagging too: exit 1, `<lag`.
+        if matches!(c.state, CellState::InSync | CellState::NotDeployed) {
+            c.state = CellState::Lagging;
+        }
+    }
+    cells.sort_by_cached_key(|c| {
         (
             c.project.clone(),
             c.component.clone(),
