@@ -8,6 +8,8 @@
 #   PROFILE=debug scripts/bench-memory.sh 200x5   # a debug build (correctness, not figures)
 #   KILN=/path/to/kiln scripts/bench-memory.sh    # another binary (a before/after pair)
 #
+# Each run's `--timings` (load, evaluate, render, emit, write) goes to stderr after its row.
+#
 # Targets on the 2-core machine: < 20 s wall and < 2 GiB peak at 10,000 x 10 (100,000
 # BuildPlans), < 64 KiB per BuildPlan at 2,000 x 5.
 set -euo pipefail
@@ -31,7 +33,7 @@ for size in $SIZES; do
   rm -rf "$dir"; "$SYNTH" --components "$n" --environments "$e" "$dir" >/dev/null 2>&1
   plans=$((n * e))
   for run in validated --no-validate; do
-    args=(render "$dir/platforms/synth" --write-to "$dir/out" --no-cache)
+    args=(render "$dir/platforms/synth" --write-to "$dir/out" --no-cache --timings)
     [ "$run" = validated ] || args+=("$run")
     /usr/bin/time -f "%e %U %S %M" -o "$WORK/time" "$KILN" "${args[@]}" >/dev/null 2>"$WORK/err" || {
       cat "$WORK/err" >&2; exit 1; }
@@ -41,6 +43,7 @@ for size in $SIZES; do
     printf '| %s | %d | %s | %s | %.2f | %d | %.1f | %s | %s |\n' "$size" "$plans" "$run" "$wall" \
       "$(echo "$user + $sys" | bc)" "$((rss / 1024))" "$(echo "scale=1; $rss / $plans" | bc)" \
       "$out" "$files"
+    sed -n '/timings/,$p' "$WORK/err" >&2
     rm -rf "$dir/out"
   done
   rm -rf "$dir"

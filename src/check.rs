@@ -79,7 +79,8 @@ pub enum CheckError {
 pub enum Rule {
     /// The object violates its kind's schema.
     SchemaViolation,
-    /// The object's kind is a Kargo or Argo CD kind the schema directory does not define.
+    /// The object's kind is one Kargo's or Argo CD's API group does not have, or a Kargo or
+    /// Argo CD kind the schema directory does not define.
     UnknownKind,
     /// A field Kargo removed or renamed.
     RemovedField,
@@ -682,6 +683,44 @@ spec: {}
             "{}",
             cycle.message
         );
+    }
+
+    /// newcomer3's repro 09: `kind: Stgae` in Kargo's group counted as a kind with no schema
+    /// ("metadata only"); the only findings were its knock-ons (an Application authorizing an
+    /// unknown Stage, with a did-you-mean naming another Stage).
+    #[test]
+    fn unknown_kinds_of_kargo_and_argo_cd_are_named_once() {
+        let text = "apiVersion: kargo.akuity.io/v1alpha1\nkind: Warehouse\nmetadata: {name: w, namespace: shop}\nspec:\n  subscriptions:\n  - image: {repoURL: nginx}\n---\napiVersion: kargo.akuity.io/v1alpha1\nkind: Stage\nmetadata: {name: dev, namespace: shop}\nspec:\n  requestedFreight:\n  - origin: {kind: Warehouse, name: w}\n    sources: {direct: true}\n---\napiVersion: kargo.akuity.io/v1alpha1\nkind: Stgae\nmetadata: {name: test, namespace: shop}\nspec:\n  requestedFreight:\n  - origin: {kind: Warehouse, name: w}\n    sources: {stages: [dev]}\n---\napiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  name: shop-test\n  namespace: argocd\n  annotations: {kargo.akuity.io/authorized-stage: 'shop:test'}\nspec:\n  project: default\n  source: {repoURL: 'https://x', path: p, targetRevision: HEAD}\n  destination: {server: 'https://kubernetes.default.svc', namespace: shop}\n---\napiVersion: argoproj.io/v1alpha1\nkind: Applicaton\nmetadata: {name: a, namespace: argocd}\n---\napiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r, namespace: shop}\n---\napiVersion: kargo.akuity.io/v1alpha1\nkind: Whatever\nmetadata: {name: x, namespace: shop}\n";
+        let docs = parse_documents("t.yaml", text).unwrap();
+        let report = validate_documents(&docs, &SchemaSet::empty()).unwrap();
+        let f = &report.findings;
+        let shown: Vec<(Rule, usize, &str, Option<&str>)> = f
+            .iter()
+            .map(|f| (f.rule, f.at.line, f.message.as_str(), f.help.as_deref()))
+            .collect();
+        assert_eq!(f.len(), 3, "{shown:#?}");
+        assert!(f.iter().all(|f| f.rule == Rule::UnknownKind), "{shown:#?}");
+        let (stage, app, other) = (&f[0], &f[1], &f[2]);
+        assert_eq!(stage.at.line, 17);
+        assert_eq!(
+            stage.message,
+            "`test`: unknown kind `Stgae` in API group `kargo.akuity.io`"
+        );
+        let help = |f: &Finding| f.help.clone().unwrap_or_default();
+        assert!(
+            help(stage).starts_with("did you mean `Stage`?"),
+            "{shown:#?}"
+        );
+        assert!(
+            help(app).starts_with("did you mean `Application`?"),
+            "{shown:#?}"
+        );
+        assert!(
+            help(other).starts_with("Kargo's kinds are ClusterConfig"),
+            "{shown:#?}"
+        );
+        // Another Argo project's kind (Rollouts) is no typo of Argo CD's.
+        assert_eq!(report.meta_only, 1);
     }
 
     #[test]

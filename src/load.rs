@@ -404,7 +404,7 @@ pub fn load(
             let tree = opts.sources.and_then(|s| s.get(&(p, i)));
             let cdir = match (tree, inst.get("path").and_then(Value::as_str)) {
                 (Some(tree), _) => {
-                    let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/source"));
+                    let loc = Loc::new(file, source_pointer(inst, p, i));
                     match ld.resolve_in_tree(tree, &loc) {
                         Some(d) => d,
                         None => continue,
@@ -420,9 +420,15 @@ pub fn load(
                 _ => {
                     // Neither a path nor a fetched source (a caller that ran no source
                     // stage): the instance cannot be read.
+                    let remote = inst.get("source").is_some();
+                    // The source stage fetches nothing for a platform.yaml that breaks the
+                    // schema (`source::resolve`); that violation is reported already, and
+                    // this error would only repeat it once per remote instance.
+                    if remote && !valid {
+                        continue;
+                    }
                     let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}"));
                     let sn = ld.sources.snippet(&loc);
-                    let remote = inst.get("source").is_some();
                     ld.errors.push(LoadError::UnknownComponent {
                         path: String::new(),
                         reason: if remote {
@@ -448,7 +454,7 @@ pub fn load(
             }
             // Each environment's own commit of the instance's repository.
             for (env, t) in tree.map(|t| &t.environments).into_iter().flatten() {
-                let loc = Loc::new(file, format!("/spec/projects/{p}/components/{i}/source"));
+                let loc = Loc::new(file, source_pointer(inst, p, i));
                 let Some(edir) = ld.resolve_in_tree(t, &loc) else {
                     continue;
                 };
@@ -799,9 +805,10 @@ impl Loader<'_> {
         idx
     }
 
-    /// A fetched tree's component directory: inside the tree, holding `component.yaml`.
+    /// A fetched tree's component directory: inside the tree, holding `component.yaml`. A
+    /// `source.path` the tree lacks, or one without `component.yaml`, is an unknown
+    /// component, with the nearest folder of the tree that holds one as its help.
     fn resolve_in_tree(&mut self, tree: &SourceTree, loc: &Loc) -> Option<PathBuf> {
-        let outer = std::mem::replace(&mut self.root, tree.root.clone());
         let rel = tree
             .dir
             .strip_prefix(&tree.root)
@@ -809,23 +816,54 @@ impl Loader<'_> {
             .display()
             .to_string();
         let rel = if rel.is_empty() { ".".to_string() } else { rel };
-        let found = self.resolve(&tree.root, &rel, loc, "component directory");
-        self.root = outer;
-        let cdir = found?;
-        if !self.fs.is_file(&cdir.join("component.yaml")) {
-            let sn = self.sources.snippet(loc);
-            self.errors.push(LoadError::UnknownComponent {
-                path: tree.label.clone(),
-                reason: "the fetched directory has no component.yaml".to_string(),
-                help: "`source.path` names the folder of the repository holding component.yaml"
-                    .into(),
-                at: sn.at,
-                src: sn.src,
-                span: sn.span,
-            });
-            return None;
+        let missing = self.fs.canonicalize(&tree.dir).is_err()
+            && normalize(&tree.dir).starts_with(&tree.root)
+            && crate::fs::dangling_link(self.fs, &tree.dir).is_none();
+        let reason = if missing {
+            "the fetched repository has no such folder"
+        } else {
+            let outer = std::mem::replace(&mut self.root, tree.root.clone());
+            let found = self.resolve(&tree.root, &rel, loc, "component directory");
+            self.root = outer;
+            let cdir = found?;
+            if self.fs.is_file(&cdir.join("component.yaml")) {
+                return Some(cdir);
+            }
+            "the fetched folder has no component.yaml"
+        };
+        let help = self.nearest_in_tree(&tree.root, &rel);
+        let sn = self.sources.snippet(loc);
+        self.errors.push(LoadError::UnknownComponent {
+            path: tree.label.clone(),
+            reason: reason.to_string(),
+            help,
+            at: sn.at,
+            src: sn.src,
+            span: sn.span,
+        });
+        None
+    }
+
+    /// The help for a `source.path` (`rel`) that names no component in the fetched tree at
+    /// `root`: the folder holding a `component.yaml` nearest to it, else those there are.
+    fn nearest_in_tree(&self, root: &Path, rel: &str) -> String {
+        let folders = component_folders(self.fs, root);
+        let names = folders.iter().map(String::as_str);
+        match crate::diag::did_you_mean(rel, names) {
+            Some(m) => format!(
+                "did you mean `{m}`? (`source.path` is the folder of the repository holding component.yaml)"
+            ),
+            None if folders.is_empty() => {
+                "the repository holds no component.yaml at this ref; `source.path` names the folder that does".into()
+            }
+            None => {
+                let shown: Vec<String> = folders.iter().take(5).map(|f| format!("`{f}`")).collect();
+                format!(
+                    "`source.path` names the folder of the repository holding component.yaml; the repository has: {}",
+                    shown.join(", ")
+                )
+            }
         }
-        Some(cdir)
     }
 
     /// Resolves a component instance's `path`: inside the root, a directory holding
@@ -1206,6 +1244,55 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// Where an instance's `source` errors point: its `source.path` when it has one, else the
+/// `source` mapping.
+fn source_pointer(inst: &Value, p: usize, i: usize) -> String {
+    let base = format!("/spec/projects/{p}/components/{i}/source");
+    match inst.pointer("/source/path").and_then(Value::as_str) {
+        Some(path) if !path.is_empty() => format!("{base}/path"),
+        _ => base,
+    }
+}
+
+/// The folders of the fetched tree at `root` that hold a `component.yaml`, relative to it
+/// (`.` for the root), in sorted order; at most [`MAX_COMPONENT_FOLDERS`] folders are looked
+/// into, `.git` and other hidden folders never.
+fn component_folders(fs: &dyn FileSystem, root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut todo = vec![root.to_path_buf()];
+    let mut seen = 0;
+    while let Some(dir) = todo.pop() {
+        seen += 1;
+        if seen > MAX_COMPONENT_FOLDERS {
+            break;
+        }
+        if fs.is_file(&dir.join("component.yaml")) {
+            let rel = dir.strip_prefix(root).unwrap_or(&dir).display().to_string();
+            found.push(if rel.is_empty() { ".".to_string() } else { rel });
+        }
+        let entries = fs.read_dir_kinds(&dir).unwrap_or_default();
+        for (e, kind) in entries.into_iter().rev() {
+            let hidden = e
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+            // A link is followed only while it stays in the tree.
+            let dir = match kind {
+                Some(k) => k == crate::fs::PlainKind::Dir,
+                None => fs.canonicalize(&e).is_ok_and(|c| c.starts_with(root)) && fs.is_dir(&e),
+            };
+            if !hidden && dir {
+                todo.push(e);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// How many folders of a fetched tree [`component_folders`] looks into: a did-you-mean is
+/// not worth walking a monorepo for.
+const MAX_COMPONENT_FOLDERS: usize = 2_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1504,6 +1591,40 @@ mod tests {
             .unwrap_err()
             .errors;
         assert!(matches!(&errs[..], [LoadError::Yaml(_)]), "{errs:?}");
+    }
+
+    /// newcomer3's repro 08: one typo in a platform.yaml whose instances come from other
+    /// repositories (so the source stage fetched nothing) gave one error for the typo and one
+    /// "unknown component ``: its `source` was not fetched" per remote instance.
+    #[test]
+    fn a_schema_violation_is_not_repeated_for_each_unfetched_source() {
+        let remote = "    - {name: a1, source: {git: \"https://git.test/a.git\", path: deploy}}\n    - {name: a2, source: {git: \"https://git.test/a.git\", path: deploy}, deployto: {tiers: [prod]}}\n";
+        let platform = format!("{PLATFORM}{remote}");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", platform.as_str()),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::SchemaViolation { .. }]),
+            "{errs:#?}"
+        );
+        assert!(errs[0].to_string().contains("deployto"), "{}", errs[0]);
+        // Without the typo, an instance nobody fetched is still an error of its own.
+        let fixed = platform.replace("deployto", "deployTo");
+        std::fs::write(t.path().join("platforms/p/platform.yaml"), fixed).unwrap();
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert_eq!(errs.len(), 2, "{errs:#?}");
+        assert!(
+            errs.iter()
+                .all(|e| matches!(e, LoadError::UnknownComponent { .. })),
+            "{errs:#?}"
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The `kiln` binary: installs the error reporter, parses arguments, calls the library and
 //! maps the outcome to an exit code (0 ok, 1 input errors, 2 usage (clap's, a missing default
-//! platform, and a source name no source has), 101 internal error, 130 or 143 when SIGINT or
+//! platform, a source name no source has, and a `KILN_SOURCE_*` value that is not a number), 101 internal error, 130 or 143 when SIGINT or
 //! SIGTERM stopped it (in every phase, the write's included);
 //! `diff`/`verify`: 0 same, 1 different, 3 error; `status`: 0 in sync, 1 lagging or drifted, 3 error). Everything else lives in `kiln::cli` and the pipeline modules.
 #![allow(clippy::disallowed_methods)] // the edge
@@ -24,8 +24,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    kiln::cli::set_network_timeouts(&args.command);
     let error_code = args.command.error_exit_code();
+    if let Err(report) = kiln::cli::set_network_timeouts(&args.command) {
+        kiln::cli::print_err(&format!("{report:?}"));
+        return ExitCode::from(kiln::cli::failure_exit_code(error_code, &report));
+    }
     match kiln::cli::run(args) {
         Ok(code) => code,
         Err(report) => {

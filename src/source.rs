@@ -306,29 +306,24 @@ pub fn resolve(
         });
     };
     let old = kiln_source::LockFile::read(&lock_path)?;
-    let fetcher_with = |mode: Mode| {
-        Fetcher::new(
-            kiln_source::cache::Cache::new(cache_dir),
-            kiln_source::http::Http::new(opts.credentials.clone(), opts.limits),
-            callbacks,
-            mode,
-            old.clone().unwrap_or_default(),
-        )
-    };
-    let naming = !opts.refs.is_empty() || opts.mode.update.as_ref().is_some_and(|u| !u.is_empty());
-    if naming && wanted.iter().any(|w| w.name.is_none()) {
-        let probe = fetcher_with(Mode {
+    // One fetcher for the run, probes included, so that each source is fetched once.
+    let mut fetcher = Fetcher::new(
+        kiln_source::cache::Cache::new(cache_dir),
+        kiln_source::http::Http::new(opts.credentials.clone(), opts.limits),
+        callbacks,
+        Mode {
             update: None,
             ..opts.mode.clone()
-        });
-        name_instances(fs, &platform, &probe, &mut wanted);
+        },
+        old.clone().unwrap_or_default(),
+    );
+    let naming = !opts.refs.is_empty() || opts.mode.update.as_ref().is_some_and(|u| !u.is_empty());
+    if naming && wanted.iter().any(|w| w.name.is_none()) {
+        name_instances(fs, &platform, &fetcher, &mut wanted);
     }
     let shown = platform_dir.display().to_string();
     let selection = Selection::new(&shown, &wanted, opts)?;
-    let fetcher = fetcher_with(Mode {
-        update: selection.update.clone(),
-        ..opts.mode.clone()
-    });
+    fetcher.set_update(selection.update.clone());
     out.preview = !opts.refs.is_empty();
     let misses = Misses::new(opts.mode.offline);
     // Every failing source is reported, not only the first.
@@ -484,14 +479,15 @@ fn instance_tree(
 }
 
 /// Gives each instance without `name:` its component's `metadata.name`, read from its tree at
-/// the ref the lock (or platform.yaml) gives it, fetched by `probe` (a fetcher that updates
-/// nothing): `kiln update NAME` and `--source-ref NAME=REF` must know the names before the
-/// run's own fetches. A source that cannot be fetched stays unnamed here; the run's fetch
-/// reports why.
+/// the ref the lock (or platform.yaml) gives it, probed through the run's own fetcher
+/// ([`Fetcher::probe`]: it updates nothing, and the run's fetch of the same source reuses
+/// it): `kiln update NAME` and `--source-ref NAME=REF` must know the names before the run's
+/// own fetches. A source that cannot be fetched stays unnamed here; the run's fetch reports
+/// why.
 fn name_instances(
     fs: &dyn FileSystem,
     platform: &PlatformFile,
-    probe: &Fetcher<'_>,
+    fetcher: &Fetcher<'_>,
     wanted: &mut [Wanted],
 ) {
     for w in wanted.iter_mut().filter(|w| w.name.is_none()) {
@@ -499,7 +495,7 @@ fn name_instances(
             .ok()
             .and_then(|refs| refs.values().next().cloned())
             .unwrap_or_else(|| w.reference.clone());
-        w.name = fetch_component(probe, w, &reference)
+        w.name = fetch_component_with(fetcher, w, &reference, Fetcher::probe)
             .ok()
             .and_then(|(tree, _)| component_name(fs, &tree));
     }
@@ -752,11 +748,21 @@ fn wanted(
                     None => format!("the component from `{}`", kiln_base::url::redact(&src.git)),
                 }
             );
-            let invalid = |field: &str, problem: String, help: &str| SourceStageError::Invalid {
-                at: at.clone(),
-                field: field.into(),
-                problem,
-                help: help.into(),
+            // Each error names the line of its field, as a fetch error does (below).
+            let invalid = |field: &str, problem: String, help: &str| {
+                let pointer = format!(
+                    "/spec/projects/{p}/components/{i}/{}",
+                    field.replace('.', "/")
+                );
+                SourceStageError::Invalid {
+                    at: match spans.find(0, &pointer, false) {
+                        Some(l) => format!("{file}:{}:{}, {at}", l.line, l.column),
+                        None => at.clone(),
+                    },
+                    field: field.into(),
+                    problem,
+                    help: help.into(),
+                }
             };
             if !inst.path.is_empty() {
                 return Err(invalid(
@@ -915,6 +921,16 @@ fn fetch_component(
     w: &Wanted,
     reference: &str,
 ) -> Result<(SourceTree, LockEntry), SourceStageError> {
+    fetch_component_with(fetcher, w, reference, Fetcher::fetch)
+}
+
+/// [`fetch_component`] through `how` ([`Fetcher::fetch`] or [`Fetcher::probe`]).
+fn fetch_component_with<'f, 'a>(
+    fetcher: &'f Fetcher<'a>,
+    w: &Wanted,
+    reference: &str,
+    how: fn(&'f Fetcher<'a>, &Request) -> Result<kiln_source::fetch::Fetched, SourceError>,
+) -> Result<(SourceTree, LockEntry), SourceStageError> {
     let req = Request {
         kind: Kind::Git,
         url: w.git.clone(),
@@ -927,7 +943,7 @@ fn fetch_component(
         // A component's tree leaves its submodules out, and its fetch is not bounded.
         git: Default::default(),
     };
-    let got = fetcher.fetch(&req)?;
+    let got = how(fetcher, &req)?;
     let root = got.root.clone();
     let dir = if w.path.is_empty() {
         root.clone()

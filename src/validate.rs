@@ -556,14 +556,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
         ref_params: BTreeSet::new(),
     };
     let s = pf.spec;
-    ck.ref_params = s
-        .projects
-        .iter()
-        .flat_map(|p| &p.components)
-        .filter_map(|i| i.source.as_ref())
-        .flat_map(|src| kiln_base::reference::names(&src.reference))
-        .filter_map(|n| n.strip_prefix("params.").map(str::to_string))
-        .collect();
+    ck.ref_params = source_ref_params(&s);
     let at = |p: String| Loc::new(file, p);
     let platform_refs = platform_param_refs(&s);
 
@@ -949,13 +942,7 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
 /// The parameter names (first path segment) that `${params.…}` references in `value` use.
 pub(crate) fn collect_param_refs(value: &Value, out: &mut BTreeSet<String>) {
     match value {
-        Value::String(s) if s.contains("${") => {
-            for r in kiln_base::reference::find(s) {
-                if let Some(path) = r.name().strip_prefix("params.") {
-                    out.insert(path.split('.').next().unwrap_or("").to_string());
-                }
-            }
-        }
+        Value::String(s) => text_param_refs(s, out),
         Value::Array(items) => items.iter().for_each(|v| collect_param_refs(v, out)),
         Value::Object(map) => map.values().for_each(|v| collect_param_refs(v, out)),
         _ => {}
@@ -978,10 +965,35 @@ fn platform_param_refs(s: &spec::PlatformSpec) -> BTreeSet<String> {
                 .for_each(|e| values(&e.parameters));
         }
     }
-    for inst in s.projects.iter().flat_map(|p| &p.components) {
-        if let Some(src) = &inst.source {
-            collect_param_refs(&Value::String(src.reference.clone()), &mut out);
+    out.extend(source_ref_params(s));
+    out
+}
+
+/// The parameters `${params.…}` references in `text` name, by their top-level name (`db` for
+/// `${params.db.host}`: the key a parameter layer gives).
+fn text_param_refs(text: &str, out: &mut BTreeSet<String>) {
+    if !text.contains("${") {
+        return;
+    }
+    for r in kiln_base::reference::find(text) {
+        if let Some(path) = r.name().strip_prefix("params.") {
+            out.insert(path.split('.').next().unwrap_or("").to_string());
         }
+    }
+}
+
+/// The parameters the instances' `source.ref`s use, by top-level name ([`text_param_refs`]):
+/// their use on a shared layer, and the hint of an undeclared instance parameter
+/// ([`Checker::for_ref`]).
+fn source_ref_params(s: &spec::PlatformSpec) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for src in s
+        .projects
+        .iter()
+        .flat_map(|p| &p.components)
+        .filter_map(|i| i.source.as_ref())
+    {
+        text_param_refs(&src.reference, &mut out);
     }
     out
 }
@@ -1604,5 +1616,31 @@ pub(crate) mod tests {
             platform_param_refs(&pf.spec),
             BTreeSet::from(["appRef".to_string()])
         );
+    }
+
+    /// A `source.ref` naming a field of an object parameter (`${params.git.ref}`) uses the
+    /// parameter `git`, the key a layer gives: as its use on a shared layer and for the
+    /// hint of an undeclared instance parameter alike (the hint's set had `git.ref`, so an
+    /// undeclared `git` on the instance got no word of the ref).
+    #[test]
+    fn a_source_ref_uses_the_top_level_name_of_a_dotted_parameter() {
+        let remote = "  - name: web\n    components:\n    - source: {git: \"https://git.example/app.git\", ref: \"${params.git.ref}-${params.tag}\"}\n";
+        let text = platform_yaml(ENVS, remote);
+        let value = crate::yaml::parse_one("platform.yaml", &text).unwrap();
+        let pf: spec::PlatformFile = serde_json::from_value(value).unwrap();
+        let names = BTreeSet::from(["git".to_string(), "tag".to_string()]);
+        assert_eq!(source_ref_params(&pf.spec), names);
+        assert_eq!(platform_param_refs(&pf.spec), names);
+        let sources = Sources::default();
+        let ck = Checker {
+            sources: &sources,
+            errors: Vec::new(),
+            ref_params: source_ref_params(&pf.spec),
+        };
+        assert!(
+            ck.for_ref("git", "c/component.yaml")
+                .contains("`git` is used in `source.ref`")
+        );
+        assert_eq!(ck.for_ref("ref", "c/component.yaml"), "");
     }
 }

@@ -1026,6 +1026,31 @@ fn version_and_helm_template_never_load_the_ca_bundle() {
     );
 }
 
+/// Issue 37 (ADR 0043): on Linux the `kiln` binary is a position-dependent executable (the
+/// dynamic loader has none of its relocations to apply at start) that loads no zlib (linked
+/// statically). The ELF header's type is `ET_EXEC`, not `ET_DYN`, and the dynamic string
+/// table (near the start of the file, where `libc.so.6` shows it is read) names no libz.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_binary_is_position_dependent_and_loads_no_zlib() {
+    use std::io::Read;
+    let mut head = vec![0; 1 << 18];
+    let mut file = std::fs::File::open(env!("CARGO_BIN_EXE_kiln")).unwrap();
+    file.read_exact(&mut head).unwrap();
+    assert_eq!(&head[..4], b"\x7fELF");
+    assert_eq!(
+        u16::from_le_bytes([head[16], head[17]]),
+        2,
+        "e_type: ET_EXEC"
+    );
+    let names = |name: &[u8]| head.windows(name.len()).any(|w| w == name);
+    assert!(
+        names(b"libc.so.6"),
+        "the dynamic string table lies past the bytes read"
+    );
+    assert!(!names(b"libz.so"), "libz is loaded");
+}
+
 /// Whether `kiln args` opens `SSL_CERT_FILE`: a FIFO, which a reader opens only once a writer
 /// comes. The test is that writer: opening the FIFO without waiting succeeds only while a
 /// reader is there (else `ENXIO`); it then closes it at once, the reader sees an empty bundle

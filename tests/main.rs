@@ -6,6 +6,7 @@
 mod support;
 
 mod architecture;
+mod audit;
 mod charts;
 mod ci;
 mod cli;

@@ -151,6 +151,15 @@ impl Scenario {
     }
 }
 
+/// A run's output with miette's wrapping undone (each line trimmed, joined by spaces).
+fn unwrapped(r: &crate::support::Run) -> String {
+    r.text()
+        .lines()
+        .map(|l| l.trim().trim_start_matches("| "))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn ok(r: &crate::support::Run) {
     assert_eq!(r.code, Some(0), "{}", r.text());
 }
@@ -1245,15 +1254,20 @@ fn app_repos_to_one_service_repo_end_to_end() {
         message.contains(&format!("Kiln-App-Commit: {daemon_url}/bases.git@")),
         "{message}"
     );
+    // A chart, once per cell of the instances that use it (`<project>/<env>/<component> …`).
+    let per_cell = |source: &str| {
+        message.lines().any(|l| {
+            l.strip_prefix("Kiln-App-Commit: ")
+                .and_then(|v| v.split_once(' '))
+                .is_some_and(|(cell, v)| cell.split('/').count() == 3 && v.starts_with(source))
+        })
+    };
     assert!(
-        message.contains(&format!("Kiln-App-Commit: {chart_url}#ledger@sha256:")),
+        per_cell(&format!("{chart_url}#ledger@sha256:")),
         "{message}"
     );
     if let Some(oci) = &oci_url {
-        assert!(
-            message.contains(&format!("Kiln-App-Commit: {oci}")),
-            "{message}"
-        );
+        assert!(per_cell(oci), "{message}");
     }
 
     // Kargo's pipeline, run locally: dev, then test.
@@ -1476,4 +1490,164 @@ fn every_failing_source_is_reported_at_its_line() {
     assert!(text.contains("`v9.9.9` does not exist"), "{text}");
     assert!(text.contains("`nope` does not exist"), "{text}");
     assert!(!root.join("out").exists());
+}
+
+/// A `KILN_SOURCE_*` variable that is not a number (`KILN_SOURCE_TIMEOUT=abc`) is refused
+/// naming the variable, its value and what it takes, exit 2, before anything is fetched or
+/// written; it is never read as its default.
+#[test]
+fn a_source_setting_that_is_not_a_number_is_refused() {
+    let repos = tempfile::tempdir().unwrap();
+    let v1 = versioned_component("web", "1");
+    testing::app_repo(repos.path(), "web.git", &[(&as_refs(&v1), None)]);
+    let daemon = testing::git_daemon(repos.path());
+    let item = format!(
+        "    - source: {{git: \"git://127.0.0.1:{}/web.git\", ref: main, path: deploy}}\n",
+        daemon.port
+    );
+    let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+    for (variable, expected) in [
+        (
+            "KILN_SOURCE_TIMEOUT",
+            "a whole number of seconds, at least 1",
+        ),
+        (
+            "KILN_SOURCE_MAX_BYTES",
+            "a whole number of bytes, at least 1",
+        ),
+        (
+            "KILN_SOURCE_MAX_FILE_BYTES",
+            "a whole number of bytes, at least 1",
+        ),
+        (
+            "KILN_SOURCE_MAX_ENTRIES",
+            "a whole number of entries, at least 1",
+        ),
+    ] {
+        for args in [
+            &["render", "platform", "--write-to", "out", "--no-cache"][..],
+            &["update", "platform"],
+        ] {
+            let r = p.kiln(args, &[(variable, "abc")]);
+            assert_eq!(r.code, Some(2), "{variable} {args:?}: {}", r.text());
+            let text = unwrapped(&r);
+            assert!(
+                text.contains("kiln::source::bad_setting")
+                    && text.contains(&format!("{variable}=`abc` is not {expected}")),
+                "{variable}: {text}"
+            );
+            assert!(!p.work.path().join("out").exists(), "{variable}: wrote");
+            assert!(
+                !p.work.path().join("platform/kiln.lock").exists(),
+                "{variable}: wrote the lock"
+            );
+            assert!(!p.cache.exists(), "{variable}: fetched");
+        }
+    }
+    // The same platform renders with the variables unset.
+    let r = p.render("out", &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+}
+
+/// An unnamed source (no `name:`: it is known by its component's `metadata.name`) is
+/// probed for that name before `kiln update NAME` or `--source-ref NAME=REF` can select it;
+/// the probe and the run share one fetcher, so the run asks the server for it once: an
+/// unnamed source costs the requests a named one does (counted at the smart-HTTP server),
+/// and a probe never stands in for the fetch `kiln update` asks for.
+#[test]
+fn an_unnamed_source_is_fetched_once_per_run() {
+    let repos = tempfile::tempdir().unwrap();
+    let (v1, v2) = (
+        versioned_component("web", "1"),
+        versioned_component("web", "2"),
+    );
+    testing::app_repo(repos.path(), "app-web.git", &[(&as_refs(&v1), None)]);
+    let log = repos.path().join("requests.log");
+    let http = testing::git_http_logged(repos.path(), &log);
+    let url = format!("{}/app-web.git", http.http());
+    let requests = || {
+        std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // The requests of `args`, run on a fresh platform (no lock, an empty cache) whose
+    // instance has `name:` as given.
+    let cost = |name: &str, args: &[&str]| {
+        let item = format!("    - {{{name}source: {{git: \"{url}\", ref: main, path: deploy}}}}\n");
+        let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+        let before = requests();
+        let r = p.kiln(args, &[]);
+        assert!(matches!(r.code, Some(0 | 1)), "{args:?}: {}", r.text());
+        (requests() - before, p)
+    };
+    for args in [
+        &["update", "platform", "web"][..],
+        &["diff", "platform", "--source-ref", "web=main", "--stat"],
+    ] {
+        let (named, _) = cost("name: web, ", args);
+        let (unnamed, _) = cost("", args);
+        assert!(named > 0);
+        assert_eq!(
+            unnamed, named,
+            "{args:?}: the unnamed source was asked for again"
+        );
+    }
+    // Locked and cached, then `main` moves: the probe reads the pinned commit from the
+    // cache, and `kiln update web` still resolves `main` anew.
+    let (_, p) = cost("", &["update", "platform", "web"]);
+    let clone = p.work.path().join("clone");
+    testing::git(
+        p.work.path(),
+        &["clone", "-q", &url, &clone.display().to_string()],
+    );
+    std::fs::write(clone.join("deploy/cm.yaml"), &v2[1].1).unwrap();
+    testing::git(&clone, &["commit", "-qam", "two"]);
+    let new = testing::git(&clone, &["rev-parse", "HEAD"]);
+    let bare = repos.path().join("app-web.git").display().to_string();
+    testing::git(&clone, &["push", "-q", &bare, "main"]);
+    let r = p.kiln(&["update", "platform", "web"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let lock = p.read("platform/kiln.lock");
+    assert!(lock.contains(&new), "{lock}");
+}
+
+/// A typo in `source.path` (`deplyo`, `deploy/wbe`) is `kiln::load::unknown_component` (as
+/// docs/spec.md lists it), at platform.yaml's line, with the nearest folder of the fetched
+/// tree that holds a component.yaml as a did-you-mean; nothing is written.
+#[test]
+fn a_source_path_typo_suggests_the_nearest_component_folder() {
+    let repos = tempfile::tempdir().unwrap();
+    let mut files = versioned_component("web", "1");
+    files.extend(
+        versioned_component("api", "1")
+            .into_iter()
+            .map(|(p, t)| (p.replace("deploy/", "deploy/api/"), t)),
+    );
+    files.push(("src/main.go".into(), "package main\n".into()));
+    testing::app_repo(repos.path(), "app.git", &[(&as_refs(&files), None)]);
+    let daemon = testing::git_daemon(repos.path());
+    let url = format!("git://127.0.0.1:{}/app.git", daemon.port);
+    for (typo, nearest) in [
+        ("deplyo", "deploy"),
+        ("deploy/apj", "deploy/api"),
+        ("Deploy", "deploy"),
+    ] {
+        let item =
+            format!("    - source:\n        git: {url}\n        ref: main\n        path: {typo}\n");
+        let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+        let r = p.render("out", &[]);
+        assert_eq!(r.code, Some(1), "{typo}: {}", r.text());
+        let text = unwrapped(&r);
+        assert!(
+            text.contains("kiln::load::unknown_component"),
+            "{typo}: {text}"
+        );
+        assert!(
+            text.contains(&format!("did you mean `{nearest}`?")),
+            "{typo}: {text}"
+        );
+        assert!(text.contains("platform.yaml:"), "{typo}: {text}");
+        assert!(!p.work.path().join("out").exists(), "{typo}: wrote");
+    }
 }

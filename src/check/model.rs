@@ -454,6 +454,64 @@ pub fn object_schema(group: &str, kind: &str) -> Option<Value> {
     serde_json::to_value(schema).ok().map(required_when_present)
 }
 
+/// Every kind of Kargo's API group: the CRDs of v1.11.2 (`charts/kargo/resources/crds/`),
+/// and `PromotionRequest` and `Target` of its main branch (v1.12 development), so that a
+/// newer Kargo's objects are not refused as typos.
+pub const KARGO_KINDS: &[&str] = &[
+    "ClusterConfig",
+    "ClusterPromotionTask",
+    "Freight",
+    "Project",
+    "ProjectConfig",
+    "Promotion",
+    "PromotionRequest",
+    "PromotionTask",
+    "Stage",
+    "Target",
+    "Warehouse",
+];
+
+/// Argo CD v3.5's kinds (`manifests/crds/`). Its API group `argoproj.io` is shared with Argo
+/// Rollouts, Workflows and Events, whose kinds kiln does not list.
+pub const ARGOCD_KINDS: &[&str] = &["AppProject", "Application", "ApplicationSet"];
+
+/// A `kind` its API group does not have: what `kubectl apply` refuses outright.
+pub struct UnknownKind {
+    /// The group's kind the name most likely meant (`Stage` for `Stgae`).
+    pub meant: Option<&'static str>,
+    /// The lower-case message and the help naming the fix.
+    pub message: String,
+    pub help: String,
+}
+
+/// The object's `kind` when Kargo's or Argo CD's API group has no such kind, else `None`.
+/// In Kargo's group any other kind is one; in `argoproj.io` (shared with the other Argo
+/// projects) only a near miss of an Argo CD kind, within "did you mean" reach, is taken
+/// for a typo: any other kind may be another Argo project's and stays unchecked.
+pub fn unknown_kind(group: &str, kind: &str) -> Option<UnknownKind> {
+    let (known, whose) = match group {
+        super::rules::KARGO_GROUP => (KARGO_KINDS, "Kargo"),
+        super::rules::ARGOCD_GROUP => (ARGOCD_KINDS, "Argo CD"),
+        _ => return None,
+    };
+    if known.contains(&kind) {
+        return None;
+    }
+    let meant = kiln_base::diag::closest(kind, known.iter().copied(), 2);
+    if meant.is_none() && group == super::rules::ARGOCD_GROUP {
+        return None;
+    }
+    let kinds = known.join(", ");
+    Some(UnknownKind {
+        meant,
+        message: format!("unknown kind `{kind}` in API group `{group}`"),
+        help: match meant {
+            Some(m) => format!("did you mean `{m}`?"),
+            None => format!("{whose}'s kinds are {kinds}"),
+        },
+    })
+}
+
 /// The model's compiled `config` validator of step `uses` (see [`step_schema`]).
 pub fn step_validator(uses: &str) -> Option<&'static jsonschema::Validator> {
     static STEPS: std::sync::LazyLock<BTreeMap<&'static str, jsonschema::Validator>> =

@@ -57,6 +57,10 @@ struct Object<'a> {
     name: &'a str,
     namespace: &'a str,
     value: &'a Value,
+    /// The kind a `kind` its group does not have most likely meant ([`unknown_kind`]).
+    ///
+    /// [`unknown_kind`]: super::model::unknown_kind
+    meant: Option<&'static str>,
 }
 
 impl Object<'_> {
@@ -66,6 +70,12 @@ impl Object<'_> {
     }
     fn is_kargo(&self, kind: &str) -> bool {
         self.gvk.group == KARGO_GROUP && self.gvk.kind == kind
+    }
+    /// Whether references across the set read the object as `group`'s `kind`: a mistyped
+    /// kind counts as the one it meant, so that the typo is reported once (`unknown_kind`)
+    /// and not again by every Stage or Application that names the object.
+    fn reads_as(&self, group: &str, kind: &str) -> bool {
+        self.gvk.group == group && (self.gvk.kind == kind || self.meant == Some(kind))
     }
 }
 
@@ -87,9 +97,11 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
         if api.starts_with("kustomize.config.k8s.io/") {
             continue;
         }
+        let gvk = Gvk::new(api, kind);
         objects.push(Object {
             doc,
-            gvk: Gvk::new(api, kind),
+            meant: super::model::unknown_kind(&gvk.group, &gvk.kind).and_then(|u| u.meant),
+            gvk,
             name: d
                 .value
                 .pointer("/metadata/name")
@@ -124,22 +136,30 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
                 ));
             }
             None => {
-                if ours && !schemas.is_empty() {
+                // A kind its group does not have (a typo `kubectl apply` refuses), else a
+                // kind of ours the schema directory lacks.
+                let unknown = match super::model::unknown_kind(&o.gvk.group, &o.gvk.kind) {
+                    Some(u) => Some((format!("`{}`: {}", o.name, u.message), u.help)),
+                    None if ours && !schemas.is_empty() => Some((
+                        format!(
+                            "no schema for `{}` `{}`",
+                            o.value["apiVersion"].as_str().unwrap_or(""),
+                            o.gvk.kind
+                        ),
+                        "check `apiVersion` and `kind`, or add the CRD to the schema directory"
+                            .into(),
+                    )),
+                    None => None,
+                };
+                if let Some((message, help)) = unknown {
                     out.objects += 1;
                     raw.push(RawFinding {
                         rule: Rule::UnknownKind,
                         doc: o.doc,
                         pointer: "/kind".into(),
                         at_key: false,
-                        message: format!(
-                            "no schema for `{}` `{}`",
-                            o.value["apiVersion"].as_str().unwrap_or(""),
-                            o.gvk.kind
-                        ),
-                        help: Some(
-                            "check `apiVersion` and `kind`, or add the CRD to the schema directory"
-                                .into(),
-                        ),
+                        message,
+                        help: Some(help),
                     });
                 } else if !ours {
                     out.others += 1;
@@ -884,7 +904,7 @@ fn references(objects: &[Object<'_>], docs: &[Document], out: &mut Vec<RawFindin
     // `web/prod/frontend/` is no duplicate: those are compared within their directory.
     let projects: BTreeSet<&str> = objects
         .iter()
-        .filter(|o| o.is_kargo("Project"))
+        .filter(|o| o.reads_as(KARGO_GROUP, "Project"))
         .map(|o| o.name)
         .collect();
     let scope = |o: &Object<'_>| -> Option<&str> {
@@ -919,7 +939,11 @@ fn references(objects: &[Object<'_>], docs: &[Document], out: &mut Vec<RawFindin
             seen.insert(key);
         }
     }
-    let kargo = |kind: &'static str| objects.iter().filter(move |o| o.is_kargo(kind));
+    let kargo = |kind: &'static str| {
+        objects
+            .iter()
+            .filter(move |o| o.reads_as(KARGO_GROUP, kind))
+    };
     let warehouses: BTreeSet<(&str, &str)> =
         kargo("Warehouse").map(|o| (o.namespace, o.name)).collect();
     let stages: BTreeMap<(&str, &str), &Object<'_>> =
@@ -1173,7 +1197,7 @@ fn applications(
 ) {
     let apps: BTreeMap<(&str, &str), &Object<'_>> = objects
         .iter()
-        .filter(|o| o.gvk.group == ARGOCD_GROUP && o.gvk.kind == "Application")
+        .filter(|o| o.reads_as(ARGOCD_GROUP, "Application"))
         .map(|o| ((o.namespace, o.name), o))
         .collect();
     for s in stages.values() {

@@ -887,20 +887,13 @@ fn cache_dir_for(args: &RenderArgs) -> Option<PathBuf> {
     Some(dir)
 }
 
-/// How long a server may stay silent before a fetch or push fails: `KILN_SOURCE_TIMEOUT`
-/// (whole seconds, at least 1), else 30 s.
-pub fn source_timeout() -> std::time::Duration {
-    std::env::var("KILN_SOURCE_TIMEOUT")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .filter(|&s| s > 0)
-        .map_or(
-            crate::source::DEFAULT_TIMEOUT,
-            std::time::Duration::from_secs,
-        )
+/// The source fetcher's limits from the environment (`KILN_SOURCE_TIMEOUT`,
+/// `KILN_SOURCE_MAX_*`): a value that is not a number is refused, never taken for the default.
+pub fn source_limits() -> Result<crate::source::Limits, kiln_source::SourceError> {
+    crate::source::Limits::from_vars(|name| std::env::var(name).ok())
 }
 
-/// Gives libgit2 kiln's network timeout (`source_timeout`), for a command that may talk to a
+/// Gives libgit2 kiln's network timeout (`KILN_SOURCE_TIMEOUT`, [`source_limits`]), for a command that may talk to a
 /// Git server. Process-wide: the binary calls it in `main` right after parsing the arguments,
 /// while it has one thread, as libgit2's options require.
 ///
@@ -908,12 +901,15 @@ pub fn source_timeout() -> std::time::Duration {
 /// CA bundle (`/etc/ssl/certs/ca-certificates.crt`): about 35 ms, ten times what
 /// `kiln helm template` of a small chart takes. A command that never reaches libgit2 skips it
 /// ([`Command::uses_libgit2`]); `--version` and `--help` end inside the parser, before it.
-pub fn set_network_timeouts(command: &Command) {
+/// A bad `KILN_SOURCE_*` value fails here, before the command runs.
+pub fn set_network_timeouts(command: &Command) -> miette::Result<()> {
     if !command.uses_libgit2() {
-        return;
+        return Ok(());
     }
+    let timeout = source_limits()?.timeout;
     // SAFETY: called from `main` before any other thread exists.
-    unsafe { kiln_source::git::set_default_timeout(source_timeout()) }
+    unsafe { kiln_source::git::set_default_timeout(timeout) }
+    Ok(())
 }
 
 /// The source stage's options from the flags and the environment (read here, in the CLI):
@@ -935,18 +931,8 @@ fn source_options(flags: &SourceFlags, update: Option<&[String]>) -> crate::sour
         docker_config.as_deref(),
         vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
     );
-    let mut limits = crate::source::Limits::default();
-    let num = |name: &str| var(name).and_then(|v| v.parse::<u64>().ok());
-    if let Some(n) = num("KILN_SOURCE_MAX_BYTES") {
-        limits.max_bytes = n;
-    }
-    if let Some(n) = num("KILN_SOURCE_MAX_FILE_BYTES") {
-        limits.max_file_bytes = n;
-    }
-    if let Some(n) = num("KILN_SOURCE_MAX_ENTRIES") {
-        limits.max_entries = n;
-    }
-    limits.timeout = source_timeout();
+    // A bad value was refused in `main` (`set_network_timeouts`), before any command ran.
+    let limits = source_limits().unwrap_or_default();
     crate::source::SourceOptions {
         refs: flags
             .source_ref
@@ -1434,7 +1420,11 @@ pub const EXIT_USAGE: u8 = 2;
 
 /// The error codes that are usage errors (exit 2 under every command): a source name that
 /// `kiln update NAME` or `--source-ref NAME=REF` gives and no source has.
-const USAGE_CODES: &[&str] = &["kiln::source::unknown_name", "kiln::source::ambiguous_name"];
+const USAGE_CODES: &[&str] = &[
+    "kiln::source::unknown_name",
+    "kiln::source::ambiguous_name",
+    "kiln::source::bad_setting",
+];
 
 impl Command {
     /// The exit code when the command fails with an error (not a difference).
@@ -1495,7 +1485,11 @@ pub struct NoPlatform {
 /// does not exist, is refused with [`NoPlatform`]: opening it would fail with "cannot open
 /// `platforms/bank`", which names a directory the user never mentioned.
 pub fn parse() -> Result<Cli, NoPlatform> {
-    let matches = <Cli as clap::CommandFactory>::command().get_matches();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(cli) = parse_engine(&args) {
+        return Ok(cli);
+    }
+    let matches = <Cli as clap::CommandFactory>::command().get_matches_from(&args);
     let cli =
         <Cli as clap::FromArgMatches>::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     if let Some((command, sub)) = matches.subcommand()
@@ -1508,6 +1502,26 @@ pub fn parse() -> Result<Cli, NoPlatform> {
         });
     }
     Ok(cli)
+}
+
+/// `kiln helm …` and `kiln kustomize …`, the engines a script runs once per chart or
+/// kustomization, parsed by a `kiln` command that holds only that subcommand: building clap's
+/// whole tree (every command, every flag, every help text) was a tenth of what a process
+/// spends beyond a small chart's render (issue 37, ADR 0043). Their flags are the same
+/// `Args`, so what parses here parses the same in the whole tree. `None` for every other
+/// command and whenever this parse fails or asks for help or the version: the whole tree then
+/// parses again and prints its own help, version or usage error.
+fn parse_engine(args: &[std::ffi::OsString]) -> Option<Cli> {
+    let sub = match args.get(1)?.to_str()? {
+        "helm" => <HelmArgs as Args>::augment_args(clap::Command::new("helm")),
+        "kustomize" => <KustomizeArgs as Args>::augment_args(clap::Command::new("kustomize")),
+        _ => return None,
+    };
+    let matches = clap::Command::new("kiln")
+        .subcommand(sub)
+        .try_get_matches_from(args)
+        .ok()?;
+    <Cli as clap::FromArgMatches>::from_arg_matches(&matches).ok()
 }
 
 /// Names the Secrets a render emitted, once, on stderr (their values are never printed).
@@ -1560,13 +1574,14 @@ pub fn run(cli: Cli) -> miette::Result<ExitCode> {
                     ),
                     format,
                 )?,
-                ShowWhat::Buildplans => crate::pipeline::show_buildplans(
-                    &crate::fs::RealFs,
-                    &args.platform,
-                    None,
-                    &args.selection.to_lib(),
-                    format,
-                )?,
+                ShowWhat::Buildplans => {
+                    let mut opts = with_sources(
+                        crate::pipeline::RenderOptions::new(&args.platform),
+                        &SourceFlags::default(),
+                    );
+                    opts.selection = args.selection.to_lib();
+                    crate::pipeline::show_buildplans_sources(&opts, format)?
+                }
             };
             print_out(&text)?;
             Ok(ExitCode::SUCCESS)
@@ -1722,33 +1737,57 @@ fn provenance(
         ),
         kiln_version: env!("CARGO_PKG_VERSION").to_string(),
         spec_digest: Some(crate::git::inputs_digest(&slice.inputs)),
-        sources: app_commits(&slice.sources),
+        sources: app_commits(&slice.sources, &slice.plans),
     }
 }
 
 /// The `Kiln-App-Commit` values of a render: each component's app repository commit per
-/// cell it renders, then every other remote source (charts, remote bases) for the whole
-/// publish.
-fn app_commits(sources: &crate::source::Resolved) -> Vec<String> {
+/// cell it renders, each pulled chart per cell of the instances that use it (`plans`: the
+/// cells rendered), then every other remote source (remote bases) for the whole publish.
+fn app_commits(
+    sources: &crate::source::Resolved,
+    plans: &[crate::evaluate::BuildPlan],
+) -> Vec<String> {
     use crate::git::trailers::{AppCommit, Unit};
+    let cell = |project: &str, environment: &str, component: &str| {
+        Some(Unit::Component {
+            project: project.to_string(),
+            environment: environment.to_string(),
+            component: component.to_string(),
+        })
+    };
     let per_cell = sources
         .cells
         .iter()
         .map(|((project, environment, component), e)| AppCommit {
-            cell: Some(Unit::Component {
-                project: project.clone(),
-                environment: environment.clone(),
-                component: component.clone(),
-            }),
+            cell: cell(project, environment, component),
             source: crate::source::trailer_value(e),
         });
     let rest = sources
         .used
         .iter()
         .filter(|e| !sources.cells.values().any(|c| c == *e))
-        .map(|e| AppCommit {
-            cell: None,
-            source: crate::source::trailer_value(e),
+        .flat_map(|e| {
+            let source = crate::source::trailer_value(e);
+            let users: std::collections::BTreeSet<&(String, String)> = sources
+                .charts
+                .used_by
+                .iter()
+                .filter(|(chart, _)| chart == e)
+                .flat_map(|(_, users)| users)
+                .collect();
+            let cells: Vec<AppCommit> = plans
+                .iter()
+                .filter(|p| users.contains(&(p.project.clone(), p.component.clone())))
+                .map(|p| AppCommit {
+                    cell: cell(&p.project, &p.environment, &p.component),
+                    source: source.clone(),
+                })
+                .collect();
+            match cells.is_empty() {
+                true => vec![AppCommit { cell: None, source }],
+                false => cells,
+            }
         });
     per_cell.chain(rest).map(|a| a.to_string()).collect()
 }
@@ -2203,6 +2242,14 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
         .per_environment
         .then(|| ENVIRONMENT_BRANCH_PREFIX.to_string());
     let built = crate::pipeline::build(&opts, &|_, _| {})?;
+    if args.per_environment && built.platform.kargo.enabled {
+        // As `kiln publish --per-environment` refuses: with Kargo, Stages write the branches.
+        return Err(miette::miette!(
+            code = "kiln::status::per_environment_with_kargo",
+            help = "with Kargo, its promotions write the branches the Applications track; run `kiln status` without --per-environment",
+            "`--per-environment` reads branches `kiln publish --per-environment` wrote, which a Kargo platform (spec.kargo.enabled: true) never has"
+        ));
+    }
     let options = crate::status::StatusOptions {
         filter: crate::status::StatusFilter {
             projects: args.projects.clone(),
@@ -2258,8 +2305,9 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
 /// For `kiln status`: the platform rendered as `kiln publish` rendered it at `commit` of the
 /// checkout's repository. That is `built` when the checkout is at that commit with no local
 /// change to what the render read; else the commit's tree under the repository root, read
-/// into memory and rendered with the same options (no render cache, no validation: neither
-/// changes the bytes).
+/// into memory, and the source cache ([`CommitWithSources`]), rendered with the same options
+/// (the source stage as any render's; no render cache, no validation: neither changes the
+/// bytes).
 fn rerender<'a>(
     opts: &'a crate::pipeline::RenderOptions,
     platform_dir: &'a std::path::Path,
@@ -2280,6 +2328,9 @@ fn rerender<'a>(
                 crate::git::TreeFile::Link(target) => fs.add_symlink(root.join(path), target),
             };
         }
+        // Components from other repositories are fetched into the source cache on disk, as
+        // for any render: the commit's checkout alone does not hold them.
+        let fs = CommitWithSources::new(fs, opts.sources.cache_dir.as_deref());
         let platform = platform_dir
             .canonicalize()
             .ok()
@@ -2297,9 +2348,74 @@ fn rerender<'a>(
     }
 }
 
+/// What [`rerender`] renders from: the checkout at a commit, in memory, and the source
+/// cache on disk (where the source stage puts the trees of `components[].source`, the
+/// pulled charts and remote bases). Nothing else of the disk is seen.
+#[derive(Debug)]
+struct CommitWithSources {
+    commit: crate::fs::MemFs,
+    /// The source cache as configured and as resolved (a cache under a symbolic link).
+    sources: Vec<PathBuf>,
+}
+
+impl CommitWithSources {
+    fn new(commit: crate::fs::MemFs, sources: Option<&std::path::Path>) -> Self {
+        let sources = sources
+            .into_iter()
+            .flat_map(|d| [Some(d.to_path_buf()), std::fs::canonicalize(d).ok()])
+            .flatten()
+            .collect();
+        CommitWithSources { commit, sources }
+    }
+
+    fn at(&self, path: &std::path::Path) -> &dyn crate::fs::FileSystem {
+        match self.sources.iter().any(|d| path.starts_with(d)) {
+            true => &crate::fs::RealFs,
+            false => &self.commit,
+        }
+    }
+}
+
+impl crate::fs::FileSystem for CommitWithSources {
+    fn read(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+        self.at(path).read(path)
+    }
+    fn is_dir(&self, path: &std::path::Path) -> bool {
+        self.at(path).is_dir(path)
+    }
+    fn is_file(&self, path: &std::path::Path) -> bool {
+        self.at(path).is_file(path)
+    }
+    fn read_dir(&self, path: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
+        self.at(path).read_dir(path)
+    }
+    fn canonicalize(&self, path: &std::path::Path) -> std::io::Result<PathBuf> {
+        self.at(path).canonicalize(path)
+    }
+    fn plain_kind(&self, path: &std::path::Path) -> Option<crate::fs::PlainKind> {
+        self.at(path).plain_kind(path)
+    }
+    fn read_dir_kinds(
+        &self,
+        path: &std::path::Path,
+    ) -> std::io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
+        self.at(path).read_dir_kinds(path)
+    }
+    fn read_at_most(&self, path: &std::path::Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
+        self.at(path).read_at_most(path, max)
+    }
+    fn read_link(&self, path: &std::path::Path) -> Option<PathBuf> {
+        self.at(path).read_link(path)
+    }
+}
+
 /// `kiln bootstrap`: render in memory, create the missing write branches.
 fn bootstrap(args: &BootstrapArgs) -> miette::Result<ExitCode> {
-    let mut opts = crate::pipeline::RenderOptions::new(&args.platform);
+    // Components from other repositories render from the source cache, as for `promote`.
+    let mut opts = with_sources(
+        crate::pipeline::RenderOptions::new(&args.platform),
+        &SourceFlags::default(),
+    );
     opts.layout = args.layout.to_lib();
     let crate::pipeline::Built { set, .. } = crate::pipeline::build(&opts, &|_, _| {})?;
     let objects = crate::promote::Objects::from_artifacts(&set)?;
@@ -2417,6 +2533,66 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    /// Issue 37 (ADR 0043): `kiln helm` and `kiln kustomize` are parsed by a tree holding only
+    /// their own command, to the same `Cli` as the whole tree parses them to; help, the version
+    /// and usage errors are left to the whole tree, as is every other command.
+    #[test]
+    fn engines_parse_alone_as_the_whole_tree_parses_them() {
+        use clap::{CommandFactory, FromArgMatches};
+        let whole = |args: &[&str]| {
+            let m = super::Cli::command().try_get_matches_from(args).unwrap();
+            format!("{:?}", super::Cli::from_arg_matches(&m).unwrap())
+        };
+        let alone = |args: &[&str]| {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            super::parse_engine(&args).map(|cli| format!("{cli:?}"))
+        };
+        for args in [
+            &[
+                "kiln",
+                "helm",
+                "template",
+                "rel",
+                "./chart",
+                "-n",
+                "ns",
+                "--include-crds",
+            ][..],
+            &[
+                "kiln",
+                "helm",
+                "template",
+                "c",
+                "--set",
+                "a=1",
+                "-f",
+                "v.yaml",
+                "--kube-version",
+                "1.30",
+            ],
+            &[
+                "kiln",
+                "kustomize",
+                "dir",
+                "--enable-helm",
+                "--fixes",
+                "all",
+            ],
+        ] {
+            assert_eq!(alone(args), Some(whole(args)), "{args:?}");
+        }
+        for args in [
+            &["kiln", "helm", "template", "--help"][..],
+            &["kiln", "helm", "--version"],
+            &["kiln", "helm", "template", "c", "--no-such-flag"],
+            &["kiln", "kustomize"],
+            &["kiln", "render", "platforms/bank"],
+            &["kiln", "--version"],
+        ] {
+            assert_eq!(alone(args), None, "{args:?}");
+        }
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn huge_pages_are_turned_off_for_the_process() {

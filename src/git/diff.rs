@@ -33,7 +33,7 @@ pub const SHOWN_LINES_PER_FILE: usize = 40;
 /// Prints a file's diff lines, each after `indent`, up to [`SHOWN_LINES_PER_FILE`] of them
 /// over every call for one file (`shown` counts them); the rest are counted in `hidden`.
 pub(crate) fn write_bounded(
-    f: &mut fmt::Formatter<'_>,
+    f: &mut impl fmt::Write,
     text: &str,
     indent: &str,
     shown: &mut usize,
@@ -51,7 +51,7 @@ pub(crate) fn write_bounded(
 }
 
 /// The line after a file whose diff was cut: how much is not shown, and where it is.
-pub(crate) fn write_hidden(f: &mut fmt::Formatter<'_>, indent: &str, hidden: usize) -> fmt::Result {
+pub(crate) fn write_hidden(f: &mut impl fmt::Write, indent: &str, hidden: usize) -> fmt::Result {
     if hidden > 0 {
         let s = if hidden == 1 { "" } else { "s" };
         writeln!(
@@ -144,6 +144,17 @@ impl DiffReport {
 
 impl fmt::Display for DiffReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = String::new();
+        self.write_text(&mut text)?;
+        // Paths and contents come from Git (a committed tree, a hand edit): shown escaped.
+        f.write_str(&super::history::printable(&text))
+    }
+}
+
+impl DiffReport {
+    /// The report as text, raw: [`fmt::Display`] makes it printable.
+    fn write_text(&self, f: &mut String) -> fmt::Result {
+        use fmt::Write as _;
         if self.files.is_empty() {
             return writeln!(f, "no differences");
         }

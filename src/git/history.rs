@@ -14,6 +14,7 @@
 //! Invariant: output order is the revwalk's (topological, then time: newest first, also for
 //! commits made within one second, as `git log`), never a hash order.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -270,6 +271,16 @@ pub struct HistoryEntry {
 
 impl fmt::Display for HistoryEntry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = String::new();
+        self.write_text(&mut text)?;
+        f.write_str(&printable(&text))
+    }
+}
+
+impl HistoryEntry {
+    /// The entry as text, raw: [`fmt::Display`] makes it [`printable`].
+    fn write_text(&self, f: &mut String) -> fmt::Result {
+        use fmt::Write as _;
         writeln!(
             f,
             "{} {} {} <{}>",
@@ -330,6 +341,34 @@ impl fmt::Display for History {
     }
 }
 
+/// `text` safe to print on a terminal: every control character but newline and tab (ESC,
+/// carriage return, backspace, C1 controls such as CSI) and the Unicode bidirectional
+/// overrides and isolates are shown escaped (`\u{1b}`), so a commit subject, an author name,
+/// a path or a file's content read from Git cannot move the cursor, erase a line kiln
+/// printed or reorder what it says. Every text printer of data read from Git goes through it
+/// (`history`, `--at`, `status`, `diff`, `verify`); JSON and HTML escape by themselves.
+pub fn printable(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c);
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// U+202A–U+202E (embeddings, overrides) and U+2066–U+2069 (isolates): they reorder how a
+/// terminal shows the text around them ("Trojan Source", CVE-2021-42574).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+}
+
 /// What was deployed at a point in time: the newest kiln commit at or before it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -349,10 +388,24 @@ pub struct DeployedState {
     pub author: Option<Identity>,
     pub summary: Option<String>,
     pub made_by_kiln: bool,
+    /// The tree holds Kargo Stages but no platform was given: which folders they write (and
+    /// so what runs) is not known, and nothing is listed (`--platform`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub needs_platform: bool,
 }
 
 impl fmt::Display for DeployedState {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = String::new();
+        self.write_text(&mut text)?;
+        f.write_str(&printable(&text))
+    }
+}
+
+impl DeployedState {
+    /// The state as text, raw: [`fmt::Display`] makes it [`printable`].
+    fn write_text(&self, f: &mut String) -> fmt::Result {
+        use fmt::Write as _;
         let (Some(commit), Some(time)) = (&self.commit, &self.time) else {
             return writeln!(f, "nothing on {}@{} at {}", self.repo, self.branch, self.at);
         };
@@ -370,6 +423,12 @@ impl fmt::Display for DeployedState {
                 "deployed at {} ({short}, committed {time} by {who}, not made by kiln: {}):",
                 self.at,
                 self.summary.as_deref().unwrap_or_default()
+            )?;
+        }
+        if self.needs_platform {
+            writeln!(
+                f,
+                "  (the branch holds Kargo Stages: which folders they write, and so what runs, comes from the platform; pass --platform DIR)"
             )?;
         }
         for c in &self.images {
@@ -425,14 +484,25 @@ fn kiln_commits(
                 let tree = commit.tree().map_err(lg("reading a commit's tree"))?;
                 let files = read_all_files(repo, &tree, "")?;
                 let touched: BTreeSet<&Unit> = changes.iter().map(|c| &c.unit).collect();
-                let images = images_from_tree(&files, branch.strip_prefix("stage/"), &known)
+                // With the Stages' folders known, only they count (as in `deployed_at`): the
+                // rendered tree beside them is what Stages read, not what this commit deployed.
+                let images = if known.is_empty() {
+                    images_from_tree(&files, branch.strip_prefix("stage/"), &known)
+                } else {
+                    stage_folder_images(&files, &known)
+                };
+                let promotion = PromotionLines::parse(&message);
+                let images = images
                     .into_iter()
                     .filter(|(unit, _)| touched.contains(unit))
+                    .map(|(unit, refs)| (unit, promotion.pin(refs)))
                     .collect();
                 (
                     KilnTrailers {
                         changes,
                         images,
+                        source_commit: promotion.source_commit,
+                        app_commits: promotion.app_commits,
                         ..KilnTrailers::default()
                     },
                     stamped_by_kiln(repo, &commit, &message)?,
@@ -540,6 +610,44 @@ fn component_images<'a>(
             _ => None,
         })
         .collect()
+}
+
+/// Whether a promotion of Freight `freight` by Stage `stage` (`<project>/<stage>`) is on
+/// `branch` of `repo`: a commit whose message has kiln's `freight: …` and `stage: …` lines
+/// (what Kargo's `git-commit` step writes from kiln's template, and `kiln promote` too; the
+/// check `kiln promote` makes before it warns, `crate::promote::unverified_warning`). A
+/// branch that does not exist holds none.
+///
+/// Errors: as [`history`], but a missing branch.
+pub fn promoted_on(
+    repo: &str,
+    branch: &str,
+    freight: &str,
+    stage: &str,
+    auth: &RemoteAuth,
+) -> Result<bool, GitError> {
+    let opened = open_for_reading(repo, auth)?;
+    let Ok(tip) = resolve_commit(&opened.repo, &opened.display, branch) else {
+        return Ok(false);
+    };
+    let (freight_line, stage_line) = (
+        format!("\nfreight: {freight}\n"),
+        format!("\nstage: {stage}\n"),
+    );
+    let mut walk = opened.repo.revwalk().map_err(lg("walking history"))?;
+    walk.push(tip.id()).map_err(lg("walking history"))?;
+    for id in walk {
+        let id = id.map_err(lg("walking history"))?;
+        let commit = opened
+            .repo
+            .find_commit(id)
+            .map_err(lg("reading a commit"))?;
+        let message = String::from_utf8_lossy(commit.message_bytes());
+        if message.contains(&freight_line) && message.contains(&stage_line) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// kiln's commits on `branch` of `repo` (local path or URL), newest first, filtered.
@@ -685,6 +793,7 @@ pub fn deployed_at(
         author: None,
         summary: None,
         made_by_kiln: false,
+        needs_platform: false,
     };
     let Some(commit) = found else {
         return Ok(state);
@@ -725,24 +834,8 @@ pub fn deployed_at(
         }
         _ if kargo => {
             state.source = Some(StateSource::Tree);
-            let mut images: BTreeMap<Unit, Vec<String>> = BTreeMap::new();
-            for (dir, unit) in &known {
-                let prefix = if dir.is_empty() || dir == "." {
-                    String::new()
-                } else {
-                    format!("{}/", dir.trim_end_matches('/'))
-                };
-                let mut folder = ArtifactSet::new();
-                for (path, bytes) in &files.files {
-                    if let Some(rel) = path.strip_prefix(&prefix) {
-                        folder.insert(rel.to_string(), bytes.clone());
-                    }
-                }
-                // A component without images is deployed all the same.
-                if !folder.files.is_empty() {
-                    images.insert(unit.clone(), folder_images(&folder));
-                }
-            }
+            state.needs_platform = layout.is_empty();
+            let images = stage_folder_images(&files, &known);
             state.images = component_images(images.iter(), filter);
         }
         _ => {
@@ -753,6 +846,103 @@ pub fn deployed_at(
         }
     }
     Ok(state)
+}
+
+/// The images of every folder a Stage writes (`known`: folder → cell) that exists in
+/// `files`, read from the folder alone ([`folder_images`]). A folder without images is
+/// deployed all the same (an empty list).
+fn stage_folder_images(
+    files: &ArtifactSet,
+    known: &BTreeMap<String, Unit>,
+) -> BTreeMap<Unit, Vec<String>> {
+    let mut images = BTreeMap::new();
+    for (dir, unit) in known {
+        let prefix = if dir.is_empty() || dir == "." {
+            String::new()
+        } else {
+            format!("{}/", dir.trim_end_matches('/'))
+        };
+        let mut folder = ArtifactSet::new();
+        for (path, bytes) in &files.files {
+            if let Some(rel) = path.strip_prefix(&prefix) {
+                folder.insert(rel.to_string(), bytes.clone());
+            }
+        }
+        if !folder.files.is_empty() {
+            images.insert(unit.clone(), folder_images(&folder));
+        }
+    }
+    images
+}
+
+/// What a promotion's `git-commit` message records (`src/kargo/steps.rs` `commit_message`:
+/// `image: <repo>:<tag>@<digest>` lines, then `source: <url>@<commit>` lines, the source
+/// repository's first). Empty for any other message.
+#[derive(Debug, Default)]
+struct PromotionLines {
+    images: Vec<String>,
+    source_commit: Option<String>,
+    /// The further `source:` lines (application repositories), as `<url>@<commit>`.
+    app_commits: Vec<String>,
+}
+
+impl PromotionLines {
+    fn parse(message: &str) -> Self {
+        let mut out = PromotionLines::default();
+        if !message.starts_with("kiln: promote ") {
+            return out;
+        }
+        for line in message.lines() {
+            if let Some(image) = line.strip_prefix("image: ") {
+                out.images.push(image.trim().to_string());
+            } else if let Some(source) = line.strip_prefix("source: ") {
+                let source = source.trim();
+                match (&out.source_commit, source.rsplit_once('@')) {
+                    (None, Some((_, commit))) if !commit.is_empty() => {
+                        out.source_commit = Some(commit.to_string());
+                    }
+                    (Some(_), Some(_)) => out.app_commits.push(source.to_string()),
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// `refs` read from the promoted manifests, each replaced by the promotion's `image:`
+    /// line for the same image (same repository, and the same tag or digest where the
+    /// manifest has one): the manifests may name the tag alone, the commit records the digest
+    /// the Freight resolved it to.
+    fn pin(&self, refs: Vec<String>) -> Vec<String> {
+        refs.into_iter()
+            .map(|r| {
+                let (name, tag, digest) = split_reference(&r);
+                self.images
+                    .iter()
+                    .find(|line| {
+                        let (n, t, d) = split_reference(line);
+                        n == name
+                            && (tag.is_none() || tag == t)
+                            && (digest.is_none() || digest == d)
+                    })
+                    .cloned()
+                    .unwrap_or(r)
+            })
+            .collect()
+    }
+}
+
+/// `<name>[:<tag>][@<digest>]` split into its parts (a registry's `host:port/` is part of
+/// the name).
+fn split_reference(reference: &str) -> (&str, Option<&str>, Option<&str>) {
+    let (rest, digest) = match reference.split_once('@') {
+        Some((rest, digest)) => (rest, Some(digest)),
+        None => (reference, None),
+    };
+    match rest.rsplit_once(':') {
+        Some((name, tag)) if !tag.contains('/') => (name, Some(tag), digest),
+        _ => (rest, None, digest),
+    }
 }
 
 /// Whether a tree holds Kargo Stages (kiln's `<project>/kargo/` files): its rendered
@@ -968,6 +1158,18 @@ mod tests {
         };
         assert_eq!(images.len(), 1);
         assert_eq!(images[&unit], ["busybox:1.36", "ghcr.io/acme/api:2.0.0"]);
+    }
+
+    #[test]
+    fn printable_escapes_what_a_terminal_would_obey() {
+        assert!(matches!(
+            printable("kiln: promote cart\tto dev\n"),
+            Cow::Borrowed(_)
+        ));
+        assert_eq!(
+            printable("hotfix\u{1b}[2K\r\u{9b}31m\u{202e}ok"),
+            "hotfix\\u{1b}[2K\\r\\u{9b}31m\\u{202e}ok"
+        );
     }
 
     #[test]

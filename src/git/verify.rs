@@ -59,6 +59,17 @@ impl VerifyReport {
 
 impl fmt::Display for VerifyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut text = String::new();
+        self.write_text(&mut text)?;
+        // Paths and contents come from Git (a committed tree, a hand edit): shown escaped.
+        f.write_str(&super::history::printable(&text))
+    }
+}
+
+impl VerifyReport {
+    /// The report as text, raw: [`fmt::Display`] makes it printable.
+    fn write_text(&self, f: &mut String) -> fmt::Result {
+        use fmt::Write as _;
         let short = &self.commit[..self.commit.len().min(12)];
         let place = if self.path.is_empty() {
             format!("{}@{} ({short})", self.repo, self.reference)

@@ -43,14 +43,7 @@ pub fn show_platform_sources(
     opts: &RenderOptions,
     format: ShowFormat,
 ) -> Result<String, KilnError> {
-    let fetched = opts.resolve_sources()?;
-    let load_opts = LoadOptions {
-        root: opts.root.as_deref(),
-        sources: Some(&fetched.trees),
-        ..Default::default()
-    };
-    let loaded = load(opts.fs.as_ref(), &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
-    let platform = validate(loaded).map_err(KilnError::Validate)?;
+    let (platform, fetched) = load_with_sources(opts)?;
     let mut value = serde_json::to_value(&platform).expect("the model always serializes");
     if let Some(m) = value.as_object_mut()
         && !fetched.used.is_empty()
@@ -92,6 +85,35 @@ pub fn show_buildplans(
     let (_, plans) = plan(fs, platform_dir, root, selection)?;
     let value = serde_json::to_value(&plans).expect("plans always serialize");
     Ok(format_value(&value, format))
+}
+
+/// `kiln show buildplans` through the source stage (as [`show_platform_sources`]): the
+/// instances of components in other repositories evaluate from their fetched trees, with
+/// `opts.selection`.
+pub fn show_buildplans_sources(
+    opts: &RenderOptions,
+    format: ShowFormat,
+) -> Result<String, KilnError> {
+    let (platform, fetched) = load_with_sources(opts)?;
+    let plans = evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
+    let value = serde_json::to_value(&plans).expect("plans always serialize");
+    fetched.store_lock().map_err(KilnError::Source)?;
+    Ok(format_value(&value, format))
+}
+
+/// The source stage, then load and validate with the fetched trees.
+fn load_with_sources(
+    opts: &RenderOptions,
+) -> Result<(Platform, crate::source::Resolved), KilnError> {
+    let fetched = opts.resolve_sources()?;
+    let load_opts = LoadOptions {
+        root: opts.root.as_deref(),
+        sources: Some(&fetched.trees),
+        ..Default::default()
+    };
+    let loaded = load(opts.fs.as_ref(), &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
+    let platform = validate(loaded).map_err(KilnError::Validate)?;
+    Ok((platform, fetched))
 }
 
 /// Which schema `kiln schema` prints.

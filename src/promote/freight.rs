@@ -384,7 +384,8 @@ impl FreightSet {
 }
 
 /// A `--freight` argument: `image=<repo>:<tag>`, `image=<repo>@<digest>`,
-/// `image=<repo>:<tag>@<digest>`, `commit=<sha>` or `latest`.
+/// `image=<repo>:<tag>@<digest>`, `commit=<sha>` or `latest`. A tag and a digest hold to
+/// the grammar of component.yaml's `images[]` (`validate::OCI_TAG`, `validate::OCI_DIGEST`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FreightArg {
     Image(FreightImage),
@@ -436,8 +437,22 @@ impl FreightArg {
                 "`{s}`: an image needs a repository and a tag or digest"
             ));
         }
-        if !digest.is_empty() && !digest.contains(':') {
-            return Err(format!("`{s}`: a digest is `<algorithm>:<hex>` (sha256:…)"));
+        // The grammar component.yaml's `images[]` are held to (validate's `invalid_image`):
+        // a digest that is not one would be committed into the promotion and reported by
+        // `kiln status` as the one that runs.
+        let parts = [
+            (&tag, &crate::validate::OCI_TAG),
+            (&digest, &crate::validate::OCI_DIGEST),
+        ];
+        for (value, check) in parts {
+            if !value.is_empty() && !(check.ok)(value) {
+                return Err(format!(
+                    "`{s}`: `{}` {}: {}",
+                    value.escape_debug(),
+                    check.what,
+                    check.help
+                ));
+            }
         }
         Ok(FreightArg::Image(FreightImage {
             repo_url: repo.to_string(),
@@ -485,11 +500,12 @@ mod tests {
                 digest: String::new()
             })
         );
-        let FreightArg::Image(i) = FreightArg::parse("image=a/b:1.0@sha256:ab").unwrap() else {
+        let d = format!("sha256:{}", "ab".repeat(32));
+        let FreightArg::Image(i) = FreightArg::parse(&format!("image=a/b:1.0@{d}")).unwrap() else {
             panic!()
         };
-        assert_eq!((i.tag.as_str(), i.digest.as_str()), ("1.0", "sha256:ab"));
-        let FreightArg::Image(i) = FreightArg::parse("image=a/b@sha256:ab").unwrap() else {
+        assert_eq!((i.tag.as_str(), i.digest.as_str()), ("1.0", d.as_str()));
+        let FreightArg::Image(i) = FreightArg::parse(&format!("image=a/b@{d}")).unwrap() else {
             panic!()
         };
         assert_eq!((i.tag.as_str(), i.repo_url.as_str()), ("", "a/b"));
@@ -505,6 +521,35 @@ mod tests {
             FreightArg::Warehouse("cart".into())
         );
         assert!(FreightArg::parse("warehouse=Cart_1").is_err());
+    }
+
+    /// newcomer3's repro 07: `sha256:zz` was promoted, committed and reported by `kiln
+    /// status` as the running digest, though component.yaml refuses the same string.
+    #[test]
+    fn freight_images_refuse_digests_and_tags_component_yaml_refuses() {
+        for (arg, named) in [
+            (
+                "image=ghcr.io/acme/cart:3.2.0@sha256:zz",
+                "`sha256:zz` is not a digest",
+            ),
+            (
+                "image=ghcr.io/acme/cart@sha256:abc",
+                "`sha256:abc` is not a digest",
+            ),
+            ("image=a/b@sha256", "`sha256` is not a digest"),
+            ("image=a/b:-1", "`-1` is not a valid OCI tag"),
+            ("image=a/b:a b", "`a b` is not a valid OCI tag"),
+        ] {
+            let err = FreightArg::parse(arg).unwrap_err();
+            assert!(err.contains(named), "{arg}: {err}");
+            assert!(err.contains(&format!("`{arg}`")), "{arg}: {err}");
+        }
+        let err = FreightArg::parse("image=a/b:1.0@sha256:zz").unwrap_err();
+        assert!(err.contains("64 hex digits"), "{err}");
+        let upper = format!("image=a/b:1.0@sha256:{}", "AB".repeat(32));
+        assert!(FreightArg::parse(&upper).is_err());
+        let sha512 = format!("image=a/b:1.0@sha512:{}", "0f".repeat(64));
+        assert!(FreightArg::parse(&sha512).is_ok());
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct PulledChart {
 struct Use {
     needed_by: String,
     names: BTreeSet<String>,
+    /// (project, instance) of every instance that uses it, for the publish trailers.
+    instances: BTreeSet<(String, String)>,
 }
 
 /// The charts found so far.
@@ -57,7 +59,8 @@ pub struct ChartScan {
 
 #[derive(Debug, Clone)]
 enum Found {
-    Pulled(ChartSource),
+    /// A chart to pull, with where it is declared (`file:line:column, field`).
+    Pulled(ChartSource, String),
     Local(PathBuf),
 }
 
@@ -67,6 +70,9 @@ enum Found {
 pub struct Charts {
     pub pulled: BTreeMap<ChartSource, PulledChart>,
     pub dependencies: BTreeMap<PathBuf, Vec<PulledChart>>,
+    /// Each chart pulled (a dependency too) with the (project, instance) pairs whose
+    /// component uses it, so a publish credits it to their cells only.
+    pub used_by: Vec<(LockEntry, BTreeSet<(String, String)>)>,
 }
 
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
@@ -139,13 +145,23 @@ impl ChartScan {
         };
         for f in found {
             let u = match f {
-                Found::Pulled(source) => self.wanted.entry(source).or_default(),
+                Found::Pulled(source, at) => {
+                    let u = self.wanted.entry(source).or_default();
+                    // A fetch error names the line that declared the chart, as a Git
+                    // source's names its `source.ref`.
+                    if u.needed_by.is_empty() {
+                        u.needed_by = format!("{needed_by} at {at}");
+                    }
+                    u
+                }
                 Found::Local(chart) => self.local.entry(chart).or_default(),
             };
             if u.needed_by.is_empty() {
                 u.needed_by = needed_by.clone();
             }
             u.names.insert(instance.to_string());
+            u.instances
+                .insert((project.to_string(), instance.to_string()));
         }
         Ok(())
     }
@@ -157,13 +173,18 @@ impl ChartScan {
         needed_by: &str,
     ) -> Result<Vec<Found>, SourceStageError> {
         let file = dir.join("component.yaml");
-        let Some(doc) = read_yaml(fs, &file) else {
+        let Some((doc, spans)) = read_located(fs, &file) else {
             return Ok(Vec::new());
         };
         let mut found = Vec::new();
         let generators = doc.pointer("/spec/generators").and_then(Value::as_array);
         for (g, generator) in generators.into_iter().flatten().enumerate() {
-            let at = format!("{}, spec.generators[{g}]", file.display());
+            let at = position(
+                &file,
+                &spans,
+                &format!("/spec/generators/{g}/helm"),
+                &format!("spec.generators[{g}]"),
+            );
             if let Some(h) = generator.get("helm") {
                 let Ok(h) = serde_json::from_value::<crate::spec::HelmGenerator>(h.clone()) else {
                     continue;
@@ -199,6 +220,8 @@ impl ChartScan {
         for (source, u) in &self.wanted {
             match misses.note(pull(fetcher, source, u)) {
                 Ok(Some(pulled)) => {
+                    out.used_by
+                        .push((pulled.entry.clone(), u.instances.clone()));
                     with_deps
                         .entry(pulled.dir.clone())
                         .or_insert_with(|| u.clone());
@@ -219,7 +242,11 @@ impl ChartScan {
             let mut pulled = Vec::new();
             for source in deps {
                 match misses.note(pull(fetcher, &source, u)) {
-                    Ok(got) => pulled.extend(got),
+                    Ok(got) => {
+                        out.used_by
+                            .extend(got.iter().map(|p| (p.entry.clone(), u.instances.clone())));
+                        pulled.extend(got)
+                    }
                     Err(e) => failed.push(e),
                 }
             }
@@ -234,8 +261,22 @@ impl ChartScan {
 }
 
 fn read_yaml(fs: &dyn FileSystem, path: &Path) -> Option<Value> {
+    read_located(fs, path).map(|(v, _)| v)
+}
+
+/// [`read_yaml`], with the lines of its nodes.
+fn read_located(fs: &dyn FileSystem, path: &Path) -> Option<(Value, kiln_base::yaml::SpanIndex)> {
     let text = fs.read_to_string(path).ok()?;
-    crate::yaml::parse_one(&path.display().to_string(), &text).ok()
+    let value = crate::yaml::parse_one(&path.display().to_string(), &text).ok()?;
+    Some((value, kiln_base::yaml::SpanIndex::build(&text)))
+}
+
+/// `file:line:column, field` of the node at `pointer` (`file, field` when it is not found).
+fn position(file: &Path, spans: &kiln_base::yaml::SpanIndex, pointer: &str, field: &str) -> String {
+    match spans.find(0, pointer, false) {
+        Some(l) => format!("{}:{}:{}, {field}", file.display(), l.line, l.column),
+        None => format!("{}, {field}", file.display()),
+    }
 }
 
 fn invalid(at: &str, field: &str, problem: String, help: &str) -> SourceStageError {
@@ -271,7 +312,7 @@ fn helm_generator(
         let chart = crate::fs::normalize(&dir.join(&h.chart));
         let u = Use {
             needed_by: needed_by.to_string(),
-            names: BTreeSet::new(),
+            ..Use::default()
         };
         let pulls = fs.is_dir(&chart) && !dependencies(fs, &chart, &u)?.is_empty();
         return Ok(pulls.then_some(Found::Local(chart)));
@@ -310,7 +351,7 @@ fn helm_generator(
         ));
     }
     check_source(&source, at, "helm.repository")?;
-    Ok(Some(Found::Pulled(source)))
+    Ok(Some(Found::Pulled(source, at.to_string())))
 }
 
 /// A chart source's repository must be one kiln can pull from.
@@ -343,10 +384,10 @@ fn kustomization(
     if !seen.insert(dir.to_path_buf()) {
         return;
     }
-    let Some(k) = KUSTOMIZATION_FILES
-        .iter()
-        .find_map(|f| read_yaml(fs, &dir.join(f)))
-    else {
+    let Some((file, (k, spans))) = KUSTOMIZATION_FILES.iter().find_map(|f| {
+        let file = dir.join(f);
+        read_located(fs, &file).map(|doc| (file, doc))
+    }) else {
         return;
     };
     let home = k
@@ -354,11 +395,12 @@ fn kustomization(
         .and_then(Value::as_str)
         .filter(|h| !h.is_empty())
         .unwrap_or(kiln_kustomize::types::helmchartargs::DEFAULT_CHART_HOME);
-    for chart in k
+    for (c, chart) in k
         .get("helmCharts")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        .enumerate()
     {
         let field = |f: &str| {
             chart
@@ -382,7 +424,13 @@ fn kustomization(
         if fs.is_dir(&home.join(&source.name)) {
             continue;
         }
-        found.push(Found::Pulled(source));
+        let at = position(
+            &file,
+            &spans,
+            &format!("/helmCharts/{c}"),
+            &format!("helmCharts[{c}]"),
+        );
+        found.push(Found::Pulled(source, at));
     }
     for list in ["resources", "components", "bases"] {
         for entry in k.get(list).and_then(Value::as_array).into_iter().flatten() {
@@ -584,5 +632,47 @@ mod tests {
         assert!(satisfies("", "1.2.5"));
         assert!(satisfies("1.2.5", "1.2.5"));
         assert!(!satisfies("^2", "1.2.5"));
+    }
+
+    /// newcomer3's repro 10 (a): a chart that could not be fetched, or whose URL holds
+    /// credentials, named its component but no file:line, where a Git source's error does.
+    #[test]
+    fn chart_sources_name_the_line_that_declares_them() {
+        let mut fs = crate::fs::MemFs::new();
+        let component = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: cache}\nspec:\n  generators:\n  - helm: {chart: cache, repository: \"http://127.0.0.1:1\", version: 1.0.0}\n";
+        fs.add_file("/r/c/component.yaml", component);
+        fs.add_file(
+            "/r/k/component.yaml",
+            "kind: Component\nspec:\n  generators:\n  - kustomize: base\n",
+        );
+        fs.add_file(
+            "/r/k/base/kustomization.yaml",
+            "helmCharts:\n- {name: queue, repo: \"https://charts.test\", version: 2.0.0}\n",
+        );
+        let mut scan = ChartScan::default();
+        scan.scan_component(&fs, Path::new("/r/c"), "shop", "cache")
+            .unwrap();
+        scan.scan_component(&fs, Path::new("/r/k"), "shop", "k")
+            .unwrap();
+        let needed: Vec<&str> = scan.wanted.values().map(|u| u.needed_by.as_str()).collect();
+        assert_eq!(
+            needed,
+            [
+                "component cache (project shop) at /r/c/component.yaml:6:11, spec.generators[0]",
+                "component k (project shop) at /r/k/base/kustomization.yaml:2:3, helmCharts[0]",
+            ]
+        );
+        fs.add_file(
+            "/r/d/component.yaml",
+            component.replace("http://127", "http://u:p@127"),
+        );
+        let err = ChartScan::default()
+            .scan_component(&fs, Path::new("/r/d"), "shop", "d")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/r/d/component.yaml:6:11, spec.generators[0]: `helm.repository`"),
+            "{err}"
+        );
     }
 }

@@ -57,7 +57,7 @@ use serde::Serialize;
 
 use crate::artifact::ArtifactSet;
 use crate::git::trailers::{AppCommit, Unit};
-use crate::git::{GitError, Identity, RemoteAuth, Timestamp};
+use crate::git::{GitError, Identity, RemoteAuth, Timestamp, printable};
 use crate::promote::freight::{
     FreightCommit, FreightImage, FreightReference, FreightSet, Subscriptions, normalize_git,
 };
@@ -293,6 +293,10 @@ pub struct Lag {
     pub upstream_images: Vec<Image>,
     /// "stage runs 1.9.0, prod-east 1.8.1".
     pub message: String,
+    /// The cell runs Freight its upstream never ran: it was promoted past it (with
+    /// `kiln promote`'s warning ignored, or `--assume-verified`), which Kargo would not offer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
 }
 
 /// One (project, component, environment).
@@ -433,7 +437,7 @@ impl StatusReport {
         let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for c in &self.cells {
             let Some(stage) = &c.stage else { continue };
-            let mut text = format!("{} {}", c.component, c.label());
+            let mut text = format!("{} {}", c.component, printable(&c.label()));
             if !c.deployed {
                 text = format!("{} nothing yet", c.component);
                 if c.state == CellState::Lagging {
@@ -465,9 +469,13 @@ impl StatusReport {
     }
 
     /// The text matrix (components × environments), then one line per lagging or drifted
-    /// cell. `color`: ANSI colours (the CLI passes `true` only for a terminal).
+    /// cell. `color`: ANSI colours (the CLI passes `true` only for a terminal). What Git said
+    /// (tags, subjects, authors, paths) is [`printable`]: only kiln's colours reach the
+    /// terminal.
     pub fn to_text(&self, color: bool) -> String {
+        // Rows and environments are the spec's names (DNS labels): only cells carry Git's data.
         let rows = self.rows();
+        let label = |c: &Cell| printable(&c.label()).into_owned();
         let envs: Vec<&String> = self
             .environments
             .iter()
@@ -485,7 +493,7 @@ impl StatusReport {
             .map(|e| {
                 rows.iter()
                     .filter_map(|r| self.cell(r, e))
-                    .map(|c| width(&c.label()))
+                    .map(|c| width(&label(c)))
                     .chain([width(e)])
                     .max()
                     .unwrap_or(0)
@@ -501,7 +509,7 @@ impl StatusReport {
             let mut line = format!("{r:first$}");
             for (e, w) in envs.iter().zip(&col) {
                 let (label, state) = match self.cell(r, e) {
-                    Some(c) => (c.label(), Some(c.state)),
+                    Some(c) => (label(c), Some(c.state)),
                     None => (String::new(), None),
                 };
                 let padded = format!("{label:w$}");
@@ -531,11 +539,17 @@ impl StatusReport {
                     "lagging {} in {}: {}",
                     c.row(),
                     c.environment,
-                    lag.message
+                    printable(&lag.message)
                 );
             }
             if let Some(drift) = &c.drift {
-                let _ = writeln!(out, "drifted {} in {}: {drift}", c.row(), c.environment);
+                let _ = writeln!(
+                    out,
+                    "drifted {} in {}: {}",
+                    c.row(),
+                    c.environment,
+                    printable(drift)
+                );
             }
         }
         out
@@ -829,6 +843,43 @@ fn rebuild_from(
         auth: &options.auth,
     };
     crate::promote::rebuild(stage.clone(), freight, objects, git)
+}
+
+/// Why Kargo cell `c` runs Freight its upstream cell `u` never ran, or `None`: `c`'s
+/// Freight is in none of `u`'s writes read, nor in any promotion by `u`'s Stage on its
+/// branch ([`crate::git::promoted_on`], the check behind `kiln promote`'s warning).
+fn skipped_upstream(
+    c: &Cell,
+    u: &Cell,
+    repo_map: &RepoMap,
+    auth: &RemoteAuth,
+) -> Result<Option<String>, StatusError> {
+    let (true, Some(freight), Some(stage)) = (c.deployed, &c.freight, &u.stage) else {
+        return Ok(None);
+    };
+    if u.history
+        .iter()
+        .any(|w| w.freight.as_ref() == Some(freight))
+    {
+        return Ok(None);
+    }
+    let repo = match repo_map.locate(&u.repo_url) {
+        Location::Local(p) => p.display().to_string(),
+        Location::Remote(r) => r,
+    };
+    if crate::git::promoted_on(&repo, &u.branch, freight, stage, auth)? {
+        return Ok(None);
+    }
+    let tags: Vec<String> = c.images.iter().map(Image::short).collect();
+    let short: String = freight.chars().take(7).collect();
+    let what = match tags.is_empty() {
+        true => format!("Freight {short}"),
+        false => format!("{} (Freight {short})", tags.join(",")),
+    };
+    Ok(Some(format!(
+        "{} never ran {what}: {} was promoted past it",
+        u.environment, c.environment
+    )))
 }
 
 /// `commit by name <email> (summary)`.
@@ -1174,6 +1225,26 @@ pub fn status(
             &promotion_said,
             publish_rel,
         ) {
+            // Its writer wrote the folder, someone else removed it: the Application now
+            // syncs a missing path. Drift, not a cell never deployed.
+            (false, Some(w), _, _, Some(p), _, _)
+                if !read_message(&folder.writes[0].message).is_by(stage_name.as_deref()) =>
+            {
+                Some(format!(
+                    "{} deleted the folder {} after {}'s write {}{}, which Application {} syncs",
+                    described(w),
+                    t.folder,
+                    stage_name
+                        .as_ref()
+                        .map_or("kiln publish".to_string(), |n| format!("Stage {n}")),
+                    &p.commit[..p.commit.len().min(12)],
+                    p.freight
+                        .as_ref()
+                        .map(|f| format!(" of Freight {f}"))
+                        .unwrap_or_default(),
+                    t.application
+                ))
+            }
             (false, ..) | (true, None, ..) => None,
             // A Stage's cell whose folder is, to the tree, what a promotion by `kiln promote`'s
             // runner wrote (its stamp matches its change, which was this folder alone): that
@@ -1274,10 +1345,11 @@ pub fn status(
             }
         };
         // The last write by the folder's writer, however old: what the Freight and commits
-        // come from (a hand edit on top names none).
+        // come from (a hand edit on top names none; a folder deleted since runs none).
         let written = promotion
             .as_ref()
-            .or_else(|| history.iter().find(|w| w.writer != Writer::Other));
+            .or_else(|| history.iter().find(|w| w.writer != Writer::Other))
+            .filter(|_| deployed);
         cells.push(Cell {
             project: t.project.clone(),
             component: t.component.clone(),
@@ -1287,10 +1359,10 @@ pub fn status(
             branch: t.branch.clone(),
             path: t.folder.clone(),
             stage: stage_name,
-            state: if !deployed {
-                CellState::NotDeployed
-            } else if drift.is_some() {
+            state: if drift.is_some() {
                 CellState::Drifted
+            } else if !deployed {
+                CellState::NotDeployed
             } else {
                 CellState::InSync
             },
@@ -1353,7 +1425,8 @@ pub fn status(
                 continue;
             };
             // Equal images (or none) still differ by Freight or commit.
-            if u.state == CellState::NotDeployed || u.version() == c.version() {
+            // `deployed`, not the state: a folder deleted by hand is drifted and runs nothing.
+            if u.deployed && u.version() == c.version() {
                 continue;
             }
             // Upstream moved on: it was written later, or what this cell runs is what
@@ -1366,12 +1439,25 @@ pub fn status(
                     w.source_commit.as_ref(),
                 ) == c.version()
             });
-            if c.state != CellState::NotDeployed && u.time <= c.time && !ran_before {
+            if !u.deployed || (c.deployed && u.time <= c.time && !ran_before) {
+                // Not behind: but did the upstream ever run what this cell runs?
+                if let Some(message) = skipped_upstream(c, u, &options.repo_map, &options.auth)? {
+                    lags.push((
+                        index,
+                        Lag {
+                            upstream: up.clone(),
+                            upstream_images: u.images.clone(),
+                            message,
+                            skipped: true,
+                        },
+                    ));
+                    break;
+                }
                 continue;
             }
             let same_images = u.version().images == c.version().images;
             let tags = |x: &Cell| {
-                if x.state == CellState::NotDeployed {
+                if !x.deployed {
                     "nothing".to_string()
                 } else if same_images {
                     // What tells them apart: the Freight or commit, after any images.
@@ -1396,6 +1482,7 @@ pub fn status(
                     upstream: up.clone(),
                     upstream_images: u.images.clone(),
                     message: format!("{up} runs {}, {} {}", tags(u), c.environment, tags(c)),
+                    skipped: false,
                 },
             ));
             break;
@@ -1403,11 +1490,16 @@ pub fn status(
     }
     for (index, lag) in lags {
         let c = &mut cells[index];
-        c.lag = Some(lag);
-        // Running nothing while upstream runs something is lagging too: exit 1, `<lag`.
-        if matches!(c.state, CellState::InSync | CellState::NotDeployed) {
+        // Running nothing while upstream runs something is lagging too: exit 1, `<lag`. A
+        // skipped upstream makes only a cell in sync lagging.
+        let lagging = match lag.skipped {
+            true => c.state == CellState::InSync,
+            false => matches!(c.state, CellState::InSync | CellState::NotDeployed),
+        };
+        if lagging {
             c.state = CellState::Lagging;
         }
+        c.lag = Some(lag);
     }
     cells.sort_by_cached_key(|c| {
         (

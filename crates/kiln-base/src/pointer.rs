@@ -23,7 +23,12 @@ pub fn join(pointer: &str, token: &str) -> String {
 /// Appends `/` and the escaped `token` to `pointer` in place.
 pub fn push(pointer: &mut String, token: &str) {
     pointer.push('/');
-    pointer.push_str(&escape(token));
+    // Most tokens need no escape: no copy of them then (a validation walk pushes every key).
+    if token.contains(['~', '/']) {
+        pointer.push_str(&escape(token));
+    } else {
+        pointer.push_str(token);
+    }
 }
 
 /// The unescaped reference tokens of `pointer` (none for the root, `""`).

@@ -28,6 +28,13 @@ pub(crate) struct Walk<'a> {
     pub skipped: Skipped,
 }
 
+/// Appends `/i` to `pointer`.
+fn push_index(pointer: &mut String, i: usize) {
+    use std::fmt::Write as _;
+    // Writing into a String cannot fail.
+    let _ = write!(pointer, "/{i}");
+}
+
 /// JSON type name as the server's messages say it.
 pub fn json_type(value: &Value) -> &'static str {
     match value {
@@ -107,7 +114,10 @@ impl Walk<'_> {
     /// Checks `value` at `pointer` against `id`. `structural` is false inside
     /// `allOf`/`anyOf`/`oneOf`/`not`, whose subschemas validate values but never prune
     /// (so never report unknown fields).
-    pub fn check(&mut self, id: NodeId, value: &Value, pointer: &str, structural: bool) {
+    ///
+    /// `pointer` is one buffer for the whole walk: each child's token is pushed and popped,
+    /// so a walk allocates nothing per field it checks.
+    pub fn check(&mut self, id: NodeId, value: &Value, pointer: &mut String, structural: bool) {
         let node: &Node = &self.schemas.nodes[id];
         if let Some(target) = node.target {
             return self.check(target, value, pointer, structural);
@@ -123,6 +133,7 @@ impl Walk<'_> {
         }
         self.check_format(node, value, pointer);
         self.check_values(node, value, pointer);
+        let len = pointer.len();
         match value {
             Value::Object(map) => {
                 for key in &node.required {
@@ -136,12 +147,12 @@ impl Walk<'_> {
                     }
                 }
                 for (key, child) in map {
-                    let at = format!("{pointer}/{}", kiln_base::pointer::escape(key));
+                    kiln_base::pointer::push(pointer, key);
                     if let Some(&sub) = node.properties.get(key) {
-                        self.check(sub, child, &at, structural);
+                        self.check(sub, child, pointer, structural);
                     } else {
                         match node.extra {
-                            Extra::Schema(sub) => self.check(sub, child, &at, structural),
+                            Extra::Schema(sub) => self.check(sub, child, pointer, structural),
                             Extra::Preserved => {}
                             Extra::Forbidden if structural => {
                                 let known: Vec<&str> =
@@ -152,13 +163,14 @@ impl Walk<'_> {
                                         .unwrap_or_default();
                                 self.push(
                                     Code::UnknownField,
-                                    &at,
+                                    pointer,
                                     format!("unknown field `{key}`{hint}"),
                                 );
                             }
                             Extra::Forbidden => {}
                         }
                     }
+                    pointer.truncate(len);
                 }
                 if node.embedded {
                     for key in ["apiVersion", "kind", "metadata"] {
@@ -175,20 +187,17 @@ impl Walk<'_> {
             Value::Array(items) => {
                 if let Some(sub) = node.items {
                     for (i, item) in items.iter().enumerate() {
-                        self.check(sub, item, &format!("{pointer}/{i}"), structural);
+                        push_index(pointer, i);
+                        self.check(sub, item, pointer, structural);
+                        pointer.truncate(len);
                     }
                 }
                 self.check_list_type(node, items, pointer);
             }
             _ => {}
         }
-        let (all, any, one, not) = (
-            node.all_of.clone(),
-            node.any_of.clone(),
-            node.one_of.clone(),
-            node.not,
-        );
-        for sub in all {
+        let (all, any, one, not) = (&node.all_of, &node.any_of, &node.one_of, node.not);
+        for &sub in all {
             self.check(sub, value, pointer, false);
         }
         if !any.is_empty() && !any.iter().any(|&s| self.passes(s, value, pointer)) {
@@ -225,7 +234,7 @@ impl Walk<'_> {
 
     /// A Go type with its own `UnmarshalJSON` ([`Decode`]): the shape is chosen by the value,
     /// and what is below is decoded without strictness (unknown fields are dropped).
-    fn decode(&mut self, decode: Decode, value: &Value, pointer: &str) {
+    fn decode(&mut self, decode: Decode, value: &Value, pointer: &mut String) {
         match (decode, value) {
             (Decode::Raw, _) => {}
             (
@@ -244,8 +253,11 @@ impl Walk<'_> {
                 ),
             ),
             (Decode::SchemaOrArray(props), Value::Array(items)) => {
+                let len = pointer.len();
                 for (i, item) in items.iter().enumerate() {
-                    self.check(props, item, &format!("{pointer}/{i}"), false);
+                    push_index(pointer, i);
+                    self.check(props, item, pointer, false);
+                    pointer.truncate(len);
                 }
             }
             (Decode::SchemaOrStringArray(_), Value::Array(items)) => {
@@ -263,7 +275,7 @@ impl Walk<'_> {
     }
 
     /// `true` when `value` passes `id` with no finding (for `anyOf`, `oneOf`, `not`).
-    fn passes(&mut self, id: NodeId, value: &Value, pointer: &str) -> bool {
+    fn passes(&mut self, id: NodeId, value: &Value, pointer: &mut String) -> bool {
         let mut inner = Walk {
             schemas: self.schemas,
             findings: Vec::new(),

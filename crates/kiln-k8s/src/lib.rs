@@ -423,7 +423,7 @@ impl Validator {
             skipped: check::Skipped::default(),
         };
         if let Some(k) = self.builtin.kind(group, version, kind) {
-            walk.check(k.root, object, "", true);
+            walk.check(k.root, object, &mut String::new(), true);
             outcome
                 .findings
                 .extend(data_too_long(api_version, kind, object));
@@ -470,7 +470,7 @@ impl Validator {
                         map.remove("kind");
                         map.remove("metadata");
                     }
-                    crd_walk.check(*root, &body, "", true);
+                    crd_walk.check(*root, &body, &mut String::new(), true);
                     crd_walk.findings.retain(|f| {
                         !(f.code == Code::RequiredField
                             && matches!(f.pointer.as_str(), "/apiVersion" | "/kind" | "/metadata"))
@@ -480,7 +480,7 @@ impl Validator {
                         .schemas
                         .definition("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta")
                     {
-                        walk.check(meta_root, meta, "/metadata", true);
+                        walk.check(meta_root, meta, &mut "/metadata".to_string(), true);
                     }
                     walk.findings.extend(crd_walk.findings);
                     walk.skipped.cel_rules += crd_walk.skipped.cel_rules;

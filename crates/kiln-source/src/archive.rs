@@ -44,6 +44,51 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The limits `var` (the environment, read by the caller) sets: `KILN_SOURCE_TIMEOUT`
+    /// (whole seconds), `KILN_SOURCE_MAX_BYTES`, `KILN_SOURCE_MAX_FILE_BYTES` and
+    /// `KILN_SOURCE_MAX_ENTRIES` (whole numbers), each at least 1; an unset or empty
+    /// variable keeps its default. Any other value is refused
+    /// ([`SourceError::BadSetting`]), never read as the default.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Limits, SourceError> {
+        let mut limits = Limits::default();
+        let seconds = number(
+            &var,
+            "KILN_SOURCE_TIMEOUT",
+            "a whole number of seconds, at least 1",
+            "30",
+        )?;
+        if let Some(s) = seconds {
+            limits.timeout = std::time::Duration::from_secs(s);
+        }
+        let bytes = "a whole number of bytes, at least 1";
+        let default = Limits::default();
+        for (variable, expected, field, default) in [
+            (
+                "KILN_SOURCE_MAX_BYTES",
+                bytes,
+                &mut limits.max_bytes,
+                default.max_bytes,
+            ),
+            (
+                "KILN_SOURCE_MAX_FILE_BYTES",
+                bytes,
+                &mut limits.max_file_bytes,
+                default.max_file_bytes,
+            ),
+            (
+                "KILN_SOURCE_MAX_ENTRIES",
+                "a whole number of entries, at least 1",
+                &mut limits.max_entries,
+                default.max_entries,
+            ),
+        ] {
+            if let Some(n) = number(&var, variable, expected, &default.to_string())? {
+                *field = n;
+            }
+        }
+        Ok(limits)
+    }
+
     pub(crate) fn too_large(&self, origin: &Origin, what: String, which: Which) -> SourceError {
         let (limit, unit, variable) = match which {
             Which::Bytes => (self.max_bytes, "bytes", "KILN_SOURCE_MAX_BYTES"),
@@ -57,6 +102,28 @@ impl Limits {
             unit,
             variable,
         }
+    }
+}
+
+/// The value of `variable`: `None` when unset or empty, a number of at least 1, else
+/// refused.
+fn number(
+    var: &impl Fn(&str) -> Option<String>,
+    variable: &'static str,
+    expected: &'static str,
+    default: &str,
+) -> Result<Option<u64>, SourceError> {
+    let Some(value) = var(variable).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    match value.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(Some(n)),
+        _ => Err(SourceError::BadSetting {
+            variable,
+            value,
+            expected,
+            default: default.to_string(),
+        }),
     }
 }
 
@@ -242,6 +309,57 @@ pub fn extract_tgz(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// Each `KILN_SOURCE_*` variable: a number sets it, unset or empty keeps the default,
+    /// anything else (`abc`, `0`, `-1`, `1.5`, `10k`) is refused naming the variable, the
+    /// value and what it takes.
+    #[test]
+    fn limits_from_the_environment_refuse_what_is_not_a_number() {
+        let vars = |pairs: &[(&str, &str)]| {
+            let pairs: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+            }
+        };
+        assert_eq!(Limits::from_vars(vars(&[])).unwrap(), Limits::default());
+        let set = Limits::from_vars(vars(&[
+            ("KILN_SOURCE_TIMEOUT", "7"),
+            ("KILN_SOURCE_MAX_BYTES", "1000"),
+            ("KILN_SOURCE_MAX_FILE_BYTES", " 100 "),
+            ("KILN_SOURCE_MAX_ENTRIES", "3"),
+        ]))
+        .unwrap();
+        assert_eq!(set.timeout, std::time::Duration::from_secs(7));
+        assert_eq!(
+            (set.max_bytes, set.max_file_bytes, set.max_entries),
+            (1000, 100, 3)
+        );
+        let empty = Limits::from_vars(vars(&[("KILN_SOURCE_TIMEOUT", "")])).unwrap();
+        assert_eq!(empty, Limits::default());
+        for (variable, unit) in [
+            ("KILN_SOURCE_TIMEOUT", "seconds"),
+            ("KILN_SOURCE_MAX_BYTES", "bytes"),
+            ("KILN_SOURCE_MAX_FILE_BYTES", "bytes"),
+            ("KILN_SOURCE_MAX_ENTRIES", "entries"),
+        ] {
+            for bad in ["abc", "0", "-1", "1.5", "10k"] {
+                let e = Limits::from_vars(vars(&[(variable, bad)])).unwrap_err();
+                let shown = e.to_string();
+                assert!(
+                    shown.contains(&format!("{variable}=`{bad}`"))
+                        && shown.contains(&format!("a whole number of {unit}, at least 1")),
+                    "{shown}"
+                );
+                assert!(matches!(e, SourceError::BadSetting { .. }), "{e:?}");
+            }
+        }
+    }
 
     /// A gzipped tar of `entries` written by hand (raw headers), so that hostile names and
     /// types reach the reader exactly as an attacker would write them.

@@ -189,6 +189,21 @@ pub enum SourceError {
     )]
     BadLock { path: String, detail: String },
 
+    /// A `KILN_SOURCE_*` variable whose value is not what it takes (never read as its
+    /// default: a limit the user meant to set must not pass unnoticed).
+    #[error("{variable}=`{value}` is not {expected}")]
+    #[diagnostic(
+        code(kiln::source::bad_setting),
+        help("set {variable} to {expected} ({default} when unset), or unset it")
+    )]
+    BadSetting {
+        variable: &'static str,
+        value: String,
+        /// What it takes: `a whole number of seconds, at least 1`.
+        expected: &'static str,
+        default: String,
+    },
+
     #[error("cannot {op} {path}: {source}")]
     #[diagnostic(
         code(kiln::source::io),
@@ -218,7 +233,7 @@ impl SourceError {
             | UnsafeArchive { origin, .. }
             | TooLarge { origin, .. }
             | BadResponse { origin, .. } => Some(origin),
-            BadLock { .. } | Io { .. } => None,
+            BadLock { .. } | BadSetting { .. } | Io { .. } => None,
         }
     }
 

@@ -119,7 +119,10 @@ pub struct Fetcher<'a> {
 #[derive(Default)]
 struct State {
     lock: LockFile,
-    done: BTreeMap<LockKey, Fetched>,
+    /// Every source on disk this run, with whether it was resolved anew (not taken as the
+    /// old lock pinned it): a probe's pinned source is fetched again once `kiln update`
+    /// selects it, a resolved one never.
+    done: BTreeMap<LockKey, (Fetched, bool)>,
     /// The Git sources resolved through a tag (`refs/tags/*`) in this run.
     git_tags: BTreeSet<LockKey>,
 }
@@ -187,24 +190,42 @@ impl<'a> Fetcher<'a> {
         }
     }
 
+    /// `kiln update`'s selection, once it is known: a source [`Fetcher::probe`] took as the
+    /// lock pinned it is re-resolved by the next [`Fetcher::fetch`] that it selects.
+    pub fn set_update(&mut self, update: Option<BTreeSet<String>>) {
+        self.mode.update = update;
+    }
+
     /// The source `req`, on disk and verified.
     pub fn fetch(&self, req: &Request) -> Result<Fetched, SourceError> {
+        self.fetch_as(req, true)
+    }
+
+    /// The source `req` as the lock pins it (never re-resolved for `kiln update`), kept out
+    /// of the lock this run leaves until a [`Fetcher::fetch`] asks for it: what the caller
+    /// reads before it knows what the run fetches (an unnamed component's `metadata.name`).
+    /// The run's own fetch of the same source reuses it (each source is fetched once).
+    pub fn probe(&self, req: &Request) -> Result<Fetched, SourceError> {
+        self.fetch_as(req, false)
+    }
+
+    fn fetch_as(&self, req: &Request, run: bool) -> Result<Fetched, SourceError> {
         let key = req.key();
-        if let Some(done) = self
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .done
-            .get(&key)
+        let update = run && self.selected_for_update(req);
         {
-            return Ok(done.clone());
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((done, renewed)) = state.done.get(&key).cloned()
+                && (renewed || !update)
+            {
+                if run {
+                    state.lock.insert(done.entry.clone());
+                }
+                return Ok(done);
+            }
         }
         let origin = req.origin();
-        let pinned = self
-            .old
-            .get(&key)
-            .filter(|_| !self.selected_for_update(req))
-            .cloned();
+        let pinned = self.old.get(&key).filter(|_| !update).cloned();
+        let renewed = pinned.is_none();
         let fetched = match pinned {
             Some(entry) => self.pinned(req, entry, &origin)?,
             None => {
@@ -227,8 +248,10 @@ impl<'a> Fetcher<'a> {
             }
         };
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.lock.insert(fetched.entry.clone());
-        state.done.insert(key, fetched.clone());
+        if run {
+            state.lock.insert(fetched.entry.clone());
+        }
+        state.done.insert(key, (fetched.clone(), renewed));
         Ok(fetched)
     }
 

@@ -51,12 +51,29 @@ pub fn carried(url: &str) -> String {
 }
 
 /// Runs `step` (libgit2 calls on [`carried`] URLs) with `http` carrying their requests.
+/// The thread's client is put back as it was when `step` ends, however it ends (a return,
+/// an error, a panic): a client left behind would carry a later fetch on this thread
+/// with another run's credentials and limits.
 pub fn with_client<T>(http: &Http, step: impl FnOnce() -> T) -> T {
     register();
-    CLIENT.with(|c| *c.borrow_mut() = Some(Arc::new(http.with_same_config())));
-    let out = step();
-    CLIENT.with(|c| *c.borrow_mut() = None);
-    out
+    let _restore = ClientGuard {
+        outer: CLIENT.with(|c| c.replace(Some(Arc::new(http.with_same_config())))),
+    };
+    step()
+}
+
+/// Puts the thread's [`CLIENT`] back to what it was before [`with_client`] set it.
+struct ClientGuard {
+    outer: Option<Arc<Http>>,
+}
+
+impl Drop for ClientGuard {
+    fn drop(&mut self) {
+        let outer = self.outer.take();
+        // `try_with`: a guard dropped while the thread's locals are torn down has nothing
+        // left to restore.
+        let _ = CLIENT.try_with(|c| *c.borrow_mut() = outer);
+    }
 }
 
 fn register() {
@@ -184,5 +201,40 @@ impl Write for Request {
 
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn installed() -> bool {
+        CLIENT.with(|c| c.borrow().is_some())
+    }
+
+    /// A step that panics, or fails early, leaves no client behind on its thread; a nested
+    /// step gives the outer one its client back.
+    #[test]
+    fn the_client_is_cleared_however_the_step_ends() {
+        let http = Http::new(Default::default(), Default::default());
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with_client(&http, || {
+                assert!(installed());
+                panic!("a fetch that panics");
+            })
+        }));
+        assert!(caught.is_err());
+        assert!(!installed(), "a panicking step left its client installed");
+        let early: Result<(), &str> = with_client(&http, || {
+            Err("an early return")?;
+            unreachable!()
+        });
+        assert!(early.is_err());
+        assert!(!installed(), "a failing step left its client installed");
+        with_client(&http, || {
+            with_client(&http, || assert!(installed()));
+            assert!(installed(), "the inner step took the outer one's client");
+        });
+        assert!(!installed());
     }
 }

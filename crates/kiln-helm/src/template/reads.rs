@@ -16,9 +16,20 @@ use std::collections::BTreeSet;
 /// A path in the values tree, one key per step.
 pub type Path = Vec<String>;
 
-/// The record: maps of the tree by address, and the paths read.
+/// The record: maps of the tree by address, and what was read of them. A read is recorded as
+/// (map address, key), with no path built, and a repeated read allocates nothing: the
+/// templates look values up far more often than [`ValueReads::unused`] asks (once, at the
+/// end of a render), which builds the paths.
 pub struct ValueReads {
     maps: rustc_hash::FxHashMap<usize, (Map, Path)>,
+    keys: rustc_hash::FxHashMap<usize, rustc_hash::FxHashSet<String>>,
+    whole: rustc_hash::FxHashSet<usize>,
+    /// Paths read by something other than a template ([`ValueReads::path`]).
+    paths: BTreeSet<Path>,
+}
+
+/// The record as paths: those read, and the maps used whole.
+struct Paths {
     read: BTreeSet<Path>,
     whole: BTreeSet<Path>,
 }
@@ -75,17 +86,20 @@ impl ValueReads {
         }
         ValueReads {
             maps,
-            read: BTreeSet::new(),
-            whole: BTreeSet::new(),
+            keys: rustc_hash::FxHashMap::default(),
+            whole: rustc_hash::FxHashSet::default(),
+            paths: BTreeSet::new(),
         }
     }
 
     /// `key` looked up in `m`.
     pub fn key(&mut self, m: &Map, key: &str) {
-        if let Some((_, path)) = self.maps.get(&address(m)) {
-            let mut p = path.clone();
-            p.push(key.to_string());
-            self.read.insert(p);
+        let at = address(m);
+        if self.maps.contains_key(&at) {
+            let keys = self.keys.entry(at).or_default();
+            if !keys.contains(key) {
+                keys.insert(key.to_string());
+            }
         }
     }
 
@@ -93,8 +107,9 @@ impl ValueReads {
     pub fn whole(&mut self, v: &Value) {
         match v {
             Value::Map(m) => {
-                if let Some((_, path)) = self.maps.get(&address(m)) {
-                    self.whole.insert(path.clone());
+                let at = address(m);
+                if self.maps.contains_key(&at) {
+                    self.whole.insert(at);
                 }
             }
             Value::List(l) => l.iter().for_each(|x| self.whole(x)),
@@ -104,7 +119,29 @@ impl ValueReads {
 
     /// A path read by something other than a template (a dependency's `condition`).
     pub fn path(&mut self, path: Path) {
-        self.read.insert(path);
+        self.paths.insert(path);
+    }
+
+    /// The record as paths (in key order: the hash sets' order goes no further than the
+    /// BTreeSets they are collected into).
+    #[allow(clippy::iter_over_hash_type)]
+    fn paths(&self) -> Paths {
+        let mut read = self.paths.clone();
+        for (at, keys) in &self.keys {
+            if let Some((_, path)) = self.maps.get(at) {
+                for k in keys {
+                    let mut p = path.clone();
+                    p.push(k.clone());
+                    read.insert(p);
+                }
+            }
+        }
+        let whole = self
+            .whole
+            .iter()
+            .filter_map(|at| self.maps.get(at).map(|(_, path)| path.clone()))
+            .collect();
+        Paths { read, whole }
     }
 
     /// The function `name` called with `args`.
@@ -135,10 +172,20 @@ impl ValueReads {
         }
     }
 
+    /// The shallowest paths of `user` that no template read, in key order, each with the
+    /// keys read beside it (for "did you mean").
+    pub fn unused(&self, user: &Map) -> Vec<(Path, Vec<String>)> {
+        let mut out = Vec::new();
+        self.paths().unused_below(user, &mut Path::new(), &mut out);
+        out
+    }
+}
+
+impl Paths {
     /// Whether `path` was read: looked up itself or below (a subchart's templates read
     /// `.Values.port` from the map at `db`, never the key `db`), or below a map used whole.
     /// A subchart's copy of `global` counts for the top-level `global`.
-    pub fn is_read(&self, path: &[String]) -> bool {
+    fn is_read(&self, path: &[String]) -> bool {
         let covered = |set: &BTreeSet<Path>, below: bool| {
             set.iter().any(|r| {
                 let tail = r
@@ -154,14 +201,6 @@ impl ValueReads {
             })
         };
         covered(&self.read, true) || covered(&self.whole, false)
-    }
-
-    /// The shallowest paths of `user` that no template read, in key order, each with the
-    /// keys read beside it (for "did you mean").
-    pub fn unused(&self, user: &Map) -> Vec<(Path, Vec<String>)> {
-        let mut out = Vec::new();
-        self.unused_below(user, &mut Path::new(), &mut out);
-        out
     }
 
     fn unused_below(&self, m: &Map, path: &mut Path, out: &mut Vec<(Path, Vec<String>)>) {

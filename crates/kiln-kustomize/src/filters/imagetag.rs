@@ -211,7 +211,7 @@ fn check_shape(value: &Value, segs: &[&str]) -> Result<(), (&'static str, &'stat
 /// `@sha512:` and `@sha384:` images are rewritten too; kustomize only knows `@sha256:` and
 /// silently leaves the others alone (tests/kustomize/kf32, DIVERGENCES.md).
 struct ImageMatcher {
-    regex: Option<Regex>,
+    regex: Option<std::sync::Arc<Regex>>,
     literal: String,
 }
 

@@ -115,7 +115,7 @@ pub struct CompiledSelector {
 #[derive(Debug, Clone)]
 enum Pattern {
     Exact(String),
-    Regex(Regex),
+    Regex(std::sync::Arc<Regex>),
 }
 
 impl Pattern {
