@@ -2074,3 +2074,28 @@ fn a_component_without_images_shows_its_freight_and_lags() {
     assert_eq!(at.code, Some(0), "{}", at.text());
     assert!(at.stdout.contains("/cfg: (no image)"), "{}", at.stdout);
 }
+
+/// Item (status, small): a write repository `kiln status` cannot reach, with no `--repo-map`
+/// standing in for it, is an error whose help says how to pass one. The URL is a port on
+/// 127.0.0.1 that nothing listens on.
+#[test]
+fn an_unreachable_write_repository_suggests_a_repo_map() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/bank-web-deploy.git");
+    let (_tmp, platform) =
+        bank_variant(|text| text.replace("https://github.com/example/bank-web-deploy.git", &url));
+    let r = run(kiln_command(&repo_root())
+        .arg("status")
+        .arg(&platform)
+        .args(["-p", "web"]));
+    assert!(r.code.is_some_and(|c| c > 1), "{}{}", r.stdout, r.stderr);
+    // miette wraps the message and help: read them as one line.
+    let said = r.stderr.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(said.contains("kiln::status::unreachable"), "{}", r.stderr);
+    assert!(said.contains(&format!("127.0.0.1:{port}")), "{}", r.stderr);
+    assert!(said.contains("pass --repo-map URL=PATH"), "{}", r.stderr);
+}

@@ -422,16 +422,7 @@ impl Objects {
     /// Every Stage, Warehouse and Application in the artifact set's YAML files.
     pub fn from_artifacts(set: &ArtifactSet) -> Result<Self, PromoteError> {
         let mut out = Objects::default();
-        for (path, bytes) in &set.files {
-            if !(path.ends_with(".yaml") || path.ends_with(".yml")) {
-                continue;
-            }
-            let Ok(text) = std::str::from_utf8(bytes) else {
-                continue;
-            };
-            if !text.contains("kargo.akuity.io/") && !text.contains("argoproj.io/") {
-                continue;
-            }
+        for (path, text) in Self::files(set) {
             let docs = crate::yaml::parse_stream(path, text).map_err(|e| PromoteError::Io {
                 message: format!("{path}: {e}"),
             })?;
@@ -445,6 +436,18 @@ impl Objects {
             }
         }
         Ok(out)
+    }
+
+    /// The YAML files of `set` that may hold Kargo or Argo CD objects, as text.
+    pub fn files(set: &ArtifactSet) -> impl Iterator<Item = (&str, &str)> {
+        set.files
+            .iter()
+            .filter(|(path, _)| path.ends_with(".yaml") || path.ends_with(".yml"))
+            .filter_map(|(path, bytes)| {
+                let text = std::str::from_utf8(bytes).ok()?;
+                (text.contains("kargo.akuity.io/") || text.contains("argoproj.io/"))
+                    .then_some((path.as_str(), text))
+            })
     }
 
     /// The Stage `name`, in `project` when given.

@@ -48,12 +48,12 @@
 //! order; nothing reads the clock.
 
 pub mod html;
+mod objects;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::{self, Write as _};
 
 use serde::Serialize;
-use serde_json::Value;
 
 use crate::artifact::ArtifactSet;
 use crate::git::trailers::{AppCommit, Unit};
@@ -105,6 +105,26 @@ pub enum StatusError {
         )
     )]
     Rerender { commit: String, message: String },
+    #[error("cannot read the write repository `{url}`: {message}")]
+    #[diagnostic(
+        code(kiln::status::unreachable),
+        help(
+            "`kiln status` reads the repository each Application syncs from; pass --repo-map URL=PATH with a local clone of it standing in for URL, or check the URL and the network"
+        )
+    )]
+    Unreachable { url: String, message: String },
+}
+
+impl StatusError {
+    /// A write repository's read error; an unreachable one says how to stand in for it.
+    fn from_read(e: GitError) -> Self {
+        match e {
+            GitError::RemoteUnreachable { url, message } => {
+                StatusError::Unreachable { url, message }
+            }
+            e => StatusError::Git(e),
+        }
+    }
 }
 
 /// Which cells to report (`-p`, `-e`, `-c`; empty: all).
@@ -542,10 +562,6 @@ impl fmt::Display for StatusReport {
     }
 }
 
-fn s<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
-
 /// Where one cell is deployed from (its Application).
 struct Target {
     project: String,
@@ -555,7 +571,7 @@ struct Target {
     repo_url: String,
     branch: String,
     folder: String,
-    stage: Option<StageDef>,
+    stage: Option<objects::Stage>,
 }
 
 impl Target {
@@ -570,14 +586,20 @@ impl Target {
 /// Each project's Warehouse subscriptions ([`Objects::subscriptions`]), by project.
 type Subscribed = BTreeMap<String, BTreeMap<String, Subscriptions>>;
 
-/// One raw write of `t`'s folder, read: who wrote it, what it deployed, from what.
-fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) -> Write {
-    let said = read_message(&w.message);
-    let deployed = crate::git::folder_images(&w.files);
+/// One raw write of `t`'s folder, read: who wrote it, what it deployed (`deployed`, its
+/// folder's images), from what (`said`, its message read).
+fn write_of(
+    t: &Target,
+    subscribed: &Subscribed,
+    w: &crate::git::WriteCommit,
+    said: Said,
+    deployed: &[String],
+) -> Write {
     let freight = match (&t.stage, said.writer) {
         (Some(stage), Some(Writer::Promotion)) => {
-            let subs = subscribed.get(&stage.project).cloned().unwrap_or_default();
-            freight_of(stage, &subs, &said, &deployed)
+            let none = BTreeMap::new();
+            let subs = subscribed.get(&stage.project).unwrap_or(&none);
+            freight_of(&stage.requested, subs, &said, deployed)
         }
         _ => None,
     };
@@ -601,7 +623,7 @@ fn write_of(t: &Target, subscribed: &Subscribed, w: &crate::git::WriteCommit) ->
 }
 
 /// What a commit message says about the write it made.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Said {
     writer: Option<Writer>,
     stage: Option<String>,
@@ -699,35 +721,35 @@ fn repo_commit(text: &str) -> Option<RepoCommit> {
     })
 }
 
-/// The Freight of `warehouse` that a promotion deployed, as Kargo names it.
+/// The Freight that a promotion by a Stage requesting Freight from the Warehouses
+/// `requested` deployed, as Kargo names it.
 fn freight_of(
-    stage: &StageDef,
+    requested: &[String],
     subs: &BTreeMap<String, Subscriptions>,
     said: &Said,
     deployed: &[String],
 ) -> Option<String> {
     // The Stage's own record, `ctx.targetFreight.name`, when it names one Freight only.
-    if stage.requested.len() == 1
+    if requested.len() == 1
         && let Some(f) = &said.freight
     {
         return Some(f.clone());
     }
-    let warehouse = promoted_warehouse(stage, subs, deployed)?;
+    let warehouse = promoted_warehouse(requested, subs, deployed)?;
     let sub = subs.get(warehouse)?;
     Some(crate::promote::freight::generate_freight_id(&reference_of(
         warehouse, sub, said, deployed,
     )))
 }
 
-/// The Warehouse whose Freight a promotion of `stage` deployed: the first requested one that
-/// subscribes to an image the folder runs, else the first requested.
+/// The Warehouse whose Freight a promotion of a Stage deployed: the first of those it
+/// requests that subscribes to an image the folder runs, else the first requested.
 fn promoted_warehouse<'s>(
-    stage: &'s StageDef,
+    requested: &'s [String],
     subs: &BTreeMap<String, Subscriptions>,
     deployed: &[String],
 ) -> Option<&'s String> {
-    stage
-        .requested
+    requested
         .iter()
         .find(|w| {
             subs.get(*w).is_some_and(|s| {
@@ -738,7 +760,7 @@ fn promoted_warehouse<'s>(
                 })
             })
         })
-        .or(stage.requested.first())
+        .or(requested.first())
 }
 
 /// The Freight of `warehouse` a promotion recorded: each subscribed image from its `image:`
@@ -802,7 +824,7 @@ fn rebuild_from(
 ) -> Result<Built, String> {
     let warehouses = objects.subscriptions(&stage.project);
     // Only the promoted Freight, as `kiln promote` holds it (see `FreightSet::references`).
-    let target = promoted_warehouse(stage, &warehouses, deployed)
+    let target = promoted_warehouse(&stage.requested, &warehouses, deployed)
         .cloned()
         .unwrap_or_default();
     let references = warehouses
@@ -917,13 +939,14 @@ fn differing_files(expected: &BTreeMap<&str, &Vec<u8>>, tip: &ArtifactSet) -> Ve
 /// `spec.source.renderedPath`, or with `--per-environment` each environment's slice on its
 /// own branch ([`crate::git::split_by_environment`], as `kiln verify --per-environment`
 /// compares).
-struct Published {
-    whole: ArtifactSet,
+struct Published<'s> {
+    /// The render of the source commit, or this checkout's (borrowed).
+    whole: std::borrow::Cow<'s, ArtifactSet>,
     split: Option<crate::git::EnvironmentSplit>,
 }
 
-impl Published {
-    fn new(set: ArtifactSet, per_environment: bool) -> Self {
+impl<'s> Published<'s> {
+    fn new(set: std::borrow::Cow<'s, ArtifactSet>, per_environment: bool) -> Self {
         let split = per_environment.then(|| crate::git::split_by_environment(&set));
         Published { whole: set, split }
     }
@@ -945,53 +968,117 @@ impl Published {
     }
 }
 
-/// The Applications of the render as status targets, filtered.
-fn targets(objects: &Objects, filter: &StatusFilter) -> Result<Vec<Target>, StatusError> {
-    let mut stages: BTreeMap<(String, String), StageDef> = BTreeMap::new();
-    for st in &objects.stages {
-        let def = StageDef::from_object(st)?;
-        stages.insert((def.project.clone(), def.name.clone()), def);
-    }
-    let keep = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
-    let mut out = Vec::new();
-    for app in &objects.applications {
-        let label = |k: &str| s(app, &format!("/metadata/labels/kiln.dev~1{k}")).to_string();
-        let (project, component, environment) =
-            (label("project"), label("component"), label("environment"));
-        if component.is_empty()
-            || !keep(&filter.projects, &project)
-            || !keep(&filter.environments, &environment)
-            || !keep(&filter.components, &component)
-        {
-            continue;
-        }
-        let source = app
-            .pointer("/spec/source")
-            .or_else(|| app.pointer("/spec/sources/0"))
-            .cloned()
-            .unwrap_or(Value::Null);
-        let revision = match s(&source, "/targetRevision") {
-            "" => "HEAD",
-            r => r,
+/// What a cell's folder holds and the writes that made it, read (the per-cell work that needs
+/// nothing from the other cells, done in parallel).
+struct CellRead<'f> {
+    folder: &'f crate::git::FolderState,
+    history: Vec<Write>,
+    promotion: Option<Write>,
+    /// The message of the writer's last write, read.
+    promotion_said: Option<Said>,
+    images: Vec<Image>,
+}
+
+impl<'f> CellRead<'f> {
+    fn new(t: &Target, folder: &'f crate::git::FolderState, subscribed: &Subscribed) -> Self {
+        // Each folder tree's images, read once: the tip's tree is usually its last write's.
+        let mut images_of: Vec<(Option<&String>, Vec<String>)> = Vec::new();
+        let mut deployed = |tree: &'f Option<String>, files: &crate::artifact::ArtifactSet| {
+            let at = match images_of
+                .iter()
+                .position(|(t, _)| t.is_some() && *t == tree.as_ref())
+            {
+                Some(i) => i,
+                None => {
+                    images_of.push((tree.as_ref(), crate::git::folder_images(files)));
+                    images_of.len() - 1
+                }
+            };
+            images_of[at].1.clone()
         };
-        let stage = s(
-            app,
-            &kiln_base::pointer::join("/metadata/annotations", crate::kargo::AUTHORIZED_STAGE),
-        )
-        .split_once(':')
-        .and_then(|(p, st)| stages.get(&(p.to_string(), st.to_string())).cloned());
-        out.push(Target {
-            project,
-            component,
-            environment,
-            application: s(app, "/metadata/name").to_string(),
-            repo_url: s(&source, "/repoURL").to_string(),
-            branch: revision.to_string(),
-            folder: crate::git::normalize_folder(s(&source, "/path")),
-            stage,
-        });
+        let tip = deployed(&folder.tree, &folder.files);
+        let saids: Vec<Said> = folder
+            .writes
+            .iter()
+            .map(|w| read_message(&w.message))
+            .collect();
+        let history: Vec<Write> = folder
+            .writes
+            .iter()
+            .zip(&saids)
+            .map(|(w, said)| write_of(t, subscribed, w, said.clone(), &deployed(&w.tree, &w.files)))
+            .collect();
+        // The writer's last write is often the newest one: read once.
+        let newest = folder
+            .writes
+            .iter()
+            .position(|w| Some(&w.id) == folder.by_writer.as_ref().map(|b| &b.id));
+        let promotion_said = match newest {
+            Some(i) => saids.get(i).cloned(),
+            None => folder.by_writer.as_ref().map(|w| read_message(&w.message)),
+        };
+        let promotion = match (newest, &folder.by_writer, &promotion_said) {
+            (Some(i), ..) => history.get(i).cloned(),
+            (None, Some(w), Some(said)) => Some(write_of(
+                t,
+                subscribed,
+                w,
+                said.clone(),
+                &deployed(&w.tree, &w.files),
+            )),
+            _ => None,
+        };
+        let mut images: Vec<Image> = tip.iter().map(|d| Image::parse(d)).collect();
+        // The tip is what the last write left: its message completes tags and digests, then
+        // the writer's last promotion (under a hand edit), where they agree.
+        for said in saids.first().into_iter().chain(&promotion_said) {
+            if said.writer == Some(Writer::Promotion) {
+                for i in &mut images {
+                    i.complete_from(&said.images);
+                }
+            }
+        }
+        CellRead {
+            folder,
+            history,
+            promotion,
+            promotion_said,
+            images,
+        }
     }
-    Ok(out)
+}
+
+/// The Applications of the render as status targets, filtered.
+fn targets(render: &objects::RenderObjects, filter: &StatusFilter) -> Vec<Target> {
+    let keep = |list: &[String], v: &str| list.is_empty() || list.iter().any(|x| x == v);
+    render
+        .applications
+        .iter()
+        .filter(|app| {
+            !app.component.is_empty()
+                && keep(&filter.projects, &app.project)
+                && keep(&filter.environments, &app.environment)
+                && keep(&filter.components, &app.component)
+        })
+        .map(|app| Target {
+            project: app.project.clone(),
+            component: app.component.clone(),
+            environment: app.environment.clone(),
+            application: app.name.clone(),
+            repo_url: app.repo_url.clone(),
+            branch: match app.target_revision.as_str() {
+                "" => "HEAD",
+                r => r,
+            }
+            .to_string(),
+            folder: crate::git::normalize_folder(&app.path),
+            stage: app
+                .authorized_stage
+                .split_once(':')
+                .and_then(|(p, st)| render.stages.get(&(p.to_string(), st.to_string())))
+                .cloned(),
+        })
+        .collect()
 }
 
 /// The status of every cell the render's Applications deploy (see the module docs). `set` is
@@ -1006,8 +1093,8 @@ pub fn status(
     options: &StatusOptions,
     rerender: Rerender<'_>,
 ) -> Result<StatusReport, StatusError> {
-    let objects = Objects::from_artifacts(set)?;
-    let targets = targets(&objects, &options.filter)?;
+    let render = objects::RenderObjects::read(set)?;
+    let targets = targets(&render, &options.filter);
     if targets.is_empty() {
         let f = &options.filter;
         let parts: Vec<String> = [
@@ -1041,23 +1128,35 @@ pub fn status(
             .entry(t.folder.clone())
             .or_insert_with(|| t.stage_name());
     }
+    // The branches are read in parallel, each on its own handle of its repository; the
+    // first error in branch order is reported.
+    let branches: Vec<Result<crate::git::BranchState, StatusError>> = {
+        use rayon::prelude::*;
+        let wanted: Vec<_> = wanted.iter().collect();
+        wanted
+            .par_iter()
+            .map(|((repo, branch), writers)| {
+                let folders: BTreeSet<String> = writers.keys().cloned().collect();
+                let is_writers = |folder: &str, message: &str| {
+                    writers
+                        .get(folder)
+                        .is_some_and(|stage| read_message(message).is_by(stage.as_deref()))
+                };
+                crate::git::read_branch(
+                    repo,
+                    branch,
+                    &folders,
+                    options.past.max(1),
+                    &is_writers,
+                    &options.auth,
+                )
+                .map_err(StatusError::from_read)
+            })
+            .collect()
+    };
     let mut read = BTreeMap::new();
-    for ((repo, branch), writers) in &wanted {
-        let folders: BTreeSet<String> = writers.keys().cloned().collect();
-        let is_writers = |folder: &str, message: &str| {
-            writers
-                .get(folder)
-                .is_some_and(|stage| read_message(message).is_by(stage.as_deref()))
-        };
-        let state = crate::git::read_branch(
-            repo,
-            branch,
-            &folders,
-            options.past.max(1),
-            &is_writers,
-            &options.auth,
-        )?;
-        read.insert((repo.clone(), branch.clone()), state);
+    for (key, state) in wanted.keys().zip(branches) {
+        read.insert(key.clone(), state?);
     }
     let env_order: Vec<String> = platform
         .environments
@@ -1073,45 +1172,40 @@ pub fn status(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .map(|p| {
-            let subs = objects.subscriptions(&p);
+            let subs = render.warehouses.subscriptions(&p);
             (p, subs)
         })
         .collect();
+    // Every Stage and Application whole, parsed only for a rebuild (see `objects`).
+    let mut parsed: Option<Objects> = None;
     // What each (Stage, promotion commit) builds, rebuilt once for all the folders it writes.
     let mut rebuilt: BTreeMap<(String, String), Built> = BTreeMap::new();
     // What kiln publish wrote from each source commit, rendered again once.
     let mut published: BTreeMap<String, Published> = BTreeMap::new();
     let rendered_path = crate::git::normalize_folder(&platform.source.rendered_path);
-    for t in &targets {
-        let folder = read
-            .get(&(location(&t.repo_url), t.branch.clone()))
-            .and_then(|b| b.folders.get(&t.folder))
-            .cloned()
-            .unwrap_or_default();
-        let history: Vec<Write> = folder
-            .writes
-            .iter()
-            .map(|w| write_of(t, &subscribed, w))
-            .collect();
-        let promotion = folder
-            .by_writer
-            .as_ref()
-            .map(|w| write_of(t, &subscribed, w));
+    let none = crate::git::FolderState::default();
+    let reads: Vec<CellRead<'_>> = {
+        use rayon::prelude::*;
+        targets
+            .par_iter()
+            .map(|t| {
+                let folder = read
+                    .get(&(location(&t.repo_url), t.branch.clone()))
+                    .and_then(|b| b.folders.get(&t.folder))
+                    .unwrap_or(&none);
+                CellRead::new(t, folder, &subscribed)
+            })
+            .collect()
+    };
+    for (t, cell) in targets.iter().zip(reads) {
+        let CellRead {
+            folder,
+            history,
+            promotion,
+            promotion_said,
+            images,
+        } = cell;
         let deployed = !folder.files.is_empty();
-        let mut images: Vec<Image> = crate::git::folder_images(&folder.files)
-            .iter()
-            .map(|d| Image::parse(d))
-            .collect();
-        // The tip is what the last write left: its message completes tags and digests, then
-        // the writer's last promotion (under a hand edit), where they agree.
-        for w in folder.writes.first().into_iter().chain(&folder.by_writer) {
-            let said = read_message(&w.message);
-            if said.writer == Some(Writer::Promotion) {
-                for i in &mut images {
-                    i.complete_from(&said.images);
-                }
-            }
-        }
         let stage_name = t.stage_name();
         let last = history.first();
         // A publish's folder, relative to what publish writes (spec.source.renderedPath),
@@ -1122,10 +1216,18 @@ pub fn status(
             }
             _ => None,
         };
-        let drift = match (deployed, last, &t.stage, &folder.by_writer, &promotion) {
+        let drift = match (
+            deployed,
+            last,
+            &t.stage,
+            &folder.by_writer,
+            &promotion,
+            &promotion_said,
+            publish_rel,
+        ) {
             // Its writer wrote the folder, someone else removed it: the Application now
             // syncs a missing path. Drift, not a cell never deployed.
-            (false, Some(w), _, _, Some(p))
+            (false, Some(w), _, _, Some(p), _, _)
                 if !read_message(&folder.writes[0].message).is_by(stage_name.as_deref()) =>
             {
                 Some(format!(
@@ -1148,20 +1250,25 @@ pub fn status(
             // runner wrote (its stamp matches its change, which was this folder alone): that
             // runner wrote what the Stage builds from the Freight it recorded, and nothing
             // changed the folder since. No rebuild.
-            (true, Some(_), Some(_), Some(raw), Some(_))
+            (true, Some(_), Some(_), Some(raw), Some(_), _, _)
                 if raw.stamped && raw.tree.is_some() && raw.tree == folder.tree =>
             {
                 None
             }
             // A Stage's cell: the folder against what the Stage builds from the Freight its
             // last promotion recorded, whoever committed since (or mimicked its message).
-            (true, Some(w), Some(stage), Some(raw), Some(p)) => {
+            (true, Some(w), Some(stage), Some(raw), Some(p), Some(said), _) => {
                 let key = (stage_name.clone().unwrap_or_default(), p.commit.clone());
                 if !rebuilt.contains_key(&key) {
+                    let objects = match parsed {
+                        Some(ref o) => o,
+                        None => parsed.insert(Objects::from_artifacts(set)?),
+                    };
+                    let stage = objects.stage(&stage.name, Some(&stage.project))?;
                     let built = rebuild_from(
-                        stage,
-                        &objects,
-                        &read_message(&raw.message),
+                        &stage,
+                        objects,
+                        said,
                         &crate::git::folder_images(&raw.files),
                         options,
                     )
@@ -1187,16 +1294,17 @@ pub fn status(
             // A publish's cell: the folder against what kiln publish writes from the source
             // commit it recorded (rendered again, as `kiln verify` renders), whoever
             // committed since.
-            (true, Some(w), None, _, Some(p)) if publish_rel.is_some() => {
-                let rel = publish_rel.unwrap_or_default();
+            (true, Some(w), None, _, Some(p), _, Some(rel)) => {
                 let commit = p.source_commit.clone().unwrap_or_default();
                 if !published.contains_key(&commit) {
                     let rendered = match &p.source_commit {
-                        Some(c) => rerender(c).map_err(|message| StatusError::Rerender {
-                            commit: c.clone(),
-                            message,
-                        })?,
-                        None => set.clone(),
+                        Some(c) => std::borrow::Cow::Owned(rerender(c).map_err(|message| {
+                            StatusError::Rerender {
+                                commit: c.clone(),
+                                message,
+                            }
+                        })?),
+                        None => std::borrow::Cow::Borrowed(set),
                     };
                     published.insert(
                         commit.clone(),
@@ -1298,14 +1406,15 @@ pub fn status(
         .iter()
         .map(|e| (e.name.as_str(), &e.from))
         .collect();
-    let snapshot = cells.clone();
     // Each cell by (project, component, environment), the first of each.
     let mut at: BTreeMap<(&str, &str, &str), &Cell> = BTreeMap::new();
-    for u in &snapshot {
+    for u in &cells {
         at.entry((&u.project, &u.component, &u.environment))
             .or_insert(u);
     }
-    for c in cells.iter_mut().filter(|c| c.stage.is_some()) {
+    // Every lag is judged on the cells as they stand before any is marked lagging.
+    let mut lags: Vec<(usize, Lag)> = Vec::new();
+    for (index, c) in cells.iter().enumerate().filter(|(_, c)| c.stage.is_some()) {
         for up in upstreams
             .get(c.environment.as_str())
             .map(|v| v.iter())
@@ -1333,15 +1442,15 @@ pub fn status(
             if !u.deployed || (c.deployed && u.time <= c.time && !ran_before) {
                 // Not behind: but did the upstream ever run what this cell runs?
                 if let Some(message) = skipped_upstream(c, u, &options.repo_map, &options.auth)? {
-                    c.lag = Some(Lag {
-                        upstream: up.clone(),
-                        upstream_images: u.images.clone(),
-                        message,
-                        skipped: true,
-                    });
-                    if c.state == CellState::InSync {
-                        c.state = CellState::Lagging;
-                    }
+                    lags.push((
+                        index,
+                        Lag {
+                            upstream: up.clone(),
+                            upstream_images: u.images.clone(),
+                            message,
+                            skipped: true,
+                        },
+                    ));
                     break;
                 }
                 continue;
@@ -1367,20 +1476,32 @@ pub fn status(
                         .join(",")
                 }
             };
-            c.lag = Some(Lag {
-                upstream: up.clone(),
-                upstream_images: u.images.clone(),
-                message: format!("{up} runs {}, {} {}", tags(u), c.environment, tags(c)),
-                skipped: false,
-            });
-            // Running nothing while upstream runs something is lagging too: exit 1, `<lag`.
-            if matches!(c.state, CellState::InSync | CellState::NotDeployed) {
-                c.state = CellState::Lagging;
-            }
+            lags.push((
+                index,
+                Lag {
+                    upstream: up.clone(),
+                    upstream_images: u.images.clone(),
+                    message: format!("{up} runs {}, {} {}", tags(u), c.environment, tags(c)),
+                    skipped: false,
+                },
+            ));
             break;
         }
     }
-    cells.sort_by_key(|c| {
+    for (index, lag) in lags {
+        let c = &mut cells[index];
+        // Running nothing while upstream runs something is lagging too: exit 1, `<lag`. A
+        // skipped upstream makes only a cell in sync lagging.
+        let lagging = match lag.skipped {
+            true => c.state == CellState::InSync,
+            false => matches!(c.state, CellState::InSync | CellState::NotDeployed),
+        };
+        if lagging {
+            c.state = CellState::Lagging;
+        }
+        c.lag = Some(lag);
+    }
+    cells.sort_by_cached_key(|c| {
         (
             c.project.clone(),
             c.component.clone(),
