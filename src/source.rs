@@ -376,7 +376,11 @@ pub fn resolve(
         }
         for (dir, label) in dirs {
             let at = (w.project, w.instance);
-            charts.scan_component(fs, dir, label, at, &project.name, &name)?;
+            // A field error in one fetched component is reported in the spec's order with
+            // every other failure, not alone in their place.
+            if let Err(e) = charts.scan_component(fs, dir, label, at, &project.name, &name) {
+                failed.push(vec![w.project, w.instance, 1], e);
+            }
         }
     }
     let chart_users = charts.instance_names();

@@ -720,7 +720,11 @@ impl DiffReport {
     pub fn summary(&self) -> String {
         let mut out = String::new();
         for file in &self.files {
-            out.push_str(&format!("{:<8} {}\n", file.status.word(), file.path));
+            out.push_str(&format!(
+                "{:<8} {}\n",
+                file.status.word(),
+                super::history::printable_field(&file.path)
+            ));
         }
         out.push_str(&format!(
             "{} file{} differ{}\n",
@@ -739,6 +743,20 @@ mod tests {
     /// Issue 39, item 20: a stale file (here a 5,000-line ConfigMap, and a 5,000-line text
     /// file) is printed as a bounded diff, the rest counted in one line; the JSON form keeps
     /// every line. `kiln verify` prints the same way.
+    /// A committed path may hold any byte but `/` and NUL: `--stat` prints it escaped, a
+    /// newline included, so it cannot add a line of its own or drive the terminal.
+    #[test]
+    fn stat_lines_escape_the_paths_they_print() {
+        let mut old = ArtifactSet::new();
+        old.insert("a.yaml\nno differences\u{1b}[2K", b"x: 1\n".to_vec());
+        let summary = diff_sets(&old, &ArtifactSet::new()).summary();
+        assert_eq!(summary.lines().count(), 2, "{summary}");
+        assert!(
+            summary.contains("a.yaml\\nno differences\\u{1b}[2K"),
+            "{summary}"
+        );
+    }
+
     #[test]
     fn a_stale_file_prints_a_bounded_diff() {
         let big: String = (0..5000).map(|i| format!("  k{i}: v{i}\n")).collect();

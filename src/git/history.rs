@@ -363,6 +363,25 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// One field from Git (a path, a name) for a line of text output: [`printable`], and a
+/// newline or tab escaped too, since Git allows them in paths and one would start a line of
+/// kiln's own output.
+pub fn printable_field(field: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| c.is_control() || is_bidi_control(c);
+    if !field.chars().any(unsafe_char) {
+        return Cow::Borrowed(field);
+    }
+    let mut out = String::with_capacity(field.len() + 8);
+    for c in field.chars() {
+        if unsafe_char(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// U+202A–U+202E (embeddings, overrides) and U+2066–U+2069 (isolates): they reorder how a
 /// terminal shows the text around them ("Trojan Source", CVE-2021-42574).
 fn is_bidi_control(c: char) -> bool {
@@ -612,28 +631,23 @@ fn component_images<'a>(
         .collect()
 }
 
-/// Whether a promotion of Freight `freight` by Stage `stage` (`<project>/<stage>`) is on
-/// `branch` of `repo`: a commit whose message has kiln's `freight: …` and `stage: …` lines
-/// (what Kargo's `git-commit` step writes from kiln's template, and `kiln promote` too; the
-/// check `kiln promote` makes before it warns, `crate::promote::unverified_warning`). A
-/// branch that does not exist holds none.
+/// Every (Stage, Freight) promoted on `branch` of `repo`: the commits whose message has
+/// kiln's `stage: …` and `freight: …` lines after its subject (what Kargo's `git-commit` step
+/// writes from kiln's template, and `kiln promote` too; the check `kiln promote` makes before
+/// it warns, `crate::promote::unverified_warning`). One walk answers every question about
+/// the branch. A branch that does not exist holds none.
 ///
 /// Errors: as [`history`], but a missing branch.
-pub fn promoted_on(
+pub fn promotions_on(
     repo: &str,
     branch: &str,
-    freight: &str,
-    stage: &str,
     auth: &RemoteAuth,
-) -> Result<bool, GitError> {
+) -> Result<BTreeSet<(String, String)>, GitError> {
+    let mut promoted = BTreeSet::new();
     let opened = open_for_reading(repo, auth)?;
     let Ok(tip) = resolve_commit(&opened.repo, &opened.display, branch) else {
-        return Ok(false);
+        return Ok(promoted);
     };
-    let (freight_line, stage_line) = (
-        format!("\nfreight: {freight}\n"),
-        format!("\nstage: {stage}\n"),
-    );
     let mut walk = opened.repo.revwalk().map_err(lg("walking history"))?;
     walk.push(tip.id()).map_err(lg("walking history"))?;
     for id in walk {
@@ -643,11 +657,21 @@ pub fn promoted_on(
             .find_commit(id)
             .map_err(lg("reading a commit"))?;
         let message = String::from_utf8_lossy(commit.message_bytes());
-        if message.contains(&freight_line) && message.contains(&stage_line) {
-            return Ok(true);
+        let (mut stages, mut freights) = (Vec::new(), Vec::new());
+        for line in message.lines().skip(1) {
+            if let Some(stage) = line.strip_prefix("stage: ") {
+                stages.push(stage.trim());
+            } else if let Some(freight) = line.strip_prefix("freight: ") {
+                freights.push(freight.trim());
+            }
+        }
+        for stage in &stages {
+            for freight in &freights {
+                promoted.insert((stage.to_string(), freight.to_string()));
+            }
         }
     }
-    Ok(false)
+    Ok(promoted)
 }
 
 /// kiln's commits on `branch` of `repo` (local path or URL), newest first, filtered.
@@ -1170,6 +1194,63 @@ mod tests {
             printable("hotfix\u{1b}[2K\r\u{9b}31m\u{202e}ok"),
             "hotfix\\u{1b}[2K\\r\\u{9b}31m\\u{202e}ok"
         );
+    }
+
+    /// One walk answers every (Stage, Freight) question about a branch; a message whose
+    /// last line has no newline (`git commit -m`, a hand-written trailer) still counts.
+    #[test]
+    fn promotions_on_a_branch_are_read_in_one_walk() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init(dir.path()).unwrap();
+        let who = git2::Signature::now("t", "t@example.com").unwrap();
+        let tree = repo.treebuilder(None).unwrap().write().unwrap();
+        let tree = repo.find_tree(tree).unwrap();
+        let mut parent: Option<git2::Oid> = None;
+        for message in [
+            "kiln: promote a to dev\n\nstage: p/a-dev\nfreight: f1\n",
+            "kiln: promote a to test\n\nstage: p/a-test\nfreight: f2",
+            "stage: p/x\nfreight: not-a-trailer\n",
+        ] {
+            let parents: Vec<git2::Commit> = parent
+                .iter()
+                .map(|p| repo.find_commit(*p).unwrap())
+                .collect();
+            let refs: Vec<&git2::Commit> = parents.iter().collect();
+            parent = Some(
+                repo.commit(Some("refs/heads/main"), &who, &who, message, &tree, &refs)
+                    .unwrap(),
+            );
+        }
+        let promoted = promotions_on(
+            &dir.path().display().to_string(),
+            "main",
+            &RemoteAuth::default(),
+        )
+        .unwrap();
+        let pair = |s: &str, f: &str| (s.to_string(), f.to_string());
+        assert_eq!(
+            promoted,
+            BTreeSet::from([pair("p/a-dev", "f1"), pair("p/a-test", "f2")])
+        );
+        let none = promotions_on(
+            &dir.path().display().to_string(),
+            "nope",
+            &RemoteAuth::default(),
+        );
+        assert!(none.unwrap().is_empty());
+    }
+
+    /// A path with a newline would add a line of its own to `diff --stat` or `verify`.
+    #[test]
+    fn a_field_escapes_newlines_too() {
+        assert_eq!(
+            printable_field("a.yaml\nno differences\u{1b}[2K"),
+            "a.yaml\\nno differences\\u{1b}[2K"
+        );
+        assert!(matches!(
+            printable_field("envs/dev/x.yaml"),
+            Cow::Borrowed(_)
+        ));
     }
 
     #[test]

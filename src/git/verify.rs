@@ -46,7 +46,11 @@ impl VerifyReport {
             .to_string();
         out.push('\n');
         for file in &self.drift.files {
-            out.push_str(&format!("  {:<8} {}\n", file.status.word(), file.path));
+            out.push_str(&format!(
+                "  {:<8} {}\n",
+                file.status.word(),
+                super::history::printable_field(&file.path)
+            ));
         }
         out
     }

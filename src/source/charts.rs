@@ -206,11 +206,7 @@ impl ChartScan {
             // `source.ref`.
             let at = format!(
                 "{}, spec.generators[{g}]",
-                line_of(
-                    &file.display().to_string(),
-                    &spans,
-                    &format!("/spec/generators/{g}/helm")
-                )
+                line_of(&shown_file, &spans, &format!("/spec/generators/{g}/helm"))
             );
             if let Some(h) = generator.get("helm") {
                 let Ok(h) = serde_json::from_value::<crate::spec::HelmGenerator>(h.clone()) else {

@@ -95,14 +95,14 @@ pub fn page(report: &StatusReport, pipeline: &str, title: &str) -> String {
                 let _ = write!(
                     out,
                     "<br><small>Freight <code>{}</code></small>",
-                    escape(&f[..f.len().min(12)])
+                    escape(&short(f))
                 );
             }
             if let (Some(commit), Some(time)) = (&c.write_commit, &c.time) {
                 let _ = write!(
                     out,
                     "<br><small><code>{}</code> {}</small>",
-                    escape(&commit[..commit.len().min(12)]),
+                    escape(&short(commit)),
                     escape(&time.to_string())
                 );
             }
@@ -169,20 +169,35 @@ fn write_item(w: &super::Write, lead: &str) -> String {
     format!(
         "<li>{}<code>{}</code> {} by {}: {}<br><small>{}{}</small></li>",
         escape(lead),
-        escape(&w.commit[..w.commit.len().min(12)]),
+        escape(&short(&w.commit)),
         escape(&w.time.to_string()),
         escape(&w.author.name),
         escape(&w.summary),
         escape(&images.join(" ")),
         w.source_commit
             .as_ref()
-            .map(|s| format!(" from {}", escape(&s[..s.len().min(12)])))
+            .map(|s| format!(" from {}", escape(&short(s))))
             .unwrap_or_default()
     )
 }
 
+/// The first 12 characters of an ID or commit read from a commit message, which may hold
+/// any text (a byte slice could cut a character in two).
+fn short(id: &str) -> String {
+    id.chars().take(12).collect()
+}
+
 #[cfg(test)]
 mod tests {
+    /// A Freight name or source commit is read from a commit message, any text: shortened by
+    /// characters, never by bytes (`aééééééé` cut at byte 12 panicked).
+    #[test]
+    fn ids_from_commit_messages_are_shortened_by_characters() {
+        assert_eq!(super::short("aééééééééééééé"), "aééééééééééé");
+        assert_eq!(super::short("0123456789abcdef"), "0123456789ab");
+        assert_eq!(super::short("abc"), "abc");
+    }
+
     #[test]
     fn text_is_escaped() {
         assert_eq!(

@@ -845,12 +845,17 @@ fn rebuild_from(
     crate::promote::rebuild(stage.clone(), freight, objects, git)
 }
 
+/// The (Stage, Freight) pairs promoted on each write branch read, by (repository, branch):
+/// one walk of a branch however many cells ask about it.
+type Promotions = BTreeMap<(String, String), BTreeSet<(String, String)>>;
+
 /// Why Kargo cell `c` runs Freight its upstream cell `u` never ran, or `None`: `c`'s
 /// Freight is in none of `u`'s writes read, nor in any promotion by `u`'s Stage on its
-/// branch ([`crate::git::promoted_on`], the check behind `kiln promote`'s warning).
+/// branch ([`crate::git::promotions_on`], the check behind `kiln promote`'s warning).
 fn skipped_upstream(
     c: &Cell,
     u: &Cell,
+    promotions: &mut Promotions,
     repo_map: &RepoMap,
     auth: &RemoteAuth,
 ) -> Result<Option<String>, StatusError> {
@@ -867,7 +872,13 @@ fn skipped_upstream(
         Location::Local(p) => p.display().to_string(),
         Location::Remote(r) => r,
     };
-    if crate::git::promoted_on(&repo, &u.branch, freight, stage, auth)? {
+    let key = (repo, u.branch.clone());
+    if !promotions.contains_key(&key) {
+        let promoted =
+            crate::git::promotions_on(&key.0, &key.1, auth).map_err(StatusError::from_read)?;
+        promotions.insert(key.clone(), promoted);
+    }
+    if promotions[&key].contains(&(stage.clone(), freight.clone())) {
         return Ok(None);
     }
     let tags: Vec<String> = c.images.iter().map(Image::short).collect();
@@ -1315,7 +1326,9 @@ pub fn status(
                 let differ = differing_files(&expected, &folder.files);
                 (!differ.is_empty()).then(|| {
                     let from = match &p.source_commit {
-                        Some(c) => format!("source commit {}", &c[..c.len().min(12)]),
+                        Some(c) => {
+                            format!("source commit {}", c.chars().take(12).collect::<String>())
+                        }
                         None => "this checkout (the publish recorded no source commit)".into(),
                     };
                     format!(
@@ -1414,6 +1427,7 @@ pub fn status(
     }
     // Every lag is judged on the cells as they stand before any is marked lagging.
     let mut lags: Vec<(usize, Lag)> = Vec::new();
+    let mut promotions = Promotions::new();
     for (index, c) in cells.iter().enumerate().filter(|(_, c)| c.stage.is_some()) {
         for up in upstreams
             .get(c.environment.as_str())
@@ -1441,7 +1455,9 @@ pub fn status(
             });
             if !u.deployed || (c.deployed && u.time <= c.time && !ran_before) {
                 // Not behind: but did the upstream ever run what this cell runs?
-                if let Some(message) = skipped_upstream(c, u, &options.repo_map, &options.auth)? {
+                if let Some(message) =
+                    skipped_upstream(c, u, &mut promotions, &options.repo_map, &options.auth)?
+                {
                     lags.push((
                         index,
                         Lag {
