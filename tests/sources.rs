@@ -1661,6 +1661,36 @@ fn a_source_path_typo_suggests_the_nearest_component_folder() {
 /// in that order in the spec, each fail; all five are reported in the spec's order, each at
 /// the file and line that asks for it, and the Git source two instances share is reported
 /// once. Nothing is written.
+/// A field error in the chart of a fetched component (credentials in `helm.repository`)
+/// is one failure among the others, in the spec's order, named by the tree it came from: it
+/// used to end the source stage alone, hiding the Git failure declared before it.
+#[test]
+fn a_fetched_components_chart_error_joins_the_other_failures() {
+    let repos = tempfile::tempdir().unwrap();
+    let files = vec![(
+        "deploy/component.yaml".to_string(),
+        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: web\nspec:\n  generators:\n  - helm: {chart: web, repository: 'https://u:secret@charts.example.com', version: 1.0.0}\n".to_string(),
+    )];
+    testing::app_repo(repos.path(), "app-web.git", &[(&as_refs(&files), None)]);
+    let http = testing::git_http(repos.path());
+    let url = format!("{}/app-web.git", http.http());
+    let items = format!(
+        "    - {{name: down, source: {{git: \"git://127.0.0.1:1/down.git\", ref: main}}}}\n    - {{name: web, source: {{git: \"{url}\", ref: main, path: deploy}}}}\n"
+    );
+    let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &items))]);
+    let r = p.kiln(&["render", "platform", "--write-to", "out"], &[]);
+    assert_eq!(r.code, Some(1), "{}", r.text());
+    let text = r.text();
+    let (down, web) = (
+        text.find("git://127.0.0.1:1/down.git"),
+        text.find("holds credentials"),
+    );
+    assert!(down.is_some() && web.is_some(), "{text}");
+    assert!(down < web, "not in the spec's order: {text}");
+    assert!(!text.contains("secret"), "{text}");
+    assert!(!text.contains("/.cache/"), "{text}");
+}
+
 #[test]
 fn with_every_server_down_failures_come_in_the_spec_order() {
     // Ports below 10 (tcpmux, echo, discard…): nothing serves them here, and unlike a free
