@@ -357,6 +357,10 @@ fn is_item(content: &str) -> bool {
 /// skipped with everything indented below it. `None` when `doc` is not in the form kiln
 /// writes (module docs): the caller parses it then.
 fn leaves<'t>(doc: &'t str, wanted: &dyn Fn(&str) -> bool) -> Option<Vec<(String, Leaf<'t>)>> {
+    // A byte order mark would make the first key another key: the parser's to read.
+    if doc.starts_with('\u{feff}') {
+        return None;
+    }
     let mut out = Vec::new();
     let mut open = vec![Open {
         indent: 0,
@@ -472,7 +476,9 @@ fn split_key(content: &str) -> Option<(&str, &str)> {
         Some(i) => (&content[..i], content[i + 2..].trim_start_matches(' ')),
         None => (content.strip_suffix(':')?, ""),
     };
+    // `<<` merges another mapping's keys in (YAML 1.1's merge key): the parser's to read.
     let plain = !key.is_empty()
+        && key != "<<"
         && !key.starts_with([
             '"', '\'', '?', '&', '*', '!', '[', '{', '|', '>', '%', '@', '`', '#', '-', ':',
         ])
@@ -568,9 +574,14 @@ mod tests {
             "\"a\": 1\n",
             "a:\n- - 1\n",
             "# comment\na: 1\n",
+            "\u{feff}a: 1\n",
         ] {
             assert!(read(declined).is_none(), "{declined:?}");
         }
+        // A merge key brings in fields the reader cannot see: declined even where nothing
+        // under it is asked for.
+        let merged = "b:\n  <<: *x\n  c: 1\n";
+        assert!(leaves(merged, &|p| !p.ends_with("<<")).is_none());
     }
 
     #[test]
