@@ -2369,6 +2369,8 @@ impl CommitWithSources {
     }
 
     fn at(&self, path: &std::path::Path) -> &dyn crate::fs::FileSystem {
+        // Lexically: `cache/../x` is not in the cache (routed as `render::ChartFs` routes).
+        let path = crate::fs::normalize(path);
         match self.sources.iter().any(|d| path.starts_with(d)) {
             true => &crate::fs::RealFs,
             false => &self.commit,

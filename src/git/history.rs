@@ -348,31 +348,25 @@ impl fmt::Display for History {
 /// printed or reorder what it says. Every text printer of data read from Git goes through it
 /// (`history`, `--at`, `status`, `diff`, `verify`); JSON and HTML escape by themselves.
 pub fn printable(text: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c);
-    if !text.chars().any(unsafe_char) {
-        return Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        if unsafe_char(c) {
-            out.extend(c.escape_default());
-        } else {
-            out.push(c);
-        }
-    }
-    Cow::Owned(out)
+    escaped(text, |c| {
+        (c.is_control() && c != '\n' && c != '\t') || is_bidi_control(c)
+    })
 }
 
 /// One field from Git (a path, a name) for a line of text output: [`printable`], and a
 /// newline or tab escaped too, since Git allows them in paths and one would start a line of
 /// kiln's own output.
 pub fn printable_field(field: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| c.is_control() || is_bidi_control(c);
-    if !field.chars().any(unsafe_char) {
-        return Cow::Borrowed(field);
+    escaped(field, |c| c.is_control() || is_bidi_control(c))
+}
+
+/// `text` with each character `unsafe_char` holds written as its Rust escape.
+fn escaped(text: &str, unsafe_char: impl Fn(char) -> bool) -> Cow<'_, str> {
+    if !text.chars().any(&unsafe_char) {
+        return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(field.len() + 8);
-    for c in field.chars() {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
         if unsafe_char(c) {
             out.extend(c.escape_default());
         } else {
