@@ -824,6 +824,11 @@ pub fn emit_kargo_each(
 /// [`crate::yaml::to_yaml_stream`]) inserted into `set` under `prefix` (e.g. `""` or
 /// `"deploy/"`).
 ///
+/// The objects are generated on one thread and serialized on the others as they come, a
+/// batch of files at a time (issue 38, item 8: YAML printing was half of this stage, on the
+/// generating thread); the files are inserted in generation order, so the set is the same
+/// whatever thread printed them.
+///
 /// Errors: as [`emit_kargo`]; `set` is untouched on error.
 pub fn emit_into(
     set: &mut crate::artifact::ArtifactSet,
@@ -832,20 +837,75 @@ pub fn emit_into(
     plans: &[BuildPlan],
     opts: &KargoOptions,
 ) -> Result<(), Errors<KargoError>> {
-    // Each file serialized as it is generated; inserted only once all succeeded.
-    let mut files = Vec::new();
-    emit_kargo_each(platform, plans, opts, &mut |path, resources| {
-        let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
-        files.push((
-            format!("{prefix}{path}"),
-            crate::yaml::to_yaml_stream(&values),
-        ));
-    })?;
-    for (path, bytes) in files {
+    type Batch = Vec<(String, Vec<Resource>)>;
+    let serialize = |batch: Batch| -> Vec<(String, String)> {
+        batch
+            .into_iter()
+            .map(|(path, resources)| {
+                let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
+                (
+                    format!("{prefix}{path}"),
+                    crate::yaml::to_yaml_stream(&values),
+                )
+            })
+            .collect()
+    };
+    // Each batch's files by the batch's place in generation order.
+    let printed: std::sync::Mutex<BTreeMap<usize, Vec<(String, String)>>> = Default::default();
+    let waiting = std::sync::atomic::AtomicUsize::new(0);
+    let generated = rayon::scope(|scope| {
+        let (printed, serialize, waiting) = (&printed, &serialize, &waiting);
+        let mut batch: Batch = Vec::new();
+        let mut objects = 0;
+        let mut batches = 0;
+        // Batches handed off and not printed yet: past a few, the generating thread prints
+        // its batch itself, so the objects waiting stay bounded whatever the threads' pace.
+        let hand_off = |batch: Batch, batches: &mut usize| {
+            use std::sync::atomic::Ordering::SeqCst;
+            let n = *batches;
+            *batches += 1;
+            let store = move |files| {
+                let mut printed = printed.lock().unwrap_or_else(|e| e.into_inner());
+                printed.insert(n, files);
+            };
+            if waiting.load(SeqCst) >= KARGO_PRINT_WAITING {
+                store(serialize(batch));
+                return;
+            }
+            waiting.fetch_add(1, SeqCst);
+            scope.spawn(move |_| {
+                store(serialize(batch));
+                waiting.fetch_sub(1, SeqCst);
+            });
+        };
+        let result = emit_kargo_each(platform, plans, opts, &mut |path, resources| {
+            objects += resources.len();
+            batch.push((path, resources));
+            if objects >= KARGO_PRINT_BATCH {
+                objects = 0;
+                hand_off(std::mem::take(&mut batch), &mut batches);
+            }
+        });
+        if !batch.is_empty() {
+            hand_off(batch, &mut batches);
+        }
+        result
+    });
+    generated?;
+    let printed = printed.into_inner().unwrap_or_else(|e| e.into_inner());
+    for (path, bytes) in printed.into_values().flatten() {
         set.insert(path, bytes);
     }
     Ok(())
 }
+
+/// How many objects [`emit_into`] hands to another thread to print at once: enough that a
+/// hand-off costs little beside printing, few enough that the objects waiting to be printed
+/// stay a few MB.
+const KARGO_PRINT_BATCH: usize = 256;
+
+/// How many of [`emit_into`]'s batches may wait to be printed.
+const KARGO_PRINT_WAITING: usize = 4;
 
 /// Resolves every (component, environment) of `project`, checking names and write paths.
 /// Names and write folders already taken, across projects: who took them.

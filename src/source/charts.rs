@@ -128,28 +128,56 @@ impl ChartScan {
             .collect()
     }
 
-    /// Every local component instance (`path:`) of the platform.
+    /// Every local component instance (`path:`) of the platform. Each component directory
+    /// is read on rayon's pool (issue 38, item 8: the scans were 9 % of a render's CPU, on
+    /// one thread), then the instances are noted in the spec's order, as one by one.
     pub fn scan_local(
         &mut self,
         fs: &dyn FileSystem,
         platform_dir: &Path,
         platform: &crate::spec::PlatformFile,
     ) -> Result<(), SourceStageError> {
+        use rayon::prelude::*;
+        let mut local = Vec::new();
         for (p, project) in platform.spec.projects.iter().enumerate() {
             for (i, inst) in project.components.iter().enumerate() {
                 if inst.source.is_some() || inst.path.is_empty() {
                     continue;
                 }
                 let dir = crate::fs::normalize(&platform_dir.join(&inst.path));
-                // The instance's name as render gives it: `name:`, else `metadata.name`.
-                let name = inst
-                    .name
-                    .clone()
-                    .or_else(|| super::component_name_in(fs, &dir))
-                    .unwrap_or_default();
-                let shown = dir.display().to_string();
-                self.scan_component(fs, &dir, &shown, (p, i), &project.name, &name)?;
+                local.push(((p, i), project.name.as_str(), inst.name.as_ref(), dir));
             }
+        }
+        // The instance's name as render gives it: `name:`, else `metadata.name`.
+        let names: Vec<String> = local
+            .par_iter()
+            .map(|(_, _, name, dir)| {
+                name.cloned()
+                    .or_else(|| super::component_name_in(fs, dir))
+                    .unwrap_or_default()
+            })
+            .collect();
+        // Each directory not read yet, with the first instance that uses it (its errors name
+        // that one, as the sequential scan's did).
+        let mut first: Vec<(&Path, String)> = Vec::new();
+        let mut taken = BTreeSet::new();
+        for ((_, project, _, dir), name) in local.iter().zip(&names) {
+            if !self.scanned.contains_key(dir) && taken.insert(dir) {
+                first.push((dir, format!("component {name} (project {project})")));
+            }
+        }
+        let this = &*self;
+        let read: Vec<Result<Vec<Finding>, SourceStageError>> = first
+            .par_iter()
+            .map(|(dir, user)| this.read_component(fs, dir, &dir.display().to_string(), user))
+            .collect();
+        for ((dir, _), found) in first.iter().zip(read) {
+            // The first error in the spec's order, as the sequential scan stopped at it.
+            self.scanned.insert(dir.to_path_buf(), found?);
+        }
+        for (((p, i), project, _, dir), name) in local.iter().zip(&names) {
+            let shown = dir.display().to_string();
+            self.scan_component(fs, dir, &shown, (*p, *i), project, name)?;
         }
         Ok(())
     }
@@ -194,24 +222,29 @@ impl ChartScan {
         needed_by: &str,
     ) -> Result<Vec<Finding>, SourceStageError> {
         let file = dir.join("component.yaml");
-        let Some((doc, spans)) = read_yaml_spans(fs, &file) else {
+        let Some((doc, text)) = read_yaml_text(fs, &file) else {
             return Ok(Vec::new());
         };
         let shown_file = format!("{}/component.yaml", shown.trim_end_matches('/'));
+        // The span index only when a line is named: building it cost more than the parse.
+        let spans = std::cell::OnceCell::new();
+        let line = |pointer: &str| {
+            let spans = spans.get_or_init(|| kiln_base::yaml::SpanIndex::build(&text));
+            line_of(&shown_file, spans, pointer)
+        };
         let mut found = Vec::new();
         let generators = doc.pointer("/spec/generators").and_then(Value::as_array);
         for (g, generator) in generators.into_iter().flatten().enumerate() {
-            let line = |pointer: &str| line_of(&shown_file, &spans, pointer);
-            // A field error names the line of its generator, as a Git source's names its
-            // `source.ref`.
-            let at = format!(
-                "{}, spec.generators[{g}]",
-                line_of(&shown_file, &spans, &format!("/spec/generators/{g}/helm"))
-            );
             if let Some(h) = generator.get("helm") {
                 let Ok(h) = serde_json::from_value::<crate::spec::HelmGenerator>(h.clone()) else {
                     continue;
                 };
+                // A field error names the line of its generator, as a Git source's names its
+                // `source.ref`.
+                let at = format!(
+                    "{}, spec.generators[{g}]",
+                    line(&format!("/spec/generators/{g}/helm"))
+                );
                 found.extend(
                     helm_generator(fs, dir, &h, &at, needed_by)?.map(|f| Finding {
                         found: f,
@@ -230,6 +263,9 @@ impl ChartScan {
                     &mut seen,
                     &mut charts,
                 );
+                if charts.is_empty() {
+                    continue;
+                }
                 let kustomize = line(&format!("/spec/generators/{g}/kustomize"));
                 found.extend(charts.into_iter().enumerate().map(|(n, f)| Finding {
                     found: f,
@@ -303,7 +339,14 @@ impl ChartScan {
 }
 
 fn read_yaml(fs: &dyn FileSystem, path: &Path) -> Option<Value> {
-    read_yaml_spans(fs, path).map(|(v, _)| v)
+    read_yaml_text(fs, path).map(|(v, _)| v)
+}
+
+/// The document at `path`, with its text (for the lines errors name).
+fn read_yaml_text(fs: &dyn FileSystem, path: &Path) -> Option<(Value, String)> {
+    let text = fs.read_to_string(path).ok()?;
+    let value = crate::yaml::parse_one(&path.display().to_string(), &text).ok()?;
+    Some((value, text))
 }
 
 /// The document at `path`, with its spans (for the lines errors name).
@@ -311,9 +354,7 @@ fn read_yaml_spans(
     fs: &dyn FileSystem,
     path: &Path,
 ) -> Option<(Value, kiln_base::yaml::SpanIndex)> {
-    let text = fs.read_to_string(path).ok()?;
-    let value = crate::yaml::parse_one(&path.display().to_string(), &text).ok()?;
-    Some((value, kiln_base::yaml::SpanIndex::build(&text)))
+    read_yaml_text(fs, path).map(|(v, text)| (v, kiln_base::yaml::SpanIndex::build(&text)))
 }
 
 /// `file:line:column` of the node at `pointer` (or its nearest parent), `file` alone when
