@@ -970,17 +970,17 @@ fn update(args: &UpdateArgs) -> miette::Result<ExitCode> {
     resolved
         .store_lock()
         .map_err(crate::pipeline::KilnError::Source)?;
-    let verb = if resolved.lock_changed {
-        "updated"
+    // What changed is counted apart from what is locked: "(6 sources)" after an update that
+    // moved one read as if all six had.
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let locked = plural(resolved.used.len(), "source");
+    let path = resolved.lock_path.display();
+    print_err(&if resolved.lock_changed {
+        let changed = plural(resolved.changes.len(), "change");
+        format!("kiln: updated {path}: {changed}, {locked} locked")
     } else {
-        "up to date:"
-    };
-    print_err(&format!(
-        "kiln: {verb} {} ({} source{})",
-        resolved.lock_path.display(),
-        resolved.used.len(),
-        if resolved.used.len() == 1 { "" } else { "s" }
-    ));
+        format!("kiln: up to date: {path} ({locked})")
+    });
     // Which sources moved, and from where to where; a tag that moved is a supply-chain
     // warning (a tag is expected to name one commit or archive for good).
     for change in &resolved.changes {
