@@ -321,6 +321,12 @@ pub struct Sourcing<'a> {
     fs: Option<&'a dyn FileSystem>,
     root: PathBuf,
     read: RefCell<BTreeMap<String, Option<SourceFile>>>,
+    /// Each spec file's first document, parsed once for the `wrong_type` findings whose
+    /// parameter it names ([`Sourcing::parameter`]).
+    specs: RefCell<BTreeMap<String, Option<std::rc::Rc<Value>>>>,
+    /// How many spec files were parsed.
+    #[cfg(test)]
+    parses: std::cell::Cell<usize>,
 }
 
 impl<'a> Sourcing<'a> {
@@ -332,6 +338,9 @@ impl<'a> Sourcing<'a> {
             fs: None,
             root: PathBuf::new(),
             read: RefCell::new(BTreeMap::new()),
+            specs: RefCell::new(BTreeMap::new()),
+            #[cfg(test)]
+            parses: std::cell::Cell::new(0),
         }
     }
 
@@ -348,6 +357,9 @@ impl<'a> Sourcing<'a> {
             fs: Some(fs),
             root: platform.root.clone(),
             read: RefCell::new(BTreeMap::new()),
+            specs: RefCell::new(BTreeMap::new()),
+            #[cfg(test)]
+            parses: std::cell::Cell::new(0),
         }
     }
 
@@ -430,13 +442,27 @@ impl<'a> Sourcing<'a> {
         ))
     }
 
+    /// The first document of spec file `file` (`text`), parsed once.
+    fn spec(&self, file: &str, text: &SourceFile) -> Option<std::rc::Rc<Value>> {
+        self.specs
+            .borrow_mut()
+            .entry(file.to_string())
+            .or_insert_with(|| {
+                #[cfg(test)]
+                self.parses.set(self.parses.get() + 1);
+                let docs = crate::yaml::parse_stream(file, &text.text).ok()?;
+                docs.into_iter().next().map(std::rc::Rc::new)
+            })
+            .clone()
+    }
+
     /// The parameter a spec value placed whole at `origin`, whose value `value` has the wrong
     /// type.
     fn parameter(&self, origin: &SourceAt, value: Option<&Value>) -> Option<ParameterAt> {
         let at = origin.pointer.as_ref()?;
         let text = self.text(&origin.file)?;
-        let spec = crate::yaml::parse_stream(&origin.file, &text.text).ok()?;
-        let written = spec.first()?.pointer(at)?.as_str()?;
+        let spec = self.spec(&origin.file, &text)?;
+        let written = spec.pointer(at)?.as_str()?;
         let name = kiln_base::reference::whole(written)?
             .name()
             .strip_prefix("params.")?
@@ -455,7 +481,7 @@ impl<'a> Sourcing<'a> {
             "/spec/parameters/properties/{}",
             kiln_base::pointer::escape(first)
         );
-        let defined = match spec.first()?.pointer(&declared) {
+        let defined = match spec.pointer(&declared) {
             Some(_) => text.position(0, &declared),
             None => text.position(0, at),
         };
@@ -1523,6 +1549,47 @@ mod in_memory {
         assert!(found.is_empty(), "{found:?}");
         // Different content does conflict.
         assert_eq!(run("1000.0", "2000").1, ["cluster_scoped_conflict"]);
+    }
+}
+
+/// Issue 36 (speed): a `wrong_type` finding's parameter is read from its spec file, which is
+/// parsed once however many findings name it.
+#[cfg(test)]
+mod parameters {
+    use crate::fs::MemFs;
+    use std::path::Path;
+
+    #[test]
+    fn a_spec_file_is_parsed_once_for_every_wrong_type_it_placed() {
+        let mut fs = MemFs::new();
+        fs.add_file(
+            "/r/platforms/p/platform.yaml",
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/a\n",
+        )
+        .add_file(
+            "/r/components/a/component.yaml",
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: a\nspec:\n  parameters:\n    type: object\n    properties:\n      debug: {type: boolean, default: true}\n  generators:\n  - resources:\n    - {apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {debug: \"${params.debug}\"}}}\n",
+        )
+        .add_dir("/r/.git");
+        let platform =
+            crate::pipeline::load_platform(&fs, Path::new("/r/platforms/p"), None).unwrap();
+        let sourcing = super::Sourcing::render(&platform, &fs, Vec::new());
+        let origin = super::SourceAt {
+            kind: "resources".into(),
+            file: "components/a/component.yaml".into(),
+            line: Some(12),
+            pointer: Some("/spec/generators/0/resources/0/metadata/labels/debug".into()),
+        };
+        for _ in 0..5 {
+            let found = sourcing.parameter(&origin, Some(&serde_json::json!(true)));
+            let found = found.unwrap();
+            assert_eq!(
+                (found.name.as_str(), found.kind.as_str()),
+                ("debug", "boolean")
+            );
+            assert_eq!(found.defined, "components/a/component.yaml:9");
+        }
+        assert_eq!(sourcing.parses.get(), 1);
     }
 }
 
