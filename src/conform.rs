@@ -18,7 +18,7 @@ use crate::artifact::ArtifactSet;
 use crate::diag::{SourceFile, Sources};
 use crate::evaluate::BuildPlan;
 use crate::fs::FileSystem;
-use crate::resource::Provenance;
+use crate::resource::{Provenance, Resource};
 use crate::validate::Platform;
 use kiln_k8s::conflict::{Identity, Placement, conflicts};
 use kiln_k8s::{Code, Crds, Outcome, Validator};
@@ -321,6 +321,12 @@ pub struct Sourcing<'a> {
     fs: Option<&'a dyn FileSystem>,
     root: PathBuf,
     read: RefCell<BTreeMap<String, Option<SourceFile>>>,
+    /// Each spec file's first document, parsed once for the `wrong_type` findings whose
+    /// parameter it names ([`Sourcing::parameter`]).
+    specs: RefCell<BTreeMap<String, Option<std::rc::Rc<Value>>>>,
+    /// How many spec files were parsed.
+    #[cfg(test)]
+    parses: std::cell::Cell<usize>,
 }
 
 impl<'a> Sourcing<'a> {
@@ -332,6 +338,9 @@ impl<'a> Sourcing<'a> {
             fs: None,
             root: PathBuf::new(),
             read: RefCell::new(BTreeMap::new()),
+            specs: RefCell::new(BTreeMap::new()),
+            #[cfg(test)]
+            parses: std::cell::Cell::new(0),
         }
     }
 
@@ -348,6 +357,9 @@ impl<'a> Sourcing<'a> {
             fs: Some(fs),
             root: platform.root.clone(),
             read: RefCell::new(BTreeMap::new()),
+            specs: RefCell::new(BTreeMap::new()),
+            #[cfg(test)]
+            parses: std::cell::Cell::new(0),
         }
     }
 
@@ -430,13 +442,27 @@ impl<'a> Sourcing<'a> {
         ))
     }
 
+    /// The first document of spec file `file` (`text`), parsed once.
+    fn spec(&self, file: &str, text: &SourceFile) -> Option<std::rc::Rc<Value>> {
+        self.specs
+            .borrow_mut()
+            .entry(file.to_string())
+            .or_insert_with(|| {
+                #[cfg(test)]
+                self.parses.set(self.parses.get() + 1);
+                let docs = crate::yaml::parse_stream(file, &text.text).ok()?;
+                docs.into_iter().next().map(std::rc::Rc::new)
+            })
+            .clone()
+    }
+
     /// The parameter a spec value placed whole at `origin`, whose value `value` has the wrong
     /// type.
     fn parameter(&self, origin: &SourceAt, value: Option<&Value>) -> Option<ParameterAt> {
         let at = origin.pointer.as_ref()?;
         let text = self.text(&origin.file)?;
-        let spec = crate::yaml::parse_stream(&origin.file, &text.text).ok()?;
-        let written = spec.first()?.pointer(at)?.as_str()?;
+        let spec = self.spec(&origin.file, &text)?;
+        let written = spec.pointer(at)?.as_str()?;
         let name = kiln_base::reference::whole(written)?
             .name()
             .strip_prefix("params.")?
@@ -455,7 +481,7 @@ impl<'a> Sourcing<'a> {
             "/spec/parameters/properties/{}",
             kiln_base::pointer::escape(first)
         );
-        let defined = match spec.first()?.pointer(&declared) {
+        let defined = match spec.pointer(&declared) {
             Some(_) => text.position(0, &declared),
             None => text.position(0, at),
         };
@@ -672,13 +698,10 @@ impl Checked {
             if doc.is_null() {
                 continue;
             }
-            let api_version = doc["apiVersion"].as_str().unwrap_or_default();
-            let kind = doc["kind"].as_str().unwrap_or_default();
-            let namespaced = validator.namespaced(api_version, kind);
             let outcome = validator.validate(doc);
-            let kinds = validator.custom_kinds(doc);
             let at = self.objects.len();
-            let custom = if kinds.is_empty() {
+            let (object, outcome) = Object::new(validator, (index, i, doc), &self.owner, outcome);
+            if let Some(outcome) = outcome {
                 let mut found = Vec::new();
                 if outcome.findings.is_empty() && outcome.unvalidated.is_none() {
                     self.count(None, outcome.skipped_rules);
@@ -686,22 +709,103 @@ impl Checked {
                     self.outcome(options, (source(), i, doc), outcome, &mut found);
                 }
                 self.findings.extend(found.into_iter().map(|f| (at, f)));
-                None
-            } else {
-                Some(Box::new(Custom {
-                    kinds,
-                    api_version: api_version.to_string(),
-                    kind: kind.to_string(),
-                    outcome,
-                }))
+            }
+            self.objects.push(object);
+        }
+    }
+}
+
+impl Object {
+    /// Document `doc` (`value`) of file `file`, validated with `outcome`: with its conflict
+    /// keys when it has an owner, and for a kind a CRD may define its outcome, kept for the
+    /// end ([`Validation::finish`]); the outcome of any other kind is handed back.
+    fn new(
+        validator: &Validator,
+        (file, doc, value): (usize, usize, &Value),
+        owner: &Option<Owner>,
+        outcome: Outcome,
+    ) -> (Object, Option<Outcome>) {
+        let api_version = value["apiVersion"].as_str().unwrap_or_default();
+        let kind = value["kind"].as_str().unwrap_or_default();
+        let namespaced = validator.namespaced(api_version, kind);
+        let kinds = validator.custom_kinds(value);
+        let (custom, outcome) = if kinds.is_empty() {
+            (None, Some(outcome))
+        } else {
+            let custom = Custom {
+                kinds,
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+                outcome,
             };
-            self.objects.push(Object {
-                file: index,
-                doc: i,
-                identity: self.owner.is_some().then(|| Identity::of(doc, namespaced)),
-                namespaced,
-                custom,
-            });
+            (Some(Box::new(custom)), None)
+        };
+        let object = Object {
+            file,
+            doc,
+            identity: owner.is_some().then(|| Identity::of(value, namespaced)),
+            namespaced,
+            custom,
+        };
+        (object, outcome)
+    }
+}
+
+/// A file's documents, as [`Validation::check`] takes them.
+enum Input<'s> {
+    /// Its text and its documents parsed from it.
+    Parsed((&'s str, Vec<Value>)),
+    /// Its bytes and the resources they were printed from, one per document.
+    Rendered(&'s [u8], &'s [Resource]),
+}
+
+impl Checked {
+    /// Validates `values`, the resources `file` (`bytes`) was printed from, in memory: each
+    /// judged as its printed bytes read back ([`crate::yaml::as_printed`]: the numbers the
+    /// printer writes otherwise, `1.0` as the integer `1`), keeping what [`Checked::stream`]
+    /// keeps for the same file. A file with a CRD or with an object that has a finding is
+    /// parsed and given to [`Checked::stream`] instead: its findings, their order (a walk
+    /// follows the map's keys, printed in go-yaml's order) and their values and lines are
+    /// then those of the bytes. A clean object keeps its conflict keys (the content digest
+    /// is of sorted keys) and, for a kind a CRD may define, its outcome, which has no finding.
+    fn rendered(
+        &mut self,
+        validator: &Validator,
+        options: &Options,
+        file: &str,
+        bytes: &[u8],
+        values: &[Resource],
+    ) {
+        let index = self.files.len();
+        let mut objects = Vec::with_capacity(values.len());
+        let mut counts = Vec::new();
+        for (i, resource) in values.iter().enumerate() {
+            let doc = crate::yaml::as_printed(&resource.value);
+            if Crds::is_crd(&doc) {
+                return self.reparsed(validator, options, file, bytes);
+            }
+            let outcome = validator.validate(&doc);
+            if !outcome.findings.is_empty() || options.strict && outcome.unvalidated.is_some() {
+                return self.reparsed(validator, options, file, bytes);
+            }
+            let (object, outcome) = Object::new(validator, (index, i, &doc), &self.owner, outcome);
+            if let Some(outcome) = outcome {
+                counts.push((outcome.unvalidated, outcome.skipped_rules));
+            }
+            objects.push(object);
+        }
+        self.files.push(file.to_string());
+        self.objects.append(&mut objects);
+        for (unvalidated, skipped_rules) in counts {
+            self.count(unvalidated, skipped_rules);
+        }
+    }
+
+    /// [`Checked::stream`] of `file` parsed from `bytes` (none when they are no UTF-8 YAML
+    /// stream, as [`Validation::check_plan`] skips such a file).
+    fn reparsed(&mut self, validator: &Validator, options: &Options, file: &str, bytes: &[u8]) {
+        if let Some(parsed) = parse(file, bytes) {
+            self.stream(validator, options, file, parsed);
         }
     }
 }
@@ -760,11 +864,16 @@ impl Validation {
 
     /// Validates the files BuildPlan `plan` rendered, keeping what [`Validation::finish`]
     /// needs. kiln's own kustomization.yaml beside each plan's manifests is for Kargo and
-    /// Argo CD to build, never applied itself.
+    /// Argo CD to build, never applied itself. `rendered`, when given, holds the resources the
+    /// plan's `.gen.yaml` was printed from, one per document in order: they are validated in
+    /// memory, and the file's bytes parsed only when one of them has a finding
+    /// ([`Checked::rendered`]); the other files (and every file without it: a render cache
+    /// hit, an incremental render) are parsed.
     pub fn check_plan<'f>(
         &self,
         plan: &BuildPlan,
         files: impl IntoIterator<Item = (&'f str, &'f [u8])>,
+        rendered: Option<&'f [Resource]>,
     ) -> Checked {
         let version = self
             .versions
@@ -782,16 +891,19 @@ impl Validation {
         let streams = files
             .into_iter()
             .filter(|(p, _)| !p.ends_with("kustomization.yaml"))
-            .filter_map(|(p, b)| Some((p, parse(p, b)?)));
+            .filter_map(|(p, b)| match rendered {
+                Some(values) if p.ends_with(".gen.yaml") => Some((p, Input::Rendered(b, values))),
+                _ => Some((p, Input::Parsed(parse(p, b)?))),
+            });
         self.check(Some(owner), version, streams)
     }
 
-    /// Validates `streams` (file, parsed text) of `owner` for Kubernetes `version`.
+    /// Validates `streams` (file, its documents) of `owner` for Kubernetes `version`.
     fn check<'s>(
         &self,
         owner: Option<Owner>,
         version: &str,
-        streams: impl Iterator<Item = (&'s str, (&'s str, Vec<Value>))>,
+        streams: impl Iterator<Item = (&'s str, Input<'s>)>,
     ) -> Checked {
         let mut checked = Checked {
             version: version.to_string(),
@@ -801,7 +913,7 @@ impl Validation {
         if self.crds.is_err() {
             return checked;
         }
-        for (file, parsed) in streams {
+        for (file, input) in streams {
             // Every version a cluster names has its entry, made by `new`.
             let validator = match self.builtin.get(version) {
                 Some(Ok(v)) => v,
@@ -814,7 +926,12 @@ impl Validation {
                     return checked;
                 }
             };
-            checked.stream(validator, &self.options, file, parsed);
+            match input {
+                Input::Parsed(parsed) => checked.stream(validator, &self.options, file, parsed),
+                Input::Rendered(bytes, values) => {
+                    checked.rendered(validator, &self.options, file, bytes, values);
+                }
+            }
         }
         checked
     }
@@ -1010,7 +1127,7 @@ pub fn validate_render(
             let files = paths
                 .iter()
                 .filter_map(|p| Some((p.as_str(), set.files.get(p)?.as_slice())));
-            validation.check_plan(plan, files)
+            validation.check_plan(plan, files, None)
         })
         .collect();
     let sourcing = Sourcing::render(platform, fs, provenance.to_vec());
@@ -1052,7 +1169,8 @@ pub fn validate_files(
                     *d = Value::Null;
                 }
             }
-            validation.check(None, kube_version, std::iter::once((name, (text, docs))))
+            let input = Input::Parsed((text, docs));
+            validation.check(None, kube_version, std::iter::once((name, input)))
         })
         .collect();
     let lookup = |name: &str| {
@@ -1098,7 +1216,7 @@ mod tests {
     /// A platform whose findings cover every kind of rule and every order the driver keeps:
     /// custom resources rendered before their CRD (component `cr` before `crd`), an invalid
     /// CRD, built-in objects, a kind with no schema, and both platform-wide conflicts.
-    fn fixture(validation: &str) -> MemFs {
+    pub(super) fn fixture(validation: &str) -> MemFs {
         let mut fs = MemFs::new();
         let ns = "metadata: {name: N, namespace: \"${env.namespace}\"}";
         fs.add_file(
@@ -1232,7 +1350,7 @@ mod tests {
     const WIDGET_CRD: &str = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  names: {kind: Widget, plural: widgets}\n  scope: Cluster\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema: {type: object, properties: {spec: {type: object, properties: {size: {type: integer, maximum: 10}}}}}\n";
 
     /// A validation of Kubernetes 1.33 with no platform.
-    fn validation() -> super::Validation {
+    pub(super) fn validation() -> super::Validation {
         super::Validation {
             options: super::Options::default(),
             crds: Ok(Vec::new()),
@@ -1266,7 +1384,7 @@ mod tests {
                     v.check(
                         Some(owner(name)),
                         "1.33",
-                        std::iter::once((name.as_str(), parsed)),
+                        std::iter::once((name.as_str(), super::Input::Parsed(parsed))),
                     )
                 })
                 .collect();
@@ -1305,13 +1423,173 @@ mod tests {
         let checked = v.check(
             Some(owner(name)),
             "1.33",
-            std::iter::once((name.as_str(), parsed)),
+            std::iter::once((name.as_str(), super::Input::Parsed(parsed))),
         );
         let report = v
             .finish(vec![checked], &|_| None, &super::Sourcing::none())
             .unwrap();
         assert!(report.findings.is_empty());
         assert_eq!(report.unvalidated.get("example.com/v1 Widget"), Some(&1));
+    }
+}
+
+/// Issue 36 (speed): the rendered objects are validated in memory, as printed, and their
+/// bytes parsed only for a file with a finding or a CRD. What each plan's validation keeps
+/// (findings, conflict keys, content digests, custom resources, counts) is what parsing the
+/// bytes gives.
+#[cfg(test)]
+mod in_memory {
+    use crate::emit::{Layout, emit_plan};
+    use crate::evaluate::Selection;
+    use crate::fs::FileSystem;
+    use std::path::Path;
+
+    /// Each plan's validation, as `Debug` text, from its `.gen.yaml`'s bytes and from the
+    /// resources it was printed from.
+    fn both_ways(fs: &dyn FileSystem, dir: &str, strict: bool) -> Vec<(String, String)> {
+        let (platform, mut plans) =
+            crate::pipeline::plan(fs, Path::new(dir), None, &Selection::default()).unwrap();
+        let validation = super::Validation::new(&platform, fs, strict);
+        crate::render::render(&mut plans, &platform.sources, fs, &|plan, render| {
+            let rendered = render()?;
+            let files = emit_plan(&rendered, Layout::Service);
+            let check = |values| {
+                let files = files.iter().map(|(p, b)| (p.as_str(), b.as_slice()));
+                format!("{:?}", validation.check_plan(plan, files, values))
+            };
+            Ok((check(None), check(Some(rendered.resources.as_slice()))))
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn the_bank_platform_validates_in_memory_as_its_bytes() {
+        let bank = concat!(env!("CARGO_MANIFEST_DIR"), "/platforms/bank");
+        let checked = both_ways(&crate::fs::RealFs, bank, true);
+        assert!(checked.len() > 20, "{}", checked.len());
+        for (bytes, values) in &checked {
+            assert_eq!(bytes, values);
+        }
+    }
+
+    /// The conform fixture has findings of every kind, CRDs and custom resources, kinds with
+    /// no schema and conflicts: its files with findings are parsed, the others not.
+    #[test]
+    fn findings_crds_and_conflict_keys_are_those_of_the_bytes() {
+        for strict in [false, true] {
+            let fs = super::tests::fixture("");
+            for (bytes, values) in both_ways(&fs, "/r/platforms/p", strict) {
+                assert_eq!(bytes, values);
+            }
+        }
+    }
+
+    /// An integral float in memory is printed, and so applied, as an integer: a
+    /// cluster-scoped object rendered with `value: 1000.0` in one environment and read back
+    /// from its bytes (`value: 1000`, as a render cache hit gives it) in another is the same
+    /// content. Validated as it is in memory, its digest would differ, and the two
+    /// environments would conflict (`cluster_scoped_conflict`).
+    #[test]
+    fn an_integral_float_is_judged_as_the_integer_it_prints() {
+        let class = |value: &str| {
+            format!(
+                "{{\"apiVersion\": \"scheduling.k8s.io/v1\", \"kind\": \"PriorityClass\", \"metadata\": {{\"name\": \"high\"}}, \"value\": {value}}}"
+            )
+        };
+        let run = |dev: &str, prod: &str| {
+            let v = super::tests::validation();
+            let resource = |text: &str| {
+                let value: serde_json::Value = serde_json::from_str(text).unwrap();
+                crate::resource::Resource::new(value, None)
+            };
+            let dev = [resource(&class(dev))];
+            let dev_bytes = crate::yaml::to_yaml(&dev[0].value);
+            let prod_bytes = crate::yaml::to_yaml(&resource(&class(prod)).value);
+            let owner = |env: &str| super::Owner {
+                application: format!("web-pc-{env}"),
+                cluster: "c".to_string(),
+                namespace: None,
+            };
+            let in_memory = super::Input::Rendered(dev_bytes.as_bytes(), &dev);
+            let parsed = super::parse("prod.gen.yaml", prod_bytes.as_bytes()).unwrap();
+            let checked = vec![
+                v.check(
+                    Some(owner("dev")),
+                    "1.33",
+                    std::iter::once(("dev.gen.yaml", in_memory)),
+                ),
+                v.check(
+                    Some(owner("prod")),
+                    "1.33",
+                    std::iter::once(("prod.gen.yaml", super::Input::Parsed(parsed))),
+                ),
+            ];
+            let files = [
+                ("dev.gen.yaml", dev_bytes.clone()),
+                ("prod.gen.yaml", prod_bytes),
+            ];
+            let text = |name: &str| {
+                files
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|(_, t)| t.as_bytes())
+            };
+            let report = v.finish(checked, &text, &super::Sourcing::none()).unwrap();
+            (
+                dev_bytes,
+                report
+                    .findings
+                    .iter()
+                    .map(|f| f.code.as_str())
+                    .collect::<Vec<_>>(),
+            )
+        };
+        let (printed, found) = run("1000.0", "1000");
+        assert!(printed.contains("value: 1000\n"), "{printed}");
+        assert!(found.is_empty(), "{found:?}");
+        // Different content does conflict.
+        assert_eq!(run("1000.0", "2000").1, ["cluster_scoped_conflict"]);
+    }
+}
+
+/// Issue 36 (speed): a `wrong_type` finding's parameter is read from its spec file, which is
+/// parsed once however many findings name it.
+#[cfg(test)]
+mod parameters {
+    use crate::fs::MemFs;
+    use std::path::Path;
+
+    #[test]
+    fn a_spec_file_is_parsed_once_for_every_wrong_type_it_placed() {
+        let mut fs = MemFs::new();
+        fs.add_file(
+            "/r/platforms/p/platform.yaml",
+            "apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata:\n  name: p\nspec:\n  clusters: [{name: c, server: https://c}]\n  environments:\n  - {name: dev, tier: nonprod, cluster: c}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/a\n",
+        )
+        .add_file(
+            "/r/components/a/component.yaml",
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: a\nspec:\n  parameters:\n    type: object\n    properties:\n      debug: {type: boolean, default: true}\n  generators:\n  - resources:\n    - {apiVersion: v1, kind: ConfigMap, metadata: {name: c, labels: {debug: \"${params.debug}\"}}}\n",
+        )
+        .add_dir("/r/.git");
+        let platform =
+            crate::pipeline::load_platform(&fs, Path::new("/r/platforms/p"), None).unwrap();
+        let sourcing = super::Sourcing::render(&platform, &fs, Vec::new());
+        let origin = super::SourceAt {
+            kind: "resources".into(),
+            file: "components/a/component.yaml".into(),
+            line: Some(12),
+            pointer: Some("/spec/generators/0/resources/0/metadata/labels/debug".into()),
+        };
+        for _ in 0..5 {
+            let found = sourcing.parameter(&origin, Some(&serde_json::json!(true)));
+            let found = found.unwrap();
+            assert_eq!(
+                (found.name.as_str(), found.kind.as_str()),
+                ("debug", "boolean")
+            );
+            assert_eq!(found.defined, "components/a/component.yaml:9");
+        }
+        assert_eq!(sourcing.parses.get(), 1);
     }
 }
 

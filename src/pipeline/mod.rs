@@ -487,8 +487,18 @@ impl<'a> PlanRenderer<'a> {
          -> Result<PlanDone, RenderError> {
             let key = cache.map(|c| c.key(plan));
             let hit = cache.zip(key.as_deref()).and_then(|(c, k)| c.lookup(k, fs));
-            let out = match hit {
-                Some(out) => out,
+            let validate = |files: &[(String, Vec<u8>)], rendered| {
+                let t = Instant::now();
+                let files = files.iter().map(|(p, b)| (p.as_str(), b.as_slice()));
+                let checked = validation.map(|v| v.check_plan(plan, files, rendered));
+                validate_ns.fetch_add(nanos(t), Relaxed);
+                checked
+            };
+            let (out, checked) = match hit {
+                Some(out) => {
+                    let checked = validate(&out.files, None);
+                    (out, checked)
+                }
                 None => {
                     let t = Instant::now();
                     let rendered = render()?;
@@ -503,21 +513,16 @@ impl<'a> PlanRenderer<'a> {
                         warnings: rendered.warnings,
                     };
                     emit_ns.fetch_add(nanos(t), Relaxed);
+                    // The objects are validated as they are in memory, not parsed back from
+                    // the bytes just printed.
+                    let checked = validate(&out.files, Some(rendered.resources.as_slice()));
                     if let (Some(c), Some(k)) = (cache, &key) {
                         // A cache that cannot be written only costs time on the next run.
                         let _ = c.store(k, out.reads.clone(), &out);
                     }
-                    out
+                    (out, checked)
                 }
             };
-            let t = Instant::now();
-            let checked = validation.map(|v| {
-                v.check_plan(
-                    plan,
-                    out.files.iter().map(|(p, b)| (p.as_str(), b.as_slice())),
-                )
-            });
-            validate_ns.fetch_add(nanos(t), Relaxed);
             progress(done.fetch_add(1, Relaxed) + 1, total);
             Ok(PlanDone {
                 emitted: out,

@@ -766,3 +766,87 @@ fn custom_kinds_are_every_kind_not_built_in() {
         [kind("policy", "PodDisruptionBudget")]
     );
 }
+
+/// `value` with every integer written as a float (`2` as `2.0`), as a spec's `2.0` or a
+/// template's float arithmetic leaves it in memory; kiln prints it as the integer.
+fn floats(value: &Value) -> Value {
+    match value {
+        Value::Number(n) => match n.as_i64() {
+            #[allow(clippy::cast_precision_loss)]
+            Some(i) => serde_json::Number::from_f64(i as f64).map_or(json!(i), Value::Number),
+            None => Value::Number(n.clone()),
+        },
+        Value::Array(items) => Value::Array(items.iter().map(floats).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), floats(v))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+/// Issue 36 (speed): kiln validates a rendered object in memory, judged as its printed bytes
+/// read back (`kiln_base::yaml::as_printed`), and parses the bytes only for the findings'
+/// positions. Every seeded object and its valid twin (and the CRD), as given and with every
+/// integer a float, gives the same judgement both ways: the findings, the kind left
+/// unvalidated, the CEL rules skipped, the scope, the custom kinds and the conflict identity
+/// (its content digest). The findings are compared as a set: the walk follows the map's key
+/// order, which printing changes (kiln parses the file of an object with findings, so those
+/// come in the bytes' order). Judged as they are in memory, the floats would differ.
+#[test]
+fn every_seeded_object_judged_as_printed_is_judged_as_its_bytes() {
+    use kiln_base::yaml::{as_printed, parse_one, to_yaml};
+    let v = validator();
+    let judge = |o: &Value| {
+        let outcome = v.validate(o);
+        let mut findings = outcome.findings;
+        findings.sort_by(|a, b| {
+            (a.code, &a.pointer, &a.message).cmp(&(b.code, &b.pointer, &b.message))
+        });
+        let api_version = o["apiVersion"].as_str().unwrap_or_default();
+        let namespaced = v.namespaced(api_version, o["kind"].as_str().unwrap_or_default());
+        (
+            findings,
+            outcome.unvalidated,
+            outcome.skipped_rules,
+            namespaced,
+            v.custom_kinds(o),
+            Identity::of(o, namespaced),
+        )
+    };
+    let mut objects = vec![widget_crd()];
+    for c in cases() {
+        objects.push(c.invalid);
+        objects.push(c.valid);
+    }
+    let objects: Vec<Value> = objects
+        .iter()
+        .flat_map(|o| [o.clone(), floats(o)])
+        .collect();
+    // kiln's reader reads a number or a boolean under a ConfigMap's or Secret's `data` as its
+    // text (kiln_base's `keep_string_data_text`, divergence y08), where the API server
+    // refuses it; the bytes of such an object read back otherwise than printed.
+    let retyped = |o: &Value| {
+        ["data", "stringData", "binaryData"].iter().any(|field| {
+            o[field]
+                .as_object()
+                .is_some_and(|m| m.values().any(|v| v.is_number() || v.is_boolean()))
+        })
+    };
+    let mut naive = 0;
+    for (i, object) in objects.iter().enumerate().filter(|(_, o)| !retyped(o)) {
+        let bytes = parse_one("object.yaml", &to_yaml(object)).unwrap();
+        assert_eq!(
+            judge(&as_printed(object)),
+            judge(&bytes),
+            "object {i}: {object}"
+        );
+        if judge(object) != judge(&bytes) {
+            naive += 1;
+        }
+    }
+    let compared = objects.iter().filter(|o| !retyped(o)).count();
+    assert!(
+        compared > 80 && naive > 0,
+        "{compared} objects, {naive} differ as they are"
+    );
+}

@@ -16,8 +16,9 @@
 //! rules Helm's `toYaml` writes with).
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
-pub use scalar::number_text;
+pub use scalar::{number_text, printed_number};
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use thiserror::Error;
 
 pub mod goyaml;
@@ -579,6 +580,40 @@ fn write_scalar(out: &mut String, v: &Value, ind: usize) {
     }
 }
 
+/// `value` as a reader of its printed form ([`to_yaml`]) reads it back, but for the order of
+/// map keys: every number as [`printed_number`] reads it. Borrowed when no number changes,
+/// as in nearly every rendered object; a copy otherwise. The rendered objects are validated
+/// in memory through this (`kiln::conform`), so that they are judged as the API server sees
+/// the bytes kiln writes (`1.0` is written, and taken, as the integer `1`).
+pub fn as_printed(value: &Value) -> Cow<'_, Value> {
+    fn changes(v: &Value) -> bool {
+        match v {
+            Value::Number(n) => printed_number(n).is_some(),
+            Value::Array(items) => items.iter().any(changes),
+            Value::Object(map) => map.values().any(changes),
+            _ => false,
+        }
+    }
+    fn reprint(v: &mut Value) {
+        match v {
+            Value::Number(n) => {
+                if let Some(m) = printed_number(n) {
+                    *n = m;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(reprint),
+            Value::Object(map) => map.values_mut().for_each(reprint),
+            _ => {}
+        }
+    }
+    if !changes(value) {
+        return Cow::Borrowed(value);
+    }
+    let mut copy = value.clone();
+    reprint(&mut copy);
+    Cow::Owned(copy)
+}
+
 /// Structural equality of two documents as kiln's differential tests use it: maps compare
 /// without order, and numbers compare by value (`1000` equals `1000.0`).
 pub fn structurally_equal(a: &Value, b: &Value) -> bool {
@@ -843,5 +878,35 @@ mod tests {
             &json!({"b": [1.5], "a": 1000.0})
         ));
         assert!(!structurally_equal(&json!({"a": "1"}), &json!({"a": 1})));
+    }
+
+    /// Issue 36 (speed): a rendered value validated in memory is judged as its printed bytes
+    /// read back. Integral floats print as integers, and a float written another way than the
+    /// shortest prints the shortest; every other number, and every string, reads back as it
+    /// was, so only those numbers change and nothing is copied otherwise.
+    #[test]
+    fn a_value_as_printed_is_its_printed_text_read_back() {
+        let from_json = |t: &str| serde_json::from_str::<Value>(t).unwrap();
+        let value = from_json(
+            r#"{"spec": {"replicas": 2.0, "ports": [{"containerPort": 80}, {"containerPort": 80.0}],
+               "ratio": 1.50, "tiny": 1e-7, "big": 1e20, "bigger": 1.0e25, "huge": 18446744073709551616,
+               "neg": -0, "negf": -3.0, "u": 18446744073709551615, "i": -9223372036854775808,
+               "exp": 1E3, "half": 0.5, "zero": 0, "s": ["1.0", "0x10", "", "a: b", "~"]}}"#,
+        );
+        let back = parse_one("back", &to_yaml(&value)).unwrap();
+        assert_ne!(
+            value, back,
+            "the case needs numbers that change when printed"
+        );
+        let printed = as_printed(&value);
+        assert!(matches!(printed, Cow::Owned(_)));
+        assert_eq!(*printed, back);
+        assert_eq!(printed["spec"]["replicas"], json!(2));
+        assert_eq!(printed["spec"]["ports"][1]["containerPort"], json!(80));
+        // Printed again, nothing changes: borrowed.
+        assert!(matches!(as_printed(&back), Cow::Borrowed(_)));
+        let ints = from_json(r#"{"a": [1, -2, 0, 18446744073709551616], "b": "2.0"}"#);
+        assert!(matches!(as_printed(&ints), Cow::Borrowed(_)));
+        assert_eq!(parse_one("ints", &to_yaml(&ints)).unwrap(), ints);
     }
 }

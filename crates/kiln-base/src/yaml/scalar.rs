@@ -219,28 +219,61 @@ pub(crate) fn non_finite(text: &str) -> String {
 /// Go's JSON encoder writes without exponent) as their digits, other floats as Go's
 /// `FormatFloat(f, 'g', -1, 64)` (`1.2345675e+06`, `1e-06`, `0.5`).
 pub fn number_text(n: &Number) -> String {
-    let s = n.to_string();
-    let digits = s.strip_prefix('-').unwrap_or(&s);
+    match printed(n) {
+        Printed::AsWritten(s) => s.to_string(),
+        Printed::Text(t) => t,
+    }
+}
+
+/// The number a reader of kiln's output reads where `n` is printed ([`number_text`], then
+/// [`resolve_plain`]), or `None` when that is `n` itself: every integer as written, which is
+/// nearly every number of a rendered object. Not `None` for an integral float (`1.0` prints
+/// as `1`, an integer to the API server) nor a float written another way than the shortest
+/// (`1.50`). The in-memory validation of rendered objects judges each number by this.
+pub fn printed_number(n: &Number) -> Option<Number> {
+    let Printed::Text(text) = printed(n) else {
+        return None;
+    };
+    match resolve_plain(&text) {
+        Resolved::Number(m) if m != *n => Some(m),
+        _ => None,
+    }
+}
+
+/// How [`number_text`] prints a number: the one decision, which [`printed_number`] reads
+/// back.
+enum Printed<'a> {
+    /// Its own text: a JSON integer (no sign but `-`, no leading zero, any width), which
+    /// reads back as the same number.
+    AsWritten(&'a str),
+    Text(String),
+}
+
+fn printed(n: &Number) -> Printed<'_> {
+    let s = n.as_str();
+    let digits = s.strip_prefix('-').unwrap_or(s);
     if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
         // Wide integers keep every digit (y04); `-0` is 0.
-        return if digits.bytes().all(|b| b == b'0') {
-            "0".into()
+        return if s != "0" && digits.bytes().all(|b| b == b'0') {
+            Printed::Text("0".into())
         } else {
-            s
+            Printed::AsWritten(s)
         };
     }
-    let Some(f) = n.as_f64() else { return s };
+    let Some(f) = n.as_f64() else {
+        return Printed::AsWritten(s);
+    };
     if f.fract() == 0.0 && f.abs() < 1e21 {
         // Go's JSON writes it as digits; sigs.k8s.io/yaml reads those back as an integer when
         // they fit 64 bits, else as a float.
         if f.abs() < 9.2e18 {
-            return format!("{}", f as i64);
+            return Printed::Text(format!("{}", f as i64));
         }
         if f > 0.0 && f < 1.8e19 {
-            return format!("{}", f as u64);
+            return Printed::Text(format!("{}", f as u64));
         }
     }
-    go_format_g(f)
+    Printed::Text(go_format_g(f))
 }
 
 /// Go's `strconv.FormatFloat(f, 'g', -1, 64)`: the shortest digits that read back as `f`, in
