@@ -1820,7 +1820,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     );
     options.path = repo_path(args.path.as_deref(), &slice);
     if let Some(url) = &source.repo_url
-        && !crate::git::same_repo(&args.repo, url)
+        && !crate::git::same_repo_or_clone(&args.repo, url)
     {
         let readers = if kargo {
             "the generated Warehouses watch"
