@@ -355,3 +355,72 @@ fn ci_kiln_update_without_publish_repo_publishes_into_the_platform_repository() 
         }
     }
 }
+
+/// Issue 38 item 11 (newcomer 4, repro 11): `ci-kiln install` from source keeps a binary
+/// restored from the CI cache only when its stamp names this very source and it reports the
+/// source's version; an older one (the cache keys are not exact) is rebuilt. `cargo` is a
+/// stand-in that logs its arguments and writes a binary reporting the version it builds.
+#[test]
+fn ci_kiln_install_rebuilds_a_cached_kiln_built_from_another_source() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let (bin, src, fake) = (
+        t.path().join("bin"),
+        t.path().join("src"),
+        t.path().join("fake"),
+    );
+    for d in [&bin, &src.join("src"), &fake] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let executable = |path: &Path, text: String| {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let version = |v: &str| {
+        std::fs::write(
+            src.join("Cargo.toml"),
+            format!("[package]\nname = \"kiln\"\nversion = \"{v}\"\n"),
+        )
+        .unwrap();
+    };
+    // The cached binary: an older kiln.
+    executable(&bin.join("kiln"), "#!/bin/sh\necho kiln 0.0.1\n".into());
+    let log = t.path().join("cargo.log");
+    executable(
+        &fake.join("cargo"),
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {log}\nv=$(sed -n 's/^version = \"\\(.*\\)\"/\\1/p' {toml})\nprintf '#!/bin/sh\\necho kiln %s\\n' \"$v\" > {kiln}\nchmod +x {kiln}\n",
+            log = log.display(),
+            toml = src.join("Cargo.toml").display(),
+            kiln = bin.join("kiln").display(),
+        ),
+    );
+    let install = || {
+        let out = script("ci-kiln")
+            .arg("install")
+            .env("PATH", crate::support::path_with(&fake))
+            .env("KILN_SOURCE", &src)
+            .env("KILN_INSTALL_DIR", &bin)
+            .output()
+            .unwrap();
+        let stdout = ok(&out);
+        let builds = std::fs::read_to_string(&log).unwrap_or_default();
+        (stdout.trim().to_string(), builds.lines().count())
+    };
+    version("0.2.0");
+    std::fs::write(src.join("src/main.rs"), "fn main() {}\n").unwrap();
+    assert_eq!(install(), ("kiln 0.2.0".to_string(), 1));
+    // The same source: the cached binary is kept.
+    assert_eq!(install(), ("kiln 0.2.0".to_string(), 1));
+    // Another commit of the same version: rebuilt.
+    std::fs::write(src.join("src/main.rs"), "fn main() { }\n").unwrap();
+    assert_eq!(install(), ("kiln 0.2.0".to_string(), 2));
+    // A binary that does not report the source's version, under a matching stamp: rebuilt.
+    executable(&bin.join("kiln"), "#!/bin/sh\necho kiln 0.0.1\n".into());
+    assert_eq!(install(), ("kiln 0.2.0".to_string(), 3));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("install --locked --force --path")
+    );
+}
