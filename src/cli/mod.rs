@@ -197,6 +197,37 @@ impl Selection {
         }
         parts.join(" ")
     }
+
+    /// Whether any filter is given.
+    pub fn is_filtered(&self) -> bool {
+        !(self.projects.is_empty()
+            && self.environments.is_empty()
+            && self.components.is_empty()
+            && self.labels.is_empty())
+    }
+
+    /// `the selection (-l tier=nope) chooses no BuildPlan` when filters are given and chose
+    /// none of the `plans` BuildPlans; `None` otherwise. `render` and `publish` warn with it
+    /// (they then write nothing); `diff` and `verify` refuse with it ([`empty_selection`]).
+    pub fn chooses_nothing(&self, plans: usize) -> Option<String> {
+        (plans == 0 && self.is_filtered())
+            .then(|| format!("the selection ({}) chooses no BuildPlan", self.describe()))
+    }
+}
+
+/// `diff` and `verify` with filters that choose no BuildPlan: an error (exit 3), not
+/// "no differences" over nothing, so a mistyped filter cannot turn a CI drift check into a
+/// check of nothing (as kubectl's `wait` refuses a selector matching nothing:
+/// `errNoMatchingResources`, staging/src/k8s.io/kubectl/pkg/cmd/wait/wait.go).
+fn empty_selection(selection: &Selection, plans: usize, what: &str) -> miette::Result<()> {
+    match selection.chooses_nothing(plans) {
+        Some(message) => Err(miette::miette!(
+            code = "kiln::cli::empty_selection",
+            help = "check the filters against the spec (`kiln graph` lists the projects, environments and components); without filters every BuildPlan is compared",
+            "{message}: nothing to {what}"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// How the commands that render use `kiln.lock` and the network (issue 33).
@@ -1288,16 +1319,9 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         print_err(w);
     }
     let r = &summary.report;
-    let selection = &args.selection;
-    if summary.plans == 0
-        && !(selection.projects.is_empty()
-            && selection.environments.is_empty()
-            && selection.components.is_empty()
-            && selection.labels.is_empty())
-    {
+    if let Some(message) = args.selection.chooses_nothing(summary.plans) {
         print_err(&format!(
-            "warning: the selection ({}) chooses no BuildPlan: nothing was rendered, written or removed",
-            selection.describe()
+            "warning: {message}: nothing was rendered, written or removed"
         ));
     }
     if args.output == OutputFormat::Json {
@@ -1855,7 +1879,10 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     options.scope = slice.scope.clone();
     let set = &slice.set;
     let outcomes = if slice.scope.is_empty() {
-        print_err("kiln: the selection matches no BuildPlan: nothing to publish");
+        print_err(&match args.selection.chooses_nothing(slice.plans.len()) {
+            Some(message) => format!("warning: {message}: nothing to publish"),
+            None => "kiln: the selection matches no BuildPlan: nothing to publish".to_string(),
+        });
         Vec::new()
     } else if args.per_environment {
         crate::git::publish_per_environment(
@@ -1901,6 +1928,7 @@ fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
         false,
         &args.sources,
     )?;
+    empty_selection(&args.selection, slice.plans.len(), "compare")?;
     let against = match &args.against {
         Some(spec) => crate::git::Against::parse(spec)?,
         None => crate::git::Against::default_dir(),
@@ -1942,6 +1970,7 @@ fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
         args.per_environment,
         &args.sources,
     )?;
+    empty_selection(&args.selection, slice.plans.len(), "verify")?;
     let path = repo_path(args.path.as_deref(), &slice);
     let mut set = slice.set;
     let mut scope = slice.scope;
