@@ -1207,37 +1207,52 @@ fn platform_doc(platform: &std::path::Path) -> Option<serde_json::Value> {
         .next()
 }
 
+/// A project's settings that only the Kargo generation reads (`kargo::pairs` resolves
+/// `output` only with Kargo on; `promotion` shapes the Stages; `namespaceMetadata` labels the
+/// Kargo project's Namespace): with Kargo off each is ignored, with a warning.
+const KARGO_ONLY_PROJECT_SETTINGS: [&str; 3] = ["promotion", "output", "namespaceMetadata"];
+
 /// Settings of `platform.yaml` that nothing reads in the platform's configuration, as
-/// warnings: each would otherwise be ignored without a word.
+/// warnings: each would otherwise be ignored without a word. One rule for all of them:
+/// `spec.kargo.promotion` and [`KARGO_ONLY_PROJECT_SETTINGS`] while Kargo is off.
 fn ignored_settings(doc: &serde_json::Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let kargo_on = doc.pointer("/spec/kargo/enabled") == Some(&serde_json::Value::Bool(true));
-    if !kargo_on {
-        if doc
-            .pointer("/spec/kargo/promotion")
-            .and_then(serde_json::Value::as_object)
-            .is_some_and(|m| !m.is_empty())
-        {
-            out.push(
-                "warning: `spec.kargo.promotion` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)"
-                    .to_string(),
-            );
-        }
-        for p in doc
-            .pointer("/spec/projects")
-            .and_then(serde_json::Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(mode) = p.get("promotion").and_then(serde_json::Value::as_str) {
-                out.push(format!(
-                    "warning: `promotion: {mode}` of project `{}` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)",
-                    p.get("name").and_then(serde_json::Value::as_str).unwrap_or("")
-                ));
-            }
-        }
+    use serde_json::Value;
+    let kargo_on = doc.pointer("/spec/kargo/enabled") == Some(&Value::Bool(true));
+    if kargo_on {
+        return Vec::new();
     }
-    out
+    // A setting is given when it is neither absent, null nor an empty mapping; a scalar is
+    // quoted with its value (`promotion: project`), anything else by its name.
+    let given = |value: Option<&Value>, name: &str| match value {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) if m.is_empty() => None,
+        Some(Value::String(v)) => Some(format!("`{name}: {v}`")),
+        Some(_) => Some(format!("`{name}`")),
+    };
+    let mut out: Vec<String> = given(doc.pointer("/spec/kargo/promotion"), "spec.kargo.promotion")
+        .into_iter()
+        .collect();
+    for p in doc
+        .pointer("/spec/projects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let project = p.get("name").and_then(Value::as_str).unwrap_or("");
+        out.extend(
+            KARGO_ONLY_PROJECT_SETTINGS
+                .iter()
+                .filter_map(|field| given(p.get(*field), field))
+                .map(|what| format!("{what} of project `{project}`")),
+        );
+    }
+    out.into_iter()
+        .map(|what| {
+            format!(
+                "warning: {what} is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)"
+            )
+        })
+        .collect()
 }
 
 fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
@@ -2658,5 +2673,27 @@ mod tests {
         let mut on = doc.clone();
         on["spec"]["kargo"]["enabled"] = serde_json::json!(true);
         assert!(super::ignored_settings(&on).is_empty());
+    }
+
+    /// Issue 38, item 9 (newcomer 4, repro 08): a project's `output` and `namespaceMetadata`
+    /// with Kargo off warn as `promotion` does; an empty mapping or a null is no setting.
+    #[test]
+    fn output_and_namespace_metadata_kargo_ignores_while_off_warn() {
+        let doc = serde_json::json!({"spec": {
+            "kargo": {"enabled": false, "promotion": {}},
+            "projects": [
+                {"name": "web", "namespaceMetadata": {"labels": {"team": "a"}},
+                 "output": {"repoURL": "https://git.example.com/web-deploy.git"}},
+                {"name": "api", "output": null, "namespaceMetadata": {}},
+            ],
+        }});
+        let w = super::ignored_settings(&doc);
+        assert_eq!(
+            w,
+            [
+                "warning: `output` of project `web` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)",
+                "warning: `namespaceMetadata` of project `web` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)",
+            ]
+        );
     }
 }
