@@ -274,3 +274,153 @@ fn app_repo_guide_recipes_run() {
         "a preview leaves the lock"
     );
 }
+
+/// Issue 38 item 11 (newcomer 4, repro 10): `ci-kiln update` with no `KILN_PUBLISH_REPO`
+/// (action.yml's default, GitLab's `.kiln-update`) publishes into the platform repository
+/// itself, its CI checkout on its branch, and pushes it with the lock commit: no usage
+/// error, no warning that Argo CD reads another repository. The guide the action and the
+/// template name exists, and both parse as YAML.
+#[test]
+fn ci_kiln_update_without_publish_repo_publishes_into_the_platform_repository() {
+    use crate::support::git;
+    let t = tempfile::tempdir().unwrap();
+    let origin = t.path().join("platform.git");
+    git2::Repository::init_bare(&origin).unwrap();
+    let checkout = t.path().join("checkout");
+    std::fs::create_dir_all(checkout.join("platforms/p")).unwrap();
+    std::fs::create_dir_all(checkout.join("components/app")).unwrap();
+    std::fs::write(
+        checkout.join("platforms/p/platform.yaml"),
+        format!("apiVersion: kiln/v1alpha1\nkind: Platform\nmetadata: {{name: p}}\nspec:\n  source: {{repoURL: {}, branch: main, renderedPath: deploy}}\n  clusters:\n  - {{name: c1, server: https://kubernetes.default.svc}}\n  environments:\n  - {{name: dev, tier: nonprod, cluster: c1}}\n  projects:\n  - name: web\n    components:\n    - path: ../../components/app\n", origin.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        checkout.join("components/app/component.yaml"),
+        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {name: app}\nspec:\n  generators:\n  - files: [cm.yaml]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        checkout.join("components/app/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: app}\ndata: {a: b}\n",
+    )
+    .unwrap();
+    git(&checkout, &["init", "-q", "-b", "main"]);
+    git(&checkout, &["add", "-A"]);
+    git(&checkout, &["commit", "-q", "-m", "platform"]);
+    git(
+        &checkout,
+        &["remote", "add", "origin", &origin.display().to_string()],
+    );
+    git(&checkout, &["push", "-q", "origin", "main"]);
+    let bin = t.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kiln"), bin.join("kiln")).unwrap();
+    let out = script("ci-kiln")
+        .arg("update")
+        .current_dir(&checkout)
+        .env("HOME", t.path())
+        .env("KILN_INSTALL_DIR", &bin)
+        .env("KILN_PLATFORM", "platforms/p")
+        .env("KILN_PUSH", "origin")
+        .env_remove("KILN_PUBLISH_REPO")
+        .env_remove("KILN_UPDATE")
+        .output()
+        .unwrap();
+    ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let files = git(&origin, &["ls-tree", "-r", "--name-only", "main"]);
+    assert!(
+        files.lines().any(|f| f.starts_with("deploy/web/dev/app/")),
+        "{files}"
+    );
+    assert!(git(&checkout, &["status", "--porcelain"]).is_empty());
+
+    let root = crate::support::repo_root();
+    for file in ["action.yml", "ci/gitlab-kiln.yml", "scripts/ci-kiln"] {
+        let text = std::fs::read_to_string(root.join(file)).unwrap();
+        if file.ends_with(".yml") {
+            kiln_base::yaml::parse_one(file, &text).unwrap_or_else(|e| panic!("{file}: {e}"));
+        }
+        for (i, _) in text.match_indices("docs/") {
+            let name: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "/-_.".contains(*c))
+                .collect();
+            let name = name.trim_end_matches('.');
+            assert!(
+                root.join(name).exists(),
+                "{file} names {name}, which is missing"
+            );
+        }
+    }
+}
+
+/// Issue 38 item 11 (newcomer 4, repro 11): `ci-kiln install` from source keeps a binary
+/// restored from the CI cache only when its stamp names this very source and it reports the
+/// source's version; an older one (the cache keys are not exact) is rebuilt. `cargo` is a
+/// stand-in that logs its arguments and writes a binary reporting the version it builds.
+#[test]
+fn ci_kiln_install_rebuilds_a_cached_kiln_built_from_another_source() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = tempfile::tempdir().unwrap();
+    let (bin, src, fake) = (
+        t.path().join("bin"),
+        t.path().join("src"),
+        t.path().join("fake"),
+    );
+    for d in [&bin, &src.join("src"), &fake] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let executable = |path: &Path, text: String| {
+        std::fs::write(path, text).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    let version = |v: &str| {
+        std::fs::write(
+            src.join("Cargo.toml"),
+            format!("[package]\nname = \"kiln\"\nversion = \"{v}\"\n"),
+        )
+        .unwrap();
+    };
+    // The cached binary: an older kiln.
+    executable(&bin.join("kiln"), "#!/bin/sh\necho kiln 0.0.1\n".into());
+    let log = t.path().join("cargo.log");
+    executable(
+        &fake.join("cargo"),
+        format!(
+            "#!/bin/sh\necho \"$@\" >> {log}\nv=$(sed -n 's/^version = \"\\(.*\\)\"/\\1/p' {toml})\nprintf '#!/bin/sh\\necho kiln %s\\n' \"$v\" > {kiln}\nchmod +x {kiln}\n",
+            log = log.display(),
+            toml = src.join("Cargo.toml").display(),
+            kiln = bin.join("kiln").display(),
+        ),
+    );
+    let install = || {
+        let out = script("ci-kiln")
+            .arg("install")
+            .env("PATH", crate::support::path_with(&fake))
+            .env("KILN_SOURCE", &src)
+            .env("KILN_INSTALL_DIR", &bin)
+            .output()
+            .unwrap();
+        let stdout = ok(&out);
+        let builds = std::fs::read_to_string(&log).unwrap_or_default();
+        (stdout.trim().to_string(), builds.lines().count())
+    };
+    version("0.2.0");
+    std::fs::write(src.join("src/main.rs"), "fn main() {}\n").unwrap();
+    assert_eq!(install(), ("kiln 0.2.0".to_string(), 1));
+    // The same source: the cached binary is kept.
+    assert_eq!(install(), ("kiln 0.2.0".to_string(), 1));
+    // Another commit of the same version: rebuilt.
+    std::fs::write(src.join("src/main.rs"), "fn main() { }\n").unwrap();
+    assert_eq!(install(), ("kiln 0.2.0".to_string(), 2));
+    // A binary that does not report the source's version, under a matching stamp: rebuilt.
+    executable(&bin.join("kiln"), "#!/bin/sh\necho kiln 0.0.1\n".into());
+    assert_eq!(install(), ("kiln 0.2.0".to_string(), 3));
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains("install --locked --force --path")
+    );
+}

@@ -216,6 +216,48 @@ fn a_selection_that_chooses_nothing_and_settings_kargo_ignores_warn() {
     assert!(!r.stderr.contains("chooses no BuildPlan"), "{}", r.stderr);
 }
 
+/// Item 9 (newcomer 4, repro 07): `diff` and `verify` with filters that choose no BuildPlan
+/// refuse (exit 3, `kiln::cli::empty_selection`) instead of reporting no differences over
+/// nothing, so a mistyped filter cannot pass a CI drift check; the repository is never read.
+#[test]
+fn diff_and_verify_refuse_a_selection_that_chooses_nothing() {
+    let tmp = bank_copy(|t| t.to_string());
+    let missing = tmp.path().join("no-such.git");
+    let missing = missing.to_str().unwrap();
+    for (args, what) in [
+        (vec!["diff", "platforms/bank", "-l", "tier=nope"], "compare"),
+        (
+            vec![
+                "verify",
+                "platforms/bank",
+                "--repo",
+                missing,
+                "-l",
+                "tier=nope",
+            ],
+            "verify",
+        ),
+    ] {
+        let r = kiln_in(tmp.path(), &args);
+        assert_eq!(r.code, Some(3), "{args:?}: {}{}", r.stdout, r.stderr);
+        assert!(
+            r.stderr.contains(&format!(
+                "the selection (-l tier=nope) chooses no BuildPlan: nothing to {what}"
+            )) && r.stderr.contains("kiln::cli::empty_selection"),
+            "{}",
+            r.stderr
+        );
+        assert!(!r.stdout.contains("no differences"), "{}", r.stdout);
+    }
+    // A filter that chooses something compares as before.
+    let r = kiln_in(
+        tmp.path(),
+        &["diff", "platforms/bank", "-p", "web", "-e", "dev", "--stat"],
+    );
+    assert!(!r.stderr.contains("empty_selection"), "{}", r.stderr);
+    assert_ne!(r.code, Some(3), "{}", r.stderr);
+}
+
 #[test]
 fn graph_json_has_every_stage_with_its_requested_freight() {
     let r = kiln_in(&repo_root(), &["graph", "platforms/bank", "-o", "json"]);

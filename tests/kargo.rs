@@ -2011,3 +2011,50 @@ fn write_path_inside_the_rendered_tree_is_refused() {
     output.branch_pattern = Some("deployed".into());
     assert!(codes(&input).is_empty(), "{:?}", codes(&input));
 }
+
+/// Item 2 (newcomer 4, repro 06): another project's rendered folders are kiln's too: web
+/// writing `deploy/backend/<env>` on the watched branch would rewrite backend's rendered
+/// input at each promotion and make Freight for backend's Warehouse (Kargo's MatchesPaths:
+/// included by backend's `includePaths`, not in its `excludePaths`). The write path is
+/// normalized first: `x/../deploy/web/<env>` is web's own folder, `../x` leaves the
+/// repository, and `x/../promoted/<env>` is written (and excluded) as `promoted/<env>`.
+#[test]
+fn write_path_inside_another_projects_rendered_folder_is_refused() {
+    let mut input = bank_per_component();
+    let output = output_mut(&mut input, "web");
+    output.repo_url = "https://github.com/example/bank-platform.git".into();
+    output.mode = kiln::spec::OutputMode::PathPerEnvironment;
+    output.branch_pattern = Some("main".into());
+    for (pattern, code) in [
+        ("deploy/backend/${env.name}", "write_path_in_rendered_tree"),
+        (
+            "deploy/bootstrap/${env.name}",
+            "write_path_in_rendered_tree",
+        ),
+        ("x/../deploy/web/${env.name}", "write_path_in_rendered_tree"),
+        ("../x/${env.name}", "write_path_outside_repository"),
+    ] {
+        output_mut(&mut input, "web").path_pattern = Some(pattern.into());
+        let got = codes(&input);
+        assert!(!got.is_empty(), "{pattern}: accepted");
+        assert!(
+            got.iter().all(|c| *c == format!("kiln::kargo::{code}")),
+            "{pattern}: {got:?}"
+        );
+    }
+    output_mut(&mut input, "web").path_pattern = Some("x/../promoted/${env.name}".into());
+    assert!(codes(&input).is_empty(), "{:?}", codes(&input));
+    let objects = support::objects(&input);
+    let excludes: Vec<String> = kind(&objects, "Warehouse")
+        .into_iter()
+        .flat_map(|w| w.value["spec"]["subscriptions"].as_array().unwrap().clone())
+        .filter_map(|s| s["git"]["excludePaths"].as_array().cloned())
+        .flatten()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        excludes.iter().any(|p| p.starts_with("promoted/dev/")),
+        "{excludes:?}"
+    );
+    assert!(!excludes.iter().any(|p| p.contains("..")), "{excludes:?}");
+}

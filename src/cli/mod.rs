@@ -197,6 +197,37 @@ impl Selection {
         }
         parts.join(" ")
     }
+
+    /// Whether any filter is given.
+    pub fn is_filtered(&self) -> bool {
+        !(self.projects.is_empty()
+            && self.environments.is_empty()
+            && self.components.is_empty()
+            && self.labels.is_empty())
+    }
+
+    /// `the selection (-l tier=nope) chooses no BuildPlan` when filters are given and chose
+    /// none of the `plans` BuildPlans; `None` otherwise. `render` and `publish` warn with it
+    /// (they then write nothing); `diff` and `verify` refuse with it ([`empty_selection`]).
+    pub fn chooses_nothing(&self, plans: usize) -> Option<String> {
+        (plans == 0 && self.is_filtered())
+            .then(|| format!("the selection ({}) chooses no BuildPlan", self.describe()))
+    }
+}
+
+/// `diff` and `verify` with filters that choose no BuildPlan: an error (exit 3), not
+/// "no differences" over nothing, so a mistyped filter cannot turn a CI drift check into a
+/// check of nothing (as kubectl's `wait` refuses a selector matching nothing:
+/// `errNoMatchingResources`, staging/src/k8s.io/kubectl/pkg/cmd/wait/wait.go).
+fn empty_selection(selection: &Selection, plans: usize, what: &str) -> miette::Result<()> {
+    match selection.chooses_nothing(plans) {
+        Some(message) => Err(miette::miette!(
+            code = "kiln::cli::empty_selection",
+            help = "check the filters against the spec (`kiln graph` lists the projects, environments and components); without filters every BuildPlan is compared",
+            "{message}: nothing to {what}"
+        )),
+        None => Ok(()),
+    }
 }
 
 /// How the commands that render use `kiln.lock` and the network (issue 33).
@@ -1176,37 +1207,52 @@ fn platform_doc(platform: &std::path::Path) -> Option<serde_json::Value> {
         .next()
 }
 
+/// A project's settings that only the Kargo generation reads (`kargo::pairs` resolves
+/// `output` only with Kargo on; `promotion` shapes the Stages; `namespaceMetadata` labels the
+/// Kargo project's Namespace): with Kargo off each is ignored, with a warning.
+const KARGO_ONLY_PROJECT_SETTINGS: [&str; 3] = ["promotion", "output", "namespaceMetadata"];
+
 /// Settings of `platform.yaml` that nothing reads in the platform's configuration, as
-/// warnings: each would otherwise be ignored without a word.
+/// warnings: each would otherwise be ignored without a word. One rule for all of them:
+/// `spec.kargo.promotion` and [`KARGO_ONLY_PROJECT_SETTINGS`] while Kargo is off.
 fn ignored_settings(doc: &serde_json::Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let kargo_on = doc.pointer("/spec/kargo/enabled") == Some(&serde_json::Value::Bool(true));
-    if !kargo_on {
-        if doc
-            .pointer("/spec/kargo/promotion")
-            .and_then(serde_json::Value::as_object)
-            .is_some_and(|m| !m.is_empty())
-        {
-            out.push(
-                "warning: `spec.kargo.promotion` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)"
-                    .to_string(),
-            );
-        }
-        for p in doc
-            .pointer("/spec/projects")
-            .and_then(serde_json::Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            if let Some(mode) = p.get("promotion").and_then(serde_json::Value::as_str) {
-                out.push(format!(
-                    "warning: `promotion: {mode}` of project `{}` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)",
-                    p.get("name").and_then(serde_json::Value::as_str).unwrap_or("")
-                ));
-            }
-        }
+    use serde_json::Value;
+    let kargo_on = doc.pointer("/spec/kargo/enabled") == Some(&Value::Bool(true));
+    if kargo_on {
+        return Vec::new();
     }
-    out
+    // A setting is given when it is neither absent, null nor an empty mapping; a scalar is
+    // quoted with its value (`promotion: project`), anything else by its name.
+    let given = |value: Option<&Value>, name: &str| match value {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) if m.is_empty() => None,
+        Some(Value::String(v)) => Some(format!("`{name}: {v}`")),
+        Some(_) => Some(format!("`{name}`")),
+    };
+    let mut out: Vec<String> = given(doc.pointer("/spec/kargo/promotion"), "spec.kargo.promotion")
+        .into_iter()
+        .collect();
+    for p in doc
+        .pointer("/spec/projects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let project = p.get("name").and_then(Value::as_str).unwrap_or("");
+        out.extend(
+            KARGO_ONLY_PROJECT_SETTINGS
+                .iter()
+                .filter_map(|field| given(p.get(*field), field))
+                .map(|what| format!("{what} of project `{project}`")),
+        );
+    }
+    out.into_iter()
+        .map(|what| {
+            format!(
+                "warning: {what} is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)"
+            )
+        })
+        .collect()
 }
 
 fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
@@ -1288,16 +1334,9 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         print_err(w);
     }
     let r = &summary.report;
-    let selection = &args.selection;
-    if summary.plans == 0
-        && !(selection.projects.is_empty()
-            && selection.environments.is_empty()
-            && selection.components.is_empty()
-            && selection.labels.is_empty())
-    {
+    if let Some(message) = args.selection.chooses_nothing(summary.plans) {
         print_err(&format!(
-            "warning: the selection ({}) chooses no BuildPlan: nothing was rendered, written or removed",
-            selection.describe()
+            "warning: {message}: nothing was rendered, written or removed"
         ));
     }
     if args.output == OutputFormat::Json {
@@ -1820,7 +1859,7 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     );
     options.path = repo_path(args.path.as_deref(), &slice);
     if let Some(url) = &source.repo_url
-        && !crate::git::same_repo(&args.repo, url)
+        && !crate::git::same_repo_or_clone(&args.repo, url)
     {
         let readers = if kargo {
             "the generated Warehouses watch"
@@ -1855,7 +1894,10 @@ fn publish(args: &PublishArgs) -> miette::Result<ExitCode> {
     options.scope = slice.scope.clone();
     let set = &slice.set;
     let outcomes = if slice.scope.is_empty() {
-        print_err("kiln: the selection matches no BuildPlan: nothing to publish");
+        print_err(&match args.selection.chooses_nothing(slice.plans.len()) {
+            Some(message) => format!("warning: {message}: nothing to publish"),
+            None => "kiln: the selection matches no BuildPlan: nothing to publish".to_string(),
+        });
         Vec::new()
     } else if args.per_environment {
         crate::git::publish_per_environment(
@@ -1901,6 +1943,7 @@ fn diff(args: &DiffArgs) -> miette::Result<ExitCode> {
         false,
         &args.sources,
     )?;
+    empty_selection(&args.selection, slice.plans.len(), "compare")?;
     let against = match &args.against {
         Some(spec) => crate::git::Against::parse(spec)?,
         None => crate::git::Against::default_dir(),
@@ -1942,6 +1985,7 @@ fn verify(args: &VerifyArgs) -> miette::Result<ExitCode> {
         args.per_environment,
         &args.sources,
     )?;
+    empty_selection(&args.selection, slice.plans.len(), "verify")?;
     let path = repo_path(args.path.as_deref(), &slice);
     let mut set = slice.set;
     let mut scope = slice.scope;
@@ -2585,5 +2629,27 @@ mod tests {
         let mut on = doc.clone();
         on["spec"]["kargo"]["enabled"] = serde_json::json!(true);
         assert!(super::ignored_settings(&on).is_empty());
+    }
+
+    /// Issue 38, item 9 (newcomer 4, repro 08): a project's `output` and `namespaceMetadata`
+    /// with Kargo off warn as `promotion` does; an empty mapping or a null is no setting.
+    #[test]
+    fn output_and_namespace_metadata_kargo_ignores_while_off_warn() {
+        let doc = serde_json::json!({"spec": {
+            "kargo": {"enabled": false, "promotion": {}},
+            "projects": [
+                {"name": "web", "namespaceMetadata": {"labels": {"team": "a"}},
+                 "output": {"repoURL": "https://git.example.com/web-deploy.git"}},
+                {"name": "api", "output": null, "namespaceMetadata": {}},
+            ],
+        }});
+        let w = super::ignored_settings(&doc);
+        assert_eq!(
+            w,
+            [
+                "warning: `output` of project `web` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)",
+                "warning: `namespaceMetadata` of project `web` is ignored: Kargo is off (`spec.kargo.enabled: true` turns it on)",
+            ]
+        );
     }
 }

@@ -726,6 +726,20 @@ pub fn same_repo(a: &str, b: &str) -> bool {
     norm(a) == norm(b)
 }
 
+/// `true` when `repo` is `url` ([`same_repo`]), or a local checkout whose `origin` remote is
+/// `url`: a CI job publishing into its clone of the platform repository, then pushing it
+/// (`scripts/ci-kiln update`).
+pub fn same_repo_or_clone(repo: &str, url: &str) -> bool {
+    same_repo(repo, url)
+        || match RepoLocation::parse(repo) {
+            RepoLocation::Local(path) => git2::Repository::open(&path)
+                .ok()
+                .and_then(|r| r.find_remote("origin").ok()?.url().ok().map(str::to_string))
+                .is_some_and(|origin| same_repo(&origin, url)),
+            RepoLocation::Remote(_) => false,
+        }
+}
+
 /// What to offer libgit2 next when a remote asks for credentials.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum CredentialChoice {

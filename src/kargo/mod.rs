@@ -119,6 +119,8 @@ struct Input<'a> {
     platform: &'a Platform,
     plans: BTreeMap<(&'a str, &'a str, &'a str), &'a BuildPlan>,
     opts: &'a KargoOptions,
+    /// The folders kiln itself writes on the source repository's branch ([`kiln_folders`]).
+    kiln_folders: BTreeSet<String>,
 }
 
 impl<'a> Input<'a> {
@@ -140,6 +142,7 @@ impl<'a> Input<'a> {
             platform,
             plans,
             opts,
+            kiln_folders: kiln_folders(platform, opts.layout),
         }
     }
 
@@ -437,14 +440,33 @@ pub enum KargoError {
         span: Option<SourceSpan>,
     },
 
-    /// A project writes into kiln's own rendered folders on the watched branch.
+    /// A resolved write path leaves the repository (`..` past its root).
+    #[error(
+        "{at}project `{project}`, environment `{environment}`: the write path `{path}` leaves the repository"
+    )]
+    #[diagnostic(
+        code(kiln::kargo::write_path_outside_repository),
+        help("a `pathPattern` is a folder inside the write repository: drop the leading `..`")
+    )]
+    WritePathOutsideRepository {
+        project: String,
+        environment: String,
+        path: String,
+        at: String,
+        #[source_code]
+        src: Option<NamedSource<String>>,
+        #[label("this pattern")]
+        span: Option<SourceSpan>,
+    },
+
+    /// A project writes into kiln's own rendered folders (any project's) on the watched branch.
     #[error(
         "{at}project `{project}` writes `{path}/` on branch `{branch}` of the source repository, inside kiln's rendered folders `{rendered}/`: its Warehouse excludes what it includes and never makes Freight, and each promotion would delete kiln's rendered input"
     )]
     #[diagnostic(
         code(kiln::kargo::write_path_in_rendered_tree),
         help(
-            "write elsewhere: another repository or branch (`output.repoURL`, `output.branchPattern`), or a `pathPattern` outside `spec.source.renderedPath`/{project}/ (Kargo's MatchesPaths skips a path matched by excludePaths, pkg/controller/git/commit/base_selector.go)"
+            "write elsewhere: another repository or branch (`output.repoURL`, `output.branchPattern`), or a `pathPattern` outside every project's `spec.source.renderedPath`/<project>/ (Kargo's MatchesPaths makes Freight from a path included and not excluded, pkg/controller/git/commit/base_selector.go)"
         )
     )]
     WritePathInRenderedTree {
@@ -1024,7 +1046,7 @@ fn pairs<'a>(
                 None
             };
             if let Some(t) = &target
-                && rendered_overlap(input, &src_path, t)
+                && let Some(rendered) = rendered_overlap(input, t)
                 && !errors.iter().any(|e| {
                     matches!(e, KargoError::WritePathInRenderedTree { project: p, .. } if *p == project.name)
                 })
@@ -1035,12 +1057,11 @@ fn pairs<'a>(
                     project.loc.join("output")
                 };
                 let (at, src, span) = snippet(input.sources(), &field);
-                let rendered = src_path.rsplitn(3, '/').nth(2).unwrap_or_default().to_string();
                 errors.push(KargoError::WritePathInRenderedTree {
                     project: project.name.clone(),
                     path: t.path.clone(),
                     branch: t.branch.clone(),
-                    rendered,
+                    rendered: rendered.to_string(),
                     at,
                     src,
                     span,
@@ -1064,14 +1085,41 @@ fn pairs<'a>(
     out
 }
 
-/// Whether the write folder `t` overlaps the project's rendered folders in the environment
-/// of `src_path` (`<renderedPath>/<project>/<env>/<component>`, or its cluster form): the
-/// source repository's watched branch, and one folder inside the other. The Warehouse's
-/// `excludePaths` (the write folders) then cancel its `includePaths` (the rendered folders):
-/// Kargo's `MatchesPaths` skips every included path that is also excluded
-/// (`pkg/controller/git/commit/base_selector.go`, Kargo v1.11.2), so no commit makes Freight,
-/// and each promotion's `delete` removes kiln's rendered input.
-fn rendered_overlap(input: &Input<'_>, src_path: &str, t: &Target) -> bool {
+/// The folders kiln writes on the source repository's watched branch, every project's
+/// (not only the selected ones): `<renderedPath>/<project>` (its rendered folders in the
+/// service layout, its `kargo/` and `argocd/` files in both),
+/// `<renderedPath>/clusters/<cluster>/<project>` in the cluster layout, and
+/// `<renderedPath>/bootstrap`.
+fn kiln_folders(platform: &Platform, layout: Layout) -> BTreeSet<String> {
+    let rendered = platform.source.rendered_path.as_str();
+    let mut folders = BTreeSet::from([join_path(&[rendered, argocd::BOOTSTRAP_DIR])]);
+    for project in &platform.projects {
+        folders.insert(join_path(&[rendered, &project.name]));
+        if layout == Layout::Cluster {
+            for cluster in &platform.clusters {
+                folders.insert(join_path(&[
+                    rendered,
+                    "clusters",
+                    &cluster.name,
+                    &project.name,
+                ]));
+            }
+        }
+    }
+    folders
+}
+
+/// The folder of kiln's own (any project's, [`kiln_folders`]) that the write folder `t`
+/// overlaps, one inside the other, on the source repository's watched branch; `None` when it
+/// overlaps none. Every Warehouse's `includePaths` are inside these folders, and its
+/// `excludePaths` are only its own project's write folders: Kargo's `MatchesPaths` makes
+/// Freight from a commit touching a path that is included and not excluded
+/// (`pkg/controller/git/commit/base_selector.go`, Kargo v1.11.2). Inside the project's own
+/// folders the excludes cancel the includes (no Freight ever); inside another project's, each
+/// promotion rewrites that project's rendered input and makes Freight for its Warehouse; and
+/// each promotion's `delete` removes kiln's rendered input, which `kiln publish` then writes
+/// back.
+fn rendered_overlap<'i>(input: &'i Input<'_>, t: &Target) -> Option<&'i str> {
     let source = input
         .platform
         .source
@@ -1081,14 +1129,32 @@ fn rendered_overlap(input: &Input<'_>, src_path: &str, t: &Target) -> bool {
     if normalize_repo(&t.repo_url) != normalize_repo(source)
         || t.branch != input.platform.source.branch
     {
-        return false;
+        return None;
     }
-    // The project's area: `src_path` without its environment and component segments.
-    let area = src_path.rsplitn(3, '/').nth(2).unwrap_or_default();
-    let inside = |inner: &str, outer: &str| {
-        outer.is_empty() || inner == outer || inner.starts_with(&format!("{outer}/"))
+    let folders = &input.kiln_folders;
+    // A kiln folder containing the write folder (or equal to it): one of its prefixes.
+    let mut prefix = String::new();
+    for segment in t.path.split('/') {
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        prefix.push_str(segment);
+        if let Some(f) = folders.get(&prefix) {
+            return Some(f);
+        }
+    }
+    // A kiln folder inside the write folder: the first folder sorting after `path/`
+    // (the whole tree when the write folder is the repository root).
+    let below = if t.path.is_empty() {
+        String::new()
+    } else {
+        format!("{}/", t.path)
     };
-    inside(&t.path, area) || inside(area, &t.path)
+    folders
+        .range(below.clone()..)
+        .next()
+        .filter(|f| f.starts_with(&below))
+        .map(String::as_str)
 }
 
 /// A repository URL for comparisons: no trailing `/` or `.git`, lower-case host part.
@@ -1105,6 +1171,22 @@ fn join_path(parts: &[&str]) -> String {
         .filter(|s| !s.is_empty() && *s != ".")
         .collect::<Vec<_>>()
         .join("/")
+}
+
+/// `a/b/../c` → `a/c` (Go's `path.Clean` on a relative path, as Kargo's `filepath.Join`
+/// cleans a step's `./out/<path>`); `None` when a `..` climbs past the root.
+fn lexical_path(path: &str) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for segment in path.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                out.pop()?;
+            }
+            s => out.push(s),
+        }
+    }
+    Some(out.join("/"))
 }
 
 /// The component's rendered folder in the source repository.
@@ -1184,10 +1266,24 @@ fn target(
         output.path_pattern.as_deref().unwrap_or(path_default),
         "pathPattern",
     )?;
+    // Normalized first: Kargo writes `./out/<path>` cleaned, and every check (collisions,
+    // kiln's folders) and the Warehouse's `excludePaths` compare the folder it really writes.
+    let joined = join_path(&[&base, &component.name]);
+    let Some(path) = lexical_path(&joined) else {
+        let (at, src, span) = snippet(input.sources(), &at_output("pathPattern"));
+        return Err(KargoError::WritePathOutsideRepository {
+            project: project.name.clone(),
+            environment: env.name.clone(),
+            path: joined,
+            at,
+            src,
+            span,
+        });
+    };
     Ok(Target {
         repo_url,
         branch,
-        path: join_path(&[&base, &component.name]),
+        path,
     })
 }
 
