@@ -428,6 +428,19 @@ impl<T: Send> Rendering<T> {
         self.results.append(&mut piece);
     }
 
+    /// The results of the last `n` plans fed, those that rendered, in plan order: for a
+    /// caller that takes what it needs of each piece as soon as it is rendered (the write
+    /// streamed, issue 38, item 8). `None` when one of them failed (the render's result is
+    /// then its errors).
+    pub fn last(&mut self, n: usize) -> Option<impl Iterator<Item = &mut T>> {
+        let start = self.results.len().saturating_sub(n);
+        let piece = &mut self.results[start..];
+        piece
+            .iter()
+            .all(Result::is_ok)
+            .then(|| piece.iter_mut().filter_map(|r| r.as_mut().ok()))
+    }
+
     /// Every piece's results in plan order, or every error (the same one once, with the
     /// plans it arose in).
     pub fn finish(self) -> Result<Vec<T>, Errors<Repeated<RenderError>>> {

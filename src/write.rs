@@ -565,6 +565,24 @@ pub fn written(
         .collect())
 }
 
+/// [`written`] of every file `digests` names (a write streamed file by file, whose set was
+/// never held whole).
+pub fn written_digests(
+    out: &Path,
+    digests: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<Written>, WriteError> {
+    use rayon::prelude::*;
+    let out = resolve_target(out)?;
+    Ok(digests
+        .par_iter()
+        .map(|(path, digest)| Written {
+            path: path.clone(),
+            digest: digest.clone(),
+            stamp: stamp(&out.join(path)),
+        })
+        .collect())
+}
+
 /// `true` when `out` holds exactly the files of a previous write, unchanged, and its
 /// ownership marker has the SHA-256 `marker`: then writing the same tree again would
 /// change nothing. Files are compared by stamp where [`Known`] allows it, else read and
@@ -621,7 +639,7 @@ pub struct WriteOptions<'a> {
 }
 
 /// Stage 6, the one entry: writes `set` into `out` (see the module docs); every owned file
-/// of `opts.scope` not in `set` is pruned.
+/// of `opts.scope` not in `set` is pruned. A [`Writer`] given every file of `set` in turn.
 ///
 /// Errors: [`WriteError`]; on any error before the commit step nothing in `out` has changed.
 pub fn write(
@@ -632,266 +650,466 @@ pub fn write(
     if opts.scope.is_empty() {
         return Ok(WriteReport::default());
     }
-    let (in_scope, known) = (|p: &str| opts.scope.contains(p), &opts.known);
     if let Some(bad) = set.paths().find(|p| !is_safe(p) || *p == MANIFEST) {
-        // Emit builds every path itself; this is a bug, not user input.
-        return Err(WriteError::ManifestInvalid {
-            path: bad.to_string(),
-            reason: "internal error: unsafe artifact path".into(),
-        });
+        return Err(unsafe_path(bad));
     }
-    let shown = out;
-    // Refused before anything is created on the way, and again once symlinks are resolved.
-    let in_git = |p: &Path| {
-        p.components()
-            .any(|c| crate::marker::is_dotgit(&c.as_os_str().to_string_lossy()))
+    let known = Known {
+        files: opts.known.files.clone(),
+        recorded: opts.known.recorded,
+        digests: None,
+        reused: opts.known.reused,
     };
-    if in_git(shown) {
-        return Err(WriteError::GitDirectory {
-            path: shown.display().to_string(),
-        });
+    let mut writer = Writer::new(out, known);
+    for (path, bytes) in &set.files {
+        let digest = opts.known.digests.and_then(|d| d.get(path));
+        writer.add(path, bytes, digest.map(String::as_str))?;
     }
-    let out = &resolve_target(out)?;
-    if in_git(out) {
-        return Err(WriteError::GitDirectory {
-            path: shown.display().to_string(),
-        });
-    }
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let lock = lock_dir(&parent)?;
-    if lock.is_some() {
-        remove_stale_stages(&parent, out);
-    }
-    if out.exists() && !out.is_dir() {
-        return Err(WriteError::Io {
-            op: "write into",
-            path: shown.display().to_string(),
-            source: io::Error::new(
-                io::ErrorKind::NotADirectory,
-                "it is a file, not a directory",
-            ),
-        });
-    }
-    let exists = out.exists();
-    let owned = if exists {
-        read_manifest(out)?
-    } else {
-        BTreeSet::new()
-    };
+    writer.finish(&opts.scope, opts.environments)
+}
 
-    // 1. Plan, through directory handles (`at`): each directory of the output is opened
-    // once, without following a link, and a file under a directory that does not exist is
-    // new without a look.
-    let root_fd = if exists {
-        Some(at::open_root(out)?)
-    } else {
-        None
-    };
-    let mut report = WriteReport::default();
-    // Written files that replace a file (backed up in the commit).
-    let mut replaced = BTreeSet::new();
-    // The outermost directories of written files that do not exist yet: the commit renames
-    // each in whole from the staging directory.
-    let mut new_dirs: BTreeSet<String> = BTreeSet::new();
-    // The old bytes of the `.gen.yaml` and Argo CD files replaced or removed, for the
-    // summary of what the write removes and renames.
-    let mut old_bytes: Vec<(String, Vec<u8>)> = Vec::new();
-    {
-        let mut dirs = root_fd
-            .as_ref()
-            .map(|fd| at::Dirs::new(fd.as_fd(), out, at::Missing::Absent));
-        for (path, bytes) in &set.files {
-            let (dir, name) = at::split(path);
-            let handle = match &mut dirs {
-                Some(d) => d.open(dir)?,
-                None => None,
-            };
-            let target = || out.join(path);
-            let unowned = || WriteError::UnownedFile {
-                path: target().display().to_string(),
-            };
-            let digest = known.digests.and_then(|d| d.get(path));
-            if let Some(fd) = handle
-                && owned.contains(path)
-                && digest.is_some_and(|d| known.unchanged_at(path, fd, name, d))
+/// An artifact path that is not a plain relative one: emit builds every path itself, so
+/// this is a bug, not user input.
+fn unsafe_path(path: &str) -> WriteError {
+    WriteError::ManifestInvalid {
+        path: path.to_string(),
+        reason: "internal error: unsafe artifact path".into(),
+    }
+}
+
+/// [`write`] a file at a time (issue 38, item 8): each file given to [`Writer::add`] is
+/// compared with the output and, when new or changed, staged at once, so a render hands
+/// its files over as each piece of BuildPlans is rendered and holds none of their bytes
+/// until the end. [`Writer::finish`] then prunes (it needs every path, which only the end
+/// knows) and commits, as [`write`] does. Dropped without `finish`, it removes what it
+/// staged: the output is left as it was.
+///
+/// The output is opened (resolved, locked, its manifest read) when the first file comes, and
+/// stays locked until the end. SIGINT and SIGTERM are held from the first staged file: an
+/// [`Writer::add`] after one arrived returns [`WriteError::Interrupted`] (the staged files
+/// are dropped, nothing changed).
+pub struct Writer<'a> {
+    shown: PathBuf,
+    known: Known<'a>,
+    open: Option<Open>,
+}
+
+/// The output of a [`Writer`] once opened, and what the write planned so far.
+struct Open {
+    out: PathBuf,
+    parent: PathBuf,
+    /// Held until the end (see `lock_dir`).
+    _lock: Option<std::fs::File>,
+    exists: bool,
+    owned: BTreeSet<String>,
+    /// Handles in the output, for comparing (`None`: the output does not exist yet).
+    dirs: Option<at::Dirs<'static>>,
+    /// Every file given, and whether it is written (new or changed).
+    files: std::collections::BTreeMap<String, bool>,
+    replaced: BTreeSet<String>,
+    new_dirs: BTreeSet<String>,
+    /// The old bytes of the summarized files replaced ([`summary::reduced`]).
+    old_bytes: Vec<(String, Vec<u8>)>,
+    /// The summarized files written, reduced, and the environments of every component
+    /// directory given; only over an existing output (a new one replaces nothing).
+    new_summarized: std::collections::BTreeMap<String, Vec<u8>>,
+    environments: BTreeSet<String>,
+    staged: Option<Staged>,
+}
+
+/// The staging directory, once the first file is staged.
+struct Staged {
+    held: interrupt::Held,
+    stage: Stage,
+    new_root: PathBuf,
+    dirs: at::Dirs<'static>,
+}
+
+impl<'a> Writer<'a> {
+    /// A write into `out` (nothing is touched until the first file comes). `known` as
+    /// [`WriteOptions::known`]; its `digests` are not read: each file's comes with it.
+    pub fn new(out: &Path, known: Known<'a>) -> Self {
+        Writer {
+            shown: out.to_path_buf(),
+            known,
+            open: None,
+        }
+    }
+
+    /// Takes the file `path` (relative, `/`-separated) with `bytes`; `digest` is its
+    /// SHA-256 (hex) when the caller has it, for [`Known`]'s cheap comparison. Each path is
+    /// given once.
+    ///
+    /// Errors: as [`write`]'s planning ([`WriteError::UnownedFile`], a link on the way, …),
+    /// an I/O error staging it, [`WriteError::Interrupted`] when SIGINT or SIGTERM came.
+    pub fn add(
+        &mut self,
+        path: &str,
+        bytes: &[u8],
+        digest: Option<&str>,
+    ) -> Result<(), WriteError> {
+        if !is_safe(path) || path == MANIFEST {
+            return Err(unsafe_path(path));
+        }
+        if self.open.is_none() {
+            self.open = Some(Open::new(&self.shown)?);
+        }
+        let open = self.open.as_mut().expect("opened above");
+        let written = open.plan(path, bytes, digest, &self.known)?;
+        open.files.insert(path.to_string(), written);
+        if open.exists && summary::summarized(path) {
+            if written {
+                open.new_summarized
+                    .insert(path.to_string(), summary::reduced(path, bytes));
+            }
+            if let Some(env) = summary::environment(path, bytes) {
+                open.environments.insert(env);
+            }
+        }
+        if written {
+            open.stage(path, bytes)?;
+        }
+        match open.staged.as_ref().and_then(|s| s.held.pending()) {
+            Some(signal) => Err(stopped(signal)),
+            None => Ok(()),
+        }
+    }
+
+    /// The bytes of `path`, given earlier, as this write will leave them: read back from
+    /// the staged tree, or from the output when unchanged. For a caller that dropped them
+    /// and needs a few again (the Kubernetes validation's custom resources).
+    pub fn read_back(&self, path: &str) -> Option<Vec<u8>> {
+        let open = self.open.as_ref()?;
+        let file = match (open.files.get(path)?, &open.staged) {
+            (true, Some(s)) => s.new_root.join(path),
+            (true, None) => return None,
+            (false, _) => open.out.join(path),
+        };
+        crate::fs::read_regular(&file).ok()
+    }
+
+    /// Every path given, in path order.
+    pub fn paths(&self) -> impl Iterator<Item = &str> {
+        self.open
+            .iter()
+            .flat_map(|o| o.files.keys().map(String::as_str))
+    }
+
+    /// Prunes the owned files of `scope` not given, and commits (see the module docs).
+    /// `environments` as [`WriteOptions::environments`]. An empty `scope` writes nothing.
+    ///
+    /// Errors: as [`write`].
+    pub fn finish(
+        mut self,
+        scope: &Scope,
+        environments: &[String],
+    ) -> Result<WriteReport, WriteError> {
+        if scope.is_empty() {
+            return Ok(WriteReport::default());
+        }
+        let open = match self.open.take() {
+            Some(open) => open,
+            None => Open::new(&self.shown)?,
+        };
+        open.commit(scope, environments)
+    }
+}
+
+/// The outcome of SIGINT or SIGTERM before the commit.
+fn stopped(signal: i32) -> WriteError {
+    WriteError::Interrupted {
+        outcome: "the output was left as it was (the staged files were removed)".into(),
+        signal,
+    }
+}
+
+impl Open {
+    fn new(shown: &Path) -> Result<Open, WriteError> {
+        // Refused before anything is created on the way, and again once symlinks are resolved.
+        let in_git = |p: &Path| {
+            p.components()
+                .any(|c| crate::marker::is_dotgit(&c.as_os_str().to_string_lossy()))
+        };
+        if in_git(shown) {
+            return Err(WriteError::GitDirectory {
+                path: shown.display().to_string(),
+            });
+        }
+        let out = resolve_target(shown)?;
+        if in_git(&out) {
+            return Err(WriteError::GitDirectory {
+                path: shown.display().to_string(),
+            });
+        }
+        let parent = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let lock = lock_dir(&parent)?;
+        if lock.is_some() {
+            remove_stale_stages(&parent, &out);
+        }
+        if out.exists() && !out.is_dir() {
+            return Err(WriteError::Io {
+                op: "write into",
+                path: shown.display().to_string(),
+                source: io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "it is a file, not a directory",
+                ),
+            });
+        }
+        let exists = out.exists();
+        let owned = if exists {
+            read_manifest(&out)?
+        } else {
+            BTreeSet::new()
+        };
+        // Plan through directory handles (`at`): each directory of the output is opened
+        // once per run of paths below it, without following a link, and a file under a
+        // directory that does not exist is new without a look.
+        let dirs = if exists {
+            let fd = at::open_root(&out)?;
+            Some(at::Dirs::owning(fd, out.clone(), at::Missing::Absent))
+        } else {
+            None
+        };
+        Ok(Open {
+            out,
+            parent,
+            _lock: lock,
+            exists,
+            owned,
+            dirs,
+            files: Default::default(),
+            replaced: BTreeSet::new(),
+            new_dirs: BTreeSet::new(),
+            old_bytes: Vec::new(),
+            new_summarized: Default::default(),
+            environments: BTreeSet::new(),
+            staged: None,
+        })
+    }
+
+    /// Whether `path` is to be written (new or changed), by what is at its place.
+    fn plan(
+        &mut self,
+        path: &str,
+        bytes: &[u8],
+        digest: Option<&str>,
+        known: &Known,
+    ) -> Result<bool, WriteError> {
+        let (dir, name) = at::split(path);
+        let handle = match &mut self.dirs {
+            Some(d) => d.open(dir)?,
+            None => None,
+        };
+        let out = &self.out;
+        let target = || out.join(path);
+        let unowned = || WriteError::UnownedFile {
+            path: target().display().to_string(),
+        };
+        if let Some(fd) = handle
+            && self.owned.contains(path)
+            && digest.is_some_and(|d| known.unchanged_at(path, fd, name, d))
+        {
+            return Ok(false);
+        }
+        if known.reused.is_some_and(|r| r.contains(path)) {
+            return Err(WriteError::ChangedDuringRender {
+                path: path.to_string(),
+            });
+        }
+        let Some(fd) = handle else {
+            if self.exists
+                && let Some(d) = &self.dirs
             {
-                report.unchanged.push(path.clone());
-                continue;
+                self.new_dirs.insert(d.first_missing(dir));
             }
-            if known.reused.is_some_and(|r| r.contains(path)) {
-                return Err(WriteError::ChangedDuringRender { path: path.clone() });
-            }
-            let Some(fd) = handle else {
-                if exists && let Some(d) = &mut dirs {
-                    new_dirs.insert(d.first_missing(dir));
-                }
-                report.written.push(path.clone());
-                continue;
-            };
+            return Ok(true);
+        };
+        Ok(
             match at::read(fd, name).map_err(io_err("read", &target()))? {
                 // Same bytes, but not kiln's: adopting it would let a later prune delete it.
-                at::Found::File(_) | at::Found::Link if !owned.contains(path) => {
+                at::Found::File(_) | at::Found::Link if !self.owned.contains(path) => {
                     return Err(unowned());
                 }
-                at::Found::File(old) if &old == bytes => report.unchanged.push(path.clone()),
+                at::Found::File(old) if old == bytes => false,
                 // An owned file, or a link in its place (replaced, never followed).
                 at::Found::File(old) => {
                     if summary::summarized(path) {
-                        old_bytes.push((path.clone(), old));
+                        self.old_bytes
+                            .push((path.to_string(), summary::reduced(path, &old)));
                     }
-                    replaced.insert(path.clone());
-                    report.written.push(path.clone());
+                    self.replaced.insert(path.to_string());
+                    true
                 }
                 at::Found::Link => {
-                    replaced.insert(path.clone());
-                    report.written.push(path.clone());
+                    self.replaced.insert(path.to_string());
+                    true
                 }
-                at::Found::Missing => report.written.push(path.clone()),
+                at::Found::Missing => true,
                 // A directory where kiln wants a file is never kiln's to replace.
                 at::Found::Directory => return Err(unowned()),
-            }
-        }
-    }
-    let mut kept = Vec::new();
-    // Owned files already gone (a run killed during its prune moved them away, issue 39,
-    // item 13): their directories, where empty, are removed as the prune would have.
-    let mut vacated = Vec::new();
-    if let Some(fd) = &root_fd {
-        let mut dirs = at::Dirs::new(fd.as_fd(), out, at::Missing::Absent);
-        for path in owned.iter().filter(|p| !set.files.contains_key(*p)) {
-            if !in_scope(path) {
-                kept.push(path.clone());
-                continue;
-            }
-            let (dir, name) = at::split(path);
-            match dirs.open(dir) {
-                Ok(Some(fd)) if at::is_file_or_link(fd, name) => {
-                    if summary::summarized(path)
-                        && let Ok(at::Found::File(old)) = at::read(fd, name)
-                    {
-                        old_bytes.push((path.clone(), old));
-                    }
-                    report.removed.push(path.clone());
-                }
-                Ok(_) => vacated.push(path.clone()),
-                // Pruning through a link is refused; an owned file that is gone anyway
-                // needs nothing.
-                Err(e) if out.join(path).is_file() => return Err(e),
-                Err(_) => {}
-            }
-        }
-    }
-    if !old_bytes.is_empty() {
-        let new: Vec<(&str, &[u8], bool)> = report
-            .written
-            .iter()
-            .filter(|p| summary::summarized(p))
-            .map(|p| (p.as_str(), set.files[p].as_slice(), !replaced.contains(p)))
-            .collect();
-        let envs = kept.is_empty().then(|| summary::environments(set));
-        report.changes = summary::changes(&old_bytes, &new, envs.as_ref(), opts.environments);
-    }
-    let mut listed: Vec<String> = set.paths().map(str::to_string).chain(kept).collect();
-    listed.sort();
-    let manifest = manifest_bytes(listed.clone());
-    let old_manifest = crate::fs::read_regular(&out.join(MANIFEST)).ok();
-    if report.is_noop() && old_manifest.as_deref() == Some(manifest.as_slice()) {
-        return Ok(report);
+            },
+        )
     }
 
-    // 2. Stage beside the real target (same file system, so renames are atomic). From here
-    // on SIGINT and SIGTERM are held (issue 38, item 6): before the commit the staged files
-    // are dropped and nothing changes; once it starts, it finishes.
-    let held = interrupt::Held::hold();
-    let stopped = |signal| WriteError::Interrupted {
-        outcome: "the output was left as it was (the staged files were removed)".into(),
-        signal,
-    };
-    let stage = Stage::create(&parent, out)?;
-    let new_root = stage.path().join("new");
-    let new_fd = at::create_root(&new_root)?;
-    {
-        // Every directory of the staged tree is new: one `mkdirat` each, in path order.
-        let mut dirs = at::Dirs::new(new_fd.as_fd(), &new_root, at::Missing::Build);
-        for path in report.written.iter().map(String::as_str).chain([MANIFEST]) {
-            let (dir, name) = at::split(path);
-            let bytes = if path == MANIFEST {
-                &manifest
-            } else {
-                &set.files[path]
-            };
-            let Some(fd) = dirs.open(dir)? else {
-                unreachable!("Missing::Build creates every directory")
-            };
-            at::create(fd, name, bytes).map_err(io_err("write", &new_root.join(path)))?;
-            if let Some(signal) = held.pending() {
-                return Err(stopped(signal));
-            }
+    /// Stages `path` (see the module docs): the staging directory beside the real target is
+    /// made with the first file (same file system, so renames are atomic). From then on
+    /// SIGINT and SIGTERM are held (issue 38, item 6): before the commit the staged files
+    /// are dropped and nothing changes; once it starts, it finishes.
+    fn stage(&mut self, path: &str, bytes: &[u8]) -> Result<(), WriteError> {
+        if self.staged.is_none() {
+            let held = interrupt::Held::hold();
+            let stage = Stage::create(&self.parent, &self.out)?;
+            let new_root = stage.path().join("new");
+            let fd = at::create_root(&new_root)?;
+            // Every directory of the staged tree is new: one `mkdirat` each.
+            let dirs = at::Dirs::owning(fd, new_root.clone(), at::Missing::Build);
+            self.staged = Some(Staged {
+                held,
+                stage,
+                new_root,
+                dirs,
+            });
         }
-    }
-
-    // 3. Commit.
-    let finished = |report: WriteReport| {
-        let Some(signal) = held.pending() else {
-            return Ok(report);
+        let staged = self.staged.as_mut().expect("made above");
+        let (dir, name) = at::split(path);
+        let Some(fd) = staged.dirs.open(dir)? else {
+            unreachable!("Missing::Build creates every directory")
         };
-        Err(WriteError::Interrupted {
-            outcome: format!(
-                "the update was finished first ({} files written, {} removed)",
-                report.written.len(),
-                report.removed.len()
-            ),
-            signal,
-        })
-    };
-    let Some(root_fd) = root_fd else {
-        // One rename; on failure the staging directory is dropped (removed).
-        drop(new_fd);
-        std::fs::rename(&new_root, out).map_err(io_err("move the staged tree to", out))?;
-        return finished(report);
-    };
-    // The journal: old and new files owned at once, so a kill from here on leaves nothing
-    // unowned, and the next run (whatever its input) completes the update.
-    let journal: BTreeSet<String> = owned.iter().cloned().chain(listed).collect();
-    let journal_path = stage.path().join("journal.json");
-    std::fs::write(&journal_path, manifest_bytes(journal.into_iter().collect()))
-        .map_err(io_err("write", &journal_path))?;
-    let backup = stage.path().join("old");
-    let mut commit = Commit {
-        out,
-        backup: backup.clone(),
-        new_root: new_root.clone(),
-        moved: Vec::new(),
-        placed: Vec::new(),
-        placed_dirs: Vec::new(),
-        old_manifest,
-    };
-    let handles = Handles {
-        out: root_fd.as_fd(),
-        new: new_fd.as_fd(),
-        backup: &backup,
-    };
-    let plan = Plan {
-        report: &report,
-        replaced: &replaced,
-        new_dirs: &new_dirs,
-        vacated: &vacated,
-    };
-    match commit.run(&plan, &handles, &journal_path) {
-        Ok(()) => finished(report),
-        #[cfg(test)]
-        Err(e) if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) => {
-            // A simulated SIGKILL: no roll-back, no clean-up.
-            let mut stage = stage;
-            stage.keep = true;
-            Err(e)
+        at::create(fd, name, bytes).map_err(io_err("write", &staged.new_root.join(path)))
+    }
+
+    /// The end of [`write`]: the prune planned, the manifest staged, the commit.
+    fn commit(mut self, scope: &Scope, environments: &[String]) -> Result<WriteReport, WriteError> {
+        let out = self.out.clone();
+        let mut report = WriteReport::default();
+        for (path, written) in &self.files {
+            match written {
+                true => report.written.push(path.clone()),
+                false => report.unchanged.push(path.clone()),
+            }
         }
-        Err(e) => {
-            commit.roll_back();
-            Err(e)
+        // The old bytes of the files replaced, in path order, then of those removed.
+        let mut old_bytes = std::mem::take(&mut self.old_bytes);
+        old_bytes.sort_by(|a, b| a.0.cmp(&b.0));
+        let mut kept = Vec::new();
+        // Owned files already gone (a run killed during its prune moved them away, issue 39,
+        // item 13): their directories, where empty, are removed as the prune would have.
+        let mut vacated = Vec::new();
+        if let Some(dirs) = &self.dirs {
+            let mut dirs = at::Dirs::new(dirs.root(), &out, at::Missing::Absent);
+            for path in self.owned.iter().filter(|p| !self.files.contains_key(*p)) {
+                if !scope.contains(path) {
+                    kept.push(path.clone());
+                    continue;
+                }
+                let (dir, name) = at::split(path);
+                match dirs.open(dir) {
+                    Ok(Some(fd)) if at::is_file_or_link(fd, name) => {
+                        if summary::summarized(path)
+                            && let Ok(at::Found::File(old)) = at::read(fd, name)
+                        {
+                            old_bytes.push((path.clone(), summary::reduced(path, &old)));
+                        }
+                        report.removed.push(path.clone());
+                    }
+                    Ok(_) => vacated.push(path.clone()),
+                    // Pruning through a link is refused; an owned file that is gone anyway
+                    // needs nothing.
+                    Err(e) if out.join(path).is_file() => return Err(e),
+                    Err(_) => {}
+                }
+            }
+        }
+        if !old_bytes.is_empty() {
+            let new: Vec<(&str, &[u8], bool)> = self
+                .new_summarized
+                .iter()
+                .map(|(p, b)| (p.as_str(), b.as_slice(), !self.replaced.contains(p)))
+                .collect();
+            let envs = kept.is_empty().then_some(&self.environments);
+            report.changes = summary::changes(&old_bytes, &new, envs, environments);
+        }
+        let mut listed: Vec<String> = self.files.keys().cloned().chain(kept).collect();
+        listed.sort();
+        let manifest = manifest_bytes(listed.clone());
+        let old_manifest = crate::fs::read_regular(&out.join(MANIFEST)).ok();
+        if report.is_noop() && old_manifest.as_deref() == Some(manifest.as_slice()) {
+            return Ok(report);
+        }
+        self.stage(MANIFEST, &manifest)?;
+        let Staged {
+            held,
+            stage,
+            new_root,
+            dirs: new_dirs_handles,
+        } = self.staged.take().expect("staged above");
+        if let Some(signal) = held.pending() {
+            return Err(stopped(signal));
+        }
+
+        // Commit.
+        let finished = |report: WriteReport| {
+            let Some(signal) = held.pending() else {
+                return Ok(report);
+            };
+            Err(WriteError::Interrupted {
+                outcome: format!(
+                    "the update was finished first ({} files written, {} removed)",
+                    report.written.len(),
+                    report.removed.len()
+                ),
+                signal,
+            })
+        };
+        let Some(out_dirs) = self.dirs.take() else {
+            // One rename; on failure the staging directory is dropped (removed).
+            drop(new_dirs_handles);
+            std::fs::rename(&new_root, &out).map_err(io_err("move the staged tree to", &out))?;
+            return finished(report);
+        };
+        // The journal: old and new files owned at once, so a kill from here on leaves nothing
+        // unowned, and the next run (whatever its input) completes the update.
+        let journal: BTreeSet<String> = self.owned.iter().cloned().chain(listed).collect();
+        let journal_path = stage.path().join("journal.json");
+        std::fs::write(&journal_path, manifest_bytes(journal.into_iter().collect()))
+            .map_err(io_err("write", &journal_path))?;
+        let backup = stage.path().join("old");
+        let mut commit = Commit {
+            out: &out,
+            backup: backup.clone(),
+            new_root: new_root.clone(),
+            moved: Vec::new(),
+            placed: Vec::new(),
+            placed_dirs: Vec::new(),
+            old_manifest,
+        };
+        let handles = Handles {
+            out: out_dirs.root(),
+            new: new_dirs_handles.root(),
+            backup: &backup,
+        };
+        let plan = Plan {
+            report: &report,
+            replaced: &self.replaced,
+            new_dirs: &self.new_dirs,
+            vacated: &vacated,
+        };
+        match commit.run(&plan, &handles, &journal_path) {
+            Ok(()) => finished(report),
+            #[cfg(test)]
+            Err(e) if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) => {
+                // A simulated SIGKILL: no roll-back, no clean-up.
+                let mut stage = stage;
+                stage.keep = true;
+                Err(e)
+            }
+            Err(e) => {
+                commit.roll_back();
+                Err(e)
+            }
         }
     }
 }
@@ -1249,6 +1467,44 @@ mod tests {
         walk(dir, dir, &mut out);
         out.sort();
         out
+    }
+
+    /// Issue 38, item 8: a `Writer` stages each file when it is given, so a render holds
+    /// no file's bytes until the end; dropped unfinished it leaves nothing, and finished it
+    /// leaves what `write` of the whole set leaves.
+    #[test]
+    fn a_writer_stages_each_file_when_given() {
+        let t = tempfile::tempdir().unwrap();
+        let out = t.path().join("deploy");
+        let staged = |name: &str| -> Vec<String> {
+            stages_beside(t.path())
+                .iter()
+                .map(|s| t.path().join(s).join("new").join(name))
+                .filter(|p| p.is_file())
+                .map(|p| std::fs::read_to_string(p).unwrap())
+                .collect()
+        };
+        let mut w = Writer::new(&out, Known::default());
+        w.add("web/dev/b/b.gen.yaml", b"b", None).unwrap();
+        assert_eq!(staged("web/dev/b/b.gen.yaml"), ["b"]);
+        w.add("web/dev/a/a.gen.yaml", b"a", None).unwrap();
+        assert_eq!(staged("web/dev/a/a.gen.yaml"), ["a"]);
+        assert!(!out.exists());
+        drop(w);
+        assert_eq!(stages_beside(t.path()), Vec::<String>::new());
+        assert!(!out.exists());
+
+        let files = [("web/dev/b/b.gen.yaml", "b"), ("web/dev/a/a.gen.yaml", "a")];
+        let mut w = Writer::new(&out, Known::default());
+        for (p, b) in files {
+            w.add(p, b.as_bytes(), None).unwrap();
+        }
+        let r = w.finish(&Scope::All, &[]).unwrap();
+        assert_eq!(r.written, ["web/dev/a/a.gen.yaml", "web/dev/b/b.gen.yaml"]);
+        let whole = t.path().join("whole");
+        write(&set(&files), &whole, &WriteOptions::default()).unwrap();
+        assert_eq!(snapshot(&out), snapshot(&whole));
+        assert_eq!(stages_beside(t.path()), Vec::<String>::new());
     }
 
     #[test]

@@ -71,30 +71,36 @@ fn walk(v: &Value, at: &mut String, out: &mut Vec<(String, String)>) {
 pub fn scan(set: &crate::artifact::ArtifactSet) -> Vec<ExpressionInManifest> {
     let mut out = Vec::new();
     for (path, bytes) in &set.files {
-        if !path.ends_with(".gen.yaml") {
-            continue;
-        }
-        let text = String::from_utf8_lossy(bytes);
-        if !text.contains("${{") {
-            continue;
-        }
-        for doc in crate::yaml::parse_stream(path, &text).unwrap_or_default() {
-            let resource = format!(
-                "{}/{}",
-                doc["kind"].as_str().unwrap_or_default(),
-                doc["metadata"]["name"].as_str().unwrap_or_default()
-            );
-            for (pointer, text) in find(&doc) {
-                out.push(ExpressionInManifest {
-                    file: path.clone(),
-                    resource: resource.clone(),
-                    pointer,
-                    text,
-                });
-            }
-        }
+        scan_file(path, bytes, &mut out);
     }
     out
+}
+
+/// [`scan`] of one file of the set, its expressions appended to `out` (a render that
+/// streams its files into the write scans each as it is rendered).
+pub fn scan_file(path: &str, bytes: &[u8], out: &mut Vec<ExpressionInManifest>) {
+    if !path.ends_with(".gen.yaml") {
+        return;
+    }
+    let text = String::from_utf8_lossy(bytes);
+    if !text.contains("${{") {
+        return;
+    }
+    for doc in crate::yaml::parse_stream(path, &text).unwrap_or_default() {
+        let resource = format!(
+            "{}/{}",
+            doc["kind"].as_str().unwrap_or_default(),
+            doc["metadata"]["name"].as_str().unwrap_or_default()
+        );
+        for (pointer, text) in find(&doc) {
+            out.push(ExpressionInManifest {
+                file: path.to_string(),
+                resource: resource.clone(),
+                pointer,
+                text,
+            });
+        }
+    }
 }
 
 #[cfg(test)]

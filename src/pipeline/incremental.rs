@@ -408,7 +408,7 @@ pub(super) fn render_incremental(
 
     let t = Instant::now();
     crate::write::check_target(&opts.write_to, &j.root, &j.sources).map_err(KilnError::Write)?;
-    let scope = slice_scope(&set, &opts.selection);
+    let scope = slice_scope(set.paths(), &opts.selection);
     let known = crate::write::Known {
         files: j.files.iter().map(|w| (w.path.as_str(), w)).collect(),
         recorded: Some(recorded),

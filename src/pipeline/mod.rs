@@ -38,10 +38,12 @@ use thiserror::Error;
 mod incremental;
 mod shard;
 mod show;
+mod stream;
 
 use incremental::*;
 pub use shard::*;
 pub use show::*;
+use stream::Stream;
 
 /// Any error of the pipeline: the stage that stopped it, with every error that stage found.
 /// Renders through miette with each error's file, line and help.
@@ -418,6 +420,8 @@ fn render_plans(
 struct PlanDone {
     emitted: crate::cache::Emitted,
     checked: Option<crate::conform::Checked>,
+    /// What the write stream takes from its files, when the render streams into the write.
+    scanned: Option<stream::Scanned>,
 }
 
 /// How many BuildPlans the streamed render evaluates before it renders them
@@ -427,7 +431,7 @@ const PIECE: usize = 512;
 
 /// [`render_plans`] a piece at a time, for the streamed render: the render cache, the emit
 /// on each worker, the progress and the CPU figures across every piece.
-struct PlanRenderer<'a> {
+struct PlanRenderer<'a, 'w> {
     sources: &'a crate::diag::Sources,
     fs: &'a dyn FileSystem,
     cache: Option<&'a crate::cache::Cache>,
@@ -437,6 +441,8 @@ struct PlanRenderer<'a> {
     /// The Kubernetes validation, fed each plan's files on its worker (issue 38, item 8: no
     /// parsed object outlives its plan's validation).
     validation: Option<&'a crate::conform::Validation>,
+    /// The write, fed each piece's files once it is rendered (issue 38, item 8).
+    stream: Option<&'a mut Stream<'w>>,
     done: std::sync::atomic::AtomicUsize,
     render_ns: std::sync::atomic::AtomicU64,
     emit_ns: std::sync::atomic::AtomicU64,
@@ -447,7 +453,7 @@ struct PlanRenderer<'a> {
     pieces: Vec<(usize, usize)>,
 }
 
-impl<'a> PlanRenderer<'a> {
+impl<'a, 'w> PlanRenderer<'a, 'w> {
     fn new(
         sources: &'a crate::diag::Sources,
         (fs, fetched): (&'a dyn FileSystem, crate::render::Fetched),
@@ -464,6 +470,7 @@ impl<'a> PlanRenderer<'a> {
             progress,
             total,
             validation: None,
+            stream: None,
             done: Default::default(),
             render_ns: Default::default(),
             emit_ns: Default::default(),
@@ -479,6 +486,7 @@ impl<'a> PlanRenderer<'a> {
         self.pieces.push((first, first + plans.len()));
         let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let (cache, fs, layout, validation) = (self.cache, self.fs, self.layout, self.validation);
+        let scan = self.stream.as_ref().map(|s| s.digests());
         let (done, render_ns, emit_ns) = (&self.done, &self.render_ns, &self.emit_ns);
         let validate_ns = &self.validate_ns;
         let (progress, total) = (self.progress, self.total);
@@ -523,13 +531,26 @@ impl<'a> PlanRenderer<'a> {
                     (out, checked)
                 }
             };
+            let scanned = scan.map(|digests| stream::scan(&out.files, digests));
             progress(done.fetch_add(1, Relaxed) + 1, total);
             Ok(PlanDone {
                 emitted: out,
                 checked,
+                scanned,
             })
         };
         self.rendering.feed(plans, self.sources, fs, &per_plan);
+        if let Some(stream) = self.stream.as_deref_mut()
+            && let Some(piece) = self.rendering.last(plans.len())
+        {
+            stream
+                .take(piece.map(|d| (&mut d.emitted.files, d.scanned.take().unwrap_or_default())));
+        }
+    }
+
+    /// SIGINT or SIGTERM stopped the streamed write: nothing more is rendered.
+    fn stopped(&self) -> bool {
+        self.stream.as_ref().is_some_and(|s| s.stopped())
     }
 
     fn finish(self, timings: &mut Timings) -> Result<Vec<PlanDone>, Errors<Repeated<RenderError>>> {
@@ -559,20 +580,26 @@ fn evaluate_and_render(
     let mut plans: Vec<BuildPlan> = Vec::new();
     // Where the piece not rendered yet starts in `plans`.
     let mut start = 0;
+    // Whether SIGINT or SIGTERM stopped the streamed write: nothing more is rendered.
+    let mut stopped = false;
     let mut render_piece = |plans: &mut Vec<BuildPlan>, start: &mut usize| {
         let r = Instant::now();
         renderer.feed(&mut plans[*start..]);
         *start = plans.len();
         rendering += r.elapsed();
+        renderer.stopped()
     };
     crate::evaluate::evaluate_each(platform, selection, &mut |mut instance| {
+        if stopped {
+            return;
+        }
         plans.append(&mut instance);
         if plans.len() - start >= piece {
-            render_piece(&mut plans, &mut start);
+            stopped = render_piece(&mut plans, &mut start);
         }
     })
     .map_err(KilnError::Evaluate)?;
-    if start < plans.len() {
+    if start < plans.len() && !stopped {
         render_piece(&mut plans, &mut start);
     }
     timings.evaluate = t.elapsed().saturating_sub(rendering);
@@ -592,15 +619,18 @@ pub fn build(
 ) -> Result<Built, KilnError> {
     let t = Instant::now();
     let fetched = opts.resolve_sources()?;
-    build_fetched(opts, progress, fetched, t)
+    build_fetched(opts, progress, fetched, t, None)
 }
 
-/// [`build`] after the source stage.
+/// [`build`] after the source stage. With `stream` (`kiln render`), each piece's files go
+/// into the write as it is rendered and the set returned holds only the Kargo and Argo CD
+/// files: the rest are the stream's (see [`stream`]).
 fn build_fetched(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
     fetched: crate::source::Resolved,
     t: Instant,
+    mut stream: Option<&mut Stream>,
 ) -> Result<Built, KilnError> {
     let mut timings = Timings::default();
     // Every file read, for provenance (`Built::inputs`).
@@ -618,6 +648,9 @@ fn build_fetched(
     let component_reads = load_fs.scoped_reads();
     let platform = validate(loaded).map_err(KilnError::Validate)?;
     timings.load = t.elapsed();
+    if let Some(s) = stream.as_deref_mut() {
+        s.start(&opts.write_to, &platform);
+    }
     // A chart resolved anew renders anew: the pulled charts are part of every key.
     let cache = open_cache(opts).map(|c| c.with_sources(fetched.charts_digest()));
     let engines = crate::render::Fetched {
@@ -672,6 +705,7 @@ fn build_fetched(
                 total,
             );
             renderer.validation = validation.as_ref();
+            renderer.stream = stream.as_deref_mut();
             let plans = evaluate_and_render(
                 &platform,
                 &opts.selection,
@@ -680,6 +714,9 @@ fn build_fetched(
                 PIECE,
             )?;
             let done = renderer.finish(&mut timings).map_err(KilnError::Render)?;
+            if let Some(e) = stream.as_deref_mut().and_then(Stream::interrupted) {
+                return Err(KilnError::Write(e));
+            }
             let mut emitted = Vec::with_capacity(done.len());
             for d in done {
                 emitted.push(d.emitted);
@@ -713,8 +750,10 @@ fn build_fetched(
         });
         render_warnings.extend(e.warnings);
         cluster_kinds.extend(e.cluster_kinds);
-        for (path, bytes) in e.files {
-            components.insert(path, bytes);
+        if stream.is_none() {
+            for (path, bytes) in e.files {
+                components.insert(path, bytes);
+            }
         }
     }
     // Kargo and Argo CD objects are per project and always complete for the projects
@@ -748,7 +787,15 @@ fn build_fetched(
         }
     };
     if platform.secrets == crate::spec::SecretPolicy::Forbid {
-        let names = secrets_in(&set);
+        let names: Vec<String> = match stream.as_deref() {
+            Some(s) => {
+                let mut all = s.secrets();
+                all.extend(secrets_by_file(&set));
+                all.sort_by(|a, b| a.0.cmp(&b.0));
+                all.into_iter().map(|(_, s)| s).collect()
+            }
+            None => secrets_in(&set),
+        };
         if !names.is_empty() {
             return Err(KilnError::SecretsForbidden { names });
         }
@@ -768,12 +815,18 @@ fn build_fetched(
         let v = Instant::now();
         let provenance = outputs.iter().map(|o| o.provenance.as_slice()).collect();
         let sourcing = crate::conform::Sourcing::render(&platform, opts.fs.as_ref(), provenance);
+        // A streamed file is read back where the write put it: the validation asks for the
+        // few holding custom resources or conflicting objects again.
+        let read_back = typed_arena::Arena::new();
+        let text = |path: &str| -> Option<&[u8]> {
+            if let Some(b) = set.files.get(path) {
+                return Some(b.as_slice());
+            }
+            let bytes = stream.as_deref()?.read_back(path)?;
+            Some(read_back.alloc(bytes).as_slice())
+        };
         let report = validation
-            .finish(
-                checked,
-                &|path| set.files.get(path).map(Vec::as_slice),
-                &sourcing,
-            )
+            .finish(checked, &text, &sourcing)
             .map_err(KilnError::ConformSetup)?;
         let errors = report.errors();
         if !errors.is_empty() {
@@ -790,7 +843,8 @@ fn build_fetched(
     }
     timings.emit = t.elapsed();
     let cache = cache.map(|c| c.stats()).unwrap_or_default();
-    let scope = slice_scope(&set, &opts.selection);
+    let streamed = stream.as_deref().into_iter().flat_map(Stream::paths);
+    let scope = slice_scope(streamed.chain(set.paths()), &opts.selection);
     let inputs = fs.inputs_with_trees(&platform.root, &fetched.roots());
     // Everything built: the lock may now say what this run used (never under `--locked`,
     // where it already does).
@@ -910,6 +964,15 @@ pub fn run_render(
             return Ok(summary);
         }
     }
+    // The write, fed each piece's files as it is rendered (issue 38, item 8); a render the
+    // `--schema-dir` checks or a shard's split need whole gives its files at the end.
+    let mut known = crate::write::Known::default();
+    if let Some((j, recorded)) = &last {
+        known.files = j.files.iter().map(|w| (w.path.as_str(), w)).collect();
+        known.recorded = Some(*recorded);
+    }
+    let mut stream = Stream::new(&opts.write_to, known, slot.is_some());
+    let streamed = opts.schema_dir.is_none() && opts.shard.is_none();
     let Built {
         platform,
         plans,
@@ -923,57 +986,45 @@ pub fn run_render(
         validation_warnings,
         validation_findings,
         ..
-    } = build_fetched(opts, progress, fetched, Instant::now())?;
+    } = build_fetched(
+        opts,
+        progress,
+        fetched,
+        Instant::now(),
+        streamed.then_some(&mut stream),
+    )?;
     let t = Instant::now();
-    // Pruning a directory that holds the sources would delete them; refuse such targets.
-    let sources: Vec<PathBuf> = std::iter::once(platform.dir.clone())
-        .chain(platform.components.iter().map(|c| c.dir.clone()))
-        .collect();
-    crate::write::check_target(&opts.write_to, &platform.root, &sources)
-        .map_err(KilnError::Write)?;
-    let digests: std::collections::BTreeMap<String, String> = {
-        use rayon::prelude::*;
-        set.files
-            .par_iter()
-            .map(|(p, b)| (p.clone(), kiln_base::digest::sha256_hex(b)))
-            .collect()
-    };
-    let mut known = crate::write::Known {
-        digests: Some(&digests),
-        ..Default::default()
-    };
-    if let Some((j, recorded)) = &last {
-        known.files = j.files.iter().map(|w| (w.path.as_str(), w)).collect();
-        known.recorded = Some(*recorded);
-    }
+    // Pruning a directory that holds the sources would delete them: such targets are
+    // refused before anything is staged.
+    let spent = stream.spent();
+    stream.start(&opts.write_to, &platform);
+    stream.take_set(set);
+    let files = stream.paths().count();
+    let (writer, digests, secrets, expressions) = stream.end().map_err(KilnError::Write)?;
     // The journal describes the tree before this write; drop it first, so that a write
     // that fails half-way never leaves a journal the tree does not match.
     if let Some(s) = &slot {
         s.forget();
     }
     let environments = platform.environment_names();
-    let write_opts = WriteOptions {
-        scope,
-        known,
-        environments: &environments,
-    };
-    let report = write(&set, &opts.write_to, &write_opts).map_err(KilnError::Write)?;
-    let secrets = secrets_by_file(&set);
+    let report = writer
+        .finish(&scope, &environments)
+        .map_err(KilnError::Write)?;
     let summary = RenderSummary {
         plans: plans.len(),
-        files: set.len(),
+        files,
         report,
         timings,
         cache,
-        expressions: crate::kargo::expressions::scan(&set),
+        expressions,
         secrets: secrets.iter().map(|(_, s)| s.clone()).collect(),
         validation_warnings,
         validation_findings,
         journal: false,
         incremental: None,
     };
-    if let Some(slot) = &slot
-        && let Ok(files) = crate::write::written(&set, &opts.write_to, &digests)
+    if let (Some(slot), Some(digests)) = (&slot, &digests)
+        && let Ok(files) = crate::write::written_digests(&opts.write_to, digests)
     {
         // Best effort: without a journal the next render only costs more.
         store_journal(
@@ -983,7 +1034,7 @@ pub fn run_render(
                 load_reads,
                 component_reads,
                 root: platform.root.clone(),
-                sources,
+                sources: source_dirs(&platform),
                 plans: summary.plans,
                 files,
                 expressions: &summary.expressions,
@@ -992,8 +1043,17 @@ pub fn run_render(
             outputs,
         );
     }
-    timings.write = t.elapsed();
+    // The files staged while the pieces were rendered are the write's time.
+    timings.render = timings.render.saturating_sub(spent);
+    timings.write = t.elapsed() + spent;
     Ok(RenderSummary { timings, ..summary })
+}
+
+/// The directories a write may not prune over: the platform's and each component's.
+fn source_dirs(platform: &Platform) -> Vec<PathBuf> {
+    std::iter::once(platform.dir.clone())
+        .chain(platform.components.iter().map(|c| c.dir.clone()))
+        .collect()
 }
 
 /// The cache directory of `opts` when it may be used (see [`crate::cache::check_dir`]).
@@ -1016,12 +1076,12 @@ fn open_cache(opts: &RenderOptions) -> Option<crate::cache::Cache> {
 /// The slice a selection covers (see [`Scope`]): everything without a filter, else the
 /// directories the filtered render produced files in (its component directories and its
 /// projects' Kargo and Argo CD directories).
-fn slice_scope(set: &ArtifactSet, selection: &Selection) -> Scope {
+fn slice_scope<'p>(paths: impl Iterator<Item = &'p str>, selection: &Selection) -> Scope {
     if selection == &Selection::default() {
         return Scope::All;
     }
     Scope::Dirs(
-        set.paths()
+        paths
             .filter_map(|p| p.rsplit_once('/').map(|(d, _)| format!("{d}/")))
             .collect(),
     )
@@ -1198,6 +1258,62 @@ mod tests {
             e.iter().flat_map(|e| e.files.clone()).collect::<Vec<_>>()
         };
         assert_eq!(files(&streamed), files(&whole));
+    }
+
+    /// Issue 38, item 8: `kiln render` hands each piece's files to the write once the piece
+    /// is rendered (staged beside the output at once), and keeps none of their bytes; the
+    /// tree written is the one of the whole set.
+    #[test]
+    fn a_render_streams_each_piece_into_the_write() {
+        let t = fixture();
+        let mut opts = RenderOptions::new(t.path().join("platforms/p"));
+        opts.root = Some(t.path().to_path_buf());
+        opts.write_to = t.path().join("out");
+        let platform = load_platform(&RealFs, &opts.platform_dir, opts.root.as_deref()).unwrap();
+        let all = Selection::default();
+        let mut stream = Stream::new(&opts.write_to, Default::default(), false);
+        stream.start(&opts.write_to, &platform);
+        let mut timings = Timings::default();
+        let mut renderer = PlanRenderer::new(
+            &platform.sources,
+            (&RealFs, Default::default()),
+            None,
+            Layout::Service,
+            &|_, _| {},
+            crate::evaluate::count(&platform, &all),
+        );
+        renderer.stream = Some(&mut stream);
+        evaluate_and_render(&platform, &all, &mut renderer, &mut timings, 1).unwrap();
+        let done = renderer.finish(&mut timings).unwrap();
+        let files: Vec<&(String, Vec<u8>)> = done.iter().flat_map(|d| &d.emitted.files).collect();
+        assert_eq!(files.len(), 4);
+        assert!(
+            files.iter().all(|(_, bytes)| bytes.is_empty()),
+            "bytes kept"
+        );
+        let mut paths: Vec<&str> = files.iter().map(|(p, _)| p.as_str()).collect();
+        paths.sort_unstable();
+        assert_eq!(stream.paths().collect::<Vec<_>>(), paths);
+        // Staged before the write's end, nothing in the output yet.
+        let staged = std::fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains(".kiln-stage-out-"))
+            .expect("a staging directory");
+        assert!(staged.join("new").join(paths[0]).is_file());
+        assert!(!opts.write_to.exists());
+        drop(stream);
+
+        let s = run_render(&opts, &|_, _| {}).unwrap();
+        let whole = build(&opts, &|_, _| {}).unwrap().set;
+        assert_eq!(s.files, whole.len());
+        for (path, bytes) in &whole.files {
+            assert_eq!(
+                &std::fs::read(opts.write_to.join(path)).unwrap(),
+                bytes,
+                "{path}"
+            );
+        }
     }
 
     #[test]

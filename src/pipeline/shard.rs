@@ -325,7 +325,7 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
         kargo_options(&plans, &opts, kinds).as_ref(),
     )
     .map_err(KilnError::Kargo)?;
-    let scope = slice_scope(&set, &opts.selection);
+    let scope = slice_scope(set.paths(), &opts.selection);
     let environments = platform.environment_names();
     let report = write(
         &set,

@@ -14,7 +14,7 @@ use rustix::fs::{AtFlags, Mode, OFlags};
 use rustix::io::Errno;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// How [`Dirs`] treats a directory that does not exist.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,8 +61,8 @@ pub(super) fn split(rel: &str) -> (&str, &str) {
 
 /// Handles on the directories along one path below a root (see the module docs).
 pub(super) struct Dirs<'a> {
-    root: BorrowedFd<'a>,
-    root_path: &'a Path,
+    root: Root<'a>,
+    root_path: std::borrow::Cow<'a, Path>,
     missing: Missing,
     /// The directories entered, outermost first: name and handle (`None`: it does not
     /// exist, and so neither does anything below it).
@@ -72,10 +72,29 @@ pub(super) struct Dirs<'a> {
 impl<'a> Dirs<'a> {
     pub(super) fn new(root: BorrowedFd<'a>, root_path: &'a Path, missing: Missing) -> Self {
         Dirs {
-            root,
-            root_path,
+            root: Root::Borrowed(root),
+            root_path: root_path.into(),
             missing,
             stack: Vec::new(),
+        }
+    }
+
+    /// [`Dirs::new`] owning its root's handle: for a write that takes its files over time
+    /// (`super::Writer`).
+    pub(super) fn owning(root: OwnedFd, root_path: PathBuf, missing: Missing) -> Dirs<'static> {
+        Dirs {
+            root: Root::Owned(root),
+            root_path: root_path.into(),
+            missing,
+            stack: Vec::new(),
+        }
+    }
+
+    /// The root's handle.
+    pub(super) fn root(&self) -> BorrowedFd<'_> {
+        match &self.root {
+            Root::Borrowed(fd) => *fd,
+            Root::Owned(fd) => fd.as_fd(),
         }
     }
 
@@ -95,7 +114,7 @@ impl<'a> Dirs<'a> {
             }
             self.stack.truncate(depth);
             let parent = match self.stack.last() {
-                None => Some(self.root),
+                None => Some(self.root()),
                 Some((_, fd)) => fd.as_ref().map(AsFd::as_fd),
             };
             let fd = match parent {
@@ -107,7 +126,7 @@ impl<'a> Dirs<'a> {
         }
         self.stack.truncate(depth);
         Ok(match self.stack.last() {
-            None => Some(self.root),
+            None => Some(self.root()),
             Some((_, fd)) => fd.as_ref().map(AsFd::as_fd),
         })
     }
@@ -171,6 +190,12 @@ impl<'a> Dirs<'a> {
             Err(e) => Err(io_error("open directory", &path(), e)),
         }
     }
+}
+
+/// The root of a [`Dirs`]: borrowed for one pass, or owned by a write kept open.
+enum Root<'a> {
+    Borrowed(BorrowedFd<'a>),
+    Owned(OwnedFd),
 }
 
 fn is_link(st: &rustix::fs::Stat) -> bool {

@@ -44,13 +44,22 @@ fn instance(path: &str, bytes: &[u8]) -> Option<Instance> {
     })
 }
 
-/// The environments of every component directory of `set`.
-pub(super) fn environments(set: &crate::artifact::ArtifactSet) -> BTreeSet<String> {
-    set.files
-        .iter()
-        .filter_map(|(p, b)| instance(p, b))
-        .map(|i| i.environment)
-        .collect()
+/// The environment of the component directory whose `.gen.yaml` is `path`.
+pub(super) fn environment(path: &str, bytes: &[u8]) -> Option<String> {
+    instance(path, bytes).map(|i| i.environment)
+}
+
+/// What the summary needs of a summarized file (issue 38, item 8: a write keeps it, not the
+/// file, for every file it replaces or writes): a `.gen.yaml`'s first line and the SHA-256
+/// of its body, which [`changes`] compares as it would the bodies; an Argo CD file whole.
+pub(super) fn reduced(path: &str, bytes: &[u8]) -> Vec<u8> {
+    if !path.ends_with(".gen.yaml") {
+        return bytes.to_vec();
+    }
+    let first = bytes.len() - body(bytes).len();
+    let mut out = bytes[..first].to_vec();
+    out.extend_from_slice(kiln_base::digest::sha256_hex(body(bytes)).as_bytes());
+    out
 }
 
 /// The body of a `.gen.yaml` (its objects, without the first line).

@@ -1,0 +1,188 @@
+//! `kiln render`'s files streamed into the write (issue 38, item 8): each piece of
+//! BuildPlans, once rendered, hands its files to a [`crate::write::Writer`], which stages
+//! the new and changed ones at once, and keeps only their paths; the Kargo and Argo CD
+//! files follow at the end, then the prune and the commit. At 100,000 BuildPlans the
+//! rendered bytes (637 MB of file content in 220,502 files) were all held until the write.
+//!
+//! What the render reports about the bytes (their digests for the journal, the Secrets,
+//! the Kargo expressions left in manifests) is taken on the worker that rendered them
+//! ([`scan`]). The result is the write of the whole set: the same tree, report and
+//! journal, the same errors in the same precedence (a write error found while streaming
+//! waits for the render's own errors, which come first; only SIGINT and SIGTERM stop the
+//! render at once).
+
+use crate::kargo::expressions::ExpressionInManifest;
+use crate::write::{Known, WriteError, Writer};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// What [`scan`] took from one plan's files.
+#[derive(Debug, Default)]
+pub(super) struct Scanned {
+    /// Each file's SHA-256 (hex), in the files' order; empty when no journal is kept.
+    digests: Vec<String>,
+    secrets: Vec<(String, String)>,
+    expressions: Vec<ExpressionInManifest>,
+}
+
+/// The digests (when `digests`), Secrets and Kargo expressions of `files`.
+pub(super) fn scan(files: &[(String, Vec<u8>)], digests: bool) -> Scanned {
+    let mut out = Scanned::default();
+    for (path, bytes) in files {
+        if digests {
+            out.digests.push(kiln_base::digest::sha256_hex(bytes));
+        }
+        out.secrets.extend(super::secrets_of_file(path, bytes));
+        crate::kargo::expressions::scan_file(path, bytes, &mut out.expressions);
+    }
+    out
+}
+
+/// A render's write, fed as it renders (see the module docs).
+pub(super) struct Stream<'a> {
+    writer: Writer<'a>,
+    /// Each file's digest, when a journal will be stored.
+    digests: Option<BTreeMap<String, String>>,
+    secrets: Vec<(String, String)>,
+    expressions: Vec<ExpressionInManifest>,
+    /// The first write error: later files are dropped, and the error is reported once the
+    /// render succeeded (an interrupt stops the render at once, see [`Stream::stopped`]).
+    failed: Option<WriteError>,
+    /// The target was checked ([`Stream::start`]).
+    started: bool,
+    /// Time spent taking files (comparing and staging them).
+    spent: std::time::Duration,
+}
+
+impl<'a> Stream<'a> {
+    /// A write into `out`, with what the last write left (`known`); `digests`: take each
+    /// file's digest (for the journal).
+    pub(super) fn new(out: &Path, known: Known<'a>, digests: bool) -> Self {
+        Stream {
+            writer: Writer::new(out, known),
+            digests: digests.then(BTreeMap::new),
+            secrets: Vec::new(),
+            expressions: Vec::new(),
+            failed: None,
+            started: false,
+            spent: Default::default(),
+        }
+    }
+
+    /// Whether files are scanned for digests too.
+    pub(super) fn digests(&self) -> bool {
+        self.digests.is_some()
+    }
+
+    /// Refuses a target whose pruning would touch the sources
+    /// ([`crate::write::check_target`]), before anything is staged.
+    pub(super) fn start(&mut self, out: &Path, platform: &crate::validate::Platform) {
+        if self.started {
+            return;
+        }
+        self.started = true;
+        let sources = super::source_dirs(platform);
+        if let Err(e) = crate::write::check_target(out, &platform.root, &sources) {
+            self.failed.get_or_insert(e);
+        }
+    }
+
+    /// SIGINT or SIGTERM arrived while files were staged: the render stops (the staged
+    /// files are removed when the stream is dropped).
+    pub(super) fn stopped(&self) -> bool {
+        matches!(self.failed, Some(WriteError::Interrupted { .. }))
+    }
+
+    /// The error of [`Stream::stopped`], taken.
+    pub(super) fn interrupted(&mut self) -> Option<WriteError> {
+        self.stopped().then(|| self.failed.take()).flatten()
+    }
+
+    /// The time spent comparing and staging files so far.
+    pub(super) fn spent(&self) -> std::time::Duration {
+        self.spent
+    }
+
+    /// Takes one piece's files, each plan's with what [`scan`] found in them: the bytes are
+    /// given to the write (in path order) and left empty, the paths stay.
+    pub(super) fn take<'p>(
+        &mut self,
+        plans: impl Iterator<Item = (&'p mut Vec<(String, Vec<u8>)>, Scanned)>,
+    ) {
+        let t = std::time::Instant::now();
+        let mut piece: Vec<(&str, Vec<u8>, Option<String>)> = Vec::new();
+        for (files, scanned) in plans {
+            self.secrets.extend(scanned.secrets);
+            self.expressions.extend(scanned.expressions);
+            let mut digests = scanned.digests.into_iter();
+            for (path, bytes) in files.iter_mut() {
+                piece.push((path, std::mem::take(bytes), digests.next()));
+            }
+        }
+        // The pieces come in plan order (a component's environments together); in path
+        // order, each directory of the piece is opened once.
+        piece.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        for (path, bytes, digest) in piece {
+            if self.failed.is_none()
+                && let Err(e) = self.writer.add(path, &bytes, digest.as_deref())
+            {
+                self.failed = Some(e);
+            }
+            if let (Some(all), Some(d)) = (&mut self.digests, digest) {
+                all.insert(path.to_string(), d);
+            }
+        }
+        self.spent += t.elapsed();
+    }
+
+    /// Takes the files of `set` (the Kargo and Argo CD files, or every file of a render
+    /// that was not streamed), scanned on rayon's pool.
+    pub(super) fn take_set(&mut self, set: crate::artifact::ArtifactSet) {
+        use rayon::prelude::*;
+        let digests = self.digests();
+        let mut files: Vec<Vec<(String, Vec<u8>)>> =
+            set.files.into_iter().map(|f| vec![f]).collect();
+        let scanned: Vec<Scanned> = files.par_iter().map(|f| scan(f, digests)).collect();
+        self.take(files.iter_mut().zip(scanned));
+    }
+
+    /// The bytes of a file given earlier (see [`Writer::read_back`]).
+    pub(super) fn read_back(&self, path: &str) -> Option<Vec<u8>> {
+        self.writer.read_back(path)
+    }
+
+    /// Every path given, in path order.
+    pub(super) fn paths(&self) -> impl Iterator<Item = &str> {
+        self.writer.paths()
+    }
+
+    /// The Secrets found, as [`super::secrets_by_file`] lists them (in path order).
+    pub(super) fn secrets(&self) -> Vec<(String, String)> {
+        let mut s = self.secrets.clone();
+        s.sort_by(|a, b| a.0.cmp(&b.0));
+        s
+    }
+
+    /// Ends the stream: its error if one came, else the writer, the digests, the Secrets
+    /// and the expressions (each in path order).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn end(
+        self,
+    ) -> Result<
+        (
+            Writer<'a>,
+            Option<BTreeMap<String, String>>,
+            Vec<(String, String)>,
+            Vec<ExpressionInManifest>,
+        ),
+        WriteError,
+    > {
+        if let Some(e) = self.failed {
+            return Err(e);
+        }
+        let secrets = self.secrets();
+        let mut expressions = self.expressions;
+        expressions.sort_by(|a, b| a.file.cmp(&b.file));
+        Ok((self.writer, self.digests, secrets, expressions))
+    }
+}
