@@ -303,10 +303,11 @@ fn object_name(o: &Value) -> String {
 }
 
 /// A rendered file's text and documents, or `None` when it is no UTF-8 YAML stream (not
-/// validated, as before the render wrote it).
+/// validated, as before the render wrote it). Read as the API server receives it, every
+/// plain scalar typed: an unquoted `8080` in a ConfigMap's `data` is the number it refuses.
 fn parse<'b>(file: &str, bytes: &'b [u8]) -> Option<(&'b str, Vec<Value>)> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let docs = crate::yaml::parse_stream(file, text).ok()?;
+    let docs = crate::yaml::parse_stream_as_applied(file, text).ok()?;
     Some((text, docs))
 }
 

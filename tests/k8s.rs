@@ -3,7 +3,7 @@
 //! but for the findings listed in [`KNOWN`], each a real invalidity.
 
 use crate::support::{shared_dir, shared_required};
-use kiln::yaml::parse_stream;
+use kiln::yaml::parse_stream_as_applied;
 use kiln_k8s::{Crds, Validator};
 use std::path::{Path, PathBuf};
 
@@ -61,12 +61,13 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every finding of every stream under the reference outputs, as `file pointer: message`.
+/// Every finding of every stream under the reference outputs, as `file pointer: message`,
+/// each read as `kiln validate` reads it: as applied, every plain scalar typed.
 fn findings_of(files: &[PathBuf]) -> Vec<String> {
     let mut out = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).unwrap();
-        let Ok(docs) = parse_stream(&file.display().to_string(), &text) else {
+        let Ok(docs) = parse_stream_as_applied(&file.display().to_string(), &text) else {
             continue;
         };
         let mut validator = Validator::new(kiln_k8s::builtin::DEFAULT_VERSION).unwrap();
@@ -543,4 +544,78 @@ fn validate_counts_what_each_check_checked() {
         ),
         "{report:#}"
     );
+}
+
+/// `kiln validate` of `text` (one file), as (exit code, stderr).
+fn validate_text(text: &str, args: &[&str]) -> (Option<i32>, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.yaml");
+    std::fs::write(&file, text).unwrap();
+    let out = crate::support::run(
+        crate::support::kiln_bin()
+            .arg("validate")
+            .arg(&file)
+            .args(args)
+            .env("NO_COLOR", "1"),
+    );
+    (out.code, out.stderr)
+}
+
+/// Item 4 (ConfigMap `data`, annotations): an integer parameter placed whole in a
+/// ConfigMap's `data` renders `port: 8080`, a number the API server refuses; the rendered
+/// bytes are validated as they are applied, not with the text kept as kiln reads its input.
+#[test]
+fn render_refuses_an_integer_parameter_in_configmap_data() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n",
+    );
+    f.edit(
+        COMPONENT,
+        "  - jsonPatch:",
+        "  - mergePatch:\n      target: {kind: ConfigMap}\n      patch: {data: {port: \"${params.replicas}\"}}\n  - jsonPatch:",
+    );
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::k8s::wrong_type",
+            "ConfigMap/web-dev/cm at `/data/port`",
+            "must be a string, not integer `2`",
+            "it is parameter `replicas`",
+        ],
+    );
+    // Inside a longer string it is a string, and the render passes.
+    f.edit(
+        COMPONENT,
+        "\"${params.replicas}\"}}",
+        "\"p${params.replicas}\"}}",
+    );
+    renders(&f, &[]);
+}
+
+/// Item 4, in `kiln validate`: unquoted numbers and booleans in ConfigMap `data`, Secret
+/// `stringData` and annotations are what kubectl sends the server, which refuses them.
+#[test]
+fn validate_refuses_non_strings_in_string_maps() {
+    let (code, err) = validate_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: n, annotations: {x: 1}}\ndata: {a: 1, b: true}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\nstringData: {a: 1}\n",
+        &[],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    for at in [
+        "ConfigMap/n/cm at `/metadata/annotations/x`",
+        "ConfigMap/n/cm at `/data/a`",
+        "ConfigMap/n/cm at `/data/b`",
+        "Secret/n/s at `/stringData/a`",
+    ] {
+        assert!(err.contains(at), "no `{at}` in:\n{err}");
+    }
+    // The valid twin: the same values quoted.
+    let (code, err) = validate_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: n, annotations: {x: '1'}}\ndata: {a: '1', b: 'true'}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\nstringData: {a: '1'}\n",
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
 }

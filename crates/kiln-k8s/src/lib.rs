@@ -470,6 +470,7 @@ impl Validator {
                         map.remove("kind");
                         map.remove("metadata");
                     }
+                    check::apply_defaults(&self.crds.schemas, *root, &mut body);
                     crd_walk.check(*root, &body, &mut String::new(), true);
                     crd_walk.findings.retain(|f| {
                         !(f.code == Code::RequiredField

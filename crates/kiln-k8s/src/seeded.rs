@@ -226,6 +226,24 @@ fn cases() -> Vec<Case> {
             "not valid base64",
             secret(json!({"token": "bm90IGJhc2U2NCE="})),
         ),
+        // Go's decoder drops `\r` and `\n` anywhere (what `base64 FILE` wraps at 76
+        // columns), and nothing else: a space is still an error.
+        case(
+            Code::InvalidBase64,
+            secret(json!({"multi": "aGVsbG8gd29y bGQ="})),
+            "/data/multi",
+            "not valid base64",
+            secret(json!({"multi": "aGVsbG8gd29y\r\nbGQ=\n"})),
+        ),
+        // Not `Strict`: nonzero trailing bits pass (`aGl=` decodes to `hi`); padding is
+        // still needed.
+        case(
+            Code::InvalidBase64,
+            secret(json!({"short": "aGl"})),
+            "/data/short",
+            "not valid base64",
+            secret(json!({"short": "aGl="})),
+        ),
         // ValidateConfigMap's and ValidateSecret's 1 MiB (values only, decoded).
         case(
             Code::DataTooLong,
@@ -561,6 +579,76 @@ fn cel_rules_outside_cel_rust_and_transition_rules_are_counted_not_failed() {
             .skipped_rules,
         2
     );
+}
+
+/// A CRD whose `spec` needs `mode` and reads `replicas` in a rule, both defaulted
+/// (`defaults: false` leaves the defaults out: the same CR then fails).
+fn thing_crd(defaults: bool) -> Value {
+    let mut spec = json!({
+        "type": "object",
+        "required": ["mode"],
+        "x-kubernetes-validations": [{"rule": "self.replicas >= 1 && self.limits.cpu == 'low'"}],
+        "properties": {
+            "mode": {"type": "string", "default": "a"},
+            "replicas": {"type": "integer", "default": 1},
+            "hint": {"type": "string", "nullable": true, "default": "x"},
+            "limits": {"type": "object", "default": {},
+                       "properties": {"cpu": {"type": "string", "default": "low"}}},
+            "ports": {"type": "array", "items": {"type": "object", "required": ["protocol"],
+                      "properties": {"port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}}}
+        }
+    });
+    if !defaults {
+        for p in ["mode", "replicas", "limits"] {
+            spec["properties"][p]
+                .as_object_mut()
+                .unwrap()
+                .remove("default");
+        }
+    }
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "names": {"kind": "Thing", "plural": "things"}, "scope": "Namespaced",
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    })
+}
+
+#[test]
+fn crd_defaults_are_applied_before_required_and_cel() {
+    let thing = |spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "n"}, "spec": spec});
+    let codes = |defaults: bool, spec: Value| -> Vec<(Code, String)> {
+        let mut v = Validator::new("1.33").unwrap();
+        assert_eq!(v.crds.add(&thing_crd(defaults)), Vec::<Finding>::new());
+        v.validate(&thing(spec))
+            .findings
+            .into_iter()
+            .map(|f| (f.code, f.pointer))
+            .collect()
+    };
+    // The server defaults `mode`, `replicas`, `limits` and then `limits.cpu` inside the
+    // copied default, a non-nullable `null` and each list item, then validates: clean.
+    assert_eq!(codes(true, json!({})), vec![]);
+    assert_eq!(
+        codes(
+            true,
+            json!({"mode": null, "hint": null, "ports": [{"port": 80}]})
+        ),
+        vec![]
+    );
+    // A value given is kept: `limits.cpu: high` fails the rule.
+    assert_eq!(
+        codes(true, json!({"limits": {"cpu": "high"}})),
+        vec![(Code::CelRule, "/spec".to_string())]
+    );
+    // Without the defaults the same CR fails, as it would on the server.
+    let found = codes(false, json!({}));
+    assert!(
+        found.contains(&(Code::RequiredField, "/spec/mode".to_string())),
+        "{found:?}"
+    );
+    assert!(found.iter().any(|(c, _)| *c == Code::CelError), "{found:?}");
 }
 
 #[test]
