@@ -244,6 +244,117 @@ fn cases() -> Vec<Case> {
             "not valid base64",
             secret(json!({"short": "aGl="})),
         ),
+        // The API server's Go validation beyond the schema (`server`): supported values.
+        case(
+            Code::Enum,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"type": "Foo"}}),
+            "/spec/type",
+            "\"Foo\" is not one of \"ClusterIP\", \"NodePort\", \"LoadBalancer\", \"ExternalName\"",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"type": "NodePort"}}),
+        ),
+        case(
+            Code::Enum,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "protocol": "XYZ"}]}}),
+            "/spec/ports/0/protocol",
+            "\"XYZ\" is not one of \"TCP\", \"UDP\", \"SCTP\"",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "protocol": "UDP"}]}}),
+        ),
+        case(
+            Code::Enum,
+            deployment(container(json!({"imagePullPolicy": "Sometimes"}))),
+            "/spec/template/spec/containers/0/imagePullPolicy",
+            "\"Sometimes\" is not one of \"Always\", \"IfNotPresent\", \"Never\"",
+            deployment(container(json!({"imagePullPolicy": "IfNotPresent"}))),
+        ),
+        case(
+            Code::Enum,
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+                d
+            },
+            "/spec/template/spec/restartPolicy",
+            "\"OnFailure\" is not one of \"Always\"",
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+                d
+            },
+        ),
+        case(
+            Code::Enum,
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["strategy"] = json!({"type": "Fast"});
+                d
+            },
+            "/spec/strategy/type",
+            "\"Fast\" is not one of \"Recreate\", \"RollingUpdate\"",
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["strategy"] = json!({"type": "Recreate"});
+                d
+            },
+        ),
+        // Names, ports, replicas.
+        case(
+            Code::InvalidName,
+            {
+                let mut d = deployment(container(json!({})));
+                d["metadata"]["name"] = json!("My_App");
+                d
+            },
+            "/metadata/name",
+            "`My_App`: a Deployment's name must be a DNS-1123 subdomain",
+            {
+                let mut d = deployment(container(json!({})));
+                d["metadata"]["name"] = json!("my-app.v2");
+                d
+            },
+        ),
+        case(
+            Code::InvalidName,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1web"}}),
+            "/metadata/name",
+            "a DNS-1035 label",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web1"}}),
+        ),
+        case(
+            Code::InvalidName,
+            deployment(json!({"name": "Main_C", "image": "nginx"})),
+            "/spec/template/spec/containers/0/name",
+            "container name `Main_C` must be a DNS-1123 label",
+            deployment(json!({"name": "main-c", "image": "nginx"})),
+        ),
+        case(
+            Code::InvalidName,
+            cm(json!({"bad/key": "x"})),
+            "/data/bad~1key",
+            "key `bad/key` must be",
+            cm(json!({"good.key_1": "x"})),
+        ),
+        case(
+            Code::Minimum,
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["replicas"] = json!(-3);
+                d
+            },
+            "/spec/replicas",
+            "-3 must be >= 0 (replicas)",
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["replicas"] = json!(0);
+                d
+            },
+        ),
+        case(
+            Code::Maximum,
+            deployment(container(json!({"ports": [{"containerPort": 70000}]}))),
+            "/spec/template/spec/containers/0/ports/0/containerPort",
+            "70000 must be <= 65535 (a port number)",
+            deployment(container(json!({"ports": [{"containerPort": 65535}]}))),
+        ),
         // ValidateConfigMap's and ValidateSecret's 1 MiB (values only, decoded).
         case(
             Code::DataTooLong,
