@@ -531,6 +531,7 @@ impl Validators {
 #[derive(Debug, Clone)]
 struct Owner {
     application: String,
+    environment: String,
     cluster: String,
     namespace: Option<String>,
 }
@@ -777,6 +778,7 @@ impl Validation {
                 &plan.component,
                 &plan.environment,
             ),
+            environment: plan.environment.clone(),
             cluster: plan.cluster.clone(),
             namespace: Some(plan.namespace.clone()).filter(|n| !n.is_empty()),
         };
@@ -935,6 +937,7 @@ fn conflict_findings<'t>(
             };
             placements.push(Placement {
                 application: &owner.application,
+                environment: &owner.environment,
                 cluster: &owner.cluster,
                 destination_namespace: owner.namespace.as_deref(),
                 object: identity,
@@ -1254,6 +1257,7 @@ mod tests {
         ];
         let owner = |app: &str| super::Owner {
             application: app.to_string(),
+            environment: "dev".to_string(),
             cluster: "c".to_string(),
             namespace: None,
         };

@@ -619,3 +619,67 @@ fn validate_refuses_non_strings_in_string_maps() {
     );
     assert_eq!(code, Some(0), "{err}");
 }
+
+/// Item 3, first conflict: an identical cluster-scoped object emitted by two Applications of
+/// one environment is owned by both (Argo CD's SharedResourceWarning), whatever the content;
+/// the same object in two environments of one cluster is the one object applied twice.
+#[test]
+fn render_refuses_an_identical_cluster_scoped_object_of_two_applications() {
+    let f = Fixture::new();
+    for c in ["ra", "rb"] {
+        f.write(
+            &format!("repo/components/{c}/component.yaml"),
+            &format!("apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: {c}}}\nspec:\n  generators:\n  - files: [manifests]\n"),
+        );
+        f.write(
+            &format!("repo/components/{c}/manifests/role.yaml"),
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: shared-reader}\nrules: [{apiGroups: [''], resources: [pods], verbs: [get]}]\n",
+        );
+    }
+    f.edit(
+        PLATFORM,
+        "    - path: ../../components/web\n",
+        "    - path: ../../components/web\n    - path: ../../components/ra\n    - path: ../../components/rb\n",
+    );
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::k8s::shared_resource",
+            "ClusterRole `shared-reader` of cluster `c` is owned by Applications `web-ra-dev` and `web-rb-dev`",
+        ],
+    );
+    // One Application per cluster-scoped object: `ra` in both environments is clean.
+    f.edit(PLATFORM, "    - path: ../../components/rb\n", "");
+    renders(&f, &[]);
+}
+
+/// ADR 0021: a CEL rule kiln cannot evaluate (Kubernetes' `quantity()` and `url()`
+/// libraries) is counted in `kiln validate`'s summary and JSON, never passed silently.
+#[test]
+fn validate_counts_cel_rules_not_evaluated() {
+    let text = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n            - {rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\"}\n            - {rule: \"url(self.u).getHost() == 'example.com'\"}\n            - {rule: \"self.mem != ''\"}\n            properties:\n              mem: {type: string}\n              u: {type: string}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: n}\nspec: {mem: 3Gi, u: 'https://evil.com/x'}\n";
+    let (code, err) = validate_text(text, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap()
+            .ends_with("; 2 CEL rules not evaluated"),
+        "{err}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.yaml");
+    std::fs::write(&file, text).unwrap();
+    let out = crate::support::run(
+        crate::support::kiln_bin()
+            .arg("validate")
+            .arg(&file)
+            .args(["-o", "json"]),
+    );
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        report["kubernetes"]["celRulesNotEvaluated"], 2,
+        "{report:#}"
+    );
+}

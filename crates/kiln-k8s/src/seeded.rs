@@ -801,6 +801,8 @@ fn placement<'a>(
 ) -> Placement<'a> {
     Placement {
         application: app,
+        // Applications are named `<project>-<component>-<environment>`.
+        environment: app.rsplit('-').next().unwrap_or(app),
         cluster: "prod",
         destination_namespace: ns,
         object: Box::leak(Box::new(Identity::of(object, Some(namespaced)))),
@@ -865,6 +867,22 @@ fn a_cluster_scoped_object_differing_between_environments_is_reported() {
             placement("web-prod", Some("b"), &a, false)
         ])
         .is_empty()
+    );
+    // In one environment, two Applications owning it is the shared resource, whatever the
+    // content.
+    let found = conflicts(&[
+        placement("web-a-prod", None, &a, false),
+        placement("web-b-prod", None, &a, false),
+    ]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].finding.code, Code::SharedResource);
+    assert!(
+        found[0]
+            .finding
+            .message
+            .contains("owned by Applications `web-a-prod` and `web-b-prod`"),
+        "{:?}",
+        found[0].finding
     );
     // Content is compared by digest, as values: the order of keys is no difference, a
     // number written otherwise (`1.0` for `1`) is one, as it was between the values.
