@@ -546,8 +546,8 @@ fn validate_counts_what_each_check_checked() {
     );
 }
 
-/// `kiln validate` of `text` (one file), as (exit code, stderr).
-fn validate_text(text: &str, args: &[&str]) -> (Option<i32>, String) {
+/// `kiln validate` of `text` (one file), as (exit code, stderr, stdout).
+fn validate_text(text: &str, args: &[&str]) -> (Option<i32>, String, String) {
     let tmp = tempfile::tempdir().unwrap();
     let file = tmp.path().join("m.yaml");
     std::fs::write(&file, text).unwrap();
@@ -558,7 +558,7 @@ fn validate_text(text: &str, args: &[&str]) -> (Option<i32>, String) {
             .args(args)
             .env("NO_COLOR", "1"),
     );
-    (out.code, out.stderr)
+    (out.code, out.stderr, out.stdout)
 }
 
 /// Item 4 (ConfigMap `data`, annotations): an integer parameter placed whole in a
@@ -599,7 +599,7 @@ fn render_refuses_an_integer_parameter_in_configmap_data() {
 /// `stringData` and annotations are what kubectl sends the server, which refuses them.
 #[test]
 fn validate_refuses_non_strings_in_string_maps() {
-    let (code, err) = validate_text(
+    let (code, err, _) = validate_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: n, annotations: {x: 1}}\ndata: {a: 1, b: true}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\nstringData: {a: 1}\n",
         &[],
     );
@@ -613,7 +613,7 @@ fn validate_refuses_non_strings_in_string_maps() {
         assert!(err.contains(at), "no `{at}` in:\n{err}");
     }
     // The valid twin: the same values quoted.
-    let (code, err) = validate_text(
+    let (code, err, _) = validate_text(
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: n, annotations: {x: '1'}}\ndata: {a: '1', b: 'true'}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\nstringData: {a: '1'}\n",
         &[],
     );
@@ -659,7 +659,7 @@ fn render_refuses_an_identical_cluster_scoped_object_of_two_applications() {
 #[test]
 fn validate_counts_cel_rules_not_evaluated() {
     let text = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n            - {rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\"}\n            - {rule: \"url(self.u).getHost() == 'example.com'\"}\n            - {rule: \"self.mem != ''\"}\n            properties:\n              mem: {type: string}\n              u: {type: string}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: n}\nspec: {mem: 3Gi, u: 'https://evil.com/x'}\n";
-    let (code, err) = validate_text(text, &[]);
+    let (code, err, _) = validate_text(text, &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
         err.lines()
@@ -668,16 +668,8 @@ fn validate_counts_cel_rules_not_evaluated() {
             .ends_with("; 2 CEL rules not evaluated"),
         "{err}"
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let file = tmp.path().join("m.yaml");
-    std::fs::write(&file, text).unwrap();
-    let out = crate::support::run(
-        crate::support::kiln_bin()
-            .arg("validate")
-            .arg(&file)
-            .args(["-o", "json"]),
-    );
-    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let (_, _, out) = validate_text(text, &["-o", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         report["kubernetes"]["celRulesNotEvaluated"], 2,
         "{report:#}"
