@@ -303,10 +303,11 @@ fn object_name(o: &Value) -> String {
 }
 
 /// A rendered file's text and documents, or `None` when it is no UTF-8 YAML stream (not
-/// validated, as before the render wrote it).
+/// validated, as before the render wrote it). Read as the API server receives it, every
+/// plain scalar typed: an unquoted `8080` in a ConfigMap's `data` is the number it refuses.
 fn parse<'b>(file: &str, bytes: &'b [u8]) -> Option<(&'b str, Vec<Value>)> {
     let text = std::str::from_utf8(bytes).ok()?;
-    let docs = crate::yaml::parse_stream(file, text).ok()?;
+    let docs = crate::yaml::parse_stream_as_applied(file, text).ok()?;
     Some((text, docs))
 }
 
@@ -556,6 +557,7 @@ impl Validators {
 #[derive(Debug, Clone)]
 struct Owner {
     application: String,
+    environment: String,
     cluster: String,
     namespace: Option<String>,
 }
@@ -885,6 +887,7 @@ impl Validation {
                 &plan.component,
                 &plan.environment,
             ),
+            environment: plan.environment.clone(),
             cluster: plan.cluster.clone(),
             namespace: Some(plan.namespace.clone()).filter(|n| !n.is_empty()),
         };
@@ -1051,6 +1054,7 @@ fn conflict_findings<'t>(
             };
             placements.push(Placement {
                 application: &owner.application,
+                environment: &owner.environment,
                 cluster: &owner.cluster,
                 destination_namespace: owner.namespace.as_deref(),
                 object: identity,
@@ -1304,17 +1308,23 @@ mod tests {
     const EXPECTED: &[&str] = &[
         "invalid_crd web/dev/crd/crd.gen.yaml:18: CustomResourceDefinition/bolts.example.com at `/spec/versions/0/schema/openAPIV3Schema/properties/spec`: invalid pattern `[`: regex parse error:\n    [\n    ^\nerror: unclosed character class; from components/crd/component.yaml:39 (resources)",
         "invalid_crd web/prod/crd/crd.gen.yaml:18: CustomResourceDefinition/bolts.example.com at `/spec/versions/0/schema/openAPIV3Schema/properties/spec`: invalid pattern `[`: regex parse error:\n    [\n    ^\nerror: unclosed character class; from components/crd/component.yaml:39 (resources)",
+        "wrong_type web/dev/cr/cr.gen.yaml:4: ConfigMap/web-dev/c at `/data/k`: must be a string, not integer `1`; from components/cr/component.yaml:10 (resources)",
         "maximum web/dev/cr/cr.gen.yaml:16: Widget/web-dev/w at `/spec/size`: 20 must be <= 10; from components/cr/component.yaml:8 (resources)",
         "unserved_version web/dev/cr/cr.gen.yaml:18: Widget/web-dev/w2 at `/apiVersion`: the CRD of Widget does not serve `example.com/v2`; it serves `example.com/v1`; from components/cr/component.yaml:9 (resources)",
+        "wrong_type web/prod/cr/cr.gen.yaml:4: ConfigMap/web-prod/c at `/data/k`: must be a string, not integer `1`; from components/cr/component.yaml:10 (resources)",
         "maximum web/prod/cr/cr.gen.yaml:16: Widget/web-prod/w at `/spec/size`: 20 must be <= 10; from components/cr/component.yaml:8 (resources)",
         "unserved_version web/prod/cr/cr.gen.yaml:18: Widget/web-prod/w2 at `/apiVersion`: the CRD of Widget does not serve `example.com/v2`; it serves `example.com/v1`; from components/cr/component.yaml:9 (resources)",
         "no_schema web/dev/crd/crd.gen.yaml:49: Gadget/web-dev/g: no schema for example.com/v1 Gadget; from components/crd/component.yaml:40 (resources)",
         "maximum web/dev/crd/crd.gen.yaml:63: Widget/web-dev/w3 at `/spec/size`: 30 must be <= 10; from components/crd/component.yaml:41 (resources)",
         "no_schema web/prod/crd/crd.gen.yaml:49: Gadget/web-prod/g: no schema for example.com/v1 Gadget; from components/crd/component.yaml:40 (resources)",
         "maximum web/prod/crd/crd.gen.yaml:63: Widget/web-prod/w3 at `/spec/size`: 30 must be <= 10; from components/crd/component.yaml:41 (resources)",
+        "wrong_type web/dev/bad/bad.gen.yaml:4: ConfigMap/web-dev/bad at `/data/n`: must be a string, not integer `5`; from components/bad/component.yaml:8 (resources)",
         "unknown_field web/dev/bad/bad.gen.yaml:9: ConfigMap/web-dev/bad at `/spec`: unknown field `spec`; from components/bad/component.yaml:8 (resources)",
+        "maximum web/dev/bad/bad.gen.yaml:18: Service/web-dev/svc at `/spec/ports/0/port`: 99999 must be <= 65535 (a port number); from components/bad/component.yaml:10 (resources)",
         "unserved_version web/dev/bad/bad.gen.yaml:20: PodDisruptionBudget/web-dev/pdb at `/apiVersion`: Kubernetes 1.36 does not serve `policy/v1beta1` PodDisruptionBudget; it serves `policy/v1`; from components/bad/component.yaml:9 (resources)",
+        "wrong_type web/prod/bad/bad.gen.yaml:4: ConfigMap/web-prod/bad at `/data/n`: must be a string, not integer `5`; from components/bad/component.yaml:8 (resources)",
         "unknown_field web/prod/bad/bad.gen.yaml:9: ConfigMap/web-prod/bad at `/spec`: unknown field `spec`; from components/bad/component.yaml:8 (resources)",
+        "maximum web/prod/bad/bad.gen.yaml:18: Service/web-prod/svc at `/spec/ports/0/port`: 99999 must be <= 65535 (a port number); from components/bad/component.yaml:10 (resources)",
         "unserved_version web/prod/bad/bad.gen.yaml:20: PodDisruptionBudget/web-prod/pdb at `/apiVersion`: Kubernetes 1.36 does not serve `policy/v1beta1` PodDisruptionBudget; it serves `policy/v1`; from components/bad/component.yaml:9 (resources)",
         "cluster_scoped_conflict web/prod/role/role.gen.yaml:2: ClusterRole/reader: cluster-scoped ClusterRole `reader` is emitted into cluster `c` by Applications `web-role-dev` and `web-role-prod` with different content; from components/role/component.yaml:8 (resources)",
         "shared_resource web/prod/s1/s1.gen.yaml:2: ConfigMap/common/shared: ConfigMap `shared` in namespace `common` of cluster `c` is owned by Applications `web-s1-dev` and `web-s1-prod`; they would overwrite each other (Argo CD's SharedResourceWarning); from components/shared/component.yaml:8 (resources)",
@@ -1371,6 +1381,7 @@ mod tests {
         ];
         let owner = |app: &str| super::Owner {
             application: app.to_string(),
+            environment: "dev".to_string(),
             cluster: "c".to_string(),
             namespace: None,
         };

@@ -3,7 +3,7 @@
 //! but for the findings listed in [`KNOWN`], each a real invalidity.
 
 use crate::support::{shared_dir, shared_required};
-use kiln::yaml::parse_stream;
+use kiln::yaml::parse_stream_as_applied;
 use kiln_k8s::{Crds, Validator};
 use std::path::{Path, PathBuf};
 
@@ -61,12 +61,13 @@ fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// Every finding of every stream under the reference outputs, as `file pointer: message`.
+/// Every finding of every stream under the reference outputs, as `file pointer: message`,
+/// each read as `kiln validate` reads it: as applied, every plain scalar typed.
 fn findings_of(files: &[PathBuf]) -> Vec<String> {
     let mut out = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(file).unwrap();
-        let Ok(docs) = parse_stream(&file.display().to_string(), &text) else {
+        let Ok(docs) = parse_stream_as_applied(&file.display().to_string(), &text) else {
             continue;
         };
         let mut validator = Validator::new(kiln_k8s::builtin::DEFAULT_VERSION).unwrap();
@@ -541,6 +542,136 @@ fn validate_counts_what_each_check_checked() {
         report["summary"].as_str().unwrap().ends_with(
             "1 object checked against the Kubernetes 1.33 API schemas (1 of kinds with no schema)"
         ),
+        "{report:#}"
+    );
+}
+
+/// `kiln validate` of `text` (one file), as (exit code, stderr, stdout).
+fn validate_text(text: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.yaml");
+    std::fs::write(&file, text).unwrap();
+    let out = crate::support::run(
+        crate::support::kiln_bin()
+            .arg("validate")
+            .arg(&file)
+            .args(args)
+            .env("NO_COLOR", "1"),
+    );
+    (out.code, out.stderr, out.stdout)
+}
+
+/// Item 4 (ConfigMap `data`, annotations): an integer parameter placed whole in a
+/// ConfigMap's `data` renders `port: 8080`, a number the API server refuses; the rendered
+/// bytes are validated as they are applied, not with the text kept as kiln reads its input.
+#[test]
+fn render_refuses_an_integer_parameter_in_configmap_data() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {a: b}\n",
+    );
+    f.edit(
+        COMPONENT,
+        "  - jsonPatch:",
+        "  - mergePatch:\n      target: {kind: ConfigMap}\n      patch: {data: {port: \"${params.replicas}\"}}\n  - jsonPatch:",
+    );
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::k8s::wrong_type",
+            "ConfigMap/web-dev/cm at `/data/port`",
+            "must be a string, not integer `2`",
+            "it is parameter `replicas`",
+        ],
+    );
+    // Inside a longer string it is a string, and the render passes.
+    f.edit(
+        COMPONENT,
+        "\"${params.replicas}\"}}",
+        "\"p${params.replicas}\"}}",
+    );
+    renders(&f, &[]);
+}
+
+/// Item 4, in `kiln validate`: unquoted numbers and booleans in ConfigMap `data`, Secret
+/// `stringData` and annotations are what kubectl sends the server, which refuses them.
+#[test]
+fn validate_refuses_non_strings_in_string_maps() {
+    let (code, err, _) = validate_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: n, annotations: {x: 1}}\ndata: {a: 1, b: true}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\nstringData: {a: 1}\n",
+        &[],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    for at in [
+        "ConfigMap/n/cm at `/metadata/annotations/x`",
+        "ConfigMap/n/cm at `/data/a`",
+        "ConfigMap/n/cm at `/data/b`",
+        "Secret/n/s at `/stringData/a`",
+    ] {
+        assert!(err.contains(at), "no `{at}` in:\n{err}");
+    }
+    // The valid twin: the same values quoted.
+    let (code, err, _) = validate_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm, namespace: n, annotations: {x: '1'}}\ndata: {a: '1', b: 'true'}\n---\napiVersion: v1\nkind: Secret\nmetadata: {name: s, namespace: n}\nstringData: {a: '1'}\n",
+        &[],
+    );
+    assert_eq!(code, Some(0), "{err}");
+}
+
+/// Item 3, first conflict: an identical cluster-scoped object emitted by two Applications of
+/// one environment is owned by both (Argo CD's SharedResourceWarning), whatever the content;
+/// the same object in two environments of one cluster is the one object applied twice.
+#[test]
+fn render_refuses_an_identical_cluster_scoped_object_of_two_applications() {
+    let f = Fixture::new();
+    for c in ["ra", "rb"] {
+        f.write(
+            &format!("repo/components/{c}/component.yaml"),
+            &format!("apiVersion: kiln/v1alpha1\nkind: Component\nmetadata: {{name: {c}}}\nspec:\n  generators:\n  - files: [manifests]\n"),
+        );
+        f.write(
+            &format!("repo/components/{c}/manifests/role.yaml"),
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: shared-reader}\nrules: [{apiGroups: [''], resources: [pods], verbs: [get]}]\n",
+        );
+    }
+    f.edit(
+        PLATFORM,
+        "    - path: ../../components/web\n",
+        "    - path: ../../components/web\n    - path: ../../components/ra\n    - path: ../../components/rb\n",
+    );
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::k8s::shared_resource",
+            "ClusterRole `shared-reader` of cluster `c` is owned by Applications `web-ra-dev` and `web-rb-dev`",
+        ],
+    );
+    // One Application per cluster-scoped object: `ra` in both environments is clean.
+    f.edit(PLATFORM, "    - path: ../../components/rb\n", "");
+    renders(&f, &[]);
+}
+
+/// ADR 0021: a CEL rule kiln cannot evaluate (Kubernetes' `quantity()` and `url()`
+/// libraries) is counted in `kiln validate`'s summary and JSON, never passed silently.
+#[test]
+fn validate_counts_cel_rules_not_evaluated() {
+    let text = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n            - {rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\"}\n            - {rule: \"url(self.u).getHost() == 'example.com'\"}\n            - {rule: \"self.mem != ''\"}\n            properties:\n              mem: {type: string}\n              u: {type: string}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: n}\nspec: {mem: 3Gi, u: 'https://evil.com/x'}\n";
+    let (code, err, _) = validate_text(text, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap()
+            .ends_with("; 2 CEL rules not evaluated"),
+        "{err}"
+    );
+    let (_, _, out) = validate_text(text, &["-o", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        report["kubernetes"]["celRulesNotEvaluated"], 2,
         "{report:#}"
     );
 }

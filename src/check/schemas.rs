@@ -460,7 +460,9 @@ fn compile(schema: &Value) -> Result<Validator, String> {
 /// The ObjectMeta rules kiln checks on every object, as the API server does
 /// (k8s.io/apimachinery `ValidateObjectMeta`): label and annotation maps hold strings (a bare
 /// `true` is a boolean and is rejected), label keys are qualified names and label values at
-/// most 63 characters from `[A-Za-z0-9-_.]`, starting and ending alphanumeric.
+/// most 63 characters from `[A-Za-z0-9-_.]`, starting and ending alphanumeric. A `null`
+/// map or list (`annotations: null`, common in charts' output) decodes to Go's nil, which
+/// the server takes as empty.
 pub fn object_meta_schema() -> Value {
     let qualified_name = r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$";
     json!({
@@ -470,7 +472,7 @@ pub fn object_meta_schema() -> Value {
             "generateName": { "type": "string" },
             "namespace": { "type": "string", "maxLength": 63, "pattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$" },
             "labels": {
-                "type": "object",
+                "type": ["object", "null"],
                 "propertyNames": { "pattern": qualified_name },
                 "additionalProperties": {
                     "type": "string",
@@ -479,11 +481,11 @@ pub fn object_meta_schema() -> Value {
                 }
             },
             "annotations": {
-                "type": "object",
+                "type": ["object", "null"],
                 "propertyNames": { "pattern": qualified_name },
                 "additionalProperties": { "type": "string" }
             },
-            "finalizers": { "type": "array", "items": { "type": "string" } }
+            "finalizers": { "type": ["array", "null"], "items": { "type": "string" } }
         }
     })
 }
@@ -860,6 +862,18 @@ mod tests {
         let bad_name =
             json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": "Shop_1" } });
         assert!(!valid(&s, &bad_name));
+    }
+
+    #[test]
+    fn object_meta_takes_null_maps_and_lists_as_empty() {
+        let cm = |meta: Value| json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": meta });
+        let s = builtin_object_schema(&Gvk::new("v1", "ConfigMap"));
+        assert!(valid(
+            &s,
+            &cm(json!({ "name": "c", "annotations": null, "labels": null, "finalizers": null }))
+        ));
+        assert!(!valid(&s, &cm(json!({ "name": "c", "annotations": "" }))));
+        assert!(!valid(&s, &cm(json!({ "name": "c", "labels": [] }))));
     }
 
     #[test]

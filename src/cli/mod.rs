@@ -2121,6 +2121,7 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
             "version": k8s_count.version,
             "objects": k8s_count.checked,
             "noSchema": k8s_count.unvalidated,
+            "celRulesNotEvaluated": k8s_count.skipped_rules,
             "summary": k8s_count.summary(),
             "findings": k8s.findings.iter().map(|f| serde_json::json!({
                 "code": format!("kiln::k8s::{}", f.code.as_str()),
@@ -2151,12 +2152,14 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
 }
 
 /// The Kubernetes half of `kiln validate`'s counts: the objects checked against the API
-/// schemas of `version`, the problems, and the objects of kinds with no schema.
+/// schemas of `version`, the problems, the objects of kinds with no schema, and the CEL
+/// rules not evaluated (ADR 0021: counted, never passed silently).
 struct K8sCount<'v> {
     version: &'v str,
     checked: usize,
     unvalidated: usize,
     errors: usize,
+    skipped_rules: usize,
 }
 
 impl<'v> K8sCount<'v> {
@@ -2167,6 +2170,7 @@ impl<'v> K8sCount<'v> {
             checked: k8s.objects.saturating_sub(unvalidated),
             unvalidated,
             errors,
+            skipped_rules: k8s.skipped_rules,
         }
     }
 
@@ -2184,6 +2188,11 @@ impl<'v> K8sCount<'v> {
         );
         if self.unvalidated > 0 {
             text.push_str(&format!(" ({} of kinds with no schema)", self.unvalidated));
+        }
+        match self.skipped_rules {
+            0 => {}
+            1 => text.push_str("; 1 CEL rule not evaluated"),
+            n => text.push_str(&format!("; {n} CEL rules not evaluated")),
         }
         text
     }

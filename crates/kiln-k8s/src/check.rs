@@ -21,6 +21,54 @@ pub struct Skipped {
     pub cel_rules: usize,
 }
 
+/// Applies a CRD's structural `default`s to `value`, as the API server does when it decodes
+/// a custom resource, before pruning and validation (k8s.io/apiextensions-apiserver
+/// `pkg/apiserver/schema/defaulting/algorithm.go`, `Default`): a property that is missing,
+/// or `null` and not `nullable`, takes a copy of its default; then every property, map value
+/// and list item is defaulted below, the copied defaults included.
+pub(crate) fn apply_defaults(schemas: &Schemas, id: NodeId, value: &mut Value) {
+    let node = &schemas.nodes[id];
+    if let Some(target) = node.target {
+        return apply_defaults(schemas, target, value);
+    }
+    // A non-nullable `null` map value or list item takes its schema's default.
+    let null_default = |sub: NodeId, v: &mut Value| {
+        let n = &schemas.nodes[sub];
+        if let (Value::Null, Some(d), false) = (&*v, &n.default, n.nullable) {
+            *v = d.clone();
+        }
+    };
+    match value {
+        Value::Object(map) => {
+            for (key, &sub) in &node.properties {
+                let prop = &schemas.nodes[sub];
+                if let Some(default) = &prop.default
+                    && map.get(key).is_none_or(|v| v.is_null() && !prop.nullable)
+                {
+                    map.insert(key.clone(), default.clone());
+                }
+            }
+            for (key, child) in map.iter_mut() {
+                if let Some(&sub) = node.properties.get(key) {
+                    apply_defaults(schemas, sub, child);
+                } else if let Extra::Schema(sub) = node.extra {
+                    null_default(sub, child);
+                    apply_defaults(schemas, sub, child);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = node.items {
+                for item in items {
+                    null_default(sub, item);
+                    apply_defaults(schemas, sub, item);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 /// One walk: the arena, the findings, the counters.
 pub(crate) struct Walk<'a> {
     pub schemas: &'a Schemas,
@@ -84,10 +132,17 @@ fn is_date(s: &str) -> bool {
             .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
 }
 
+/// A `[]byte` field's string as Go's `encoding/json` decodes it (`literalStore` in
+/// `encoding/json/decode.go`, kept by sigs.k8s.io/json): `base64.StdEncoding.Decode`, which
+/// drops every `\r` and `\n` wherever they are (`base64 FILE` wraps at 76 columns), needs
+/// the padding, and, not being `Strict`, accepts nonzero trailing bits.
 fn is_base64(s: &str) -> bool {
-    base64::engine::general_purpose::STANDARD
-        .decode(s.trim_end_matches(['\n', '\r']))
-        .is_ok()
+    const GO_STD: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::general_purpose::PAD.with_decode_allow_trailing_bits(true),
+    );
+    let joined: Vec<u8> = s.bytes().filter(|b| !matches!(b, b'\n' | b'\r')).collect();
+    GO_STD.decode(joined).is_ok()
 }
 
 /// `resource.ParseQuantity`'s grammar (k8s.io/apimachinery `pkg/api/resource/quantity.go`).

@@ -7,7 +7,9 @@
 //! - a namespaced object with no namespace where its Application names no destination
 //!   namespace (Argo CD then applies it into `default`, rarely what was meant);
 //! - a cluster-scoped object emitted into two environments of one cluster with different
-//!   content (the same content twice is one object, applied twice to the same effect).
+//!   content (the same content twice is one object, applied twice to the same effect); two
+//!   Applications of one environment emitting it are the first conflict, whatever the
+//!   content, as Argo CD warns of any object two Applications track.
 //!
 //! The rules read an object's [`Identity`] only, never the object: a render validates each
 //! BuildPlan's objects as they are rendered and drops them (issue 38, item 8), keeping these
@@ -99,6 +101,8 @@ fn canonical(v: &Value, out: &mut Vec<u8>) {
 pub struct Placement<'a> {
     /// The owning Argo CD Application's name.
     pub application: &'a str,
+    /// The environment the Application deploys.
+    pub environment: &'a str,
     /// The destination cluster (its name or server URL).
     pub cluster: &'a str,
     /// The Application's `spec.destination.namespace`, when it names one.
@@ -158,7 +162,7 @@ pub fn conflicts<'a>(placements: &[Placement<'a>]) -> Vec<Conflict> {
         if other.application == p.application {
             continue;
         }
-        let finding = if p.namespaced == Some(false) {
+        let finding = if p.namespaced == Some(false) && other.environment != p.environment {
             // Both have a digest (see `Identity::content`): `p` is cluster-scoped, and
             // `other` shares its key, so it is cluster-scoped or names no namespace.
             if other.object.content.is_some() && other.object.content == p.object.content {

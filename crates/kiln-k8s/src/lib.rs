@@ -8,7 +8,8 @@
 //! [`Finding`]s at JSON Pointers; the pipeline maps each pointer back to the line that
 //! produced it. Same input, same findings, in document order then field order.
 //!
-//! Layers (ARCHITECTURE.md): `cel`, `schema`, `check`, `builtin`, `conflict` below this root.
+//! Layers (ARCHITECTURE.md): `cel`, `schema`, `check`, `builtin`, `server`, `conflict` below
+//! this root.
 
 // The seeded-defect suite builds its CRD with one `json!`.
 #![cfg_attr(test, recursion_limit = "512")]
@@ -18,6 +19,7 @@ pub mod cel;
 pub mod check;
 pub mod conflict;
 pub mod schema;
+pub mod server;
 
 use builtin::Builtin;
 use schema::{Dialect, NodeId, Schemas};
@@ -87,11 +89,14 @@ pub enum Code {
     ClusterScopedConflict,
     /// A ConfigMap or Secret whose data is over 1 MiB (`data_too_long`).
     DataTooLong,
+    /// An object name, container name or ConfigMap/Secret key the server's Go validation
+    /// refuses ([`server`]).
+    InvalidName,
 }
 
 impl Code {
     /// Every rule, in the order of this enum.
-    pub const ALL: [Code; 35] = [
+    pub const ALL: [Code; 36] = [
         Code::UnknownField,
         Code::WrongType,
         Code::IntegerRange,
@@ -127,6 +132,7 @@ impl Code {
         Code::MissingNamespace,
         Code::ClusterScopedConflict,
         Code::DataTooLong,
+        Code::InvalidName,
     ];
 
     /// The rule's name: `unknown_field`, `wrong_type`, …
@@ -167,6 +173,7 @@ impl Code {
             Code::MissingNamespace => "missing_namespace",
             Code::ClusterScopedConflict => "cluster_scoped_conflict",
             Code::DataTooLong => "data_too_long",
+            Code::InvalidName => "invalid_name",
         }
     }
 
@@ -427,6 +434,9 @@ impl Validator {
             outcome
                 .findings
                 .extend(data_too_long(api_version, kind, object));
+            outcome
+                .findings
+                .extend(server::check(api_version, kind, object));
         } else if self.builtin.has_group(group)
             && !self
                 .crds
@@ -470,6 +480,7 @@ impl Validator {
                         map.remove("kind");
                         map.remove("metadata");
                     }
+                    check::apply_defaults(&self.crds.schemas, *root, &mut body);
                     crd_walk.check(*root, &body, &mut String::new(), true);
                     crd_walk.findings.retain(|f| {
                         !(f.code == Code::RequiredField

@@ -93,6 +93,10 @@ pub struct Node {
     pub not: Option<NodeId>,
     /// `x-kubernetes-validations`.
     pub rules: Vec<Rule>,
+    /// A CRD's `default`, applied before validation ([`crate::check::apply_defaults`]).
+    pub default: Option<Value>,
+    /// `nullable: true`: a `null` stays, where a non-nullable one takes the default.
+    pub nullable: bool,
     /// A `$ref`: the node is its target.
     pub target: Option<NodeId>,
     /// A Go type with its own `UnmarshalJSON` that picks its shape by the value's first
@@ -145,6 +149,8 @@ impl Node {
             one_of: Vec::new(),
             not: None,
             rules: Vec::new(),
+            default: None,
+            nullable: false,
             target: None,
             decode: None,
         }
@@ -362,6 +368,12 @@ impl Schemas {
             _ => ListType::Atomic,
         };
         node.embedded = flag("x-kubernetes-embedded-resource");
+        // The built-in tables' defaults are the Go code's (`SetDefaults_*`), not applied by
+        // a schema walk; a CRD's are (structural defaulting).
+        if dialect == Dialect::Crd {
+            node.default = map.get("default").cloned();
+            node.nullable = flag("nullable");
+        }
         for (key, slot) in [("allOf", 0), ("anyOf", 1), ("oneOf", 2)] {
             if let Some(list) = map.get(key).and_then(Value::as_array) {
                 let mut ids = Vec::new();

@@ -226,6 +226,135 @@ fn cases() -> Vec<Case> {
             "not valid base64",
             secret(json!({"token": "bm90IGJhc2U2NCE="})),
         ),
+        // Go's decoder drops `\r` and `\n` anywhere (what `base64 FILE` wraps at 76
+        // columns), and nothing else: a space is still an error.
+        case(
+            Code::InvalidBase64,
+            secret(json!({"multi": "aGVsbG8gd29y bGQ="})),
+            "/data/multi",
+            "not valid base64",
+            secret(json!({"multi": "aGVsbG8gd29y\r\nbGQ=\n"})),
+        ),
+        // Not `Strict`: nonzero trailing bits pass (`aGl=` decodes to `hi`); padding is
+        // still needed.
+        case(
+            Code::InvalidBase64,
+            secret(json!({"short": "aGl"})),
+            "/data/short",
+            "not valid base64",
+            secret(json!({"short": "aGl="})),
+        ),
+        // The API server's Go validation beyond the schema (`server`): supported values.
+        case(
+            Code::Enum,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"type": "Foo"}}),
+            "/spec/type",
+            "\"Foo\" is not one of \"ClusterIP\", \"NodePort\", \"LoadBalancer\", \"ExternalName\"",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"type": "NodePort"}}),
+        ),
+        case(
+            Code::Enum,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "protocol": "XYZ"}]}}),
+            "/spec/ports/0/protocol",
+            "\"XYZ\" is not one of \"TCP\", \"UDP\", \"SCTP\"",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}, "spec": {"ports": [{"port": 80, "protocol": "UDP"}]}}),
+        ),
+        case(
+            Code::Enum,
+            deployment(container(json!({"imagePullPolicy": "Sometimes"}))),
+            "/spec/template/spec/containers/0/imagePullPolicy",
+            "\"Sometimes\" is not one of \"Always\", \"IfNotPresent\", \"Never\"",
+            deployment(container(json!({"imagePullPolicy": "IfNotPresent"}))),
+        ),
+        case(
+            Code::Enum,
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+                d
+            },
+            "/spec/template/spec/restartPolicy",
+            "\"OnFailure\" is not one of \"Always\"",
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+                d
+            },
+        ),
+        case(
+            Code::Enum,
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["strategy"] = json!({"type": "Fast"});
+                d
+            },
+            "/spec/strategy/type",
+            "\"Fast\" is not one of \"Recreate\", \"RollingUpdate\"",
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["strategy"] = json!({"type": "Recreate"});
+                d
+            },
+        ),
+        // Names, ports, replicas.
+        case(
+            Code::InvalidName,
+            {
+                let mut d = deployment(container(json!({})));
+                d["metadata"]["name"] = json!("My_App");
+                d
+            },
+            "/metadata/name",
+            "`My_App`: a Deployment's name must be a DNS-1123 subdomain",
+            {
+                let mut d = deployment(container(json!({})));
+                d["metadata"]["name"] = json!("my-app.v2");
+                d
+            },
+        ),
+        case(
+            Code::InvalidName,
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "1web"}}),
+            "/metadata/name",
+            "a DNS-1035 label",
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web1"}}),
+        ),
+        case(
+            Code::InvalidName,
+            deployment(json!({"name": "Main_C", "image": "nginx"})),
+            "/spec/template/spec/containers/0/name",
+            "container name `Main_C` must be a DNS-1123 label",
+            deployment(json!({"name": "main-c", "image": "nginx"})),
+        ),
+        case(
+            Code::InvalidName,
+            cm(json!({"bad/key": "x"})),
+            "/data/bad~1key",
+            "key `bad/key` must be",
+            cm(json!({"good.key_1": "x"})),
+        ),
+        case(
+            Code::Minimum,
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["replicas"] = json!(-3);
+                d
+            },
+            "/spec/replicas",
+            "-3 must be >= 0 (replicas)",
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["replicas"] = json!(0);
+                d
+            },
+        ),
+        case(
+            Code::Maximum,
+            deployment(container(json!({"ports": [{"containerPort": 70000}]}))),
+            "/spec/template/spec/containers/0/ports/0/containerPort",
+            "70000 must be <= 65535 (a port number)",
+            deployment(container(json!({"ports": [{"containerPort": 65535}]}))),
+        ),
         // ValidateConfigMap's and ValidateSecret's 1 MiB (values only, decoded).
         case(
             Code::DataTooLong,
@@ -563,6 +692,76 @@ fn cel_rules_outside_cel_rust_and_transition_rules_are_counted_not_failed() {
     );
 }
 
+/// A CRD whose `spec` needs `mode` and reads `replicas` in a rule, both defaulted
+/// (`defaults: false` leaves the defaults out: the same CR then fails).
+fn thing_crd(defaults: bool) -> Value {
+    let mut spec = json!({
+        "type": "object",
+        "required": ["mode"],
+        "x-kubernetes-validations": [{"rule": "self.replicas >= 1 && self.limits.cpu == 'low'"}],
+        "properties": {
+            "mode": {"type": "string", "default": "a"},
+            "replicas": {"type": "integer", "default": 1},
+            "hint": {"type": "string", "nullable": true, "default": "x"},
+            "limits": {"type": "object", "default": {},
+                       "properties": {"cpu": {"type": "string", "default": "low"}}},
+            "ports": {"type": "array", "items": {"type": "object", "required": ["protocol"],
+                      "properties": {"port": {"type": "integer"}, "protocol": {"type": "string", "default": "TCP"}}}}
+        }
+    });
+    if !defaults {
+        for p in ["mode", "replicas", "limits"] {
+            spec["properties"][p]
+                .as_object_mut()
+                .unwrap()
+                .remove("default");
+        }
+    }
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "names": {"kind": "Thing", "plural": "things"}, "scope": "Namespaced",
+                 "versions": [{"name": "v1", "served": true, "storage": true,
+                               "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]}
+    })
+}
+
+#[test]
+fn crd_defaults_are_applied_before_required_and_cel() {
+    let thing = |spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "n"}, "spec": spec});
+    let codes = |defaults: bool, spec: Value| -> Vec<(Code, String)> {
+        let mut v = Validator::new("1.33").unwrap();
+        assert_eq!(v.crds.add(&thing_crd(defaults)), Vec::<Finding>::new());
+        v.validate(&thing(spec))
+            .findings
+            .into_iter()
+            .map(|f| (f.code, f.pointer))
+            .collect()
+    };
+    // The server defaults `mode`, `replicas`, `limits` and then `limits.cpu` inside the
+    // copied default, a non-nullable `null` and each list item, then validates: clean.
+    assert_eq!(codes(true, json!({})), vec![]);
+    assert_eq!(
+        codes(
+            true,
+            json!({"mode": null, "hint": null, "ports": [{"port": 80}]})
+        ),
+        vec![]
+    );
+    // A value given is kept: `limits.cpu: high` fails the rule.
+    assert_eq!(
+        codes(true, json!({"limits": {"cpu": "high"}})),
+        vec![(Code::CelRule, "/spec".to_string())]
+    );
+    // Without the defaults the same CR fails, as it would on the server.
+    let found = codes(false, json!({}));
+    assert!(
+        found.contains(&(Code::RequiredField, "/spec/mode".to_string())),
+        "{found:?}"
+    );
+    assert!(found.iter().any(|(c, _)| *c == Code::CelError), "{found:?}");
+}
+
 #[test]
 fn invalid_crd_is_reported_and_defines_nothing() {
     let mut crd = widget_crd();
@@ -602,6 +801,8 @@ fn placement<'a>(
 ) -> Placement<'a> {
     Placement {
         application: app,
+        // Applications are named `<project>-<component>-<environment>`.
+        environment: app.rsplit('-').next().unwrap_or(app),
         cluster: "prod",
         destination_namespace: ns,
         object: Box::leak(Box::new(Identity::of(object, Some(namespaced)))),
@@ -666,6 +867,22 @@ fn a_cluster_scoped_object_differing_between_environments_is_reported() {
             placement("web-prod", Some("b"), &a, false)
         ])
         .is_empty()
+    );
+    // In one environment, two Applications owning it is the shared resource, whatever the
+    // content.
+    let found = conflicts(&[
+        placement("web-a-prod", None, &a, false),
+        placement("web-b-prod", None, &a, false),
+    ]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0].finding.code, Code::SharedResource);
+    assert!(
+        found[0]
+            .finding
+            .message
+            .contains("owned by Applications `web-a-prod` and `web-b-prod`"),
+        "{:?}",
+        found[0].finding
     );
     // Content is compared by digest, as values: the order of keys is no difference, a
     // number written otherwise (`1.0` for `1`) is one, as it was between the values.

@@ -52,7 +52,16 @@ fn strip_bom(text: &str) -> &str {
 ///
 /// Errors: [`YamlError`] naming `name`, with line and column.
 pub fn parse_stream(name: &str, text: &str) -> Result<Vec<Value>, YamlError> {
-    read::read_stream(name, text, strip_bom(text))
+    read::read_stream(name, text, strip_bom(text), false)
+}
+
+/// Parses a YAML stream as kubectl and Argo CD send it to the API server (sigs.k8s.io/yaml:
+/// YAML to JSON, every plain scalar typed): as [`parse_stream`] but with no field read by its
+/// text, so an unquoted `1` in an annotation or in a ConfigMap's `data` is the number the
+/// server refuses ("cannot unmarshal number into Go struct field ConfigMap.data of type
+/// string"). For validating what is applied, never for reading kiln's or kustomize's input.
+pub fn parse_stream_as_applied(name: &str, text: &str) -> Result<Vec<Value>, YamlError> {
+    read::read_stream(name, text, strip_bom(text), true)
 }
 
 /// Parses a YAML text that must hold exactly one document (an empty text gives `Null`).

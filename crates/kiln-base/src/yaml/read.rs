@@ -69,6 +69,8 @@ struct Reader<'t> {
     /// Plain scalars of the document's root `data`/`stringData`/`binaryData` maps that read
     /// as a number or a boolean: (field, key, text as written), for [`STRING_DATA_KINDS`].
     string_data: Vec<(String, String, String)>,
+    /// Every plain scalar typed, no field kept as its text ([`super::parse_stream_as_applied`]).
+    as_applied: bool,
 }
 
 /// Kinds whose `data`/`stringData`/`binaryData` hold strings only (`map[string]string`,
@@ -100,7 +102,12 @@ fn keep_string_data_text(doc: &mut Value, texts: Vec<(String, String, String)>) 
 
 /// Parses `body` (the text without its byte order mark; `text` is the full text, for
 /// positions) into documents.
-pub(super) fn read_stream(name: &str, text: &str, body: &str) -> Result<Vec<Value>, YamlError> {
+pub(super) fn read_stream(
+    name: &str,
+    text: &str,
+    body: &str,
+    as_applied: bool,
+) -> Result<Vec<Value>, YamlError> {
     let options = granit_parser::options! {
         // Go's yaml.v3 (hence kustomize) ends a block scalar that ends the text without a
         // line break without one too (YAML 1.2 §8.1.1.2, clip).
@@ -119,6 +126,7 @@ pub(super) fn read_stream(name: &str, text: &str, body: &str) -> Result<Vec<Valu
         alias_nodes: 0,
         alias_bytes: 0,
         string_data: Vec::new(),
+        as_applied,
     };
     for ev in Parser::new_from_str_with_options(body, options) {
         let (event, span) = ev.map_err(|e| {
@@ -170,7 +178,7 @@ impl Reader<'_> {
                 }
                 let empty = span.start.index() == span.end.index();
                 let in_flow_map = matches!(self.stack.last(), Some(Frame::Map { flow: true, .. }));
-                let v = if self.in_own_annotations() {
+                let v = if !self.as_applied && self.in_own_annotations() {
                     // A missing value (`key:`) is reported as a zero-width `~`.
                     Value::String(if empty {
                         String::new()
@@ -185,6 +193,7 @@ impl Reader<'_> {
                 } else {
                     let v = self.scalar(&value, style, tag.as_deref(), empty, &span.start)?;
                     if (v.is_number() || v.is_boolean())
+                        && !self.as_applied
                         && let Some((field, key)) = self.in_root_string_map()
                     {
                         self.string_data.push((field, key, value.into_owned()));
@@ -478,6 +487,20 @@ mod tests {
         );
         assert_eq!(v["spec"]["a"].as_f64(), Some(1.234e59));
         assert_eq!(v["spec"]["g"], json!("123e4567"));
+    }
+
+    #[test]
+    fn as_applied_every_plain_scalar_is_typed() {
+        // What the API server receives from kubectl or Argo CD: no field keeps its text.
+        let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  annotations: {a: 1, b: '2'}\ndata: {port: 8080, on: true, s: x}\n";
+        let docs = super::super::parse_stream_as_applied("t", text).unwrap();
+        assert_eq!(
+            docs[0]["metadata"]["annotations"],
+            json!({"a": 1, "b": "2"})
+        );
+        assert_eq!(docs[0]["data"], json!({"port": 8080, "on": true, "s": "x"}));
+        let kept = parse_stream("t", text).unwrap();
+        assert_eq!(kept[0]["data"]["port"], json!("8080"));
     }
 
     #[test]
