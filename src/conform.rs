@@ -1518,6 +1518,7 @@ mod in_memory {
             let prod_bytes = crate::yaml::to_yaml(&resource(&class(prod)).value);
             let owner = |env: &str| super::Owner {
                 application: format!("web-pc-{env}"),
+                environment: env.to_string(),
                 cluster: "c".to_string(),
                 namespace: None,
             };
