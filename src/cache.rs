@@ -47,7 +47,7 @@ use std::sync::Mutex;
 /// Bumped whenever the entry layout or the key's inputs change, and whenever the engines
 /// print other bytes for the same input (4: go-yaml v2's folding and key order, issue 37),
 /// or an entry of an older kiln of the same version would be replayed.
-const FORMAT: &str = "kiln-render-cache/5";
+const FORMAT: &str = "kiln-render-cache/6";
 
 /// The secret a cache's entries and journals are authenticated under (HMAC-SHA256): 32
 /// random bytes, kept outside any checkout. Its `Debug` never shows it.
@@ -590,7 +590,7 @@ pub struct Emitted {
     /// validation's findings; `None` where nothing is known.
     pub provenance: Vec<Option<crate::resource::Provenance>>,
     /// The render's warnings ([`crate::render::Rendered::warnings`]).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<crate::render::Warning>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -600,7 +600,7 @@ struct Entry {
     files: Vec<(String, String)>,
     cluster_kinds: Vec<(String, String)>,
     provenance: Vec<Option<crate::resource::Provenance>>,
-    warnings: Vec<String>,
+    warnings: Vec<crate::render::Warning>,
 }
 
 /// Hit/miss counts of one render.
@@ -791,7 +791,7 @@ impl io::Write for HashWriter<'_> {
 }
 
 /// Bumped whenever the journal's layout or key inputs change.
-const JOURNAL_FORMAT: &str = "kiln-render-journal/5";
+const JOURNAL_FORMAT: &str = "kiln-render-journal/6";
 
 /// The render journal: what the last full `kiln render` into one output directory, with one
 /// set of options, read and wrote, so that the next render of unchanged input can skip
@@ -854,6 +854,30 @@ pub struct Journal {
     pub expressions: Vec<[String; 4]>,
     /// The Secrets of the tree: (file, as reported).
     pub secrets: Vec<(String, String)>,
+    /// The render's warnings, in the order printed: a render the journal skips repeats
+    /// them (issue 36, item 7).
+    pub warnings: Vec<Replayed>,
+}
+
+impl From<&crate::render::Warning> for Replayed {
+    fn from(w: &crate::render::Warning) -> Replayed {
+        Replayed {
+            line: w.to_string(),
+            json: Some(w.to_json()),
+        }
+    }
+}
+
+/// A warning of a render (the render's own, [`crate::render::Warning`], or the Kubernetes
+/// validation's) as it was printed and as `-o json` gave it, kept by the journal so that a
+/// render that reuses the work repeats it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replayed {
+    /// The line on stderr.
+    pub line: String,
+    /// Its entry in `-o json`'s `findings`; `None` for a summary line (the kinds not
+    /// validated).
+    pub json: Option<serde_json::Value>,
 }
 
 /// The calls one component directory's load made (see [`Recorder::enter`]).
@@ -953,6 +977,9 @@ pub struct PlanRecord {
     /// Indexes into [`Journal::files`] of the files it emitted.
     pub files: Vec<u32>,
     pub cluster_kinds: Vec<(String, String)>,
+    /// Its warnings: the render's, and the validation's on its files (an incremental render
+    /// repeats those of the plans it does not render again).
+    pub warnings: Vec<Replayed>,
 }
 
 /// A journal's key and location (see [`Journal`]).

@@ -257,6 +257,12 @@ impl Report {
 
     /// The warnings, as lines for stderr (the unvalidated kinds first, counted).
     pub fn warning_lines(&self) -> Vec<String> {
+        self.warnings().into_iter().map(|(_, l)| l).collect()
+    }
+
+    /// [`warning_lines`](Self::warning_lines), each with its finding (`None`: the line of
+    /// the unvalidated kinds).
+    pub fn warnings(&self) -> Vec<(Option<&Finding>, String)> {
         let mut out = Vec::new();
         if !self.unvalidated.is_empty() {
             let kinds: Vec<String> = self
@@ -264,18 +270,21 @@ impl Report {
                 .iter()
                 .map(|(k, n)| format!("{k} ({n})"))
                 .collect();
-            out.push(format!(
-                "warning: not validated: {} kinds with no schema: {}",
-                kinds.len(),
-                kinds.join(", ")
+            out.push((
+                None,
+                format!(
+                    "warning: not validated: {} kinds with no schema: {}",
+                    kinds.len(),
+                    kinds.join(", ")
+                ),
             ));
         }
-        out.extend(
-            self.findings
-                .iter()
-                .filter(|f| f.warning)
-                .map(|f| format!("warning[kiln::k8s::{}]: {f}", f.code.as_str())),
-        );
+        out.extend(self.findings.iter().filter(|f| f.warning).map(|f| {
+            (
+                Some(f),
+                format!("warning[kiln::k8s::{}]: {f}", f.code.as_str()),
+            )
+        }));
         out
     }
 }
@@ -1167,7 +1176,7 @@ mod tests {
         opts.fs = Arc::new(fixture(validation));
         opts.strict_kinds = strict;
         match build(&opts, &|_, _| {}) {
-            Ok(b) => (Vec::new(), b.validation_warnings),
+            Ok(b) => (Vec::new(), b.warnings.into_iter().map(|w| w.line).collect()),
             Err(KilnError::Conform(e)) => (
                 e.errors
                     .iter()

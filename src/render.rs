@@ -43,8 +43,58 @@ pub struct Rendered {
     pub images: Vec<ImageRef>,
     /// What the render read through the file system (kustomization trees), for the cache.
     pub reads: Vec<crate::cache::Read>,
-    /// Lines for stderr: the chart values no template read (issue 36, item 6).
-    pub warnings: Vec<String>,
+    /// The chart values no template read (issue 36, item 6).
+    pub warnings: Vec<Warning>,
+}
+
+/// A render's warning (a chart value no template read): printed on stderr, given in `-o
+/// json`'s `findings`, and kept by the render cache and journal with the plan, so that a
+/// render that reuses the plan repeats it (issue 36, item 7).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
+pub struct Warning {
+    /// `kiln::render::unused_value`.
+    pub code: String,
+    /// Where it is, relative to the repository root; `line`, `column` 0 when unknown.
+    pub file: String,
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl Warning {
+    /// The warning as `-o json` gives it (the fields of a validation finding's).
+    pub fn to_json(&self) -> serde_json::Value {
+        let known = |n: usize| (n > 0).then_some(n);
+        serde_json::json!({
+            "code": self.code,
+            "severity": "warning",
+            "file": self.file,
+            "line": known(self.line),
+            "column": known(self.column),
+            "message": self.message,
+        })
+    }
+}
+
+impl std::fmt::Display for Warning {
+    /// The line for stderr: `warning[code]: file:line:column: message`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = Loc {
+            file: self.file.clone(),
+            doc: 0,
+            pointer: String::new(),
+            key: false,
+            line: self.line,
+            column: self.column,
+        };
+        write!(
+            f,
+            "warning[{}]: {}: {}",
+            self.code,
+            at.position(),
+            self.message
+        )
+    }
 }
 
 /// State shared by the plans of one render. A kustomization directory named by a
@@ -858,7 +908,7 @@ fn render_plan(
 
     // 1. Generators.
     let mut resources: Vec<Resource> = Vec::new();
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
     let mut first_generator: BTreeMap<String, usize> = BTreeMap::new();
     let paths = PlanPaths { fs, plan, sources };
     for pg in &plan.generators {
@@ -951,10 +1001,14 @@ fn render_plan(
                     } else {
                         hloc.clone()
                     };
-                    warnings.push(format!(
-                        "warning[kiln::render::unused_value]: {}: {u}",
-                        sources.snippet(&loc).at
-                    ));
+                    let at = sources.resolve(&loc);
+                    warnings.push(Warning {
+                        code: "kiln::render::unused_value".into(),
+                        file: at.file,
+                        line: at.line,
+                        column: at.column,
+                        message: u.to_string(),
+                    });
                 }
                 out
             }

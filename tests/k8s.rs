@@ -358,6 +358,82 @@ fn render_warns_of_helm_values_no_template_reads() {
     assert!(!out.contains("ingress.host"), "{out}");
 }
 
+/// The `findings` of `kiln render -o json` with `args`, which must succeed.
+fn json_findings(f: &Fixture, args: &[&str]) -> Vec<serde_json::Value> {
+    let out = f.render(&[&["-o", "json"], args].concat());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["findings"].as_array().unwrap().clone()
+}
+
+/// Newcomer 4 (issue 36, item 7): the unused value warning is one of `-o json`'s findings,
+/// with its file, line and column, as on stderr.
+#[test]
+fn render_json_gives_the_unused_value_warning() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCont: 3\n");
+    let found = json_findings(&f, &["--no-cache"]);
+    let unused: Vec<_> = found
+        .iter()
+        .filter(|v| v["code"] == "kiln::render::unused_value")
+        .collect();
+    assert_eq!(unused.len(), 1, "{found:#?}");
+    let u = unused[0];
+    assert_eq!(u["severity"], "warning");
+    assert_eq!(u["file"], "components/web/component.yaml");
+    assert_eq!(u["line"], line_of(&f, COMPONENT, "replicaCont:"));
+    assert_eq!(u["column"], 9);
+    assert_eq!(
+        u["message"],
+        "value replicaCont is not used by chart ledger; did you mean replicaCount?"
+    );
+}
+
+/// Newcomer 4 (issue 36, item 7): a render the journal skips (unchanged input and output,
+/// what CI with a restored cache runs) repeats the warnings of the render it skips, on
+/// stderr and in `-o json`: the unused value, a rule turned into a warning, the kinds not
+/// validated.
+#[test]
+fn a_skipped_render_repeats_its_warnings() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCont: 3\n");
+    f.write(
+        "repo/components/web/manifests/gadget.yaml",
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n---\napiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: p\nspec:\n  minAvailable: 1\n",
+    );
+    f.edit(
+        PLATFORM,
+        "  clusters:\n",
+        "  validation:\n    warn: [unserved_version]\n  clusters:\n",
+    );
+    let warnings = |err: &str| -> Vec<String> {
+        err.lines()
+            .filter(|l| l.starts_with("warning"))
+            .map(str::to_string)
+            .collect()
+    };
+    let first = warnings(&renders(&f, &[]));
+    for needle in ["unused_value", "not validated", "unserved_version"] {
+        assert!(first.iter().any(|l| l.contains(needle)), "{first:#?}");
+    }
+    let out = f.render(&[]);
+    assert_eq!(warnings(&String::from_utf8_lossy(&out.stderr)), first);
+    let found = json_findings(&f, &[]);
+    let codes: Vec<&str> = found.iter().filter_map(|v| v["code"].as_str()).collect();
+    assert!(
+        codes.contains(&"kiln::render::unused_value")
+            && codes.contains(&"kiln::k8s::unserved_version"),
+        "{found:#?}"
+    );
+    // The same as the render that did the work.
+    assert_eq!(found, json_findings(&f, &["--no-cache"]));
+}
+
 /// Item 4: a non-string parameter placed whole in a string field names the parameter, its
 /// type and its definition, and the help shows both ways out.
 #[test]

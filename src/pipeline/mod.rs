@@ -21,6 +21,7 @@
 //! any error the previous output is left exactly as it was.
 
 use crate::artifact::{ArtifactSet, Scope};
+use crate::cache::Replayed;
 use crate::diag::{Errors, Repeated};
 use crate::emit::{Layout, emit, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
@@ -386,10 +387,9 @@ pub struct Built {
     pub outputs: Vec<PlanOutput>,
     /// The source stage's output: the remote sources used, as locked (publish's trailers).
     pub sources: crate::source::Resolved,
-    /// Warnings of the Kubernetes validation (`crate::conform`).
-    pub validation_warnings: Vec<String>,
-    /// The same, as `-o json` gives them.
-    pub validation_findings: Vec<serde_json::Value>,
+    /// The render's warnings (chart values no template read) and the Kubernetes
+    /// validation's (`crate::conform`), as printed and as `-o json` gives them.
+    pub warnings: Vec<Replayed>,
 }
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
@@ -705,6 +705,7 @@ fn build_fetched(
             // 100,000 BuildPlans a second copy, and their union, were a few hundred MB).
             reads: e.reads,
             provenance: e.provenance,
+            warnings: e.warnings.iter().map(Replayed::from).collect(),
         });
         render_warnings.extend(e.warnings);
         cluster_kinds.extend(e.cluster_kinds);
@@ -757,8 +758,7 @@ fn build_fetched(
             return Err(KilnError::Check(Errors::new(report.findings)));
         }
     }
-    let mut validation_warnings: Vec<String> = render_warnings.into_iter().collect();
-    let mut validation_findings = Vec::new();
+    let mut warnings: Vec<Replayed> = render_warnings.iter().map(Replayed::from).collect();
     if let Some(validation) = validation {
         let v = Instant::now();
         let provenance = outputs.iter().map(|o| o.provenance.as_slice()).collect();
@@ -774,13 +774,14 @@ fn build_fetched(
         if !errors.is_empty() {
             return Err(KilnError::Conform(Errors::new(errors)));
         }
-        validation_warnings.extend(report.warning_lines());
-        validation_findings = report
-            .findings
-            .iter()
-            .filter(|f| f.warning)
-            .map(crate::conform::Finding::to_json)
-            .collect();
+        for (file, w) in report_warnings(&report) {
+            // Each plan keeps the findings on its files, for an incremental render.
+            let on = |o: &&mut PlanOutput| o.files.iter().any(|p| Some(p.as_str()) == file);
+            if let Some(o) = outputs.iter_mut().find(on) {
+                o.warnings.push(w.clone());
+            }
+            warnings.push(w);
+        }
         timings.validate = v.elapsed();
     }
     timings.emit = t.elapsed();
@@ -802,9 +803,28 @@ fn build_fetched(
         component_reads,
         outputs,
         sources: fetched,
-        validation_warnings,
-        validation_findings,
+        warnings,
     })
+}
+
+/// The warnings of a validation `report` as printed and as `-o json` gives them, each with
+/// the rendered file it is on (`None`: the line of the kinds not validated).
+fn report_warnings(report: &crate::conform::Report) -> Vec<(Option<&str>, Replayed)> {
+    report
+        .warnings()
+        .into_iter()
+        .map(|(f, line)| {
+            let json = f.map(crate::conform::Finding::to_json);
+            (f.map(|f| f.file.as_str()), Replayed { line, json })
+        })
+        .collect()
+}
+
+/// The lines and the `-o json` findings of `warnings`.
+fn printed(warnings: &[Replayed]) -> (Vec<String>, Vec<serde_json::Value>) {
+    let lines = warnings.iter().map(|w| w.line.clone()).collect();
+    let json = warnings.iter().filter_map(|w| w.json.clone()).collect();
+    (lines, json)
 }
 
 /// What one BuildPlan of a render read and wrote, for the journal
@@ -824,6 +844,8 @@ pub struct PlanOutput {
     pub reads: Vec<crate::cache::Read>,
     /// Where each document of the plan's `.gen.yaml` came from (for validation).
     pub provenance: Vec<Option<crate::resource::Provenance>>,
+    /// Its warnings ([`crate::cache::PlanRecord::warnings`]).
+    pub warnings: Vec<Replayed>,
 }
 
 /// The Kargo and Argo CD options of a render with `opts` whose selected BuildPlans are
@@ -915,8 +937,7 @@ pub fn run_render(
         load_reads,
         component_reads,
         outputs,
-        validation_warnings,
-        validation_findings,
+        warnings,
         ..
     } = build_fetched(opts, progress, fetched, Instant::now())?;
     let t = Instant::now();
@@ -954,6 +975,7 @@ pub fn run_render(
     };
     let report = write(&set, &opts.write_to, &write_opts).map_err(KilnError::Write)?;
     let secrets = secrets_by_file(&set);
+    let (validation_warnings, validation_findings) = printed(&warnings);
     let summary = RenderSummary {
         plans: plans.len(),
         files: set.len(),
@@ -983,6 +1005,7 @@ pub fn run_render(
                 files,
                 expressions: &summary.expressions,
                 secrets,
+                warnings,
             },
             outputs,
         );
