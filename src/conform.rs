@@ -128,16 +128,17 @@ impl Finding {
 impl Finding {
     /// The finding as `-o json` gives it.
     pub fn to_json(&self) -> Value {
-        let line = self
+        let at = self
             .rendered
             .as_ref()
-            .and_then(|s| s.locate(self.document, &self.pointer, false))
-            .map(|l| l.line);
+            .and_then(|s| s.locate(self.document, &self.pointer, false));
         serde_json::json!({
             "code": format!("kiln::k8s::{}", self.code.as_str()),
             "severity": if self.warning { "warning" } else { "error" },
             "file": self.file,
-            "line": line,
+            "line": at.as_ref().map(|l| l.line),
+            "column": at.as_ref().map(|l| l.column),
+            "help": self.help().map(|h| h.to_string()),
             "object": self.object,
             "pointer": self.pointer,
             "message": self.message,
@@ -1027,16 +1028,17 @@ pub fn validate_render(
     validation.finish(checked, &text, &sourcing)
 }
 
-/// `kiln validate PATHS…`: any manifests, as kubeconform takes them, for `kube_version`.
+/// `kiln validate PATHS…`: any manifests, as kubeconform takes them, for `kube_version`,
+/// custom resources against `crds` (`--schema-dir`'s) and the CRDs among them.
 pub fn validate_files(
     files: &[(String, Vec<u8>)],
-    kube_version: &str,
+    (kube_version, crds): (&str, Vec<Value>),
     options: &Options,
     checked_elsewhere: &[&str],
 ) -> Result<Report, String> {
     let validation = Validation {
         options: options.clone(),
-        crds: Ok(Vec::new()),
+        crds: Ok(crds),
         versions: BTreeMap::new(),
         builtin: BTreeMap::from([(kube_version.to_string(), Validator::new(kube_version))]),
     };
@@ -1180,7 +1182,7 @@ mod tests {
             Err(KilnError::Conform(e)) => (
                 e.errors
                     .iter()
-                    .map(|f| format!("{} {f}", f.code.as_str()))
+                    .map(|f| format!("{} {}", f.error.code.as_str(), f.error))
                     .collect(),
                 Vec::new(),
             ),
@@ -1340,8 +1342,13 @@ mod snippets {
         };
         let text: String = (0..2000).map(|i| format!("---\n{}", doc(i))).collect();
         let files = [("big.yaml".to_string(), text.clone().into_bytes())];
-        let report =
-            super::validate_files(&files, "1.33", &super::Options::default(), &[]).unwrap();
+        let report = super::validate_files(
+            &files,
+            ("1.33", Vec::new()),
+            &super::Options::default(),
+            &[],
+        )
+        .unwrap();
         assert_eq!(report.findings.len(), 2000);
         let first = report.findings[0].rendered.as_ref().unwrap();
         for f in &report.findings {

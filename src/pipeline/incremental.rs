@@ -773,10 +773,7 @@ fn validate_fresh(
         false,
     )
     .map_err(KilnError::ConformSetup)?;
-    let errors = report.errors();
-    if !errors.is_empty() {
-        return Err(KilnError::Conform(Errors::new(errors)));
-    }
+    conform_errors(&report, files.iter().zip(plans))?;
     Ok(report_warnings(&report)
         .into_iter()
         .filter_map(|(file, w)| Some((file?.to_string(), w)))

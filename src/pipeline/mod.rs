@@ -77,7 +77,7 @@ pub enum KilnError {
     /// Rendered objects the Kubernetes API server would refuse (`crate::conform`).
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Conform(Errors<crate::conform::Finding>),
+    Conform(Errors<Repeated<crate::conform::Finding>>),
     /// `spec.validation` cannot be used (an unknown rule, an unreadable CRD file, an
     /// unknown Kubernetes version).
     #[error("{0}")]
@@ -770,10 +770,8 @@ fn build_fetched(
                 &sourcing,
             )
             .map_err(KilnError::ConformSetup)?;
-        let errors = report.errors();
-        if !errors.is_empty() {
-            return Err(KilnError::Conform(Errors::new(errors)));
-        }
+        let files = outputs.iter().zip(&plans).map(|(o, p)| (&o.files, p));
+        conform_errors(&report, files)?;
         for (file, w) in report_warnings(&report) {
             // Each plan keeps the findings on its files, for an incremental render.
             let on = |o: &&mut PlanOutput| o.files.iter().any(|p| Some(p.as_str()) == file);
@@ -805,6 +803,42 @@ fn build_fetched(
         sources: fetched,
         warnings,
     })
+}
+
+/// The errors of a validation `report`, one per cause (issue 38, item 10): a finding from
+/// the same source (a manifest's line, a template's) on the same object and field in several
+/// BuildPlans, each in its own rendered file, is reported once, naming them (`in
+/// environments: dev, test, prod`). `plans` gives each BuildPlan's rendered files.
+fn conform_errors<'p>(
+    report: &crate::conform::Report,
+    plans: impl Iterator<Item = (&'p Vec<String>, &'p BuildPlan)> + Clone,
+) -> Result<(), KilnError> {
+    let errors = report.errors();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let placed = errors
+        .into_iter()
+        .map(|f| {
+            let mut on = plans.clone();
+            let place = on.find(|(files, _)| files.contains(&f.file));
+            let place = place.map(|(_, p)| p.place());
+            (f, place)
+        })
+        .collect();
+    let cause = |f: &crate::conform::Finding| match &f.origin {
+        // The object by kind and name: its namespace is often the environment's.
+        Some(o) => {
+            let mut parts = f.object.split('/');
+            let (kind, name) = (parts.next(), parts.next_back());
+            let (pointer, message, parameter) = (&f.pointer, &f.message, &f.parameter);
+            format!("{o}\0{kind:?}/{name:?}\0{pointer}\0{message}\0{parameter:?}")
+        }
+        // Without a source each rendered file is its own cause.
+        None => f.to_string(),
+    };
+    let grouped = Repeated::group(placed, cause, crate::evaluate::PlanPlace::line);
+    Err(KilnError::Conform(Errors::new(grouped)))
 }
 
 /// The warnings of a validation `report` as printed and as `-o json` gives them, each with
