@@ -501,6 +501,48 @@ fn an_unknown_kube_version_or_rule_is_refused_at_its_line() {
     );
 }
 
+/// Newcomer 4 (issue 36, item 7): a label the API server refuses, written in a manifest, is
+/// refused at the manifest's line, not at the component.
+#[test]
+fn an_invalid_label_in_a_manifest_is_refused_at_its_line() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: {n: 1}\ndata: {a: b}\n",
+    );
+    let err = refused(
+        &f,
+        &[],
+        &[
+            "kiln::render::invalid_object_meta",
+            "components/web/manifests/cm.yaml:5:15: ConfigMap `cm` of `web/dev/web` has an invalid metadata.labels.n",
+        ],
+    );
+    assert!(!err.contains("component.yaml"), "{err}");
+}
+
+/// Newcomer 4 (issue 36, item 7): a value no template reads, given in a values file, is
+/// reported at that file's line, not at the `helm` generator.
+#[test]
+fn an_unused_value_from_a_values_file_is_reported_at_its_line() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCount: 2\n");
+    f.write(
+        "repo/components/web/values-extra.yaml",
+        "# extra values\nreplicaCont: 3\n",
+    );
+    f.edit(
+        COMPONENT,
+        "      values:\n",
+        "      valuesFiles: [values-extra.yaml]\n      values:\n",
+    );
+    let out = renders(&f, &[]);
+    assert!(
+        out.contains("warning[kiln::render::unused_value]: components/web/values-extra.yaml:2:1: value replicaCont is not used by chart ledger"),
+        "{out}"
+    );
+}
+
 /// The `findings` of `kiln render -o json` with `args`, which must succeed.
 fn json_findings(f: &Fixture, args: &[&str]) -> Vec<serde_json::Value> {
     let out = f.render(&[&["-o", "json"], args].concat());
