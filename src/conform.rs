@@ -1218,7 +1218,21 @@ mod tests {
     #[test]
     fn findings_come_in_document_order_then_conflicts() {
         let (errors, _) = findings("", true);
-        assert_eq!(errors, EXPECTED);
+        // The render reports an error met alike in dev and prod once (issue 38, item 10).
+        let mut once: Vec<&str> = Vec::new();
+        let alike = |e: &str| {
+            e.replace("web/prod/", "web/dev/")
+                .replace("web-prod/", "web-dev/")
+        };
+        for e in EXPECTED {
+            if e.contains("_conflict")
+                || e.starts_with("shared_")
+                || !once.iter().any(|o| alike(o) == alike(e))
+            {
+                once.push(e);
+            }
+        }
+        assert_eq!(errors, once);
         // As warnings, in the same order, after the count of objects with no schema (the
         // `no_schema` findings are errors only under `--strict`).
         let every: Vec<&str> = kiln_k8s::Code::ALL.iter().map(|c| c.as_str()).collect();
