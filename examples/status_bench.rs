@@ -186,15 +186,18 @@ fn whole_status(components: usize, environments: usize) {
     );
     let t = Instant::now();
     let c = cpu();
-    let objects = kiln::promote::Objects::from_artifacts(&set).expect("Kargo objects");
     // `kiln status` reads the render's objects this way first (inside the timed call too).
+    let read = kiln::status::read_render_objects(&set).expect("Kargo objects");
     println!(
-        "reading the render's Kargo and Argo CD objects: {:.3} s wall, {:.2} s CPU ({} Stages, {} Applications)",
+        "reading the render's Kargo and Argo CD objects as kiln status does: {:.3} s wall, {:.2} s CPU ({} Stages, {} Applications, {} Warehouses)",
         t.elapsed().as_secs_f64(),
         cpu() - c,
-        objects.stages.len(),
-        objects.applications.len()
+        read.stages,
+        read.applications,
+        read.warehouses
     );
+    // The cells to promote, from the whole objects (not timed).
+    let objects = kiln::promote::Objects::from_artifacts(&set).expect("Kargo objects");
     let text = |v: &serde_json::Value, p: &str| {
         v.pointer(p)
             .and_then(|x| x.as_str())

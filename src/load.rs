@@ -869,6 +869,24 @@ impl Loader<'_> {
     /// Resolves a component instance's `path`: inside the root, a directory holding
     /// `component.yaml`. Otherwise an error with the closest sibling directory as a hint.
     fn resolve_component(&mut self, base: &Path, rel: &str, loc: &Loc) -> Option<PathBuf> {
+        // The path names the component in every `.gen.yaml`'s first line and in reports: a
+        // newline or another control character would split that line (and forge a header).
+        if rel.chars().any(char::is_control) {
+            let sn = self.sources.snippet(loc);
+            let field = crate::diag::field_path(&loc.pointer);
+            let message = "a component path may not hold control characters (a newline, a tab)";
+            self.errors.push(LoadError::SchemaViolation {
+                help: "rename the directory, or fix the path's quoting".into(),
+                at: sn.at,
+                summary: format!("`{field}`: {message}"),
+                field,
+                message: message.into(),
+                schema: "platform.schema.json",
+                src: sn.src,
+                span: sn.span,
+            });
+            return None;
+        }
         let joined = base.join(rel);
         let exists = self.fs.canonicalize(&joined).is_ok();
         let lexical = normalize(&joined);
@@ -1498,6 +1516,33 @@ mod tests {
                 .starts_with("platforms/p/platform.yaml:12:"),
             "{}",
             errs[0]
+        );
+    }
+
+    /// A component directory whose name holds a newline exists on disk, but its path would
+    /// split the `.gen.yaml` header line: refused at the field, nothing rendered.
+    #[test]
+    fn component_path_with_a_control_character_is_refused() {
+        let t = tree(&[
+            (
+                "platforms/p/platform.yaml",
+                &PLATFORM.replace("../../components/a", "\"../../components/a\\nb\""),
+            ),
+            ("components/a\nb/component.yaml", COMPONENT),
+            ("components/a\nb/manifests/deploy.yaml", DEPLOY),
+        ]);
+        let errs = load(&RealFs, &t.path().join("platforms/p"), &opts(&t))
+            .unwrap_err()
+            .errors;
+        assert!(
+            matches!(&errs[..], [LoadError::SchemaViolation { .. }]),
+            "{errs:?}"
+        );
+        let shown = errs[0].to_string();
+        assert!(
+            shown.starts_with("platforms/p/platform.yaml:12:")
+                && shown.contains("control characters"),
+            "{shown}"
         );
     }
 

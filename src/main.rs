@@ -13,6 +13,18 @@ use std::process::ExitCode;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// `kiln helm` and `kiln kustomize` render one chart or kustomization per process: this
+/// thread joins rayon's pool as its first worker, so the render runs here (on the heap the
+/// argument parse already warmed) and the pool starts one thread fewer. Left to its default,
+/// the pool started a thread per core and this one waited on them: a thread created, and its
+/// allocator heap's pages faulted in, for nothing (issue 37, ADR 0046).
+fn engine_pool() {
+    // Fails only if the global pool already exists: then it is used as it is.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .use_current_thread()
+        .build_global();
+}
+
 fn main() -> ExitCode {
     kiln::cli::disable_transparent_huge_pages();
     kiln::cli::install_reporter();
@@ -25,6 +37,12 @@ fn main() -> ExitCode {
         }
     };
     let error_code = args.command.error_exit_code();
+    if matches!(
+        args.command,
+        kiln::cli::Command::Helm(_) | kiln::cli::Command::Kustomize(_)
+    ) {
+        engine_pool();
+    }
     if let Err(report) = kiln::cli::set_network_timeouts(&args.command) {
         kiln::cli::print_err(&format!("{report:?}"));
         return ExitCode::from(kiln::cli::failure_exit_code(error_code, &report));

@@ -779,12 +779,13 @@ fn helm_generator(
     // values files are the component's, read through the repository's rules.
     let chart = chart.to_path_buf();
     // Pulled dependencies are read the same way, each inside its own directory.
-    let chart_fs = ChartFs {
-        outer: fs,
-        confined: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory")
+    let chart_fs = crate::fs::Routed {
+        inside: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory")
             .with_trees(dependencies.iter().cloned()),
-        chart: chart.clone(),
-        dependencies: dependencies.clone(),
+        outside: fs,
+        prefixes: std::iter::once(chart.clone())
+            .chain(dependencies.iter().cloned())
+            .collect(),
     };
     let fs: &dyn FileSystem = &chart_fs;
     let mut opts = crate::helm::TemplateOptions::new(chart, &release);
@@ -833,61 +834,6 @@ fn helm_generator(
         }
     }
     Ok((out, rendered.unused_values))
-}
-
-/// The file system a chart is loaded through: a path inside the chart directory (canonical)
-/// is read through a [`crate::fs::RootedFs`] rooted there, so no link takes the chart out of
-/// its own directory; any other path (a values file) through `outer`.
-#[derive(Debug)]
-struct ChartFs<'a> {
-    outer: &'a dyn FileSystem,
-    confined: crate::fs::RootedFs<'a>,
-    chart: std::path::PathBuf,
-    dependencies: Vec<std::path::PathBuf>,
-}
-
-impl ChartFs<'_> {
-    fn pick(&self, path: &std::path::Path) -> &dyn FileSystem {
-        let n = crate::fs::normalize(path);
-        if n.starts_with(&self.chart) || self.dependencies.iter().any(|d| n.starts_with(d)) {
-            &self.confined
-        } else {
-            self.outer
-        }
-    }
-}
-
-impl FileSystem for ChartFs<'_> {
-    fn read(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-        self.pick(path).read(path)
-    }
-    fn read_at_most(&self, path: &std::path::Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
-        self.pick(path).read_at_most(path, max)
-    }
-    fn is_dir(&self, path: &std::path::Path) -> bool {
-        self.pick(path).is_dir(path)
-    }
-    fn is_file(&self, path: &std::path::Path) -> bool {
-        self.pick(path).is_file(path)
-    }
-    fn read_dir(&self, path: &std::path::Path) -> std::io::Result<Vec<std::path::PathBuf>> {
-        self.pick(path).read_dir(path)
-    }
-    fn canonicalize(&self, path: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
-        self.pick(path).canonicalize(path)
-    }
-    fn plain_kind(&self, path: &std::path::Path) -> Option<crate::fs::PlainKind> {
-        self.pick(path).plain_kind(path)
-    }
-    fn read_link(&self, path: &std::path::Path) -> Option<std::path::PathBuf> {
-        self.pick(path).read_link(path)
-    }
-    fn read_dir_kinds(
-        &self,
-        path: &std::path::Path,
-    ) -> std::io::Result<Vec<(std::path::PathBuf, Option<crate::fs::PlainKind>)>> {
-        self.pick(path).read_dir_kinds(path)
-    }
 }
 
 /// Renders one plan (see the module docs for the steps), with state shared between the

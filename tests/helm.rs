@@ -1026,13 +1026,14 @@ fn version_and_helm_template_never_load_the_ca_bundle() {
     );
 }
 
-/// Issue 37 (ADR 0043): the `kiln` binary loads no zlib (linked statically) and stays a
-/// position-independent executable (`ET_DYN`: its code is not at a known address). The
-/// dynamic string table (near the start of the file, where `libc.so.6` shows it is read)
-/// names no libz.
+/// Issue 37 (ADR 0043, ADR 0046): the `kiln` binary loads no zlib and, on x86-64 (where
+/// `.cargo/config.toml` names Debian's static OpenSSL), no OpenSSL: both are linked
+/// statically. It stays a position-independent executable (`ET_DYN`: its code is not at a
+/// known address). The dynamic string table (near the start of the file, where `libc.so.6`
+/// shows it is read) names no libz, libssl or libcrypto.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
-fn the_binary_is_position_independent_and_loads_no_zlib() {
+fn the_binary_is_position_independent_and_loads_no_zlib_or_openssl() {
     use std::io::Read;
     let mut head = vec![0; 1 << 18];
     let mut file = std::fs::File::open(env!("CARGO_BIN_EXE_kiln")).unwrap();
@@ -1049,6 +1050,10 @@ fn the_binary_is_position_independent_and_loads_no_zlib() {
         "the dynamic string table lies past the bytes read"
     );
     assert!(!names(b"libz.so"), "libz is loaded");
+    if cfg!(target_arch = "x86_64") {
+        assert!(!names(b"libssl.so"), "libssl is loaded");
+        assert!(!names(b"libcrypto.so"), "libcrypto is loaded");
+    }
 }
 
 /// Whether `kiln args` opens `SSL_CERT_FILE`: a FIFO, which a reader opens only once a writer

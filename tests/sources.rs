@@ -430,6 +430,11 @@ fn update_names_moved_sources_and_warns_of_a_moved_tag() {
         &new[0][..12]
     );
     assert!(text.contains(&web), "{text}");
+    // Two of the three sources moved: the summary counts the changes, not every source.
+    assert!(
+        text.contains("kiln.lock: 2 changes, 3 sources locked"),
+        "{text}"
+    );
     let api = format!(
         "the tag `v1.0.0` of git `{}` moved: kiln.lock had {}, the server now has {}",
         s.url("shop-api"),

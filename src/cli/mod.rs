@@ -970,17 +970,17 @@ fn update(args: &UpdateArgs) -> miette::Result<ExitCode> {
     resolved
         .store_lock()
         .map_err(crate::pipeline::KilnError::Source)?;
-    let verb = if resolved.lock_changed {
-        "updated"
+    // What changed is counted apart from what is locked: "(6 sources)" after an update that
+    // moved one read as if all six had.
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let locked = plural(resolved.used.len(), "source");
+    let path = resolved.lock_path.display();
+    print_err(&if resolved.lock_changed {
+        let changed = plural(resolved.changes.len(), "change");
+        format!("kiln: updated {path}: {changed}, {locked} locked")
     } else {
-        "up to date:"
-    };
-    print_err(&format!(
-        "kiln: {verb} {} ({} source{})",
-        resolved.lock_path.display(),
-        resolved.used.len(),
-        if resolved.used.len() == 1 { "" } else { "s" }
-    ));
+        format!("kiln: up to date: {path} ({locked})")
+    });
     // Which sources moved, and from where to where; a tag that moved is a supply-chain
     // warning (a tag is expected to name one commit or archive for good).
     for change in &resolved.changes {
@@ -2317,7 +2317,7 @@ fn status(args: &StatusArgs) -> miette::Result<ExitCode> {
 /// For `kiln status`: the platform rendered as `kiln publish` rendered it at `commit` of the
 /// checkout's repository. That is `built` when the checkout is at that commit with no local
 /// change to what the render read; else the commit's tree under the repository root, read
-/// into memory, and the source cache ([`CommitWithSources`]), rendered with the same options
+/// into memory, and the source cache ([`commit_with_sources`]), rendered with the same options
 /// (the source stage as any render's; no render cache, no validation: neither changes the
 /// bytes).
 fn rerender<'a>(
@@ -2342,7 +2342,7 @@ fn rerender<'a>(
         }
         // Components from other repositories are fetched into the source cache on disk, as
         // for any render: the commit's checkout alone does not hold them.
-        let fs = CommitWithSources::new(fs, opts.sources.cache_dir.as_deref());
+        let fs = commit_with_sources(fs, opts.sources.cache_dir.as_deref());
         let platform = platform_dir
             .canonicalize()
             .ok()
@@ -2362,64 +2362,20 @@ fn rerender<'a>(
 
 /// What [`rerender`] renders from: the checkout at a commit, in memory, and the source
 /// cache on disk (where the source stage puts the trees of `components[].source`, the
-/// pulled charts and remote bases). Nothing else of the disk is seen.
-#[derive(Debug)]
-struct CommitWithSources {
+/// pulled charts and remote bases), as configured and as resolved (a cache under a symbolic
+/// link). Nothing else of the disk is seen.
+fn commit_with_sources(
     commit: crate::fs::MemFs,
-    /// The source cache as configured and as resolved (a cache under a symbolic link).
-    sources: Vec<PathBuf>,
-}
-
-impl CommitWithSources {
-    fn new(commit: crate::fs::MemFs, sources: Option<&std::path::Path>) -> Self {
-        let sources = sources
+    sources: Option<&std::path::Path>,
+) -> crate::fs::Routed<crate::fs::RealFs, crate::fs::MemFs> {
+    crate::fs::Routed {
+        inside: crate::fs::RealFs,
+        outside: commit,
+        prefixes: sources
             .into_iter()
             .flat_map(|d| [Some(d.to_path_buf()), std::fs::canonicalize(d).ok()])
             .flatten()
-            .collect();
-        CommitWithSources { commit, sources }
-    }
-
-    fn at(&self, path: &std::path::Path) -> &dyn crate::fs::FileSystem {
-        // Lexically: `cache/../x` is not in the cache (routed as `render::ChartFs` routes).
-        let path = crate::fs::normalize(path);
-        match self.sources.iter().any(|d| path.starts_with(d)) {
-            true => &crate::fs::RealFs,
-            false => &self.commit,
-        }
-    }
-}
-
-impl crate::fs::FileSystem for CommitWithSources {
-    fn read(&self, path: &std::path::Path) -> std::io::Result<Vec<u8>> {
-        self.at(path).read(path)
-    }
-    fn is_dir(&self, path: &std::path::Path) -> bool {
-        self.at(path).is_dir(path)
-    }
-    fn is_file(&self, path: &std::path::Path) -> bool {
-        self.at(path).is_file(path)
-    }
-    fn read_dir(&self, path: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
-        self.at(path).read_dir(path)
-    }
-    fn canonicalize(&self, path: &std::path::Path) -> std::io::Result<PathBuf> {
-        self.at(path).canonicalize(path)
-    }
-    fn plain_kind(&self, path: &std::path::Path) -> Option<crate::fs::PlainKind> {
-        self.at(path).plain_kind(path)
-    }
-    fn read_dir_kinds(
-        &self,
-        path: &std::path::Path,
-    ) -> std::io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
-        self.at(path).read_dir_kinds(path)
-    }
-    fn read_at_most(&self, path: &std::path::Path, max: u64) -> std::io::Result<Option<Vec<u8>>> {
-        self.at(path).read_at_most(path, max)
-    }
-    fn read_link(&self, path: &std::path::Path) -> Option<PathBuf> {
-        self.at(path).read_link(path)
+            .collect(),
     }
 }
 

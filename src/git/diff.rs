@@ -159,10 +159,15 @@ impl DiffReport {
             return writeln!(f, "no differences");
         }
         for file in &self.files {
-            writeln!(f, "{} {}", file.status.word(), file.path)?;
+            // A path or a resource's name may hold a newline: escaped as a field, so it never
+            // starts a line of its own (the whole text is made printable after).
+            let path = super::history::printable_field(&file.path);
+            writeln!(f, "{} {path}", file.status.word())?;
             let (mut shown, mut hidden) = (0, 0);
             for resource in &file.resources {
-                writeln!(f, "  {} {}", resource.status.word(), resource.resource)?;
+                let key = resource.resource.to_string();
+                let key = super::history::printable_field(&key);
+                writeln!(f, "  {} {key}", resource.status.word())?;
                 write_bounded(f, &resource.diff, "    ", &mut shown, &mut hidden)?;
             }
             if let Some(text) = &file.text_diff {
@@ -754,6 +759,29 @@ mod tests {
         assert!(
             summary.contains("a.yaml\\nno differences\\u{1b}[2K"),
             "{summary}"
+        );
+    }
+
+    /// The full report too: a path or a resource name with a newline stays on its line.
+    #[test]
+    fn full_report_lines_escape_the_paths_and_names_they_print() {
+        let mut old = ArtifactSet::new();
+        old.insert("a.yaml\nadded b.yaml", b"x: 1\n".to_vec());
+        old.insert(
+            "c.gen.yaml",
+            b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: \"c\\nchanged x\"\n".to_vec(),
+        );
+        let text = diff_sets(&old, &ArtifactSet::new()).to_string();
+        let heads: Vec<&str> = text.lines().filter(|l| !l.starts_with("    ")).collect();
+        assert_eq!(
+            heads,
+            [
+                "removed a.yaml\\nadded b.yaml",
+                "  removed document",
+                "removed c.gen.yaml",
+                "  removed ConfigMap/c\\nchanged x",
+            ],
+            "{text}"
         );
     }
 

@@ -651,21 +651,30 @@ pub fn promotions_on(
             .find_commit(id)
             .map_err(lg("reading a commit"))?;
         let message = String::from_utf8_lossy(commit.message_bytes());
-        let (mut stages, mut freights) = (Vec::new(), Vec::new());
-        for line in message.lines().skip(1) {
-            if let Some(stage) = line.strip_prefix("stage: ") {
-                stages.push(stage.trim());
-            } else if let Some(freight) = line.strip_prefix("freight: ") {
-                freights.push(freight.trim());
-            }
-        }
-        for stage in &stages {
-            for freight in &freights {
-                promoted.insert((stage.to_string(), freight.to_string()));
-            }
-        }
+        promoted.extend(promotions_in(&message));
     }
     Ok(promoted)
+}
+
+/// The (Stage, Freight) pairs one commit message records: its `stage: …` and `freight: …`
+/// lines after the subject ([`promotions_on`]; [`crate::git::read_branch`] collects them on
+/// its walk).
+pub(crate) fn promotions_in(message: &str) -> Vec<(String, String)> {
+    let (mut stages, mut freights) = (Vec::new(), Vec::new());
+    for line in message.lines().skip(1) {
+        if let Some(stage) = line.strip_prefix("stage: ") {
+            stages.push(stage.trim());
+        } else if let Some(freight) = line.strip_prefix("freight: ") {
+            freights.push(freight.trim());
+        }
+    }
+    let mut out = Vec::new();
+    for stage in &stages {
+        for freight in &freights {
+            out.push((stage.to_string(), freight.to_string()));
+        }
+    }
+    out
 }
 
 /// kiln's commits on `branch` of `repo` (local path or URL), newest first, filtered.

@@ -12,6 +12,7 @@
 //! Invariant: output is ordered by folder path (a `BTreeMap`) and, per folder, newest first.
 
 use super::history::Timestamp;
+use super::trailers::git_order;
 use super::{GitError, Identity, RemoteAuth, lg, open_for_reading, read_all_files};
 use crate::artifact::ArtifactSet;
 use std::collections::{BTreeMap, BTreeSet};
@@ -59,6 +60,13 @@ pub struct BranchState {
     pub tip: Option<String>,
     /// Every watched folder (`""` is the branch root), by path.
     pub folders: BTreeMap<String, FolderState>,
+    /// The (Stage, Freight) pairs promoted by the commits the walk read
+    /// ([`crate::git::history::promotions_in`]); every promotion of the branch, as
+    /// [`crate::git::promotions_on`] finds them, when `promotions_complete`.
+    pub promotions: BTreeSet<(String, String)>,
+    /// Whether the walk read the whole branch (it reached the root commit and met no merge),
+    /// so that `promotions` needs no walk of its own.
+    pub promotions_complete: bool,
 }
 
 /// Turns off libgit2's check that each object read hashes to its id, for the rest of the
@@ -194,6 +202,7 @@ pub fn read_branch(
         for f in folders {
             state.folders.insert(f.clone(), FolderState::default());
         }
+        state.promotions_complete = true;
         return Ok(state);
     };
     state.tip = Some(tip.id().to_string());
@@ -220,10 +229,18 @@ pub fn read_branch(
     // The previous commit's parent tree is this commit's tree: carried over, with the
     // subtrees read below it, so each tree object is read from the object database once.
     let mut carried: Option<(git2::Tree<'_>, TreeMemo<'_>)> = Some((tip_tree, tip_memo));
+    // Whether the walk reads the whole branch: no merge, and not stopped before the root.
+    let mut whole = true;
     while let Some(c) = commit {
         if open.is_empty() {
+            whole = false;
             break;
         }
+        whole &= c.parent_count() <= 1;
+        let message = String::from_utf8_lossy(c.message_bytes()).into_owned();
+        state
+            .promotions
+            .extend(super::history::promotions_in(&message));
         let parent = c.parent(0).ok();
         let (tree, mut memo) = match carried.take() {
             Some(t) => t,
@@ -250,7 +267,6 @@ pub fn read_branch(
             if !open.contains(folder) {
                 continue;
             }
-            let message = String::from_utf8_lossy(c.message_bytes()).into_owned();
             let by_writer = is_writers(folder, &message);
             let state_of = state.folders.entry(folder.clone()).or_default();
             let in_window = state_of.writes.len() < past;
@@ -263,18 +279,30 @@ pub fn read_branch(
                             Some(pt) => parent_memo.folder(repo, pt, folder)?,
                             None => None,
                         };
-                        folder_change_digest(folder, before.as_ref(), folder_tree.as_ref())?
+                        crate::git::trailers::folder_change_digest(
+                            repo,
+                            folder,
+                            before.as_ref(),
+                            folder_tree.as_ref(),
+                        )
+                        .map_err(lg("comparing a commit with its parent"))?
                             == stamp
                     }
                     None => false,
+                };
+                let tree_id = folder_tree.as_ref().map(|t| t.id().to_string());
+                // Unchanged since: the tip's files, read already (most folders' last write).
+                let files = match tree_id.is_some() && tree_id == state_of.tree {
+                    true => state_of.files.clone(),
+                    false => memo.files(repo, folder_tree.as_ref())?,
                 };
                 let write = WriteCommit {
                     id: c.id().to_string(),
                     time,
                     author,
-                    message,
-                    files: memo.files(repo, folder_tree.as_ref())?,
-                    tree: folder_tree.map(|t| t.id().to_string()),
+                    message: message.clone(),
+                    files,
+                    tree: tree_id,
                     stamped,
                 };
                 if by_writer && state_of.by_writer.is_none() {
@@ -294,6 +322,11 @@ pub fn read_branch(
         }
         commit = parent;
     }
+    // `promotions_on` resolves the branch its own way (a tag of the same name first): only
+    // for the same tip are the walks the same.
+    let same_tip = super::resolve_commit(repo, &opened.display, branch)
+        .is_ok_and(|c| Some(c.id().to_string()) == state.tip);
+    state.promotions_complete = whole && same_tip;
     Ok(state)
 }
 
@@ -384,52 +417,6 @@ impl<'r> TreeMemo<'r> {
             None => Ok(ArtifactSet::new()),
         }
     }
-}
-
-/// The blobs under a tree, by path below it (`prefix/` before each), ids only.
-fn blob_ids(
-    tree: Option<&git2::Tree<'_>>,
-    prefix: &str,
-) -> Result<BTreeMap<String, git2::Oid>, GitError> {
-    let mut out = BTreeMap::new();
-    if let Some(t) = tree {
-        t.walk(git2::TreeWalkMode::PreOrder, |dir, entry| {
-            if entry.kind() == Some(git2::ObjectType::Blob) {
-                let name = String::from_utf8_lossy(entry.name_bytes());
-                out.insert(format!("{prefix}{dir}{name}"), entry.id());
-            }
-            git2::TreeWalkResult::Ok
-        })
-        .map_err(lg("reading a tree"))?;
-    }
-    Ok(out)
-}
-
-/// [`crate::git::trailers::change_digest`] of a commit whose whole change lies in `folder`,
-/// computed from the folder's trees before and after only: equal to the commit's stamp only
-/// when the commit changed nothing outside the folder (any other path adds a line).
-fn folder_change_digest(
-    folder: &str,
-    before: Option<&git2::Tree<'_>>,
-    after: Option<&git2::Tree<'_>>,
-) -> Result<String, GitError> {
-    let prefix = match folder {
-        "" => String::new(),
-        f => format!("{f}/"),
-    };
-    let (old, new) = (blob_ids(before, &prefix)?, blob_ids(after, &prefix)?);
-    let paths: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
-    let lines: Vec<String> = paths
-        .into_iter()
-        .filter(|p| old.get(*p) != new.get(*p))
-        .map(|p| {
-            format!(
-                "{} {p}\n",
-                new.get(p).copied().unwrap_or(git2::Oid::ZERO_SHA1)
-            )
-        })
-        .collect();
-    Ok(crate::git::trailers::digest_of_lines(lines))
 }
 
 /// One side of a comparison: a tree's id and the memo it is read through.
@@ -540,21 +527,6 @@ fn diff_watched<'f, 'r>(
     Ok(())
 }
 
-/// Git's order of tree entries: by name, a tree's name read as if it ended in `/`.
-fn git_order(a: &[u8], a_tree: bool, b: &[u8], b_tree: bool) -> std::cmp::Ordering {
-    let n = a.len().min(b.len());
-    match a[..n].cmp(&b[..n]) {
-        std::cmp::Ordering::Equal => {}
-        other => return other,
-    }
-    let next = |name: &[u8], tree: bool| match (name.get(n), tree) {
-        (Some(c), _) => Some(*c),
-        (None, true) => Some(b'/'),
-        (None, false) => None,
-    };
-    next(a, a_tree).cmp(&next(b, b_tree))
-}
-
 /// The deepest watched folder holding the directory `dir` (itself included).
 fn owning_dir<'f>(folders: &'f BTreeSet<String>, dir: &str) -> Option<&'f String> {
     if let Some(f) = folders.get(dir) {
@@ -611,8 +583,19 @@ mod tests {
         message: &dyn Fn(Option<&git2::Tree<'_>>, &git2::Tree<'_>) -> String,
         files: &[(&str, Option<&str>)],
     ) {
+        let files: Vec<(&str, Option<&str>, u32)> =
+            files.iter().map(|(p, c)| (*p, *c, 0o100644)).collect();
+        commit_modes(repo, message, &files);
+    }
+
+    /// [`commit_with`], each file with its mode.
+    fn commit_modes(
+        repo: &git2::Repository,
+        message: &dyn Fn(Option<&git2::Tree<'_>>, &git2::Tree<'_>) -> String,
+        files: &[(&str, Option<&str>, u32)],
+    ) {
         let mut index = repo.index().unwrap();
-        for (path, content) in files {
+        for (path, content, mode) in files {
             match content {
                 Some(c) => {
                     let id = repo.blob(c.as_bytes()).unwrap();
@@ -621,7 +604,7 @@ mod tests {
                         mtime: git2::IndexTime::new(0, 0),
                         dev: 0,
                         ino: 0,
-                        mode: 0o100644,
+                        mode: *mode,
                         uid: 0,
                         gid: 0,
                         file_size: 0,
@@ -693,6 +676,49 @@ mod tests {
             let w = state.folders[f].by_writer.as_ref().unwrap();
             assert!(!w.stamped, "{f}");
         }
+    }
+
+    /// The folder's stamp check is `kiln promote`'s own digest ([`trailers::change_digest`]),
+    /// not a copy of it: a promotion whose change includes a file made executable (a mode
+    /// change, same bytes) is stamped, and one amended by hand with such a change is not.
+    #[test]
+    fn a_write_changing_a_files_mode_is_stamped_as_kiln_promote_stamps_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init_bare(dir.path()).unwrap();
+        commit(
+            &repo,
+            "init",
+            &[("a/run.sh", Some("echo")), ("b/run.sh", Some("echo"))],
+        );
+        let stamp = |parent: Option<&git2::Tree<'_>>, tree: &git2::Tree<'_>| {
+            let digest = crate::git::trailers::change_digest(&repo, parent, tree).unwrap();
+            crate::git::trailers::stamp_promote("kiln: promote a", &digest)
+        };
+        commit_modes(
+            &repo,
+            &stamp,
+            &[
+                ("a/x.yaml", Some("1"), 0o100644),
+                ("a/run.sh", Some("echo"), 0o100755),
+            ],
+        );
+        // b: kiln's change (x.yaml), amended by hand to make run.sh executable too.
+        let kilns = |_: Option<&git2::Tree<'_>>, _: &git2::Tree<'_>| {
+            let id = repo.blob(b"1").unwrap();
+            let digest = crate::git::trailers::digest_of_lines(vec![format!("{id} b/x.yaml\n")]);
+            crate::git::trailers::stamp_promote("kiln: promote b", &digest)
+        };
+        commit_modes(
+            &repo,
+            &kilns,
+            &[
+                ("b/x.yaml", Some("1"), 0o100644),
+                ("b/run.sh", Some("echo"), 0o100755),
+            ],
+        );
+        let state = read_promotions(dir.path(), &["a", "b"]);
+        assert!(state.folders["a"].by_writer.as_ref().unwrap().stamped);
+        assert!(!state.folders["b"].by_writer.as_ref().unwrap().stamped);
     }
 
     #[test]

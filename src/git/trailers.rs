@@ -702,26 +702,134 @@ pub fn parse_message(message: &str) -> Option<KilnTrailers> {
 /// `sha256:<hex>` of what `tree` changes against `parent` (`None`: the empty tree): one
 /// `<new blob id> <path>` line per changed path (a deleted path's id is zero), sorted, so it
 /// depends on the change only, not on the rest of the tree (a rebase that replays the change
-/// elsewhere keeps it). Deterministic: no rename detection, byte order.
+/// elsewhere keeps it). Deterministic: no rename detection, byte order. The lines are what
+/// libgit2's `diff_tree_to_tree` (default options) reports, which stamps made before this
+/// walk used ([`change_lines`]).
 pub fn change_digest(
     repo: &git2::Repository,
     parent: Option<&git2::Tree<'_>>,
     tree: &git2::Tree<'_>,
 ) -> Result<String, git2::Error> {
-    let diff = repo.diff_tree_to_tree(parent, Some(tree), None)?;
-    let lines: Vec<String> = diff
-        .deltas()
-        .map(|d| {
-            let path = d.new_file().path().or_else(|| d.old_file().path());
-            let path = path.map(|p| p.to_string_lossy()).unwrap_or_default();
-            format!("{} {path}\n", d.new_file().id())
-        })
-        .collect();
+    let mut lines = Vec::new();
+    change_lines(repo, parent, Some(tree), "", &mut lines)?;
     Ok(digest_of_lines(lines))
 }
 
+/// [`change_digest`] of a commit whose whole change lies in the folder `folder` (`""`: the
+/// root), from the folder's trees before and after alone (`None`: no folder there): equal to
+/// the commit's digest exactly when the commit changed nothing outside the folder, since any
+/// other path adds a line. `kiln status` checks a write's stamp with it without reading the
+/// rest of the commit's tree.
+pub fn folder_change_digest(
+    repo: &git2::Repository,
+    folder: &str,
+    before: Option<&git2::Tree<'_>>,
+    after: Option<&git2::Tree<'_>>,
+) -> Result<String, git2::Error> {
+    let prefix = match folder {
+        "" => String::new(),
+        f => format!("{f}/"),
+    };
+    let mut lines = Vec::new();
+    change_lines(repo, before, after, &prefix, &mut lines)?;
+    Ok(digest_of_lines(lines))
+}
+
+/// Adds to `lines` one `<new id> <prefix><path>` line per path that differs between the trees
+/// `old` and `new`, as libgit2's tree diff (default options) lists its deltas: a file, link or
+/// submodule added or changed (content or mode) gives its new id; one removed gives the zero
+/// id; one whose kind changed (a file that became a link, a submodule) is removed and added
+/// (two lines, as without `GIT_DIFF_INCLUDE_TYPECHANGE`); a directory is compared entry by
+/// entry, only where its ids differ. Unchanged subtrees are never read.
+fn change_lines(
+    repo: &git2::Repository,
+    old: Option<&git2::Tree<'_>>,
+    new: Option<&git2::Tree<'_>>,
+    prefix: &str,
+    lines: &mut Vec<String>,
+) -> Result<(), git2::Error> {
+    let zero = git2::Oid::ZERO_SHA1;
+    let len = |t: Option<&git2::Tree<'_>>| t.map_or(0, git2::Tree::len);
+    let is_tree = |e: &git2::TreeEntry<'_>| e.kind() == Some(git2::ObjectType::Tree);
+    let path =
+        |e: &git2::TreeEntry<'_>| format!("{prefix}{}", String::from_utf8_lossy(e.name_bytes()));
+    // Every entry under `e` (itself when it is no tree), as removed or added.
+    let one_side = |e: &git2::TreeEntry<'_>, added: bool, lines: &mut Vec<String>| {
+        if is_tree(e) {
+            let sub = repo.find_tree(e.id())?;
+            let (o, n) = if added {
+                (None, Some(&sub))
+            } else {
+                (Some(&sub), None)
+            };
+            change_lines(repo, o, n, &format!("{}/", path(e)), lines)
+        } else {
+            let id = if added { e.id() } else { zero };
+            lines.push(format!("{id} {}\n", path(e)));
+            Ok(())
+        }
+    };
+    let (mut i, mut j) = (0, 0);
+    while i < len(old) || j < len(new) {
+        let x = old.and_then(|t| t.get(i));
+        let y = new.and_then(|t| t.get(j));
+        let order = match (&x, &y) {
+            (Some(x), Some(y)) => git_order(x.name_bytes(), is_tree(x), y.name_bytes(), is_tree(y)),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, _) => std::cmp::Ordering::Greater,
+        };
+        match (order, x, y) {
+            (std::cmp::Ordering::Equal, Some(x), Some(y)) => {
+                i += 1;
+                j += 1;
+                if x.id() == y.id() && x.filemode() == y.filemode() {
+                    continue;
+                }
+                if is_tree(&x) {
+                    let (o, n) = (repo.find_tree(x.id())?, repo.find_tree(y.id())?);
+                    change_lines(repo, Some(&o), Some(&n), &format!("{}/", path(&x)), lines)?;
+                } else if x.filemode() & 0o170000 != y.filemode() & 0o170000 {
+                    lines.push(format!("{zero} {}\n", path(&x)));
+                    lines.push(format!("{} {}\n", y.id(), path(&y)));
+                } else {
+                    lines.push(format!("{} {}\n", y.id(), path(&y)));
+                }
+            }
+            (std::cmp::Ordering::Less, Some(x), _) => {
+                i += 1;
+                one_side(&x, false, lines)?;
+            }
+            (_, _, Some(y)) => {
+                j += 1;
+                one_side(&y, true, lines)?;
+            }
+            // An entry that cannot be read: step past it on both sides.
+            _ => {
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Git's order of tree entries: by name, a tree's name read as if it ended in `/`.
+pub(crate) fn git_order(a: &[u8], a_tree: bool, b: &[u8], b_tree: bool) -> std::cmp::Ordering {
+    let n = a.len().min(b.len());
+    match a[..n].cmp(&b[..n]) {
+        std::cmp::Ordering::Equal => {}
+        other => return other,
+    }
+    let next = |name: &[u8], tree: bool| match (name.get(n), tree) {
+        (Some(c), _) => Some(*c),
+        (None, true) => Some(b'/'),
+        (None, false) => None,
+    };
+    next(a, a_tree).cmp(&next(b, b_tree))
+}
+
 /// The digest [`change_digest`] makes of its `<new blob id> <path>` lines: sorted, joined,
-/// SHA-256. `kiln status` makes the same lines from one folder's trees.
+/// SHA-256.
 pub fn digest_of_lines(mut lines: Vec<String>) -> String {
     lines.sort();
     kiln_base::digest::sha256_tagged(lines.concat().as_bytes())
@@ -766,6 +874,89 @@ mod tests {
 
     fn classifier(paths: &[&str]) -> Classifier {
         Classifier::new(paths.iter().copied(), None)
+    }
+
+    /// The change lines are libgit2's tree diff's deltas (default options), which stamps
+    /// written before this walk were made from: files added, changed, removed, made
+    /// executable, turned into links or directories, submodules.
+    #[test]
+    fn change_digest_lists_what_libgit2s_tree_diff_lists() {
+        let dir = tempfile::tempdir().unwrap();
+        let repo = git2::Repository::init_bare(dir.path()).unwrap();
+        // A tree of `entries` (path, content, mode); a directory's entries by `dir/name`.
+        let tree = |entries: &[(&str, &str, i32)]| -> git2::Oid {
+            fn build(repo: &git2::Repository, entries: &[(&str, &str, i32)]) -> git2::Oid {
+                let mut b = repo.treebuilder(None).unwrap();
+                let mut dirs: BTreeMap<&str, Vec<(&str, &str, i32)>> = BTreeMap::new();
+                for (path, content, mode) in entries {
+                    match path.split_once('/') {
+                        Some((d, rest)) => dirs.entry(d).or_default().push((rest, content, *mode)),
+                        None if *mode == 0o160000 => {
+                            let id =
+                                git2::Oid::hash_object(git2::ObjectType::Blob, content.as_bytes());
+                            b.insert(path, id.unwrap(), *mode).unwrap();
+                        }
+                        None => {
+                            let id = repo.blob(content.as_bytes()).unwrap();
+                            b.insert(path, id, *mode).unwrap();
+                        }
+                    }
+                }
+                for (d, inner) in dirs {
+                    b.insert(d, build(repo, &inner), 0o040000).unwrap();
+                }
+                b.write().unwrap()
+            }
+            build(&repo, entries)
+        };
+        let before = tree(&[
+            ("a/x.yaml", "1", 0o100644),
+            ("a/run.sh", "echo", 0o100644),
+            ("a/link", "x.yaml", 0o100644),
+            ("a/sub/y.yaml", "y", 0o100644),
+            ("a/gone/z.yaml", "z", 0o100644),
+            ("a/file", "f", 0o100644),
+            ("a/mod", "c1", 0o160000),
+            ("a/same/s.yaml", "s", 0o100644),
+            ("b.yaml", "b", 0o100644),
+        ]);
+        let after = tree(&[
+            ("a/x.yaml", "2", 0o100644),
+            ("a/run.sh", "echo", 0o100755),
+            ("a/link", "x.yaml", 0o120000),
+            ("a/sub/y.yaml", "y2", 0o100644),
+            ("a/sub/new.yaml", "n", 0o100644),
+            ("a/file/inside.yaml", "i", 0o100644),
+            ("a/mod", "c2", 0o160000),
+            ("a/same/s.yaml", "s", 0o100644),
+            ("a.yaml", "new", 0o100644),
+        ]);
+        let (before, after) = (
+            repo.find_tree(before).unwrap(),
+            repo.find_tree(after).unwrap(),
+        );
+        let libgit2 = |old: Option<&git2::Tree<'_>>, new: &git2::Tree<'_>| {
+            let diff = repo.diff_tree_to_tree(old, Some(new), None).unwrap();
+            let lines = diff
+                .deltas()
+                .map(|d| {
+                    let path = d.new_file().path().or_else(|| d.old_file().path()).unwrap();
+                    format!("{} {}\n", d.new_file().id(), path.display())
+                })
+                .collect();
+            (diff.deltas().len(), digest_of_lines(lines))
+        };
+        let (deltas, digest) = libgit2(Some(&before), &after);
+        assert!(deltas >= 11, "{deltas}");
+        assert_eq!(change_digest(&repo, Some(&before), &after).unwrap(), digest);
+        assert_eq!(
+            change_digest(&repo, None, &after).unwrap(),
+            libgit2(None, &after).1
+        );
+        assert_eq!(
+            change_digest(&repo, Some(&after), &before).unwrap(),
+            libgit2(Some(&after), &before).1
+        );
     }
 
     #[test]

@@ -1092,6 +1092,28 @@ fn targets(render: &objects::RenderObjects, filter: &StatusFilter) -> Vec<Target
         .collect()
 }
 
+/// How many of the render's objects [`status`] reads first, and reads them the way it does
+/// ([`objects`]: Applications and Stages line by line, Warehouses parsed): what
+/// `examples/status_bench.rs` times as its first step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RenderRead {
+    pub applications: usize,
+    pub stages: usize,
+    pub warehouses: usize,
+}
+
+/// Reads the render's Kargo and Argo CD objects as [`status`] does before anything else.
+///
+/// Errors: as [`status`]'s read of them ([`StatusError::Objects`]).
+pub fn read_render_objects(set: &ArtifactSet) -> Result<RenderRead, StatusError> {
+    let render = objects::RenderObjects::read(set)?;
+    Ok(RenderRead {
+        applications: render.applications.len(),
+        stages: render.stages.len(),
+        warehouses: render.warehouses.values().map(|o| o.warehouses.len()).sum(),
+    })
+}
+
 /// The status of every cell the render's Applications deploy (see the module docs). `set` is
 /// the in-memory render, `platform` its validated spec (for the environment order and
 /// upstreams); `rerender` renders the source commits publishes recorded.
@@ -1166,8 +1188,15 @@ pub fn status(
             .collect()
     };
     let mut read = BTreeMap::new();
+    // The promotions of each branch its read walked whole: the skipped-upstream check needs
+    // no walk of its own there.
+    let mut promotions = Promotions::new();
     for (key, state) in wanted.keys().zip(branches) {
-        read.insert(key.clone(), state?);
+        let mut state = state?;
+        if state.promotions_complete {
+            promotions.insert(key.clone(), std::mem::take(&mut state.promotions));
+        }
+        read.insert(key.clone(), state);
     }
     let env_order: Vec<String> = platform
         .environments
@@ -1183,7 +1212,7 @@ pub fn status(
         .collect::<BTreeSet<_>>()
         .into_iter()
         .map(|p| {
-            let subs = render.warehouses.subscriptions(&p);
+            let subs = render.subscriptions(&p);
             (p, subs)
         })
         .collect();
@@ -1427,7 +1456,6 @@ pub fn status(
     }
     // Every lag is judged on the cells as they stand before any is marked lagging.
     let mut lags: Vec<(usize, Lag)> = Vec::new();
-    let mut promotions = Promotions::new();
     for (index, c) in cells.iter().enumerate().filter(|(_, c)| c.stage.is_some()) {
         for up in upstreams
             .get(c.environment.as_str())
@@ -1597,6 +1625,26 @@ mod tests {
             ]
         );
         assert_eq!(of("dev")[0], "https://x.example/worker.git@d1");
+    }
+
+    /// What the benchmark times first is status's own read of the render (Applications and
+    /// Stages line by line), and it finds every object the whole parse finds.
+    #[test]
+    fn the_render_read_counts_what_the_whole_parse_finds() {
+        let bank = concat!(env!("CARGO_MANIFEST_DIR"), "/platforms/bank");
+        let built =
+            crate::pipeline::build(&crate::pipeline::RenderOptions::new(bank), &|_, _| {}).unwrap();
+        let parsed = Objects::from_artifacts(&built.set).unwrap();
+        let read = read_render_objects(&built.set).unwrap();
+        assert_eq!(
+            read,
+            RenderRead {
+                applications: parsed.applications.len(),
+                stages: parsed.stages.len(),
+                warehouses: parsed.warehouses.len(),
+            }
+        );
+        assert!(read.stages > 0 && read.warehouses > 0);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use crate::artifact::ArtifactSet;
+use crate::promote::freight::Subscriptions;
 use crate::promote::{Objects, PromoteError};
 
 /// Where one Application syncs from, and the Stage authorized to write there.
@@ -55,8 +56,9 @@ pub(super) struct Stage {
 pub(super) struct RenderObjects {
     pub applications: Vec<Application>,
     pub stages: BTreeMap<(String, String), Stage>,
-    /// The Warehouses, whole (few and small): [`Objects::subscriptions`] reads them.
-    pub warehouses: Objects,
+    /// The Warehouses, whole (few and small), by project (their namespace):
+    /// [`RenderObjects::subscriptions`] reads each project's alone.
+    pub warehouses: BTreeMap<String, Objects>,
 }
 
 /// The pointers an Application or a Stage is read at (a sequence item's index is `*`).
@@ -85,21 +87,51 @@ fn wanted(pointer: &str) -> bool {
 }
 
 /// Whether `pointer` is `pattern` or a prefix of it, token by token (`*` matches an index).
+/// Byte by byte, without splitting either: it is asked of every key the reader meets.
 fn on_the_way(pointer: &str, pattern: &str) -> bool {
-    let mut p = pointer.split('/');
-    let mut w = pattern.split('/');
+    let (p, w) = (pointer.as_bytes(), pattern.as_bytes());
+    let (mut i, mut j) = (0, 0);
     loop {
-        match (p.next(), w.next()) {
-            (None, _) => return true,
-            (Some(_), None) => return false,
-            (Some(a), Some("*")) if a.bytes().all(|b| b.is_ascii_digit()) => {}
-            (Some(a), Some(b)) if a == b => {}
-            _ => return false,
+        if i == p.len() {
+            // The pointer ends: on the way when the pattern's token ends here too.
+            return j == w.len() || w[j] == b'/';
         }
+        if j == w.len() {
+            return false;
+        }
+        let token_start = j > 0 && w[j - 1] == b'/';
+        if token_start && w[j] == b'*' && w.get(j + 1).is_none_or(|&b| b == b'/') {
+            let end = p[i..]
+                .iter()
+                .position(|&b| b == b'/')
+                .map_or(p.len(), |k| i + k);
+            let token = &p[i..end];
+            if !(token.iter().all(u8::is_ascii_digit) || token == b"*") {
+                return false;
+            }
+            i = end;
+            j += 1;
+            continue;
+        }
+        if p[i] != w[j] {
+            return false;
+        }
+        i += 1;
+        j += 1;
     }
 }
 
 impl RenderObjects {
+    /// What each Warehouse of `project` subscribes to ([`Objects::subscriptions`] over that
+    /// project's Warehouses only: filtering every Warehouse of the render per project was
+    /// quadratic).
+    pub fn subscriptions(&self, project: &str) -> BTreeMap<String, Subscriptions> {
+        self.warehouses
+            .get(project)
+            .map(|o| o.subscriptions(project))
+            .unwrap_or_default()
+    }
+
     /// Reads every Application, Stage and Warehouse of `set`'s YAML files (the files
     /// `Objects::from_artifacts` reads).
     ///
@@ -189,7 +221,12 @@ impl RenderObjects {
                 .to_string()
         };
         match (s("/apiVersion").as_str(), s("/kind").as_str()) {
-            ("kargo.akuity.io/v1alpha1", "Warehouse") => self.warehouses.warehouses.push(d),
+            ("kargo.akuity.io/v1alpha1", "Warehouse") => self
+                .warehouses
+                .entry(s("/metadata/namespace"))
+                .or_default()
+                .warehouses
+                .push(d),
             ("kargo.akuity.io/v1alpha1", "Stage") => {
                 let requested = d
                     .pointer("/spec/requestedFreight")
@@ -264,26 +301,46 @@ impl RenderObjects {
 
 /// `text`'s documents, split at its `---` lines; `None` for a document the split cannot
 /// vouch for (a `---` line with content after it, a `...` line), which sends the whole file
-/// to the parser.
+/// to the parser. The marker lines are found by searching for them, not line by line: the
+/// reader ([`leaves`]) goes through each document's lines once.
 fn documents(text: &str) -> impl Iterator<Item = Option<&str>> {
-    let mut rest = Some(text);
+    let mut rest = Some(0);
+    // The next line starting with `...` at or after an offset, found once for the file.
+    let mut dots: Option<Option<usize>> = None;
     std::iter::from_fn(move || {
-        let text = rest?;
-        let mut at = 0;
-        for line in text.split_inclusive('\n') {
-            let bare = line.trim_end_matches(['\n', '\r']);
-            if bare == "---" {
-                rest = Some(&text[at + line.len()..]);
-                return Some(Some(&text[..at]));
+        let start = rest?;
+        let from = |needle: &str| -> Option<usize> {
+            if text[start..].starts_with(needle) {
+                return Some(start);
             }
-            if bare.starts_with("---") || bare.starts_with("...") {
-                rest = None;
-                return Some(None);
+            let marked = format!("\n{needle}");
+            text[start..].find(&marked).map(|i| start + i + 1)
+        };
+        let dashes = from("---");
+        let dot = match dots {
+            Some(Some(d)) if d >= start => Some(d),
+            Some(None) => None,
+            _ => {
+                let d = from("...");
+                dots = Some(d);
+                d
             }
-            at += line.len();
+        };
+        let at = match (dashes, dot) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let Some(at) = at else {
+            rest = None;
+            return Some(Some(&text[start..]));
+        };
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i + 1);
+        if text[at..end].trim_end_matches(['\n', '\r']) == "---" {
+            rest = Some(end);
+            return Some(Some(&text[start..at]));
         }
         rest = None;
-        Some(Some(text))
+        Some(None)
     })
 }
 
@@ -372,6 +429,7 @@ fn leaves<'t>(doc: &'t str, wanted: &dyn Fn(&str) -> bool) -> Option<Vec<(String
     let mut pending: Option<(usize, String, bool)> = None;
     // Skipping what lies below a key at this column (a refused subtree, a block scalar).
     let mut skip: Option<usize> = None;
+    let mut buffer = String::new();
     for line in doc.lines() {
         let content = line.trim_start_matches(' ');
         if content.is_empty() {
@@ -418,7 +476,7 @@ fn leaves<'t>(doc: &'t str, wanted: &dyn Fn(&str) -> bool) -> Option<Vec<(String
             // A line indented past its collection: a folded scalar's continuation.
             return None;
         }
-        let (column, pointer, body) = match &mut top.next {
+        let (column, parent, body) = match &mut top.next {
             Some(next) => {
                 let item = format!("{}/{next}", top.pointer);
                 *next += 1;
@@ -436,10 +494,11 @@ fn leaves<'t>(doc: &'t str, wanted: &dyn Fn(&str) -> bool) -> Option<Vec<(String
                         out.push((item.clone(), Leaf::Collection));
                         open.push(Open {
                             indent: column,
-                            pointer: item.clone(),
+                            pointer: item,
                             next: None,
                         });
-                        (column, item, body)
+                        let top = open.last()?;
+                        (column, top.pointer.as_str(), body)
                     }
                     None => {
                         out.push((item, scalar(body)?));
@@ -447,14 +506,23 @@ fn leaves<'t>(doc: &'t str, wanted: &dyn Fn(&str) -> bool) -> Option<Vec<(String
                     }
                 }
             }
-            None => (indent, top.pointer.clone(), content),
+            None => (indent, top.pointer.as_str(), content),
         };
         let (key, value) = split_key(body)?;
-        let pointer = format!("{pointer}/{}", kiln_base::pointer::escape(key));
-        if !wanted(&pointer) {
+        // The pointer is built in one buffer and copied only for a key that is kept: most
+        // keys are refused.
+        buffer.clear();
+        buffer.push_str(parent);
+        buffer.push('/');
+        match key.contains(['~', '/']) {
+            true => buffer.push_str(&kiln_base::pointer::escape(key)),
+            false => buffer.push_str(key),
+        }
+        if !wanted(&buffer) {
             skip = Some(column);
             continue;
         }
+        let pointer = buffer.clone();
         if value.is_empty() {
             pending = Some((column, pointer, false));
         } else if value.starts_with(['|', '>']) {
@@ -606,7 +674,10 @@ mod tests {
         (
             read.applications.clone(),
             read.stages.values().cloned().collect(),
-            read.warehouses.warehouses.clone(),
+            read.warehouses
+                .values()
+                .flat_map(|o| o.warehouses.clone())
+                .collect(),
         )
     }
 

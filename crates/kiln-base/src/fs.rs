@@ -567,6 +567,93 @@ pub fn read_beneath(fs: &dyn FileSystem, base: &Path, rel: &str) -> io::Result<V
     fs.read(&at)
 }
 
+/// A borrowed file system is one (a [`Routed`] over `&dyn FileSystem`).
+impl<T: FileSystem + ?Sized> FileSystem for &T {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        (**self).read(path)
+    }
+    fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+        (**self).read_at_most(path, max)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        (**self).is_dir(path)
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        (**self).is_file(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        (**self).read_dir(path)
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        (**self).canonicalize(path)
+    }
+    fn plain_kind(&self, path: &Path) -> Option<PlainKind> {
+        (**self).plain_kind(path)
+    }
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        (**self).read_link(path)
+    }
+    fn read_dir_kinds(&self, path: &Path) -> io::Result<Vec<(PathBuf, Option<PlainKind>)>> {
+        (**self).read_dir_kinds(path)
+    }
+    fn read_to_string(&self, path: &Path) -> io::Result<String> {
+        (**self).read_to_string(path)
+    }
+}
+
+/// Two file systems behind one: a path under one of `prefixes` is read through `inside`,
+/// every other path through `outside`. Paths are compared lexically, after [`normalize`], so
+/// `chart/../x` is not in `chart`: a `..` can never carry a read into the other file system's
+/// rules. For a chart read confined to its directory inside the repository's rules
+/// (`kiln::render`), and a committed tree with the source cache beside it (`kiln status`).
+#[derive(Debug)]
+pub struct Routed<I, O> {
+    pub inside: I,
+    pub outside: O,
+    pub prefixes: Vec<PathBuf>,
+}
+
+impl<I: FileSystem, O: FileSystem> Routed<I, O> {
+    fn at(&self, path: &Path) -> &dyn FileSystem {
+        let n = normalize(path);
+        if self.prefixes.iter().any(|p| n.starts_with(p)) {
+            &self.inside
+        } else {
+            &self.outside
+        }
+    }
+}
+
+impl<I: FileSystem, O: FileSystem> FileSystem for Routed<I, O> {
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        self.at(path).read(path)
+    }
+    fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+        self.at(path).read_at_most(path, max)
+    }
+    fn is_dir(&self, path: &Path) -> bool {
+        self.at(path).is_dir(path)
+    }
+    fn is_file(&self, path: &Path) -> bool {
+        self.at(path).is_file(path)
+    }
+    fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+        self.at(path).read_dir(path)
+    }
+    fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+        self.at(path).canonicalize(path)
+    }
+    fn plain_kind(&self, path: &Path) -> Option<PlainKind> {
+        self.at(path).plain_kind(path)
+    }
+    fn read_link(&self, path: &Path) -> Option<PathBuf> {
+        self.at(path).read_link(path)
+    }
+    fn read_dir_kinds(&self, path: &Path) -> io::Result<Vec<(PathBuf, Option<PlainKind>)>> {
+        self.at(path).read_dir_kinds(path)
+    }
+}
+
 /// Removes `.` and resolves `..` lexically (no symlinks involved).
 pub fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -785,6 +872,31 @@ mod tests {
         let empty = dir.path().join("e");
         std::fs::write(&empty, b"").unwrap();
         assert_eq!(RealFs.read(&empty).unwrap(), b"");
+    }
+
+    /// A path under a prefix reads the inside file system, any other the outside one, and
+    /// `prefix/../x` is outside: the route is decided on the normalized path.
+    #[test]
+    fn routed_picks_by_the_normalized_path() {
+        let mut inside = MemFs::new();
+        inside.add_file("/cache/a.yaml", "inside");
+        inside.add_file("/repo/x.yaml", "inside's x");
+        let mut outside = MemFs::new();
+        outside.add_file("/repo/x.yaml", "outside's x");
+        let fs = Routed {
+            inside,
+            outside: &outside,
+            prefixes: vec![PathBuf::from("/cache")],
+        };
+        let read = |p: &str| fs.read_to_string(Path::new(p)).ok();
+        assert_eq!(read("/cache/a.yaml").as_deref(), Some("inside"));
+        assert_eq!(read("/cache/./a.yaml").as_deref(), Some("inside"));
+        assert_eq!(
+            read("/cache/../repo/x.yaml").as_deref(),
+            Some("outside's x")
+        );
+        assert_eq!(read("/repo/x.yaml").as_deref(), Some("outside's x"));
+        assert!(fs.is_dir(Path::new("/cache")) && !fs.is_file(Path::new("/cache/b.yaml")));
     }
 
     #[test]

@@ -56,8 +56,9 @@ pub const SILENCE_TIMEOUT: &str = "the server took the connection (or never took
 /// A remote kustomize base fetched for longer than its `?timeout=`.
 pub const BASE_TIMEOUT: &str = "the server did not answer in time, and nothing was stored; a remote base's `?timeout=` (kustomize's, 27s when absent) sets the limit: raise it for a slow server";
 
-/// Why a source could not be had.
-#[derive(Debug, Error, Diagnostic)]
+/// Why a source could not be had. `Clone`, so a fetcher hands a source's failure to every
+/// later request for it instead of waiting out the same dead server again.
+#[derive(Debug, Clone, Error, Diagnostic)]
 pub enum SourceError {
     #[error("{origin}: the server cannot be reached: {detail}")]
     #[diagnostic(
@@ -212,7 +213,7 @@ pub enum SourceError {
     Io {
         op: &'static str,
         path: String,
-        source: std::io::Error,
+        source: std::sync::Arc<std::io::Error>,
     },
 }
 
@@ -249,7 +250,7 @@ impl SourceError {
         SourceError::Io {
             op,
             path: path.display().to_string(),
-            source,
+            source: std::sync::Arc::new(source),
         }
     }
 }

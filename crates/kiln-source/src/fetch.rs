@@ -125,6 +125,10 @@ struct State {
     done: BTreeMap<LockKey, (Fetched, bool)>,
     /// The Git sources resolved through a tag (`refs/tags/*`) in this run.
     git_tags: BTreeSet<LockKey>,
+    /// Every source that failed this run, with its error: a later request for it (another
+    /// instance of one component, a second base from one repository) gets the same answer at
+    /// once, never a second wait for the same dead server.
+    failed: BTreeMap<LockKey, SourceError>,
 }
 
 impl std::fmt::Debug for Fetcher<'_> {
@@ -222,7 +226,30 @@ impl<'a> Fetcher<'a> {
                 }
                 return Ok(done);
             }
+            if let Some(e) = state.failed.get(&key) {
+                let mut e = e.clone();
+                if let Some(o) = e.origin_mut() {
+                    o.needed_by = req.origin().needed_by;
+                }
+                return Err(e);
+            }
         }
+        let fetched = self.fetch_anew(req, key.clone(), run, update);
+        if let Err(e) = &fetched {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            state.failed.insert(key, e.clone());
+        }
+        fetched
+    }
+
+    /// [`Fetcher::fetch_as`] for a source not on disk yet this run.
+    fn fetch_anew(
+        &self,
+        req: &Request,
+        key: LockKey,
+        run: bool,
+        update: bool,
+    ) -> Result<Fetched, SourceError> {
         let origin = req.origin();
         let pinned = self.old.get(&key).filter(|_| !update).cloned();
         let renewed = pinned.is_none();
@@ -989,6 +1016,35 @@ mod tests {
             );
             assert_eq!(cached(&env), Vec::<String>::new(), "{url}");
         }
+    }
+
+    /// A source that failed is not fetched again in the same run: the second request (another
+    /// instance, another base from the same repository) gets the first one's error at once,
+    /// naming what needs it this time, and the dead server sees no second connection.
+    #[test]
+    fn a_failed_source_is_not_fetched_again_in_one_run() {
+        let silent = testing::silent();
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let url = format!("http://127.0.0.1:{}/app.git", silent.port);
+        let first = base_req(&url, true, Some(Duration::from_secs(1)));
+        let mut second = first.clone();
+        second.needed_by = "remote base `app` (in other/kustomization.yaml)".into();
+        let (a, b, after_first) = bounded(move || {
+            let a = f.fetch(&first).map(|_| ()).unwrap_err();
+            let after_first = silent.accepted.load(std::sync::atomic::Ordering::Relaxed);
+            let b = f.fetch(&second).map(|_| ()).unwrap_err();
+            let after_second = silent.accepted.load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(
+                after_first, after_second,
+                "the second request connected again"
+            );
+            (a, b, after_first)
+        });
+        assert!(after_first >= 1, "the first request never connected");
+        assert!(matches!(a, SourceError::Timeout { .. }), "{a}");
+        assert!(matches!(b, SourceError::Timeout { .. }), "{b}");
+        assert!(b.to_string().contains("other/kustomization.yaml"), "{b}");
     }
 
     fn charts() -> Vec<(&'static str, &'static str, Vec<u8>)> {

@@ -592,6 +592,8 @@ pub fn repo_with_submodules(base: &Path, name: &str, commits: &[SuperCommit<'_>]
 #[derive(Debug)]
 pub struct Silent {
     pub port: u16,
+    /// How many connections it has taken.
+    pub accepted: std::sync::Arc<std::sync::atomic::AtomicUsize>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -612,6 +614,8 @@ pub fn silent() -> Silent {
     listener.set_nonblocking(true).expect("non-blocking");
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let flag = stop.clone();
+    let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = accepted.clone();
     let thread = std::thread::spawn(move || {
         let mut held = Vec::new();
         // Bounded: it stops when dropped, and after ten minutes whatever happens.
@@ -620,13 +624,17 @@ pub fn silent() -> Silent {
             && start.elapsed() < Duration::from_secs(600)
         {
             match listener.accept() {
-                Ok((conn, _)) => held.push(conn),
+                Ok((conn, _)) => {
+                    count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    held.push(conn)
+                }
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }
         }
     });
     Silent {
         port,
+        accepted,
         stop,
         thread: Some(thread),
     }
