@@ -572,6 +572,42 @@ impl FileSystem for Recorder<'_> {
     }
 }
 
+/// A render's warning (a chart value no template read): printed on stderr, given in `-o
+/// json`'s `findings`, and kept by the render cache and journal with the plan, so that a
+/// render that reuses the plan repeats it (issue 36, item 7).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Warning {
+    /// `kiln::render::unused_value`.
+    pub code: String,
+    /// Where it is, its file relative to the repository root (line and column 0 when
+    /// unknown).
+    pub at: kiln_base::diag::Loc<String>,
+    pub message: String,
+}
+
+impl Warning {
+    /// The warning as `-o json` gives it (the fields of a validation finding's).
+    pub fn to_json(&self) -> serde_json::Value {
+        let known = |n: usize| (n > 0).then_some(n);
+        serde_json::json!({
+            "code": self.code,
+            "severity": "warning",
+            "file": self.at.file,
+            "line": known(self.at.line),
+            "column": known(self.at.column),
+            "message": self.message,
+        })
+    }
+}
+
+impl std::fmt::Display for Warning {
+    /// The line for stderr: `warning[code]: file:line:column: message`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = self.at.position();
+        write!(f, "warning[{}]: {at}: {}", self.code, self.message)
+    }
+}
+
 /// The emitted files of one BuildPlan: relative path → text.
 pub type Files = Vec<(String, Vec<u8>)>;
 
@@ -590,7 +626,7 @@ pub struct Emitted {
     /// validation's findings; `None` where nothing is known.
     pub provenance: Vec<Option<crate::resource::Provenance>>,
     /// The render's warnings ([`crate::render::Rendered::warnings`]).
-    pub warnings: Vec<crate::render::Warning>,
+    pub warnings: Vec<Warning>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -600,7 +636,7 @@ struct Entry {
     files: Vec<(String, String)>,
     cluster_kinds: Vec<(String, String)>,
     provenance: Vec<Option<crate::resource::Provenance>>,
-    warnings: Vec<crate::render::Warning>,
+    warnings: Vec<Warning>,
 }
 
 /// Hit/miss counts of one render.
@@ -859,8 +895,8 @@ pub struct Journal {
     pub warnings: Vec<Replayed>,
 }
 
-impl From<&crate::render::Warning> for Replayed {
-    fn from(w: &crate::render::Warning) -> Replayed {
+impl From<&Warning> for Replayed {
+    fn from(w: &Warning) -> Replayed {
         Replayed {
             line: w.to_string(),
             json: Some(w.to_json()),
@@ -868,7 +904,7 @@ impl From<&crate::render::Warning> for Replayed {
     }
 }
 
-/// A warning of a render (the render's own, [`crate::render::Warning`], or the Kubernetes
+/// A warning of a render (the render's own, [`Warning`], or the Kubernetes
 /// validation's) as it was printed and as `-o json` gave it, kept by the journal so that a
 /// render that reuses the work repeats it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -47,55 +47,7 @@ pub struct Rendered {
     pub warnings: Vec<Warning>,
 }
 
-/// A render's warning (a chart value no template read): printed on stderr, given in `-o
-/// json`'s `findings`, and kept by the render cache and journal with the plan, so that a
-/// render that reuses the plan repeats it (issue 36, item 7).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-pub struct Warning {
-    /// `kiln::render::unused_value`.
-    pub code: String,
-    /// Where it is, relative to the repository root; `line`, `column` 0 when unknown.
-    pub file: String,
-    pub line: usize,
-    pub column: usize,
-    pub message: String,
-}
-
-impl Warning {
-    /// The warning as `-o json` gives it (the fields of a validation finding's).
-    pub fn to_json(&self) -> serde_json::Value {
-        let known = |n: usize| (n > 0).then_some(n);
-        serde_json::json!({
-            "code": self.code,
-            "severity": "warning",
-            "file": self.file,
-            "line": known(self.line),
-            "column": known(self.column),
-            "message": self.message,
-        })
-    }
-}
-
-impl std::fmt::Display for Warning {
-    /// The line for stderr: `warning[code]: file:line:column: message`.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = Loc {
-            file: self.file.clone(),
-            doc: 0,
-            pointer: String::new(),
-            key: false,
-            line: self.line,
-            column: self.column,
-        };
-        write!(
-            f,
-            "warning[{}]: {}: {}",
-            self.code,
-            at.position(),
-            self.message
-        )
-    }
-}
+pub use crate::cache::Warning;
 
 /// State shared by the plans of one render. A kustomization directory named by a
 /// `kustomize:` generator is built once and its resources reused by every plan (every
@@ -954,9 +906,7 @@ fn render_plan(
                     }
                     warnings.push(Warning {
                         code: "kiln::render::unused_value".into(),
-                        file: at.file,
-                        line: at.line,
-                        column: at.column,
+                        at,
                         message: u.to_string(),
                     });
                 }
