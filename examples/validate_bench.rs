@@ -29,7 +29,8 @@ fn main() {
         parse = parse.min(t.elapsed().as_secs_f64());
         let t = Instant::now();
         let files = [(path.clone(), bytes.clone())];
-        let report = kiln::conform::validate_files(&files, version, &options, &[]).expect("run");
+        let report = kiln::conform::validate_files(&files, (version, Vec::new()), &options, &[])
+            .expect("run");
         validate = validate.min(t.elapsed().as_secs_f64());
         findings = report.findings.len();
         // Every finding as `kiln validate` prints it: the CLI's clipping handler around

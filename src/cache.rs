@@ -47,7 +47,7 @@ use std::sync::Mutex;
 /// Bumped whenever the entry layout or the key's inputs change, and whenever the engines
 /// print other bytes for the same input (4: go-yaml v2's folding and key order, issue 37),
 /// or an entry of an older kiln of the same version would be replayed.
-const FORMAT: &str = "kiln-render-cache/5";
+const FORMAT: &str = "kiln-render-cache/6";
 
 /// The secret a cache's entries and journals are authenticated under (HMAC-SHA256): 32
 /// random bytes, kept outside any checkout. Its `Debug` never shows it.
@@ -572,6 +572,42 @@ impl FileSystem for Recorder<'_> {
     }
 }
 
+/// A render's warning (a chart value no template read): printed on stderr, given in `-o
+/// json`'s `findings`, and kept by the render cache and journal with the plan, so that a
+/// render that reuses the plan repeats it (issue 36, item 7).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Warning {
+    /// `kiln::render::unused_value`.
+    pub code: String,
+    /// Where it is, its file relative to the repository root (line and column 0 when
+    /// unknown).
+    pub at: kiln_base::diag::Loc<String>,
+    pub message: String,
+}
+
+impl Warning {
+    /// The warning as `-o json` gives it (the fields of a validation finding's).
+    pub fn to_json(&self) -> serde_json::Value {
+        let known = |n: usize| (n > 0).then_some(n);
+        serde_json::json!({
+            "code": self.code,
+            "severity": "warning",
+            "file": self.at.file,
+            "line": known(self.at.line),
+            "column": known(self.at.column),
+            "message": self.message,
+        })
+    }
+}
+
+impl std::fmt::Display for Warning {
+    /// The line for stderr: `warning[code]: file:line:column: message`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let at = self.at.position();
+        write!(f, "warning[{}]: {at}: {}", self.code, self.message)
+    }
+}
+
 /// The emitted files of one BuildPlan: relative path → text.
 pub type Files = Vec<(String, Vec<u8>)>;
 
@@ -590,7 +626,7 @@ pub struct Emitted {
     /// validation's findings; `None` where nothing is known.
     pub provenance: Vec<Option<crate::resource::Provenance>>,
     /// The render's warnings ([`crate::render::Rendered::warnings`]).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -600,7 +636,7 @@ struct Entry {
     files: Vec<(String, String)>,
     cluster_kinds: Vec<(String, String)>,
     provenance: Vec<Option<crate::resource::Provenance>>,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 /// Hit/miss counts of one render.
@@ -791,7 +827,7 @@ impl io::Write for HashWriter<'_> {
 }
 
 /// Bumped whenever the journal's layout or key inputs change.
-const JOURNAL_FORMAT: &str = "kiln-render-journal/5";
+const JOURNAL_FORMAT: &str = "kiln-render-journal/6";
 
 /// The render journal: what the last full `kiln render` into one output directory, with one
 /// set of options, read and wrote, so that the next render of unchanged input can skip
@@ -854,6 +890,30 @@ pub struct Journal {
     pub expressions: Vec<[String; 4]>,
     /// The Secrets of the tree: (file, as reported).
     pub secrets: Vec<(String, String)>,
+    /// The render's warnings, in the order printed: a render the journal skips repeats
+    /// them (issue 36, item 7).
+    pub warnings: Vec<Replayed>,
+}
+
+impl From<&Warning> for Replayed {
+    fn from(w: &Warning) -> Replayed {
+        Replayed {
+            line: w.to_string(),
+            json: Some(w.to_json()),
+        }
+    }
+}
+
+/// A warning of a render (the render's own, [`Warning`], or the Kubernetes
+/// validation's) as it was printed and as `-o json` gave it, kept by the journal so that a
+/// render that reuses the work repeats it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replayed {
+    /// The line on stderr.
+    pub line: String,
+    /// Its entry in `-o json`'s `findings`; `None` for a summary line (the kinds not
+    /// validated).
+    pub json: Option<serde_json::Value>,
 }
 
 /// The calls one component directory's load made (see [`Recorder::enter`]).
@@ -953,6 +1013,9 @@ pub struct PlanRecord {
     /// Indexes into [`Journal::files`] of the files it emitted.
     pub files: Vec<u32>,
     pub cluster_kinds: Vec<(String, String)>,
+    /// Its warnings: the render's, and the validation's on its files (an incremental render
+    /// repeats those of the plans it does not render again).
+    pub warnings: Vec<Replayed>,
 }
 
 /// A journal's key and location (see [`Journal`]).

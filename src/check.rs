@@ -27,8 +27,8 @@ mod schemas;
 mod semantics;
 
 pub use schemas::{
-    Gvk, KindSchema, SchemaSet, builtin_object_schema, expression_wildcard, is_expression,
-    kube_to_json_schema, object_meta_schema,
+    Gvk, KindSchema, SchemaSet, builtin_object_schema, crd_documents, expression_wildcard,
+    is_expression, kube_to_json_schema, object_meta_schema,
 };
 
 use crate::artifact::ArtifactSet;

@@ -43,9 +43,11 @@ pub struct Rendered {
     pub images: Vec<ImageRef>,
     /// What the render read through the file system (kustomization trees), for the cache.
     pub reads: Vec<crate::cache::Read>,
-    /// Lines for stderr: the chart values no template read (issue 36, item 6).
-    pub warnings: Vec<String>,
+    /// The chart values no template read (issue 36, item 6).
+    pub warnings: Vec<Warning>,
 }
+
+pub use crate::cache::Warning;
 
 /// State shared by the plans of one render. A kustomization directory named by a
 /// `kustomize:` generator is built once and its resources reused by every plan (every
@@ -241,7 +243,7 @@ pub enum RenderError {
         at: String,
         #[source_code]
         src: NamedSource<String>,
-        #[label("the component")]
+        #[label("here")]
         span: Option<SourceSpan>,
     },
 
@@ -817,7 +819,7 @@ fn render_plan(
 
     // 1. Generators.
     let mut resources: Vec<Resource> = Vec::new();
-    let mut warnings: Vec<String> = Vec::new();
+    let mut warnings: Vec<Warning> = Vec::new();
     let mut first_generator: BTreeMap<String, usize> = BTreeMap::new();
     let paths = PlanPaths { fs, plan, sources };
     for pg in &plan.generators {
@@ -892,6 +894,7 @@ fn render_plan(
                     }
                 }
                 let deps = shared.fetched.charts.dependencies_of(&chart).to_vec();
+                let values_files = values.clone();
                 let (out, unused) = helm_generator(fs, plan, h, &chart, values, deps)
                     .map_err(|e| fail("helm generator", boxed(e)))?;
                 for u in unused {
@@ -910,10 +913,15 @@ fn render_plan(
                     } else {
                         hloc.clone()
                     };
-                    warnings.push(format!(
-                        "warning[kiln::render::unused_value]: {}: {u}",
-                        sources.snippet(&loc).at
-                    ));
+                    let mut at = sources.resolve(&loc);
+                    if !given && let Some(found) = in_values_file(fs, plan, &values_files, &tail) {
+                        at = found;
+                    }
+                    warnings.push(Warning {
+                        code: "kiln::render::unused_value".into(),
+                        at,
+                        message: u.to_string(),
+                    });
                 }
                 out
             }
@@ -1079,7 +1087,8 @@ fn render_plan(
     // server accepts.
     for r in &resources {
         if let Some((field, reason)) = crate::names::object_problems(&r.value).into_iter().next() {
-            let sn = sources.snippet(&loc_of("/metadata/name".into()));
+            let sn = manifest_snippet(fs, plan, r, &field)
+                .unwrap_or_else(|| sources.snippet(&loc_of("/metadata/name".into())));
             let text = |p: &str| r.value.pointer(p).and_then(Value::as_str).unwrap_or("");
             return Err(RenderError::InvalidObjectMeta {
                 plan: key,
@@ -1099,6 +1108,61 @@ fn render_plan(
         images: image_refs,
         reads: recorder.reads(),
         warnings,
+    })
+}
+
+/// Where the value at `pointer` is given in the last of `files` (the values files a `helm`
+/// generator read, in order: a later one wins) that gives it, as `file:line:column` of its
+/// key (issue 36, item 7).
+fn in_values_file(
+    fs: &dyn FileSystem,
+    plan: &BuildPlan,
+    files: &[PathBuf],
+    pointer: &str,
+) -> Option<Loc<String>> {
+    files.iter().rev().find_map(|real| {
+        let inside = real.strip_prefix(&plan.source.dir).ok()?;
+        let shown = Path::new(&plan.path)
+            .join(inside)
+            .to_string_lossy()
+            .into_owned();
+        let text = fs.read_to_string(real).ok()?;
+        let found = crate::diag::SourceFile::new(shown.clone(), text).locate(0, pointer, true)?;
+        let at = Loc::new(shown, pointer);
+        Some(at.found_at(Some(found)))
+    })
+}
+
+/// Where in its manifest the `field` ([`crate::names::object_problems`]'s
+/// `metadata.labels.<key>`) of `r` is written, when `r` was read from a manifest of the
+/// component and no spec value set the field (issue 36, item 7): the error points at the
+/// manifest's line, not at the component.
+fn manifest_snippet(
+    fs: &dyn FileSystem,
+    plan: &BuildPlan,
+    r: &Resource,
+    field: &str,
+) -> Option<crate::diag::Snippet> {
+    let p = r.meta.provenance.as_deref().filter(|p| !p.template)?;
+    let pointer = match ["labels", "annotations"]
+        .iter()
+        .find_map(|m| Some((m, field.strip_prefix(&format!("metadata.{m}."))?)))
+    {
+        Some((m, key)) => format!("/metadata/{m}/{}", pointer::escape(key)),
+        None => format!("/{}", field.replace('.', "/")),
+    };
+    if p.setter(&pointer).is_some() {
+        return None;
+    }
+    let file = p.file.as_deref()?;
+    let inside = file.strip_prefix(plan.path.as_str())?.strip_prefix('/')?;
+    let text = fs.read_to_string(&plan.source.dir.join(inside)).ok()?;
+    let source = crate::diag::SourceFile::new(file, text);
+    let found = source.locate(p.document, &pointer, false)?;
+    Some(crate::diag::Snippet {
+        src: source.named_source(),
+        span: Some(found.span()),
+        at: format!("{file}:{}:{}", found.line, found.column),
     })
 }
 

@@ -407,6 +407,34 @@ pub enum ValidateError {
         span: Option<SourceSpan>,
     },
 
+    /// A cluster's `kubeVersion` is one kiln has no API schemas for.
+    #[error("{at}: no Kubernetes API schemas for `kubeVersion: {version}`")]
+    #[diagnostic(code(kiln::validate::unknown_kube_version))]
+    UnknownKubeVersion {
+        version: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not a version kiln validates")]
+        span: Option<SourceSpan>,
+    },
+
+    /// `spec.validation.warn` names a rule the validation does not have.
+    #[error("{at}: `spec.validation.warn` names no rule `{rule}`")]
+    #[diagnostic(code(kiln::validate::unknown_rule))]
+    UnknownRule {
+        rule: String,
+        at: String,
+        #[help]
+        help: String,
+        #[source_code]
+        src: NamedSource<String>,
+        #[label("not a rule")]
+        span: Option<SourceSpan>,
+    },
+
     /// An environment names a cluster that is not in `spec.clusters`.
     #[error("{at}: unknown cluster `{name}` in environment `{environment}`")]
     #[diagnostic(code(kiln::validate::unknown_cluster))]
@@ -576,6 +604,36 @@ pub fn validate(loaded: LoadedPlatform) -> Result<Platform, Errors<ValidateError
     ck.unique("project", s.projects.iter().map(|p| p.name.as_str()), |i| {
         at(format!("/spec/projects/{i}/name"))
     });
+
+    // What the Kubernetes validation is told to use, checked at the field (issue 36, item 7).
+    for (i, c) in s.clusters.iter().enumerate() {
+        if let Some(v) = &c.kube_version
+            && kiln_k8s::builtin::normalize(v).is_none()
+        {
+            let versions = kiln_k8s::builtin::VERSIONS.join(", ");
+            located!(
+                ck,
+                at(format!("/spec/clusters/{i}/kubeVersion")),
+                UnknownKubeVersion {
+                    version: v.clone(),
+                    help: format!("kiln has the API schemas of Kubernetes {versions}"),
+                }
+            );
+        }
+    }
+    let rules = kiln_k8s::Code::ALL.map(|c| c.as_str());
+    for (i, w) in s.validation.warn.iter().enumerate() {
+        if kiln_k8s::Code::parse(w).is_none() {
+            located!(
+                ck,
+                at(format!("/spec/validation/warn/{i}")),
+                UnknownRule {
+                    rule: w.clone(),
+                    help: help_for_name(w, "rule", rules.iter().copied()),
+                }
+            );
+        }
+    }
 
     // Credentials never belong in a spec URL: refuse them before any is copied into output.
     let urls = s

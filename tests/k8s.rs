@@ -359,6 +359,267 @@ fn render_warns_of_helm_values_no_template_reads() {
     assert!(!out.contains("ingress.host"), "{out}");
 }
 
+/// Newcomer 4 (issue 38, item 10): one manifest line that is invalid in every environment
+/// (each its own namespace) is one error naming the environments, on stderr and in `-o json`.
+#[test]
+fn one_invalid_manifest_line_is_one_error_for_every_environment() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: settings\nspec:\n  ports:\n  - port: \"80\"\n",
+    );
+    let err = refused(
+        &f,
+        &[],
+        &[
+            "Service/web-dev/settings at `/spec/ports/0/port`: must be an integer, not string; from components/web/manifests/svc.yaml:7 (manifest)",
+            "in environments: dev, prod",
+        ],
+    );
+    assert_eq!(err.matches("kiln::k8s::wrong_type").count(), 1, "{err}");
+    let out = f.render(&["-o", "json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found = report["findings"].as_array().unwrap();
+    assert_eq!(found.len(), 1, "{report:#}");
+    assert_eq!(found[0]["places"], "in environments: dev, prod");
+}
+
+/// Newcomer 4 (issue 36, item 2): the CRDs of `kiln validate --schema-dir` validate custom
+/// resources in the Kubernetes half too: a CR that matches its CRD passes `--strict`, one
+/// that breaks its CEL rule is refused.
+#[test]
+fn validate_checks_custom_resources_against_the_schema_dir_crds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("schemas");
+    std::fs::create_dir(&dir).unwrap();
+    std::fs::write(
+        dir.join("widget.yaml"),
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations: [{rule: \"self.mode == 'a'\"}]\n            properties: {mode: {type: string}}\n",
+    )
+    .unwrap();
+    let cr = |mode: &str| {
+        let file = tmp.path().join(format!("{mode}.yaml"));
+        std::fs::write(
+            &file,
+            format!("apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: n}}\nspec: {{mode: {mode}}}\n"),
+        )
+        .unwrap();
+        file
+    };
+    let validate = |file: &Path, strict: &[&str]| {
+        crate::support::run(
+            crate::support::kiln_bin()
+                .arg("validate")
+                .args(strict)
+                .arg("--schema-dir")
+                .arg(&dir)
+                .arg(file),
+        )
+    };
+    let out = validate(&cr("a"), &["--strict"]);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no problems in 1 object checked"),
+        "{}",
+        out.stderr
+    );
+    let out = validate(&cr("zz"), &[]);
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("/spec"), "{}", out.stderr);
+}
+
+/// Newcomer 4 (issue 36, item 7): `kiln validate -o json` gives each Kubernetes finding's
+/// line, column and help, as the render's findings do.
+#[test]
+fn validate_json_findings_have_line_column_and_help() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("m.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: n}\nspec:\n  ports:\n  - port: \"80\"\n",
+    )
+    .unwrap();
+    let out = crate::support::run(
+        crate::support::kiln_bin()
+            .arg("validate")
+            .arg(&file)
+            .args(["-o", "json"]),
+    );
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    let report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let f = &report["kubernetes"]["findings"][0];
+    assert_eq!(f["code"], "kiln::k8s::wrong_type", "{report:#}");
+    assert_eq!(
+        (&f["line"], &f["column"], &f["document"]),
+        (&6.into(), &11.into(), &0.into())
+    );
+    assert!(
+        f["help"].as_str().is_some_and(|h| h.contains("quote")),
+        "{report:#}"
+    );
+}
+
+/// Newcomer 4 (issue 36, item 7): a `kubeVersion` kiln has no schemas for and a rule
+/// `spec.validation.warn` does not know are refused at their line, the rule with a
+/// did-you-mean.
+#[test]
+fn an_unknown_kube_version_or_rule_is_refused_at_its_line() {
+    let f = Fixture::new();
+    f.edit(
+        PLATFORM,
+        "    server: https://c.example.com\n",
+        "    server: https://c.example.com\n    kubeVersion: \"1.30\"\n",
+    );
+    let line = line_of(&f, PLATFORM, "kubeVersion");
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::validate::unknown_kube_version",
+            &format!(
+                "platforms/p/platform.yaml:{line}:18: no Kubernetes API schemas for `kubeVersion: 1.30`"
+            ),
+            "1.33, 1.34",
+        ],
+    );
+    f.edit(PLATFORM, "\"1.30\"", "\"1.36\"");
+    f.edit(
+        PLATFORM,
+        "  clusters:\n",
+        "  validation:\n    warn: [wrong_typ]\n  clusters:\n",
+    );
+    let line = line_of(&f, PLATFORM, "wrong_typ");
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::validate::unknown_rule",
+            &format!(
+                "platforms/p/platform.yaml:{line}:12: `spec.validation.warn` names no rule `wrong_typ`"
+            ),
+            "did you mean `wrong_type`?",
+        ],
+    );
+}
+
+/// Newcomer 4 (issue 36, item 7): a label the API server refuses, written in a manifest, is
+/// refused at the manifest's line, not at the component.
+#[test]
+fn an_invalid_label_in_a_manifest_is_refused_at_its_line() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n  labels: {n: 1}\ndata: {a: b}\n",
+    );
+    let err = refused(
+        &f,
+        &[],
+        &[
+            "kiln::render::invalid_object_meta",
+            "components/web/manifests/cm.yaml:5:15: ConfigMap `cm` of `web/dev/web` has an invalid metadata.labels.n",
+        ],
+    );
+    assert!(!err.contains("component.yaml"), "{err}");
+}
+
+/// Newcomer 4 (issue 36, item 7): a value no template reads, given in a values file, is
+/// reported at that file's line, not at the `helm` generator.
+#[test]
+fn an_unused_value_from_a_values_file_is_reported_at_its_line() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCount: 2\n");
+    f.write(
+        "repo/components/web/values-extra.yaml",
+        "# extra values\nreplicaCont: 3\n",
+    );
+    f.edit(
+        COMPONENT,
+        "      values:\n",
+        "      valuesFiles: [values-extra.yaml]\n      values:\n",
+    );
+    let out = renders(&f, &[]);
+    assert!(
+        out.contains("warning[kiln::render::unused_value]: components/web/values-extra.yaml:2:1: value replicaCont is not used by chart ledger"),
+        "{out}"
+    );
+}
+
+/// The `findings` of `kiln render -o json` with `args`, which must succeed.
+fn json_findings(f: &Fixture, args: &[&str]) -> Vec<serde_json::Value> {
+    let out = f.render(&[&["-o", "json"], args].concat());
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["findings"].as_array().unwrap().clone()
+}
+
+/// Newcomer 4 (issue 36, item 7): the unused value warning is one of `-o json`'s findings,
+/// with its file, line and column, as on stderr.
+#[test]
+fn render_json_gives_the_unused_value_warning() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCont: 3\n");
+    let found = json_findings(&f, &["--no-cache"]);
+    let unused: Vec<_> = found
+        .iter()
+        .filter(|v| v["code"] == "kiln::render::unused_value")
+        .collect();
+    assert_eq!(unused.len(), 1, "{found:#?}");
+    let u = unused[0];
+    assert_eq!(u["severity"], "warning");
+    assert_eq!(u["file"], "components/web/component.yaml");
+    assert_eq!(u["line"], line_of(&f, COMPONENT, "replicaCont:"));
+    assert_eq!(u["column"], 9);
+    assert_eq!(
+        u["message"],
+        "value replicaCont is not used by chart ledger; did you mean replicaCount?"
+    );
+}
+
+/// Newcomer 4 (issue 36, item 7): a render the journal skips (unchanged input and output,
+/// what CI with a restored cache runs) repeats the warnings of the render it skips, on
+/// stderr and in `-o json`: the unused value, a rule turned into a warning, the kinds not
+/// validated.
+#[test]
+fn a_skipped_render_repeats_its_warnings() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCont: 3\n");
+    f.write(
+        "repo/components/web/manifests/gadget.yaml",
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\n---\napiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: p\nspec:\n  minAvailable: 1\n",
+    );
+    f.edit(
+        PLATFORM,
+        "  clusters:\n",
+        "  validation:\n    warn: [unserved_version]\n  clusters:\n",
+    );
+    let warnings = |err: &str| -> Vec<String> {
+        err.lines()
+            .filter(|l| l.starts_with("warning"))
+            .map(str::to_string)
+            .collect()
+    };
+    let first = warnings(&renders(&f, &[]));
+    for needle in ["unused_value", "not validated", "unserved_version"] {
+        assert!(first.iter().any(|l| l.contains(needle)), "{first:#?}");
+    }
+    let out = f.render(&[]);
+    assert_eq!(warnings(&String::from_utf8_lossy(&out.stderr)), first);
+    let found = json_findings(&f, &[]);
+    let codes: Vec<&str> = found.iter().filter_map(|v| v["code"].as_str()).collect();
+    assert!(
+        codes.contains(&"kiln::render::unused_value")
+            && codes.contains(&"kiln::k8s::unserved_version"),
+        "{found:#?}"
+    );
+    // The same as the render that did the work.
+    assert_eq!(found, json_findings(&f, &["--no-cache"]));
+}
+
 /// Item 4: a non-string parameter placed whole in a string field names the parameter, its
 /// type and its definition, and the help shows both ways out.
 #[test]

@@ -395,6 +395,42 @@ impl SchemaSet {
     }
 }
 
+/// The CustomResourceDefinitions of the YAML files under `dir` (nearer files first, then in
+/// path order, as [`SchemaSet::load`] reads them), for the Kubernetes half of `kiln
+/// validate --schema-dir`, which validates custom resources against them as the render does
+/// against `spec.validation.crds`.
+pub fn crd_documents(
+    fs: &dyn crate::fs::FileSystem,
+    dir: &Path,
+) -> Result<Vec<serde_json::Value>, CheckError> {
+    let mut found = Vec::new();
+    walk(fs, dir, &mut found)?;
+    let mut yaml: Vec<PathBuf> = found
+        .into_iter()
+        .filter_map(|f| match f {
+            Found::Yaml(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    yaml.sort_by_key(|p| (depth_of(dir, p), p.clone()));
+    let mut crds = Vec::new();
+    for p in yaml {
+        let text = read(fs, &p)?;
+        if !text.contains("CustomResourceDefinition") {
+            continue;
+        }
+        let display = display_path(dir, &p);
+        let docs = super::parse_yaml_values(&display, &text).map_err(|message| {
+            CheckError::SchemaInvalid {
+                path: display,
+                message,
+            }
+        })?;
+        crds.extend(docs.into_iter().filter(kiln_k8s::Crds::is_crd));
+    }
+    Ok(crds)
+}
+
 fn depth_of(dir: &Path, p: &Path) -> usize {
     p.strip_prefix(dir)
         .map(|r| r.components().count())

@@ -1318,7 +1318,14 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
         let findings: Vec<serde_json::Value> = e
             .errors
             .iter()
-            .map(crate::conform::Finding::to_json)
+            .map(|r| {
+                let mut json = r.error.to_json();
+                // The BuildPlans of an error met in several (`in environments: dev, prod`).
+                if let Some(places) = &r.places {
+                    json["places"] = places.clone().into();
+                }
+                json
+            })
             .collect();
         print_out(&json(&serde_json::json!({ "findings": findings }))?)?;
     }
@@ -2123,12 +2130,12 @@ fn validate(args: &ValidateArgs) -> miette::Result<ExitCode> {
             "noSchema": k8s_count.unvalidated,
             "celRulesNotEvaluated": k8s_count.skipped_rules,
             "summary": k8s_count.summary(),
-            "findings": k8s.findings.iter().map(|f| serde_json::json!({
-                "code": format!("kiln::k8s::{}", f.code.as_str()),
-                "severity": if f.warning { "warning" } else { "error" },
-                "file": f.file, "document": f.document, "object": f.object,
-                "pointer": f.pointer, "message": f.message,
-            })).collect::<Vec<_>>(),
+            // As the render gives them (line, column, help), with the document's index.
+            "findings": k8s.findings.iter().map(|f| {
+                let mut json = f.to_json();
+                json["document"] = f.document.into();
+                json
+            }).collect::<Vec<_>>(),
             "unvalidated": k8s.unvalidated,
         });
         print_out(&json(&value)?)?;
@@ -2221,9 +2228,14 @@ fn validate_k8s(args: &ValidateArgs, version: &str) -> miette::Result<crate::con
         warn: Vec::new(),
         strict: args.strict,
     };
+    // The CRDs of `--schema-dir` validate custom resources here too (CEL rules included).
+    let crds = match &args.schema_dir {
+        Some(dir) => crate::check::crd_documents(&crate::fs::RealFs, dir)?,
+        None => Vec::new(),
+    };
     crate::conform::validate_files(
         &files,
-        version,
+        (version, crds),
         &options,
         &[crate::check::KARGO_GROUP, crate::check::ARGOCD_GROUP],
     )

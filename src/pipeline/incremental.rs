@@ -15,6 +15,7 @@ pub(super) struct JournalParts<'a> {
     pub(super) files: Vec<crate::write::Written>,
     pub(super) expressions: &'a [crate::kargo::expressions::ExpressionInManifest],
     pub(super) secrets: Vec<(String, String)>,
+    pub(super) warnings: Vec<crate::cache::Replayed>,
 }
 
 /// Writes the journal of a render whose tree is now in `opts.write_to`: `outputs` become
@@ -57,6 +58,7 @@ pub(super) fn store_journal(
             reads,
             files,
             cluster_kinds: o.cluster_kinds,
+            warnings: o.warnings,
         });
     }
     write_journal(slot, opts, parts, render_reads, records);
@@ -99,6 +101,7 @@ pub(super) fn write_journal(
             })
             .collect(),
         secrets: parts.secrets,
+        warnings: parts.warnings,
     });
 }
 
@@ -316,8 +319,11 @@ pub(super) fn render_incremental(
     if kinds_before != kinds_after {
         return Ok(None);
     }
-    // The re-rendered plans' warnings (the others' were printed when they rendered).
-    let mut warnings: BTreeSet<String> = emitted.iter().flat_map(|e| e.warnings.clone()).collect();
+    // The re-rendered plans' warnings, the others' as recorded.
+    let mut plan_warnings: Vec<Vec<Replayed>> = emitted
+        .iter()
+        .map(|e| e.warnings.iter().map(Replayed::from).collect())
+        .collect();
     let mut fresh = ArtifactSet::new();
     for e in &emitted {
         for (path, bytes) in &e.files {
@@ -325,7 +331,28 @@ pub(super) fn render_incremental(
         }
     }
     if opts.validate {
-        warnings.extend(validate_fresh(&fresh, &platform, &plans, &emitted, opts)?);
+        for (file, w) in validate_fresh(&fresh, &platform, &plans, &emitted, opts)? {
+            let on = emitted
+                .iter()
+                .position(|e| e.files.iter().any(|(p, _)| *p == file));
+            if let Some(ws) = on.and_then(|i| plan_warnings.get_mut(i)) {
+                ws.push(w);
+            }
+        }
+    }
+    let mut warnings: Vec<Replayed> = Vec::new();
+    let mut fresh_warnings = plan_warnings.iter();
+    for (i, r) in j.records.iter().enumerate() {
+        let of_plan = match affected_set.contains(&i) {
+            true => fresh_warnings.next().map_or(&[][..], Vec::as_slice),
+            false => r.warnings.as_slice(),
+        };
+        for w in of_plan {
+            // One line per value and place: every environment of a component says the same.
+            if !warnings.contains(w) {
+                warnings.push(w.clone());
+            }
+        }
     }
     // The regenerated Kargo and Argo CD files replace exactly the ones their projects had:
     // files no plan wrote, under the project's directory.
@@ -441,7 +468,13 @@ pub(super) fn render_incremental(
         // The files are the recorded paths (each re-rendered plan and each regenerated
         // Kargo file wrote the files it had), so the records' file indexes still hold.
         if files.len() == j.files.len() {
-            let (render_reads, records) = incremental_records(j, &affected, emitted, &images_now);
+            let (render_reads, mut records) =
+                incremental_records(j, &affected, emitted, &images_now);
+            for (&i, w) in affected.iter().zip(plan_warnings) {
+                if let Some(r) = records.get_mut(i) {
+                    r.warnings = w;
+                }
+            }
             // The reloaded components' load calls as made now; the others' as recorded.
             let mut component_reads = load_fs.scoped_reads();
             let now: BTreeSet<PathBuf> = component_reads.iter().map(|c| c.dir.clone()).collect();
@@ -464,6 +497,7 @@ pub(super) fn render_incremental(
                     files,
                     expressions: &expressions,
                     secrets: secrets.clone(),
+                    warnings: warnings.clone(),
                 },
                 render_reads,
                 records,
@@ -471,9 +505,10 @@ pub(super) fn render_incremental(
         }
     }
     timings.write = t.elapsed();
+    let (validation_warnings, validation_findings) = printed(&warnings);
     Ok(Some(RenderSummary {
-        validation_warnings: warnings.into_iter().collect(),
-        validation_findings: Vec::new(),
+        validation_warnings,
+        validation_findings,
         plans: j.plans,
         files: set.len(),
         report,
@@ -681,9 +716,10 @@ pub(super) fn replay_journal(
     if !crate::write::verify_unchanged(&opts.write_to, &j.files, &j.marker, recorded) {
         return Ok(None);
     }
+    let (validation_warnings, validation_findings) = printed(&j.warnings);
     Ok(Some(RenderSummary {
-        validation_warnings: Vec::new(),
-        validation_findings: Vec::new(),
+        validation_warnings,
+        validation_findings,
         plans: j.plans,
         files: j.files.len(),
         report: WriteReport {
@@ -714,14 +750,14 @@ pub(super) fn replay_journal(
 /// each against its schema (a render that skipped it wrote what the API server refuses). The
 /// platform-wide conflicts are seen only among these plans, and a custom resource whose CRD
 /// another component renders is left unvalidated, not refused: the full render
-/// (`--no-cache`) checks those. Returns the warning lines.
+/// (`--no-cache`) checks those. Returns the warnings, each with the file it is on.
 fn validate_fresh(
     fresh: &ArtifactSet,
     platform: &crate::validate::Platform,
     plans: &[BuildPlan],
     emitted: &[crate::cache::Emitted],
     opts: &RenderOptions,
-) -> Result<Vec<String>, KilnError> {
+) -> Result<Vec<(String, Replayed)>, KilnError> {
     let files: Vec<Vec<String>> = emitted
         .iter()
         .map(|e| e.files.iter().map(|(p, _)| p.clone()).collect())
@@ -737,14 +773,13 @@ fn validate_fresh(
         false,
     )
     .map_err(KilnError::ConformSetup)?;
-    let errors = report.errors();
-    if !errors.is_empty() {
-        return Err(KilnError::Conform(Errors::new(errors)));
-    }
-    Ok(report
-        .findings
-        .iter()
-        .filter(|f| f.warning && f.code != kiln_k8s::Code::NoSchema)
-        .map(|f| format!("warning[kiln::k8s::{}]: {f}", f.code.as_str()))
+    conform_errors(&report, files.iter().zip(plans))?;
+    Ok(report_warnings(&report)
+        .into_iter()
+        .filter_map(|(file, w)| Some((file?.to_string(), w)))
+        .filter(|(_, w)| {
+            let code = w.json.as_ref().and_then(|j| j["code"].as_str());
+            code != Some("kiln::k8s::no_schema")
+        })
         .collect())
 }

@@ -21,6 +21,7 @@
 //! any error the previous output is left exactly as it was.
 
 use crate::artifact::{ArtifactSet, Scope};
+use crate::cache::Replayed;
 use crate::diag::{Errors, Repeated};
 use crate::emit::{Layout, emit, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
@@ -78,7 +79,7 @@ pub enum KilnError {
     /// Rendered objects the Kubernetes API server would refuse (`crate::conform`).
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Conform(Errors<crate::conform::Finding>),
+    Conform(Errors<Repeated<crate::conform::Finding>>),
     /// `spec.validation` cannot be used (an unknown rule, an unreadable CRD file, an
     /// unknown Kubernetes version).
     #[error("{0}")]
@@ -388,10 +389,9 @@ pub struct Built {
     pub outputs: Vec<PlanOutput>,
     /// The source stage's output: the remote sources used, as locked (publish's trailers).
     pub sources: crate::source::Resolved,
-    /// Warnings of the Kubernetes validation (`crate::conform`).
-    pub validation_warnings: Vec<String>,
-    /// The same, as `-o json` gives them.
-    pub validation_findings: Vec<serde_json::Value>,
+    /// The render's warnings (chart values no template read) and the Kubernetes
+    /// validation's (`crate::conform`), as printed and as `-o json` gives them.
+    pub warnings: Vec<Replayed>,
 }
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
@@ -747,6 +747,7 @@ fn build_fetched(
             // 100,000 BuildPlans a second copy, and their union, were a few hundred MB).
             reads: e.reads,
             provenance: e.provenance,
+            warnings: e.warnings.iter().map(Replayed::from).collect(),
         });
         render_warnings.extend(e.warnings);
         cluster_kinds.extend(e.cluster_kinds);
@@ -809,8 +810,7 @@ fn build_fetched(
             return Err(KilnError::Check(Errors::new(report.findings)));
         }
     }
-    let mut validation_warnings: Vec<String> = render_warnings.into_iter().collect();
-    let mut validation_findings = Vec::new();
+    let mut warnings: Vec<Replayed> = render_warnings.iter().map(Replayed::from).collect();
     if let Some(validation) = validation {
         let v = Instant::now();
         let provenance = outputs.iter().map(|o| o.provenance.as_slice()).collect();
@@ -828,17 +828,16 @@ fn build_fetched(
         let report = validation
             .finish(checked, &text, &sourcing)
             .map_err(KilnError::ConformSetup)?;
-        let errors = report.errors();
-        if !errors.is_empty() {
-            return Err(KilnError::Conform(Errors::new(errors)));
+        let files = outputs.iter().zip(&plans).map(|(o, p)| (&o.files, p));
+        conform_errors(&report, files)?;
+        for (file, w) in report_warnings(&report) {
+            // Each plan keeps the findings on its files, for an incremental render.
+            let on = |o: &&mut PlanOutput| o.files.iter().any(|p| Some(p.as_str()) == file);
+            if let Some(o) = outputs.iter_mut().find(on) {
+                o.warnings.push(w.clone());
+            }
+            warnings.push(w);
         }
-        validation_warnings.extend(report.warning_lines());
-        validation_findings = report
-            .findings
-            .iter()
-            .filter(|f| f.warning)
-            .map(crate::conform::Finding::to_json)
-            .collect();
         timings.validate = v.elapsed();
     }
     timings.emit = t.elapsed();
@@ -861,9 +860,64 @@ fn build_fetched(
         component_reads,
         outputs,
         sources: fetched,
-        validation_warnings,
-        validation_findings,
+        warnings,
     })
+}
+
+/// The errors of a validation `report`, one per cause (issue 38, item 10): a finding from
+/// the same source (a manifest's line, a template's) on the same object and field in several
+/// BuildPlans, each in its own rendered file, is reported once, naming them (`in
+/// environments: dev, test, prod`). `plans` gives each BuildPlan's rendered files.
+fn conform_errors<'p>(
+    report: &crate::conform::Report,
+    plans: impl Iterator<Item = (&'p Vec<String>, &'p BuildPlan)> + Clone,
+) -> Result<(), KilnError> {
+    let errors = report.errors();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let placed = errors
+        .into_iter()
+        .map(|f| {
+            let mut on = plans.clone();
+            let place = on.find(|(files, _)| files.contains(&f.file));
+            let place = place.map(|(_, p)| p.place());
+            (f, place)
+        })
+        .collect();
+    let cause = |f: &crate::conform::Finding| match &f.origin {
+        // The object by kind and name: its namespace is often the environment's.
+        Some(o) => {
+            let mut parts = f.object.split('/');
+            let (kind, name) = (parts.next(), parts.next_back());
+            let (pointer, message, parameter) = (&f.pointer, &f.message, &f.parameter);
+            format!("{o}\0{kind:?}/{name:?}\0{pointer}\0{message}\0{parameter:?}")
+        }
+        // Without a source each rendered file is its own cause.
+        None => f.to_string(),
+    };
+    let grouped = Repeated::group(placed, cause, crate::evaluate::PlanPlace::line);
+    Err(KilnError::Conform(Errors::new(grouped)))
+}
+
+/// The warnings of a validation `report` as printed and as `-o json` gives them, each with
+/// the rendered file it is on (`None`: the line of the kinds not validated).
+fn report_warnings(report: &crate::conform::Report) -> Vec<(Option<&str>, Replayed)> {
+    report
+        .warnings()
+        .into_iter()
+        .map(|(f, line)| {
+            let json = f.map(crate::conform::Finding::to_json);
+            (f.map(|f| f.file.as_str()), Replayed { line, json })
+        })
+        .collect()
+}
+
+/// The lines and the `-o json` findings of `warnings`.
+fn printed(warnings: &[Replayed]) -> (Vec<String>, Vec<serde_json::Value>) {
+    let lines = warnings.iter().map(|w| w.line.clone()).collect();
+    let json = warnings.iter().filter_map(|w| w.json.clone()).collect();
+    (lines, json)
 }
 
 /// What one BuildPlan of a render read and wrote, for the journal
@@ -883,6 +937,8 @@ pub struct PlanOutput {
     pub reads: Vec<crate::cache::Read>,
     /// Where each document of the plan's `.gen.yaml` came from (for validation).
     pub provenance: Vec<Option<crate::resource::Provenance>>,
+    /// Its warnings ([`crate::cache::PlanRecord::warnings`]).
+    pub warnings: Vec<Replayed>,
 }
 
 /// The Kargo and Argo CD options of a render with `opts` whose selected BuildPlans are
@@ -983,8 +1039,7 @@ pub fn run_render(
         load_reads,
         component_reads,
         outputs,
-        validation_warnings,
-        validation_findings,
+        warnings,
         ..
     } = build_fetched(
         opts,
@@ -1010,6 +1065,7 @@ pub fn run_render(
     let report = writer
         .finish(&scope, &environments)
         .map_err(KilnError::Write)?;
+    let (validation_warnings, validation_findings) = printed(&warnings);
     let summary = RenderSummary {
         plans: plans.len(),
         files,
@@ -1039,6 +1095,7 @@ pub fn run_render(
                 files,
                 expressions: &summary.expressions,
                 secrets,
+                warnings,
             },
             outputs,
         );

@@ -216,7 +216,9 @@ pub struct Sources {
 /// `F` names the file. The pipeline uses a [`SourceId`]: the text stays in [`Sources`], and
 /// the line is looked up only when a diagnostic needs it ([`Sources::resolve`]). An engine
 /// that keeps no table (kustomize) uses the display name and resolves the line at once.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Loc<F = SourceId> {
     pub file: F,
     pub doc: usize,
