@@ -879,7 +879,7 @@ impl Validation {
     /// Argo CD to build, never applied itself. `rendered`, when given, holds the resources the
     /// plan's `.gen.yaml` was printed from, one per document in order: they are validated in
     /// memory, and the file's bytes parsed only when one of them has a finding
-    /// ([`Checked::rendered`]); the other files (and every file without it: a render cache
+    /// (`Checked::rendered`); the other files (and every file without it: a render cache
     /// hit, an incremental render) are parsed.
     pub fn check_plan<'f>(
         &self,

@@ -676,11 +676,11 @@ fn unsafe_path(path: &str) -> WriteError {
     }
 }
 
-/// [`write`] a file at a time (issue 38, item 8): each file given to [`Writer::add`] is
+/// [`write()`] a file at a time (issue 38, item 8): each file given to [`Writer::add`] is
 /// compared with the output and, when new or changed, staged at once, so a render hands
 /// its files over as each piece of BuildPlans is rendered and holds none of their bytes
 /// until the end. [`Writer::finish`] then prunes (it needs every path, which only the end
-/// knows) and commits, as [`write`] does. Dropped without `finish`, it removes what it
+/// knows) and commits, as [`write()`] does. Dropped without `finish`, it removes what it
 /// staged: the output is left as it was.
 ///
 /// The output is opened (resolved, locked, its manifest read) when the first file comes, and
@@ -739,7 +739,7 @@ impl<'a> Writer<'a> {
     /// SHA-256 (hex) when the caller has it, for [`Known`]'s cheap comparison. Each path is
     /// given once.
     ///
-    /// Errors: as [`write`]'s planning ([`WriteError::UnownedFile`], a link on the way, …),
+    /// Errors: as [`write()`]'s planning ([`WriteError::UnownedFile`], a link on the way, …),
     /// an I/O error staging it, [`WriteError::Interrupted`] when SIGINT or SIGTERM came.
     pub fn add(
         &mut self,
@@ -797,7 +797,7 @@ impl<'a> Writer<'a> {
     /// Prunes the owned files of `scope` not given, and commits (see the module docs).
     /// `environments` as [`WriteOptions::environments`]. An empty `scope` writes nothing.
     ///
-    /// Errors: as [`write`].
+    /// Errors: as [`write()`].
     pub fn finish(
         mut self,
         scope: &Scope,
@@ -981,7 +981,7 @@ impl Open {
         at::create(fd, name, bytes).map_err(io_err("write", &staged.new_root.join(path)))
     }
 
-    /// The end of [`write`]: the prune planned, the manifest staged, the commit.
+    /// The end of [`write()`]: the prune planned, the manifest staged, the commit.
     fn commit(mut self, scope: &Scope, environments: &[String]) -> Result<WriteReport, WriteError> {
         let out = self.out.clone();
         let mut report = WriteReport::default();

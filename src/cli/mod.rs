@@ -208,7 +208,7 @@ impl Selection {
 
     /// `the selection (-l tier=nope) chooses no BuildPlan` when filters are given and chose
     /// none of the `plans` BuildPlans; `None` otherwise. `render` and `publish` warn with it
-    /// (they then write nothing); `diff` and `verify` refuse with it ([`empty_selection`]).
+    /// (they then write nothing); `diff` and `verify` refuse with it (`empty_selection`).
     pub fn chooses_nothing(&self, plans: usize) -> Option<String> {
         (plans == 0 && self.is_filtered())
             .then(|| format!("the selection ({}) chooses no BuildPlan", self.describe()))

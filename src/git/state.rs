@@ -61,7 +61,7 @@ pub struct BranchState {
     /// Every watched folder (`""` is the branch root), by path.
     pub folders: BTreeMap<String, FolderState>,
     /// The (Stage, Freight) pairs promoted by the commits the walk read
-    /// ([`crate::git::history::promotions_in`]); every promotion of the branch, as
+    /// (`crate::git::history::promotions_in`); every promotion of the branch, as
     /// [`crate::git::promotions_on`] finds them, when `promotions_complete`.
     pub promotions: BTreeSet<(String, String)>,
     /// Whether the walk read the whole branch (it reached the root commit and met no merge),

@@ -704,7 +704,7 @@ pub fn parse_message(message: &str) -> Option<KilnTrailers> {
 /// depends on the change only, not on the rest of the tree (a rebase that replays the change
 /// elsewhere keeps it). Deterministic: no rename detection, byte order. The lines are what
 /// libgit2's `diff_tree_to_tree` (default options) reports, which stamps made before this
-/// walk used ([`change_lines`]).
+/// walk used (`change_lines`).
 pub fn change_digest(
     repo: &git2::Repository,
     parent: Option<&git2::Tree<'_>>,

@@ -1093,7 +1093,7 @@ fn targets(render: &objects::RenderObjects, filter: &StatusFilter) -> Vec<Target
 }
 
 /// How many of the render's objects [`status`] reads first, and reads them the way it does
-/// ([`objects`]: Applications and Stages line by line, Warehouses parsed): what
+/// (`objects`: Applications and Stages line by line, Warehouses parsed): what
 /// `examples/status_bench.rs` times as its first step.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RenderRead {

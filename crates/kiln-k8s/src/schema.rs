@@ -93,7 +93,7 @@ pub struct Node {
     pub not: Option<NodeId>,
     /// `x-kubernetes-validations`.
     pub rules: Vec<Rule>,
-    /// A CRD's `default`, applied before validation ([`crate::check::apply_defaults`]).
+    /// A CRD's `default`, applied before validation (`crate::check::apply_defaults`).
     pub default: Option<Value>,
     /// `nullable: true`: a `null` stays, where a non-nullable one takes the default.
     pub nullable: bool,

@@ -225,8 +225,8 @@ pub fn number_text(n: &Number) -> String {
     }
 }
 
-/// The number a reader of kiln's output reads where `n` is printed ([`number_text`], then
-/// [`resolve_plain`]), or `None` when that is `n` itself: every integer as written, which is
+/// The number a reader of kiln's output reads where `n` is printed (`number_text`, then
+/// `resolve_plain`), or `None` when that is `n` itself: every integer as written, which is
 /// nearly every number of a rendered object. Not `None` for an integral float (`1.0` prints
 /// as `1`, an integer to the API server) nor a float written another way than the shortest
 /// (`1.50`). The in-memory validation of rendered objects judges each number by this.
