@@ -56,9 +56,11 @@ pub enum Command {
         after_help = "Examples:\n  kiln helm template rel ./chart -n ns -f values.yaml --set image.tag=1.2\n  kiln helm template ./chart --name-template rel --include-crds --kube-version 1.30"
     )]
     Helm(HelmArgs),
-    /// Validate Kargo and Argo CD objects offline against CRD and step schemas.
+    /// Validate manifests offline, as the API server would: Kubernetes objects against their
+    /// API schemas, custom resources against their CRDs (CEL rules included), Kargo and Argo CD
+    /// objects against theirs.
     #[command(
-        after_help = "Examples:\n  kiln validate deploy/ --schema-dir schemas/\n  kiln validate stage.yaml --schema-dir ../shared/schemas"
+        after_help = "Examples:\n  kiln validate deploy/\n  kiln validate manifests/ --kube-version 1.34 --strict\n  kiln validate deploy/ --schema-dir schemas/"
     )]
     Validate(ValidateArgs),
     /// Render, then commit the tree into a Git repository and branch (and push).
