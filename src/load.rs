@@ -51,6 +51,9 @@ pub struct LoadOptions<'a> {
     /// from the source stage (`crate::source`). A component read from a tree is confined
     /// to it: its paths are checked against the tree, not the repository.
     pub sources: Option<&'a BTreeMap<(usize, usize), SourceTree>>,
+    /// The documents the source stage parsed already ([`crate::source::Resolved::parsed`]):
+    /// load takes each from there instead of parsing it again. `None`: load parses.
+    pub parsed: Option<&'a Parsed>,
 }
 
 /// See [`LoadOptions::enter`].
@@ -63,6 +66,71 @@ impl std::fmt::Debug for LoadOptions<'_> {
             .field("only", &self.only)
             .field("enter", &self.enter.is_some())
             .finish()
+    }
+}
+
+/// The kiln documents (`platform.yaml`, `component.yaml`) of one render, parsed once and
+/// shared by the stages that read them (issue 38, item 8): the source stage scans every
+/// `component.yaml` for charts, kustomize bases and its name before load reads it, and each
+/// of the four readers parsed it again (at 10,000 components, a fifth of load and source).
+///
+/// Keyed by the text, not the path: each stage still reads the file through its own file
+/// system (the journal records load's reads, [`LoadOptions::enter`]), and gets the parsed
+/// document only for the same bytes, so a file that changed between two reads is parsed
+/// anew. A document is parsed at most once however many threads ask for it at once. Load
+/// [`takes`](Parsed::take) each document out as it loads it, so nothing stays held past
+/// load; a text that does not parse is not kept (each reader parses it again for its own
+/// error, naming the file as it knows it).
+#[derive(Debug, Default)]
+pub struct Parsed {
+    docs: std::sync::Mutex<std::collections::HashMap<String, Arc<OnceLock<Option<Value>>>>>,
+    parses: std::sync::atomic::AtomicUsize,
+}
+
+impl Parsed {
+    /// The document in `text` (a file shown as `name`), parsed on first sight.
+    pub fn parse(&self, name: &str, text: &str) -> Result<Value, crate::yaml::YamlError> {
+        match self.slot(text).get_or_init(|| self.parse_new(name, text).ok()) {
+            Some(v) => Ok(v.clone()),
+            None => crate::yaml::parse_one(name, text),
+        }
+    }
+
+    /// [`Parsed::parse`], and forgets the document: for its last reader (load), which
+    /// takes it without a copy when no other reader holds it.
+    pub fn take(&self, name: &str, text: &str) -> Result<Value, crate::yaml::YamlError> {
+        let slot = self.slot(text);
+        let got = slot.get_or_init(|| self.parse_new(name, text).ok()).is_some();
+        if let Ok(mut docs) = self.docs.lock() {
+            docs.remove(text);
+        }
+        match Arc::try_unwrap(slot).map(|s| s.into_inner()) {
+            Ok(Some(Some(v))) => Ok(v),
+            Err(shared) if got => Ok(shared.get().cloned().flatten().unwrap_or_default()),
+            _ => crate::yaml::parse_one(name, text),
+        }
+    }
+
+    /// How many texts were parsed (not taken from the table) so far.
+    pub fn parses(&self) -> usize {
+        self.parses.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn slot(&self, text: &str) -> Arc<OnceLock<Option<Value>>> {
+        let mut docs = self
+            .docs
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match docs.get(text) {
+            Some(slot) => slot.clone(),
+            None => docs.entry(text.to_string()).or_default().clone(),
+        }
+    }
+
+    fn parse_new(&self, name: &str, text: &str) -> Result<Value, crate::yaml::YamlError> {
+        self.parses
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        crate::yaml::parse_one(name, text)
     }
 }
 
@@ -334,6 +402,8 @@ struct Loader<'a> {
     root: PathBuf,
     sources: Sources,
     errors: Vec<LoadError>,
+    /// See [`LoadOptions::parsed`].
+    parsed: Option<&'a Parsed>,
 }
 
 /// Reads the platform in `platform_dir` (which holds `platform.yaml`) and every component it
@@ -373,6 +443,7 @@ pub fn load(
         root,
         sources: Sources::new(),
         errors: Vec::new(),
+        parsed: opts.parsed,
     };
 
     let pf_path = dir.join(PLATFORM_FILE);
@@ -653,7 +724,11 @@ impl Loader<'_> {
             }
         };
         let file = self.sources.add(display.clone(), text.as_str());
-        let value = match crate::yaml::parse_one(&display, &text) {
+        let parsed = match self.parsed {
+            Some(memo) => memo.take(&display, &text),
+            None => crate::yaml::parse_one(&display, &text),
+        };
+        let value = match parsed {
             Ok(v) => v,
             Err(e) => {
                 self.errors.push(e.into());

@@ -150,6 +150,9 @@ pub struct Resolved {
     /// The fetched tree of every remote kustomize base, by the entry as written (for the
     /// engine's `BuildOptions::remotes`).
     pub bases: Arc<RemoteTrees>,
+    /// `platform.yaml` and every local `component.yaml` as this stage parsed them, for load
+    /// to take instead of parsing them again ([`crate::load::LoadOptions::parsed`]).
+    pub parsed: Arc<crate::load::Parsed>,
 }
 
 impl Resolved {
@@ -274,7 +277,7 @@ pub fn resolve(
     // A platform.yaml that does not parse is load's to report.
     let file = platform_dir.join("platform.yaml");
     let Some((text, platform)) = fs.read_to_string(&file).ok().and_then(|t| {
-        let v = crate::yaml::parse_one("platform.yaml", &t).ok()?;
+        let v = out.parsed.parse("platform.yaml", &t).ok()?;
         Some((t, serde_json::from_value::<PlatformFile>(v).ok()?))
     }) else {
         return Ok(out);
@@ -282,11 +285,11 @@ pub fn resolve(
     let mut wanted = wanted(&platform, &file.display().to_string(), &text)?;
     // Charts of local components are known before any fetch; those of fetched components
     // once their trees are there.
-    let mut charts = charts::ChartScan::default();
+    let mut charts = charts::ChartScan::new(out.parsed.clone());
     charts.scan_local(fs, platform_dir, &platform)?;
     let root = crate::load::repository_root(fs, platform_dir, None)
         .unwrap_or_else(|_| platform_dir.to_path_buf());
-    let local = kustomizations(fs, &root, platform_dir, &platform, &BTreeMap::new());
+    let local = kustomizations(fs, &root, platform_dir, &platform, &BTreeMap::new(), &out.parsed);
     let local: Vec<PathBuf> = local.into_keys().collect();
     let remote_bases = has_remote_bases(fs, &root, &local);
     if wanted.is_empty() && charts.is_empty() && !remote_bases {
@@ -392,7 +395,7 @@ pub fn resolve(
         }
     }
     // The kustomizations of the fetched components too, then every remote base they name.
-    let more = kustomizations(fs, &root, platform_dir, &platform, &out.trees);
+    let more = kustomizations(fs, &root, platform_dir, &platform, &out.trees, &out.parsed);
     let mut bases = RemoteTrees::new();
     scan_bases(
         fs,
@@ -512,14 +515,18 @@ fn name_instances(
 /// The `metadata.name` of the component in `tree`.
 fn component_name(fs: &dyn FileSystem, tree: &SourceTree) -> Option<String> {
     let rooted = crate::fs::RootedFs::new(fs, tree.root.clone());
-    component_name_in(&rooted, &tree.dir)
+    component_name_in(&rooted, &tree.dir, &crate::load::Parsed::default())
 }
 
 /// The `metadata.name` of the component in `dir` (`None` when it cannot be read: load
 /// reports why).
-pub(crate) fn component_name_in(fs: &dyn FileSystem, dir: &Path) -> Option<String> {
+pub(crate) fn component_name_in(
+    fs: &dyn FileSystem,
+    dir: &Path,
+    parsed: &crate::load::Parsed,
+) -> Option<String> {
     let text = fs.read_to_string(&dir.join("component.yaml")).ok()?;
-    let doc = crate::yaml::parse_one("component.yaml", &text).ok()?;
+    let doc = parsed.parse("component.yaml", &text).ok()?;
     Some(doc.pointer("/metadata/name")?.as_str()?.to_string())
 }
 
@@ -1009,6 +1016,7 @@ fn kustomizations(
     platform_dir: &Path,
     platform: &PlatformFile,
     trees: &BTreeMap<(usize, usize), SourceTree>,
+    parsed: &crate::load::Parsed,
 ) -> BTreeMap<PathBuf, Order> {
     let mut dirs: BTreeMap<PathBuf, Order> = BTreeMap::new();
     let mut component_dirs = Vec::new();
@@ -1043,7 +1051,7 @@ fn kustomizations(
                 let Some(doc) = rooted
                     .read_to_string(&dir.join("component.yaml"))
                     .ok()
-                    .and_then(|t| crate::yaml::parse_one("component.yaml", &t).ok())
+                    .and_then(|t| parsed.parse("component.yaml", &t).ok())
                 else {
                     return Vec::new();
                 };

@@ -179,6 +179,7 @@ pub(super) fn render_incremental(
         only: Some(&only),
         enter: Some(&|d| load_fs.enter(d)),
         sources: None,
+        parsed: None,
     };
     let Ok(loaded) = load(&load_fs, &opts.platform_dir, &load_opts) else {
         return Ok(None);

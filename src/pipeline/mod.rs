@@ -642,6 +642,7 @@ fn build_fetched(
         only: None,
         enter: Some(&|d| load_fs.enter(d)),
         sources: Some(&fetched.trees),
+        parsed: Some(&fetched.parsed),
     };
     let loaded = load(&load_fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
     let load_reads = load_fs.reads();

@@ -109,6 +109,7 @@ fn load_with_sources(
     let load_opts = LoadOptions {
         root: opts.root.as_deref(),
         sources: Some(&fetched.trees),
+        parsed: Some(&fetched.parsed),
         ..Default::default()
     };
     let loaded = load(opts.fs.as_ref(), &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;

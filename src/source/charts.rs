@@ -25,6 +25,7 @@ use kiln_source::{Fetcher, LockEntry, Request};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// One pulled chart: its lock entry and where it lies in the source cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +75,8 @@ pub struct ChartScan {
     /// Component directories scanned, with the charts each names (a component shared by
     /// instances is read once).
     scanned: BTreeMap<PathBuf, Vec<Finding>>,
+    /// The documents parsed in this render (see [`crate::load::Parsed`]).
+    parsed: Arc<crate::load::Parsed>,
 }
 
 #[derive(Debug, Clone)]
@@ -105,6 +108,14 @@ pub struct Charts {
 const KUSTOMIZATION_FILES: [&str; 3] = ["kustomization.yaml", "kustomization.yml", "Kustomization"];
 
 impl ChartScan {
+    /// An empty scan, parsing component documents through `parsed`.
+    pub fn new(parsed: Arc<crate::load::Parsed>) -> ChartScan {
+        ChartScan {
+            parsed,
+            ..ChartScan::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.wanted.is_empty() && self.local.is_empty()
     }
@@ -153,7 +164,7 @@ impl ChartScan {
             .par_iter()
             .map(|(_, _, name, dir)| {
                 name.cloned()
-                    .or_else(|| super::component_name_in(fs, dir))
+                    .or_else(|| super::component_name_in(fs, dir, &self.parsed))
                     .unwrap_or_default()
             })
             .collect();
@@ -222,7 +233,10 @@ impl ChartScan {
         needed_by: &str,
     ) -> Result<Vec<Finding>, SourceStageError> {
         let file = dir.join("component.yaml");
-        let Some((doc, text)) = read_yaml_text(fs, &file) else {
+        let Some((doc, text)) = fs.read_to_string(&file).ok().and_then(|text| {
+            let doc = self.parsed.parse(&file.display().to_string(), &text).ok()?;
+            Some((doc, text))
+        }) else {
             return Ok(Vec::new());
         };
         let shown_file = format!("{}/component.yaml", shown.trim_end_matches('/'));
