@@ -976,10 +976,11 @@ impl PlanEval<'_> {
         } else {
             self.env.loc.join("namespace")
         };
-        let namespace = match ctx.resolve_str(&self.env.namespace, At::Loc(&ns_loc), &sources, self.errors) {
-            Value::String(s) => s,
-            other => other.to_string(),
-        };
+        let namespace =
+            match ctx.resolve_str(&self.env.namespace, At::Loc(&ns_loc), &sources, self.errors) {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
         ctx.namespace = Some(&namespace);
 
         // Layers, lowest first. Shared layers pass on only what the component declares.

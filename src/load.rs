@@ -90,7 +90,10 @@ pub struct Parsed {
 impl Parsed {
     /// The document in `text` (a file shown as `name`), parsed on first sight.
     pub fn parse(&self, name: &str, text: &str) -> Result<Value, crate::yaml::YamlError> {
-        match self.slot(text).get_or_init(|| self.parse_new(name, text).ok()) {
+        match self
+            .slot(text)
+            .get_or_init(|| self.parse_new(name, text).ok())
+        {
             Some(v) => Ok(v.clone()),
             None => crate::yaml::parse_one(name, text),
         }
@@ -100,7 +103,9 @@ impl Parsed {
     /// takes it without a copy when no other reader holds it.
     pub fn take(&self, name: &str, text: &str) -> Result<Value, crate::yaml::YamlError> {
         let slot = self.slot(text);
-        let got = slot.get_or_init(|| self.parse_new(name, text).ok()).is_some();
+        let got = slot
+            .get_or_init(|| self.parse_new(name, text).ok())
+            .is_some();
         if let Ok(mut docs) = self.docs.lock() {
             docs.remove(text);
         }
@@ -109,6 +114,11 @@ impl Parsed {
             Err(shared) if got => Ok(shared.get().cloned().flatten().unwrap_or_default()),
             _ => crate::yaml::parse_one(name, text),
         }
+    }
+
+    /// Whether no document is held (load took every one).
+    pub fn is_empty(&self) -> bool {
+        self.docs.lock().map_or(true, |d| d.is_empty())
     }
 
     /// How many texts were parsed (not taken from the table) so far.
@@ -1410,6 +1420,62 @@ mod tests {
             root: Some(t.path()),
             ..Default::default()
         }
+    }
+
+    /// Issue 38 item 8: each kiln document of a render is parsed once. The source stage reads
+    /// every `component.yaml` for its charts, its kustomize bases and (unnamed instances) its
+    /// name, and load reads it again: four parses each, and two of `platform.yaml`, before.
+    #[test]
+    fn each_document_is_parsed_once_per_render() {
+        let platform = PLATFORM.replace(
+            "    - path: ../../components/a\n",
+            "    - path: ../../components/a\n    - {name: a2, path: ../../components/a}\n    - path: ../../components/b\n",
+        );
+        let b = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: b\nspec:\n  generators:\n  - kustomize: base\n";
+        let t = tree(&[
+            ("platforms/p/platform.yaml", &platform),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+            ("components/b/component.yaml", b),
+            ("components/b/base/kustomization.yaml", "resources: []\n"),
+        ]);
+        let dir = t.path().join("platforms/p");
+        let fetched = crate::pipeline::RenderOptions::new(&dir)
+            .resolve_sources()
+            .unwrap();
+        let lp = load(
+            &RealFs,
+            &dir,
+            &LoadOptions {
+                parsed: Some(&fetched.parsed),
+                ..opts(&t)
+            },
+        )
+        .unwrap();
+        assert_eq!(lp.components.len(), 2);
+        assert_eq!(lp.components[1].raw["metadata"]["name"], "b");
+        // platform.yaml, a's and b's component.yaml: once each.
+        assert_eq!(fetched.parsed.parses(), 3);
+        // Load took them all: nothing stays held for the rest of the render.
+        assert!(fetched.parsed.is_empty());
+    }
+
+    /// A document changed between the source stage's read and load's is parsed anew: load
+    /// sees the bytes it read, never the source stage's.
+    #[test]
+    fn a_document_changed_after_the_source_stage_is_parsed_again() {
+        let parsed = Parsed::default();
+        let old = parsed.parse("c", "a: 1\n").unwrap();
+        assert_eq!(old["a"], 1);
+        assert_eq!(parsed.take("c", "a: 2\n").unwrap()["a"], 2);
+        assert_eq!(parsed.take("c", "a: 1\n").unwrap()["a"], 1);
+        assert_eq!(parsed.parses(), 2);
+        assert!(parsed.is_empty());
+        // A text that does not parse gives the reader's own error, naming its file.
+        let e = parsed
+            .take("components/x/component.yaml", "a: [\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("components/x/component.yaml"), "{e}");
     }
 
     /// Issue 38 item 9: the platform may be named by its `platform.yaml` as well as by its

@@ -289,7 +289,14 @@ pub fn resolve(
     charts.scan_local(fs, platform_dir, &platform)?;
     let root = crate::load::repository_root(fs, platform_dir, None)
         .unwrap_or_else(|_| platform_dir.to_path_buf());
-    let local = kustomizations(fs, &root, platform_dir, &platform, &BTreeMap::new(), &out.parsed);
+    let local = kustomizations(
+        fs,
+        &root,
+        platform_dir,
+        &platform,
+        &BTreeMap::new(),
+        &out.parsed,
+    );
     let local: Vec<PathBuf> = local.into_keys().collect();
     let remote_bases = has_remote_bases(fs, &root, &local);
     if wanted.is_empty() && charts.is_empty() && !remote_bases {
