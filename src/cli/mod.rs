@@ -333,6 +333,9 @@ pub struct MergeArgs {
     /// Where to write the merged tree.
     #[arg(long, default_value = "deploy")]
     pub write_to: PathBuf,
+    /// Components from other repositories, resolved as the shards' renders resolved them.
+    #[command(flatten)]
+    pub sources: SourceFlags,
 }
 
 /// The layout of the rendered tree.
@@ -1443,7 +1446,11 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
 
 /// `kiln merge`: shard trees → one tree, written as `kiln render` writes.
 fn merge(args: &MergeArgs) -> miette::Result<ExitCode> {
-    let summary = crate::pipeline::run_merge(&args.shards, &args.write_to)?;
+    let sources = (
+        source_options(&args.sources, None),
+        crate::git::RemoteAuth::from_env(),
+    );
+    let summary = crate::pipeline::run_merge(&args.shards, &args.write_to, sources)?;
     let r = &summary.report;
     print_err(&format!(
         "kiln: merged {} shard{} into {} ({} files: {} written, {} unchanged, {} removed)",
