@@ -1,13 +1,15 @@
-//! CRDs' `x-kubernetes-validations` rules (ADR 0021), evaluated with cel-rust (`cel`) as
-//! the API server evaluates them on create (k8s.io/apiextensions-apiserver
+//! CRDs' `x-kubernetes-validations` rules (ADR 0021, ADR 0048), evaluated with cel-rust
+//! (`cel`) as the API server evaluates them on create (k8s.io/apiextensions-apiserver
 //! `pkg/apiserver/schema/cel/validation.go`): `self` is the value at the rule's node;
 //! transition rules (those naming `oldSelf`) never run on create, so they are skipped.
 //!
-//! The subset: CEL's standard macros and functions (`has`, `all`, `exists`, `exists_one`,
-//! `map`, `filter`, `size`, `matches`, `startsWith`, `endsWith`, `contains`, arithmetic,
-//! comparison, `in`). Kubernetes' own libraries (`isSorted`, `url`, `quantity`, `ip`, `cidr`,
-//! `format`, …) and timestamps are not in cel-rust: a rule that calls one is counted as
-//! not evaluated ([`Outcome::Unsupported`]), never reported as failing.
+//! The environment is the server's for CRD rules ([`library`]): CEL's standard library,
+//! cel-go's strings and sets extensions, and Kubernetes' own libraries (`quantity`, `url`,
+//! regex `find`, lists' `isSorted`/`sum`/…, `ip`, `cidr`, `format`, `semver`). A rule that
+//! calls a function outside it is counted as not evaluated ([`Outcome::Unsupported`]), never
+//! reported as failing.
+
+mod library;
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -65,7 +67,8 @@ impl Rule {
         let Some(source) = entry.get("rule").and_then(Value::as_str) else {
             return Err("a validation rule needs `rule`".to_string());
         };
-        cel::Program::compile(source)
+        library::env()
+            .compile(source)
             .map_err(|e| format!("rule `{source}` does not parse: {e}"))?;
         let text = |k: &str| entry.get(k).and_then(Value::as_str).map(str::to_string);
         Ok(Rule::from_parts(
@@ -83,10 +86,10 @@ impl Rule {
         field_path: Option<String>,
     ) -> Rule {
         Rule {
-            program: cel::Program::compile(&source).ok(),
+            program: library::env().compile(&source).ok(),
             message_expression: message_expression
                 .as_deref()
-                .and_then(|m| cel::Program::compile(m).ok()),
+                .and_then(|m| library::env().compile(m).ok()),
             message_expression_source: message_expression,
             source,
             message,
@@ -109,7 +112,7 @@ impl Rule {
         let Some(program) = &self.program else {
             return Outcome::Error(format!("rule `{}` does not parse", self.source));
         };
-        let mut context = cel::Context::default();
+        let mut context = cel::Context::with_env(std::sync::Arc::clone(library::env()));
         context.add_variable_from_value("self", to_cel(value));
         match program.execute(&context) {
             Ok(cel::Value::Bool(true)) => Outcome::Passed,
@@ -117,13 +120,20 @@ impl Rule {
             Ok(other) => {
                 Outcome::Error(format!("rule `{}` gave {other:?}, not a bool", self.source))
             }
+            // A function or overload outside the environment: cel-go would have refused the
+            // CRD (a rule is type-checked when the CRD is created), so it is one kiln lacks.
             Err(cel::ExecutionError::UndeclaredReference(name)) => {
-                Outcome::Unsupported(format!("`{name}` is not in cel-rust's CEL library"))
+                Outcome::Unsupported(format!("`{name}` is not in kiln's CEL environment"))
             }
-            Err(cel::ExecutionError::FunctionError { function, .. }) if !is_standard(&function) => {
-                Outcome::Unsupported(format!("`{function}` is not in cel-rust's CEL library"))
+            Err(cel::ExecutionError::NoSuchOverload(e)) => Outcome::Unsupported(format!(
+                "`{}` has no overload for its arguments in kiln's CEL environment",
+                e.function()
+            )),
+            // As validation.go words the other run-time errors: "<error> evaluating rule: <rule>".
+            Err(cel::ExecutionError::FunctionError { message, .. }) => {
+                Outcome::Error(format!("{message} evaluating rule: {}", self.source))
             }
-            Err(e) => Outcome::Error(format!("rule `{}`: {e}", self.source)),
+            Err(e) => Outcome::Error(format!("{e} evaluating rule: {}", self.source)),
         }
     }
 
@@ -140,29 +150,6 @@ impl Rule {
             None => format!("failed rule: {}", self.source),
         }
     }
-}
-
-/// Functions of CEL's standard library, whose errors are real evaluation errors.
-fn is_standard(name: &str) -> bool {
-    matches!(
-        name,
-        "size"
-            | "has"
-            | "all"
-            | "exists"
-            | "exists_one"
-            | "map"
-            | "filter"
-            | "matches"
-            | "startsWith"
-            | "endsWith"
-            | "contains"
-            | "int"
-            | "uint"
-            | "double"
-            | "string"
-            | "bool"
-    )
 }
 
 /// A JSON value as CEL sees it (Kubernetes binds integers as `int`, other numbers as
@@ -190,9 +177,15 @@ fn to_cel(value: &Value) -> cel::Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `expr` evaluated in the rules' environment, with nothing bound.
+    pub(crate) fn eval(expr: &str) -> cel::ResolveResult {
+        let program = library::env().compile(expr).expect(expr);
+        program.execute(&cel::Context::with_env(Arc::clone(library::env())))
+    }
 
     fn rule(r: &str) -> Rule {
         Rule::compile(&json!({"rule": r, "message": "no"})).unwrap()
