@@ -133,7 +133,7 @@ impl Rule {
             Err(cel::ExecutionError::FunctionError { message, .. }) => {
                 Outcome::Error(format!("{message} evaluating rule: {}", self.source))
             }
-            Err(e) => Outcome::Error(format!("{e} evaluating rule: {}", self.source)),
+            Err(e) => Outcome::Error(format!("{} evaluating rule: {}", go_error(&e), self.source)),
         }
     }
 
@@ -149,6 +149,17 @@ impl Rule {
             Some(m) => m.clone(),
             None => format!("failed rule: {}", self.source),
         }
+    }
+}
+
+/// A run-time error in cel-go's words (`common/types/err.go`) where they differ.
+fn go_error(e: &cel::ExecutionError) -> String {
+    match e {
+        cel::ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
+        cel::ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
+        cel::ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        cel::ExecutionError::Overflow(..) => "integer overflow".to_string(),
+        other => other.to_string(),
     }
 }
 
@@ -221,10 +232,57 @@ pub(crate) mod tests {
             rule("self == oldSelf").evaluate(&json!(1)),
             Outcome::Unsupported(_)
         ));
+        // Timestamps (no chrono), and Quantity's `mul` (not in the environment yet).
         assert!(matches!(
-            rule("self.isSorted()").evaluate(&json!([1])),
+            rule("timestamp(self) > timestamp('2020-01-01T00:00:00Z')")
+                .evaluate(&json!("2021-01-01T00:00:00Z")),
             Outcome::Unsupported(_)
         ));
+        assert!(matches!(
+            rule("quantity(self).mul(2) == quantity('2')").evaluate(&json!("1")),
+            Outcome::Unsupported(_)
+        ));
+        // Short-circuited before the missing function, the rule is evaluated, as cel-go's.
+        assert_eq!(
+            rule("self == '1' || quantity(self).mul(2) == quantity('2')").evaluate(&json!("1")),
+            Outcome::Passed
+        );
+    }
+
+    /// The repro of issue 36 item 2: Kubernetes' libraries evaluated, their false rules
+    /// reported with their message, their run-time errors as the server words them.
+    #[test]
+    fn kubernetes_library_rules_evaluate() {
+        let mem = Rule::compile(&json!({
+            "rule": "quantity(self.mem).isLessThan(quantity('2Gi'))",
+            "message": "mem lt 2Gi"
+        }))
+        .unwrap();
+        assert_eq!(
+            mem.evaluate(&json!({"mem": "3Gi"})),
+            Outcome::Failed("mem lt 2Gi".into())
+        );
+        assert_eq!(mem.evaluate(&json!({"mem": "1.5Gi"})), Outcome::Passed);
+        assert_eq!(
+            mem.evaluate(&json!({"mem": "bogus"})),
+            Outcome::Error(
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: quantity(self.mem).isLessThan(quantity('2Gi'))"
+                    .into()
+            )
+        );
+        let host = rule("url(self.u).getHost() == 'example.com'");
+        assert_eq!(
+            host.evaluate(&json!({"u": "https://evil.com/x"})),
+            Outcome::Failed("no".into())
+        );
+        assert_eq!(
+            host.evaluate(&json!({"u": "https://example.com/x"})),
+            Outcome::Passed
+        );
+        assert_eq!(
+            rule("self.isSorted()").evaluate(&json!([2, 1])),
+            Outcome::Failed("no".into())
+        );
     }
 
     #[test]

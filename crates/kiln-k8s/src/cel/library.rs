@@ -13,7 +13,10 @@
 //! `lists.includes`, Quantity's `mul`/`div`/`divInt`, timestamps and durations (kiln builds
 //! cel-rust without chrono).
 
+mod lists;
 mod quantity;
+mod regex;
+mod sets;
 mod urls;
 
 use cel::common::types::{CelBool, CelDouble, CelInt, CelString, Type};
@@ -29,7 +32,10 @@ pub(crate) fn env() -> &'static Arc<Env> {
         // tests, never by input, so the environment is simply left without it.
         for library in [
             cel::extensions::strings as fn(&mut Env) -> Result<(), cel::DeclarationError>,
+            sets::library,
             urls::library,
+            regex::library,
+            lists::library,
             quantity::library,
         ] {
             let _ = env.add_extension(library);
