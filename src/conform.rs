@@ -280,6 +280,17 @@ impl Report {
                 ),
             ));
         }
+        // Counted, never passed silently (ADR 0021, ADR 0048).
+        match self.skipped_rules {
+            0 => {}
+            n => out.push((
+                None,
+                format!(
+                    "warning: not evaluated: {n} CEL rule{} (transition rules, functions outside kiln's CEL environment)",
+                    if n == 1 { "" } else { "s" }
+                ),
+            )),
+        }
         out.extend(self.findings.iter().filter(|f| f.warning).map(|f| {
             (
                 Some(f),
