@@ -13,6 +13,8 @@
 //! `lists.includes`, Quantity's `mul`/`div`/`divInt`, timestamps and durations (kiln builds
 //! cel-rust without chrono).
 
+mod cidr;
+mod ip;
 mod lists;
 mod quantity;
 mod regex;
@@ -37,6 +39,8 @@ pub(crate) fn env() -> &'static Arc<Env> {
             regex::library,
             lists::library,
             quantity::library,
+            ip::library,
+            cidr::library,
         ] {
             let _ = env.add_extension(library);
         }
@@ -44,6 +48,9 @@ pub(crate) fn env() -> &'static Arc<Env> {
     });
     &ENV
 }
+
+/// An overload (cel-rust's function pointer).
+pub(crate) type Function = cel::common::functions::Function;
 
 /// What an overload returns.
 pub(crate) type Out<'b, 'v> = Result<CowVal<'b, 'v>, ExecutionError>;
