@@ -240,7 +240,7 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// `group/version Kind` with no schema → how many objects.
     pub unvalidated: BTreeMap<String, usize>,
-    /// CEL rules not evaluated (transition rules, functions cel-rust lacks).
+    /// CEL rules not evaluated (transition rules, functions outside kiln's CEL environment).
     pub skipped_rules: usize,
     /// Kubernetes objects looked at ([`validate_files`]; `kiln validate`'s summary counts
     /// them), the unvalidated ones included.

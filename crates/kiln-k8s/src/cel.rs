@@ -56,7 +56,7 @@ pub enum Outcome {
     Failed(String),
     /// The rule could not be evaluated (an error at run time): the message.
     Error(String),
-    /// A transition rule or a function cel-rust lacks: not evaluated.
+    /// A transition rule or a function outside kiln's CEL environment: not evaluated.
     Unsupported(String),
 }
 

@@ -17,7 +17,7 @@ use serde_json::Value;
 /// Counts what could not be checked, for the report.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Skipped {
-    /// CEL rules not evaluated (transition rules, functions cel-rust lacks).
+    /// CEL rules not evaluated (transition rules, functions outside kiln's CEL environment).
     pub cel_rules: usize,
 }
 
