@@ -2,22 +2,23 @@
 //! base environment of k8s.io/apiserver `pkg/cel/environment/base.go` (for the Kubernetes
 //! versions kiln validates, 1.33 and later): CEL's standard library, cel-go's `ext.Strings`
 //! (version 2, cel-rust's `extensions::strings`) and `ext.Sets`, and Kubernetes' libraries
-//! of `pkg/cel/library/` — URLs, Regex, Lists, Quantity, IP, CIDR, Semver — one file each
-//! below, plus CEL's `duration`, which cel-rust has only with chrono.
+//! of `pkg/cel/library/` — URLs, Regex, Lists, Quantity, IP, CIDR, Semver, Format — one file
+//! each below, plus CEL's `duration`, which cel-rust has only with chrono.
 //!
 //! cel-rust is dynamically typed: an overload is picked by the run-time types of its
 //! arguments, where cel-go checks the rule's types when the CRD is created. A CRD's rules have
 //! passed that check, so dispatching at run time gives the same results; a call with no
 //! overload here is a function kiln lacks, counted as not evaluated ([`super::Outcome`]).
 //!
-//! Not here, so a rule that calls them is counted as not evaluated (ADR 0048): `format`,
-//! `image`, `authz` (admission only), the two-variable comprehensions of
+//! Not here, so a rule that calls them is counted as not evaluated (ADR 0048): the `datetime`
+//! format, `image`, `authz` (admission only), the two-variable comprehensions of
 //! `ext.TwoVarComprehensions`, `lists.includes`, Quantity's `mul`/`div`/`divInt`,
 //! timestamps, duration arithmetic, and a `format: duration`/`date-time` field bound as a
 //! duration/timestamp (kiln binds the string).
 
 mod cidr;
 mod duration;
+mod format;
 mod ip;
 mod lists;
 mod quantity;
@@ -48,6 +49,7 @@ pub(crate) fn env() -> &'static Arc<Env> {
             duration::library,
             cidr::library,
             semver::library,
+            format::library,
         ] {
             let _ = env.add_extension(library);
         }

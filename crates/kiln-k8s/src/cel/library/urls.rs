@@ -110,7 +110,7 @@ fn parse_with_fragment(raw: &str) -> Result<Url, String> {
 }
 
 /// `url.parse`.
-fn parse(raw: &str, via_request: bool) -> Result<Url, String> {
+pub(super) fn parse(raw: &str, via_request: bool) -> Result<Url, String> {
     if raw.bytes().any(|b| b < 0x20 || b == 0x7f) {
         return Err("net/url: invalid control character in URL".to_string());
     }
