@@ -20,7 +20,21 @@ pub(crate) struct Format(&'static str);
 
 super::opaque!(Format, "kubernetes.NamedFormat");
 
-const NAMES: [&str; 13] = [
+/// The names, and `format.<name>()` for each (a fn pointer each, so a macro).
+macro_rules! formats {
+    ($($name:literal),* $(,)?) => {
+        const NAMES: &[&str] = &[$($name),*];
+
+        fn constants(env: &mut Env) -> Result<(), DeclarationError> {
+            $(env.add_overload(concat!("format.", $name), concat!("format.", $name), vec![], |_| {
+                own(Format($name))
+            })?;)*
+            Ok(())
+        }
+    };
+}
+
+formats!(
     "dns1123Label",
     "dns1123Subdomain",
     "dns1035Label",
@@ -34,7 +48,7 @@ const NAMES: [&str; 13] = [
     "byte",
     "date",
     "datetime",
-];
+);
 
 pub(super) fn library(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload("format.named", "format-named", vec![STRING_TYPE], named)?;
@@ -46,30 +60,7 @@ pub(super) fn library(env: &mut Env) -> Result<(), DeclarationError> {
         vec![STRING_TYPE],
         validate,
     )?;
-    // `format.<name>()`: one zero-argument function per format (a fn pointer each).
-    macro_rules! constant {
-        ($($name:literal),*) => {$(
-            env.add_overload(concat!("format.", $name), concat!("format.", $name), vec![], |_| {
-                own(Format($name))
-            })?;
-        )*};
-    }
-    constant!(
-        "dns1123Label",
-        "dns1123Subdomain",
-        "dns1035Label",
-        "qualifiedName",
-        "dns1123LabelPrefix",
-        "dns1123SubdomainPrefix",
-        "dns1035LabelPrefix",
-        "labelValue",
-        "uri",
-        "uuid",
-        "byte",
-        "date",
-        "datetime"
-    );
-    Ok(())
+    constants(env)
 }
 
 fn named<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Out<'b, 'v> {
@@ -252,6 +243,15 @@ fn is_date(s: &str) -> bool {
     (1..=days).contains(&d)
 }
 
+/// strfmt's one message, unless the check passed.
+fn unless(ok: bool, message: &str) -> Vec<String> {
+    if ok {
+        vec![]
+    } else {
+        vec![message.to_string()]
+    }
+}
+
 fn errors(format: &str, s: &str) -> Result<Vec<String>, ExecutionError> {
     static UUID: OnceLock<regex::Regex> = OnceLock::new();
     Ok(match format {
@@ -272,26 +272,10 @@ fn errors(format: &str, s: &str) -> Result<Vec<String>, ExecutionError> {
                 &UUID,
                 "(?i)^[0-9a-f]{8}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{4}-?[0-9a-f]{12}$",
             );
-            if re.is_match(s) {
-                vec![]
-            } else {
-                vec!["does not match the UUID format".to_string()]
-            }
+            unless(re.is_match(s), "does not match the UUID format")
         }
-        "byte" => {
-            if crate::check::is_base64(s) {
-                vec![]
-            } else {
-                vec!["invalid base64".to_string()]
-            }
-        }
-        "date" => {
-            if is_date(s) {
-                vec![]
-            } else {
-                vec!["invalid date".to_string()]
-            }
-        }
+        "byte" => unless(crate::check::is_base64(s), "invalid base64"),
+        "date" => unless(is_date(s), "invalid date"),
         // strfmt's datetime layouts are not mirrored: not evaluated, rather than guessed.
         _ => {
             return Err(ExecutionError::no_such_overload(
