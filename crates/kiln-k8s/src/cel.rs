@@ -3,7 +3,7 @@
 //! `pkg/apiserver/schema/cel/validation.go`): `self` is the value at the rule's node;
 //! transition rules (those naming `oldSelf`) never run on create, so they are skipped.
 //!
-//! The environment is the server's for CRD rules ([`library`]): CEL's standard library,
+//! The environment is the server's for CRD rules (`cel/library.rs`): CEL's standard library,
 //! cel-go's strings and sets extensions, and Kubernetes' own libraries (`quantity`, `url`,
 //! regex `find`, lists' `isSorted`/`sum`/…, `ip`, `cidr`, `format`, `semver`). A rule that
 //! calls a function outside it is counted as not evaluated ([`Outcome::Unsupported`]), never
