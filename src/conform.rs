@@ -240,7 +240,7 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// `group/version Kind` with no schema → how many objects.
     pub unvalidated: BTreeMap<String, usize>,
-    /// CEL rules not evaluated (transition rules, functions cel-rust lacks).
+    /// CEL rules not evaluated (transition rules, functions outside kiln's CEL environment).
     pub skipped_rules: usize,
     /// Kubernetes objects looked at ([`validate_files`]; `kiln validate`'s summary counts
     /// them), the unvalidated ones included.
@@ -296,6 +296,17 @@ impl Report {
         let mut out = Vec::new();
         if let Some(line) = unvalidated_line(&self.unvalidated) {
             out.push((None, line));
+        }
+        // Counted, never passed silently (ADR 0021, ADR 0048).
+        match self.skipped_rules {
+            0 => {}
+            n => out.push((
+                None,
+                format!(
+                    "warning: not evaluated: {n} CEL rule{} (transition rules, functions outside kiln's CEL environment)",
+                    if n == 1 { "" } else { "s" }
+                ),
+            )),
         }
         out.extend(self.findings.iter().filter(|f| f.warning).map(|f| {
             (

@@ -937,12 +937,76 @@ fn render_refuses_an_identical_cluster_scoped_object_of_two_applications() {
     renders(&f, &[]);
 }
 
-/// ADR 0021: a CEL rule kiln cannot evaluate (Kubernetes' `quantity()` and `url()`
-/// libraries) is counted in `kiln validate`'s summary and JSON, never passed silently.
+/// A Widget CRD whose `spec` carries `rules` (YAML flow items), and one Widget with `spec`.
+fn widget(rules: &[&str], spec: &str) -> String {
+    let rules: String = rules
+        .iter()
+        .map(|r| format!("            - {r}\n"))
+        .collect();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: widgets.example.com}}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n{rules}            properties:\n              mem: {{type: string}}\n              u: {{type: string}}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: n}}\nspec: {spec}\n"
+    )
+}
+
+/// Issue 36 item 2 (newcomer repro 02): rules calling Kubernetes' CEL libraries
+/// (`quantity()`, `url()`) are evaluated as the API server evaluates them, and a Widget it
+/// refuses is refused here, with the rules' messages; the Widget it accepts passes.
+#[test]
+fn validate_evaluates_kubernetes_cel_library_rules() {
+    let rules = [
+        "{rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\", message: \"mem lt 2Gi\"}",
+        "{rule: \"url(self.u).getHost() == 'example.com'\", message: \"host\"}",
+    ];
+    let bad = widget(&rules, "{mem: 3Gi, u: 'https://evil.com/x'}");
+    let (code, err, _) = validate_text(&bad, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    for needle in ["mem lt 2Gi", "host", "kiln::k8s::cel_rule"] {
+        assert!(err.contains(needle), "no `{needle}` in:\n{err}");
+    }
+    assert!(!err.contains("not evaluated"), "{err}");
+    let (_, _, out) = validate_text(&bad, &["-o", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let messages: Vec<&str> = report["kubernetes"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["message"].as_str())
+        .collect();
+    assert_eq!(messages, ["mem lt 2Gi", "host"], "{report:#}");
+    assert_eq!(report["kubernetes"]["celRulesNotEvaluated"], 0);
+    // What the server accepts passes: 1.5Gi is less than 2Gi, the host is the one asked for.
+    let good = widget(&rules, "{mem: 1.5Gi, u: 'https://example.com/x'}");
+    let (code, err, _) = validate_text(&good, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    // A run-time error is a finding, worded as the server's.
+    let bogus = widget(&rules, "{mem: bogus, u: 'https://example.com/x'}");
+    let (code, err, _) = validate_text(&bogus, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let squashed: String = err
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '|')
+        .collect();
+    assert!(
+        err.contains("kiln::k8s::cel_error")
+            && squashed.contains("quantitiesmustmatchtheregularexpression"),
+        "{err}"
+    );
+}
+
+/// ADR 0021/0048: a rule kiln cannot evaluate (a transition rule; a timestamp, outside
+/// kiln's CEL environment) is counted in `kiln validate`'s summary and JSON, never passed
+/// silently.
 #[test]
 fn validate_counts_cel_rules_not_evaluated() {
-    let text = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n            - {rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\"}\n            - {rule: \"url(self.u).getHost() == 'example.com'\"}\n            - {rule: \"self.mem != ''\"}\n            properties:\n              mem: {type: string}\n              u: {type: string}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: n}\nspec: {mem: 3Gi, u: 'https://evil.com/x'}\n";
-    let (code, err, _) = validate_text(text, &[]);
+    let text = widget(
+        &[
+            "{rule: \"self == oldSelf\"}",
+            "{rule: \"timestamp(self.u) > timestamp('2020-01-01T00:00:00Z')\"}",
+            "{rule: \"self.mem != ''\"}",
+        ],
+        "{mem: 3Gi, u: '2021-01-01T00:00:00Z'}",
+    );
+    let (code, err, _) = validate_text(&text, &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
         err.lines()
@@ -951,12 +1015,47 @@ fn validate_counts_cel_rules_not_evaluated() {
             .ends_with("; 2 CEL rules not evaluated"),
         "{err}"
     );
-    let (_, _, out) = validate_text(text, &["-o", "json"]);
+    let (_, _, out) = validate_text(&text, &["-o", "json"]);
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         report["kubernetes"]["celRulesNotEvaluated"], 2,
         "{report:#}"
     );
+}
+
+/// ADR 0048: `kiln render` says how many CEL rules it did not evaluate, as `kiln validate`
+/// does, and refuses a custom resource a Kubernetes-library rule refuses.
+#[test]
+fn render_counts_cel_rules_not_evaluated_and_evaluates_the_libraries() {
+    let f = Fixture::new();
+    let crd = widget(
+        &[
+            "{rule: \"self == oldSelf\"}",
+            "{rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\", message: \"mem lt 2Gi\"}",
+        ],
+        "{}",
+    );
+    let crd = &crd[..crd.find("---").unwrap()];
+    f.write("repo/platforms/p/crds/widget.yaml", crd);
+    f.edit(
+        PLATFORM,
+        "  clusters:\n",
+        "  validation:\n    crds: [crds/widget.yaml]\n  clusters:\n",
+    );
+    f.write(
+        "repo/components/web/manifests/widget.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  mem: 1Gi\n",
+    );
+    let out = renders(&f, &[]);
+    assert!(
+        // One transition rule, on the Widget of each environment.
+        out.lines()
+            .any(|l| l.starts_with("warning: not evaluated: 2 CEL rules (transition rules")),
+        "{out}"
+    );
+    std::fs::remove_dir_all(f.path("repo/deploy")).unwrap();
+    f.edit("repo/components/web/manifests/widget.yaml", "1Gi", "3Gi");
+    refused(&f, &[], &["kiln::k8s::cel_rule", "mem lt 2Gi"]);
 }
 
 /// An incremental render prints the kinds with no schema of every plan, as the full render
