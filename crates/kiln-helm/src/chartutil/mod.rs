@@ -6,6 +6,7 @@
 
 pub mod coalesce;
 pub mod dependencies;
+pub mod origin;
 pub mod schema;
 pub mod strvals;
 
