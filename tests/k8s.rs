@@ -754,6 +754,30 @@ fn a_template_finding_names_the_values_file_the_value_came_from() {
     );
 }
 
+/// Item 7: a map a template prints whole (`toYaml .Values.resources | nindent`, on the line
+/// below its key) is named at the value under it that the field is, in the values file
+/// that set it.
+#[test]
+fn a_template_finding_names_the_value_inside_a_map_printed_whole() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCount: 1\n");
+    f.write(
+        "repo/components/web/chart/templates/dep.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ledger\nspec:\n  selector: {matchLabels: {app: l}}\n  template:\n    metadata: {labels: {app: l}}\n    spec:\n      containers:\n      - name: l\n        image: nginx\n        resources:\n          {{- toYaml .Values.resources | nindent 10 }}\n",
+    );
+    with_values_file(
+        &f,
+        "values-prod.yaml",
+        "resources:\n  limits:\n    cpu: [1]\n",
+    );
+    let source = wrong_type_source(&f);
+    assert_eq!(
+        source,
+        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/dep.yaml", "line": 13,
+            "values": [{"path": "resources.limits.cpu", "kind": "valuesFile", "file": "components/web/values-prod.yaml", "line": 3}]})
+    );
+}
+
 /// Item 7: a value given inline in component.yaml is named at its line there; one only the
 /// chart sets is the chart's default, at its line in the chart's values.yaml.
 #[test]
