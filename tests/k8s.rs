@@ -522,21 +522,24 @@ fn an_invalid_label_in_a_manifest_is_refused_at_its_line() {
     assert!(!err.contains("component.yaml"), "{err}");
 }
 
+/// Adds the values file `name` (in the web component, with `text`) to the ledger chart's
+/// `valuesFiles` ([`with_ledger_chart`]).
+fn with_values_file(f: &Fixture, name: &str, text: &str) {
+    f.write(&format!("repo/components/web/{name}"), text);
+    f.edit(
+        COMPONENT,
+        "      values:\n",
+        &format!("      valuesFiles: [{name}]\n      values:\n"),
+    );
+}
+
 /// Newcomer 4 (issue 36, item 7): a value no template reads, given in a values file, is
 /// reported at that file's line, not at the `helm` generator.
 #[test]
 fn an_unused_value_from_a_values_file_is_reported_at_its_line() {
     let f = Fixture::new();
     with_ledger_chart(&f, "        replicaCount: 2\n");
-    f.write(
-        "repo/components/web/values-extra.yaml",
-        "# extra values\nreplicaCont: 3\n",
-    );
-    f.edit(
-        COMPONENT,
-        "      values:\n",
-        "      valuesFiles: [values-extra.yaml]\n      values:\n",
-    );
+    with_values_file(&f, "values-extra.yaml", "# extra values\nreplicaCont: 3\n");
     let out = renders(&f, &[]);
     assert!(
         out.contains("warning[kiln::render::unused_value]: components/web/values-extra.yaml:2:1: value replicaCont is not used by chart ledger"),
@@ -691,7 +694,123 @@ fn render_findings_point_at_the_manifest_the_patch_and_the_template() {
     );
     assert_eq!(
         source_of("Service/web-dev/bad"),
-        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/bad.yaml", "line": 7})
+        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/bad.yaml", "line": 7,
+            "values": [{"path": "replicaCount", "kind": "values", "file": "components/web/component.yaml",
+                "line": line_of(&f, COMPONENT, "replicaCount: 2")}]})
+    );
+}
+
+/// The ledger chart ([`with_ledger_chart`]) with a Deployment whose template quotes
+/// `replicas` (`replicas: {{ .Values.replicas | quote }}`, line 6), so that every value of
+/// `replicas` renders a string where Kubernetes wants an integer; `replicas: 1` in the
+/// chart's values.yaml (line 2), and `values` inline.
+fn with_quoted_replicas(f: &Fixture, values: &str) {
+    with_ledger_chart(f, values);
+    f.write(
+        "repo/components/web/chart/values.yaml",
+        "replicaCount: 1\nreplicas: 1\ningress:\n  enabled: false\n  host: \"\"\n",
+    );
+    f.write(
+        "repo/components/web/chart/templates/dep.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ledger\nspec:\n  replicas: {{ .Values.replicas | quote }}\n  selector: {matchLabels: {app: l}}\n  template:\n    metadata: {labels: {app: l}}\n    spec:\n      containers: [{name: l, image: nginx}]\n",
+    );
+}
+
+/// The `source` of the one `wrong_type` finding of `kiln render -o json`, which must fail.
+fn wrong_type_source(f: &Fixture) -> serde_json::Value {
+    let out = f.render(&["-o", "json"]);
+    assert_ne!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "kiln::k8s::wrong_type")
+        .collect();
+    assert_eq!(found.len(), 1, "{report:#}");
+    found[0]["source"].clone()
+}
+
+/// Newcomer 4, repro 21 (issue 36, item 7): a finding in a chart's output names the chart
+/// template's line and the values file the value came from, with its line, on stderr and in
+/// `-o json`'s `source.values`.
+#[test]
+fn a_template_finding_names_the_values_file_the_value_came_from() {
+    let f = Fixture::new();
+    with_quoted_replicas(&f, "        replicaCount: 1\n");
+    with_values_file(&f, "values-prod.yaml", "# prod values\nreplicas: 3\n");
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::k8s::wrong_type",
+            "at `/spec/replicas`: must be an integer, not string; from components/web/chart/templates/dep.yaml:6 (template); value `replicas` from components/web/values-prod.yaml:2",
+        ],
+    );
+    assert_eq!(
+        wrong_type_source(&f),
+        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/dep.yaml", "line": 6,
+            "values": [{"path": "replicas", "kind": "valuesFile", "file": "components/web/values-prod.yaml", "line": 2}]})
+    );
+}
+
+/// Item 7: a map a template prints whole (`toYaml .Values.resources | nindent`, on the line
+/// below its key) is named at the value under it that the field is, in the values file
+/// that set it.
+#[test]
+fn a_template_finding_names_the_value_inside_a_map_printed_whole() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCount: 1\n");
+    f.write(
+        "repo/components/web/chart/templates/dep.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ledger\nspec:\n  selector: {matchLabels: {app: l}}\n  template:\n    metadata: {labels: {app: l}}\n    spec:\n      containers:\n      - name: l\n        image: nginx\n        resources:\n          {{- toYaml .Values.resources | nindent 10 }}\n",
+    );
+    with_values_file(
+        &f,
+        "values-prod.yaml",
+        "resources:\n  limits:\n    cpu: [1]\n",
+    );
+    let source = wrong_type_source(&f);
+    assert_eq!(
+        source,
+        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/dep.yaml", "line": 13,
+            "values": [{"path": "resources.limits.cpu", "kind": "valuesFile", "file": "components/web/values-prod.yaml", "line": 3}]})
+    );
+}
+
+/// Item 7: a value given inline in component.yaml is named at its line there; one only the
+/// chart sets is the chart's default, at its line in the chart's values.yaml.
+#[test]
+fn a_template_finding_names_inline_values_and_chart_defaults() {
+    let f = Fixture::new();
+    with_quoted_replicas(&f, "        replicas: 4\n");
+    let inline = line_of(&f, COMPONENT, "replicas: 4");
+    refused(
+        &f,
+        &[],
+        &[&format!(
+            "dep.yaml:6 (template); value `replicas` from components/web/component.yaml:{inline} (values)"
+        )],
+    );
+    assert_eq!(
+        wrong_type_source(&f)["values"],
+        serde_json::json!([{"path": "replicas", "kind": "values", "file": "components/web/component.yaml", "line": inline}])
+    );
+    f.edit(
+        COMPONENT,
+        "        replicas: 4\n",
+        "        replicaCount: 1\n",
+    );
+    refused(
+        &f,
+        &[],
+        &[
+            "dep.yaml:6 (template); value `replicas` from components/web/chart/values.yaml:2 (chart default)",
+        ],
+    );
+    assert_eq!(
+        wrong_type_source(&f)["values"],
+        serde_json::json!([{"path": "replicas", "kind": "chartDefault", "file": "components/web/chart/values.yaml", "line": 2}])
     );
 }
 
