@@ -881,6 +881,28 @@ fn validate_refuses_non_strings_in_string_maps() {
     assert_eq!(code, Some(0), "{err}");
 }
 
+/// A Secret's value is never printed: an unquoted number in its `stringData` (or `data`) is
+/// a `wrong_type` whose message, on stderr and in `-o json`, masks the value as the snippet
+/// does (newcomer 5's repro 01).
+#[test]
+fn validate_never_prints_a_secret_value_in_a_message() {
+    let text = "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\ntype: Opaque\nstringData:\n  password: 987654321\ndata:\n  pin: 24680\n";
+    let (code, err, _) = validate_text(text, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let (code, _, json) = validate_text(text, &["-o", "json"]);
+    assert_eq!(code, Some(1), "{json}");
+    for out in [&err, &json] {
+        assert!(out.contains("kiln::k8s::wrong_type"), "{out}");
+        assert!(out.contains("not integer `*********`"), "{out}");
+        for value in ["987654321", "24680"] {
+            assert!(
+                !out.contains(value),
+                "the Secret's value {value} printed:\n{out}"
+            );
+        }
+    }
+}
+
 /// Item 3, first conflict: an identical cluster-scoped object emitted by two Applications of
 /// one environment is owned by both (Argo CD's SharedResourceWarning), whatever the content;
 /// the same object in two environments of one cluster is the one object applied twice.
