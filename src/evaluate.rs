@@ -174,7 +174,7 @@ pub enum EvaluateError {
         help: String,
     },
 
-    /// A `-l` selector is not one kubectl would parse ([`selector::parse`]).
+    /// A `-l` selector is not one kubectl would parse (`selector::parse`).
     #[error("invalid label selector `{selector}`: {reason}")]
     #[diagnostic(
         code(kiln::evaluate::invalid_selector),
