@@ -25,7 +25,10 @@
    same standard-library modules and exits (Python's start, the modules, its exit: what a
    `helm` binary does not have), plus one spawn of a static do-nothing program (the spawn,
    exec and exit a `helm` binary pays, as kiln's process does). Issue 37's target, ">= 10x
-   Helm, process start included", is that last speed-up: both sides as processes. kiln's
+   Helm, process start included", is that last speed-up: both sides as processes. The same
+   processes' CPU (user + system of each reaped child, getrusage; Helm's less the bare
+   interpreter's, plus the spawn's) is printed beside it: on a loaded machine the wall
+   figures measure the wait for a core, the CPU figures do not. kiln's
    output is then checked with the corpus' own `verify-charts.py --compare` (documents as
    data, random values masked).
 2. Platform: --components chart-based components (each its own copy of the bank's
@@ -38,6 +41,7 @@
 """
 import argparse
 import json
+import resource
 import shutil
 import statistics
 import subprocess
@@ -134,25 +138,33 @@ def spawn_probe(tmp):
     return [str(exe)] if r.returncode == 0 else None
 
 
-def process_wall(cmd):
-    """Seconds of one process, started and reaped by subprocess.run (kiln's and Helm's alike)."""
+def process_run(cmd):
+    """One process, started and reaped by subprocess.run (kiln's and Helm's alike): its wall
+    seconds, and its CPU seconds (user + system of the reaped child, all its threads, as the
+    kernel accounts them: what `perf stat -e task-clock` counts). On a loaded machine the wall
+    figure measures the wait for a core; the CPU figure does not."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
 
 
 def helm_process(chart_dir, vfile, runs, prelude, spawn):
-    """Helm as a process: the median of `runs` fresh Helm processes (PRELUDE, HELM_PROCESS),
-    less the median of as many bare interpreters running PRELUDE, plus the median spawn of a
-    do-nothing process (spawn_probe), the three taking turns."""
+    """Helm as a process, wall and CPU: the median of `runs` fresh Helm processes (PRELUDE,
+    HELM_PROCESS), less the median of as many bare interpreters running PRELUDE, plus the
+    median spawn of a do-nothing process (spawn_probe), the three taking turns."""
     helm_cmd = [sys.executable, "-c", prelude + HELM_PROCESS, str(chart_dir), str(vfile or "")]
     bare_cmd = [sys.executable, "-c", prelude]
     hs, bs, ss = [], [], []
     for _ in range(runs):
-        hs.append(process_wall(helm_cmd))
-        bs.append(process_wall(bare_cmd))
-        ss.append(process_wall(spawn) if spawn else 0.0)
-    return statistics.median(hs) - statistics.median(bs) + statistics.median(ss)
+        hs.append(process_run(helm_cmd))
+        bs.append(process_run(bare_cmd))
+        ss.append(process_run(spawn) if spawn else (0.0, 0.0))
+    return tuple(statistics.median(h[i] for h in hs) - statistics.median(b[i] for b in bs)
+                 + statistics.median(x[i] for x in ss) for i in (0, 1))
 
 
 def kiln_in_process(bench, chart_dir, vfile, runs):
@@ -166,8 +178,9 @@ def bench_charts(kiln, bench, root, runs, rounds, only, all_variants=False):
     print("### Charts (default values, `--include-crds`)\n")
     print("| chart | templates | objects | kiln in process (ms) | Helm in process (ms) | speed-up | "
           "lowest round | kiln process (ms) | Helm in process / kiln process | "
-          "Helm process (ms) | speed-up, both as processes | equal |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "Helm process (ms) | speed-up, both as processes | kiln process CPU (ms) | "
+          "Helm process CPU (ms) | CPU speed-up, both as processes | equal |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     out_dir = Path(tempfile.mkdtemp(prefix="kiln-helm-bench-"))
     prelude, spawn = helm_prelude(), spawn_probe(out_dir)
     if not spawn:
@@ -197,7 +210,7 @@ def bench_charts(kiln, bench, root, runs, rounds, only, all_variants=False):
             # In rounds, each kiln and Helm in turns (KILN_RUNS), then kiln as a process:
             # the speed-up is the median of the rounds' ratios, and the lowest round's is
             # shown beside it.
-            kis, hs, kps, hps = [], [], [], []
+            kis, hs, kps, hps, kcs, hcs = [], [], [], [], [], []
             for _ in range(rounds):
                 ki_batches, h_runs = [], []
                 for _ in range(runs):
@@ -207,12 +220,17 @@ def bench_charts(kiln, bench, root, runs, rounds, only, all_variants=False):
                     h_runs.append(timed(lambda: helm_template(d, vals, "rel", "ns"), 1))
                 kis.append(statistics.median(ki_batches) if ki_batches else float("nan"))
                 hs.append(statistics.median(h_runs))
-                kps.append(statistics.median([process_wall(cmd) for _ in range(runs)]))
-                hps.append(helm_process(d, vfile, runs, prelude, spawn))
-            ki, h, kp, hp = (statistics.median(x) for x in (kis, hs, kps, hps))
+                kruns = [process_run(cmd) for _ in range(runs)]
+                kps.append(statistics.median(w for w, _ in kruns))
+                kcs.append(statistics.median(c for _, c in kruns))
+                hp_wall, hp_cpu = helm_process(d, vfile, runs, prelude, spawn)
+                hps.append(hp_wall)
+                hcs.append(hp_cpu)
+            ki, h, kp, hp, kc, hc = (statistics.median(x) for x in (kis, hs, kps, hps, kcs, hcs))
             ratios = [hr / kr for hr, kr in zip(hs, kis)]
             p_ratios = [hr / kr for hr, kr in zip(hs, kps)]
             pp_ratios = [hr / kr for hr, kr in zip(hps, kps)]
+            cpu_ratios = [hr / kr for hr, kr in zip(hcs, kcs)]
             cmp = subprocess.run([sys.executable, str(root / "verify-charts.py"), "--compare",
                                   str(out_dir), f"{c}:{variant}"], capture_output=True, text=True)
             templates = sum(1 for p in d.rglob("templates/*") if p.is_file())
@@ -224,7 +242,9 @@ def bench_charts(kiln, bench, root, runs, rounds, only, all_variants=False):
             print(f"| {label} | {templates} | {objects} | {inproc} | {kp*1000:.1f} | "
                   f"{statistics.median(p_ratios):.1f}x (lowest {min(p_ratios):.1f}x) | "
                   f"{hp*1000:.1f} | {statistics.median(pp_ratios):.1f}x "
-                  f"(lowest {min(pp_ratios):.1f}x) | {'yes' if cmp_ok else 'NO'} |")
+                  f"(lowest {min(pp_ratios):.1f}x) | {kc*1000:.1f} | {hc*1000:.1f} | "
+                  f"{statistics.median(cpu_ratios):.1f}x (lowest {min(cpu_ratios):.1f}x) | "
+                  f"{'yes' if cmp_ok else 'NO'} |")
             (out_dir / c / f"{variant}.yaml").unlink()
     finally:
         shutil.rmtree(out_dir)

@@ -825,4 +825,48 @@ spec:
         assert_eq!(f[0].at.line, 6);
         assert_eq!(f[0].help.as_deref(), Some("quote the value: \"true\""));
     }
+
+    /// newcomer5's repro 18: an unknown field of a kind kiln models has the closest known
+    /// field as its help, as the README promises.
+    #[test]
+    fn an_unknown_field_suggests_the_known_one() {
+        let f = findings(
+            "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: a, namespace: argocd}\nspec:\n  project: default\n  destination: {server: https://kubernetes.default.svc, namespace: x}\n  source: {repoURL: https://git.example.com/x.git, path: ., targetRevison: main}\n",
+        );
+        let typo = f
+            .iter()
+            .find(|f| f.message.contains("unknown field `targetRevison`"))
+            .unwrap_or_else(|| panic!("{f:#?}"));
+        assert!(
+            typo.help
+                .as_deref()
+                .is_some_and(|h| h.starts_with("did you mean `targetRevision`?")),
+            "{typo:#?}"
+        );
+    }
+
+    /// newcomer5's repro 17: a step `uses` no Kargo v1.11 runner has (a typo) is found, with
+    /// the closest step's name, even where kiln's model does not check that step's `config`.
+    #[test]
+    fn an_unknown_step_name_is_found_without_step_schemas() {
+        let stage = |uses: &str| {
+            format!(
+                "apiVersion: kargo.akuity.io/v1alpha1\nkind: Stage\nmetadata: {{name: s, namespace: p}}\nspec:\n  requestedFreight:\n  - origin: {{kind: Warehouse, name: w}}\n    sources: {{direct: true}}\n  promotionTemplate:\n    spec:\n      steps:\n      - uses: {uses}\n        config: {{}}\n"
+            )
+        };
+        let unknown = |f: &[Finding]| {
+            f.iter()
+                .find(|f| f.rule == Rule::UnknownStep)
+                .map(|f| (f.at.line, f.message.clone(), f.help.clone()))
+        };
+        let (line, message, help) = unknown(&findings(&stage("git-clon"))).expect("found");
+        assert_eq!(line, 11);
+        assert!(
+            message.contains("unknown promotion step `git-clon`"),
+            "{message}"
+        );
+        assert_eq!(help.as_deref(), Some("did you mean `git-clone`?"));
+        // A step of Kargo's that the model does not check passes.
+        assert_eq!(unknown(&findings(&stage("http"))), None);
+    }
 }

@@ -18,16 +18,18 @@ use crate::artifact::ArtifactSet;
 use crate::diag::{SourceFile, Sources};
 use crate::evaluate::BuildPlan;
 use crate::fs::FileSystem;
-use crate::resource::{Provenance, Resource};
+use crate::resource::{ChartRender, Provenance, Resource};
 use crate::validate::Platform;
 use kiln_k8s::conflict::{Identity, Placement, conflicts};
 use kiln_k8s::{Code, Crds, Outcome, Validator};
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::Arc;
 
 /// A text, a document in it and a JSON Pointer: what a finding's snippet underlines.
 type Snippet = (SourceFile, usize, String);
@@ -46,6 +48,9 @@ pub struct SourceAt {
     /// For a spec value: its JSON Pointer in `file`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pointer: Option<String>,
+    /// For a chart template: the values its line printed, and where each was set.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<ValueAt>,
 }
 
 impl fmt::Display for SourceAt {
@@ -54,7 +59,40 @@ impl fmt::Display for SourceAt {
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
-        write!(f, " ({})", self.kind)
+        write!(f, " ({})", self.kind)?;
+        for v in &self.values {
+            write!(f, "; {v}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A Helm value a chart template's line printed, and the layer that set it (issue 36, item
+/// 7): a values file, the component's inline `values`, the chart's own values.yaml.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ValueAt {
+    /// Its path in the chart's values (`image.tag`; a subchart's below its name).
+    pub path: String,
+    /// `valuesFile` (`valuesFiles`), `values` (inline in the spec), `chartDefault` (a
+    /// chart's values.yaml), `set`.
+    pub kind: String,
+    /// The file that set it, as findings name files.
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+}
+
+impl fmt::Display for ValueAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "value `{}` from {}", self.path, self.file)?;
+        if let Some(l) = self.line {
+            write!(f, ":{l}")?;
+        }
+        match self.kind.as_str() {
+            "chartDefault" => write!(f, " (chart default)"),
+            "values" => write!(f, " (values)"),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -240,11 +278,40 @@ pub struct Report {
     pub findings: Vec<Finding>,
     /// `group/version Kind` with no schema → how many objects.
     pub unvalidated: BTreeMap<String, usize>,
-    /// CEL rules not evaluated (transition rules, functions cel-rust lacks).
+    /// CEL rules not evaluated (transition rules, functions outside kiln's CEL environment).
     pub skipped_rules: usize,
     /// Kubernetes objects looked at ([`validate_files`]; `kiln validate`'s summary counts
     /// them), the unvalidated ones included.
     pub objects: usize,
+    /// [`unvalidated`](Self::unvalidated) of each BuildPlan, in plan order (a render's
+    /// journal keeps them: an incremental render counts the plans it does not render again).
+    pub by_plan: Vec<BTreeMap<String, usize>>,
+    /// The (group, kind) each CRD of the validation defines.
+    pub crd_kinds: BTreeSet<(String, String)>,
+}
+
+/// The warning line of `unvalidated`'s kinds (`group/version Kind` → objects), if any.
+pub fn unvalidated_line(unvalidated: &BTreeMap<String, usize>) -> Option<String> {
+    if unvalidated.is_empty() {
+        return None;
+    }
+    let kinds: Vec<String> = unvalidated
+        .iter()
+        .map(|(k, n)| format!("{k} ({n})"))
+        .collect();
+    Some(format!(
+        "warning: not validated: {} kinds with no schema: {}",
+        kinds.len(),
+        kinds.join(", ")
+    ))
+}
+
+/// The (group, kind) of an [`Report::unvalidated`] key (`group/version Kind`; a core kind's
+/// group is empty).
+pub fn group_kind(key: &str) -> (&str, &str) {
+    let (api_version, kind) = key.split_once(' ').unwrap_or((key, ""));
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    (group, kind)
 }
 
 impl Report {
@@ -265,20 +332,19 @@ impl Report {
     /// the unvalidated kinds).
     pub fn warnings(&self) -> Vec<(Option<&Finding>, String)> {
         let mut out = Vec::new();
-        if !self.unvalidated.is_empty() {
-            let kinds: Vec<String> = self
-                .unvalidated
-                .iter()
-                .map(|(k, n)| format!("{k} ({n})"))
-                .collect();
-            out.push((
+        if let Some(line) = unvalidated_line(&self.unvalidated) {
+            out.push((None, line));
+        }
+        // Counted, never passed silently (ADR 0021, ADR 0048).
+        match self.skipped_rules {
+            0 => {}
+            n => out.push((
                 None,
                 format!(
-                    "warning: not validated: {} kinds with no schema: {}",
-                    kinds.len(),
-                    kinds.join(", ")
+                    "warning: not evaluated: {n} CEL rule{} (transition rules, functions outside kiln's CEL environment)",
+                    if n == 1 { "" } else { "s" }
                 ),
-            ));
+            )),
         }
         out.extend(self.findings.iter().filter(|f| f.warning).map(|f| {
             (
@@ -335,9 +401,35 @@ pub struct Sourcing<'a> {
     /// Each spec file's first document, parsed once for the `wrong_type` findings whose
     /// parameter it names ([`Sourcing::parameter`]).
     specs: RefCell<BTreeMap<String, Option<std::rc::Rc<Value>>>>,
+    /// Each chart render a finding asked about, rendered again traced ([`Sourcing::trace`]).
+    traces: RefCell<Vec<ChartTrace>>,
     /// How many spec files were parsed.
     #[cfg(test)]
     parses: std::cell::Cell<usize>,
+}
+
+/// A chart render and its traced render again, if it rendered.
+type ChartTrace = (Arc<ChartRender>, Option<Rc<kiln_helm::ValuesTrace>>);
+
+/// How many values a finding names at most.
+const MAX_VALUES: usize = 4;
+
+/// The lines (1-based) of the field at line `line` of a template `text`: that line, and the
+/// lines after it indented deeper (or blank).
+fn block(text: &str, line: usize) -> Vec<usize> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let mut lines = text.lines().enumerate().skip(line.saturating_sub(1));
+    let Some((first, at)) = lines.next() else {
+        return Vec::new();
+    };
+    let depth = indent(at);
+    std::iter::once(first + 1)
+        .chain(
+            lines
+                .take_while(|(_, l)| l.trim().is_empty() || indent(l) > depth)
+                .map(|(i, _)| i + 1),
+        )
+        .collect()
 }
 
 impl<'a> Sourcing<'a> {
@@ -350,6 +442,7 @@ impl<'a> Sourcing<'a> {
             root: PathBuf::new(),
             read: RefCell::new(BTreeMap::new()),
             specs: RefCell::new(BTreeMap::new()),
+            traces: RefCell::new(Vec::new()),
             #[cfg(test)]
             parses: std::cell::Cell::new(0),
         }
@@ -369,6 +462,7 @@ impl<'a> Sourcing<'a> {
             root: platform.root.clone(),
             read: RefCell::new(BTreeMap::new()),
             specs: RefCell::new(BTreeMap::new()),
+            traces: RefCell::new(Vec::new()),
             #[cfg(test)]
             parses: std::cell::Cell::new(0),
         }
@@ -418,6 +512,7 @@ impl<'a> Sourcing<'a> {
                     file: set.file.clone(),
                     line,
                     pointer: Some(at.clone()),
+                    values: Vec::new(),
                 },
                 text.map(|t| (t, 0, at)),
             ));
@@ -428,12 +523,18 @@ impl<'a> Sourcing<'a> {
             let line = text
                 .as_ref()
                 .and_then(|t| template_line(&t.text, p.document, pointer));
+            let values = text
+                .as_ref()
+                .zip(line)
+                .map(|(t, line)| self.values(p, &t.text, line, pointer))
+                .unwrap_or_default();
             return Some((
                 SourceAt {
                     kind: "template".into(),
                     file: file.clone(),
                     line,
                     pointer: None,
+                    values,
                 },
                 None,
             ));
@@ -448,9 +549,143 @@ impl<'a> Sourcing<'a> {
                 file: file.clone(),
                 line,
                 pointer: None,
+                values: Vec::new(),
             },
             text.map(|t| (t, p.document, pointer.to_string())),
         ))
+    }
+
+    /// The values that line `line` of the template `text` (rendered as `p` says) printed
+    /// into the field at `pointer`, with where each was set (issue 36, item 7): the chart is
+    /// rendered again with its reads traced, once per chart render with a finding
+    /// ([`crate::render::trace_chart`]). The line's actions count, and those of the lines
+    /// below it indented deeper (a value printed under its key, `{{- toYaml .Values.x |
+    /// nindent 4 }}`). A map printed whole is narrowed to the value under it at the rest of
+    /// `pointer` when one layer set it. At most [`MAX_VALUES`], in the order read.
+    fn values(&self, p: &Provenance, text: &str, line: usize, pointer: &str) -> Vec<ValueAt> {
+        let Some(render) = &p.chart else {
+            return Vec::new();
+        };
+        let Some(trace) = self.trace(render) else {
+            return Vec::new();
+        };
+        let in_chart = p
+            .file
+            .as_deref()
+            .and_then(|f| f.strip_prefix(render.shown.as_str()))
+            .and_then(|f| f.strip_prefix('/'));
+        let Some(lines) = trace.lines.iter().find_map(|(name, lines)| {
+            (name.split_once('/').map(|(_, rest)| rest) == in_chart).then_some(lines)
+        }) else {
+            return Vec::new();
+        };
+        let mut read: Vec<(Vec<String>, bool)> = Vec::new();
+        for l in block(text, line) {
+            for (path, whole) in lines.get(&(l as u32)).into_iter().flatten() {
+                match read.iter_mut().find(|(p, _)| p == path) {
+                    Some(found) => found.1 |= *whole,
+                    None => read.push((path.clone(), *whole)),
+                }
+            }
+        }
+        // A key looked up on the way to another (`image` of `.Values.image.tag`) is no value
+        // printed.
+        let deeper = |p: &[String]| {
+            read.iter()
+                .any(|(q, _)| q.len() > p.len() && q.starts_with(p))
+        };
+        let printed: Vec<Vec<String>> = read
+            .iter()
+            .filter(|(p, whole)| *whole || !deeper(p))
+            .map(|(p, whole)| {
+                if !whole {
+                    return p.clone();
+                }
+                let tokens: Vec<String> = kiln_base::pointer::tokens(pointer).collect();
+                (0..tokens.len())
+                    .map(|k| [p.as_slice(), &tokens[k..]].concat())
+                    .find(|q| trace.layers.origin(q).is_some())
+                    .unwrap_or_else(|| p.clone())
+            })
+            .collect();
+        let mut out: Vec<ValueAt> = Vec::new();
+        for path in printed {
+            let Some(o) = trace.layers.origin(&path) else {
+                continue;
+            };
+            let at = self.value_at(render, &path, o);
+            if !out.contains(&at) {
+                out.push(at);
+            }
+            if out.len() == MAX_VALUES {
+                break;
+            }
+        }
+        out
+    }
+
+    /// [`ValueAt`] of `path`, from its origin `o` in chart render `render`.
+    fn value_at(
+        &self,
+        render: &ChartRender,
+        path: &[String],
+        o: kiln_helm::chartutil::origin::ValueOrigin,
+    ) -> ValueAt {
+        use kiln_helm::chartutil::origin::LayerKind;
+        let (kind, file, line) = match o.kind {
+            LayerKind::File => {
+                let shown = render
+                    .value_files
+                    .iter()
+                    .find(|(real, _)| *real == o.name)
+                    .map_or(o.name, |(_, shown)| shown.clone());
+                ("valuesFile", shown, o.line)
+            }
+            LayerKind::Inline => {
+                let (file, at) = &render.values_at;
+                let at: String = std::iter::once(at.clone())
+                    .chain(o.path.iter().map(|k| kiln_base::pointer::escape(k)))
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let line = self
+                    .text(file)
+                    .and_then(|t| t.locate(0, &at, true))
+                    .map(|l| l.line);
+                ("values", file.clone(), line)
+            }
+            LayerKind::ChartDefault => {
+                let shown = match o.name.strip_prefix(render.chart.as_str()) {
+                    Some(rest) => format!("{}{rest}", render.shown),
+                    None => o.name,
+                };
+                ("chartDefault", shown, o.line)
+            }
+            LayerKind::Set => ("set", o.name, None),
+        };
+        ValueAt {
+            path: path.join("."),
+            kind: kind.into(),
+            file,
+            line,
+        }
+    }
+
+    /// Chart render `render` made again with its reads traced, once; `None` when it fails
+    /// (its inputs changed under the render).
+    fn trace(&self, render: &Arc<ChartRender>) -> Option<Rc<kiln_helm::ValuesTrace>> {
+        let mut traces = self.traces.borrow_mut();
+        if let Some((_, t)) = traces
+            .iter()
+            .find(|(r, _)| Arc::ptr_eq(r, render) || **r == **render)
+        {
+            return t.clone();
+        }
+        let t = self
+            .fs
+            .and_then(|fs| crate::render::trace_chart(fs, render).ok())
+            .map(Rc::new);
+        traces.push((render.clone(), t.clone()));
+        t
     }
 
     /// The first document of spec file `file` (`text`), parsed once.
@@ -968,6 +1203,14 @@ impl Validation {
             report.findings.append(&mut c.crd_findings);
             crds.append(&mut c.crds);
         }
+        report.crd_kinds = crds
+            .iter()
+            .filter_map(|d| {
+                let spec = &d["spec"];
+                let (group, kind) = (spec["group"].as_str()?, spec["names"]["kind"].as_str()?);
+                Some((group.to_string(), kind.to_string()))
+            })
+            .collect();
         let mut validators = Validators {
             by_version: BTreeMap::new(),
             crds,
@@ -1014,9 +1257,10 @@ impl Validation {
                 report.findings.append(&mut out);
             }
             report.findings.extend(found.map(|(_, f)| f));
-            for (kind, n) in std::mem::take(&mut c.unvalidated) {
-                *report.unvalidated.entry(kind).or_default() += n;
+            for (kind, n) in &c.unvalidated {
+                *report.unvalidated.entry(kind.clone()).or_default() += n;
             }
+            report.by_plan.push(std::mem::take(&mut c.unvalidated));
             report.skipped_rules += c.skipped_rules;
             report.objects += c.objects.len();
         }
@@ -1616,6 +1860,7 @@ mod parameters {
             file: "components/a/component.yaml".into(),
             line: Some(12),
             pointer: Some("/spec/generators/0/resources/0/metadata/labels/debug".into()),
+            values: Vec::new(),
         };
         for _ in 0..5 {
             let found = sourcing.parameter(&origin, Some(&serde_json::json!(true)));

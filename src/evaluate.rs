@@ -25,6 +25,8 @@
 //! Invariant: pure and deterministic; a plan holds everything `render` needs except file
 //! contents already loaded into the component.
 
+mod selector;
+
 use crate::diag::{Errors, Loc, Repeated, Sources, help_for_name, schema_violations};
 use crate::spec::{self, Parameters};
 use crate::validate::{Component, ComponentInstance, Environment, Platform, Project};
@@ -172,13 +174,15 @@ pub enum EvaluateError {
         help: String,
     },
 
-    /// A `-l` selector is not `key=value`.
-    #[error("invalid label selector `{selector}`")]
+    /// A `-l` selector is not one kubectl would parse (`selector::parse`).
+    #[error("invalid label selector `{selector}`: {reason}")]
     #[diagnostic(
         code(kiln::evaluate::invalid_selector),
-        help("write `key=value`; keys: project, environment, component, tier, cluster")
+        help(
+            "write requirements joined by commas, all of which must hold: `key=value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key`, `!key`; keys: project, environment, component, tier, cluster"
+        )
     )]
-    InvalidSelector { selector: String },
+    InvalidSelector { selector: String, reason: String },
 
     /// A `${...}` reference names nothing.
     #[error("{at}: unknown reference `${{{reference}}}`")]
@@ -448,7 +452,7 @@ pub fn count(platform: &Platform, selection: &Selection) -> usize {
 fn selected<'p>(
     platform: &'p Platform,
     selection: &Selection,
-    labels: &[(String, String)],
+    labels: &[kiln_kustomize::types::selector::LabelSelector],
 ) -> Vec<(&'p Project, &'p ComponentInstance, Vec<&'p Environment>)> {
     let pick = |list: &[String], name: &str| list.is_empty() || list.iter().any(|n| n == name);
     let mut out = Vec::new();
@@ -472,7 +476,7 @@ fn selected<'p>(
                         return true;
                     }
                     let plan_labels = plan_labels(project, inst, e);
-                    labels.iter().all(|(k, v)| plan_labels.get(k) == Some(v))
+                    labels.iter().all(|s| selector::selects(s, &plan_labels))
                 })
                 .collect();
             out.push((project, inst, envs));
@@ -534,16 +538,17 @@ fn check_selection(platform: &Platform, sel: &Selection) -> Vec<EvaluateError> {
     errors
 }
 
-fn parse_labels(selectors: &[String], errors: &mut Vec<EvaluateError>) -> Vec<(String, String)> {
-    const KEYS: [&str; 5] = ["project", "environment", "component", "tier", "cluster"];
+fn parse_labels(
+    selectors: &[String],
+    errors: &mut Vec<EvaluateError>,
+) -> Vec<kiln_kustomize::types::selector::LabelSelector> {
     let mut out = Vec::new();
     for s in selectors {
-        match s.split_once('=') {
-            Some((k, v)) if KEYS.contains(&k.trim()) => {
-                out.push((k.trim().to_string(), v.trim().to_string()))
-            }
-            _ => errors.push(EvaluateError::InvalidSelector {
+        match selector::parse(s) {
+            Ok(parsed) => out.push(parsed),
+            Err(reason) => errors.push(EvaluateError::InvalidSelector {
                 selector: s.clone(),
+                reason,
             }),
         }
     }

@@ -23,7 +23,7 @@ use crate::kustomize::builtins::{generators, patch_transformer, sort_order_trans
 use crate::kustomize::filters::{imagetag, labels, nameref, namespace, prefix_suffix};
 use crate::kustomize::hash;
 use crate::load::FileSystem;
-use crate::resource::{FieldSet, Origin, Provenance, Resource};
+use crate::resource::{ChartRender, FieldSet, Origin, Provenance, Resource};
 use crate::spec::{self, Generator};
 use kiln_base::pointer;
 use miette::{Diagnostic, NamedSource, SourceSpan};
@@ -719,53 +719,53 @@ impl PlanPaths<'_> {
 }
 
 /// The `helm` generator: renders the chart with kiln's Helm engine, one resource per
-/// rendered document (CRDs, manifests, hooks, in `helm template` order).
+/// rendered document (CRDs, manifests, hooks, in `helm template` order). Each object keeps
+/// how the chart was rendered ([`ChartRender`]), for [`trace_chart`].
 fn helm_generator(
     fs: &dyn FileSystem,
     plan: &BuildPlan,
     h: &crate::spec::HelmGenerator,
-    chart: &Path,
+    (chart, values_at): (&Path, (String, String)),
     value_files: Vec<PathBuf>,
     dependencies: Vec<PathBuf>,
 ) -> Result<(Vec<Resource>, Vec<crate::helm::UnusedValue>), crate::helm::HelmError> {
     // A template's source as findings name it: the chart's directory as the component
     // names it (or as it lies in the source cache), then the template's path in the chart.
-    let chart_dir = match chart.strip_prefix(&plan.source.dir) {
+    let shown = |p: &Path| match p.strip_prefix(&plan.source.dir) {
         Ok(rel) => format!("{}/{}", plan.path, rel.display()),
-        Err(_) => chart.display().to_string(),
+        Err(_) => p.display().to_string(),
     };
-    let release = h
-        .release_name
-        .clone()
-        .unwrap_or_else(|| plan.component.clone());
-    // The chart is read inside its own directory only (issue 39, item 1): a link in a
-    // vendored chart to `../../.git/config`, or anywhere else in the repository, is refused
-    // (Helm's loader follows any link, `internal/sympath/walk.go`; kiln is stricter). The
-    // values files are the component's, read through the repository's rules.
-    let chart = chart.to_path_buf();
-    // Pulled dependencies are read the same way, each inside its own directory.
-    let chart_fs = crate::fs::Routed {
-        inside: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory")
-            .with_trees(dependencies.iter().cloned()),
-        outside: fs,
-        prefixes: std::iter::once(chart.clone())
-            .chain(dependencies.iter().cloned())
+    let render = Arc::new(ChartRender {
+        chart: chart.display().to_string(),
+        shown: shown(chart),
+        dependencies: dependencies
+            .iter()
+            .map(|d| d.display().to_string())
             .collect(),
-    };
+        release_name: h
+            .release_name
+            .clone()
+            .unwrap_or_else(|| plan.component.clone()),
+        namespace: h
+            .namespace
+            .clone()
+            .unwrap_or_else(|| plan.namespace.clone()),
+        value_files: value_files
+            .iter()
+            .map(|f| (f.display().to_string(), shown(f)))
+            .collect(),
+        values: h.values.clone(),
+        values_at,
+        kube_version: h.kube_version.clone(),
+        api_versions: h.api_versions.clone(),
+    });
+    let chart_dir = render.shown.clone();
+    let chart_fs = chart_fs(fs, &render);
     let fs: &dyn FileSystem = &chart_fs;
-    let mut opts = crate::helm::TemplateOptions::new(chart, &release);
-    opts.namespace = h
-        .namespace
-        .clone()
-        .unwrap_or_else(|| plan.namespace.clone());
-    opts.value_files = value_files;
-    opts.values = h.values.clone();
+    let mut opts = chart_options(&render);
     opts.include_crds = h.include_crds;
     opts.skip_hooks = h.skip_hooks;
     opts.skip_tests = h.skip_tests;
-    opts.kube_version = h.kube_version.clone();
-    opts.api_versions = h.api_versions.clone();
-    opts.dependencies = dependencies;
     opts.record_reads = true;
     let rendered = crate::helm::template_with(fs, &opts)?;
     let mut out = Vec::new();
@@ -793,12 +793,58 @@ fn helm_generator(
                     document: i,
                     template: true,
                     set: Vec::new(),
+                    chart: Some(render.clone()),
                 }));
                 out.push(r);
             }
         }
     }
     Ok((out, rendered.unused_values))
+}
+
+/// The file system a chart renders through: the chart is read inside its own directory only
+/// (issue 39, item 1): a link in a vendored chart to `../../.git/config`, or anywhere else in
+/// the repository, is refused (Helm's loader follows any link, `internal/sympath/walk.go`;
+/// kiln is stricter). Pulled dependencies are read the same way, each inside its own
+/// directory; the values files are the component's, read through the repository's rules.
+fn chart_fs<'a>(
+    fs: &'a dyn FileSystem,
+    r: &ChartRender,
+) -> crate::fs::Routed<crate::fs::RootedFs<'a>, &'a dyn FileSystem> {
+    let chart = PathBuf::from(&r.chart);
+    let dependencies: Vec<PathBuf> = r.dependencies.iter().map(PathBuf::from).collect();
+    crate::fs::Routed {
+        inside: crate::fs::RootedFs::named(fs, chart.clone(), "the chart directory")
+            .with_trees(dependencies.iter().cloned()),
+        outside: fs,
+        prefixes: std::iter::once(chart).chain(dependencies).collect(),
+    }
+}
+
+/// The `helm template` options of a chart render (the rest are the printed output's).
+fn chart_options(r: &ChartRender) -> crate::helm::TemplateOptions {
+    let mut opts = crate::helm::TemplateOptions::new(&r.chart, &r.release_name);
+    opts.namespace = r.namespace.clone();
+    opts.value_files = r
+        .value_files
+        .iter()
+        .map(|(f, _)| PathBuf::from(f))
+        .collect();
+    opts.values = r.values.clone();
+    opts.kube_version = r.kube_version.clone();
+    opts.api_versions = r.api_versions.clone();
+    opts.dependencies = r.dependencies.iter().map(PathBuf::from).collect();
+    opts
+}
+
+/// The chart render `r` made again with its values reads traced (issue 36, item 7), through
+/// `fs` as the render read it: which values each template line read, and where each came
+/// from. Only a finding in the chart's output asks for it.
+pub fn trace_chart(
+    fs: &dyn FileSystem,
+    r: &ChartRender,
+) -> Result<crate::helm::ValuesTrace, crate::helm::HelmError> {
+    crate::helm::trace_values(&chart_fs(fs, r), &chart_options(r))
 }
 
 /// Renders one plan (see the module docs for the steps), with state shared between the
@@ -895,7 +941,8 @@ fn render_plan(
                 }
                 let deps = shared.fetched.charts.dependencies_of(&chart).to_vec();
                 let values_files = values.clone();
-                let (out, unused) = helm_generator(fs, plan, h, &chart, values, deps)
+                let values_at = (sources.get(file).name.clone(), hloc.join("values").pointer);
+                let (out, unused) = helm_generator(fs, plan, h, (&chart, values_at), values, deps)
                     .map_err(|e| fail("helm generator", boxed(e)))?;
                 for u in unused {
                     // At the value when the component gives it inline, else at the generator.

@@ -525,3 +525,30 @@ fn a_pulled_chart_is_credited_only_to_the_cells_that_use_it() {
     );
     assert!(cart.get("appCommits").is_none(), "{cart:#}");
 }
+
+/// A `--component` or `--environment` of `kiln history` that no commit names (a typo) is an
+/// error with the closest name, not "no commits".
+#[test]
+fn history_refuses_a_component_or_environment_no_commit_names() {
+    let m = Mini::new();
+    let known = m.history(&["--component", "cart"]);
+    assert_eq!(known.code, Some(0), "{}", known.text());
+    for (flag, typo, meant) in [
+        ("--component", "crat", "cart"),
+        ("--environment", "dve", "dev"),
+    ] {
+        let r = m.history(&[flag, typo]);
+        assert_eq!(r.code, Some(1), "{}", r.text());
+        assert!(
+            r.stderr.contains("kiln::cli::unknown_history_name"),
+            "{}",
+            r.text()
+        );
+        assert!(r.stderr.contains(&format!("`{typo}`")), "{}", r.text());
+        assert!(
+            r.stderr.contains(&format!("did you mean `{meant}`?")),
+            "{}",
+            r.text()
+        );
+    }
+}

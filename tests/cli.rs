@@ -314,6 +314,24 @@ fn validate_counts_the_kubernetes_objects_it_checked() {
     );
 }
 
+/// A path holding no manifest (a mistyped path in CI) is an error naming it, not "no
+/// problems in 0 objects".
+#[test]
+fn validate_refuses_a_path_holding_no_manifest() {
+    let tmp = tempfile::tempdir().unwrap();
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir_all(empty.join("sub")).unwrap();
+    std::fs::write(empty.join("README.txt"), "not yaml\n").unwrap();
+    let r = kiln_in(tmp.path(), &["validate", "empty"]);
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    assert!(r.stderr.contains("kiln::cli::no_manifests"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("`empty` holds no manifest"),
+        "{}",
+        r.stderr
+    );
+}
+
 /// `kiln init` outside kiln's repository: a platform and a first component whose schema
 /// modelines resolve to the schemas written beside them (the same as `kiln schema --write`
 /// and `schema/`), rendering as they are; a second init overwrites nothing.

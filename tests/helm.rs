@@ -1056,6 +1056,83 @@ fn the_binary_is_position_independent_and_loads_no_zlib_or_openssl() {
     }
 }
 
+/// A `kiln helm template` or `kiln kustomize` that succeeds ends without the exit-time work
+/// nothing reads (issue 37, ADR 0049): mimalloc's `mi_process_done`, which prints the
+/// allocator's statistics under `MIMALLOC_SHOW_STATS=1`, does not run, and the output,
+/// larger than a pipe's buffer, still arrives whole through the pipe, equal to the render
+/// done in process. A command that fails still exits through the handlers (the control: the
+/// statistics are printed there, so the probe would see them).
+#[test]
+fn engine_commands_end_without_exit_handlers_and_print_their_whole_output() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chart = one_template_chart(
+        tmp.path(),
+        "big",
+        "{{- range $i := until 3000 }}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-{{ $i }}\ndata:\n  k: {{ repeat 20 \"x\" | quote }}\n{{- end }}\n",
+    );
+    let expected = template(&TemplateOptions::new(&chart, "rel"))
+        .unwrap()
+        .stream;
+    assert!(expected.len() > 1 << 17, "{} bytes", expected.len());
+    let run = |args: &[&std::ffi::OsStr]| {
+        crate::support::kiln_bin()
+            .args(args)
+            .env("MIMALLOC_SHOW_STATS", "1")
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "helm".as_ref(),
+        "template".as_ref(),
+        "rel".as_ref(),
+        chart.as_os_str(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.stdout == expected.as_bytes(), "the output is not whole");
+    let stats = |stderr: &[u8]| String::from_utf8_lossy(stderr).contains("peak commit");
+    assert!(
+        !stats(&out.stderr),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kust = tmp.path().join("k");
+    write(&kust.join("kustomization.yaml"), "resources: [cm.yaml]\n");
+    write(
+        &kust.join("cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n",
+    );
+    let out = run(&["kustomize".as_ref(), kust.as_os_str()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("name: a"));
+    assert!(
+        !stats(&out.stderr),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The control: a failing render exits as every command does, statistics printed.
+    let missing = tmp.path().join("missing");
+    let out = run(&[
+        "helm".as_ref(),
+        "template".as_ref(),
+        "rel".as_ref(),
+        missing.as_os_str(),
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        stats(&out.stderr),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Whether `kiln args` opens `SSL_CERT_FILE`: a FIFO, which a reader opens only once a writer
 /// comes. The test is that writer: opening the FIFO without waiting succeeds only while a
 /// reader is there (else `ENXIO`); it then closes it at once, the reader sees an empty bundle

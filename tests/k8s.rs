@@ -522,21 +522,24 @@ fn an_invalid_label_in_a_manifest_is_refused_at_its_line() {
     assert!(!err.contains("component.yaml"), "{err}");
 }
 
+/// Adds the values file `name` (in the web component, with `text`) to the ledger chart's
+/// `valuesFiles` ([`with_ledger_chart`]).
+fn with_values_file(f: &Fixture, name: &str, text: &str) {
+    f.write(&format!("repo/components/web/{name}"), text);
+    f.edit(
+        COMPONENT,
+        "      values:\n",
+        &format!("      valuesFiles: [{name}]\n      values:\n"),
+    );
+}
+
 /// Newcomer 4 (issue 36, item 7): a value no template reads, given in a values file, is
 /// reported at that file's line, not at the `helm` generator.
 #[test]
 fn an_unused_value_from_a_values_file_is_reported_at_its_line() {
     let f = Fixture::new();
     with_ledger_chart(&f, "        replicaCount: 2\n");
-    f.write(
-        "repo/components/web/values-extra.yaml",
-        "# extra values\nreplicaCont: 3\n",
-    );
-    f.edit(
-        COMPONENT,
-        "      values:\n",
-        "      valuesFiles: [values-extra.yaml]\n      values:\n",
-    );
+    with_values_file(&f, "values-extra.yaml", "# extra values\nreplicaCont: 3\n");
     let out = renders(&f, &[]);
     assert!(
         out.contains("warning[kiln::render::unused_value]: components/web/values-extra.yaml:2:1: value replicaCont is not used by chart ledger"),
@@ -691,7 +694,123 @@ fn render_findings_point_at_the_manifest_the_patch_and_the_template() {
     );
     assert_eq!(
         source_of("Service/web-dev/bad"),
-        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/bad.yaml", "line": 7})
+        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/bad.yaml", "line": 7,
+            "values": [{"path": "replicaCount", "kind": "values", "file": "components/web/component.yaml",
+                "line": line_of(&f, COMPONENT, "replicaCount: 2")}]})
+    );
+}
+
+/// The ledger chart ([`with_ledger_chart`]) with a Deployment whose template quotes
+/// `replicas` (`replicas: {{ .Values.replicas | quote }}`, line 6), so that every value of
+/// `replicas` renders a string where Kubernetes wants an integer; `replicas: 1` in the
+/// chart's values.yaml (line 2), and `values` inline.
+fn with_quoted_replicas(f: &Fixture, values: &str) {
+    with_ledger_chart(f, values);
+    f.write(
+        "repo/components/web/chart/values.yaml",
+        "replicaCount: 1\nreplicas: 1\ningress:\n  enabled: false\n  host: \"\"\n",
+    );
+    f.write(
+        "repo/components/web/chart/templates/dep.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ledger\nspec:\n  replicas: {{ .Values.replicas | quote }}\n  selector: {matchLabels: {app: l}}\n  template:\n    metadata: {labels: {app: l}}\n    spec:\n      containers: [{name: l, image: nginx}]\n",
+    );
+}
+
+/// The `source` of the one `wrong_type` finding of `kiln render -o json`, which must fail.
+fn wrong_type_source(f: &Fixture) -> serde_json::Value {
+    let out = f.render(&["-o", "json"]);
+    assert_ne!(out.status.code(), Some(0));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: Vec<&serde_json::Value> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["code"] == "kiln::k8s::wrong_type")
+        .collect();
+    assert_eq!(found.len(), 1, "{report:#}");
+    found[0]["source"].clone()
+}
+
+/// Newcomer 4, repro 21 (issue 36, item 7): a finding in a chart's output names the chart
+/// template's line and the values file the value came from, with its line, on stderr and in
+/// `-o json`'s `source.values`.
+#[test]
+fn a_template_finding_names_the_values_file_the_value_came_from() {
+    let f = Fixture::new();
+    with_quoted_replicas(&f, "        replicaCount: 1\n");
+    with_values_file(&f, "values-prod.yaml", "# prod values\nreplicas: 3\n");
+    refused(
+        &f,
+        &[],
+        &[
+            "kiln::k8s::wrong_type",
+            "at `/spec/replicas`: must be an integer, not string; from components/web/chart/templates/dep.yaml:6 (template); value `replicas` from components/web/values-prod.yaml:2",
+        ],
+    );
+    assert_eq!(
+        wrong_type_source(&f),
+        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/dep.yaml", "line": 6,
+            "values": [{"path": "replicas", "kind": "valuesFile", "file": "components/web/values-prod.yaml", "line": 2}]})
+    );
+}
+
+/// Item 7: a map a template prints whole (`toYaml .Values.resources | nindent`, on the line
+/// below its key) is named at the value under it that the field is, in the values file
+/// that set it.
+#[test]
+fn a_template_finding_names_the_value_inside_a_map_printed_whole() {
+    let f = Fixture::new();
+    with_ledger_chart(&f, "        replicaCount: 1\n");
+    f.write(
+        "repo/components/web/chart/templates/dep.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ledger\nspec:\n  selector: {matchLabels: {app: l}}\n  template:\n    metadata: {labels: {app: l}}\n    spec:\n      containers:\n      - name: l\n        image: nginx\n        resources:\n          {{- toYaml .Values.resources | nindent 10 }}\n",
+    );
+    with_values_file(
+        &f,
+        "values-prod.yaml",
+        "resources:\n  limits:\n    cpu: [1]\n",
+    );
+    let source = wrong_type_source(&f);
+    assert_eq!(
+        source,
+        serde_json::json!({"kind": "template", "file": "components/web/chart/templates/dep.yaml", "line": 13,
+            "values": [{"path": "resources.limits.cpu", "kind": "valuesFile", "file": "components/web/values-prod.yaml", "line": 3}]})
+    );
+}
+
+/// Item 7: a value given inline in component.yaml is named at its line there; one only the
+/// chart sets is the chart's default, at its line in the chart's values.yaml.
+#[test]
+fn a_template_finding_names_inline_values_and_chart_defaults() {
+    let f = Fixture::new();
+    with_quoted_replicas(&f, "        replicas: 4\n");
+    let inline = line_of(&f, COMPONENT, "replicas: 4");
+    refused(
+        &f,
+        &[],
+        &[&format!(
+            "dep.yaml:6 (template); value `replicas` from components/web/component.yaml:{inline} (values)"
+        )],
+    );
+    assert_eq!(
+        wrong_type_source(&f)["values"],
+        serde_json::json!([{"path": "replicas", "kind": "values", "file": "components/web/component.yaml", "line": inline}])
+    );
+    f.edit(
+        COMPONENT,
+        "        replicas: 4\n",
+        "        replicaCount: 1\n",
+    );
+    refused(
+        &f,
+        &[],
+        &[
+            "dep.yaml:6 (template); value `replicas` from components/web/chart/values.yaml:2 (chart default)",
+        ],
+    );
+    assert_eq!(
+        wrong_type_source(&f)["values"],
+        serde_json::json!([{"path": "replicas", "kind": "chartDefault", "file": "components/web/chart/values.yaml", "line": 2}])
     );
 }
 
@@ -881,6 +1000,28 @@ fn validate_refuses_non_strings_in_string_maps() {
     assert_eq!(code, Some(0), "{err}");
 }
 
+/// A Secret's value is never printed: an unquoted number in its `stringData` (or `data`) is
+/// a `wrong_type` whose message, on stderr and in `-o json`, masks the value as the snippet
+/// does (newcomer 5's repro 01).
+#[test]
+fn validate_never_prints_a_secret_value_in_a_message() {
+    let text = "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\ntype: Opaque\nstringData:\n  password: 987654321\ndata:\n  pin: 24680\n";
+    let (code, err, _) = validate_text(text, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let (code, _, json) = validate_text(text, &["-o", "json"]);
+    assert_eq!(code, Some(1), "{json}");
+    for out in [&err, &json] {
+        assert!(out.contains("kiln::k8s::wrong_type"), "{out}");
+        assert!(out.contains("not integer `*********`"), "{out}");
+        for value in ["987654321", "24680"] {
+            assert!(
+                !out.contains(value),
+                "the Secret's value {value} printed:\n{out}"
+            );
+        }
+    }
+}
+
 /// Item 3, first conflict: an identical cluster-scoped object emitted by two Applications of
 /// one environment is owned by both (Argo CD's SharedResourceWarning), whatever the content;
 /// the same object in two environments of one cluster is the one object applied twice.
@@ -915,12 +1056,76 @@ fn render_refuses_an_identical_cluster_scoped_object_of_two_applications() {
     renders(&f, &[]);
 }
 
-/// ADR 0021: a CEL rule kiln cannot evaluate (Kubernetes' `quantity()` and `url()`
-/// libraries) is counted in `kiln validate`'s summary and JSON, never passed silently.
+/// A Widget CRD whose `spec` carries `rules` (YAML flow items), and one Widget with `spec`.
+fn widget(rules: &[&str], spec: &str) -> String {
+    let rules: String = rules
+        .iter()
+        .map(|r| format!("            - {r}\n"))
+        .collect();
+    format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {{name: widgets.example.com}}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {{kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n{rules}            properties:\n              mem: {{type: string}}\n              u: {{type: string}}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: n}}\nspec: {spec}\n"
+    )
+}
+
+/// Issue 36 item 2 (newcomer repro 02): rules calling Kubernetes' CEL libraries
+/// (`quantity()`, `url()`) are evaluated as the API server evaluates them, and a Widget it
+/// refuses is refused here, with the rules' messages; the Widget it accepts passes.
+#[test]
+fn validate_evaluates_kubernetes_cel_library_rules() {
+    let rules = [
+        "{rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\", message: \"mem lt 2Gi\"}",
+        "{rule: \"url(self.u).getHost() == 'example.com'\", message: \"host\"}",
+    ];
+    let bad = widget(&rules, "{mem: 3Gi, u: 'https://evil.com/x'}");
+    let (code, err, _) = validate_text(&bad, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    for needle in ["mem lt 2Gi", "host", "kiln::k8s::cel_rule"] {
+        assert!(err.contains(needle), "no `{needle}` in:\n{err}");
+    }
+    assert!(!err.contains("not evaluated"), "{err}");
+    let (_, _, out) = validate_text(&bad, &["-o", "json"]);
+    let report: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let messages: Vec<&str> = report["kubernetes"]["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["message"].as_str())
+        .collect();
+    assert_eq!(messages, ["mem lt 2Gi", "host"], "{report:#}");
+    assert_eq!(report["kubernetes"]["celRulesNotEvaluated"], 0);
+    // What the server accepts passes: 1.5Gi is less than 2Gi, the host is the one asked for.
+    let good = widget(&rules, "{mem: 1.5Gi, u: 'https://example.com/x'}");
+    let (code, err, _) = validate_text(&good, &[]);
+    assert_eq!(code, Some(0), "{err}");
+    // A run-time error is a finding, worded as the server's.
+    let bogus = widget(&rules, "{mem: bogus, u: 'https://example.com/x'}");
+    let (code, err, _) = validate_text(&bogus, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let squashed: String = err
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '|')
+        .collect();
+    assert!(
+        err.contains("kiln::k8s::cel_error")
+            && squashed.contains("quantitiesmustmatchtheregularexpression"),
+        "{err}"
+    );
+}
+
+/// ADR 0021/0048: a rule kiln cannot evaluate (a transition rule; a timestamp, outside
+/// kiln's CEL environment) is counted in `kiln validate`'s summary and JSON, never passed
+/// silently.
 #[test]
 fn validate_counts_cel_rules_not_evaluated() {
-    let text = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Widget, plural: widgets}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n            - {rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\"}\n            - {rule: \"url(self.u).getHost() == 'example.com'\"}\n            - {rule: \"self.mem != ''\"}\n            properties:\n              mem: {type: string}\n              u: {type: string}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: n}\nspec: {mem: 3Gi, u: 'https://evil.com/x'}\n";
-    let (code, err, _) = validate_text(text, &[]);
+    let text = widget(
+        &[
+            "{rule: \"self == oldSelf\"}",
+            "{rule: \"timestamp(self.u) > timestamp('2020-01-01T00:00:00Z')\"}",
+            "{rule: \"self.mem != ''\"}",
+        ],
+        "{mem: 3Gi, u: '2021-01-01T00:00:00Z'}",
+    );
+    let (code, err, _) = validate_text(&text, &[]);
     assert_eq!(code, Some(0), "{err}");
     assert!(
         err.lines()
@@ -929,10 +1134,91 @@ fn validate_counts_cel_rules_not_evaluated() {
             .ends_with("; 2 CEL rules not evaluated"),
         "{err}"
     );
-    let (_, _, out) = validate_text(text, &["-o", "json"]);
+    let (_, _, out) = validate_text(&text, &["-o", "json"]);
     let report: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(
         report["kubernetes"]["celRulesNotEvaluated"], 2,
         "{report:#}"
     );
+}
+
+/// ADR 0048: `kiln render` says how many CEL rules it did not evaluate, as `kiln validate`
+/// does, and refuses a custom resource a Kubernetes-library rule refuses.
+#[test]
+fn render_counts_cel_rules_not_evaluated_and_evaluates_the_libraries() {
+    let f = Fixture::new();
+    let crd = widget(
+        &[
+            "{rule: \"self == oldSelf\"}",
+            "{rule: \"quantity(self.mem).isLessThan(quantity('2Gi'))\", message: \"mem lt 2Gi\"}",
+        ],
+        "{}",
+    );
+    let crd = &crd[..crd.find("---").unwrap()];
+    f.write("repo/platforms/p/crds/widget.yaml", crd);
+    f.edit(
+        PLATFORM,
+        "  clusters:\n",
+        "  validation:\n    crds: [crds/widget.yaml]\n  clusters:\n",
+    );
+    f.write(
+        "repo/components/web/manifests/widget.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\nspec:\n  mem: 1Gi\n",
+    );
+    let out = renders(&f, &[]);
+    assert!(
+        // One transition rule, on the Widget of each environment.
+        out.lines()
+            .any(|l| l.starts_with("warning: not evaluated: 2 CEL rules (transition rules")),
+        "{out}"
+    );
+    std::fs::remove_dir_all(f.path("repo/deploy")).unwrap();
+    f.edit("repo/components/web/manifests/widget.yaml", "1Gi", "3Gi");
+    refused(&f, &[], &["kiln::k8s::cel_rule", "mem lt 2Gi"]);
+}
+
+/// An incremental render prints the kinds with no schema of every plan, as the full render
+/// does: the re-rendered plans' counted again, the others' as recorded, and a custom
+/// resource whose CRD another component renders (not re-rendered) is not counted.
+#[test]
+fn an_incremental_render_counts_the_kinds_with_no_schema_of_every_plan() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/crs.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 1}\n",
+    );
+    f.write(
+        "repo/components/crd/component.yaml",
+        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: crd\nspec:\n  generators:\n  - files: [manifests]\n",
+    );
+    f.write(
+        "repo/components/crd/manifests/crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer}\n",
+    );
+    f.edit(
+        "repo/platforms/p/platform.yaml",
+        "    - path: ../../components/web\n",
+        "    - path: ../../components/crd\n    - path: ../../components/web\n",
+    );
+    let line = "warning: not validated: 1 kinds with no schema: example.com/v1 Widget (2)";
+    let full = renders(&f, &[]);
+    assert!(full.contains(line), "{full}");
+    // Only web renders again.
+    f.edit(
+        COMPONENT,
+        "default: web.example.com",
+        "default: www.example.com",
+    );
+    let web = renders(&f, &[]);
+    assert!(web.contains(line), "web re-rendered: {web}");
+    assert!(!web.contains("Gadget"), "Gadget's CRD is crd's: {web}");
+    // Only crd renders again: web's count is the recorded one.
+    f.edit(
+        "repo/components/crd/manifests/crd.yaml",
+        "size: {type: integer}",
+        "size: {type: integer, description: how many}",
+    );
+    let crd = renders(&f, &[]);
+    assert!(crd.contains(line), "crd re-rendered: {crd}");
+    assert!(!crd.contains("Gadget"), "{crd}");
 }

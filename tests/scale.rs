@@ -441,7 +441,7 @@ fn shards_are_balanced_and_merge_byte_identical_to_a_full_render() {
     );
 
     let merged = t.path().join("merged");
-    run_merge(&dirs, &merged).unwrap();
+    run_merge(&dirs, &merged, Default::default()).unwrap();
     let (a, b) = (tree(&full.write_to), tree(&merged));
     assert_same(&a, &b, "merged vs unsharded");
     // The AppProject allows the cluster-scoped kinds of every shard, not only the first's.
@@ -457,7 +457,12 @@ fn shards_are_balanced_and_merge_byte_identical_to_a_full_render() {
     );
     assert!(a.contains_key(".kiln-owned.json"));
     // Merging again is a no-op, like rendering again.
-    assert!(run_merge(&dirs, &merged).unwrap().report.is_noop());
+    assert!(
+        run_merge(&dirs, &merged, Default::default())
+            .unwrap()
+            .report
+            .is_noop()
+    );
 }
 
 /// Renders the platform under `root` as shards 1/2 and 2/2; their directories.
@@ -488,12 +493,17 @@ fn merge_refuses_conflicting_shards_and_directories_without_a_marker() {
         m.replacen("\"files\": [", &format!("\"files\": [\n    \"{path}\","), 1),
     )
     .unwrap();
-    let err = run_merge(&dirs, &t.path().join("m")).unwrap_err();
+    let err = run_merge(&dirs, &t.path().join("m"), Default::default()).unwrap_err();
     let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
     assert_eq!(code.as_deref(), Some("kiln::merge::conflict"), "{err}");
     assert!(!t.path().join("m").exists(), "nothing written");
 
-    let err = run_merge(&[t.path().join("components")], &t.path().join("m")).unwrap_err();
+    let err = run_merge(
+        &[t.path().join("components")],
+        &t.path().join("m"),
+        Default::default(),
+    )
+    .unwrap_err();
     let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
     assert_eq!(code.as_deref(), Some("kiln::merge::not_a_shard"));
 }
@@ -520,7 +530,7 @@ fn merge_never_follows_links_in_shard_trees() {
     std::fs::remove_file(&victim).unwrap();
     std::os::unix::fs::symlink(outside.path().join("secret.yaml"), &victim).unwrap();
     let out = t.path().join("m");
-    let err = run_merge(&dirs, &out).unwrap_err();
+    let err = run_merge(&dirs, &out, Default::default()).unwrap_err();
     let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
     assert_eq!(code.as_deref(), Some("kiln::merge::not_a_shard"), "{err}");
     assert!(err.to_string().contains("symbolic link"), "{err}");
@@ -533,14 +543,14 @@ fn merge_never_follows_links_in_shard_trees() {
     std::fs::rename(dir, &copy).unwrap();
     std::fs::write(copy.join(victim.file_name().unwrap()), secret).unwrap();
     std::os::unix::fs::symlink(&copy, dir).unwrap();
-    let err = run_merge(&dirs, &out).unwrap_err();
+    let err = run_merge(&dirs, &out, Default::default()).unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(!out.exists(), "nothing written");
     // The marker itself a link.
     let marker = dirs[0].join(".kiln-owned.json");
     std::fs::rename(&marker, outside.path().join("marker.json")).unwrap();
     std::os::unix::fs::symlink(outside.path().join("marker.json"), &marker).unwrap();
-    let err = run_merge(&dirs, &out).unwrap_err();
+    let err = run_merge(&dirs, &out, Default::default()).unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     assert!(!out.exists(), "nothing written");
 }
@@ -564,7 +574,7 @@ fn merge_refuses_a_platform_that_changed_since_the_shards_were_rendered() {
     };
     assert_ne!(edited, original, "the test edits spec.source");
     std::fs::write(&platform, &edited).unwrap();
-    let err = run_merge(&dirs, &t.path().join("m")).unwrap_err();
+    let err = run_merge(&dirs, &t.path().join("m"), Default::default()).unwrap_err();
     assert_eq!(
         code(&err).as_deref(),
         Some("kiln::merge::inputs_changed"),
@@ -572,7 +582,7 @@ fn merge_refuses_a_platform_that_changed_since_the_shards_were_rendered() {
     );
     assert!(!t.path().join("m").exists(), "nothing written");
     std::fs::write(&platform, &original).unwrap();
-    run_merge(&dirs, &t.path().join("m")).unwrap();
+    run_merge(&dirs, &t.path().join("m"), Default::default()).unwrap();
 }
 
 #[test]

@@ -1771,3 +1771,44 @@ fn with_every_server_down_failures_come_in_the_spec_order() {
     );
     assert!(!root.join("out").exists());
 }
+
+/// `kiln merge` of the shards of a platform with a component from another repository was
+/// refused ("unknown component ``: its `source` was not fetched"): merge now resolves the
+/// sources as the shards' renders did, and writes what an unsharded render writes.
+#[test]
+fn merge_of_shards_resolves_components_from_other_repositories() {
+    let repos = tempfile::tempdir().unwrap();
+    let v1 = versioned_component("web", "1");
+    testing::app_repo(repos.path(), "app-web.git", &[(&as_refs(&v1), None)]);
+    let daemon = testing::git_daemon(repos.path());
+    let url = format!("git://127.0.0.1:{}/app-web.git", daemon.port);
+    let item = format!("    - source: {{git: \"{url}\", ref: main, path: deploy}}\n");
+    let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+    let r = p.kiln(&["render", "platform", "--write-to", "full"], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    for i in 1..=2 {
+        let (shard, out) = (format!("{i}/2"), format!("s{i}"));
+        let r = p.kiln(
+            &["render", "platform", "--shard", &shard, "--write-to", &out],
+            &[],
+        );
+        assert_eq!(r.code, Some(0), "{}", r.text());
+    }
+    let r = p.kiln(
+        &["merge", "s1", "s2", "--write-to", "merged", "--locked"],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.text());
+    let (full, merged) = (p.work.path().join("full"), p.work.path().join("merged"));
+    assert_eq!(
+        crate::support::list_files(&merged),
+        crate::support::list_files(&full)
+    );
+    for f in crate::support::list_files(&full) {
+        assert_eq!(
+            std::fs::read(merged.join(&f)).unwrap(),
+            std::fs::read(full.join(&f)).unwrap(),
+            "{f}"
+        );
+    }
+}

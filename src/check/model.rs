@@ -531,6 +531,46 @@ pub fn step_validator(uses: &str) -> Option<&'static jsonschema::Validator> {
     STEPS.get(uses)
 }
 
+/// Kargo v1.11.2's built-in promotion steps (`pkg/promotion/runner/builtin/`, one
+/// `<name>-config.json` schema each in its `schemas/`): a `uses` outside this list fails the
+/// Promotion at run time.
+pub const KARGO_STEPS: [&str; 34] = [
+    "argocd-update",
+    "argocd-wait",
+    "compose-output",
+    "copy",
+    "delete",
+    "fail",
+    "file-write",
+    "git-clear",
+    "git-clone",
+    "git-commit",
+    "git-merge-pr",
+    "git-open-pr",
+    "git-push",
+    "git-tag",
+    "git-wait-for-pr",
+    "github-push",
+    "helm-template",
+    "helm-update-chart",
+    "http",
+    "http-download",
+    "json-parse",
+    "json-update",
+    "kustomize-build",
+    "kustomize-set-image",
+    "oci-download",
+    "oci-push",
+    "set-freight-alias",
+    "set-metadata",
+    "toml-parse",
+    "toml-update",
+    "untar",
+    "yaml-merge",
+    "yaml-parse",
+    "yaml-update",
+];
+
 /// The steps the model knows: those kiln emits.
 pub const STEP_NAMES: [&str; 7] = [
     "git-clone",

@@ -5,7 +5,7 @@
 //! Invariant: rules only read documents; findings carry JSON Pointers into the document they
 //! are about, resolved to lines by the caller.
 
-use super::schemas::{Gvk, SchemaSet, builtin_validator, is_expression};
+use super::schemas::{Gvk, SchemaSet, builtin_object_schema, builtin_validator, is_expression};
 use super::{CheckError, Document, RawFinding, Rule};
 use crate::kargo::AUTHORIZED_STAGE;
 use crate::promote::steps::DEFAULT_ARGOCD_NAMESPACE;
@@ -115,7 +115,7 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
             value: &d.value,
         });
     }
-    let mut builtin: BTreeMap<Gvk, Validator> = BTreeMap::new();
+    let mut builtin: BTreeMap<Gvk, (Validator, Value)> = BTreeMap::new();
     for o in &objects {
         let mut raw = Vec::new();
         removed_fields(o, &mut raw);
@@ -129,7 +129,7 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
                     Rule::SchemaViolation,
                     o,
                     "",
-                    &k.validator,
+                    (&k.validator, None),
                     o.value,
                     &o.label(),
                     &reported,
@@ -175,14 +175,14 @@ pub(super) fn run(docs: &[Document], schemas: &SchemaSet) -> Result<Outcome, Che
                             path: "<built-in>".into(),
                             message,
                         })?;
-                    builtin.insert(o.gvk.clone(), v);
+                    builtin.insert(o.gvk.clone(), (v, builtin_object_schema(&o.gvk)));
                 }
-                let v = &builtin[&o.gvk];
+                let (v, schema) = &builtin[&o.gvk];
                 raw.extend(schema_findings(
                     Rule::SchemaViolation,
                     o,
                     "",
-                    v,
+                    (v, Some(schema)),
                     o.value,
                     &o.label(),
                     &reported,
@@ -237,7 +237,7 @@ fn schema_findings(
     rule: Rule,
     o: &Object<'_>,
     base: &str,
-    validator: &Validator,
+    (validator, schema): (&Validator, Option<&Value>),
     instance: &Value,
     what: &str,
     skip: &BTreeSet<String>,
@@ -260,12 +260,19 @@ fn schema_findings(
         };
         match e.kind() {
             ValidationErrorKind::AdditionalProperties { unexpected } => {
+                let known = schema
+                    .and_then(|root| properties_at(root, e.schema_path().as_str()))
+                    .unwrap_or_default();
                 for u in unexpected {
+                    let help = match did_you_mean(u, known.iter().map(String::as_str)) {
+                        Some(meant) => format!("{meant} the schema allows no such field here"),
+                        None => "the schema allows no such field here; check its spelling and indentation".into(),
+                    };
                     push(
                         format!("{path}/{}", esc(u)),
                         true,
                         format!("unknown field `{u}`"),
-                        Some("the schema allows no such field here; check its spelling and indentation".into()),
+                        Some(help),
                     );
                 }
             }
@@ -687,7 +694,19 @@ fn check_steps(
                     super::model::step_validator(uses).ok_or(())
                 };
                 match validator {
-                    Err(()) if !schemas.has_steps() => {}
+                    // A step the model does not check: known to Kargo, else a typo the
+                    // Promotion would fail on at run time.
+                    Err(()) if !schemas.has_steps() => {
+                        if !super::model::KARGO_STEPS.contains(&uses) {
+                            out.push(finding(
+                                Rule::UnknownStep,
+                                format!("{sp}/uses"),
+                                false,
+                                format!("unknown promotion step `{uses}`"),
+                                did_you_mean(uses, super::model::KARGO_STEPS.into_iter()),
+                            ));
+                        }
+                    }
                     Err(()) => out.push(finding(
                         Rule::UnknownStep,
                         format!("{sp}/uses"),
@@ -714,9 +733,20 @@ fn check_steps(
                             .filter(|r| r.doc == o.doc)
                             .map(|r| r.pointer.clone())
                             .collect();
-                        for mut r in
-                            schema_findings(Rule::StepConfigInvalid, o, &base, v, config, "", &skip)
-                        {
+                        // kiln's model of the step, for the fields' names (`--schema-dir`'s
+                        // step schemas `$ref` other files).
+                        let model = (!schemas.has_steps())
+                            .then(|| super::model::step_schema(uses))
+                            .flatten();
+                        for mut r in schema_findings(
+                            Rule::StepConfigInvalid,
+                            o,
+                            &base,
+                            (v, model.as_ref()),
+                            config,
+                            "",
+                            &skip,
+                        ) {
                             r.message = format!("{what}{}", r.message);
                             out.push(r);
                         }
@@ -845,7 +875,7 @@ fn check_subscriptions(o: &Object<'_>, schemas: &SchemaSet, out: &mut Vec<RawFin
                     Rule::SubscriptionInvalid,
                     o,
                     &p,
-                    v,
+                    (v, None),
                     body,
                     &format!("{}: {kind} subscription", o.label()),
                     &skip,
@@ -862,6 +892,41 @@ fn check_subscriptions(o: &Object<'_>, schemas: &SchemaSet, out: &mut Vec<RawFin
             }
         }
     }
+}
+
+/// The `properties` names of the schema an `additionalProperties` error came from:
+/// `schema_path` is the error's keyword location in `root` (through `$ref`s to `#/…`), its
+/// last segment the `additionalProperties` keyword itself. `None` where it cannot be followed.
+fn properties_at(root: &Value, schema_path: &str) -> Option<Vec<String>> {
+    let mut segments: Vec<String> = schema_path
+        .split('/')
+        .skip(1)
+        .map(|s| s.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    segments.pop();
+    let mut node = root;
+    for seg in &segments {
+        node = if seg == "$ref" {
+            let target = node.get("$ref")?.as_str()?.strip_prefix('#')?;
+            root.pointer(target)?
+        } else {
+            match node {
+                Value::Array(items) => items.get(seg.parse::<usize>().ok()?)?,
+                _ => node.get(seg.as_str())?,
+            }
+        };
+    }
+    // The object schema itself may sit behind a `$ref`.
+    while let Some(target) = node.get("$ref").and_then(Value::as_str) {
+        node = root.pointer(target.strip_prefix('#')?)?;
+    }
+    Some(
+        node.get("properties")?
+            .as_object()?
+            .keys()
+            .cloned()
+            .collect(),
+    )
 }
 
 /// `help: did you mean `x`?` for the closest candidate within edit distance 2 (or a third of

@@ -179,9 +179,12 @@ pub struct Selection {
     /// Only this component instance (repeatable).
     #[arg(long = "component", short = 'c')]
     pub components: Vec<String>,
-    /// Only BuildPlans whose labels match `key=value` (repeatable; project, environment,
-    /// component, tier and cluster are labels).
-    #[arg(short = 'l', long = "selector", value_name = "KEY=VALUE")]
+    /// Only BuildPlans whose labels match this selector, written as kubectl's: requirements
+    /// joined by commas, all of which must hold (`tier=nonprod,component=app`), each
+    /// `key=value`, `key!=value`, `key in (a,b)`, `key notin (a,b)`, `key` or `!key`
+    /// (repeatable, every one must match; project, environment, component, tier and cluster
+    /// are labels).
+    #[arg(short = 'l', long = "selector", value_name = "SELECTOR")]
     pub labels: Vec<String>,
 }
 
@@ -333,6 +336,9 @@ pub struct MergeArgs {
     /// Where to write the merged tree.
     #[arg(long, default_value = "deploy")]
     pub write_to: PathBuf,
+    /// Components from other repositories, resolved as the shards' renders resolved them.
+    #[command(flatten)]
+    pub sources: SourceFlags,
 }
 
 /// The layout of the rendered tree.
@@ -1443,7 +1449,11 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
 
 /// `kiln merge`: shard trees → one tree, written as `kiln render` writes.
 fn merge(args: &MergeArgs) -> miette::Result<ExitCode> {
-    let summary = crate::pipeline::run_merge(&args.shards, &args.write_to)?;
+    let sources = (
+        source_options(&args.sources, None),
+        crate::git::RemoteAuth::from_env(),
+    );
+    let summary = crate::pipeline::run_merge(&args.shards, &args.write_to, sources)?;
     let r = &summary.report;
     print_err(&format!(
         "kiln: merged {} shard{} into {} ({} files: {} written, {} unchanged, {} removed)",
@@ -2070,13 +2080,56 @@ fn history(args: &HistoryArgs) -> miette::Result<ExitCode> {
             &layout,
             &auth,
         )?;
+        if filter.component.is_some() || filter.environment.is_some() {
+            check_history_names(args, &filter, &layout, &auth)?;
+        }
         render_result(&state, json, args.output)?
     } else {
         let h = crate::git::history(&args.repo, &args.branch, &filter, &layout, &auth)?;
+        if h.entries.is_empty() {
+            check_history_names(args, &filter, &layout, &auth)?;
+        }
         render_result(&h, json, args.output)?
     };
     print_out(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Refuses a `--component` or `--environment` of `kiln history` that no commit of the branch
+/// names (a typo would otherwise read as "no commits"), with the closest name the branch's
+/// history holds. A branch with no kiln commit at all has no names to judge by.
+fn check_history_names(
+    args: &HistoryArgs,
+    filter: &crate::git::HistoryFilter,
+    layout: &crate::git::WriteLayout,
+    auth: &crate::git::RemoteAuth,
+) -> miette::Result<()> {
+    let everything = crate::git::HistoryFilter::default();
+    let all = crate::git::history(&args.repo, &args.branch, &everything, layout, auth)?;
+    if all.entries.is_empty() {
+        return Ok(());
+    }
+    let mut components = std::collections::BTreeSet::new();
+    let mut environments = std::collections::BTreeSet::new();
+    for e in &all.entries {
+        components.extend(e.components.iter().map(String::as_str));
+        environments.extend(e.environments.iter().map(String::as_str));
+    }
+    for (what, name, known) in [
+        ("component", &filter.component, &components),
+        ("environment", &filter.environment, &environments),
+    ] {
+        if let Some(name) = name.as_deref().filter(|n| !known.contains(n)) {
+            return Err(miette::miette!(
+                code = "kiln::cli::unknown_history_name",
+                help = crate::diag::help_for_name(name, what, known.iter().copied()),
+                "no {what} `{name}` in the history of {}@{}",
+                all.repo,
+                args.branch
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn render_result<T: serde::Serialize + std::fmt::Display>(
@@ -2211,19 +2264,32 @@ impl<'v> K8sCount<'v> {
 /// name order), as kubeconform does it, for Kubernetes `version`.
 fn validate_k8s(args: &ValidateArgs, version: &str) -> miette::Result<crate::conform::Report> {
     let mut files = Vec::new();
-    let mut stack: Vec<PathBuf> = args.paths.iter().rev().cloned().collect();
-    while let Some(path) = stack.pop() {
-        if path.is_dir() {
-            let mut entries: Vec<PathBuf> = std::fs::read_dir(&path)
-                .map_err(|e| miette::miette!("cannot list `{}`: {e}", path.display()))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .collect();
-            entries.sort();
-            stack.extend(entries.into_iter().rev());
-        } else if path.is_file() && crate::conform::is_manifest(&path) {
-            let bytes = std::fs::read(&path)
-                .map_err(|e| miette::miette!("cannot read `{}`: {e}", path.display()))?;
-            files.push((path.display().to_string(), bytes));
+    for given in &args.paths {
+        let before = files.len();
+        let mut stack = vec![given.clone()];
+        while let Some(path) = stack.pop() {
+            if path.is_dir() {
+                let mut entries: Vec<PathBuf> = std::fs::read_dir(&path)
+                    .map_err(|e| miette::miette!("cannot list `{}`: {e}", path.display()))?
+                    .filter_map(|e| e.ok().map(|e| e.path()))
+                    .collect();
+                entries.sort();
+                stack.extend(entries.into_iter().rev());
+            } else if path.is_file() && crate::conform::is_manifest(&path) {
+                let bytes = std::fs::read(&path)
+                    .map_err(|e| miette::miette!("cannot read `{}`: {e}", path.display()))?;
+                files.push((path.display().to_string(), bytes));
+            }
+        }
+        // A mistyped path, or a render that went elsewhere, must not pass a CI gate as a
+        // check of nothing (as `diff` and `verify` refuse an empty selection).
+        if files.len() == before {
+            return Err(miette::miette!(
+                code = "kiln::cli::no_manifests",
+                help = "give a file or directory holding the manifests (`.yaml`, `.yml` or `.json`; a directory is walked); a render writes to `deploy/` unless `--write-to` says otherwise",
+                "`{}` holds no manifest: nothing to validate",
+                given.display()
+            ));
         }
     }
     let options = crate::conform::Options {

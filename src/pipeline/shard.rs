@@ -273,21 +273,40 @@ pub(super) fn read_shards(dirs: &[PathBuf]) -> Result<(ArtifactSet, Vec<ShardInf
 }
 
 /// `true` when every file any shard read has, in the checkout at `root`, the digest the shard
-/// recorded: the platform and plans alone miss a component's manifest, chart or base.
-fn inputs_unchanged(root: &Path, infos: &[ShardInfo]) -> bool {
-    let fs = crate::fs::RootedFs::new(&RealFs, root.to_path_buf());
+/// recorded: the platform and plans alone miss a component's manifest, chart or base. A
+/// component's files from another repository are read in its fetched tree (`trees`).
+fn inputs_unchanged(root: &Path, trees: Vec<PathBuf>, infos: &[ShardInfo]) -> bool {
+    // `source:<tree>/<path>` names a file of a fetched tree (`Recorder::inputs_with_trees`).
+    let located = |path: &str| match path.strip_prefix("source:") {
+        Some(rest) => {
+            let (name, rel) = rest.split_once('/')?;
+            let tree = trees
+                .iter()
+                .find(|t| t.file_name().is_some_and(|n| n.to_string_lossy() == name))?;
+            Some(tree.join(rel))
+        }
+        None => Some(root.join(path)),
+    };
+    let fs = crate::fs::RootedFs::new(&RealFs, root.to_path_buf()).with_trees(trees.clone());
     infos.iter().flat_map(|s| &s.inputs).all(|(path, digest)| {
         use crate::fs::FileSystem;
-        fs.read(&root.join(path))
-            .is_ok_and(|b| &crate::git::spec_digest(&b) == digest)
+        located(path)
+            .and_then(|p| fs.read(&p).ok())
+            .is_some_and(|b| &crate::git::spec_digest(&b) == digest)
     })
 }
 
 /// `kiln merge`: the shards' trees written into `out` as one, with the Kargo and Argo CD
 /// objects and one ownership marker: byte for byte what an unsharded `kiln render` writes.
 /// The platform is loaded again (from the directory the shards were rendered from) for the
-/// Kargo and Argo CD objects; nothing is rendered.
-pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError> {
+/// Kargo and Argo CD objects; nothing is rendered. Components from other repositories are
+/// resolved by the source stage with `sources` and `auth` (from the cache and kiln.lock as the
+/// shards' renders resolved them; the lock is never stored here).
+pub fn run_merge(
+    dirs: &[PathBuf],
+    out: &Path,
+    (sources, auth): (crate::source::SourceOptions, crate::git::RemoteAuth),
+) -> Result<MergeSummary, KilnError> {
     if dirs.is_empty() {
         return Err(KilnError::Merge(MergeError::Incomplete {
             have: "none".into(),
@@ -304,14 +323,21 @@ pub fn run_merge(dirs: &[PathBuf], out: &Path) -> Result<MergeSummary, KilnError
     };
     opts.selection = first.selection.clone().into();
     opts.write_to = out.to_path_buf();
-    let (platform, plans) = plan(
-        opts.fs.as_ref(),
-        &opts.platform_dir,
-        opts.root.as_deref(),
-        &opts.selection,
-    )?;
+    opts.sources = sources;
+    opts.source_auth = auth;
+    let fetched = opts.resolve_sources()?;
+    let load_opts = crate::load::LoadOptions {
+        root: opts.root.as_deref(),
+        sources: Some(&fetched.trees),
+        ..Default::default()
+    };
+    let loaded = crate::load::load(opts.fs.as_ref(), &opts.platform_dir, &load_opts)
+        .map_err(KilnError::Load)?;
+    let platform = crate::validate::validate(loaded).map_err(KilnError::Validate)?;
+    let plans =
+        crate::evaluate::evaluate(&platform, &opts.selection).map_err(KilnError::Evaluate)?;
     if crate::cache::pipeline_inputs(SHARD_FORMAT, &platform, &plans) != first.pipeline_inputs
-        || !inputs_unchanged(&platform.root, &infos)
+        || !inputs_unchanged(&platform.root, fetched.roots(), &infos)
     {
         return Err(KilnError::Merge(MergeError::InputsChanged {
             platform_dir: first.platform_dir.display().to_string(),

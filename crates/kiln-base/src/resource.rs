@@ -131,6 +131,40 @@ pub struct Provenance {
     /// Fields kiln's spec set, in the order applied (later ones win).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub set: Vec<FieldSet>,
+    /// For an object a Helm chart rendered: how it was rendered, shared by the render's
+    /// objects (one pointer each), so that a finding can render it again to name the values
+    /// behind a field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chart: Option<std::sync::Arc<ChartRender>>,
+}
+
+/// How a Helm chart was rendered: the `helm` generator's inputs as evaluated. A finding in
+/// the chart's output renders it again with the reads traced (issue 36, item 7: the values
+/// file where the value came from); the render itself keeps nothing else for it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ChartRender {
+    /// The chart directory or archive, as read.
+    pub chart: String,
+    /// The chart's directory as findings name it (relative to the repository root, or
+    /// absolute for a chart in the source cache).
+    pub shown: String,
+    /// The chart directories added as its dependencies, as read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dependencies: Vec<String>,
+    pub release_name: String,
+    pub namespace: String,
+    /// The values files, in order: as read, and as findings name them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub value_files: Vec<(String, String)>,
+    /// The values given inline, evaluated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub values: Option<serde_json::Value>,
+    /// Where those are written: the spec file and the JSON Pointer of `values` in it.
+    pub values_at: (String, String),
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kube_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub api_versions: Vec<String>,
 }
 
 /// A field (and everything below it) that a spec value set: a transformer's patch, an

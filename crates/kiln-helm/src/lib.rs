@@ -29,6 +29,7 @@ pub mod template;
 pub mod yaml;
 
 use miette::Diagnostic;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use template::value::{Map, Value};
 use thiserror::Error;
@@ -477,21 +478,7 @@ fn render_checked(
             });
         }
     }
-    let mut api_versions: Vec<String> = engine::capabilities::DEFAULT_API_VERSIONS
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    api_versions.extend(opts.api_versions.iter().cloned());
-    let ctx = engine::Context {
-        release_name: opts.release_name.clone(),
-        namespace: opts.namespace.clone(),
-        kube_version: kv_text,
-        api_versions,
-        is_upgrade: false,
-        now: opts.now.unwrap_or(sprig::date::FIXED_NOW),
-        budget: opts.budget,
-        record_reads: opts.record_reads,
-    };
+    let ctx = context(opts, kv_text);
     let engine::Output { files, reads } = engine::render(fs, chart, vals, &ctx, seed)?;
     let unused_values = match reads {
         Some(mut reads) => {
@@ -542,6 +529,152 @@ fn render_checked(
         documents,
         unused_values,
     })
+}
+
+/// The engine's context for a render with `opts` for Kubernetes `kube_version` (`v1.2.3`).
+fn context(opts: &TemplateOptions, kube_version: String) -> engine::Context {
+    let mut api_versions: Vec<String> = engine::capabilities::DEFAULT_API_VERSIONS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    api_versions.extend(opts.api_versions.iter().cloned());
+    engine::Context {
+        release_name: opts.release_name.clone(),
+        namespace: opts.namespace.clone(),
+        kube_version,
+        api_versions,
+        is_upgrade: false,
+        now: opts.now.unwrap_or(sprig::date::FIXED_NOW),
+        budget: opts.budget,
+        record_reads: opts.record_reads,
+        trace_reads: false,
+    }
+}
+
+/// A render made again to explain a finding in its output (issue 36, item 7): which values
+/// each template line read ([`template::reads::ValueReads::traced`]) and where each value
+/// came from ([`chartutil::origin`]). Only [`trace_values`] builds one, so a render pays
+/// nothing for it.
+pub struct ValuesTrace {
+    /// Per template (named as [`Rendered::documents`] name them), per line: what the
+    /// actions on it read.
+    pub lines: BTreeMap<String, BTreeMap<u32, template::reads::LineReads>>,
+    /// The values' layers, for [`chartutil::origin::Layers::origin`].
+    pub layers: chartutil::origin::Layers,
+}
+
+/// [`template_with`] traced ([`ValuesTrace`]): the same chart, values and options render the
+/// same output, with every values read kept per template line. The schemas are not checked
+/// again (the render this explains passed them), and nothing is sorted or printed.
+pub fn trace_values(
+    fs: &dyn kiln_base::fs::FileSystem,
+    opts: &TemplateOptions,
+) -> Result<ValuesTrace, HelmError> {
+    let mut chart = load_chart(fs, &opts.chart).map_err(load_error)?;
+    add_dependencies(fs, &mut chart, &opts.dependencies)?;
+    let user = user_values(fs, opts)?;
+    let layers = user_layers(fs, opts)?;
+    let seed = seed(&chart, &user, opts);
+    chartutil::dependencies::process_dependencies(&mut chart, &user);
+    let kube_version = opts
+        .kube_version
+        .clone()
+        .unwrap_or_else(|| engine::capabilities::DEFAULT_KUBE_VERSION.to_string());
+    let kv = sprig::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
+        message: format!("invalid kube version {kube_version:?}"),
+    })?;
+    let vals = chartutil::coalesce::coalesce_values(&chart, &user);
+    let mut ctx = context(opts, format!("v{}.{}.{}", kv.major, kv.minor, kv.patch));
+    ctx.record_reads = true;
+    ctx.trace_reads = true;
+    let out = engine::render(fs, &chart, &vals, &ctx, seed)?;
+    let mut defaults = Vec::new();
+    chart_defaults(fs, &chart, Vec::new(), &mut defaults);
+    Ok(ValuesTrace {
+        lines: out.reads.map(|r| r.lines()).unwrap_or_default(),
+        layers: chartutil::origin::Layers {
+            user: layers,
+            defaults,
+        },
+    })
+}
+
+/// The user's layers of values, highest first: `--set…` (named `--set`), inline values
+/// (named `values`), the values files last to first (named as given).
+fn user_layers(
+    fs: &dyn kiln_base::fs::FileSystem,
+    opts: &TemplateOptions,
+) -> Result<Vec<chartutil::origin::Layer>, HelmError> {
+    use chartutil::origin::{Layer, LayerKind};
+    let set = template::value::new_map();
+    let read = |p: &str| fs.read_to_string(Path::new(p)).map_err(|e| e.to_string());
+    chartutil::strvals::apply_set_flags(&set, &opts.set, &read).map_err(|(kind, message)| {
+        HelmError::Values {
+            file: kind.flag().into(),
+            message,
+        }
+    })?;
+    let mut layers = vec![Layer {
+        kind: LayerKind::Set,
+        name: "--set".into(),
+        text: None,
+        values: set,
+    }];
+    if let Some(v) = &opts.values {
+        layers.push(Layer {
+            kind: LayerKind::Inline,
+            name: "values".into(),
+            text: None,
+            values: chartutil::from_json_map(v),
+        });
+    }
+    for f in opts.value_files.iter().rev() {
+        let name = f.display().to_string();
+        let values_error = |message: String| HelmError::Values {
+            file: name.clone(),
+            message,
+        };
+        let text = fs
+            .read_to_string(f)
+            .map_err(|e| values_error(e.to_string()))?;
+        let values = chart::loader::load_values(&text).map_err(|e| values_error(e.to_string()))?;
+        layers.push(Layer {
+            kind: LayerKind::File,
+            name,
+            text: Some(std::sync::Arc::from(text)),
+            values,
+        });
+    }
+    Ok(layers)
+}
+
+/// Each chart's values.yaml below `c` (itself at `prefix`), parents first: its text read
+/// again where the chart is a directory (`<origin>/values.yaml`), for the value's line.
+fn chart_defaults(
+    fs: &dyn kiln_base::fs::FileSystem,
+    c: &chart::Chart,
+    prefix: Vec<String>,
+    out: &mut Vec<(Vec<String>, chartutil::origin::Layer)>,
+) {
+    let file = Path::new(&c.origin).join("values.yaml");
+    let values = match &c.values {
+        Value::Map(m) => m.clone(),
+        _ => template::value::new_map(),
+    };
+    out.push((
+        prefix.clone(),
+        chartutil::origin::Layer {
+            kind: chartutil::origin::LayerKind::ChartDefault,
+            name: file.display().to_string(),
+            text: fs.read_to_string(&file).ok().map(std::sync::Arc::from),
+            values,
+        },
+    ));
+    for sub in &c.subcharts {
+        let mut p = prefix.clone();
+        p.push(sub.name.clone());
+        chart_defaults(fs, sub, p, out);
+    }
 }
 
 /// `CRDObjects()`: the chart's `crds/` files, then each enabled subchart's. A chart
@@ -1024,5 +1157,81 @@ mod tests {
         opts.record_reads = true;
         let on = render_chart(&fs, c, &user("ingress: {enabled: true, host: h}\n"), &opts).unwrap();
         assert!(on.unused_values.is_empty(), "{:?}", on.unused_values);
+    }
+
+    /// Issue 36, item 7: a traced render keeps, per template line, the values paths the
+    /// actions on it read (through `include`, variables, `with` and `range` too), and each
+    /// path's origin is the last layer that set it, with its line.
+    #[test]
+    fn a_traced_render_names_each_lines_values_and_their_origin() {
+        let mut fs = kiln_base::fs::MemFs::new();
+        fs.add_file(
+            "/ledger/Chart.yaml",
+            "apiVersion: v2\nname: ledger\nversion: 1.0.0\n",
+        )
+        .add_file(
+            "/ledger/values.yaml",
+            "replicas: 1\nimage: {repository: x, tag: \"1\"}\nport: 80\nlabels: {a: b}\n",
+        )
+        .add_file(
+            "/ledger/templates/_helpers.tpl",
+            "{{- define \"img\" -}}{{ .Values.image.repository }}:{{ .Values.image.tag }}{{- end }}\n",
+        )
+        .add_file(
+            "/ledger/templates/dep.yaml",
+            concat!(
+                "{{- $p := .Values.port }}\n",
+                "replicas: {{ .Values.replicas | quote }}\n",
+                "image: {{ include \"img\" . }}\n",
+                "port: {{ $p }}\n",
+                "labels:\n",
+                "  {{- toYaml .Values.labels | nindent 2 }}\n",
+                "{{- with .Values.image }}\n",
+                "tag: {{ .tag }}\n",
+                "{{- end }}\n",
+            ),
+        )
+        .add_file("/prod.yaml", "# prod\nreplicas: 3\n");
+        let mut opts = TemplateOptions::new("/ledger", "rel");
+        opts.value_files = vec!["/prod.yaml".into()];
+        opts.values = Some(serde_json::json!({"image": {"tag": "2"}}));
+        let trace = trace_values(&fs, &opts).unwrap();
+        let lines = &trace.lines["ledger/templates/dep.yaml"];
+        let at = |line: u32| -> Vec<String> {
+            lines.get(&line).map_or(Vec::new(), |r| {
+                r.iter()
+                    .map(|(p, whole)| {
+                        format!("{}{}", p.join("."), if *whole { " (whole)" } else { "" })
+                    })
+                    .collect()
+            })
+        };
+        assert_eq!(at(2), ["replicas"]);
+        assert_eq!(at(3), ["image", "image.repository", "image.tag"]);
+        assert_eq!(at(4), ["port"], "the variable's value came from port");
+        assert_eq!(at(6), ["labels", "labels (whole)"]);
+        assert_eq!(at(7), ["image", "image (whole)"]);
+        assert_eq!(at(8), ["image.tag"]);
+        assert!(!trace.lines.contains_key("ledger/templates/_helpers.tpl"));
+        let origin = |p: &str| {
+            let path: Vec<String> = p.split('.').map(str::to_string).collect();
+            trace
+                .layers
+                .origin(&path)
+                .map(|o| format!("{:?} {}:{}", o.kind, o.name, o.line.unwrap_or(0)))
+        };
+        assert_eq!(origin("replicas").as_deref(), Some("File /prod.yaml:2"));
+        assert_eq!(origin("image.tag").as_deref(), Some("Inline values:0"));
+        assert_eq!(
+            origin("image.repository").as_deref(),
+            Some("ChartDefault /ledger/values.yaml:2")
+        );
+        // The output is the one the untraced render printed.
+        let rendered = template_with(&fs, &opts).unwrap();
+        assert!(
+            rendered
+                .stream
+                .contains("replicas: \"3\"\nimage: x:2\nport: 80\n")
+        );
     }
 }

@@ -1,13 +1,15 @@
-//! CRDs' `x-kubernetes-validations` rules (ADR 0021), evaluated with cel-rust (`cel`) as
-//! the API server evaluates them on create (k8s.io/apiextensions-apiserver
+//! CRDs' `x-kubernetes-validations` rules (ADR 0021, ADR 0048), evaluated with cel-rust
+//! (`cel`) as the API server evaluates them on create (k8s.io/apiextensions-apiserver
 //! `pkg/apiserver/schema/cel/validation.go`): `self` is the value at the rule's node;
 //! transition rules (those naming `oldSelf`) never run on create, so they are skipped.
 //!
-//! The subset: CEL's standard macros and functions (`has`, `all`, `exists`, `exists_one`,
-//! `map`, `filter`, `size`, `matches`, `startsWith`, `endsWith`, `contains`, arithmetic,
-//! comparison, `in`). Kubernetes' own libraries (`isSorted`, `url`, `quantity`, `ip`, `cidr`,
-//! `format`, …) and timestamps are not in cel-rust: a rule that calls one is counted as
-//! not evaluated ([`Outcome::Unsupported`]), never reported as failing.
+//! The environment is the server's for CRD rules (`cel/library.rs`): CEL's standard library,
+//! cel-go's strings and sets extensions, and Kubernetes' own libraries (`quantity`, `url`,
+//! regex `find`, lists' `isSorted`/`sum`/…, `ip`, `cidr`, `format`, `semver`). A rule that
+//! calls a function outside it is counted as not evaluated ([`Outcome::Unsupported`]), never
+//! reported as failing.
+
+mod library;
 
 use serde_json::Value;
 use std::collections::HashMap;
@@ -54,7 +56,7 @@ pub enum Outcome {
     Failed(String),
     /// The rule could not be evaluated (an error at run time): the message.
     Error(String),
-    /// A transition rule or a function cel-rust lacks: not evaluated.
+    /// A transition rule or a function outside kiln's CEL environment: not evaluated.
     Unsupported(String),
 }
 
@@ -65,7 +67,8 @@ impl Rule {
         let Some(source) = entry.get("rule").and_then(Value::as_str) else {
             return Err("a validation rule needs `rule`".to_string());
         };
-        cel::Program::compile(source)
+        library::env()
+            .compile(source)
             .map_err(|e| format!("rule `{source}` does not parse: {e}"))?;
         let text = |k: &str| entry.get(k).and_then(Value::as_str).map(str::to_string);
         Ok(Rule::from_parts(
@@ -83,10 +86,10 @@ impl Rule {
         field_path: Option<String>,
     ) -> Rule {
         Rule {
-            program: cel::Program::compile(&source).ok(),
+            program: library::env().compile(&source).ok(),
             message_expression: message_expression
                 .as_deref()
-                .and_then(|m| cel::Program::compile(m).ok()),
+                .and_then(|m| library::env().compile(m).ok()),
             message_expression_source: message_expression,
             source,
             message,
@@ -109,7 +112,7 @@ impl Rule {
         let Some(program) = &self.program else {
             return Outcome::Error(format!("rule `{}` does not parse", self.source));
         };
-        let mut context = cel::Context::default();
+        let mut context = cel::Context::with_env(std::sync::Arc::clone(library::env()));
         context.add_variable_from_value("self", to_cel(value));
         match program.execute(&context) {
             Ok(cel::Value::Bool(true)) => Outcome::Passed,
@@ -117,13 +120,20 @@ impl Rule {
             Ok(other) => {
                 Outcome::Error(format!("rule `{}` gave {other:?}, not a bool", self.source))
             }
+            // A function or overload outside the environment: cel-go would have refused the
+            // CRD (a rule is type-checked when the CRD is created), so it is one kiln lacks.
             Err(cel::ExecutionError::UndeclaredReference(name)) => {
-                Outcome::Unsupported(format!("`{name}` is not in cel-rust's CEL library"))
+                Outcome::Unsupported(format!("`{name}` is not in kiln's CEL environment"))
             }
-            Err(cel::ExecutionError::FunctionError { function, .. }) if !is_standard(&function) => {
-                Outcome::Unsupported(format!("`{function}` is not in cel-rust's CEL library"))
+            Err(cel::ExecutionError::NoSuchOverload(e)) => Outcome::Unsupported(format!(
+                "`{}` has no overload for its arguments in kiln's CEL environment",
+                e.function()
+            )),
+            // As validation.go words the other run-time errors: "<error> evaluating rule: <rule>".
+            Err(cel::ExecutionError::FunctionError { message, .. }) => {
+                Outcome::Error(format!("{message} evaluating rule: {}", self.source))
             }
-            Err(e) => Outcome::Error(format!("rule `{}`: {e}", self.source)),
+            Err(e) => Outcome::Error(format!("{} evaluating rule: {}", go_error(&e), self.source)),
         }
     }
 
@@ -142,27 +152,15 @@ impl Rule {
     }
 }
 
-/// Functions of CEL's standard library, whose errors are real evaluation errors.
-fn is_standard(name: &str) -> bool {
-    matches!(
-        name,
-        "size"
-            | "has"
-            | "all"
-            | "exists"
-            | "exists_one"
-            | "map"
-            | "filter"
-            | "matches"
-            | "startsWith"
-            | "endsWith"
-            | "contains"
-            | "int"
-            | "uint"
-            | "double"
-            | "string"
-            | "bool"
-    )
+/// A run-time error in cel-go's words (`common/types/err.go`) where they differ.
+fn go_error(e: &cel::ExecutionError) -> String {
+    match e {
+        cel::ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
+        cel::ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
+        cel::ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        cel::ExecutionError::Overflow(..) => "integer overflow".to_string(),
+        other => other.to_string(),
+    }
 }
 
 /// A JSON value as CEL sees it (Kubernetes binds integers as `int`, other numbers as
@@ -190,9 +188,15 @@ fn to_cel(value: &Value) -> cel::Value {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
+
+    /// `expr` evaluated in the rules' environment, with nothing bound.
+    pub(crate) fn eval(expr: &str) -> cel::ResolveResult {
+        let program = library::env().compile(expr).expect(expr);
+        program.execute(&cel::Context::with_env(Arc::clone(library::env())))
+    }
 
     fn rule(r: &str) -> Rule {
         Rule::compile(&json!({"rule": r, "message": "no"})).unwrap()
@@ -228,10 +232,57 @@ mod tests {
             rule("self == oldSelf").evaluate(&json!(1)),
             Outcome::Unsupported(_)
         ));
+        // Timestamps (no chrono), and Quantity's `mul` (not in the environment yet).
         assert!(matches!(
-            rule("self.isSorted()").evaluate(&json!([1])),
+            rule("timestamp(self) > timestamp('2020-01-01T00:00:00Z')")
+                .evaluate(&json!("2021-01-01T00:00:00Z")),
             Outcome::Unsupported(_)
         ));
+        assert!(matches!(
+            rule("quantity(self).mul(2) == quantity('2')").evaluate(&json!("1")),
+            Outcome::Unsupported(_)
+        ));
+        // Short-circuited before the missing function, the rule is evaluated, as cel-go's.
+        assert_eq!(
+            rule("self == '1' || quantity(self).mul(2) == quantity('2')").evaluate(&json!("1")),
+            Outcome::Passed
+        );
+    }
+
+    /// The repro of issue 36 item 2: Kubernetes' libraries evaluated, their false rules
+    /// reported with their message, their run-time errors as the server words them.
+    #[test]
+    fn kubernetes_library_rules_evaluate() {
+        let mem = Rule::compile(&json!({
+            "rule": "quantity(self.mem).isLessThan(quantity('2Gi'))",
+            "message": "mem lt 2Gi"
+        }))
+        .unwrap();
+        assert_eq!(
+            mem.evaluate(&json!({"mem": "3Gi"})),
+            Outcome::Failed("mem lt 2Gi".into())
+        );
+        assert_eq!(mem.evaluate(&json!({"mem": "1.5Gi"})), Outcome::Passed);
+        assert_eq!(
+            mem.evaluate(&json!({"mem": "bogus"})),
+            Outcome::Error(
+                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' evaluating rule: quantity(self.mem).isLessThan(quantity('2Gi'))"
+                    .into()
+            )
+        );
+        let host = rule("url(self.u).getHost() == 'example.com'");
+        assert_eq!(
+            host.evaluate(&json!({"u": "https://evil.com/x"})),
+            Outcome::Failed("no".into())
+        );
+        assert_eq!(
+            host.evaluate(&json!({"u": "https://example.com/x"})),
+            Outcome::Passed
+        );
+        assert_eq!(
+            rule("self.isSorted()").evaluate(&json!([2, 1])),
+            Outcome::Failed("no".into())
+        );
     }
 
     #[test]

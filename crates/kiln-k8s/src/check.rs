@@ -17,7 +17,7 @@ use serde_json::Value;
 /// Counts what could not be checked, for the report.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Skipped {
-    /// CEL rules not evaluated (transition rules, functions cel-rust lacks).
+    /// CEL rules not evaluated (transition rules, functions outside kiln's CEL environment).
     pub cel_rules: usize,
 }
 
@@ -136,7 +136,7 @@ fn is_date(s: &str) -> bool {
 /// `encoding/json/decode.go`, kept by sigs.k8s.io/json): `base64.StdEncoding.Decode`, which
 /// drops every `\r` and `\n` wherever they are (`base64 FILE` wraps at 76 columns), needs
 /// the padding, and, not being `Strict`, accepts nonzero trailing bits.
-fn is_base64(s: &str) -> bool {
+pub(crate) fn is_base64(s: &str) -> bool {
     const GO_STD: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
         &base64::alphabet::STANDARD,
         base64::engine::general_purpose::PAD.with_decode_allow_trailing_bits(true),

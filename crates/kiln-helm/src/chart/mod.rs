@@ -486,6 +486,48 @@ mod tests {
         );
     }
 
+    /// The loader frees each template's and schema's file buffer once its text is in its
+    /// slot (issue 37, ADR 0049): the texts are whole, in the chart and in a subchart, and
+    /// the one template path filed as `.Files` (a subchart's `.prov`) keeps its bytes.
+    #[test]
+    fn freed_file_buffers_leave_templates_schemas_and_files_whole() {
+        let data = tgz(&[
+            ("c/Chart.yaml", b"apiVersion: v2\nname: c\nversion: 1.0.0\n"),
+            ("c/templates/cm.yaml", b"kind: ConfigMap\n"),
+            ("c/values.schema.json", b"{\"type\": \"object\"}"),
+            (
+                "c/charts/s/Chart.yaml",
+                b"apiVersion: v2\nname: s\nversion: 1.0.0\n",
+            ),
+            ("c/charts/s/templates/sub.yaml", b"kind: Secret\n"),
+            (
+                "c/charts/s/values.schema.json",
+                b"{\"type\": \"object\", \"required\": []}",
+            ),
+            ("c/charts/s/templates/sig.prov", b"signed"),
+        ]);
+        let c = load_archive(&data, "c.tgz").unwrap();
+        let text = |ch: &Chart| -> Vec<String> {
+            ch.templates
+                .iter()
+                .map(|(_, s)| s.text().to_string())
+                .collect()
+        };
+        assert_eq!(text(&c), ["kind: ConfigMap\n"]);
+        assert_eq!(text(&c.subcharts[0]), ["kind: Secret\n"]);
+        assert_eq!(&*c.schema.as_ref().unwrap().text, "{\"type\": \"object\"}");
+        assert_eq!(
+            &*c.subcharts[0].schema.as_ref().unwrap().text,
+            "{\"type\": \"object\", \"required\": []}"
+        );
+        let prov = c.files.iter().find(|(n, _)| n.ends_with("sig.prov"));
+        assert!(
+            matches!(prov, Some((_, FileData::Loaded(d))) if d == b"signed"),
+            "{:?}",
+            c.files.iter().map(|(n, _)| n).collect::<Vec<_>>()
+        );
+    }
+
     #[test]
     fn globs_like_go() {
         assert!(glob_match("*.tgz", "a.tgz"));

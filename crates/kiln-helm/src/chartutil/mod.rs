@@ -1,11 +1,13 @@
 //! Values as Helm v4.2.3 computes them (its `pkg/chart/common/util` and `pkg/chart/v2/util`,
 //! once `chartutil`): [`dependencies`] (`ProcessDependenciesWithMerge`), [`coalesce`]
-//! (`CoalesceValues`), [`schema`] (`ValidateAgainstSchema`), [`strvals`] (`--set` and its kin, `pkg/strvals`); this module holds
+//! (`CoalesceValues`), [`origin`] (which layer of that precedence set a value: kiln's, for
+//! findings), [`schema`] (`ValidateAgainstSchema`), [`strvals`] (`--set` and its kin, `pkg/strvals`); this module holds
 //! what `values.go` does for them: a values map made from JSON or empty. The values files
 //! themselves are read by the loader (`chart::loader::load_values`).
 
 pub mod coalesce;
 pub mod dependencies;
+pub mod origin;
 pub mod schema;
 pub mod strvals;
 

@@ -61,6 +61,9 @@ pub struct Context {
     pub budget: super::template::exec::Budget,
     /// Record which values paths the templates read ([`Output::reads`]).
     pub record_reads: bool,
+    /// With `record_reads`: record them per action too
+    /// ([`super::template::reads::ValueReads::traced`]).
+    pub trace_reads: bool,
 }
 
 /// What [`render`] gives: path → output, and the values paths read when
@@ -351,7 +354,9 @@ pub fn render(
     let mut exec = Exec::new(set, funcs, Rc::new(()));
     exec.cx = Cx { fs: Some(fs) };
     exec.set_budget(ctx.budget);
-    if ctx.record_reads {
+    if ctx.trace_reads {
+        exec.reads = Some(Box::new(super::template::reads::ValueReads::traced(values)));
+    } else if ctx.record_reads {
         exec.reads = Some(Box::new(super::template::reads::ValueReads::new(values)));
     }
     let mut out = BTreeMap::new();

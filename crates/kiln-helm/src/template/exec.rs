@@ -720,11 +720,13 @@ impl<'a> Exec<'a> {
                 Node::Action(p) => {
                     let p = &t.pipes[*p as usize];
                     self.step(1, p.pos)?;
-                    let v = self.pipe(dot, t, p)?;
+                    let traced = self.enter(t, p.pos);
+                    let v = self.pipe(dot, t, p);
+                    if let (Ok(v), Some(r), true) = (&v, self.reads.as_mut(), p.decl.is_empty()) {
+                        r.whole(v);
+                    }
+                    let v = self.leave(traced, v)?;
                     if p.decl.is_empty() {
-                        if let Some(r) = self.reads.as_mut() {
-                            r.whole(&v);
-                        }
                         let before = out.len();
                         print_value(&v, out);
                         self.produce(out.len() - before, p.pos)?;
@@ -732,7 +734,10 @@ impl<'a> Exec<'a> {
                 }
                 Node::If(b) => {
                     let mark = self.vars.len();
-                    let v = self.pipe(dot, t, &t.pipes[b.pipe as usize])?;
+                    let pipe = &t.pipes[b.pipe as usize];
+                    let traced = self.enter(t, pipe.pos);
+                    let v = self.pipe(dot, t, pipe);
+                    let v = self.leave(traced, v)?;
                     let f = if v.truthy() {
                         self.walk(dot, t, b.list, out)?
                     } else if let Some(e) = b.else_list {
@@ -747,10 +752,13 @@ impl<'a> Exec<'a> {
                 }
                 Node::With(b) => {
                     let mark = self.vars.len();
-                    let v = self.pipe(dot, t, &t.pipes[b.pipe as usize])?;
-                    if let Some(r) = self.reads.as_mut() {
-                        r.whole(&v);
+                    let pipe = &t.pipes[b.pipe as usize];
+                    let traced = self.enter(t, pipe.pos);
+                    let v = self.pipe(dot, t, pipe);
+                    if let (Ok(v), Some(r)) = (&v, self.reads.as_mut()) {
+                        r.whole(v);
                     }
+                    let v = self.leave(traced, v)?;
                     let f = if v.truthy() {
                         self.walk(&v, t, b.list, out)?
                     } else if let Some(e) = b.else_list {
@@ -765,20 +773,9 @@ impl<'a> Exec<'a> {
                 }
                 Node::Range(b) => self.range(dot, t, b, out)?,
                 Node::Template { name, pipe, pos } => {
-                    let d = match pipe {
-                        Some(p) => self.pipe(dot, t, &t.pipes[*p as usize])?,
-                        None => Value::Nil,
-                    };
-                    let name = &*t.names[*name as usize];
-                    let Some(tm) = self.set.lookup(name) else {
-                        return Err(self.err_at(
-                            *pos,
-                            &format!("template \"{name}\""),
-                            format!("template \"{name}\" not defined"),
-                        ));
-                    };
-                    let s = self.run(tm, d)?;
-                    out.push_str(&s);
+                    let traced = self.enter(t, *pos);
+                    let s = self.call_template(dot, t, (*name, *pipe, *pos));
+                    out.push_str(&self.leave(traced, s)?);
                 }
                 Node::Break(_) => return Ok(Flow::Break),
                 Node::Continue(_) => return Ok(Flow::Continue),
@@ -787,14 +784,60 @@ impl<'a> Exec<'a> {
         Ok(Flow::Normal)
     }
 
+    /// `{{ template name pipe }}` at `pos`: the template run with the pipeline's value.
+    fn call_template(
+        &mut self,
+        dot: &Value,
+        t: &Tree,
+        (name, pipe, pos): (u32, Option<u32>, Pos),
+    ) -> R<String> {
+        let d = match pipe {
+            Some(p) => self.pipe(dot, t, &t.pipes[p as usize])?,
+            None => Value::Nil,
+        };
+        let name = &*t.names[name as usize];
+        let Some(tm) = self.set.lookup(name) else {
+            return Err(self.err_at(
+                pos,
+                &format!("template \"{name}\""),
+                format!("template \"{name}\" not defined"),
+            ));
+        };
+        self.run(tm, d)
+    }
+
+    /// With a trace ([`super::reads::ValueReads::traced`]): the action at `pos` of `t` begins;
+    /// `true` when it is the outermost one running, to be ended by [`Exec::leave`].
+    fn enter(&mut self, t: &Tree, pos: Pos) -> bool {
+        match (self.reads.as_mut(), &self.cur) {
+            (Some(r), Some(cur)) if r.tracing() => r.enter(&cur.file, &t.src, pos.0),
+            _ => false,
+        }
+    }
+
+    /// Ends the action [`Exec::enter`] began (when it returned `true`), passing its result.
+    fn leave<T>(&mut self, traced: bool, result: R<T>) -> R<T> {
+        if traced && let Some(r) = self.reads.as_mut() {
+            r.leave();
+        }
+        result
+    }
+
     fn range(&mut self, dot: &Value, t: &Tree, b: &Branch, out: &mut String) -> R<()> {
         let mark = self.vars.len();
         let pipe = &t.pipes[b.pipe as usize];
         let decl = &t.decls[pipe.decl.range()];
-        let coll = self.pipe_no_decl(dot, t, pipe)?;
-        if let Some(r) = self.reads.as_mut() {
-            r.whole(&coll);
+        let traced = self.enter(t, pipe.pos);
+        let read_mark = self.reads.as_ref().map_or(0, |r| r.mark());
+        let coll = self.pipe_no_decl(dot, t, pipe);
+        if let (Ok(coll), Some(r)) = (&coll, self.reads.as_mut()) {
+            r.whole(coll);
+            if r.tracing() {
+                // `range $k, $v := .Values.env`: the variables hold what the pipeline read.
+                decl.iter().for_each(|name| r.assigned(name, read_mark));
+            }
         }
+        let coll = self.leave(traced, coll)?;
         for v in decl {
             if !pipe.is_assign {
                 self.vars.push((v.clone(), Value::Nil));
@@ -905,6 +948,15 @@ impl<'a> Exec<'a> {
     }
 
     /// Go's `varValue`: the value of `$name`, or its "undefined variable" error.
+    /// With a trace: variable `name` was used, so the values behind it were read again.
+    fn used(&mut self, name: &str) {
+        if let Some(r) = self.reads.as_mut()
+            && r.tracing()
+        {
+            r.used(name);
+        }
+    }
+
     fn var(&self, name: &str, pos: Pos) -> R<Value> {
         match self.vars[self.base..]
             .iter()
@@ -925,7 +977,16 @@ impl<'a> Exec<'a> {
     }
 
     fn pipe(&mut self, dot: &Value, t: &Tree, p: &Pipe) -> R<Value> {
+        let mark = match self.reads.as_ref() {
+            Some(r) if r.tracing() && !p.decl.is_empty() => Some(r.mark()),
+            _ => None,
+        };
         let v = self.pipe_no_decl(dot, t, p)?;
+        if let (Some(mark), Some(r)) = (mark, self.reads.as_mut()) {
+            for name in &t.decls[p.decl.range()] {
+                r.assigned(name, mark);
+            }
+        }
         for name in &t.decls[p.decl.range()] {
             if p.is_assign {
                 if !self.set_var(name, v.clone()) {
@@ -968,6 +1029,7 @@ impl<'a> Exec<'a> {
             Arg::Var(name, chain, pos) => {
                 let name = t.str(*name);
                 let base = self.var(name, *pos)?;
+                self.used(name);
                 if chain.is_empty() {
                     self.not_a_function(rest, &fin, *pos, name)?;
                     return Ok(base);
@@ -1023,6 +1085,7 @@ impl<'a> Exec<'a> {
             Arg::Var(name, chain, pos) => {
                 let name = t.str(*name);
                 let base = self.var(name, *pos)?;
+                self.used(name);
                 if chain.is_empty() {
                     base
                 } else {

@@ -9,9 +9,22 @@
 //! one of those lookups nor one that only passes it on or tests it (`default`, `empty`,
 //! `include`, …): `toYaml .Values.x` reads all of `x`. Maps are known by their address, taken
 //! when the recording starts; the recorder holds each one so no address is reused meanwhile.
+//!
+//! With a trace ([`ValueReads::traced`], issue 36, item 7: a finding in a chart's output names
+//! the values that printed it) each read is also kept with the action it served: the
+//! outermost action running in the file being rendered (`{{ … }}`, the pipeline of an `if`,
+//! `with` or `range`, a `{{ template }}` call), so the reads of an `include`d or `tpl`
+//! template count for the line that called it. A variable keeps the reads of the pipeline
+//! that last set it, and an action that uses it reads them again. Not traced: a value that
+//! reaches the output through a function's hidden state (`set` on a dict, then read
+//! elsewhere through another variable), and the text around an `if` (only its pipeline).
+//! The trace is only built for a render made to explain a finding: a render with reads
+//! recorded but no trace pays one branch per read.
 
 use super::value::{Map, Value};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
+use std::sync::Arc;
 
 /// A path in the values tree, one key per step.
 pub type Path = Vec<String>;
@@ -26,7 +39,30 @@ pub struct ValueReads {
     whole: rustc_hash::FxHashSet<usize>,
     /// Paths read by something other than a template ([`ValueReads::path`]).
     paths: BTreeSet<Path>,
+    /// The reads per action, when traced.
+    trace: Option<Box<Trace>>,
 }
+
+/// One read: a map of the tree (by address) and the key looked up, or `None` for the map
+/// used whole.
+type Read = (usize, Option<Rc<str>>);
+
+/// The reads of each action ([`ValueReads::traced`]).
+#[derive(Default)]
+struct Trace {
+    /// The outermost action running: its file and byte offset.
+    at: Option<(Rc<str>, u32)>,
+    /// The reads per action, in the order first read.
+    sites: BTreeMap<(Rc<str>, u32), Vec<Read>>,
+    /// Each file's text, for the lines of its offsets.
+    texts: BTreeMap<Rc<str>, Arc<str>>,
+    /// The reads behind each variable's last value.
+    vars: BTreeMap<Arc<str>, Vec<Read>>,
+}
+
+/// What a traced render read for one line of a template: the values paths, in the order
+/// first read, each with `true` when a map was used whole (`toYaml .Values.resources`).
+pub type LineReads = Vec<(Path, bool)>;
 
 /// The record as paths: those read, and the maps used whole.
 struct Paths {
@@ -89,7 +125,110 @@ impl ValueReads {
             keys: rustc_hash::FxHashMap::default(),
             whole: rustc_hash::FxHashSet::default(),
             paths: BTreeSet::new(),
+            trace: None,
         }
+    }
+
+    /// [`ValueReads::new`] with a trace of which action read what ([`ValueReads::lines`]).
+    pub fn traced(values: &Map) -> ValueReads {
+        let mut r = ValueReads::new(values);
+        r.trace = Some(Box::default());
+        r
+    }
+
+    /// Whether reads are traced per action.
+    pub fn tracing(&self) -> bool {
+        self.trace.is_some()
+    }
+
+    /// An action of `file` (whose text is `text`) at byte `offset` begins; `true` when it is
+    /// the outermost one running, whose reads it then collects until [`ValueReads::leave`].
+    pub fn enter(&mut self, file: &Rc<str>, text: &Arc<str>, offset: u32) -> bool {
+        let Some(t) = self.trace.as_mut() else {
+            return false;
+        };
+        if t.at.is_some() {
+            return false;
+        }
+        if !t.texts.contains_key(file) {
+            t.texts.insert(file.clone(), text.clone());
+        }
+        t.at = Some((file.clone(), offset));
+        t.sites.entry((file.clone(), offset)).or_default();
+        true
+    }
+
+    /// The outermost action ends.
+    pub fn leave(&mut self) {
+        if let Some(t) = self.trace.as_mut() {
+            t.at = None;
+        }
+    }
+
+    /// How many reads the running action has made: a mark for [`ValueReads::assigned`].
+    pub fn mark(&self) -> usize {
+        self.trace
+            .as_ref()
+            .and_then(|t| t.sites.get(t.at.as_ref()?))
+            .map_or(0, Vec::len)
+    }
+
+    /// Variable `name` was set by a pipeline whose reads are those since `mark`.
+    pub fn assigned(&mut self, name: &Arc<str>, mark: usize) {
+        let Some(t) = self.trace.as_mut() else { return };
+        let reads =
+            t.at.as_ref()
+                .and_then(|at| t.sites.get(at))
+                .map(|r| r[mark.min(r.len())..].to_vec())
+                .unwrap_or_default();
+        t.vars.insert(name.clone(), reads);
+    }
+
+    /// Variable `name` was used: the reads behind its value are read again.
+    pub fn used(&mut self, name: &str) {
+        let Some(t) = self.trace.as_mut() else { return };
+        let Some(reads) = t.vars.get(name).cloned() else {
+            return;
+        };
+        for r in reads {
+            t.read(r);
+        }
+    }
+
+    /// For each traced file and each line (1-based) with an action that read values: what
+    /// it read, as paths.
+    pub fn lines(&self) -> BTreeMap<String, BTreeMap<u32, LineReads>> {
+        let mut out: BTreeMap<String, BTreeMap<u32, LineReads>> = BTreeMap::new();
+        let Some(t) = &self.trace else { return out };
+        for ((file, offset), reads) in &t.sites {
+            let Some(text) = t.texts.get(file) else {
+                continue;
+            };
+            let line = super::parse::line_col(text, *offset as usize).0;
+            let at = out
+                .entry(file.to_string())
+                .or_default()
+                .entry(line)
+                .or_default();
+            for (map, key) in reads {
+                let Some((_, path)) = self.maps.get(map) else {
+                    continue;
+                };
+                let mut p = path.clone();
+                if let Some(k) = key {
+                    p.push(k.to_string());
+                }
+                let read = (p, key.is_none());
+                if !at.contains(&read) {
+                    at.push(read);
+                }
+            }
+        }
+        out.retain(|_, lines| {
+            lines.retain(|_, r| !r.is_empty());
+            !lines.is_empty()
+        });
+        out
     }
 
     /// `key` looked up in `m`.
@@ -99,6 +238,9 @@ impl ValueReads {
             let keys = self.keys.entry(at).or_default();
             if !keys.contains(key) {
                 keys.insert(key.to_string());
+            }
+            if let Some(t) = self.trace.as_mut() {
+                t.read((at, Some(Rc::from(key))));
             }
         }
     }
@@ -110,6 +252,9 @@ impl ValueReads {
                 let at = address(m);
                 if self.maps.contains_key(&at) {
                     self.whole.insert(at);
+                    if let Some(t) = self.trace.as_mut() {
+                        t.read((at, None));
+                    }
                 }
             }
             Value::List(l) => l.iter().for_each(|x| self.whole(x)),
@@ -178,6 +323,18 @@ impl ValueReads {
         let mut out = Vec::new();
         self.paths().unused_below(user, &mut Path::new(), &mut out);
         out
+    }
+}
+
+impl Trace {
+    /// `read` made by the running action, if any (a read outside every action, a
+    /// dependency's condition, is no line's).
+    fn read(&mut self, read: Read) {
+        let Some(at) = &self.at else { return };
+        let reads = self.sites.entry(at.clone()).or_default();
+        if !reads.contains(&read) {
+            reads.push(read);
+        }
     }
 }
 

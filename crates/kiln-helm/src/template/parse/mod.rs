@@ -153,6 +153,12 @@ impl Slot {
         })
     }
 
+    /// The text, as the parse reads it.
+    #[cfg(test)]
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
     /// Whether the parse was done ahead and not yet taken.
     #[cfg(test)]
     pub fn is_parsed_ahead(&self) -> bool {
