@@ -827,7 +827,7 @@ impl io::Write for HashWriter<'_> {
 }
 
 /// Bumped whenever the journal's layout or key inputs change.
-const JOURNAL_FORMAT: &str = "kiln-render-journal/6";
+const JOURNAL_FORMAT: &str = "kiln-render-journal/7";
 
 /// The render journal: what the last full `kiln render` into one output directory, with one
 /// set of options, read and wrote, so that the next render of unchanged input can skip
@@ -893,6 +893,10 @@ pub struct Journal {
     /// The render's warnings, in the order printed: a render the journal skips repeats
     /// them (issue 36, item 7).
     pub warnings: Vec<Replayed>,
+    /// The (group, kind) of each CRD the render validated against: an incremental render,
+    /// which sees only the CRDs of the plans it renders again, does not count the custom
+    /// resources of these kinds as having no schema.
+    pub crd_kinds: Vec<(String, String)>,
 }
 
 impl From<&Warning> for Replayed {
@@ -1016,6 +1020,9 @@ pub struct PlanRecord {
     /// Its warnings: the render's, and the validation's on its files (an incremental render
     /// repeats those of the plans it does not render again).
     pub warnings: Vec<Replayed>,
+    /// Its objects of kinds with no schema, by `group/version Kind` (an incremental render
+    /// counts those of the plans it does not render again: the "not validated" line).
+    pub unvalidated: Vec<(String, usize)>,
 }
 
 /// A journal's key and location (see [`Journal`]).

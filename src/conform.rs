@@ -25,7 +25,7 @@ use kiln_k8s::{Code, Crds, Outcome, Validator};
 use miette::{Diagnostic, LabeledSpan, SourceCode};
 use serde_json::Value;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -245,6 +245,35 @@ pub struct Report {
     /// Kubernetes objects looked at ([`validate_files`]; `kiln validate`'s summary counts
     /// them), the unvalidated ones included.
     pub objects: usize,
+    /// [`unvalidated`](Self::unvalidated) of each BuildPlan, in plan order (a render's
+    /// journal keeps them: an incremental render counts the plans it does not render again).
+    pub by_plan: Vec<BTreeMap<String, usize>>,
+    /// The (group, kind) each CRD of the validation defines.
+    pub crd_kinds: BTreeSet<(String, String)>,
+}
+
+/// The warning line of `unvalidated`'s kinds (`group/version Kind` → objects), if any.
+pub fn unvalidated_line(unvalidated: &BTreeMap<String, usize>) -> Option<String> {
+    if unvalidated.is_empty() {
+        return None;
+    }
+    let kinds: Vec<String> = unvalidated
+        .iter()
+        .map(|(k, n)| format!("{k} ({n})"))
+        .collect();
+    Some(format!(
+        "warning: not validated: {} kinds with no schema: {}",
+        kinds.len(),
+        kinds.join(", ")
+    ))
+}
+
+/// The (group, kind) of an [`Report::unvalidated`] key (`group/version Kind`; a core kind's
+/// group is empty).
+pub fn group_kind(key: &str) -> (&str, &str) {
+    let (api_version, kind) = key.split_once(' ').unwrap_or((key, ""));
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    (group, kind)
 }
 
 impl Report {
@@ -265,20 +294,8 @@ impl Report {
     /// the unvalidated kinds).
     pub fn warnings(&self) -> Vec<(Option<&Finding>, String)> {
         let mut out = Vec::new();
-        if !self.unvalidated.is_empty() {
-            let kinds: Vec<String> = self
-                .unvalidated
-                .iter()
-                .map(|(k, n)| format!("{k} ({n})"))
-                .collect();
-            out.push((
-                None,
-                format!(
-                    "warning: not validated: {} kinds with no schema: {}",
-                    kinds.len(),
-                    kinds.join(", ")
-                ),
-            ));
+        if let Some(line) = unvalidated_line(&self.unvalidated) {
+            out.push((None, line));
         }
         out.extend(self.findings.iter().filter(|f| f.warning).map(|f| {
             (
@@ -968,6 +985,14 @@ impl Validation {
             report.findings.append(&mut c.crd_findings);
             crds.append(&mut c.crds);
         }
+        report.crd_kinds = crds
+            .iter()
+            .filter_map(|d| {
+                let spec = &d["spec"];
+                let (group, kind) = (spec["group"].as_str()?, spec["names"]["kind"].as_str()?);
+                Some((group.to_string(), kind.to_string()))
+            })
+            .collect();
         let mut validators = Validators {
             by_version: BTreeMap::new(),
             crds,
@@ -1014,9 +1039,10 @@ impl Validation {
                 report.findings.append(&mut out);
             }
             report.findings.extend(found.map(|(_, f)| f));
-            for (kind, n) in std::mem::take(&mut c.unvalidated) {
-                *report.unvalidated.entry(kind).or_default() += n;
+            for (kind, n) in &c.unvalidated {
+                *report.unvalidated.entry(kind.clone()).or_default() += n;
             }
+            report.by_plan.push(std::mem::take(&mut c.unvalidated));
             report.skipped_rules += c.skipped_rules;
             report.objects += c.objects.len();
         }

@@ -307,6 +307,10 @@ fn remove_stale_stages(parent: &Path, out: &Path) {
 /// (`remove_stale_stages`); `remove_dir_all` removes in directory order and could leave a
 /// half-removed directory without its marker, beside the output forever.
 fn remove_stage(stage: &Path) {
+    #[cfg(test)]
+    if let Some(signal) = SIGNAL_IN_CLEANUP.take() {
+        interrupt::note_in_test(signal);
+    }
     if let Ok(entries) = std::fs::read_dir(stage) {
         for e in entries.flatten() {
             if e.file_name() == STAGE_MARKER {
@@ -1068,6 +1072,7 @@ impl Open {
             // One rename; on failure the staging directory is dropped (removed).
             drop(new_dirs_handles);
             std::fs::rename(&new_root, &out).map_err(io_err("move the staged tree to", &out))?;
+            drop(stage);
             return finished(report);
         };
         // The journal: old and new files owned at once, so a kill from here on leaves nothing
@@ -1098,7 +1103,14 @@ impl Open {
             vacated: &vacated,
         };
         match commit.run(&plan, &handles, &journal_path) {
-            Ok(()) => finished(report),
+            Ok(()) => {
+                // The staging directory (the replaced files' backup) is removed while the
+                // signals are still held, before the last look at them: a signal that came
+                // during that clean-up was noted and would be lost (the render ended 0).
+                drop(commit);
+                drop(stage);
+                finished(report)
+            }
             #[cfg(test)]
             Err(e) if FAULT.with(|f| f.get().is_some_and(|(_, kill)| kill)) => {
                 // A simulated SIGKILL: no roll-back, no clean-up.
@@ -1135,11 +1147,27 @@ mod interrupt {
         PENDING.store(signal, Ordering::SeqCst);
     }
 
+    // A signal noted for this thread's write only (tests run writes in parallel, and the
+    // process-wide note would stop theirs too).
+    #[cfg(test)]
+    thread_local! {
+        static NOTED_IN_TEST: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// Notes `signal` as the handler would, for this thread's write only, until the next
+    /// write of the thread holds the signals.
+    #[cfg(test)]
+    pub(super) fn note_in_test(signal: i32) {
+        NOTED_IN_TEST.set(Some(signal));
+    }
+
     /// Signals held until dropped.
     pub(super) struct Held;
 
     impl Held {
         pub(super) fn hold() -> Held {
+            #[cfg(test)]
+            NOTED_IN_TEST.set(None);
             let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
             if held.0 == 0 {
                 PENDING.store(0, Ordering::SeqCst);
@@ -1169,6 +1197,10 @@ mod interrupt {
 
         /// The signal (SIGINT or SIGTERM) that arrived while held, if one did.
         pub(super) fn pending(&self) -> Option<i32> {
+            #[cfg(test)]
+            if let Some(signal) = NOTED_IN_TEST.get() {
+                return Some(signal);
+            }
             match PENDING.load(Ordering::SeqCst) {
                 0 => None,
                 signal => Some(signal),
@@ -1196,6 +1228,8 @@ mod interrupt {
 mod interrupt {
     /// Without POSIX signals nothing is held.
     pub(super) struct Held;
+    #[cfg(test)]
+    pub(super) fn note_in_test(_: i32) {}
     impl Held {
         pub(super) fn hold() -> Held {
             Held
@@ -1211,6 +1245,8 @@ mod interrupt {
 #[cfg(test)]
 thread_local! {
     static FAULT: std::cell::Cell<Option<(usize, bool)>> = const { std::cell::Cell::new(None) };
+    /// A signal to note when the staging directory is removed (the end of a commit).
+    static SIGNAL_IN_CLEANUP: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
 }
 
 #[cfg(test)]
@@ -1822,6 +1858,38 @@ mod tests {
             FAULT.with(|f| f.set(None));
             assert!(err.is_err(), "fault {n} was not hit");
             assert_eq!(snapshot(&out), before, "after a fault at step {n}");
+            assert_eq!(
+                std::fs::read_dir(t.path()).unwrap().count(),
+                1,
+                "stage left"
+            );
+        }
+    }
+
+    /// Issue 38, item 6: a signal that came while the commit's staging directory (the backup
+    /// of the replaced files, seconds at thousands of files) was removed was noted but never
+    /// looked at, and the render ended 0. It now ends the write as interrupted, the update
+    /// finished, with nothing left beside the output.
+    #[cfg(unix)]
+    #[test]
+    fn a_signal_during_the_commits_clean_up_is_reported_as_finished() {
+        for first in [false, true] {
+            let t = tempfile::tempdir().unwrap();
+            let out = t.path().join("deploy");
+            if first {
+                write(&set(&[("a.yaml", "a")]), &out, &WriteOptions::default()).unwrap();
+            }
+            SIGNAL_IN_CLEANUP.set(Some(libc::SIGINT));
+            let next = set(&[("a.yaml", "a2"), ("d/d.yaml", "d")]);
+            let err = write(&next, &out, &WriteOptions::default());
+            SIGNAL_IN_CLEANUP.set(None);
+            let err = err.expect_err("the signal was lost");
+            assert_eq!(err.signal(), Some(libc::SIGINT));
+            assert!(
+                err.to_string().contains("the update was finished first"),
+                "{err}"
+            );
+            assert_eq!(std::fs::read_to_string(out.join("a.yaml")).unwrap(), "a2");
             assert_eq!(
                 std::fs::read_dir(t.path()).unwrap().count(),
                 1,

@@ -881,6 +881,28 @@ fn validate_refuses_non_strings_in_string_maps() {
     assert_eq!(code, Some(0), "{err}");
 }
 
+/// A Secret's value is never printed: an unquoted number in its `stringData` (or `data`) is
+/// a `wrong_type` whose message, on stderr and in `-o json`, masks the value as the snippet
+/// does (newcomer 5's repro 01).
+#[test]
+fn validate_never_prints_a_secret_value_in_a_message() {
+    let text = "apiVersion: v1\nkind: Secret\nmetadata: {name: db}\ntype: Opaque\nstringData:\n  password: 987654321\ndata:\n  pin: 24680\n";
+    let (code, err, _) = validate_text(text, &[]);
+    assert_eq!(code, Some(1), "{err}");
+    let (code, _, json) = validate_text(text, &["-o", "json"]);
+    assert_eq!(code, Some(1), "{json}");
+    for out in [&err, &json] {
+        assert!(out.contains("kiln::k8s::wrong_type"), "{out}");
+        assert!(out.contains("not integer `*********`"), "{out}");
+        for value in ["987654321", "24680"] {
+            assert!(
+                !out.contains(value),
+                "the Secret's value {value} printed:\n{out}"
+            );
+        }
+    }
+}
+
 /// Item 3, first conflict: an identical cluster-scoped object emitted by two Applications of
 /// one environment is owned by both (Argo CD's SharedResourceWarning), whatever the content;
 /// the same object in two environments of one cluster is the one object applied twice.
@@ -935,4 +957,50 @@ fn validate_counts_cel_rules_not_evaluated() {
         report["kubernetes"]["celRulesNotEvaluated"], 2,
         "{report:#}"
     );
+}
+
+/// An incremental render prints the kinds with no schema of every plan, as the full render
+/// does: the re-rendered plans' counted again, the others' as recorded, and a custom
+/// resource whose CRD another component renders (not re-rendered) is not counted.
+#[test]
+fn an_incremental_render_counts_the_kinds_with_no_schema_of_every_plan() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/crs.yaml",
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 1}\n",
+    );
+    f.write(
+        "repo/components/crd/component.yaml",
+        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: crd\nspec:\n  generators:\n  - files: [manifests]\n",
+    );
+    f.write(
+        "repo/components/crd/manifests/crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer}\n",
+    );
+    f.edit(
+        "repo/platforms/p/platform.yaml",
+        "    - path: ../../components/web\n",
+        "    - path: ../../components/crd\n    - path: ../../components/web\n",
+    );
+    let line = "warning: not validated: 1 kinds with no schema: example.com/v1 Widget (2)";
+    let full = renders(&f, &[]);
+    assert!(full.contains(line), "{full}");
+    // Only web renders again.
+    f.edit(
+        COMPONENT,
+        "default: web.example.com",
+        "default: www.example.com",
+    );
+    let web = renders(&f, &[]);
+    assert!(web.contains(line), "web re-rendered: {web}");
+    assert!(!web.contains("Gadget"), "Gadget's CRD is crd's: {web}");
+    // Only crd renders again: web's count is the recorded one.
+    f.edit(
+        "repo/components/crd/manifests/crd.yaml",
+        "size: {type: integer}",
+        "size: {type: integer, description: how many}",
+    );
+    let crd = renders(&f, &[]);
+    assert!(crd.contains(line), "crd re-rendered: {crd}");
+    assert!(!crd.contains("Gadget"), "{crd}");
 }

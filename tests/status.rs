@@ -2099,3 +2099,94 @@ fn an_unreachable_write_repository_suggests_a_repo_map() {
     assert!(said.contains(&format!("127.0.0.1:{port}")), "{}", r.stderr);
     assert!(said.contains("pass --repo-map URL=PATH"), "{}", r.stderr);
 }
+
+/// Issue 38, item 1: after `branchPattern` changes (bootstrap and publish done again, as
+/// docs/pipeline.md says), a cell promoted in the old layout has nothing on its new branch.
+/// Its Application still runs the old branch's commit: status says so, naming that branch, in
+/// text and in `-o json` (`earlierLayout`), instead of a bare `-`.
+#[test]
+fn a_cell_promoted_before_a_layout_change_names_the_earlier_branch() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("p");
+    std::fs::create_dir_all(&p).unwrap();
+    let git = |args: &[&str]| {
+        let out = crate::support::git_cmd(&p).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    let kiln = |args: &[&str]| crate::support::kiln_in(&p, args);
+    let r = kiln(&["init", ".", "--name", "t", "--component", "app"]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let (src, out) = (tmp.path().join("src.git"), tmp.path().join("out.git"));
+    for bare in [&src, &out] {
+        git(&["init", "-q", "--bare", bare.to_str().unwrap()]);
+    }
+    let spec = p.join("platforms/t/platform.yaml");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    let output = "  kargo: {enabled: true}\n  projects:\n  - name: t\n    output: {repoURL: https://git.example.com/t/out.git, branchPattern: \"stage/${env.name}\"}\n";
+    std::fs::write(
+        &spec,
+        text.replacen("  projects:\n  - name: t\n", output, 1),
+    )
+    .unwrap();
+    let map = [
+        "--repo-map".to_string(),
+        format!("https://git.example.com/t/platform.git={}", src.display()),
+        "--repo-map".to_string(),
+        format!("https://git.example.com/t/out.git={}", out.display()),
+    ];
+    let with_map = |args: &[&str]| {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(map.iter().map(String::as_str));
+        kiln(&all)
+    };
+    let publish = [
+        "publish",
+        "platforms/t",
+        "--repo",
+        src.to_str().unwrap(),
+        "--branch",
+        "main",
+    ];
+    for args in [
+        &publish[..],
+        &["bootstrap", "platforms/t"],
+        &[
+            "promote",
+            "app-dev",
+            "platforms/t",
+            "--project",
+            "t",
+            "--freight",
+            "latest",
+        ],
+    ] {
+        let r = if args[0] == "publish" {
+            kiln(args)
+        } else {
+            with_map(args)
+        };
+        assert_eq!(r.code, Some(0), "{args:?}: {}", r.stderr);
+    }
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, text.replace("stage/${env.name}", "env/${env.name}")).unwrap();
+    assert_eq!(with_map(&["bootstrap", "platforms/t"]).code, Some(0));
+    assert_eq!(kiln(&publish).code, Some(0));
+    let r = with_map(&["status", "platforms/t"]);
+    assert!(
+        r.stdout.contains(
+            "not promoted in this layout t/app in dev: nothing on env/dev; t/app-dev promoted on stage/dev"
+        ),
+        "{}{}",
+        r.stdout,
+        r.stderr
+    );
+    let r = with_map(&["status", "platforms/t", "-o", "json"]);
+    let cells: Vec<Value> = serde_json::from_str::<Value>(&r.stdout).unwrap()["cells"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let dev = cell(&cells, "t", "app", "dev");
+    assert_eq!(dev["earlierLayout"], "stage/dev", "{dev:#}");
+    assert_eq!(dev["branch"], "env/dev", "{dev:#}");
+}

@@ -656,6 +656,29 @@ pub fn promotions_on(
     Ok(promoted)
 }
 
+/// The branches of `repo` (local path or URL), by name: its own, and `origin`'s
+/// remote-tracking ones (without the `origin/`), once each, in name order.
+pub fn branch_names(repo: &str, auth: &RemoteAuth) -> Result<Vec<String>, GitError> {
+    let opened = open_for_reading(repo, auth)?;
+    let mut names = BTreeSet::new();
+    let branches = opened.repo.branches(None).map_err(lg("listing branches"))?;
+    for branch in branches {
+        let (branch, kind) = branch.map_err(lg("listing branches"))?;
+        let Ok(Some(name)) = branch.name() else {
+            continue;
+        };
+        let name = match kind {
+            git2::BranchType::Local => name,
+            git2::BranchType::Remote => match name.strip_prefix("origin/") {
+                Some(n) if n != "HEAD" => n,
+                _ => continue,
+            },
+        };
+        names.insert(name.to_string());
+    }
+    Ok(names.into_iter().collect())
+}
+
 /// The (Stage, Freight) pairs one commit message records: its `stage: …` and `freight: …`
 /// lines after the subject ([`promotions_on`]; [`crate::git::read_branch`] collects them on
 /// its walk).

@@ -45,7 +45,8 @@ pub use diff::{
 };
 pub use history::{
     ComponentImages, DeployedState, History, HistoryEntry, HistoryFilter, StateSource, Timestamp,
-    deployed_at, folder_images, history, parse_date, parse_when, printable, promotions_on,
+    branch_names, deployed_at, folder_images, history, parse_date, parse_when, printable,
+    promotions_on,
 };
 pub use publish::{
     EnvironmentSplit, FileCounts, PublishOptions, PublishOutcome, SplitMode, is_valid_branch_name,

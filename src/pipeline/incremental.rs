@@ -16,6 +16,7 @@ pub(super) struct JournalParts<'a> {
     pub(super) expressions: &'a [crate::kargo::expressions::ExpressionInManifest],
     pub(super) secrets: Vec<(String, String)>,
     pub(super) warnings: Vec<crate::cache::Replayed>,
+    pub(super) crd_kinds: Vec<(String, String)>,
 }
 
 /// Writes the journal of a render whose tree is now in `opts.write_to`: `outputs` become
@@ -59,6 +60,7 @@ pub(super) fn store_journal(
             files,
             cluster_kinds: o.cluster_kinds,
             warnings: o.warnings,
+            unvalidated: o.unvalidated,
         });
     }
     write_journal(slot, opts, parts, render_reads, records);
@@ -102,6 +104,7 @@ pub(super) fn write_journal(
             .collect(),
         secrets: parts.secrets,
         warnings: parts.warnings,
+        crd_kinds: parts.crd_kinds,
     });
 }
 
@@ -330,8 +333,11 @@ pub(super) fn render_incremental(
             fresh.insert(path.clone(), bytes.clone());
         }
     }
+    let mut plan_unvalidated: Vec<Vec<(String, usize)>> = vec![Vec::new(); emitted.len()];
+    let mut crd_kinds: BTreeSet<(String, String)> = j.crd_kinds.iter().cloned().collect();
     if opts.validate {
-        for (file, w) in validate_fresh(&fresh, &platform, &plans, &emitted, opts)? {
+        let checked = validate_fresh(&fresh, &platform, &plans, &emitted, opts)?;
+        for (file, w) in checked.warnings {
             let on = emitted
                 .iter()
                 .position(|e| e.files.iter().any(|(p, _)| *p == file));
@@ -339,20 +345,40 @@ pub(super) fn render_incremental(
                 ws.push(w);
             }
         }
+        crd_kinds.extend(checked.crd_kinds);
+        // A custom resource whose CRD another component renders has its schema in the full
+        // render: not counted here.
+        let has_crd = |key: &str| {
+            let (group, kind) = crate::conform::group_kind(key);
+            crd_kinds.contains(&(group.to_string(), kind.to_string()))
+        };
+        for (of_plan, kinds) in plan_unvalidated.iter_mut().zip(checked.unvalidated) {
+            *of_plan = kinds.into_iter().filter(|(k, _)| !has_crd(k)).collect();
+        }
     }
     let mut warnings: Vec<Replayed> = Vec::new();
-    let mut fresh_warnings = plan_warnings.iter();
+    let mut unvalidated: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut fresh_warnings = plan_warnings.iter().zip(&plan_unvalidated);
     for (i, r) in j.records.iter().enumerate() {
-        let of_plan = match affected_set.contains(&i) {
-            true => fresh_warnings.next().map_or(&[][..], Vec::as_slice),
-            false => r.warnings.as_slice(),
+        let (of_plan, kinds) = match affected_set.contains(&i) {
+            true => fresh_warnings
+                .next()
+                .map_or((&[][..], &[][..]), |(w, k)| (w.as_slice(), k.as_slice())),
+            false => (r.warnings.as_slice(), r.unvalidated.as_slice()),
         };
+        for (kind, n) in kinds {
+            *unvalidated.entry(kind.clone()).or_default() += n;
+        }
         for w in of_plan {
             // One line per value and place: every environment of a component says the same.
             if !warnings.contains(w) {
                 warnings.push(w.clone());
             }
         }
+    }
+    // The kinds with no schema first, as a full render prints them.
+    if let Some(line) = crate::conform::unvalidated_line(&unvalidated) {
+        warnings.insert(0, Replayed { line, json: None });
     }
     // The regenerated Kargo and Argo CD files replace exactly the ones their projects had:
     // files no plan wrote, under the project's directory.
@@ -470,9 +496,10 @@ pub(super) fn render_incremental(
         if files.len() == j.files.len() {
             let (render_reads, mut records) =
                 incremental_records(j, &affected, emitted, &images_now);
-            for (&i, w) in affected.iter().zip(plan_warnings) {
+            for ((&i, w), kinds) in affected.iter().zip(plan_warnings).zip(plan_unvalidated) {
                 if let Some(r) = records.get_mut(i) {
                     r.warnings = w;
+                    r.unvalidated = kinds;
                 }
             }
             // The reloaded components' load calls as made now; the others' as recorded.
@@ -498,6 +525,7 @@ pub(super) fn render_incremental(
                     expressions: &expressions,
                     secrets: secrets.clone(),
                     warnings: warnings.clone(),
+                    crd_kinds: crd_kinds.into_iter().collect(),
                 },
                 render_reads,
                 records,
@@ -750,14 +778,14 @@ pub(super) fn replay_journal(
 /// each against its schema (a render that skipped it wrote what the API server refuses). The
 /// platform-wide conflicts are seen only among these plans, and a custom resource whose CRD
 /// another component renders is left unvalidated, not refused: the full render
-/// (`--no-cache`) checks those. Returns the warnings, each with the file it is on.
+/// (`--no-cache`) checks those.
 fn validate_fresh(
     fresh: &ArtifactSet,
     platform: &crate::validate::Platform,
     plans: &[BuildPlan],
     emitted: &[crate::cache::Emitted],
     opts: &RenderOptions,
-) -> Result<Vec<(String, Replayed)>, KilnError> {
+) -> Result<FreshValidation, KilnError> {
     let files: Vec<Vec<String>> = emitted
         .iter()
         .map(|e| e.files.iter().map(|(p, _)| p.clone()).collect())
@@ -774,12 +802,31 @@ fn validate_fresh(
     )
     .map_err(KilnError::ConformSetup)?;
     conform_errors(&report, files.iter().zip(plans))?;
-    Ok(report_warnings(&report)
+    let warnings = report_warnings(&report)
         .into_iter()
         .filter_map(|(file, w)| Some((file?.to_string(), w)))
         .filter(|(_, w)| {
             let code = w.json.as_ref().and_then(|j| j["code"].as_str());
             code != Some("kiln::k8s::no_schema")
         })
-        .collect())
+        .collect();
+    Ok(FreshValidation {
+        warnings,
+        unvalidated: report
+            .by_plan
+            .into_iter()
+            .map(|kinds| kinds.into_iter().collect())
+            .collect(),
+        crd_kinds: report.crd_kinds,
+    })
+}
+
+/// What [`validate_fresh`] found.
+struct FreshValidation {
+    /// The warnings, each with the file it is on.
+    warnings: Vec<(String, Replayed)>,
+    /// Each re-rendered plan's objects of kinds with no schema among these plans' CRDs.
+    unvalidated: Vec<Vec<(String, usize)>>,
+    /// The (group, kind) of the CRDs among these plans.
+    crd_kinds: BTreeSet<(String, String)>,
 }

@@ -397,6 +397,8 @@ pub struct Built {
     /// The render's warnings (chart values no template read) and the Kubernetes
     /// validation's (`crate::conform`), as printed and as `-o json` gives them.
     pub warnings: Vec<Replayed>,
+    /// The (group, kind) of each CRD the validation had, for the journal.
+    pub crd_kinds: Vec<(String, String)>,
 }
 
 /// Renders `plans` in parallel, each looked up in `cache` first and stored there when
@@ -814,6 +816,7 @@ fn build_fetched(
             reads: kept.reads,
             provenance: kept.provenance,
             warnings: e.warnings.iter().map(Replayed::from).collect(),
+            unvalidated: Vec::new(),
         });
         render_warnings.extend(e.warnings);
         cluster_kinds.extend(e.cluster_kinds);
@@ -877,6 +880,7 @@ fn build_fetched(
         }
     }
     let mut warnings: Vec<Replayed> = render_warnings.iter().map(Replayed::from).collect();
+    let mut crd_kinds = Vec::new();
     if let Some(validation) = validation {
         let v = Instant::now();
         let provenance = outputs.iter().map(|o| &o.provenance[..]).collect();
@@ -891,11 +895,16 @@ fn build_fetched(
             let bytes = stream.as_deref()?.read_back(path)?;
             Some(read_back.alloc(bytes).as_slice())
         };
-        let report = validation
+        let mut report = validation
             .finish(checked, &text, &sourcing)
             .map_err(KilnError::ConformSetup)?;
         let files = outputs.iter().zip(&plans).map(|(o, p)| (&o.files, p));
         conform_errors(&report, files)?;
+        // Each plan keeps its count of kinds with no schema, for an incremental render.
+        for (o, kinds) in outputs.iter_mut().zip(std::mem::take(&mut report.by_plan)) {
+            o.unvalidated = kinds.into_iter().collect();
+        }
+        crd_kinds = std::mem::take(&mut report.crd_kinds).into_iter().collect();
         for (file, w) in report_warnings(&report) {
             // Each plan keeps the findings on its files, for an incremental render.
             let on = |o: &&mut PlanOutput| o.files.iter().any(|p| Some(p.as_str()) == file);
@@ -927,6 +936,7 @@ fn build_fetched(
         outputs,
         sources: fetched,
         warnings,
+        crd_kinds,
     })
 }
 
@@ -1007,6 +1017,8 @@ pub struct PlanOutput {
     pub provenance: std::sync::Arc<[Option<crate::resource::Provenance>]>,
     /// Its warnings ([`crate::cache::PlanRecord::warnings`]).
     pub warnings: Vec<Replayed>,
+    /// Its objects of kinds with no schema ([`crate::cache::PlanRecord::unvalidated`]).
+    pub unvalidated: Vec<(String, usize)>,
 }
 
 /// The Kargo and Argo CD options of a render with `opts` whose selected BuildPlans are
@@ -1108,6 +1120,7 @@ pub fn run_render(
         component_reads,
         outputs,
         warnings,
+        crd_kinds,
         ..
     } = build_fetched(
         opts,
@@ -1164,6 +1177,7 @@ pub fn run_render(
                 expressions: &summary.expressions,
                 secrets,
                 warnings,
+                crd_kinds,
             },
             outputs,
         );

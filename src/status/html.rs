@@ -247,6 +247,7 @@ mod tests {
             author: Some(hand.author.clone()),
             lag: None,
             drift: None,
+            earlier_layout: None,
             history: vec![hand],
             promotion: Some(write("a", Writer::Promotion, "kiln: promote c to dev")),
             deployed: true,

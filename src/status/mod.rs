@@ -334,6 +334,12 @@ pub struct Cell {
     /// Why the folder is not what its writer wrote.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub drift: Option<String>,
+    /// A Kargo cell with nothing in its folder whose Stage promoted on another branch of the
+    /// write repository, one the layout no longer names (`branchPattern` changed): that
+    /// branch. Its Application keeps the commit of that promotion until the Stage promotes
+    /// again (docs/pipeline.md, "Changing the layout").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub earlier_layout: Option<String>,
     /// The commits that changed the folder, newest first (the first is `writeCommit`).
     pub history: Vec<Write>,
     /// The last write by the cell's writer (its Stage's promotion; without Kargo, kiln's
@@ -549,6 +555,18 @@ impl StatusReport {
                     c.row(),
                     c.environment,
                     printable(drift)
+                );
+            }
+            if let (Some(branch), Some(stage)) = (&c.earlier_layout, &c.stage) {
+                let _ = writeln!(
+                    out,
+                    "not promoted in this layout {} in {}: nothing on {}; {stage} promoted on {} \
+                     (an earlier layout), and the Application keeps that commit until the next \
+                     promotion",
+                    c.row(),
+                    c.environment,
+                    printable(&c.branch),
+                    printable(branch)
                 );
             }
         }
@@ -891,6 +909,43 @@ fn skipped_upstream(
         "{} never ran {what}: {} was promoted past it",
         u.environment, c.environment
     )))
+}
+
+/// Sets [`Cell::earlier_layout`] of each Kargo cell with nothing in its folder: the first
+/// branch of its write repository, outside the branches the layout names (`wanted`), with a
+/// promotion by the cell's Stage. Branches are listed and walked only when such a cell
+/// exists; one that cannot be read is passed over (this only explains a `-`).
+fn earlier_layouts(
+    cells: &mut [Cell],
+    wanted: &BTreeMap<(String, String), BTreeMap<String, Option<String>>>,
+    promotions: &mut Promotions,
+    options: &StatusOptions,
+) {
+    let mut listed: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for c in cells.iter_mut().filter(|c| !c.deployed) {
+        let Some(stage) = &c.stage else { continue };
+        let repo = match options.repo_map.locate(&c.repo_url) {
+            Location::Local(p) => p.display().to_string(),
+            Location::Remote(r) => r,
+        };
+        let branches = listed.entry(repo.clone()).or_insert_with(|| {
+            let all = crate::git::branch_names(&repo, &options.auth).unwrap_or_default();
+            all.into_iter()
+                .filter(|b| !wanted.contains_key(&(repo.clone(), b.clone())))
+                .collect()
+        });
+        for branch in branches.iter() {
+            let key = (repo.clone(), branch.clone());
+            if !promotions.contains_key(&key) {
+                let promoted = crate::git::promotions_on(&repo, branch, &options.auth);
+                promotions.insert(key.clone(), promoted.unwrap_or_default());
+            }
+            if promotions[&key].iter().any(|(s, _)| s == stage) {
+                c.earlier_layout = Some(branch.clone());
+                break;
+            }
+        }
+    }
 }
 
 /// `commit by name <email> (summary)`.
@@ -1417,6 +1472,7 @@ pub fn status(
             author: last.map(|w| w.author.clone()),
             lag: None,
             drift,
+            earlier_layout: None,
             history,
             promotion,
             deployed,
@@ -1532,6 +1588,7 @@ pub fn status(
             break;
         }
     }
+    earlier_layouts(&mut cells, &wanted, &mut promotions, options);
     for (index, lag) in lags {
         let c = &mut cells[index];
         // Running nothing while upstream runs something is lagging too: exit 1, `<lag`. A

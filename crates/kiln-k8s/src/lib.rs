@@ -519,8 +519,77 @@ impl Validator {
         }
         outcome.findings.extend(walk.findings);
         outcome.skipped_rules += walk.skipped.cel_rules;
+        mask_secret_values(object, &mut outcome.findings);
         outcome
     }
+}
+
+/// Masks, in the message of each finding on a Secret's `data` or `stringData`, the values
+/// found there (`must be a string, not integer `*********``): kiln never prints a Secret's
+/// value (README), and every consumer of a finding (`kiln validate`, render's validation, on
+/// stderr and in `-o json`) prints its message. Each character becomes `*`, as the snippet's
+/// masking does (`kiln_base::diag::redact_secrets`); keys stay, so the entry is still named.
+fn mask_secret_values(object: &Value, findings: &mut [Finding]) {
+    if object["kind"].as_str() != Some("Secret") {
+        return;
+    }
+    for f in findings {
+        let on_data = ["/data", "/stringData"].iter().any(|field| {
+            f.pointer
+                .strip_prefix(field)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        });
+        let Some(value) = object.pointer(&f.pointer).filter(|_| on_data) else {
+            continue;
+        };
+        let mut texts = Vec::new();
+        scalar_texts(value, &mut texts);
+        // The longest first: a value containing another is masked whole.
+        texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
+        for text in texts {
+            f.message = mask_token(&f.message, &text);
+        }
+    }
+}
+
+/// Each scalar under `value` as a message shows it: a string as it is, any other scalar as
+/// JSON (`987654321`, `true`).
+fn scalar_texts(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Null => {}
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| scalar_texts(v, out)),
+        Value::Object(map) => map.values().for_each(|v| scalar_texts(v, out)),
+        other => out.push(other.to_string()),
+    }
+}
+
+/// `message` with each occurrence of `text` that stands alone (no letter or digit either
+/// side: a value is shown between backticks or spaces) written as `*`s; a short value
+/// inside a word of the message is left, as it is not the value.
+fn mask_token(message: &str, text: &str) -> String {
+    if text.is_empty() {
+        return message.to_string();
+    }
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(text) {
+        let (before, after) = (&rest[..at], &rest[at + text.len()..]);
+        let alone = !before
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+            && !after.chars().next().is_some_and(char::is_alphanumeric);
+        out.push_str(before);
+        if alone {
+            out.extend(std::iter::repeat_n('*', text.chars().count()));
+        } else {
+            out.push_str(&rest[at..at + text.len()]);
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `MaxSecretSize` (k8s.io/kubernetes `pkg/apis/core/types.go`): what the data of one

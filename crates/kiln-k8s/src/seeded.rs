@@ -1067,3 +1067,36 @@ fn every_seeded_object_judged_as_printed_is_judged_as_its_bytes() {
         "{compared} objects, {naive} differ as they are"
     );
 }
+
+/// A Secret's value never reaches a finding's message: an unquoted number in `stringData`
+/// or `data` is named by its type and masked, in a `v1 List` too; a ConfigMap's value is
+/// shown as before.
+#[test]
+fn a_secret_value_is_masked_in_every_message() {
+    let v = validator();
+    let s = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s", "namespace": "ns"},
+                   "stringData": {"password": 987654321, "ok": "fine"}, "data": {"x": 12345, "flag": true}});
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": [s.clone()]});
+    for object in [&s, &list] {
+        let findings = v.validate(object).findings;
+        let messages: Vec<&str> = findings.iter().map(|f| f.message.as_str()).collect();
+        assert_eq!(findings.len(), 3, "{findings:?}");
+        for value in ["987654321", "12345", "true`"] {
+            assert!(
+                messages.iter().all(|m| !m.contains(value)),
+                "{value}: {messages:?}"
+            );
+        }
+        assert!(
+            messages.contains(&"must be a string, not integer `*********`"),
+            "{messages:?}"
+        );
+        assert!(messages.contains(&"must be a string, not boolean `****`"));
+    }
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "ns"},
+                    "data": {"port": 8080}});
+    assert_eq!(
+        v.validate(&cm).findings[0].message,
+        "must be a string, not integer `8080`"
+    );
+}

@@ -311,7 +311,7 @@ impl<'a> Fetcher<'a> {
             Kind::Helm => {
                 let versions = helm_repo::versions(&self.http, &req.url, &req.chart, origin)?;
                 let v = helm_repo::select(&versions, &entry.version, origin)?;
-                let data = helm_repo::download(&self.http, v, origin)?;
+                let data = helm_repo::download(&self.http, &req.chart, v, origin)?;
                 self.check_archive(&data, &entry, origin)?;
                 self.extract(&data, origin)?
             }
@@ -374,7 +374,7 @@ impl<'a> Fetcher<'a> {
             Kind::Helm => {
                 let versions = helm_repo::versions(&self.http, &req.url, &req.chart, origin)?;
                 let v = helm_repo::select(&versions, &req.requested, origin)?;
-                let data = helm_repo::download(&self.http, v, origin)?;
+                let data = helm_repo::download(&self.http, &req.chart, v, origin)?;
                 let staged = self.extract(&data, origin)?;
                 (
                     v.version.clone(),
@@ -1113,6 +1113,46 @@ mod tests {
             matches!(err, SourceError::Auth { .. }) && !err.to_string().contains("nope"),
             "{err}"
         );
+    }
+
+    /// The index's digest binds it to the archive, whatever YAML makes of it: 64 zeros,
+    /// unquoted, is an integer to YAML and still the digest to Helm (sigs.k8s.io/yaml keeps a
+    /// string field's text), so an archive of another sha256 is refused, nothing cached, and
+    /// the error names the chart, its version, the archive's URL and both digests
+    /// (newcomer 5's repro 03).
+    #[test]
+    fn an_archive_differing_from_a_numeric_index_digest_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        let tgz = testing::chart_tgz("redis-lite", "1.2.0", &[]);
+        std::fs::write(root.path().join("redis-lite-1.2.0.tgz"), &tgz).unwrap();
+        let zeros = "0".repeat(64);
+        std::fs::write(
+            root.path().join("index.yaml"),
+            format!("apiVersion: v1\nentries:\n  redis-lite:\n  - {{name: redis-lite, version: 1.2.0, urls: [redis-lite-1.2.0.tgz], digest: {zeros}}}\n"),
+        )
+        .unwrap();
+        let server = testing::static_http(root.path(), None);
+        let env = Env::new();
+        let err = env
+            .fetcher(Mode::default(), LockFile::default())
+            .fetch(&chart_req(
+                Kind::Helm,
+                &server.http(),
+                "redis-lite",
+                "1.2.0",
+            ))
+            .unwrap_err();
+        assert!(matches!(err, SourceError::DigestMismatch { .. }), "{err}");
+        let text = err.to_string();
+        let actual = kiln_base::digest::sha256_hex(&tgz);
+        for part in [
+            "chart `redis-lite` version 1.2.0",
+            &format!("{}/redis-lite-1.2.0.tgz", server.http()),
+            &format!("sha256:{zeros}"),
+            &format!("sha256:{actual}"),
+        ] {
+            assert!(text.contains(part), "no `{part}` in: {text}");
+        }
     }
 
     #[test]

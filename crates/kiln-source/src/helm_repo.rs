@@ -64,7 +64,7 @@ pub fn versions(
         });
     };
     let mut out: Vec<(Option<Version>, ChartVersion)> = Vec::new();
-    for v in list {
+    for (i, v) in list.iter().enumerate() {
         let Some(version) = v.get("version").and_then(Value::as_str) else {
             continue;
         };
@@ -76,7 +76,7 @@ pub fn versions(
         else {
             continue;
         };
-        let digest = v.get("digest").and_then(Value::as_str).map(str::to_string);
+        let digest = digest_text(&text, chart, i, v.get("digest"));
         out.push((
             Version::parse(version).ok(),
             ChartVersion {
@@ -172,9 +172,31 @@ fn resolve_reference(base: &str, reference: &str) -> String {
     format!("{base}/{}", reference.trim_start_matches("./"))
 }
 
-/// Downloads `version`'s archive; checks the index's digest when it has one.
+/// The `digest` of entry `i` of `chart` in the index (`text`) as Helm reads it: its
+/// `ChartVersion.Digest` is a string, and sigs.k8s.io/yaml reads any plain scalar into a
+/// string field as its text, so a digest YAML resolves to a number (all digits, `1e5…`) is
+/// still the digest, taken from the text, and checked (never dropped).
+fn digest_text(text: &str, chart: &str, i: usize, digest: Option<&Value>) -> Option<String> {
+    match digest? {
+        Value::String(s) => Some(s.clone()),
+        Value::Null | Value::Array(_) | Value::Object(_) => None,
+        other => {
+            let pointer = format!("/entries/{}/{i}/digest", kiln_base::pointer::escape(chart));
+            let at = kiln_base::yaml::locate(text, 0, &pointer, false);
+            Some(
+                at.and_then(|l| text.get(l.offset..l.offset + l.len))
+                    .map_or_else(|| other.to_string(), |t| t.trim().to_string()),
+            )
+        }
+    }
+}
+
+/// Downloads `version`'s archive of `chart`; refuses it when its sha256 differs from the
+/// index's digest (the project's rule: a fetched source whose digest differs is refused;
+/// Flux's source-controller does the same, Helm itself does not, helm/helm#7623).
 pub fn download(
     http: &Http,
+    chart: &str,
     version: &ChartVersion,
     origin: &Origin,
 ) -> Result<Vec<u8>, SourceError> {
@@ -195,7 +217,11 @@ pub fn download(
         if !actual.eq_ignore_ascii_case(want) {
             return Err(SourceError::DigestMismatch {
                 origin: Box::new(origin.clone()),
-                what: format!("the archive {}", kiln_base::url::redact(&version.url)),
+                what: format!(
+                    "chart `{chart}` version {} (archive {})",
+                    version.version,
+                    kiln_base::url::redact(&version.url)
+                ),
                 expected: format!("sha256:{want}"),
                 actual: format!("sha256:{actual}"),
                 by: "the repository's index.yaml",
