@@ -1441,7 +1441,11 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
             "  validate  {}  (Kubernetes validation: CRDs, custom resources and conflicts, part of emit)",
             secs(t.validate)
         ),
-        format!("  write     {}  (compare, stage, rename)", secs(t.write)),
+        format!(
+            "  write     {}  (compare, stage, rename; {:.3} s more staged while the render ran)",
+            secs(t.write),
+            t.write_overlapped.as_secs_f64()
+        ),
         format!("  total     {}", secs(total)),
     ]
     .join("\n")

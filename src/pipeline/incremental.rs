@@ -29,7 +29,7 @@ pub(super) fn store_journal(
 ) {
     // Each distinct read cloned once (every environment of a component reads the same).
     let distinct: std::collections::BTreeSet<&crate::cache::Read> =
-        outputs.iter().flat_map(|o| &o.reads).collect();
+        outputs.iter().flat_map(|o| o.reads.iter()).collect();
     let render_reads: Vec<crate::cache::Read> = distinct.into_iter().cloned().collect();
     let index = |v: Result<usize, usize>| v.ok().and_then(|i| u32::try_from(i).ok());
     let mut records = Vec::with_capacity(outputs.len());

@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 mod incremental;
+mod retain;
 mod shard;
 mod show;
 mod stream;
@@ -176,7 +177,8 @@ pub struct RenderOptions {
 
 /// Wall time of each stage of one render (`kiln render --timings`). `render` is the parallel
 /// phase (each BuildPlan rendered, then emitted on the same worker); `render_cpu` and
-/// `emit_cpu` split it, summed over worker threads. `emit` is the rest of emit: Kargo and
+/// `emit_cpu` split it, summed over worker threads (each worker's CPU clock, so a worker
+/// waiting for a core on a loaded machine adds nothing). `emit` is the rest of emit: Kargo and
 /// Argo CD objects, the tree assembled, `--schema-dir` checks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Timings {
@@ -194,6 +196,9 @@ pub struct Timings {
     /// resources against every CRD, conflicts between Applications), part of `emit`.
     pub validate: Duration,
     pub write: Duration,
+    /// The part of the write done while the render ran (files staged on a thread of their
+    /// own while the next piece rendered): inside `render`'s wall time, not `write`'s.
+    pub write_overlapped: Duration,
 }
 
 impl Timings {
@@ -424,6 +429,9 @@ struct PlanDone {
     checked: Option<crate::conform::Checked>,
     /// What the write stream takes from its files, when the render streams into the write.
     scanned: Option<stream::Scanned>,
+    /// Its provenance and reads, moved out of `emitted` and shared with its component's
+    /// other plans, when the renderer keeps them so ([`PlanRenderer::retained`]).
+    kept: Option<retain::Kept>,
 }
 
 /// How many BuildPlans the streamed render evaluates before it renders them
@@ -445,6 +453,11 @@ struct PlanRenderer<'a, 'w> {
     validation: Option<&'a crate::conform::Validation>,
     /// The write, fed each piece's files once it is rendered (issue 38, item 8).
     stream: Option<&'a mut Stream<'w>>,
+    /// The last piece's files, written while the next piece renders (`stream`'s docs).
+    pending: Option<stream::Piece>,
+    /// What is kept of each plan to the end, shared across its component's environments
+    /// (issue 38, item 8); `None`: each plan's [`crate::cache::Emitted`] keeps its own.
+    retained: Option<retain::Retained>,
     done: std::sync::atomic::AtomicUsize,
     render_ns: std::sync::atomic::AtomicU64,
     emit_ns: std::sync::atomic::AtomicU64,
@@ -473,6 +486,8 @@ impl<'a, 'w> PlanRenderer<'a, 'w> {
             total,
             validation: None,
             stream: None,
+            retained: None,
+            pending: None,
             done: Default::default(),
             render_ns: Default::default(),
             emit_ns: Default::default(),
@@ -486,11 +501,16 @@ impl<'a, 'w> PlanRenderer<'a, 'w> {
         use std::sync::atomic::Ordering::Relaxed;
         let first = self.pieces.last().map_or(0, |(_, end)| *end);
         self.pieces.push((first, first + plans.len()));
-        let nanos = |t: Instant| u64::try_from(t.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        // CPU time of the worker, not wall time: on a loaded machine a worker waiting for a
+        // core would count its wait as the render's (issue 38: `--timings` stays truthful).
+        let nanos = |t: Duration| {
+            u64::try_from(thread_cpu().saturating_sub(t).as_nanos()).unwrap_or(u64::MAX)
+        };
         let (cache, fs, layout, validation) = (self.cache, self.fs, self.layout, self.validation);
         let scan = self.stream.as_ref().map(|s| s.digests());
         let (done, render_ns, emit_ns) = (&self.done, &self.render_ns, &self.emit_ns);
         let validate_ns = &self.validate_ns;
+        let retained = self.retained.as_ref();
         let (progress, total) = (self.progress, self.total);
         let per_plan = |plan: &BuildPlan,
                         render: &crate::render::RenderThunk|
@@ -498,22 +518,22 @@ impl<'a, 'w> PlanRenderer<'a, 'w> {
             let key = cache.map(|c| c.key(plan));
             let hit = cache.zip(key.as_deref()).and_then(|(c, k)| c.lookup(k, fs));
             let validate = |files: &[(String, Vec<u8>)], rendered| {
-                let t = Instant::now();
+                let t = thread_cpu();
                 let files = files.iter().map(|(p, b)| (p.as_str(), b.as_slice()));
                 let checked = validation.map(|v| v.check_plan(plan, files, rendered));
                 validate_ns.fetch_add(nanos(t), Relaxed);
                 checked
             };
-            let (out, checked) = match hit {
+            let (mut out, checked) = match hit {
                 Some(out) => {
                     let checked = validate(&out.files, None);
                     (out, checked)
                 }
                 None => {
-                    let t = Instant::now();
+                    let t = thread_cpu();
                     let rendered = render()?;
                     render_ns.fetch_add(nanos(t), Relaxed);
-                    let t = Instant::now();
+                    let t = thread_cpu();
                     let out = crate::cache::Emitted {
                         key: key.clone().unwrap_or_default(),
                         files: emit_plan(&rendered, layout),
@@ -534,19 +554,39 @@ impl<'a, 'w> PlanRenderer<'a, 'w> {
                 }
             };
             let scanned = scan.map(|digests| stream::scan(&out.files, digests));
+            let kept = retained.map(|r| r.keep(&plan.source.dir, &mut out));
             progress(done.fetch_add(1, Relaxed) + 1, total);
             Ok(PlanDone {
                 emitted: out,
                 checked,
                 scanned,
+                kept,
             })
         };
-        self.rendering.feed(plans, self.sources, fs, &per_plan);
-        if let Some(stream) = self.stream.as_deref_mut()
+        // The last piece is written on a thread of its own while this one renders.
+        let (rendering, sources) = (&mut self.rendering, self.sources);
+        match (self.stream.as_deref_mut(), self.pending.take()) {
+            (Some(stream), Some(piece)) => std::thread::scope(|s| {
+                let writing = s.spawn(move || stream.write(piece, true));
+                rendering.feed(plans, sources, fs, &per_plan);
+                if let Err(panic) = writing.join() {
+                    std::panic::resume_unwind(panic);
+                }
+            }),
+            _ => rendering.feed(plans, sources, fs, &per_plan),
+        }
+        if self.stream.is_some()
             && let Some(piece) = self.rendering.last(plans.len())
         {
-            stream
-                .take(piece.map(|d| (&mut d.emitted.files, d.scanned.take().unwrap_or_default())));
+            let piece = piece.map(|d| (&mut d.emitted.files, d.scanned.take().unwrap_or_default()));
+            self.pending = Some(Stream::collect(piece));
+        }
+    }
+
+    /// Writes the last piece rendered, if it waits (the end of the render).
+    fn flush(&mut self) {
+        if let (Some(stream), Some(piece)) = (self.stream.as_deref_mut(), self.pending.take()) {
+            stream.write(piece, false);
         }
     }
 
@@ -555,12 +595,24 @@ impl<'a, 'w> PlanRenderer<'a, 'w> {
         self.stream.as_ref().is_some_and(|s| s.stopped())
     }
 
-    fn finish(self, timings: &mut Timings) -> Result<Vec<PlanDone>, Errors<Repeated<RenderError>>> {
+    fn finish(
+        mut self,
+        timings: &mut Timings,
+    ) -> Result<Vec<PlanDone>, Errors<Repeated<RenderError>>> {
+        self.flush();
         timings.render_cpu = Duration::from_nanos(self.render_ns.into_inner());
         timings.emit_cpu = Duration::from_nanos(self.emit_ns.into_inner());
         timings.validate_cpu = Duration::from_nanos(self.validate_ns.into_inner());
         self.rendering.finish()
     }
+}
+
+/// The CPU time the calling thread has used so far (`CLOCK_THREAD_CPUTIME_ID`).
+fn thread_cpu() -> Duration {
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    let secs = u64::try_from(ts.tv_sec).unwrap_or_default();
+    let nanos = u32::try_from(ts.tv_nsec).unwrap_or_default();
+    Duration::new(secs, nanos)
 }
 
 /// Stages 3 and 4 streamed (issue 38, item 8): the BuildPlans are evaluated a component
@@ -695,6 +747,13 @@ fn build_fetched(
             )
             .map_err(KilnError::Render)?;
             timings.render = t.elapsed();
+            let emitted = emitted
+                .into_iter()
+                .map(|mut e| {
+                    let kept = retain::Kept::unshared(&mut e);
+                    (e, kept)
+                })
+                .collect::<Vec<_>>();
             (plans, emitted)
         }
         None => {
@@ -708,6 +767,9 @@ fn build_fetched(
                 total,
             );
             renderer.validation = validation.as_ref();
+            // Reads are only kept for the journal, which only a streamed render stores.
+            let journal = stream.as_deref().is_some_and(Stream::digests);
+            renderer.retained = Some(retain::Retained::new(journal));
             renderer.stream = stream.as_deref_mut();
             let plans = evaluate_and_render(
                 &platform,
@@ -721,8 +783,12 @@ fn build_fetched(
                 return Err(KilnError::Write(e));
             }
             let mut emitted = Vec::with_capacity(done.len());
-            for d in done {
-                emitted.push(d.emitted);
+            for mut d in done {
+                let kept = match d.kept {
+                    Some(kept) => kept,
+                    None => retain::Kept::unshared(&mut d.emitted),
+                };
+                emitted.push((d.emitted, kept));
                 checked.extend(d.checked);
             }
             (plans, emitted)
@@ -735,7 +801,7 @@ fn build_fetched(
     let mut outputs = Vec::with_capacity(emitted.len());
     // One line per value and place: every environment of a component says the same.
     let mut render_warnings = BTreeSet::new();
-    for (plan, e) in plans.iter().zip(emitted) {
+    for (plan, (e, kept)) in plans.iter().zip(emitted) {
         outputs.push(PlanOutput {
             project: plan.project.clone(),
             environment: plan.environment.clone(),
@@ -746,10 +812,10 @@ fn build_fetched(
             images: crate::cache::plan_images(plan),
             files: e.files.iter().map(|(p, _)| p.clone()).collect(),
             cluster_kinds: e.cluster_kinds.iter().cloned().collect(),
-            // Moved, not copied: a plan's reads are held until the journal is stored (at
-            // 100,000 BuildPlans a second copy, and their union, were a few hundred MB).
-            reads: e.reads,
-            provenance: e.provenance,
+            // Shared with the component's other plans, and empty without a journal
+            // (`retain`): at 100,000 BuildPlans these were 1 GB held to the end.
+            reads: kept.reads,
+            provenance: kept.provenance,
             warnings: e.warnings.iter().map(Replayed::from).collect(),
             unvalidated: Vec::new(),
         });
@@ -818,7 +884,7 @@ fn build_fetched(
     let mut crd_kinds = Vec::new();
     if let Some(validation) = validation {
         let v = Instant::now();
-        let provenance = outputs.iter().map(|o| o.provenance.as_slice()).collect();
+        let provenance = outputs.iter().map(|o| &o.provenance[..]).collect();
         let sourcing = crate::conform::Sourcing::render(&platform, opts.fs.as_ref(), provenance);
         // A streamed file is read back where the write put it: the validation asks for the
         // few holding custom resources or conflicting objects again.
@@ -945,9 +1011,11 @@ pub struct PlanOutput {
     pub images: String,
     pub files: Vec<String>,
     pub cluster_kinds: Vec<(String, String)>,
-    pub reads: Vec<crate::cache::Read>,
-    /// Where each document of the plan's `.gen.yaml` came from (for validation).
-    pub provenance: Vec<Option<crate::resource::Provenance>>,
+    /// Empty when no journal is stored.
+    pub reads: std::sync::Arc<[crate::cache::Read]>,
+    /// Where each document of the plan's `.gen.yaml` came from (for validation), shared
+    /// with the plans of the same component that have the same.
+    pub provenance: std::sync::Arc<[Option<crate::resource::Provenance>]>,
     /// Its warnings ([`crate::cache::PlanRecord::warnings`]).
     pub warnings: Vec<Replayed>,
     /// Its objects of kinds with no schema ([`crate::cache::PlanRecord::unvalidated`]).
@@ -1065,7 +1133,7 @@ pub fn run_render(
     let t = Instant::now();
     // Pruning a directory that holds the sources would delete them: such targets are
     // refused before anything is staged.
-    let spent = stream.spent();
+    let (spent, overlapped) = stream.spent();
     stream.start(&opts.write_to, &platform);
     stream.take_set(set);
     let files = stream.paths().count();
@@ -1115,9 +1183,11 @@ pub fn run_render(
             outputs,
         );
     }
-    // The files staged while the pieces were rendered are the write's time.
+    // The files staged between the pieces' renders are the write's time; those staged
+    // while a piece rendered are counted apart (the render's wall time holds them).
     timings.render = timings.render.saturating_sub(spent);
     timings.write = t.elapsed() + spent;
+    timings.write_overlapped = overlapped;
     Ok(RenderSummary { timings, ..summary })
 }
 
@@ -1386,6 +1456,76 @@ mod tests {
                 "{path}"
             );
         }
+    }
+
+    /// Issue 38, item 8: a piece's files are staged while the next piece renders (on a thread
+    /// of their own), not after it: once piece 2 is fed, piece 1's files are staged and piece
+    /// 2's wait for piece 3 or the end of the render.
+    #[test]
+    fn a_piece_is_written_while_the_next_one_renders() {
+        let t = fixture();
+        let out = t.path().join("out");
+        let platform =
+            load_platform(&RealFs, &t.path().join("platforms/p"), Some(t.path())).unwrap();
+        let mut plans = evaluate(&platform, &Selection::default()).unwrap();
+        assert_eq!(plans.len(), 2);
+        let mut stream = Stream::new(&out, Default::default(), false);
+        stream.start(&out, &platform);
+        let mut renderer = PlanRenderer::new(
+            &platform.sources,
+            (&RealFs, Default::default()),
+            None,
+            Layout::Service,
+            &|_, _| {},
+            plans.len(),
+        );
+        renderer.stream = Some(&mut stream);
+        let staged = |path: &str| {
+            std::fs::read_dir(t.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.to_string_lossy().contains(".kiln-stage-out-"))
+                .is_some_and(|stage| stage.join("new").join(path).is_file())
+        };
+        let (first, second) = plans.split_at_mut(1);
+        renderer.feed(first);
+        let piece1: Vec<String> = renderer
+            .pending
+            .as_ref()
+            .unwrap()
+            .paths()
+            .map(String::from)
+            .collect();
+        assert_eq!(piece1.len(), 2);
+        assert!(
+            !piece1.iter().any(|p| staged(p)),
+            "piece 1 is written beside piece 2"
+        );
+        renderer.feed(second);
+        assert!(
+            piece1.iter().all(|p| staged(p)),
+            "piece 1 staged while piece 2 rendered"
+        );
+        let piece2: Vec<String> = renderer
+            .pending
+            .as_ref()
+            .unwrap()
+            .paths()
+            .map(String::from)
+            .collect();
+        assert!(!piece2.iter().any(|p| staged(p)));
+        let mut timings = Timings::default();
+        renderer.finish(&mut timings).unwrap();
+        assert!(
+            piece2.iter().all(|p| staged(p)),
+            "the last piece at the end"
+        );
+        let (_, overlapped) = stream.spent();
+        assert!(
+            overlapped > Duration::ZERO,
+            "piece 1 was counted as overlapped"
+        );
+        assert!(!out.exists());
     }
 
     #[test]

@@ -9,7 +9,13 @@
 //! ([`scan`]). The result is the write of the whole set: the same tree, report and
 //! journal, the same errors in the same precedence (a write error found while streaming
 //! waits for the render's own errors, which come first; only SIGINT and SIGTERM stop the
-//! render at once).
+//! render, once the piece being rendered is done).
+//!
+//! A piece is written while the next one renders: the render hands it over as a [`Piece`]
+//! (owned paths and bytes, [`Stream::collect`]) and [`Stream::write`] stages it on a thread of
+//! its own during the next piece's render (`super::PlanRenderer::feed`), so the write's system
+//! time (creating 220,502 files at 10,000 × 10) runs beside the render's CPU instead of
+//! after each piece, with both cores idle but one.
 
 use crate::kargo::expressions::ExpressionInManifest;
 use crate::write::{Known, WriteError, Writer};
@@ -50,8 +56,26 @@ pub(super) struct Stream<'a> {
     failed: Option<WriteError>,
     /// The target was checked ([`Stream::start`]).
     started: bool,
-    /// Time spent taking files (comparing and staging them).
+    /// Time spent taking files (comparing and staging them) while nothing else ran.
     spent: std::time::Duration,
+    /// Time spent staging pieces while the next piece rendered.
+    overlapped: std::time::Duration,
+}
+
+/// One piece's files, owned, in path order, for [`Stream::write`]: the render has moved on.
+#[derive(Debug, Default)]
+pub(super) struct Piece {
+    files: Vec<(String, Vec<u8>, Option<String>)>,
+    secrets: Vec<(String, String)>,
+    expressions: Vec<ExpressionInManifest>,
+}
+
+impl Piece {
+    /// The paths of the piece, in path order.
+    #[cfg(test)]
+    pub(super) fn paths(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().map(|f| f.0.as_str())
+    }
 }
 
 impl<'a> Stream<'a> {
@@ -66,6 +90,7 @@ impl<'a> Stream<'a> {
             failed: None,
             started: false,
             spent: Default::default(),
+            overlapped: Default::default(),
         }
     }
 
@@ -98,9 +123,10 @@ impl<'a> Stream<'a> {
         self.stopped().then(|| self.failed.take()).flatten()
     }
 
-    /// The time spent comparing and staging files so far.
-    pub(super) fn spent(&self) -> std::time::Duration {
-        self.spent
+    /// The time spent comparing and staging files so far while nothing else ran, and
+    /// while the render went on.
+    pub(super) fn spent(&self) -> (std::time::Duration, std::time::Duration) {
+        (self.spent, self.overlapped)
     }
 
     /// Takes one piece's files, each plan's with what [`scan`] found in them: the bytes are
@@ -109,30 +135,52 @@ impl<'a> Stream<'a> {
         &mut self,
         plans: impl Iterator<Item = (&'p mut Vec<(String, Vec<u8>)>, Scanned)>,
     ) {
-        let t = std::time::Instant::now();
-        let mut piece: Vec<(&str, Vec<u8>, Option<String>)> = Vec::new();
+        let piece = Self::collect(plans);
+        self.write(piece, false);
+    }
+
+    /// One piece's files as [`Stream::take`] takes them, owned: the bytes are moved out
+    /// (left empty), the paths copied. Cheap: no I/O, no copy of the bytes.
+    pub(super) fn collect<'p>(
+        plans: impl Iterator<Item = (&'p mut Vec<(String, Vec<u8>)>, Scanned)>,
+    ) -> Piece {
+        let mut piece = Piece::default();
         for (files, scanned) in plans {
-            self.secrets.extend(scanned.secrets);
-            self.expressions.extend(scanned.expressions);
+            piece.secrets.extend(scanned.secrets);
+            piece.expressions.extend(scanned.expressions);
             let mut digests = scanned.digests.into_iter();
             for (path, bytes) in files.iter_mut() {
-                piece.push((path, std::mem::take(bytes), digests.next()));
+                piece
+                    .files
+                    .push((path.clone(), std::mem::take(bytes), digests.next()));
             }
         }
         // The pieces come in plan order (a component's environments together); in path
         // order, each directory of the piece is opened once.
-        piece.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        for (path, bytes, digest) in piece {
+        piece.files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        piece
+    }
+
+    /// Compares and stages `piece`'s files; `overlapped`: while the render goes on (its
+    /// time is the write's, not taken from the render's).
+    pub(super) fn write(&mut self, piece: Piece, overlapped: bool) {
+        let t = std::time::Instant::now();
+        self.secrets.extend(piece.secrets);
+        self.expressions.extend(piece.expressions);
+        for (path, bytes, digest) in piece.files {
             if self.failed.is_none()
-                && let Err(e) = self.writer.add(path, &bytes, digest.as_deref())
+                && let Err(e) = self.writer.add(&path, &bytes, digest.as_deref())
             {
                 self.failed = Some(e);
             }
             if let (Some(all), Some(d)) = (&mut self.digests, digest) {
-                all.insert(path.to_string(), d);
+                all.insert(path, d);
             }
         }
-        self.spent += t.elapsed();
+        match overlapped {
+            true => self.overlapped += t.elapsed(),
+            false => self.spent += t.elapsed(),
+        }
     }
 
     /// Takes the files of `set` (the Kargo and Argo CD files, or every file of a render
