@@ -127,6 +127,7 @@ mod tests {
                 document: 0,
                 template: false,
                 set: vec![set],
+                chart: None,
             })],
             warnings: Vec::new(),
         }
