@@ -827,7 +827,7 @@ impl io::Write for HashWriter<'_> {
 }
 
 /// Bumped whenever the journal's layout or key inputs change.
-const JOURNAL_FORMAT: &str = "kiln-render-journal/7";
+const JOURNAL_FORMAT: &str = "kiln-render-journal/8";
 
 /// The render journal: what the last full `kiln render` into one output directory, with one
 /// set of options, read and wrote, so that the next render of unchanged input can skip
@@ -1023,6 +1023,8 @@ pub struct PlanRecord {
     /// Its objects of kinds with no schema, by `group/version Kind` (an incremental render
     /// counts those of the plans it does not render again: the "not validated" line).
     pub unvalidated: Vec<(String, usize)>,
+    /// Its CEL rules not evaluated (counted as `unvalidated` is).
+    pub cel_skipped: usize,
 }
 
 /// A journal's key and location (see [`Journal`]).

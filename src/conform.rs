@@ -283,27 +283,43 @@ pub struct Report {
     /// Kubernetes objects looked at ([`validate_files`]; `kiln validate`'s summary counts
     /// them), the unvalidated ones included.
     pub objects: usize,
-    /// [`unvalidated`](Self::unvalidated) of each BuildPlan, in plan order (a render's
-    /// journal keeps them: an incremental render counts the plans it does not render again).
-    pub by_plan: Vec<BTreeMap<String, usize>>,
+    /// The counts of each BuildPlan, in plan order (a render's journal keeps them: an
+    /// incremental render counts the plans it does not render again).
+    pub by_plan: Vec<PlanCounts>,
     /// The (group, kind) each CRD of the validation defines.
     pub crd_kinds: BTreeSet<(String, String)>,
 }
 
-/// The warning line of `unvalidated`'s kinds (`group/version Kind` → objects), if any.
-pub fn unvalidated_line(unvalidated: &BTreeMap<String, usize>) -> Option<String> {
-    if unvalidated.is_empty() {
-        return None;
+/// What one BuildPlan's validation counted: its objects of kinds with no schema and its CEL
+/// rules not evaluated.
+#[derive(Debug, Default, Clone)]
+pub struct PlanCounts {
+    pub unvalidated: BTreeMap<String, usize>,
+    pub skipped_rules: usize,
+}
+
+/// The warning lines of the counts: `unvalidated`'s kinds (`group/version Kind` → objects),
+/// then the CEL rules not evaluated; counted, never passed silently (ADR 0021, ADR 0048).
+pub fn summary_lines(unvalidated: &BTreeMap<String, usize>, skipped_rules: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    if !unvalidated.is_empty() {
+        let kinds: Vec<String> = unvalidated
+            .iter()
+            .map(|(k, n)| format!("{k} ({n})"))
+            .collect();
+        out.push(format!(
+            "warning: not validated: {} kinds with no schema: {}",
+            kinds.len(),
+            kinds.join(", ")
+        ));
     }
-    let kinds: Vec<String> = unvalidated
-        .iter()
-        .map(|(k, n)| format!("{k} ({n})"))
-        .collect();
-    Some(format!(
-        "warning: not validated: {} kinds with no schema: {}",
-        kinds.len(),
-        kinds.join(", ")
-    ))
+    if skipped_rules > 0 {
+        out.push(format!(
+            "warning: not evaluated: {skipped_rules} CEL rule{} (transition rules, functions outside kiln's CEL environment)",
+            if skipped_rules == 1 { "" } else { "s" }
+        ));
+    }
+    out
 }
 
 /// The (group, kind) of an [`Report::unvalidated`] key (`group/version Kind`; a core kind's
@@ -331,21 +347,11 @@ impl Report {
     /// [`warning_lines`](Self::warning_lines), each with its finding (`None`: the line of
     /// the unvalidated kinds).
     pub fn warnings(&self) -> Vec<(Option<&Finding>, String)> {
-        let mut out = Vec::new();
-        if let Some(line) = unvalidated_line(&self.unvalidated) {
-            out.push((None, line));
-        }
-        // Counted, never passed silently (ADR 0021, ADR 0048).
-        match self.skipped_rules {
-            0 => {}
-            n => out.push((
-                None,
-                format!(
-                    "warning: not evaluated: {n} CEL rule{} (transition rules, functions outside kiln's CEL environment)",
-                    if n == 1 { "" } else { "s" }
-                ),
-            )),
-        }
+        let mut out: Vec<(Option<&Finding>, String)> =
+            summary_lines(&self.unvalidated, self.skipped_rules)
+                .into_iter()
+                .map(|l| (None, l))
+                .collect();
         out.extend(self.findings.iter().filter(|f| f.warning).map(|f| {
             (
                 Some(f),
@@ -1260,7 +1266,10 @@ impl Validation {
             for (kind, n) in &c.unvalidated {
                 *report.unvalidated.entry(kind.clone()).or_default() += n;
             }
-            report.by_plan.push(std::mem::take(&mut c.unvalidated));
+            report.by_plan.push(PlanCounts {
+                unvalidated: std::mem::take(&mut c.unvalidated),
+                skipped_rules: c.skipped_rules,
+            });
             report.skipped_rules += c.skipped_rules;
             report.objects += c.objects.len();
         }

@@ -1222,3 +1222,46 @@ fn an_incremental_render_counts_the_kinds_with_no_schema_of_every_plan() {
     assert!(crd.contains(line), "crd re-rendered: {crd}");
     assert!(!crd.contains("Gadget"), "{crd}");
 }
+
+/// An incremental render prints the count of CEL rules not evaluated, as the full render does:
+/// the re-rendered plans' counted again, the others' as recorded.
+#[test]
+fn an_incremental_render_counts_the_cel_rules_not_evaluated() {
+    let f = Fixture::new();
+    f.write(
+        "repo/components/web/manifests/things.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Thing, plural: things, singular: thing, listKind: ThingList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n            - {rule: \"self.size >= oldSelf.size\", message: never shrinks}\n            properties:\n              size: {type: integer}\n---\napiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t}\nspec: {size: 1}\n",
+    );
+    f.write(
+        "repo/components/other/component.yaml",
+        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: other\nspec:\n  generators:\n  - files: [manifests]\n",
+    );
+    f.write(
+        "repo/components/other/manifests/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {a: \"1\"}\n",
+    );
+    f.edit(
+        "repo/platforms/p/platform.yaml",
+        "    - path: ../../components/web\n",
+        "    - path: ../../components/other\n    - path: ../../components/web\n",
+    );
+    let line = "warning: not evaluated: 2 CEL rules";
+    let full = renders(&f, &[]);
+    assert!(full.contains(line), "{full}");
+    // Only other renders again: web's count is the recorded one.
+    f.edit(
+        "repo/components/other/manifests/cm.yaml",
+        "a: \"1\"",
+        "a: \"2\"",
+    );
+    let other = renders(&f, &[]);
+    assert!(other.contains(line), "other re-rendered: {other}");
+    // Only web renders again: counted again.
+    f.edit(
+        COMPONENT,
+        "default: web.example.com",
+        "default: www.example.com",
+    );
+    let web = renders(&f, &[]);
+    assert!(web.contains(line), "web re-rendered: {web}");
+}

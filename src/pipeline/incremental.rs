@@ -61,6 +61,7 @@ pub(super) fn store_journal(
             cluster_kinds: o.cluster_kinds,
             warnings: o.warnings,
             unvalidated: o.unvalidated,
+            cel_skipped: o.cel_skipped,
         });
     }
     write_journal(slot, opts, parts, render_reads, records);
@@ -335,6 +336,7 @@ pub(super) fn render_incremental(
         }
     }
     let mut plan_unvalidated: Vec<Vec<(String, usize)>> = vec![Vec::new(); emitted.len()];
+    let mut plan_skipped: Vec<usize> = vec![0; emitted.len()];
     let mut crd_kinds: BTreeSet<(String, String)> = j.crd_kinds.iter().cloned().collect();
     if opts.validate {
         let checked = validate_fresh(&fresh, &platform, &plans, &emitted, opts)?;
@@ -353,20 +355,37 @@ pub(super) fn render_incremental(
             let (group, kind) = crate::conform::group_kind(key);
             crd_kinds.contains(&(group.to_string(), kind.to_string()))
         };
-        for (of_plan, kinds) in plan_unvalidated.iter_mut().zip(checked.unvalidated) {
-            *of_plan = kinds.into_iter().filter(|(k, _)| !has_crd(k)).collect();
+        for ((of_plan, skipped), counts) in plan_unvalidated
+            .iter_mut()
+            .zip(plan_skipped.iter_mut())
+            .zip(checked.counts)
+        {
+            let kinds = counts.unvalidated.into_iter();
+            *of_plan = kinds.filter(|(k, _)| !has_crd(k)).collect();
+            *skipped = counts.skipped_rules;
         }
     }
     let mut warnings: Vec<Replayed> = Vec::new();
     let mut unvalidated: std::collections::BTreeMap<String, usize> = Default::default();
-    let mut fresh_warnings = plan_warnings.iter().zip(&plan_unvalidated);
+    let mut skipped_rules = 0;
+    let mut fresh_warnings = plan_warnings
+        .iter()
+        .zip(&plan_unvalidated)
+        .zip(&plan_skipped);
     for (i, r) in j.records.iter().enumerate() {
-        let (of_plan, kinds) = match affected_set.contains(&i) {
+        let (of_plan, kinds, skipped) = match affected_set.contains(&i) {
             true => fresh_warnings
                 .next()
-                .map_or((&[][..], &[][..]), |(w, k)| (w.as_slice(), k.as_slice())),
-            false => (r.warnings.as_slice(), r.unvalidated.as_slice()),
+                .map_or((&[][..], &[][..], 0), |((w, k), s)| {
+                    (w.as_slice(), k.as_slice(), *s)
+                }),
+            false => (
+                r.warnings.as_slice(),
+                r.unvalidated.as_slice(),
+                r.cel_skipped,
+            ),
         };
+        skipped_rules += skipped;
         for (kind, n) in kinds {
             *unvalidated.entry(kind.clone()).or_default() += n;
         }
@@ -377,10 +396,10 @@ pub(super) fn render_incremental(
             }
         }
     }
-    // The kinds with no schema first, as a full render prints them.
-    if let Some(line) = crate::conform::unvalidated_line(&unvalidated) {
-        warnings.insert(0, Replayed { line, json: None });
-    }
+    // The counts first, as a full render prints them.
+    let counts = crate::conform::summary_lines(&unvalidated, skipped_rules);
+    let counted = counts.into_iter().map(|line| Replayed { line, json: None });
+    warnings.splice(0..0, counted);
     // The regenerated Kargo and Argo CD files replace exactly the ones their projects had:
     // files no plan wrote, under the project's directory.
     let regenerated_before = j
@@ -497,10 +516,15 @@ pub(super) fn render_incremental(
         if files.len() == j.files.len() {
             let (render_reads, mut records) =
                 incremental_records(j, &affected, emitted, &images_now);
-            for ((&i, w), kinds) in affected.iter().zip(plan_warnings).zip(plan_unvalidated) {
+            let fresh = plan_warnings
+                .into_iter()
+                .zip(plan_unvalidated)
+                .zip(plan_skipped);
+            for (&i, ((w, kinds), skipped)) in affected.iter().zip(fresh) {
                 if let Some(r) = records.get_mut(i) {
                     r.warnings = w;
                     r.unvalidated = kinds;
+                    r.cel_skipped = skipped;
                 }
             }
             // The reloaded components' load calls as made now; the others' as recorded.
@@ -813,11 +837,7 @@ fn validate_fresh(
         .collect();
     Ok(FreshValidation {
         warnings,
-        unvalidated: report
-            .by_plan
-            .into_iter()
-            .map(|kinds| kinds.into_iter().collect())
-            .collect(),
+        counts: report.by_plan,
         crd_kinds: report.crd_kinds,
     })
 }
@@ -826,8 +846,8 @@ fn validate_fresh(
 struct FreshValidation {
     /// The warnings, each with the file it is on.
     warnings: Vec<(String, Replayed)>,
-    /// Each re-rendered plan's objects of kinds with no schema among these plans' CRDs.
-    unvalidated: Vec<Vec<(String, usize)>>,
+    /// Each re-rendered plan's counts (its kinds with no schema among these plans' CRDs).
+    counts: Vec<crate::conform::PlanCounts>,
     /// The (group, kind) of the CRDs among these plans.
     crd_kinds: BTreeSet<(String, String)>,
 }

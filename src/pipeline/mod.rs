@@ -818,6 +818,7 @@ fn build_fetched(
             provenance: kept.provenance,
             warnings: e.warnings.iter().map(Replayed::from).collect(),
             unvalidated: Vec::new(),
+            cel_skipped: 0,
         });
         render_warnings.extend(e.warnings);
         cluster_kinds.extend(e.cluster_kinds);
@@ -902,8 +903,9 @@ fn build_fetched(
         let files = outputs.iter().zip(&plans).map(|(o, p)| (&o.files, p));
         conform_errors(&report, files)?;
         // Each plan keeps its count of kinds with no schema, for an incremental render.
-        for (o, kinds) in outputs.iter_mut().zip(std::mem::take(&mut report.by_plan)) {
-            o.unvalidated = kinds.into_iter().collect();
+        for (o, counts) in outputs.iter_mut().zip(std::mem::take(&mut report.by_plan)) {
+            o.unvalidated = counts.unvalidated.into_iter().collect();
+            o.cel_skipped = counts.skipped_rules;
         }
         crd_kinds = std::mem::take(&mut report.crd_kinds).into_iter().collect();
         for (file, w) in report_warnings(&report) {
@@ -1020,6 +1022,8 @@ pub struct PlanOutput {
     pub warnings: Vec<Replayed>,
     /// Its objects of kinds with no schema ([`crate::cache::PlanRecord::unvalidated`]).
     pub unvalidated: Vec<(String, usize)>,
+    /// Its CEL rules not evaluated ([`crate::cache::PlanRecord::cel_skipped`]).
+    pub cel_skipped: usize,
 }
 
 /// The Kargo and Argo CD options of a render with `opts` whose selected BuildPlans are
