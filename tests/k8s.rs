@@ -1187,18 +1187,11 @@ fn an_incremental_render_counts_the_kinds_with_no_schema_of_every_plan() {
         "repo/components/web/manifests/crs.yaml",
         "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: example.com/v1\nkind: Gadget\nmetadata: {name: g}\nspec: {size: 1}\n",
     );
-    f.write(
-        "repo/components/crd/component.yaml",
-        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: crd\nspec:\n  generators:\n  - files: [manifests]\n",
-    );
-    f.write(
-        "repo/components/crd/manifests/crd.yaml",
+    add_component(
+        &f,
+        "crd",
+        "crd.yaml",
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Gadget, plural: gadgets, singular: gadget, listKind: GadgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            properties:\n              size: {type: integer}\n",
-    );
-    f.edit(
-        "repo/platforms/p/platform.yaml",
-        "    - path: ../../components/web\n",
-        "    - path: ../../components/crd\n    - path: ../../components/web\n",
     );
     let line = "warning: not validated: 1 kinds with no schema: example.com/v1 Widget (2)";
     let full = renders(&f, &[]);
@@ -1232,18 +1225,11 @@ fn an_incremental_render_counts_the_cel_rules_not_evaluated() {
         "repo/components/web/manifests/things.yaml",
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: things.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Thing, plural: things, singular: thing, listKind: ThingList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec:\n            type: object\n            x-kubernetes-validations:\n            - {rule: \"self.size >= oldSelf.size\", message: never shrinks}\n            properties:\n              size: {type: integer}\n---\napiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t}\nspec: {size: 1}\n",
     );
-    f.write(
-        "repo/components/other/component.yaml",
-        "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: other\nspec:\n  generators:\n  - files: [manifests]\n",
-    );
-    f.write(
-        "repo/components/other/manifests/cm.yaml",
+    add_component(
+        &f,
+        "other",
+        "cm.yaml",
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: other}\ndata: {a: \"1\"}\n",
-    );
-    f.edit(
-        "repo/platforms/p/platform.yaml",
-        "    - path: ../../components/web\n",
-        "    - path: ../../components/other\n    - path: ../../components/web\n",
     );
     let line = "warning: not evaluated: 2 CEL rules";
     let full = renders(&f, &[]);
@@ -1264,4 +1250,18 @@ fn an_incremental_render_counts_the_cel_rules_not_evaluated() {
     );
     let web = renders(&f, &[]);
     assert!(web.contains(line), "web re-rendered: {web}");
+}
+
+/// Adds component `name`, whose `manifests/` holds `file` with `text`, before web.
+fn add_component(f: &Fixture, name: &str, file: &str, text: &str) {
+    f.write(
+        &format!("repo/components/{name}/component.yaml"),
+        &format!("apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: {name}\nspec:\n  generators:\n  - files: [manifests]\n"),
+    );
+    f.write(&format!("repo/components/{name}/manifests/{file}"), text);
+    f.edit(
+        "repo/platforms/p/platform.yaml",
+        "    - path: ../../components/web\n",
+        &format!("    - path: ../../components/{name}\n    - path: ../../components/web\n"),
+    );
 }
