@@ -11,7 +11,6 @@
 use crate::cel::Outcome;
 use crate::schema::{Decode, Extra, Format, ListType, Node, NodeId, Schemas, Ty};
 use crate::{Code, Finding};
-use base64::Engine as _;
 use serde_json::Value;
 
 /// Counts what could not be checked, for the report.
@@ -130,19 +129,6 @@ fn is_date(s: &str) -> bool {
         && b.iter()
             .enumerate()
             .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
-}
-
-/// A `[]byte` field's string as Go's `encoding/json` decodes it (`literalStore` in
-/// `encoding/json/decode.go`, kept by sigs.k8s.io/json): `base64.StdEncoding.Decode`, which
-/// drops every `\r` and `\n` wherever they are (`base64 FILE` wraps at 76 columns), needs
-/// the padding, and, not being `Strict`, accepts nonzero trailing bits.
-pub(crate) fn is_base64(s: &str) -> bool {
-    const GO_STD: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
-        &base64::alphabet::STANDARD,
-        base64::engine::general_purpose::PAD.with_decode_allow_trailing_bits(true),
-    );
-    let joined: Vec<u8> = s.bytes().filter(|b| !matches!(b, b'\n' | b'\r')).collect();
-    GO_STD.decode(joined).is_ok()
 }
 
 /// `resource.ParseQuantity`'s grammar (k8s.io/apimachinery `pkg/api/resource/quantity.go`).
@@ -410,7 +396,7 @@ impl Walk<'_> {
                 }
             }
             // Go's encoding/json decodes `[]byte` with StdEncoding (padded).
-            (Format::Byte, Value::String(s)) if !is_base64(s) => {
+            (Format::Byte, Value::String(s)) if !crate::server::is_base64(s) => {
                 self.push(
                     Code::InvalidBase64,
                     pointer,

@@ -274,3 +274,16 @@ pub fn check(api_version: &str, kind: &str, object: &Value) -> Vec<Finding> {
     }
     out.0
 }
+
+/// A `[]byte` field's string as Go's `encoding/json` decodes it (`literalStore` in
+/// `encoding/json/decode.go`, kept by sigs.k8s.io/json): `base64.StdEncoding.Decode`, which
+/// drops every `\r` and `\n` wherever they are (`base64 FILE` wraps at 76 columns), needs
+/// the padding, and, not being `Strict`, accepts nonzero trailing bits.
+pub(crate) fn is_base64(s: &str) -> bool {
+    const GO_STD: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        base64::engine::general_purpose::PAD.with_decode_allow_trailing_bits(true),
+    );
+    let joined: Vec<u8> = s.bytes().filter(|b| !matches!(b, b'\n' | b'\r')).collect();
+    base64::Engine::decode(&GO_STD, joined).is_ok()
+}

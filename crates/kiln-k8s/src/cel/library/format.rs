@@ -274,7 +274,7 @@ fn errors(format: &str, s: &str) -> Result<Vec<String>, ExecutionError> {
             );
             unless(re.is_match(s), "does not match the UUID format")
         }
-        "byte" => unless(crate::check::is_base64(s), "invalid base64"),
+        "byte" => unless(crate::server::is_base64(s), "invalid base64"),
         "date" => unless(is_date(s), "invalid date"),
         // strfmt's datetime layouts are not mirrored: not evaluated, rather than guessed.
         _ => {
