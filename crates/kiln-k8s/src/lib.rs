@@ -92,11 +92,13 @@ pub enum Code {
     /// An object name, container name or ConfigMap/Secret key the server's Go validation
     /// refuses ([`server`]).
     InvalidName,
+    /// A workload whose `selector` does not match its template's labels ([`server`]).
+    SelectorMismatch,
 }
 
 impl Code {
     /// Every rule, in the order of this enum.
-    pub const ALL: [Code; 36] = [
+    pub const ALL: [Code; 37] = [
         Code::UnknownField,
         Code::WrongType,
         Code::IntegerRange,
@@ -133,6 +135,7 @@ impl Code {
         Code::ClusterScopedConflict,
         Code::DataTooLong,
         Code::InvalidName,
+        Code::SelectorMismatch,
     ];
 
     /// The rule's name: `unknown_field`, `wrong_type`, …
@@ -174,6 +177,7 @@ impl Code {
             Code::ClusterScopedConflict => "cluster_scoped_conflict",
             Code::DataTooLong => "data_too_long",
             Code::InvalidName => "invalid_name",
+            Code::SelectorMismatch => "selector_mismatch",
         }
     }
 

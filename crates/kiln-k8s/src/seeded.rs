@@ -296,6 +296,22 @@ fn cases() -> Vec<Case> {
                 d
             },
         ),
+        case(
+            Code::SelectorMismatch,
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["selector"] = json!({"matchLabels": {"app": "x"}});
+                d
+            },
+            "/spec/template/metadata/labels",
+            "`selector` does not match template `labels`",
+            {
+                let mut d = deployment(container(json!({})));
+                d["spec"]["selector"] =
+                    json!({"matchExpressions": [{"key": "app", "operator": "Exists"}]});
+                d
+            },
+        ),
         // Names, ports, replicas.
         case(
             Code::InvalidName,
