@@ -380,6 +380,17 @@ pub fn validate_release_name(name: &str) -> Result<(), HelmError> {
 }
 
 /// The seed of the random functions (see the module docs).
+/// `--kube-version` (Helm's default without it), parsed as Helm's `chartutil.ParseKubeVersion`.
+fn kube_version(opts: &TemplateOptions) -> Result<sprig::semver::Version, HelmError> {
+    let kube_version = opts
+        .kube_version
+        .clone()
+        .unwrap_or_else(|| engine::capabilities::DEFAULT_KUBE_VERSION.to_string());
+    sprig::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
+        message: format!("invalid kube version {kube_version:?}"),
+    })
+}
+
 fn seed(chart: &chart::Chart, user: &Map, opts: &TemplateOptions) -> u64 {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
@@ -414,13 +425,7 @@ pub fn render_chart(
         dependency_paths(&chart, &[], &mut helm_reads);
     }
     chartutil::dependencies::process_dependencies(&mut chart, user);
-    let kube_version = opts
-        .kube_version
-        .clone()
-        .unwrap_or_else(|| engine::capabilities::DEFAULT_KUBE_VERSION.to_string());
-    let kv = sprig::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
-        message: format!("invalid kube version {kube_version:?}"),
-    })?;
+    let kv = kube_version(opts)?;
     let vals = chartutil::coalesce::coalesce_values(&chart, user);
     // The schemas are checked beside the render, as a job on rayon's pool. Each was
     // compiled ahead since the load (chart::Schema), or this job compiles it: jsonschema
@@ -576,13 +581,7 @@ pub fn trace_values(
     let layers = user_layers(fs, opts)?;
     let seed = seed(&chart, &user, opts);
     chartutil::dependencies::process_dependencies(&mut chart, &user);
-    let kube_version = opts
-        .kube_version
-        .clone()
-        .unwrap_or_else(|| engine::capabilities::DEFAULT_KUBE_VERSION.to_string());
-    let kv = sprig::semver::Version::parse(&kube_version).map_err(|_| HelmError::KubeVersion {
-        message: format!("invalid kube version {kube_version:?}"),
-    })?;
+    let kv = kube_version(opts)?;
     let vals = chartutil::coalesce::coalesce_values(&chart, &user);
     let mut ctx = context(opts, format!("v{}.{}.{}", kv.major, kv.minor, kv.patch));
     ctx.record_reads = true;
