@@ -125,7 +125,7 @@ pub(super) fn build(
     let schemas_first = 2 * schema_bytes >= template_bytes;
     if !slots.is_empty() || !schemas.is_empty() {
         rayon::spawn(move || {
-            let compile = || schemas.iter().for_each(|s| s.compile_ahead());
+            let compile = || schemas.iter().for_each(|s| s.parse_ahead());
             if schemas_first {
                 compile();
             }

@@ -52,16 +52,16 @@ pub struct Chart {
 }
 
 /// A chart's values.schema.json. Its syntax is checked at load (a load error, as kiln has
-/// always reported it); compiling it (jsonschema first checks it against its meta-schema)
-/// needs only its text, so a pool job does both while the chart loads and renders
-/// ([`super::ahead`]): the JSON parse, whose outcome the loader takes at the end of the
-/// chart's files (`Schema::syntax`), then the compile, which the render takes.
-/// traefik's 181 KB schema was a fifth of its render, and checking its syntax a tenth of
-/// the loading thread's work.
+/// always reported it); the check of the values needs its JSON, so a pool job parses it
+/// while the chart loads and renders ([`super::ahead`]): the loader takes the outcome at
+/// the end of the chart's files (`Schema::syntax`), the check the document. jsonschema's
+/// compile (its meta-schema check first) is left to the check, and to the values the
+/// proof of [`crate::chartutil::schema::proof`] cannot vouch for: traefik's 181 KB schema
+/// took 45 % of kiln's CPU for the chart to compile.
 pub struct Schema {
     text: Arc<str>,
     syntax: super::ahead::Ahead<Result<(), String>>,
-    compiled: super::ahead::Ahead<Result<jsonschema::Validator, String>>,
+    parsed: super::ahead::Ahead<Result<serde_json::Value, String>>,
 }
 
 impl Schema {
@@ -69,7 +69,7 @@ impl Schema {
         Arc::new(Schema {
             text,
             syntax: Default::default(),
-            compiled: Default::default(),
+            parsed: Default::default(),
         })
     }
 
@@ -87,22 +87,27 @@ impl Schema {
         })
     }
 
-    /// The compiled schema, or jsonschema's reason it is not a valid one: the one compiled
-    /// ahead, or compiled now. Each render takes its own.
+    /// The schema's document, or serde_json's reason it is none: the one parsed ahead, or
+    /// parsed now. Each render takes its own.
+    pub fn json(&self) -> Result<serde_json::Value, String> {
+        self.parsed
+            .take()
+            .unwrap_or_else(|| serde_json::from_str(&self.text).map_err(|e| e.to_string()))
+    }
+
+    /// The compiled schema, or jsonschema's reason it is not a valid one.
     pub fn validator(&self) -> Result<jsonschema::Validator, String> {
-        self.compiled.take().unwrap_or_else(|| self.compile(None))
+        Self::compile(&self.json()?)
     }
 
-    fn compile(&self, json: Option<serde_json::Value>) -> Result<jsonschema::Validator, String> {
-        let json = match json {
-            Some(j) => j,
-            None => serde_json::from_str(&self.text).map_err(|e| e.to_string())?,
-        };
-        jsonschema::validator_for(&json).map_err(|e| e.to_string())
+    /// jsonschema's compile of a schema document (its meta-schema check first).
+    pub fn compile(json: &serde_json::Value) -> Result<jsonschema::Validator, String> {
+        jsonschema::validator_for(json).map_err(|e| e.to_string())
     }
 
-    /// The pool's side: parses the text (the loader waits on this one), then compiles it.
-    fn compile_ahead(&self) {
+    /// The pool's side: parses the text once, for the loader's syntax check (which waits on
+    /// it) and for the values check.
+    fn parse_ahead(&self) {
         let mut json = None;
         self.syntax.run(
             || match serde_json::from_str::<serde_json::Value>(&self.text) {
@@ -111,15 +116,18 @@ impl Schema {
                     Ok(())
                 }
                 // The loader's verdict is the skipping parser's, which lets through what
-                // a full parse refuses (a lone surrogate): that is the compile's error.
+                // a full parse refuses (a lone surrogate): that is the check's error.
                 Err(_) if serde_json::from_str::<serde::de::IgnoredAny>(&self.text).is_ok() => {
                     Ok(())
                 }
                 Err(e) => Err(e.to_string()),
             },
         );
-        // A text the loader checked itself is parsed here for the compile.
-        self.compiled.run(|| self.compile(json));
+        // A text the loader checked itself is parsed here for the check.
+        self.parsed.run(|| match json {
+            Some(j) => Ok(j),
+            None => serde_json::from_str(&self.text).map_err(|e| e.to_string()),
+        });
     }
 }
 
@@ -318,10 +326,7 @@ mod tests {
             let sub = &c.subcharts[0];
             for s in [&c.schema, &sub.schema] {
                 let s = s.as_ref().expect("a schema");
-                assert!(
-                    s.compiled.is_done(),
-                    "a schema compiled after the templates"
-                );
+                assert!(s.parsed.is_done(), "a schema compiled after the templates");
             }
         }
     }
@@ -332,13 +337,13 @@ mod tests {
     #[test]
     fn a_schema_parsed_ahead_answers_the_loaders_syntax_check() {
         let good = Schema::new(Arc::from("{\"type\": \"object\"}"));
-        good.compile_ahead();
-        assert!(good.syntax.is_done() && good.compiled.is_done());
+        good.parse_ahead();
+        assert!(good.syntax.is_done() && good.parsed.is_done());
         assert_eq!(good.syntax(), Ok(()));
         assert!(!good.syntax.is_done(), "taken");
         let text = "{\"type\": \"object\",\n \"properties\": }";
         let bad = Schema::new(Arc::from(text));
-        bad.compile_ahead();
+        bad.parse_ahead();
         let ahead = bad.syntax();
         let own = Schema::new(Arc::from(text)).syntax();
         assert_eq!(ahead, own);
@@ -351,7 +356,7 @@ mod tests {
         // compile refuses it).
         let surrogate = r#"{"description": "\ud800"}"#;
         let s = Schema::new(Arc::from(surrogate));
-        s.compile_ahead();
+        s.parse_ahead();
         assert_eq!(s.syntax(), Ok(()));
         assert!(s.validator().is_err());
         assert_eq!(Schema::new(Arc::from(surrogate)).syntax(), Ok(()));
@@ -406,7 +411,7 @@ mod tests {
             let c = load_with(&fs, Path::new("/c")).expect("loads");
             let schema = c.schema.as_ref().expect("a schema");
             let mut waited = 0;
-            while !schema.compiled.is_done() {
+            while !schema.parsed.is_done() {
                 assert!(waited < 30_000, "the schema was never compiled ahead");
                 std::thread::sleep(std::time::Duration::from_millis(1));
                 waited += 1;
