@@ -26,6 +26,8 @@ pub mod engine;
 pub mod releaseutil;
 pub mod sprig;
 pub mod template;
+#[cfg(test)]
+mod testutil;
 pub mod yaml;
 
 use miette::Diagnostic;

@@ -1215,19 +1215,7 @@ mod tests {
         bails(&seq(150));
     }
 
-    /// A fixed-seed xorshift: the mutations are the same on every run.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n.max(1) as u64) as usize
-        }
-    }
+    use crate::testutil::Rng;
 
     #[test]
     fn mutated_snippets_read_as_granit_does_or_bail() {
@@ -1265,12 +1253,6 @@ mod tests {
         assert!(taken * 5 > total, "{taken} of {total} mutations taken");
     }
 
-    fn shared_dir() -> PathBuf {
-        std::env::var_os("KILN_SHARED_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-    }
-
     fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(rd) = std::fs::read_dir(dir) else {
             return;
@@ -1290,14 +1272,9 @@ mod tests {
     /// values.yaml and Chart.yaml files take the fast path.
     #[test]
     fn shared_chart_yaml_reads_as_granit_does() {
-        let root = shared_dir().join("charts");
-        if !root.is_dir() {
-            if std::env::var("REQUIRE_SHARED").is_ok_and(|v| v == "1") {
-                panic!("REQUIRE_SHARED=1 but {} is missing", root.display());
-            }
-            eprintln!("skipped: no {}", root.display());
+        let Some(root) = crate::testutil::shared("charts") else {
             return;
-        }
+        };
         let mut files = Vec::new();
         yaml_files(&root, &mut files);
         let (mut total, mut taken, mut chart_total, mut chart_taken) = (0, 0, 0, 0);

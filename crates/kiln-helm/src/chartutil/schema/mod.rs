@@ -69,25 +69,14 @@ mod tests {
     use super::*;
     use std::path::{Path, PathBuf};
 
-    fn shared_dir() -> PathBuf {
-        std::env::var_os("KILN_SHARED_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"))
-    }
-
     /// Each shared chart with a values schema, on its default values: every schema job is
     /// proven valid without a compile (so `helm template` of these charts compiles none),
     /// and jsonschema agrees.
     #[test]
     fn shared_charts_default_values_are_proven_without_a_compile() {
-        let root = shared_dir().join("charts");
-        if !root.is_dir() {
-            if std::env::var("REQUIRE_SHARED").is_ok_and(|v| v == "1") {
-                panic!("REQUIRE_SHARED=1 but {} is missing", root.display());
-            }
-            eprintln!("skipped: no {}", root.display());
+        let Some(root) = crate::testutil::shared("charts") else {
             return;
-        }
+        };
         let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
             .expect("charts")
             .filter_map(|e| e.ok().map(|e| e.path().join("chart")))

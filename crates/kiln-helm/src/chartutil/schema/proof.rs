@@ -1080,22 +1080,10 @@ mod tests {
         assert!(proven * 2 > valid, "{proven} of {valid} valid pairs proven");
     }
 
-    /// A small deterministic generator (xorshift): the test needs no seed from outside.
-    struct Rng(u64);
+    use crate::testutil::Rng;
 
+    /// The generators of the random test.
     impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-        fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
-            xs[self.below(xs.len() as u64) as usize].clone()
-        }
         fn instance(&mut self, depth: u32) -> Value {
             match self.below(if depth == 0 { 6 } else { 8 }) {
                 0 => Value::Null,
