@@ -199,6 +199,28 @@ mod tests {
         run_with(text).and_then(|(out, _)| out)
     }
 
+    /// `semverCompare` asked the same question twice answers it the same both times, from
+    /// its memo the second time, errors included.
+    #[test]
+    fn semver_compare_answers_twice_alike() {
+        for (text, want) in [
+            (
+                r#"{{ semverCompare ">=1.21-0" "v1.30.0" }}{{ semverCompare ">=1.21-0" "v1.30.0" }}"#,
+                Ok("truetrue".to_string()),
+            ),
+            (
+                r#"{{ semverCompare "<1.21" "v1.30.0" }}{{ semverCompare "<1.21" "v1.30.0" }}"#,
+                Ok("falsefalse".to_string()),
+            ),
+        ] {
+            assert_eq!(run(text), want, "{text}");
+        }
+        let bad = r#"{{ semverCompare "~~1" "1.0.0" }}"#;
+        let first = run(bad).expect_err("an improper constraint");
+        assert!(first.contains("improper constraint"), "{first}");
+        assert_eq!(run(bad).expect_err("again"), first);
+    }
+
     /// The typed adapters (`Funcs::add1` to `add3`) answer a wrong argument count with Go's
     /// message (`text/template` exec.go `evalCall`), as each function's own check did.
     #[test]

@@ -464,6 +464,15 @@ pub fn satisfies(constraint: &str, version: &Version) -> Result<bool, String> {
     Ok(Constraints::parse(constraint)?.check(version))
 }
 
+thread_local! {
+    /// `semverCompare`'s answers by (constraint, version). Charts ask the same few questions
+    /// of `.Capabilities.KubeVersion` in template after template (traefik: 41 calls), and
+    /// each answer costs matching four regular expressions (Masterminds' own) on a Pike VM:
+    /// a pure function of its two strings, so asked once per thread.
+    static COMPARED: std::cell::RefCell<std::collections::HashMap<(String, String), Result<bool, String>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
 /// Sprig's `semver` and `semverCompare` (semver.go) over this port.
 pub(super) fn register(f: &mut Funcs) {
     f.add1("semver", |_, a0| {
@@ -471,10 +480,25 @@ pub(super) fn register(f: &mut Funcs) {
         Ok(semver_value(&v))
     });
     f.add2("semverCompare", |_, a0, a1| {
-        // Sprig reads the constraint first: a bad one is the error even with a bad version.
-        let c = Constraints::parse(&s_ref(a0))?;
-        let v = Version::parse(&s_ref(a1))?;
-        Ok(Value::Bool(c.check(&v)))
+        let (constraint, version) = (s_ref(a0), s_ref(a1));
+        let compare = || -> Result<bool, String> {
+            // Sprig reads the constraint first: a bad one is the error even with a bad version.
+            let c = Constraints::parse(&constraint)?;
+            let v = Version::parse(&version)?;
+            Ok(c.check(&v))
+        };
+        Ok(Value::Bool(COMPARED.with(|memo| {
+            let key = (constraint.to_string(), version.to_string());
+            if let Some(r) = memo.borrow().get(&key) {
+                return r.clone();
+            }
+            let r = compare();
+            let mut memo = memo.borrow_mut();
+            if memo.len() < 1024 {
+                memo.insert(key, r.clone());
+            }
+            r
+        })?))
     });
 }
 
