@@ -74,9 +74,9 @@ pub fn kustomization(r: &Rendered) -> Value {
 /// Stage 5, the one entry: the rendered tree. `components` holds the component directories,
 /// each rendered plan's files from [`emit_plan`] (run by the render on the worker that
 /// rendered the plan, so that its resources are dropped there); the Kargo and Argo CD
-/// objects of `plans` are added to them under `kargo` (each file serialized as soon as its
-/// objects are generated, [`crate::kargo::emit_into`]). `None`: no Kargo or Argo CD objects
-/// (a shard's tree, which `kiln merge` completes).
+/// objects of `plans` are added to them under `kargo` (generated and serialized in parallel,
+/// [`crate::kargo::emit_into`]). `None`: no Kargo or Argo CD objects (a shard's tree, which
+/// `kiln merge` completes).
 ///
 /// Errors: every [`KargoError`], together; nothing is returned then.
 pub fn emit(
@@ -89,6 +89,27 @@ pub fn emit(
         crate::kargo::emit_into(&mut components, "", platform, plans, opts)?;
     }
     Ok(components)
+}
+
+/// [`emit`]'s Kargo and Argo CD files without the component directories, handed to `each` a
+/// piece at a time as they are generated ([`crate::kargo::emit_pieces`]), in the order of
+/// [`emit`]'s set, instead of collected: `kiln render` writes each piece while the next is
+/// generated (issue 38, item 8: 350 MB of YAML at 10,000 × 10). `each` returning
+/// [`std::ops::ControlFlow::Break`] stops the generation.
+///
+/// Errors: as [`emit`]; `each` may have taken some pieces before them.
+pub fn emit_each(
+    platform: &Platform,
+    plans: &[BuildPlan],
+    kargo: Option<&KargoOptions>,
+    each: &mut dyn FnMut(Vec<(String, Vec<u8>)>) -> std::ops::ControlFlow<()>,
+) -> Result<(), Errors<KargoError>> {
+    match kargo {
+        Some(opts) => {
+            crate::kargo::emit_pieces(platform, plans, opts, "", crate::kargo::KARGO_PIECE, each)
+        }
+        None => Ok(()),
+    }
 }
 
 /// Where each resource (each document of the plan's `.gen.yaml`, in order) came from, for

@@ -1872,6 +1872,64 @@ fn emit_into_serializes_each_file_as_it_is_generated_and_keeps_the_set_on_error(
     assert_eq!(set.paths().collect::<Vec<_>>(), ["keep.yaml"]);
 }
 
+/// Issue 38, item 8: the files are generated in parallel, a piece at a time, and handed over
+/// piece by piece in one fixed order: the pieces, whatever their size and the number of
+/// threads, put together are the set one thread makes, byte for byte, and the first piece
+/// comes before the last project's files are made.
+#[test]
+fn pieces_are_handed_over_in_order_and_match_one_thread_byte_for_byte() {
+    let b = bank();
+    let one_thread = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap();
+    let serial = one_thread.install(|| {
+        let mut set = kiln::artifact::ArtifactSet::new();
+        kargo::emit_into(&mut set, "", &b.platform, &b.plans, &b.opts).unwrap();
+        set
+    });
+    let order: Vec<String> = b.emit().unwrap().into_iter().map(|(p, _)| p).collect();
+    let last_project = order.iter().rev().find(|p| !p.starts_with("bootstrap/"));
+    let last_project = last_project.and_then(|p| p.split('/').next()).unwrap();
+    let four = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    for piece in [1, 3, 7, kargo::KARGO_PIECE] {
+        let mut pieces: Vec<Vec<(String, Vec<u8>)>> = Vec::new();
+        four.install(|| {
+            kargo::emit_pieces(&b.platform, &b.plans, &b.opts, "", piece, &mut |files| {
+                pieces.push(files);
+                std::ops::ControlFlow::Continue(())
+            })
+        })
+        .unwrap();
+        assert!(pieces.iter().all(|p| p.len() <= piece && !p.is_empty()));
+        let all: Vec<(String, Vec<u8>)> = pieces.iter().flatten().cloned().collect();
+        let paths: Vec<&String> = all.iter().map(|(p, _)| p).collect();
+        assert_eq!(
+            paths,
+            order.iter().collect::<Vec<_>>(),
+            "order, piece {piece}"
+        );
+        let set: BTreeMap<String, Vec<u8>> = all.into_iter().collect();
+        assert_eq!(set, serial.files, "bytes, piece {piece}");
+        if piece < order.len() {
+            let mine = |p: &(String, Vec<u8>)| p.0.starts_with(&format!("{last_project}/"));
+            assert!(!pieces[0].iter().any(mine), "piece {piece}");
+        }
+    }
+
+    // A piece refused (SIGINT in the write) stops the generation there.
+    let mut calls = 0;
+    kargo::emit_pieces(&b.platform, &b.plans, &b.opts, "", 1, &mut |_| {
+        calls += 1;
+        std::ops::ControlFlow::Break(())
+    })
+    .unwrap();
+    assert_eq!(calls, 1);
+}
+
 // ---------------------------------------------------------------------------------------
 // Issue 38: the pipeline's edge cases
 // ---------------------------------------------------------------------------------------

@@ -1442,7 +1442,7 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
             secs(t.validate)
         ),
         format!(
-            "  write     {}  (compare, stage, rename; {:.3} s more staged while the render ran)",
+            "  write     {}  (compare, stage, rename; {:.3} s more staged while the render and emit ran)",
             secs(t.write),
             t.write_overlapped.as_secs_f64()
         ),

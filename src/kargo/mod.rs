@@ -43,6 +43,7 @@ use crate::validate::{ComponentInstance as Component, Environment, Platform, Pro
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use thiserror::Error;
 
 /// Kargo's API version.
@@ -695,9 +696,9 @@ pub fn emit_kargo(
 }
 
 /// [`emit_kargo`], handing each file's objects to `each` as soon as they are generated, in
-/// the same order, instead of collecting them: [`emit_into`] serializes every file at once,
-/// so a render never holds the objects of every Stage and Application (2.6 GB at 100,000
-/// BuildPlans, against 350 MB of YAML).
+/// the same order, instead of collecting them: a caller that serializes each file at once
+/// never holds the objects of every Stage and Application (2.6 GB at 100,000 BuildPlans,
+/// against 350 MB of YAML).
 ///
 /// Errors: as [`emit_kargo`]; `each` may have been called for some files before them.
 pub fn emit_kargo_each(
@@ -706,6 +707,237 @@ pub fn emit_kargo_each(
     opts: &KargoOptions,
     each: &mut dyn FnMut(String, Vec<Resource>),
 ) -> Result<(), Errors<KargoError>> {
+    generate(
+        platform,
+        plans,
+        opts,
+        KARGO_PIECE,
+        &|path, objects| (path, objects),
+        &mut |files| {
+            for (path, objects) in files {
+                each(path, objects);
+            }
+            ControlFlow::Continue(())
+        },
+    )
+}
+
+/// [`emit_kargo`], serialized: each file as a YAML stream (kubectl kustomize style,
+/// [`crate::yaml::to_yaml_stream`]) under `prefix` (e.g. `""` or `"deploy/"`), handed to
+/// `each` a piece of at most `piece` files at a time, in [`emit_kargo`]'s order, as soon
+/// as the piece is generated (issue 38, item 8). The files of a piece are generated and
+/// printed in parallel on rayon's pool, each on its own, and put back in order before
+/// `each` sees them: the pieces are the same whatever thread made each file. A caller that
+/// writes each piece (`kiln render`) never holds the 350 MB of YAML of 10,000 × 10 at once;
+/// `each` returning [`ControlFlow::Break`] stops the generation (SIGINT during the write).
+///
+/// Errors: as [`emit_kargo`], every one found in the pieces generated; `each` may have
+/// been called for some pieces before them.
+pub fn emit_pieces(
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &KargoOptions,
+    prefix: &str,
+    piece: usize,
+    each: &mut dyn FnMut(Vec<(String, Vec<u8>)>) -> ControlFlow<()>,
+) -> Result<(), Errors<KargoError>> {
+    let print = |path: String, resources: Vec<Resource>| {
+        let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
+        let yaml = crate::yaml::to_yaml_stream(&values);
+        (format!("{prefix}{path}"), yaml.into_bytes())
+    };
+    generate(platform, plans, opts, piece, &print, each)
+}
+
+/// [`emit_pieces`] collected into `set`.
+///
+/// Errors: as [`emit_kargo`]; `set` is untouched on error.
+pub fn emit_into(
+    set: &mut crate::artifact::ArtifactSet,
+    prefix: &str,
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &KargoOptions,
+) -> Result<(), Errors<KargoError>> {
+    let mut printed = Vec::new();
+    emit_pieces(platform, plans, opts, prefix, KARGO_PIECE, &mut |files| {
+        printed.push(files);
+        ControlFlow::Continue(())
+    })?;
+    for (path, bytes) in printed.into_iter().flatten() {
+        set.insert(path, bytes);
+    }
+    Ok(())
+}
+
+/// How many files [`emit_kargo_each`] and [`emit_into`] generate at once: enough that both
+/// cores share a piece's work, few enough that a piece's objects (about 17 KB of YAML a file
+/// at 10,000 × 10, several times that as objects) stay a few tens of MB.
+pub const KARGO_PIECE: usize = 1024;
+
+/// One project's files to generate, prepared on the calling thread: its pairs looked up by
+/// instance and by component name, and its promotion units. Shared by its files' [`Job`]s.
+struct Prepared<'r, 'a> {
+    project: &'a Project,
+    pairs: &'r [Pair<'a>],
+    /// Each instance's pairs, by the instance's address: scanning every pair of the project
+    /// for each instance was quadratic in the instances of one project (issue 39, item 11).
+    by_instance: BTreeMap<usize, Vec<&'r Pair<'a>>>,
+    by_name: BTreeMap<&'a str, Vec<&'r Pair<'a>>>,
+    /// The promotion units, each with its file: each component, or the whole project (one
+    /// Warehouse, or one per component in `environment-stage` mode).
+    units: Vec<(&'a str, Vec<&'a Component>)>,
+}
+
+impl<'r, 'a> Prepared<'r, 'a> {
+    fn new(project: &'a Project, pairs: &'r [Pair<'a>]) -> Self {
+        let mut by_instance: BTreeMap<usize, Vec<&Pair<'_>>> = BTreeMap::new();
+        let mut by_name: BTreeMap<&str, Vec<&Pair<'_>>> = BTreeMap::new();
+        for p in pairs {
+            by_instance.entry(address(p.component)).or_default().push(p);
+            by_name
+                .entry(p.component.name.as_str())
+                .or_default()
+                .push(p);
+        }
+        let units = match project.promotion {
+            PromotionUnit::Component => project
+                .components
+                .iter()
+                .map(|c| (c.name.as_str(), vec![c]))
+                .collect(),
+            PromotionUnit::Project | PromotionUnit::EnvironmentStage => {
+                vec![(project.name.as_str(), project.components.iter().collect())]
+            }
+        };
+        Prepared {
+            project,
+            pairs,
+            by_instance,
+            by_name,
+            units,
+        }
+    }
+
+    /// The pairs of the instance `c`.
+    fn pairs_of(&self, c: &Component) -> Vec<&'r Pair<'a>> {
+        self.by_instance
+            .get(&address(c))
+            .into_iter()
+            .flatten()
+            .copied()
+            .collect()
+    }
+}
+
+/// An instance's identity (two instances of one component may share a name across
+/// projects, never an address).
+fn address(c: &Component) -> usize {
+    std::ptr::from_ref(c).addr()
+}
+
+/// One Kargo or Argo CD file, generated on its own, on any thread.
+#[derive(Clone, Copy)]
+enum Job<'p, 'r, 'a> {
+    /// `<project>/kargo/project.yaml`.
+    Project(&'p Prepared<'r, 'a>),
+    /// `<project>/kargo/<unit>.yaml`: the Warehouses and Stages of the project's `n`th unit.
+    Unit(&'p Prepared<'r, 'a>, usize),
+    /// `<project>/argocd/<component>.yaml`: the Applications of the project's `n`th
+    /// component.
+    Applications(&'p Prepared<'r, 'a>, usize),
+    /// The bootstrap AppProject (none for Argo CD's `default`).
+    AppProject(&'r [(&'a Project, Vec<Pair<'a>>)]),
+    /// The bootstrap root Application.
+    Root(&'r [(&'a Project, Vec<Pair<'a>>)]),
+}
+
+impl Job<'_, '_, '_> {
+    /// The job's file (path, objects), if it has one, and its errors.
+    fn run(
+        self,
+        input: &Input<'_>,
+        order: &[&Environment],
+    ) -> (Option<(String, Vec<Resource>)>, Vec<KargoError>) {
+        let mut errors = Vec::new();
+        let file = match self {
+            Job::Project(p) => Some((
+                format!("{}/kargo/project.yaml", p.project.name),
+                project_objects(input, p.project, p.pairs),
+            )),
+            Job::Unit(p, n) => {
+                let (unit, components) = (p.units[n].0, &p.units[n].1);
+                let mine: Vec<&Pair<'_>> = components.iter().flat_map(|c| p.pairs_of(c)).collect();
+                let mut objects = Vec::new();
+                // The Warehouses: the unit's own, or one per component.
+                let warehouses: Vec<(&str, Vec<&Component>, Vec<&Pair<'_>>)> =
+                    if p.project.promotion == PromotionUnit::EnvironmentStage {
+                        components
+                            .iter()
+                            .map(|c| (c.name.as_str(), vec![*c], p.pairs_of(c)))
+                            .collect()
+                    } else {
+                        vec![(unit, components.clone(), mine.clone())]
+                    };
+                for (name, of, pairs) in warehouses {
+                    match warehouse::warehouse(input, p.project, name, &of, &pairs) {
+                        Ok(w) => objects.push(w),
+                        Err(mut e) => errors.append(&mut e),
+                    }
+                }
+                for env in order {
+                    let at_env: Vec<&Pair<'_>> = mine
+                        .iter()
+                        .copied()
+                        .filter(|p| p.env.name == env.name)
+                        .collect();
+                    if !at_env.is_empty() {
+                        objects.push(stage::stage(input, unit, &at_env));
+                    }
+                }
+                Some((format!("{}/kargo/{unit}.yaml", p.project.name), objects))
+            }
+            Job::Applications(p, n) => {
+                let c = &p.project.components[n];
+                let apps: Vec<Resource> = p
+                    .by_name
+                    .get(c.name.as_str())
+                    .into_iter()
+                    .flatten()
+                    .map(|pair| argocd::application(input, pair))
+                    .collect();
+                Some((format!("{}/argocd/{}.yaml", p.project.name, c.name), apps))
+            }
+            Job::AppProject(resolved) => argocd::app_project(input, resolved).map(|p| {
+                (
+                    format!("{}/appproject.yaml", argocd::BOOTSTRAP_DIR),
+                    vec![p],
+                )
+            }),
+            Job::Root(resolved) => Some((
+                format!("{}/root.yaml", argocd::BOOTSTRAP_DIR),
+                vec![argocd::root_application(input, resolved)],
+            )),
+        };
+        (file, errors)
+    }
+}
+
+/// The generation behind [`emit_kargo_each`] and [`emit_pieces`]: names and write paths
+/// resolved and checked across projects on the calling thread, then every file generated
+/// on rayon's pool, `piece` files at a time, each turned into a `T` by `map` on the thread
+/// that generated it; `each` takes each piece in file order (issue 38, item 8: this was
+/// one thread, 8 s at 10,000 × 10, its YAML collected whole before the write). Errors are
+/// kept in the order one thread would find them.
+fn generate<T: Send>(
+    platform: &Platform,
+    plans: &[BuildPlan],
+    opts: &KargoOptions,
+    piece: usize,
+    map: &(dyn Fn(String, Vec<Resource>) -> T + Sync),
+    each: &mut dyn FnMut(Vec<T>) -> ControlFlow<()>,
+) -> Result<(), Errors<KargoError>> {
+    use rayon::prelude::*;
     let input = &Input::new(platform, plans, opts);
     let mut errors = Vec::new();
     let order = promotion_order(platform);
@@ -746,188 +978,41 @@ pub fn emit_kargo_each(
         resolved.push((project, pairs));
     }
     pin_shared_branches(&mut resolved);
-    for (project, pairs) in &resolved {
-        let (project, pairs) = (*project, pairs.as_slice());
-        // Each instance's pairs, looked up once: scanning every pair of the project for each
-        // instance was quadratic in the instances of one project (issue 39, item 11).
-        let mut by_instance: BTreeMap<*const Component, Vec<&Pair<'_>>> = BTreeMap::new();
-        let mut by_name: BTreeMap<&str, Vec<&Pair<'_>>> = BTreeMap::new();
-        for p in pairs {
-            by_instance
-                .entry(std::ptr::from_ref(p.component))
-                .or_default()
-                .push(p);
-            by_name
-                .entry(p.component.name.as_str())
-                .or_default()
-                .push(p);
-        }
+    let prepared: Vec<Prepared<'_, '_>> = resolved
+        .iter()
+        .map(|(project, pairs)| Prepared::new(project, pairs))
+        .collect();
+    let mut jobs = Vec::new();
+    for p in &prepared {
         if input.enabled() {
-            each(
-                format!("{}/kargo/project.yaml", project.name),
-                project_objects(input, project, pairs),
-            );
-            // The promotion units, each with its file: each component, or the whole
-            // project (one Warehouse, or one per component in `environment-stage` mode).
-            let units: Vec<(&str, Vec<&Component>)> = match project.promotion {
-                PromotionUnit::Component => project
-                    .components
-                    .iter()
-                    .map(|c| (c.name.as_str(), vec![c]))
-                    .collect(),
-                PromotionUnit::Project | PromotionUnit::EnvironmentStage => {
-                    vec![(project.name.as_str(), project.components.iter().collect())]
-                }
-            };
-            for (unit, components) in units {
-                let pairs_of = |c: &Component| -> Vec<&Pair<'_>> {
-                    by_instance
-                        .get(&std::ptr::from_ref(c))
-                        .into_iter()
-                        .flatten()
-                        .copied()
-                        .collect()
-                };
-                let mine: Vec<&Pair<'_>> = components.iter().flat_map(|c| pairs_of(c)).collect();
-                let mut objects = Vec::new();
-                // The Warehouses: the unit's own, or one per component.
-                let warehouses: Vec<(&str, Vec<&Component>, Vec<&Pair<'_>>)> =
-                    if project.promotion == PromotionUnit::EnvironmentStage {
-                        components
-                            .iter()
-                            .map(|c| (c.name.as_str(), vec![*c], pairs_of(c)))
-                            .collect()
-                    } else {
-                        vec![(unit, components.clone(), mine.clone())]
-                    };
-                for (name, of, pairs) in warehouses {
-                    match warehouse::warehouse(input, project, name, &of, &pairs) {
-                        Ok(w) => objects.push(w),
-                        Err(mut e) => errors.append(&mut e),
-                    }
-                }
-                for env in &order {
-                    let at_env: Vec<&Pair<'_>> = mine
-                        .iter()
-                        .copied()
-                        .filter(|p| p.env.name == env.name)
-                        .collect();
-                    if !at_env.is_empty() {
-                        objects.push(stage::stage(input, unit, &at_env));
-                    }
-                }
-                each(format!("{}/kargo/{unit}.yaml", project.name), objects);
-            }
+            jobs.push(Job::Project(p));
+            jobs.extend((0..p.units.len()).map(|n| Job::Unit(p, n)));
         }
-        for c in &project.components {
-            let apps: Vec<Resource> = by_name
-                .get(c.name.as_str())
-                .into_iter()
-                .flatten()
-                .map(|p| argocd::application(input, p))
-                .collect();
-            each(format!("{}/argocd/{}.yaml", project.name, c.name), apps);
-        }
+        jobs.extend((0..p.project.components.len()).map(|n| Job::Applications(p, n)));
     }
     if opts.projects.is_empty() {
-        let dir = argocd::BOOTSTRAP_DIR;
-        if let Some(p) = argocd::app_project(input, &resolved) {
-            each(format!("{dir}/appproject.yaml"), vec![p]);
+        jobs.push(Job::AppProject(&resolved));
+        jobs.push(Job::Root(&resolved));
+    }
+    for jobs in jobs.chunks(piece.max(1)) {
+        let done: Vec<(Option<T>, Vec<KargoError>)> = jobs
+            .par_iter()
+            .map(|job| {
+                let (file, errors) = job.run(input, &order);
+                (file.map(|(path, objects)| map(path, objects)), errors)
+            })
+            .collect();
+        let mut files = Vec::with_capacity(done.len());
+        for (file, mut found) in done {
+            files.extend(file);
+            errors.append(&mut found);
         }
-        each(
-            format!("{dir}/root.yaml"),
-            vec![argocd::root_application(input, &resolved)],
-        );
+        if each(files).is_break() {
+            break;
+        }
     }
     Errors::check(errors, || ())
 }
-
-/// [`emit_kargo`], serialized: each file as a YAML stream (kubectl kustomize style,
-/// [`crate::yaml::to_yaml_stream`]) inserted into `set` under `prefix` (e.g. `""` or
-/// `"deploy/"`).
-///
-/// The objects are generated on one thread and serialized on the others as they come, a
-/// batch of files at a time (issue 38, item 8: YAML printing was half of this stage, on the
-/// generating thread); the files are inserted in generation order, so the set is the same
-/// whatever thread printed them.
-///
-/// Errors: as [`emit_kargo`]; `set` is untouched on error.
-pub fn emit_into(
-    set: &mut crate::artifact::ArtifactSet,
-    prefix: &str,
-    platform: &Platform,
-    plans: &[BuildPlan],
-    opts: &KargoOptions,
-) -> Result<(), Errors<KargoError>> {
-    type Batch = Vec<(String, Vec<Resource>)>;
-    let serialize = |batch: Batch| -> Vec<(String, String)> {
-        batch
-            .into_iter()
-            .map(|(path, resources)| {
-                let values: Vec<Value> = resources.into_iter().map(|r| r.value).collect();
-                (
-                    format!("{prefix}{path}"),
-                    crate::yaml::to_yaml_stream(&values),
-                )
-            })
-            .collect()
-    };
-    // Each batch's files by the batch's place in generation order.
-    let printed: std::sync::Mutex<BTreeMap<usize, Vec<(String, String)>>> = Default::default();
-    let waiting = std::sync::atomic::AtomicUsize::new(0);
-    let generated = rayon::scope(|scope| {
-        let (printed, serialize, waiting) = (&printed, &serialize, &waiting);
-        let mut batch: Batch = Vec::new();
-        let mut objects = 0;
-        let mut batches = 0;
-        // Batches handed off and not printed yet: past a few, the generating thread prints
-        // its batch itself, so the objects waiting stay bounded whatever the threads' pace.
-        let hand_off = |batch: Batch, batches: &mut usize| {
-            use std::sync::atomic::Ordering::SeqCst;
-            let n = *batches;
-            *batches += 1;
-            let store = move |files| {
-                let mut printed = printed.lock().unwrap_or_else(|e| e.into_inner());
-                printed.insert(n, files);
-            };
-            if waiting.load(SeqCst) >= KARGO_PRINT_WAITING {
-                store(serialize(batch));
-                return;
-            }
-            waiting.fetch_add(1, SeqCst);
-            scope.spawn(move |_| {
-                store(serialize(batch));
-                waiting.fetch_sub(1, SeqCst);
-            });
-        };
-        let result = emit_kargo_each(platform, plans, opts, &mut |path, resources| {
-            objects += resources.len();
-            batch.push((path, resources));
-            if objects >= KARGO_PRINT_BATCH {
-                objects = 0;
-                hand_off(std::mem::take(&mut batch), &mut batches);
-            }
-        });
-        if !batch.is_empty() {
-            hand_off(batch, &mut batches);
-        }
-        result
-    });
-    generated?;
-    let printed = printed.into_inner().unwrap_or_else(|e| e.into_inner());
-    for (path, bytes) in printed.into_values().flatten() {
-        set.insert(path, bytes);
-    }
-    Ok(())
-}
-
-/// How many objects [`emit_into`] hands to another thread to print at once: enough that a
-/// hand-off costs little beside printing, few enough that the objects waiting to be printed
-/// stay a few MB.
-const KARGO_PRINT_BATCH: usize = 256;
-
-/// How many of [`emit_into`]'s batches may wait to be printed.
-const KARGO_PRINT_WAITING: usize = 4;
 
 /// Resolves every (component, environment) of `project`, checking names and write paths.
 /// Names and write folders already taken, across projects: who took them.

@@ -23,7 +23,7 @@
 use crate::artifact::{ArtifactSet, Scope};
 use crate::cache::Replayed;
 use crate::diag::{Errors, Repeated};
-use crate::emit::{Layout, emit, emit_plan};
+use crate::emit::{Layout, emit, emit_each, emit_plan};
 use crate::evaluate::{BuildPlan, EvaluateError, Selection, evaluate};
 use crate::load::{FileSystem, LoadError, LoadOptions, RealFs, load};
 use crate::render::RenderError;
@@ -197,7 +197,8 @@ pub struct Timings {
     pub validate: Duration,
     pub write: Duration,
     /// The part of the write done while the render ran (files staged on a thread of their
-    /// own while the next piece rendered): inside `render`'s wall time, not `write`'s.
+    /// own while the next piece rendered), and while the Kargo and Argo CD files were
+    /// generated: inside `render`'s and `emit`'s wall time, not `write`'s.
     pub write_overlapped: Duration,
 }
 
@@ -677,8 +678,8 @@ pub fn build(
 }
 
 /// [`build`] after the source stage. With `stream` (`kiln render`), each piece's files go
-/// into the write as it is rendered and the set returned holds only the Kargo and Argo CD
-/// files: the rest are the stream's (see [`stream`]).
+/// into the write as it is rendered, and the Kargo and Argo CD files as they are generated:
+/// the set returned is empty, every file is the stream's (see [`stream`]).
 fn build_fetched(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
@@ -832,15 +833,28 @@ fn build_fetched(
     // rendered, even when the selection narrows environments or components: a Stage graph
     // cut in half would not apply. Shards carry none: `kiln merge` adds them, from the
     // cluster-scoped kinds of every shard (the Argo CD AppProject lists them).
-    let set = match opts.shard {
-        None => emit(
+    let set = match (opts.shard, stream.as_deref_mut()) {
+        // Streamed, each piece of these files is staged as the next is generated (issue 38,
+        // item 8): the set keeps none of them.
+        (None, Some(stream)) => {
+            let kargo = kargo_options(&plans, opts, cluster_kinds);
+            let emitted =
+                stream.take_pieces(|each| emit_each(&platform, &plans, kargo.as_ref(), each));
+            // SIGINT or SIGTERM cut the generation short: its errors may be partial.
+            if let Some(e) = stream.interrupted() {
+                return Err(KilnError::Write(e));
+            }
+            emitted.map_err(KilnError::Kargo)?;
+            components
+        }
+        (None, None) => emit(
             components,
             &platform,
             &plans,
             kargo_options(&plans, opts, cluster_kinds).as_ref(),
         )
         .map_err(KilnError::Kargo)?,
-        Some(shard) => {
+        (Some(shard), _) => {
             let sidecar = ShardInfo {
                 format: SHARD_FORMAT.into(),
                 index: shard.index,
@@ -1529,6 +1543,85 @@ mod tests {
             overlapped > Duration::ZERO,
             "piece 1 was counted as overlapped"
         );
+        assert!(!out.exists());
+    }
+
+    /// Issue 38, item 8: a streamed render hands the Kargo and Argo CD files to the write as
+    /// they are generated, a piece at a time: the set it returns holds none of them (it held
+    /// all 350 MB of them at 10,000 × 10), and the tree written is the whole set's.
+    #[test]
+    fn the_kargo_and_argocd_files_stream_into_the_write() {
+        let bank = Path::new(env!("CARGO_MANIFEST_DIR")).join("platforms/bank");
+        let t = tempfile::tempdir().unwrap();
+        let mut opts = RenderOptions::new(&bank);
+        opts.write_to = t.path().join("out");
+        let whole = build(&opts, &|_, _| {}).unwrap().set;
+        let kargo = |p: &str| p.contains("/kargo/") || p.contains("/argocd/");
+        assert!(whole.paths().filter(|p| kargo(p)).count() > 20);
+
+        let mut stream = Stream::new(&opts.write_to, Default::default(), false);
+        let fetched = opts.resolve_sources().unwrap();
+        let built = build_fetched(
+            &opts,
+            &|_, _| {},
+            fetched,
+            Instant::now(),
+            Some(&mut stream),
+        );
+        let built = built.unwrap();
+        assert!(
+            built.set.is_empty(),
+            "{:?}",
+            built.set.paths().collect::<Vec<_>>()
+        );
+        assert_eq!(
+            stream.paths().collect::<Vec<_>>(),
+            whole.paths().collect::<Vec<_>>()
+        );
+        assert!(!opts.write_to.exists());
+        drop(stream);
+
+        run_render(&opts, &|_, _| {}).unwrap();
+        for (path, bytes) in &whole.files {
+            let written = std::fs::read(opts.write_to.join(path)).unwrap();
+            assert_eq!(&written, bytes, "{path}");
+        }
+    }
+
+    /// Issue 38, item 8: each piece of generated files is staged on a thread of its own while
+    /// the next is made: once a third piece is handed over, the first is staged, before the
+    /// generation ends.
+    #[test]
+    fn generated_pieces_are_staged_while_the_next_is_made() {
+        let t = fixture();
+        let out = t.path().join("out");
+        let platform =
+            load_platform(&RealFs, &t.path().join("platforms/p"), Some(t.path())).unwrap();
+        let mut stream = Stream::new(&out, Default::default(), false);
+        stream.start(&out, &platform);
+        let staged = |path: &str| {
+            std::fs::read_dir(t.path())
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.to_string_lossy().contains(".kiln-stage-out-"))
+                .is_some_and(|stage| stage.join("new").join(path).is_file())
+        };
+        let path = |n: usize| format!("web/kargo/f{n}.yaml");
+        let during = stream.take_pieces(|each| {
+            for n in 0..3 {
+                let piece = vec![(path(n), format!("n: {n}\n").into_bytes())];
+                assert!(each(piece).is_continue());
+            }
+            staged(&path(0))
+        });
+        assert!(during, "the first piece staged while the third was made");
+        assert!((0..3).all(|n| staged(&path(n))));
+        assert_eq!(
+            stream.paths().collect::<Vec<_>>(),
+            (0..3).map(path).collect::<Vec<_>>()
+        );
+        let (_, overlapped) = stream.spent();
+        assert!(overlapped > Duration::ZERO);
         assert!(!out.exists());
     }
 

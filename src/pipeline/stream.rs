@@ -1,7 +1,8 @@
 //! `kiln render`'s files streamed into the write (issue 38, item 8): each piece of
 //! BuildPlans, once rendered, hands its files to a [`crate::write::Writer`], which stages
 //! the new and changed ones at once, and keeps only their paths; the Kargo and Argo CD
-//! files follow at the end, then the prune and the commit. At 100,000 BuildPlans the
+//! files follow a piece at a time as they are generated ([`Stream::take_pieces`]), then the
+//! prune and the commit. At 100,000 BuildPlans the
 //! rendered bytes (637 MB of file content in 220,502 files) were all held until the write.
 //!
 //! What the render reports about the bytes (their digests for the journal, the Secrets,
@@ -20,7 +21,9 @@
 use crate::kargo::expressions::ExpressionInManifest;
 use crate::write::{Known, WriteError, Writer};
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What [`scan`] took from one plan's files.
 #[derive(Debug, Default)]
@@ -71,6 +74,26 @@ pub(super) struct Piece {
 }
 
 impl Piece {
+    /// `files` (each a file on its own, as the Kargo and Argo CD files come), scanned on
+    /// rayon's pool.
+    fn of_files(files: Vec<(String, Vec<u8>)>, digests: bool) -> Piece {
+        use rayon::prelude::*;
+        let scanned: Vec<Scanned> = files
+            .par_iter()
+            .map(|f| scan(std::slice::from_ref(f), digests))
+            .collect();
+        let mut piece = Piece::default();
+        for ((path, bytes), scanned) in files.into_iter().zip(scanned) {
+            piece.secrets.extend(scanned.secrets);
+            piece.expressions.extend(scanned.expressions);
+            let digest = scanned.digests.into_iter().next();
+            piece.files.push((path, bytes, digest));
+        }
+        // In path order, each directory of the piece is opened once.
+        piece.files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        piece
+    }
+
     /// The paths of the piece, in path order.
     #[cfg(test)]
     pub(super) fn paths(&self) -> impl Iterator<Item = &str> {
@@ -129,18 +152,9 @@ impl<'a> Stream<'a> {
         (self.spent, self.overlapped)
     }
 
-    /// Takes one piece's files, each plan's with what [`scan`] found in them: the bytes are
-    /// given to the write (in path order) and left empty, the paths stay.
-    pub(super) fn take<'p>(
-        &mut self,
-        plans: impl Iterator<Item = (&'p mut Vec<(String, Vec<u8>)>, Scanned)>,
-    ) {
-        let piece = Self::collect(plans);
-        self.write(piece, false);
-    }
-
-    /// One piece's files as [`Stream::take`] takes them, owned: the bytes are moved out
-    /// (left empty), the paths copied. Cheap: no I/O, no copy of the bytes.
+    /// One piece's files, each plan's with what [`scan`] found in them, owned for
+    /// [`Stream::write`]: the bytes are moved out (left empty), the paths copied. Cheap: no
+    /// I/O, no copy of the bytes.
     pub(super) fn collect<'p>(
         plans: impl Iterator<Item = (&'p mut Vec<(String, Vec<u8>)>, Scanned)>,
     ) -> Piece {
@@ -183,15 +197,53 @@ impl<'a> Stream<'a> {
         }
     }
 
-    /// Takes the files of `set` (the Kargo and Argo CD files, or every file of a render
-    /// that was not streamed), scanned on rayon's pool.
+    /// Takes the files of `set` (every file of a render that was not streamed), scanned on
+    /// rayon's pool.
     pub(super) fn take_set(&mut self, set: crate::artifact::ArtifactSet) {
-        use rayon::prelude::*;
+        let piece = Piece::of_files(set.files.into_iter().collect(), self.digests());
+        self.write(piece, false);
+    }
+
+    /// Takes the files `generate` hands to its callback a piece at a time (the Kargo and
+    /// Argo CD files, [`crate::emit::emit_each`]), and returns what `generate` returns. Each
+    /// piece is staged on a thread of its own while the next one is generated, so at most a
+    /// piece waits and a piece is staged while one is made (at 10,000 × 10 the 350 MB of
+    /// these files were held whole until the write, the generation on one thread). The
+    /// callback breaks once SIGINT or SIGTERM stopped the write ([`Stream::stopped`]).
+    pub(super) fn take_pieces<R>(
+        &mut self,
+        generate: impl FnOnce(&mut dyn FnMut(Vec<(String, Vec<u8>)>) -> ControlFlow<()>) -> R,
+    ) -> R {
         let digests = self.digests();
-        let mut files: Vec<Vec<(String, Vec<u8>)>> =
-            set.files.into_iter().map(|f| vec![f]).collect();
-        let scanned: Vec<Scanned> = files.par_iter().map(|f| scan(f, digests)).collect();
-        self.take(files.iter_mut().zip(scanned));
+        let stopped = AtomicBool::new(self.stopped());
+        std::thread::scope(|s| {
+            // One piece waits while one is staged: no more are made meanwhile.
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(1);
+            let (stream, stopped) = (&mut *self, &stopped);
+            let writing = s.spawn(move || {
+                for piece in rx {
+                    stream.write(piece, true);
+                    if stream.stopped() {
+                        stopped.store(true, Ordering::SeqCst);
+                    }
+                }
+            });
+            let out = generate(&mut |files| {
+                if stopped.load(Ordering::SeqCst) {
+                    return ControlFlow::Break(());
+                }
+                // Fails only when the writing thread panicked, which its join resumes.
+                match tx.send(Piece::of_files(files, digests)) {
+                    Ok(()) => ControlFlow::Continue(()),
+                    Err(_) => ControlFlow::Break(()),
+                }
+            });
+            drop(tx);
+            if let Err(panic) = writing.join() {
+                std::panic::resume_unwind(panic);
+            }
+            out
+        })
     }
 
     /// The bytes of a file given earlier (see [`Writer::read_back`]).
