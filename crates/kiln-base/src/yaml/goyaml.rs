@@ -396,11 +396,12 @@ fn analyze(s: &str) -> (bool, bool) {
         (false, false, false, false);
     let (mut prev_space, mut prev_break) = (false, false);
     let mut preceded_by_whitespace = true;
-    let chars: Vec<(usize, char)> = s.char_indices().collect();
-    for (n, &(i, c)) in chars.iter().enumerate() {
+    // Every string printed passes here: the characters are read in place, not collected
+    // (a `Vec` per string was 17 % of the Kargo and Argo CD emit's samples).
+    for (i, c) in s.char_indices() {
         let w = c.len_utf8();
         let followed_by_whitespace = i + w >= b.len() || blank(i + w);
-        let last = n + 1 == chars.len();
+        let last = i + w == b.len();
         if i == 0 {
             match c {
                 '#' | ',' | '[' | ']' | '{' | '}' | '&' | '*' | '!' | '|' | '>' | '\'' | '"'
