@@ -1422,7 +1422,7 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
     [
         format!("kiln: timings ({} BuildPlans, {cache}{per_plan})", s.plans),
         format!(
-            "  source    {}  (fetch sources, scan components for charts and bases; the journal's check)",
+            "  source    {}  (fetch sources, scan components for charts and bases; before a full render, the journal's check)",
             secs(t.source)
         ),
         format!(
