@@ -103,7 +103,7 @@ struct Pending<'t> {
 /// Each reader before load gets the document shared, not a copy: the copies of three readers
 /// were a sixth of the source stage and load at 10,000 components.
 pub struct Parsed {
-    docs: std::sync::Mutex<std::collections::HashMap<String, Arc<OnceLock<Option<Arc<Value>>>>>>,
+    docs: std::sync::Mutex<std::collections::HashMap<String, Arc<Slot>>>,
     parses: std::sync::atomic::AtomicUsize,
 }
 
@@ -152,7 +152,7 @@ impl Parsed {
         self.parses.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn slot(&self, text: &str) -> Arc<OnceLock<Option<Arc<Value>>>> {
+    fn slot(&self, text: &str) -> Arc<Slot> {
         let mut docs = self
             .docs
             .lock()
@@ -169,6 +169,9 @@ impl Parsed {
         crate::yaml::parse_one(name, text).map(Arc::new)
     }
 }
+
+/// One text's document in [`Parsed`]: parsed once, `None` when it does not parse.
+type Slot = OnceLock<Option<Arc<Value>>>;
 
 /// A component instance's fetched source tree (`components[].source`).
 #[derive(Debug, Clone, PartialEq, Eq)]
