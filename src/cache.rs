@@ -320,16 +320,16 @@ fn observe(fs: &dyn FileSystem, op: &str, path: &Path) -> String {
 /// ([`Recorder::contents`], for provenance: exactly the inputs of a render, not a guess at
 /// which files matter).
 ///
-/// Calls made while a scope is entered ([`Recorder::enter`]: load enters each component
-/// directory while it loads that component) are kept apart, by scope, so that the journal
-/// can tell which component's load a changed file reaches ([`Journal::component_reads`]).
+/// Calls made through a [`Scope`] ([`Recorder::scope`]: load reads each component directory
+/// through its own) are kept apart, by scope, so that the journal can tell which component's
+/// load a changed file reaches ([`Journal::component_reads`]). The scope is the handle's, not
+/// the recorder's: components loaded at once on several threads each record their own calls.
 #[derive(Debug)]
 pub struct Recorder<'a> {
     inner: &'a dyn FileSystem,
     /// Whether calls are recorded.
     calls: bool,
     reads: Mutex<Vec<Read>>,
-    scope: Mutex<Option<PathBuf>>,
     scoped: Mutex<BTreeMap<PathBuf, Vec<Read>>>,
     /// Path → `sha256:` of its bytes, of every file read whole or within a bound; `None`:
     /// not recorded.
@@ -343,7 +343,6 @@ impl<'a> Recorder<'a> {
             inner,
             calls: true,
             reads: Mutex::new(Vec::new()),
-            scope: Mutex::new(None),
             scoped: Mutex::new(BTreeMap::new()),
             contents: None,
         }
@@ -412,14 +411,16 @@ impl<'a> Recorder<'a> {
         }
     }
 
-    /// Notes the calls that follow under `scope` (`None`: the unscoped list).
-    pub fn enter(&self, scope: Option<&Path>) {
-        if let Ok(mut s) = self.scope.lock() {
-            *s = scope.map(Path::to_path_buf);
-        }
-        if let (Some(dir), Ok(mut m)) = (scope, self.scoped.lock()) {
-            // A scope that makes no call is still recorded, as having made none.
-            m.entry(dir.to_path_buf()).or_default();
+    /// This recorder, its calls noted under the component directory `dir` instead of the
+    /// unscoped list, until the scope is dropped. A scope that makes no call is still
+    /// recorded, as having made none. Each scope keeps its own list (merged in on drop), so
+    /// that scopes used on several threads at once neither mix their calls nor wait on one
+    /// another.
+    pub fn scope(&self, dir: &Path) -> Scope<'_, 'a> {
+        Scope {
+            rec: self,
+            dir: dir.to_path_buf(),
+            reads: Mutex::new(Vec::new()),
         }
     }
 
@@ -455,8 +456,59 @@ impl<'a> Recorder<'a> {
         r
     }
 
+    /// The calls made through this recorder, noted in the unscoped list.
+    fn unscoped(&self) -> Noting<'_, 'a> {
+        Noting {
+            rec: self,
+            to: &self.reads,
+        }
+    }
+}
+
+/// A [`Recorder`] whose calls are noted under one component directory
+/// ([`Recorder::scope`]).
+#[derive(Debug)]
+pub struct Scope<'s, 'a> {
+    rec: &'s Recorder<'a>,
+    dir: PathBuf,
+    reads: Mutex<Vec<Read>>,
+}
+
+impl Scope<'_, '_> {
+    fn noting(&self) -> Noting<'_, '_> {
+        Noting {
+            rec: self.rec,
+            to: &self.reads,
+        }
+    }
+}
+
+impl Drop for Scope<'_, '_> {
+    fn drop(&mut self) {
+        let reads = std::mem::take(
+            self.reads
+                .get_mut()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        if let Ok(mut m) = self.rec.scoped.lock() {
+            m.entry(std::mem::take(&mut self.dir))
+                .or_default()
+                .extend(reads);
+        }
+    }
+}
+
+/// The calls of a [`Recorder`] or a [`Scope`]: passed through to the file system underneath,
+/// each noted in `to` (and the files read in the recorder's contents).
+#[derive(Debug)]
+struct Noting<'s, 'a> {
+    rec: &'s Recorder<'a>,
+    to: &'s Mutex<Vec<Read>>,
+}
+
+impl Noting<'_, '_> {
     fn note(&self, op: &str, path: &Path, result: impl FnOnce() -> String) {
-        if !self.calls {
+        if !self.rec.calls {
             return;
         }
         let result = result();
@@ -471,28 +523,19 @@ impl<'a> Recorder<'a> {
                 String::new()
             },
         };
-        match self.scope.lock().ok().and_then(|s| s.clone()) {
-            Some(dir) => {
-                if let Ok(mut m) = self.scoped.lock() {
-                    m.entry(dir).or_default().push(read);
-                }
-            }
-            None => {
-                if let Ok(mut r) = self.reads.lock() {
-                    r.push(read);
-                }
-            }
+        if let Ok(mut r) = self.to.lock() {
+            r.push(read);
         }
     }
 }
 
-impl FileSystem for Recorder<'_> {
+impl FileSystem for Noting<'_, '_> {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
-        let r = self.inner.read(path);
+        let r = self.rec.inner.read(path);
         if let Ok(bytes) = &r {
             // One digest for both records when both are kept.
             let d = digest(bytes);
-            self.note_contents(path, || format!("sha256:{d}"));
+            self.rec.note_contents(path, || format!("sha256:{d}"));
             self.note("read", path, || d);
         } else {
             self.note("read", path, || result_digest(&r));
@@ -500,17 +543,17 @@ impl FileSystem for Recorder<'_> {
         r
     }
     fn is_dir(&self, path: &Path) -> bool {
-        let r = self.inner.is_dir(path);
+        let r = self.rec.inner.is_dir(path);
         self.note("is_dir", path, || digest(if r { b"1" } else { b"0" }));
         r
     }
     fn is_file(&self, path: &Path) -> bool {
-        let r = self.inner.is_file(path);
+        let r = self.rec.inner.is_file(path);
         self.note("is_file", path, || digest(if r { b"1" } else { b"0" }));
         r
     }
     fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
-        let r = self.inner.read_dir(path);
+        let r = self.rec.inner.read_dir(path);
         self.note("read_dir", path, || {
             result_digest(
                 &r.as_ref()
@@ -524,7 +567,7 @@ impl FileSystem for Recorder<'_> {
     // inside `kiln render` was walked the long way (a canonicalize and two stats per entry)
     // and every file read whole before its size was checked.
     fn plain_kind(&self, path: &Path) -> Option<crate::fs::PlainKind> {
-        let r = self.inner.plain_kind(path);
+        let r = self.rec.inner.plain_kind(path);
         self.note("plain_kind", path, || digest(kind_name(r).as_bytes()));
         r
     }
@@ -532,7 +575,7 @@ impl FileSystem for Recorder<'_> {
         &self,
         path: &Path,
     ) -> io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
-        let r = self.inner.read_dir_kinds(path);
+        let r = self.rec.inner.read_dir_kinds(path);
         self.note("read_dir_kinds", path, || {
             result_digest(
                 &r.as_ref()
@@ -543,24 +586,25 @@ impl FileSystem for Recorder<'_> {
         r
     }
     fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
-        let r = self.inner.read_at_most(path, max);
+        let r = self.rec.inner.read_at_most(path, max);
         // A bounded read that returns the file is a read of it.
         if let Ok(Some(b)) = &r {
-            self.note_contents(path, || kiln_base::digest::sha256_tagged(b));
+            self.rec
+                .note_contents(path, || kiln_base::digest::sha256_tagged(b));
         }
-        if self.calls {
+        if self.rec.calls {
             self.note(&format!("read_at_most:{max}"), path, || at_most_digest(&r));
         }
         r
     }
     // Only asked to explain a path that does not resolve (`fs::dangling_link`).
     fn read_link(&self, path: &Path) -> Option<PathBuf> {
-        let r = self.inner.read_link(path);
+        let r = self.rec.inner.read_link(path);
         self.note("read_link", path, || link_digest(r.as_deref()));
         r
     }
     fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
-        let r = self.inner.canonicalize(path);
+        let r = self.rec.inner.canonicalize(path);
         self.note("canonicalize", path, || {
             result_digest(
                 &r.as_ref()
@@ -569,6 +613,53 @@ impl FileSystem for Recorder<'_> {
             )
         });
         r
+    }
+}
+
+/// Forwards every call of the file system trait, overridden ones included, to `$via`.
+macro_rules! forward_fs {
+    ($t:ty, $via:ident) => {
+        impl FileSystem for $t {
+            fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+                self.$via().read(path)
+            }
+            fn is_dir(&self, path: &Path) -> bool {
+                self.$via().is_dir(path)
+            }
+            fn is_file(&self, path: &Path) -> bool {
+                self.$via().is_file(path)
+            }
+            fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+                self.$via().read_dir(path)
+            }
+            fn plain_kind(&self, path: &Path) -> Option<crate::fs::PlainKind> {
+                self.$via().plain_kind(path)
+            }
+            fn read_dir_kinds(
+                &self,
+                path: &Path,
+            ) -> io::Result<Vec<(PathBuf, Option<crate::fs::PlainKind>)>> {
+                self.$via().read_dir_kinds(path)
+            }
+            fn read_at_most(&self, path: &Path, max: u64) -> io::Result<Option<Vec<u8>>> {
+                self.$via().read_at_most(path, max)
+            }
+            fn read_link(&self, path: &Path) -> Option<PathBuf> {
+                self.$via().read_link(path)
+            }
+            fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+                self.$via().canonicalize(path)
+            }
+        }
+    };
+}
+
+forward_fs!(Recorder<'_>, unscoped);
+forward_fs!(Scope<'_, '_>, noting);
+
+impl crate::load::Scopes for Recorder<'_> {
+    fn scope<'s>(&'s self, dir: &Path) -> Box<dyn FileSystem + 's> {
+        Box::new(Recorder::scope(self, dir))
     }
 }
 
@@ -920,7 +1011,7 @@ pub struct Replayed {
     pub json: Option<serde_json::Value>,
 }
 
-/// The calls one component directory's load made (see [`Recorder::enter`]).
+/// The calls one component directory's load made (see [`Recorder::scope`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ComponentReads {
     /// The component directory (canonical).
@@ -1275,6 +1366,52 @@ mod tests {
                 "read_dir_kinds"
             ]
         );
+    }
+
+    /// Issue 38 item 8: the scope is the handle's, not the recorder's. Two scopes used on two
+    /// threads at once, their calls interleaved, each keep their own; a scope that made no
+    /// call is recorded as having made none; the recorder's own calls stay unscoped.
+    #[test]
+    fn scopes_used_at_once_on_two_threads_keep_their_own_calls() {
+        let t = tempfile::tempdir().unwrap();
+        for d in ["a", "b", "c"] {
+            std::fs::create_dir(t.path().join(d)).unwrap();
+            std::fs::write(t.path().join(d).join("f"), d).unwrap();
+        }
+        let rec = Recorder::new(&RealFs);
+        let turns = std::sync::Barrier::new(2);
+        std::thread::scope(|threads| {
+            for d in ["a", "b"] {
+                let (rec, turns, dir) = (&rec, &turns, t.path().join(d));
+                threads.spawn(move || {
+                    let scope = rec.scope(&dir);
+                    for _ in 0..3 {
+                        // Each call of one scope falls between two of the other's.
+                        turns.wait();
+                        assert_eq!(scope.read(&dir.join("f")).unwrap(), d.as_bytes());
+                        assert!(scope.is_dir(&dir));
+                    }
+                });
+            }
+        });
+        drop(rec.scope(&t.path().join("c")));
+        assert!(rec.is_file(&t.path().join("c/f")));
+        let scoped = rec.scoped_reads();
+        assert_eq!(scoped.len(), 3);
+        for (c, d) in scoped.iter().zip(["a", "b"]) {
+            assert_eq!(c.dir, t.path().join(d));
+            let paths: BTreeSet<&str> = c.reads.iter().map(|r| r.path.as_str()).collect();
+            let dir = t.path().join(d);
+            let file = dir.join("f");
+            assert_eq!(
+                paths,
+                BTreeSet::from([dir.to_str().unwrap(), file.to_str().unwrap()])
+            );
+        }
+        assert!(scoped[2].reads.is_empty());
+        let unscoped = rec.reads();
+        assert_eq!(unscoped.len(), 1);
+        assert_eq!(unscoped[0].op, "is_file");
     }
 
     /// Issue 39, items 2 and 3: the key is created 0600 and read back; a link in its place

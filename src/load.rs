@@ -15,6 +15,7 @@ use crate::diag::{Errors, Loc, SourceId, Sources, Violation, schema_violations};
 use crate::resource::{Origin, Resource};
 use crate::spec::{ComponentFile, Generator, PlatformFile};
 use miette::{Diagnostic, NamedSource, SourceSpan};
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -40,13 +41,14 @@ pub struct LoadOptions<'a> {
     /// evaluates again only the components whose plans it renders again; `platform.yaml` is
     /// still read and checked in full. `None`: everything.
     pub only: Option<&'a BTreeSet<PathBuf>>,
-    /// Called with `Some(dir)` before each component directory is loaded and `None` after
-    /// it: every file-system call in between is that component's (its `component.yaml`, its
-    /// `files:` manifests, its generator files, its kustomize tree's checks), every other
-    /// call the platform's. The render journal records them apart
+    /// The file system each component directory is loaded through: every file-system call
+    /// of a component's load (its `component.yaml`, its `files:` manifests, its generator
+    /// files, its kustomize tree's checks) goes through its own, every other call through
+    /// the one given to [`load`]. The render journal records them apart
     /// ([`crate::cache::Journal::component_reads`]), so that a changed file names the
-    /// components whose load it reaches.
-    pub enter: Option<&'a EnterComponent<'a>>,
+    /// components whose load it reaches. Per component, not "the current component", since
+    /// the components load on several threads at once. `None`: the one given to [`load`].
+    pub scopes: Option<&'a dyn Scopes>,
     /// The fetched tree of each instance with a `source` (by project and instance index),
     /// from the source stage (`crate::source`). A component read from a tree is confined
     /// to it: its paths are checked against the tree, not the repository.
@@ -56,17 +58,32 @@ pub struct LoadOptions<'a> {
     pub parsed: Option<&'a Parsed>,
 }
 
-/// See [`LoadOptions::enter`].
-pub type EnterComponent<'a> = dyn Fn(Option<&Path>) + 'a;
+/// A file system per component directory (see [`LoadOptions::scopes`]).
+pub trait Scopes: Sync {
+    /// The file system the load of the component in `dir` (canonical) reads through.
+    fn scope<'s>(&'s self, dir: &Path) -> Box<dyn FileSystem + 's>;
+}
 
 impl std::fmt::Debug for LoadOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LoadOptions")
             .field("root", &self.root)
             .field("only", &self.only)
-            .field("enter", &self.enter.is_some())
+            .field("scopes", &self.scopes.is_some())
             .finish()
     }
+}
+
+/// A component directory found by the walk of `platform.yaml`, to load
+/// ([`Loader::load_pending`]).
+struct Pending<'t> {
+    /// The directory (canonical).
+    dir: PathBuf,
+    /// The fetched tree it is confined to, if it was fetched.
+    tree: Option<&'t SourceTree>,
+    /// How many of the walk's errors were found before it: a serial load reports those
+    /// before the component's own, and the rest after.
+    errors_before: usize,
 }
 
 /// The kiln documents (`platform.yaml`, `component.yaml`) of one render, parsed once and
@@ -75,27 +92,30 @@ impl std::fmt::Debug for LoadOptions<'_> {
 /// of the four readers parsed it again (at 10,000 components, a fifth of load and source).
 ///
 /// Keyed by the text, not the path: each stage still reads the file through its own file
-/// system (the journal records load's reads, [`LoadOptions::enter`]), and gets the parsed
+/// system (the journal records load's reads, [`LoadOptions::scopes`]), and gets the parsed
 /// document only for the same bytes, so a file that changed between two reads is parsed
 /// anew. A document is parsed at most once however many threads ask for it at once. Load
 /// [`takes`](Parsed::take) each document out as it loads it, so nothing stays held past
 /// load; a text that does not parse is not kept (each reader parses it again for its own
 /// error, naming the file as it knows it).
 #[derive(Debug, Default)]
+///
+/// Each reader before load gets the document shared, not a copy: the copies of three readers
+/// were a sixth of the source stage and load at 10,000 components.
 pub struct Parsed {
-    docs: std::sync::Mutex<std::collections::HashMap<String, Arc<OnceLock<Option<Value>>>>>,
+    docs: std::sync::Mutex<std::collections::HashMap<String, Arc<Slot>>>,
     parses: std::sync::atomic::AtomicUsize,
 }
 
 impl Parsed {
     /// The document in `text` (a file shown as `name`), parsed on first sight.
-    pub fn parse(&self, name: &str, text: &str) -> Result<Value, crate::yaml::YamlError> {
+    pub fn parse(&self, name: &str, text: &str) -> Result<Arc<Value>, crate::yaml::YamlError> {
         match self
             .slot(text)
             .get_or_init(|| self.parse_new(name, text).ok())
         {
             Some(v) => Ok(v.clone()),
-            None => crate::yaml::parse_one(name, text),
+            None => crate::yaml::parse_one(name, text).map(Arc::new),
         }
     }
 
@@ -109,9 +129,15 @@ impl Parsed {
         if let Ok(mut docs) = self.docs.lock() {
             docs.remove(text);
         }
+        // The earlier readers are done with it by now: moved out, not copied.
         match Arc::try_unwrap(slot).map(|s| s.into_inner()) {
-            Ok(Some(Some(v))) => Ok(v),
-            Err(shared) if got => Ok(shared.get().cloned().flatten().unwrap_or_default()),
+            Ok(Some(Some(v))) => Ok(Arc::unwrap_or_clone(v)),
+            Err(shared) if got => Ok(shared
+                .get()
+                .cloned()
+                .flatten()
+                .map(Arc::unwrap_or_clone)
+                .unwrap_or_default()),
             _ => crate::yaml::parse_one(name, text),
         }
     }
@@ -126,7 +152,7 @@ impl Parsed {
         self.parses.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn slot(&self, text: &str) -> Arc<OnceLock<Option<Value>>> {
+    fn slot(&self, text: &str) -> Arc<Slot> {
         let mut docs = self
             .docs
             .lock()
@@ -137,12 +163,15 @@ impl Parsed {
         }
     }
 
-    fn parse_new(&self, name: &str, text: &str) -> Result<Value, crate::yaml::YamlError> {
+    fn parse_new(&self, name: &str, text: &str) -> Result<Arc<Value>, crate::yaml::YamlError> {
         self.parses
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        crate::yaml::parse_one(name, text)
+        crate::yaml::parse_one(name, text).map(Arc::new)
     }
 }
+
+/// One text's document in [`Parsed`]: parsed once, `None` when it does not parse.
+type Slot = OnceLock<Option<Arc<Value>>>;
 
 /// A component instance's fetched source tree (`components[].source`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -406,9 +435,6 @@ fn component_validator() -> &'static Checked {
 
 struct Loader<'a> {
     fs: &'a dyn FileSystem,
-    /// Told each component directory before its load, and `None` after (see
-    /// [`LoadOptions::enter`]).
-    enter: &'a dyn Fn(Option<&Path>),
     root: PathBuf,
     sources: Sources,
     errors: Vec<LoadError>,
@@ -429,7 +455,6 @@ pub fn load(
     opts: &LoadOptions,
 ) -> Result<LoadedPlatform, Errors<LoadError>> {
     let only = opts.only;
-    let enter = opts.enter.unwrap_or(&|_| {});
     let io_err = |op, path: &Path, source| {
         Errors::new(vec![LoadError::Io {
             op,
@@ -449,7 +474,6 @@ pub fn load(
     };
     let mut ld = Loader {
         fs,
-        enter,
         root,
         sources: Sources::new(),
         errors: Vec::new(),
@@ -470,10 +494,12 @@ pub fn load(
     }
     // Components are found in the raw document, so that even when `platform.yaml` has schema
     // violations the components are still read and their own errors reported in the same run.
-    let mut components: Vec<LoadedComponent> = Vec::new();
-    let mut by_dir: BTreeMap<PathBuf, Option<usize>> = BTreeMap::new();
+    // The walk only finds them (each distinct directory once, in the order first referenced);
+    // they are loaded after it, at once (`load_pending`).
+    let mut pending: Vec<Pending> = Vec::new();
+    let mut by_dir: BTreeMap<PathBuf, usize> = BTreeMap::new();
     let mut instances = Vec::new();
-    let mut environment_components = BTreeMap::new();
+    let mut environment_slots: Vec<((usize, usize), String, usize)> = Vec::new();
     let mut dropped: Vec<(usize, usize)> = Vec::new();
     let projects = raw.pointer("/spec/projects").and_then(Value::as_array);
     for (p, project) in projects.into_iter().flatten().enumerate() {
@@ -529,31 +555,40 @@ pub fn load(
                 dropped.push((p, i));
                 continue;
             }
-            let idx = ld.component_once(&cdir, tree, &mut components, &mut by_dir);
-            if let Some(idx) = idx {
-                ids.push(idx);
-            }
+            ids.push(ld.component_once(&cdir, tree, &mut pending, &mut by_dir));
             // Each environment's own commit of the instance's repository.
             for (env, t) in tree.map(|t| &t.environments).into_iter().flatten() {
                 let loc = Loc::new(file, source_pointer(inst, p, i));
                 let Some(edir) = ld.resolve_in_tree(t, &loc) else {
                     continue;
                 };
-                if let Some(e) = ld.component_once(&edir, Some(t), &mut components, &mut by_dir) {
-                    environment_components
-                        .entry((p, i))
-                        .or_insert_with(BTreeMap::new)
-                        .insert(env.clone(), e);
-                }
+                let e = ld.component_once(&edir, Some(t), &mut pending, &mut by_dir);
+                environment_slots.push(((p, i), env.clone(), e));
             }
         }
         instances.push(ids);
+    }
+    let (components, index) = ld.load_pending(pending, opts.scopes);
+    // Each instance's component, as a serial load numbers them: only those that loaded.
+    let instances: Vec<Vec<usize>> = instances
+        .into_iter()
+        .map(|slots: Vec<usize>| slots.into_iter().filter_map(|s| index[s]).collect())
+        .collect();
+    let mut environment_components = BTreeMap::new();
+    for (at, env, slot) in environment_slots {
+        if let Some(e) = index[slot] {
+            environment_components
+                .entry(at)
+                .or_insert_with(BTreeMap::new)
+                .insert(env, e);
+        }
     }
     // Instances left out by `only` leave the document too, so that `instances` still lines
     // up with `spec.projects[p].components` (highest index first: removal shifts the rest).
     // A project left without instances goes too (its parameters would name no component's
     // parameter, which validate refuses).
     let mut raw = raw;
+    let mut instances = instances;
     let emptied: BTreeSet<usize> = dropped
         .iter()
         .map(|(p, _)| *p)
@@ -577,7 +612,8 @@ pub fn load(
         }
     }
     let spec = if valid {
-        match serde_json::from_value::<PlatformFile>(raw.clone()) {
+        // From the value in place: a copy of a platform of 10,000 components is 1.4 MB.
+        match PlatformFile::deserialize(&raw) {
             Ok(s) => Some(s),
             Err(e) => {
                 ld.schema_error(file, "", e.to_string(), "platform.schema.json");
@@ -859,35 +895,85 @@ impl Loader<'_> {
         }
     }
 
-    /// The index in `components` of the component in `cdir`, loading it on first sight (from
-    /// `tree`, confined to it, when it was fetched); `None` when it failed to load.
-    fn component_once(
-        &mut self,
+    /// The slot in `pending` of the component in `cdir`, added on first sight (with `tree`,
+    /// which it is confined to, when it was fetched). Only the errors found so far come
+    /// before its own (see [`Pending::errors_before`]).
+    fn component_once<'t>(
+        &self,
         cdir: &Path,
-        tree: Option<&SourceTree>,
-        components: &mut Vec<LoadedComponent>,
-        by_dir: &mut BTreeMap<PathBuf, Option<usize>>,
-    ) -> Option<usize> {
-        if let Some(known) = by_dir.get(cdir) {
-            return *known;
+        tree: Option<&'t SourceTree>,
+        pending: &mut Vec<Pending<'t>>,
+        by_dir: &mut BTreeMap<PathBuf, usize>,
+    ) -> usize {
+        if let Some(&known) = by_dir.get(cdir) {
+            return known;
         }
-        (self.enter)(Some(cdir));
-        let repository = tree.map(|t| std::mem::replace(&mut self.root, t.root.clone()));
-        let mut loaded = self.load_component(cdir);
-        if let Some(r) = repository {
-            self.root = r;
-        }
-        // Named by where it came from: the repository, the commit, the folder.
-        if let (Some(tree), Some(c)) = (tree, loaded.as_mut()) {
-            c.display_dir = tree.label.clone();
-        }
-        (self.enter)(None);
-        let idx = loaded.map(|c| {
-            components.push(c);
-            components.len() - 1
+        pending.push(Pending {
+            dir: cdir.to_path_buf(),
+            tree,
+            errors_before: self.errors.len(),
         });
-        by_dir.insert(cdir.to_path_buf(), idx);
-        idx
+        by_dir.insert(cdir.to_path_buf(), pending.len() - 1);
+        pending.len() - 1
+    }
+
+    /// Loads the `pending` components on rayon's pool (issue 38, item 8: 10,000 component
+    /// directories were a serial fifth of a large render before the render started), each
+    /// through its own scope of `scopes` and with its own table of texts, then puts the
+    /// results together in `pending`'s order, as a serial load would have them: the texts
+    /// numbered in the order read, each component's errors after the platform's errors
+    /// found before it and before those found after, the components numbered in order
+    /// among those that loaded. Returns them and, by slot, each one's number (`None`: it
+    /// failed).
+    fn load_pending(
+        &mut self,
+        pending: Vec<Pending<'_>>,
+        scopes: Option<&dyn Scopes>,
+    ) -> (Vec<LoadedComponent>, Vec<Option<usize>>) {
+        use rayon::prelude::*;
+        let (fs, root, parsed) = (self.fs, &self.root, self.parsed);
+        let loaded: Vec<(Option<LoadedComponent>, Sources, Vec<LoadError>)> = pending
+            .par_iter()
+            .map(|p| {
+                // Dropped (its calls handed to the recorder) once the component is loaded.
+                let scope = scopes.map(|s| s.scope(&p.dir));
+                let mut one = Loader {
+                    fs: scope.as_deref().unwrap_or(fs),
+                    root: p.tree.map_or_else(|| root.clone(), |t| t.root.clone()),
+                    sources: Sources::new(),
+                    errors: Vec::new(),
+                    parsed,
+                };
+                let mut c = one.load_component(&p.dir);
+                // Named by where it came from: the repository, the commit, the folder.
+                if let (Some(tree), Some(c)) = (p.tree, c.as_mut()) {
+                    c.display_dir = tree.label.clone();
+                }
+                (c, one.sources, one.errors)
+            })
+            .collect();
+        let mut platform_errors = std::mem::take(&mut self.errors).into_iter();
+        let mut taken = 0;
+        let mut components = Vec::new();
+        let mut index = Vec::with_capacity(pending.len());
+        for (p, (c, sources, errors)) in pending.iter().zip(loaded) {
+            self.errors
+                .extend(platform_errors.by_ref().take(p.errors_before - taken));
+            taken = p.errors_before;
+            // The walk adds no text, so the component's follow those added before it.
+            let offset = self.sources.files().len();
+            for f in sources.files() {
+                self.sources.add(f.name.clone(), f.text.clone());
+            }
+            self.errors.extend(errors);
+            index.push(c.map(|mut c| {
+                c.file += offset;
+                components.push(c);
+                components.len() - 1
+            }));
+        }
+        self.errors.extend(platform_errors);
+        (components, index)
     }
 
     /// A fetched tree's component directory: inside the tree, holding `component.yaml`. A
@@ -1037,7 +1123,7 @@ impl Loader<'_> {
         if !valid {
             return None;
         }
-        let spec: ComponentFile = match serde_json::from_value(raw.clone()) {
+        let spec = match ComponentFile::deserialize(&raw) {
             Ok(s) => s,
             Err(e) => {
                 self.schema_error(file, "", e.to_string(), "component.schema.json");
@@ -1851,5 +1937,218 @@ mod tests {
             panic!("{errs:?}")
         };
         assert_eq!(help, "did you mean `../../components/a`?");
+    }
+
+    /// A file system that holds the read of `held` until `release` has been read (at most
+    /// ten seconds), so that the component read later in load order finishes first, as it
+    /// may on a busy pool. `waited_out`: the release never came, the components loaded one
+    /// at a time.
+    #[derive(Debug)]
+    struct Gate {
+        held: PathBuf,
+        release: PathBuf,
+        released: std::sync::Mutex<bool>,
+        signal: std::sync::Condvar,
+        waited_out: std::sync::atomic::AtomicBool,
+    }
+
+    impl Gate {
+        fn new(held: PathBuf, release: PathBuf) -> Gate {
+            Gate {
+                held,
+                release,
+                released: std::sync::Mutex::new(false),
+                signal: std::sync::Condvar::new(),
+                waited_out: Default::default(),
+            }
+        }
+    }
+
+    impl FileSystem for Gate {
+        fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+            if path == self.held {
+                let released = self.released.lock().unwrap();
+                let (released, wait) = self
+                    .signal
+                    .wait_timeout_while(released, std::time::Duration::from_secs(10), |r| !*r)
+                    .unwrap();
+                drop(released);
+                if wait.timed_out() {
+                    self.waited_out
+                        .store(true, std::sync::atomic::Ordering::SeqCst);
+                }
+            }
+            let r = RealFs.read(path);
+            if path == self.release {
+                *self.released.lock().unwrap() = true;
+                self.signal.notify_all();
+            }
+            r
+        }
+        fn is_dir(&self, path: &Path) -> bool {
+            RealFs.is_dir(path)
+        }
+        fn is_file(&self, path: &Path) -> bool {
+            RealFs.is_file(path)
+        }
+        fn read_dir(&self, path: &Path) -> io::Result<Vec<PathBuf>> {
+            RealFs.read_dir(path)
+        }
+        fn canonicalize(&self, path: &Path) -> io::Result<PathBuf> {
+            RealFs.canonicalize(path)
+        }
+    }
+
+    /// `load` on a pool of its own with `threads` threads.
+    fn load_on(
+        threads: usize,
+        fs: &dyn FileSystem,
+        dir: &Path,
+        opts: &LoadOptions,
+    ) -> Result<LoadedPlatform, Errors<LoadError>> {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| load(fs, dir, opts))
+    }
+
+    /// `platform.yaml` listing the components `names` in one project.
+    fn platform_of(names: &[&str]) -> String {
+        let mut p = PLATFORM.replace("    - path: ../../components/a\n", "");
+        for n in names {
+            p.push_str(&format!("    - path: ../../components/{n}\n"));
+        }
+        p
+    }
+
+    /// Issue 38 item 8: the components load at once, and the result is a serial load's: the
+    /// texts numbered in the order read, the components in the order listed, each
+    /// component's file-system calls recorded under it and no other, though the first
+    /// component finishes last.
+    #[test]
+    fn components_load_at_once_with_a_serial_loads_numbering_and_reads() {
+        let names = ["a", "b", "c", "d"];
+        let component = |n: &str| COMPONENT.replace("name: a", &format!("name: {n}"));
+        let deploy = |n: &str| DEPLOY.replace("name: a", &format!("name: {n}"));
+        let mut files = vec![("platforms/p/platform.yaml".to_string(), platform_of(&names))];
+        for n in names {
+            files.push((format!("components/{n}/component.yaml"), component(n)));
+            files.push((format!("components/{n}/manifests/deploy.yaml"), deploy(n)));
+        }
+        let refs: Vec<(&str, &str)> = files.iter().map(|(p, t)| (&p[..], &t[..])).collect();
+        let t = tree(&refs);
+        let root = t.path().canonicalize().unwrap();
+        let gate = Gate::new(
+            root.join("components/a/component.yaml"),
+            root.join("components/d/manifests/deploy.yaml"),
+        );
+        let rec = crate::cache::Recorder::new(&gate);
+        let dir = t.path().join("platforms/p");
+        let lp = load_on(
+            2,
+            &rec,
+            &dir,
+            &LoadOptions {
+                scopes: Some(&rec),
+                ..opts(&t)
+            },
+        )
+        .unwrap();
+        assert!(
+            !gate.waited_out.load(std::sync::atomic::Ordering::SeqCst),
+            "the components loaded one at a time"
+        );
+        let shown: Vec<&str> = lp.sources.files().iter().map(|f| f.name.as_str()).collect();
+        let mut expected = vec!["platforms/p/platform.yaml".to_string()];
+        for n in names {
+            expected.push(format!("components/{n}/component.yaml"));
+            expected.push(format!("components/{n}/manifests/deploy.yaml"));
+        }
+        assert_eq!(shown, expected);
+        assert_eq!(lp.instances, vec![vec![0, 1, 2, 3]]);
+        for (k, (c, n)) in lp.components.iter().zip(names).enumerate() {
+            assert_eq!(c.display_dir, format!("components/{n}"));
+            assert_eq!(c.file, 1 + 2 * k);
+            assert_eq!(lp.sources.get(c.file).text.as_ref(), component(n));
+        }
+        let scoped = rec.scoped_reads();
+        let dirs: Vec<PathBuf> = scoped.iter().map(|c| c.dir.clone()).collect();
+        let want: Vec<PathBuf> = names
+            .iter()
+            .map(|n| root.join("components").join(n))
+            .collect();
+        assert_eq!(dirs, want);
+        for c in &scoped {
+            for r in &c.reads {
+                assert!(Path::new(&r.path).starts_with(&c.dir), "{r:?} under {c:?}");
+            }
+            let read = |f: &str| {
+                let path = c.dir.join(f);
+                c.reads
+                    .iter()
+                    .any(|r| r.op == "read" && Path::new(&r.path) == path)
+            };
+            assert!(
+                read("component.yaml") && read("manifests/deploy.yaml"),
+                "{c:?}"
+            );
+        }
+        // The platform's own calls stay unscoped: platform.yaml, each component found.
+        let unscoped = rec.reads();
+        assert!(
+            unscoped
+                .iter()
+                .all(|r| r.op != "read" || r.path.ends_with("platform.yaml")),
+            "{unscoped:?}"
+        );
+    }
+
+    /// Issue 38 item 8: errors of components loaded at once come in load order, each
+    /// component's between the platform's errors found before it and those found after, not
+    /// in the order the components finished.
+    #[test]
+    fn errors_of_components_loaded_at_once_come_in_load_order() {
+        let names = ["a", "b", "missing", "c", "d"];
+        let platform = platform_of(&names);
+        let b = COMPONENT.replace("name: a", "name: b\n  colour: red");
+        let d = COMPONENT.replace("name: a", "name: [d");
+        let t = tree(&[
+            ("platforms/p/platform.yaml", &platform),
+            ("components/a/component.yaml", COMPONENT),
+            ("components/a/manifests/deploy.yaml", DEPLOY),
+            ("components/b/component.yaml", &b),
+            ("components/c/component.yaml", COMPONENT),
+            ("components/c/manifests/deploy.yaml", DEPLOY),
+            ("components/d/component.yaml", &d),
+        ]);
+        let root = t.path().canonicalize().unwrap();
+        let dir = t.path().join("platforms/p");
+        let serial = load_on(1, &RealFs, &dir, &opts(&t)).unwrap_err().errors;
+        let shown = |errs: &[LoadError]| errs.iter().map(|e| e.to_string()).collect::<Vec<_>>();
+        // b's schema violation, the missing component, d's YAML error.
+        assert!(
+            matches!(
+                &serial[..],
+                [
+                    LoadError::SchemaViolation { .. },
+                    LoadError::UnknownComponent { .. },
+                    LoadError::Yaml(_)
+                ]
+            ),
+            "{serial:?}"
+        );
+        // b is held until d is read: d's error is found first.
+        let gate = Gate::new(
+            root.join("components/b/component.yaml"),
+            root.join("components/d/component.yaml"),
+        );
+        let parallel = load_on(2, &gate, &dir, &opts(&t)).unwrap_err().errors;
+        assert!(
+            !gate.waited_out.load(std::sync::atomic::Ordering::SeqCst),
+            "the components loaded one at a time"
+        );
+        assert_eq!(shown(&parallel), shown(&serial));
+        assert!(shown(&parallel)[0].contains("colour"), "{parallel:?}");
     }
 }

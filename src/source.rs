@@ -30,6 +30,7 @@ use crate::spec::{Parameters, PlatformFile};
 use kiln_source::fetch::Kind;
 use kiln_source::{Fetcher, LockEntry, LockFile, Request, SourceError};
 use miette::Diagnostic;
+use serde::Deserialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -278,7 +279,7 @@ pub fn resolve(
     let file = platform_dir.join("platform.yaml");
     let Some((text, platform)) = fs.read_to_string(&file).ok().and_then(|t| {
         let v = out.parsed.parse("platform.yaml", &t).ok()?;
-        Some((t, serde_json::from_value::<PlatformFile>(v).ok()?))
+        Some((t, PlatformFile::deserialize(&*v).ok()?))
     }) else {
         return Ok(out);
     };

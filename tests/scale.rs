@@ -612,7 +612,7 @@ fn timings_name_every_stage() {
     assert!(out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     for stage in [
-        "load", "evaluate", "render", "emit", "validate", "write", "total",
+        "source", "load", "spec", "evaluate", "render", "emit", "validate", "write", "total",
     ] {
         assert!(
             err.lines().any(|l| l.trim_start().starts_with(stage)),

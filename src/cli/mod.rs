@@ -1392,7 +1392,7 @@ fn render(args: &RenderArgs) -> miette::Result<ExitCode> {
 fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
     let t = &s.timings;
     let secs = |d: std::time::Duration| format!("{:>8.3} s", d.as_secs_f64());
-    let total = t.load + t.evaluate + t.render + t.emit + t.write;
+    let total = t.total();
     let per_plan = if s.plans == 0 {
         String::new()
     } else {
@@ -1421,7 +1421,18 @@ fn timings_text(s: &crate::pipeline::RenderSummary) -> String {
     };
     [
         format!("kiln: timings ({} BuildPlans, {cache}{per_plan})", s.plans),
-        format!("  load      {}  (read and validate the spec)", secs(t.load)),
+        format!(
+            "  source    {}  (fetch sources, scan components for charts and bases; before a full render, the journal's check)",
+            secs(t.source)
+        ),
+        format!(
+            "  load      {}  (read platform.yaml and every component's files)",
+            secs(t.load)
+        ),
+        format!(
+            "  spec      {}  (validate the spec: types, names, environments)",
+            secs(t.spec)
+        ),
         format!(
             "  evaluate  {}  (layer parameters, BuildPlans)",
             secs(t.evaluate)

@@ -181,17 +181,19 @@ pub(super) fn render_incremental(
     let load_opts = LoadOptions {
         root: opts.root.as_deref(),
         only: Some(&only),
-        enter: Some(&|d| load_fs.enter(d)),
+        scopes: Some(&load_fs),
         sources: None,
         parsed: None,
     };
     let Ok(loaded) = load(&load_fs, &opts.platform_dir, &load_opts) else {
         return Ok(None);
     };
+    timings.load = t.elapsed();
+    let t = Instant::now();
     let Ok(platform) = validate(loaded) else {
         return Ok(None);
     };
-    timings.load = t.elapsed();
+    timings.spec = t.elapsed();
     let t = Instant::now();
     // The selection as given, less the component names (the instances left out of the
     // platform would be unknown); it only narrows what is evaluated.

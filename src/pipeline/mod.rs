@@ -182,7 +182,16 @@ pub struct RenderOptions {
 /// Argo CD objects, the tree assembled, `--schema-dir` checks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Timings {
+    /// The source stage (`crate::source::resolve`: fetches, and the scan of every
+    /// `component.yaml` for charts and kustomize bases), and the journal's check of the last
+    /// render when one is kept.
+    pub source: Duration,
+    /// Reading `platform.yaml` and every component (`crate::load::load`); for a render the
+    /// journal skips, its check.
     pub load: Duration,
+    /// Turning the loaded spec into the typed platform (`crate::validate::validate`): names,
+    /// references, the environment graph.
+    pub spec: Duration,
     pub evaluate: Duration,
     pub render: Duration,
     pub render_cpu: Duration,
@@ -205,7 +214,7 @@ pub struct Timings {
 impl Timings {
     /// The stages' wall times added up.
     pub fn total(&self) -> Duration {
-        self.load + self.evaluate + self.render + self.emit + self.write
+        self.source + self.load + self.spec + self.evaluate + self.render + self.emit + self.write
     }
 }
 
@@ -674,20 +683,25 @@ pub fn build(
 ) -> Result<Built, KilnError> {
     let t = Instant::now();
     let fetched = opts.resolve_sources()?;
-    build_fetched(opts, progress, fetched, t, None)
+    build_fetched(opts, progress, fetched, t.elapsed(), None)
 }
 
-/// [`build`] after the source stage. With `stream` (`kiln render`), each piece's files go
-/// into the write as it is rendered, and the Kargo and Argo CD files as they are generated:
-/// the set returned is empty, every file is the stream's (see [`stream`]).
+/// [`build`] after the source stage, which took `source`. With `stream` (`kiln render`),
+/// each piece's files go into the write as it is rendered, and the Kargo and Argo CD files
+/// as they are generated: the set returned is empty, every file is the stream's (see
+/// [`stream`]).
 fn build_fetched(
     opts: &RenderOptions,
     progress: &(dyn Fn(usize, usize) + Sync),
     fetched: crate::source::Resolved,
-    t: Instant,
+    source: Duration,
     mut stream: Option<&mut Stream>,
 ) -> Result<Built, KilnError> {
-    let mut timings = Timings::default();
+    let mut timings = Timings {
+        source,
+        ..Timings::default()
+    };
+    let t = Instant::now();
     // Every file read, for provenance (`Built::inputs`).
     let fs = crate::cache::Recorder::contents(opts.fs.as_ref());
     // Every call of load, for the journal (see `crate::cache::Journal`).
@@ -695,15 +709,17 @@ fn build_fetched(
     let load_opts = LoadOptions {
         root: opts.root.as_deref(),
         only: None,
-        enter: Some(&|d| load_fs.enter(d)),
+        scopes: Some(&load_fs),
         sources: Some(&fetched.trees),
         parsed: Some(&fetched.parsed),
     };
     let loaded = load(&load_fs, &opts.platform_dir, &load_opts).map_err(KilnError::Load)?;
     let load_reads = load_fs.reads();
     let component_reads = load_fs.scoped_reads();
-    let platform = validate(loaded).map_err(KilnError::Validate)?;
     timings.load = t.elapsed();
+    let t = Instant::now();
+    let platform = validate(loaded).map_err(KilnError::Validate)?;
+    timings.spec = t.elapsed();
     if let Some(s) = stream.as_deref_mut() {
         s.start(&opts.write_to, &platform);
     }
@@ -1096,6 +1112,7 @@ pub fn run_render(
 ) -> Result<RenderSummary, KilnError> {
     let t = Instant::now();
     let fetched = opts.resolve_sources()?;
+    let source = t.elapsed();
     // The journal replays and the incremental render know nothing of fetched trees: a
     // platform with remote sources renders in full (its lock, cache and trees verified).
     let slot = journal_slot(opts).filter(|_| fetched.is_local());
@@ -1115,6 +1132,7 @@ pub fn run_render(
             render_incremental(opts, slot, j, *recorded, &changed, progress)?
         };
         if let Some(mut summary) = done {
+            summary.timings.source = source;
             summary.timings.load += t.elapsed().saturating_sub(summary.timings.total());
             return Ok(summary);
         }
@@ -1145,7 +1163,9 @@ pub fn run_render(
         opts,
         progress,
         fetched,
-        Instant::now(),
+        // The journal's check (when the last render kept one) is counted with the source
+        // stage: both come before load, and neither is it.
+        t.elapsed(),
         streamed.then_some(&mut stream),
     )?;
     let t = Instant::now();
