@@ -1585,7 +1585,7 @@ mod tests {
             &opts,
             &|_, _| {},
             fetched,
-            Instant::now(),
+            Duration::ZERO,
             Some(&mut stream),
         );
         let built = built.unwrap();
