@@ -18,7 +18,7 @@
 //!
 //! The subset: drafts 7 and 2020-12 (the `$schema` URIs `referencing::Draft::from_schema_uri`
 //! maps to them, and none, which jsonschema reads as 2020-12); the keywords of
-//! [`keyword`] below; `$ref` to a JSON pointer in the same document that names a subschema;
+//! `keyword` below; `$ref` to a JSON pointer in the same document that names a subschema;
 //! `pattern` only in the syntax Rust's `regex`, ECMA-262 and RE2 read alike.
 
 use serde_json::{Map, Number, Value};
