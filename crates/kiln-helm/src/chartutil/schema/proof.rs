@@ -16,8 +16,8 @@
 //! `true` is the one thing it must never say (the tests hold every `true` against
 //! jsonschema's own verdict).
 //!
-//! The subset: drafts 7 and 2020-12 (the `$schema` URIs `referencing::Draft::from_schema_uri`
-//! maps to them, and none, which jsonschema reads as 2020-12); the keywords of
+//! The subset: drafts 7 and 2020-12 (as `jsonschema::Draft::from_schema_uri` reads
+//! `$schema`, and none, which jsonschema reads as its default, 2020-12); the keywords of
 //! `keyword` below; `$ref` to a JSON pointer in the same document that names a subschema;
 //! `pattern` only in the syntax Rust's `regex`, ECMA-262 and RE2 read alike.
 
@@ -84,20 +84,19 @@ pub fn proves_valid(schema: &Value, instance: &Value) -> bool {
     proof.check(schema, instance, 0) == Some(true)
 }
 
+/// The draft jsonschema reads the schema in (its own reading of `$schema`), if the proof
+/// knows it.
 fn draft_of(schema: &Value) -> Option<Draft> {
     let root = schema.as_object()?;
-    match root.get("$schema") {
-        None => Some(Draft::D2020),
-        Some(Value::String(uri)) => match uri.trim_end_matches('#') {
-            "https://json-schema.org/draft/2020-12/schema"
-            | "http://json-schema.org/draft/2020-12/schema"
-            | "https://json-schema.org/schema"
-            | "http://json-schema.org/schema" => Some(Draft::D2020),
-            "https://json-schema.org/draft-07/schema"
-            | "http://json-schema.org/draft-07/schema" => Some(Draft::D7),
-            _ => None,
-        },
-        Some(_) => None,
+    let draft = match root.get("$schema") {
+        None => jsonschema::Draft::default(),
+        Some(Value::String(uri)) => jsonschema::Draft::from_schema_uri(uri),
+        Some(_) => return None,
+    };
+    match draft {
+        jsonschema::Draft::Draft7 => Some(Draft::D7),
+        jsonschema::Draft::Draft202012 => Some(Draft::D2020),
+        _ => None,
     }
 }
 
