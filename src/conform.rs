@@ -1276,7 +1276,11 @@ impl Validation {
         report
             .findings
             .extend(conflict_findings(&self.options, &checked, text)?);
-        // Each rendered file is one BuildPlan's.
+        if report.findings.is_empty() {
+            return Ok(report);
+        }
+        // Each rendered file is one BuildPlan's (an index of every file: built only for
+        // findings to resolve).
         let plan_of: BTreeMap<&str, usize> = checked
             .iter()
             .enumerate()

@@ -1115,25 +1115,42 @@ fn base_entries(fs: &dyn FileSystem, dir: &Path) -> Option<(String, Vec<String>)
 
 /// Whether any of `dirs` (or a local base below them) names a remote base.
 fn has_remote_bases(fs: &dyn FileSystem, root: &Path, dirs: &[PathBuf]) -> bool {
+    use rayon::prelude::*;
     let rooted = crate::fs::RootedFs::new(fs, root.to_path_buf());
     let mut seen = BTreeSet::new();
-    let mut todo: Vec<PathBuf> = dirs.to_vec();
-    while let Some(dir) = todo.pop() {
-        let Ok(real) = rooted.canonicalize(&dir) else {
-            continue;
-        };
-        if !seen.insert(real.clone()) {
-            continue;
-        }
-        for e in base_entries(&rooted, &real)
-            .map(|(_, e)| e)
-            .unwrap_or_default()
-        {
-            if !rooted.is_file(&real.join(&e)) && RepoSpec::parse(&e).is_ok() {
-                return true;
+    // A level of kustomizations at a time, each read on rayon's pool: one after another,
+    // 10,000 components' kustomizations held one core for most of a second before any render.
+    let mut level: Vec<PathBuf> = dirs.to_vec();
+    while !level.is_empty() {
+        let read: Vec<(PathBuf, Vec<(String, bool)>)> = level
+            .par_iter()
+            .filter_map(|dir| {
+                let real = rooted.canonicalize(dir).ok()?;
+                let entries = base_entries(&rooted, &real)
+                    .map(|(_, e)| e)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|e| {
+                        let remote = !rooted.is_file(&real.join(&e)) && RepoSpec::parse(&e).is_ok();
+                        (e, remote)
+                    })
+                    .collect();
+                Some((real, entries))
+            })
+            .collect();
+        let mut next = Vec::new();
+        for (real, entries) in read {
+            if !seen.insert(real.clone()) {
+                continue;
             }
-            todo.push(real.join(e));
+            for (e, remote) in entries {
+                if remote {
+                    return true;
+                }
+                next.push(real.join(e));
+            }
         }
+        level = next;
     }
     false
 }

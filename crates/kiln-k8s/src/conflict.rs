@@ -17,7 +17,6 @@
 
 use crate::{Code, Finding};
 use serde_json::Value;
-use std::collections::BTreeMap;
 
 /// What the conflict rules read of one object: its API group, kind, name and own
 /// namespace, and a digest of its content where two copies may be compared.
@@ -124,8 +123,12 @@ pub struct Conflict {
 /// The platform-wide conflicts among `placements`, in placement order.
 pub fn conflicts<'a>(placements: &[Placement<'a>]) -> Vec<Conflict> {
     let mut out = Vec::new();
-    // (cluster, namespace, group, kind, name) → first placement seen.
-    let mut owners: BTreeMap<(&str, &str, &str, &str, &str), usize> = BTreeMap::new();
+    // (cluster, namespace, group, kind, name) → first placement seen. Only looked up, never
+    // iterated (the findings come in `placements`' order), so a hash map: a B-tree of
+    // five-string keys was a second of one thread at 1,000,000 objects, comparing prefixes.
+    let mut owners: rustc_hash::FxHashMap<(&str, &str, &str, &str, &str), usize> =
+        rustc_hash::FxHashMap::default();
+    owners.reserve(placements.len());
     for (i, p) in placements.iter().enumerate() {
         let Identity {
             group, kind, name, ..

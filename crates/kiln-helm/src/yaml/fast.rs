@@ -17,6 +17,7 @@
 use super::{find_newline, key_string, plain_is_str, resolve_scalar, stringify_scalar};
 use crate::template::value::Value;
 use granit_parser::ScalarStyle;
+use kiln_base::yaml::goyaml::indicator;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -88,32 +89,6 @@ fn printable_at(b: &[u8], i: usize) -> bool {
         0x80..=0xFF => true,
         _ => false,
     }
-}
-
-/// YAML's indicator characters: a plain scalar does not start with one (`-`, `?` and `:`
-/// followed by a non-space may start one).
-fn indicator(c: u8) -> bool {
-    matches!(
-        c,
-        b'-' | b'?'
-            | b':'
-            | b','
-            | b'['
-            | b']'
-            | b'{'
-            | b'}'
-            | b'#'
-            | b'&'
-            | b'*'
-            | b'!'
-            | b'|'
-            | b'>'
-            | b'\''
-            | b'"'
-            | b'%'
-            | b'@'
-            | b'`'
-    )
 }
 
 /// A mapping key read from its line.

@@ -43,6 +43,9 @@ pub struct Builtin {
     pub schemas: Schemas,
     /// (group, version, kind) → kind.
     pub kinds: BTreeMap<(String, String, String), Kind>,
+    /// kind → its (group, version)s: what [`Builtin::kind`] looks up for every object, with
+    /// no key to allocate (a lookup in `kinds` needs three owned strings).
+    by_kind: rustc_hash::FxHashMap<String, Vec<(String, String, Kind)>>,
 }
 
 impl Builtin {
@@ -62,8 +65,11 @@ impl Builtin {
 
     /// The kind, when this version serves it.
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<&Kind> {
-        self.kinds
-            .get(&(group.to_string(), version.to_string(), kind.to_string()))
+        self.by_kind
+            .get(kind)?
+            .iter()
+            .find(|(g, v, _)| g == group && v == version)
+            .map(|(_, _, k)| k)
     }
 
     /// `true` when some built-in kind has this group (`""` is the core group).
@@ -113,10 +119,19 @@ fn compile(version: &'static str, text: &str) -> Builtin {
             );
         }
     }
+    let mut by_kind: rustc_hash::FxHashMap<String, Vec<(String, String, Kind)>> =
+        rustc_hash::FxHashMap::default();
+    for ((group, version, kind), k) in &kinds {
+        by_kind
+            .entry(kind.clone())
+            .or_default()
+            .push((group.clone(), version.clone(), k.clone()));
+    }
     Builtin {
         version,
         schemas,
         kinds,
+        by_kind,
     }
 }
 
