@@ -952,7 +952,12 @@ fn generate<T: Send>(
     // repository: both are checked across projects.
     let mut seen = Seen::default();
     let mut resolved: Vec<(&Project, Vec<Pair<'_>>)> = Vec::new();
-    for project in input.projects() {
+    let projects: Vec<&Project> = input.projects().collect();
+    let drafted: Vec<Vec<Draft<'_>>> = projects
+        .par_iter()
+        .map(|project| drafts(input, project, &order))
+        .collect();
+    for (project, drafts) in projects.into_iter().zip(drafted) {
         if let Some(reason) = crate::names::dns1123_label(&project.name) {
             let (at, src, span) = snippet(input.sources(), &project.loc.join("name"));
             errors.push(KargoError::InvalidProjectName {
@@ -974,7 +979,7 @@ fn generate<T: Send>(
             });
             continue;
         }
-        let pairs = pairs(input, project, &order, &mut seen, &mut errors);
+        let pairs = pairs(input, project, drafts, &mut seen, &mut errors);
         resolved.push((project, pairs));
     }
     pin_shared_branches(&mut resolved);
@@ -1014,76 +1019,41 @@ fn generate<T: Send>(
     Errors::check(errors, || ())
 }
 
-/// Resolves every (component, environment) of `project`, checking names and write paths.
-/// Names and write folders already taken, across projects: who took them.
-/// Only looked up, never iterated (the errors come in the spec's order): hash maps, as a
-/// B-tree of 100,000 names compared their shared prefixes for most of a second of one thread.
+/// Names and write folders already taken, across projects: who took them. Only looked up,
+/// never iterated (the errors come in the spec's order): hash maps, as a B-tree of 100,000
+/// names compared their shared prefixes for most of a second of one thread.
 #[derive(Default)]
 struct Seen {
     applications: rustc_hash::FxHashMap<String, String>,
     writes: rustc_hash::FxHashMap<(String, String, String), String>,
 }
 
-fn pairs<'a>(
+/// One (component, environment) of a project as [`drafts`] works it out, before the checks
+/// across pairs and projects ([`pairs`]).
+struct Draft<'a> {
+    /// Its target still unresolved (`None`): `target` holds it.
+    pair: Pair<'a>,
+    /// "component `c` of project `p` in environment `e`", for the errors.
+    what: String,
+    /// `None` when Kargo is off or the project names no output.
+    target: Option<Result<Target, KargoError>>,
+}
+
+/// Every (component, environment) of `project`, in the spec's order: its names, folders,
+/// namespace and write target. A function of the spec alone, so projects are drafted on
+/// rayon's pool (one after another, 100,000 of them held one thread for most of a second).
+fn drafts<'a>(
     input: &Input<'a>,
     project: &'a Project,
     order: &[&'a Environment],
-    seen: &mut Seen,
-    errors: &mut Vec<KargoError>,
-) -> Vec<Pair<'a>> {
+) -> Vec<Draft<'a>> {
     let mut out = Vec::new();
-    let mut stage_names: rustc_hash::FxHashMap<String, String> = Default::default();
-    let app_names = &mut seen.applications;
-    let writes = &mut seen.writes;
     for component in &project.components {
         for env in order.iter().filter(|e| component.deployed_in(e)) {
             let what = format!(
                 "component `{}` of project `{}` in environment `{}`",
                 component.name, project.name, env.name
             );
-            let stage = naming::stage_name(unit(project, component), &env.name);
-            let app = naming::application_name(&project.name, &component.name, &env.name);
-            // Built on error only (see `snippet`).
-            let here = || snippet(input.sources(), &component.loc);
-            for (kind, name, seen) in [
-                ("Stage", &stage, &mut stage_names),
-                ("Application", &app, &mut *app_names),
-            ] {
-                if kind == "Stage"
-                    && (!input.enabled()
-                        || (project.promotion.stage_per_environment() && seen.contains_key(name)))
-                {
-                    // One Stage per (project, environment): checked with the first component
-                    // deployed there.
-                    continue;
-                }
-                if let Some(reason) = crate::names::dns1123_label(name) {
-                    let (at, src, span) = here();
-                    errors.push(KargoError::InvalidGeneratedName {
-                        kind,
-                        name: name.clone(),
-                        reason,
-                        at,
-                        src,
-                        span,
-                    });
-                }
-                if let Some(first) = seen.get(name) {
-                    let (at, src, span) = here();
-                    errors.push(KargoError::DuplicateName {
-                        kind,
-                        name: name.clone(),
-                        project: project.name.clone(),
-                        first: first.clone(),
-                        second: what.clone(),
-                        at,
-                        src,
-                        span,
-                    });
-                } else {
-                    seen.insert(name.clone(), what.clone());
-                }
-            }
             // Validate has proven that the cluster exists (`kiln::validate::unknown_cluster`).
             let server = input
                 .platform
@@ -1092,82 +1062,152 @@ fn pairs<'a>(
                 .find(|c| c.name == env.cluster)
                 .map(|c| c.server.clone())
                 .unwrap_or_default();
-            let src_path = source_path(input, project, component, env);
             let target = if input.enabled() {
-                match project
+                project
                     .output
                     .as_ref()
                     .map(|o| target(input, project, o, component, env))
-                {
-                    Some(Ok(t)) => {
-                        let key = (
-                            normalize_repo(&t.repo_url),
-                            t.branch.clone(),
-                            t.path.clone(),
-                        );
-                        if let Some(first) = writes.get(&key) {
-                            let (at, src, span) =
-                                snippet(input.sources(), &project.loc.join("output"));
-                            errors.push(KargoError::WritePathCollision {
-                                first: first.clone(),
-                                second: what.clone(),
-                                path: t.path.clone(),
-                                branch: t.branch.clone(),
-                                repo: t.repo_url.clone(),
-                                at,
-                                src,
-                                span,
-                            });
-                        } else {
-                            writes.insert(key, what.clone());
-                        }
-                        Some(t)
-                    }
-                    Some(Err(e)) => {
-                        errors.push(e);
-                        None
-                    }
-                    None => None,
-                }
             } else {
                 None
             };
-            if let Some(t) = &target
-                && let Some(rendered) = rendered_overlap(input, t)
-                && !errors.iter().any(|e| {
-                    matches!(e, KargoError::WritePathInRenderedTree { project: p, .. } if *p == project.name)
-                })
+            out.push(Draft {
+                pair: Pair {
+                    project,
+                    component,
+                    env,
+                    stage: naming::stage_name(unit(project, component), &env.name),
+                    app: naming::application_name(&project.name, &component.name, &env.name),
+                    src_path: source_path(input, project, component, env),
+                    namespace: input.namespace(project, component, env),
+                    images: input.images(project, component),
+                    server,
+                    target: None,
+                    pin: false,
+                },
+                what,
+                target,
+            });
+        }
+    }
+    out
+}
+
+/// The pairs of `project` from its [`drafts`], checking names and write paths: against
+/// each other and, through `seen`, against the projects before it. The errors come pair by
+/// pair in the spec's order.
+fn pairs<'a>(
+    input: &Input<'a>,
+    project: &'a Project,
+    drafts: Vec<Draft<'a>>,
+    seen: &mut Seen,
+    errors: &mut Vec<KargoError>,
+) -> Vec<Pair<'a>> {
+    let mut out = Vec::with_capacity(drafts.len());
+    let mut stage_names: rustc_hash::FxHashMap<String, String> = Default::default();
+    let app_names = &mut seen.applications;
+    let writes = &mut seen.writes;
+    for Draft {
+        mut pair,
+        what,
+        target,
+    } in drafts
+    {
+        let component = pair.component;
+        // Built on error only (see `snippet`).
+        let here = || snippet(input.sources(), &component.loc);
+        for (kind, name, seen) in [
+            ("Stage", &pair.stage, &mut stage_names),
+            ("Application", &pair.app, &mut *app_names),
+        ] {
+            if kind == "Stage"
+                && (!input.enabled()
+                    || (project.promotion.stage_per_environment() && seen.contains_key(name)))
             {
-                let field = if project.output.as_ref().is_some_and(|o| o.path_pattern.is_some()) {
-                    project.loc.join("output").join("pathPattern")
-                } else {
-                    project.loc.join("output")
-                };
-                let (at, src, span) = snippet(input.sources(), &field);
-                errors.push(KargoError::WritePathInRenderedTree {
-                    project: project.name.clone(),
-                    path: t.path.clone(),
-                    branch: t.branch.clone(),
-                    rendered: rendered.to_string(),
+                // One Stage per (project, environment): checked with the first component
+                // deployed there.
+                continue;
+            }
+            if let Some(reason) = crate::names::dns1123_label(name) {
+                let (at, src, span) = here();
+                errors.push(KargoError::InvalidGeneratedName {
+                    kind,
+                    name: name.clone(),
+                    reason,
                     at,
                     src,
                     span,
                 });
             }
-            out.push(Pair {
-                project,
-                component,
-                env,
-                stage,
-                app,
-                src_path,
-                namespace: input.namespace(project, component, env),
-                images: input.images(project, component),
-                server,
-                target,
-                pin: false,
+            if let Some(first) = seen.get(name) {
+                let (at, src, span) = here();
+                errors.push(KargoError::DuplicateName {
+                    kind,
+                    name: name.clone(),
+                    project: project.name.clone(),
+                    first: first.clone(),
+                    second: what.clone(),
+                    at,
+                    src,
+                    span,
+                });
+            } else {
+                seen.insert(name.clone(), what.clone());
+            }
+        }
+        let target = match target {
+            Some(Ok(t)) => {
+                let key = (
+                    normalize_repo(&t.repo_url),
+                    t.branch.clone(),
+                    t.path.clone(),
+                );
+                if let Some(first) = writes.get(&key) {
+                    let (at, src, span) = snippet(input.sources(), &project.loc.join("output"));
+                    errors.push(KargoError::WritePathCollision {
+                        first: first.clone(),
+                        second: what.clone(),
+                        path: t.path.clone(),
+                        branch: t.branch.clone(),
+                        repo: t.repo_url.clone(),
+                        at,
+                        src,
+                        span,
+                    });
+                } else {
+                    writes.insert(key, what.clone());
+                }
+                Some(t)
+            }
+            Some(Err(e)) => {
+                errors.push(e);
+                None
+            }
+            None => None,
+        };
+        if let Some(t) = &target
+            && let Some(rendered) = rendered_overlap(input, t)
+            && !errors.iter().any(|e| {
+                matches!(e, KargoError::WritePathInRenderedTree { project: p, .. } if *p == project.name)
+            })
+        {
+            let field = if project.output.as_ref().is_some_and(|o| o.path_pattern.is_some()) {
+                project.loc.join("output").join("pathPattern")
+            } else {
+                project.loc.join("output")
+            };
+            let (at, src, span) = snippet(input.sources(), &field);
+            errors.push(KargoError::WritePathInRenderedTree {
+                project: project.name.clone(),
+                path: t.path.clone(),
+                branch: t.branch.clone(),
+                rendered: rendered.to_string(),
+                at,
+                src,
+                span,
             });
         }
+        pair.target = target;
+        out.push(pair);
     }
     out
 }

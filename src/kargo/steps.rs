@@ -237,7 +237,11 @@ pub(super) fn promotion_template(input: &super::Input<'_>, pairs: &[&Pair<'_>]) 
     } else {
         steps.push(argocd_update(input, pairs, sync));
     }
-    json!({ "vars": vars, "steps": steps })
+    let mut template = json!({ "vars": null, "steps": null });
+    // Moved in: `json!` would serialize a copy of each.
+    template["vars"] = Value::Array(vars);
+    template["steps"] = Value::Array(steps);
+    template
 }
 
 /// The `git-commit` message of a promotion of `what` (a component or the project) into the

@@ -19,6 +19,7 @@
 //! after each piece, with both cores idle but one.
 
 use crate::kargo::expressions::ExpressionInManifest;
+use crate::resource::Resource;
 use crate::write::{Known, WriteError, Writer};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -30,18 +31,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 pub(super) struct Scanned {
     /// Each file's SHA-256 (hex), in the files' order; empty when no journal is kept.
     digests: Vec<String>,
-    secrets: Vec<(String, String)>,
+    pub(super) secrets: Vec<(String, String)>,
     expressions: Vec<ExpressionInManifest>,
 }
 
-/// The digests (when `digests`), Secrets and Kargo expressions of `files`.
-pub(super) fn scan(files: &[(String, Vec<u8>)], digests: bool) -> Scanned {
+/// The digests (when `digests`), Secrets and Kargo expressions of `files`. `rendered`, when
+/// given, holds the resources the `.gen.yaml` among them was printed from (as
+/// [`crate::conform::Validation::check_plan`] takes them): its Secrets are read from them.
+pub(super) fn scan(
+    files: &[(String, Vec<u8>)],
+    digests: bool,
+    rendered: Option<&[Resource]>,
+) -> Scanned {
     let mut out = Scanned::default();
     for (path, bytes) in files {
         if digests {
             out.digests.push(kiln_base::digest::sha256_hex(bytes));
         }
-        out.secrets.extend(super::secrets_of_file(path, bytes));
+        out.secrets.extend(match rendered {
+            Some(resources) if path.ends_with(".gen.yaml") => {
+                super::secrets_of_resources(path, resources)
+            }
+            _ => super::secrets_of_file(path, bytes),
+        });
         crate::kargo::expressions::scan_file(path, bytes, &mut out.expressions);
     }
     out
@@ -80,7 +92,7 @@ impl Piece {
         use rayon::prelude::*;
         let scanned: Vec<Scanned> = files
             .par_iter()
-            .map(|f| scan(std::slice::from_ref(f), digests))
+            .map(|f| scan(std::slice::from_ref(f), digests, None))
             .collect();
         let mut piece = Piece::default();
         for ((path, bytes), scanned) in files.into_iter().zip(scanned) {
