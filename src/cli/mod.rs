@@ -1585,6 +1585,9 @@ pub fn parse() -> Result<Cli, NoPlatform> {
 /// command and whenever this parse fails or asks for help or the version: the whole tree then
 /// parses again and prints its own help, version or usage error.
 fn parse_engine(args: &[std::ffi::OsString]) -> Option<Cli> {
+    if let Some(cli) = parse_helm_template(args) {
+        return Some(cli);
+    }
     let sub = match args.get(1)?.to_str()? {
         "helm" => <HelmArgs as Args>::augment_args(clap::Command::new("helm")),
         "kustomize" => <KustomizeArgs as Args>::augment_args(clap::Command::new("kustomize")),
@@ -1595,6 +1598,115 @@ fn parse_engine(args: &[std::ffi::OsString]) -> Option<Cli> {
         .try_get_matches_from(args)
         .ok()?;
     <Cli as clap::FromArgMatches>::from_arg_matches(&matches).ok()
+}
+
+/// `kiln helm template …` read without clap when every argument has one of the plain forms
+/// a script writes: `[NAME] CHART` as one or two words, `--flag`, `--option value`,
+/// `--option=value`, `-f`/`-n`/`-a value`, each single-valued option at most once, no value
+/// empty or starting with `-`. Building clap's command for the line (every argument's
+/// definition and help text) and matching it was 2-3 % of the CPU of a small chart's process
+/// and 20 of its page faults (issue 37). `None` for anything else (help, a bundled or
+/// unknown flag, `--`, `--now`, the budgets, a repeated option, a non-UTF-8 word): clap
+/// reads it then, as before. Read to the same `Cli` as clap reads it
+/// (`tests::helm_template_is_read_as_clap_reads_it`, on random lines).
+fn parse_helm_template(args: &[std::ffi::OsString]) -> Option<Cli> {
+    let words: Vec<&str> = args
+        .iter()
+        .skip(1)
+        .map(|a| a.to_str())
+        .collect::<Option<_>>()?;
+    let ["helm", "template", rest @ ..] = &words[..] else {
+        return None;
+    };
+    let budget = crate::helm::template::exec::Budget::DEFAULT;
+    let mut t = HelmTemplateArgs {
+        positional: Vec::new(),
+        name_template: None,
+        values: Vec::new(),
+        set: Vec::new(),
+        set_string: Vec::new(),
+        set_json: Vec::new(),
+        set_file: Vec::new(),
+        set_literal: Vec::new(),
+        namespace: "default".to_string(),
+        include_crds: false,
+        kube_version: None,
+        api_versions: Vec::new(),
+        no_hooks: false,
+        skip_tests: false,
+        now: None,
+        max_steps: budget.steps,
+        max_output_bytes: budget.output_bytes,
+    };
+    let mut namespace = None;
+    let mut words = rest.iter();
+    while let Some(&word) = words.next() {
+        if !word.starts_with('-') {
+            if word.is_empty() {
+                return None;
+            }
+            t.positional.push(word.to_string());
+            continue;
+        }
+        let (name, inline) = match word.strip_prefix("--") {
+            Some(long) => match long.split_once('=') {
+                Some((name, value)) => (name, Some(value)),
+                None => (long, None),
+            },
+            None => match word {
+                "-f" => ("values", None),
+                "-n" => ("namespace", None),
+                "-a" => ("api-versions", None),
+                _ => return None,
+            },
+        };
+        let flag = match name {
+            "include-crds" => Some(&mut t.include_crds),
+            "no-hooks" => Some(&mut t.no_hooks),
+            "skip-tests" => Some(&mut t.skip_tests),
+            _ => None,
+        };
+        if let Some(flag) = flag {
+            if inline.is_some() || *flag {
+                return None;
+            }
+            *flag = true;
+            continue;
+        }
+        let value = match inline {
+            Some(value) => value,
+            None => words.next()?,
+        };
+        if value.is_empty() || value.starts_with('-') {
+            return None;
+        }
+        let once =
+            |slot: &mut Option<String>| slot.is_none().then(|| *slot = Some(value.to_string()));
+        match name {
+            "values" => t.values.push(PathBuf::from(value)),
+            "set" => t.set.push(value.to_string()),
+            "set-string" => t.set_string.push(value.to_string()),
+            "set-json" => t.set_json.push(value.to_string()),
+            "set-file" => t.set_file.push(value.to_string()),
+            "set-literal" => t.set_literal.push(value.to_string()),
+            "api-versions" => t.api_versions.push(value.to_string()),
+            "namespace" => once(&mut namespace)?,
+            "name-template" => once(&mut t.name_template)?,
+            "kube-version" => once(&mut t.kube_version)?,
+            _ => return None,
+        }
+    }
+    if !(1..=2).contains(&t.positional.len()) {
+        return None;
+    }
+    if let Some(namespace) = namespace {
+        t.namespace = namespace;
+    }
+    Some(Cli {
+        command: Command::Helm(HelmArgs {
+            command: HelmCommand::Template(t),
+        }),
+    })
 }
 
 /// Names the Secrets a render emitted, once, on stderr (their values are never printed).
@@ -2639,6 +2751,150 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    /// `kiln helm template` lines read without clap (`parse_helm_template`) are read to the
+    /// `Cli` clap reads them to: on the command lines scripts and the benchmark write, and on
+    /// random lines of the forms clap takes and of some it refuses or reads otherwise
+    /// (bundled short flags, `--`, a value starting with `-`, an empty value, repeats, the
+    /// options left to clap). Every line the fast reading takes, clap takes too, alike.
+    #[test]
+    fn helm_template_is_read_as_clap_reads_it() {
+        use clap::{CommandFactory, FromArgMatches};
+        let clap_reads = |args: &[&str]| {
+            let m = super::Cli::command().try_get_matches_from(args).ok()?;
+            super::Cli::from_arg_matches(&m)
+                .ok()
+                .map(|c| format!("{c:?}"))
+        };
+        let fast_reads = |args: &[&str]| {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            super::parse_helm_template(&args).map(|c| format!("{c:?}"))
+        };
+        for args in [
+            &[
+                "kiln",
+                "helm",
+                "template",
+                "rel",
+                "./chart",
+                "-n",
+                "ns",
+                "--include-crds",
+            ][..],
+            &[
+                "kiln",
+                "helm",
+                "template",
+                "rel",
+                "./chart",
+                "-n",
+                "ns",
+                "--include-crds",
+                "-f",
+                "v.yaml",
+            ],
+            &[
+                "kiln",
+                "helm",
+                "template",
+                "./chart",
+                "--set",
+                "a=1,b=2",
+                "--set",
+                "c=3",
+                "--namespace=x",
+            ],
+            &[
+                "kiln",
+                "helm",
+                "template",
+                "c",
+                "--kube-version",
+                "1.30",
+                "-a",
+                "x/v1",
+                "--no-hooks",
+            ],
+        ] {
+            let fast = fast_reads(args);
+            assert!(fast.is_some(), "{args:?}");
+            assert_eq!(fast, clap_reads(args), "{args:?}");
+        }
+        let words = [
+            "rel",
+            "./chart",
+            "c",
+            "é",
+            "a=b",
+            "",
+            "-",
+            "--",
+            "-x",
+            "-h",
+            "--help",
+            "-V",
+            "-n",
+            "ns",
+            "--namespace",
+            "--namespace=n2",
+            "-f",
+            "v.yaml",
+            "-fv.yaml",
+            "--values",
+            "--values=w.yaml",
+            "--values=",
+            "--set",
+            "a=1",
+            "--set=b=2",
+            "--set=-1",
+            "--set-string",
+            "--set-json",
+            "--set-file",
+            "--set-literal",
+            "--include-crds",
+            "--include-crds=true",
+            "--no-hooks",
+            "--skip-tests",
+            "--kube-version",
+            "1.30",
+            "--kube-version=v1.29.0",
+            "--name-template",
+            "--name-template=r",
+            "-a",
+            "--api-versions",
+            "v1/X",
+            "--now",
+            "0",
+            "--max-steps",
+            "10",
+            "--max-output-bytes=5",
+            "--no-such-flag",
+            "-nns",
+        ];
+        let mut seed: u64 = 0x2545_F491_4F6C_DD1D;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let mut taken = 0;
+        for _ in 0..20_000 {
+            let n = (next() % 7) as usize;
+            let mut args = vec!["kiln", "helm", "template"];
+            // Plain words often, so that many lines are ones the fast reading takes.
+            args.extend((0..n).map(|_| match next() % 3 {
+                0 => ["rel", "./chart", "-n", "ns", "--set", "a=1", "-f", "v.yaml"]
+                    [(next() % 8) as usize],
+                _ => words[(next() % words.len() as u64) as usize],
+            }));
+            if let Some(fast) = fast_reads(&args) {
+                taken += 1;
+                assert_eq!(Some(fast), clap_reads(&args), "{args:?}");
+            }
+        }
+        assert!(taken > 1_000, "{taken}");
+    }
+
     /// Issue 37 (ADR 0043): `kiln helm` and `kiln kustomize` are parsed by a tree holding only
     /// their own command, to the same `Cli` as the whole tree parses them to; help, the version
     /// and usage errors are left to the whole tree, as is every other command.

@@ -8,17 +8,10 @@
 //! prerelease (`>=1.19-0`).
 
 use std::cmp::Ordering;
-use std::sync::LazyLock;
 
 use crate::template::exec::Funcs;
 use crate::template::fmt::{s_ref, strval};
 use crate::template::value::Value;
-// regex-lite, not regex: these five patterns are compiled once per process for every chart
-// (its version, `kubeVersion`, dependency constraints), and the regex crate's compile (its
-// literal prefilters and lazy DFA) was a tenth of `kiln helm template`'s CPU on a small
-// chart. The texts matched are a few bytes long, and every class here is ASCII as written,
-// so the two crates match alike (issue 37).
-use regex_lite::Regex;
 use std::rc::Rc;
 
 const ERR_INVALID_SEMVER: &str = "invalid semantic version";
@@ -35,40 +28,238 @@ pub struct Version {
     pub original: String,
 }
 
-/// `looseSemVerRegex`, anchored. Go's `\s` and classes are ASCII, as written here.
-static LOOSE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(concat!(
-        r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?",
-        r"(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?",
-        r"(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$"
-    ))
-    .expect("a valid pattern")
-});
+// Masterminds' regular expressions, matched by hand. Every render parses its
+// `kubeVersion` and the chart's version, and most charts ask `semverCompare`: compiling the
+// five patterns (even with regex-lite) and running them on a Pike VM was 3-4 % of the CPU
+// of `kiln helm template` on a small chart, process start included (issue 37). The
+// grammars are small and each of their matches is decided left to right without
+// backtracking (argued at each function); the test module keeps the patterns themselves
+// and checks these functions against them on random inputs
+// (`hand_matchers_agree_with_masterminds_patterns`).
+//
+// The patterns, as Go compiles them (`\s` is Go's: ASCII `[\t\n\f\r ]`):
+// - looseSemVerRegex: `^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$`
+// - cvRegex (a constraint's version; its class holds a literal `|`, as Go's does):
+//   `v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?`
+// - the operators, in Go's order (its alternation prefers the earlier, empty one included):
+//   `=||!=|>|<|>=|=>|<=|=<|~|~>|\^`
+// - constraintRegex `^\s*(OPS)\s*(CV)\s*$`, constraintRangeRegex `\s*(CV)\s+-\s+(CV)\s*`,
+//   findConstraintRegex `(OPS)\s*(CV)`, validConstraintRegex
+//   `^(\s*(OPS)\s*(CV)\s*)((?:\s+|,\s*)(OPS)\s*(CV)\s*)*$`.
 
-/// `cvRegex`: a constraint's version (its class holds a literal `|`, as Go's does).
-const CV: &str = concat!(
-    r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?",
-    r"(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?",
-    r"(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?"
-);
-/// The operators, in Go's order (its alternation prefers the earlier, empty one included).
-const OPS: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
 /// Go's `\s`.
-const WS: &str = r"[\t\n\x0C\r ]";
-
-fn pattern(p: String) -> Regex {
-    Regex::new(&p.replace(r"\s", WS)).expect("a valid pattern")
+fn is_ws(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0C | b'\r' | b' ')
 }
 
-static CONSTRAINT: LazyLock<Regex> =
-    LazyLock::new(|| pattern(format!(r"^\s*({OPS})\s*({CV})\s*$")));
-static RANGE: LazyLock<Regex> = LazyLock::new(|| pattern(format!(r"\s*({CV})\s+-\s+({CV})\s*")));
-static FIND: LazyLock<Regex> = LazyLock::new(|| pattern(format!(r"({OPS})\s*({CV})")));
-static VALID: LazyLock<Regex> = LazyLock::new(|| {
-    pattern(format!(
-        r"^(\s*({OPS})\s*({CV})\s*)((?:\s+|,\s*)({OPS})\s*({CV})\s*)*$"
-    ))
-});
+/// cvRegex's number class `[0-9|x|X|\*]`.
+fn is_cv_num(b: u8) -> bool {
+    b.is_ascii_digit() || matches!(b, b'|' | b'x' | b'X' | b'*')
+}
+
+/// `[0-9A-Za-z\-]`, a prerelease or metadata identifier's class.
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-'
+}
+
+/// The characters the operators are made of.
+fn is_op_char(b: u8) -> bool {
+    matches!(b, b'=' | b'!' | b'>' | b'<' | b'~' | b'^')
+}
+
+/// The operators in the alternation's order of preference, the empty one second.
+const OPS: [&str; 12] = [
+    "=", "", "!=", ">", "<", ">=", "=>", "<=", "=<", "~", "~>", "^",
+];
+
+/// Where a run of `class` starting at `i` ends (`i` when there is none).
+fn run(s: &[u8], i: usize, class: fn(u8) -> bool) -> usize {
+    i + s
+        .get(i..)
+        .map_or(0, |t| t.iter().take_while(|&&b| class(b)).count())
+}
+
+/// Where `[ident]+(\.[ident]+)*` starting at `i` ends, greedily (`i` when it does not match).
+fn dotted(s: &[u8], i: usize) -> usize {
+    let mut end = run(s, i, is_ident);
+    if end == i {
+        return i;
+    }
+    while s.get(end) == Some(&b'.') {
+        let next = run(s, end + 1, is_ident);
+        if next == end + 1 {
+            break;
+        }
+        end = next;
+    }
+    end
+}
+
+/// A byte range of the text matched.
+type Span = (usize, usize);
+
+/// The spans of one version pattern's match (looseSemVerRegex's or cvRegex's), as byte
+/// ranges: the major number, `.minor` and `.patch` with their dot, `-pre` with its dash,
+/// `+meta` with its plus (empty ranges for the groups that did not take part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Spans {
+    major: (usize, usize),
+    minor: (usize, usize),
+    patch: (usize, usize),
+    pre: (usize, usize),
+    meta: (usize, usize),
+    end: usize,
+}
+
+/// The version pattern (numbers of class `num`) matched at `i`, every group as greedy as it
+/// can be: the longest match the pattern has at `i`. Each group's greedy choice is the only
+/// one a match can go on from, because what follows a group can never start with a
+/// character its own class or its next group takes (`v` is not a number; a number run, a
+/// `.number` and an identifier run end where their class ends; a shorter choice leaves a
+/// character of the same class next). So where a pattern is followed by something that
+/// cannot start with a version's character (the end, `\s`, `,`), this is its one match; and
+/// where nothing follows (findConstraintRegex, the range's second version), a leftmost-first
+/// engine takes the greedy path first and it succeeds.
+fn version_at(s: &[u8], i: usize, num: fn(u8) -> bool) -> Option<Spans> {
+    // `v?`: taken when there; without it the number class must match the `v`, and it never
+    // does.
+    let start = if s.get(i) == Some(&b'v') { i + 1 } else { i };
+    let major_end = run(s, start, num);
+    if major_end == start {
+        return None;
+    }
+    let mut p = major_end;
+    let number = |p: &mut usize| {
+        let at = *p;
+        if s.get(at) == Some(&b'.') {
+            let end = run(s, at + 1, num);
+            if end > at + 1 {
+                *p = end;
+                return (at, end);
+            }
+        }
+        (at, at)
+    };
+    let minor = number(&mut p);
+    let patch = number(&mut p);
+    let tail = |p: &mut usize, lead: u8| {
+        let at = *p;
+        if s.get(at) == Some(&lead) {
+            let end = dotted(s, at + 1);
+            if end > at + 1 {
+                *p = end;
+                return (at, end);
+            }
+        }
+        (at, at)
+    };
+    let pre = tail(&mut p, b'-');
+    let meta = tail(&mut p, b'+');
+    Some(Spans {
+        major: (start, major_end),
+        minor,
+        patch,
+        pre,
+        meta,
+        end: p,
+    })
+}
+
+fn skip_ws(s: &[u8], i: usize) -> usize {
+    run(s, i, is_ws)
+}
+
+/// One operator at `i` as the constraint patterns read it where `\s*` and a version follow:
+/// the whole run of operator characters there (none is the empty operator). A shorter
+/// choice would leave an operator character where the version must start, which no version
+/// does, so a match has no other choice; a run that is no operator matches nothing.
+fn op_at(s: &[u8], i: usize) -> Option<usize> {
+    let end = run(s, i, is_op_char);
+    OPS.contains(&std::str::from_utf8(&s[i..end]).ok()?)
+        .then_some(end)
+}
+
+/// `looseSemVerRegex` anchored: the spans of `s` when it matches.
+fn loose(s: &str) -> Option<Spans> {
+    version_at(s.as_bytes(), 0, |b| b.is_ascii_digit()).filter(|m| m.end == s.len())
+}
+
+/// constraintRegex: the operator, then the version's spans.
+fn constraint(s: &str) -> Option<(&str, (usize, usize), Spans)> {
+    let b = s.as_bytes();
+    let op_start = skip_ws(b, 0);
+    let op_end = op_at(b, op_start)?;
+    let v_start = skip_ws(b, op_end);
+    let v = version_at(b, v_start, is_cv_num)?;
+    (skip_ws(b, v.end) == b.len()).then_some((&s[op_start..op_end], (v_start, v.end), v))
+}
+
+/// constraintRangeRegex's leftmost match at or after `from`: the whole match and its two
+/// versions. At each start the leading `\s*` takes every space (a version never starts with
+/// one), the first version is its longest match (a shorter one is followed by a version's
+/// character, not the `\s+` that must come), `\s+-\s+` takes its spaces whole for the same
+/// reason, and the second version and the trailing `\s*` are greedy with nothing after.
+fn range_at(s: &[u8], from: usize) -> Option<(Span, Span, Span)> {
+    (from..s.len()).find_map(|p| {
+        let a = skip_ws(s, p);
+        let first = version_at(s, a, is_cv_num)?;
+        let dash = skip_ws(s, first.end);
+        if dash == first.end || s.get(dash) != Some(&b'-') {
+            return None;
+        }
+        let b = skip_ws(s, dash + 1);
+        if b == dash + 1 {
+            return None;
+        }
+        let second = version_at(s, b, is_cv_num)?;
+        let end = skip_ws(s, second.end);
+        Some(((p, end), (a, first.end), (b, second.end)))
+    })
+}
+
+/// findConstraintRegex's leftmost match at or after `from`: at each start, the operators in
+/// the alternation's order, the first followed by `\s*` and a version winning (the version
+/// is greedy, nothing follows it).
+fn find_at(s: &[u8], from: usize) -> Option<(usize, usize)> {
+    (from..s.len()).find_map(|p| {
+        OPS.iter().find_map(|op| {
+            if !s[p..].starts_with(op.as_bytes()) {
+                return None;
+            }
+            let v = version_at(s, skip_ws(s, p + op.len()), is_cv_num)?;
+            Some((p, v.end))
+        })
+    })
+}
+
+/// validConstraintRegex: terms `OP \s* VERSION`, the first after `\s*`, the others after
+/// `\s+` or `,\s*`, each followed by `\s*`, to the end. A term's version is its longest
+/// match (a shorter one is followed by a version's character, where only a space, a comma
+/// or the end may come), and the spaces after it are one run, so the separator is a comma
+/// if one comes next, else that run, which must not be empty.
+fn valid(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut p = skip_ws(b, 0);
+    loop {
+        let Some(op_end) = op_at(b, p) else {
+            return false;
+        };
+        let Some(v) = version_at(b, skip_ws(b, op_end), is_cv_num) else {
+            return false;
+        };
+        let after = skip_ws(b, v.end);
+        if after == b.len() {
+            return true;
+        }
+        p = if b[after] == b',' {
+            skip_ws(b, after + 1)
+        } else if after > v.end {
+            after
+        } else {
+            return false;
+        };
+    }
+}
 
 /// `strconv.ParseUint(s, 10, 64)` and its error as `NewVersion` wraps it.
 fn segment(s: &str) -> Result<u64, String> {
@@ -115,18 +306,20 @@ impl Version {
     /// `NewVersion` (`coerceNewVersion`): `v1`, `1.2`, `1.2.3-rc.1+meta`; no surrounding
     /// space.
     pub fn parse(s: &str) -> Result<Version, String> {
-        let m = LOOSE.captures(s).ok_or(ERR_INVALID_SEMVER)?;
-        let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
-        let part = |i: usize| match group(i).strip_prefix('.') {
-            Some(p) => segment(p),
-            None => Ok(0),
+        let m = loose(s).ok_or(ERR_INVALID_SEMVER)?;
+        let group = |(a, b): (usize, usize)| &s[a..b];
+        // `.minor`, `-pre`, `+meta` without their lead character.
+        let after = |(a, b): (usize, usize)| &s[(a + 1).min(b)..b];
+        let part = |span: (usize, usize)| match group(span) {
+            "" => Ok(0),
+            _ => segment(after(span)),
         };
         let v = Version {
-            major: segment(group(1))?,
-            minor: part(2)?,
-            patch: part(3)?,
-            pre: group(5).to_string(),
-            meta: group(8).to_string(),
+            major: segment(group(m.major))?,
+            minor: part(m.minor)?,
+            patch: part(m.patch)?,
+            pre: after(m.pre).to_string(),
+            meta: after(m.meta).to_string(),
             original: s.to_string(),
         };
         if !v.pre.is_empty() {
@@ -278,25 +471,34 @@ fn is_x(s: &str) -> bool {
 /// `rewriteRange`: `1.2 - 1.4` becomes `>= 1.2, <= 1.4 `.
 fn rewrite_range(c: &str) -> String {
     let mut out = c.to_string();
-    for m in RANGE.captures_iter(c) {
-        let whole = m.get(0).map_or("", |g| g.as_str());
+    let mut from = 0;
+    while let Some(((a, b), first, second)) = range_at(c.as_bytes(), from) {
         let t = format!(
             ">= {}, <= {} ",
-            m.get(1).map_or("", |g| g.as_str()),
-            m.get(11).map_or("", |g| g.as_str())
+            &c[first.0..first.1],
+            &c[second.0..second.1]
         );
-        out = out.replacen(whole, &t, 1);
+        out = out.replacen(&c[a..b], &t, 1);
+        from = b;
     }
     out
 }
 
 /// `parseConstraint` of one `op version` found in a group.
 fn parse_term(c: &str) -> Result<Term, String> {
-    let m = CONSTRAINT
-        .captures(c)
-        .ok_or_else(|| format!("improper constraint: {c:?}"))?;
-    let group = |i: usize| m.get(i).map_or("", |g| g.as_str());
-    let op = match group(1) {
+    let (op, whole, m) = constraint(c).ok_or_else(|| format!("improper constraint: {c:?}"))?;
+    // constraintRegex's groups 2-6: the version, its major, `.minor`, `.patch`, `-pre`.
+    let group = |i: usize| {
+        let (a, b) = match i {
+            2 => whole,
+            3 => m.major,
+            4 => m.minor,
+            5 => m.patch,
+            _ => m.pre,
+        };
+        &c[a..b]
+    };
+    let op = match op {
         "" | "=" => "=",
         "!=" => "!=",
         ">" => ">",
@@ -338,10 +540,15 @@ impl Constraints {
         let c = rewrite_range(c);
         let mut groups = Vec::new();
         for v in c.split("||") {
-            if !VALID.is_match(v) {
+            if !valid(v) {
                 return Err(format!("improper constraint: {v:?}"));
             }
-            let found: Vec<&str> = FIND.find_iter(v).map(|m| m.as_str()).collect();
+            let mut found = Vec::new();
+            let mut from = 0;
+            while let Some((a, b)) = find_at(v.as_bytes(), from) {
+                found.push(&v[a..b]);
+                from = b;
+            }
             let found = if found.is_empty() { vec![v] } else { found };
             let terms = found
                 .into_iter()
@@ -467,8 +674,8 @@ pub fn satisfies(constraint: &str, version: &Version) -> Result<bool, String> {
 thread_local! {
     /// `semverCompare`'s answers by (constraint, version). Charts ask the same few questions
     /// of `.Capabilities.KubeVersion` in template after template (traefik: 41 calls), and
-    /// each answer costs matching four regular expressions (Masterminds' own) on a Pike VM:
-    /// a pure function of its two strings, so asked once per thread.
+    /// each answer costs reading the constraint with four of Masterminds' patterns and the
+    /// version with a fifth: a pure function of its two strings, so asked once per thread.
     static COMPARED: std::cell::RefCell<std::collections::HashMap<(String, String), Result<bool, String>>> =
         std::cell::RefCell::new(std::collections::HashMap::new());
 }
@@ -606,6 +813,173 @@ mod tests {
             assert_eq!(Constraints::parse(c).err().as_deref(), Some(want), "{c}");
         }
         assert!(Constraints::parse("1.2 - 1.4.5").is_ok());
+    }
+
+    /// Masterminds' patterns as they were compiled before the hand matchers (regex-lite,
+    /// leftmost-first as Go's `regexp`; every class ASCII as written), and the hand
+    /// matchers checked against them: match or not, and every group the port reads, on
+    /// random strings over the grammars' characters (and a few others: `_`, `\x0B`, which
+    /// Go's `\s` does not hold, a two-byte character) and on random sequences of the
+    /// grammars' tokens, which reach the valid and the range forms often.
+    #[test]
+    fn hand_matchers_agree_with_masterminds_patterns() {
+        use regex_lite::Regex;
+        const CV: &str = concat!(
+            r"v?([0-9|x|X|\*]+)(\.[0-9|x|X|\*]+)?(\.[0-9|x|X|\*]+)?",
+            r"(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?",
+            r"(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?"
+        );
+        const OPS_RE: &str = r"=||!=|>|<|>=|=>|<=|=<|~|~>|\^";
+        let pattern = |p: String| Regex::new(&p.replace(r"\s", r"[\t\n\x0C\r ]")).unwrap();
+        let loose_re = Regex::new(concat!(
+            r"^v?([0-9]+)(\.[0-9]+)?(\.[0-9]+)?",
+            r"(-([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?",
+            r"(\+([0-9A-Za-z\-]+(\.[0-9A-Za-z\-]+)*))?$"
+        ))
+        .unwrap();
+        let constraint_re = pattern(format!(r"^\s*({OPS_RE})\s*({CV})\s*$"));
+        let range_re = pattern(format!(r"\s*({CV})\s+-\s+({CV})\s*"));
+        let find_re = pattern(format!(r"({OPS_RE})\s*({CV})"));
+        let valid_re = pattern(format!(
+            r"^(\s*({OPS_RE})\s*({CV})\s*)((?:\s+|,\s*)({OPS_RE})\s*({CV})\s*)*$"
+        ));
+        let span = |m: Option<regex_lite::Match>| m.map_or((0, 0), |m| (m.start(), m.end()));
+        // An empty group is compared by its text: where it sits does not matter to the port.
+        let text = |s: &str, (a, b): (usize, usize)| s[a..b].to_string();
+
+        let chars: Vec<&str> = vec![
+            "v", "0", "1", "2", "9", "0", "x", "X", "*", "|", ".", ".", "-", "-", "+", "a", "Z",
+            "b", " ", " ", "\t", "\n", "\x0C", "\r", "\x0B", ",", "=", "!", ">", "<", "~", "^",
+            "_", "é",
+        ];
+        let tokens: Vec<&str> = vec![
+            "1",
+            "1.2",
+            "1.2.3",
+            "v1.2.3",
+            "1.x",
+            "1.2.*",
+            "X",
+            "1.2.3-rc.1",
+            "1.0.0-0",
+            "1.2.3+b.5",
+            "1.2-a+b",
+            "01.2",
+            "1|2",
+            "=",
+            "!=",
+            ">",
+            "<",
+            ">=",
+            "=>",
+            "<=",
+            "=<",
+            "~",
+            "~>",
+            "^",
+            " ",
+            "  ",
+            ",",
+            ", ",
+            " - ",
+            " - ",
+            " - ",
+            "-",
+            "||",
+            ".",
+            "+",
+            "a",
+            "é",
+        ];
+        // How often each pattern matched: the inputs must reach every form.
+        let mut matched = [0usize; 5];
+        let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for i in 0..60_000 {
+            let (set, max) = if i % 2 == 0 {
+                (&chars, 16)
+            } else {
+                (&tokens, 8)
+            };
+            let n = (next() % (max + 1)) as usize;
+            let s: String = (0..n)
+                .map(|_| set[(next() % set.len() as u64) as usize])
+                .collect();
+            let s = s.as_str();
+            let b = s.as_bytes();
+
+            let want = loose_re
+                .captures(s)
+                .map(|m| [1, 2, 3, 5, 8].map(|g| m.get(g).map_or("", |g| g.as_str()).to_string()));
+            let got = loose(s).map(|m| {
+                let after = |(a, b): (usize, usize)| s[(a + 1).min(b)..b].to_string();
+                [
+                    text(s, m.major),
+                    text(s, m.minor),
+                    text(s, m.patch),
+                    after(m.pre),
+                    after(m.meta),
+                ]
+            });
+            matched[0] += usize::from(want.is_some());
+            assert_eq!(got, want, "looseSemVerRegex on {s:?}");
+
+            let want = constraint_re.captures(s).map(|m| {
+                [1, 2, 3, 4, 5, 6].map(|g| m.get(g).map_or("", |g| g.as_str()).to_string())
+            });
+            let got = constraint(s).map(|(op, whole, m)| {
+                [
+                    op.to_string(),
+                    text(s, whole),
+                    text(s, m.major),
+                    text(s, m.minor),
+                    text(s, m.patch),
+                    text(s, m.pre),
+                ]
+            });
+            matched[1] += usize::from(want.is_some());
+            assert_eq!(got, want, "constraintRegex on {s:?}");
+
+            let want: Vec<_> = range_re
+                .captures_iter(s)
+                .map(|m| {
+                    (
+                        span(m.get(0)),
+                        text(s, span(m.get(1))),
+                        text(s, span(m.get(11))),
+                    )
+                })
+                .collect();
+            let mut got = Vec::new();
+            let mut from = 0;
+            while let Some((whole, first, second)) = range_at(b, from) {
+                got.push((whole, text(s, first), text(s, second)));
+                from = whole.1;
+            }
+            matched[2] += usize::from(!want.is_empty());
+            assert_eq!(got, want, "constraintRangeRegex on {s:?}");
+
+            let want: Vec<_> = find_re.find_iter(s).map(|m| (m.start(), m.end())).collect();
+            let mut got = Vec::new();
+            let mut from = 0;
+            while let Some(m) = find_at(b, from) {
+                got.push(m);
+                from = m.1;
+            }
+            matched[3] += usize::from(!want.is_empty());
+            assert_eq!(got, want, "findConstraintRegex on {s:?}");
+
+            let want = valid_re.is_match(s);
+            matched[4] += usize::from(want);
+            assert_eq!(valid(s), want, "validConstraintRegex on {s:?}");
+        }
+        eprintln!("matched (loose, constraint, range, find, valid): {matched:?}");
+        assert!(matched.iter().all(|&n| n >= 500), "{matched:?}");
     }
 
     #[test]
