@@ -2751,6 +2751,15 @@ fn promote(args: &PromoteArgs) -> miette::Result<ExitCode> {
 
 #[cfg(test)]
 mod tests {
+    /// The `Cli` the whole clap tree reads from `args`, as text; `None` when clap refuses them.
+    fn clap_reads(args: &[&str]) -> Option<String> {
+        use clap::{CommandFactory, FromArgMatches};
+        let m = super::Cli::command().try_get_matches_from(args).ok()?;
+        super::Cli::from_arg_matches(&m)
+            .ok()
+            .map(|c| format!("{c:?}"))
+    }
+
     /// `kiln helm template` lines read without clap (`parse_helm_template`) are read to the
     /// `Cli` clap reads them to: on the command lines scripts and the benchmark write, and on
     /// random lines of the forms clap takes and of some it refuses or reads otherwise
@@ -2758,13 +2767,6 @@ mod tests {
     /// options left to clap). Every line the fast reading takes, clap takes too, alike.
     #[test]
     fn helm_template_is_read_as_clap_reads_it() {
-        use clap::{CommandFactory, FromArgMatches};
-        let clap_reads = |args: &[&str]| {
-            let m = super::Cli::command().try_get_matches_from(args).ok()?;
-            super::Cli::from_arg_matches(&m)
-                .ok()
-                .map(|c| format!("{c:?}"))
-        };
         let fast_reads = |args: &[&str]| {
             let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
             super::parse_helm_template(&args).map(|c| format!("{c:?}"))
@@ -2900,11 +2902,7 @@ mod tests {
     /// and usage errors are left to the whole tree, as is every other command.
     #[test]
     fn engines_parse_alone_as_the_whole_tree_parses_them() {
-        use clap::{CommandFactory, FromArgMatches};
-        let whole = |args: &[&str]| {
-            let m = super::Cli::command().try_get_matches_from(args).unwrap();
-            format!("{:?}", super::Cli::from_arg_matches(&m).unwrap())
-        };
+        let whole = |args: &[&str]| clap_reads(args).unwrap();
         let alone = |args: &[&str]| {
             let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
             super::parse_engine(&args).map(|cli| format!("{cli:?}"))

@@ -1313,6 +1313,15 @@ mod tests {
         fs
     }
 
+    /// [`fixture`], its platform loaded, and where a render of it writes.
+    fn loaded_fixture() -> (tempfile::TempDir, PathBuf, Platform) {
+        let t = fixture();
+        let platform =
+            load_platform(&RealFs, &t.path().join("platforms/p"), Some(t.path())).unwrap();
+        let out = t.path().join("out");
+        (t, out, platform)
+    }
+
     fn fixture() -> tempfile::TempDir {
         tree(&[
             ("platforms/p/platform.yaml", &platform_yaml(ENVS, PROJECTS)),
@@ -1530,10 +1539,7 @@ mod tests {
     /// 2's wait for piece 3 or the end of the render.
     #[test]
     fn a_piece_is_written_while_the_next_one_renders() {
-        let t = fixture();
-        let out = t.path().join("out");
-        let platform =
-            load_platform(&RealFs, &t.path().join("platforms/p"), Some(t.path())).unwrap();
+        let (t, out, platform) = loaded_fixture();
         let mut plans = evaluate(&platform, &Selection::default()).unwrap();
         assert_eq!(plans.len(), 2);
         let mut stream = Stream::new(&out, Default::default(), false);
@@ -1642,10 +1648,7 @@ mod tests {
     /// generation ends.
     #[test]
     fn generated_pieces_are_staged_while_the_next_is_made() {
-        let t = fixture();
-        let out = t.path().join("out");
-        let platform =
-            load_platform(&RealFs, &t.path().join("platforms/p"), Some(t.path())).unwrap();
+        let (t, out, platform) = loaded_fixture();
         let mut stream = Stream::new(&out, Default::default(), false);
         stream.start(&out, &platform);
         let staged = |path: &str| {
