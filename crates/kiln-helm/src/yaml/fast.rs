@@ -1,7 +1,10 @@
-//! A fast reader for the YAML that values.yaml and Chart.yaml files are written in: block
-//! mappings and sequences (a sequence may sit at its key's indentation), one-line plain,
-//! single- and double-quoted scalars, literal and folded block scalars, `[]`, `{}` and
-//! one-line flow sequences of scalars, comments, blank lines, CRLF and `---`.
+//! A fast reader for the YAML that values.yaml and Chart.yaml files are written in, and that
+//! go-yaml writes (what `fromYaml` reads back: istio-base's 964 KB of CRDs): block mappings
+//! and sequences (a sequence may sit at its key's indentation), plain, single- and
+//! double-quoted scalars (over several lines, folded, as go-yaml writes them past 80
+//! columns), literal and folded block scalars (with an indentation indicator, as go-yaml
+//! writes `|2-`), scalar anchors and their aliases, `[]`, `{}` and one-line flow sequences of
+//! scalars, comments, blank lines, CRLF and `---`.
 //!
 //! Walking granit-parser's events costs a tenth of a small chart's render (its scanner keeps
 //! a token queue, simple-key bookkeeping and a `String` per scalar); these files are mostly
@@ -9,10 +12,11 @@
 //!
 //! It gives exactly the `Value` the granit path gives, typing each scalar with the same
 //! functions ([`super::resolve_scalar`], [`super::stringify_scalar`], [`super::key_string`]).
-//! Anything outside the subset, or that YAML might read another way (anchors, aliases, tags,
-//! `?` keys, `<<`, multi-line plain or quoted scalars, explicit block indentation, tabs outside
-//! comments, `...`, directives, non-printable characters, odd indentation), is a [`Bail`]: the
-//! caller reads the whole text with granit, so every error and its line stay granit's.
+//! Anything outside the subset, or that YAML might read another way (anchored collections,
+//! tags, `?` keys, `<<`, flow collections over lines, tabs outside comments and scalars,
+//! `...`, directives, non-printable characters, odd indentation, a continuation line less
+//! indented than its collection), is a [`Bail`]: the caller reads the whole text with granit,
+//! so every error and its line stay granit's.
 
 use super::{find_newline, key_string, plain_is_str, resolve_scalar, stringify_scalar};
 use crate::template::value::Value;
@@ -282,12 +286,15 @@ impl<'t> Reader<'t> {
     /// The mapping key starting at `p`, if its line is `key: …`.
     fn key(&self, p: usize) -> R<Option<Key<'t>>> {
         let (text, plain, q) = match self.at(p) {
+            // A quoted scalar that goes on past its line is no implicit key (a key is one
+            // line): it is a value, read as a multi-line scalar, or the caller's bail.
+            b'"' | b'\'' if !self.quote_ends_on_its_line(p) => return Ok(None),
             b'"' => {
-                let (t, q) = self.double_quoted(p)?;
+                let (t, q) = self.double_quoted(p, None)?;
                 (t, false, self.skip_spaces(q))
             }
             b'\'' => {
-                let (t, q) = self.single_quoted(p)?;
+                let (t, q) = self.single_quoted(p, None)?;
                 (t, false, self.skip_spaces(q))
             }
             c if indicator(c) => return Ok(None),
@@ -339,15 +346,43 @@ impl<'t> Reader<'t> {
         Ok((e, None))
     }
 
-    fn double_quoted(&self, p: usize) -> R<(Cow<'t, str>, usize)> {
+    /// A double-quoted scalar from its opening quote at `p`: its text and where it ends (after
+    /// the closing quote). On one line, or (`lines`: the column of the collection it is a
+    /// value in) over the lines after it, folded ([`Self::fold`]); a line break escaped with
+    /// `\\` joins the lines without a space.
+    fn double_quoted(&self, p: usize, lines: Option<usize>) -> R<(Cow<'t, str>, usize)> {
         let start = p + 1;
         let mut i = start;
         let mut out: Option<String> = None;
         let mut run = start;
         loop {
             match self.b.get(i) {
-                None | Some(b'\n' | b'\r') => return Err(Bail),
+                None => return Err(Bail),
+                Some(b'\n' | b'\r') => {
+                    let col = lines.ok_or(Bail)?;
+                    let o = out.get_or_insert_with(String::new);
+                    i = self.fold(o, run, i, col)?;
+                    run = i;
+                }
                 Some(b'"') => break,
+                Some(b'\\') if matches!(self.at(i + 1), b'\n' | b'\r') => {
+                    // An escaped line break: the text before the `\\` is kept as it is (its
+                    // trailing spaces too), the break and the next line's indentation are
+                    // dropped. An empty line after it, or a tab, is granit's.
+                    let col = lines.ok_or(Bail)?;
+                    let o = out.get_or_insert_with(String::new);
+                    o.push_str(&self.s[run..i]);
+                    let next = find_newline(self.b, i + 1) + 1;
+                    let f = self.skip_spaces(next);
+                    if f >= self.b.len()
+                        || f - next <= col
+                        || matches!(self.at(f), b'\t' | b'\n' | b'\r')
+                    {
+                        return Err(Bail);
+                    }
+                    i = f;
+                    run = f;
+                }
                 Some(b'\\') => {
                     let o = out.get_or_insert_with(String::new);
                     o.push_str(&self.s[run..i]);
@@ -396,6 +431,63 @@ impl<'t> Reader<'t> {
         Ok((self.quoted_text(out, start, run, i), i + 1))
     }
 
+    /// A line break inside a quoted scalar, at `at` (its CR or LF), the text since `run` not
+    /// yet in `out`: flow folding, as YAML reads a multi-line quoted scalar (and go-yaml
+    /// writes one past 80 columns). The line's trailing spaces are dropped; one break is a
+    /// space, a break then `n` empty lines is `n` newlines; the next content line's
+    /// indentation is dropped and it must be deeper than `col`, the collection the scalar is
+    /// a value in. A tab around the break, or the text's end, is granit's. Returns where the
+    /// next line's content starts.
+    fn fold(&self, out: &mut String, run: usize, at: usize, col: usize) -> R<usize> {
+        let mut e = at;
+        while e > run && self.b[e - 1] == b' ' {
+            e -= 1;
+        }
+        if e > run && self.b[e - 1] == b'\t' {
+            return Err(Bail);
+        }
+        out.push_str(&self.s[run..e]);
+        let mut breaks = 0;
+        let mut q = at;
+        let f = loop {
+            q = find_newline(self.b, q) + 1;
+            breaks += 1;
+            let f = self.skip_spaces(q);
+            match self.b.get(f) {
+                None | Some(b'\t') => return Err(Bail),
+                Some(b'\n' | b'\r') => q = f,
+                Some(_) if f - q <= col => return Err(Bail),
+                Some(_) => break f,
+            }
+        };
+        if breaks == 1 {
+            out.push(' ');
+        } else {
+            out.extend(std::iter::repeat_n('\n', breaks - 1));
+        }
+        Ok(f)
+    }
+
+    /// Whether the quoted scalar opening at `p` closes on its own line.
+    fn quote_ends_on_its_line(&self, p: usize) -> bool {
+        let q = self.b[p];
+        let mut i = p + 1;
+        loop {
+            match self.b.get(i) {
+                None | Some(b'\n' | b'\r') => return false,
+                Some(b'\\') if q == b'"' => {
+                    if matches!(self.at(i + 1), b'\n' | b'\r') {
+                        return false;
+                    }
+                    i += 2;
+                }
+                Some(b'\'') if q == b'\'' && self.at(i + 1) == b'\'' => i += 2,
+                Some(&c) if c == q => return true,
+                Some(_) => i += 1,
+            }
+        }
+    }
+
     /// A quoted scalar's text from `start` to its closing quote at `end`: borrowed, or what
     /// was unescaped before `run` and the rest.
     fn quoted_text(
@@ -414,14 +506,22 @@ impl<'t> Reader<'t> {
         }
     }
 
-    fn single_quoted(&self, p: usize) -> R<(Cow<'t, str>, usize)> {
+    /// A single-quoted scalar from its opening quote at `p`, as [`Self::double_quoted`] (with
+    /// `''` for a quote and no escapes).
+    fn single_quoted(&self, p: usize, lines: Option<usize>) -> R<(Cow<'t, str>, usize)> {
         let start = p + 1;
         let mut i = start;
         let mut out: Option<String> = None;
         let mut run = start;
         loop {
             match self.b.get(i) {
-                None | Some(b'\n' | b'\r') => return Err(Bail),
+                None => return Err(Bail),
+                Some(b'\n' | b'\r') => {
+                    let col = lines.ok_or(Bail)?;
+                    let o = out.get_or_insert_with(String::new);
+                    i = self.fold(o, run, i, col)?;
+                    run = i;
+                }
                 Some(b'\'') if self.at(i + 1) == b'\'' => {
                     let o = out.get_or_insert_with(String::new);
                     o.push_str(&self.s[run..=i]);
@@ -514,9 +614,9 @@ impl<'t> Reader<'t> {
                 match c {
                     b'"' | b'\'' => {
                         let (t, q) = if c == b'"' {
-                            self.double_quoted(p)?
+                            self.double_quoted(p, Some(col))?
                         } else {
-                            self.single_quoted(p)?
+                            self.single_quoted(p, Some(col))?
                         };
                         self.end_of_line(q)?;
                         Ok(self.scalar(&t, false))
@@ -618,7 +718,11 @@ impl<'t> Reader<'t> {
             if f - q <= col || c == b'#' {
                 break;
             }
-            if c == b'\t' || indicator(c) {
+            // A continuation line may start with what cannot start a plain scalar (a
+            // backquote, a quote, a bracket, `*`, `&`, `!`, `@`...): after the first line it
+            // is text (`ns-plain-char`), and go-yaml folds long descriptions before any word.
+            // `- `, `? ` and `: ` there are granit's.
+            if c == b'\t' || (matches!(c, b'-' | b'?' | b':') && self.blank(f + 1)) {
                 return Err(Bail);
             }
             let (e, colon) = self.plain(f)?;
@@ -657,9 +761,9 @@ impl<'t> Reader<'t> {
                 match self.at(q) {
                     c @ (b'"' | b'\'') => {
                         let (t, r) = if c == b'"' {
-                            self.double_quoted(q)?
+                            self.double_quoted(q, None)?
                         } else {
-                            self.single_quoted(q)?
+                            self.single_quoted(q, None)?
                         };
                         items.push(self.scalar(&t, false));
                         q = r;
@@ -697,21 +801,29 @@ impl<'t> Reader<'t> {
     fn block_scalar(&mut self, p: usize, col: usize) -> R<Value> {
         let literal = self.at(p) == b'|';
         let mut q = p + 1;
-        let chomp = match self.at(q) {
-            b'-' => Chomp::Strip,
-            b'+' => Chomp::Keep,
-            _ => Chomp::Clip,
-        };
-        if !matches!(chomp, Chomp::Clip) {
+        // The header: a chomping indicator and an indentation indicator (1-9), each at most
+        // once, in either order (go-yaml writes `|2-` for text that starts with a space or
+        // an empty line).
+        let mut chomp = Chomp::Clip;
+        let mut explicit = None;
+        loop {
+            match self.at(q) {
+                b'-' if matches!(chomp, Chomp::Clip) => chomp = Chomp::Strip,
+                b'+' if matches!(chomp, Chomp::Clip) => chomp = Chomp::Keep,
+                d @ b'1'..=b'9' if explicit.is_none() => explicit = Some(usize::from(d - b'0')),
+                _ => break,
+            }
             q += 1;
         }
         if !self.blank(q) {
-            // An explicit indentation, or anything else after the header.
+            // Anything else after the header.
             return Err(Bail);
         }
         self.end_of_line(q)?;
         let mut out = String::new();
-        let mut indent: Option<usize> = None;
+        // An indentation indicator counts from the collection's column, as go-yaml and
+        // granit count it (the parser's current indentation plus the indicator).
+        let mut indent: Option<usize> = explicit.map(|m| col + m);
         // Empty lines since the last content line (or the header).
         let mut breaks = 0usize;
         // The widest empty line before the first content line.
@@ -722,6 +834,9 @@ impl<'t> Reader<'t> {
             if start >= self.b.len() {
                 if indent.is_none() {
                     return self.empty_block_scalar(chomp, leading);
+                }
+                if !started && explicit.is_some() {
+                    return Err(Bail);
                 }
                 break;
             }
@@ -757,7 +872,9 @@ impl<'t> Reader<'t> {
                     sp
                 }
                 Some(ind) if sp < ind => {
-                    if self.at(e) == b'\t' {
+                    // With an indentation indicator and no content yet: an empty scalar or
+                    // an error, granit's.
+                    if self.at(e) == b'\t' || (!started && explicit.is_some()) {
                         return Err(Bail);
                     }
                     break;
@@ -997,6 +1114,37 @@ mod tests {
         "a:\n    {}\n    # c\nb:\n  []\n",
         "- \n  [a, b]\n",
         "a: \"\\t\"\nb: 'x\ty'\n",
+        // Plain continuation lines starting with what cannot start a plain scalar.
+        "a: x\n  `y`\n",
+        "a: x\n  'y' z\n  \"w\"\n",
+        "a: x\n  [y]\n  {y}\n  ]y\n",
+        "a: x\n  *y\n  &y\n  !y\n",
+        "a: x\n  @y %z\n  |y\n  >y\n",
+        "a: x\n  -y\n  ?y\n  :y\n  ,y\n",
+        "- a\n  `b`\n",
+        // Block scalars with an indentation indicator.
+        "a: |2\n   x\n",
+        "a: |2\n  x\n",
+        "a: |1\n  x\n",
+        "a: |2-\n\n\n    x\n  y\nb: 1\n",
+        "a: |-2\n   x\n",
+        "a:\n  b: |2+\n      x\n\n  c: 1\n",
+        "- |2\n   x\n",
+        "a: >2\n  x\n  y\n",
+        "- - |1\n    x\n",
+        "a:\n  b: |4\n        x\n       y\n  c: 1\n",
+        // Multi-line quoted scalars, folded (go-yaml writes them past 80 columns).
+        "a: 'x\n  y'\n",
+        "a: \"x\n  y\"\n",
+        "a: \"x\\\n  y\"\n",
+        "a: \"x  \\\n  y\"\n",
+        "a: 'x   \n     y  \n\n\n  z'\nb: 1\n",
+        "a: \"x\n\n  y \\t\n  z\"\n",
+        "- 'x\n  y'\n- \"x\n  y\"\n",
+        "- description: 'a long\n    text: with # and - and ''q'''\n  jsonPath: .x\n",
+        "a:\n  b: 'one\n    two'   # c\n  c: d\n",
+        "a: 'x\r\n  y'\r\n",
+        "a: &x 'one\n  two'\nb: *x\n",
         "a: 1 # tab\tin a comment\n#\ttab comment\n",
     ];
 
@@ -1020,16 +1168,12 @@ mod tests {
         "a:\n  {b: 1}\n",
         "a:\n  [a,\n  b]\n",
         "a:\n  b\n",
-        "a: 'x\n  y'\n",
-        "a: \"x\n  y\"\n",
-        "a: \"x\\\n  y\"\n",
         "a: b: c\n",
         "a: b:\n",
         "a:\tb\n",
         "\ta: b\n",
         "a:\n\t- b\n",
         "a: b\t\n",
-        "a: |2\n   x\n",
         "a: |foo\n  x\n",
         "a: |\n  x",
         "a: >\n  x\n    more\n  y\n",
@@ -1054,6 +1198,25 @@ mod tests {
         "--- |\n  x\n",
         "scalar\n",
         "[a, b]\n",
+        "a: x\n  - y\n",
+        "a: x\n  ? y\n",
+        "a: x\n  : y\n",
+        "a: |2\n x\n",
+        "a: |0\n  x\n",
+        "a: |22\n  x\n",
+        "a: |2\n     \n  x\n",
+        "a: |-+\n  x\n",
+        // Multi-line quoted scalars the fast reader leaves to granit.
+        "a: 'x\ny'\n",
+        "a:\n  b: 'x\n  y'\n",
+        "a: 'x\t\n  y'\n",
+        "a: 'x\n\ty'\n",
+        "a: 'x\n  y\n",
+        "a: \"x\\\n\n  y\"\n",
+        "'k\n  x': 1\n",
+        "- 'k\n  x': 1\n",
+        "a: 'x\n  y' z\n",
+        "a: [\"x\n  y\"]\n",
         "a: \"\\q\"\n",
         "a: \"\\ud800\"\n",
         "a: \"\\x4\"\n",
