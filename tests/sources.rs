@@ -1812,3 +1812,52 @@ fn merge_of_shards_resolves_components_from_other_repositories() {
         );
     }
 }
+
+/// A Git remote whose server answers, but has no repository there, is not "unreachable"
+/// (it sent users to check their network): a 404 says there is no such repository at the
+/// URL, an empty 200 that the URL is not a Git repository, each with what the server
+/// answered and a help, never the password kiln was given; nothing is written. A real
+/// static HTTP server (`tests/servers.py static`) answers both.
+#[test]
+fn a_git_server_without_the_repository_says_what_it_answered() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("empty.git/info")).unwrap();
+    std::fs::write(root.path().join("empty.git/info/refs"), "").unwrap();
+    let server = testing::static_http(root.path(), None);
+    for (repo, said, status) in [
+        ("nope.git", "no such repository at", "404 Not Found"),
+        (
+            "empty.git",
+            "is not a Git repository",
+            "200 OK with an empty body",
+        ),
+    ] {
+        let url = format!("{}/{repo}", server.http());
+        let item =
+            format!("    - name: web\n      source: {{git: \"{url}\", ref: main, path: deploy}}\n");
+        let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+        let r = p.kiln(
+            &["render", "platform", "--write-to", "out", "--no-cache"],
+            &[
+                ("KILN_GIT_USERNAME", "alice"),
+                ("KILN_GIT_PASSWORD", "pa55-s3cret"),
+            ],
+        );
+        assert_eq!(r.code, Some(1), "{repo}: {}", r.text());
+        let text = unwrapped(&r).replace("/ ", "/");
+        assert!(
+            text.contains("kiln::source::no_repository"),
+            "{repo}: {text}"
+        );
+        assert!(!text.contains("cannot be reached"), "{repo}: {text}");
+        assert!(
+            text.contains(said) && text.contains(status),
+            "{repo}: {text}"
+        );
+        assert!(text.contains(&format!("`{url}`")), "{repo}: {text}");
+        assert!(text.contains("help:"), "{repo}: {text}");
+        assert!(text.contains("platform.yaml:"), "{repo}: {text}");
+        assert!(!text.contains("s3cret"), "{repo}: {text}");
+        assert!(!p.work.path().join("out").exists(), "{repo}: wrote");
+    }
+}
