@@ -608,7 +608,7 @@ impl Selection {
         for name in &self.pending {
             let known = used.iter().any(|e| {
                 &e.url == name
-                    || &e.chart == name
+                    || chart_name(e) == Some(name.as_str())
                     || (e.kind == "git" && &repo_name(&e.url) == name)
             }) || chart_users.contains(name)
                 || wanted.iter().any(|w| w.name.as_ref() == Some(name));
@@ -671,10 +671,12 @@ fn unknown_name(
             None => known.insert(repo_name(&w.git), url),
         };
     }
-    for e in used.iter().filter(|e| !e.chart.is_empty()) {
-        known
-            .entry(e.chart.clone())
-            .or_insert_with(|| format!("chart from {}", kiln_base::url::redact(&e.url)));
+    for e in used {
+        if let Some(chart) = chart_name(e) {
+            known
+                .entry(chart.to_string())
+                .or_insert_with(|| format!("chart from {}", kiln_base::url::redact(&e.url)));
+        }
     }
     let candidates = known
         .keys()
@@ -957,6 +959,17 @@ fn repo_name(url: &str) -> String {
         .next()
         .unwrap_or(url);
     last.trim_end_matches(".git").to_string()
+}
+
+/// The name of the chart a lock entry holds, as `kiln update NAME` takes it: a Helm
+/// repository's `chart`, or the last part of an OCI reference (`oci://host/charts/web` is
+/// `web`: the lock keeps an OCI chart by its reference alone, and without this its name was
+/// refused as no source's). `None` for a Git source.
+fn chart_name(e: &LockEntry) -> Option<&str> {
+    match e.kind.as_str() {
+        "oci" => e.url.rsplit('/').next().filter(|n| !n.is_empty()),
+        _ => Some(e.chart.as_str()).filter(|c| !c.is_empty()),
+    }
 }
 
 /// A source as publish records it (`Kiln-App-Commit`, read by `kiln status` and `kiln
