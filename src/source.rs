@@ -381,15 +381,15 @@ pub fn resolve(
         };
         let project = &platform.spec.projects[w.project];
         let name = w.name.clone().unwrap_or_default();
-        let mut dirs: BTreeMap<&PathBuf, &str> = BTreeMap::new();
+        let mut dirs: BTreeMap<&PathBuf, String> = BTreeMap::new();
         for t in std::iter::once(tree).chain(tree.environments.values()) {
-            dirs.entry(&t.dir).or_insert(&t.label);
+            dirs.entry(&t.dir).or_insert_with(|| t.shown_dir());
         }
-        for (dir, label) in dirs {
+        for (dir, shown) in dirs {
             let at = (w.project, w.instance);
             // A field error in one fetched component is reported in the spec's order with
             // every other failure, not alone in their place.
-            if let Err(e) = charts.scan_component(fs, dir, label, at, &project.name, &name) {
+            if let Err(e) = charts.scan_component(fs, dir, &shown, at, &project.name, &name) {
                 failed.push(vec![w.project, w.instance, 1], e);
             }
         }
@@ -1019,10 +1019,18 @@ fn fetch_component_with<'f, 'a>(
         root.join(&w.path)
     };
     let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
+    // Errors name the ref the user gave (`v1.2.0`, `main`), else the commit: a ref not
+    // expanded (an instance deployed nowhere) names nothing one could check out.
+    let shown_ref = if reference.is_empty() || reference.contains("${") {
+        short
+    } else {
+        reference
+    };
     let tree = SourceTree {
         root,
         dir,
         label: format!("{}@{short}/{}", kiln_base::url::redact(&w.git), w.path),
+        shown_root: format!("{}@{shown_ref}:", kiln_base::url::redact(&w.git)),
         environments: BTreeMap::new(),
     };
     Ok((tree, got.entry))
