@@ -180,12 +180,65 @@ pub struct SourceTree {
     pub root: PathBuf,
     /// The component directory inside it (`source.path`).
     pub dir: PathBuf,
-    /// How errors name it: `<repository>@<commit>/<path>`.
+    /// How the rendered files' headers and messages about the component name it:
+    /// `<repository>@<commit>/<path>`.
     pub label: String,
+    /// How errors name the files in the tree: this, then the path from the tree's root
+    /// (`https://host/org/app.git@v1.2.0:` then `deploy/component.yaml`), as `git show
+    /// <ref>:<path>` takes them; the repository's URL without credentials, the ref as
+    /// given (else the commit). Joined with [`shown_join`], never as a path: `Path::join`
+    /// made the URL's `//` one slash (`git:/host/…`).
+    pub shown_root: String,
     /// When the instance's `ref` names different commits in different environments
     /// (`ref: ${env.tier}`): the tree of each environment it is deployed to, by name; this
     /// tree is then the first environment's. Empty: one tree for every environment.
     pub environments: BTreeMap<String, SourceTree>,
+}
+
+impl SourceTree {
+    /// The component directory as errors name it (`<url>@<ref>:deploy`).
+    pub fn shown_dir(&self) -> String {
+        let rel = self.dir.strip_prefix(&self.root).unwrap_or(Path::new(""));
+        shown_join(&self.shown_root, &slashed(rel))
+    }
+}
+
+/// `rel` (`/`-separated) inside the directory errors name `dir`: `dir/rel`, or `<url>@<ref>:rel`
+/// inside a fetched tree's root (`<url>@<ref>:`, or `<url>@<ref>:.` as its directory).
+pub fn shown_join(dir: &str, rel: &str) -> String {
+    let dir = match dir.strip_suffix(".") {
+        Some(root) if root.ends_with(':') => root,
+        _ => dir,
+    };
+    match (rel.is_empty(), dir.ends_with(':')) {
+        (true, true) => format!("{dir}."),
+        (true, false) => dir.to_string(),
+        (false, true) => format!("{dir}{rel}"),
+        (false, false) => format!("{}/{rel}", dir.trim_end_matches('/')),
+    }
+}
+
+/// The inverse of [`shown_join`]: `file`'s path inside `dir`, when it is inside.
+pub fn shown_inside<'f>(dir: &str, file: &'f str) -> Option<&'f str> {
+    let dir = match dir.strip_suffix(".") {
+        Some(root) if root.ends_with(':') => root,
+        _ => dir,
+    };
+    let rest = file.strip_prefix(dir)?;
+    if dir.ends_with(':') {
+        Some(rest)
+    } else {
+        rest.strip_prefix('/')
+    }
+}
+
+/// A relative path, `/`-separated (as every name of a file kiln shows).
+fn slashed(p: &Path) -> String {
+    let parts: Vec<String> = p
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    parts.join("/")
 }
 
 /// Everything read for one platform, unvalidated beyond the JSON Schemas.
@@ -218,8 +271,12 @@ pub struct LoadedPlatform {
 pub struct LoadedComponent {
     /// The directory (canonical).
     pub dir: PathBuf,
-    /// The directory relative to the root, `/`-separated.
+    /// The directory relative to the root, `/`-separated; a fetched component's label
+    /// ([`SourceTree::label`]).
     pub display_dir: String,
+    /// The directory as errors name it, the files in it after it ([`shown_join`]): as
+    /// `display_dir` for a local component, `<url>@<ref>:<path>` for a fetched one.
+    pub shown_dir: String,
     /// `component.yaml`.
     pub file: SourceId,
     /// `component.yaml` as parsed JSON; `evaluate` resolves references in its `spec` values.
@@ -440,6 +497,9 @@ struct Loader<'a> {
     errors: Vec<LoadError>,
     /// See [`LoadOptions::parsed`].
     parsed: Option<&'a Parsed>,
+    /// Inside a fetched tree (`root` is its root): how errors name the root
+    /// ([`SourceTree::shown_root`]); empty otherwise.
+    shown_root: String,
 }
 
 /// Reads the platform in `platform_dir` (which holds `platform.yaml`) and every component it
@@ -478,6 +538,7 @@ pub fn load(
         sources: Sources::new(),
         errors: Vec::new(),
         parsed: opts.parsed,
+        shown_root: String::new(),
     };
 
     let pf_path = dir.join(PLATFORM_FILE);
@@ -690,9 +751,11 @@ fn default_root(fs: &dyn FileSystem, dir: &Path) -> PathBuf {
 }
 
 impl Loader<'_> {
-    /// `path` relative to the root, `/`-separated; the absolute path when outside.
+    /// `path` relative to the root, `/`-separated; the absolute path when outside. Inside a
+    /// fetched tree, after how errors name its root (`<url>@<ref>:deploy/component.yaml`).
     fn display(&self, path: &Path) -> String {
         match path.strip_prefix(&self.root) {
+            Ok(rel) if !self.shown_root.is_empty() => shown_join(&self.shown_root, &slashed(rel)),
             Ok(rel) => {
                 let parts: Vec<String> = rel
                     .components()
@@ -943,6 +1006,9 @@ impl Loader<'_> {
                     sources: Sources::new(),
                     errors: Vec::new(),
                     parsed,
+                    // A fetched component's files are named by the repository, the ref and
+                    // the path inside it, not by the path in the source cache.
+                    shown_root: p.tree.map_or_else(String::new, |t| t.shown_root.clone()),
                 };
                 let mut c = one.load_component(&p.dir);
                 // Named by where it came from: the repository, the commit, the folder.
@@ -1215,6 +1281,7 @@ impl Loader<'_> {
         Some(LoadedComponent {
             dir: cdir.to_path_buf(),
             display_dir: self.display(cdir),
+            shown_dir: self.display(cdir),
             file,
             raw,
             spec,
@@ -1485,6 +1552,48 @@ const MAX_COMPONENT_FOLDERS: usize = 2_000;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A fetched tree's files are named `<url>@<ref>:<path>`, its URL's `//` kept; a local
+    /// component's as before; and the name is read back to the path inside.
+    #[test]
+    fn shown_names_join_and_split_as_text() {
+        let root = "git://127.0.0.1:9418/app.git@v1.2.0:";
+        assert_eq!(
+            shown_join(root, "deploy/component.yaml"),
+            "git://127.0.0.1:9418/app.git@v1.2.0:deploy/component.yaml"
+        );
+        assert_eq!(shown_join(root, ""), format!("{root}."));
+        let top = shown_join(root, "");
+        assert_eq!(
+            shown_join(&top, "component.yaml"),
+            format!("{root}component.yaml")
+        );
+        let dir = shown_join(root, "deploy");
+        assert_eq!(
+            shown_join(&dir, "k/cm.yaml"),
+            format!("{root}deploy/k/cm.yaml")
+        );
+        assert_eq!(
+            shown_inside(&dir, &format!("{root}deploy/k/cm.yaml")),
+            Some("k/cm.yaml")
+        );
+        assert_eq!(
+            shown_inside(&top, &format!("{root}cm.yaml")),
+            Some("cm.yaml")
+        );
+        assert_eq!(
+            shown_join("components/web", "cm.yaml"),
+            "components/web/cm.yaml"
+        );
+        assert_eq!(
+            shown_inside("components/web", "components/web/cm.yaml"),
+            Some("cm.yaml")
+        );
+        assert_eq!(
+            shown_inside("components/web", "components/webx/cm.yaml"),
+            None
+        );
+    }
 
     /// Writes `files` (path → text) under a fresh temp dir, returns it.
     fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {

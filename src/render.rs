@@ -666,13 +666,8 @@ impl PlanPaths<'_> {
                         self.plan.path
                     )));
                 }
-                let name = format!(
-                    "{}/{}",
-                    self.plan.path,
-                    real.strip_prefix(&self.plan.source.dir)
-                        .unwrap_or(&real)
-                        .display()
-                );
+                let name = shown_file(self.plan, real.strip_prefix(&self.plan.source.dir).ok())
+                    .unwrap_or_else(|| real.display().to_string());
                 let text = self
                     .fs
                     .read_to_string(&real)
@@ -746,9 +741,9 @@ fn helm_generator(
 ) -> Result<(Vec<Resource>, Vec<crate::helm::UnusedValue>), crate::helm::HelmError> {
     // A template's source as findings name it: the chart's directory as the component
     // names it (or as it lies in the source cache), then the template's path in the chart.
-    let shown = |p: &Path| match p.strip_prefix(&plan.source.dir) {
-        Ok(rel) => format!("{}/{}", plan.path, rel.display()),
-        Err(_) => p.display().to_string(),
+    let shown = |p: &Path| {
+        shown_file(plan, p.strip_prefix(&plan.source.dir).ok())
+            .unwrap_or_else(|| p.display().to_string())
     };
     let render = Arc::new(ChartRender {
         chart: chart.display().to_string(),
@@ -1183,11 +1178,7 @@ fn in_values_file(
     pointer: &str,
 ) -> Option<Loc<String>> {
     files.iter().rev().find_map(|real| {
-        let inside = real.strip_prefix(&plan.source.dir).ok()?;
-        let shown = Path::new(&plan.path)
-            .join(inside)
-            .to_string_lossy()
-            .into_owned();
+        let shown = shown_file(plan, real.strip_prefix(&plan.source.dir).ok())?;
         let text = fs.read_to_string(real).ok()?;
         let found = crate::diag::SourceFile::new(shown.clone(), text).locate(0, pointer, true)?;
         let at = Loc::new(shown, pointer);
@@ -1217,7 +1208,7 @@ fn manifest_snippet(
         return None;
     }
     let file = p.file.as_deref()?;
-    let inside = file.strip_prefix(plan.path.as_str())?.strip_prefix('/')?;
+    let inside = crate::load::shown_inside(&plan.source.shown_dir, file)?;
     let text = fs.read_to_string(&plan.source.dir.join(inside)).ok()?;
     let source = crate::diag::SourceFile::new(file, text);
     let found = source.locate(p.document, &pointer, false)?;
@@ -1246,6 +1237,22 @@ fn kustomize_build(
     crate::kustomize::build(fs, dir, &options).map_err(boxed)
 }
 
+/// A file of the component (`rel`, from its directory) as errors name it: from the
+/// repository root for a local component (`components/cart/cm.yaml`), after the repository,
+/// the ref and the path for a fetched one (`https://host/app.git@v1.2.0:deploy/cm.yaml`).
+/// Joined as text: a fetched component's name is no path (`Path::join` made
+/// `https://host` `https:/host`).
+fn shown_file(plan: &BuildPlan, rel: Option<&Path>) -> Option<String> {
+    let parts: Vec<String> = rel?
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    Some(crate::load::shown_join(
+        &plan.source.shown_dir,
+        &parts.join("/"),
+    ))
+}
+
 /// A file name of the kustomize engine (relative to the build root `kdir`, as `kubectl
 /// kustomize` names it: `../../base/kustomization.yaml`) as the rest of the render names
 /// files: from the repository root (`components/cart/base/kustomization.yaml`), or, for a
@@ -1266,7 +1273,7 @@ fn shown_from_root(plan: &BuildPlan, kdir: &Path, name: &str) -> Option<String> 
         parts.join("/")
     };
     if let Ok(rel) = path.strip_prefix(dir) {
-        return Some(slashed(&label.join(rel)));
+        return shown_file(plan, Some(rel));
     }
     // A local component: its directory is the root joined with its label.
     let depth = label.components().count();

@@ -381,15 +381,15 @@ pub fn resolve(
         };
         let project = &platform.spec.projects[w.project];
         let name = w.name.clone().unwrap_or_default();
-        let mut dirs: BTreeMap<&PathBuf, &str> = BTreeMap::new();
+        let mut dirs: BTreeMap<&PathBuf, String> = BTreeMap::new();
         for t in std::iter::once(tree).chain(tree.environments.values()) {
-            dirs.entry(&t.dir).or_insert(&t.label);
+            dirs.entry(&t.dir).or_insert_with(|| t.shown_dir());
         }
-        for (dir, label) in dirs {
+        for (dir, shown) in dirs {
             let at = (w.project, w.instance);
             // A field error in one fetched component is reported in the spec's order with
             // every other failure, not alone in their place.
-            if let Err(e) = charts.scan_component(fs, dir, label, at, &project.name, &name) {
+            if let Err(e) = charts.scan_component(fs, dir, &shown, at, &project.name, &name) {
                 failed.push(vec![w.project, w.instance, 1], e);
             }
         }
@@ -608,7 +608,7 @@ impl Selection {
         for name in &self.pending {
             let known = used.iter().any(|e| {
                 &e.url == name
-                    || &e.chart == name
+                    || chart_name(e) == Some(name.as_str())
                     || (e.kind == "git" && &repo_name(&e.url) == name)
             }) || chart_users.contains(name)
                 || wanted.iter().any(|w| w.name.as_ref() == Some(name));
@@ -671,10 +671,12 @@ fn unknown_name(
             None => known.insert(repo_name(&w.git), url),
         };
     }
-    for e in used.iter().filter(|e| !e.chart.is_empty()) {
-        known
-            .entry(e.chart.clone())
-            .or_insert_with(|| format!("chart from {}", kiln_base::url::redact(&e.url)));
+    for e in used {
+        if let Some(chart) = chart_name(e) {
+            known
+                .entry(chart.to_string())
+                .or_insert_with(|| format!("chart from {}", kiln_base::url::redact(&e.url)));
+        }
     }
     let candidates = known
         .keys()
@@ -959,6 +961,17 @@ fn repo_name(url: &str) -> String {
     last.trim_end_matches(".git").to_string()
 }
 
+/// The name of the chart a lock entry holds, as `kiln update NAME` takes it: a Helm
+/// repository's `chart`, or the last part of an OCI reference (`oci://host/charts/web` is
+/// `web`: the lock keeps an OCI chart by its reference alone, and without this its name was
+/// refused as no source's). `None` for a Git source.
+fn chart_name(e: &LockEntry) -> Option<&str> {
+    match e.kind.as_str() {
+        "oci" => e.url.rsplit('/').next().filter(|n| !n.is_empty()),
+        _ => Some(e.chart.as_str()).filter(|c| !c.is_empty()),
+    }
+}
+
 /// A source as publish records it (`Kiln-App-Commit`, read by `kiln status` and `kiln
 /// history`): `<url>[#<chart>]@<commit or digest>`, the URL without credentials.
 pub fn trailer_value(e: &LockEntry) -> String {
@@ -1006,10 +1019,18 @@ fn fetch_component_with<'f, 'a>(
         root.join(&w.path)
     };
     let short = &got.entry.resolved[..got.entry.resolved.len().min(12)];
+    // Errors name the ref the user gave (`v1.2.0`, `main`), else the commit: a ref not
+    // expanded (an instance deployed nowhere) names nothing one could check out.
+    let shown_ref = if reference.is_empty() || reference.contains("${") {
+        short
+    } else {
+        reference
+    };
     let tree = SourceTree {
         root,
         dir,
         label: format!("{}@{short}/{}", kiln_base::url::redact(&w.git), w.path),
+        shown_root: format!("{}@{shown_ref}:", kiln_base::url::redact(&w.git)),
         environments: BTreeMap::new(),
     };
     Ok((tree, got.entry))

@@ -196,6 +196,10 @@ pub struct Component {
     pub name: String,
     /// Directory relative to the repository root.
     pub path: String,
+    /// The directory as errors name it and the files in it ([`crate::load::shown_join`]):
+    /// `path` for a local component, `<url>@<ref>:<path>` for a fetched one.
+    #[serde(skip)]
+    pub shown_dir: String,
     /// Images (base tags; references unresolved).
     pub images: Vec<spec::Image>,
     /// The parameter JSON Schema, when given.
@@ -1404,6 +1408,7 @@ impl Checker<'_> {
         Component {
             name: c.spec.metadata.name.clone(),
             path: c.display_dir,
+            shown_dir: c.shown_dir,
             images: c.spec.spec.images.clone(),
             parameter_schema: schema,
             declared,

@@ -815,3 +815,44 @@ fn live_helm_pulls_and_renders_what_kiln_does() {
         );
     }
 }
+
+/// `kiln update P NAME` takes an `oci://` chart's name, as it takes a Helm repository
+/// chart's (`web`): it was refused (`no source of platforms/p is named `cache``, with a
+/// help saying the platform had no remote source), since the lock keeps an OCI chart by
+/// its reference alone. The newest version the constraint admits is locked; a name that
+/// is no source's lists the OCI chart among the sources.
+#[test]
+fn update_takes_an_oci_charts_name() {
+    let w = Work::new(true);
+    let (Some(oci), Some(registry)) = (w.oci_url(), w.registry.as_ref()) else {
+        return;
+    };
+    // The instance is named `frontend`; the chart is `cache`.
+    w.component(
+        "frontend",
+        &format!("helm: {{chart: '{oci}/cache', version: 1.x}}"),
+    );
+    w.platform(&["frontend"]);
+    ok(&w.kiln(&["update", "platforms/p"], &[]));
+    assert!(w.lock().contains("version = \"1.1.0\""), "{}", w.lock());
+    push(registry, "cache", &["1.2.0", "2.0.0"], None);
+    let r = w.kiln(&["update", "platforms/p", "cache"], &[]);
+    ok(&r);
+    assert!(r.text().contains("1.2.0"), "{}", r.text());
+    assert!(w.lock().contains("version = \"1.2.0\""), "{}", w.lock());
+    ok(&w.render("out", &["--locked"]));
+    assert!(
+        w.text("out").contains("version: 1.2.0"),
+        "{}",
+        w.text("out")
+    );
+    // A mistyped name: a usage error listing the chart, nothing written.
+    let before = w.lock();
+    let r = w.kiln(&["update", "platforms/p", "cahce"], &[]);
+    assert_eq!(r.code, Some(2), "{}", r.text());
+    let text = r.text();
+    assert!(text.contains("kiln::source::unknown_name"), "{text}");
+    assert!(text.contains("did you mean `cache`?"), "{text}");
+    assert!(!text.contains("has no remote source"), "{text}");
+    assert_eq!(w.lock(), before);
+}

@@ -1812,3 +1812,134 @@ fn merge_of_shards_resolves_components_from_other_repositories() {
         );
     }
 }
+
+/// A Git remote whose server answers, but has no repository there, is not "unreachable"
+/// (it sent users to check their network): a 404 says there is no such repository at the
+/// URL, an empty 200 that the URL is not a Git repository, each with what the server
+/// answered and a help, never the password kiln was given; nothing is written. A real
+/// static HTTP server (`tests/servers.py static`) answers both.
+#[test]
+fn a_git_server_without_the_repository_says_what_it_answered() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(root.path().join("empty.git/info")).unwrap();
+    std::fs::write(root.path().join("empty.git/info/refs"), "").unwrap();
+    let server = testing::static_http(root.path(), None);
+    for (repo, said, status) in [
+        ("nope.git", "no such repository at", "404 Not Found"),
+        (
+            "empty.git",
+            "is not a Git repository",
+            "200 OK with an empty body",
+        ),
+    ] {
+        let url = format!("{}/{repo}", server.http());
+        let item =
+            format!("    - name: web\n      source: {{git: \"{url}\", ref: main, path: deploy}}\n");
+        let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+        let r = p.kiln(
+            &["render", "platform", "--write-to", "out", "--no-cache"],
+            &[
+                ("KILN_GIT_USERNAME", "alice"),
+                ("KILN_GIT_PASSWORD", "pa55-s3cret"),
+            ],
+        );
+        assert_eq!(r.code, Some(1), "{repo}: {}", r.text());
+        let text = unwrapped(&r).replace("/ ", "/");
+        assert!(
+            text.contains("kiln::source::no_repository"),
+            "{repo}: {text}"
+        );
+        assert!(!text.contains("cannot be reached"), "{repo}: {text}");
+        assert!(
+            text.contains(said) && text.contains(status),
+            "{repo}: {text}"
+        );
+        assert!(text.contains(&format!("`{url}`")), "{repo}: {text}");
+        assert!(text.contains("help:"), "{repo}: {text}");
+        assert!(text.contains("platform.yaml:"), "{repo}: {text}");
+        assert!(!text.contains("s3cret"), "{repo}: {text}");
+        assert!(!p.work.path().join("out").exists(), "{repo}: wrote");
+    }
+}
+
+/// Errors in a component fetched from another repository name the repository's URL, the
+/// ref and the path inside it (`<url>@<ref>:deploy/component.yaml:7:5`), with the line,
+/// column and help: a `component.yaml` field error named only `deploy/component.yaml`,
+/// and a kustomization error `http:/127.0.0.1:…` (the label joined as a path, `//`
+/// collapsed; `git:/…` for git daemon). Over smart HTTP and git daemon alike.
+#[test]
+fn errors_in_a_fetched_component_name_its_repository_ref_and_path() {
+    let repos = tempfile::tempdir().unwrap();
+    let component = |generator: &str, extra: &str| {
+        format!(
+            "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: web\nspec:\n  generators:\n  - {generator}\n{extra}"
+        )
+    };
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: web}\n".to_string();
+    let bad_field = vec![
+        (
+            "deploy/component.yaml".to_string(),
+            component("files: [cm.yaml]", "    bogus: 1\n"),
+        ),
+        ("deploy/cm.yaml".to_string(), cm.clone()),
+    ];
+    let bad_kustomization = vec![
+        (
+            "deploy/component.yaml".to_string(),
+            component("kustomize: k", ""),
+        ),
+        (
+            "deploy/k/kustomization.yaml".to_string(),
+            "resources: [cm.yaml]\nbogusField: 1\n".to_string(),
+        ),
+        ("deploy/k/cm.yaml".to_string(), cm),
+    ];
+    testing::app_repo(
+        repos.path(),
+        "app.git",
+        &[
+            (&as_refs(&bad_field), Some("v1.2.0")),
+            (&as_refs(&bad_kustomization), Some("v1.3.0")),
+        ],
+    );
+    let http = testing::git_http(repos.path());
+    let daemon = testing::git_daemon(repos.path());
+    for url in [
+        format!("{}/app.git", http.http()),
+        format!("git://127.0.0.1:{}/app.git", daemon.port),
+    ] {
+        for (reference, code, at) in [
+            (
+                "v1.2.0",
+                "kiln::load::schema_violation",
+                "deploy/component.yaml:7:5",
+            ),
+            (
+                "v1.3.0",
+                "kiln::kustomize::kustomization_invalid",
+                "deploy/k/kustomization.yaml:2:1",
+            ),
+        ] {
+            let item = format!(
+                "    - source:\n        git: {url}\n        ref: {reference}\n        path: deploy\n"
+            );
+            let p = Platform::new(&[("platform/platform.yaml", two_env_platform(("", ""), &item))]);
+            let r = p.render("out", &[]);
+            assert_eq!(r.code, Some(1), "{url}@{reference}: {}", r.text());
+            let text = unwrapped(&r).replace("/ ", "/");
+            assert!(text.contains(code), "{url}@{reference}: {text}");
+            let named = format!("{url}@{reference}:{at}");
+            assert!(text.contains(&named), "`{named}` is not named: {text}");
+            // The snippet's header names it too, with the line and column.
+            assert!(
+                text.contains(&format!("[{named}]")),
+                "{url}@{reference}: {text}"
+            );
+            assert!(text.contains("help:"), "{url}@{reference}: {text}");
+            for internal in ["http:/1", "git:/1"] {
+                assert!(!text.contains(internal), "{url}@{reference}: {text}");
+            }
+            assert!(!p.work.path().join("out").exists());
+        }
+    }
+}

@@ -193,7 +193,8 @@ impl ChartScan {
         Ok(())
     }
 
-    /// The component in `dir` (shown as `shown`: a path, or a fetched tree's label), used
+    /// The component in `dir` (shown as `shown`: a path, or `<url>@<ref>:<path>` for a
+    /// fetched tree, [`crate::load::SourceTree::shown_dir`]), used
     /// by instance `instance` (at `(project index, instance index)` in the spec) of project
     /// `project`.
     pub fn scan_component(
@@ -239,7 +240,7 @@ impl ChartScan {
         }) else {
             return Ok(Vec::new());
         };
-        let shown_file = format!("{}/component.yaml", shown.trim_end_matches('/'));
+        let shown_file = crate::load::shown_join(shown, "component.yaml");
         // The span index only when a line is named: building it cost more than the parse.
         let spans = std::cell::OnceCell::new();
         let line = |pointer: &str| {

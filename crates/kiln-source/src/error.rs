@@ -69,6 +69,18 @@ pub enum SourceError {
     )]
     Unreachable { origin: Box<Origin>, detail: String },
 
+    /// The server answered, but serves no Git repository at the URL (a 404, an empty or
+    /// non-Git `200`, git's dumb protocol): not "unreachable", which sent users to check
+    /// their network.
+    #[error("{origin}: {detail}")]
+    #[diagnostic(code(kiln::source::no_repository), help("{help}"))]
+    NoRepository {
+        origin: Box<Origin>,
+        /// What the server answered, and to which request (URL redacted).
+        detail: String,
+        help: String,
+    },
+
     #[error("{origin}: authentication failed: {detail}")]
     #[diagnostic(code(kiln::source::auth_failed), help("{help}"))]
     Auth {
@@ -223,6 +235,7 @@ impl SourceError {
         use SourceError::*;
         match self {
             Unreachable { origin, .. }
+            | NoRepository { origin, .. }
             | Timeout { origin, .. }
             | Auth { origin, .. }
             | NotFound { origin, .. }

@@ -420,9 +420,14 @@ impl<'a> Fetcher<'a> {
         let d = deadline.as_ref();
         let (refs, carried) = match git::list_refs(&req.url, self.callbacks, d, origin) {
             Ok(refs) => (refs, None),
+            // libgit2 says "cannot be reached" of a server that answered, but not with a
+            // repository's refs: kiln asks again and says what it answered, or carries the
+            // fetch when libgit2 only failed to read the answer.
             Err(e @ SourceError::Unreachable { .. }) => {
-                if !git_http::needed(&self.http, &req.url, origin) {
-                    return Err(e);
+                match git_http::probe(&self.http, &req.url, origin) {
+                    git_http::Answer::CloseDelimited => {}
+                    git_http::Answer::Refused(answered) => return Err(answered),
+                    git_http::Answer::Unknown => return Err(e),
                 }
                 let url = git_http::carried(&req.url);
                 let refs = git_http::with_client(&self.http, || {
@@ -745,6 +750,70 @@ mod tests {
             offline.fetch(&git_req(&url, "main")),
             Err(SourceError::NotCached { .. })
         ));
+    }
+
+    /// A server that answers, but not with a Git repository, is not "unreachable": a 404,
+    /// an empty 200, a web page and a repository served only over git's dumb HTTP are each
+    /// told as what the server answered, with a help, never with the URL's credentials.
+    #[test]
+    fn a_server_that_answers_without_a_repository_says_what_it_answered() {
+        let root = tempfile::tempdir().unwrap();
+        for (repo, refs) in [
+            ("empty.git", ""),
+            ("page.git", "<html><body>Sign in</body></html>\n"),
+        ] {
+            std::fs::create_dir_all(root.path().join(repo).join("info")).unwrap();
+            std::fs::write(root.path().join(repo).join("info/refs"), refs).unwrap();
+        }
+        // A bare repository as static files: `info/refs` of `git update-server-info`.
+        app(root.path());
+        let server = testing::static_http(root.path(), None);
+        let env = Env::new();
+        let f = env.fetcher(Mode::default(), LockFile::default());
+        let base = format!("http://kiln:s3cret@127.0.0.1:{}", server.port);
+        let shown = format!("http://kiln:***@127.0.0.1:{}", server.port);
+        for (repo, said) in [
+            ("nope.git", "no such repository at"),
+            ("empty.git", "is not a Git repository"),
+            ("page.git", "is not a Git repository"),
+            ("cart.git", "dumb HTTP"),
+        ] {
+            let err = f
+                .fetch(&git_req(&format!("{base}/{repo}"), "main"))
+                .unwrap_err();
+            let text = err.to_string();
+            let help = miette::Diagnostic::help(&err)
+                .map(|h| h.to_string())
+                .unwrap_or_default();
+            let code = miette::Diagnostic::code(&err).map(|c| c.to_string());
+            assert_eq!(
+                code.as_deref(),
+                Some("kiln::source::no_repository"),
+                "{repo}: {text}"
+            );
+            assert!(text.contains(said), "{repo}: {text}");
+            assert!(
+                text.contains(&format!("{shown}/{repo}")) && text.contains("component cart"),
+                "{repo}: {text}"
+            );
+            assert!(!text.contains("cannot be reached"), "{repo}: {text}");
+            assert!(
+                !format!("{text}{help}").contains("s3cret"),
+                "{repo}: {text}"
+            );
+            assert!(!help.is_empty(), "{repo}: no help");
+        }
+        let err = f
+            .fetch(&git_req(&format!("{base}/nope.git"), "main"))
+            .unwrap_err();
+        assert!(err.to_string().contains("404 Not Found"), "{err}");
+        let err = f
+            .fetch(&git_req(&format!("{base}/empty.git"), "main"))
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("200 OK with an empty body"),
+            "{err}"
+        );
     }
 
     fn free_port() -> u16 {

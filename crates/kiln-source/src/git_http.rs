@@ -12,7 +12,7 @@
 //! `GET <repo>/info/refs?service=git-upload-pack`, then `POST <repo>/git-upload-pack` with
 //! each round of the negotiation. Only fetching is carried; a push is refused.
 
-use crate::error::Origin;
+use crate::error::{Origin, SourceError};
 use crate::http::Http;
 use git2::transport::{Service, SmartSubtransport, SmartSubtransportStream, Transport};
 use std::cell::RefCell;
@@ -28,21 +28,114 @@ thread_local! {
     static CLIENT: RefCell<Option<Arc<Http>>> = const { RefCell::new(None) };
 }
 
-/// Whether `url`'s server needs kiln's client: libgit2 could not read its refs, and kiln
-/// asks for them itself (`GET …/info/refs`, the request libgit2 made) and gets a non-empty
-/// `200` ended by the connection's close. Any other answer (or a URL not `http(s)://`):
-/// libgit2's failure stands.
-pub fn needed(http: &Http, url: &str, origin: &Origin) -> bool {
+/// What a server answered to the request libgit2 made first, asked again by kiln when
+/// libgit2 could not list a repository's refs over HTTP(S) ([`probe`]).
+#[derive(Debug)]
+pub enum Answer {
+    /// A non-empty `200` of git's smart HTTP, ended by the connection's close: kiln's
+    /// client carries the fetch.
+    CloseDelimited,
+    /// The server answered, but with no repository there: this error, not libgit2's
+    /// "cannot be reached" (a 404, an empty or non-Git `200`, git's dumb protocol, a 5xx).
+    Refused(SourceError),
+    /// No answer, or one that adds nothing (a refs advertisement libgit2 failed on for
+    /// another reason, a login asked for): libgit2's failure stands.
+    Unknown,
+}
+
+/// Asks `url`'s server for its refs (`GET …/info/refs?service=git-upload-pack`, the request
+/// libgit2 made) after libgit2 failed to list them, and says what the answer means
+/// ([`Answer`]). Not `http(s)://`: [`Answer::Unknown`].
+pub fn probe(http: &Http, url: &str, origin: &Origin) -> Answer {
     let lower = url.to_ascii_lowercase();
     if !(lower.starts_with("http://") || lower.starts_with("https://")) {
-        return false;
+        return Answer::Unknown;
     }
     let request = format!(
         "{}/info/refs?service=git-upload-pack",
         url.trim_end_matches('/')
     );
-    http.get(&request, "*/*", origin)
-        .is_ok_and(|r| r.status == 200 && r.close_delimited && !r.body.is_empty())
+    let Ok(r) = http.get(&request, "*/*", origin) else {
+        return Answer::Unknown;
+    };
+    // Only what the user may see: no credential of the URL.
+    let (shown_url, asked) = (
+        kiln_base::url::redact(url.trim_end_matches('/')),
+        format!("`GET {}`", kiln_base::url::redact(&request)),
+    );
+    let status = format!(
+        "{} {}",
+        r.status,
+        ureq::http::StatusCode::from_u16(r.status)
+            .ok()
+            .and_then(|s| s.canonical_reason())
+            .unwrap_or("")
+    );
+    let status = status.trim_end();
+    let refused = |detail: String, help: String| {
+        Answer::Refused(SourceError::NoRepository {
+            origin: Box::new(origin.clone()),
+            detail,
+            help,
+        })
+    };
+    let smart = r.content_type.starts_with(ADVERTISEMENT)
+        || r.body
+            .get(4..)
+            .is_some_and(|b| b.starts_with(b"# service="));
+    match r.status {
+        200 if smart && r.close_delimited => Answer::CloseDelimited,
+        200 if smart => Answer::Unknown,
+        200 if r.body.is_empty() => refused(
+            format!("`{shown_url}` is not a Git repository: the server answered {status} with an empty body to {asked}"),
+            NOT_SMART_HELP.into(),
+        ),
+        200 if dumb_refs(&r.body) => refused(
+            format!("`{shown_url}` is served over git's dumb HTTP protocol, which kiln does not speak: the server answered {status} to {asked} with a static `info/refs` file, not git's smart HTTP"),
+            "serve the repository through `git http-backend` (git's smart HTTP, as every forge does), or name it by `git://` or ssh".into(),
+        ),
+        200 => refused(
+            format!(
+                "`{shown_url}` is not a Git repository: the server answered {status} to {asked} with {}, not git's refs (`{ADVERTISEMENT}`)",
+                match r.content_type.as_str() {
+                    "" => "a body of no content type".to_string(),
+                    t => format!("`{t}`"),
+                }
+            ),
+            NOT_SMART_HELP.into(),
+        ),
+        404 | 410 => refused(
+            format!("no such repository at `{shown_url}`: the server answered {status} to {asked}"),
+            format!("the server answers, but has no repository at this path: check the host, the path and the repository's name (often ending in `.git`). A forge may answer {} for a private repository when no credential was sent: {}", r.status, crate::error::GIT_CREDENTIALS),
+        ),
+        s if s >= 400 && s != 401 && s != 403 => refused(
+            format!("the server answered {status} to {asked}"),
+            "the server answers, but failed this request: try again later, or ask its administrators".into(),
+        ),
+        _ => Answer::Unknown,
+    }
+}
+
+/// The content type of git's smart refs advertisement for fetching.
+const ADVERTISEMENT: &str = "application/x-git-upload-pack-advertisement";
+
+const NOT_SMART_HELP: &str = "the server answers, but not as a Git repository over smart HTTP (`git http-backend`, what kiln speaks): check that the URL names the repository itself (as `git clone` takes it), not a web page or a folder above it";
+
+/// Whether `body` is the `info/refs` file of `git update-server-info` (git's dumb HTTP):
+/// lines of a commit id, a tab and a ref name.
+fn dumb_refs(body: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(body) else {
+        return false;
+    };
+    let mut lines = text.lines().peekable();
+    lines.peek().is_some()
+        && lines.all(|l| {
+            l.split_once('\t').is_some_and(|(id, name)| {
+                id.len() >= 40
+                    && id.bytes().all(|b| b.is_ascii_hexdigit())
+                    && name.starts_with("refs/")
+            })
+        })
 }
 
 /// `url` (`http(s)://…`) in the scheme that routes it through kiln's client.
@@ -162,7 +255,7 @@ impl Request {
                 format!("{}/info/refs?service=git-upload-pack", self.base),
                 "*/*",
                 None,
-                "application/x-git-upload-pack-advertisement",
+                ADVERTISEMENT,
             )
         };
         let origin = Origin::new("git", &self.base, "");
