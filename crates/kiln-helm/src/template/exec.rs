@@ -373,6 +373,32 @@ fn command_text(src: &str, off: usize) -> String {
     out
 }
 
+/// What Go makes of an operand as written ([`Origin`]): a constant of its kind, `nil`, a
+/// pipeline's untyped result, or a typed value.
+fn operand_origin(a: &Arg) -> Origin {
+    match a {
+        Arg::Str(_) => Origin::Str,
+        Arg::Int(n) => Origin::Number {
+            int: true,
+            unsigned: *n >= 0,
+        },
+        Arg::Float(f) => Origin::Number {
+            int: f.fract() == 0.0 && f.abs() < 9.2e18,
+            unsigned: *f >= 0.0 && f.fract() == 0.0,
+        },
+        Arg::Bool(_) => Origin::Bool,
+        Arg::Nil(_) => Origin::Nil,
+        Arg::Var(_, chain, _) if chain.is_empty() => Origin::Untyped,
+        Arg::Pipe(_) => Origin::Untyped,
+        Arg::Dot(_)
+        | Arg::Ident(..)
+        | Arg::Field(..)
+        | Arg::Var(..)
+        | Arg::Chain(..)
+        | Arg::Overflow(..) => Origin::Typed,
+    }
+}
+
 /// Where Go reports an error about the field chain `head.chain` written at `pos`, and how
 /// it prints the node: `""` for `.A.B`, `"$x"` for `$x.A.B`. Go's parser puts the node at
 /// the chain's second part (`.a` of `.Values.a.b`, `.A` of `$x.A`: the lexer makes
@@ -1261,51 +1287,27 @@ impl<'a> Exec<'a> {
     }
 
     /// Operand `i` of the call of the function at `call`, as Go's typed-argument checks see
-    /// it: what its nil is, where Go reports it and how it prints.
-    fn operand(&self, t: &Tree, a: &Arg, call: Pos, i: usize) -> (Origin, Pos, String) {
-        let written = || {
-            let off = operand_offset(&t.src, call.0 as usize, i);
-            (Pos(off as u32), constant_text(&t.src, off).to_string())
-        };
-        let constant = |origin| {
-            let (at, what) = written();
-            (origin, at, what)
-        };
+    /// it: where Go reports it and how it prints. Only a refused operand needs it: finding
+    /// the written text scans the template's source and allocates, and a chart's every typed
+    /// call (nats: a fifth of its render) paid for it when it was made for each operand.
+    fn operand_site(&self, t: &Tree, a: &Arg, call: Pos, i: usize) -> (Pos, String) {
         match a {
-            Arg::Str(_) => constant(Origin::Str),
-            Arg::Int(n) => constant(Origin::Number {
-                int: true,
-                unsigned: *n >= 0,
-            }),
-            Arg::Float(f) => constant(Origin::Number {
-                int: f.fract() == 0.0 && f.abs() < 9.2e18,
-                unsigned: *f >= 0.0 && f.fract() == 0.0,
-            }),
-            Arg::Bool(_) => constant(Origin::Bool),
-            Arg::Nil(p) => (Origin::Nil, *p, "nil".into()),
-            Arg::Dot(p) => (Origin::Typed, *p, ".".into()),
-            Arg::Ident(id, p) => (Origin::Typed, *p, self.funcs.name(*id).to_string()),
-            Arg::Field(chain, p) => {
-                let (at, what) = chain_site(Some(""), t.str(*chain), *p);
-                (Origin::Typed, at, what)
+            Arg::Str(_) | Arg::Int(_) | Arg::Float(_) | Arg::Bool(_) => {
+                let off = operand_offset(&t.src, call.0 as usize, i);
+                (Pos(off as u32), constant_text(&t.src, off).to_string())
             }
-            Arg::Var(name, chain, p) if chain.is_empty() => {
-                (Origin::Untyped, *p, t.str(*name).to_string())
-            }
-            Arg::Var(name, chain, p) => {
-                let (at, what) = chain_site(Some(t.str(*name)), t.str(*chain), *p);
-                (Origin::Typed, at, what)
-            }
-            Arg::Chain(_, chain, p) => (Origin::Typed, *p, format!(".{}", t.str(*chain))),
+            Arg::Nil(p) => (*p, "nil".into()),
+            Arg::Dot(p) => (*p, ".".into()),
+            Arg::Ident(id, p) => (*p, self.funcs.name(*id).to_string()),
+            Arg::Field(chain, p) => chain_site(Some(""), t.str(*chain), *p),
+            Arg::Var(name, chain, p) if chain.is_empty() => (*p, t.str(*name).to_string()),
+            Arg::Var(name, chain, p) => chain_site(Some(t.str(*name)), t.str(*chain), *p),
+            Arg::Chain(_, chain, p) => (*p, format!(".{}", t.str(*chain))),
             Arg::Pipe(p) => {
                 let p = &t.pipes[*p as usize];
-                (
-                    Origin::Untyped,
-                    p.pos,
-                    command_text(&t.src, p.pos.0 as usize),
-                )
+                (p.pos, command_text(&t.src, p.pos.0 as usize))
             }
-            Arg::Overflow(text, p) => (Origin::Typed, *p, t.str(*text).to_string()),
+            Arg::Overflow(text, p) => (*p, t.str(*text).to_string()),
         }
     }
 
@@ -1354,9 +1356,13 @@ impl<'a> Exec<'a> {
         for (i, a) in args.iter().enumerate() {
             let mut v = self.arg(dot, t, a)?;
             if let Some(param) = sig.and_then(|s| s.param(i, n)) {
-                let (origin, at, what) = self.operand(t, a, pos, i);
-                super::params::check(param, &v, origin, &what)
-                    .map_err(|m| self.err_at(at, &what, m))?;
+                let origin = operand_origin(a);
+                if let Err(m) =
+                    super::params::check(param, &v, origin, || self.operand_site(t, a, pos, i).1)
+                {
+                    let (at, what) = self.operand_site(t, a, pos, i);
+                    return Err(self.err_at(at, &what, m));
+                }
                 v = param.as_passed(v, origin);
             }
             vals.push(v);
@@ -1364,15 +1370,14 @@ impl<'a> Exec<'a> {
         if let Some(v) = fin {
             if let Some(param) = sig.and_then(|s| s.param(n - 1, n)) {
                 // Go names the node it evaluated last: the last operand, or the function.
-                let (at, what) = match args.len() {
+                let site = || match args.len() {
                     0 => (pos, self.funcs.name(id).to_string()),
-                    k => {
-                        let (_, at, what) = self.operand(t, &args[k - 1], pos, k - 1);
-                        (at, what)
-                    }
+                    k => self.operand_site(t, &args[k - 1], pos, k - 1),
                 };
-                super::params::check(param, &v, Origin::Untyped, &what)
-                    .map_err(|m| self.err_at(at, &what, m))?;
+                if let Err(m) = super::params::check(param, &v, Origin::Untyped, || site().1) {
+                    let (at, what) = site();
+                    return Err(self.err_at(at, &what, m));
+                }
             }
             vals.push(v);
         }

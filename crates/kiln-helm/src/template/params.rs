@@ -142,27 +142,26 @@ pub enum Origin {
 /// Go's check of one argument for `param`: `Ok` when the function may have it, else Go's
 /// message (the caller places it at the argument, as `s.at(node)` does). `node` is the
 /// argument as written, for the constants' messages.
-pub fn check(param: Param, v: &Value, origin: Origin, node: &str) -> Result<(), String> {
+pub fn check(
+    param: Param,
+    v: &Value,
+    origin: Origin,
+    node: impl FnOnce() -> String,
+) -> Result<(), String> {
     if matches!(param, Param::Any | Param::Int64Switch) {
         return Ok(());
     }
-    // Constants meet exec.go's `evalArg` switch on the parameter's kind.
-    let constant = |ok: bool, what: &str| -> Result<(), String> {
-        if ok {
-            Ok(())
-        } else {
-            Err(format!("expected {what}; found {node}"))
-        }
-    };
+    // Constants meet exec.go's `evalArg` switch on the parameter's kind. `node` (the
+    // operand as written) is only made for a refusal.
     let is_constant = matches!(origin, Origin::Str | Origin::Number { .. } | Origin::Bool);
     if is_constant {
-        return match param {
-            Param::Str => constant(origin == Origin::Str, "string"),
-            Param::Int => constant(
+        let (ok, what) = match param {
+            Param::Str => (origin == Origin::Str, "string"),
+            Param::Int => (
                 matches!(origin, Origin::Number { int: true, .. }),
                 "integer",
             ),
-            Param::Uint32 => constant(
+            Param::Uint32 => (
                 matches!(
                     origin,
                     Origin::Number {
@@ -172,12 +171,20 @@ pub fn check(param: Param, v: &Value, origin: Origin, node: &str) -> Result<(), 
                 ),
                 "unsigned integer",
             ),
-            Param::Float => constant(matches!(origin, Origin::Number { .. }), "float"),
-            Param::Bool => constant(origin == Origin::Bool, "bool"),
-            _ => Err(format!(
-                "can't handle {node} for arg of type {}",
-                param.go_name()
-            )),
+            Param::Float => (matches!(origin, Origin::Number { .. }), "float"),
+            Param::Bool => (origin == Origin::Bool, "bool"),
+            _ => {
+                return Err(format!(
+                    "can't handle {} for arg of type {}",
+                    node(),
+                    param.go_name()
+                ));
+            }
+        };
+        return if ok {
+            Ok(())
+        } else {
+            Err(format!("expected {what}; found {}", node()))
         };
     }
     match (origin, v) {
@@ -208,21 +215,31 @@ mod tests {
     fn values_meet_gos_assignability_and_constants_its_parser_kinds() {
         let f = Value::Float(1.0);
         assert_eq!(
-            check(Param::Str, &f, Origin::Typed, ".Values.a").unwrap_err(),
+            check(Param::Str, &f, Origin::Typed, || ".Values.a".to_string()).unwrap_err(),
             "wrong type for value; expected string; got float64"
         );
         assert_eq!(
-            check(Param::Str, &Value::Nil, Origin::Typed, ".Values.x").unwrap_err(),
+            check(Param::Str, &Value::Nil, Origin::Typed, || ".Values.x"
+                .to_string())
+            .unwrap_err(),
             "wrong type for value; expected string; got interface {}"
         );
         assert_eq!(
-            check(Param::Str, &Value::Nil, Origin::Untyped, "$x").unwrap_err(),
+            check(Param::Str, &Value::Nil, Origin::Untyped, || "$x"
+                .to_string())
+            .unwrap_err(),
             "invalid value; expected string"
         );
-        assert!(check(Param::Map, &Value::Nil, Origin::Untyped, "$x").is_ok());
-        assert!(check(Param::Map, &Value::Nil, Origin::Nil, "nil").is_ok());
+        assert!(
+            check(Param::Map, &Value::Nil, Origin::Untyped, || "$x"
+                .to_string())
+            .is_ok()
+        );
+        assert!(check(Param::Map, &Value::Nil, Origin::Nil, || "nil".to_string()).is_ok());
         assert_eq!(
-            check(Param::Map, &Value::Nil, Origin::Typed, ".Values.x").unwrap_err(),
+            check(Param::Map, &Value::Nil, Origin::Typed, || ".Values.x"
+                .to_string())
+            .unwrap_err(),
             "wrong type for value; expected map[string]interface {}; got interface {}"
         );
         assert_eq!(
@@ -233,20 +250,22 @@ mod tests {
                     int: true,
                     unsigned: true
                 },
-                "1"
+                || "1".to_string()
             )
             .unwrap_err(),
             "expected string; found 1"
         );
         assert_eq!(
-            check(Param::Int, &Value::str("5"), Origin::Str, "\"5\"").unwrap_err(),
+            check(Param::Int, &Value::str("5"), Origin::Str, || "\"5\""
+                .to_string())
+            .unwrap_err(),
             "expected integer; found \"5\""
         );
         assert_eq!(
-            check(Param::Str, &Value::Nil, Origin::Nil, "nil").unwrap_err(),
+            check(Param::Str, &Value::Nil, Origin::Nil, || "nil".to_string()).unwrap_err(),
             "cannot assign nil to string"
         );
-        assert!(check(Param::Any, &Value::Nil, Origin::Typed, ".x").is_ok());
+        assert!(check(Param::Any, &Value::Nil, Origin::Typed, || ".x".to_string()).is_ok());
         let sig = Sig {
             fixed: &[Param::Str],
             variadic: Some(Param::Map),
