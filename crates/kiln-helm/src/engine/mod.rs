@@ -280,7 +280,7 @@ fn chart_funcs(seed: u64, now: i64) -> Funcs {
 /// table is built in one order whatever the seed, so its names are kept once for the
 /// process: a chart's templates are parsed while it loads, before any render has a table.
 pub fn resolve(name: &str) -> Option<parse::FuncId> {
-    static NAMES: std::sync::OnceLock<super::template::exec::FxMap<String, parse::FuncId>> =
+    static NAMES: std::sync::OnceLock<super::template::exec::FxMap<&'static str, parse::FuncId>> =
         std::sync::OnceLock::new();
     super::template::exec::FuncNames::of(
         NAMES.get_or_init(|| chart_funcs(0, sprig::date::FIXED_NOW).into_names()),

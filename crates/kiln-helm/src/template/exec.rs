@@ -94,18 +94,13 @@ impl Funcs {
     /// The name-to-id part of the table, which (unlike the functions) can be shared with
     /// a parsing thread.
     pub fn resolver(&self) -> FuncNames<'_> {
-        FuncNames(Names::Table(&self.ids))
+        FuncNames(&self.ids)
     }
     /// The name-to-id table alone, kept where no `Funcs` lives: a chart's templates are
-    /// parsed while it loads, before any render has a table ([`FuncNames::of`]). Made
-    /// once (it is kept), so its owned names cost nothing per render.
-    pub fn into_names(self) -> FxMap<String, FuncId> {
-        // The order does not matter: the pairs go into another map.
-        #[allow(clippy::iter_over_hash_type)]
+    /// parsed while it loads, before any render has a table ([`FuncNames::of`]). Its names
+    /// are the registrations' `'static` ones: keeping it copies none.
+    pub fn into_names(self) -> FxMap<&'static str, FuncId> {
         self.ids
-            .into_iter()
-            .map(|(name, id)| (name.to_string(), id))
-            .collect()
     }
     pub fn has(&self, name: &str) -> bool {
         self.id(name).is_some()
@@ -132,28 +127,18 @@ impl Funcs {
 
 /// Resolves function names to ids; `Sync`.
 #[derive(Clone, Copy)]
-pub struct FuncNames<'a>(Names<'a>);
-
-/// A render's table's names, or the ones [`Funcs::into_names`] kept.
-#[derive(Clone, Copy)]
-enum Names<'a> {
-    Table(&'a FxMap<&'static str, FuncId>),
-    Kept(&'a FxMap<String, FuncId>),
-}
+pub struct FuncNames<'a>(&'a FxMap<&'static str, FuncId>);
 
 impl<'a> FuncNames<'a> {
     /// The resolver of a table [`Funcs::into_names`] kept.
-    pub fn of(ids: &'a FxMap<String, FuncId>) -> Self {
-        FuncNames(Names::Kept(ids))
+    pub fn of(ids: &'a FxMap<&'static str, FuncId>) -> Self {
+        FuncNames(ids)
     }
     pub fn id(&self, name: &str) -> Option<FuncId> {
         match name {
             "and" => Some(FuncId::AND),
             "or" => Some(FuncId::OR),
-            _ => match self.0 {
-                Names::Table(ids) => ids.get(name).copied(),
-                Names::Kept(ids) => ids.get(name).copied(),
-            },
+            _ => self.0.get(name).copied(),
         }
     }
 }
