@@ -749,7 +749,7 @@ impl<'a> Sourcing<'a> {
 /// `document`th document (split at `---` lines; the whole text when it has fewer), then
 /// each key of the pointer in turn, on a later line than the one before. Where a key is not
 /// written (a `toYaml` of a value wrote it) the last key found is the line.
-fn template_line(text: &str, document: usize, pointer: &str) -> Option<usize> {
+pub(crate) fn template_line(text: &str, document: usize, pointer: &str) -> Option<usize> {
     let lines: Vec<&str> = text.lines().collect();
     let starts: Vec<usize> = std::iter::once(0)
         .chain(

@@ -1518,7 +1518,7 @@ pub(crate) mod tests {
     }
 
     /// Loads and validates `platforms/p` of a tree of `files`.
-    fn run_files(files: &[(&str, &str)]) -> Result<Platform, Vec<String>> {
+    pub(crate) fn run_files(files: &[(&str, &str)]) -> Result<Platform, Vec<String>> {
         let t = tree(files);
         let opts = LoadOptions {
             root: Some(t.path()),
