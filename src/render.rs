@@ -1495,7 +1495,26 @@ fn apply_transformer(
         let ops = crate::kustomize::filters::patch_json6902::JsonPatch::from_value(&Value::Array(
             jp.patch.clone(),
         ))
-        .map_err(|e| fail("jsonPatch", "jsonPatch", boxed(e)))?;
+        .map_err(|e| match e.invalid_member() {
+            // At the operation (validate checked those written without `${…}`; this one is
+            // read resolved), not at the transformer's first line.
+            Some((k, member)) => {
+                let mut at = tloc.join("jsonPatch").join("patch").join(k);
+                if !member.is_empty() {
+                    at = at.join(member);
+                }
+                let sn = sources.snippet(&at);
+                RenderError::TransformerFailed {
+                    what: "jsonPatch",
+                    plan: plan.key(),
+                    at: sn.at,
+                    cause: boxed(e),
+                    src: sn.src,
+                    span: sn.span,
+                }
+            }
+            None => fail("jsonPatch", "jsonPatch", boxed(e)),
+        })?;
         let compiled = jp
             .target
             .compile()
@@ -2137,6 +2156,22 @@ mod tests {
             errs[0].starts_with("components/a/component.yaml:26:")
                 && errs[0].contains("two resources with id `ServiceAccount/a`")
                 && errs[0].contains("first defined at components/a/component.yaml:25:"),
+            "{errs:?}"
+        );
+    }
+
+    /// Repro A2: an operation validate leaves to render (its `op` is a `${…}`) is reported
+    /// at its `op`, not at the transformer's first line.
+    #[test]
+    fn an_invalid_json_patch_operation_is_reported_at_its_member() {
+        let comp = format!(
+            "{HEAD}  transformers:\n  - jsonPatch:\n      target: {{kind: Deployment}}\n      patch:\n      - {{op: \"${{params.domain}}\", path: /metadata/x, value: 1}}\n"
+        );
+        let errs = rendered(&comp).unwrap_err();
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].starts_with("components/a/component.yaml:31:14: jsonPatch failed")
+                && errs[0].contains("unknown op `example.com`"),
             "{errs:?}"
         );
     }
