@@ -352,6 +352,16 @@ pub enum RenderError {
     },
 }
 
+/// Two objects a transformer made identical, with where each is defined.
+#[derive(Debug, Error, Diagnostic)]
+#[error("{cause} (defined at {first} and {second})")]
+#[diagnostic(forward(cause))]
+struct Collision {
+    cause: namespace::NamespaceError,
+    first: String,
+    second: String,
+}
+
 /// A kustomize error wrapped for [`RenderError`].
 fn boxed<E: Diagnostic + Send + Sync + 'static>(e: E) -> Box<dyn Diagnostic + Send + Sync> {
     Box::new(e)
@@ -1103,7 +1113,7 @@ fn render_plan<'p>(
     // 2. Transformers, in the order written.
     let mut user_images: BTreeMap<String, spec::ImageOverride> = BTreeMap::new();
     for t in &plan.transformers {
-        apply_transformer(&mut resources, t, plan, sources, &mut user_images)?;
+        apply_transformer(&mut resources, t, plan, sources, fs, &mut user_images)?;
     }
 
     // 3. What kustomize does at the end of a build.
@@ -1392,6 +1402,7 @@ fn apply_transformer(
     t: &PlanTransformer,
     plan: &BuildPlan,
     sources: &Sources,
+    fs: &dyn FileSystem,
     user_images: &mut BTreeMap<String, spec::ImageOverride>,
 ) -> Result<(), RenderError> {
     let tr = &t.transformer;
@@ -1434,8 +1445,28 @@ fn apply_transformer(
     };
 
     if let Some(ns) = &tr.namespace {
-        namespace::apply_namespace(resources, ns)
-            .map_err(|e| fail("namespace", "namespace", boxed(e)))?;
+        namespace::apply_namespace(resources, ns).map_err(|e| {
+            let cause = match &e {
+                // Name where the two objects are defined (repro A1: neither file was named).
+                namespace::NamespaceError::IdConflict { id, .. } => {
+                    let mut at = resources
+                        .iter()
+                        .filter(|r| r.id().to_string() == *id)
+                        .filter_map(|r| defined_at(r, plan, sources, fs))
+                        .map(|sn| sn.at);
+                    match (at.next(), at.next()) {
+                        (Some(first), Some(second)) => boxed(Collision {
+                            cause: e,
+                            first,
+                            second,
+                        }),
+                        _ => boxed(e),
+                    }
+                }
+                _ => boxed(e),
+            };
+            fail("namespace", "namespace", cause)
+        })?;
     }
     if let Some(pairs) = &tr.labels {
         let entry = labels::Label {
@@ -2156,6 +2187,28 @@ mod tests {
             errs[0].starts_with("components/a/component.yaml:26:")
                 && errs[0].contains("two resources with id `ServiceAccount/a`")
                 && errs[0].contains("first defined at components/a/component.yaml:25:"),
+            "{errs:?}"
+        );
+    }
+
+    /// Repro A1, the same through a transformer: two objects the namespace transformer
+    /// makes identical are named where each is defined.
+    #[test]
+    fn objects_a_namespace_makes_identical_are_named_where_defined() {
+        let cm = |ns: &str| {
+            format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\n  namespace: {ns}\n")
+        };
+        let comp = "apiVersion: kiln/v1alpha1\nkind: Component\nmetadata:\n  name: a\nspec:\n  parameters:\n    type: object\n    properties:\n      replicas: {type: integer, default: 1}\n      domain: {type: string}\n  generators:\n  - files: [a.yaml, b.yaml]\n  transformers:\n  - namespace: shared\n";
+        let errs = rendered_with(
+            comp,
+            &[
+                ("a.yaml", &cm("a")),
+                ("b.yaml", &format!("# b\n{}", cm("b"))),
+            ],
+        );
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("makes two objects `ConfigMap/shared/cfg` identical (defined at components/a/a.yaml:4:9 and components/a/b.yaml:5:9)"),
             "{errs:?}"
         );
     }
