@@ -1351,7 +1351,7 @@ fn defined_at(
             let f = text(name)?;
             if p.template {
                 // Not YAML until rendered: the line of `name:`, found by following the keys.
-                let line = crate::conform::template_line(&f.text, p.document, NAME);
+                let line = template_line(&f.text, p.document, NAME);
                 return Some(crate::diag::Snippet {
                     src: f.named_source(),
                     span: None,
@@ -1371,6 +1371,44 @@ fn defined_at(
             Some(snippet(&f, f.locate(0, &at, false)))
         }
     }
+}
+
+/// The line (1-based) of the field at `pointer` in a chart template (for validation's
+/// findings and render's errors): the template's
+/// `document`th document (split at `---` lines; the whole text when it has fewer), then
+/// each key of the pointer in turn, on a later line than the one before. Where a key is not
+/// written (a `toYaml` of a value wrote it) the last key found is the line.
+pub(crate) fn template_line(text: &str, document: usize, pointer: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| l.trim_end() == "---" || l.starts_with("--- "))
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    let mut at = starts.get(document).copied().unwrap_or(0);
+    let mut found = None;
+    for token in kiln_base::pointer::tokens(pointer) {
+        if token.parse::<usize>().is_ok() {
+            continue;
+        }
+        let key = format!("{token}:");
+        let hit = lines.iter().enumerate().skip(at).find(|(_, l)| {
+            let t = l.trim_start().trim_start_matches("- ").trim_start();
+            t.starts_with(&key) || t.starts_with(&format!("\"{token}\":"))
+        });
+        match hit {
+            Some((i, _)) => {
+                found = Some(i + 1);
+                at = i + 1;
+            }
+            None => break,
+        }
+    }
+    found.or(Some(starts.get(document).copied().unwrap_or(0) + 1))
 }
 
 /// Where an object a `kustomize:` generator built came from, for validation's findings
