@@ -528,7 +528,7 @@ impl<'a> Sourcing<'a> {
         if p.template {
             let line = text
                 .as_ref()
-                .and_then(|t| template_line(&t.text, p.document, pointer));
+                .and_then(|t| crate::render::template_line(&t.text, p.document, pointer));
             let values = text
                 .as_ref()
                 .zip(line)
@@ -743,43 +743,6 @@ impl<'a> Sourcing<'a> {
             defined,
         })
     }
-}
-
-/// The line (1-based) of the field at `pointer` in a chart template: the template's
-/// `document`th document (split at `---` lines; the whole text when it has fewer), then
-/// each key of the pointer in turn, on a later line than the one before. Where a key is not
-/// written (a `toYaml` of a value wrote it) the last key found is the line.
-fn template_line(text: &str, document: usize, pointer: &str) -> Option<usize> {
-    let lines: Vec<&str> = text.lines().collect();
-    let starts: Vec<usize> = std::iter::once(0)
-        .chain(
-            lines
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.trim_end() == "---" || l.starts_with("--- "))
-                .map(|(i, _)| i + 1),
-        )
-        .collect();
-    let mut at = starts.get(document).copied().unwrap_or(0);
-    let mut found = None;
-    for token in kiln_base::pointer::tokens(pointer) {
-        if token.parse::<usize>().is_ok() {
-            continue;
-        }
-        let key = format!("{token}:");
-        let hit = lines.iter().enumerate().skip(at).find(|(_, l)| {
-            let t = l.trim_start().trim_start_matches("- ").trim_start();
-            t.starts_with(&key) || t.starts_with(&format!("\"{token}\":"))
-        });
-        match hit {
-            Some((i, _)) => {
-                found = Some(i + 1);
-                at = i + 1;
-            }
-            None => break,
-        }
-    }
-    found.or(Some(starts.get(document).copied().unwrap_or(0) + 1))
 }
 
 /// Validators per Kubernetes version, each with every CRD.

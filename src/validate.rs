@@ -1405,6 +1405,33 @@ impl Checker<'_> {
                 );
             }
         }
+        for (t, tr) in c.spec.spec.transformers.iter().enumerate() {
+            for (k, op) in tr
+                .json_patch
+                .iter()
+                .flat_map(|j| j.patch.iter())
+                .enumerate()
+            {
+                let Some((member, reason, help)) = json_patch_op_problem(op) else {
+                    continue;
+                };
+                let field = format!("transformers[{t}].jsonPatch.patch[{k}]");
+                let at = format!("/spec/transformers/{t}/jsonPatch/patch/{k}");
+                let (field, at) = if member.is_empty() {
+                    (field, at)
+                } else {
+                    (format!("{field}.{member}"), format!("{at}/{member}"))
+                };
+                located!(
+                    self,
+                    Loc::new(c.file, at),
+                    InvalidTransformer {
+                        message: format!("`{field}`: {reason}"),
+                        help: help,
+                    }
+                );
+            }
+        }
         Component {
             name: c.spec.metadata.name.clone(),
             path: c.display_dir,
@@ -1421,6 +1448,52 @@ impl Checker<'_> {
             files: c.files,
             assets: c.assets,
         }
+    }
+}
+
+/// What is wrong with one operation of a `jsonPatch` transformer, as written: the member at
+/// fault (`""`: the operation itself), why, and the help. Checked at validate, before any
+/// BuildPlan, so a typo is reported once at its line (repro A2: it was reported per plan at
+/// render, at the transformer's first line). A `${…}` in `op` leaves the operation to render,
+/// which reads it resolved and points at it the same way; one in `path` or `from` is any
+/// pointer here (checked once resolved), one in `value` any value.
+fn json_patch_op_problem(op: &Value) -> Option<(&'static str, String, String)> {
+    use crate::kustomize::filters::patch_json6902::JsonPatch;
+    let unresolved = |v: &Value| v.as_str().is_some_and(|s| s.contains("${"));
+    let mut checked = op.clone();
+    if let Some(m) = checked.as_object_mut() {
+        if m.get("op").is_some_and(unresolved) {
+            return None;
+        }
+        for member in ["path", "from"] {
+            if let Some(v) = m.get_mut(member).filter(|v| unresolved(v)) {
+                *v = Value::String("/".into());
+            }
+        }
+    }
+    let e = JsonPatch::from_value(&Value::Array(vec![checked])).err()?;
+    let (_, member) = e.invalid_member()?;
+    let reason = match &e {
+        crate::kustomize::filters::patch_json6902::Json6902Error::InvalidOperation {
+            reason,
+            ..
+        } => reason.clone(),
+        other => other.to_string(),
+    };
+    Some((member, reason, json_patch_op_help(op)))
+}
+
+/// The help of a malformed JSON Patch operation `op`: the operation its `op` is closest to,
+/// else what each operation needs.
+pub(crate) fn json_patch_op_help(op: &Value) -> String {
+    const OPS: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
+    let needs = "each operation needs `op` (add, remove, replace, move, copy, test) and `path`; add/replace/test need `value`, move/copy need `from`";
+    match op.get("op").and_then(Value::as_str) {
+        Some(name) if !OPS.contains(&name) => match crate::diag::did_you_mean(name, OPS) {
+            Some(s) => format!("did you mean `{s}`? {needs}"),
+            None => needs.to_string(),
+        },
+        _ => needs.to_string(),
     }
 }
 
@@ -1523,7 +1596,7 @@ pub(crate) mod tests {
     }
 
     /// Loads and validates `platforms/p` of a tree of `files`.
-    fn run_files(files: &[(&str, &str)]) -> Result<Platform, Vec<String>> {
+    pub(crate) fn run_files(files: &[(&str, &str)]) -> Result<Platform, Vec<String>> {
         let t = tree(files);
         let opts = LoadOptions {
             root: Some(t.path()),
@@ -1532,6 +1605,42 @@ pub(crate) mod tests {
         let lp = load(&RealFs, &t.path().join("platforms/p"), &opts)
             .map_err(|e| e.errors.iter().map(|e| e.to_string()).collect::<Vec<_>>())?;
         validate(lp).map_err(|e| e.errors.iter().map(|e| e.to_string()).collect())
+    }
+
+    /// Repro A2 (a newcomer's report): a mistyped `op` or a missing `path` in a `jsonPatch`
+    /// transformer was reported only at render, once per BuildPlan, at the transformer's
+    /// first line (its `target`). It is an error of validate at the operation's own line and
+    /// field, with the op it is closest to.
+    #[test]
+    fn json_patch_operations_are_checked_at_their_line() {
+        let c = format!(
+            "{COMPONENT}  transformers:\n  - jsonPatch:\n      target: {{kind: ConfigMap}}\n      patch:\n      - {{op: add, path: /data, value: {{}}}}\n      - op: replase\n        path: /data/x\n        value: y\n      - {{op: replace, value: y}}\n      - {{op: add, path: \"/data/${{params.domain}}\", value: y}}\n      - {{op: repalce, path: /data/y, value: \"${{params.domain}}\"}}\n      - {{op: \"${{params.domain}}\", path: /data/z}}\n"
+        );
+        let errors = run(&platform_yaml(ENVS, PROJECTS), &c).unwrap_err();
+        // The `op` with a reference is left to render (which the render test covers).
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(
+            errors[0].starts_with("components/a/component.yaml:19:13: ")
+                && errors[0]
+                    .contains("`transformers[0].jsonPatch.patch[1].op`: unknown op `replase`"),
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].starts_with("components/a/component.yaml:22:9: ")
+                && errors[1]
+                    .contains("`transformers[0].jsonPatch.patch[2]`: `replace` needs `path`"),
+            "{errors:?}"
+        );
+        // A reference in `value` does not hide the op's typo (the newcomer's patch had one).
+        assert!(
+            errors[2].starts_with("components/a/component.yaml:24:14: ")
+                && errors[2].contains("unknown op `repalce`"),
+            "{errors:?}"
+        );
+        assert!(
+            json_patch_op_help(&serde_json::json!({"op": "replase"}))
+                .starts_with("did you mean `replace`?")
+        );
     }
 
     #[test]

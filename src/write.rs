@@ -713,10 +713,10 @@ struct Open {
     new_dirs: BTreeSet<String>,
     /// The old bytes of the summarized files replaced ([`summary::reduced`]).
     old_bytes: Vec<(String, Vec<u8>)>,
-    /// The summarized files written, reduced, and the environments of every component
-    /// directory given; only over an existing output (a new one replaces nothing).
+    /// The summarized files written, reduced, and the environments and projects of every
+    /// component directory given; only over an existing output (a new one replaces nothing).
     new_summarized: std::collections::BTreeMap<String, Vec<u8>>,
-    environments: BTreeSet<String>,
+    present: summary::Present,
     staged: Option<Staged>,
 }
 
@@ -765,9 +765,7 @@ impl<'a> Writer<'a> {
                 open.new_summarized
                     .insert(path.to_string(), summary::reduced(path, bytes));
             }
-            if let Some(env) = summary::environment(path, bytes) {
-                open.environments.insert(env);
-            }
+            open.present.note(path, bytes);
         }
         if written {
             open.stage(path, bytes)?;
@@ -889,7 +887,7 @@ impl Open {
             new_dirs: BTreeSet::new(),
             old_bytes: Vec::new(),
             new_summarized: Default::default(),
-            environments: BTreeSet::new(),
+            present: summary::Present::default(),
             staged: None,
         })
     }
@@ -1033,8 +1031,8 @@ impl Open {
                 .iter()
                 .map(|(p, b)| (p.as_str(), b.as_slice(), !self.replaced.contains(p)))
                 .collect();
-            let envs = kept.is_empty().then_some(&self.environments);
-            report.changes = summary::changes(&old_bytes, &new, envs, environments);
+            let present = kept.is_empty().then_some(&self.present);
+            report.changes = summary::changes(&old_bytes, &new, present, environments);
         }
         let mut listed: Vec<String> = self.files.keys().cloned().chain(kept).collect();
         listed.sort();

@@ -536,6 +536,49 @@ fn render_summarizes_the_environments_components_and_applications_it_renames_or_
     );
 }
 
+/// Repro A3 (a newcomer's report): renaming a project (its Kargo project with it) was
+/// summarized as its components and Applications removed in every environment; it is one
+/// rename line, as an environment's rename is.
+#[test]
+fn render_summarizes_a_renamed_project_as_one_rename() {
+    let tmp = bank_copy(|t| t.to_string());
+    let platform = tmp.path().join("platforms/bank");
+    let out_dir = tmp.path().join("deploy");
+    let render = || {
+        let out = kiln_bin()
+            .arg("render")
+            .arg(&platform)
+            .arg("--write-to")
+            .arg(&out_dir)
+            .arg("--no-cache")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(0), "{stderr}");
+        stderr
+    };
+    render();
+    let file = platform.join("platform.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("\n  - name: ops\n"));
+    std::fs::write(
+        &file,
+        text.replace("\n  - name: ops\n", "\n  - name: operations\n"),
+    )
+    .unwrap();
+    let renamed = render();
+    let lines: Vec<&str> = renamed
+        .lines()
+        .filter(|l| !l.starts_with("kiln: rendered "))
+        .collect();
+    assert_eq!(
+        lines,
+        ["kiln: renames project ops → operations"],
+        "{renamed}"
+    );
+}
+
 /// `platform.yaml` without its `prod-us:` parameter blocks (the key and its deeper lines).
 fn without_prod_us_parameters(text: &str) -> String {
     let mut out = Vec::new();

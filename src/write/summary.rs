@@ -10,7 +10,8 @@
 //! [`crate::artifact::header`]); an
 //! Application by its `kiln.dev/*` labels. A removed
 //! and an added directory of one project and environment are a rename when they come from
-//! the same component source or hold the same objects.
+//! the same component source or hold the same objects. A project gone whole whose instances
+//! all came under a new project is renamed (`renames project ops → operations`), one line.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -44,9 +45,23 @@ fn instance(path: &str, bytes: &[u8]) -> Option<Instance> {
     })
 }
 
-/// The environment of the component directory whose `.gen.yaml` is `path`.
-pub(super) fn environment(path: &str, bytes: &[u8]) -> Option<String> {
-    instance(path, bytes).map(|i| i.environment)
+/// What the output holds once written: the environments of every component directory
+/// given, and the number of them per project (a project renamed is one the output no longer
+/// has, whose instances came under a project all of whose directories are new).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(super) struct Present {
+    pub(super) environments: BTreeSet<String>,
+    pub(super) projects: BTreeMap<String, usize>,
+}
+
+impl Present {
+    /// Counts the component directory whose `.gen.yaml` is `path`, if it is one.
+    pub(super) fn note(&mut self, path: &str, bytes: &[u8]) {
+        if let Some(i) = instance(path, bytes) {
+            self.environments.insert(i.environment);
+            *self.projects.entry(i.project).or_default() += 1;
+        }
+    }
 }
 
 /// What the summary needs of a summarized file (issue 38, item 8: a write keeps it, not the
@@ -105,19 +120,21 @@ fn plural(n: usize, one: &str, many: &str) -> String {
 }
 
 /// The summary lines of a write: `old` holds the files it removes or replaces, with their
-/// old bytes; `new` the files it writes, with whether each is at a new path; `envs` the
-/// environments of every component directory the output holds afterwards, or `None` when
-/// that is not known (a filtered render keeps files it did not read); `order` the
-/// platform's environments in the spec's order. The lines come by kind (environments,
-/// component renames, component removals, Application renames, Application removals), and
-/// within a kind in `order`, as the errors list environments: an environment renamed takes
-/// its new name's place, one removed comes last.
+/// old bytes; `new` the files it writes, with whether each is at a new path; `present` what
+/// the output holds afterwards, or `None` when that is not known (a filtered render keeps
+/// files it did not read); `order` the platform's environments in the spec's order. The
+/// lines come by kind (projects, environments, component renames, component removals,
+/// Application renames, Application removals), and within a kind in `order`, as the errors
+/// list environments: an environment renamed takes its new name's place, one removed comes
+/// last. A project renamed is one line: its instances and Applications that only followed
+/// it are not told again (one renamed with it is).
 pub(super) fn changes(
     old: &[(String, Vec<u8>)],
     new: &[(&str, &[u8], bool)],
-    envs: Option<&BTreeSet<String>>,
+    present: Option<&Present>,
     order: &[String],
 ) -> Vec<String> {
+    let envs = present.map(|p| &p.environments);
     let replaced: BTreeSet<&str> = new
         .iter()
         .filter(|(_, _, fresh)| !fresh)
@@ -148,7 +165,14 @@ pub(super) fn changes(
         lines.sort_by_key(|(env, _)| rank(env));
         lines.into_iter().map(|(_, line)| line).collect()
     };
-    let mut out = Vec::new();
+    let project_renamed = present
+        .map(|p| renamed_projects(&gone, &came, p))
+        .unwrap_or_default();
+    let to_project = |p: &str| project_renamed.get(p).map_or(p, String::as_str).to_string();
+    let mut out: Vec<String> = project_renamed
+        .iter()
+        .map(|(from, to)| format!("renames project {from} → {to}"))
+        .collect();
     // Environments gone whole: renamed, or removed.
     if envs.is_some() {
         let gone_envs: BTreeSet<&str> = gone
@@ -197,18 +221,33 @@ pub(super) fn changes(
             }
         }
     }
-    for (g, g_body) in &in_place {
-        let m = came.iter().enumerate().position(|(k, (c, c_body))| {
-            !taken[k]
-                && c.project == g.project
-                && c.environment == g.environment
-                && (c.source == g.source || c_body == g_body)
-        });
-        match m {
-            Some(k) => {
-                taken[k] = true;
-                note_rename(g, &came[k].0.name, &mut renamed, &mut instance_renamed);
+    // In place, or in the project it became: by source or objects; the same name first in
+    // a renamed project, so that only the instances whose names changed are renames.
+    let mut matched = vec![None; in_place.len()];
+    for same_name in [true, false] {
+        for (j, (g, g_body)) in in_place.iter().enumerate() {
+            if matched[j].is_some() || (same_name && !project_renamed.contains_key(&g.project)) {
+                continue;
             }
+            let project = to_project(&g.project);
+            let m = came.iter().enumerate().position(|(k, (c, c_body))| {
+                !taken[k]
+                    && c.project == project
+                    && c.environment == g.environment
+                    && (c.source == g.source || c_body == g_body)
+                    && (!same_name || c.name == g.name)
+            });
+            if let Some(k) = m {
+                taken[k] = true;
+                matched[j] = Some(k);
+            }
+        }
+    }
+    for ((g, _), m) in in_place.iter().zip(matched) {
+        match m {
+            // Only its project's name changed: told by the project's line.
+            Some(k) if came[k].0.name == g.name => {}
+            Some(k) => note_rename(g, &came[k].0.name, &mut renamed, &mut instance_renamed),
             None => removed
                 .entry(g.environment.as_str())
                 .or_default()
@@ -255,15 +294,18 @@ pub(super) fn changes(
         let to_component = instance_renamed
             .get(&(project.clone(), env.clone(), component.clone()))
             .unwrap_or(component);
+        let to_proj = to_project(project);
         let successor = new_apps.iter().find(|(n, (p, e, c))| {
-            !old_apps.contains_key(*n) && p == project && e == to_env && c == to_component
+            !old_apps.contains_key(*n) && *p == to_proj && e == to_env && c == to_component
         });
         match successor {
-            Some((to, _)) if to_env != env || to_component != component => apps_renamed
+            // One that only followed its project is told by the project's line.
+            Some(_) if to_env == env && to_component == component => {}
+            Some((to, _)) => apps_renamed
                 .entry(env)
                 .or_default()
                 .push(format!("{name} → {to}")),
-            _ => *apps_removed.entry(env).or_default() += 1,
+            None => *apps_removed.entry(env).or_default() += 1,
         }
     }
     out.extend(listed(
@@ -299,6 +341,48 @@ fn note_rename<'g>(
         (g.project.clone(), g.environment.clone(), g.name.clone()),
         to.to_string(),
     );
+}
+
+/// Projects gone whole and renamed: old name → new. One the output no longer has is renamed
+/// to a project all of whose component directories are new (it had none before) when every
+/// instance it had came there, by environment and component source: their names may change
+/// in the same render (a component renamed too). Repro A3: it was told as its components
+/// and Applications removed.
+fn renamed_projects(
+    gone: &[(Instance, &[u8])],
+    came: &[(Instance, &[u8])],
+    present: &Present,
+) -> BTreeMap<String, String> {
+    /// (environment, source) of every instance, by project, sorted.
+    fn by_project<'i>(list: &'i [(Instance, &[u8])]) -> BTreeMap<&'i str, Vec<(&'i str, &'i str)>> {
+        let mut m: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+        for (i, _) in list {
+            m.entry(i.project.as_str())
+                .or_default()
+                .push((i.environment.as_str(), i.source.as_str()));
+        }
+        for v in m.values_mut() {
+            v.sort_unstable();
+        }
+        m
+    }
+    let (gone_by, came_by) = (by_project(gone), by_project(came));
+    let mut out: BTreeMap<String, String> = BTreeMap::new();
+    for (project, list) in &gone_by {
+        if present.projects.contains_key(*project) {
+            continue;
+        }
+        let to = came_by.iter().find(|(p, l)| {
+            !gone_by.contains_key(*p)
+                && present.projects.get(**p) == Some(&l.len())
+                && *l == list
+                && !out.values().any(|v| v == *p)
+        });
+        if let Some((to, _)) = to {
+            out.insert(project.to_string(), to.to_string());
+        }
+    }
+    out
 }
 
 /// Environments gone whole and renamed: old name → new. One gone (not in `envs`) is renamed
@@ -343,7 +427,20 @@ mod tests {
     use super::*;
 
     fn gen_file(source: &str, env: &str, body: &str) -> Vec<u8> {
-        format!("# Generated by kiln from {source} for project web, environment {env}. Do not edit.\n{body}").into_bytes()
+        gen_file_in("web", source, env, body)
+    }
+
+    fn gen_file_in(project: &str, source: &str, env: &str, body: &str) -> Vec<u8> {
+        format!("# Generated by kiln from {source} for project {project}, environment {env}. Do not edit.\n{body}").into_bytes()
+    }
+
+    /// What the output holds afterwards, for the tests of one project (`web`, which stays):
+    /// the environments `envs`.
+    fn present(envs: BTreeSet<String>) -> Present {
+        Present {
+            environments: envs,
+            projects: BTreeMap::from([("web".to_string(), 1)]),
+        }
     }
 
     fn app(name: &str, env: &str, component: &str) -> String {
@@ -385,7 +482,7 @@ mod tests {
         ];
         let envs = BTreeSet::from(["dev".to_string()]);
         assert_eq!(
-            changes(&old, &new, Some(&envs), &[]),
+            changes(&old, &new, Some(&present(envs)), &[]),
             [
                 "removes environment prod-us",
                 "renames cart → shop-cart in dev",
@@ -438,9 +535,10 @@ mod tests {
             component_dir("prod-west", "cart", "c: 1\n"),
         ];
         let new_files = vec![component_dir("prod-eu", "cart", "c: 2\n")];
+        let new = fresh(&new_files);
         let envs = BTreeSet::from(["dev", "test", "prod-us", "prod-eu"].map(String::from));
         assert_eq!(
-            changes(&old, &fresh(&new_files), Some(&envs), &order),
+            changes(&old, &new, Some(&present(envs)), &order),
             [
                 "renames environment prod-west → prod-eu",
                 "removes environment ci",
@@ -488,7 +586,7 @@ mod tests {
         let envs = BTreeSet::from(["dev", "prod-us"].map(String::from));
         let order: Vec<String> = ["dev", "prod-us"].map(String::from).to_vec();
         assert_eq!(
-            changes(&old, &new, Some(&envs), &order),
+            changes(&old, &new, Some(&present(envs)), &order),
             [
                 "renames environment prod-west → prod-us",
                 "renames cart → shop-cart in dev",
@@ -496,6 +594,96 @@ mod tests {
                 "renames 1 Application in dev: web-cart-dev → web-shop-cart-dev",
                 "renames 2 Applications in prod-west: web-cart-prod-west → web-shop-cart-prod-us, web-db-prod-west → web-db-prod-us",
             ]
+        );
+    }
+
+    fn project_dir(project: &str, env: &str, name: &str, body: &str) -> (String, Vec<u8>) {
+        (
+            format!("{project}/{env}/{name}/{name}.gen.yaml"),
+            gen_file_in(project, &format!("components/{name}"), env, body),
+        )
+    }
+
+    fn project_apps(project: &str, component: &str, envs: &[&str]) -> (String, Vec<u8>) {
+        let docs: Vec<String> = envs
+            .iter()
+            .map(|env| {
+                format!(
+                    "apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata:\n  labels:\n    kiln.dev/component: {component}\n    kiln.dev/environment: {env}\n    kiln.dev/project: {project}\n  name: {project}-{component}-{env}\n"
+                )
+            })
+            .collect();
+        (
+            format!("{project}/argocd/{component}.yaml"),
+            docs.join("---\n").into_bytes(),
+        )
+    }
+
+    fn noted(new: &[(&str, &[u8], bool)], kept: &[(String, Vec<u8>)]) -> Present {
+        let mut p = Present::default();
+        for (path, bytes, _) in new {
+            p.note(path, bytes);
+        }
+        for (path, bytes) in kept {
+            p.note(path, bytes);
+        }
+        p
+    }
+
+    /// Repro A3 (a newcomer's report): a project renamed (`web` → `shop`, its Kargo project
+    /// with it) was told as its components and Applications removed in every environment.
+    /// It is one line, as an environment's rename is.
+    #[test]
+    fn a_renamed_project_is_one_rename() {
+        let old = vec![
+            project_dir("web", "dev", "cart", "a: 1\n"),
+            project_dir("web", "dev", "db", "b: 1\n"),
+            project_dir("web", "prod", "cart", "c: 1\n"),
+            project_apps("web", "cart", &["dev", "prod"]),
+            project_apps("web", "db", &["dev"]),
+        ];
+        // The objects change too (the namespace follows the project).
+        let new_files = vec![
+            project_dir("shop", "dev", "cart", "a: 2\n"),
+            project_dir("shop", "dev", "db", "b: 2\n"),
+            project_dir("shop", "prod", "cart", "c: 2\n"),
+            project_apps("shop", "cart", &["dev", "prod"]),
+            project_apps("shop", "db", &["dev"]),
+        ];
+        let new = fresh(&new_files);
+        let order: Vec<String> = ["dev", "prod"].map(String::from).to_vec();
+        assert_eq!(
+            changes(&old, &new, Some(&noted(&new, &[])), &order),
+            ["renames project web → shop"]
+        );
+        // With a component renamed in the same render: both renames, nothing removed.
+        let mut renamed_too = new_files.clone();
+        renamed_too[1] = (
+            "shop/dev/store/store.gen.yaml".into(),
+            gen_file_in("shop", "components/db", "dev", "b: 2\n"),
+        );
+        renamed_too[4] = project_apps("shop", "store", &["dev"]);
+        let new = fresh(&renamed_too);
+        assert_eq!(
+            changes(&old, &new, Some(&noted(&new, &[])), &order),
+            [
+                "renames project web → shop",
+                "renames db → store in dev",
+                "renames 1 Application in dev: web-db-dev → shop-store-dev",
+            ]
+        );
+        // Into a project that already had a component directory (kept, unchanged): web's
+        // components moved there, web is removed, not renamed.
+        let kept = vec![project_dir("shop", "dev", "ui", "u: 1\n")];
+        let new = fresh(&new_files);
+        let lines = changes(&old, &new, Some(&noted(&new, &kept)), &order);
+        assert!(
+            !lines.iter().any(|l| l.contains("renames project")),
+            "{lines:?}"
+        );
+        assert!(
+            lines.contains(&"removes 2 components in dev: cart, db".to_string()),
+            "{lines:?}"
         );
     }
 }

@@ -238,8 +238,13 @@ pub enum KustomizeError {
         span: Option<SourceSpan>,
     },
 
-    /// Two resources with the same group, version, kind, namespace and name.
-    #[error("{}: duplicate resource id `{id}` (already loaded from {first})", site.at)]
+    /// Two resources with the same group, version, kind, namespace and name. `first` and
+    /// `second` say where each is defined (`file:line:column` of its `metadata.name` when the
+    /// file is at hand): the entry alone named neither line (repro A1).
+    #[error(
+        "{}: duplicate resource id `{id}` (already loaded from {first}, again from {second})",
+        site.at
+    )]
     #[diagnostic(
         code(kiln::kustomize::duplicate_resource_id),
         help("each object may appear once; use a patch to change an object from a base")
@@ -247,6 +252,7 @@ pub enum KustomizeError {
     DuplicateResourceId {
         id: String,
         first: String,
+        second: String,
         site: Site,
         #[source_code]
         src: NamedSource<String>,
@@ -417,10 +423,16 @@ impl KustomizeError {
     }
 
     /// See [`KustomizeError::DuplicateResourceId`].
-    pub fn duplicate(site: Site, id: impl Into<String>, first: impl Into<String>) -> Self {
+    pub fn duplicate(
+        site: Site,
+        id: impl Into<String>,
+        first: impl Into<String>,
+        second: impl Into<String>,
+    ) -> Self {
         KustomizeError::DuplicateResourceId {
             id: id.into(),
             first: first.into(),
+            second: second.into(),
             src: site.src.clone(),
             span: site.span,
             site,

@@ -154,7 +154,13 @@ pub enum Json6902Error {
             "each operation needs `op` (add, remove, replace, move, copy, test) and `path`; add/replace/test need `value`, move/copy need `from`"
         )
     )]
-    InvalidOperation { index: usize, reason: String },
+    InvalidOperation {
+        index: usize,
+        /// The member at fault (`op`, `path`, `from`, `value`), or `""` for the operation
+        /// itself (not a map): where a caller that knows the patch's text points.
+        member: &'static str,
+        reason: String,
+    },
 
     /// A pointer names a location whose parent (or, for remove/move/copy/replace on arrays,
     /// the location itself) does not exist. kustomize: `doc is missing path`.
@@ -237,6 +243,17 @@ pub enum Json6902Error {
     },
 }
 
+impl Json6902Error {
+    /// For a malformed operation: its index and the member at fault (`""`: the operation
+    /// itself), so that a caller holding the patch's text can point at it.
+    pub fn invalid_member(&self) -> Option<(usize, &'static str)> {
+        match self {
+            Json6902Error::InvalidOperation { index, member, .. } => Some((*index, member)),
+            _ => None,
+        }
+    }
+}
+
 impl JsonPatch {
     /// Parses a patch from its JSON form: a list of objects with `op`, `path` and `value` or
     /// `from`. Extra members are ignored (RFC 6902 §4). Errors name the operation index.
@@ -275,13 +292,18 @@ fn kind_name(v: &Value) -> &'static str {
 }
 
 fn parse_op(index: usize, item: &Value) -> Result<PatchOp, Json6902Error> {
-    let invalid = |reason: String| Json6902Error::InvalidOperation { index, reason };
-    let Value::Object(m) = item else {
-        return Err(invalid(format!(
-            "expected a map, found {}",
-            kind_name(item)
-        )));
+    let invalid_at = |member: &'static str, reason: String| Json6902Error::InvalidOperation {
+        index,
+        member,
+        reason,
     };
+    let Value::Object(m) = item else {
+        return Err(invalid_at(
+            "",
+            format!("expected a map, found {}", kind_name(item)),
+        ));
+    };
+    let invalid = |reason: String| invalid_at("op", reason);
     let op = match m.get("op") {
         Some(Value::String(s)) => s.as_str(),
         Some(other) => {
@@ -290,23 +312,24 @@ fn parse_op(index: usize, item: &Value) -> Result<PatchOp, Json6902Error> {
                 kind_name(other)
             )));
         }
-        None => return Err(invalid("missing `op`".into())),
+        None => return Err(invalid_at("", "missing `op`".into())),
     };
-    let pointer = |field: &str| -> Result<Pointer, Json6902Error> {
+    let pointer = |field: &'static str| -> Result<Pointer, Json6902Error> {
         match m.get(field) {
-            Some(Value::String(s)) => Pointer::parse(s).map_err(invalid),
-            Some(other) => Err(invalid(format!(
-                "`{field}` must be a string, found {}",
-                kind_name(other)
-            ))),
-            None => Err(invalid(format!("`{op}` needs `{field}`"))),
+            Some(Value::String(s)) => Pointer::parse(s).map_err(|r| invalid_at(field, r)),
+            Some(other) => Err(invalid_at(
+                field,
+                format!("`{field}` must be a string, found {}", kind_name(other)),
+            )),
+            // The operation lacks it: the operation is at fault.
+            None => Err(invalid_at("", format!("`{op}` needs `{field}`"))),
         }
     };
     // A present `value: null` is a real value; only an absent member is an error.
     let value = || {
         m.get("value")
             .cloned()
-            .ok_or_else(|| invalid(format!("`{op}` needs `value`")))
+            .ok_or_else(|| invalid_at("", format!("`{op}` needs `value`")))
     };
     Ok(match op {
         "add" => PatchOp::Add {
@@ -823,21 +846,44 @@ mod tests {
 
     #[test]
     fn invalid_operations_are_reported_with_their_index() {
-        for (ops, needle) in [
+        // With the member at fault, for callers pointing at it (repro A2): the one written
+        // wrong, or the operation (`""`) when one is missing.
+        for (ops, needle, at) in [
             (
                 json!([{"op": "add", "path": "/a", "value": 1}, {"op": "bogus", "path": "/a"}]),
                 "unknown op `bogus`",
+                (1, "op"),
             ),
-            (json!([{"op": "add", "path": "/a"}]), "needs `value`"),
-            (json!([{"op": "move", "path": "/a"}]), "needs `from`"),
-            (json!([{"path": "/a"}]), "missing `op`"),
+            (
+                json!([{"op": "add", "path": "/a"}]),
+                "needs `value`",
+                (0, ""),
+            ),
+            (
+                json!([{"op": "move", "path": "/a"}]),
+                "needs `from`",
+                (0, ""),
+            ),
+            (
+                json!([{"op": "replace", "value": 1}]),
+                "needs `path`",
+                (0, ""),
+            ),
+            (json!([{"path": "/a"}]), "missing `op`", (0, "")),
             (
                 json!([{"op": "remove", "path": "a"}]),
                 "must be empty or start with `/`",
+                (0, "path"),
+            ),
+            (
+                json!([{"op": "copy", "from": 3, "path": "/a"}]),
+                "`from` must be a string",
+                (0, "from"),
             ),
         ] {
             let err = JsonPatch::from_value(&ops).unwrap_err();
             assert!(err.to_string().contains(needle), "{err} lacks {needle}");
+            assert_eq!(err.invalid_member(), Some(at), "{err}");
         }
         let err = JsonPatch::from_value(&json!([{"op": "add", "path": "/a", "value": 1}, 3]))
             .unwrap_err();

@@ -398,7 +398,8 @@ fn id_key(id: &ResId) -> (String, String, String, String, String) {
     )
 }
 
-fn origin_text(r: &Resource) -> String {
+/// Where `r` came from, by file name alone (see [`Loader::origin_position`]).
+pub(crate) fn origin_text(r: &Resource) -> String {
     match &r.origin {
         Some(o) => format!("`{}`", o.file),
         None => "a generator".to_string(),
@@ -413,7 +414,7 @@ impl Accumulator {
     /// error reported at `site`. Linear: one index of the current ids per call.
     pub fn append_all(&mut self, new: Vec<Resource>, site: &Site) -> Result<(), KustomizeError> {
         let mut index = self.id_index();
-        self.append_indexed(&mut index, new, || site.clone())
+        self.append_indexed(&mut index, new, || site.clone(), &origin_text)
     }
 
     /// The id index of what is accumulated so far, for [`Accumulator::append_indexed`].
@@ -431,12 +432,14 @@ impl Accumulator {
     /// `resources` entry (a YAML span index of the whole kustomization file) per append, made
     /// the build quadratic (8,000 objects: ~25 s, now well under a second).
     /// `index` must describe `self.resources` exactly (nothing else may change them between
-    /// calls); it is kept up to date here.
+    /// calls); it is kept up to date here. `origin` names where an object is defined, for
+    /// the error (both of a duplicate: [`Loader::origin_position`]).
     pub fn append_indexed(
         &mut self,
         index: &mut IdIndex,
         new: Vec<Resource>,
         site: impl FnOnce() -> Site,
+        origin: &dyn Fn(&Resource) -> String,
     ) -> Result<(), KustomizeError> {
         index.reserve(new.len());
         for r in new {
@@ -445,7 +448,8 @@ impl Accumulator {
                 return Err(KustomizeError::duplicate(
                     site(),
                     r.id().to_string(),
-                    origin_text(&self.resources[i]),
+                    origin(&self.resources[i]),
+                    origin(&r),
                 ));
             }
             index.insert(key, self.resources.len());
@@ -579,7 +583,7 @@ fn accumulate_here(
                 {
                     ldr.session().note_builtin_schema_use();
                 }
-                acc.append_indexed(&mut index, resources, site)?;
+                acc.append_indexed(&mut index, resources, site, &|r| ldr.origin_position(r))?;
             }
             Ok(Entry::Dir(dir)) => {
                 let child = ldr
@@ -724,7 +728,7 @@ fn accumulate_base(
     }
     let mut sub = Accumulator::default();
     accumulate_target(child, &ckf, &mut sub)?;
-    acc.append_indexed(index, sub.resources, site)?;
+    acc.append_indexed(index, sub.resources, site, &|r| child.origin_position(r))?;
     acc.config.merge(&sub.config);
     acc.vars.extend(sub.vars);
     Ok(())

@@ -219,6 +219,27 @@ impl<'a> Loader<'a> {
 
     /// A path as shown to the user: relative to the build root; inside a fetched
     /// repository, `<repository>@<commit>//<path in it>`.
+    /// Where `r` is defined, for an error naming it: `` `file:line:column` `` of its
+    /// `metadata.name` in the file it was read from (read again: only on an error path), or
+    /// the file alone when it cannot be read (a remote base's) or the name is not found.
+    pub fn origin_position(&self, r: &Resource) -> String {
+        let Some(o) = &r.origin else {
+            return crate::krusty::build::origin_text(r);
+        };
+        let found = (!o.file.contains("//"))
+            .then(|| {
+                self.fs
+                    .read_to_string(&self.display_base.join(&o.file))
+                    .ok()
+            })
+            .flatten()
+            .and_then(|text| kiln_base::yaml::locate(&text, o.document, "/metadata/name", false));
+        match found {
+            Some(l) => format!("`{}:{}:{}`", o.file, l.line, l.column),
+            None => crate::krusty::build::origin_text(r),
+        }
+    }
+
     pub fn display(&self, path: &Path) -> String {
         if let Some(repo) = self.repos.iter().rev().find(|r| path.starts_with(&r.root)) {
             let rel = path.strip_prefix(&repo.root).unwrap_or(path);
