@@ -341,4 +341,72 @@ mod tests {
             assert_eq!(syntax_error(ok), None, "{ok:?}");
         }
     }
+
+    /// `yaml::from_json` runs Go's check only when serde_json fails to read a text: that is
+    /// exact only if every text serde_json reads passes Go's check. Random texts from JSON
+    /// pieces (valid values, mutated): whenever serde_json reads one, Go's check passes.
+    #[test]
+    fn what_serde_json_reads_go_checks_valid() {
+        use crate::testutil::Rng;
+        const PIECES: &[&str] = &[
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            " ",
+            "\t",
+            "\n",
+            "\r",
+            "\"",
+            "\"a\"",
+            "\"\\u00e9\"",
+            "\"\\ud800\"",
+            "\"\\n\"",
+            "\"\\x\"",
+            "\\",
+            "0",
+            "-0",
+            "01",
+            "1.5",
+            "1.",
+            ".5",
+            "1e5",
+            "1E+5",
+            "1e-",
+            "-",
+            "+1",
+            "true",
+            "tru",
+            "false",
+            "null",
+            "nul",
+            "NaN",
+            "Infinity",
+            "é",
+            "\u{1}",
+            "\u{7f}",
+            "/",
+            "#",
+            "'a'",
+            "1e400",
+            "123456789012345678901",
+        ];
+        let mut rng = Rng(0x2545_F491_4F6C_DD1D);
+        let (mut read, mut total) = (0, 0);
+        for _ in 0..200_000 {
+            let mut t = String::new();
+            for _ in 0..1 + rng.below(12) {
+                t.push_str(rng.pick(PIECES));
+            }
+            total += 1;
+            if serde_json::from_str::<serde_json::Value>(&t).is_ok() {
+                read += 1;
+                assert_eq!(syntax_error(&t), None, "serde_json reads {t:?}");
+            }
+        }
+        // Enough of them are JSON for this to test something.
+        assert!(read * 50 > total, "{read} of {total} read");
+    }
 }
