@@ -934,29 +934,8 @@ impl<'t> Reader<'t> {
 mod tests {
     use super::super::{parse_all, parse_all_granit, parse_one_strings};
     use super::*;
+    use crate::testutil::same;
     use std::path::{Path, PathBuf};
-
-    /// The same value, strictly: variant, float bits, string bytes, keys and order.
-    fn same(a: &Value, b: &Value) -> bool {
-        match (a, b) {
-            (Value::Nil, Value::Nil) => true,
-            (Value::Bool(x), Value::Bool(y)) => x == y,
-            (Value::Int(x), Value::Int(y)) => x == y,
-            (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
-            (Value::Str(x), Value::Str(y)) => x == y,
-            (Value::List(x), Value::List(y)) => {
-                x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b))
-            }
-            (Value::Map(x), Value::Map(y)) => {
-                let (x, y) = (x.borrow(), y.borrow());
-                x.len() == y.len()
-                    && x.iter()
-                        .zip(y.iter())
-                        .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
-            }
-            _ => false,
-        }
-    }
 
     fn same_docs(a: &[Value], b: &[Value]) -> bool {
         a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same(a, b))
