@@ -402,6 +402,38 @@ pub enum AsciiSlot {
 pub enum AsciiRegex {
     Lite(Rc<regex_lite::Regex>),
     Full(Rc<regex::bytes::Regex>),
+    /// The text lacks a literal every match holds ([`required_literal`]): nothing matches,
+    /// and nothing is searched.
+    Absent,
+}
+
+/// Bytes every match of the Go pattern `p` holds, when there are any: the longest literal
+/// of the top-level concatenation of its syntax tree (read by `regex`'s own parser, on the
+/// pattern as [`translate`] gives it, without Unicode, as the ASCII searches compile it). A
+/// text without them cannot match, so a search of it is skipped: nats runs four
+/// `regexReplaceAll` over each JSON text it builds, for `\u003e`-style escapes the text
+/// almost never holds, on regex-lite's Pike VM (a tenth of its render). Under `(?i)` a
+/// letter is a class, not a literal, so no case-folded pattern gives one.
+pub fn required_literal(p: &str) -> Option<Box<[u8]>> {
+    use regex_syntax::hir::HirKind;
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .build()
+        .parse(&translate(p).ok()?)
+        .ok()?;
+    let longest = match hir.kind() {
+        HirKind::Literal(l) => Some(&l.0),
+        HirKind::Concat(parts) => parts
+            .iter()
+            .filter_map(|h| match h.kind() {
+                HirKind::Literal(l) => Some(&l.0),
+                _ => None,
+            })
+            .max_by_key(|l| l.len()),
+        _ => None,
+    }?;
+    (!longest.is_empty()).then(|| longest.clone())
 }
 
 fn full(p: &str) -> Option<Rc<regex::bytes::Regex>> {
@@ -462,6 +494,7 @@ impl AsciiRegex {
         match self {
             AsciiRegex::Lite(r) => r.is_match(t),
             AsciiRegex::Full(r) => r.is_match(t.as_bytes()),
+            AsciiRegex::Absent => false,
         }
     }
 
@@ -470,6 +503,7 @@ impl AsciiRegex {
         let range = match self {
             AsciiRegex::Lite(r) => r.find(t).map(|m| m.range()),
             AsciiRegex::Full(r) => r.find(t.as_bytes()).map(|m| m.range()),
+            AsciiRegex::Absent => None,
         }?;
         Some(&t[range])
     }
@@ -493,6 +527,7 @@ impl AsciiRegex {
                 utf8(r.replace_all(t.as_bytes(), regex::bytes::NoExpand(with.as_bytes())))
             }
             (AsciiRegex::Full(r), false) => utf8(r.replace_all(t.as_bytes(), with.as_bytes())),
+            (AsciiRegex::Absent, _) => t.to_string(),
         }
     }
 
@@ -505,6 +540,7 @@ impl AsciiRegex {
                 .take(take)
                 .map(|m| m.range())
                 .collect(),
+            AsciiRegex::Absent => Vec::new(),
         }
     }
 }
@@ -512,6 +548,58 @@ impl AsciiRegex {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_literal_every_match_holds() {
+        let lit = |p: &str| required_literal(p).map(|l| String::from_utf8(l.into_vec()).unwrap());
+        // nats's `toPrettyRawJsonStr` and `nats.loadMergePatch` patterns.
+        assert_eq!(lit(r"([^\\](?:\\\\)*)\\u003e").as_deref(), Some(r"\u003e"));
+        assert_eq!(lit(r#""<<\s+(.*?)\s+>>""#).as_deref(), Some(">>\""));
+        assert_eq!(lit(r"^abc$").as_deref(), Some("abc"));
+        assert_eq!(lit(r"ab*c").as_deref(), Some("c"));
+        for none in [r"a|b", r"(?i)abc", r"x*", r"[ab]c?", r"", r"\d+", r"(ab)"] {
+            assert_eq!(lit(none), None, "{none}");
+        }
+    }
+
+    /// Random patterns and texts: a text without the pattern's literal never matches it.
+    #[test]
+    fn a_text_without_the_literal_never_matches() {
+        use crate::testutil::Rng;
+        const PIECES: &[&str] = &[
+            "a", "b", "ab", "ba", "\\.", ".", "*", "+", "?", "|", "(", ")", "(?:", "[ab]", "[^a]",
+            "^", "$", "\\d", "\\w", "\\s", "\\b", "{2}", "{1,}", "(?i)", "A", "\\\\", "\\u00",
+        ];
+        let mut rng = Rng(0x5DEE_CE66_D1CE_4E5B);
+        let mut checked = 0;
+        for _ in 0..30_000 {
+            let p: String = (0..1 + rng.below(6)).map(|_| rng.pick(PIECES)).collect();
+            let Some(lit) = required_literal(&p) else {
+                continue;
+            };
+            let Some(re) = translate(&p).ok().and_then(|t| {
+                regex::bytes::RegexBuilder::new(&t)
+                    .unicode(false)
+                    .build()
+                    .ok()
+            }) else {
+                continue;
+            };
+            for _ in 0..8 {
+                let t: String = (0..rng.below(12))
+                    .map(|_| rng.pick(&["a", "b", "A", "B", ".", " ", "\\", "u00", "1"]))
+                    .collect();
+                if memchr::memmem::find(t.as_bytes(), &lit).is_none() {
+                    checked += 1;
+                    assert!(
+                        !re.is_match(t.as_bytes()),
+                        "{p:?} matches {t:?} without {lit:?}"
+                    );
+                }
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+    }
 
     fn m(p: &str, s: &str) -> bool {
         regex::Regex::new(&translate(p).unwrap())
@@ -635,7 +723,7 @@ mod tests {
             match slot.search("b+", 10) {
                 Some(AsciiRegex::Lite(_)) => lite += 1,
                 Some(AsciiRegex::Full(_)) => {}
-                None => panic!("b+ compiles"),
+                Some(AsciiRegex::Absent) | None => panic!("b+ is searched"),
             }
         }
         assert_eq!(lite, (LITE_BUDGET / (LITE_SEARCH_COST + 10)) as usize);

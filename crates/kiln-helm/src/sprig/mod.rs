@@ -523,11 +523,11 @@ mod tests {
         let c = cache(&mut ex);
         assert!(matches!(
             c.ascii.get("a"),
-            Some(goregex::AsciiSlot::Lite(..))
+            Some((goregex::AsciiSlot::Lite(..), _))
         ));
         assert!(!c.ascii.contains_key("b") && c.unicode.contains_key("b"));
         assert!(
-            matches!(c.ascii.get("\\pL"), Some(goregex::AsciiSlot::Invalid))
+            matches!(c.ascii.get("\\pL"), Some((goregex::AsciiSlot::Invalid, _)))
                 && c.unicode.contains_key("\\pL")
         );
     }
@@ -667,14 +667,14 @@ mod tests {
         assert_eq!(out.unwrap(), "-y-elease-ame,");
         assert!(matches!(
             c.ascii.values().next(),
-            Some(goregex::AsciiSlot::Lite(..))
+            Some((goregex::AsciiSlot::Lite(..), _))
         ));
         let (out, mut ex) = run_with(&call.repeat(100)).unwrap();
         let c = cache(&mut ex);
         assert_eq!(out.unwrap(), "-y-elease-ame,".repeat(100));
         assert!(matches!(
             c.ascii.values().next(),
-            Some(goregex::AsciiSlot::Full(..))
+            Some((goregex::AsciiSlot::Full(..), _))
         ));
         let long = "x".repeat(5000);
         let (out, mut ex) = run_with(&format!(r#"{{{{ regexMatch "y$" "{long}" }}}}"#)).unwrap();
@@ -682,7 +682,7 @@ mod tests {
         assert_eq!(out.unwrap(), "false");
         assert!(matches!(
             c.ascii.values().next(),
-            Some(goregex::AsciiSlot::Full(..))
+            Some((goregex::AsciiSlot::Full(..), _))
         ));
     }
 

@@ -47,18 +47,31 @@ fn ascii_regex_of(ex: &mut Exec, p: &str, text: &str) -> Option<goregex::AsciiRe
         return None;
     }
     ex.with_extension(|c: &mut RegexCache| {
-        if let Some(slot) = c.ascii.get_mut(p) {
-            return slot.search(p, text.len());
+        if !c.ascii.contains_key(p) {
+            if c.ascii.len() >= 512 {
+                c.ascii.clear();
+            }
+            let slot = goregex::AsciiSlot::new(p, text.len());
+            let literal = goregex::required_literal(p);
+            c.ascii.insert(p.to_string(), (slot, literal));
         }
-        let mut slot = goregex::AsciiSlot::new(p, text.len());
-        let r = slot.search(p, text.len());
-        if c.ascii.len() >= 512 {
-            c.ascii.clear();
+        let (slot, literal) = c.ascii.get_mut(p)?;
+        // An invalid pattern is still reported, whatever the text holds.
+        if matches!(slot, goregex::AsciiSlot::Invalid) {
+            return None;
         }
-        c.ascii.insert(p.to_string(), slot);
-        r
+        if let Some(l) = literal
+            && memchr::memmem::find(text.as_bytes(), l).is_none()
+        {
+            return Some(goregex::AsciiRegex::Absent);
+        }
+        slot.search(p, text.len())
     })
 }
+
+/// An ASCII pattern's slot, and the literal every match of it holds
+/// ([`goregex::required_literal`]).
+pub type AsciiPattern = (goregex::AsciiSlot, Option<Box<[u8]>>);
 
 /// The regexps the `regex*` functions compiled in one execution, by pattern: charts call
 /// them with the same few literal patterns for every resource. Kept for one execution (one
@@ -68,7 +81,7 @@ pub struct RegexCache {
     /// Compiled with Unicode, as Go reads the pattern (`regex_of`).
     pub unicode: FxMap<String, Rc<::regex::Regex>>,
     /// ASCII patterns for ASCII text, compiled without Unicode (`ascii_regex_of`).
-    pub ascii: FxMap<String, goregex::AsciiSlot>,
+    pub ascii: FxMap<String, AsciiPattern>,
 }
 
 /// Go's `Regexp.Expand` template syntax (`$1`, `${name}`) is the `regex` crate's.
