@@ -1,7 +1,5 @@
-//! What the crate's unit tests share: ../shared's place, a fixed-seed generator and strict
-//! equality of values.
+//! What the crate's unit tests share: ../shared's place and a fixed-seed generator.
 
-use crate::template::value::Value;
 use std::path::PathBuf;
 
 /// ../shared (or `KILN_SHARED_DIR`)'s `sub` directory, or `None` when it is missing and
@@ -38,27 +36,5 @@ impl Rng {
 
     pub fn pick<T: Clone>(&mut self, xs: &[T]) -> T {
         xs[self.below(xs.len())].clone()
-    }
-}
-
-/// The same value, strictly: variant, float bits, string bytes, keys and order.
-pub fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Nil, Value::Nil) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Int(x), Value::Int(y)) => x == y,
-        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
-        (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b))
-        }
-        (Value::Map(x), Value::Map(y)) => {
-            let (x, y) = (x.borrow(), y.borrow());
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y.iter())
-                    .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
-        }
-        _ => false,
     }
 }

@@ -934,7 +934,7 @@ impl<'t> Reader<'t> {
 mod tests {
     use super::super::{parse_all, parse_all_granit, parse_one_strings};
     use super::*;
-    use crate::testutil::same;
+    use crate::template::value::same;
     use std::path::{Path, PathBuf};
 
     fn same_docs(a: &[Value], b: &[Value]) -> bool {

@@ -612,7 +612,8 @@ mod tests {
     #[test]
     fn the_direct_read_is_serde_jsons() {
         use crate::template::value::Value;
-        use crate::testutil::{Rng, same};
+        use crate::template::value::same;
+        use crate::testutil::Rng;
         fn make(rng: &mut Rng, depth: u32, out: &mut String) {
             const SCALARS: &[&str] = &[
                 "0",
