@@ -452,6 +452,30 @@ pub fn format_float(f: f64, lo: i32, eprec: i32) -> String {
     out
 }
 
+/// The same value, strictly: variant, float bits, string bytes, keys and order (what the
+/// readers' differential tests compare; `Value` has no `PartialEq`).
+#[cfg(test)]
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Nil, Value::Nil) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Int(x), Value::Int(y)) => x == y,
+        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+        (Value::Str(x), Value::Str(y)) => x == y,
+        (Value::List(x), Value::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b))
+        }
+        (Value::Map(x), Value::Map(y)) => {
+            let (x, y) = (x.borrow(), y.borrow());
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y.iter())
+                    .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
+        }
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -492,29 +516,5 @@ mod tests {
         assert_eq!(format_float(12.0, -4, 21), "12");
         assert_eq!(format_float(12.0, -1000, 1000), "12");
         assert_eq!(format_float(1e7, -4, 21), "10000000");
-    }
-}
-
-/// The same value, strictly: variant, float bits, string bytes, keys and order (what the
-/// readers' differential tests compare; `Value` has no `PartialEq`).
-#[cfg(test)]
-pub fn same(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Nil, Value::Nil) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Int(x), Value::Int(y)) => x == y,
-        (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
-        (Value::Str(x), Value::Str(y)) => x == y,
-        (Value::List(x), Value::List(y)) => {
-            x.len() == y.len() && x.iter().zip(y.iter()).all(|(a, b)| same(a, b))
-        }
-        (Value::Map(x), Value::Map(y)) => {
-            let (x, y) = (x.borrow(), y.borrow());
-            x.len() == y.len()
-                && x.iter()
-                    .zip(y.iter())
-                    .all(|((ka, va), (kb, vb))| ka == kb && same(va, vb))
-        }
-        _ => false,
     }
 }
