@@ -433,20 +433,7 @@ fn render_summarizes_the_environments_components_and_applications_it_renames_or_
     let tmp = bank_copy(|t| t.to_string());
     let platform = tmp.path().join("platforms/bank");
     let out_dir = tmp.path().join("deploy");
-    let render = || {
-        let out = kiln_bin()
-            .arg("render")
-            .arg(&platform)
-            .arg("--write-to")
-            .arg(&out_dir)
-            .arg("--no-cache")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert_eq!(out.status.code(), Some(0), "{stderr}");
-        stderr
-    };
+    let render = || render_summary(&platform, &out_dir);
     let edit_all = |edit: &dyn Fn(String) -> String| {
         let mut files = vec![platform.join("platform.yaml")];
         for c in std::fs::read_dir(tmp.path().join("components")).unwrap() {
@@ -544,20 +531,7 @@ fn render_summarizes_a_renamed_project_as_one_rename() {
     let tmp = bank_copy(|t| t.to_string());
     let platform = tmp.path().join("platforms/bank");
     let out_dir = tmp.path().join("deploy");
-    let render = || {
-        let out = kiln_bin()
-            .arg("render")
-            .arg(&platform)
-            .arg("--write-to")
-            .arg(&out_dir)
-            .arg("--no-cache")
-            .env("NO_COLOR", "1")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
-        assert_eq!(out.status.code(), Some(0), "{stderr}");
-        stderr
-    };
+    let render = || render_summary(&platform, &out_dir);
     render();
     let file = platform.join("platform.yaml");
     let text = std::fs::read_to_string(&file).unwrap();
@@ -577,6 +551,23 @@ fn render_summarizes_a_renamed_project_as_one_rename() {
         ["kiln: renames project ops → operations"],
         "{renamed}"
     );
+}
+
+/// `kiln render PLATFORM --write-to OUT --no-cache`, which must succeed: its stderr (the
+/// write's summary).
+fn render_summary(platform: &std::path::Path, out_dir: &std::path::Path) -> String {
+    let out = kiln_bin()
+        .arg("render")
+        .arg(platform)
+        .arg("--write-to")
+        .arg(out_dir)
+        .arg("--no-cache")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    stderr
 }
 
 /// `platform.yaml` without its `prod-us:` parameter blocks (the key and its deeper lines).

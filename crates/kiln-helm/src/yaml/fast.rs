@@ -359,9 +359,7 @@ impl<'t> Reader<'t> {
             match self.b.get(i) {
                 None => return Err(Bail),
                 Some(b'\n' | b'\r') => {
-                    let col = lines.ok_or(Bail)?;
-                    let o = out.get_or_insert_with(String::new);
-                    i = self.fold(o, run, i, col)?;
+                    i = self.fold(&mut out, run, i, lines)?;
                     run = i;
                 }
                 Some(b'"') => break,
@@ -435,10 +433,19 @@ impl<'t> Reader<'t> {
     /// yet in `out`: flow folding, as YAML reads a multi-line quoted scalar (and go-yaml
     /// writes one past 80 columns). The line's trailing spaces are dropped; one break is a
     /// space, a break then `n` empty lines is `n` newlines; the next content line's
-    /// indentation is dropped and it must be deeper than `col`, the collection the scalar is
-    /// a value in. A tab around the break, or the text's end, is granit's. Returns where the
-    /// next line's content starts.
-    fn fold(&self, out: &mut String, run: usize, at: usize, col: usize) -> R<usize> {
+    /// indentation is dropped and it must be deeper than `lines`, the column of the
+    /// collection the scalar is a value in (`None`: a key or a flow item, one line only). A
+    /// tab around the break, or the text's end, is granit's. Returns where the next line's
+    /// content starts.
+    fn fold(
+        &self,
+        out: &mut Option<String>,
+        run: usize,
+        at: usize,
+        lines: Option<usize>,
+    ) -> R<usize> {
+        let col = lines.ok_or(Bail)?;
+        let out = out.get_or_insert_with(String::new);
         let mut e = at;
         while e > run && self.b[e - 1] == b' ' {
             e -= 1;
@@ -517,9 +524,7 @@ impl<'t> Reader<'t> {
             match self.b.get(i) {
                 None => return Err(Bail),
                 Some(b'\n' | b'\r') => {
-                    let col = lines.ok_or(Bail)?;
-                    let o = out.get_or_insert_with(String::new);
-                    i = self.fold(o, run, i, col)?;
+                    i = self.fold(&mut out, run, i, lines)?;
                     run = i;
                 }
                 Some(b'\'') if self.at(i + 1) == b'\'' => {
