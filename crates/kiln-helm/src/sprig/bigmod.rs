@@ -83,6 +83,11 @@ impl<const N: usize> Modulus<N> {
         Some(m)
     }
 
+    /// −n⁻¹ mod 2⁶⁴.
+    pub(crate) fn n0(&self) -> u64 {
+        self.n0
+    }
+
     /// 1 in Montgomery form.
     pub(crate) fn one(&self) -> &[u64; N] {
         &self.one
@@ -216,6 +221,24 @@ impl<const N: usize> Modulus<N> {
     }
 }
 
+/// `x = d · 2^s` with d odd (x ≠ 0): (d, s).
+pub(crate) fn split_twos<const N: usize>(x: &[u64; N]) -> ([u64; N], u64) {
+    let s = x
+        .iter()
+        .enumerate()
+        .find(|(_, w)| **w != 0)
+        .map_or(0, |(i, w)| 64 * i as u64 + u64::from(w.trailing_zeros()));
+    let (words, bits) = ((s / 64) as usize, (s % 64) as u32);
+    let mut d = [0u64; N];
+    for i in 0..N - words {
+        d[i] = x[i + words] >> bits;
+        if bits > 0 && i + words + 1 < N {
+            d[i] |= x[i + words + 1] << (64 - bits);
+        }
+    }
+    (d, s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,6 +280,13 @@ mod tests {
             BigUint::from(2u32).modpow(&e, n) * &r % n
         );
         assert_eq!(big(&m.exp2(&[0])), &r % n, "2⁰ = 1");
+    }
+
+    #[test]
+    fn twos_split_across_limbs() {
+        assert_eq!(split_twos(&[0, 0b1011 << 3]), ([0b1011, 0], 67));
+        assert_eq!(split_twos(&[12, 1]), ([(1 << 62) | 3, 0], 2));
+        assert_eq!(split_twos(&[7]), ([7], 0));
     }
 
     /// The widths key generation uses (1024- and 2048-bit candidates), on moduli that fill

@@ -230,9 +230,11 @@ impl SigningKey for Signer {
     fn sign(&self, msg: &[u8]) -> Result<Vec<u8>, rcgen::Error> {
         use rsa::signature::{SignatureEncoding, Signer as _};
         Ok(match &self.key {
-            Key::Rsa(k) => rsa::pkcs1v15::SigningKey::<sha2::Sha256>::new((**k).clone())
-                .sign(msg)
-                .to_vec(),
+            Key::Rsa(k) => rsa_sign_sha256(k, msg).unwrap_or_else(|| {
+                rsa::pkcs1v15::SigningKey::<sha2::Sha256>::new((**k).clone())
+                    .sign(msg)
+                    .to_vec()
+            }),
             Key::Ec(k) => {
                 let sig: p256::ecdsa::Signature = k.sign(msg);
                 sig.to_der().as_bytes().to_vec()
@@ -240,6 +242,39 @@ impl SigningKey for Signer {
             Key::Ed(k) => k.sign(msg).to_bytes().to_vec(),
         })
     }
+}
+
+/// The DER prefix of a SHA-256 `DigestInfo` (RFC 8017 §9.2, note 1).
+const SHA256_DIGEST_INFO: [u8; 19] = [
+    0x30, 0x31, 0x30, 0x0d, 0x06, 0x09, 0x60, 0x86, 0x48, 0x01, 0x65, 0x03, 0x04, 0x02, 0x01, 0x05,
+    0x00, 0x04, 0x20,
+];
+
+/// RSASSA-PKCS1-v1_5 with SHA-256 (RFC 8017 §8.2.1): the bytes `rsa`'s
+/// `pkcs1v15::SigningKey<Sha256>` makes, with the private-key operation on kiln's Montgomery
+/// arithmetic (`keygen::private_op`; `rsa`'s generic one took a sixth of a chart's render
+/// with two certificates). `None` where that operation does not take the key.
+fn rsa_sign_sha256(key: &rsa::RsaPrivateKey, msg: &[u8]) -> Option<Vec<u8>> {
+    use rsa::traits::PublicKeyParts;
+    use sha2::Digest;
+    let k = key.size();
+    let hashed = sha2::Sha256::digest(msg);
+    let t_len = SHA256_DIGEST_INFO.len() + hashed.len();
+    if k < t_len + 11 {
+        return None;
+    }
+    // EM = 0x00 || 0x01 || PS (0xff…) || 0x00 || DigestInfo || hash
+    let mut em = vec![0xff; k];
+    em[0] = 0;
+    em[1] = 1;
+    em[k - t_len - 1] = 0;
+    em[k - t_len..k - hashed.len()].copy_from_slice(&SHA256_DIGEST_INFO);
+    em[k - hashed.len()..].copy_from_slice(&hashed);
+    let s = crate::sprig::keygen::private_op(key, &rsa::BigUint::from_bytes_be(&em))?;
+    let bytes = s.to_bytes_be();
+    let mut out = vec![0u8; k.checked_sub(bytes.len())?];
+    out.extend_from_slice(&bytes);
+    Some(out)
 }
 
 /// What a certificate is for: Sprig's three templates.
@@ -739,6 +774,27 @@ mod tests {
         assert_eq!(make(1), make(1));
         assert_ne!(make(1).0, make(2).0);
         assert_ne!(make(1).1, make(2).1);
+    }
+
+    /// kiln's RSA signatures are the bytes `rsa`'s PKCS#1 v1.5 signer makes, for primes of
+    /// both arithmetic widths (RSA-1024 and RSA-2048 on 16 limbs, RSA-3000 on 32).
+    #[test]
+    fn rsa_signatures_are_rsas() {
+        use rsa::signature::{SignatureEncoding, Signer as _};
+        for (bits, seed) in [(1024, 1u8), (2048, 2), (2048, 3), (3000, 4)] {
+            let key = crate::sprig::keygen::rsa_key(
+                &mut <rand_chacha::ChaCha20Rng as rand_chacha::rand_core::SeedableRng>::from_seed(
+                    [seed; 32],
+                ),
+                bits,
+            )
+            .unwrap();
+            let theirs = rsa::pkcs1v15::SigningKey::<sha2::Sha256>::new(key.clone());
+            for msg in [&b""[..], b"kiln", &[0u8; 1000]] {
+                let ours = rsa_sign_sha256(&key, msg).expect("kiln signs");
+                assert_eq!(ours, theirs.sign(msg).to_vec(), "{bits} bits");
+            }
+        }
     }
 
     #[test]

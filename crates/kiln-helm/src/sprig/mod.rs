@@ -13,6 +13,7 @@
 //! by the caller (see [`Seed`] and docs in `crates/kiln-helm/src/lib.rs`).
 
 mod bigmod;
+mod bigmod_x8;
 pub mod crypto;
 pub mod date;
 mod decimal;
