@@ -159,11 +159,24 @@ impl<const N: usize> Modulus<N> {
 
     /// `a` (below n) in Montgomery form: a · R mod n, through R² mod n.
     pub(crate) fn to_montgomery(&self, a: &[u64; N]) -> [u64; N] {
-        let mut rr = self.one;
-        for _ in 0..64 * N {
-            rr = self.double(&rr);
+        self.mul(a, &self.r_squared())
+    }
+
+    /// R² mod n (R in Montgomery form), from 2^k · R by squarings: a Montgomery square of
+    /// 2^a · R is 2^(2a) · R, so with 64·N = k · 2^t, k doublings of R and t squarings reach
+    /// 2^(64·N) · R (for 16 limbs one doubling and ten squarings, where doubling all the way
+    /// took 1024 doublings, the cost of about fifty products).
+    pub(crate) fn r_squared(&self) -> [u64; N] {
+        let width = 64 * N;
+        let t = width.trailing_zeros();
+        let mut x = self.one;
+        for _ in 0..width >> t {
+            x = self.double(&x);
         }
-        self.mul(a, &rr)
+        for _ in 0..t {
+            x = self.mul(&x, &x);
+        }
+        x
     }
 
     /// `base^e` in Montgomery form, `base` in Montgomery form and `e` little-endian limbs
@@ -265,6 +278,7 @@ mod tests {
         let r = BigUint::from(1u32) << (64 * N);
         assert_eq!(big(m.one()), &r % n);
         assert_eq!(big(m.minus_one()), (n - 1u32) * &r % n);
+        assert_eq!(big(&m.r_squared()), &r * &r % n);
         let a = n - 12_345u32;
         let b = (n >> 3) + 77u32;
         let am = m.to_montgomery(&limbs(&a));
@@ -297,6 +311,8 @@ mod tests {
         agree::<16>(&BigUint::from(1_000_003u32));
         agree::<32>(&((BigUint::from(3u32) << 2046) + 1u32));
         agree::<32>(&((BigUint::from(1u32) << 1500) + 1u32));
+        // 3 limbs: 192 = 3 · 2⁶, so R² takes three doublings before its squarings.
+        agree::<3>(&((BigUint::from(1u32) << 190) + 35u32));
         assert!(Modulus::<16>::new(&[4]).is_none(), "even");
         assert!(Modulus::<16>::new(&[1]).is_none(), "one");
         assert!(Modulus::<1>::new(&[3, 1]).is_none(), "too wide");

@@ -174,8 +174,9 @@ pub(crate) fn strong_rounds<const N: usize, const L: usize, const T: usize>(
     let lane = Lane::<L>::new(n)?;
     // Each base in Montgomery form: b · 2^(64·N) mod n, doubled up to b · R.
     let mut bases_m = [[0u64; L]; LANES];
+    let rr = m.r_squared();
     for (slot, base) in bases_m.iter_mut().zip(bases) {
-        let mut b = m.to_montgomery(base);
+        let mut b = m.mul(base, &rr);
         for _ in 64 * N..52 * L {
             b = m.double(&b);
         }

@@ -248,9 +248,10 @@ fn random_rounds<const N: usize, const L: usize, const T: usize>(
     let mut n_minus_1 = *n;
     n_minus_1[0] -= 1;
     let (d, s) = split_twos(&n_minus_1);
+    let rr = m.r_squared();
     bases
         .iter()
-        .all(|base| strong_probable_prime(&m, m.exp(&m.to_montgomery(base), &d), s))
+        .all(|base| strong_probable_prime(&m, m.exp(&m.mul(base, &rr), &d), s))
 }
 
 /// Whether `n` (odd, past trial division, at most N limbs) is a probable prime: base 2, then
