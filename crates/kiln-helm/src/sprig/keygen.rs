@@ -13,6 +13,12 @@
 //! of the time, run on fixed-width Montgomery arithmetic (`sprig::bigmod`, Go's
 //! `bigmod`); `rsa::RsaPrivateKey::new` (`num-bigint-dig`'s `gen_prime`) is Go's older
 //! algorithm, 20 Miller-Rabin rounds and a Lucas test on every prime (issue 37, ADR 0026).
+//!
+//! Where the CPU has AVX-512 IFMA the base-2 rounds run on eight sieve survivors at once
+//! (`sprig::bigmod_x8`), and a candidate's random-base rounds in one batch; the survivors are
+//! still judged in order, so the prime found, and the generator's draws, are what the
+//! one-at-a-time search finds (tested: the same keys either way, ADR 0026 amended).
+//! RSA signatures (`private_op`) use the same arithmetic for their two CRT halves.
 
 use crate::sprig::bigmod::{Modulus, split_twos};
 use crate::sprig::bigmod_x8;
