@@ -3,6 +3,7 @@
 //! `pkg/engine/engine.go`'s `initFunMap` (`include`, `tpl`, `required`, `fail`, `lookup`).
 
 use super::*;
+use crate::template::fmt::s_ref;
 use crate::template::params::{Param, Sig};
 
 /// The Go signatures of Helm's own functions where a parameter is typed (funcs.go,
@@ -107,7 +108,9 @@ pub(super) fn helm_funcs(f: &mut Funcs) {
         });
     }
     f.add("fromYaml", |_, a| {
-        let t = a.first().map(s).unwrap_or_default();
+        // The text is read where it is (`s_ref`): it is often an `include`'s whole output,
+        // and the `from*` readers only look at it.
+        let t = a.first().map(s_ref).unwrap_or_default();
         Ok(match yaml::parse_one_as_json(&t) {
             Ok(Value::Map(m)) => Value::Map(m),
             Ok(Value::Nil) => Value::Map(new_map()),
@@ -116,7 +119,7 @@ pub(super) fn helm_funcs(f: &mut Funcs) {
         })
     });
     f.add("fromYamlArray", |_, a| {
-        let t = a.first().map(s).unwrap_or_default();
+        let t = a.first().map(s_ref).unwrap_or_default();
         Ok(match yaml::parse_one_as_json(&t) {
             Ok(Value::List(l)) => Value::List(l),
             Ok(Value::Nil) => Value::list(Vec::new()),
@@ -139,7 +142,7 @@ pub(super) fn helm_funcs(f: &mut Funcs) {
     }
     for name in ["fromJson", "mustFromJson"] {
         f.add(name, move |_, a| {
-            let t = a.first().map(s).unwrap_or_default();
+            let t = a.first().map(s_ref).unwrap_or_default();
             Ok(match yaml::from_json(&t) {
                 Ok(Value::Map(m)) => Value::Map(m),
                 Ok(other) => {
@@ -158,7 +161,7 @@ pub(super) fn helm_funcs(f: &mut Funcs) {
         });
     }
     f.add("fromJsonArray", |_, a| {
-        let t = a.first().map(s).unwrap_or_default();
+        let t = a.first().map(s_ref).unwrap_or_default();
         Ok(match yaml::from_json(&t) {
             Ok(Value::List(l)) => Value::List(l),
             Ok(other) => Value::list(vec![Value::from(format!(

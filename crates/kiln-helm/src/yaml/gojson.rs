@@ -6,7 +6,9 @@
 //! errors otherwise.
 
 use crate::template::value::Value;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// What the scanner expects next: one state of `scanner.go` each.
 #[derive(Clone, Copy, PartialEq)]
@@ -307,7 +309,7 @@ struct Read<'t> {
     i: usize,
 }
 
-impl Read<'_> {
+impl<'t> Read<'t> {
     fn space(&mut self) {
         while matches!(self.b.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
             self.i += 1;
@@ -330,7 +332,7 @@ impl Read<'_> {
                 }
                 loop {
                     self.space();
-                    let k = self.string()?;
+                    let k = self.string()?.into_owned();
                     self.space();
                     if self.b.get(self.i) != Some(&b':') {
                         return None;
@@ -370,7 +372,13 @@ impl Read<'_> {
                     }
                 }
             }
-            b'"' => self.string().map(Value::str),
+            // A string value is made its `Rc<str>` straight from the text when it has no
+            // escape (nearly always): a `String` first was an allocation, a copy and a free
+            // more per string (nats reads its values back from JSON several times).
+            b'"' => self.string().map(|t| match t {
+                Cow::Borrowed(t) => Value::Str(Rc::from(t)),
+                Cow::Owned(t) => Value::from(t),
+            }),
             b't' => self.word("true", Value::Bool(true)),
             b'f' => self.word("false", Value::Bool(false)),
             b'n' => self.word("null", Value::Nil),
@@ -429,20 +437,35 @@ impl Read<'_> {
     }
 
     /// A string from its opening quote: escapes decoded; a control character, a bad escape
-    /// or any `\u` surrogate is `None`.
-    fn string(&mut self) -> Option<String> {
+    /// or any `\u` surrogate is `None`. Borrowed from the text when it holds no escape, so
+    /// the caller copies it once, into the form it keeps (a key's `String`, a value's
+    /// `Rc<str>`).
+    fn string(&mut self) -> Option<Cow<'t, str>> {
         if self.b.get(self.i) != Some(&b'"') {
             return None;
         }
         self.i += 1;
-        let mut out = String::new();
+        let start = self.i;
+        loop {
+            match *self.b.get(self.i)? {
+                b'"' => {
+                    let t = &self.s[start..self.i];
+                    self.i += 1;
+                    return Some(Cow::Borrowed(t));
+                }
+                b'\\' => break,
+                0..0x20 => return None,
+                _ => self.i += 1,
+            }
+        }
+        let mut out = String::from(&self.s[start..self.i]);
         let mut run = self.i;
         loop {
             match *self.b.get(self.i)? {
                 b'"' => {
                     out.push_str(&self.s[run..self.i]);
                     self.i += 1;
-                    return Some(out);
+                    return Some(Cow::Owned(out));
                 }
                 b'\\' => {
                     out.push_str(&self.s[run..self.i]);
@@ -605,6 +628,29 @@ mod tests {
         }
         // Enough of them are JSON for this to test something.
         assert!(read * 50 > total, "{read} of {total} read");
+    }
+
+    /// A string is borrowed up to its first escape and decoded from there: the plain run
+    /// before an escape is kept, in keys and values alike, and a control character after a
+    /// plain run still refuses the text (the general path then words Go's error).
+    #[test]
+    fn strings_are_borrowed_until_an_escape() {
+        use crate::template::value::Value;
+        let v = read(r#"{"plain":"abc","k\u0041y":"x\ny\u00e9z","":"","e":"\"q\""}"#)
+            .expect("valid JSON");
+        let Value::Map(m) = v else {
+            panic!("an object")
+        };
+        let m = m.borrow();
+        let get = |k: &str| m.get(k).and_then(|v| v.as_str().map(str::to_string));
+        assert_eq!(get("plain").as_deref(), Some("abc"));
+        assert_eq!(get("kAy").as_deref(), Some("x\nyéz"));
+        assert_eq!(get("").as_deref(), Some(""));
+        assert_eq!(get("e").as_deref(), Some("\"q\""));
+        assert!(read("\"ab\u{1}c\"").is_none());
+        assert!(read("\"ab\\n\u{1}\"").is_none());
+        assert!(read("\"ab").is_none());
+        assert!(read("\"ab\\").is_none());
     }
 
     /// The direct reader gives what serde_json's tree gives, made a value the general way,
