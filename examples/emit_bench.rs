@@ -15,7 +15,10 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Alloc = alloc::Alloc;
+
+#[path = "../src/alloc.rs"]
+mod alloc;
 
 fn main() {
     let Some(dir) = std::env::args().nth(1).map(PathBuf::from) else {

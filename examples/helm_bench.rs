@@ -15,7 +15,10 @@ use std::time::Instant;
 
 /// The binary's allocator (src/main.rs, ADR 0009), so the phases are timed as `kiln` runs them.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Alloc = alloc::Alloc;
+
+#[path = "../src/alloc.rs"]
+mod alloc;
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);

@@ -39,7 +39,10 @@ use std::time::Instant;
 // The allocator `kiln`'s binary runs with (src/main.rs): timed with glibc's malloc, 40 % of
 // the status figure was malloc_consolidate and free, which the command never pays.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Alloc = alloc::Alloc;
+
+#[path = "../src/alloc.rs"]
+mod alloc;
 
 fn main() {
     let args: Vec<usize> = std::env::args()

@@ -16,7 +16,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: alloc::Alloc = alloc::Alloc;
+
+#[path = "../src/alloc.rs"]
+mod alloc;
 
 fn read_tree(root: &Path, dir: &Path, set: &mut ArtifactSet) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
