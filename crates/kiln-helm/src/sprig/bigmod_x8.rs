@@ -93,28 +93,39 @@ fn sub<const L: usize>(a: &[u64; L], b: &[u64; L]) -> [u64; L] {
     out
 }
 
+/// `x` in `m`'s Montgomery form (x · 2^(64·N) mod n) moved to this module's (x · 2^(52·L)
+/// mod n): doubled 52·L − 64·N times.
+fn widened<const N: usize, const L: usize>(m: &Modulus<N>, x: &[u64; N]) -> [u64; N] {
+    let mut x = *x;
+    for _ in 64 * N..52 * L {
+        x = m.double(&x);
+    }
+    x
+}
+
 impl<const L: usize> Lane<L> {
+    /// The lane of candidate `n`; `None` unless `n` is odd and above 1.
     fn new<const N: usize>(n: &[u64; N]) -> Option<Self> {
-        let m = Modulus::<N>::new(n)?;
-        // R mod n from 2^(64·N) mod n, doubled up to 2^(52·L).
-        let mut one = *m.one();
-        for _ in 64 * N..52 * L {
-            one = m.double(&one);
-        }
+        Some(Self::of(&Modulus::<N>::new(n)?, n))
+    }
+
+    /// The lane of `n`, whose modulus `m` is.
+    fn of<const N: usize>(m: &Modulus<N>, n: &[u64; N]) -> Self {
+        let one = widened::<N, L>(m, m.one());
         let two = m.double(&one);
         let mut n_minus_one = *n;
         n_minus_one[0] -= 1;
         let s = split_twos(&n_minus_one).1 as usize;
         let one52 = to_52::<N, L>(&one);
         let n52 = to_52::<N, L>(n);
-        Some(Lane {
+        Lane {
             n: n52,
             n0: m.n0() & MASK52,
             minus_one: sub(&n52, &one52),
             one: one52,
             two: to_52::<N, L>(&two),
             s,
-        })
+        }
     }
 
     /// `x mod n` for `x` below 4n, normalized limbs.
@@ -171,16 +182,12 @@ pub(crate) fn strong_rounds<const N: usize, const L: usize, const T: usize>(
         return None;
     }
     let m = Modulus::<N>::new(n)?;
-    let lane = Lane::<L>::new(n)?;
-    // Each base in Montgomery form: b · 2^(64·N) mod n, doubled up to b · R.
+    let lane = Lane::<L>::of(&m, n);
+    // Each base in Montgomery form: b · 2^(64·N) mod n, then b · R.
     let mut bases_m = [[0u64; L]; LANES];
     let rr = m.r_squared();
     for (slot, base) in bases_m.iter_mut().zip(bases) {
-        let mut b = m.mul(base, &rr);
-        for _ in 64 * N..52 * L {
-            b = m.double(&b);
-        }
-        *slot = to_52::<N, L>(&b);
+        *slot = to_52::<N, L>(&widened::<N, L>(&m, &m.mul(base, &rr)));
     }
     let lanes: Vec<Lane<L>> = (0..bases.len()).map(|_| lane.clone()).collect();
     let mut n_minus_one = *n;

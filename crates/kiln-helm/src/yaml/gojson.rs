@@ -375,10 +375,7 @@ impl<'t> Read<'t> {
             // A string value is made its `Rc<str>` straight from the text when it has no
             // escape (nearly always): a `String` first was an allocation, a copy and a free
             // more per string (nats reads its values back from JSON several times).
-            b'"' => self.string().map(|t| match t {
-                Cow::Borrowed(t) => Value::Str(Rc::from(t)),
-                Cow::Owned(t) => Value::from(t),
-            }),
+            b'"' => self.string().map(|t| Value::Str(Rc::from(&*t))),
             b't' => self.word("true", Value::Bool(true)),
             b'f' => self.word("false", Value::Bool(false)),
             b'n' => self.word("null", Value::Nil),
