@@ -11,7 +11,7 @@ use super::*;
 /// A function name's id in the table the render will run the templates with, `None` for a
 /// name no function has (the render's `engine::resolve`): the parsed trees hold the ids.
 pub type Resolve = fn(&str) -> Option<FuncId>;
-use crate::template::value::{Map, new_map};
+use crate::template::value::{Dict, Map, new_map};
 
 pub(super) type R<T> = Result<T, LoadError>;
 
@@ -413,7 +413,7 @@ pub(super) fn chart_from_files(
     schema_at: &mut Option<(Arc<Schema>, String)>,
 ) -> R<Chart> {
     let mut meta = None;
-    let mut values = Value::map(BTreeMap::new());
+    let mut values = Value::map(Dict::new());
     let mut schema = None;
     let mut templates = Vec::new();
     let mut other = Vec::new();
@@ -602,7 +602,7 @@ pub(super) fn chart_from_files(
 }
 /// Helm's `mergeMaps` for `-f` files: maps merge deeply, anything else replaces.
 pub fn merge_user(dst: &Map, src: &Map) {
-    let entries: Vec<(String, Value)> = src
+    let entries: Vec<(std::rc::Rc<str>, Value)> = src
         .borrow()
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))

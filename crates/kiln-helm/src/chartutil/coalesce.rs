@@ -3,6 +3,7 @@
 //! coalesced with the subchart's defaults, `global` copied down, `null` deleting a key.
 
 use super::*;
+use crate::template::value::Dict;
 
 pub(super) fn is_table(v: &Value) -> bool {
     matches!(v, Value::Map(_))
@@ -13,12 +14,12 @@ pub(super) fn copy_map(m: &Map) -> Map {
 }
 
 /// `copystructure.Copy` of a table as [`Value::deep_copy`] gives it, made cheaper: the
-/// B-tree is cloned as it stands (collecting the entries again sorted and rebuilt it), then
+/// entries are cloned as they stand, keys shared (collecting them again sorted them), then
 /// each nested table (and list holding one) is replaced by its copy. A list with no table in
 /// it is shared, not copied: lists are immutable and only tables are compared by identity,
 /// so the copy cannot be told from the original. Copying chart defaults and user values
 /// this way was a tenth of a prometheus render.
-pub(super) fn copy_table(m: &BTreeMap<String, Value>) -> BTreeMap<String, Value> {
+pub(super) fn copy_table(m: &Dict) -> Dict {
     let mut c = m.clone();
     for v in c.values_mut() {
         if holds_table(v) {
@@ -98,7 +99,7 @@ pub(super) fn coalesce_globals(dest: &Map, src: &Map) {
         Some(Value::Map(m)) => m,
         Some(_) => return,
     };
-    let entries: Vec<(String, Value)> = sg
+    let entries: Vec<(std::rc::Rc<str>, Value)> = sg
         .borrow()
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -123,7 +124,7 @@ pub(super) fn coalesce_globals(dest: &Map, src: &Map) {
             dg.borrow_mut().insert(key, val);
         }
     }
-    dest.borrow_mut().insert("global".into(), Value::Map(dg));
+    dest.borrow_mut().insert("global", Value::Map(dg));
 }
 
 /// The chart's defaults into `v`. Each default is copied only where it goes in (none for a
@@ -142,7 +143,7 @@ pub(super) fn coalesce_chart_values(c: &Chart, v: &Map, merge: bool) {
             }
             Some(Value::Map(dest)) => {
                 if let Value::Map(src) = val {
-                    let is_child = c.subcharts.iter().any(|s| s.name == *key);
+                    let is_child = c.subcharts.iter().any(|s| *s.name == **key);
                     let merge = merge || is_child;
                     // Helm v4 cleans nils from chart defaults before coalescing.
                     let src = if merge {
@@ -194,7 +195,7 @@ pub fn coalesce_tables(dst: &Map, src: &Map, merge: bool) {
         return;
     }
     // Sorted, as `dst` is walked in order.
-    let mut deleted: Vec<String> = Vec::new();
+    let mut deleted: Vec<std::rc::Rc<str>> = Vec::new();
     {
         let d = dst.borrow();
         if d.values().any(Value::is_nil) {
@@ -258,6 +259,6 @@ pub(super) fn path_value(v: &Map, path: &str) -> Option<Value> {
     } else {
         table(v, &head.join("."))?
     };
-    let val = t.borrow().get(*last).cloned()?;
+    let val = t.borrow().get(last).cloned()?;
     if is_table(&val) { None } else { Some(val) }
 }

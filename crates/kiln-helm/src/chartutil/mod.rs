@@ -13,9 +13,8 @@ pub mod strvals;
 
 use crate::chart::Chart;
 use crate::sprig::semver;
-use crate::template::value::{Map, Value, new_map};
+use crate::template::value::{Dict, Map, Value, new_map};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// A values map from JSON (the kiln spec's `values:`), numbers as float64 like YAML's.
@@ -28,7 +27,7 @@ pub fn from_json_map(v: &serde_json::Value) -> Map {
 
 /// An empty values map.
 pub fn empty() -> Map {
-    into_map(Value::map(BTreeMap::new()))
+    into_map(Value::map(Dict::new()))
 }
 
 fn into_map(v: Value) -> Map {
@@ -76,7 +75,7 @@ mod tests {
         let Some(Value::Map(inner)) = copy.borrow().get("a").cloned() else {
             panic!("a")
         };
-        inner.borrow_mut().insert("new".into(), Value::Int(1));
+        inner.borrow_mut().insert("new", Value::Int(1));
         assert!(!Value::Map(copy).deep_eq(&Value::Map(orig)));
     }
 
@@ -365,13 +364,13 @@ mod tests {
         if Rc::ptr_eq(dst, src) {
             return;
         }
-        let src_non_nil: Vec<String> = src
+        let src_non_nil: Vec<std::rc::Rc<str>> = src
             .borrow()
             .iter()
             .filter(|(_, v)| !v.is_nil())
             .map(|(k, _)| k.clone())
             .collect();
-        let nil_keys: Vec<String> = dst
+        let nil_keys: Vec<std::rc::Rc<str>> = dst
             .borrow()
             .iter()
             .filter(|(_, v)| v.is_nil())
@@ -380,7 +379,7 @@ mod tests {
         for k in nil_keys {
             src.borrow_mut().insert(k, Value::Nil);
         }
-        let entries: Vec<(String, Value)> = src
+        let entries: Vec<(std::rc::Rc<str>, Value)> = src
             .borrow()
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -406,7 +405,7 @@ mod tests {
 
     /// Helm's `cleanNilValues` as it was first ported.
     fn clean_nil_collected(m: &Map) {
-        let keys: Vec<String> = m.borrow().keys().cloned().collect();
+        let keys: Vec<std::rc::Rc<str>> = m.borrow().keys().cloned().collect();
         for k in keys {
             let v = m.borrow().get(&k).cloned();
             match v {

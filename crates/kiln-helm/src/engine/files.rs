@@ -3,6 +3,7 @@
 //! the load deferred.
 
 use super::*;
+use crate::template::value::Dict;
 
 /// `.Files`: a chart's non-template files, shared with the chart rather than copied into
 /// each render: `order` lists the entries by name (Go's sorted map keys), the last of a
@@ -128,7 +129,7 @@ impl Object for Files {
                     Ok(f) => f,
                     Err(e) => return Some(Err(e)),
                 };
-                let m: BTreeMap<String, Value> = files
+                let m: Dict = files
                     .into_iter()
                     .map(|(k, v)| {
                         let base = k.rsplit('/').next().unwrap_or(k).to_string();

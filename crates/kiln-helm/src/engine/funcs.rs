@@ -197,6 +197,6 @@ pub(super) fn json_kind(v: &Value) -> &'static str {
 
 pub(super) fn error_map(msg: &str) -> Value {
     let m = new_map();
-    m.borrow_mut().insert("Error".into(), Value::from(msg));
+    m.borrow_mut().insert("Error", Value::from(msg));
     Value::Map(m)
 }

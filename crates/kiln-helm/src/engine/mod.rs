@@ -11,6 +11,7 @@ use super::template::parse;
 use super::template::value::{Cx, Map, Marshaled, Object, Value, new_map};
 use super::yaml;
 use crate::sprig::{self, Seed};
+use crate::template::value::Dict;
 use std::cell::{OnceCell, RefCell};
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -76,10 +77,10 @@ pub struct Output {
 /// `.Chart`: Chart.yaml under Go's field names.
 fn chart_value(c: &Chart, is_root: bool) -> Value {
     let Value::Map(meta) = &c.meta else {
-        return Value::map(BTreeMap::new());
+        return Value::map(Dict::new());
     };
     let meta = meta.borrow();
-    let mut m = BTreeMap::new();
+    let mut m = Dict::new();
     let fields = [
         ("name", "Name"),
         ("home", "Home"),
@@ -99,14 +100,14 @@ fn chart_value(c: &Chart, is_root: bool) -> Value {
             meta.get(yk).cloned().unwrap_or(Value::from("")),
         );
     }
-    m.insert("Name".into(), Value::from(c.name.clone()));
+    m.insert("Name", Value::from(c.name.clone()));
     // Helm v4 gives the lists as empty ones when Chart.yaml has none (`[]` when printed).
     let list = |yk: &str| match meta.get(yk) {
         Some(Value::List(l)) => Value::List(l.clone()),
         _ => Value::list(Vec::new()),
     };
-    m.insert("Sources".into(), list("sources"));
-    m.insert("Keywords".into(), list("keywords"));
+    m.insert("Sources", list("sources"));
+    m.insert("Keywords", list("keywords"));
     // A maintainer is Go's `chart.Maintainer`: its three fields under their Go names.
     let maintainers = match list("maintainers") {
         Value::List(l) => l
@@ -117,27 +118,27 @@ fn chart_value(c: &Chart, is_root: bool) -> Value {
                 };
                 let im = im.borrow();
                 let field = |k: &str| im.get(k).cloned().unwrap_or(Value::from(""));
-                let mut mm = BTreeMap::new();
-                mm.insert("Name".into(), field("name"));
-                mm.insert("Email".into(), field("email"));
-                mm.insert("URL".into(), field("url"));
+                let mut mm = Dict::new();
+                mm.insert("Name", field("name"));
+                mm.insert("Email", field("email"));
+                mm.insert("URL", field("url"));
                 Value::map(mm)
             })
             .collect(),
         _ => Vec::new(),
     };
-    m.insert("Maintainers".into(), Value::list(maintainers));
+    m.insert("Maintainers", Value::list(maintainers));
     m.insert(
-        "Dependencies".into(),
+        "Dependencies",
         Value::list(c.deps.iter().map(dependency_value).collect()),
     );
     m.insert(
-        "Annotations".into(),
+        "Annotations",
         meta.get("annotations").cloned().unwrap_or(Value::Nil),
     );
     let deprecated = meta.get("deprecated").is_some_and(|v| s(v) == "true");
-    m.insert("Deprecated".into(), Value::Bool(deprecated));
-    m.insert("IsRoot".into(), Value::Bool(is_root));
+    m.insert("Deprecated", Value::Bool(deprecated));
+    m.insert("IsRoot", Value::Bool(is_root));
     Value::map(m)
 }
 
@@ -158,24 +159,24 @@ fn dependency_value(d: &super::chart::Dependency) -> Value {
                 Value::Str(x) => (format!("exports.{x}"), ".".to_string()),
                 _ => return None,
             };
-            let mut pair = BTreeMap::new();
-            pair.insert("child".into(), Value::from(child));
-            pair.insert("parent".into(), Value::from(parent));
+            let mut pair = Dict::new();
+            pair.insert("child", Value::from(child));
+            pair.insert("parent", Value::from(parent));
             Some(Value::map(pair))
         })
         .collect();
-    let mut m = BTreeMap::new();
-    m.insert("Name".into(), Value::from(d.name.clone()));
-    m.insert("Version".into(), Value::from(d.version.clone()));
-    m.insert("Repository".into(), Value::from(d.repository.clone()));
-    m.insert("Condition".into(), Value::from(d.condition.clone()));
+    let mut m = Dict::new();
+    m.insert("Name", Value::from(d.name.clone()));
+    m.insert("Version", Value::from(d.version.clone()));
+    m.insert("Repository", Value::from(d.repository.clone()));
+    m.insert("Condition", Value::from(d.condition.clone()));
     m.insert(
-        "Tags".into(),
+        "Tags",
         Value::list(d.tags.iter().map(|t| Value::from(t.clone())).collect()),
     );
-    m.insert("Enabled".into(), Value::Bool(true));
-    m.insert("ImportValues".into(), Value::list(imports));
-    m.insert("Alias".into(), Value::from(d.alias.clone()));
+    m.insert("Enabled", Value::Bool(true));
+    m.insert("ImportValues", Value::list(imports));
+    m.insert("Alias", Value::from(d.alias.clone()));
     Value::map(m)
 }
 
@@ -204,13 +205,10 @@ fn collect<'a>(
     let next = new_map();
     {
         let mut n = next.borrow_mut();
-        n.insert("Chart".into(), chart_value(c, parent_path.is_none()));
-        n.insert(
-            "Files".into(),
-            Value::Object(Rc::new(Files::new(c.files.clone()))),
-        );
-        n.insert("Release".into(), release.clone());
-        n.insert("Capabilities".into(), caps.clone());
+        n.insert("Chart", chart_value(c, parent_path.is_none()));
+        n.insert("Files", Value::Object(Rc::new(Files::new(c.files.clone()))));
+        n.insert("Release", release.clone());
+        n.insert("Capabilities", caps.clone());
         let values = match parent_vals {
             None => match top {
                 Value::Map(_) => top.clone(),
@@ -221,7 +219,7 @@ fn collect<'a>(
                 _ => Value::Map(new_map()),
             },
         };
-        n.insert("Values".into(), values);
+        n.insert("Values", values);
     }
     let subs = new_map();
     let my_values = match next.borrow().get("Values") {
@@ -235,8 +233,7 @@ fn collect<'a>(
         subs.borrow_mut()
             .insert(sub.name.clone(), Value::Map(scope));
     }
-    next.borrow_mut()
-        .insert("Subcharts".into(), Value::Map(subs));
+    next.borrow_mut().insert("Subcharts", Value::Map(subs));
     for (name, slot) in &c.templates {
         // A library chart contributes only its partials.
         if c.kind_library && !name.rsplit('/').next().unwrap_or("").starts_with('_') {
@@ -304,13 +301,13 @@ pub fn render(
         message: m,
         kind: RenderErrorKind::Exec,
     })?;
-    let mut rel = BTreeMap::new();
-    rel.insert("Name".into(), Value::from(ctx.release_name.clone()));
-    rel.insert("Namespace".into(), Value::from(ctx.namespace.clone()));
-    rel.insert("IsUpgrade".into(), Value::Bool(ctx.is_upgrade));
-    rel.insert("IsInstall".into(), Value::Bool(!ctx.is_upgrade));
-    rel.insert("Revision".into(), Value::Int(1));
-    rel.insert("Service".into(), Value::from("Helm"));
+    let mut rel = Dict::new();
+    rel.insert("Name", Value::from(ctx.release_name.clone()));
+    rel.insert("Namespace", Value::from(ctx.namespace.clone()));
+    rel.insert("IsUpgrade", Value::Bool(ctx.is_upgrade));
+    rel.insert("IsInstall", Value::Bool(!ctx.is_upgrade));
+    rel.insert("Revision", Value::Int(1));
+    rel.insert("Service", Value::from("Helm"));
     let release = Value::map(rel);
     let mut tpls = BTreeMap::new();
     collect(
@@ -365,10 +362,10 @@ pub fn render(
             continue;
         }
         let r = &tpls[k];
-        let mut t = BTreeMap::new();
-        t.insert("Name".into(), Value::from(k.clone()));
-        t.insert("BasePath".into(), Value::from(r.base_path.clone()));
-        r.vals.borrow_mut().insert("Template".into(), Value::map(t));
+        let mut t = Dict::new();
+        t.insert("Name", Value::from(k.clone()));
+        t.insert("BasePath", Value::from(r.base_path.clone()));
+        r.vals.borrow_mut().insert("Template", Value::map(t));
         let text = exec
             .execute(k, Value::Map(r.vals.clone()))
             .map_err(|e| reformat(k, &e))?;

@@ -73,7 +73,7 @@ fn newline(out: &mut String) {
     }
 }
 
-fn map(out: &mut String, path: &[String], m: &std::collections::BTreeMap<String, Value>) {
+fn map(out: &mut String, path: &[String], m: &crate::template::value::Dict) {
     let child = |k: &str| {
         let mut p = path.to_vec();
         p.push(key(k));

@@ -5,6 +5,7 @@
 //! template-path order stable-sorted by kind, then hooks in the same order.
 
 use crate::template::fmt::strval;
+use crate::template::value::Dict;
 use crate::template::value::Value;
 use crate::yaml;
 use std::collections::BTreeMap;
@@ -140,7 +141,7 @@ pub fn split_manifests(text: &str) -> Vec<String> {
         .collect()
 }
 
-fn field<'a>(m: &'a BTreeMap<String, Value>, name: &str) -> Option<&'a Value> {
+fn field<'a>(m: &'a Dict, name: &str) -> Option<&'a Value> {
     m.get(name).or_else(|| {
         m.iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))

@@ -2,6 +2,7 @@
 //! `pluck`, `dig`, …), with mergo's deep merge for `merge` and `mergeOverwrite`.
 
 use super::*;
+use crate::template::value::Dict;
 
 /// mergo's deep merge as Sprig's `merge` (dst wins unless its value is empty) and
 /// `mergeOverwrite` (src wins).
@@ -9,7 +10,7 @@ pub fn merge_into(dst: &Map, src: &Map, overwrite: bool) {
     if Rc::ptr_eq(dst, src) {
         return;
     }
-    let entries: Vec<(String, Value)> = src
+    let entries: Vec<(std::rc::Rc<str>, Value)> = src
         .borrow()
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -35,13 +36,13 @@ pub fn merge_into(dst: &Map, src: &Map, overwrite: bool) {
 
 pub(super) fn register(f: &mut Funcs) {
     f.add("dict", |_, a| {
-        let m = new_map();
+        let mut m = Dict::with_capacity(a.len().div_ceil(2));
         for pair in a.chunks(2) {
-            let k = strval(&pair[0]);
+            let k = strval_key(&pair[0]);
             let v = pair.get(1).cloned().unwrap_or(Value::from(""));
-            m.borrow_mut().insert(k, v);
+            m.insert(k, v);
         }
-        Ok(Value::Map(m))
+        Ok(Value::map(m))
     });
     f.add2("get", |_, a0, a1| {
         let m = as_map(a0, "get")?;
@@ -54,7 +55,7 @@ pub(super) fn register(f: &mut Funcs) {
             return Err("assignment to entry in nil map".into());
         }
         let m = as_map(a0, "set")?;
-        m.borrow_mut().insert(s(a1), a2.clone());
+        m.borrow_mut().insert(s_key(a1), a2.clone());
         Ok(Value::Map(m))
     });
     f.add2("unset", |_, a0, a1| {
@@ -84,9 +85,9 @@ pub(super) fn register(f: &mut Funcs) {
         let mut out = Vec::new();
         for d in a {
             let m = as_map(d, "keys")?;
-            out.extend(m.borrow().keys().cloned());
+            out.extend(m.borrow().keys().map(|k| Value::Str(k.clone())));
         }
-        Ok(str_list(out))
+        Ok(list(out))
     });
     f.add1("values", |_, a0| {
         let m = as_map(a0, "values")?;
@@ -98,7 +99,7 @@ pub(super) fn register(f: &mut Funcs) {
         let m = as_map(&a[0], "pick")?;
         let out = new_map();
         for k in &a[1..] {
-            let k = s(k);
+            let k = s_key(k);
             if let Some(v) = m.borrow().get(&k) {
                 out.borrow_mut().insert(k, v.clone());
             }
@@ -109,10 +110,10 @@ pub(super) fn register(f: &mut Funcs) {
         want_min(a, 1, "omit")?;
         let m = as_map(&a[0], "omit")?;
         let drop: Vec<String> = a[1..].iter().map(s).collect();
-        let out: BTreeMap<String, Value> = m
+        let out: Dict = m
             .borrow()
             .iter()
-            .filter(|(k, _)| !drop.contains(k))
+            .filter(|(k, _)| !drop.iter().any(|d| **d == ***k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Ok(Value::map(out))

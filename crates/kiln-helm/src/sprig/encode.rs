@@ -2,8 +2,8 @@
 //! parts, Go's `path` functions). base64 encoding and SHA-1 are the `base64` and `sha1`
 //! crates; the decoders stay here, as Go's error offsets are part of the output.
 
+use crate::template::value::Dict;
 use crate::template::value::Value;
-use std::collections::BTreeMap;
 
 /// Standard base64 with padding (Go's `base64.StdEncoding`).
 pub fn b64(data: &[u8]) -> String {
@@ -198,7 +198,7 @@ pub fn adler32(data: &[u8]) -> u32 {
 
 /// Sprig's `urlParse`: scheme, host, path, query, fragment, userinfo, opaque.
 pub fn url_parse(u: &str) -> Value {
-    let mut m = BTreeMap::new();
+    let mut m = Dict::new();
     let (rest, fragment) = u.split_once('#').unwrap_or((u, ""));
     let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
     let (scheme, rest) = match rest.split_once("://") {
@@ -234,7 +234,7 @@ pub fn url_parse(u: &str) -> Value {
     Value::map(m)
 }
 
-pub fn url_join(m: &BTreeMap<String, Value>) -> String {
+pub fn url_join(m: &Dict) -> String {
     let g = |k: &str| m.get(k).map(crate::template::fmt::s).unwrap_or_default();
     let mut out = String::new();
     if !g("scheme").is_empty() {

@@ -33,12 +33,11 @@ pub mod strings;
 pub mod url;
 
 use crate::template::exec::{Exec, Funcs, FxMap};
-use crate::template::fmt::{empty, go_quote, s, s_ref, strval, to_f64, to_i64};
+use crate::template::fmt::{empty, go_quote, s, s_key, s_ref, strval, strval_key, to_f64, to_i64};
 use crate::template::funcs::want_min;
 use crate::template::unicode;
 use crate::template::value::{Map, Value, new_map};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// The deterministic random generator behind `rand*`, `uuidv4` and the `gen*` functions

@@ -5,6 +5,7 @@
 
 use super::encode;
 use super::*;
+use crate::template::value::Dict;
 
 /// Masterminds/goutils `AbbreviateFull(str, offset, maxWidth)`, the caller having refused the
 /// widths it errs on (Sprig's `abbrev`/`abbrevboth`). Go counts and cuts bytes, so a cut
@@ -393,7 +394,7 @@ pub(super) fn register(f: &mut Funcs) {
     });
     f.add2("split", |_, a0, a1| {
         let (sep, t) = (s(a0), s(a1));
-        let m: BTreeMap<String, Value> = go_split(&t, &sep, -1)
+        let m: Dict = go_split(&t, &sep, -1)
             .into_iter()
             .enumerate()
             .map(|(i, p)| (format!("_{i}"), Value::from(p)))
@@ -402,7 +403,7 @@ pub(super) fn register(f: &mut Funcs) {
     });
     f.add3("splitn", |_, a0, a1, a2| {
         let (sep, n, t) = (s(a0), to_i64(a1), s(a2));
-        let m: BTreeMap<String, Value> = go_split(&t, &sep, n)
+        let m: Dict = go_split(&t, &sep, n)
             .into_iter()
             .enumerate()
             .map(|(i, p)| (format!("_{i}"), Value::from(p)))

@@ -1412,7 +1412,7 @@ fn print_value(v: &Value, out: &mut String) {
 mod tests {
     use super::*;
     use crate::template::parse;
-    use std::collections::BTreeMap;
+    use crate::template::value::Dict;
 
     fn render(text: &str, dot: Value) -> Result<String, String> {
         let mut funcs = Funcs::default();
@@ -1488,10 +1488,10 @@ mod tests {
     #[test]
     fn field_errors_name_the_whole_chain_at_its_second_part() {
         let values = || {
-            let mut v = BTreeMap::new();
-            v.insert("foo".to_string(), Value::map(BTreeMap::new()));
+            let mut v = Dict::new();
+            v.insert("foo".to_string(), Value::map(Dict::new()));
             v.insert("n".to_string(), Value::Int(1));
-            let mut top = BTreeMap::new();
+            let mut top = Dict::new();
             top.insert("Values".to_string(), Value::map(v));
             Value::map(top)
         };
@@ -1550,7 +1550,7 @@ mod tests {
 
     #[test]
     fn error_locations_are_counted_from_the_text_of_the_template() {
-        let mut m = BTreeMap::new();
+        let mut m = Dict::new();
         m.insert("a".to_string(), Value::Nil);
         let text = "a\n{{define \"x\"}}\n  {{ .a.b }}{{end}}\n{{template \"x\" .}}";
         let err = render(text, Value::map(m)).unwrap_err();
@@ -1564,9 +1564,9 @@ mod tests {
 
     #[test]
     fn branches_ranges_and_variables_walk_the_flat_tree() {
-        let mut m = BTreeMap::new();
+        let mut m = Dict::new();
         m.insert("b".to_string(), Value::Bool(true));
-        let mut inner = BTreeMap::new();
+        let mut inner = Dict::new();
         inner.insert("c".to_string(), Value::from("deep"));
         m.insert("m".to_string(), Value::map(inner));
         let dot = Value::map(m);

@@ -17,6 +17,23 @@ pub fn strval(v: &Value) -> String {
     }
 }
 
+/// [`strval`] as a map key: a string keeps its own `Rc` (a template constant's, shared by
+/// every map built with it), where `strval` copies it.
+pub fn strval_key(v: &Value) -> std::rc::Rc<str> {
+    match v {
+        Value::Str(s) => s.clone(),
+        other => std::rc::Rc::from(other.go_string()),
+    }
+}
+
+/// [`s`] as a map key, as [`strval_key`] is `strval`'s.
+pub fn s_key(v: &Value) -> std::rc::Rc<str> {
+    match v {
+        Value::Nil => std::rc::Rc::from(""),
+        other => strval_key(other),
+    }
+}
+
 /// A string parameter as Go's template engine converts an argument (lenient: nil is "").
 pub fn s(v: &Value) -> String {
     match v {
@@ -510,7 +527,7 @@ impl Printer {
                 }
             }
             Value::Map(m) => {
-                // Go's fmt sorts map keys; a BTreeMap is in that order.
+                // Go's fmt sorts map keys; a `Dict` is in that order.
                 let m = m.borrow();
                 self.out.push_str(if self.f.sharp_v {
                     "map[string]interface {}{"
@@ -521,7 +538,7 @@ impl Printer {
                     if n > 0 {
                         self.out.push_str(if self.f.sharp_v { ", " } else { " " });
                     }
-                    self.fmt_string(k, verb, &Value::from(k.as_str()));
+                    self.fmt_string(k, verb, &Value::Str(k.clone()));
                     self.out.push(':');
                     self.print_value(x, verb);
                 }

@@ -4,6 +4,7 @@
 //! standard library templates print and compare with: [`fmt`] (`fmt`, `strconv`) and
 //! [`unicode`]. This is the bottom of the engine: it names neither Sprig nor Helm.
 
+pub mod dict;
 pub mod exec;
 pub mod fmt;
 pub mod funcs;

@@ -114,7 +114,7 @@ impl ValueReads {
             for (k, v) in m.borrow().iter() {
                 if let Value::Map(child) = v {
                     let mut p = path.clone();
-                    p.push(k.clone());
+                    p.push(k.to_string());
                     stack.push((child.clone(), p));
                 }
             }
@@ -365,7 +365,7 @@ impl Paths {
             return;
         }
         for (k, v) in m.borrow().iter() {
-            path.push(k.clone());
+            path.push(k.to_string());
             if !self.is_read(path) {
                 let parent = &path[..path.len() - 1];
                 let siblings = self

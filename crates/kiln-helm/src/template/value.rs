@@ -5,17 +5,16 @@
 //! Go maps are references: Sprig's `set`/`unset`/`merge` change a dict in place and every
 //! holder of it sees the change (Helm's `.Values` is one shared map that a template such as
 //! istio's `zzz_profile.yaml` rewrites for the templates after it). So a map is an
-//! `Rc<RefCell<…>>`; lists are immutable (Sprig's list functions return new slices). Maps are
-//! `BTreeMap`s because Go ranges over map keys in sorted order and its YAML/JSON encoders
-//! sort keys too, so sorted is the only order Helm ever shows.
+//! `Rc<RefCell<…>>`; lists are immutable (Sprig's list functions return new slices). A map's
+//! entries are kept sorted ([`Dict`]), the only order Helm ever shows.
 
+pub use super::dict::Dict;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::rc::Rc;
 
 /// A shared, mutable Go `map[string]interface{}`.
-pub type Map = Rc<RefCell<BTreeMap<String, Value>>>;
+pub type Map = Rc<RefCell<Dict>>;
 
 /// What an object's methods may use besides their arguments, given by the execution.
 #[derive(Clone, Copy, Default)]
@@ -159,11 +158,11 @@ impl From<i64> for Value {
 
 /// A new empty shared map.
 pub fn new_map() -> Map {
-    Rc::new(RefCell::new(BTreeMap::new()))
+    Rc::new(RefCell::new(Dict::new()))
 }
 
 impl Value {
-    pub fn map(m: BTreeMap<String, Value>) -> Value {
+    pub fn map(m: Dict) -> Value {
         Value::Map(Rc::new(RefCell::new(m)))
     }
     pub fn list(v: Vec<Value>) -> Value {
@@ -334,7 +333,7 @@ impl Value {
             Value::Map(m) => serde_json::Value::Object(
                 m.borrow()
                     .iter()
-                    .map(|(k, v)| (k.clone(), v.to_json()))
+                    .map(|(k, v)| (k.to_string(), v.to_json()))
                     .collect(),
             ),
             Value::Object(o) => serde_json::Value::String(o.display()),

@@ -19,11 +19,11 @@
 //! so every error and its line stay granit's.
 
 use super::{find_newline, key_string, plain_is_str, resolve_scalar, stringify_scalar};
-use crate::template::value::Value;
+use crate::template::value::{Dict, Value};
 use granit_parser::ScalarStyle;
 use kiln_base::yaml::goyaml::indicator;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::rc::Rc;
 
 /// The text is outside the subset: granit reads it.
 #[derive(Debug)]
@@ -543,19 +543,20 @@ impl<'t> Reader<'t> {
     /// A block mapping at column `col` whose first key is read.
     fn map(&mut self, col: usize, first: Key<'t>) -> R<Value> {
         self.enter()?;
-        let mut m = BTreeMap::new();
+        // Collected, then sorted once (`Dict`'s `FromIterator`).
+        let mut m: Vec<(Rc<str>, Value)> = Vec::new();
         let mut key = first;
         loop {
             let k = match key.plain {
                 // A plain key that is not null, a bool or a number is its text in both modes.
-                true if plain_is_str(&key.text) => key.text.into_owned(),
-                true => key_string(&self.scalar(&key.text, true)),
-                false => key.text.into_owned(),
+                true if plain_is_str(&key.text) => Rc::from(&*key.text),
+                true => Rc::from(key_string(&self.scalar(&key.text, true))),
+                false => Rc::from(&*key.text),
             };
             self.pos = key.after;
             let v = self.value(col, false)?;
             // A repeated key wins, as in the granit path (go-yaml v2).
-            m.insert(k, v);
+            m.push((k, v));
             match self.next_content()? {
                 Some(i) if i == col => key = self.key(self.pos)?.ok_or(Bail)?,
                 Some(i) if i > col => return Err(Bail),
@@ -563,7 +564,7 @@ impl<'t> Reader<'t> {
             }
         }
         self.depth -= 1;
-        Ok(Value::map(m))
+        Ok(Value::map(m.into_iter().collect()))
     }
 
     /// A block sequence at column `col`, `pos` on its first `-`.
@@ -758,7 +759,7 @@ impl<'t> Reader<'t> {
                 return Err(Bail);
             }
             self.end_of_line(q + 1)?;
-            return Ok(Value::map(BTreeMap::new()));
+            return Ok(Value::map(Dict::new()));
         }
         let mut items = Vec::new();
         if self.at(q) != b']' {

@@ -5,9 +5,9 @@
 //! or `unexpected end of JSON input`. serde_json, which reads the value afterwards, words its
 //! errors otherwise.
 
+use crate::template::value::Dict;
 use crate::template::value::Value;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 /// What the scanner expects next: one state of `scanner.go` each.
@@ -324,28 +324,30 @@ impl<'t> Read<'t> {
         match *self.b.get(self.i)? {
             b'{' => {
                 self.i += 1;
-                let mut m = BTreeMap::new();
+                // Collected, then sorted once (`Dict`'s `FromIterator`; the last of a
+                // repeated key wins, as encoding/json's does).
+                let mut m: Vec<(Rc<str>, Value)> = Vec::new();
                 self.space();
                 if self.b.get(self.i) == Some(&b'}') {
                     self.i += 1;
-                    return Some(Value::map(m));
+                    return Some(Value::map(Dict::new()));
                 }
                 loop {
                     self.space();
-                    let k = self.string()?.into_owned();
+                    let k: Rc<str> = Rc::from(&*self.string()?);
                     self.space();
                     if self.b.get(self.i) != Some(&b':') {
                         return None;
                     }
                     self.i += 1;
                     let v = self.value(depth + 1)?;
-                    m.insert(k, v);
+                    m.push((k, v));
                     self.space();
                     match self.b.get(self.i)? {
                         b',' => self.i += 1,
                         b'}' => {
                             self.i += 1;
-                            return Some(Value::map(m));
+                            return Some(Value::map(m.into_iter().collect()));
                         }
                         _ => return None,
                     }

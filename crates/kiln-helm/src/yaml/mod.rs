@@ -14,11 +14,12 @@ mod fast;
 mod goerror;
 pub mod gojson;
 
-use super::template::value::{Marshaled, Value, format_float};
+use super::template::value::{Dict, Marshaled, Value, format_float};
 use granit_parser::{ErrorKind, Event, Parser, ScalarStyle};
 use kiln_base::yaml::goyaml::{self, pad};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt::Write as _;
+use std::rc::Rc;
 
 /// A YAML read error with its 1-based line.
 #[derive(Debug, Clone)]
@@ -168,7 +169,7 @@ fn granit_docs(text: &str, strings: bool, first: bool) -> Result<(Vec<Value>, us
                 continue;
             }
             Event::MappingStart(_, anchor, _) => {
-                stack.push(Frame::Map(BTreeMap::new(), None, anchor, Vec::new()));
+                stack.push(Frame::Map(Dict::new(), None, anchor, Vec::new()));
                 continue;
             }
             Event::SequenceEnd => match stack.pop() {
@@ -198,7 +199,7 @@ fn granit_docs(text: &str, strings: bool, first: bool) -> Result<(Vec<Value>, us
                         for src in sources {
                             if let Value::Map(sm) = src {
                                 for (k, v) in sm.borrow().iter() {
-                                    m.entry(k.clone()).or_insert_with(|| v.deep_copy());
+                                    m.get_or_insert_with(k.clone(), || v.deep_copy());
                                 }
                             }
                         }
@@ -266,7 +267,7 @@ fn stringify_scalar(text: &str, v: Value) -> Value {
 enum Frame {
     Seq(Vec<Value>, usize),
     /// entries, pending key, anchor, `<<` values
-    Map(BTreeMap<String, Value>, Option<Value>, usize, Vec<Value>),
+    Map(Dict, Option<Value>, usize, Vec<Value>),
 }
 
 /// A mapping key as sigs.k8s.io/yaml turns it into a JSON key.
@@ -631,9 +632,9 @@ fn encode(v: &Value, enc: Encoder) -> String {
     out
 }
 
-fn write_map(out: &mut String, m: &BTreeMap<String, Value>, ind: usize, enc: Encoder) {
+fn write_map(out: &mut String, m: &Dict, ind: usize, enc: Encoder) {
     let mut first = true;
-    let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+    let mut entries: Vec<(&Rc<str>, &Value)> = m.iter().collect();
     entries.sort_by(|a, b| goyaml::key_order(a.0, b.0));
     for (k, v) in entries {
         if !first || !out.ends_with("- ") {
@@ -821,7 +822,7 @@ fn write_json(out: &mut String, v: &Value, esc: bool, ind: Option<usize>) {
         }
         Value::Map(m) => {
             let m = m.borrow();
-            write_json_object(out, m.iter().map(|(k, x)| (k.as_str(), x)), esc, ind);
+            write_json_object(out, m.iter().map(|(k, x)| (&**k, x)), esc, ind);
         }
     }
 }
