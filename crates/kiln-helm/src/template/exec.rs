@@ -7,10 +7,9 @@
 //! a field of nil is Go's "nil pointer evaluating interface {}.X" error.
 
 use super::params::{Origin, Sig};
-use super::parse::{Arg, Branch, Cmd, FuncId, Node, Pipe, Pos, Span, Tree};
+use super::parse::{Arg, Branch, Cmd, DOLLAR, FuncId, Node, Pipe, Pos, Span, Tree};
 use super::value::Value;
 use std::rc::Rc;
-use std::sync::Arc;
 
 /// A function as templates call it: it may execute templates (`include`, `tpl`).
 ///
@@ -496,12 +495,11 @@ impl Default for Budget {
 pub struct Exec<'a> {
     pub set: Rc<TemplateSet>,
     pub funcs: Rc<Funcs>,
-    /// Variables in scope, innermost last. Names are shared with the tree (`Pipe::decl`).
-    vars: Vec<(Arc<str>, Value)>,
+    /// Variables in scope, innermost last, by symbol of the running tree
+    /// ([`Tree::var_names`]): every variable above `base` is that tree's.
+    vars: Vec<(u32, Value)>,
     /// Where the running template's variables start in `vars`.
     base: usize,
-    /// `$`, the name every template run starts with.
-    dollar: Arc<str>,
     depth: usize,
     /// The names of the `include` calls running, outermost first: Helm's `includedNames`
     /// (pkg/engine/engine.go), which refuses a name nested more than 1,000 deep.
@@ -536,7 +534,6 @@ impl<'a> Exec<'a> {
             funcs,
             vars: Vec::new(),
             base: 0,
-            dollar: Arc::from("$"),
             depth: 0,
             included: Vec::new(),
             cur: None,
@@ -677,7 +674,7 @@ impl<'a> Exec<'a> {
         // A fresh scope on the same stack: the caller's variables stay below `base`, out
         // of sight (a new Vec for every `include` was an allocation per call).
         let saved_base = std::mem::replace(&mut self.base, self.vars.len());
-        self.vars.push((self.dollar.clone(), dot.clone()));
+        self.vars.push((DOLLAR, dot.clone()));
         let saved_cur = self.cur.replace(t.clone());
         let mut out = String::with_capacity(t.text_len);
         let r = self.walk(&dot, &t.tree, t.root, &mut out);
@@ -845,13 +842,15 @@ impl<'a> Exec<'a> {
             r.whole(coll);
             if r.tracing() {
                 // `range $k, $v := .Values.env`: the variables hold what the pipeline read.
-                decl.iter().for_each(|name| r.assigned(name, read_mark));
+                decl.iter()
+                    .filter_map(|&sym| t.var_names.get(sym as usize))
+                    .for_each(|name| r.assigned(name, read_mark));
             }
         }
         let coll = self.leave(traced, coll)?;
         for v in decl {
             if !pipe.is_assign {
-                self.vars.push((v.clone(), Value::Nil));
+                self.vars.push((*v, Value::Nil));
             }
         }
         // Lists (immutable) and ints are walked in place; maps are read into pairs first, as
@@ -864,7 +863,14 @@ impl<'a> Exec<'a> {
             Value::Map(m) => Items::Pairs(
                 m.borrow()
                     .iter()
-                    .map(|(k, v)| (if keys { Value::str(k) } else { Value::Nil }, v.clone()))
+                    .map(|(k, v)| {
+                        let k = if keys {
+                            Value::Str(k.clone())
+                        } else {
+                            Value::Nil
+                        };
+                        (k, v.clone())
+                    })
                     .collect::<Vec<_>>()
                     .into_iter(),
             ),
@@ -921,14 +927,15 @@ impl<'a> Exec<'a> {
             self.step(1, pipe.pos)?;
             let assigned = match decl.len() {
                 0 => true,
-                1 => self.set_var(&decl[0], v.clone()),
-                _ => self.set_var(&decl[0], k) && self.set_var(&decl[1], v.clone()),
+                1 => self.set_var(decl[0], v.clone()),
+                _ => self.set_var(decl[0], k) && self.set_var(decl[1], v.clone()),
             };
             if !assigned {
                 let name = decl
                     .iter()
                     .find(|n| !self.vars[self.base..].iter().any(|(m, _)| m == *n));
-                return Err(self.undefined_assignment(t, pipe, name.map_or("", |n| n)));
+                let name = name.map_or("", |n| t.var_name(*n));
+                return Err(self.undefined_assignment(t, pipe, name));
             }
             let inner = self.vars.len();
             let f = self.walk(&v, t, b.list, out)?;
@@ -941,15 +948,11 @@ impl<'a> Exec<'a> {
         Ok(())
     }
 
-    /// Go's `setVar`: false when no variable `name` is in scope (an `=` to a variable never
+    /// Go's `setVar`: false when no variable `sym` is in scope (an `=` to a variable never
     /// declared, which Go's parser accepts: the caller fails with Go's message).
-    fn set_var(&mut self, name: &str, v: Value) -> bool {
+    fn set_var(&mut self, sym: u32, v: Value) -> bool {
         let base = self.base;
-        match self.vars[base..]
-            .iter_mut()
-            .rev()
-            .find(|(n, _)| &**n == name)
-        {
+        match self.vars[base..].iter_mut().rev().find(|(n, _)| *n == sym) {
             Some(slot) => {
                 slot.1 = v;
                 true
@@ -968,14 +971,13 @@ impl<'a> Exec<'a> {
         }
     }
 
-    fn var(&self, name: &str, pos: Pos) -> R<Value> {
-        match self.vars[self.base..]
-            .iter()
-            .rev()
-            .find(|(n, _)| &**n == name)
-        {
+    fn var(&self, t: &Tree, sym: u32, pos: Pos) -> R<Value> {
+        match self.vars[self.base..].iter().rev().find(|(n, _)| *n == sym) {
             Some((_, v)) => Ok(v.clone()),
-            None => Err(self.err_at(pos, name, format!("undefined variable: {name}"))),
+            None => {
+                let name = t.var_name(sym);
+                Err(self.err_at(pos, name, format!("undefined variable: {name}")))
+            }
         }
     }
 
@@ -994,17 +996,19 @@ impl<'a> Exec<'a> {
         };
         let v = self.pipe_no_decl(dot, t, p)?;
         if let (Some(mark), Some(r)) = (mark, self.reads.as_mut()) {
-            for name in &t.decls[p.decl.range()] {
-                r.assigned(name, mark);
+            for &sym in &t.decls[p.decl.range()] {
+                if let Some(name) = t.var_names.get(sym as usize) {
+                    r.assigned(name, mark);
+                }
             }
         }
-        for name in &t.decls[p.decl.range()] {
+        for &sym in &t.decls[p.decl.range()] {
             if p.is_assign {
-                if !self.set_var(name, v.clone()) {
-                    return Err(self.undefined_assignment(t, p, name));
+                if !self.set_var(sym, v.clone()) {
+                    return Err(self.undefined_assignment(t, p, t.var_name(sym)));
                 }
             } else {
-                self.vars.push((name.clone(), v.clone()));
+                self.vars.push((sym, v.clone()));
             }
         }
         Ok(v)
@@ -1037,9 +1041,9 @@ impl<'a> Exec<'a> {
                 let base = self.arg(dot, t, &t.args[*term as usize])?;
                 self.field_chain(dot, t, base, None, t.str(*chain), rest, fin, *pos)
             }
-            Arg::Var(name, chain, pos) => {
-                let name = t.str(*name);
-                let base = self.var(name, *pos)?;
+            Arg::Var(sym, chain, pos) => {
+                let base = self.var(t, *sym, *pos)?;
+                let name = t.var_name(*sym);
                 self.used(name);
                 if chain.is_empty() {
                     self.not_a_function(rest, &fin, *pos, name)?;
@@ -1093,9 +1097,9 @@ impl<'a> Exec<'a> {
                 *pos,
             )?,
             Arg::Dot(_) => dot.clone(),
-            Arg::Var(name, chain, pos) => {
-                let name = t.str(*name);
-                let base = self.var(name, *pos)?;
+            Arg::Var(sym, chain, pos) => {
+                let base = self.var(t, *sym, *pos)?;
+                let name = t.var_name(*sym);
                 self.used(name);
                 if chain.is_empty() {
                     base
@@ -1285,8 +1289,8 @@ impl<'a> Exec<'a> {
             Arg::Dot(p) => (*p, ".".into()),
             Arg::Ident(id, p) => (*p, self.funcs.name(*id).to_string()),
             Arg::Field(chain, p) => chain_site(Some(""), t.str(*chain), *p),
-            Arg::Var(name, chain, p) if chain.is_empty() => (*p, t.str(*name).to_string()),
-            Arg::Var(name, chain, p) => chain_site(Some(t.str(*name)), t.str(*chain), *p),
+            Arg::Var(sym, chain, p) if chain.is_empty() => (*p, t.var_name(*sym).to_string()),
+            Arg::Var(sym, chain, p) => chain_site(Some(t.var_name(*sym)), t.str(*chain), *p),
             Arg::Chain(_, chain, p) => (*p, format!(".{}", t.str(*chain))),
             Arg::Pipe(p) => {
                 let p = &t.pipes[*p as usize];

@@ -563,6 +563,19 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// The symbol of variable `name` in this tree ([`Tree::var_names`]): a text has a few
+    /// dozen names at most, so they are scanned.
+    fn var_sym(&mut self, name: &str) -> u32 {
+        let names = &mut self.tree.var_names;
+        match names.iter().position(|n| **n == *name) {
+            Some(i) => i as u32,
+            None => {
+                names.push(Arc::from(name));
+                (names.len() - 1) as u32
+            }
+        }
+    }
+
     fn pipeline_here(&mut self, ctx: &str, paren: bool) -> PResult<u32> {
         self.skip_space();
         let first = self.peek()?;
@@ -623,7 +636,8 @@ impl<'a> Parser<'a> {
             // renders.
             for v in names.into_iter().flatten() {
                 self.vars.push(v);
-                self.tree.decls.push(Arc::from(v));
+                let sym = self.var_sym(v);
+                self.tree.decls.push(sym);
             }
         }
         pipe.decl = Span {
@@ -753,11 +767,8 @@ impl<'a> Parser<'a> {
                 if !self.vars.contains(&v) {
                     return Err(self.err_at(o, format!("undefined variable \"{v}\"")));
                 }
-                let name = Span {
-                    start: t.start() as u32,
-                    end: t.end() as u32,
-                };
-                return Ok(Arg::Var(name, self.fields()?, pos));
+                let sym = self.var_sym(v);
+                return Ok(Arg::Var(sym, self.fields()?, pos));
             }
             Kind::Str => {
                 let body = &self.src[t.start() + 1..t.end() - 1];
@@ -998,7 +1009,7 @@ mod tests {
             .args
             .iter()
             .find_map(|a| match *a {
-                Arg::Var(n, c, _) => Some((t.str(n), t.str(c))),
+                Arg::Var(n, c, _) => Some((t.var_name(n), t.str(c))),
                 _ => None,
             })
             .unwrap();

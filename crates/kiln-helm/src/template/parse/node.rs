@@ -61,6 +61,9 @@ impl Span {
 /// list, branch and text was most of the parser's allocations and most of the cost of
 /// dropping a chart's trees. A tree holds no `Rc`: it is `Send`, so a chart's templates can
 /// be parsed on a pool thread while the chart loads ([`Slot`](super::Slot), ADR 0012).
+/// The symbol of `$`, the variable every execution starts with.
+pub const DOLLAR: u32 = 0;
+
 #[derive(Debug, Clone, Default)]
 pub struct Tree {
     /// The template text, shared with the chart that holds it (not copied per parse).
@@ -69,9 +72,13 @@ pub struct Tree {
     pub pipes: Vec<Pipe>,
     pub cmds: Vec<Cmd>,
     pub args: Vec<Arg>,
-    /// Declared (`:=`) or assigned (`=`) variables (shared names: declaring one at execution
-    /// time is a reference count, not a copy).
-    pub decls: Vec<Arc<str>>,
+    /// Declared (`:=`) or assigned (`=`) variables, as symbols of [`Tree::var_names`].
+    pub decls: Vec<u32>,
+    /// The variable names of the text, each once: a variable is its index here (its
+    /// symbol; `$` is [`DOLLAR`]). Every variable in scope during an execution comes from
+    /// the tree being executed (`template`, `include` and `tpl` start a scope of their own),
+    /// so the executor finds a variable by comparing symbols, not names.
+    pub var_names: Vec<Arc<str>>,
     /// The names `template` and `block` call.
     pub names: Vec<Box<str>>,
 }
@@ -87,8 +94,14 @@ impl Tree {
             pipes: Vec::with_capacity(len / 48),
             cmds: Vec::with_capacity(len / 40),
             args: Vec::with_capacity(len / 20),
+            var_names: vec![Arc::from("$")],
             ..Tree::default()
         }
+    }
+
+    /// The name of variable `sym` (with its `$`).
+    pub fn var_name(&self, sym: u32) -> &str {
+        self.var_names.get(sym as usize).map_or("$", |n| n)
     }
 
     /// A span of the text.
@@ -153,8 +166,8 @@ pub enum Arg {
     /// `.A.B` (never empty: `.` alone is `Dot`).
     Field(Chain, Pos),
     Dot(Pos),
-    /// `$x.A.B`: the variable's name (with its `$`) and the chain.
-    Var(Span, Chain, Pos),
+    /// `$x.A.B`: the variable (its symbol, [`Tree::var_names`]) and the chain.
+    Var(u32, Chain, Pos),
     /// A function, resolved at parse time.
     Ident(FuncId, Pos),
     /// `(pipe).A.B`: the term's index in [`Tree::args`].
