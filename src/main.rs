@@ -16,15 +16,44 @@ static GLOBAL: alloc::Alloc = alloc::Alloc;
 mod alloc;
 
 /// `kiln helm` and `kiln kustomize` render one chart or kustomization per process: this
-/// thread joins rayon's pool as its first worker, so the render runs here (on the heap the
-/// argument parse already warmed) and the pool starts one thread fewer. Left to its default,
-/// the pool started a thread per core and this one waited on them: a thread created, and its
-/// allocator heap's pages faulted in, for nothing (issue 37, ADR 0046).
-fn engine_pool() {
-    // Fails only if the global pool already exists: then it is used as it is.
-    let _ = rayon::ThreadPoolBuilder::new()
+/// thread joins a rayon pool as its first worker, so the render runs here (on the heap the
+/// argument parse already warmed). Left to its default, the pool started a thread per core
+/// and this one waited on them: a thread created, and its allocator heap's pages faulted
+/// in, for nothing (issue 37, ADR 0046).
+///
+/// The pool's other threads start only when the engine has work for them
+/// (`kiln_base::pool::widen`): until then their jobs wait in this thread's queue. A small
+/// chart never starts one (ADR 0055). The pool is this thread's from here on (rayon's calls
+/// on it use it); it is not the global pool, whose `build_global` waits for every thread to
+/// start.
+fn engine_pool() -> Option<rayon::ThreadPool> {
+    let pool = rayon::ThreadPoolBuilder::new()
         .use_current_thread()
-        .build_global();
+        .spawn_handler(|thread| {
+            WAITING
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(thread);
+            Ok(())
+        })
+        .build()
+        .ok()?;
+    kiln_base::pool::set_widen(start_waiting_threads);
+    Some(pool)
+}
+
+/// The pool's threads not started yet (`engine_pool`).
+static WAITING: std::sync::Mutex<Vec<rayon::ThreadBuilder>> = std::sync::Mutex::new(Vec::new());
+
+/// Starts the threads `engine_pool` kept waiting. A thread that cannot be started leaves
+/// its share of the work to the others: rayon's jobs wait in a queue any worker takes from.
+fn start_waiting_threads() {
+    let waiting = std::mem::take(&mut *WAITING.lock().unwrap_or_else(|e| e.into_inner()));
+    for thread in waiting {
+        let _ = std::thread::Builder::new()
+            .name("kiln-worker".into())
+            .spawn(move || thread.run());
+    }
 }
 
 /// Ends a `kiln helm`/`kiln kustomize` that succeeded without the exit-time work nothing
@@ -63,9 +92,8 @@ fn main() -> ExitCode {
         args.command,
         kiln::cli::Command::Helm(_) | kiln::cli::Command::Kustomize(_)
     );
-    if engine {
-        engine_pool();
-    }
+    // Kept for the rest of the process: dropping it would end its threads.
+    let _pool = if engine { engine_pool() } else { None };
     if let Err(report) = kiln::cli::set_network_timeouts(&args.command) {
         kiln::cli::print_err(&format!("{report:?}"));
         return ExitCode::from(kiln::cli::failure_exit_code(error_code, &report));
@@ -80,5 +108,38 @@ fn main() -> ExitCode {
                 ExitCode::from(kiln::cli::failure_exit_code(error_code, &report))
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    /// The pool's other threads wait until an engine widens: a job handed out before that
+    /// sits in this thread's queue, and one of them takes it once started.
+    #[test]
+    fn the_engine_pool_starts_its_threads_when_an_engine_widens() {
+        let pool = engine_pool().expect("a pool");
+        let n = pool.current_num_threads();
+        let waiting = || WAITING.lock().unwrap_or_else(|e| e.into_inner()).len();
+        assert_eq!(waiting(), n - 1, "no thread started with the pool");
+        if n < 2 {
+            return; // One core: the pool is this thread, there is nothing to start.
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        rayon::spawn(move || {
+            let _ = tx.send(rayon::current_thread_index());
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_millis(200)).is_err(),
+            "a job ran before any thread was started"
+        );
+        kiln_base::pool::widen();
+        assert_eq!(waiting(), 0);
+        let ran_on = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the job ran");
+        assert_ne!(ran_on, Some(0), "run by a started thread, not this one");
     }
 }

@@ -8,6 +8,7 @@
 //! - [`diag`]: source files kept for late diagnostics, and the snippet clipping;
 //! - [`pointer`](mod@pointer): JSON Pointer escaping (RFC 6901) and field paths;
 //! - [`digest`]: SHA-256 in hex;
+//! - [`pool`]: when a render has work for more than one thread;
 //! - [`url`]: credentials removed from URLs before they are shown;
 //! - [`mod@reference`]: the `${…}` reference language of kiln's spec.
 // Unit tests build their trees on disk; the boundary (clippy.toml) holds for library code.
@@ -17,6 +18,7 @@ pub mod diag;
 pub mod digest;
 pub mod fs;
 pub mod pointer;
+pub mod pool;
 pub mod reference;
 pub mod resource;
 pub mod url;

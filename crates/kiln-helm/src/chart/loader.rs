@@ -56,8 +56,16 @@ pub fn load_with(fs: &dyn FileSystem, path: &Path, resolve: Resolve) -> R<Chart>
     build(Some(fs), files, &shown, resolve)
 }
 
+/// Template text, plus schema text counted twice, below which nothing is parsed ahead: a
+/// thread started for less cost a render more than it saved. Measured by wall time on two
+/// cores (ADR 0055): nats (25 KB), alertmanager (27 KB), metrics-server and podinfo render
+/// as fast or faster with no second thread, and ingress-nginx (88 KB) as fast, each with
+/// 10-16 % less CPU; bitnami-postgresql, traefik, prometheus and cert-manager render 9-20 %
+/// faster with one.
+const AHEAD_FOR_A_THREAD: usize = 128 * 1024;
+
 /// Builds the chart and its unpacked subcharts from their files, after handing one pool
-/// job every template text to parse ([`parse::parse_slots`]) and every values.schema.json
+/// job (when there is [`AHEAD_FOR_A_THREAD`] of it) every template text to parse ([`parse::parse_slots`]) and every values.schema.json
 /// to compile, in the order below, while this thread goes on to Chart.yaml, values.yaml
 /// and then the render's values: a render takes the trees from the other end
 /// ([`Slot::take`]). A file taken for a template here that the loader then files otherwise
@@ -123,7 +131,10 @@ pub(super) fn build(
     // 243 KB. A schema nobody has started when the render's check needs it is compiled by
     // the check.
     let schemas_first = 2 * schema_bytes >= template_bytes;
-    if !slots.is_empty() || !schemas.is_empty() {
+    // Less than that, and the render parses each template as it reaches it, on its own
+    // thread; the check compiles a schema when it needs it (kiln_base::pool).
+    if template_bytes + 2 * schema_bytes >= AHEAD_FOR_A_THREAD {
+        kiln_base::pool::widen();
         rayon::spawn(move || {
             let compile = || schemas.iter().for_each(|s| s.parse_ahead());
             if schemas_first {

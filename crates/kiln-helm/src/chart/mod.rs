@@ -394,6 +394,25 @@ mod tests {
         }
     }
 
+    /// Less text than a thread's worth (`AHEAD_FOR_A_THREAD`) is left to the render, which
+    /// parses each template as it reaches it: nothing is handed to the pool, so nothing
+    /// parses the templates ahead, however long one waits.
+    #[test]
+    fn a_small_chart_is_parsed_by_its_render_not_ahead() {
+        let mut fs = kiln_base::fs::MemFs::new();
+        fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n")
+            .add_file("/c/values.schema.json", "{\"type\": \"object\"}")
+            .add_file("/c/templates/a.yaml", "a: {{ .Values.a }}\n")
+            .add_file("/c/templates/b.yaml", "b: {{ .Values.b }}\n");
+        let c = load_with(&fs, Path::new("/c")).expect("loads");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        for (name, slot) in &c.templates {
+            assert!(!slot.is_parsed_ahead(), "{name} was parsed ahead");
+        }
+        let schema = c.schema.as_ref().expect("a schema");
+        assert!(!schema.parsed.is_done(), "the schema was compiled ahead");
+    }
+
     /// A small schema beside large templates waits for them: the render needs the trees
     /// when it starts and the schema only when it ends. Once the job has compiled the
     /// schema, every template was parsed ahead.

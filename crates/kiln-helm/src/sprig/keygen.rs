@@ -419,6 +419,9 @@ fn plus<const N: usize>(x: &[u64; N], k: u64, bits: usize) -> Option<[u64; N]> {
 /// (`d` modulo λ(n), the CRT values precomputed). Sprig asks for 2048 and 4096 bits; the
 /// Montgomery arithmetic is compiled for primes of up to 1024 and 2048 bits.
 pub fn rsa_key(rng: &mut ChaCha20Rng, bits: usize) -> Result<rsa::RsaPrivateKey, String> {
+    // The two primes are searched at once, and each search tests two batches at once: work
+    // for every core there is (kiln_base::pool).
+    kiln_base::pool::widen();
     rsa_key_on(rng, bits, Lanes::best())
 }
 

@@ -1,5 +1,7 @@
 //! Go's `map[string]interface{}` as templates hold it: [`Dict`], the map behind every
-//! [`Value::Map`](super::value::Value::Map).
+//! [`Value::Map`].
+//!
+//! [`Value::Map`]: super::value::Value::Map
 //!
 //! Go ranges over a map's keys in sorted order, and encoding/json and sigs.k8s.io/yaml
 //! sort them too, so sorted is the only order Helm ever shows: a `Dict` keeps its entries
@@ -9,7 +11,7 @@
 //! with maps (issue 37, nats: `dict` with five keys per node of a values walk, then `get`
 //! and `hasKey` on it, then dropped):
 //! - most maps are small: a `dict` call, a `fromJson` patch, a manifest's `metadata`. One
-//!   allocation holds every entry, and a lookup in a map of up to [`LINEAR`] keys compares
+//!   allocation holds every entry, and a lookup in a map of up to eight keys compares
 //!   lengths before bytes, where a B-tree compares every key it passes byte by byte;
 //! - keys are `Rc<str>`: `dict "path" $p` keeps the template constant's own string, and a
 //!   copy of a map (`deepCopy`, `merge`, a coalesced values tree) shares its keys, where a
