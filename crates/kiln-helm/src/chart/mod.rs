@@ -413,6 +413,46 @@ mod tests {
         assert!(!schema.parsed.is_done(), "the schema was compiled ahead");
     }
 
+    /// The loader asks for the pool's threads (`kiln_base::pool::widen`) for a chart of many
+    /// files before it reads them, for one of much text once read, and never for a small
+    /// one. Calls are told apart by thread: other tests widen too (key generation).
+    #[test]
+    fn the_loader_widens_for_many_files_or_much_text() {
+        use std::sync::Mutex;
+        use std::thread::ThreadId;
+        static CALLERS: Mutex<Vec<ThreadId>> = Mutex::new(Vec::new());
+        fn record() {
+            let me = std::thread::current().id();
+            CALLERS.lock().unwrap_or_else(|e| e.into_inner()).push(me);
+        }
+        kiln_base::pool::set_widen(record);
+        let widened_here = |fs: &kiln_base::fs::MemFs| {
+            let me = std::thread::current().id();
+            CALLERS.lock().unwrap_or_else(|e| e.into_inner()).clear();
+            load_with(fs, Path::new("/c")).expect("loads");
+            let callers = CALLERS.lock().unwrap_or_else(|e| e.into_inner());
+            callers.contains(&me)
+        };
+        let chart = |files: usize, each: &str| {
+            let mut fs = kiln_base::fs::MemFs::new();
+            fs.add_file("/c/Chart.yaml", "apiVersion: v2\nname: c\nversion: 1.0.0\n");
+            for i in 0..files {
+                fs.add_file(format!("/c/templates/t{i}.yaml"), each);
+            }
+            fs
+        };
+        assert!(
+            !widened_here(&chart(10, "a: {{ .Values.a }}\n")),
+            "small chart"
+        );
+        assert!(
+            widened_here(&chart(40, "a: {{ .Values.a }}\n")),
+            "many files"
+        );
+        let long = "a: {{ .Values.a }}\n".repeat(4000);
+        assert!(widened_here(&chart(2, &long)), "much text");
+    }
+
     /// A small schema beside large templates waits for them: the render needs the trees
     /// when it starts and the schema only when it ends. Once the job has compiled the
     /// schema, every template was parsed ahead.
