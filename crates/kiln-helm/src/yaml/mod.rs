@@ -169,7 +169,7 @@ fn granit_docs(text: &str, strings: bool, first: bool) -> Result<(Vec<Value>, us
                 continue;
             }
             Event::MappingStart(_, anchor, _) => {
-                stack.push(Frame::Map(Dict::new(), None, anchor, Vec::new()));
+                stack.push(Frame::Map(Vec::new(), None, anchor, Vec::new()));
                 continue;
             }
             Event::SequenceEnd => match stack.pop() {
@@ -189,7 +189,10 @@ fn granit_docs(text: &str, strings: bool, first: bool) -> Result<(Vec<Value>, us
                 }
             },
             Event::MappingEnd => match stack.pop() {
-                Some(Frame::Map(mut m, _, anchor, merges)) => {
+                Some(Frame::Map(entries, _, anchor, merges)) => {
+                    // Sorted once (`Dict`'s `FromIterator`: a repeated key's last value
+                    // wins, as go-yaml v2 lets it).
+                    let mut m: Dict = entries.into_iter().collect();
                     // `<<` merges: explicit keys win, earlier merged maps win over later ones.
                     for merged in merges {
                         let sources: Vec<Value> = match merged {
@@ -236,8 +239,9 @@ fn granit_docs(text: &str, strings: bool, first: bool) -> Result<(Vec<Value>, us
                     {
                         merges.push(node);
                     } else {
-                        // go-yaml v2 (sigs.k8s.io/yaml) lets a repeated key win.
-                        m.insert(key_string(&k), node);
+                        // go-yaml v2 (sigs.k8s.io/yaml) lets a repeated key win (the
+                        // mapping is collected when it ends).
+                        m.push((Rc::from(key_string(&k)), node));
                     }
                 }
             },
@@ -266,8 +270,8 @@ fn stringify_scalar(text: &str, v: Value) -> Value {
 
 enum Frame {
     Seq(Vec<Value>, usize),
-    /// entries, pending key, anchor, `<<` values
-    Map(Dict, Option<Value>, usize, Vec<Value>),
+    /// entries in document order, pending key, anchor, `<<` values
+    Map(Vec<(Rc<str>, Value)>, Option<Value>, usize, Vec<Value>),
 }
 
 /// A mapping key as sigs.k8s.io/yaml turns it into a JSON key.
