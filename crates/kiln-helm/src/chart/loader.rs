@@ -85,11 +85,12 @@ const READS_FOR_A_THREAD: usize = 32;
 const READS_PER_ARCHIVE: usize = 16;
 
 /// Builds the chart and its unpacked subcharts from their files, after handing one pool
-/// job (when there is [`AHEAD_FOR_A_THREAD`] of it) every template text to parse ([`parse::parse_slots`]) and every values.schema.json
-/// to compile, in the order below, while this thread goes on to Chart.yaml, values.yaml
-/// and then the render's values: a render takes the trees from the other end
-/// ([`Slot::take`]). A file taken for a template here that the loader then files otherwise
-/// is still its bytes; a template missed here is parsed by the render.
+/// job (when there is [`AHEAD_FOR_A_THREAD`] of it) every template text to parse
+/// ([`parse::parse_slots`]) and every values.schema.json to compile, in the order below,
+/// while this thread goes on to Chart.yaml, values.yaml and then the render's values: a
+/// render takes the trees from the other end ([`Slot::take`]). A file taken for a template
+/// here that the loader then files otherwise is still its bytes; a template missed here is
+/// parsed by the render.
 pub(super) fn build(
     fs: Option<&dyn FileSystem>,
     mut files: Vec<(String, FileData)>,

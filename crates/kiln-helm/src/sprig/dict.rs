@@ -109,11 +109,11 @@ pub(super) fn register(f: &mut Funcs) {
     f.add("omit", |_, a| {
         want_min(a, 1, "omit")?;
         let m = as_map(&a[0], "omit")?;
-        let drop: Vec<String> = a[1..].iter().map(s).collect();
+        let drop: Vec<Rc<str>> = a[1..].iter().map(s_key).collect();
         let out: Dict = m
             .borrow()
             .iter()
-            .filter(|(k, _)| !drop.iter().any(|d| **d == ***k))
+            .filter(|(k, _)| !drop.contains(k))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         Ok(Value::map(out))

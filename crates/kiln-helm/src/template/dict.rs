@@ -190,10 +190,10 @@ impl Dict {
         }
     }
 
-    pub fn iter_mut(&mut self) -> Box<dyn DoubleEndedIterator<Item = (&Rc<str>, &mut Value)> + '_> {
+    pub fn iter_mut(&mut self) -> IterMut<'_> {
         match &mut self.0 {
-            Repr::Small(v) => Box::new(v.iter_mut().map(|(k, v)| (&*k, v))),
-            Repr::Large(m) => Box::new(m.iter_mut()),
+            Repr::Small(v) => IterMut::Small(v.iter_mut()),
+            Repr::Large(m) => IterMut::Large(m.iter_mut()),
         }
     }
 
@@ -245,6 +245,31 @@ impl DoubleEndedIterator for Iter<'_> {
 }
 
 impl ExactSizeIterator for Iter<'_> {}
+
+/// The entries of a [`Dict`], by key, their values mutable.
+pub enum IterMut<'a> {
+    Small(std::slice::IterMut<'a, (Rc<str>, Value)>),
+    Large(std::collections::btree_map::IterMut<'a, Rc<str>, Value>),
+}
+
+impl<'a> Iterator for IterMut<'a> {
+    type Item = (&'a Rc<str>, &'a mut Value);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            IterMut::Small(i) => i.next().map(|(k, v)| (&*k, v)),
+            IterMut::Large(i) => i.next(),
+        }
+    }
+}
+
+impl DoubleEndedIterator for IterMut<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            IterMut::Small(i) => i.next_back().map(|(k, v)| (&*k, v)),
+            IterMut::Large(i) => i.next_back(),
+        }
+    }
+}
 
 impl<'a> IntoIterator for &'a Dict {
     type Item = (&'a Rc<str>, &'a Value);
